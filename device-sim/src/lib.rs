@@ -1,0 +1,1 @@
+//! The cqlab device simulator (built by the simulator issue).

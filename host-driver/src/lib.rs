@@ -1,0 +1,1 @@
+//! The cqlab host driver.

@@ -1,0 +1,206 @@
+//! Dispatch commands: what the dispatcher consumes from its ring.
+//!
+//! Each is a 16-byte header followed by its payload padded to `L1_ALIGNMENT`.
+//! The payload of a write may arrive inline (in the same `RELAY_INLINE`) or
+//! from a following `RELAY_LINEAR`/`RELAY_PAGED`: the dispatcher sees one
+//! stream either way.
+
+use bitflags::bitflags;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum DispatchCmdId {
+    /// Write the payload to one NOC address or a multicast rectangle.
+    WriteLinear = 0x21,
+    /// Write whole pages to an interleaved buffer.
+    WritePaged = 0x22,
+    /// Write to many cores at one L1 address (sub-commands name the cores).
+    WritePacked = 0x23,
+    /// Write a completion record (data or event) to the host.
+    WriteHost = 0x24,
+    /// Wait for memory, a counter, or write acks.
+    Wait = 0x25,
+    /// Write the GO signal to workers' launch mailboxes.
+    Go = 0x26,
+    /// Offset added to later WRITE_LINEAR / WRITE_PAGED destinations.
+    SetWriteOffset = 0x27,
+    /// Spin for a number of cycles (race amplification).
+    Delay = 0x28,
+    /// Payload with a checksum, verified by the dispatcher.
+    Debug = 0x29,
+    /// Stop the dispatcher cleanly.
+    Terminate = 0x2A,
+}
+
+impl DispatchCmdId {
+    pub const ALL: [Self; 10] = [
+        Self::WriteLinear,
+        Self::WritePaged,
+        Self::WritePacked,
+        Self::WriteHost,
+        Self::Wait,
+        Self::Go,
+        Self::SetWriteOffset,
+        Self::Delay,
+        Self::Debug,
+        Self::Terminate,
+    ];
+    pub const fn from_u8(v: u8) -> Option<Self> {
+        match v {
+            0x21 => Some(Self::WriteLinear),
+            0x22 => Some(Self::WritePaged),
+            0x23 => Some(Self::WritePacked),
+            0x24 => Some(Self::WriteHost),
+            0x25 => Some(Self::Wait),
+            0x26 => Some(Self::Go),
+            0x27 => Some(Self::SetWriteOffset),
+            0x28 => Some(Self::Delay),
+            0x29 => Some(Self::Debug),
+            0x2A => Some(Self::Terminate),
+            _ => None,
+        }
+    }
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::WriteLinear => "WRITE_LINEAR",
+            Self::WritePaged => "WRITE_PAGED",
+            Self::WritePacked => "WRITE_PACKED",
+            Self::WriteHost => "WRITE_HOST",
+            Self::Wait => "WAIT",
+            Self::Go => "GO",
+            Self::SetWriteOffset => "SET_WRITE_OFFSET",
+            Self::Delay => "DELAY",
+            Self::Debug => "DEBUG",
+            Self::Terminate => "TERMINATE",
+        }
+    }
+}
+
+/// `WRITE_LINEAR`: `length` payload bytes to `dst` (a `noc::NocAddr`, unicast
+/// or multicast rectangle).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct WriteLinearCmd {
+    pub id: u8,
+    pub _pad: [u8; 3],
+    pub length: u32,
+    pub dst: u64,
+}
+assert_layout!(WriteLinearCmd, 16, id => 0, length => 4, dst => 8);
+
+/// `WRITE_PAGED`: `pages * page_size` payload bytes to pages
+/// `start_page..start_page + pages` of the interleaved buffer at `base_addr`.
+/// Same layout as `prefetch::RelayPagedCmd`.
+pub type WritePagedCmd = crate::prefetch::RelayPagedCmd;
+
+bitflags! {
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct PackedFlags: u8 {
+        /// One data block shared by every destination (else one block each).
+        const SHARED_DATA = 1 << 0;
+    }
+}
+
+/// `WRITE_PACKED`: `count` `PackedSubCmd`s (padded to 16 bytes), then either
+/// one data block (`SHARED_DATA`) or `count` blocks, each `size` bytes padded
+/// to 16, written to L1 address `addr` on each named core.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct WritePackedCmd {
+    pub id: u8,
+    /// `PackedFlags`.
+    pub flags: u8,
+    pub count: u16,
+    pub size: u32,
+    pub addr: u32,
+    pub _reserved: u32,
+}
+assert_layout!(WritePackedCmd, 16, id => 0, flags => 1, count => 2, size => 4, addr => 8);
+
+/// One destination of a packed write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct PackedSubCmd {
+    /// `noc::Coord::packed` of the destination core.
+    pub noc_xy: u32,
+}
+assert_layout!(PackedSubCmd, 4, noc_xy => 0);
+
+bitflags! {
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct WriteHostFlags: u8 {
+        /// The record is an event (payload is an `EventRecord`).
+        const EVENT = 1 << 0;
+    }
+}
+
+/// `WRITE_HOST`: the next `length` stream bytes become one completion record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct WriteHostCmd {
+    pub id: u8,
+    /// `WriteHostFlags`.
+    pub flags: u8,
+    pub _pad: u16,
+    pub length: u32,
+    /// Copied into `CompletionHeader::tag`.
+    pub tag: u32,
+    pub _reserved: u32,
+}
+assert_layout!(WriteHostCmd, 16, id => 0, flags => 1, length => 4, tag => 8);
+
+bitflags! {
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct WaitFlags: u8 {
+        /// First wait until all of this dispatcher's NOC writes are acked.
+        const BARRIER = 1 << 0;
+        /// Afterwards, release one prefetcher STALL.
+        const NOTIFY_PREFETCH = 1 << 1;
+        /// Wait until the L1 word at `addr` is >= `count` (wrap-aware).
+        const WAIT_MEMORY = 1 << 2;
+        /// Wait until semaphore `addr` is >= `count` (wrap-aware).
+        const WAIT_COUNTER = 1 << 3;
+        /// Afterwards, subtract `count` from the waited word or counter.
+        const CLEAR = 1 << 4;
+    }
+}
+
+/// `WAIT`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct WaitCmd {
+    pub id: u8,
+    /// `WaitFlags`; `WAIT_MEMORY` and `WAIT_COUNTER` exclude each other.
+    pub flags: u8,
+    pub _pad: u16,
+    /// L1 address (`WAIT_MEMORY`) or semaphore index (`WAIT_COUNTER`).
+    pub addr: u32,
+    pub count: u32,
+    pub _reserved: u32,
+}
+assert_layout!(WaitCmd, 16, id => 0, flags => 1, addr => 4, count => 8);
+
+/// `GO`: write `signal` to the launch mailbox `go` word at `dst` (usually a
+/// multicast `noc::NocAddr` of `mailbox::LAUNCH`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct GoCmd {
+    pub id: u8,
+    pub _pad: [u8; 3],
+    pub signal: u32,
+    pub dst: u64,
+}
+assert_layout!(GoCmd, 16, id => 0, signal => 4, dst => 8);
+
+/// `SET_WRITE_OFFSET`, `DELAY`: one u32 operand.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct ValueCmd {
+    pub id: u8,
+    pub _pad: [u8; 3],
+    /// Offset in bytes (`SET_WRITE_OFFSET`) or cycles (`DELAY`).
+    pub value: u32,
+    pub _reserved: u64,
+}
+assert_layout!(ValueCmd, 16, id => 0, value => 4);

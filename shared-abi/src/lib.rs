@@ -1,0 +1,55 @@
+//! `cqlab-abi`: the single source of truth for every byte the host driver,
+//! the RISC-V firmware and the simulator agree on.
+//!
+//! `no_std`, no alloc: the firmware links it as it is. Every `#[repr(C)]`
+//! struct has its size and field offsets asserted at compile time next to its
+//! definition; nothing outside this crate may restate a layout or a constant.
+//!
+//! Byte order is little-endian on both sides (x86_64/aarch64 host, RV32IM
+//! device); a compile-time check refuses any other target.
+#![no_std]
+#![forbid(unsafe_code)]
+
+#[macro_use]
+mod layout;
+
+pub mod completion;
+pub mod decode;
+pub mod dispatch;
+pub mod encode;
+pub mod fetch_queue;
+pub mod firmware;
+pub mod mailbox;
+pub mod memory_map;
+pub mod mmio;
+pub mod noc;
+pub mod prefetch;
+pub mod ring;
+pub mod sysmem;
+pub mod trace;
+pub mod waypoint;
+
+/// Version of this ABI. Firmware reports it in its alive record; the host
+/// refuses to drive firmware built against another version.
+pub const ABI_VERSION: u32 = 1;
+
+/// Command headers, dispatch payloads and dispatcher-ring writes are aligned
+/// to this many bytes (the L1 / NOC alignment).
+pub const L1_ALIGNMENT: usize = 16;
+
+/// Every prefetch command (header + payload + zero padding) in the issue queue
+/// occupies a multiple of this many bytes, the PCIe read alignment.
+pub const PCIE_ALIGNMENT: usize = 64;
+
+/// Size of every prefetch and dispatch command header.
+pub const CMD_HEADER_SIZE: usize = 16;
+
+/// Rounds `n` up to a multiple of `align` (a power of two). `None` on overflow.
+pub const fn align_up(n: usize, align: usize) -> Option<usize> {
+    match n.checked_add(align - 1) {
+        Some(v) => Some(v & !(align - 1)),
+        None => None,
+    }
+}
+
+const _: () = assert!(cfg!(target_endian = "little"), "cqlab-abi assumes a little-endian target");

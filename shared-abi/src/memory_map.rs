@@ -1,0 +1,104 @@
+//! The chip's memory map: L1 regions of every core, DRAM banks and the
+//! sysmem window, as addresses the firmware, linker script, simulator and
+//! driver all use.
+//!
+//! Every core sees its own L1 at address 0. Regions are laid out identically
+//! on every core so one linker script serves all firmware; a region a core
+//! does not use (the command buffer on a worker) is simply free L1.
+
+/// A named, contiguous L1 region `[base, base + size)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    pub name: &'static str,
+    pub base: u32,
+    pub size: u32,
+}
+
+impl Region {
+    pub const fn end(&self) -> u32 {
+        self.base + self.size
+    }
+    pub const fn contains(&self, addr: u32, len: u32) -> bool {
+        addr >= self.base && (addr as u64 + len as u64) <= self.end() as u64
+    }
+}
+
+/// Default L1 size per core (Wormhole-like 1.5 MiB). The simulator may be
+/// configured larger; the fixed regions below always fit the default.
+pub const L1_DEFAULT_SIZE: u32 = 1536 * 1024;
+
+/// Never mapped to anything useful: catches null-pointer writes.
+pub const NULL_GUARD: Region = Region { name: "null_guard", base: 0x0000_0000, size: 0x100 };
+/// Launch, alive, waypoint, CQ config, error and exit mailboxes (see `mailbox`).
+pub const MAILBOXES: Region = Region { name: "mailboxes", base: 0x0000_0100, size: 0x300 };
+/// Prefetcher fetch queue: `u32` entries written by the host through the BAR.
+pub const FETCH_QUEUE: Region = Region { name: "fetch_queue", base: 0x0000_0400, size: 0xC00 };
+/// Firmware text and read-only data; the entry point is its first byte.
+pub const CODE: Region = Region { name: "code", base: 0x0000_1000, size: 0x1_0000 };
+/// Firmware `.data` and `.bss`.
+pub const DATA: Region = Region { name: "data", base: 0x0001_1000, size: 0x8000 };
+/// Firmware stack; grows down from `STACK.end()`.
+pub const STACK: Region = Region { name: "stack", base: 0x0001_9000, size: 0x4000 };
+/// Trace ring: a `TraceRingHeader` followed by `TraceRecord`s.
+pub const TRACE_RING: Region = Region { name: "trace_ring", base: 0x0001_D000, size: 0x4000 };
+/// Prefetcher command buffer: chunks read from the issue queue land here.
+pub const CMD_BUFFER: Region = Region { name: "cmd_buffer", base: 0x0002_1000, size: 0x4_0000 };
+/// Dispatcher ring buffer, filled by the prefetcher page by page.
+pub const DISPATCH_RING: Region = Region { name: "dispatch_ring", base: 0x0006_1000, size: 0x4_0000 };
+/// Free for kernels and buffers allocated in L1.
+pub const USER: Region = Region { name: "user", base: 0x000A_1000, size: L1_DEFAULT_SIZE - 0x000A_1000 };
+
+/// Every fixed L1 region, in address order, back to back.
+pub const L1_REGIONS: [Region; 10] =
+    [NULL_GUARD, MAILBOXES, FETCH_QUEUE, CODE, DATA, STACK, TRACE_RING, CMD_BUFFER, DISPATCH_RING, USER];
+
+/// Initial stack pointer of every core.
+pub const STACK_TOP: u32 = STACK.end();
+
+/// Firmware entry point: the first byte of `CODE`.
+pub const ENTRY_POINT: u32 = CODE.base;
+
+/// Maximum number of DRAM banks the NOC addresses.
+pub const MAX_DRAM_BANKS: u32 = 16;
+/// Default number of DRAM banks.
+pub const DEFAULT_DRAM_BANKS: u32 = 8;
+/// Default size of one DRAM bank (memory is allocated lazily by the simulator).
+pub const DEFAULT_DRAM_BANK_SIZE: u64 = 1 << 30;
+
+/// Page-interleaved buffer placement: page `p` of a buffer at `base` lives in
+/// bank `p % banks` at byte offset `base + (p / banks) * page_size`.
+pub const fn interleaved_page(base: u32, page: u32, page_size: u32, banks: u32) -> (u32, u64) {
+    let bank = page % banks;
+    let offset = base as u64 + (page / banks) as u64 * page_size as u64;
+    (bank, offset)
+}
+
+const _: () = {
+    let mut i = 1;
+    while i < L1_REGIONS.len() {
+        assert!(L1_REGIONS[i - 1].end() == L1_REGIONS[i].base, "L1 regions must be contiguous");
+        assert!(L1_REGIONS[i].base % 16 == 0, "L1 regions must be 16-byte aligned");
+        i += 1;
+    }
+    assert!(USER.end() == L1_DEFAULT_SIZE);
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interleaving_round_robins_banks() {
+        assert_eq!(interleaved_page(0x1000, 0, 2048, 8), (0, 0x1000));
+        assert_eq!(interleaved_page(0x1000, 7, 2048, 8), (7, 0x1000));
+        assert_eq!(interleaved_page(0x1000, 8, 2048, 8), (0, 0x1000 + 2048));
+        assert_eq!(interleaved_page(0, 17, 4096, 8), (1, 2 * 4096));
+    }
+
+    #[test]
+    fn region_contains_checks_both_ends() {
+        assert!(CODE.contains(CODE.base, CODE.size));
+        assert!(!CODE.contains(CODE.base, CODE.size + 1));
+        assert!(!CODE.contains(CODE.base - 1, 1));
+    }
+}

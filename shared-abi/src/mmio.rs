@@ -1,0 +1,87 @@
+//! Core-local MMIO register map. Each core sees its own block at `MMIO_BASE`;
+//! the host and other cores reach it through the NOC at the same local
+//! address on that core's coordinates.
+
+/// Base of the core-local register block.
+pub const MMIO_BASE: u32 = 0xFFB0_0000;
+/// Size of the register block.
+pub const MMIO_SIZE: u32 = 0x1000;
+
+/// Read-only: this core's coordinates, `x | y << 8`.
+pub const CORE_ID: u32 = 0x000;
+/// 1 holds the hart in reset; the host writes 0 to release it.
+pub const SOFT_RESET: u32 = 0x004;
+
+// One NOC command buffer. Fill the fields, then write the command kind to
+// `NOC_CMD` to issue. Issue is immediate; completion shows in the counters.
+/// Target NOC address, low and high word (see `noc::NocAddr`).
+pub const NOC_TARGET_LO: u32 = 0x100;
+pub const NOC_TARGET_HI: u32 = 0x104;
+/// Local L1 address: source of a write, destination of a read.
+pub const NOC_LOCAL_ADDR: u32 = 0x108;
+/// Transfer length in bytes (at most `NOC_MAX_PACKET` per command).
+pub const NOC_LEN: u32 = 0x10C;
+/// Increment for `NocCmd::AtomicInc`.
+pub const NOC_ATOMIC_VALUE: u32 = 0x110;
+/// Writing a `NocCmd` value issues the command.
+pub const NOC_CMD: u32 = 0x114;
+
+// Transaction counters (read-only, wrapping u32). A barrier waits until
+// acked == issued.
+pub const NOC_READS_ISSUED: u32 = 0x140;
+pub const NOC_READS_ACKED: u32 = 0x144;
+pub const NOC_WRITES_ISSUED: u32 = 0x148;
+pub const NOC_WRITES_ACKED: u32 = 0x14C;
+pub const NOC_ATOMICS_ISSUED: u32 = 0x150;
+pub const NOC_ATOMICS_ACKED: u32 = 0x154;
+
+/// Semaphores: `SEMAPHORE_COUNT` u32 registers, readable and writable by the
+/// core, incremented remotely by NOC atomics.
+pub const SEMAPHORE_BASE: u32 = 0x200;
+pub const SEMAPHORE_COUNT: u32 = 16;
+
+/// Offset of semaphore `index`.
+pub const fn semaphore(index: u32) -> u32 {
+    SEMAPHORE_BASE + 4 * index
+}
+
+/// Largest single NOC transfer.
+pub const NOC_MAX_PACKET: u32 = 8192;
+
+/// NOC command kinds written to `NOC_CMD`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum NocCmd {
+    /// Read `NOC_LEN` bytes at the target into local L1.
+    Read = 1,
+    /// Write `NOC_LEN` bytes of local L1 to the target (unicast or multicast).
+    Write = 2,
+    /// Add `NOC_ATOMIC_VALUE` to the u32 at the target.
+    AtomicInc = 3,
+}
+
+impl NocCmd {
+    pub const fn from_u32(v: u32) -> Option<Self> {
+        match v {
+            1 => Some(Self::Read),
+            2 => Some(Self::Write),
+            3 => Some(Self::AtomicInc),
+            _ => None,
+        }
+    }
+}
+
+/// Semaphore roles in the command-queue protocol.
+pub mod sem {
+    /// On a dispatcher: incremented by each worker when it finishes.
+    pub const WORKERS_DONE: u32 = 0;
+    /// On a prefetcher: incremented by its dispatcher to release a STALL.
+    pub const STALL_RELEASE: u32 = 1;
+    /// On a prefetcher: dispatcher ring pages the dispatcher has freed.
+    pub const RING_PAGES_FREED: u32 = 2;
+    /// On a dispatcher: dispatcher ring pages the prefetcher has filled.
+    pub const RING_PAGES_FILLED: u32 = 3;
+}
+
+const _: () = assert!(sem::RING_PAGES_FILLED < SEMAPHORE_COUNT);
+const _: () = assert!(semaphore(SEMAPHORE_COUNT - 1) < MMIO_SIZE);

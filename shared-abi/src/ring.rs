@@ -1,0 +1,80 @@
+//! Ring pointers shared between host and device, and wrap-aware counters.
+
+/// Bit 31 of a ring pointer: flips each time the writer wraps, so equal
+/// offsets can be told apart as "empty" (same toggle) or "full" (different).
+pub const WRAP_TOGGLE: u32 = 1 << 31;
+/// Ring offsets are counted in these units.
+pub const PTR_UNIT: u32 = 16;
+
+/// A ring position: offset in 16-byte units plus the wrap toggle.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RingPtr(pub u32);
+
+impl RingPtr {
+    pub const fn new(offset_bytes: u32, toggle: bool) -> Self {
+        Self(offset_bytes / PTR_UNIT | if toggle { WRAP_TOGGLE } else { 0 })
+    }
+    pub const fn offset_bytes(self) -> u32 {
+        (self.0 & !WRAP_TOGGLE) * PTR_UNIT
+    }
+    pub const fn toggle(self) -> bool {
+        self.0 & WRAP_TOGGLE != 0
+    }
+    /// Advance by `bytes` in a ring of `size` bytes, wrapping (and flipping the
+    /// toggle) at the end. `bytes` must not exceed `size`.
+    pub const fn advance(self, bytes: u32, size: u32) -> Self {
+        let next = self.offset_bytes() + bytes;
+        if next >= size {
+            Self::new(next - size, !self.toggle())
+        } else {
+            Self::new(next, self.toggle())
+        }
+    }
+    /// Bytes written by `writer` not yet consumed by `reader` in a ring of `size`.
+    pub const fn used(writer: Self, reader: Self, size: u32) -> u32 {
+        let (w, r) = (writer.offset_bytes(), reader.offset_bytes());
+        if writer.toggle() == reader.toggle() {
+            w - r
+        } else {
+            size - r + w
+        }
+    }
+}
+
+/// `a >= b` for free-running u32 counters that may wrap: true when `a` is at
+/// most 2^31 - 1 steps ahead of `b`.
+pub const fn wrap_ge(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) >= 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advance_wraps_and_flips_toggle() {
+        let p = RingPtr::new(0, false).advance(48, 64);
+        assert_eq!((p.offset_bytes(), p.toggle()), (48, false));
+        let p = p.advance(32, 64);
+        assert_eq!((p.offset_bytes(), p.toggle()), (16, true));
+        let p = p.advance(48, 64);
+        assert_eq!((p.offset_bytes(), p.toggle()), (0, false));
+    }
+
+    #[test]
+    fn used_tells_full_from_empty() {
+        let r = RingPtr::new(32, false);
+        assert_eq!(RingPtr::used(r, r, 64), 0);
+        assert_eq!(RingPtr::used(RingPtr::new(32, true), r, 64), 64);
+        assert_eq!(RingPtr::used(RingPtr::new(16, true), r, 64), 48);
+    }
+
+    #[test]
+    fn wrap_ge_handles_wrap() {
+        assert!(wrap_ge(5, 5));
+        assert!(wrap_ge(6, 5));
+        assert!(!wrap_ge(4, 5));
+        assert!(wrap_ge(2, u32::MAX - 1));
+        assert!(!wrap_ge(u32::MAX - 1, 2));
+    }
+}

@@ -1,0 +1,42 @@
+//! `cqlab`: the command-line tool for command-queue bring-up work.
+
+mod decode;
+mod schedule;
+mod sim;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "cqlab", version, about = "Command-queue laboratory: decode, simulate, stress, trace.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print a raw issue-queue dump as a readable command list.
+    Decode(decode::Args),
+    /// Run firmware on the simulator.
+    #[command(subcommand)]
+    Sim(sim::Command),
+    /// GEMM tile-order (dataflow) DRAM traffic analysis.
+    Schedule(schedule::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Decode(args) => decode::run(args),
+        Command::Sim(cmd) => sim::run(cmd),
+        Command::Schedule(args) => schedule::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
