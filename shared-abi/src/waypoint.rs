@@ -76,9 +76,11 @@ pub const RUN: Waypoint = Waypoint::new(b"RUN");
 pub const BAD_CMD: Waypoint = Waypoint::new(b"!CMD");
 /// Terminated cleanly.
 pub const DONE: Waypoint = Waypoint::new(b"DONE");
+/// Firmware panicked: a firmware bug, not a bad command.
+pub const PANIC: Waypoint = Waypoint::new(b"PANC");
 
 /// Every known waypoint with its meaning.
-pub const WAYPOINTS: [(Waypoint, &str); 16] = [
+pub const WAYPOINTS: [(Waypoint, &str); 17] = [
     (NONE, "not started"),
     (BOOT, "booting"),
     (HQW, "prefetcher waiting for a fetch-queue entry from the host"),
@@ -95,6 +97,7 @@ pub const WAYPOINTS: [(Waypoint, &str); 16] = [
     (RUN, "worker running its kernel"),
     (BAD_CMD, "halted on a bad command (see the error record)"),
     (DONE, "terminated cleanly"),
+    (PANIC, "firmware panicked (a firmware bug)"),
 ];
 
 #[cfg(test)]

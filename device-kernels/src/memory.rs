@@ -1,0 +1,40 @@
+//! How firmware logic touches its core's L1. On the device this is volatile
+//! access (`hal::L1`); host unit tests use a plain byte array.
+
+pub trait Memory {
+    fn read_u32(&self, addr: u32) -> u32;
+    fn write_u32(&mut self, addr: u32, value: u32);
+
+    /// Writes `bytes` (length a multiple of 4, `addr` 4-aligned) word by word.
+    fn write_words(&mut self, addr: u32, bytes: &[u8]) {
+        for (i, w) in bytes.chunks_exact(4).enumerate() {
+            self.write_u32(addr + 4 * i as u32, u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+        }
+    }
+}
+
+/// A byte-array L1 for host tests.
+#[cfg(test)]
+pub struct TestL1(pub std::vec::Vec<u8>);
+
+#[cfg(test)]
+impl TestL1 {
+    pub fn new() -> Self {
+        Self(std::vec![0; cqlab_abi::memory_map::L1_DEFAULT_SIZE as usize])
+    }
+    pub fn bytes(&self, addr: u32, len: usize) -> &[u8] {
+        &self.0[addr as usize..addr as usize + len]
+    }
+}
+
+#[cfg(test)]
+impl Memory for TestL1 {
+    fn read_u32(&self, addr: u32) -> u32 {
+        let a = addr as usize;
+        u32::from_le_bytes(self.0[a..a + 4].try_into().unwrap())
+    }
+    fn write_u32(&mut self, addr: u32, value: u32) {
+        let a = addr as usize;
+        self.0[a..a + 4].copy_from_slice(&value.to_le_bytes());
+    }
+}

@@ -1,0 +1,48 @@
+//! Start-up code and panic handler of every firmware image.
+
+use crate::boot::set_waypoint;
+use crate::hal::{halt, L1};
+use cqlab_abi::waypoint::PANIC;
+
+// Entry at the first byte of CODE (see linker/cqlab.x): set the stack, zero
+// .bss (the host loads .text/.data; .bss is NOLOAD), run the firmware.
+core::arch::global_asm!(
+    r#"
+    .section .text.start, "ax"
+    .globl _start
+_start:
+    la sp, __stack_top
+    la t0, __bss_start
+    la t1, __bss_end
+1:
+    bgeu t0, t1, 2f
+    sw zero, 0(t0)
+    addi t0, t0, 4
+    j 1b
+2:
+    call __cqlab_main
+3:
+    ecall
+    j 3b
+"#
+);
+
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    set_waypoint(&mut L1, PANIC);
+    halt()
+}
+
+/// Declares the firmware's main function: `cqlab_kernels::entry!(main);`
+/// with `fn main() -> !`.
+#[macro_export]
+macro_rules! entry {
+    ($main:path) => {
+        // SAFETY: the one symbol the start-up code calls; defined once per image.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn __cqlab_main() -> ! {
+            let main: fn() -> ! = $main;
+            main()
+        }
+    };
+}

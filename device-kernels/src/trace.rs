@@ -1,0 +1,50 @@
+//! Appends trace records to this core's L1 trace ring.
+
+use crate::memory::Memory;
+use cqlab_abi::memory_map::TRACE_RING;
+use cqlab_abi::trace::{record_addr, TraceKind, TraceRecord, TraceRingHeader, CAPACITY};
+use zerocopy::IntoBytes;
+
+const NEXT_SEQ: u32 = TRACE_RING.base + core::mem::offset_of!(TraceRingHeader, next_seq) as u32;
+
+/// Resets the ring: no records, capacity and record size published for the host.
+pub fn init(mem: &mut impl Memory) {
+    let header = TraceRingHeader {
+        next_seq: 0,
+        capacity: CAPACITY,
+        record_size: core::mem::size_of::<TraceRecord>() as u32,
+        _reserved: 0,
+    };
+    mem.write_words(TRACE_RING.base, header.as_bytes());
+}
+
+/// Appends one record, overwriting the oldest when the ring is full. The
+/// sequence number lets the host see how many records it missed.
+pub fn record(mem: &mut impl Memory, core: u16, cycle: u64, kind: TraceKind, arg0: u32, arg1: u32) {
+    let seq = mem.read_u32(NEXT_SEQ);
+    let rec = TraceRecord { cycle, seq, core, kind: kind as u16, arg0, arg1 };
+    mem.write_words(record_addr(seq), rec.as_bytes());
+    mem.write_u32(NEXT_SEQ, seq.wrapping_add(1));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::TestL1;
+    use zerocopy::FromBytes;
+
+    #[test]
+    fn ring_overwrites_oldest_and_keeps_sequence() {
+        let mut l1 = TestL1::new();
+        init(&mut l1);
+        for i in 0..CAPACITY + 3 {
+            record(&mut l1, 0x0101, 100 + i as u64, TraceKind::CmdStart, i, 0);
+        }
+        assert_eq!(l1.read_u32(NEXT_SEQ), CAPACITY + 3);
+        let rec = TraceRecord::read_from_bytes(l1.bytes(record_addr(CAPACITY + 2), 24)).unwrap();
+        assert_eq!((rec.seq, rec.arg0, rec.cycle), (CAPACITY + 2, CAPACITY + 2, 100 + CAPACITY as u64 + 2));
+        // Slot 2 now holds the record written CAPACITY later.
+        let slot2 = TraceRecord::read_from_bytes(l1.bytes(record_addr(2), 24)).unwrap();
+        assert_eq!(slot2.seq, CAPACITY + 2);
+    }
+}

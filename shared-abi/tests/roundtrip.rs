@@ -1,0 +1,297 @@
+//! Property tests: whatever the encoder writes, the decoder reads back
+//! exactly; whatever bytes the decoder is fed, it returns instead of panicking.
+
+use cqlab_abi::completion::EventRecord;
+use cqlab_abi::decode::{decode_dispatch_partial, DispatchHeader, DispatchStream, PrefetchHeader, PrefetchStream};
+use cqlab_abi::dispatch::{PackedFlags, WaitFlags};
+use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
+use cqlab_abi::noc::{worker, NocAddr};
+use cqlab_abi::prefetch::PagedFlags;
+use proptest::prelude::*;
+
+#[derive(Clone, Debug)]
+enum Disp {
+    Linear { dst: u64, data: Vec<u8> },
+    Paged { dram: bool, base: u32, page_size: u32, start: u16, pages: u32 },
+    Packed { addr: u32, dests: Vec<(u8, u8)>, shared: bool, size: usize },
+    Host { tag: u32, data: Vec<u8> },
+    Event { id: u32, cq: u32 },
+    Wait { flags: u8, addr: u32, count: u32 },
+    Go { signal: u32, dst: u64 },
+    Offset(u32),
+    Delay(u32),
+    Debug(Vec<u8>),
+    Terminate,
+}
+
+#[derive(Clone, Debug)]
+enum Pref {
+    Inline { flush: bool, cmds: Vec<Disp> },
+    Linear { src: u64, len: u32 },
+    Paged { dram: bool, base: u32, page_size: u32, start: u16, pages: u32 },
+    Stall,
+    ExecBuf { base: u32, page_size: u32, pages: u32 },
+    ExecBufEnd,
+    Debug(Vec<u8>),
+    Terminate,
+}
+
+fn noc_addr() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        (0u8..16, 0u8..16, 0u64..1 << 20).prop_map(|(x, y, a)| NocAddr::unicast(worker(x, y), a).0),
+        (0u8..8, 0u8..8, 0u8..8, 0u8..8, 0u64..1 << 20).prop_map(|(x, y, w, h, a)| NocAddr::multicast(
+            worker(x, y),
+            worker(x + w, y + h),
+            a
+        )
+        .0),
+    ]
+}
+
+fn wait_flags() -> impl Strategy<Value = u8> {
+    (any::<bool>(), any::<bool>(), 0u8..3, any::<bool>()).prop_map(|(barrier, notify, kind, clear)| {
+        let mut f = WaitFlags::empty();
+        f.set(WaitFlags::BARRIER, barrier);
+        f.set(WaitFlags::NOTIFY_PREFETCH, notify);
+        match kind {
+            1 => f |= WaitFlags::WAIT_MEMORY,
+            2 => f |= WaitFlags::WAIT_COUNTER,
+            _ => {}
+        }
+        f.set(WaitFlags::CLEAR, clear && kind != 0);
+        f.bits()
+    })
+}
+
+fn disp() -> impl Strategy<Value = Disp> {
+    prop_oneof![
+        (noc_addr(), prop::collection::vec(any::<u8>(), 1..80)).prop_map(|(dst, data)| Disp::Linear { dst, data }),
+        (any::<bool>(), any::<u32>(), 1u32..5, any::<u16>(), 1u32..4).prop_map(|(dram, base, ps, start, pages)| {
+            Disp::Paged { dram, base, page_size: ps * 16, start, pages }
+        }),
+        (0u32..1000, prop::collection::vec((0u8..16, 0u8..16), 1..9), any::<bool>(), 1usize..40)
+            .prop_map(|(a, dests, shared, size)| Disp::Packed { addr: a * 16, dests, shared, size }),
+        (any::<u32>(), prop::collection::vec(any::<u8>(), 1..70)).prop_map(|(tag, data)| Disp::Host { tag, data }),
+        (1u32..1000, 0u32..16).prop_map(|(id, cq)| Disp::Event { id, cq }),
+        (wait_flags(), 0u32..16, any::<u32>()).prop_map(|(flags, a, count)| Disp::Wait {
+            flags,
+            addr: if flags & WaitFlags::WAIT_MEMORY.bits() != 0 { a * 4 } else { a },
+            count
+        }),
+        (any::<u32>(), noc_addr()).prop_map(|(signal, dst)| Disp::Go { signal, dst }),
+        any::<u32>().prop_map(Disp::Offset),
+        any::<u32>().prop_map(Disp::Delay),
+        prop::collection::vec(any::<u8>(), 0..50).prop_map(Disp::Debug),
+        Just(Disp::Terminate),
+    ]
+}
+
+fn pref() -> impl Strategy<Value = Pref> {
+    prop_oneof![
+        (any::<bool>(), prop::collection::vec(disp(), 1..5)).prop_map(|(flush, cmds)| Pref::Inline { flush, cmds }),
+        (noc_addr(), 1u32..100_000).prop_map(|(src, len)| Pref::Linear { src, len }),
+        (any::<bool>(), any::<u32>(), 1u32..256, any::<u16>(), 1u32..64).prop_map(|(dram, base, ps, start, pages)| {
+            Pref::Paged { dram, base, page_size: ps * 16, start, pages }
+        }),
+        Just(Pref::Stall),
+        (any::<u32>(), 1u32..64, 1u32..100).prop_map(|(base, ps, pages)| Pref::ExecBuf {
+            base,
+            page_size: ps * 64,
+            pages
+        }),
+        Just(Pref::ExecBufEnd),
+        prop::collection::vec(any::<u8>(), 0..100).prop_map(Pref::Debug),
+        Just(Pref::Terminate),
+    ]
+}
+
+fn paged_flags(dram: bool) -> PagedFlags {
+    if dram {
+        PagedFlags::DRAM
+    } else {
+        PagedFlags::empty()
+    }
+}
+
+fn paged_data(page_size: u32, pages: u32) -> Vec<u8> {
+    (0..page_size * pages).map(|i| i as u8).collect()
+}
+
+fn encode_disp(w: &mut DispatchWriter<'_>, d: &Disp) -> Result<(), EncodeError> {
+    match d {
+        Disp::Linear { dst, data } => w.write_linear(NocAddr(*dst), data),
+        Disp::Paged { dram, base, page_size, start, pages } => {
+            w.write_paged(paged_flags(*dram), *base, *page_size, *start, &paged_data(*page_size, *pages))
+        }
+        Disp::Packed { addr, dests, shared, size } => {
+            let coords: Vec<_> = dests.iter().map(|&(x, y)| worker(x, y)).collect();
+            let data: Vec<u8> = (0..size * if *shared { 1 } else { dests.len() }).map(|i| i as u8 ^ 0x5a).collect();
+            let data = if *shared { PackedData::Shared(&data) } else { PackedData::PerCore(&data) };
+            w.write_packed(*addr, &coords, data)
+        }
+        Disp::Host { tag, data } => w.write_host(*tag, data),
+        Disp::Event { id, cq } => w.write_event(&EventRecord { event_id: *id, cq: *cq, cycle: 99 }),
+        Disp::Wait { flags, addr, count } => w.wait(WaitFlags::from_bits_retain(*flags), *addr, *count),
+        Disp::Go { signal, dst } => w.go(*signal, NocAddr(*dst)),
+        Disp::Offset(v) => w.set_write_offset(*v),
+        Disp::Delay(v) => w.delay(*v),
+        Disp::Debug(p) => w.debug(p),
+        Disp::Terminate => w.terminate(),
+    }
+}
+
+fn encode(cmds: &[Pref]) -> Vec<u8> {
+    let mut buf = vec![0xAAu8; 1 << 20];
+    let mut enc = Encoder::new(&mut buf);
+    for c in cmds {
+        match c {
+            Pref::Inline { flush, cmds } => {
+                enc.relay_inline(*flush, |w| cmds.iter().try_for_each(|d| encode_disp(w, d)))
+            }
+            Pref::Linear { src, len } => enc.relay_linear(NocAddr(*src), *len),
+            Pref::Paged { dram, base, page_size, start, pages } => {
+                enc.relay_paged(paged_flags(*dram), *base, *page_size, *start, *pages)
+            }
+            Pref::Stall => enc.stall(),
+            Pref::ExecBuf { base, page_size, pages } => enc.exec_buf(*base, *page_size, *pages),
+            Pref::ExecBufEnd => enc.exec_buf_end(),
+            Pref::Debug(p) => enc.debug(p),
+            Pref::Terminate => enc.terminate(),
+        }
+        .expect("valid command encodes");
+    }
+    let n = enc.len();
+    buf.truncate(n);
+    buf
+}
+
+fn check_disp(h: &DispatchHeader, payload: &[u8], d: &Disp) {
+    match (h, d) {
+        (DispatchHeader::WriteLinear(c), Disp::Linear { dst, data }) => {
+            assert_eq!((c.dst, c.length as usize), (*dst, data.len()));
+            assert_eq!(&payload[..data.len()], &data[..]);
+        }
+        (DispatchHeader::WritePaged(c), Disp::Paged { dram, base, page_size, start, pages }) => {
+            assert_eq!(
+                (c.flags, c.base_addr, c.page_size, c.start_page, c.pages),
+                (paged_flags(*dram).bits(), *base, *page_size, *start, *pages)
+            );
+            assert_eq!(&payload[..(page_size * pages) as usize], &paged_data(*page_size, *pages)[..]);
+        }
+        (DispatchHeader::WritePacked(c), Disp::Packed { addr, dests, shared, size }) => {
+            assert_eq!((c.addr, c.count as usize, c.size as usize), (*addr, dests.len(), *size));
+            assert_eq!(PackedFlags::from_bits_retain(c.flags).contains(PackedFlags::SHARED_DATA), *shared);
+            for (i, &(x, y)) in dests.iter().enumerate() {
+                assert_eq!(&payload[4 * i..4 * i + 4], &worker(x, y).packed().to_le_bytes());
+            }
+        }
+        (DispatchHeader::WriteHost(c), Disp::Host { tag, data }) => {
+            assert_eq!((c.tag, c.length as usize, c.flags), (*tag, data.len(), 0));
+            assert_eq!(&payload[..data.len()], &data[..]);
+        }
+        (DispatchHeader::WriteHost(c), Disp::Event { id, cq }) => {
+            assert_eq!((c.tag, c.length, c.flags), (*id, 16, 1));
+            assert_eq!(&payload[..8], &[id.to_le_bytes(), cq.to_le_bytes()].concat()[..]);
+        }
+        (DispatchHeader::Wait(c), Disp::Wait { flags, addr, count }) => {
+            assert_eq!((c.flags, c.addr, c.count), (*flags, *addr, *count))
+        }
+        (DispatchHeader::Go(c), Disp::Go { signal, dst }) => assert_eq!((c.signal, c.dst), (*signal, *dst)),
+        (DispatchHeader::SetWriteOffset(v), Disp::Offset(e)) => assert_eq!(v, e),
+        (DispatchHeader::Delay(v), Disp::Delay(e)) => assert_eq!(v, e),
+        (DispatchHeader::Debug(c), Disp::Debug(p)) => {
+            assert_eq!(c.length as usize, p.len());
+            assert_eq!(&payload[..p.len()], &p[..]);
+        }
+        (DispatchHeader::Terminate, Disp::Terminate) => {}
+        (h, d) => panic!("decoded {h:?}, encoded {d:?}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn encode_then_decode_round_trips(cmds in prop::collection::vec(pref(), 1..12)) {
+        let bytes = encode(&cmds);
+        prop_assert_eq!(bytes.len() % cqlab_abi::PCIE_ALIGNMENT, 0);
+        let decoded: Vec<_> = PrefetchStream::new(&bytes).collect::<Result<_, _>>().expect("decodes");
+        prop_assert_eq!(decoded.len(), cmds.len());
+        for ((_, got), want) in decoded.iter().zip(&cmds) {
+            match (&got.header, want) {
+                (PrefetchHeader::RelayInline { flush, .. }, Pref::Inline { flush: f, cmds }) => {
+                    prop_assert_eq!(flush, f);
+                    let inner: Vec<_> = DispatchStream::new(got.payload).collect::<Result<_, _>>().expect("dispatch decodes");
+                    prop_assert_eq!(inner.len(), cmds.len());
+                    for ((_, dc), d) in inner.iter().zip(cmds) {
+                        check_disp(&dc.header, dc.payload, d);
+                    }
+                }
+                (PrefetchHeader::RelayLinear(c), Pref::Linear { src, len }) => prop_assert_eq!((c.src, c.length), (*src, *len)),
+                (PrefetchHeader::RelayPaged(c), Pref::Paged { dram, base, page_size, start, pages }) => {
+                    prop_assert_eq!((c.flags, c.base_addr, c.page_size, c.start_page, c.pages),
+                                    (paged_flags(*dram).bits(), *base, *page_size, *start, *pages));
+                }
+                (PrefetchHeader::Stall, Pref::Stall) | (PrefetchHeader::ExecBufEnd, Pref::ExecBufEnd)
+                    | (PrefetchHeader::Terminate, Pref::Terminate) => {}
+                (PrefetchHeader::ExecBuf(c), Pref::ExecBuf { base, page_size, pages }) => {
+                    prop_assert_eq!((c.base_addr, c.page_size, c.pages), (*base, *page_size, *pages));
+                }
+                (PrefetchHeader::Debug(c), Pref::Debug(p)) => {
+                    prop_assert_eq!(c.length as usize, p.len());
+                    prop_assert_eq!(got.payload, &p[..]);
+                }
+                (g, w) => prop_assert!(false, "decoded {:?}, encoded {:?}", g, w),
+            }
+        }
+    }
+
+    #[test]
+    fn decoder_never_panics_on_random_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+        for r in PrefetchStream::new(&bytes) { let _ = r; }
+        for r in DispatchStream::new(&bytes) { let _ = r; }
+        let mut at = 0;
+        while let Ok((_, next)) = decode_dispatch_partial(&bytes, at) {
+            if next == at { break; }
+            at = next;
+        }
+    }
+
+    #[test]
+    fn decoder_never_panics_on_mutated_streams(cmds in prop::collection::vec(pref(), 1..6),
+                                              flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+                                              cut in any::<prop::sample::Index>()) {
+        let mut bytes = encode(&cmds);
+        for (i, v) in flips { let at = i.index(bytes.len()); bytes[at] = v; }
+        let end = cut.index(bytes.len() + 1);
+        for r in PrefetchStream::new(&bytes[..end]) {
+            if let Ok((_, cmd)) = r {
+                if let PrefetchHeader::RelayInline { .. } = cmd.header {
+                    for r in DispatchStream::new(cmd.payload) { let _ = r; }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn encoder_reports_full_buffer_and_keeps_nothing() {
+    let mut buf = [0u8; 100];
+    let mut enc = Encoder::new(&mut buf);
+    enc.stall().unwrap();
+    assert_eq!(enc.stall(), Err(EncodeError::Full { needed: 64, available: 36 }));
+    let r = enc.relay_inline(true, |w| w.write_linear(NocAddr::unicast(worker(0, 0), 0), &[1; 64]));
+    assert!(matches!(r, Err(EncodeError::Full { .. })));
+    assert_eq!(enc.len(), 64);
+}
+
+#[test]
+fn encoder_rejects_invalid_commands() {
+    let mut buf = [0u8; 256];
+    let mut enc = Encoder::new(&mut buf);
+    assert!(matches!(enc.relay_linear(NocAddr(0), 0), Err(EncodeError::Invalid(_))));
+    assert!(matches!(enc.relay_inline(true, |_| Ok(())), Err(EncodeError::Invalid(_))));
+    let bad_wait = WaitFlags::WAIT_MEMORY | WaitFlags::WAIT_COUNTER;
+    assert!(matches!(enc.relay_inline(true, |w| w.wait(bad_wait, 0, 1)), Err(EncodeError::Invalid(_))));
+    assert!(enc.is_empty());
+}
