@@ -39,7 +39,7 @@ mod tests {
 
     #[test]
     fn announce_writes_alive_record_and_boot_waypoint() {
-        let mut l1 = TestL1::new();
+        let mut l1 = TestL1::default();
         announce(&mut l1, FirmwareId::Dispatch, 0x0112, 0xabcd, 77);
         let alive = AliveRecord::read_from_bytes(l1.bytes(ALIVE, 32)).unwrap();
         assert_eq!(alive.magic, ALIVE_MAGIC);

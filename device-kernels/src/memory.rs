@@ -18,10 +18,14 @@ pub trait Memory {
 pub struct TestL1(pub std::vec::Vec<u8>);
 
 #[cfg(test)]
-impl TestL1 {
-    pub fn new() -> Self {
+impl Default for TestL1 {
+    fn default() -> Self {
         Self(std::vec![0; cqlab_abi::memory_map::L1_DEFAULT_SIZE as usize])
     }
+}
+
+#[cfg(test)]
+impl TestL1 {
     pub fn bytes(&self, addr: u32, len: usize) -> &[u8] {
         &self.0[addr as usize..addr as usize + len]
     }

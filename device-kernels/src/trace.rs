@@ -35,7 +35,7 @@ mod tests {
 
     #[test]
     fn ring_overwrites_oldest_and_keeps_sequence() {
-        let mut l1 = TestL1::new();
+        let mut l1 = TestL1::default();
         init(&mut l1);
         for i in 0..CAPACITY + 3 {
             record(&mut l1, 0x0101, 100 + i as u64, TraceKind::CmdStart, i, 0);

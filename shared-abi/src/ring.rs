@@ -12,7 +12,7 @@ pub struct RingPtr(pub u32);
 
 impl RingPtr {
     pub const fn new(offset_bytes: u32, toggle: bool) -> Self {
-        Self(offset_bytes / PTR_UNIT | if toggle { WRAP_TOGGLE } else { 0 })
+        Self((offset_bytes / PTR_UNIT) | if toggle { WRAP_TOGGLE } else { 0 })
     }
     pub const fn offset_bytes(self) -> u32 {
         (self.0 & !WRAP_TOGGLE) * PTR_UNIT

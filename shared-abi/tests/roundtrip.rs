@@ -264,11 +264,9 @@ proptest! {
         let mut bytes = encode(&cmds);
         for (i, v) in flips { let at = i.index(bytes.len()); bytes[at] = v; }
         let end = cut.index(bytes.len() + 1);
-        for r in PrefetchStream::new(&bytes[..end]) {
-            if let Ok((_, cmd)) = r {
-                if let PrefetchHeader::RelayInline { .. } = cmd.header {
-                    for r in DispatchStream::new(cmd.payload) { let _ = r; }
-                }
+        for (_, cmd) in PrefetchStream::new(&bytes[..end]).flatten() {
+            if let PrefetchHeader::RelayInline { .. } = cmd.header {
+                for r in DispatchStream::new(cmd.payload) { let _ = r; }
             }
         }
     }
