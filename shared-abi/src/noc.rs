@@ -42,6 +42,12 @@ impl Coord {
     }
 }
 
+impl core::fmt::Display for Coord {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "({},{})", self.x, self.y)
+    }
+}
+
 /// An encoded NOC address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct NocAddr(pub u64);

@@ -15,9 +15,9 @@ pub fn run(root: &Path) -> Result<()> {
         let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
         let s = firmware::sizes(path)?;
         let cores = match name.as_str() {
-            "prefetch" => format!("{:?} (CQ0), {:?} (CQ1)", noc::prefetcher(0), noc::prefetcher(1)),
-            "dispatch" => format!("{:?} (CQ0), {:?} (CQ1)", noc::dispatcher(0), noc::dispatcher(1)),
-            _ => format!("workers {:?}..{:?}", noc::worker(0, 0), noc::worker(7, 7)),
+            "prefetch" => format!("{} (CQ0), {} (CQ1)", noc::prefetcher(0), noc::prefetcher(1)),
+            "dispatch" => format!("{} (CQ0), {} (CQ1)", noc::dispatcher(0), noc::dispatcher(1)),
+            _ => format!("workers {}..{}", noc::worker(0, 0), noc::worker(7, 7)),
         };
         println!(
             "{:<10} {:>8} {:>8} {:>8} {:>#11x} {:>#11x}  {}",

@@ -62,8 +62,9 @@ fn test(extra: &[String]) -> Result<()> {
     firmware::clippy(&root)?;
     let nextest = cargo().args(["nextest", "--version"]).output().map(|o| o.status.success()).unwrap_or(false);
     if nextest {
+        // Doc tests first: nextest's summary should be the last word.
+        run(cargo().args(["test", "--workspace", "--doc", "--quiet"]))?;
         run(cargo().args(["nextest", "run", "--workspace", "--no-fail-fast"]).args(extra))?;
-        run(cargo().args(["test", "--workspace", "--doc"]))?;
     } else {
         eprintln!("xtask: cargo-nextest not installed; using cargo test");
         run(cargo().args(["test", "--workspace", "--no-fail-fast"]).args(extra))?;
