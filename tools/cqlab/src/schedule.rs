@@ -1,10 +1,312 @@
-//! `cqlab schedule`: GEMM dataflow analysis.
+//! `cqlab schedule`: GEMM dataflow analysis — DRAM traffic of weight-, input- and
+//! output-stationary tile orders through an L2/L3 cache stack (see `cqlab-schedule`).
 
+use anyhow::Context as _;
+use cqlab_schedule::svg::BarChart;
+use cqlab_schedule::{
+    format_gb, format_size, least_traffic, parse_size_list, simulate, simulate_all, Gemm, LevelSpec, Report, Strategy,
+    Tensor, Tiling,
+};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct Args {}
+const DEFAULT_L3: &str = "1MiB,2MiB,16MiB,64MiB,256MiB";
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`cqlab schedule` is not built yet (issue 6)")
+#[derive(clap::Args)]
+pub struct Args {
+    /// Rows of A and C.
+    #[arg(long)]
+    pub m: u64,
+    /// Columns of B and C.
+    #[arg(long)]
+    pub n: u64,
+    /// Reduction dimension (columns of A, rows of B).
+    #[arg(long)]
+    pub k: u64,
+    /// Tile: T for T x T x T, or TMxTNxTK (e.g. 64x128x32).
+    #[arg(long, default_value_t = Tiling::DEFAULT_EDGE.to_string())]
+    pub tile: String,
+    /// Bytes per element (4 for f32, 2 for bf16).
+    #[arg(long, default_value_t = 4)]
+    pub elem_size: u64,
+    /// L2 capacities to sweep, comma-separated (e.g. 1MiB,2MiB). Omit for no L2.
+    #[arg(long, value_name = "SIZES")]
+    pub l2: Option<String>,
+    /// L3 capacities to sweep, comma-separated.
+    #[arg(long, value_name = "SIZES", default_value = DEFAULT_L3)]
+    pub l3: String,
+    /// Which loop order(s) to report; `auto` keeps the least total DRAM traffic.
+    #[arg(long, value_enum, default_value_t = StrategyArg::All)]
+    pub strategy: StrategyArg,
+    /// Print JSON instead of a table.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV instead of a table.
+    #[arg(long)]
+    pub csv: bool,
+    /// Also write a grouped bar chart of total DRAM traffic to this SVG file.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StrategyArg {
+    Ws,
+    Is,
+    Os,
+    All,
+    Auto,
+}
+
+/// One cache stack and what each reported strategy does on it.
+#[derive(Serialize)]
+struct ConfigResult {
+    l2_bytes: Option<u64>,
+    l3_bytes: u64,
+    /// Least total traffic among the strategies simulated (all three unless one was asked for).
+    best: Strategy,
+    reports: Vec<Report>,
+}
+
+#[derive(Serialize)]
+struct Output {
+    gemm: Gemm,
+    tiling: Tiling,
+    strategy: StrategyArg,
+    configs: Vec<ConfigResult>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let gemm =
+        Gemm::new(args.m, args.n, args.k, args.elem_size).context("invalid GEMM (--m, --n, --k, --elem-size)")?;
+    let tiling = Tiling::parse(&args.tile).context("invalid --tile")?;
+    let l2s: Vec<Option<u64>> = match &args.l2 {
+        Some(s) => parse_size_list(s).context("invalid --l2")?.into_iter().map(Some).collect(),
+        None => vec![None],
+    };
+    let l3s = parse_size_list(&args.l3).context("invalid --l3")?;
+    for &size in l2s.iter().flatten().chain(&l3s) {
+        anyhow::ensure!(size > 0, "cache sizes must be positive, found 0 in --l2/--l3");
+    }
+
+    let mut configs = Vec::new();
+    for &l2 in &l2s {
+        for &l3 in &l3s {
+            let mut levels = Vec::new();
+            if let Some(l2) = l2 {
+                levels.push(LevelSpec::new("L2", l2));
+            }
+            levels.push(LevelSpec::new("L3", l3));
+            configs.push(run_config(&gemm, &tiling, &levels, args.strategy, l2, l3)?);
+        }
+    }
+
+    let out = Output { gemm, tiling, strategy: args.strategy, configs };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&out).context("serialising the report")?);
+    } else if args.csv {
+        print!("{}", csv(&out));
+    } else {
+        print!("{}", table(&out));
+    }
+    if let Some(path) = &args.svg {
+        std::fs::write(path, chart(&out).render()).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_config(
+    gemm: &Gemm,
+    tiling: &Tiling,
+    levels: &[LevelSpec],
+    which: StrategyArg,
+    l2: Option<u64>,
+    l3: u64,
+) -> anyhow::Result<ConfigResult> {
+    let label = config_label(l2, l3);
+    let one = |s| simulate(gemm, tiling, s, levels).with_context(|| format!("simulating {s} with {label}"));
+    let mut reports = match which {
+        StrategyArg::Ws => vec![one(Strategy::WeightStationary)?],
+        StrategyArg::Is => vec![one(Strategy::InputStationary)?],
+        StrategyArg::Os => vec![one(Strategy::OutputStationary)?],
+        StrategyArg::All | StrategyArg::Auto => {
+            simulate_all(gemm, tiling, levels).with_context(|| format!("simulating with {label}"))?
+        }
+    };
+    let best = least_traffic(&reports).map(|r| r.strategy).context("no strategy simulated")?;
+    if which == StrategyArg::Auto {
+        reports.retain(|r| r.strategy == best);
+    }
+    Ok(ConfigResult { l2_bytes: l2, l3_bytes: l3, best, reports })
+}
+
+fn config_label(l2: Option<u64>, l3: u64) -> String {
+    match l2 {
+        Some(l2) => format!("L2 {} / L3 {}", format_size(l2), format_size(l3)),
+        None => format!("L3 {}", format_size(l3)),
+    }
+}
+
+fn pct(rate: Option<f64>) -> String {
+    rate.map(|r| format!("{:.1}%", r * 100.0)).unwrap_or_else(|| "-".into())
+}
+
+fn table(out: &Output) -> String {
+    let g = &out.gemm;
+    let t = &out.tiling;
+    let min = g.tensor_bytes();
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "GEMM C = A x B: M {} x N {} x K {}, {}-byte elements, tile {}x{}x{} (m x n x k)",
+        g.m, g.n, g.k, g.elem_size, t.tm, t.tn, t.tk
+    );
+    let _ = writeln!(
+        s,
+        "minimum DRAM traffic {} (read A {}, read B {}, write C {}); GB = 1e9 bytes\n",
+        format_gb(min.a + min.b + min.c),
+        format_gb(min.a),
+        format_gb(min.b),
+        format_gb(min.c)
+    );
+    for cfg in &out.configs {
+        let _ = writeln!(s, "{}", config_label(cfg.l2_bytes, cfg.l3_bytes));
+        let mut header = format!(
+            "  {:<4}{:<9}{:>11}{:>11}{:>11}{:>11}{:>11}{:>9}{:>9}{:>9}{:>9}",
+            "", "loops", "A read", "B read", "C read", "C write", "total", "ovf A", "ovf B", "ovf C", "ovf"
+        );
+        if let Some(r) = cfg.reports.first() {
+            for l in &r.levels {
+                let _ = write!(header, "{:>9}{:>10}", format!("{} hit", l.name), format!("{} evict", l.name));
+            }
+        }
+        let _ = writeln!(s, "{header}");
+        for r in &cfg.reports {
+            let d = &r.dram;
+            let _ = write!(
+                s,
+                "  {:<4}{:<9}{:>11}{:>11}{:>11}{:>11}{:>11}{:>9}{:>9}{:>9}{:>9}",
+                r.strategy.short(),
+                r.loop_order,
+                format_gb(d.a.read_bytes),
+                format_gb(d.b.read_bytes),
+                format_gb(d.c.read_bytes),
+                format_gb(d.c.write_bytes),
+                format_gb(r.total_bytes),
+                format!("{:.2}x", r.overfetch.a),
+                format!("{:.2}x", r.overfetch.b),
+                format!("{:.2}x", r.overfetch.c),
+                format!("{:.2}x", r.total_overfetch),
+            );
+            for l in &r.levels {
+                let _ = write!(s, "{:>9}{:>10}", pct(l.hit_rate), l.total.evictions);
+            }
+            let _ = writeln!(s);
+        }
+        if out.strategy == StrategyArg::All || out.strategy == StrategyArg::Auto {
+            if let Some(b) = cfg.reports.iter().find(|r| r.strategy == cfg.best) {
+                let _ = writeln!(
+                    s,
+                    "  least traffic: {} ({}), {} = {:.2}x the minimum",
+                    b.strategy.short(),
+                    b.strategy.name(),
+                    format_gb(b.total_bytes),
+                    b.total_overfetch
+                );
+            }
+        }
+        let _ = writeln!(s);
+    }
+    s
+}
+
+fn csv(out: &Output) -> String {
+    let mut s = String::from(
+        "l2_bytes,l3_bytes,strategy,a_read_bytes,a_write_bytes,b_read_bytes,b_write_bytes,c_read_bytes,c_write_bytes,\
+         total_bytes,minimum_bytes,a_overfetch,b_overfetch,c_overfetch,total_overfetch,\
+         l2_hit_rate,l2_evictions,l3_hit_rate,l3_evictions,least_traffic\n",
+    );
+    for cfg in &out.configs {
+        for r in &cfg.reports {
+            let d = &r.dram;
+            let _ = write!(
+                s,
+                "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6}",
+                cfg.l2_bytes.map(|b| b.to_string()).unwrap_or_default(),
+                cfg.l3_bytes,
+                r.strategy.short(),
+                d.a.read_bytes,
+                d.a.write_bytes,
+                d.b.read_bytes,
+                d.b.write_bytes,
+                d.c.read_bytes,
+                d.c.write_bytes,
+                r.total_bytes,
+                r.minimum_bytes,
+                r.overfetch[Tensor::A],
+                r.overfetch[Tensor::B],
+                r.overfetch[Tensor::C],
+                r.total_overfetch,
+            );
+            for name in ["L2", "L3"] {
+                match r.levels.iter().find(|l| l.name == name) {
+                    Some(l) => {
+                        let _ = write!(
+                            s,
+                            ",{},{}",
+                            l.hit_rate.map(|h| format!("{h:.6}")).unwrap_or_default(),
+                            l.total.evictions
+                        );
+                    }
+                    None => s.push_str(",,"),
+                }
+            }
+            let _ = writeln!(s, ",{}", r.strategy == cfg.best);
+        }
+    }
+    s
+}
+
+fn chart(out: &Output) -> BarChart {
+    let series: Vec<Strategy> = match out.strategy {
+        StrategyArg::Ws => vec![Strategy::WeightStationary],
+        StrategyArg::Is => vec![Strategy::InputStationary],
+        StrategyArg::Os => vec![Strategy::OutputStationary],
+        StrategyArg::All => Strategy::ALL.to_vec(),
+        StrategyArg::Auto => vec![],
+    };
+    let (names, values) = if out.strategy == StrategyArg::Auto {
+        let values =
+            out.configs.iter().map(|c| c.reports.iter().map(|r| r.total_bytes as f64 / 1e9).collect()).collect();
+        (vec!["auto (least traffic)".to_string()], values)
+    } else {
+        let values = out
+            .configs
+            .iter()
+            .map(|c| {
+                series
+                    .iter()
+                    .map(|s| c.reports.iter().find(|r| r.strategy == *s).map_or(0.0, |r| r.total_bytes as f64 / 1e9))
+                    .collect()
+            })
+            .collect();
+        (series.iter().map(|s| format!("{} ({})", s.short(), s.loop_order())).collect(), values)
+    };
+    let g = &out.gemm;
+    let t = &out.tiling;
+    BarChart {
+        title: format!(
+            "DRAM traffic of C = A x B, {} x {} x {}, {}-byte elements, tile {}x{}x{}",
+            g.m, g.n, g.k, g.elem_size, t.tm, t.tn, t.tk
+        ),
+        x_label: "cache configuration".into(),
+        y_label: "total DRAM traffic (GB, 1e9 bytes)".into(),
+        groups: out.configs.iter().map(|c| config_label(c.l2_bytes, c.l3_bytes)).collect(),
+        series: names,
+        values,
+    }
 }
