@@ -1,1 +1,25 @@
-//! The cqlab device simulator (built by the simulator issue).
+//! `cqlab-sim`: the cqlab chip, simulated. RV32IM harts with predecoded
+//! instruction caches, per-core L1, and a standalone runner for bare ELFs.
+//!
+//! Layout: [`decode`] turns words into [`decode::Decoded`]; [`hart`] runs
+//! them against a [`memory::Memory`]; [`elf`] parses and checks images;
+//! [`exec`] runs one ELF to completion (riscv-tests/HTIF `tohost`
+//! convention). [`asm`] is a tiny encoder for in-process programs.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod asm;
+pub mod bench;
+pub mod csr;
+pub mod decode;
+pub mod disasm;
+pub mod elf;
+pub mod exec;
+pub mod hart;
+mod history;
+pub mod memory;
+pub mod timing;
+
+#[cfg(test)]
+mod testelf;
+
+pub use history::HISTORY_LEN;

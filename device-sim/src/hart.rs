@@ -1,0 +1,520 @@
+//! One RV32IM hart: registers, counters, the interpreter loop and the halt
+//! model.
+//!
+//! The loop runs until a cycle limit, a halt, a store to the watched address
+//! (`tohost`) or a bus request to yield. Its state lives in locals; fetch is
+//! one indexed load from the predecoded cache; RAM loads and stores are
+//! inline bounds checks on L1; everything else (the second RAM window, MMIO,
+//! decoding, faults) is on out-of-line slow paths.
+//!
+//! Halts are precise: the PC stays on the offending instruction, which is not
+//! retired and costs no cycles. There is no trap handling (no `mtvec`): an
+//! exception halts the hart with its reason. Misaligned loads and stores are
+//! not emulated: they halt with [`HaltReason::MisalignedLoad`]/`Store`.
+
+use crate::csr;
+use crate::decode::{Decoded, Op};
+use crate::history::BranchHistory;
+use crate::memory::Memory;
+use crate::timing::{self, LOAD_CYCLES, MUL_CYCLES, TAKEN_PENALTY};
+use std::fmt;
+
+/// A non-RAM access the bus could not serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccessFault;
+
+/// What a bus store asks of the hart afterwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreEffect {
+    /// Keep running.
+    Continue,
+    /// End the run slice after this instruction (the scheduler must act,
+    /// e.g. on a NOC command or a soft reset).
+    Yield,
+}
+
+/// Where accesses outside RAM go (core MMIO, in the chip). Generic, so the
+/// interpreter is monomorphised per bus and never dispatches dynamically.
+pub trait Bus {
+    /// Load `size` (1, 2 or 4) bytes at `addr`; `now` is the hart's cycle.
+    fn load(&mut self, mem: &mut Memory, addr: u32, size: u32, now: u64) -> Result<u32, AccessFault>;
+    /// Store the low `size` bytes of `value` at `addr`.
+    fn store(
+        &mut self,
+        mem: &mut Memory,
+        addr: u32,
+        size: u32,
+        value: u32,
+        now: u64,
+    ) -> Result<StoreEffect, AccessFault>;
+}
+
+/// A bus with nothing on it: every non-RAM access faults.
+pub struct NoBus;
+
+impl Bus for NoBus {
+    fn load(&mut self, _: &mut Memory, _: u32, _: u32, _: u64) -> Result<u32, AccessFault> {
+        Err(AccessFault)
+    }
+    fn store(&mut self, _: &mut Memory, _: u32, _: u32, _: u32, _: u64) -> Result<StoreEffect, AccessFault> {
+        Err(AccessFault)
+    }
+}
+
+/// Why a hart stopped for good (until reset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HaltReason {
+    Ecall,
+    Ebreak,
+    IllegalInstruction {
+        word: u32,
+    },
+    /// A taken branch or jump to an address that is not 4-byte aligned.
+    MisalignedFetch {
+        target: u32,
+    },
+    MisalignedLoad {
+        addr: u32,
+    },
+    MisalignedStore {
+        addr: u32,
+    },
+    /// The PC left RAM.
+    FetchFault,
+    LoadFault {
+        addr: u32,
+    },
+    StoreFault {
+        addr: u32,
+    },
+}
+
+/// A halt: the reason and the PC of the instruction that caused it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Halt {
+    pub pc: u32,
+    pub reason: HaltReason,
+}
+
+impl fmt::Display for Halt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pc = self.pc;
+        match self.reason {
+            HaltReason::Ecall => write!(f, "ecall at pc 0x{pc:08x}"),
+            HaltReason::Ebreak => write!(f, "ebreak at pc 0x{pc:08x}"),
+            HaltReason::IllegalInstruction { word } => write!(f, "illegal instruction 0x{word:08x} at pc 0x{pc:08x}"),
+            HaltReason::MisalignedFetch { target } => {
+                write!(f, "jump to misaligned address 0x{target:08x} from pc 0x{pc:08x}")
+            }
+            HaltReason::MisalignedLoad { addr } => write!(f, "misaligned load from 0x{addr:08x} at pc 0x{pc:08x}"),
+            HaltReason::MisalignedStore { addr } => write!(f, "misaligned store to 0x{addr:08x} at pc 0x{pc:08x}"),
+            HaltReason::FetchFault => write!(f, "instruction fetch outside RAM at pc 0x{pc:08x}"),
+            HaltReason::LoadFault { addr } => write!(f, "load from unmapped address 0x{addr:08x} at pc 0x{pc:08x}"),
+            HaltReason::StoreFault { addr } => write!(f, "store to unmapped address 0x{addr:08x} at pc 0x{pc:08x}"),
+        }
+    }
+}
+
+/// Why [`Hart::run`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The cycle counter reached the limit.
+    CycleLimit,
+    /// The hart is halted (now or earlier).
+    Halted(Halt),
+    /// A store hit the watched address; `value` is the word there afterwards.
+    Watch { addr: u32, value: u32 },
+    /// The bus asked the hart to yield after an MMIO store.
+    Yield,
+}
+
+/// Register-file slots: 32 architectural plus the `x0` write sink, padded to
+/// 64 so `& 63` indexing is provably in bounds.
+const REG_SLOTS: usize = 64;
+
+/// One hart with its RAM.
+pub struct Hart {
+    regs: [u32; REG_SLOTS],
+    pc: u32,
+    cycle: u64,
+    instret: u64,
+    hartid: u32,
+    halt: Option<Halt>,
+    pub mem: Memory,
+    history: BranchHistory,
+}
+
+impl Hart {
+    /// A hart at `entry` with zeroed registers.
+    pub fn new(mem: Memory, hartid: u32, entry: u32) -> Self {
+        let mut h = Hart {
+            regs: [0; REG_SLOTS],
+            pc: 0,
+            cycle: 0,
+            instret: 0,
+            hartid,
+            halt: None,
+            mem,
+            history: Default::default(),
+        };
+        h.reset(entry);
+        h
+    }
+
+    /// Architectural reset: registers, PC and halt state. Memory and the
+    /// counters are kept (counters count since power-on, as on silicon).
+    pub fn reset(&mut self, entry: u32) {
+        self.regs = [0; REG_SLOTS];
+        self.pc = entry;
+        self.halt = None;
+        self.history = BranchHistory::default();
+        self.history.record(u32::MAX, entry);
+    }
+
+    pub fn pc(&self) -> u32 {
+        self.pc
+    }
+    pub fn cycle(&self) -> u64 {
+        self.cycle
+    }
+    pub fn instret(&self) -> u64 {
+        self.instret
+    }
+    pub fn hartid(&self) -> u32 {
+        self.hartid
+    }
+    pub fn halted(&self) -> Option<Halt> {
+        self.halt
+    }
+    /// Architectural register `i` (0..32).
+    pub fn reg(&self, i: usize) -> u32 {
+        assert!(i < 32, "x{i} is not a register");
+        self.regs[i]
+    }
+    pub fn set_reg(&mut self, i: usize, v: u32) {
+        assert!(i < 32, "x{i} is not a register");
+        if i != 0 {
+            self.regs[i] = v;
+        }
+    }
+    /// All 32 architectural registers.
+    pub fn regs(&self) -> [u32; 32] {
+        let mut r = [0; 32];
+        r.copy_from_slice(&self.regs[..32]);
+        r
+    }
+
+    /// Lets simulated time pass without executing (a held or idle core).
+    pub fn skip_cycles(&mut self, n: u64) {
+        self.cycle += n;
+    }
+
+    /// Up to `n` most recently retired PCs, newest first, reconstructed
+    /// from the taken-branch history (exact, as long as the history holds).
+    pub fn last_retired_pcs(&self, n: usize) -> Vec<u32> {
+        self.history.last_pcs(self.pc, n)
+    }
+
+    /// The decoded instruction the hart will execute next (for traces).
+    pub fn peek(&self) -> Option<(u32, Decoded)> {
+        let word = self.mem.word_at(self.pc)?;
+        Some((word, crate::decode::decode(word)))
+    }
+
+    #[cold]
+    fn halt_at(&mut self, pc: u32, reason: HaltReason) -> Stop {
+        let h = Halt { pc, reason };
+        self.halt = Some(h);
+        Stop::Halted(h)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn load_slow<B: Bus>(&mut self, bus: &mut B, addr: u32, size: u32, now: u64) -> Result<u32, AccessFault> {
+        if let Some(w) = self.mem.window.as_ref() {
+            if w.contains(addr, size as u64) {
+                let mut b = [0u8; 4];
+                w.read(addr, &mut b[..size as usize]).map_err(|_| AccessFault)?;
+                return Ok(u32::from_le_bytes(b));
+            }
+        }
+        bus.load(&mut self.mem, addr, size, now)
+    }
+
+    /// Stores outside L1. `Ok(Some(stop))` ends the slice after the store.
+    #[cold]
+    #[inline(never)]
+    fn store_slow<B: Bus>(
+        &mut self,
+        bus: &mut B,
+        addr: u32,
+        size: u32,
+        value: u32,
+        now: u64,
+    ) -> Result<Option<Stop>, AccessFault> {
+        if let Some(w) = self.mem.window.as_mut() {
+            if w.contains(addr, size as u64) {
+                w.write(addr, &value.to_le_bytes()[..size as usize]).map_err(|_| AccessFault)?;
+                return Ok(self.watch_hit(addr));
+            }
+        }
+        match bus.store(&mut self.mem, addr, size, value, now)? {
+            StoreEffect::Continue => Ok(None),
+            StoreEffect::Yield => Ok(Some(Stop::Yield)),
+        }
+    }
+
+    #[inline(always)]
+    fn watch_hit(&self, addr: u32) -> Option<Stop> {
+        if self.mem.is_watched(addr) {
+            let aligned = addr & !3;
+            let value = self.mem.read_u32(aligned).unwrap_or(0);
+            return Some(Stop::Watch { addr: aligned, value });
+        }
+        None
+    }
+
+    /// Executes one instruction (or halts); returns why it stopped, which is
+    /// `CycleLimit` after a normal instruction.
+    pub fn step<B: Bus>(&mut self, bus: &mut B) -> Stop {
+        let limit = self.cycle + 1;
+        self.run(bus, limit)
+    }
+
+    /// Runs until `self.cycle() >= cycle_limit` or another [`Stop`].
+    pub fn run<B: Bus>(&mut self, bus: &mut B, cycle_limit: u64) -> Stop {
+        if let Some(h) = self.halt {
+            return Stop::Halted(h);
+        }
+        let mut pc = self.pc;
+        let mut cycle = self.cycle;
+        let mut instret = self.instret;
+
+        macro_rules! x {
+            ($i:expr) => {
+                self.regs[($i as usize) & (REG_SLOTS - 1)]
+            };
+        }
+        macro_rules! halt {
+            ($reason:expr) => {
+                break self.halt_at(pc, $reason)
+            };
+        }
+        // rd = f(rs1, rs2, imm); one cycle plus `$extra`.
+        macro_rules! alu {
+            ($d:expr, |$a:ident, $b:ident, $i:ident| $e:expr) => {{
+                let $a = x!($d.rs1);
+                let $b = x!($d.rs2);
+                let $i = $d.imm;
+                x!($d.rd) = $e;
+                pc = pc.wrapping_add(4);
+            }};
+        }
+        // Taken branch or jump to `$t`.
+        macro_rules! jump {
+            ($t:expr) => {{
+                let t: u32 = $t;
+                if t & 3 != 0 {
+                    halt!(HaltReason::MisalignedFetch { target: t });
+                }
+                self.history.record(pc, t);
+                pc = t;
+                cycle += TAKEN_PENALTY;
+            }};
+        }
+        macro_rules! branch {
+            ($d:expr, $cond:expr) => {{
+                if $cond {
+                    jump!(pc.wrapping_add($d.imm));
+                } else {
+                    pc = pc.wrapping_add(4);
+                }
+            }};
+        }
+        macro_rules! load {
+            ($d:expr, $n:literal, $conv:path) => {{
+                let addr = x!($d.rs1).wrapping_add($d.imm);
+                if misaligned(addr, $n) {
+                    halt!(HaltReason::MisalignedLoad { addr });
+                }
+                let raw: u32 = match self.mem.l1.load::<$n>(addr) {
+                    Some(b) => {
+                        let mut w = [0u8; 4];
+                        w[..$n].copy_from_slice(&b);
+                        u32::from_le_bytes(w)
+                    }
+                    None => match self.load_slow(bus, addr, $n, cycle) {
+                        Ok(v) => v,
+                        Err(AccessFault) => halt!(HaltReason::LoadFault { addr }),
+                    },
+                };
+                x!($d.rd) = $conv(raw);
+                cycle += LOAD_CYCLES - 1;
+                pc = pc.wrapping_add(4);
+            }};
+        }
+        macro_rules! store {
+            ($d:expr, $n:literal) => {{
+                let addr = x!($d.rs1).wrapping_add($d.imm);
+                if misaligned(addr, $n) {
+                    halt!(HaltReason::MisalignedStore { addr });
+                }
+                let v = x!($d.rs2);
+                let bytes: [u8; 4] = v.to_le_bytes();
+                let mut b = [0u8; $n];
+                b.copy_from_slice(&bytes[..$n]);
+                let stop = if self.mem.l1.store::<$n>(addr, b) {
+                    self.watch_hit(addr)
+                } else {
+                    match self.store_slow(bus, addr, $n, v, cycle) {
+                        Ok(s) => s,
+                        Err(AccessFault) => halt!(HaltReason::StoreFault { addr }),
+                    }
+                };
+                pc = pc.wrapping_add(4);
+                if let Some(s) = stop {
+                    cycle += 1;
+                    instret += 1;
+                    break s;
+                }
+            }};
+        }
+        // CSR access: every implemented CSR is read-only, so csrrw/csrrwi
+        // (always a write) and set/clear forms with a non-zero rs1/uimm are
+        // illegal, as is any unimplemented CSR.
+        macro_rules! csr {
+            ($d:expr, $writes:expr) => {{
+                match csr::read($d.imm, cycle, instret, self.hartid) {
+                    Some(v) if !$writes => {
+                        x!($d.rd) = v;
+                        pc = pc.wrapping_add(4);
+                    }
+                    _ => halt!(HaltReason::IllegalInstruction { word: self.mem.word_at(pc).unwrap_or(0) }),
+                }
+            }};
+        }
+
+        let stop = loop {
+            if cycle >= cycle_limit {
+                break Stop::CycleLimit;
+            }
+            let mut d = self.mem.fetch(pc);
+            if d.op == Op::NotDecoded {
+                // First execution of this word, or code outside L1.
+                match self.mem.fetch_slow(pc) {
+                    Some(nd) => d = nd,
+                    None => halt!(HaltReason::FetchFault),
+                }
+            }
+            match d.op {
+                Op::NotDecoded => unreachable!("decode never yields NotDecoded"),
+                Op::Illegal => halt!(HaltReason::IllegalInstruction { word: d.imm }),
+                Op::Lui => alu!(d, |_a, _b, i| i),
+                Op::Auipc => alu!(d, |_a, _b, i| pc.wrapping_add(i)),
+                Op::Jal => {
+                    let link = pc.wrapping_add(4);
+                    jump!(pc.wrapping_add(d.imm));
+                    x!(d.rd) = link;
+                }
+                Op::Jalr => {
+                    let link = pc.wrapping_add(4);
+                    jump!(x!(d.rs1).wrapping_add(d.imm) & !1);
+                    x!(d.rd) = link;
+                }
+                Op::Beq => branch!(d, x!(d.rs1) == x!(d.rs2)),
+                Op::Bne => branch!(d, x!(d.rs1) != x!(d.rs2)),
+                Op::Blt => branch!(d, (x!(d.rs1) as i32) < (x!(d.rs2) as i32)),
+                Op::Bge => branch!(d, (x!(d.rs1) as i32) >= (x!(d.rs2) as i32)),
+                Op::Bltu => branch!(d, x!(d.rs1) < x!(d.rs2)),
+                Op::Bgeu => branch!(d, x!(d.rs1) >= x!(d.rs2)),
+                Op::Lb => load!(d, 1, sext8),
+                Op::Lh => load!(d, 2, sext16),
+                Op::Lw => load!(d, 4, core::convert::identity),
+                Op::Lbu => load!(d, 1, core::convert::identity),
+                Op::Lhu => load!(d, 2, core::convert::identity),
+                Op::Sb => store!(d, 1),
+                Op::Sh => store!(d, 2),
+                Op::Sw => store!(d, 4),
+                Op::Addi => alu!(d, |a, _b, i| a.wrapping_add(i)),
+                Op::Slti => alu!(d, |a, _b, i| ((a as i32) < (i as i32)) as u32),
+                Op::Sltiu => alu!(d, |a, _b, i| (a < i) as u32),
+                Op::Xori => alu!(d, |a, _b, i| a ^ i),
+                Op::Ori => alu!(d, |a, _b, i| a | i),
+                Op::Andi => alu!(d, |a, _b, i| a & i),
+                Op::Slli => alu!(d, |a, _b, i| a << (i & 31)),
+                Op::Srli => alu!(d, |a, _b, i| a >> (i & 31)),
+                Op::Srai => alu!(d, |a, _b, i| ((a as i32) >> (i & 31)) as u32),
+                Op::Add => alu!(d, |a, b, _i| a.wrapping_add(b)),
+                Op::Sub => alu!(d, |a, b, _i| a.wrapping_sub(b)),
+                Op::Sll => alu!(d, |a, b, _i| a << (b & 31)),
+                Op::Slt => alu!(d, |a, b, _i| ((a as i32) < (b as i32)) as u32),
+                Op::Sltu => alu!(d, |a, b, _i| (a < b) as u32),
+                Op::Xor => alu!(d, |a, b, _i| a ^ b),
+                Op::Srl => alu!(d, |a, b, _i| a >> (b & 31)),
+                Op::Sra => alu!(d, |a, b, _i| ((a as i32) >> (b & 31)) as u32),
+                Op::Or => alu!(d, |a, b, _i| a | b),
+                Op::And => alu!(d, |a, b, _i| a & b),
+                Op::Mul => {
+                    cycle += MUL_CYCLES - 1;
+                    alu!(d, |a, b, _i| a.wrapping_mul(b))
+                }
+                Op::Mulh => {
+                    cycle += MUL_CYCLES - 1;
+                    alu!(d, |a, b, _i| ((a as i32 as i64 * b as i32 as i64) >> 32) as u32)
+                }
+                Op::Mulhsu => {
+                    cycle += MUL_CYCLES - 1;
+                    alu!(d, |a, b, _i| ((a as i32 as i64).wrapping_mul(b as i64) >> 32) as u32)
+                }
+                Op::Mulhu => {
+                    cycle += MUL_CYCLES - 1;
+                    alu!(d, |a, b, _i| ((a as u64 * b as u64) >> 32) as u32)
+                }
+                // Division by zero and overflow follow the ISA: no trap.
+                Op::Div => {
+                    cycle += timing::signed_div_cycles(x!(d.rs1), x!(d.rs2)) - 1;
+                    alu!(d, |a, b, _i| if b == 0 { u32::MAX } else { (a as i32).wrapping_div(b as i32) as u32 })
+                }
+                Op::Divu => {
+                    cycle += timing::div_cycles(x!(d.rs1), x!(d.rs2)) - 1;
+                    alu!(d, |a, b, _i| a.checked_div(b).unwrap_or(u32::MAX))
+                }
+                Op::Rem => {
+                    cycle += timing::signed_div_cycles(x!(d.rs1), x!(d.rs2)) - 1;
+                    alu!(d, |a, b, _i| if b == 0 { a } else { (a as i32).wrapping_rem(b as i32) as u32 })
+                }
+                Op::Remu => {
+                    cycle += timing::div_cycles(x!(d.rs1), x!(d.rs2)) - 1;
+                    alu!(d, |a, b, _i| a.checked_rem(b).unwrap_or(a))
+                }
+                Op::Fence => pc = pc.wrapping_add(4),
+                Op::Ecall => halt!(HaltReason::Ecall),
+                Op::Ebreak => halt!(HaltReason::Ebreak),
+                Op::Csrrw | Op::Csrrwi => csr!(d, true),
+                Op::Csrrs | Op::Csrrc | Op::Csrrsi | Op::Csrrci => csr!(d, d.rs1 != 0),
+            }
+            cycle += 1;
+            instret += 1;
+        };
+        self.pc = pc;
+        self.cycle = cycle;
+        self.instret = instret;
+        stop
+    }
+}
+
+fn sext8(v: u32) -> u32 {
+    v as u8 as i8 as i32 as u32
+}
+
+fn sext16(v: u32) -> u32 {
+    v as u16 as i16 as i32 as u32
+}
+
+#[inline(always)]
+const fn misaligned(addr: u32, size: u32) -> bool {
+    addr & (size - 1) != 0
+}
+#[cfg(test)]
+#[path = "hart_tests.rs"]
+mod tests;

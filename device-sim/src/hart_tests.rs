@@ -1,0 +1,349 @@
+//! Execute-level unit tests: small programs assembled in-process, one
+//! instruction class per test, checking results, cycle costs and halts.
+
+use super::*;
+use crate::asm::*;
+use crate::memory::Ram;
+use cqlab_abi::memory_map::CODE;
+
+const BASE: u32 = CODE.base;
+const DATA: u32 = 0x8000;
+
+fn hart_with(words: &[u32]) -> Hart {
+    let mut mem = Memory::new(Ram::new(0, 0x1_0000), None);
+    mem.write(BASE, &to_bytes(words)).unwrap();
+    Hart::new(mem, 7, BASE)
+}
+
+/// Runs `words` followed by `ecall`; returns the hart halted on that ecall.
+fn run(words: &[u32]) -> Hart {
+    let mut prog = words.to_vec();
+    prog.push(ECALL);
+    let mut h = hart_with(&prog);
+    let stop = h.run(&mut NoBus, 1_000_000);
+    let expected_pc = BASE + 4 * (prog.len() as u32 - 1);
+    assert_eq!(
+        stop,
+        Stop::Halted(Halt { pc: expected_pc, reason: HaltReason::Ecall }),
+        "program did not reach its ecall"
+    );
+    h
+}
+
+fn with_li(pairs: &[(u32, u32)], body: &[u32]) -> Vec<u32> {
+    let mut v: Vec<u32> = pairs.iter().flat_map(|&(r, x)| li(r, x)).collect();
+    v.extend_from_slice(body);
+    v
+}
+
+/// Result in x3 of `op x3, x1, x2` with x1 = a, x2 = b.
+fn rr(op: fn(u32, u32, u32) -> u32, a: u32, b: u32) -> u32 {
+    run(&with_li(&[(1, a), (2, b)], &[op(3, 1, 2)])).reg(3)
+}
+
+fn r(f7: u32, f3: u32) -> impl Fn(u32, u32) -> u32 {
+    move |a, b| run(&with_li(&[(1, a), (2, b)], &[r_type(0x33, f7, f3, 3, 1, 2)])).reg(3)
+}
+
+#[test]
+fn register_register_alu() {
+    assert_eq!(rr(add, 7, u32::MAX), 6);
+    assert_eq!(rr(sub, 3, 5), (-2i32) as u32);
+    assert_eq!(rr(xor, 0xf0f0, 0xff00), 0x0ff0);
+    assert_eq!(rr(sltu, 1, u32::MAX), 1);
+    let (sll, slt, srl, sra, or, and) = (r(0, 1), r(0, 2), r(0, 5), r(0x20, 5), r(0, 6), r(0, 7));
+    assert_eq!(sll(1, 33), 2, "shift amount masked to 5 bits");
+    assert_eq!(sll(1, 31), 0x8000_0000);
+    assert_eq!(slt(u32::MAX, 1), 1, "-1 < 1 signed");
+    assert_eq!(slt(1, u32::MAX), 0);
+    assert_eq!(srl(0x8000_0000, 35), 0x1000_0000);
+    assert_eq!(sra(0x8000_0000, 4), 0xf800_0000);
+    assert_eq!(sra(0x8000_0000, 32), 0x8000_0000, "shift by 32 is shift by 0");
+    assert_eq!(or(0xf0, 0x0f), 0xff);
+    assert_eq!(and(0xf0, 0x3c), 0x30);
+}
+
+#[test]
+fn immediate_alu() {
+    let h = run(&with_li(
+        &[(1, 0xffff_fff0)],
+        &[
+            addi(3, 1, 0x7ff),
+            i_type(0x13, 2, 4, 1, -1), // slti: -16 < -1
+            i_type(0x13, 3, 5, 1, -1), // sltiu: 0xfffffff0 < 0xffffffff
+            xori(6, 1, -1),
+            i_type(0x13, 6, 7, 1, 0x00f), // ori
+            andi(8, 1, 0x0ff),
+            slli(9, 1, 4),
+            srli(10, 1, 28),
+            srai(11, 1, 2),
+        ],
+    ));
+    assert_eq!(h.reg(3), 0x7ef);
+    assert_eq!(h.reg(4), 1);
+    assert_eq!(h.reg(5), 1);
+    assert_eq!(h.reg(6), 0xf);
+    assert_eq!(h.reg(7), 0xffff_ffff);
+    assert_eq!(h.reg(8), 0xf0);
+    assert_eq!(h.reg(9), 0xffff_ff00);
+    assert_eq!(h.reg(10), 0xf);
+    assert_eq!(h.reg(11), 0xffff_fffc);
+}
+
+#[test]
+fn multiply_and_divide_edge_cases() {
+    let (mulh, mulhsu, divu, rem, remu) = (r(1, 1), r(1, 2), r(1, 5), r(1, 6), r(1, 7));
+    assert_eq!(rr(mul, 0x1234_5678, 0x10), 0x2345_6780);
+    assert_eq!(mulh(u32::MAX, u32::MAX), 0, "-1 * -1 = 1");
+    assert_eq!(mulh(0x8000_0000, 0x8000_0000), 0x4000_0000);
+    assert_eq!(mulhsu(u32::MAX, u32::MAX), u32::MAX, "-1 * (2^32-1) high word");
+    assert_eq!(rr(mulhu, u32::MAX, u32::MAX), 0xffff_fffe);
+    assert_eq!(rr(div, (-7i32) as u32, 2), (-3i32) as u32, "rounds toward zero");
+    assert_eq!(rr(div, 5, 0), u32::MAX, "division by zero gives -1");
+    assert_eq!(rr(div, 0x8000_0000, u32::MAX), 0x8000_0000, "overflow gives MIN");
+    assert_eq!(divu(7, 0), u32::MAX);
+    assert_eq!(divu(u32::MAX, 16), 0x0fff_ffff);
+    assert_eq!(rem(7, 0), 7, "remainder by zero is the dividend");
+    assert_eq!(rem(0x8000_0000, u32::MAX), 0, "overflow remainder is 0");
+    assert_eq!(rem((-7i32) as u32, 2), (-1i32) as u32, "sign of the dividend");
+    assert_eq!(remu(7, 0), 7);
+    assert_eq!(remu(u32::MAX, 16), 15);
+}
+
+#[test]
+fn lui_auipc_and_x0() {
+    let h = run(&[lui(1, 0xabcde), auipc(2, 0x1), addi(0, 0, 5), lui(0, 1), add(3, 0, 0)]);
+    assert_eq!(h.reg(1), 0xabcd_e000);
+    assert_eq!(h.reg(2), BASE + 4 + 0x1000);
+    assert_eq!(h.reg(0), 0, "writes to x0 are discarded");
+    assert_eq!(h.reg(3), 0);
+}
+
+#[test]
+fn branches_take_and_fall_through() {
+    // For each condition: x5 += 1 if taken (skips an x6 marker).
+    let cases: [(u32, u32, u32, bool); 12] = [
+        (0, 5, 5, true),
+        (0, 5, 6, false),
+        (1, 5, 6, true),
+        (1, 5, 5, false),
+        (4, u32::MAX, 0, true),
+        (4, 0, u32::MAX, false),
+        (5, 0, u32::MAX, true),
+        (5, u32::MAX, 0, false),
+        (6, 0, u32::MAX, true),
+        (6, u32::MAX, 0, false),
+        (7, u32::MAX, 0, true),
+        (7, 5, 5, true),
+    ];
+    for (f3, a, b, taken) in cases {
+        let h = run(&with_li(&[(1, a), (2, b)], &[b_type(f3, 1, 2, 8), addi(6, 0, 1), addi(5, 0, 1)]));
+        assert_eq!((h.reg(5), h.reg(6) == 0), (1, taken), "funct3 {f3} with {a:#x}, {b:#x}");
+    }
+}
+
+#[test]
+fn jal_and_jalr_link_and_clear_the_low_bit() {
+    // 0: jal x1, +8 ; 4: (skipped) ; 8: auipc x2, 0 ; 12: jalr x3, 13(x2) -> 8+13 = 21 & !1 = 20
+    // 16: (skipped) ; 20: ecall
+    let mut h = hart_with(&[jal(1, 8), EBREAK, auipc(2, 0), jalr(3, 2, 13), EBREAK, ECALL]);
+    let stop = h.run(&mut NoBus, 1000);
+    assert_eq!(stop, Stop::Halted(Halt { pc: BASE + 20, reason: HaltReason::Ecall }));
+    assert_eq!(h.reg(1), BASE + 4);
+    assert_eq!(h.reg(3), BASE + 16);
+    // jalr with rd == rs1 uses the old rs1.
+    let h = run(&[auipc(1, 0), jalr(1, 1, 12), EBREAK, addi(0, 0, 0)]);
+    assert_eq!(h.reg(1), BASE + 8);
+}
+
+#[test]
+fn loads_sign_extend_and_stores_write_sub_words() {
+    let h = run(&with_li(
+        &[(1, DATA), (2, 0x8081_8283)],
+        &[
+            sw(2, 1, 0),
+            lb(3, 1, 0),
+            lbu(4, 1, 0),
+            lh(5, 1, 2),
+            i_type(0x03, 5, 6, 1, 2), // lhu
+            lw(7, 1, 0),
+            sb(0, 1, 1),
+            sh(0, 1, 2),
+            lw(8, 1, 0),
+            addi(9, 0, -1),
+            sb(9, 1, 4),
+            lw(10, 1, 4),
+        ],
+    ));
+    assert_eq!(h.reg(3), 0xffff_ff83);
+    assert_eq!(h.reg(4), 0x83);
+    assert_eq!(h.reg(5), 0xffff_8081);
+    assert_eq!(h.reg(6), 0x8081);
+    assert_eq!(h.reg(7), 0x8081_8283);
+    assert_eq!(h.reg(8), 0x0000_0083);
+    assert_eq!(h.reg(10), 0xff);
+}
+
+#[test]
+fn misaligned_accesses_halt_precisely() {
+    let mut h = hart_with(&[addi(1, 0, 0x102), lw(2, 1, 0)]);
+    assert_eq!(
+        h.run(&mut NoBus, 100),
+        Stop::Halted(Halt { pc: BASE + 4, reason: HaltReason::MisalignedLoad { addr: 0x102 } })
+    );
+    assert_eq!(h.instret(), 1, "the faulting load does not retire");
+    let mut h = hart_with(&[addi(1, 0, 0x101), sh(0, 1, 0)]);
+    assert_eq!(
+        h.run(&mut NoBus, 100),
+        Stop::Halted(Halt { pc: BASE + 4, reason: HaltReason::MisalignedStore { addr: 0x101 } })
+    );
+    // Halfword loads at odd addresses fault too; byte loads never do.
+    let h2 = run(&[addi(1, 0, 0x101), lb(2, 1, 0), lbu(2, 1, 0)]);
+    assert_eq!(h2.instret(), 3);
+    let mut h = hart_with(&[addi(1, 0, 0x103), lh(2, 1, 0)]);
+    assert!(matches!(h.run(&mut NoBus, 100), Stop::Halted(Halt { reason: HaltReason::MisalignedLoad { .. }, .. })));
+    // A jump to a 2-aligned target halts on the jump.
+    let mut h = hart_with(&[jal(0, 6)]);
+    assert_eq!(
+        h.run(&mut NoBus, 100),
+        Stop::Halted(Halt { pc: BASE, reason: HaltReason::MisalignedFetch { target: BASE + 6 } })
+    );
+}
+
+#[test]
+fn faults_outside_ram() {
+    let mut h = hart_with(&li(1, 0x4000_0000).into_iter().chain([lw(2, 1, 0)]).collect::<Vec<_>>());
+    assert_eq!(
+        h.run(&mut NoBus, 100),
+        Stop::Halted(Halt { pc: BASE + 8, reason: HaltReason::LoadFault { addr: 0x4000_0000 } })
+    );
+    let mut h = hart_with(&li(1, 0x4000_0000).into_iter().chain([sw(2, 1, 0)]).collect::<Vec<_>>());
+    assert!(matches!(h.run(&mut NoBus, 100), Stop::Halted(Halt { reason: HaltReason::StoreFault { .. }, .. })));
+    let mut h = hart_with(&li(1, 0x4000_0000).into_iter().chain([jalr(0, 1, 0)]).collect::<Vec<_>>());
+    assert_eq!(h.run(&mut NoBus, 100), Stop::Halted(Halt { pc: 0x4000_0000, reason: HaltReason::FetchFault }));
+}
+
+#[test]
+fn illegal_instructions_and_ebreak_halt_with_pc_and_word() {
+    let mut h = hart_with(&[addi(1, 0, 1), 0xffff_ffff, addi(1, 0, 2)]);
+    assert_eq!(
+        h.run(&mut NoBus, 100),
+        Stop::Halted(Halt { pc: BASE + 4, reason: HaltReason::IllegalInstruction { word: 0xffff_ffff } })
+    );
+    assert_eq!(h.reg(1), 1, "nothing after the illegal instruction ran");
+    // Running a halted hart does nothing.
+    assert!(matches!(h.run(&mut NoBus, 100), Stop::Halted(_)));
+    assert_eq!(h.pc(), BASE + 4);
+    let mut h = hart_with(&[EBREAK]);
+    assert_eq!(h.run(&mut NoBus, 100), Stop::Halted(Halt { pc: BASE, reason: HaltReason::Ebreak }));
+}
+
+#[test]
+fn csr_reads_and_illegal_csr_accesses() {
+    let h = run(&[
+        csrrs(1, 0xb00, 0), // mcycle
+        csrrs(2, 0xb02, 0), // minstret
+        addi(0, 0, 0),
+        csrrs(3, 0xb00, 0),
+        csrrs(4, 0xb02, 0),
+        csrrs(5, 0xf14, 0),                     // mhartid
+        csrrs(6, 0xb80, 0),                     // mcycleh
+        csrrs(7, 0xc00, 0),                     // cycle
+        i_type(0x73, 6, 8, 0, 0) | 0xb02 << 20, // csrrsi x8, minstret, 0: read only
+    ]);
+    assert_eq!((h.reg(1), h.reg(2)), (0, 1));
+    assert_eq!(h.reg(3) - h.reg(1), 3, "three 1-cycle instructions between the reads");
+    assert_eq!(h.reg(4), 4);
+    assert_eq!(h.reg(5), 7);
+    assert_eq!(h.reg(6), 0);
+    assert_eq!(h.reg(7), 7);
+    assert_eq!(h.reg(8), 8);
+    for bad in [
+        csrrw(0, 0xb00, 1),                     // write to read-only mcycle
+        csrrs(1, 0xb00, 2),                     // set bits: a write
+        i_type(0x73, 7, 1, 3, 0) | 0xb00 << 20, // csrrci with uimm 3
+        csrrs(1, 0x300, 0),                     // mstatus: not implemented
+        csrrw(0, 0x7c0, 0),                     // unknown CSR write
+    ] {
+        let mut h = hart_with(&[bad]);
+        assert_eq!(
+            h.run(&mut NoBus, 100),
+            Stop::Halted(Halt { pc: BASE, reason: HaltReason::IllegalInstruction { word: bad } }),
+            "{bad:#010x}"
+        );
+    }
+}
+
+#[test]
+fn cycle_costs_follow_the_timing_model() {
+    // addi (1), taken beq (3), mul (2), lw (8), sw (1), divu 100/10 (10), not-taken bne (1)
+    let mut prog = with_li(&[(1, 100), (2, 10), (4, DATA)], &[]);
+    let setup = prog.len() as u64;
+    prog.extend_from_slice(&[
+        addi(3, 0, 1),
+        beq(0, 0, 8),
+        EBREAK,
+        mul(5, 1, 2),
+        lw(6, 4, 0),
+        sw(6, 4, 0),
+        divu(7, 1, 2),
+        bne(0, 0, 8),
+        ECALL,
+    ]);
+    let mut h = hart_with(&prog);
+    assert!(matches!(h.run(&mut NoBus, 1000), Stop::Halted(Halt { reason: HaltReason::Ecall, .. })));
+    assert_eq!(h.cycle(), setup + 1 + 3 + 2 + 8 + 1 + 10 + 1);
+    assert_eq!(h.instret(), setup + 7);
+}
+
+#[test]
+fn run_stops_at_the_cycle_limit_and_resumes() {
+    let mut h = hart_with(&[addi(1, 1, 1), jal(0, -4)]);
+    assert_eq!(h.run(&mut NoBus, 1000), Stop::CycleLimit);
+    assert!(h.cycle() >= 1000 && h.cycle() < 1003);
+    let before = h.reg(1);
+    assert_eq!(h.run(&mut NoBus, 2000), Stop::CycleLimit);
+    assert!(h.reg(1) > before);
+    assert_eq!(h.step(&mut NoBus), Stop::CycleLimit);
+}
+
+#[test]
+fn stores_into_decoded_code_take_effect() {
+    // Runs a loop body once, then overwrites its first instruction with
+    // `addi x5, x0, 42` and runs it again.
+    let patch = addi(5, 0, 42);
+    let body = BASE + 4 * 6;
+    let mut prog = li(1, patch).to_vec(); // 0, 4
+    prog.extend(li(2, body)); // 8, 12
+    prog.extend([addi(6, 0, 2), jal(0, 8)]); // 16, 20 -> 28 (skips the patch store)
+                                             // 24: body: addi x5, x0, 1
+                                             // 28: ...
+    let mut p = prog.clone();
+    p.insert(6, addi(5, 0, 1)); // at 24
+                                // 28: addi x6, x6, -1 ; 32: beq x6, x0, +12 (-> 44) ; 36: sw x1, 0(x2) ; 40: jal x0, -16 (-> 24)
+    p.extend([addi(6, 6, -1), beq(6, 0, 12), sw(1, 2, 0), jal(0, -16), ECALL]);
+    // Fix the early jal at 20 to go to 24 (run the body first).
+    p[5] = jal(0, 4);
+    let mut h = hart_with(&p);
+    assert!(matches!(h.run(&mut NoBus, 1000), Stop::Halted(Halt { reason: HaltReason::Ecall, .. })));
+    assert_eq!(h.reg(5), 42, "the patched instruction ran");
+}
+
+#[test]
+fn tohost_watch_ends_the_slice_after_the_store() {
+    let mut prog = li(1, DATA).to_vec();
+    prog.extend([addi(2, 0, 3), sw(2, 1, 0), EBREAK]);
+    let mut h = hart_with(&prog);
+    h.mem.set_watch(Some(DATA));
+    assert_eq!(h.run(&mut NoBus, 1000), Stop::Watch { addr: DATA, value: 3 });
+    assert_eq!(h.pc(), BASE + 16, "the store retired");
+    assert_eq!(h.instret(), 4);
+}
+
+#[test]
+fn last_retired_pcs_follow_control_flow() {
+    // 0: addi ; 4: jal +8 ; 12: addi ; 16: ebreak
+    let mut h = hart_with(&[addi(1, 0, 1), jal(0, 8), EBREAK, addi(2, 0, 1), EBREAK]);
+    assert!(matches!(h.run(&mut NoBus, 100), Stop::Halted(_)));
+    assert_eq!(h.last_retired_pcs(8), vec![BASE + 12, BASE + 4, BASE]);
+}

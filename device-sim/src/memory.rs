@@ -1,0 +1,302 @@
+//! A core's RAM as its hart sees it: L1 at its base address plus an optional
+//! second window (a DRAM window for standalone programs), each with a
+//! predecoded-instruction cache covering every word of it.
+//!
+//! The cache is allocated zeroed (the allocator hands out lazily committed
+//! pages, so only code that actually runs costs host memory) and is indexed by
+//! `(pc - base) / 4`. Every write path (hart stores, host and NOC writes)
+//! invalidates the words it touches inside the range that has ever been
+//! decoded, so self-modifying code and reloaded firmware behave exactly.
+//!
+//! Everything here is safe Rust: slices with bounds checks the compiler folds
+//! into the hart's fast path.
+
+use crate::decode::{decode, Decoded};
+use thiserror::Error;
+use zerocopy::FromZeros;
+
+/// An access outside every RAM window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("{len} bytes at 0x{addr:08x} are outside RAM")]
+pub struct OutOfRange {
+    pub addr: u32,
+    pub len: usize,
+}
+
+/// One contiguous RAM window with its decode cache.
+pub struct Ram {
+    base: u32,
+    bytes: Box<[u8]>,
+    decoded: Box<[Decoded]>,
+    /// Word indices `[dec_lo, dec_hi)` that may hold decoded entries; writes
+    /// outside skip invalidation (and never touch the cache's pages).
+    dec_lo: u32,
+    dec_hi: u32,
+}
+
+impl Ram {
+    /// A zeroed window of `size` bytes at `base` (both multiples of 4;
+    /// the window must not wrap the 32-bit address space).
+    pub fn new(base: u32, size: u32) -> Self {
+        assert!(base % 4 == 0 && size % 4 == 0, "RAM window must be word aligned");
+        assert!(base as u64 + size as u64 <= 1 << 32, "RAM window wraps the address space");
+        let decoded = <[Decoded]>::new_box_zeroed_with_elems(size as usize / 4).expect("allocating the decode cache");
+        let bytes = vec![0u8; size as usize].into_boxed_slice();
+        Ram { base, bytes, decoded, dec_lo: u32::MAX, dec_hi: 0 }
+    }
+
+    pub fn base(&self) -> u32 {
+        self.base
+    }
+
+    pub fn size(&self) -> u32 {
+        self.bytes.len() as u32
+    }
+
+    /// True if `[addr, addr + len)` lies inside this window.
+    pub fn contains(&self, addr: u32, len: u64) -> bool {
+        addr >= self.base && (addr - self.base) as u64 + len <= self.bytes.len() as u64
+    }
+
+    fn range(&self, addr: u32, len: usize) -> Result<std::ops::Range<usize>, OutOfRange> {
+        if self.contains(addr, len as u64) {
+            let off = (addr - self.base) as usize;
+            Ok(off..off + len)
+        } else {
+            Err(OutOfRange { addr, len })
+        }
+    }
+
+    /// Copies bytes out of the window.
+    pub fn read(&self, addr: u32, buf: &mut [u8]) -> Result<(), OutOfRange> {
+        let r = self.range(addr, buf.len())?;
+        buf.copy_from_slice(&self.bytes[r]);
+        Ok(())
+    }
+
+    /// Copies bytes into the window, invalidating decoded code they overwrite.
+    pub fn write(&mut self, addr: u32, data: &[u8]) -> Result<(), OutOfRange> {
+        let r = self.range(addr, data.len())?;
+        self.invalidate(r.start, r.end);
+        self.bytes[r].copy_from_slice(data);
+        Ok(())
+    }
+
+    /// Sets a byte range to zero (bss), invalidating decoded code.
+    pub fn fill_zero(&mut self, addr: u32, len: usize) -> Result<(), OutOfRange> {
+        let r = self.range(addr, len)?;
+        self.invalidate(r.start, r.end);
+        self.bytes[r].fill(0);
+        Ok(())
+    }
+
+    pub fn read_u32(&self, addr: u32) -> Result<u32, OutOfRange> {
+        let mut b = [0; 4];
+        self.read(addr, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    pub fn write_u32(&mut self, addr: u32, v: u32) -> Result<(), OutOfRange> {
+        self.write(addr, &v.to_le_bytes())
+    }
+
+    /// The whole window, for snapshots and determinism checks.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Drops decoded entries for byte offsets `[start, end)`.
+    fn invalidate(&mut self, start: usize, end: usize) {
+        if start >= end {
+            return;
+        }
+        let lo = ((start / 4) as u32).max(self.dec_lo);
+        let hi = (end.div_ceil(4) as u32).min(self.dec_hi);
+        if lo < hi {
+            self.decoded[lo as usize..hi as usize].fill(Decoded::NOT_DECODED);
+        }
+    }
+
+    /// Hart load fast path: `N` bytes at `addr`, or `None` outside the window.
+    #[inline(always)]
+    pub(crate) fn load<const N: usize>(&self, addr: u32) -> Option<[u8; N]> {
+        let off = addr.wrapping_sub(self.base) as usize;
+        match self.bytes.get(off..off + N) {
+            Some(s) => s.try_into().ok(),
+            None => None,
+        }
+    }
+
+    /// Hart store fast path. The caller guarantees natural alignment, so the
+    /// store touches exactly one word of the decode cache.
+    #[inline(always)]
+    pub(crate) fn store<const N: usize>(&mut self, addr: u32, v: [u8; N]) -> bool {
+        let off = addr.wrapping_sub(self.base) as usize;
+        match self.bytes.get_mut(off..off + N) {
+            Some(s) => {
+                s.copy_from_slice(&v);
+                let w = (off >> 2) as u32;
+                if w.wrapping_sub(self.dec_lo) < self.dec_hi.wrapping_sub(self.dec_lo) {
+                    self.decoded[w as usize] = Decoded::NOT_DECODED;
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Decoded instruction at `pc` (word aligned) if cached; `NOT_DECODED`
+    /// if not yet decoded or outside this window.
+    #[inline(always)]
+    pub(crate) fn fetch(&self, pc: u32) -> Decoded {
+        let idx = (pc.wrapping_sub(self.base) >> 2) as usize;
+        match self.decoded.get(idx) {
+            Some(d) => *d,
+            None => Decoded::NOT_DECODED,
+        }
+    }
+
+    /// Decodes the word at `pc` into the cache. `None` outside the window.
+    fn decode_at(&mut self, pc: u32) -> Option<Decoded> {
+        let word = u32::from_le_bytes(self.load::<4>(pc)?);
+        let d = decode(word);
+        let idx = pc.wrapping_sub(self.base) >> 2;
+        self.decoded[idx as usize] = d;
+        self.dec_lo = self.dec_lo.min(idx);
+        self.dec_hi = self.dec_hi.max(idx + 1);
+        Some(d)
+    }
+}
+
+/// Everything a hart can address as RAM. MMIO is not here: the hart sends
+/// non-RAM accesses to its [`Bus`](crate::hart::Bus).
+pub struct Memory {
+    /// The core's L1 (the fast path checks it first).
+    pub l1: Ram,
+    /// Optional second window (standalone programs linked for DRAM).
+    pub window: Option<Ram>,
+    /// Address whose stores end the hart's run slice (`tohost`), or
+    /// `u64::MAX` for none; compared on RAM stores only.
+    watch: u64,
+}
+
+impl Memory {
+    pub fn new(l1: Ram, window: Option<Ram>) -> Self {
+        Memory { l1, window, watch: u64::MAX }
+    }
+
+    /// Make a store to `addr` end the run slice (see `hart::Stop::Watch`).
+    pub fn set_watch(&mut self, addr: Option<u32>) {
+        self.watch = addr.map_or(u64::MAX, u64::from);
+    }
+
+    #[inline(always)]
+    pub(crate) fn is_watched(&self, addr: u32) -> bool {
+        addr as u64 == self.watch
+    }
+
+    /// The RAM window holding `[addr, addr + len)`, if any.
+    pub fn ram_for(&self, addr: u32, len: u64) -> Option<&Ram> {
+        if self.l1.contains(addr, len) {
+            return Some(&self.l1);
+        }
+        self.window.as_ref().filter(|w| w.contains(addr, len))
+    }
+
+    pub fn ram_for_mut(&mut self, addr: u32, len: u64) -> Option<&mut Ram> {
+        if self.l1.contains(addr, len) {
+            return Some(&mut self.l1);
+        }
+        self.window.as_mut().filter(|w| w.contains(addr, len))
+    }
+
+    /// Reads RAM bytes (host, loader, debugger: no timing).
+    pub fn read(&self, addr: u32, buf: &mut [u8]) -> Result<(), OutOfRange> {
+        self.ram_for(addr, buf.len() as u64).ok_or(OutOfRange { addr, len: buf.len() })?.read(addr, buf)
+    }
+
+    /// Writes RAM bytes, invalidating decoded code (host, loader, NOC).
+    pub fn write(&mut self, addr: u32, data: &[u8]) -> Result<(), OutOfRange> {
+        self.ram_for_mut(addr, data.len() as u64).ok_or(OutOfRange { addr, len: data.len() })?.write(addr, data)
+    }
+
+    pub fn read_u32(&self, addr: u32) -> Result<u32, OutOfRange> {
+        let mut b = [0; 4];
+        self.read(addr, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    pub fn write_u32(&mut self, addr: u32, v: u32) -> Result<(), OutOfRange> {
+        self.write(addr, &v.to_le_bytes())
+    }
+
+    #[inline(always)]
+    pub(crate) fn fetch(&self, pc: u32) -> Decoded {
+        self.l1.fetch(pc)
+    }
+
+    /// Slow fetch path: the decoded entry at `pc` from whichever window holds
+    /// it (decoding it first if needed); `None` if `pc` is not in RAM.
+    #[cold]
+    pub(crate) fn fetch_slow(&mut self, pc: u32) -> Option<Decoded> {
+        if self.l1.contains(pc, 4) {
+            return self.l1.decode_at(pc);
+        }
+        let w = self.window.as_mut()?;
+        match w.fetch(pc) {
+            d if d != Decoded::NOT_DECODED => Some(d),
+            _ => w.decode_at(pc),
+        }
+    }
+
+    /// Raw instruction word at `pc`, for traces and debug views.
+    pub fn word_at(&self, pc: u32) -> Option<u32> {
+        self.read_u32(pc).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::asm;
+    use crate::decode::Op;
+
+    #[test]
+    fn writes_invalidate_decoded_code_only_where_they_land() {
+        let mut ram = Ram::new(0x1000, 0x100);
+        ram.write(0x1000, &asm::to_bytes(&[asm::addi(1, 0, 1), asm::addi(2, 0, 2)])).unwrap();
+        assert_eq!(ram.fetch(0x1000), Decoded::NOT_DECODED);
+        assert_eq!(ram.decode_at(0x1000).unwrap().op, Op::Addi);
+        assert_eq!(ram.decode_at(0x1004).unwrap().op, Op::Addi);
+        assert_eq!(ram.fetch(0x1004).op, Op::Addi);
+        // A byte store into the second word drops only that word.
+        assert!(ram.store::<1>(0x1006, [0]));
+        assert_eq!(ram.fetch(0x1000).op, Op::Addi);
+        assert_eq!(ram.fetch(0x1004), Decoded::NOT_DECODED);
+        // A host write over the first word drops it too.
+        ram.write(0x1002, &[0xff]).unwrap();
+        assert_eq!(ram.fetch(0x1000), Decoded::NOT_DECODED);
+    }
+
+    #[test]
+    fn fast_paths_reject_out_of_range() {
+        let mut ram = Ram::new(0x1000, 0x100);
+        assert!(ram.load::<4>(0x0ffc).is_none());
+        assert!(ram.load::<4>(0x10fc).is_some());
+        assert!(ram.load::<4>(0x10fe).is_none());
+        assert!(!ram.store::<2>(0x1100, [1, 2]));
+        assert_eq!(ram.fetch(0x1100), Decoded::NOT_DECODED);
+        assert_eq!(ram.read_u32(0x1100), Err(OutOfRange { addr: 0x1100, len: 4 }));
+    }
+
+    #[test]
+    fn memory_routes_to_the_right_window() {
+        let mut m = Memory::new(Ram::new(0, 0x100), Some(Ram::new(0x8000_0000, 0x100)));
+        m.write_u32(0x8000_0010, 0xdead_beef).unwrap();
+        m.write_u32(0x10, 0x1234).unwrap();
+        assert_eq!(m.read_u32(0x8000_0010), Ok(0xdead_beef));
+        assert_eq!(m.read_u32(0x10), Ok(0x1234));
+        assert!(m.read_u32(0x4000).is_err());
+        assert!(m.write(0xfe, &[0; 4]).is_err(), "straddling the end of L1");
+    }
+}

@@ -1,0 +1,63 @@
+//! Cycle costs of instructions, modelled on Wormhole "baby" RISC-V cores
+//! (DESIGN.md "Timing"): an in-order hart that blocks on loads.
+//!
+//! | class | cycles |
+//! |---|---|
+//! | any instruction | 1 |
+//! | taken branch, `jal`, `jalr` | 1 + [`TAKEN_PENALTY`] |
+//! | load (L1) | [`LOAD_CYCLES`] |
+//! | `mul*` | [`MUL_CYCLES`] |
+//! | `div*`/`rem*` | [`div_cycles`]: 6..=33, data dependent |
+//!
+//! Stores, CSR reads and `fence` cost 1 cycle.
+
+/// Extra cycles for a taken branch or a jump (pipeline refill).
+pub const TAKEN_PENALTY: u64 = 2;
+/// Total cycles of a load from L1 (the hart stalls until data returns).
+pub const LOAD_CYCLES: u64 = 8;
+/// Total cycles of a multiply.
+pub const MUL_CYCLES: u64 = 2;
+/// Fewest and most cycles a division or remainder takes.
+pub const DIV_MIN_CYCLES: u64 = 6;
+pub const DIV_MAX_CYCLES: u64 = 33;
+
+/// Cycles of a division or remainder of `a` by `b` (magnitudes as unsigned):
+/// an early-out radix-2 divider. Setup costs [`DIV_MIN_CYCLES`], then one
+/// cycle per quotient bit, i.e. `bits(a) - bits(b) + 1` when `a >= b`,
+/// capped at [`DIV_MAX_CYCLES`]. Division by zero and a dividend smaller
+/// than the divisor take the minimum.
+#[inline]
+pub fn div_cycles(a: u32, b: u32) -> u64 {
+    if b == 0 || a < b {
+        return DIV_MIN_CYCLES;
+    }
+    let quotient_bits = (b.leading_zeros() - a.leading_zeros() + 1) as u64;
+    (DIV_MIN_CYCLES + quotient_bits).min(DIV_MAX_CYCLES)
+}
+
+/// Magnitudes used for the timing of a signed division.
+#[inline]
+pub fn signed_div_cycles(a: u32, b: u32) -> u64 {
+    div_cycles((a as i32).unsigned_abs(), (b as i32).unsigned_abs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn division_cost_is_bounded_and_data_dependent() {
+        assert_eq!(div_cycles(7, 0), 6);
+        assert_eq!(div_cycles(3, 7), 6);
+        assert_eq!(div_cycles(7, 7), 7);
+        assert_eq!(div_cycles(100, 10), 6 + 4);
+        assert_eq!(div_cycles(u32::MAX, 1), 33);
+        assert_eq!(signed_div_cycles(i32::MIN as u32, -1i32 as u32), 33);
+        assert_eq!(signed_div_cycles(-100i32 as u32, 10), 10);
+        for a in [0u32, 1, 5, 1 << 20, u32::MAX] {
+            for b in [0u32, 1, 3, 1 << 10, u32::MAX] {
+                assert!((DIV_MIN_CYCLES..=DIV_MAX_CYCLES).contains(&div_cycles(a, b)));
+            }
+        }
+    }
+}
