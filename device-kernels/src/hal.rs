@@ -1,26 +1,28 @@
-//! The only layer that touches hardware: volatile L1 and MMIO access and CSRs.
+//! The only layer that touches hardware: volatile L1 and MMIO access, the NOC
+//! command buffer and CSRs.
 
 use crate::memory::Memory;
+use crate::platform::Platform;
 use cqlab_abi::memory_map::L1_DEFAULT_SIZE;
-use cqlab_abi::mmio;
+use cqlab_abi::mmio::{self, NocCmd, NOC_MAX_PACKET};
+use cqlab_abi::noc::NocAddr;
 
-/// This core's L1, accessed with volatile loads and stores (the host and the
-/// NOC change it behind the compiler's back).
-pub struct L1;
+/// This core, as the firmware sees it.
+pub struct Device;
 
-impl Memory for L1 {
+impl Memory for Device {
     #[inline(always)]
     fn read_u32(&self, addr: u32) -> u32 {
         debug_assert!(addr % 4 == 0 && addr < L1_DEFAULT_SIZE);
         // SAFETY: every 4-aligned address below the L1 size is mapped L1 on
-        // every core; the memory map reserves no part of it for Rust objects
-        // the compiler tracks except DATA/STACK, which callers never address.
+        // every core. Callers address mailboxes and buffer regions, never the
+        // DATA/STACK regions holding Rust objects.
         unsafe { core::ptr::read_volatile(addr as usize as *const u32) }
     }
     #[inline(always)]
     fn write_u32(&mut self, addr: u32, value: u32) {
         debug_assert!(addr % 4 == 0 && addr < L1_DEFAULT_SIZE);
-        // SAFETY: as in `read_u32`; writes target mailbox and buffer regions only.
+        // SAFETY: as in `read_u32`.
         unsafe { core::ptr::write_volatile(addr as usize as *mut u32, value) }
     }
 }
@@ -38,6 +40,25 @@ pub fn read_reg(offset: u32) -> u32 {
 pub fn write_reg(offset: u32, value: u32) {
     // SAFETY: as in `read_reg`; register writes are how the ABI drives the NOC.
     unsafe { core::ptr::write_volatile((mmio::MMIO_BASE + offset) as usize as *mut u32, value) }
+}
+
+fn issue(cmd: NocCmd, target: NocAddr, local: u32, len: u32) {
+    let (lo, hi) = target.words();
+    write_reg(mmio::NOC_TARGET_LO, lo);
+    write_reg(mmio::NOC_TARGET_HI, hi);
+    write_reg(mmio::NOC_LOCAL_ADDR, local);
+    write_reg(mmio::NOC_LEN, len);
+    write_reg(mmio::NOC_CMD, cmd as u32);
+}
+
+/// Splits a transfer into NOC packets.
+fn transfer(cmd: NocCmd, target: NocAddr, local: u32, len: u32) {
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(NOC_MAX_PACKET);
+        issue(cmd, target.offset(done as u64), local + done, n);
+        done += n;
+    }
 }
 
 /// This core's coordinates, packed `x | y << 8`.
@@ -66,5 +87,40 @@ pub fn halt() -> ! {
     loop {
         // SAFETY: ecall transfers control to the environment, which halts the hart.
         unsafe { core::arch::asm!("ecall", options(nomem, nostack)) };
+    }
+}
+
+impl Platform for Device {
+    fn cycle(&self) -> u64 {
+        cycle()
+    }
+    fn core_xy(&self) -> u32 {
+        read_reg(mmio::CORE_ID)
+    }
+    fn semaphore(&self, index: u32) -> u32 {
+        read_reg(mmio::semaphore(index))
+    }
+    fn set_semaphore(&mut self, index: u32, value: u32) {
+        write_reg(mmio::semaphore(index), value)
+    }
+    fn noc_read(&mut self, src: NocAddr, local: u32, len: u32) {
+        transfer(NocCmd::Read, src, local, len)
+    }
+    fn noc_write(&mut self, local: u32, dst: NocAddr, len: u32) {
+        transfer(NocCmd::Write, dst, local, len)
+    }
+    fn noc_atomic_inc(&mut self, dst: NocAddr, value: u32) {
+        write_reg(mmio::NOC_ATOMIC_VALUE, value);
+        issue(NocCmd::AtomicInc, dst, 0, 4)
+    }
+    fn reads_done(&self) -> bool {
+        read_reg(mmio::NOC_READS_ISSUED) == read_reg(mmio::NOC_READS_ACKED)
+    }
+    fn writes_done(&self) -> bool {
+        read_reg(mmio::NOC_WRITES_ISSUED) == read_reg(mmio::NOC_WRITES_ACKED)
+            && read_reg(mmio::NOC_ATOMICS_ISSUED) == read_reg(mmio::NOC_ATOMICS_ACKED)
+    }
+    fn halt(&mut self) -> ! {
+        halt()
     }
 }

@@ -9,13 +9,40 @@
 extern crate std;
 
 pub mod boot;
+pub mod dispatch;
 pub mod memory;
+pub mod platform;
+pub mod prefetch;
+pub mod report;
+pub mod ring;
 pub mod trace;
+pub mod worker;
 
 #[cfg(target_arch = "riscv32")]
 pub mod hal;
 #[cfg(all(target_arch = "riscv32", feature = "rt"))]
 pub mod rt;
+
+use cqlab_abi::decode::DecodeErrorKind;
+use cqlab_abi::mailbox::DeviceError;
+
+/// Reads the 16-byte command header at 4-aligned L1 `addr`.
+pub fn read_header(mem: &impl memory::Memory, addr: u32) -> [u8; 16] {
+    let mut h = [0u8; 16];
+    mem.read_words(addr, &mut h);
+    h
+}
+
+/// The error a core reports for a header the decoder rejects.
+pub fn device_error(kind: DecodeErrorKind) -> DeviceError {
+    match kind {
+        DecodeErrorKind::UnknownId { .. } => DeviceError::UnknownCommand,
+        DecodeErrorKind::Truncated { .. } => DeviceError::LengthOverrun,
+        DecodeErrorKind::Misaligned { .. } => DeviceError::Misaligned,
+        DecodeErrorKind::BadSize { .. } | DecodeErrorKind::BadFlags { .. } => DeviceError::BadSize,
+        DecodeErrorKind::BadChecksum { .. } => DeviceError::BadChecksum,
+    }
+}
 
 /// Build identifier baked into the alive record: `$CQLAB_BUILD_ID` (hex) at
 /// build time, else 0.

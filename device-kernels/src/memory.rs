@@ -5,6 +5,13 @@ pub trait Memory {
     fn read_u32(&self, addr: u32) -> u32;
     fn write_u32(&mut self, addr: u32, value: u32);
 
+    /// Reads `out.len()` bytes (a multiple of 4) from 4-aligned `addr`.
+    fn read_words(&self, addr: u32, out: &mut [u8]) {
+        for (i, w) in out.chunks_exact_mut(4).enumerate() {
+            w.copy_from_slice(&self.read_u32(addr + 4 * i as u32).to_le_bytes());
+        }
+    }
+
     /// Writes `bytes` (length a multiple of 4, `addr` 4-aligned) word by word.
     fn write_words(&mut self, addr: u32, bytes: &[u8]) {
         for (i, w) in bytes.chunks_exact(4).enumerate() {

@@ -1,7 +1,7 @@
 //! Start-up code and panic handler of every firmware image.
 
 use crate::boot::set_waypoint;
-use crate::hal::{halt, L1};
+use crate::hal::{halt, Device};
 use cqlab_abi::waypoint::PANIC;
 
 // Entry at the first byte of CODE (see linker/cqlab.x): set the stack, zero
@@ -29,7 +29,7 @@ _start:
 
 #[panic_handler]
 fn panic(_info: &core::panic::PanicInfo) -> ! {
-    set_waypoint(&mut L1, PANIC);
+    set_waypoint(&mut Device, PANIC);
     halt()
 }
 

@@ -256,8 +256,8 @@ impl DispatchHeader {
                 if PackedFlags::from_bits(cmd.flags).is_none() {
                     return Err(DecodeErrorKind::BadFlags { flags: cmd.flags });
                 }
-                if cmd.count == 0 {
-                    return Err(bad("WRITE_PACKED count", 0));
+                if cmd.count == 0 || cmd.count > crate::dispatch::MAX_PACKED_DESTS {
+                    return Err(bad("WRITE_PACKED count", cmd.count as u64));
                 }
                 if cmd.size == 0 {
                     return Err(bad("WRITE_PACKED size", 0));

@@ -118,6 +118,9 @@ pub struct WritePackedCmd {
 }
 assert_layout!(WritePackedCmd, 16, id => 0, flags => 1, count => 2, size => 4, addr => 8);
 
+/// Most destinations one packed write may name (a full 16x16 worker grid).
+pub const MAX_PACKED_DESTS: u16 = 256;
+
 /// One destination of a packed write.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]

@@ -23,6 +23,11 @@ pub const COMPLETION_RD_PTR: u32 = MAILBOXES.base + 0x120;
 /// written by every dispatcher when an event completes.
 pub const LAST_EVENT: u32 = MAILBOXES.base + 0x140;
 
+/// Firmware scratch: the source words of small outgoing NOC writes (pointer
+/// publication, GO signals, completion headers).
+pub const SCRATCH: u32 = MAILBOXES.base + 0x180;
+pub const SCRATCH_SIZE: u32 = 0x80;
+
 /// Address of the last-event word for queue `cq`.
 pub const fn last_event(cq: u8) -> u32 {
     LAST_EVENT + 4 * cq as u32
@@ -99,13 +104,11 @@ pub struct CqConfig {
     /// The other core of this CQ (`noc::Coord::packed`).
     pub peer_xy: u32,
     pub dram_banks: u32,
-    /// Known-bug variants to enable (bit per variant); 0 in normal use.
-    pub bug_mask: u32,
-    pub _reserved: [u32; 3],
+    pub _reserved: [u32; 4],
 }
 assert_layout!(CqConfig, 64, sysmem_base => 0, issue_size => 8, completion_size => 12, cq_id => 16,
     num_cqs => 20, fetch_entries => 24, cmd_buffer_size => 28, ring_page_size => 32, ring_pages => 36,
-    peer_xy => 40, dram_banks => 44, bug_mask => 48);
+    peer_xy => 40, dram_banks => 44);
 
 /// Why firmware stopped on a bad command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +123,7 @@ pub enum DeviceError {
     ExecBufWithoutStall = 7,
     NestedExecBuf = 8,
     BadConfig = 9,
+    UnexpectedExecBufEnd = 10,
 }
 
 impl DeviceError {
@@ -134,6 +138,7 @@ impl DeviceError {
             7 => Some(Self::ExecBufWithoutStall),
             8 => Some(Self::NestedExecBuf),
             9 => Some(Self::BadConfig),
+            10 => Some(Self::UnexpectedExecBufEnd),
             _ => None,
         }
     }
@@ -148,6 +153,7 @@ impl DeviceError {
             Self::ExecBufWithoutStall => "EXEC_BUF in a chunk without the stall flag",
             Self::NestedExecBuf => "EXEC_BUF inside an executing trace",
             Self::BadConfig => "invalid CQ configuration",
+            Self::UnexpectedExecBufEnd => "EXEC_BUF_END outside a replayed trace",
         }
     }
 }
@@ -198,4 +204,6 @@ const _: () = {
     assert!(EXIT >= ERROR + 64);
     assert!(COMPLETION_RD_PTR >= EXIT + 16);
     assert!(LAST_EVENT >= COMPLETION_RD_PTR + 4);
+    assert!(SCRATCH >= last_event(crate::noc::MAX_CQS));
+    assert!(SCRATCH + SCRATCH_SIZE <= MAILBOXES.end());
 };

@@ -48,6 +48,19 @@ pub const DISPATCH_RING: Region = Region { name: "dispatch_ring", base: 0x0006_1
 /// Free for kernels and buffers allocated in L1.
 pub const USER: Region = Region { name: "user", base: 0x000A_1000, size: L1_DEFAULT_SIZE - 0x000A_1000 };
 
+/// Prefetcher `CMD_BUFFER` split: a fetched chunk lands in `CHUNK_AREA` (so a
+/// chunk is at most this big), a replayed trace in `TRACE_AREA`, and data on
+/// its way from DRAM/L1 to the dispatcher ring passes through `RELAY_SCRATCH`.
+pub const CHUNK_AREA: Region = Region { name: "chunk_area", base: CMD_BUFFER.base, size: 0x1_8000 };
+pub const TRACE_AREA: Region = Region { name: "trace_area", base: CHUNK_AREA.base + CHUNK_AREA.size, size: 0x1_8000 };
+pub const RELAY_SCRATCH: Region =
+    Region { name: "relay_scratch", base: TRACE_AREA.base + TRACE_AREA.size, size: 0x1_0000 };
+const _: () = assert!(RELAY_SCRATCH.end() == CMD_BUFFER.end());
+
+/// Default dispatcher ring geometry (the ring fills `DISPATCH_RING`).
+pub const DEFAULT_RING_PAGE_SIZE: u32 = 4096;
+pub const DEFAULT_RING_PAGES: u32 = DISPATCH_RING.size / DEFAULT_RING_PAGE_SIZE;
+
 /// Every fixed L1 region, in address order, back to back.
 pub const L1_REGIONS: [Region; 10] =
     [NULL_GUARD, MAILBOXES, FETCH_QUEUE, CODE, DATA, STACK, TRACE_RING, CMD_BUFFER, DISPATCH_RING, USER];

@@ -79,9 +79,9 @@ pub mod sem {
     pub const STALL_RELEASE: u32 = 1;
     /// On a prefetcher: dispatcher ring pages the dispatcher has freed.
     pub const RING_PAGES_FREED: u32 = 2;
-    /// On a dispatcher: dispatcher ring pages the prefetcher has filled.
-    pub const RING_PAGES_FILLED: u32 = 3;
+    /// On a dispatcher: 16-byte units of ring data the prefetcher has written.
+    pub const RING_UNITS_FILLED: u32 = 3;
 }
 
-const _: () = assert!(sem::RING_PAGES_FILLED < SEMAPHORE_COUNT);
+const _: () = assert!(sem::RING_UNITS_FILLED < SEMAPHORE_COUNT);
 const _: () = assert!(semaphore(SEMAPHORE_COUNT - 1) < MMIO_SIZE);

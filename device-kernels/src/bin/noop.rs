@@ -1,18 +1,17 @@
-//! `noop` firmware: boots, publishes its alive record and halts. The command
-//! queue logic arrives with the firmware issue (#4).
+//! `noop` worker: does nothing per launch but report completion; measures
+//! pure dispatch cost.
 #![no_std]
 #![no_main]
 
 use cqlab_abi::firmware::FirmwareId;
-use cqlab_abi::waypoint::DONE;
-use cqlab_kernels::boot::{announce, set_waypoint};
-use cqlab_kernels::hal::{core_xy, cycle, halt, L1};
+use cqlab_kernels::boot::announce;
+use cqlab_kernels::hal::{core_xy, cycle, Device};
+use cqlab_kernels::worker::serve;
 
 cqlab_kernels::entry!(main);
 
 fn main() -> ! {
-    let mut l1 = L1;
-    announce(&mut l1, FirmwareId::Noop, core_xy(), cqlab_kernels::build_id(), cycle());
-    set_waypoint(&mut l1, DONE);
-    halt()
+    let mut dev = Device;
+    announce(&mut dev, FirmwareId::Noop, core_xy(), cqlab_kernels::build_id(), cycle());
+    serve(&mut dev, FirmwareId::Noop, |_, _| {})
 }

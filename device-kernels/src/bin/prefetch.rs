@@ -1,18 +1,22 @@
-//! `prefetch` firmware: boots, publishes its alive record and halts. The command
-//! queue logic arrives with the firmware issue (#4).
+//! `prefetch` firmware: one per command queue.
 #![no_std]
 #![no_main]
 
 use cqlab_abi::firmware::FirmwareId;
-use cqlab_abi::waypoint::DONE;
-use cqlab_kernels::boot::{announce, set_waypoint};
-use cqlab_kernels::hal::{core_xy, cycle, halt, L1};
+use cqlab_abi::mailbox::{CqConfig, CQ_CONFIG};
+use cqlab_kernels::boot::announce;
+use cqlab_kernels::hal::{core_xy, cycle, Device};
+use cqlab_kernels::memory::Memory;
+use cqlab_kernels::prefetch::Prefetcher;
+use zerocopy::FromBytes;
 
 cqlab_kernels::entry!(main);
 
 fn main() -> ! {
-    let mut l1 = L1;
-    announce(&mut l1, FirmwareId::Prefetch, core_xy(), cqlab_kernels::build_id(), cycle());
-    set_waypoint(&mut l1, DONE);
-    halt()
+    let mut dev = Device;
+    announce(&mut dev, FirmwareId::Prefetch, core_xy(), cqlab_kernels::build_id(), cycle());
+    let mut raw = [0u8; 64];
+    dev.read_words(CQ_CONFIG, &mut raw);
+    let cfg = CqConfig::read_from_bytes(&raw).unwrap_or_default();
+    Prefetcher::new(&mut dev, cfg).run()
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Firmware packages: (package, feature that enables its RISC-V binaries, binaries).
-const PACKAGES: &[(&str, &str, &[&str])] = &[("cqlab-kernels", "rt", &["prefetch", "dispatch", "noop"])];
+const PACKAGES: &[(&str, &str, &[&str])] = &[("cqlab-kernels", "rt", &["prefetch", "dispatch", "noop", "spin"])];
 
 /// Where the ELFs end up (tests and the driver look here).
 pub fn output_dir(root: &Path) -> PathBuf {

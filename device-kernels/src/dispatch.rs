@@ -1,0 +1,337 @@
+//! The dispatcher: consumes its ring (filled by the prefetcher), runs
+//! dispatch commands, writes completion records to the host and returns
+//! ring pages to the prefetcher once the writes sourced from them are acked.
+
+use crate::platform::Platform;
+use crate::prefetch::ring_of;
+use crate::report::{fail, trace, wait_until, waypoint};
+use crate::ring::{readable, split_at_wrap, RingGeometry};
+use crate::{device_error, read_header};
+use cqlab_abi::completion::{record_size, CompletionHeader, CompletionKind};
+use cqlab_abi::decode::DispatchHeader;
+use cqlab_abi::dispatch::{PackedFlags, WaitFlags, WriteHostFlags, MAX_PACKED_DESTS};
+use cqlab_abi::mailbox::{CqConfig, DeviceError, COMPLETION_RD_PTR, SCRATCH};
+use cqlab_abi::memory_map::interleaved_page;
+use cqlab_abi::mmio::{self, sem};
+use cqlab_abi::noc::{dram_bank, worker_index, Coord, NocAddr, PCIE};
+use cqlab_abi::ring::{wrap_ge, RingPtr};
+use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR};
+use cqlab_abi::trace::TraceKind;
+use cqlab_abi::waypoint::{PWD, PWW, QRBW, UAPW, WCW};
+use zerocopy::IntoBytes;
+
+pub struct Dispatcher<'p, P: Platform> {
+    p: &'p mut P,
+    cfg: CqConfig,
+    sysmem: CqSysmemLayout,
+    ring: RingGeometry,
+    prefetcher: Coord,
+    /// Bytes consumed from the ring (absolute position) and pages returned.
+    read: u64,
+    released: u64,
+    write_offset: u32,
+    completion_wr: RingPtr,
+    completion_seq: u32,
+    commands: u32,
+}
+
+impl<'p, P: Platform> Dispatcher<'p, P> {
+    pub fn new(p: &'p mut P, cfg: CqConfig) -> Self {
+        let Some(ring) = ring_of(&cfg) else {
+            fail(p, DeviceError::BadConfig, cqlab_abi::mailbox::CQ_CONFIG, cfg.ring_pages, 0, 0)
+        };
+        let sysmem =
+            CqSysmemLayout { base: cfg.sysmem_base, issue_size: cfg.issue_size, completion_size: cfg.completion_size };
+        Self {
+            p,
+            cfg,
+            sysmem,
+            ring,
+            prefetcher: Coord::unpack(cfg.peer_xy),
+            read: 0,
+            released: 0,
+            write_offset: 0,
+            completion_wr: RingPtr::default(),
+            completion_seq: 0,
+            commands: 0,
+        }
+    }
+
+    /// Runs dispatch commands until TERMINATE.
+    pub fn run(mut self) -> ! {
+        loop {
+            self.wait_readable(16);
+            let addr = self.ring.local(self.read);
+            let h = read_header(self.p, addr);
+            let header = match DispatchHeader::parse(&h) {
+                Ok(h) => h,
+                Err(kind) => fail(self.p, device_error(kind), addr, h[0] as u32, self.read as u32, self.filled()),
+            };
+            let id = header.id() as u32;
+            let size = 16 + header.payload_len() as u32;
+            trace(self.p, TraceKind::CmdStart, id, size);
+            self.commands = self.commands.wrapping_add(1);
+            self.consume(16);
+            self.execute(header, addr);
+            trace(self.p, TraceKind::CmdEnd, id, size);
+        }
+    }
+
+    fn execute(&mut self, header: DispatchHeader, addr: u32) {
+        match header {
+            DispatchHeader::WriteLinear(cmd) => {
+                let dst = NocAddr(cmd.dst).offset(self.write_offset as u64);
+                self.stream(cmd.length, |p, local, off, n| p.noc_write(local, dst.offset(off as u64), n));
+            }
+            DispatchHeader::WritePaged(cmd) => {
+                let (base, page_size, start, banks) =
+                    (cmd.base_addr + self.write_offset, cmd.page_size, cmd.start_page as u32, self.cfg.dram_banks);
+                self.stream(cmd.pages * cmd.page_size, |p, mut local, mut off, mut n| {
+                    while n > 0 {
+                        let (page, in_page) = (start + off / page_size, off % page_size);
+                        let m = n.min(page_size - in_page);
+                        let (bank, boff) = interleaved_page(base, page, page_size, banks);
+                        p.noc_write(local, NocAddr::unicast(dram_bank(bank as u8), boff + in_page as u64), m);
+                        (local, off, n) = (local + m, off + m, n - m);
+                    }
+                });
+            }
+            DispatchHeader::WritePacked(cmd) => self.write_packed(cmd, addr),
+            DispatchHeader::WriteHost(cmd) => {
+                let event = WriteHostFlags::from_bits_retain(cmd.flags).contains(WriteHostFlags::EVENT);
+                self.write_host(cmd.length, cmd.tag, event, addr);
+            }
+            DispatchHeader::Wait(cmd) => self.wait(cmd.flags, cmd.addr, cmd.count),
+            DispatchHeader::Go(cmd) => {
+                self.barrier();
+                self.p.write_u32(SCRATCH, cmd.signal);
+                self.p.noc_write(SCRATCH, NocAddr(cmd.dst), 4);
+            }
+            DispatchHeader::SetWriteOffset(v) => self.write_offset = v,
+            DispatchHeader::Delay(cycles) => {
+                let start = self.p.cycle();
+                while self.p.cycle().wrapping_sub(start) < cycles as u64 {}
+            }
+            DispatchHeader::Debug(cmd) => {
+                let mut sum = 0u32;
+                self.stream(cmd.length, |p, local, _, n| {
+                    sum = sum.wrapping_add(crate::prefetch::l1_checksum(p, local, n))
+                });
+                if sum != cmd.checksum {
+                    fail(self.p, DeviceError::BadChecksum, addr, sum, self.read as u32, self.filled());
+                }
+            }
+            DispatchHeader::Terminate => {
+                self.release_pages();
+                crate::report::exit(self.p, self.commands);
+            }
+        }
+    }
+
+    fn filled(&self) -> u32 {
+        self.p.semaphore(sem::RING_UNITS_FILLED)
+    }
+
+    fn barrier(&mut self) {
+        while !self.p.writes_done() {}
+    }
+
+    /// Waits until `n` bytes (at most the ring size) are in the ring.
+    fn wait_readable(&mut self, n: u32) {
+        let read = self.read;
+        wait_until(self.p, UAPW, |p| readable(read, p.semaphore(sem::RING_UNITS_FILLED)) >= n);
+    }
+
+    fn consume(&mut self, n: u32) {
+        self.read += n as u64;
+    }
+
+    /// Returns finished pages to the prefetcher, once every write that read
+    /// from them has been acknowledged.
+    fn release_pages(&mut self) {
+        let pages = self.ring.releasable(self.read, self.released);
+        if pages == 0 {
+            return;
+        }
+        #[cfg(not(feature = "bug-release-before-ack"))]
+        self.barrier();
+        let freed =
+            NocAddr::unicast(self.prefetcher, (mmio::MMIO_BASE + mmio::semaphore(sem::RING_PAGES_FREED)) as u64);
+        self.p.noc_atomic_inc(freed, pages);
+        self.released += pages as u64;
+        trace(self.p, TraceKind::CreditsReleased, pages, self.released as u32);
+    }
+
+    /// Streams a payload of `len` bytes (padded to 16 in the ring) through
+    /// `sink(platform, l1_addr, payload_offset, n)` as it arrives, releasing
+    /// pages as it goes, so payloads larger than the ring flow through it.
+    fn stream(&mut self, len: u32, mut sink: impl FnMut(&mut P, u32, u32, u32)) {
+        let padded = len.next_multiple_of(16);
+        let mut done = 0;
+        while done < padded {
+            self.wait_readable(16);
+            let avail = readable(self.read, self.filled());
+            let n = self.ring.contiguous(self.read, avail.min(padded - done));
+            let data = n.min(len.saturating_sub(done));
+            if data > 0 {
+                sink(self.p, self.ring.local(self.read), done, data);
+            }
+            self.consume(n);
+            done += n;
+            self.release_pages();
+        }
+    }
+
+    /// Writes `n` ring bytes at absolute position `pos` to `dst`, in two
+    /// writes when they wrap the ring.
+    fn write_from_ring(&mut self, pos: u64, dst: NocAddr, n: u32) {
+        let local = self.ring.local(pos);
+        let (first, second) = split_at_wrap(local - self.ring.base, n, self.ring.size());
+        self.p.noc_write(local, dst, first);
+        if second > 0 {
+            self.p.noc_write(self.ring.base, dst.offset(first as u64), second);
+        }
+    }
+
+    fn write_packed(&mut self, cmd: cqlab_abi::dispatch::WritePackedCmd, addr: u32) {
+        let count = cmd.count.min(MAX_PACKED_DESTS) as u32;
+        let table = (4 * count).next_multiple_of(16);
+        let block = cmd.size.next_multiple_of(16);
+        let shared = PackedFlags::from_bits_retain(cmd.flags).contains(PackedFlags::SHARED_DATA);
+        if table > self.ring.size() || (shared && block > self.ring.size()) {
+            fail(self.p, DeviceError::BadSize, addr, cmd.size, self.read as u32, self.filled());
+        }
+        self.wait_readable(table);
+        let mut dests = [Coord::new(0, 0); MAX_PACKED_DESTS as usize];
+        for (i, d) in dests.iter_mut().take(count as usize).enumerate() {
+            let raw = self.p.read_u32(self.ring.local(self.read + 4 * i as u64));
+            *d = Coord::unpack(raw);
+            if raw >> 16 != 0 || worker_index(*d).is_none() {
+                fail(self.p, DeviceError::BadSize, self.ring.local(self.read + 4 * i as u64), raw, self.read as u32, 0);
+            }
+        }
+        self.consume(table);
+        if shared {
+            self.wait_readable(block);
+            for d in &dests[..count as usize] {
+                self.write_from_ring(self.read, NocAddr::unicast(*d, cmd.addr as u64), cmd.size);
+            }
+            self.consume(block);
+            self.release_pages();
+        } else {
+            for d in &dests[..count as usize] {
+                let dst = NocAddr::unicast(*d, cmd.addr as u64);
+                self.stream(cmd.size, |p, local, off, n| p.noc_write(local, dst.offset(off as u64), n));
+            }
+        }
+    }
+
+    /// WRITE_HOST: one completion record (header + `len` payload bytes),
+    /// written when the host has made room, then the write pointer.
+    fn write_host(&mut self, len: u32, tag: u32, event: bool, addr: u32) {
+        let size = self.cfg.completion_size;
+        let record = record_size(len);
+        if record > size {
+            fail(self.p, DeviceError::BadSize, addr, len, self.read as u32, self.completion_wr.0);
+        }
+        let wr = self.completion_wr;
+        let free = |p: &mut P| size - RingPtr::used(wr, RingPtr(p.read_u32(COMPLETION_RD_PTR)), size);
+        wait_until(self.p, QRBW, |p| free(p) >= record);
+        let kind = if event { CompletionKind::Event } else { CompletionKind::Data };
+        let header = CompletionHeader {
+            kind: kind as u8,
+            _pad: 0,
+            cq: self.cfg.cq_id as u16,
+            length: len,
+            tag,
+            seq: self.completion_seq,
+        };
+        self.barrier();
+        self.p.write_words(SCRATCH, header.as_bytes());
+        let base = self.sysmem.completion_base();
+        let at = wr.offset_bytes();
+        self.p.noc_write(SCRATCH, NocAddr::unicast(PCIE, base + at as u64), 16);
+        // Payload offsets within the ring: record start + 16, wrapping.
+        let ring_addr = move |off: u32| base + ((at + 16 + off) % size) as u64;
+        if event {
+            // Stamp the event with the dispatcher's cycle count.
+            self.wait_readable(16);
+            let local = self.ring.local(self.read);
+            let cycle = self.p.cycle();
+            self.p.write_u32(SCRATCH + 16, self.p.read_u32(local));
+            self.p.write_u32(SCRATCH + 20, self.p.read_u32(local + 4));
+            self.p.write_u32(SCRATCH + 24, cycle as u32);
+            self.p.write_u32(SCRATCH + 28, (cycle >> 32) as u32);
+            self.p.noc_write(SCRATCH + 16, NocAddr::unicast(PCIE, ring_addr(0)), 16);
+            trace(self.p, TraceKind::Event, self.p.read_u32(local), self.cfg.cq_id);
+            self.consume(16);
+            self.release_pages();
+        } else {
+            self.stream(len, |p, local, off, n| {
+                let (first, second) = split_at_wrap((at + 16 + off) % size, n, size);
+                p.noc_write(local, NocAddr::unicast(PCIE, ring_addr(off)), first);
+                if second > 0 {
+                    p.noc_write(local + first, NocAddr::unicast(PCIE, base), second);
+                }
+            });
+        }
+        self.completion_seq = self.completion_seq.wrapping_add(1);
+        self.completion_wr = advance_completion(wr, record, size);
+        self.barrier();
+        self.p.write_u32(SCRATCH, self.completion_wr.0);
+        let ptr = NocAddr::unicast(PCIE, self.sysmem.header() + COMPLETION_WR_PTR as u64);
+        self.p.noc_write(SCRATCH, ptr, 4);
+        trace(self.p, TraceKind::CompletionWrite, record, self.completion_wr.0);
+    }
+
+    /// WAIT: optional barrier, optional wait on memory or a counter, then
+    /// optional clear and optional prefetcher release.
+    fn wait(&mut self, flags: u8, addr: u32, count: u32) {
+        let flags = WaitFlags::from_bits_retain(flags);
+        #[cfg(feature = "bug-stall-release-early")]
+        if flags.contains(WaitFlags::NOTIFY_PREFETCH) {
+            // Known bug 1: the prefetcher is released before the condition holds.
+            self.notify_prefetcher();
+        }
+        if flags.contains(WaitFlags::BARRIER) {
+            self.barrier();
+        }
+        let counter = flags.contains(WaitFlags::WAIT_COUNTER);
+        if counter || flags.contains(WaitFlags::WAIT_MEMORY) {
+            let value = |p: &mut P| if counter { p.semaphore(addr) } else { p.read_u32(addr) };
+            let observed = value(self.p);
+            trace(self.p, TraceKind::WaitBegin, count, observed);
+            let w = if counter && addr == sem::WORKERS_DONE { WCW } else { PWW };
+            wait_until(self.p, w, |p| wrap_ge(value(p), count));
+            let observed = value(self.p);
+            waypoint(self.p, PWD);
+            trace(self.p, TraceKind::WaitEnd, count, observed);
+            if flags.contains(WaitFlags::CLEAR) {
+                if counter {
+                    self.p.set_semaphore(addr, observed.wrapping_sub(count));
+                } else {
+                    self.p.write_u32(addr, observed.wrapping_sub(count));
+                }
+            }
+        }
+        #[cfg(not(feature = "bug-stall-release-early"))]
+        if flags.contains(WaitFlags::NOTIFY_PREFETCH) {
+            self.notify_prefetcher();
+        }
+    }
+
+    fn notify_prefetcher(&mut self) {
+        let release = NocAddr::unicast(self.prefetcher, (mmio::MMIO_BASE + mmio::semaphore(sem::STALL_RELEASE)) as u64);
+        self.p.noc_atomic_inc(release, 1);
+    }
+}
+
+/// Advances the completion write pointer. Known bug 4 forgets the toggle.
+fn advance_completion(wr: RingPtr, record: u32, size: u32) -> RingPtr {
+    let next = wr.advance(record, size);
+    if cfg!(feature = "bug-completion-no-toggle") {
+        RingPtr::new(next.offset_bytes(), wr.toggle())
+    } else {
+        next
+    }
+}

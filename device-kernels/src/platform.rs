@@ -1,0 +1,27 @@
+//! Everything CQ firmware needs from its core, as a trait: L1, the NOC,
+//! semaphores, the cycle counter. `hal::Device` implements it on RISC-V; the
+//! logic above it is plain Rust.
+
+use crate::memory::Memory;
+use cqlab_abi::noc::NocAddr;
+
+pub trait Platform: Memory {
+    /// `mcycle`.
+    fn cycle(&self) -> u64;
+    /// This core's coordinates (`Coord::packed`).
+    fn core_xy(&self) -> u32;
+    fn semaphore(&self, index: u32) -> u32;
+    fn set_semaphore(&mut self, index: u32, value: u32);
+    /// Starts reading `len` bytes at `src` into local L1 `local`.
+    fn noc_read(&mut self, src: NocAddr, local: u32, len: u32);
+    /// Starts writing `len` bytes of local L1 `local` to `dst` (unicast or multicast).
+    fn noc_write(&mut self, local: u32, dst: NocAddr, len: u32);
+    /// Starts adding `value` to the u32 at `dst`.
+    fn noc_atomic_inc(&mut self, dst: NocAddr, value: u32);
+    /// All issued reads have landed in L1.
+    fn reads_done(&self) -> bool;
+    /// All issued writes and atomics have been acknowledged.
+    fn writes_done(&self) -> bool;
+    /// Stops the core for good.
+    fn halt(&mut self) -> !;
+}

@@ -1,0 +1,330 @@
+//! The prefetcher: takes chunks named by the host's fetch-queue entries from
+//! the issue queue in sysmem, runs their prefetch commands, and relays
+//! dispatch commands and data into the dispatcher's ring under page credits.
+
+use crate::platform::Platform;
+use crate::report::{fail, trace, wait_until, waypoint};
+use crate::ring::{split_at_wrap, RingGeometry};
+use crate::{device_error, read_header};
+use cqlab_abi::decode::PrefetchHeader;
+use cqlab_abi::fetch_queue::{self, FetchEntry};
+use cqlab_abi::mailbox::{CqConfig, DeviceError, SCRATCH};
+use cqlab_abi::memory_map::{interleaved_page, CHUNK_AREA, DISPATCH_RING, MAX_DRAM_BANKS, RELAY_SCRATCH, TRACE_AREA};
+use cqlab_abi::mmio::{self, sem};
+use cqlab_abi::noc::{dram_bank, Coord, NocAddr, PCIE};
+#[cfg(test)]
+use cqlab_abi::prefetch::checksum;
+use cqlab_abi::prefetch::PagedFlags;
+use cqlab_abi::ring::{wrap_ge, RingPtr};
+use cqlab_abi::sysmem::{CqSysmemLayout, FETCH_RD_COUNT, ISSUE_RD_PTR};
+use cqlab_abi::trace::TraceKind;
+use cqlab_abi::waypoint::{DAPW, HQD, HQW, PSD, PSW};
+
+pub struct Prefetcher<'p, P: Platform> {
+    p: &'p mut P,
+    cfg: CqConfig,
+    sysmem: CqSysmemLayout,
+    ring: RingGeometry,
+    dispatcher: Coord,
+    /// Fetch-queue entries consumed.
+    fetched: u32,
+    issue_rd: RingPtr,
+    /// Bytes written into the dispatcher ring (absolute position).
+    written: u64,
+    /// 16-byte units written but not yet signalled to the dispatcher.
+    unflushed_units: u32,
+    /// STALL commands executed (the dispatcher's releases must catch up).
+    stalls: u32,
+    commands: u32,
+}
+
+/// Checks a CQ configuration written by the host; `None` if it is unusable.
+pub fn ring_of(cfg: &CqConfig) -> Option<RingGeometry> {
+    let ring = RingGeometry::new(DISPATCH_RING.base, cfg.ring_page_size, cfg.ring_pages)?;
+    let layout =
+        CqSysmemLayout { base: cfg.sysmem_base, issue_size: cfg.issue_size, completion_size: cfg.completion_size };
+    let ok = ring.size() <= DISPATCH_RING.size
+        && layout.is_valid()
+        && (1..=fetch_queue::MAX_ENTRIES).contains(&cfg.fetch_entries)
+        && (1..=MAX_DRAM_BANKS).contains(&cfg.dram_banks);
+    ok.then_some(ring)
+}
+
+impl<'p, P: Platform> Prefetcher<'p, P> {
+    pub fn new(p: &'p mut P, cfg: CqConfig) -> Self {
+        let Some(ring) = ring_of(&cfg) else {
+            fail(p, DeviceError::BadConfig, cqlab_abi::mailbox::CQ_CONFIG, cfg.ring_pages, 0, 0)
+        };
+        let sysmem =
+            CqSysmemLayout { base: cfg.sysmem_base, issue_size: cfg.issue_size, completion_size: cfg.completion_size };
+        Self {
+            p,
+            cfg,
+            sysmem,
+            ring,
+            dispatcher: Coord::unpack(cfg.peer_xy),
+            fetched: 0,
+            issue_rd: RingPtr::default(),
+            written: 0,
+            unflushed_units: 0,
+            stalls: 0,
+            commands: 0,
+        }
+    }
+
+    /// Serves the fetch queue until TERMINATE.
+    pub fn run(mut self) -> ! {
+        loop {
+            let index = self.fetched % self.cfg.fetch_entries;
+            let slot = fetch_queue::slot_addr(index);
+            wait_until(self.p, HQW, |p| p.read_u32(slot) != 0);
+            let raw = self.p.read_u32(slot);
+            waypoint(self.p, HQD);
+            let entry = match FetchEntry::from_raw(raw) {
+                Ok(e) => e,
+                Err(_) => fail(self.p, DeviceError::ZeroFetchEntry, slot, raw, self.fetched, 0),
+            };
+            let len = entry.bytes();
+            if len > CHUNK_AREA.size || len > self.cfg.issue_size {
+                fail(self.p, DeviceError::BadSize, slot, raw, self.fetched, self.issue_rd.0);
+            }
+            self.fetch_chunk(len);
+            self.consume_slot(slot);
+            trace(self.p, TraceKind::FetchConsumed, raw, index);
+            self.issue_rd = self.issue_rd.advance(len, self.cfg.issue_size);
+            self.publish_pointers();
+            self.run_commands(CHUNK_AREA.base, len, entry.stall(), false);
+        }
+    }
+
+    /// Reads `len` bytes at the issue-queue read pointer into the chunk area,
+    /// in two reads when the chunk wraps the issue queue.
+    fn fetch_chunk(&mut self, len: u32) {
+        let offset = self.issue_rd.offset_bytes();
+        let (first, second) = split_at_wrap(offset, len, self.cfg.issue_size);
+        let base = self.sysmem.issue_base();
+        self.p.noc_read(NocAddr::unicast(PCIE, base + offset as u64), CHUNK_AREA.base, first);
+        if second > 0 {
+            self.p.noc_read(NocAddr::unicast(PCIE, base), CHUNK_AREA.base + first, second);
+        }
+        #[cfg(not(feature = "bug-early-fetch-release"))]
+        self.wait_reads();
+    }
+
+    /// Frees the fetch-queue slot for the host. The correct order is: chunk
+    /// read complete, then slot zeroed.
+    fn consume_slot(&mut self, slot: u32) {
+        self.p.write_u32(slot, 0);
+        self.fetched = self.fetched.wrapping_add(1);
+        // Known bug 3: the slot was freed before the read landed.
+        #[cfg(feature = "bug-early-fetch-release")]
+        self.wait_reads();
+    }
+
+    fn wait_reads(&mut self) {
+        while !self.p.reads_done() {}
+    }
+
+    fn wait_writes(&mut self) {
+        while !self.p.writes_done() {}
+    }
+
+    /// Tells the host how far it may reuse the issue queue and fetch queue.
+    fn publish_pointers(&mut self) {
+        self.wait_writes();
+        self.p.write_u32(SCRATCH, self.issue_rd.0);
+        self.p.write_u32(SCRATCH + 4, self.fetched);
+        let header = self.sysmem.header();
+        self.p.noc_write(SCRATCH, NocAddr::unicast(PCIE, header + ISSUE_RD_PTR as u64), 4);
+        self.p.noc_write(SCRATCH + 4, NocAddr::unicast(PCIE, header + FETCH_RD_COUNT as u64), 4);
+    }
+
+    /// Runs the prefetch commands in `len` bytes of L1 at `base`. In a
+    /// replayed trace (`in_trace`) it returns at EXEC_BUF_END.
+    fn run_commands(&mut self, base: u32, len: u32, stall_entry: bool, in_trace: bool) {
+        let mut off = 0;
+        while off < len {
+            let addr = base + off;
+            let h = read_header(self.p, addr);
+            let header = match PrefetchHeader::parse(&h) {
+                Ok(h) => h,
+                Err(kind) => fail(self.p, device_error(kind), addr, h[0] as u32, off, len),
+            };
+            let stride = header.stride();
+            if stride > len - off {
+                fail(self.p, DeviceError::LengthOverrun, addr, stride, off, len);
+            }
+            let id = header.id() as u32;
+            trace(self.p, TraceKind::CmdStart, id, stride);
+            self.commands = self.commands.wrapping_add(1);
+            match header {
+                PrefetchHeader::RelayInline { flush, cmd } => self.relay_local(addr + 16, cmd.length, flush),
+                PrefetchHeader::RelayLinear(cmd) => {
+                    self.relay_remote(NocAddr(cmd.src), cmd.length);
+                    self.flush();
+                }
+                PrefetchHeader::RelayPaged(cmd) => {
+                    if !PagedFlags::from_bits_retain(cmd.flags).contains(PagedFlags::DRAM) {
+                        fail(self.p, DeviceError::BadSize, addr, cmd.flags as u32, off, len);
+                    }
+                    for page in cmd.start_page as u32..cmd.start_page as u32 + cmd.pages {
+                        let src = self.dram_page(cmd.base_addr, page, cmd.page_size);
+                        self.relay_remote(src, cmd.page_size);
+                    }
+                    self.flush();
+                }
+                PrefetchHeader::Stall => self.stall(),
+                PrefetchHeader::ExecBuf(cmd) => {
+                    if !stall_entry {
+                        fail(self.p, DeviceError::ExecBufWithoutStall, addr, id, off, len);
+                    }
+                    if in_trace {
+                        fail(self.p, DeviceError::NestedExecBuf, addr, id, off, len);
+                    }
+                    let total = cmd.pages as u64 * cmd.page_size as u64;
+                    if total > TRACE_AREA.size as u64 {
+                        fail(self.p, DeviceError::BadSize, addr, cmd.pages, off, len);
+                    }
+                    for page in 0..cmd.pages {
+                        let src = self.dram_page(cmd.base_addr, page, cmd.page_size);
+                        self.p.noc_read(src, TRACE_AREA.base + page * cmd.page_size, cmd.page_size);
+                    }
+                    self.wait_reads();
+                    self.run_commands(TRACE_AREA.base, total as u32, true, true);
+                }
+                PrefetchHeader::ExecBufEnd => {
+                    if !in_trace {
+                        fail(self.p, DeviceError::UnexpectedExecBufEnd, addr, id, off, len);
+                    }
+                    trace(self.p, TraceKind::CmdEnd, id, stride);
+                    return;
+                }
+                PrefetchHeader::Debug(cmd) => {
+                    let found = l1_checksum(self.p, addr + 16, cmd.length);
+                    if found != cmd.checksum {
+                        fail(self.p, DeviceError::BadChecksum, addr, found, off, len);
+                    }
+                }
+                PrefetchHeader::Terminate => {
+                    self.flush();
+                    crate::report::exit(self.p, self.commands);
+                }
+            }
+            trace(self.p, TraceKind::CmdEnd, id, stride);
+            off += stride;
+        }
+        if in_trace {
+            fail(self.p, DeviceError::LengthOverrun, base + len, 0, off, len);
+        }
+    }
+
+    fn dram_page(&self, base: u32, page: u32, page_size: u32) -> NocAddr {
+        let (bank, offset) = interleaved_page(base, page, page_size, self.cfg.dram_banks);
+        NocAddr::unicast(dram_bank(bank as u8), offset)
+    }
+
+    /// Waits for room in the dispatcher ring; returns how many of `want`
+    /// bytes may be written contiguously now.
+    fn ring_space(&mut self, want: u32) -> u32 {
+        let freed = |p: &mut P| p.semaphore(sem::RING_PAGES_FREED);
+        let mut writable = self.ring.writable(self.written, freed(self.p));
+        if writable == 0 {
+            // The dispatcher can only free pages it has been told about.
+            self.flush();
+            let (ring, written) = (self.ring, self.written);
+            wait_until(self.p, DAPW, |p| ring.writable(written, freed(p)) > 0);
+            let freed_now = freed(self.p);
+            writable = self.ring.writable(self.written, freed_now);
+            trace(self.p, TraceKind::CreditsAcquired, writable / self.ring.page_size, freed_now);
+        }
+        self.ring.contiguous(self.written, want.min(writable))
+    }
+
+    /// Copies `len` bytes (a multiple of 16) of local L1 into the ring.
+    fn relay_local(&mut self, src: u32, len: u32, flush: bool) {
+        let mut done = 0;
+        while done < len {
+            let n = self.ring_space(len - done);
+            let dst = NocAddr::unicast(self.dispatcher, self.ring.local(self.written) as u64);
+            self.p.noc_write(src + done, dst, n);
+            self.written += n as u64;
+            self.unflushed_units += n / 16;
+            done += n;
+        }
+        if flush {
+            self.flush();
+        }
+    }
+
+    /// Relays `len` bytes (padded to 16) from a NOC address through the scratch area.
+    fn relay_remote(&mut self, src: NocAddr, len: u32) {
+        let padded = len.next_multiple_of(16);
+        let mut done = 0;
+        while done < padded {
+            let n = (padded - done).min(RELAY_SCRATCH.size);
+            // The previous relay's writes must have left the scratch area.
+            self.wait_writes();
+            self.p.noc_read(src.offset(done as u64), RELAY_SCRATCH.base, n);
+            self.wait_reads();
+            self.relay_local(RELAY_SCRATCH.base, n, false);
+            done += n;
+        }
+    }
+
+    /// Signals every written unit to the dispatcher, after the data landed.
+    fn flush(&mut self) {
+        if self.unflushed_units == 0 {
+            return;
+        }
+        self.wait_writes();
+        let filled =
+            NocAddr::unicast(self.dispatcher, (mmio::MMIO_BASE + mmio::semaphore(sem::RING_UNITS_FILLED)) as u64);
+        self.p.noc_atomic_inc(filled, self.unflushed_units);
+        self.unflushed_units = 0;
+    }
+
+    /// STALL: wait until the dispatcher has released as many stalls as were issued.
+    fn stall(&mut self) {
+        self.flush();
+        self.stalls = self.stalls.wrapping_add(1);
+        let target = self.stalls;
+        let observed = self.p.semaphore(sem::STALL_RELEASE);
+        trace(self.p, TraceKind::StallBegin, target, observed);
+        wait_until(self.p, PSW, |p| wrap_ge(p.semaphore(sem::STALL_RELEASE), target));
+        let observed = self.p.semaphore(sem::STALL_RELEASE);
+        waypoint(self.p, PSD);
+        trace(self.p, TraceKind::StallEnd, target, observed);
+    }
+}
+
+/// Wrapping byte sum of `len` bytes of L1 at 4-aligned `addr` (the ABI's
+/// `prefetch::checksum`, computed in place).
+pub fn l1_checksum(p: &impl Platform, addr: u32, len: u32) -> u32 {
+    l1_checksum_mem(p, addr, len)
+}
+
+fn l1_checksum_mem(p: &impl crate::memory::Memory, addr: u32, len: u32) -> u32 {
+    let mut sum = 0u32;
+    for i in 0..len.div_ceil(4) {
+        let word = p.read_u32(addr + 4 * i).to_le_bytes();
+        let n = (len - 4 * i).min(4) as usize;
+        sum = word[..n].iter().fold(sum, |s, &b| s.wrapping_add(b as u32));
+    }
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{Memory, TestL1};
+
+    #[test]
+    fn l1_checksum_matches_the_abi_checksum() {
+        let mut l1 = TestL1::default();
+        let bytes: std::vec::Vec<u8> = (0..23u8).map(|b| b.wrapping_mul(37)).collect();
+        let mut padded = bytes.clone();
+        padded.resize(24, 0xff);
+        l1.write_words(0x1000, &padded);
+        assert_eq!(l1_checksum_mem(&l1, 0x1000, 23), checksum(&bytes));
+    }
+}

@@ -1,0 +1,63 @@
+//! How a core tells the host what it is doing: waypoints, trace records,
+//! error and exit records.
+
+use crate::platform::Platform;
+use crate::trace;
+use cqlab_abi::mailbox::{DeviceError, ErrorRecord, ExitRecord, ERROR, ERROR_BYTES, ERROR_MAGIC, EXIT, EXIT_MAGIC};
+use cqlab_abi::memory_map::L1_DEFAULT_SIZE;
+use cqlab_abi::trace::TraceKind;
+use cqlab_abi::waypoint::{self, Waypoint};
+use zerocopy::IntoBytes;
+
+pub fn waypoint(p: &mut impl Platform, w: Waypoint) {
+    p.write_u32(cqlab_abi::mailbox::WAYPOINT, w.0);
+}
+
+pub fn trace(p: &mut impl Platform, kind: TraceKind, arg0: u32, arg1: u32) {
+    let (core, cycle) = (p.core_xy() as u16, p.cycle());
+    trace::record(p, core, cycle, kind, arg0, arg1);
+}
+
+/// Writes the error record (with the offending bytes at `addr`), sets `!CMD`
+/// and halts: a bad command never leaves a core spinning silently.
+pub fn fail(p: &mut impl Platform, code: DeviceError, addr: u32, value: u32, rd_ptr: u32, wr_ptr: u32) -> ! {
+    let mut rec = ErrorRecord {
+        magic: ERROR_MAGIC,
+        code: code as u32,
+        addr,
+        value,
+        rd_ptr,
+        wr_ptr,
+        cycle_lo: p.cycle() as u32,
+        ..Default::default()
+    };
+    let start = addr & !3;
+    if start < L1_DEFAULT_SIZE {
+        let n = (ERROR_BYTES as u32).min(L1_DEFAULT_SIZE - start) & !3;
+        p.read_words(start, &mut rec.bytes[..n as usize]);
+        rec.nbytes = n;
+    }
+    p.write_words(ERROR, rec.as_bytes());
+    trace(p, TraceKind::Error, code as u32, value);
+    waypoint(p, waypoint::BAD_CMD);
+    p.halt()
+}
+
+/// TERMINATE: writes the exit record, sets `DONE` and halts.
+pub fn exit(p: &mut impl Platform, commands: u32) -> ! {
+    let rec = ExitRecord { magic: EXIT_MAGIC, commands, cycle: p.cycle() };
+    p.write_words(EXIT, rec.as_bytes());
+    trace(p, TraceKind::Exit, commands, 0);
+    waypoint(p, waypoint::DONE);
+    p.halt()
+}
+
+/// Spins until `ready` holds, with waypoint `w` showing meanwhile.
+#[inline(always)]
+pub fn wait_until<P: Platform>(p: &mut P, w: Waypoint, mut ready: impl FnMut(&mut P) -> bool) {
+    if ready(p) {
+        return;
+    }
+    waypoint(p, w);
+    while !ready(p) {}
+}

@@ -1,0 +1,120 @@
+//! Dispatcher ring-buffer accounting shared by its writer (prefetcher) and
+//! reader (dispatcher). Positions are absolute byte counts (u64, never wrap
+//! in practice); the semaphores that carry them across cores are wrapping u32
+//! counters: 16-byte units filled, pages freed.
+
+/// Ring geometry: `pages` pages of `page_size` bytes at L1 `base`; both powers of two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingGeometry {
+    pub base: u32,
+    pub page_size: u32,
+    pub pages: u32,
+}
+
+impl RingGeometry {
+    /// `None` unless both counts are nonzero powers of two and the page is 16-aligned.
+    pub fn new(base: u32, page_size: u32, pages: u32) -> Option<Self> {
+        let ok = page_size.is_power_of_two() && pages.is_power_of_two() && page_size >= 16;
+        ok.then_some(Self { base, page_size, pages })
+    }
+    pub fn size(&self) -> u32 {
+        self.page_size * self.pages
+    }
+    /// L1 address of absolute position `pos`.
+    pub fn local(&self, pos: u64) -> u32 {
+        self.base + (pos % self.size() as u64) as u32
+    }
+    /// Bytes from `pos` to the ring's end, at most `n`.
+    pub fn contiguous(&self, pos: u64, n: u32) -> u32 {
+        n.min(self.size() - (pos % self.size() as u64) as u32)
+    }
+    /// Bytes the writer at `written` may still write, given `freed` pages
+    /// released by the reader (wrapping counter).
+    pub fn writable(&self, written: u64, freed: u32) -> u32 {
+        let acquired = written.div_ceil(self.page_size as u64) as u32;
+        let in_use = acquired.wrapping_sub(freed);
+        let tail = ((self.page_size as u64 - written % self.page_size as u64) % self.page_size as u64) as u32;
+        self.pages.saturating_sub(in_use) * self.page_size + tail
+    }
+    /// Pages the reader at `read` has finished with but not released yet.
+    pub fn releasable(&self, read: u64, released: u64) -> u32 {
+        (read / self.page_size as u64 - released) as u32
+    }
+}
+
+/// Bytes the reader at `read` may consume, given `filled_units` (wrapping
+/// count of 16-byte units the writer has published).
+pub fn readable(read: u64, filled_units: u32) -> u32 {
+    filled_units.wrapping_sub((read / 16) as u32).wrapping_mul(16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring() -> RingGeometry {
+        RingGeometry::new(0x1000, 256, 4).unwrap()
+    }
+
+    #[test]
+    fn geometry_requires_powers_of_two() {
+        assert!(RingGeometry::new(0, 256, 3).is_none());
+        assert!(RingGeometry::new(0, 100, 4).is_none());
+        assert!(RingGeometry::new(0, 8, 4).is_none());
+    }
+
+    #[test]
+    fn positions_wrap_at_ring_end() {
+        let r = ring();
+        assert_eq!(r.local(0), 0x1000);
+        assert_eq!(r.local(1024 + 48), 0x1000 + 48);
+        assert_eq!(r.contiguous(1000, 100), 24);
+        assert_eq!(r.contiguous(3 * 1024 + 16, 100), 100);
+    }
+
+    #[test]
+    fn writer_is_limited_by_freed_pages() {
+        let r = ring();
+        assert_eq!(r.writable(0, 0), 1024);
+        assert_eq!(r.writable(1024, 0), 0, "ring full");
+        assert_eq!(r.writable(1024, 1), 256);
+        // Mid-page: the rest of the current page plus free pages.
+        assert_eq!(r.writable(100, 0), 3 * 256 + 156);
+        assert_eq!(r.writable(1000, 0), 24);
+    }
+
+    #[test]
+    fn counters_survive_u32_wrap() {
+        let r = ring();
+        let written = (1u64 << 32) * 256 + 512; // pages acquired wrap past u32
+        let acquired = written.div_ceil(256) as u32;
+        assert_eq!(r.writable(written, acquired.wrapping_sub(2)), 2 * 256);
+        let read = (1u64 << 36) + 64;
+        assert_eq!(readable(read, ((read / 16) as u32).wrapping_add(3)), 48);
+    }
+
+    #[test]
+    fn reader_releases_whole_pages_only() {
+        let r = ring();
+        assert_eq!(r.releasable(255, 0), 0);
+        assert_eq!(r.releasable(256, 0), 1);
+        assert_eq!(r.releasable(1030, 2), 2);
+    }
+}
+
+/// Splits `len` bytes at `offset` of a ring of `size` bytes into the part
+/// before the end and the part that wraps to the start.
+pub fn split_at_wrap(offset: u32, len: u32, size: u32) -> (u32, u32) {
+    let first = len.min(size - offset);
+    (first, len - first)
+}
+
+#[cfg(test)]
+mod split_tests {
+    #[test]
+    fn split_at_wrap_cuts_at_the_end() {
+        assert_eq!(super::split_at_wrap(0, 64, 256), (64, 0));
+        assert_eq!(super::split_at_wrap(192, 128, 256), (64, 64));
+        assert_eq!(super::split_at_wrap(192, 64, 256), (64, 0));
+    }
+}
