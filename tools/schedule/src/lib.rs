@@ -28,7 +28,7 @@
 //!   LRU; a single tile larger than a level bypasses it.
 //! - **Edge tiles carry their true size** when a dimension is not a multiple of the tile.
 //! - **Stationary operands are requested once** per middle-loop iteration (the core keeps
-//!   them in its L1); see [`strategy`](crate::for_each_access) for the exact streams.
+//!   them in its L1); see [`for_each_access`] and [`Strategy`] for the exact streams.
 //!
 //! A public reference simulator of the same question (an L3 overfetch analysis in an
 //! open-source KPU simulator) takes two shortcuts that this crate does not:

@@ -35,3 +35,17 @@ fn output_stationary_overfetches_b_and_weight_stationary_does_not() {
     // Generous bound for an unoptimised build on a loaded machine; release takes milliseconds.
     assert!(elapsed.as_secs_f64() < 20.0, "took {elapsed:?}");
 }
+
+/// The WS advantage needs the B panel and a row of C tiles (2 x T x N x 4 bytes) to fit in
+/// L3: at T = 512 that is 28 MiB, B streams and WS re-reads it once per row block of A.
+#[test]
+fn weight_stationary_loses_its_b_reuse_when_the_panel_does_not_fit() {
+    let gemm = Gemm::new(32768, 7168, 7168, 4).unwrap();
+    let l3 = [LevelSpec::new("L3", 16 << 20)];
+    let ws = |t| cqlab_schedule::simulate(&gemm, &Tiling::square(t).unwrap(), Strategy::WeightStationary, &l3).unwrap();
+    assert_eq!(ws(256).overfetch.b, 1.0);
+    let big = ws(512);
+    assert_eq!(big.overfetch.b, (32768 / 512) as f64);
+    // C partial sums: written once per k step (14), read back on all but the first.
+    assert_eq!(big.overfetch.c, (2 * 14 - 1) as f64);
+}
