@@ -26,6 +26,8 @@
 //!   tensor, so two different tiles can never be mistaken for one another.
 //! - **Big tensors stream.** Nothing assumes a tensor fits a level: tiles enter and leave by
 //!   LRU; a single tile larger than a level bypasses it.
+//! - **C starts from zero** (`C = A x B`, no `beta * C` term): the first k step writes a C
+//!   tile whole without reading it. Inputs are never written.
 //! - **Edge tiles carry their true size** when a dimension is not a multiple of the tile.
 //! - **Stationary operands are requested once** per middle-loop iteration (the core keeps
 //!   them in its L1); see [`for_each_access`] and [`Strategy`] for the exact streams.
