@@ -1,0 +1,5 @@
+# Harness self-test: never reports, so --max-cycles must stop it (exit 124).
+test_main:
+    li x1, 0
+1:  addi x1, x1, 1
+    j 1b

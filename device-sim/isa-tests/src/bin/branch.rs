@@ -1,0 +1,10 @@
+//! ISA test `isa-branch`: every conditional branch, taken and not taken.
+#![no_std]
+#![no_main]
+
+core::arch::global_asm!(include_str!("../../asm/common.S"), include_str!("../../asm/branch.S"));
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    loop {}
+}

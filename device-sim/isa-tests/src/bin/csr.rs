@@ -1,0 +1,10 @@
+//! ISA test `isa-csr`: mcycle/minstret/mhartid reads, counter costs, fence.
+#![no_std]
+#![no_main]
+
+core::arch::global_asm!(include_str!("../../asm/common.S"), include_str!("../../asm/csr.S"));
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    loop {}
+}

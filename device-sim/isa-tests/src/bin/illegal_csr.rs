@@ -1,0 +1,10 @@
+//! ISA test `isa-illegal-csr`: writing a read-only CSR is an illegal instruction.
+#![no_std]
+#![no_main]
+
+core::arch::global_asm!(include_str!("../../asm/common.S"), include_str!("../../asm/illegal_csr.S"));
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    loop {}
+}

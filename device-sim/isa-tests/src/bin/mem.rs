@@ -1,0 +1,10 @@
+//! ISA test `isa-mem`: loads with sign/zero extension, sub-word stores, offsets.
+#![no_std]
+#![no_main]
+
+core::arch::global_asm!(include_str!("../../asm/common.S"), include_str!("../../asm/mem.S"));
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    loop {}
+}

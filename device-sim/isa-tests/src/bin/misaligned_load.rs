@@ -1,0 +1,10 @@
+//! ISA test `isa-misaligned-load`: a misaligned load halts the hart (documented behaviour).
+#![no_std]
+#![no_main]
+
+core::arch::global_asm!(include_str!("../../asm/common.S"), include_str!("../../asm/misaligned_load.S"));
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    loop {}
+}

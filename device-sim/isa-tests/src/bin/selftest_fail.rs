@@ -1,0 +1,10 @@
+//! ISA test `isa-selftest-fail`: harness self-test: fails check 5 on purpose.
+#![no_std]
+#![no_main]
+
+core::arch::global_asm!(include_str!("../../asm/common.S"), include_str!("../../asm/selftest_fail.S"));
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    loop {}
+}

@@ -1,0 +1,10 @@
+//! ISA test `isa-selftest-runaway`: harness self-test: never ends, for --max-cycles.
+#![no_std]
+#![no_main]
+
+core::arch::global_asm!(include_str!("../../asm/common.S"), include_str!("../../asm/selftest_runaway.S"));
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
