@@ -1,1 +1,21 @@
-//! The cqlab host driver.
+//! `cqlab-driver`: what users program against. A [`Device`] over a
+//! [`backend::Backend`] (the embedded simulator, or tt-kmd hardware), its
+//! command queues, buffers, events and traces, and hang dumps when a wait
+//! gives up.
+
+pub mod backend;
+pub mod buffer;
+pub mod command_queue;
+pub mod config;
+pub mod device;
+pub mod elf;
+pub mod error;
+pub mod events;
+pub mod hang_dump;
+
+pub use buffer::{Buffer, Placement};
+pub use command_queue::{CommandQueue, CoreRange, PendingRead, Trace};
+pub use config::DeviceConfig;
+pub use device::Device;
+pub use error::{DriverError, Result};
+pub use events::Event;

@@ -8,8 +8,10 @@ use object::{Object, ObjectSection, SectionKind};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Firmware packages: (package, feature that enables its RISC-V binaries, binaries).
-const PACKAGES: &[(&str, &str, &[&str])] = &[("cqlab-kernels", "rt", &["prefetch", "dispatch", "noop", "spin"])];
+/// RISC-V packages: (package, feature that enables its RISC-V binaries).
+const PACKAGES: &[(&str, &str)] = &[("cqlab-kernels", "rt"), ("cqlab-isa-tests", "riscv")];
+/// The firmware images proper (whose sizes are reported).
+const FIRMWARE: &[&str] = &["prefetch", "dispatch", "noop", "spin"];
 
 /// Where the ELFs end up (tests and the driver look here).
 pub fn output_dir(root: &Path) -> PathBuf {
@@ -21,7 +23,7 @@ pub fn output_dir(root: &Path) -> PathBuf {
 pub fn build(root: &Path) -> Result<Vec<PathBuf>> {
     let toolchain = toolchain::ensure()?;
     let out = output_dir(root);
-    for (package, feature, _) in PACKAGES {
+    for (package, feature) in PACKAGES {
         let mut cmd = build_command(&toolchain, root);
         cmd.args([
             "build",
@@ -42,11 +44,16 @@ pub fn build(root: &Path) -> Result<Vec<PathBuf>> {
         // copy the ELFs to where everything else looks for them.
         std::fs::create_dir_all(&out)?;
         let built = root.join("target/debian-fallback").join(TARGET).join("firmware");
-        for name in PACKAGES.iter().flat_map(|(_, _, bins)| bins.iter()) {
-            std::fs::copy(built.join(name), out.join(name)).with_context(|| format!("copying {name}"))?;
+        for entry in std::fs::read_dir(&built)? {
+            let path = entry?.path();
+            let is_elf = std::fs::read(&path).map(|b| b.starts_with(b"\x7fELF")).unwrap_or(false);
+            if path.is_file() && is_elf {
+                let name = path.file_name().expect("file");
+                std::fs::copy(&path, out.join(name)).with_context(|| format!("copying {}", path.display()))?;
+            }
         }
     }
-    Ok(PACKAGES.iter().flat_map(|(_, _, bins)| bins.iter()).map(|b| out.join(b)).collect())
+    Ok(FIRMWARE.iter().map(|b| out.join(b)).collect())
 }
 
 fn build_command(toolchain: &Toolchain, root: &Path) -> Command {
@@ -86,7 +93,7 @@ pub fn clippy(root: &Path) -> Result<()> {
         eprintln!("xtask: firmware clippy skipped (Debian fallback toolchain has no clippy)");
         return Ok(());
     }
-    for (package, feature, _) in PACKAGES {
+    for (package, feature) in PACKAGES {
         run(cargo().current_dir(root).args([
             "clippy",
             "-p",

@@ -1,0 +1,112 @@
+//! Device buffers: page-interleaved DRAM or a range of one core's L1.
+
+use crate::error::{DriverError, Result};
+use cqlab_abi::memory_map::{interleaved_page, USER};
+use cqlab_abi::noc::{dram_bank, Coord, NocAddr};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Pages round-robin over the DRAM banks from `base` in each bank.
+    Dram { base: u32, page_size: u32, banks: u32 },
+    /// Contiguous bytes in one core's L1.
+    L1 { core: Coord, addr: u32 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Buffer {
+    pub placement: Placement,
+    pub size: u32,
+}
+
+impl Buffer {
+    pub fn pages(&self) -> u32 {
+        match self.placement {
+            Placement::Dram { page_size, .. } => self.size.div_ceil(page_size),
+            Placement::L1 { .. } => 1,
+        }
+    }
+
+    /// Checks that `[offset, offset + len)` lies in the buffer.
+    pub fn check_range(&self, offset: u32, len: usize) -> Result<()> {
+        if len == 0 || offset as u64 + len as u64 > self.size as u64 {
+            return Err(DriverError::OutOfRange {
+                what: "buffer access",
+                detail: format!("{len} bytes at offset {offset} of a {}-byte buffer", self.size),
+            });
+        }
+        Ok(())
+    }
+
+    /// NOC address of byte `offset` of a DRAM page's start.
+    pub fn dram_page(&self, page: u32) -> Option<NocAddr> {
+        match self.placement {
+            Placement::Dram { base, page_size, banks } => {
+                let (bank, off) = interleaved_page(base, page, page_size, banks);
+                Some(NocAddr::unicast(dram_bank(bank as u8), off))
+            }
+            Placement::L1 { .. } => None,
+        }
+    }
+}
+
+/// Bump allocators for DRAM (per-bank offsets) and each core's L1 `USER` region.
+#[derive(Debug, Default)]
+pub struct Allocator {
+    dram_next: u32,
+    l1_next: std::collections::HashMap<Coord, u32>,
+}
+
+/// DRAM page sizes must be multiples of this (the PCIe/NOC alignment).
+pub const DRAM_PAGE_ALIGN: u32 = 64;
+
+impl Allocator {
+    pub fn dram(&mut self, size: u32, page_size: u32, banks: u32) -> Result<Buffer> {
+        if size == 0 || page_size == 0 || page_size % DRAM_PAGE_ALIGN != 0 {
+            return Err(DriverError::Invalid(format!(
+                "DRAM buffer of {size} bytes with {page_size}-byte pages (pages must be nonzero multiples of {DRAM_PAGE_ALIGN})"
+            )));
+        }
+        let per_bank = size.div_ceil(page_size).div_ceil(banks) * page_size;
+        let base = self.dram_next;
+        self.dram_next = base
+            .checked_add(per_bank)
+            .ok_or_else(|| DriverError::OutOfRange { what: "DRAM", detail: format!("{size} more bytes") })?;
+        Ok(Buffer { placement: Placement::Dram { base, page_size, banks }, size })
+    }
+
+    pub fn l1(&mut self, core: Coord, size: u32) -> Result<Buffer> {
+        let next = self.l1_next.entry(core).or_insert(USER.base);
+        let addr = *next;
+        let end = addr as u64 + size.next_multiple_of(16) as u64;
+        if size == 0 || end > USER.end() as u64 {
+            return Err(DriverError::OutOfRange {
+                what: "L1",
+                detail: format!("{size} bytes on core {core}: {} of {} user bytes free", USER.end() - addr, USER.size),
+            });
+        }
+        *next = end as u32;
+        Ok(Buffer { placement: Placement::L1 { core, addr }, size })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dram_buffers_do_not_overlap_and_l1_is_bounded() {
+        let mut a = Allocator::default();
+        let b1 = a.dram(10_000, 1024, 8).unwrap();
+        let b2 = a.dram(64, 64, 8).unwrap();
+        let (Placement::Dram { base: x, .. }, Placement::Dram { base: y, .. }) = (b1.placement, b2.placement) else {
+            panic!()
+        };
+        assert_eq!(y - x, 2 * 1024, "10 pages over 8 banks = 2 pages per bank");
+        assert!(a.dram(100, 100, 8).is_err());
+        let core = cqlab_abi::noc::worker(0, 0);
+        assert!(a.l1(core, USER.size).is_ok());
+        assert!(matches!(a.l1(core, 16), Err(DriverError::OutOfRange { .. })));
+        assert!(b1.check_range(9_999, 1).is_ok());
+        assert!(b1.check_range(9_999, 2).is_err());
+    }
+}

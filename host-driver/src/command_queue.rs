@@ -1,0 +1,561 @@
+//! Command queues: the host side of the issue queue, fetch queue and
+//! completion queue, and the operations users enqueue.
+//!
+//! Every operation becomes one chunk (one fetch-queue entry) of prefetch
+//! commands. While the host waits for issue-queue space or a fetch slot it
+//! keeps draining every completion queue, so no enqueue depth deadlocks.
+
+use crate::buffer::{Buffer, Placement};
+use crate::device::Device;
+use crate::error::{DriverError, Result};
+use crate::events::Event;
+use cqlab_abi::completion::{record_size, CompletionHeader, CompletionKind, EventRecord};
+use cqlab_abi::dispatch::WaitFlags;
+use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder};
+use cqlab_abi::fetch_queue::{self, FetchEntry};
+use cqlab_abi::mailbox::{self, LaunchMsg, GO_SIGNAL, LAUNCH, MAX_RUNTIME_ARGS};
+use cqlab_abi::memory_map::{CHUNK_AREA, TRACE_AREA};
+use cqlab_abi::mmio::sem;
+use cqlab_abi::noc::{self, Coord, NocAddr, PCIE};
+use cqlab_abi::prefetch::PagedFlags;
+use cqlab_abi::ring::RingPtr;
+use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR, FETCH_RD_COUNT, ISSUE_RD_PTR};
+use std::collections::HashMap;
+use zerocopy::{FromBytes, IntoBytes};
+
+/// Largest payload put inline in one chunk (leaves room for headers).
+const MAX_INLINE: usize = 32 * 1024;
+
+/// Host-side state of one command queue.
+#[derive(Debug)]
+pub struct CqHost {
+    pub(crate) layout: CqSysmemLayout,
+    pub(crate) issue_wr: RingPtr,
+    pub(crate) fetch_issued: u32,
+    pub(crate) completion_rd: RingPtr,
+    /// Worker completions launched on this queue not yet waited for.
+    pub(crate) workers_outstanding: u32,
+    /// Events of this queue known complete (ids are increasing per queue).
+    pub(crate) last_event_done: u32,
+    /// Read-back data by tag.
+    pub(crate) reads: HashMap<u32, Vec<u8>>,
+    pub(crate) next_tag: u32,
+    pub(crate) launches: u32,
+    /// Chunks captured by `begin_trace` instead of being issued.
+    pub(crate) capture: Option<Vec<u8>>,
+    /// Records drained (for stats).
+    pub(crate) completions: u64,
+}
+
+impl CqHost {
+    pub(crate) fn new(layout: CqSysmemLayout) -> Self {
+        Self {
+            layout,
+            issue_wr: RingPtr::default(),
+            fetch_issued: 0,
+            completion_rd: RingPtr::default(),
+            workers_outstanding: 0,
+            last_event_done: 0,
+            reads: HashMap::new(),
+            next_tag: 1,
+            launches: 0,
+            capture: None,
+            completions: 0,
+        }
+    }
+}
+
+/// A rectangle of worker cores, inclusive, in logical (col, row) coordinates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CoreRange {
+    pub start: (u8, u8),
+    pub end: (u8, u8),
+}
+
+impl CoreRange {
+    pub fn new(start: (u8, u8), end: (u8, u8)) -> Self {
+        Self { start, end }
+    }
+    pub fn single(col: u8, row: u8) -> Self {
+        Self { start: (col, row), end: (col, row) }
+    }
+    pub fn count(&self) -> u32 {
+        (self.end.0 - self.start.0 + 1) as u32 * (self.end.1 - self.start.1 + 1) as u32
+    }
+    fn noc(&self, local: u32) -> NocAddr {
+        let (s, e) = (noc::worker(self.start.0, self.start.1), noc::worker(self.end.0, self.end.1));
+        if s == e {
+            NocAddr::unicast(s, local as u64)
+        } else {
+            NocAddr::multicast(s, e, local as u64)
+        }
+    }
+}
+
+/// Read-back in flight: `tags` in order, concatenated on completion.
+#[derive(Debug)]
+pub struct PendingRead {
+    pub cq: u8,
+    tags: Vec<u32>,
+}
+
+/// A captured trace stored in DRAM, replayed with `execute_trace`.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub buffer: Buffer,
+    pub bytes: u32,
+    /// Worker completions one replay adds.
+    pub workers: u32,
+}
+
+/// Operations on queue `q` of a device.
+pub struct CommandQueue<'d> {
+    pub(crate) dev: &'d mut Device,
+    pub(crate) q: u8,
+}
+
+impl Device {
+    /// Queue `q` (0-based).
+    pub fn cq(&mut self, q: u8) -> Result<CommandQueue<'_>> {
+        if q >= self.cfg.num_cqs {
+            return Err(DriverError::Invalid(format!("command queue {q} (device has {})", self.cfg.num_cqs)));
+        }
+        Ok(CommandQueue { dev: self, q })
+    }
+
+    fn header_word(&mut self, q: u8, offset: u32) -> u32 {
+        let at = (self.cqs[q as usize].layout.header() + offset as u64) as usize;
+        u32::from_le_bytes(self.backend.sysmem()[at..at + 4].try_into().expect("4 bytes"))
+    }
+
+    /// Consumes every completion record queue `q` has written.
+    pub(crate) fn drain(&mut self, q: u8) -> Result<()> {
+        let wr = RingPtr(self.header_word(q, COMPLETION_WR_PTR));
+        let cq = &self.cqs[q as usize];
+        let (size, base, mut rd) = (cq.layout.completion_size, cq.layout.completion_base() as usize, cq.completion_rd);
+        if rd == wr {
+            return Ok(());
+        }
+        while rd != wr {
+            let at = base + rd.offset_bytes() as usize;
+            let sysmem = self.backend.sysmem();
+            let header = CompletionHeader::read_from_bytes(&sysmem[at..at + 16]).expect("16 bytes");
+            let record = record_size(header.length);
+            let kind = CompletionKind::from_u8(header.kind);
+            if kind.is_none() || record > size || header.cq != q as u16 {
+                let message = format!(
+                    "corrupt completion record at offset {} of CQ{q}: kind {} cq {} length {}",
+                    rd.offset_bytes(),
+                    header.kind,
+                    header.cq,
+                    header.length
+                );
+                let dump = crate::hang_dump::HangDump::collect(self, "completion queue")?;
+                return Err(DriverError::Device { core: noc::dispatcher(q), message, dump: Box::new(dump) });
+            }
+            let mut payload = vec![0u8; header.length as usize];
+            for (i, b) in payload.iter_mut().enumerate() {
+                *b = sysmem[base + ((rd.offset_bytes() as usize + 16 + i) % size as usize)];
+            }
+            let cq = &mut self.cqs[q as usize];
+            match kind {
+                Some(CompletionKind::Event) => {
+                    let ev = EventRecord::read_from_bytes(&payload[..16]).expect("16 bytes");
+                    cq.last_event_done = cq.last_event_done.max(ev.event_id);
+                }
+                _ => {
+                    cq.reads.insert(header.tag, payload);
+                }
+            }
+            cq.completions += 1;
+            rd = rd.advance(record, size);
+        }
+        self.cqs[q as usize].completion_rd = rd;
+        self.backend.write_u32(NocAddr::unicast(noc::dispatcher(q), mailbox::COMPLETION_RD_PTR as u64), rd.0)?;
+        Ok(())
+    }
+
+    pub(crate) fn drain_all(&mut self) -> Result<()> {
+        for q in 0..self.cfg.num_cqs {
+            self.drain(q)?;
+        }
+        Ok(())
+    }
+
+    /// Copies `chunk` into queue `q`'s issue ring and rings its fetch queue,
+    /// waiting (and draining completions) while either is full.
+    pub(crate) fn submit(&mut self, q: u8, chunk: &[u8], stall: bool) -> Result<()> {
+        let cq = &mut self.cqs[q as usize];
+        if let Some(capture) = &mut cq.capture {
+            capture.extend_from_slice(chunk);
+            return Ok(());
+        }
+        let len = chunk.len() as u32;
+        let size = cq.layout.issue_size;
+        let entry = FetchEntry::new(len as u64, stall)
+            .map_err(|e| DriverError::Invalid(format!("fetch entry for a {len}-byte chunk: {e:?}")))?;
+        if len > size || len > CHUNK_AREA.size {
+            return Err(DriverError::Invalid(format!("{len}-byte chunk exceeds the issue queue or chunk area")));
+        }
+        let entries = self.cfg.fetch_entries;
+        let what = format!("prefetch queue slot and {len} bytes of issue queue on CQ{q}");
+        self.wait_until(&what, |dev| {
+            dev.drain_all()?;
+            let issue_rd = RingPtr(dev.header_word(q, ISSUE_RD_PTR));
+            let fetched = dev.header_word(q, FETCH_RD_COUNT);
+            let cq = &dev.cqs[q as usize];
+            let free = size - RingPtr::used(cq.issue_wr, issue_rd, size);
+            Ok(free >= len && cq.fetch_issued.wrapping_sub(fetched) < entries)
+        })?;
+        let cq = &mut self.cqs[q as usize];
+        let (wr, base, slot) = (cq.issue_wr, cq.layout.issue_base() as usize, cq.fetch_issued % entries);
+        let first = (size - wr.offset_bytes()).min(len) as usize;
+        let sysmem = self.backend.sysmem();
+        let at = base + wr.offset_bytes() as usize;
+        sysmem[at..at + first].copy_from_slice(&chunk[..first]);
+        sysmem[base..base + chunk.len() - first].copy_from_slice(&chunk[first..]);
+        // The chunk must be visible in sysmem before the doorbell.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        let slot_addr = NocAddr::unicast(noc::prefetcher(q), fetch_queue::slot_addr(slot) as u64);
+        self.backend.write_u32(slot_addr, entry.raw())?;
+        let cq = &mut self.cqs[q as usize];
+        cq.issue_wr = wr.advance(len, size);
+        cq.fetch_issued = cq.fetch_issued.wrapping_add(1);
+        Ok(())
+    }
+}
+
+/// Encodes one chunk into a fresh buffer.
+fn chunk(capacity: usize, build: impl FnOnce(&mut Encoder<'_>) -> Result<(), EncodeError>) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; capacity];
+    let mut enc = Encoder::new(&mut buf);
+    build(&mut enc).map_err(|e| DriverError::Invalid(format!("encoding: {e}")))?;
+    let n = enc.len();
+    buf.truncate(n);
+    Ok(buf)
+}
+
+impl CommandQueue<'_> {
+    fn host(&mut self) -> &mut CqHost {
+        &mut self.dev.cqs[self.q as usize]
+    }
+
+    /// Dispatch-side wait for every worker launched on this queue, clearing
+    /// the count so waits stay relative (and traces replayable).
+    fn wait_workers(&mut self, w: &mut DispatchWriter<'_>, extra: WaitFlags) -> Result<(), EncodeError> {
+        let outstanding = std::mem::take(&mut self.host().workers_outstanding);
+        if outstanding == 0 {
+            return w.wait(WaitFlags::BARRIER | extra, 0, 0);
+        }
+        w.wait(WaitFlags::BARRIER | WaitFlags::WAIT_COUNTER | WaitFlags::CLEAR | extra, sem::WORKERS_DONE, outstanding)
+    }
+
+    /// Writes `data` at byte `offset` of `buf`. DRAM buffers take whole pages.
+    pub fn write_buffer(&mut self, buf: &Buffer, offset: u32, data: &[u8]) -> Result<()> {
+        buf.check_range(offset, data.len())?;
+        match buf.placement {
+            Placement::L1 { core, addr } => {
+                for (i, piece) in data.chunks(MAX_INLINE).enumerate() {
+                    let dst = NocAddr::unicast(core, (addr + offset) as u64 + (i * MAX_INLINE) as u64);
+                    let c = chunk(piece.len() + 128, |e| e.relay_inline(true, |w| w.write_linear(dst, piece)))?;
+                    self.dev.submit(self.q, &c, false)?;
+                }
+            }
+            Placement::Dram { base, page_size, .. } => {
+                if offset % page_size != 0
+                    || (data.len() as u32 % page_size != 0 && offset + data.len() as u32 != buf.size)
+                {
+                    return Err(DriverError::Invalid(format!(
+                        "DRAM writes take whole {page_size}-byte pages (offset {offset}, {} bytes)",
+                        data.len()
+                    )));
+                }
+                let per_chunk = (MAX_INLINE as u32 / page_size).max(1) as usize * page_size as usize;
+                for (i, piece) in data.chunks(per_chunk).enumerate() {
+                    let start_page = offset / page_size + (i * per_chunk) as u32 / page_size;
+                    let start = u16::try_from(start_page)
+                        .map_err(|_| DriverError::Invalid(format!("page {start_page} beyond 65535")))?;
+                    let mut padded = piece.to_vec();
+                    padded.resize(piece.len().next_multiple_of(page_size as usize), 0);
+                    let c = chunk(padded.len() + 128, |e| {
+                        e.relay_inline(true, |w| w.write_paged(PagedFlags::DRAM, base, page_size, start, &padded))
+                    })?;
+                    self.dev.submit(self.q, &c, false)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Enqueues a read of `len` bytes at `offset` of `buf`; the data arrives
+    /// in the completion queue. Waits for earlier writes and kernels first.
+    pub fn enqueue_read(&mut self, buf: &Buffer, offset: u32, len: u32) -> Result<PendingRead> {
+        buf.check_range(offset, len as usize)?;
+        if self.host().capture.is_some() {
+            return Err(DriverError::Invalid("reads cannot be captured in a trace".into()));
+        }
+        let max_piece = (self.host().layout.completion_size / 2).min(64 * 1024) & !63;
+        let mut tags = Vec::new();
+        let mut done = 0;
+        while done < len {
+            let (src, n) = match buf.placement {
+                Placement::L1 { core, addr } => {
+                    (Source::Linear(NocAddr::unicast(core, (addr + offset + done) as u64)), (len - done).min(max_piece))
+                }
+                Placement::Dram { base, page_size, .. } => {
+                    let at = offset + done;
+                    if at % page_size != 0 {
+                        return Err(DriverError::Invalid(format!("DRAM reads start on a page ({page_size} bytes)")));
+                    }
+                    let pages = ((len - done).min(max_piece.max(page_size)).div_ceil(page_size)).max(1);
+                    let n = (pages * page_size).min(len - done);
+                    (Source::Paged { base, page_size, start: at / page_size, pages }, n)
+                }
+            };
+            let tag = self.host().next_tag;
+            self.host().next_tag = tag.wrapping_add(1).max(1);
+            let relay_len = match src {
+                Source::Linear(_) => n,
+                Source::Paged { page_size, pages, .. } => page_size * pages,
+            };
+            let c = chunk(4096, |e| {
+                e.relay_inline(true, |w| self.wait_workers(w, WaitFlags::NOTIFY_PREFETCH))?;
+                e.stall()?;
+                e.relay_inline(true, |w| w.write_host_header(tag, relay_len))?;
+                match src {
+                    Source::Linear(addr) => e.relay_linear(addr, n),
+                    Source::Paged { base, page_size, start, pages } => {
+                        let start = u16::try_from(start).map_err(|_| EncodeError::Full { needed: 0, available: 0 })?;
+                        e.relay_paged(PagedFlags::DRAM, base, page_size, start, pages)
+                    }
+                }
+            })?;
+            self.dev.submit(self.q, &c, false)?;
+            tags.push((tag, n));
+            done += n;
+        }
+        Ok(PendingRead { cq: self.q, tags: tags.into_iter().map(|(t, _)| t).collect() })
+    }
+
+    /// Blocking read.
+    pub fn read_buffer(&mut self, buf: &Buffer, offset: u32, len: u32) -> Result<Vec<u8>> {
+        let pending = self.enqueue_read(buf, offset, len)?;
+        let mut data = self.dev.complete_read(&pending)?;
+        data.truncate(len as usize);
+        Ok(data)
+    }
+
+    /// Launches the worker firmware on every core of `cores` with `args`.
+    pub fn launch(&mut self, cores: CoreRange, args: &[u32]) -> Result<()> {
+        if args.len() > MAX_RUNTIME_ARGS {
+            return Err(DriverError::Invalid(format!("{} runtime args (at most {MAX_RUNTIME_ARGS})", args.len())));
+        }
+        let (cols, rows) = (self.dev.cfg.worker_cols, self.dev.cfg.worker_rows);
+        if cores.start.0 > cores.end.0 || cores.start.1 > cores.end.1 || cores.end.0 >= cols || cores.end.1 >= rows {
+            return Err(DriverError::OutOfRange {
+                what: "core range",
+                detail: format!("{cores:?} on a {cols}x{rows} grid"),
+            });
+        }
+        let seq = self.host().launches;
+        let mut msg = LaunchMsg {
+            go: 0,
+            seq,
+            done_xy: noc::dispatcher(self.q).packed(),
+            done_sem: sem::WORKERS_DONE,
+            nargs: args.len() as u32,
+            args: [0; MAX_RUNTIME_ARGS],
+        };
+        msg.args[..args.len()].copy_from_slice(args);
+        let c = chunk(1024, |e| {
+            e.relay_inline(true, |w| {
+                // A core must have started its previous launch before its
+                // launch message is overwritten.
+                self.wait_workers(w, WaitFlags::empty())?;
+                w.write_linear(cores.noc(LAUNCH + 4), &msg.as_bytes()[4..])?;
+                w.go(GO_SIGNAL, cores.noc(LAUNCH))
+            })
+        })?;
+        self.dev.submit(self.q, &c, false)?;
+        let host = self.host();
+        host.launches = host.launches.wrapping_add(1);
+        host.workers_outstanding += cores.count();
+        Ok(())
+    }
+
+    /// Records an event: completes when all earlier work on this queue has.
+    pub fn record_event(&mut self) -> Result<Event> {
+        if self.host().capture.is_some() {
+            return Err(DriverError::Invalid("events cannot be captured in a trace".into()));
+        }
+        let id = self.dev.next_event;
+        self.dev.next_event += 1;
+        let (q, ncqs) = (self.q, self.dev.cfg.num_cqs);
+        let c = chunk(4096, |e| {
+            e.relay_inline(true, |w| self.wait_workers(w, WaitFlags::NOTIFY_PREFETCH))?;
+            e.stall()?;
+            e.relay_inline(true, |w| {
+                for other in 0..ncqs {
+                    let word = NocAddr::unicast(noc::dispatcher(other), mailbox::last_event(q) as u64);
+                    w.write_linear(word, &id.to_le_bytes())?;
+                }
+                w.wait(WaitFlags::BARRIER, 0, 0)?;
+                w.write_event(&EventRecord { event_id: id, cq: q as u32, cycle: 0 })
+            })
+        })?;
+        self.dev.submit(self.q, &c, false)?;
+        Ok(Event { cq: q, id })
+    }
+
+    /// Makes this queue's dispatcher wait until `event` (of any queue) completes.
+    pub fn wait_for_event(&mut self, event: Event) -> Result<()> {
+        if event.id == 0 || event.cq >= self.dev.cfg.num_cqs {
+            return Err(DriverError::Invalid(format!("{event:?} is not an event of this device")));
+        }
+        let c = chunk(256, |e| {
+            e.relay_inline(true, |w| w.wait(WaitFlags::WAIT_MEMORY, mailbox::last_event(event.cq), event.id))
+        })?;
+        self.dev.submit(self.q, &c, false)
+    }
+
+    /// Blocks until everything enqueued on this queue has completed.
+    pub fn finish(&mut self) -> Result<()> {
+        let ev = self.record_event()?;
+        self.dev.event_synchronize(ev)
+    }
+
+    /// Starts capturing this queue's commands into a trace instead of running them.
+    pub fn begin_trace(&mut self) -> Result<()> {
+        if self.host().capture.is_some() {
+            return Err(DriverError::Invalid("a trace is already being captured".into()));
+        }
+        if self.host().workers_outstanding > 0 {
+            // Traces start from a drained worker count.
+            let c = chunk(256, |e| e.relay_inline(true, |w| self.wait_workers(w, WaitFlags::empty())))?;
+            self.dev.submit(self.q, &c, false)?;
+        }
+        self.host().capture = Some(Vec::new());
+        Ok(())
+    }
+
+    /// Ends the capture and stores the trace in DRAM.
+    pub fn end_trace(&mut self) -> Result<Trace> {
+        let mut bytes =
+            self.host().capture.take().ok_or_else(|| DriverError::Invalid("end_trace without begin_trace".into()))?;
+        let workers = std::mem::take(&mut self.host().workers_outstanding);
+        bytes.extend(chunk(64, |e| e.exec_buf_end())?);
+        if bytes.len() > TRACE_AREA.size as usize {
+            return Err(DriverError::OutOfRange {
+                what: "trace",
+                detail: format!("{} bytes, the prefetcher replays at most {}", bytes.len(), TRACE_AREA.size),
+            });
+        }
+        let page_size = 1024;
+        let buffer = self.dev.alloc_dram(bytes.len().next_multiple_of(page_size) as u32, page_size as u32)?;
+        bytes.resize(buffer.size as usize, 0);
+        self.write_buffer(&buffer, 0, &bytes)?;
+        Ok(Trace { buffer, bytes: bytes.len() as u32, workers })
+    }
+
+    /// Replays a trace (with the stall flag the prefetcher requires).
+    pub fn execute_trace(&mut self, trace: &Trace) -> Result<()> {
+        let Placement::Dram { base, page_size, .. } = trace.buffer.placement else {
+            return Err(DriverError::Invalid("traces live in DRAM".into()));
+        };
+        let c = chunk(64, |e| e.exec_buf(base, page_size, trace.buffer.pages()))?;
+        self.dev.submit(self.q, &c, true)?;
+        self.host().workers_outstanding += trace.workers;
+        Ok(())
+    }
+}
+
+enum Source {
+    Linear(NocAddr),
+    Paged { base: u32, page_size: u32, start: u32, pages: u32 },
+}
+
+impl Device {
+    /// Waits for a pending read and returns its bytes.
+    pub fn complete_read(&mut self, pending: &PendingRead) -> Result<Vec<u8>> {
+        let q = pending.cq;
+        let mut out = Vec::new();
+        for &tag in &pending.tags {
+            let what = format!("CQ{q} read-back completion (tag {tag})");
+            self.wait_until(&what, |dev| {
+                dev.drain_all()?;
+                Ok(dev.cqs[q as usize].reads.contains_key(&tag))
+            })?;
+            out.extend(self.cqs[q as usize].reads.remove(&tag).expect("present"));
+        }
+        Ok(out)
+    }
+
+    /// Blocks until `event` has completed.
+    pub fn event_synchronize(&mut self, event: Event) -> Result<()> {
+        let what = format!("CQ host completion event {} on CQ{}", event.id, event.cq);
+        self.wait_until(&what, |dev| {
+            dev.drain_all()?;
+            Ok(dev.cqs[event.cq as usize].last_event_done >= event.id)
+        })
+    }
+
+    /// Whether `event` has completed (drains completions, never blocks).
+    pub fn event_query(&mut self, event: Event) -> Result<bool> {
+        self.drain_all()?;
+        Ok(self.cqs[event.cq as usize].last_event_done >= event.id)
+    }
+
+    pub fn alloc_dram(&mut self, size: u32, page_size: u32) -> Result<Buffer> {
+        self.allocator.dram(size, page_size, self.cfg.dram_banks)
+    }
+
+    pub fn alloc_l1(&mut self, col: u8, row: u8, size: u32) -> Result<Buffer> {
+        if col >= self.cfg.worker_cols || row >= self.cfg.worker_rows {
+            return Err(DriverError::OutOfRange { what: "core", detail: format!("({col},{row})") });
+        }
+        self.allocator.l1(noc::worker(col, row), size)
+    }
+
+    /// Queue pointers, for hang dumps and stats.
+    pub(crate) fn queue_pointers(&mut self, q: u8) -> QueuePointers {
+        let issue_rd = self.header_word(q, ISSUE_RD_PTR);
+        let fetched = self.header_word(q, FETCH_RD_COUNT);
+        let completion_wr = self.header_word(q, COMPLETION_WR_PTR);
+        let cq = &self.cqs[q as usize];
+        QueuePointers {
+            cq: q,
+            issue_wr: cq.issue_wr.0,
+            issue_rd,
+            fetch_issued: cq.fetch_issued,
+            fetch_consumed: fetched,
+            completion_rd: cq.completion_rd.0,
+            completion_wr,
+            workers_outstanding: cq.workers_outstanding,
+            last_event_done: cq.last_event_done,
+        }
+    }
+
+    /// `Coord` helper for users: worker at logical (col, row).
+    pub fn worker(&self, col: u8, row: u8) -> Coord {
+        noc::worker(col, row)
+    }
+
+    /// Sysmem offset of PCIe NOC address (for tests).
+    pub fn pcie(&self, offset: u64) -> NocAddr {
+        NocAddr::unicast(PCIE, offset)
+    }
+}
+
+/// Pointers of one queue at a moment (ring pointers raw, with toggles).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct QueuePointers {
+    pub cq: u8,
+    pub issue_wr: u32,
+    pub issue_rd: u32,
+    pub fetch_issued: u32,
+    pub fetch_consumed: u32,
+    pub completion_rd: u32,
+    pub completion_wr: u32,
+    pub workers_outstanding: u32,
+    pub last_event_done: u32,
+}

@@ -1,0 +1,56 @@
+//! Device configuration: queue sizes and grid, all overridable.
+
+use cqlab_abi::memory_map::{DEFAULT_DRAM_BANKS, DEFAULT_RING_PAGES, DEFAULT_RING_PAGE_SIZE};
+use cqlab_abi::noc::{DEFAULT_CQS, DEFAULT_WORKER_COLS, DEFAULT_WORKER_ROWS};
+use cqlab_abi::sysmem::{DEFAULT_COMPLETION_QUEUE_SIZE, DEFAULT_ISSUE_QUEUE_SIZE};
+use std::path::PathBuf;
+
+#[derive(Clone, Debug)]
+pub struct DeviceConfig {
+    pub num_cqs: u8,
+    pub issue_size: u32,
+    pub completion_size: u32,
+    /// Fetch-queue slots per CQ.
+    pub fetch_entries: u32,
+    pub ring_page_size: u32,
+    pub ring_pages: u32,
+    pub dram_banks: u32,
+    pub worker_cols: u8,
+    pub worker_rows: u8,
+    /// A wait gives up after this many device cycles without progress.
+    pub stall_timeout_cycles: u64,
+    /// Where the firmware ELFs are.
+    pub firmware_dir: PathBuf,
+    /// Worker firmware loaded at boot.
+    pub worker_kernel: String,
+}
+
+impl Default for DeviceConfig {
+    fn default() -> Self {
+        Self {
+            num_cqs: DEFAULT_CQS,
+            issue_size: DEFAULT_ISSUE_QUEUE_SIZE,
+            completion_size: DEFAULT_COMPLETION_QUEUE_SIZE,
+            fetch_entries: 128,
+            ring_page_size: DEFAULT_RING_PAGE_SIZE,
+            ring_pages: DEFAULT_RING_PAGES,
+            dram_banks: DEFAULT_DRAM_BANKS,
+            worker_cols: DEFAULT_WORKER_COLS,
+            worker_rows: DEFAULT_WORKER_ROWS,
+            stall_timeout_cycles: 200_000_000,
+            firmware_dir: default_firmware_dir(),
+            worker_kernel: "noop".into(),
+        }
+    }
+}
+
+/// `$CQLAB_FIRMWARE_DIR`, else the workspace's `target/riscv32im-unknown-none-elf/firmware`.
+pub fn default_firmware_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CQLAB_FIRMWARE_DIR") {
+        return dir.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    target.join("riscv32im-unknown-none-elf/firmware")
+}

@@ -1,0 +1,230 @@
+//! A device: its backend, its command queues, boot, and the one place where
+//! the host waits for the device (progress-aware, with hang dumps).
+
+use crate::backend::Backend;
+use crate::command_queue::CqHost;
+use crate::config::DeviceConfig;
+use crate::elf::FirmwareImage;
+use crate::error::{DriverError, Result};
+use crate::hang_dump::HangDump;
+use cqlab_abi::firmware::FirmwareId;
+use cqlab_abi::mailbox::{AliveRecord, CqConfig, ALIVE, ALIVE_MAGIC, COMPLETION_RD_PTR, CQ_CONFIG};
+use cqlab_abi::memory_map::{FETCH_QUEUE, MAILBOXES, TRACE_RING};
+use cqlab_abi::mmio::{MMIO_BASE, SOFT_RESET};
+use cqlab_abi::noc::{self, Coord, NocAddr};
+use cqlab_abi::sysmem::CqSysmemLayout;
+use cqlab_abi::ABI_VERSION;
+use zerocopy::{FromBytes, IntoBytes};
+
+/// Device cycles between progress checks while waiting.
+const PROGRESS_CHECK_CYCLES: u64 = 1_000_000;
+
+pub struct Device {
+    pub(crate) backend: Box<dyn Backend>,
+    pub(crate) cfg: DeviceConfig,
+    pub(crate) cqs: Vec<CqHost>,
+    /// Next event id (ids start at 1, shared by all queues).
+    pub(crate) next_event: u32,
+    /// Firmware each worker runs.
+    pub(crate) worker_firmware: FirmwareId,
+    pub(crate) allocator: crate::buffer::Allocator,
+}
+
+impl Device {
+    /// Wraps a backend; call [`Device::boot`] before use.
+    pub fn with_backend(backend: Box<dyn Backend>, cfg: DeviceConfig) -> Result<Self> {
+        validate(&cfg)?;
+        let cqs = (0..cfg.num_cqs)
+            .map(|q| CqHost::new(CqSysmemLayout::for_cq(q, cfg.issue_size, cfg.completion_size)))
+            .collect();
+        let worker_firmware = FirmwareId::from_name(&cfg.worker_kernel)
+            .ok_or_else(|| DriverError::Invalid(format!("unknown worker kernel {:?}", cfg.worker_kernel)))?;
+        Ok(Self { backend, cfg, cqs, next_event: 1, worker_firmware, allocator: Default::default() })
+    }
+
+    pub fn config(&self) -> &DeviceConfig {
+        &self.cfg
+    }
+    pub fn backend(&mut self) -> &mut dyn Backend {
+        &mut *self.backend
+    }
+    pub fn num_cqs(&self) -> u8 {
+        self.cfg.num_cqs
+    }
+
+    /// Every worker core of the configured grid.
+    pub fn workers(&self) -> impl Iterator<Item = Coord> + '_ {
+        (0..self.cfg.worker_rows).flat_map(move |r| (0..self.cfg.worker_cols).map(move |c| noc::worker(c, r)))
+    }
+
+    /// Loads the firmware through the BAR, releases reset and waits for every
+    /// core's alive record.
+    pub fn boot(&mut self) -> Result<()> {
+        let dir = self.cfg.firmware_dir.clone();
+        let image = |name: &str| FirmwareImage::load(&dir.join(name));
+        let (prefetch, dispatch) = (image("prefetch")?, image("dispatch")?);
+        let worker = image(self.worker_firmware.name())?;
+        let mut expect = Vec::new();
+        for q in 0..self.cfg.num_cqs {
+            let layout = self.cqs[q as usize].layout;
+            self.backend.sysmem()[layout.header() as usize..layout.issue_base() as usize].fill(0);
+            let base = self.cq_config(q, layout);
+            let pcfg = CqConfig { peer_xy: noc::dispatcher(q).packed(), ..base };
+            let dcfg = CqConfig { peer_xy: noc::prefetcher(q).packed(), ..base };
+            self.load(noc::prefetcher(q), &prefetch, Some(&pcfg))?;
+            self.load(noc::dispatcher(q), &dispatch, Some(&dcfg))?;
+            expect.push((noc::prefetcher(q), FirmwareId::Prefetch));
+            expect.push((noc::dispatcher(q), FirmwareId::Dispatch));
+        }
+        let workers: Vec<Coord> = self.workers().collect();
+        for &w in &workers {
+            self.load(w, &worker, None)?;
+            expect.push((w, self.worker_firmware));
+        }
+        for &(core, _) in &expect {
+            self.set_reset(core, false)?;
+        }
+        for (core, fw) in expect {
+            self.wait_alive(core, fw)?;
+        }
+        Ok(())
+    }
+
+    fn cq_config(&self, q: u8, layout: CqSysmemLayout) -> CqConfig {
+        CqConfig {
+            sysmem_base: layout.base,
+            issue_size: layout.issue_size,
+            completion_size: layout.completion_size,
+            cq_id: q as u32,
+            num_cqs: self.cfg.num_cqs as u32,
+            fetch_entries: self.cfg.fetch_entries,
+            cmd_buffer_size: cqlab_abi::memory_map::CHUNK_AREA.size,
+            ring_page_size: self.cfg.ring_page_size,
+            ring_pages: self.cfg.ring_pages,
+            peer_xy: 0,
+            dram_banks: self.cfg.dram_banks,
+            _reserved: [0; 4],
+        }
+    }
+
+    fn set_reset(&mut self, core: Coord, held: bool) -> Result<()> {
+        self.backend.write_u32(NocAddr::unicast(core, (MMIO_BASE + SOFT_RESET) as u64), held as u32)
+    }
+
+    /// Holds `core` in reset, clears its mailboxes, fetch queue and trace
+    /// ring, writes the image and (for CQ cores) its configuration.
+    fn load(&mut self, core: Coord, image: &FirmwareImage, cfg: Option<&CqConfig>) -> Result<()> {
+        self.set_reset(core, true)?;
+        let at = |a: u32| NocAddr::unicast(core, a as u64);
+        let zeros = vec![0u8; (FETCH_QUEUE.end() - MAILBOXES.base) as usize];
+        self.backend.write(at(MAILBOXES.base), &zeros)?;
+        self.backend.write(at(TRACE_RING.base), &[0u8; 16])?;
+        for seg in &image.segments {
+            self.backend.write(at(seg.addr), &seg.data)?;
+            if seg.zeroes > 0 {
+                self.backend.write(at(seg.addr + seg.data.len() as u32), &vec![0u8; seg.zeroes as usize])?;
+            }
+        }
+        if let Some(cfg) = cfg {
+            self.backend.write(at(CQ_CONFIG), cfg.as_bytes())?;
+            self.backend.write_u32(at(COMPLETION_RD_PTR), 0)?;
+        }
+        Ok(())
+    }
+
+    fn wait_alive(&mut self, core: Coord, fw: FirmwareId) -> Result<()> {
+        let what = format!("alive record of {} on core {core}", fw.name());
+        let mut raw = [0u8; 32];
+        self.wait_until(&what, |dev| {
+            dev.backend.read(NocAddr::unicast(core, ALIVE as u64), &mut raw)?;
+            Ok(AliveRecord::read_from_bytes(&raw).is_ok_and(|a| a.magic == ALIVE_MAGIC))
+        })?;
+        let alive = AliveRecord::read_from_bytes(&raw).expect("32 bytes");
+        if alive.abi_version != ABI_VERSION {
+            return Err(DriverError::AbiMismatch { core, expected: ABI_VERSION, found: alive.abi_version });
+        }
+        if alive.firmware_id != fw as u32 {
+            let reason = format!("expected firmware {}, alive record says id {}", fw.name(), alive.firmware_id);
+            return Err(DriverError::BootFailed { core, reason });
+        }
+        if alive.core_xy != core.packed() {
+            let reason = format!("alive record names core {}", Coord::unpack(alive.core_xy));
+            return Err(DriverError::BootFailed { core, reason });
+        }
+        Ok(())
+    }
+
+    /// Polls `ready` until it holds. Gives up after
+    /// `stall_timeout_cycles` device cycles in which no core recorded any
+    /// trace event, with an error naming `what` and carrying a hang dump.
+    pub(crate) fn wait_until(&mut self, what: &str, mut ready: impl FnMut(&mut Device) -> Result<bool>) -> Result<()> {
+        let mut last_progress = self.progress()?;
+        let mut last_change = self.backend.poll()?;
+        let mut next_check = last_change + PROGRESS_CHECK_CYCLES;
+        loop {
+            if ready(self)? {
+                return Ok(());
+            }
+            let now = self.backend.poll()?;
+            if now >= next_check {
+                next_check = now + PROGRESS_CHECK_CYCLES;
+                let progress = self.progress()?;
+                if progress != last_progress {
+                    (last_progress, last_change) = (progress, now);
+                } else if now - last_change >= self.cfg.stall_timeout_cycles {
+                    let dump = HangDump::collect(self, what)?;
+                    return Err(DriverError::Timeout {
+                        what: what.to_owned(),
+                        cycles: now - last_change,
+                        dump: Box::new(dump),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Sum of every core's trace sequence number: moves whenever any core
+    /// does something worth recording.
+    fn progress(&mut self) -> Result<u64> {
+        let mut total = 0u64;
+        let cores: Vec<Coord> = self.all_cores().collect();
+        for core in cores {
+            total += self.backend.read_u32(NocAddr::unicast(core, TRACE_RING.base as u64))? as u64;
+        }
+        Ok(total)
+    }
+
+    /// CQ cores, then workers.
+    pub fn all_cores(&self) -> impl Iterator<Item = Coord> + '_ {
+        (0..self.cfg.num_cqs).flat_map(|q| [noc::prefetcher(q), noc::dispatcher(q)]).chain(self.workers())
+    }
+}
+
+fn validate(cfg: &DeviceConfig) -> Result<()> {
+    let bad = |m: String| Err(DriverError::Invalid(m));
+    if cfg.num_cqs == 0 || cfg.num_cqs > noc::MAX_CQS {
+        return bad(format!("{} command queues (1..={})", cfg.num_cqs, noc::MAX_CQS));
+    }
+    if !CqSysmemLayout::for_cq(0, cfg.issue_size, cfg.completion_size).is_valid() {
+        return bad("issue and completion queue sizes must be nonzero multiples of 64".into());
+    }
+    if cfg.fetch_entries == 0 || cfg.fetch_entries > cqlab_abi::fetch_queue::MAX_ENTRIES {
+        return bad(format!("{} fetch-queue entries (1..={})", cfg.fetch_entries, cqlab_abi::fetch_queue::MAX_ENTRIES));
+    }
+    let ring = cfg.ring_page_size as u64 * cfg.ring_pages as u64;
+    if !cfg.ring_page_size.is_power_of_two()
+        || !cfg.ring_pages.is_power_of_two()
+        || cfg.ring_page_size < 16
+        || ring > cqlab_abi::memory_map::DISPATCH_RING.size as u64
+    {
+        return bad(format!("dispatcher ring {}x{} bytes", cfg.ring_pages, cfg.ring_page_size));
+    }
+    if cfg.worker_cols == 0
+        || cfg.worker_rows == 0
+        || cfg.worker_cols > noc::MAX_WORKER_COLS
+        || cfg.worker_rows > noc::MAX_WORKER_ROWS
+    {
+        return bad(format!("worker grid {}x{}", cfg.worker_cols, cfg.worker_rows));
+    }
+    Ok(())
+}
