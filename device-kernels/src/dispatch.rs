@@ -300,6 +300,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         if counter || flags.contains(WaitFlags::WAIT_MEMORY) {
             let value = |p: &mut P| if counter { p.semaphore(addr) } else { p.read_u32(addr) };
             let observed = value(self.p);
+            trace(self.p, TraceKind::WaitTarget, flags.bits() as u32, addr);
             trace(self.p, TraceKind::WaitBegin, count, observed);
             let w = if counter && addr == sem::WORKERS_DONE { WCW } else { PWW };
             wait_until(self.p, w, |p| wrap_ge(value(p), count));

@@ -18,6 +18,11 @@ pub mod ring;
 pub mod trace;
 pub mod worker;
 
+#[cfg(test)]
+mod cq_tests;
+#[cfg(test)]
+mod fake;
+
 #[cfg(target_arch = "riscv32")]
 pub mod hal;
 #[cfg(all(target_arch = "riscv32", feature = "rt"))]

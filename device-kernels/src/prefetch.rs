@@ -72,6 +72,11 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         }
     }
 
+    /// Starts reading the issue queue at `rd` instead of its beginning.
+    pub fn set_issue_rd(&mut self, rd: RingPtr) {
+        self.issue_rd = rd;
+    }
+
     /// Serves the fetch queue until TERMINATE.
     pub fn run(mut self) -> ! {
         loop {

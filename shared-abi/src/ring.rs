@@ -30,13 +30,16 @@ impl RingPtr {
             Self::new(next, self.toggle())
         }
     }
-    /// Bytes written by `writer` not yet consumed by `reader` in a ring of `size`.
+    /// Bytes written by `writer` not yet consumed by `reader` in a ring of
+    /// `size`. Inconsistent pointers (a reader ahead of the writer) count as
+    /// a full ring: the writer then waits instead of overwriting unread data.
     pub const fn used(writer: Self, reader: Self, size: u32) -> u32 {
-        let (w, r) = (writer.offset_bytes(), reader.offset_bytes());
-        if writer.toggle() == reader.toggle() {
-            w - r
+        let (w, r) = (writer.offset_bytes() as u64, reader.offset_bytes() as u64);
+        let ahead = if writer.toggle() == reader.toggle() { w } else { w + size as u64 };
+        if ahead >= r && ahead - r <= size as u64 {
+            (ahead - r) as u32
         } else {
-            size - r + w
+            size
         }
     }
 }
@@ -67,6 +70,8 @@ mod tests {
         assert_eq!(RingPtr::used(r, r, 64), 0);
         assert_eq!(RingPtr::used(RingPtr::new(32, true), r, 64), 64);
         assert_eq!(RingPtr::used(RingPtr::new(16, true), r, 64), 48);
+        assert_eq!(RingPtr::used(RingPtr::new(16, false), r, 64), 64, "reader ahead of writer: treated as full");
+        assert_eq!(RingPtr::used(RingPtr::new(48, true), r, 64), 64, "writer lapped the reader: full");
     }
 
     #[test]

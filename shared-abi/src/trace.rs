@@ -100,4 +100,7 @@ trace_kinds! {
     Error = 15, "error";
     /// Clean exit on TERMINATE: arg0 = commands executed.
     Exit = 16, "exit";
+    /// What a wait watches, emitted before `WaitBegin`: arg0 = `WaitFlags`,
+    /// arg1 = L1 address or semaphore index.
+    WaitTarget = 17, "wait_target";
 }

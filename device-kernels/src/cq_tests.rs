@@ -1,0 +1,298 @@
+//! The CQ firmware logic against the fake core: relays, wraps, credits,
+//! stalls, completion records, and every bad-input path.
+
+use crate::dispatch::Dispatcher;
+use crate::fake::{run_until_stopped, End, FakeCore};
+use crate::prefetch::Prefetcher;
+use cqlab_abi::completion::{CompletionHeader, CompletionKind};
+use cqlab_abi::dispatch::WaitFlags;
+use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder};
+use cqlab_abi::fetch_queue::{slot_addr, FetchEntry, STALL_FLAG};
+use cqlab_abi::mailbox::{CqConfig, DeviceError, ErrorRecord, ERROR, ERROR_MAGIC, WAYPOINT};
+use cqlab_abi::memory_map::{CHUNK_AREA, DISPATCH_RING};
+use cqlab_abi::mmio::sem;
+use cqlab_abi::noc::{dispatcher, prefetcher, worker, NocAddr, PCIE};
+use cqlab_abi::ring::RingPtr;
+use cqlab_abi::sysmem::{COMPLETION_WR_PTR, CQ_HEADER_SIZE, FETCH_RD_COUNT, ISSUE_RD_PTR};
+use cqlab_abi::waypoint::{self, Waypoint};
+use std::vec::Vec;
+use zerocopy::FromBytes;
+
+const ISSUE: u32 = 4096;
+const COMPLETION: u32 = 1024;
+
+fn cfg(issue_size: u32, completion_size: u32) -> CqConfig {
+    CqConfig {
+        sysmem_base: 0,
+        issue_size,
+        completion_size,
+        cq_id: 0,
+        num_cqs: 1,
+        fetch_entries: 4,
+        cmd_buffer_size: CHUNK_AREA.size,
+        ring_page_size: 256,
+        ring_pages: 4,
+        peer_xy: 0,
+        dram_banks: 8,
+        _reserved: [0; 4],
+    }
+}
+
+fn encode(build: impl FnOnce(&mut Encoder<'_>) -> Result<(), EncodeError>) -> Vec<u8> {
+    let mut buf = std::vec![0u8; 1 << 16];
+    let mut e = Encoder::new(&mut buf);
+    build(&mut e).unwrap();
+    let n = e.len();
+    buf.truncate(n);
+    buf
+}
+
+fn inline(build: impl FnOnce(&mut DispatchWriter<'_>) -> Result<(), EncodeError>) -> Vec<u8> {
+    encode(|e| e.relay_inline(true, build))
+}
+
+fn word(mem: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(mem[at..at + 4].try_into().unwrap())
+}
+
+/// A prefetcher core whose issue queue holds `chunks` back to back from
+/// `start` (wrapping) with one fetch entry each.
+fn prefetcher_with(issue_size: u32, start: u32, chunks: &[(Vec<u8>, bool)]) -> (FakeCore, CqConfig) {
+    let mut core = FakeCore::new(prefetcher(0));
+    let c = CqConfig { peer_xy: dispatcher(0).packed(), ..cfg(issue_size, COMPLETION) };
+    let mut at = start;
+    for (i, (chunk, stall)) in chunks.iter().enumerate() {
+        for &b in chunk {
+            core.sysmem()[(CQ_HEADER_SIZE + at) as usize] = b;
+            at = (at + 1) % issue_size;
+        }
+        let entry = FetchEntry::new(chunk.len() as u64, *stall).unwrap();
+        core.set_l1(slot_addr(i as u32), &entry.raw().to_le_bytes());
+    }
+    (core, c)
+}
+
+fn run_prefetcher(core: &mut FakeCore, c: CqConfig, start: u32) -> End {
+    run_until_stopped(|| {
+        let mut p = Prefetcher::new(core, c);
+        p.set_issue_rd(RingPtr::new(start, false));
+        p.run()
+    })
+}
+
+fn waypoint_of(core: &FakeCore) -> Waypoint {
+    Waypoint(word(&core.l1, WAYPOINT as usize))
+}
+
+fn error_of(core: &FakeCore) -> ErrorRecord {
+    let rec = ErrorRecord::read_from_bytes(core.l1_bytes(ERROR, 64)).unwrap();
+    assert_eq!(rec.magic, ERROR_MAGIC);
+    rec
+}
+
+#[test]
+fn relay_inline_fills_the_ring_and_publishes_pointers() {
+    let chunk = inline(|w| w.write_linear(NocAddr::unicast(worker(0, 0), 0xA1000), &[0x5a; 40]));
+    let (mut core, c) = prefetcher_with(ISSUE, 0, &[(chunk.clone(), false)]);
+    assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck);
+    assert_eq!(waypoint_of(&core), waypoint::HQW, "idle again, waiting for the host");
+    let ring = &core.remote[&dispatcher(0)][DISPATCH_RING.base as usize..][..chunk.len() - 64];
+    assert_eq!(ring, &chunk[16..16 + ring.len()], "dispatch commands relayed verbatim");
+    let units = core.remote_sems[&(dispatcher(0), sem::RING_UNITS_FILLED)];
+    assert_eq!(units * 16, 64, "WRITE_LINEAR header + 48 padded payload bytes signalled");
+    assert_eq!(word(core.sysmem(), FETCH_RD_COUNT as usize), 1);
+    assert_eq!(RingPtr(word(core.sysmem(), ISSUE_RD_PTR as usize)).offset_bytes(), chunk.len() as u32);
+    assert_eq!(word(&core.l1, slot_addr(0) as usize), 0, "slot freed");
+}
+
+#[test]
+fn a_chunk_wrapping_the_issue_queue_is_read_in_two_pieces() {
+    let chunk = inline(|w| w.write_linear(NocAddr::unicast(worker(1, 1), 0xA1000), &[7; 100]));
+    assert_eq!(chunk.len(), 192);
+    let (mut core, c) = prefetcher_with(256, 128, &[(chunk.clone(), false)]);
+    assert_eq!(run_prefetcher(&mut core, c, 128), End::Stuck);
+    let ring = &core.remote[&dispatcher(0)][DISPATCH_RING.base as usize..][..128];
+    assert_eq!(ring, &chunk[16..144]);
+    let rd = RingPtr(word(core.sysmem(), ISSUE_RD_PTR as usize));
+    assert_eq!((rd.offset_bytes(), rd.toggle()), (64, true), "wrapped read pointer flips its toggle");
+}
+
+#[test]
+fn ring_credits_limit_the_prefetcher_and_the_ring_wraps() {
+    // Each chunk relays 512 bytes; the ring holds 1024.
+    let chunk = inline(|w| w.write_linear(NocAddr::unicast(worker(0, 0), 0), &[1; 496]));
+    let chunks = [(chunk.clone(), false), (chunk.clone(), false), (chunk.clone(), false)];
+    let (mut core, c) = prefetcher_with(ISSUE, 0, &chunks);
+    assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck);
+    assert_eq!(waypoint_of(&core), waypoint::DAPW, "third chunk waits for free pages");
+    assert_eq!(core.remote_sems[&(dispatcher(0), sem::RING_UNITS_FILLED)], 64, "two chunks signalled");
+
+    let (mut core, c) = prefetcher_with(ISSUE, 0, &chunks);
+    (core.peer_frees_pages, core.peer) = (Some(256), dispatcher(0).packed());
+    assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck);
+    assert_eq!(waypoint_of(&core), waypoint::HQW);
+    assert_eq!(core.remote_sems[&(dispatcher(0), sem::RING_UNITS_FILLED)], 96);
+    let ring = &core.remote[&dispatcher(0)][DISPATCH_RING.base as usize..][..16];
+    assert_eq!(ring, &chunk[16..32], "third chunk wrapped to the ring start");
+}
+
+#[test]
+fn stall_waits_for_the_dispatchers_release_count() {
+    let stall = encode(|e| e.stall());
+    let (mut core, c) = prefetcher_with(ISSUE, 0, &[(stall.clone(), false), (stall.clone(), false)]);
+    assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck);
+    assert_eq!(waypoint_of(&core), waypoint::PSW);
+    let (mut core, c) = prefetcher_with(ISSUE, 0, &[(stall.clone(), false), (stall, false)]);
+    core.semaphores[sem::STALL_RELEASE as usize] = 1;
+    assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck);
+    assert_eq!(waypoint_of(&core), waypoint::PSW, "second stall needs a second release");
+    assert_eq!(word(core.sysmem(), FETCH_RD_COUNT as usize), 2);
+}
+
+fn prefetch_error(chunk: Vec<u8>, stall: bool) -> ErrorRecord {
+    let (mut core, c) = prefetcher_with(ISSUE, 0, &[(chunk, stall)]);
+    assert_eq!(run_prefetcher(&mut core, c, 0), End::Halted);
+    assert_eq!(waypoint_of(&core), waypoint::BAD_CMD);
+    error_of(&core)
+}
+
+#[test]
+fn prefetcher_reports_bad_commands_and_halts() {
+    let mut bad = encode(|e| e.stall());
+    bad[0] = 0x7e;
+    let rec = prefetch_error(bad, false);
+    assert_eq!(rec.code, DeviceError::UnknownCommand as u32);
+    assert_eq!((rec.value, rec.bytes[0], rec.addr), (0x7e, 0x7e, CHUNK_AREA.base));
+
+    let rec = prefetch_error(encode(|e| e.exec_buf(0, 64, 1)), false);
+    assert_eq!(rec.code, DeviceError::ExecBufWithoutStall as u32);
+
+    let rec = prefetch_error(encode(|e| e.exec_buf_end()), false);
+    assert_eq!(rec.code, DeviceError::UnexpectedExecBufEnd as u32);
+
+    let mut dbg = encode(|e| e.debug(b"payload"));
+    dbg[17] ^= 1;
+    let rec = prefetch_error(dbg, false);
+    assert_eq!(rec.code, DeviceError::BadChecksum as u32);
+
+    let mut stride = encode(|e| e.debug(b"x"));
+    stride[12] = 0x80; // stride field no longer matches the length
+    assert_eq!(prefetch_error(stride, false).code, DeviceError::BadSize as u32);
+}
+
+#[test]
+fn zero_size_and_oversized_fetch_entries_are_rejected() {
+    let (mut core, c) = prefetcher_with(ISSUE, 0, &[]);
+    core.set_l1(slot_addr(0), &STALL_FLAG.to_le_bytes());
+    assert_eq!(run_prefetcher(&mut core, c, 0), End::Halted);
+    assert_eq!(error_of(&core).code, DeviceError::ZeroFetchEntry as u32);
+
+    let (mut core, c) = prefetcher_with(ISSUE, 0, &[]);
+    let big = FetchEntry::new(CHUNK_AREA.size as u64 + 64, false).unwrap();
+    core.set_l1(slot_addr(0), &big.raw().to_le_bytes());
+    assert_eq!(run_prefetcher(&mut core, c, 0), End::Halted);
+    assert_eq!(error_of(&core).code, DeviceError::BadSize as u32);
+}
+
+#[test]
+fn bad_configuration_is_reported_not_run() {
+    let mut core = FakeCore::new(prefetcher(0));
+    let c = CqConfig { ring_pages: 3, ..cfg(ISSUE, COMPLETION) };
+    assert_eq!(run_until_stopped(|| Prefetcher::new(&mut core, c).run()), End::Halted);
+    assert_eq!(error_of(&core).code, DeviceError::BadConfig as u32);
+}
+
+/// A dispatcher whose ring holds the dispatch commands `stream`.
+fn dispatcher_with(stream: &[u8], completion_size: u32) -> (FakeCore, CqConfig) {
+    let mut core = FakeCore::new(dispatcher(0));
+    let c = CqConfig { peer_xy: prefetcher(0).packed(), ..cfg(ISSUE, completion_size) };
+    core.set_l1(DISPATCH_RING.base, stream);
+    core.semaphores[sem::RING_UNITS_FILLED as usize] = stream.len() as u32 / 16;
+    (core, c)
+}
+
+fn dispatch_stream(build: impl FnOnce(&mut DispatchWriter<'_>) -> Result<(), EncodeError>) -> Vec<u8> {
+    let chunk = inline(build);
+    let len = u32::from_le_bytes(chunk[4..8].try_into().unwrap()) as usize;
+    chunk[16..16 + len].to_vec()
+}
+
+fn run_dispatcher(core: &mut FakeCore, c: CqConfig) -> End {
+    run_until_stopped(|| Dispatcher::new(core, c).run())
+}
+
+#[test]
+fn dispatcher_writes_data_and_completion_records_and_frees_pages() {
+    let dst = NocAddr::unicast(worker(2, 3), 0xA1000);
+    let data: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
+    let stream = dispatch_stream(|w| {
+        w.write_linear(dst, &data)?;
+        w.write_host(9, b"readback")
+    });
+    let (mut core, c) = dispatcher_with(&stream, COMPLETION);
+    assert_eq!(run_dispatcher(&mut core, c), End::Stuck);
+    assert_eq!(waypoint_of(&core), waypoint::UAPW, "waiting for more ring data");
+    assert_eq!(&core.remote[&worker(2, 3)][0xA1000..0xA1000 + 300], &data[..]);
+    let sysmem = core.sysmem().clone();
+    let base = (CQ_HEADER_SIZE + ISSUE) as usize;
+    let h = CompletionHeader::read_from_bytes(&sysmem[base..base + 16]).unwrap();
+    assert_eq!((h.kind, h.length, h.tag, h.seq), (CompletionKind::Data as u8, 8, 9, 0));
+    assert_eq!(&sysmem[base + 16..base + 24], b"readback");
+    assert_eq!(RingPtr(word(&sysmem, COMPLETION_WR_PTR as usize)), RingPtr::new(64, false));
+    // 16 + 304 + 16 + 16 = 352 bytes consumed: one whole 256-byte page.
+    assert_eq!(core.remote_sems[&(prefetcher(0), sem::RING_PAGES_FREED)], 1);
+}
+
+#[test]
+fn completion_queue_waits_for_the_host_and_wraps_with_toggle() {
+    let stream = dispatch_stream(|w| (0..3).try_for_each(|i| w.write_host(i, &[i as u8; 40])));
+    let (mut core, c) = dispatcher_with(&stream, 128);
+    assert_eq!(run_dispatcher(&mut core, c), End::Stuck);
+    assert_eq!(waypoint_of(&core), waypoint::QRBW, "ring of two records is full");
+
+    let (mut core, c) = dispatcher_with(&stream, 128);
+    core.host_drains = true;
+    assert_eq!(run_dispatcher(&mut core, c), End::Stuck);
+    assert_eq!(waypoint_of(&core), waypoint::UAPW);
+    let wr = RingPtr(word(core.sysmem(), COMPLETION_WR_PTR as usize));
+    assert_eq!((wr.offset_bytes(), wr.toggle()), (64, true), "third record wrapped to offset 0");
+}
+
+#[test]
+fn wait_counts_workers_clears_and_releases_the_prefetcher() {
+    let flags = WaitFlags::BARRIER | WaitFlags::WAIT_COUNTER | WaitFlags::CLEAR | WaitFlags::NOTIFY_PREFETCH;
+    let stream = dispatch_stream(|w| w.wait(flags, sem::WORKERS_DONE, 2));
+    let (mut core, c) = dispatcher_with(&stream, COMPLETION);
+    core.semaphores[sem::WORKERS_DONE as usize] = 1;
+    assert_eq!(run_dispatcher(&mut core, c), End::Stuck);
+    assert_eq!(waypoint_of(&core), waypoint::WCW);
+    assert!(!core.remote_sems.contains_key(&(prefetcher(0), sem::STALL_RELEASE)));
+
+    let (mut core, c) = dispatcher_with(&stream, COMPLETION);
+    core.semaphores[sem::WORKERS_DONE as usize] = 3;
+    assert_eq!(run_dispatcher(&mut core, c), End::Stuck);
+    assert_eq!(core.semaphores[sem::WORKERS_DONE as usize], 1, "CLEAR subtracts the count");
+    assert_eq!(core.remote_sems[&(prefetcher(0), sem::STALL_RELEASE)], 1);
+}
+
+#[test]
+fn dispatcher_reports_bad_commands_and_halts() {
+    let mut stream = dispatch_stream(|w| w.delay(1));
+    stream[0] = 0x03; // a prefetch id in the dispatch stream
+    let (mut core, c) = dispatcher_with(&stream, COMPLETION);
+    assert_eq!(run_dispatcher(&mut core, c), End::Halted);
+    let rec = error_of(&core);
+    assert_eq!((rec.code, rec.value, rec.addr), (DeviceError::UnknownCommand as u32, 3, DISPATCH_RING.base));
+
+    let mut stream = dispatch_stream(|w| w.debug(b"0123456789"));
+    stream[16] ^= 0xff;
+    let (mut core, c) = dispatcher_with(&stream, COMPLETION);
+    assert_eq!(run_dispatcher(&mut core, c), End::Halted);
+    assert_eq!(error_of(&core).code, DeviceError::BadChecksum as u32);
+
+    let stream = dispatch_stream(|w| w.write_host(1, &[0; 2000]));
+    let (mut core, c) = dispatcher_with(&stream[..64], COMPLETION);
+    assert_eq!(run_dispatcher(&mut core, c), End::Halted, "record larger than the completion queue");
+    assert_eq!(error_of(&core).code, DeviceError::BadSize as u32);
+    let _ = PCIE;
+}
