@@ -21,7 +21,12 @@ use std::fmt;
 
 /// A non-RAM access the bus could not serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AccessFault;
+pub enum AccessFault {
+    /// Nothing is mapped there (or not for this access size).
+    Unmapped,
+    /// A device register refused the access (e.g. an invalid NOC command).
+    Rejected(&'static str),
+}
 
 /// What a bus store asks of the hart afterwards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,10 +59,10 @@ pub struct NoBus;
 
 impl Bus for NoBus {
     fn load(&mut self, _: &mut Memory, _: u32, _: u32, _: u64) -> Result<u32, AccessFault> {
-        Err(AccessFault)
+        Err(AccessFault::Unmapped)
     }
     fn store(&mut self, _: &mut Memory, _: u32, _: u32, _: u32, _: u64) -> Result<StoreEffect, AccessFault> {
-        Err(AccessFault)
+        Err(AccessFault::Unmapped)
     }
 }
 
@@ -87,6 +92,11 @@ pub enum HaltReason {
     StoreFault {
         addr: u32,
     },
+    /// A device register refused the access.
+    Rejected {
+        addr: u32,
+        reason: &'static str,
+    },
 }
 
 /// A halt: the reason and the PC of the instruction that caused it.
@@ -111,6 +121,9 @@ impl fmt::Display for Halt {
             HaltReason::FetchFault => write!(f, "instruction fetch outside RAM at pc 0x{pc:08x}"),
             HaltReason::LoadFault { addr } => write!(f, "load from unmapped address 0x{addr:08x} at pc 0x{pc:08x}"),
             HaltReason::StoreFault { addr } => write!(f, "store to unmapped address 0x{addr:08x} at pc 0x{pc:08x}"),
+            HaltReason::Rejected { addr, reason } => {
+                write!(f, "device register 0x{addr:08x} refused the access at pc 0x{pc:08x}: {reason}")
+            }
         }
     }
 }
@@ -234,7 +247,7 @@ impl Hart {
         if let Some(w) = self.mem.window.as_ref() {
             if w.contains(addr, size as u64) {
                 let mut b = [0u8; 4];
-                w.read(addr, &mut b[..size as usize]).map_err(|_| AccessFault)?;
+                w.read(addr, &mut b[..size as usize]).map_err(|_| AccessFault::Unmapped)?;
                 return Ok(u32::from_le_bytes(b));
             }
         }
@@ -254,7 +267,7 @@ impl Hart {
     ) -> Result<Option<Stop>, AccessFault> {
         if let Some(w) = self.mem.window.as_mut() {
             if w.contains(addr, size as u64) {
-                w.write(addr, &value.to_le_bytes()[..size as usize]).map_err(|_| AccessFault)?;
+                w.write(addr, &value.to_le_bytes()[..size as usize]).map_err(|_| AccessFault::Unmapped)?;
                 return Ok(self.watch_hit(addr));
             }
         }
@@ -345,7 +358,8 @@ impl Hart {
                     }
                     None => match self.load_slow(bus, addr, $n, cycle) {
                         Ok(v) => v,
-                        Err(AccessFault) => halt!(HaltReason::LoadFault { addr }),
+                        Err(AccessFault::Unmapped) => halt!(HaltReason::LoadFault { addr }),
+                        Err(AccessFault::Rejected(reason)) => halt!(HaltReason::Rejected { addr, reason }),
                     },
                 };
                 x!($d.rd) = $conv(raw);
@@ -368,7 +382,8 @@ impl Hart {
                 } else {
                     match self.store_slow(bus, addr, $n, v, cycle) {
                         Ok(s) => s,
-                        Err(AccessFault) => halt!(HaltReason::StoreFault { addr }),
+                        Err(AccessFault::Unmapped) => halt!(HaltReason::StoreFault { addr }),
+                        Err(AccessFault::Rejected(reason)) => halt!(HaltReason::Rejected { addr, reason }),
                     }
                 };
                 pc = pc.wrapping_add(4);

@@ -4,19 +4,30 @@
 //! Layout: [`decode`] turns words into [`decode::Decoded`]; [`hart`] runs
 //! them against a [`memory::Memory`]; [`elf`] parses and checks images;
 //! [`exec`] runs one ELF to completion (riscv-tests/HTIF `tohost`
-//! convention). [`asm`] is a tiny encoder for in-process programs.
+//! convention). [`chip::Chip`] is the whole device: cores with
+//! [`core_mmio`] registers, [`noc`] timing, DRAM, sysmem, a deterministic
+//! scheduler seeded through [`rng`], configured by [`config::SimConfig`],
+//! with host access and a per-core [`debug::CoreDebug`] view. [`asm`] is a
+//! tiny encoder for in-process programs.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod asm;
 pub mod bench;
+pub mod chip;
+pub mod config;
+pub mod core_mmio;
 pub mod csr;
+pub mod debug;
 pub mod decode;
 pub mod disasm;
+mod dram;
 pub mod elf;
 pub mod exec;
 pub mod hart;
 mod history;
 pub mod memory;
+pub mod noc;
+pub mod rng;
 pub mod timing;
 
 #[cfg(test)]

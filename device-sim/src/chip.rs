@@ -1,0 +1,584 @@
+//! The chip: a grid of cores (workers, a prefetcher and a dispatcher per CQ)
+//! with L1 and MMIO each, DRAM banks and the PCIe endpoint to a sysmem buffer
+//! the simulator owns; a deterministic single-threaded scheduler; and the
+//! host-side access a driver uses in embedded mode.
+//!
+//! Time advances only in [`Chip::advance`] / [`Chip::run_until`]: the host
+//! hands control to the device when it waits, so seed + config + host
+//! program fix the whole run. The scheduler cuts time into slices of
+//! `quantum_cycles` (plus seeded jitter); each core runs to the slice end in a
+//! seeded rotation order, then NOC events due by then are delivered in
+//! (time, issue order). Host reads and writes take effect immediately and
+//! cost no simulated time.
+
+use crate::config::{ConfigError, SimConfig};
+use crate::core_mmio::{reg_offset, CoreBus, CoreMmio, NocIssue, TargetCheck};
+use crate::debug::CoreDebug;
+use crate::dram::Dram;
+use crate::elf::{ElfError, ElfImage, Window};
+use crate::hart::{Hart, Stop};
+use crate::memory::{Memory, Ram};
+use crate::noc::{endpoint_cost, farthest, trip, Event, EventKind};
+use crate::rng::Rng;
+use cqlab_abi::memory_map::ENTRY_POINT;
+use cqlab_abi::mmio::{self, NocCmd, MMIO_BASE, MMIO_SIZE};
+use cqlab_abi::noc::{self, endpoint, Coord, Endpoint, NocAddr, MAX_COORD};
+use std::collections::BinaryHeap;
+use thiserror::Error;
+
+/// A host access or boot step the chip cannot perform.
+#[derive(Debug, Error, PartialEq)]
+pub enum SimError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("no endpoint at {coord} (NOC address {addr:#018x})")]
+    NoEndpoint { coord: Coord, addr: u64 },
+    #[error("{what} at {coord}: {len} bytes at local address {local:#x} are out of range")]
+    OutOfRange { what: &'static str, coord: Coord, local: u64, len: usize },
+    #[error("MMIO at {coord} offset {offset:#x}: {reason}")]
+    Mmio { coord: Coord, offset: u64, reason: &'static str },
+    #[error("loading an ELF onto {coord}: {source}")]
+    Elf { coord: Coord, source: ElfError },
+    #[error("condition not met within {budget} cycles (device time {now})")]
+    Timeout { budget: u64, now: u64 },
+}
+
+/// One core: its hart (with L1) and its registers.
+pub struct Core {
+    pub coord: Coord,
+    pub hart: Hart,
+    pub mmio: CoreMmio,
+}
+
+/// Which cores exist, for validating NOC targets.
+struct Grid {
+    index: Vec<u16>,
+    l1_size: u32,
+    dram: Dram,
+    sysmem_size: usize,
+}
+
+const NO_CORE: u16 = u16::MAX;
+const GRID_SIDE: usize = MAX_COORD as usize + 1;
+
+impl Grid {
+    fn core(&self, c: Coord) -> Option<usize> {
+        match self.index.get(c.y as usize * GRID_SIDE + c.x as usize) {
+            Some(&i) if i != NO_CORE => Some(i as usize),
+            _ => None,
+        }
+    }
+
+    /// Checks that `len` bytes at `addr` exist (on every core of a multicast).
+    fn check_range(&self, addr: NocAddr, len: u64) -> Result<(), &'static str> {
+        let local = addr.local();
+        if addr.is_multicast() {
+            let (a, b) = (addr.coord(), addr.mcast_end());
+            if a.x > b.x || a.y > b.y {
+                return Err("multicast rectangle corners are reversed");
+            }
+            for y in a.y..=b.y {
+                for x in a.x..=b.x {
+                    if self.core(Coord::new(x, y)).is_none() {
+                        return Err("multicast rectangle includes a coordinate with no core");
+                    }
+                }
+            }
+            return self.check_core_range(local, len);
+        }
+        match endpoint(addr.coord()) {
+            Endpoint::Pcie => match local.checked_add(len) {
+                Some(end) if end <= self.sysmem_size as u64 => Ok(()),
+                _ => Err("sysmem range out of bounds"),
+            },
+            Endpoint::Dram { bank } => {
+                if self.dram.contains(bank as u32, local, len) {
+                    Ok(())
+                } else {
+                    Err("DRAM bank or range does not exist")
+                }
+            }
+            _ => match self.core(addr.coord()) {
+                Some(_) => self.check_core_range(local, len),
+                None => Err("no endpoint at the target coordinates"),
+            },
+        }
+    }
+
+    fn check_core_range(&self, local: u64, len: u64) -> Result<(), &'static str> {
+        if local + len <= self.l1_size as u64 || reg_offset(local, len).is_some() {
+            Ok(())
+        } else {
+            Err("target is neither inside L1 nor a 32-bit MMIO register")
+        }
+    }
+}
+
+impl TargetCheck for Grid {
+    fn check(&self, target: NocAddr, len: u32, _cmd: NocCmd) -> Result<(), &'static str> {
+        self.check_range(target, len as u64)
+    }
+}
+
+/// The simulated device.
+pub struct Chip {
+    cfg: SimConfig,
+    cores: Vec<Core>,
+    grid: Grid,
+    sysmem: Vec<u8>,
+    now: u64,
+    events: BinaryHeap<Event>,
+    seq: u64,
+    rng: Rng,
+    issued: Vec<NocIssue>,
+}
+
+impl Chip {
+    /// A powered-on chip: memories zeroed, every core held in reset.
+    pub fn new(cfg: SimConfig) -> Result<Self, SimError> {
+        cfg.validate()?;
+        let mut coords = Vec::new();
+        for row in 0..cfg.worker_rows {
+            for col in 0..cfg.worker_cols {
+                coords.push(noc::worker(col, row));
+            }
+        }
+        for cq in 0..cfg.num_cqs {
+            coords.push(noc::prefetcher(cq));
+            coords.push(noc::dispatcher(cq));
+        }
+        let mut index = vec![NO_CORE; GRID_SIDE * GRID_SIDE];
+        let cores = coords
+            .iter()
+            .enumerate()
+            .map(|(i, &coord)| {
+                index[coord.y as usize * GRID_SIDE + coord.x as usize] = i as u16;
+                let hart = Hart::new(Memory::new(Ram::new(0, cfg.l1_size), None), coord.packed(), ENTRY_POINT);
+                Core { coord, hart, mmio: CoreMmio::new(coord) }
+            })
+            .collect();
+        let grid = Grid {
+            index,
+            l1_size: cfg.l1_size,
+            dram: Dram::new(cfg.dram_banks, cfg.dram_bank_size),
+            sysmem_size: cfg.sysmem_size,
+        };
+        Ok(Chip {
+            sysmem: vec![0; cfg.sysmem_size],
+            rng: Rng::new(cfg.seed),
+            cfg,
+            cores,
+            grid,
+            now: 0,
+            events: BinaryHeap::new(),
+            seq: 0,
+            issued: Vec::new(),
+        })
+    }
+
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+
+    /// Device time in cycles.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// Every core's coordinates (workers row by row, then prefetcher and
+    /// dispatcher of each CQ).
+    pub fn cores(&self) -> impl Iterator<Item = Coord> + '_ {
+        self.cores.iter().map(|c| c.coord)
+    }
+
+    /// Direct access to a core (tests, tools). `None` if it does not exist.
+    pub fn core(&self, c: Coord) -> Option<&Core> {
+        self.grid.core(c).map(|i| &self.cores[i])
+    }
+
+    /// Host sysmem as the device sees it at the PCIe endpoint.
+    pub fn sysmem(&self) -> &[u8] {
+        &self.sysmem
+    }
+
+    pub fn sysmem_mut(&mut self) -> &mut [u8] {
+        &mut self.sysmem
+    }
+
+    fn core_or_err(&self, addr: NocAddr) -> Result<usize, SimError> {
+        self.grid.core(addr.coord()).ok_or(SimError::NoEndpoint { coord: addr.coord(), addr: addr.0 })
+    }
+
+    /// Host write through a BAR window: immediate, no simulated cost.
+    /// Reaches core L1 (invalidating decoded code), core registers
+    /// (SOFT_RESET, semaphores), DRAM and sysmem; multicast writes every core
+    /// of the rectangle.
+    pub fn write(&mut self, addr: NocAddr, data: &[u8]) -> Result<(), SimError> {
+        self.grid.check_range(addr, data.len() as u64).map_err(|reason| self.range_error(addr, data.len(), reason))?;
+        if addr.is_multicast() {
+            let (a, b) = (addr.coord(), addr.mcast_end());
+            for y in a.y..=b.y {
+                for x in a.x..=b.x {
+                    self.write(NocAddr::unicast(Coord::new(x, y), addr.local()), data)?;
+                }
+            }
+            return Ok(());
+        }
+        let local = addr.local();
+        match endpoint(addr.coord()) {
+            Endpoint::Pcie => self.sysmem[local as usize..local as usize + data.len()].copy_from_slice(data),
+            Endpoint::Dram { bank } => self.grid.dram.write(bank as u32, local, data),
+            _ => {
+                let i = self.core_or_err(addr)?;
+                if local < self.cfg.l1_size as u64 {
+                    self.cores[i]
+                        .hart
+                        .mem
+                        .l1
+                        .write(local as u32, data)
+                        .map_err(|_| self.range_error(addr, data.len(), "L1"))?;
+                } else {
+                    let v = u32::from_le_bytes(data.try_into().expect("checked: one register"));
+                    self.host_write_reg(i, local, v)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn range_error(&self, addr: NocAddr, len: usize, reason: &'static str) -> SimError {
+        let coord = addr.coord();
+        match endpoint(coord) {
+            Endpoint::Nothing => SimError::NoEndpoint { coord, addr: addr.0 },
+            _ if self.grid.core(coord).is_none()
+                && !matches!(endpoint(coord), Endpoint::Pcie | Endpoint::Dram { .. }) =>
+            {
+                SimError::NoEndpoint { coord, addr: addr.0 }
+            }
+            _ => SimError::OutOfRange { what: reason, coord, local: addr.local(), len },
+        }
+    }
+
+    fn host_write_reg(&mut self, i: usize, local: u64, v: u32) -> Result<(), SimError> {
+        let core = &mut self.cores[i];
+        let off = (local - MMIO_BASE as u64) as u32;
+        if off == mmio::SOFT_RESET {
+            let hold = v != 0;
+            if core.mmio.in_reset && !hold {
+                // Release: the hart starts at the entry point with zeroed
+                // registers; its cycle counter is already at device time.
+                core.hart.reset(ENTRY_POINT);
+            }
+            core.mmio.in_reset = hold;
+            return Ok(());
+        }
+        match core.mmio.semaphore_mut(off) {
+            Some(s) => {
+                *s = v;
+                Ok(())
+            }
+            None => Err(SimError::Mmio {
+                coord: core.coord,
+                offset: off as u64,
+                reason: "the host may write SOFT_RESET and semaphores only",
+            }),
+        }
+    }
+
+    /// Host read through a BAR window: immediate, no simulated cost.
+    pub fn read(&self, addr: NocAddr, buf: &mut [u8]) -> Result<(), SimError> {
+        if addr.is_multicast() {
+            return Err(SimError::Mmio {
+                coord: addr.coord(),
+                offset: addr.local(),
+                reason: "reads cannot be multicast",
+            });
+        }
+        self.grid.check_range(addr, buf.len() as u64).map_err(|reason| self.range_error(addr, buf.len(), reason))?;
+        let local = addr.local();
+        match endpoint(addr.coord()) {
+            Endpoint::Pcie => buf.copy_from_slice(&self.sysmem[local as usize..local as usize + buf.len()]),
+            Endpoint::Dram { bank } => self.grid.dram.read(bank as u32, local, buf),
+            _ => {
+                let core = &self.cores[self.core_or_err(addr)?];
+                if local < self.cfg.l1_size as u64 {
+                    core.hart.mem.l1.read(local as u32, buf).map_err(|_| self.range_error(addr, buf.len(), "L1"))?;
+                } else {
+                    let off = (local - MMIO_BASE as u64) as u32;
+                    let v = core.mmio.read(off).ok_or(SimError::Mmio {
+                        coord: core.coord,
+                        offset: off as u64,
+                        reason: "no register there",
+                    })?;
+                    buf.copy_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn read_u32(&self, addr: NocAddr) -> Result<u32, SimError> {
+        let mut b = [0; 4];
+        self.read(addr, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    pub fn write_u32(&mut self, addr: NocAddr, v: u32) -> Result<(), SimError> {
+        self.write(addr, &v.to_le_bytes())
+    }
+
+    /// Boot helper: writes `image`'s segments (and zeroed `.bss`) into the
+    /// L1 of `core` through the host path. The core stays as it is (held in
+    /// reset at power-on); release it with [`Chip::set_reset`].
+    pub fn load_elf(&mut self, core: Coord, image: &ElfImage) -> Result<(), SimError> {
+        self.core_or_err(NocAddr::unicast(core, 0))?;
+        image
+            .check_fits(&[Window { name: "L1", base: 0, size: self.cfg.l1_size }])
+            .map_err(|source| SimError::Elf { coord: core, source })?;
+        for s in &image.segments {
+            let mut bytes = s.data.clone();
+            bytes.resize(s.mem_size as usize, 0);
+            self.write(NocAddr::unicast(core, s.addr as u64), &bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Holds (`true`) or releases (`false`) a core's soft reset, exactly as a
+    /// host write of SOFT_RESET through the BAR.
+    pub fn set_reset(&mut self, core: Coord, hold: bool) -> Result<(), SimError> {
+        self.write_u32(NocAddr::unicast(core, (MMIO_BASE + mmio::SOFT_RESET) as u64), hold as u32)
+    }
+
+    /// Lets the device run `cycles` cycles. Returns the new device time.
+    pub fn advance(&mut self, cycles: u64) -> u64 {
+        let end = self.now.saturating_add(cycles);
+        while self.now < end {
+            let q = self.cfg.quantum_cycles + self.rng.upto(self.cfg.quantum_jitter);
+            let slice_end = (self.now + q).min(end);
+            let n = self.cores.len();
+            let first = self.rng.upto(n as u64 - 1) as usize;
+            for k in 0..n {
+                self.run_core((first + k) % n, slice_end);
+            }
+            self.now = slice_end;
+            self.deliver_until(slice_end);
+        }
+        self.now
+    }
+
+    /// Runs until `done(self)` holds, checking at every slice end, for at
+    /// most `budget` cycles. Returns the device time when it held.
+    pub fn run_until(&mut self, mut done: impl FnMut(&Chip) -> bool, budget: u64) -> Result<u64, SimError> {
+        let deadline = self.now.saturating_add(budget);
+        loop {
+            if done(self) {
+                return Ok(self.now);
+            }
+            if self.now >= deadline {
+                return Err(SimError::Timeout { budget, now: self.now });
+            }
+            let step = self.cfg.quantum_cycles.min(deadline - self.now);
+            self.advance(step);
+        }
+    }
+
+    fn run_core(&mut self, i: usize, slice_end: u64) {
+        let Chip { cores, grid, issued, rng, cfg, .. } = self;
+        let core = &mut cores[i];
+        let behind = slice_end.saturating_sub(core.hart.cycle());
+        if core.mmio.in_reset || core.hart.halted().is_some() {
+            // Idle cores keep their counters at device time.
+            core.hart.skip_cycles(behind);
+            return;
+        }
+        if cfg.faults.core_stall_prob > 0.0 && rng.chance(cfg.faults.core_stall_prob) {
+            core.hart.skip_cycles(cfg.faults.core_stall_cycles);
+        }
+        loop {
+            let mut bus = CoreBus { mmio: &mut core.mmio, issued, targets: &*grid };
+            match core.hart.run(&mut bus, slice_end) {
+                Stop::CycleLimit => break,
+                Stop::Halted(_) => {
+                    let behind = slice_end.saturating_sub(core.hart.cycle());
+                    core.hart.skip_cycles(behind);
+                    break;
+                }
+                Stop::Yield | Stop::Watch { .. } => {}
+            }
+        }
+        let src = i;
+        let from = core.coord;
+        for issue in std::mem::take(&mut self.issued) {
+            self.schedule(src, from, issue);
+        }
+    }
+
+    fn push(&mut self, time: u64, kind: EventKind) {
+        self.seq += 1;
+        self.events.push(Event { time, seq: self.seq, kind });
+    }
+
+    fn jitter(&mut self) -> u64 {
+        self.rng.upto(self.cfg.faults.noc_jitter_cycles)
+    }
+
+    fn schedule(&mut self, src: usize, from: Coord, issue: NocIssue) {
+        let cfg = &self.cfg;
+        let to = farthest(from, issue.target);
+        let target = issue.target;
+        match issue.cmd {
+            NocCmd::Read => {
+                let t =
+                    trip(cfg, from, to, 0) + endpoint_cost(cfg, to, issue.len, true) + trip(cfg, to, from, issue.len);
+                let time = issue.time + t + self.jitter();
+                self.push(time, EventKind::ReadComplete { src, target, local: issue.local, len: issue.len });
+            }
+            NocCmd::Write | NocCmd::AtomicInc => {
+                let bytes = if issue.cmd == NocCmd::Write { issue.len } else { 4 };
+                let arrive =
+                    issue.time + trip(cfg, from, to, bytes) + endpoint_cost(cfg, to, bytes, false) + self.jitter();
+                let ack = arrive + trip(&self.cfg, to, from, 0);
+                if issue.cmd == NocCmd::Write {
+                    self.push(arrive, EventKind::WriteArrive { target, data: issue.data });
+                    self.push(ack, EventKind::WriteAck { src });
+                } else {
+                    self.push(arrive, EventKind::AtomicArrive { target, value: issue.value });
+                    self.push(ack, EventKind::AtomicAck { src });
+                }
+            }
+        }
+    }
+
+    fn deliver_until(&mut self, t: u64) {
+        while self.events.peek().is_some_and(|e| e.time <= t) {
+            let e = self.events.pop().expect("peeked");
+            // Targets were validated at issue and memories never shrink, so
+            // deliveries cannot fail.
+            match e.kind {
+                EventKind::WriteArrive { target, data } => self.noc_write(target, &data),
+                EventKind::WriteAck { src } => {
+                    let c = &mut self.cores[src].mmio.counters;
+                    c.writes_acked = c.writes_acked.wrapping_add(1);
+                }
+                EventKind::AtomicArrive { target, value } => self.noc_atomic(target, value),
+                EventKind::AtomicAck { src } => {
+                    let c = &mut self.cores[src].mmio.counters;
+                    c.atomics_acked = c.atomics_acked.wrapping_add(1);
+                }
+                EventKind::ReadComplete { src, target, local, len } => {
+                    let mut buf = vec![0; len as usize];
+                    self.noc_read(target, &mut buf);
+                    self.cores[src].hart.mem.l1.write(local, &buf).expect("validated at issue");
+                    let c = &mut self.cores[src].mmio.counters;
+                    c.reads_acked = c.reads_acked.wrapping_add(1);
+                }
+            }
+        }
+    }
+
+    /// A NOC write: like a host write, except that to MMIO it may set any
+    /// semaphore (and nothing else).
+    fn noc_write(&mut self, target: NocAddr, data: &[u8]) {
+        if target.local() >= MMIO_BASE as u64 && !target.is_multicast() {
+            if let Some(i) = self.grid.core(target.coord()) {
+                let off = (target.local() - MMIO_BASE as u64) as u32;
+                if let Some(s) = self.cores[i].mmio.semaphore_mut(off) {
+                    *s = u32::from_le_bytes(data.try_into().expect("one register"));
+                }
+                return;
+            }
+        }
+        self.write(target, data).expect("validated at issue");
+    }
+
+    fn noc_read(&self, target: NocAddr, buf: &mut [u8]) {
+        self.read(target, buf).expect("validated at issue");
+    }
+
+    fn noc_atomic(&mut self, target: NocAddr, value: u32) {
+        let local = target.local();
+        if (MMIO_BASE as u64..(MMIO_BASE + MMIO_SIZE) as u64).contains(&local) {
+            if let Some(i) = self.grid.core(target.coord()) {
+                let off = (local - MMIO_BASE as u64) as u32;
+                if let Some(s) = self.cores[i].mmio.semaphore_mut(off) {
+                    *s = s.wrapping_add(value);
+                }
+                return;
+            }
+        }
+        let old = self.read_u32(target).expect("validated at issue");
+        self.write_u32(target, old.wrapping_add(value)).expect("validated at issue");
+    }
+
+    /// Hang-dump view of one core; `None` if there is no core there.
+    pub fn core_debug(&self, coord: Coord) -> Option<CoreDebug> {
+        self.core(coord).map(|c| CoreDebug::of(c, crate::HISTORY_LEN))
+    }
+
+    /// NOC transactions issued but not yet delivered or acknowledged.
+    pub fn in_flight(&self) -> usize {
+        self.events.len()
+    }
+
+    /// A 64-bit digest of the whole device state (memories, registers,
+    /// counters, sysmem, DRAM, pending events, time). Equal digests mean
+    /// (up to hash collisions) bit-identical runs.
+    pub fn digest(&self) -> u64 {
+        let mut h = Digest::default();
+        h.u64(self.now);
+        for c in &self.cores {
+            h.u64(c.coord.packed() as u64);
+            h.u64(c.hart.pc() as u64);
+            h.u64(c.hart.cycle());
+            h.u64(c.hart.instret());
+            for r in c.hart.regs() {
+                h.u64(r as u64);
+            }
+            h.str(&format!("{:?}{:?}", c.hart.halted(), c.mmio));
+            h.bytes(c.hart.mem.l1.bytes());
+        }
+        for (bank, bytes) in self.grid.dram.touched() {
+            h.u64(bank as u64);
+            h.bytes(bytes);
+        }
+        h.bytes(&self.sysmem);
+        let mut pending: Vec<&Event> = self.events.iter().collect();
+        pending.sort_by_key(|e| (e.time, e.seq));
+        for e in pending {
+            h.str(&format!("{e:?}"));
+        }
+        h.0
+    }
+}
+
+/// FNV-1a-style 64-bit digest over words (fast enough to hash every L1).
+struct Digest(u64);
+
+impl Default for Digest {
+    fn default() -> Self {
+        Digest(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Digest {
+    fn u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(29);
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        let mut chunks = b.chunks_exact(8);
+        for c in &mut chunks {
+            self.u64(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        for &x in chunks.remainder() {
+            self.u64(x as u64);
+        }
+        self.u64(b.len() as u64);
+    }
+    fn str(&mut self, s: &str) {
+        self.bytes(s.as_bytes());
+    }
+}
+
+#[cfg(test)]
+#[path = "chip_tests.rs"]
+mod tests;

@@ -1,0 +1,302 @@
+//! Chip-level tests: host access, boot, NOC writes/reads/atomics with
+//! timing, MMIO validation, debug view and determinism.
+
+use super::*;
+use crate::asm::*;
+use crate::config::Faults;
+use crate::csr;
+use crate::hart::HaltReason;
+use cqlab_abi::mailbox;
+use cqlab_abi::memory_map::{CODE, USER};
+use cqlab_abi::mmio::{semaphore, NOC_ATOMICS_ACKED, NOC_READS_ACKED, NOC_WRITES_ACKED};
+use cqlab_abi::noc::{dispatcher, dram_bank, prefetcher, worker, PCIE};
+use cqlab_abi::waypoint;
+
+fn small() -> SimConfig {
+    SimConfig {
+        worker_cols: 2,
+        worker_rows: 2,
+        num_cqs: 1,
+        dram_banks: 2,
+        dram_bank_size: 1 << 20,
+        sysmem_size: 1 << 20,
+        ..Default::default()
+    }
+}
+
+fn boot(chip: &mut Chip, core: Coord, words: &[u32]) {
+    chip.write(NocAddr::unicast(core, CODE.base as u64), &to_bytes(words)).unwrap();
+    chip.set_reset(core, false).unwrap();
+}
+
+fn reg(core: Coord, off: u32) -> NocAddr {
+    NocAddr::unicast(core, (MMIO_BASE + off) as u64)
+}
+
+const MMIO: u32 = 10; // x10 holds MMIO_BASE in the test programs
+
+/// sw `src` into register `off` of this core.
+fn set(off: u32, src: u32) -> u32 {
+    sw(src, MMIO, off as i32)
+}
+
+/// Issue `cmd` with target from params[`p`], [`p`+1] (at x6), local `x7`, len `len`.
+fn issue(p: i32, local_reg: u32, len: i32, cmd: NocCmd) -> Vec<u32> {
+    vec![
+        lw(7, 6, 4 * p),
+        set(mmio::NOC_TARGET_LO, 7),
+        lw(7, 6, 4 * p + 4),
+        set(mmio::NOC_TARGET_HI, 7),
+        set(mmio::NOC_LOCAL_ADDR, local_reg),
+        addi(7, 0, len),
+        set(mmio::NOC_LEN, 7),
+        addi(7, 0, cmd as i32),
+        set(mmio::NOC_CMD, 7),
+    ]
+}
+
+/// Spin until counter register `off` is non-zero.
+fn wait_nonzero(off: u32) -> [u32; 2] {
+    [lw(7, MMIO, off as i32), beq(7, 0, -4)]
+}
+
+fn prologue() -> Vec<u32> {
+    let mut p = li(MMIO, MMIO_BASE).to_vec();
+    p.extend(li(6, USER.base));
+    p
+}
+
+/// Worker: burn a core-dependent number of cycles, send its hart id to the
+/// dispatcher's slot (params 0,1), wait for the ack, increment the
+/// dispatcher's semaphore 0 (params 2,3), wait, halt.
+fn worker_program() -> Vec<u32> {
+    let mut p = prologue();
+    p.extend([csrrs(5, csr::MHARTID as u32, 0), sw(5, 6, 0x40), andi(8, 5, 0x7f), slli(8, 8, 3), addi(8, 8, 1)]);
+    p.extend([addi(8, 8, -1), bne(8, 0, -4)]);
+    p.push(addi(11, 6, 0x40));
+    p.extend(issue(0, 11, 4, NocCmd::Write));
+    p.extend(wait_nonzero(NOC_WRITES_ACKED));
+    p.extend([addi(7, 0, 1), set(mmio::NOC_ATOMIC_VALUE, 7)]);
+    p.extend(issue(2, 11, 4, NocCmd::AtomicInc));
+    p.extend(wait_nonzero(NOC_ATOMICS_ACKED));
+    p.push(ECALL);
+    p
+}
+
+/// Dispatcher: wait for semaphore 0 to reach `n`, sum the `n` slots at
+/// USER.base, store the sum and the cycle at USER.base + 0x400, halt.
+fn dispatcher_program(n: i32) -> Vec<u32> {
+    let mut p = prologue();
+    p.extend([addi(8, 0, n), lw(7, MMIO, semaphore(0) as i32), bne(7, 8, -4)]);
+    p.extend([addi(9, 0, 0), addi(11, 0, n)]);
+    p.extend([lw(12, 6, 0), add(9, 9, 12), addi(6, 6, 4), addi(11, 11, -1), bne(11, 0, -16)]);
+    p.extend(li(6, USER.base + 0x400));
+    p.extend([sw(9, 6, 0), csrrs(13, csr::MCYCLE as u32, 0), sw(13, 6, 4), ECALL]);
+    p
+}
+
+fn gather(cfg: SimConfig) -> (Chip, u64) {
+    let mut chip = Chip::new(cfg).unwrap();
+    let d = dispatcher(0);
+    let workers: Vec<Coord> = chip.cores().filter(|c| noc::worker_index(*c).is_some()).collect();
+    for (i, &w) in workers.iter().enumerate() {
+        let params = [
+            NocAddr::unicast(d, (USER.base + 4 * i as u32) as u64).words(),
+            NocAddr::unicast(d, (MMIO_BASE + semaphore(0)) as u64).words(),
+        ];
+        let bytes: Vec<u8> = params.iter().flat_map(|(lo, hi)| [*lo, *hi]).flat_map(u32::to_le_bytes).collect();
+        chip.write(NocAddr::unicast(w, USER.base as u64), &bytes).unwrap();
+        boot(&mut chip, w, &worker_program());
+    }
+    boot(&mut chip, d, &dispatcher_program(workers.len() as i32));
+    let done = |c: &Chip| c.core(dispatcher(0)).unwrap().hart.halted().is_some();
+    let t = chip.run_until(done, 1_000_000).unwrap();
+    (chip, t)
+}
+
+#[test]
+fn workers_gather_on_the_dispatcher_through_noc_writes_and_atomics() {
+    let (chip, _) = gather(small());
+    let d = dispatcher(0);
+    let expected: u32 = chip.cores().filter(|c| noc::worker_index(*c).is_some()).map(|c| c.packed()).sum();
+    let out = NocAddr::unicast(d, (USER.base + 0x400) as u64);
+    assert_eq!(chip.read_u32(out).unwrap(), expected);
+    assert_eq!(chip.read_u32(reg(d, semaphore(0))).unwrap(), 4);
+    let dbg = chip.core_debug(d).unwrap();
+    assert_eq!(dbg.halt.map(|h| h.reason), Some(HaltReason::Ecall));
+    // The dispatcher saw all four increments only after real NOC latency.
+    let finished_at = chip.read_u32(out.offset(4)).unwrap() as u64;
+    assert!(finished_at > 2 * trip(chip.config(), worker(0, 0), d, 4), "finished at {finished_at}");
+    for c in chip.cores().filter(|c| noc::worker_index(*c).is_some()) {
+        let dbg = chip.core_debug(c).unwrap();
+        assert_eq!(dbg.halt.map(|h| h.reason), Some(HaltReason::Ecall), "{dbg}");
+        assert_eq!((dbg.counters.writes_issued, dbg.counters.writes_acked), (1, 1));
+        assert_eq!((dbg.counters.atomics_issued, dbg.counters.atomics_acked), (1, 1));
+    }
+    assert_eq!(chip.in_flight(), 0);
+}
+
+#[test]
+fn same_seed_same_run_and_other_seeds_differ() {
+    let noisy = |seed| SimConfig {
+        seed,
+        quantum_cycles: 64,
+        quantum_jitter: 50,
+        faults: Faults { core_stall_prob: 0.3, core_stall_cycles: 40, noc_jitter_cycles: 30 },
+        ..small()
+    };
+    let (a, ta) = gather(noisy(1));
+    let (b, tb) = gather(noisy(1));
+    assert_eq!((a.digest(), ta), (b.digest(), tb), "same seed must replay bit-identically");
+    let (c, _) = gather(noisy(2));
+    assert_ne!(a.digest(), c.digest(), "the seed drives quanta, stalls and jitter");
+}
+
+#[test]
+fn noc_read_from_dram_and_write_to_sysmem() {
+    let mut chip = Chip::new(small()).unwrap();
+    let w = worker(1, 1);
+    let payload: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(7)).collect();
+    chip.write(NocAddr::unicast(dram_bank(1), 0x1000), &payload).unwrap();
+    let params = [NocAddr::unicast(dram_bank(1), 0x1000).words(), NocAddr::unicast(PCIE, 0x2000).words()];
+    let bytes: Vec<u8> = params.iter().flat_map(|(lo, hi)| [*lo, *hi]).flat_map(u32::to_le_bytes).collect();
+    chip.write(NocAddr::unicast(w, USER.base as u64), &bytes).unwrap();
+    let mut p = prologue();
+    p.push(addi(11, 6, 0x100));
+    p.extend(issue(0, 11, 64, NocCmd::Read));
+    p.extend(wait_nonzero(NOC_READS_ACKED));
+    p.extend(issue(2, 11, 64, NocCmd::Write));
+    p.extend(wait_nonzero(NOC_WRITES_ACKED));
+    p.push(ECALL);
+    boot(&mut chip, w, &p);
+    let t = chip.run_until(|c| c.core(w).unwrap().hart.halted().is_some(), 100_000).unwrap();
+    assert_eq!(&chip.sysmem()[0x2000..0x2040], &payload[..]);
+    let cfg = chip.config();
+    let minimum = cfg.dram_latency_cycles + cfg.pcie.write_latency_cycles;
+    assert!(t > minimum, "round trips took {t} cycles, expected more than {minimum}");
+}
+
+#[test]
+fn host_access_reaches_l1_registers_dram_and_sysmem() {
+    let mut chip = Chip::new(small()).unwrap();
+    let w = worker(0, 1);
+    chip.write_u32(NocAddr::unicast(w, USER.base as u64), 0xfeed).unwrap();
+    assert_eq!(chip.read_u32(NocAddr::unicast(w, USER.base as u64)).unwrap(), 0xfeed);
+    chip.write_u32(reg(w, semaphore(3)), 9).unwrap();
+    assert_eq!(chip.read_u32(reg(w, semaphore(3))).unwrap(), 9);
+    assert_eq!(chip.read_u32(reg(w, mmio::CORE_ID)).unwrap(), w.packed());
+    assert_eq!(chip.read_u32(reg(w, mmio::SOFT_RESET)).unwrap(), 1, "cores power on held in reset");
+    chip.write_u32(NocAddr::unicast(dram_bank(0), 8), 5).unwrap();
+    assert_eq!(chip.read_u32(NocAddr::unicast(dram_bank(0), 8)).unwrap(), 5);
+    chip.write_u32(NocAddr::unicast(PCIE, 16), 6).unwrap();
+    assert_eq!(chip.sysmem()[16], 6);
+    // Multicast from the host writes every worker.
+    chip.write_u32(NocAddr::multicast(worker(0, 0), worker(1, 1), USER.base as u64 + 8), 77).unwrap();
+    for c in [worker(0, 0), worker(1, 0), worker(0, 1), worker(1, 1)] {
+        assert_eq!(chip.read_u32(NocAddr::unicast(c, USER.base as u64 + 8)).unwrap(), 77);
+    }
+    // Errors say where.
+    let nowhere = NocAddr::unicast(Coord::new(40, 40), 0);
+    assert!(matches!(chip.write_u32(nowhere, 1), Err(SimError::NoEndpoint { .. })));
+    assert!(matches!(chip.read_u32(NocAddr::unicast(worker(5, 5), 0)), Err(SimError::NoEndpoint { .. })));
+    assert!(matches!(chip.read_u32(NocAddr::unicast(prefetcher(1), 0)), Err(SimError::NoEndpoint { .. })));
+    assert!(matches!(
+        chip.write_u32(NocAddr::unicast(w, chip.config().l1_size as u64 - 2), 1),
+        Err(SimError::OutOfRange { .. })
+    ));
+    assert!(matches!(chip.write_u32(reg(w, mmio::NOC_CMD), 1), Err(SimError::Mmio { .. })));
+    assert!(matches!(chip.read_u32(NocAddr::unicast(dram_bank(2), 0)), Err(SimError::OutOfRange { .. })));
+}
+
+#[test]
+fn reset_holds_cores_and_release_starts_them_at_the_entry_point() {
+    let mut chip = Chip::new(small()).unwrap();
+    let w = worker(0, 0);
+    let counter = NocAddr::unicast(w, USER.base as u64);
+    let mut p = li(6, USER.base).to_vec();
+    p.extend([lw(7, 6, 0), addi(7, 7, 1), sw(7, 6, 0), jal(0, -12)]);
+    chip.write(NocAddr::unicast(w, CODE.base as u64), &to_bytes(&p)).unwrap();
+    chip.advance(1000);
+    assert_eq!(chip.read_u32(counter).unwrap(), 0, "held in reset");
+    chip.set_reset(w, false).unwrap();
+    chip.advance(1000);
+    let n = chip.read_u32(counter).unwrap();
+    assert!(n > 50, "ran {n} iterations");
+    chip.set_reset(w, true).unwrap();
+    chip.advance(1000);
+    assert_eq!(chip.read_u32(counter).unwrap(), n, "held again");
+    assert_eq!(chip.core(w).unwrap().hart.cycle(), chip.now(), "counters track device time");
+}
+
+#[test]
+fn debug_view_shows_waypoint_pc_and_recent_pcs() {
+    let mut chip = Chip::new(small()).unwrap();
+    let w = worker(1, 0);
+    let mut p = li(6, mailbox::WAYPOINT).to_vec();
+    p.extend(li(7, waypoint::HQW.0));
+    p.extend([sw(7, 6, 0), jal(0, 0)]);
+    boot(&mut chip, w, &p);
+    chip.advance(500);
+    let dbg = chip.core_debug(w).unwrap();
+    assert_eq!(dbg.waypoint, waypoint::HQW);
+    assert_eq!(dbg.pc, CODE.base + 20);
+    assert_eq!(dbg.last_pcs.last(), Some(&(CODE.base + 20)));
+    assert!(dbg.halt.is_none() && !dbg.in_reset);
+    let text = dbg.to_string();
+    assert!(text.contains("waypoint 'HQW'") && text.contains("fetch-queue"), "{text}");
+    assert!(chip.core_debug(Coord::new(40, 40)).is_none());
+}
+
+#[test]
+fn invalid_noc_commands_halt_the_core_with_the_reason() {
+    let mut chip = Chip::new(small()).unwrap();
+    let w = worker(0, 0);
+    let mut p = li(MMIO, MMIO_BASE).to_vec();
+    p.extend([set(mmio::NOC_LEN, 0), addi(7, 0, NocCmd::Write as i32), set(mmio::NOC_CMD, 7), ECALL]);
+    boot(&mut chip, w, &p);
+    chip.advance(200);
+    let h = chip.core_debug(w).unwrap().halt.unwrap();
+    assert!(matches!(h.reason, HaltReason::Rejected { reason, .. } if reason.contains("NOC_LEN")), "{h}");
+    // A target with no endpoint is refused at issue, not lost in flight.
+    let mut chip = Chip::new(small()).unwrap();
+    let (lo, hi) = NocAddr::unicast(Coord::new(40, 40), 0).words();
+    let mut p = li(MMIO, MMIO_BASE).to_vec();
+    p.extend(li(7, lo));
+    p.push(set(mmio::NOC_TARGET_LO, 7));
+    p.extend(li(7, hi));
+    p.extend([set(mmio::NOC_TARGET_HI, 7), addi(7, 0, 4), set(mmio::NOC_LEN, 7)]);
+    p.extend([set(mmio::NOC_LOCAL_ADDR, 0), addi(7, 0, NocCmd::Write as i32), set(mmio::NOC_CMD, 7), ECALL]);
+    boot(&mut chip, w, &p);
+    chip.advance(200);
+    let h = chip.core_debug(w).unwrap().halt.unwrap();
+    assert!(matches!(h.reason, HaltReason::Rejected { reason: "no endpoint at the target coordinates", .. }), "{h}");
+}
+
+#[test]
+fn load_elf_places_segments_and_rejects_what_does_not_fit() {
+    let mut chip = Chip::new(small()).unwrap();
+    let w = worker(0, 0);
+    let elf = crate::testelf::program(CODE.base, &[addi(10, 0, 9), ECALL], false);
+    let image = ElfImage::parse(&elf).unwrap();
+    chip.load_elf(w, &image).unwrap();
+    chip.set_reset(w, false).unwrap();
+    chip.advance(100);
+    let dbg = chip.core_debug(w).unwrap();
+    assert_eq!((dbg.regs[10], dbg.halt.map(|h| h.reason)), (9, Some(HaltReason::Ecall)));
+    let far = ElfImage::parse(&crate::testelf::program(0x8000_0000, &[ECALL], false)).unwrap();
+    assert!(matches!(chip.load_elf(w, &far), Err(SimError::Elf { .. })));
+}
+
+#[test]
+fn run_until_times_out_with_the_device_time() {
+    let mut chip = Chip::new(small()).unwrap();
+    let err = chip.run_until(|_| false, 1000).unwrap_err();
+    assert_eq!(err, SimError::Timeout { budget: 1000, now: 1000 });
+}
+
+#[test]
+fn the_default_chip_builds_with_every_core() {
+    let chip = Chip::new(SimConfig::default()).unwrap();
+    assert_eq!(chip.cores().count(), 64 + 2 * 2);
+    assert!(chip.core(prefetcher(1)).is_some() && chip.core(dispatcher(1)).is_some());
+}

@@ -1,0 +1,151 @@
+//! Every size and latency of the simulated chip, with Wormhole-like defaults
+//! (DESIGN.md "Timing defaults"; clock 1 GHz, so 1 ns = 1 cycle).
+
+use cqlab_abi::{memory_map, noc};
+use thiserror::Error;
+
+/// NOC timing: latency = 2 x `interface_cycles` + hops x `hop_cycles` +
+/// bytes / `bytes_per_cycle` (one way; a read pays the request trip too).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NocTiming {
+    /// Cycles at each network interface (injection, ejection). Default 5.
+    pub interface_cycles: u64,
+    /// Cycles per router hop. Default 9.
+    pub hop_cycles: u64,
+    /// Link bandwidth. Default 32 B/cycle.
+    pub bytes_per_cycle: u64,
+}
+
+/// PCIe timing for device accesses to host sysmem (on top of the NOC trip
+/// to the PCIe endpoint).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PcieTiming {
+    /// Device read of host memory, round trip. Default 750 cycles (700-800 ns).
+    pub read_latency_cycles: u64,
+    /// Read bandwidth in bytes per 1000 cycles. Default 24 500 (24.5 GB/s).
+    pub read_bytes_per_kcycle: u64,
+    /// Device write to host memory until visible. Default 260 cycles.
+    pub write_latency_cycles: u64,
+    /// Write bandwidth in bytes per 1000 cycles. Default 26 000 (26 GB/s).
+    pub write_bytes_per_kcycle: u64,
+}
+
+/// Seeded perturbations for race hunting. All off by default.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Faults {
+    /// Each scheduling slice, each running core stalls with this probability...
+    pub core_stall_prob: f64,
+    /// ...for this many cycles.
+    pub core_stall_cycles: u64,
+    /// Extra latency, uniform in `0..=noc_jitter_cycles`, on every NOC and
+    /// PCIe transaction.
+    pub noc_jitter_cycles: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimConfig {
+    /// Fixes scheduling quanta, jitter and faults: same seed, same run.
+    pub seed: u64,
+    pub worker_cols: u8,
+    pub worker_rows: u8,
+    /// Command queues, each with a prefetcher and a dispatcher core.
+    pub num_cqs: u8,
+    /// L1 bytes per core (at address 0 of every core).
+    pub l1_size: u32,
+    pub dram_banks: u32,
+    /// Bytes per DRAM bank (host memory is committed only where written).
+    pub dram_bank_size: u64,
+    /// Extra cycles of a DRAM access beyond the NOC trip. Default 100.
+    pub dram_latency_cycles: u64,
+    /// Host sysmem reachable at the PCIe endpoint. Default 64 MiB.
+    pub sysmem_size: usize,
+    /// Cycles each core runs per scheduling slice before others catch up;
+    /// cross-core effects (NOC deliveries) become visible at slice ends.
+    pub quantum_cycles: u64,
+    /// Each slice lasts `quantum_cycles` plus a seeded `0..=quantum_jitter`.
+    pub quantum_jitter: u64,
+    pub noc: NocTiming,
+    pub pcie: PcieTiming,
+    pub faults: Faults,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            seed: 0,
+            worker_cols: noc::DEFAULT_WORKER_COLS,
+            worker_rows: noc::DEFAULT_WORKER_ROWS,
+            num_cqs: noc::DEFAULT_CQS,
+            l1_size: memory_map::L1_DEFAULT_SIZE,
+            dram_banks: memory_map::DEFAULT_DRAM_BANKS,
+            dram_bank_size: memory_map::DEFAULT_DRAM_BANK_SIZE,
+            dram_latency_cycles: 100,
+            sysmem_size: 64 << 20,
+            quantum_cycles: 200,
+            quantum_jitter: 0,
+            noc: NocTiming { interface_cycles: 5, hop_cycles: 9, bytes_per_cycle: 32 },
+            pcie: PcieTiming {
+                read_latency_cycles: 750,
+                read_bytes_per_kcycle: 24_500,
+                write_latency_cycles: 260,
+                write_bytes_per_kcycle: 26_000,
+            },
+            faults: Faults::default(),
+        }
+    }
+}
+
+#[derive(Debug, Error, PartialEq)]
+pub enum ConfigError {
+    #[error("{what} must be in {min}..={max}, found {found}")]
+    OutOfRange { what: &'static str, min: u64, max: u64, found: u64 },
+    #[error("{what} must be a probability in 0..=1, found {found}")]
+    BadProbability { what: &'static str, found: f64 },
+}
+
+fn check(what: &'static str, found: u64, min: u64, max: u64) -> Result<(), ConfigError> {
+    if (min..=max).contains(&found) {
+        Ok(())
+    } else {
+        Err(ConfigError::OutOfRange { what, min, max, found })
+    }
+}
+
+impl SimConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check("worker_cols", self.worker_cols as u64, 1, noc::MAX_WORKER_COLS as u64)?;
+        check("worker_rows", self.worker_rows as u64, 1, noc::MAX_WORKER_ROWS as u64)?;
+        check("num_cqs", self.num_cqs as u64, 1, noc::MAX_CQS as u64)?;
+        // L1 must hold the ABI's fixed regions and stay below the MMIO block.
+        check("l1_size", self.l1_size as u64, memory_map::L1_DEFAULT_SIZE as u64, cqlab_abi::mmio::MMIO_BASE as u64)?;
+        check("l1_size % 4", (self.l1_size % 4) as u64, 0, 0)?;
+        check("dram_banks", self.dram_banks as u64, 1, memory_map::MAX_DRAM_BANKS as u64)?;
+        check("dram_bank_size", self.dram_bank_size, 4096, noc::LOCAL_ADDR_MASK + 1)?;
+        check("quantum_cycles", self.quantum_cycles, 1, 1 << 32)?;
+        check("noc.bytes_per_cycle", self.noc.bytes_per_cycle, 1, 1 << 20)?;
+        check("pcie.read_bytes_per_kcycle", self.pcie.read_bytes_per_kcycle, 1, 1 << 40)?;
+        check("pcie.write_bytes_per_kcycle", self.pcie.write_bytes_per_kcycle, 1, 1 << 40)?;
+        let p = self.faults.core_stall_prob;
+        if !(0.0..=1.0).contains(&p) {
+            return Err(ConfigError::BadProbability { what: "faults.core_stall_prob", found: p });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_limits_are_enforced() {
+        assert_eq!(SimConfig::default().validate(), Ok(()));
+        let bad = SimConfig { num_cqs: 17, ..Default::default() };
+        assert!(matches!(bad.validate(), Err(ConfigError::OutOfRange { what: "num_cqs", .. })));
+        let bad = SimConfig { l1_size: 4096, ..Default::default() };
+        assert!(bad.validate().is_err());
+        let mut bad = SimConfig::default();
+        bad.faults.core_stall_prob = 2.0;
+        assert!(matches!(bad.validate(), Err(ConfigError::BadProbability { .. })));
+    }
+}

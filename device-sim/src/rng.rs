@@ -1,0 +1,79 @@
+//! The simulator's only source of randomness: xoshiro256** seeded through
+//! splitmix64, so one `u64` seed fixes every scheduling and jitter decision.
+//! Written here (a dozen lines) so the stream never changes under us with a
+//! dependency upgrade: a recorded seed must replay forever.
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rng {
+    s: [u64; 4],
+}
+
+fn splitmix64(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        let mut x = seed;
+        Rng { s: [splitmix64(&mut x), splitmix64(&mut x), splitmix64(&mut x), splitmix64(&mut x)] }
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let s = &mut self.s;
+        let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform in `0..=max` (tiny modulo bias is irrelevant here).
+    pub fn upto(&mut self, max: u64) -> u64 {
+        if max == 0 {
+            0
+        } else {
+            self.next_u64() % (max + 1)
+        }
+    }
+
+    /// True with probability `p` (0.0..=1.0).
+    pub fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_seed_same_stream_and_seeds_differ() {
+        let (mut a, mut b, mut c) = (Rng::new(7), Rng::new(7), Rng::new(8));
+        let va: Vec<u64> = (0..8).map(|_| a.next_u64()).collect();
+        let vb: Vec<u64> = (0..8).map(|_| b.next_u64()).collect();
+        let vc: Vec<u64> = (0..8).map(|_| c.next_u64()).collect();
+        assert_eq!(va, vb);
+        assert_ne!(va, vc);
+        // Pinned: the stream of a recorded seed must never change.
+        assert_eq!(Rng::new(0).next_u64(), 0x99ec_5f36_cb75_f2b4);
+    }
+
+    #[test]
+    fn bounded_draws_stay_in_range() {
+        let mut r = Rng::new(1);
+        for _ in 0..1000 {
+            assert!(r.upto(5) <= 5);
+        }
+        assert_eq!(r.upto(0), 0);
+        assert!(!r.chance(0.0));
+        assert!(r.chance(1.0));
+    }
+}
