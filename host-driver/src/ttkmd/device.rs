@@ -1,0 +1,677 @@
+//! `TtKmdDevice`: one open `/dev/tenstorrent/N`, its BARs mapped, owned exclusively.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use nix::errno::Errno;
+
+use super::error::{Result, TtKmdError};
+use super::ioctl::{self as sys, NocTlbConfig};
+use super::owner;
+use super::window::{Caching, MmioWindow};
+
+/// The LOCK_CTL resource lock cqlab takes to own a device. tt-kmd gives the 64 indices no
+/// meaning; cqlab uses the last one.
+pub const CQLAB_LOCK_INDEX: u8 = sys::RESOURCE_LOCK_COUNT - 1;
+
+/// Where tt-kmd creates its device nodes.
+pub const DEVICE_DIR: &str = "/dev/tenstorrent";
+
+/// Spare bytes after every ioctl argument, in case a driver writes more than the header we
+/// mirror says (older tt-kmd copies its whole `out` struct regardless of `output_size_bytes`).
+const GUARD_BYTES: usize = 64;
+
+#[repr(C)]
+struct Guarded<T> {
+    arg: T,
+    slack: [u8; GUARD_BYTES],
+}
+
+type RawIoctl<T> = unsafe fn(libc::c_int, *mut T) -> nix::Result<libc::c_int>;
+
+/// The open fd and what must be undone when the last user (device, TLB window, pinning) goes.
+#[derive(Debug)]
+struct Inner {
+    path: PathBuf,
+    file: File,
+    /// Whether we hold LOCK_CTL index [`CQLAB_LOCK_INDEX`] (drivers without LOCK_CTL: flock only).
+    lock_ctl_held: bool,
+}
+
+impl Inner {
+    /// Runs one tt-kmd ioctl on `arg`, retrying on EINTR.
+    fn call<T: Copy>(&self, f: RawIoctl<T>, arg: &mut T) -> std::result::Result<(), Errno> {
+        loop {
+            let mut g = Guarded { arg: *arg, slack: [0; GUARD_BYTES] };
+            // SAFETY: `f` is one of the `ioctl_readwrite_bad!` wrappers in `sys`, each paired with
+            // the in/out struct its request's kernel handler reads and writes (layouts asserted
+            // against ioctl.h). `g` is a live, writable, exclusively borrowed repr(C) value that
+            // starts with that struct and has GUARD_BYTES to spare after it; the fd is open for
+            // the whole call. The kernel writes nothing else of ours.
+            let r = unsafe { f(self.file.as_raw_fd(), (&raw mut g).cast::<T>()) };
+            match r {
+                Err(Errno::EINTR) => continue,
+                r => {
+                    *arg = g.arg;
+                    return r.map(|_| ());
+                }
+            }
+        }
+    }
+
+    fn err(&self, ioctl: &'static str, errno: Errno, context: impl Into<String>) -> TtKmdError {
+        let context = context.into();
+        let context = if context.is_empty() { context } else { format!(" ({context})") };
+        TtKmdError::Ioctl { path: self.path.clone(), ioctl, errno, context }
+    }
+
+    fn lock_ctl(&self, flags: u32) -> std::result::Result<u8, Errno> {
+        let mut arg = sys::LockCtl {
+            input: sys::LockCtlIn {
+                output_size_bytes: size_of::<sys::LockCtlOut>() as u32,
+                flags,
+                index: CQLAB_LOCK_INDEX,
+            },
+            output: sys::LockCtlOut::default(),
+        };
+        self.call(sys::lock_ctl, &mut arg)?;
+        Ok(arg.output.value)
+    }
+
+    fn free_tlb(&self, id: u32) -> Result<()> {
+        let mut arg = sys::FreeTlb { input: sys::FreeTlbIn { id }, output: sys::FreeTlbOut {} };
+        self.call(sys::free_tlb, &mut arg).map_err(|e| self.err("FREE_TLB", e, format!("TLB id {id}")))
+    }
+
+    fn unpin(&self, addr: u64, size: u64) -> Result<()> {
+        let mut arg = sys::UnpinPages {
+            input: sys::UnpinPagesIn { virtual_address: addr, size, reserved: 0 },
+            output: sys::UnpinPagesOut {},
+        };
+        self.call(sys::unpin_pages, &mut arg)
+            .map_err(|e| self.err("UNPIN_PAGES", e, format!("{size:#x} bytes at {addr:#x}")))
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if self.lock_ctl_held {
+            // The driver also releases it when the fd closes; this only makes it explicit.
+            let _ = self.lock_ctl(sys::LOCK_CTL_RELEASE);
+        }
+    }
+}
+
+/// PCI identity of the device, from GET_DEVICE_INFO.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub vendor_id: u16,
+    pub device_id: u16,
+    pub subsystem_vendor_id: u16,
+    pub subsystem_id: u16,
+    pub bus: u8,
+    pub device: u8,
+    pub function: u8,
+    /// `None` from drivers older than 1.23, which do not report it.
+    pub pci_domain: Option<u16>,
+    pub max_dma_buf_size_log2: u16,
+}
+
+/// One mappable resource reported by QUERY_MAPPINGS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResourceMapping {
+    /// tt-kmd resource index 0, 1, 2 (PCI BAR 0, 2, 4).
+    pub resource: u8,
+    pub caching: Caching,
+    /// Offset to pass to mmap on the device fd.
+    pub mmap_offset: u64,
+    pub size: u64,
+}
+
+impl ResourceMapping {
+    fn from_raw(m: &sys::Mapping) -> Option<Self> {
+        let (resource, caching) = match m.mapping_id {
+            sys::MAPPING_RESOURCE0_UC => (0, Caching::Uc),
+            sys::MAPPING_RESOURCE0_WC => (0, Caching::Wc),
+            sys::MAPPING_RESOURCE1_UC => (1, Caching::Uc),
+            sys::MAPPING_RESOURCE1_WC => (1, Caching::Wc),
+            sys::MAPPING_RESOURCE2_UC => (2, Caching::Uc),
+            sys::MAPPING_RESOURCE2_WC => (2, Caching::Wc),
+            _ => return None, // unused slot, or an id newer than the header we mirror
+        };
+        (m.mapping_size > 0).then_some(Self { resource, caching, mmap_offset: m.mapping_base, size: m.mapping_size })
+    }
+
+    fn name(&self) -> String {
+        let c = match self.caching {
+            Caching::Uc => "UC",
+            Caching::Wc => "WC",
+        };
+        format!("resource{} (PCI BAR{}, {c})", self.resource, 2 * self.resource)
+    }
+}
+
+/// Which RESET_DEVICE operation (`tenstorrent_reset_device_in.flags`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResetKind {
+    /// Restore saved PCI state and re-initialise the chip (after a reset done elsewhere).
+    RestoreState,
+    /// Hot-reset the PCIe link, then restore state.
+    ResetPcieLink,
+    /// The driver's config-write reset.
+    ConfigWrite,
+}
+
+impl ResetKind {
+    fn flags(self) -> u32 {
+        match self {
+            Self::RestoreState => sys::RESET_DEVICE_RESTORE_STATE,
+            Self::ResetPcieLink => sys::RESET_DEVICE_RESET_PCIE_LINK,
+            Self::ConfigWrite => sys::RESET_DEVICE_CONFIG_WRITE,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::RestoreState => "RESTORE_STATE",
+            Self::ResetPcieLink => "RESET_PCIE_LINK",
+            Self::ConfigWrite => "CONFIG_WRITE",
+        }
+    }
+}
+
+/// PIN_PAGES flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PinFlags(pub u32);
+
+impl PinFlags {
+    /// The caller attests the buffer is physically contiguous (e.g. one huge page); required by
+    /// drivers running without an IOMMU.
+    pub const CONTIGUOUS: Self = Self(sys::PIN_PAGES_CONTIGUOUS);
+    /// Also map the buffer into the device's NOC address space; returns a NOC address.
+    pub const NOC_DMA: Self = Self(sys::PIN_PAGES_NOC_DMA);
+    /// With NOC_DMA: allocate the NOC window top-down.
+    pub const NOC_TOP_DOWN: Self = Self(sys::PIN_PAGES_NOC_TOP_DOWN);
+
+    pub fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for PinFlags {
+    type Output = Self;
+    fn bitor(self, rhs: Self) -> Self {
+        Self(self.0 | rhs.0)
+    }
+}
+
+/// An open tt-kmd device: driver and PCI info, every BAR resource mapped (UC and WC), and
+/// exclusive ownership (flock on the fd, plus LOCK_CTL where the driver has it).
+///
+/// Everything is released on drop: mappings are unmapped, LOCK_CTL is released and closing the
+/// fd drops the flock (and any pinning or TLB the driver still tracks for it).
+#[derive(Debug)]
+pub struct TtKmdDevice {
+    inner: Arc<Inner>,
+    driver_version: u32,
+    info: DeviceInfo,
+    bars: Vec<(ResourceMapping, MmioWindow)>,
+}
+
+impl TtKmdDevice {
+    /// Opens `path` (normally `/dev/tenstorrent/N`) and takes exclusive ownership.
+    ///
+    /// Fails at once, without waiting, if the node is missing (no card or no driver), is not a
+    /// tt-kmd device, or is held by another process ("device held by pid N").
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref().to_owned();
+        let file = match File::options().read(true).write(true).custom_flags(libc::O_CLOEXEC).open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let detail = absence_detail(&path);
+                return Err(TtKmdError::NotPresent { path, detail });
+            }
+            Err(source) => return Err(TtKmdError::Open { path, source }),
+        };
+        owner::lock_exclusive(&file, &path)?;
+        let mut inner = Inner { path, file, lock_ctl_held: false };
+
+        // GET_DRIVER_INFO first: the call that tells a tt-kmd node from anything else.
+        let mut drv = sys::GetDriverInfo {
+            input: sys::GetDriverInfoIn { output_size_bytes: size_of::<sys::GetDriverInfoOut>() as u32 },
+            output: Default::default(),
+        };
+        inner.call(sys::get_driver_info, &mut drv).map_err(|errno| match errno {
+            Errno::ENOTTY | Errno::EINVAL | Errno::EOPNOTSUPP => {
+                TtKmdError::NotTtKmd { path: inner.path.clone(), ioctl: "GET_DRIVER_INFO", errno }
+            }
+            e => inner.err("GET_DRIVER_INFO", e, ""),
+        })?;
+        if (drv.output.output_size_bytes as usize) < size_of::<sys::GetDriverInfoOut>() {
+            return Err(TtKmdError::Unexpected {
+                path: inner.path.clone(),
+                ioctl: "GET_DRIVER_INFO",
+                expected: format!("output_size_bytes >= {}", size_of::<sys::GetDriverInfoOut>()),
+                found: drv.output.output_size_bytes.to_string(),
+            });
+        }
+
+        let info = get_device_info(&inner)?;
+
+        // Device-wide ownership through the driver, on top of the flock.
+        match inner.lock_ctl(sys::LOCK_CTL_ACQUIRE) {
+            Ok(1) => inner.lock_ctl_held = true,
+            Ok(_) => {
+                return Err(TtKmdError::Held { path: inner.path.clone(), how: "tt-kmd LOCK_CTL resource lock taken" });
+            }
+            // Drivers before LOCK_CTL reject the unknown request: the flock alone owns the device.
+            Err(Errno::EINVAL | Errno::ENOTTY) => {}
+            Err(e) => return Err(inner.err("LOCK_CTL", e, format!("ACQUIRE index {CQLAB_LOCK_INDEX}"))),
+        }
+        let inner = Arc::new(inner);
+
+        let mut q = sys::QueryMappingsBuf {
+            input: sys::QueryMappingsIn { output_mapping_count: sys::QUERY_MAPPINGS_CAPACITY as u32, reserved: 0 },
+            mappings: Default::default(),
+        };
+        inner.call(sys::query_mappings, &mut q).map_err(|e| inner.err("QUERY_MAPPINGS", e, ""))?;
+        let resources: Vec<ResourceMapping> = q.mappings.iter().filter_map(ResourceMapping::from_raw).collect();
+        if resources.is_empty() {
+            return Err(TtKmdError::Unexpected {
+                path: inner.path.clone(),
+                ioctl: "QUERY_MAPPINGS",
+                expected: "at least one BAR resource".into(),
+                found: "none".into(),
+            });
+        }
+        let bars = resources
+            .into_iter()
+            .map(|m| {
+                let w = MmioWindow::map(&inner.file, &inner.path, m.name(), m.mmap_offset, m.size)?;
+                Ok((m, w))
+            })
+            .collect::<Result<Vec<_>>>()?;
+
+        Ok(Self { inner, driver_version: drv.output.driver_version, info, bars })
+    }
+
+    /// The device node this was opened from.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// `driver_version` from GET_DRIVER_INFO.
+    pub fn driver_version(&self) -> u32 {
+        self.driver_version
+    }
+
+    /// PCI identity from GET_DEVICE_INFO.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Whether device ownership includes tt-kmd's LOCK_CTL (else the flock alone).
+    pub fn holds_lock_ctl(&self) -> bool {
+        self.inner.lock_ctl_held
+    }
+
+    /// Every mapped resource.
+    pub fn mappings(&self) -> impl Iterator<Item = &ResourceMapping> {
+        self.bars.iter().map(|(m, _)| m)
+    }
+
+    /// The mapped window of tt-kmd resource `resource` (0, 1, 2 = PCI BAR 0, 2, 4).
+    pub fn bar(&self, resource: u8, caching: Caching) -> Option<&MmioWindow> {
+        self.bars.iter().find(|(m, _)| m.resource == resource && m.caching == caching).map(|(_, w)| w)
+    }
+
+    /// Allocates a TLB window of `size` bytes (a size the chip supports, e.g. 1 MiB, 2 MiB,
+    /// 16 MiB on Wormhole) and maps it UC and WC. Point it somewhere with [`Self::configure_tlb`].
+    pub fn allocate_tlb(&self, size: u64) -> Result<TlbWindow> {
+        let mut arg = sys::AllocateTlb {
+            input: sys::AllocateTlbIn { size, reserved: 0 },
+            output: sys::AllocateTlbOut::default(),
+        };
+        self.inner
+            .call(sys::allocate_tlb, &mut arg)
+            .map_err(|e| self.inner.err("ALLOCATE_TLB", e, format!("size {size:#x}")))?;
+        let id = arg.output.id;
+        // From here on, dropping `alloc` frees the TLB (after the windows are unmapped).
+        let alloc = TlbAllocation { inner: self.inner.clone(), id, freed: false };
+        let f = &self.inner.file;
+        let p = &self.inner.path;
+        let uc = MmioWindow::map(f, p, format!("TLB {id} (UC)"), arg.output.mmap_offset_uc, size)?;
+        let wc = MmioWindow::map(f, p, format!("TLB {id} (WC)"), arg.output.mmap_offset_wc, size)?;
+        Ok(TlbWindow { id, size, uc, wc, alloc })
+    }
+
+    /// Points TLB window `tlb` at a NOC target.
+    pub fn configure_tlb(&self, tlb: &TlbWindow, config: &NocTlbConfig) -> Result<()> {
+        let mut arg = sys::ConfigureTlb {
+            input: sys::ConfigureTlbIn { id: tlb.id, config: *config },
+            output: sys::ConfigureTlbOut::default(),
+        };
+        self.inner.call(sys::configure_tlb, &mut arg).map_err(|e| {
+            let c = config;
+            let ctx = format!(
+                "TLB {} -> noc{} ({},{}) addr {:#x} mcast {}",
+                tlb.id, c.noc, c.x_end, c.y_end, c.addr, c.mcast
+            );
+            self.inner.err("CONFIGURE_TLB", e, ctx)
+        })
+    }
+
+    /// Unmaps and frees `tlb`, reporting the driver's answer (dropping it does the same silently).
+    pub fn free_tlb(&self, tlb: TlbWindow) -> Result<()> {
+        tlb.free()
+    }
+
+    /// Pins `buf` for device DMA and returns its IOVA (or physical address without an IOMMU).
+    ///
+    /// `buf` must start on a page boundary and span whole pages. The borrow keeps the memory
+    /// alive while pinned; unpin with [`PinnedPages::unpin`] (or drop). The device may write the
+    /// buffer at any time while pinned: read it with volatile or atomic accesses.
+    pub fn pin_pages<'a>(&self, buf: &'a mut [u8], flags: PinFlags) -> Result<PinnedPages<'a>> {
+        let page = page_size();
+        let addr = buf.as_ptr() as usize;
+        if buf.is_empty() || addr % page != 0 || buf.len() % page != 0 {
+            return Err(TtKmdError::PinUnaligned { path: self.inner.path.clone(), addr, len: buf.len(), page });
+        }
+        let mut arg = sys::PinPagesExtended {
+            input: sys::PinPagesIn {
+                output_size_bytes: size_of::<sys::PinPagesOutExtended>() as u32,
+                flags: flags.0,
+                virtual_address: addr as u64,
+                size: buf.len() as u64,
+            },
+            output: Default::default(),
+        };
+        self.inner.call(sys::pin_pages, &mut arg).map_err(|e| {
+            self.inner.err("PIN_PAGES", e, format!("{:#x} bytes at {addr:#x}, flags {:#x}", buf.len(), flags.0))
+        })?;
+        let noc_address = flags.contains(PinFlags::NOC_DMA).then_some(arg.output.noc_address);
+        Ok(PinnedPages { inner: self.inner.clone(), buf, iova: arg.output.physical_address, noc_address, pinned: true })
+    }
+
+    /// Resets the device through the driver. Mappings made before a reset should not be used
+    /// afterwards: drop this device and open it again.
+    pub fn reset(&self, kind: ResetKind) -> Result<()> {
+        let mut arg = sys::ResetDevice {
+            input: sys::ResetDeviceIn {
+                output_size_bytes: size_of::<sys::ResetDeviceOut>() as u32,
+                flags: kind.flags(),
+            },
+            output: Default::default(),
+        };
+        self.inner.call(sys::reset_device, &mut arg).map_err(|e| self.inner.err("RESET_DEVICE", e, kind.name()))?;
+        match arg.output.result {
+            0 => Ok(()),
+            result => Err(TtKmdError::ResetFailed { path: self.inner.path.clone(), kind: kind.name(), result }),
+        }
+    }
+}
+
+fn get_device_info(inner: &Inner) -> Result<DeviceInfo> {
+    let mut arg = sys::GetDeviceInfo {
+        input: sys::GetDeviceInfoIn { output_size_bytes: size_of::<sys::GetDeviceInfoOut>() as u32 },
+        output: Default::default(),
+    };
+    inner.call(sys::get_device_info, &mut arg).map_err(|e| inner.err("GET_DEVICE_INFO", e, ""))?;
+    let o = arg.output;
+    let domain_end = std::mem::offset_of!(sys::GetDeviceInfoOut, pci_domain) + 2;
+    Ok(DeviceInfo {
+        vendor_id: o.vendor_id,
+        device_id: o.device_id,
+        subsystem_vendor_id: o.subsystem_vendor_id,
+        subsystem_id: o.subsystem_id,
+        bus: (o.bus_dev_fn >> 8) as u8,
+        device: ((o.bus_dev_fn >> 3) & 0x1f) as u8,
+        function: (o.bus_dev_fn & 0x7) as u8,
+        pci_domain: (o.output_size_bytes as usize >= domain_end).then_some(o.pci_domain),
+        max_dma_buf_size_log2: o.max_dma_buf_size_log2,
+    })
+}
+
+/// Why a device node is missing, for the NotPresent error.
+fn absence_detail(path: &Path) -> String {
+    let dir = Path::new(DEVICE_DIR);
+    if !path.starts_with(dir) {
+        return "no such device node".into();
+    }
+    match std::fs::read_dir(dir) {
+        Err(_) => {
+            format!("{DEVICE_DIR} is missing: the tt-kmd driver is not loaded or no Tenstorrent card is installed")
+        }
+        Ok(entries) => {
+            let mut present: Vec<String> =
+                entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+            present.sort();
+            if present.is_empty() {
+                format!("{DEVICE_DIR} is empty: tt-kmd is loaded but found no card")
+            } else {
+                format!("devices present in {DEVICE_DIR}: {}", present.join(", "))
+            }
+        }
+    }
+}
+
+fn page_size() -> usize {
+    match nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE) {
+        Ok(Some(n)) if n > 0 => n as usize,
+        _ => 4096,
+    }
+}
+
+/// Frees its TLB when dropped; declared last in [`TlbWindow`] so it drops after the mappings.
+#[derive(Debug)]
+struct TlbAllocation {
+    inner: Arc<Inner>,
+    id: u32,
+    freed: bool,
+}
+
+impl TlbAllocation {
+    fn free(mut self) -> Result<()> {
+        self.freed = true;
+        self.inner.free_tlb(self.id)
+    }
+}
+
+impl Drop for TlbAllocation {
+    fn drop(&mut self) {
+        if !self.freed {
+            let _ = self.inner.free_tlb(self.id);
+        }
+    }
+}
+
+/// A TLB window allocated from tt-kmd, mapped uncached and write-combining.
+#[derive(Debug)]
+pub struct TlbWindow {
+    id: u32,
+    size: u64,
+    uc: MmioWindow,
+    wc: MmioWindow,
+    // Must stay the last field: fields drop in order, and the TLB is freed after unmapping.
+    alloc: TlbAllocation,
+}
+
+impl TlbWindow {
+    /// The driver's TLB id.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Window size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Uncached mapping (register accesses, reads).
+    pub fn uc(&self) -> &MmioWindow {
+        &self.uc
+    }
+
+    /// Write-combining mapping (bulk writes).
+    pub fn wc(&self) -> &MmioWindow {
+        &self.wc
+    }
+
+    /// Unmaps the window, then frees the TLB, reporting the driver's answer.
+    pub fn free(self) -> Result<()> {
+        let TlbWindow { uc, wc, alloc, .. } = self;
+        drop(uc);
+        drop(wc);
+        alloc.free()
+    }
+}
+
+/// A buffer pinned for device DMA. Unpins on drop (or explicitly, with the result).
+#[derive(Debug)]
+pub struct PinnedPages<'a> {
+    inner: Arc<Inner>,
+    buf: &'a mut [u8],
+    iova: u64,
+    noc_address: Option<u64>,
+    pinned: bool,
+}
+
+impl PinnedPages<'_> {
+    /// Address the device uses for the buffer's first byte (IOVA, or physical without IOMMU).
+    pub fn iova(&self) -> u64 {
+        self.iova
+    }
+
+    /// NOC address of the buffer, when pinned with [`PinFlags::NOC_DMA`].
+    pub fn noc_address(&self) -> Option<u64> {
+        self.noc_address
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Never true: empty buffers cannot be pinned.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// Pointer to the buffer, for volatile access while the device may write it.
+    pub fn as_ptr(&self) -> *const u8 {
+        self.buf.as_ptr()
+    }
+
+    /// Mutable pointer to the buffer.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.buf.as_mut_ptr()
+    }
+
+    /// Unpins, reporting the driver's answer. Drivers without UNPIN_PAGES keep the pages pinned
+    /// until the device fd closes; the error says so.
+    pub fn unpin(mut self) -> Result<()> {
+        self.pinned = false;
+        self.inner.unpin(self.buf.as_ptr() as u64, self.buf.len() as u64)
+    }
+}
+
+impl Drop for PinnedPages<'_> {
+    fn drop(&mut self) {
+        if self.pinned {
+            let _ = self.inner.unpin(self.buf.as_ptr() as u64, self.buf.len() as u64);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_file(tag: &str) -> PathBuf {
+        let path = std::env::temp_dir().join(format!("cqlab-ttkmd-{tag}-{}", std::process::id()));
+        std::fs::write(&path, [0u8; 64]).unwrap();
+        path
+    }
+
+    #[test]
+    fn missing_device_node_is_a_clear_error() {
+        let err = TtKmdDevice::open("/dev/tenstorrent/99").unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, TtKmdError::NotPresent { .. }), "{err:?}");
+        assert!(msg.contains("/dev/tenstorrent/99"), "{msg}");
+        assert!(msg.contains("no Tenstorrent device/driver present"), "{msg}");
+        if !Path::new(DEVICE_DIR).exists() {
+            assert!(msg.contains("tt-kmd driver is not loaded"), "{msg}");
+        }
+
+        let missing = std::env::temp_dir().join(format!("cqlab-ttkmd-absent-{}", std::process::id()));
+        let err = TtKmdDevice::open(&missing).unwrap_err();
+        assert!(matches!(err, TtKmdError::NotPresent { .. }), "{err:?}");
+        assert!(err.to_string().contains(&*missing.to_string_lossy()), "{err}");
+    }
+
+    #[test]
+    fn regular_file_is_not_a_ttkmd_device() {
+        let path = temp_file("regular");
+        let err = TtKmdDevice::open(&path).unwrap_err();
+        let msg = err.to_string();
+        std::fs::remove_file(&path).unwrap();
+        match err {
+            TtKmdError::NotTtKmd { ioctl, errno, .. } => {
+                assert_eq!(ioctl, "GET_DRIVER_INFO");
+                assert_eq!(errno, Errno::ENOTTY);
+            }
+            other => panic!("expected NotTtKmd, got {other:?}"),
+        }
+        assert!(msg.contains("is not a tt-kmd device") && msg.contains("ENOTTY"), "{msg}");
+        assert!(msg.contains(&*path.to_string_lossy()), "{msg}");
+    }
+
+    #[test]
+    fn second_owner_is_told_who_holds_the_device() {
+        let path = temp_file("held");
+        // Hold the flock through a separate open file description, as another process would.
+        let holder = File::options().read(true).write(true).open(&path).unwrap();
+        owner::lock_exclusive(&holder, &path).unwrap();
+
+        let err = TtKmdDevice::open(&path).unwrap_err();
+        let msg = err.to_string();
+        match err {
+            TtKmdError::HeldByPid { pid, .. } => {
+                assert_eq!(pid, std::process::id());
+                assert!(msg.contains(&format!("held by pid {pid}")), "{msg}");
+            }
+            // Only when /proc/locks cannot be read here.
+            TtKmdError::Held { .. } => assert!(std::fs::read_to_string("/proc/locks").is_err(), "{msg}"),
+            other => panic!("expected a held error, got {other:?}"),
+        }
+
+        // Once released, the next opener gets past the lock (and fails on the ioctl instead).
+        drop(holder);
+        let err = TtKmdDevice::open(&path).unwrap_err();
+        assert!(matches!(err, TtKmdError::NotTtKmd { .. }), "{err:?}");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn mapping_ids_decode_to_resources() {
+        let raw = |id, size| sys::Mapping { mapping_id: id, reserved: 0, mapping_base: 1 << 32, mapping_size: size };
+        let m = ResourceMapping::from_raw(&raw(sys::MAPPING_RESOURCE1_WC, 0x1000)).unwrap();
+        assert_eq!((m.resource, m.caching, m.mmap_offset), (1, Caching::Wc, 1 << 32));
+        assert_eq!(m.name(), "resource1 (PCI BAR2, WC)");
+        assert_eq!(ResourceMapping::from_raw(&raw(sys::MAPPING_RESOURCE0_UC, 0x1000)).unwrap().caching, Caching::Uc);
+        assert!(ResourceMapping::from_raw(&raw(sys::MAPPING_UNUSED, 0x1000)).is_none());
+        assert!(ResourceMapping::from_raw(&raw(sys::MAPPING_RESOURCE2_UC, 0)).is_none());
+        assert!(ResourceMapping::from_raw(&raw(99, 0x1000)).is_none());
+    }
+
+    #[test]
+    fn pin_flags_combine() {
+        let f = PinFlags::NOC_DMA | PinFlags::NOC_TOP_DOWN;
+        assert_eq!(f.0, 6);
+        assert!(f.contains(PinFlags::NOC_DMA) && !f.contains(PinFlags::CONTIGUOUS));
+    }
+}

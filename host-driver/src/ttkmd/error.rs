@@ -1,0 +1,80 @@
+//! Errors of the tt-kmd backend: each says which device, which call, and what came back.
+
+use std::path::PathBuf;
+
+use nix::errno::Errno;
+
+/// Everything that can go wrong talking to tt-kmd.
+#[derive(Debug, thiserror::Error)]
+pub enum TtKmdError {
+    /// The device node does not exist: no card, or the tt-kmd module is not loaded.
+    #[error("no Tenstorrent device/driver present: {path} does not exist ({detail})")]
+    NotPresent { path: PathBuf, detail: String },
+
+    /// `open(2)` of the device node failed for another reason (permissions, ...).
+    #[error("cannot open {path} read-write: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The first ioctl was refused: the path is not a tt-kmd character device.
+    #[error(
+        "{path} is not a tt-kmd device: ioctl TENSTORRENT_IOCTL_{ioctl} failed with {errno} \
+         (expected a /dev/tenstorrent/N character device)"
+    )]
+    NotTtKmd { path: PathBuf, ioctl: &'static str, errno: Errno },
+
+    /// An ioctl failed.
+    #[error("ioctl TENSTORRENT_IOCTL_{ioctl} on {path} failed: {errno}{context}")]
+    Ioctl { path: PathBuf, ioctl: &'static str, errno: Errno, context: String },
+
+    /// Another process owns the device and its pid is known (from /proc/locks).
+    #[error("device {path} held by pid {pid}")]
+    HeldByPid { path: PathBuf, pid: u32 },
+
+    /// Another process owns the device (tt-kmd LOCK_CTL, or a flock whose owner is not visible).
+    #[error("device {path} held by another process ({how})")]
+    Held { path: PathBuf, how: &'static str },
+
+    /// `flock(2)` failed for a reason other than contention.
+    #[error("cannot lock {path}: flock(LOCK_EX|LOCK_NB) failed with {errno}")]
+    Flock { path: PathBuf, errno: Errno },
+
+    /// Mapping a BAR resource or a TLB window through the fd failed.
+    #[error("cannot mmap {what} of {path} (mmap offset {offset:#x}, {len:#x} bytes): {source}")]
+    Map {
+        path: PathBuf,
+        what: String,
+        offset: u64,
+        len: u64,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The driver answered, but with something this backend cannot use.
+    #[error("TENSTORRENT_IOCTL_{ioctl} on {path}: expected {expected}, found {found}")]
+    Unexpected { path: PathBuf, ioctl: &'static str, expected: String, found: String },
+
+    /// A buffer to pin is not page aligned in address or length.
+    #[error(
+        "cannot pin {len:#x} bytes at {addr:#x} on {path}: address and length must be non-zero \
+         multiples of the page size ({page:#x})"
+    )]
+    PinUnaligned { path: PathBuf, addr: usize, len: usize, page: usize },
+
+    /// RESET_DEVICE ran and the driver reported failure.
+    #[error("reset of {path} ({kind}) failed: driver reported result {result}")]
+    ResetFailed { path: PathBuf, kind: &'static str, result: u32 },
+
+    /// An MMIO access outside a mapped window.
+    #[error("{window}: access of {len} bytes at offset {offset:#x} is outside the window ({size:#x} bytes)")]
+    OutOfBounds { window: String, offset: usize, len: usize, size: usize },
+
+    /// An MMIO access not aligned to 4 bytes (offset or length).
+    #[error("{window}: access of {len} bytes at offset {offset:#x} is not 4-byte aligned")]
+    Misaligned { window: String, offset: usize, len: usize },
+}
+
+pub type Result<T, E = TtKmdError> = std::result::Result<T, E>;

@@ -1,0 +1,22 @@
+//! tt-kmd backend: real Tenstorrent hardware through the `/dev/tenstorrent/N` character device.
+//!
+//! - [`ioctl`]: the mirrored ABI of tt-kmd's `ioctl.h` (layouts asserted, request numbers tested).
+//! - [`TtKmdDevice`]: open, own, map BARs, allocate/configure/free TLB windows, pin/unpin host
+//!   memory, reset.
+//! - [`MmioWindow`]: bounds-checked volatile access to a mapped BAR or TLB window.
+//!
+//! Without a card and driver, [`TtKmdDevice::open`] fails at once with
+//! [`TtKmdError::NotPresent`]. Unsafe code in the driver lives here only.
+
+mod device;
+mod error;
+pub mod ioctl;
+mod owner;
+mod window;
+
+pub use device::{
+    DeviceInfo, PinFlags, PinnedPages, ResetKind, ResourceMapping, TlbWindow, TtKmdDevice, CQLAB_LOCK_INDEX, DEVICE_DIR,
+};
+pub use error::{Result, TtKmdError};
+pub use ioctl::NocTlbConfig;
+pub use window::{Caching, MmioWindow};
