@@ -28,8 +28,14 @@ pub trait Backend {
     /// Lets the device run a while. Returns the device time in cycles (the
     /// simulator's clock; a cycle estimate from wall time on hardware).
     fn poll(&mut self) -> Result<u64>;
+    /// Device time in cycles, without letting it advance.
+    fn now(&self) -> u64;
     /// Simulator-only view of a core; `None` where it cannot be known.
     fn core_debug(&self, core: Coord) -> Option<CoreDebug>;
+    /// The concrete backend, for backend-specific tools (simulator digests).
+    fn as_any(&mut self) -> Option<&mut dyn std::any::Any> {
+        None
+    }
 
     fn write_u32(&mut self, addr: NocAddr, value: u32) -> Result<()> {
         self.write(addr, &value.to_le_bytes())

@@ -250,6 +250,12 @@ impl CommandQueue<'_> {
         w.wait(WaitFlags::BARRIER | WaitFlags::WAIT_COUNTER | WaitFlags::CLEAR | extra, sem::WORKERS_DONE, outstanding)
     }
 
+    /// Sends `chunk` (prefetch commands, a nonzero multiple of 16 bytes) as
+    /// one fetch entry, unchecked: for fuzzing and bad-input tests.
+    pub fn enqueue_raw(&mut self, chunk: &[u8], stall: bool) -> Result<()> {
+        self.dev.submit(self.q, chunk, stall)
+    }
+
     /// Writes `data` at byte `offset` of `buf`. DRAM buffers take whole pages.
     pub fn write_buffer(&mut self, buf: &Buffer, offset: u32, data: &[u8]) -> Result<()> {
         buf.check_range(offset, data.len())?;

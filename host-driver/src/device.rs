@@ -8,11 +8,12 @@ use crate::elf::FirmwareImage;
 use crate::error::{DriverError, Result};
 use crate::hang_dump::HangDump;
 use cqlab_abi::firmware::FirmwareId;
-use cqlab_abi::mailbox::{AliveRecord, CqConfig, ALIVE, ALIVE_MAGIC, COMPLETION_RD_PTR, CQ_CONFIG};
+use cqlab_abi::mailbox::{AliveRecord, CqConfig, ALIVE, ALIVE_MAGIC, COMPLETION_RD_PTR, CQ_CONFIG, WAYPOINT};
 use cqlab_abi::memory_map::{FETCH_QUEUE, MAILBOXES, TRACE_RING};
 use cqlab_abi::mmio::{MMIO_BASE, SOFT_RESET};
 use cqlab_abi::noc::{self, Coord, NocAddr};
 use cqlab_abi::sysmem::CqSysmemLayout;
+use cqlab_abi::waypoint::{self, Waypoint};
 use cqlab_abi::ABI_VERSION;
 use zerocopy::{FromBytes, IntoBytes};
 
@@ -40,6 +41,49 @@ impl Device {
         let worker_firmware = FirmwareId::from_name(&cfg.worker_kernel)
             .ok_or_else(|| DriverError::Invalid(format!("unknown worker kernel {:?}", cfg.worker_kernel)))?;
         Ok(Self { backend, cfg, cqs, next_event: 1, worker_firmware, allocator: Default::default() })
+    }
+
+    /// Opens a device by spec: `embedded` or `embedded:seed=N` (in-process
+    /// simulator), `sim:PATH` (simulator daemon), `/dev/tenstorrent/N` (tt-kmd).
+    pub fn open(spec: &str, cfg: DeviceConfig) -> Result<Self> {
+        if spec == "embedded" || spec.starts_with("embedded:") {
+            let mut sim = cqlab_sim::config::SimConfig::default();
+            for opt in spec.strip_prefix("embedded:").unwrap_or("").split(',').filter(|o| !o.is_empty()) {
+                match opt.split_once('=') {
+                    Some(("seed", v)) => {
+                        sim.seed = v.parse().map_err(|_| DriverError::Invalid(format!("seed {v:?} is not a number")))?
+                    }
+                    _ => return Err(DriverError::Invalid(format!("unknown embedded option {opt:?} (known: seed=N)"))),
+                }
+            }
+            return Self::embedded(sim, cfg);
+        }
+        if spec.starts_with("sim:") {
+            return Err(DriverError::NotBuilt("the simulator daemon backend (sim:PATH)"));
+        }
+        if spec.starts_with("/dev/") {
+            return Err(DriverError::NotBuilt(
+                "command queues over tt-kmd (the ioctl layer exists: ttkmd::TtKmdDevice)",
+            ));
+        }
+        Err(DriverError::Invalid(format!(
+            "unknown device {spec:?}: use embedded[:seed=N], sim:PATH or /dev/tenstorrent/N"
+        )))
+    }
+
+    /// An in-process simulated chip shaped like `cfg`.
+    pub fn embedded(mut sim: cqlab_sim::config::SimConfig, cfg: DeviceConfig) -> Result<Self> {
+        sim.worker_cols = cfg.worker_cols;
+        sim.worker_rows = cfg.worker_rows;
+        sim.num_cqs = cfg.num_cqs;
+        sim.dram_banks = cfg.dram_banks;
+        let backend = crate::sim_backend::EmbeddedSim::new(sim)?;
+        Self::with_backend(Box::new(backend), cfg)
+    }
+
+    /// Device time in cycles.
+    pub fn now(&self) -> u64 {
+        self.backend.now()
     }
 
     pub fn config(&self) -> &DeviceConfig {
@@ -168,6 +212,7 @@ impl Device {
             let now = self.backend.poll()?;
             if now >= next_check {
                 next_check = now + PROGRESS_CHECK_CYCLES;
+                self.check_bad_command(what)?;
                 let progress = self.progress()?;
                 if progress != last_progress {
                     (last_progress, last_change) = (progress, now);
@@ -181,6 +226,24 @@ impl Device {
                 }
             }
         }
+    }
+
+    /// Fails at once when a CQ core has halted on a bad command (`!CMD`).
+    fn check_bad_command(&mut self, what: &str) -> Result<()> {
+        for q in 0..self.cfg.num_cqs {
+            for core in [noc::prefetcher(q), noc::dispatcher(q)] {
+                let wp = Waypoint(self.backend.read_u32(NocAddr::unicast(core, WAYPOINT as u64))?);
+                if wp == waypoint::BAD_CMD || wp == waypoint::PANIC {
+                    let dump = HangDump::collect(self, what)?;
+                    let state = dump.cores.iter().find(|c| c.core == core.to_string());
+                    let message = state
+                        .and_then(|c| c.error.clone())
+                        .unwrap_or_else(|| format!("halted with waypoint {wp} while the host waited for {what}"));
+                    return Err(DriverError::Device { core, message, dump: Box::new(dump) });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Sum of every core's trace sequence number: moves whenever any core

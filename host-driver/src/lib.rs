@@ -12,6 +12,8 @@ pub mod elf;
 pub mod error;
 pub mod events;
 pub mod hang_dump;
+pub mod sim_backend;
+pub mod ttkmd;
 
 pub use buffer::{Buffer, Placement};
 pub use command_queue::{CommandQueue, CoreRange, PendingRead, Trace};

@@ -28,3 +28,13 @@ pub fn firmware_elf(name: &str) -> PathBuf {
     );
     path
 }
+
+/// A booted embedded device with `seed`, the configuration adjusted by `tweak`.
+pub fn booted(seed: u64, tweak: impl FnOnce(&mut cqlab_driver::DeviceConfig)) -> cqlab_driver::Device {
+    let mut cfg = cqlab_driver::DeviceConfig { firmware_dir: firmware_dir(), ..Default::default() };
+    tweak(&mut cfg);
+    let sim = cqlab_sim::config::SimConfig { seed, ..Default::default() };
+    let mut dev = cqlab_driver::Device::embedded(sim, cfg).expect("simulator starts");
+    dev.boot().unwrap_or_else(|e| panic!("boot failed (seed {seed}): {e}"));
+    dev
+}

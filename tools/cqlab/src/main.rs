@@ -1,6 +1,7 @@
 //! `cqlab`: the command-line tool for command-queue bring-up work.
 
 mod decode;
+mod demo;
 mod schedule;
 mod sim;
 
@@ -16,6 +17,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the main job end to end on the embedded simulator.
+    Demo(demo::Args),
     /// Print a raw issue-queue dump as a readable command list.
     Decode(decode::Args),
     /// Run firmware on the simulator.
@@ -28,6 +31,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Demo(args) => demo::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Sim(cmd) => sim::run(cmd),
         Command::Schedule(args) => schedule::run(args),

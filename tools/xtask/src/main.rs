@@ -17,7 +17,7 @@ fn main() {
     let result = match args.first().map(String::as_str) {
         Some("firmware") => firmware::build(&workspace_root()).map(|elfs| firmware::print_sizes(&elfs)),
         Some("test") => test(&args[1..]),
-        Some("demo") => demo::run(&workspace_root()),
+        Some("demo") => demo::run_demo(&workspace_root()),
         _ => {
             eprintln!("usage: cargo xtask <firmware|test|demo>");
             std::process::exit(2);

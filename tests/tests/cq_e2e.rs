@@ -1,0 +1,120 @@
+//! End to end: the driver, the simulator and the real firmware ELFs.
+//! Each test names its seed; a failure prints it.
+
+use cqlab_driver::{CoreRange, DriverError};
+use cqlab_tests::booted;
+
+fn pattern(n: usize, salt: u8) -> Vec<u8> {
+    (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(salt)).collect()
+}
+
+#[test]
+fn boot_brings_every_core_alive() {
+    let _dev = booted(1, |_| {});
+}
+
+#[test]
+fn l1_write_then_read_back() {
+    let mut dev = booted(2, |_| {});
+    let buf = dev.alloc_l1(3, 4, 1000).unwrap();
+    let data = pattern(1000, 1);
+    let mut cq = dev.cq(0).unwrap();
+    cq.write_buffer(&buf, 0, &data).unwrap();
+    assert_eq!(cq.read_buffer(&buf, 0, 1000).unwrap(), data, "seed 2");
+}
+
+#[test]
+fn paged_dram_write_then_read_back_across_banks() {
+    let mut dev = booted(3, |_| {});
+    let buf = dev.alloc_dram(64 * 1024, 2048).unwrap();
+    let data = pattern(64 * 1024, 7);
+    let mut cq = dev.cq(1).unwrap();
+    cq.write_buffer(&buf, 0, &data).unwrap();
+    assert_eq!(cq.read_buffer(&buf, 0, 64 * 1024).unwrap(), data, "seed 3");
+    assert_eq!(cq.read_buffer(&buf, 4096, 2048).unwrap(), &data[4096..6144], "seed 3: one page");
+}
+
+#[test]
+fn noop_launch_on_all_workers_finishes() {
+    let mut dev = booted(4, |_| {});
+    let mut cq = dev.cq(0).unwrap();
+    for _ in 0..5 {
+        cq.launch(CoreRange::new((0, 0), (7, 7)), &[1, 2, 3]).unwrap();
+    }
+    cq.finish().unwrap();
+}
+
+#[test]
+fn events_order_work_across_two_queues() {
+    let mut dev = booted(5, |_| {});
+    let buf = dev.alloc_l1(0, 0, 256).unwrap();
+    let first = pattern(256, 1);
+    let second = pattern(256, 2);
+    let ev = {
+        let mut cq0 = dev.cq(0).unwrap();
+        cq0.write_buffer(&buf, 0, &first).unwrap();
+        cq0.record_event().unwrap()
+    };
+    let mut cq1 = dev.cq(1).unwrap();
+    cq1.wait_for_event(ev).unwrap();
+    assert_eq!(cq1.read_buffer(&buf, 0, 256).unwrap(), first, "seed 5: CQ1 read after CQ0's event");
+    cq1.write_buffer(&buf, 0, &second).unwrap();
+    let ev1 = cq1.record_event().unwrap();
+    dev.event_synchronize(ev1).unwrap();
+    assert!(dev.event_query(ev).unwrap());
+    assert_eq!(dev.cq(0).unwrap().read_buffer(&buf, 0, 256).unwrap(), second, "seed 5");
+}
+
+#[test]
+fn non_blocking_reads_complete_later_in_order() {
+    let mut dev = booted(6, |_| {});
+    let bufs: Vec<_> = (0..4).map(|i| dev.alloc_l1(i, 0, 512).unwrap()).collect();
+    let mut cq = dev.cq(0).unwrap();
+    for (i, b) in bufs.iter().enumerate() {
+        cq.write_buffer(b, 0, &pattern(512, i as u8)).unwrap();
+    }
+    let pending: Vec<_> = bufs.iter().map(|b| cq.enqueue_read(b, 0, 512).unwrap()).collect();
+    for (i, p) in pending.iter().enumerate().rev() {
+        assert_eq!(dev.complete_read(p).unwrap(), pattern(512, i as u8), "seed 6");
+    }
+}
+
+#[test]
+fn completion_queue_wraps_many_times() {
+    let mut dev = booted(7, |c| c.completion_size = 2048);
+    let buf = dev.alloc_l1(1, 1, 480).unwrap();
+    let mut cq = dev.cq(0).unwrap();
+    for round in 0..60u8 {
+        let data = pattern(480, round);
+        cq.write_buffer(&buf, 0, &data).unwrap();
+        assert_eq!(cq.read_buffer(&buf, 0, 480).unwrap(), data, "seed 7 round {round}");
+    }
+    // 60 records of 512 bytes through a 2 KiB ring: 15 wraps.
+}
+
+#[test]
+fn trace_replays_a_thousand_times() {
+    let mut dev = booted(8, |_| {});
+    let buf = dev.alloc_l1(2, 2, 64).unwrap();
+    let mut cq = dev.cq(0).unwrap();
+    cq.begin_trace().unwrap();
+    cq.launch(CoreRange::new((0, 0), (3, 3)), &[]).unwrap();
+    cq.write_buffer(&buf, 0, &[0xAB; 64]).unwrap();
+    let trace = cq.end_trace().unwrap();
+    for _ in 0..1000 {
+        cq.execute_trace(&trace).unwrap();
+    }
+    cq.finish().unwrap();
+    assert_eq!(cq.read_buffer(&buf, 0, 64).unwrap(), vec![0xAB; 64], "seed 8");
+}
+
+#[test]
+fn out_of_range_buffers_are_rejected_before_reaching_the_device() {
+    let mut dev = booted(9, |_| {});
+    let buf = dev.alloc_l1(0, 0, 100).unwrap();
+    let mut cq = dev.cq(0).unwrap();
+    assert!(matches!(cq.write_buffer(&buf, 90, &[0; 20]), Err(DriverError::OutOfRange { .. })));
+    assert!(matches!(cq.read_buffer(&buf, 0, 0), Err(DriverError::OutOfRange { .. })));
+    assert!(matches!(cq.launch(CoreRange::new((0, 0), (8, 0)), &[]), Err(DriverError::OutOfRange { .. })));
+    assert!(dev.cq(2).is_err());
+}
