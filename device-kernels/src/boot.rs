@@ -20,7 +20,7 @@ pub fn announce(mem: &mut impl Memory, firmware: FirmwareId, core_xy: u32, build
     trace::init(mem);
     trace::record(mem, core_xy as u16, cycle, TraceKind::Boot, firmware as u32, ABI_VERSION);
     let alive = AliveRecord {
-        magic: ALIVE_MAGIC,
+        magic: 0,
         firmware_id: firmware as u32,
         abi_version: ABI_VERSION,
         build_id,
@@ -28,7 +28,10 @@ pub fn announce(mem: &mut impl Memory, firmware: FirmwareId, core_xy: u32, build
         _reserved: 0,
         boot_cycle: cycle,
     };
+    // The magic goes last: a host polling the record never sees it complete
+    // before every other field is.
     mem.write_words(ALIVE, alive.as_bytes());
+    mem.write_u32(ALIVE, ALIVE_MAGIC);
 }
 
 #[cfg(test)]

@@ -131,7 +131,10 @@ fn core_state(dev: &mut Device, c: Coord) -> Result<CoreState> {
 /// Follows waypoints from the queue the host waited on.
 fn chain(cores: &[CoreState], waited_for: &str) -> (Vec<String>, bool) {
     let find = |c: Coord| cores.iter().find(|s| s.coord == c);
-    let q = waited_for.find("CQ").and_then(|i| waited_for[i + 2..].chars().next()).and_then(|d| d.to_digit(10));
+    // The queue the host waited on: the first "CQ<n>" in the description.
+    let q = waited_for
+        .match_indices("CQ")
+        .find_map(|(i, _)| waited_for[i + 2..].chars().next().and_then(|d| d.to_digit(10)));
     let mut chain = vec![format!("host waiting for {waited_for}")];
     let Some(q) = q else { return (chain, false) };
     let mut next = Some(noc::prefetcher(q as u8));
