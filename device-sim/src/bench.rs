@@ -203,3 +203,92 @@ mod tests {
         }
     }
 }
+
+/// Result of the two-core ping-pong on the default chip.
+#[derive(Debug, Clone)]
+pub struct PingPong {
+    pub device_cycles: u64,
+    pub host_time: Duration,
+    pub round_trips: u32,
+}
+
+impl PingPong {
+    /// Simulated device cycles per host second.
+    pub fn cycles_per_second(&self) -> f64 {
+        self.device_cycles as f64 / self.host_time.as_secs_f64()
+    }
+}
+
+/// Polling-dominated ping-pong on the default chip (64 workers, 2 CQs): two
+/// workers take turns incrementing each other's semaphore 0 with NOC
+/// atomics and spin on their own until it moves. The other cores are held
+/// in reset, as before a launch.
+pub fn chip_pingpong(device_cycles: u64, cfg: crate::config::SimConfig) -> Result<PingPong, crate::chip::SimError> {
+    use crate::chip::Chip;
+    use cqlab_abi::mmio::{self, semaphore, MMIO_BASE};
+    use cqlab_abi::noc::{worker, NocAddr};
+
+    const MMIO: u32 = 10;
+    let sem0 = semaphore(0) as i32;
+    let setup = |p: &mut Vec<u32>| {
+        p.extend(li(MMIO, MMIO_BASE));
+        p.extend(li(6, USER.base));
+        p.extend([
+            lw(7, 6, 0),
+            sw(7, MMIO, mmio::NOC_TARGET_LO as i32),
+            lw(7, 6, 4),
+            sw(7, MMIO, mmio::NOC_TARGET_HI as i32),
+            addi(7, 0, 1),
+            sw(7, MMIO, mmio::NOC_ATOMIC_VALUE as i32),
+            addi(8, 0, 0),
+        ]);
+    };
+    let inc = [addi(7, 0, mmio::NocCmd::AtomicInc as i32), sw(7, MMIO, mmio::NOC_CMD as i32)];
+    let wait = [addi(8, 8, 1), lw(7, MMIO, sem0), bltu(7, 8, -4)];
+    let mut ping = Vec::new();
+    setup(&mut ping);
+    ping.extend(inc);
+    ping.extend(wait);
+    ping.push(jal(0, -20));
+    let mut pong = Vec::new();
+    setup(&mut pong);
+    pong.extend(wait);
+    pong.extend(inc);
+    pong.push(jal(0, -20));
+
+    let mut chip = Chip::new(cfg)?;
+    let (a, b) = (worker(0, 0), worker(1, 0));
+    for (core, peer, prog) in [(a, b, &ping), (b, a, &pong)] {
+        let (lo, hi) = NocAddr::unicast(peer, (MMIO_BASE + semaphore(0)) as u64).words();
+        chip.write(NocAddr::unicast(core, USER.base as u64), &to_bytes(&[lo, hi]))?;
+        chip.write(NocAddr::unicast(core, CODE.base as u64), &to_bytes(prog))?;
+        chip.set_reset(core, false)?;
+    }
+    let t = Instant::now();
+    chip.advance(device_cycles);
+    let host_time = t.elapsed();
+    let round_trips = chip.read_u32(NocAddr::unicast(a, (MMIO_BASE + semaphore(0)) as u64))?;
+    Ok(PingPong { device_cycles, host_time, round_trips })
+}
+
+/// Resident set size of this process in bytes (Linux `/proc/self/status`).
+pub fn rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod chip_tests {
+    use super::*;
+
+    #[test]
+    fn pingpong_makes_round_trips() {
+        let cfg = crate::config::SimConfig { worker_cols: 2, worker_rows: 1, num_cqs: 1, ..Default::default() };
+        let p = chip_pingpong(20_000, cfg).unwrap();
+        assert!(p.round_trips > 10, "{} round trips", p.round_trips);
+        // Each round trip needs two NOC trips, so it cannot beat their latency.
+        assert!(p.round_trips < 20_000 / 40, "{} round trips", p.round_trips);
+    }
+}

@@ -46,6 +46,9 @@ pub struct BenchArgs {
     /// Loop iterations per workload.
     #[arg(long, default_value_t = 20_000_000)]
     iters: u32,
+    /// Device cycles of the chip ping-pong.
+    #[arg(long, default_value_t = 50_000_000)]
+    chip_cycles: u64,
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -131,5 +134,54 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         println!("{:<6} {}", w.name, w.description);
     }
     println!("* native MIPS: the same loop in Rust on the host, counted in guest-instruction equivalents.");
+    println!();
+    chip_bench(args.chip_cycles)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whole-chip figures: a polling ping-pong and the memory footprint of the
+/// default 64-worker chip.
+fn chip_bench(cycles: u64) -> anyhow::Result<()> {
+    use cqlab_abi::noc::NocAddr;
+    use cqlab_sim::bench::{chip_pingpong, rss_bytes};
+    use cqlab_sim::chip::Chip;
+    use cqlab_sim::config::SimConfig;
+
+    let cfg = SimConfig::default();
+    println!(
+        "chip: {}x{} workers + {} CQs, L1 {} KiB, quantum {} cycles, no idle fast-forward",
+        cfg.worker_cols,
+        cfg.worker_rows,
+        cfg.num_cqs,
+        cfg.l1_size / 1024,
+        cfg.quantum_cycles
+    );
+    let p = chip_pingpong(cycles, cfg.clone())?;
+    println!(
+        "ping-pong (2 workers, NOC atomics on L1 semaphores): {} device cycles in {:.3}s = {:.1}e6 device cycles/s, \
+         {} round trips ({:.0} cycles each)",
+        p.device_cycles,
+        p.host_time.as_secs_f64(),
+        p.cycles_per_second() / 1e6,
+        p.round_trips,
+        p.device_cycles as f64 / p.round_trips.max(1) as f64
+    );
+    let before = rss_bytes();
+    let mut chip = Chip::new(cfg.clone())?;
+    let booted = rss_bytes();
+    let fill = vec![0xa5u8; cfg.l1_size as usize];
+    let cores: Vec<_> = chip.cores().collect();
+    for &c in &cores {
+        chip.write(NocAddr::unicast(c, 0), &fill)?;
+    }
+    let filled = rss_bytes();
+    let mib = |b: Option<u64>| b.map_or("?".to_string(), |b| format!("{:.1} MiB", b as f64 / (1 << 20) as f64));
+    println!(
+        "memory: process RSS {} before the chip, {} with the chip powered on, {} after writing all {} cores' L1",
+        mib(before),
+        mib(booted),
+        mib(filled),
+        cores.len()
+    );
+    Ok(())
 }
