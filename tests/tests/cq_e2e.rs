@@ -118,3 +118,46 @@ fn out_of_range_buffers_are_rejected_before_reaching_the_device() {
     assert!(matches!(cq.launch(CoreRange::new((0, 0), (8, 0)), &[]), Err(DriverError::OutOfRange { .. })));
     assert!(dev.cq(2).is_err());
 }
+
+#[test]
+fn no_enqueue_depth_deadlocks_with_tiny_queues() {
+    // Queues shrunk so the fetch queue, issue queue and completion queue all
+    // fill and wrap many times; the host drains completions while it waits.
+    let mut dev = booted(10, |c| {
+        c.fetch_entries = 4;
+        c.issue_size = 4096;
+        c.completion_size = 1024;
+    });
+    let buf = dev.alloc_l1(5, 5, 64).unwrap();
+    for depth in [1u32, 3, 10, 30, 100, 300, 1000, 3000, 10_000] {
+        let mut cq = dev.cq(0).unwrap();
+        for i in 0..depth {
+            cq.launch(CoreRange::single((i % 8) as u8, 0), &[i]).unwrap();
+            if i % 97 == 0 {
+                cq.record_event().unwrap(); // completion records pile up too
+            }
+        }
+        cq.write_buffer(&buf, 0, &[depth as u8; 64]).unwrap();
+        cq.finish().unwrap();
+        assert_eq!(cq.read_buffer(&buf, 0, 64).unwrap(), vec![depth as u8; 64], "seed 10 depth {depth}");
+    }
+}
+
+#[test]
+fn two_queues_ping_pong_with_events() {
+    let mut dev = booted(14, |_| {});
+    let buf = dev.alloc_l1(7, 7, 16).unwrap();
+    let mut last = None;
+    for round in 0..50u8 {
+        let (me, other) = if round % 2 == 0 { (0, 1) } else { (1, 0) };
+        let mut cq = dev.cq(me).unwrap();
+        if let Some(ev) = last {
+            cq.wait_for_event(ev).unwrap();
+        }
+        cq.write_buffer(&buf, 0, &[round; 16]).unwrap();
+        last = Some(cq.record_event().unwrap());
+        let _ = other;
+    }
+    dev.event_synchronize(last.unwrap()).unwrap();
+    assert_eq!(dev.cq(0).unwrap().read_buffer(&buf, 0, 16).unwrap(), vec![49; 16], "seed 14");
+}
