@@ -219,11 +219,16 @@ impl PingPong {
     }
 }
 
-/// Polling-dominated ping-pong on the default chip (64 workers, 2 CQs): two
-/// workers take turns incrementing each other's semaphore 0 with NOC
-/// atomics and spin on their own until it moves. The other cores are held
-/// in reset, as before a launch.
-pub fn chip_pingpong(device_cycles: u64, cfg: crate::config::SimConfig) -> Result<PingPong, crate::chip::SimError> {
+/// Polling-dominated ping-pong on the chip: two workers take turns
+/// incrementing each other's semaphore 0 with NOC atomics and spin on their
+/// own until it moves. With `spinners`, every other worker runs and spins on
+/// a GO word that never comes (as workers waiting for a launch); otherwise
+/// they are held in reset.
+pub fn chip_pingpong(
+    device_cycles: u64,
+    cfg: crate::config::SimConfig,
+    spinners: bool,
+) -> Result<PingPong, crate::chip::SimError> {
     use crate::chip::Chip;
     use cqlab_abi::mmio::{self, semaphore, MMIO_BASE};
     use cqlab_abi::noc::{worker, NocAddr};
@@ -264,6 +269,16 @@ pub fn chip_pingpong(device_cycles: u64, cfg: crate::config::SimConfig) -> Resul
         chip.write(NocAddr::unicast(core, CODE.base as u64), &to_bytes(prog))?;
         chip.set_reset(core, false)?;
     }
+    if spinners {
+        let mut spin = li(6, USER.base + 0x80).to_vec();
+        spin.extend([lw(7, 6, 0), beq(7, 0, -4), ECALL]);
+        let others: Vec<_> =
+            chip.cores().filter(|c| *c != a && *c != b && cqlab_abi::noc::worker_index(*c).is_some()).collect();
+        for c in others {
+            chip.write(NocAddr::unicast(c, CODE.base as u64), &to_bytes(&spin))?;
+            chip.set_reset(c, false)?;
+        }
+    }
     let t = Instant::now();
     chip.advance(device_cycles);
     let host_time = t.elapsed();
@@ -285,8 +300,8 @@ mod chip_tests {
 
     #[test]
     fn pingpong_makes_round_trips() {
-        let cfg = crate::config::SimConfig { worker_cols: 2, worker_rows: 1, num_cqs: 1, ..Default::default() };
-        let p = chip_pingpong(20_000, cfg).unwrap();
+        let cfg = crate::config::SimConfig { worker_cols: 3, worker_rows: 1, num_cqs: 1, ..Default::default() };
+        let p = chip_pingpong(20_000, cfg, true).unwrap();
         assert!(p.round_trips > 10, "{} round trips", p.round_trips);
         // Each round trip needs two NOC trips, so it cannot beat their latency.
         assert!(p.round_trips < 20_000 / 40, "{} round trips", p.round_trips);

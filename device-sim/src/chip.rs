@@ -16,6 +16,7 @@ use crate::core_mmio::{reg_offset, CoreBus, CoreMmio, NocIssue, TargetCheck};
 use crate::debug::CoreDebug;
 use crate::dram::Dram;
 use crate::elf::{ElfError, ElfImage, Window};
+use crate::fastforward::{probe, FfState};
 use crate::hart::{Hart, Stop};
 use crate::memory::{Memory, Ram};
 use crate::noc::{endpoint_cost, farthest, trip, Event, EventKind};
@@ -48,6 +49,14 @@ pub struct Core {
     pub coord: Coord,
     pub hart: Hart,
     pub mmio: CoreMmio,
+    ff: FfState,
+}
+
+impl Core {
+    /// Device cycles this core spent parked by idle fast-forward.
+    pub fn fast_forwarded_cycles(&self) -> u64 {
+        self.ff.skipped_cycles
+    }
 }
 
 /// Which cores exist, for validating NOC targets.
@@ -154,7 +163,7 @@ impl Chip {
             .map(|(i, &coord)| {
                 index[coord.y as usize * GRID_SIDE + coord.x as usize] = i as u16;
                 let hart = Hart::new(Memory::new(Ram::new(0, cfg.l1_size), None), coord.packed(), ENTRY_POINT);
-                Core { coord, hart, mmio: CoreMmio::new(coord) }
+                Core { coord, hart, mmio: CoreMmio::new(coord), ff: FfState::default() }
             })
             .collect();
         let grid = Grid {
@@ -363,7 +372,22 @@ impl Chip {
             self.now = slice_end;
             self.deliver_until(slice_end);
         }
+        // The host may look at anything now: bring parked cores up to date.
+        for i in 0..self.cores.len() {
+            self.wake(i);
+        }
         self.now
+    }
+
+    /// Unparks core `i` (if idle-parked) to the current device time, exactly
+    /// where normal execution would be. Must precede any change to the core.
+    fn wake(&mut self, i: usize) {
+        if self.cores[i].ff.idle.is_some() {
+            let now = self.now;
+            let core = &mut self.cores[i];
+            core.ff.unpark(&mut core.hart, now);
+            self.run_hart(i, now);
+        }
     }
 
     /// Runs until `done(self)` holds, checking at every slice end, for at
@@ -385,31 +409,57 @@ impl Chip {
     fn run_core(&mut self, i: usize, slice_end: u64) {
         let Chip { cores, grid, issued, rng, cfg, .. } = self;
         let core = &mut cores[i];
-        let behind = slice_end.saturating_sub(core.hart.cycle());
         if core.mmio.in_reset || core.hart.halted().is_some() {
             // Idle cores keep their counters at device time.
-            core.hart.skip_cycles(behind);
+            core.hart.skip_cycles(slice_end.saturating_sub(core.hart.cycle()));
             return;
         }
         if cfg.faults.core_stall_prob > 0.0 && rng.chance(cfg.faults.core_stall_prob) {
+            // A parked loop does not depend on absolute time: a stall just
+            // shifts it (the hart sits at the parked state's cycle).
             core.hart.skip_cycles(cfg.faults.core_stall_cycles);
+            if let Some(l) = &mut core.ff.idle {
+                l.since += cfg.faults.core_stall_cycles;
+            }
+        }
+        if core.ff.idle.is_some() {
+            return;
+        }
+        if cfg.fast_forward && core.ff.probe_due() {
+            let mut bus = CoreBus { mmio: &mut core.mmio, issued, targets: &*grid };
+            match probe(&mut core.hart, &mut bus, slice_end) {
+                Some(l) => {
+                    core.ff.parked(l);
+                    return;
+                }
+                None => core.ff.probe_failed(),
+            }
+        }
+        self.run_hart(i, slice_end);
+    }
+
+    /// Runs core `i` normally until `limit` and schedules what it issued.
+    fn run_hart(&mut self, i: usize, limit: u64) {
+        let Chip { cores, grid, issued, .. } = self;
+        let core = &mut cores[i];
+        if core.mmio.in_reset {
+            return;
         }
         loop {
             let mut bus = CoreBus { mmio: &mut core.mmio, issued, targets: &*grid };
-            match core.hart.run(&mut bus, slice_end) {
+            match core.hart.run(&mut bus, limit) {
                 Stop::CycleLimit => break,
                 Stop::Halted(_) => {
-                    let behind = slice_end.saturating_sub(core.hart.cycle());
+                    let behind = limit.saturating_sub(core.hart.cycle());
                     core.hart.skip_cycles(behind);
                     break;
                 }
                 Stop::Yield | Stop::Watch { .. } => {}
             }
         }
-        let src = i;
         let from = core.coord;
         for issue in std::mem::take(&mut self.issued) {
-            self.schedule(src, from, issue);
+            self.schedule(i, from, issue);
         }
     }
 
@@ -454,6 +504,7 @@ impl Chip {
             let e = self.events.pop().expect("peeked");
             // Targets were validated at issue and memories never shrink, so
             // deliveries cannot fail.
+            self.wake_for(&e.kind);
             match e.kind {
                 EventKind::WriteArrive { target, data } => self.noc_write(target, &data),
                 EventKind::WriteAck { src } => {
@@ -471,6 +522,25 @@ impl Chip {
                     self.cores[src].hart.mem.l1.write(local, &buf).expect("validated at issue");
                     let c = &mut self.cores[src].mmio.counters;
                     c.reads_acked = c.reads_acked.wrapping_add(1);
+                }
+            }
+        }
+    }
+
+    /// Unparks every core an event is about to change.
+    fn wake_for(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::WriteAck { src } | EventKind::AtomicAck { src } | EventKind::ReadComplete { src, .. } => {
+                self.wake(*src)
+            }
+            EventKind::WriteArrive { target, .. } | EventKind::AtomicArrive { target, .. } => {
+                let (a, b) = (target.coord(), target.mcast_end());
+                for y in a.y..=b.y {
+                    for x in a.x..=b.x {
+                        if let Some(i) = self.grid.core(Coord::new(x, y)) {
+                            self.wake(i);
+                        }
+                    }
                 }
             }
         }

@@ -67,6 +67,9 @@ pub struct SimConfig {
     pub noc: NocTiming,
     pub pcie: PcieTiming,
     pub faults: Faults,
+    /// Park cores spinning in pure loops (see `fastforward`); results are
+    /// identical either way, only host time differs.
+    pub fast_forward: bool,
 }
 
 impl Default for SimConfig {
@@ -91,6 +94,7 @@ impl Default for SimConfig {
                 write_bytes_per_kcycle: 26_000,
             },
             faults: Faults::default(),
+            fast_forward: true,
         }
     }
 }

@@ -155,6 +155,10 @@ pub struct Hart {
     halt: Option<Halt>,
     pub mem: Memory,
     history: BranchHistory,
+    /// Stores and counter-CSR reads executed: anything that makes a loop
+    /// depend on more than its registers and unchanged memory. Idle
+    /// fast-forward only skips loops during which this does not move.
+    effects: u64,
 }
 
 impl Hart {
@@ -169,6 +173,7 @@ impl Hart {
             halt: None,
             mem,
             history: Default::default(),
+            effects: 0,
         };
         h.reset(entry);
         h
@@ -220,6 +225,18 @@ impl Hart {
     /// Lets simulated time pass without executing (a held or idle core).
     pub fn skip_cycles(&mut self, n: u64) {
         self.cycle += n;
+    }
+
+    /// Count of stores and counter-CSR reads so far (see `fastforward`).
+    pub fn effects(&self) -> u64 {
+        self.effects
+    }
+
+    /// Accounts for `instrs` instructions over `cycles` cycles of a loop that
+    /// returns to the current state (idle fast-forward).
+    pub(crate) fn fast_forward(&mut self, cycles: u64, instrs: u64) {
+        self.cycle += cycles;
+        self.instret += instrs;
     }
 
     /// Up to `n` most recently retired PCs, newest first, reconstructed
@@ -377,6 +394,7 @@ impl Hart {
                 let bytes: [u8; 4] = v.to_le_bytes();
                 let mut b = [0u8; $n];
                 b.copy_from_slice(&bytes[..$n]);
+                self.effects += 1;
                 let stop = if self.mem.l1.store::<$n>(addr, b) {
                     self.watch_hit(addr)
                 } else {
@@ -401,6 +419,7 @@ impl Hart {
             ($d:expr, $writes:expr) => {{
                 match csr::read($d.imm, cycle, instret, self.hartid) {
                     Some(v) if !$writes => {
+                        self.effects += 1;
                         x!($d.rd) = v;
                         pc = pc.wrapping_add(4);
                     }

@@ -23,6 +23,7 @@ pub mod disasm;
 mod dram;
 pub mod elf;
 pub mod exec;
+pub mod fastforward;
 pub mod hart;
 mod history;
 pub mod memory;

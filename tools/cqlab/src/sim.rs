@@ -149,23 +149,34 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
 
     let cfg = SimConfig::default();
     println!(
-        "chip: {}x{} workers + {} CQs, L1 {} KiB, quantum {} cycles, no idle fast-forward",
+        "chip: {}x{} workers + {} CQs, L1 {} KiB, quantum {} cycles; ping-pong = 2 workers alternately \
+         NOC-incrementing each other's L1 semaphore and polling their own",
         cfg.worker_cols,
         cfg.worker_rows,
         cfg.num_cqs,
         cfg.l1_size / 1024,
         cfg.quantum_cycles
     );
-    let p = chip_pingpong(cycles, cfg.clone())?;
     println!(
-        "ping-pong (2 workers, NOC atomics on L1 semaphores): {} device cycles in {:.3}s = {:.1}e6 device cycles/s, \
-         {} round trips ({:.0} cycles each)",
-        p.device_cycles,
-        p.host_time.as_secs_f64(),
-        p.cycles_per_second() / 1e6,
-        p.round_trips,
-        p.device_cycles as f64 / p.round_trips.max(1) as f64
+        "{:<56} {:>14} {:>10} {:>16} {:>12}",
+        "scenario", "device cycles", "host time", "dev Mcycles/s", "round trips"
     );
+    for (spinners, ff) in [(false, false), (false, true), (true, false), (true, true)] {
+        let name = format!(
+            "ping-pong{}, fast-forward {}",
+            if spinners { " + 62 workers polling for GO" } else { "" },
+            if ff { "on" } else { "off" }
+        );
+        let p = chip_pingpong(cycles, SimConfig { fast_forward: ff, ..cfg.clone() }, spinners)?;
+        println!(
+            "{:<56} {:>14} {:>9.3}s {:>16.1} {:>12}",
+            name,
+            p.device_cycles,
+            p.host_time.as_secs_f64(),
+            p.cycles_per_second() / 1e6,
+            p.round_trips
+        );
+    }
     let before = rss_bytes();
     let mut chip = Chip::new(cfg.clone())?;
     let booted = rss_bytes();
