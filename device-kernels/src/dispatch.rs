@@ -149,6 +149,11 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     /// Returns finished pages to the prefetcher, once every write that read
     /// from them has been acknowledged.
     fn release_pages(&mut self) {
+        // Known bug 2 returns the page being read too, without waiting for
+        // the writes sourced from it: the prefetcher may overwrite live data.
+        #[cfg(feature = "bug-release-before-ack")]
+        let pages = self.ring.releasable(self.read.next_multiple_of(self.ring.page_size as u64), self.released);
+        #[cfg(not(feature = "bug-release-before-ack"))]
         let pages = self.ring.releasable(self.read, self.released);
         if pages == 0 {
             return;

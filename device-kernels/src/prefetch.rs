@@ -94,10 +94,16 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 fail(self.p, DeviceError::BadSize, slot, raw, self.fetched, self.issue_rd.0);
             }
             self.fetch_chunk(len);
-            self.consume_slot(slot);
-            trace(self.p, TraceKind::FetchConsumed, raw, index);
             self.issue_rd = self.issue_rd.advance(len, self.cfg.issue_size);
+            // The chunk's issue-queue space and fetch slot are free only once
+            // the read has landed. Known bug 3 frees them while it is in flight.
+            #[cfg(not(feature = "bug-early-fetch-release"))]
+            self.wait_reads();
+            self.consume_slot(slot);
             self.publish_pointers();
+            #[cfg(feature = "bug-early-fetch-release")]
+            self.wait_reads();
+            trace(self.p, TraceKind::FetchConsumed, raw, index);
             self.run_commands(CHUNK_AREA.base, len, entry.stall(), false);
         }
     }
@@ -112,18 +118,12 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         if second > 0 {
             self.p.noc_read(NocAddr::unicast(PCIE, base), CHUNK_AREA.base + first, second);
         }
-        #[cfg(not(feature = "bug-early-fetch-release"))]
-        self.wait_reads();
     }
 
-    /// Frees the fetch-queue slot for the host. The correct order is: chunk
-    /// read complete, then slot zeroed.
+    /// Frees the fetch-queue slot for the host.
     fn consume_slot(&mut self, slot: u32) {
         self.p.write_u32(slot, 0);
         self.fetched = self.fetched.wrapping_add(1);
-        // Known bug 3: the slot was freed before the read landed.
-        #[cfg(feature = "bug-early-fetch-release")]
-        self.wait_reads();
     }
 
     fn wait_reads(&mut self) {

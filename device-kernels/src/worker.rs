@@ -31,9 +31,15 @@ pub fn serve<P: Platform>(p: &mut P, firmware: FirmwareId, mut kernel: impl FnMu
     }
 }
 
-/// `spin` kernel: busy-waits `args[0]` cycles.
+/// `spin` kernel: busy-waits `args[0]` cycles; with three arguments it then
+/// stores `args[2]` at its L1 address `args[1]` (an observable result, for
+/// ordering tests).
 pub fn spin(p: &mut impl Platform, msg: &LaunchMsg) {
     let start = p.cycle();
     let cycles = msg.args[0] as u64;
     while p.cycle().wrapping_sub(start) < cycles {}
+    let addr = msg.args[1];
+    if msg.nargs >= 3 && cqlab_abi::memory_map::USER.contains(addr, 4) && addr % 4 == 0 {
+        p.write_u32(addr, msg.args[2]);
+    }
 }

@@ -43,7 +43,7 @@ pub struct CqHost {
     pub(crate) launches: u32,
     /// Chunks captured by `begin_trace` instead of being issued.
     pub(crate) capture: Option<Vec<u8>>,
-    /// Records drained (for stats).
+    /// Records drained; also the sequence number the next record must carry.
     pub(crate) completions: u64,
 }
 
@@ -142,13 +142,15 @@ impl Device {
             let header = CompletionHeader::read_from_bytes(&sysmem[at..at + 16]).expect("16 bytes");
             let record = record_size(header.length);
             let kind = CompletionKind::from_u8(header.kind);
-            if kind.is_none() || record > size || header.cq != q as u16 {
+            let expected_seq = self.cqs[q as usize].completions as u32;
+            if kind.is_none() || record > size || header.cq != q as u16 || header.seq != expected_seq {
                 let message = format!(
-                    "corrupt completion record at offset {} of CQ{q}: kind {} cq {} length {}",
+                    "corrupt completion record at offset {} of CQ{q}: kind {} cq {} length {} seq {} (expected seq {expected_seq})",
                     rd.offset_bytes(),
                     header.kind,
                     header.cq,
-                    header.length
+                    header.length,
+                    header.seq
                 );
                 let dump = crate::hang_dump::HangDump::collect(self, "completion queue")?;
                 return Err(DriverError::Device { core: noc::dispatcher(q), message, dump: Box::new(dump) });

@@ -23,6 +23,9 @@ pub struct DeviceConfig {
     pub firmware_dir: PathBuf,
     /// Worker firmware loaded at boot.
     pub worker_kernel: String,
+    /// Known-bug variant of the prefetcher and dispatcher (a folder under
+    /// `firmware_dir/variants/`), or `None` for the normal firmware.
+    pub firmware_variant: Option<String>,
 }
 
 impl Default for DeviceConfig {
@@ -40,6 +43,7 @@ impl Default for DeviceConfig {
             stall_timeout_cycles: 200_000_000,
             firmware_dir: default_firmware_dir(),
             worker_kernel: "noop".into(),
+            firmware_variant: None,
         }
     }
 }

@@ -105,8 +105,13 @@ impl Device {
     /// core's alive record.
     pub fn boot(&mut self) -> Result<()> {
         let dir = self.cfg.firmware_dir.clone();
+        let cq_dir = match &self.cfg.firmware_variant {
+            Some(v) => dir.join("variants").join(v),
+            None => dir.clone(),
+        };
         let image = |name: &str| FirmwareImage::load(&dir.join(name));
-        let (prefetch, dispatch) = (image("prefetch")?, image("dispatch")?);
+        let (prefetch, dispatch) =
+            (FirmwareImage::load(&cq_dir.join("prefetch"))?, FirmwareImage::load(&cq_dir.join("dispatch"))?);
         let worker = image(self.worker_firmware.name())?;
         let mut expect = Vec::new();
         for q in 0..self.cfg.num_cqs {

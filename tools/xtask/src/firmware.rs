@@ -13,6 +13,11 @@ const PACKAGES: &[(&str, &str)] = &[("cqlab-kernels", "rt"), ("cqlab-isa-tests",
 /// The firmware images proper (whose sizes are reported).
 const FIRMWARE: &[&str] = &["prefetch", "dispatch", "noop", "spin"];
 
+/// Known-bug variants of the CQ firmware (cargo features of cqlab-kernels),
+/// each built into `variants/<name>/` beside the normal images.
+pub const VARIANTS: &[&str] =
+    &["stall-release-early", "release-before-ack", "early-fetch-release", "completion-no-toggle"];
+
 /// Where the ELFs end up (tests and the driver look here).
 pub fn output_dir(root: &Path) -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
@@ -23,6 +28,23 @@ pub fn output_dir(root: &Path) -> PathBuf {
 pub fn build(root: &Path) -> Result<Vec<PathBuf>> {
     let toolchain = toolchain::ensure()?;
     let out = output_dir(root);
+    let built = match toolchain {
+        Toolchain::Rustup => out.clone(),
+        Toolchain::Debian { .. } => root.join("target/debian-fallback").join(TARGET).join("firmware"),
+    };
+    // Variants first: each build overwrites the CQ images, the normal build comes last.
+    for variant in VARIANTS {
+        let mut cmd = build_command(&toolchain, root);
+        let features = format!("rt,bug-{variant}");
+        cmd.args(["build", "-p", "cqlab-kernels", "--features", &features, "--bin", "prefetch", "--bin", "dispatch"]);
+        cmd.args(["--target", TARGET, "--profile", "firmware"]);
+        run(&mut cmd).with_context(|| format!("building firmware variant {variant}"))?;
+        let dir = out.join("variants").join(variant);
+        std::fs::create_dir_all(&dir)?;
+        for name in ["prefetch", "dispatch"] {
+            std::fs::copy(built.join(name), dir.join(name)).with_context(|| format!("copying {variant}/{name}"))?;
+        }
+    }
     for (package, feature) in PACKAGES {
         let mut cmd = build_command(&toolchain, root);
         cmd.args([
@@ -43,7 +65,6 @@ pub fn build(root: &Path) -> Result<Vec<PathBuf>> {
         // The fallback builds in its own target dir (another compiler version);
         // copy the ELFs to where everything else looks for them.
         std::fs::create_dir_all(&out)?;
-        let built = root.join("target/debian-fallback").join(TARGET).join("firmware");
         for entry in std::fs::read_dir(&built)? {
             let path = entry?.path();
             let is_elf = std::fs::read(&path).map(|b| b.starts_with(b"\x7fELF")).unwrap_or(false);

@@ -1,0 +1,132 @@
+//! Each known-bug firmware variant shows its symptom under some seed, while
+//! the normal firmware passes the very same workload on the same seeds.
+
+use cqlab_driver::{CoreRange, Device, DeviceConfig, DriverError};
+use cqlab_tests::firmware_dir;
+
+type Outcome = Result<(), String>;
+
+fn device(seed: u64, variant: Option<&str>, tweak: impl FnOnce(&mut DeviceConfig)) -> Device {
+    let mut cfg = DeviceConfig {
+        firmware_dir: firmware_dir(),
+        firmware_variant: variant.map(str::to_owned),
+        stall_timeout_cycles: 2_000_000,
+        ..Default::default()
+    };
+    tweak(&mut cfg);
+    let mut sim = cqlab_sim::config::SimConfig { seed, quantum_jitter: 64, ..Default::default() };
+    // Seeded NOC/PCIe jitter widens the races the variants open.
+    sim.faults.noc_jitter_cycles = 800;
+    let mut dev = Device::embedded(sim, cfg).unwrap();
+    dev.boot().unwrap();
+    dev
+}
+
+fn describe(e: DriverError) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_owned()
+}
+
+/// A kernel stores a result; the host reads it right after the launch.
+fn read_after_kernel(seed: u64, variant: Option<&str>) -> Outcome {
+    let mut dev = device(seed, variant, |c| c.worker_kernel = "spin".into());
+    let buf = dev.alloc_l1(4, 4, 16).unwrap();
+    let cqlab_driver::Placement::L1 { addr, .. } = buf.placement else { unreachable!() };
+    let mut cq = dev.cq(0).unwrap();
+    for round in 1..=4u32 {
+        cq.launch(CoreRange::single(4, 4), &[20_000, addr, round]).map_err(describe)?;
+        let back = cq.read_buffer(&buf, 0, 4).map_err(describe)?;
+        if back != round.to_le_bytes() {
+            return Err(format!("round {round}: read {back:?} before the kernel's result"));
+        }
+    }
+    Ok(())
+}
+
+/// Large writes through a tiny dispatcher ring.
+fn tiny_ring(seed: u64, variant: Option<&str>) -> Outcome {
+    let mut dev = device(seed, variant, |c| (c.ring_page_size, c.ring_pages) = (256, 4));
+    let buf = dev.alloc_l1(2, 2, 8192).unwrap();
+    let mut cq = dev.cq(0).unwrap();
+    for round in 0..4u8 {
+        let data: Vec<u8> = (0..8192).map(|i| (i as u8).wrapping_add(round)).collect();
+        cq.write_buffer(&buf, 0, &data).map_err(describe)?;
+        if cq.read_buffer(&buf, 0, 8192).map_err(describe)? != data {
+            return Err(format!("round {round}: data corrupted"));
+        }
+    }
+    Ok(())
+}
+
+/// Many small commands of mixed sizes through a tiny issue queue.
+fn tiny_issue_queue(seed: u64, variant: Option<&str>) -> Outcome {
+    let mut dev = device(seed, variant, |c| (c.issue_size, c.fetch_entries) = (512, 16));
+    let bufs: Vec<_> = (0..5u32).map(|i| dev.alloc_l1(1, 1, 48 * (i + 1)).unwrap()).collect();
+    let mut expect = vec![Vec::new(); bufs.len()];
+    let mut cq = dev.cq(0).unwrap();
+    for i in 0..200u32 {
+        let k = (i % 5) as usize;
+        let data = vec![i as u8; bufs[k].size as usize];
+        cq.write_buffer(&bufs[k], 0, &data).map_err(describe)?;
+        expect[k] = data;
+        if i % 3 == 0 {
+            cq.launch(CoreRange::single((i % 8) as u8, 1), &[i]).map_err(describe)?;
+        }
+    }
+    cq.finish().map_err(describe)?;
+    for (k, b) in bufs.iter().enumerate() {
+        if cq.read_buffer(b, 0, b.size).map_err(describe)? != expect[k] {
+            return Err(format!("buffer {k} holds the wrong data"));
+        }
+    }
+    Ok(())
+}
+
+/// More events than the completion queue holds.
+fn many_events(seed: u64, variant: Option<&str>) -> Outcome {
+    let mut dev = device(seed, variant, |c| c.completion_size = 1024);
+    for _ in 0..40 {
+        let ev = dev.cq(0).unwrap().record_event().map_err(describe)?;
+        dev.event_synchronize(ev).map_err(describe)?;
+    }
+    Ok(())
+}
+
+/// Runs `workload` on seeds 1..=seeds: the normal firmware must pass every
+/// seed, the variant must fail at least one. Returns the variant's failures.
+fn shows_symptom(variant: &str, seeds: u64, workload: fn(u64, Option<&str>) -> Outcome) -> Vec<(u64, String)> {
+    let mut failures = Vec::new();
+    for seed in 1..=seeds {
+        if let Err(e) = workload(seed, None) {
+            panic!("normal firmware failed {variant}'s workload on seed {seed}: {e}");
+        }
+        if let Err(e) = workload(seed, Some(variant)) {
+            failures.push((seed, e));
+        }
+    }
+    assert!(!failures.is_empty(), "variant {variant} showed no symptom on seeds 1..={seeds}");
+    failures
+}
+
+#[test]
+fn stall_released_early_returns_stale_reads() {
+    let f = shows_symptom("stall-release-early", 2, read_after_kernel);
+    eprintln!("stall-release-early: {f:?}");
+}
+
+#[test]
+fn credits_released_before_acks_corrupt_the_ring() {
+    let f = shows_symptom("release-before-ack", 4, tiny_ring);
+    eprintln!("release-before-ack: {f:?}");
+}
+
+#[test]
+fn fetch_entries_freed_before_the_read_lands_corrupt_commands() {
+    let f = shows_symptom("early-fetch-release", 4, tiny_issue_queue);
+    eprintln!("early-fetch-release: {f:?}");
+}
+
+#[test]
+fn completion_wrap_without_toggle_loses_records() {
+    let f = shows_symptom("completion-no-toggle", 1, many_events);
+    assert!(f[0].1.contains("corrupt completion record"), "{f:?}");
+}
