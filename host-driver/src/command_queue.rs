@@ -11,7 +11,7 @@ use crate::error::{DriverError, Result};
 use crate::events::Event;
 use cqlab_abi::completion::{record_size, CompletionHeader, CompletionKind, EventRecord};
 use cqlab_abi::dispatch::WaitFlags;
-use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder};
+use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
 use cqlab_abi::fetch_queue::{self, FetchEntry};
 use cqlab_abi::mailbox::{self, LaunchMsg, GO_SIGNAL, LAUNCH, MAX_RUNTIME_ARGS};
 use cqlab_abi::memory_map::{CHUNK_AREA, TRACE_AREA};
@@ -293,6 +293,28 @@ impl CommandQueue<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Writes to the same L1 address on many worker cores in one packed
+    /// write: `data` is either shared or `cores.len()` equal blocks.
+    pub fn write_packed(&mut self, addr: u32, cores: &[(u8, u8)], data: PackedData<'_>) -> Result<()> {
+        let (cols, rows) = (self.dev.cfg.worker_cols, self.dev.cfg.worker_rows);
+        if let Some(bad) = cores.iter().find(|&&(c, r)| c >= cols || r >= rows) {
+            return Err(DriverError::OutOfRange { what: "core", detail: format!("{bad:?} on a {cols}x{rows} grid") });
+        }
+        let dests: Vec<Coord> = cores.iter().map(|&(c, r)| noc::worker(c, r)).collect();
+        let bytes = match data {
+            PackedData::Shared(d) | PackedData::PerCore(d) => d.len(),
+        };
+        let per_core = if matches!(data, PackedData::Shared(_)) { bytes } else { bytes / cores.len().max(1) };
+        if !cqlab_abi::memory_map::USER.contains(addr, per_core as u32) {
+            return Err(DriverError::OutOfRange {
+                what: "packed write",
+                detail: format!("{per_core} bytes at L1 {addr:#x} leave the user region"),
+            });
+        }
+        let c = chunk(bytes + 16 * cores.len() + 256, |e| e.relay_inline(true, |w| w.write_packed(addr, &dests, data)))?;
+        self.dev.submit(self.q, &c, false)
     }
 
     /// Enqueues a read of `len` bytes at `offset` of `buf`; the data arrives

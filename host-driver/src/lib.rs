@@ -16,6 +16,7 @@ pub mod sim_backend;
 pub mod ttkmd;
 
 pub use buffer::{Buffer, Placement};
+pub use cqlab_abi::encode::PackedData;
 pub use command_queue::{CommandQueue, CoreRange, PendingRead, Trace};
 pub use config::DeviceConfig;
 pub use device::Device;

@@ -161,3 +161,39 @@ fn two_queues_ping_pong_with_events() {
     dev.event_synchronize(last.unwrap()).unwrap();
     assert_eq!(dev.cq(0).unwrap().read_buffer(&buf, 0, 16).unwrap(), vec![49; 16], "seed 14");
 }
+
+#[test]
+fn packed_writes_reach_all_64_cores() {
+    let mut dev = booted(15, |_| {});
+    let bufs: Vec<_> = (0..64u8).map(|i| dev.alloc_l1(i % 8, i / 8, 48).unwrap()).collect();
+    let cqlab_driver::Placement::L1 { addr, .. } = bufs[0].placement else { unreachable!() };
+    let cores: Vec<(u8, u8)> = (0..64u8).map(|i| (i % 8, i / 8)).collect();
+    let per_core: Vec<u8> = (0..64 * 48).map(|i| (i / 48) as u8 ^ (i % 48) as u8).collect();
+    let mut cq = dev.cq(0).unwrap();
+    cq.write_packed(addr, &cores, cqlab_driver::PackedData::PerCore(&per_core)).unwrap();
+    for (i, b) in bufs.iter().enumerate() {
+        assert_eq!(cq.read_buffer(b, 0, 48).unwrap(), &per_core[i * 48..(i + 1) * 48], "seed 15 core {i}");
+    }
+    cq.write_packed(addr, &cores, cqlab_driver::PackedData::Shared(&[0x42; 48])).unwrap();
+    for b in bufs.iter().step_by(9) {
+        assert_eq!(cq.read_buffer(b, 0, 48).unwrap(), vec![0x42; 48], "seed 15 shared");
+    }
+}
+
+#[test]
+fn linear_writes_to_one_dram_bank_land_byte_exact() {
+    use cqlab_abi::noc::{dram_bank, NocAddr};
+    let mut dev = booted(16, |_| {});
+    let data = pattern(3000, 5);
+    let dst = NocAddr::unicast(dram_bank(5), 0x10_0000);
+    let mut buf = vec![0u8; 4096];
+    let mut enc = cqlab_abi::encode::Encoder::new(&mut buf);
+    enc.relay_inline(true, |w| w.write_linear(dst, &data)).unwrap();
+    let n = enc.len();
+    let mut cq = dev.cq(0).unwrap();
+    cq.enqueue_raw(&buf[..n], false).unwrap();
+    cq.finish().unwrap();
+    let mut back = vec![0u8; 3000];
+    dev.backend().read(dst, &mut back).unwrap();
+    assert_eq!(back, data, "seed 16");
+}
