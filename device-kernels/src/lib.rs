@@ -10,6 +10,7 @@ extern crate std;
 
 pub mod boot;
 pub mod dispatch;
+pub mod kernels;
 pub mod memory;
 pub mod platform;
 pub mod prefetch;

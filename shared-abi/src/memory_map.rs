@@ -45,8 +45,11 @@ pub const TRACE_RING: Region = Region { name: "trace_ring", base: 0x0001_D000, s
 pub const CMD_BUFFER: Region = Region { name: "cmd_buffer", base: 0x0002_1000, size: 0x4_0000 };
 /// Dispatcher ring buffer, filled by the prefetcher page by page.
 pub const DISPATCH_RING: Region = Region { name: "dispatch_ring", base: 0x0006_1000, size: 0x4_0000 };
-/// Free for kernels and buffers allocated in L1.
-pub const USER: Region = Region { name: "user", base: 0x000A_1000, size: L1_DEFAULT_SIZE - 0x000A_1000 };
+/// Buffers the host allocates in L1.
+pub const USER: Region = Region { name: "user", base: 0x000A_1000, size: 0x0013_1000 - 0x000A_1000 };
+/// Worker kernels' own working memory (tiles, staging pages).
+pub const KERNEL_SCRATCH: Region =
+    Region { name: "kernel_scratch", base: USER.base + USER.size, size: L1_DEFAULT_SIZE - (USER.base + USER.size) };
 
 /// Prefetcher `CMD_BUFFER` split: a fetched chunk lands in `CHUNK_AREA` (so a
 /// chunk is at most this big), a replayed trace in `TRACE_AREA`, and data on
@@ -62,8 +65,19 @@ pub const DEFAULT_RING_PAGE_SIZE: u32 = 4096;
 pub const DEFAULT_RING_PAGES: u32 = DISPATCH_RING.size / DEFAULT_RING_PAGE_SIZE;
 
 /// Every fixed L1 region, in address order, back to back.
-pub const L1_REGIONS: [Region; 10] =
-    [NULL_GUARD, MAILBOXES, FETCH_QUEUE, CODE, DATA, STACK, TRACE_RING, CMD_BUFFER, DISPATCH_RING, USER];
+pub const L1_REGIONS: [Region; 11] = [
+    NULL_GUARD,
+    MAILBOXES,
+    FETCH_QUEUE,
+    CODE,
+    DATA,
+    STACK,
+    TRACE_RING,
+    CMD_BUFFER,
+    DISPATCH_RING,
+    USER,
+    KERNEL_SCRATCH,
+];
 
 /// Initial stack pointer of every core.
 pub const STACK_TOP: u32 = STACK.end();
@@ -93,7 +107,8 @@ const _: () = {
         assert!(L1_REGIONS[i].base % 16 == 0, "L1 regions must be 16-byte aligned");
         i += 1;
     }
-    assert!(USER.end() == L1_DEFAULT_SIZE);
+    assert!(KERNEL_SCRATCH.end() == L1_DEFAULT_SIZE);
+    assert!(KERNEL_SCRATCH.size == 0x4_F000);
 };
 
 #[cfg(test)]

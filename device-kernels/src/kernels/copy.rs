@@ -1,0 +1,29 @@
+//! `copy`: moves pages of one interleaved DRAM buffer to another through L1.
+//!
+//! args: [src_base, dst_base, page_size, pages, banks, grid_cols, cores].
+//! Core `i` copies pages i, i + cores, i + 2*cores, ...
+
+use super::{core_index, wait_reads, wait_writes};
+use crate::platform::Platform;
+use crate::report::fail;
+use cqlab_abi::mailbox::{DeviceError, LaunchMsg, LAUNCH};
+use cqlab_abi::memory_map::{interleaved_page, KERNEL_SCRATCH};
+use cqlab_abi::noc::{dram_bank, NocAddr};
+
+pub fn copy(p: &mut impl Platform, msg: &LaunchMsg) {
+    let [src, dst, page_size, pages, banks, cols, cores, ..] = msg.args;
+    if page_size == 0 || page_size > KERNEL_SCRATCH.size || banks == 0 || cores == 0 || msg.nargs < 7 {
+        fail(p, DeviceError::BadSize, LAUNCH, page_size, msg.nargs, msg.seq);
+    }
+    let mut page = core_index(p, cols);
+    while page < pages {
+        let (bank, off) = interleaved_page(src, page, page_size, banks);
+        p.noc_read(NocAddr::unicast(dram_bank(bank as u8), off), KERNEL_SCRATCH.base, page_size);
+        wait_reads(p);
+        let (bank, off) = interleaved_page(dst, page, page_size, banks);
+        p.noc_write(KERNEL_SCRATCH.base, NocAddr::unicast(dram_bank(bank as u8), off), page_size);
+        // The scratch page is reused: its write must have left.
+        wait_writes(p);
+        page += cores;
+    }
+}
