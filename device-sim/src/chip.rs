@@ -11,8 +11,8 @@
 //! (time, issue order). Host reads and writes take effect immediately and
 //! cost no simulated time.
 
-use crate::config::{ConfigError, SimConfig};
-use crate::core_mmio::{reg_offset, CoreBus, CoreMmio, NocIssue, TargetCheck};
+use crate::config::{ConfigError, Schedule, SimConfig};
+use crate::core_mmio::{reg_offset, semaphore_index, CoreBus, CoreMmio, NocIssue, TargetCheck};
 use crate::debug::CoreDebug;
 use crate::dram::Dram;
 use crate::elf::{ElfError, ElfImage, Window};
@@ -20,6 +20,7 @@ use crate::fastforward::{probe, FfState};
 use crate::hart::{Hart, Stop};
 use crate::memory::{Memory, Ram};
 use crate::noc::{endpoint_cost, farthest, trip, Event, EventKind};
+use crate::pct::{Pct, Slice};
 use crate::rng::Rng;
 use cqlab_abi::memory_map::ENTRY_POINT;
 use cqlab_abi::mmio::{self, NocCmd, MMIO_BASE, MMIO_SIZE};
@@ -50,6 +51,8 @@ pub struct Core {
     pub hart: Hart,
     pub mmio: CoreMmio,
     ff: FfState,
+    /// `faults.slow_cores` factor (1.0: full speed).
+    slowdown: f64,
 }
 
 impl Core {
@@ -140,6 +143,12 @@ pub struct Chip {
     seq: u64,
     rng: Rng,
     issued: Vec<NocIssue>,
+    /// PCT state when `cfg.schedule` is `Pct`.
+    pct: Option<Pct>,
+    /// Posted host writes not yet landed (late doorbell).
+    posted: usize,
+    /// Landing time of the last posted host write (they land in order).
+    last_posted_at: u64,
 }
 
 impl Chip {
@@ -163,18 +172,34 @@ impl Chip {
             .map(|(i, &coord)| {
                 index[coord.y as usize * GRID_SIDE + coord.x as usize] = i as u16;
                 let hart = Hart::new(Memory::new(Ram::new(0, cfg.l1_size), None), coord.packed(), ENTRY_POINT);
-                Core { coord, hart, mmio: CoreMmio::new(coord), ff: FfState::default() }
+                Core { coord, hart, mmio: CoreMmio::new(coord), ff: FfState::default(), slowdown: 1.0 }
             })
-            .collect();
+            .collect::<Vec<Core>>();
+        let mut cores = cores;
+        for s in &cfg.faults.slow_cores {
+            let i = index
+                .get(s.core.y as usize * GRID_SIDE + s.core.x as usize)
+                .filter(|&&i| i != NO_CORE)
+                .ok_or(ConfigError::NoSuchCore { core: s.core })?;
+            cores[*i as usize].slowdown = s.factor;
+        }
         let grid = Grid {
             index,
             l1_size: cfg.l1_size,
             dram: Dram::new(cfg.dram_banks, cfg.dram_bank_size),
             sysmem_size: cfg.sysmem_size,
         };
+        let mut rng = Rng::new(cfg.seed);
+        let pct = match cfg.schedule {
+            Schedule::Slices => None,
+            Schedule::Pct { depth, steps } => Some(Pct::new(depth, steps, cores.len(), &mut rng)),
+        };
         Ok(Chip {
             sysmem: vec![0; cfg.sysmem_size],
-            rng: Rng::new(cfg.seed),
+            rng,
+            pct,
+            posted: 0,
+            last_posted_at: 0,
             cfg,
             cores,
             grid,
@@ -218,17 +243,66 @@ impl Chip {
         self.grid.core(addr.coord()).ok_or(SimError::NoEndpoint { coord: addr.coord(), addr: addr.0 })
     }
 
-    /// Host write through a BAR window: immediate, no simulated cost.
-    /// Reaches core L1 (invalidating decoded code), core registers
-    /// (SOFT_RESET, semaphores), DRAM and sysmem; multicast writes every core
-    /// of the rectangle.
+    /// Host write through a BAR window, no simulated cost. Reaches core L1
+    /// (invalidating decoded code), core registers (SOFT_RESET, semaphores),
+    /// DRAM and sysmem; multicast writes every core of the rectangle.
+    /// Immediate, unless `faults.host_write_delay_cycles` posts it (late
+    /// doorbell): then it is checked now and lands later, in order.
     pub fn write(&mut self, addr: NocAddr, data: &[u8]) -> Result<(), SimError> {
         self.grid.check_range(addr, data.len() as u64).map_err(|reason| self.range_error(addr, data.len(), reason))?;
+        let local = addr.local();
+        if !matches!(endpoint(addr.coord()), Endpoint::Pcie | Endpoint::Dram { .. }) && local >= self.cfg.l1_size as u64
+        {
+            let off = (local - MMIO_BASE as u64) as u32;
+            if off != mmio::SOFT_RESET && semaphore_index(off).is_none() {
+                return Err(SimError::Mmio {
+                    coord: addr.coord(),
+                    offset: off as u64,
+                    reason: "the host may write SOFT_RESET and semaphores only",
+                });
+            }
+        }
+        let delay = self.cfg.faults.host_write_delay_cycles;
+        if delay > 0 && !matches!(endpoint(addr.coord()), Endpoint::Pcie) {
+            let at = (self.now + self.rng.upto(delay)).max(self.last_posted_at);
+            self.last_posted_at = at;
+            self.posted += 1;
+            self.push(at, EventKind::HostWrite { target: addr, data: data.to_vec() });
+            return Ok(());
+        }
+        self.apply_write(addr, data)
+    }
+
+    /// Lands every posted host write now, in order (PCIe: a read does not
+    /// pass posted writes). A no-op without late doorbells.
+    pub fn land_posted_writes(&mut self) {
+        if self.posted == 0 {
+            return;
+        }
+        let (mut mine, rest): (Vec<Event>, Vec<Event>) =
+            std::mem::take(&mut self.events).into_iter().partition(|e| matches!(e.kind, EventKind::HostWrite { .. }));
+        self.events = rest.into();
+        mine.sort_by_key(|e| (e.time, e.seq));
+        for e in mine {
+            self.deliver(e);
+        }
+        self.last_posted_at = self.now;
+    }
+
+    /// Host read that first lands posted host writes: what a driver's BAR
+    /// read sees on silicon. [`Chip::read`] is the side-effect-free peek.
+    pub fn host_read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<(), SimError> {
+        self.land_posted_writes();
+        self.read(addr, buf)
+    }
+
+    /// Performs a checked host write now.
+    fn apply_write(&mut self, addr: NocAddr, data: &[u8]) -> Result<(), SimError> {
         if addr.is_multicast() {
             let (a, b) = (addr.coord(), addr.mcast_end());
             for y in a.y..=b.y {
                 for x in a.x..=b.x {
-                    self.write(NocAddr::unicast(Coord::new(x, y), addr.local()), data)?;
+                    self.apply_write(NocAddr::unicast(Coord::new(x, y), addr.local()), data)?;
                 }
             }
             return Ok(());
@@ -294,7 +368,9 @@ impl Chip {
         }
     }
 
-    /// Host read through a BAR window: immediate, no simulated cost.
+    /// Host read through a BAR window: immediate, no simulated cost. It sees
+    /// device memory as it is: writes still posted by a late doorbell are not
+    /// in it (see [`Chip::host_read`]).
     pub fn read(&self, addr: NocAddr, buf: &mut [u8]) -> Result<(), SimError> {
         if addr.is_multicast() {
             return Err(SimError::Mmio {
@@ -366,8 +442,32 @@ impl Chip {
             let slice_end = (self.now + q).min(end);
             let n = self.cores.len();
             let first = self.rng.upto(n as u64 - 1) as usize;
+            let slice = match &mut self.pct {
+                Some(pct) => {
+                    let cores = &self.cores;
+                    pct.begin_slice(|i| !cores[i].mmio.in_reset && cores[i].hart.halted().is_none())
+                }
+                None => Slice::Free,
+            };
             for k in 0..n {
-                self.run_core((first + k) % n, slice_end);
+                let i = (first + k) % n;
+                match (slice, &mut self.pct) {
+                    (Slice::Run(chosen), Some(pct)) => {
+                        if chosen != Some(i) && !pct.is_waiting(i) {
+                            // Held by a higher priority: stalled for the slice.
+                            let hart = &mut self.cores[i].hart;
+                            hart.skip_cycles(slice_end.saturating_sub(hart.cycle()));
+                            continue;
+                        }
+                        let before = self.cores[i].hart.effects();
+                        self.run_core(i, slice_end);
+                        let c = &self.cores[i];
+                        let runs = !c.mmio.in_reset && c.hart.halted().is_none();
+                        let waiting = runs && c.hart.effects() == before;
+                        self.pct.as_mut().expect("PCT").set_waiting(i, waiting);
+                    }
+                    _ => self.run_core(i, slice_end),
+                }
             }
             self.now = slice_end;
             self.deliver_until(slice_end);
@@ -423,6 +523,16 @@ impl Chip {
             }
         }
         if core.ff.idle.is_some() {
+            return;
+        }
+        if core.slowdown > 1.0 {
+            // Runs its share of the slice, then sits stalled. Never parked:
+            // a parked loop's period would not follow the slowed pace.
+            let start = core.hart.cycle().min(slice_end);
+            let share = ((slice_end - start) as f64 / core.slowdown).ceil() as u64;
+            self.run_hart(i, start + share);
+            let hart = &mut self.cores[i].hart;
+            hart.skip_cycles(slice_end.saturating_sub(hart.cycle()));
             return;
         }
         if cfg.fast_forward && core.ff.probe_due() {
@@ -502,27 +612,35 @@ impl Chip {
     fn deliver_until(&mut self, t: u64) {
         while self.events.peek().is_some_and(|e| e.time <= t) {
             let e = self.events.pop().expect("peeked");
-            // Targets were validated at issue and memories never shrink, so
-            // deliveries cannot fail.
-            self.wake_for(&e.kind);
-            match e.kind {
-                EventKind::WriteArrive { target, data } => self.noc_write(target, &data),
-                EventKind::WriteAck { src } => {
-                    let c = &mut self.cores[src].mmio.counters;
-                    c.writes_acked = c.writes_acked.wrapping_add(1);
-                }
-                EventKind::AtomicArrive { target, value } => self.noc_atomic(target, value),
-                EventKind::AtomicAck { src } => {
-                    let c = &mut self.cores[src].mmio.counters;
-                    c.atomics_acked = c.atomics_acked.wrapping_add(1);
-                }
-                EventKind::ReadComplete { src, target, local, len } => {
-                    let mut buf = vec![0; len as usize];
-                    self.noc_read(target, &mut buf);
-                    self.cores[src].hart.mem.l1.write(local, &buf).expect("validated at issue");
-                    let c = &mut self.cores[src].mmio.counters;
-                    c.reads_acked = c.reads_acked.wrapping_add(1);
-                }
+            self.deliver(e);
+        }
+    }
+
+    fn deliver(&mut self, e: Event) {
+        // Targets were validated at issue and memories never shrink, so
+        // deliveries cannot fail.
+        self.wake_for(&e.kind);
+        match e.kind {
+            EventKind::HostWrite { target, data } => {
+                self.posted -= 1;
+                self.apply_write(target, &data).expect("validated when posted");
+            }
+            EventKind::WriteArrive { target, data } => self.noc_write(target, &data),
+            EventKind::WriteAck { src } => {
+                let c = &mut self.cores[src].mmio.counters;
+                c.writes_acked = c.writes_acked.wrapping_add(1);
+            }
+            EventKind::AtomicArrive { target, value } => self.noc_atomic(target, value),
+            EventKind::AtomicAck { src } => {
+                let c = &mut self.cores[src].mmio.counters;
+                c.atomics_acked = c.atomics_acked.wrapping_add(1);
+            }
+            EventKind::ReadComplete { src, target, local, len } => {
+                let mut buf = vec![0; len as usize];
+                self.noc_read(target, &mut buf);
+                self.cores[src].hart.mem.l1.write(local, &buf).expect("validated at issue");
+                let c = &mut self.cores[src].mmio.counters;
+                c.reads_acked = c.reads_acked.wrapping_add(1);
             }
         }
     }
@@ -533,7 +651,9 @@ impl Chip {
             EventKind::WriteAck { src } | EventKind::AtomicAck { src } | EventKind::ReadComplete { src, .. } => {
                 self.wake(*src)
             }
-            EventKind::WriteArrive { target, .. } | EventKind::AtomicArrive { target, .. } => {
+            EventKind::WriteArrive { target, .. }
+            | EventKind::AtomicArrive { target, .. }
+            | EventKind::HostWrite { target, .. } => {
                 let (a, b) = (target.coord(), target.mcast_end());
                 for y in a.y..=b.y {
                     for x in a.x..=b.x {
@@ -558,7 +678,7 @@ impl Chip {
                 return;
             }
         }
-        self.write(target, data).expect("validated at issue");
+        self.apply_write(target, data).expect("validated at issue");
     }
 
     fn noc_read(&self, target: NocAddr, buf: &mut [u8]) {
@@ -577,7 +697,7 @@ impl Chip {
             }
         }
         let old = self.read_u32(target).expect("validated at issue");
-        self.write_u32(target, old.wrapping_add(value)).expect("validated at issue");
+        self.apply_write(target, &old.wrapping_add(value).to_le_bytes()).expect("validated at issue");
     }
 
     /// Hang-dump view of one core; `None` if there is no core there.

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::asm::*;
-use crate::config::Faults;
+use crate::config::{Faults, Schedule, SlowCore};
 use crate::csr;
 use crate::hart::HaltReason;
 use cqlab_abi::mailbox;
@@ -142,7 +142,7 @@ fn same_seed_same_run_and_other_seeds_differ() {
         seed,
         quantum_cycles: 64,
         quantum_jitter: 50,
-        faults: Faults { core_stall_prob: 0.3, core_stall_cycles: 40, noc_jitter_cycles: 30 },
+        faults: Faults { core_stall_prob: 0.3, core_stall_cycles: 40, noc_jitter_cycles: 30, ..Default::default() },
         ..small()
     };
     let (a, ta) = gather(noisy(1));
@@ -329,7 +329,7 @@ fn fast_forward_does_not_change_results() {
         let cfg = |fast_forward| SimConfig {
             seed,
             quantum_jitter: 40,
-            faults: Faults { core_stall_prob: 0.2, core_stall_cycles: 30, noc_jitter_cycles: 20 },
+            faults: Faults { core_stall_prob: 0.2, core_stall_cycles: 30, noc_jitter_cycles: 20, ..Default::default() },
             fast_forward,
             ..small()
         };
@@ -345,4 +345,132 @@ fn fast_forward_does_not_change_results() {
         let (g2, t2) = gather(cfg(false));
         assert_eq!((g1.digest(), t1), (g2.digest(), t2), "seed {seed}");
     }
+}
+
+fn pct(seed: u64, depth: u32, steps: u64) -> SimConfig {
+    SimConfig { seed, schedule: Schedule::Pct { depth, steps }, ..small() }
+}
+
+#[test]
+fn pct_schedules_replay_and_change_the_timing() {
+    let (a, ta) = gather(pct(3, 3, 2000));
+    let (b, tb) = gather(pct(3, 3, 2000));
+    assert_eq!((a.digest(), ta), (b.digest(), tb), "same seed, same PCT schedule");
+    let (free, tf) = gather(SimConfig { seed: 3, ..small() });
+    assert!(ta > tf, "PCT serialises the workers: done at {ta}, slice schedule at {tf}");
+    // Seeds draw different priorities and change points: some finish
+    // at another time.
+    let times: std::collections::BTreeSet<u64> = (10..16).map(|s| gather(pct(s, 3, 2000)).1).collect();
+    assert!(times.len() > 1, "every seed gave the same schedule: {times:?}");
+    // Same gathered answer either way.
+    let out = NocAddr::unicast(dispatcher(0), (USER.base + 0x400) as u64);
+    assert_eq!(a.read_u32(out).unwrap(), free.read_u32(out).unwrap());
+    // A window of one step is almost the slice schedule; fast-forward does
+    // not change a PCT run.
+    let (ff_on, t_on) = gather(SimConfig { fast_forward: true, ..pct(4, 2, 500) });
+    let (ff_off, t_off) = gather(SimConfig { fast_forward: false, ..pct(4, 2, 500) });
+    assert_eq!((ff_on.digest(), t_on), (ff_off.digest(), t_off));
+}
+
+#[test]
+fn a_slowed_core_runs_at_its_factor_and_replays() {
+    let slow = |factor| {
+        let mut cfg = SimConfig { quantum_cycles: 20, ..small() };
+        cfg.faults.slow_cores.push(SlowCore { core: worker(1, 1), factor });
+        cfg
+    };
+    // The cycle at which the dispatcher saw every worker's increment.
+    let done = |c: &Chip| c.read_u32(NocAddr::unicast(dispatcher(0), (USER.base + 0x404) as u64)).unwrap();
+    let (base, _) = gather(slow(1.0));
+    let (a, _) = gather(slow(2.0));
+    let (b, _) = gather(slow(2.0));
+    let (c, _) = gather(slow(8.0));
+    assert_eq!(a.digest(), b.digest(), "same setting, same run");
+    let (t1, t2, t8) = (done(&base), done(&a), done(&c));
+    assert!(t1 < t2 && t2 < t8, "done at {t1} (full speed), {t2} (x2), {t8} (x8)");
+    let (on, t_on) = gather(SimConfig { fast_forward: true, ..slow(3.0) });
+    let (off, t_off) = gather(SimConfig { fast_forward: false, ..slow(3.0) });
+    assert_eq!((on.digest(), t_on), (off.digest(), t_off), "fast-forward equivalence with a slowed core");
+    let mut bad = small();
+    bad.faults.slow_cores.push(SlowCore { core: worker(7, 7), factor: 2.0 });
+    assert!(matches!(Chip::new(bad), Err(SimError::Config(ConfigError::NoSuchCore { .. }))));
+}
+
+/// Worker A polls a GO word; the host writes a payload word, then GO, then
+/// lets the device run. A copies the payload next to the cycle it saw GO.
+fn doorbell(cfg: SimConfig) -> (Chip, u32, u32) {
+    let mut chip = Chip::new(cfg).unwrap();
+    let a = worker(0, 0);
+    let go = USER.base + 0x80;
+    let mut p = li(6, go).to_vec();
+    p.extend([lw(7, 6, 0), beq(7, 0, -4), csrrs(13, csr::MCYCLE as u32, 0), sw(13, 6, 4)]);
+    p.extend([lw(8, 6, 8), sw(8, 6, 12), ECALL]);
+    boot(&mut chip, a, &p);
+    chip.advance(1000);
+    chip.write_u32(NocAddr::unicast(a, go as u64 + 8), 0x5eed).unwrap();
+    chip.write_u32(NocAddr::unicast(a, go as u64), 1).unwrap();
+    chip.run_until(|c| c.core(a).unwrap().hart.halted().is_some(), 1_000_000).unwrap();
+    let at = |off: u64| chip.read_u32(NocAddr::unicast(a, go as u64 + off)).unwrap();
+    let (woke, copied) = (at(4), at(12));
+    (chip, woke, copied)
+}
+
+#[test]
+fn late_doorbells_land_later_in_order_and_replay() {
+    let late = |seed, delay| {
+        let mut cfg = SimConfig { seed, ..small() };
+        cfg.faults.host_write_delay_cycles = delay;
+        cfg
+    };
+    let (_, prompt, copied) = doorbell(late(1, 0));
+    assert_eq!(copied, 0x5eed);
+    assert!(prompt < 1000 + 2 * 200, "without delay A sees GO within a slice or two: {prompt}");
+    let (a, woke_a, copied_a) = doorbell(late(1, 5000));
+    let (b, woke_b, _) = doorbell(late(1, 5000));
+    assert_eq!((a.digest(), woke_a), (b.digest(), woke_b), "same seed, same delays");
+    assert_eq!(copied_a, 0x5eed, "the payload, written first, landed no later than GO");
+    let woken: std::collections::BTreeSet<u32> = (1..8).map(|s| doorbell(late(s, 5000)).1).collect();
+    assert!(woken.len() > 1 && woken.iter().all(|&w| w <= 1000 + 5000 + 2 * 200), "{woken:?}");
+    assert!(woken.iter().any(|&w| w > prompt + 400), "some seed delays the doorbell: {woken:?}");
+    // A posted write is invisible until it lands; a host read lands it.
+    let mut chip = Chip::new(late(9, 1_000_000)).unwrap();
+    let at = NocAddr::unicast(worker(1, 0), USER.base as u64);
+    chip.write_u32(at, 42).unwrap();
+    chip.write_u32(at, 43).unwrap();
+    assert_eq!(chip.read_u32(at).unwrap(), 0, "still posted");
+    let mut buf = [0u8; 4];
+    chip.host_read(at, &mut buf).unwrap();
+    assert_eq!(u32::from_le_bytes(buf), 43, "landed in order by the read");
+    assert_eq!(chip.in_flight(), 0);
+    // Register writes are checked when posted, not when they land.
+    assert!(matches!(chip.write_u32(reg(worker(1, 0), mmio::NOC_CMD), 1), Err(SimError::Mmio { .. })));
+}
+
+#[test]
+fn every_knob_at_once_replays_bit_identically_with_and_without_fast_forward() {
+    let cfg = |seed, fast_forward| {
+        let mut c = SimConfig {
+            seed,
+            quantum_cycles: 64,
+            quantum_jitter: 50,
+            schedule: Schedule::Pct { depth: 3, steps: 3000 },
+            fast_forward,
+            ..small()
+        };
+        c.faults = Faults {
+            core_stall_prob: 0.2,
+            core_stall_cycles: 40,
+            noc_jitter_cycles: 30,
+            slow_cores: vec![SlowCore { core: worker(0, 1), factor: 1.5 }],
+            host_write_delay_cycles: 300,
+        };
+        c
+    };
+    let (a, ta) = gather(cfg(5, true));
+    let (b, tb) = gather(cfg(5, true));
+    let (c, tc) = gather(cfg(5, false));
+    assert_eq!((a.digest(), ta), (b.digest(), tb));
+    assert_eq!((a.digest(), ta), (c.digest(), tc));
+    let (d, _) = gather(cfg(6, true));
+    assert_ne!(a.digest(), d.digest());
 }

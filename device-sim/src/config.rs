@@ -1,6 +1,7 @@
 //! Every size and latency of the simulated chip, with Wormhole-like defaults
 //! (DESIGN.md "Timing defaults"; clock 1 GHz, so 1 ns = 1 cycle).
 
+use cqlab_abi::noc::Coord;
 use cqlab_abi::{memory_map, noc};
 use thiserror::Error;
 
@@ -30,6 +31,16 @@ pub struct PcieTiming {
     pub write_bytes_per_kcycle: u64,
 }
 
+/// A core that executes `factor` times slower than the clock: in every
+/// scheduling slice it runs only `1/factor` of the slice's cycles and is
+/// stalled for the rest (its `mcycle` still follows device time).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlowCore {
+    pub core: Coord,
+    /// >= 1.0; 1.0 is full speed.
+    pub factor: f64,
+}
+
 /// Seeded perturbations for race hunting. All off by default.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Faults {
@@ -40,6 +51,41 @@ pub struct Faults {
     /// Extra latency, uniform in `0..=noc_jitter_cycles`, on every NOC and
     /// PCIe transaction.
     pub noc_jitter_cycles: u64,
+    /// Per-core slowdown (see [`SlowCore`]). A slowed core is never parked
+    /// by idle fast-forward, so results stay identical with it on or off.
+    pub slow_cores: Vec<SlowCore>,
+    /// Late doorbell: when non-zero, host BAR writes into the device (L1,
+    /// DRAM, core registers; not sysmem, which is host memory) are posted
+    /// and take effect only after a seeded delay uniform in
+    /// `0..=host_write_delay_cycles` device cycles, in issue order (a write
+    /// never lands before an earlier one). A host read through
+    /// [`crate::chip::Chip::host_read`] first lands every posted write, as
+    /// PCIe reads do not pass posted writes.
+    pub host_write_delay_cycles: u64,
+}
+
+/// The scheduler's policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Schedule {
+    /// Every core runs every slice, in a seeded rotation order.
+    #[default]
+    Slices,
+    /// PCT (probabilistic concurrency testing, Burckhardt et al. 2010)
+    /// adapted to timed cores, for deep races. From the seed: every core
+    /// gets a distinct random priority (`depth` .. `depth + cores - 1`), and
+    /// `depth - 1` change points are drawn uniformly from slices
+    /// `1..=steps`. During the first `steps` slices (the scheduling steps),
+    /// each slice runs the highest-priority *enabled* core alone; every
+    /// other enabled core is held (stalled for the slice). A core is
+    /// *waiting* — not enabled, and left to poll — when its previous slice
+    /// had no side effect (no store, no counter read: a pure polling loop),
+    /// and enabled again as soon as a slice of polling has one. Cores in
+    /// reset or halted never run. At the i-th change point the core that
+    /// ran that slice drops to priority `depth - 1 - i` (below every initial
+    /// priority). After `steps` slices the schedule reverts to `Slices`, so
+    /// a priority order that livelocks (a high-priority core spinning with
+    /// side effects) cannot hang the device forever.
+    Pct { depth: u32, steps: u64 },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -67,6 +113,8 @@ pub struct SimConfig {
     pub noc: NocTiming,
     pub pcie: PcieTiming,
     pub faults: Faults,
+    /// Which core runs when (see [`Schedule`]).
+    pub schedule: Schedule,
     /// Park cores spinning in pure loops (see `fastforward`); results are
     /// identical either way, only host time differs.
     pub fast_forward: bool,
@@ -94,6 +142,7 @@ impl Default for SimConfig {
                 write_bytes_per_kcycle: 26_000,
             },
             faults: Faults::default(),
+            schedule: Schedule::Slices,
             fast_forward: true,
         }
     }
@@ -105,6 +154,12 @@ pub enum ConfigError {
     OutOfRange { what: &'static str, min: u64, max: u64, found: u64 },
     #[error("{what} must be a probability in 0..=1, found {found}")]
     BadProbability { what: &'static str, found: f64 },
+    #[error("faults.slow_cores: the factor of core {core} must be a finite number >= 1.0, found {found}")]
+    BadSlowdown { core: Coord, found: f64 },
+    #[error("faults.slow_cores names core {core}, which this chip does not have")]
+    NoSuchCore { core: Coord },
+    #[error("schedule Pct: depth must be >= 1 and steps >= 1, found depth {depth}, steps {steps}")]
+    BadPct { depth: u32, steps: u64 },
 }
 
 fn check(what: &'static str, found: u64, min: u64, max: u64) -> Result<(), ConfigError> {
@@ -133,6 +188,16 @@ impl SimConfig {
         if !(0.0..=1.0).contains(&p) {
             return Err(ConfigError::BadProbability { what: "faults.core_stall_prob", found: p });
         }
+        for s in &self.faults.slow_cores {
+            if !(s.factor.is_finite() && s.factor >= 1.0) {
+                return Err(ConfigError::BadSlowdown { core: s.core, found: s.factor });
+            }
+        }
+        if let Schedule::Pct { depth, steps } = self.schedule {
+            if depth == 0 || steps == 0 {
+                return Err(ConfigError::BadPct { depth, steps });
+            }
+        }
         Ok(())
     }
 }
@@ -151,5 +216,10 @@ mod tests {
         let mut bad = SimConfig::default();
         bad.faults.core_stall_prob = 2.0;
         assert!(matches!(bad.validate(), Err(ConfigError::BadProbability { .. })));
+        let mut bad = SimConfig::default();
+        bad.faults.slow_cores.push(SlowCore { core: noc::worker(0, 0), factor: 0.5 });
+        assert!(matches!(bad.validate(), Err(ConfigError::BadSlowdown { .. })));
+        let bad = SimConfig { schedule: Schedule::Pct { depth: 0, steps: 10 }, ..Default::default() };
+        assert!(matches!(bad.validate(), Err(ConfigError::BadPct { .. })));
     }
 }

@@ -59,7 +59,7 @@ pub fn reg_offset(addr: u64, size: u64) -> Option<u32> {
     (size == 4 && off % 4 == 0 && off + 4 <= MMIO_SIZE as u64).then_some(off as u32)
 }
 
-fn semaphore_index(off: u32) -> Option<usize> {
+pub(crate) fn semaphore_index(off: u32) -> Option<usize> {
     let base = mmio::SEMAPHORE_BASE;
     (off >= base && off < mmio::semaphore(SEMAPHORE_COUNT)).then(|| ((off - base) / 4) as usize)
 }

@@ -28,6 +28,7 @@ pub mod hart;
 mod history;
 pub mod memory;
 pub mod noc;
+pub mod pct;
 pub mod rng;
 pub mod timing;
 

@@ -31,6 +31,11 @@ pub enum EventKind {
     AtomicAck {
         src: usize,
     },
+    /// A posted host BAR write lands (late doorbell).
+    HostWrite {
+        target: NocAddr,
+        data: Vec<u8>,
+    },
     /// A read's data (sampled now at the target) lands in the source's L1.
     ReadComplete {
         src: usize,
