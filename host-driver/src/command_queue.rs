@@ -313,7 +313,8 @@ impl CommandQueue<'_> {
                 detail: format!("{per_core} bytes at L1 {addr:#x} leave the user region"),
             });
         }
-        let c = chunk(bytes + 16 * cores.len() + 256, |e| e.relay_inline(true, |w| w.write_packed(addr, &dests, data)))?;
+        let c =
+            chunk(bytes + 16 * cores.len() + 256, |e| e.relay_inline(true, |w| w.write_packed(addr, &dests, data)))?;
         self.dev.submit(self.q, &c, false)
     }
 

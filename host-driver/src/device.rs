@@ -207,6 +207,11 @@ impl Device {
     /// `stall_timeout_cycles` device cycles in which no core recorded any
     /// trace event, with an error naming `what` and carrying a hang dump.
     pub(crate) fn wait_until(&mut self, what: &str, mut ready: impl FnMut(&mut Device) -> Result<bool>) -> Result<()> {
+        // Fast path: no device time passes and no BAR reads happen when the
+        // condition already holds (the common case on enqueue).
+        if ready(self)? {
+            return Ok(());
+        }
         let mut last_progress = self.progress()?;
         let mut last_change = self.backend.poll()?;
         let mut next_check = last_change + PROGRESS_CHECK_CYCLES;

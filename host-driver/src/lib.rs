@@ -13,12 +13,13 @@ pub mod error;
 pub mod events;
 pub mod hang_dump;
 pub mod sim_backend;
+pub mod trace_reader;
 pub mod ttkmd;
 
 pub use buffer::{Buffer, Placement};
-pub use cqlab_abi::encode::PackedData;
 pub use command_queue::{CommandQueue, CoreRange, PendingRead, Trace};
 pub use config::DeviceConfig;
+pub use cqlab_abi::encode::PackedData;
 pub use device::Device;
 pub use error::{DriverError, Result};
 pub use events::Event;

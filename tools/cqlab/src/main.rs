@@ -2,6 +2,7 @@
 
 mod decode;
 mod demo;
+mod perf;
 mod schedule;
 mod sim;
 
@@ -19,6 +20,8 @@ struct Cli {
 enum Command {
     /// Run the main job end to end on the embedded simulator.
     Demo(demo::Args),
+    /// Dispatch performance and per-command device-cycle costs.
+    Perf(perf::Args),
     /// Print a raw issue-queue dump as a readable command list.
     Decode(decode::Args),
     /// Run firmware on the simulator.
@@ -32,6 +35,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
+        Command::Perf(args) => perf::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Sim(cmd) => sim::run(cmd),
         Command::Schedule(args) => schedule::run(args),

@@ -1,0 +1,156 @@
+//! `cqlab perf`: dispatch figures the way tt-metal's dispatch benchmarks
+//! report them (device cycles and microseconds per program, empty kernels,
+//! with and without trace), plus per-command device-cycle costs measured
+//! from the prefetcher's and dispatcher's trace rings.
+
+use anyhow::Result;
+use cqlab_abi::decode::Space;
+use cqlab_abi::dispatch::DispatchCmdId;
+use cqlab_abi::noc;
+use cqlab_abi::prefetch::PrefetchCmdId;
+use cqlab_abi::trace::TraceKind;
+use cqlab_driver::{CoreRange, Device, DeviceConfig};
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Programs (launches of the noop kernel) per measurement.
+    #[arg(long, default_value_t = 1000)]
+    pub programs: u32,
+    /// Runtime arguments per program (0..=11).
+    #[arg(long, default_value_t = 0)]
+    pub args: usize,
+    /// Simulator seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Programs enqueued for the host-time figure (fits the default fetch queue).
+const HOST_BATCH: u32 = 100;
+
+struct Figure {
+    trace: bool,
+    cycles_per_program: f64,
+    host_enqueue_us_per_program: f64,
+}
+
+fn measure(dev: &mut Device, programs: u32, args: &[u32], trace: bool) -> Result<Figure> {
+    let all = CoreRange::new((0, 0), (dev.config().worker_cols - 1, dev.config().worker_rows - 1));
+    let tr = if trace {
+        let mut cq = dev.cq(0)?;
+        cq.begin_trace()?;
+        cq.launch(all, args)?;
+        let t = cq.end_trace()?;
+        cq.finish()?;
+        Some(t)
+    } else {
+        None
+    };
+    let enqueue = |cq: &mut cqlab_driver::CommandQueue<'_>| match &tr {
+        Some(t) => cq.execute_trace(t),
+        None => cq.launch(all, args),
+    };
+    // Host enqueue cost: a batch that fits the queues, so no simulated
+    // device time is inside the timer (the device is drained before).
+    dev.cq(0)?.finish()?;
+    let batch = HOST_BATCH.min(programs);
+    let t0 = Instant::now();
+    let mut cq = dev.cq(0)?;
+    for _ in 0..batch {
+        enqueue(&mut cq)?;
+    }
+    let host = t0.elapsed();
+    cq.finish()?;
+    // Device cost: first enqueue to finish, over all programs.
+    let c0 = dev.now();
+    let mut cq = dev.cq(0)?;
+    for _ in 0..programs {
+        enqueue(&mut cq)?;
+    }
+    cq.finish()?;
+    Ok(Figure {
+        trace,
+        cycles_per_program: (dev.now() - c0) as f64 / programs as f64,
+        host_enqueue_us_per_program: host.as_secs_f64() * 1e6 / batch as f64,
+    })
+}
+
+/// Mean/min/max cycles between each command's start and end records.
+fn command_costs(dev: &mut Device, core: noc::Coord, space: Space) -> Result<BTreeMap<String, (u64, u64, u64, u64)>> {
+    let trace = dev.read_trace(core)?;
+    let mut open: Option<(u32, u64)> = None;
+    let mut costs: BTreeMap<String, (u64, u64, u64, u64)> = BTreeMap::new();
+    for r in &trace.records {
+        match TraceKind::from_u16(r.kind) {
+            Some(TraceKind::CmdStart) => open = Some((r.arg0, r.cycle)),
+            Some(TraceKind::CmdEnd) => {
+                if let Some((id, start)) = open.take().filter(|(id, _)| *id == r.arg0) {
+                    let name = match space {
+                        Space::Prefetch => PrefetchCmdId::from_u8(id as u8).map(|c| c.name()),
+                        Space::Dispatch => DispatchCmdId::from_u8(id as u8).map(|c| c.name()),
+                    }
+                    .unwrap_or("?")
+                    .to_owned();
+                    let d = r.cycle - start;
+                    let e = costs.entry(name).or_insert((0, 0, u64::MAX, 0));
+                    *e = (e.0 + 1, e.1 + d, e.2.min(d), e.3.max(d));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(costs)
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    anyhow::ensure!(args.args <= 11, "at most 11 runtime args");
+    anyhow::ensure!(args.programs > 0, "--programs must be positive");
+    let mut dev = Device::open(&format!("embedded:seed={}", args.seed), DeviceConfig::default())?;
+    dev.boot()?;
+    let rt: Vec<u32> = (0..args.args as u32).collect();
+    let figures = [measure(&mut dev, args.programs, &rt, false)?, measure(&mut dev, args.programs, &rt, true)?];
+    let pre = command_costs(&mut dev, noc::prefetcher(0), Space::Prefetch)?;
+    let dis = command_costs(&mut dev, noc::dispatcher(0), Space::Dispatch)?;
+    let cores = dev.config().worker_cols as u32 * dev.config().worker_rows as u32;
+    if args.json {
+        let figs: Vec<_> = figures
+            .iter()
+            .map(|f| serde_json::json!({"trace": f.trace, "device_cycles_per_program": f.cycles_per_program,
+                "us_per_program_at_1ghz": f.cycles_per_program / 1000.0,
+                "host_enqueue_us_per_program": f.host_enqueue_us_per_program}))
+            .collect();
+        let costs = |m: &BTreeMap<String, (u64, u64, u64, u64)>| -> Vec<serde_json::Value> {
+            m.iter().map(|(k, (n, sum, min, max))| serde_json::json!({"command": k, "count": n,
+                "mean_cycles": *sum as f64 / *n as f64, "min_cycles": min, "max_cycles": max})).collect()
+        };
+        println!(
+            "{}",
+            serde_json::json!({"programs": args.programs, "cores": cores, "kernel": "noop", "runtime_args": args.args,
+                "dispatch": figs, "prefetch_commands": costs(&pre), "dispatch_commands": costs(&dis)})
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("dispatch: {} programs, noop kernel on {cores} cores, {} runtime args, embedded simulator at 1 GHz", args.programs, args.args);
+    println!("{:<8} {:>16} {:>14} {:>20}", "trace", "cycles/program", "us/program", "host enqueue us/prog");
+    for f in &figures {
+        println!(
+            "{:<8} {:>16.0} {:>14.3} {:>20.3}",
+            if f.trace { "yes" } else { "no" },
+            f.cycles_per_program,
+            f.cycles_per_program / 1000.0,
+            f.host_enqueue_us_per_program
+        );
+    }
+    for (title, m) in [("CQ0 prefetcher", &pre), ("CQ0 dispatcher", &dis)] {
+        println!("\n{title}: device cycles per command (from its trace ring)");
+        println!("{:<22} {:>7} {:>10} {:>8} {:>8}", "command", "count", "mean", "min", "max");
+        for (k, (n, sum, min, max)) in m {
+            println!("{:<22} {:>7} {:>10.0} {:>8} {:>8}", k, n, *sum as f64 / *n as f64, min, max);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
