@@ -1,7 +1,8 @@
 //! The chip: a grid of cores (workers, a prefetcher and a dispatcher per CQ)
 //! with L1 and MMIO each, DRAM banks and the PCIe endpoint to a sysmem buffer
-//! the simulator owns; a deterministic single-threaded scheduler; and the
-//! host-side access a driver uses in embedded mode.
+//! the simulator owns or borrows (a shared file mapping in daemon mode, see
+//! [`crate::memory::Sysmem`]); a deterministic single-threaded scheduler;
+//! and the host-side access a driver uses.
 //!
 //! Time advances only in [`Chip::advance`] / [`Chip::run_until`]: the host
 //! hands control to the device when it waits, so seed + config + host
@@ -18,7 +19,7 @@ use crate::dram::Dram;
 use crate::elf::{ElfError, ElfImage, Window};
 use crate::fastforward::{probe, FfState};
 use crate::hart::{Hart, Stop};
-use crate::memory::{Memory, Ram};
+use crate::memory::{Memory, Ram, Sysmem};
 use crate::noc::{endpoint_cost, farthest, trip, Event, EventKind};
 use crate::pct::{Pct, Slice};
 use crate::rng::Rng;
@@ -43,6 +44,8 @@ pub enum SimError {
     Elf { coord: Coord, source: ElfError },
     #[error("condition not met within {budget} cycles (device time {now})")]
     Timeout { budget: u64, now: u64 },
+    #[error("sysmem storage of {found} bytes does not match sysmem_size {expected}")]
+    SysmemSize { expected: usize, found: usize },
 }
 
 /// One core: its hart (with L1) and its registers.
@@ -137,7 +140,7 @@ pub struct Chip {
     cfg: SimConfig,
     cores: Vec<Core>,
     grid: Grid,
-    sysmem: Vec<u8>,
+    sysmem: Sysmem,
     now: u64,
     events: BinaryHeap<Event>,
     seq: u64,
@@ -154,7 +157,22 @@ pub struct Chip {
 impl Chip {
     /// A powered-on chip: memories zeroed, every core held in reset.
     pub fn new(cfg: SimConfig) -> Result<Self, SimError> {
+        let sysmem = Sysmem::owned(cfg.sysmem_size);
+        Self::with_sysmem(cfg, sysmem)
+    }
+
+    /// A powered-on chip whose host sysmem is `sysmem`: an owned buffer
+    /// (assumed zeroed) or an external mapping such as the daemon's shared
+    /// file (zeroed here). Its length must be `cfg.sysmem_size`.
+    pub fn with_sysmem(cfg: SimConfig, mut sysmem: Sysmem) -> Result<Self, SimError> {
         cfg.validate()?;
+        let found = sysmem.bytes().len();
+        if found != cfg.sysmem_size {
+            return Err(SimError::SysmemSize { expected: cfg.sysmem_size, found });
+        }
+        if matches!(sysmem, Sysmem::External(_)) {
+            sysmem.zero();
+        }
         let mut coords = Vec::new();
         for row in 0..cfg.worker_rows {
             for col in 0..cfg.worker_cols {
@@ -195,7 +213,7 @@ impl Chip {
             Schedule::Pct { depth, steps } => Some(Pct::new(depth, steps, cores.len(), &mut rng)),
         };
         Ok(Chip {
-            sysmem: vec![0; cfg.sysmem_size],
+            sysmem,
             rng,
             pct,
             posted: 0,
@@ -212,6 +230,16 @@ impl Chip {
 
     pub fn config(&self) -> &SimConfig {
         &self.cfg
+    }
+
+    /// Back to power-on state (time 0, memories and sysmem zeroed, cores in
+    /// reset, nothing in flight, the seed's streams restarted), keeping the
+    /// sysmem storage (so a shared mapping stays shared).
+    pub fn power_on_reset(&mut self) -> Result<(), SimError> {
+        let mut sysmem = std::mem::replace(&mut self.sysmem, Sysmem::Owned(Box::default()));
+        sysmem.zero();
+        *self = Chip::with_sysmem(self.cfg.clone(), sysmem)?;
+        Ok(())
     }
 
     /// Device time in cycles.
@@ -232,11 +260,11 @@ impl Chip {
 
     /// Host sysmem as the device sees it at the PCIe endpoint.
     pub fn sysmem(&self) -> &[u8] {
-        &self.sysmem
+        self.sysmem.bytes()
     }
 
     pub fn sysmem_mut(&mut self) -> &mut [u8] {
-        &mut self.sysmem
+        self.sysmem.bytes_mut()
     }
 
     fn core_or_err(&self, addr: NocAddr) -> Result<usize, SimError> {
@@ -309,7 +337,7 @@ impl Chip {
         }
         let local = addr.local();
         match endpoint(addr.coord()) {
-            Endpoint::Pcie => self.sysmem[local as usize..local as usize + data.len()].copy_from_slice(data),
+            Endpoint::Pcie => self.sysmem_mut()[local as usize..local as usize + data.len()].copy_from_slice(data),
             Endpoint::Dram { bank } => self.grid.dram.write(bank as u32, local, data),
             _ => {
                 let i = self.core_or_err(addr)?;
@@ -382,7 +410,7 @@ impl Chip {
         self.grid.check_range(addr, buf.len() as u64).map_err(|reason| self.range_error(addr, buf.len(), reason))?;
         let local = addr.local();
         match endpoint(addr.coord()) {
-            Endpoint::Pcie => buf.copy_from_slice(&self.sysmem[local as usize..local as usize + buf.len()]),
+            Endpoint::Pcie => buf.copy_from_slice(&self.sysmem()[local as usize..local as usize + buf.len()]),
             Endpoint::Dram { bank } => self.grid.dram.read(bank as u32, local, buf),
             _ => {
                 let core = &self.cores[self.core_or_err(addr)?];
@@ -731,7 +759,7 @@ impl Chip {
             h.u64(bank as u64);
             h.bytes(bytes);
         }
-        h.bytes(&self.sysmem);
+        h.bytes(self.sysmem.bytes());
         let mut pending: Vec<&Event> = self.events.iter().collect();
         pending.sort_by_key(|e| (e.time, e.seq));
         for e in pending {

@@ -474,3 +474,26 @@ fn every_knob_at_once_replays_bit_identically_with_and_without_fast_forward() {
     let (d, _) = gather(cfg(6, true));
     assert_ne!(a.digest(), d.digest());
 }
+
+#[test]
+fn power_on_reset_forgets_everything_but_keeps_external_sysmem() {
+    let cfg = small();
+    let ext = crate::memory::Sysmem::External(Box::new(vec![0xffu8; cfg.sysmem_size]));
+    let mut chip = Chip::with_sysmem(cfg.clone(), ext).unwrap();
+    assert!(chip.sysmem().iter().all(|&b| b == 0), "external sysmem is zeroed at power-on");
+    let fresh = Chip::new(cfg.clone()).unwrap().digest();
+    assert_eq!(chip.digest(), fresh);
+    let (w, a) = (worker(1, 0), NocAddr::unicast(worker(1, 0), USER.base as u64));
+    chip.write_u32(a, 7).unwrap();
+    chip.write_u32(NocAddr::unicast(PCIE, 64), 9).unwrap();
+    boot(&mut chip, w, &[addi(1, 0, 1), jal(0, -4)]);
+    chip.advance(5000);
+    chip.power_on_reset().unwrap();
+    assert_eq!((chip.now(), chip.read_u32(a).unwrap(), chip.sysmem()[64]), (0, 0, 0));
+    assert_eq!(chip.digest(), fresh, "bit-identical to a new chip");
+    let short = crate::memory::Sysmem::owned(100);
+    assert_eq!(
+        Chip::with_sysmem(cfg.clone(), short).err(),
+        Some(SimError::SysmemSize { expected: cfg.sysmem_size, found: 100 })
+    );
+}

@@ -255,6 +255,69 @@ impl Memory {
     }
 }
 
+/// Memory owned outside the simulator and lent to it: a shared file mapping
+/// (the simulator daemon's sysmem, which host processes map too). Any
+/// `AsRef<[u8]> + AsMut<[u8]> + Send` works, e.g. a `memmap2::MmapMut`;
+/// whoever creates the mapping owns its `unsafe` and its SAFETY argument.
+pub trait ExternalBytes: Send {
+    fn bytes(&self) -> &[u8];
+    fn bytes_mut(&mut self) -> &mut [u8];
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]> + Send> ExternalBytes for T {
+    fn bytes(&self) -> &[u8] {
+        self.as_ref()
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        self.as_mut()
+    }
+}
+
+/// Host sysmem as the chip stores it: its own buffer (embedded mode), or an
+/// external mapping (daemon mode). The chip only ever sees a byte slice.
+pub enum Sysmem {
+    Owned(Box<[u8]>),
+    External(Box<dyn ExternalBytes>),
+}
+
+impl Sysmem {
+    /// `size` zeroed bytes owned by the simulator.
+    pub fn owned(size: usize) -> Self {
+        Sysmem::Owned(vec![0; size].into_boxed_slice())
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Sysmem::Owned(b) => b,
+            Sysmem::External(e) => e.bytes(),
+        }
+    }
+
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            Sysmem::Owned(b) => b,
+            Sysmem::External(e) => e.bytes_mut(),
+        }
+    }
+
+    /// Zeroes every byte, writing only pages that are not already zero (so a
+    /// sparse file mapping stays sparse).
+    pub fn zero(&mut self) {
+        for page in self.bytes_mut().chunks_mut(4096) {
+            if page.iter().any(|&b| b != 0) {
+                page.fill(0);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Sysmem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = if matches!(self, Sysmem::Owned(_)) { "owned" } else { "external" };
+        write!(f, "Sysmem({kind}, {} bytes)", self.bytes().len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,5 +361,20 @@ mod tests {
         assert_eq!(m.read_u32(0x10), Ok(0x1234));
         assert!(m.read_u32(0x4000).is_err());
         assert!(m.write(0xfe, &[0; 4]).is_err(), "straddling the end of L1");
+    }
+
+    #[test]
+    fn sysmem_is_owned_or_external_and_zeroes_either() {
+        let mut own = Sysmem::owned(8192);
+        own.bytes_mut()[5000] = 7;
+        own.zero();
+        assert!(own.bytes().iter().all(|&b| b == 0));
+        let mut ext = Sysmem::External(Box::new(vec![1u8; 10_000]));
+        assert_eq!(ext.bytes().len(), 10_000);
+        ext.bytes_mut()[0] = 9;
+        assert_eq!(ext.bytes()[..2], [9, 1]);
+        ext.zero();
+        assert!(ext.bytes().iter().all(|&b| b == 0));
+        assert_eq!(format!("{ext:?}"), "Sysmem(external, 10000 bytes)");
     }
 }
