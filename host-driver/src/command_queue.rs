@@ -193,35 +193,75 @@ impl Device {
             return Ok(());
         }
         let len = chunk.len() as u32;
-        let size = cq.layout.issue_size;
         let entry = FetchEntry::new(len as u64, stall)
             .map_err(|e| DriverError::Invalid(format!("fetch entry for a {len}-byte chunk: {e:?}")))?;
-        if len > size || len > CHUNK_AREA.size {
+        self.reserve(q, len)?;
+        let cq = &self.cqs[q as usize];
+        let (wr, base, size) = (cq.issue_wr, cq.layout.issue_base() as usize, cq.layout.issue_size);
+        let first = (size - wr.offset_bytes()).min(len) as usize;
+        let sysmem = self.backend.sysmem();
+        let at = base + wr.offset_bytes() as usize;
+        sysmem[at..at + first].copy_from_slice(&chunk[..first]);
+        sysmem[base..base + chunk.len() - first].copy_from_slice(&chunk[first..]);
+        self.ring_doorbell(q, entry)
+    }
+
+    /// Encodes a chunk of at most `capacity` bytes straight into the issue
+    /// ring (one copy fewer than `submit`), falling back to `submit` when the
+    /// chunk could wrap the ring or a trace is being captured.
+    pub(crate) fn submit_with(
+        &mut self,
+        q: u8,
+        capacity: usize,
+        build: impl FnOnce(&mut Encoder<'_>) -> Result<(), EncodeError>,
+    ) -> Result<()> {
+        let cq = &self.cqs[q as usize];
+        let contiguous = cq.layout.issue_size - cq.issue_wr.offset_bytes();
+        if cq.capture.is_some() || capacity as u32 > contiguous {
+            let c = chunk(capacity, build)?;
+            return self.submit(q, &c, false);
+        }
+        let capacity = capacity.next_multiple_of(cqlab_abi::PCIE_ALIGNMENT).min(contiguous as usize);
+        self.reserve(q, capacity as u32)?;
+        let cq = &self.cqs[q as usize];
+        let at = (cq.layout.issue_base() + cq.issue_wr.offset_bytes() as u64) as usize;
+        let mut enc = Encoder::new(&mut self.backend.sysmem()[at..at + capacity]);
+        build(&mut enc).map_err(|e| DriverError::Invalid(format!("encoding: {e}")))?;
+        let len = enc.len() as u64;
+        let entry = FetchEntry::new(len, false)
+            .map_err(|e| DriverError::Invalid(format!("fetch entry for a {len}-byte chunk: {e:?}")))?;
+        self.ring_doorbell(q, entry)
+    }
+
+    /// Waits until queue `q` has `len` bytes of issue space and a free fetch slot.
+    fn reserve(&mut self, q: u8, len: u32) -> Result<()> {
+        let size = self.cqs[q as usize].layout.issue_size;
+        if len == 0 || len > size || len > CHUNK_AREA.size {
             return Err(DriverError::Invalid(format!("{len}-byte chunk exceeds the issue queue or chunk area")));
         }
         let entries = self.cfg.fetch_entries;
-        let what = format!("prefetch queue slot and {len} bytes of issue queue on CQ{q}");
-        self.wait_until(&what, |dev| {
+        let what = || format!("prefetch queue slot and {len} bytes of issue queue on CQ{q}");
+        self.wait_until(what, |dev| {
             dev.drain_all()?;
             let issue_rd = RingPtr(dev.header_word(q, ISSUE_RD_PTR));
             let fetched = dev.header_word(q, FETCH_RD_COUNT);
             let cq = &dev.cqs[q as usize];
             let free = size - RingPtr::used(cq.issue_wr, issue_rd, size);
             Ok(free >= len && cq.fetch_issued.wrapping_sub(fetched) < entries)
-        })?;
-        let cq = &mut self.cqs[q as usize];
-        let (wr, base, slot) = (cq.issue_wr, cq.layout.issue_base() as usize, cq.fetch_issued % entries);
-        let first = (size - wr.offset_bytes()).min(len) as usize;
-        let sysmem = self.backend.sysmem();
-        let at = base + wr.offset_bytes() as usize;
-        sysmem[at..at + first].copy_from_slice(&chunk[..first]);
-        sysmem[base..base + chunk.len() - first].copy_from_slice(&chunk[first..]);
+        })
+    }
+
+    /// Publishes a chunk already in the ring at the write pointer.
+    fn ring_doorbell(&mut self, q: u8, entry: FetchEntry) -> Result<()> {
+        let entries = self.cfg.fetch_entries;
+        let cq = &self.cqs[q as usize];
+        let slot = cq.fetch_issued % entries;
         // The chunk must be visible in sysmem before the doorbell.
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         let slot_addr = NocAddr::unicast(noc::prefetcher(q), fetch_queue::slot_addr(slot) as u64);
         self.backend.write_u32(slot_addr, entry.raw())?;
         let cq = &mut self.cqs[q as usize];
-        cq.issue_wr = wr.advance(len, size);
+        cq.issue_wr = cq.issue_wr.advance(entry.bytes(), cq.layout.issue_size);
         cq.fetch_issued = cq.fetch_issued.wrapping_add(1);
         Ok(())
     }
@@ -265,8 +305,9 @@ impl CommandQueue<'_> {
             Placement::L1 { core, addr } => {
                 for (i, piece) in data.chunks(MAX_INLINE).enumerate() {
                     let dst = NocAddr::unicast(core, (addr + offset) as u64 + (i * MAX_INLINE) as u64);
-                    let c = chunk(piece.len() + 128, |e| e.relay_inline(true, |w| w.write_linear(dst, piece)))?;
-                    self.dev.submit(self.q, &c, false)?;
+                    self.dev.submit_with(self.q, piece.len() + 128, |e| {
+                        e.relay_inline(true, |w| w.write_linear(dst, piece))
+                    })?;
                 }
             }
             Placement::Dram { base, page_size, .. } => {
@@ -283,12 +324,17 @@ impl CommandQueue<'_> {
                     let start_page = offset / page_size + (i * per_chunk) as u32 / page_size;
                     let start = u16::try_from(start_page)
                         .map_err(|_| DriverError::Invalid(format!("page {start_page} beyond 65535")))?;
-                    let mut padded = piece.to_vec();
-                    padded.resize(piece.len().next_multiple_of(page_size as usize), 0);
-                    let c = chunk(padded.len() + 128, |e| {
-                        e.relay_inline(true, |w| w.write_paged(PagedFlags::DRAM, base, page_size, start, &padded))
+                    let whole = piece.len().next_multiple_of(page_size as usize);
+                    let padded;
+                    let pages = if whole == piece.len() {
+                        piece
+                    } else {
+                        padded = [piece, &vec![0; whole - piece.len()]].concat();
+                        &padded[..]
+                    };
+                    self.dev.submit_with(self.q, whole + 128, |e| {
+                        e.relay_inline(true, |w| w.write_paged(PagedFlags::DRAM, base, page_size, start, pages))
                     })?;
-                    self.dev.submit(self.q, &c, false)?;
                 }
             }
         }
@@ -512,10 +558,13 @@ impl Device {
         let mut out = Vec::new();
         for &tag in &pending.tags {
             let what = format!("CQ{q} read-back completion (tag {tag})");
-            self.wait_until(&what, |dev| {
-                dev.drain_all()?;
-                Ok(dev.cqs[q as usize].reads.contains_key(&tag))
-            })?;
+            self.wait_until(
+                || what.clone(),
+                |dev| {
+                    dev.drain_all()?;
+                    Ok(dev.cqs[q as usize].reads.contains_key(&tag))
+                },
+            )?;
             out.extend(self.cqs[q as usize].reads.remove(&tag).expect("present"));
         }
         Ok(out)
@@ -524,10 +573,13 @@ impl Device {
     /// Blocks until `event` has completed.
     pub fn event_synchronize(&mut self, event: Event) -> Result<()> {
         let what = format!("CQ host completion event {} on CQ{}", event.id, event.cq);
-        self.wait_until(&what, |dev| {
-            dev.drain_all()?;
-            Ok(dev.cqs[event.cq as usize].last_event_done >= event.id)
-        })
+        self.wait_until(
+            || what.clone(),
+            |dev| {
+                dev.drain_all()?;
+                Ok(dev.cqs[event.cq as usize].last_event_done >= event.id)
+            },
+        )
     }
 
     /// Whether `event` has completed (drains completions, never blocks).

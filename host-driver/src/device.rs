@@ -44,7 +44,8 @@ impl Device {
     }
 
     /// Opens a device by spec: `embedded` or `embedded:seed=N` (in-process
-    /// simulator), `sim:PATH` (simulator daemon), `/dev/tenstorrent/N` (tt-kmd).
+    /// simulator), `sim:PATH[?wait[=SECS]]` (simulator daemon, see
+    /// [`crate::daemon_backend`]), `/dev/tenstorrent/N` (tt-kmd).
     pub fn open(spec: &str, cfg: DeviceConfig) -> Result<Self> {
         if spec == "embedded" || spec.starts_with("embedded:") {
             let mut sim = cqlab_sim::config::SimConfig::default();
@@ -58,8 +59,11 @@ impl Device {
             }
             return Self::embedded(sim, cfg);
         }
-        if spec.starts_with("sim:") {
-            return Err(DriverError::NotBuilt("the simulator daemon backend (sim:PATH)"));
+        if let Some(rest) = spec.strip_prefix("sim:") {
+            let (path, wait) = crate::daemon_backend::DaemonBackend::parse_spec(rest)?;
+            let backend = crate::daemon_backend::DaemonBackend::attach_with(path, wait)?;
+            backend.check_config(&cfg)?;
+            return Self::with_backend(Box::new(backend), cfg);
         }
         if spec.starts_with("/dev/") {
             return Err(DriverError::NotBuilt(
@@ -184,10 +188,13 @@ impl Device {
     fn wait_alive(&mut self, core: Coord, fw: FirmwareId) -> Result<()> {
         let what = format!("alive record of {} on core {core}", fw.name());
         let mut raw = [0u8; 32];
-        self.wait_until(&what, |dev| {
-            dev.backend.read(NocAddr::unicast(core, ALIVE as u64), &mut raw)?;
-            Ok(AliveRecord::read_from_bytes(&raw).is_ok_and(|a| a.magic == ALIVE_MAGIC))
-        })?;
+        self.wait_until(
+            || what.clone(),
+            |dev| {
+                dev.backend.read(NocAddr::unicast(core, ALIVE as u64), &mut raw)?;
+                Ok(AliveRecord::read_from_bytes(&raw).is_ok_and(|a| a.magic == ALIVE_MAGIC))
+            },
+        )?;
         let alive = AliveRecord::read_from_bytes(&raw).expect("32 bytes");
         if alive.abi_version != ABI_VERSION {
             return Err(DriverError::AbiMismatch { core, expected: ABI_VERSION, found: alive.abi_version });
@@ -206,7 +213,11 @@ impl Device {
     /// Polls `ready` until it holds. Gives up after
     /// `stall_timeout_cycles` device cycles in which no core recorded any
     /// trace event, with an error naming `what` and carrying a hang dump.
-    pub(crate) fn wait_until(&mut self, what: &str, mut ready: impl FnMut(&mut Device) -> Result<bool>) -> Result<()> {
+    pub(crate) fn wait_until(
+        &mut self,
+        what: impl Fn() -> String,
+        mut ready: impl FnMut(&mut Device) -> Result<bool>,
+    ) -> Result<()> {
         // Fast path: no device time passes and no BAR reads happen when the
         // condition already holds (the common case on enqueue).
         if ready(self)? {
@@ -222,17 +233,14 @@ impl Device {
             let now = self.backend.poll()?;
             if now >= next_check {
                 next_check = now + PROGRESS_CHECK_CYCLES;
-                self.check_bad_command(what)?;
+                self.check_bad_command(&what())?;
                 let progress = self.progress()?;
                 if progress != last_progress {
                     (last_progress, last_change) = (progress, now);
                 } else if now - last_change >= self.cfg.stall_timeout_cycles {
-                    let dump = HangDump::collect(self, what)?;
-                    return Err(DriverError::Timeout {
-                        what: what.to_owned(),
-                        cycles: now - last_change,
-                        dump: Box::new(dump),
-                    });
+                    let what = what();
+                    let dump = HangDump::collect(self, &what)?;
+                    return Err(DriverError::Timeout { what, cycles: now - last_change, dump: Box::new(dump) });
                 }
             }
         }

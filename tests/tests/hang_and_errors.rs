@@ -50,6 +50,9 @@ fn zero_size_fetch_entries_are_rejected_on_both_sides() {
     assert!(matches!(dev.cq(0).unwrap().enqueue_raw(&[], false), Err(DriverError::Invalid(_))));
     // Forge one past the driver, straight through the BAR.
     dev.backend().write_u32(NocAddr::unicast(prefetcher(1), slot_addr(0) as u64), STALL_FLAG).unwrap();
+    for _ in 0..10 {
+        dev.backend().poll().unwrap(); // let the prefetcher see it before the host reuses slot 0
+    }
     let err = dev.cq(1).unwrap().finish().unwrap_err();
     assert!(err.to_string().contains("zero-size fetch-queue entry"), "seed 13: {err}");
 }

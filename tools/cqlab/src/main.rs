@@ -2,6 +2,7 @@
 
 mod decode;
 mod demo;
+mod driver_bench;
 mod perf;
 mod schedule;
 mod sim;
@@ -22,6 +23,8 @@ enum Command {
     Demo(demo::Args),
     /// Dispatch performance and per-command device-cycle costs.
     Perf(perf::Args),
+    /// Host-side driver figures: enqueue rate, bulk copy vs memcpy, event round trip.
+    DriverBench(driver_bench::Args),
     /// Print a raw issue-queue dump as a readable command list.
     Decode(decode::Args),
     /// Run firmware on the simulator.
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Perf(args) => perf::run(args),
+        Command::DriverBench(args) => driver_bench::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Sim(cmd) => sim::run(cmd),
         Command::Schedule(args) => schedule::run(args),

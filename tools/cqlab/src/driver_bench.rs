@@ -1,0 +1,116 @@
+//! `cqlab driver-bench`: host-side driver figures, each against a baseline
+//! measured in the same run: small-command enqueue rate, bulk write_buffer
+//! against plain memcpy into the same sysmem, event round trip.
+
+use anyhow::Result;
+use cqlab_abi::encode::Encoder;
+use cqlab_abi::noc::{worker, NocAddr};
+use cqlab_driver::{Device, DeviceConfig};
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    // 1. Encoding 64-byte inline writes straight into an issue-queue-sized ring.
+    let mut ring = vec![0u8; 1 << 20];
+    let payload = [0x5au8; 64];
+    let dst = NocAddr::unicast(worker(0, 0), 0xA1000);
+    let n_encode = 2_000_000u64;
+    let t0 = Instant::now();
+    let mut done = 0u64;
+    while done < n_encode {
+        let mut enc = Encoder::new(&mut ring);
+        while enc.relay_inline(true, |w| w.write_linear(dst, &payload)).is_ok() {
+            done += 1;
+        }
+        black_box(enc.len());
+    }
+    let encode_rate = done as f64 / t0.elapsed().as_secs_f64();
+
+    // 2. The full driver path (encode, copy into the issue ring, doorbell) for
+    //    batches that fit the queues, on a booted embedded device.
+    let mut dev = Device::open("embedded:seed=1", DeviceConfig::default())?;
+    dev.boot()?;
+    let buf = dev.alloc_l1(0, 0, 64)?;
+    let (batch, rounds) = (100u32, 20u32);
+    let mut submit_time = 0.0;
+    for _ in 0..rounds {
+        let mut cq = dev.cq(0)?;
+        let t = Instant::now();
+        for _ in 0..batch {
+            cq.write_buffer(&buf, 0, &payload)?;
+        }
+        submit_time += t.elapsed().as_secs_f64();
+        cq.finish()?;
+    }
+    let submit_rate = (batch * rounds) as f64 / submit_time;
+
+    // 3. Bulk write_buffer (32 KiB pieces) against memcpy of the same bytes
+    //    into the same sysmem, 768 KiB each (fits the 1 MiB issue queue).
+    let big = dev.alloc_l1(1, 1, 32 * 1024)?;
+    let data = vec![0xa5u8; 32 * 1024];
+    let pieces = 24;
+    let mut write_s = f64::MAX;
+    let mut memcpy_s = f64::MAX;
+    for _ in 0..5 {
+        let t = Instant::now();
+        let mut cq = dev.cq(1)?;
+        for _ in 0..pieces {
+            cq.write_buffer(&big, 0, &data)?;
+        }
+        write_s = write_s.min(t.elapsed().as_secs_f64());
+        cq.finish()?;
+        // CQ1's issue ring: the very memory write_buffer just filled, idle after finish.
+        let cfg = dev.config().clone();
+        let ring =
+            cqlab_abi::sysmem::CqSysmemLayout::for_cq(1, cfg.issue_size, cfg.completion_size).issue_base() as usize;
+        let sysmem = &mut dev.backend().sysmem()[ring..ring + pieces * data.len()];
+        let t = Instant::now();
+        for i in 0..pieces {
+            sysmem[i * data.len()..(i + 1) * data.len()].copy_from_slice(black_box(&data));
+        }
+        black_box(&sysmem[0]);
+        memcpy_s = memcpy_s.min(t.elapsed().as_secs_f64());
+    }
+    let bytes = (pieces * data.len()) as f64;
+
+    // 4. Event round trip on an idle device.
+    let n_events = 200;
+    let (c0, t0) = (dev.now(), Instant::now());
+    for _ in 0..n_events {
+        let ev = dev.cq(0)?.record_event()?;
+        dev.event_synchronize(ev)?;
+    }
+    let ev_cycles = (dev.now() - c0) as f64 / n_events as f64;
+    let ev_us = t0.elapsed().as_secs_f64() * 1e6 / n_events as f64;
+
+    let write_gbs = bytes / write_s / 1e9;
+    let memcpy_gbs = bytes / memcpy_s / 1e9;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "encode_inline_writes_per_s": encode_rate,
+                "write_buffer_small_per_s": submit_rate,
+                "bulk_write_buffer_gbs": write_gbs, "memcpy_gbs": memcpy_gbs, "bulk_ratio": write_gbs / memcpy_gbs,
+                "event_round_trip_cycles": ev_cycles, "event_round_trip_host_us": ev_us,
+            })
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{:<52} {:>14}", "measurement", "result");
+    println!("{:<52} {:>12.2} M/s", "encode 64-byte inline writes into the issue ring", encode_rate / 1e6);
+    println!("{:<52} {:>12.2} M/s", "write_buffer 64 B (encode + copy + doorbell)", submit_rate / 1e6);
+    println!("{:<52} {:>11.2} GB/s", "bulk write_buffer, 32 KiB pieces, into sysmem", write_gbs);
+    println!("{:<52} {:>11.2} GB/s", "memcpy of the same bytes into the same sysmem", memcpy_gbs);
+    println!("{:<52} {:>13.0} %", "bulk write_buffer / memcpy", 100.0 * write_gbs / memcpy_gbs);
+    println!("{:<52} {:>9.0} cycles", "event round trip, device (record + synchronize)", ev_cycles);
+    println!("{:<52} {:>13.1} us", "event round trip, host time (simulating included)", ev_us);
+    Ok(ExitCode::SUCCESS)
+}
