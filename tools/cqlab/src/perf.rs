@@ -119,13 +119,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.json {
         let figs: Vec<_> = figures
             .iter()
-            .map(|f| serde_json::json!({"trace": f.trace, "device_cycles_per_program": f.cycles_per_program,
+            .map(|f| {
+                serde_json::json!({"trace": f.trace, "device_cycles_per_program": f.cycles_per_program,
                 "us_per_program_at_1ghz": f.cycles_per_program / 1000.0,
-                "host_enqueue_us_per_program": f.host_enqueue_us_per_program}))
+                "host_enqueue_us_per_program": f.host_enqueue_us_per_program})
+            })
             .collect();
         let costs = |m: &BTreeMap<String, (u64, u64, u64, u64)>| -> Vec<serde_json::Value> {
-            m.iter().map(|(k, (n, sum, min, max))| serde_json::json!({"command": k, "count": n,
-                "mean_cycles": *sum as f64 / *n as f64, "min_cycles": min, "max_cycles": max})).collect()
+            m.iter()
+                .map(|(k, (n, sum, min, max))| {
+                    serde_json::json!({"command": k, "count": n,
+                "mean_cycles": *sum as f64 / *n as f64, "min_cycles": min, "max_cycles": max})
+                })
+                .collect()
         };
         println!(
             "{}",
@@ -134,7 +140,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    println!("dispatch: {} programs, noop kernel on {cores} cores, {} runtime args, embedded simulator at 1 GHz", args.programs, args.args);
+    println!(
+        "dispatch: {} programs, noop kernel on {cores} cores, {} runtime args, embedded simulator at 1 GHz",
+        args.programs, args.args
+    );
     println!("{:<8} {:>16} {:>14} {:>20}", "trace", "cycles/program", "us/program", "host enqueue us/prog");
     for f in &figures {
         println!(
