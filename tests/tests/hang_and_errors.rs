@@ -22,6 +22,7 @@ fn a_worker_that_never_finishes_ends_the_chain() {
     assert!(dump.chain.last().unwrap().contains("worker (1,1)"), "seed 11: chain ends at the worker: {chain}");
     assert!(!dump.deadlock);
     let text = err.to_string();
+    eprintln!("{text}");
     assert!(text.contains("timeout waiting for CQ host completion event"), "{text}");
     let json = serde_json::to_string(dump.as_ref()).unwrap();
     assert!(json.contains("\"chain\""));
