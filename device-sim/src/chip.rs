@@ -152,6 +152,20 @@ pub struct Chip {
     posted: usize,
     /// Landing time of the last posted host write (they land in order).
     last_posted_at: u64,
+    /// Bytes cores moved to and from DRAM over the NOC (host BAR access excluded).
+    dram_traffic: DramTraffic,
+}
+
+/// DRAM bytes moved by NOC transactions since power-on or the last reset of
+/// the counters: what a workload costs in memory traffic.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DramTraffic {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+}
+
+fn is_dram(target: NocAddr) -> bool {
+    matches!(cqlab_abi::noc::endpoint(target.coord()), cqlab_abi::noc::Endpoint::Dram { .. })
 }
 
 impl Chip {
@@ -218,6 +232,7 @@ impl Chip {
             pct,
             posted: 0,
             last_posted_at: 0,
+            dram_traffic: DramTraffic::default(),
             cfg,
             cores,
             grid,
@@ -240,6 +255,16 @@ impl Chip {
         sysmem.zero();
         *self = Chip::with_sysmem(self.cfg.clone(), sysmem)?;
         Ok(())
+    }
+
+    /// DRAM bytes read and written by NOC transactions so far.
+    pub fn dram_traffic(&self) -> DramTraffic {
+        self.dram_traffic
+    }
+
+    /// Zeroes the DRAM traffic counters (e.g. after loading inputs).
+    pub fn reset_dram_traffic(&mut self) {
+        self.dram_traffic = DramTraffic::default();
     }
 
     /// Device time in cycles.
@@ -653,7 +678,12 @@ impl Chip {
                 self.posted -= 1;
                 self.apply_write(target, &data).expect("validated when posted");
             }
-            EventKind::WriteArrive { target, data } => self.noc_write(target, &data),
+            EventKind::WriteArrive { target, data } => {
+                if is_dram(target) {
+                    self.dram_traffic.write_bytes += data.len() as u64;
+                }
+                self.noc_write(target, &data)
+            }
             EventKind::WriteAck { src } => {
                 let c = &mut self.cores[src].mmio.counters;
                 c.writes_acked = c.writes_acked.wrapping_add(1);
@@ -664,6 +694,9 @@ impl Chip {
                 c.atomics_acked = c.atomics_acked.wrapping_add(1);
             }
             EventKind::ReadComplete { src, target, local, len } => {
+                if is_dram(target) {
+                    self.dram_traffic.read_bytes += len as u64;
+                }
                 let mut buf = vec![0; len as usize];
                 self.noc_read(target, &mut buf);
                 self.cores[src].hart.mem.l1.write(local, &buf).expect("validated at issue");
