@@ -14,6 +14,7 @@ pub mod events;
 pub mod hang_dump;
 pub mod sim_backend;
 pub mod trace_reader;
+pub mod workloads;
 pub mod ttkmd;
 
 pub use buffer::{Buffer, Placement};

@@ -2,6 +2,7 @@
 
 mod decode;
 mod demo;
+mod matmul;
 mod driver_bench;
 mod perf;
 mod schedule;
@@ -25,6 +26,8 @@ enum Command {
     Perf(perf::Args),
     /// Host-side driver figures: enqueue rate, bulk copy vs memcpy, event round trip.
     DriverBench(driver_bench::Args),
+    /// Matmul on the simulated chip in a tile order: measured vs predicted DRAM bytes.
+    Matmul(matmul::Args),
     /// Print a raw issue-queue dump as a readable command list.
     Decode(decode::Args),
     /// Run firmware on the simulator.
@@ -40,6 +43,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Perf(args) => perf::run(args),
         Command::DriverBench(args) => driver_bench::run(args),
+        Command::Matmul(args) => matmul::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Sim(cmd) => sim::run(cmd),
         Command::Schedule(args) => schedule::run(args),
