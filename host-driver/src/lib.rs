@@ -1,5 +1,5 @@
 //! `cqlab-driver`: what users program against. A [`Device`] over a
-//! [`backend::Backend`] (the embedded simulator, or tt-kmd hardware), its
+//! [`backend::Backend`] (the embedded simulator, a simulator daemon, or tt-kmd hardware), its
 //! command queues, buffers, events and traces, and hang dumps when a wait
 //! gives up.
 
@@ -7,6 +7,7 @@ pub mod backend;
 pub mod buffer;
 pub mod command_queue;
 pub mod config;
+pub mod daemon_backend;
 pub mod device;
 pub mod elf;
 pub mod error;

@@ -33,6 +33,8 @@ enum Command {
     /// Run firmware on the simulator.
     #[command(subcommand)]
     Sim(sim::Command),
+    /// Restore a simulator daemon's device (`cqlab sim serve --dev PATH`) to power-on state.
+    Reset(sim::DevArgs),
     /// GEMM tile-order (dataflow) DRAM traffic analysis.
     Schedule(schedule::Args),
 }
@@ -46,6 +48,7 @@ fn main() -> ExitCode {
         Command::Matmul(args) => matmul::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Sim(cmd) => sim::run(cmd),
+        Command::Reset(args) => sim::reset(args),
         Command::Schedule(args) => schedule::run(args),
     };
     match result {

@@ -7,6 +7,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+#[path = "sim_daemon.rs"]
+mod daemon;
+
 /// Exit code of `sim exec` when `--max-cycles` stops the program (as `timeout`).
 const EXIT_MAX_CYCLES: u8 = 124;
 /// Exit code for an input the simulator cannot run (bad or unreadable ELF).
@@ -27,6 +30,86 @@ pub enum Command {
     /// Interpreter throughput: simulated MIPS beside native Rust doing the
     /// same work (use a release build).
     Bench(BenchArgs),
+    /// Run the device as a long-lived daemon that host processes attach to
+    /// with the device spec `sim:PATH`.
+    ///
+    /// Device memory lives in the daemon; host sysmem is the file PATH/sysmem,
+    /// mapped by the daemon and by each client; BAR accesses and polls go over
+    /// the Unix socket PATH/sock. The device advances only while a client
+    /// polls and idles (keeping its state) while none is attached. One client
+    /// at a time (flock on PATH/lock). Stop with Ctrl-C or `cqlab sim stop`.
+    Serve(ServeArgs),
+    /// Stop the daemon serving PATH (removes its socket).
+    Stop(DevArgs),
+    /// Crash-test helper: attach to a daemon, boot, run CQ work, verify.
+    #[command(hide = true)]
+    ClientJob(ClientJobArgs),
+}
+
+#[derive(clap::Args)]
+pub struct DevArgs {
+    /// The daemon's device directory.
+    #[arg(long)]
+    dev: PathBuf,
+}
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Device directory (created if missing): socket, sysmem file, lock.
+    #[arg(long)]
+    dev: PathBuf,
+    /// Seed of the scheduler, jitter and faults.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Worker grid, COLSxROWS.
+    #[arg(long, default_value = "8x8", value_parser = parse_grid)]
+    grid: (u8, u8),
+    /// Command queues.
+    #[arg(long, default_value_t = cqlab_abi::noc::DEFAULT_CQS)]
+    cqs: u8,
+    /// DRAM banks.
+    #[arg(long, default_value_t = cqlab_abi::memory_map::DEFAULT_DRAM_BANKS)]
+    dram_banks: u32,
+    /// Host sysmem size in MiB (a sparse file).
+    #[arg(long, default_value_t = 64)]
+    sysmem_mib: usize,
+    /// Do not log attaches, resets and recoveries.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
+pub struct ClientJobArgs {
+    #[arg(long)]
+    dev: PathBuf,
+    /// Seed of the data written.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Rounds of write, launch, read back, verify.
+    #[arg(long, default_value_t = 4)]
+    rounds: u32,
+    /// Bytes per buffer write.
+    #[arg(long, default_value_t = 4096)]
+    bytes: u32,
+    #[arg(long, default_value = "2x2", value_parser = parse_grid)]
+    grid: (u8, u8),
+    #[arg(long, default_value_t = 1)]
+    cqs: u8,
+}
+
+fn parse_grid(s: &str) -> Result<(u8, u8), String> {
+    let bad = || format!("expected COLSxROWS such as 8x8, found {s:?}");
+    let (c, r) = s.split_once('x').ok_or_else(bad)?;
+    Ok((c.parse().map_err(|_| bad())?, r.parse().map_err(|_| bad())?))
+}
+
+/// `cqlab reset --dev PATH`: the daemon's device back to power-on state
+/// (fails if a client holds the device).
+pub fn reset(args: DevArgs) -> anyhow::Result<ExitCode> {
+    let mut dev = cqlab_driver::daemon_backend::DaemonBackend::attach(&args.dev)?;
+    dev.reset()?;
+    eprintln!("{}: reset to power-on state", args.dev.display());
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(clap::Args)]
@@ -55,6 +138,27 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
     match cmd {
         Command::Exec(args) => exec(args),
         Command::Bench(args) => bench(args),
+        Command::Serve(a) => {
+            let cfg = cqlab_sim::config::SimConfig {
+                seed: a.seed,
+                worker_cols: a.grid.0,
+                worker_rows: a.grid.1,
+                num_cqs: a.cqs,
+                dram_banks: a.dram_banks,
+                sysmem_size: a.sysmem_mib << 20,
+                ..Default::default()
+            };
+            cfg.validate().context("checking the daemon's chip configuration")?;
+            daemon::serve(&a.dev, cfg, a.quiet)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Stop(a) => {
+            let pid = cqlab_driver::daemon_backend::stop_daemon(&a.dev)?;
+            let pid = pid.map_or("?".into(), |p| p.to_string());
+            eprintln!("{}: daemon pid {pid} stopped", a.dev.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::ClientJob(a) => client_job(a),
     }
 }
 
@@ -195,4 +299,38 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
         cores.len()
     );
     Ok(())
+}
+
+/// Attaches to `sim:DEV?wait=30`, boots, and runs `rounds` of: write a
+/// seeded pattern to a DRAM buffer, launch every worker, read it back,
+/// verify, finish. Prints one line and exits 0 when all of it checks out.
+fn client_job(a: ClientJobArgs) -> anyhow::Result<ExitCode> {
+    use cqlab_driver::{CoreRange, Device, DeviceConfig};
+    let cfg = DeviceConfig { worker_cols: a.grid.0, worker_rows: a.grid.1, num_cqs: a.cqs, ..Default::default() };
+    let spec = format!("sim:{}?wait=30", a.dev.display());
+    let mut dev = Device::open(&spec, cfg).with_context(|| format!("opening {spec}"))?;
+    dev.boot().context("booting")?;
+    let buf = dev.alloc_dram(a.bytes, 1024)?;
+    let mut cq = dev.cq(0)?;
+    let last = CoreRange::new((0, 0), (a.grid.0 - 1, a.grid.1 - 1));
+    for round in 0..a.rounds {
+        let data: Vec<u8> = (0..a.bytes).map(|i| (i as u64 * 31 + a.seed * 7 + round as u64) as u8).collect();
+        cq.write_buffer(&buf, 0, &data)?;
+        cq.launch(last, &[round])?;
+        let back = cq.read_buffer(&buf, 0, a.bytes)?;
+        if back != data {
+            let at = back.iter().zip(&data).position(|(x, y)| x != y).unwrap_or(0);
+            anyhow::bail!("round {round}: read back differs at byte {at}: {} != {}", back[at], data[at]);
+        }
+    }
+    cq.finish()?;
+    println!(
+        "client-job: seed {} pid {}: {} rounds of {} bytes verified at device cycle {}",
+        a.seed,
+        std::process::id(),
+        a.rounds,
+        a.bytes,
+        dev.now()
+    );
+    Ok(ExitCode::SUCCESS)
 }
