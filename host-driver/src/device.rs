@@ -66,8 +66,12 @@ impl Device {
             return Self::with_backend(Box::new(backend), cfg);
         }
         if spec.starts_with("/dev/") {
+            // Open (and lock) the device first, so a missing card or driver, or
+            // a device held by another process, is reported as such.
+            let dev = crate::ttkmd::TtKmdDevice::open(spec).map_err(|e| DriverError::Backend(e.to_string()))?;
+            drop(dev);
             return Err(DriverError::NotBuilt(
-                "command queues over tt-kmd (the ioctl layer exists: ttkmd::TtKmdDevice)",
+                "command queues over tt-kmd (the device opened; TLB windows and sysmem pinning are not wired to CQs)",
             ));
         }
         Err(DriverError::Invalid(format!(

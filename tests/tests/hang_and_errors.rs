@@ -57,3 +57,14 @@ fn zero_size_fetch_entries_are_rejected_on_both_sides() {
     let err = dev.cq(1).unwrap().finish().unwrap_err();
     assert!(err.to_string().contains("zero-size fetch-queue entry"), "seed 13: {err}");
 }
+
+#[test]
+fn opening_missing_hardware_or_unknown_devices_is_a_clear_error() {
+    use cqlab_driver::{Device, DeviceConfig};
+    let err = Device::open("/dev/tenstorrent/97", DeviceConfig::default()).err().unwrap().to_string();
+    assert!(err.contains("no Tenstorrent device/driver present") && err.contains("/dev/tenstorrent/97"), "{err}");
+    let err = Device::open("gpu0", DeviceConfig::default()).err().unwrap().to_string();
+    assert!(err.contains("unknown device \"gpu0\""), "{err}");
+    let err = Device::open("embedded:seed=x", DeviceConfig::default()).err().unwrap().to_string();
+    assert!(err.contains("seed \"x\" is not a number"), "{err}");
+}
