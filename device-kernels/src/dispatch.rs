@@ -2,8 +2,8 @@
 //! dispatch commands, writes completion records to the host and returns
 //! ring pages to the prefetcher once the writes sourced from them are acked.
 
+use crate::cq_config::{setup, CqSetup};
 use crate::platform::Platform;
-use crate::prefetch::ring_of;
 use crate::report::{fail, trace, wait_until, waypoint};
 use crate::ring::{readable, split_at_wrap, RingGeometry};
 use crate::{device_error, read_header};
@@ -37,11 +37,7 @@ pub struct Dispatcher<'p, P: Platform> {
 
 impl<'p, P: Platform> Dispatcher<'p, P> {
     pub fn new(p: &'p mut P, cfg: CqConfig) -> Self {
-        let Some(ring) = ring_of(&cfg) else {
-            fail(p, DeviceError::BadConfig, cqlab_abi::mailbox::CQ_CONFIG, cfg.ring_pages, 0, 0)
-        };
-        let sysmem =
-            CqSysmemLayout { base: cfg.sysmem_base, issue_size: cfg.issue_size, completion_size: cfg.completion_size };
+        let CqSetup { ring, sysmem } = setup(p, &cfg);
         Self {
             p,
             cfg,

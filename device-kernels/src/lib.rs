@@ -9,6 +9,7 @@
 extern crate std;
 
 pub mod boot;
+pub mod cq_config;
 pub mod dispatch;
 pub mod kernels;
 pub mod memory;

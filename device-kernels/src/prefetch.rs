@@ -2,6 +2,7 @@
 //! the issue queue in sysmem, runs their prefetch commands, and relays
 //! dispatch commands and data into the dispatcher's ring under page credits.
 
+use crate::cq_config::{setup, CqSetup};
 use crate::platform::Platform;
 use crate::report::{fail, trace, wait_until, waypoint};
 use crate::ring::{split_at_wrap, RingGeometry};
@@ -9,7 +10,7 @@ use crate::{device_error, read_header};
 use cqlab_abi::decode::PrefetchHeader;
 use cqlab_abi::fetch_queue::{self, FetchEntry};
 use cqlab_abi::mailbox::{CqConfig, DeviceError, SCRATCH};
-use cqlab_abi::memory_map::{interleaved_page, CHUNK_AREA, DISPATCH_RING, MAX_DRAM_BANKS, RELAY_SCRATCH, TRACE_AREA};
+use cqlab_abi::memory_map::{interleaved_page, CHUNK_AREA, RELAY_SCRATCH, TRACE_AREA};
 use cqlab_abi::mmio::{self, sem};
 use cqlab_abi::noc::{dram_bank, Coord, NocAddr, PCIE};
 #[cfg(test)]
@@ -38,25 +39,9 @@ pub struct Prefetcher<'p, P: Platform> {
     commands: u32,
 }
 
-/// Checks a CQ configuration written by the host; `None` if it is unusable.
-pub fn ring_of(cfg: &CqConfig) -> Option<RingGeometry> {
-    let ring = RingGeometry::new(DISPATCH_RING.base, cfg.ring_page_size, cfg.ring_pages)?;
-    let layout =
-        CqSysmemLayout { base: cfg.sysmem_base, issue_size: cfg.issue_size, completion_size: cfg.completion_size };
-    let ok = ring.size() <= DISPATCH_RING.size
-        && layout.is_valid()
-        && (1..=fetch_queue::MAX_ENTRIES).contains(&cfg.fetch_entries)
-        && (1..=MAX_DRAM_BANKS).contains(&cfg.dram_banks);
-    ok.then_some(ring)
-}
-
 impl<'p, P: Platform> Prefetcher<'p, P> {
     pub fn new(p: &'p mut P, cfg: CqConfig) -> Self {
-        let Some(ring) = ring_of(&cfg) else {
-            fail(p, DeviceError::BadConfig, cqlab_abi::mailbox::CQ_CONFIG, cfg.ring_pages, 0, 0)
-        };
-        let sysmem =
-            CqSysmemLayout { base: cfg.sysmem_base, issue_size: cfg.issue_size, completion_size: cfg.completion_size };
+        let CqSetup { ring, sysmem } = setup(p, &cfg);
         Self {
             p,
             cfg,
