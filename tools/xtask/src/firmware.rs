@@ -47,18 +47,7 @@ pub fn build(root: &Path) -> Result<Vec<PathBuf>> {
     }
     for (package, feature) in PACKAGES {
         let mut cmd = build_command(&toolchain, root);
-        cmd.args([
-            "build",
-            "-p",
-            package,
-            "--features",
-            feature,
-            "--bins",
-            "--target",
-            TARGET,
-            "--profile",
-            "firmware",
-        ]);
+        riscv_args(&mut cmd, "build", package, feature);
         run(&mut cmd).with_context(|| format!("building firmware package {package}"))?;
     }
     if let Toolchain::Debian { .. } = toolchain {
@@ -75,6 +64,11 @@ pub fn build(root: &Path) -> Result<Vec<PathBuf>> {
         }
     }
     Ok(FIRMWARE.iter().map(|b| out.join(b)).collect())
+}
+
+/// `cargo <sub> -p <package> --features <features> --bins` for the device, firmware profile.
+fn riscv_args(cmd: &mut Command, sub: &str, package: &str, features: &str) {
+    cmd.args([sub, "-p", package, "--features", features, "--bins", "--target", TARGET, "--profile", "firmware"]);
 }
 
 fn build_command(toolchain: &Toolchain, root: &Path) -> Command {
@@ -115,21 +109,9 @@ pub fn clippy(root: &Path) -> Result<()> {
         return Ok(());
     }
     for (package, feature) in PACKAGES {
-        run(cargo().current_dir(root).args([
-            "clippy",
-            "-p",
-            package,
-            "--features",
-            feature,
-            "--bins",
-            "--target",
-            TARGET,
-            "--profile",
-            "firmware",
-            "--",
-            "-D",
-            "warnings",
-        ]))?;
+        let mut cmd = cargo();
+        riscv_args(cmd.current_dir(root), "clippy", package, feature);
+        run(cmd.args(["--", "-D", "warnings"]))?;
     }
     Ok(())
 }
