@@ -41,6 +41,9 @@ pub enum Command {
     Serve(ServeArgs),
     /// Stop the daemon serving PATH (removes its socket).
     Stop(DevArgs),
+    /// Read (or write, then read) one 32-bit word of a daemon's device
+    /// through the BAR, without booting it.
+    Bar(BarArgs),
     /// Crash-test helper: attach to a daemon, boot, run CQ work, verify.
     #[command(hide = true)]
     ClientJob(ClientJobArgs),
@@ -76,6 +79,38 @@ pub struct ServeArgs {
     /// Do not log attaches, resets and recoveries.
     #[arg(long)]
     quiet: bool,
+}
+
+#[derive(clap::Args)]
+pub struct BarArgs {
+    #[arg(long)]
+    dev: PathBuf,
+    /// Worker core, COL,ROW.
+    #[arg(long, value_parser = parse_pair)]
+    worker: (u8, u8),
+    /// Local address in the core (L1 or a register), decimal or 0x hex.
+    #[arg(long, value_parser = parse_u64)]
+    addr: u64,
+    /// Value to write first.
+    #[arg(long, value_parser = parse_u64)]
+    write: Option<u64>,
+    /// Keep the device attached this many seconds afterwards (ownership tests).
+    #[arg(long, default_value_t = 0.0)]
+    hold: f64,
+}
+
+fn parse_pair(s: &str) -> Result<(u8, u8), String> {
+    let bad = || format!("expected COL,ROW such as 0,1, found {s:?}");
+    let (c, r) = s.split_once(',').ok_or_else(bad)?;
+    Ok((c.parse().map_err(|_| bad())?, r.parse().map_err(|_| bad())?))
+}
+
+fn parse_u64(s: &str) -> Result<u64, String> {
+    match s.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    }
+    .map_err(|_| format!("expected a number (decimal or 0x hex), found {s:?}"))
 }
 
 #[derive(clap::Args)]
@@ -159,6 +194,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::ClientJob(a) => client_job(a),
+        Command::Bar(a) => bar(a),
     }
 }
 
@@ -310,6 +346,9 @@ fn client_job(a: ClientJobArgs) -> anyhow::Result<ExitCode> {
     let spec = format!("sim:{}?wait=30", a.dev.display());
     let mut dev = Device::open(&spec, cfg).with_context(|| format!("opening {spec}"))?;
     dev.boot().context("booting")?;
+    // The crash test kills this process after this line, mid-enqueue.
+    println!("client-job: booted");
+    std::io::stdout().flush()?;
     let buf = dev.alloc_dram(a.bytes, 1024)?;
     let mut cq = dev.cq(0)?;
     let last = CoreRange::new((0, 0), (a.grid.0 - 1, a.grid.1 - 1));
@@ -332,5 +371,21 @@ fn client_job(a: ClientJobArgs) -> anyhow::Result<ExitCode> {
         a.bytes,
         dev.now()
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn bar(a: BarArgs) -> anyhow::Result<ExitCode> {
+    use cqlab_driver::backend::Backend;
+    use cqlab_driver::daemon_backend::DaemonBackend;
+    let mut dev = DaemonBackend::attach(&a.dev)?;
+    let at = cqlab_abi::noc::NocAddr::unicast(cqlab_abi::noc::worker(a.worker.0, a.worker.1), a.addr);
+    if let Some(v) = a.write {
+        let v = u32::try_from(v).map_err(|_| anyhow::anyhow!("--write {v} does not fit in 32 bits"))?;
+        dev.write_u32(at, v)?;
+    }
+    let v = dev.read_u32(at)?;
+    println!("{v:#010x}");
+    std::io::stdout().flush()?;
+    std::thread::sleep(std::time::Duration::from_secs_f64(a.hold.max(0.0)));
     Ok(ExitCode::SUCCESS)
 }
