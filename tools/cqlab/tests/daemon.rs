@@ -247,3 +247,17 @@ fn a_hundred_host_processes_half_killed_mid_enqueue_leave_the_device_usable() {
     assert!(elapsed < Duration::from_secs(90), "100 processes took {elapsed:?}");
     eprintln!("100 host processes (50 killed mid-enqueue) in {:.1} s", elapsed.as_secs_f64());
 }
+
+#[test]
+fn a_run_after_reset_replays_the_same_device_time() {
+    let d = Daemon::start("replay", 4);
+    let cycle = |o: &Output| {
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(o.status.success(), "{}", text(o));
+        out.rsplit("device cycle ").next().and_then(|s| s.trim().parse::<u64>().ok()).expect("a device cycle")
+    };
+    let first = cycle(&run(client_job(&d.dir, 7, 3)));
+    assert!(d.cqlab(&["reset"]).status.success());
+    let second = cycle(&run(client_job(&d.dir, 7, 3)));
+    assert_eq!(first, second, "seed 4, same client program after a reset: same device time");
+}
