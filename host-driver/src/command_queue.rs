@@ -41,6 +41,8 @@ pub struct CqHost {
     pub(crate) reads: HashMap<u32, Vec<u8>>,
     pub(crate) next_tag: u32,
     pub(crate) launches: u32,
+    /// Slow dispatch: worker completions expected on the done counter.
+    pub(crate) slow_expected: u32,
     /// Chunks captured by `begin_trace` instead of being issued.
     pub(crate) capture: Option<Vec<u8>>,
     /// Records drained; also the sequence number the next record must carry.
@@ -59,6 +61,7 @@ impl CqHost {
             reads: HashMap::new(),
             next_tag: 1,
             launches: 0,
+            slow_expected: 0,
             capture: None,
             completions: 0,
         }
@@ -97,6 +100,12 @@ impl CoreRange {
 pub struct PendingRead {
     pub cq: u8,
     tags: Vec<u32>,
+}
+
+impl PendingRead {
+    pub(crate) fn new(cq: u8, tags: Vec<u32>) -> Self {
+        Self { cq, tags }
+    }
 }
 
 /// A captured trace stored in DRAM, replayed with `execute_trace`.
@@ -278,6 +287,13 @@ fn chunk(capacity: usize, build: impl FnOnce(&mut Encoder<'_>) -> Result<(), Enc
 }
 
 impl CommandQueue<'_> {
+    fn fast_only(&self, what: &str) -> Result<()> {
+        if self.dev.cfg.slow_dispatch {
+            return Err(DriverError::Invalid(format!("{what} need fast dispatch (this device uses slow dispatch)")));
+        }
+        Ok(())
+    }
+
     fn host(&mut self) -> &mut CqHost {
         &mut self.dev.cqs[self.q as usize]
     }
@@ -295,12 +311,16 @@ impl CommandQueue<'_> {
     /// Sends `chunk` (prefetch commands, a nonzero multiple of 16 bytes) as
     /// one fetch entry, unchecked: for fuzzing and bad-input tests.
     pub fn enqueue_raw(&mut self, chunk: &[u8], stall: bool) -> Result<()> {
+        self.fast_only("raw command chunks")?;
         self.dev.submit(self.q, chunk, stall)
     }
 
     /// Writes `data` at byte `offset` of `buf`. DRAM buffers take whole pages.
     pub fn write_buffer(&mut self, buf: &Buffer, offset: u32, data: &[u8]) -> Result<()> {
         buf.check_range(offset, data.len())?;
+        if self.dev.cfg.slow_dispatch {
+            return self.slow_write(buf, offset, data);
+        }
         match buf.placement {
             Placement::L1 { core, addr } => {
                 for (i, piece) in data.chunks(MAX_INLINE).enumerate() {
@@ -344,6 +364,7 @@ impl CommandQueue<'_> {
     /// Writes to the same L1 address on many worker cores in one packed
     /// write: `data` is either shared or `cores.len()` equal blocks.
     pub fn write_packed(&mut self, addr: u32, cores: &[(u8, u8)], data: PackedData<'_>) -> Result<()> {
+        self.fast_only("packed writes")?;
         let (cols, rows) = (self.dev.cfg.worker_cols, self.dev.cfg.worker_rows);
         if let Some(bad) = cores.iter().find(|&&(c, r)| c >= cols || r >= rows) {
             return Err(DriverError::OutOfRange { what: "core", detail: format!("{bad:?} on a {cols}x{rows} grid") });
@@ -368,6 +389,9 @@ impl CommandQueue<'_> {
     /// in the completion queue. Waits for earlier writes and kernels first.
     pub fn enqueue_read(&mut self, buf: &Buffer, offset: u32, len: u32) -> Result<PendingRead> {
         buf.check_range(offset, len as usize)?;
+        if self.dev.cfg.slow_dispatch {
+            return self.slow_read(buf, offset, len);
+        }
         if self.host().capture.is_some() {
             return Err(DriverError::Invalid("reads cannot be captured in a trace".into()));
         }
@@ -444,6 +468,11 @@ impl CommandQueue<'_> {
             args: [0; MAX_RUNTIME_ARGS],
         };
         msg.args[..args.len()].copy_from_slice(args);
+        if self.dev.cfg.slow_dispatch {
+            self.slow_launch(cores, &msg)?;
+            self.host().launches = seq.wrapping_add(1);
+            return Ok(());
+        }
         let c = chunk(1024, |e| {
             e.relay_inline(true, |w| {
                 // A core must have started its previous launch before its
@@ -462,6 +491,9 @@ impl CommandQueue<'_> {
 
     /// Records an event: completes when all earlier work on this queue has.
     pub fn record_event(&mut self) -> Result<Event> {
+        if self.dev.cfg.slow_dispatch {
+            return self.slow_record_event();
+        }
         if self.host().capture.is_some() {
             return Err(DriverError::Invalid("events cannot be captured in a trace".into()));
         }
@@ -489,6 +521,10 @@ impl CommandQueue<'_> {
         if event.id == 0 || event.cq >= self.dev.cfg.num_cqs {
             return Err(DriverError::Invalid(format!("{event:?} is not an event of this device")));
         }
+        if self.dev.cfg.slow_dispatch {
+            // Slow dispatch is synchronous: a recorded event has completed.
+            return Ok(());
+        }
         let c = chunk(256, |e| {
             e.relay_inline(true, |w| w.wait(WaitFlags::WAIT_MEMORY, mailbox::last_event(event.cq), event.id))
         })?;
@@ -503,6 +539,7 @@ impl CommandQueue<'_> {
 
     /// Starts capturing this queue's commands into a trace instead of running them.
     pub fn begin_trace(&mut self) -> Result<()> {
+        self.fast_only("traces")?;
         if self.host().capture.is_some() {
             return Err(DriverError::Invalid("a trace is already being captured".into()));
         }
@@ -536,6 +573,7 @@ impl CommandQueue<'_> {
 
     /// Replays a trace (with the stall flag the prefetcher requires).
     pub fn execute_trace(&mut self, trace: &Trace) -> Result<()> {
+        self.fast_only("traces")?;
         let Placement::Dram { base, page_size, .. } = trace.buffer.placement else {
             return Err(DriverError::Invalid("traces live in DRAM".into()));
         };

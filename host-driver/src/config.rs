@@ -26,6 +26,9 @@ pub struct DeviceConfig {
     /// Known-bug variant of the prefetcher and dispatcher (a folder under
     /// `firmware_dir/variants/`), or `None` for the normal firmware.
     pub firmware_variant: Option<String>,
+    /// Slow dispatch: no CQ firmware; the host writes buffers, launch
+    /// messages and GO signals through the BAR and polls completion.
+    pub slow_dispatch: bool,
 }
 
 impl Default for DeviceConfig {
@@ -44,6 +47,7 @@ impl Default for DeviceConfig {
             firmware_dir: default_firmware_dir(),
             worker_kernel: "noop".into(),
             firmware_variant: None,
+            slow_dispatch: false,
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::hang_dump::HangDump;
 use cqlab_abi::firmware::FirmwareId;
 use cqlab_abi::mailbox::{AliveRecord, CqConfig, ALIVE, ALIVE_MAGIC, COMPLETION_RD_PTR, CQ_CONFIG, WAYPOINT};
 use cqlab_abi::memory_map::{FETCH_QUEUE, MAILBOXES, TRACE_RING};
-use cqlab_abi::mmio::{MMIO_BASE, SOFT_RESET};
+use cqlab_abi::mmio::{self, MMIO_BASE, SOFT_RESET};
 use cqlab_abi::noc::{self, Coord, NocAddr};
 use cqlab_abi::sysmem::CqSysmemLayout;
 use cqlab_abi::waypoint::{self, Waypoint};
@@ -46,7 +46,7 @@ impl Device {
     /// Opens a device by spec: `embedded` or `embedded:seed=N` (in-process
     /// simulator), `sim:PATH[?wait[=SECS]]` (simulator daemon, see
     /// [`crate::daemon_backend`]), `/dev/tenstorrent/N` (tt-kmd).
-    pub fn open(spec: &str, cfg: DeviceConfig) -> Result<Self> {
+    pub fn open(spec: &str, mut cfg: DeviceConfig) -> Result<Self> {
         if spec == "embedded" || spec.starts_with("embedded:") {
             let mut sim = cqlab_sim::config::SimConfig::default();
             for opt in spec.strip_prefix("embedded:").unwrap_or("").split(',').filter(|o| !o.is_empty()) {
@@ -54,7 +54,12 @@ impl Device {
                     Some(("seed", v)) => {
                         sim.seed = v.parse().map_err(|_| DriverError::Invalid(format!("seed {v:?} is not a number")))?
                     }
-                    _ => return Err(DriverError::Invalid(format!("unknown embedded option {opt:?} (known: seed=N)"))),
+                    None if opt == "slow" => cfg.slow_dispatch = true,
+                    _ => {
+                        return Err(DriverError::Invalid(format!(
+                            "unknown embedded option {opt:?} (known: seed=N, slow)"
+                        )))
+                    }
                 }
             }
             return Self::embedded(sim, cfg);
@@ -128,6 +133,16 @@ impl Device {
             let base = self.cq_config(q, layout);
             let pcfg = CqConfig { peer_xy: noc::dispatcher(q).packed(), ..base };
             let dcfg = CqConfig { peer_xy: noc::prefetcher(q).packed(), ..base };
+            if self.cfg.slow_dispatch {
+                // No CQ firmware: hold both cores in reset and count worker
+                // completions on the dispatcher's semaphore from its value now.
+                self.set_reset(noc::prefetcher(q), true)?;
+                self.set_reset(noc::dispatcher(q), true)?;
+                let done =
+                    NocAddr::unicast(noc::dispatcher(q), (MMIO_BASE + mmio::semaphore(mmio::sem::WORKERS_DONE)) as u64);
+                self.cqs[q as usize].slow_expected = self.backend.read_u32(done)?;
+                continue;
+            }
             self.load(noc::prefetcher(q), &prefetch, Some(&pcfg))?;
             self.load(noc::dispatcher(q), &dispatch, Some(&dcfg))?;
             expect.push((noc::prefetcher(q), FirmwareId::Prefetch));
@@ -227,8 +242,9 @@ impl Device {
         if ready(self)? {
             return Ok(());
         }
-        let mut last_progress = self.progress()?;
-        let mut last_change = self.backend.poll()?;
+        // Progress is read through the BAR (slow on hardware): only at checks.
+        let mut last_progress = None;
+        let mut last_change = self.backend.now();
         let mut next_check = last_change + PROGRESS_CHECK_CYCLES;
         loop {
             if ready(self)? {
@@ -238,7 +254,7 @@ impl Device {
             if now >= next_check {
                 next_check = now + PROGRESS_CHECK_CYCLES;
                 self.check_bad_command(&what())?;
-                let progress = self.progress()?;
+                let progress = Some(self.progress()?);
                 if progress != last_progress {
                     (last_progress, last_change) = (progress, now);
                 } else if now - last_change >= self.cfg.stall_timeout_cycles {

@@ -14,9 +14,10 @@ pub mod error;
 pub mod events;
 pub mod hang_dump;
 pub mod sim_backend;
+pub mod slow_dispatch;
 pub mod trace_reader;
-pub mod workloads;
 pub mod ttkmd;
+pub mod workloads;
 
 pub use buffer::{Buffer, Placement};
 pub use command_queue::{CommandQueue, CoreRange, PendingRead, Trace};

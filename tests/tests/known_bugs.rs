@@ -7,6 +7,15 @@ use cqlab_tests::firmware_dir;
 type Outcome = Result<(), String>;
 
 fn device(seed: u64, variant: Option<&str>, tweak: impl FnOnce(&mut DeviceConfig)) -> Device {
+    device_with(seed, variant, tweak, |_| {})
+}
+
+fn device_with(
+    seed: u64,
+    variant: Option<&str>,
+    tweak: impl FnOnce(&mut DeviceConfig),
+    sim_tweak: impl FnOnce(&mut cqlab_sim::config::SimConfig),
+) -> Device {
     let mut cfg = DeviceConfig {
         firmware_dir: firmware_dir(),
         firmware_variant: variant.map(str::to_owned),
@@ -17,6 +26,7 @@ fn device(seed: u64, variant: Option<&str>, tweak: impl FnOnce(&mut DeviceConfig
     let mut sim = cqlab_sim::config::SimConfig { seed, quantum_jitter: 64, ..Default::default() };
     // Seeded NOC/PCIe jitter widens the races the variants open.
     sim.faults.noc_jitter_cycles = 800;
+    sim_tweak(&mut sim);
     let mut dev = Device::embedded(sim, cfg).unwrap();
     dev.boot().unwrap();
     dev
@@ -59,7 +69,14 @@ fn tiny_ring(seed: u64, variant: Option<&str>) -> Outcome {
 
 /// Many small commands of mixed sizes through a tiny issue queue.
 fn tiny_issue_queue(seed: u64, variant: Option<&str>) -> Outcome {
-    let mut dev = device(seed, variant, |c| (c.issue_size, c.fetch_entries) = (512, 16));
+    // Slow PCIe reads (a fault setting) widen the window in which a freed
+    // slot's chunk is still being read.
+    let mut dev = device_with(
+        seed,
+        variant,
+        |c| (c.issue_size, c.fetch_entries) = (512, 16),
+        |s| s.pcie.read_latency_cycles = 4000,
+    );
     let bufs: Vec<_> = (0..5u32).map(|i| dev.alloc_l1(1, 1, 48 * (i + 1)).unwrap()).collect();
     let mut expect = vec![Vec::new(); bufs.len()];
     let mut cq = dev.cq(0).unwrap();

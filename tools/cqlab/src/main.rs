@@ -2,8 +2,8 @@
 
 mod decode;
 mod demo;
-mod matmul;
 mod driver_bench;
+mod matmul;
 mod perf;
 mod schedule;
 mod sim;

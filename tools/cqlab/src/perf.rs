@@ -33,6 +33,7 @@ pub struct Args {
 const HOST_BATCH: u32 = 100;
 
 struct Figure {
+    mode: &'static str,
     trace: bool,
     cycles_per_program: f64,
     host_enqueue_us_per_program: f64,
@@ -73,6 +74,7 @@ fn measure(dev: &mut Device, programs: u32, args: &[u32], trace: bool) -> Result
     }
     cq.finish()?;
     Ok(Figure {
+        mode: if dev.config().slow_dispatch { "slow" } else { "fast" },
         trace,
         cycles_per_program: (dev.now() - c0) as f64 / programs as f64,
         host_enqueue_us_per_program: host.as_secs_f64() * 1e6 / batch as f64,
@@ -112,15 +114,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut dev = Device::open(&format!("embedded:seed={}", args.seed), DeviceConfig::default())?;
     dev.boot()?;
     let rt: Vec<u32> = (0..args.args as u32).collect();
-    let figures = [measure(&mut dev, args.programs, &rt, false)?, measure(&mut dev, args.programs, &rt, true)?];
+    let mut figures = vec![measure(&mut dev, args.programs, &rt, false)?, measure(&mut dev, args.programs, &rt, true)?];
     let pre = command_costs(&mut dev, noc::prefetcher(0), Space::Prefetch)?;
     let dis = command_costs(&mut dev, noc::dispatcher(0), Space::Dispatch)?;
+    // Slow dispatch on the same seed: the host writes launches through the BAR.
+    let mut slow = Device::open(&format!("embedded:seed={},slow", args.seed), DeviceConfig::default())?;
+    slow.boot()?;
+    figures.push(measure(&mut slow, args.programs, &rt, false)?);
     let cores = dev.config().worker_cols as u32 * dev.config().worker_rows as u32;
     if args.json {
         let figs: Vec<_> = figures
             .iter()
             .map(|f| {
-                serde_json::json!({"trace": f.trace, "device_cycles_per_program": f.cycles_per_program,
+                serde_json::json!({"dispatch": f.mode, "trace": f.trace, "device_cycles_per_program": f.cycles_per_program,
                 "us_per_program_at_1ghz": f.cycles_per_program / 1000.0,
                 "host_enqueue_us_per_program": f.host_enqueue_us_per_program})
             })
@@ -144,10 +150,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "dispatch: {} programs, noop kernel on {cores} cores, {} runtime args, embedded simulator at 1 GHz",
         args.programs, args.args
     );
-    println!("{:<8} {:>16} {:>14} {:>20}", "trace", "cycles/program", "us/program", "host enqueue us/prog");
+    println!(
+        "{:<9} {:<6} {:>16} {:>14} {:>20}",
+        "dispatch", "trace", "cycles/program", "us/program", "host enqueue us/prog"
+    );
     for f in &figures {
         println!(
-            "{:<8} {:>16.0} {:>14.3} {:>20.3}",
+            "{:<9} {:<6} {:>16.0} {:>14.3} {:>20.3}",
+            f.mode,
             if f.trace { "yes" } else { "no" },
             f.cycles_per_program,
             f.cycles_per_program / 1000.0,

@@ -1,0 +1,32 @@
+//! Slow dispatch: the same API with no CQ firmware, the host driving workers
+//! through the BAR.
+
+use cqlab_driver::{CoreRange, DriverError, Placement};
+use cqlab_tests::booted;
+
+#[test]
+fn slow_dispatch_writes_reads_launches_and_orders_like_fast_dispatch() {
+    let mut dev = booted(41, |c| {
+        c.slow_dispatch = true;
+        c.worker_kernel = "spin".into();
+    });
+    let l1 = dev.alloc_l1(2, 3, 16).unwrap();
+    let dram = dev.alloc_dram(10_000, 1024).unwrap();
+    let data: Vec<u8> = (0..10_000u32).map(|i| (i % 253) as u8).collect();
+    let Placement::L1 { addr, .. } = l1.placement else { unreachable!() };
+    let mut cq = dev.cq(0).unwrap();
+    cq.write_buffer(&dram, 0, &data).unwrap();
+    assert_eq!(cq.read_buffer(&dram, 1000, 5000).unwrap(), &data[1000..6000], "seed 41");
+    for round in 1..=3u32 {
+        cq.launch(CoreRange::single(2, 3), &[5_000, addr, round]).unwrap();
+        cq.launch(CoreRange::new((0, 0), (7, 0)), &[100]).unwrap();
+        // The read waits for the kernel's result, as with fast dispatch.
+        assert_eq!(cq.read_buffer(&l1, 0, 4).unwrap(), round.to_le_bytes(), "seed 41 round {round}");
+    }
+    let ev = cq.record_event().unwrap();
+    dev.event_synchronize(ev).unwrap();
+    let mut cq = dev.cq(0).unwrap();
+    assert!(matches!(cq.begin_trace(), Err(DriverError::Invalid(_))));
+    assert!(matches!(cq.enqueue_raw(&[0; 64], false), Err(DriverError::Invalid(_))));
+    cq.finish().unwrap();
+}
