@@ -304,7 +304,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             trace(self.p, TraceKind::WaitTarget, flags.bits() as u32, addr);
             trace(self.p, TraceKind::WaitBegin, count, observed);
             let w = if counter && addr == sem::WORKERS_DONE { WCW } else { PWW };
-            wait_until(self.p, w, |p| wrap_ge(value(p), count));
+            wait_until(self.p, w, |p| condition_holds(value(p), count, counter));
             let observed = value(self.p);
             waypoint(self.p, PWD);
             trace(self.p, TraceKind::WaitEnd, count, observed);
@@ -326,6 +326,16 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         let release = NocAddr::unicast(self.prefetcher, (mmio::MMIO_BASE + mmio::semaphore(sem::STALL_RELEASE)) as u64);
         self.p.noc_atomic_inc(release, 1);
     }
+}
+
+/// Whether a WAIT on `observed` reaching `count` is satisfied. Known bug 5
+/// takes a memory word still at 0 (an event word no event has written yet)
+/// for "already signalled".
+fn condition_holds(observed: u32, count: u32, counter: bool) -> bool {
+    if cfg!(feature = "bug-event-zero-signalled") && !counter && observed == 0 {
+        return true;
+    }
+    wrap_ge(observed, count)
 }
 
 /// Advances the completion write pointer. Known bug 4 forgets the toggle.

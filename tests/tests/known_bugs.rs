@@ -147,3 +147,27 @@ fn completion_wrap_without_toggle_loses_records() {
     let f = shows_symptom("completion-no-toggle", 1, many_events);
     assert!(f[0].1.contains("corrupt completion record"), "{f:?}");
 }
+
+/// CQ1 waits for CQ0's first event, then reads what CQ0's kernel wrote.
+fn cross_queue_event(seed: u64, variant: Option<&str>) -> Outcome {
+    let mut dev = device(seed, variant, |c| c.worker_kernel = "spin".into());
+    let buf = dev.alloc_l1(6, 6, 16).unwrap();
+    let cqlab_driver::Placement::L1 { addr, .. } = buf.placement else { unreachable!() };
+    let ev = {
+        let mut cq0 = dev.cq(0).unwrap();
+        cq0.launch(CoreRange::single(6, 6), &[20_000, addr, 77]).map_err(describe)?;
+        cq0.record_event().map_err(describe)?
+    };
+    let mut cq1 = dev.cq(1).unwrap();
+    cq1.wait_for_event(ev).map_err(describe)?;
+    match cq1.read_buffer(&buf, 0, 4).map_err(describe)? {
+        b if b == 77u32.to_le_bytes() => Ok(()),
+        b => Err(format!("CQ1 read {b:?} before CQ0's event completed")),
+    }
+}
+
+#[test]
+fn event_zero_taken_as_signalled_lets_another_queue_run_ahead() {
+    let f = shows_symptom("event-zero-signalled", 1, cross_queue_event);
+    assert!(f[0].1.contains("before CQ0's event completed"), "{f:?}");
+}

@@ -15,8 +15,13 @@ const FIRMWARE: &[&str] = &["prefetch", "dispatch", "noop", "spin", "copy", "mat
 
 /// Known-bug variants of the CQ firmware (cargo features of cqlab-kernels),
 /// each built into `variants/<name>/` beside the normal images.
-pub const VARIANTS: &[&str] =
-    &["stall-release-early", "release-before-ack", "early-fetch-release", "completion-no-toggle"];
+pub const VARIANTS: &[&str] = &[
+    "stall-release-early",
+    "release-before-ack",
+    "early-fetch-release",
+    "completion-no-toggle",
+    "event-zero-signalled",
+];
 
 /// Where the ELFs end up (tests and the driver look here).
 pub fn output_dir(root: &Path) -> PathBuf {
