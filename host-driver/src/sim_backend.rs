@@ -37,8 +37,12 @@ pub struct EmbeddedSim {
 }
 
 impl EmbeddedSim {
+    /// A chip whose sysmem is host memory from [`crate::sysmem::alloc`]
+    /// (huge pages when available), lent to the simulator.
     pub fn new(cfg: SimConfig) -> Result<Self> {
-        let chip = Chip::new(cfg).map_err(|e| DriverError::Backend(format!("simulator: {e}")))?;
+        let (map, _) = crate::sysmem::alloc(cfg.sysmem_size)?;
+        let sysmem = cqlab_sim::memory::Sysmem::External(Box::new(map));
+        let chip = Chip::with_sysmem(cfg, sysmem).map_err(|e| DriverError::Backend(format!("simulator: {e}")))?;
         Ok(Self { chip, poll_cycles: DEFAULT_POLL_CYCLES, bar: BarTiming::default(), pending_write_cycles: 0 })
     }
     pub fn chip(&self) -> &Chip {
