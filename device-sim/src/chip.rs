@@ -154,6 +154,13 @@ pub struct Chip {
     last_posted_at: u64,
     /// Bytes cores moved to and from DRAM over the NOC (host BAR access excluded).
     dram_traffic: DramTraffic,
+    /// Cores the slice loop must visit (outside PCT), ascending: out of
+    /// reset, not halted, and not parked (parked ones too when stalls are
+    /// drawn per core). Cores left out keep their counters lazily; they are
+    /// brought to device time at the end of `advance` and on release.
+    active: Vec<usize>,
+    /// Scratch copy of `active` for one slice.
+    order: Vec<usize>,
 }
 
 /// DRAM bytes moved by NOC transactions since power-on or the last reset of
@@ -233,6 +240,8 @@ impl Chip {
             posted: 0,
             last_posted_at: 0,
             dram_traffic: DramTraffic::default(),
+            active: Vec::new(),
+            order: Vec::new(),
             cfg,
             cores,
             grid,
@@ -402,10 +411,12 @@ impl Chip {
             let hold = v != 0;
             if core.mmio.in_reset && !hold {
                 // Release: the hart starts at the entry point with zeroed
-                // registers; its cycle counter is already at device time.
+                // registers, its cycle counter at device time.
+                core.hart.skip_cycles(self.now.saturating_sub(core.hart.cycle()));
                 core.hart.reset(ENTRY_POINT);
             }
             core.mmio.in_reset = hold;
+            self.refresh_active(i);
             return Ok(());
         }
         match core.mmio.semaphore_mut(off) {
@@ -495,41 +506,81 @@ impl Chip {
             let slice_end = (self.now + q).min(end);
             let n = self.cores.len();
             let first = self.rng.upto(n as u64 - 1) as usize;
-            let slice = match &mut self.pct {
-                Some(pct) => {
-                    let cores = &self.cores;
-                    pct.begin_slice(|i| !cores[i].mmio.in_reset && cores[i].hart.halted().is_none())
+            if self.pct.is_some() {
+                self.pct_slice(first, slice_end);
+            } else {
+                // Rotation order from `first`, visiting only the cores that
+                // can do anything (the others would only count cycles).
+                let mut order = std::mem::take(&mut self.order);
+                order.clear();
+                let p = self.active.partition_point(|&i| i < first);
+                order.extend_from_slice(&self.active[p..]);
+                order.extend_from_slice(&self.active[..p]);
+                for &i in &order {
+                    self.run_core(i, slice_end);
+                    self.refresh_active(i);
                 }
-                None => Slice::Free,
-            };
-            for k in 0..n {
-                let i = (first + k) % n;
-                match (slice, &mut self.pct) {
-                    (Slice::Run(chosen), Some(pct)) => {
-                        if chosen != Some(i) && !pct.is_waiting(i) {
-                            // Held by a higher priority: stalled for the slice.
-                            let hart = &mut self.cores[i].hart;
-                            hart.skip_cycles(slice_end.saturating_sub(hart.cycle()));
-                            continue;
-                        }
-                        let before = self.cores[i].hart.effects();
-                        self.run_core(i, slice_end);
-                        let c = &self.cores[i];
-                        let runs = !c.mmio.in_reset && c.hart.halted().is_none();
-                        let waiting = runs && c.hart.effects() == before;
-                        self.pct.as_mut().expect("PCT").set_waiting(i, waiting);
-                    }
-                    _ => self.run_core(i, slice_end),
-                }
+                self.order = order;
             }
             self.now = slice_end;
             self.deliver_until(slice_end);
         }
-        // The host may look at anything now: bring parked cores up to date.
+        // The host may look at anything now: bring parked cores up to date
+        // and idle cores' counters to device time.
         for i in 0..self.cores.len() {
             self.wake(i);
+            let core = &mut self.cores[i];
+            if core.mmio.in_reset || core.hart.halted().is_some() {
+                core.hart.skip_cycles(self.now.saturating_sub(core.hart.cycle()));
+            }
         }
         self.now
+    }
+
+    /// One slice under PCT: every core visited in rotation order.
+    fn pct_slice(&mut self, first: usize, slice_end: u64) {
+        let n = self.cores.len();
+        let slice = match &mut self.pct {
+            Some(pct) => {
+                let cores = &self.cores;
+                pct.begin_slice(|i| !cores[i].mmio.in_reset && cores[i].hart.halted().is_none())
+            }
+            None => Slice::Free,
+        };
+        for k in 0..n {
+            let i = (first + k) % n;
+            match (slice, &mut self.pct) {
+                (Slice::Run(chosen), Some(pct)) => {
+                    if chosen != Some(i) && !pct.is_waiting(i) {
+                        // Held by a higher priority: stalled for the slice.
+                        let hart = &mut self.cores[i].hart;
+                        hart.skip_cycles(slice_end.saturating_sub(hart.cycle()));
+                        continue;
+                    }
+                    let before = self.cores[i].hart.effects();
+                    self.run_core(i, slice_end);
+                    let c = &self.cores[i];
+                    let runs = !c.mmio.in_reset && c.hart.halted().is_none();
+                    let waiting = runs && c.hart.effects() == before;
+                    self.pct.as_mut().expect("PCT").set_waiting(i, waiting);
+                }
+                _ => self.run_core(i, slice_end),
+            }
+        }
+    }
+
+    /// Puts core `i` in or out of the slice loop's `active` list.
+    fn refresh_active(&mut self, i: usize) {
+        let c = &self.cores[i];
+        let keep_parked = self.cfg.faults.core_stall_prob > 0.0;
+        let want = !c.mmio.in_reset && c.hart.halted().is_none() && (keep_parked || c.ff.idle.is_none());
+        match (self.active.binary_search(&i), want) {
+            (Err(at), true) => self.active.insert(at, i),
+            (Ok(at), false) => {
+                self.active.remove(at);
+            }
+            _ => {}
+        }
     }
 
     /// Unparks core `i` (if idle-parked) to the current device time, exactly
@@ -539,7 +590,8 @@ impl Chip {
             let now = self.now;
             let core = &mut self.cores[i];
             core.ff.unpark(&mut core.hart, now);
-            self.run_hart(i, now);
+            self.run_hart(i, now, false);
+            self.refresh_active(i);
         }
     }
 
@@ -560,21 +612,22 @@ impl Chip {
     }
 
     fn run_core(&mut self, i: usize, slice_end: u64) {
-        let Chip { cores, grid, issued, rng, cfg, .. } = self;
-        let core = &mut cores[i];
+        let core = &mut self.cores[i];
         if core.mmio.in_reset || core.hart.halted().is_some() {
             // Idle cores keep their counters at device time.
             core.hart.skip_cycles(slice_end.saturating_sub(core.hart.cycle()));
             return;
         }
-        if cfg.faults.core_stall_prob > 0.0 && rng.chance(cfg.faults.core_stall_prob) {
-            // A parked loop does not depend on absolute time: a stall just
-            // shifts it (the hart sits at the parked state's cycle).
-            core.hart.skip_cycles(cfg.faults.core_stall_cycles);
-            if let Some(l) = &mut core.ff.idle {
-                l.since += cfg.faults.core_stall_cycles;
-            }
+        let p = self.cfg.faults.core_stall_prob;
+        if p > 0.0 && self.rng.chance(p) {
+            // The stall delays the core from where it really is: a parked
+            // core is first brought to the slice start (its parked state may
+            // lie whole periods behind).
+            self.wake(i);
+            self.cores[i].hart.skip_cycles(self.cfg.faults.core_stall_cycles);
         }
+        let Chip { cores, grid, issued, cfg, .. } = self;
+        let core = &mut cores[i];
         if core.ff.idle.is_some() {
             return;
         }
@@ -583,7 +636,7 @@ impl Chip {
             // a parked loop's period would not follow the slowed pace.
             let start = core.hart.cycle().min(slice_end);
             let share = ((slice_end - start) as f64 / core.slowdown).ceil() as u64;
-            self.run_hart(i, start + share);
+            self.run_hart(i, start + share, false);
             let hart = &mut self.cores[i].hart;
             hart.skip_cycles(slice_end.saturating_sub(hart.cycle()));
             return;
@@ -598,11 +651,14 @@ impl Chip {
                 None => core.ff.probe_failed(),
             }
         }
-        self.run_hart(i, slice_end);
+        let may_park = cfg.fast_forward;
+        self.run_hart(i, slice_end, may_park);
     }
 
     /// Runs core `i` normally until `limit` and schedules what it issued.
-    fn run_hart(&mut self, i: usize, limit: u64) {
+    /// With `may_park`, looks for an idle loop after each NOC command the
+    /// core issues and parks it there (see `fastforward`).
+    fn run_hart(&mut self, i: usize, limit: u64, may_park: bool) {
         let Chip { cores, grid, issued, .. } = self;
         let core = &mut cores[i];
         if core.mmio.in_reset {
@@ -617,6 +673,13 @@ impl Chip {
                     core.hart.skip_cycles(behind);
                     break;
                 }
+                Stop::Yield if may_park && core.ff.probe_due() => match probe(&mut core.hart, &mut bus, limit) {
+                    Some(l) => {
+                        core.ff.parked(l);
+                        break;
+                    }
+                    None => core.ff.probe_failed(),
+                },
                 Stop::Yield | Stop::Watch { .. } => {}
             }
         }

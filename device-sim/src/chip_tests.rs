@@ -497,3 +497,23 @@ fn power_on_reset_forgets_everything_but_keeps_external_sysmem() {
         Some(SimError::SysmemSize { expected: cfg.sysmem_size, found: 100 })
     );
 }
+
+#[test]
+fn stalls_longer_than_a_slice_delay_parked_cores_exactly() {
+    // A parked core's state may lie whole periods behind the slice start; a
+    // stall must delay it from where it really is.
+    for seed in 1..5 {
+        let cfg = |fast_forward| {
+            let mut c = SimConfig { seed, fast_forward, ..small() };
+            c.faults.core_stall_prob = 0.3;
+            c.faults.core_stall_cycles = 500;
+            c
+        };
+        let (with, without) = (go_scenario(cfg(true)), go_scenario(cfg(false)));
+        assert_eq!(with.digest(), without.digest(), "seed {seed}");
+        assert!(with.core(worker(0, 0)).unwrap().fast_forwarded_cycles() > 0, "seed {seed}: A was parked");
+        let (g1, t1) = gather(cfg(true));
+        let (g2, t2) = gather(cfg(false));
+        assert_eq!((g1.digest(), t1), (g2.digest(), t2), "seed {seed}");
+    }
+}

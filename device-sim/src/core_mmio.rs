@@ -197,6 +197,8 @@ impl<T: TargetCheck> Bus for CoreBus<'_, T> {
         let off = reg_offset(addr as u64, size as u64).ok_or(AccessFault::Unmapped)?;
         if let Some(cmd) = self.mmio.write(off, value)? {
             self.issue(mem, cmd, now)?;
+            // The scheduler may look for an idle loop after each issue.
+            return Ok(StoreEffect::Yield);
         }
         Ok(StoreEffect::Continue)
     }

@@ -12,8 +12,13 @@
 //! its counters and it then runs normally up to the current time, landing
 //! exactly where step-by-step execution would have.
 //!
-//! Detection single-steps up to [`PROBE_STEPS`] instructions; failed probes
-//! back off exponentially so compute-bound cores pay almost nothing. The
+//! Detection single-steps up to [`PROBE_STEPS`] instructions, at the start
+//! of a core's slice and right after it issues a NOC command (the typical
+//! moment a core starts waiting); the loop may begin after a few straight-line
+//! instructions (the first backward jump marks its head). Failed probes back
+//! off exponentially so compute-bound cores pay almost nothing; the first
+//! probe after a wake-up is not counted as a failure (the core is expected
+//! to leave its loop then). The
 //! branch history behind "last retired PCs" is not replayed: after a skip
 //! its older entries may differ from an unskipped run (memory, registers,
 //! counters and timing do not).
@@ -39,6 +44,8 @@ pub struct FfState {
     pub idle: Option<IdleLoop>,
     wait: u32,
     backoff: u32,
+    /// Unparked since the last probe: its next probe failing is expected.
+    woken: bool,
     /// Cycles accounted without executing.
     pub skipped_cycles: u64,
 }
@@ -54,6 +61,9 @@ impl FfState {
     }
 
     pub fn probe_failed(&mut self) {
+        if std::mem::take(&mut self.woken) {
+            return;
+        }
         self.backoff = (self.backoff * 2).clamp(1, MAX_BACKOFF);
         self.wait = self.backoff;
     }
@@ -62,6 +72,7 @@ impl FfState {
         self.idle = Some(l);
         self.backoff = 0;
         self.wait = 0;
+        self.woken = false;
     }
 
     /// Unparks: adds the whole periods that fit before `t` to `hart`. The
@@ -72,17 +83,24 @@ impl FfState {
             let periods = t.saturating_sub(l.since) / l.period_cycles;
             hart.fast_forward(periods * l.period_cycles, periods * l.period_instrs);
             self.skipped_cycles += periods * l.period_cycles;
+            self.woken = true;
         }
     }
 }
 
 /// Single-steps `hart` (never starting an instruction at or after `limit`)
-/// looking for a pure loop back to the current state. On success the hart is
-/// in that state again and the loop is returned.
+/// looking for a pure loop: a return to an earlier state (PC and registers)
+/// without any side effect since the probe began. The reference state is
+/// the starting one, then the target of each backward jump (a loop head).
+/// On success the hart is in the loop's state again and the loop is
+/// returned; the straight-line instructions before the head were executed
+/// for real (they had no side effect either).
 pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Option<IdleLoop> {
-    let (pc0, regs0, effects0) = (hart.pc(), hart.regs(), hart.effects());
-    let (cycle0, instret0) = (hart.cycle(), hart.instret());
+    let effects0 = hart.effects();
+    let (mut pc0, mut regs0) = (hart.pc(), hart.regs());
+    let (mut cycle0, mut instret0) = (hart.cycle(), hart.instret());
     for _ in 0..PROBE_STEPS {
+        let before = hart.pc();
         if hart.cycle() >= limit || hart.step(bus) != Stop::CycleLimit || hart.effects() != effects0 {
             return None;
         }
@@ -92,6 +110,9 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Option<IdleLoo
                 period_cycles: hart.cycle() - cycle0,
                 period_instrs: hart.instret() - instret0,
             });
+        }
+        if hart.pc() <= before {
+            (pc0, regs0, cycle0, instret0) = (hart.pc(), hart.regs(), hart.cycle(), hart.instret());
         }
     }
     None
@@ -125,6 +146,28 @@ mod tests {
         b.run(&mut NoBus, 10_000);
         assert_eq!((a.pc(), a.cycle(), a.instret(), a.regs()), (b.pc(), b.cycle(), b.instret(), b.regs()));
         assert!(ff.skipped_cycles > 9000);
+    }
+
+    #[test]
+    fn a_loop_entered_after_straight_line_code_is_found_at_its_head() {
+        // 0x1000: addi x8, x8, 1 ; 0x1004: lw x7, 0x100(x0) ; 0x1008: bltu x7, x8, -4
+        let prog = [addi(8, 8, 1), lw(7, 0, 0x100), bltu(7, 8, -4)];
+        let mut a = hart(&prog);
+        let l = probe(&mut a, &mut NoBus, 1000).expect("the lw/bltu loop");
+        assert_eq!((a.pc(), l.period_instrs), (0x1004, 2));
+        let mut ff = FfState::default();
+        ff.parked(l);
+        ff.unpark(&mut a, 5000);
+        a.run(&mut NoBus, 5000);
+        let mut b = hart(&prog);
+        b.run(&mut NoBus, 5000);
+        assert_eq!((a.pc(), a.cycle(), a.instret(), a.regs()), (b.pc(), b.cycle(), b.instret(), b.regs()));
+        // The first failed probe after a wake-up does not back off.
+        assert!(ff.probe_due());
+        ff.probe_failed();
+        assert!(ff.probe_due());
+        ff.probe_failed();
+        assert!(!ff.probe_due());
     }
 
     #[test]
