@@ -73,6 +73,7 @@ const fn align64(n: u64) -> u64 {
     (n + 63) & !63
 }
 
+#[inline]
 fn read<T: FromBytes>(h: &[u8; 16]) -> T {
     // Every command struct is exactly 16 bytes (asserted at its definition).
     match T::read_from_prefix(h) {
@@ -104,6 +105,7 @@ pub enum PrefetchHeader {
 }
 
 impl PrefetchHeader {
+    #[inline]
     pub fn parse(h: &[u8; 16]) -> Result<Self, DecodeErrorKind> {
         let id = PrefetchCmdId::from_u8(h[0]).ok_or(DecodeErrorKind::UnknownId { space: Space::Prefetch, id: h[0] })?;
         Ok(match id {
@@ -235,6 +237,7 @@ pub enum DispatchHeader {
 }
 
 impl DispatchHeader {
+    #[inline]
     pub fn parse(h: &[u8; 16]) -> Result<Self, DecodeErrorKind> {
         let id = DispatchCmdId::from_u8(h[0]).ok_or(DecodeErrorKind::UnknownId { space: Space::Dispatch, id: h[0] })?;
         Ok(match id {
