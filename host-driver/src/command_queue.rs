@@ -294,6 +294,13 @@ impl CommandQueue<'_> {
         Ok(())
     }
 
+    /// Largest payload one chunk carries: at most half the issue queue, so
+    /// chunks always fit it with room to spare.
+    fn max_inline(&mut self) -> usize {
+        let issue = self.host().layout.issue_size as usize;
+        MAX_INLINE.min((issue / 2).saturating_sub(128).max(64) & !15)
+    }
+
     fn host(&mut self) -> &mut CqHost {
         &mut self.dev.cqs[self.q as usize]
     }
@@ -315,6 +322,14 @@ impl CommandQueue<'_> {
         self.dev.submit(self.q, chunk, stall)
     }
 
+    /// Makes the dispatcher spin `cycles` cycles before the next command: a
+    /// race-amplification knob (stretches the window in which other work runs).
+    pub fn delay(&mut self, cycles: u32) -> Result<()> {
+        self.fast_only("dispatcher delays")?;
+        let c = chunk(128, |e| e.relay_inline(true, |w| w.delay(cycles)))?;
+        self.dev.submit(self.q, &c, false)
+    }
+
     /// Writes `data` at byte `offset` of `buf`. DRAM buffers take whole pages.
     pub fn write_buffer(&mut self, buf: &Buffer, offset: u32, data: &[u8]) -> Result<()> {
         buf.check_range(offset, data.len())?;
@@ -323,8 +338,9 @@ impl CommandQueue<'_> {
         }
         match buf.placement {
             Placement::L1 { core, addr } => {
-                for (i, piece) in data.chunks(MAX_INLINE).enumerate() {
-                    let dst = NocAddr::unicast(core, (addr + offset) as u64 + (i * MAX_INLINE) as u64);
+                let max_piece = self.max_inline();
+                for (i, piece) in data.chunks(max_piece).enumerate() {
+                    let dst = NocAddr::unicast(core, (addr + offset) as u64 + (i * max_piece) as u64);
                     self.dev.submit_with(self.q, piece.len() + 128, |e| {
                         e.relay_inline(true, |w| w.write_linear(dst, piece))
                     })?;
@@ -339,7 +355,13 @@ impl CommandQueue<'_> {
                         data.len()
                     )));
                 }
-                let per_chunk = (MAX_INLINE as u32 / page_size).max(1) as usize * page_size as usize;
+                let per_chunk = (self.max_inline() as u32 / page_size).max(1) as usize * page_size as usize;
+                if per_chunk + 128 > self.host().layout.issue_size as usize {
+                    return Err(DriverError::Invalid(format!(
+                        "a {page_size}-byte page does not fit the {}-byte issue queue",
+                        self.host().layout.issue_size
+                    )));
+                }
                 for (i, piece) in data.chunks(per_chunk).enumerate() {
                     let start_page = offset / page_size + (i * per_chunk) as u32 / page_size;
                     let start = u16::try_from(start_page)

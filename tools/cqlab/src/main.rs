@@ -5,6 +5,7 @@ mod demo;
 mod driver_bench;
 mod matmul;
 mod perf;
+mod race;
 mod schedule;
 mod sim;
 
@@ -28,6 +29,8 @@ enum Command {
     DriverBench(driver_bench::Args),
     /// Matmul on the simulated chip in a tile order: measured vs predicted DRAM bytes.
     Matmul(matmul::Args),
+    /// The two-queue stall/dispatch race over many seeds: failure rate and replay commands.
+    Race(race::Args),
     /// Print a raw issue-queue dump as a readable command list.
     Decode(decode::Args),
     /// Run firmware on the simulator.
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
         Command::Perf(args) => perf::run(args),
         Command::DriverBench(args) => driver_bench::run(args),
         Command::Matmul(args) => matmul::run(args),
+        Command::Race(args) => race::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Sim(cmd) => sim::run(cmd),
         Command::Reset(args) => sim::reset(args),
