@@ -599,7 +599,13 @@ impl CommandQueue<'_> {
         let Placement::Dram { base, page_size, .. } = trace.buffer.placement else {
             return Err(DriverError::Invalid("traces live in DRAM".into()));
         };
-        let c = chunk(64, |e| e.exec_buf(base, page_size, trace.buffer.pages()))?;
+        // The trace must be in DRAM before the prefetcher reads it: the
+        // dispatcher drains its writes (the upload) and releases a STALL first.
+        let c = chunk(256, |e| {
+            e.relay_inline(true, |w| w.wait(WaitFlags::BARRIER | WaitFlags::NOTIFY_PREFETCH, 0, 0))?;
+            e.stall()?;
+            e.exec_buf(base, page_size, trace.buffer.pages())
+        })?;
         self.dev.submit(self.q, &c, true)?;
         self.host().workers_outstanding += trace.workers;
         Ok(())

@@ -197,3 +197,22 @@ fn linear_writes_to_one_dram_bank_land_byte_exact() {
     dev.backend().read(dst, &mut back).unwrap();
     assert_eq!(back, data, "seed 16");
 }
+
+#[test]
+fn a_trace_replayed_right_after_capture_under_jitter_sees_its_upload() {
+    // Found by `cqlab race` (seed 3 with every amplifier on): EXEC_BUF read
+    // the trace before the dispatcher's upload writes had landed.
+    for seed in 1..=6 {
+        let mut sim = cqlab_sim::config::SimConfig { seed, ..Default::default() };
+        sim.faults.noc_jitter_cycles = 5000;
+        let cfg = cqlab_driver::DeviceConfig { firmware_dir: cqlab_tests::firmware_dir(), ..Default::default() };
+        let mut dev = cqlab_driver::Device::embedded(sim, cfg).unwrap();
+        dev.boot().unwrap();
+        let mut cq = dev.cq(0).unwrap();
+        cq.begin_trace().unwrap();
+        cq.launch(CoreRange::new((0, 0), (7, 7)), &[]).unwrap();
+        let trace = cq.end_trace().unwrap();
+        cq.execute_trace(&trace).unwrap();
+        cq.finish().unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    }
+}
