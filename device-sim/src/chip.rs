@@ -17,7 +17,7 @@ use crate::core_mmio::{reg_offset, semaphore_index, CoreBus, CoreMmio, NocIssue,
 use crate::debug::CoreDebug;
 use crate::dram::Dram;
 use crate::elf::{ElfError, ElfImage, Window};
-use crate::fastforward::{probe, FfState};
+use crate::fastforward::{probe, FfState, Probe};
 use crate::hart::{Hart, Stop};
 use crate::memory::{Memory, Ram, Sysmem};
 use crate::noc::{endpoint_cost, farthest, trip, Event, EventKind};
@@ -626,8 +626,7 @@ impl Chip {
             self.wake(i);
             self.cores[i].hart.skip_cycles(self.cfg.faults.core_stall_cycles);
         }
-        let Chip { cores, grid, issued, cfg, .. } = self;
-        let core = &mut cores[i];
+        let core = &mut self.cores[i];
         if core.ff.idle.is_some() {
             return;
         }
@@ -641,31 +640,40 @@ impl Chip {
             hart.skip_cycles(slice_end.saturating_sub(hart.cycle()));
             return;
         }
-        if cfg.fast_forward && core.ff.probe_due() {
-            let mut bus = CoreBus { mmio: &mut core.mmio, issued, targets: &*grid };
-            match probe(&mut core.hart, &mut bus, slice_end) {
-                Some(l) => {
-                    core.ff.parked(l);
-                    return;
-                }
-                None => core.ff.probe_failed(),
-            }
-        }
-        let may_park = cfg.fast_forward;
-        self.run_hart(i, slice_end, may_park);
+        self.run_hart(i, slice_end, self.cfg.fast_forward);
     }
 
     /// Runs core `i` normally until `limit` and schedules what it issued.
-    /// With `may_park`, looks for an idle loop after each NOC command the
-    /// core issues and parks it there (see `fastforward`).
+    /// With `may_park`, looks for an idle loop (see `fastforward`) when it
+    /// starts and after each NOC command the core issues, and parks it there.
     fn run_hart(&mut self, i: usize, limit: u64, may_park: bool) {
         let Chip { cores, grid, issued, .. } = self;
         let core = &mut cores[i];
         if core.mmio.in_reset {
             return;
         }
+        let mut try_probe = may_park && core.ff.start_probe_due();
         loop {
             let mut bus = CoreBus { mmio: &mut core.mmio, issued, targets: &*grid };
+            if try_probe {
+                match probe(&mut core.hart, &mut bus, limit) {
+                    Probe::Idle(l) => {
+                        core.ff.parked(l);
+                        break;
+                    }
+                    // It just issued a NOC command: the moment it may
+                    // start waiting, so look again at once if still due.
+                    Probe::Yielded => {
+                        core.ff.probe_failed();
+                        try_probe = core.ff.probe_due();
+                        continue;
+                    }
+                    Probe::NotIdle => {
+                        core.ff.probe_failed();
+                        try_probe = false;
+                    }
+                }
+            }
             match core.hart.run(&mut bus, limit) {
                 Stop::CycleLimit => break,
                 Stop::Halted(_) => {
@@ -673,19 +681,17 @@ impl Chip {
                     core.hart.skip_cycles(behind);
                     break;
                 }
-                Stop::Yield if may_park && core.ff.probe_due() => match probe(&mut core.hart, &mut bus, limit) {
-                    Some(l) => {
-                        core.ff.parked(l);
-                        break;
-                    }
-                    None => core.ff.probe_failed(),
-                },
-                Stop::Yield | Stop::Watch { .. } => {}
+                Stop::Yield => try_probe = may_park && core.ff.probe_due(),
+                Stop::Watch { .. } => {}
             }
         }
         let from = core.coord;
-        for issue in std::mem::take(&mut self.issued) {
-            self.schedule(i, from, issue);
+        if !self.issued.is_empty() {
+            let mut issued = std::mem::take(&mut self.issued);
+            for issue in issued.drain(..) {
+                self.schedule(i, from, issue);
+            }
+            self.issued = issued;
         }
     }
 
@@ -769,24 +775,43 @@ impl Chip {
         }
     }
 
-    /// Unparks every core an event is about to change.
+    /// Unparks every core an event is about to change in a way its parked
+    /// loop could notice (what the loop reads: see `IdleLoop::reads_any`).
+    /// A change elsewhere lands while the core stays parked.
     fn wake_for(&mut self, kind: &EventKind) {
+        let counter = |off: u32| ((MMIO_BASE + off) as u64, 4);
         match kind {
-            EventKind::WriteAck { src } | EventKind::AtomicAck { src } | EventKind::ReadComplete { src, .. } => {
-                self.wake(*src)
+            EventKind::WriteAck { src } => self.wake_if_read(*src, counter(mmio::NOC_WRITES_ACKED)),
+            EventKind::AtomicAck { src } => self.wake_if_read(*src, counter(mmio::NOC_ATOMICS_ACKED)),
+            EventKind::ReadComplete { src, local, len, .. } => {
+                self.wake_if_read(*src, counter(mmio::NOC_READS_ACKED));
+                self.wake_if_read(*src, (*local as u64, *len as u64));
             }
-            EventKind::WriteArrive { target, .. }
-            | EventKind::AtomicArrive { target, .. }
-            | EventKind::HostWrite { target, .. } => {
-                let (a, b) = (target.coord(), target.mcast_end());
-                for y in a.y..=b.y {
-                    for x in a.x..=b.x {
-                        if let Some(i) = self.grid.core(Coord::new(x, y)) {
-                            self.wake(i);
-                        }
+            EventKind::WriteArrive { target, data } => self.wake_targets(*target, data.len() as u64, false),
+            EventKind::AtomicArrive { target, .. } => self.wake_targets(*target, 4, false),
+            EventKind::HostWrite { target, data } => self.wake_targets(*target, data.len() as u64, true),
+        }
+    }
+
+    fn wake_targets(&mut self, target: NocAddr, len: u64, always: bool) {
+        let (a, b) = (target.coord(), target.mcast_end());
+        for y in a.y..=b.y {
+            for x in a.x..=b.x {
+                if let Some(i) = self.grid.core(Coord::new(x, y)) {
+                    if always {
+                        self.wake(i);
+                    } else {
+                        self.wake_if_read(i, (target.local(), len));
                     }
                 }
             }
+        }
+    }
+
+    fn wake_if_read(&mut self, i: usize, (addr, len): (u64, u64)) {
+        if self.cores[i].ff.idle.is_some_and(|l| l.reads_any(addr, len)) {
+            self.wake(i);
+            self.cores[i].ff.changed();
         }
     }
 

@@ -517,3 +517,38 @@ fn stalls_longer_than_a_slice_delay_parked_cores_exactly() {
         assert_eq!((g1.digest(), t1), (g2.digest(), t2), "seed {seed}");
     }
 }
+
+#[test]
+fn deliveries_a_parked_loop_does_not_read_leave_it_parked_with_the_same_results() {
+    // A polls GO; B first NOC-writes another word of A's L1 (and gets acks
+    // A's loop never reads), computes, then writes GO.
+    let run = |fast_forward| {
+        let mut chip = Chip::new(SimConfig { seed: 3, quantum_jitter: 30, fast_forward, ..small() }).unwrap();
+        let (a, b) = (worker(0, 0), worker(1, 1));
+        let go = USER.base + 0x80;
+        let mut pa = li(6, go).to_vec();
+        pa.extend([lw(7, 6, 0), beq(7, 0, -4), csrrs(13, csr::MCYCLE as u32, 0), sw(13, 6, 4), ECALL]);
+        boot(&mut chip, a, &pa);
+        let other = NocAddr::unicast(a, go as u64 + 0x100).words();
+        let gow = NocAddr::unicast(a, go as u64).words();
+        chip.write(NocAddr::unicast(b, USER.base as u64), &to_bytes(&[other.0, other.1, gow.0, gow.1])).unwrap();
+        let mut pb = prologue();
+        pb.extend([addi(7, 0, 5), sw(7, 6, 0x40), addi(11, 6, 0x40)]);
+        pb.extend(issue(0, 11, 4, NocCmd::Write));
+        pb.extend(wait_nonzero(NOC_WRITES_ACKED));
+        pb.extend(li(8, 2000));
+        pb.extend([addi(8, 8, -1), bne(8, 0, -4), addi(7, 0, 1), sw(7, 6, 0x40)]);
+        pb.extend(issue(2, 11, 4, NocCmd::Write));
+        pb.push(ECALL);
+        boot(&mut chip, b, &pb);
+        chip.advance(50_000);
+        chip
+    };
+    let (on, off) = (run(true), run(false));
+    let a = worker(0, 0);
+    let at = |c: &Chip, off: u32| c.read_u32(NocAddr::unicast(a, (USER.base + off) as u64)).unwrap();
+    assert_eq!(at(&on, 0x180), 5, "the other word landed");
+    assert!(at(&off, 0x84) > 2000, "A saw GO only after B's compute: {}", at(&off, 0x84));
+    assert_eq!((on.digest(), at(&on, 0x84)), (off.digest(), at(&off, 0x84)));
+    assert!(on.core(a).unwrap().fast_forwarded_cycles() > 2000);
+}

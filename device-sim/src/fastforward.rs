@@ -16,13 +16,16 @@
 //! of a core's slice and right after it issues a NOC command (the typical
 //! moment a core starts waiting); the loop may begin after a few straight-line
 //! instructions (the first backward jump marks its head). Failed probes back
-//! off exponentially so compute-bound cores pay almost nothing; the first
-//! probe after a wake-up is not counted as a failure (the core is expected
-//! to leave its loop then). The
+//! off exponentially so compute-bound cores pay almost nothing. A parked
+//! core is woken only by a change to what its loop reads (its loads and its
+//! code); other deliveries land while it stays parked. After such a wake
+//! the start-of-slice probe is skipped (the core is about to leave its
+//! loop); the probe after its next NOC command finds where it waits next. The
 //! branch history behind "last retired PCs" is not replayed: after a skip
 //! its older entries may differ from an unskipped run (memory, registers,
 //! counters and timing do not).
 
+use crate::decode::Op;
 use crate::hart::{Bus, Hart, Stop};
 
 /// Longest loop (in instructions) detection looks for.
@@ -30,12 +33,73 @@ pub const PROBE_STEPS: u32 = 64;
 /// Most slices to wait between probes after repeated failures.
 const MAX_BACKOFF: u32 = 64;
 
+/// Most distinct byte ranges a parked loop's body may read (its code
+/// counts as one) before any change to the core wakes it.
+pub const MAX_LOOP_READS: usize = 8;
+
 /// A parked core: in state `S` at cycle `since`, repeating every period.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IdleLoop {
     pub since: u64,
     pub period_cycles: u64,
     pub period_instrs: u64,
+    /// What the loop's body reads, as `(address, length)` in the core's
+    /// address space (L1 or MMIO): its loads and its own code. A change
+    /// anywhere else cannot alter a pure loop, so it need not wake the core.
+    reads: [(u32, u32); MAX_LOOP_READS],
+    /// Entries used in `reads`; `u8::MAX` if the loop read more than fit
+    /// (then every change wakes it).
+    n_reads: u8,
+}
+
+impl IdleLoop {
+    /// True if changing bytes `[addr, addr + len)` of this core could change
+    /// what the loop does.
+    pub fn reads_any(&self, addr: u64, len: u64) -> bool {
+        if self.n_reads == u8::MAX {
+            return true;
+        }
+        self.reads[..self.n_reads as usize].iter().any(|&(a, n)| addr < a as u64 + n as u64 && (a as u64) < addr + len)
+    }
+}
+
+/// The byte ranges a loop body reads, collected while probing.
+#[derive(Default)]
+struct Reads {
+    list: [(u32, u32); MAX_LOOP_READS],
+    n: usize,
+    overflow: bool,
+    code: Option<(u32, u32)>,
+}
+
+impl Reads {
+    fn add(&mut self, addr: u32, len: u32) {
+        if self.list[..self.n].contains(&(addr, len)) {
+            return;
+        }
+        // One slot stays free for the code range.
+        if self.n + 1 >= MAX_LOOP_READS {
+            self.overflow = true;
+        } else {
+            self.list[self.n] = (addr, len);
+            self.n += 1;
+        }
+    }
+
+    fn fetched(&mut self, pc: u32) {
+        self.code = Some(match self.code {
+            Some((lo, hi)) => (lo.min(pc), hi.max(pc + 4)),
+            None => (pc, pc + 4),
+        });
+    }
+
+    fn finish(mut self) -> ([(u32, u32); MAX_LOOP_READS], u8) {
+        if let Some((lo, hi)) = self.code {
+            self.list[self.n] = (lo, hi - lo);
+            self.n += 1;
+        }
+        (self.list, if self.overflow { u8::MAX } else { self.n as u8 })
+    }
 }
 
 /// Per-core fast-forward bookkeeping.
@@ -44,8 +108,9 @@ pub struct FfState {
     pub idle: Option<IdleLoop>,
     wait: u32,
     backoff: u32,
-    /// Unparked since the last probe: its next probe failing is expected.
-    woken: bool,
+    /// Woken by a change its loop reads: it is about to leave the loop, so
+    /// the next slice-start probe is skipped (it would fail).
+    changed: bool,
     /// Cycles accounted without executing.
     pub skipped_cycles: u64,
 }
@@ -60,10 +125,18 @@ impl FfState {
         true
     }
 
+    /// Like `probe_due`, for the probe at the start of a run: skipped once
+    /// after [`FfState::changed`].
+    pub fn start_probe_due(&mut self) -> bool {
+        !std::mem::take(&mut self.changed) && self.probe_due()
+    }
+
+    /// The core was woken because something its loop reads changed.
+    pub fn changed(&mut self) {
+        self.changed = true;
+    }
+
     pub fn probe_failed(&mut self) {
-        if std::mem::take(&mut self.woken) {
-            return;
-        }
         self.backoff = (self.backoff * 2).clamp(1, MAX_BACKOFF);
         self.wait = self.backoff;
     }
@@ -72,7 +145,7 @@ impl FfState {
         self.idle = Some(l);
         self.backoff = 0;
         self.wait = 0;
-        self.woken = false;
+        self.changed = false;
     }
 
     /// Unparks: adds the whole periods that fit before `t` to `hart`. The
@@ -83,7 +156,6 @@ impl FfState {
             let periods = t.saturating_sub(l.since) / l.period_cycles;
             hart.fast_forward(periods * l.period_cycles, periods * l.period_instrs);
             self.skipped_cycles += periods * l.period_cycles;
-            self.woken = true;
         }
     }
 }
@@ -95,27 +167,71 @@ impl FfState {
 /// On success the hart is in the loop's state again and the loop is
 /// returned; the straight-line instructions before the head were executed
 /// for real (they had no side effect either).
-pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Option<IdleLoop> {
+/// What a probe found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    Idle(IdleLoop),
+    /// The core issued a NOC command (or otherwise asked the scheduler to
+    /// act) during the probe: not idle yet, but it may be right after.
+    Yielded,
+    NotIdle,
+}
+
+impl Probe {
+    pub fn idle(self) -> Option<IdleLoop> {
+        match self {
+            Probe::Idle(l) => Some(l),
+            _ => None,
+        }
+    }
+}
+
+pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
     let effects0 = hart.effects();
     let (mut pc0, mut regs0) = (hart.pc(), hart.regs());
     let (mut cycle0, mut instret0) = (hart.cycle(), hart.instret());
+    let mut reads = Reads::default();
     for _ in 0..PROBE_STEPS {
         let before = hart.pc();
-        if hart.cycle() >= limit || hart.step(bus) != Stop::CycleLimit || hart.effects() != effects0 {
-            return None;
+        reads.fetched(before);
+        if let Some(d) = hart.peek_decoded() {
+            let len = match d.op {
+                Op::Lb | Op::Lbu => 1,
+                Op::Lh | Op::Lhu => 2,
+                Op::Lw => 4,
+                _ => 0,
+            };
+            if len > 0 {
+                reads.add(hart.reg(d.rs1 as usize).wrapping_add(d.imm), len);
+            }
+        }
+        if hart.cycle() >= limit {
+            return Probe::NotIdle;
+        }
+        match hart.step(bus) {
+            Stop::CycleLimit => {}
+            Stop::Yield => return Probe::Yielded,
+            _ => return Probe::NotIdle,
+        }
+        if hart.effects() != effects0 {
+            return Probe::NotIdle;
         }
         if hart.pc() == pc0 && hart.regs() == regs0 {
-            return Some(IdleLoop {
+            let (reads, n_reads) = reads.finish();
+            return Probe::Idle(IdleLoop {
                 since: hart.cycle(),
                 period_cycles: hart.cycle() - cycle0,
                 period_instrs: hart.instret() - instret0,
+                reads,
+                n_reads,
             });
         }
         if hart.pc() <= before {
             (pc0, regs0, cycle0, instret0) = (hart.pc(), hart.regs(), hart.cycle(), hart.instret());
+            reads = Reads::default();
         }
     }
-    None
+    Probe::NotIdle
 }
 
 #[cfg(test)]
@@ -136,7 +252,7 @@ mod tests {
         // 0x1000: lw x7, 0x100(x0) ; 0x1004: beq x7, x0, -4
         let prog = [lw(7, 0, 0x100), beq(7, 0, -4)];
         let mut a = hart(&prog);
-        let l = probe(&mut a, &mut NoBus, 1000).expect("a pure loop");
+        let l = probe(&mut a, &mut NoBus, 1000).idle().expect("a pure loop");
         assert_eq!((l.period_cycles, l.period_instrs), (8 + 3, 2));
         let mut ff = FfState::default();
         ff.parked(l);
@@ -153,7 +269,7 @@ mod tests {
         // 0x1000: addi x8, x8, 1 ; 0x1004: lw x7, 0x100(x0) ; 0x1008: bltu x7, x8, -4
         let prog = [addi(8, 8, 1), lw(7, 0, 0x100), bltu(7, 8, -4)];
         let mut a = hart(&prog);
-        let l = probe(&mut a, &mut NoBus, 1000).expect("the lw/bltu loop");
+        let l = probe(&mut a, &mut NoBus, 1000).idle().expect("the lw/bltu loop");
         assert_eq!((a.pc(), l.period_instrs), (0x1004, 2));
         let mut ff = FfState::default();
         ff.parked(l);
@@ -162,21 +278,30 @@ mod tests {
         let mut b = hart(&prog);
         b.run(&mut NoBus, 5000);
         assert_eq!((a.pc(), a.cycle(), a.instret(), a.regs()), (b.pc(), b.cycle(), b.instret(), b.regs()));
-        // The first failed probe after a wake-up does not back off.
-        assert!(ff.probe_due());
-        ff.probe_failed();
-        assert!(ff.probe_due());
-        ff.probe_failed();
-        assert!(!ff.probe_due());
+        // After a change it reads, the next start-of-run probe is skipped.
+        ff.changed();
+        assert!(!ff.start_probe_due());
+        assert!(ff.start_probe_due());
+    }
+
+    #[test]
+    fn a_parked_loop_knows_what_it_reads() {
+        // 0x1000: lw x7, 0x100(x0) ; lbu x8, 0x203(x0) ; beq x7, x0, -8
+        let mut a = hart(&[lw(7, 0, 0x100), lbu(8, 0, 0x203), beq(7, 0, -8)]);
+        let l = probe(&mut a, &mut NoBus, 1000).idle().expect("a pure loop");
+        assert!(l.reads_any(0x100, 4) && l.reads_any(0x103, 1) && l.reads_any(0xfc, 8));
+        assert!(l.reads_any(0x203, 1) && !l.reads_any(0x200, 3) && !l.reads_any(0x204, 4));
+        assert!(l.reads_any(0x1008, 4), "its own code");
+        assert!(!l.reads_any(0x104, 0xfc) && !l.reads_any(0x100c, 4));
     }
 
     #[test]
     fn loops_that_store_count_or_change_registers_are_not_idle() {
-        assert!(probe(&mut hart(&[sw(0, 0, 0x100), jal(0, -4)]), &mut NoBus, 1000).is_none());
-        assert!(probe(&mut hart(&[addi(1, 1, 1), jal(0, -4)]), &mut NoBus, 1000).is_none());
+        assert!(probe(&mut hart(&[sw(0, 0, 0x100), jal(0, -4)]), &mut NoBus, 1000).idle().is_none());
+        assert!(probe(&mut hart(&[addi(1, 1, 1), jal(0, -4)]), &mut NoBus, 1000).idle().is_none());
         // Reads mcycle and clobbers it before the back edge: time-dependent.
         let timed = [csrrs(5, 0xb00, 0), addi(5, 0, 0), jal(0, -8)];
-        assert!(probe(&mut hart(&timed), &mut NoBus, 1000).is_none());
+        assert!(probe(&mut hart(&timed), &mut NoBus, 1000).idle().is_none());
     }
 
     #[test]

@@ -246,6 +246,14 @@ impl Hart {
     }
 
     /// The decoded instruction the hart will execute next (for traces).
+    /// The instruction at the PC, from the decode cache when it is there.
+    pub(crate) fn peek_decoded(&self) -> Option<Decoded> {
+        match self.mem.fetch(self.pc) {
+            d if d != Decoded::NOT_DECODED => Some(d),
+            _ => self.peek().map(|(_, d)| d),
+        }
+    }
+
     pub fn peek(&self) -> Option<(u32, Decoded)> {
         let word = self.mem.word_at(self.pc)?;
         Some((word, crate::decode::decode(word)))
