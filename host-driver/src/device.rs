@@ -126,6 +126,10 @@ impl Device {
         let (prefetch, dispatch) =
             (FirmwareImage::load(&cq_dir.join("prefetch"))?, FirmwareImage::load(&cq_dir.join("dispatch"))?);
         let worker = image(self.worker_firmware.name())?;
+        // The firmware starts its queues from zero: so does the host.
+        self.cqs = (0..self.cfg.num_cqs)
+            .map(|q| CqHost::new(CqSysmemLayout::for_cq(q, self.cfg.issue_size, self.cfg.completion_size)))
+            .collect();
         let mut expect = Vec::new();
         for q in 0..self.cfg.num_cqs {
             let layout = self.cqs[q as usize].layout;
@@ -188,6 +192,11 @@ impl Device {
     fn load(&mut self, core: Coord, image: &FirmwareImage, cfg: Option<&CqConfig>) -> Result<()> {
         self.set_reset(core, true)?;
         let at = |a: u32| NocAddr::unicast(core, a as u64);
+        // Semaphores survive a soft reset: a device that outlives host
+        // processes would hand the new firmware stale credits and counts.
+        for i in 0..mmio::SEMAPHORE_COUNT {
+            self.backend.write_u32(at(MMIO_BASE + mmio::semaphore(i)), 0)?;
+        }
         let zeros = vec![0u8; (FETCH_QUEUE.end() - MAILBOXES.base) as usize];
         self.backend.write(at(MAILBOXES.base), &zeros)?;
         self.backend.write(at(TRACE_RING.base), &[0u8; 16])?;

@@ -71,7 +71,8 @@ impl Backend for EmbeddedSim {
         let cost = self.bar.read_latency_cycles + buf.len() as u64 * self.bar.read_cycles_per_byte;
         let busy = std::mem::take(&mut self.pending_write_cycles) + cost;
         self.chip.advance(busy);
-        self.chip.read(addr, buf).map_err(sim_err)
+        // Like a PCIe read, it does not pass posted writes (late doorbells).
+        self.chip.host_read(addr, buf).map_err(sim_err)
     }
     fn sysmem(&mut self) -> &mut [u8] {
         self.chip.sysmem_mut()

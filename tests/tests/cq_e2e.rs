@@ -216,3 +216,20 @@ fn a_trace_replayed_right_after_capture_under_jitter_sees_its_upload() {
         cq.finish().unwrap_or_else(|e| panic!("seed {seed}: {e}"));
     }
 }
+
+#[test]
+fn rebooting_a_used_device_starts_clean() {
+    // Semaphores survive soft reset; boot must clear them (stale ring credits
+    // and completion counts would otherwise wedge the new firmware).
+    let mut dev = booted(17, |_| {});
+    let buf = dev.alloc_l1(1, 2, 4096).unwrap();
+    for round in 0..2u8 {
+        let mut cq = dev.cq(0).unwrap();
+        for _ in 0..20 {
+            cq.write_buffer(&buf, 0, &[round; 4096]).unwrap();
+            cq.launch(CoreRange::new((0, 0), (7, 7)), &[]).unwrap();
+        }
+        assert_eq!(cq.read_buffer(&buf, 0, 4096).unwrap(), vec![round; 4096], "seed 17 round {round}");
+        dev.boot().unwrap();
+    }
+}
