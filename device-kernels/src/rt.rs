@@ -46,3 +46,42 @@ macro_rules! entry {
         }
     };
 }
+
+/// A worker firmware image: boots, then serves launches with `kernel`
+/// (`fn(&mut Device, &LaunchMsg)`): `cqlab_kernels::worker_firmware!(Spin, worker::spin);`
+#[macro_export]
+macro_rules! worker_firmware {
+    ($id:ident, $kernel:expr) => {
+        $crate::entry!(main);
+
+        fn main() -> ! {
+            use $crate::hal::{core_xy, cycle, Device};
+            let mut dev = Device;
+            let id = cqlab_abi::firmware::FirmwareId::$id;
+            $crate::boot::announce(&mut dev, id, core_xy(), $crate::build_id(), cycle());
+            $crate::worker::serve(&mut dev, id, $kernel)
+        }
+    };
+}
+
+/// A command-queue firmware image (`Prefetcher` or `Dispatcher`): boots,
+/// reads its `CqConfig` and runs: `cqlab_kernels::cq_firmware!(Prefetch, Prefetcher);` with the type in scope.
+#[macro_export]
+macro_rules! cq_firmware {
+    ($id:ident, $core:ident) => {
+        $crate::entry!(main);
+
+        fn main() -> ! {
+            use $crate::hal::{core_xy, cycle, Device};
+            use $crate::memory::Memory;
+            use zerocopy::FromBytes;
+            let mut dev = Device;
+            let id = cqlab_abi::firmware::FirmwareId::$id;
+            $crate::boot::announce(&mut dev, id, core_xy(), $crate::build_id(), cycle());
+            let mut raw = [0u8; 64];
+            dev.read_words(cqlab_abi::mailbox::CQ_CONFIG, &mut raw);
+            let cfg = cqlab_abi::mailbox::CqConfig::read_from_bytes(&raw).unwrap_or_default();
+            <$core<_>>::new(&mut dev, cfg).run()
+        }
+    };
+}

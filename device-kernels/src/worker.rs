@@ -31,6 +31,9 @@ pub fn serve<P: Platform>(p: &mut P, firmware: FirmwareId, mut kernel: impl FnMu
     }
 }
 
+/// `noop` kernel: nothing; a launch costs only its dispatch.
+pub fn noop(_: &mut impl Platform, _: &LaunchMsg) {}
+
 /// `spin` kernel: busy-waits `args[0]` cycles; with three arguments it then
 /// stores `args[2]` at its L1 address `args[1]` (an observable result, for
 /// ordering tests).

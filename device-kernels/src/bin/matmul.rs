@@ -2,16 +2,4 @@
 #![no_std]
 #![no_main]
 
-use cqlab_abi::firmware::FirmwareId;
-use cqlab_kernels::boot::announce;
-use cqlab_kernels::hal::{core_xy, cycle, Device};
-use cqlab_kernels::kernels::matmul::matmul;
-use cqlab_kernels::worker::serve;
-
-cqlab_kernels::entry!(main);
-
-fn main() -> ! {
-    let mut dev = Device;
-    announce(&mut dev, FirmwareId::Matmul, core_xy(), cqlab_kernels::build_id(), cycle());
-    serve(&mut dev, FirmwareId::Matmul, matmul)
-}
+cqlab_kernels::worker_firmware!(Matmul, cqlab_kernels::kernels::matmul::matmul);
