@@ -590,6 +590,13 @@ impl CommandQueue<'_> {
         let buffer = self.dev.alloc_dram(bytes.len().next_multiple_of(page_size) as u32, page_size as u32)?;
         bytes.resize(buffer.size as usize, 0);
         self.write_buffer(&buffer, 0, &bytes)?;
+        // The trace must be in DRAM before the prefetcher first reads it: the
+        // dispatcher drains the upload's writes and releases a STALL, once.
+        let c = chunk(256, |e| {
+            e.relay_inline(true, |w| w.wait(WaitFlags::BARRIER | WaitFlags::NOTIFY_PREFETCH, 0, 0))?;
+            e.stall()
+        })?;
+        self.dev.submit(self.q, &c, false)?;
         Ok(Trace { buffer, bytes: bytes.len() as u32, workers })
     }
 
@@ -599,13 +606,7 @@ impl CommandQueue<'_> {
         let Placement::Dram { base, page_size, .. } = trace.buffer.placement else {
             return Err(DriverError::Invalid("traces live in DRAM".into()));
         };
-        // The trace must be in DRAM before the prefetcher reads it: the
-        // dispatcher drains its writes (the upload) and releases a STALL first.
-        let c = chunk(256, |e| {
-            e.relay_inline(true, |w| w.wait(WaitFlags::BARRIER | WaitFlags::NOTIFY_PREFETCH, 0, 0))?;
-            e.stall()?;
-            e.exec_buf(base, page_size, trace.buffer.pages())
-        })?;
+        let c = chunk(64, |e| e.exec_buf(base, page_size, trace.buffer.pages()))?;
         self.dev.submit(self.q, &c, true)?;
         self.host().workers_outstanding += trace.workers;
         Ok(())
