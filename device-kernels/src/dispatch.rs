@@ -69,6 +69,9 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             self.commands = self.commands.wrapping_add(1);
             self.consume(16);
             self.execute(header, addr);
+            // Header-only commands (WAIT, GO, DELAY...) finish pages too: a
+            // long run of them must not starve the prefetcher of credits.
+            self.release_pages();
             trace(self.p, TraceKind::CmdEnd, id, size);
         }
     }
@@ -213,6 +216,13 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         }
         self.consume(table);
         if shared {
+            // The block must fit what the ring can hold beyond the partly
+            // consumed page we are in, or it could never become readable.
+            self.release_pages();
+            let room = self.ring.size() - (self.read % self.ring.page_size as u64) as u32;
+            if block > room {
+                fail(self.p, DeviceError::BadSize, addr, cmd.size, self.read as u32, room);
+            }
             self.wait_readable(block);
             for d in &dests[..count as usize] {
                 self.write_from_ring(self.read, NocAddr::unicast(*d, cmd.addr as u64), cmd.size);

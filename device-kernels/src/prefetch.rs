@@ -96,6 +96,8 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// Reads `len` bytes at the issue-queue read pointer into the chunk area,
     /// in two reads when the chunk wraps the issue queue.
     fn fetch_chunk(&mut self, len: u32) {
+        // The previous chunk's relays may still be reading the chunk area.
+        self.wait_writes();
         let offset = self.issue_rd.offset_bytes();
         let (first, second) = split_at_wrap(offset, len, self.cfg.issue_size);
         let base = self.sysmem.issue_base();

@@ -99,11 +99,12 @@ impl CoreRange {
 #[derive(Debug)]
 pub struct PendingRead {
     pub cq: u8,
-    tags: Vec<u32>,
+    /// Completion tags in order, with the bytes each piece contributes.
+    tags: Vec<(u32, u32)>,
 }
 
 impl PendingRead {
-    pub(crate) fn new(cq: u8, tags: Vec<u32>) -> Self {
+    pub(crate) fn new(cq: u8, tags: Vec<(u32, u32)>) -> Self {
         Self { cq, tags }
     }
 }
@@ -396,6 +397,12 @@ impl CommandQueue<'_> {
             PackedData::Shared(d) | PackedData::PerCore(d) => d.len(),
         };
         let per_core = if matches!(data, PackedData::Shared(_)) { bytes } else { bytes / cores.len().max(1) };
+        let ring = self.dev.cfg.ring_page_size as usize * (self.dev.cfg.ring_pages as usize - 1);
+        if matches!(data, PackedData::Shared(_)) && per_core.next_multiple_of(16) > ring {
+            return Err(DriverError::Invalid(format!(
+                "a shared packed block of {per_core} bytes exceeds the dispatcher ring less one page ({ring} bytes)"
+            )));
+        }
         if !cqlab_abi::memory_map::USER.contains(addr, per_core as u32) {
             return Err(DriverError::OutOfRange {
                 what: "packed write",
@@ -428,7 +435,15 @@ impl CommandQueue<'_> {
                 Placement::Dram { base, page_size, .. } => {
                     let at = offset + done;
                     if at % page_size != 0 {
-                        return Err(DriverError::Invalid(format!("DRAM reads start on a page ({page_size} bytes)")));
+                        return Err(DriverError::Invalid(format!(
+                            "DRAM reads start on a page: offset {at} is not a multiple of the {page_size}-byte page"
+                        )));
+                    }
+                    let completion = self.host().layout.completion_size;
+                    if record_size(page_size) > completion {
+                        return Err(DriverError::Invalid(format!(
+                            "a {page_size}-byte page does not fit one record of the {completion}-byte completion queue"
+                        )));
                     }
                     let pages = ((len - done).min(max_piece.max(page_size)).div_ceil(page_size)).max(1);
                     let n = (pages * page_size).min(len - done);
@@ -457,7 +472,7 @@ impl CommandQueue<'_> {
             tags.push((tag, n));
             done += n;
         }
-        Ok(PendingRead { cq: self.q, tags: tags.into_iter().map(|(t, _)| t).collect() })
+        Ok(PendingRead { cq: self.q, tags })
     }
 
     /// Blocking read.
@@ -606,7 +621,15 @@ impl CommandQueue<'_> {
         let Placement::Dram { base, page_size, .. } = trace.buffer.placement else {
             return Err(DriverError::Invalid("traces live in DRAM".into()));
         };
-        let c = chunk(64, |e| e.exec_buf(base, page_size, trace.buffer.pages()))?;
+        if self.host().capture.is_some() {
+            return Err(DriverError::Invalid("a trace cannot replay a trace (nested EXEC_BUF)".into()));
+        }
+        // The trace's launches must not overwrite launch messages of cores
+        // still starting earlier work: the dispatcher waits for them first.
+        let c = chunk(256, |e| {
+            e.relay_inline(true, |w| self.wait_workers(w, WaitFlags::empty()))?;
+            e.exec_buf(base, page_size, trace.buffer.pages())
+        })?;
         self.dev.submit(self.q, &c, true)?;
         self.host().workers_outstanding += trace.workers;
         Ok(())
@@ -623,7 +646,7 @@ impl Device {
     pub fn complete_read(&mut self, pending: &PendingRead) -> Result<Vec<u8>> {
         let q = pending.cq;
         let mut out = Vec::new();
-        for &tag in &pending.tags {
+        for &(tag, len) in &pending.tags {
             let what = format!("CQ{q} read-back completion (tag {tag})");
             self.wait_until(
                 || what.clone(),
@@ -632,7 +655,9 @@ impl Device {
                     Ok(dev.cqs[q as usize].reads.contains_key(&tag))
                 },
             )?;
-            out.extend(self.cqs[q as usize].reads.remove(&tag).expect("present"));
+            let piece = self.cqs[q as usize].reads.remove(&tag).expect("present");
+            // Paged reads relay whole pages; keep the bytes asked for.
+            out.extend_from_slice(&piece[..(len as usize).min(piece.len())]);
         }
         Ok(out)
     }

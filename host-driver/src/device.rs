@@ -315,8 +315,18 @@ fn validate(cfg: &DeviceConfig) -> Result<()> {
     if cfg.num_cqs == 0 || cfg.num_cqs > noc::MAX_CQS {
         return bad(format!("{} command queues (1..={})", cfg.num_cqs, noc::MAX_CQS));
     }
-    if !CqSysmemLayout::for_cq(0, cfg.issue_size, cfg.completion_size).is_valid() {
-        return bad("issue and completion queue sizes must be nonzero multiples of 64".into());
+    let align = cqlab_abi::PCIE_ALIGNMENT as u32;
+    if !CqSysmemLayout::for_cq(0, cfg.issue_size, cfg.completion_size).is_valid()
+        || cfg.issue_size < 4 * align
+        || cfg.completion_size < 2 * align
+    {
+        return bad(format!(
+            "issue queue {} and completion queue {} bytes: both multiples of {align}, at least {} and {}",
+            cfg.issue_size,
+            cfg.completion_size,
+            4 * align,
+            2 * align
+        ));
     }
     if cfg.fetch_entries == 0 || cfg.fetch_entries > cqlab_abi::fetch_queue::MAX_ENTRIES {
         return bad(format!("{} fetch-queue entries (1..={})", cfg.fetch_entries, cqlab_abi::fetch_queue::MAX_ENTRIES));

@@ -48,7 +48,7 @@ impl CommandQueue<'_> {
         let tag = host.next_tag;
         host.next_tag = tag.wrapping_add(1).max(1);
         host.reads.insert(tag, out);
-        Ok(PendingRead::new(self.q, vec![tag]))
+        Ok(PendingRead::new(self.q, vec![(tag, len)]))
     }
 
     pub(crate) fn slow_launch(&mut self, cores: CoreRange, msg: &LaunchMsg) -> Result<()> {
