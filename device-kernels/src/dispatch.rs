@@ -17,7 +17,7 @@ use cqlab_abi::noc::{dram_bank, worker_index, Coord, NocAddr, PCIE};
 use cqlab_abi::ring::{wrap_ge, RingPtr};
 use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR};
 use cqlab_abi::trace::TraceKind;
-use cqlab_abi::waypoint::{PWD, PWW, QRBW, UAPW, WCW};
+use cqlab_abi::waypoint::{DLY, PWD, PWW, QRBW, UAPW, WCW};
 use zerocopy::IntoBytes;
 
 pub struct Dispatcher<'p, P: Platform> {
@@ -109,7 +109,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             DispatchHeader::SetWriteOffset(v) => self.write_offset = v,
             DispatchHeader::Delay(cycles) => {
                 let start = self.p.cycle();
-                while self.p.cycle().wrapping_sub(start) < cycles as u64 {}
+                wait_until(self.p, DLY, |p| p.cycle().wrapping_sub(start) >= cycles as u64);
             }
             DispatchHeader::Debug(cmd) => {
                 let mut sum = 0u32;
@@ -132,7 +132,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     }
 
     fn barrier(&mut self) {
-        while !self.p.writes_done() {}
+        crate::report::wait_writes(self.p);
     }
 
     /// Waits until `n` bytes (at most the ring size) are in the ring.

@@ -114,11 +114,11 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     }
 
     fn wait_reads(&mut self) {
-        while !self.p.reads_done() {}
+        crate::report::wait_reads(self.p);
     }
 
     fn wait_writes(&mut self) {
-        while !self.p.writes_done() {}
+        crate::report::wait_writes(self.p);
     }
 
     /// Tells the host how far it may reuse the issue queue and fetch queue.

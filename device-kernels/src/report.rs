@@ -52,12 +52,25 @@ pub fn exit(p: &mut impl Platform, commands: u32) -> ! {
     p.halt()
 }
 
-/// Spins until `ready` holds, with waypoint `w` showing meanwhile.
+/// Spins until `ready` holds, with waypoint `w` showing meanwhile; the
+/// waypoint shown before is restored afterwards. Free when already ready.
 #[inline(always)]
 pub fn wait_until<P: Platform>(p: &mut P, w: Waypoint, mut ready: impl FnMut(&mut P) -> bool) {
     if ready(p) {
         return;
     }
+    let before = p.read_u32(cqlab_abi::mailbox::WAYPOINT);
     waypoint(p, w);
     while !ready(p) {}
+    p.write_u32(cqlab_abi::mailbox::WAYPOINT, before);
+}
+
+/// Waits for this core's NOC reads to land.
+pub fn wait_reads(p: &mut impl Platform) {
+    wait_until(p, waypoint::NRW, |p| p.reads_done());
+}
+
+/// Waits for this core's NOC writes and atomics to be acknowledged.
+pub fn wait_writes(p: &mut impl Platform) {
+    wait_until(p, waypoint::NWW, |p| p.writes_done());
 }

@@ -23,7 +23,7 @@ pub fn serve<P: Platform>(p: &mut P, firmware: FirmwareId, mut kernel: impl FnMu
         trace(p, TraceKind::KernelStart, msg.seq, firmware as u32);
         kernel(p, &msg);
         // The kernel's own writes complete before the dispatcher hears "done".
-        while !p.writes_done() {}
+        crate::report::wait_writes(p);
         trace(p, TraceKind::KernelEnd, msg.seq, firmware as u32);
         let done =
             NocAddr::unicast(Coord::unpack(msg.done_xy), (mmio::MMIO_BASE + mmio::semaphore(msg.done_sem)) as u64);

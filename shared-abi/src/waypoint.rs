@@ -68,6 +68,12 @@ pub const PWD: Waypoint = Waypoint::new(b"PWD");
 pub const WCW: Waypoint = Waypoint::new(b"WCW");
 /// Dispatcher: completion queue full, waiting for the host to read.
 pub const QRBW: Waypoint = Waypoint::new(b"QRBW");
+/// Any core: waiting for its NOC reads to land.
+pub const NRW: Waypoint = Waypoint::new(b"NRW");
+/// Any core: waiting for its NOC writes to be acknowledged.
+pub const NWW: Waypoint = Waypoint::new(b"NWW");
+/// Dispatcher: spinning in a DELAY command.
+pub const DLY: Waypoint = Waypoint::new(b"DLY");
 /// Worker: waiting for a GO signal.
 pub const GOW: Waypoint = Waypoint::new(b"GOW");
 /// Worker: running its kernel.
@@ -80,7 +86,7 @@ pub const DONE: Waypoint = Waypoint::new(b"DONE");
 pub const PANIC: Waypoint = Waypoint::new(b"PANC");
 
 /// Every known waypoint with its meaning.
-pub const WAYPOINTS: [(Waypoint, &str); 17] = [
+pub const WAYPOINTS: [(Waypoint, &str); 20] = [
     (NONE, "not started"),
     (BOOT, "booting"),
     (HQW, "prefetcher waiting for a fetch-queue entry from the host"),
@@ -93,6 +99,9 @@ pub const WAYPOINTS: [(Waypoint, &str); 17] = [
     (PWD, "dispatcher WAIT satisfied"),
     (WCW, "dispatcher waiting for workers to complete"),
     (QRBW, "dispatcher waiting for the host to drain the completion queue"),
+    (NRW, "waiting for NOC reads to land"),
+    (NWW, "waiting for NOC writes to be acknowledged"),
+    (DLY, "dispatcher spinning in DELAY"),
     (GOW, "worker waiting for GO"),
     (RUN, "worker running its kernel"),
     (BAD_CMD, "halted on a bad command (see the error record)"),

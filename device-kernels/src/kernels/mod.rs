@@ -13,10 +13,4 @@ pub(crate) fn core_index(p: &impl Platform, cols: u32) -> u32 {
     r as u32 * cols + c as u32
 }
 
-pub(crate) fn wait_reads(p: &impl Platform) {
-    while !p.reads_done() {}
-}
-
-pub(crate) fn wait_writes(p: &impl Platform) {
-    while !p.writes_done() {}
-}
+pub(crate) use crate::report::{wait_reads, wait_writes};
