@@ -12,6 +12,16 @@ pub trait Memory {
         }
     }
 
+    /// Reads an ABI struct (a multiple of 4 bytes) at 4-aligned `addr`.
+    fn read_struct<T: zerocopy::FromBytes + zerocopy::IntoBytes>(&self, addr: u32) -> T
+    where
+        Self: Sized,
+    {
+        let mut value = T::new_zeroed();
+        self.read_words(addr, value.as_mut_bytes());
+        value
+    }
+
     /// Writes `bytes` (length a multiple of 4, `addr` 4-aligned) word by word.
     fn write_words(&mut self, addr: u32, bytes: &[u8]) {
         for (i, w) in bytes.chunks_exact(4).enumerate() {

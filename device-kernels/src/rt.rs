@@ -74,13 +74,10 @@ macro_rules! cq_firmware {
         fn main() -> ! {
             use $crate::hal::{core_xy, cycle, Device};
             use $crate::memory::Memory;
-            use zerocopy::FromBytes;
             let mut dev = Device;
             let id = cqlab_abi::firmware::FirmwareId::$id;
             $crate::boot::announce(&mut dev, id, core_xy(), $crate::build_id(), cycle());
-            let mut raw = [0u8; 64];
-            dev.read_words(cqlab_abi::mailbox::CQ_CONFIG, &mut raw);
-            let cfg = cqlab_abi::mailbox::CqConfig::read_from_bytes(&raw).unwrap_or_default();
+            let cfg: cqlab_abi::mailbox::CqConfig = dev.read_struct(cqlab_abi::mailbox::CQ_CONFIG);
             <$core<_>>::new(&mut dev, cfg).run()
         }
     };

@@ -8,16 +8,13 @@ use cqlab_abi::mmio;
 use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{GOW, RUN};
-use zerocopy::FromBytes;
 
 /// Runs `kernel` once per GO signal, then increments the dispatcher's
 /// completion semaphore named in the launch message.
 pub fn serve<P: Platform>(p: &mut P, firmware: FirmwareId, mut kernel: impl FnMut(&mut P, &LaunchMsg)) -> ! {
     loop {
         wait_until(p, GOW, |p| p.read_u32(LAUNCH) == GO_SIGNAL);
-        let mut raw = [0u8; 64];
-        p.read_words(LAUNCH, &mut raw);
-        let Ok(msg) = LaunchMsg::read_from_bytes(&raw) else { unreachable!("LaunchMsg is 64 bytes") };
+        let msg: LaunchMsg = p.read_struct(LAUNCH);
         p.write_u32(LAUNCH, 0);
         waypoint(p, RUN);
         trace(p, TraceKind::KernelStart, msg.seq, firmware as u32);

@@ -4,6 +4,7 @@
 
 use crate::error::Result;
 use cqlab_abi::noc::{Coord, NocAddr};
+use zerocopy::{FromBytes, IntoBytes};
 
 /// Per-core state only a simulator can see (the PC of a real core is not
 /// readable through the BAR).
@@ -45,4 +46,11 @@ pub trait Backend {
         self.read(addr, &mut b)?;
         Ok(u32::from_le_bytes(b))
     }
+}
+
+/// Reads an ABI struct (its size from its own definition) through the BAR.
+pub fn read_struct<T: FromBytes + IntoBytes>(backend: &mut (impl Backend + ?Sized), addr: NocAddr) -> Result<T> {
+    let mut value = T::new_zeroed();
+    backend.read(addr, value.as_mut_bytes())?;
+    Ok(value)
 }

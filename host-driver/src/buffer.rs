@@ -56,8 +56,8 @@ pub struct Allocator {
     l1_next: std::collections::HashMap<Coord, u32>,
 }
 
-/// DRAM page sizes must be multiples of this (the PCIe/NOC alignment).
-pub const DRAM_PAGE_ALIGN: u32 = 64;
+/// DRAM page sizes must be multiples of the PCIe alignment (pages are relayed whole).
+const DRAM_PAGE_ALIGN: u32 = cqlab_abi::PCIE_ALIGNMENT as u32;
 
 impl Allocator {
     pub fn dram(&mut self, size: u32, page_size: u32, banks: u32) -> Result<Buffer> {

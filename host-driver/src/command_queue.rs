@@ -21,6 +21,7 @@ use cqlab_abi::prefetch::PagedFlags;
 use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR, FETCH_RD_COUNT, ISSUE_RD_PTR};
 use std::collections::HashMap;
+use std::mem::size_of;
 use zerocopy::{FromBytes, IntoBytes};
 
 /// Largest payload put inline in one chunk (leaves room for headers).
@@ -149,7 +150,8 @@ impl Device {
         while rd != wr {
             let at = base + rd.offset_bytes() as usize;
             let sysmem = self.backend.sysmem();
-            let header = CompletionHeader::read_from_bytes(&sysmem[at..at + 16]).expect("16 bytes");
+            let header = CompletionHeader::read_from_bytes(&sysmem[at..at + size_of::<CompletionHeader>()])
+                .expect("sized slice");
             let record = record_size(header.length);
             let kind = CompletionKind::from_u8(header.kind);
             let expected_seq = self.cqs[q as usize].completions as u32;
@@ -167,12 +169,14 @@ impl Device {
             }
             let mut payload = vec![0u8; header.length as usize];
             for (i, b) in payload.iter_mut().enumerate() {
-                *b = sysmem[base + ((rd.offset_bytes() as usize + 16 + i) % size as usize)];
+                *b = sysmem[base + ((rd.offset_bytes() as usize + size_of::<CompletionHeader>() + i) % size as usize)];
             }
             let cq = &mut self.cqs[q as usize];
             match kind {
                 Some(CompletionKind::Event) => {
-                    let ev = EventRecord::read_from_bytes(&payload[..16]).expect("16 bytes");
+                    let Ok((ev, _)) = EventRecord::read_from_prefix(&payload) else {
+                        return Err(DriverError::Invalid(format!("event record of {} bytes on CQ{q}", payload.len())));
+                    };
                     cq.last_event_done = cq.last_event_done.max(ev.event_id);
                 }
                 _ => {

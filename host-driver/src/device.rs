@@ -1,6 +1,7 @@
 //! A device: its backend, its command queues, boot, and the one place where
 //! the host waits for the device (progress-aware, with hang dumps).
 
+use crate::backend::read_struct;
 use crate::backend::Backend;
 use crate::command_queue::CqHost;
 use crate::config::DeviceConfig;
@@ -13,9 +14,10 @@ use cqlab_abi::memory_map::{FETCH_QUEUE, MAILBOXES, TRACE_RING};
 use cqlab_abi::mmio::{self, MMIO_BASE, SOFT_RESET};
 use cqlab_abi::noc::{self, Coord, NocAddr};
 use cqlab_abi::sysmem::CqSysmemLayout;
+use cqlab_abi::trace::TraceRingHeader;
 use cqlab_abi::waypoint::{self, Waypoint};
 use cqlab_abi::ABI_VERSION;
-use zerocopy::{FromBytes, IntoBytes};
+use zerocopy::IntoBytes;
 
 /// Device cycles between progress checks while waiting.
 const PROGRESS_CHECK_CYCLES: u64 = 1_000_000;
@@ -199,7 +201,7 @@ impl Device {
         }
         let zeros = vec![0u8; (FETCH_QUEUE.end() - MAILBOXES.base) as usize];
         self.backend.write(at(MAILBOXES.base), &zeros)?;
-        self.backend.write(at(TRACE_RING.base), &[0u8; 16])?;
+        self.backend.write(at(TRACE_RING.base), TraceRingHeader::default().as_bytes())?;
         for seg in &image.segments {
             self.backend.write(at(seg.addr), &seg.data)?;
             if seg.zeroes > 0 {
@@ -215,15 +217,14 @@ impl Device {
 
     fn wait_alive(&mut self, core: Coord, fw: FirmwareId) -> Result<()> {
         let what = format!("alive record of {} on core {core}", fw.name());
-        let mut raw = [0u8; 32];
+        let mut alive = AliveRecord::default();
         self.wait_until(
             || what.clone(),
             |dev| {
-                dev.backend.read(NocAddr::unicast(core, ALIVE as u64), &mut raw)?;
-                Ok(AliveRecord::read_from_bytes(&raw).is_ok_and(|a| a.magic == ALIVE_MAGIC))
+                alive = read_struct(&mut *dev.backend, NocAddr::unicast(core, ALIVE as u64))?;
+                Ok(alive.magic == ALIVE_MAGIC)
             },
         )?;
-        let alive = AliveRecord::read_from_bytes(&raw).expect("32 bytes");
         if alive.abi_version != ABI_VERSION {
             return Err(DriverError::AbiMismatch { core, expected: ABI_VERSION, found: alive.abi_version });
         }
@@ -299,7 +300,8 @@ impl Device {
         let mut total = 0u64;
         let cores: Vec<Coord> = self.all_cores().collect();
         for core in cores {
-            total += self.backend.read_u32(NocAddr::unicast(core, TRACE_RING.base as u64))? as u64;
+            let next_seq = TRACE_RING.base as u64 + std::mem::offset_of!(TraceRingHeader, next_seq) as u64;
+            total += self.backend.read_u32(NocAddr::unicast(core, next_seq))? as u64;
         }
         Ok(total)
     }

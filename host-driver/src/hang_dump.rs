@@ -2,17 +2,16 @@
 //! of who waits on whom, from the host down to the core everything waits on
 //! (or the cycle, for a deadlock).
 
+use crate::backend::read_struct;
 use crate::command_queue::QueuePointers;
 use crate::device::Device;
 use crate::error::Result;
 use cqlab_abi::mailbox::{DeviceError, ErrorRecord, ERROR, ERROR_MAGIC, LAST_EVENT, WAYPOINT};
-use cqlab_abi::memory_map::TRACE_RING;
 use cqlab_abi::mmio::{self, sem, MMIO_BASE};
 use cqlab_abi::noc::{self, Coord, Endpoint, NocAddr};
-use cqlab_abi::trace::{self, TraceKind, TraceRecord, TraceRingHeader};
+use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{self, Waypoint};
 use std::fmt;
-use zerocopy::FromBytes;
 
 /// Trace records kept per core in a dump.
 const LAST_RECORDS: u32 = 8;
@@ -87,23 +86,16 @@ fn core_state(dev: &mut Device, c: Coord) -> Result<CoreState> {
     for (i, s) in semaphores.iter_mut().enumerate() {
         *s = dev.backend.read_u32(at(MMIO_BASE + mmio::semaphore(i as u32)))?;
     }
-    let mut raw = [0u8; 64];
-    dev.backend.read(at(ERROR), &mut raw)?;
-    let err = ErrorRecord::read_from_bytes(&raw).expect("64 bytes");
+    let err: ErrorRecord = read_struct(&mut *dev.backend, at(ERROR))?;
     let error = (err.magic == ERROR_MAGIC).then(|| {
         let what = DeviceError::from_u32(err.code).map_or("unknown error", DeviceError::describe);
-        let bytes: Vec<String> = err.bytes[..err.nbytes.min(32) as usize].iter().map(|b| format!("{b:02x}")).collect();
+        let n = (err.nbytes as usize).min(err.bytes.len());
+        let bytes: Vec<String> = err.bytes[..n].iter().map(|b| format!("{b:02x}")).collect();
         format!("{what}: value {:#x} at L1 {:#x}; bytes {}", err.value, err.addr, bytes.join(" "))
     });
-    let mut hdr = [0u8; 16];
-    dev.backend.read(at(TRACE_RING.base), &mut hdr)?;
-    let next = TraceRingHeader::read_from_bytes(&hdr).expect("16 bytes").next_seq;
     let mut last_trace = Vec::new();
     let mut wait_target = None;
-    for seq in next.saturating_sub(LAST_RECORDS.min(trace::CAPACITY))..next {
-        let mut rec = [0u8; 24];
-        dev.backend.read(at(trace::record_addr(seq)), &mut rec)?;
-        let r = TraceRecord::read_from_bytes(&rec).expect("24 bytes");
+    for r in dev.read_trace_tail(c, LAST_RECORDS)?.records {
         let kind = TraceKind::from_u16(r.kind);
         if kind == Some(TraceKind::WaitTarget) {
             wait_target = Some((r.arg0, r.arg1));
