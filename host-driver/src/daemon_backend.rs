@@ -677,7 +677,17 @@ pub fn stop_daemon(path: &Path) -> Result<Option<u32>> {
     let paths = DevicePaths::new(path);
     let stream = connect(&paths)?;
     let pid = std::fs::read_to_string(paths.pid()).ok().and_then(|s| s.trim().parse().ok());
-    call(&stream, &paths, &Request::Stop)?;
+    // The daemon may exit before its reply reaches us: a connection closed
+    // after STOP is a success once the socket is gone.
+    if let Err(e) = call(&stream, &paths, &Request::Stop) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while paths.socket().exists() {
+            if std::time::Instant::now() > deadline {
+                return Err(e);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
     Ok(pid)
 }
 
