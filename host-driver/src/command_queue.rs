@@ -36,6 +36,8 @@ pub struct CqHost {
     pub(crate) completion_rd: RingPtr,
     /// Worker completions launched on this queue not yet waited for.
     pub(crate) workers_outstanding: u32,
+    /// Completions the chunk being built will clear (see `submit_clearing`).
+    pub(crate) clear_pending: u32,
     /// Events of this queue known complete (ids are increasing per queue).
     pub(crate) last_event_done: u32,
     /// Read-back data by tag.
@@ -58,6 +60,7 @@ impl CqHost {
             fetch_issued: 0,
             completion_rd: RingPtr::default(),
             workers_outstanding: 0,
+            clear_pending: 0,
             last_event_done: 0,
             reads: HashMap::new(),
             next_tag: 1,
@@ -312,12 +315,24 @@ impl CommandQueue<'_> {
 
     /// Dispatch-side wait for every worker launched on this queue, clearing
     /// the count so waits stay relative (and traces replayable).
+    /// The count is cleared on the host only once the chunk is submitted
+    /// (`submit_clearing`), so a failed submit loses nothing.
     fn wait_workers(&mut self, w: &mut DispatchWriter<'_>, extra: WaitFlags) -> Result<(), EncodeError> {
-        let outstanding = std::mem::take(&mut self.host().workers_outstanding);
+        let outstanding = self.host().workers_outstanding;
+        self.host().clear_pending = outstanding;
         if outstanding == 0 {
             return w.wait(WaitFlags::BARRIER | extra, 0, 0);
         }
         w.wait(WaitFlags::BARRIER | WaitFlags::WAIT_COUNTER | WaitFlags::CLEAR | extra, sem::WORKERS_DONE, outstanding)
+    }
+
+    /// Submits a chunk built with `wait_workers`, then drops the worker
+    /// completions its WAIT clears from the host's count.
+    fn submit_clearing(&mut self, chunk: &[u8], stall: bool) -> Result<()> {
+        let cleared = std::mem::take(&mut self.host().clear_pending);
+        self.dev.submit(self.q, chunk, stall)?;
+        self.host().workers_outstanding -= cleared;
+        Ok(())
     }
 
     /// Sends `chunk` (prefetch commands, a nonzero multiple of 16 bytes) as
@@ -472,7 +487,7 @@ impl CommandQueue<'_> {
                     }
                 }
             })?;
-            self.dev.submit(self.q, &c, false)?;
+            self.submit_clearing(&c, false)?;
             tags.push((tag, n));
             done += n;
         }
@@ -523,7 +538,7 @@ impl CommandQueue<'_> {
                 w.go(GO_SIGNAL, cores.noc(LAUNCH))
             })
         })?;
-        self.dev.submit(self.q, &c, false)?;
+        self.submit_clearing(&c, false)?;
         let host = self.host();
         host.launches = host.launches.wrapping_add(1);
         host.workers_outstanding += cores.count();
@@ -553,7 +568,7 @@ impl CommandQueue<'_> {
                 w.write_event(&EventRecord { event_id: id, cq: q as u32, cycle: 0 })
             })
         })?;
-        self.dev.submit(self.q, &c, false)?;
+        self.submit_clearing(&c, false)?;
         Ok(Event { cq: q, id })
     }
 
@@ -587,7 +602,7 @@ impl CommandQueue<'_> {
         if self.host().workers_outstanding > 0 {
             // Traces start from a drained worker count.
             let c = chunk(256, |e| e.relay_inline(true, |w| self.wait_workers(w, WaitFlags::empty())))?;
-            self.dev.submit(self.q, &c, false)?;
+            self.submit_clearing(&c, false)?;
         }
         self.host().capture = Some(Vec::new());
         Ok(())
@@ -634,7 +649,7 @@ impl CommandQueue<'_> {
             e.relay_inline(true, |w| self.wait_workers(w, WaitFlags::empty()))?;
             e.exec_buf(base, page_size, trace.buffer.pages())
         })?;
-        self.dev.submit(self.q, &c, true)?;
+        self.submit_clearing(&c, true)?;
         self.host().workers_outstanding += trace.workers;
         Ok(())
     }

@@ -54,17 +54,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut verified = 0u64;
     for round in 0..args.rounds {
         let data: Vec<u8> = (0..size).map(|i| (i as u8) ^ (round as u8).wrapping_mul(77)).collect();
-        let ev0 = timed(&mut dev, &mut rows, "CQ0 launch noop x4 + event", 4 * ncores, 0, |d| {
+        let ev0 = timed(&mut dev, &mut rows, "CQ0 enqueue: launch noop x4 + event", 4 * ncores, 0, |d| {
             let mut cq0 = d.cq(0)?;
             for _ in 0..4 {
                 cq0.launch(all, &[round])?;
             }
             Ok(cq0.record_event()?)
         })?;
-        timed(&mut dev, &mut rows, "CQ1 write 256 KiB (paged DRAM)", 1, size as u64, |d| {
+        timed(&mut dev, &mut rows, "CQ1 enqueue: write 256 KiB (paged)", 1, size as u64, |d| {
             Ok(d.cq(1)?.write_buffer(&buf, 0, &data)?)
         })?;
-        let back = timed(&mut dev, &mut rows, "CQ1 wait CQ0 event + read back", 1, size as u64, |d| {
+        let back = timed(&mut dev, &mut rows, "CQ1 wait CQ0 event, read back (all run)", 1, size as u64, |d| {
             let mut cq1 = d.cq(1)?;
             cq1.wait_for_event(ev0)?;
             Ok(cq1.read_buffer(&buf, 0, size)?)
@@ -105,9 +105,9 @@ fn print_table(rows: &[Row], json: bool, verified: u64, total_cycles: u64) {
         println!("{}", serde_json::json!({"rows": v, "verified_bytes": verified, "device_cycles": total_cycles}));
         return;
     }
-    println!("{:<34} {:>8} {:>10} {:>14} {:>12}", "operation", "count", "bytes", "device cycles", "host ms");
+    println!("{:<40} {:>8} {:>10} {:>14} {:>12}", "operation", "count", "bytes", "device cycles", "host ms");
     for r in &merged {
-        println!("{:<34} {:>8} {:>10} {:>14} {:>12.1}", r.what, r.count, r.bytes, r.cycles, r.host_us / 1e3);
+        println!("{:<40} {:>8} {:>10} {:>14} {:>12.1}", r.what, r.count, r.bytes, r.cycles, r.host_us / 1e3);
     }
     println!(
         "verified {verified} bytes read back; device time {total_cycles} cycles ({:.3} ms at 1 GHz)",
