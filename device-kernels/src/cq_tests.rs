@@ -191,7 +191,7 @@ fn zero_size_and_oversized_fetch_entries_are_rejected() {
     let big = FetchEntry::new(CHUNK_AREA.size as u64 + 64, false).unwrap();
     core.set_l1(slot_addr(0), &big.raw().to_le_bytes());
     assert_eq!(run_prefetcher(&mut core, c, 0), End::Halted);
-    assert_eq!(error_of(&core).code, DeviceError::BadSize as u32);
+    assert_eq!(error_of(&core).code, DeviceError::TooLarge as u32);
 }
 
 #[test]
@@ -293,6 +293,6 @@ fn dispatcher_reports_bad_commands_and_halts() {
     let stream = dispatch_stream(|w| w.write_host(1, &[0; 2000]));
     let (mut core, c) = dispatcher_with(&stream[..64], COMPLETION);
     assert_eq!(run_dispatcher(&mut core, c), End::Halted, "record larger than the completion queue");
-    assert_eq!(error_of(&core).code, DeviceError::BadSize as u32);
+    assert_eq!(error_of(&core).code, DeviceError::TooLarge as u32);
     let _ = PCIE;
 }

@@ -203,7 +203,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         let block = cmd.size.next_multiple_of(16);
         let shared = PackedFlags::from_bits_retain(cmd.flags).contains(PackedFlags::SHARED_DATA);
         if table > self.ring.size() || (shared && block > self.ring.size()) {
-            fail(self.p, DeviceError::BadSize, addr, cmd.size, self.read as u32, self.filled());
+            fail(self.p, DeviceError::TooLarge, addr, cmd.size, self.read as u32, self.ring.size());
         }
         self.wait_readable(table);
         let mut dests = [Coord::new(0, 0); MAX_PACKED_DESTS as usize];
@@ -211,7 +211,8 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             let raw = self.p.read_u32(self.ring.local(self.read + 4 * i as u64));
             *d = Coord::unpack(raw);
             if raw >> 16 != 0 || worker_index(*d).is_none() {
-                fail(self.p, DeviceError::BadSize, self.ring.local(self.read + 4 * i as u64), raw, self.read as u32, 0);
+                let at = self.ring.local(self.read + 4 * i as u64);
+                fail(self.p, DeviceError::BadDestination, at, raw, self.read as u32, i as u32);
             }
         }
         self.consume(table);
@@ -221,7 +222,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             self.release_pages();
             let room = self.ring.size() - (self.read % self.ring.page_size as u64) as u32;
             if block > room {
-                fail(self.p, DeviceError::BadSize, addr, cmd.size, self.read as u32, room);
+                fail(self.p, DeviceError::TooLarge, addr, cmd.size, self.read as u32, room);
             }
             self.wait_readable(block);
             for d in &dests[..count as usize] {
@@ -243,7 +244,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         let size = self.cfg.completion_size;
         let record = record_size(len);
         if record > size {
-            fail(self.p, DeviceError::BadSize, addr, len, self.read as u32, self.completion_wr.0);
+            fail(self.p, DeviceError::TooLarge, addr, len, self.read as u32, self.completion_wr.0);
         }
         let wr = self.completion_wr;
         let free = |p: &mut P| size - RingPtr::used(wr, RingPtr(p.read_u32(COMPLETION_RD_PTR)), size);

@@ -46,7 +46,8 @@ pub fn device_error(kind: DecodeErrorKind) -> DeviceError {
         DecodeErrorKind::UnknownId { .. } => DeviceError::UnknownCommand,
         DecodeErrorKind::Truncated { .. } => DeviceError::LengthOverrun,
         DecodeErrorKind::Misaligned { .. } => DeviceError::Misaligned,
-        DecodeErrorKind::BadSize { .. } | DecodeErrorKind::BadFlags { .. } => DeviceError::BadSize,
+        DecodeErrorKind::BadSize { .. } => DeviceError::BadSize,
+        DecodeErrorKind::BadFlags { .. } => DeviceError::BadFlags,
         DecodeErrorKind::BadChecksum { .. } => DeviceError::BadChecksum,
     }
 }

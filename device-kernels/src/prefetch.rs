@@ -76,7 +76,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             };
             let len = entry.bytes();
             if len > CHUNK_AREA.size || len > self.cfg.issue_size {
-                fail(self.p, DeviceError::BadSize, slot, raw, self.fetched, self.issue_rd.0);
+                fail(self.p, DeviceError::TooLarge, slot, raw, self.fetched, self.issue_rd.0);
             }
             self.fetch_chunk(len);
             self.issue_rd = self.issue_rd.advance(len, self.cfg.issue_size);
@@ -157,7 +157,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 }
                 PrefetchHeader::RelayPaged(cmd) => {
                     if !PagedFlags::from_bits_retain(cmd.flags).contains(PagedFlags::DRAM) {
-                        fail(self.p, DeviceError::BadSize, addr, cmd.flags as u32, off, len);
+                        fail(self.p, DeviceError::BadFlags, addr, cmd.flags as u32, off, len);
                     }
                     for page in cmd.start_page as u32..cmd.start_page as u32 + cmd.pages {
                         let src = self.dram_page(cmd.base_addr, page, cmd.page_size);
@@ -175,7 +175,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     }
                     let total = cmd.pages as u64 * cmd.page_size as u64;
                     if total > TRACE_AREA.size as u64 {
-                        fail(self.p, DeviceError::BadSize, addr, cmd.pages, off, len);
+                        fail(self.p, DeviceError::TooLarge, addr, cmd.pages, off, len);
                     }
                     for page in 0..cmd.pages {
                         let src = self.dram_page(cmd.base_addr, page, cmd.page_size);

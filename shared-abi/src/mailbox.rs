@@ -124,6 +124,10 @@ pub enum DeviceError {
     NestedExecBuf = 8,
     BadConfig = 9,
     UnexpectedExecBufEnd = 10,
+    BadFlags = 11,
+    BadDestination = 12,
+    TooLarge = 13,
+    BadKernelArgs = 14,
 }
 
 impl DeviceError {
@@ -139,6 +143,10 @@ impl DeviceError {
             8 => Some(Self::NestedExecBuf),
             9 => Some(Self::BadConfig),
             10 => Some(Self::UnexpectedExecBufEnd),
+            11 => Some(Self::BadFlags),
+            12 => Some(Self::BadDestination),
+            13 => Some(Self::TooLarge),
+            14 => Some(Self::BadKernelArgs),
             _ => None,
         }
     }
@@ -154,6 +162,10 @@ impl DeviceError {
             Self::NestedExecBuf => "EXEC_BUF inside an executing trace",
             Self::BadConfig => "invalid CQ configuration",
             Self::UnexpectedExecBufEnd => "EXEC_BUF_END outside a replayed trace",
+            Self::BadFlags => "unsupported flags",
+            Self::BadDestination => "destination is not a worker core",
+            Self::TooLarge => "larger than the buffer it must pass through",
+            Self::BadKernelArgs => "invalid kernel runtime arguments",
         }
     }
 }

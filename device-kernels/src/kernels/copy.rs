@@ -13,7 +13,7 @@ use cqlab_abi::noc::{dram_bank, NocAddr};
 pub fn copy(p: &mut impl Platform, msg: &LaunchMsg) {
     let [src, dst, page_size, pages, banks, cols, cores, ..] = msg.args;
     if page_size == 0 || page_size > KERNEL_SCRATCH.size || banks == 0 || cores == 0 || msg.nargs < 7 {
-        fail(p, DeviceError::BadSize, LAUNCH, page_size, msg.nargs, msg.seq);
+        fail(p, DeviceError::BadKernelArgs, LAUNCH, page_size, msg.nargs, msg.seq);
     }
     let mut page = core_index(p, cols);
     while page < pages {

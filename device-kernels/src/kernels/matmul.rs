@@ -44,7 +44,7 @@ struct Gemm {
 pub fn matmul(p: &mut impl Platform, msg: &LaunchMsg) {
     let [a, b, c, mt, nt, kt, banks, cols, cores, t, order] = msg.args;
     if msg.nargs < 10 || t == 0 || t > MAX_TILE || banks == 0 || cores == 0 || order > 2 || (order > 0 && cores != 1) {
-        fail(p, DeviceError::BadSize, LAUNCH, t, msg.nargs, msg.seq);
+        fail(p, DeviceError::BadKernelArgs, LAUNCH, t, msg.nargs, msg.seq);
     }
     let g = Gemm { a, b, c, mt, nt, kt, banks, t };
     match order {
