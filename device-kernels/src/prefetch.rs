@@ -291,11 +291,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
 
 /// Wrapping byte sum of `len` bytes of L1 at 4-aligned `addr` (the ABI's
 /// `prefetch::checksum`, computed in place).
-pub fn l1_checksum(p: &impl Platform, addr: u32, len: u32) -> u32 {
-    l1_checksum_mem(p, addr, len)
-}
-
-fn l1_checksum_mem(p: &impl crate::memory::Memory, addr: u32, len: u32) -> u32 {
+pub fn l1_checksum(p: &impl crate::memory::Memory, addr: u32, len: u32) -> u32 {
     let mut sum = 0u32;
     for i in 0..len.div_ceil(4) {
         let word = p.read_u32(addr + 4 * i).to_le_bytes();
@@ -317,6 +313,6 @@ mod tests {
         let mut padded = bytes.clone();
         padded.resize(24, 0xff);
         l1.write_words(0x1000, &padded);
-        assert_eq!(l1_checksum_mem(&l1, 0x1000, 23), checksum(&bytes));
+        assert_eq!(l1_checksum(&l1, 0x1000, 23), checksum(&bytes));
     }
 }

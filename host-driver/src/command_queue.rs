@@ -16,7 +16,7 @@ use cqlab_abi::fetch_queue::{self, FetchEntry};
 use cqlab_abi::mailbox::{self, LaunchMsg, GO_SIGNAL, LAUNCH, MAX_RUNTIME_ARGS};
 use cqlab_abi::memory_map::{CHUNK_AREA, TRACE_AREA};
 use cqlab_abi::mmio::sem;
-use cqlab_abi::noc::{self, Coord, NocAddr, PCIE};
+use cqlab_abi::noc::{self, Coord, NocAddr};
 use cqlab_abi::prefetch::PagedFlags;
 use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR, FETCH_RD_COUNT, ISSUE_RD_PTR};
@@ -727,16 +727,6 @@ impl Device {
             workers_outstanding: cq.workers_outstanding,
             last_event_done: cq.last_event_done,
         }
-    }
-
-    /// `Coord` helper for users: worker at logical (col, row).
-    pub fn worker(&self, col: u8, row: u8) -> Coord {
-        noc::worker(col, row)
-    }
-
-    /// Sysmem offset of PCIe NOC address (for tests).
-    pub fn pcie(&self, offset: u64) -> NocAddr {
-        NocAddr::unicast(PCIE, offset)
     }
 }
 

@@ -18,9 +18,9 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     // 1. Encoding 64-byte inline writes straight into an issue-queue-sized ring.
-    let mut ring = vec![0u8; 1 << 20];
+    let mut ring = vec![0u8; cqlab_abi::sysmem::DEFAULT_ISSUE_QUEUE_SIZE as usize];
     let payload = [0x5au8; 64];
-    let dst = NocAddr::unicast(worker(0, 0), 0xA1000);
+    let dst = NocAddr::unicast(worker(0, 0), cqlab_abi::memory_map::USER.base as u64);
     let n_encode = 2_000_000u64;
     let t0 = Instant::now();
     let mut done = 0u64;
