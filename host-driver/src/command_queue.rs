@@ -167,7 +167,7 @@ impl Device {
                     header.length,
                     header.seq
                 );
-                let dump = crate::hang_dump::HangDump::collect(self, "completion queue")?;
+                let dump = crate::hang_dump::HangDump::collect(self, "completion queue", Some(q))?;
                 return Err(DriverError::Device { core: noc::dispatcher(q), message, dump: Box::new(dump) });
             }
             let mut payload = vec![0u8; header.length as usize];
@@ -258,7 +258,7 @@ impl Device {
         }
         let entries = self.cfg.fetch_entries;
         let what = || format!("prefetch queue slot and {len} bytes of issue queue on CQ{q}");
-        self.wait_until(what, |dev| {
+        self.wait_until(Some(q), what, |dev| {
             dev.drain_all()?;
             let issue_rd = RingPtr(dev.header_word(q, ISSUE_RD_PTR));
             let fetched = dev.header_word(q, FETCH_RD_COUNT);
@@ -668,6 +668,7 @@ impl Device {
         for &(tag, len) in &pending.tags {
             let what = format!("CQ{q} read-back completion (tag {tag})");
             self.wait_until(
+                Some(q),
                 || what.clone(),
                 |dev| {
                     dev.drain_all()?;
@@ -685,6 +686,7 @@ impl Device {
     pub fn event_synchronize(&mut self, event: Event) -> Result<()> {
         let what = format!("CQ host completion event {} on CQ{}", event.id, event.cq);
         self.wait_until(
+            Some(event.cq),
             || what.clone(),
             |dev| {
                 dev.drain_all()?;

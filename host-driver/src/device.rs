@@ -219,6 +219,7 @@ impl Device {
         let what = format!("alive record of {} on core {core}", fw.name());
         let mut alive = AliveRecord::default();
         self.wait_until(
+            None,
             || what.clone(),
             |dev| {
                 alive = read_struct(&mut *dev.backend, NocAddr::unicast(core, ALIVE as u64))?;
@@ -244,6 +245,7 @@ impl Device {
     /// trace event, with an error naming `what` and carrying a hang dump.
     pub(crate) fn wait_until(
         &mut self,
+        cq: Option<u8>,
         what: impl Fn() -> String,
         mut ready: impl FnMut(&mut Device) -> Result<bool>,
     ) -> Result<()> {
@@ -263,13 +265,13 @@ impl Device {
             let now = self.backend.poll()?;
             if now >= next_check {
                 next_check = now + PROGRESS_CHECK_CYCLES;
-                self.check_bad_command(&what())?;
+                self.check_bad_command(&what(), cq)?;
                 let progress = Some(self.progress()?);
                 if progress != last_progress {
                     (last_progress, last_change) = (progress, now);
                 } else if now - last_change >= self.cfg.stall_timeout_cycles {
                     let what = what();
-                    let dump = HangDump::collect(self, &what)?;
+                    let dump = HangDump::collect(self, &what, cq)?;
                     return Err(DriverError::Timeout { what, cycles: now - last_change, dump: Box::new(dump) });
                 }
             }
@@ -277,12 +279,12 @@ impl Device {
     }
 
     /// Fails at once when a CQ core has halted on a bad command (`!CMD`).
-    fn check_bad_command(&mut self, what: &str) -> Result<()> {
+    fn check_bad_command(&mut self, what: &str, cq: Option<u8>) -> Result<()> {
         for q in 0..self.cfg.num_cqs {
             for core in [noc::prefetcher(q), noc::dispatcher(q)] {
                 let wp = Waypoint(self.backend.read_u32(NocAddr::unicast(core, WAYPOINT as u64))?);
                 if wp == waypoint::BAD_CMD || wp == waypoint::PANIC {
-                    let dump = HangDump::collect(self, what)?;
+                    let dump = HangDump::collect(self, what, cq)?;
                     let state = dump.cores.iter().find(|c| c.core == core.to_string());
                     let message = state
                         .and_then(|c| c.error.clone())

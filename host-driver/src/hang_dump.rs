@@ -66,7 +66,8 @@ fn role(c: Coord) -> String {
 }
 
 impl HangDump {
-    pub fn collect(dev: &mut Device, waited_for: &str) -> Result<Self> {
+    /// `cq` is the queue the host waited on, where the wait-for chain starts.
+    pub fn collect(dev: &mut Device, waited_for: &str, cq: Option<u8>) -> Result<Self> {
         let device_cycle = dev.backend.poll()?;
         let queues = (0..dev.cfg.num_cqs).map(|q| dev.queue_pointers(q)).collect();
         let coords: Vec<Coord> = dev.all_cores().collect();
@@ -74,7 +75,7 @@ impl HangDump {
         for c in coords {
             cores.push(core_state(dev, c)?);
         }
-        let (chain, deadlock) = chain(&cores, waited_for);
+        let (chain, deadlock) = chain(&cores, waited_for, cq);
         Ok(Self { waited_for: waited_for.to_owned(), device_cycle, queues, cores, chain, deadlock })
     }
 }
@@ -121,15 +122,11 @@ fn core_state(dev: &mut Device, c: Coord) -> Result<CoreState> {
 }
 
 /// Follows waypoints from the queue the host waited on.
-fn chain(cores: &[CoreState], waited_for: &str) -> (Vec<String>, bool) {
+fn chain(cores: &[CoreState], waited_for: &str, cq: Option<u8>) -> (Vec<String>, bool) {
     let find = |c: Coord| cores.iter().find(|s| s.coord == c);
-    // The queue the host waited on: the first "CQ<n>" in the description.
-    let q = waited_for
-        .match_indices("CQ")
-        .find_map(|(i, _)| waited_for[i + 2..].chars().next().and_then(|d| d.to_digit(10)));
     let mut chain = vec![format!("host waiting for {waited_for}")];
-    let Some(q) = q else { return (chain, false) };
-    let mut next = Some(noc::prefetcher(q as u8));
+    let Some(q) = cq else { return (chain, false) };
+    let mut next = Some(noc::prefetcher(q));
     let mut seen = Vec::new();
     while let Some(c) = next.take() {
         let Some(s) = find(c) else { break };

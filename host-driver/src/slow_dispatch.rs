@@ -26,6 +26,7 @@ impl CommandQueue<'_> {
     pub(crate) fn slow_wait_workers(&mut self) -> Result<()> {
         let (q, counter, target) = (self.q, self.done_counter(), self.dev.cqs[self.q as usize].slow_expected);
         self.dev.wait_until(
+            Some(q),
             || format!("workers launched on CQ{q} (slow dispatch)"),
             |dev| Ok(wrap_ge(dev.backend.read_u32(counter)?, target)),
         )
