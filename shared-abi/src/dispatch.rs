@@ -31,10 +31,13 @@ pub enum DispatchCmdId {
     Debug = 0x29,
     /// Stop the dispatcher cleanly.
     Terminate = 0x2A,
+    /// Write a launch message into the next launch-ring entry of every worker
+    /// of a rectangle, then multicast the launch count to their GO word.
+    Launch = 0x2B,
 }
 
 impl DispatchCmdId {
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::WriteLinear,
         Self::WritePaged,
         Self::WritePacked,
@@ -45,6 +48,7 @@ impl DispatchCmdId {
         Self::Delay,
         Self::Debug,
         Self::Terminate,
+        Self::Launch,
     ];
     pub const fn from_u8(v: u8) -> Option<Self> {
         match v {
@@ -58,6 +62,7 @@ impl DispatchCmdId {
             0x28 => Some(Self::Delay),
             0x29 => Some(Self::Debug),
             0x2A => Some(Self::Terminate),
+            0x2B => Some(Self::Launch),
             _ => None,
         }
     }
@@ -73,6 +78,7 @@ impl DispatchCmdId {
             Self::Delay => "DELAY",
             Self::Debug => "DEBUG",
             Self::Terminate => "TERMINATE",
+            Self::Launch => "LAUNCH",
         }
     }
 }
@@ -207,3 +213,19 @@ pub struct ValueCmd {
     pub _reserved: u64,
 }
 assert_layout!(ValueCmd, 16, id => 0, value => 4);
+
+/// `LAUNCH`: the `length` payload bytes (a `program::LaunchHeader` and its
+/// `program::KernelGroup`s, at most `program::LAUNCH_ENTRY_SIZE`) become
+/// launch message `n` = the dispatcher's launch count + 1, written to
+/// `program::launch_entry(n)` on every worker of `dst` (a rectangle whose
+/// local address is ignored). Once those writes and every earlier one are
+/// acknowledged, `n` is multicast to `program::GO_WORD` of the rectangle.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct LaunchCmd {
+    pub id: u8,
+    pub _pad: [u8; 3],
+    pub length: u32,
+    pub dst: u64,
+}
+assert_layout!(LaunchCmd, 16, id => 0, length => 4, dst => 8);
