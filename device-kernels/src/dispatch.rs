@@ -14,6 +14,7 @@ use cqlab_abi::mailbox::{CqConfig, DeviceError, COMPLETION_RD_PTR, SCRATCH};
 use cqlab_abi::memory_map::interleaved_page;
 use cqlab_abi::mmio::{self, sem};
 use cqlab_abi::noc::{dram_bank, worker_index, Coord, NocAddr, PCIE};
+use cqlab_abi::program::{launch_entry, GO_WORD};
 use cqlab_abi::ring::{wrap_ge, RingPtr};
 use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR};
 use cqlab_abi::trace::TraceKind;
@@ -33,6 +34,8 @@ pub struct Dispatcher<'p, P: Platform> {
     completion_wr: RingPtr,
     completion_seq: u32,
     commands: u32,
+    /// Launches written (the last GO count sent).
+    launches: u32,
 }
 
 impl<'p, P: Platform> Dispatcher<'p, P> {
@@ -50,6 +53,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             completion_wr: RingPtr::default(),
             completion_seq: 0,
             commands: 0,
+            launches: 0,
         }
     }
 
@@ -106,6 +110,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                 self.p.write_u32(SCRATCH, cmd.signal);
                 self.p.noc_write(SCRATCH, NocAddr(cmd.dst), 4);
             }
+            DispatchHeader::Launch(cmd) => self.launch(NocAddr(cmd.dst), cmd.length),
             DispatchHeader::SetWriteOffset(v) => self.write_offset = v,
             DispatchHeader::Delay(cycles) => {
                 let start = self.p.cycle();
@@ -125,6 +130,20 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                 crate::report::exit(self.p, self.commands);
             }
         }
+    }
+
+    /// LAUNCH: the payload becomes launch message `n` in every worker's
+    /// ring entry for `n`; once it (and every earlier write: args, kernel
+    /// text) is acknowledged, GO multicasts `n`. The host has made sure
+    /// launch `n - LAUNCH_RING_ENTRIES` finished before this entry is reused.
+    fn launch(&mut self, dst: NocAddr, len: u32) {
+        let n = self.launches.wrapping_add(1);
+        let entry = dst.with_local(launch_entry(n) as u64);
+        self.stream(len, |p, local, off, m| p.noc_write(local, entry.offset(off as u64), m));
+        self.barrier();
+        self.p.write_u32(SCRATCH, n);
+        self.p.noc_write(SCRATCH, dst.with_local(GO_WORD as u64), 4);
+        self.launches = n;
     }
 
     fn filled(&self) -> u32 {

@@ -190,8 +190,9 @@ pub struct WaitCmd {
 }
 assert_layout!(WaitCmd, 16, id => 0, flags => 1, addr => 4, count => 8);
 
-/// `GO`: write `signal` to the launch mailbox `go` word at `dst` (usually a
-/// multicast `noc::NocAddr` of `mailbox::LAUNCH`).
+/// `GO`: write the u32 `signal` to `dst` (one core or a multicast rectangle),
+/// after every earlier write is acknowledged. Programs use `LAUNCH`, whose
+/// GO carries the launch count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct GoCmd {
