@@ -35,7 +35,7 @@ pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx
             let ctx = KernelCtx {
                 seq: header.seq,
                 index,
-                unique_addr: group.unique_addr + index * group.unique_count * 4,
+                unique_addr: group.unique_addr,
                 unique_count: group.unique_count,
                 common_addr: group.common_addr,
                 common_count: group.common_count,

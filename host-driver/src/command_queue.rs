@@ -13,7 +13,7 @@ use cqlab_abi::completion::{record_size, CompletionHeader, CompletionKind, Event
 use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
 use cqlab_abi::fetch_queue::{self, FetchEntry};
-use cqlab_abi::mailbox::{self, LaunchMsg, GO_SIGNAL, LAUNCH, MAX_RUNTIME_ARGS};
+use cqlab_abi::mailbox;
 use cqlab_abi::memory_map::{CHUNK_AREA, TRACE_AREA};
 use cqlab_abi::mmio::sem;
 use cqlab_abi::noc::{self, Coord, NocAddr};
@@ -22,7 +22,7 @@ use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR, FETCH_RD_COUNT, ISSUE_RD_PTR};
 use std::collections::HashMap;
 use std::mem::size_of;
-use zerocopy::{FromBytes, IntoBytes};
+use zerocopy::FromBytes;
 
 /// Largest payload put inline in one chunk (leaves room for headers).
 const MAX_INLINE: usize = 32 * 1024;
@@ -50,6 +50,15 @@ pub struct CqHost {
     pub(crate) capture: Option<Vec<u8>>,
     /// Records drained; also the sequence number the next record must carry.
     pub(crate) completions: u64,
+    /// Worker completions cleared from the done counter by WAITs so far: the
+    /// counter reads `done - cleared_total` (see `program_state` marks).
+    pub(crate) cleared_total: u64,
+    /// Highest mark an earlier WAIT in this queue's stream already awaited.
+    pub(crate) waited: u64,
+    /// Programs enqueued (captured ones included).
+    pub(crate) programs_enqueued: u64,
+    /// Program state and `waited` when the current capture began.
+    pub(crate) capture_saved: Option<(crate::program_state::ProgramState, u64, u64)>,
 }
 
 impl CqHost {
@@ -68,6 +77,10 @@ impl CqHost {
             slow_expected: 0,
             capture: None,
             completions: 0,
+            cleared_total: 0,
+            waited: 0,
+            programs_enqueued: 0,
+            capture_saved: None,
         }
     }
 }
@@ -89,7 +102,7 @@ impl CoreRange {
     pub fn count(&self) -> u32 {
         (self.end.0 - self.start.0 + 1) as u32 * (self.end.1 - self.start.1 + 1) as u32
     }
-    fn noc(&self, local: u32) -> NocAddr {
+    pub(crate) fn noc(&self, local: u32) -> NocAddr {
         let (s, e) = (noc::worker(self.start.0, self.start.1), noc::worker(self.end.0, self.end.1));
         if s == e {
             NocAddr::unicast(s, local as u64)
@@ -120,6 +133,9 @@ pub struct Trace {
     pub bytes: u32,
     /// Worker completions one replay adds.
     pub workers: u32,
+    /// What the workers hold after a replay (marks relative to its start),
+    /// if the trace enqueues programs.
+    pub(crate) programs: Option<crate::program_state::ProgramState>,
 }
 
 /// Operations on queue `q` of a device.
@@ -331,7 +347,11 @@ impl CommandQueue<'_> {
     fn submit_clearing(&mut self, chunk: &[u8], stall: bool) -> Result<()> {
         let cleared = std::mem::take(&mut self.host().clear_pending);
         self.dev.submit(self.q, chunk, stall)?;
-        self.host().workers_outstanding -= cleared;
+        let host = self.host();
+        host.workers_outstanding -= cleared;
+        host.cleared_total += cleared as u64;
+        // Every completion so far has been waited for in the stream.
+        host.waited = host.cleared_total;
         Ok(())
     }
 
@@ -502,11 +522,10 @@ impl CommandQueue<'_> {
         Ok(data)
     }
 
-    /// Launches the worker firmware on every core of `cores` with `args`.
+    /// Runs the device's default kernel (`DeviceConfig::worker_kernel`) on
+    /// every core of `cores` with `args` as its common args: a one-kernel
+    /// program.
     pub fn launch(&mut self, cores: CoreRange, args: &[u32]) -> Result<()> {
-        if args.len() > MAX_RUNTIME_ARGS {
-            return Err(DriverError::Invalid(format!("{} runtime args (at most {MAX_RUNTIME_ARGS})", args.len())));
-        }
         let (cols, rows) = (self.dev.cfg.worker_cols, self.dev.cfg.worker_rows);
         if cores.start.0 > cores.end.0 || cores.start.1 > cores.end.1 || cores.end.0 >= cols || cores.end.1 >= rows {
             return Err(DriverError::OutOfRange {
@@ -514,35 +533,11 @@ impl CommandQueue<'_> {
                 detail: format!("{cores:?} on a {cols}x{rows} grid"),
             });
         }
-        let seq = self.host().launches;
-        let mut msg = LaunchMsg {
-            go: 0,
-            seq,
-            done_xy: noc::dispatcher(self.q).packed(),
-            done_sem: sem::WORKERS_DONE,
-            nargs: args.len() as u32,
-            args: [0; MAX_RUNTIME_ARGS],
-        };
-        msg.args[..args.len()].copy_from_slice(args);
-        if self.dev.cfg.slow_dispatch {
-            self.slow_launch(cores, &msg)?;
-            self.host().launches = seq.wrapping_add(1);
-            return Ok(());
-        }
-        let c = chunk(1024, |e| {
-            e.relay_inline(true, |w| {
-                // A core must have started its previous launch before its
-                // launch message is overwritten.
-                self.wait_workers(w, WaitFlags::empty())?;
-                w.write_linear(cores.noc(LAUNCH + 4), &msg.as_bytes()[4..])?;
-                w.go(GO_SIGNAL, cores.noc(LAUNCH))
-            })
-        })?;
-        self.submit_clearing(&c, false)?;
-        let host = self.host();
-        host.launches = host.launches.wrapping_add(1);
-        host.workers_outstanding += cores.count();
-        Ok(())
+        let kernel = self.dev.default_kernel()?;
+        let mut program = crate::program::Program::new();
+        let k = program.add_kernel(kernel, &[cores])?;
+        program.set_common_args(k, args)?;
+        self.enqueue_program(&program)
     }
 
     /// Records an event: completes when all earlier work on this queue has.
@@ -604,7 +599,13 @@ impl CommandQueue<'_> {
             let c = chunk(256, |e| e.relay_inline(true, |w| self.wait_workers(w, WaitFlags::empty())))?;
             self.submit_clearing(&c, false)?;
         }
-        self.host().capture = Some(Vec::new());
+        // The capture plans programs from nothing resident and nothing in
+        // use: a replay starts after every earlier launch has finished.
+        let saved = (self.dev.programs.clone(), self.host().waited, self.host().programs_enqueued);
+        self.dev.programs = self.dev.programs.blank();
+        let host = self.host();
+        host.capture_saved = Some(saved);
+        host.capture = Some(Vec::new());
         Ok(())
     }
 
@@ -613,6 +614,13 @@ impl CommandQueue<'_> {
         let mut bytes =
             self.host().capture.take().ok_or_else(|| DriverError::Invalid("end_trace without begin_trace".into()))?;
         let workers = std::mem::take(&mut self.host().workers_outstanding);
+        // The captured programs have not run: the workers still hold what
+        // they held before the capture.
+        let (saved, waited, enqueued) = self.host().capture_saved.take().expect("capture_saved set by begin_trace");
+        let captured = std::mem::replace(&mut self.dev.programs, saved);
+        let cleared = self.host().cleared_total;
+        let programs = (self.host().programs_enqueued != enqueued).then(|| captured.rebased(cleared, 0));
+        self.host().waited = waited;
         bytes.extend(chunk(64, |e| e.exec_buf_end())?);
         if bytes.len() > TRACE_AREA.size as usize {
             return Err(DriverError::OutOfRange {
@@ -631,7 +639,7 @@ impl CommandQueue<'_> {
             e.stall()
         })?;
         self.dev.submit(self.q, &c, false)?;
-        Ok(Trace { buffer, bytes: bytes.len() as u32, workers })
+        Ok(Trace { buffer, bytes: bytes.len() as u32, workers, programs })
     }
 
     /// Replays a trace (with the stall flag the prefetcher requires).
@@ -651,6 +659,13 @@ impl CommandQueue<'_> {
         })?;
         self.submit_clearing(&c, true)?;
         self.host().workers_outstanding += trace.workers;
+        if let Some(state) = &trace.programs {
+            // After the replay the workers hold what the trace left, with
+            // its marks counted from the drained counter.
+            let start = self.host().cleared_total;
+            self.dev.programs = state.rebased(0, start);
+            self.dev.program_cq = Some(self.q);
+        }
         Ok(())
     }
 }

@@ -17,6 +17,8 @@ use cqlab_abi::sysmem::CqSysmemLayout;
 use cqlab_abi::trace::TraceRingHeader;
 use cqlab_abi::waypoint::{self, Waypoint};
 use cqlab_abi::ABI_VERSION;
+use crate::kernel::KernelImage;
+use std::sync::Arc;
 use zerocopy::IntoBytes;
 
 /// Device cycles between progress checks while waiting.
@@ -28,9 +30,15 @@ pub struct Device {
     pub(crate) cqs: Vec<CqHost>,
     /// Next event id (ids start at 1, shared by all queues).
     pub(crate) next_event: u32,
-    /// Firmware each worker runs.
-    pub(crate) worker_firmware: FirmwareId,
     pub(crate) allocator: crate::buffer::Allocator,
+    /// What the workers hold for programs (slots, config ring, launch ring).
+    pub(crate) programs: crate::program_state::ProgramState,
+    /// The queue whose dispatcher launches programs (the first to enqueue one).
+    pub(crate) program_cq: Option<u8>,
+    /// `DeviceConfig::worker_kernel`, loaded at boot, run by `launch`.
+    pub(crate) default_kernel: Option<Arc<KernelImage>>,
+    /// Slow dispatch: launches written (the GO count).
+    pub(crate) slow_launches: u32,
 }
 
 impl Device {
@@ -40,9 +48,18 @@ impl Device {
         let cqs = (0..cfg.num_cqs)
             .map(|q| CqHost::new(CqSysmemLayout::for_cq(q, cfg.issue_size, cfg.completion_size)))
             .collect();
-        let worker_firmware = FirmwareId::from_name(&cfg.worker_kernel)
-            .ok_or_else(|| DriverError::Invalid(format!("unknown worker kernel {:?}", cfg.worker_kernel)))?;
-        Ok(Self { backend, cfg, cqs, next_event: 1, worker_firmware, allocator: Default::default() })
+        let programs = crate::program_state::ProgramState::new(cfg.worker_cols, cfg.worker_rows);
+        Ok(Self {
+            backend,
+            cfg,
+            cqs,
+            next_event: 1,
+            allocator: Default::default(),
+            programs,
+            program_cq: None,
+            default_kernel: None,
+            slow_launches: 0,
+        })
     }
 
     /// Opens a device by spec: `embedded` or `embedded:seed=N` (in-process
@@ -127,7 +144,12 @@ impl Device {
         let image = |name: &str| FirmwareImage::load(&dir.join(name));
         let (prefetch, dispatch) =
             (FirmwareImage::load(&cq_dir.join("prefetch"))?, FirmwareImage::load(&cq_dir.join("dispatch"))?);
-        let worker = image(self.worker_firmware.name())?;
+        let worker = image(FirmwareId::Worker.name())?;
+        self.default_kernel = Some(Arc::new(self.load_kernel(&self.cfg.worker_kernel.clone())?));
+        // Nothing is resident or in flight on freshly booted workers.
+        self.programs = crate::program_state::ProgramState::new(self.cfg.worker_cols, self.cfg.worker_rows);
+        self.program_cq = None;
+        self.slow_launches = 0;
         // The firmware starts its queues from zero: so does the host.
         self.cqs = (0..self.cfg.num_cqs)
             .map(|q| CqHost::new(CqSysmemLayout::for_cq(q, self.cfg.issue_size, self.cfg.completion_size)))
@@ -157,7 +179,7 @@ impl Device {
         let workers: Vec<Coord> = self.workers().collect();
         for &w in &workers {
             self.load(w, &worker, None)?;
-            expect.push((w, self.worker_firmware));
+            expect.push((w, FirmwareId::Worker));
         }
         for &(core, _) in &expect {
             self.set_reset(core, false)?;
@@ -166,6 +188,16 @@ impl Device {
             self.wait_alive(core, fw)?;
         }
         Ok(())
+    }
+
+    /// Loads kernel image `name` from the firmware directory.
+    pub fn load_kernel(&self, name: &str) -> Result<KernelImage> {
+        KernelImage::load(&self.cfg.firmware_dir.join(name))
+    }
+
+    /// The kernel `launch` runs.
+    pub(crate) fn default_kernel(&self) -> Result<Arc<KernelImage>> {
+        self.default_kernel.clone().ok_or_else(|| DriverError::Invalid("the device is not booted (no kernel loaded)".into()))
     }
 
     fn cq_config(&self, q: u8, layout: CqSysmemLayout) -> CqConfig {
@@ -202,6 +234,8 @@ impl Device {
         let zeros = vec![0u8; (FETCH_QUEUE.end() - MAILBOXES.base) as usize];
         self.backend.write(at(MAILBOXES.base), &zeros)?;
         self.backend.write(at(TRACE_RING.base), TraceRingHeader::default().as_bytes())?;
+        // A worker's launch count starts at 0: so must its GO word.
+        self.backend.write_u32(at(cqlab_abi::program::GO_WORD), 0)?;
         for seg in &image.segments {
             self.backend.write(at(seg.addr), &seg.data)?;
             if seg.zeroes > 0 {

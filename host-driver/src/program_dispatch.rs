@@ -1,0 +1,202 @@
+//! `CommandQueue::enqueue_program`: one chunk per program. It waits (one
+//! counter WAIT) only when the program reuses a kernel text slot, config
+//! ring bytes or a launch-ring entry that a program not yet known finished
+//! may still use; otherwise the dispatcher writes kernel text, args and the
+//! launch message ahead while earlier programs run, and the LAUNCH's GO
+//! starts the workers.
+
+use crate::command_queue::CommandQueue;
+use crate::error::{DriverError, Result};
+use crate::program::Program;
+use crate::program_state::{slot_addr, Plan, ProgramState};
+use cqlab_abi::dispatch::WaitFlags;
+use cqlab_abi::encode::{DispatchWriter, EncodeError, PackedData};
+use cqlab_abi::mmio::sem;
+use cqlab_abi::noc::{self, NocAddr};
+use cqlab_abi::program::{pack_rect, KernelGroup, LaunchHeader};
+use zerocopy::IntoBytes;
+
+impl CommandQueue<'_> {
+    /// Enqueues `program`: its kernels (sent only when not already resident
+    /// in the slot chosen for them), runtime args and launch. Returns at once
+    /// (fast dispatch) or once it has been started (slow dispatch); inside a
+    /// trace capture it is recorded.
+    pub fn enqueue_program(&mut self, program: &Program) -> Result<()> {
+        let (cols, rows) = (self.dev.cfg.worker_cols, self.dev.cfg.worker_rows);
+        program.check_grid(cols, rows)?;
+        match self.dev.program_cq {
+            Some(owner) if owner != self.q => {
+                return Err(DriverError::Invalid(format!(
+                    "programs run from one command queue per boot: CQ{owner} launched first, this is CQ{}",
+                    self.q
+                )))
+            }
+            _ => self.dev.program_cq = Some(self.q),
+        }
+        let plan = self.dev.programs.plan(program).map_err(DriverError::Invalid)?;
+        let grid = cols as u32 * rows as u32;
+        if self.dev.cfg.slow_dispatch {
+            return self.slow_program(program, &plan, grid);
+        }
+        let host = &self.dev.cqs[self.q as usize];
+        let cleared = host.cleared_total;
+        let mark = cleared + host.workers_outstanding as u64 + grid as u64;
+        let wait = (plan.wait_for > host.waited).then(|| (plan.wait_for - cleared) as u32);
+        let seq = host.launches;
+        let msg = launch_message(self.q, seq, program, &plan);
+        let all = grid_noc(cols, rows);
+        let capacity = chunk_capacity(program, &plan, msg.len());
+        let q = self.q;
+        self.dev.submit_with(q, capacity, |e| {
+            e.relay_inline(true, |w| {
+                if let Some(count) = wait {
+                    w.wait(WaitFlags::WAIT_COUNTER, sem::WORKERS_DONE, count)?;
+                }
+                write_program(w, program, &plan)?;
+                w.launch(all, &msg)
+            })
+        })?;
+        let host = &mut self.dev.cqs[self.q as usize];
+        host.launches = seq.wrapping_add(1);
+        host.workers_outstanding += grid;
+        if wait.is_some() {
+            host.waited = plan.wait_for;
+        }
+        host.programs_enqueued += 1;
+        self.dev.programs.commit(program, &plan, mark);
+        Ok(())
+    }
+
+    /// Slow dispatch: everything through the BAR once earlier work is done.
+    fn slow_program(&mut self, program: &Program, plan: &Plan, grid: u32) -> Result<()> {
+        self.slow_wait_workers()?;
+        let be = &mut self.dev.backend;
+        for (k, choice) in plan.slots.iter().enumerate() {
+            let spec = &program.kernels[k];
+            let image = choice.upload.then(|| spec.image.for_slot(choice.slot));
+            for g in plan.groups.iter().filter(|g| g.kernel == k) {
+                let common: Vec<u8> = spec.common.iter().flat_map(|a| a.to_le_bytes()).collect();
+                for core in ProgramState::range_cores(program, k, g.range) {
+                    let at = |a: u32| NocAddr::unicast(noc::worker(core.0, core.1), a as u64);
+                    if let Some(img) = &image {
+                        be.write(at(slot_addr(*choice)), img)?;
+                    }
+                    if g.common_count > 0 {
+                        be.write(at(g.common_addr), &common)?;
+                    }
+                    if g.unique_count > 0 {
+                        be.write(at(g.unique_addr), &unique_block(spec.unique.get(&core), g.unique_count))?;
+                    }
+                }
+            }
+        }
+        let seq = self.dev.cqs[self.q as usize].launches;
+        let msg = launch_message(self.q, seq, program, plan);
+        let n = self.dev.slow_launches.wrapping_add(1);
+        let workers: Vec<_> = self.dev.workers().collect();
+        for &w in &workers {
+            self.dev.backend.write(NocAddr::unicast(w, cqlab_abi::program::launch_entry(n) as u64), &msg)?;
+        }
+        for &w in &workers {
+            self.dev.backend.write_u32(NocAddr::unicast(w, cqlab_abi::program::GO_WORD as u64), n)?;
+        }
+        self.dev.slow_launches = n;
+        let host = &mut self.dev.cqs[self.q as usize];
+        host.launches = seq.wrapping_add(1);
+        host.slow_expected = host.slow_expected.wrapping_add(grid);
+        let mark = host.slow_expected as u64;
+        self.dev.programs.commit(program, plan, mark);
+        Ok(())
+    }
+}
+
+/// The rectangle of every worker (each launch reaches all of them).
+fn grid_noc(cols: u8, rows: u8) -> NocAddr {
+    let (s, e) = (noc::worker(0, 0), noc::worker(cols - 1, rows - 1));
+    if s == e {
+        NocAddr::unicast(s, 0)
+    } else {
+        NocAddr::multicast(s, e, 0)
+    }
+}
+
+/// Launch header and groups, as the LAUNCH payload.
+fn launch_message(q: u8, seq: u32, program: &Program, plan: &Plan) -> Vec<u8> {
+    let header = LaunchHeader {
+        seq,
+        ngroups: plan.groups.len() as u32,
+        done_xy: noc::dispatcher(q).packed(),
+        done_sem: sem::WORKERS_DONE,
+        _reserved: [0; 4],
+    };
+    let mut msg = header.as_bytes().to_vec();
+    for g in &plan.groups {
+        let r = program.kernels[g.kernel].ranges[g.range];
+        let group = KernelGroup {
+            rect: pack_rect(r.start.0, r.start.1, r.end.0, r.end.1),
+            entry: slot_addr(plan.slots[g.kernel]),
+            unique_addr: g.unique_addr,
+            unique_count: g.unique_count,
+            common_addr: g.common_addr,
+            common_count: g.common_count,
+            kernel_id: program.kernels[g.kernel].image.build_id as u32,
+            _reserved: 0,
+        };
+        msg.extend_from_slice(group.as_bytes());
+    }
+    msg
+}
+
+/// One core's unique args, zero-padded to `count` words.
+fn unique_block(args: Option<&Vec<u32>>, count: u32) -> Vec<u8> {
+    let mut b = vec![0u8; count as usize * 4];
+    for (i, a) in args.into_iter().flatten().enumerate() {
+        b[4 * i..4 * i + 4].copy_from_slice(&a.to_le_bytes());
+    }
+    b
+}
+
+/// Kernel text (multicast per range), common args (multicast per range)
+/// and unique args (one packed write per range).
+fn write_program(w: &mut DispatchWriter<'_>, program: &Program, plan: &Plan) -> Result<(), EncodeError> {
+    for (k, choice) in plan.slots.iter().enumerate() {
+        if !choice.upload {
+            continue;
+        }
+        let image = program.kernels[k].image.for_slot(choice.slot);
+        for range in &program.kernels[k].ranges {
+            w.write_linear(range.noc(slot_addr(*choice)), &image)?;
+        }
+    }
+    for g in &plan.groups {
+        let spec = &program.kernels[g.kernel];
+        let range = spec.ranges[g.range];
+        if g.common_count > 0 {
+            let common: Vec<u8> = spec.common.iter().flat_map(|a| a.to_le_bytes()).collect();
+            w.write_linear(range.noc(g.common_addr), &common)?;
+        }
+        if g.unique_count > 0 {
+            let cores = ProgramState::range_cores(program, g.kernel, g.range);
+            let dests: Vec<_> = cores.iter().map(|&(c, r)| noc::worker(c, r)).collect();
+            let data: Vec<u8> = cores.iter().flat_map(|c| unique_block(spec.unique.get(c), g.unique_count)).collect();
+            w.write_packed(g.unique_addr, &dests, PackedData::PerCore(&data))?;
+        }
+    }
+    Ok(())
+}
+
+/// Bytes the program's chunk can take at most.
+fn chunk_capacity(program: &Program, plan: &Plan, msg: usize) -> usize {
+    let mut n = 64 + 16 + 16 + msg.next_multiple_of(16) + 64;
+    for (k, choice) in plan.slots.iter().enumerate() {
+        if choice.upload {
+            n += program.kernels[k].ranges.len() * (16 + program.kernels[k].image.len() as usize);
+        }
+    }
+    for g in &plan.groups {
+        let cores = program.kernels[g.kernel].ranges[g.range].count() as usize;
+        n += 16 + (g.common_count as usize * 4).next_multiple_of(16);
+        n += 16 + (4 * cores).next_multiple_of(16) + cores * (g.unique_count as usize * 4).next_multiple_of(16);
+    }
+    n
+}

@@ -1,0 +1,291 @@
+//! What the host knows about the workers' program memory, so it can reuse
+//! it safely without asking the device (as tt-metal's host tracks its
+//! kernel-config ring and launch-message buffer): which kernel image sits
+//! in which text slot of each worker, which kernel-config ring bytes hold
+//! arguments of programs that may still run, and which launch-ring entries
+//! may still be unread.
+//!
+//! Time is counted in *marks*: the total of worker completions the queue
+//! owning the workers has enqueued when a program is done (every launch
+//! adds one per worker of the grid). Reusing anything a program used needs
+//! the dispatcher to have seen that program's mark on its done counter; the
+//! planner returns the highest such mark, and the queue issues one counter
+//! WAIT for it only when no earlier WAIT in the stream already covers it.
+
+use crate::program::Program;
+use cqlab_abi::program::{
+    kernel_slot, CONFIG_RING, CONFIG_RING_SIZE, KERNEL_SLOTS, LAUNCH_RING_ENTRIES, MAX_KERNEL_GROUPS,
+};
+use std::collections::VecDeque;
+
+const SLOTS: usize = KERNEL_SLOTS as usize;
+
+#[derive(Clone, Debug)]
+pub(crate) struct ProgramState {
+    cols: u8,
+    rows: u8,
+    /// Per worker (row-major): the build id in each text slot, if known.
+    resident: Vec<[Option<u64>; SLOTS]>,
+    /// Per worker and slot: mark of the last program that ran from it.
+    last_use: Vec<[u64; SLOTS]>,
+    /// Kernel-config ring: absolute write position and live allocations
+    /// `(start, end, mark)` in absolute bytes.
+    config_wr: u64,
+    config_allocs: VecDeque<(u64, u64, u64)>,
+    /// Marks of the last `LAUNCH_RING_ENTRIES` launches, oldest first.
+    launch_marks: VecDeque<u64>,
+}
+
+/// Where one kernel goes and whether its image must be sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SlotChoice {
+    pub slot: u32,
+    pub upload: bool,
+}
+
+/// One kernel group (range) of a planned program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GroupPlan {
+    pub kernel: usize,
+    pub range: usize,
+    pub unique_addr: u32,
+    pub unique_count: u32,
+    pub common_addr: u32,
+    pub common_count: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Highest mark the dispatcher must reach before this program's writes.
+    pub wait_for: u64,
+    pub slots: Vec<SlotChoice>,
+    pub groups: Vec<GroupPlan>,
+    config: Option<(u64, u64)>,
+}
+
+impl ProgramState {
+    /// Nothing known: every slot may hold anything, nothing is in use.
+    pub fn new(cols: u8, rows: u8) -> Self {
+        let n = cols as usize * rows as usize;
+        Self {
+            cols,
+            rows,
+            resident: vec![[None; SLOTS]; n],
+            last_use: vec![[0; SLOTS]; n],
+            config_wr: 0,
+            config_allocs: VecDeque::new(),
+            launch_marks: VecDeque::new(),
+        }
+    }
+
+    fn index(&self, (c, r): (u8, u8)) -> usize {
+        r as usize * self.cols as usize + c as usize
+    }
+
+    /// Workers of `program`'s kernel `k`, as indices.
+    fn cores(&self, program: &Program, k: usize) -> Vec<usize> {
+        let mut v = Vec::new();
+        for range in &program.kernels[k].ranges {
+            for r in range.start.1..=range.end.1 {
+                for c in range.start.0..=range.end.0 {
+                    v.push(self.index((c, r)));
+                }
+            }
+        }
+        v
+    }
+
+    /// Plans `program` (already checked against the grid) without changing
+    /// anything; `commit` records it once its commands are submitted.
+    pub fn plan(&self, program: &Program) -> Result<Plan, String> {
+        let mut wait_for = 0;
+        if self.launch_marks.len() == LAUNCH_RING_ENTRIES as usize {
+            // The entry this launch takes was last used LAUNCH_RING_ENTRIES launches ago.
+            wait_for = self.launch_marks[0];
+        }
+        let mut slots = Vec::new();
+        for (k, spec) in program.kernels.iter().enumerate() {
+            let cores = self.cores(program, k);
+            let id = spec.image.build_id;
+            let cached = (0..SLOTS).find(|&s| cores.iter().all(|&c| self.resident[c][s] == Some(id)));
+            let choice = match cached {
+                Some(s) => SlotChoice { slot: s as u32, upload: false },
+                None => {
+                    // The slot whose last use finished earliest on these cores.
+                    let busy = |s: usize| cores.iter().map(|&c| self.last_use[c][s]).max().unwrap_or(0);
+                    let s = (0..SLOTS).min_by_key(|&s| (busy(s), s)).expect("slots");
+                    wait_for = wait_for.max(busy(s));
+                    SlotChoice { slot: s as u32, upload: true }
+                }
+            };
+            slots.push(choice);
+        }
+        let mut groups = Vec::new();
+        let mut need = 0u32;
+        for (k, spec) in program.kernels.iter().enumerate() {
+            let unique = spec.unique_count();
+            let common = spec.common.len() as u32;
+            for r in 0..spec.ranges.len() {
+                let ub = (unique * 4).next_multiple_of(16);
+                let cb = (common * 4).next_multiple_of(16);
+                groups.push(GroupPlan {
+                    kernel: k,
+                    range: r,
+                    unique_addr: need,
+                    unique_count: unique,
+                    common_addr: need + ub,
+                    common_count: common,
+                });
+                need += ub + cb;
+            }
+        }
+        debug_assert!(groups.len() <= MAX_KERNEL_GROUPS);
+        if need > CONFIG_RING_SIZE {
+            return Err(format!("{need} bytes of runtime args exceed the {CONFIG_RING_SIZE}-byte kernel-config ring"));
+        }
+        let mut config = None;
+        if need > 0 {
+            let size = CONFIG_RING_SIZE as u64;
+            let mut start = self.config_wr;
+            if start % size + need as u64 > size {
+                start += size - start % size;
+            }
+            let end = start + need as u64;
+            // Bytes of older allocations this one lands on (one lap back).
+            for &(s, e, mark) in &self.config_allocs {
+                if s < end.saturating_sub(size) && e + size > start {
+                    wait_for = wait_for.max(mark);
+                }
+            }
+            let base = CONFIG_RING + (start % size) as u32;
+            for g in &mut groups {
+                g.unique_addr += base;
+                g.common_addr += base;
+            }
+            config = Some((start, end));
+        }
+        for g in &mut groups {
+            if g.unique_count == 0 {
+                g.unique_addr = 0;
+            }
+            if g.common_count == 0 {
+                g.common_addr = 0;
+            }
+        }
+        Ok(Plan { wait_for, slots, groups, config })
+    }
+
+    /// Records a submitted program whose completion is `mark`.
+    pub fn commit(&mut self, program: &Program, plan: &Plan, mark: u64) {
+        self.launch_marks.push_back(mark);
+        while self.launch_marks.len() > LAUNCH_RING_ENTRIES as usize {
+            self.launch_marks.pop_front();
+        }
+        for (k, choice) in plan.slots.iter().enumerate() {
+            let id = program.kernels[k].image.build_id;
+            for c in self.cores(program, k) {
+                self.resident[c][choice.slot as usize] = Some(id);
+                self.last_use[c][choice.slot as usize] = mark;
+            }
+        }
+        if let Some((start, end)) = plan.config {
+            let size = CONFIG_RING_SIZE as u64;
+            self.config_allocs.retain(|&(_, e, _)| e + size > end);
+            self.config_allocs.push_back((start, end, mark));
+            self.config_wr = end;
+        }
+    }
+
+    /// Everything the state holds about programs, with marks moved by
+    /// `delta` (trace replays rebase the capture's marks onto the queue's).
+    pub fn rebased(&self, from: u64, to: u64) -> Self {
+        let m = |x: u64| if x == 0 { 0 } else { x - from + to };
+        let mut s = self.clone();
+        s.last_use.iter_mut().flatten().for_each(|x| *x = m(*x));
+        s.config_allocs.iter_mut().for_each(|a| a.2 = m(a.2));
+        s.launch_marks.iter_mut().for_each(|x| *x = m(*x));
+        s
+    }
+
+    /// Unknown slot contents, nothing in use: the state a trace captures from.
+    pub fn blank(&self) -> Self {
+        Self::new(self.cols, self.rows)
+    }
+
+    /// Workers of `program`'s kernel `k`'s range `r`, row-major, as (col, row).
+    pub fn range_cores(program: &Program, k: usize, r: usize) -> Vec<(u8, u8)> {
+        let range = program.kernels[k].ranges[r];
+        let mut v = Vec::new();
+        for row in range.start.1..=range.end.1 {
+            for col in range.start.0..=range.end.0 {
+                v.push((col, row));
+            }
+        }
+        v
+    }
+}
+
+/// L1 address of slot `choice`.
+pub(crate) fn slot_addr(choice: SlotChoice) -> u32 {
+    kernel_slot(choice.slot)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command_queue::CoreRange;
+    use crate::kernel::KernelImage;
+    use std::sync::Arc;
+
+    fn program(name: &str, range: CoreRange, common: usize) -> Program {
+        let mut p = Program::new();
+        let k = p.add_kernel(Arc::new(KernelImage::test_image(name)), &[range]).unwrap();
+        p.set_common_args(k, &vec![1; common]).unwrap();
+        p
+    }
+
+    #[test]
+    fn resident_kernels_are_not_resent_and_slots_are_reused_only_after_their_programs() {
+        let mut st = ProgramState::new(8, 8);
+        let a = program("a", CoreRange::new((0, 0), (3, 3)), 0);
+        let plan = st.plan(&a).unwrap();
+        assert_eq!(plan.slots, vec![SlotChoice { slot: 0, upload: true }]);
+        assert_eq!(plan.wait_for, 0);
+        st.commit(&a, &plan, 64);
+        let again = st.plan(&a).unwrap();
+        assert_eq!(again.slots, vec![SlotChoice { slot: 0, upload: false }]);
+        // Four other kernels on overlapping cores: slots 1..3 are free, the
+        // fourth must wait for the program that last used slot 0.
+        let mut mark = 64;
+        for (i, name) in ["b", "c", "d"].iter().enumerate() {
+            let p = program(name, CoreRange::new((2, 2), (5, 5)), 0);
+            let plan = st.plan(&p).unwrap();
+            assert_eq!(plan.slots[0], SlotChoice { slot: i as u32 + 1, upload: true });
+            assert_eq!(plan.wait_for, 0);
+            mark += 64;
+            st.commit(&p, &plan, mark);
+        }
+        let e = program("e", CoreRange::new((3, 3), (3, 3)), 0);
+        let plan = st.plan(&e).unwrap();
+        assert_eq!(plan.slots[0], SlotChoice { slot: 0, upload: true });
+        assert_eq!(plan.wait_for, 64);
+    }
+
+    #[test]
+    fn the_launch_ring_and_config_ring_wait_for_what_they_overwrite() {
+        let mut st = ProgramState::new(8, 8);
+        let p = program("a", CoreRange::new((0, 0), (7, 7)), 256);
+        let per = 1024u64;
+        let mut mark = 0;
+        let fit = CONFIG_RING_SIZE as u64 / per;
+        for i in 0..fit + 2 {
+            let plan = st.plan(&p).unwrap();
+            let launch_wait = if i >= LAUNCH_RING_ENTRIES as u64 { (i + 1 - LAUNCH_RING_ENTRIES as u64) * 64 } else { 0 };
+            let config_wait = if i >= fit { (i + 1 - fit) * 64 } else { 0 };
+            assert_eq!(plan.wait_for, launch_wait.max(config_wait), "program {i}");
+            assert_eq!(plan.groups[0].common_addr, CONFIG_RING + ((i % fit) * per) as u32);
+            mark += 64;
+            st.commit(&p, &plan, mark);
+        }
+    }
+}
