@@ -110,7 +110,12 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                 self.p.write_u32(SCRATCH, cmd.signal);
                 self.p.noc_write(SCRATCH, NocAddr(cmd.dst), 4);
             }
-            DispatchHeader::Launch(cmd) => self.launch(NocAddr(cmd.dst), cmd.length),
+            DispatchHeader::Launch(cmd) => {
+                if cmd.wait_done != 0 {
+                    self.wait(WaitFlags::WAIT_COUNTER.bits(), sem::WORKERS_DONE, cmd.wait_done);
+                }
+                self.launch(NocAddr(cmd.dst), cmd.length as u32)
+            }
             DispatchHeader::SetWriteOffset(v) => self.write_offset = v,
             DispatchHeader::Delay(cycles) => {
                 let start = self.p.cycle();
@@ -239,7 +244,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             // The block must fit what the ring can hold beyond the partly
             // consumed page we are in, or it could never become readable.
             self.release_pages();
-            let room = self.ring.size() - (self.read % self.ring.page_size as u64) as u32;
+            let room = self.ring.size() - self.ring.in_page(self.read);
             if block > room {
                 fail(self.p, DeviceError::TooLarge, addr, cmd.size, self.read as u32, room);
             }

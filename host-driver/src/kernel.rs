@@ -148,6 +148,13 @@ impl KernelImage {
         Ok(Self { name: name.to_owned(), image, build_id, fixups })
     }
 
+    /// The same image under another name, as a distinct kernel (another
+    /// build id): what benchmarks use to force first uploads.
+    pub fn renamed(&self, name: &str) -> Self {
+        let build_id = fnv1a(name.as_bytes()) ^ fnv1a(&self.image).rotate_left(17);
+        Self { name: name.to_owned(), build_id, ..self.clone() }
+    }
+
     /// Image bytes (a multiple of 16).
     pub fn len(&self) -> u32 {
         self.image.len() as u32

@@ -1,9 +1,9 @@
 //! `CommandQueue::enqueue_program`: one chunk per program. It waits (one
-//! counter WAIT) only when the program reuses a kernel text slot, config
-//! ring bytes or a launch-ring entry that a program not yet known finished
-//! may still use; otherwise the dispatcher writes kernel text, args and the
-//! launch message ahead while earlier programs run, and the LAUNCH's GO
-//! starts the workers.
+//! counter WAIT) only when the program reuses a kernel text slot or config
+//! ring bytes that a program not yet known finished may still use, and the
+//! LAUNCH itself waits for the launch that last used its ring entry;
+//! otherwise the dispatcher writes kernel text, args and the launch message
+//! ahead while earlier programs run, and the LAUNCH's GO starts the workers.
 
 use crate::command_queue::CommandQueue;
 use crate::error::{DriverError, Result};
@@ -42,6 +42,8 @@ impl CommandQueue<'_> {
         let cleared = host.cleared_total;
         let mark = cleared + host.workers_outstanding as u64 + grid as u64;
         let wait = (plan.wait_for > host.waited).then(|| (plan.wait_for - cleared) as u32);
+        let waited = if wait.is_some() { plan.wait_for } else { host.waited };
+        let launch_wait = if plan.launch_wait > waited { (plan.launch_wait - cleared) as u32 } else { 0 };
         let seq = host.launches;
         let msg = launch_message(self.q, seq, program, &plan);
         let all = grid_noc(cols, rows);
@@ -53,15 +55,13 @@ impl CommandQueue<'_> {
                     w.wait(WaitFlags::WAIT_COUNTER, sem::WORKERS_DONE, count)?;
                 }
                 write_program(w, program, &plan)?;
-                w.launch(all, &msg)
+                w.launch(all, launch_wait, &msg)
             })
         })?;
         let host = &mut self.dev.cqs[self.q as usize];
         host.launches = seq.wrapping_add(1);
         host.workers_outstanding += grid;
-        if wait.is_some() {
-            host.waited = plan.wait_for;
-        }
+        host.waited = if launch_wait != 0 { plan.launch_wait } else { waited };
         host.programs_enqueued += 1;
         self.dev.programs.commit(program, &plan, mark);
         Ok(())

@@ -56,8 +56,11 @@ pub(crate) struct GroupPlan {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Plan {
-    /// Highest mark the dispatcher must reach before this program's writes.
+    /// Highest mark the dispatcher must reach before this program's writes
+    /// (kernel text and args land on memory older programs used).
     pub wait_for: u64,
+    /// Mark it must reach before the launch message (its ring entry's last user).
+    pub launch_wait: u64,
     pub slots: Vec<SlotChoice>,
     pub groups: Vec<GroupPlan>,
     config: Option<(u64, u64)>,
@@ -99,10 +102,9 @@ impl ProgramState {
     /// anything; `commit` records it once its commands are submitted.
     pub fn plan(&self, program: &Program) -> Result<Plan, String> {
         let mut wait_for = 0;
-        if self.launch_marks.len() == LAUNCH_RING_ENTRIES as usize {
-            // The entry this launch takes was last used LAUNCH_RING_ENTRIES launches ago.
-            wait_for = self.launch_marks[0];
-        }
+        // The entry this launch takes was last used LAUNCH_RING_ENTRIES launches ago.
+        let launch_wait =
+            if self.launch_marks.len() == LAUNCH_RING_ENTRIES as usize { self.launch_marks[0] } else { 0 };
         let mut slots = Vec::new();
         for (k, spec) in program.kernels.iter().enumerate() {
             let cores = self.cores(program, k);
@@ -172,7 +174,7 @@ impl ProgramState {
                 g.common_addr = 0;
             }
         }
-        Ok(Plan { wait_for, slots, groups, config })
+        Ok(Plan { wait_for, launch_wait, slots, groups, config })
     }
 
     /// Records a submitted program whose completion is `mark`.
@@ -282,7 +284,7 @@ mod tests {
             let plan = st.plan(&p).unwrap();
             let launch_wait = if i >= LAUNCH_RING_ENTRIES as u64 { (i + 1 - LAUNCH_RING_ENTRIES as u64) * 64 } else { 0 };
             let config_wait = if i >= fit { (i + 1 - fit) * 64 } else { 0 };
-            assert_eq!(plan.wait_for, launch_wait.max(config_wait), "program {i}");
+            assert_eq!((plan.launch_wait, plan.wait_for), (launch_wait, config_wait), "program {i}");
             assert_eq!(plan.groups[0].common_addr, CONFIG_RING + ((i % fit) * per) as u32);
             mark += 64;
             st.commit(&p, &plan, mark);

@@ -306,7 +306,8 @@ impl DispatchHeader {
             DispatchCmdId::Go => Self::Go(read(h)),
             DispatchCmdId::Launch => {
                 let cmd: LaunchCmd = read(h);
-                if cmd.length < 32 || cmd.length > crate::program::LAUNCH_ENTRY_SIZE || cmd.length % 32 != 0 {
+                let len = cmd.length as u32;
+                if len < 32 || len > crate::program::LAUNCH_ENTRY_SIZE || len % 32 != 0 {
                     return Err(bad("LAUNCH length", cmd.length as u64));
                 }
                 let dst = NocAddr(cmd.dst);
@@ -588,7 +589,7 @@ impl fmt::Display for DispatchHeader {
                 write!(f, " addr=0x{:x} count={}", c.addr, c.count)
             }
             Self::Go(c) => write!(f, " signal=0x{:08x} dst={}", c.signal, NocFmt(c.dst)),
-            Self::Launch(c) => write!(f, " length={} dst={}", c.length, NocFmt(c.dst)),
+            Self::Launch(c) => write!(f, " length={} wait_done={} dst={}", c.length, c.wait_done, NocFmt(c.dst)),
             Self::SetWriteOffset(v) => write!(f, " offset=0x{v:x}"),
             Self::Delay(v) => write!(f, " cycles={v}"),
             Self::Debug(c) => write!(f, " length={} checksum=0x{:08x}", c.length, c.checksum),

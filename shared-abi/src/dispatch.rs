@@ -221,12 +221,16 @@ assert_layout!(ValueCmd, 16, id => 0, value => 4);
 /// `program::launch_entry(n)` on every worker of `dst` (a rectangle whose
 /// local address is ignored). Once those writes and every earlier one are
 /// acknowledged, `n` is multicast to `program::GO_WORD` of the rectangle.
+/// When `wait_done` is nonzero the dispatcher first waits until its
+/// `WORKERS_DONE` semaphore is >= `wait_done` (wrap-aware): the launch that
+/// last used the ring entry has finished (a WAIT folded into the LAUNCH).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct LaunchCmd {
     pub id: u8,
-    pub _pad: [u8; 3],
-    pub length: u32,
+    pub _pad: u8,
+    pub length: u16,
+    pub wait_done: u32,
     pub dst: u64,
 }
-assert_layout!(LaunchCmd, 16, id => 0, length => 4, dst => 8);
+assert_layout!(LaunchCmd, 16, id => 0, length => 2, wait_done => 4, dst => 8);

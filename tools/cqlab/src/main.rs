@@ -1,5 +1,6 @@
 //! `cqlab`: the command-line tool for command-queue bring-up work.
 
+mod bench_dispatch;
 mod decode;
 mod demo;
 mod driver_bench;
@@ -23,6 +24,9 @@ struct Cli {
 enum Command {
     /// Run the main job end to end on the embedded simulator.
     Demo(demo::Args),
+    /// Benchmarks over many configurations (`bench dispatch`).
+    #[command(subcommand)]
+    Bench(bench_dispatch::Command),
     /// Dispatch performance and per-command device-cycle costs.
     Perf(perf::Args),
     /// Host-side driver figures: enqueue rate, bulk copy vs memcpy, event round trip.
@@ -46,6 +50,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
+        Command::Bench(cmd) => bench_dispatch::run(cmd),
         Command::Perf(args) => perf::run(args),
         Command::DriverBench(args) => driver_bench::run(args),
         Command::Matmul(args) => matmul::run(args),
