@@ -14,7 +14,7 @@ use cqlab_abi::mailbox::{CqConfig, DeviceError, COMPLETION_RD_PTR, SCRATCH};
 use cqlab_abi::memory_map::interleaved_page;
 use cqlab_abi::mmio::{self, sem};
 use cqlab_abi::noc::{dram_bank, worker_index, Coord, NocAddr, PCIE};
-use cqlab_abi::program::{launch_entry, GO_WORD};
+use cqlab_abi::program::launch_entry;
 use cqlab_abi::ring::{wrap_ge, RingPtr};
 use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR};
 use cqlab_abi::trace::TraceKind;
@@ -34,8 +34,11 @@ pub struct Dispatcher<'p, P: Platform> {
     completion_wr: RingPtr,
     completion_seq: u32,
     commands: u32,
-    /// Launches written (the last GO count sent).
+    /// Launches written (the last launch count sent).
     launches: u32,
+    /// Writes to workers issued since the last barrier (a launch must not
+    /// overtake them).
+    worker_writes: bool,
 }
 
 impl<'p, P: Platform> Dispatcher<'p, P> {
@@ -54,6 +57,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             completion_seq: 0,
             commands: 0,
             launches: 0,
+            worker_writes: false,
         }
     }
 
@@ -81,6 +85,15 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     }
 
     fn execute(&mut self, header: DispatchHeader, addr: u32) {
+        if matches!(
+            header,
+            DispatchHeader::WriteLinear(_)
+                | DispatchHeader::WritePaged(_)
+                | DispatchHeader::WritePacked(_)
+                | DispatchHeader::Go(_)
+        ) {
+            self.worker_writes = true;
+        }
         match header {
             DispatchHeader::WriteLinear(cmd) => {
                 let dst = NocAddr(cmd.dst).offset(self.write_offset as u64);
@@ -137,17 +150,29 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         }
     }
 
-    /// LAUNCH: the payload becomes launch message `n` in every worker's
-    /// ring entry for `n`; once it (and every earlier write: args, kernel
-    /// text) is acknowledged, GO multicasts `n`. The host has made sure
-    /// launch `n - LAUNCH_RING_ENTRIES` finished before this entry is reused.
+    /// LAUNCH: once every earlier write to workers (kernel text, args) is
+    /// acknowledged, the payload, stamped with `n` in its `LAUNCH_TAG`, becomes launch message
+    /// `n` in every worker's ring entry for `n`: one multicast, the GO. The
+    /// host has made sure launch `n - LAUNCH_RING_ENTRIES` finished before
+    /// this entry is reused. Launch messages need no barrier between them:
+    /// each lands in its own entry and carries its own tag.
     fn launch(&mut self, dst: NocAddr, len: u32) {
         let n = self.launches.wrapping_add(1);
+        if self.worker_writes {
+            self.barrier();
+        }
         let entry = dst.with_local(launch_entry(n) as u64);
-        self.stream(len, |p, local, off, m| p.noc_write(local, entry.offset(off as u64), m));
-        self.barrier();
-        self.p.write_u32(SCRATCH, n);
-        self.p.noc_write(SCRATCH, dst.with_local(GO_WORD as u64), 4);
+        self.stream(len, |p, local, off, m| {
+            if off + m == len {
+                // The piece with the tag: stamp it, and let any earlier
+                // piece (the message wrapped the ring) land first.
+                p.write_u32(local + m - 4, n);
+                if off > 0 {
+                    crate::report::wait_writes(p);
+                }
+            }
+            p.noc_write(local, entry.offset(off as u64), m);
+        });
         self.launches = n;
     }
 
@@ -157,6 +182,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
 
     fn barrier(&mut self) {
         crate::report::wait_writes(self.p);
+        self.worker_writes = false;
     }
 
     /// Waits until `n` bytes (at most the ring size) are in the ring.

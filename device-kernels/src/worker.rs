@@ -1,6 +1,6 @@
 //! The resident worker firmware loop (like tt-metal's `brisc` firmware): wait
-//! for the GO word to move past the launches started, take the next entry of
-//! the launch-message ring, run the kernel of the group this core is in, and
+//! until the next entry of the launch-message ring carries the next launch
+//! count (the dispatcher's GO), run the kernel of the group this core is in, and
 //! report done with an atomic increment on the dispatcher's semaphore.
 //!
 //! The kernels themselves are separate images (`kernel!`), linked for the
@@ -11,8 +11,9 @@ use crate::platform::Platform;
 use crate::report::{trace, wait_until, waypoint};
 use cqlab_abi::mmio;
 use cqlab_abi::noc::{worker_index, Coord, NocAddr};
+use core::mem::offset_of;
 use cqlab_abi::program::{
-    group_offset, launch_entry, rect_index, KernelCtx, KernelGroup, LaunchHeader, GO_WORD, MAX_KERNEL_GROUPS,
+    group_offset, launch_entry, rect_index, KernelCtx, KernelGroup, LaunchHeader, LAUNCH_TAG, MAX_KERNEL_GROUPS,
 };
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{GOW, RUN};
@@ -20,36 +21,42 @@ use cqlab_abi::waypoint::{GOW, RUN};
 /// Serves launches forever; `run(p, entry, ctx)` calls the kernel at `entry`.
 pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx)) -> ! {
     let (col, row) = worker_index(Coord::unpack(p.core_xy())).unwrap_or((u8::MAX, u8::MAX));
-    // Launches started; the dispatcher's first GO writes 1.
+    // Launches started; the dispatcher's first LAUNCH is number 1.
     let mut started = 0u32;
     loop {
-        wait_until(p, GOW, |p| p.read_u32(GO_WORD) != started);
-        started = started.wrapping_add(1);
+        let n = started.wrapping_add(1);
+        let entry = launch_entry(n);
+        wait_until(p, GOW, |p| p.read_u32(entry + LAUNCH_TAG) == n);
+        started = n;
         waypoint(p, RUN);
-        let entry = launch_entry(started);
-        let header: LaunchHeader = p.read_struct(entry);
-        for g in 0..header.ngroups.min(MAX_KERNEL_GROUPS as u32) {
+        // Only the words used, one load each (L1 loads are the slow part).
+        let field = |p: &P, at: u32, off: usize| p.read_u32(at + off as u32);
+        let seq = field(p, entry, offset_of!(LaunchHeader, seq));
+        let ngroups = field(p, entry, offset_of!(LaunchHeader, ngroups)).min(MAX_KERNEL_GROUPS as u32);
+        for g in 0..ngroups {
             let at = entry + group_offset(g);
-            let Some(index) = rect_index(p.read_u32(at), col, row) else { continue };
-            let group: KernelGroup = p.read_struct(at);
+            let rect = field(p, at, offset_of!(KernelGroup, rect));
+            let Some(index) = rect_index(rect, col, row) else { continue };
             let ctx = KernelCtx {
-                seq: header.seq,
+                seq,
                 index,
-                unique_addr: group.unique_addr,
-                unique_count: group.unique_count,
-                common_addr: group.common_addr,
-                common_count: group.common_count,
-                rect: group.rect,
-                kernel_id: group.kernel_id,
+                unique_addr: field(p, at, offset_of!(KernelGroup, unique_addr)),
+                unique_count: field(p, at, offset_of!(KernelGroup, unique_count)),
+                common_addr: field(p, at, offset_of!(KernelGroup, common_addr)),
+                common_count: field(p, at, offset_of!(KernelGroup, common_count)),
+                rect,
+                kernel_id: field(p, at, offset_of!(KernelGroup, kernel_id)),
             };
-            trace(p, TraceKind::KernelStart, header.seq, group.kernel_id);
-            run(p, group.entry, &ctx);
+            trace(p, TraceKind::KernelStart, seq, ctx.kernel_id);
+            run(p, field(p, at, offset_of!(KernelGroup, entry)), &ctx);
             // The kernel's own writes complete before the dispatcher hears "done".
             crate::report::wait_writes(p);
-            trace(p, TraceKind::KernelEnd, header.seq, group.kernel_id);
+            trace(p, TraceKind::KernelEnd, seq, ctx.kernel_id);
             break;
         }
-        let done = NocAddr::unicast(Coord::unpack(header.done_xy), (mmio::MMIO_BASE + mmio::semaphore(header.done_sem)) as u64);
+        let done_xy = field(p, entry, offset_of!(LaunchHeader, done_xy));
+        let done_sem = field(p, entry, offset_of!(LaunchHeader, done_sem));
+        let done = NocAddr::unicast(Coord::unpack(done_xy), (mmio::MMIO_BASE + mmio::semaphore(done_sem)) as u64);
         p.noc_atomic_inc(done, 1);
     }
 }

@@ -234,8 +234,11 @@ impl Device {
         let zeros = vec![0u8; (FETCH_QUEUE.end() - MAILBOXES.base) as usize];
         self.backend.write(at(MAILBOXES.base), &zeros)?;
         self.backend.write(at(TRACE_RING.base), TraceRingHeader::default().as_bytes())?;
-        // A worker's launch count starts at 0: so must its GO word.
-        self.backend.write_u32(at(cqlab_abi::program::GO_WORD), 0)?;
+        // A worker's launch count starts at 0: no ring entry may carry a
+        // tag of an earlier boot.
+        for n in 0..cqlab_abi::program::LAUNCH_RING_ENTRIES {
+            self.backend.write_u32(at(cqlab_abi::program::launch_entry(n) + cqlab_abi::program::LAUNCH_TAG), 0)?;
+        }
         for seg in &image.segments {
             self.backend.write(at(seg.addr), &seg.data)?;
             if seg.zeroes > 0 {

@@ -13,7 +13,7 @@ use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError, PackedData};
 use cqlab_abi::mmio::sem;
 use cqlab_abi::noc::{self, NocAddr};
-use cqlab_abi::program::{pack_rect, KernelGroup, LaunchHeader};
+use cqlab_abi::program::{launch_entry, pack_rect, KernelGroup, LaunchHeader, LAUNCH_ENTRY_SIZE, LAUNCH_TAG};
 use zerocopy::IntoBytes;
 
 impl CommandQueue<'_> {
@@ -93,12 +93,12 @@ impl CommandQueue<'_> {
         let seq = self.dev.cqs[self.q as usize].launches;
         let msg = launch_message(self.q, seq, program, plan);
         let n = self.dev.slow_launches.wrapping_add(1);
+        let mut msg = msg;
+        msg[LAUNCH_TAG as usize..].copy_from_slice(&n.to_le_bytes());
         let workers: Vec<_> = self.dev.workers().collect();
         for &w in &workers {
-            self.dev.backend.write(NocAddr::unicast(w, cqlab_abi::program::launch_entry(n) as u64), &msg)?;
-        }
-        for &w in &workers {
-            self.dev.backend.write_u32(NocAddr::unicast(w, cqlab_abi::program::GO_WORD as u64), n)?;
+            // One BAR write per worker, tag last: the message is its GO.
+            self.dev.backend.write(NocAddr::unicast(w, launch_entry(n) as u64), &msg)?;
         }
         self.dev.slow_launches = n;
         let host = &mut self.dev.cqs[self.q as usize];
@@ -120,7 +120,8 @@ fn grid_noc(cols: u8, rows: u8) -> NocAddr {
     }
 }
 
-/// Launch header and groups, as the LAUNCH payload.
+/// Launch header and groups, as the LAUNCH payload (a whole ring entry; the
+/// tag is stamped by whoever sends it).
 fn launch_message(q: u8, seq: u32, program: &Program, plan: &Plan) -> Vec<u8> {
     let header = LaunchHeader {
         seq,
@@ -144,6 +145,7 @@ fn launch_message(q: u8, seq: u32, program: &Program, plan: &Plan) -> Vec<u8> {
         };
         msg.extend_from_slice(group.as_bytes());
     }
+    msg.resize(LAUNCH_ENTRY_SIZE as usize, 0);
     msg
 }
 

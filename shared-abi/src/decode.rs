@@ -307,7 +307,7 @@ impl DispatchHeader {
             DispatchCmdId::Launch => {
                 let cmd: LaunchCmd = read(h);
                 let len = cmd.length as u32;
-                if len < 32 || len > crate::program::LAUNCH_ENTRY_SIZE || len % 32 != 0 {
+                if len != crate::program::LAUNCH_ENTRY_SIZE {
                     return Err(bad("LAUNCH length", cmd.length as u64));
                 }
                 let dst = NocAddr(cmd.dst);

@@ -215,13 +215,13 @@ pub struct ValueCmd {
 }
 assert_layout!(ValueCmd, 16, id => 0, value => 4);
 
-/// `LAUNCH`: the `length` payload bytes (a `program::LaunchHeader` and its
-/// `program::KernelGroup`s, at most `program::LAUNCH_ENTRY_SIZE`) become
-/// launch message `n` = the dispatcher's launch count + 1, written to
+/// `LAUNCH`: the `length` payload bytes (one `program::LAUNCH_ENTRY_SIZE`
+/// entry: a `program::LaunchHeader`, its `program::KernelGroup`s, padding)
+/// become launch message `n` = the dispatcher's launch count + 1: once every
+/// earlier write to workers is acknowledged, the dispatcher stamps `n` in
+/// its `program::LAUNCH_TAG` word and multicasts it to
 /// `program::launch_entry(n)` on every worker of `dst` (a rectangle whose
-/// local address is ignored). Once those writes and every earlier one are
-/// acknowledged, `n` is multicast to `program::GO_WORD` of the rectangle.
-/// When `wait_done` is nonzero the dispatcher first waits until its
+/// local address is ignored); that write is the GO. When `wait_done` is nonzero the dispatcher first waits until its
 /// `WORKERS_DONE` semaphore is >= `wait_done` (wrap-aware): the launch that
 /// last used the ring entry has finished (a WAIT folded into the LAUNCH).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]

@@ -2,13 +2,17 @@
 //! text slots, the kernel-config ring and what a kernel is handed.
 //!
 //! Every worker runs the resident `worker` firmware. It keeps a count of the
-//! launches it has started; the dispatcher's `LAUNCH` command writes launch
-//! message number `n` (counting from 1) into ring entry `launch_entry(n)` of
-//! every worker of the grid, then multicasts `n` to their `GO_WORD`. A
-//! worker whose count is behind the GO word starts the next entry, runs the
-//! kernel of the group containing it (if any) and increments the
-//! dispatcher's done semaphore, so every launch adds one completion per
-//! worker of the grid (as tt-metal counts every worker of a sub-device).
+//! launches it has started; the dispatcher's `LAUNCH` command multicasts
+//! launch message number `n` (counting from 1) into ring entry
+//! `launch_entry(n)` of every worker of the grid, with `n` stamped in the
+//! entry's last word (`LAUNCH_TAG`): that one multicast is the GO, and it
+//! carries the launch-ring index. A worker starts entry `started + 1` once
+//! its tag reads `started + 1`, runs the kernel of the group containing it
+//! (if any) and increments the dispatcher's done semaphore, so every launch
+//! adds one completion per worker of the grid (as tt-metal counts every
+//! worker of a sub-device). The message's last word lands last (one write,
+//! flits in order; the simulator delivers a write at once), and everything
+//! the kernels read (text, args) was acknowledged before the message was sent.
 //!
 //! The host never lets the dispatcher write entry `n` before launch
 //! `n - LAUNCH_RING_ENTRIES` has finished on every worker, and reuses kernel
@@ -18,17 +22,18 @@
 use crate::memory_map::{KERNEL_CONFIG, KERNEL_TEXT, WORKER_LAUNCH};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-/// Launch count written by the dispatcher's GO multicast (u32, wrapping).
-pub const GO_WORD: u32 = WORKER_LAUNCH.base;
 /// First entry of the launch-message ring.
-pub const LAUNCH_RING: u32 = WORKER_LAUNCH.base + 16;
+pub const LAUNCH_RING: u32 = WORKER_LAUNCH.base;
 /// Entries in the launch-message ring (the dispatcher may be this many
 /// launches ahead of the slowest worker).
 pub const LAUNCH_RING_ENTRIES: u32 = 8;
-/// Bytes of one ring entry (a `LaunchHeader` and up to `MAX_KERNEL_GROUPS` groups).
+/// Bytes of one ring entry (a `LaunchHeader`, up to `MAX_KERNEL_GROUPS`
+/// groups, the tag); a LAUNCH writes whole entries.
 pub const LAUNCH_ENTRY_SIZE: u32 = 256;
+/// Offset of the tag in an entry: the launch count `n` of the message, u32.
+pub const LAUNCH_TAG: u32 = LAUNCH_ENTRY_SIZE - 4;
 /// Kernel groups (rectangles) one launch message names.
-pub const MAX_KERNEL_GROUPS: usize = 7;
+pub const MAX_KERNEL_GROUPS: usize = 6;
 
 /// L1 address of the ring entry holding launch number `n`.
 pub const fn launch_entry(n: u32) -> u32 {
@@ -95,7 +100,7 @@ pub struct KernelGroup {
 assert_layout!(KernelGroup, 32, rect => 0, entry => 4, unique_addr => 8, unique_count => 12, common_addr => 16,
     common_count => 20, kernel_id => 24);
 
-const _: () = assert!(32 + 32 * MAX_KERNEL_GROUPS as u32 <= LAUNCH_ENTRY_SIZE);
+const _: () = assert!(32 + 32 * MAX_KERNEL_GROUPS as u32 <= LAUNCH_TAG);
 const _: () = assert!(LAUNCH_RING + LAUNCH_RING_ENTRIES * LAUNCH_ENTRY_SIZE <= WORKER_LAUNCH.end());
 const _: () = assert!(KERNEL_SLOT_SIZE % 4096 == 0 && KERNEL_SLOTS * KERNEL_SLOT_SIZE == KERNEL_TEXT.size);
 const _: () = assert!(CONFIG_RING + CONFIG_RING_SIZE <= KERNEL_CONFIG.end());
