@@ -37,11 +37,12 @@ pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx
             let at = entry + group_offset(g);
             let rect = field(p, at, offset_of!(KernelGroup, rect));
             let Some(index) = rect_index(rect, col, row) else { continue };
+            let unique_count = field(p, at, offset_of!(KernelGroup, unique_count));
             let ctx = KernelCtx {
                 seq,
                 index,
-                unique_addr: field(p, at, offset_of!(KernelGroup, unique_addr)),
-                unique_count: field(p, at, offset_of!(KernelGroup, unique_count)),
+                unique_addr: field(p, at, offset_of!(KernelGroup, unique_addr)) + 4 * unique_count * index,
+                unique_count,
                 common_addr: field(p, at, offset_of!(KernelGroup, common_addr)),
                 common_count: field(p, at, offset_of!(KernelGroup, common_count)),
                 rect,

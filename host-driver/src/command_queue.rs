@@ -14,7 +14,7 @@ use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
 use cqlab_abi::fetch_queue::{self, FetchEntry};
 use cqlab_abi::mailbox;
-use cqlab_abi::memory_map::{CHUNK_AREA, TRACE_AREA};
+use cqlab_abi::memory_map::{MAX_CHUNK, TRACE_AREA};
 use cqlab_abi::mmio::sem;
 use cqlab_abi::noc::{self, Coord, NocAddr};
 use cqlab_abi::prefetch::PagedFlags;
@@ -269,7 +269,7 @@ impl Device {
     /// Waits until queue `q` has `len` bytes of issue space and a free fetch slot.
     fn reserve(&mut self, q: u8, len: u32) -> Result<()> {
         let size = self.cqs[q as usize].layout.issue_size;
-        if len == 0 || len > size || len > CHUNK_AREA.size {
+        if len == 0 || len > size || len > MAX_CHUNK {
             return Err(DriverError::Invalid(format!("{len}-byte chunk exceeds the issue queue or chunk area")));
         }
         let entries = self.cfg.fetch_entries;

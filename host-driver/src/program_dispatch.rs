@@ -10,7 +10,7 @@ use crate::error::{DriverError, Result};
 use crate::program::Program;
 use crate::program_state::{slot_addr, Plan, ProgramState};
 use cqlab_abi::dispatch::WaitFlags;
-use cqlab_abi::encode::{DispatchWriter, EncodeError, PackedData};
+use cqlab_abi::encode::{DispatchWriter, EncodeError};
 use cqlab_abi::mmio::sem;
 use cqlab_abi::noc::{self, NocAddr};
 use cqlab_abi::program::{launch_entry, pack_rect, KernelGroup, LaunchHeader, LAUNCH_ENTRY_SIZE, LAUNCH_TAG};
@@ -76,7 +76,8 @@ impl CommandQueue<'_> {
             let image = choice.upload.then(|| spec.image.for_slot(choice.slot));
             for g in plan.groups.iter().filter(|g| g.kernel == k) {
                 let common: Vec<u8> = spec.common.iter().flat_map(|a| a.to_le_bytes()).collect();
-                for core in ProgramState::range_cores(program, k, g.range) {
+                let cores = ProgramState::range_cores(program, k, g.range);
+                for &core in &cores {
                     let at = |a: u32| NocAddr::unicast(noc::worker(core.0, core.1), a as u64);
                     if let Some(img) = &image {
                         be.write(at(slot_addr(*choice)), img)?;
@@ -85,7 +86,7 @@ impl CommandQueue<'_> {
                         be.write(at(g.common_addr), &common)?;
                     }
                     if g.unique_count > 0 {
-                        be.write(at(g.unique_addr), &unique_block(spec.unique.get(&core), g.unique_count))?;
+                        be.write(at(g.unique_addr), &unique_blocks(spec, &cores, g.unique_count))?;
                     }
                 }
             }
@@ -149,17 +150,20 @@ fn launch_message(q: u8, seq: u32, program: &Program, plan: &Plan) -> Vec<u8> {
     msg
 }
 
-/// One core's unique args, zero-padded to `count` words.
-fn unique_block(args: Option<&Vec<u32>>, count: u32) -> Vec<u8> {
-    let mut b = vec![0u8; count as usize * 4];
-    for (i, a) in args.into_iter().flatten().enumerate() {
-        b[4 * i..4 * i + 4].copy_from_slice(&a.to_le_bytes());
+/// The unique args of `cores` (row-major in their range), each zero-padded
+/// to `count` words, back to back: core `i` finds its block at `4 * count * i`.
+fn unique_blocks(spec: &crate::program::KernelSpec, cores: &[(u8, u8)], count: u32) -> Vec<u8> {
+    let mut b = vec![0u8; cores.len() * count as usize * 4];
+    for (i, core) in cores.iter().enumerate() {
+        for (j, a) in spec.unique.get(core).into_iter().flatten().enumerate() {
+            let at = 4 * (i * count as usize + j);
+            b[at..at + 4].copy_from_slice(&a.to_le_bytes());
+        }
     }
     b
 }
 
-/// Kernel text (multicast per range), common args (multicast per range)
-/// and unique args (one packed write per range).
+/// Kernel text, common args and unique args: one multicast each per range.
 fn write_program(w: &mut DispatchWriter<'_>, program: &Program, plan: &Plan) -> Result<(), EncodeError> {
     for (k, choice) in plan.slots.iter().enumerate() {
         if !choice.upload {
@@ -179,9 +183,7 @@ fn write_program(w: &mut DispatchWriter<'_>, program: &Program, plan: &Plan) -> 
         }
         if g.unique_count > 0 {
             let cores = ProgramState::range_cores(program, g.kernel, g.range);
-            let dests: Vec<_> = cores.iter().map(|&(c, r)| noc::worker(c, r)).collect();
-            let data: Vec<u8> = cores.iter().flat_map(|c| unique_block(spec.unique.get(c), g.unique_count)).collect();
-            w.write_packed(g.unique_addr, &dests, PackedData::PerCore(&data))?;
+            w.write_linear(range.noc(g.unique_addr), &unique_blocks(spec, &cores, g.unique_count))?;
         }
     }
     Ok(())
@@ -198,7 +200,7 @@ fn chunk_capacity(program: &Program, plan: &Plan, msg: usize) -> usize {
     for g in &plan.groups {
         let cores = program.kernels[g.kernel].ranges[g.range].count() as usize;
         n += 16 + (g.common_count as usize * 4).next_multiple_of(16);
-        n += 16 + (4 * cores).next_multiple_of(16) + cores * (g.unique_count as usize * 4).next_multiple_of(16);
+        n += 16 + (cores * g.unique_count as usize * 4).next_multiple_of(16);
     }
     n
 }

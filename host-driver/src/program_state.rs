@@ -127,8 +127,9 @@ impl ProgramState {
         for (k, spec) in program.kernels.iter().enumerate() {
             let unique = spec.unique_count();
             let common = spec.common.len() as u32;
-            for r in 0..spec.ranges.len() {
-                let ub = (unique * 4).next_multiple_of(16);
+            for (r, range) in spec.ranges.iter().enumerate() {
+                // Every core's block, row-major: one multicast per range.
+                let ub = (range.count() * unique * 4).next_multiple_of(16);
                 let cb = (common * 4).next_multiple_of(16);
                 groups.push(GroupPlan {
                     kernel: k,

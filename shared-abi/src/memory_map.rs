@@ -61,6 +61,17 @@ pub const RELAY_SCRATCH: Region =
     Region { name: "relay_scratch", base: TRACE_AREA.base + TRACE_AREA.size, size: 0x1_0000 };
 const _: () = assert!(RELAY_SCRATCH.end() == CMD_BUFFER.end());
 
+/// The chunk area is double-buffered: chunk `k` lands in half `k % 2`, so
+/// the prefetcher reads the next chunk while it runs the current one. A
+/// chunk (one fetch-queue entry) is at most one half.
+pub const CHUNK_BUFFERS: u32 = 2;
+pub const MAX_CHUNK: u32 = CHUNK_AREA.size / CHUNK_BUFFERS;
+
+/// L1 address of chunk buffer `i`.
+pub const fn chunk_buffer(i: u32) -> u32 {
+    CHUNK_AREA.base + (i % CHUNK_BUFFERS) * MAX_CHUNK
+}
+
 /// Worker-only split of `CMD_BUFFER` (which only a prefetcher uses): the GO
 /// word and launch-message ring (`program`), the kernel text slots, and the
 /// kernel-config ring that holds runtime arguments.

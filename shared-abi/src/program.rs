@@ -86,8 +86,9 @@ pub struct KernelGroup {
     pub rect: u32,
     /// Kernel entry (a `kernel_slot` address).
     pub entry: u32,
-    /// This group's unique args: every core of the rectangle finds its own
-    /// `unique_count` words at `unique_addr` of its own L1.
+    /// This group's unique args, multicast to the whole rectangle: core `i`
+    /// of it (row-major) finds its `unique_count` words at
+    /// `unique_addr + 4 * unique_count * i`.
     pub unique_addr: u32,
     pub unique_count: u32,
     /// Common args, the same on every core of the group.
@@ -132,7 +133,7 @@ pub struct KernelCtx {
     pub seq: u32,
     /// This core's index in its group's rectangle (row-major).
     pub index: u32,
-    /// This core's unique args and the group's common args (L1 addresses).
+    /// This core's own unique args and the group's common args (L1 addresses).
     pub unique_addr: u32,
     pub unique_count: u32,
     pub common_addr: u32,
