@@ -124,7 +124,9 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                 self.p.noc_write(SCRATCH, NocAddr(cmd.dst), 4);
             }
             DispatchHeader::Launch(cmd) => {
-                if cmd.wait_done != 0 {
+                // Usually already true: then no wait and no wait records.
+                let done = self.p.semaphore(sem::WORKERS_DONE);
+                if cmd.wait_done != 0 && !wrap_ge(done, cmd.wait_done) {
                     self.wait(WaitFlags::WAIT_COUNTER.bits(), sem::WORKERS_DONE, cmd.wait_done);
                 }
                 self.launch(NocAddr(cmd.dst), cmd.length as u32)

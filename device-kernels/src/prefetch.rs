@@ -90,12 +90,13 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             #[cfg(not(feature = "bug-early-fetch-release"))]
             self.wait_reads();
             self.consume_slot(slot);
+            #[cfg(feature = "bug-early-fetch-release")]
             self.publish_pointers();
             #[cfg(feature = "bug-early-fetch-release")]
             self.wait_reads();
-            trace(self.p, TraceKind::FetchConsumed, raw, index);
             // Read ahead: the next entry, if the host has written a valid
-            // one (a bad one is reported when its turn comes).
+            // one (a bad one is reported when its turn comes). Issued before
+            // the pointers are published, so it does not wait for them.
             let next = fetch_queue::slot_addr(self.fetched % self.cfg.fetch_entries);
             let next_raw = self.p.read_u32(next);
             let valid = FetchEntry::from_raw(next_raw).ok().map(|e| e.bytes());
@@ -103,6 +104,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 self.fetch_chunk_at(next_len, buf + 1, self.issue_rd);
                 ahead = Some((next_raw, next_len));
             }
+            #[cfg(not(feature = "bug-early-fetch-release"))]
+            self.publish_pointers();
+            trace(self.p, TraceKind::FetchConsumed, raw, index);
             self.run_commands(chunk_buffer(buf), len, entry.stall(), false);
             buf = (buf + 1) % CHUNK_BUFFERS;
         }
