@@ -14,7 +14,7 @@ use cqlab_abi::mailbox::{CqConfig, DeviceError, COMPLETION_RD_PTR, SCRATCH};
 use cqlab_abi::memory_map::interleaved_page;
 use cqlab_abi::mmio::{self, sem};
 use cqlab_abi::noc::{dram_bank, worker_index, Coord, NocAddr, PCIE};
-use cqlab_abi::program::launch_entry;
+use cqlab_abi::program::{launch_done_sem, launch_entry, LAUNCH_RING_ENTRIES};
 use cqlab_abi::ring::{wrap_ge, RingPtr};
 use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR};
 use cqlab_abi::trace::TraceKind;
@@ -36,6 +36,8 @@ pub struct Dispatcher<'p, P: Platform> {
     commands: u32,
     /// Launches written (the last launch count sent).
     launches: u32,
+    /// Per launch-ring entry: worker completions its launches will add.
+    launch_expected: [u32; LAUNCH_RING_ENTRIES as usize],
     /// Writes to workers issued since the last barrier (a launch must not
     /// overtake them).
     worker_writes: bool,
@@ -57,6 +59,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             completion_seq: 0,
             commands: 0,
             launches: 0,
+            launch_expected: [0; LAUNCH_RING_ENTRIES as usize],
             worker_writes: false,
         }
     }
@@ -117,20 +120,20 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                 let event = WriteHostFlags::from_bits_retain(cmd.flags).contains(WriteHostFlags::EVENT);
                 self.write_host(cmd.length, cmd.tag, event, addr);
             }
+            DispatchHeader::Wait(cmd) if WaitFlags::from_bits_retain(cmd.flags).contains(WaitFlags::WAIT_LAUNCH) => {
+                // The launch `count` back from the next one (ring entries
+                // further back have been reused, so those launches are done).
+                if cmd.count <= self.launches {
+                    self.wait_launch_done(self.launches.wrapping_add(1).wrapping_sub(cmd.count));
+                }
+            }
             DispatchHeader::Wait(cmd) => self.wait(cmd.flags, cmd.addr, cmd.count),
             DispatchHeader::Go(cmd) => {
                 self.barrier();
                 self.p.write_u32(SCRATCH, cmd.signal);
                 self.p.noc_write(SCRATCH, NocAddr(cmd.dst), 4);
             }
-            DispatchHeader::Launch(cmd) => {
-                // Usually already true: then no wait and no wait records.
-                let done = self.p.semaphore(sem::WORKERS_DONE);
-                if cmd.wait_done != 0 && !wrap_ge(done, cmd.wait_done) {
-                    self.wait(WaitFlags::WAIT_COUNTER.bits(), sem::WORKERS_DONE, cmd.wait_done);
-                }
-                self.launch(NocAddr(cmd.dst), cmd.length as u32)
-            }
+            DispatchHeader::Launch(cmd) => self.launch(NocAddr(cmd.dst), cmd.length as u32),
             DispatchHeader::SetWriteOffset(v) => self.write_offset = v,
             DispatchHeader::Delay(cycles) => {
                 let start = self.p.cycle();
@@ -160,6 +163,12 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     /// each lands in its own entry and carries its own tag.
     fn launch(&mut self, dst: NocAddr, len: u32) {
         let n = self.launches.wrapping_add(1);
+        // The entry's previous launch must be finished on every worker.
+        self.wait_launch_done(n);
+        let (s, e) = (dst.coord(), dst.mcast_end());
+        let workers = (e.x - s.x + 1) as u32 * (e.y - s.y + 1) as u32;
+        let entry_slot = (n % LAUNCH_RING_ENTRIES) as usize;
+        self.launch_expected[entry_slot] = self.launch_expected[entry_slot].wrapping_add(workers);
         if self.worker_writes {
             self.barrier();
         }
@@ -176,6 +185,16 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             p.noc_write(local, entry.offset(off as u64), m);
         });
         self.launches = n;
+    }
+
+    /// Waits until launch `n`'s ring entry is done with: its per-entry
+    /// completion count has reached every completion expected of the
+    /// launches that used it. Usually true at once (no wait records then).
+    fn wait_launch_done(&mut self, n: u32) {
+        let (sem, want) = (launch_done_sem(n), self.launch_expected[(n % LAUNCH_RING_ENTRIES) as usize]);
+        if !wrap_ge(self.p.semaphore(sem), want) {
+            self.wait(WaitFlags::WAIT_COUNTER.bits(), sem, want);
+        }
     }
 
     fn filled(&self) -> u32 {

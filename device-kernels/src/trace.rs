@@ -1,9 +1,9 @@
 //! Appends trace records to this core's L1 trace ring.
 
 use crate::memory::Memory;
+use core::mem::offset_of;
 use cqlab_abi::memory_map::TRACE_RING;
 use cqlab_abi::trace::{record_addr, TraceKind, TraceRecord, TraceRingHeader, CAPACITY};
-use core::mem::offset_of;
 use zerocopy::IntoBytes;
 
 const NEXT_SEQ: u32 = TRACE_RING.base + core::mem::offset_of!(TraceRingHeader, next_seq) as u32;

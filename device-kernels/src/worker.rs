@@ -9,11 +9,12 @@
 
 use crate::platform::Platform;
 use crate::report::{trace, wait_until, waypoint};
+use core::mem::offset_of;
 use cqlab_abi::mmio;
 use cqlab_abi::noc::{worker_index, Coord, NocAddr};
-use core::mem::offset_of;
 use cqlab_abi::program::{
-    group_offset, launch_entry, rect_index, KernelCtx, KernelGroup, LaunchHeader, LAUNCH_TAG, MAX_KERNEL_GROUPS,
+    group_offset, launch_done_sem, launch_entry, rect_index, KernelCtx, KernelGroup, LaunchHeader, LAUNCH_TAG,
+    MAX_KERNEL_GROUPS,
 };
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{GOW, RUN};
@@ -57,8 +58,9 @@ pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx
         }
         let done_xy = field(p, entry, offset_of!(LaunchHeader, done_xy));
         let done_sem = field(p, entry, offset_of!(LaunchHeader, done_sem));
-        let done = NocAddr::unicast(Coord::unpack(done_xy), (mmio::MMIO_BASE + mmio::semaphore(done_sem)) as u64);
-        p.noc_atomic_inc(done, 1);
+        let sem_addr = |s: u32| NocAddr::unicast(Coord::unpack(done_xy), (mmio::MMIO_BASE + mmio::semaphore(s)) as u64);
+        p.noc_atomic_inc(sem_addr(launch_done_sem(n)), 1);
+        p.noc_atomic_inc(sem_addr(done_sem), 1);
     }
 }
 

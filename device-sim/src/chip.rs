@@ -210,7 +210,11 @@ impl Chip {
             .enumerate()
             .map(|(i, &coord)| {
                 index[coord.y as usize * GRID_SIDE + coord.x as usize] = i as u16;
-                let hart = Hart::new(Memory::new(Ram::new(0, cfg.l1_size), None).with_local_mem(), coord.packed(), ENTRY_POINT);
+                let hart = Hart::new(
+                    Memory::new(Ram::new(0, cfg.l1_size), None).with_local_mem(),
+                    coord.packed(),
+                    ENTRY_POINT,
+                );
                 Core { coord, hart, mmio: CoreMmio::new(coord), ff: FfState::default(), slowdown: 1.0 }
             })
             .collect::<Vec<Core>>();

@@ -50,14 +50,15 @@ pub struct CqHost {
     pub(crate) capture: Option<Vec<u8>>,
     /// Records drained; also the sequence number the next record must carry.
     pub(crate) completions: u64,
-    /// Worker completions cleared from the done counter by WAITs so far: the
-    /// counter reads `done - cleared_total` (see `program_state` marks).
-    pub(crate) cleared_total: u64,
-    /// Highest mark an earlier WAIT in this queue's stream already awaited.
-    pub(crate) waited: u64,
-    /// Programs enqueued (captured ones included).
-    pub(crate) programs_enqueued: u64,
-    /// Program state and `waited` when the current capture began.
+    /// Programs launched from this queue, in stream order (captured ones
+    /// counted as they would run; a replay adds its trace's): the launch
+    /// numbers `program_state` names programs by.
+    pub(crate) program_launches: u64,
+    /// Highest launch number an earlier WAIT in this queue's stream already
+    /// waited to finish.
+    pub(crate) waited_launch: u64,
+    /// Program state, `program_launches` and `waited_launch` when the
+    /// current capture began.
     pub(crate) capture_saved: Option<(crate::program_state::ProgramState, u64, u64)>,
 }
 
@@ -77,9 +78,8 @@ impl CqHost {
             slow_expected: 0,
             capture: None,
             completions: 0,
-            cleared_total: 0,
-            waited: 0,
-            programs_enqueued: 0,
+            program_launches: 0,
+            waited_launch: 0,
             capture_saved: None,
         }
     }
@@ -133,9 +133,9 @@ pub struct Trace {
     pub bytes: u32,
     /// Worker completions one replay adds.
     pub workers: u32,
-    /// What the workers hold after a replay (marks relative to its start),
-    /// if the trace enqueues programs.
-    pub(crate) programs: Option<crate::program_state::ProgramState>,
+    /// What the workers hold after a replay (launch numbers relative to its
+    /// start) and how many launches it makes, if the trace enqueues programs.
+    pub(crate) programs: Option<(crate::program_state::ProgramState, u64)>,
 }
 
 /// Operations on queue `q` of a device.
@@ -349,9 +349,8 @@ impl CommandQueue<'_> {
         self.dev.submit(self.q, chunk, stall)?;
         let host = self.host();
         host.workers_outstanding -= cleared;
-        host.cleared_total += cleared as u64;
-        // Every completion so far has been waited for in the stream.
-        host.waited = host.cleared_total;
+        // Every launch so far has been waited for in the stream.
+        host.waited_launch = host.program_launches;
         Ok(())
     }
 
@@ -601,7 +600,7 @@ impl CommandQueue<'_> {
         }
         // The capture plans programs from nothing resident and nothing in
         // use: a replay starts after every earlier launch has finished.
-        let saved = (self.dev.programs.clone(), self.host().waited, self.host().programs_enqueued);
+        let saved = (self.dev.programs.clone(), self.host().program_launches, self.host().waited_launch);
         self.dev.programs = self.dev.programs.blank();
         let host = self.host();
         host.capture_saved = Some(saved);
@@ -616,11 +615,12 @@ impl CommandQueue<'_> {
         let workers = std::mem::take(&mut self.host().workers_outstanding);
         // The captured programs have not run: the workers still hold what
         // they held before the capture.
-        let (saved, waited, enqueued) = self.host().capture_saved.take().expect("capture_saved set by begin_trace");
+        let (saved, start, waited) = self.host().capture_saved.take().expect("capture_saved set by begin_trace");
         let captured = std::mem::replace(&mut self.dev.programs, saved);
-        let cleared = self.host().cleared_total;
-        let programs = (self.host().programs_enqueued != enqueued).then(|| captured.rebased(cleared, 0));
-        self.host().waited = waited;
+        let launches = self.host().program_launches - start;
+        let programs = (launches > 0).then(|| (captured.rebased(start, 0), launches));
+        self.host().program_launches = start;
+        self.host().waited_launch = waited;
         bytes.extend(chunk(64, |e| e.exec_buf_end())?);
         if bytes.len() > TRACE_AREA.size as usize {
             return Err(DriverError::OutOfRange {
@@ -662,8 +662,9 @@ impl CommandQueue<'_> {
         if let Some(state) = &trace.programs {
             // After the replay the workers hold what the trace left, with
             // its marks counted from the drained counter.
-            let start = self.host().cleared_total;
-            self.dev.programs = state.rebased(0, start);
+            let start = self.host().program_launches;
+            self.dev.programs = state.0.rebased(0, start);
+            self.host().program_launches = start + state.1;
             self.dev.program_cq = Some(self.q);
         }
         Ok(())

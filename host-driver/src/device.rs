@@ -8,6 +8,7 @@ use crate::config::DeviceConfig;
 use crate::elf::FirmwareImage;
 use crate::error::{DriverError, Result};
 use crate::hang_dump::HangDump;
+use crate::kernel::KernelImage;
 use cqlab_abi::firmware::FirmwareId;
 use cqlab_abi::mailbox::{AliveRecord, CqConfig, ALIVE, ALIVE_MAGIC, COMPLETION_RD_PTR, CQ_CONFIG, WAYPOINT};
 use cqlab_abi::memory_map::{FETCH_QUEUE, MAILBOXES, TRACE_RING};
@@ -17,7 +18,6 @@ use cqlab_abi::sysmem::CqSysmemLayout;
 use cqlab_abi::trace::TraceRingHeader;
 use cqlab_abi::waypoint::{self, Waypoint};
 use cqlab_abi::ABI_VERSION;
-use crate::kernel::KernelImage;
 use std::sync::Arc;
 use zerocopy::IntoBytes;
 
@@ -197,7 +197,9 @@ impl Device {
 
     /// The kernel `launch` runs.
     pub(crate) fn default_kernel(&self) -> Result<Arc<KernelImage>> {
-        self.default_kernel.clone().ok_or_else(|| DriverError::Invalid("the device is not booted (no kernel loaded)".into()))
+        self.default_kernel
+            .clone()
+            .ok_or_else(|| DriverError::Invalid("the device is not booted (no kernel loaded)".into()))
     }
 
     fn cq_config(&self, q: u8, layout: CqSysmemLayout) -> CqConfig {

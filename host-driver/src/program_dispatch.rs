@@ -1,9 +1,10 @@
 //! `CommandQueue::enqueue_program`: one chunk per program. It waits (one
-//! counter WAIT) only when the program reuses a kernel text slot or config
-//! ring bytes that a program not yet known finished may still use, and the
-//! LAUNCH itself waits for the launch that last used its ring entry;
-//! otherwise the dispatcher writes kernel text, args and the launch message
-//! ahead while earlier programs run, and the LAUNCH's GO starts the workers.
+//! WAIT for a launch, named by its distance back) only when the program
+//! reuses a kernel text slot or config ring bytes that one of the last
+//! `LAUNCH_RING_ENTRIES` programs may still use, and the dispatcher's LAUNCH
+//! waits for the launch that last used its ring entry; otherwise the
+//! dispatcher writes kernel text, args and the launch message ahead while
+//! earlier programs run, and the LAUNCH's multicast starts the workers.
 
 use crate::command_queue::CommandQueue;
 use crate::error::{DriverError, Result};
@@ -13,7 +14,9 @@ use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError};
 use cqlab_abi::mmio::sem;
 use cqlab_abi::noc::{self, NocAddr};
-use cqlab_abi::program::{launch_entry, pack_rect, KernelGroup, LaunchHeader, LAUNCH_ENTRY_SIZE, LAUNCH_TAG};
+use cqlab_abi::program::{
+    launch_entry, pack_rect, KernelGroup, LaunchHeader, LAUNCH_ENTRY_SIZE, LAUNCH_RING_ENTRIES, LAUNCH_TAG,
+};
 use zerocopy::IntoBytes;
 
 impl CommandQueue<'_> {
@@ -39,11 +42,11 @@ impl CommandQueue<'_> {
             return self.slow_program(program, &plan, grid);
         }
         let host = &self.dev.cqs[self.q as usize];
-        let cleared = host.cleared_total;
-        let mark = cleared + host.workers_outstanding as u64 + grid as u64;
-        let wait = (plan.wait_for > host.waited).then(|| (plan.wait_for - cleared) as u32);
-        let waited = if wait.is_some() { plan.wait_for } else { host.waited };
-        let launch_wait = if plan.launch_wait > waited { (plan.launch_wait - cleared) as u32 } else { 0 };
+        let number = host.program_launches + 1;
+        // The last program using what this one overwrites, by its distance
+        // back; further back than the launch ring it has finished already.
+        let back = number - plan.wait_for;
+        let wait = (plan.wait_for > host.waited_launch && back <= LAUNCH_RING_ENTRIES as u64).then_some(back as u32);
         let seq = host.launches;
         let msg = launch_message(self.q, seq, program, &plan);
         let all = grid_noc(cols, rows);
@@ -51,19 +54,19 @@ impl CommandQueue<'_> {
         let q = self.q;
         self.dev.submit_with(q, capacity, |e| {
             e.relay_inline(true, |w| {
-                if let Some(count) = wait {
-                    w.wait(WaitFlags::WAIT_COUNTER, sem::WORKERS_DONE, count)?;
+                if let Some(back) = wait {
+                    w.wait(WaitFlags::WAIT_LAUNCH, 0, back)?;
                 }
                 write_program(w, program, &plan)?;
-                w.launch(all, launch_wait, &msg)
+                w.launch(all, &msg)
             })
         })?;
         let host = &mut self.dev.cqs[self.q as usize];
         host.launches = seq.wrapping_add(1);
         host.workers_outstanding += grid;
-        host.waited = if launch_wait != 0 { plan.launch_wait } else { waited };
-        host.programs_enqueued += 1;
-        self.dev.programs.commit(program, &plan, mark);
+        host.waited_launch = host.waited_launch.max(plan.wait_for);
+        host.program_launches = number;
+        self.dev.programs.commit(program, &plan, number);
         Ok(())
     }
 
@@ -105,8 +108,10 @@ impl CommandQueue<'_> {
         let host = &mut self.dev.cqs[self.q as usize];
         host.launches = seq.wrapping_add(1);
         host.slow_expected = host.slow_expected.wrapping_add(grid);
-        let mark = host.slow_expected as u64;
-        self.dev.programs.commit(program, plan, mark);
+        host.program_launches += 1;
+        host.waited_launch = host.program_launches;
+        let number = host.program_launches;
+        self.dev.programs.commit(program, plan, number);
         Ok(())
     }
 }

@@ -5,17 +5,18 @@
 //! arguments of programs that may still run, and which launch-ring entries
 //! may still be unread.
 //!
-//! Time is counted in *marks*: the total of worker completions the queue
-//! owning the workers has enqueued when a program is done (every launch
-//! adds one per worker of the grid). Reusing anything a program used needs
-//! the dispatcher to have seen that program's mark on its done counter; the
-//! planner returns the highest such mark, and the queue issues one counter
-//! WAIT for it only when no earlier WAIT in the stream already covers it.
+//! Programs are named by *launch numbers*: their position in the stream of
+//! launches of the queue owning the workers. Reusing anything a program used
+//! needs that launch to have finished on every worker; the planner returns
+//! the latest such launch, and the queue asks the dispatcher to wait for it
+//! by distance (`WaitFlags::WAIT_LAUNCH`) when no earlier WAIT in the stream
+//! covers it and it is recent enough to still be running (the dispatcher
+//! only reuses a launch-ring entry once its previous launch has finished, so
+//! anything further back has). Launch-ring entries themselves are the
+//! dispatcher's to track.
 
 use crate::program::Program;
-use cqlab_abi::program::{
-    kernel_slot, CONFIG_RING, CONFIG_RING_SIZE, KERNEL_SLOTS, LAUNCH_RING_ENTRIES, MAX_KERNEL_GROUPS,
-};
+use cqlab_abi::program::{kernel_slot, CONFIG_RING, CONFIG_RING_SIZE, KERNEL_SLOTS, MAX_KERNEL_GROUPS};
 use std::collections::VecDeque;
 
 const SLOTS: usize = KERNEL_SLOTS as usize;
@@ -26,14 +27,12 @@ pub(crate) struct ProgramState {
     rows: u8,
     /// Per worker (row-major): the build id in each text slot, if known.
     resident: Vec<[Option<u64>; SLOTS]>,
-    /// Per worker and slot: mark of the last program that ran from it.
+    /// Per worker and slot: launch number of the last program that ran from it.
     last_use: Vec<[u64; SLOTS]>,
     /// Kernel-config ring: absolute write position and live allocations
-    /// `(start, end, mark)` in absolute bytes.
+    /// `(start, end, launch)` in absolute bytes.
     config_wr: u64,
     config_allocs: VecDeque<(u64, u64, u64)>,
-    /// Marks of the last `LAUNCH_RING_ENTRIES` launches, oldest first.
-    launch_marks: VecDeque<u64>,
 }
 
 /// Where one kernel goes and whether its image must be sent.
@@ -56,11 +55,9 @@ pub(crate) struct GroupPlan {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Plan {
-    /// Highest mark the dispatcher must reach before this program's writes
-    /// (kernel text and args land on memory older programs used).
+    /// Latest launch that must have finished before this program's writes
+    /// (kernel text and args land on memory it used); 0 for none.
     pub wait_for: u64,
-    /// Mark it must reach before the launch message (its ring entry's last user).
-    pub launch_wait: u64,
     pub slots: Vec<SlotChoice>,
     pub groups: Vec<GroupPlan>,
     config: Option<(u64, u64)>,
@@ -77,7 +74,6 @@ impl ProgramState {
             last_use: vec![[0; SLOTS]; n],
             config_wr: 0,
             config_allocs: VecDeque::new(),
-            launch_marks: VecDeque::new(),
         }
     }
 
@@ -102,9 +98,6 @@ impl ProgramState {
     /// anything; `commit` records it once its commands are submitted.
     pub fn plan(&self, program: &Program) -> Result<Plan, String> {
         let mut wait_for = 0;
-        // The entry this launch takes was last used LAUNCH_RING_ENTRIES launches ago.
-        let launch_wait =
-            if self.launch_marks.len() == LAUNCH_RING_ENTRIES as usize { self.launch_marks[0] } else { 0 };
         let mut slots = Vec::new();
         for (k, spec) in program.kernels.iter().enumerate() {
             let cores = self.cores(program, k);
@@ -175,15 +168,11 @@ impl ProgramState {
                 g.common_addr = 0;
             }
         }
-        Ok(Plan { wait_for, launch_wait, slots, groups, config })
+        Ok(Plan { wait_for, slots, groups, config })
     }
 
-    /// Records a submitted program whose completion is `mark`.
+    /// Records a submitted program, launch number `mark`.
     pub fn commit(&mut self, program: &Program, plan: &Plan, mark: u64) {
-        self.launch_marks.push_back(mark);
-        while self.launch_marks.len() > LAUNCH_RING_ENTRIES as usize {
-            self.launch_marks.pop_front();
-        }
         for (k, choice) in plan.slots.iter().enumerate() {
             let id = program.kernels[k].image.build_id;
             for c in self.cores(program, k) {
@@ -199,14 +188,13 @@ impl ProgramState {
         }
     }
 
-    /// Everything the state holds about programs, with marks moved by
-    /// `delta` (trace replays rebase the capture's marks onto the queue's).
+    /// Everything the state holds about programs, with launch numbers moved
+    /// from `from` to `to` (a replay rebases its capture onto the queue's).
     pub fn rebased(&self, from: u64, to: u64) -> Self {
         let m = |x: u64| if x == 0 { 0 } else { x - from + to };
         let mut s = self.clone();
         s.last_use.iter_mut().flatten().for_each(|x| *x = m(*x));
         s.config_allocs.iter_mut().for_each(|a| a.2 = m(a.2));
-        s.launch_marks.iter_mut().for_each(|x| *x = m(*x));
         s
     }
 
@@ -254,41 +242,39 @@ mod tests {
         let plan = st.plan(&a).unwrap();
         assert_eq!(plan.slots, vec![SlotChoice { slot: 0, upload: true }]);
         assert_eq!(plan.wait_for, 0);
-        st.commit(&a, &plan, 64);
+        st.commit(&a, &plan, 1);
         let again = st.plan(&a).unwrap();
         assert_eq!(again.slots, vec![SlotChoice { slot: 0, upload: false }]);
         // Four other kernels on overlapping cores: slots 1..3 are free, the
         // fourth must wait for the program that last used slot 0.
-        let mut mark = 64;
+        let mut mark = 1;
         for (i, name) in ["b", "c", "d"].iter().enumerate() {
             let p = program(name, CoreRange::new((2, 2), (5, 5)), 0);
             let plan = st.plan(&p).unwrap();
             assert_eq!(plan.slots[0], SlotChoice { slot: i as u32 + 1, upload: true });
             assert_eq!(plan.wait_for, 0);
-            mark += 64;
+            mark += 1;
             st.commit(&p, &plan, mark);
         }
         let e = program("e", CoreRange::new((3, 3), (3, 3)), 0);
         let plan = st.plan(&e).unwrap();
         assert_eq!(plan.slots[0], SlotChoice { slot: 0, upload: true });
-        assert_eq!(plan.wait_for, 64);
+        assert_eq!(plan.wait_for, 1);
     }
 
     #[test]
-    fn the_launch_ring_and_config_ring_wait_for_what_they_overwrite() {
+    fn the_config_ring_waits_for_what_it_overwrites() {
         let mut st = ProgramState::new(8, 8);
         let p = program("a", CoreRange::new((0, 0), (7, 7)), 256);
         let per = 1024u64;
-        let mut mark = 0;
         let fit = CONFIG_RING_SIZE as u64 / per;
         for i in 0..fit + 2 {
             let plan = st.plan(&p).unwrap();
-            let launch_wait = if i >= LAUNCH_RING_ENTRIES as u64 { (i + 1 - LAUNCH_RING_ENTRIES as u64) * 64 } else { 0 };
-            let config_wait = if i >= fit { (i + 1 - fit) * 64 } else { 0 };
-            assert_eq!((plan.launch_wait, plan.wait_for), (launch_wait, config_wait), "program {i}");
+            // Launch numbers count from 1: program i is launch i + 1.
+            let config_wait = if i >= fit { i + 1 - fit } else { 0 };
+            assert_eq!(plan.wait_for, config_wait, "program {i}");
             assert_eq!(plan.groups[0].common_addr, CONFIG_RING + ((i % fit) * per) as u32);
-            mark += 64;
-            st.commit(&p, &plan, mark);
+            st.commit(&p, &plan, i + 1);
         }
     }
 }

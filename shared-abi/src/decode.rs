@@ -5,8 +5,8 @@
 //! same reasons.
 
 use crate::dispatch::{
-    DispatchCmdId, GoCmd, LaunchCmd, PackedFlags, PackedSubCmd, ValueCmd, WaitCmd, WaitFlags, WriteHostCmd, WriteHostFlags,
-    WriteLinearCmd, WritePackedCmd, WritePagedCmd,
+    DispatchCmdId, GoCmd, LaunchCmd, PackedFlags, PackedSubCmd, ValueCmd, WaitCmd, WaitFlags, WriteHostCmd,
+    WriteHostFlags, WriteLinearCmd, WritePackedCmd, WritePagedCmd,
 };
 use crate::noc::NocAddr;
 use crate::prefetch::{
@@ -294,6 +294,14 @@ impl DispatchHeader {
                 let ctr = flags.contains(WaitFlags::WAIT_COUNTER);
                 if (mem && ctr) || (flags.contains(WaitFlags::CLEAR) && !(mem || ctr)) {
                     return Err(DecodeErrorKind::BadFlags { flags: cmd.flags });
+                }
+                if flags.contains(WaitFlags::WAIT_LAUNCH) {
+                    if mem || ctr {
+                        return Err(DecodeErrorKind::BadFlags { flags: cmd.flags });
+                    }
+                    if cmd.count == 0 || cmd.count > crate::program::LAUNCH_RING_ENTRIES {
+                        return Err(bad("WAIT launch distance", cmd.count as u64));
+                    }
                 }
                 if ctr && cmd.addr >= mmio::SEMAPHORE_COUNT {
                     return Err(bad("WAIT semaphore index", cmd.addr as u64));
@@ -589,7 +597,7 @@ impl fmt::Display for DispatchHeader {
                 write!(f, " addr=0x{:x} count={}", c.addr, c.count)
             }
             Self::Go(c) => write!(f, " signal=0x{:08x} dst={}", c.signal, NocFmt(c.dst)),
-            Self::Launch(c) => write!(f, " length={} wait_done={} dst={}", c.length, c.wait_done, NocFmt(c.dst)),
+            Self::Launch(c) => write!(f, " length={} dst={}", c.length, NocFmt(c.dst)),
             Self::SetWriteOffset(v) => write!(f, " offset=0x{v:x}"),
             Self::Delay(v) => write!(f, " cycles={v}"),
             Self::Debug(c) => write!(f, " length={} checksum=0x{:08x}", c.length, c.checksum),

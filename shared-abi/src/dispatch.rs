@@ -172,6 +172,11 @@ bitflags! {
         const WAIT_COUNTER = 1 << 3;
         /// Afterwards, subtract `count` from the waited word or counter.
         const CLEAR = 1 << 4;
+        /// Wait until the launch `count` launches before the next one
+        /// (1..=`program::LAUNCH_RING_ENTRIES`) has finished on every worker
+        /// it reached; a launch further back has finished already (its ring
+        /// entry was reused). Excludes `WAIT_MEMORY`, `WAIT_COUNTER`, `CLEAR`.
+        const WAIT_LAUNCH = 1 << 5;
     }
 }
 
@@ -221,16 +226,16 @@ assert_layout!(ValueCmd, 16, id => 0, value => 4);
 /// earlier write to workers is acknowledged, the dispatcher stamps `n` in
 /// its `program::LAUNCH_TAG` word and multicasts it to
 /// `program::launch_entry(n)` on every worker of `dst` (a rectangle whose
-/// local address is ignored); that write is the GO. When `wait_done` is nonzero the dispatcher first waits until its
-/// `WORKERS_DONE` semaphore is >= `wait_done` (wrap-aware): the launch that
-/// last used the ring entry has finished (a WAIT folded into the LAUNCH).
+/// local address is ignored); that write is the GO. Before reusing the
+/// entry it waits until the launch that last used it has finished on every
+/// worker (`program::launch_done_sem`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct LaunchCmd {
     pub id: u8,
     pub _pad: u8,
     pub length: u16,
-    pub wait_done: u32,
+    pub _reserved: u32,
     pub dst: u64,
 }
-assert_layout!(LaunchCmd, 16, id => 0, length => 2, wait_done => 4, dst => 8);
+assert_layout!(LaunchCmd, 16, id => 0, length => 2, dst => 8);

@@ -9,8 +9,8 @@
 use crate::completion::EventRecord;
 use crate::decode::{DecodeErrorKind, DispatchHeader, PrefetchHeader};
 use crate::dispatch::{
-    DispatchCmdId, GoCmd, LaunchCmd, PackedFlags, PackedSubCmd, ValueCmd, WaitCmd, WaitFlags, WriteHostCmd, WriteHostFlags,
-    WriteLinearCmd, WritePackedCmd,
+    DispatchCmdId, GoCmd, LaunchCmd, PackedFlags, PackedSubCmd, ValueCmd, WaitCmd, WaitFlags, WriteHostCmd,
+    WriteHostFlags, WriteLinearCmd, WritePackedCmd,
 };
 use crate::noc::{Coord, NocAddr};
 use crate::prefetch::{
@@ -345,11 +345,10 @@ impl DispatchWriter<'_> {
         self.emit(&cmd, &[]).map(drop)
     }
 
-    /// `LAUNCH` of `msg` (a launch header and its groups) on the rectangle
-    /// `dst`, first waiting for `wait_done` worker completions (0: no wait).
-    pub fn launch(&mut self, dst: NocAddr, wait_done: u32, msg: &[u8]) -> Result {
+    /// `LAUNCH` of `msg` (one launch-ring entry) on the rectangle `dst`.
+    pub fn launch(&mut self, dst: NocAddr, msg: &[u8]) -> Result {
         let length = u16::try_from(msg.len()).map_err(|_| EncodeError::Invalid(bad_size()))?;
-        let cmd = LaunchCmd { id: DispatchCmdId::Launch as u8, length, wait_done, dst: dst.0, ..Default::default() };
+        let cmd = LaunchCmd { id: DispatchCmdId::Launch as u8, length, dst: dst.0, ..Default::default() };
         self.emit(&cmd, &[msg]).map(drop)
     }
 

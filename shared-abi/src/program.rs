@@ -14,10 +14,12 @@
 //! flits in order; the simulator delivers a write at once), and everything
 //! the kernels read (text, args) was acknowledged before the message was sent.
 //!
-//! The host never lets the dispatcher write entry `n` before launch
-//! `n - LAUNCH_RING_ENTRIES` has finished on every worker, and reuses kernel
-//! text slots and kernel-config bytes only once the programs using them have
-//! finished (it inserts counter WAITs where needed).
+//! The dispatcher never writes entry `n` before launch `n - LAUNCH_RING_ENTRIES`
+//! has finished on every worker (it counts completions per entry,
+//! `launch_done_sem`), and the host reuses kernel text slots and
+//! kernel-config bytes only once the programs using them have finished: it
+//! names the last such program by its distance in launches
+//! (`WaitFlags::WAIT_LAUNCH`), which stays true when a trace replays.
 
 use crate::memory_map::{KERNEL_CONFIG, KERNEL_TEXT, WORKER_LAUNCH};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
@@ -34,6 +36,14 @@ pub const LAUNCH_ENTRY_SIZE: u32 = 256;
 pub const LAUNCH_TAG: u32 = LAUNCH_ENTRY_SIZE - 4;
 /// Kernel groups (rectangles) one launch message names.
 pub const MAX_KERNEL_GROUPS: usize = 6;
+
+/// Dispatcher semaphore a worker increments (besides `mmio::sem::WORKERS_DONE`)
+/// when it finishes launch `n`: one per ring entry, so the dispatcher knows
+/// exactly when every worker is done with the launch that last used an entry,
+/// however unevenly workers progress.
+pub const fn launch_done_sem(n: u32) -> u32 {
+    crate::mmio::sem::LAUNCH_DONE + n % LAUNCH_RING_ENTRIES
+}
 
 /// L1 address of the ring entry holding launch number `n`.
 pub const fn launch_entry(n: u32) -> u32 {

@@ -6,11 +6,11 @@
 use super::{core_index, wait_reads, wait_writes};
 use crate::platform::Platform;
 use crate::report::fail;
-use cqlab_abi::mailbox::DeviceError;
-use cqlab_abi::program::KernelCtx;
 use crate::worker::common_args;
+use cqlab_abi::mailbox::DeviceError;
 use cqlab_abi::memory_map::{interleaved_page, KERNEL_SCRATCH};
 use cqlab_abi::noc::{dram_bank, NocAddr};
+use cqlab_abi::program::KernelCtx;
 
 pub fn copy(p: &mut impl Platform, ctx: &KernelCtx) {
     let [src, dst, page_size, pages, banks, cols, cores, ..] = common_args::<7>(p, ctx);

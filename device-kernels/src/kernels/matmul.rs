@@ -21,11 +21,11 @@
 use super::{core_index, wait_reads, wait_writes};
 use crate::platform::Platform;
 use crate::report::fail;
-use cqlab_abi::mailbox::DeviceError;
-use cqlab_abi::program::KernelCtx;
 use crate::worker::common_args;
+use cqlab_abi::mailbox::DeviceError;
 use cqlab_abi::memory_map::{interleaved_page, KERNEL_SCRATCH};
 use cqlab_abi::noc::{dram_bank, NocAddr};
+use cqlab_abi::program::KernelCtx;
 
 /// Largest tile edge (three f32 tiles must fit the stack-side buffers).
 pub const MAX_TILE: u32 = 16;
@@ -45,7 +45,14 @@ struct Gemm {
 
 pub fn matmul(p: &mut impl Platform, ctx: &KernelCtx) {
     let [a, b, c, mt, nt, kt, banks, cols, cores, t, order] = common_args::<11>(p, ctx);
-    if ctx.common_count < 10 || t == 0 || t > MAX_TILE || banks == 0 || cores == 0 || order > 2 || (order > 0 && cores != 1) {
+    if ctx.common_count < 10
+        || t == 0
+        || t > MAX_TILE
+        || banks == 0
+        || cores == 0
+        || order > 2
+        || (order > 0 && cores != 1)
+    {
         fail(p, DeviceError::BadKernelArgs, ctx.common_addr, t, ctx.common_count, ctx.seq);
     }
     let g = Gemm { a, b, c, mt, nt, kt, banks, t };

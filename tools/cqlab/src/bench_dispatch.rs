@@ -125,7 +125,8 @@ fn programs_for(dev: &Device, p: &Point) -> Result<Vec<Program>> {
             if p.unique_args > 0 {
                 for r in range.start.1..=range.end.1 {
                     for c in range.start.0..=range.end.0 {
-                        let args: Vec<u32> = (0..p.unique_args).map(|i| i ^ (c as u32) << 8 ^ (r as u32) << 16).collect();
+                        let args: Vec<u32> =
+                            (0..p.unique_args).map(|i| i ^ (c as u32) << 8 ^ (r as u32) << 16).collect();
                         prog.set_unique_args(k, (c, r), &args)?;
                     }
                 }
@@ -299,7 +300,18 @@ fn table(rows: &[Row]) -> String {
     let _ = writeln!(
         s,
         "{:<14} {:>5} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>3} {:>12} {:>10} {:>12}",
-        "axis", "cores", "bytes", "cached", "unique", "common", "trace", "kcycles", "cqs", "cycles/prog", "us/prog", "host us/prog"
+        "axis",
+        "cores",
+        "bytes",
+        "cached",
+        "unique",
+        "common",
+        "trace",
+        "kcycles",
+        "cqs",
+        "cycles/prog",
+        "us/prog",
+        "host us/prog"
     );
     for r in rows {
         let p = &r.point;
@@ -380,7 +392,11 @@ fn targets(rows: &[Row]) -> String {
         if slower.is_empty() { "ok".to_owned() } else { format!("MISSED at {}", slower.join(", ")) }
     );
     let host = rows.iter().map(|r| r.host_enqueue_us_per_program).fold(0.0, f64::max);
-    let _ = writeln!(s, "  host enqueue <= 1 us/program: worst {host:.3} us  {}", if host <= 1.0 { "ok" } else { "MISSED" });
+    let _ = writeln!(
+        s,
+        "  host enqueue <= 1 us/program: worst {host:.3} us  {}",
+        if host <= 1.0 { "ok" } else { "MISSED" }
+    );
     s
 }
 
