@@ -598,10 +598,17 @@ impl CommandQueue<'_> {
             let c = chunk(256, |e| e.relay_inline(true, |w| self.wait_workers(w, WaitFlags::empty())))?;
             self.submit_clearing(&c, false)?;
         }
-        // The capture plans programs from nothing resident and nothing in
-        // use: a replay starts after every earlier launch has finished.
-        let saved = (self.dev.programs.clone(), self.host().program_launches, self.host().waited_launch);
-        self.dev.programs = self.dev.programs.blank();
+        // The capture plans programs from nothing known resident and
+        // everything in use by a launch just before the trace (launch number
+        // `before`): whatever a replay reuses first, it first waits for the
+        // launch that precedes that replay, and so for all earlier ones.
+        let host = self.host();
+        let saved = (host.program_launches, host.waited_launch);
+        let before = host.program_launches + 1;
+        host.program_launches = before;
+        host.waited_launch = 0;
+        let state = self.dev.programs.all_in_use(before);
+        let saved = (std::mem::replace(&mut self.dev.programs, state), saved.0, saved.1);
         let host = self.host();
         host.capture_saved = Some(saved);
         host.capture = Some(Vec::new());
@@ -617,8 +624,10 @@ impl CommandQueue<'_> {
         // they held before the capture.
         let (saved, start, waited) = self.host().capture_saved.take().expect("capture_saved set by begin_trace");
         let captured = std::mem::replace(&mut self.dev.programs, saved);
-        let launches = self.host().program_launches - start;
-        let programs = (launches > 0).then(|| (captured.rebased(start, 0), launches));
+        // Launch numbers relative to the one before the trace, numbered 1.
+        let before = start + 1;
+        let launches = self.host().program_launches - before;
+        let programs = (launches > 0).then(|| (captured.rebased(before, 1), launches));
         self.host().program_launches = start;
         self.host().waited_launch = waited;
         bytes.extend(chunk(64, |e| e.exec_buf_end())?);
@@ -651,20 +660,18 @@ impl CommandQueue<'_> {
         if self.host().capture.is_some() {
             return Err(DriverError::Invalid("a trace cannot replay a trace (nested EXEC_BUF)".into()));
         }
-        // The trace's launches must not overwrite launch messages of cores
-        // still starting earlier work: the dispatcher waits for them first.
-        let c = chunk(256, |e| {
-            e.relay_inline(true, |w| self.wait_workers(w, WaitFlags::empty()))?;
-            e.exec_buf(base, page_size, trace.buffer.pages())
-        })?;
-        self.submit_clearing(&c, true)?;
+        // No drain: the trace waits for what it reuses (see `begin_trace`),
+        // and the dispatcher for the launch-ring entries its launches take,
+        // so a replay overlaps the work before it.
+        let c = chunk(256, |e| e.exec_buf(base, page_size, trace.buffer.pages()))?;
+        self.dev.submit(self.q, &c, true)?;
         self.host().workers_outstanding += trace.workers;
-        if let Some(state) = &trace.programs {
-            // After the replay the workers hold what the trace left, with
-            // its marks counted from the drained counter.
+        if let Some((state, launches)) = &trace.programs {
+            // After the replay the workers hold what the trace left; its
+            // launch numbers continue from the launch before the replay.
             let start = self.host().program_launches;
-            self.dev.programs = state.0.rebased(0, start);
-            self.host().program_launches = start + state.1;
+            self.dev.programs = state.rebased(1, start);
+            self.host().program_launches = start + launches;
             self.dev.program_cq = Some(self.q);
         }
         Ok(())

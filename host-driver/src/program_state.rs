@@ -191,16 +191,23 @@ impl ProgramState {
     /// Everything the state holds about programs, with launch numbers moved
     /// from `from` to `to` (a replay rebases its capture onto the queue's).
     pub fn rebased(&self, from: u64, to: u64) -> Self {
-        let m = |x: u64| if x == 0 { 0 } else { x - from + to };
+        // 0 stays "never"; numbers before `from` cannot occur.
+        let m = |x: u64| if x == 0 { 0 } else { x + to - from };
         let mut s = self.clone();
         s.last_use.iter_mut().flatten().for_each(|x| *x = m(*x));
         s.config_allocs.iter_mut().for_each(|a| a.2 = m(a.2));
         s
     }
 
-    /// Unknown slot contents, nothing in use: the state a trace captures from.
-    pub fn blank(&self) -> Self {
-        Self::new(self.cols, self.rows)
+    /// Unknown slot contents, and every slot and config byte in use by
+    /// launch `before`: the state a trace captures from.
+    pub fn all_in_use(&self, before: u64) -> Self {
+        let mut s = Self::new(self.cols, self.rows);
+        s.last_use.iter_mut().flatten().for_each(|x| *x = before);
+        let size = CONFIG_RING_SIZE as u64;
+        s.config_wr = size;
+        s.config_allocs.push_back((0, size, before));
+        s
     }
 
     /// Workers of `program`'s kernel `k`'s range `r`, row-major, as (col, row).
