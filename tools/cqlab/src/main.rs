@@ -6,8 +6,10 @@ mod driver_bench;
 mod matmul;
 mod perf;
 mod race;
+mod run;
 mod schedule;
 mod sim;
+mod trace_file;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -31,6 +33,8 @@ enum Command {
     Matmul(matmul::Args),
     /// The two-queue stall/dispatch race over many seeds: failure rate and replay commands.
     Race(race::Args),
+    /// Run a named workload over 1..=8 queues: latency percentiles, throughput, switch overhead, scaling.
+    Run(run::Args),
     /// Print a raw issue-queue dump as a readable command list.
     Decode(decode::Args),
     /// Run firmware on the simulator.
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
         Command::DriverBench(args) => driver_bench::run(args),
         Command::Matmul(args) => matmul::run(args),
         Command::Race(args) => race::run(args),
+        Command::Run(args) => run::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Sim(cmd) => sim::run(cmd),
         Command::Reset(args) => sim::reset(args),
