@@ -1,5 +1,6 @@
 //! `cqlab`: the command-line tool for command-queue bring-up work.
 
+mod compare;
 mod decode;
 mod demo;
 mod driver_bench;
@@ -35,6 +36,8 @@ enum Command {
     Race(race::Args),
     /// Run a named workload over 1..=8 queues: latency percentiles, throughput, switch overhead, scaling.
     Run(run::Args),
+    /// Compare two `cqlab run --json` reports: delta table, exit 1 on a regression beyond the threshold.
+    Compare(compare::Args),
     /// Print a raw issue-queue dump as a readable command list.
     Decode(decode::Args),
     /// Run firmware on the simulator.
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         Command::Matmul(args) => matmul::run(args),
         Command::Race(args) => race::run(args),
         Command::Run(args) => run::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Sim(cmd) => sim::run(cmd),
         Command::Reset(args) => sim::reset(args),

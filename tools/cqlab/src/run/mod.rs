@@ -293,7 +293,7 @@ fn print_text(r: &Value) {
         };
         println!(
             "{:>4} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10} {:>16} {:>14}",
-            p["cqs"],
+            p["cqs"].as_u64().unwrap_or(0),
             num(&p["throughput"]["value"]),
             num(&l["mean"]),
             num(&l["p50"]),
