@@ -10,7 +10,9 @@ mod race;
 mod run;
 mod schedule;
 mod sim;
+mod trace_export;
 mod trace_file;
+mod trace_summary;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -45,8 +47,19 @@ enum Command {
     Sim(sim::Command),
     /// Restore a simulator daemon's device (`cqlab sim serve --dev PATH`) to power-on state.
     Reset(sim::DevArgs),
+    /// Run traces (`cqlab run --trace RUN`): Perfetto export and the time breakdown.
+    #[command(subcommand)]
+    Trace(TraceCommand),
     /// GEMM tile-order (dataflow) DRAM traffic analysis.
     Schedule(schedule::Args),
+}
+
+#[derive(Subcommand)]
+enum TraceCommand {
+    /// Chrome trace-event JSON for ui.perfetto.dev (streamed, bounded memory).
+    Export(trace_export::ExportArgs),
+    /// Time by phase per iteration, critical path and top waits: read this before any fix.
+    Summary(trace_summary::SummaryArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +76,8 @@ fn main() -> ExitCode {
         Command::Sim(cmd) => sim::run(cmd),
         Command::Reset(args) => sim::reset(args),
         Command::Schedule(args) => schedule::run(args),
+        Command::Trace(TraceCommand::Export(args)) => trace_export::run_export(args),
+        Command::Trace(TraceCommand::Summary(args)) => trace_summary::run_summary(args),
     };
     match result {
         Ok(code) => code,

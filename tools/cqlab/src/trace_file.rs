@@ -133,7 +133,6 @@ pub struct CoreInfo {
 pub struct Launch {
     pub seq: u32,
     pub cq: u8,
-    pub cores: [u8; 4],
     pub label: String,
 }
 
@@ -157,7 +156,6 @@ pub struct Occ {
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct End {
-    pub timed_cycles: u64,
     pub lost: u64,
 }
 
