@@ -57,7 +57,7 @@ fn load(path: &Path) -> Result<Value> {
     Ok(v)
 }
 
-fn get<'a>(v: &'a Value, path: &[&str]) -> Option<f64> {
+fn get(v: &Value, path: &[&str]) -> Option<f64> {
     path.iter().try_fold(v, |v, k| v.get(k)).and_then(Value::as_f64)
 }
 

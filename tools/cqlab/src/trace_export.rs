@@ -67,7 +67,7 @@ const KEY_KERNEL: u32 = 0x1_0002;
 
 impl<W: Write> Exporter<W> {
     pub fn new(mut out: W, roles: HashMap<Coord, String>, clock_hz: f64, title: &str) -> Result<Self> {
-        write!(out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
+        writeln!(out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
         let mut e = Self {
             out,
             first: true,

@@ -350,12 +350,11 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
     }
     let total = v["timed_cycles"].as_u64().unwrap_or(0).max(1);
     println!(
-        "{} on {} CQs, sync {}: {} device cycles over {} (window: {})",
+        "{} on {} CQs, sync {}: {} device cycles over the timed iterations (window: {})",
         v["workload"].as_str().unwrap_or(""),
         v["cqs"],
         v["sync"].as_str().unwrap_or(""),
         total,
-        "timed iterations",
         v["window"].as_str().unwrap_or("")
     );
     println!("{:<36} {:>14} {:>8}", "phase", "cycles", "share");
@@ -372,14 +371,27 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
         println!("every timed window has at least {:.1}% of its device time in a named phase", f * 100.0);
     }
     println!("\ncritical path (phases in time order, device cycles):");
+    println!("(steps under 2% of the iteration folded into \"+N short\")");
     for w in v["iterations"].as_array().into_iter().flatten().filter(|w| w["timed"] == true).take(a.paths) {
-        let steps: Vec<String> = w["critical_path"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|s| format!("{} {}", s[0].as_str().unwrap_or(""), s[1]))
-            .collect();
-        println!("  iteration {} ({} cycles): {}", w["iteration"], w["cycles"], steps.join(" -> "));
+        let cycles = w["cycles"].as_u64().unwrap_or(0);
+        let mut steps: Vec<String> = Vec::new();
+        let mut short = 0;
+        for s in w["critical_path"].as_array().into_iter().flatten() {
+            let d = s[1].as_u64().unwrap_or(0);
+            if d * 50 < cycles {
+                short += 1;
+                continue;
+            }
+            if short > 0 {
+                steps.push(format!("+{short} short"));
+                short = 0;
+            }
+            steps.push(format!("{} {d}", s[0].as_str().unwrap_or("")));
+        }
+        if short > 0 {
+            steps.push(format!("+{short} short"));
+        }
+        println!("  iteration {} ({cycles} cycles): {}", w["iteration"], steps.join(" -> "));
     }
     println!("\ntop waits by waypoint:");
     println!("{:<36} {:>8} {:>14} {:>10} {:>10}", "waypoint", "count", "total", "mean", "max");
@@ -387,10 +399,10 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
         println!(
             "{:<36} {:>8} {:>14} {:>10.0} {:>10}",
             w["waypoint"].as_str().unwrap_or(""),
-            w["count"],
-            w["total_cycles"],
+            w["count"].as_u64().unwrap_or(0),
+            w["total_cycles"].as_u64().unwrap_or(0),
             w["mean_cycles"].as_f64().unwrap_or(0.0),
-            w["max_cycles"]
+            w["max_cycles"].as_u64().unwrap_or(0)
         );
     }
     Ok(ExitCode::SUCCESS)
