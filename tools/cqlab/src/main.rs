@@ -2,6 +2,7 @@
 
 mod compare;
 mod decode;
+mod decode_rings;
 mod demo;
 mod driver_bench;
 mod matmul;
@@ -40,7 +41,7 @@ enum Command {
     Run(run::Args),
     /// Compare two `cqlab run --json` reports: delta table, exit 1 on a regression beyond the threshold.
     Compare(compare::Args),
-    /// Print a raw issue-queue dump as a readable command list.
+    /// Print a raw issue-queue, completion-queue or trace-ring dump as readable records.
     Decode(decode::Args),
     /// Run firmware on the simulator.
     #[command(subcommand)]
