@@ -74,8 +74,12 @@ struct CoreState {
 /// Accumulates run metrics from drained records.
 #[derive(Default)]
 pub struct Analysis {
-    /// Launch seq -> (queue, label) of every launch the workload made.
-    pub launches: HashMap<u32, (u8, &'static str)>,
+    /// Launch seq -> (queue, label, device cycle it was enqueued; `None`
+    /// for launches captured in a trace) of every launch the workload made.
+    pub launches: HashMap<u32, (u8, &'static str, Option<u64>)>,
+    /// Per launch label: cycles from enqueue to each core's kernel start
+    /// (queueing behind earlier work: the convoy effect).
+    pub start_delays: BTreeMap<&'static str, Vec<f64>>,
     cores: HashMap<Coord, CoreState>,
     /// (role "CQ0 prefetcher", command) -> cycles.
     pub commands: BTreeMap<(String, &'static str), Tally>,
@@ -149,6 +153,9 @@ impl Analysis {
                         let gap = r.cycle.saturating_sub(prev_end) as f64;
                         if a == b { &mut self.same_cq_gaps } else { &mut self.cross_cq_gaps }.push(gap);
                     }
+                }
+                if let Some(&(_, label, Some(enqueued))) = self.launches.get(&r.arg0) {
+                    self.start_delays.entry(label).or_default().push(r.cycle.saturating_sub(enqueued) as f64);
                 }
                 st.kernel = Some((r.arg0, r.cycle));
             }

@@ -96,6 +96,8 @@ impl Observer for NoObserver {}
 pub struct LaunchInfo {
     pub seq: u32,
     pub cq: u8,
+    /// Device cycle the host enqueued it; `None` when captured in a trace.
+    pub enqueued: Option<u64>,
     /// Logical worker rectangle, inclusive: [start col, start row, end col, end row].
     pub cores: [u8; 4],
     pub label: &'static str,
@@ -130,6 +132,7 @@ pub struct Ctx<'a> {
     pub dev: &'a mut Device,
     cqs: u8,
     new_launches: Vec<LaunchInfo>,
+    capturing: bool,
 }
 
 impl Ctx<'_> {
@@ -164,10 +167,12 @@ impl Ctx<'_> {
     /// records the launch's seq, queue and label.
     pub fn launch(&mut self, q: u8, cores: CoreRange, args: &[u32], label: &'static str) -> Result<()> {
         let seq = self.dev.next_launch_seq();
+        let enqueued = (!self.capturing).then(|| self.dev.now());
         self.dev.cq(q)?.launch(cores, args)?;
         self.new_launches.push(LaunchInfo {
             seq,
             cq: q,
+            enqueued,
             cores: [cores.start.0, cores.start.1, cores.end.0, cores.end.1],
             label,
         });
@@ -175,9 +180,12 @@ impl Ctx<'_> {
     }
 
     pub fn begin_trace(&mut self, q: u8) -> Result<()> {
-        self.dev.cq(q)?.begin_trace()
+        self.dev.cq(q)?.begin_trace()?;
+        self.capturing = true;
+        Ok(())
     }
     pub fn end_trace(&mut self, q: u8) -> Result<Trace> {
+        self.capturing = false;
         self.dev.cq(q)?.end_trace()
     }
 }
@@ -233,6 +241,16 @@ pub struct QueueOccupancy {
     pub series: Vec<(u64, u32, u32)>,
 }
 
+/// Kernels of one launch label: how long they ran, and how long each core's
+/// kernel waited from its enqueue to its start (queueing behind earlier
+/// launches: the convoy effect). No enqueue time for kernels replayed from a trace.
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelFigures {
+    pub label: String,
+    pub duration: Tally,
+    pub launch_to_start_cycles: Option<Summary>,
+}
+
 /// Occupancy time series kept in the report, per queue.
 pub const SERIES_POINTS: usize = 256;
 
@@ -271,7 +289,7 @@ pub struct PointReport {
     pub stall_total_cycles: u64,
     pub wait_total_cycles: u64,
     pub waits: Vec<WaitTotal>,
-    pub kernels: Vec<(String, Tally)>,
+    pub kernels: Vec<KernelFigures>,
     pub switch_overhead: SwitchOverhead,
     pub occupancy: Vec<QueueOccupancy>,
     pub validation: Option<Validation>,
@@ -292,7 +310,7 @@ impl RecordSink for Tee<'_> {
 
 fn forward_launches(ctx: &mut Ctx<'_>, analysis: &mut Analysis, observer: &mut dyn Observer) -> Result<()> {
     for l in ctx.new_launches.drain(..) {
-        analysis.launches.insert(l.seq, (l.cq, l.label));
+        analysis.launches.insert(l.seq, (l.cq, l.label, l.enqueued));
         observer.launch(&l)?;
     }
     Ok(())
@@ -357,7 +375,7 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
     let total = spec.warmup + spec.iters;
     let mut samples: Vec<IterationSample> = Vec::new();
     {
-        let mut ctx = Ctx { dev: &mut dev, cqs, new_launches: Vec::new() };
+        let mut ctx = Ctx { dev: &mut dev, cqs, new_launches: Vec::new(), capturing: false };
         workload.setup(&mut ctx)?;
         forward_launches(&mut ctx, &mut analysis, observer)?;
     }
@@ -378,7 +396,7 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
         }
         let start = dev.now();
         {
-            let mut ctx = Ctx { dev: &mut dev, cqs, new_launches: Vec::new() };
+            let mut ctx = Ctx { dev: &mut dev, cqs, new_launches: Vec::new(), capturing: false };
             workload.iteration(&mut ctx, i)?;
             forward_launches(&mut ctx, &mut analysis, observer)?;
         }
@@ -413,7 +431,7 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
     let validation = if spec.skip_validation {
         None
     } else {
-        let mut ctx = Ctx { dev: &mut dev, cqs, new_launches: Vec::new() };
+        let mut ctx = Ctx { dev: &mut dev, cqs, new_launches: Vec::new(), capturing: false };
         workload.validate(&mut ctx)?
     };
     if let Some(v) = validation.as_ref().filter(|v| v.mismatches > 0) {
@@ -472,7 +490,15 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
         stall_total_cycles,
         wait_total_cycles,
         waits,
-        kernels: analysis.kernels.iter().map(|(k, t)| (k.to_string(), *t)).collect(),
+        kernels: analysis
+            .kernels
+            .iter()
+            .map(|(k, t)| KernelFigures {
+                label: k.to_string(),
+                duration: *t,
+                launch_to_start_cycles: analysis.start_delays.get(k).and_then(|v| Summary::of(v)),
+            })
+            .collect(),
         switch_overhead: analysis.switch_overhead(),
         occupancy: occupancy.iter().enumerate().map(|(q, s)| summarize_occupancy(q as u8, s)).collect(),
         validation,

@@ -322,6 +322,24 @@ fn print_text(r: &Value) {
             }
         }
     }
+    for p in r["points"].as_array().into_iter().flatten() {
+        let ks: Vec<String> = p["kernels"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|k| {
+                let d = &k["duration"];
+                let run = d["total_cycles"].as_f64().unwrap_or(0.0) / d["count"].as_f64().unwrap_or(1.0).max(1.0);
+                let wait = k["launch_to_start_cycles"]["mean"]
+                    .as_f64()
+                    .map_or("replayed from a trace".into(), |w| format!("{w:.0} enqueue->start"));
+                format!("{} {run:.0} run, {wait}", k["label"].as_str().unwrap_or(""))
+            })
+            .collect();
+        if !ks.is_empty() {
+            println!("cqs {} kernels (mean cycles per core): {}", p["cqs"], ks.join("; "));
+        }
+    }
     let s = &r["scaling"];
     if let Some(rows) = s["points"].as_array() {
         let eff: Vec<String> =
