@@ -310,15 +310,16 @@ impl Matmul {
             )));
         }
         let mut rng = Rng::new(seed);
-        // Small integers over 8: exact in f32 products, so any summation
-        // order differences would still show (they do not: the kernel sums k ascending).
+        // Multiples of 1/8 in -1..=1: seeded, and the kernel sums k ascending
+        // like the host reference, so the result must match bit for bit.
         let mut gen = |len: u32| (0..len).map(|_| ((rng.next() % 17) as f32 - 8.0) / 8.0).collect::<Vec<f32>>();
         let a = gen(m * k);
         let b = gen(k * n);
         Ok(Self { knobs: knobs.clone(), a, b, bufs: None })
     }
 
-    /// Per queue: (rows of workers, args); every queue shares `cores`.
+    /// Kernel args: every queue's launch covers its rows, and `cores` counts
+    /// the workers of all queues, so together they compute every tile once.
     fn args(&self, ctx: &Ctx<'_>, bufs: &(Buffer, Buffer, Buffer)) -> [u32; 11] {
         let Knobs { m, n, k, tile: t, .. } = self.knobs;
         let cfg = ctx.dev.config();

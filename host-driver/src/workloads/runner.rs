@@ -157,8 +157,8 @@ impl Ctx<'_> {
         CoreRange::new((0, 0), (c.worker_cols - 1, c.worker_rows - 1))
     }
 
-    /// Cores shared by every queue (hetero): the first queue's partition
-    /// size at one queue, i.e. every worker.
+    /// Cores every queue launches on (hetero): all workers. Queues sharing
+    /// cores must order their launches with events.
     pub fn shared_cores(&self) -> CoreRange {
         self.all_workers()
     }
@@ -316,7 +316,12 @@ fn forward_launches(ctx: &mut Ctx<'_>, analysis: &mut Analysis, observer: &mut d
     Ok(())
 }
 
-fn sample_occupancy(dev: &mut Device, cqs: u8, observer: &mut dyn Observer, out: &mut [Vec<OccupancySample>]) {
+fn sample_occupancy(
+    dev: &mut Device,
+    cqs: u8,
+    observer: &mut dyn Observer,
+    out: &mut [Vec<OccupancySample>],
+) -> Result<()> {
     let cycle = dev.now();
     for q in 0..cqs {
         let p = dev.queue_pointers(q);
@@ -327,9 +332,10 @@ fn sample_occupancy(dev: &mut Device, cqs: u8, observer: &mut dyn Observer, out:
             fetch_entries: p.fetch_issued.wrapping_sub(p.fetch_consumed),
             completion_bytes: RingPtr::used(RingPtr(p.completion_wr), RingPtr(p.completion_rd), size),
         };
-        let _ = observer.occupancy(&s);
+        observer.occupancy(&s)?;
         out[q as usize].push(s);
     }
+    Ok(())
 }
 
 /// The device spec with the run's seed applied to an embedded device that names none.
@@ -405,7 +411,7 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
             events.push(dev.cq(q)?.record_event()?);
         }
         let enqueued = dev.now();
-        sample_occupancy(&mut dev, cqs, observer, &mut occupancy);
+        sample_occupancy(&mut dev, cqs, observer, &mut occupancy)?;
         let end = if spec.sync == SyncMode::PerIter {
             for &ev in &events {
                 dev.event_synchronize(ev)?;
@@ -426,7 +432,7 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
         dev.event_synchronize(ev)?;
     }
     let timed_cycles = dev.now() - timed_start;
-    sample_occupancy(&mut dev, cqs, observer, &mut occupancy);
+    sample_occupancy(&mut dev, cqs, observer, &mut occupancy)?;
     collector.drain(&mut dev, &mut Tee { analysis: &mut analysis, observer })?;
     let validation = if spec.skip_validation {
         None

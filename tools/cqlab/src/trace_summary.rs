@@ -1,24 +1,29 @@
 //! `cqlab trace summary RUN`: where each iteration's device time went, by
 //! phase, before anyone changes anything (profile first, then fix).
 //!
-//! Phases, from the trace records of every core (a cycle belongs to the
-//! first phase in this order that is active then):
-//! 1. `kernel`: a worker between its kernel start and end records;
-//! 2. `dispatch`: the dispatcher running a command (not WRITE_HOST, and a
-//!    WAIT only outside its wait), or a GO in flight to the kernel it starts;
-//! 3. `relay`: the prefetcher running a relay or trace replay command;
+//! Each CQ core is in one state between two of its records (what its
+//! last record started); a worker runs a kernel between its start and end
+//! records. A cycle of an iteration belongs to the first phase, in this
+//! order, that some core is in:
+//! 1. `kernel`: a worker running a kernel;
+//! 2. `dispatch`: the dispatcher in a command (not WRITE_HOST; a WAIT only
+//!    outside its wait), or a GO in flight to the kernel it starts;
+//! 3. `relay`: the prefetcher processing a chunk (its commands, relays,
+//!    trace replays);
 //! 4. `fetch (PCIe)`: the prefetcher from its previous record to taking a
 //!    fetch-queue entry: waiting for the doorbell and reading the chunk;
-//! 5. `completion`: the dispatcher writing to the completion queue, and the
-//!    host noticing the iteration's last event after the device stamped it;
+//! 5. `completion`: the dispatcher in WRITE_HOST, and the host noticing
+//!    the iteration's last event after the dispatcher stamped it;
 //! 6. `host enqueue`: device time that passed while the host enqueued;
-//! 7. `wait <waypoint>`: a dispatcher WAIT or prefetcher STALL with nothing
-//!    else running.
+//! 7. `dispatch` again: the dispatcher between commands (reading the next
+//!    header, waiting in UAPW for its bytes, returning ring pages);
+//! 8. `wait <waypoint>`: a dispatcher WAIT (WCW, PWW), a prefetcher STALL
+//!    (PSW), or the prefetcher idle after its last command (HQW).
 //!
-//! Whatever is left is `unattributed`. With `--sync per-iter` each
-//! iteration is its own window; with `--sync end` iterations overlap, so the
-//! timed region is one window. The critical path is the sequence of phases
-//! a window passes through.
+//! Whatever is left is `unattributed` (before any CQ core's first record).
+//! With `--sync per-iter` each iteration is its own window; with `--sync
+//! end` iterations overlap, so the timed region is one window. The critical
+//! path is the sequence of phases a window passes through.
 
 use crate::trace_file::{Item, TraceReader};
 use anyhow::{bail, Result};
