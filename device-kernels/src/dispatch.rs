@@ -172,7 +172,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         if self.worker_writes {
             self.barrier();
         }
-        let entry = dst.with_local(launch_entry(n) as u64);
+        let entry = dst.with_local(launch_entry(self.cfg.cq_id, n) as u64);
         self.stream(len, |p, local, off, m| {
             if off + m == len {
                 // The piece with the tag: stamp it, and let any earlier

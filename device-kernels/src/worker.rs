@@ -10,7 +10,9 @@
 use crate::platform::Platform;
 use crate::report::{trace, wait_until, waypoint};
 use core::mem::offset_of;
+use cqlab_abi::mailbox::{CqConfig, CQ_CONFIG};
 use cqlab_abi::mmio;
+use cqlab_abi::noc::MAX_CQS;
 use cqlab_abi::noc::{worker_index, Coord, NocAddr};
 use cqlab_abi::program::{
     group_offset, launch_done_sem, launch_entry, rect_index, KernelCtx, KernelGroup, LaunchHeader, LAUNCH_TAG,
@@ -22,13 +24,29 @@ use cqlab_abi::waypoint::{GOW, RUN};
 /// Serves launches forever; `run(p, entry, ctx)` calls the kernel at `entry`.
 pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx)) -> ! {
     let (col, row) = worker_index(Coord::unpack(p.core_xy())).unwrap_or((u8::MAX, u8::MAX));
-    // Launches started; the dispatcher's first LAUNCH is number 1.
-    let mut started = 0u32;
+    // One launch ring per command queue (the host wrote how many).
+    let cqs = p.read_u32(CQ_CONFIG + offset_of!(CqConfig, num_cqs) as u32).clamp(1, MAX_CQS as u32);
+    // Launches started per queue; each dispatcher's first LAUNCH is number 1.
+    let mut started = [0u32; MAX_CQS as usize];
+    let mut first = 0;
     loop {
-        let n = started.wrapping_add(1);
-        let entry = launch_entry(n);
-        wait_until(p, GOW, |p| p.read_u32(entry + LAUNCH_TAG) == n);
-        started = n;
+        // The next tagged entry of any queue, looking at each in turn.
+        let mut q = first;
+        wait_until(p, GOW, |p| {
+            for i in 0..cqs {
+                let c = (first + i) % cqs;
+                let n = started[c as usize].wrapping_add(1);
+                if p.read_u32(launch_entry(c, n) + LAUNCH_TAG) == n {
+                    q = c;
+                    return true;
+                }
+            }
+            false
+        });
+        first = (q + 1) % cqs;
+        let n = started[q as usize].wrapping_add(1);
+        started[q as usize] = n;
+        let entry = launch_entry(q, n);
         waypoint(p, RUN);
         // Only the words used, one load each (L1 loads are the slow part).
         let field = |p: &P, at: u32, off: usize| p.read_u32(at + off as u32);

@@ -43,7 +43,6 @@ pub struct CqHost {
     /// Read-back data by tag.
     pub(crate) reads: HashMap<u32, Vec<u8>>,
     pub(crate) next_tag: u32,
-    pub(crate) launches: u32,
     /// Slow dispatch: worker completions expected on the done counter.
     pub(crate) slow_expected: u32,
     /// Chunks captured by `begin_trace` instead of being issued.
@@ -74,7 +73,6 @@ impl CqHost {
             last_event_done: 0,
             reads: HashMap::new(),
             next_tag: 1,
-            launches: 0,
             slow_expected: 0,
             capture: None,
             completions: 0,
@@ -607,8 +605,9 @@ impl CommandQueue<'_> {
         let before = host.program_launches + 1;
         host.program_launches = before;
         host.waited_launch = 0;
-        let state = self.dev.programs.all_in_use(before);
-        let saved = (std::mem::replace(&mut self.dev.programs, state), saved.0, saved.1);
+        let q = self.q as usize;
+        let state = self.dev.programs[q].all_in_use(before);
+        let saved = (std::mem::replace(&mut self.dev.programs[q], state), saved.0, saved.1);
         let host = self.host();
         host.capture_saved = Some(saved);
         host.capture = Some(Vec::new());
@@ -623,7 +622,7 @@ impl CommandQueue<'_> {
         // The captured programs have not run: the workers still hold what
         // they held before the capture.
         let (saved, start, waited) = self.host().capture_saved.take().expect("capture_saved set by begin_trace");
-        let captured = std::mem::replace(&mut self.dev.programs, saved);
+        let captured = std::mem::replace(&mut self.dev.programs[self.q as usize], saved);
         // Launch numbers relative to the one before the trace, numbered 1.
         let before = start + 1;
         let launches = self.host().program_launches - before;
@@ -670,9 +669,8 @@ impl CommandQueue<'_> {
             // After the replay the workers hold what the trace left; its
             // launch numbers continue from the launch before the replay.
             let start = self.host().program_launches;
-            self.dev.programs = state.rebased(1, start);
+            self.dev.programs[self.q as usize] = state.rebased(1, start);
             self.host().program_launches = start + launches;
-            self.dev.program_cq = Some(self.q);
         }
         Ok(())
     }
@@ -735,8 +733,8 @@ impl Device {
         self.allocator.l1(noc::worker(col, row), size)
     }
 
-    /// Queue pointers, for hang dumps and stats.
-    pub(crate) fn queue_pointers(&mut self, q: u8) -> QueuePointers {
+    /// Queue pointers, for hang dumps and stats (reads sysmem only, no BAR).
+    pub fn queue_pointers(&mut self, q: u8) -> QueuePointers {
         let issue_rd = self.header_word(q, ISSUE_RD_PTR);
         let fetched = self.header_word(q, FETCH_RD_COUNT);
         let completion_wr = self.header_word(q, COMPLETION_WR_PTR);

@@ -30,11 +30,11 @@ pub struct Device {
     pub(crate) cqs: Vec<CqHost>,
     /// Next event id (ids start at 1, shared by all queues).
     pub(crate) next_event: u32,
+    /// Sequence number of the next worker launch (unique across queues).
+    pub(crate) next_launch_seq: u32,
     pub(crate) allocator: crate::buffer::Allocator,
-    /// What the workers hold for programs (slots, config ring, launch ring).
-    pub(crate) programs: crate::program_state::ProgramState,
-    /// The queue whose dispatcher launches programs (the first to enqueue one).
-    pub(crate) program_cq: Option<u8>,
+    /// What the workers hold for each queue's programs (its slots and config ring share).
+    pub(crate) programs: Vec<crate::program_state::ProgramState>,
     /// `DeviceConfig::worker_kernel`, loaded at boot, run by `launch`.
     pub(crate) default_kernel: Option<Arc<KernelImage>>,
     /// Slow dispatch: launches written (the GO count).
@@ -48,15 +48,15 @@ impl Device {
         let cqs = (0..cfg.num_cqs)
             .map(|q| CqHost::new(CqSysmemLayout::for_cq(q, cfg.issue_size, cfg.completion_size)))
             .collect();
-        let programs = crate::program_state::ProgramState::new(cfg.worker_cols, cfg.worker_rows);
+        let programs = program_states(&cfg);
         Ok(Self {
             backend,
             cfg,
             cqs,
             next_event: 1,
+            next_launch_seq: 0,
             allocator: Default::default(),
             programs,
-            program_cq: None,
             default_kernel: None,
             slow_launches: 0,
         })
@@ -127,6 +127,11 @@ impl Device {
     pub fn num_cqs(&self) -> u8 {
         self.cfg.num_cqs
     }
+    /// The seq the next worker launch will carry in its launch message and
+    /// in its workers' kernel trace records (unique across queues).
+    pub fn next_launch_seq(&self) -> u32 {
+        self.next_launch_seq
+    }
 
     /// Every worker core of the configured grid.
     pub fn workers(&self) -> impl Iterator<Item = Coord> + '_ {
@@ -147,10 +152,10 @@ impl Device {
         let worker = image(FirmwareId::Worker.name())?;
         self.default_kernel = Some(Arc::new(self.load_kernel(&self.cfg.worker_kernel.clone())?));
         // Nothing is resident or in flight on freshly booted workers.
-        self.programs = crate::program_state::ProgramState::new(self.cfg.worker_cols, self.cfg.worker_rows);
-        self.program_cq = None;
+        self.programs = program_states(&self.cfg);
         self.slow_launches = 0;
         // The firmware starts its queues from zero: so does the host.
+        self.next_launch_seq = 0;
         self.cqs = (0..self.cfg.num_cqs)
             .map(|q| CqHost::new(CqSysmemLayout::for_cq(q, self.cfg.issue_size, self.cfg.completion_size)))
             .collect();
@@ -178,7 +183,9 @@ impl Device {
         }
         let workers: Vec<Coord> = self.workers().collect();
         for &w in &workers {
-            self.load(w, &worker, None)?;
+            // Workers only read `num_cqs`: how many launch rings to serve.
+            let wcfg = CqConfig { num_cqs: self.cfg.num_cqs as u32, ..Default::default() };
+            self.load(w, &worker, Some(&wcfg))?;
             expect.push((w, FirmwareId::Worker));
         }
         for &(core, _) in &expect {
@@ -238,8 +245,11 @@ impl Device {
         self.backend.write(at(TRACE_RING.base), TraceRingHeader::default().as_bytes())?;
         // A worker's launch count starts at 0: no ring entry may carry a
         // tag of an earlier boot.
-        for n in 0..cqlab_abi::program::LAUNCH_RING_ENTRIES {
-            self.backend.write_u32(at(cqlab_abi::program::launch_entry(n) + cqlab_abi::program::LAUNCH_TAG), 0)?;
+        for q in 0..self.cfg.num_cqs as u32 {
+            for n in 0..cqlab_abi::program::LAUNCH_RING_ENTRIES {
+                let tag = cqlab_abi::program::launch_entry(q, n) + cqlab_abi::program::LAUNCH_TAG;
+                self.backend.write_u32(at(tag), 0)?;
+            }
         }
         for seg in &image.segments {
             self.backend.write(at(seg.addr), &seg.data)?;
@@ -351,6 +361,13 @@ impl Device {
     pub fn all_cores(&self) -> impl Iterator<Item = Coord> + '_ {
         (0..self.cfg.num_cqs).flat_map(|q| [noc::prefetcher(q), noc::dispatcher(q)]).chain(self.workers())
     }
+}
+
+/// Each queue's empty program state.
+fn program_states(cfg: &DeviceConfig) -> Vec<crate::program_state::ProgramState> {
+    (0..cfg.num_cqs)
+        .map(|q| crate::program_state::ProgramState::new(cfg.worker_cols, cfg.worker_rows, q, cfg.num_cqs))
+        .collect()
 }
 
 fn validate(cfg: &DeviceConfig) -> Result<()> {

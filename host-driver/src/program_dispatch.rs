@@ -27,16 +27,7 @@ impl CommandQueue<'_> {
     pub fn enqueue_program(&mut self, program: &Program) -> Result<()> {
         let (cols, rows) = (self.dev.cfg.worker_cols, self.dev.cfg.worker_rows);
         program.check_grid(cols, rows)?;
-        match self.dev.program_cq {
-            Some(owner) if owner != self.q => {
-                return Err(DriverError::Invalid(format!(
-                    "programs run from one command queue per boot: CQ{owner} launched first, this is CQ{}",
-                    self.q
-                )))
-            }
-            _ => self.dev.program_cq = Some(self.q),
-        }
-        let plan = self.dev.programs.plan(program).map_err(DriverError::Invalid)?;
+        let plan = self.dev.programs[self.q as usize].plan(program).map_err(DriverError::Invalid)?;
         let grid = cols as u32 * rows as u32;
         if self.dev.cfg.slow_dispatch {
             return self.slow_program(program, &plan, grid);
@@ -47,7 +38,8 @@ impl CommandQueue<'_> {
         // back; further back than the launch ring it has finished already.
         let back = number - plan.wait_for;
         let wait = (plan.wait_for > host.waited_launch && back <= LAUNCH_RING_ENTRIES as u64).then_some(back as u32);
-        let seq = host.launches;
+        // Seqs are unique across queues: a kernel trace record names its launch.
+        let seq = self.dev.next_launch_seq;
         let msg = launch_message(self.q, seq, program, &plan);
         let all = grid_noc(cols, rows);
         let capacity = chunk_capacity(program, &plan, msg.len());
@@ -62,11 +54,11 @@ impl CommandQueue<'_> {
             })
         })?;
         let host = &mut self.dev.cqs[self.q as usize];
-        host.launches = seq.wrapping_add(1);
         host.workers_outstanding += grid;
         host.waited_launch = host.waited_launch.max(plan.wait_for);
         host.program_launches = number;
-        self.dev.programs.commit(program, &plan, number);
+        self.dev.programs[self.q as usize].commit(program, &plan, number);
+        self.dev.next_launch_seq = seq.wrapping_add(1);
         Ok(())
     }
 
@@ -94,7 +86,7 @@ impl CommandQueue<'_> {
                 }
             }
         }
-        let seq = self.dev.cqs[self.q as usize].launches;
+        let seq = self.dev.next_launch_seq;
         let msg = launch_message(self.q, seq, program, plan);
         let n = self.dev.slow_launches.wrapping_add(1);
         let mut msg = msg;
@@ -102,16 +94,16 @@ impl CommandQueue<'_> {
         let workers: Vec<_> = self.dev.workers().collect();
         for &w in &workers {
             // One BAR write per worker, tag last: the message is its GO.
-            self.dev.backend.write(NocAddr::unicast(w, launch_entry(n) as u64), &msg)?;
+            self.dev.backend.write(NocAddr::unicast(w, launch_entry(self.q as u32, n) as u64), &msg)?;
         }
         self.dev.slow_launches = n;
         let host = &mut self.dev.cqs[self.q as usize];
-        host.launches = seq.wrapping_add(1);
         host.slow_expected = host.slow_expected.wrapping_add(grid);
         host.program_launches += 1;
         host.waited_launch = host.program_launches;
         let number = host.program_launches;
-        self.dev.programs.commit(program, plan, number);
+        self.dev.programs[self.q as usize].commit(program, plan, number);
+        self.dev.next_launch_seq = seq.wrapping_add(1);
         Ok(())
     }
 }

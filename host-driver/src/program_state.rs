@@ -21,10 +21,17 @@ use std::collections::VecDeque;
 
 const SLOTS: usize = KERNEL_SLOTS as usize;
 
+/// One command queue's view: its share of the kernel text slots and of the
+/// kernel-config ring (queues never reuse each other's).
 #[derive(Clone, Debug)]
 pub(crate) struct ProgramState {
     cols: u8,
-    rows: u8,
+    /// This queue's slots: `slot_lo..slot_lo + slot_n`.
+    slot_lo: usize,
+    slot_n: usize,
+    /// This queue's part of the kernel-config ring.
+    config_base: u32,
+    config_size: u32,
     /// Per worker (row-major): the build id in each text slot, if known.
     resident: Vec<[Option<u64>; SLOTS]>,
     /// Per worker and slot: launch number of the last program that ran from it.
@@ -64,12 +71,19 @@ pub(crate) struct Plan {
 }
 
 impl ProgramState {
-    /// Nothing known: every slot may hold anything, nothing is in use.
-    pub fn new(cols: u8, rows: u8) -> Self {
+    /// Queue `cq` of `cqs`, nothing known: every slot may hold anything,
+    /// nothing is in use.
+    pub fn new(cols: u8, rows: u8, cq: u8, cqs: u8) -> Self {
+        // Each worker's residency, row-major.
         let n = cols as usize * rows as usize;
+        let slot_n = SLOTS / cqs.max(1) as usize;
+        let config_size = (CONFIG_RING_SIZE / cqs.max(1) as u32) & !15;
         Self {
             cols,
-            rows,
+            slot_lo: cq as usize * slot_n,
+            slot_n,
+            config_base: CONFIG_RING + cq as u32 * config_size,
+            config_size,
             resident: vec![[None; SLOTS]; n],
             last_use: vec![[0; SLOTS]; n],
             config_wr: 0,
@@ -102,13 +116,14 @@ impl ProgramState {
         for (k, spec) in program.kernels.iter().enumerate() {
             let cores = self.cores(program, k);
             let id = spec.image.build_id;
-            let cached = (0..SLOTS).find(|&s| cores.iter().all(|&c| self.resident[c][s] == Some(id)));
+            let mine = self.slot_lo..self.slot_lo + self.slot_n;
+            let cached = mine.clone().find(|&s| cores.iter().all(|&c| self.resident[c][s] == Some(id)));
             let choice = match cached {
                 Some(s) => SlotChoice { slot: s as u32, upload: false },
                 None => {
                     // The slot whose last use finished earliest on these cores.
                     let busy = |s: usize| cores.iter().map(|&c| self.last_use[c][s]).max().unwrap_or(0);
-                    let s = (0..SLOTS).min_by_key(|&s| (busy(s), s)).expect("slots");
+                    let s = mine.min_by_key(|&s| (busy(s), s)).expect("every queue has a slot");
                     wait_for = wait_for.max(busy(s));
                     SlotChoice { slot: s as u32, upload: true }
                 }
@@ -136,12 +151,15 @@ impl ProgramState {
             }
         }
         debug_assert!(groups.len() <= MAX_KERNEL_GROUPS);
-        if need > CONFIG_RING_SIZE {
-            return Err(format!("{need} bytes of runtime args exceed the {CONFIG_RING_SIZE}-byte kernel-config ring"));
+        if need > self.config_size {
+            return Err(format!(
+                "{need} bytes of runtime args exceed this queue's {}-byte part of the kernel-config ring",
+                self.config_size
+            ));
         }
         let mut config = None;
         if need > 0 {
-            let size = CONFIG_RING_SIZE as u64;
+            let size = self.config_size as u64;
             let mut start = self.config_wr;
             if start % size + need as u64 > size {
                 start += size - start % size;
@@ -153,7 +171,7 @@ impl ProgramState {
                     wait_for = wait_for.max(mark);
                 }
             }
-            let base = CONFIG_RING + (start % size) as u32;
+            let base = self.config_base + (start % size) as u32;
             for g in &mut groups {
                 g.unique_addr += base;
                 g.common_addr += base;
@@ -181,7 +199,7 @@ impl ProgramState {
             }
         }
         if let Some((start, end)) = plan.config {
-            let size = CONFIG_RING_SIZE as u64;
+            let size = self.config_size as u64;
             self.config_allocs.retain(|&(_, e, _)| e + size > end);
             self.config_allocs.push_back((start, end, mark));
             self.config_wr = end;
@@ -202,9 +220,10 @@ impl ProgramState {
     /// Unknown slot contents, and every slot and config byte in use by
     /// launch `before`: the state a trace captures from.
     pub fn all_in_use(&self, before: u64) -> Self {
-        let mut s = Self::new(self.cols, self.rows);
+        let mut s = Self { resident: vec![[None; SLOTS]; self.resident.len()], ..self.clone() };
         s.last_use.iter_mut().flatten().for_each(|x| *x = before);
-        let size = CONFIG_RING_SIZE as u64;
+        s.config_allocs.clear();
+        let size = self.config_size as u64;
         s.config_wr = size;
         s.config_allocs.push_back((0, size, before));
         s
@@ -244,7 +263,7 @@ mod tests {
 
     #[test]
     fn resident_kernels_are_not_resent_and_slots_are_reused_only_after_their_programs() {
-        let mut st = ProgramState::new(8, 8);
+        let mut st = ProgramState::new(8, 8, 0, 4);
         let a = program("a", CoreRange::new((0, 0), (3, 3)), 0);
         let plan = st.plan(&a).unwrap();
         assert_eq!(plan.slots, vec![SlotChoice { slot: 0, upload: true }]);
@@ -252,8 +271,9 @@ mod tests {
         st.commit(&a, &plan, 1);
         let again = st.plan(&a).unwrap();
         assert_eq!(again.slots, vec![SlotChoice { slot: 0, upload: false }]);
-        // Four other kernels on overlapping cores: slots 1..3 are free, the
-        // fourth must wait for the program that last used slot 0.
+        // Queue 0 of 4 has four slots. Three other kernels on overlapping
+        // cores take slots 1..3; a fourth must wait for the program that
+        // last used slot 0.
         let mut mark = 1;
         for (i, name) in ["b", "c", "d"].iter().enumerate() {
             let p = program(name, CoreRange::new((2, 2), (5, 5)), 0);
@@ -271,10 +291,10 @@ mod tests {
 
     #[test]
     fn the_config_ring_waits_for_what_it_overwrites() {
-        let mut st = ProgramState::new(8, 8);
+        let mut st = ProgramState::new(8, 8, 0, 4);
         let p = program("a", CoreRange::new((0, 0), (7, 7)), 256);
         let per = 1024u64;
-        let fit = CONFIG_RING_SIZE as u64 / per;
+        let fit = (CONFIG_RING_SIZE / 4) as u64 / per;
         for i in 0..fit + 2 {
             let plan = st.plan(&p).unwrap();
             // Launch numbers count from 1: program i is launch i + 1.

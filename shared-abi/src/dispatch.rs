@@ -225,7 +225,7 @@ assert_layout!(ValueCmd, 16, id => 0, value => 4);
 /// become launch message `n` = the dispatcher's launch count + 1: once every
 /// earlier write to workers is acknowledged, the dispatcher stamps `n` in
 /// its `program::LAUNCH_TAG` word and multicasts it to
-/// `program::launch_entry(n)` on every worker of `dst` (a rectangle whose
+/// `program::launch_entry(cq, n)` on every worker of `dst` (a rectangle whose
 /// local address is ignored); that write is the GO. Before reusing the
 /// entry it waits until the launch that last used it has finished on every
 /// worker (`program::launch_done_sem`).

@@ -72,13 +72,13 @@ pub const fn chunk_buffer(i: u32) -> u32 {
     CHUNK_AREA.base + (i % CHUNK_BUFFERS) * MAX_CHUNK
 }
 
-/// Worker-only split of `CMD_BUFFER` (which only a prefetcher uses): the GO
-/// word and launch-message ring (`program`), the kernel text slots, and the
-/// kernel-config ring that holds runtime arguments.
-pub const WORKER_LAUNCH: Region = Region { name: "worker_launch", base: CMD_BUFFER.base, size: 0x1000 };
-pub const KERNEL_TEXT: Region = Region { name: "kernel_text", base: WORKER_LAUNCH.end(), size: 0x1_0000 };
+/// Worker-only use of `CMD_BUFFER` and `DISPATCH_RING` (which only CQ cores
+/// use): the launch-message rings, one per command queue (`program`), the
+/// kernel text slots, and the kernel-config ring that holds runtime args.
+pub const WORKER_LAUNCH: Region = Region { name: "worker_launch", base: CMD_BUFFER.base, size: 0x8000 };
+pub const KERNEL_TEXT: Region = Region { name: "kernel_text", base: WORKER_LAUNCH.end(), size: 0x4_0000 };
 pub const KERNEL_CONFIG: Region = Region { name: "kernel_config", base: KERNEL_TEXT.end(), size: 0x2_0000 };
-const _: () = assert!(KERNEL_CONFIG.end() <= CMD_BUFFER.end());
+const _: () = assert!(CMD_BUFFER.end() == DISPATCH_RING.base && KERNEL_CONFIG.end() <= DISPATCH_RING.end());
 
 /// Per-core local data memory: private to its core (not on the NOC, not
 /// reachable through the BAR), one cycle per access where L1 takes

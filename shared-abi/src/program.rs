@@ -24,7 +24,11 @@
 use crate::memory_map::{KERNEL_CONFIG, KERNEL_TEXT, WORKER_LAUNCH};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-/// First entry of the launch-message ring.
+/// First entry of the launch-message ring of queue 0; queue `q`'s ring follows
+/// `q` rings later. A worker serves the rings of every queue of the device
+/// (their number is in its `mailbox::CQ_CONFIG`, `CqConfig::num_cqs`) in
+/// whatever order launches arrive: queues launching on the same cores order
+/// their launches with events.
 pub const LAUNCH_RING: u32 = WORKER_LAUNCH.base;
 /// Entries in the launch-message ring (the dispatcher may be this many
 /// launches ahead of the slowest worker).
@@ -45,15 +49,17 @@ pub const fn launch_done_sem(n: u32) -> u32 {
     crate::mmio::sem::LAUNCH_DONE + n % LAUNCH_RING_ENTRIES
 }
 
-/// L1 address of the ring entry holding launch number `n`.
-pub const fn launch_entry(n: u32) -> u32 {
-    LAUNCH_RING + (n % LAUNCH_RING_ENTRIES) * LAUNCH_ENTRY_SIZE
+/// L1 address of the entry of queue `cq`'s ring holding its launch number `n`.
+pub const fn launch_entry(cq: u32, n: u32) -> u32 {
+    LAUNCH_RING + (cq * LAUNCH_RING_ENTRIES + n % LAUNCH_RING_ENTRIES) * LAUNCH_ENTRY_SIZE
 }
 
 /// Kernel text slots; kernels are linked for slot 0 (`KERNEL_TEXT_ADDR`)
 /// and relocated by the host for the others (slots differ by multiples of
-/// 4 KiB, so only absolute high parts and words move).
-pub const KERNEL_SLOTS: u32 = 4;
+/// 4 KiB, so only absolute high parts and words move). The host gives each
+/// command queue its own share of the slots and of the kernel-config ring,
+/// so a queue only ever waits for its own launches before reusing them.
+pub const KERNEL_SLOTS: u32 = 16;
 pub const KERNEL_SLOT_SIZE: u32 = KERNEL_TEXT.size / KERNEL_SLOTS;
 /// Link address of every kernel (its entry is its first byte).
 pub const KERNEL_TEXT_ADDR: u32 = KERNEL_TEXT.base;
@@ -112,7 +118,9 @@ assert_layout!(KernelGroup, 32, rect => 0, entry => 4, unique_addr => 8, unique_
     common_count => 20, kernel_id => 24);
 
 const _: () = assert!(32 + 32 * MAX_KERNEL_GROUPS as u32 <= LAUNCH_TAG);
-const _: () = assert!(LAUNCH_RING + LAUNCH_RING_ENTRIES * LAUNCH_ENTRY_SIZE <= WORKER_LAUNCH.end());
+const _: () = assert!(
+    launch_entry(crate::noc::MAX_CQS as u32 - 1, LAUNCH_RING_ENTRIES - 1) + LAUNCH_ENTRY_SIZE <= WORKER_LAUNCH.end()
+);
 const _: () = assert!(KERNEL_SLOT_SIZE % 4096 == 0 && KERNEL_SLOTS * KERNEL_SLOT_SIZE == KERNEL_TEXT.size);
 const _: () = assert!(CONFIG_RING + CONFIG_RING_SIZE <= KERNEL_CONFIG.end());
 
@@ -172,8 +180,9 @@ mod tests {
 
     #[test]
     fn ring_entries_wrap() {
-        assert_eq!(launch_entry(0), launch_entry(LAUNCH_RING_ENTRIES));
-        assert_eq!(launch_entry(1) - launch_entry(0), LAUNCH_ENTRY_SIZE);
+        assert_eq!(launch_entry(0, 0), launch_entry(0, LAUNCH_RING_ENTRIES));
+        assert_eq!(launch_entry(0, 1) - launch_entry(0, 0), LAUNCH_ENTRY_SIZE);
+        assert_eq!(launch_entry(1, 0), launch_entry(0, LAUNCH_RING_ENTRIES - 1) + LAUNCH_ENTRY_SIZE);
         assert_eq!(kernel_slot(1) - kernel_slot(0), KERNEL_SLOT_SIZE);
     }
 }
