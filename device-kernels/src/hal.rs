@@ -87,16 +87,9 @@ pub fn call_kernel(entry: u32, ctx: &cqlab_abi::program::KernelCtx) {
     // SAFETY: `entry` comes from a launch message the host built: the first
     // byte of a kernel text slot holding an image it loaded and relocated
     // for that slot, whose entry (`kernel!`) has exactly this signature.
-    let kernel: extern "C" fn(*const cqlab_abi::program::KernelCtx) =
+    let kernel: extern "C" fn(&cqlab_abi::program::KernelCtx) =
         unsafe { core::mem::transmute::<usize, _>(entry as usize) };
     kernel(ctx)
-}
-
-/// The context the worker firmware handed a kernel (see `call_kernel`).
-pub fn kernel_ctx(ctx: *const cqlab_abi::program::KernelCtx) -> cqlab_abi::program::KernelCtx {
-    // SAFETY: `call_kernel` passes a reference to a live `KernelCtx` on the
-    // firmware's stack, valid for the whole call.
-    unsafe { core::ptr::read(ctx) }
 }
 
 /// Stops this hart for good. `ecall` halts it on the simulator; the loop

@@ -68,10 +68,9 @@ _kstart:
 
         // SAFETY: the one symbol the kernel entry jumps to; defined once per image.
         #[unsafe(no_mangle)]
-        pub extern "C" fn __cqlab_kernel(ctx: *const cqlab_abi::program::KernelCtx) {
-            let ctx = $crate::hal::kernel_ctx(ctx);
+        pub extern "C" fn __cqlab_kernel(ctx: &cqlab_abi::program::KernelCtx) {
             let kernel: fn(&mut $crate::hal::Device, &cqlab_abi::program::KernelCtx) = $kernel;
-            kernel(&mut $crate::hal::Device, &ctx)
+            kernel(&mut $crate::hal::Device, ctx)
         }
     };
 }

@@ -19,7 +19,7 @@ pub struct Args {
     /// Programs (launches of the noop kernel) per measurement.
     #[arg(long, default_value_t = 1000)]
     pub programs: u32,
-    /// Runtime arguments per program (0..=11).
+    /// Common runtime arguments per program (0..=256).
     #[arg(long, default_value_t = 0)]
     pub args: usize,
     /// Simulator seed.
@@ -31,6 +31,9 @@ pub struct Args {
 
 /// Programs enqueued for the host-time figure (fits the default fetch queue).
 const HOST_BATCH: u32 = 100;
+/// Programs per captured trace (a trace replays many programs, as
+/// tt-metal's traced pgm_dispatch does; `cqlab bench dispatch` sizes it to fit).
+const TRACE_PROGRAMS: u32 = 100;
 
 struct Figure {
     mode: &'static str,
@@ -41,10 +44,13 @@ struct Figure {
 
 fn measure(dev: &mut Device, programs: u32, args: &[u32], trace: bool) -> Result<Figure> {
     let all = CoreRange::new((0, 0), (dev.config().worker_cols - 1, dev.config().worker_rows - 1));
+    let per = if trace { TRACE_PROGRAMS.min(programs) } else { 1 };
     let tr = if trace {
         let mut cq = dev.cq(0)?;
         cq.begin_trace()?;
-        cq.launch(all, args)?;
+        for _ in 0..per {
+            cq.launch(all, args)?;
+        }
         let t = cq.end_trace()?;
         cq.finish()?;
         Some(t)
@@ -55,21 +61,21 @@ fn measure(dev: &mut Device, programs: u32, args: &[u32], trace: bool) -> Result
         Some(t) => cq.execute_trace(t),
         None => cq.launch(all, args),
     };
+    let (programs, host_batch) = (programs.div_ceil(per) * per, HOST_BATCH.min(programs).div_ceil(per));
     // Host enqueue cost: a batch that fits the queues, so no simulated
     // device time is inside the timer (the device is drained before).
     dev.cq(0)?.finish()?;
-    let batch = HOST_BATCH.min(programs);
     let t0 = Instant::now();
     let mut cq = dev.cq(0)?;
-    for _ in 0..batch {
+    for _ in 0..host_batch {
         enqueue(&mut cq)?;
     }
     let host = t0.elapsed();
     cq.finish()?;
-    // Device cost: first enqueue to finish, over all programs.
+    // Device cost: first enqueue (or replay) to finish, over all programs.
     let c0 = dev.now();
     let mut cq = dev.cq(0)?;
-    for _ in 0..programs {
+    for _ in 0..programs / per {
         enqueue(&mut cq)?;
     }
     cq.finish()?;
@@ -77,7 +83,7 @@ fn measure(dev: &mut Device, programs: u32, args: &[u32], trace: bool) -> Result
         mode: if dev.config().slow_dispatch { "slow" } else { "fast" },
         trace,
         cycles_per_program: (dev.now() - c0) as f64 / programs as f64,
-        host_enqueue_us_per_program: host.as_secs_f64() * 1e6 / batch as f64,
+        host_enqueue_us_per_program: host.as_secs_f64() * 1e6 / (host_batch * per) as f64,
     })
 }
 
@@ -109,7 +115,7 @@ fn command_costs(dev: &mut Device, core: noc::Coord, space: Space) -> Result<BTr
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    anyhow::ensure!(args.args <= 11, "at most 11 runtime args");
+    anyhow::ensure!(args.args <= 256, "at most 256 runtime args");
     anyhow::ensure!(args.programs > 0, "--programs must be positive");
     let mut dev = Device::open(&format!("embedded:seed={}", args.seed), DeviceConfig::default())?;
     dev.boot()?;
