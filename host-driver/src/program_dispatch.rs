@@ -128,7 +128,8 @@ fn launch_message(q: u8, seq: u32, program: &Program, plan: &Plan) -> Vec<u8> {
         done_sem: sem::WORKERS_DONE,
         _reserved: [0; 4],
     };
-    let mut msg = header.as_bytes().to_vec();
+    let mut msg = Vec::with_capacity(LAUNCH_ENTRY_SIZE as usize);
+    msg.extend_from_slice(header.as_bytes());
     for g in &plan.groups {
         let r = program.kernels[g.kernel].ranges[g.range];
         let group = KernelGroup {

@@ -97,7 +97,7 @@ impl ProgramState {
 
     /// Workers of `program`'s kernel `k`, as indices.
     fn cores(&self, program: &Program, k: usize) -> Vec<usize> {
-        let mut v = Vec::new();
+        let mut v = Vec::with_capacity(program.kernels[k].ranges.iter().map(|r| r.count() as usize).sum());
         for range in &program.kernels[k].ranges {
             for r in range.start.1..=range.end.1 {
                 for c in range.start.0..=range.end.0 {
