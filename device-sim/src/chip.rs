@@ -15,6 +15,7 @@
 use crate::config::{ConfigError, Schedule, SimConfig};
 use crate::core_mmio::{reg_offset, semaphore_index, CoreBus, CoreMmio, NocIssue, TargetCheck};
 use crate::debug::CoreDebug;
+use crate::digest::Digest;
 use crate::dram::Dram;
 use crate::elf::{ElfError, ElfImage, Window};
 use crate::fastforward::{probe, FfState, Probe};
@@ -161,6 +162,9 @@ pub struct Chip {
     active: Vec<usize>,
     /// Scratch copy of `active` for one slice.
     order: Vec<usize>,
+    /// Host time spent on BAR writes not yet handed to the device (see
+    /// [`crate::bar`]): charged at the host's next BAR read or poll.
+    host_busy: u64,
 }
 
 /// DRAM bytes moved by NOC transactions since power-on or the last reset of
@@ -242,6 +246,7 @@ impl Chip {
             dram_traffic: DramTraffic::default(),
             active: Vec::new(),
             order: Vec::new(),
+            host_busy: 0,
             cfg,
             cores,
             grid,
@@ -356,6 +361,33 @@ impl Chip {
     pub fn host_read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<(), SimError> {
         self.land_posted_writes();
         self.read(addr, buf)
+    }
+
+    /// A host write through a BAR window, as a driver does it: [`Chip::write`]
+    /// plus the host time it takes ([`crate::bar::BarTiming`]), which the
+    /// device gets to run at the host's next [`Chip::bar_read`] or
+    /// [`Chip::host_poll`] (writes are posted).
+    pub fn bar_write(&mut self, addr: NocAddr, data: &[u8]) -> Result<(), SimError> {
+        self.write(addr, data)?;
+        self.host_busy += self.cfg.bar.write_cycles(data.len());
+        Ok(())
+    }
+
+    /// A host read through a BAR window, as a driver does it: the device
+    /// runs for the host time of earlier posted writes and of this read's
+    /// round trip, then the read lands posted writes and samples memory
+    /// ([`Chip::host_read`]).
+    pub fn bar_read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<(), SimError> {
+        let busy = std::mem::take(&mut self.host_busy) + self.cfg.bar.read_cycles(buf.len());
+        self.advance(busy);
+        self.host_read(addr, buf)
+    }
+
+    /// The host waits: the device runs `cycles` plus the host time of posted
+    /// BAR writes not yet charged. Returns the device time.
+    pub fn host_poll(&mut self, cycles: u64) -> u64 {
+        let busy = std::mem::take(&mut self.host_busy);
+        self.advance(cycles.saturating_add(busy))
     }
 
     /// Performs a checked host write now.
@@ -860,11 +892,13 @@ impl Chip {
     }
 
     /// A 64-bit digest of the whole device state (memories, registers,
-    /// counters, sysmem, DRAM, pending events, time). Equal digests mean
-    /// (up to hash collisions) bit-identical runs.
+    /// counters, sysmem, DRAM, pending events, time, host BAR time not yet
+    /// charged), hashed as bytes (see [`crate::digest`]). Equal digests
+    /// mean (up to hash collisions) bit-identical runs.
     pub fn digest(&self) -> u64 {
         let mut h = Digest::default();
         h.u64(self.now);
+        h.u64(self.host_busy);
         for c in &self.cores {
             h.u64(c.coord.packed() as u64);
             h.u64(c.hart.pc() as u64);
@@ -873,7 +907,11 @@ impl Chip {
             for r in c.hart.regs() {
                 h.u64(r as u64);
             }
-            h.str(&format!("{:?}{:?}", c.hart.halted(), c.mmio));
+            h.halt(c.hart.halted());
+            // Every register the block maps, by offset (unmapped ones: a tag).
+            for off in (0..MMIO_SIZE).step_by(4) {
+                h.u64(c.mmio.read(off).map_or(u64::MAX, u64::from));
+            }
             h.bytes(c.hart.mem.l1.bytes());
         }
         for (bank, bytes) in self.grid.dram.touched() {
@@ -884,37 +922,9 @@ impl Chip {
         let mut pending: Vec<&Event> = self.events.iter().collect();
         pending.sort_by_key(|e| (e.time, e.seq));
         for e in pending {
-            h.str(&format!("{e:?}"));
+            h.event(e);
         }
-        h.0
-    }
-}
-
-/// FNV-1a-style 64-bit digest over words (fast enough to hash every L1).
-struct Digest(u64);
-
-impl Default for Digest {
-    fn default() -> Self {
-        Digest(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Digest {
-    fn u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(29);
-    }
-    fn bytes(&mut self, b: &[u8]) {
-        let mut chunks = b.chunks_exact(8);
-        for c in &mut chunks {
-            self.u64(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        for &x in chunks.remainder() {
-            self.u64(x as u64);
-        }
-        self.u64(b.len() as u64);
-    }
-    fn str(&mut self, s: &str) {
-        self.bytes(s.as_bytes());
+        h.finish()
     }
 }
 

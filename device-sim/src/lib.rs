@@ -12,6 +12,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod asm;
+pub mod bar;
 pub mod bench;
 pub mod chip;
 pub mod config;
@@ -19,6 +20,7 @@ pub mod core_mmio;
 pub mod csr;
 pub mod debug;
 pub mod decode;
+mod digest;
 pub mod disasm;
 mod dram;
 pub mod elf;

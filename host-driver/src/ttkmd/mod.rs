@@ -8,6 +8,7 @@
 //! Without a card and driver, [`TtKmdDevice::open`] fails at once with
 //! [`TtKmdError::NotPresent`]. Unsafe code in the driver lives here only.
 
+pub mod backend;
 mod device;
 mod error;
 pub mod ioctl;
