@@ -12,11 +12,13 @@ pub mod backend;
 mod device;
 mod error;
 pub mod ioctl;
+pub mod kernel;
 mod owner;
 mod window;
 
 pub use device::{
-    DeviceInfo, PinFlags, PinnedPages, ResetKind, ResourceMapping, TlbWindow, TtKmdDevice, CQLAB_LOCK_INDEX, DEVICE_DIR,
+    DeviceInfo, PinFlags, PinnedPages, PowerMode, ResetKind, ResourceMapping, TlbWindow, TtKmdDevice, CQLAB_LOCK_INDEX,
+    DEVICE_DIR,
 };
 pub use error::{Result, TtKmdError};
 pub use ioctl::NocTlbConfig;

@@ -1,9 +1,9 @@
 //! A mapped MMIO window (a PCIe BAR resource or a TLB window) with bounds-checked, volatile,
 //! 32-bit accesses. This is the only place that dereferences pointers into device memory.
 
-use std::fs::File;
+use memmap2::MmapRaw;
 
-use memmap2::{MmapOptions, MmapRaw};
+use super::kernel::Kernel;
 
 use super::error::{Result, TtKmdError};
 
@@ -27,16 +27,17 @@ pub struct MmioWindow {
 }
 
 impl MmioWindow {
-    /// Maps `len` bytes at mmap offset `offset` of the device `file` (shared, read-write).
-    pub(crate) fn map(file: &File, path: &std::path::Path, name: String, offset: u64, len: u64) -> Result<Self> {
-        let map_err = |source| TtKmdError::Map { path: path.to_owned(), what: name.clone(), offset, len, source };
+    /// Maps `len` bytes at mmap offset `offset` through `kernel` (shared, read-write).
+    pub(crate) fn map(kernel: &dyn Kernel, name: String, offset: u64, len: u64) -> Result<Self> {
+        let map_err =
+            |source| TtKmdError::Map { path: kernel.path().to_owned(), what: name.clone(), offset, len, source };
         let len_usize = usize::try_from(len).map_err(|_| {
             map_err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "length does not fit the address space"))
         })?;
         if len_usize == 0 {
             return Err(map_err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "zero-length mapping")));
         }
-        let map = MmapOptions::new().offset(offset).len(len_usize).map_raw(file).map_err(map_err)?;
+        let map = kernel.mmap(offset, len_usize).map_err(map_err)?;
         Ok(Self { map, name })
     }
 
@@ -113,13 +114,15 @@ impl MmioWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
 
     /// An ordinary file stands in for device memory: same code path, real mmap.
     fn window_over_temp_file(len: u64) -> (MmioWindow, std::path::PathBuf) {
         let path = std::env::temp_dir().join(format!("cqlab-ttkmd-window-{}-{len}", std::process::id()));
         let file = File::options().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
         file.set_len(len).unwrap();
-        let w = MmioWindow::map(&file, &path, "test window".into(), 0, len).unwrap();
+        let map = memmap2::MmapOptions::new().len(len as usize).map_raw(&file).unwrap();
+        let w = MmioWindow { map, name: "test window".into() };
         (w, path)
     }
 
