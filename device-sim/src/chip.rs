@@ -167,6 +167,13 @@ pub struct Chip {
     host_busy: u64,
 }
 
+/// L1s (one per core, in [`Chip::cores`] order) and DRAM a chip computes
+/// on without owning them (see [`Chip::with_memories`]).
+pub struct Memories {
+    pub l1: Vec<Ram>,
+    pub dram: Dram,
+}
+
 /// DRAM bytes moved by NOC transactions since power-on or the last reset of
 /// the counters: what a workload costs in memory traffic.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -189,13 +196,20 @@ impl Chip {
     /// A powered-on chip whose host sysmem is `sysmem`: an owned buffer
     /// (assumed zeroed) or an external mapping such as the daemon's shared
     /// file (zeroed here). Its length must be `cfg.sysmem_size`.
-    pub fn with_sysmem(cfg: SimConfig, mut sysmem: Sysmem) -> Result<Self, SimError> {
+    pub fn with_sysmem(cfg: SimConfig, sysmem: Sysmem) -> Result<Self, SimError> {
+        Self::with_memories(cfg, sysmem, None)
+    }
+
+    /// [`Chip::with_sysmem`] whose L1s and DRAM are `memories` (regions of a
+    /// shared mapping, see [`crate::shared`]) instead of its own. `None`:
+    /// its own, zeroed.
+    pub fn with_memories(cfg: SimConfig, mut sysmem: Sysmem, memories: Option<Memories>) -> Result<Self, SimError> {
         cfg.validate()?;
-        let found = sysmem.bytes().len();
+        let found = sysmem.len();
         if found != cfg.sysmem_size {
             return Err(SimError::SysmemSize { expected: cfg.sysmem_size, found });
         }
-        if matches!(sysmem, Sysmem::External(_)) {
+        if !matches!(sysmem, Sysmem::Owned(_)) {
             sysmem.zero();
         }
         let mut coords = Vec::new();
@@ -208,13 +222,21 @@ impl Chip {
             coords.push(noc::prefetcher(cq));
             coords.push(noc::dispatcher(cq));
         }
+        let (mut l1s, dram) = match memories {
+            Some(m) => {
+                assert_eq!(m.l1.len(), coords.len(), "one L1 per core, in Chip::cores order");
+                (m.l1.into_iter().map(Some).collect::<Vec<_>>(), m.dram)
+            }
+            None => ((0..coords.len()).map(|_| None).collect(), Dram::new(cfg.dram_banks, cfg.dram_bank_size)),
+        };
         let mut index = vec![NO_CORE; GRID_SIDE * GRID_SIDE];
         let cores = coords
             .iter()
             .enumerate()
             .map(|(i, &coord)| {
                 index[coord.y as usize * GRID_SIDE + coord.x as usize] = i as u16;
-                let hart = Hart::new(Memory::new(Ram::new(0, cfg.l1_size), None), coord.packed(), ENTRY_POINT);
+                let l1 = l1s[i].take().unwrap_or_else(|| Ram::new(0, cfg.l1_size));
+                let hart = Hart::new(Memory::new(l1, None), coord.packed(), ENTRY_POINT);
                 Core { coord, hart, mmio: CoreMmio::new(coord), ff: FfState::default(), slowdown: 1.0 }
             })
             .collect::<Vec<Core>>();
@@ -226,12 +248,7 @@ impl Chip {
                 .ok_or(ConfigError::NoSuchCore { core: s.core })?;
             cores[*i as usize].slowdown = s.factor;
         }
-        let grid = Grid {
-            index,
-            l1_size: cfg.l1_size,
-            dram: Dram::new(cfg.dram_banks, cfg.dram_bank_size),
-            sysmem_size: cfg.sysmem_size,
-        };
+        let grid = Grid { index, l1_size: cfg.l1_size, dram, sysmem_size: cfg.sysmem_size };
         let mut rng = Rng::new(cfg.seed);
         let pct = match cfg.schedule {
             Schedule::Slices => None,
@@ -297,12 +314,14 @@ impl Chip {
         self.grid.core(c).map(|i| &self.cores[i])
     }
 
-    /// Host sysmem as the device sees it at the PCIe endpoint.
-    pub fn sysmem(&self) -> &[u8] {
-        self.sysmem.bytes()
+    /// Host sysmem as the device sees it at the PCIe endpoint (a copy when
+    /// it is a shared region the host writes concurrently).
+    pub fn sysmem(&self) -> std::borrow::Cow<'_, [u8]> {
+        self.sysmem.snapshot()
     }
 
-    pub fn sysmem_mut(&mut self) -> &mut [u8] {
+    /// Sysmem to write in place; `None` when it is shared with a running host.
+    pub fn sysmem_mut(&mut self) -> Option<&mut [u8]> {
         self.sysmem.bytes_mut()
     }
 
@@ -403,7 +422,7 @@ impl Chip {
         }
         let local = addr.local();
         match endpoint(addr.coord()) {
-            Endpoint::Pcie => self.sysmem_mut()[local as usize..local as usize + data.len()].copy_from_slice(data),
+            Endpoint::Pcie => self.sysmem.write(local as usize, data),
             Endpoint::Dram { bank } => self.grid.dram.write(bank as u32, local, data),
             _ => {
                 let i = self.core_or_err(addr)?;
@@ -478,7 +497,7 @@ impl Chip {
         self.grid.check_range(addr, buf.len() as u64).map_err(|reason| self.range_error(addr, buf.len(), reason))?;
         let local = addr.local();
         match endpoint(addr.coord()) {
-            Endpoint::Pcie => buf.copy_from_slice(&self.sysmem()[local as usize..local as usize + buf.len()]),
+            Endpoint::Pcie => self.sysmem.read(local as usize, buf),
             Endpoint::Dram { bank } => self.grid.dram.read(bank as u32, local, buf),
             _ => {
                 let core = &self.cores[self.core_or_err(addr)?];
@@ -881,6 +900,15 @@ impl Chip {
         self.apply_write(target, &old.wrapping_add(value).to_le_bytes()).expect("validated at issue");
     }
 
+    /// Forgets every decoded instruction of `core`, for code written into
+    /// its L1 behind the chip's back (a host's stores into a shared mapping).
+    pub fn invalidate_code(&mut self, core: Coord) -> Result<(), SimError> {
+        let i = self.core_or_err(NocAddr::unicast(core, 0))?;
+        self.wake(i);
+        self.cores[i].hart.mem.l1.invalidate_all();
+        Ok(())
+    }
+
     /// Hang-dump view of one core; `None` if there is no core there.
     pub fn core_debug(&self, coord: Coord) -> Option<CoreDebug> {
         self.core(coord).map(|c| CoreDebug::of(c, crate::HISTORY_LEN))
@@ -912,13 +940,13 @@ impl Chip {
             for off in (0..MMIO_SIZE).step_by(4) {
                 h.u64(c.mmio.read(off).map_or(u64::MAX, u64::from));
             }
-            h.bytes(c.hart.mem.l1.bytes());
+            h.bytes(&c.hart.mem.l1.bytes());
         }
         for (bank, bytes) in self.grid.dram.touched() {
             h.u64(bank as u64);
-            h.bytes(bytes);
+            h.bytes(&bytes);
         }
-        h.bytes(self.sysmem.bytes());
+        h.bytes(&self.sysmem.snapshot());
         let mut pending: Vec<&Event> = self.events.iter().collect();
         pending.sort_by_key(|e| (e.time, e.seq));
         for e in pending {

@@ -22,7 +22,7 @@ pub mod debug;
 pub mod decode;
 mod digest;
 pub mod disasm;
-mod dram;
+pub mod dram;
 pub mod elf;
 pub mod exec;
 pub mod fastforward;
@@ -32,6 +32,8 @@ pub mod memory;
 pub mod noc;
 pub mod pct;
 pub mod rng;
+pub mod shared;
+pub mod storage;
 pub mod timing;
 
 #[cfg(test)]

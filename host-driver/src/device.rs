@@ -137,7 +137,7 @@ impl Device {
 
     fn cq_config(&self, q: u8, layout: CqSysmemLayout) -> CqConfig {
         CqConfig {
-            sysmem_base: layout.base,
+            sysmem_base: layout.base + self.backend.sysmem_noc_base(),
             issue_size: layout.issue_size,
             completion_size: layout.completion_size,
             cq_id: q as u32,

@@ -46,7 +46,7 @@ impl Backend for EmbeddedSim {
         self.chip.bar_read(addr, buf).map_err(sim_err)
     }
     fn sysmem_len(&self) -> usize {
-        self.chip.sysmem().len()
+        self.chip.config().sysmem_size
     }
     fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
         // The device runs only inside our calls: a plain copy is a snapshot.
@@ -56,7 +56,8 @@ impl Backend for EmbeddedSim {
     }
     fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]> {
         let r = check_sysmem(offset, len, self.sysmem_len())?;
-        Ok(&mut self.chip.sysmem_mut()[r])
+        let bytes = self.chip.sysmem_mut().expect("the embedded simulator's sysmem is not shared");
+        Ok(&mut bytes[r])
     }
     fn poll(&mut self) -> Result<u64> {
         Ok(self.chip.host_poll(self.poll_cycles))

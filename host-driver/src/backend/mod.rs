@@ -49,6 +49,11 @@ pub trait Backend {
     fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()>;
     /// Size of host sysmem in bytes.
     fn sysmem_len(&self) -> usize;
+    /// Where the device sees sysmem offset 0: the local address at the PCIe endpoint (the NOC
+    /// address PIN_PAGES returned on tt-kmd; 0 on the simulators).
+    fn sysmem_noc_base(&self) -> u64 {
+        0
+    }
     /// Copies host sysmem at `offset` into `buf`. The device may write
     /// sysmem at any time (completion records, queue pointers): this is a
     /// snapshot, read with accesses the compiler may not elide or merge.

@@ -330,6 +330,11 @@ impl TtKmdDevice {
         self.inner.kernel.path()
     }
 
+    /// The kernel interface underneath.
+    pub fn kernel(&self) -> &dyn Kernel {
+        &*self.inner.kernel
+    }
+
     /// The driver's version from GET_DRIVER_INFO.
     pub fn version(&self) -> DriverVersion {
         self.version
@@ -445,6 +450,43 @@ impl TtKmdDevice {
         let noc_dma = flags.contains(PinFlags::NOC_DMA) || flags.contains(PinFlags::NOC_TOP_DOWN);
         let noc_address = noc_dma.then_some(arg.output.noc_address);
         Ok(PinnedPages { inner: self.inner.clone(), buf, iova: arg.output.physical_address, noc_address, pinned: true })
+    }
+
+    /// `len` bytes of host memory the device can reach once pinned (huge pages when the system
+    /// has them; in simulation, the simulator's sysmem), pinned for NOC DMA: the device reaches
+    /// it at the returned NOC address.
+    pub fn alloc_pinned(&self, len: usize, flags: PinFlags) -> Result<PinnedMemory> {
+        let page = page_size();
+        if len == 0 || len % page != 0 {
+            return Err(TtKmdError::PinUnaligned { path: self.path().to_owned(), addr: 0, len, page });
+        }
+        let map = self.inner.kernel.alloc_dma_memory(len).map_err(|source| TtKmdError::Map {
+            path: self.path().to_owned(),
+            what: "host memory for DMA".into(),
+            offset: 0,
+            len: len as u64,
+            source,
+        })?;
+        let addr = map.as_ptr() as usize;
+        let mut arg = sys::PinPagesExtended {
+            input: sys::PinPagesIn {
+                output_size_bytes: size_of::<sys::PinPagesOutExtended>() as u32,
+                flags: flags.0,
+                virtual_address: addr as u64,
+                size: len as u64,
+            },
+            output: Default::default(),
+        };
+        self.inner.call(&mut arg).map_err(|e| {
+            self.inner.err("PIN_PAGES", e, format!("{len:#x} bytes at {addr:#x}, flags {:#x}", flags.0))
+        })?;
+        let noc_dma = flags.contains(PinFlags::NOC_DMA) || flags.contains(PinFlags::NOC_TOP_DOWN);
+        Ok(PinnedMemory {
+            inner: self.inner.clone(),
+            map,
+            iova: arg.output.physical_address,
+            noc_address: noc_dma.then_some(arg.output.noc_address),
+        })
     }
 
     /// One RESET_DEVICE operation. After USER_RESET, ASIC_RESET or ASIC_DMC_RESET the driver
@@ -615,6 +657,79 @@ impl TlbWindow {
         drop(uc);
         drop(wc);
         alloc.free()
+    }
+}
+
+/// Host memory pinned for device DMA, owned: the device may write it at any time, so it is
+/// never reached through a reference the device could invalidate, only by volatile copies
+/// ([`Self::read`]) and by claims of ranges the protocol keeps the device away from
+/// ([`Self::claim`]). Unpinned on drop, then unmapped.
+#[derive(Debug)]
+pub struct PinnedMemory {
+    inner: Arc<Inner>,
+    map: memmap2::MmapRaw,
+    iova: u64,
+    noc_address: Option<u64>,
+}
+
+impl PinnedMemory {
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.len() == 0
+    }
+
+    /// IOVA (or physical address without an IOMMU).
+    pub fn iova(&self) -> u64 {
+        self.iova
+    }
+
+    /// Where the device reaches byte 0 over the NOC (with NOC_DMA or NOC_TOP_DOWN).
+    pub fn noc_address(&self) -> Option<u64> {
+        self.noc_address
+    }
+
+    fn check(&self, off: usize, len: usize) -> Result<()> {
+        if off.checked_add(len).is_none_or(|end| end > self.map.len()) {
+            return Err(TtKmdError::OutOfBounds {
+                window: "pinned host memory".into(),
+                offset: off,
+                len,
+                size: self.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Copies `buf.len()` bytes at `off` out: a snapshot of memory the device may be writing.
+    pub fn read(&self, off: usize, buf: &mut [u8]) -> Result<()> {
+        self.check(off, buf.len())?;
+        let base = self.map.as_ptr();
+        for (i, b) in buf.iter_mut().enumerate() {
+            // SAFETY: in bounds of the live mapping (checked); volatile because the device
+            // writes this memory behind the compiler's back; a byte access cannot tear.
+            *b = unsafe { base.add(off + i).read_volatile() };
+        }
+        Ok(())
+    }
+
+    /// Bytes `[off, off + len)` for the host to fill. The caller's protocol keeps the device
+    /// away from them until the host publishes them (free issue-queue space before its
+    /// doorbell; queue headers while the CQ cores are held in reset).
+    pub fn claim(&mut self, off: usize, len: usize) -> Result<&mut [u8]> {
+        self.check(off, len)?;
+        // SAFETY: in bounds of the live mapping (checked), borrowed mutably from `self` so no
+        // other host reference to it exists; the device does not access the range while it is
+        // claimed (the caller's protocol, see above), so the exclusive reference is truthful.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(off), len) })
+    }
+}
+
+impl Drop for PinnedMemory {
+    fn drop(&mut self) {
+        let _ = self.inner.unpin(self.map.as_ptr() as u64, self.map.len() as u64);
     }
 }
 

@@ -49,8 +49,13 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     /// `flock(fd, LOCK_EX | LOCK_NB)`: one owner per device; says who holds it otherwise.
     fn lock_exclusive(&self) -> Result<()>;
     /// `len` bytes of host memory for the device to reach after PIN_PAGES (huge pages when the
-    /// system has them). Zeroed.
+    /// system has them; the simulator's sysmem file in simulation). Contents unspecified.
     fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw>;
+    /// The device's own clock in cycles, where the kernel side can know it (the simulator's);
+    /// `None` on hardware, where the backend estimates device time from wall time.
+    fn device_clock(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// The real device file.

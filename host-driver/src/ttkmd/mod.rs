@@ -14,11 +14,13 @@ mod error;
 pub mod ioctl;
 pub mod kernel;
 mod owner;
+#[cfg(feature = "sim")]
+pub mod sim_kernel;
 mod window;
 
 pub use device::{
-    DeviceInfo, PinFlags, PinnedPages, PowerMode, ResetKind, ResourceMapping, TlbWindow, TtKmdDevice, CQLAB_LOCK_INDEX,
-    DEVICE_DIR,
+    DeviceInfo, PinFlags, PinnedMemory, PinnedPages, PowerMode, ResetKind, ResourceMapping, TlbWindow, TtKmdDevice,
+    CQLAB_LOCK_INDEX, DEVICE_DIR,
 };
 pub use error::{Result, TtKmdError};
 pub use ioctl::NocTlbConfig;
