@@ -362,7 +362,7 @@ impl Runner {
                     self.chip.write_u32(at, seen).expect("the host may write semaphores");
                     self.published[i][s as usize] = seen;
                 }
-                let now = self.chip.read_u32(at).expect("a semaphore");
+                let now = self.chip.core(c).expect("a core of this chip").mmio.semaphores[s as usize];
                 if now != seen
                     && self.reg(i, off).compare_exchange(seen, now, Ordering::AcqRel, Ordering::Acquire).is_ok()
                 {

@@ -16,6 +16,7 @@
 use std::time::{Duration, Instant};
 
 use cqlab_abi::memory_map::TLB_WINDOW_SIZE;
+use cqlab_abi::mmio::{MMIO_BASE, SOFT_RESET};
 use cqlab_abi::noc::{endpoint, Coord, Endpoint, NocAddr};
 use cqlab_abi::sysmem::CqSysmemLayout;
 
@@ -146,12 +147,25 @@ impl TtKmdBackend {
 
     fn write_unicast(&mut self, addr: NocAddr, data: &[u8]) -> Result<()> {
         self.pieces(addr, data.len(), |me, w, off, r| {
+            let local = addr.local() + r.start as u64;
             let piece = &data[r];
             if off % 4 == 0 && piece.len() == 4 {
                 // A word: doorbell, register, mailbox. Uncached, after any pending WC data.
                 me.fence();
                 let v = u32::from_le_bytes(piece.try_into().expect("4 bytes"));
-                return me.windows[w].tlb.uc().write_u32(off, v).map_err(be);
+                let uc = me.windows[w].tlb.uc();
+                uc.write_u32(off, v).map_err(be)?;
+                if local == (MMIO_BASE + SOFT_RESET) as u64 {
+                    // A soft-reset write takes effect before we go on (nothing the host writes
+                    // next may reach a core that is still running): the read-back lands it on
+                    // a PCIe link; the simulator applies it at its next slice.
+                    uc.read_u32(off).map_err(be)?;
+                    me.dev
+                        .kernel()
+                        .settle()
+                        .map_err(|e| DriverError::Backend(format!("{}: {e}", me.dev.path().display())))?;
+                }
+                return Ok(());
             }
             // Bulk: aligned middle through WC; ragged edges read-modify-write through UC.
             let head = (4 - off % 4) % 4;

@@ -56,6 +56,13 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     fn device_clock(&self) -> Option<u64> {
         None
     }
+    /// Returns once the device has acted on every store made so far to its registers. On a
+    /// card the backend's read-back of the register does that (a non-posted read lands posted
+    /// writes), so there is nothing more to wait for; the simulator applies register stores
+    /// only between slices, so this waits for the next one.
+    fn settle(&self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The real device file.

@@ -538,6 +538,25 @@ impl Kernel for SimKernel {
         Some(self.device_cycles())
     }
 
+    fn settle(&self) -> std::io::Result<()> {
+        // The runner reads register words at the start of a slice and bumps the heartbeat at
+        // its end: two bumps from now cover a whole slice that started after our stores.
+        let c = &self.ctl.0;
+        let target = c.load(ctl::HEARTBEAT) + 2;
+        let start = Instant::now();
+        while c.load(ctl::HEARTBEAT) < target {
+            if c.load(ctl::STOPPED) != 0 || start.elapsed() > RESET_TIMEOUT {
+                return Err(std::io::Error::other(format!(
+                    "the simulator at {} did not take a register write within {} s (stopped?)",
+                    self.path.display(),
+                    RESET_TIMEOUT.as_secs()
+                )));
+            }
+            std::thread::yield_now();
+        }
+        Ok(())
+    }
+
     fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw> {
         if len as u64 > self.shape.sysmem_size {
             return Err(std::io::Error::other(format!(
