@@ -154,7 +154,7 @@ impl TtKmdBackend {
                 me.fence();
                 let v = u32::from_le_bytes(piece.try_into().expect("4 bytes"));
                 let uc = me.windows[w].tlb.uc();
-                uc.write_u32(off, v).map_err(be)?;
+                uc.word_wo(off).map_err(be)?.write(v);
                 if local == (MMIO_BASE + SOFT_RESET) as u64 {
                     // A soft-reset write takes effect before we go on (nothing the host writes
                     // next may reach a core that is still running): the read-back lands it on

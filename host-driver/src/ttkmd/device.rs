@@ -706,11 +706,14 @@ impl PinnedMemory {
     /// Copies `buf.len()` bytes at `off` out: a snapshot of memory the device may be writing.
     pub fn read(&self, off: usize, buf: &mut [u8]) -> Result<()> {
         self.check(off, buf.len())?;
-        let base = self.map.as_ptr();
+        let base = self.map.as_mut_ptr();
         for (i, b) in buf.iter_mut().enumerate() {
-            // SAFETY: in bounds of the live mapping (checked); volatile because the device
-            // writes this memory behind the compiler's back; a byte access cannot tear.
-            *b = unsafe { base.add(off + i).read_volatile() };
+            // SAFETY: in bounds of the live mapping (checked), which outlives this loop; read
+            // through a read-only volatile pointer because the device writes this memory behind
+            // the compiler's back (a byte access cannot tear).
+            let p =
+                unsafe { volatile::VolatilePtr::new_read_only(std::ptr::NonNull::new_unchecked(base.add(off + i))) };
+            *b = p.read();
         }
         Ok(())
     }
