@@ -12,12 +12,15 @@
 //! a device reading memory the host is writing. Ordering against the host is the protocol's job
 //! (the host fences write-combined data before its doorbell; the firmware polls).
 //!
-//! This is the only `unsafe` of the simulator's memory layer.
+//! Accesses go through the `volatile` crate's [`VolatilePtr`] (read-only for loads, write-only
+//! for stores). This is the only `unsafe` of the simulator's memory layer.
 
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 use memmap2::MmapRaw;
+use volatile::access::{ReadOnly, WriteOnly};
+use volatile::VolatilePtr;
 
 /// `len` bytes at `offset` of a shared mapping, kept alive as long as any region uses it.
 pub struct SharedRegion {
@@ -52,15 +55,34 @@ impl SharedRegion {
         off.checked_add(n).is_some_and(|end| end <= self.len)
     }
 
+    /// A read-only volatile pointer to the `T` at `off`; the caller checked bounds.
+    #[inline(always)]
+    fn ro<T>(&self, off: usize) -> VolatilePtr<'_, T, ReadOnly> {
+        debug_assert!(self.in_bounds(off, size_of::<T>()));
+        // SAFETY: the caller checked `off + size_of::<T>() <= len`, so the pointer lies inside
+        // the live mapping (kept by `_map` for as long as `self` lends it); `T` is only ever
+        // `u8` or `[u8; N]`, alignment 1; volatile because another process stores here at any
+        // time (module docs).
+        unsafe { VolatilePtr::new_read_only(NonNull::new_unchecked(self.ptr.as_ptr().add(off).cast::<T>())) }
+    }
+
+    /// A write-only volatile pointer to the `T` at `off`; the caller checked bounds.
+    #[inline(always)]
+    fn wo<T>(&mut self, off: usize) -> VolatilePtr<'_, T, WriteOnly> {
+        debug_assert!(self.in_bounds(off, size_of::<T>()));
+        // SAFETY: as in `ro`; the mapping is writable (MAP_SHARED, read-write).
+        unsafe {
+            VolatilePtr::new_restricted(WriteOnly, NonNull::new_unchecked(self.ptr.as_ptr().add(off).cast::<T>()))
+        }
+    }
+
     /// `N` bytes at `off`, or `None` out of bounds.
     #[inline(always)]
     pub fn load<const N: usize>(&self, off: usize) -> Option<[u8; N]> {
         if !self.in_bounds(off, N) {
             return None;
         }
-        // SAFETY: in bounds (checked); `[u8; N]` has alignment 1; volatile because another
-        // process may store here at any time (module docs).
-        Some(unsafe { self.ptr.as_ptr().add(off).cast::<[u8; N]>().read_volatile() })
+        Some(self.ro::<[u8; N]>(off).read())
     }
 
     /// Stores `N` bytes at `off`; `false` out of bounds.
@@ -69,8 +91,7 @@ impl SharedRegion {
         if !self.in_bounds(off, N) {
             return false;
         }
-        // SAFETY: as in `load`; the mapping is writable (MAP_SHARED, read-write).
-        unsafe { self.ptr.as_ptr().add(off).cast::<[u8; N]>().write_volatile(v) };
+        self.wo::<[u8; N]>(off).write(v);
         true
     }
 
@@ -80,8 +101,7 @@ impl SharedRegion {
             return false;
         }
         for (i, b) in buf.iter_mut().enumerate() {
-            // SAFETY: `off + i` < `off + buf.len()` <= len (checked); volatile byte load.
-            *b = unsafe { self.ptr.as_ptr().add(off + i).read_volatile() };
+            *b = self.ro::<u8>(off + i).read();
         }
         true
     }
@@ -92,8 +112,7 @@ impl SharedRegion {
             return false;
         }
         for (i, &b) in data.iter().enumerate() {
-            // SAFETY: in bounds (checked); volatile byte store into the writable mapping.
-            unsafe { self.ptr.as_ptr().add(off + i).write_volatile(b) };
+            self.wo::<u8>(off + i).write(b);
         }
         true
     }
@@ -104,8 +123,7 @@ impl SharedRegion {
             return false;
         }
         for i in 0..len {
-            // SAFETY: in bounds (checked); volatile byte store.
-            unsafe { self.ptr.as_ptr().add(off + i).write_volatile(0) };
+            self.wo::<u8>(off + i).write(0);
         }
         true
     }
