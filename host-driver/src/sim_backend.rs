@@ -89,6 +89,10 @@ impl Introspect for EmbeddedSim {
         self.chip.reset_dram_traffic();
         Ok(())
     }
+    fn peek(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<bool> {
+        self.chip.read(addr, buf).map_err(sim_err)?;
+        Ok(true)
+    }
     fn run_cycles(&mut self, cycles: u64) -> Result<u64> {
         Ok(self.chip.host_poll(cycles))
     }

@@ -100,6 +100,10 @@ pub trait Introspect {
     /// [`Introspect::reset_dram_traffic`].
     fn dram_traffic(&mut self) -> Result<DramTraffic>;
     fn reset_dram_traffic(&mut self) -> Result<()>;
+    /// Reads device memory without costing device time (the simulator's side-effect-free
+    /// view), where this backend has such a view: `Ok(false)` when it has none (read through
+    /// the BAR instead).
+    fn peek(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<bool>;
     /// Runs the device exactly `cycles` cycles (plus host time still owed).
     /// Returns the device time.
     fn run_cycles(&mut self, cycles: u64) -> Result<u64>;
