@@ -569,3 +569,108 @@ impl Kernel for SimKernel {
         Ok(map)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::device::{PinFlags, ResetKind, TtKmdDevice};
+    use super::super::kernel::OpenFlags;
+    use super::super::{PowerMode, TtKmdError};
+    use super::*;
+    use cqlab_sim::shared::Runner;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    /// A 1x1-worker chip on a thread, on fresh files; stopped and removed on drop.
+    struct Sim {
+        stop: Arc<AtomicBool>,
+        thread: Option<std::thread::JoinHandle<()>>,
+        dir: PathBuf,
+    }
+
+    impl Sim {
+        fn start(tag: &str) -> Sim {
+            let dir = std::env::temp_dir().join(format!("cqlab-simkernel-{tag}-{}", std::process::id()));
+            let cfg = cqlab_sim::config::SimConfig {
+                worker_cols: 1,
+                worker_rows: 1,
+                num_cqs: 1,
+                dram_banks: 1,
+                dram_bank_size: WINDOW_SIZE,
+                sysmem_size: 4 << 20,
+                ..Default::default()
+            };
+            let mut runner = Runner::create(&dir, cfg).unwrap();
+            let stop = Arc::new(AtomicBool::new(false));
+            let flag = stop.clone();
+            let thread = Some(std::thread::spawn(move || {
+                runner.run(&flag);
+            }));
+            Sim { stop, thread, dir }
+        }
+        fn open(&self, flags: OpenFlags) -> super::super::Result<TtKmdDevice> {
+            TtKmdDevice::with_kernel(Box::new(SimKernel::open(&self.dir)?), flags)
+        }
+    }
+
+    impl Drop for Sim {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::Relaxed);
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    #[test]
+    fn answers_like_ttkmd_2_10_and_maps_windows_onto_the_simulators_memory() {
+        let sim = Sim::start("ioctls");
+        let legacy = sim.open(OpenFlags { power_aware: false, exclusive: false }).unwrap();
+        assert_eq!(legacy.version().semver, Some(SIM_DRIVER_VERSION));
+        assert_eq!(legacy.power_mode(), PowerMode::Legacy);
+        assert_eq!(legacy.info().vendor_id, TENSTORRENT_VENDOR_ID);
+        // One owner at a time.
+        let err = sim.open(OpenFlags::default()).unwrap_err();
+        assert!(matches!(err, TtKmdError::HeldByPid { pid, .. } if pid == std::process::id()), "{err}");
+        drop(legacy);
+        let mut dev = sim.open(OpenFlags::default()).unwrap();
+        assert_eq!(dev.power_mode(), PowerMode::Aware);
+
+        // A window onto the worker's L1: a store lands in the simulator's l1 file, stride 0.
+        let worker = cqlab_abi::noc::worker(0, 0);
+        let tlb = dev.allocate_tlb(WINDOW_SIZE).unwrap();
+        dev.configure_tlb(&tlb, &sys::NocTlbConfig::unicast(worker.x as u16, worker.y as u16, 0, 0)).unwrap();
+        tlb.uc().write_u32(0x100, 0xfeed_f00d).unwrap();
+        let l1 = std::fs::read(sim.dir.join("l1")).unwrap();
+        assert_eq!(&l1[0x100..0x104], &0xfeed_f00du32.to_le_bytes());
+        // Re-targeted to the prefetcher (core index 1): the same mapping now shows its L1.
+        let pf = cqlab_abi::noc::prefetcher(0);
+        dev.configure_tlb(&tlb, &sys::NocTlbConfig::unicast(pf.x as u16, pf.y as u16, 0, 0)).unwrap();
+        assert_eq!(tlb.uc().read_u32(0x100).unwrap(), 0);
+        tlb.wc().write_block(0x200, &[1, 2, 3, 4]).unwrap();
+        let l1 = std::fs::read(sim.dir.join("l1")).unwrap();
+        assert_eq!(&l1[WINDOW_SIZE as usize + 0x200..WINDOW_SIZE as usize + 0x204], &[1, 2, 3, 4]);
+        // Multicast cannot be one mapping.
+        let mut mc = sys::NocTlbConfig::unicast(worker.x as u16, worker.y as u16, 0, 0);
+        mc.mcast = 1;
+        assert!(dev.configure_tlb(&tlb, &mc).unwrap_err().to_string().contains("EOPNOTSUPP"));
+
+        // Pinning: the simulator's sysmem has a NOC address; other memory is out of its reach.
+        let pinned = dev.alloc_pinned(1 << 20, PinFlags::NOC_DMA).unwrap();
+        assert_eq!(pinned.noc_address(), Some(0));
+        let mut other = vec![0u8; 8192];
+        let at = other.as_ptr().align_offset(4096);
+        let err = dev.pin_pages(&mut other[at..at + 4096], PinFlags::NOC_DMA).unwrap_err();
+        assert!(err.to_string().contains("EFAULT"), "{err}");
+
+        // A reset sequence: between USER_RESET and POST_RESET only info and reset ioctls work.
+        drop(tlb);
+        dev.reset(ResetKind::UserReset).unwrap();
+        let err = dev.allocate_tlb(WINDOW_SIZE).unwrap_err();
+        assert!(err.to_string().contains("ENODEV"), "{err}");
+        dev.reset(ResetKind::PostReset).unwrap();
+        drop(dev.allocate_tlb(WINDOW_SIZE).unwrap());
+        dev.reset_sequence(ResetKind::AsicReset).unwrap();
+        drop(pinned);
+    }
+}
