@@ -839,7 +839,8 @@ impl Chip {
                     // PCIe: a read does not pass this core's earlier posted writes.
                     served = served.max(self.routes.posted_landed(Route::of(src, target)));
                 }
-                let done = served + endpoint_cost(&self.cfg, to, issue.len, true) + trip(&self.cfg, to, from, issue.len);
+                let done =
+                    served + endpoint_cost(&self.cfg, to, issue.len, true) + trip(&self.cfg, to, from, issue.len);
                 let in_memory = matches!(endpoint(to), Endpoint::Pcie | Endpoint::Dram { .. })
                     || target.local() < self.cfg.l1_size as u64;
                 if in_memory {
@@ -1086,3 +1087,7 @@ impl Digest {
 #[cfg(test)]
 #[path = "chip_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "chip_noc_tests.rs"]
+mod noc_tests;

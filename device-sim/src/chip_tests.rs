@@ -95,7 +95,7 @@ fn dispatcher_program(n: i32) -> Vec<u32> {
     p
 }
 
-fn gather(cfg: SimConfig) -> (Chip, u64) {
+pub(super) fn gather(cfg: SimConfig) -> (Chip, u64) {
     let mut chip = Chip::new(cfg).unwrap();
     let d = dispatcher(0);
     let workers: Vec<Coord> = chip.cores().filter(|c| noc::worker_index(*c).is_some()).collect();
