@@ -97,9 +97,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// in two reads when the chunk wraps the issue queue.
     fn fetch_chunk(&mut self, len: u32) {
         // The previous chunk's relays may still be reading the chunk area:
-        // they must have left it (sent), not landed. Known bug 6 reads the
-        // next chunk over them.
-        #[cfg(not(feature = "bug-chunk-reuse-before-sent"))]
+        // they must have left it (sent), not landed.
         self.wait_writes_sent();
         let offset = self.issue_rd.offset_bytes();
         let (first, second) = split_at_wrap(offset, len, self.cfg.issue_size);
@@ -262,7 +260,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         let mut done = 0;
         while done < padded {
             let n = (padded - done).min(RELAY_SCRATCH.size);
-            // The previous relay's writes must have left the scratch area.
+            // The previous piece's writes must have left the scratch area.
+            // Known bug 6 reads the next piece over them.
+            #[cfg(not(feature = "bug-relay-reuse-before-sent"))]
             self.wait_writes_sent();
             self.p.noc_read(src.offset(done as u64), RELAY_SCRATCH.base, n);
             self.wait_reads();

@@ -679,7 +679,13 @@ impl Chip {
         }
         let mut try_probe = may_park && self.cores[i].ff.start_probe_due();
         loop {
-            let leaving = self.read_sources(self.cores[i].hart.cycle(), Some(i));
+            // Its own reads land, then its leaving packets read their source,
+            // as of where the core is now.
+            let now_i = self.cores[i].hart.cycle();
+            if !self.landing.is_empty() {
+                self.land_reads(now_i, Some(i));
+            }
+            let leaving = self.read_sources(now_i, Some(i));
             let seg = leaving.map_or(limit, |left| left.min(limit));
             let Chip { cores, grid, issued, .. } = self;
             let core = &mut cores[i];
@@ -789,12 +795,16 @@ impl Chip {
         next
     }
 
-    /// Lands the flits of arriving reads that have arrived by cycle `t`.
-    fn land_reads(&mut self, t: u64) {
+    /// Lands the flits of arriving reads (issued by core `only`, or all)
+    /// that have arrived by cycle `t`.
+    fn land_reads(&mut self, t: u64, only: Option<usize>) {
         let bpc = self.cfg.noc.bytes_per_cycle;
         for k in 0..self.landing.len() {
             let l = &self.landing[k];
             let by = flits_by(l.start, l.len, bpc, t);
+            if only.is_some_and(|c| c != l.src) {
+                continue;
+            }
             if by <= l.done {
                 continue;
             }
@@ -808,12 +818,13 @@ impl Chip {
         }
     }
 
-    /// Moves leaving writes and landing reads on to cycle `t`.
+    /// Moves landing reads and leaving writes on to cycle `t` (landing
+    /// first: a flit leaving in the same step sees what landed).
     fn advance_transfers(&mut self, t: u64) {
-        self.read_sources(t, None);
         if !self.landing.is_empty() {
-            self.land_reads(t);
+            self.land_reads(t, None);
         }
+        self.read_sources(t, None);
     }
 
     fn push(&mut self, time: u64, kind: EventKind) {

@@ -21,7 +21,7 @@ pub const VARIANTS: &[&str] = &[
     "early-fetch-release",
     "completion-no-toggle",
     "event-zero-signalled",
-    "chunk-reuse-before-sent",
+    "relay-reuse-before-sent",
 ];
 
 /// Where the ELFs end up (tests and the driver look here).
