@@ -757,7 +757,6 @@ impl Chip {
         let bpc = self.cfg.noc.bytes_per_cycle;
         let Chip { departing, payloads, cores, .. } = self;
         let mut next: Option<u64> = None;
-        let mut sent = false;
         departing.retain_mut(|d| {
             if only.is_some_and(|c| c != d.src) {
                 return true;
@@ -774,24 +773,17 @@ impl Chip {
                 d.read = by;
             }
             if d.read == d.len {
+                // No wake needed: a parked core never has writes leaving (see
+                // `run_hart`), so it cannot be polling this counter.
+                debug_assert!(cores[d.src].ff.idle.is_none(), "a parked core has a write leaving");
                 let c = &mut cores[d.src].mmio.counters;
                 c.writes_sent = c.writes_sent.wrapping_add(1);
-                sent = true;
                 return false;
             }
             let left = last_flit(d.start, d.len, bpc);
             next = Some(next.map_or(left, |n| n.min(left)));
             true
         });
-        if sent && only.is_none() {
-            // A parked core never has writes leaving (see `run_hart`), so
-            // this wakes nobody; it keeps the rule "wake before a change".
-            for i in 0..self.cores.len() {
-                if self.cores[i].ff.idle.is_some() {
-                    self.wake_if_read(i, ((MMIO_BASE + mmio::NOC_WRITES_SENT) as u64, 4));
-                }
-            }
-        }
         next
     }
 

@@ -37,6 +37,10 @@ pub struct Args {
     /// Seeded extra latency, up to this many cycles, on every NOC/PCIe transaction.
     #[arg(long, default_value_t = 0)]
     pub jitter: u64,
+    /// What-if beyond the hardware: drop the NOC/PCIe ordering rules, so
+    /// jitter may reorder same-route transactions (see README).
+    #[arg(long)]
+    pub reorder: bool,
     /// Probability per scheduling slice that a core stalls 2000 cycles.
     #[arg(long, default_value_t = 0.0)]
     pub core_stall: f64,
@@ -75,6 +79,7 @@ fn run_seed(args: &Args, seed: u64) -> Result<(), String> {
     };
     let mut sim = SimConfig { seed, ..Default::default() };
     sim.faults.noc_jitter_cycles = args.jitter;
+    sim.faults.reorder = args.reorder;
     sim.pcie.read_latency_cycles = args.pcie_read_latency;
     if args.core_stall > 0.0 {
         (sim.faults.core_stall_prob, sim.faults.core_stall_cycles) = (args.core_stall, 2000);
@@ -134,6 +139,7 @@ fn replay_command(args: &Args, seed: u64) -> String {
     }
     for (flag, on, value) in [
         ("--jitter", args.jitter > 0, args.jitter.to_string()),
+        ("--reorder", args.reorder, String::new()),
         ("--core-stall", args.core_stall > 0.0, args.core_stall.to_string()),
         ("--delay", args.delay > 0, args.delay.to_string()),
         ("--page-size", args.page_size != 1024, args.page_size.to_string()),
@@ -141,7 +147,10 @@ fn replay_command(args: &Args, seed: u64) -> String {
         ("--pcie-read-latency", args.pcie_read_latency != 750, args.pcie_read_latency.to_string()),
     ] {
         if on {
-            cmd += &format!(" {flag} {value}");
+            cmd += &format!(" {flag}");
+            if !value.is_empty() {
+                cmd += &format!(" {value}");
+            }
         }
     }
     cmd
