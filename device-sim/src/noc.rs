@@ -25,16 +25,22 @@
 //! the last `ceil(len / bytes_per_cycle)` cycles before it completes, so a
 //! destination read early sees part old, part new bytes.
 //!
-//! Granularity (flit, checked at packet boundaries): flits are read in
-//! order, at the times above, whenever the simulator next looks: when the
-//! issuing core reaches the end of one of its packets (the core is stopped
-//! at exactly that cycle), before each NOC delivery, and at each slice end.
-//! So a packet's last flit sees the source exactly as it stands when it
-//! leaves; an earlier flit of a packet still leaving may also see a store
-//! the core made after that flit left, within the same packet (at most one
-//! packet time, 256 cycles for 8 KiB). That leaves the race window a
-//! fraction of a packet too wide, never too narrow, and costs no check per
-//! store. Firmware that waits for *sent* before reuse is never affected.
+//! Granularity: per flit, at link bandwidth, applied whenever the
+//! simulator next looks: when the issuing core reaches the end of one of
+//! its packets or issues a NOC command (the core is stopped at exactly that
+//! cycle), before each NOC delivery, and at each slice end. At each such
+//! point the core's own arriving reads land first, then its leaving flits
+//! read the source. So a packet's last flit sees the source exactly as it
+//! stands when it leaves; an earlier flit of a packet still leaving may also
+//! see a store or a landed read from later in that packet's time (at most
+//! one packet time, 256 cycles for 8 KiB): the race window is a fraction of
+//! a packet too wide, never too narrow, and no store pays a check. A write
+//! from *another* core that lands in a source still leaving is seen at
+//! slice granularity, like every cross-core effect in this scheduler.
+//! Firmware that waits for *sent* before reuse is never affected. Per flit
+//! rather than per packet because an 8 KiB packet takes 256 cycles to leave,
+//! longer than a default slice: per packet would hide reuse of its head
+//! while its tail is still leaving.
 //!
 //! # Ordering rules
 //!
@@ -63,8 +69,10 @@
 //!    an atomic is ordered after the writes of its route that were *sent*
 //!    when it issued, and may overtake the ones still leaving. Hence
 //!    "data, then wait for sent, then semaphore increment" is enough to
-//!    signal data to the same core (the prefetcher's flush, as tt-metal's
-//!    prefetcher does with `noc_async_writes_flushed`).
+//!    signal data to the same core: our prefetcher's flush, and the pattern
+//!    of tt-metal's prefetcher, whose inline relay calls
+//!    `noc_async_writes_flushed()` and then increments the dispatcher's
+//!    page semaphore (tt_metal/impl/dispatch/kernels/cq_prefetch.cpp).
 //! 3. **May reorder:** different destinations (DRAM bank vs worker vs
 //!    dispatcher), unicast vs multicast to the same cores, and reads with
 //!    respect to anything on the NOC. Where firmware needs those ordered it
@@ -197,10 +205,38 @@ impl RouteState {
     }
 }
 
+/// A multiply-xor hasher for small fixed keys (routes are looked up on
+/// every write and atomic; SipHash's DoS resistance buys nothing here).
+#[derive(Default)]
+pub struct RouteHasher(u64);
+
+impl std::hash::Hasher for RouteHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7cc1_b727_220a_95);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+    fn write_isize(&mut self, v: isize) {
+        self.write_u64(v as u64);
+    }
+}
+
 /// The ordering rules of the module doc, as arrival-time clamps.
 #[derive(Clone, Debug, Default)]
 pub struct Routes {
-    map: std::collections::HashMap<Route, RouteState>,
+    map: std::collections::HashMap<Route, RouteState, std::hash::BuildHasherDefault<RouteHasher>>,
 }
 
 impl Routes {
