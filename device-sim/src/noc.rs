@@ -39,8 +39,9 @@
 //! slice granularity, like every cross-core effect in this scheduler.
 //! Firmware that waits for *sent* before reuse is never affected. Per flit
 //! rather than per packet because an 8 KiB packet takes 256 cycles to leave,
-//! longer than a default slice: per packet would hide reuse of its head
-//! while its tail is still leaving.
+//! longer than a default slice: reading a whole packet at one instant would
+//! either hide a reuse of its tail while it is still leaving (read at its
+//! start) or show a reuse of its head after it has left (read at its end).
 //!
 //! # Ordering rules
 //!
