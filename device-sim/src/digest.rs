@@ -5,7 +5,7 @@
 //! collide by concatenation.
 
 use crate::hart::{Halt, HaltReason};
-use crate::noc::{Event, EventKind};
+use crate::noc::{Departing, Event, EventKind, Landing};
 
 /// Running digest.
 pub(crate) struct Digest(u64);
@@ -66,10 +66,11 @@ impl Digest {
         self.u64(e.time);
         self.u64(e.seq);
         match &e.kind {
-            EventKind::WriteArrive { target, data } => {
+            EventKind::WriteArrive { target, id, len } => {
                 self.u64(1);
                 self.u64(target.0);
-                self.bytes(data);
+                self.u64(*id);
+                self.u64(*len as u64);
             }
             EventKind::WriteAck { src } => {
                 self.u64(2);
@@ -89,13 +90,28 @@ impl Digest {
                 self.u64(target.0);
                 self.bytes(data);
             }
-            EventKind::ReadComplete { src, target, local, len } => {
+            EventKind::ReadComplete { id, src, target, local, len } => {
                 self.u64(6);
+                self.u64(*id);
                 self.u64(*src as u64);
                 self.u64(target.0);
                 self.u64(*local as u64);
                 self.u64(*len as u64);
             }
+        }
+    }
+
+    /// A write still reading its source.
+    pub(crate) fn departing(&mut self, d: &Departing) {
+        for v in [d.id, d.src as u64, d.local as u64, d.len as u64, d.start, d.read as u64] {
+            self.u64(v);
+        }
+    }
+
+    /// A read whose data is landing.
+    pub(crate) fn landing(&mut self, l: &Landing) {
+        for v in [l.id, l.src as u64, l.target.0, l.local as u64, l.len as u64, l.start, l.done as u64] {
+            self.u64(v);
         }
     }
 }
@@ -122,7 +138,7 @@ mod tests {
         let a = ev(EventKind::WriteAck { src: 3 });
         let b = ev(EventKind::AtomicAck { src: 3 });
         assert_ne!(of(|d| d.event(&a)), of(|d| d.event(&b)));
-        let w = ev(EventKind::WriteArrive { target: NocAddr(8), data: vec![1, 2] });
+        let w = ev(EventKind::WriteArrive { target: NocAddr(8), id: 3, len: 2 });
         assert_eq!(of(|d| d.event(&w)), of(|d| d.event(&w.clone())));
     }
 }
