@@ -191,7 +191,9 @@ fn check_perfetto(v: &Value) -> (usize, usize) {
     let mut stacks: HashMap<(u64, u64), Vec<(String, f64)>> = HashMap::new();
     let mut named: HashSet<u64> = HashSet::new();
     let mut sliced: HashSet<u64> = HashSet::new();
-    let (mut starts, mut ends) = (HashSet::new(), Vec::new());
+    // Flow starts by id -> (track, ts); flow ends -> (id, ts); GO slice starts per track.
+    let (mut starts, mut ends) = (HashMap::new(), Vec::new());
+    let mut go_starts: HashSet<(u64, u64)> = HashSet::new();
     for e in events {
         for k in ["ph", "ts", "pid", "tid"] {
             assert!(e.get(k).is_some(), "event without {k}: {e}");
@@ -208,6 +210,9 @@ fn check_perfetto(v: &Value) -> (usize, usize) {
                 }
                 s.push((e["name"].as_str().unwrap().to_owned(), ts));
                 sliced.insert(tid);
+                if e["name"] == "GO" {
+                    go_starts.insert((tid, ts.to_bits()));
+                }
             }
             "E" => {
                 let (name, start) = stacks.get_mut(&(pid, tid)).and_then(|s| s.pop()).expect("E without B");
@@ -215,14 +220,22 @@ fn check_perfetto(v: &Value) -> (usize, usize) {
                 assert!(ts >= start, "slice {name} ends before it starts");
             }
             "s" => {
-                starts.insert(e["id"].as_u64().unwrap());
+                assert!(starts.insert(e["id"].as_u64().unwrap(), (tid, ts)).is_none(), "flow id reused: {e}");
             }
-            "f" => ends.push(e["id"].as_u64().unwrap()),
+            "f" => {
+                // Binds to the slice that starts at its ts (the kernel), not the next one.
+                assert_eq!(e["bp"], "e", "flow end without bp=e: {e}");
+                ends.push((e["id"].as_u64().unwrap(), ts));
+            }
             _ => {}
         }
     }
     assert!(stacks.values().all(|s| s.is_empty()), "unclosed slices");
-    assert!(ends.iter().all(|id| starts.contains(id)), "a flow end without its start");
+    for (id, ts) in &ends {
+        let (tid, start) = starts.get(id).unwrap_or_else(|| panic!("flow end {id} without its start"));
+        assert!(start <= ts, "flow {id} goes back in time: GO at {start} us, kernel at {ts} us");
+        assert!(go_starts.contains(&(*tid, start.to_bits())), "flow {id} does not start at a GO slice on track {tid}");
+    }
     assert!(sliced.is_subset(&named), "a track with slices but no name");
     (named.len(), ends.len())
 }
@@ -270,6 +283,35 @@ fn trace_export_is_strict_perfetto_and_summary_attributes_95_percent() {
         }
         assert!(!s["top_waits"].as_array().unwrap().is_empty(), "{w}");
     }
+}
+
+/// Several GOs per drain block (tiny_kernels): each kernel's flow must come
+/// from the GO that started it, not from the last GO read.
+#[test]
+fn perfetto_flows_start_at_the_go_that_launched_the_kernel() {
+    let trace = tmp("tiny-flows.jsonl");
+    let out = cqlab(&[
+        "run",
+        "tiny_kernels",
+        "--cqs",
+        "2",
+        "--iters",
+        "2",
+        "--warmup",
+        "0",
+        "--programs",
+        "4",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let pf = tmp("tiny-flows.perfetto.json");
+    let out = cqlab(&["trace", "export", trace.to_str().unwrap(), "--perfetto", pf.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&std::fs::read(&pf).unwrap()).unwrap();
+    let (_, flows) = check_perfetto(&v);
+    // 2 iterations x 2 queues x 4 programs x 32 workers per queue.
+    assert_eq!(flows, 2 * 2 * 4 * 32);
 }
 
 #[test]
