@@ -338,6 +338,26 @@ fn sample_occupancy(
     Ok(())
 }
 
+/// Synchronises outstanding iterations one at a time, oldest first, and
+/// drains the trace rings after each: waiting for the last one alone would
+/// let a long tail of queued iterations overwrite the rings before they
+/// are read.
+fn sync_in_order(
+    dev: &mut Device,
+    outstanding: &mut std::collections::VecDeque<Vec<Event>>,
+    collector: &mut TraceCollector,
+    analysis: &mut Analysis,
+    observer: &mut dyn Observer,
+) -> Result<()> {
+    while let Some(events) = outstanding.pop_front() {
+        for ev in events {
+            dev.event_synchronize(ev)?;
+        }
+        collector.drain(dev, &mut Tee { analysis, observer })?;
+    }
+    Ok(())
+}
+
 /// The device spec with the run's seed applied to an embedded device that names none.
 pub fn device_spec(spec: &str, seed: u64) -> String {
     if spec == "embedded" {
@@ -390,14 +410,14 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
     }
     collector.drain(&mut dev, &mut Tee { analysis: &mut analysis, observer })?;
     let mut timed_start = 0;
-    let mut last_events: Vec<Event> = Vec::new();
+    // Iterations enqueued and not yet synchronised, oldest first (`--sync
+    // end` runs ahead of the device by up to the queues' depth).
+    let mut outstanding: std::collections::VecDeque<Vec<Event>> = Default::default();
     for i in 0..total {
         let warmup = i < spec.warmup;
         if i == spec.warmup {
             // The timed region starts drained.
-            for ev in last_events.drain(..) {
-                dev.event_synchronize(ev)?;
-            }
+            sync_in_order(&mut dev, &mut outstanding, &mut collector, &mut analysis, observer)?;
             timed_start = dev.now();
         }
         let start = dev.now();
@@ -424,13 +444,13 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
             IterationSample { index: i, warmup, start, enqueued, end, events: events.iter().map(|e| e.id).collect() };
         observer.iteration(&sample)?;
         samples.push(sample);
-        last_events = events;
+        if spec.sync == SyncMode::End {
+            outstanding.push_back(events);
+        }
         collector.drain(&mut dev, &mut Tee { analysis: &mut analysis, observer })?;
         observer.progress(i + 1, total);
     }
-    for ev in last_events.drain(..) {
-        dev.event_synchronize(ev)?;
-    }
+    sync_in_order(&mut dev, &mut outstanding, &mut collector, &mut analysis, observer)?;
     let timed_cycles = dev.now() - timed_start;
     sample_occupancy(&mut dev, cqs, observer, &mut occupancy)?;
     collector.drain(&mut dev, &mut Tee { analysis: &mut analysis, observer })?;

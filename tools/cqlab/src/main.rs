@@ -1,6 +1,7 @@
 //! `cqlab`: the command-line tool for command-queue bring-up work.
 
 mod compare;
+mod critical_path;
 mod decode;
 mod decode_rings;
 mod demo;

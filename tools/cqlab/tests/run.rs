@@ -350,3 +350,109 @@ fn a_million_record_export_stays_under_200_mib() {
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_file(&out);
 }
+
+/// The critical path is a dependency chain across cores: contiguous steps
+/// covering the iteration, each naming its core, and for hetero it crosses
+/// queues (a kernel waits for the other queue's event) and runs through
+/// workers' kernels; for dispatch_latency it runs through the prefetcher's
+/// fetch and relay into the dispatcher.
+#[test]
+fn trace_summary_critical_path_walks_back_through_the_cores() {
+    for (w, extra) in [("hetero", vec!["--programs", "4", "--large-cycles", "4000"]), ("dispatch_latency", vec![])] {
+        let trace = tmp(&format!("cp-{w}.jsonl"));
+        let mut args =
+            vec!["run", w, "--cqs", "2", "--iters", "2", "--warmup", "1", "--trace", trace.to_str().unwrap()];
+        args.extend(extra);
+        assert!(cqlab(&args).status.success());
+        let out = cqlab(&["trace", "summary", trace.to_str().unwrap(), "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+        for i in s["iterations"].as_array().unwrap().iter().filter(|i| i["timed"] == true) {
+            let path = i["critical_path"].as_array().unwrap();
+            let (start, end) = (i["start"].as_u64().unwrap(), i["end"].as_u64().unwrap());
+            assert_eq!(path.first().unwrap()["from"], start, "{w}: {i}");
+            assert_eq!(path.last().unwrap()["to"], end, "{w}: {i}");
+            for pair in path.windows(2) {
+                assert_eq!(pair[0]["to"], pair[1]["from"], "{w}: steps are contiguous: {pair:?}");
+            }
+            assert!(i["critical_path_attributed_fraction"].as_f64().unwrap() >= 0.95, "{w}: {i}");
+            let on = |core: &str, phase: &str| {
+                path.iter().any(|s| s["core"].as_str().unwrap().starts_with(core) && s["phase"] == phase)
+            };
+            // Ends with the host seeing the event the dispatcher wrote.
+            assert_eq!(path.last().unwrap()["core"], "host");
+            if w == "hetero" {
+                assert!(on("worker", "kernel"), "{w}: {i}");
+                assert!(
+                    on("CQ0 dispatcher", "dispatch") && on("CQ1 dispatcher", "dispatch"),
+                    "{w}: crosses queues: {i}"
+                );
+            } else {
+                assert!(on("CQ", "fetch (PCIe)") && on("CQ", "relay") && on("CQ", "dispatch"), "{w}: {i}");
+            }
+        }
+        assert!(s["phase_kinds"]["kernel"] == "work" || w != "hetero", "{}", s["phase_kinds"]);
+    }
+}
+
+/// `--sync end` runs ahead of the device; the final synchronisation drains
+/// the rings per iteration, so no record is lost and every timed iteration
+/// has a latency sample.
+#[test]
+fn sync_end_loses_no_records_and_samples_every_iteration() {
+    let r = run("tiny_kernels", &["--cqs", "1", "--sync", "end", "--iters", "30", "--warmup", "1"]);
+    let p = &r["points"][0];
+    assert_eq!(p["trace"]["lost"], 0, "{}", p["trace"]);
+    assert_eq!(p["latency_cycles"]["samples"], 30);
+}
+
+/// `trace summary` of a `--sync end` trace holds one iteration's records
+/// at a time: 32 iterations of 32k records each summarise in far less than
+/// the whole trace would take (about 46 MiB when every record's span was kept).
+#[test]
+fn sync_end_summary_of_a_million_records_stays_small() {
+    use std::io::Write;
+    let path = tmp("million-end.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    writeln!(f, r#"{{"format":"cqlab-trace","version":1,"workload":"synthetic","cqs":1,"seed":0,"sync":"end","clock_hz":1000000000,"cores":[{{"x":18,"y":1,"role":"CQ0 dispatcher"}}]}}"#).unwrap();
+    let (mut n, mut cycle, mut seq) = (0u64, 0u64, 0u32);
+    const LAUNCHES: u32 = 250;
+    for it in 0..32u32 {
+        let ev = it + 1;
+        writeln!(f, r#"{{"iter":{{"index":{it},"warmup":false,"start":{cycle},"enqueued":{cycle},"end":null,"events":[{ev}]}}}}"#).unwrap();
+        for k in 0..LAUNCHES {
+            writeln!(f, r#"{{"launch":{{"seq":{},"cq":0,"cores":[0,0,7,7],"label":"k"}}}}"#, seq + k).unwrap();
+        }
+        // The dispatcher's GOs, then each worker's kernels (drain order), then the event.
+        for k in 0..LAUNCHES as u64 {
+            writeln!(f, r#"{{"rec":[18,1,{},0,2,39,16]}}"#, cycle + 100 * k + 1).unwrap();
+            writeln!(f, r#"{{"rec":[18,1,{},0,3,39,16]}}"#, cycle + 100 * k + 10).unwrap();
+        }
+        for w in 0..64u64 {
+            let (x, y) = (1 + w % 8, 1 + w / 8);
+            for k in 0..LAUNCHES as u64 {
+                let s = seq as u64 + k;
+                writeln!(f, r#"{{"rec":[{x},{y},{},0,11,{s},3]}}"#, cycle + 100 * k + 40).unwrap();
+                writeln!(f, r#"{{"rec":[{x},{y},{},0,12,{s},3]}}"#, cycle + 100 * k + 90).unwrap();
+            }
+        }
+        cycle += 100 * LAUNCHES as u64;
+        writeln!(f, r#"{{"rec":[18,1,{},0,13,{ev},0]}}"#, cycle - 5).unwrap();
+        n += (2 + 128) * LAUNCHES as u64 + 1;
+        seq += LAUNCHES;
+    }
+    writeln!(f, r#"{{"end":{{"timed_cycles":{cycle},"lost":0}}}}"#).unwrap();
+    drop(f);
+    let out = Command::new(env!("CARGO_BIN_EXE_cqlab"))
+        .args(["trace", "summary", path.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rss_kib =
+        nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap().max_rss() as u64;
+    let _ = std::fs::remove_file(&path);
+    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["iterations"].as_array().unwrap().len(), 32);
+    assert!(n > 1_000_000);
+    assert!(rss_kib < 24 * 1024, "summary of {n} records peaked at {rss_kib} KiB");
+}
