@@ -398,7 +398,9 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
     let mut analysis = Analysis::default();
     let cqs = spec.cqs;
     let mut occupancy: Vec<Vec<OccupancySample>> = vec![Vec::new(); cqs as usize];
-    let total = spec.warmup + spec.iters;
+    let total = spec.warmup.checked_add(spec.iters).ok_or_else(|| {
+        DriverError::Invalid(format!("--warmup {} + --iters {} exceeds {}", spec.warmup, spec.iters, u32::MAX))
+    })?;
     let mut samples: Vec<IterationSample> = Vec::new();
     {
         let mut ctx = Ctx { dev: &mut dev, cqs, new_launches: Vec::new(), capturing: false };

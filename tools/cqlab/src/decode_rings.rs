@@ -8,6 +8,7 @@
 //! trace-ring dump is the `TRACE_RING` region of one core: its header, then
 //! the record slots.
 
+use crate::out::outln;
 use anyhow::{Context, Result};
 use cqlab_abi::completion::{record_size, CompletionHeader, CompletionKind, EventRecord};
 use cqlab_abi::decode::Space;
@@ -191,7 +192,7 @@ pub fn run(args: &crate::decode::Args) -> Result<std::process::ExitCode> {
     };
     let d = if kind == "completion" { decode_completion(&bytes) } else { decode_trace_ring(&bytes) };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json!({"kind": kind, "records": d.records, "error": d.error}))?);
+        outln!("{}", serde_json::to_string_pretty(&json!({"kind": kind, "records": d.records, "error": d.error}))?);
     } else {
         print!("{}", d.text);
     }

@@ -7,6 +7,7 @@ mod decode_rings;
 mod demo;
 mod driver_bench;
 mod matmul;
+mod out;
 mod perf;
 mod race;
 mod run;

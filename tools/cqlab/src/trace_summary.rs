@@ -37,6 +37,7 @@
 //! window's records at a time.
 
 use crate::critical_path::{self, Seg, Timeline};
+use crate::out::outln;
 use crate::trace_file::{Item, TraceReader};
 use anyhow::{bail, Result};
 use cqlab_abi::dispatch::DispatchCmdId;
@@ -477,11 +478,11 @@ fn phase_kind(label: &str) -> &'static str {
 pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
     let v = summarize(&a.run)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
     let total = v["timed_cycles"].as_u64().unwrap_or(0).max(1);
-    println!(
+    outln!(
         "{} on {} CQs, sync {}: {} device cycles over the timed iterations (window: {})",
         v["workload"].as_str().unwrap_or(""),
         v["cqs"],
@@ -489,30 +490,30 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
         total,
         v["window"].as_str().unwrap_or("")
     );
-    println!("busy time: the best-ranked thing any core was doing at each cycle (see `cqlab trace summary --help`)");
-    println!("{:<36} {:>14} {:>8}  kind", "phase", "cycles", "share");
+    outln!("busy time: the best-ranked thing any core was doing at each cycle (see `cqlab trace summary --help`)");
+    outln!("{:<36} {:>14} {:>8}  kind", "phase", "cycles", "share");
     let print_phases = |key: &str| {
         let mut phases: Vec<(&String, u64)> =
             v[key].as_object().into_iter().flatten().map(|(k, x)| (k, x.as_u64().unwrap_or(0))).collect();
         phases.sort_by_key(|p| std::cmp::Reverse(p.1));
         for (k, c) in phases {
-            println!("{:<36} {:>14} {:>7.1}%  {}", k, c, c as f64 * 100.0 / total as f64, phase_kind(k));
+            outln!("{:<36} {:>14} {:>7.1}%  {}", k, c, c as f64 * 100.0 / total as f64, phase_kind(k));
         }
     };
     print_phases("phases");
     if v["records_lost"].as_u64().unwrap_or(0) > 0 {
-        println!("note: {} trace records were overwritten before they were read", v["records_lost"]);
+        outln!("note: {} trace records were overwritten before they were read", v["records_lost"]);
     }
     if let Some(f) = v["min_attributed_fraction"].as_f64() {
-        println!("every timed window has at least {:.1}% of its device time in a named phase or wait", f * 100.0);
+        outln!("every timed window has at least {:.1}% of its device time in a named phase or wait", f * 100.0);
     }
-    println!("\ncritical path: what each iteration's completion waited on, walked back through the cores");
-    println!("{:<36} {:>14} {:>8}  kind", "phase", "cycles", "share");
+    outln!("\ncritical path: what each iteration's completion waited on, walked back through the cores");
+    outln!("{:<36} {:>14} {:>8}  kind", "phase", "cycles", "share");
     print_phases("critical_path_phases");
     if let Some(f) = v["min_critical_path_attributed_fraction"].as_f64() {
-        println!("every timed critical path explains at least {:.1}% of its iteration", f * 100.0);
+        outln!("every timed critical path explains at least {:.1}% of its iteration", f * 100.0);
     }
-    println!("(steps under 2% of the iteration folded into \"+N short\")");
+    outln!("(steps under 2% of the iteration folded into \"+N short\")");
     for w in v["iterations"].as_array().into_iter().flatten().filter(|w| w["timed"] == true).take(a.paths) {
         let cycles = w["cycles"].as_u64().unwrap_or(0);
         let mut steps: Vec<String> = Vec::new();
@@ -537,12 +538,12 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
         if short > 0 {
             steps.push(format!("+{short} short"));
         }
-        println!("  iteration {} ({cycles} cycles):\n    {}", w["iteration"], steps.join("\n    -> "));
+        outln!("  iteration {} ({cycles} cycles):\n    {}", w["iteration"], steps.join("\n    -> "));
     }
-    println!("\ntop waits by waypoint:");
-    println!("{:<36} {:>8} {:>14} {:>10} {:>10}", "waypoint", "count", "total", "mean", "max");
+    outln!("\ntop waits by waypoint:");
+    outln!("{:<36} {:>8} {:>14} {:>10} {:>10}", "waypoint", "count", "total", "mean", "max");
     for w in v["top_waits"].as_array().into_iter().flatten().take(8) {
-        println!(
+        outln!(
             "{:<36} {:>8} {:>14} {:>10.0} {:>10}",
             w["waypoint"].as_str().unwrap_or(""),
             w["count"].as_u64().unwrap_or(0),

@@ -184,6 +184,49 @@ fn compare_flags_a_planted_regression_and_pairs_by_value() {
     assert_eq!(cqlab(&["compare", bp.to_str().unwrap(), tp.to_str().unwrap()]).status.code(), Some(2));
 }
 
+/// Points pair by the value of every sweep parameter in `params`, not just
+/// the queue count; reports that share no point are unusable (exit 2), not
+/// a silent pass.
+#[test]
+fn compare_pairs_any_swept_parameter_by_value() {
+    let base = run("dispatch_latency", &["--cqs", "1,2", "--iters", "3", "--warmup", "1"]);
+    assert_eq!(base["points"][1]["params"], serde_json::json!({"cqs": 2}), "run writes each point's params");
+    // Two points at the same queue count, swept over another parameter.
+    let mut swept = base.clone();
+    for (i, depth) in [(0, 1), (1, 4)] {
+        let p = &mut swept["points"][i];
+        p["cqs"] = 2.into();
+        p["params"] = serde_json::json!({"cqs": 2, "depth": depth});
+        p["throughput"]["value"] = (1000.0 * depth as f64).into();
+    }
+    let (bp, tp) = (tmp("swept-base.json"), tmp("swept-test.json"));
+    write(&bp, &swept);
+    let mut reordered = swept.clone();
+    reordered["points"].as_array_mut().unwrap().reverse();
+    write(&tp, &reordered);
+    let (code, c) = compare(&bp, &tp);
+    assert_eq!(code, 0, "{c}");
+    for r in c["rows"].as_array().unwrap() {
+        assert_eq!(r["base"], r["test"], "{r}");
+    }
+    // 20% lower throughput at depth 4 only.
+    reordered["points"][0]["throughput"]["value"] = 3200.0.into();
+    write(&tp, &reordered);
+    let (code, c) = compare(&bp, &tp);
+    assert_eq!(code, 1, "{c}");
+    let row = c["rows"].as_array().unwrap().iter().find(|r| r["verdict"] == "REGRESSION").unwrap();
+    assert_eq!(row["params"]["depth"], 4, "{row}");
+    // No point in common: nothing compared is exit 2.
+    let mut other = swept.clone();
+    for p in other["points"].as_array_mut().unwrap() {
+        p["params"]["depth"] = 16.into();
+    }
+    write(&tp, &other);
+    let out = cqlab(&["compare", bp.to_str().unwrap(), tp.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing compared"));
+}
+
 /// Every event has ph/ts/pid/tid; B/E nest per track; every flow end has a start.
 fn check_perfetto(v: &Value) -> (usize, usize) {
     use std::collections::{HashMap, HashSet};
@@ -455,4 +498,63 @@ fn sync_end_summary_of_a_million_records_stays_small() {
     assert_eq!(s["iterations"].as_array().unwrap().len(), 32);
     assert!(n > 1_000_000);
     assert!(rss_kib < 24 * 1024, "summary of {n} records peaked at {rss_kib} KiB");
+}
+
+/// Zero, oversized and overflowing knobs are refused up front (exit 1) with
+/// the flag and the limit in the message, never clamped or panicking.
+#[test]
+fn run_refuses_zero_and_oversized_knobs_clearly() {
+    for (args, says) in [
+        (vec!["run", "tiny_kernels", "--programs", "0"], "--programs 0: must be at least 1"),
+        (vec!["run", "hetero", "--burst", "0"], "--burst 0: must be at least 1"),
+        (vec!["run", "copy_stress", "--copies", "0"], "--copies 0: must be at least 1"),
+        (vec!["run", "copy_stress", "--bytes", "4000000000"], "at most 67108864"),
+        (vec!["run", "copy_stress", "--bytes", "4294967295"], "at most 67108864"),
+        (vec!["run", "dispatch_latency", "--iters", "4294967295", "--warmup", "1"], "exceeds"),
+        (vec!["run", "dispatch_latency", "--cqs", "0"], "outside 1..=8"),
+        (vec!["run", "dispatch_latency", "--iters", "0"], "at least 1"),
+    ] {
+        let out = cqlab(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(says) && !err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+/// `cqlab trace summary RUN --json | head -1`: the command ends quietly
+/// (exit 0) when its reader closes the pipe, instead of panicking.
+#[test]
+fn report_output_into_a_closed_pipe_ends_quietly() {
+    use std::io::{BufRead, Write};
+    let path = tmp("pipe.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    writeln!(f, r#"{{"format":"cqlab-trace","version":1,"workload":"synthetic","cqs":1,"seed":0,"sync":"end","clock_hz":1000000000,"cores":[]}}"#).unwrap();
+    // Enough iterations that the JSON outgrows a pipe buffer.
+    for it in 0..3000u64 {
+        let c = it * 100;
+        writeln!(
+            f,
+            r#"{{"iter":{{"index":{it},"warmup":false,"start":{c},"enqueued":{c},"end":null,"events":[{}]}}}}"#,
+            it + 1
+        )
+        .unwrap();
+        writeln!(f, r#"{{"rec":[18,1,{},0,2,39,16]}}"#, c + 1).unwrap();
+        writeln!(f, r#"{{"rec":[18,1,{},0,3,39,16]}}"#, c + 10).unwrap();
+        writeln!(f, r#"{{"rec":[18,1,{},0,13,{},0]}}"#, c + 95, it + 1).unwrap();
+    }
+    drop(f);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cqlab"))
+        .args(["trace", "summary", path.to_str().unwrap(), "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert_eq!(first.trim(), "{");
+    // The reader is gone (dropped above); the rest of the output hits a closed pipe.
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
 }
