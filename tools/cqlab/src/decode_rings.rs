@@ -80,6 +80,13 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
         d.records.push(rec);
         at += size;
     }
+    // Bytes left that cannot hold a header: a truncated dump, unless unused.
+    if d.error.is_none() && at < bytes.len() && at + hs > bytes.len() && bytes[at..].iter().any(|&b| b != 0) {
+        d.error = Some(format!(
+            "offset {at:#x}: {} bytes left, too short for a {hs}-byte completion header (truncated dump?)",
+            bytes.len() - at
+        ));
+    }
     d
 }
 
