@@ -21,7 +21,7 @@ use crate::error::{DriverError, Result};
 use crate::events::Event;
 use cqlab_abi::noc::{self, Coord};
 use cqlab_abi::trace::TraceRecord;
-use cqlab_sim::config::CLOCK_HZ;
+use cqlab_abi::CLOCK_HZ;
 use serde::Serialize;
 
 /// When the host waits for the device.
@@ -326,7 +326,7 @@ fn forward_launches(ctx: &mut Ctx<'_>, analysis: &mut Analysis, observer: &mut d
 fn sample_occupancy(dev: &mut Device, cqs: u8, analysis: &mut Analysis, observer: &mut dyn Observer) -> Result<()> {
     let cycle = dev.now();
     for q in 0..cqs {
-        let p = dev.queue_pointers(q);
+        let p = dev.queue_pointers(q)?;
         let s = analysis.occupancy.host_sample(
             q,
             cycle,
