@@ -413,6 +413,11 @@ pub fn summarize(run: &std::path::Path) -> Result<Value> {
                 if per_iter && i.end.is_none() {
                     bail!("{}: --sync per-iter trace, iteration {} has no end", run.display(), i.index);
                 }
+                if per_iter {
+                    // The previous iteration was synchronised and drained before
+                    // this one began: close it even if an event record was lost.
+                    s.close_ready(&mut pending, &mut prev_done, true);
+                }
                 pending.push_back(Pending {
                     index: i.index,
                     warmup: i.warmup,
