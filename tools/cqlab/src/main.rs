@@ -2,11 +2,13 @@
 
 mod bench_dispatch;
 mod compare;
+mod critical_path;
 mod decode;
 mod decode_rings;
 mod demo;
 mod driver_bench;
 mod matmul;
+mod out;
 mod perf;
 mod race;
 mod run;

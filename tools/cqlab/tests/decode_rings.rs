@@ -76,6 +76,10 @@ fn completion_and_trace_ring_dumps_decode() {
     let out = cqlab(&["decode", "--kind", "completion", &dump("bad.bin", &bad)]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("offset 0x40"), "{}", String::from_utf8_lossy(&out.stderr));
+    // A dump too short for a header (garbage, a truncated file) is exit 2, not an empty success.
+    let out = cqlab(&["decode", "--kind", "completion", &dump("short.bin", b"garbage\n")]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("too short"), "{}", String::from_utf8_lossy(&out.stderr));
     // A trace ring from another ABI (wrong capacity) is refused, exit 2.
     let mut bad = ring.clone();
     bad[4] ^= 1;

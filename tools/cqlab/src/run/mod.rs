@@ -6,6 +6,7 @@
 
 mod progress;
 
+use crate::out::outln;
 use crate::trace_file::TraceWriter;
 use anyhow::{bail, Context, Result};
 use cqlab_abi::noc::Coord;
@@ -237,6 +238,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         points.push(point);
     }
+    // Each point names the parameter values it was measured at, so
+    // `cqlab compare` pairs points by value.
+    let mut point_values: Vec<Value> = Vec::new();
+    for p in &points {
+        let mut v = serde_json::to_value(p)?;
+        v["params"] = json!({ "cqs": p.cqs });
+        point_values.push(v);
+    }
     let report = json!({
         "tool": "cqlab run", "schema": 1, "workload": kind.name(), "description": kind.describe(),
         "device": runner::device_spec(&a.device, a.seed), "seed": a.seed, "sync": a.sync, "iters": a.iters,
@@ -246,10 +255,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
             SyncMode::PerIter => "device cycles from the host starting to enqueue an iteration to the host seeing its end events complete",
             SyncMode::End => "device cycles between consecutive iterations' completions (dispatcher event records)",
         },
-        "points": points, "scaling": scaling(&points),
+        "points": point_values, "scaling": scaling(&points),
     });
     match &a.json {
-        Some(p) if p == Path::new("-") => println!("{}", serde_json::to_string_pretty(&report)?),
+        Some(p) if p == Path::new("-") => outln!("{}", serde_json::to_string_pretty(&report)?),
         Some(p) => {
             std::fs::write(p, serde_json::to_string_pretty(&report)?)
                 .with_context(|| format!("writing {}", p.display()))?;
@@ -270,7 +279,7 @@ fn num(v: &Value) -> String {
 }
 
 fn print_text(r: &Value) {
-    println!(
+    outln!(
         "{}: {} ({} timed + {} warmup iterations, sync {}, seed {}, worker kernel {})",
         r["workload"].as_str().unwrap_or(""),
         r["description"].as_str().unwrap_or(""),
@@ -280,9 +289,17 @@ fn print_text(r: &Value) {
         r["seed"],
         r["worker_kernel"].as_str().unwrap_or("")
     );
-    println!(
+    outln!(
         "{:>4} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10} {:>16} {:>14}",
-        "cqs", "throughput", "mean cyc", "p50", "p95", "p99", "max", "switch ovh cyc", "stall+wait cyc"
+        "cqs",
+        "throughput",
+        "mean cyc",
+        "p50",
+        "p95",
+        "p99",
+        "max",
+        "switch ovh cyc",
+        "stall+wait cyc"
     );
     for p in r["points"].as_array().into_iter().flatten() {
         let l = &p["latency_cycles"];
@@ -291,7 +308,7 @@ fn print_text(r: &Value) {
             Some(x) => format!("{x:.0} ({}/{})", so["cross_cq_samples"], so["same_cq_samples"]),
             None => "no samples".into(),
         };
-        println!(
+        outln!(
             "{:>4} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10} {:>16} {:>14}",
             p["cqs"].as_u64().unwrap_or(0),
             num(&p["throughput"]["value"]),
@@ -305,11 +322,11 @@ fn print_text(r: &Value) {
         );
     }
     if let Some(p) = r["points"].as_array().and_then(|a| a.first()) {
-        println!("throughput unit: {}; latency in device cycles at 1 GHz (1 cycle = 1 ns)", p["throughput"]["unit"]);
+        outln!("throughput unit: {}; latency in device cycles at 1 GHz (1 cycle = 1 ns)", p["throughput"]["unit"]);
         if !p["matmul"].is_null() {
             for p in r["points"].as_array().into_iter().flatten() {
                 let m = &p["matmul"];
-                println!(
+                outln!(
                     "cqs {}: {:.6} TFLOPS ({:.3} GFLOPS) on {} workers, peak {:.6} TFLOPS, utilization {:.1}% ({:.1} cycles per multiply-add)",
                     p["cqs"],
                     m["tflops"].as_f64().unwrap_or(0.0),
@@ -337,14 +354,14 @@ fn print_text(r: &Value) {
             })
             .collect();
         if !ks.is_empty() {
-            println!("cqs {} kernels (mean cycles per core): {}", p["cqs"], ks.join("; "));
+            outln!("cqs {} kernels (mean cycles per core): {}", p["cqs"], ks.join("; "));
         }
     }
     let s = &r["scaling"];
     if let Some(rows) = s["points"].as_array() {
         let eff: Vec<String> =
             rows.iter().map(|x| format!("{}: {:.2}", x["cqs"], x["efficiency"].as_f64().unwrap_or(0.0))).collect();
-        println!(
+        outln!(
             "scaling efficiency vs {} queue(s): {}; stops scaling at {}",
             s["baseline_cqs"],
             eff.join(", "),
