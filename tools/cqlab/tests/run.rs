@@ -253,7 +253,8 @@ fn check_perfetto(v: &Value) -> (usize, usize) {
                 }
                 s.push((e["name"].as_str().unwrap().to_owned(), ts));
                 sliced.insert(tid);
-                if e["name"] == "GO" {
+                // Programs start their workers with a LAUNCH (its multicast is the GO).
+                if e["name"] == "GO" || e["name"] == "LAUNCH" {
                     go_starts.insert((tid, ts.to_bits()));
                 }
             }
