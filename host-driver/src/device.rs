@@ -20,7 +20,7 @@ use cqlab_abi::ABI_VERSION;
 use zerocopy::IntoBytes;
 
 /// Device cycles between progress checks while waiting.
-const PROGRESS_CHECK_CYCLES: u64 = 1_000_000;
+pub const PROGRESS_CHECK_CYCLES: u64 = 1_000_000;
 
 pub struct Device {
     pub(crate) backend: Box<dyn Backend>,

@@ -1,5 +1,6 @@
 //! `cqlab`: the command-line tool for command-queue bring-up work.
 
+mod campaign;
 mod decode;
 mod demo;
 mod driver_bench;
@@ -8,6 +9,7 @@ mod perf;
 mod race;
 mod schedule;
 mod sim;
+mod usage;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -33,6 +35,9 @@ enum Command {
     Race(race::Args),
     /// Print a raw issue-queue dump as a readable command list.
     Decode(decode::Args),
+    /// Campaigns spread over a batch system: Slurm array jobs, merging shard records.
+    #[command(subcommand)]
+    Campaign(campaign::cli::Command),
     /// Run firmware on the simulator.
     #[command(subcommand)]
     Sim(sim::Command),
@@ -51,12 +56,17 @@ fn main() -> ExitCode {
         Command::Matmul(args) => matmul::run(args),
         Command::Race(args) => race::run(args),
         Command::Decode(args) => decode::run(args),
+        Command::Campaign(cmd) => campaign::cli::run(cmd),
         Command::Sim(cmd) => sim::run(cmd),
         Command::Reset(args) => sim::reset(args),
         Command::Schedule(args) => schedule::run(args),
     };
     match result {
         Ok(code) => code,
+        Err(e) if e.downcast_ref::<usage::UsageError>().is_some() => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(usage::USAGE_EXIT)
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
