@@ -7,8 +7,10 @@ mod driver_bench;
 mod matmul;
 mod perf;
 mod race;
+mod replay;
 mod schedule;
 mod sim;
+mod sweep;
 mod usage;
 
 use clap::{Parser, Subcommand};
@@ -35,6 +37,10 @@ enum Command {
     Race(race::Args),
     /// Print a raw issue-queue dump as a readable command list.
     Decode(decode::Args),
+    /// Run a workload at each value of one knob, or bisect to the first failing value.
+    Sweep(sweep::Args),
+    /// Re-run one campaign run from its JSONL record, bit for bit, with its dump and trace.
+    Replay(replay::Args),
     /// Campaigns spread over a batch system: Slurm array jobs, merging shard records.
     #[command(subcommand)]
     Campaign(campaign::cli::Command),
@@ -56,6 +62,8 @@ fn main() -> ExitCode {
         Command::Matmul(args) => matmul::run(args),
         Command::Race(args) => race::run(args),
         Command::Decode(args) => decode::run(args),
+        Command::Sweep(args) => sweep::run(args),
+        Command::Replay(args) => replay::run(args),
         Command::Campaign(cmd) => campaign::cli::run(cmd),
         Command::Sim(cmd) => sim::run(cmd),
         Command::Reset(args) => sim::reset(args),

@@ -142,5 +142,15 @@ fn parallel_jobs_give_the_report_of_one_process_and_records_replay() {
         let f = dir.join(format!("seed-{seed}.{ext}"));
         assert!(f.metadata().is_ok_and(|m| m.len() > 0), "{} missing", f.display());
     }
+    // The failing record replays to the same signature and device cycle, twice;
+    // so does a passing one.
+    let failing = lines.lines().find(|l| l.contains(&format!("\"seed\":{seed},"))).unwrap();
+    let passing = lines.lines().find(|l| l.contains("\"ok\":true"));
+    for record in [Some(failing), Some(failing), passing].into_iter().flatten() {
+        let out = cqlab(&["replay", record, "--out", dir.join("replay").to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(text.contains("identical"), "{text}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
