@@ -10,6 +10,7 @@ mod race;
 mod replay;
 mod schedule;
 mod sim;
+mod stress;
 mod sweep;
 mod usage;
 
@@ -37,6 +38,9 @@ enum Command {
     Race(race::Args),
     /// Print a raw issue-queue dump as a readable command list.
     Decode(decode::Args),
+    /// Restart fuzzing: a workload in many fresh processes, with kills, timeouts and drift statistics.
+    #[command(subcommand)]
+    Stress(stress::Command),
     /// Run a workload at each value of one knob, or bisect to the first failing value.
     Sweep(sweep::Args),
     /// Re-run one campaign run from its JSONL record, bit for bit, with its dump and trace.
@@ -62,6 +66,7 @@ fn main() -> ExitCode {
         Command::Matmul(args) => matmul::run(args),
         Command::Race(args) => race::run(args),
         Command::Decode(args) => decode::run(args),
+        Command::Stress(cmd) => stress::run(cmd),
         Command::Sweep(args) => sweep::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Campaign(cmd) => campaign::cli::run(cmd),

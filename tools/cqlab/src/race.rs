@@ -290,7 +290,7 @@ pub fn run_seed(plan: &Plan, seed: u64) -> (Result<(), Failure>, Option<Device>)
     };
     let outcome = dev.boot().map_err(Failure::from).and_then(|()| match plan.args.workload {
         WorkloadKind::TwoQueue => two_queue::run(&plan.args, &mut dev),
-        WorkloadKind::Random => random::run(&plan.args, seed, &mut dev),
+        WorkloadKind::Random => random::run(plan.args.iterations, seed, &mut dev),
     });
     (outcome, Some(dev))
 }

@@ -167,6 +167,11 @@ pub struct Point {
 
 /// Runs copy_stress on `dev`.
 pub fn copy_stress(dev: &mut Device, k: &Knobs) -> Result<(), Failure> {
+    copy_stress_with(dev, k, &mut |_| {})
+}
+
+/// copy_stress, calling `enqueued(n)` after the n-th read is enqueued.
+pub fn copy_stress_with(dev: &mut Device, k: &Knobs, enqueued: &mut dyn FnMut(u64)) -> Result<(), Failure> {
     let bytes = k.bytes as u32;
     let core = (0, 0);
     let buf = dev.alloc_l1(core.0, core.1, bytes)?;
@@ -177,6 +182,7 @@ pub fn copy_stress(dev: &mut Device, k: &Knobs) -> Result<(), Failure> {
     for d in 0..k.depth {
         for q in 0..k.cqs as u8 {
             pending.push((d, q, dev.cq(q)?.enqueue_read(&buf, 0, bytes)?));
+            enqueued(pending.len() as u64);
         }
     }
     for (d, q, p) in pending {

@@ -15,7 +15,6 @@
 //! event on that queue and a wait for it on this one, so the model is exact.
 
 use super::failure::{first_difference, Failure};
-use super::Args;
 use cqlab_abi::memory_map::{DISPATCH_RING, TRACE_AREA};
 use cqlab_abi::PCIE_ALIGNMENT;
 use cqlab_driver::{Buffer, CoreRange, Device, DeviceConfig, PackedData, PendingRead, Placement, Trace};
@@ -112,7 +111,7 @@ enum TraceEffect {
     Kernel { cores: Vec<usize>, value: u32 },
 }
 
-pub fn run(args: &Args, seed: u64, dev: &mut Device) -> Result<(), Failure> {
+pub fn run(iterations: u32, seed: u64, dev: &mut Device) -> Result<(), Failure> {
     let mut rng = Rng::new(seed ^ STREAM);
     let m = layout(dev, &mut rng)?;
     let mut r = Run { dev, rng, m, pending: Vec::new(), traces: Vec::new() };
@@ -121,7 +120,7 @@ pub fn run(args: &Args, seed: u64, dev: &mut Device) -> Result<(), Failure> {
     if r.rng.upto(1) == 0 {
         r.launch()?;
     }
-    let ops = args.iterations.saturating_mul(OPS_PER_ITERATION);
+    let ops = iterations.saturating_mul(OPS_PER_ITERATION);
     for _ in 0..ops {
         r.step()?;
     }
