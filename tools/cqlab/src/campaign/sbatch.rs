@@ -58,13 +58,16 @@ pub fn script(args: &Args, exe: &str, firmware_dir: Option<&str>) -> String {
         s += &format!("export CQLAB_FIRMWARE_DIR={}\n", quote(fw));
     }
     let campaign: Vec<String> = args.campaign.iter().map(|a| quote(a)).collect();
+    // Exit 1 means "ran, and some runs failed": data for the merge, not a
+    // failed task. Usage errors (2) and crashes still fail the task.
     s += &format!(
-        "exec {} {} --shard \"$SLURM_ARRAY_TASK_ID/{}\" --jsonl {}/shard-\"$SLURM_ARRAY_TASK_ID\".jsonl\n",
+        "rc=0\n{} {} --shard \"$SLURM_ARRAY_TASK_ID/{}\" --jsonl {}/shard-\"$SLURM_ARRAY_TASK_ID\".jsonl || rc=$?\n",
         quote(exe),
         campaign.join(" "),
         args.shards,
         quote(&dir)
     );
+    s += "if [ \"$rc\" -le 1 ]; then exit 0; fi\nexit \"$rc\"\n";
     s
 }
 
