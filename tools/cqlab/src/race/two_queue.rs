@@ -1,9 +1,10 @@
 //! The two-queue stall/dispatch pattern of the field notes: CQ0 replays a
 //! trace (kernels on every worker), launches one kernel that stores the
 //! iteration number, stamps a marker and records an event; CQ1 waits for
-//! that event, checks the marker and the kernel's result, then does
-//! `copies` write/read-back pairs, each read a dispatcher WAIT plus
-//! prefetcher STALL (the stall point).
+//! that event, checks the marker and the kernel's result, launches a kernel
+//! of its own and reads its result at once, then does `copies`
+//! write/read-back pairs, each read a dispatcher WAIT plus prefetcher STALL
+//! (the stall point).
 
 use super::failure::{first_difference, Failure};
 use super::Args;
@@ -11,7 +12,7 @@ use cqlab_driver::{CoreRange, Device, Placement, Result as DriverResult};
 
 /// Kernel spin before it stores its result: long enough that a read which
 /// does not wait for it sees the old value.
-const RESULT_SPIN: u32 = 3000;
+const RESULT_SPIN: u32 = 20_000;
 /// DRAM page size of the copy buffer.
 const PAGE: u32 = 1024;
 
@@ -36,6 +37,10 @@ pub fn run(args: &Args, dev: &mut Device) -> Result<(), Failure> {
     let (kc, kr) = (cols - 1, rows - 1);
     let result = dev.alloc_l1(kc, kr, 16)?;
     let Placement::L1 { addr: result_addr, .. } = result.placement else { unreachable!("L1 buffer") };
+    // CQ1's own kernel, on another core, at the same L1 offset.
+    let (oc, or) = (0, rows - 1);
+    let own = dev.alloc_l1(oc, or, 16)?;
+    let Placement::L1 { addr: own_addr, .. } = own.placement else { unreachable!("L1 buffer") };
     let trace = {
         let mut cq0 = dev.cq(0)?;
         cq0.begin_trace()?;
@@ -72,6 +77,16 @@ pub fn run(args: &Args, dev: &mut Device) -> Result<(), Failure> {
         }) {
             return Err(Failure::Check {
                 check: "CQ1 read a kernel result before CQ0's kernel wrote it",
+                detail: format!("iteration {it}: {d}"),
+            });
+        }
+        cq1.launch(CoreRange::single(oc, or), &[RESULT_SPIN, own_addr, !stamp])?;
+        let produced = cq1.read_buffer(&own, 0, 4)?;
+        if let Some(d) = first_difference(&(!stamp).to_le_bytes(), &produced, |_| {
+            format!("the CQ1 kernel on worker ({oc},{or}) of iteration {it}")
+        }) {
+            return Err(Failure::Check {
+                check: "CQ1 read its own kernel's result before the kernel wrote it",
                 detail: format!("iteration {it}: {d}"),
             });
         }
