@@ -154,3 +154,37 @@ fn parallel_jobs_give_the_report_of_one_process_and_records_replay() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The README's options find each known-bug variant with the two-queue
+/// workload on its first seeds, and each failing record replays to the same
+/// signature and device cycle twice.
+#[test]
+fn each_known_bug_is_found_with_the_readme_options_and_replays() {
+    let dir = std::env::temp_dir().join(format!("cqlab-race-readme-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (variant, options) in [
+        ("event-zero-signalled", &[][..]),
+        ("stall-release-early", &[]),
+        ("completion-no-toggle", &["--completion-size", "8192"]),
+        ("release-before-ack", &["--ring-pages", "4", "--bytes", "32768"]),
+        ("early-fetch-release", &["--issue-size", "2048", "--pcie-read-latency", "4000"]),
+    ] {
+        let jsonl = dir.join(format!("{variant}.jsonl"));
+        let args = [
+            &["--firmware", variant, "--seeds", "3", "--until-first", "--jsonl", jsonl.to_str().unwrap()][..],
+            options,
+        ]
+        .concat();
+        let (code, v) = race(&args);
+        assert_eq!(code, 1, "{variant}: {v}");
+        let record = std::fs::read_to_string(&jsonl).unwrap();
+        let failing = record.lines().find(|l| l.contains("\"ok\":false")).unwrap();
+        for _ in 0..2 {
+            let out = cqlab(&["replay", failing, "--out", dir.join("replay").to_str().unwrap()]);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(out.status.code(), Some(0), "{variant}: {text}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
