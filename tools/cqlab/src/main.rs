@@ -1,17 +1,23 @@
 //! `cqlab`: the command-line tool for command-queue bring-up work.
 
 mod campaign;
+mod compare;
 mod decode;
+mod decode_rings;
 mod demo;
 mod driver_bench;
 mod matmul;
 mod perf;
 mod race;
 mod replay;
+mod run;
 mod schedule;
 mod sim;
 mod stress;
 mod sweep;
+mod trace_export;
+mod trace_file;
+mod trace_summary;
 mod usage;
 
 use clap::{Parser, Subcommand};
@@ -36,7 +42,11 @@ enum Command {
     Matmul(matmul::Args),
     /// The two-queue stall/dispatch race over many seeds: failure rate and replay commands.
     Race(race::Args),
-    /// Print a raw issue-queue dump as a readable command list.
+    /// Run a named workload over 1..=8 queues: latency percentiles, throughput, switch overhead, scaling.
+    Run(run::Args),
+    /// Compare two `cqlab run --json` reports: delta table, exit 1 on a regression beyond the threshold.
+    Compare(compare::Args),
+    /// Print a raw issue-queue, completion-queue or trace-ring dump as readable records.
     Decode(decode::Args),
     /// Restart fuzzing: a workload in many fresh processes, with kills, timeouts and drift statistics.
     #[command(subcommand)]
@@ -53,8 +63,19 @@ enum Command {
     Sim(sim::Command),
     /// Restore a simulator daemon's device (`cqlab sim serve --dev PATH`) to power-on state.
     Reset(sim::DevArgs),
+    /// Run traces (`cqlab run --trace RUN`): Perfetto export and the time breakdown.
+    #[command(subcommand)]
+    Trace(TraceCommand),
     /// GEMM tile-order (dataflow) DRAM traffic analysis.
     Schedule(schedule::Args),
+}
+
+#[derive(Subcommand)]
+enum TraceCommand {
+    /// Chrome trace-event JSON for ui.perfetto.dev (streamed, bounded memory).
+    Export(trace_export::ExportArgs),
+    /// Time by phase per iteration, critical path and top waits: read this before any fix.
+    Summary(trace_summary::SummaryArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +86,8 @@ fn main() -> ExitCode {
         Command::DriverBench(args) => driver_bench::run(args),
         Command::Matmul(args) => matmul::run(args),
         Command::Race(args) => race::run(args),
+        Command::Run(args) => run::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Stress(cmd) => stress::run(cmd),
         Command::Sweep(args) => sweep::run(args),
@@ -73,6 +96,8 @@ fn main() -> ExitCode {
         Command::Sim(cmd) => sim::run(cmd),
         Command::Reset(args) => sim::reset(args),
         Command::Schedule(args) => schedule::run(args),
+        Command::Trace(TraceCommand::Export(args)) => trace_export::run_export(args),
+        Command::Trace(TraceCommand::Summary(args)) => trace_summary::run_summary(args),
     };
     match result {
         Ok(code) => code,
