@@ -49,8 +49,46 @@ fn load(args: &Args) -> Result<SeedRecord> {
     })
 }
 
+/// A `stress` run: the same `stress run-one` process again.
+fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
+    let exe = std::env::current_exe().context("locating the cqlab binary")?;
+    let out = std::process::Command::new(exe).args(&record.argv).output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().rfind(|l| l.starts_with('{')).unwrap_or_default();
+    let got: crate::stress::RunResult = serde_json::from_str(last).with_context(|| {
+        format!("the run printed no result ({}): {}", out.status, String::from_utf8_lossy(&out.stderr))
+    })?;
+    print!("{}", String::from_utf8_lossy(&out.stderr));
+    let want_sig = record.failure.as_ref().map(|f| f.signature.as_str());
+    let got_sig = got.failure.as_ref().map(|f| f.signature.as_str());
+    // Only the embedded simulator is cycle-deterministic across processes;
+    // a daemon's device carries time over from earlier clients.
+    let embedded = record.argv.windows(2).any(|w| w[0] == "--device" && w[1].starts_with("embedded"));
+    let same = want_sig == got_sig && (!embedded || got.device_cycles == record.device_cycles);
+    println!(
+        "replay of stress seed {}: {} at device cycle {} (recorded: {} at {}): {}",
+        record.seed,
+        got_sig.unwrap_or("pass"),
+        got.device_cycles,
+        want_sig.unwrap_or("pass"),
+        record.device_cycles,
+        if same { "identical" } else { "DIFFERS" }
+    );
+    Ok(if same { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
     let record = load(&args)?;
+    if record.tool == "stress" {
+        if record.metrics.contains_key(crate::stress::KILLED) {
+            return Err(UsageError(format!(
+                "seed {}: that run was killed on purpose; there is nothing to replay",
+                record.seed
+            ))
+            .into());
+        }
+        return replay_stress(&record);
+    }
     let line = Line::try_parse_from(std::iter::once("cqlab".to_owned()).chain(record.argv.iter().cloned()))
         .map_err(|e| UsageError(format!("the record's arguments do not parse: {e}")))?;
     let Tool::Race(race_args) = line.tool;

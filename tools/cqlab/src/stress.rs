@@ -114,11 +114,14 @@ pub struct OneArgs {
 
 /// What a run prints on stdout when it ends.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct RunResult {
-    failure: Option<crate::race::failure::Classified>,
-    device_cycles: u64,
-    metrics: BTreeMap<String, f64>,
+pub struct RunResult {
+    pub failure: Option<crate::race::failure::Classified>,
+    pub device_cycles: u64,
+    pub metrics: BTreeMap<String, f64>,
 }
+
+/// Marks a record of a run that was SIGKILLed on purpose (not a result).
+pub const KILLED: &str = "killed_after_s";
 
 /// Printed on stdout when the run starts enqueuing, and (copy_stress)
 /// `enqueued N` after each read: where a kill lands.
@@ -351,7 +354,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             Ended::Killed { after } => {
                 kills += 1;
                 after_kill = true;
-                record.metrics.insert("killed_after_s".into(), after.as_secs_f64());
+                record.metrics.insert(KILLED.into(), after.as_secs_f64());
                 format!("SIGKILLed {:.0} ms into the run", after.as_secs_f64() * 1e3)
             }
             Ended::Done(r) => {
@@ -403,7 +406,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
         }
         records.push(record);
     }
-    let killed = |r: &SeedRecord| r.metrics.contains_key("killed_after_s");
+    let killed = |r: &SeedRecord| r.metrics.contains_key(KILLED);
     let completed: Vec<SeedRecord> = records.iter().filter(|r| !killed(r)).cloned().collect();
     let report = Report::from_records(&completed);
     let drift = drift_of(&completed);

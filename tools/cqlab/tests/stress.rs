@@ -32,7 +32,20 @@ fn stress(args: &[&str]) -> (i32, serde_json::Value) {
 
 #[test]
 fn restarts_with_kills_report_drift_and_no_failures() {
-    let (code, v) = stress(&["--runs", "10", "--kill-rate", "0.4", "--seed", "3", "--depth", "16"]);
+    let jsonl = std::env::temp_dir().join(format!("cqlab-stress-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&jsonl);
+    let (code, v) = stress(&[
+        "--runs",
+        "10",
+        "--kill-rate",
+        "0.4",
+        "--seed",
+        "3",
+        "--depth",
+        "16",
+        "--jsonl",
+        jsonl.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{v}");
     assert!(v["killed"].as_u64().unwrap() > 0, "seed 3 kills some runs: {v}");
     assert_eq!(v["failures_after_kill"], 0);
@@ -41,6 +54,19 @@ fn restarts_with_kills_report_drift_and_no_failures() {
     for key in ["mean", "stddev", "first10", "last10", "slope"] {
         assert!(d[key].is_number(), "{key}: {v}");
     }
+    // A completed run replays in a fresh process to the same device cycle;
+    // the merged report leaves the killed runs out, as restart does.
+    let lines = std::fs::read_to_string(&jsonl).unwrap();
+    assert_eq!(lines.lines().count(), 10);
+    let done = lines.lines().find(|l| !l.contains("killed_after_s")).unwrap();
+    let out = Command::new(CQLAB).env("CQLAB_FIRMWARE_DIR", firmware_dir()).args(["replay", done]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("identical"), "{text}");
+    let out = Command::new(CQLAB).args(["campaign", "merge", jsonl.to_str().unwrap(), "--json"]).output().unwrap();
+    let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(merged["runs"], v["report"]["runs"]);
+    let _ = std::fs::remove_file(&jsonl);
 }
 
 #[test]

@@ -23,9 +23,15 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     match cmd {
         Command::Sbatch(args) => sbatch::run(args),
         Command::Merge { dir, json } => {
-            let records = read_records(&dir)?;
-            anyhow::ensure!(!records.is_empty(), "{}: no campaign records (*.jsonl)", dir.display());
+            let all = read_records(&dir)?;
+            anyhow::ensure!(!all.is_empty(), "{}: no campaign records (*.jsonl)", dir.display());
+            // Stress runs killed on purpose are not results (as in `stress restart`).
+            let (killed, records): (Vec<_>, Vec<_>) =
+                all.into_iter().partition(|r| r.metrics.contains_key(crate::stress::KILLED));
             let report = Report::from_records(&records);
+            if !killed.is_empty() && !json {
+                println!("{} runs killed on purpose (--kill-rate) are left out", killed.len());
+            }
             if json {
                 println!("{}", serde_json::to_string(&report)?);
             } else {
