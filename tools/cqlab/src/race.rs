@@ -65,7 +65,7 @@ pub struct Args {
     pub seeds: u64,
     #[arg(long, default_value_t = 1)]
     pub seed_base: u64,
-    /// Two-queue: iterations of the pattern. Random: commands per seed.
+    /// Two-queue: iterations of the pattern. Random: batches of 12 commands per seed.
     #[arg(long, default_value_t = 10)]
     pub iterations: u32,
     /// Write/read-back pairs (stall points) per iteration on CQ1.
