@@ -10,23 +10,29 @@
 //! `quantum_cycles` (plus seeded jitter); each core runs to the slice end in a
 //! seeded rotation order, then NOC events due by then are delivered in
 //! (time, issue order). Host reads and writes take effect immediately and
-//! cost no simulated time.
+//! cost no simulated time. A core that has writes leaving its L1 runs in
+//! segments that end where one of its packets has left, so its last flit
+//! reads the source exactly then (see `noc` for the model and the ordering
+//! rules).
 
 use crate::config::{ConfigError, Schedule, SimConfig};
 use crate::core_mmio::{reg_offset, semaphore_index, CoreBus, CoreMmio, NocIssue, TargetCheck};
 use crate::debug::CoreDebug;
+use crate::digest::Digest;
 use crate::dram::Dram;
 use crate::elf::{ElfError, ElfImage, Window};
 use crate::fastforward::{probe, FfState, Probe};
 use crate::hart::{Hart, Stop};
 use crate::memory::{Memory, Ram, Sysmem};
-use crate::noc::{endpoint_cost, farthest, trip, Event, EventKind};
+use crate::noc::{
+    endpoint_cost, farthest, flits_by, last_flit, trip, Departing, Event, EventKind, Landing, Route, Routes,
+};
 use crate::pct::{Pct, Slice};
-use crate::rng::Rng;
+use crate::rng::Streams;
 use cqlab_abi::memory_map::ENTRY_POINT;
 use cqlab_abi::mmio::{self, NocCmd, MMIO_BASE, MMIO_SIZE};
 use cqlab_abi::noc::{self, endpoint, Coord, Endpoint, NocAddr, MAX_COORD};
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 use thiserror::Error;
 
 /// A host access or boot step the chip cannot perform.
@@ -144,8 +150,21 @@ pub struct Chip {
     now: u64,
     events: BinaryHeap<Event>,
     seq: u64,
-    rng: Rng,
+    /// One random stream per concern (scheduler, jitter, stalls, doorbells).
+    rng: Streams,
     issued: Vec<NocIssue>,
+    /// Ordering rules as arrival clamps (off with `faults.reorder`).
+    routes: Routes,
+    /// Writes still reading their source, in issue order.
+    departing: Vec<Departing>,
+    /// Reads whose data is landing.
+    landing: Vec<Landing>,
+    /// Write payloads by id, filled as their flits leave, taken on arrival.
+    payloads: BTreeMap<u64, Vec<u8>>,
+    /// Per core: first cycle its NOC interface is free to send a packet.
+    niu_free: Vec<u64>,
+    /// Ids of writes and reads.
+    transfers: u64,
     /// PCT state when `cfg.schedule` is `Pct`.
     pct: Option<Pct>,
     /// Posted host writes not yet landed (late doorbell).
@@ -161,6 +180,16 @@ pub struct Chip {
     active: Vec<usize>,
     /// Scratch copy of `active` for one slice.
     order: Vec<usize>,
+    /// Host time spent on BAR writes not yet handed to the device (see
+    /// [`crate::bar`]): charged at the host's next BAR read or poll.
+    host_busy: u64,
+}
+
+/// L1s (one per core, in [`Chip::cores`] order) and DRAM a chip computes
+/// on without owning them (see [`Chip::with_memories`]).
+pub struct Memories {
+    pub l1: Vec<Ram>,
+    pub dram: Dram,
 }
 
 /// DRAM bytes moved by NOC transactions since power-on or the last reset of
@@ -185,13 +214,20 @@ impl Chip {
     /// A powered-on chip whose host sysmem is `sysmem`: an owned buffer
     /// (assumed zeroed) or an external mapping such as the daemon's shared
     /// file (zeroed here). Its length must be `cfg.sysmem_size`.
-    pub fn with_sysmem(cfg: SimConfig, mut sysmem: Sysmem) -> Result<Self, SimError> {
+    pub fn with_sysmem(cfg: SimConfig, sysmem: Sysmem) -> Result<Self, SimError> {
+        Self::with_memories(cfg, sysmem, None)
+    }
+
+    /// [`Chip::with_sysmem`] whose L1s and DRAM are `memories` (regions of a
+    /// shared mapping, see [`crate::shared`]) instead of its own. `None`:
+    /// its own, zeroed.
+    pub fn with_memories(cfg: SimConfig, mut sysmem: Sysmem, memories: Option<Memories>) -> Result<Self, SimError> {
         cfg.validate()?;
-        let found = sysmem.bytes().len();
+        let found = sysmem.len();
         if found != cfg.sysmem_size {
             return Err(SimError::SysmemSize { expected: cfg.sysmem_size, found });
         }
-        if matches!(sysmem, Sysmem::External(_)) {
+        if !matches!(sysmem, Sysmem::Owned(_)) {
             sysmem.zero();
         }
         let mut coords = Vec::new();
@@ -204,13 +240,21 @@ impl Chip {
             coords.push(noc::prefetcher(cq));
             coords.push(noc::dispatcher(cq));
         }
+        let (mut l1s, dram) = match memories {
+            Some(m) => {
+                assert_eq!(m.l1.len(), coords.len(), "one L1 per core, in Chip::cores order");
+                (m.l1.into_iter().map(Some).collect::<Vec<_>>(), m.dram)
+            }
+            None => ((0..coords.len()).map(|_| None).collect(), Dram::new(cfg.dram_banks, cfg.dram_bank_size)),
+        };
         let mut index = vec![NO_CORE; GRID_SIDE * GRID_SIDE];
         let cores = coords
             .iter()
             .enumerate()
             .map(|(i, &coord)| {
                 index[coord.y as usize * GRID_SIDE + coord.x as usize] = i as u16;
-                let hart = Hart::new(Memory::new(Ram::new(0, cfg.l1_size), None), coord.packed(), ENTRY_POINT);
+                let l1 = l1s[i].take().unwrap_or_else(|| Ram::new(0, cfg.l1_size));
+                let hart = Hart::new(Memory::new(l1, None), coord.packed(), ENTRY_POINT);
                 Core { coord, hart, mmio: CoreMmio::new(coord), ff: FfState::default(), slowdown: 1.0 }
             })
             .collect::<Vec<Core>>();
@@ -222,26 +266,28 @@ impl Chip {
                 .ok_or(ConfigError::NoSuchCore { core: s.core })?;
             cores[*i as usize].slowdown = s.factor;
         }
-        let grid = Grid {
-            index,
-            l1_size: cfg.l1_size,
-            dram: Dram::new(cfg.dram_banks, cfg.dram_bank_size),
-            sysmem_size: cfg.sysmem_size,
-        };
-        let mut rng = Rng::new(cfg.seed);
+        let grid = Grid { index, l1_size: cfg.l1_size, dram, sysmem_size: cfg.sysmem_size };
+        let mut rng = Streams::new(cfg.seed);
         let pct = match cfg.schedule {
             Schedule::Slices => None,
-            Schedule::Pct { depth, steps } => Some(Pct::new(depth, steps, cores.len(), &mut rng)),
+            Schedule::Pct { depth, steps } => Some(Pct::new(depth, steps, cores.len(), &mut rng.scheduler)),
         };
         Ok(Chip {
             sysmem,
             rng,
+            routes: Routes::default(),
+            departing: Vec::new(),
+            landing: Vec::new(),
+            payloads: BTreeMap::new(),
+            niu_free: vec![0; cores.len()],
+            transfers: 0,
             pct,
             posted: 0,
             last_posted_at: 0,
             dram_traffic: DramTraffic::default(),
             active: Vec::new(),
             order: Vec::new(),
+            host_busy: 0,
             cfg,
             cores,
             grid,
@@ -292,12 +338,14 @@ impl Chip {
         self.grid.core(c).map(|i| &self.cores[i])
     }
 
-    /// Host sysmem as the device sees it at the PCIe endpoint.
-    pub fn sysmem(&self) -> &[u8] {
-        self.sysmem.bytes()
+    /// Host sysmem as the device sees it at the PCIe endpoint (a copy when
+    /// it is a shared region the host writes concurrently).
+    pub fn sysmem(&self) -> std::borrow::Cow<'_, [u8]> {
+        self.sysmem.snapshot()
     }
 
-    pub fn sysmem_mut(&mut self) -> &mut [u8] {
+    /// Sysmem to write in place; `None` when it is shared with a running host.
+    pub fn sysmem_mut(&mut self) -> Option<&mut [u8]> {
         self.sysmem.bytes_mut()
     }
 
@@ -326,7 +374,7 @@ impl Chip {
         }
         let delay = self.cfg.faults.host_write_delay_cycles;
         if delay > 0 && !matches!(endpoint(addr.coord()), Endpoint::Pcie) {
-            let at = (self.now + self.rng.upto(delay)).max(self.last_posted_at);
+            let at = (self.now + self.rng.doorbells.upto(delay)).max(self.last_posted_at);
             self.last_posted_at = at;
             self.posted += 1;
             self.push(at, EventKind::HostWrite { target: addr, data: data.to_vec() });
@@ -358,6 +406,33 @@ impl Chip {
         self.read(addr, buf)
     }
 
+    /// A host write through a BAR window, as a driver does it: [`Chip::write`]
+    /// plus the host time it takes ([`crate::bar::BarTiming`]), which the
+    /// device gets to run at the host's next [`Chip::bar_read`] or
+    /// [`Chip::host_poll`] (writes are posted).
+    pub fn bar_write(&mut self, addr: NocAddr, data: &[u8]) -> Result<(), SimError> {
+        self.write(addr, data)?;
+        self.host_busy += self.cfg.bar.write_cycles(data.len());
+        Ok(())
+    }
+
+    /// A host read through a BAR window, as a driver does it: the device
+    /// runs for the host time of earlier posted writes and of this read's
+    /// round trip, then the read lands posted writes and samples memory
+    /// ([`Chip::host_read`]).
+    pub fn bar_read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<(), SimError> {
+        let busy = std::mem::take(&mut self.host_busy) + self.cfg.bar.read_cycles(buf.len());
+        self.advance(busy);
+        self.host_read(addr, buf)
+    }
+
+    /// The host waits: the device runs `cycles` plus the host time of posted
+    /// BAR writes not yet charged. Returns the device time.
+    pub fn host_poll(&mut self, cycles: u64) -> u64 {
+        let busy = std::mem::take(&mut self.host_busy);
+        self.advance(cycles.saturating_add(busy))
+    }
+
     /// Performs a checked host write now.
     fn apply_write(&mut self, addr: NocAddr, data: &[u8]) -> Result<(), SimError> {
         if addr.is_multicast() {
@@ -371,7 +446,7 @@ impl Chip {
         }
         let local = addr.local();
         match endpoint(addr.coord()) {
-            Endpoint::Pcie => self.sysmem_mut()[local as usize..local as usize + data.len()].copy_from_slice(data),
+            Endpoint::Pcie => self.sysmem.write(local as usize, data),
             Endpoint::Dram { bank } => self.grid.dram.write(bank as u32, local, data),
             _ => {
                 let i = self.core_or_err(addr)?;
@@ -446,7 +521,7 @@ impl Chip {
         self.grid.check_range(addr, buf.len() as u64).map_err(|reason| self.range_error(addr, buf.len(), reason))?;
         let local = addr.local();
         match endpoint(addr.coord()) {
-            Endpoint::Pcie => buf.copy_from_slice(&self.sysmem()[local as usize..local as usize + buf.len()]),
+            Endpoint::Pcie => self.sysmem.read(local as usize, buf),
             Endpoint::Dram { bank } => self.grid.dram.read(bank as u32, local, buf),
             _ => {
                 let core = &self.cores[self.core_or_err(addr)?];
@@ -502,10 +577,10 @@ impl Chip {
     pub fn advance(&mut self, cycles: u64) -> u64 {
         let end = self.now.saturating_add(cycles);
         while self.now < end {
-            let q = self.cfg.quantum_cycles + self.rng.upto(self.cfg.quantum_jitter);
+            let q = self.cfg.quantum_cycles + self.rng.scheduler.upto(self.cfg.quantum_jitter);
             let slice_end = (self.now + q).min(end);
             let n = self.cores.len();
-            let first = self.rng.upto(n as u64 - 1) as usize;
+            let first = self.rng.scheduler.upto(n as u64 - 1) as usize;
             if self.pct.is_some() {
                 self.pct_slice(first, slice_end);
             } else {
@@ -619,7 +694,7 @@ impl Chip {
             return;
         }
         let p = self.cfg.faults.core_stall_prob;
-        if p > 0.0 && self.rng.chance(p) {
+        if p > 0.0 && self.rng.stalls.chance(p) {
             // The stall delays the core from where it really is: a parked
             // core is first brought to the slice start (its parked state may
             // lie whole periods behind).
@@ -646,53 +721,153 @@ impl Chip {
     /// Runs core `i` normally until `limit` and schedules what it issued.
     /// With `may_park`, looks for an idle loop (see `fastforward`) when it
     /// starts and after each NOC command the core issues, and parks it there.
+    /// While the core has writes leaving its L1 it runs in segments ending
+    /// where each packet has left (so the packet reads its source exactly
+    /// then), and it is not parked.
     fn run_hart(&mut self, i: usize, limit: u64, may_park: bool) {
-        let Chip { cores, grid, issued, .. } = self;
-        let core = &mut cores[i];
-        if core.mmio.in_reset {
+        if self.cores[i].mmio.in_reset {
             return;
         }
-        let mut try_probe = may_park && core.ff.start_probe_due();
+        let mut try_probe = may_park && self.cores[i].ff.start_probe_due();
         loop {
+            // Its own reads land, then its leaving packets read their source,
+            // as of where the core is now.
+            let now_i = self.cores[i].hart.cycle();
+            if !self.landing.is_empty() {
+                self.land_reads(now_i, Some(i));
+            }
+            let leaving = self.read_sources(now_i, Some(i));
+            let seg = leaving.map_or(limit, |left| left.min(limit));
+            let Chip { cores, grid, issued, .. } = self;
+            let core = &mut cores[i];
             let mut bus = CoreBus { mmio: &mut core.mmio, issued, targets: &*grid };
-            if try_probe {
-                match probe(&mut core.hart, &mut bus, limit) {
-                    Probe::Idle(l) => {
-                        core.ff.parked(l);
+            let mut done = false;
+            loop {
+                if try_probe && leaving.is_none() {
+                    match probe(&mut core.hart, &mut bus, seg) {
+                        Probe::Idle(l) => {
+                            core.ff.parked(l);
+                            done = true;
+                            break;
+                        }
+                        // It just issued a NOC command: the moment it may
+                        // start waiting, so look again at once if still due.
+                        Probe::Yielded => {
+                            core.ff.probe_failed();
+                            try_probe = core.ff.probe_due();
+                            break;
+                        }
+                        Probe::NotIdle => {
+                            core.ff.probe_failed();
+                            try_probe = false;
+                        }
+                    }
+                }
+                match core.hart.run(&mut bus, seg) {
+                    Stop::CycleLimit => {
+                        done = core.hart.cycle() >= limit;
+                        // A packet has left: the core may wait next.
+                        try_probe |= !done && may_park && core.ff.probe_due();
                         break;
                     }
-                    // It just issued a NOC command: the moment it may
-                    // start waiting, so look again at once if still due.
-                    Probe::Yielded => {
-                        core.ff.probe_failed();
-                        try_probe = core.ff.probe_due();
-                        continue;
+                    Stop::Halted(_) => {
+                        let behind = limit.saturating_sub(core.hart.cycle());
+                        core.hart.skip_cycles(behind);
+                        done = true;
+                        break;
                     }
-                    Probe::NotIdle => {
-                        core.ff.probe_failed();
-                        try_probe = false;
+                    Stop::Yield => {
+                        try_probe = may_park && core.ff.probe_due();
+                        break;
                     }
+                    Stop::Watch { .. } => {}
                 }
             }
-            match core.hart.run(&mut bus, limit) {
-                Stop::CycleLimit => break,
-                Stop::Halted(_) => {
-                    let behind = limit.saturating_sub(core.hart.cycle());
-                    core.hart.skip_cycles(behind);
-                    break;
+            let from = core.coord;
+            if !self.issued.is_empty() {
+                let mut issued = std::mem::take(&mut self.issued);
+                for issue in issued.drain(..) {
+                    self.schedule(i, from, issue);
                 }
-                Stop::Yield => try_probe = may_park && core.ff.probe_due(),
-                Stop::Watch { .. } => {}
+                self.issued = issued;
+            }
+            if done {
+                return;
             }
         }
-        let from = core.coord;
-        if !self.issued.is_empty() {
-            let mut issued = std::mem::take(&mut self.issued);
-            for issue in issued.drain(..) {
-                self.schedule(i, from, issue);
-            }
-            self.issued = issued;
+    }
+
+    /// Reads the flits of leaving writes (of core `only`, or all) that have
+    /// left by cycle `t` from their source L1, and counts the writes whose
+    /// last flit has left as sent. Returns the earliest cycle after `t` at
+    /// which a packet of `only` finishes leaving, if one is still leaving.
+    fn read_sources(&mut self, t: u64, only: Option<usize>) -> Option<u64> {
+        if self.departing.is_empty() {
+            return None;
         }
+        let bpc = self.cfg.noc.bytes_per_cycle;
+        let Chip { departing, payloads, cores, .. } = self;
+        let mut next: Option<u64> = None;
+        departing.retain_mut(|d| {
+            if only.is_some_and(|c| c != d.src) {
+                return true;
+            }
+            let by = flits_by(d.start, d.len, bpc, t);
+            if by > d.read {
+                let buf = payloads.get_mut(&d.id).expect("a leaving write has a payload");
+                cores[d.src]
+                    .hart
+                    .mem
+                    .l1
+                    .read(d.local + d.read, &mut buf[d.read as usize..by as usize])
+                    .expect("validated at issue");
+                d.read = by;
+            }
+            if d.read == d.len {
+                // No wake needed: a parked core never has writes leaving (see
+                // `run_hart`), so it cannot be polling this counter.
+                debug_assert!(cores[d.src].ff.idle.is_none(), "a parked core has a write leaving");
+                let c = &mut cores[d.src].mmio.counters;
+                c.writes_sent = c.writes_sent.wrapping_add(1);
+                return false;
+            }
+            let left = last_flit(d.start, d.len, bpc);
+            next = Some(next.map_or(left, |n| n.min(left)));
+            true
+        });
+        next
+    }
+
+    /// Lands the flits of arriving reads (issued by core `only`, or all)
+    /// that have arrived by cycle `t`.
+    fn land_reads(&mut self, t: u64, only: Option<usize>) {
+        let bpc = self.cfg.noc.bytes_per_cycle;
+        for k in 0..self.landing.len() {
+            let l = &self.landing[k];
+            let by = flits_by(l.start, l.len, bpc, t);
+            if only.is_some_and(|c| c != l.src) {
+                continue;
+            }
+            if by <= l.done {
+                continue;
+            }
+            let (src, target, local, from) = (l.src, l.target, l.local, l.done);
+            let n = (by - from) as usize;
+            self.wake_if_read(src, ((local + from) as u64, n as u64));
+            let mut buf = vec![0; n];
+            self.noc_read(target.offset(from as u64), &mut buf);
+            self.cores[src].hart.mem.l1.write(local + from, &buf).expect("validated at issue");
+            self.landing[k].done = by;
+        }
+    }
+
+    /// Moves landing reads and leaving writes on to cycle `t` (landing
+    /// first: a flit leaving in the same step sees what landed).
+    fn advance_transfers(&mut self, t: u64) {
+        if !self.landing.is_empty() {
+            self.land_reads(t, None);
+        }
+        self.read_sources(t, None);
     }
 
     fn push(&mut self, time: u64, kind: EventKind) {
@@ -701,32 +876,61 @@ impl Chip {
     }
 
     fn jitter(&mut self) -> u64 {
-        self.rng.upto(self.cfg.faults.noc_jitter_cycles)
+        self.rng.jitter.upto(self.cfg.faults.noc_jitter_cycles)
     }
 
     fn schedule(&mut self, src: usize, from: Coord, issue: NocIssue) {
-        let cfg = &self.cfg;
         let to = farthest(from, issue.target);
         let target = issue.target;
+        let ordered = !self.cfg.faults.reorder;
+        let (iface, bpc) = (self.cfg.noc.interface_cycles, self.cfg.noc.bytes_per_cycle);
+        self.transfers += 1;
+        let id = self.transfers;
         match issue.cmd {
             NocCmd::Read => {
-                let t =
-                    trip(cfg, from, to, 0) + endpoint_cost(cfg, to, issue.len, true) + trip(cfg, to, from, issue.len);
-                let time = issue.time + t + self.jitter();
-                self.push(time, EventKind::ReadComplete { src, target, local: issue.local, len: issue.len });
-            }
-            NocCmd::Write | NocCmd::AtomicInc => {
-                let bytes = if issue.cmd == NocCmd::Write { issue.len } else { 4 };
-                let arrive =
-                    issue.time + trip(cfg, from, to, bytes) + endpoint_cost(cfg, to, bytes, false) + self.jitter();
-                let ack = arrive + trip(&self.cfg, to, from, 0);
-                if issue.cmd == NocCmd::Write {
-                    self.push(arrive, EventKind::WriteArrive { target, data: issue.data });
-                    self.push(ack, EventKind::WriteAck { src });
-                } else {
-                    self.push(arrive, EventKind::AtomicArrive { target, value: issue.value });
-                    self.push(ack, EventKind::AtomicAck { src });
+                let mut served = issue.time + trip(&self.cfg, from, to, 0) + self.jitter();
+                if ordered && endpoint(to) == Endpoint::Pcie {
+                    // PCIe: a read does not pass this core's earlier posted writes.
+                    served = served.max(self.routes.posted_landed(Route::of(src, target)));
                 }
+                let done =
+                    served + endpoint_cost(&self.cfg, to, issue.len, true) + trip(&self.cfg, to, from, issue.len);
+                let in_memory = matches!(endpoint(to), Endpoint::Pcie | Endpoint::Dram { .. })
+                    || target.local() < self.cfg.l1_size as u64;
+                if in_memory {
+                    let start = done + 1 - (issue.len as u64).div_ceil(bpc).max(1);
+                    let (local, len) = (issue.local, issue.len);
+                    self.landing.push(Landing { id, src, target, local, len, start, done: 0 });
+                }
+                self.push(done, EventKind::ReadComplete { id, src, target, local: issue.local, len: issue.len });
+            }
+            NocCmd::Write => {
+                // One packet at a time through the core's NOC interface.
+                let start = (issue.time + iface).max(self.niu_free[src]);
+                let left = last_flit(start, issue.len, bpc);
+                self.niu_free[src] = left + 1;
+                let hops = from.hops(to) as u64 * self.cfg.noc.hop_cycles;
+                let mut arrive =
+                    left + 1 + iface + hops + endpoint_cost(&self.cfg, to, issue.len, false) + self.jitter();
+                if ordered {
+                    arrive = self.routes.write(Route::of(src, target), issue.time, left, arrive);
+                }
+                let ack = arrive + trip(&self.cfg, to, from, 0);
+                self.payloads.insert(id, vec![0; issue.len as usize]);
+                let (local, len) = (issue.local, issue.len);
+                self.departing.push(Departing { id, src, local, len, start, read: 0 });
+                self.push(arrive, EventKind::WriteArrive { target, id, len });
+                self.push(ack, EventKind::WriteAck { src });
+            }
+            NocCmd::AtomicInc => {
+                let mut arrive =
+                    issue.time + trip(&self.cfg, from, to, 4) + endpoint_cost(&self.cfg, to, 4, false) + self.jitter();
+                if ordered {
+                    arrive = self.routes.atomic(Route::of(src, target), issue.time, arrive);
+                }
+                let ack = arrive + trip(&self.cfg, to, from, 0);
+                self.push(arrive, EventKind::AtomicArrive { target, value: issue.value });
+                self.push(ack, EventKind::AtomicAck { src });
             }
         }
     }
@@ -734,8 +938,11 @@ impl Chip {
     fn deliver_until(&mut self, t: u64) {
         while self.events.peek().is_some_and(|e| e.time <= t) {
             let e = self.events.pop().expect("peeked");
+            // Flits leave and land in time order with the deliveries.
+            self.advance_transfers(e.time);
             self.deliver(e);
         }
+        self.advance_transfers(t);
     }
 
     fn deliver(&mut self, e: Event) {
@@ -747,9 +954,11 @@ impl Chip {
                 self.posted -= 1;
                 self.apply_write(target, &data).expect("validated when posted");
             }
-            EventKind::WriteArrive { target, data } => {
+            EventKind::WriteArrive { target, id, len } => {
+                debug_assert!(self.departing.iter().all(|d| d.id != id), "a write lands only after it has left");
+                let data = self.payloads.remove(&id).expect("a write in flight has a payload");
                 if is_dram(target) {
-                    self.dram_traffic.write_bytes += data.len() as u64;
+                    self.dram_traffic.write_bytes += len as u64;
                 }
                 self.noc_write(target, &data)
             }
@@ -762,13 +971,19 @@ impl Chip {
                 let c = &mut self.cores[src].mmio.counters;
                 c.atomics_acked = c.atomics_acked.wrapping_add(1);
             }
-            EventKind::ReadComplete { src, target, local, len } => {
+            EventKind::ReadComplete { id, src, target, local, len } => {
                 if is_dram(target) {
                     self.dram_traffic.read_bytes += len as u64;
                 }
-                let mut buf = vec![0; len as usize];
-                self.noc_read(target, &mut buf);
-                self.cores[src].hart.mem.l1.write(local, &buf).expect("validated at issue");
+                if let Some(k) = self.landing.iter().position(|l| l.id == id) {
+                    // Landed flit by flit (all of it by now).
+                    debug_assert_eq!(self.landing[k].done, len);
+                    self.landing.remove(k);
+                } else {
+                    let mut buf = vec![0; len as usize];
+                    self.noc_read(target, &mut buf);
+                    self.cores[src].hart.mem.l1.write(local, &buf).expect("validated at issue");
+                }
                 let c = &mut self.cores[src].mmio.counters;
                 c.reads_acked = c.reads_acked.wrapping_add(1);
             }
@@ -787,7 +1002,7 @@ impl Chip {
                 self.wake_if_read(*src, counter(mmio::NOC_READS_ACKED));
                 self.wake_if_read(*src, (*local as u64, *len as u64));
             }
-            EventKind::WriteArrive { target, data } => self.wake_targets(*target, data.len() as u64, false),
+            EventKind::WriteArrive { target, len, .. } => self.wake_targets(*target, *len as u64, false),
             EventKind::AtomicArrive { target, .. } => self.wake_targets(*target, 4, false),
             EventKind::HostWrite { target, data } => self.wake_targets(*target, data.len() as u64, true),
         }
@@ -849,6 +1064,15 @@ impl Chip {
         self.apply_write(target, &old.wrapping_add(value).to_le_bytes()).expect("validated at issue");
     }
 
+    /// Forgets every decoded instruction of `core`, for code written into
+    /// its L1 behind the chip's back (a host's stores into a shared mapping).
+    pub fn invalidate_code(&mut self, core: Coord) -> Result<(), SimError> {
+        let i = self.core_or_err(NocAddr::unicast(core, 0))?;
+        self.wake(i);
+        self.cores[i].hart.mem.l1.invalidate_all();
+        Ok(())
+    }
+
     /// Hang-dump view of one core; `None` if there is no core there.
     pub fn core_debug(&self, coord: Coord) -> Option<CoreDebug> {
         self.core(coord).map(|c| CoreDebug::of(c, crate::HISTORY_LEN))
@@ -860,11 +1084,13 @@ impl Chip {
     }
 
     /// A 64-bit digest of the whole device state (memories, registers,
-    /// counters, sysmem, DRAM, pending events, time). Equal digests mean
-    /// (up to hash collisions) bit-identical runs.
+    /// counters, sysmem, DRAM, pending events, time, host BAR time not yet
+    /// charged), hashed as bytes (see [`crate::digest`]). Equal digests
+    /// mean (up to hash collisions) bit-identical runs.
     pub fn digest(&self) -> u64 {
         let mut h = Digest::default();
         h.u64(self.now);
+        h.u64(self.host_busy);
         for c in &self.cores {
             h.u64(c.coord.packed() as u64);
             h.u64(c.hart.pc() as u64);
@@ -873,51 +1099,44 @@ impl Chip {
             for r in c.hart.regs() {
                 h.u64(r as u64);
             }
-            h.str(&format!("{:?}{:?}", c.hart.halted(), c.mmio));
-            h.bytes(c.hart.mem.l1.bytes());
+            h.halt(c.hart.halted());
+            // Every register the block maps, by offset (unmapped ones: a tag).
+            for off in (0..MMIO_SIZE).step_by(4) {
+                h.u64(c.mmio.read(off).map_or(u64::MAX, u64::from));
+            }
+            h.bytes(&c.hart.mem.l1.bytes());
         }
         for (bank, bytes) in self.grid.dram.touched() {
             h.u64(bank as u64);
-            h.bytes(bytes);
+            h.bytes(&bytes);
         }
-        h.bytes(self.sysmem.bytes());
+        h.bytes(&self.sysmem.snapshot());
         let mut pending: Vec<&Event> = self.events.iter().collect();
         pending.sort_by_key(|e| (e.time, e.seq));
         for e in pending {
-            h.str(&format!("{e:?}"));
+            h.event(e);
         }
-        h.0
-    }
-}
-
-/// FNV-1a-style 64-bit digest over words (fast enough to hash every L1).
-struct Digest(u64);
-
-impl Default for Digest {
-    fn default() -> Self {
-        Digest(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Digest {
-    fn u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(29);
-    }
-    fn bytes(&mut self, b: &[u8]) {
-        let mut chunks = b.chunks_exact(8);
-        for c in &mut chunks {
-            self.u64(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        for d in &self.departing {
+            h.departing(d);
         }
-        for &x in chunks.remainder() {
-            self.u64(x as u64);
+        for l in &self.landing {
+            h.landing(l);
         }
-        self.u64(b.len() as u64);
-    }
-    fn str(&mut self, s: &str) {
-        self.bytes(s.as_bytes());
+        for &t in &self.niu_free {
+            h.u64(t);
+        }
+        for (id, bytes) in &self.payloads {
+            h.u64(*id);
+            h.bytes(bytes);
+        }
+        h.finish()
     }
 }
 
 #[cfg(test)]
 #[path = "chip_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "chip_noc_tests.rs"]
+mod noc_tests;

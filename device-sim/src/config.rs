@@ -5,9 +5,9 @@ use cqlab_abi::noc::Coord;
 use cqlab_abi::{memory_map, noc};
 use thiserror::Error;
 
-/// The modelled core clock: 1 GHz, so one device cycle is one nanosecond.
-/// Every timing default below is stated in these cycles.
-pub const CLOCK_HZ: u64 = 1_000_000_000;
+/// The modelled core clock (the ABI's): every timing default below is
+/// stated in its cycles.
+pub use cqlab_abi::CLOCK_HZ;
 
 /// NOC timing: latency = 2 x `interface_cycles` + hops x `hop_cycles` +
 /// bytes / `bytes_per_cycle` (one way; a read pays the request trip too).
@@ -66,6 +66,13 @@ pub struct Faults {
     /// [`crate::chip::Chip::host_read`] first lands every posted write, as
     /// PCIe reads do not pass posted writes.
     pub host_write_delay_cycles: u64,
+    /// What-if, beyond the hardware: drop the NOC/PCIe ordering rules
+    /// (`noc` module doc, rules 1, 2 and 4), so jitter can make a write
+    /// overtake an earlier one on the same route, an atomic overtake sent
+    /// writes, and a read of host memory pass earlier posted writes. Real
+    /// chips keep those in order; use it to see what firmware would need if
+    /// they did not. Draws no random numbers of its own.
+    pub reorder: bool,
 }
 
 /// The scheduler's policy.
@@ -122,6 +129,8 @@ pub struct SimConfig {
     /// Park cores spinning in pure loops (see `fastforward`); results are
     /// identical either way, only host time differs.
     pub fast_forward: bool,
+    /// Host BAR access costs, charged by the chip (see [`crate::bar`]).
+    pub bar: crate::bar::BarTiming,
 }
 
 impl Default for SimConfig {
@@ -148,6 +157,7 @@ impl Default for SimConfig {
             faults: Faults::default(),
             schedule: Schedule::Slices,
             fast_forward: true,
+            bar: crate::bar::BarTiming::default(),
         }
     }
 }
@@ -185,6 +195,7 @@ impl SimConfig {
         check("dram_banks", self.dram_banks as u64, 1, memory_map::MAX_DRAM_BANKS as u64)?;
         check("dram_bank_size", self.dram_bank_size, 4096, noc::LOCAL_ADDR_MASK + 1)?;
         check("quantum_cycles", self.quantum_cycles, 1, 1 << 32)?;
+        check("bar.write_bytes_per_cycle", self.bar.write_bytes_per_cycle, 1, 1 << 20)?;
         check("noc.bytes_per_cycle", self.noc.bytes_per_cycle, 1, 1 << 20)?;
         check("pcie.read_bytes_per_kcycle", self.pcie.read_bytes_per_kcycle, 1, 1 << 40)?;
         check("pcie.write_bytes_per_kcycle", self.pcie.write_bytes_per_kcycle, 1, 1 << 40)?;

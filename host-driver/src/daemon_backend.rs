@@ -18,7 +18,7 @@
 //!
 //! Device memory (L1, DRAM, registers) lives in the daemon and survives
 //! clients. The device advances only while a client polls (each poll runs
-//! [`DEFAULT_POLL_CYCLES`](crate::sim_backend::DEFAULT_POLL_CYCLES) device
+//! [`DEFAULT_POLL_CYCLES`](crate::backend::DEFAULT_POLL_CYCLES) device
 //! cycles and returns the clock); with no client attached it idles. So one
 //! client's run against a fresh or reset daemon is as deterministic as the
 //! embedded simulator. Every attach starts from a quiet device: the daemon
@@ -32,7 +32,7 @@
 //! request, and the one attached client waits for the reply before it looks
 //! at sysmem again (the socket round trip orders the accesses).
 
-use crate::backend::{Backend, CoreDebug};
+use crate::backend::{check_sysmem, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES};
 use crate::config::DeviceConfig;
 use crate::error::{DriverError, Result};
 use cqlab_abi::noc::{Coord, NocAddr};
@@ -122,6 +122,8 @@ pub fn map_shared(path: &Path, len: usize, create: bool) -> Result<MmapMut> {
 /// | 6 DETACH | — | — |
 /// | 7 RESET | — | — (power-on state) |
 /// | 8 STOP | — | — (the daemon exits after replying) |
+/// | 9 DIGEST | — | device-state digest u64 |
+/// | 10 DRAM_TRAFFIC | reset u8 | read bytes u64, written bytes u64 (before a reset) |
 pub mod proto {
     use std::io::{self, Read, Write};
 
@@ -139,6 +141,8 @@ pub mod proto {
         Detach,
         Reset,
         Stop,
+        Digest,
+        DramTraffic { reset: bool },
     }
 
     impl Request {
@@ -153,6 +157,8 @@ pub mod proto {
                 Request::Detach => "DETACH",
                 Request::Reset => "RESET",
                 Request::Stop => "STOP",
+                Request::Digest => "DIGEST",
+                Request::DramTraffic { .. } => "DRAM_TRAFFIC",
             }
         }
 
@@ -186,6 +192,11 @@ pub mod proto {
                 Request::Detach => b.push(6),
                 Request::Reset => b.push(7),
                 Request::Stop => b.push(8),
+                Request::Digest => b.push(9),
+                Request::DramTraffic { reset } => {
+                    b.push(10);
+                    b.push(*reset as u8);
+                }
             }
             b
         }
@@ -202,7 +213,9 @@ pub mod proto {
                 6 => Request::Detach,
                 7 => Request::Reset,
                 8 => Request::Stop,
-                _ => return Err(format!("unknown opcode {op} (expected 1..=8)")),
+                9 => Request::Digest,
+                10 => Request::DramTraffic { reset: r.u8("reset")? != 0 },
+                _ => return Err(format!("unknown opcode {op} (expected 1..=10)")),
             };
             r.end()?;
             Ok(req)
@@ -598,15 +611,7 @@ impl DaemonBackend {
         let stream = connect(&paths)?;
         let info = hello(&stream, &paths)?;
         let sysmem = map_shared(&paths.sysmem(), info.sysmem_size as usize, false)?;
-        Ok(DaemonBackend {
-            paths,
-            stream,
-            sysmem,
-            _lock: lock,
-            info,
-            now: 0,
-            poll_cycles: crate::sim_backend::DEFAULT_POLL_CYCLES,
-        })
+        Ok(DaemonBackend { paths, stream, sysmem, _lock: lock, info, now: 0, poll_cycles: DEFAULT_POLL_CYCLES })
     }
 
     /// What the daemon simulates.
@@ -720,8 +725,19 @@ impl Backend for DaemonBackend {
         buf.copy_from_slice(&body);
         Ok(())
     }
-    fn sysmem(&mut self) -> &mut [u8] {
-        &mut self.sysmem
+    fn sysmem_len(&self) -> usize {
+        self.sysmem.len()
+    }
+    fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
+        // The daemon touches sysmem only while serving our request (module
+        // docs): between requests a plain copy is a snapshot.
+        let r = check_sysmem(offset, buf.len(), self.sysmem.len())?;
+        buf.copy_from_slice(&self.sysmem[r]);
+        Ok(())
+    }
+    fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]> {
+        let r = check_sysmem(offset, len, self.sysmem.len())?;
+        Ok(&mut self.sysmem[r])
     }
     fn poll(&mut self) -> Result<u64> {
         self.request(&Request::Poll { cycles: self.poll_cycles })?;
@@ -730,12 +746,49 @@ impl Backend for DaemonBackend {
     fn now(&self) -> u64 {
         self.now
     }
-    fn core_debug(&self, core: Coord) -> Option<CoreDebug> {
-        let (_, body) = call(&self.stream, &self.paths, &Request::CoreDebug { core: core.packed() }).ok()?;
-        CoreView::decode(&body).ok()?.map(|v| CoreDebug { pc: v.pc, halt: v.halt, last_pcs: v.last_pcs })
-    }
-    fn as_any(&mut self) -> Option<&mut dyn std::any::Any> {
+    fn introspect(&mut self) -> Option<&mut dyn Introspect> {
         Some(self)
+    }
+}
+
+impl DaemonBackend {
+    fn bad_body(&self, what: &str, e: impl std::fmt::Display) -> DriverError {
+        DriverError::Backend(format!("simulator daemon at {}: bad {what} reply: {e}", self.paths.dir.display()))
+    }
+    fn u64s<const N: usize>(&self, what: &str, body: &[u8]) -> Result<[u64; N]> {
+        if body.len() != 8 * N {
+            return Err(self.bad_body(what, format!("{} bytes, expected {}", body.len(), 8 * N)));
+        }
+        Ok(std::array::from_fn(|i| u64::from_le_bytes(body[8 * i..8 * i + 8].try_into().expect("8 bytes"))))
+    }
+}
+
+impl Introspect for DaemonBackend {
+    fn core_debug(&mut self, core: Coord) -> Result<Option<CoreDebug>> {
+        let body = self.request(&Request::CoreDebug { core: core.packed() })?;
+        let view = CoreView::decode(&body).map_err(|e| self.bad_body("CORE_DEBUG", e))?;
+        Ok(view.map(|v| CoreDebug { pc: v.pc, halt: v.halt, last_pcs: v.last_pcs }))
+    }
+    fn digest(&mut self) -> Result<u64> {
+        let body = self.request(&Request::Digest)?;
+        Ok(self.u64s::<1>("DIGEST", &body)?[0])
+    }
+    fn dram_traffic(&mut self) -> Result<DramTraffic> {
+        let body = self.request(&Request::DramTraffic { reset: false })?;
+        let [read_bytes, write_bytes] = self.u64s::<2>("DRAM_TRAFFIC", &body)?;
+        Ok(DramTraffic { read_bytes, write_bytes })
+    }
+    fn reset_dram_traffic(&mut self) -> Result<()> {
+        self.request(&Request::DramTraffic { reset: true })?;
+        Ok(())
+    }
+    fn peek(&mut self, _: NocAddr, _: &mut [u8]) -> Result<bool> {
+        // The protocol has no untimed read: the caller reads through the BAR.
+        Ok(false)
+    }
+    fn run_cycles(&mut self, cycles: u64) -> Result<u64> {
+        self.request(&Request::Poll { cycles })?;
+        Ok(self.now)
     }
 }
 
@@ -755,11 +808,13 @@ mod tests {
             Request::Detach,
             Request::Reset,
             Request::Stop,
+            Request::Digest,
+            Request::DramTraffic { reset: true },
         ];
         for r in reqs {
             assert_eq!(Request::decode(&r.encode()), Ok(r));
         }
-        assert!(Request::decode(&[9]).unwrap_err().contains("unknown opcode 9"));
+        assert!(Request::decode(&[11]).unwrap_err().contains("unknown opcode 11"));
         assert!(Request::decode(&[3, 1, 2]).unwrap_err().contains("truncated"));
         assert!(Request::decode(&[6, 0]).unwrap_err().contains("unexpected bytes"));
         let info = ChipInfo {

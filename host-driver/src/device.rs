@@ -55,54 +55,19 @@ impl Device {
         })
     }
 
-    /// Opens a device by spec: `embedded` or `embedded:seed=N` (in-process
-    /// simulator), `sim:PATH[?wait[=SECS]]` (simulator daemon, see
-    /// [`crate::daemon_backend`]), `/dev/tenstorrent/N` (tt-kmd).
+    /// Opens a device by spec (see [`crate::backend::spec`]): `embedded` or
+    /// `embedded:seed=N[,slow]` (in-process simulator), `sim:PATH[?wait[=SECS]]`
+    /// (simulator daemon), `/dev/tenstorrent/N` (tt-kmd on a card),
+    /// `ttkmd-sim:PATH` (the tt-kmd backend against the simulator).
     pub fn open(spec: &str, mut cfg: DeviceConfig) -> Result<Self> {
-        if spec == "embedded" || spec.starts_with("embedded:") {
-            let mut sim = cqlab_sim::config::SimConfig::default();
-            for opt in spec.strip_prefix("embedded:").unwrap_or("").split(',').filter(|o| !o.is_empty()) {
-                match opt.split_once('=') {
-                    Some(("seed", v)) => {
-                        sim.seed = v.parse().map_err(|_| DriverError::Invalid(format!("seed {v:?} is not a number")))?
-                    }
-                    None if opt == "slow" => cfg.slow_dispatch = true,
-                    _ => {
-                        return Err(DriverError::Invalid(format!(
-                            "unknown embedded option {opt:?} (known: seed=N, slow)"
-                        )))
-                    }
-                }
-            }
-            return Self::embedded(sim, cfg);
-        }
-        if let Some(rest) = spec.strip_prefix("sim:") {
-            let (path, wait) = crate::daemon_backend::DaemonBackend::parse_spec(rest)?;
-            let backend = crate::daemon_backend::DaemonBackend::attach_with(path, wait)?;
-            backend.check_config(&cfg)?;
-            return Self::with_backend(Box::new(backend), cfg);
-        }
-        if spec.starts_with("/dev/") {
-            // Open (and lock) the device first, so a missing card or driver, or
-            // a device held by another process, is reported as such.
-            let dev = crate::ttkmd::TtKmdDevice::open(spec).map_err(|e| DriverError::Backend(e.to_string()))?;
-            drop(dev);
-            return Err(DriverError::NotBuilt(
-                "command queues over tt-kmd (the device opened; TLB windows and sysmem pinning are not wired to CQs)",
-            ));
-        }
-        Err(DriverError::Invalid(format!(
-            "unknown device {spec:?}: use embedded[:seed=N], sim:PATH or /dev/tenstorrent/N"
-        )))
+        let backend = crate::backend::spec::open(spec, &mut cfg)?;
+        Self::with_backend(backend, cfg)
     }
 
     /// An in-process simulated chip shaped like `cfg`.
-    pub fn embedded(mut sim: cqlab_sim::config::SimConfig, cfg: DeviceConfig) -> Result<Self> {
-        sim.worker_cols = cfg.worker_cols;
-        sim.worker_rows = cfg.worker_rows;
-        sim.num_cqs = cfg.num_cqs;
-        sim.dram_banks = cfg.dram_banks;
-        let backend = crate::sim_backend::EmbeddedSim::new(sim)?;
+    #[cfg(feature = "sim")]
+    pub fn embedded(sim: cqlab_sim::config::SimConfig, cfg: DeviceConfig) -> Result<Self> {
+        let backend = crate::backend::spec::embedded_with(sim, &cfg)?;
         Self::with_backend(Box::new(backend), cfg)
     }
 
@@ -151,7 +116,9 @@ impl Device {
         let mut expect = Vec::new();
         for q in 0..self.cfg.num_cqs {
             let layout = self.cqs[q as usize].layout;
-            self.backend.sysmem()[layout.header() as usize..layout.issue_base() as usize].fill(0);
+            // The CQ cores are held in reset (or not yet loaded): the device does not touch the header.
+            let header = (layout.issue_base() - layout.header()) as usize;
+            self.backend.sysmem_claim(layout.header() as usize, header)?.fill(0);
             let base = self.cq_config(q, layout);
             let pcfg = CqConfig { peer_xy: noc::dispatcher(q).packed(), ..base };
             let dcfg = CqConfig { peer_xy: noc::prefetcher(q).packed(), ..base };
@@ -186,7 +153,7 @@ impl Device {
 
     fn cq_config(&self, q: u8, layout: CqSysmemLayout) -> CqConfig {
         CqConfig {
-            sysmem_base: layout.base,
+            sysmem_base: layout.base + self.backend.sysmem_noc_base(),
             issue_size: layout.issue_size,
             completion_size: layout.completion_size,
             cq_id: q as u32,

@@ -18,6 +18,19 @@ pub struct Args {
     /// Print the table as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Device spec (default: the embedded simulator with --seed), e.g. sim:PATH or
+    /// ttkmd-sim:PATH.
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Worker grid COLSxROWS (the device must have it).
+    #[arg(long, default_value = "8x8", value_parser = parse_grid)]
+    pub grid: (u8, u8),
+}
+
+fn parse_grid(s: &str) -> Result<(u8, u8), String> {
+    let bad = || format!("expected COLSxROWS such as 8x8, found {s:?}");
+    let (c, r) = s.split_once('x').ok_or_else(bad)?;
+    Ok((c.parse().map_err(|_| bad())?, r.parse().map_err(|_| bad())?))
 }
 
 struct Row {
@@ -43,11 +56,12 @@ fn timed<T>(
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let spec = format!("embedded:seed={}", args.seed);
-    let mut dev = Device::open(&spec, DeviceConfig::default())?;
+    let spec = args.device.clone().unwrap_or_else(|| format!("embedded:seed={}", args.seed));
+    let cfg = DeviceConfig { worker_cols: args.grid.0, worker_rows: args.grid.1, ..Default::default() };
+    let mut dev = Device::open(&spec, cfg).with_context(|| format!("opening {spec}"))?;
     let mut rows = Vec::new();
     let ncores = (dev.config().worker_cols as u64) * dev.config().worker_rows as u64;
-    timed(&mut dev, &mut rows, "boot (2 CQs, 64 workers)", 68, 0, |d| Ok(d.boot()?))?;
+    timed(&mut dev, &mut rows, "boot (2 CQs + workers)", ncores + 4, 0, |d| Ok(d.boot()?))?;
     let size = 256 * 1024u32;
     let buf = dev.alloc_dram(size, 4096)?;
     let all = CoreRange::new((0, 0), (dev.config().worker_cols - 1, dev.config().worker_rows - 1));

@@ -74,9 +74,17 @@ pub struct Args {
     /// Bytes per copy.
     #[arg(long, default_value_t = 4096)]
     pub bytes: u32,
+    /// DRAM page size of the copied buffer (a read relays it page by page
+    /// through the prefetcher's relay scratch).
+    #[arg(long, default_value_t = 1024)]
+    pub page_size: u32,
     /// Seeded extra latency, up to this many cycles, on every NOC/PCIe transaction.
     #[arg(long, default_value_t = 0)]
     pub jitter: u64,
+    /// What-if beyond the hardware: drop the NOC/PCIe ordering rules, so
+    /// jitter may reorder same-route transactions (see README).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = false)]
+    pub reorder: bool,
     /// Probability per scheduling slice that a core stalls 2000 cycles.
     #[arg(long, default_value_t = 0.0)]
     pub core_stall: f64,
@@ -218,6 +226,7 @@ impl Plan {
         };
         let mut sim = SimConfig { seed, ..Default::default() };
         sim.faults.noc_jitter_cycles = a.jitter;
+        sim.faults.reorder = a.reorder;
         sim.pcie.read_latency_cycles = a.pcie_read_latency;
         if a.core_stall > 0.0 {
             (sim.faults.core_stall_prob, sim.faults.core_stall_cycles) = (a.core_stall, 2000);
@@ -248,10 +257,12 @@ impl Plan {
         opt("iterations", a.iterations.to_string());
         opt("jitter", a.jitter.to_string());
         opt("core-stall", a.core_stall.to_string());
+        opt("reorder", a.reorder.to_string());
         if a.workload == WorkloadKind::TwoQueue {
             // The random workload draws these per seed.
             opt("copies", a.copies.to_string());
             opt("bytes", a.bytes.to_string());
+            opt("page-size", a.page_size.to_string());
             opt("delay", a.delay.to_string());
             opt("ring-pages", a.ring_pages.to_string());
             opt("pcie-read-latency", a.pcie_read_latency.to_string());

@@ -208,26 +208,19 @@ struct Sweeper {
 impl Sweeper {
     fn open(&self, k: &Knobs) -> Result<Device> {
         let cfg = k.device_config(self.args.timeout_cycles, self.host_bug);
-        let mut dev = if self.args.device.starts_with("embedded") {
-            let seed = self
-                .args
-                .device
-                .strip_prefix("embedded:seed=")
-                .map(|s| s.parse::<u64>().map_err(|_| UsageError(format!("--device {}: bad seed", self.args.device))))
-                .transpose()?
-                .unwrap_or(0);
-            Device::embedded(SimConfig { seed, ..Default::default() }, cfg)
-        } else {
-            Device::open(&self.args.device, cfg)
-        }
-        .map_err(|e| UsageError(format!("the device refuses this configuration: {e}")))?;
-        if let Some(b) =
-            dev.backend().as_any().and_then(|a| a.downcast_mut::<cqlab_driver::daemon_backend::DaemonBackend>())
-        {
-            if self.args.reset_each {
-                b.reset()?;
-            }
-        }
+        let spec = &self.args.device;
+        let seed = match spec.strip_prefix("embedded") {
+            Some("") => Some(0),
+            Some(rest) => Some(
+                rest.strip_prefix(":seed=")
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .ok_or_else(|| UsageError(format!("--device {spec}: use embedded[:seed=N] or sim:PATH")))?,
+            ),
+            None => None,
+        };
+        let sim = SimConfig { seed: seed.unwrap_or(0), ..Default::default() };
+        let spec = if seed.is_some() { "embedded" } else { spec.as_str() };
+        let mut dev = crate::stress::open_device(spec, sim, cfg, self.args.reset_each)?;
         dev.boot().map_err(|e| UsageError(format!("boot: {e}")))?;
         Ok(dev)
     }

@@ -13,25 +13,24 @@ use cqlab_driver::{CoreRange, Device, Placement, Result as DriverResult};
 /// Kernel spin before it stores its result: long enough that a read which
 /// does not wait for it sees the old value.
 const RESULT_SPIN: u32 = 20_000;
-/// DRAM page size of the copy buffer.
-const PAGE: u32 = 1024;
 
 /// What the device must accept before any seed runs.
 pub fn preflight(args: &Args, dev: &mut Device) -> DriverResult<()> {
-    let completion = dev.config().completion_size;
-    if cqlab_abi::completion::record_size(PAGE) > completion {
+    let (completion, page) = (dev.config().completion_size, args.page_size);
+    if page == 0 || cqlab_abi::completion::record_size(page) > completion {
         return Err(cqlab_driver::DriverError::Invalid(format!(
-            "--completion-size {completion} cannot hold one {PAGE}-byte page of read-back"
+            "--completion-size {completion} cannot hold one {page}-byte page of read-back"
         )));
     }
-    dev.alloc_dram(args.bytes.next_multiple_of(PAGE), PAGE)?;
+    dev.alloc_dram(args.bytes.next_multiple_of(page), page)?;
     Ok(())
 }
 
 pub fn run(args: &Args, dev: &mut Device) -> Result<(), Failure> {
     let (cols, rows) = (dev.config().worker_cols, dev.config().worker_rows);
     let all = CoreRange::new((0, 0), (cols - 1, rows - 1));
-    let buf = dev.alloc_dram(args.bytes.next_multiple_of(PAGE), PAGE)?;
+    let page = args.page_size;
+    let buf = dev.alloc_dram(args.bytes.next_multiple_of(page), page)?;
     // CQ0 stamps the iteration here before its event; CQ1 checks it after waiting.
     let marker = dev.alloc_l1(0, 0, 16)?;
     let (kc, kr) = (cols - 1, rows - 1);
@@ -91,11 +90,13 @@ pub fn run(args: &Args, dev: &mut Device) -> Result<(), Failure> {
             });
         }
         for c in 0..args.copies {
-            let data: Vec<u8> = (0..buf.size).map(|i| (i as u8) ^ (it as u8).wrapping_mul(31) ^ (c as u8)).collect();
+            // Not periodic in the page size: a page landing in another's place shows.
+            let data: Vec<u8> =
+                (0..buf.size).map(|i| (i ^ i >> 8 ^ i >> 16) as u8 ^ (it as u8).wrapping_mul(31) ^ (c as u8)).collect();
             cq1.write_buffer(&buf, 0, &data)?;
             let back = cq1.read_buffer(&buf, 0, buf.size)?;
             if let Some(d) = first_difference(&data, &back, |at| {
-                format!("CQ1 write_buffer of iteration {it} copy {c} (page {})", at as u32 / PAGE)
+                format!("CQ1 write_buffer of iteration {it} copy {c} (page {})", at as u32 / page)
             }) {
                 return Err(Failure::Check {
                     check: "read-back differs",
