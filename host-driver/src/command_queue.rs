@@ -275,8 +275,11 @@ impl Device {
         }
         let entries = self.cfg.fetch_entries;
         let what = || format!("prefetch queue slot and {len} bytes of issue queue on CQ{q}");
+        let drain = self.cfg.host_bug != Some(crate::config::HostBug::NoDrainWhileReserving);
         self.wait_until(Some(q), what, |dev| {
-            dev.drain_all()?;
+            if drain {
+                dev.drain_all()?;
+            }
             let issue_rd = RingPtr(dev.header_word(q, ISSUE_RD_PTR)?);
             let fetched = dev.header_word(q, FETCH_RD_COUNT)?;
             let cq = &dev.cqs[q as usize];

@@ -30,6 +30,32 @@ pub struct DeviceConfig {
     /// Slow dispatch: no CQ firmware; the host writes buffers, launch
     /// messages and GO signals through the BAR and polls completion.
     pub slow_dispatch: bool,
+    /// A known host-side bug to re-create (`None`: the correct driver).
+    pub host_bug: Option<HostBug>,
+}
+
+/// Known host-side bug classes, re-created on purpose so the campaign tools
+/// are measured on bugs with a known answer (as the firmware variants are).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostBug {
+    /// While waiting for a fetch slot or issue space the host does not drain
+    /// completions. Once the completion queue is full the dispatcher blocks,
+    /// the prefetcher stops consuming, and the host waits for a slot that
+    /// never frees: a deadlock at a depth fixed by the queue sizes (field
+    /// notes: 301 batched runs pass, 302 fail).
+    NoDrainWhileReserving,
+}
+
+impl HostBug {
+    pub const ALL: [(&'static str, HostBug); 1] = [("no-drain", HostBug::NoDrainWhileReserving)];
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().find(|(n, _)| *n == name).map(|&(_, b)| b)
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|&&(_, b)| b == self).map(|&(n, _)| n).expect("listed")
+    }
 }
 
 impl Default for DeviceConfig {
@@ -49,6 +75,7 @@ impl Default for DeviceConfig {
             worker_kernel: "noop".into(),
             firmware_variant: None,
             slow_dispatch: false,
+            host_bug: None,
         }
     }
 }

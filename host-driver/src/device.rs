@@ -22,7 +22,7 @@ use std::sync::Arc;
 use zerocopy::IntoBytes;
 
 /// Device cycles between progress checks while waiting.
-const PROGRESS_CHECK_CYCLES: u64 = 1_000_000;
+pub const PROGRESS_CHECK_CYCLES: u64 = 1_000_000;
 
 pub struct Device {
     pub(crate) backend: Box<dyn Backend>,
