@@ -39,8 +39,9 @@ pub enum Command {
     /// polls and idles (keeping its state) while none is attached. One client
     /// at a time (flock on PATH/lock). Stop with Ctrl-C or `cqlab sim stop`.
     Serve(ServeArgs),
-    /// Stop the daemon serving PATH (removes its socket).
-    Stop(DevArgs),
+    /// Stop the daemon serving PATH (removes its socket). Refused while
+    /// another client holds the device, unless --force.
+    Stop(StopArgs),
     /// Read (or write, then read) one 32-bit word of a daemon's device
     /// through the BAR, without booting it.
     Bar(BarArgs),
@@ -57,8 +58,19 @@ pub struct DevArgs {
 }
 
 #[derive(clap::Args)]
+pub struct StopArgs {
+    /// The daemon's device directory.
+    #[arg(long)]
+    dev: PathBuf,
+    /// Stop it even while a client holds the device (that client then fails).
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(clap::Args)]
 pub struct ServeArgs {
-    /// Device directory (created if missing): socket, sysmem file, lock.
+    /// Device directory: socket, sysmem file, lock. Created 0700 if
+    /// missing; an existing one must belong to you (it is made 0700).
     #[arg(long)]
     dev: PathBuf,
     /// Seed of the scheduler, jitter and faults.
@@ -188,7 +200,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Stop(a) => {
-            let pid = cqlab_driver::daemon_backend::stop_daemon(&a.dev)?;
+            let pid = cqlab_driver::daemon_backend::stop_daemon(&a.dev, a.force)?;
             let pid = pid.map_or("?".into(), |p| p.to_string());
             eprintln!("{}: daemon pid {pid} stopped", a.dev.display());
             Ok(ExitCode::SUCCESS)
