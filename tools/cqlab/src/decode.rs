@@ -24,11 +24,15 @@ const MALFORMED: u8 = 2;
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let bytes = std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    if bytes.is_empty() {
+        eprintln!("error: {} is empty: an issue-queue dump holds at least one command", args.file.display());
+        return Ok(ExitCode::from(MALFORMED));
+    }
     let listing = decode_dump(&bytes);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&listing.to_json())?);
+        outln!("{}", serde_json::to_string_pretty(&listing.to_json())?);
     } else {
-        print!("{}", listing.text);
+        out!("{}", listing.text);
     }
     match listing.error {
         None => Ok(ExitCode::SUCCESS),

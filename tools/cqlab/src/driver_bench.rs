@@ -93,7 +93,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let write_gbs = bytes / write_s / 1e9;
     let memcpy_gbs = bytes / memcpy_s / 1e9;
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({
                 "encode_inline_writes_per_s": encode_rate,
@@ -104,13 +104,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{:<52} {:>14}", "measurement", "result");
-    println!("{:<52} {:>12.2} M/s", "encode 64-byte inline writes into the issue ring", encode_rate / 1e6);
-    println!("{:<52} {:>12.2} M/s", "write_buffer 64 B (encode + copy + doorbell)", submit_rate / 1e6);
-    println!("{:<52} {:>11.2} GB/s", "bulk write_buffer, 32 KiB pieces, into sysmem", write_gbs);
-    println!("{:<52} {:>11.2} GB/s", "memcpy of the same bytes into the same sysmem", memcpy_gbs);
-    println!("{:<52} {:>13.0} %", "bulk write_buffer / memcpy", 100.0 * write_gbs / memcpy_gbs);
-    println!("{:<52} {:>9.0} cycles", "event round trip, device (record + synchronize)", ev_cycles);
-    println!("{:<52} {:>13.1} us", "event round trip, host time (simulating included)", ev_us);
+    outln!("{:<52} {:>14}", "measurement", "result");
+    outln!("{:<52} {:>12.2} M/s", "encode 64-byte inline writes into the issue ring", encode_rate / 1e6);
+    outln!("{:<52} {:>12.2} M/s", "write_buffer 64 B (encode + copy + doorbell)", submit_rate / 1e6);
+    outln!("{:<52} {:>11.2} GB/s", "bulk write_buffer, 32 KiB pieces, into sysmem", write_gbs);
+    outln!("{:<52} {:>11.2} GB/s", "memcpy of the same bytes into the same sysmem", memcpy_gbs);
+    outln!("{:<52} {:>13.0} %", "bulk write_buffer / memcpy", 100.0 * write_gbs / memcpy_gbs);
+    outln!("{:<52} {:>9.0} cycles", "event round trip, device (record + synchronize)", ev_cycles);
+    outln!("{:<52} {:>13.1} us", "event round trip, host time (simulating included)", ev_us);
     Ok(ExitCode::SUCCESS)
 }

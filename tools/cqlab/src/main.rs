@@ -1,7 +1,10 @@
 //! `cqlab`: the command-line tool for command-queue bring-up work.
 
+#[macro_use]
+mod cli;
 mod decode;
 mod demo;
+mod device;
 mod driver_bench;
 mod matmul;
 mod perf;
@@ -13,7 +16,12 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "cqlab", version, about = "Command-queue laboratory: decode, simulate, stress, trace.")]
+#[command(
+    name = "cqlab",
+    version,
+    about = "Command-queue laboratory: decode, simulate, stress, trace.",
+    after_help = cli::EXIT_CODES_HELP
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -57,6 +65,12 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // `cqlab decode F | head -1`: the reader has gone, nothing to say.
+        Err(e) if cli::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<cli::Usage>().is_some() => {
+            eprintln!("error: usage: {e:#}");
+            ExitCode::from(cli::EXIT_USAGE)
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE

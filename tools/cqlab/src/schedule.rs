@@ -106,11 +106,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let out = Output { gemm, tiling, strategy: args.strategy, configs };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&out).context("serialising the report")?);
+        outln!("{}", serde_json::to_string_pretty(&out).context("serialising the report")?);
     } else if args.csv {
-        print!("{}", csv(&out));
+        out!("{}", csv(&out));
     } else {
-        print!("{}", table(&out));
+        out!("{}", table(&out));
     }
     if let Some(path) = &args.svg {
         std::fs::write(path, chart(&out).render()).with_context(|| format!("writing {}", path.display()))?;
