@@ -420,6 +420,97 @@ impl Backend for DaemonBackend {
     }
 }
 
+/// A read-only view of a daemon's device (`cqlab status`, `cqlab dump`):
+/// takes no lock and sends no HELLO, so it works while another client owns
+/// the device, and changes nothing. Reads go through PEEK (no device time
+/// passes, posted writes stay posted), `poll` only asks the time (STATUS),
+/// sysmem is a private copy-on-write view of the owner's, and writes fail.
+pub struct DaemonObserver {
+    paths: DevicePaths,
+    stream: UnixStream,
+    sysmem: MmapMut,
+    status: proto::Status,
+    now: u64,
+}
+
+impl DaemonObserver {
+    /// Connects to the daemon at `path` without attaching.
+    pub fn connect(path: impl AsRef<Path>) -> Result<Self> {
+        let paths = DevicePaths::new(path.as_ref());
+        let stream = connect(&paths)?;
+        let (now, body) = call(&stream, &paths, &Request::Status)?;
+        let status = proto::Status::decode(&body)
+            .map_err(|e| DriverError::Backend(format!("simulator daemon at {}: STATUS: {e}", paths.dir.display())))?;
+        if status.chip.version != proto::VERSION {
+            return Err(DriverError::Backend(format!(
+                "simulator daemon at {} speaks protocol version {}, this driver {}",
+                paths.dir.display(),
+                status.chip.version,
+                proto::VERSION
+            )));
+        }
+        let sysmem = map_sysmem(&paths, status.chip.sysmem_size, true)?;
+        Ok(DaemonObserver { paths, stream, sysmem, status, now })
+    }
+
+    /// What the daemon said when we connected: its chip, owner and connections.
+    pub fn status(&self) -> &proto::Status {
+        &self.status
+    }
+
+    /// Asks the daemon again (owner, device time).
+    pub fn refresh(&mut self) -> Result<&proto::Status> {
+        let (now, body) = call(&self.stream, &self.paths, &Request::Status)?;
+        self.now = now;
+        self.status = proto::Status::decode(&body).map_err(|e| {
+            DriverError::Backend(format!("simulator daemon at {}: STATUS: {e}", self.paths.dir.display()))
+        })?;
+        Ok(&self.status)
+    }
+}
+
+impl Backend for DaemonObserver {
+    fn name(&self) -> String {
+        format!(
+            "simulator daemon at {} (pid {}, seed {}), observed read-only",
+            self.paths.dir.display(),
+            self.status.chip.daemon_pid,
+            self.status.chip.seed
+        )
+    }
+    fn write(&mut self, addr: NocAddr, _data: &[u8]) -> Result<()> {
+        Err(DriverError::Invalid(format!(
+            "write at {:#x} through a read-only observer of {} (attach with sim:PATH to write)",
+            addr.0,
+            self.paths.dir.display()
+        )))
+    }
+    fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
+        for (i, part) in buf.chunks_mut(proto::MAX_DATA).enumerate() {
+            let at = addr.offset((i * proto::MAX_DATA) as u64);
+            let (now, body) = call(&self.stream, &self.paths, &Request::Peek { addr: at.0, len: part.len() as u32 })?;
+            self.now = now;
+            check_len(&self.paths, "PEEK", at, part.len(), body.len())?;
+            part.copy_from_slice(&body);
+        }
+        Ok(())
+    }
+    fn sysmem(&mut self) -> &mut [u8] {
+        &mut self.sysmem
+    }
+    fn poll(&mut self) -> Result<u64> {
+        self.refresh()?;
+        Ok(self.now)
+    }
+    fn now(&self) -> u64 {
+        self.now
+    }
+    fn core_debug(&self, core: Coord) -> Option<CoreDebug> {
+        let (_, body) = call(&self.stream, &self.paths, &Request::CoreDebug { core: core.packed() }).ok()?;
+        CoreView::decode(&body).ok()?.map(|v| CoreDebug { pc: v.pc, halt: v.halt, last_pcs: v.last_pcs })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,6 +34,9 @@ pub struct Device {
     /// Firmware each worker runs.
     pub(crate) worker_firmware: FirmwareId,
     pub(crate) allocator: crate::buffer::Allocator,
+    /// A read-only view of a device another process drives
+    /// ([`Device::observe`]): host-side queue state is derived from the device.
+    pub(crate) observer: bool,
 }
 
 impl Device {
@@ -45,7 +48,46 @@ impl Device {
             .collect();
         let worker_firmware = FirmwareId::from_name(&cfg.worker_kernel)
             .ok_or_else(|| DriverError::Invalid(format!("unknown worker kernel {:?}", cfg.worker_kernel)))?;
-        Ok(Self { backend, cfg, cqs, next_event: 1, worker_firmware, allocator: Default::default() })
+        Ok(Self { backend, cfg, cqs, next_event: 1, worker_firmware, allocator: Default::default(), observer: false })
+    }
+
+    /// A read-only view of a live device that another process drives, for
+    /// `cqlab status` and `cqlab dump`: `sim:PATH` only (an embedded device
+    /// lives inside the process that runs it). Takes no lock and changes
+    /// nothing. The queue sizes are the owner's, read from CQ0's prefetcher
+    /// configuration mailbox; the grid is the daemon's.
+    pub fn observe(spec: &str) -> Result<(Self, crate::daemon_backend::proto::Status)> {
+        let Some(rest) = spec.strip_prefix("sim:") else {
+            return Err(DriverError::Invalid(format!(
+                "{spec:?} cannot be observed from another process: status and dump need a simulator daemon, \
+                 sim:PATH (an embedded device lives inside the process that runs it)"
+            )));
+        };
+        let (path, _) = crate::daemon_backend::DaemonBackend::parse_spec(rest)?;
+        let mut obs = crate::daemon_backend::DaemonObserver::connect(path)?;
+        let status = obs.status().clone();
+        let chip = &status.chip;
+        let base = DeviceConfig {
+            worker_cols: chip.worker_cols,
+            worker_rows: chip.worker_rows,
+            num_cqs: chip.num_cqs,
+            dram_banks: chip.dram_banks,
+            ..Default::default()
+        };
+        let qc: CqConfig = read_struct(&mut obs, NocAddr::unicast(noc::prefetcher(0), CQ_CONFIG as u64))?;
+        let owners = DeviceConfig {
+            issue_size: qc.issue_size,
+            completion_size: qc.completion_size,
+            fetch_entries: qc.fetch_entries,
+            ring_page_size: qc.ring_page_size,
+            ring_pages: qc.ring_pages,
+            ..base.clone()
+        };
+        // Before the first boot the mailbox is empty: the defaults stand.
+        let cfg = if validate(&owners).is_ok() { owners } else { base };
+        let mut dev = Self::with_backend(Box::new(obs), cfg)?;
+        dev.observer = true;
+        Ok((dev, status))
     }
 
     /// Opens a device by spec: `embedded` or `embedded:seed=N` (in-process

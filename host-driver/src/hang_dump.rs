@@ -83,6 +83,14 @@ impl HangDump {
     }
 }
 
+impl HangDump {
+    /// The wait-for chain from queue `cq` over this dump's cores (a live
+    /// dump follows every queue, not only the one a host waited on).
+    pub fn chain_from(&self, cq: u8) -> (Vec<String>, bool) {
+        chain(&self.cores, &format!("work on CQ{cq}"), Some(cq), self.device_cycle)
+    }
+}
+
 fn core_state(dev: &mut Device, c: Coord) -> Result<CoreState> {
     let at = |a: u32| NocAddr::unicast(c, a as u64);
     let wp = Waypoint(dev.backend.read_u32(at(WAYPOINT))?);

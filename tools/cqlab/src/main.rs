@@ -11,6 +11,7 @@ mod perf;
 mod race;
 mod schedule;
 mod sim;
+mod status;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -48,6 +49,13 @@ enum Command {
     Reset(sim::DevArgs),
     /// GEMM tile-order (dataflow) DRAM traffic analysis.
     Schedule(schedule::Args),
+    /// Who holds a live device, its cycle, each core's waypoint, PC,
+    /// firmware and last trace record, queue pointers and outstanding work.
+    /// Read-only: works in the middle of another client's run.
+    Status(status::StatusArgs),
+    /// The full hang dump of a live device, without waiting for a timeout
+    /// (read-only, like status).
+    Dump(status::DumpArgs),
 }
 
 fn main() -> ExitCode {
@@ -62,6 +70,8 @@ fn main() -> ExitCode {
         Command::Sim(cmd) => sim::run(cmd),
         Command::Reset(args) => sim::reset(args),
         Command::Schedule(args) => schedule::run(args),
+        Command::Status(args) => status::status(args),
+        Command::Dump(args) => status::dump(args),
     };
     match result {
         Ok(code) => code,

@@ -120,3 +120,27 @@ fn demo_says_whether_its_seed_matters() {
     assert_ne!(a, b, "with jitter, seeds 1 and 2 give different device times");
     assert!(note.contains("seed 1 with NOC/PCIe jitter 0..=50"), "{note}");
 }
+
+#[test]
+fn matmul_128_is_a_long_kernel_not_a_hang() {
+    // Issue 14: this failed with "timeout ... without progress" while the
+    // worker still ran its kernel (about 378 M cycles with no trace record,
+    // past the 200 M stall timeout). One order keeps the test short.
+    let o = Command::new(CQLAB)
+        .args(["matmul", "--m", "128", "--n", "128", "--k", "128", "--strategy", "os"])
+        .env("CQLAB_FIRMWARE_DIR", firmware_dir())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("result verified bit for bit"), "{}", text(&o));
+}
+
+fn firmware_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CQLAB_FIRMWARE_DIR") {
+        return dir.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    target.join("riscv32im-unknown-none-elf/firmware")
+}

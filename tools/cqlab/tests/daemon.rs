@@ -571,3 +571,57 @@ fn a_failed_start_leaves_nothing_behind() {
     assert_eq!(left, ["lock"], "a failed start left files behind");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn status_and_dump_work_mid_run_without_disturbing_it() {
+    let d = Daemon::start("observe", 8);
+    let cycle = |out: &str| {
+        out.rsplit("device cycle ").next().and_then(|s| s.trim().parse::<u64>().ok()).expect("a device cycle")
+    };
+    let spec = format!("sim:{}", d.dir.display());
+    let mut job = client_job(&d.dir, 9, 300).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stdout = BufReader::new(job.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("booted"), "{line:?}");
+    let mut observed = 0;
+    // Observe while the job runs (at least once, as long as it runs).
+    while observed == 0 || job.try_wait().unwrap().is_none() && observed < 6 {
+        let status = run({
+            let mut c = Command::new(CQLAB);
+            c.args(["status", "--device", &spec]);
+            c
+        });
+        let dump = run({
+            let mut c = Command::new(CQLAB);
+            c.args(["dump", "--json", "--device", &spec]);
+            c
+        });
+        assert!(status.status.success() && dump.status.success(), "{}\n{}", text(&status), text(&dump));
+        let s = String::from_utf8_lossy(&status.stdout);
+        if job.try_wait().unwrap().is_none() {
+            observed += 1;
+            assert!(s.contains(&format!("held by pid {}", job.id())) || s.contains("held by nobody"), "{s}");
+        }
+        assert!(s.contains("CQ0 dispatcher") && s.contains("dispatch") && s.contains("device cycle"), "{s}");
+        let v: serde_json::Value = serde_json::from_slice(&dump.stdout).expect("dump --json is JSON");
+        assert!(v["dump"]["cores"].as_array().is_some_and(|c| c.len() == 6), "{v}");
+        assert!(v["chains"][0]["chain"][0].as_str().is_some_and(|l| l.contains("CQ0")), "{v}");
+    }
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    assert!(job.wait().unwrap().success(), "{rest}");
+    assert!(observed > 0, "the job ended before it could be observed");
+    let watched = cycle(&rest);
+    // The same job after a reset, unobserved: the same device time, so the
+    // observers changed nothing the owner saw.
+    assert!(d.cqlab(&["reset"]).status.success());
+    let out = run(client_job(&d.dir, 9, 300));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(watched, cycle(&String::from_utf8_lossy(&out.stdout)), "seed 8: observers disturbed the run");
+    // Status of a device that is not a daemon is a usage error.
+    let mut c = Command::new(CQLAB);
+    c.args(["status", "--device", "embedded"]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
