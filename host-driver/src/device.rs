@@ -94,41 +94,30 @@ impl Device {
     /// simulator), `sim:PATH[?wait[=SECS]]` (simulator daemon, see
     /// [`crate::daemon_backend`]), `/dev/tenstorrent/N` (tt-kmd).
     pub fn open(spec: &str, mut cfg: DeviceConfig) -> Result<Self> {
-        if spec == "embedded" || spec.starts_with("embedded:") {
-            let mut sim = cqlab_sim::config::SimConfig::default();
-            for opt in spec.strip_prefix("embedded:").unwrap_or("").split(',').filter(|o| !o.is_empty()) {
-                match opt.split_once('=') {
-                    Some(("seed", v)) => {
-                        sim.seed = v.parse().map_err(|_| DriverError::Invalid(format!("seed {v:?} is not a number")))?
-                    }
-                    None if opt == "slow" => cfg.slow_dispatch = true,
-                    _ => {
-                        return Err(DriverError::Invalid(format!(
-                            "unknown embedded option {opt:?} (known: seed=N, slow)"
-                        )))
-                    }
+        match crate::spec::DeviceSpec::parse(spec)? {
+            crate::spec::DeviceSpec::Embedded { seed, slow } => {
+                let mut sim = cqlab_sim::config::SimConfig::default();
+                if let Some(seed) = seed {
+                    sim.seed = seed;
                 }
+                cfg.slow_dispatch |= slow;
+                Self::embedded(sim, cfg)
             }
-            return Self::embedded(sim, cfg);
+            crate::spec::DeviceSpec::Daemon { path, wait } => {
+                let backend = crate::daemon_backend::DaemonBackend::attach_with(path, wait)?;
+                backend.check_config(&cfg)?;
+                Self::with_backend(Box::new(backend), cfg)
+            }
+            crate::spec::DeviceSpec::TtKmd { path } => {
+                // Open (and lock) the device first, so a missing card or driver, or
+                // a device held by another process, is reported as such.
+                let dev = crate::ttkmd::TtKmdDevice::open(&path).map_err(|e| DriverError::Backend(e.to_string()))?;
+                drop(dev);
+                Err(DriverError::NotBuilt(
+                    "command queues over tt-kmd (the device opened; TLB windows and sysmem pinning are not wired to CQs)",
+                ))
+            }
         }
-        if let Some(rest) = spec.strip_prefix("sim:") {
-            let (path, wait) = crate::daemon_backend::DaemonBackend::parse_spec(rest)?;
-            let backend = crate::daemon_backend::DaemonBackend::attach_with(path, wait)?;
-            backend.check_config(&cfg)?;
-            return Self::with_backend(Box::new(backend), cfg);
-        }
-        if spec.starts_with("/dev/") {
-            // Open (and lock) the device first, so a missing card or driver, or
-            // a device held by another process, is reported as such.
-            let dev = crate::ttkmd::TtKmdDevice::open(spec).map_err(|e| DriverError::Backend(e.to_string()))?;
-            drop(dev);
-            return Err(DriverError::NotBuilt(
-                "command queues over tt-kmd (the device opened; TLB windows and sysmem pinning are not wired to CQs)",
-            ));
-        }
-        Err(DriverError::Invalid(format!(
-            "unknown device {spec:?}: use embedded[:seed=N], sim:PATH or /dev/tenstorrent/N"
-        )))
     }
 
     /// An in-process simulated chip shaped like `cfg`.

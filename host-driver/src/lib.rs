@@ -15,6 +15,7 @@ pub mod events;
 pub mod hang_dump;
 pub mod sim_backend;
 pub mod slow_dispatch;
+pub mod spec;
 pub mod sysmem;
 pub mod trace_reader;
 pub mod ttkmd;

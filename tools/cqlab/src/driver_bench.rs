@@ -5,7 +5,7 @@
 use anyhow::Result;
 use cqlab_abi::encode::Encoder;
 use cqlab_abi::noc::{worker, NocAddr};
-use cqlab_driver::{Device, DeviceConfig};
+use cqlab_driver::DeviceConfig;
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -14,6 +14,12 @@ use std::time::Instant;
 pub struct Args {
     #[arg(long)]
     pub json: bool,
+    /// Device for the driver-path figures: embedded (seed 1, the default)
+    /// or sim:PATH.
+    #[arg(long, default_value = "embedded")]
+    pub device: String,
+    #[command(flatten)]
+    pub limits: crate::cli::Limits,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -35,7 +41,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
     // 2. The full driver path (encode, copy into the issue ring, doorbell) for
     //    batches that fit the queues, on a booted embedded device.
-    let mut dev = Device::open("embedded:seed=1", DeviceConfig::default())?;
+    let mut cfg = DeviceConfig::default();
+    args.limits.apply(&mut cfg);
+    let mut dev = crate::device::open(&args.device, 1, 0, cfg)?;
     dev.boot()?;
     let buf = dev.alloc_l1(0, 0, 64)?;
     let (batch, rounds) = (100u32, 20u32);
