@@ -294,7 +294,10 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         "native/sim"
     );
     for w in &WORKLOADS {
-        let m = w.measure(args.iters)?;
+        let spin = crate::cli::spinner(&format!("measuring {}", w.name));
+        let m = w.measure(args.iters);
+        spin.finish_and_clear();
+        let m = m?;
         let (sim, native) = (m.sim_mips(), m.native_mips(w));
         outln!(
             "{:<6} {:>14} {:>9.3}s {:>10.1} {:>14.1} {:>14.1} {:>11.1}x",
@@ -349,7 +352,10 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
             if spinners { " + 62 workers polling for GO" } else { "" },
             if ff { "on" } else { "off" }
         );
-        let p = chip_pingpong(cycles, SimConfig { fast_forward: ff, ..cfg.clone() }, spinners)?;
+        let spin = crate::cli::spinner(&format!("measuring {name}"));
+        let p = chip_pingpong(cycles, SimConfig { fast_forward: ff, ..cfg.clone() }, spinners);
+        spin.finish_and_clear();
+        let p = p?;
         outln!(
             "{:<56} {:>14} {:>9.3}s {:>16.1} {:>12}",
             name,
