@@ -9,7 +9,6 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     if let Ok(image) = ElfImage::parse(data) {
         let _ = image.symbol("tohost");
-        let _ = image.end();
     }
     let _ = FirmwareImage::parse("fuzz", data);
 });

@@ -49,6 +49,9 @@ use std::time::{Duration, Instant};
 
 /// How long `sim:PATH?wait` waits for the device's owner to let go.
 pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(60);
+/// How long an attach that holds the lock retries a HELLO the daemon
+/// refuses because its previous owner is still closing.
+const HELLO_RETRY: Duration = Duration::from_secs(2);
 /// How long a client waits for the daemon to answer one request.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -264,7 +267,22 @@ impl DaemonBackend {
         }
         let lock = lock_device(&paths, wait)?;
         let stream = connect(&paths)?;
-        let info = hello(&stream, &paths)?;
+        // We hold the lock, so an owner the daemon still sees is a client
+        // that is exiting (its socket closes just after its lock) or one
+        // that bypassed the lock: retry briefly, then report the holder.
+        let start = Instant::now();
+        let patience = match wait {
+            LockWait::Upto(limit) => limit.max(HELLO_RETRY),
+            LockWait::No => HELLO_RETRY,
+        };
+        let info = loop {
+            match hello(&stream, &paths) {
+                Err(DriverError::Busy { .. }) if start.elapsed() < patience => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                r => break r?,
+            }
+        };
         let sysmem = map_sysmem(&paths, info.sysmem_size, false)?;
         Ok(DaemonBackend {
             paths,
