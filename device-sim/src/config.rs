@@ -5,6 +5,10 @@ use cqlab_abi::noc::Coord;
 use cqlab_abi::{memory_map, noc};
 use thiserror::Error;
 
+/// The modelled core clock: 1 GHz, so one device cycle is one nanosecond.
+/// Every timing default below is stated in these cycles.
+pub const CLOCK_HZ: u64 = 1_000_000_000;
+
 /// NOC timing: latency = 2 x `interface_cycles` + hops x `hop_cycles` +
 /// bytes / `bytes_per_cycle` (one way; a read pays the request trip too).
 #[derive(Clone, Debug, PartialEq)]

@@ -43,7 +43,6 @@ pub struct CqHost {
     /// Read-back data by tag.
     pub(crate) reads: HashMap<u32, Vec<u8>>,
     pub(crate) next_tag: u32,
-    pub(crate) launches: u32,
     /// Slow dispatch: worker completions expected on the done counter.
     pub(crate) slow_expected: u32,
     /// Chunks captured by `begin_trace` instead of being issued.
@@ -64,7 +63,6 @@ impl CqHost {
             last_event_done: 0,
             reads: HashMap::new(),
             next_tag: 1,
-            launches: 0,
             slow_expected: 0,
             capture: None,
             completions: 0,
@@ -514,7 +512,9 @@ impl CommandQueue<'_> {
                 detail: format!("{cores:?} on a {cols}x{rows} grid"),
             });
         }
-        let seq = self.host().launches;
+        // Launch seqs are unique across queues, so a worker's kernel trace
+        // record (arg0 = seq) names the launch, and through it the queue.
+        let seq = self.dev.next_launch_seq;
         let mut msg = LaunchMsg {
             go: 0,
             seq,
@@ -526,7 +526,7 @@ impl CommandQueue<'_> {
         msg.args[..args.len()].copy_from_slice(args);
         if self.dev.cfg.slow_dispatch {
             self.slow_launch(cores, &msg)?;
-            self.host().launches = seq.wrapping_add(1);
+            self.dev.next_launch_seq = seq.wrapping_add(1);
             return Ok(());
         }
         let c = chunk(1024, |e| {
@@ -539,9 +539,8 @@ impl CommandQueue<'_> {
             })
         })?;
         self.submit_clearing(&c, false)?;
-        let host = self.host();
-        host.launches = host.launches.wrapping_add(1);
-        host.workers_outstanding += cores.count();
+        self.dev.next_launch_seq = seq.wrapping_add(1);
+        self.host().workers_outstanding += cores.count();
         Ok(())
     }
 
@@ -712,8 +711,8 @@ impl Device {
         self.allocator.l1(noc::worker(col, row), size)
     }
 
-    /// Queue pointers, for hang dumps and stats.
-    pub(crate) fn queue_pointers(&mut self, q: u8) -> QueuePointers {
+    /// Queue pointers, for hang dumps and stats (reads sysmem only, no BAR).
+    pub fn queue_pointers(&mut self, q: u8) -> QueuePointers {
         let issue_rd = self.header_word(q, ISSUE_RD_PTR);
         let fetched = self.header_word(q, FETCH_RD_COUNT);
         let completion_wr = self.header_word(q, COMPLETION_WR_PTR);

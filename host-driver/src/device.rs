@@ -31,6 +31,8 @@ pub struct Device {
     pub(crate) cqs: Vec<CqHost>,
     /// Next event id (ids start at 1, shared by all queues).
     pub(crate) next_event: u32,
+    /// Sequence number of the next worker launch (unique across queues).
+    pub(crate) next_launch_seq: u32,
     /// Firmware each worker runs.
     pub(crate) worker_firmware: FirmwareId,
     pub(crate) allocator: crate::buffer::Allocator,
@@ -48,7 +50,16 @@ impl Device {
             .collect();
         let worker_firmware = FirmwareId::from_name(&cfg.worker_kernel)
             .ok_or_else(|| DriverError::Invalid(format!("unknown worker kernel {:?}", cfg.worker_kernel)))?;
-        Ok(Self { backend, cfg, cqs, next_event: 1, worker_firmware, allocator: Default::default(), observer: false })
+        Ok(Self {
+            backend,
+            cfg,
+            cqs,
+            next_event: 1,
+            next_launch_seq: 0,
+            worker_firmware,
+            allocator: Default::default(),
+            observer: false,
+        })
     }
 
     /// A read-only view of a live device that another process drives, for
@@ -144,6 +155,11 @@ impl Device {
     pub fn num_cqs(&self) -> u8 {
         self.cfg.num_cqs
     }
+    /// The seq the next worker launch will carry in its launch message and
+    /// in its workers' kernel trace records (unique across queues).
+    pub fn next_launch_seq(&self) -> u32 {
+        self.next_launch_seq
+    }
 
     /// Every worker core of the configured grid.
     pub fn workers(&self) -> impl Iterator<Item = Coord> + '_ {
@@ -163,6 +179,7 @@ impl Device {
             (FirmwareImage::load(&cq_dir.join("prefetch"))?, FirmwareImage::load(&cq_dir.join("dispatch"))?);
         let worker = image(self.worker_firmware.name())?;
         // The firmware starts its queues from zero: so does the host.
+        self.next_launch_seq = 0;
         self.cqs = (0..self.cfg.num_cqs)
             .map(|q| CqHost::new(CqSysmemLayout::for_cq(q, self.cfg.issue_size, self.cfg.completion_size)))
             .collect();

@@ -1,3 +1,12 @@
 //! Workloads built from the driver's primitives, shared by the CLI and tests.
+//!
+//! `matmul` is the single-core tile-order experiment; `kinds` are the named
+//! `cqlab run` workloads, run by `runner` with metrics from `analysis`,
+//! trace rings drained by `collect`.
 
+pub mod analysis;
+pub mod collect;
+pub mod kinds;
 pub mod matmul;
+pub mod runner;
+pub mod stats;

@@ -12,8 +12,23 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Raw issue-queue dump (prefetch commands from byte 0).
-    pub file: std::path::PathBuf,
+    /// Raw dump: an issue queue (prefetch commands from byte 0), a completion
+    /// ring or a trace ring (see --kind).
+    #[arg(required_unless_present = "device")]
+    pub file: Option<std::path::PathBuf>,
+    /// What the dump holds: issue, completion or trace.
+    #[arg(long, default_value = "issue")]
+    pub kind: String,
+    /// Read the dump from a live simulator daemon (`sim:PATH`) instead of a file
+    /// (--kind completion with --cq, or --kind trace with --core).
+    #[arg(long, conflicts_with = "file")]
+    pub device: Option<String>,
+    /// Completion queue to read from the device.
+    #[arg(long, default_value_t = 0)]
+    pub cq: u8,
+    /// Core (X,Y NOC coordinates) whose trace ring to read from the device.
+    #[arg(long)]
+    pub core: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -23,9 +38,13 @@ pub struct Args {
 const MALFORMED: u8 = 2;
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let bytes = std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    if args.kind != "issue" || args.device.is_some() {
+        return crate::decode_rings::run(&args);
+    }
+    let file = args.file.clone().context("an issue-queue dump FILE")?;
+    let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
     if bytes.is_empty() {
-        eprintln!("error: {} is empty: an issue-queue dump holds at least one command", args.file.display());
+        eprintln!("error: {} is empty: an issue-queue dump holds at least one command", file.display());
         return Ok(ExitCode::from(MALFORMED));
     }
     let listing = decode_dump(&bytes);
@@ -37,7 +56,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     match listing.error {
         None => Ok(ExitCode::SUCCESS),
         Some(e) => {
-            eprintln!("error: malformed issue-queue dump {}: {e}", args.file.display());
+            eprintln!("error: malformed issue-queue dump {}: {e}", file.display());
             Ok(ExitCode::from(MALFORMED))
         }
     }

@@ -2,16 +2,22 @@
 
 #[macro_use]
 mod cli;
+mod compare;
 mod decode;
+mod decode_rings;
 mod demo;
 mod device;
 mod driver_bench;
 mod matmul;
 mod perf;
 mod race;
+mod run;
 mod schedule;
 mod sim;
 mod status;
+mod trace_export;
+mod trace_file;
+mod trace_summary;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -40,13 +46,20 @@ enum Command {
     Matmul(matmul::Args),
     /// The two-queue stall/dispatch race over many seeds: failure rate and replay commands.
     Race(race::Args),
-    /// Print a raw issue-queue dump as a readable command list.
+    /// Run a named workload over 1..=8 queues: latency percentiles, throughput, switch overhead, scaling.
+    Run(run::Args),
+    /// Compare two `cqlab run --json` reports: delta table, exit 1 on a regression beyond the threshold.
+    Compare(compare::Args),
+    /// Print a raw issue-queue, completion-queue or trace-ring dump as readable records.
     Decode(decode::Args),
     /// Run firmware on the simulator.
     #[command(subcommand)]
     Sim(sim::Command),
     /// Restore a simulator daemon's device (`cqlab sim serve --dev PATH`) to power-on state.
     Reset(sim::DevArgs),
+    /// Run traces (`cqlab run --trace RUN`): Perfetto export and the time breakdown.
+    #[command(subcommand)]
+    Trace(TraceCommand),
     /// GEMM tile-order (dataflow) DRAM traffic analysis.
     Schedule(schedule::Args),
     /// Who holds a live device, its cycle, each core's waypoint, PC,
@@ -58,6 +71,14 @@ enum Command {
     Dump(status::DumpArgs),
 }
 
+#[derive(Subcommand)]
+enum TraceCommand {
+    /// Chrome trace-event JSON for ui.perfetto.dev (streamed, bounded memory).
+    Export(trace_export::ExportArgs),
+    /// Time by phase per iteration, critical path and top waits: read this before any fix.
+    Summary(trace_summary::SummaryArgs),
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -66,12 +87,16 @@ fn main() -> ExitCode {
         Command::DriverBench(args) => driver_bench::run(args),
         Command::Matmul(args) => matmul::run(args),
         Command::Race(args) => race::run(args),
+        Command::Run(args) => run::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Sim(cmd) => sim::run(cmd),
         Command::Reset(args) => sim::reset(args),
         Command::Schedule(args) => schedule::run(args),
         Command::Status(args) => status::status(args),
         Command::Dump(args) => status::dump(args),
+        Command::Trace(TraceCommand::Export(args)) => trace_export::run_export(args),
+        Command::Trace(TraceCommand::Summary(args)) => trace_summary::run_summary(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,604 @@
+//! Runs a named workload: boots a device shaped for it, runs warmup and
+//! timed iterations, synchronises per iteration or at the end, drains the
+//! trace rings as it goes and turns everything into a [`PointReport`].
+//!
+//! Latency of an iteration, in device cycles at the modelled clock:
+//! - `--sync per-iter`: from the device time the host starts enqueuing the
+//!   iteration to the device time it has seen every queue's end-of-iteration
+//!   event complete (so it includes the host's completion polling);
+//! - `--sync end`: iterations overlap, so an iteration's latency is the
+//!   interval between its completion and the previous one's, both taken
+//!   from the dispatchers' event trace records (its incremental cost).
+
+use super::analysis::{Analysis, SwitchOverhead, Tally};
+use super::collect::{RecordSink, TraceCollector};
+use super::kinds::{self, Kind, Knobs, Validation, Work};
+use super::stats::Summary;
+use crate::command_queue::{CoreRange, Trace};
+use crate::config::DeviceConfig;
+use crate::device::Device;
+use crate::error::{DriverError, Result};
+use crate::events::Event;
+use cqlab_abi::noc::{self, Coord};
+use cqlab_abi::ring::RingPtr;
+use cqlab_abi::trace::TraceRecord;
+use cqlab_sim::config::CLOCK_HZ;
+use serde::Serialize;
+
+/// When the host waits for the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum SyncMode {
+    /// After every iteration.
+    #[serde(rename = "per-iter")]
+    PerIter,
+    /// Once, after the last iteration.
+    #[serde(rename = "end")]
+    End,
+}
+
+impl SyncMode {
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "per-iter" => Some(Self::PerIter),
+            "end" => Some(Self::End),
+            _ => None,
+        }
+    }
+}
+
+/// One run at one queue count.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    pub kind: Kind,
+    pub knobs: Knobs,
+    /// Device spec (`embedded:seed=N`, `sim:PATH`); the seed is applied to
+    /// embedded devices that do not name one.
+    pub device: String,
+    pub cqs: u8,
+    pub iters: u32,
+    pub warmup: u32,
+    pub seed: u64,
+    pub sync: SyncMode,
+    pub skip_validation: bool,
+    /// Overrides for the device (firmware dir, timeouts); `num_cqs` and
+    /// `worker_kernel` are set from the spec.
+    pub base_config: DeviceConfig,
+}
+
+/// Everything a run reports besides its summary: the raw material of a
+/// trace file. All methods default to doing nothing.
+pub trait Observer: RecordSink {
+    fn started(&mut self, _cores: &[Coord], _spec: &RunSpec) -> Result<()> {
+        Ok(())
+    }
+    fn launch(&mut self, _l: &LaunchInfo) -> Result<()> {
+        Ok(())
+    }
+    fn iteration(&mut self, _it: &IterationSample) -> Result<()> {
+        Ok(())
+    }
+    fn occupancy(&mut self, _o: &OccupancySample) -> Result<()> {
+        Ok(())
+    }
+    fn progress(&mut self, _done: u32, _total: u32) {}
+}
+
+/// An observer that keeps nothing.
+pub struct NoObserver;
+impl RecordSink for NoObserver {
+    fn records(&mut self, _: Coord, _: &[TraceRecord]) -> Result<()> {
+        Ok(())
+    }
+}
+impl Observer for NoObserver {}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LaunchInfo {
+    pub seq: u32,
+    pub cq: u8,
+    /// Device cycle the host enqueued it; `None` when captured in a trace.
+    pub enqueued: Option<u64>,
+    /// Logical worker rectangle, inclusive: [start col, start row, end col, end row].
+    pub cores: [u8; 4],
+    pub label: &'static str,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct IterationSample {
+    pub index: u32,
+    pub warmup: bool,
+    /// Device cycle the host started enqueuing it.
+    pub start: u64,
+    /// Device cycle the host had enqueued it.
+    pub enqueued: u64,
+    /// Device cycle it was seen complete (per-iter sync), else `None` until the end.
+    pub end: Option<u64>,
+    /// Events recorded at its end, one per queue.
+    pub events: Vec<u32>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct OccupancySample {
+    pub cycle: u64,
+    pub cq: u8,
+    /// Fetch-queue entries issued and not yet taken by the prefetcher.
+    pub fetch_entries: u32,
+    /// Completion-queue bytes written by the dispatcher and not yet consumed.
+    pub completion_bytes: u32,
+}
+
+/// What a workload enqueues through; it records every launch.
+pub struct Ctx<'a> {
+    pub dev: &'a mut Device,
+    cqs: u8,
+    new_launches: Vec<LaunchInfo>,
+    capturing: bool,
+}
+
+impl Ctx<'_> {
+    pub fn cqs(&self) -> u8 {
+        self.cqs
+    }
+
+    /// Worker rows each queue owns (rows split evenly, leftovers unused).
+    pub fn rows_per_cq(&self) -> u8 {
+        (self.dev.config().worker_rows / self.cqs).max(1)
+    }
+
+    /// Queue `q`'s own rows of workers: queues never launch on each other's cores.
+    pub fn partition(&self, q: u8) -> CoreRange {
+        let per = self.rows_per_cq();
+        let cols = self.dev.config().worker_cols;
+        CoreRange::new((0, q * per), (cols - 1, q * per + per - 1))
+    }
+
+    pub fn all_workers(&self) -> CoreRange {
+        let c = self.dev.config();
+        CoreRange::new((0, 0), (c.worker_cols - 1, c.worker_rows - 1))
+    }
+
+    /// Cores every queue launches on (hetero): all workers. Queues sharing
+    /// cores must order their launches with events.
+    pub fn shared_cores(&self) -> CoreRange {
+        self.all_workers()
+    }
+
+    /// Launches the booted worker kernel on `cores` from queue `q` and
+    /// records the launch's seq, queue and label.
+    pub fn launch(&mut self, q: u8, cores: CoreRange, args: &[u32], label: &'static str) -> Result<()> {
+        let seq = self.dev.next_launch_seq();
+        let enqueued = (!self.capturing).then(|| self.dev.now());
+        self.dev.cq(q)?.launch(cores, args)?;
+        self.new_launches.push(LaunchInfo {
+            seq,
+            cq: q,
+            enqueued,
+            cores: [cores.start.0, cores.start.1, cores.end.0, cores.end.1],
+            label,
+        });
+        Ok(())
+    }
+
+    pub fn begin_trace(&mut self, q: u8) -> Result<()> {
+        self.dev.cq(q)?.begin_trace()?;
+        self.capturing = true;
+        Ok(())
+    }
+    pub fn end_trace(&mut self, q: u8) -> Result<Trace> {
+        self.capturing = false;
+        self.dev.cq(q)?.end_trace()
+    }
+}
+
+/// Throughput in a readable unit.
+#[derive(Clone, Debug, Serialize)]
+pub struct Throughput {
+    pub value: f64,
+    pub unit: String,
+}
+
+impl Throughput {
+    fn of(work: &Work, iters: u32, cycles: u64) -> Option<Self> {
+        if cycles == 0 {
+            return None;
+        }
+        let per_s = work.per_iteration * iters as f64 * CLOCK_HZ as f64 / cycles as f64;
+        Some(match work.unit {
+            "bytes" => Self { value: per_s / 1e9, unit: "GB/s (1e9 B/s)".into() },
+            "flop" => Self { value: per_s / 1e12, unit: "TFLOPS".into() },
+            u => Self { value: per_s, unit: format!("{u}/s") },
+        })
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CommandCost {
+    pub core: String,
+    pub command: &'static str,
+    #[serde(flatten)]
+    pub tally: Tally,
+    pub mean_cycles: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WaitTotal {
+    pub cq: u8,
+    pub waypoint: String,
+    pub meaning: &'static str,
+    #[serde(flatten)]
+    pub tally: Tally,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct QueueOccupancy {
+    pub cq: u8,
+    pub samples: u64,
+    pub fetch_entries_mean: f64,
+    pub fetch_entries_max: u32,
+    pub completion_bytes_mean: f64,
+    pub completion_bytes_max: u32,
+    /// [cycle, fetch entries, completion bytes], at most `SERIES_POINTS` evenly picked samples.
+    pub series: Vec<(u64, u32, u32)>,
+}
+
+/// Kernels of one launch label: how long they ran, and how long each core's
+/// kernel waited from its enqueue to its start (queueing behind earlier
+/// launches: the convoy effect). No enqueue time for kernels replayed from a trace.
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelFigures {
+    pub label: String,
+    pub duration: Tally,
+    pub launch_to_start_cycles: Option<Summary>,
+}
+
+/// Occupancy time series kept in the report, per queue.
+pub const SERIES_POINTS: usize = 256;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct MatmulFigures {
+    pub tflops: f64,
+    pub gflops: f64,
+    pub peak_tflops: f64,
+    pub utilization: f64,
+    pub cycles_per_mac: f64,
+    pub workers: u32,
+    pub peak_basis: &'static str,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceStats {
+    pub records: u64,
+    pub lost: u64,
+    /// Rings read through the BAR (costs device time) instead of the simulator's untimed view.
+    pub through_bar: bool,
+}
+
+/// Results of a run at one queue count.
+#[derive(Clone, Debug, Serialize)]
+pub struct PointReport {
+    pub cqs: u8,
+    pub iters: u32,
+    pub warmup: u32,
+    /// Device cycles of the timed iterations, first enqueue to last completion.
+    pub timed_cycles: u64,
+    pub latency_cycles: Option<Summary>,
+    pub latency_us: Option<Summary>,
+    pub throughput: Option<Throughput>,
+    pub work_per_iteration: Work,
+    pub commands: Vec<CommandCost>,
+    pub stall_total_cycles: u64,
+    pub wait_total_cycles: u64,
+    pub waits: Vec<WaitTotal>,
+    pub kernels: Vec<KernelFigures>,
+    pub switch_overhead: SwitchOverhead,
+    pub occupancy: Vec<QueueOccupancy>,
+    pub validation: Option<Validation>,
+    pub matmul: Option<MatmulFigures>,
+    pub trace: TraceStats,
+}
+
+struct Tee<'a> {
+    analysis: &'a mut Analysis,
+    observer: &'a mut dyn Observer,
+}
+impl RecordSink for Tee<'_> {
+    fn records(&mut self, core: Coord, records: &[TraceRecord]) -> Result<()> {
+        self.analysis.records(core, records)?;
+        self.observer.records(core, records)
+    }
+}
+
+fn forward_launches(ctx: &mut Ctx<'_>, analysis: &mut Analysis, observer: &mut dyn Observer) -> Result<()> {
+    for l in ctx.new_launches.drain(..) {
+        analysis.launches.insert(l.seq, (l.cq, l.label, l.enqueued));
+        observer.launch(&l)?;
+    }
+    Ok(())
+}
+
+fn sample_occupancy(
+    dev: &mut Device,
+    cqs: u8,
+    observer: &mut dyn Observer,
+    out: &mut [Vec<OccupancySample>],
+) -> Result<()> {
+    let cycle = dev.now();
+    for q in 0..cqs {
+        let p = dev.queue_pointers(q);
+        let size = dev.config().completion_size;
+        let s = OccupancySample {
+            cycle,
+            cq: q,
+            fetch_entries: p.fetch_issued.wrapping_sub(p.fetch_consumed),
+            completion_bytes: RingPtr::used(RingPtr(p.completion_wr), RingPtr(p.completion_rd), size),
+        };
+        observer.occupancy(&s)?;
+        out[q as usize].push(s);
+    }
+    Ok(())
+}
+
+/// The device spec with the run's seed applied to an embedded device that names none.
+pub fn device_spec(spec: &str, seed: u64) -> String {
+    if spec == "embedded" {
+        format!("embedded:seed={seed}")
+    } else if let Some(rest) = spec.strip_prefix("embedded:") {
+        if rest.split(',').any(|o| o.starts_with("seed=")) {
+            spec.to_owned()
+        } else {
+            format!("embedded:seed={seed},{rest}")
+        }
+    } else {
+        spec.to_owned()
+    }
+}
+
+/// Runs `spec` and reports one point.
+pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
+    if spec.iters == 0 {
+        return Err(DriverError::Invalid("--iters must be at least 1".into()));
+    }
+    let cfg =
+        DeviceConfig { num_cqs: spec.cqs, worker_kernel: spec.kind.worker_kernel().into(), ..spec.base_config.clone() };
+    if spec.cqs > cfg.worker_rows {
+        return Err(DriverError::Invalid(format!(
+            "{} queues on {} worker rows: each queue needs a row of its own",
+            spec.cqs, cfg.worker_rows
+        )));
+    }
+    let mut dev = Device::open(&device_spec(&spec.device, spec.seed), cfg)?;
+    dev.boot()?;
+    let mut workload = kinds::build(spec.kind, &spec.knobs, spec.seed)?;
+    let calibration = match spec.kind {
+        Kind::MatmulPeak | Kind::LargeGemm => Some(calibrate_mac(&mut dev, spec.knobs.tile)?),
+        _ => None,
+    };
+    let mut collector = TraceCollector::start(&mut dev)?;
+    observer.started(collector.cores(), spec)?;
+    let mut analysis = Analysis::default();
+    let cqs = spec.cqs;
+    let mut occupancy: Vec<Vec<OccupancySample>> = vec![Vec::new(); cqs as usize];
+    let total = spec.warmup + spec.iters;
+    let mut samples: Vec<IterationSample> = Vec::new();
+    {
+        let mut ctx = Ctx { dev: &mut dev, cqs, new_launches: Vec::new(), capturing: false };
+        workload.setup(&mut ctx)?;
+        forward_launches(&mut ctx, &mut analysis, observer)?;
+    }
+    for q in 0..cqs {
+        dev.cq(q)?.finish()?;
+    }
+    collector.drain(&mut dev, &mut Tee { analysis: &mut analysis, observer })?;
+    let mut timed_start = 0;
+    let mut last_events: Vec<Event> = Vec::new();
+    for i in 0..total {
+        let warmup = i < spec.warmup;
+        if i == spec.warmup {
+            // The timed region starts drained.
+            for ev in last_events.drain(..) {
+                dev.event_synchronize(ev)?;
+            }
+            timed_start = dev.now();
+        }
+        let start = dev.now();
+        {
+            let mut ctx = Ctx { dev: &mut dev, cqs, new_launches: Vec::new(), capturing: false };
+            workload.iteration(&mut ctx, i)?;
+            forward_launches(&mut ctx, &mut analysis, observer)?;
+        }
+        let mut events = Vec::new();
+        for q in 0..cqs {
+            events.push(dev.cq(q)?.record_event()?);
+        }
+        let enqueued = dev.now();
+        sample_occupancy(&mut dev, cqs, observer, &mut occupancy)?;
+        let end = if spec.sync == SyncMode::PerIter {
+            for &ev in &events {
+                dev.event_synchronize(ev)?;
+            }
+            Some(dev.now())
+        } else {
+            None
+        };
+        let sample =
+            IterationSample { index: i, warmup, start, enqueued, end, events: events.iter().map(|e| e.id).collect() };
+        observer.iteration(&sample)?;
+        samples.push(sample);
+        last_events = events;
+        collector.drain(&mut dev, &mut Tee { analysis: &mut analysis, observer })?;
+        observer.progress(i + 1, total);
+    }
+    for ev in last_events.drain(..) {
+        dev.event_synchronize(ev)?;
+    }
+    let timed_cycles = dev.now() - timed_start;
+    sample_occupancy(&mut dev, cqs, observer, &mut occupancy)?;
+    collector.drain(&mut dev, &mut Tee { analysis: &mut analysis, observer })?;
+    let validation = if spec.skip_validation {
+        None
+    } else {
+        let mut ctx = Ctx { dev: &mut dev, cqs, new_launches: Vec::new(), capturing: false };
+        workload.validate(&mut ctx)?
+    };
+    if let Some(v) = validation.as_ref().filter(|v| v.mismatches > 0) {
+        return Err(DriverError::Invalid(format!(
+            "{} failed validation: {} of {} {} differ (seed {}; replay with the same command)",
+            spec.kind.name(),
+            v.mismatches,
+            v.checked,
+            v.what,
+            spec.seed
+        )));
+    }
+
+    let latencies = latencies(spec, &samples, &analysis);
+    let latency_cycles = Summary::of(&latencies);
+    let work = workload.work(cqs);
+    let throughput = Throughput::of(&work, spec.iters, timed_cycles);
+    let matmul = calibration.map(|cycles_per_mac| {
+        let workers = dev.config().worker_cols as u32 * (dev.config().worker_rows / cqs).max(1) as u32 * cqs as u32;
+        let achieved = work.per_iteration * spec.iters as f64 * CLOCK_HZ as f64 / timed_cycles.max(1) as f64;
+        let peak = workers as f64 * CLOCK_HZ as f64 * 2.0 / cycles_per_mac;
+        MatmulFigures {
+            tflops: achieved / 1e12,
+            gflops: achieved / 1e9,
+            peak_tflops: peak / 1e12,
+            utilization: achieved / peak,
+            cycles_per_mac,
+            workers,
+            peak_basis: "every used worker running the matmul kernel's k-step (two tile reads from DRAM, tile loads, \
+                         t^3 soft-float multiply-adds) back to back at the rate measured on one core of this chip \
+                         (kernel cycles of a 2-step minus a 1-step tile, over t^3), at the modelled 1 GHz clock",
+        }
+    });
+    let commands = analysis
+        .commands
+        .iter()
+        .map(|((core, command), t)| CommandCost { core: core.clone(), command, tally: *t, mean_cycles: t.mean() })
+        .collect();
+    let waits: Vec<WaitTotal> = analysis
+        .waits
+        .iter()
+        .map(|((cq, wp), t)| WaitTotal { cq: *cq, waypoint: wp.clone(), meaning: waypoint_meaning(wp), tally: *t })
+        .collect();
+    let stall_total_cycles = waits.iter().filter(|w| w.waypoint == "PSW").map(|w| w.tally.total_cycles).sum();
+    let wait_total_cycles = waits.iter().filter(|w| w.waypoint != "PSW").map(|w| w.tally.total_cycles).sum();
+    Ok(PointReport {
+        cqs,
+        iters: spec.iters,
+        warmup: spec.warmup,
+        timed_cycles,
+        latency_us: latency_cycles.as_ref().map(|s| s.scaled(1e6 / CLOCK_HZ as f64)),
+        latency_cycles,
+        throughput,
+        work_per_iteration: work,
+        commands,
+        stall_total_cycles,
+        wait_total_cycles,
+        waits,
+        kernels: analysis
+            .kernels
+            .iter()
+            .map(|(k, t)| KernelFigures {
+                label: k.to_string(),
+                duration: *t,
+                launch_to_start_cycles: analysis.start_delays.get(k).and_then(|v| Summary::of(v)),
+            })
+            .collect(),
+        switch_overhead: analysis.switch_overhead(),
+        occupancy: occupancy.iter().enumerate().map(|(q, s)| summarize_occupancy(q as u8, s)).collect(),
+        validation,
+        matmul,
+        trace: TraceStats {
+            records: analysis.records,
+            lost: collector.total_lost(),
+            through_bar: collector.through_bar,
+        },
+    })
+}
+
+fn waypoint_meaning(wp: &str) -> &'static str {
+    cqlab_abi::waypoint::Waypoint::new(wp.as_bytes()).describe().unwrap_or("")
+}
+
+/// Per-iteration latencies of the timed iterations (see the module docs).
+fn latencies(spec: &RunSpec, samples: &[IterationSample], analysis: &Analysis) -> Vec<f64> {
+    let done = |s: &IterationSample| -> Option<u64> {
+        s.events
+            .iter()
+            .map(|id| analysis.event_cycles.get(id).copied())
+            .collect::<Option<Vec<u64>>>()?
+            .into_iter()
+            .max()
+    };
+    match spec.sync {
+        SyncMode::PerIter => {
+            samples.iter().filter(|s| !s.warmup).filter_map(|s| Some((s.end? - s.start) as f64)).collect()
+        }
+        SyncMode::End => {
+            let mut out = Vec::new();
+            let mut prev: Option<u64> = None;
+            for s in samples {
+                let d = done(s);
+                if !s.warmup {
+                    // The first timed iteration starts from the drained device.
+                    let from = if s.index == spec.warmup { Some(s.start) } else { prev };
+                    if let (Some(a), Some(b)) = (from, d) {
+                        out.push(b.saturating_sub(a) as f64);
+                    }
+                }
+                prev = d;
+            }
+            out
+        }
+    }
+}
+
+fn summarize_occupancy(cq: u8, s: &[OccupancySample]) -> QueueOccupancy {
+    let n = s.len().max(1) as f64;
+    let stride = s.len().div_ceil(SERIES_POINTS).max(1);
+    QueueOccupancy {
+        cq,
+        samples: s.len() as u64,
+        fetch_entries_mean: s.iter().map(|x| x.fetch_entries as f64).sum::<f64>() / n,
+        fetch_entries_max: s.iter().map(|x| x.fetch_entries).max().unwrap_or(0),
+        completion_bytes_mean: s.iter().map(|x| x.completion_bytes as f64).sum::<f64>() / n,
+        completion_bytes_max: s.iter().map(|x| x.completion_bytes).max().unwrap_or(0),
+        series: s.iter().step_by(stride).map(|x| (x.cycle, x.fetch_entries, x.completion_bytes)).collect(),
+    }
+}
+
+/// Device cycles of one f32 multiply-add in the matmul kernel's k-step, on
+/// one core: kernel time of a tile with two k-steps minus one with one
+/// k-step, over t^3 (both from the worker's trace records).
+fn calibrate_mac(dev: &mut Device, t: u32) -> Result<f64> {
+    let page = t * t * 4;
+    let a = dev.alloc_dram(2 * page, page)?;
+    let b = dev.alloc_dram(2 * page, page)?;
+    let c = dev.alloc_dram(page, page)?;
+    let base = |b: &crate::buffer::Buffer| match b.placement {
+        crate::buffer::Placement::Dram { base, .. } => base,
+        crate::buffer::Placement::L1 { addr, .. } => addr,
+    };
+    let (banks, cols) = (dev.config().dram_banks, dev.config().worker_cols as u32);
+    let core = noc::worker(0, 0);
+    let mut kernel_cycles = |kt: u32| -> Result<u64> {
+        let args = [base(&a), base(&b), base(&c), 1, 1, kt, banks, cols, 1, t, 0];
+        let mut cq = dev.cq(0)?;
+        cq.launch(CoreRange::single(0, 0), &args)?;
+        cq.finish()?;
+        let tr = dev.read_trace_tail(core, 8)?;
+        let kind =
+            |k: cqlab_abi::trace::TraceKind| tr.records.iter().rev().find(|r| r.kind == k as u16).map(|r| r.cycle);
+        match (kind(cqlab_abi::trace::TraceKind::KernelStart), kind(cqlab_abi::trace::TraceKind::KernelEnd)) {
+            (Some(s), Some(e)) if e > s => Ok(e - s),
+            _ => Err(DriverError::Invalid("matmul calibration: no kernel start/end records on worker (0,0)".into())),
+        }
+    };
+    let one = kernel_cycles(1)?;
+    let two = kernel_cycles(2)?;
+    if two <= one {
+        return Err(DriverError::Invalid(format!("matmul calibration: 2 k-steps took {two} cycles, 1 took {one}")));
+    }
+    Ok((two - one) as f64 / (t as f64).powi(3))
+}

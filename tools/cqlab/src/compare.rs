@@ -1,0 +1,158 @@
+//! `cqlab compare BASE.json TEST.json [--threshold 5%]`: compares two
+//! `cqlab run --json` reports. Points are paired by their queue count (the
+//! sweep parameter), never by position. Throughput must not drop and no
+//! latency statistic (mean, p50, p95, p99) may rise by more than the
+//! threshold. Exit 0: no regression; 1: a regression; 2: unusable input.
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    pub base: PathBuf,
+    pub test: PathBuf,
+    /// Largest tolerated worsening, in percent (`5%` or `5`).
+    #[arg(long, default_value = "5%")]
+    pub threshold: String,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+const REGRESSION: u8 = 1;
+const BAD_INPUT: u8 = 2;
+
+/// Which direction is better for a metric.
+#[derive(Clone, Copy, PartialEq)]
+enum Better {
+    Higher,
+    Lower,
+}
+
+const METRICS: [(&str, &[&str], Better); 5] = [
+    ("throughput", &["throughput", "value"], Better::Higher),
+    ("latency mean", &["latency_cycles", "mean"], Better::Lower),
+    ("latency p50", &["latency_cycles", "p50"], Better::Lower),
+    ("latency p95", &["latency_cycles", "p95"], Better::Lower),
+    ("latency p99", &["latency_cycles", "p99"], Better::Lower),
+];
+
+pub fn parse_threshold(s: &str) -> Result<f64> {
+    let t = s.trim().trim_end_matches('%').trim();
+    let v: f64 = t.parse().with_context(|| format!("--threshold {s:?}: expected a percentage like 5%"))?;
+    if !(v.is_finite() && v >= 0.0) {
+        bail!("--threshold {s:?}: must be a non-negative percentage");
+    }
+    Ok(v)
+}
+
+fn load(path: &Path) -> Result<Value> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let v: Value = serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    if v["tool"] != "cqlab run" || !v["points"].is_array() {
+        bail!("{} is not a `cqlab run --json` report (no \"points\")", path.display());
+    }
+    Ok(v)
+}
+
+fn get(v: &Value, path: &[&str]) -> Option<f64> {
+    path.iter().try_fold(v, |v, k| v.get(k)).and_then(Value::as_f64)
+}
+
+/// The comparison: rows, unpaired points and whether anything regressed.
+pub fn compare(base: &Value, test: &Value, threshold_pct: f64) -> Value {
+    let key = |p: &Value| p["cqs"].as_u64();
+    let base_pts: Vec<&Value> = base["points"].as_array().into_iter().flatten().collect();
+    let test_pts: Vec<&Value> = test["points"].as_array().into_iter().flatten().collect();
+    let mut rows = Vec::new();
+    let mut regressions = 0;
+    let mut unpaired = Vec::new();
+    let mut keys: Vec<u64> = base_pts.iter().chain(&test_pts).filter_map(|p| key(p)).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for k in keys {
+        let b = base_pts.iter().find(|p| key(p) == Some(k));
+        let t = test_pts.iter().find(|p| key(p) == Some(k));
+        let (Some(b), Some(t)) = (b, t) else {
+            unpaired.push(json!({"cqs": k, "only_in": if b.is_some() { "base" } else { "test" }}));
+            continue;
+        };
+        for (name, path, better) in METRICS {
+            let (bv, tv) = (get(b, path), get(t, path));
+            let (delta_pct, verdict) = match (bv, tv) {
+                (Some(bv), Some(tv)) if bv != 0.0 => {
+                    let d = (tv - bv) / bv.abs() * 100.0;
+                    let worse = if better == Better::Higher { -d } else { d };
+                    if worse > threshold_pct {
+                        regressions += 1;
+                        (Some(d), "REGRESSION")
+                    } else if worse < -threshold_pct {
+                        (Some(d), "improved")
+                    } else {
+                        (Some(d), "ok")
+                    }
+                }
+                (Some(bv), Some(tv)) if bv == tv => (Some(0.0), "ok"),
+                _ => (None, "no samples"),
+            };
+            rows.push(
+                json!({"cqs": k, "metric": name, "base": bv, "test": tv, "delta_pct": delta_pct, "verdict": verdict}),
+            );
+        }
+    }
+    json!({"threshold_pct": threshold_pct, "rows": rows, "unpaired": unpaired, "regressions": regressions,
+           "base_workload": base["workload"], "test_workload": test["workload"]})
+}
+
+fn fmt(v: &Value) -> String {
+    match v.as_f64() {
+        Some(x) if x.abs() >= 100.0 => format!("{x:.0}"),
+        Some(x) if x.abs() >= 0.1 => format!("{x:.3}"),
+        Some(x) => format!("{x:.3e}"),
+        None => "-".into(),
+    }
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let inputs = parse_threshold(&a.threshold).and_then(|t| Ok((t, load(&a.base)?, load(&a.test)?)));
+    let (threshold, base, test) = match inputs {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return Ok(ExitCode::from(BAD_INPUT));
+        }
+    };
+    if base["workload"] != test["workload"] {
+        eprintln!("note: comparing different workloads ({} vs {})", base["workload"], test["workload"]);
+    }
+    let c = compare(&base, &test, threshold);
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&c)?);
+    } else {
+        outln!(
+            "{} vs {} (threshold {threshold}%; throughput higher is better, latency in device cycles lower is better)",
+            a.base.display(),
+            a.test.display()
+        );
+        outln!("{:>4} {:<14} {:>14} {:>14} {:>9}  verdict", "cqs", "metric", "base", "test", "delta");
+        for r in c["rows"].as_array().into_iter().flatten() {
+            let d = r["delta_pct"].as_f64().map_or("-".into(), |d| format!("{d:+.1}%"));
+            outln!(
+                "{:>4} {:<14} {:>14} {:>14} {:>9}  {}",
+                r["cqs"].as_u64().unwrap_or(0),
+                r["metric"].as_str().unwrap_or(""),
+                fmt(&r["base"]),
+                fmt(&r["test"]),
+                d,
+                r["verdict"].as_str().unwrap_or("")
+            );
+        }
+        for u in c["unpaired"].as_array().into_iter().flatten() {
+            outln!("cqs {} only in {}: not compared", u["cqs"], u["only_in"].as_str().unwrap_or(""));
+        }
+        outln!("{} regression(s) beyond {threshold}%", c["regressions"]);
+    }
+    Ok(if c["regressions"].as_u64().unwrap_or(0) > 0 { ExitCode::from(REGRESSION) } else { ExitCode::SUCCESS })
+}

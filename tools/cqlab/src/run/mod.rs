@@ -1,0 +1,367 @@
+//! `cqlab run WORKLOAD`: a named workload over one or more queue counts,
+//! with latency percentiles, throughput, per-command device cycles, stall
+//! and wait totals, queue occupancy, queue-switch overhead and scaling
+//! efficiency. The workloads themselves live in
+//! `cqlab_driver::workloads` so other tools (race, sweeps) can run them.
+
+mod progress;
+
+use crate::trace_file::TraceWriter;
+use anyhow::{bail, Context, Result};
+use cqlab_abi::noc::Coord;
+use cqlab_abi::trace::TraceRecord;
+use cqlab_driver::workloads::collect::RecordSink;
+use cqlab_driver::workloads::kinds::{Kind, Knobs};
+use cqlab_driver::workloads::runner::{
+    self, IterationSample, LaunchInfo, Observer, OccupancySample, PointReport, RunSpec, SyncMode,
+};
+use cqlab_driver::DeviceConfig;
+use serde_json::{json, Value};
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// copy_stress, dispatch_latency, tiny_kernels, matmul_peak, large_gemm or hetero.
+    pub workload: String,
+    /// Device: embedded[:seed=N] (the run's --seed applies when it names none) or sim:PATH.
+    #[arg(long, default_value = "embedded")]
+    pub device: String,
+    /// Command queues, or a sweep: `1,2,4` (1..=8; real parts have 2).
+    #[arg(long, default_value = "2")]
+    pub cqs: String,
+    /// Timed iterations.
+    #[arg(long, default_value_t = 10)]
+    pub iters: u32,
+    /// Untimed iterations first.
+    #[arg(long, default_value_t = 2)]
+    pub warmup: u32,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// per-iter: wait for every iteration; end: only after the last.
+    #[arg(long, default_value = "per-iter")]
+    pub sync: String,
+    /// Write the JSON report here (`-` = stdout).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write the run's trace (JSON Lines, see `cqlab trace`); a sweep writes FILE with `-cqsN` added.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Skip checking results (matmul: C bit for bit; copy_stress: read-backs).
+    #[arg(long)]
+    pub skip_validation: bool,
+    /// copy_stress: copies per iteration on each copy queue.
+    #[arg(long)]
+    pub copies: Option<u32>,
+    /// copy_stress: buffers the copies rotate over.
+    #[arg(long)]
+    pub buffers: Option<u32>,
+    /// copy_stress: copies enqueued before their read-backs are awaited.
+    #[arg(long)]
+    pub depth: Option<u32>,
+    /// copy_stress: kernel launches in CQ0's trace.
+    #[arg(long)]
+    pub trace_kernels: Option<u32>,
+    /// copy_stress: bytes per copy.
+    #[arg(long)]
+    pub bytes: Option<u32>,
+    /// tiny_kernels: programs per queue per iteration; hetero: kernels per iteration.
+    #[arg(long)]
+    pub programs: Option<u32>,
+    /// Cycles a tiny kernel spins.
+    #[arg(long)]
+    pub tiny_cycles: Option<u32>,
+    /// hetero: cycles a large kernel spins.
+    #[arg(long)]
+    pub large_cycles: Option<u32>,
+    /// hetero: kernels a queue issues in a row before the next queue takes over.
+    #[arg(long)]
+    pub burst: Option<u32>,
+    /// matmul: dimensions (C is m x n, the inner dimension k) and tile edge.
+    #[arg(long)]
+    pub m: Option<u32>,
+    #[arg(long)]
+    pub n: Option<u32>,
+    #[arg(long)]
+    pub k: Option<u32>,
+    #[arg(long)]
+    pub tile: Option<u32>,
+}
+
+/// Largest queue count `cqlab run` accepts (the chip model allows more; see README).
+pub const MAX_RUN_CQS: u8 = 8;
+
+fn parse_cqs(s: &str) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let n: u8 = part.trim().parse().with_context(|| format!("--cqs {s:?}: {part:?} is not a number"))?;
+        if n == 0 || n > MAX_RUN_CQS {
+            bail!("--cqs {s:?}: {n} is outside 1..={MAX_RUN_CQS}");
+        }
+        if out.contains(&n) {
+            bail!("--cqs {s:?}: {n} appears twice");
+        }
+        out.push(n);
+    }
+    Ok(out)
+}
+
+fn knobs(a: &Args, kind: Kind) -> Knobs {
+    let mut k = Knobs::defaults(kind);
+    let set = |slot: &mut u32, v: Option<u32>| {
+        if let Some(v) = v {
+            *slot = v;
+        }
+    };
+    set(&mut k.copies, a.copies);
+    set(&mut k.buffers, a.buffers);
+    set(&mut k.depth, a.depth);
+    set(&mut k.trace_kernels, a.trace_kernels);
+    set(&mut k.bytes, a.bytes);
+    set(&mut k.programs, a.programs);
+    set(&mut k.tiny_cycles, a.tiny_cycles);
+    set(&mut k.large_cycles, a.large_cycles);
+    set(&mut k.burst, a.burst);
+    set(&mut k.m, a.m);
+    set(&mut k.n, a.n);
+    set(&mut k.k, a.k);
+    set(&mut k.tile, a.tile);
+    k
+}
+
+/// Forwards a run to an optional trace writer and the progress bar.
+struct CliObserver {
+    trace: Option<TraceWriter<BufWriter<std::fs::File>>>,
+    progress: progress::Progress,
+}
+
+impl RecordSink for CliObserver {
+    fn records(&mut self, core: Coord, records: &[TraceRecord]) -> cqlab_driver::Result<()> {
+        match &mut self.trace {
+            Some(t) => t.records(core, records),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Observer for CliObserver {
+    fn started(&mut self, cores: &[Coord], spec: &RunSpec) -> cqlab_driver::Result<()> {
+        self.trace.as_mut().map_or(Ok(()), |t| t.started(cores, spec))
+    }
+    fn launch(&mut self, l: &LaunchInfo) -> cqlab_driver::Result<()> {
+        self.trace.as_mut().map_or(Ok(()), |t| t.launch(l))
+    }
+    fn iteration(&mut self, it: &IterationSample) -> cqlab_driver::Result<()> {
+        self.trace.as_mut().map_or(Ok(()), |t| t.iteration(it))
+    }
+    fn occupancy(&mut self, o: &OccupancySample) -> cqlab_driver::Result<()> {
+        self.trace.as_mut().map_or(Ok(()), |t| t.occupancy(o))
+    }
+    fn progress(&mut self, done: u32, total: u32) {
+        self.progress.update(done, total);
+    }
+}
+
+fn trace_path(base: &Path, cqs: u8, sweep: bool) -> PathBuf {
+    if !sweep {
+        return base.to_owned();
+    }
+    let stem = base.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match base.extension() {
+        Some(ext) => format!("{stem}-cqs{cqs}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-cqs{cqs}"),
+    };
+    base.with_file_name(name)
+}
+
+/// Throughput relative to the smallest queue count, per queue; where it stops scaling.
+pub fn scaling(points: &[PointReport]) -> Value {
+    let mut pts: Vec<&PointReport> = points.iter().filter(|p| p.throughput.is_some()).collect();
+    pts.sort_by_key(|p| p.cqs);
+    if pts.len() < 2 {
+        return json!({"note": "needs a sweep of queue counts (--cqs 1,2,4)"});
+    }
+    let base = pts[0];
+    let tb = base.throughput.as_ref().map_or(0.0, |t| t.value);
+    let mut rows = Vec::new();
+    let mut stops = Value::Null;
+    let mut prev = tb;
+    for p in &pts {
+        let t = p.throughput.as_ref().map_or(0.0, |t| t.value);
+        let speedup = t / tb;
+        let eff = speedup / (p.cqs as f64 / base.cqs as f64);
+        rows.push(json!({"cqs": p.cqs, "throughput": t, "speedup": speedup, "efficiency": eff}));
+        if p.cqs != base.cqs && stops.is_null() && t < prev * 1.05 {
+            stops = json!(p.cqs);
+        }
+        prev = t;
+    }
+    json!({"baseline_cqs": base.cqs, "points": rows, "stops_scaling_at": stops,
+           "definition": "efficiency = (throughput / baseline throughput) / (cqs / baseline cqs); stops_scaling_at = \
+                          first queue count gaining under 5% over the previous one (null: every step gained)"})
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let Some(kind) = Kind::from_name(&a.workload) else {
+        let names: Vec<_> = Kind::ALL.iter().map(|k| k.name()).collect();
+        bail!("unknown workload {:?}: one of {}", a.workload, names.join(", "));
+    };
+    let sync = SyncMode::from_name(&a.sync).with_context(|| format!("--sync {:?}: per-iter or end", a.sync))?;
+    let sweep = parse_cqs(&a.cqs)?;
+    let knobs = knobs(&a, kind);
+    let json_stdout = a.json.as_deref() == Some(Path::new("-"));
+    let mut points = Vec::new();
+    for &cqs in &sweep {
+        let spec = RunSpec {
+            kind,
+            knobs: knobs.clone(),
+            device: a.device.clone(),
+            cqs,
+            iters: a.iters,
+            warmup: a.warmup,
+            seed: a.seed,
+            sync,
+            skip_validation: a.skip_validation,
+            base_config: DeviceConfig::default(),
+        };
+        let trace = match &a.trace {
+            Some(p) => Some(TraceWriter::create(&trace_path(p, cqs, sweep.len() > 1))?),
+            None => None,
+        };
+        let label = format!("{} --cqs {cqs}", kind.name());
+        let mut obs = CliObserver { trace, progress: progress::Progress::new(label, json_stdout) };
+        let point = runner::run(&spec, &mut obs).with_context(|| format!("{} with {cqs} queues", kind.name()))?;
+        if let Some(t) = obs.trace.take() {
+            t.finish(point.timed_cycles, point.trace.lost)?;
+        }
+        points.push(point);
+    }
+    let report = json!({
+        "tool": "cqlab run", "schema": 1, "workload": kind.name(), "description": kind.describe(),
+        "device": runner::device_spec(&a.device, a.seed), "seed": a.seed, "sync": a.sync, "iters": a.iters,
+        "warmup": a.warmup, "clock_hz": cqlab_sim::config::CLOCK_HZ, "knobs": knobs,
+        "worker_kernel": kind.worker_kernel(), "validated": !a.skip_validation,
+        "latency_definition": match sync {
+            SyncMode::PerIter => "device cycles from the host starting to enqueue an iteration to the host seeing its end events complete",
+            SyncMode::End => "device cycles between consecutive iterations' completions (dispatcher event records)",
+        },
+        "points": points, "scaling": scaling(&points),
+    });
+    match &a.json {
+        Some(p) if p == Path::new("-") => outln!("{}", serde_json::to_string_pretty(&report)?),
+        Some(p) => {
+            std::fs::write(p, serde_json::to_string_pretty(&report)?)
+                .with_context(|| format!("writing {}", p.display()))?;
+            print_text(&report)?;
+        }
+        None => print_text(&report)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn num(v: &Value) -> String {
+    match v.as_f64() {
+        Some(x) if x.abs() >= 100.0 || x == x.trunc() => format!("{x:.0}"),
+        Some(x) if x.abs() >= 0.1 => format!("{x:.3}"),
+        Some(x) => format!("{x:.3e}"),
+        None => "no samples".into(),
+    }
+}
+
+fn print_text(r: &Value) -> Result<()> {
+    outln!(
+        "{}: {} ({} timed + {} warmup iterations, sync {}, seed {}, worker kernel {})",
+        r["workload"].as_str().unwrap_or(""),
+        r["description"].as_str().unwrap_or(""),
+        r["iters"],
+        r["warmup"],
+        r["sync"].as_str().unwrap_or(""),
+        r["seed"],
+        r["worker_kernel"].as_str().unwrap_or("")
+    );
+    outln!(
+        "{:>4} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10} {:>16} {:>14}",
+        "cqs",
+        "throughput",
+        "mean cyc",
+        "p50",
+        "p95",
+        "p99",
+        "max",
+        "switch ovh cyc",
+        "stall+wait cyc"
+    );
+    for p in r["points"].as_array().into_iter().flatten() {
+        let l = &p["latency_cycles"];
+        let so = &p["switch_overhead"];
+        let ovh = match so["overhead_cycles"].as_f64() {
+            Some(x) => format!("{x:.0} ({}/{})", so["cross_cq_samples"], so["same_cq_samples"]),
+            None => "no samples".into(),
+        };
+        outln!(
+            "{:>4} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10} {:>16} {:>14}",
+            p["cqs"].as_u64().unwrap_or(0),
+            num(&p["throughput"]["value"]),
+            num(&l["mean"]),
+            num(&l["p50"]),
+            num(&l["p95"]),
+            num(&l["p99"]),
+            num(&l["max"]),
+            ovh,
+            p["stall_total_cycles"].as_u64().unwrap_or(0) + p["wait_total_cycles"].as_u64().unwrap_or(0)
+        );
+    }
+    if let Some(p) = r["points"].as_array().and_then(|a| a.first()) {
+        outln!("throughput unit: {}; latency in device cycles at 1 GHz (1 cycle = 1 ns)", p["throughput"]["unit"]);
+        if !p["matmul"].is_null() {
+            for p in r["points"].as_array().into_iter().flatten() {
+                let m = &p["matmul"];
+                outln!(
+                    "cqs {}: {:.6} TFLOPS ({:.3} GFLOPS) on {} workers, peak {:.6} TFLOPS, utilization {:.1}% ({:.1} cycles per multiply-add)",
+                    p["cqs"],
+                    m["tflops"].as_f64().unwrap_or(0.0),
+                    m["gflops"].as_f64().unwrap_or(0.0),
+                    m["workers"],
+                    m["peak_tflops"].as_f64().unwrap_or(0.0),
+                    m["utilization"].as_f64().unwrap_or(0.0) * 100.0,
+                    m["cycles_per_mac"].as_f64().unwrap_or(0.0)
+                );
+            }
+        }
+    }
+    for p in r["points"].as_array().into_iter().flatten() {
+        let ks: Vec<String> = p["kernels"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|k| {
+                let d = &k["duration"];
+                let run = d["total_cycles"].as_f64().unwrap_or(0.0) / d["count"].as_f64().unwrap_or(1.0).max(1.0);
+                let wait = k["launch_to_start_cycles"]["mean"]
+                    .as_f64()
+                    .map_or("replayed from a trace".into(), |w| format!("{w:.0} enqueue->start"));
+                format!("{} {run:.0} run, {wait}", k["label"].as_str().unwrap_or(""))
+            })
+            .collect();
+        if !ks.is_empty() {
+            outln!("cqs {} kernels (mean cycles per core): {}", p["cqs"], ks.join("; "));
+        }
+    }
+    let s = &r["scaling"];
+    if let Some(rows) = s["points"].as_array() {
+        let eff: Vec<String> =
+            rows.iter().map(|x| format!("{}: {:.2}", x["cqs"], x["efficiency"].as_f64().unwrap_or(0.0))).collect();
+        outln!(
+            "scaling efficiency vs {} queue(s): {}; stops scaling at {}",
+            s["baseline_cqs"],
+            eff.join(", "),
+            if s["stops_scaling_at"].is_null() {
+                "none of these counts".into()
+            } else {
+                s["stops_scaling_at"].to_string()
+            }
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,270 @@
+//! `cqlab trace export RUN --perfetto OUT.json`: a run trace (`cqlab run
+//! --trace RUN`) as Chrome trace-event JSON for ui.perfetto.dev.
+//!
+//! One track (tid) per core that recorded anything, named by its role; a
+//! B/E slice per command, wait, stall and kernel; instants for fetches and
+//! events; counters for fetch- and completion-queue occupancy; a host
+//! track with the iterations; and a flow arrow from the dispatcher's GO to
+//! each kernel it started. Written as the trace is read: memory holds the
+//! open slices per core and the launch table, never the records.
+
+use crate::trace_file::{Item, TraceReader};
+use anyhow::{Context, Result};
+use cqlab_abi::decode::Space;
+use cqlab_abi::dispatch::DispatchCmdId;
+use cqlab_abi::noc::{endpoint, Coord, Endpoint};
+use cqlab_abi::trace::{TraceKind, TraceRecord};
+use cqlab_driver::workloads::analysis::{command_name, wait_waypoint};
+use serde_json::json;
+use std::collections::HashMap;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct ExportArgs {
+    /// A run trace written by `cqlab run ... --trace RUN`.
+    pub run: PathBuf,
+    /// Where to write the Chrome trace-event JSON.
+    #[arg(long)]
+    pub perfetto: PathBuf,
+}
+
+const PID: u32 = 1;
+/// Track of host-side iteration spans and counters.
+const HOST_TID: u32 = 1;
+
+#[derive(Default)]
+struct Track {
+    tid: u32,
+    named: bool,
+    /// Open slices: (kind key, name) for matching ends.
+    open: Vec<(u32, String)>,
+    last_ts: f64,
+    wait_target: (u32, u32),
+}
+
+pub struct Exporter<W: Write> {
+    out: W,
+    first: bool,
+    clock_hz: f64,
+    roles: HashMap<Coord, String>,
+    tracks: HashMap<Coord, Track>,
+    next_tid: u32,
+    /// Launch seq -> (queue, label).
+    launches: HashMap<u32, (u8, String)>,
+    /// Per queue: ts of the dispatcher's most recent GO.
+    last_go: HashMap<u8, f64>,
+    next_flow: u64,
+    pub events: u64,
+}
+
+/// Slice keys: commands by id (prefetch and dispatch ids can coincide, but a
+/// track is one core, so one space), then waits, stalls and kernels.
+const KEY_WAIT: u32 = 0x1_0000;
+const KEY_STALL: u32 = 0x1_0001;
+const KEY_KERNEL: u32 = 0x1_0002;
+
+impl<W: Write> Exporter<W> {
+    pub fn new(mut out: W, roles: HashMap<Coord, String>, clock_hz: f64, title: &str) -> Result<Self> {
+        writeln!(out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
+        let mut e = Self {
+            out,
+            first: true,
+            clock_hz,
+            roles,
+            tracks: HashMap::new(),
+            next_tid: HOST_TID + 1,
+            launches: HashMap::new(),
+            last_go: HashMap::new(),
+            next_flow: 1,
+            events: 0,
+        };
+        e.emit(json!({"ph": "M", "name": "process_name", "pid": PID, "tid": 0, "ts": 0, "args": {"name": title}}))?;
+        e.emit(
+            json!({"ph": "M", "name": "thread_name", "pid": PID, "tid": HOST_TID, "ts": 0, "args": {"name": "host"}}),
+        )?;
+        Ok(e)
+    }
+
+    fn emit(&mut self, v: serde_json::Value) -> Result<()> {
+        if !self.first {
+            self.out.write_all(b",\n")?;
+        }
+        self.first = false;
+        serde_json::to_writer(&mut self.out, &v)?;
+        self.events += 1;
+        Ok(())
+    }
+
+    /// Microseconds (the trace-event unit) from device cycles.
+    fn ts(&self, cycle: u64) -> f64 {
+        cycle as f64 * 1e6 / self.clock_hz
+    }
+
+    fn track(&mut self, core: Coord) -> Result<u32> {
+        if let Some(t) = self.tracks.get(&core) {
+            if t.named {
+                return Ok(t.tid);
+            }
+        }
+        let tid = self.next_tid;
+        self.next_tid += 1;
+        let name = self.roles.get(&core).cloned().unwrap_or_else(|| format!("core {core}"));
+        self.tracks.insert(core, Track { tid, named: true, ..Default::default() });
+        self.emit(json!({"ph": "M", "name": "thread_name", "pid": PID, "tid": tid, "ts": 0, "args": {"name": name}}))?;
+        // Perfetto orders tracks by this index: CQ cores first, then workers.
+        self.emit(json!({"ph": "M", "name": "thread_sort_index", "pid": PID, "tid": tid, "ts": 0,
+                         "args": {"sort_index": tid}}))?;
+        Ok(tid)
+    }
+
+    fn begin(&mut self, core: Coord, key: u32, name: String, ts: f64, args: serde_json::Value) -> Result<()> {
+        let tid = self.track(core)?;
+        self.emit(json!({"ph": "B", "name": name, "cat": "device", "pid": PID, "tid": tid, "ts": ts, "args": args}))?;
+        let t = self.tracks.get_mut(&core).expect("track");
+        t.open.push((key, name));
+        t.last_ts = ts;
+        Ok(())
+    }
+
+    /// Closes the innermost open slice with `key` (and any opened inside it
+    /// whose end was lost); an end with no open slice is dropped.
+    fn end(&mut self, core: Coord, key: u32, ts: f64) -> Result<()> {
+        let tid = self.track(core)?;
+        let t = self.tracks.get_mut(&core).expect("track");
+        let Some(pos) = t.open.iter().rposition(|(k, _)| *k == key) else {
+            return Ok(());
+        };
+        let closing: Vec<String> = t.open.drain(pos..).map(|(_, n)| n).rev().collect();
+        t.last_ts = ts;
+        for name in closing {
+            self.emit(json!({"ph": "E", "name": name, "pid": PID, "tid": tid, "ts": ts}))?;
+        }
+        Ok(())
+    }
+
+    fn instant(&mut self, core: Coord, name: String, ts: f64, args: serde_json::Value) -> Result<()> {
+        let tid = self.track(core)?;
+        self.emit(json!({"ph": "i", "s": "t", "name": name, "pid": PID, "tid": tid, "ts": ts, "args": args}))
+    }
+
+    pub fn launch(&mut self, seq: u32, cq: u8, label: String) {
+        self.launches.insert(seq, (cq, label));
+    }
+
+    pub fn record(&mut self, core: Coord, r: &TraceRecord) -> Result<()> {
+        let ts = self.ts(r.cycle);
+        let ep = endpoint(core);
+        let space = match ep {
+            Endpoint::Prefetcher { .. } => Space::Prefetch,
+            _ => Space::Dispatch,
+        };
+        match TraceKind::from_u16(r.kind) {
+            Some(TraceKind::CmdStart) => {
+                let name = command_name(space, r.arg0).to_owned();
+                self.begin(core, r.arg0, name, ts, json!({"bytes": r.arg1}))?;
+                if let Endpoint::Dispatcher { cq } = ep {
+                    if r.arg0 == DispatchCmdId::Go as u32 {
+                        self.last_go.insert(cq, ts);
+                    }
+                }
+            }
+            Some(TraceKind::CmdEnd) => self.end(core, r.arg0, ts)?,
+            Some(TraceKind::WaitTarget) => {
+                let tid = self.track(core)?;
+                let _ = tid;
+                self.tracks.get_mut(&core).expect("track").wait_target = (r.arg0, r.arg1);
+            }
+            Some(TraceKind::WaitBegin) => {
+                let (flags, addr) = self.tracks.get(&core).map_or((0, 0), |t| t.wait_target);
+                let wp = wait_waypoint(flags, addr);
+                self.begin(core, KEY_WAIT, format!("wait {wp}"), ts, json!({"target": r.arg0, "observed": r.arg1}))?;
+            }
+            Some(TraceKind::WaitEnd) => self.end(core, KEY_WAIT, ts)?,
+            Some(TraceKind::StallBegin) => {
+                self.begin(core, KEY_STALL, "stall PSW".into(), ts, json!({"target": r.arg0}))?
+            }
+            Some(TraceKind::StallEnd) => self.end(core, KEY_STALL, ts)?,
+            Some(TraceKind::KernelStart) => {
+                let (cq, label) = self.launches.get(&r.arg0).cloned().unwrap_or((u8::MAX, "kernel".into()));
+                let name = format!("kernel {label}");
+                self.begin(core, KEY_KERNEL, name, ts, json!({"seq": r.arg0, "cq": cq}))?;
+                if let Some(&go_ts) = self.last_go.get(&cq) {
+                    let id = self.next_flow;
+                    self.next_flow += 1;
+                    let dispatcher = cqlab_abi::noc::dispatcher(cq);
+                    let dtid = self.track(dispatcher)?;
+                    let wtid = self.track(core)?;
+                    self.emit(json!({"ph": "s", "name": "GO", "cat": "launch", "id": id, "pid": PID, "tid": dtid,
+                                     "ts": go_ts}))?;
+                    self.emit(json!({"ph": "f", "bp": "e", "name": "GO", "cat": "launch", "id": id, "pid": PID,
+                                     "tid": wtid, "ts": ts}))?;
+                }
+            }
+            Some(TraceKind::KernelEnd) => self.end(core, KEY_KERNEL, ts)?,
+            Some(k @ (TraceKind::FetchConsumed | TraceKind::Event | TraceKind::Error | TraceKind::CompletionWrite)) => {
+                self.instant(core, k.label().to_owned(), ts, json!({"arg0": r.arg0, "arg1": r.arg1}))?
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    pub fn iteration(&mut self, index: u32, warmup: bool, start: u64, end: u64) -> Result<()> {
+        let (ts, dur) = (self.ts(start), self.ts(end) - self.ts(start));
+        let name = format!("{} {index}", if warmup { "warmup" } else { "iteration" });
+        self.emit(json!({"ph": "X", "name": name, "cat": "host", "pid": PID, "tid": HOST_TID, "ts": ts, "dur": dur}))
+    }
+
+    pub fn occupancy(&mut self, cq: u8, cycle: u64, fetch: u32, completion: u32) -> Result<()> {
+        let ts = self.ts(cycle);
+        self.emit(json!({"ph": "C", "name": format!("CQ{cq} fetch queue entries"), "pid": PID, "tid": HOST_TID,
+                         "ts": ts, "args": {"entries": fetch}}))?;
+        self.emit(json!({"ph": "C", "name": format!("CQ{cq} completion queue bytes"), "pid": PID, "tid": HOST_TID,
+                         "ts": ts, "args": {"bytes": completion}}))
+    }
+
+    /// Closes every slice still open at its track's last timestamp.
+    pub fn finish(mut self) -> Result<(W, u64)> {
+        let open: Vec<(u32, f64, Vec<String>)> = self
+            .tracks
+            .values_mut()
+            .map(|t| (t.tid, t.last_ts, t.open.drain(..).map(|(_, n)| n).rev().collect()))
+            .collect();
+        for (tid, ts, names) in open {
+            for name in names {
+                self.emit(json!({"ph": "E", "name": name, "pid": PID, "tid": tid, "ts": ts}))?;
+            }
+        }
+        self.out.write_all(b"\n]}\n")?;
+        self.out.flush()?;
+        Ok((self.out, self.events))
+    }
+}
+
+pub fn export(run: &Path, out: &Path) -> Result<u64> {
+    let reader = TraceReader::open(run)?;
+    let h = reader.header.clone();
+    let roles = h.cores.iter().map(|c| (Coord::new(c.x, c.y), c.role.clone())).collect();
+    let file = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
+    let title = format!("cqlab {} ({} CQs, seed {})", h.workload, h.cqs, h.seed);
+    let mut ex = Exporter::new(BufWriter::new(file), roles, h.clock_hz, &title)?;
+    for item in reader {
+        match item? {
+            Item::Rec(core, r) => ex.record(core, &r)?,
+            Item::Launch(l) => ex.launch(l.seq, l.cq, l.label),
+            Item::Iter(i) => ex.iteration(i.index, i.warmup, i.start, i.end.unwrap_or(i.enqueued))?,
+            Item::Occ(o) => ex.occupancy(o.cq, o.cycle, o.fetch_entries, o.completion_bytes)?,
+            Item::End(_) => {}
+        }
+    }
+    let (_, events) = ex.finish()?;
+    Ok(events)
+}
+
+pub fn run_export(a: ExportArgs) -> Result<ExitCode> {
+    let events = export(&a.run, &a.perfetto)?;
+    eprintln!("wrote {events} trace events to {} (open it at ui.perfetto.dev)", a.perfetto.display());
+    Ok(ExitCode::SUCCESS)
+}

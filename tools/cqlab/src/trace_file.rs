@@ -1,0 +1,247 @@
+//! The RUN trace file that `cqlab run --trace FILE` writes and `cqlab trace
+//! export` / `cqlab trace summary` read: JSON Lines, one object per line,
+//! written as the run goes (never held in memory).
+//!
+//! ```text
+//! {"format":"cqlab-trace","version":1,"workload":...,"cqs":2,"clock_hz":1e9,"cores":[{"x":17,"y":1,"role":"CQ0 prefetcher"},...]}
+//! {"launch":{"seq":0,"cq":0,"cores":[0,0,7,3],"label":"tiny"}}
+//! {"iter":{"index":0,"warmup":true,"start":..,"enqueued":..,"end":..,"events":[3,4]}}
+//! {"occ":{"cycle":..,"cq":0,"fetch_entries":2,"completion_bytes":64}}
+//! {"rec":[x,y,cycle,seq,kind,arg0,arg1]}          one trace-ring record
+//! {"end":{"timed_cycles":..,"lost":0}}
+//! ```
+//! Records of one core appear in its ring order; cores interleave in
+//! drain-sized blocks.
+
+use anyhow::{bail, Context, Result};
+use cqlab_abi::noc::Coord;
+use cqlab_abi::trace::TraceRecord;
+use cqlab_driver::workloads::analysis::Analysis;
+use cqlab_driver::workloads::collect::RecordSink;
+use cqlab_driver::workloads::runner::{IterationSample, LaunchInfo, Observer, OccupancySample, RunSpec};
+use serde::Deserialize;
+use serde_json::json;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::Path;
+
+pub const FORMAT: &str = "cqlab-trace";
+pub const VERSION: u64 = 1;
+
+/// Streams a run into a trace file.
+pub struct TraceWriter<W: Write> {
+    out: W,
+    pub records: u64,
+}
+
+impl TraceWriter<BufWriter<std::fs::File>> {
+    pub fn create(path: &Path) -> Result<Self> {
+        let f = std::fs::File::create(path).with_context(|| format!("creating trace file {}", path.display()))?;
+        Ok(Self::new(BufWriter::new(f)))
+    }
+}
+
+impl<W: Write> TraceWriter<W> {
+    pub fn new(out: W) -> Self {
+        Self { out, records: 0 }
+    }
+
+    pub fn header(&mut self, cores: &[Coord], workload: &str, cqs: u8, seed: u64, sync: &str) -> Result<()> {
+        let cores: Vec<_> = cores.iter().map(|c| json!({"x": c.x, "y": c.y, "role": Analysis::role(*c)})).collect();
+        let h = json!({"format": FORMAT, "version": VERSION, "workload": workload, "cqs": cqs, "seed": seed,
+                       "sync": sync, "clock_hz": cqlab_sim::config::CLOCK_HZ, "cores": cores});
+        writeln!(self.out, "{h}")?;
+        Ok(())
+    }
+
+    pub fn record(&mut self, core: Coord, r: &TraceRecord) -> Result<()> {
+        self.records += 1;
+        writeln!(
+            self.out,
+            "{{\"rec\":[{},{},{},{},{},{},{}]}}",
+            core.x, core.y, r.cycle, r.seq, r.kind, r.arg0, r.arg1
+        )?;
+        Ok(())
+    }
+
+    pub fn line(&mut self, key: &str, value: impl serde::Serialize) -> Result<()> {
+        writeln!(self.out, "{}", json!({ key: value }))?;
+        Ok(())
+    }
+
+    pub fn finish(mut self, timed_cycles: u64, lost: u64) -> Result<W> {
+        self.line("end", json!({"timed_cycles": timed_cycles, "lost": lost}))?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+fn io(e: anyhow::Error) -> cqlab_driver::DriverError {
+    cqlab_driver::DriverError::Backend(format!("writing the trace file: {e:#}"))
+}
+
+impl<W: Write> RecordSink for TraceWriter<W> {
+    fn records(&mut self, core: Coord, records: &[TraceRecord]) -> cqlab_driver::Result<()> {
+        for r in records {
+            self.record(core, r).map_err(io)?;
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write> Observer for TraceWriter<W> {
+    fn started(&mut self, cores: &[Coord], spec: &RunSpec) -> cqlab_driver::Result<()> {
+        let sync = match spec.sync {
+            cqlab_driver::workloads::runner::SyncMode::PerIter => "per-iter",
+            cqlab_driver::workloads::runner::SyncMode::End => "end",
+        };
+        self.header(cores, spec.kind.name(), spec.cqs, spec.seed, sync).map_err(io)
+    }
+    fn launch(&mut self, l: &LaunchInfo) -> cqlab_driver::Result<()> {
+        self.line("launch", l).map_err(io)
+    }
+    fn iteration(&mut self, it: &IterationSample) -> cqlab_driver::Result<()> {
+        self.line("iter", it).map_err(io)
+    }
+    fn occupancy(&mut self, o: &OccupancySample) -> cqlab_driver::Result<()> {
+        self.line("occ", o).map_err(io)
+    }
+}
+
+/// The header line.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Header {
+    pub format: String,
+    pub version: u64,
+    pub workload: String,
+    pub cqs: u8,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default)]
+    pub sync: String,
+    pub clock_hz: f64,
+    pub cores: Vec<CoreInfo>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct CoreInfo {
+    pub x: u8,
+    pub y: u8,
+    pub role: String,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Launch {
+    pub seq: u32,
+    pub cq: u8,
+    pub label: String,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Iter {
+    pub index: u32,
+    pub warmup: bool,
+    pub start: u64,
+    pub enqueued: u64,
+    pub end: Option<u64>,
+    pub events: Vec<u32>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Occ {
+    pub cycle: u64,
+    pub cq: u8,
+    pub fetch_entries: u32,
+    pub completion_bytes: u32,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct End {
+    pub lost: u64,
+}
+
+/// One line after the header.
+#[derive(Clone, Debug)]
+pub enum Item {
+    Launch(Launch),
+    Iter(Iter),
+    Occ(Occ),
+    Rec(Coord, TraceRecord),
+    End(End),
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Line {
+    Launch(Launch),
+    Iter(Iter),
+    Occ(Occ),
+    Rec([u64; 7]),
+    End(End),
+}
+
+/// Streams a trace file: the header, then one item at a time.
+pub struct TraceReader {
+    lines: std::io::Lines<BufReader<std::fs::File>>,
+    pub header: Header,
+    line_no: usize,
+    path: String,
+}
+
+impl TraceReader {
+    pub fn open(path: &Path) -> Result<Self> {
+        let f = std::fs::File::open(path).with_context(|| format!("opening trace file {}", path.display()))?;
+        let mut lines = BufReader::new(f).lines();
+        let first = lines.next().transpose()?.unwrap_or_default();
+        let header: Header = serde_json::from_str(&first).with_context(|| {
+            format!(
+                "{}: line 1 is not a cqlab-trace header (write one with `cqlab run ... --trace FILE`)",
+                path.display()
+            )
+        })?;
+        if header.format != FORMAT || header.version != VERSION {
+            bail!(
+                "{}: format {:?} version {}, expected {FORMAT:?} version {VERSION}",
+                path.display(),
+                header.format,
+                header.version
+            );
+        }
+        Ok(Self { lines, header, line_no: 1, path: path.display().to_string() })
+    }
+}
+
+impl Iterator for TraceReader {
+    type Item = Result<Item>;
+    fn next(&mut self) -> Option<Result<Item>> {
+        let line = match self.lines.next()? {
+            Ok(l) => l,
+            Err(e) => return Some(Err(e.into())),
+        };
+        self.line_no += 1;
+        let parsed: Result<Line> =
+            serde_json::from_str(&line).with_context(|| format!("{}: line {} is malformed", self.path, self.line_no));
+        Some(parsed.and_then(|l| {
+            Ok(match l {
+                Line::Launch(l) => Item::Launch(l),
+                Line::Iter(i) => Item::Iter(i),
+                Line::Occ(o) => Item::Occ(o),
+                Line::End(e) => Item::End(e),
+                Line::Rec([x, y, cycle, seq, kind, arg0, arg1]) => {
+                    let (Ok(x), Ok(y)) = (u8::try_from(x), u8::try_from(y)) else {
+                        bail!("{}: line {}: core ({x},{y}) is off the grid", self.path, self.line_no);
+                    };
+                    let core = Coord::new(x, y);
+                    let r = TraceRecord {
+                        cycle,
+                        seq: seq as u32,
+                        core: core.packed() as u16,
+                        kind: kind as u16,
+                        arg0: arg0 as u32,
+                        arg1: arg1 as u32,
+                    };
+                    Item::Rec(core, r)
+                }
+            })
+        }))
+    }
+}

@@ -1,0 +1,117 @@
+//! `cqlab decode --kind completion|trace` on dumps of a real run, from files
+//! and from a live simulator daemon.
+
+use cqlab_abi::memory_map::TRACE_RING;
+use cqlab_abi::noc::{self, NocAddr};
+use cqlab_abi::sysmem::CqSysmemLayout;
+use cqlab_driver::{CoreRange, Device, DeviceConfig};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn firmware_dir() -> PathBuf {
+    std::env::var_os("CQLAB_FIRMWARE_DIR").map(Into::into).unwrap_or_else(|| {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+        target.join("riscv32im-unknown-none-elf/firmware")
+    })
+}
+
+fn cqlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cqlab")).env("CQLAB_FIRMWARE_DIR", firmware_dir()).args(args).output().unwrap()
+}
+
+fn dump(name: &str, bytes: &[u8]) -> String {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// A run with a launch, two events and a read-back; returns CQ0's
+/// completion ring and its dispatcher's trace ring.
+fn real_dumps() -> (Vec<u8>, Vec<u8>) {
+    let cfg = DeviceConfig { firmware_dir: firmware_dir(), ..Default::default() };
+    let mut dev = Device::open("embedded:seed=3", cfg.clone()).unwrap();
+    dev.boot().unwrap();
+    let buf = dev.alloc_l1(0, 0, 64).unwrap();
+    let mut cq = dev.cq(0).unwrap();
+    cq.launch(CoreRange::single(0, 0), &[]).unwrap();
+    cq.finish().unwrap();
+    cq.write_buffer(&buf, 0, &[0xAB; 64]).unwrap();
+    assert_eq!(cq.read_buffer(&buf, 0, 64).unwrap(), vec![0xAB; 64]);
+    cq.finish().unwrap();
+    let l = CqSysmemLayout::for_cq(0, cfg.issue_size, cfg.completion_size);
+    let completion = dev.backend().sysmem()[l.completion_base() as usize..l.end() as usize].to_vec();
+    let mut ring = vec![0u8; TRACE_RING.size as usize];
+    dev.backend().read(NocAddr::unicast(noc::dispatcher(0), TRACE_RING.base as u64), &mut ring).unwrap();
+    (completion, ring)
+}
+
+#[test]
+fn completion_and_trace_ring_dumps_decode() {
+    let (completion, ring) = real_dumps();
+    let out = cqlab(&["decode", "--kind", "completion", &dump("cq.bin", &completion), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let recs = v["records"].as_array().unwrap();
+    let kinds: Vec<&str> = recs.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["event", "data", "event"], "{v}");
+    assert_eq!(recs[0]["event"]["id"], 1);
+    assert_eq!(recs[1]["length"], 64);
+    let seqs: Vec<u64> = recs.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, [0, 1, 2]);
+
+    let out = cqlab(&["decode", "--kind", "trace", &dump("ring.bin", &ring)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("CQ0 dispatcher") && text.contains("GO") && text.contains("WRITE_HOST"), "{text}");
+    assert!(text.contains("boot"), "{text}");
+
+    // A corrupt record kind is reported with its offset, exit 2.
+    let mut bad = completion.clone();
+    bad[64] = 9;
+    let out = cqlab(&["decode", "--kind", "completion", &dump("bad.bin", &bad)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("offset 0x40"), "{}", String::from_utf8_lossy(&out.stderr));
+    // A trace ring from another ABI (wrong capacity) is refused, exit 2.
+    let mut bad = ring.clone();
+    bad[4] ^= 1;
+    assert_eq!(cqlab(&["decode", "--kind", "trace", &dump("badring.bin", &bad)]).status.code(), Some(2));
+}
+
+#[test]
+fn live_daemon_dumps_decode() {
+    let dir = std::env::temp_dir().join(format!("cqlab-decode-live-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_cqlab"))
+        .args(["sim", "serve", "--dev", dir.to_str().unwrap()])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !dir.join("sock").exists() {
+        assert!(start.elapsed() < Duration::from_secs(10), "timeout waiting for the daemon socket");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let spec = format!("sim:{}", dir.display());
+    let result = std::panic::catch_unwind(|| {
+        let out = cqlab(&["run", "dispatch_latency", "--device", &spec, "--cqs", "2", "--iters", "2", "--warmup", "0"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = cqlab(&["decode", "--device", &spec, "--kind", "completion", "--cq", "1", "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(v["records"].as_array().unwrap().iter().all(|r| r["kind"] == "event" && r["cq"] == 1), "{v}");
+        let out = cqlab(&["decode", "--device", &spec, "--kind", "trace", "--core", "18,2"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("CQ1 dispatcher"));
+    });
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
