@@ -250,9 +250,18 @@ impl DaemonBackend {
         let wait = match opt {
             None => LockWait::No,
             Some("wait") => LockWait::Upto(DEFAULT_LOCK_WAIT),
-            Some(o) => match o.strip_prefix("wait=").and_then(|s| s.parse::<f64>().ok()) {
-                Some(secs) if secs >= 0.0 && secs.is_finite() => LockWait::Upto(Duration::from_secs_f64(secs)),
-                _ => return Err(DriverError::Invalid(format!("unknown sim: option {o:?} (known: wait, wait=SECS)"))),
+            Some(o) => match o.strip_prefix("wait=").map(|s| s.parse::<f64>().map(Duration::try_from_secs_f64)) {
+                Some(Ok(Ok(d))) => LockWait::Upto(d),
+                // Found by the device_spec fuzz target: wait=4.4e22 overflowed
+                // Duration::from_secs_f64 and panicked.
+                Some(_) => {
+                    return Err(DriverError::Invalid(format!(
+                        "sim: option {o:?}: wait=SECS takes a non-negative number of seconds that fits a duration"
+                    )))
+                }
+                None => {
+                    return Err(DriverError::Invalid(format!("unknown sim: option {o:?} (known: wait, wait=SECS)")))
+                }
             },
         };
         Ok((PathBuf::from(path), wait))
@@ -540,6 +549,9 @@ mod tests {
         assert_eq!(DaemonBackend::parse_spec("/tmp/x?wait").unwrap().1, LockWait::Upto(DEFAULT_LOCK_WAIT));
         assert_eq!(DaemonBackend::parse_spec("d?wait=2.5").unwrap().1, LockWait::Upto(Duration::from_millis(2500)));
         assert!(DaemonBackend::parse_spec("d?later").is_err());
+        for bad in ["d?wait=4.4e22", "d?wait=-1", "d?wait=nan", "d?wait=inf", "d?wait="] {
+            assert!(DaemonBackend::parse_spec(bad).is_err(), "{bad}");
+        }
         assert!(DaemonBackend::parse_spec("").is_err());
         let err = DaemonBackend::attach("/nonexistent/cqlab-dev").err().unwrap().to_string();
         assert!(
