@@ -67,12 +67,12 @@ enum Job {
         pid: u32,
         req: Request,
         reply: Sender<Reply>,
-        stream: UnixStream,
+        /// A handle on the connection, with HELLO only (the owner's, to
+        /// notice its death).
+        stream: Option<UnixStream>,
     },
     /// The connection closed (or failed); its ownership, if any, ends.
-    Closed {
-        conn: u64,
-    },
+    Closed { conn: u64 },
 }
 
 /// The connection that owns the device.
@@ -284,7 +284,13 @@ fn serve_connection(conn: u64, pid: u32, stream: UnixStream, jobs: &Sender<Job>)
             Ok(Some(frame)) => match Request::decode(&frame) {
                 Ok(req) => {
                     let (reply_tx, reply_rx) = channel();
-                    let Ok(handle) = stream.try_clone() else { return };
+                    let handle = match req {
+                        Request::Hello { .. } => match stream.try_clone() {
+                            Ok(h) => Some(h),
+                            Err(_) => return,
+                        },
+                        _ => None,
+                    };
                     if jobs.send(Job::Request { conn, pid, req, reply: reply_tx, stream: handle }).is_err() {
                         return;
                     }
@@ -367,9 +373,10 @@ fn device_loop(
                 "protocol version {version} requested, this daemon speaks {}: refused, device untouched",
                 proto::VERSION
             )),
-            Request::Hello { .. } => match held_by_other {
-                Some(holder) => refuse(format!("device held by pid {holder}: refused, device untouched")),
-                None => {
+            Request::Hello { .. } => match (held_by_other, stream) {
+                (Some(holder), _) => refuse(format!("device held by pid {holder}: refused, device untouched")),
+                (None, None) => refuse("HELLO arrived without its connection handle: refused".into()),
+                (None, Some(stream)) => {
                     info.recovered_from = std::mem::take(&mut vanished);
                     let (drained, cycles) = quiesce(&mut chip);
                     let left = chip.in_flight();
