@@ -131,8 +131,17 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         self.p.semaphore(sem::RING_UNITS_FILLED)
     }
 
+    /// Every write and atomic landed: for ordering with a later signal to
+    /// another destination (GO to workers, WAIT with BARRIER).
     fn barrier(&mut self) {
         crate::report::wait_writes(self.p);
+    }
+
+    /// Every write has left L1: before its source (ring pages, SCRATCH) is
+    /// reused. Writes to host memory need nothing more to stay in order
+    /// (one route: `cqlab_sim::noc`, rules 1 and 4).
+    fn wait_sent(&mut self) {
+        crate::report::wait_writes_sent(self.p);
     }
 
     /// Waits until `n` bytes (at most the ring size) are in the ring.
@@ -146,7 +155,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     }
 
     /// Returns finished pages to the prefetcher, once every write that read
-    /// from them has been acknowledged.
+    /// from them has left them (sent; landing is not needed to reuse them).
     fn release_pages(&mut self) {
         // Known bug 2 returns the page being read too, without waiting for
         // the writes sourced from it: the prefetcher may overwrite live data.
@@ -158,7 +167,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             return;
         }
         #[cfg(not(feature = "bug-release-before-ack"))]
-        self.barrier();
+        self.wait_sent();
         let freed =
             NocAddr::unicast(self.prefetcher, (mmio::MMIO_BASE + mmio::semaphore(sem::RING_PAGES_FREED)) as u64);
         self.p.noc_atomic_inc(freed, pages);
@@ -258,7 +267,8 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             tag,
             seq: self.completion_seq,
         };
-        self.barrier();
+        // SCRATCH is reused; earlier records need not have landed.
+        self.wait_sent();
         self.p.write_words(SCRATCH, header.as_bytes());
         let base = self.sysmem.completion_base();
         let at = wr.offset_bytes();
@@ -289,7 +299,9 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         }
         self.completion_seq = self.completion_seq.wrapping_add(1);
         self.completion_wr = advance_completion(wr, record, size);
-        self.barrier();
+        // The record lands before the pointer (same route to host memory);
+        // only SCRATCH, the header's source, must be free.
+        self.wait_sent();
         self.p.write_u32(SCRATCH, self.completion_wr.0);
         let ptr = NocAddr::unicast(PCIE, self.sysmem.header() + COMPLETION_WR_PTR as u64);
         self.p.noc_write(SCRATCH, ptr, 4);

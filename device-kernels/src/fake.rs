@@ -139,6 +139,9 @@ impl Platform for FakeCore {
     fn writes_done(&self) -> bool {
         true
     }
+    fn writes_sent(&self) -> bool {
+        true
+    }
     fn halt(&mut self) -> ! {
         std::panic::panic_any(Halted)
     }

@@ -120,6 +120,9 @@ impl Platform for Device {
         read_reg(mmio::NOC_WRITES_ISSUED) == read_reg(mmio::NOC_WRITES_ACKED)
             && read_reg(mmio::NOC_ATOMICS_ISSUED) == read_reg(mmio::NOC_ATOMICS_ACKED)
     }
+    fn writes_sent(&self) -> bool {
+        read_reg(mmio::NOC_WRITES_ISSUED) == read_reg(mmio::NOC_WRITES_SENT)
+    }
     fn halt(&mut self) -> ! {
         halt()
     }

@@ -20,8 +20,11 @@ pub trait Platform: Memory {
     fn noc_atomic_inc(&mut self, dst: NocAddr, value: u32);
     /// All issued reads have landed in L1.
     fn reads_done(&self) -> bool;
-    /// All issued writes and atomics have been acknowledged.
+    /// All issued writes and atomics have been acknowledged (landed).
     fn writes_done(&self) -> bool;
+    /// All issued writes have left L1: their sources may be reused (tt-metal:
+    /// `noc_async_writes_flushed`). They may still be in flight.
+    fn writes_sent(&self) -> bool;
     /// Stops the core for good.
     fn halt(&mut self) -> !;
 }

@@ -96,8 +96,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// Reads `len` bytes at the issue-queue read pointer into the chunk area,
     /// in two reads when the chunk wraps the issue queue.
     fn fetch_chunk(&mut self, len: u32) {
-        // The previous chunk's relays may still be reading the chunk area.
-        self.wait_writes();
+        // The previous chunk's relays may still be reading the chunk area:
+        // they must have left it (sent), not landed.
+        self.wait_writes_sent();
         let offset = self.issue_rd.offset_bytes();
         let (first, second) = split_at_wrap(offset, len, self.cfg.issue_size);
         let base = self.sysmem.issue_base();
@@ -117,13 +118,15 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         crate::report::wait_reads(self.p);
     }
 
-    fn wait_writes(&mut self) {
-        crate::report::wait_writes(self.p);
+    /// Before reusing a write's source (tt-metal: writes flushed).
+    fn wait_writes_sent(&mut self) {
+        crate::report::wait_writes_sent(self.p);
     }
 
     /// Tells the host how far it may reuse the issue queue and fetch queue.
     fn publish_pointers(&mut self) {
-        self.wait_writes();
+        // SCRATCH is reused: the previous pointer writes must have left it.
+        self.wait_writes_sent();
         self.p.write_u32(SCRATCH, self.issue_rd.0);
         self.p.write_u32(SCRATCH + 4, self.fetched);
         let header = self.sysmem.header();
@@ -177,6 +180,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     if total > TRACE_AREA.size as u64 {
                         fail(self.p, DeviceError::TooLarge, addr, cmd.pages, off, len);
                     }
+                    // The previous replay's inline relays may still be
+                    // sending from the trace area.
+                    self.wait_writes_sent();
                     for page in 0..cmd.pages {
                         let src = self.dram_page(cmd.base_addr, page, cmd.page_size);
                         self.p.noc_read(src, TRACE_AREA.base + page * cmd.page_size, cmd.page_size);
@@ -254,8 +260,10 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         let mut done = 0;
         while done < padded {
             let n = (padded - done).min(RELAY_SCRATCH.size);
-            // The previous relay's writes must have left the scratch area.
-            self.wait_writes();
+            // The previous piece's writes must have left the scratch area.
+            // Known bug 6 reads the next piece over them.
+            #[cfg(not(feature = "bug-relay-reuse-before-sent"))]
+            self.wait_writes_sent();
             self.p.noc_read(src.offset(done as u64), RELAY_SCRATCH.base, n);
             self.wait_reads();
             self.relay_local(RELAY_SCRATCH.base, n, false);
@@ -263,12 +271,16 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         }
     }
 
-    /// Signals every written unit to the dispatcher, after the data landed.
+    /// Signals every written unit to the dispatcher. The data and the
+    /// increment take one route (this core -> the dispatcher, unicast), and
+    /// an atomic stays behind the writes that had left when it issued
+    /// (`cqlab_sim::noc`, rules 1 and 2): waiting for *sent* is enough, as
+    /// tt-metal's prefetcher flushes before its semaphore increment.
     fn flush(&mut self) {
         if self.unflushed_units == 0 {
             return;
         }
-        self.wait_writes();
+        self.wait_writes_sent();
         let filled =
             NocAddr::unicast(self.dispatcher, (mmio::MMIO_BASE + mmio::semaphore(sem::RING_UNITS_FILLED)) as u64);
         self.p.noc_atomic_inc(filled, self.unflushed_units);

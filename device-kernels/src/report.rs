@@ -70,7 +70,14 @@ pub fn wait_reads(p: &mut impl Platform) {
     wait_until(p, waypoint::NRW, |p| p.reads_done());
 }
 
-/// Waits for this core's NOC writes and atomics to be acknowledged.
+/// Waits for this core's NOC writes and atomics to be acknowledged (landed):
+/// for ordering with a later signal to another destination.
 pub fn wait_writes(p: &mut impl Platform) {
     wait_until(p, waypoint::NWW, |p| p.writes_done());
+}
+
+/// Waits for this core's NOC writes to leave L1: before reusing a source.
+/// Cheaper than [`wait_writes`]: no round trip.
+pub fn wait_writes_sent(p: &mut impl Platform) {
+    wait_until(p, waypoint::NWSW, |p| p.writes_sent());
 }

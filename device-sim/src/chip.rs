@@ -10,7 +10,10 @@
 //! `quantum_cycles` (plus seeded jitter); each core runs to the slice end in a
 //! seeded rotation order, then NOC events due by then are delivered in
 //! (time, issue order). Host reads and writes take effect immediately and
-//! cost no simulated time.
+//! cost no simulated time. A core that has writes leaving its L1 runs in
+//! segments that end where one of its packets has left, so its last flit
+//! reads the source exactly then (see `noc` for the model and the ordering
+//! rules).
 
 use crate::config::{ConfigError, Schedule, SimConfig};
 use crate::core_mmio::{reg_offset, semaphore_index, CoreBus, CoreMmio, NocIssue, TargetCheck};
@@ -20,13 +23,15 @@ use crate::elf::{ElfError, ElfImage, Window};
 use crate::fastforward::{probe, FfState, Probe};
 use crate::hart::{Hart, Stop};
 use crate::memory::{Memory, Ram, Sysmem};
-use crate::noc::{endpoint_cost, farthest, trip, Event, EventKind};
+use crate::noc::{
+    endpoint_cost, farthest, flits_by, last_flit, trip, Departing, Event, EventKind, Landing, Route, Routes,
+};
 use crate::pct::{Pct, Slice};
-use crate::rng::Rng;
+use crate::rng::Streams;
 use cqlab_abi::memory_map::ENTRY_POINT;
 use cqlab_abi::mmio::{self, NocCmd, MMIO_BASE, MMIO_SIZE};
 use cqlab_abi::noc::{self, endpoint, Coord, Endpoint, NocAddr, MAX_COORD};
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 use thiserror::Error;
 
 /// A host access or boot step the chip cannot perform.
@@ -144,8 +149,21 @@ pub struct Chip {
     now: u64,
     events: BinaryHeap<Event>,
     seq: u64,
-    rng: Rng,
+    /// One random stream per concern (scheduler, jitter, stalls, doorbells).
+    rng: Streams,
     issued: Vec<NocIssue>,
+    /// Ordering rules as arrival clamps (off with `faults.reorder`).
+    routes: Routes,
+    /// Writes still reading their source, in issue order.
+    departing: Vec<Departing>,
+    /// Reads whose data is landing.
+    landing: Vec<Landing>,
+    /// Write payloads by id, filled as their flits leave, taken on arrival.
+    payloads: BTreeMap<u64, Vec<u8>>,
+    /// Per core: first cycle its NOC interface is free to send a packet.
+    niu_free: Vec<u64>,
+    /// Ids of writes and reads.
+    transfers: u64,
     /// PCT state when `cfg.schedule` is `Pct`.
     pct: Option<Pct>,
     /// Posted host writes not yet landed (late doorbell).
@@ -228,14 +246,20 @@ impl Chip {
             dram: Dram::new(cfg.dram_banks, cfg.dram_bank_size),
             sysmem_size: cfg.sysmem_size,
         };
-        let mut rng = Rng::new(cfg.seed);
+        let mut rng = Streams::new(cfg.seed);
         let pct = match cfg.schedule {
             Schedule::Slices => None,
-            Schedule::Pct { depth, steps } => Some(Pct::new(depth, steps, cores.len(), &mut rng)),
+            Schedule::Pct { depth, steps } => Some(Pct::new(depth, steps, cores.len(), &mut rng.scheduler)),
         };
         Ok(Chip {
             sysmem,
             rng,
+            routes: Routes::default(),
+            departing: Vec::new(),
+            landing: Vec::new(),
+            payloads: BTreeMap::new(),
+            niu_free: vec![0; cores.len()],
+            transfers: 0,
             pct,
             posted: 0,
             last_posted_at: 0,
@@ -326,7 +350,7 @@ impl Chip {
         }
         let delay = self.cfg.faults.host_write_delay_cycles;
         if delay > 0 && !matches!(endpoint(addr.coord()), Endpoint::Pcie) {
-            let at = (self.now + self.rng.upto(delay)).max(self.last_posted_at);
+            let at = (self.now + self.rng.doorbells.upto(delay)).max(self.last_posted_at);
             self.last_posted_at = at;
             self.posted += 1;
             self.push(at, EventKind::HostWrite { target: addr, data: data.to_vec() });
@@ -502,10 +526,10 @@ impl Chip {
     pub fn advance(&mut self, cycles: u64) -> u64 {
         let end = self.now.saturating_add(cycles);
         while self.now < end {
-            let q = self.cfg.quantum_cycles + self.rng.upto(self.cfg.quantum_jitter);
+            let q = self.cfg.quantum_cycles + self.rng.scheduler.upto(self.cfg.quantum_jitter);
             let slice_end = (self.now + q).min(end);
             let n = self.cores.len();
-            let first = self.rng.upto(n as u64 - 1) as usize;
+            let first = self.rng.scheduler.upto(n as u64 - 1) as usize;
             if self.pct.is_some() {
                 self.pct_slice(first, slice_end);
             } else {
@@ -619,7 +643,7 @@ impl Chip {
             return;
         }
         let p = self.cfg.faults.core_stall_prob;
-        if p > 0.0 && self.rng.chance(p) {
+        if p > 0.0 && self.rng.stalls.chance(p) {
             // The stall delays the core from where it really is: a parked
             // core is first brought to the slice start (its parked state may
             // lie whole periods behind).
@@ -646,53 +670,153 @@ impl Chip {
     /// Runs core `i` normally until `limit` and schedules what it issued.
     /// With `may_park`, looks for an idle loop (see `fastforward`) when it
     /// starts and after each NOC command the core issues, and parks it there.
+    /// While the core has writes leaving its L1 it runs in segments ending
+    /// where each packet has left (so the packet reads its source exactly
+    /// then), and it is not parked.
     fn run_hart(&mut self, i: usize, limit: u64, may_park: bool) {
-        let Chip { cores, grid, issued, .. } = self;
-        let core = &mut cores[i];
-        if core.mmio.in_reset {
+        if self.cores[i].mmio.in_reset {
             return;
         }
-        let mut try_probe = may_park && core.ff.start_probe_due();
+        let mut try_probe = may_park && self.cores[i].ff.start_probe_due();
         loop {
+            // Its own reads land, then its leaving packets read their source,
+            // as of where the core is now.
+            let now_i = self.cores[i].hart.cycle();
+            if !self.landing.is_empty() {
+                self.land_reads(now_i, Some(i));
+            }
+            let leaving = self.read_sources(now_i, Some(i));
+            let seg = leaving.map_or(limit, |left| left.min(limit));
+            let Chip { cores, grid, issued, .. } = self;
+            let core = &mut cores[i];
             let mut bus = CoreBus { mmio: &mut core.mmio, issued, targets: &*grid };
-            if try_probe {
-                match probe(&mut core.hart, &mut bus, limit) {
-                    Probe::Idle(l) => {
-                        core.ff.parked(l);
+            let mut done = false;
+            loop {
+                if try_probe && leaving.is_none() {
+                    match probe(&mut core.hart, &mut bus, seg) {
+                        Probe::Idle(l) => {
+                            core.ff.parked(l);
+                            done = true;
+                            break;
+                        }
+                        // It just issued a NOC command: the moment it may
+                        // start waiting, so look again at once if still due.
+                        Probe::Yielded => {
+                            core.ff.probe_failed();
+                            try_probe = core.ff.probe_due();
+                            break;
+                        }
+                        Probe::NotIdle => {
+                            core.ff.probe_failed();
+                            try_probe = false;
+                        }
+                    }
+                }
+                match core.hart.run(&mut bus, seg) {
+                    Stop::CycleLimit => {
+                        done = core.hart.cycle() >= limit;
+                        // A packet has left: the core may wait next.
+                        try_probe |= !done && may_park && core.ff.probe_due();
                         break;
                     }
-                    // It just issued a NOC command: the moment it may
-                    // start waiting, so look again at once if still due.
-                    Probe::Yielded => {
-                        core.ff.probe_failed();
-                        try_probe = core.ff.probe_due();
-                        continue;
+                    Stop::Halted(_) => {
+                        let behind = limit.saturating_sub(core.hart.cycle());
+                        core.hart.skip_cycles(behind);
+                        done = true;
+                        break;
                     }
-                    Probe::NotIdle => {
-                        core.ff.probe_failed();
-                        try_probe = false;
+                    Stop::Yield => {
+                        try_probe = may_park && core.ff.probe_due();
+                        break;
                     }
+                    Stop::Watch { .. } => {}
                 }
             }
-            match core.hart.run(&mut bus, limit) {
-                Stop::CycleLimit => break,
-                Stop::Halted(_) => {
-                    let behind = limit.saturating_sub(core.hart.cycle());
-                    core.hart.skip_cycles(behind);
-                    break;
+            let from = core.coord;
+            if !self.issued.is_empty() {
+                let mut issued = std::mem::take(&mut self.issued);
+                for issue in issued.drain(..) {
+                    self.schedule(i, from, issue);
                 }
-                Stop::Yield => try_probe = may_park && core.ff.probe_due(),
-                Stop::Watch { .. } => {}
+                self.issued = issued;
+            }
+            if done {
+                return;
             }
         }
-        let from = core.coord;
-        if !self.issued.is_empty() {
-            let mut issued = std::mem::take(&mut self.issued);
-            for issue in issued.drain(..) {
-                self.schedule(i, from, issue);
-            }
-            self.issued = issued;
+    }
+
+    /// Reads the flits of leaving writes (of core `only`, or all) that have
+    /// left by cycle `t` from their source L1, and counts the writes whose
+    /// last flit has left as sent. Returns the earliest cycle after `t` at
+    /// which a packet of `only` finishes leaving, if one is still leaving.
+    fn read_sources(&mut self, t: u64, only: Option<usize>) -> Option<u64> {
+        if self.departing.is_empty() {
+            return None;
         }
+        let bpc = self.cfg.noc.bytes_per_cycle;
+        let Chip { departing, payloads, cores, .. } = self;
+        let mut next: Option<u64> = None;
+        departing.retain_mut(|d| {
+            if only.is_some_and(|c| c != d.src) {
+                return true;
+            }
+            let by = flits_by(d.start, d.len, bpc, t);
+            if by > d.read {
+                let buf = payloads.get_mut(&d.id).expect("a leaving write has a payload");
+                cores[d.src]
+                    .hart
+                    .mem
+                    .l1
+                    .read(d.local + d.read, &mut buf[d.read as usize..by as usize])
+                    .expect("validated at issue");
+                d.read = by;
+            }
+            if d.read == d.len {
+                // No wake needed: a parked core never has writes leaving (see
+                // `run_hart`), so it cannot be polling this counter.
+                debug_assert!(cores[d.src].ff.idle.is_none(), "a parked core has a write leaving");
+                let c = &mut cores[d.src].mmio.counters;
+                c.writes_sent = c.writes_sent.wrapping_add(1);
+                return false;
+            }
+            let left = last_flit(d.start, d.len, bpc);
+            next = Some(next.map_or(left, |n| n.min(left)));
+            true
+        });
+        next
+    }
+
+    /// Lands the flits of arriving reads (issued by core `only`, or all)
+    /// that have arrived by cycle `t`.
+    fn land_reads(&mut self, t: u64, only: Option<usize>) {
+        let bpc = self.cfg.noc.bytes_per_cycle;
+        for k in 0..self.landing.len() {
+            let l = &self.landing[k];
+            let by = flits_by(l.start, l.len, bpc, t);
+            if only.is_some_and(|c| c != l.src) {
+                continue;
+            }
+            if by <= l.done {
+                continue;
+            }
+            let (src, target, local, from) = (l.src, l.target, l.local, l.done);
+            let n = (by - from) as usize;
+            self.wake_if_read(src, ((local + from) as u64, n as u64));
+            let mut buf = vec![0; n];
+            self.noc_read(target.offset(from as u64), &mut buf);
+            self.cores[src].hart.mem.l1.write(local + from, &buf).expect("validated at issue");
+            self.landing[k].done = by;
+        }
+    }
+
+    /// Moves landing reads and leaving writes on to cycle `t` (landing
+    /// first: a flit leaving in the same step sees what landed).
+    fn advance_transfers(&mut self, t: u64) {
+        if !self.landing.is_empty() {
+            self.land_reads(t, None);
+        }
+        self.read_sources(t, None);
     }
 
     fn push(&mut self, time: u64, kind: EventKind) {
@@ -701,32 +825,61 @@ impl Chip {
     }
 
     fn jitter(&mut self) -> u64 {
-        self.rng.upto(self.cfg.faults.noc_jitter_cycles)
+        self.rng.jitter.upto(self.cfg.faults.noc_jitter_cycles)
     }
 
     fn schedule(&mut self, src: usize, from: Coord, issue: NocIssue) {
-        let cfg = &self.cfg;
         let to = farthest(from, issue.target);
         let target = issue.target;
+        let ordered = !self.cfg.faults.reorder;
+        let (iface, bpc) = (self.cfg.noc.interface_cycles, self.cfg.noc.bytes_per_cycle);
+        self.transfers += 1;
+        let id = self.transfers;
         match issue.cmd {
             NocCmd::Read => {
-                let t =
-                    trip(cfg, from, to, 0) + endpoint_cost(cfg, to, issue.len, true) + trip(cfg, to, from, issue.len);
-                let time = issue.time + t + self.jitter();
-                self.push(time, EventKind::ReadComplete { src, target, local: issue.local, len: issue.len });
-            }
-            NocCmd::Write | NocCmd::AtomicInc => {
-                let bytes = if issue.cmd == NocCmd::Write { issue.len } else { 4 };
-                let arrive =
-                    issue.time + trip(cfg, from, to, bytes) + endpoint_cost(cfg, to, bytes, false) + self.jitter();
-                let ack = arrive + trip(&self.cfg, to, from, 0);
-                if issue.cmd == NocCmd::Write {
-                    self.push(arrive, EventKind::WriteArrive { target, data: issue.data });
-                    self.push(ack, EventKind::WriteAck { src });
-                } else {
-                    self.push(arrive, EventKind::AtomicArrive { target, value: issue.value });
-                    self.push(ack, EventKind::AtomicAck { src });
+                let mut served = issue.time + trip(&self.cfg, from, to, 0) + self.jitter();
+                if ordered && endpoint(to) == Endpoint::Pcie {
+                    // PCIe: a read does not pass this core's earlier posted writes.
+                    served = served.max(self.routes.posted_landed(Route::of(src, target)));
                 }
+                let done =
+                    served + endpoint_cost(&self.cfg, to, issue.len, true) + trip(&self.cfg, to, from, issue.len);
+                let in_memory = matches!(endpoint(to), Endpoint::Pcie | Endpoint::Dram { .. })
+                    || target.local() < self.cfg.l1_size as u64;
+                if in_memory {
+                    let start = done + 1 - (issue.len as u64).div_ceil(bpc).max(1);
+                    let (local, len) = (issue.local, issue.len);
+                    self.landing.push(Landing { id, src, target, local, len, start, done: 0 });
+                }
+                self.push(done, EventKind::ReadComplete { id, src, target, local: issue.local, len: issue.len });
+            }
+            NocCmd::Write => {
+                // One packet at a time through the core's NOC interface.
+                let start = (issue.time + iface).max(self.niu_free[src]);
+                let left = last_flit(start, issue.len, bpc);
+                self.niu_free[src] = left + 1;
+                let hops = from.hops(to) as u64 * self.cfg.noc.hop_cycles;
+                let mut arrive =
+                    left + 1 + iface + hops + endpoint_cost(&self.cfg, to, issue.len, false) + self.jitter();
+                if ordered {
+                    arrive = self.routes.write(Route::of(src, target), issue.time, left, arrive);
+                }
+                let ack = arrive + trip(&self.cfg, to, from, 0);
+                self.payloads.insert(id, vec![0; issue.len as usize]);
+                let (local, len) = (issue.local, issue.len);
+                self.departing.push(Departing { id, src, local, len, start, read: 0 });
+                self.push(arrive, EventKind::WriteArrive { target, id, len });
+                self.push(ack, EventKind::WriteAck { src });
+            }
+            NocCmd::AtomicInc => {
+                let mut arrive =
+                    issue.time + trip(&self.cfg, from, to, 4) + endpoint_cost(&self.cfg, to, 4, false) + self.jitter();
+                if ordered {
+                    arrive = self.routes.atomic(Route::of(src, target), issue.time, arrive);
+                }
+                let ack = arrive + trip(&self.cfg, to, from, 0);
+                self.push(arrive, EventKind::AtomicArrive { target, value: issue.value });
+                self.push(ack, EventKind::AtomicAck { src });
             }
         }
     }
@@ -734,8 +887,11 @@ impl Chip {
     fn deliver_until(&mut self, t: u64) {
         while self.events.peek().is_some_and(|e| e.time <= t) {
             let e = self.events.pop().expect("peeked");
+            // Flits leave and land in time order with the deliveries.
+            self.advance_transfers(e.time);
             self.deliver(e);
         }
+        self.advance_transfers(t);
     }
 
     fn deliver(&mut self, e: Event) {
@@ -747,9 +903,11 @@ impl Chip {
                 self.posted -= 1;
                 self.apply_write(target, &data).expect("validated when posted");
             }
-            EventKind::WriteArrive { target, data } => {
+            EventKind::WriteArrive { target, id, len } => {
+                debug_assert!(self.departing.iter().all(|d| d.id != id), "a write lands only after it has left");
+                let data = self.payloads.remove(&id).expect("a write in flight has a payload");
                 if is_dram(target) {
-                    self.dram_traffic.write_bytes += data.len() as u64;
+                    self.dram_traffic.write_bytes += len as u64;
                 }
                 self.noc_write(target, &data)
             }
@@ -762,13 +920,19 @@ impl Chip {
                 let c = &mut self.cores[src].mmio.counters;
                 c.atomics_acked = c.atomics_acked.wrapping_add(1);
             }
-            EventKind::ReadComplete { src, target, local, len } => {
+            EventKind::ReadComplete { id, src, target, local, len } => {
                 if is_dram(target) {
                     self.dram_traffic.read_bytes += len as u64;
                 }
-                let mut buf = vec![0; len as usize];
-                self.noc_read(target, &mut buf);
-                self.cores[src].hart.mem.l1.write(local, &buf).expect("validated at issue");
+                if let Some(k) = self.landing.iter().position(|l| l.id == id) {
+                    // Landed flit by flit (all of it by now).
+                    debug_assert_eq!(self.landing[k].done, len);
+                    self.landing.remove(k);
+                } else {
+                    let mut buf = vec![0; len as usize];
+                    self.noc_read(target, &mut buf);
+                    self.cores[src].hart.mem.l1.write(local, &buf).expect("validated at issue");
+                }
                 let c = &mut self.cores[src].mmio.counters;
                 c.reads_acked = c.reads_acked.wrapping_add(1);
             }
@@ -787,7 +951,7 @@ impl Chip {
                 self.wake_if_read(*src, counter(mmio::NOC_READS_ACKED));
                 self.wake_if_read(*src, (*local as u64, *len as u64));
             }
-            EventKind::WriteArrive { target, data } => self.wake_targets(*target, data.len() as u64, false),
+            EventKind::WriteArrive { target, len, .. } => self.wake_targets(*target, *len as u64, false),
             EventKind::AtomicArrive { target, .. } => self.wake_targets(*target, 4, false),
             EventKind::HostWrite { target, data } => self.wake_targets(*target, data.len() as u64, true),
         }
@@ -886,6 +1050,11 @@ impl Chip {
         for e in pending {
             h.str(&format!("{e:?}"));
         }
+        h.str(&format!("{:?}{:?}{:?}", self.departing, self.landing, self.niu_free));
+        for (id, bytes) in &self.payloads {
+            h.u64(*id);
+            h.bytes(bytes);
+        }
         h.0
     }
 }
@@ -921,3 +1090,7 @@ impl Digest {
 #[cfg(test)]
 #[path = "chip_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "chip_noc_tests.rs"]
+mod noc_tests;

@@ -95,7 +95,7 @@ fn dispatcher_program(n: i32) -> Vec<u32> {
     p
 }
 
-fn gather(cfg: SimConfig) -> (Chip, u64) {
+pub(super) fn gather(cfg: SimConfig) -> (Chip, u64) {
     let mut chip = Chip::new(cfg).unwrap();
     let d = dispatcher(0);
     let workers: Vec<Coord> = chip.cores().filter(|c| noc::worker_index(*c).is_some()).collect();
@@ -463,6 +463,7 @@ fn every_knob_at_once_replays_bit_identically_with_and_without_fast_forward() {
             noc_jitter_cycles: 30,
             slow_cores: vec![SlowCore { core: worker(0, 1), factor: 1.5 }],
             host_write_delay_cycles: 300,
+            reorder: seed % 2 == 1,
         };
         c
     };

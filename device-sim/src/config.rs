@@ -66,6 +66,13 @@ pub struct Faults {
     /// [`crate::chip::Chip::host_read`] first lands every posted write, as
     /// PCIe reads do not pass posted writes.
     pub host_write_delay_cycles: u64,
+    /// What-if, beyond the hardware: drop the NOC/PCIe ordering rules
+    /// (`noc` module doc, rules 1, 2 and 4), so jitter can make a write
+    /// overtake an earlier one on the same route, an atomic overtake sent
+    /// writes, and a read of host memory pass earlier posted writes. Real
+    /// chips keep those in order; use it to see what firmware would need if
+    /// they did not. Draws no random numbers of its own.
+    pub reorder: bool,
 }
 
 /// The scheduler's policy.

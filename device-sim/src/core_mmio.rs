@@ -3,9 +3,9 @@
 //! [`Bus`] that routes the hart's non-RAM accesses to it.
 //!
 //! Registers are 32-bit: any other access size or alignment faults. A write
-//! to `NOC_CMD` validates and snapshots the command (a write's payload is
-//! read from L1 at issue time) and hands it to the chip, which delivers it
-//! after the NOC latency; completion shows in the acked counters.
+//! to `NOC_CMD` validates the command and hands it to the chip, which reads a
+//! write's payload from L1 as its flits leave (see `noc`), delivers it after
+//! the NOC latency, and counts it in the sent and acked counters.
 
 use crate::hart::{AccessFault, Bus, StoreEffect};
 use crate::memory::Memory;
@@ -18,6 +18,8 @@ pub struct NocCounters {
     pub reads_issued: u32,
     pub reads_acked: u32,
     pub writes_issued: u32,
+    /// Writes whose last flit has left L1 (source reusable).
+    pub writes_sent: u32,
     pub writes_acked: u32,
     pub atomics_issued: u32,
     pub atomics_acked: u32,
@@ -47,8 +49,6 @@ pub struct NocIssue {
     pub len: u32,
     /// `AtomicInc` increment.
     pub value: u32,
-    /// `Write` payload, read from L1 at issue.
-    pub data: Vec<u8>,
     /// Issuing hart's cycle.
     pub time: u64,
 }
@@ -95,6 +95,7 @@ impl CoreMmio {
             mmio::NOC_READS_ACKED => c.reads_acked,
             mmio::NOC_WRITES_ISSUED => c.writes_issued,
             mmio::NOC_WRITES_ACKED => c.writes_acked,
+            mmio::NOC_WRITES_SENT => c.writes_sent,
             mmio::NOC_ATOMICS_ISSUED => c.atomics_issued,
             mmio::NOC_ATOMICS_ACKED => c.atomics_acked,
             _ => return semaphore_index(off).map(|i| self.semaphores[i]),
@@ -121,7 +122,7 @@ impl CoreMmio {
             mmio::SOFT_RESET => return Err(AccessFault::Rejected("SOFT_RESET is written by the host only")),
             _ => match self.semaphore_mut(off) {
                 Some(s) => *s = v,
-                None if (mmio::NOC_READS_ISSUED..=mmio::NOC_ATOMICS_ACKED).contains(&off) => {
+                None if (mmio::NOC_READS_ISSUED..=mmio::NOC_COUNTERS_END).contains(&off) => {
                     return Err(AccessFault::Rejected("NOC counters are read-only"))
                 }
                 None => return Err(AccessFault::Unmapped),
@@ -163,11 +164,6 @@ impl<T: TargetCheck> CoreBus<'_, T> {
             return Err(AccessFault::Rejected("a NOC atomic cannot be multicast"));
         }
         self.targets.check(target, len, cmd).map_err(AccessFault::Rejected)?;
-        let mut data = Vec::new();
-        if cmd == NocCmd::Write {
-            data.resize(len as usize, 0);
-            mem.l1.read(local, &mut data).map_err(|_| AccessFault::Unmapped)?;
-        }
         let c = &mut self.mmio.counters;
         match cmd {
             NocCmd::Read => c.reads_issued = c.reads_issued.wrapping_add(1),
@@ -175,7 +171,7 @@ impl<T: TargetCheck> CoreBus<'_, T> {
             NocCmd::AtomicInc => c.atomics_issued = c.atomics_issued.wrapping_add(1),
         }
         let value = self.mmio.atomic_value;
-        self.issued.push(NocIssue { cmd, target, local, len, value, data, time: now });
+        self.issued.push(NocIssue { cmd, target, local, len, value, time: now });
         Ok(())
     }
 }

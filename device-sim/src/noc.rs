@@ -1,12 +1,94 @@
-//! NOC transactions in flight: their latency model and the time-ordered
-//! event queue the scheduler drains at the end of each slice.
+//! NOC transactions in flight: their latency model, the ordering rules they
+//! follow, and the time-ordered event queue the scheduler drains at the end
+//! of each slice.
 //!
-//! Latency (one way) = 2 x interface + hops x per-hop + ceil(bytes / link
-//! bandwidth), plus the endpoint's own cost (DRAM access, PCIe round trip)
-//! and a seeded jitter. A read pays a header-only request trip and the data
-//! trip back; a write or atomic lands after one trip and is acknowledged a
-//! header-only trip later. Events at equal times keep issue order (`seq`),
-//! so delivery order is a pure function of the seed.
+//! # Latency
+//!
+//! One way = 2 x interface + hops x per-hop + ceil(bytes / link bandwidth),
+//! plus the endpoint's own cost (DRAM access, PCIe round trip) and a seeded
+//! jitter. A read pays a header-only request trip and the data trip back; a
+//! write or atomic lands after one trip and is acknowledged a header-only
+//! trip later. Events at equal times keep issue order (`seq`), so delivery
+//! order is a pure function of the seed.
+//!
+//! # Writes read their source as they leave; reads land as they arrive
+//!
+//! A core's NOC interface (NIU) sends one packet at a time: a write's flits
+//! (`bytes_per_cycle` bytes each) leave the source L1 one per cycle,
+//! starting `interface_cycles` after issue or when the previous packet of the
+//! same core has left, whichever is later. Each flit reads the source when it
+//! leaves, so overwriting the source before the write is *sent* changes what
+//! lands. When the last flit has left, the core's `NOC_WRITES_SENT` counter
+//! counts it: the source may be reused. `NOC_WRITES_ACKED` counts it once it
+//! has landed. A multicast packet reads its source once for every
+//! destination. A read's data lands in the destination L1 flit by flit over
+//! the last `ceil(len / bytes_per_cycle)` cycles before it completes, so a
+//! destination read early sees part old, part new bytes.
+//!
+//! Granularity: per flit, at link bandwidth, applied whenever the
+//! simulator next looks: when the issuing core reaches the end of one of
+//! its packets or issues a NOC command (the core is stopped at exactly that
+//! cycle), before each NOC delivery, and at each slice end. At each such
+//! point the core's own arriving reads land first, then its leaving flits
+//! read the source. So a packet's last flit sees the source exactly as it
+//! stands when it leaves; an earlier flit of a packet still leaving may also
+//! see a store or a landed read from later in that packet's time (at most
+//! one packet time, 256 cycles for 8 KiB): the race window is a fraction of
+//! a packet too wide, never too narrow, and no store pays a check. A write
+//! from *another* core that lands in a source still leaving is seen at
+//! slice granularity, like every cross-core effect in this scheduler.
+//! Firmware that waits for *sent* before reuse is never affected. Per flit
+//! rather than per packet because an 8 KiB packet takes 256 cycles to leave,
+//! longer than a default slice: reading a whole packet at one instant would
+//! either hide a reuse of its tail while it is still leaving (read at its
+//! start) or show a reuse of its head after it has left (read at its end).
+//!
+//! # Ordering rules
+//!
+//! The one place the simulator's ordering is written down. Facts from
+//! tt-metal's "Ordering (NOC, CMD_BUF, VC)" page
+//! (docs/source/tt-metalium/tt_metal/apis/kernel_apis/data_movement/ordering.rst)
+//! and the kernel API pages for `noc_async_writes_flushed` ("waits for ...
+//! writes ... to depart, but will not wait for them to complete") and
+//! `noc_async_write_barrier` (waits for them to complete), docs.tenstorrent.com:
+//! writes on the same NOC and the same virtual channel arrive in program
+//! order, whatever command buffer issued them; different NOCs or VCs give no
+//! guarantee; unicast writes use one VC (1), multicast writes another (4);
+//! `noc_semaphore_inc` is issued from the atomic command buffer on the
+//! unicast-write VC; read responses use dynamically allocated VCs, so reads
+//! have no ordering. PCIe (base spec, transaction ordering): posted writes
+//! stay in order and a read request does not pass an earlier posted write.
+//!
+//! The cqlab chip has one NOC and one command buffer per core. Its rules:
+//!
+//! 1. **Same route, in order.** Writes and atomics from one core to one
+//!    destination on one VC land in issue order. A route is (source core,
+//!    destination, VC); VCs are [`Vc::Unicast`] (unicast writes, atomics)
+//!    and [`Vc::Multicast`] (multicast writes, keyed by the rectangle).
+//! 2. **An atomic passes a write that has not left.** Atomics do not queue
+//!    behind write data in the NIU (tt-metal: a separate command buffer), so
+//!    an atomic is ordered after the writes of its route that were *sent*
+//!    when it issued, and may overtake the ones still leaving. Hence
+//!    "data, then wait for sent, then semaphore increment" is enough to
+//!    signal data to the same core: our prefetcher's flush, and the pattern
+//!    of tt-metal's prefetcher, whose inline relay calls
+//!    `noc_async_writes_flushed()` and then increments the dispatcher's
+//!    page semaphore (tt_metal/impl/dispatch/kernels/cq_prefetch.cpp).
+//! 3. **May reorder:** different destinations (DRAM bank vs worker vs
+//!    dispatcher), unicast vs multicast to the same cores, and reads with
+//!    respect to anything on the NOC. Where firmware needs those ordered it
+//!    waits for *acked*: the dispatcher before GO (data to workers, then a
+//!    multicast GO), before WAIT with BARRIER, and a worker before its done
+//!    increment (its writes go to DRAM, the increment to the dispatcher).
+//! 4. **PCIe.** Writes to host memory from one core are one route (rule 1),
+//!    so a completion record lands before the write pointer that publishes
+//!    it; a core's read of host memory is not served before that core's
+//!    earlier writes to host memory have landed.
+//!
+//! Jitter only stretches a transaction's latency: it is then clamped so the
+//! rules still hold. The `faults.reorder` knob drops rules 1, 2 and 4 (not
+//! the NIU's one-packet-at-a-time sending), for what-if runs of ordering the
+//! hardware does not have.
 
 use crate::config::SimConfig;
 use cqlab_abi::noc::{endpoint, Coord, Endpoint, NocAddr};
@@ -15,10 +97,12 @@ use std::cmp::Ordering;
 /// What happens when an event fires. `src` is the issuing core's index.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EventKind {
-    /// A write's payload lands at its target(s).
+    /// A write's payload (`id` in the chip's payloads, `len` bytes, read
+    /// from the source by then) lands at its target(s).
     WriteArrive {
         target: NocAddr,
-        data: Vec<u8>,
+        id: u64,
+        len: u32,
     },
     WriteAck {
         src: usize,
@@ -36,8 +120,10 @@ pub enum EventKind {
         target: NocAddr,
         data: Vec<u8>,
     },
-    /// A read's data (sampled now at the target) lands in the source's L1.
+    /// A read's last flit lands in the source's L1 (earlier flits landed
+    /// as they arrived, see [`Landing`]).
     ReadComplete {
+        id: u64,
         src: usize,
         target: NocAddr,
         local: u32,
@@ -62,6 +148,166 @@ impl PartialOrd for Event {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
+}
+
+/// A virtual channel (see the module doc, rule 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Vc {
+    /// Unicast writes and atomics.
+    Unicast,
+    /// Multicast writes.
+    Multicast,
+}
+
+/// One route: source core, destination (a coordinate, or a multicast
+/// rectangle), virtual channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Route {
+    pub src: u32,
+    pub dst: u64,
+    pub vc: Vc,
+}
+
+impl Route {
+    /// The route of a write or atomic from core `src` to `target`.
+    pub fn of(src: usize, target: NocAddr) -> Self {
+        if target.is_multicast() {
+            let dst = target.coord().packed() as u64 | (target.mcast_end().packed() as u64) << 32;
+            Route { src: src as u32, dst, vc: Vc::Multicast }
+        } else {
+            Route { src: src as u32, dst: target.coord().packed() as u64, vc: Vc::Unicast }
+        }
+    }
+}
+
+/// Arrival bookkeeping of one route.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct RouteState {
+    /// Latest arrival of anything issued on the route.
+    all: u64,
+    /// Latest arrival of what an atomic must follow: atomics, and writes
+    /// that had left their source when it issued.
+    sent: u64,
+    /// Writes that may still be leaving: (last flit leaves, arrival).
+    leaving: Vec<(u64, u64)>,
+}
+
+impl RouteState {
+    /// Folds the writes whose last flit left before cycle `t` into `sent`.
+    fn settle(&mut self, t: u64) {
+        let sent = &mut self.sent;
+        self.leaving.retain(|&(left, arrive)| {
+            let gone = left < t;
+            if gone {
+                *sent = (*sent).max(arrive);
+            }
+            !gone
+        });
+    }
+}
+
+/// A multiply-xor hasher for small fixed keys (routes are looked up on
+/// every write and atomic; SipHash's DoS resistance buys nothing here).
+#[derive(Default)]
+pub struct RouteHasher(u64);
+
+impl std::hash::Hasher for RouteHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+    fn write_isize(&mut self, v: isize) {
+        self.write_u64(v as u64);
+    }
+}
+
+/// The ordering rules of the module doc, as arrival-time clamps.
+#[derive(Clone, Debug, Default)]
+pub struct Routes {
+    map: std::collections::HashMap<Route, RouteState, std::hash::BuildHasherDefault<RouteHasher>>,
+}
+
+impl Routes {
+    /// A write issued at `t` whose last flit leaves at `left` and which would
+    /// land at `arrive`: lands no earlier than anything before it on `route`.
+    pub fn write(&mut self, route: Route, t: u64, left: u64, arrive: u64) -> u64 {
+        let r = self.map.entry(route).or_default();
+        r.settle(t);
+        let at = arrive.max(r.all);
+        r.all = at;
+        r.leaving.push((left, at));
+        at
+    }
+
+    /// An atomic issued at `t` that would land at `arrive`: lands no earlier
+    /// than the atomics and the already-sent writes before it on `route`.
+    pub fn atomic(&mut self, route: Route, t: u64, arrive: u64) -> u64 {
+        let r = self.map.entry(route).or_default();
+        r.settle(t);
+        let at = arrive.max(r.sent);
+        r.sent = at;
+        r.all = r.all.max(at);
+        at
+    }
+
+    /// Earliest time a read on `route`'s destination may be served: after
+    /// every earlier posted write on the route has landed (PCIe, rule 4).
+    pub fn posted_landed(&self, route: Route) -> u64 {
+        self.map.get(&route).map_or(0, |r| r.all)
+    }
+}
+
+/// A write still reading its source: flit `k` (bytes `k * bpc ..`) leaves
+/// at `start + k`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Departing {
+    pub id: u64,
+    pub src: usize,
+    pub local: u32,
+    pub len: u32,
+    pub start: u64,
+    /// Bytes read from the source so far.
+    pub read: u32,
+}
+
+/// A read whose data is arriving: flit `k` lands at `start + k`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Landing {
+    pub id: u64,
+    pub src: usize,
+    pub target: NocAddr,
+    pub local: u32,
+    pub len: u32,
+    pub start: u64,
+    /// Bytes landed so far.
+    pub done: u32,
+}
+
+/// Bytes of a `len`-byte transfer whose flits (`bpc` bytes, one per cycle
+/// from `start`) have passed by cycle `t` (inclusive).
+pub fn flits_by(start: u64, len: u32, bpc: u64, t: u64) -> u32 {
+    if t < start {
+        return 0;
+    }
+    (t - start + 1).saturating_mul(bpc).min(len as u64) as u32
+}
+
+/// Cycle the last flit of a `len`-byte transfer starting at `start` passes.
+pub fn last_flit(start: u64, len: u32, bpc: u64) -> u64 {
+    start + (len as u64).div_ceil(bpc).max(1) - 1
 }
 
 /// One-way NOC trip from `from` to `to` carrying `bytes`.
@@ -117,6 +363,36 @@ mod tests {
         let t = NocAddr::multicast(worker(0, 0), worker(7, 7), 0);
         assert_eq!(farthest(worker(0, 0), t), worker(7, 7));
         assert_eq!(farthest(worker(7, 0), t), worker(0, 7));
+    }
+
+    #[test]
+    fn flits_pass_one_per_cycle() {
+        assert_eq!(flits_by(10, 100, 32, 9), 0);
+        assert_eq!(flits_by(10, 100, 32, 10), 32);
+        assert_eq!(flits_by(10, 100, 32, 12), 96);
+        assert_eq!(flits_by(10, 100, 32, 13), 100);
+        assert_eq!(last_flit(10, 100, 32), 13);
+        assert_eq!(last_flit(10, 4, 32), 10);
+    }
+
+    #[test]
+    fn routes_keep_order_and_atomics_pass_unsent_writes() {
+        let mut r = Routes::default();
+        let to = Route::of(0, NocAddr::unicast(worker(1, 0), 0));
+        // A second write that would land first lands after the first.
+        assert_eq!(r.write(to, 0, 100, 500), 500);
+        assert_eq!(r.write(to, 1, 200, 300), 500);
+        // Another destination is another route.
+        assert_eq!(r.write(Route::of(0, NocAddr::unicast(worker(2, 0), 0)), 2, 210, 250), 250);
+        // An atomic issued while both writes still leave may pass them...
+        assert_eq!(r.atomic(to, 50, 80), 80);
+        // ...one issued after they left may not.
+        assert_eq!(r.atomic(to, 201, 260), 500);
+        assert_eq!(r.posted_landed(to), 500);
+        // Multicast is its own VC.
+        let mc = Route::of(0, NocAddr::multicast(worker(1, 0), worker(1, 0), 0));
+        assert_ne!(mc, to);
+        assert_eq!(r.write(mc, 3, 300, 310), 310);
     }
 
     #[test]

@@ -2,6 +2,10 @@
 //! splitmix64, so one `u64` seed fixes every scheduling and jitter decision.
 //! Written here (a dozen lines) so the stream never changes under us with a
 //! dependency upgrade: a recorded seed must replay forever.
+//!
+//! The seed is forked into one stream per concern ([`Streams`]), as
+//! TigerBeetle's simulator does: turning a fault on draws only from its own
+//! stream, so it does not reshuffle the scheduler's or the jitter's choices.
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rng {
@@ -50,6 +54,49 @@ impl Rng {
     }
 }
 
+/// The concerns that draw random numbers, one stream each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    /// Slice lengths, rotation order, PCT priorities and change points.
+    Scheduler = 1,
+    /// NOC and PCIe latency jitter.
+    NocJitter = 2,
+    /// Core stalls (`faults.core_stall_prob`).
+    CoreStalls = 3,
+    /// Late doorbells (`faults.host_write_delay_cycles`).
+    LateDoorbells = 4,
+}
+
+impl Rng {
+    /// Stream `stream` of `seed`: independent of the other streams of the
+    /// same seed and of the same stream of other seeds.
+    pub fn fork(seed: u64, stream: Stream) -> Self {
+        let mut x = seed;
+        let base = splitmix64(&mut x);
+        Rng::new(base ^ (stream as u64).wrapping_mul(0xd1b5_4a32_d192_ed03))
+    }
+}
+
+/// Every stream the chip draws from, forked from one seed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Streams {
+    pub scheduler: Rng,
+    pub jitter: Rng,
+    pub stalls: Rng,
+    pub doorbells: Rng,
+}
+
+impl Streams {
+    pub fn new(seed: u64) -> Self {
+        Streams {
+            scheduler: Rng::fork(seed, Stream::Scheduler),
+            jitter: Rng::fork(seed, Stream::NocJitter),
+            stalls: Rng::fork(seed, Stream::CoreStalls),
+            doorbells: Rng::fork(seed, Stream::LateDoorbells),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +122,24 @@ mod tests {
         assert_eq!(r.upto(0), 0);
         assert!(!r.chance(0.0));
         assert!(r.chance(1.0));
+    }
+
+    #[test]
+    fn forked_streams_are_distinct_and_replay() {
+        let draw = |r: &mut Rng| (0..4).map(|_| r.next_u64()).collect::<Vec<_>>();
+        let mut s = Streams::new(7);
+        let all = [draw(&mut s.scheduler), draw(&mut s.jitter), draw(&mut s.stalls), draw(&mut s.doorbells)];
+        for i in 0..all.len() {
+            for j in i + 1..all.len() {
+                assert_ne!(all[i], all[j], "streams {i} and {j} coincide");
+            }
+        }
+        // Drawing from one stream leaves the others where they were.
+        let mut t = Streams::new(7);
+        for _ in 0..100 {
+            t.stalls.next_u64();
+        }
+        assert_eq!(draw(&mut t.jitter), all[1]);
+        assert_ne!(draw(&mut Streams::new(8).jitter), all[1]);
     }
 }

@@ -27,13 +27,19 @@ pub const NOC_ATOMIC_VALUE: u32 = 0x110;
 pub const NOC_CMD: u32 = 0x114;
 
 // Transaction counters (read-only, wrapping u32). A barrier waits until
-// acked == issued.
+// acked == issued; a flush (source reusable) until sent == issued.
 pub const NOC_READS_ISSUED: u32 = 0x140;
 pub const NOC_READS_ACKED: u32 = 0x144;
 pub const NOC_WRITES_ISSUED: u32 = 0x148;
 pub const NOC_WRITES_ACKED: u32 = 0x14C;
 pub const NOC_ATOMICS_ISSUED: u32 = 0x150;
 pub const NOC_ATOMICS_ACKED: u32 = 0x154;
+/// Writes whose last byte has left this core's L1: their source may be
+/// reused (they may still be in flight). tt-metal calls waiting for this
+/// `noc_async_writes_flushed`, waiting for `NOC_WRITES_ACKED` a barrier.
+pub const NOC_WRITES_SENT: u32 = 0x158;
+/// The last read-only counter.
+pub const NOC_COUNTERS_END: u32 = NOC_WRITES_SENT;
 
 /// Semaphores: `SEMAPHORE_COUNT` u32 registers, readable and writable by the
 /// core, incremented remotely by NOC atomics.

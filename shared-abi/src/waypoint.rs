@@ -72,6 +72,8 @@ pub const QRBW: Waypoint = Waypoint::new(b"QRBW");
 pub const NRW: Waypoint = Waypoint::new(b"NRW");
 /// Any core: waiting for its NOC writes to be acknowledged.
 pub const NWW: Waypoint = Waypoint::new(b"NWW");
+/// Any core: waiting for its NOC writes to leave its L1 (source reusable).
+pub const NWSW: Waypoint = Waypoint::new(b"NWSW");
 /// Dispatcher: spinning in a DELAY command.
 pub const DLY: Waypoint = Waypoint::new(b"DLY");
 /// Worker: waiting for a GO signal.
@@ -86,7 +88,7 @@ pub const DONE: Waypoint = Waypoint::new(b"DONE");
 pub const PANIC: Waypoint = Waypoint::new(b"PANC");
 
 /// Every known waypoint with its meaning.
-pub const WAYPOINTS: [(Waypoint, &str); 20] = [
+pub const WAYPOINTS: [(Waypoint, &str); 21] = [
     (NONE, "not started"),
     (BOOT, "booting"),
     (HQW, "prefetcher waiting for a fetch-queue entry from the host"),
@@ -101,6 +103,7 @@ pub const WAYPOINTS: [(Waypoint, &str); 20] = [
     (QRBW, "dispatcher waiting for the host to drain the completion queue"),
     (NRW, "waiting for NOC reads to land"),
     (NWW, "waiting for NOC writes to be acknowledged"),
+    (NWSW, "waiting for NOC writes to leave L1 (source reuse)"),
     (DLY, "dispatcher spinning in DELAY"),
     (GOW, "worker waiting for GO"),
     (RUN, "worker running its kernel"),

@@ -179,3 +179,32 @@ fn event_zero_taken_as_signalled_lets_another_queue_run_ahead() {
     let f = shows_symptom("event-zero-signalled", 1, cross_queue_event);
     assert!(f[0].1.contains("before CQ0's event completed"), "{f:?}");
 }
+
+/// Reads back a DRAM buffer of two 32 KiB pages: the prefetcher relays each
+/// page through its relay scratch, the second read into it right after the
+/// first page's writes were issued.
+fn paged_read_back(seed: u64, variant: Option<&str>) -> Outcome {
+    // NOC jitter would only delay the second read past the first page's
+    // sending; the race is in the NIU's pace, not in latency noise.
+    let mut dev = device_with(seed, variant, |_| {}, |s| s.faults.noc_jitter_cycles = 0);
+    let buf = dev.alloc_dram(64 * 1024, 32 * 1024).unwrap();
+    // Not periodic in the page: one page's bytes in the other's place show.
+    let data: Vec<u8> = (0..buf.size).map(|i| (i ^ i >> 8 ^ i >> 15) as u8).collect();
+    let mut cq = dev.cq(0).unwrap();
+    cq.write_buffer(&buf, 0, &data).map_err(describe)?;
+    match cq.read_buffer(&buf, 0, buf.size).map_err(describe)? {
+        back if back == data => Ok(()),
+        back => {
+            let at = back.iter().zip(&data).position(|(a, b)| a != b).unwrap_or(0);
+            Err(format!("read-back corrupted from byte {at}"))
+        }
+    }
+}
+
+#[test]
+fn relay_scratch_reused_before_sent_corrupts_read_backs() {
+    let f = shows_symptom("relay-reuse-before-sent", 2, paged_read_back);
+    // The second page's read lands over the tail of the first page while it
+    // is still being sent: the first page comes back partly overwritten.
+    assert!(f[0].1.contains("read-back corrupted from byte"), "{f:?}");
+}

@@ -3,7 +3,7 @@
 //! args: [src_base, dst_base, page_size, pages, banks, grid_cols, cores].
 //! Core `i` copies pages i, i + cores, i + 2*cores, ...
 
-use super::{core_index, wait_reads, wait_writes};
+use super::{core_index, wait_reads, wait_writes_sent};
 use crate::platform::Platform;
 use crate::report::fail;
 use cqlab_abi::mailbox::{DeviceError, LaunchMsg, LAUNCH};
@@ -22,8 +22,9 @@ pub fn copy(p: &mut impl Platform, msg: &LaunchMsg) {
         wait_reads(p);
         let (bank, off) = interleaved_page(dst, page, page_size, banks);
         p.noc_write(KERNEL_SCRATCH.base, NocAddr::unicast(dram_bank(bank as u8), off), page_size);
-        // The scratch page is reused: its write must have left.
-        wait_writes(p);
+        // The scratch page is reused: its write must have left (the worker
+        // waits for all to land before it reports done).
+        wait_writes_sent(p);
         page += cores;
     }
 }

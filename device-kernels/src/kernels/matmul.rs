@@ -18,7 +18,7 @@
 //! ascending, so the result equals a host loop doing `acc = acc + a * b`,
 //! bit for bit.
 
-use super::{core_index, wait_reads, wait_writes};
+use super::{core_index, wait_reads, wait_writes_sent};
 use crate::platform::Platform;
 use crate::report::fail;
 use cqlab_abi::mailbox::{DeviceError, LaunchMsg, LAUNCH};
@@ -111,14 +111,15 @@ fn mac(acc: &mut [f32; MAX_ELEMS], a: &[f32; MAX_ELEMS], b: &[f32; MAX_ELEMS], t
 /// Writes an accumulator tile to C's page `tile` through L1 at `l1`.
 fn store(p: &mut impl Platform, g: &Gemm, acc: &[f32], tile: u32, l1: u32) {
     // The previous store from this buffer must have left.
-    wait_writes(p);
+    wait_writes_sent(p);
     for (n, v) in acc.iter().enumerate() {
         p.write_u32(l1 + 4 * n as u32, v.to_bits());
     }
     let tile_bytes = g.t * g.t * 4;
     let (bank, off) = interleaved_page(g.c, tile, tile_bytes, g.banks);
     p.noc_write(l1, NocAddr::unicast(dram_bank(bank as u8), off), tile_bytes);
-    wait_writes(p);
+    // `l1` is read into next: the write must have left it.
+    wait_writes_sent(p);
 }
 
 fn output_stationary(p: &mut impl Platform, g: &Gemm, first: u32, cores: u32) {

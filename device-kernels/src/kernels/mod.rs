@@ -13,4 +13,4 @@ pub(crate) fn core_index(p: &impl Platform, cols: u32) -> u32 {
     r as u32 * cols + c as u32
 }
 
-pub(crate) use crate::report::{wait_reads, wait_writes};
+pub(crate) use crate::report::{wait_reads, wait_writes_sent};

@@ -30,9 +30,17 @@ pub struct Args {
     /// Bytes per copy.
     #[arg(long, default_value_t = 4096)]
     pub bytes: u32,
+    /// DRAM page size of the copied buffer (a read relays it page by page
+    /// through the prefetcher's relay scratch).
+    #[arg(long, default_value_t = 1024)]
+    pub page_size: u32,
     /// Seeded extra latency, up to this many cycles, on every NOC/PCIe transaction.
     #[arg(long, default_value_t = 0)]
     pub jitter: u64,
+    /// What-if beyond the hardware: drop the NOC/PCIe ordering rules, so
+    /// jitter may reorder same-route transactions (see README).
+    #[arg(long)]
+    pub reorder: bool,
     /// Probability per scheduling slice that a core stalls 2000 cycles.
     #[arg(long, default_value_t = 0.0)]
     pub core_stall: f64,
@@ -71,6 +79,7 @@ fn run_seed(args: &Args, seed: u64) -> Result<(), String> {
     };
     let mut sim = SimConfig { seed, ..Default::default() };
     sim.faults.noc_jitter_cycles = args.jitter;
+    sim.faults.reorder = args.reorder;
     sim.pcie.read_latency_cycles = args.pcie_read_latency;
     if args.core_stall > 0.0 {
         (sim.faults.core_stall_prob, sim.faults.core_stall_cycles) = (args.core_stall, 2000);
@@ -79,7 +88,7 @@ fn run_seed(args: &Args, seed: u64) -> Result<(), String> {
     let mut dev = Device::embedded(sim, cfg).map_err(first_line)?;
     dev.boot().map_err(first_line)?;
     let all = CoreRange::new((0, 0), (dev.config().worker_cols - 1, dev.config().worker_rows - 1));
-    let buf = dev.alloc_dram(args.bytes.next_multiple_of(1024), 1024).map_err(first_line)?;
+    let buf = dev.alloc_dram(args.bytes.next_multiple_of(args.page_size), args.page_size).map_err(first_line)?;
     // CQ0 stamps the iteration here before its event; CQ1 checks it after waiting.
     let marker = dev.alloc_l1(0, 0, 16).map_err(first_line)?;
     let trace = {
@@ -107,7 +116,9 @@ fn run_seed(args: &Args, seed: u64) -> Result<(), String> {
             return Err(format!("iteration {it}: CQ1 ran past CQ0's event (marker {}, expected {})", seen[0], it + 1));
         }
         for c in 0..args.copies {
-            let data: Vec<u8> = (0..buf.size).map(|i| (i as u8) ^ (it as u8).wrapping_mul(31) ^ (c as u8)).collect();
+            // Not periodic in the page size: a page landing in another's place shows.
+            let data: Vec<u8> =
+                (0..buf.size).map(|i| (i ^ i >> 8 ^ i >> 16) as u8 ^ (it as u8).wrapping_mul(31) ^ (c as u8)).collect();
             cq1.write_buffer(&buf, 0, &data).map_err(first_line)?;
             if cq1.read_buffer(&buf, 0, buf.size).map_err(first_line)? != data {
                 return Err(format!("iteration {it} copy {c}: read-back differs from what was written"));
@@ -128,13 +139,18 @@ fn replay_command(args: &Args, seed: u64) -> String {
     }
     for (flag, on, value) in [
         ("--jitter", args.jitter > 0, args.jitter.to_string()),
+        ("--reorder", args.reorder, String::new()),
         ("--core-stall", args.core_stall > 0.0, args.core_stall.to_string()),
         ("--delay", args.delay > 0, args.delay.to_string()),
+        ("--page-size", args.page_size != 1024, args.page_size.to_string()),
         ("--ring-pages", args.ring_pages != cqlab_abi::memory_map::DEFAULT_RING_PAGES, args.ring_pages.to_string()),
         ("--pcie-read-latency", args.pcie_read_latency != 750, args.pcie_read_latency.to_string()),
     ] {
         if on {
-            cmd += &format!(" {flag} {value}");
+            cmd += &format!(" {flag}");
+            if !value.is_empty() {
+                cmd += &format!(" {value}");
+            }
         }
     }
     cmd

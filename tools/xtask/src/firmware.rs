@@ -21,6 +21,7 @@ pub const VARIANTS: &[&str] = &[
     "early-fetch-release",
     "completion-no-toggle",
     "event-zero-signalled",
+    "relay-reuse-before-sent",
 ];
 
 /// Where the ELFs end up (tests and the driver look here).

@@ -1,0 +1,210 @@
+//! The NOC model's fidelity (see `noc`): writes read their source as their
+//! flits leave, reads land flit by flit, same-route transactions stay in
+//! order under any jitter (unless `faults.reorder`), and faults draw from
+//! their own random streams.
+
+use super::*;
+use crate::asm::*;
+use crate::config::Faults;
+use cqlab_abi::memory_map::{CODE, USER};
+use cqlab_abi::mmio::{NOC_READS_ACKED, NOC_WRITES_ACKED, NOC_WRITES_SENT};
+use cqlab_abi::noc::worker;
+
+fn small(seed: u64, fast_forward: bool) -> SimConfig {
+    SimConfig {
+        seed,
+        worker_cols: 2,
+        worker_rows: 2,
+        num_cqs: 1,
+        dram_banks: 2,
+        dram_bank_size: 1 << 20,
+        sysmem_size: 1 << 20,
+        fast_forward,
+        ..Default::default()
+    }
+}
+
+const MMIO: u32 = 10; // x10 = MMIO_BASE
+const TMP: u32 = 7;
+/// Where the tests' NOC target words sit on the issuing core.
+const PARAMS: u32 = USER.base;
+/// Source of the writes, destination of the reads.
+const BUF: u32 = USER.base + 0x1000;
+const SRC: Coord = worker(0, 0);
+
+fn set(off: u32, src: u32) -> u32 {
+    sw(src, MMIO, off as i32)
+}
+
+/// Issues `cmd` to the target stored at `PARAMS + 8 * p`, local `BUF`, `len` bytes.
+fn issue(p: u32, len: u32, cmd: NocCmd) -> Vec<u32> {
+    let mut v = li(6, PARAMS + 8 * p).to_vec();
+    v.extend([lw(TMP, 6, 0), set(mmio::NOC_TARGET_LO, TMP), lw(TMP, 6, 4), set(mmio::NOC_TARGET_HI, TMP)]);
+    v.extend(li(TMP, BUF));
+    v.push(set(mmio::NOC_LOCAL_ADDR, TMP));
+    v.extend(li(TMP, len));
+    v.extend([set(mmio::NOC_LEN, TMP), addi(TMP, 0, cmd as i32), set(mmio::NOC_CMD, TMP)]);
+    v
+}
+
+/// Spins until counter `off` reaches `n`.
+fn wait_for(off: u32, n: i32) -> [u32; 4] {
+    [addi(8, 0, n), lw(TMP, MMIO, off as i32), bne(TMP, 8, -4), FENCE]
+}
+
+/// Stores `value` at `BUF + at`.
+fn overwrite(at: i32, value: u32) -> Vec<u32> {
+    let mut v = li(6, BUF).to_vec();
+    v.extend(li(9, value));
+    v.push(sw(9, 6, at));
+    v
+}
+
+/// Boots `program` on `SRC` with its NOC targets and a source pattern.
+fn chip_with(cfg: SimConfig, targets: &[NocAddr], program: &[u32]) -> Chip {
+    let mut chip = Chip::new(cfg).unwrap();
+    let words: Vec<u8> = targets.iter().flat_map(|t| [t.words().0, t.words().1]).flat_map(u32::to_le_bytes).collect();
+    chip.write(NocAddr::unicast(SRC, PARAMS as u64), &words).unwrap();
+    chip.write(NocAddr::unicast(SRC, BUF as u64), &[0xAA; 512]).unwrap();
+    let mut p = li(MMIO, MMIO_BASE).to_vec();
+    p.extend_from_slice(program);
+    p.push(ECALL);
+    chip.write(NocAddr::unicast(SRC, CODE.base as u64), &to_bytes(&p)).unwrap();
+    chip.set_reset(SRC, false).unwrap();
+    let halted = |c: &Chip| c.core(SRC).unwrap().hart.halted().is_some();
+    chip.run_until(halted, 100_000).unwrap();
+    chip
+}
+
+fn word(chip: &Chip, at: NocAddr) -> u32 {
+    chip.read_u32(at).unwrap()
+}
+
+/// A 512-byte write, its source overwritten (first and last word) right
+/// after issue, or only once the write has been sent.
+fn overwrite_after_issue(target: NocAddr, wait_sent_first: bool, fast_forward: bool) -> Chip {
+    let mut p = issue(0, 512, NocCmd::Write);
+    if wait_sent_first {
+        p.extend(wait_for(NOC_WRITES_SENT, 1));
+    }
+    p.extend(overwrite(0, 0x1111_1111));
+    p.extend(overwrite(508, 0x2222_2222));
+    p.extend(wait_for(NOC_WRITES_ACKED, 1));
+    chip_with(small(3, fast_forward), &[target], &p)
+}
+
+#[test]
+fn a_source_overwritten_one_cycle_after_issue_lands_overwritten_unicast() {
+    let dst = NocAddr::unicast(worker(1, 0), USER.base as u64 + 0x8000);
+    let chip = overwrite_after_issue(dst, false, true);
+    assert_eq!(word(&chip, dst), 0x1111_1111, "the first flit left after the store");
+    assert_eq!(word(&chip, dst.offset(508)), 0x2222_2222, "so did the last");
+    assert_eq!(word(&chip, dst.offset(4)), 0xAAAA_AAAA);
+    // After waiting for sent, reusing the source is safe.
+    let chip = overwrite_after_issue(dst, true, true);
+    assert_eq!(word(&chip, dst), 0xAAAA_AAAA);
+    assert_eq!(word(&chip, dst.offset(508)), 0xAAAA_AAAA);
+    // Both with fast-forward off: bit-identical.
+    for sent in [false, true] {
+        assert_eq!(overwrite_after_issue(dst, sent, true).digest(), overwrite_after_issue(dst, sent, false).digest());
+    }
+}
+
+#[test]
+fn a_source_overwritten_one_cycle_after_issue_lands_overwritten_multicast() {
+    let dst = NocAddr::multicast(worker(0, 1), worker(1, 1), USER.base as u64 + 0x8000);
+    let at = |c: Coord| NocAddr::unicast(c, dst.local());
+    let chip = overwrite_after_issue(dst, false, true);
+    // One read of the source serves every destination.
+    for c in [worker(0, 1), worker(1, 1)] {
+        assert_eq!(word(&chip, at(c)), 0x1111_1111);
+        assert_eq!(word(&chip, at(c).offset(508)), 0x2222_2222);
+    }
+    let chip = overwrite_after_issue(dst, true, true);
+    for c in [worker(0, 1), worker(1, 1)] {
+        assert_eq!(word(&chip, at(c)), 0xAAAA_AAAA);
+        assert_eq!(word(&chip, at(c).offset(508)), 0xAAAA_AAAA);
+    }
+}
+
+#[test]
+fn sent_counts_before_acked() {
+    // Wait for sent, record ACKED then: the write is still in flight.
+    let dst = NocAddr::unicast(worker(1, 1), USER.base as u64 + 0x8000);
+    let mut p = issue(0, 512, NocCmd::Write);
+    p.extend(wait_for(NOC_WRITES_SENT, 1));
+    p.extend([lw(9, MMIO, NOC_WRITES_ACKED as i32)]);
+    p.extend(li(6, BUF + 0x400));
+    p.push(sw(9, 6, 0));
+    p.extend(wait_for(NOC_WRITES_ACKED, 1));
+    let chip = chip_with(small(1, true), &[dst], &p);
+    assert_eq!(word(&chip, NocAddr::unicast(SRC, BUF as u64 + 0x400)), 0, "acked when sent");
+    assert_eq!(word(&chip, dst), 0xAAAA_AAAA);
+}
+
+/// Two 4-byte writes (1, then 2) to one address; the value left there.
+fn last_of_two_writes(seed: u64, reorder: bool) -> u32 {
+    let dst = NocAddr::unicast(worker(1, 1), USER.base as u64 + 0x8000);
+    let mut p = overwrite(0, 1);
+    p.extend(issue(0, 4, NocCmd::Write));
+    p.extend(wait_for(NOC_WRITES_SENT, 1));
+    p.extend(overwrite(0, 2));
+    p.extend(issue(0, 4, NocCmd::Write));
+    p.extend(wait_for(NOC_WRITES_ACKED, 2));
+    let mut cfg = small(seed, true);
+    cfg.faults = Faults { noc_jitter_cycles: 100_000, reorder, ..Default::default() };
+    word(&chip_with(cfg, &[dst], &p), dst)
+}
+
+#[test]
+fn same_route_writes_never_reorder_under_maximal_jitter_unless_reorder_is_on() {
+    let seeds = 0..24;
+    for seed in seeds.clone() {
+        assert_eq!(last_of_two_writes(seed, false), 2, "seed {seed}: the later write landed first");
+    }
+    let reordered = seeds.filter(|&s| last_of_two_writes(s, true) == 1).count();
+    assert!(reordered > 0, "with `reorder` some seed should let the second write overtake");
+}
+
+#[test]
+fn a_read_lands_flit_by_flit() {
+    let len = 8192u32;
+    let from = NocAddr::unicast(worker(1, 0), USER.base as u64 + 0x8000);
+    let mut p = issue(0, len, NocCmd::Read);
+    p.extend(wait_for(NOC_READS_ACKED, 1));
+    let cfg = SimConfig { quantum_cycles: 8, ..small(0, true) };
+    let mut chip = Chip::new(cfg).unwrap();
+    chip.write(from, &vec![0x5A; len as usize]).unwrap();
+    let params: Vec<u8> = [from.words().0, from.words().1].iter().flat_map(|w| w.to_le_bytes()).collect();
+    chip.write(NocAddr::unicast(SRC, PARAMS as u64), &params).unwrap();
+    let mut prog = li(MMIO, MMIO_BASE).to_vec();
+    prog.extend(p);
+    prog.push(ECALL);
+    chip.write(NocAddr::unicast(SRC, CODE.base as u64), &to_bytes(&prog)).unwrap();
+    chip.set_reset(SRC, false).unwrap();
+    let first = NocAddr::unicast(SRC, BUF as u64);
+    let last = first.offset(len as u64 - 4);
+    chip.run_until(|c| c.read_u32(first).unwrap() != 0, 10_000).unwrap();
+    assert_eq!(word(&chip, last), 0, "an early look sees the read partly landed");
+    assert_eq!(word(&chip, reg_addr(SRC, NOC_READS_ACKED)), 0);
+    chip.run_until(|c| c.core(SRC).unwrap().hart.halted().is_some(), 10_000).unwrap();
+    assert_eq!(word(&chip, last), 0x5A5A_5A5A);
+}
+
+fn reg_addr(core: Coord, off: u32) -> NocAddr {
+    NocAddr::unicast(core, (MMIO_BASE + off) as u64)
+}
+
+#[test]
+fn turning_on_core_stalls_does_not_reshuffle_the_jitter() {
+    // Zero-cycle stalls change nothing but draw from their own stream: the
+    // run stays bit-identical (one shared stream would have reshuffled the
+    // jitter and the slice order).
+    let run = |stall_prob| {
+        let mut cfg = SimConfig { quantum_jitter: 40, ..small(11, true) };
+        cfg.faults = Faults { noc_jitter_cycles: 300, core_stall_prob: stall_prob, ..Default::default() };
+        let (chip, t) = super::tests::gather(cfg);
+        (chip.digest(), t)
+    };
+    assert_eq!(run(0.0), run(0.5));
+}
