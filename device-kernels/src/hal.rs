@@ -3,9 +3,34 @@
 
 use crate::memory::Memory;
 use crate::platform::Platform;
+use core::ptr::NonNull;
 use cqlab_abi::memory_map::L1_DEFAULT_SIZE;
 use cqlab_abi::mmio::{self, NocCmd, NOC_MAX_PACKET};
 use cqlab_abi::noc::NocAddr;
+use volatile::access::{Access, ReadOnly, ReadWrite, WriteOnly};
+use volatile::VolatilePtr;
+
+/// The L1 word at `addr` (4-aligned, below the L1 size).
+#[inline(always)]
+fn l1_word(addr: u32) -> VolatilePtr<'static, u32, ReadWrite> {
+    debug_assert!(addr % 4 == 0 && addr < L1_DEFAULT_SIZE);
+    // SAFETY: every 4-aligned address below the L1 size is mapped L1 on every
+    // core, for the firmware's whole life (hence 'static), and never null in
+    // use (callers address mailboxes and buffer regions, never the DATA/STACK
+    // regions holding Rust objects, and never address 0's vector).
+    unsafe { VolatilePtr::new(NonNull::new_unchecked(addr as usize as *mut u32)) }
+}
+
+/// Register `offset` (an `mmio` constant) of this core, with access kind `A`.
+#[inline(always)]
+fn reg<A: Access>(access: A, offset: u32) -> VolatilePtr<'static, u32, A> {
+    // SAFETY: MMIO_BASE..MMIO_BASE+MMIO_SIZE is the core's register block,
+    // mapped for the firmware's whole life; accesses have no side effects
+    // beyond those the ABI documents.
+    unsafe {
+        VolatilePtr::new_restricted(access, NonNull::new_unchecked((mmio::MMIO_BASE + offset) as usize as *mut u32))
+    }
+}
 
 /// This core, as the firmware sees it.
 pub struct Device;
@@ -13,33 +38,25 @@ pub struct Device;
 impl Memory for Device {
     #[inline(always)]
     fn read_u32(&self, addr: u32) -> u32 {
-        debug_assert!(addr % 4 == 0 && addr < L1_DEFAULT_SIZE);
-        // SAFETY: every 4-aligned address below the L1 size is mapped L1 on
-        // every core. Callers address mailboxes and buffer regions, never the
-        // DATA/STACK regions holding Rust objects.
-        unsafe { core::ptr::read_volatile(addr as usize as *const u32) }
+        l1_word(addr).read()
     }
     #[inline(always)]
     fn write_u32(&mut self, addr: u32, value: u32) {
-        debug_assert!(addr % 4 == 0 && addr < L1_DEFAULT_SIZE);
-        // SAFETY: as in `read_u32`.
-        unsafe { core::ptr::write_volatile(addr as usize as *mut u32, value) }
+        l1_word(addr).write(value)
     }
 }
 
 /// Reads core-local register `offset` (an `mmio` constant).
 #[inline(always)]
 pub fn read_reg(offset: u32) -> u32 {
-    // SAFETY: MMIO_BASE..MMIO_BASE+MMIO_SIZE is the core's register block;
-    // reads have no side effects beyond those the ABI documents.
-    unsafe { core::ptr::read_volatile((mmio::MMIO_BASE + offset) as usize as *const u32) }
+    reg(ReadOnly, offset).read()
 }
 
 /// Writes core-local register `offset` (an `mmio` constant).
 #[inline(always)]
 pub fn write_reg(offset: u32, value: u32) {
-    // SAFETY: as in `read_reg`; register writes are how the ABI drives the NOC.
-    unsafe { core::ptr::write_volatile((mmio::MMIO_BASE + offset) as usize as *mut u32, value) }
+    // Register writes are how the ABI drives the NOC.
+    reg(WriteOnly, offset).write(value)
 }
 
 fn issue(cmd: NocCmd, target: NocAddr, local: u32, len: u32) {

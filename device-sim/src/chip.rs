@@ -18,6 +18,7 @@
 use crate::config::{ConfigError, Schedule, SimConfig};
 use crate::core_mmio::{reg_offset, semaphore_index, CoreBus, CoreMmio, NocIssue, TargetCheck};
 use crate::debug::CoreDebug;
+use crate::digest::Digest;
 use crate::dram::Dram;
 use crate::elf::{ElfError, ElfImage, Window};
 use crate::fastforward::{probe, FfState, Probe};
@@ -179,6 +180,16 @@ pub struct Chip {
     active: Vec<usize>,
     /// Scratch copy of `active` for one slice.
     order: Vec<usize>,
+    /// Host time spent on BAR writes not yet handed to the device (see
+    /// [`crate::bar`]): charged at the host's next BAR read or poll.
+    host_busy: u64,
+}
+
+/// L1s (one per core, in [`Chip::cores`] order) and DRAM a chip computes
+/// on without owning them (see [`Chip::with_memories`]).
+pub struct Memories {
+    pub l1: Vec<Ram>,
+    pub dram: Dram,
 }
 
 /// DRAM bytes moved by NOC transactions since power-on or the last reset of
@@ -203,13 +214,20 @@ impl Chip {
     /// A powered-on chip whose host sysmem is `sysmem`: an owned buffer
     /// (assumed zeroed) or an external mapping such as the daemon's shared
     /// file (zeroed here). Its length must be `cfg.sysmem_size`.
-    pub fn with_sysmem(cfg: SimConfig, mut sysmem: Sysmem) -> Result<Self, SimError> {
+    pub fn with_sysmem(cfg: SimConfig, sysmem: Sysmem) -> Result<Self, SimError> {
+        Self::with_memories(cfg, sysmem, None)
+    }
+
+    /// [`Chip::with_sysmem`] whose L1s and DRAM are `memories` (regions of a
+    /// shared mapping, see [`crate::shared`]) instead of its own. `None`:
+    /// its own, zeroed.
+    pub fn with_memories(cfg: SimConfig, mut sysmem: Sysmem, memories: Option<Memories>) -> Result<Self, SimError> {
         cfg.validate()?;
-        let found = sysmem.bytes().len();
+        let found = sysmem.len();
         if found != cfg.sysmem_size {
             return Err(SimError::SysmemSize { expected: cfg.sysmem_size, found });
         }
-        if matches!(sysmem, Sysmem::External(_)) {
+        if !matches!(sysmem, Sysmem::Owned(_)) {
             sysmem.zero();
         }
         let mut coords = Vec::new();
@@ -222,13 +240,21 @@ impl Chip {
             coords.push(noc::prefetcher(cq));
             coords.push(noc::dispatcher(cq));
         }
+        let (mut l1s, dram) = match memories {
+            Some(m) => {
+                assert_eq!(m.l1.len(), coords.len(), "one L1 per core, in Chip::cores order");
+                (m.l1.into_iter().map(Some).collect::<Vec<_>>(), m.dram)
+            }
+            None => ((0..coords.len()).map(|_| None).collect(), Dram::new(cfg.dram_banks, cfg.dram_bank_size)),
+        };
         let mut index = vec![NO_CORE; GRID_SIDE * GRID_SIDE];
         let cores = coords
             .iter()
             .enumerate()
             .map(|(i, &coord)| {
                 index[coord.y as usize * GRID_SIDE + coord.x as usize] = i as u16;
-                let hart = Hart::new(Memory::new(Ram::new(0, cfg.l1_size), None), coord.packed(), ENTRY_POINT);
+                let l1 = l1s[i].take().unwrap_or_else(|| Ram::new(0, cfg.l1_size));
+                let hart = Hart::new(Memory::new(l1, None), coord.packed(), ENTRY_POINT);
                 Core { coord, hart, mmio: CoreMmio::new(coord), ff: FfState::default(), slowdown: 1.0 }
             })
             .collect::<Vec<Core>>();
@@ -240,12 +266,7 @@ impl Chip {
                 .ok_or(ConfigError::NoSuchCore { core: s.core })?;
             cores[*i as usize].slowdown = s.factor;
         }
-        let grid = Grid {
-            index,
-            l1_size: cfg.l1_size,
-            dram: Dram::new(cfg.dram_banks, cfg.dram_bank_size),
-            sysmem_size: cfg.sysmem_size,
-        };
+        let grid = Grid { index, l1_size: cfg.l1_size, dram, sysmem_size: cfg.sysmem_size };
         let mut rng = Streams::new(cfg.seed);
         let pct = match cfg.schedule {
             Schedule::Slices => None,
@@ -266,6 +287,7 @@ impl Chip {
             dram_traffic: DramTraffic::default(),
             active: Vec::new(),
             order: Vec::new(),
+            host_busy: 0,
             cfg,
             cores,
             grid,
@@ -316,12 +338,14 @@ impl Chip {
         self.grid.core(c).map(|i| &self.cores[i])
     }
 
-    /// Host sysmem as the device sees it at the PCIe endpoint.
-    pub fn sysmem(&self) -> &[u8] {
-        self.sysmem.bytes()
+    /// Host sysmem as the device sees it at the PCIe endpoint (a copy when
+    /// it is a shared region the host writes concurrently).
+    pub fn sysmem(&self) -> std::borrow::Cow<'_, [u8]> {
+        self.sysmem.snapshot()
     }
 
-    pub fn sysmem_mut(&mut self) -> &mut [u8] {
+    /// Sysmem to write in place; `None` when it is shared with a running host.
+    pub fn sysmem_mut(&mut self) -> Option<&mut [u8]> {
         self.sysmem.bytes_mut()
     }
 
@@ -382,6 +406,33 @@ impl Chip {
         self.read(addr, buf)
     }
 
+    /// A host write through a BAR window, as a driver does it: [`Chip::write`]
+    /// plus the host time it takes ([`crate::bar::BarTiming`]), which the
+    /// device gets to run at the host's next [`Chip::bar_read`] or
+    /// [`Chip::host_poll`] (writes are posted).
+    pub fn bar_write(&mut self, addr: NocAddr, data: &[u8]) -> Result<(), SimError> {
+        self.write(addr, data)?;
+        self.host_busy += self.cfg.bar.write_cycles(data.len());
+        Ok(())
+    }
+
+    /// A host read through a BAR window, as a driver does it: the device
+    /// runs for the host time of earlier posted writes and of this read's
+    /// round trip, then the read lands posted writes and samples memory
+    /// ([`Chip::host_read`]).
+    pub fn bar_read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<(), SimError> {
+        let busy = std::mem::take(&mut self.host_busy) + self.cfg.bar.read_cycles(buf.len());
+        self.advance(busy);
+        self.host_read(addr, buf)
+    }
+
+    /// The host waits: the device runs `cycles` plus the host time of posted
+    /// BAR writes not yet charged. Returns the device time.
+    pub fn host_poll(&mut self, cycles: u64) -> u64 {
+        let busy = std::mem::take(&mut self.host_busy);
+        self.advance(cycles.saturating_add(busy))
+    }
+
     /// Performs a checked host write now.
     fn apply_write(&mut self, addr: NocAddr, data: &[u8]) -> Result<(), SimError> {
         if addr.is_multicast() {
@@ -395,7 +446,7 @@ impl Chip {
         }
         let local = addr.local();
         match endpoint(addr.coord()) {
-            Endpoint::Pcie => self.sysmem_mut()[local as usize..local as usize + data.len()].copy_from_slice(data),
+            Endpoint::Pcie => self.sysmem.write(local as usize, data),
             Endpoint::Dram { bank } => self.grid.dram.write(bank as u32, local, data),
             _ => {
                 let i = self.core_or_err(addr)?;
@@ -470,7 +521,7 @@ impl Chip {
         self.grid.check_range(addr, buf.len() as u64).map_err(|reason| self.range_error(addr, buf.len(), reason))?;
         let local = addr.local();
         match endpoint(addr.coord()) {
-            Endpoint::Pcie => buf.copy_from_slice(&self.sysmem()[local as usize..local as usize + buf.len()]),
+            Endpoint::Pcie => self.sysmem.read(local as usize, buf),
             Endpoint::Dram { bank } => self.grid.dram.read(bank as u32, local, buf),
             _ => {
                 let core = &self.cores[self.core_or_err(addr)?];
@@ -1013,6 +1064,15 @@ impl Chip {
         self.apply_write(target, &old.wrapping_add(value).to_le_bytes()).expect("validated at issue");
     }
 
+    /// Forgets every decoded instruction of `core`, for code written into
+    /// its L1 behind the chip's back (a host's stores into a shared mapping).
+    pub fn invalidate_code(&mut self, core: Coord) -> Result<(), SimError> {
+        let i = self.core_or_err(NocAddr::unicast(core, 0))?;
+        self.wake(i);
+        self.cores[i].hart.mem.l1.invalidate_all();
+        Ok(())
+    }
+
     /// Hang-dump view of one core; `None` if there is no core there.
     pub fn core_debug(&self, coord: Coord) -> Option<CoreDebug> {
         self.core(coord).map(|c| CoreDebug::of(c, crate::HISTORY_LEN))
@@ -1024,11 +1084,13 @@ impl Chip {
     }
 
     /// A 64-bit digest of the whole device state (memories, registers,
-    /// counters, sysmem, DRAM, pending events, time). Equal digests mean
-    /// (up to hash collisions) bit-identical runs.
+    /// counters, sysmem, DRAM, pending events, time, host BAR time not yet
+    /// charged), hashed as bytes (see [`crate::digest`]). Equal digests
+    /// mean (up to hash collisions) bit-identical runs.
     pub fn digest(&self) -> u64 {
         let mut h = Digest::default();
         h.u64(self.now);
+        h.u64(self.host_busy);
         for c in &self.cores {
             h.u64(c.coord.packed() as u64);
             h.u64(c.hart.pc() as u64);
@@ -1037,53 +1099,37 @@ impl Chip {
             for r in c.hart.regs() {
                 h.u64(r as u64);
             }
-            h.str(&format!("{:?}{:?}", c.hart.halted(), c.mmio));
-            h.bytes(c.hart.mem.l1.bytes());
+            h.halt(c.hart.halted());
+            // Every register the block maps, by offset (unmapped ones: a tag).
+            for off in (0..MMIO_SIZE).step_by(4) {
+                h.u64(c.mmio.read(off).map_or(u64::MAX, u64::from));
+            }
+            h.bytes(&c.hart.mem.l1.bytes());
         }
         for (bank, bytes) in self.grid.dram.touched() {
             h.u64(bank as u64);
-            h.bytes(bytes);
+            h.bytes(&bytes);
         }
-        h.bytes(self.sysmem.bytes());
+        h.bytes(&self.sysmem.snapshot());
         let mut pending: Vec<&Event> = self.events.iter().collect();
         pending.sort_by_key(|e| (e.time, e.seq));
         for e in pending {
-            h.str(&format!("{e:?}"));
+            h.event(e);
         }
-        h.str(&format!("{:?}{:?}{:?}", self.departing, self.landing, self.niu_free));
+        for d in &self.departing {
+            h.departing(d);
+        }
+        for l in &self.landing {
+            h.landing(l);
+        }
+        for &t in &self.niu_free {
+            h.u64(t);
+        }
         for (id, bytes) in &self.payloads {
             h.u64(*id);
             h.bytes(bytes);
         }
-        h.0
-    }
-}
-
-/// FNV-1a-style 64-bit digest over words (fast enough to hash every L1).
-struct Digest(u64);
-
-impl Default for Digest {
-    fn default() -> Self {
-        Digest(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Digest {
-    fn u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(29);
-    }
-    fn bytes(&mut self, b: &[u8]) {
-        let mut chunks = b.chunks_exact(8);
-        for c in &mut chunks {
-            self.u64(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        for &x in chunks.remainder() {
-            self.u64(x as u64);
-        }
-        self.u64(b.len() as u64);
-    }
-    fn str(&mut self, s: &str) {
-        self.bytes(s.as_bytes());
+        h.finish()
     }
 }
 

@@ -5,9 +5,9 @@ use cqlab_abi::noc::Coord;
 use cqlab_abi::{memory_map, noc};
 use thiserror::Error;
 
-/// The modelled core clock: 1 GHz, so one device cycle is one nanosecond.
-/// Every timing default below is stated in these cycles.
-pub const CLOCK_HZ: u64 = 1_000_000_000;
+/// The modelled core clock (the ABI's): every timing default below is
+/// stated in its cycles.
+pub use cqlab_abi::CLOCK_HZ;
 
 /// NOC timing: latency = 2 x `interface_cycles` + hops x `hop_cycles` +
 /// bytes / `bytes_per_cycle` (one way; a read pays the request trip too).
@@ -129,6 +129,8 @@ pub struct SimConfig {
     /// Park cores spinning in pure loops (see `fastforward`); results are
     /// identical either way, only host time differs.
     pub fast_forward: bool,
+    /// Host BAR access costs, charged by the chip (see [`crate::bar`]).
+    pub bar: crate::bar::BarTiming,
 }
 
 impl Default for SimConfig {
@@ -155,6 +157,7 @@ impl Default for SimConfig {
             faults: Faults::default(),
             schedule: Schedule::Slices,
             fast_forward: true,
+            bar: crate::bar::BarTiming::default(),
         }
     }
 }
@@ -192,6 +195,7 @@ impl SimConfig {
         check("dram_banks", self.dram_banks as u64, 1, memory_map::MAX_DRAM_BANKS as u64)?;
         check("dram_bank_size", self.dram_bank_size, 4096, noc::LOCAL_ADDR_MASK + 1)?;
         check("quantum_cycles", self.quantum_cycles, 1, 1 << 32)?;
+        check("bar.write_bytes_per_cycle", self.bar.write_bytes_per_cycle, 1, 1 << 20)?;
         check("noc.bytes_per_cycle", self.noc.bytes_per_cycle, 1, 1 << 20)?;
         check("pcie.read_bytes_per_kcycle", self.pcie.read_bytes_per_kcycle, 1, 1 << 40)?;
         check("pcie.write_bytes_per_kcycle", self.pcie.write_bytes_per_kcycle, 1, 1 << 40)?;

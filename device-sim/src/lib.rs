@@ -12,6 +12,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod asm;
+pub mod bar;
 pub mod bench;
 pub mod chip;
 pub mod config;
@@ -21,8 +22,9 @@ pub mod csr;
 pub mod daemon;
 pub mod debug;
 pub mod decode;
+mod digest;
 pub mod disasm;
-mod dram;
+pub mod dram;
 pub mod elf;
 pub mod exec;
 pub mod fastforward;
@@ -32,6 +34,8 @@ pub mod memory;
 pub mod noc;
 pub mod pct;
 pub mod rng;
+pub mod shared;
+pub mod storage;
 pub mod timing;
 
 #[cfg(test)]

@@ -8,10 +8,12 @@
 //! invalidates the words it touches inside the range that has ever been
 //! decoded, so self-modifying code and reloaded firmware behave exactly.
 //!
-//! Everything here is safe Rust: slices with bounds checks the compiler folds
-//! into the hart's fast path.
+//! A window's bytes are the simulator's own, or a region of a shared mapping
+//! that host processes write while the chip runs (the tt-kmd simulator mode,
+//! [`crate::shared`]); the `unsafe` of the latter lives in [`crate::storage`].
 
 use crate::decode::{decode, Decoded};
+use crate::storage::{Bytes, SharedRegion};
 use thiserror::Error;
 use zerocopy::FromZeros;
 
@@ -26,7 +28,7 @@ pub struct OutOfRange {
 /// One contiguous RAM window with its decode cache.
 pub struct Ram {
     base: u32,
-    bytes: Box<[u8]>,
+    bytes: Bytes,
     decoded: Box<[Decoded]>,
     /// Word indices `[dec_lo, dec_hi)` that may hold decoded entries; writes
     /// outside skip invalidation (and never touch the cache's pages).
@@ -40,9 +42,28 @@ impl Ram {
     pub fn new(base: u32, size: u32) -> Self {
         assert!(base % 4 == 0 && size % 4 == 0, "RAM window must be word aligned");
         assert!(base as u64 + size as u64 <= 1 << 32, "RAM window wraps the address space");
-        let decoded = <[Decoded]>::new_box_zeroed_with_elems(size as usize / 4).expect("allocating the decode cache");
-        let bytes = vec![0u8; size as usize].into_boxed_slice();
+        Self::with_bytes(base, Bytes::zeroed(size as usize))
+    }
+
+    /// A window at `base` over a shared region (its length a multiple of 4): host processes
+    /// may write it at any time. Code they write is seen after [`Ram::invalidate_all`].
+    pub fn shared(base: u32, region: SharedRegion) -> Self {
+        assert!(region.len() % 4 == 0, "RAM window must be word aligned");
+        Self::with_bytes(base, Bytes::Shared(region))
+    }
+
+    fn with_bytes(base: u32, bytes: Bytes) -> Self {
+        let size = bytes.len();
+        assert!(base % 4 == 0 && size % 4 == 0, "RAM window must be word aligned");
+        assert!(base as u64 + size as u64 <= 1 << 32, "RAM window wraps the address space");
+        let decoded = <[Decoded]>::new_box_zeroed_with_elems(size / 4).expect("allocating the decode cache");
         Ram { base, bytes, decoded, dec_lo: u32::MAX, dec_hi: 0 }
+    }
+
+    /// Drops every decoded instruction (after writes that bypassed [`Ram::write`], such as a
+    /// host's stores into a shared window).
+    pub fn invalidate_all(&mut self) {
+        self.invalidate(0, self.bytes.len());
     }
 
     pub fn base(&self) -> u32 {
@@ -70,7 +91,7 @@ impl Ram {
     /// Copies bytes out of the window.
     pub fn read(&self, addr: u32, buf: &mut [u8]) -> Result<(), OutOfRange> {
         let r = self.range(addr, buf.len())?;
-        buf.copy_from_slice(&self.bytes[r]);
+        self.bytes.read(r.start, buf);
         Ok(())
     }
 
@@ -78,7 +99,7 @@ impl Ram {
     pub fn write(&mut self, addr: u32, data: &[u8]) -> Result<(), OutOfRange> {
         let r = self.range(addr, data.len())?;
         self.invalidate(r.start, r.end);
-        self.bytes[r].copy_from_slice(data);
+        self.bytes.write(r.start, data);
         Ok(())
     }
 
@@ -86,7 +107,7 @@ impl Ram {
     pub fn fill_zero(&mut self, addr: u32, len: usize) -> Result<(), OutOfRange> {
         let r = self.range(addr, len)?;
         self.invalidate(r.start, r.end);
-        self.bytes[r].fill(0);
+        self.bytes.fill_zero(r.start, len);
         Ok(())
     }
 
@@ -100,9 +121,9 @@ impl Ram {
         self.write(addr, &v.to_le_bytes())
     }
 
-    /// The whole window, for snapshots and determinism checks.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+    /// The whole window, for snapshots and determinism checks (a copy when shared).
+    pub fn bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        self.bytes.snapshot()
     }
 
     /// Drops decoded entries for byte offsets `[start, end)`.
@@ -121,10 +142,7 @@ impl Ram {
     #[inline(always)]
     pub(crate) fn load<const N: usize>(&self, addr: u32) -> Option<[u8; N]> {
         let off = addr.wrapping_sub(self.base) as usize;
-        match self.bytes.get(off..off + N) {
-            Some(s) => s.try_into().ok(),
-            None => None,
-        }
+        self.bytes.load::<N>(off)
     }
 
     /// Hart store fast path. The caller guarantees natural alignment, so the
@@ -132,17 +150,14 @@ impl Ram {
     #[inline(always)]
     pub(crate) fn store<const N: usize>(&mut self, addr: u32, v: [u8; N]) -> bool {
         let off = addr.wrapping_sub(self.base) as usize;
-        match self.bytes.get_mut(off..off + N) {
-            Some(s) => {
-                s.copy_from_slice(&v);
-                let w = (off >> 2) as u32;
-                if w.wrapping_sub(self.dec_lo) < self.dec_hi.wrapping_sub(self.dec_lo) {
-                    self.decoded[w as usize] = Decoded::NOT_DECODED;
-                }
-                true
-            }
-            None => false,
+        if !self.bytes.store::<N>(off, v) {
+            return false;
         }
+        let w = (off >> 2) as u32;
+        if w.wrapping_sub(self.dec_lo) < self.dec_hi.wrapping_sub(self.dec_lo) {
+            self.decoded[w as usize] = Decoded::NOT_DECODED;
+        }
+        true
     }
 
     /// Decoded instruction at `pc` (word aligned) if cached; `NOT_DECODED`
@@ -273,11 +288,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]> + Send> ExternalBytes for T {
     }
 }
 
-/// Host sysmem as the chip stores it: its own buffer (embedded mode), or an
-/// external mapping (daemon mode). The chip only ever sees a byte slice.
+/// Host sysmem as the chip stores it: its own buffer (embedded mode), an
+/// external mapping (daemon mode: host and chip take turns), or a shared region
+/// the host writes while the chip runs (tt-kmd simulator mode).
 pub enum Sysmem {
     Owned(Box<[u8]>),
     External(Box<dyn ExternalBytes>),
+    Shared(SharedRegion),
 }
 
 impl Sysmem {
@@ -286,24 +303,67 @@ impl Sysmem {
         Sysmem::Owned(vec![0; size].into_boxed_slice())
     }
 
-    pub fn bytes(&self) -> &[u8] {
+    pub fn len(&self) -> usize {
         match self {
-            Sysmem::Owned(b) => b,
-            Sysmem::External(e) => e.bytes(),
+            Sysmem::Owned(b) => b.len(),
+            Sysmem::External(e) => e.bytes().len(),
+            Sysmem::Shared(s) => s.len(),
         }
     }
 
-    pub fn bytes_mut(&mut self) -> &mut [u8] {
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes, where the chip may hold a reference to them (not when shared).
+    pub fn bytes(&self) -> Option<&[u8]> {
         match self {
-            Sysmem::Owned(b) => b,
-            Sysmem::External(e) => e.bytes_mut(),
+            Sysmem::Owned(b) => Some(b),
+            Sysmem::External(e) => Some(e.bytes()),
+            Sysmem::Shared(_) => None,
+        }
+    }
+
+    pub fn bytes_mut(&mut self) -> Option<&mut [u8]> {
+        match self {
+            Sysmem::Owned(b) => Some(b),
+            Sysmem::External(e) => Some(e.bytes_mut()),
+            Sysmem::Shared(_) => None,
+        }
+    }
+
+    /// Copies out; the caller checks bounds.
+    pub fn read(&self, off: usize, buf: &mut [u8]) {
+        match self {
+            Sysmem::Shared(s) => assert!(s.read(off, buf), "sysmem read out of bounds"),
+            _ => buf.copy_from_slice(&self.bytes().expect("not shared")[off..off + buf.len()]),
+        }
+    }
+
+    /// Copies in; the caller checks bounds.
+    pub fn write(&mut self, off: usize, data: &[u8]) {
+        match self {
+            Sysmem::Shared(s) => assert!(s.write(off, data), "sysmem write out of bounds"),
+            _ => self.bytes_mut().expect("not shared")[off..off + data.len()].copy_from_slice(data),
+        }
+    }
+
+    /// Every byte (a copy when shared).
+    pub fn snapshot(&self) -> std::borrow::Cow<'_, [u8]> {
+        match self {
+            Sysmem::Shared(s) => std::borrow::Cow::Owned(s.snapshot()),
+            _ => std::borrow::Cow::Borrowed(self.bytes().expect("not shared")),
         }
     }
 
     /// Zeroes every byte, writing only pages that are not already zero (so a
     /// sparse file mapping stays sparse).
     pub fn zero(&mut self) {
-        for page in self.bytes_mut().chunks_mut(4096) {
+        if let Sysmem::Shared(s) = self {
+            s.zero_sparse();
+            return;
+        }
+        for page in self.bytes_mut().expect("not shared").chunks_mut(4096) {
             if page.iter().any(|&b| b != 0) {
                 page.fill(0);
             }
@@ -313,8 +373,12 @@ impl Sysmem {
 
 impl std::fmt::Debug for Sysmem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = if matches!(self, Sysmem::Owned(_)) { "owned" } else { "external" };
-        write!(f, "Sysmem({kind}, {} bytes)", self.bytes().len())
+        let kind = match self {
+            Sysmem::Owned(_) => "owned",
+            Sysmem::External(_) => "external",
+            Sysmem::Shared(_) => "shared",
+        };
+        write!(f, "Sysmem({kind}, {} bytes)", self.len())
     }
 }
 
@@ -366,15 +430,15 @@ mod tests {
     #[test]
     fn sysmem_is_owned_or_external_and_zeroes_either() {
         let mut own = Sysmem::owned(8192);
-        own.bytes_mut()[5000] = 7;
+        own.bytes_mut().unwrap()[5000] = 7;
         own.zero();
-        assert!(own.bytes().iter().all(|&b| b == 0));
+        assert!(own.snapshot().iter().all(|&b| b == 0));
         let mut ext = Sysmem::External(Box::new(vec![1u8; 10_000]));
-        assert_eq!(ext.bytes().len(), 10_000);
-        ext.bytes_mut()[0] = 9;
-        assert_eq!(ext.bytes()[..2], [9, 1]);
+        assert_eq!(ext.len(), 10_000);
+        ext.bytes_mut().unwrap()[0] = 9;
+        assert_eq!(ext.snapshot()[..2], [9, 1]);
         ext.zero();
-        assert!(ext.bytes().iter().all(|&b| b == 0));
+        assert!(ext.snapshot().iter().all(|&b| b == 0));
         assert_eq!(format!("{ext:?}"), "Sysmem(external, 10000 bytes)");
     }
 }

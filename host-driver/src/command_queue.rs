@@ -7,6 +7,7 @@
 
 use crate::buffer::{Buffer, Placement};
 use crate::device::Device;
+use crate::dump::QueuePointers;
 use crate::error::{DriverError, Result};
 use crate::events::Event;
 use cqlab_abi::completion::{record_size, CompletionHeader, CompletionKind, EventRecord};
@@ -22,7 +23,7 @@ use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR, FETCH_RD_COUNT, ISSUE_RD_PTR};
 use std::collections::HashMap;
 use std::mem::size_of;
-use zerocopy::{FromBytes, IntoBytes};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 /// Largest payload put inline in one chunk (leaves room for headers).
 const MAX_INLINE: usize = 32 * 1024;
@@ -135,14 +136,14 @@ impl Device {
         Ok(CommandQueue { dev: self, q })
     }
 
-    fn header_word(&mut self, q: u8, offset: u32) -> u32 {
+    fn header_word(&mut self, q: u8, offset: u32) -> Result<u32> {
         let at = (self.cqs[q as usize].layout.header() + offset as u64) as usize;
-        u32::from_le_bytes(self.backend.sysmem()[at..at + 4].try_into().expect("4 bytes"))
+        self.backend.sysmem_read_u32(at)
     }
 
     /// Consumes every completion record queue `q` has written.
     pub(crate) fn drain(&mut self, q: u8) -> Result<()> {
-        let wr = RingPtr(self.header_word(q, COMPLETION_WR_PTR));
+        let wr = RingPtr(self.header_word(q, COMPLETION_WR_PTR)?);
         let cq = &self.cqs[q as usize];
         let (size, base, mut rd) = (cq.layout.completion_size, cq.layout.completion_base() as usize, cq.completion_rd);
         if rd == wr {
@@ -150,9 +151,8 @@ impl Device {
         }
         while rd != wr {
             let at = base + rd.offset_bytes() as usize;
-            let sysmem = self.backend.sysmem();
-            let header = CompletionHeader::read_from_bytes(&sysmem[at..at + size_of::<CompletionHeader>()])
-                .expect("sized slice");
+            let mut header = CompletionHeader::new_zeroed();
+            self.backend.sysmem_read(at, header.as_mut_bytes())?;
             let record = record_size(header.length);
             let kind = CompletionKind::from_u8(header.kind);
             let expected_seq = self.cqs[q as usize].completions as u32;
@@ -168,10 +168,12 @@ impl Device {
                 let dump = crate::hang_dump::HangDump::collect(self, "completion queue", Some(q))?;
                 return Err(DriverError::Device { core: noc::dispatcher(q), message, dump: Box::new(dump) });
             }
+            // The payload may wrap the ring: at most two pieces.
             let mut payload = vec![0u8; header.length as usize];
-            for (i, b) in payload.iter_mut().enumerate() {
-                *b = sysmem[base + ((rd.offset_bytes() as usize + size_of::<CompletionHeader>() + i) % size as usize)];
-            }
+            let start = (rd.offset_bytes() as usize + size_of::<CompletionHeader>()) % size as usize;
+            let first = (size as usize - start).min(payload.len());
+            self.backend.sysmem_read(base + start, &mut payload[..first])?;
+            self.backend.sysmem_read(base, &mut payload[first..])?;
             let cq = &mut self.cqs[q as usize];
             match kind {
                 Some(CompletionKind::Event) => {
@@ -214,10 +216,10 @@ impl Device {
         let cq = &self.cqs[q as usize];
         let (wr, base, size) = (cq.issue_wr, cq.layout.issue_base() as usize, cq.layout.issue_size);
         let first = (size - wr.offset_bytes()).min(len) as usize;
-        let sysmem = self.backend.sysmem();
         let at = base + wr.offset_bytes() as usize;
-        sysmem[at..at + first].copy_from_slice(&chunk[..first]);
-        sysmem[base..base + chunk.len() - first].copy_from_slice(&chunk[first..]);
+        // Free issue space (reserve waited for it): the device reads it only after the doorbell.
+        self.backend.sysmem_claim(at, first)?.copy_from_slice(&chunk[..first]);
+        self.backend.sysmem_claim(base, chunk.len() - first)?.copy_from_slice(&chunk[first..]);
         self.ring_doorbell(q, entry)
     }
 
@@ -240,7 +242,8 @@ impl Device {
         self.reserve(q, capacity as u32)?;
         let cq = &self.cqs[q as usize];
         let at = (cq.layout.issue_base() + cq.issue_wr.offset_bytes() as u64) as usize;
-        let mut enc = Encoder::new(&mut self.backend.sysmem()[at..at + capacity]);
+        // Free issue space (reserve waited for it): the device reads it only after the doorbell.
+        let mut enc = Encoder::new(self.backend.sysmem_claim(at, capacity)?);
         build(&mut enc).map_err(|e| DriverError::Invalid(format!("encoding: {e}")))?;
         let len = enc.len() as u64;
         let entry = FetchEntry::new(len, false)
@@ -258,8 +261,8 @@ impl Device {
         let what = || format!("prefetch queue slot and {len} bytes of issue queue on CQ{q}");
         self.wait_until(Some(q), what, |dev| {
             dev.drain_all()?;
-            let issue_rd = RingPtr(dev.header_word(q, ISSUE_RD_PTR));
-            let fetched = dev.header_word(q, FETCH_RD_COUNT);
+            let issue_rd = RingPtr(dev.header_word(q, ISSUE_RD_PTR)?);
+            let fetched = dev.header_word(q, FETCH_RD_COUNT)?;
             let cq = &dev.cqs[q as usize];
             let free = size - RingPtr::used(cq.issue_wr, issue_rd, size);
             Ok(free >= len && cq.fetch_issued.wrapping_sub(fetched) < entries)
@@ -712,15 +715,15 @@ impl Device {
     }
 
     /// Queue pointers, for hang dumps and stats (reads sysmem only, no BAR).
-    pub fn queue_pointers(&mut self, q: u8) -> QueuePointers {
-        let issue_rd = self.header_word(q, ISSUE_RD_PTR);
-        let fetched = self.header_word(q, FETCH_RD_COUNT);
-        let completion_wr = self.header_word(q, COMPLETION_WR_PTR);
+    pub fn queue_pointers(&mut self, q: u8) -> Result<QueuePointers> {
+        let issue_rd = self.header_word(q, ISSUE_RD_PTR)?;
+        let fetched = self.header_word(q, FETCH_RD_COUNT)?;
+        let completion_wr = self.header_word(q, COMPLETION_WR_PTR)?;
         if self.observer {
-            return self.observed_queue_pointers(q, issue_rd, fetched, completion_wr);
+            return Ok(self.observed_queue_pointers(q, issue_rd, fetched, completion_wr));
         }
         let cq = &self.cqs[q as usize];
-        QueuePointers {
+        Ok(QueuePointers {
             cq: q,
             issue_wr: cq.issue_wr.0,
             issue_rd,
@@ -730,7 +733,7 @@ impl Device {
             completion_wr,
             workers_outstanding: cq.workers_outstanding,
             last_event_done: cq.last_event_done,
-        }
+        })
     }
 }
 
@@ -778,18 +781,4 @@ impl Device {
             last_event_done,
         }
     }
-}
-
-/// Pointers of one queue at a moment (ring pointers raw, with toggles).
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct QueuePointers {
-    pub cq: u8,
-    pub issue_wr: u32,
-    pub issue_rd: u32,
-    pub fetch_issued: u32,
-    pub fetch_consumed: u32,
-    pub completion_rd: u32,
-    pub completion_wr: u32,
-    pub workers_outstanding: u32,
-    pub last_event_done: u32,
 }

@@ -20,7 +20,7 @@
 //!
 //! Device memory (L1, DRAM, registers) lives in the daemon and survives
 //! clients. The device advances only while a client polls (each poll runs
-//! [`DEFAULT_POLL_CYCLES`](crate::sim_backend::DEFAULT_POLL_CYCLES) device
+//! [`DEFAULT_POLL_CYCLES`](crate::backend::DEFAULT_POLL_CYCLES) device
 //! cycles and returns the clock); with no client attached it idles. So one
 //! client's run against a fresh or reset daemon is as deterministic as the
 //! embedded simulator. Every attach starts from a quiet device: the daemon
@@ -34,7 +34,7 @@
 //! request, and the one attached client waits for the reply before it looks
 //! at sysmem again (the socket round trip orders the accesses).
 
-use crate::backend::{Backend, CoreDebug};
+use crate::backend::{check_sysmem, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES};
 use crate::config::DeviceConfig;
 use crate::error::{DriverError, Result};
 use cqlab_abi::noc::{Coord, NocAddr};
@@ -293,15 +293,8 @@ impl DaemonBackend {
             }
         };
         let sysmem = map_sysmem(&paths, info.sysmem_size, false)?;
-        Ok(DaemonBackend {
-            paths,
-            stream,
-            sysmem,
-            _lock: lock,
-            info,
-            now: 0,
-            poll_cycles: crate::sim_backend::DEFAULT_POLL_CYCLES,
-        })
+
+        Ok(DaemonBackend { paths, stream, sysmem, _lock: lock, info, now: 0, poll_cycles: DEFAULT_POLL_CYCLES })
     }
 
     /// What the daemon simulates.
@@ -428,8 +421,19 @@ impl Backend for DaemonBackend {
         }
         Ok(())
     }
-    fn sysmem(&mut self) -> &mut [u8] {
-        &mut self.sysmem
+    fn sysmem_len(&self) -> usize {
+        self.sysmem.len()
+    }
+    fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
+        // The daemon touches sysmem only while serving our request (module
+        // docs): between requests a plain copy is a snapshot.
+        let r = check_sysmem(offset, buf.len(), self.sysmem.len())?;
+        buf.copy_from_slice(&self.sysmem[r]);
+        Ok(())
+    }
+    fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]> {
+        let r = check_sysmem(offset, len, self.sysmem.len())?;
+        Ok(&mut self.sysmem[r])
     }
     fn poll(&mut self) -> Result<u64> {
         self.request(&Request::Poll { cycles: self.poll_cycles })?;
@@ -438,20 +442,71 @@ impl Backend for DaemonBackend {
     fn now(&self) -> u64 {
         self.now
     }
-    fn core_debug(&self, core: Coord) -> Option<CoreDebug> {
-        let (_, body) = call(&self.stream, &self.paths, &Request::CoreDebug { core: core.packed() }).ok()?;
-        CoreView::decode(&body).ok()?.map(|v| CoreDebug { pc: v.pc, halt: v.halt, last_pcs: v.last_pcs })
-    }
-    fn as_any(&mut self) -> Option<&mut dyn std::any::Any> {
+    fn introspect(&mut self) -> Option<&mut dyn Introspect> {
         Some(self)
     }
 }
 
-/// A read-only view of a daemon's device (`cqlab status`, `cqlab dump`):
-/// takes no lock and sends no HELLO, so it works while another client owns
-/// the device, and changes nothing. Reads go through PEEK (no device time
-/// passes, posted writes stay posted), `poll` only asks the time (STATUS),
-/// sysmem is a private copy-on-write view of the owner's, and writes fail.
+impl DaemonBackend {
+    fn bad_body(&self, what: &str, e: impl std::fmt::Display) -> DriverError {
+        DriverError::Backend(format!("simulator daemon at {}: bad {what} reply: {e}", self.paths.dir.display()))
+    }
+    fn u64s<const N: usize>(&self, what: &str, body: &[u8]) -> Result<[u64; N]> {
+        if body.len() != 8 * N {
+            return Err(self.bad_body(what, format!("{} bytes, expected {}", body.len(), 8 * N)));
+        }
+        Ok(std::array::from_fn(|i| u64::from_le_bytes(body[8 * i..8 * i + 8].try_into().expect("8 bytes"))))
+    }
+}
+
+impl Introspect for DaemonBackend {
+    fn core_debug(&mut self, core: Coord) -> Result<Option<CoreDebug>> {
+        let body = self.request(&Request::CoreDebug { core: core.packed() })?;
+        let view = CoreView::decode(&body).map_err(|e| self.bad_body("CORE_DEBUG", e))?;
+        Ok(view.map(|v| CoreDebug { pc: v.pc, halt: v.halt, last_pcs: v.last_pcs }))
+    }
+    fn digest(&mut self) -> Result<u64> {
+        let body = self.request(&Request::Digest)?;
+        Ok(self.u64s::<1>("DIGEST", &body)?[0])
+    }
+    fn dram_traffic(&mut self) -> Result<DramTraffic> {
+        let body = self.request(&Request::DramTraffic { reset: false })?;
+        let [read_bytes, write_bytes] = self.u64s::<2>("DRAM_TRAFFIC", &body)?;
+        Ok(DramTraffic { read_bytes, write_bytes })
+    }
+    fn reset_dram_traffic(&mut self) -> Result<()> {
+        self.request(&Request::DramTraffic { reset: true })?;
+        Ok(())
+    }
+    fn peek(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<bool> {
+        peek(&self.stream, &self.paths, &mut self.now, addr, buf)?;
+        Ok(true)
+    }
+    fn run_cycles(&mut self, cycles: u64) -> Result<u64> {
+        self.request(&Request::Poll { cycles })?;
+        Ok(self.now)
+    }
+}
+
+/// PEEK: reads device memory without advancing or changing the device,
+/// in requests of at most [`proto::MAX_DATA`] bytes.
+fn peek(stream: &UnixStream, paths: &DevicePaths, now: &mut u64, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
+    for (i, part) in buf.chunks_mut(proto::MAX_DATA).enumerate() {
+        let at = addr.offset((i * proto::MAX_DATA) as u64);
+        let (t, body) = call(stream, paths, &Request::Peek { addr: at.0, len: part.len() as u32 })?;
+        *now = t;
+        check_len(paths, "PEEK", at, part.len(), body.len())?;
+        part.copy_from_slice(&body);
+    }
+    Ok(())
+}
+
+/// A read-only view of a daemon's device (`cqlab status`, `cqlab dump`,
+/// live `cqlab decode`): takes no lock and sends no HELLO, so it works while
+/// another client owns the device, and changes nothing. Reads go through
+/// PEEK (no device time passes, posted writes stay posted), `poll` only asks
+/// the time (STATUS), sysmem is a private copy-on-write view of the owner's,
+/// and writes fail.
 pub struct DaemonObserver {
     paths: DevicePaths,
     stream: UnixStream,
@@ -494,6 +549,13 @@ impl DaemonObserver {
         })?;
         Ok(&self.status)
     }
+
+    fn read_only(&self, what: &str) -> DriverError {
+        DriverError::Invalid(format!(
+            "{what} through a read-only observer of {} (attach with sim:PATH to change the device)",
+            self.paths.dir.display()
+        ))
+    }
 }
 
 impl Backend for DaemonObserver {
@@ -506,24 +568,21 @@ impl Backend for DaemonObserver {
         )
     }
     fn write(&mut self, addr: NocAddr, _data: &[u8]) -> Result<()> {
-        Err(DriverError::Invalid(format!(
-            "write at {:#x} through a read-only observer of {} (attach with sim:PATH to write)",
-            addr.0,
-            self.paths.dir.display()
-        )))
+        Err(self.read_only(&format!("write at {:#x}", addr.0)))
     }
     fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
-        for (i, part) in buf.chunks_mut(proto::MAX_DATA).enumerate() {
-            let at = addr.offset((i * proto::MAX_DATA) as u64);
-            let (now, body) = call(&self.stream, &self.paths, &Request::Peek { addr: at.0, len: part.len() as u32 })?;
-            self.now = now;
-            check_len(&self.paths, "PEEK", at, part.len(), body.len())?;
-            part.copy_from_slice(&body);
-        }
+        peek(&self.stream, &self.paths, &mut self.now, addr, buf)
+    }
+    fn sysmem_len(&self) -> usize {
+        self.sysmem.len()
+    }
+    fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
+        let r = check_sysmem(offset, buf.len(), self.sysmem.len())?;
+        buf.copy_from_slice(&self.sysmem[r]);
         Ok(())
     }
-    fn sysmem(&mut self) -> &mut [u8] {
-        &mut self.sysmem
+    fn sysmem_claim(&mut self, _offset: usize, _len: usize) -> Result<&mut [u8]> {
+        Err(self.read_only("claiming sysmem"))
     }
     fn poll(&mut self) -> Result<u64> {
         self.refresh()?;
@@ -532,9 +591,42 @@ impl Backend for DaemonObserver {
     fn now(&self) -> u64 {
         self.now
     }
-    fn core_debug(&self, core: Coord) -> Option<CoreDebug> {
-        let (_, body) = call(&self.stream, &self.paths, &Request::CoreDebug { core: core.packed() }).ok()?;
-        CoreView::decode(&body).ok()?.map(|v| CoreDebug { pc: v.pc, halt: v.halt, last_pcs: v.last_pcs })
+    fn introspect(&mut self) -> Option<&mut dyn Introspect> {
+        Some(self)
+    }
+}
+
+impl Introspect for DaemonObserver {
+    fn core_debug(&mut self, core: Coord) -> Result<Option<CoreDebug>> {
+        let (_, body) = call(&self.stream, &self.paths, &Request::CoreDebug { core: core.packed() })?;
+        let view = CoreView::decode(&body).map_err(|e| {
+            DriverError::Backend(format!("simulator daemon at {}: bad CORE_DEBUG reply: {e}", self.paths.dir.display()))
+        })?;
+        Ok(view.map(|v| CoreDebug { pc: v.pc, halt: v.halt, last_pcs: v.last_pcs }))
+    }
+    fn digest(&mut self) -> Result<u64> {
+        let (_, body) = call(&self.stream, &self.paths, &Request::Digest)?;
+        let b: [u8; 8] = body.as_slice().try_into().map_err(|_| {
+            DriverError::Backend(format!(
+                "simulator daemon at {}: DIGEST reply of {} bytes",
+                self.paths.dir.display(),
+                body.len()
+            ))
+        })?;
+        Ok(u64::from_le_bytes(b))
+    }
+    fn dram_traffic(&mut self) -> Result<DramTraffic> {
+        Err(self.read_only("DRAM traffic counters (owner only)"))
+    }
+    fn reset_dram_traffic(&mut self) -> Result<()> {
+        Err(self.read_only("resetting DRAM traffic counters"))
+    }
+    fn peek(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<bool> {
+        peek(&self.stream, &self.paths, &mut self.now, addr, buf)?;
+        Ok(true)
+    }
+    fn run_cycles(&mut self, _cycles: u64) -> Result<u64> {
+        Err(self.read_only("running the device"))
     }
 }
 

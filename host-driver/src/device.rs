@@ -67,6 +67,7 @@ impl Device {
     /// lives inside the process that runs it). Takes no lock and changes
     /// nothing. The queue sizes are the owner's, read from CQ0's prefetcher
     /// configuration mailbox; the grid is the daemon's.
+    #[cfg(feature = "daemon")]
     pub fn observe(spec: &str) -> Result<(Self, crate::daemon_backend::proto::Status)> {
         let Some(rest) = spec.strip_prefix("sim:") else {
             return Err(DriverError::Invalid(format!(
@@ -101,43 +102,19 @@ impl Device {
         Ok((dev, status))
     }
 
-    /// Opens a device by spec: `embedded` or `embedded:seed=N` (in-process
-    /// simulator), `sim:PATH[?wait[=SECS]]` (simulator daemon, see
-    /// [`crate::daemon_backend`]), `/dev/tenstorrent/N` (tt-kmd).
+    /// Opens a device by spec (see [`crate::backend::spec`]): `embedded` or
+    /// `embedded:seed=N[,slow]` (in-process simulator), `sim:PATH[?wait[=SECS]]`
+    /// (simulator daemon), `/dev/tenstorrent/N` (tt-kmd on a card),
+    /// `ttkmd-sim:PATH` (the tt-kmd backend against the simulator).
     pub fn open(spec: &str, mut cfg: DeviceConfig) -> Result<Self> {
-        match crate::spec::DeviceSpec::parse(spec)? {
-            crate::spec::DeviceSpec::Embedded { seed, slow } => {
-                let mut sim = cqlab_sim::config::SimConfig::default();
-                if let Some(seed) = seed {
-                    sim.seed = seed;
-                }
-                cfg.slow_dispatch |= slow;
-                Self::embedded(sim, cfg)
-            }
-            crate::spec::DeviceSpec::Daemon { path, wait } => {
-                let backend = crate::daemon_backend::DaemonBackend::attach_with(path, wait)?;
-                backend.check_config(&cfg)?;
-                Self::with_backend(Box::new(backend), cfg)
-            }
-            crate::spec::DeviceSpec::TtKmd { path } => {
-                // Open (and lock) the device first, so a missing card or driver, or
-                // a device held by another process, is reported as such.
-                let dev = crate::ttkmd::TtKmdDevice::open(&path).map_err(|e| DriverError::Backend(e.to_string()))?;
-                drop(dev);
-                Err(DriverError::NotBuilt(
-                    "command queues over tt-kmd (the device opened; TLB windows and sysmem pinning are not wired to CQs)",
-                ))
-            }
-        }
+        let backend = crate::backend::spec::open(spec, &mut cfg)?;
+        Self::with_backend(backend, cfg)
     }
 
     /// An in-process simulated chip shaped like `cfg`.
-    pub fn embedded(mut sim: cqlab_sim::config::SimConfig, cfg: DeviceConfig) -> Result<Self> {
-        sim.worker_cols = cfg.worker_cols;
-        sim.worker_rows = cfg.worker_rows;
-        sim.num_cqs = cfg.num_cqs;
-        sim.dram_banks = cfg.dram_banks;
-        let backend = crate::sim_backend::EmbeddedSim::new(sim)?;
+    #[cfg(feature = "sim")]
+    pub fn embedded(sim: cqlab_sim::config::SimConfig, cfg: DeviceConfig) -> Result<Self> {
+        let backend = crate::backend::spec::embedded_with(sim, &cfg)?;
         Self::with_backend(Box::new(backend), cfg)
     }
 
@@ -186,7 +163,9 @@ impl Device {
         let mut expect = Vec::new();
         for q in 0..self.cfg.num_cqs {
             let layout = self.cqs[q as usize].layout;
-            self.backend.sysmem()[layout.header() as usize..layout.issue_base() as usize].fill(0);
+            // The CQ cores are held in reset (or not yet loaded): the device does not touch the header.
+            let header = (layout.issue_base() - layout.header()) as usize;
+            self.backend.sysmem_claim(layout.header() as usize, header)?.fill(0);
             let base = self.cq_config(q, layout);
             let pcfg = CqConfig { peer_xy: noc::dispatcher(q).packed(), ..base };
             let dcfg = CqConfig { peer_xy: noc::prefetcher(q).packed(), ..base };
@@ -221,7 +200,7 @@ impl Device {
 
     fn cq_config(&self, q: u8, layout: CqSysmemLayout) -> CqConfig {
         CqConfig {
-            sysmem_base: layout.base,
+            sysmem_base: layout.base + self.backend.sysmem_noc_base(),
             issue_size: layout.issue_size,
             completion_size: layout.completion_size,
             cq_id: q as u32,
@@ -379,7 +358,11 @@ impl Device {
             if Waypoint(self.backend.read_u32(at(WAYPOINT))?) != waypoint::RUN {
                 continue;
             }
-            if self.backend.core_debug(w).is_some_and(|d| d.halt.is_some())
+            let halted = match self.backend.introspect() {
+                Some(i) => i.core_debug(w)?.is_some_and(|d| d.halt.is_some()),
+                None => false,
+            };
+            if halted
                 || self.backend.read_u32(at(ERROR + std::mem::offset_of!(ErrorRecord, magic) as u32))? == ERROR_MAGIC
             {
                 continue;

@@ -1,6 +1,6 @@
 //! Driver errors: each says what was expected, what was found, and where.
 
-use crate::hang_dump::HangDump;
+use crate::dump::HangDump;
 use cqlab_abi::noc::Coord;
 
 pub type Result<T, E = DriverError> = std::result::Result<T, E>;

@@ -3,61 +3,17 @@
 //! (or the cycle, for a deadlock).
 
 use crate::backend::read_struct;
-use crate::command_queue::QueuePointers;
 use crate::device::Device;
+pub use crate::dump::{CoreState, HangDump, QueuePointers, TraceLine};
 use crate::error::Result;
 use cqlab_abi::mailbox::{DeviceError, ErrorRecord, ERROR, ERROR_MAGIC, LAST_EVENT, WAYPOINT};
 use cqlab_abi::mmio::{self, sem, MMIO_BASE};
 use cqlab_abi::noc::{self, Coord, Endpoint, NocAddr};
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{self, Waypoint};
-use std::fmt;
 
 /// Trace records kept per core in a dump.
 const LAST_RECORDS: u32 = 8;
-
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct TraceLine {
-    pub seq: u32,
-    pub cycle: u64,
-    pub kind: String,
-    pub arg0: u32,
-    pub arg1: u32,
-}
-
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct CoreState {
-    pub core: String,
-    pub role: String,
-    pub waypoint: String,
-    pub meaning: String,
-    pub pc: Option<u32>,
-    pub halt: Option<String>,
-    pub semaphores: [u32; 4],
-    pub error: Option<String>,
-    pub last_trace: Vec<TraceLine>,
-    #[serde(skip)]
-    coord: Coord,
-    #[serde(skip)]
-    wp: Waypoint,
-    /// Last wait target (flags, address) from the trace, for the chain.
-    #[serde(skip)]
-    wait_target: Option<(u32, u32)>,
-    /// Cycle of the last `KernelStart` record in the tail, for the chain.
-    #[serde(skip)]
-    kernel_start: Option<u64>,
-}
-
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct HangDump {
-    pub waited_for: String,
-    pub device_cycle: u64,
-    pub queues: Vec<QueuePointers>,
-    pub cores: Vec<CoreState>,
-    /// Host first, then each core waited on.
-    pub chain: Vec<String>,
-    pub deadlock: bool,
-}
 
 fn role(c: Coord) -> String {
     match noc::endpoint(c) {
@@ -72,7 +28,7 @@ impl HangDump {
     /// `cq` is the queue the host waited on, where the wait-for chain starts.
     pub fn collect(dev: &mut Device, waited_for: &str, cq: Option<u8>) -> Result<Self> {
         let device_cycle = dev.backend.poll()?;
-        let queues = (0..dev.cfg.num_cqs).map(|q| dev.queue_pointers(q)).collect();
+        let queues = (0..dev.cfg.num_cqs).map(|q| dev.queue_pointers(q)).collect::<Result<_>>()?;
         let coords: Vec<Coord> = dev.all_cores().collect();
         let mut cores = Vec::new();
         for c in coords {
@@ -119,7 +75,10 @@ fn core_state(dev: &mut Device, c: Coord) -> Result<CoreState> {
         let kind = kind.map_or_else(|| format!("kind{}", r.kind), |k| k.label().to_owned());
         last_trace.push(TraceLine { seq: r.seq, cycle: r.cycle, kind, arg0: r.arg0, arg1: r.arg1 });
     }
-    let debug = dev.backend.core_debug(c);
+    let debug = match dev.backend.introspect() {
+        Some(i) => i.core_debug(c)?,
+        None => None,
+    };
     Ok(CoreState {
         core: c.to_string(),
         role: role(c),
@@ -224,45 +183,4 @@ fn chain(cores: &[CoreState], waited_for: &str, cq: Option<u8>, now: u64) -> (Ve
         };
     }
     (chain, false)
-}
-
-impl fmt::Display for HangDump {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "hang dump at device cycle {} ({})", self.device_cycle, self.waited_for)?;
-        writeln!(f, "wait-for chain{}:", if self.deadlock { " (DEADLOCK: cycle)" } else { "" })?;
-        for (i, link) in self.chain.iter().enumerate() {
-            writeln!(f, "  {}{link}", if i == 0 { "" } else { "-> " })?;
-        }
-        for q in &self.queues {
-            writeln!(
-                f,
-                "CQ{}: issue wr {:#x} rd {:#x}; fetch issued {} consumed {}; completion rd {:#x} wr {:#x}; workers outstanding {}; last event {}",
-                q.cq, q.issue_wr, q.issue_rd, q.fetch_issued, q.fetch_consumed, q.completion_rd, q.completion_wr,
-                q.workers_outstanding, q.last_event_done
-            )?;
-        }
-        for c in &self.cores {
-            let boring = c.wp == waypoint::GOW && c.error.is_none();
-            if boring {
-                continue;
-            }
-            write!(f, "{:<16} {:<8} {:<5}", c.role, c.core, c.waypoint)?;
-            if let Some(pc) = c.pc {
-                write!(f, " pc={pc:#010x}")?;
-            }
-            write!(f, " sem={:?}", c.semaphores)?;
-            if let Some(h) = &c.halt {
-                write!(f, " halted: {h}")?;
-            }
-            writeln!(f)?;
-            if let Some(e) = &c.error {
-                writeln!(f, "    error: {e}")?;
-            }
-            for t in &c.last_trace {
-                writeln!(f, "    #{:<6} @{:<10} {:<12} {:#x} {:#x}", t.seq, t.cycle, t.kind, t.arg0, t.arg1)?;
-            }
-        }
-        let idle = self.cores.iter().filter(|c| c.wp == waypoint::GOW && c.error.is_none()).count();
-        writeln!(f, "({idle} workers idle in GOW not shown)")
-    }
 }

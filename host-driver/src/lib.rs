@@ -7,17 +7,20 @@ pub mod backend;
 pub mod buffer;
 pub mod command_queue;
 pub mod config;
+#[cfg(feature = "daemon")]
 pub mod daemon_backend;
 pub mod device;
+pub mod dump;
 pub mod elf;
 pub mod error;
 pub mod events;
 pub mod hang_dump;
+#[cfg(feature = "sim")]
 pub mod sim_backend;
 pub mod slow_dispatch;
-pub mod spec;
 pub mod sysmem;
 pub mod trace_reader;
+#[cfg(feature = "ttkmd")]
 pub mod ttkmd;
 pub mod workloads;
 

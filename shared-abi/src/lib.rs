@@ -33,6 +33,10 @@ pub mod waypoint;
 /// refuses to drive firmware built against another version.
 pub const ABI_VERSION: u32 = 1;
 
+/// The device's core clock: 1 GHz, so one device cycle is one nanosecond.
+/// Host figures (microseconds, bandwidths) convert device cycles with it.
+pub const CLOCK_HZ: u64 = 1_000_000_000;
+
 /// Command headers, dispatch payloads and dispatcher-ring writes are aligned
 /// to this many bytes (the L1 / NOC alignment).
 pub const L1_ALIGNMENT: usize = 16;

@@ -27,6 +27,12 @@ impl Region {
 /// configured larger; the fixed regions below always fit the default.
 pub const L1_DEFAULT_SIZE: u32 = 1536 * 1024;
 
+/// Size of a host TLB window onto the NOC (as Wormhole's 2 MiB windows): a
+/// window maps `[base, base + TLB_WINDOW_SIZE)` of one endpoint, `base`
+/// aligned to the size. The simulated chip's L1 fits one window.
+pub const TLB_WINDOW_SIZE: u64 = 2 << 20;
+const _: () = assert!(L1_DEFAULT_SIZE as u64 <= TLB_WINDOW_SIZE);
+
 /// Never mapped to anything useful: catches null-pointer writes.
 pub const NULL_GUARD: Region = Region { name: "null_guard", base: 0x0000_0000, size: 0x100 };
 /// Launch, alive, waypoint, CQ config, error and exit mailboxes (see `mailbox`).

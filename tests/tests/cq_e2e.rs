@@ -1,202 +1,20 @@
-//! End to end: the driver, the simulator and the real firmware ELFs.
-//! Each test names its seed; a failure prints it.
+//! End to end on the embedded simulator: the driver, the simulator and the real firmware ELFs.
+//! The tests themselves are `cqlab_tests::e2e`'s (shared with the other backends); the ones
+//! here need the embedded simulator's fault injection.
 
-use cqlab_driver::{CoreRange, DriverError};
-use cqlab_tests::booted;
+use cqlab_driver::CoreRange;
+use cqlab_tests::Kind;
 
-fn pattern(n: usize, salt: u8) -> Vec<u8> {
-    (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(salt)).collect()
-}
-
-#[test]
-fn boot_brings_every_core_alive() {
-    let _dev = booted(1, |_| {});
-}
-
-#[test]
-fn l1_write_then_read_back() {
-    let mut dev = booted(2, |_| {});
-    let buf = dev.alloc_l1(3, 4, 1000).unwrap();
-    let data = pattern(1000, 1);
-    let mut cq = dev.cq(0).unwrap();
-    cq.write_buffer(&buf, 0, &data).unwrap();
-    assert_eq!(cq.read_buffer(&buf, 0, 1000).unwrap(), data, "seed 2");
-}
-
-#[test]
-fn paged_dram_write_then_read_back_across_banks() {
-    let mut dev = booted(3, |_| {});
-    let buf = dev.alloc_dram(64 * 1024, 2048).unwrap();
-    let data = pattern(64 * 1024, 7);
-    let mut cq = dev.cq(1).unwrap();
-    cq.write_buffer(&buf, 0, &data).unwrap();
-    assert_eq!(cq.read_buffer(&buf, 0, 64 * 1024).unwrap(), data, "seed 3");
-    assert_eq!(cq.read_buffer(&buf, 4096, 2048).unwrap(), &data[4096..6144], "seed 3: one page");
-}
-
-#[test]
-fn noop_launch_on_all_workers_finishes() {
-    let mut dev = booted(4, |_| {});
-    let mut cq = dev.cq(0).unwrap();
-    for _ in 0..5 {
-        cq.launch(CoreRange::new((0, 0), (7, 7)), &[1, 2, 3]).unwrap();
-    }
-    cq.finish().unwrap();
-}
-
-#[test]
-fn events_order_work_across_two_queues() {
-    let mut dev = booted(5, |_| {});
-    let buf = dev.alloc_l1(0, 0, 256).unwrap();
-    let first = pattern(256, 1);
-    let second = pattern(256, 2);
-    let ev = {
-        let mut cq0 = dev.cq(0).unwrap();
-        cq0.write_buffer(&buf, 0, &first).unwrap();
-        cq0.record_event().unwrap()
+macro_rules! on_embedded {
+    ($($name:ident),* $(,)?) => {
+        $(#[test]
+        fn $name() {
+            cqlab_tests::e2e::$name(Kind::Embedded)
+        })*
     };
-    let mut cq1 = dev.cq(1).unwrap();
-    cq1.wait_for_event(ev).unwrap();
-    assert_eq!(cq1.read_buffer(&buf, 0, 256).unwrap(), first, "seed 5: CQ1 read after CQ0's event");
-    cq1.write_buffer(&buf, 0, &second).unwrap();
-    let ev1 = cq1.record_event().unwrap();
-    dev.event_synchronize(ev1).unwrap();
-    assert!(dev.event_query(ev).unwrap());
-    assert_eq!(dev.cq(0).unwrap().read_buffer(&buf, 0, 256).unwrap(), second, "seed 5");
 }
 
-#[test]
-fn non_blocking_reads_complete_later_in_order() {
-    let mut dev = booted(6, |_| {});
-    let bufs: Vec<_> = (0..4).map(|i| dev.alloc_l1(i, 0, 512).unwrap()).collect();
-    let mut cq = dev.cq(0).unwrap();
-    for (i, b) in bufs.iter().enumerate() {
-        cq.write_buffer(b, 0, &pattern(512, i as u8)).unwrap();
-    }
-    let pending: Vec<_> = bufs.iter().map(|b| cq.enqueue_read(b, 0, 512).unwrap()).collect();
-    for (i, p) in pending.iter().enumerate().rev() {
-        assert_eq!(dev.complete_read(p).unwrap(), pattern(512, i as u8), "seed 6");
-    }
-}
-
-#[test]
-fn completion_queue_wraps_many_times() {
-    let mut dev = booted(7, |c| c.completion_size = 2048);
-    let buf = dev.alloc_l1(1, 1, 480).unwrap();
-    let mut cq = dev.cq(0).unwrap();
-    for round in 0..60u8 {
-        let data = pattern(480, round);
-        cq.write_buffer(&buf, 0, &data).unwrap();
-        assert_eq!(cq.read_buffer(&buf, 0, 480).unwrap(), data, "seed 7 round {round}");
-    }
-    // 60 records of 512 bytes through a 2 KiB ring: 15 wraps.
-}
-
-#[test]
-fn trace_replays_a_thousand_times() {
-    let mut dev = booted(8, |_| {});
-    let buf = dev.alloc_l1(2, 2, 64).unwrap();
-    let mut cq = dev.cq(0).unwrap();
-    cq.begin_trace().unwrap();
-    cq.launch(CoreRange::new((0, 0), (3, 3)), &[]).unwrap();
-    cq.write_buffer(&buf, 0, &[0xAB; 64]).unwrap();
-    let trace = cq.end_trace().unwrap();
-    for _ in 0..1000 {
-        cq.execute_trace(&trace).unwrap();
-    }
-    cq.finish().unwrap();
-    assert_eq!(cq.read_buffer(&buf, 0, 64).unwrap(), vec![0xAB; 64], "seed 8");
-}
-
-#[test]
-fn out_of_range_buffers_are_rejected_before_reaching_the_device() {
-    let mut dev = booted(9, |_| {});
-    let buf = dev.alloc_l1(0, 0, 100).unwrap();
-    let mut cq = dev.cq(0).unwrap();
-    assert!(matches!(cq.write_buffer(&buf, 90, &[0; 20]), Err(DriverError::OutOfRange { .. })));
-    assert!(matches!(cq.read_buffer(&buf, 0, 0), Err(DriverError::OutOfRange { .. })));
-    assert!(matches!(cq.launch(CoreRange::new((0, 0), (8, 0)), &[]), Err(DriverError::OutOfRange { .. })));
-    assert!(dev.cq(2).is_err());
-}
-
-#[test]
-fn no_enqueue_depth_deadlocks_with_tiny_queues() {
-    // Queues shrunk so the fetch queue, issue queue and completion queue all
-    // fill and wrap many times; the host drains completions while it waits.
-    let mut dev = booted(10, |c| {
-        c.fetch_entries = 4;
-        c.issue_size = 4096;
-        c.completion_size = 1024;
-    });
-    let buf = dev.alloc_l1(5, 5, 64).unwrap();
-    for depth in [1u32, 3, 10, 30, 100, 300, 1000, 3000, 10_000] {
-        let mut cq = dev.cq(0).unwrap();
-        for i in 0..depth {
-            cq.launch(CoreRange::single((i % 8) as u8, 0), &[i]).unwrap();
-            if i % 97 == 0 {
-                cq.record_event().unwrap(); // completion records pile up too
-            }
-        }
-        cq.write_buffer(&buf, 0, &[depth as u8; 64]).unwrap();
-        cq.finish().unwrap();
-        assert_eq!(cq.read_buffer(&buf, 0, 64).unwrap(), vec![depth as u8; 64], "seed 10 depth {depth}");
-    }
-}
-
-#[test]
-fn two_queues_ping_pong_with_events() {
-    let mut dev = booted(14, |_| {});
-    let buf = dev.alloc_l1(7, 7, 16).unwrap();
-    let mut last = None;
-    for round in 0..50u8 {
-        let (me, other) = if round % 2 == 0 { (0, 1) } else { (1, 0) };
-        let mut cq = dev.cq(me).unwrap();
-        if let Some(ev) = last {
-            cq.wait_for_event(ev).unwrap();
-        }
-        cq.write_buffer(&buf, 0, &[round; 16]).unwrap();
-        last = Some(cq.record_event().unwrap());
-        let _ = other;
-    }
-    dev.event_synchronize(last.unwrap()).unwrap();
-    assert_eq!(dev.cq(0).unwrap().read_buffer(&buf, 0, 16).unwrap(), vec![49; 16], "seed 14");
-}
-
-#[test]
-fn packed_writes_reach_all_64_cores() {
-    let mut dev = booted(15, |_| {});
-    let bufs: Vec<_> = (0..64u8).map(|i| dev.alloc_l1(i % 8, i / 8, 48).unwrap()).collect();
-    let cqlab_driver::Placement::L1 { addr, .. } = bufs[0].placement else { unreachable!() };
-    let cores: Vec<(u8, u8)> = (0..64u8).map(|i| (i % 8, i / 8)).collect();
-    let per_core: Vec<u8> = (0..64 * 48).map(|i| (i / 48) as u8 ^ (i % 48) as u8).collect();
-    let mut cq = dev.cq(0).unwrap();
-    cq.write_packed(addr, &cores, cqlab_driver::PackedData::PerCore(&per_core)).unwrap();
-    for (i, b) in bufs.iter().enumerate() {
-        assert_eq!(cq.read_buffer(b, 0, 48).unwrap(), &per_core[i * 48..(i + 1) * 48], "seed 15 core {i}");
-    }
-    cq.write_packed(addr, &cores, cqlab_driver::PackedData::Shared(&[0x42; 48])).unwrap();
-    for b in bufs.iter().step_by(9) {
-        assert_eq!(cq.read_buffer(b, 0, 48).unwrap(), vec![0x42; 48], "seed 15 shared");
-    }
-}
-
-#[test]
-fn linear_writes_to_one_dram_bank_land_byte_exact() {
-    use cqlab_abi::noc::{dram_bank, NocAddr};
-    let mut dev = booted(16, |_| {});
-    let data = pattern(3000, 5);
-    let dst = NocAddr::unicast(dram_bank(5), 0x10_0000);
-    let mut buf = vec![0u8; 4096];
-    let mut enc = cqlab_abi::encode::Encoder::new(&mut buf);
-    enc.relay_inline(true, |w| w.write_linear(dst, &data)).unwrap();
-    let n = enc.len();
-    let mut cq = dev.cq(0).unwrap();
-    cq.enqueue_raw(&buf[..n], false).unwrap();
-    cq.finish().unwrap();
-    let mut back = vec![0u8; 3000];
-    dev.backend().read(dst, &mut back).unwrap();
-    assert_eq!(back, data, "seed 16");
-}
+cqlab_tests::every_e2e_test!(on_embedded);
 
 #[test]
 fn a_trace_replayed_right_after_capture_under_jitter_sees_its_upload() {
@@ -214,22 +32,5 @@ fn a_trace_replayed_right_after_capture_under_jitter_sees_its_upload() {
         let trace = cq.end_trace().unwrap();
         cq.execute_trace(&trace).unwrap();
         cq.finish().unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-    }
-}
-
-#[test]
-fn rebooting_a_used_device_starts_clean() {
-    // Semaphores survive soft reset; boot must clear them (stale ring credits
-    // and completion counts would otherwise wedge the new firmware).
-    let mut dev = booted(17, |_| {});
-    let buf = dev.alloc_l1(1, 2, 4096).unwrap();
-    for round in 0..2u8 {
-        let mut cq = dev.cq(0).unwrap();
-        for _ in 0..20 {
-            cq.write_buffer(&buf, 0, &[round; 4096]).unwrap();
-            cq.launch(CoreRange::new((0, 0), (7, 7)), &[]).unwrap();
-        }
-        assert_eq!(cq.read_buffer(&buf, 0, 4096).unwrap(), vec![round; 4096], "seed 17 round {round}");
-        dev.boot().unwrap();
     }
 }

@@ -1,6 +1,5 @@
 //! Same seed, same program: bit-identical device state.
 
-use cqlab_driver::sim_backend::EmbeddedSim;
 use cqlab_driver::CoreRange;
 use cqlab_tests::booted;
 
@@ -15,8 +14,7 @@ fn run(seed: u64) -> u64 {
     cq1.wait_for_event(ev).unwrap();
     cq1.read_buffer(&buf, 0, 8192).unwrap();
     cq1.finish().unwrap();
-    let sim = dev.backend().as_any().unwrap().downcast_mut::<EmbeddedSim>().unwrap();
-    sim.chip().digest()
+    dev.backend().introspect().expect("the simulator has introspection").digest().unwrap()
 }
 
 #[test]

@@ -16,8 +16,10 @@
 //! | 6 DETACH | — | — | the owner (ends its ownership) |
 //! | 7 RESET | — | — (power-on state) | the owner |
 //! | 8 STOP | force u8 | — (the daemon exits after replying) | the owner, anyone while none owns the device, anyone with force = 1 |
-//! | 9 STATUS | — | [`Status`] | anyone (read-only) |
-//! | 10 PEEK | NOC address u64, length u32 (at most [`MAX_DATA`]) | data, read without advancing or changing the device | anyone (read-only) |
+//! | 9 DIGEST | — | device-state digest u64 | anyone (read-only) |
+//! | 10 DRAM_TRAFFIC | reset u8 | read bytes u64, written bytes u64 (before a reset) | the owner |
+//! | 11 STATUS | — | [`Status`] | anyone (read-only) |
+//! | 12 PEEK | NOC address u64, length u32 (at most [`MAX_DATA`]) | data, read without advancing or changing the device | anyone (read-only) |
 //!
 //! "Anyone" means any connection of the daemon's own uid: the daemon
 //! refuses every other peer (`SO_PEERCRED`) before it reads a frame.
@@ -43,6 +45,8 @@ pub enum Request {
     Detach,
     Reset,
     Stop { force: bool },
+    Digest,
+    DramTraffic { reset: bool },
     Status,
     Peek { addr: u64, len: u32 },
 }
@@ -59,6 +63,8 @@ impl Request {
             Request::Detach => "DETACH",
             Request::Reset => "RESET",
             Request::Stop { .. } => "STOP",
+            Request::Digest => "DIGEST",
+            Request::DramTraffic { .. } => "DRAM_TRAFFIC",
             Request::Status => "STATUS",
             Request::Peek { .. } => "PEEK",
         }
@@ -67,7 +73,7 @@ impl Request {
     /// Requests that only read, which any same-uid connection may send
     /// without owning the device.
     pub fn is_read_only(&self) -> bool {
-        matches!(self, Request::CoreDebug { .. } | Request::Status | Request::Peek { .. })
+        matches!(self, Request::CoreDebug { .. } | Request::Digest | Request::Status | Request::Peek { .. })
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -103,9 +109,14 @@ impl Request {
                 b.push(8);
                 b.push(*force as u8);
             }
-            Request::Status => b.push(9),
-            Request::Peek { addr, len } => {
+            Request::Digest => b.push(9),
+            Request::DramTraffic { reset } => {
                 b.push(10);
+                b.push(*reset as u8);
+            }
+            Request::Status => b.push(11),
+            Request::Peek { addr, len } => {
+                b.push(12);
                 b.extend(addr.to_le_bytes());
                 b.extend(len.to_le_bytes());
             }
@@ -143,9 +154,17 @@ impl Request {
                     f => return Err(format!("STOP force flag {f} (expected 0 or 1)")),
                 },
             },
-            9 => Request::Status,
-            10 => Request::Peek { addr: r.u64("address")?, len: data_len(r.u32("length")?, "PEEK")? },
-            _ => return Err(format!("unknown opcode {op} (expected 1..=10)")),
+            9 => Request::Digest,
+            10 => Request::DramTraffic {
+                reset: match r.u8("reset")? {
+                    0 => false,
+                    1 => true,
+                    f => return Err(format!("DRAM_TRAFFIC reset flag {f} (expected 0 or 1)")),
+                },
+            },
+            11 => Request::Status,
+            12 => Request::Peek { addr: r.u64("address")?, len: data_len(r.u32("length")?, "PEEK")? },
+            _ => return Err(format!("unknown opcode {op} (expected 1..=12)")),
         };
         r.end()?;
         Ok(req)
@@ -410,13 +429,15 @@ mod tests {
             Request::Reset,
             Request::Stop { force: false },
             Request::Stop { force: true },
+            Request::Digest,
+            Request::DramTraffic { reset: true },
             Request::Status,
             Request::Peek { addr: 9, len: 4 },
         ];
         for r in reqs {
             assert_eq!(Request::decode(&r.encode()), Ok(r));
         }
-        assert!(Request::decode(&[11]).unwrap_err().contains("unknown opcode 11"));
+        assert!(Request::decode(&[13]).unwrap_err().contains("unknown opcode 13"));
         assert!(Request::decode(&[3, 1, 2]).unwrap_err().contains("truncated"));
         assert!(Request::decode(&[6, 0]).unwrap_err().contains("unexpected bytes"));
         assert!(Request::decode(&[8, 2]).unwrap_err().contains("force flag 2"));

@@ -419,6 +419,7 @@ fn device_loop(
                 let mut buf = vec![0u8; len as usize];
                 chip.read(NocAddr(addr), &mut buf).map(|()| buf).map_err(|e| e.to_string())
             }
+            Request::Digest => Ok(chip.digest().to_le_bytes().to_vec()),
             Request::CoreDebug { core } => {
                 let view = chip.core_debug(Coord::unpack(core)).map(|d| CoreView {
                     pc: d.pc,
@@ -436,15 +437,22 @@ fn device_loop(
                 Ok(Vec::new())
             }
             Request::Write { addr, data } => {
-                chip.write(NocAddr(addr), &data).map(|()| Vec::new()).map_err(|e| e.to_string())
+                chip.bar_write(NocAddr(addr), &data).map(|()| Vec::new()).map_err(|e| e.to_string())
             }
             Request::Read { addr, len } => {
                 let mut buf = vec![0u8; len as usize];
-                chip.host_read(NocAddr(addr), &mut buf).map(|()| buf).map_err(|e| e.to_string())
+                chip.bar_read(NocAddr(addr), &mut buf).map(|()| buf).map_err(|e| e.to_string())
             }
             Request::Poll { cycles } => {
-                chip.advance(cycles.min(MAX_POLL_CYCLES));
+                chip.host_poll(cycles.min(MAX_POLL_CYCLES));
                 Ok(Vec::new())
+            }
+            Request::DramTraffic { reset } => {
+                let t = chip.dram_traffic();
+                if reset {
+                    chip.reset_dram_traffic();
+                }
+                Ok([t.read_bytes.to_le_bytes(), t.write_bytes.to_le_bytes()].concat())
             }
             Request::Reset => {
                 if !quiet {

@@ -1,20 +1,18 @@
-//! `TtKmdDevice`: one open `/dev/tenstorrent/N`, its BARs mapped, owned exclusively.
+//! `TtKmdDevice`: one open tt-kmd device (through a [`Kernel`]), its BARs mapped, owned
+//! exclusively, its driver version known.
 
-use std::fs::File;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use nix::errno::Errno;
 
 use super::error::{Result, TtKmdError};
-use super::ioctl::{self as sys, NocTlbConfig};
-use super::owner;
+use super::ioctl::{self as sys, DriverVersion, Feature, IoctlArg, NocTlbConfig};
+use super::kernel::{DeviceFile, Kernel, OpenFlags};
 use super::window::{Caching, MmioWindow};
 
-/// The LOCK_CTL resource lock cqlab takes to own a device. tt-kmd gives the 64 indices no
-/// meaning; cqlab uses the last one.
+/// The LOCK_CTL resource lock cqlab takes to own a device. tt-kmd gives indices 0..=15 to
+/// ERISC cores by convention; cqlab uses the last one.
 pub const CQLAB_LOCK_INDEX: u8 = sys::RESOURCE_LOCK_COUNT - 1;
 
 /// Where tt-kmd creates its device nodes.
@@ -24,39 +22,31 @@ pub const DEVICE_DIR: &str = "/dev/tenstorrent";
 /// mirror says (older tt-kmd copies its whole `out` struct regardless of `output_size_bytes`).
 const GUARD_BYTES: usize = 64;
 
-#[repr(C)]
-struct Guarded<T> {
-    arg: T,
-    slack: [u8; GUARD_BYTES],
-}
-
-type RawIoctl<T> = unsafe fn(libc::c_int, *mut T) -> nix::Result<libc::c_int>;
-
-/// The open fd and what must be undone when the last user (device, TLB window, pinning) goes.
+/// The kernel interface and what must be undone when the last user (device, TLB window,
+/// pinning) goes.
 #[derive(Debug)]
-struct Inner {
-    path: PathBuf,
-    file: File,
+pub(crate) struct Inner {
+    pub(crate) kernel: Box<dyn Kernel>,
     /// Whether we hold LOCK_CTL index [`CQLAB_LOCK_INDEX`] (drivers without LOCK_CTL: flock only).
     lock_ctl_held: bool,
 }
 
 impl Inner {
+    fn path(&self) -> PathBuf {
+        self.kernel.path().to_owned()
+    }
+
     /// Runs one tt-kmd ioctl on `arg`, retrying on EINTR.
-    fn call<T: Copy>(&self, f: RawIoctl<T>, arg: &mut T) -> std::result::Result<(), Errno> {
+    pub(crate) fn call<T: IoctlArg>(&self, arg: &mut T) -> std::result::Result<(), Errno> {
+        let n = size_of::<T>();
+        let mut buf = vec![0u8; n + GUARD_BYTES];
+        buf[..n].copy_from_slice(arg.as_bytes());
         loop {
-            let mut g = Guarded { arg: *arg, slack: [0; GUARD_BYTES] };
-            // SAFETY: `f` is one of the `ioctl_readwrite_bad!` wrappers in `sys`, each paired with
-            // the in/out struct its request's kernel handler reads and writes (layouts asserted
-            // against ioctl.h). `g` is a live, writable, exclusively borrowed repr(C) value that
-            // starts with that struct and has GUARD_BYTES to spare after it; the fd is open for
-            // the whole call. The kernel writes nothing else of ours.
-            let r = unsafe { f(self.file.as_raw_fd(), (&raw mut g).cast::<T>()) };
-            match r {
+            match self.kernel.ioctl(T::REQUEST, &mut buf) {
                 Err(Errno::EINTR) => continue,
                 r => {
-                    *arg = g.arg;
-                    return r.map(|_| ());
+                    *arg = T::read_from_bytes(&buf[..n]).expect("sized buffer");
+                    return r;
                 }
             }
         }
@@ -65,7 +55,7 @@ impl Inner {
     fn err(&self, ioctl: &'static str, errno: Errno, context: impl Into<String>) -> TtKmdError {
         let context = context.into();
         let context = if context.is_empty() { context } else { format!(" ({context})") };
-        TtKmdError::Ioctl { path: self.path.clone(), ioctl, errno, context }
+        TtKmdError::Ioctl { path: self.path(), ioctl, errno, context }
     }
 
     fn lock_ctl(&self, flags: u32) -> std::result::Result<u8, Errno> {
@@ -74,16 +64,17 @@ impl Inner {
                 output_size_bytes: size_of::<sys::LockCtlOut>() as u32,
                 flags,
                 index: CQLAB_LOCK_INDEX,
+                reserved: [0; 3],
             },
             output: sys::LockCtlOut::default(),
         };
-        self.call(sys::lock_ctl, &mut arg)?;
+        self.call(&mut arg)?;
         Ok(arg.output.value)
     }
 
     fn free_tlb(&self, id: u32) -> Result<()> {
         let mut arg = sys::FreeTlb { input: sys::FreeTlbIn { id }, output: sys::FreeTlbOut {} };
-        self.call(sys::free_tlb, &mut arg).map_err(|e| self.err("FREE_TLB", e, format!("TLB id {id}")))
+        self.call(&mut arg).map_err(|e| self.err("FREE_TLB", e, format!("TLB id {id}")))
     }
 
     fn unpin(&self, addr: u64, size: u64) -> Result<()> {
@@ -91,8 +82,7 @@ impl Inner {
             input: sys::UnpinPagesIn { virtual_address: addr, size, reserved: 0 },
             output: sys::UnpinPagesOut {},
         };
-        self.call(sys::unpin_pages, &mut arg)
-            .map_err(|e| self.err("UNPIN_PAGES", e, format!("{size:#x} bytes at {addr:#x}")))
+        self.call(&mut arg).map_err(|e| self.err("UNPIN_PAGES", e, format!("{size:#x} bytes at {addr:#x}")))
     }
 }
 
@@ -157,29 +147,50 @@ impl ResourceMapping {
 /// Which RESET_DEVICE operation (`tenstorrent_reset_device_in.flags`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ResetKind {
-    /// Restore saved PCI state and re-initialise the chip (after a reset done elsewhere).
+    /// Legacy: restore saved PCI state and re-initialise the chip (after a reset done elsewhere).
     RestoreState,
-    /// Hot-reset the PCIe link, then restore state.
+    /// Legacy: hot-reset the PCIe link, then restore state.
     ResetPcieLink,
-    /// The driver's config-write reset.
+    /// Legacy: the driver's config-write reset.
     ConfigWrite,
+    /// 2.3+: reset requested by user space (the firmware resets the chip); needs POST_RESET.
+    UserReset,
+    /// 2.3+: ASIC reset; needs POST_RESET.
+    AsicReset,
+    /// 2.3+: ASIC and DMC reset; needs POST_RESET.
+    AsicDmcReset,
+    /// 2.3+: completes a reset sequence (re-initialises the hardware).
+    PostReset,
 }
 
 impl ResetKind {
-    fn flags(self) -> u32 {
+    pub(crate) fn flags(self) -> u32 {
         match self {
             Self::RestoreState => sys::RESET_DEVICE_RESTORE_STATE,
             Self::ResetPcieLink => sys::RESET_DEVICE_RESET_PCIE_LINK,
             Self::ConfigWrite => sys::RESET_DEVICE_CONFIG_WRITE,
+            Self::UserReset => sys::RESET_DEVICE_USER_RESET,
+            Self::AsicReset => sys::RESET_DEVICE_ASIC_RESET,
+            Self::AsicDmcReset => sys::RESET_DEVICE_ASIC_DMC_RESET,
+            Self::PostReset => sys::RESET_DEVICE_POST_RESET,
         }
     }
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::RestoreState => "RESTORE_STATE",
             Self::ResetPcieLink => "RESET_PCIE_LINK",
             Self::ConfigWrite => "CONFIG_WRITE",
+            Self::UserReset => "USER_RESET",
+            Self::AsicReset => "ASIC_RESET",
+            Self::AsicDmcReset => "ASIC_DMC_RESET",
+            Self::PostReset => "POST_RESET",
         }
+    }
+
+    /// Whether the kernel waits for POST_RESET after this one.
+    pub fn needs_post_reset(self) -> bool {
+        matches!(self, Self::UserReset | Self::AsicReset | Self::AsicDmcReset)
     }
 }
 
@@ -216,96 +227,127 @@ impl std::ops::BitOr for PinFlags {
 #[derive(Debug)]
 pub struct TtKmdDevice {
     inner: Arc<Inner>,
-    driver_version: u32,
+    version: DriverVersion,
+    power: PowerMode,
     info: DeviceInfo,
     bars: Vec<(ResourceMapping, MmioWindow)>,
 }
 
+/// How the device's power was set up at open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PowerMode {
+    /// Power-aware open (tt-kmd 2.5+): this fd asked for full power with SET_POWER_STATE.
+    Aware,
+    /// Legacy open (or a driver before 2.5): the driver gives every fd high power.
+    Legacy,
+}
+
+/// Full power: max AI clock, PHY awake, Tensix and L2CPU enabled (four valid flags).
+fn full_power() -> sys::PowerState {
+    sys::PowerState {
+        argsz: size_of::<sys::PowerState>() as u32,
+        validity: sys::power_validity(4, 0),
+        power_flags: sys::POWER_FLAG_MAX_AI_CLK
+            | sys::POWER_FLAG_MRISC_PHY_WAKEUP
+            | sys::POWER_FLAG_TENSIX_ENABLE
+            | sys::POWER_FLAG_L2CPU_ENABLE,
+        ..Default::default()
+    }
+}
+
 impl TtKmdDevice {
-    /// Opens `path` (normally `/dev/tenstorrent/N`) and takes exclusive ownership.
+    /// Opens `path` (normally `/dev/tenstorrent/N`) power-aware and takes exclusive ownership.
     ///
     /// Fails at once, without waiting, if the node is missing (no card or no driver), is not a
     /// tt-kmd device, or is held by another process ("device held by pid N").
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        let path = path.as_ref().to_owned();
-        let file = match File::options().read(true).write(true).custom_flags(libc::O_CLOEXEC).open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let detail = absence_detail(&path);
-                return Err(TtKmdError::NotPresent { path, detail });
-            }
-            Err(source) => return Err(TtKmdError::Open { path, source }),
-        };
-        owner::lock_exclusive(&file, &path)?;
-        let mut inner = Inner { path, file, lock_ctl_held: false };
+        Self::open_with_flags(path, OpenFlags::default())
+    }
 
-        // GET_DRIVER_INFO first: the call that tells a tt-kmd node from anything else.
+    /// [`Self::open`] with explicit open flags (legacy or power-aware, exclusive or not).
+    pub fn open_with_flags(path: impl AsRef<Path>, flags: OpenFlags) -> Result<Self> {
+        let kernel = DeviceFile::open(path.as_ref(), flags)?;
+        Self::with_kernel(Box::new(kernel), flags)
+    }
+
+    /// Takes ownership of a device opened through `kernel` (a real device file, or the
+    /// simulator's): flock, driver and device info, power, LOCK_CTL, BAR mappings.
+    pub fn with_kernel(kernel: Box<dyn Kernel>, flags: OpenFlags) -> Result<Self> {
+        kernel.lock_exclusive()?;
+        let mut inner = Inner { kernel, lock_ctl_held: false };
+
+        // GET_DRIVER_INFO first: the call that tells a tt-kmd node from anything else, and the
+        // driver's version from everything it has.
         let mut drv = sys::GetDriverInfo {
             input: sys::GetDriverInfoIn { output_size_bytes: size_of::<sys::GetDriverInfoOut>() as u32 },
             output: Default::default(),
         };
-        inner.call(sys::get_driver_info, &mut drv).map_err(|errno| match errno {
+        inner.call(&mut drv).map_err(|errno| match errno {
             Errno::ENOTTY | Errno::EINVAL | Errno::EOPNOTSUPP => {
-                TtKmdError::NotTtKmd { path: inner.path.clone(), ioctl: "GET_DRIVER_INFO", errno }
+                TtKmdError::NotTtKmd { path: inner.path(), ioctl: "GET_DRIVER_INFO", errno }
             }
             e => inner.err("GET_DRIVER_INFO", e, ""),
         })?;
-        if (drv.output.output_size_bytes as usize) < size_of::<sys::GetDriverInfoOut>() {
+        if drv.output.output_size_bytes < sys::GET_DRIVER_INFO_OUT_V1_SIZE {
             return Err(TtKmdError::Unexpected {
-                path: inner.path.clone(),
+                path: inner.path(),
                 ioctl: "GET_DRIVER_INFO",
-                expected: format!("output_size_bytes >= {}", size_of::<sys::GetDriverInfoOut>()),
+                expected: format!("output_size_bytes >= {}", sys::GET_DRIVER_INFO_OUT_V1_SIZE),
                 found: drv.output.output_size_bytes.to_string(),
             });
         }
+        let version = DriverVersion::from_out(&drv.output);
 
         let info = get_device_info(&inner)?;
+
+        // A power-aware fd starts with everything off: ask for full power. Drivers before 2.5
+        // ignore O_APPEND and power every fd (legacy).
+        let power = if flags.power_aware && version.has(Feature::PowerAware) {
+            let mut p = full_power();
+            inner.call(&mut p).map_err(|e| inner.err("SET_POWER_STATE", e, "full power"))?;
+            PowerMode::Aware
+        } else {
+            PowerMode::Legacy
+        };
 
         // Device-wide ownership through the driver, on top of the flock.
         match inner.lock_ctl(sys::LOCK_CTL_ACQUIRE) {
             Ok(1) => inner.lock_ctl_held = true,
             Ok(_) => {
-                return Err(TtKmdError::Held { path: inner.path.clone(), how: "tt-kmd LOCK_CTL resource lock taken" });
+                return Err(TtKmdError::Held { path: inner.path(), how: "tt-kmd LOCK_CTL resource lock taken" });
             }
             // Drivers before LOCK_CTL reject the unknown request: the flock alone owns the device.
             Err(Errno::EINVAL | Errno::ENOTTY) => {}
             Err(e) => return Err(inner.err("LOCK_CTL", e, format!("ACQUIRE index {CQLAB_LOCK_INDEX}"))),
         }
         let inner = Arc::new(inner);
-
-        let mut q = sys::QueryMappingsBuf {
-            input: sys::QueryMappingsIn { output_mapping_count: sys::QUERY_MAPPINGS_CAPACITY as u32, reserved: 0 },
-            mappings: Default::default(),
-        };
-        inner.call(sys::query_mappings, &mut q).map_err(|e| inner.err("QUERY_MAPPINGS", e, ""))?;
-        let resources: Vec<ResourceMapping> = q.mappings.iter().filter_map(ResourceMapping::from_raw).collect();
-        if resources.is_empty() {
-            return Err(TtKmdError::Unexpected {
-                path: inner.path.clone(),
-                ioctl: "QUERY_MAPPINGS",
-                expected: "at least one BAR resource".into(),
-                found: "none".into(),
-            });
-        }
-        let bars = resources
-            .into_iter()
-            .map(|m| {
-                let w = MmioWindow::map(&inner.file, &inner.path, m.name(), m.mmap_offset, m.size)?;
-                Ok((m, w))
-            })
-            .collect::<Result<Vec<_>>>()?;
-
-        Ok(Self { inner, driver_version: drv.output.driver_version, info, bars })
+        let bars = map_bars(&inner)?;
+        Ok(Self { inner, version, power, info, bars })
     }
 
     /// The device node this was opened from.
     pub fn path(&self) -> &Path {
-        &self.inner.path
+        self.inner.kernel.path()
     }
 
-    /// `driver_version` from GET_DRIVER_INFO.
+    /// The kernel interface underneath.
+    pub fn kernel(&self) -> &dyn Kernel {
+        &*self.inner.kernel
+    }
+
+    /// The driver's version from GET_DRIVER_INFO.
+    pub fn version(&self) -> DriverVersion {
+        self.version
+    }
+
+    /// `driver_version` (the ioctl API version) from GET_DRIVER_INFO.
     pub fn driver_version(&self) -> u32 {
-        self.driver_version
+        self.version.api
+    }
+
+    /// How power was set up at open.
+    pub fn power_mode(&self) -> PowerMode {
+        self.power
     }
 
     /// PCI identity from GET_DEVICE_INFO.
@@ -328,6 +370,20 @@ impl TtKmdDevice {
         self.bars.iter().find(|(m, _)| m.resource == resource && m.caching == caching).map(|(_, w)| w)
     }
 
+    /// Fails unless the driver has `f`, naming the version that brought it.
+    pub fn require(&self, f: Feature, what: &'static str) -> Result<()> {
+        if self.version.has(f) {
+            return Ok(());
+        }
+        let (a, b, c) = f.since();
+        Err(TtKmdError::Unsupported {
+            path: self.path().to_owned(),
+            what,
+            found: self.version.to_string(),
+            needs: format!("tt-kmd {a}.{b}.{c}"),
+        })
+    }
+
     /// Allocates a TLB window of `size` bytes (a size the chip supports, e.g. 1 MiB, 2 MiB,
     /// 16 MiB on Wormhole) and maps it UC and WC. Point it somewhere with [`Self::configure_tlb`].
     pub fn allocate_tlb(&self, size: u64) -> Result<TlbWindow> {
@@ -335,26 +391,24 @@ impl TtKmdDevice {
             input: sys::AllocateTlbIn { size, reserved: 0 },
             output: sys::AllocateTlbOut::default(),
         };
-        self.inner
-            .call(sys::allocate_tlb, &mut arg)
-            .map_err(|e| self.inner.err("ALLOCATE_TLB", e, format!("size {size:#x}")))?;
+        self.require(Feature::TlbWindows, "TLB windows")?;
+        self.inner.call(&mut arg).map_err(|e| self.inner.err("ALLOCATE_TLB", e, format!("size {size:#x}")))?;
         let id = arg.output.id;
         // From here on, dropping `alloc` frees the TLB (after the windows are unmapped).
         let alloc = TlbAllocation { inner: self.inner.clone(), id, freed: false };
-        let f = &self.inner.file;
-        let p = &self.inner.path;
-        let uc = MmioWindow::map(f, p, format!("TLB {id} (UC)"), arg.output.mmap_offset_uc, size)?;
-        let wc = MmioWindow::map(f, p, format!("TLB {id} (WC)"), arg.output.mmap_offset_wc, size)?;
+        let k = &*self.inner.kernel;
+        let uc = MmioWindow::map(k, format!("TLB {id} (UC)"), arg.output.mmap_offset_uc, size)?;
+        let wc = MmioWindow::map(k, format!("TLB {id} (WC)"), arg.output.mmap_offset_wc, size)?;
         Ok(TlbWindow { id, size, uc, wc, alloc })
     }
 
     /// Points TLB window `tlb` at a NOC target.
     pub fn configure_tlb(&self, tlb: &TlbWindow, config: &NocTlbConfig) -> Result<()> {
         let mut arg = sys::ConfigureTlb {
-            input: sys::ConfigureTlbIn { id: tlb.id, config: *config },
+            input: sys::ConfigureTlbIn { id: tlb.id, reserved: 0, config: *config },
             output: sys::ConfigureTlbOut::default(),
         };
-        self.inner.call(sys::configure_tlb, &mut arg).map_err(|e| {
+        self.inner.call(&mut arg).map_err(|e| {
             let c = config;
             let ctx = format!(
                 "TLB {} -> noc{} ({},{}) addr {:#x} mcast {}",
@@ -378,7 +432,7 @@ impl TtKmdDevice {
         let page = page_size();
         let addr = buf.as_ptr() as usize;
         if buf.is_empty() || addr % page != 0 || buf.len() % page != 0 {
-            return Err(TtKmdError::PinUnaligned { path: self.inner.path.clone(), addr, len: buf.len(), page });
+            return Err(TtKmdError::PinUnaligned { path: self.path().to_owned(), addr, len: buf.len(), page });
         }
         let mut arg = sys::PinPagesExtended {
             input: sys::PinPagesIn {
@@ -389,16 +443,59 @@ impl TtKmdDevice {
             },
             output: Default::default(),
         };
-        self.inner.call(sys::pin_pages, &mut arg).map_err(|e| {
+        self.inner.call(&mut arg).map_err(|e| {
             self.inner.err("PIN_PAGES", e, format!("{:#x} bytes at {addr:#x}, flags {:#x}", buf.len(), flags.0))
         })?;
-        let noc_address = flags.contains(PinFlags::NOC_DMA).then_some(arg.output.noc_address);
+        // NOC_TOP_DOWN implies NOC DMA: the kernel returns a NOC address for either.
+        let noc_dma = flags.contains(PinFlags::NOC_DMA) || flags.contains(PinFlags::NOC_TOP_DOWN);
+        let noc_address = noc_dma.then_some(arg.output.noc_address);
         Ok(PinnedPages { inner: self.inner.clone(), buf, iova: arg.output.physical_address, noc_address, pinned: true })
     }
 
-    /// Resets the device through the driver. Mappings made before a reset should not be used
-    /// afterwards: drop this device and open it again.
+    /// `len` bytes of host memory the device can reach once pinned (huge pages when the system
+    /// has them; in simulation, the simulator's sysmem), pinned for NOC DMA: the device reaches
+    /// it at the returned NOC address.
+    pub fn alloc_pinned(&self, len: usize, flags: PinFlags) -> Result<PinnedMemory> {
+        let page = page_size();
+        if len == 0 || len % page != 0 {
+            return Err(TtKmdError::PinUnaligned { path: self.path().to_owned(), addr: 0, len, page });
+        }
+        let map = self.inner.kernel.alloc_dma_memory(len).map_err(|source| TtKmdError::Map {
+            path: self.path().to_owned(),
+            what: "host memory for DMA".into(),
+            offset: 0,
+            len: len as u64,
+            source,
+        })?;
+        let addr = map.as_ptr() as usize;
+        let mut arg = sys::PinPagesExtended {
+            input: sys::PinPagesIn {
+                output_size_bytes: size_of::<sys::PinPagesOutExtended>() as u32,
+                flags: flags.0,
+                virtual_address: addr as u64,
+                size: len as u64,
+            },
+            output: Default::default(),
+        };
+        self.inner.call(&mut arg).map_err(|e| {
+            self.inner.err("PIN_PAGES", e, format!("{len:#x} bytes at {addr:#x}, flags {:#x}", flags.0))
+        })?;
+        let noc_dma = flags.contains(PinFlags::NOC_DMA) || flags.contains(PinFlags::NOC_TOP_DOWN);
+        Ok(PinnedMemory {
+            inner: self.inner.clone(),
+            map,
+            iova: arg.output.physical_address,
+            noc_address: noc_dma.then_some(arg.output.noc_address),
+        })
+    }
+
+    /// One RESET_DEVICE operation. After USER_RESET, ASIC_RESET or ASIC_DMC_RESET the driver
+    /// refuses everything but info and reset ioctls until [`ResetKind::PostReset`]; prefer
+    /// [`Self::reset_sequence`], which does both.
     pub fn reset(&self, kind: ResetKind) -> Result<()> {
+        if kind.needs_post_reset() || kind == ResetKind::PostReset {
+            self.require(Feature::ResetSequence, "USER/ASIC resets and POST_RESET")?;
+        }
         let mut arg = sys::ResetDevice {
             input: sys::ResetDeviceIn {
                 output_size_bytes: size_of::<sys::ResetDeviceOut>() as u32,
@@ -406,12 +503,46 @@ impl TtKmdDevice {
             },
             output: Default::default(),
         };
-        self.inner.call(sys::reset_device, &mut arg).map_err(|e| self.inner.err("RESET_DEVICE", e, kind.name()))?;
+        self.inner.call(&mut arg).map_err(|e| self.inner.err("RESET_DEVICE", e, kind.name()))?;
         match arg.output.result {
             0 => Ok(()),
-            result => Err(TtKmdError::ResetFailed { path: self.inner.path.clone(), kind: kind.name(), result }),
+            result => Err(TtKmdError::ResetFailed { path: self.path().to_owned(), kind: kind.name(), result }),
         }
     }
+
+    /// A whole reset: `kind` (USER_RESET, ASIC_RESET or ASIC_DMC_RESET), then POST_RESET, then
+    /// the BARs mapped again (the driver zapped every mapping and reclaimed every TLB window:
+    /// windows allocated before are gone). This fd stays valid; other fds of the device do not.
+    pub fn reset_sequence(&mut self, kind: ResetKind) -> Result<()> {
+        if !kind.needs_post_reset() {
+            return Err(TtKmdError::Unexpected {
+                path: self.path().to_owned(),
+                ioctl: "RESET_DEVICE",
+                expected: "USER_RESET, ASIC_RESET or ASIC_DMC_RESET to start a reset sequence".into(),
+                found: kind.name().into(),
+            });
+        }
+        self.bars.clear();
+        self.reset(kind)?;
+        self.reset(ResetKind::PostReset)?;
+        self.bars = map_bars(&self.inner)?;
+        Ok(())
+    }
+}
+
+/// QUERY_MAPPINGS, then every resource mapped. A device may offer none (the simulator's, whose
+/// device memory is reached through TLB windows only).
+fn map_bars(inner: &Arc<Inner>) -> Result<Vec<(ResourceMapping, MmioWindow)>> {
+    let mut q = sys::QueryMappingsBuf {
+        input: sys::QueryMappingsIn { output_mapping_count: sys::QUERY_MAPPINGS_CAPACITY as u32, reserved: 0 },
+        mappings: Default::default(),
+    };
+    inner.call(&mut q).map_err(|e| inner.err("QUERY_MAPPINGS", e, ""))?;
+    q.mappings
+        .iter()
+        .filter_map(ResourceMapping::from_raw)
+        .map(|m| Ok((m, MmioWindow::map(&*inner.kernel, m.name(), m.mmap_offset, m.size)?)))
+        .collect()
 }
 
 fn get_device_info(inner: &Inner) -> Result<DeviceInfo> {
@@ -419,7 +550,7 @@ fn get_device_info(inner: &Inner) -> Result<DeviceInfo> {
         input: sys::GetDeviceInfoIn { output_size_bytes: size_of::<sys::GetDeviceInfoOut>() as u32 },
         output: Default::default(),
     };
-    inner.call(sys::get_device_info, &mut arg).map_err(|e| inner.err("GET_DEVICE_INFO", e, ""))?;
+    inner.call(&mut arg).map_err(|e| inner.err("GET_DEVICE_INFO", e, ""))?;
     let o = arg.output;
     let domain_end = std::mem::offset_of!(sys::GetDeviceInfoOut, pci_domain) + 2;
     Ok(DeviceInfo {
@@ -436,7 +567,7 @@ fn get_device_info(inner: &Inner) -> Result<DeviceInfo> {
 }
 
 /// Why a device node is missing, for the NotPresent error.
-fn absence_detail(path: &Path) -> String {
+pub(crate) fn absence_detail(path: &Path) -> String {
     let dir = Path::new(DEVICE_DIR);
     if !path.starts_with(dir) {
         return "no such device node".into();
@@ -529,6 +660,82 @@ impl TlbWindow {
     }
 }
 
+/// Host memory pinned for device DMA, owned: the device may write it at any time, so it is
+/// never reached through a reference the device could invalidate, only by volatile copies
+/// ([`Self::read`]) and by claims of ranges the protocol keeps the device away from
+/// ([`Self::claim`]). Unpinned on drop, then unmapped.
+#[derive(Debug)]
+pub struct PinnedMemory {
+    inner: Arc<Inner>,
+    map: memmap2::MmapRaw,
+    iova: u64,
+    noc_address: Option<u64>,
+}
+
+impl PinnedMemory {
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.len() == 0
+    }
+
+    /// IOVA (or physical address without an IOMMU).
+    pub fn iova(&self) -> u64 {
+        self.iova
+    }
+
+    /// Where the device reaches byte 0 over the NOC (with NOC_DMA or NOC_TOP_DOWN).
+    pub fn noc_address(&self) -> Option<u64> {
+        self.noc_address
+    }
+
+    fn check(&self, off: usize, len: usize) -> Result<()> {
+        if off.checked_add(len).is_none_or(|end| end > self.map.len()) {
+            return Err(TtKmdError::OutOfBounds {
+                window: "pinned host memory".into(),
+                offset: off,
+                len,
+                size: self.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Copies `buf.len()` bytes at `off` out: a snapshot of memory the device may be writing.
+    pub fn read(&self, off: usize, buf: &mut [u8]) -> Result<()> {
+        self.check(off, buf.len())?;
+        let base = self.map.as_mut_ptr();
+        for (i, b) in buf.iter_mut().enumerate() {
+            // SAFETY: in bounds of the live mapping (checked), which outlives this loop; read
+            // through a read-only volatile pointer because the device writes this memory behind
+            // the compiler's back (a byte access cannot tear).
+            let p =
+                unsafe { volatile::VolatilePtr::new_read_only(std::ptr::NonNull::new_unchecked(base.add(off + i))) };
+            *b = p.read();
+        }
+        Ok(())
+    }
+
+    /// Bytes `[off, off + len)` for the host to fill. The caller's protocol keeps the device
+    /// away from them until the host publishes them (free issue-queue space before its
+    /// doorbell; queue headers while the CQ cores are held in reset).
+    pub fn claim(&mut self, off: usize, len: usize) -> Result<&mut [u8]> {
+        self.check(off, len)?;
+        // SAFETY: in bounds of the live mapping (checked), borrowed mutably from `self` so no
+        // other host reference to it exists; the device does not access the range while it is
+        // claimed (the caller's protocol, see above), so the exclusive reference is truthful.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(off), len) })
+    }
+}
+
+impl Drop for PinnedMemory {
+    fn drop(&mut self) {
+        let _ = self.inner.unpin(self.map.as_ptr() as u64, self.map.len() as u64);
+    }
+}
+
 /// A buffer pinned for device DMA. Unpins on drop (or explicitly, with the result).
 #[derive(Debug)]
 pub struct PinnedPages<'a> {
@@ -588,7 +795,9 @@ impl Drop for PinnedPages<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::owner;
     use super::*;
+    use std::fs::File;
 
     fn temp_file(tag: &str) -> PathBuf {
         let path = std::env::temp_dir().join(format!("cqlab-ttkmd-{tag}-{}", std::process::id()));

@@ -68,6 +68,10 @@ pub enum TtKmdError {
     #[error("reset of {path} ({kind}) failed: driver reported result {result}")]
     ResetFailed { path: PathBuf, kind: &'static str, result: u32 },
 
+    /// The driver is too old for something asked of it.
+    #[error("{what} on {path} needs {needs}; the driver is {found}")]
+    Unsupported { path: PathBuf, what: &'static str, found: String, needs: String },
+
     /// An MMIO access outside a mapped window.
     #[error("{window}: access of {len} bytes at offset {offset:#x} is outside the window ({size:#x} bytes)")]
     OutOfBounds { window: String, offset: usize, len: usize, size: usize },

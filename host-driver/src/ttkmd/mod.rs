@@ -8,14 +8,19 @@
 //! Without a card and driver, [`TtKmdDevice::open`] fails at once with
 //! [`TtKmdError::NotPresent`]. Unsafe code in the driver lives here only.
 
+pub mod backend;
 mod device;
 mod error;
 pub mod ioctl;
+pub mod kernel;
 mod owner;
+#[cfg(feature = "sim")]
+pub mod sim_kernel;
 mod window;
 
 pub use device::{
-    DeviceInfo, PinFlags, PinnedPages, ResetKind, ResourceMapping, TlbWindow, TtKmdDevice, CQLAB_LOCK_INDEX, DEVICE_DIR,
+    DeviceInfo, PinFlags, PinnedMemory, PinnedPages, PowerMode, ResetKind, ResourceMapping, TlbWindow, TtKmdDevice,
+    CQLAB_LOCK_INDEX, DEVICE_DIR,
 };
 pub use error::{Result, TtKmdError};
 pub use ioctl::NocTlbConfig;

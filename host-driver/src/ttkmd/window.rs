@@ -1,9 +1,15 @@
 //! A mapped MMIO window (a PCIe BAR resource or a TLB window) with bounds-checked, volatile,
-//! 32-bit accesses. This is the only place that dereferences pointers into device memory.
+//! 32-bit accesses. This is the only place that dereferences pointers into device memory, and it
+//! does so through the `volatile` crate's [`VolatilePtr`], whose type carries the access kind:
+//! [`MmioWindow::word_ro`] can only be read, [`MmioWindow::word_wo`] (doorbells) only written.
 
-use std::fs::File;
+use std::ptr::NonNull;
 
-use memmap2::{MmapOptions, MmapRaw};
+use memmap2::MmapRaw;
+use volatile::access::{ReadOnly, ReadWrite, WriteOnly};
+use volatile::VolatilePtr;
+
+use super::kernel::Kernel;
 
 use super::error::{Result, TtKmdError};
 
@@ -27,16 +33,17 @@ pub struct MmioWindow {
 }
 
 impl MmioWindow {
-    /// Maps `len` bytes at mmap offset `offset` of the device `file` (shared, read-write).
-    pub(crate) fn map(file: &File, path: &std::path::Path, name: String, offset: u64, len: u64) -> Result<Self> {
-        let map_err = |source| TtKmdError::Map { path: path.to_owned(), what: name.clone(), offset, len, source };
+    /// Maps `len` bytes at mmap offset `offset` through `kernel` (shared, read-write).
+    pub(crate) fn map(kernel: &dyn Kernel, name: String, offset: u64, len: u64) -> Result<Self> {
+        let map_err =
+            |source| TtKmdError::Map { path: kernel.path().to_owned(), what: name.clone(), offset, len, source };
         let len_usize = usize::try_from(len).map_err(|_| {
             map_err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "length does not fit the address space"))
         })?;
         if len_usize == 0 {
             return Err(map_err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "zero-length mapping")));
         }
-        let map = MmapOptions::new().offset(offset).len(len_usize).map_raw(file).map_err(map_err)?;
+        let map = kernel.mmap(offset, len_usize).map_err(map_err)?;
         Ok(Self { map, name })
     }
 
@@ -67,32 +74,42 @@ impl MmioWindow {
         Ok(())
     }
 
+    /// The 32-bit word at byte `offset`, readable and writable.
+    pub fn word(&self, offset: usize) -> Result<VolatilePtr<'_, u32, ReadWrite>> {
+        self.check(offset, 4)?;
+        // SAFETY: `check` proved offset..offset+4 lies inside the mapping, which lives as long
+        // as `self` (the pointer's lifetime), and is 4-aligned (the mapping is page aligned).
+        // No Rust reference to device memory exists, only volatile accesses through this type.
+        Ok(unsafe { VolatilePtr::new(NonNull::new_unchecked(self.map.as_mut_ptr().add(offset).cast::<u32>())) })
+    }
+
+    /// The word at `offset`, for reading only (status, counters).
+    pub fn word_ro(&self, offset: usize) -> Result<VolatilePtr<'_, u32, ReadOnly>> {
+        Ok(self.word(offset)?.read_only())
+    }
+
+    /// The word at `offset`, for writing only (doorbells, reset lines).
+    pub fn word_wo(&self, offset: usize) -> Result<VolatilePtr<'_, u32, WriteOnly>> {
+        Ok(self.word(offset)?.write_only())
+    }
+
     /// Reads the 32-bit word at byte `offset`.
     pub fn read_u32(&self, offset: usize) -> Result<u32> {
-        self.check(offset, 4)?;
-        // SAFETY: `check` proved offset..offset+4 lies inside the live mapping and is 4-aligned
-        // (the mapping itself is page aligned); the memory is device MMIO, read once, volatile.
-        Ok(unsafe { self.map.as_ptr().add(offset).cast::<u32>().read_volatile() })
+        Ok(self.word_ro(offset)?.read())
     }
 
     /// Writes the 32-bit word `value` at byte `offset`.
     pub fn write_u32(&self, offset: usize, value: u32) -> Result<()> {
-        self.check(offset, 4)?;
-        // SAFETY: as in `read_u32`: in bounds, aligned, shared writable mapping of device memory;
-        // no Rust reference to this memory exists, so a volatile store cannot alias one.
-        unsafe { self.map.as_mut_ptr().add(offset).cast::<u32>().write_volatile(value) };
+        self.word_wo(offset)?.write(value);
         Ok(())
     }
 
     /// Writes `data` (length a multiple of 4) at byte `offset` as little-endian 32-bit words.
     pub fn write_block(&self, offset: usize, data: &[u8]) -> Result<()> {
         self.check(offset, data.len())?;
-        let base = self.map.as_mut_ptr();
         for (i, chunk) in data.chunks_exact(4).enumerate() {
-            let word = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-            // SAFETY: `check` covered the whole range [offset, offset + data.len()), which
-            // contains this aligned word; volatile store into the shared device mapping.
-            unsafe { base.add(offset + 4 * i).cast::<u32>().write_volatile(word) };
+            let word = u32::from_le_bytes(chunk.try_into().expect("4 bytes"));
+            self.word_wo(offset + 4 * i)?.write(word);
         }
         Ok(())
     }
@@ -100,11 +117,8 @@ impl MmioWindow {
     /// Reads `out.len()` bytes (a multiple of 4) from byte `offset` as little-endian words.
     pub fn read_block(&self, offset: usize, out: &mut [u8]) -> Result<()> {
         self.check(offset, out.len())?;
-        let base = self.map.as_ptr();
         for (i, chunk) in out.chunks_exact_mut(4).enumerate() {
-            // SAFETY: `check` covered the whole range; aligned volatile load from the mapping.
-            let word = unsafe { base.add(offset + 4 * i).cast::<u32>().read_volatile() };
-            chunk.copy_from_slice(&word.to_le_bytes());
+            chunk.copy_from_slice(&self.word_ro(offset + 4 * i)?.read().to_le_bytes());
         }
         Ok(())
     }
@@ -113,13 +127,15 @@ impl MmioWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
 
     /// An ordinary file stands in for device memory: same code path, real mmap.
     fn window_over_temp_file(len: u64) -> (MmioWindow, std::path::PathBuf) {
         let path = std::env::temp_dir().join(format!("cqlab-ttkmd-window-{}-{len}", std::process::id()));
         let file = File::options().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
         file.set_len(len).unwrap();
-        let w = MmioWindow::map(&file, &path, "test window".into(), 0, len).unwrap();
+        let map = memmap2::MmapOptions::new().len(len as usize).map_raw(&file).unwrap();
+        let w = MmioWindow { map, name: "test window".into() };
         (w, path)
     }
 

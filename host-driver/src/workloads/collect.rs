@@ -8,12 +8,11 @@
 
 use crate::backend::read_struct;
 use crate::device::Device;
-use crate::error::{DriverError, Result};
-use crate::sim_backend::EmbeddedSim;
+use crate::error::Result;
 use cqlab_abi::memory_map::TRACE_RING;
 use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::trace::{record_addr, TraceRecord, TraceRingHeader, CAPACITY};
-use zerocopy::FromBytes;
+use zerocopy::{FromBytes, IntoBytes};
 
 /// Where new records go as they are drained (a file writer, an analyser...).
 pub trait RecordSink {
@@ -36,7 +35,8 @@ impl TraceCollector {
     /// Starts at each core's current ring position: earlier records are skipped.
     pub fn start(dev: &mut Device) -> Result<Self> {
         let cores: Vec<Coord> = dev.all_cores().collect();
-        let through_bar = sim(dev).is_none();
+        let probe = NocAddr::unicast(cores[0], TRACE_RING.base as u64);
+        let through_bar = !peek(dev, probe, &mut [0u8; 4])?;
         let mut c =
             Self { next: vec![0; cores.len()], lost: vec![0; cores.len()], cores, through_bar, scratch: vec![] };
         for i in 0..c.cores.len() {
@@ -54,27 +54,11 @@ impl TraceCollector {
     }
 
     fn header(&self, dev: &mut Device, core: Coord) -> Result<TraceRingHeader> {
-        let at = NocAddr::unicast(core, TRACE_RING.base as u64);
-        match sim(dev) {
-            Some(s) => {
-                let mut b = [0u8; size_of::<TraceRingHeader>()];
-                s.chip().read(at, &mut b).map_err(|e| DriverError::Backend(format!("simulator: {e}")))?;
-                Ok(TraceRingHeader::read_from_bytes(&b).expect("sized"))
-            }
-            None => read_struct(dev.backend(), at),
-        }
+        read_untimed(dev, NocAddr::unicast(core, TRACE_RING.base as u64))
     }
 
     fn record(dev: &mut Device, core: Coord, seq: u32) -> Result<TraceRecord> {
-        let at = NocAddr::unicast(core, record_addr(seq) as u64);
-        match sim(dev) {
-            Some(s) => {
-                let mut b = [0u8; size_of::<TraceRecord>()];
-                s.chip().read(at, &mut b).map_err(|e| DriverError::Backend(format!("simulator: {e}")))?;
-                Ok(TraceRecord::read_from_bytes(&b).expect("sized"))
-            }
-            None => read_struct(dev.backend(), at),
-        }
+        read_untimed(dev, NocAddr::unicast(core, record_addr(seq) as u64))
     }
 
     /// Reads every record written since the last drain and hands each
@@ -109,8 +93,21 @@ impl TraceCollector {
     }
 }
 
-fn sim(dev: &mut Device) -> Option<&mut EmbeddedSim> {
-    dev.backend().as_any().and_then(|a| a.downcast_mut::<EmbeddedSim>())
+/// An untimed read where the backend has one (see [`crate::backend::Introspect::peek`]).
+fn peek(dev: &mut Device, at: NocAddr, buf: &mut [u8]) -> Result<bool> {
+    match dev.backend().introspect() {
+        Some(i) => i.peek(at, buf),
+        None => Ok(false),
+    }
+}
+
+/// `T` at `at`: untimed where the backend can, else through the BAR.
+fn read_untimed<T: FromBytes + IntoBytes>(dev: &mut Device, at: NocAddr) -> Result<T> {
+    let mut v = T::new_zeroed();
+    if peek(dev, at, v.as_mut_bytes())? {
+        return Ok(v);
+    }
+    read_struct(dev.backend(), at)
 }
 
 /// A sink that keeps everything (tests, small runs).

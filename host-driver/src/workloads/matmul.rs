@@ -6,7 +6,6 @@ use crate::buffer::{Buffer, Placement};
 use crate::command_queue::CoreRange;
 use crate::device::Device;
 use crate::error::{DriverError, Result};
-use crate::sim_backend::EmbeddedSim;
 
 /// Loop order of the `matmul` kernel (its `order` argument).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,10 +81,6 @@ fn base(b: &Buffer) -> u32 {
     }
 }
 
-fn sim(dev: &mut Device) -> Option<&mut EmbeddedSim> {
-    dev.backend().as_any().and_then(|a| a.downcast_mut::<EmbeddedSim>())
-}
-
 /// Runs `C = A x B` on worker (0,0) (k-outer orders run on one core) of a
 /// device booted with the `matmul` worker. `m`, `n`, `k` must be multiples of `t`.
 pub fn run(
@@ -115,8 +110,8 @@ pub fn run(
     cq.write_buffer(&ab, 0, &tiled(a, m, k, t))?;
     cq.write_buffer(&bb, 0, &tiled(b, k, n, t))?;
     cq.finish()?;
-    if let Some(s) = sim(dev) {
-        s.chip_mut().reset_dram_traffic();
+    if let Some(s) = dev.backend().introspect() {
+        s.reset_dram_traffic()?;
     }
     let c0 = dev.now();
     let (mt, nt, kt) = ((m / t) as u32, (n / t) as u32, (k / t) as u32);
@@ -125,7 +120,10 @@ pub fn run(
     cq.launch(CoreRange::single(0, 0), &args)?;
     cq.finish()?;
     let device_cycles = dev.now() - c0;
-    let traffic = sim(dev).map(|s| s.chip().dram_traffic());
+    let traffic = match dev.backend().introspect() {
+        Some(s) => Some(s.dram_traffic()?),
+        None => None,
+    };
     let c = untiled(&dev.cq(0)?.read_buffer(&cb, 0, (m * n * 4) as u32)?, m, n, t);
     let want = reference(a, b, m, n, k);
     let mismatches = c.iter().zip(&want).filter(|(x, y)| x.to_bits() != y.to_bits()).count();

@@ -22,7 +22,7 @@ use crate::events::Event;
 use cqlab_abi::noc::{self, Coord};
 use cqlab_abi::ring::RingPtr;
 use cqlab_abi::trace::TraceRecord;
-use cqlab_sim::config::CLOCK_HZ;
+use cqlab_abi::CLOCK_HZ;
 use serde::Serialize;
 
 /// When the host waits for the device.
@@ -324,7 +324,7 @@ fn sample_occupancy(
 ) -> Result<()> {
     let cycle = dev.now();
     for q in 0..cqs {
-        let p = dev.queue_pointers(q);
+        let p = dev.queue_pointers(q)?;
         let size = dev.config().completion_size;
         let s = OccupancySample {
             cycle,

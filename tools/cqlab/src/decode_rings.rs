@@ -155,8 +155,9 @@ pub fn read_live(device: &str, kind: &str, cq: u8, core: Option<Coord>) -> Resul
         "completion" => {
             anyhow::ensure!(cq < dev.num_cqs(), "--cq {cq}: the device has {} queues", dev.num_cqs());
             let l = cqlab_abi::sysmem::CqSysmemLayout::for_cq(cq, cfg.issue_size, cfg.completion_size);
-            let sysmem = dev.backend().sysmem();
-            Ok(sysmem[l.completion_base() as usize..l.end() as usize].to_vec())
+            let mut ring = vec![0u8; (l.end() - l.completion_base()) as usize];
+            dev.backend().sysmem_read(l.completion_base() as usize, &mut ring)?;
+            Ok(ring)
         }
         _ => {
             let core = core.context("--core X,Y names the core whose trace ring to read")?;

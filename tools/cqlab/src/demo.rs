@@ -25,8 +25,8 @@ pub struct Args {
     /// Copy/launch rounds (1..=10000).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=MAX_ROUNDS as i64))]
     pub rounds: u32,
-    /// Device to run on: embedded (the default, seeded by --seed) or
-    /// sim:PATH (a `cqlab sim serve` daemon, seeded when it started).
+    /// Device to run on: embedded (the default, seeded by --seed), or any
+    /// device spec such as sim:PATH or ttkmd-sim:PATH (seeded their own way).
     #[arg(long, default_value = "embedded")]
     pub device: String,
     #[command(flatten)]
@@ -34,6 +34,15 @@ pub struct Args {
     /// Print the table as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Worker grid COLSxROWS (the device must have it).
+    #[arg(long, default_value = "8x8", value_parser = parse_grid)]
+    pub grid: (u8, u8),
+}
+
+fn parse_grid(s: &str) -> Result<(u8, u8), String> {
+    let bad = || format!("expected COLSxROWS such as 8x8, found {s:?}");
+    let (c, r) = s.split_once('x').ok_or_else(bad)?;
+    Ok((c.parse().map_err(|_| bad())?, r.parse().map_err(|_| bad())?))
 }
 
 struct Row {
@@ -59,13 +68,13 @@ fn timed<T>(
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let mut cfg = DeviceConfig::default();
+    let mut cfg = DeviceConfig { worker_cols: args.grid.0, worker_rows: args.grid.1, ..Default::default() };
     args.limits.apply(&mut cfg);
     let mut dev = crate::device::open(&args.device, args.seed, args.noc_jitter, cfg)?;
     let progress = crate::cli::progress(args.rounds as u64, "demo rounds");
     let mut rows = Vec::new();
     let ncores = (dev.config().worker_cols as u64) * dev.config().worker_rows as u64;
-    timed(&mut dev, &mut rows, "boot (2 CQs, 64 workers)", 68, 0, |d| Ok(d.boot()?))?;
+    timed(&mut dev, &mut rows, "boot (2 CQs + workers)", ncores + 4, 0, |d| Ok(d.boot()?))?;
     let size = 256 * 1024u32;
     let buf = dev.alloc_dram(size, 4096)?;
     let all = CoreRange::new((0, 0), (dev.config().worker_cols - 1, dev.config().worker_rows - 1));

@@ -78,7 +78,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let cfg = dev.config().clone();
         let ring =
             cqlab_abi::sysmem::CqSysmemLayout::for_cq(1, cfg.issue_size, cfg.completion_size).issue_base() as usize;
-        let sysmem = &mut dev.backend().sysmem()[ring..ring + pieces * data.len()];
+        let sysmem = dev.backend().sysmem_claim(ring, pieces * data.len())?;
         let t = Instant::now();
         for i in 0..pieces {
             sysmem[i * data.len()..(i + 1) * data.len()].copy_from_slice(black_box(&data));

@@ -9,6 +9,8 @@ use std::process::ExitCode;
 
 #[path = "sim_daemon.rs"]
 mod daemon;
+#[path = "sim_ttkmd.rs"]
+mod ttkmd;
 
 /// Exit code of `sim exec` when `--max-cycles` stops the program (as `timeout`).
 const EXIT_MAX_CYCLES: u8 = 124;
@@ -42,6 +44,12 @@ pub enum Command {
     /// Stop the daemon serving PATH (removes its socket). Refused while
     /// another client holds the device, unless --force.
     Stop(StopArgs),
+    /// Run the device as shared memory for the tt-kmd backend (device spec `ttkmd-sim:PATH`).
+    ///
+    /// L1, registers, DRAM and sysmem are files under PATH that host processes map through the
+    /// tt-kmd backend's TLB windows and pinned sysmem; the chip runs free (not deterministic).
+    /// Stop with Ctrl-C.
+    Ttkmd(TtkmdArgs),
     /// Read (or write, then read) one 32-bit word of a daemon's device
     /// through the BAR, without booting it.
     Bar(BarArgs),
@@ -91,6 +99,25 @@ pub struct ServeArgs {
     /// Do not log attaches, resets and recoveries.
     #[arg(long)]
     quiet: bool,
+}
+
+#[derive(clap::Args)]
+pub struct TtkmdArgs {
+    /// Device directory (created if missing; its files are recreated zeroed).
+    #[arg(long)]
+    dev: PathBuf,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Worker grid, COLSxROWS.
+    #[arg(long, default_value = "8x8", value_parser = parse_grid)]
+    grid: (u8, u8),
+    #[arg(long, default_value_t = cqlab_abi::noc::DEFAULT_CQS)]
+    cqs: u8,
+    #[arg(long, default_value_t = cqlab_abi::memory_map::DEFAULT_DRAM_BANKS)]
+    dram_banks: u32,
+    /// Host sysmem size in MiB.
+    #[arg(long, default_value_t = 64)]
+    sysmem_mib: usize,
 }
 
 #[derive(clap::Args)]
@@ -155,6 +182,9 @@ pub struct ClientJobArgs {
     grid: (u8, u8),
     #[arg(long, default_value_t = 1)]
     cqs: u8,
+    /// Open the device through the tt-kmd backend (`ttkmd-sim:DEV`) instead of the daemon.
+    #[arg(long)]
+    ttkmd: bool,
 }
 
 fn parse_bytes(s: &str) -> Result<u32, String> {
@@ -223,6 +253,19 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
             let pid = cqlab_driver::daemon_backend::stop_daemon(&a.dev, a.force)?;
             let pid = pid.map_or("?".into(), |p| p.to_string());
             eprintln!("{}: daemon pid {pid} stopped", a.dev.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ttkmd(a) => {
+            let cfg = cqlab_sim::config::SimConfig {
+                seed: a.seed,
+                worker_cols: a.grid.0,
+                worker_rows: a.grid.1,
+                num_cqs: a.cqs,
+                dram_banks: a.dram_banks,
+                sysmem_size: a.sysmem_mib << 20,
+                ..Default::default()
+            };
+            ttkmd::serve(&a.dev, cfg)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::ClientJob(a) => client_job(a),
@@ -391,7 +434,8 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
 fn client_job(a: ClientJobArgs) -> anyhow::Result<ExitCode> {
     use cqlab_driver::{CoreRange, Device, DeviceConfig};
     let cfg = DeviceConfig { worker_cols: a.grid.0, worker_rows: a.grid.1, num_cqs: a.cqs, ..Default::default() };
-    let spec = format!("sim:{}?wait=30", a.dev.display());
+    let spec =
+        if a.ttkmd { format!("ttkmd-sim:{}", a.dev.display()) } else { format!("sim:{}?wait=30", a.dev.display()) };
     let mut dev = Device::open(&spec, cfg).with_context(|| format!("opening {spec}"))?;
     dev.boot().context("booting")?;
     // The crash test kills this process after this line, mid-enqueue.

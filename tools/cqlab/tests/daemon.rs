@@ -295,6 +295,44 @@ fn ctrl_c_stops_the_daemon_and_removes_its_socket() {
     assert!(d.log().contains("stopped by SIGINT"), "{}", d.log());
 }
 
+/// The same host program on a 2x2, one-CQ device; returns the device-state
+/// digest and the device time at the end.
+fn digest_after_program(dev: &mut cqlab_driver::Device) -> (u64, u64) {
+    dev.boot().expect("boot");
+    let buf = dev.alloc_dram(8192, 1024).unwrap();
+    let data: Vec<u8> = (0..8192u32).map(|i| (i * 7 + 3) as u8).collect();
+    let mut cq = dev.cq(0).unwrap();
+    cq.write_buffer(&buf, 0, &data).unwrap();
+    cq.launch(cqlab_driver::CoreRange::new((0, 0), (1, 1)), &[9]).unwrap();
+    cq.record_event().unwrap();
+    assert_eq!(cq.read_buffer(&buf, 0, 8192).unwrap(), data);
+    cq.finish().unwrap();
+    let now = dev.now();
+    (dev.backend().introspect().expect("a simulator").digest().unwrap(), now)
+}
+
+#[test]
+fn the_daemon_and_the_embedded_simulator_reach_the_same_state_for_the_same_seed() {
+    let seed = 11;
+    let d = Daemon::start("digest", seed);
+    let cfg = cqlab_driver::DeviceConfig {
+        worker_cols: 2,
+        worker_rows: 2,
+        num_cqs: 1,
+        firmware_dir: firmware_dir(),
+        ..Default::default()
+    };
+    let mut over_daemon = cqlab_driver::Device::open(&format!("sim:{}", d.dir.display()), cfg.clone()).unwrap();
+    let daemon = digest_after_program(&mut over_daemon);
+    drop(over_daemon);
+    // The daemon's chip: 2x2 workers, one CQ, 4 MiB of sysmem (Daemon::start).
+    let sim = cqlab_sim::config::SimConfig { seed, sysmem_size: 4 << 20, ..Default::default() };
+    let mut embedded = cqlab_driver::Device::embedded(sim, cfg).unwrap();
+    let local = digest_after_program(&mut embedded);
+    assert_eq!(daemon, local, "seed {seed}: (digest, device time) over the daemon vs embedded");
+    assert!(local.1 > 0);
+}
+
 // ---- Security and ownership (issue 14) ----------------------------------
 
 use cqlab_sim::daemon::proto::{self, Reply, Request};

@@ -43,7 +43,8 @@ fn real_dumps() -> (Vec<u8>, Vec<u8>) {
     assert_eq!(cq.read_buffer(&buf, 0, 64).unwrap(), vec![0xAB; 64]);
     cq.finish().unwrap();
     let l = CqSysmemLayout::for_cq(0, cfg.issue_size, cfg.completion_size);
-    let completion = dev.backend().sysmem()[l.completion_base() as usize..l.end() as usize].to_vec();
+    let mut completion = vec![0u8; (l.end() - l.completion_base()) as usize];
+    dev.backend().sysmem_read(l.completion_base() as usize, &mut completion).unwrap();
     let mut ring = vec![0u8; TRACE_RING.size as usize];
     dev.backend().read(NocAddr::unicast(noc::dispatcher(0), TRACE_RING.base as u64), &mut ring).unwrap();
     (completion, ring)

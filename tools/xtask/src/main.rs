@@ -55,12 +55,26 @@ fn cargo() -> Command {
     cmd
 }
 
-/// fmt check, clippy (host and firmware), firmware build, every test.
+/// fmt check, clippy (host, the driver's hardware path alone, firmware), firmware build, every
+/// test.
 fn test(extra: &[String]) -> Result<()> {
     let start = std::time::Instant::now();
     let root = workspace_root();
     run(cargo().args(["fmt", "--all", "--", "--check"])).context("formatting differs: run `cargo fmt --all`")?;
     run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    // The hardware path alone, without the simulator (cqlab-driver's `ttkmd` feature).
+    run(cargo().args([
+        "clippy",
+        "-p",
+        "cqlab-driver",
+        "--no-default-features",
+        "--features",
+        "ttkmd",
+        "--",
+        "-D",
+        "warnings",
+    ]))
+    .context("cqlab-driver with only the ttkmd feature")?;
     let elfs = firmware::build(&root)?;
     firmware::print_sizes(&elfs);
     firmware::clippy(&root)?;

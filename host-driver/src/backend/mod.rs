@@ -1,0 +1,129 @@
+//! What the driver needs from a device, in two traits:
+//!
+//! - [`Backend`]: device access only. BAR reads and writes by NOC address
+//!   (through windows), the pinned host sysmem the device reaches over PCIe,
+//!   a way to let time pass while the host waits, and the device clock.
+//!   Every backend has it: the embedded simulator, the simulator daemon,
+//!   tt-kmd on a card, tt-kmd against the simulator.
+//! - [`Introspect`]: simulator control a real card cannot offer (a core's
+//!   PC, state digests, DRAM traffic counters, running an exact number of
+//!   cycles). A backend that has it returns it from [`Backend::introspect`].
+//!
+//! [`spec`] turns a device spec (`embedded:seed=N`, `sim:PATH`,
+//! `/dev/tenstorrent/N`, `ttkmd-sim:PATH`) into a backend.
+
+pub mod spec;
+
+use crate::error::Result;
+use cqlab_abi::noc::{Coord, NocAddr};
+use zerocopy::{FromBytes, IntoBytes};
+
+/// Device cycles a simulator runs per host poll.
+pub const DEFAULT_POLL_CYCLES: u64 = 500;
+
+/// Per-core state only a simulator can see (the PC of a real core is not
+/// readable through the BAR).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CoreDebug {
+    pub pc: u32,
+    /// Why the hart stopped, if it did.
+    pub halt: Option<String>,
+    /// Most recently retired PCs, oldest first.
+    pub last_pcs: Vec<u32>,
+}
+
+/// DRAM bytes moved by NOC transactions (host BAR access excluded).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DramTraffic {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+}
+
+/// Device access: what every backend offers.
+pub trait Backend {
+    /// Human-readable name ("embedded simulator", "/dev/tenstorrent/0").
+    fn name(&self) -> String;
+    /// Writes `data` at `addr` through a BAR window.
+    fn write(&mut self, addr: NocAddr, data: &[u8]) -> Result<()>;
+    /// Reads `buf.len()` bytes at `addr` through a BAR window (slow on hardware).
+    fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()>;
+    /// Size of host sysmem in bytes.
+    fn sysmem_len(&self) -> usize;
+    /// Where the device sees sysmem offset 0: the local address at the PCIe endpoint (the NOC
+    /// address PIN_PAGES returned on tt-kmd; 0 on the simulators).
+    fn sysmem_noc_base(&self) -> u64 {
+        0
+    }
+    /// Copies host sysmem at `offset` into `buf`. The device may write
+    /// sysmem at any time (completion records, queue pointers): this is a
+    /// snapshot, read with accesses the compiler may not elide or merge.
+    fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()>;
+    /// Host sysmem bytes `[offset, offset + len)` for the host to fill, for
+    /// ranges the device does not access until the host publishes them (free
+    /// issue-queue space before its doorbell; queue headers while the CQ
+    /// cores are held in reset). The protocol, not the type, keeps the
+    /// device away from them.
+    fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]>;
+    /// The host waits a little: the device runs meanwhile. Returns the
+    /// device time in cycles (the simulator's clock; an estimate from wall
+    /// time where the device runs on its own).
+    fn poll(&mut self) -> Result<u64>;
+    /// Device time in cycles, without letting it advance.
+    fn now(&self) -> u64;
+    /// Simulator control, where the backend has it.
+    fn introspect(&mut self) -> Option<&mut dyn Introspect> {
+        None
+    }
+
+    fn write_u32(&mut self, addr: NocAddr, value: u32) -> Result<()> {
+        self.write(addr, &value.to_le_bytes())
+    }
+    fn read_u32(&mut self, addr: NocAddr) -> Result<u32> {
+        let mut b = [0u8; 4];
+        self.read(addr, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+    fn sysmem_read_u32(&mut self, offset: usize) -> Result<u32> {
+        let mut b = [0u8; 4];
+        self.sysmem_read(offset, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+}
+
+/// Simulator control: views and knobs no real device has.
+pub trait Introspect {
+    /// A core's PC, halt reason and recent PCs; `None` if there is no core there.
+    fn core_debug(&mut self, core: Coord) -> Result<Option<CoreDebug>>;
+    /// Digest of the whole device state (equal digests: bit-identical runs).
+    fn digest(&mut self) -> Result<u64>;
+    /// DRAM bytes moved by NOC transactions since power-on or the last
+    /// [`Introspect::reset_dram_traffic`].
+    fn dram_traffic(&mut self) -> Result<DramTraffic>;
+    fn reset_dram_traffic(&mut self) -> Result<()>;
+    /// Reads device memory without costing device time (the simulator's side-effect-free
+    /// view), where this backend has such a view: `Ok(false)` when it has none (read through
+    /// the BAR instead).
+    fn peek(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<bool>;
+    /// Runs the device exactly `cycles` cycles (plus host time still owed).
+    /// Returns the device time.
+    fn run_cycles(&mut self, cycles: u64) -> Result<u64>;
+}
+
+/// Reads an ABI struct (its size from its own definition) through the BAR.
+pub fn read_struct<T: FromBytes + IntoBytes>(backend: &mut (impl Backend + ?Sized), addr: NocAddr) -> Result<T> {
+    let mut value = T::new_zeroed();
+    backend.read(addr, value.as_mut_bytes())?;
+    Ok(value)
+}
+
+/// Checks that `[offset, offset + len)` lies in a sysmem of `size` bytes.
+#[cfg_attr(not(any(feature = "sim", feature = "daemon")), allow(dead_code))]
+pub(crate) fn check_sysmem(offset: usize, len: usize, size: usize) -> Result<std::ops::Range<usize>> {
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(offset..end),
+        _ => Err(crate::error::DriverError::OutOfRange {
+            what: "sysmem access",
+            detail: format!("{len} bytes at offset {offset:#x} of a {size:#x}-byte sysmem"),
+        }),
+    }
+}

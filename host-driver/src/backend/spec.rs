@@ -1,0 +1,146 @@
+//! Device specs: which backend a string names, and opening it.
+//!
+//! | spec | backend | cargo feature |
+//! |---|---|---|
+//! | `embedded`, `embedded:seed=N[,slow]` | in-process simulator | `sim` |
+//! | `sim:PATH[?wait[=SECS]]` | simulator daemon client | `daemon` |
+//! | `/dev/tenstorrent/N` | tt-kmd on a card | `ttkmd` |
+//! | `ttkmd-sim:PATH` | the tt-kmd backend against the simulator | `ttkmd` + `sim` |
+
+use super::Backend;
+use crate::config::DeviceConfig;
+use crate::error::{DriverError, Result};
+
+/// What a spec names, parsed but not opened.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Spec {
+    Embedded { seed: u64, slow: bool },
+    Daemon { rest: String },
+    TtKmd { path: String },
+    TtKmdSim { path: String },
+}
+
+impl Spec {
+    pub fn parse(spec: &str) -> Result<Self> {
+        if spec == "embedded" || spec.starts_with("embedded:") {
+            let (mut seed, mut slow) = (0, false);
+            for opt in spec.strip_prefix("embedded:").unwrap_or("").split(',').filter(|o| !o.is_empty()) {
+                match opt.split_once('=') {
+                    Some(("seed", v)) => {
+                        seed = v.parse().map_err(|_| DriverError::Invalid(format!("seed {v:?} is not a number")))?
+                    }
+                    None if opt == "slow" => slow = true,
+                    _ => {
+                        return Err(DriverError::Invalid(format!(
+                            "unknown embedded option {opt:?} (known: seed=N, slow)"
+                        )))
+                    }
+                }
+            }
+            return Ok(Spec::Embedded { seed, slow });
+        }
+        if let Some(rest) = spec.strip_prefix("sim:") {
+            return Ok(Spec::Daemon { rest: rest.to_owned() });
+        }
+        if let Some(path) = spec.strip_prefix("ttkmd-sim:") {
+            if path.is_empty() {
+                return Err(DriverError::Invalid("ttkmd-sim: needs a path: ttkmd-sim:PATH".into()));
+            }
+            return Ok(Spec::TtKmdSim { path: path.to_owned() });
+        }
+        if spec.starts_with("/dev/") {
+            return Ok(Spec::TtKmd { path: spec.to_owned() });
+        }
+        Err(DriverError::Invalid(format!(
+            "unknown device {spec:?}: use embedded[:seed=N], sim:PATH, /dev/tenstorrent/N or ttkmd-sim:PATH"
+        )))
+    }
+}
+
+/// Opens the backend `spec` names, adjusting `cfg` where the spec says
+/// (`embedded:...,slow`). Backends whose cargo feature is off say so.
+pub fn open(spec: &str, cfg: &mut DeviceConfig) -> Result<Box<dyn Backend>> {
+    match Spec::parse(spec)? {
+        Spec::Embedded { seed, slow } => {
+            cfg.slow_dispatch |= slow;
+            embedded(seed, cfg)
+        }
+        Spec::Daemon { rest } => daemon(&rest, cfg),
+        Spec::TtKmd { path } => ttkmd(&path, cfg),
+        Spec::TtKmdSim { path } => ttkmd_sim(&path, cfg),
+    }
+}
+
+#[cfg(feature = "sim")]
+fn embedded(seed: u64, cfg: &DeviceConfig) -> Result<Box<dyn Backend>> {
+    let sim = cqlab_sim::config::SimConfig { seed, ..Default::default() };
+    Ok(Box::new(embedded_with(sim, cfg)?))
+}
+
+#[cfg(not(feature = "sim"))]
+fn embedded(_: u64, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
+    Err(DriverError::NotBuilt("the embedded simulator (cargo feature `sim` of cqlab-driver)"))
+}
+
+/// An in-process simulated chip shaped like `cfg` (grid, CQs, DRAM banks).
+#[cfg(feature = "sim")]
+pub fn embedded_with(
+    mut sim: cqlab_sim::config::SimConfig,
+    cfg: &DeviceConfig,
+) -> Result<crate::sim_backend::EmbeddedSim> {
+    sim.worker_cols = cfg.worker_cols;
+    sim.worker_rows = cfg.worker_rows;
+    sim.num_cqs = cfg.num_cqs;
+    sim.dram_banks = cfg.dram_banks;
+    crate::sim_backend::EmbeddedSim::new(sim)
+}
+
+#[cfg(feature = "daemon")]
+fn daemon(rest: &str, cfg: &DeviceConfig) -> Result<Box<dyn Backend>> {
+    let (path, wait) = crate::daemon_backend::DaemonBackend::parse_spec(rest)?;
+    let backend = crate::daemon_backend::DaemonBackend::attach_with(path, wait)?;
+    backend.check_config(cfg)?;
+    Ok(Box::new(backend))
+}
+
+#[cfg(not(feature = "daemon"))]
+fn daemon(_: &str, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
+    Err(DriverError::NotBuilt("the simulator daemon client (cargo feature `daemon` of cqlab-driver)"))
+}
+
+#[cfg(feature = "ttkmd")]
+fn ttkmd(path: &str, cfg: &DeviceConfig) -> Result<Box<dyn Backend>> {
+    crate::ttkmd::backend::open_device(path, cfg)
+}
+
+#[cfg(not(feature = "ttkmd"))]
+fn ttkmd(_: &str, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
+    Err(DriverError::NotBuilt("the tt-kmd backend (cargo feature `ttkmd` of cqlab-driver)"))
+}
+
+#[cfg(all(feature = "ttkmd", feature = "sim"))]
+fn ttkmd_sim(path: &str, cfg: &DeviceConfig) -> Result<Box<dyn Backend>> {
+    crate::ttkmd::backend::open_simulated(path, cfg)
+}
+
+#[cfg(not(all(feature = "ttkmd", feature = "sim")))]
+fn ttkmd_sim(_: &str, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
+    Err(DriverError::NotBuilt("tt-kmd against the simulator (cargo features `ttkmd` and `sim` of cqlab-driver)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse() {
+        assert_eq!(Spec::parse("embedded").unwrap(), Spec::Embedded { seed: 0, slow: false });
+        assert_eq!(Spec::parse("embedded:seed=7,slow").unwrap(), Spec::Embedded { seed: 7, slow: true });
+        assert_eq!(Spec::parse("sim:/tmp/d?wait").unwrap(), Spec::Daemon { rest: "/tmp/d?wait".into() });
+        assert_eq!(Spec::parse("/dev/tenstorrent/0").unwrap(), Spec::TtKmd { path: "/dev/tenstorrent/0".into() });
+        assert_eq!(Spec::parse("ttkmd-sim:/tmp/t").unwrap(), Spec::TtKmdSim { path: "/tmp/t".into() });
+        assert!(Spec::parse("ttkmd-sim:").is_err());
+        assert!(Spec::parse("embedded:seed=x").unwrap_err().to_string().contains("not a number"));
+        assert!(Spec::parse("gpu0").unwrap_err().to_string().contains("unknown device"));
+    }
+}

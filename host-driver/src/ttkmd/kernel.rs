@@ -1,0 +1,131 @@
+//! The kernel-facing calls of the tt-kmd backend — open, ioctl, mmap, flock, and the host
+//! memory the device may DMA — behind one small trait, [`Kernel`], with two implementations:
+//!
+//! - [`DeviceFile`]: the real `/dev/tenstorrent/N` (system calls on its fd);
+//! - `sim_kernel::SimKernel` (feature `sim`): the simulator answers the same ioctls the way
+//!   tt-kmd documents them, and its mmaps are real shared mappings of the simulator's L1,
+//!   registers, DRAM and sysmem.
+//!
+//! Everything above this trait ([`super::TtKmdDevice`], the command-queue backend) is the same
+//! code on a card and in CI.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use memmap2::{MmapOptions, MmapRaw};
+use nix::errno::Errno;
+use nix::sys::ioctl::ioctl_num_type;
+
+use super::error::{Result, TtKmdError};
+
+/// How to open the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenFlags {
+    /// Power-aware open (`O_APPEND`, tt-kmd 2.5+): the fd starts at power state 0 and asks for
+    /// power with SET_POWER_STATE. Older drivers ignore the flag (a legacy open).
+    pub power_aware: bool,
+    /// Exclusive open (`O_EXCL | O_NONBLOCK`, tt-kmd 2.9+): refused with EAGAIN while any other
+    /// fd is open. Older drivers ignore it (the flock still makes us the only owner).
+    pub exclusive: bool,
+}
+
+impl Default for OpenFlags {
+    fn default() -> Self {
+        Self { power_aware: true, exclusive: false }
+    }
+}
+
+/// One open tt-kmd device as user space sees it.
+pub trait Kernel: Send + Sync + std::fmt::Debug {
+    /// The device this was opened from (for messages).
+    fn path(&self) -> &Path;
+    /// `ioctl(fd, request, arg)`: `arg` holds the request's in/out struct, followed by spare
+    /// bytes in case a driver writes more than the struct we mirror.
+    fn ioctl(&self, request: ioctl_num_type, arg: &mut [u8]) -> std::result::Result<(), Errno>;
+    /// `mmap(len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset)`.
+    fn mmap(&self, offset: u64, len: usize) -> std::io::Result<MmapRaw>;
+    /// `flock(fd, LOCK_EX | LOCK_NB)`: one owner per device; says who holds it otherwise.
+    fn lock_exclusive(&self) -> Result<()>;
+    /// `len` bytes of host memory for the device to reach after PIN_PAGES (huge pages when the
+    /// system has them; the simulator's sysmem file in simulation). Contents unspecified.
+    fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw>;
+    /// The device's own clock in cycles, where the kernel side can know it (the simulator's);
+    /// `None` on hardware, where the backend estimates device time from wall time.
+    fn device_clock(&self) -> Option<u64> {
+        None
+    }
+    /// Returns once the device has acted on every store made so far to its registers. On a
+    /// card the backend's read-back of the register does that (a non-posted read lands posted
+    /// writes), so there is nothing more to wait for; the simulator applies register stores
+    /// only between slices, so this waits for the next one.
+    fn settle(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The real device file.
+#[derive(Debug)]
+pub struct DeviceFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl DeviceFile {
+    /// Opens `path` read-write with `flags`. A missing node is [`TtKmdError::NotPresent`], a
+    /// refused exclusive open [`TtKmdError::Held`].
+    pub fn open(path: &Path, flags: OpenFlags) -> Result<Self> {
+        let mut custom = libc::O_CLOEXEC;
+        if flags.power_aware {
+            custom |= libc::O_APPEND;
+        }
+        if flags.exclusive {
+            custom |= libc::O_EXCL | libc::O_NONBLOCK;
+        }
+        let path = path.to_owned();
+        match File::options().read(true).write(true).custom_flags(custom).open(&path) {
+            Ok(file) => Ok(Self { path, file }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let detail = super::device::absence_detail(&path);
+                Err(TtKmdError::NotPresent { path, detail })
+            }
+            Err(e) if flags.exclusive && e.raw_os_error() == Some(libc::EAGAIN) => {
+                Err(TtKmdError::Held { path, how: "another fd is open and O_EXCL was asked" })
+            }
+            Err(source) => Err(TtKmdError::Open { path, source }),
+        }
+    }
+}
+
+impl Kernel for DeviceFile {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn ioctl(&self, request: ioctl_num_type, arg: &mut [u8]) -> std::result::Result<(), Errno> {
+        // SAFETY: tt-kmd's requests take a pointer to their in/out struct and touch at most
+        // that struct (plus what an older driver may write past our mirror); `arg` is a live,
+        // exclusively borrowed buffer holding the struct with spare bytes after it (see
+        // `TtKmdDevice::call`), and the fd stays open for the whole call.
+        let rc = unsafe { libc::ioctl(self.file.as_raw_fd(), request, arg.as_mut_ptr()) };
+        if rc < 0 {
+            Err(Errno::last())
+        } else {
+            Ok(())
+        }
+    }
+
+    fn mmap(&self, offset: u64, len: usize) -> std::io::Result<MmapRaw> {
+        MmapOptions::new().offset(offset).len(len).map_raw(&self.file)
+    }
+
+    fn lock_exclusive(&self) -> Result<()> {
+        super::owner::lock_exclusive(&self.file, &self.path)
+    }
+
+    fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw> {
+        let (map, _) = crate::sysmem::alloc(len)?;
+        Ok(MmapRaw::from(map))
+    }
+}

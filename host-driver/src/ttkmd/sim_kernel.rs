@@ -1,0 +1,676 @@
+//! tt-kmd against the simulator: a [`Kernel`] whose ioctls are answered the way tt-kmd 2.10.1
+//! (`ioctl.h` at 4af71921) documents them, for a device that is a `cqlab_sim::shared` device
+//! directory (`cqlab sim ttkmd --dev PATH` runs the chip on it). Its mmaps are real shared
+//! mappings of the simulator's memory files, so the tt-kmd backend's stores land straight in
+//! simulated L1, registers and DRAM, and the device's writes to sysmem land in the host's
+//! pinned buffer.
+//!
+//! | ioctl | answer |
+//! |---|---|
+//! | GET_DRIVER_INFO | API 2, tt-kmd 2.10.1 |
+//! | GET_DEVICE_INFO | vendor 0x1e52 (Tenstorrent), device [`SIM_DEVICE_ID`], bus 0 |
+//! | QUERY_MAPPINGS | no BAR resources (device memory is reached through TLB windows) |
+//! | ALLOCATE_TLB / CONFIGURE_TLB / FREE_TLB | [`WINDOW_SIZE`] windows onto one core's L1 (local 0), its register block (local [`REGS_WINDOW_BASE`]) or a DRAM bank; a reconfigured window is re-mmapped in place onto its new target |
+//! | PIN_PAGES / UNPIN_PAGES | memory from [`Kernel::alloc_dma_memory`] (the `sysmem` file): IOVA and NOC address = offset in sysmem, the local address at the PCIe endpoint |
+//! | LOCK_CTL | per-index flock on `lock-ctl-N` (ACQUIRE, RELEASE, TEST, ACQUIRE_BLOCKING) |
+//! | RESET_DEVICE | USER/ASIC/ASIC_DMC_RESET: the simulator quiesces (cores in reset, NOC drained, semaphores zeroed), TLB windows are reclaimed (their mappings point at nothing), and every ioctl but info and reset fails with ENODEV until POST_RESET; other open devices fail with ENODEV for good. RESTORE_STATE is a no-op |
+//! | SET_POWER_STATE | argument checked, state kept |
+//!
+//! What it cannot catch: multicast TLB windows (a store into one mapping cannot land in many
+//! cores: CONFIGURE_TLB answers EOPNOTSUPP), ordering or write-combining effects of a real PCIe
+//! link (host stores are visible to the simulator in program order), timing (host time is
+//! whatever the host does), and ALLOCATE_DMA_BUF, MAP_PEER_BAR, SET_NOC_CLEANUP and
+//! EXPORT_TLB_DMABUF (EOPNOTSUPP).
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use cqlab_abi::noc::{endpoint, Coord, Endpoint};
+use cqlab_sim::shared::{ctl, Ctl, Paths, Shape, REGS_WINDOW_BASE, WINDOW_SIZE};
+use memmap2::{MmapOptions, MmapRaw};
+use nix::errno::Errno;
+use nix::sys::ioctl::ioctl_num_type;
+use zerocopy::{FromBytes, IntoBytes};
+
+use super::error::{Result, TtKmdError};
+use super::ioctl::{self as sys, IoctlArg};
+use super::kernel::Kernel;
+
+/// PCI device id the simulated device reports (vendor is Tenstorrent's 0x1e52).
+pub const SIM_DEVICE_ID: u16 = 0xc01a;
+const TENSTORRENT_VENDOR_ID: u16 = 0x1e52;
+/// The tt-kmd version the simulator answers as.
+pub const SIM_DRIVER_VERSION: (u8, u8, u8) = (2, 10, 1);
+/// How long a reset waits for the simulator to quiesce.
+const RESET_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One mmap of a TLB window: where it is, so CONFIGURE_TLB can re-mmap it in place.
+#[derive(Debug, Clone, Copy)]
+struct View {
+    addr: usize,
+    len: usize,
+}
+
+#[derive(Debug, Default)]
+struct Tlb {
+    /// (file, offset) the window points at, once configured.
+    target: Option<(Target, u64)>,
+    uc: Option<View>,
+    wc: Option<View>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    L1,
+    Regs,
+    Dram,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    tlbs: HashMap<u32, Tlb>,
+    next_tlb: u32,
+    /// Mappings handed out by `alloc_dma_memory` (address, length): what PIN_PAGES can pin.
+    dma: Vec<(usize, usize)>,
+    pinned: Vec<(u64, u64)>,
+    locks: HashMap<u8, File>,
+    /// After USER/ASIC reset, until POST_RESET.
+    needs_post_reset: bool,
+    /// Resets seen when this fd opened or last reset (others' resets invalidate it).
+    reset_gen: u64,
+    power: Option<sys::PowerState>,
+}
+
+/// The simulator's answer to tt-kmd.
+#[derive(Debug)]
+pub struct SimKernel {
+    path: PathBuf,
+    paths: Paths,
+    ctl: CtlHandle,
+    shape: Shape,
+    l1: File,
+    regs: File,
+    dram: File,
+    sysmem: File,
+    lock: File,
+    state: Mutex<State>,
+}
+
+/// `Ctl` with a Debug impl.
+struct CtlHandle(Ctl);
+
+impl std::fmt::Debug for CtlHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Ctl")
+    }
+}
+
+fn open_rw(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new().read(true).write(true).open(path)
+}
+
+impl SimKernel {
+    /// Opens the simulated device at `dir` (a directory `cqlab sim ttkmd --dev DIR` serves).
+    pub fn open(dir: &Path) -> Result<Self> {
+        let paths = Paths::new(dir);
+        let absent = |detail: String| TtKmdError::NotPresent { path: dir.to_owned(), detail };
+        let ctl = Ctl::open(&paths.ctl()).map_err(|e| {
+            absent(format!("no simulated device ({e}); start one with `cqlab sim ttkmd --dev {}`", dir.display()))
+        })?;
+        let shape = ctl.shape().ok_or_else(|| absent("the device files are not initialised yet".into()))?;
+        if ctl.load(ctl::STOPPED) != 0 || !alive(&ctl) {
+            return Err(absent(format!(
+                "the simulator (pid {}) is not running; start it with `cqlab sim ttkmd --dev {}`",
+                ctl.load(ctl::PID),
+                dir.display()
+            )));
+        }
+        let file = |p: PathBuf| open_rw(&p).map_err(|source| TtKmdError::Open { path: p, source });
+        let lock_path = paths.lock();
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(|source| TtKmdError::Open { path: lock_path, source })?;
+        let reset_gen = ctl.load(ctl::RESET_REQUESTED);
+        Ok(SimKernel {
+            path: dir.to_owned(),
+            l1: file(paths.l1())?,
+            regs: file(paths.regs())?,
+            dram: file(paths.dram())?,
+            sysmem: file(paths.sysmem())?,
+            paths,
+            ctl: CtlHandle(ctl),
+            shape,
+            lock,
+            state: Mutex::new(State { reset_gen, ..Default::default() }),
+        })
+    }
+
+    /// The simulated chip's shape.
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    /// The simulated clock (device cycles).
+    pub fn device_cycles(&self) -> u64 {
+        self.ctl.0.load(ctl::NOW)
+    }
+
+    /// Whether the simulator process still runs (its heartbeat moves).
+    pub fn simulator_alive(&self) -> bool {
+        alive(&self.ctl.0)
+    }
+
+    fn target(&self, cfg: &sys::NocTlbConfig) -> std::result::Result<(Target, u64), Errno> {
+        if cfg.mcast != 0 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        if cfg.noc > 1 || cfg.addr % WINDOW_SIZE != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let c = Coord::new(
+            u8::try_from(cfg.x_end).map_err(|_| Errno::EINVAL)?,
+            u8::try_from(cfg.y_end).map_err(|_| Errno::EINVAL)?,
+        );
+        match endpoint(c) {
+            Endpoint::Dram { bank }
+                if (bank as u32) < self.shape.dram_banks && cfg.addr < self.shape.dram_bank_size =>
+            {
+                Ok((Target::Dram, bank as u64 * self.shape.dram_bank_size + cfg.addr))
+            }
+            _ => {
+                let i = self.shape.core_index(c).ok_or(Errno::EINVAL)? as u64;
+                match cfg.addr {
+                    0 => Ok((Target::L1, i * WINDOW_SIZE)),
+                    a if a == REGS_WINDOW_BASE => Ok((Target::Regs, i * WINDOW_SIZE)),
+                    _ => Err(Errno::EINVAL),
+                }
+            }
+        }
+    }
+
+    fn file(&self, t: Target) -> &File {
+        match t {
+            Target::L1 => &self.l1,
+            Target::Regs => &self.regs,
+            Target::Dram => &self.dram,
+        }
+    }
+
+    /// Points `view` at `target` (or at fresh anonymous memory for `None`), in place.
+    fn remap(&self, view: View, target: Option<(Target, u64)>) -> std::result::Result<(), Errno> {
+        let (fd, off, flags) = match target {
+            Some((t, off)) => (self.file(t).as_raw_fd(), off as libc::off_t, libc::MAP_SHARED),
+            None => (-1, 0, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS),
+        };
+        // SAFETY: `view` is a live mapping this kernel handed out for a TLB window (the
+        // window's MmioWindow owns it and unmaps it only before FREE_TLB, which forgets the
+        // view); MAP_FIXED replaces exactly those pages with a mapping of the same length, so
+        // no memory outside the view changes and its owner still unmaps the same range.
+        let p = unsafe {
+            libc::mmap(
+                view.addr as *mut libc::c_void,
+                view.len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags | libc::MAP_FIXED,
+                fd,
+                off,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(Errno::last());
+        }
+        Ok(())
+    }
+
+    fn answer(&self, request: ioctl_num_type, arg: &mut [u8]) -> std::result::Result<(), Errno> {
+        let mut st = self.state.lock().expect("not poisoned");
+        if self.ctl.0.load(ctl::RESET_REQUESTED) != st.reset_gen {
+            return Err(Errno::ENODEV); // another fd reset the device: this one is dead
+        }
+        let info = request == sys::req::GET_DEVICE_INFO || request == sys::req::GET_DRIVER_INFO;
+        if st.needs_post_reset && !info && request != sys::req::RESET_DEVICE {
+            return Err(Errno::ENODEV);
+        }
+        match request {
+            r if r == sys::req::GET_DRIVER_INFO => with::<sys::GetDriverInfo>(arg, |a| {
+                let (major, minor, patch) = SIM_DRIVER_VERSION;
+                let out = sys::GetDriverInfoOut {
+                    output_size_bytes: size_of::<sys::GetDriverInfoOut>() as u32,
+                    driver_version: sys::TENSTORRENT_DRIVER_VERSION,
+                    driver_version_major: major,
+                    driver_version_minor: minor,
+                    driver_version_patch: patch,
+                    reserved0: 0,
+                };
+                copy_out(&mut a.output, &out, a.input.output_size_bytes);
+                Ok(())
+            }),
+            r if r == sys::req::GET_DEVICE_INFO => with::<sys::GetDeviceInfo>(arg, |a| {
+                let out = sys::GetDeviceInfoOut {
+                    output_size_bytes: size_of::<sys::GetDeviceInfoOut>() as u32,
+                    vendor_id: TENSTORRENT_VENDOR_ID,
+                    device_id: SIM_DEVICE_ID,
+                    max_dma_buf_size_log2: 22,
+                    ..Default::default()
+                };
+                copy_out(&mut a.output, &out, a.input.output_size_bytes);
+                Ok(())
+            }),
+            r if r == sys::req::QUERY_MAPPINGS => with::<sys::QueryMappingsBuf>(arg, |a| {
+                let n = (a.input.output_mapping_count as usize).min(a.mappings.len());
+                a.mappings[..n].fill(sys::Mapping::default());
+                Ok(())
+            }),
+            r if r == sys::req::SET_POWER_STATE => with::<sys::PowerState>(arg, |a| {
+                if a.argsz as usize != size_of::<sys::PowerState>() || a.flags != 0 || a.reserved0 != 0 {
+                    return Err(Errno::EINVAL);
+                }
+                if a.validity > sys::power_validity(15, 14) {
+                    return Err(Errno::EINVAL);
+                }
+                st.power = Some(*a);
+                Ok(())
+            }),
+            r if r == sys::req::LOCK_CTL => with::<sys::LockCtl>(arg, |a| {
+                let index = a.input.index;
+                if index >= sys::RESOURCE_LOCK_COUNT {
+                    return Err(Errno::EINVAL);
+                }
+                let value = self.lock_ctl(&mut st, a.input.flags, index)?;
+                let out = sys::LockCtlOut { value, reserved: [0; 3] };
+                copy_out(&mut a.output, &out, a.input.output_size_bytes);
+                Ok(())
+            }),
+            r if r == sys::req::ALLOCATE_TLB => with::<sys::AllocateTlb>(arg, |a| {
+                if a.input.size != WINDOW_SIZE {
+                    return Err(Errno::EINVAL);
+                }
+                if st.tlbs.len() >= sys::MAX_INBOUND_TLBS as usize {
+                    return Err(Errno::ENOMEM);
+                }
+                let id = st.next_tlb;
+                st.next_tlb += 1;
+                st.tlbs.insert(id, Tlb::default());
+                a.output = sys::AllocateTlbOut {
+                    id,
+                    mmap_offset_uc: mmap_offset(id, false),
+                    mmap_offset_wc: mmap_offset(id, true),
+                    ..Default::default()
+                };
+                Ok(())
+            }),
+            r if r == sys::req::CONFIGURE_TLB => with::<sys::ConfigureTlb>(arg, |a| {
+                let target = self.target(&a.input.config)?;
+                let tlb = st.tlbs.get_mut(&a.input.id).ok_or(Errno::EINVAL)?;
+                tlb.target = Some(target);
+                let views = [tlb.uc, tlb.wc];
+                for v in views.into_iter().flatten() {
+                    self.remap(v, Some(target))?;
+                }
+                Ok(())
+            }),
+            r if r == sys::req::FREE_TLB => {
+                with::<sys::FreeTlb>(arg, |a| st.tlbs.remove(&a.input.id).map(|_| ()).ok_or(Errno::EINVAL))
+            }
+            r if r == sys::req::PIN_PAGES => with::<sys::PinPagesExtended>(arg, |a| {
+                let valid = sys::PIN_PAGES_CONTIGUOUS
+                    | sys::PIN_PAGES_NOC_DMA
+                    | sys::PIN_PAGES_NOC_TOP_DOWN
+                    | sys::PIN_PAGES_READ_ONLY;
+                let i = &a.input;
+                if i.flags & !valid != 0 || i.size == 0 || i.virtual_address % 4096 != 0 || i.size % 4096 != 0 {
+                    return Err(Errno::EINVAL);
+                }
+                if i.flags & sys::PIN_PAGES_READ_ONLY != 0 {
+                    return Err(Errno::EOPNOTSUPP); // no IOMMU translation to enforce it with
+                }
+                if st.pinned.contains(&(i.virtual_address, i.size)) {
+                    return Err(Errno::EEXIST);
+                }
+                // Only the simulator's sysmem is reachable by the simulated device.
+                let (va, size) = (i.virtual_address as usize, i.size as usize);
+                let &(base, _) = st.dma.iter().find(|&&(b, l)| va >= b && va + size <= b + l).ok_or(Errno::EFAULT)?;
+                let offset = (va - base) as u64;
+                let noc = i.flags & (sys::PIN_PAGES_NOC_DMA | sys::PIN_PAGES_NOC_TOP_DOWN) != 0;
+                let out =
+                    sys::PinPagesOutExtended { physical_address: offset, noc_address: if noc { offset } else { 0 } };
+                st.pinned.push((i.virtual_address, i.size));
+                copy_out(&mut a.output, &out, a.input.output_size_bytes);
+                Ok(())
+            }),
+            r if r == sys::req::UNPIN_PAGES => with::<sys::UnpinPages>(arg, |a| {
+                let key = (a.input.virtual_address, a.input.size);
+                let at = st.pinned.iter().position(|&p| p == key).ok_or(Errno::EINVAL)?;
+                st.pinned.remove(at);
+                Ok(())
+            }),
+            r if r == sys::req::RESET_DEVICE => with::<sys::ResetDevice>(arg, |a| {
+                let ok = match a.input.flags {
+                    sys::RESET_DEVICE_RESTORE_STATE => true,
+                    sys::RESET_DEVICE_USER_RESET | sys::RESET_DEVICE_ASIC_RESET | sys::RESET_DEVICE_ASIC_DMC_RESET => {
+                        // Mappings zapped, windows reclaimed, the device quiesced.
+                        for tlb in std::mem::take(&mut st.tlbs).into_values() {
+                            for v in [tlb.uc, tlb.wc].into_iter().flatten() {
+                                self.remap(v, None)?;
+                            }
+                        }
+                        st.needs_post_reset = true;
+                        let ok = self.quiesce_device();
+                        st.reset_gen = self.ctl.0.load(ctl::RESET_REQUESTED);
+                        ok
+                    }
+                    sys::RESET_DEVICE_POST_RESET => {
+                        st.needs_post_reset = false;
+                        true
+                    }
+                    sys::RESET_DEVICE_RESET_PCIE_LINK | sys::RESET_DEVICE_CONFIG_WRITE => {
+                        return Err(Errno::EOPNOTSUPP)
+                    }
+                    _ => return Err(Errno::EINVAL),
+                };
+                let out = sys::ResetDeviceOut {
+                    output_size_bytes: size_of::<sys::ResetDeviceOut>() as u32,
+                    result: !ok as u32,
+                };
+                copy_out(&mut a.output, &out, a.input.output_size_bytes);
+                Ok(())
+            }),
+            r if r == sys::req::ALLOCATE_DMA_BUF
+                || r == sys::req::FREE_DMA_BUF
+                || r == sys::req::MAP_PEER_BAR
+                || r == sys::req::SET_NOC_CLEANUP
+                || r == sys::req::EXPORT_TLB_DMABUF
+                || r == sys::req::GET_HARVESTING =>
+            {
+                Err(Errno::EOPNOTSUPP)
+            }
+            _ => Err(Errno::ENOTTY),
+        }
+    }
+
+    /// Asks the simulator to quiesce and waits for it.
+    fn quiesce_device(&self) -> bool {
+        let c = &self.ctl.0;
+        let want = c.word(ctl::RESET_REQUESTED).fetch_add(1, Ordering::AcqRel) + 1;
+        let start = Instant::now();
+        while c.load(ctl::RESET_DONE) < want {
+            if start.elapsed() > RESET_TIMEOUT || c.load(ctl::STOPPED) != 0 {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        true
+    }
+
+    fn lock_ctl(&self, st: &mut State, flags: u32, index: u8) -> std::result::Result<u8, Errno> {
+        let open = || -> std::result::Result<File, Errno> {
+            let p = self.paths.dir.join(format!("lock-ctl-{index}"));
+            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(p).map_err(|_| Errno::EIO)
+        };
+        let flock = |f: &File, op| {
+            // SAFETY: flock takes an fd by value and touches no memory of ours; `f` is open.
+            let rc = unsafe { libc::flock(f.as_raw_fd(), op) };
+            if rc == 0 {
+                Ok(())
+            } else {
+                Err(Errno::last())
+            }
+        };
+        match flags {
+            sys::LOCK_CTL_ACQUIRE | sys::LOCK_CTL_ACQUIRE_BLOCKING => {
+                if st.locks.contains_key(&index) {
+                    return Ok(1);
+                }
+                let f = open()?;
+                let op = if flags == sys::LOCK_CTL_ACQUIRE { libc::LOCK_EX | libc::LOCK_NB } else { libc::LOCK_EX };
+                match flock(&f, op) {
+                    Ok(()) => {
+                        st.locks.insert(index, f);
+                        Ok(1)
+                    }
+                    Err(Errno::EWOULDBLOCK) => Ok(0),
+                    Err(e) => Err(e),
+                }
+            }
+            sys::LOCK_CTL_RELEASE => Ok(st.locks.remove(&index).is_some() as u8),
+            sys::LOCK_CTL_TEST => {
+                if st.locks.contains_key(&index) {
+                    return Ok(0b11);
+                }
+                let f = open()?;
+                match flock(&f, libc::LOCK_EX | libc::LOCK_NB) {
+                    Ok(()) => Ok(0),
+                    Err(Errno::EWOULDBLOCK) => Ok(0b10),
+                    Err(e) => Err(e),
+                }
+            }
+            _ => Err(Errno::EINVAL),
+        }
+    }
+}
+
+fn alive(ctl: &Ctl) -> bool {
+    let before = ctl.load(ctl::HEARTBEAT);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(2) {
+        if ctl.load(ctl::HEARTBEAT) != before {
+            return true;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    false
+}
+
+/// mmap offset of TLB `id` (UC or WC): page aligned and distinct per window and kind.
+fn mmap_offset(id: u32, wc: bool) -> u64 {
+    ((id as u64) * 2 + wc as u64) << 32
+}
+
+/// Decodes `arg` as `T`, lets `f` answer, encodes it back.
+fn with<T: IoctlArg>(
+    arg: &mut [u8],
+    f: impl FnOnce(&mut T) -> std::result::Result<(), Errno>,
+) -> std::result::Result<(), Errno> {
+    let n = size_of::<T>();
+    let bytes = arg.get_mut(..n).ok_or(Errno::EFAULT)?;
+    let mut v = T::read_from_bytes(bytes).map_err(|_| Errno::EFAULT)?;
+    f(&mut v)?;
+    bytes.copy_from_slice(v.as_bytes());
+    Ok(())
+}
+
+/// tt-kmd's legacy out convention: clear `output_size_bytes` bytes of `out`, then copy
+/// `min(output_size_bytes, size of out)`.
+fn copy_out<T: IntoBytes + FromBytes + zerocopy::Immutable>(dst: &mut T, out: &T, output_size_bytes: u32) {
+    let n = (output_size_bytes as usize).min(size_of::<T>());
+    let d = dst.as_mut_bytes();
+    d[..n].copy_from_slice(&out.as_bytes()[..n]);
+}
+
+impl Kernel for SimKernel {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn ioctl(&self, request: ioctl_num_type, arg: &mut [u8]) -> std::result::Result<(), Errno> {
+        self.answer(request, arg)
+    }
+
+    fn mmap(&self, offset: u64, len: usize) -> std::io::Result<MmapRaw> {
+        let id = (offset >> 33) as u32;
+        let wc = (offset >> 32) & 1 == 1;
+        let mut st = self.state.lock().expect("not poisoned");
+        if st.needs_post_reset {
+            return Err(std::io::Error::from_raw_os_error(libc::ENODEV));
+        }
+        let tlb = st.tlbs.get_mut(&id).filter(|_| offset & 0xffff_ffff == 0 && len as u64 == WINDOW_SIZE);
+        let tlb = tlb.ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        let map = match tlb.target {
+            Some((t, off)) => MmapOptions::new().offset(off).len(len).map_raw(self.file(t))?,
+            None => MmapRaw::from(memmap2::MmapMut::map_anon(len)?),
+        };
+        let view = View { addr: map.as_ptr() as usize, len };
+        if wc {
+            tlb.wc = Some(view);
+        } else {
+            tlb.uc = Some(view);
+        }
+        Ok(map)
+    }
+
+    fn lock_exclusive(&self) -> Result<()> {
+        super::owner::lock_exclusive(&self.lock, &self.paths.lock()).map_err(|e| match e {
+            TtKmdError::HeldByPid { pid, .. } => TtKmdError::HeldByPid { path: self.path.clone(), pid },
+            other => other,
+        })
+    }
+
+    fn device_clock(&self) -> Option<u64> {
+        Some(self.device_cycles())
+    }
+
+    fn settle(&self) -> std::io::Result<()> {
+        // The runner reads register words at the start of a slice and bumps the heartbeat at
+        // its end: two bumps from now cover a whole slice that started after our stores.
+        let c = &self.ctl.0;
+        let target = c.load(ctl::HEARTBEAT) + 2;
+        let start = Instant::now();
+        while c.load(ctl::HEARTBEAT) < target {
+            if c.load(ctl::STOPPED) != 0 || start.elapsed() > RESET_TIMEOUT {
+                return Err(std::io::Error::other(format!(
+                    "the simulator at {} did not take a register write within {} s (stopped?)",
+                    self.path.display(),
+                    RESET_TIMEOUT.as_secs()
+                )));
+            }
+            std::thread::yield_now();
+        }
+        Ok(())
+    }
+
+    fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw> {
+        if len as u64 > self.shape.sysmem_size {
+            return Err(std::io::Error::other(format!(
+                "the simulated device reaches {} bytes of host memory (its sysmem), {len} asked",
+                self.shape.sysmem_size
+            )));
+        }
+        let map = MmapOptions::new().len(len).map_raw(&self.sysmem)?;
+        self.state.lock().expect("not poisoned").dma.push((map.as_ptr() as usize, len));
+        Ok(map)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::device::{PinFlags, ResetKind, TtKmdDevice};
+    use super::super::kernel::OpenFlags;
+    use super::super::{PowerMode, TtKmdError};
+    use super::*;
+    use cqlab_sim::shared::Runner;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    /// A 1x1-worker chip on a thread, on fresh files; stopped and removed on drop.
+    struct Sim {
+        stop: Arc<AtomicBool>,
+        thread: Option<std::thread::JoinHandle<()>>,
+        dir: PathBuf,
+    }
+
+    impl Sim {
+        fn start(tag: &str) -> Sim {
+            let dir = std::env::temp_dir().join(format!("cqlab-simkernel-{tag}-{}", std::process::id()));
+            let cfg = cqlab_sim::config::SimConfig {
+                worker_cols: 1,
+                worker_rows: 1,
+                num_cqs: 1,
+                dram_banks: 1,
+                dram_bank_size: WINDOW_SIZE,
+                sysmem_size: 4 << 20,
+                ..Default::default()
+            };
+            let mut runner = Runner::create(&dir, cfg).unwrap();
+            let stop = Arc::new(AtomicBool::new(false));
+            let flag = stop.clone();
+            let thread = Some(std::thread::spawn(move || {
+                runner.run(&flag);
+            }));
+            Sim { stop, thread, dir }
+        }
+        fn open(&self, flags: OpenFlags) -> super::super::Result<TtKmdDevice> {
+            TtKmdDevice::with_kernel(Box::new(SimKernel::open(&self.dir)?), flags)
+        }
+    }
+
+    impl Drop for Sim {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::Relaxed);
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    #[test]
+    fn answers_like_ttkmd_2_10_and_maps_windows_onto_the_simulators_memory() {
+        let sim = Sim::start("ioctls");
+        let legacy = sim.open(OpenFlags { power_aware: false, exclusive: false }).unwrap();
+        assert_eq!(legacy.version().semver, Some(SIM_DRIVER_VERSION));
+        assert_eq!(legacy.power_mode(), PowerMode::Legacy);
+        assert_eq!(legacy.info().vendor_id, TENSTORRENT_VENDOR_ID);
+        // One owner at a time.
+        let err = sim.open(OpenFlags::default()).unwrap_err();
+        assert!(matches!(err, TtKmdError::HeldByPid { pid, .. } if pid == std::process::id()), "{err}");
+        drop(legacy);
+        let mut dev = sim.open(OpenFlags::default()).unwrap();
+        assert_eq!(dev.power_mode(), PowerMode::Aware);
+
+        // A window onto the worker's L1: a store lands in the simulator's l1 file, stride 0.
+        let worker = cqlab_abi::noc::worker(0, 0);
+        let tlb = dev.allocate_tlb(WINDOW_SIZE).unwrap();
+        dev.configure_tlb(&tlb, &sys::NocTlbConfig::unicast(worker.x as u16, worker.y as u16, 0, 0)).unwrap();
+        tlb.uc().write_u32(0x100, 0xfeed_f00d).unwrap();
+        let l1 = std::fs::read(sim.dir.join("l1")).unwrap();
+        assert_eq!(&l1[0x100..0x104], &0xfeed_f00du32.to_le_bytes());
+        // Re-targeted to the prefetcher (core index 1): the same mapping now shows its L1.
+        let pf = cqlab_abi::noc::prefetcher(0);
+        dev.configure_tlb(&tlb, &sys::NocTlbConfig::unicast(pf.x as u16, pf.y as u16, 0, 0)).unwrap();
+        assert_eq!(tlb.uc().read_u32(0x100).unwrap(), 0);
+        tlb.wc().write_block(0x200, &[1, 2, 3, 4]).unwrap();
+        let l1 = std::fs::read(sim.dir.join("l1")).unwrap();
+        assert_eq!(&l1[WINDOW_SIZE as usize + 0x200..WINDOW_SIZE as usize + 0x204], &[1, 2, 3, 4]);
+        // Multicast cannot be one mapping.
+        let mut mc = sys::NocTlbConfig::unicast(worker.x as u16, worker.y as u16, 0, 0);
+        mc.mcast = 1;
+        assert!(dev.configure_tlb(&tlb, &mc).unwrap_err().to_string().contains("EOPNOTSUPP"));
+
+        // Pinning: the simulator's sysmem has a NOC address; other memory is out of its reach.
+        let pinned = dev.alloc_pinned(1 << 20, PinFlags::NOC_DMA).unwrap();
+        assert_eq!(pinned.noc_address(), Some(0));
+        let mut other = vec![0u8; 8192];
+        let at = other.as_ptr().align_offset(4096);
+        let err = dev.pin_pages(&mut other[at..at + 4096], PinFlags::NOC_DMA).unwrap_err();
+        assert!(err.to_string().contains("EFAULT"), "{err}");
+
+        // A reset sequence: between USER_RESET and POST_RESET only info and reset ioctls work.
+        drop(tlb);
+        dev.reset(ResetKind::UserReset).unwrap();
+        let err = dev.allocate_tlb(WINDOW_SIZE).unwrap_err();
+        assert!(err.to_string().contains("ENODEV"), "{err}");
+        dev.reset(ResetKind::PostReset).unwrap();
+        drop(dev.allocate_tlb(WINDOW_SIZE).unwrap());
+        dev.reset_sequence(ResetKind::AsicReset).unwrap();
+        drop(pinned);
+    }
+}
