@@ -5,16 +5,15 @@
 #![no_main]
 
 use cqlab_abi::memory_map::TRACE_RING;
-use cqlab_abi::noc::{worker, Coord, NocAddr};
+use cqlab_abi::noc::{worker, NocAddr};
 use cqlab_abi::trace::CAPACITY;
-use cqlab_driver::backend::{Backend, CoreDebug};
+use cqlab_driver::backend::Backend;
 use cqlab_driver::{Device, DeviceConfig};
 use libfuzzer_sys::fuzz_target;
 
 /// A device whose only content is one core's trace ring, from the input.
 struct Ring {
     l1: Vec<u8>,
-    sysmem: Vec<u8>,
 }
 
 impl Backend for Ring {
@@ -35,8 +34,15 @@ impl Backend for Ring {
         }
         Ok(())
     }
-    fn sysmem(&mut self) -> &mut [u8] {
-        &mut self.sysmem
+    fn sysmem_len(&self) -> usize {
+        0
+    }
+    fn sysmem_read(&mut self, _: usize, buf: &mut [u8]) -> cqlab_driver::Result<()> {
+        buf.fill(0);
+        Ok(())
+    }
+    fn sysmem_claim(&mut self, offset: usize, len: usize) -> cqlab_driver::Result<&mut [u8]> {
+        Err(cqlab_driver::DriverError::Invalid(format!("no sysmem ({len} bytes at {offset})")))
     }
     fn poll(&mut self) -> cqlab_driver::Result<u64> {
         Ok(0)
@@ -44,14 +50,11 @@ impl Backend for Ring {
     fn now(&self) -> u64 {
         0
     }
-    fn core_debug(&self, _: Coord) -> Option<CoreDebug> {
-        None
-    }
 }
 
 fuzz_target!(|data: &[u8]| {
     let l1 = data[..data.len().min(TRACE_RING.size as usize)].to_vec();
-    let ring = Ring { l1, sysmem: Vec::new() };
+    let ring = Ring { l1 };
     let mut dev = Device::with_backend(Box::new(ring), DeviceConfig::default()).expect("default config is valid");
     let max = data.first().copied().unwrap_or(0) as u32;
     if let Ok(t) = dev.read_trace_tail(worker(0, 0), max) {
