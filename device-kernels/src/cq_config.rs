@@ -22,7 +22,9 @@ pub fn check(cfg: &CqConfig) -> Option<CqSetup> {
     let ok = ring.size() <= DISPATCH_RING.size
         && sysmem.is_valid()
         && (1..=fetch_queue::MAX_ENTRIES).contains(&cfg.fetch_entries)
-        && (1..=MAX_DRAM_BANKS).contains(&cfg.dram_banks);
+        && (1..=MAX_DRAM_BANKS).contains(&cfg.dram_banks)
+        && cfg.cq_id < cfg.num_cqs
+        && cfg.num_cqs <= cqlab_abi::noc::MAX_CQS as u32;
     ok.then_some(CqSetup { ring, sysmem })
 }
 

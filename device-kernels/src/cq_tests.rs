@@ -9,7 +9,7 @@ use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder};
 use cqlab_abi::fetch_queue::{slot_addr, FetchEntry, STALL_FLAG};
 use cqlab_abi::mailbox::{CqConfig, DeviceError, ErrorRecord, ERROR, ERROR_MAGIC, WAYPOINT};
-use cqlab_abi::memory_map::{CHUNK_AREA, DISPATCH_RING};
+use cqlab_abi::memory_map::{chunk_buffer, CHUNK_AREA, DISPATCH_RING, MAX_CHUNK};
 use cqlab_abi::mmio::sem;
 use cqlab_abi::noc::{dispatcher, prefetcher, worker, NocAddr, PCIE};
 use cqlab_abi::ring::RingPtr;
@@ -162,7 +162,7 @@ fn prefetcher_reports_bad_commands_and_halts() {
     bad[0] = 0x7e;
     let rec = prefetch_error(bad, false);
     assert_eq!(rec.code, DeviceError::UnknownCommand as u32);
-    assert_eq!((rec.value, rec.bytes[0], rec.addr), (0x7e, 0x7e, CHUNK_AREA.base));
+    assert_eq!((rec.value, rec.bytes[0], rec.addr), (0x7e, 0x7e, chunk_buffer(0)));
 
     let rec = prefetch_error(encode(|e| e.exec_buf(0, 64, 1)), false);
     assert_eq!(rec.code, DeviceError::ExecBufWithoutStall as u32);
@@ -188,7 +188,7 @@ fn zero_size_and_oversized_fetch_entries_are_rejected() {
     assert_eq!(error_of(&core).code, DeviceError::ZeroFetchEntry as u32);
 
     let (mut core, c) = prefetcher_with(ISSUE, 0, &[]);
-    let big = FetchEntry::new(CHUNK_AREA.size as u64 + 64, false).unwrap();
+    let big = FetchEntry::new(MAX_CHUNK as u64 + 64, false).unwrap();
     core.set_l1(slot_addr(0), &big.raw().to_le_bytes());
     assert_eq!(run_prefetcher(&mut core, c, 0), End::Halted);
     assert_eq!(error_of(&core).code, DeviceError::TooLarge as u32);

@@ -14,6 +14,7 @@ use cqlab_abi::mailbox::{CqConfig, DeviceError, COMPLETION_RD_PTR, SCRATCH};
 use cqlab_abi::memory_map::interleaved_page;
 use cqlab_abi::mmio::{self, sem};
 use cqlab_abi::noc::{dram_bank, worker_index, Coord, NocAddr, PCIE};
+use cqlab_abi::program::{launch_done_sem, launch_entry, LAUNCH_RING_ENTRIES};
 use cqlab_abi::ring::{wrap_ge, RingPtr};
 use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR};
 use cqlab_abi::trace::TraceKind;
@@ -33,6 +34,13 @@ pub struct Dispatcher<'p, P: Platform> {
     completion_wr: RingPtr,
     completion_seq: u32,
     commands: u32,
+    /// Launches written (the last launch count sent).
+    launches: u32,
+    /// Per launch-ring entry: worker completions its launches will add.
+    launch_expected: [u32; LAUNCH_RING_ENTRIES as usize],
+    /// Writes to workers issued since the last barrier (a launch must not
+    /// overtake them).
+    worker_writes: bool,
 }
 
 impl<'p, P: Platform> Dispatcher<'p, P> {
@@ -50,6 +58,9 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             completion_wr: RingPtr::default(),
             completion_seq: 0,
             commands: 0,
+            launches: 0,
+            launch_expected: [0; LAUNCH_RING_ENTRIES as usize],
+            worker_writes: false,
         }
     }
 
@@ -77,6 +88,15 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     }
 
     fn execute(&mut self, header: DispatchHeader, addr: u32) {
+        if matches!(
+            header,
+            DispatchHeader::WriteLinear(_)
+                | DispatchHeader::WritePaged(_)
+                | DispatchHeader::WritePacked(_)
+                | DispatchHeader::Go(_)
+        ) {
+            self.worker_writes = true;
+        }
         match header {
             DispatchHeader::WriteLinear(cmd) => {
                 let dst = NocAddr(cmd.dst).offset(self.write_offset as u64);
@@ -100,12 +120,20 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                 let event = WriteHostFlags::from_bits_retain(cmd.flags).contains(WriteHostFlags::EVENT);
                 self.write_host(cmd.length, cmd.tag, event, addr);
             }
+            DispatchHeader::Wait(cmd) if WaitFlags::from_bits_retain(cmd.flags).contains(WaitFlags::WAIT_LAUNCH) => {
+                // The launch `count` back from the next one (ring entries
+                // further back have been reused, so those launches are done).
+                if cmd.count <= self.launches {
+                    self.wait_launch_done(self.launches.wrapping_add(1).wrapping_sub(cmd.count));
+                }
+            }
             DispatchHeader::Wait(cmd) => self.wait(cmd.flags, cmd.addr, cmd.count),
             DispatchHeader::Go(cmd) => {
                 self.barrier();
                 self.p.write_u32(SCRATCH, cmd.signal);
                 self.p.noc_write(SCRATCH, NocAddr(cmd.dst), 4);
             }
+            DispatchHeader::Launch(cmd) => self.launch(NocAddr(cmd.dst), cmd.length as u32),
             DispatchHeader::SetWriteOffset(v) => self.write_offset = v,
             DispatchHeader::Delay(cycles) => {
                 let start = self.p.cycle();
@@ -127,6 +155,48 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         }
     }
 
+    /// LAUNCH: once every earlier write to workers (kernel text, args) is
+    /// acknowledged, the payload, stamped with `n` in its `LAUNCH_TAG`, becomes launch message
+    /// `n` in every worker's ring entry for `n`: one multicast, the GO. The
+    /// host has made sure launch `n - LAUNCH_RING_ENTRIES` finished before
+    /// this entry is reused. Launch messages need no barrier between them:
+    /// each lands in its own entry and carries its own tag.
+    fn launch(&mut self, dst: NocAddr, len: u32) {
+        let n = self.launches.wrapping_add(1);
+        // The entry's previous launch must be finished on every worker.
+        self.wait_launch_done(n);
+        let (s, e) = (dst.coord(), dst.mcast_end());
+        let workers = (e.x - s.x + 1) as u32 * (e.y - s.y + 1) as u32;
+        let entry_slot = (n % LAUNCH_RING_ENTRIES) as usize;
+        self.launch_expected[entry_slot] = self.launch_expected[entry_slot].wrapping_add(workers);
+        if self.worker_writes {
+            self.barrier();
+        }
+        let entry = dst.with_local(launch_entry(self.cfg.cq_id, n) as u64);
+        self.stream(len, |p, local, off, m| {
+            if off + m == len {
+                // The piece with the tag: stamp it, and let any earlier
+                // piece (the message wrapped the ring) land first.
+                p.write_u32(local + m - 4, n);
+                if off > 0 {
+                    crate::report::wait_writes(p);
+                }
+            }
+            p.noc_write(local, entry.offset(off as u64), m);
+        });
+        self.launches = n;
+    }
+
+    /// Waits until launch `n`'s ring entry is done with: its per-entry
+    /// completion count has reached every completion expected of the
+    /// launches that used it. Usually true at once (no wait records then).
+    fn wait_launch_done(&mut self, n: u32) {
+        let (sem, want) = (launch_done_sem(n), self.launch_expected[(n % LAUNCH_RING_ENTRIES) as usize]);
+        if !wrap_ge(self.p.semaphore(sem), want) {
+            self.wait(WaitFlags::WAIT_COUNTER.bits(), sem, want);
+        }
+    }
+
     fn filled(&self) -> u32 {
         self.p.semaphore(sem::RING_UNITS_FILLED)
     }
@@ -135,6 +205,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     /// another destination (GO to workers, WAIT with BARRIER).
     fn barrier(&mut self) {
         crate::report::wait_writes(self.p);
+        self.worker_writes = false;
     }
 
     /// Every write has left L1: before its source (ring pages, SCRATCH) is
@@ -229,7 +300,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             // The block must fit what the ring can hold beyond the partly
             // consumed page we are in, or it could never become readable.
             self.release_pages();
-            let room = self.ring.size() - (self.read % self.ring.page_size as u64) as u32;
+            let room = self.ring.size() - self.ring.in_page(self.read);
             if block > room {
                 fail(self.p, DeviceError::TooLarge, addr, cmd.size, self.read as u32, room);
             }

@@ -98,6 +98,17 @@ pub fn cycle() -> u64 {
     }
 }
 
+/// Calls the kernel image whose entry is `entry` with `ctx` (C ABI).
+pub fn call_kernel(entry: u32, ctx: &cqlab_abi::program::KernelCtx) {
+    debug_assert!(cqlab_abi::memory_map::KERNEL_TEXT.contains(entry, 4));
+    // SAFETY: `entry` comes from a launch message the host built: the first
+    // byte of a kernel text slot holding an image it loaded and relocated
+    // for that slot, whose entry (`kernel!`) has exactly this signature.
+    let kernel: extern "C" fn(&cqlab_abi::program::KernelCtx) =
+        unsafe { core::mem::transmute::<usize, _>(entry as usize) };
+    kernel(ctx)
+}
+
 /// Stops this hart for good. `ecall` halts it on the simulator; the loop
 /// keeps it parked should anything resume it.
 pub fn halt() -> ! {

@@ -10,7 +10,7 @@ use crate::{device_error, read_header};
 use cqlab_abi::decode::PrefetchHeader;
 use cqlab_abi::fetch_queue::{self, FetchEntry};
 use cqlab_abi::mailbox::{CqConfig, DeviceError, SCRATCH};
-use cqlab_abi::memory_map::{interleaved_page, CHUNK_AREA, RELAY_SCRATCH, TRACE_AREA};
+use cqlab_abi::memory_map::{chunk_buffer, interleaved_page, CHUNK_BUFFERS, MAX_CHUNK, RELAY_SCRATCH, TRACE_AREA};
 use cqlab_abi::mmio::{self, sem};
 use cqlab_abi::noc::{dram_bank, Coord, NocAddr, PCIE};
 #[cfg(test)]
@@ -62,49 +62,88 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         self.issue_rd = rd;
     }
 
-    /// Serves the fetch queue until TERMINATE.
+    /// Serves the fetch queue until TERMINATE. Chunks alternate between the
+    /// two chunk buffers; while one runs, the next one's read (when its
+    /// fetch-queue entry is already there) is in flight into the other.
     pub fn run(mut self) -> ! {
+        let mut buf = 0;
+        // A chunk whose read is in flight into buffer `buf`: (raw entry, bytes).
+        let mut ahead: Option<(u32, u32)> = None;
         loop {
             let index = self.fetched % self.cfg.fetch_entries;
             let slot = fetch_queue::slot_addr(index);
-            wait_until(self.p, HQW, |p| p.read_u32(slot) != 0);
-            let raw = self.p.read_u32(slot);
-            waypoint(self.p, HQD);
-            let entry = match FetchEntry::from_raw(raw) {
-                Ok(e) => e,
-                Err(_) => fail(self.p, DeviceError::ZeroFetchEntry, slot, raw, self.fetched, 0),
+            let (raw, len) = match ahead.take() {
+                Some(chunk) => chunk,
+                None => {
+                    wait_until(self.p, HQW, |p| p.read_u32(slot) != 0);
+                    let raw = self.p.read_u32(slot);
+                    waypoint(self.p, HQD);
+                    let len = self.checked_len(slot, raw);
+                    self.fetch_chunk(len, buf);
+                    (raw, len)
+                }
             };
-            let len = entry.bytes();
-            if len > CHUNK_AREA.size || len > self.cfg.issue_size {
-                fail(self.p, DeviceError::TooLarge, slot, raw, self.fetched, self.issue_rd.0);
-            }
-            self.fetch_chunk(len);
+            let entry = FetchEntry::from_raw(raw).unwrap_or_else(|_| unreachable!("checked before its read"));
             self.issue_rd = self.issue_rd.advance(len, self.cfg.issue_size);
             // The chunk's issue-queue space and fetch slot are free only once
             // the read has landed. Known bug 3 frees them while it is in flight.
             #[cfg(not(feature = "bug-early-fetch-release"))]
             self.wait_reads();
             self.consume_slot(slot);
+            #[cfg(feature = "bug-early-fetch-release")]
             self.publish_pointers();
             #[cfg(feature = "bug-early-fetch-release")]
             self.wait_reads();
+            // Read ahead: the next entry, if the host has written a valid
+            // one (a bad one is reported when its turn comes). Issued before
+            // the pointers are published, so it does not wait for them.
+            let next = fetch_queue::slot_addr(self.fetched % self.cfg.fetch_entries);
+            let next_raw = self.p.read_u32(next);
+            let valid = FetchEntry::from_raw(next_raw).ok().map(|e| e.bytes());
+            if let Some(next_len) = valid.filter(|&n| n <= MAX_CHUNK && n <= self.cfg.issue_size) {
+                self.fetch_chunk_at(next_len, buf + 1, self.issue_rd);
+                ahead = Some((next_raw, next_len));
+            }
+            #[cfg(not(feature = "bug-early-fetch-release"))]
+            self.publish_pointers();
             trace(self.p, TraceKind::FetchConsumed, raw, index);
-            self.run_commands(CHUNK_AREA.base, len, entry.stall(), false);
+            self.run_commands(chunk_buffer(buf), len, entry.stall(), false);
+            buf = (buf + 1) % CHUNK_BUFFERS;
         }
     }
 
-    /// Reads `len` bytes at the issue-queue read pointer into the chunk area,
-    /// in two reads when the chunk wraps the issue queue.
-    fn fetch_chunk(&mut self, len: u32) {
-        // The previous chunk's relays may still be reading the chunk area:
-        // they must have left it (sent), not landed.
+    /// The byte size of fetch entry `raw` (from `slot`), or a halt when it
+    /// is zero or larger than a chunk buffer or the issue queue.
+    fn checked_len(&mut self, slot: u32, raw: u32) -> u32 {
+        let entry = match FetchEntry::from_raw(raw) {
+            Ok(e) => e,
+            Err(_) => fail(self.p, DeviceError::ZeroFetchEntry, slot, raw, self.fetched, 0),
+        };
+        let len = entry.bytes();
+        if len > MAX_CHUNK || len > self.cfg.issue_size {
+            fail(self.p, DeviceError::TooLarge, slot, raw, self.fetched, self.issue_rd.0);
+        }
+        len
+    }
+
+    /// Reads `len` bytes at the issue-queue read pointer into chunk buffer `buf`.
+    fn fetch_chunk(&mut self, len: u32, buf: u32) {
+        self.fetch_chunk_at(len, buf, self.issue_rd);
+    }
+
+    /// Reads `len` bytes at issue-queue position `rd` into chunk buffer
+    /// `buf`, in two reads when the chunk wraps the issue queue.
+    fn fetch_chunk_at(&mut self, len: u32, buf: u32, rd: RingPtr) {
+        // The chunk that last used this buffer may still be relaying from it:
+        // those relays must have left it (sent), not landed.
         self.wait_writes_sent();
-        let offset = self.issue_rd.offset_bytes();
+        let offset = rd.offset_bytes();
         let (first, second) = split_at_wrap(offset, len, self.cfg.issue_size);
         let base = self.sysmem.issue_base();
-        self.p.noc_read(NocAddr::unicast(PCIE, base + offset as u64), CHUNK_AREA.base, first);
+        let dst = chunk_buffer(buf);
+        self.p.noc_read(NocAddr::unicast(PCIE, base + offset as u64), dst, first);
         if second > 0 {
-            self.p.noc_read(NocAddr::unicast(PCIE, base), CHUNK_AREA.base + first, second);
+            self.p.noc_read(NocAddr::unicast(PCIE, base), dst + first, second);
         }
     }
 

@@ -9,36 +9,48 @@ pub struct RingGeometry {
     pub base: u32,
     pub page_size: u32,
     pub pages: u32,
+    /// log2(page_size): positions are u64 and RV32IM has no 64-bit divide,
+    /// so every division and remainder below is a shift or a mask.
+    page_shift: u32,
 }
 
 impl RingGeometry {
     /// `None` unless both counts are nonzero powers of two and the page is 16-aligned.
     pub fn new(base: u32, page_size: u32, pages: u32) -> Option<Self> {
         let ok = page_size.is_power_of_two() && pages.is_power_of_two() && page_size >= 16;
-        ok.then_some(Self { base, page_size, pages })
+        ok.then_some(Self { base, page_size, pages, page_shift: page_size.checked_ilog2().unwrap_or(0) })
     }
     pub fn size(&self) -> u32 {
         self.page_size * self.pages
     }
+    /// Offset of absolute position `pos` in the ring (the size is a power
+    /// of two dividing 2^32, so the low word of `pos` decides).
+    pub fn offset(&self, pos: u64) -> u32 {
+        pos as u32 & (self.size() - 1)
+    }
+    /// Offset of `pos` within its page.
+    pub fn in_page(&self, pos: u64) -> u32 {
+        pos as u32 & (self.page_size - 1)
+    }
     /// L1 address of absolute position `pos`.
     pub fn local(&self, pos: u64) -> u32 {
-        self.base + (pos % self.size() as u64) as u32
+        self.base + self.offset(pos)
     }
     /// Bytes from `pos` to the ring's end, at most `n`.
     pub fn contiguous(&self, pos: u64, n: u32) -> u32 {
-        n.min(self.size() - (pos % self.size() as u64) as u32)
+        n.min(self.size() - self.offset(pos))
     }
     /// Bytes the writer at `written` may still write, given `freed` pages
     /// released by the reader (wrapping counter).
     pub fn writable(&self, written: u64, freed: u32) -> u32 {
-        let acquired = written.div_ceil(self.page_size as u64) as u32;
+        let acquired = ((written + self.page_size as u64 - 1) >> self.page_shift) as u32;
         let in_use = acquired.wrapping_sub(freed);
-        let tail = ((self.page_size as u64 - written % self.page_size as u64) % self.page_size as u64) as u32;
+        let tail = (self.page_size - self.in_page(written)) & (self.page_size - 1);
         self.pages.saturating_sub(in_use) * self.page_size + tail
     }
     /// Pages the reader at `read` has finished with but not released yet.
     pub fn releasable(&self, read: u64, released: u64) -> u32 {
-        (read / self.page_size as u64 - released) as u32
+        ((read >> self.page_shift) - released) as u32
     }
 }
 

@@ -1,13 +1,25 @@
-//! Start-up code and panic handler of every firmware image.
+//! Start-up code and panic handler of every firmware image, and the entry
+//! of every kernel image.
 
 use crate::boot::set_waypoint;
 use crate::hal::{halt, Device};
 use cqlab_abi::waypoint::PANIC;
 
-// Entry at the first byte of CODE (see linker/cqlab.x): set the stack, zero
-// .bss (the host loads .text/.data; .bss is NOLOAD), run the firmware.
-core::arch::global_asm!(
-    r#"
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    set_waypoint(&mut Device, PANIC);
+    halt()
+}
+
+/// Declares the firmware's main function: `cqlab_kernels::entry!(main);`
+/// with `fn main() -> !`. Emits the start-up code at the first byte of CODE
+/// (see linker/cqlab.x): set the stack (in local memory), zero .bss (the host
+/// loads .text/.data; .bss is NOLOAD), run `main`.
+#[macro_export]
+macro_rules! entry {
+    ($main:path) => {
+        core::arch::global_asm!(
+            r#"
     .section .text.start, "ax"
     .globl _start
 _start:
@@ -25,19 +37,8 @@ _start:
     ecall
     j 3b
 "#
-);
+        );
 
-#[panic_handler]
-fn panic(_info: &core::panic::PanicInfo) -> ! {
-    set_waypoint(&mut Device, PANIC);
-    halt()
-}
-
-/// Declares the firmware's main function: `cqlab_kernels::entry!(main);`
-/// with `fn main() -> !`.
-#[macro_export]
-macro_rules! entry {
-    ($main:path) => {
         // SAFETY: the one symbol the start-up code calls; defined once per image.
         #[unsafe(no_mangle)]
         pub extern "C" fn __cqlab_main() -> ! {
@@ -47,19 +48,60 @@ macro_rules! entry {
     };
 }
 
-/// A worker firmware image: boots, then serves launches with `kernel`
-/// (`fn(&mut Device, &LaunchMsg)`): `cqlab_kernels::worker_firmware!(Spin, worker::spin);`
+/// A kernel image: `cqlab_kernels::kernel!(worker::spin);` with a
+/// `fn(&mut Device, &KernelCtx)`. Its first byte (linker/kernel.x) jumps to
+/// the kernel, which the resident worker firmware calls with a pointer to
+/// its `KernelCtx` (C ABI, on the firmware's stack). The jump is
+/// PC-relative, so the image runs from any kernel text slot once the host
+/// has relocated its absolute references.
+#[macro_export]
+macro_rules! kernel {
+    ($kernel:expr) => {
+        core::arch::global_asm!(
+            r#"
+    .section .text.kernel_entry, "ax"
+    .globl _kstart
+_kstart:
+    tail __cqlab_kernel
+"#
+        );
+
+        // SAFETY: the one symbol the kernel entry jumps to; defined once per image.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn __cqlab_kernel(ctx: &cqlab_abi::program::KernelCtx) {
+            let kernel: fn(&mut $crate::hal::Device, &cqlab_abi::program::KernelCtx) = $kernel;
+            kernel(&mut $crate::hal::Device, ctx)
+        }
+    };
+}
+
+/// A kernel image padded with `bytes` of read-only data, so kernels of a
+/// given binary size exist for dispatch benchmarks (the padding is uploaded
+/// like any other kernel text).
+#[macro_export]
+macro_rules! padded_kernel {
+    ($kernel:expr, $bytes:expr) => {
+        $crate::kernel!($kernel);
+
+        #[used]
+        #[unsafe(link_section = ".kernel_pad")]
+        static KERNEL_PAD: [u8; $bytes] = [0xA5; $bytes];
+    };
+}
+
+/// The resident worker firmware image: boots, then serves launches,
+/// calling each kernel at its slot: `cqlab_kernels::worker_firmware!();`
 #[macro_export]
 macro_rules! worker_firmware {
-    ($id:ident, $kernel:expr) => {
+    () => {
         $crate::entry!(main);
 
         fn main() -> ! {
             use $crate::hal::{core_xy, cycle, Device};
             let mut dev = Device;
-            let id = cqlab_abi::firmware::FirmwareId::$id;
+            let id = cqlab_abi::firmware::FirmwareId::Worker;
             $crate::boot::announce(&mut dev, id, core_xy(), $crate::build_id(), cycle());
-            $crate::worker::serve(&mut dev, id, $kernel)
+            $crate::worker::serve(&mut dev, |_, entry, ctx| $crate::hal::call_kernel(entry, ctx))
         }
     };
 }

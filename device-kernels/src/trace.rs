@@ -1,6 +1,7 @@
 //! Appends trace records to this core's L1 trace ring.
 
 use crate::memory::Memory;
+use core::mem::offset_of;
 use cqlab_abi::memory_map::TRACE_RING;
 use cqlab_abi::trace::{record_addr, TraceKind, TraceRecord, TraceRingHeader, CAPACITY};
 use zerocopy::IntoBytes;
@@ -22,10 +23,19 @@ pub fn init(mem: &mut impl Memory) {
 /// sequence number lets the host see how many records it missed.
 pub fn record(mem: &mut impl Memory, core: u16, cycle: u64, kind: TraceKind, arg0: u32, arg1: u32) {
     let seq = mem.read_u32(NEXT_SEQ);
-    let rec = TraceRecord { cycle, seq, core, kind: kind as u16, arg0, arg1 };
-    mem.write_words(record_addr(seq), rec.as_bytes());
+    let at = record_addr(seq);
+    // Field by field (one store each, on every hot path of the firmware),
+    // at the offsets `TraceRecord`'s layout asserts.
+    mem.write_u32(at + offset_of!(TraceRecord, cycle) as u32, cycle as u32);
+    mem.write_u32(at + offset_of!(TraceRecord, cycle) as u32 + 4, (cycle >> 32) as u32);
+    mem.write_u32(at + offset_of!(TraceRecord, seq) as u32, seq);
+    mem.write_u32(at + offset_of!(TraceRecord, core) as u32, core as u32 | (kind as u32) << 16);
+    mem.write_u32(at + offset_of!(TraceRecord, arg0) as u32, arg0);
+    mem.write_u32(at + offset_of!(TraceRecord, arg1) as u32, arg1);
     mem.write_u32(NEXT_SEQ, seq.wrapping_add(1));
 }
+
+const _: () = assert!(offset_of!(TraceRecord, kind) == offset_of!(TraceRecord, core) + 2);
 
 #[cfg(test)]
 mod tests {

@@ -1,45 +1,114 @@
-//! The worker loop shared by every kernel: wait for GO, run, report done.
+//! The resident worker firmware loop (like tt-metal's `brisc` firmware): wait
+//! until the next entry of the launch-message ring carries the next launch
+//! count (the dispatcher's GO), run the kernel of the group this core is in, and
+//! report done with an atomic increment on the dispatcher's semaphore.
+//!
+//! The kernels themselves are separate images (`kernel!`), linked for the
+//! kernel text address and called through `run`; their bodies live here and
+//! in `kernels`.
 
 use crate::platform::Platform;
 use crate::report::{trace, wait_until, waypoint};
-use cqlab_abi::firmware::FirmwareId;
-use cqlab_abi::mailbox::{LaunchMsg, GO_SIGNAL, LAUNCH};
+use core::mem::offset_of;
+use cqlab_abi::mailbox::{CqConfig, CQ_CONFIG};
 use cqlab_abi::mmio;
-use cqlab_abi::noc::{Coord, NocAddr};
+use cqlab_abi::noc::MAX_CQS;
+use cqlab_abi::noc::{worker_index, Coord, NocAddr};
+use cqlab_abi::program::{
+    group_offset, launch_done_sem, launch_entry, rect_index, KernelCtx, KernelGroup, LaunchHeader, LAUNCH_TAG,
+    MAX_KERNEL_GROUPS,
+};
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{GOW, RUN};
 
-/// Runs `kernel` once per GO signal, then increments the dispatcher's
-/// completion semaphore named in the launch message.
-pub fn serve<P: Platform>(p: &mut P, firmware: FirmwareId, mut kernel: impl FnMut(&mut P, &LaunchMsg)) -> ! {
+/// Serves launches forever; `run(p, entry, ctx)` calls the kernel at `entry`.
+pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx)) -> ! {
+    let (col, row) = worker_index(Coord::unpack(p.core_xy())).unwrap_or((u8::MAX, u8::MAX));
+    // One launch ring per command queue (the host wrote how many).
+    let cqs = p.read_u32(CQ_CONFIG + offset_of!(CqConfig, num_cqs) as u32).clamp(1, MAX_CQS as u32);
+    // Launches started per queue; each dispatcher's first LAUNCH is number 1.
+    let mut started = [0u32; MAX_CQS as usize];
+    let mut first = 0;
     loop {
-        wait_until(p, GOW, |p| p.read_u32(LAUNCH) == GO_SIGNAL);
-        let msg: LaunchMsg = p.read_struct(LAUNCH);
-        p.write_u32(LAUNCH, 0);
+        // The next tagged entry of any queue, looking at each in turn.
+        let mut q = first;
+        wait_until(p, GOW, |p| {
+            for i in 0..cqs {
+                let c = (first + i) % cqs;
+                let n = started[c as usize].wrapping_add(1);
+                if p.read_u32(launch_entry(c, n) + LAUNCH_TAG) == n {
+                    q = c;
+                    return true;
+                }
+            }
+            false
+        });
+        first = (q + 1) % cqs;
+        let n = started[q as usize].wrapping_add(1);
+        started[q as usize] = n;
+        let entry = launch_entry(q, n);
         waypoint(p, RUN);
-        trace(p, TraceKind::KernelStart, msg.seq, firmware as u32);
-        kernel(p, &msg);
-        // The kernel's own writes complete before the dispatcher hears "done".
-        crate::report::wait_writes(p);
-        trace(p, TraceKind::KernelEnd, msg.seq, firmware as u32);
-        let done =
-            NocAddr::unicast(Coord::unpack(msg.done_xy), (mmio::MMIO_BASE + mmio::semaphore(msg.done_sem)) as u64);
-        p.noc_atomic_inc(done, 1);
+        // Only the words used, one load each (L1 loads are the slow part).
+        let field = |p: &P, at: u32, off: usize| p.read_u32(at + off as u32);
+        let seq = field(p, entry, offset_of!(LaunchHeader, seq));
+        let ngroups = field(p, entry, offset_of!(LaunchHeader, ngroups)).min(MAX_KERNEL_GROUPS as u32);
+        for g in 0..ngroups {
+            let at = entry + group_offset(g);
+            let rect = field(p, at, offset_of!(KernelGroup, rect));
+            let Some(index) = rect_index(rect, col, row) else { continue };
+            let unique_count = field(p, at, offset_of!(KernelGroup, unique_count));
+            let ctx = KernelCtx {
+                seq,
+                index,
+                unique_addr: field(p, at, offset_of!(KernelGroup, unique_addr)) + 4 * unique_count * index,
+                unique_count,
+                common_addr: field(p, at, offset_of!(KernelGroup, common_addr)),
+                common_count: field(p, at, offset_of!(KernelGroup, common_count)),
+                rect,
+                kernel_id: field(p, at, offset_of!(KernelGroup, kernel_id)),
+            };
+            trace(p, TraceKind::KernelStart, seq, ctx.kernel_id);
+            run(p, field(p, at, offset_of!(KernelGroup, entry)), &ctx);
+            // The kernel's own writes complete before the dispatcher hears "done".
+            crate::report::wait_writes(p);
+            trace(p, TraceKind::KernelEnd, seq, ctx.kernel_id);
+            break;
+        }
+        let done_xy = field(p, entry, offset_of!(LaunchHeader, done_xy));
+        let done_sem = field(p, entry, offset_of!(LaunchHeader, done_sem));
+        let sem_addr = |s: u32| NocAddr::unicast(Coord::unpack(done_xy), (mmio::MMIO_BASE + mmio::semaphore(s)) as u64);
+        p.noc_atomic_inc(sem_addr(launch_done_sem(n)), 1);
+        p.noc_atomic_inc(sem_addr(done_sem), 1);
     }
 }
 
-/// `noop` kernel: nothing; a launch costs only its dispatch.
-pub fn noop(_: &mut impl Platform, _: &LaunchMsg) {}
+/// Up to `N` common args of a launch (missing ones read as 0) and how many there are.
+pub fn common_args<const N: usize>(p: &impl Platform, ctx: &KernelCtx) -> [u32; N] {
+    let mut a = [0u32; N];
+    for (i, v) in a.iter_mut().enumerate().take(ctx.common_count as usize) {
+        *v = p.read_u32(ctx.common_addr + 4 * i as u32);
+    }
+    a
+}
 
-/// `spin` kernel: busy-waits `args[0]` cycles; with three arguments it then
-/// stores `args[2]` at its L1 address `args[1]` (an observable result, for
-/// ordering tests).
-pub fn spin(p: &mut impl Platform, msg: &LaunchMsg) {
+/// `noop` kernel: nothing; a launch costs only its dispatch.
+pub fn noop(_: &mut impl Platform, _: &KernelCtx) {}
+
+/// `spin` kernel: busy-waits `args[0]` cycles (common args); with three
+/// arguments it then stores `args[2]` at its L1 address `args[1]` (an
+/// observable result, for ordering tests). With no common args it takes the
+/// same three from its unique args.
+pub fn spin(p: &mut impl Platform, ctx: &KernelCtx) {
+    let from_unique = ctx.common_count == 0;
+    let view = if from_unique {
+        KernelCtx { common_addr: ctx.unique_addr, common_count: ctx.unique_count, ..*ctx }
+    } else {
+        *ctx
+    };
+    let [cycles, addr, value] = common_args::<3>(p, &view);
     let start = p.cycle();
-    let cycles = msg.args[0] as u64;
-    while p.cycle().wrapping_sub(start) < cycles {}
-    let addr = msg.args[1];
-    if msg.nargs >= 3 && cqlab_abi::memory_map::USER.contains(addr, 4) && addr % 4 == 0 {
-        p.write_u32(addr, msg.args[2]);
+    while p.cycle().wrapping_sub(start) < cycles as u64 {}
+    if view.common_count >= 3 && cqlab_abi::memory_map::USER.contains(addr, 4) && addr % 4 == 0 {
+        p.write_u32(addr, value);
     }
 }

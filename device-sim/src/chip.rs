@@ -254,7 +254,7 @@ impl Chip {
             .map(|(i, &coord)| {
                 index[coord.y as usize * GRID_SIDE + coord.x as usize] = i as u16;
                 let l1 = l1s[i].take().unwrap_or_else(|| Ram::new(0, cfg.l1_size));
-                let hart = Hart::new(Memory::new(l1, None), coord.packed(), ENTRY_POINT);
+                let hart = Hart::new(Memory::new(l1, None).with_local_mem(), coord.packed(), ENTRY_POINT);
                 Core { coord, hart, mmio: CoreMmio::new(coord), ff: FfState::default(), slowdown: 1.0 }
             })
             .collect::<Vec<Core>>();

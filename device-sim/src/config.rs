@@ -189,8 +189,8 @@ impl SimConfig {
         check("worker_cols", self.worker_cols as u64, 1, noc::MAX_WORKER_COLS as u64)?;
         check("worker_rows", self.worker_rows as u64, 1, noc::MAX_WORKER_ROWS as u64)?;
         check("num_cqs", self.num_cqs as u64, 1, noc::MAX_CQS as u64)?;
-        // L1 must hold the ABI's fixed regions and stay below the MMIO block.
-        check("l1_size", self.l1_size as u64, memory_map::L1_DEFAULT_SIZE as u64, cqlab_abi::mmio::MMIO_BASE as u64)?;
+        // L1 must hold the ABI's fixed regions and stay below local memory and the MMIO block.
+        check("l1_size", self.l1_size as u64, memory_map::L1_DEFAULT_SIZE as u64, memory_map::LOCAL_MEM.base as u64)?;
         check("l1_size % 4", (self.l1_size % 4) as u64, 0, 0)?;
         check("dram_banks", self.dram_banks as u64, 1, memory_map::MAX_DRAM_BANKS as u64)?;
         check("dram_bank_size", self.dram_bank_size, 4096, noc::LOCAL_ADDR_MASK + 1)?;

@@ -379,16 +379,27 @@ impl Hart {
                     Some(b) => {
                         let mut w = [0u8; 4];
                         w[..$n].copy_from_slice(&b);
+                        cycle += LOAD_CYCLES - 1;
                         u32::from_le_bytes(w)
                     }
-                    None => match self.load_slow(bus, addr, $n, cycle) {
-                        Ok(v) => v,
-                        Err(AccessFault::Unmapped) => halt!(HaltReason::LoadFault { addr }),
-                        Err(AccessFault::Rejected(reason)) => halt!(HaltReason::Rejected { addr, reason }),
+                    // Local data memory: one cycle, no stall.
+                    None => match self.mem.local.load::<$n>(addr) {
+                        Some(b) => {
+                            let mut w = [0u8; 4];
+                            w[..$n].copy_from_slice(&b);
+                            u32::from_le_bytes(w)
+                        }
+                        None => match self.load_slow(bus, addr, $n, cycle) {
+                            Ok(v) => {
+                                cycle += LOAD_CYCLES - 1;
+                                v
+                            }
+                            Err(AccessFault::Unmapped) => halt!(HaltReason::LoadFault { addr }),
+                            Err(AccessFault::Rejected(reason)) => halt!(HaltReason::Rejected { addr, reason }),
+                        },
                     },
                 };
                 x!($d.rd) = $conv(raw);
-                cycle += LOAD_CYCLES - 1;
                 pc = pc.wrapping_add(4);
             }};
         }
@@ -405,6 +416,8 @@ impl Hart {
                 self.effects += 1;
                 let stop = if self.mem.l1.store::<$n>(addr, b) {
                     self.watch_hit(addr)
+                } else if self.mem.local.store::<$n>(addr, b) {
+                    None
                 } else {
                     match self.store_slow(bus, addr, $n, v, cycle) {
                         Ok(s) => s,

@@ -347,3 +347,26 @@ fn last_retired_pcs_follow_control_flow() {
     assert!(matches!(h.run(&mut NoBus, 100), Stop::Halted(_)));
     assert_eq!(h.last_retired_pcs(8), vec![BASE + 12, BASE + 4, BASE]);
 }
+
+#[test]
+fn local_memory_costs_one_cycle_where_l1_costs_load_cycles() {
+    let local = cqlab_abi::memory_map::LOCAL_MEM.base;
+    let program = |addr: u32| with_li(&[(1, addr), (2, 0x1234_5678)], &[sw(2, 1, 0), lw(3, 1, 0)]);
+    let cycles = |addr: u32| {
+        let prog = program(addr);
+        let mut words = prog.clone();
+        words.push(ECALL);
+        let mut mem = Memory::new(Ram::new(0, 0x1_0000), None).with_local_mem();
+        mem.write(BASE, &to_bytes(&words)).unwrap();
+        let mut h = Hart::new(mem, 7, BASE);
+        assert!(matches!(h.run(&mut NoBus, 1_000_000), Stop::Halted(Halt { reason: HaltReason::Ecall, .. })));
+        assert_eq!(h.reg(3), 0x1234_5678, "value read back at {addr:#x}");
+        h.cycle()
+    };
+    assert_eq!(cycles(DATA) - cycles(local), LOAD_CYCLES - 1);
+    // Without local memory the same address faults.
+    let mut prog = program(local);
+    prog.push(ECALL);
+    let mut h = hart_with(&prog);
+    assert!(matches!(h.run(&mut NoBus, 1_000_000), Stop::Halted(Halt { reason: HaltReason::StoreFault { .. }, .. })));
+}

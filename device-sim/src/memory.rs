@@ -1,6 +1,8 @@
 //! A core's RAM as its hart sees it: L1 at its base address plus an optional
 //! second window (a DRAM window for standalone programs), each with a
-//! predecoded-instruction cache covering every word of it.
+//! predecoded-instruction cache covering every word of it, and the core's
+//! local data memory (`memory_map::LOCAL_MEM`: private to the hart, one
+//! cycle per access; NOC deliveries and host accesses never reach it).
 //!
 //! The cache is allocated zeroed (the allocator hands out lazily committed
 //! pages, so only code that actually runs costs host memory) and is indexed by
@@ -190,6 +192,9 @@ pub struct Memory {
     pub l1: Ram,
     /// Optional second window (standalone programs linked for DRAM).
     pub window: Option<Ram>,
+    /// Local data memory, hart-only (empty unless `with_local_mem`). Not in
+    /// `ram_for`: what the NOC, the host and loaders reach is L1 and the window.
+    pub local: Ram,
     /// Address whose stores end the hart's run slice (`tohost`), or
     /// `u64::MAX` for none; compared on RAM stores only.
     watch: u64,
@@ -197,7 +202,15 @@ pub struct Memory {
 
 impl Memory {
     pub fn new(l1: Ram, window: Option<Ram>) -> Self {
-        Memory { l1, window, watch: u64::MAX }
+        let local = Ram::new(cqlab_abi::memory_map::LOCAL_MEM.base, 0);
+        Memory { l1, window, local, watch: u64::MAX }
+    }
+
+    /// Adds the core's local data memory (`memory_map::LOCAL_MEM`), zeroed.
+    pub fn with_local_mem(mut self) -> Self {
+        let m = cqlab_abi::memory_map::LOCAL_MEM;
+        self.local = Ram::new(m.base, m.size);
+        self
     }
 
     /// Make a store to `addr` end the run slice (see `hart::Stop::Watch`).

@@ -5,11 +5,22 @@
 //! |---|---|
 //! | any instruction | 1 |
 //! | taken branch, `jal`, `jalr` | 1 + [`TAKEN_PENALTY`] |
-//! | load (L1) | [`LOAD_CYCLES`] |
+//! | load (L1, MMIO, DRAM window) | [`LOAD_CYCLES`] |
+//! | load or store (local data memory) | 1 |
 //! | `mul*` | [`MUL_CYCLES`] |
 //! | `div*`/`rem*` | [`div_cycles`]: 6..=33, data dependent |
 //!
 //! Stores, CSR reads and `fence` cost 1 cycle.
+//!
+//! Local data memory (`memory_map::LOCAL_MEM`, 8 KiB at `0xFFA0_0000`) is
+//! the model of the per-core local memory of Wormhole/Blackhole baby cores
+//! (tt-metal's `MEM_LOCAL_BASE`: 4 KiB for BRISC on Wormhole, 8 KiB on
+//! Blackhole): private to its hart, one cycle per load or store, not
+//! reachable over the NOC or the BAR. Firmware keeps its stack there, so
+//! spills, locals and the dispatcher's and prefetcher's state cost 1 cycle
+//! instead of `LOAD_CYCLES`; everything shared (mailboxes, rings, buffers)
+//! stays in L1 and keeps its latency. Dispatch figures depend on it: moving
+//! the stack back to L1 makes every firmware command several times slower.
 
 /// Extra cycles for a taken branch or a jump (pipeline refill).
 pub const TAKEN_PENALTY: u64 = 2;

@@ -14,8 +14,8 @@ use cqlab_abi::completion::{record_size, CompletionHeader, CompletionKind, Event
 use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
 use cqlab_abi::fetch_queue::{self, FetchEntry};
-use cqlab_abi::mailbox::{self, LaunchMsg, GO_SIGNAL, LAUNCH, MAX_RUNTIME_ARGS};
-use cqlab_abi::memory_map::{CHUNK_AREA, TRACE_AREA};
+use cqlab_abi::mailbox;
+use cqlab_abi::memory_map::{MAX_CHUNK, TRACE_AREA};
 use cqlab_abi::mmio::sem;
 use cqlab_abi::noc::{self, Coord, NocAddr};
 use cqlab_abi::prefetch::PagedFlags;
@@ -50,6 +50,16 @@ pub struct CqHost {
     pub(crate) capture: Option<Vec<u8>>,
     /// Records drained; also the sequence number the next record must carry.
     pub(crate) completions: u64,
+    /// Programs launched from this queue, in stream order (captured ones
+    /// counted as they would run; a replay adds its trace's): the launch
+    /// numbers `program_state` names programs by.
+    pub(crate) program_launches: u64,
+    /// Highest launch number an earlier WAIT in this queue's stream already
+    /// waited to finish.
+    pub(crate) waited_launch: u64,
+    /// Program state, `program_launches` and `waited_launch` when the
+    /// current capture began.
+    pub(crate) capture_saved: Option<(crate::program_state::ProgramState, u64, u64)>,
 }
 
 impl CqHost {
@@ -67,6 +77,9 @@ impl CqHost {
             slow_expected: 0,
             capture: None,
             completions: 0,
+            program_launches: 0,
+            waited_launch: 0,
+            capture_saved: None,
         }
     }
 }
@@ -88,7 +101,7 @@ impl CoreRange {
     pub fn count(&self) -> u32 {
         (self.end.0 - self.start.0 + 1) as u32 * (self.end.1 - self.start.1 + 1) as u32
     }
-    fn noc(&self, local: u32) -> NocAddr {
+    pub(crate) fn noc(&self, local: u32) -> NocAddr {
         let (s, e) = (noc::worker(self.start.0, self.start.1), noc::worker(self.end.0, self.end.1));
         if s == e {
             NocAddr::unicast(s, local as u64)
@@ -119,6 +132,9 @@ pub struct Trace {
     pub bytes: u32,
     /// Worker completions one replay adds.
     pub workers: u32,
+    /// What the workers hold after a replay (launch numbers relative to its
+    /// start) and how many launches it makes, if the trace enqueues programs.
+    pub(crate) programs: Option<(crate::program_state::ProgramState, u64)>,
 }
 
 /// Operations on queue `q` of a device.
@@ -254,7 +270,7 @@ impl Device {
     /// Waits until queue `q` has `len` bytes of issue space and a free fetch slot.
     fn reserve(&mut self, q: u8, len: u32) -> Result<()> {
         let size = self.cqs[q as usize].layout.issue_size;
-        if len == 0 || len > size || len > CHUNK_AREA.size {
+        if len == 0 || len > size || len > MAX_CHUNK {
             return Err(DriverError::Invalid(format!("{len}-byte chunk exceeds the issue queue or chunk area")));
         }
         let entries = self.cfg.fetch_entries;
@@ -332,7 +348,10 @@ impl CommandQueue<'_> {
     fn submit_clearing(&mut self, chunk: &[u8], stall: bool) -> Result<()> {
         let cleared = std::mem::take(&mut self.host().clear_pending);
         self.dev.submit(self.q, chunk, stall)?;
-        self.host().workers_outstanding -= cleared;
+        let host = self.host();
+        host.workers_outstanding -= cleared;
+        // Every launch so far has been waited for in the stream.
+        host.waited_launch = host.program_launches;
         Ok(())
     }
 
@@ -503,11 +522,10 @@ impl CommandQueue<'_> {
         Ok(data)
     }
 
-    /// Launches the worker firmware on every core of `cores` with `args`.
+    /// Runs the device's default kernel (`DeviceConfig::worker_kernel`) on
+    /// every core of `cores` with `args` as its common args: a one-kernel
+    /// program.
     pub fn launch(&mut self, cores: CoreRange, args: &[u32]) -> Result<()> {
-        if args.len() > MAX_RUNTIME_ARGS {
-            return Err(DriverError::Invalid(format!("{} runtime args (at most {MAX_RUNTIME_ARGS})", args.len())));
-        }
         let (cols, rows) = (self.dev.cfg.worker_cols, self.dev.cfg.worker_rows);
         if cores.start.0 > cores.end.0 || cores.start.1 > cores.end.1 || cores.end.0 >= cols || cores.end.1 >= rows {
             return Err(DriverError::OutOfRange {
@@ -515,36 +533,11 @@ impl CommandQueue<'_> {
                 detail: format!("{cores:?} on a {cols}x{rows} grid"),
             });
         }
-        // Launch seqs are unique across queues, so a worker's kernel trace
-        // record (arg0 = seq) names the launch, and through it the queue.
-        let seq = self.dev.next_launch_seq;
-        let mut msg = LaunchMsg {
-            go: 0,
-            seq,
-            done_xy: noc::dispatcher(self.q).packed(),
-            done_sem: sem::WORKERS_DONE,
-            nargs: args.len() as u32,
-            args: [0; MAX_RUNTIME_ARGS],
-        };
-        msg.args[..args.len()].copy_from_slice(args);
-        if self.dev.cfg.slow_dispatch {
-            self.slow_launch(cores, &msg)?;
-            self.dev.next_launch_seq = seq.wrapping_add(1);
-            return Ok(());
-        }
-        let c = chunk(1024, |e| {
-            e.relay_inline(true, |w| {
-                // A core must have started its previous launch before its
-                // launch message is overwritten.
-                self.wait_workers(w, WaitFlags::empty())?;
-                w.write_linear(cores.noc(LAUNCH + 4), &msg.as_bytes()[4..])?;
-                w.go(GO_SIGNAL, cores.noc(LAUNCH))
-            })
-        })?;
-        self.submit_clearing(&c, false)?;
-        self.dev.next_launch_seq = seq.wrapping_add(1);
-        self.host().workers_outstanding += cores.count();
-        Ok(())
+        let kernel = self.dev.default_kernel()?;
+        let mut program = crate::program::Program::new();
+        let k = program.add_kernel(kernel, &[cores])?;
+        program.set_common_args(k, args)?;
+        self.enqueue_program(&program)
     }
 
     /// Records an event: completes when all earlier work on this queue has.
@@ -606,7 +599,21 @@ impl CommandQueue<'_> {
             let c = chunk(256, |e| e.relay_inline(true, |w| self.wait_workers(w, WaitFlags::empty())))?;
             self.submit_clearing(&c, false)?;
         }
-        self.host().capture = Some(Vec::new());
+        // The capture plans programs from nothing known resident and
+        // everything in use by a launch just before the trace (launch number
+        // `before`): whatever a replay reuses first, it first waits for the
+        // launch that precedes that replay, and so for all earlier ones.
+        let host = self.host();
+        let saved = (host.program_launches, host.waited_launch);
+        let before = host.program_launches + 1;
+        host.program_launches = before;
+        host.waited_launch = 0;
+        let q = self.q as usize;
+        let state = self.dev.programs[q].all_in_use(before);
+        let saved = (std::mem::replace(&mut self.dev.programs[q], state), saved.0, saved.1);
+        let host = self.host();
+        host.capture_saved = Some(saved);
+        host.capture = Some(Vec::new());
         Ok(())
     }
 
@@ -615,6 +622,16 @@ impl CommandQueue<'_> {
         let mut bytes =
             self.host().capture.take().ok_or_else(|| DriverError::Invalid("end_trace without begin_trace".into()))?;
         let workers = std::mem::take(&mut self.host().workers_outstanding);
+        // The captured programs have not run: the workers still hold what
+        // they held before the capture.
+        let (saved, start, waited) = self.host().capture_saved.take().expect("capture_saved set by begin_trace");
+        let captured = std::mem::replace(&mut self.dev.programs[self.q as usize], saved);
+        // Launch numbers relative to the one before the trace, numbered 1.
+        let before = start + 1;
+        let launches = self.host().program_launches - before;
+        let programs = (launches > 0).then(|| (captured.rebased(before, 1), launches));
+        self.host().program_launches = start;
+        self.host().waited_launch = waited;
         bytes.extend(chunk(64, |e| e.exec_buf_end())?);
         if bytes.len() > TRACE_AREA.size as usize {
             return Err(DriverError::OutOfRange {
@@ -633,7 +650,7 @@ impl CommandQueue<'_> {
             e.stall()
         })?;
         self.dev.submit(self.q, &c, false)?;
-        Ok(Trace { buffer, bytes: bytes.len() as u32, workers })
+        Ok(Trace { buffer, bytes: bytes.len() as u32, workers, programs })
     }
 
     /// Replays a trace (with the stall flag the prefetcher requires).
@@ -645,14 +662,19 @@ impl CommandQueue<'_> {
         if self.host().capture.is_some() {
             return Err(DriverError::Invalid("a trace cannot replay a trace (nested EXEC_BUF)".into()));
         }
-        // The trace's launches must not overwrite launch messages of cores
-        // still starting earlier work: the dispatcher waits for them first.
-        let c = chunk(256, |e| {
-            e.relay_inline(true, |w| self.wait_workers(w, WaitFlags::empty()))?;
-            e.exec_buf(base, page_size, trace.buffer.pages())
-        })?;
-        self.submit_clearing(&c, true)?;
+        // No drain: the trace waits for what it reuses (see `begin_trace`),
+        // and the dispatcher for the launch-ring entries its launches take,
+        // so a replay overlaps the work before it.
+        let c = chunk(256, |e| e.exec_buf(base, page_size, trace.buffer.pages()))?;
+        self.dev.submit(self.q, &c, true)?;
         self.host().workers_outstanding += trace.workers;
+        if let Some((state, launches)) = &trace.programs {
+            // After the replay the workers hold what the trace left; its
+            // launch numbers continue from the launch before the replay.
+            let start = self.host().program_launches;
+            self.dev.programs[self.q as usize] = state.rebased(1, start);
+            self.host().program_launches = start + launches;
+        }
         Ok(())
     }
 }

@@ -31,7 +31,8 @@ pub struct DeviceConfig {
     pub kernel_timeout_cycles: u64,
     /// Where the firmware ELFs are.
     pub firmware_dir: PathBuf,
-    /// Worker firmware loaded at boot.
+    /// Kernel image (in `firmware_dir`) that `CommandQueue::launch` runs;
+    /// every worker runs the resident `worker` firmware.
     pub worker_kernel: String,
     /// Known-bug variant of the prefetcher and dispatcher (a folder under
     /// `firmware_dir/variants/`), or `None` for the normal firmware.

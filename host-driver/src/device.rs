@@ -8,6 +8,7 @@ use crate::config::DeviceConfig;
 use crate::elf::FirmwareImage;
 use crate::error::{DriverError, Result};
 use crate::hang_dump::HangDump;
+use crate::kernel::KernelImage;
 use cqlab_abi::firmware::FirmwareId;
 use cqlab_abi::mailbox::{
     AliveRecord, CqConfig, ErrorRecord, ALIVE, ALIVE_MAGIC, COMPLETION_RD_PTR, CQ_CONFIG, ERROR, ERROR_MAGIC, WAYPOINT,
@@ -19,6 +20,7 @@ use cqlab_abi::sysmem::CqSysmemLayout;
 use cqlab_abi::trace::{TraceKind, TraceRingHeader};
 use cqlab_abi::waypoint::{self, Waypoint};
 use cqlab_abi::ABI_VERSION;
+use std::sync::Arc;
 use zerocopy::IntoBytes;
 
 /// Device cycles between progress checks while waiting: the resolution of
@@ -33,9 +35,13 @@ pub struct Device {
     pub(crate) next_event: u32,
     /// Sequence number of the next worker launch (unique across queues).
     pub(crate) next_launch_seq: u32,
-    /// Firmware each worker runs.
-    pub(crate) worker_firmware: FirmwareId,
     pub(crate) allocator: crate::buffer::Allocator,
+    /// What the workers hold for each queue's programs (its slots and config ring share).
+    pub(crate) programs: Vec<crate::program_state::ProgramState>,
+    /// `DeviceConfig::worker_kernel`, loaded at boot, run by `launch`.
+    pub(crate) default_kernel: Option<Arc<KernelImage>>,
+    /// Slow dispatch: launches written (the GO count).
+    pub(crate) slow_launches: u32,
     /// A read-only view of a device another process drives
     /// ([`Device::observe`]): host-side queue state is derived from the device.
     pub(crate) observer: bool,
@@ -48,16 +54,17 @@ impl Device {
         let cqs = (0..cfg.num_cqs)
             .map(|q| CqHost::new(CqSysmemLayout::for_cq(q, cfg.issue_size, cfg.completion_size)))
             .collect();
-        let worker_firmware = FirmwareId::from_name(&cfg.worker_kernel)
-            .ok_or_else(|| DriverError::Invalid(format!("unknown worker kernel {:?}", cfg.worker_kernel)))?;
+        let programs = program_states(&cfg);
         Ok(Self {
             backend,
             cfg,
             cqs,
             next_event: 1,
             next_launch_seq: 0,
-            worker_firmware,
             allocator: Default::default(),
+            programs,
+            default_kernel: None,
+            slow_launches: 0,
             observer: false,
         })
     }
@@ -154,7 +161,11 @@ impl Device {
         let image = |name: &str| FirmwareImage::load(&dir.join(name));
         let (prefetch, dispatch) =
             (FirmwareImage::load(&cq_dir.join("prefetch"))?, FirmwareImage::load(&cq_dir.join("dispatch"))?);
-        let worker = image(self.worker_firmware.name())?;
+        let worker = image(FirmwareId::Worker.name())?;
+        self.default_kernel = Some(Arc::new(self.load_kernel(&self.cfg.worker_kernel.clone())?));
+        // Nothing is resident or in flight on freshly booted workers.
+        self.programs = program_states(&self.cfg);
+        self.slow_launches = 0;
         // The firmware starts its queues from zero: so does the host.
         self.next_launch_seq = 0;
         self.cqs = (0..self.cfg.num_cqs)
@@ -186,8 +197,10 @@ impl Device {
         }
         let workers: Vec<Coord> = self.workers().collect();
         for &w in &workers {
-            self.load(w, &worker, None)?;
-            expect.push((w, self.worker_firmware));
+            // Workers only read `num_cqs`: how many launch rings to serve.
+            let wcfg = CqConfig { num_cqs: self.cfg.num_cqs as u32, ..Default::default() };
+            self.load(w, &worker, Some(&wcfg))?;
+            expect.push((w, FirmwareId::Worker));
         }
         for &(core, _) in &expect {
             self.set_reset(core, false)?;
@@ -196,6 +209,18 @@ impl Device {
             self.wait_alive(core, fw)?;
         }
         Ok(())
+    }
+
+    /// Loads kernel image `name` from the firmware directory.
+    pub fn load_kernel(&self, name: &str) -> Result<KernelImage> {
+        KernelImage::load(&self.cfg.firmware_dir.join(name))
+    }
+
+    /// The kernel `launch` runs.
+    pub(crate) fn default_kernel(&self) -> Result<Arc<KernelImage>> {
+        self.default_kernel
+            .clone()
+            .ok_or_else(|| DriverError::Invalid("the device is not booted (no kernel loaded)".into()))
     }
 
     fn cq_config(&self, q: u8, layout: CqSysmemLayout) -> CqConfig {
@@ -232,6 +257,14 @@ impl Device {
         let zeros = vec![0u8; (FETCH_QUEUE.end() - MAILBOXES.base) as usize];
         self.backend.write(at(MAILBOXES.base), &zeros)?;
         self.backend.write(at(TRACE_RING.base), TraceRingHeader::default().as_bytes())?;
+        // A worker's launch count starts at 0: no ring entry may carry a
+        // tag of an earlier boot.
+        for q in 0..self.cfg.num_cqs as u32 {
+            for n in 0..cqlab_abi::program::LAUNCH_RING_ENTRIES {
+                let tag = cqlab_abi::program::launch_entry(q, n) + cqlab_abi::program::LAUNCH_TAG;
+                self.backend.write_u32(at(tag), 0)?;
+            }
+        }
         for seg in &image.segments {
             self.backend.write(at(seg.addr), &seg.data)?;
             if seg.zeroes > 0 {
@@ -397,6 +430,13 @@ impl Device {
     pub fn all_cores(&self) -> impl Iterator<Item = Coord> + '_ {
         (0..self.cfg.num_cqs).flat_map(|q| [noc::prefetcher(q), noc::dispatcher(q)]).chain(self.workers())
     }
+}
+
+/// Each queue's empty program state.
+fn program_states(cfg: &DeviceConfig) -> Vec<crate::program_state::ProgramState> {
+    (0..cfg.num_cqs)
+        .map(|q| crate::program_state::ProgramState::new(cfg.worker_cols, cfg.worker_rows, q, cfg.num_cqs))
+        .collect()
 }
 
 fn validate(cfg: &DeviceConfig) -> Result<()> {

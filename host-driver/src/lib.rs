@@ -15,6 +15,10 @@ pub mod elf;
 pub mod error;
 pub mod events;
 pub mod hang_dump;
+pub mod kernel;
+pub mod program;
+mod program_dispatch;
+mod program_state;
 #[cfg(feature = "sim")]
 pub mod sim_backend;
 pub mod slow_dispatch;
@@ -31,3 +35,5 @@ pub use cqlab_abi::encode::PackedData;
 pub use device::Device;
 pub use error::{DriverError, Result};
 pub use events::Event;
+pub use kernel::KernelImage;
+pub use program::{KernelHandle, Program};

@@ -1,5 +1,6 @@
 //! Slow dispatch: no prefetcher or dispatcher firmware. The host writes
-//! buffers, launch messages and GO signals straight through the BAR and
+//! buffers, kernels, args, launch messages and GO words straight through the
+//! BAR (programs: `program_dispatch`) and
 //! polls the worker completion count itself — the baseline fast dispatch is
 //! compared against (tt-metal's `TT_SLOW_DISPATCH`).
 //!
@@ -7,14 +8,12 @@
 //! waits until every launched worker has reported done.
 
 use crate::buffer::{Buffer, Placement};
-use crate::command_queue::{CommandQueue, CoreRange, PendingRead};
+use crate::command_queue::{CommandQueue, PendingRead};
 use crate::error::Result;
 use crate::events::Event;
-use cqlab_abi::mailbox::{LaunchMsg, GO_SIGNAL, LAUNCH};
 use cqlab_abi::mmio::{self, sem, MMIO_BASE};
 use cqlab_abi::noc::{self, NocAddr};
 use cqlab_abi::ring::wrap_ge;
-use zerocopy::IntoBytes;
 
 impl CommandQueue<'_> {
     /// Where workers launched from this queue count their completions.
@@ -50,20 +49,6 @@ impl CommandQueue<'_> {
         host.next_tag = tag.wrapping_add(1).max(1);
         host.reads.insert(tag, out);
         Ok(PendingRead::new(self.q, vec![(tag, len)]))
-    }
-
-    pub(crate) fn slow_launch(&mut self, cores: CoreRange, msg: &LaunchMsg) -> Result<()> {
-        self.slow_wait_workers()?;
-        for row in cores.start.1..=cores.end.1 {
-            for col in cores.start.0..=cores.end.0 {
-                let w = noc::worker(col, row);
-                self.dev.backend.write(NocAddr::unicast(w, (LAUNCH + 4) as u64), &msg.as_bytes()[4..])?;
-                self.dev.backend.write_u32(NocAddr::unicast(w, LAUNCH as u64), GO_SIGNAL)?;
-            }
-        }
-        let host = &mut self.dev.cqs[self.q as usize];
-        host.slow_expected = host.slow_expected.wrapping_add(cores.count());
-        Ok(())
     }
 
     pub(crate) fn slow_record_event(&mut self) -> Result<Event> {

@@ -5,8 +5,8 @@
 //! same reasons.
 
 use crate::dispatch::{
-    DispatchCmdId, GoCmd, PackedFlags, PackedSubCmd, ValueCmd, WaitCmd, WaitFlags, WriteHostCmd, WriteHostFlags,
-    WriteLinearCmd, WritePackedCmd, WritePagedCmd,
+    DispatchCmdId, GoCmd, LaunchCmd, PackedFlags, PackedSubCmd, ValueCmd, WaitCmd, WaitFlags, WriteHostCmd,
+    WriteHostFlags, WriteLinearCmd, WritePackedCmd, WritePagedCmd,
 };
 use crate::noc::NocAddr;
 use crate::prefetch::{
@@ -230,6 +230,7 @@ pub enum DispatchHeader {
     WriteHost(WriteHostCmd),
     Wait(WaitCmd),
     Go(GoCmd),
+    Launch(LaunchCmd),
     SetWriteOffset(u32),
     Delay(u32),
     Debug(DebugCmd),
@@ -294,6 +295,14 @@ impl DispatchHeader {
                 if (mem && ctr) || (flags.contains(WaitFlags::CLEAR) && !(mem || ctr)) {
                     return Err(DecodeErrorKind::BadFlags { flags: cmd.flags });
                 }
+                if flags.contains(WaitFlags::WAIT_LAUNCH) {
+                    if mem || ctr {
+                        return Err(DecodeErrorKind::BadFlags { flags: cmd.flags });
+                    }
+                    if cmd.count == 0 || cmd.count > crate::program::LAUNCH_RING_ENTRIES {
+                        return Err(bad("WAIT launch distance", cmd.count as u64));
+                    }
+                }
                 if ctr && cmd.addr >= mmio::SEMAPHORE_COUNT {
                     return Err(bad("WAIT semaphore index", cmd.addr as u64));
                 }
@@ -303,6 +312,19 @@ impl DispatchHeader {
                 Self::Wait(cmd)
             }
             DispatchCmdId::Go => Self::Go(read(h)),
+            DispatchCmdId::Launch => {
+                let cmd: LaunchCmd = read(h);
+                let len = cmd.length as u32;
+                if len != crate::program::LAUNCH_ENTRY_SIZE {
+                    return Err(bad("LAUNCH length", cmd.length as u64));
+                }
+                let dst = NocAddr(cmd.dst);
+                let (s, e) = (dst.coord(), dst.mcast_end());
+                if e.x < s.x || e.y < s.y {
+                    return Err(bad("LAUNCH multicast end", e.packed() as u64));
+                }
+                Self::Launch(cmd)
+            }
             DispatchCmdId::SetWriteOffset => Self::SetWriteOffset(read::<ValueCmd>(h).value),
             DispatchCmdId::Delay => Self::Delay(read::<ValueCmd>(h).value),
             DispatchCmdId::Debug => Self::Debug(check_debug(read(h), L1_ALIGNMENT as u64)?),
@@ -318,6 +340,7 @@ impl DispatchHeader {
             Self::WriteHost(_) => DispatchCmdId::WriteHost,
             Self::Wait(_) => DispatchCmdId::Wait,
             Self::Go(_) => DispatchCmdId::Go,
+            Self::Launch(_) => DispatchCmdId::Launch,
             Self::SetWriteOffset(_) => DispatchCmdId::SetWriteOffset,
             Self::Delay(_) => DispatchCmdId::Delay,
             Self::Debug(_) => DispatchCmdId::Debug,
@@ -340,6 +363,7 @@ impl DispatchHeader {
                 subs + blocks * align16(c.size as u64)
             }
             Self::WriteHost(c) => align16(c.length as u64),
+            Self::Launch(c) => align16(c.length as u64),
             Self::Debug(c) => c.stride as u64 - CMD_HEADER_SIZE as u64,
             _ => 0,
         }
@@ -573,6 +597,7 @@ impl fmt::Display for DispatchHeader {
                 write!(f, " addr=0x{:x} count={}", c.addr, c.count)
             }
             Self::Go(c) => write!(f, " signal=0x{:08x} dst={}", c.signal, NocFmt(c.dst)),
+            Self::Launch(c) => write!(f, " length={} dst={}", c.length, NocFmt(c.dst)),
             Self::SetWriteOffset(v) => write!(f, " offset=0x{v:x}"),
             Self::Delay(v) => write!(f, " cycles={v}"),
             Self::Debug(c) => write!(f, " length={} checksum=0x{:08x}", c.length, c.checksum),

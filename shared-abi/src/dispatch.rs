@@ -31,10 +31,13 @@ pub enum DispatchCmdId {
     Debug = 0x29,
     /// Stop the dispatcher cleanly.
     Terminate = 0x2A,
+    /// Write a launch message into the next launch-ring entry of every worker
+    /// of a rectangle, then multicast the launch count to their GO word.
+    Launch = 0x2B,
 }
 
 impl DispatchCmdId {
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::WriteLinear,
         Self::WritePaged,
         Self::WritePacked,
@@ -45,6 +48,7 @@ impl DispatchCmdId {
         Self::Delay,
         Self::Debug,
         Self::Terminate,
+        Self::Launch,
     ];
     pub const fn from_u8(v: u8) -> Option<Self> {
         match v {
@@ -58,6 +62,7 @@ impl DispatchCmdId {
             0x28 => Some(Self::Delay),
             0x29 => Some(Self::Debug),
             0x2A => Some(Self::Terminate),
+            0x2B => Some(Self::Launch),
             _ => None,
         }
     }
@@ -73,6 +78,7 @@ impl DispatchCmdId {
             Self::Delay => "DELAY",
             Self::Debug => "DEBUG",
             Self::Terminate => "TERMINATE",
+            Self::Launch => "LAUNCH",
         }
     }
 }
@@ -166,6 +172,11 @@ bitflags! {
         const WAIT_COUNTER = 1 << 3;
         /// Afterwards, subtract `count` from the waited word or counter.
         const CLEAR = 1 << 4;
+        /// Wait until the launch `count` launches before the next one
+        /// (1..=`program::LAUNCH_RING_ENTRIES`) has finished on every worker
+        /// it reached; a launch further back has finished already (its ring
+        /// entry was reused). Excludes `WAIT_MEMORY`, `WAIT_COUNTER`, `CLEAR`.
+        const WAIT_LAUNCH = 1 << 5;
     }
 }
 
@@ -184,8 +195,9 @@ pub struct WaitCmd {
 }
 assert_layout!(WaitCmd, 16, id => 0, flags => 1, addr => 4, count => 8);
 
-/// `GO`: write `signal` to the launch mailbox `go` word at `dst` (usually a
-/// multicast `noc::NocAddr` of `mailbox::LAUNCH`).
+/// `GO`: write the u32 `signal` to `dst` (one core or a multicast rectangle),
+/// after every earlier write is acknowledged. Programs use `LAUNCH`, whose
+/// GO carries the launch count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct GoCmd {
@@ -207,3 +219,23 @@ pub struct ValueCmd {
     pub _reserved: u64,
 }
 assert_layout!(ValueCmd, 16, id => 0, value => 4);
+
+/// `LAUNCH`: the `length` payload bytes (one `program::LAUNCH_ENTRY_SIZE`
+/// entry: a `program::LaunchHeader`, its `program::KernelGroup`s, padding)
+/// become launch message `n` = the dispatcher's launch count + 1: once every
+/// earlier write to workers is acknowledged, the dispatcher stamps `n` in
+/// its `program::LAUNCH_TAG` word and multicasts it to
+/// `program::launch_entry(cq, n)` on every worker of `dst` (a rectangle whose
+/// local address is ignored); that write is the GO. Before reusing the
+/// entry it waits until the launch that last used it has finished on every
+/// worker (`program::launch_done_sem`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct LaunchCmd {
+    pub id: u8,
+    pub _pad: u8,
+    pub length: u16,
+    pub _reserved: u32,
+    pub dst: u64,
+}
+assert_layout!(LaunchCmd, 16, id => 0, length => 2, dst => 8);

@@ -9,8 +9,8 @@
 use crate::completion::EventRecord;
 use crate::decode::{DecodeErrorKind, DispatchHeader, PrefetchHeader};
 use crate::dispatch::{
-    DispatchCmdId, GoCmd, PackedFlags, PackedSubCmd, ValueCmd, WaitCmd, WaitFlags, WriteHostCmd, WriteHostFlags,
-    WriteLinearCmd, WritePackedCmd,
+    DispatchCmdId, GoCmd, LaunchCmd, PackedFlags, PackedSubCmd, ValueCmd, WaitCmd, WaitFlags, WriteHostCmd,
+    WriteHostFlags, WriteLinearCmd, WritePackedCmd,
 };
 use crate::noc::{Coord, NocAddr};
 use crate::prefetch::{
@@ -343,6 +343,13 @@ impl DispatchWriter<'_> {
     pub fn go(&mut self, signal: u32, dst: NocAddr) -> Result {
         let cmd = GoCmd { id: DispatchCmdId::Go as u8, signal, dst: dst.0, ..Default::default() };
         self.emit(&cmd, &[]).map(drop)
+    }
+
+    /// `LAUNCH` of `msg` (one launch-ring entry) on the rectangle `dst`.
+    pub fn launch(&mut self, dst: NocAddr, msg: &[u8]) -> Result {
+        let length = u16::try_from(msg.len()).map_err(|_| EncodeError::Invalid(bad_size()))?;
+        let cmd = LaunchCmd { id: DispatchCmdId::Launch as u8, length, dst: dst.0, ..Default::default() };
+        self.emit(&cmd, &[msg]).map(drop)
     }
 
     pub fn set_write_offset(&mut self, offset: u32) -> Result {

@@ -6,23 +6,19 @@
 pub enum FirmwareId {
     Prefetch = 1,
     Dispatch = 2,
-    Noop = 3,
-    Spin = 4,
-    Copy = 5,
-    Matmul = 6,
+    /// The resident worker loop; kernels are separate images it calls
+    /// (see `program`).
+    Worker = 3,
 }
 
 impl FirmwareId {
-    pub const ALL: [FirmwareId; 6] = [Self::Prefetch, Self::Dispatch, Self::Noop, Self::Spin, Self::Copy, Self::Matmul];
+    pub const ALL: [FirmwareId; 3] = [Self::Prefetch, Self::Dispatch, Self::Worker];
 
     pub const fn from_u32(v: u32) -> Option<Self> {
         match v {
             1 => Some(Self::Prefetch),
             2 => Some(Self::Dispatch),
-            3 => Some(Self::Noop),
-            4 => Some(Self::Spin),
-            5 => Some(Self::Copy),
-            6 => Some(Self::Matmul),
+            3 => Some(Self::Worker),
             _ => None,
         }
     }
@@ -31,10 +27,7 @@ impl FirmwareId {
         match self {
             Self::Prefetch => "prefetch",
             Self::Dispatch => "dispatch",
-            Self::Noop => "noop",
-            Self::Spin => "spin",
-            Self::Copy => "copy",
-            Self::Matmul => "matmul",
+            Self::Worker => "worker",
         }
     }
     pub fn from_name(name: &str) -> Option<Self> {

@@ -24,6 +24,7 @@ pub mod memory_map;
 pub mod mmio;
 pub mod noc;
 pub mod prefetch;
+pub mod program;
 pub mod ring;
 pub mod sysmem;
 pub mod trace;
@@ -31,7 +32,7 @@ pub mod waypoint;
 
 /// Version of this ABI. Firmware reports it in its alive record; the host
 /// refuses to drive firmware built against another version.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 /// The device's core clock: 1 GHz, so one device cycle is one nanosecond.
 /// Host figures (microseconds, bandwidths) convert device cycles with it.

@@ -5,8 +5,8 @@
 use crate::memory_map::MAILBOXES;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-/// `LaunchMsg` of a worker.
-pub const LAUNCH: u32 = MAILBOXES.base;
+/// Reserved (launch messages live in the worker's launch ring, see `program`).
+pub const RESERVED: u32 = MAILBOXES.base;
 /// `AliveRecord`, written by firmware once it runs.
 pub const ALIVE: u32 = MAILBOXES.base + 0x40;
 /// Current `waypoint::Waypoint` (u32).
@@ -41,30 +41,6 @@ pub const ALIVE_MAGIC: u32 = u32::from_le_bytes(*b"ALIV");
 pub const ERROR_MAGIC: u32 = u32::from_le_bytes(*b"!CMD");
 /// `ExitRecord::magic`.
 pub const EXIT_MAGIC: u32 = u32::from_le_bytes(*b"EXIT");
-/// `LaunchMsg::go` value that starts a worker; 0 means idle.
-pub const GO_SIGNAL: u32 = u32::from_le_bytes(*b"GO!!");
-
-/// Number of runtime arguments a launch message carries.
-pub const MAX_RUNTIME_ARGS: usize = 11;
-
-/// What a worker runs and whom it tells when done.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
-pub struct LaunchMsg {
-    /// `GO_SIGNAL` to run; the worker clears it when it starts.
-    pub go: u32,
-    /// Launch sequence number, echoed in trace records.
-    pub seq: u32,
-    /// Dispatcher to notify (`noc::Coord::packed`).
-    pub done_xy: u32,
-    /// Semaphore index on that dispatcher to increment.
-    pub done_sem: u32,
-    /// Number of valid entries in `args`.
-    pub nargs: u32,
-    pub args: [u32; MAX_RUNTIME_ARGS],
-}
-assert_layout!(LaunchMsg, 64, go => 0, seq => 4, done_xy => 8, done_sem => 12, nargs => 16, args => 20);
-
 /// Proof of life: firmware writes it first thing after boot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
@@ -209,7 +185,7 @@ pub struct ExitRecord {
 assert_layout!(ExitRecord, 16, magic => 0, commands => 4, cycle => 8);
 
 const _: () = {
-    assert!(ALIVE >= LAUNCH + 64);
+    assert!(ALIVE >= RESERVED + 64);
     assert!(WAYPOINT >= ALIVE + 32);
     assert!(CQ_CONFIG >= WAYPOINT + 4);
     assert!(ERROR >= CQ_CONFIG + 64);

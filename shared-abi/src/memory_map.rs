@@ -43,7 +43,8 @@ pub const FETCH_QUEUE: Region = Region { name: "fetch_queue", base: 0x0000_0400,
 pub const CODE: Region = Region { name: "code", base: 0x0000_1000, size: 0x1_0000 };
 /// Firmware `.data` and `.bss`.
 pub const DATA: Region = Region { name: "data", base: 0x0001_1000, size: 0x8000 };
-/// Firmware stack; grows down from `STACK.end()`.
+/// Stack of standalone programs (`cqlab sim exec`, ISA tests); device
+/// firmware keeps its stack in `LOCAL_MEM` instead (see `FIRMWARE_STACK_TOP`).
 pub const STACK: Region = Region { name: "stack", base: 0x0001_9000, size: 0x4000 };
 /// Trace ring: a `TraceRingHeader` followed by `TraceRecord`s.
 pub const TRACE_RING: Region = Region { name: "trace_ring", base: 0x0001_D000, size: 0x4000 };
@@ -66,6 +67,37 @@ pub const RELAY_SCRATCH: Region =
     Region { name: "relay_scratch", base: TRACE_AREA.base + TRACE_AREA.size, size: 0x1_0000 };
 const _: () = assert!(RELAY_SCRATCH.end() == CMD_BUFFER.end());
 
+/// The chunk area is double-buffered: chunk `k` lands in half `k % 2`, so
+/// the prefetcher reads the next chunk while it runs the current one. A
+/// chunk (one fetch-queue entry) is at most one half.
+pub const CHUNK_BUFFERS: u32 = 2;
+pub const MAX_CHUNK: u32 = CHUNK_AREA.size / CHUNK_BUFFERS;
+
+/// L1 address of chunk buffer `i`.
+pub const fn chunk_buffer(i: u32) -> u32 {
+    CHUNK_AREA.base + (i % CHUNK_BUFFERS) * MAX_CHUNK
+}
+
+/// Worker-only use of `CMD_BUFFER` and `DISPATCH_RING` (which only CQ cores
+/// use): the launch-message rings, one per command queue (`program`), the
+/// kernel text slots, and the kernel-config ring that holds runtime args.
+pub const WORKER_LAUNCH: Region = Region { name: "worker_launch", base: CMD_BUFFER.base, size: 0x8000 };
+pub const KERNEL_TEXT: Region = Region { name: "kernel_text", base: WORKER_LAUNCH.end(), size: 0x4_0000 };
+pub const KERNEL_CONFIG: Region = Region { name: "kernel_config", base: KERNEL_TEXT.end(), size: 0x2_0000 };
+const _: () = assert!(CMD_BUFFER.end() == DISPATCH_RING.base && KERNEL_CONFIG.end() <= DISPATCH_RING.end());
+
+/// Per-core local data memory: private to its core (not on the NOC, not
+/// reachable through the BAR), one cycle per access where L1 takes
+/// `LOAD_CYCLES`. Firmware stack and hot state live here. Modelled on the
+/// local memory of Wormhole/Blackhole baby RISC-V cores (tt-metal's
+/// `MEM_LOCAL_BASE`: 4 KiB for BRISC on Wormhole, 8 KiB on Blackhole).
+/// It sits above every L1 size the simulator accepts and below the MMIO block.
+pub const LOCAL_MEM: Region = Region { name: "local_mem", base: 0xFFA0_0000, size: 0x2000 };
+const _: () = assert!(LOCAL_MEM.end() <= crate::mmio::MMIO_BASE);
+
+/// Initial stack pointer of device firmware (and so of the kernels it calls).
+pub const FIRMWARE_STACK_TOP: u32 = LOCAL_MEM.end();
+
 /// Default dispatcher ring geometry (the ring fills `DISPATCH_RING`).
 pub const DEFAULT_RING_PAGE_SIZE: u32 = 4096;
 pub const DEFAULT_RING_PAGES: u32 = DISPATCH_RING.size / DEFAULT_RING_PAGE_SIZE;
@@ -85,7 +117,7 @@ pub const L1_REGIONS: [Region; 11] = [
     KERNEL_SCRATCH,
 ];
 
-/// Initial stack pointer of every core.
+/// Initial stack pointer of standalone programs.
 pub const STACK_TOP: u32 = STACK.end();
 
 /// Firmware entry point: the first byte of `CODE`.

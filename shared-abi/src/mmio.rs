@@ -87,7 +87,10 @@ pub mod sem {
     pub const RING_PAGES_FREED: u32 = 2;
     /// On a dispatcher: 16-byte units of ring data the prefetcher has written.
     pub const RING_UNITS_FILLED: u32 = 3;
+    /// On a dispatcher: `LAUNCH_DONE + s` counts worker completions of the
+    /// launches that used launch-ring entry `s` (see `program::launch_done_sem`).
+    pub const LAUNCH_DONE: u32 = 4;
 }
 
-const _: () = assert!(sem::RING_UNITS_FILLED < SEMAPHORE_COUNT);
+const _: () = assert!(sem::LAUNCH_DONE + crate::program::LAUNCH_RING_ENTRIES <= SEMAPHORE_COUNT);
 const _: () = assert!(semaphore(SEMAPHORE_COUNT - 1) < MMIO_SIZE);

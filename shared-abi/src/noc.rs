@@ -82,6 +82,10 @@ impl NocAddr {
     pub const fn offset(self, delta: u64) -> Self {
         Self((self.0 & !LOCAL_ADDR_MASK) | (self.local().wrapping_add(delta) & LOCAL_ADDR_MASK))
     }
+    /// The same endpoint(s) at local address `local`.
+    pub const fn with_local(self, local: u64) -> Self {
+        Self((self.0 & !LOCAL_ADDR_MASK) | (local & LOCAL_ADDR_MASK))
+    }
     /// Split into the low and high words written to the NOC command buffer.
     pub const fn words(self) -> (u32, u32) {
         (self.0 as u32, (self.0 >> 32) as u32)

@@ -88,9 +88,9 @@ trace_kinds! {
     CreditsAcquired = 9, "credits_acq";
     /// Ring credits released: arg0 = pages, arg1 = total released so far.
     CreditsReleased = 10, "credits_rel";
-    /// Worker kernel started: arg0 = launch seq, arg1 = `FirmwareId`.
+    /// Worker kernel started: arg0 = program seq, arg1 = kernel id (`program::KernelGroup`).
     KernelStart = 11, "kernel";
-    /// Worker kernel finished: arg0 = launch seq, arg1 = `FirmwareId`.
+    /// Worker kernel finished: arg0 = program seq, arg1 = kernel id.
     KernelEnd = 12, "kernel_end";
     /// Event signalled: arg0 = event id, arg1 = CQ.
     Event = 13, "event";

@@ -1,10 +1,13 @@
 //! The firmware ELFs are what the ABI's memory map says they are.
 
-use cqlab_abi::memory_map::{CODE, DATA, ENTRY_POINT, STACK};
+use cqlab_abi::memory_map::{CODE, DATA, ENTRY_POINT, FIRMWARE_STACK_TOP};
+use cqlab_abi::program::{KERNEL_SLOT_SIZE, KERNEL_TEXT_ADDR};
+use cqlab_driver::KernelImage;
 use cqlab_tests::firmware_elf;
 use object::{Architecture, BinaryFormat, Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind};
 
-const FIRMWARE: [&str; 3] = ["prefetch", "dispatch", "noop"];
+const FIRMWARE: [&str; 3] = ["prefetch", "dispatch", "worker"];
+const KERNELS: [&str; 8] = ["noop", "spin", "copy", "matmul", "noop-256", "noop-1k", "noop-4k", "noop-12k"];
 
 #[test]
 fn firmware_elfs_are_riscv32_executables_placed_by_the_memory_map() {
@@ -46,8 +49,26 @@ fn firmware_elfs_are_riscv32_executables_placed_by_the_memory_map() {
             let inside = [CODE, DATA].iter().any(|r| a >= r.base as u64 && e <= r.end() as u64);
             assert!(inside, "{name}: loadable segment {a:#x}..{e:#x} outside CODE and DATA");
         }
-        // The start-up code loads sp from __stack_top = STACK.end().
+        // The start-up code puts the stack in local memory.
         let stack_top = elf.symbols().find(|s| s.name() == Ok("__stack_top")).map(|s| s.address());
-        assert_eq!(stack_top, Some(STACK.end() as u64), "{name}: __stack_top");
+        assert_eq!(stack_top, Some(FIRMWARE_STACK_TOP as u64), "{name}: __stack_top");
+    }
+}
+
+#[test]
+fn kernels_are_linked_for_the_kernel_text_address_and_relocatable() {
+    let mut sizes = Vec::new();
+    for name in KERNELS {
+        let k = KernelImage::load(&firmware_elf(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(k.len() <= KERNEL_SLOT_SIZE, "{name}: {} bytes", k.len());
+        let bytes = std::fs::read(firmware_elf(name)).unwrap();
+        let elf = object::File::parse(&*bytes).unwrap();
+        assert_eq!(elf.entry(), KERNEL_TEXT_ADDR as u64, "{name}: entry point");
+        sizes.push((name, k.len()));
+    }
+    // The padded noops have about the sizes their names say.
+    for (name, want) in [("noop-256", 256), ("noop-1k", 1024), ("noop-4k", 4096), ("noop-12k", 12 * 1024)] {
+        let got = sizes.iter().find(|s| s.0 == name).unwrap().1;
+        assert!(got >= want && got <= want + 64, "{name}: {got} bytes");
     }
 }

@@ -1,5 +1,5 @@
-//! `copy` worker: see `cqlab_kernels::kernels::copy`.
+//! `copy` kernel: see `cqlab_kernels::kernels::copy`.
 #![no_std]
 #![no_main]
 
-cqlab_kernels::worker_firmware!(Copy, cqlab_kernels::kernels::copy::copy);
+cqlab_kernels::kernel!(cqlab_kernels::kernels::copy::copy);

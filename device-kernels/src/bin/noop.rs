@@ -1,6 +1,5 @@
-//! `noop` worker: does nothing per launch but report completion; measures
-//! pure dispatch cost.
+//! `noop` kernel: see `cqlab_kernels::worker::noop`.
 #![no_std]
 #![no_main]
 
-cqlab_kernels::worker_firmware!(Noop, cqlab_kernels::worker::noop);
+cqlab_kernels::kernel!(cqlab_kernels::worker::noop);

@@ -1,5 +1,5 @@
-//! `spin` worker: see `cqlab_kernels::worker::spin`.
+//! `spin` kernel: see `cqlab_kernels::worker::spin`.
 #![no_std]
 #![no_main]
 
-cqlab_kernels::worker_firmware!(Spin, cqlab_kernels::worker::spin);
+cqlab_kernels::kernel!(cqlab_kernels::worker::spin);

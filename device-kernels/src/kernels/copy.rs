@@ -6,14 +6,16 @@
 use super::{core_index, wait_reads, wait_writes_sent};
 use crate::platform::Platform;
 use crate::report::fail;
-use cqlab_abi::mailbox::{DeviceError, LaunchMsg, LAUNCH};
+use crate::worker::common_args;
+use cqlab_abi::mailbox::DeviceError;
 use cqlab_abi::memory_map::{interleaved_page, KERNEL_SCRATCH};
 use cqlab_abi::noc::{dram_bank, NocAddr};
+use cqlab_abi::program::KernelCtx;
 
-pub fn copy(p: &mut impl Platform, msg: &LaunchMsg) {
-    let [src, dst, page_size, pages, banks, cols, cores, ..] = msg.args;
-    if page_size == 0 || page_size > KERNEL_SCRATCH.size || banks == 0 || cores == 0 || msg.nargs < 7 {
-        fail(p, DeviceError::BadKernelArgs, LAUNCH, page_size, msg.nargs, msg.seq);
+pub fn copy(p: &mut impl Platform, ctx: &KernelCtx) {
+    let [src, dst, page_size, pages, banks, cols, cores, ..] = common_args::<7>(p, ctx);
+    if page_size == 0 || page_size > KERNEL_SCRATCH.size || banks == 0 || cores == 0 || ctx.common_count < 7 {
+        fail(p, DeviceError::BadKernelArgs, ctx.common_addr, page_size, ctx.common_count, ctx.seq);
     }
     let mut page = core_index(p, cols);
     while page < pages {

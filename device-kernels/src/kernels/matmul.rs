@@ -21,9 +21,11 @@
 use super::{core_index, wait_reads, wait_writes_sent};
 use crate::platform::Platform;
 use crate::report::fail;
-use cqlab_abi::mailbox::{DeviceError, LaunchMsg, LAUNCH};
+use crate::worker::common_args;
+use cqlab_abi::mailbox::DeviceError;
 use cqlab_abi::memory_map::{interleaved_page, KERNEL_SCRATCH};
 use cqlab_abi::noc::{dram_bank, NocAddr};
+use cqlab_abi::program::KernelCtx;
 
 /// Largest tile edge (three f32 tiles must fit the stack-side buffers).
 pub const MAX_TILE: u32 = 16;
@@ -41,10 +43,17 @@ struct Gemm {
     t: u32,
 }
 
-pub fn matmul(p: &mut impl Platform, msg: &LaunchMsg) {
-    let [a, b, c, mt, nt, kt, banks, cols, cores, t, order] = msg.args;
-    if msg.nargs < 10 || t == 0 || t > MAX_TILE || banks == 0 || cores == 0 || order > 2 || (order > 0 && cores != 1) {
-        fail(p, DeviceError::BadKernelArgs, LAUNCH, t, msg.nargs, msg.seq);
+pub fn matmul(p: &mut impl Platform, ctx: &KernelCtx) {
+    let [a, b, c, mt, nt, kt, banks, cols, cores, t, order] = common_args::<11>(p, ctx);
+    if ctx.common_count < 10
+        || t == 0
+        || t > MAX_TILE
+        || banks == 0
+        || cores == 0
+        || order > 2
+        || (order > 0 && cores != 1)
+    {
+        fail(p, DeviceError::BadKernelArgs, ctx.common_addr, t, ctx.common_count, ctx.seq);
     }
     let g = Gemm { a, b, c, mt, nt, kt, banks, t };
     match order {

@@ -6,6 +6,7 @@
 //! (not by records), so it runs beside a streaming trace writer.
 
 use super::collect::RecordSink;
+use super::occupancy::Occupancy;
 use super::stats::Summary;
 use crate::error::Result;
 use cqlab_abi::decode::Space;
@@ -92,6 +93,8 @@ pub struct Analysis {
     pub cross_cq_gaps: Vec<f64>,
     /// Event id -> device cycle its dispatcher signalled it.
     pub event_cycles: HashMap<u32, u64>,
+    /// Fetch- and completion-queue occupancy, points at device records.
+    pub occupancy: Occupancy,
     pub records: u64,
 }
 
@@ -168,6 +171,12 @@ impl Analysis {
             }
             Some(TraceKind::Event) => {
                 self.event_cycles.insert(r.arg0, r.cycle);
+            }
+            Some(TraceKind::FetchConsumed) if space == Some(Space::Prefetch) => {
+                self.occupancy.fetch_consumed(cq, r.cycle);
+            }
+            Some(TraceKind::CompletionWrite) if space == Some(Space::Dispatch) => {
+                self.occupancy.completion_written(cq, r.cycle, r.arg1);
             }
             _ => {}
         }

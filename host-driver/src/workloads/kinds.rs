@@ -144,11 +144,33 @@ pub struct Validation {
     pub what: String,
 }
 
+/// A knob that must be at least 1: zero is refused, never silently raised.
+fn at_least_one(kind: Kind, flag: &str, v: u32) -> Result<u32> {
+    if v == 0 {
+        return Err(DriverError::Invalid(format!("{} --{flag} 0: must be at least 1", kind.name())));
+    }
+    Ok(v)
+}
+
 pub fn build(kind: Kind, knobs: &Knobs, seed: u64) -> Result<Box<dyn Workload>> {
+    match kind {
+        Kind::TinyKernels => {
+            at_least_one(kind, "programs", knobs.programs)?;
+        }
+        Kind::Hetero => {
+            at_least_one(kind, "programs", knobs.programs)?;
+            at_least_one(kind, "burst", knobs.burst)?;
+        }
+        Kind::CopyStress => {
+            at_least_one(kind, "copies", knobs.copies)?;
+            at_least_one(kind, "trace-kernels", knobs.trace_kernels)?;
+        }
+        _ => {}
+    }
     Ok(match kind {
         Kind::CopyStress => Box::new(CopyStress::new(knobs, seed)?),
         Kind::DispatchLatency => Box::new(Launches { programs: 1, cycles: 0 }),
-        Kind::TinyKernels => Box::new(Launches { programs: knobs.programs.max(1), cycles: knobs.tiny_cycles }),
+        Kind::TinyKernels => Box::new(Launches { programs: knobs.programs, cycles: knobs.tiny_cycles }),
         Kind::MatmulPeak | Kind::LargeGemm => Box::new(Matmul::new(knobs, seed)?),
         Kind::Hetero => Box::new(Hetero::new(knobs)),
     })
@@ -196,6 +218,9 @@ impl Workload for Launches {
     }
 }
 
+/// Page size of copy_stress's DRAM buffers.
+const COPY_PAGE: u32 = 1024;
+
 /// copy_stress: the two-queue pattern of the field notes.
 struct CopyStress {
     knobs: Knobs,
@@ -212,6 +237,16 @@ impl CopyStress {
         if knobs.buffers == 0 || knobs.bytes == 0 || knobs.depth == 0 {
             return Err(DriverError::Invalid("copy_stress needs --buffers, --bytes and --depth above 0".into()));
         }
+        // Paged DRAM writes name their first page in a u16: a buffer of
+        // COPY_PAGE-byte pages holds at most 65536 of them.
+        let max = (u16::MAX as u64 + 1) * COPY_PAGE as u64;
+        if knobs.bytes as u64 > max {
+            return Err(DriverError::Invalid(format!(
+                "copy_stress --bytes {}: at most {max} ({} pages of {COPY_PAGE} bytes)",
+                knobs.bytes,
+                u16::MAX as u32 + 1
+            )));
+        }
         Ok(Self {
             knobs: knobs.clone(),
             rng: Rng::new(seed),
@@ -226,9 +261,15 @@ impl CopyStress {
 
 impl Workload for CopyStress {
     fn setup(&mut self, ctx: &mut Ctx<'_>) -> Result<()> {
-        let size = self.knobs.bytes.next_multiple_of(1024);
-        for _ in 0..self.knobs.buffers {
-            self.buffers.push(ctx.dev.alloc_dram(size, 1024)?);
+        let (bytes, buffers) = (self.knobs.bytes, self.knobs.buffers);
+        let too_big = |why: String| {
+            DriverError::Invalid(format!(
+                "copy_stress --buffers {buffers} --bytes {bytes}: does not fit in DRAM: {why}"
+            ))
+        };
+        let size = bytes.checked_next_multiple_of(COPY_PAGE).ok_or_else(|| too_big("over 4 GiB".into()))?;
+        for _ in 0..buffers {
+            self.buffers.push(ctx.dev.alloc_dram(size, COPY_PAGE).map_err(|e| too_big(e.to_string()))?);
         }
         // CQ0 computes; every other queue copies (CQ0 too when it is alone).
         self.copy_queues = if ctx.cqs() == 1 { vec![0] } else { (1..ctx.cqs()).collect() };
@@ -409,8 +450,8 @@ impl Workload for Hetero {
     }
     fn iteration(&mut self, ctx: &mut Ctx<'_>, _: u32) -> Result<()> {
         let cores = ctx.shared_cores();
-        let burst = self.knobs.burst.max(1);
-        for k in 0..self.knobs.programs.max(1) {
+        let burst = self.knobs.burst;
+        for k in 0..self.knobs.programs {
             let q = ((k / burst) % ctx.cqs() as u32) as u8;
             if let Some(p) = self.last.filter(|&p| p != q) {
                 let ev = ctx.dev.cq(p)?.record_event()?;
@@ -424,7 +465,7 @@ impl Workload for Hetero {
         Ok(())
     }
     fn work(&self, _: u8) -> Work {
-        Work { per_iteration: self.knobs.programs.max(1) as f64, unit: "kernels" }
+        Work { per_iteration: self.knobs.programs as f64, unit: "kernels" }
     }
     fn validate(&mut self, _: &mut Ctx<'_>) -> Result<Option<Validation>> {
         Ok(None)

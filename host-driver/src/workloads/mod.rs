@@ -2,11 +2,12 @@
 //!
 //! `matmul` is the single-core tile-order experiment; `kinds` are the named
 //! `cqlab run` workloads, run by `runner` with metrics from `analysis`,
-//! trace rings drained by `collect`.
+//! trace rings drained by `collect`, queue occupancy over time by `occupancy`.
 
 pub mod analysis;
 pub mod collect;
 pub mod kinds;
 pub mod matmul;
+pub mod occupancy;
 pub mod runner;
 pub mod stats;

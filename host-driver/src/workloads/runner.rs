@@ -20,7 +20,6 @@ use crate::device::Device;
 use crate::error::{DriverError, Result};
 use crate::events::Event;
 use cqlab_abi::noc::{self, Coord};
-use cqlab_abi::ring::RingPtr;
 use cqlab_abi::trace::TraceRecord;
 use cqlab_abi::CLOCK_HZ;
 use serde::Serialize;
@@ -121,6 +120,9 @@ pub struct IterationSample {
 pub struct OccupancySample {
     pub cycle: u64,
     pub cq: u8,
+    /// "host": the host read the pointers; "device": at a prefetcher's
+    /// fetch or a dispatcher's completion record (see `occupancy`).
+    pub source: &'static str,
     /// Fetch-queue entries issued and not yet taken by the prefetcher.
     pub fetch_entries: u32,
     /// Completion-queue bytes written by the dispatcher and not yet consumed.
@@ -232,7 +234,11 @@ pub struct WaitTotal {
 #[derive(Clone, Debug, Serialize)]
 pub struct QueueOccupancy {
     pub cq: u8,
+    /// Points in the series: host samples plus `device_points`.
     pub samples: u64,
+    /// Points taken at the device's own fetch and completion records.
+    pub device_points: u64,
+    /// Means are time-weighted over the series (each value holds until the next point).
     pub fetch_entries_mean: f64,
     pub fetch_entries_max: u32,
     pub completion_bytes_mean: f64,
@@ -316,24 +322,57 @@ fn forward_launches(ctx: &mut Ctx<'_>, analysis: &mut Analysis, observer: &mut d
     Ok(())
 }
 
-fn sample_occupancy(
-    dev: &mut Device,
-    cqs: u8,
-    observer: &mut dyn Observer,
-    out: &mut [Vec<OccupancySample>],
-) -> Result<()> {
+/// A host sample of every queue's pointers (sysmem only, no device time).
+fn sample_occupancy(dev: &mut Device, cqs: u8, analysis: &mut Analysis, observer: &mut dyn Observer) -> Result<()> {
     let cycle = dev.now();
     for q in 0..cqs {
         let p = dev.queue_pointers(q)?;
-        let size = dev.config().completion_size;
-        let s = OccupancySample {
+        let s = analysis.occupancy.host_sample(
+            q,
             cycle,
-            cq: q,
-            fetch_entries: p.fetch_issued.wrapping_sub(p.fetch_consumed),
-            completion_bytes: RingPtr::used(RingPtr(p.completion_wr), RingPtr(p.completion_rd), size),
-        };
+            p.fetch_issued,
+            p.fetch_consumed,
+            p.completion_wr,
+            p.completion_rd,
+        );
         observer.occupancy(&s)?;
-        out[q as usize].push(s);
+    }
+    Ok(())
+}
+
+/// Drains the trace rings into the analysis and the observer, with the
+/// occupancy points the drained records made.
+fn drain(
+    dev: &mut Device,
+    collector: &mut TraceCollector,
+    analysis: &mut Analysis,
+    observer: &mut dyn Observer,
+) -> Result<()> {
+    collector.drain(dev, &mut Tee { analysis, observer })?;
+    for s in analysis.occupancy.take_new() {
+        observer.occupancy(&s)?;
+    }
+    // Every core is drained up to now: later records are later than this.
+    analysis.occupancy.prune_before(dev.now());
+    Ok(())
+}
+
+/// Synchronises outstanding iterations one at a time, oldest first, and
+/// drains the trace rings after each: waiting for the last one alone would
+/// let a long tail of queued iterations overwrite the rings before they
+/// are read.
+fn sync_in_order(
+    dev: &mut Device,
+    outstanding: &mut std::collections::VecDeque<Vec<Event>>,
+    collector: &mut TraceCollector,
+    analysis: &mut Analysis,
+    observer: &mut dyn Observer,
+) -> Result<()> {
+    while let Some(events) = outstanding.pop_front() {
+        for ev in events {
+            dev.event_synchronize(ev)?;
+        }
+        drain(dev, collector, analysis, observer)?;
     }
     Ok(())
 }
@@ -375,10 +414,14 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
     };
     let mut collector = TraceCollector::start(&mut dev)?;
     observer.started(collector.cores(), spec)?;
-    let mut analysis = Analysis::default();
     let cqs = spec.cqs;
-    let mut occupancy: Vec<Vec<OccupancySample>> = vec![Vec::new(); cqs as usize];
-    let total = spec.warmup + spec.iters;
+    let mut analysis = Analysis::default();
+    analysis.occupancy = super::occupancy::Occupancy::new(cqs, dev.config().completion_size);
+    // The device is idle: this sample sets the device-side counters.
+    sample_occupancy(&mut dev, cqs, &mut analysis, observer)?;
+    let total = spec.warmup.checked_add(spec.iters).ok_or_else(|| {
+        DriverError::Invalid(format!("--warmup {} + --iters {} exceeds {}", spec.warmup, spec.iters, u32::MAX))
+    })?;
     let mut samples: Vec<IterationSample> = Vec::new();
     {
         let mut ctx = Ctx { dev: &mut dev, cqs, new_launches: Vec::new(), capturing: false };
@@ -388,19 +431,20 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
     for q in 0..cqs {
         dev.cq(q)?.finish()?;
     }
-    collector.drain(&mut dev, &mut Tee { analysis: &mut analysis, observer })?;
+    drain(&mut dev, &mut collector, &mut analysis, observer)?;
     let mut timed_start = 0;
-    let mut last_events: Vec<Event> = Vec::new();
+    // Iterations enqueued and not yet synchronised, oldest first (`--sync
+    // end` runs ahead of the device by up to the queues' depth).
+    let mut outstanding: std::collections::VecDeque<Vec<Event>> = Default::default();
     for i in 0..total {
         let warmup = i < spec.warmup;
         if i == spec.warmup {
             // The timed region starts drained.
-            for ev in last_events.drain(..) {
-                dev.event_synchronize(ev)?;
-            }
+            sync_in_order(&mut dev, &mut outstanding, &mut collector, &mut analysis, observer)?;
             timed_start = dev.now();
         }
         let start = dev.now();
+        sample_occupancy(&mut dev, cqs, &mut analysis, observer)?;
         {
             let mut ctx = Ctx { dev: &mut dev, cqs, new_launches: Vec::new(), capturing: false };
             workload.iteration(&mut ctx, i)?;
@@ -411,11 +455,12 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
             events.push(dev.cq(q)?.record_event()?);
         }
         let enqueued = dev.now();
-        sample_occupancy(&mut dev, cqs, observer, &mut occupancy)?;
+        sample_occupancy(&mut dev, cqs, &mut analysis, observer)?;
         let end = if spec.sync == SyncMode::PerIter {
             for &ev in &events {
                 dev.event_synchronize(ev)?;
             }
+            sample_occupancy(&mut dev, cqs, &mut analysis, observer)?;
             Some(dev.now())
         } else {
             None
@@ -424,16 +469,16 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
             IterationSample { index: i, warmup, start, enqueued, end, events: events.iter().map(|e| e.id).collect() };
         observer.iteration(&sample)?;
         samples.push(sample);
-        last_events = events;
-        collector.drain(&mut dev, &mut Tee { analysis: &mut analysis, observer })?;
+        if spec.sync == SyncMode::End {
+            outstanding.push_back(events);
+        }
+        drain(&mut dev, &mut collector, &mut analysis, observer)?;
         observer.progress(i + 1, total);
     }
-    for ev in last_events.drain(..) {
-        dev.event_synchronize(ev)?;
-    }
+    sync_in_order(&mut dev, &mut outstanding, &mut collector, &mut analysis, observer)?;
     let timed_cycles = dev.now() - timed_start;
-    sample_occupancy(&mut dev, cqs, observer, &mut occupancy)?;
-    collector.drain(&mut dev, &mut Tee { analysis: &mut analysis, observer })?;
+    sample_occupancy(&mut dev, cqs, &mut analysis, observer)?;
+    drain(&mut dev, &mut collector, &mut analysis, observer)?;
     let validation = if spec.skip_validation {
         None
     } else {
@@ -506,7 +551,13 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
             })
             .collect(),
         switch_overhead: analysis.switch_overhead(),
-        occupancy: occupancy.iter().enumerate().map(|(q, s)| summarize_occupancy(q as u8, s)).collect(),
+        occupancy: analysis
+            .occupancy
+            .series
+            .iter_mut()
+            .enumerate()
+            .map(|(q, s)| summarize_occupancy(q as u8, s))
+            .collect(),
         validation,
         matmul,
         trace: TraceStats {
@@ -554,15 +605,28 @@ fn latencies(spec: &RunSpec, samples: &[IterationSample], analysis: &Analysis) -
     }
 }
 
-fn summarize_occupancy(cq: u8, s: &[OccupancySample]) -> QueueOccupancy {
-    let n = s.len().max(1) as f64;
+fn summarize_occupancy(cq: u8, s: &mut [OccupancySample]) -> QueueOccupancy {
+    // Host samples and device points arrive in drain order: put them in time order.
+    s.sort_by_key(|x| x.cycle);
     let stride = s.len().div_ceil(SERIES_POINTS).max(1);
+    // Time-weighted: each point's value holds until the next point.
+    let span = match (s.first(), s.last()) {
+        (Some(a), Some(b)) if b.cycle > a.cycle => (b.cycle - a.cycle) as f64,
+        _ => 0.0,
+    };
+    let weighted = |f: fn(&OccupancySample) -> u32| -> f64 {
+        if span == 0.0 {
+            return s.first().map_or(0.0, |x| f(x) as f64);
+        }
+        s.windows(2).map(|w| f(&w[0]) as f64 * (w[1].cycle - w[0].cycle) as f64).sum::<f64>() / span
+    };
     QueueOccupancy {
         cq,
         samples: s.len() as u64,
-        fetch_entries_mean: s.iter().map(|x| x.fetch_entries as f64).sum::<f64>() / n,
+        device_points: s.iter().filter(|x| x.source == "device").count() as u64,
+        fetch_entries_mean: weighted(|x| x.fetch_entries),
         fetch_entries_max: s.iter().map(|x| x.fetch_entries).max().unwrap_or(0),
-        completion_bytes_mean: s.iter().map(|x| x.completion_bytes as f64).sum::<f64>() / n,
+        completion_bytes_mean: weighted(|x| x.completion_bytes),
         completion_bytes_max: s.iter().map(|x| x.completion_bytes).max().unwrap_or(0),
         series: s.iter().step_by(stride).map(|x| (x.cycle, x.fetch_entries, x.completion_bytes)).collect(),
     }

@@ -82,27 +82,6 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
 }
 
-/// `println!` that returns the write error instead of panicking on a closed
-/// pipe. Use inside functions returning `anyhow::Result`.
-macro_rules! outln {
-    () => {{
-        use std::io::Write as _;
-        writeln!(std::io::stdout())?
-    }};
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        writeln!(std::io::stdout(), $($t)*)?
-    }};
-}
-
-/// `print!` counterpart of [`outln!`].
-macro_rules! out {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        write!(std::io::stdout(), $($t)*)?
-    }};
-}
-
 /// A progress bar of `len` steps on stderr, drawn only when stderr is a
 /// terminal (hidden in pipes, logs and tests).
 pub fn progress(len: u64, what: &str) -> ProgressBar {

@@ -1,9 +1,12 @@
 //! `cqlab compare BASE.json TEST.json [--threshold 5%]`: compares two
-//! `cqlab run --json` reports. Points are paired by their queue count (the
-//! sweep parameter), never by position. Throughput must not drop and no
-//! latency statistic (mean, p50, p95, p99) may rise by more than the
-//! threshold. Exit 0: no regression; 1: a regression; 2: unusable input.
+//! `cqlab run --json` reports. Points are paired by the values of their
+//! sweep parameters (a point's `params` object, every key of it; reports
+//! without one pair by `cqs`), never by position. Throughput must not drop
+//! and no latency statistic (mean, p50, p95, p99) may rise by more than the
+//! threshold. Exit 0: no regression; 1: a regression; 2: unusable input,
+//! including two reports that share no sweep point.
 
+use crate::out::outln;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -61,24 +64,46 @@ fn get(v: &Value, path: &[&str]) -> Option<f64> {
     path.iter().try_fold(v, |v, k| v.get(k)).and_then(Value::as_f64)
 }
 
+/// A point's sweep parameters: its `params` object, or `{"cqs": N}` for
+/// reports written before points carried one. Keys sort (serde_json maps
+/// are ordered), so equal values give equal keys.
+fn params(p: &Value) -> Option<Value> {
+    match p.get("params") {
+        Some(v @ Value::Object(m)) if !m.is_empty() => Some(v.clone()),
+        _ => p.get("cqs").filter(|c| c.is_u64()).map(|c| json!({ "cqs": c })),
+    }
+}
+
+/// `cqs=2 bytes=4096` for tables.
+fn label(params: &Value) -> String {
+    params.as_object().into_iter().flatten().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+}
+
 /// The comparison: rows, unpaired points and whether anything regressed.
 pub fn compare(base: &Value, test: &Value, threshold_pct: f64) -> Value {
-    let key = |p: &Value| p["cqs"].as_u64();
+    let key = |p: &Value| params(p).map(|v| v.to_string());
     let base_pts: Vec<&Value> = base["points"].as_array().into_iter().flatten().collect();
     let test_pts: Vec<&Value> = test["points"].as_array().into_iter().flatten().collect();
     let mut rows = Vec::new();
     let mut regressions = 0;
     let mut unpaired = Vec::new();
-    let mut keys: Vec<u64> = base_pts.iter().chain(&test_pts).filter_map(|p| key(p)).collect();
-    keys.sort_unstable();
-    keys.dedup();
+    // In the base report's order, then points only the test report has.
+    let mut keys: Vec<String> = Vec::new();
+    for k in base_pts.iter().chain(&test_pts).filter_map(|p| key(p)) {
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let mut paired = 0;
     for k in keys {
-        let b = base_pts.iter().find(|p| key(p) == Some(k));
-        let t = test_pts.iter().find(|p| key(p) == Some(k));
+        let b = base_pts.iter().find(|p| key(p).as_ref() == Some(&k));
+        let t = test_pts.iter().find(|p| key(p).as_ref() == Some(&k));
+        let pv: Value = serde_json::from_str(&k).unwrap_or(Value::Null);
         let (Some(b), Some(t)) = (b, t) else {
-            unpaired.push(json!({"cqs": k, "only_in": if b.is_some() { "base" } else { "test" }}));
+            unpaired.push(json!({"params": pv, "only_in": if b.is_some() { "base" } else { "test" }}));
             continue;
         };
+        paired += 1;
         for (name, path, better) in METRICS {
             let (bv, tv) = (get(b, path), get(t, path));
             let (delta_pct, verdict) = match (bv, tv) {
@@ -97,12 +122,12 @@ pub fn compare(base: &Value, test: &Value, threshold_pct: f64) -> Value {
                 (Some(bv), Some(tv)) if bv == tv => (Some(0.0), "ok"),
                 _ => (None, "no samples"),
             };
-            rows.push(
-                json!({"cqs": k, "metric": name, "base": bv, "test": tv, "delta_pct": delta_pct, "verdict": verdict}),
-            );
+            rows.push(json!({"params": pv, "cqs": b["cqs"], "metric": name, "base": bv, "test": tv,
+                             "delta_pct": delta_pct, "verdict": verdict}));
         }
     }
-    json!({"threshold_pct": threshold_pct, "rows": rows, "unpaired": unpaired, "regressions": regressions,
+    json!({"threshold_pct": threshold_pct, "rows": rows, "unpaired": unpaired, "paired_points": paired,
+           "regressions": regressions,
            "base_workload": base["workload"], "test_workload": test["workload"]})
 }
 
@@ -127,7 +152,20 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if base["workload"] != test["workload"] {
         eprintln!("note: comparing different workloads ({} vs {})", base["workload"], test["workload"]);
     }
+    for k in ["sync", "knobs", "iters", "warmup", "device"] {
+        if base[k] != test[k] {
+            eprintln!("note: {k} differs ({} vs {})", base[k], test[k]);
+        }
+    }
     let c = compare(&base, &test, threshold);
+    if c["paired_points"] == 0 {
+        eprintln!(
+            "error: no sweep point of {} has the same parameters as one of {}: nothing compared",
+            a.base.display(),
+            a.test.display()
+        );
+        return Ok(ExitCode::from(BAD_INPUT));
+    }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&c)?);
     } else {
@@ -136,12 +174,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
             a.base.display(),
             a.test.display()
         );
-        outln!("{:>4} {:<14} {:>14} {:>14} {:>9}  verdict", "cqs", "metric", "base", "test", "delta");
+        outln!("{:<16} {:<14} {:>14} {:>14} {:>9}  verdict", "point", "metric", "base", "test", "delta");
         for r in c["rows"].as_array().into_iter().flatten() {
             let d = r["delta_pct"].as_f64().map_or("-".into(), |d| format!("{d:+.1}%"));
             outln!(
-                "{:>4} {:<14} {:>14} {:>14} {:>9}  {}",
-                r["cqs"].as_u64().unwrap_or(0),
+                "{:<16} {:<14} {:>14} {:>14} {:>9}  {}",
+                label(&r["params"]),
                 r["metric"].as_str().unwrap_or(""),
                 fmt(&r["base"]),
                 fmt(&r["test"]),
@@ -150,7 +188,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             );
         }
         for u in c["unpaired"].as_array().into_iter().flatten() {
-            outln!("cqs {} only in {}: not compared", u["cqs"], u["only_in"].as_str().unwrap_or(""));
+            outln!("{} only in {}: not compared", label(&u["params"]), u["only_in"].as_str().unwrap_or(""));
         }
         outln!("{} regression(s) beyond {threshold}%", c["regressions"]);
     }

@@ -5,6 +5,7 @@
 //! (read-back through `WRITE_HOST`, DRAM-to-L1 writes). The decoder follows
 //! that stream so such relays are attributed to the command they feed.
 
+use crate::out::outln;
 use anyhow::{Context, Result};
 use cqlab_abi::decode::{decode_dispatch_partial, decode_prefetch, DecodeError, PrefetchHeader};
 use serde_json::{json, Value};
@@ -51,7 +52,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&listing.to_json())?);
     } else {
-        out!("{}", listing.text);
+        outln!("{}", listing.text.trim_end_matches('\n'));
     }
     match listing.error {
         None => Ok(ExitCode::SUCCESS),

@@ -8,6 +8,7 @@
 //! trace-ring dump is the `TRACE_RING` region of one core: its header, then
 //! the record slots.
 
+use crate::out::outln;
 use anyhow::{Context, Result};
 use cqlab_abi::completion::{record_size, CompletionHeader, CompletionKind, EventRecord};
 use cqlab_abi::decode::Space;
@@ -78,6 +79,13 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
         }
         d.records.push(rec);
         at += size;
+    }
+    // Bytes left that cannot hold a header: a truncated dump, unless unused.
+    if d.error.is_none() && at < bytes.len() && at + hs > bytes.len() && bytes[at..].iter().any(|&b| b != 0) {
+        d.error = Some(format!(
+            "offset {at:#x}: {} bytes left, too short for a {hs}-byte completion header (truncated dump?)",
+            bytes.len() - at
+        ));
     }
     d
 }
@@ -195,7 +203,7 @@ pub fn run(args: &crate::decode::Args) -> Result<std::process::ExitCode> {
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&json!({"kind": kind, "records": d.records, "error": d.error}))?);
     } else {
-        out!("{}", d.text);
+        outln!("{}", d.text.trim_end_matches('\n'));
     }
     match d.error {
         None => Ok(std::process::ExitCode::SUCCESS),

@@ -2,6 +2,7 @@
 //! copies on CQ1 while CQ0 launches kernels, cross-queue events, read-back
 //! verified, and a table of what ran.
 
+use crate::out::outln;
 use anyhow::{ensure, Context, Result};
 use cqlab_driver::{CoreRange, Device, DeviceConfig};
 use std::process::ExitCode;

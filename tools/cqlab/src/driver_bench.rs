@@ -2,6 +2,7 @@
 //! measured in the same run: small-command enqueue rate, bulk write_buffer
 //! against plain memcpy into the same sysmem, event round trip.
 
+use crate::out::outln;
 use anyhow::Result;
 use cqlab_abi::encode::Encoder;
 use cqlab_abi::noc::{worker, NocAddr};

@@ -1,14 +1,16 @@
 //! `cqlab`: the command-line tool for command-queue bring-up work.
 
-#[macro_use]
+mod bench_dispatch;
 mod cli;
 mod compare;
+mod critical_path;
 mod decode;
 mod decode_rings;
 mod demo;
 mod device;
 mod driver_bench;
 mod matmul;
+mod out;
 mod perf;
 mod race;
 mod run;
@@ -38,6 +40,9 @@ struct Cli {
 enum Command {
     /// Run the main job end to end on the embedded simulator.
     Demo(demo::Args),
+    /// Benchmarks over many configurations (`bench dispatch`).
+    #[command(subcommand)]
+    Bench(bench_dispatch::Command),
     /// Dispatch performance and per-command device-cycle costs.
     Perf(perf::Args),
     /// Host-side driver figures: enqueue rate, bulk copy vs memcpy, event round trip.
@@ -83,6 +88,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
+        Command::Bench(cmd) => bench_dispatch::run(cmd),
         Command::Perf(args) => perf::run(args),
         Command::DriverBench(args) => driver_bench::run(args),
         Command::Matmul(args) => matmul::run(args),

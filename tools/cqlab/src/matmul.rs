@@ -3,6 +3,7 @@
 //! the simulator measured against what `cqlab schedule` predicts for the
 //! same order (no cache between the core and DRAM, as on the chip).
 
+use crate::out::outln;
 use anyhow::{ensure, Result};
 use cqlab_driver::workloads::matmul::{inputs, run as run_matmul, Order};
 use cqlab_driver::DeviceConfig;

@@ -3,6 +3,7 @@
 //! with and without trace), plus per-command device-cycle costs measured
 //! from the prefetcher's and dispatcher's trace rings.
 
+use crate::out::outln;
 use anyhow::Result;
 use cqlab_abi::decode::Space;
 use cqlab_abi::dispatch::DispatchCmdId;
@@ -22,9 +23,9 @@ pub struct Args {
     /// Programs (launches of the noop kernel) per measurement (1..=1000000).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=MAX_PROGRAMS as i64))]
     pub programs: u32,
-    /// Runtime arguments per program (0..=11).
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=11))]
-    pub args: u8,
+    /// Common runtime arguments per program (0..=256).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=256))]
+    pub args: u16,
     /// Simulator seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -40,6 +41,9 @@ pub struct Args {
 
 /// Programs enqueued for the host-time figure (fits the default fetch queue).
 const HOST_BATCH: u32 = 100;
+/// Programs per captured trace (a trace replays many programs, as
+/// tt-metal's traced pgm_dispatch does; `cqlab bench dispatch` sizes it to fit).
+const TRACE_PROGRAMS: u32 = 100;
 
 struct Figure {
     mode: &'static str,
@@ -56,10 +60,13 @@ fn measure(
     progress: &indicatif::ProgressBar,
 ) -> Result<Figure> {
     let all = CoreRange::new((0, 0), (dev.config().worker_cols - 1, dev.config().worker_rows - 1));
+    let per = if trace { TRACE_PROGRAMS.min(programs) } else { 1 };
     let tr = if trace {
         let mut cq = dev.cq(0)?;
         cq.begin_trace()?;
-        cq.launch(all, args)?;
+        for _ in 0..per {
+            cq.launch(all, args)?;
+        }
         let t = cq.end_trace()?;
         cq.finish()?;
         Some(t)
@@ -70,21 +77,21 @@ fn measure(
         Some(t) => cq.execute_trace(t),
         None => cq.launch(all, args),
     };
+    let (programs, host_batch) = (programs.div_ceil(per) * per, HOST_BATCH.min(programs).div_ceil(per));
     // Host enqueue cost: a batch that fits the queues, so no simulated
     // device time is inside the timer (the device is drained before).
     dev.cq(0)?.finish()?;
-    let batch = HOST_BATCH.min(programs);
     let t0 = Instant::now();
     let mut cq = dev.cq(0)?;
-    for _ in 0..batch {
+    for _ in 0..host_batch {
         enqueue(&mut cq)?;
     }
     let host = t0.elapsed();
     cq.finish()?;
-    // Device cost: first enqueue to finish, over all programs.
+    // Device cost: first enqueue (or replay) to finish, over all programs.
     let c0 = dev.now();
     let mut cq = dev.cq(0)?;
-    for _ in 0..programs {
+    for _ in 0..programs / per {
         enqueue(&mut cq)?;
         progress.inc(1);
     }
@@ -93,7 +100,7 @@ fn measure(
         mode: if dev.config().slow_dispatch { "slow" } else { "fast" },
         trace,
         cycles_per_program: (dev.now() - c0) as f64 / programs as f64,
-        host_enqueue_us_per_program: host.as_secs_f64() * 1e6 / batch as f64,
+        host_enqueue_us_per_program: host.as_secs_f64() * 1e6 / (host_batch * per) as f64,
     })
 }
 

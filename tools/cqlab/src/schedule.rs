@@ -1,6 +1,7 @@
 //! `cqlab schedule`: GEMM dataflow analysis — DRAM traffic of weight-, input- and
 //! output-stationary tile orders through an L2/L3 cache stack (see `cqlab-schedule`).
 
+use crate::out::outln;
 use anyhow::Context as _;
 use cqlab_schedule::svg::BarChart;
 use cqlab_schedule::{
@@ -108,9 +109,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&out).context("serialising the report")?);
     } else if args.csv {
-        out!("{}", csv(&out));
+        outln!("{}", csv(&out).trim_end_matches('\n'));
     } else {
-        out!("{}", table(&out));
+        outln!("{}", table(&out).trim_end_matches('\n'));
     }
     if let Some(path) = &args.svg {
         std::fs::write(path, chart(&out).render()).with_context(|| format!("writing {}", path.display()))?;

@@ -1,5 +1,6 @@
 //! `cqlab sim ...`: the simulator's subcommands.
 
+use crate::out::outln;
 use anyhow::Context;
 use cqlab_sim::bench::WORKLOADS;
 use cqlab_sim::exec::{self, ExecOptions, Outcome};
@@ -353,12 +354,12 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             native / sim
         );
     }
-    outln!();
+    outln!("");
     for w in &WORKLOADS {
         outln!("{:<6} {}", w.name, w.description);
     }
     outln!("* native MIPS: the same loop in Rust on the host, counted in guest-instruction equivalents.");
-    outln!();
+    outln!("");
     chip_bench(args.chip_cycles)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,7 @@
 //! middle of another client's run and change nothing it sees: no device time
 //! passes and no posted write lands because of them.
 
+use crate::out::outln;
 use anyhow::{Context, Result};
 use cqlab_abi::firmware::FirmwareId;
 use cqlab_abi::mailbox::{AliveRecord, ALIVE, ALIVE_MAGIC};
@@ -137,7 +138,7 @@ pub fn dump(args: DumpArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    out!("{dump}");
+    outln!("{}", dump.to_string().trim_end_matches('\n'));
     for (q, (chain, deadlock)) in chains.iter().skip(1) {
         outln!("wait-for chain from CQ{q}{}:", if *deadlock { " (DEADLOCK: cycle)" } else { "" });
         for (i, link) in chain.iter().enumerate() {

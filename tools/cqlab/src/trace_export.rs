@@ -16,7 +16,7 @@ use cqlab_abi::noc::{endpoint, Coord, Endpoint};
 use cqlab_abi::trace::{TraceKind, TraceRecord};
 use cqlab_driver::workloads::analysis::{command_name, wait_waypoint};
 use serde_json::json;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -53,8 +53,11 @@ pub struct Exporter<W: Write> {
     next_tid: u32,
     /// Launch seq -> (queue, label).
     launches: HashMap<u32, (u8, String)>,
-    /// Per queue: ts of the dispatcher's most recent GO.
-    last_go: HashMap<u8, f64>,
+    /// Per queue: timestamps of the dispatcher's recent GOs, oldest first
+    /// (at most `GO_HISTORY`). A core's records arrive in drain-sized
+    /// blocks, CQ cores before workers, so a kernel's GO is the latest one
+    /// at or before its start, not the latest one read.
+    gos: HashMap<u8, VecDeque<f64>>,
     next_flow: u64,
     pub events: u64,
 }
@@ -64,6 +67,10 @@ pub struct Exporter<W: Write> {
 const KEY_WAIT: u32 = 0x1_0000;
 const KEY_STALL: u32 = 0x1_0001;
 const KEY_KERNEL: u32 = 0x1_0002;
+
+/// GOs remembered per queue for pairing kernels with their GO: far more than
+/// one drain block holds (one per launch of an iteration), and bounded.
+const GO_HISTORY: usize = 1 << 16;
 
 impl<W: Write> Exporter<W> {
     pub fn new(mut out: W, roles: HashMap<Coord, String>, clock_hz: f64, title: &str) -> Result<Self> {
@@ -76,7 +83,7 @@ impl<W: Write> Exporter<W> {
             tracks: HashMap::new(),
             next_tid: HOST_TID + 1,
             launches: HashMap::new(),
-            last_go: HashMap::new(),
+            gos: HashMap::new(),
             next_flow: 1,
             events: 0,
         };
@@ -165,8 +172,13 @@ impl<W: Write> Exporter<W> {
                 let name = command_name(space, r.arg0).to_owned();
                 self.begin(core, r.arg0, name, ts, json!({"bytes": r.arg1}))?;
                 if let Endpoint::Dispatcher { cq } = ep {
-                    if r.arg0 == DispatchCmdId::Go as u32 {
-                        self.last_go.insert(cq, ts);
+                    // A LAUNCH's multicast is the GO of programs.
+                    if r.arg0 == DispatchCmdId::Go as u32 || r.arg0 == DispatchCmdId::Launch as u32 {
+                        let gos = self.gos.entry(cq).or_default();
+                        if gos.len() == GO_HISTORY {
+                            gos.pop_front();
+                        }
+                        gos.push_back(ts);
                     }
                 }
             }
@@ -190,7 +202,7 @@ impl<W: Write> Exporter<W> {
                 let (cq, label) = self.launches.get(&r.arg0).cloned().unwrap_or((u8::MAX, "kernel".into()));
                 let name = format!("kernel {label}");
                 self.begin(core, KEY_KERNEL, name, ts, json!({"seq": r.arg0, "cq": cq}))?;
-                if let Some(&go_ts) = self.last_go.get(&cq) {
+                if let Some(go_ts) = self.gos.get(&cq).and_then(|g| latest_at_or_before(g, ts)) {
                     let id = self.next_flow;
                     self.next_flow += 1;
                     let dispatcher = cqlab_abi::noc::dispatcher(cq);
@@ -241,6 +253,12 @@ impl<W: Write> Exporter<W> {
         self.out.flush()?;
         Ok((self.out, self.events))
     }
+}
+
+/// The latest of `sorted` (ascending) that is `<= t`.
+fn latest_at_or_before(sorted: &VecDeque<f64>, t: f64) -> Option<f64> {
+    let n = sorted.partition_point(|&x| x <= t);
+    n.checked_sub(1).map(|i| sorted[i])
 }
 
 pub fn export(run: &Path, out: &Path) -> Result<u64> {

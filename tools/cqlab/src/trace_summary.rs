@@ -9,22 +9,35 @@
 //! 2. `dispatch`: the dispatcher in a command (not WRITE_HOST; a WAIT only
 //!    outside its wait), or a GO in flight to the kernel it starts;
 //! 3. `relay`: the prefetcher processing a chunk (its commands, relays,
-//!    trace replays);
+//!    trace replays, and the time between two commands of a chunk);
 //! 4. `fetch (PCIe)`: the prefetcher from its previous record to taking a
-//!    fetch-queue entry: waiting for the doorbell and reading the chunk;
+//!    fetch-queue entry: waiting for the doorbell and reading the chunk
+//!    (the doorbell has no record, so the two are one phase);
 //! 5. `completion`: the dispatcher in WRITE_HOST, and the host noticing
 //!    the iteration's last event after the dispatcher stamped it;
 //! 6. `host enqueue`: device time that passed while the host enqueued;
 //! 7. `dispatch` again: the dispatcher between commands (reading the next
 //!    header, waiting in UAPW for its bytes, returning ring pages);
 //! 8. `wait <waypoint>`: a dispatcher WAIT (WCW, PWW), a prefetcher STALL
-//!    (PSW), or the prefetcher idle after its last command (HQW).
+//!    (PSW), or the prefetcher idle after its last command (HQW) when
+//!    no fetch-queue entry has been taken by the window's end.
 //!
 //! Whatever is left is `unattributed` (before any CQ core's first record).
-//! With `--sync per-iter` each iteration is its own window; with `--sync
-//! end` iterations overlap, so the timed region is one window. The critical
-//! path is the sequence of phases a window passes through.
+//! Phases 1-6 are work; `wait ...` labels are a core idle on a named
+//! waypoint (the output marks them as waits): the breakdown says what some
+//! core was doing at each cycle, not what the iteration was waiting for.
+//! That is the critical path (`critical_path.rs`): per iteration, a
+//! dependency chain walked back from the iteration's completion.
+//!
+//! Windows: with `--sync per-iter` an iteration runs from the host starting
+//! to enqueue it to the host seeing its events; with `--sync end`
+//! iterations overlap, so an iteration runs from the previous iteration's
+//! completion to its own (the first timed one from the host starting to
+//! enqueue it), the same definition as the run's latency. Memory holds one
+//! window's records at a time.
 
+use crate::critical_path::{self, Seg, Timeline};
+use crate::out::outln;
 use crate::trace_file::{Item, TraceReader};
 use anyhow::{bail, Result};
 use cqlab_abi::dispatch::DispatchCmdId;
@@ -32,7 +45,7 @@ use cqlab_abi::noc::{endpoint, Coord, Endpoint};
 use cqlab_abi::trace::{TraceKind, TraceRecord};
 use cqlab_driver::workloads::analysis::{wait_waypoint, Tally};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -89,7 +102,9 @@ struct CoreState {
     /// Open commands (EXEC_BUF nests).
     open: Vec<u32>,
     wait_target: (u32, u32),
-    kernel: Option<u64>,
+    /// Value the current WAIT waits for (its `WaitBegin` arg0).
+    wait_value: u32,
+    kernel: Option<u32>,
     kernel_gap_from: Option<u64>,
     wait_from: Option<(String, u64)>,
 }
@@ -109,13 +124,35 @@ struct Window {
 pub struct Summarizer {
     cores: HashMap<Coord, CoreState>,
     launches: HashMap<u32, u8>,
-    last_go_end: HashMap<u8, u64>,
     spans: Vec<Span>,
-    event_cycles: HashMap<u32, u64>,
+    /// Event id -> (cycle, dispatcher) of its record.
+    event_cycles: HashMap<u32, (u64, Coord)>,
+    timeline: Timeline,
     waits: BTreeMap<String, Tally>,
     pub windows: Vec<Value>,
     totals: BTreeMap<String, u64>,
+    /// Critical-path cycles by phase over the timed windows.
+    path_totals: BTreeMap<String, u64>,
     total_cycles: u64,
+    /// A timed iteration has been closed (--sync end windows).
+    seen_timed: bool,
+    /// Most segments and spans held at once (memory stays per window).
+    pub max_held: usize,
+}
+
+/// What `st` does until its next record, for the critical path.
+fn seg_of(st: &CoreState, ep: Endpoint) -> Option<Seg> {
+    Some(match (&st.state, ep) {
+        (State::Kernel, _) => Seg::Kernel { seq: st.kernel? },
+        (State::Idle, Endpoint::Worker { .. }) => Seg::WorkerIdle,
+        (State::Idle, _) => return None,
+        (State::DispatchCmd | State::DispatchWriteHost, _) => Seg::DispatchCmd { id: *st.open.last()? as u8 },
+        (State::DispatchBetween, _) => Seg::DispatchBetween,
+        (State::Wait(_), Endpoint::Prefetcher { .. }) => Seg::PrefetchStall,
+        (State::Wait(l), _) => Seg::DispatchWait { workers: l == "wait WCW", target: st.wait_value },
+        (State::PrefetchBusy, _) => Seg::PrefetchBusy,
+        (State::PrefetchWaiting, _) => Seg::PrefetchIdle,
+    })
 }
 
 const WAIT_RANK: u8 = 7;
@@ -135,8 +172,22 @@ impl Summarizer {
         // The time since the previous record, by what the core was doing.
         let mut spans: Vec<Span> = Vec::new();
         if let Some(p) = prev {
+            // A prefetcher with no command open is idle on HQW only if its
+            // next record takes a fetch-queue entry; otherwise it was between
+            // two commands of a chunk (parsing, waiting on relays: busy).
+            let between_cmds = st.state == State::PrefetchWaiting && kind != Some(TraceKind::FetchConsumed);
+            let seg = match kind {
+                Some(TraceKind::FetchConsumed) => Some(Seg::PrefetchFetch),
+                _ if between_cmds => Some(Seg::PrefetchBusy),
+                _ => seg_of(st, ep),
+            };
+            if let Some(seg) = seg {
+                self.timeline.segment(core, p, r.cycle, seg);
+            }
             let phase = if kind == Some(TraceKind::FetchConsumed) {
                 Some((3, PHASES[3].to_owned()))
+            } else if between_cmds {
+                Some((2, PHASES[2].to_owned()))
             } else {
                 state_phase(&st.state)
             };
@@ -166,9 +217,10 @@ impl Summarizer {
                 if let Some(pos) = st.open.iter().rposition(|&id| id == r.arg0) {
                     st.open.truncate(pos);
                 }
-                if let Endpoint::Dispatcher { cq } = ep {
-                    if DispatchCmdId::from_u8(r.arg0 as u8) == Some(DispatchCmdId::Go) {
-                        self.last_go_end.insert(cq, r.cycle);
+                if let Endpoint::Dispatcher { .. } = ep {
+                    // A LAUNCH's multicast is the GO of programs.
+                    if matches!(DispatchCmdId::from_u8(r.arg0 as u8), Some(DispatchCmdId::Go | DispatchCmdId::Launch)) {
+                        self.timeline.go_ended(core, r.cycle);
                     }
                 }
                 st.state = match ep {
@@ -178,6 +230,7 @@ impl Summarizer {
             }
             Some(TraceKind::WaitTarget) => st.wait_target = (r.arg0, r.arg1),
             Some(TraceKind::WaitBegin) => {
+                st.wait_value = r.arg0;
                 let label = format!("wait {}", wait_waypoint(st.wait_target.0, st.wait_target.1));
                 st.wait_from = Some((label.clone(), r.cycle));
                 st.state = State::Wait(label);
@@ -193,14 +246,15 @@ impl Summarizer {
                 st.state = in_cmd_state(&st.open, ep);
             }
             Some(TraceKind::KernelStart) => {
-                st.kernel = Some(r.cycle);
+                st.kernel = Some(r.arg0);
                 st.state = State::Kernel;
                 if let Some(from) = st.kernel_gap_from.take() {
                     wait_done = Some(("idle GOW (worker between kernels)".into(), r.cycle - from));
                 }
-                // The GO in flight from its dispatcher to this kernel.
-                if let Some(go) = self.launches.get(&r.arg0).and_then(|cq| self.last_go_end.get(cq)) {
-                    spans.push((*go, r.cycle, 1, PHASES[1].into()));
+                // The GO in flight from its dispatcher to this kernel: the
+                // latest GO at or before it (a drain block holds several).
+                if let Some(go) = self.launches.get(&r.arg0).and_then(|&cq| self.timeline.latest_go(cq, r.cycle)) {
+                    spans.push((go, r.cycle, 1, PHASES[1].into()));
                 }
             }
             Some(TraceKind::KernelEnd) => {
@@ -209,10 +263,13 @@ impl Summarizer {
                 st.kernel_gap_from = Some(r.cycle);
             }
             Some(TraceKind::Event) => {
-                self.event_cycles.insert(r.arg0, r.cycle);
+                self.event_cycles.insert(r.arg0, (r.cycle, core));
+                self.timeline.event(core, r.arg0, r.cycle);
             }
             _ => {}
         }
+        let st = self.cores.get(&core).expect("inserted above");
+        self.timeline.set_open(core, r.cycle, seg_of(st, ep));
         if let Some((label, d)) = wait_done {
             self.waits.entry(label).or_default().add(d);
         }
@@ -223,7 +280,8 @@ impl Summarizer {
 
     /// Attributes `[w.start, w.end)` and drops spans that end before it.
     fn close_window(&mut self, w: &Window, timed: bool) {
-        let done = w.events.iter().filter_map(|id| self.event_cycles.get(id)).max().copied();
+        let last = w.events.iter().filter_map(|id| self.event_cycles.get(id)).max_by_key(|e| e.0).copied();
+        let done = last.map(|e| e.0);
         let mut spans: Vec<Span> = self.spans.iter().filter(|s| s.1 > w.start && s.0 < w.end).cloned().collect();
         spans.push((w.start, w.enqueued, 5, PHASES[5].into()));
         if let Some(d) = done {
@@ -246,17 +304,15 @@ impl Summarizer {
         points.sort_unstable();
         points.dedup();
         let mut by_phase: BTreeMap<String, u64> = BTreeMap::new();
-        let mut path: Vec<(String, u64)> = Vec::new();
         for pair in points.windows(2) {
             let (a, b) = (pair[0], pair[1]);
             let owner = spans.iter().filter(|s| s.0 <= a && s.1 >= b).min_by_key(|s| s.2);
             let label = owner.map_or_else(|| "unattributed".to_owned(), |s| s.3.clone());
             *by_phase.entry(label.clone()).or_default() += b - a;
-            match path.last_mut() {
-                Some((l, d)) if *l == label => *d += b - a,
-                _ => path.push((label, b - a)),
-            }
         }
+        let path = self.timeline.walk(w.start, w.enqueued, w.end, last, &self.launches);
+        let path_unattributed: u64 = path.iter().filter(|s| s.phase == "unattributed").map(|s| s.to - s.from).sum();
+        let path_waits: u64 = path.iter().filter(|s| s.phase.starts_with("wait ")).map(|s| s.to - s.from).sum();
         let total = w.end - w.start;
         let unattributed = by_phase.get("unattributed").copied().unwrap_or(0);
         if timed {
@@ -268,10 +324,64 @@ impl Summarizer {
         self.windows.push(json!({
             "iteration": w.index, "timed": timed, "start": w.start, "end": w.end, "cycles": total,
             "attributed_fraction": if total == 0 { 1.0 } else { 1.0 - unattributed as f64 / total as f64 },
-            "phases": by_phase, "critical_path": path.iter().map(|(l, d)| json!([l, d])).collect::<Vec<_>>(),
+            "phases": by_phase,
+            "critical_path": critical_path::to_json(&path),
+            "critical_path_attributed_fraction": if total == 0 { 1.0 } else { 1.0 - path_unattributed as f64 / total as f64 },
+            "critical_path_wait_cycles": path_waits,
         }));
+        if timed {
+            for s in &path {
+                *self.path_totals.entry(s.phase.clone()).or_default() += s.to - s.from;
+            }
+        }
         let keep_from = w.end;
         self.spans.retain(|s| s.1 > keep_from);
+        self.timeline.prune(keep_from);
+    }
+}
+
+/// An iteration read from the trace, waiting for its events' records.
+struct Pending {
+    index: u32,
+    warmup: bool,
+    start: u64,
+    enqueued: u64,
+    /// Host saw it complete (`--sync per-iter`).
+    end: Option<u64>,
+    events: Vec<u32>,
+}
+
+impl Summarizer {
+    /// Closes the oldest pending iterations whose events have all been
+    /// seen; `eof`: close the rest too. Called only between drain blocks,
+    /// when every record up to the events' cycles has been read.
+    fn close_ready(&mut self, pending: &mut VecDeque<Pending>, prev_done: &mut Option<u64>, eof: bool) {
+        while let Some(p) = pending.front() {
+            let done = p.events.iter().map(|id| self.event_cycles.get(id).map(|e| e.0)).collect::<Option<Vec<u64>>>();
+            let done = done.and_then(|d| d.into_iter().max());
+            if done.is_none() && !eof {
+                return;
+            }
+            let p = pending.pop_front().expect("front");
+            let w = match p.end {
+                // --sync per-iter: the host's own window.
+                Some(end) => Window { index: p.index, start: p.start, end, enqueued: p.enqueued, events: p.events },
+                // --sync end: from the previous completion (the first timed
+                // iteration starts from the drained device) to its own.
+                None => {
+                    let first_timed = !p.warmup && !self.seen_timed;
+                    let start = match *prev_done {
+                        Some(d) if !first_timed => d,
+                        _ => p.start,
+                    };
+                    let end = done.unwrap_or(start).max(start);
+                    Window { index: p.index, start, end, enqueued: p.enqueued.clamp(start, end), events: p.events }
+                }
+            };
+            self.seen_timed |= !p.warmup;
+            *prev_done = done.or(*prev_done);
+            self.close_window(&w, !p.warmup);
+        }
     }
 }
 
@@ -280,71 +390,95 @@ pub fn summarize(run: &std::path::Path) -> Result<Value> {
     let header = reader.header.clone();
     let mut s = Summarizer::default();
     let per_iter = header.sync == "per-iter";
-    let mut pending: Option<(Window, bool)> = None;
-    let mut timed_first: Option<(u64, u64, u32)> = None;
-    let mut last_events: Vec<u32> = Vec::new();
-    let mut last_index = 0;
-    let mut end_cycles: Option<u64> = None;
+    let mut pending: VecDeque<Pending> = VecDeque::new();
+    let mut prev_done: Option<u64> = None;
     let mut lost = 0;
+    let mut in_records = false;
     for item in reader {
-        match item? {
-            Item::Rec(core, r) => s.record(core, &r),
+        let item = item?;
+        let is_rec = matches!(item, Item::Rec(..));
+        if in_records && !is_rec {
+            // A drain block ended: every record up to now has been read.
+            s.close_ready(&mut pending, &mut prev_done, false);
+        }
+        in_records = is_rec;
+        match item {
+            Item::Rec(core, r) => {
+                s.record(core, &r);
+                s.max_held = s.max_held.max(s.timeline.held() + s.spans.len());
+            }
             Item::Launch(l) => {
                 s.launches.insert(l.seq, l.cq);
             }
             Item::Iter(i) => {
-                // Records of an iteration follow its line: close the previous one now.
-                if let Some((w, timed)) = pending.take() {
-                    s.close_window(&w, timed);
+                if per_iter && i.end.is_none() {
+                    bail!("{}: --sync per-iter trace, iteration {} has no end", run.display(), i.index);
                 }
                 if per_iter {
-                    let Some(end) = i.end else { bail!("per-iter trace without an iteration end") };
-                    let w = Window { index: i.index, start: i.start, end, enqueued: i.enqueued, events: i.events };
-                    pending = Some((w, !i.warmup));
-                } else if !i.warmup {
-                    timed_first.get_or_insert((i.start, i.enqueued, i.index));
-                    last_events = i.events;
-                    last_index = i.index;
+                    // The previous iteration was synchronised and drained before
+                    // this one began: close it even if an event record was lost.
+                    s.close_ready(&mut pending, &mut prev_done, true);
                 }
+                pending.push_back(Pending {
+                    index: i.index,
+                    warmup: i.warmup,
+                    start: i.start,
+                    enqueued: i.enqueued,
+                    end: if per_iter { i.end } else { None },
+                    events: i.events,
+                });
             }
             Item::End(e) => lost = e.lost,
-            Item::Occ(o) => {
-                if !per_iter {
-                    end_cycles = end_cycles.max(Some(o.cycle));
-                }
-            }
+            Item::Occ(_) => {}
         }
     }
-    if let Some((w, timed)) = pending.take() {
-        s.close_window(&w, timed);
-    }
-    if !per_iter {
-        if let Some((start, enqueued, first)) = timed_first {
-            // The last occupancy sample is taken right after the final synchronisation.
-            let end = end_cycles.unwrap_or(start).max(start);
-            let w = Window { index: first, start, end, enqueued, events: last_events.clone() };
-            s.close_window(&w, true);
-            let _ = last_index;
-        }
-    }
+    s.close_ready(&mut pending, &mut prev_done, true);
     let mut waits: Vec<(String, Tally)> = s.waits.iter().map(|(k, v)| (k.clone(), *v)).collect();
     waits.sort_by_key(|w| std::cmp::Reverse(w.1.total_cycles));
-    let min_attr = s
-        .windows
-        .iter()
-        .filter(|w| w["timed"] == true)
-        .filter_map(|w| w["attributed_fraction"].as_f64())
-        .fold(f64::INFINITY, f64::min);
+    let min_of = |key: &str| {
+        let m = s
+            .windows
+            .iter()
+            .filter(|w| w["timed"] == true)
+            .filter_map(|w| w[key].as_f64())
+            .fold(f64::INFINITY, f64::min);
+        if m.is_finite() {
+            json!(m)
+        } else {
+            Value::Null
+        }
+    };
+    let kinds: BTreeMap<&String, &str> =
+        s.totals.keys().chain(s.path_totals.keys()).map(|k| (k, phase_kind(k))).collect();
     Ok(json!({
         "workload": header.workload, "cqs": header.cqs, "sync": header.sync,
-        "window": if per_iter { "each iteration" } else { "the timed region (iterations overlap with --sync end)" },
+        "window": if per_iter {
+            "each iteration: host starts enqueuing it -> host sees its events"
+        } else {
+            "each iteration: previous iteration's completion (first timed one: host starts enqueuing it) -> its last event record"
+        },
         "timed_cycles": s.total_cycles, "records_lost": lost,
         "phases": s.totals,
-        "min_attributed_fraction": if min_attr.is_finite() { json!(min_attr) } else { Value::Null },
+        "phase_kinds": kinds,
+        "min_attributed_fraction": min_of("attributed_fraction"),
+        "critical_path_phases": s.path_totals,
+        "min_critical_path_attributed_fraction": min_of("critical_path_attributed_fraction"),
         "top_waits": waits.iter().map(|(k, t)| json!({"waypoint": k, "count": t.count, "total_cycles": t.total_cycles,
             "mean_cycles": t.mean(), "max_cycles": t.max_cycles})).collect::<Vec<_>>(),
+        "max_segments_held": s.max_held,
         "iterations": s.windows,
     }))
+}
+
+/// "work" for a phase, "wait" for a core idle on a named waypoint.
+fn phase_kind(label: &str) -> &'static str {
+    if PHASES.contains(&label) {
+        "work"
+    } else if label.starts_with("wait ") || label.starts_with("idle ") {
+        "wait (idle on a named waypoint)"
+    } else {
+        "unattributed"
+    }
 }
 
 pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
@@ -362,27 +496,36 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
         total,
         v["window"].as_str().unwrap_or("")
     );
-    outln!("{:<36} {:>14} {:>8}", "phase", "cycles", "share");
-    let mut phases: Vec<(&String, u64)> =
-        v["phases"].as_object().into_iter().flatten().map(|(k, x)| (k, x.as_u64().unwrap_or(0))).collect();
-    phases.sort_by_key(|p| std::cmp::Reverse(p.1));
-    for (k, c) in phases {
-        outln!("{:<36} {:>14} {:>7.1}%", k, c, c as f64 * 100.0 / total as f64);
-    }
+    outln!("busy time: the best-ranked thing any core was doing at each cycle (see `cqlab trace summary --help`)");
+    outln!("{:<36} {:>14} {:>8}  kind", "phase", "cycles", "share");
+    let print_phases = |key: &str| {
+        let mut phases: Vec<(&String, u64)> =
+            v[key].as_object().into_iter().flatten().map(|(k, x)| (k, x.as_u64().unwrap_or(0))).collect();
+        phases.sort_by_key(|p| std::cmp::Reverse(p.1));
+        for (k, c) in phases {
+            outln!("{:<36} {:>14} {:>7.1}%  {}", k, c, c as f64 * 100.0 / total as f64, phase_kind(k));
+        }
+    };
+    print_phases("phases");
     if v["records_lost"].as_u64().unwrap_or(0) > 0 {
         outln!("note: {} trace records were overwritten before they were read", v["records_lost"]);
     }
     if let Some(f) = v["min_attributed_fraction"].as_f64() {
-        outln!("every timed window has at least {:.1}% of its device time in a named phase", f * 100.0);
+        outln!("every timed window has at least {:.1}% of its device time in a named phase or wait", f * 100.0);
     }
-    outln!("\ncritical path (phases in time order, device cycles):");
+    outln!("\ncritical path: what each iteration's completion waited on, walked back through the cores");
+    outln!("{:<36} {:>14} {:>8}  kind", "phase", "cycles", "share");
+    print_phases("critical_path_phases");
+    if let Some(f) = v["min_critical_path_attributed_fraction"].as_f64() {
+        outln!("every timed critical path explains at least {:.1}% of its iteration", f * 100.0);
+    }
     outln!("(steps under 2% of the iteration folded into \"+N short\")");
     for w in v["iterations"].as_array().into_iter().flatten().filter(|w| w["timed"] == true).take(a.paths) {
         let cycles = w["cycles"].as_u64().unwrap_or(0);
         let mut steps: Vec<String> = Vec::new();
         let mut short = 0;
         for s in w["critical_path"].as_array().into_iter().flatten() {
-            let d = s[1].as_u64().unwrap_or(0);
+            let d = s["cycles"].as_u64().unwrap_or(0);
             if d * 50 < cycles {
                 short += 1;
                 continue;
@@ -391,12 +534,17 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
                 steps.push(format!("+{short} short"));
                 short = 0;
             }
-            steps.push(format!("{} {d}", s[0].as_str().unwrap_or("")));
+            steps.push(format!(
+                "{} {d} ({}: {})",
+                s["phase"].as_str().unwrap_or(""),
+                s["core"].as_str().unwrap_or(""),
+                s["detail"].as_str().unwrap_or("")
+            ));
         }
         if short > 0 {
             steps.push(format!("+{short} short"));
         }
-        outln!("  iteration {} ({cycles} cycles): {}", w["iteration"], steps.join(" -> "));
+        outln!("  iteration {} ({cycles} cycles):\n    {}", w["iteration"], steps.join("\n    -> "));
     }
     outln!("\ntop waits by waypoint:");
     outln!("{:<36} {:>8} {:>14} {:>10} {:>10}", "waypoint", "count", "total", "mean", "max");

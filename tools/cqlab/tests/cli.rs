@@ -41,7 +41,7 @@ fn every_number_is_checked_before_anything_runs() {
         (&["matmul", "--strategy", "bogus"], "--strategy bogus"),
         (&["perf", "--programs", "4294967295"], "not in 1..=1000000"),
         (&["perf", "--programs", "0"], "not in 1..=1000000"),
-        (&["perf", "--args", "12"], "not in 0..=11"),
+        (&["perf", "--args", "257"], "not in 0..=256"),
         (&["demo", "--rounds", "4294967295"], "not in 1..=10000"),
         (&["demo", "--stall-timeout", "1000"], "not in 1000000.."),
         (&["demo", "--kernel-timeout", "1"], "0 (no limit) or at least 1000000"),

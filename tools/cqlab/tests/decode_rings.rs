@@ -67,7 +67,7 @@ fn completion_and_trace_ring_dumps_decode() {
     let out = cqlab(&["decode", "--kind", "trace", &dump("ring.bin", &ring)]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("CQ0 dispatcher") && text.contains("GO") && text.contains("WRITE_HOST"), "{text}");
+    assert!(text.contains("CQ0 dispatcher") && text.contains("LAUNCH") && text.contains("WRITE_HOST"), "{text}");
     assert!(text.contains("boot"), "{text}");
 
     // A corrupt record kind is reported with its offset, exit 2.
@@ -76,6 +76,10 @@ fn completion_and_trace_ring_dumps_decode() {
     let out = cqlab(&["decode", "--kind", "completion", &dump("bad.bin", &bad)]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("offset 0x40"), "{}", String::from_utf8_lossy(&out.stderr));
+    // A dump too short for a header (garbage, a truncated file) is exit 2, not an empty success.
+    let out = cqlab(&["decode", "--kind", "completion", &dump("short.bin", b"garbage\n")]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("too short"), "{}", String::from_utf8_lossy(&out.stderr));
     // A trace ring from another ABI (wrong capacity) is refused, exit 2.
     let mut bad = ring.clone();
     bad[4] ^= 1;

@@ -184,6 +184,49 @@ fn compare_flags_a_planted_regression_and_pairs_by_value() {
     assert_eq!(cqlab(&["compare", bp.to_str().unwrap(), tp.to_str().unwrap()]).status.code(), Some(2));
 }
 
+/// Points pair by the value of every sweep parameter in `params`, not just
+/// the queue count; reports that share no point are unusable (exit 2), not
+/// a silent pass.
+#[test]
+fn compare_pairs_any_swept_parameter_by_value() {
+    let base = run("dispatch_latency", &["--cqs", "1,2", "--iters", "3", "--warmup", "1"]);
+    assert_eq!(base["points"][1]["params"], serde_json::json!({"cqs": 2}), "run writes each point's params");
+    // Two points at the same queue count, swept over another parameter.
+    let mut swept = base.clone();
+    for (i, depth) in [(0, 1), (1, 4)] {
+        let p = &mut swept["points"][i];
+        p["cqs"] = 2.into();
+        p["params"] = serde_json::json!({"cqs": 2, "depth": depth});
+        p["throughput"]["value"] = (1000.0 * depth as f64).into();
+    }
+    let (bp, tp) = (tmp("swept-base.json"), tmp("swept-test.json"));
+    write(&bp, &swept);
+    let mut reordered = swept.clone();
+    reordered["points"].as_array_mut().unwrap().reverse();
+    write(&tp, &reordered);
+    let (code, c) = compare(&bp, &tp);
+    assert_eq!(code, 0, "{c}");
+    for r in c["rows"].as_array().unwrap() {
+        assert_eq!(r["base"], r["test"], "{r}");
+    }
+    // 20% lower throughput at depth 4 only.
+    reordered["points"][0]["throughput"]["value"] = 3200.0.into();
+    write(&tp, &reordered);
+    let (code, c) = compare(&bp, &tp);
+    assert_eq!(code, 1, "{c}");
+    let row = c["rows"].as_array().unwrap().iter().find(|r| r["verdict"] == "REGRESSION").unwrap();
+    assert_eq!(row["params"]["depth"], 4, "{row}");
+    // No point in common: nothing compared is exit 2.
+    let mut other = swept.clone();
+    for p in other["points"].as_array_mut().unwrap() {
+        p["params"]["depth"] = 16.into();
+    }
+    write(&tp, &other);
+    let out = cqlab(&["compare", bp.to_str().unwrap(), tp.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing compared"));
+}
+
 /// Every event has ph/ts/pid/tid; B/E nest per track; every flow end has a start.
 fn check_perfetto(v: &Value) -> (usize, usize) {
     use std::collections::{HashMap, HashSet};
@@ -191,7 +234,9 @@ fn check_perfetto(v: &Value) -> (usize, usize) {
     let mut stacks: HashMap<(u64, u64), Vec<(String, f64)>> = HashMap::new();
     let mut named: HashSet<u64> = HashSet::new();
     let mut sliced: HashSet<u64> = HashSet::new();
-    let (mut starts, mut ends) = (HashSet::new(), Vec::new());
+    // Flow starts by id -> (track, ts); flow ends -> (id, ts); GO slice starts per track.
+    let (mut starts, mut ends) = (HashMap::new(), Vec::new());
+    let mut go_starts: HashSet<(u64, u64)> = HashSet::new();
     for e in events {
         for k in ["ph", "ts", "pid", "tid"] {
             assert!(e.get(k).is_some(), "event without {k}: {e}");
@@ -208,6 +253,10 @@ fn check_perfetto(v: &Value) -> (usize, usize) {
                 }
                 s.push((e["name"].as_str().unwrap().to_owned(), ts));
                 sliced.insert(tid);
+                // Programs start their workers with a LAUNCH (its multicast is the GO).
+                if e["name"] == "GO" || e["name"] == "LAUNCH" {
+                    go_starts.insert((tid, ts.to_bits()));
+                }
             }
             "E" => {
                 let (name, start) = stacks.get_mut(&(pid, tid)).and_then(|s| s.pop()).expect("E without B");
@@ -215,14 +264,22 @@ fn check_perfetto(v: &Value) -> (usize, usize) {
                 assert!(ts >= start, "slice {name} ends before it starts");
             }
             "s" => {
-                starts.insert(e["id"].as_u64().unwrap());
+                assert!(starts.insert(e["id"].as_u64().unwrap(), (tid, ts)).is_none(), "flow id reused: {e}");
             }
-            "f" => ends.push(e["id"].as_u64().unwrap()),
+            "f" => {
+                // Binds to the slice that starts at its ts (the kernel), not the next one.
+                assert_eq!(e["bp"], "e", "flow end without bp=e: {e}");
+                ends.push((e["id"].as_u64().unwrap(), ts));
+            }
             _ => {}
         }
     }
     assert!(stacks.values().all(|s| s.is_empty()), "unclosed slices");
-    assert!(ends.iter().all(|id| starts.contains(id)), "a flow end without its start");
+    for (id, ts) in &ends {
+        let (tid, start) = starts.get(id).unwrap_or_else(|| panic!("flow end {id} without its start"));
+        assert!(start <= ts, "flow {id} goes back in time: GO at {start} us, kernel at {ts} us");
+        assert!(go_starts.contains(&(*tid, start.to_bits())), "flow {id} does not start at a GO slice on track {tid}");
+    }
     assert!(sliced.is_subset(&named), "a track with slices but no name");
     (named.len(), ends.len())
 }
@@ -272,6 +329,35 @@ fn trace_export_is_strict_perfetto_and_summary_attributes_95_percent() {
     }
 }
 
+/// Several GOs per drain block (tiny_kernels): each kernel's flow must come
+/// from the GO that started it, not from the last GO read.
+#[test]
+fn perfetto_flows_start_at_the_go_that_launched_the_kernel() {
+    let trace = tmp("tiny-flows.jsonl");
+    let out = cqlab(&[
+        "run",
+        "tiny_kernels",
+        "--cqs",
+        "2",
+        "--iters",
+        "2",
+        "--warmup",
+        "0",
+        "--programs",
+        "4",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let pf = tmp("tiny-flows.perfetto.json");
+    let out = cqlab(&["trace", "export", trace.to_str().unwrap(), "--perfetto", pf.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&std::fs::read(&pf).unwrap()).unwrap();
+    let (_, flows) = check_perfetto(&v);
+    // 2 iterations x 2 queues x 4 programs x 32 workers per queue.
+    assert_eq!(flows, 2 * 2 * 4 * 32);
+}
+
 #[test]
 fn a_million_record_export_stays_under_200_mib() {
     use std::io::Write;
@@ -307,4 +393,238 @@ fn a_million_record_export_stays_under_200_mib() {
     assert!(rss_kib < 200 * 1024, "export of {n} records peaked at {rss_kib} KiB");
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_file(&out);
+}
+
+/// The critical path is a dependency chain across cores: contiguous steps
+/// covering the iteration, each naming its core, and for hetero it crosses
+/// queues (a kernel waits for the other queue's event) and runs through
+/// workers' kernels; for dispatch_latency it runs through the prefetcher's
+/// fetch and relay into the dispatcher.
+#[test]
+fn trace_summary_critical_path_walks_back_through_the_cores() {
+    for (w, extra) in [("hetero", vec!["--programs", "4", "--large-cycles", "4000"]), ("dispatch_latency", vec![])] {
+        let trace = tmp(&format!("cp-{w}.jsonl"));
+        let mut args =
+            vec!["run", w, "--cqs", "2", "--iters", "2", "--warmup", "1", "--trace", trace.to_str().unwrap()];
+        args.extend(extra);
+        assert!(cqlab(&args).status.success());
+        let out = cqlab(&["trace", "summary", trace.to_str().unwrap(), "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+        for i in s["iterations"].as_array().unwrap().iter().filter(|i| i["timed"] == true) {
+            let path = i["critical_path"].as_array().unwrap();
+            let (start, end) = (i["start"].as_u64().unwrap(), i["end"].as_u64().unwrap());
+            assert_eq!(path.first().unwrap()["from"], start, "{w}: {i}");
+            assert_eq!(path.last().unwrap()["to"], end, "{w}: {i}");
+            for pair in path.windows(2) {
+                assert_eq!(pair[0]["to"], pair[1]["from"], "{w}: steps are contiguous: {pair:?}");
+            }
+            assert!(i["critical_path_attributed_fraction"].as_f64().unwrap() >= 0.95, "{w}: {i}");
+            let on = |core: &str, phase: &str| {
+                path.iter().any(|s| s["core"].as_str().unwrap().starts_with(core) && s["phase"] == phase)
+            };
+            // Ends with the host seeing the event the dispatcher wrote.
+            assert_eq!(path.last().unwrap()["core"], "host");
+            if w == "hetero" {
+                assert!(on("worker", "kernel"), "{w}: {i}");
+                assert!(
+                    on("CQ0 dispatcher", "dispatch") && on("CQ1 dispatcher", "dispatch"),
+                    "{w}: crosses queues: {i}"
+                );
+            } else {
+                assert!(on("CQ", "fetch (PCIe)") && on("CQ", "relay") && on("CQ", "dispatch"), "{w}: {i}");
+            }
+        }
+        assert!(s["phase_kinds"]["kernel"] == "work" || w != "hetero", "{}", s["phase_kinds"]);
+    }
+}
+
+/// `--sync end` runs ahead of the device; the final synchronisation drains
+/// the rings per iteration, so no record is lost and every timed iteration
+/// has a latency sample.
+#[test]
+fn sync_end_loses_no_records_and_samples_every_iteration() {
+    let r = run("tiny_kernels", &["--cqs", "1", "--sync", "end", "--iters", "30", "--warmup", "1"]);
+    let p = &r["points"][0];
+    assert_eq!(p["trace"]["lost"], 0, "{}", p["trace"]);
+    assert_eq!(p["latency_cycles"]["samples"], 30);
+}
+
+/// `trace summary` of a `--sync end` trace holds one iteration's records
+/// at a time: 32 iterations of 32k records each summarise in far less than
+/// the whole trace would take (about 46 MiB when every record's span was kept).
+#[test]
+fn sync_end_summary_of_a_million_records_stays_small() {
+    use std::io::Write;
+    let path = tmp("million-end.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    writeln!(f, r#"{{"format":"cqlab-trace","version":1,"workload":"synthetic","cqs":1,"seed":0,"sync":"end","clock_hz":1000000000,"cores":[{{"x":18,"y":1,"role":"CQ0 dispatcher"}}]}}"#).unwrap();
+    let (mut n, mut cycle, mut seq) = (0u64, 0u64, 0u32);
+    const LAUNCHES: u32 = 250;
+    for it in 0..32u32 {
+        let ev = it + 1;
+        writeln!(f, r#"{{"iter":{{"index":{it},"warmup":false,"start":{cycle},"enqueued":{cycle},"end":null,"events":[{ev}]}}}}"#).unwrap();
+        for k in 0..LAUNCHES {
+            writeln!(f, r#"{{"launch":{{"seq":{},"cq":0,"cores":[0,0,7,7],"label":"k"}}}}"#, seq + k).unwrap();
+        }
+        // The dispatcher's GOs, then each worker's kernels (drain order), then the event.
+        for k in 0..LAUNCHES as u64 {
+            writeln!(f, r#"{{"rec":[18,1,{},0,2,39,16]}}"#, cycle + 100 * k + 1).unwrap();
+            writeln!(f, r#"{{"rec":[18,1,{},0,3,39,16]}}"#, cycle + 100 * k + 10).unwrap();
+        }
+        for w in 0..64u64 {
+            let (x, y) = (1 + w % 8, 1 + w / 8);
+            for k in 0..LAUNCHES as u64 {
+                let s = seq as u64 + k;
+                writeln!(f, r#"{{"rec":[{x},{y},{},0,11,{s},3]}}"#, cycle + 100 * k + 40).unwrap();
+                writeln!(f, r#"{{"rec":[{x},{y},{},0,12,{s},3]}}"#, cycle + 100 * k + 90).unwrap();
+            }
+        }
+        cycle += 100 * LAUNCHES as u64;
+        writeln!(f, r#"{{"rec":[18,1,{},0,13,{ev},0]}}"#, cycle - 5).unwrap();
+        n += (2 + 128) * LAUNCHES as u64 + 1;
+        seq += LAUNCHES;
+    }
+    writeln!(f, r#"{{"end":{{"timed_cycles":{cycle},"lost":0}}}}"#).unwrap();
+    drop(f);
+    let out = Command::new(env!("CARGO_BIN_EXE_cqlab"))
+        .args(["trace", "summary", path.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rss_kib =
+        nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap().max_rss() as u64;
+    let _ = std::fs::remove_file(&path);
+    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["iterations"].as_array().unwrap().len(), 32);
+    assert!(n > 1_000_000);
+    assert!(rss_kib < 24 * 1024, "summary of {n} records peaked at {rss_kib} KiB");
+}
+
+/// Zero, oversized and overflowing knobs are refused up front (exit 1) with
+/// the flag and the limit in the message, never clamped or panicking.
+#[test]
+fn run_refuses_zero_and_oversized_knobs_clearly() {
+    for (args, says) in [
+        (vec!["run", "tiny_kernels", "--programs", "0"], "--programs 0: must be at least 1"),
+        (vec!["run", "hetero", "--burst", "0"], "--burst 0: must be at least 1"),
+        (vec!["run", "copy_stress", "--copies", "0"], "--copies 0: must be at least 1"),
+        (vec!["run", "copy_stress", "--bytes", "4000000000"], "at most 67108864"),
+        (vec!["run", "copy_stress", "--bytes", "4294967295"], "at most 67108864"),
+        (vec!["run", "dispatch_latency", "--iters", "4294967295", "--warmup", "1"], "exceeds"),
+        (vec!["run", "dispatch_latency", "--cqs", "0"], "outside 1..=8"),
+        (vec!["run", "dispatch_latency", "--iters", "0"], "at least 1"),
+    ] {
+        let out = cqlab(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(says) && !err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+/// `cqlab trace summary RUN --json | head -1`: the command ends quietly
+/// (exit 0) when its reader closes the pipe, instead of panicking.
+#[test]
+fn report_output_into_a_closed_pipe_ends_quietly() {
+    use std::io::{BufRead, Write};
+    let path = tmp("pipe.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    writeln!(f, r#"{{"format":"cqlab-trace","version":1,"workload":"synthetic","cqs":1,"seed":0,"sync":"end","clock_hz":1000000000,"cores":[]}}"#).unwrap();
+    // Enough iterations that the JSON outgrows a pipe buffer.
+    for it in 0..3000u64 {
+        let c = it * 100;
+        writeln!(
+            f,
+            r#"{{"iter":{{"index":{it},"warmup":false,"start":{c},"enqueued":{c},"end":null,"events":[{}]}}}}"#,
+            it + 1
+        )
+        .unwrap();
+        writeln!(f, r#"{{"rec":[18,1,{},0,2,39,16]}}"#, c + 1).unwrap();
+        writeln!(f, r#"{{"rec":[18,1,{},0,3,39,16]}}"#, c + 10).unwrap();
+        writeln!(f, r#"{{"rec":[18,1,{},0,13,{},0]}}"#, c + 95, it + 1).unwrap();
+    }
+    drop(f);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cqlab"))
+        .args(["trace", "summary", path.to_str().unwrap(), "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert_eq!(first.trim(), "{");
+    // The reader is gone (dropped above); the rest of the output hits a closed pipe.
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Occupancy is a series over device time: a point at every fetch-queue
+/// entry the prefetcher takes and every completion record the dispatcher
+/// writes (at the record's cycle), plus the host's samples; no point
+/// exceeds what the ring could hold.
+#[test]
+fn occupancy_is_a_device_timed_series() {
+    let trace = tmp("occ.jsonl");
+    let json = tmp("occ.json");
+    let out = cqlab(&[
+        "run",
+        "copy_stress",
+        "--cqs",
+        "2",
+        "--iters",
+        "4",
+        "--bytes",
+        "4096",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // Device records in the trace: fetches per prefetcher, completion writes per dispatcher.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let (mut fetches, mut writes) = (std::collections::HashMap::new(), std::collections::HashMap::new());
+    let mut device_occ = std::collections::HashSet::new();
+    for line in text.lines().skip(1) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if let Some(rec) = v["rec"].as_array() {
+            let (x, y, cycle, kind) = (
+                rec[0].as_u64().unwrap(),
+                rec[1].as_u64().unwrap(),
+                rec[2].as_u64().unwrap(),
+                rec[4].as_u64().unwrap(),
+            );
+            let _ = x;
+            // Prefetcher / dispatcher rows are 1 + cq (see the header's cores).
+            let cq = y - 1;
+            if kind == 4 {
+                fetches.entry(cq).or_insert_with(Vec::new).push(cycle);
+            } else if kind == 14 {
+                writes.entry(cq).or_insert_with(Vec::new).push(cycle);
+            }
+        } else if v["occ"]["source"] == "device" {
+            device_occ.insert((v["occ"]["cq"].as_u64().unwrap(), v["occ"]["cycle"].as_u64().unwrap()));
+        }
+    }
+    for (cq, cycles) in fetches.iter().chain(writes.iter()) {
+        for c in cycles {
+            assert!(device_occ.contains(&(*cq, *c)), "CQ{cq}: no occupancy point at the device record at {c}");
+        }
+    }
+    for o in r["points"][0]["occupancy"].as_array().unwrap() {
+        let cq = o["cq"].as_u64().unwrap();
+        let n = fetches.get(&cq).map_or(0, Vec::len) + writes.get(&cq).map_or(0, Vec::len);
+        assert!(n > 4, "CQ{cq}: {n} device records");
+        assert_eq!(o["device_points"].as_u64().unwrap() as usize, n, "{o}");
+        let series = o["series"].as_array().unwrap();
+        let cycles: Vec<u64> = series.iter().map(|p| p[0].as_u64().unwrap()).collect();
+        assert!(cycles.windows(2).all(|w| w[0] <= w[1]), "CQ{cq}: series in time order");
+        // copy_stress reads back: completion records were queued at some point,
+        // and never more than a fraction of the 256 KiB ring.
+        let max = o["completion_bytes_max"].as_u64().unwrap();
+        assert!(max > 0 && max < 256 * 1024, "CQ{cq}: {o}");
+    }
 }

@@ -11,7 +11,8 @@ use std::process::Command;
 /// RISC-V packages: (package, feature that enables its RISC-V binaries).
 const PACKAGES: &[(&str, &str)] = &[("cqlab-kernels", "rt"), ("cqlab-isa-tests", "riscv")];
 /// The firmware images proper (whose sizes are reported).
-const FIRMWARE: &[&str] = &["prefetch", "dispatch", "noop", "spin", "copy", "matmul"];
+const FIRMWARE: &[&str] =
+    &["prefetch", "dispatch", "worker", "noop", "spin", "copy", "matmul", "noop-256", "noop-1k", "noop-4k", "noop-12k"];
 
 /// Known-bug variants of the CQ firmware (cargo features of cqlab-kernels),
 /// each built into `variants/<name>/` beside the normal images.

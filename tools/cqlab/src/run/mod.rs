@@ -6,6 +6,7 @@
 
 mod progress;
 
+use crate::out::outln;
 use crate::trace_file::TraceWriter;
 use anyhow::{bail, Context, Result};
 use cqlab_abi::noc::Coord;
@@ -244,6 +245,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         points.push(point);
     }
+    // Each point names the parameter values it was measured at, so
+    // `cqlab compare` pairs points by value.
+    let mut point_values: Vec<Value> = Vec::new();
+    for p in &points {
+        let mut v = serde_json::to_value(p)?;
+        v["params"] = json!({ "cqs": p.cqs });
+        point_values.push(v);
+    }
     let report = json!({
         "tool": "cqlab run", "schema": 1, "workload": kind.name(), "description": kind.describe(),
         "device": runner::device_spec(&a.device, a.seed), "seed": a.seed, "sync": a.sync, "iters": a.iters,
@@ -253,16 +262,16 @@ pub fn run(a: Args) -> Result<ExitCode> {
             SyncMode::PerIter => "device cycles from the host starting to enqueue an iteration to the host seeing its end events complete",
             SyncMode::End => "device cycles between consecutive iterations' completions (dispatcher event records)",
         },
-        "points": points, "scaling": scaling(&points),
+        "points": point_values, "scaling": scaling(&points),
     });
     match &a.json {
         Some(p) if p == Path::new("-") => outln!("{}", serde_json::to_string_pretty(&report)?),
         Some(p) => {
             std::fs::write(p, serde_json::to_string_pretty(&report)?)
                 .with_context(|| format!("writing {}", p.display()))?;
-            print_text(&report)?;
+            print_text(&report);
         }
-        None => print_text(&report)?,
+        None => print_text(&report),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -276,7 +285,7 @@ fn num(v: &Value) -> String {
     }
 }
 
-fn print_text(r: &Value) -> Result<()> {
+fn print_text(r: &Value) {
     outln!(
         "{}: {} ({} timed + {} warmup iterations, sync {}, seed {}, worker kernel {})",
         r["workload"].as_str().unwrap_or(""),
@@ -370,5 +379,4 @@ fn print_text(r: &Value) -> Result<()> {
             }
         );
     }
-    Ok(())
 }

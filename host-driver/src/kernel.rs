@@ -1,0 +1,228 @@
+//! Kernel images: RISC-V ELFs linked for kernel text slot 0
+//! (`program::KERNEL_TEXT_ADDR`, `linker/kernel.x`) with their relocations
+//! kept (`--emit-relocs`), flattened into one contiguous image and
+//! relocated for whichever slot the host puts them in.
+//!
+//! Slots differ by multiples of 4 KiB, so moving an image by `delta` adds
+//! `delta` to absolute words (`R_RISCV_32`) and to the upper immediates of
+//! absolute `lui`s (`R_RISCV_HI20`) that point into the image; their low
+//! twelve bits and every PC-relative reference stay as they are. Any other
+//! relocation into the image is refused: such a kernel cannot move.
+
+use crate::error::{DriverError, Result};
+use cqlab_abi::program::{kernel_slot, KERNEL_SLOTS, KERNEL_SLOT_SIZE, KERNEL_TEXT_ADDR};
+use object::{
+    Architecture, Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, RelocationFlags, RelocationTarget,
+};
+use std::path::Path;
+
+// RISC-V ELF relocation types (RISC-V ELF psABI, "Relocations").
+use object::elf::{
+    R_RISCV_32, R_RISCV_ALIGN, R_RISCV_BRANCH, R_RISCV_CALL, R_RISCV_CALL_PLT, R_RISCV_HI20, R_RISCV_JAL,
+    R_RISCV_LO12_I, R_RISCV_LO12_S, R_RISCV_PCREL_HI20, R_RISCV_PCREL_LO12_I, R_RISCV_PCREL_LO12_S, R_RISCV_RELAX,
+    R_RISCV_RVC_BRANCH, R_RISCV_RVC_JUMP,
+};
+
+/// How one image word moves with the image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fixup {
+    /// A 32-bit absolute address: add the delta.
+    Word,
+    /// A `lui` of an absolute address's upper bits: add the delta to the
+    /// instruction (its immediate is bits 31..12, the delta a multiple of 4 KiB).
+    Hi20,
+}
+
+/// A checked, flattened kernel image.
+#[derive(Clone, Debug)]
+pub struct KernelImage {
+    pub name: String,
+    /// Bytes from `KERNEL_TEXT_ADDR` (bss included, as zeroes).
+    pub image: Vec<u8>,
+    /// Identity: a hash of the name and image, the same for the same build.
+    pub build_id: u64,
+    fixups: Vec<(u32, Fixup)>,
+}
+
+impl KernelImage {
+    pub fn load(path: &Path) -> Result<Self> {
+        let bytes = std::fs::read(path).map_err(|e| bad(path, format!("cannot read: {e}")))?;
+        let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        Self::parse(&name, &bytes).map_err(|reason| bad(path, reason))
+    }
+
+    /// Parses and checks a kernel: a 32-bit little-endian RISC-V executable
+    /// entered at `KERNEL_TEXT_ADDR`, every segment inside one slot.
+    pub fn parse(name: &str, bytes: &[u8]) -> std::result::Result<Self, String> {
+        let elf = object::File::parse(bytes).map_err(|e| format!("not a valid ELF ({e})"))?;
+        if elf.architecture() != Architecture::Riscv32 || elf.is_64() || !elf.is_little_endian() {
+            return Err(format!("expected a 32-bit little-endian RISC-V ELF, found {:?}", elf.architecture()));
+        }
+        if elf.kind() != ObjectKind::Executable {
+            return Err(format!("expected an executable, found {:?}", elf.kind()));
+        }
+        if elf.entry() != KERNEL_TEXT_ADDR as u64 {
+            return Err(format!(
+                "entry point {:#x}, kernels are linked for the kernel text address {KERNEL_TEXT_ADDR:#x} (linker/kernel.x)",
+                elf.entry()
+            ));
+        }
+        let (base, limit) = (KERNEL_TEXT_ADDR as u64, KERNEL_TEXT_ADDR as u64 + KERNEL_SLOT_SIZE as u64);
+        let mut image = Vec::new();
+        for seg in elf.segments() {
+            let (addr, size) = (seg.address(), seg.size());
+            if size == 0 {
+                continue;
+            }
+            if addr < base || addr + size > limit {
+                return Err(format!(
+                    "segment {addr:#x}..{:#x} leaves the {KERNEL_SLOT_SIZE}-byte kernel slot at {base:#x}",
+                    addr + size
+                ));
+            }
+            let data = seg.data().map_err(|e| format!("segment at {addr:#x} is truncated ({e})"))?;
+            let end = (addr + size - base) as usize;
+            if image.len() < end {
+                image.resize(end, 0);
+            }
+            let at = (addr - base) as usize;
+            image[at..at + data.len()].copy_from_slice(data);
+        }
+        if image.is_empty() {
+            return Err("no loadable segments".into());
+        }
+        image.resize(image.len().next_multiple_of(16), 0);
+        let in_image = |a: u64| a >= base && a < base + image.len() as u64;
+        let mut fixups = Vec::new();
+        let mut saw_relocations = false;
+        for section in elf.sections() {
+            let applies = section.address() != 0 && in_image(section.address());
+            for (offset, reloc) in section.relocations() {
+                saw_relocations = true;
+                if !applies {
+                    continue;
+                }
+                let RelocationFlags::Elf { r_type } = reloc.flags() else {
+                    return Err(format!("relocation at {offset:#x} is not an ELF relocation"));
+                };
+                let target = match reloc.target() {
+                    RelocationTarget::Symbol(i) => {
+                        elf.symbol_by_index(i).map_err(|e| format!("relocation at {offset:#x}: {e}"))?.address()
+                    }
+                    RelocationTarget::Section(i) => {
+                        elf.section_by_index(i).map_err(|e| format!("relocation at {offset:#x}: {e}"))?.address()
+                    }
+                    _ => 0,
+                };
+                let target = target.wrapping_add(reloc.addend() as u64);
+                let internal = in_image(target);
+                let at = offset
+                    .checked_sub(base)
+                    .filter(|&o| o + 4 <= image.len() as u64)
+                    .ok_or_else(|| format!("relocation at {offset:#x} lies outside the image"))?
+                    as u32;
+                match r_type {
+                    R_RISCV_32 if internal => fixups.push((at, Fixup::Word)),
+                    R_RISCV_HI20 if internal => fixups.push((at, Fixup::Hi20)),
+                    // Low twelve bits do not change by a multiple of 4 KiB;
+                    // absolute references outside the image do not move.
+                    R_RISCV_32 | R_RISCV_HI20 | R_RISCV_LO12_I | R_RISCV_LO12_S => {}
+                    R_RISCV_BRANCH | R_RISCV_JAL | R_RISCV_CALL | R_RISCV_CALL_PLT | R_RISCV_RVC_BRANCH
+                    | R_RISCV_RVC_JUMP
+                        if internal => {}
+                    // PCREL_LO12 names the auipc it pairs with, never data.
+                    R_RISCV_PCREL_HI20 if internal => {}
+                    R_RISCV_PCREL_LO12_I | R_RISCV_PCREL_LO12_S | R_RISCV_ALIGN | R_RISCV_RELAX => {}
+                    _ => {
+                        return Err(format!(
+                            "relocation type {r_type} at {offset:#x} (target {target:#x}) cannot move with the kernel"
+                        ))
+                    }
+                }
+            }
+        }
+        if !saw_relocations {
+            return Err("no relocations kept: kernels must be linked with --emit-relocs (linker/kernel.x)".into());
+        }
+        let build_id = fnv1a(name.as_bytes()) ^ fnv1a(&image).rotate_left(17);
+        Ok(Self { name: name.to_owned(), image, build_id, fixups })
+    }
+
+    /// The same image under another name, as a distinct kernel (another
+    /// build id): what benchmarks use to force first uploads.
+    pub fn renamed(&self, name: &str) -> Self {
+        let build_id = fnv1a(name.as_bytes()) ^ fnv1a(&self.image).rotate_left(17);
+        Self { name: name.to_owned(), build_id, ..self.clone() }
+    }
+
+    /// Image bytes (a multiple of 16).
+    pub fn len(&self) -> u32 {
+        self.image.len() as u32
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.image.is_empty()
+    }
+
+    /// The image as it must lie in kernel text slot `slot`.
+    pub fn for_slot(&self, slot: u32) -> Vec<u8> {
+        assert!(slot < KERNEL_SLOTS, "kernel slot {slot} of {KERNEL_SLOTS}");
+        let delta = kernel_slot(slot) - KERNEL_TEXT_ADDR;
+        let mut out = self.image.clone();
+        for &(at, _) in &self.fixups {
+            let at = at as usize;
+            let word = u32::from_le_bytes(out[at..at + 4].try_into().expect("4 bytes"));
+            out[at..at + 4].copy_from_slice(&word.wrapping_add(delta).to_le_bytes());
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+impl KernelImage {
+    /// A 16-byte image with no fixups, for host-side tests.
+    pub(crate) fn test_image(name: &str) -> Self {
+        Self { name: name.into(), image: vec![0; 16], build_id: fnv1a(name.as_bytes()), fixups: Vec::new() }
+    }
+}
+
+/// FNV-1a, 64-bit.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+fn bad(path: &Path, reason: String) -> DriverError {
+    DriverError::BadElf { path: path.display().to_string(), reason }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixups_move_absolute_words_and_upper_immediates_only() {
+        let mut k = KernelImage {
+            name: "t".into(),
+            image: vec![0; 16],
+            build_id: 0,
+            fixups: vec![(0, Fixup::Word), (4, Fixup::Hi20)],
+        };
+        k.image[0..4].copy_from_slice(&(KERNEL_TEXT_ADDR + 8).to_le_bytes());
+        // lui a0, %hi(KERNEL_TEXT_ADDR)
+        let lui = (KERNEL_TEXT_ADDR & !0xfff) | (10 << 7) | 0x37;
+        k.image[4..8].copy_from_slice(&lui.to_le_bytes());
+        k.image[8..12].copy_from_slice(&0x1234_5678u32.to_le_bytes());
+        let moved = k.for_slot(2);
+        let delta = kernel_slot(2) - KERNEL_TEXT_ADDR;
+        assert_eq!(u32::from_le_bytes(moved[0..4].try_into().unwrap()), KERNEL_TEXT_ADDR + 8 + delta);
+        assert_eq!(u32::from_le_bytes(moved[4..8].try_into().unwrap()), lui + delta);
+        assert_eq!(moved[8..], k.image[8..]);
+        assert_eq!(k.for_slot(0), k.image);
+    }
+
+    #[test]
+    fn a_firmware_image_is_not_a_kernel() {
+        let err = KernelImage::parse("x", b"not an elf").unwrap_err();
+        assert!(err.contains("not a valid ELF"), "{err}");
+    }
+}

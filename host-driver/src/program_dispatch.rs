@@ -1,0 +1,204 @@
+//! `CommandQueue::enqueue_program`: one chunk per program. It waits (one
+//! WAIT for a launch, named by its distance back) only when the program
+//! reuses a kernel text slot or config ring bytes that one of the last
+//! `LAUNCH_RING_ENTRIES` programs may still use, and the dispatcher's LAUNCH
+//! waits for the launch that last used its ring entry; otherwise the
+//! dispatcher writes kernel text, args and the launch message ahead while
+//! earlier programs run, and the LAUNCH's multicast starts the workers.
+
+use crate::command_queue::CommandQueue;
+use crate::error::{DriverError, Result};
+use crate::program::Program;
+use crate::program_state::{slot_addr, Plan, ProgramState};
+use cqlab_abi::dispatch::WaitFlags;
+use cqlab_abi::encode::{DispatchWriter, EncodeError};
+use cqlab_abi::mmio::sem;
+use cqlab_abi::noc::{self, NocAddr};
+use cqlab_abi::program::{
+    launch_entry, pack_rect, KernelGroup, LaunchHeader, LAUNCH_ENTRY_SIZE, LAUNCH_RING_ENTRIES, LAUNCH_TAG,
+};
+use zerocopy::IntoBytes;
+
+impl CommandQueue<'_> {
+    /// Enqueues `program`: its kernels (sent only when not already resident
+    /// in the slot chosen for them), runtime args and launch. Returns at once
+    /// (fast dispatch) or once it has been started (slow dispatch); inside a
+    /// trace capture it is recorded.
+    pub fn enqueue_program(&mut self, program: &Program) -> Result<()> {
+        let (cols, rows) = (self.dev.cfg.worker_cols, self.dev.cfg.worker_rows);
+        program.check_grid(cols, rows)?;
+        let plan = self.dev.programs[self.q as usize].plan(program).map_err(DriverError::Invalid)?;
+        let grid = cols as u32 * rows as u32;
+        if self.dev.cfg.slow_dispatch {
+            return self.slow_program(program, &plan, grid);
+        }
+        let host = &self.dev.cqs[self.q as usize];
+        let number = host.program_launches + 1;
+        // The last program using what this one overwrites, by its distance
+        // back; further back than the launch ring it has finished already.
+        let back = number - plan.wait_for;
+        let wait = (plan.wait_for > host.waited_launch && back <= LAUNCH_RING_ENTRIES as u64).then_some(back as u32);
+        // Seqs are unique across queues: a kernel trace record names its launch.
+        let seq = self.dev.next_launch_seq;
+        let msg = launch_message(self.q, seq, program, &plan);
+        let all = grid_noc(cols, rows);
+        let capacity = chunk_capacity(program, &plan, msg.len());
+        let q = self.q;
+        self.dev.submit_with(q, capacity, |e| {
+            e.relay_inline(true, |w| {
+                if let Some(back) = wait {
+                    w.wait(WaitFlags::WAIT_LAUNCH, 0, back)?;
+                }
+                write_program(w, program, &plan)?;
+                w.launch(all, &msg)
+            })
+        })?;
+        let host = &mut self.dev.cqs[self.q as usize];
+        host.workers_outstanding += grid;
+        host.waited_launch = host.waited_launch.max(plan.wait_for);
+        host.program_launches = number;
+        self.dev.programs[self.q as usize].commit(program, &plan, number);
+        self.dev.next_launch_seq = seq.wrapping_add(1);
+        Ok(())
+    }
+
+    /// Slow dispatch: everything through the BAR once earlier work is done.
+    fn slow_program(&mut self, program: &Program, plan: &Plan, grid: u32) -> Result<()> {
+        self.slow_wait_workers()?;
+        let be = &mut self.dev.backend;
+        for (k, choice) in plan.slots.iter().enumerate() {
+            let spec = &program.kernels[k];
+            let image = choice.upload.then(|| spec.image.for_slot(choice.slot));
+            for g in plan.groups.iter().filter(|g| g.kernel == k) {
+                let common: Vec<u8> = spec.common.iter().flat_map(|a| a.to_le_bytes()).collect();
+                let cores = ProgramState::range_cores(program, k, g.range);
+                for &core in &cores {
+                    let at = |a: u32| NocAddr::unicast(noc::worker(core.0, core.1), a as u64);
+                    if let Some(img) = &image {
+                        be.write(at(slot_addr(*choice)), img)?;
+                    }
+                    if g.common_count > 0 {
+                        be.write(at(g.common_addr), &common)?;
+                    }
+                    if g.unique_count > 0 {
+                        be.write(at(g.unique_addr), &unique_blocks(spec, &cores, g.unique_count))?;
+                    }
+                }
+            }
+        }
+        let seq = self.dev.next_launch_seq;
+        let msg = launch_message(self.q, seq, program, plan);
+        let n = self.dev.slow_launches.wrapping_add(1);
+        let mut msg = msg;
+        msg[LAUNCH_TAG as usize..].copy_from_slice(&n.to_le_bytes());
+        let workers: Vec<_> = self.dev.workers().collect();
+        for &w in &workers {
+            // One BAR write per worker, tag last: the message is its GO.
+            self.dev.backend.write(NocAddr::unicast(w, launch_entry(self.q as u32, n) as u64), &msg)?;
+        }
+        self.dev.slow_launches = n;
+        let host = &mut self.dev.cqs[self.q as usize];
+        host.slow_expected = host.slow_expected.wrapping_add(grid);
+        host.program_launches += 1;
+        host.waited_launch = host.program_launches;
+        let number = host.program_launches;
+        self.dev.programs[self.q as usize].commit(program, plan, number);
+        self.dev.next_launch_seq = seq.wrapping_add(1);
+        Ok(())
+    }
+}
+
+/// The rectangle of every worker (each launch reaches all of them).
+fn grid_noc(cols: u8, rows: u8) -> NocAddr {
+    let (s, e) = (noc::worker(0, 0), noc::worker(cols - 1, rows - 1));
+    if s == e {
+        NocAddr::unicast(s, 0)
+    } else {
+        NocAddr::multicast(s, e, 0)
+    }
+}
+
+/// Launch header and groups, as the LAUNCH payload (a whole ring entry; the
+/// tag is stamped by whoever sends it).
+fn launch_message(q: u8, seq: u32, program: &Program, plan: &Plan) -> Vec<u8> {
+    let header = LaunchHeader {
+        seq,
+        ngroups: plan.groups.len() as u32,
+        done_xy: noc::dispatcher(q).packed(),
+        done_sem: sem::WORKERS_DONE,
+        _reserved: [0; 4],
+    };
+    let mut msg = Vec::with_capacity(LAUNCH_ENTRY_SIZE as usize);
+    msg.extend_from_slice(header.as_bytes());
+    for g in &plan.groups {
+        let r = program.kernels[g.kernel].ranges[g.range];
+        let group = KernelGroup {
+            rect: pack_rect(r.start.0, r.start.1, r.end.0, r.end.1),
+            entry: slot_addr(plan.slots[g.kernel]),
+            unique_addr: g.unique_addr,
+            unique_count: g.unique_count,
+            common_addr: g.common_addr,
+            common_count: g.common_count,
+            kernel_id: program.kernels[g.kernel].image.build_id as u32,
+            _reserved: 0,
+        };
+        msg.extend_from_slice(group.as_bytes());
+    }
+    msg.resize(LAUNCH_ENTRY_SIZE as usize, 0);
+    msg
+}
+
+/// The unique args of `cores` (row-major in their range), each zero-padded
+/// to `count` words, back to back: core `i` finds its block at `4 * count * i`.
+fn unique_blocks(spec: &crate::program::KernelSpec, cores: &[(u8, u8)], count: u32) -> Vec<u8> {
+    let mut b = vec![0u8; cores.len() * count as usize * 4];
+    for (i, core) in cores.iter().enumerate() {
+        for (j, a) in spec.unique.get(core).into_iter().flatten().enumerate() {
+            let at = 4 * (i * count as usize + j);
+            b[at..at + 4].copy_from_slice(&a.to_le_bytes());
+        }
+    }
+    b
+}
+
+/// Kernel text, common args and unique args: one multicast each per range.
+fn write_program(w: &mut DispatchWriter<'_>, program: &Program, plan: &Plan) -> Result<(), EncodeError> {
+    for (k, choice) in plan.slots.iter().enumerate() {
+        if !choice.upload {
+            continue;
+        }
+        let image = program.kernels[k].image.for_slot(choice.slot);
+        for range in &program.kernels[k].ranges {
+            w.write_linear(range.noc(slot_addr(*choice)), &image)?;
+        }
+    }
+    for g in &plan.groups {
+        let spec = &program.kernels[g.kernel];
+        let range = spec.ranges[g.range];
+        if g.common_count > 0 {
+            let common: Vec<u8> = spec.common.iter().flat_map(|a| a.to_le_bytes()).collect();
+            w.write_linear(range.noc(g.common_addr), &common)?;
+        }
+        if g.unique_count > 0 {
+            let cores = ProgramState::range_cores(program, g.kernel, g.range);
+            w.write_linear(range.noc(g.unique_addr), &unique_blocks(spec, &cores, g.unique_count))?;
+        }
+    }
+    Ok(())
+}
+
+/// Bytes the program's chunk can take at most.
+fn chunk_capacity(program: &Program, plan: &Plan, msg: usize) -> usize {
+    let mut n = 64 + 16 + 16 + msg.next_multiple_of(16) + 64;
+    for (k, choice) in plan.slots.iter().enumerate() {
+        if choice.upload {
+            n += program.kernels[k].ranges.len() * (16 + program.kernels[k].image.len() as usize);
+        }
+    }
+    for g in &plan.groups {
+        let cores = program.kernels[g.kernel].ranges[g.range].count() as usize;
+        n += 16 + (g.common_count as usize * 4).next_multiple_of(16);
+        n += 16 + (cores * g.unique_count as usize * 4).next_multiple_of(16);
+    }
+    n
+}

@@ -1,0 +1,188 @@
+//! Programs on worker cores: the launch-message ring, the GO word, kernel
+//! text slots, the kernel-config ring and what a kernel is handed.
+//!
+//! Every worker runs the resident `worker` firmware. It keeps a count of the
+//! launches it has started; the dispatcher's `LAUNCH` command multicasts
+//! launch message number `n` (counting from 1) into ring entry
+//! `launch_entry(n)` of every worker of the grid, with `n` stamped in the
+//! entry's last word (`LAUNCH_TAG`): that one multicast is the GO, and it
+//! carries the launch-ring index. A worker starts entry `started + 1` once
+//! its tag reads `started + 1`, runs the kernel of the group containing it
+//! (if any) and increments the dispatcher's done semaphore, so every launch
+//! adds one completion per worker of the grid (as tt-metal counts every
+//! worker of a sub-device). The message's last word lands last (one write,
+//! flits in order; the simulator delivers a write at once), and everything
+//! the kernels read (text, args) was acknowledged before the message was sent.
+//!
+//! The dispatcher never writes entry `n` before launch `n - LAUNCH_RING_ENTRIES`
+//! has finished on every worker (it counts completions per entry,
+//! `launch_done_sem`), and the host reuses kernel text slots and
+//! kernel-config bytes only once the programs using them have finished: it
+//! names the last such program by its distance in launches
+//! (`WaitFlags::WAIT_LAUNCH`), which stays true when a trace replays.
+
+use crate::memory_map::{KERNEL_CONFIG, KERNEL_TEXT, WORKER_LAUNCH};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// First entry of the launch-message ring of queue 0; queue `q`'s ring follows
+/// `q` rings later. A worker serves the rings of every queue of the device
+/// (their number is in its `mailbox::CQ_CONFIG`, `CqConfig::num_cqs`) in
+/// whatever order launches arrive: queues launching on the same cores order
+/// their launches with events.
+pub const LAUNCH_RING: u32 = WORKER_LAUNCH.base;
+/// Entries in the launch-message ring (the dispatcher may be this many
+/// launches ahead of the slowest worker).
+pub const LAUNCH_RING_ENTRIES: u32 = 8;
+/// Bytes of one ring entry (a `LaunchHeader`, up to `MAX_KERNEL_GROUPS`
+/// groups, the tag); a LAUNCH writes whole entries.
+pub const LAUNCH_ENTRY_SIZE: u32 = 256;
+/// Offset of the tag in an entry: the launch count `n` of the message, u32.
+pub const LAUNCH_TAG: u32 = LAUNCH_ENTRY_SIZE - 4;
+/// Kernel groups (rectangles) one launch message names.
+pub const MAX_KERNEL_GROUPS: usize = 6;
+
+/// Dispatcher semaphore a worker increments (besides `mmio::sem::WORKERS_DONE`)
+/// when it finishes launch `n`: one per ring entry, so the dispatcher knows
+/// exactly when every worker is done with the launch that last used an entry,
+/// however unevenly workers progress.
+pub const fn launch_done_sem(n: u32) -> u32 {
+    crate::mmio::sem::LAUNCH_DONE + n % LAUNCH_RING_ENTRIES
+}
+
+/// L1 address of the entry of queue `cq`'s ring holding its launch number `n`.
+pub const fn launch_entry(cq: u32, n: u32) -> u32 {
+    LAUNCH_RING + (cq * LAUNCH_RING_ENTRIES + n % LAUNCH_RING_ENTRIES) * LAUNCH_ENTRY_SIZE
+}
+
+/// Kernel text slots; kernels are linked for slot 0 (`KERNEL_TEXT_ADDR`)
+/// and relocated by the host for the others (slots differ by multiples of
+/// 4 KiB, so only absolute high parts and words move). The host gives each
+/// command queue its own share of the slots and of the kernel-config ring,
+/// so a queue only ever waits for its own launches before reusing them.
+pub const KERNEL_SLOTS: u32 = 16;
+pub const KERNEL_SLOT_SIZE: u32 = KERNEL_TEXT.size / KERNEL_SLOTS;
+/// Link address of every kernel (its entry is its first byte).
+pub const KERNEL_TEXT_ADDR: u32 = KERNEL_TEXT.base;
+
+/// L1 address of kernel text slot `slot`.
+pub const fn kernel_slot(slot: u32) -> u32 {
+    KERNEL_TEXT.base + slot * KERNEL_SLOT_SIZE
+}
+
+/// Runtime arguments per core (unique) and per kernel (common), in u32 words.
+pub const MAX_UNIQUE_ARGS: u32 = 256;
+pub const MAX_COMMON_ARGS: u32 = 256;
+
+/// The kernel-config ring: runtime arguments, at the same L1 address on
+/// every worker; the host allocates it in order and reuses bytes only after
+/// the programs reading them have finished.
+pub const CONFIG_RING: u32 = KERNEL_CONFIG.base;
+pub const CONFIG_RING_SIZE: u32 = KERNEL_CONFIG.size;
+
+/// First 32 bytes of a launch message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct LaunchHeader {
+    /// Program sequence number, echoed in trace records.
+    pub seq: u32,
+    /// Valid entries in the groups that follow (<= `MAX_KERNEL_GROUPS`).
+    pub ngroups: u32,
+    /// Dispatcher to notify (`noc::Coord::packed`) and its semaphore.
+    pub done_xy: u32,
+    pub done_sem: u32,
+    pub _reserved: [u32; 4],
+}
+assert_layout!(LaunchHeader, 32, seq => 0, ngroups => 4, done_xy => 8, done_sem => 12);
+
+/// One kernel on one rectangle of workers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct KernelGroup {
+    /// Logical worker rectangle, inclusive (`pack_rect`).
+    pub rect: u32,
+    /// Kernel entry (a `kernel_slot` address).
+    pub entry: u32,
+    /// This group's unique args, multicast to the whole rectangle: core `i`
+    /// of it (row-major) finds its `unique_count` words at
+    /// `unique_addr + 4 * unique_count * i`.
+    pub unique_addr: u32,
+    pub unique_count: u32,
+    /// Common args, the same on every core of the group.
+    pub common_addr: u32,
+    pub common_count: u32,
+    /// Host-chosen kernel identity, echoed in trace records.
+    pub kernel_id: u32,
+    pub _reserved: u32,
+}
+assert_layout!(KernelGroup, 32, rect => 0, entry => 4, unique_addr => 8, unique_count => 12, common_addr => 16,
+    common_count => 20, kernel_id => 24);
+
+const _: () = assert!(32 + 32 * MAX_KERNEL_GROUPS as u32 <= LAUNCH_TAG);
+const _: () = assert!(
+    launch_entry(crate::noc::MAX_CQS as u32 - 1, LAUNCH_RING_ENTRIES - 1) + LAUNCH_ENTRY_SIZE <= WORKER_LAUNCH.end()
+);
+const _: () = assert!(KERNEL_SLOT_SIZE % 4096 == 0 && KERNEL_SLOTS * KERNEL_SLOT_SIZE == KERNEL_TEXT.size);
+const _: () = assert!(CONFIG_RING + CONFIG_RING_SIZE <= KERNEL_CONFIG.end());
+
+/// Offset of group `i` in a launch message.
+pub const fn group_offset(i: u32) -> u32 {
+    32 + 32 * i
+}
+
+/// Packs an inclusive logical rectangle `(c0, r0)..=(c1, r1)`.
+pub const fn pack_rect(c0: u8, r0: u8, c1: u8, r1: u8) -> u32 {
+    c0 as u32 | (r0 as u32) << 8 | (c1 as u32) << 16 | (r1 as u32) << 24
+}
+
+/// Whether logical core `(c, r)` lies in packed rectangle `rect`; if so its
+/// row-major index in it.
+pub const fn rect_index(rect: u32, c: u8, r: u8) -> Option<u32> {
+    let (c0, r0, c1, r1) = (rect as u8, (rect >> 8) as u8, (rect >> 16) as u8, (rect >> 24) as u8);
+    if c < c0 || c > c1 || r < r0 || r > r1 {
+        return None;
+    }
+    Some((r - r0) as u32 * (c1 - c0 + 1) as u32 + (c - c0) as u32)
+}
+
+/// What the worker firmware hands a kernel (pointer in `a0`, in local memory).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct KernelCtx {
+    pub seq: u32,
+    /// This core's index in its group's rectangle (row-major).
+    pub index: u32,
+    /// This core's own unique args and the group's common args (L1 addresses).
+    pub unique_addr: u32,
+    pub unique_count: u32,
+    pub common_addr: u32,
+    pub common_count: u32,
+    pub rect: u32,
+    pub kernel_id: u32,
+}
+assert_layout!(KernelCtx, 32, seq => 0, index => 4, unique_addr => 8, unique_count => 12, common_addr => 16,
+    common_count => 20, rect => 24, kernel_id => 28);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rect_index_is_row_major_and_inclusive() {
+        let r = pack_rect(2, 1, 4, 3);
+        assert_eq!(rect_index(r, 2, 1), Some(0));
+        assert_eq!(rect_index(r, 4, 1), Some(2));
+        assert_eq!(rect_index(r, 2, 2), Some(3));
+        assert_eq!(rect_index(r, 4, 3), Some(8));
+        assert_eq!(rect_index(r, 1, 1), None);
+        assert_eq!(rect_index(r, 5, 3), None);
+        assert_eq!(rect_index(r, 3, 4), None);
+    }
+
+    #[test]
+    fn ring_entries_wrap() {
+        assert_eq!(launch_entry(0, 0), launch_entry(0, LAUNCH_RING_ENTRIES));
+        assert_eq!(launch_entry(0, 1) - launch_entry(0, 0), LAUNCH_ENTRY_SIZE);
+        assert_eq!(launch_entry(1, 0), launch_entry(0, LAUNCH_RING_ENTRIES - 1) + LAUNCH_ENTRY_SIZE);
+        assert_eq!(kernel_slot(1) - kernel_slot(0), KERNEL_SLOT_SIZE);
+    }
+}

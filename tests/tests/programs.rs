@@ -1,0 +1,204 @@
+//! Programs through the command queue: kernels on core ranges with unique
+//! and common args, alternating kernels on overlapping ranges, a full
+//! launch-message ring, traces and slow dispatch.
+
+use cqlab_abi::memory_map::USER;
+use cqlab_abi::noc;
+use cqlab_abi::program::LAUNCH_RING_ENTRIES;
+use cqlab_abi::trace::TraceKind;
+use cqlab_driver::{Buffer, CoreRange, Device, KernelImage, Placement, Program};
+use cqlab_tests::booted;
+use std::sync::Arc;
+
+fn kernel(dev: &Device, name: &str) -> Arc<KernelImage> {
+    Arc::new(dev.load_kernel(name).unwrap_or_else(|e| panic!("kernel {name}: {e}")))
+}
+
+fn dram_base(b: &Buffer) -> u32 {
+    match b.placement {
+        Placement::Dram { base, .. } => base,
+        Placement::L1 { .. } => unreachable!(),
+    }
+}
+
+/// A `spin` program on `range`: every core spins `cycles`, then stores
+/// `value(core)` at L1 `addr` (unique args `[cycles, addr, value]`).
+fn spin_program(
+    spin: &Arc<KernelImage>,
+    range: CoreRange,
+    cycles: u32,
+    addr: u32,
+    value: impl Fn((u8, u8)) -> u32,
+) -> Program {
+    let mut p = Program::new();
+    let k = p.add_kernel(spin.clone(), &[range]).unwrap();
+    for r in range.start.1..=range.end.1 {
+        for c in range.start.0..=range.end.0 {
+            p.set_unique_args(k, (c, r), &[cycles, addr, value((c, r))]).unwrap();
+        }
+    }
+    p
+}
+
+/// `size` bytes of `core`'s L1 at `addr`, as a buffer to read back.
+fn l1(core: (u8, u8), addr: u32, size: u32) -> Buffer {
+    Buffer { placement: Placement::L1 { core: noc::worker(core.0, core.1), addr }, size }
+}
+
+fn read_word(dev: &mut Device, core: (u8, u8), addr: u32) -> u32 {
+    let buf = l1(core, addr, 4);
+    let bytes = dev.cq(0).unwrap().read_buffer(&buf, 0, 4).unwrap();
+    u32::from_le_bytes(bytes.try_into().unwrap())
+}
+
+#[test]
+fn spin_and_copy_alternate_on_overlapping_ranges_for_a_thousand_programs() {
+    let seed = 41;
+    let mut dev = booted(seed, |_| {});
+    let (spin, copy) = (kernel(&dev, "spin"), kernel(&dev, "copy"));
+    let (page, pages, banks) = (256u32, 16u32, dev.config().dram_banks);
+    let src = dev.alloc_dram(page * pages, page).unwrap();
+    let dsts: Vec<Buffer> = (0..4).map(|_| dev.alloc_dram(page * pages, page).unwrap()).collect();
+    let data: Vec<u8> = (0..page * pages).map(|i| (i * 29 % 253) as u8).collect();
+    dev.cq(0).unwrap().write_buffer(&src, 0, &data).unwrap();
+    // copy on (0,0)..(3,3): core r*4+c copies page r*4+c; spin on (2,2)..(5,5).
+    let (copy_range, spin_range) = (CoreRange::new((0, 0), (3, 3)), CoreRange::new((2, 2), (5, 5)));
+    let spins = 500u32;
+    let mut cq = dev.cq(0).unwrap();
+    for i in 0..2 * spins {
+        let j = i / 2;
+        if i % 2 == 0 {
+            let value = move |(c, r): (u8, u8)| j << 16 | (c as u32) << 8 | r as u32;
+            cq.enqueue_program(&spin_program(&spin, spin_range, 50, USER.base + 4 * j, value)).unwrap();
+        } else {
+            let mut p = Program::new();
+            let k = p.add_kernel(copy.clone(), &[copy_range]).unwrap();
+            let dst = &dsts[j as usize % dsts.len()];
+            p.set_common_args(k, &[dram_base(&src), dram_base(dst), page, pages, banks, 4, 16]).unwrap();
+            cq.enqueue_program(&p).unwrap();
+        }
+    }
+    cq.finish().unwrap();
+    for (i, dst) in dsts.iter().enumerate() {
+        assert_eq!(dev.cq(0).unwrap().read_buffer(dst, 0, page * pages).unwrap(), data, "seed {seed}: copy {i}");
+    }
+    for core in [(2, 2), (3, 3), (5, 5), (4, 2)] {
+        let buf = l1(core, USER.base, 4 * spins);
+        let got = dev.cq(0).unwrap().read_buffer(&buf, 0, 4 * spins).unwrap();
+        for j in 0..spins {
+            let word = u32::from_le_bytes(got[4 * j as usize..4 * j as usize + 4].try_into().unwrap());
+            assert_eq!(word, j << 16 | (core.0 as u32) << 8 | core.1 as u32, "seed {seed}: spin {j} on {core:?}");
+        }
+    }
+}
+
+#[test]
+fn a_full_launch_ring_stalls_the_dispatcher_and_loses_no_message() {
+    let seed = 42;
+    let mut dev = booted(seed, |_| {});
+    let spin = kernel(&dev, "spin");
+    let core = (1u8, 1u8);
+    let programs = 3 * LAUNCH_RING_ENTRIES;
+    let mut cq = dev.cq(0).unwrap();
+    for i in 0..programs {
+        // Long kernels: the dispatcher gets a whole ring ahead of the core.
+        let p = spin_program(&spin, CoreRange::single(core.0, core.1), 4000, USER.base + 4 * i, move |_| 0x100 + i);
+        cq.enqueue_program(&p).unwrap();
+    }
+    cq.finish().unwrap();
+    // Every program ran with its own message (an overwritten, unstarted one
+    // would leave its word unwritten or carry another program's args).
+    for i in 0..programs {
+        assert_eq!(read_word(&mut dev, core, USER.base + 4 * i), 0x100 + i, "seed {seed}: program {i}");
+    }
+    // The dispatcher did wait for ring entries: a worker-counter wait that
+    // found fewer completions than it needed.
+    let trace = dev.read_trace(noc::dispatcher(0)).unwrap();
+    let stalls = trace
+        .records
+        .windows(2)
+        .filter(|w| TraceKind::from_u16(w[0].kind) == Some(TraceKind::WaitTarget) && w[0].arg0 == 0x8)
+        .filter(|w| TraceKind::from_u16(w[1].kind) == Some(TraceKind::WaitBegin) && w[1].arg1 < w[1].arg0)
+        .count();
+    assert!(stalls > 0, "seed {seed}: the dispatcher never waited for a launch-ring entry");
+}
+
+#[test]
+fn programs_replay_in_traces_with_their_args_and_kernels() {
+    let seed = 43;
+    let mut dev = booted(seed, |_| {});
+    let (spin, noop) = (kernel(&dev, "spin"), kernel(&dev, "noop"));
+    let mut cq = dev.cq(0).unwrap();
+    cq.begin_trace().unwrap();
+    for i in 0..6u32 {
+        if i % 3 == 2 {
+            let mut p = Program::new();
+            p.add_kernel(noop.clone(), &[CoreRange::new((0, 0), (7, 7))]).unwrap();
+            cq.enqueue_program(&p).unwrap();
+        } else {
+            let p = spin_program(&spin, CoreRange::new((0, 0), (1, 1)), 10, USER.base + 4 * i, move |(c, r)| {
+                i << 8 | (c as u32) << 4 | r as u32
+            });
+            cq.enqueue_program(&p).unwrap();
+        }
+    }
+    let trace = cq.end_trace().unwrap();
+    for _ in 0..3 {
+        cq.execute_trace(&trace).unwrap();
+    }
+    // A program enqueued after the replays reuses what they left resident.
+    let after = spin_program(&spin, CoreRange::single(1, 1), 10, USER.base + 64, |_| 0xabc);
+    cq.enqueue_program(&after).unwrap();
+    cq.finish().unwrap();
+    for i in [0u32, 1, 3, 4] {
+        for core in [(0, 0), (1, 1), (0, 1)] {
+            let want = i << 8 | (core.0 as u32) << 4 | core.1 as u32;
+            assert_eq!(read_word(&mut dev, core, USER.base + 4 * i), want, "seed {seed}: program {i} on {core:?}");
+        }
+    }
+    assert_eq!(read_word(&mut dev, (1, 1), USER.base + 64), 0xabc, "seed {seed}");
+}
+
+#[test]
+fn slow_dispatch_runs_programs_with_unique_and_common_args() {
+    let seed = 44;
+    let mut dev = booted(seed, |c| c.slow_dispatch = true);
+    let spin = kernel(&dev, "spin");
+    let mut cq = dev.cq(0).unwrap();
+    for i in 0..10u32 {
+        let p = spin_program(&spin, CoreRange::new((2, 0), (3, 1)), 20, USER.base + 4 * i, move |(c, r)| {
+            i * 100 + c as u32 * 10 + r as u32
+        });
+        cq.enqueue_program(&p).unwrap();
+    }
+    // Common args: the same three words on every core.
+    let mut p = Program::new();
+    let k = p.add_kernel(spin.clone(), &[CoreRange::single(7, 7)]).unwrap();
+    p.set_common_args(k, &[5, USER.base + 100, 77]).unwrap();
+    cq.enqueue_program(&p).unwrap();
+    cq.finish().unwrap();
+    for i in 0..10u32 {
+        for core in [(2, 0), (3, 1)] {
+            let want = i * 100 + core.0 as u32 * 10 + core.1 as u32;
+            assert_eq!(read_word(&mut dev, core, USER.base + 4 * i), want, "seed {seed}: program {i} on {core:?}");
+        }
+    }
+    assert_eq!(read_word(&mut dev, (7, 7), USER.base + 100), 77, "seed {seed}");
+}
+
+#[test]
+fn programs_are_checked_before_they_reach_the_device() {
+    let mut dev = booted(45, |_| {});
+    let spin = kernel(&dev, "spin");
+    let mut p = Program::new();
+    p.add_kernel(spin.clone(), &[CoreRange::new((0, 0), (8, 0))]).unwrap();
+    assert!(dev.cq(0).unwrap().enqueue_program(&p).is_err(), "range outside the 8x8 grid");
+    assert!(dev.cq(0).unwrap().enqueue_program(&Program::new()).is_err(), "no kernels");
+    // Both queues launch programs, each from its own launch ring.
+    let mut ok = Program::new();
+    ok.add_kernel(spin, &[CoreRange::single(0, 0)]).unwrap();
+    dev.cq(0).unwrap().enqueue_program(&ok).unwrap();
+    dev.cq(1).unwrap().enqueue_program(&ok).unwrap();
+    dev.cq(0).unwrap().finish().unwrap();
+    dev.cq(1).unwrap().finish().unwrap();
+}

@@ -1,0 +1,406 @@
+//! `cqlab bench dispatch`: program dispatch measured the way tt-metal's
+//! `pgm_dispatch` benchmark defines it. Per-program time = (first enqueue
+//! or trace replay until finish) / programs, empty kernels unless stated;
+//! host enqueue time with the device drained outside the timer. Axes: kernel
+//! binary size (cached and first upload), one core vs the full grid,
+//! unique and common runtime args, trace vs no trace, kernel run time, 1 vs
+//! 2 command queues (programs on CQ0; CQ1 exists and idles).
+
+use anyhow::{Context, Result};
+use cqlab_driver::{CoreRange, Device, DeviceConfig, KernelImage, Program, Trace};
+use std::fmt::Write as _;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// Program dispatch: device cycles and host enqueue time per program over tt-metal's pgm_dispatch axes.
+    Dispatch(Args),
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Programs per measured point.
+    #[arg(long, default_value_t = 400)]
+    pub programs: u32,
+    /// Simulator seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print `{"rows": [...]}`.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV (one line per axis and trace mode when plotted by `axis`).
+    #[arg(long)]
+    pub csv: bool,
+    /// Only the points of this axis (cores, kernel_bytes, unique_args, common_args, kernel_cycles, cqs).
+    #[arg(long)]
+    pub axis: Option<String>,
+}
+
+/// One measured configuration.
+#[derive(Clone, Debug, serde::Serialize)]
+struct Point {
+    axis: &'static str,
+    cores: u32,
+    kernel: &'static str,
+    kernel_bytes: u32,
+    cached: bool,
+    unique_args: u32,
+    common_args: u32,
+    trace: bool,
+    kernel_cycles: u32,
+    cqs: u8,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+struct Row {
+    #[serde(flatten)]
+    point: Point,
+    programs: u32,
+    device_cycles_per_program: f64,
+    us_per_program: f64,
+    host_enqueue_us_per_program: f64,
+}
+
+const BASE: Point = Point {
+    axis: "base",
+    cores: 64,
+    kernel: "noop",
+    kernel_bytes: 0,
+    cached: true,
+    unique_args: 0,
+    common_args: 0,
+    trace: false,
+    kernel_cycles: 0,
+    cqs: 1,
+};
+
+fn points() -> Vec<Point> {
+    let mut v = vec![BASE];
+    v.push(Point { axis: "cores", cores: 1, ..BASE });
+    for (kernel, _) in SIZED {
+        for cached in [true, false] {
+            v.push(Point { axis: "kernel_bytes", kernel, cached, ..BASE });
+        }
+    }
+    for n in [1, 32, 128] {
+        v.push(Point { axis: "unique_args", unique_args: n, ..BASE });
+    }
+    for n in [1, 32, 128] {
+        v.push(Point { axis: "common_args", common_args: n, ..BASE });
+    }
+    for c in [1_000, 5_000, 10_000] {
+        v.push(Point { axis: "kernel_cycles", kernel: "spin", kernel_cycles: c, ..BASE });
+    }
+    v.push(Point { axis: "cqs", cqs: 2, ..BASE });
+    v.into_iter().flat_map(|p| [p.clone(), Point { trace: true, ..p }]).collect()
+}
+
+/// The padded kernels of the binary-size axis.
+const SIZED: [(&str, u32); 4] = [("noop-256", 256), ("noop-1k", 1024), ("noop-4k", 4096), ("noop-12k", 12 * 1024)];
+
+/// Distinct kernels cycled through so that every program uploads its
+/// binary (one more than there are text slots).
+const UNCACHED_KERNELS: usize = cqlab_abi::program::KERNEL_SLOTS as usize + 1;
+
+fn programs_for(dev: &Device, p: &Point) -> Result<Vec<Program>> {
+    let image = Arc::new(dev.load_kernel(p.kernel)?);
+    let images: Vec<Arc<KernelImage>> = if p.cached {
+        vec![image]
+    } else {
+        (0..UNCACHED_KERNELS).map(|i| Arc::new(image.renamed(&format!("{}#{i}", image.name)))).collect()
+    };
+    let range = if p.cores == 1 { CoreRange::single(0, 0) } else { CoreRange::new((0, 0), (7, 7)) };
+    images
+        .into_iter()
+        .map(|img| {
+            let mut prog = Program::new();
+            let k = prog.add_kernel(img, &[range])?;
+            let mut common: Vec<u32> = (0..p.common_args).collect();
+            if p.kernel_cycles > 0 {
+                common = vec![p.kernel_cycles];
+            }
+            prog.set_common_args(k, &common)?;
+            if p.unique_args > 0 {
+                for r in range.start.1..=range.end.1 {
+                    for c in range.start.0..=range.end.0 {
+                        let args: Vec<u32> =
+                            (0..p.unique_args).map(|i| i ^ (c as u32) << 8 ^ (r as u32) << 16).collect();
+                        prog.set_unique_args(k, (c, r), &args)?;
+                    }
+                }
+            }
+            Ok(prog)
+        })
+        .collect()
+}
+
+/// Captures as many of `n` programs as fit one trace (halving on refusal).
+fn capture(dev: &mut Device, programs: &[Program], n: u32) -> Result<(Trace, u32)> {
+    let mut k = n;
+    loop {
+        let mut cq = dev.cq(0)?;
+        cq.begin_trace()?;
+        for i in 0..k {
+            cq.enqueue_program(&programs[i as usize % programs.len()])?;
+        }
+        match cq.end_trace() {
+            Ok(t) => return Ok((t, k)),
+            Err(e) if k > 1 => {
+                let _ = e;
+                k /= 2;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+fn measure(p: &Point, n: u32, seed: u64) -> Result<Row> {
+    let cfg = DeviceConfig { num_cqs: p.cqs, ..Default::default() };
+    let mut dev = Device::open(&format!("embedded:seed={seed}"), cfg)?;
+    dev.boot()?;
+    let programs = programs_for(&dev, p)?;
+    let bytes = dev.load_kernel(p.kernel)?.len();
+    let (cycles, host_us) = if p.trace {
+        let (trace, per_trace) = capture(&mut dev, &programs, n)?;
+        let replays = n.div_ceil(per_trace);
+        // Warm up: one replay leaves the trace's kernels resident.
+        dev.cq(0)?.execute_trace(&trace)?;
+        dev.cq(0)?.finish()?;
+        let c0 = dev.now();
+        let mut cq = dev.cq(0)?;
+        for _ in 0..replays {
+            cq.execute_trace(&trace)?;
+        }
+        cq.finish()?;
+        let cycles = (dev.now() - c0) as f64 / (replays * per_trace) as f64;
+        let batch = replays.min(64);
+        let t0 = Instant::now();
+        let mut cq = dev.cq(0)?;
+        for _ in 0..batch {
+            cq.execute_trace(&trace)?;
+        }
+        let host = t0.elapsed().as_secs_f64() * 1e6 / (batch * per_trace) as f64;
+        cq.finish()?;
+        (cycles, host)
+    } else {
+        let mut cq = dev.cq(0)?;
+        // Warm up: kernels resident and the queues in their steady state.
+        for prog in programs.iter().take(UNCACHED_KERNELS) {
+            cq.enqueue_program(prog)?;
+        }
+        cq.finish()?;
+        let c0 = dev.now();
+        let mut cq = dev.cq(0)?;
+        for i in 0..n {
+            cq.enqueue_program(&programs[i as usize % programs.len()])?;
+        }
+        cq.finish()?;
+        let cycles = (dev.now() - c0) as f64 / n as f64;
+        // Host cost: a batch that fits the queues (so the host never waits
+        // for the device inside the timer), device drained before.
+        let chunk = 1024 + p.cores * (16 + 4 * p.unique_args) + 4 * p.common_args + if p.cached { 0 } else { bytes };
+        let batch = n.min(100).min(dev.config().issue_size / 2 / chunk).max(1);
+        let t0 = Instant::now();
+        let mut cq = dev.cq(0)?;
+        for i in 0..batch {
+            cq.enqueue_program(&programs[i as usize % programs.len()])?;
+        }
+        let host = t0.elapsed().as_secs_f64() * 1e6 / batch as f64;
+        cq.finish()?;
+        (cycles, host)
+    };
+    Ok(Row {
+        point: Point { kernel_bytes: bytes, ..p.clone() },
+        programs: n,
+        device_cycles_per_program: cycles,
+        us_per_program: cycles / 1000.0,
+        host_enqueue_us_per_program: host_us,
+    })
+}
+
+pub fn run(cmd: Command) -> Result<ExitCode> {
+    let Command::Dispatch(args) = cmd;
+    anyhow::ensure!(args.programs > 0, "--programs must be positive");
+    let mut rows = Vec::new();
+    for p in points().iter().filter(|p| args.axis.as_deref().is_none_or(|a| a == p.axis || p.axis == "base")) {
+        let row = measure(p, args.programs, args.seed)
+            .with_context(|| format!("measuring {} {:?} trace={}", p.axis, p.kernel, p.trace))?;
+        if !args.json && !args.csv {
+            eprint!(".");
+        }
+        rows.push(row);
+    }
+    if args.json {
+        println!("{}", serde_json::json!({ "rows": rows }));
+    } else if args.csv {
+        print!("{}", csv(&rows));
+    } else {
+        eprintln!();
+        print!("{}", table(&rows));
+        print!("{}", targets(&rows));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The value an axis varies, for plotting.
+fn x(r: &Row) -> String {
+    let p = &r.point;
+    match p.axis {
+        "cores" | "base" => p.cores.to_string(),
+        "kernel_bytes" => p.kernel_bytes.to_string(),
+        "unique_args" => p.unique_args.to_string(),
+        "common_args" => p.common_args.to_string(),
+        "kernel_cycles" => p.kernel_cycles.to_string(),
+        "cqs" => p.cqs.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn csv(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "axis,x,series,cores,kernel_bytes,cached,unique_args,common_args,trace,kernel_cycles,cqs,device_cycles_per_program,us_per_program,host_enqueue_us_per_program\n",
+    );
+    for r in rows {
+        let p = &r.point;
+        // One plotted line per axis, trace mode and (binary sizes) caching.
+        let series = format!(
+            "{}{}{}",
+            p.axis,
+            if p.trace { "/trace" } else { "" },
+            if p.axis == "kernel_bytes" && !p.cached { "/upload" } else { "" }
+        );
+        let _ = writeln!(
+            s,
+            "{},{},{series},{},{},{},{},{},{},{},{},{:.1},{:.4},{:.4}",
+            p.axis,
+            x(r),
+            p.cores,
+            p.kernel_bytes,
+            p.cached,
+            p.unique_args,
+            p.common_args,
+            p.trace,
+            p.kernel_cycles,
+            p.cqs,
+            r.device_cycles_per_program,
+            r.us_per_program,
+            r.host_enqueue_us_per_program
+        );
+    }
+    s
+}
+
+fn table(rows: &[Row]) -> String {
+    let mut s = format!(
+        "program dispatch, {} programs per point, embedded simulator at 1 GHz (cycles = ns)\n",
+        rows.first().map_or(0, |r| r.programs)
+    );
+    let _ = writeln!(
+        s,
+        "{:<14} {:>5} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>3} {:>12} {:>10} {:>12}",
+        "axis",
+        "cores",
+        "bytes",
+        "cached",
+        "unique",
+        "common",
+        "trace",
+        "kcycles",
+        "cqs",
+        "cycles/prog",
+        "us/prog",
+        "host us/prog"
+    );
+    for r in rows {
+        let p = &r.point;
+        let _ = writeln!(
+            s,
+            "{:<14} {:>5} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>3} {:>12.0} {:>10.3} {:>12.3}",
+            p.axis,
+            p.cores,
+            p.kernel_bytes,
+            if p.cached { "yes" } else { "no" },
+            p.unique_args,
+            p.common_args,
+            if p.trace { "yes" } else { "no" },
+            p.kernel_cycles,
+            p.cqs,
+            r.device_cycles_per_program,
+            r.us_per_program,
+            r.host_enqueue_us_per_program
+        );
+    }
+    s
+}
+
+/// The issue's targets, checked against this run.
+fn targets(rows: &[Row]) -> String {
+    let find = |f: &dyn Fn(&Point) -> bool| rows.iter().find(|r| f(&r.point)).map(|r| r.device_cycles_per_program);
+    let mut s = String::from("\ntargets (issue 10)\n");
+    let mut check = |name: &str, value: Option<f64>, limit: Option<f64>| {
+        if let (Some(v), Some(l)) = (value, limit) {
+            let _ = writeln!(s, "  {:<58} {:>9.0} <= {:>9.0}  {}", name, v, l, if v <= l { "ok" } else { "MISSED" });
+        }
+    };
+    let base = |p: &Point, trace| p.axis == "base" && p.trace == trace;
+    check("full grid, empty kernel, traced (cycles/program)", find(&|p| base(p, true)), Some(1000.0));
+    check("full grid, empty kernel, untraced", find(&|p| base(p, false)), Some(2000.0));
+    check("one core, traced", find(&|p| p.axis == "cores" && p.trace), Some(900.0));
+    for trace in [false, true] {
+        check(
+            &format!("5,000-cycle kernel{} (<= 1.05 x 5,000)", if trace { ", traced" } else { "" }),
+            find(&|p| p.kernel_cycles == 5000 && p.trace == trace),
+            Some(5250.0),
+        );
+    }
+    for trace in [false, true] {
+        let small = find(&|p| p.kernel == "noop-256" && p.cached && p.trace == trace);
+        check(
+            &format!("12 KiB resident vs 256 B (<= 1.05 x){}", if trace { ", traced" } else { "" }),
+            find(&|p| p.kernel == "noop-12k" && p.cached && p.trace == trace),
+            small.map(|v| v * 1.05),
+        );
+        // The upload's cost: what it adds to the resident case, against one
+        // multicast of the image at 32 B/cycle.
+        let bytes = rows.iter().find(|r| r.point.kernel == "noop-12k").map(|r| r.point.kernel_bytes as f64);
+        let resident = find(&|p| p.kernel == "noop-12k" && p.cached && p.trace == trace);
+        check(
+            &format!("12 KiB first upload, added cycles (<= 1.2 x bytes / 32){}", if trace { ", traced" } else { "" }),
+            find(&|p| p.kernel == "noop-12k" && !p.cached && p.trace == trace).zip(resident).map(|(u, r)| u - r),
+            bytes.map(|b| 1.2 * b / 32.0),
+        );
+        check(
+            &format!("128 unique args x 64 cores (<= 1.25 x NOC bytes / 32){}", if trace { ", traced" } else { "" }),
+            find(&|p| p.unique_args == 128 && p.trace == trace),
+            Some(1.25 * (128.0 * 4.0 * 64.0) / 32.0),
+        );
+    }
+    let slower: Vec<String> = rows
+        .iter()
+        .filter(|r| r.point.trace)
+        .filter_map(|t| {
+            let untraced = rows.iter().find(|u| !u.point.trace && same_point(&u.point, &t.point))?;
+            (t.device_cycles_per_program >= untraced.device_cycles_per_program)
+                .then(|| format!("{}={}", t.point.axis, x(t)))
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "  traced faster than untraced on every point: {}",
+        if slower.is_empty() { "ok".to_owned() } else { format!("MISSED at {}", slower.join(", ")) }
+    );
+    let host = rows.iter().map(|r| r.host_enqueue_us_per_program).fold(0.0, f64::max);
+    let _ = writeln!(
+        s,
+        "  host enqueue <= 1 us/program: worst {host:.3} us  {}",
+        if host <= 1.0 { "ok" } else { "MISSED" }
+    );
+    s
+}
+
+fn same_point(a: &Point, b: &Point) -> bool {
+    (a.axis, a.cores, a.kernel, a.cached, a.unique_args, a.common_args, a.kernel_cycles, a.cqs)
+        == (b.axis, b.cores, b.kernel, b.cached, b.unique_args, b.common_args, b.kernel_cycles, b.cqs)
+}
