@@ -5,6 +5,10 @@ use cqlab_abi::noc::{DEFAULT_CQS, DEFAULT_WORKER_COLS, DEFAULT_WORKER_ROWS};
 use cqlab_abi::sysmem::{DEFAULT_COMPLETION_QUEUE_SIZE, DEFAULT_ISSUE_QUEUE_SIZE};
 use std::path::PathBuf;
 
+/// Default [`DeviceConfig::kernel_timeout_cycles`]: 100 s of device time at
+/// 1 GHz, generous for any kernel the simulator runs in a test or a demo.
+pub const DEFAULT_KERNEL_TIMEOUT_CYCLES: u64 = 100_000_000_000;
+
 #[derive(Clone, Debug)]
 pub struct DeviceConfig {
     pub num_cqs: u8,
@@ -17,8 +21,14 @@ pub struct DeviceConfig {
     pub dram_banks: u32,
     pub worker_cols: u8,
     pub worker_rows: u8,
-    /// A wait gives up after this many device cycles without progress.
+    /// A wait gives up after this many device cycles without progress of
+    /// the queue machinery (no core recorded a trace event) while no kernel
+    /// runs: a hang, reported with its wait-for chain.
     pub stall_timeout_cycles: u64,
+    /// A wait behind a kernel that is still running is not a hang: it gives
+    /// up only when that kernel has run this many device cycles ("kernel on
+    /// (x,y) still running after N cycles"); 0 waits for it forever.
+    pub kernel_timeout_cycles: u64,
     /// Where the firmware ELFs are.
     pub firmware_dir: PathBuf,
     /// Kernel image (in `firmware_dir`) that `CommandQueue::launch` runs;
@@ -71,6 +81,7 @@ impl Default for DeviceConfig {
             worker_cols: DEFAULT_WORKER_COLS,
             worker_rows: DEFAULT_WORKER_ROWS,
             stall_timeout_cycles: 200_000_000,
+            kernel_timeout_cycles: DEFAULT_KERNEL_TIMEOUT_CYCLES,
             firmware_dir: default_firmware_dir(),
             worker_kernel: "noop".into(),
             firmware_variant: None,

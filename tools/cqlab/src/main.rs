@@ -2,11 +2,13 @@
 
 mod bench_dispatch;
 mod campaign;
+mod cli;
 mod compare;
 mod critical_path;
 mod decode;
 mod decode_rings;
 mod demo;
+mod device;
 mod driver_bench;
 mod matmul;
 mod out;
@@ -16,6 +18,7 @@ mod replay;
 mod run;
 mod schedule;
 mod sim;
+mod status;
 mod stress;
 mod sweep;
 mod trace_export;
@@ -27,7 +30,12 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "cqlab", version, about = "Command-queue laboratory: decode, simulate, stress, trace.")]
+#[command(
+    name = "cqlab",
+    version,
+    about = "Command-queue laboratory: decode, simulate, stress, trace.",
+    after_help = cli::EXIT_CODES_HELP
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -74,6 +82,13 @@ enum Command {
     Trace(TraceCommand),
     /// GEMM tile-order (dataflow) DRAM traffic analysis.
     Schedule(schedule::Args),
+    /// Who holds a live device, its cycle, each core's waypoint, PC,
+    /// firmware and last trace record, queue pointers and outstanding work.
+    /// Read-only: works in the middle of another client's run.
+    Status(status::StatusArgs),
+    /// The full hang dump of a live device, without waiting for a timeout
+    /// (read-only, like status).
+    Dump(status::DumpArgs),
 }
 
 #[derive(Subcommand)]
@@ -103,11 +118,15 @@ fn main() -> ExitCode {
         Command::Sim(cmd) => sim::run(cmd),
         Command::Reset(args) => sim::reset(args),
         Command::Schedule(args) => schedule::run(args),
+        Command::Status(args) => status::status(args),
+        Command::Dump(args) => status::dump(args),
         Command::Trace(TraceCommand::Export(args)) => trace_export::run_export(args),
         Command::Trace(TraceCommand::Summary(args)) => trace_summary::run_summary(args),
     };
     match result {
         Ok(code) => code,
+        // `cqlab decode F | head -1`: the reader has gone, nothing to say.
+        Err(e) if cli::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) if e.downcast_ref::<usage::UsageError>().is_some() => {
             eprintln!("error: {e:#}");
             ExitCode::from(usage::USAGE_EXIT)
