@@ -78,6 +78,8 @@ fn test(extra: &[String]) -> Result<()> {
     let elfs = firmware::build(&root)?;
     firmware::print_sizes(&elfs);
     firmware::clippy(&root)?;
+    // Before the tests: nextest's summary should be the last word.
+    fuzz::smoke(&root)?;
     let nextest = cargo().args(["nextest", "--version"]).output().map(|o| o.status.success()).unwrap_or(false);
     if nextest {
         // Doc tests first: nextest's summary should be the last word.
@@ -87,7 +89,6 @@ fn test(extra: &[String]) -> Result<()> {
         eprintln!("xtask: cargo-nextest not installed; using cargo test");
         run(cargo().args(["test", "--workspace", "--no-fail-fast"]).args(extra))?;
     }
-    fuzz::smoke(&root)?;
     eprintln!("xtask: all checks passed in {:.0?}", start.elapsed());
     Ok(())
 }
