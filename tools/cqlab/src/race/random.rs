@@ -15,7 +15,7 @@
 //! event on that queue and a wait for it on this one, so the model is exact.
 
 use super::failure::{first_difference, Failure};
-use cqlab_abi::memory_map::{DISPATCH_RING, TRACE_AREA};
+use cqlab_abi::memory_map::{CHUNK_AREA, DISPATCH_RING, TRACE_AREA};
 use cqlab_abi::PCIE_ALIGNMENT;
 use cqlab_driver::{Buffer, CoreRange, Device, DeviceConfig, PackedData, PendingRead, Placement, Trace};
 use cqlab_sim::config::SimConfig;
@@ -26,6 +26,9 @@ use cqlab_sim::rng::Rng;
 const STREAM: u64 = 0x7261_6e64_6f6d_0001;
 /// Commands per seed = `--iterations` x this.
 pub const OPS_PER_ITERATION: u32 = 12;
+/// Largest DRAM buffer the workload allocates: several pages of the
+/// largest page size, while keeping a seed's final sweep short.
+const MAX_DRAM_BUFFER: u32 = 128 << 10;
 
 fn pick<T: Copy>(rng: &mut Rng, items: &[T]) -> T {
     items[rng.upto(items.len() as u64 - 1) as usize]
@@ -35,13 +38,19 @@ fn pick<T: Copy>(rng: &mut Rng, items: &[T]) -> T {
 pub fn configure(seed: u64, sim: &mut SimConfig, cfg: &mut DeviceConfig) {
     let mut rng = Rng::new(seed ^ STREAM ^ 0xc0f1);
     let align = PCIE_ALIGNMENT as u32;
-    cfg.issue_size = pick(&mut rng, &[16 * align, 24 * align, 32 * align, 64 * align, 1 << 20]);
-    cfg.completion_size = pick(&mut rng, &[16 * align, 32 * align, 64 * align, 256 << 10]);
+    // Each queue is small (a few KiB: it wraps often) or large (it holds
+    // the largest DRAM pages, see `layout`), at even odds.
+    cfg.issue_size =
+        if rng.upto(1) == 0 { 1 << 20 } else { pick(&mut rng, &[16 * align, 24 * align, 32 * align, 64 * align]) };
+    cfg.completion_size =
+        if rng.upto(1) == 0 { 256 << 10 } else { pick(&mut rng, &[16 * align, 32 * align, 64 * align]) };
     cfg.fetch_entries = pick(&mut rng, &[4, 16, 128]);
     let page = pick(&mut rng, &[256u32, 1024, 4096]);
     let max_pages = DISPATCH_RING.size / page;
     cfg.ring_page_size = page;
-    cfg.ring_pages = pick(&mut rng, &[4u32, 8, max_pages]).min(max_pages);
+    // The dispatcher ring is a few pages (it wraps every few commands) or
+    // the whole ring (it holds several of the largest DRAM pages), at even odds.
+    cfg.ring_pages = if rng.upto(1) == 0 { max_pages } else { pick(&mut rng, &[4u32, 8]).min(max_pages) };
     sim.pcie.read_latency_cycles = pick(&mut rng, &[750, 2000, 4000]);
     sim.faults.noc_jitter_cycles = sim.faults.noc_jitter_cycles.max(pick(&mut rng, &[0, 200, 800]));
     sim.quantum_jitter = sim.quantum_jitter.max(pick(&mut rng, &[0, 64]));
@@ -167,11 +176,21 @@ fn layout(dev: &mut Device, rng: &mut Rng) -> Result<Model, Failure> {
         regions.push(region(b, format!("L1 buffer {i} ({size} bytes) on worker ({col},{row})"), true));
     }
     let (issue, completion) = (dev.config().issue_size, dev.config().completion_size);
-    // A page must fit one chunk (half the issue queue less headers) and one completion record.
-    let max_page = ((issue / 2).saturating_sub(128)).min(completion.saturating_sub(64)) / 64 * 64;
+    // A page must fit one chunk (half the issue queue, and half the
+    // double-buffered chunk area, less headers) and one completion record.
+    let chunk = (issue / 2).min(CHUNK_AREA.size / 2).saturating_sub(128);
+    let max_page = chunk.min(completion.saturating_sub(64));
+    // Page sizes are powers of two from 64 bytes to the largest the queues
+    // allow (32 KiB with a 1 MiB issue queue and a 256 KiB completion
+    // queue): half the time that largest, else log-uniform. A buffer has 1 to 16 pages up to
+    // `MAX_DRAM_BUFFER` bytes: small pages cross ring pages and chunks
+    // often, large ones keep a page's relay and NOC writes in flight while
+    // the next page is read.
+    let largest = (6..31).take_while(|&k| 1u32 << k <= max_page).last().unwrap_or(6);
     for i in 0..3 {
-        let page = pick(rng, &[64u32, 128, 256, 512, 1024, 2048]).min(max_page).max(64);
-        let size = page * (1 + rng.upto(15) as u32) - if rng.upto(1) == 0 { 0 } else { 16 * rng.upto(3) as u32 };
+        let page = if rng.upto(1) == 0 { 1u32 << largest } else { 1 << (6 + rng.upto(largest - 6)) };
+        let most = (MAX_DRAM_BUFFER / page).clamp(1, 16);
+        let size = page * (1 + rng.upto(most as u64 - 1) as u32) - if rng.upto(1) == 0 { 0 } else { 16 * rng.upto(3) as u32 };
         let b = dev.alloc_dram(size, page)?;
         regions.push(region(b, format!("DRAM buffer {i} ({size} bytes, {page}-byte pages)"), true));
     }
@@ -218,9 +237,16 @@ impl Run<'_> {
         self.rng.upto(self.dev.num_cqs() as u64 - 1) as u8
     }
 
+    /// `n` bytes of the op's own stream: not periodic, so bytes of one page
+    /// (or ring page, or line) landing in another's place show.
     fn data(&mut self, n: usize, op: u32) -> Vec<u8> {
-        let salt = self.rng.next_u64();
-        (0..n).map(|i| (salt.rotate_left((i % 64) as u32) as u8) ^ (i as u8) ^ (op as u8)).collect()
+        let mut bytes = Rng::new(self.rng.next_u64() ^ op as u64);
+        let mut out = Vec::with_capacity(n.next_multiple_of(8));
+        while out.len() < n {
+            out.extend_from_slice(&bytes.next_u64().to_le_bytes());
+        }
+        out.truncate(n);
+        out
     }
 
     /// A length in 1..=max, often small, sometimes exactly a ring page less a few 16-byte lines.
