@@ -190,7 +190,8 @@ fn layout(dev: &mut Device, rng: &mut Rng) -> Result<Model, Failure> {
     for i in 0..3 {
         let page = if rng.upto(1) == 0 { 1u32 << largest } else { 1 << (6 + rng.upto(largest - 6)) };
         let most = (MAX_DRAM_BUFFER / page).clamp(1, 16);
-        let size = page * (1 + rng.upto(most as u64 - 1) as u32) - if rng.upto(1) == 0 { 0 } else { 16 * rng.upto(3) as u32 };
+        let size =
+            page * (1 + rng.upto(most as u64 - 1) as u32) - if rng.upto(1) == 0 { 0 } else { 16 * rng.upto(3) as u32 };
         let b = dev.alloc_dram(size, page)?;
         regions.push(region(b, format!("DRAM buffer {i} ({size} bytes, {page}-byte pages)"), true));
     }
