@@ -112,7 +112,8 @@ mod tests {
                 record(&mut a, 0x0203, 7 + i as u64, TraceKind::KernelStart, i, !i);
                 cursor.record(&mut b, 0x0203, 7 + i as u64, TraceKind::KernelStart, i, !i);
             }
-            assert!(a.bytes(TRACE_RING.base, TRACE_RING.size) == b.bytes(TRACE_RING.base, TRACE_RING.size), "start {start}");
+            let n = TRACE_RING.size as usize;
+            assert!(a.bytes(TRACE_RING.base, n) == b.bytes(TRACE_RING.base, n), "start {start}");
         }
     }
 }
