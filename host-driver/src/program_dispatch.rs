@@ -120,11 +120,7 @@ fn grid_noc(cols: u8, rows: u8) -> NocAddr {
 /// Launch header and groups, as the LAUNCH payload (a whole ring entry; the
 /// tag is stamped by whoever sends it).
 fn launch_message(seq: u32, program: &Program, plan: &Plan) -> Vec<u8> {
-    let header = LaunchHeader {
-        seq,
-        ngroups: plan.groups.len() as u32,
-        _reserved: [0; 6],
-    };
+    let header = LaunchHeader { seq, ngroups: plan.groups.len() as u32, _reserved: [0; 6] };
     let mut msg = Vec::with_capacity(LAUNCH_ENTRY_SIZE as usize);
     msg.extend_from_slice(header.as_bytes());
     for g in &plan.groups {
