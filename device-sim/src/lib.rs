@@ -18,6 +18,8 @@ pub mod chip;
 pub mod config;
 pub mod core_mmio;
 pub mod csr;
+#[cfg(feature = "daemon")]
+pub mod daemon;
 pub mod debug;
 pub mod decode;
 mod digest;

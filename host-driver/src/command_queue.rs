@@ -275,8 +275,11 @@ impl Device {
         }
         let entries = self.cfg.fetch_entries;
         let what = || format!("prefetch queue slot and {len} bytes of issue queue on CQ{q}");
+        let drain = self.cfg.host_bug != Some(crate::config::HostBug::NoDrainWhileReserving);
         self.wait_until(Some(q), what, |dev| {
-            dev.drain_all()?;
+            if drain {
+                dev.drain_all()?;
+            }
             let issue_rd = RingPtr(dev.header_word(q, ISSUE_RD_PTR)?);
             let fetched = dev.header_word(q, FETCH_RD_COUNT)?;
             let cq = &dev.cqs[q as usize];
@@ -741,6 +744,9 @@ impl Device {
         let issue_rd = self.header_word(q, ISSUE_RD_PTR)?;
         let fetched = self.header_word(q, FETCH_RD_COUNT)?;
         let completion_wr = self.header_word(q, COMPLETION_WR_PTR)?;
+        if self.observer {
+            return Ok(self.observed_queue_pointers(q, issue_rd, fetched, completion_wr));
+        }
         let cq = &self.cqs[q as usize];
         Ok(QueuePointers {
             cq: q,
@@ -753,5 +759,51 @@ impl Device {
             workers_outstanding: cq.workers_outstanding,
             last_event_done: cq.last_event_done,
         })
+    }
+}
+
+impl Device {
+    /// Queue pointers as an observer sees them: the host-side ones derived
+    /// from the device (the owner's completion read pointer and last event
+    /// from the dispatcher's mailboxes, pending fetch entries from the
+    /// prefetcher's fetch queue, running kernels from worker waypoints).
+    fn observed_queue_pointers(&mut self, q: u8, issue_rd: u32, fetched: u32, completion_wr: u32) -> QueuePointers {
+        let d = noc::dispatcher(q);
+        let mut word = |c: Coord, a: u32| self.backend.read_u32(NocAddr::unicast(c, a as u64)).unwrap_or(0);
+        let completion_rd = word(d, mailbox::COMPLETION_RD_PTR);
+        let last_event_done = word(d, mailbox::last_event(q));
+        let mut slots = vec![0u8; 4 * self.cfg.fetch_entries as usize];
+        let at = NocAddr::unicast(noc::prefetcher(q), cqlab_abi::fetch_queue::slot_addr(0) as u64);
+        let _ = self.backend.read(at, &mut slots);
+        let pending: Vec<u32> = slots
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")))
+            .filter(|&raw| raw != 0)
+            .collect();
+        let pending_bytes: u32 = pending
+            .iter()
+            .filter_map(|&raw| cqlab_abi::fetch_queue::FetchEntry::from_raw(raw).ok())
+            .map(|e| e.bytes())
+            .sum();
+        let issue_size = self.cqs[q as usize].layout.issue_size;
+        let workers: Vec<Coord> = self.workers().collect();
+        let running = workers
+            .into_iter()
+            .filter(|&w| {
+                self.backend.read_u32(NocAddr::unicast(w, mailbox::WAYPOINT as u64)).ok()
+                    == Some(cqlab_abi::waypoint::RUN.0)
+            })
+            .count() as u32;
+        QueuePointers {
+            cq: q,
+            issue_wr: RingPtr(issue_rd).advance(pending_bytes, issue_size).0,
+            issue_rd,
+            fetch_issued: fetched.wrapping_add(pending.len() as u32),
+            fetch_consumed: fetched,
+            completion_rd,
+            completion_wr,
+            workers_outstanding: running,
+            last_event_done,
+        }
     }
 }

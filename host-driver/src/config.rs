@@ -5,6 +5,10 @@ use cqlab_abi::noc::{DEFAULT_CQS, DEFAULT_WORKER_COLS, DEFAULT_WORKER_ROWS};
 use cqlab_abi::sysmem::{DEFAULT_COMPLETION_QUEUE_SIZE, DEFAULT_ISSUE_QUEUE_SIZE};
 use std::path::PathBuf;
 
+/// Default [`DeviceConfig::kernel_timeout_cycles`]: 100 s of device time at
+/// 1 GHz, generous for any kernel the simulator runs in a test or a demo.
+pub const DEFAULT_KERNEL_TIMEOUT_CYCLES: u64 = 100_000_000_000;
+
 #[derive(Clone, Debug)]
 pub struct DeviceConfig {
     pub num_cqs: u8,
@@ -17,8 +21,14 @@ pub struct DeviceConfig {
     pub dram_banks: u32,
     pub worker_cols: u8,
     pub worker_rows: u8,
-    /// A wait gives up after this many device cycles without progress.
+    /// A wait gives up after this many device cycles without progress of
+    /// the queue machinery (no core recorded a trace event) while no kernel
+    /// runs: a hang, reported with its wait-for chain.
     pub stall_timeout_cycles: u64,
+    /// A wait behind a kernel that is still running is not a hang: it gives
+    /// up only when that kernel has run this many device cycles ("kernel on
+    /// (x,y) still running after N cycles"); 0 waits for it forever.
+    pub kernel_timeout_cycles: u64,
     /// Where the firmware ELFs are.
     pub firmware_dir: PathBuf,
     /// Kernel image (in `firmware_dir`) that `CommandQueue::launch` runs;
@@ -30,6 +40,32 @@ pub struct DeviceConfig {
     /// Slow dispatch: no CQ firmware; the host writes buffers, launch
     /// messages and GO signals through the BAR and polls completion.
     pub slow_dispatch: bool,
+    /// A known host-side bug to re-create (`None`: the correct driver).
+    pub host_bug: Option<HostBug>,
+}
+
+/// Known host-side bug classes, re-created on purpose so the campaign tools
+/// are measured on bugs with a known answer (as the firmware variants are).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostBug {
+    /// While waiting for a fetch slot or issue space the host does not drain
+    /// completions. Once the completion queue is full the dispatcher blocks,
+    /// the prefetcher stops consuming, and the host waits for a slot that
+    /// never frees: a deadlock at a depth fixed by the queue sizes (field
+    /// notes: 301 batched runs pass, 302 fail).
+    NoDrainWhileReserving,
+}
+
+impl HostBug {
+    pub const ALL: [(&'static str, HostBug); 1] = [("no-drain", HostBug::NoDrainWhileReserving)];
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().find(|(n, _)| *n == name).map(|&(_, b)| b)
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|&&(_, b)| b == self).map(|&(n, _)| n).expect("listed")
+    }
 }
 
 impl Default for DeviceConfig {
@@ -45,10 +81,12 @@ impl Default for DeviceConfig {
             worker_cols: DEFAULT_WORKER_COLS,
             worker_rows: DEFAULT_WORKER_ROWS,
             stall_timeout_cycles: 200_000_000,
+            kernel_timeout_cycles: DEFAULT_KERNEL_TIMEOUT_CYCLES,
             firmware_dir: default_firmware_dir(),
             worker_kernel: "noop".into(),
             firmware_variant: None,
             slow_dispatch: false,
+            host_bug: None,
         }
     }
 }

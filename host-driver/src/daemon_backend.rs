@@ -4,12 +4,14 @@
 //! Files under PATH:
 //! - `sock`: Unix socket. BAR reads and writes, polls, core debug views,
 //!   reset and stop travel over it in the length-prefixed binary protocol of
-//!   [`proto`], one request then one reply.
+//!   [`proto`] (the simulator crate's, with the server), one request then
+//!   one reply. The daemon, not this client, enforces who may do what
+//!   (`cqlab_sim::daemon::server`).
 //! - `sysmem`: host sysmem. The daemon's chip and the client both map this
 //!   file shared (memmap2), so the host polls its completion queues in local
 //!   memory, as with real pinned sysmem, and the device reaches it at the
 //!   PCIe endpoint.
-//! - `lock`: one owner per device. A client takes `flock(LOCK_EX|LOCK_NB)` on
+//! - `lock`: one owner per device (the daemon enforces it too). A client takes `flock(LOCK_EX|LOCK_NB)` on
 //!   it for as long as it is attached and records its pid in it; a second
 //!   opener gets "device PATH is held by pid N" at once, or waits when its
 //!   spec says so: `sim:PATH?wait` (up to [`DEFAULT_LOCK_WAIT`]) or
@@ -37,9 +39,9 @@ use crate::config::DeviceConfig;
 use crate::error::{DriverError, Result};
 use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::sysmem::CqSysmemLayout;
-use memmap2::{MmapMut, MmapOptions};
+use memmap2::MmapMut;
 use nix::fcntl::{Flock, FlockArg};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Seek, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -47,391 +49,15 @@ use std::time::{Duration, Instant};
 
 /// How long `sim:PATH?wait` waits for the device's owner to let go.
 pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(60);
+/// How long an attach that holds the lock retries a HELLO the daemon
+/// refuses because its previous owner is still closing.
+const HELLO_RETRY: Duration = Duration::from_secs(2);
 /// How long a client waits for the daemon to answer one request.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Paths of the files under a daemon's device directory.
-#[derive(Clone, Debug)]
-pub struct DevicePaths {
-    pub dir: PathBuf,
-}
-
-impl DevicePaths {
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        DevicePaths { dir: dir.into() }
-    }
-    pub fn socket(&self) -> PathBuf {
-        self.dir.join("sock")
-    }
-    pub fn sysmem(&self) -> PathBuf {
-        self.dir.join("sysmem")
-    }
-    pub fn lock(&self) -> PathBuf {
-        self.dir.join("lock")
-    }
-    pub fn pid(&self) -> PathBuf {
-        self.dir.join("pid")
-    }
-}
-
-/// The mmap layer: maps `len` bytes of the file at `path` shared, read and
-/// write. With `create` the file is created (or resized) to `len` bytes,
-/// sparse; without, its length must already be `len`.
-pub fn map_shared(path: &Path, len: usize, create: bool) -> Result<MmapMut> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(create)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| DriverError::Backend(format!("opening sysmem file {}: {e}", path.display())))?;
-    let found = file.metadata()?.len();
-    if create {
-        file.set_len(len as u64)?;
-    } else if found != len as u64 {
-        return Err(DriverError::Backend(format!(
-            "sysmem file {} holds {found} bytes, the daemon announced {len}",
-            path.display()
-        )));
-    }
-    // SAFETY: the mapping is of a regular file we keep at `len` bytes (never
-    // truncated while mapped: only `cqlab sim serve` resizes it, before it
-    // maps). Other processes write the same pages, so Rust's exclusive-access
-    // assumption holds only by protocol: the daemon accesses sysmem only
-    // while serving a request, the single flock-holding client only between
-    // requests (module docs), so no access overlaps another process's write.
-    let map = unsafe { MmapOptions::new().len(len).map_mut(&file) }
-        .map_err(|e| DriverError::Backend(format!("mapping sysmem file {}: {e}", path.display())))?;
-    Ok(map)
-}
-
-/// The wire protocol between `cqlab sim serve` and its clients.
-///
-/// Every message is a frame: a little-endian `u32` payload length, then the
-/// payload. A request payload is an opcode byte and its fields (integers
-/// little-endian). A reply payload is a status byte (0 ok, 1 error), the
-/// device time (`u64`), then the body (ok) or a UTF-8 message (error).
-///
-/// | op | request fields | ok body |
-/// |---|---|---|
-/// | 1 HELLO | version u32, client pid u32 | [`ChipInfo`] |
-/// | 2 WRITE | NOC address u64, data (rest) | — |
-/// | 3 READ | NOC address u64, length u32 | data |
-/// | 4 POLL | cycles u64 | — (the time is in every reply) |
-/// | 5 CORE_DEBUG | packed coordinates u32 | present u8, pc u32, halt (present u8, len u32, UTF-8), n u32, n x pc u32 |
-/// | 6 DETACH | — | — |
-/// | 7 RESET | — | — (power-on state) |
-/// | 8 STOP | — | — (the daemon exits after replying) |
-/// | 9 DIGEST | — | device-state digest u64 |
-/// | 10 DRAM_TRAFFIC | reset u8 | read bytes u64, written bytes u64 (before a reset) |
-pub mod proto {
-    use std::io::{self, Read, Write};
-
-    pub const VERSION: u32 = 1;
-    /// Largest payload either side accepts.
-    pub const MAX_FRAME: usize = 1 << 28;
-
-    #[derive(Clone, Debug, PartialEq, Eq)]
-    pub enum Request {
-        Hello { version: u32, pid: u32 },
-        Write { addr: u64, data: Vec<u8> },
-        Read { addr: u64, len: u32 },
-        Poll { cycles: u64 },
-        CoreDebug { core: u32 },
-        Detach,
-        Reset,
-        Stop,
-        Digest,
-        DramTraffic { reset: bool },
-    }
-
-    impl Request {
-        /// Name for error messages.
-        pub fn name(&self) -> &'static str {
-            match self {
-                Request::Hello { .. } => "HELLO",
-                Request::Write { .. } => "WRITE",
-                Request::Read { .. } => "READ",
-                Request::Poll { .. } => "POLL",
-                Request::CoreDebug { .. } => "CORE_DEBUG",
-                Request::Detach => "DETACH",
-                Request::Reset => "RESET",
-                Request::Stop => "STOP",
-                Request::Digest => "DIGEST",
-                Request::DramTraffic { .. } => "DRAM_TRAFFIC",
-            }
-        }
-
-        pub fn encode(&self) -> Vec<u8> {
-            let mut b = Vec::with_capacity(16);
-            match self {
-                Request::Hello { version, pid } => {
-                    b.push(1);
-                    b.extend(version.to_le_bytes());
-                    b.extend(pid.to_le_bytes());
-                }
-                Request::Write { addr, data } => {
-                    b.reserve(data.len());
-                    b.push(2);
-                    b.extend(addr.to_le_bytes());
-                    b.extend_from_slice(data);
-                }
-                Request::Read { addr, len } => {
-                    b.push(3);
-                    b.extend(addr.to_le_bytes());
-                    b.extend(len.to_le_bytes());
-                }
-                Request::Poll { cycles } => {
-                    b.push(4);
-                    b.extend(cycles.to_le_bytes());
-                }
-                Request::CoreDebug { core } => {
-                    b.push(5);
-                    b.extend(core.to_le_bytes());
-                }
-                Request::Detach => b.push(6),
-                Request::Reset => b.push(7),
-                Request::Stop => b.push(8),
-                Request::Digest => b.push(9),
-                Request::DramTraffic { reset } => {
-                    b.push(10);
-                    b.push(*reset as u8);
-                }
-            }
-            b
-        }
-
-        pub fn decode(p: &[u8]) -> Result<Self, String> {
-            let mut r = Reader::new(p);
-            let op = r.u8("opcode")?;
-            let req = match op {
-                1 => Request::Hello { version: r.u32("version")?, pid: r.u32("pid")? },
-                2 => Request::Write { addr: r.u64("address")?, data: r.rest().to_vec() },
-                3 => Request::Read { addr: r.u64("address")?, len: r.u32("length")? },
-                4 => Request::Poll { cycles: r.u64("cycles")? },
-                5 => Request::CoreDebug { core: r.u32("core")? },
-                6 => Request::Detach,
-                7 => Request::Reset,
-                8 => Request::Stop,
-                9 => Request::Digest,
-                10 => Request::DramTraffic { reset: r.u8("reset")? != 0 },
-                _ => return Err(format!("unknown opcode {op} (expected 1..=10)")),
-            };
-            r.end()?;
-            Ok(req)
-        }
-    }
-
-    /// What the daemon simulates (HELLO's answer).
-    #[derive(Clone, Debug, PartialEq, Eq)]
-    pub struct ChipInfo {
-        pub version: u32,
-        pub daemon_pid: u32,
-        pub seed: u64,
-        pub worker_cols: u8,
-        pub worker_rows: u8,
-        pub num_cqs: u8,
-        pub dram_banks: u32,
-        pub sysmem_size: u64,
-        /// Pid of the previous client if it ended without DETACH (killed),
-        /// else 0.
-        pub recovered_from: u32,
-    }
-
-    impl ChipInfo {
-        pub fn encode(&self) -> Vec<u8> {
-            let mut b = Vec::new();
-            b.extend(self.version.to_le_bytes());
-            b.extend(self.daemon_pid.to_le_bytes());
-            b.extend(self.seed.to_le_bytes());
-            b.extend([self.worker_cols, self.worker_rows, self.num_cqs, 0]);
-            b.extend(self.dram_banks.to_le_bytes());
-            b.extend(self.sysmem_size.to_le_bytes());
-            b.extend(self.recovered_from.to_le_bytes());
-            b
-        }
-
-        pub fn decode(p: &[u8]) -> Result<Self, String> {
-            let mut r = Reader::new(p);
-            let info = ChipInfo {
-                version: r.u32("version")?,
-                daemon_pid: r.u32("daemon pid")?,
-                seed: r.u64("seed")?,
-                worker_cols: r.u8("worker cols")?,
-                worker_rows: r.u8("worker rows")?,
-                num_cqs: r.u8("CQs")?,
-                dram_banks: {
-                    r.u8("padding")?;
-                    r.u32("DRAM banks")?
-                },
-                sysmem_size: r.u64("sysmem size")?,
-                recovered_from: r.u32("recovered pid")?,
-            };
-            r.end()?;
-            Ok(info)
-        }
-    }
-
-    /// A core's debug view on the wire.
-    #[derive(Clone, Debug, PartialEq, Eq)]
-    pub struct CoreView {
-        pub pc: u32,
-        pub halt: Option<String>,
-        pub last_pcs: Vec<u32>,
-    }
-
-    impl CoreView {
-        pub fn encode(view: Option<&CoreView>) -> Vec<u8> {
-            let mut b = Vec::new();
-            let Some(v) = view else {
-                b.push(0);
-                return b;
-            };
-            b.push(1);
-            b.extend(v.pc.to_le_bytes());
-            match &v.halt {
-                Some(h) => {
-                    b.push(1);
-                    b.extend((h.len() as u32).to_le_bytes());
-                    b.extend(h.as_bytes());
-                }
-                None => b.push(0),
-            }
-            b.extend((v.last_pcs.len() as u32).to_le_bytes());
-            for pc in &v.last_pcs {
-                b.extend(pc.to_le_bytes());
-            }
-            b
-        }
-
-        pub fn decode(p: &[u8]) -> Result<Option<CoreView>, String> {
-            let mut r = Reader::new(p);
-            if r.u8("present")? == 0 {
-                r.end()?;
-                return Ok(None);
-            }
-            let pc = r.u32("pc")?;
-            let halt = match r.u8("halt present")? {
-                0 => None,
-                _ => {
-                    let n = r.u32("halt length")? as usize;
-                    Some(String::from_utf8_lossy(r.bytes(n, "halt reason")?).into_owned())
-                }
-            };
-            let n = r.u32("pc count")? as usize;
-            let last_pcs = (0..n).map(|_| r.u32("pc")).collect::<Result<_, _>>()?;
-            r.end()?;
-            Ok(Some(CoreView { pc, halt, last_pcs }))
-        }
-    }
-
-    /// A reply: `Ok(body)` or `Err(message)`, with the device time.
-    #[derive(Clone, Debug, PartialEq, Eq)]
-    pub struct Reply {
-        pub now: u64,
-        pub result: Result<Vec<u8>, String>,
-    }
-
-    impl Reply {
-        pub fn encode(&self) -> Vec<u8> {
-            let (status, body) = match &self.result {
-                Ok(b) => (0u8, b.as_slice()),
-                Err(m) => (1u8, m.as_bytes()),
-            };
-            let mut b = Vec::with_capacity(9 + body.len());
-            b.push(status);
-            b.extend(self.now.to_le_bytes());
-            b.extend_from_slice(body);
-            b
-        }
-
-        pub fn decode(p: &[u8]) -> Result<Self, String> {
-            let mut r = Reader::new(p);
-            let status = r.u8("status")?;
-            let now = r.u64("device time")?;
-            let body = r.rest();
-            let result = match status {
-                0 => Ok(body.to_vec()),
-                1 => Err(String::from_utf8_lossy(body).into_owned()),
-                s => return Err(format!("reply status {s} (expected 0 or 1)")),
-            };
-            Ok(Reply { now, result })
-        }
-    }
-
-    /// Writes one frame.
-    pub fn write_frame(w: &mut impl Write, payload: &[u8]) -> io::Result<()> {
-        let len = u32::try_from(payload.len()).ok().filter(|&n| n as usize <= MAX_FRAME).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, format!("frame of {} bytes > {MAX_FRAME}", payload.len()))
-        })?;
-        w.write_all(&len.to_le_bytes())?;
-        w.write_all(payload)?;
-        w.flush()
-    }
-
-    /// Reads one frame; `Ok(None)` on a clean end of stream before a frame.
-    pub fn read_frame(r: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
-        let mut len = [0u8; 4];
-        let mut got = 0;
-        while got < 4 {
-            match r.read(&mut len[got..])? {
-                0 if got == 0 => return Ok(None),
-                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-                n => got += n,
-            }
-        }
-        let len = u32::from_le_bytes(len) as usize;
-        if len > MAX_FRAME {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("frame of {len} bytes > {MAX_FRAME}")));
-        }
-        let mut payload = vec![0u8; len];
-        r.read_exact(&mut payload)?;
-        Ok(Some(payload))
-    }
-
-    struct Reader<'a> {
-        p: &'a [u8],
-        at: usize,
-    }
-
-    impl<'a> Reader<'a> {
-        fn new(p: &'a [u8]) -> Self {
-            Reader { p, at: 0 }
-        }
-        fn bytes(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
-            let s = self.p.get(self.at..self.at + n).ok_or_else(|| {
-                format!(
-                    "message truncated: {what} needs {n} bytes at offset {}, {} left",
-                    self.at,
-                    self.p.len() - self.at
-                )
-            })?;
-            self.at += n;
-            Ok(s)
-        }
-        fn u8(&mut self, what: &str) -> Result<u8, String> {
-            Ok(self.bytes(1, what)?[0])
-        }
-        fn u32(&mut self, what: &str) -> Result<u32, String> {
-            Ok(u32::from_le_bytes(self.bytes(4, what)?.try_into().expect("4 bytes")))
-        }
-        fn u64(&mut self, what: &str) -> Result<u64, String> {
-            Ok(u64::from_le_bytes(self.bytes(8, what)?.try_into().expect("8 bytes")))
-        }
-        fn rest(&mut self) -> &'a [u8] {
-            let s = &self.p[self.at..];
-            self.at = self.p.len();
-            s
-        }
-        fn end(&self) -> Result<(), String> {
-            match self.p.len() - self.at {
-                0 => Ok(()),
-                n => Err(format!("{n} unexpected bytes at the end of the message (offset {})", self.at)),
-            }
-        }
-    }
-}
-
+use cqlab_sim::daemon::files;
+pub use cqlab_sim::daemon::files::DevicePaths;
+pub use cqlab_sim::daemon::proto;
 use proto::{ChipInfo, CoreView, Reply, Request};
 
 /// How `sim:PATH` waits for a device another process holds.
@@ -476,13 +102,11 @@ pub fn lock_device(paths: &DevicePaths, wait: LockWait) -> Result<Flock<File>> {
     let lock = paths.lock();
     let start = Instant::now();
     loop {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock)
-            .map_err(|e| DriverError::Backend(format!("opening lock file {}: {e}", lock.display())))?;
+        // The daemon creates the lock file; O_NOFOLLOW refuses a planted symlink.
+        let file = files::open_existing(&lock).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => no_daemon(paths, format!("no lock file {}", lock.display())),
+            _ => DriverError::Backend(format!("opening lock file {}: {e}", lock.display())),
+        })?;
         match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(mut held) => {
                 held.set_len(0)?;
@@ -542,7 +166,20 @@ fn call(stream: &UnixStream, paths: &DevicePaths, req: &Request) -> Result<(u64,
         DriverError::Backend(format!("simulator daemon at {}: {what}", paths.dir.display()))
     };
     let mut s = stream;
-    proto::write_frame(&mut s, &req.encode()).map_err(lost)?;
+    if let Err(e) = proto::write_frame(&mut s, &req.encode()) {
+        // A daemon that refuses a connection (another uid, too many open)
+        // says why and closes: read that reason if it is there.
+        if let Ok(Some(Ok(Reply { result: Err(m), .. }))) =
+            proto::read_frame(&mut s).map(|f| f.map(|f| Reply::decode(&f)))
+        {
+            return Err(DriverError::Backend(format!(
+                "simulator daemon at {}: {}: {m}",
+                paths.dir.display(),
+                req.name()
+            )));
+        }
+        return Err(lost(e));
+    }
     let frame = proto::read_frame(&mut s)
         .map_err(lost)?
         .ok_or_else(|| lost(std::io::Error::other("the daemon closed the connection (stopped?)")))?;
@@ -557,8 +194,29 @@ fn call(stream: &UnixStream, paths: &DevicePaths, req: &Request) -> Result<(u64,
     }
 }
 
+/// Maps the daemon's sysmem file: shared for the owner, a private
+/// copy-on-write view for an observer.
+fn map_sysmem(paths: &DevicePaths, len: u64, observer: bool) -> Result<MmapMut> {
+    let path = paths.sysmem();
+    let file = files::open_existing(&path)
+        .map_err(|e| DriverError::Backend(format!("opening sysmem file {}: {e}", path.display())))?;
+    let len = usize::try_from(len)
+        .map_err(|_| DriverError::Backend(format!("the daemon announced a sysmem of {len} bytes")))?;
+    let map = if observer { files::map_observer(&file, &path, len) } else { files::map_shared(&file, &path, len) };
+    map.map_err(|e| DriverError::Backend(e.to_string()))
+}
+
 fn hello(stream: &UnixStream, paths: &DevicePaths) -> Result<ChipInfo> {
-    let (_, body) = call(stream, paths, &Request::Hello { version: proto::VERSION, pid: std::process::id() })?;
+    let req = Request::Hello { version: proto::VERSION, pid: std::process::id() };
+    let (_, body) = match call(stream, paths, &req) {
+        Ok(r) => r,
+        // The daemon enforces one owner; the flock normally says so first.
+        Err(DriverError::Backend(m)) if m.contains("device held by pid") => {
+            let holder = m.rsplit("device held by ").next().unwrap_or(&m).split(':').next().unwrap_or(&m).to_owned();
+            return Err(DriverError::Busy { path: paths.dir.display().to_string(), holder });
+        }
+        Err(e) => return Err(e),
+    };
     let info = ChipInfo::decode(&body)
         .map_err(|e| DriverError::Backend(format!("simulator daemon at {}: HELLO: {e}", paths.dir.display())))?;
     if info.version != proto::VERSION {
@@ -592,9 +250,18 @@ impl DaemonBackend {
         let wait = match opt {
             None => LockWait::No,
             Some("wait") => LockWait::Upto(DEFAULT_LOCK_WAIT),
-            Some(o) => match o.strip_prefix("wait=").and_then(|s| s.parse::<f64>().ok()) {
-                Some(secs) if secs >= 0.0 && secs.is_finite() => LockWait::Upto(Duration::from_secs_f64(secs)),
-                _ => return Err(DriverError::Invalid(format!("unknown sim: option {o:?} (known: wait, wait=SECS)"))),
+            Some(o) => match o.strip_prefix("wait=").map(|s| s.parse::<f64>().map(Duration::try_from_secs_f64)) {
+                Some(Ok(Ok(d))) => LockWait::Upto(d),
+                // Found by the device_spec fuzz target: wait=4.4e22 overflowed
+                // Duration::from_secs_f64 and panicked.
+                Some(_) => {
+                    return Err(DriverError::Invalid(format!(
+                        "sim: option {o:?}: wait=SECS takes a non-negative number of seconds that fits a duration"
+                    )))
+                }
+                None => {
+                    return Err(DriverError::Invalid(format!("unknown sim: option {o:?} (known: wait, wait=SECS)")))
+                }
             },
         };
         Ok((PathBuf::from(path), wait))
@@ -609,8 +276,24 @@ impl DaemonBackend {
         }
         let lock = lock_device(&paths, wait)?;
         let stream = connect(&paths)?;
-        let info = hello(&stream, &paths)?;
-        let sysmem = map_shared(&paths.sysmem(), info.sysmem_size as usize, false)?;
+        // We hold the lock, so an owner the daemon still sees is a client
+        // that is exiting (its socket closes just after its lock) or one
+        // that bypassed the lock: retry briefly, then report the holder.
+        let start = Instant::now();
+        let patience = match wait {
+            LockWait::Upto(limit) => limit.max(HELLO_RETRY),
+            LockWait::No => HELLO_RETRY,
+        };
+        let info = loop {
+            match hello(&stream, &paths) {
+                Err(DriverError::Busy { .. }) if start.elapsed() < patience => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                r => break r?,
+            }
+        };
+        let sysmem = map_sysmem(&paths, info.sysmem_size, false)?;
+
         Ok(DaemonBackend { paths, stream, sysmem, _lock: lock, info, now: 0, poll_cycles: DEFAULT_POLL_CYCLES })
     }
 
@@ -675,25 +358,41 @@ impl Drop for DaemonBackend {
     }
 }
 
-/// Asks the daemon at `path` to exit (`cqlab sim stop`). Needs no lock (an
-/// attached client then gets errors naming the stopped daemon) and sends no
-/// HELLO (it is not a session). Returns the daemon's pid from its pid file.
-pub fn stop_daemon(path: &Path) -> Result<Option<u32>> {
+/// Asks the daemon at `path` to exit (`cqlab sim stop`). Sends no HELLO
+/// (it is not a session). The daemon refuses while another client owns the
+/// device, unless `force` (`cqlab sim stop --force`). Returns the daemon's
+/// pid from its pid file.
+pub fn stop_daemon(path: &Path, force: bool) -> Result<Option<u32>> {
     let paths = DevicePaths::new(path);
     let stream = connect(&paths)?;
     let pid = std::fs::read_to_string(paths.pid()).ok().and_then(|s| s.trim().parse().ok());
     // The daemon may exit before its reply reaches us: a connection closed
     // after STOP is a success once the socket is gone.
-    if let Err(e) = call(&stream, &paths, &Request::Stop) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while paths.socket().exists() {
-            if std::time::Instant::now() > deadline {
-                return Err(e);
+    match call(&stream, &paths, &Request::Stop { force }) {
+        Ok(_) => {}
+        Err(e) if e.to_string().contains("STOP: ") => return Err(e),
+        Err(e) => {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while paths.socket().exists() {
+                if Instant::now() > deadline {
+                    return Err(e);
+                }
+                std::thread::sleep(Duration::from_millis(10));
             }
-            std::thread::sleep(std::time::Duration::from_millis(10));
         }
     }
     Ok(pid)
+}
+
+fn check_len(paths: &DevicePaths, op: &str, at: NocAddr, asked: usize, got: usize) -> Result<()> {
+    if asked == got {
+        return Ok(());
+    }
+    Err(DriverError::Backend(format!(
+        "simulator daemon at {}: {op} of {asked} bytes at {:#x} returned {got}",
+        paths.dir.display(),
+        at.0
+    )))
 }
 
 impl Backend for DaemonBackend {
@@ -706,23 +405,20 @@ impl Backend for DaemonBackend {
         )
     }
     fn write(&mut self, addr: NocAddr, data: &[u8]) -> Result<()> {
-        self.request(&Request::Write { addr: addr.0, data: data.to_vec() })?;
+        // One request per MAX_DATA bytes (the daemon's frame limit).
+        for (i, part) in data.chunks(proto::MAX_DATA).enumerate() {
+            let at = addr.offset((i * proto::MAX_DATA) as u64);
+            self.request(&Request::Write { addr: at.0, data: part.to_vec() })?;
+        }
         Ok(())
     }
     fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
-        let len = u32::try_from(buf.len())
-            .map_err(|_| DriverError::Invalid(format!("a BAR read of {} bytes is too long", buf.len())))?;
-        let body = self.request(&Request::Read { addr: addr.0, len })?;
-        if body.len() != buf.len() {
-            return Err(DriverError::Backend(format!(
-                "simulator daemon at {}: READ of {} bytes at {:#x} returned {}",
-                self.paths.dir.display(),
-                buf.len(),
-                addr.0,
-                body.len()
-            )));
+        for (i, part) in buf.chunks_mut(proto::MAX_DATA).enumerate() {
+            let at = addr.offset((i * proto::MAX_DATA) as u64);
+            let body = self.request(&Request::Read { addr: at.0, len: part.len() as u32 })?;
+            check_len(&self.paths, "READ", at, part.len(), body.len())?;
+            part.copy_from_slice(&body);
         }
-        buf.copy_from_slice(&body);
         Ok(())
     }
     fn sysmem_len(&self) -> usize {
@@ -782,9 +478,9 @@ impl Introspect for DaemonBackend {
         self.request(&Request::DramTraffic { reset: true })?;
         Ok(())
     }
-    fn peek(&mut self, _: NocAddr, _: &mut [u8]) -> Result<bool> {
-        // The protocol has no untimed read: the caller reads through the BAR.
-        Ok(false)
+    fn peek(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<bool> {
+        peek(&self.stream, &self.paths, &mut self.now, addr, buf)?;
+        Ok(true)
     }
     fn run_cycles(&mut self, cycles: u64) -> Result<u64> {
         self.request(&Request::Poll { cycles })?;
@@ -792,57 +488,151 @@ impl Introspect for DaemonBackend {
     }
 }
 
+/// PEEK: reads device memory without advancing or changing the device,
+/// in requests of at most [`proto::MAX_DATA`] bytes.
+fn peek(stream: &UnixStream, paths: &DevicePaths, now: &mut u64, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
+    for (i, part) in buf.chunks_mut(proto::MAX_DATA).enumerate() {
+        let at = addr.offset((i * proto::MAX_DATA) as u64);
+        let (t, body) = call(stream, paths, &Request::Peek { addr: at.0, len: part.len() as u32 })?;
+        *now = t;
+        check_len(paths, "PEEK", at, part.len(), body.len())?;
+        part.copy_from_slice(&body);
+    }
+    Ok(())
+}
+
+/// A read-only view of a daemon's device (`cqlab status`, `cqlab dump`,
+/// live `cqlab decode`): takes no lock and sends no HELLO, so it works while
+/// another client owns the device, and changes nothing. Reads go through
+/// PEEK (no device time passes, posted writes stay posted), `poll` only asks
+/// the time (STATUS), sysmem is a private copy-on-write view of the owner's,
+/// and writes fail.
+pub struct DaemonObserver {
+    paths: DevicePaths,
+    stream: UnixStream,
+    sysmem: MmapMut,
+    status: proto::Status,
+    now: u64,
+}
+
+impl DaemonObserver {
+    /// Connects to the daemon at `path` without attaching.
+    pub fn connect(path: impl AsRef<Path>) -> Result<Self> {
+        let paths = DevicePaths::new(path.as_ref());
+        let stream = connect(&paths)?;
+        let (now, body) = call(&stream, &paths, &Request::Status)?;
+        let status = proto::Status::decode(&body)
+            .map_err(|e| DriverError::Backend(format!("simulator daemon at {}: STATUS: {e}", paths.dir.display())))?;
+        if status.chip.version != proto::VERSION {
+            return Err(DriverError::Backend(format!(
+                "simulator daemon at {} speaks protocol version {}, this driver {}",
+                paths.dir.display(),
+                status.chip.version,
+                proto::VERSION
+            )));
+        }
+        let sysmem = map_sysmem(&paths, status.chip.sysmem_size, true)?;
+        Ok(DaemonObserver { paths, stream, sysmem, status, now })
+    }
+
+    /// What the daemon said when we connected: its chip, owner and connections.
+    pub fn status(&self) -> &proto::Status {
+        &self.status
+    }
+
+    /// Asks the daemon again (owner, device time).
+    pub fn refresh(&mut self) -> Result<&proto::Status> {
+        let (now, body) = call(&self.stream, &self.paths, &Request::Status)?;
+        self.now = now;
+        self.status = proto::Status::decode(&body).map_err(|e| {
+            DriverError::Backend(format!("simulator daemon at {}: STATUS: {e}", self.paths.dir.display()))
+        })?;
+        Ok(&self.status)
+    }
+
+    fn read_only(&self, what: &str) -> DriverError {
+        DriverError::Invalid(format!(
+            "{what} through a read-only observer of {} (attach with sim:PATH to change the device)",
+            self.paths.dir.display()
+        ))
+    }
+}
+
+impl Backend for DaemonObserver {
+    fn name(&self) -> String {
+        format!(
+            "simulator daemon at {} (pid {}, seed {}), observed read-only",
+            self.paths.dir.display(),
+            self.status.chip.daemon_pid,
+            self.status.chip.seed
+        )
+    }
+    fn write(&mut self, addr: NocAddr, _data: &[u8]) -> Result<()> {
+        Err(self.read_only(&format!("write at {:#x}", addr.0)))
+    }
+    fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
+        peek(&self.stream, &self.paths, &mut self.now, addr, buf)
+    }
+    fn sysmem_len(&self) -> usize {
+        self.sysmem.len()
+    }
+    fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
+        let r = check_sysmem(offset, buf.len(), self.sysmem.len())?;
+        buf.copy_from_slice(&self.sysmem[r]);
+        Ok(())
+    }
+    fn sysmem_claim(&mut self, _offset: usize, _len: usize) -> Result<&mut [u8]> {
+        Err(self.read_only("claiming sysmem"))
+    }
+    fn poll(&mut self) -> Result<u64> {
+        self.refresh()?;
+        Ok(self.now)
+    }
+    fn now(&self) -> u64 {
+        self.now
+    }
+    fn introspect(&mut self) -> Option<&mut dyn Introspect> {
+        Some(self)
+    }
+}
+
+impl Introspect for DaemonObserver {
+    fn core_debug(&mut self, core: Coord) -> Result<Option<CoreDebug>> {
+        let (_, body) = call(&self.stream, &self.paths, &Request::CoreDebug { core: core.packed() })?;
+        let view = CoreView::decode(&body).map_err(|e| {
+            DriverError::Backend(format!("simulator daemon at {}: bad CORE_DEBUG reply: {e}", self.paths.dir.display()))
+        })?;
+        Ok(view.map(|v| CoreDebug { pc: v.pc, halt: v.halt, last_pcs: v.last_pcs }))
+    }
+    fn digest(&mut self) -> Result<u64> {
+        let (_, body) = call(&self.stream, &self.paths, &Request::Digest)?;
+        let b: [u8; 8] = body.as_slice().try_into().map_err(|_| {
+            DriverError::Backend(format!(
+                "simulator daemon at {}: DIGEST reply of {} bytes",
+                self.paths.dir.display(),
+                body.len()
+            ))
+        })?;
+        Ok(u64::from_le_bytes(b))
+    }
+    fn dram_traffic(&mut self) -> Result<DramTraffic> {
+        Err(self.read_only("DRAM traffic counters (owner only)"))
+    }
+    fn reset_dram_traffic(&mut self) -> Result<()> {
+        Err(self.read_only("resetting DRAM traffic counters"))
+    }
+    fn peek(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<bool> {
+        peek(&self.stream, &self.paths, &mut self.now, addr, buf)?;
+        Ok(true)
+    }
+    fn run_cycles(&mut self, _cycles: u64) -> Result<u64> {
+        Err(self.read_only("running the device"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::proto::*;
     use super::*;
-
-    #[test]
-    fn requests_and_replies_round_trip() {
-        let reqs = [
-            Request::Hello { version: VERSION, pid: 42 },
-            Request::Write { addr: 0x1234_5678_9abc, data: vec![1, 2, 3] },
-            Request::Read { addr: 7, len: 64 },
-            Request::Poll { cycles: 500 },
-            Request::CoreDebug { core: 0x0102 },
-            Request::Detach,
-            Request::Reset,
-            Request::Stop,
-            Request::Digest,
-            Request::DramTraffic { reset: true },
-        ];
-        for r in reqs {
-            assert_eq!(Request::decode(&r.encode()), Ok(r));
-        }
-        assert!(Request::decode(&[11]).unwrap_err().contains("unknown opcode 11"));
-        assert!(Request::decode(&[3, 1, 2]).unwrap_err().contains("truncated"));
-        assert!(Request::decode(&[6, 0]).unwrap_err().contains("unexpected bytes"));
-        let info = ChipInfo {
-            version: VERSION,
-            daemon_pid: 9,
-            seed: 3,
-            worker_cols: 2,
-            worker_rows: 2,
-            num_cqs: 1,
-            dram_banks: 4,
-            sysmem_size: 1 << 20,
-            recovered_from: 0,
-        };
-        assert_eq!(ChipInfo::decode(&info.encode()), Ok(info));
-        let view = CoreView { pc: 0x100, halt: Some("ecall".into()), last_pcs: vec![1, 2] };
-        assert_eq!(CoreView::decode(&CoreView::encode(Some(&view))), Ok(Some(view)));
-        assert_eq!(CoreView::decode(&CoreView::encode(None)), Ok(None));
-        for rep in [Reply { now: 5, result: Ok(vec![1]) }, Reply { now: 6, result: Err("no".into()) }] {
-            assert_eq!(Reply::decode(&rep.encode()), Ok(rep));
-        }
-        let mut wire = Vec::new();
-        write_frame(&mut wire, b"abc").unwrap();
-        let mut r = &wire[..];
-        assert_eq!(read_frame(&mut r).unwrap(), Some(b"abc".to_vec()));
-        assert_eq!(read_frame(&mut r).unwrap(), None);
-        let mut cut = &wire[..5];
-        assert!(read_frame(&mut cut).is_err());
-    }
 
     #[test]
     fn specs_parse_and_missing_daemons_say_so() {
@@ -851,6 +641,9 @@ mod tests {
         assert_eq!(DaemonBackend::parse_spec("/tmp/x?wait").unwrap().1, LockWait::Upto(DEFAULT_LOCK_WAIT));
         assert_eq!(DaemonBackend::parse_spec("d?wait=2.5").unwrap().1, LockWait::Upto(Duration::from_millis(2500)));
         assert!(DaemonBackend::parse_spec("d?later").is_err());
+        for bad in ["d?wait=4.4e22", "d?wait=-1", "d?wait=nan", "d?wait=inf", "d?wait="] {
+            assert!(DaemonBackend::parse_spec(bad).is_err(), "{bad}");
+        }
         assert!(DaemonBackend::parse_spec("").is_err());
         let err = DaemonBackend::attach("/nonexistent/cqlab-dev").err().unwrap().to_string();
         assert!(
@@ -860,7 +653,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("cqlab-nodaemon-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let err = DaemonBackend::attach(&dir).err().unwrap().to_string();
-        assert!(err.contains("no socket"), "{err}");
+        assert!(err.contains("no simulator daemon") && err.contains("no lock file"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -869,6 +662,10 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("cqlab-lock-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let paths = DevicePaths::new(&dir);
+        // The daemon creates the lock file; without it there is no daemon.
+        let err = lock_device(&paths, LockWait::No).err().unwrap().to_string();
+        assert!(err.contains("no lock file"), "{err}");
+        std::fs::write(paths.lock(), b"").unwrap();
         let held = lock_device(&paths, LockWait::No).unwrap();
         // flock locks belong to the open file description: a second open in
         // this process conflicts like another process would.

@@ -10,19 +10,22 @@ use crate::error::{DriverError, Result};
 use crate::hang_dump::HangDump;
 use crate::kernel::KernelImage;
 use cqlab_abi::firmware::FirmwareId;
-use cqlab_abi::mailbox::{AliveRecord, CqConfig, ALIVE, ALIVE_MAGIC, COMPLETION_RD_PTR, CQ_CONFIG, WAYPOINT};
+use cqlab_abi::mailbox::{
+    AliveRecord, CqConfig, ErrorRecord, ALIVE, ALIVE_MAGIC, COMPLETION_RD_PTR, CQ_CONFIG, ERROR, ERROR_MAGIC, WAYPOINT,
+};
 use cqlab_abi::memory_map::{FETCH_QUEUE, MAILBOXES, TRACE_RING};
 use cqlab_abi::mmio::{self, MMIO_BASE, SOFT_RESET};
 use cqlab_abi::noc::{self, Coord, NocAddr};
 use cqlab_abi::sysmem::CqSysmemLayout;
-use cqlab_abi::trace::TraceRingHeader;
+use cqlab_abi::trace::{TraceKind, TraceRingHeader};
 use cqlab_abi::waypoint::{self, Waypoint};
 use cqlab_abi::ABI_VERSION;
 use std::sync::Arc;
 use zerocopy::IntoBytes;
 
-/// Device cycles between progress checks while waiting.
-const PROGRESS_CHECK_CYCLES: u64 = 1_000_000;
+/// Device cycles between progress checks while waiting: the resolution of
+/// the stall and kernel timeouts.
+pub const PROGRESS_CHECK_CYCLES: u64 = 1_000_000;
 
 pub struct Device {
     pub(crate) backend: Box<dyn Backend>,
@@ -39,6 +42,9 @@ pub struct Device {
     pub(crate) default_kernel: Option<Arc<KernelImage>>,
     /// Slow dispatch: launches written (the GO count).
     pub(crate) slow_launches: u32,
+    /// A read-only view of a device another process drives
+    /// ([`Device::observe`]): host-side queue state is derived from the device.
+    pub(crate) observer: bool,
 }
 
 impl Device {
@@ -59,7 +65,48 @@ impl Device {
             programs,
             default_kernel: None,
             slow_launches: 0,
+            observer: false,
         })
+    }
+
+    /// A read-only view of a live device that another process drives, for
+    /// `cqlab status` and `cqlab dump`: `sim:PATH` only (an embedded device
+    /// lives inside the process that runs it). Takes no lock and changes
+    /// nothing. The queue sizes are the owner's, read from CQ0's prefetcher
+    /// configuration mailbox; the grid is the daemon's.
+    #[cfg(feature = "daemon")]
+    pub fn observe(spec: &str) -> Result<(Self, crate::daemon_backend::proto::Status)> {
+        let Some(rest) = spec.strip_prefix("sim:") else {
+            return Err(DriverError::Invalid(format!(
+                "{spec:?} cannot be observed from another process: status and dump need a simulator daemon, \
+                 sim:PATH (an embedded device lives inside the process that runs it)"
+            )));
+        };
+        let (path, _) = crate::daemon_backend::DaemonBackend::parse_spec(rest)?;
+        let mut obs = crate::daemon_backend::DaemonObserver::connect(path)?;
+        let status = obs.status().clone();
+        let chip = &status.chip;
+        let base = DeviceConfig {
+            worker_cols: chip.worker_cols,
+            worker_rows: chip.worker_rows,
+            num_cqs: chip.num_cqs,
+            dram_banks: chip.dram_banks,
+            ..Default::default()
+        };
+        let qc: CqConfig = read_struct(&mut obs, NocAddr::unicast(noc::prefetcher(0), CQ_CONFIG as u64))?;
+        let owners = DeviceConfig {
+            issue_size: qc.issue_size,
+            completion_size: qc.completion_size,
+            fetch_entries: qc.fetch_entries,
+            ring_page_size: qc.ring_page_size,
+            ring_pages: qc.ring_pages,
+            ..base.clone()
+        };
+        // Before the first boot the mailbox is empty: the defaults stand.
+        let cfg = if validate(&owners).is_ok() { owners } else { base };
+        let mut dev = Self::with_backend(Box::new(obs), cfg)?;
+        dev.observer = true;
+        Ok((dev, status))
     }
 
     /// Opens a device by spec (see [`crate::backend::spec`]): `embedded` or
@@ -258,7 +305,9 @@ impl Device {
 
     /// Polls `ready` until it holds. Gives up after
     /// `stall_timeout_cycles` device cycles in which no core recorded any
-    /// trace event, with an error naming `what` and carrying a hang dump.
+    /// trace event and no kernel ran, with an error naming `what` and
+    /// carrying a hang dump. While a worker runs its kernel the wait goes on
+    /// until that kernel has run `kernel_timeout_cycles` (if not 0).
     pub(crate) fn wait_until(
         &mut self,
         cq: Option<u8>,
@@ -285,6 +334,25 @@ impl Device {
                 let progress = Some(self.progress()?);
                 if progress != last_progress {
                     (last_progress, last_change) = (progress, now);
+                    continue;
+                }
+                // No core recorded anything since `last_change`. A kernel
+                // still running is not a hang: it has its own limit.
+                if let Some((core, started)) = self.running_kernel()? {
+                    let ran = now.saturating_sub(started);
+                    let limit = self.cfg.kernel_timeout_cycles;
+                    if limit != 0 && ran >= limit {
+                        let what = what();
+                        let dump = HangDump::collect(self, &what, cq)?;
+                        return Err(DriverError::KernelTimeout {
+                            core,
+                            cycles: ran,
+                            limit,
+                            what,
+                            dump: Box::new(dump),
+                        });
+                    }
+                    last_change = now;
                 } else if now - last_change >= self.cfg.stall_timeout_cycles {
                     let what = what();
                     let dump = HangDump::collect(self, &what, cq)?;
@@ -310,6 +378,40 @@ impl Device {
             }
         }
         Ok(())
+    }
+
+    /// A worker running its kernel (waypoint RUN, not halted, no error
+    /// record) and the cycle its kernel started (its last `KernelStart`
+    /// trace record), the earliest-started first.
+    fn running_kernel(&mut self) -> Result<Option<(Coord, u64)>> {
+        let mut found: Option<(Coord, u64)> = None;
+        let workers: Vec<Coord> = self.workers().collect();
+        for w in workers {
+            let at = |a: u32| NocAddr::unicast(w, a as u64);
+            if Waypoint(self.backend.read_u32(at(WAYPOINT))?) != waypoint::RUN {
+                continue;
+            }
+            let halted = match self.backend.introspect() {
+                Some(i) => i.core_debug(w)?.is_some_and(|d| d.halt.is_some()),
+                None => false,
+            };
+            if halted
+                || self.backend.read_u32(at(ERROR + std::mem::offset_of!(ErrorRecord, magic) as u32))? == ERROR_MAGIC
+            {
+                continue;
+            }
+            let started = self
+                .read_trace_tail(w, 4)?
+                .records
+                .iter()
+                .rev()
+                .find(|r| TraceKind::from_u16(r.kind) == Some(TraceKind::KernelStart))
+                .map_or(self.backend.now(), |r| r.cycle);
+            if found.is_none_or(|(_, s)| started < s) {
+                found = Some((w, started));
+            }
+        }
+        Ok(found)
     }
 
     /// Sum of every core's trace sequence number: moves whenever any core

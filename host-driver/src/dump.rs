@@ -47,6 +47,9 @@ pub struct CoreState {
     /// Last wait target (flags, address) from the trace, for the chain.
     #[serde(skip)]
     pub(crate) wait_target: Option<(u32, u32)>,
+    /// Cycle of the last `KernelStart` record in the tail, for the chain.
+    #[serde(skip)]
+    pub(crate) kernel_start: Option<u64>,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]

@@ -24,6 +24,11 @@ pub enum DriverError {
     Device { core: Coord, message: String, dump: Box<HangDump> },
     #[error("timeout waiting for {what} after {cycles} device cycles without progress\n{dump}")]
     Timeout { what: String, cycles: u64, dump: Box<HangDump> },
+    #[error(
+        "kernel on {core} still running after {cycles} cycles (kernel timeout {limit} cycles) while the host waited \
+         for {what}\n{dump}"
+    )]
+    KernelTimeout { core: Coord, cycles: u64, limit: u64, what: String, dump: Box<HangDump> },
     #[error("device {path} is held by {holder}")]
     Busy { path: String, holder: String },
     #[error("backend: {0}")]

@@ -34,8 +34,16 @@ impl HangDump {
         for c in coords {
             cores.push(core_state(dev, c)?);
         }
-        let (chain, deadlock) = chain(&cores, waited_for, cq);
+        let (chain, deadlock) = chain(&cores, waited_for, cq, device_cycle);
         Ok(Self { waited_for: waited_for.to_owned(), device_cycle, queues, cores, chain, deadlock })
+    }
+}
+
+impl HangDump {
+    /// The wait-for chain from queue `cq` over this dump's cores (a live
+    /// dump follows every queue, not only the one a host waited on).
+    pub fn chain_from(&self, cq: u8) -> (Vec<String>, bool) {
+        chain(&self.cores, &format!("work on CQ{cq}"), Some(cq), self.device_cycle)
     }
 }
 
@@ -55,10 +63,14 @@ fn core_state(dev: &mut Device, c: Coord) -> Result<CoreState> {
     });
     let mut last_trace = Vec::new();
     let mut wait_target = None;
+    let mut kernel_start = None;
     for r in dev.read_trace_tail(c, LAST_RECORDS)?.records {
         let kind = TraceKind::from_u16(r.kind);
-        if kind == Some(TraceKind::WaitTarget) {
-            wait_target = Some((r.arg0, r.arg1));
+        match kind {
+            Some(TraceKind::WaitTarget) => wait_target = Some((r.arg0, r.arg1)),
+            Some(TraceKind::KernelStart) => kernel_start = Some(r.cycle),
+            Some(TraceKind::KernelEnd) => kernel_start = None,
+            _ => {}
         }
         let kind = kind.map_or_else(|| format!("kind{}", r.kind), |k| k.label().to_owned());
         last_trace.push(TraceLine { seq: r.seq, cycle: r.cycle, kind, arg0: r.arg0, arg1: r.arg1 });
@@ -80,11 +92,41 @@ fn core_state(dev: &mut Device, c: Coord) -> Result<CoreState> {
         coord: c,
         wp,
         wait_target,
+        kernel_start,
     })
 }
 
-/// Follows waypoints from the queue the host waited on.
-fn chain(cores: &[CoreState], waited_for: &str, cq: Option<u8>) -> (Vec<String>, bool) {
+/// One link of the chain: a core as the root cause would be described. A
+/// halted core shows its error record or halt reason, a running kernel its
+/// cycles, a waiting core its waypoint.
+fn link(s: &CoreState, now: u64) -> String {
+    let pc = s.pc.map(|pc| format!(" pc={pc:#x}")).unwrap_or_default();
+    let mut l = format!("{} {} {}", s.role, s.core, s.waypoint);
+    if s.error.is_some() || s.halt.is_some() {
+        l.push_str(" HALTED");
+        if let Some(e) = &s.error {
+            l.push_str(&format!(": {e}"));
+        }
+        if let Some(h) = &s.halt {
+            l.push_str(&format!(" ({h})"));
+        }
+    } else if s.wp == waypoint::RUN {
+        match s.kernel_start {
+            Some(start) => l.push_str(&format!(
+                " (running its kernel for {} cycles, since cycle {start})",
+                now.saturating_sub(start)
+            )),
+            None => l.push_str(" (running its kernel)"),
+        }
+    } else {
+        l.push_str(&format!(" ({})", s.meaning));
+    }
+    l.push_str(&pc);
+    l
+}
+
+/// Follows waypoints from the queue the host waited on, down to the root.
+fn chain(cores: &[CoreState], waited_for: &str, cq: Option<u8>, now: u64) -> (Vec<String>, bool) {
     let find = |c: Coord| cores.iter().find(|s| s.coord == c);
     let mut chain = vec![format!("host waiting for {waited_for}")];
     let Some(q) = cq else { return (chain, false) };
@@ -92,12 +134,15 @@ fn chain(cores: &[CoreState], waited_for: &str, cq: Option<u8>) -> (Vec<String>,
     let mut seen = Vec::new();
     while let Some(c) = next.take() {
         let Some(s) = find(c) else { break };
-        let pc = s.pc.map(|pc| format!(" pc={pc:#x}")).unwrap_or_default();
-        chain.push(format!("{} {} {}{pc}", s.role, s.core, s.waypoint));
+        chain.push(link(s, now));
         if seen.contains(&c) {
             return (chain, true);
         }
         seen.push(c);
+        if s.error.is_some() || s.halt.is_some() {
+            // A halted core waits on nobody: it is the root.
+            break;
+        }
         let (cq_of, is_prefetcher) = match noc::endpoint(c) {
             Endpoint::Prefetcher { cq } => (cq, true),
             Endpoint::Dispatcher { cq } => (cq, false),
@@ -119,15 +164,13 @@ fn chain(cores: &[CoreState], waited_for: &str, cq: Option<u8>) -> (Vec<String>,
                 _ => None,
             },
             w if w == waypoint::WCW => {
-                let running: Vec<&CoreState> = cores
-                    .iter()
-                    .filter(|w| matches!(noc::endpoint(w.coord), Endpoint::Worker { .. }) && w.wp == waypoint::RUN)
-                    .collect();
-                match running.first() {
-                    Some(w) => {
-                        let pc = w.pc.map(|pc| format!(" pc={pc:#x}")).unwrap_or_default();
-                        chain.push(format!("{} {} RUN (still running its kernel){pc}", w.role, w.core));
-                    }
+                let workers = || cores.iter().filter(|w| matches!(noc::endpoint(w.coord), Endpoint::Worker { .. }));
+                // The root among the workers: one that halted, else one
+                // still running its kernel.
+                let halted = workers().find(|w| w.error.is_some() || w.halt.is_some());
+                let running = workers().find(|w| w.wp == waypoint::RUN);
+                match halted.or(running) {
+                    Some(w) => chain.push(link(w, now)),
                     None => chain.push(format!(
                         "no worker running: completion count short (semaphore {} = {})",
                         sem::WORKERS_DONE,

@@ -30,7 +30,7 @@ pub mod workloads;
 
 pub use buffer::{Buffer, Placement};
 pub use command_queue::{CommandQueue, CoreRange, PendingRead, Trace};
-pub use config::DeviceConfig;
+pub use config::{DeviceConfig, HostBug};
 pub use cqlab_abi::encode::PackedData;
 pub use device::Device;
 pub use error::{DriverError, Result};

@@ -1,31 +1,91 @@
 //! Bad input and hangs end as clear errors with hang dumps, never as hangs.
 
 use cqlab_abi::fetch_queue::{slot_addr, STALL_FLAG};
-use cqlab_abi::noc::{prefetcher, NocAddr};
-use cqlab_driver::{CoreRange, DriverError};
+use cqlab_abi::noc::{prefetcher, worker, NocAddr};
+use cqlab_driver::{CoreRange, DriverError, Event};
 use cqlab_tests::booted;
 
 #[test]
-fn a_worker_that_never_finishes_ends_the_chain() {
+fn a_kernel_past_its_limit_is_named_and_ends_the_chain() {
     let mut dev = booted(11, |c| {
         c.worker_kernel = "spin".into();
         c.stall_timeout_cycles = 3_000_000;
+        c.kernel_timeout_cycles = 6_000_000;
     });
     let mut cq = dev.cq(0).unwrap();
     cq.launch(CoreRange::single(1, 1), &[u32::MAX]).unwrap();
     let err = cq.finish().unwrap_err();
-    let DriverError::Timeout { what, dump, .. } = &err else { panic!("seed 11: expected a timeout, got {err}") };
+    let DriverError::KernelTimeout { core, cycles, what, dump, .. } = &err else {
+        panic!("seed 11: expected a kernel timeout, got {err}")
+    };
+    assert_eq!(*core, worker(1, 1));
+    assert!(*cycles >= 6_000_000, "seed 11: {cycles}");
     assert!(what.contains("completion event"), "{what}");
     let chain = dump.chain.join(" -> ");
     assert!(chain.contains("CQ0 prefetcher") && chain.contains("PSW"), "seed 11: {chain}");
     assert!(chain.contains("CQ0 dispatcher") && chain.contains("WCW"), "seed 11: {chain}");
-    assert!(dump.chain.last().unwrap().contains("worker (1,1)"), "seed 11: chain ends at the worker: {chain}");
+    let last = dump.chain.last().unwrap();
+    assert!(
+        last.contains("worker (1,1)") && last.contains("RUN (running its kernel for"),
+        "seed 11: chain ends at the running kernel with its cycles: {chain}"
+    );
     assert!(!dump.deadlock);
     let text = err.to_string();
     eprintln!("{text}");
-    assert!(text.contains("timeout waiting for CQ host completion event"), "{text}");
+    assert!(text.contains("kernel on (2,2) still running after"), "{text}");
     let json = serde_json::to_string(dump.as_ref()).unwrap();
     assert!(json.contains("\"chain\""));
+}
+
+#[test]
+fn a_kernel_longer_than_the_stall_timeout_is_not_a_hang() {
+    // Issue 14: `matmul --m 128 --n 128 --k 128` timed out "without
+    // progress" while its kernel ran. Here a kernel runs 10x the stall
+    // timeout without recording anything, and the wait behind it succeeds.
+    let mut dev = booted(14, |c| {
+        c.worker_kernel = "spin".into();
+        c.stall_timeout_cycles = 2_000_000;
+    });
+    let mut cq = dev.cq(0).unwrap();
+    cq.launch(CoreRange::single(0, 0), &[20_000_000]).unwrap();
+    let c0 = dev.now();
+    dev.cq(0).unwrap().finish().unwrap_or_else(|e| panic!("seed 14: a long kernel is not a hang: {e}"));
+    assert!(dev.now() - c0 >= 20_000_000);
+}
+
+#[test]
+fn a_halted_worker_ends_the_chain_with_its_error_record() {
+    // A copy kernel launched without its arguments halts with an error
+    // record. The queue then waits on it forever: a hang whose root is that
+    // worker's error, not "no worker running".
+    let mut dev = booted(15, |c| {
+        c.worker_kernel = "copy".into();
+        c.stall_timeout_cycles = 2_000_000;
+    });
+    let mut cq = dev.cq(0).unwrap();
+    cq.launch(CoreRange::single(1, 0), &[]).unwrap();
+    let err = cq.finish().unwrap_err();
+    let DriverError::Timeout { dump, .. } = &err else { panic!("seed 15: expected a timeout, got {err}") };
+    let chain = dump.chain.join(" -> ");
+    let last = dump.chain.last().unwrap();
+    assert!(last.contains("worker (1,0)") && last.contains("HALTED: "), "seed 15: {chain}");
+    assert!(last.contains("invalid kernel runtime arguments"), "seed 15: the error record: {chain}");
+}
+
+#[test]
+fn a_hung_queue_still_times_out_with_its_chain() {
+    // CQ1 waits for an event CQ0 never records: queue machinery with no
+    // kernel running, a hang as before.
+    let mut dev = booted(16, |c| c.stall_timeout_cycles = 2_000_000);
+    let mut cq1 = dev.cq(1).unwrap();
+    cq1.wait_for_event(Event { cq: 0, id: 7 }).unwrap();
+    let err = cq1.finish().unwrap_err();
+    let DriverError::Timeout { cycles, dump, .. } = &err else { panic!("seed 16: expected a timeout, got {err}") };
+    assert!(*cycles >= 2_000_000);
+    let chain = dump.chain.join(" -> ");
+    assert!(chain.contains("CQ1 dispatcher") && chain.contains("on an event of CQ0"), "seed 16: {chain}");
+    // CQ0 was never given work: its prefetcher waits on the host.
+    assert!(chain.contains("CQ0 prefetcher (17,1) HQW"), "seed 16: {chain}");
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! (read-back through `WRITE_HOST`, DRAM-to-L1 writes). The decoder follows
 //! that stream so such relays are attributed to the command they feed.
 
+use crate::out::outln;
 use anyhow::{Context, Result};
 use cqlab_abi::decode::{decode_dispatch_partial, decode_prefetch, DecodeError, PrefetchHeader};
 use serde_json::{json, Value};
@@ -43,11 +44,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let file = args.file.clone().context("an issue-queue dump FILE")?;
     let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+    if bytes.is_empty() {
+        eprintln!("error: {} is empty: an issue-queue dump holds at least one command", file.display());
+        return Ok(ExitCode::from(MALFORMED));
+    }
     let listing = decode_dump(&bytes);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&listing.to_json())?);
+        outln!("{}", serde_json::to_string_pretty(&listing.to_json())?);
     } else {
-        print!("{}", listing.text);
+        outln!("{}", listing.text.trim_end_matches('\n'));
     }
     match listing.error {
         None => Ok(ExitCode::SUCCESS),

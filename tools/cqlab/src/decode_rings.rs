@@ -156,8 +156,9 @@ pub fn read_live(device: &str, kind: &str, cq: u8, core: Option<Coord>) -> Resul
         device.starts_with("sim:"),
         "--device {device:?}: live dumps come from a simulator daemon (sim:PATH)"
     );
-    let cfg = cqlab_driver::DeviceConfig::default();
-    let mut dev = cqlab_driver::Device::open(device, cfg.clone()).with_context(|| format!("attaching {device}"))?;
+    // Read-only: no lock, no HELLO, nothing changes for the device's owner.
+    let (mut dev, _) = cqlab_driver::Device::observe(device).with_context(|| format!("observing {device}"))?;
+    let cfg = dev.config().clone();
     match kind {
         "completion" => {
             anyhow::ensure!(cq < dev.num_cqs(), "--cq {cq}: the device has {} queues", dev.num_cqs());
@@ -202,7 +203,7 @@ pub fn run(args: &crate::decode::Args) -> Result<std::process::ExitCode> {
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&json!({"kind": kind, "records": d.records, "error": d.error}))?);
     } else {
-        print!("{}", d.text);
+        outln!("{}", d.text.trim_end_matches('\n'));
     }
     match d.error {
         None => Ok(std::process::ExitCode::SUCCESS),

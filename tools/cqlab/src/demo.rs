@@ -2,26 +2,39 @@
 //! copies on CQ1 while CQ0 launches kernels, cross-queue events, read-back
 //! verified, and a table of what ran.
 
+use crate::out::outln;
 use anyhow::{ensure, Context, Result};
 use cqlab_driver::{CoreRange, Device, DeviceConfig};
 use std::process::ExitCode;
 use std::time::Instant;
 
+/// Most rounds one demo runs (each moves 256 KiB each way).
+pub const MAX_ROUNDS: u32 = 10_000;
+
 #[derive(clap::Args)]
 pub struct Args {
-    /// Simulator seed.
+    /// Simulator seed. It picks the scheduler's rotation order, and with
+    /// --noc-jitter the jitter of every NOC and PCIe transaction. Without
+    /// jitter the demo's queues are timing-independent, so every seed gives
+    /// the same figures (the demo says so).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Copy/launch rounds.
-    #[arg(long, default_value_t = 8)]
+    /// Extra latency, uniform in 0..=CYCLES and drawn from the seed, on
+    /// every NOC and PCIe transaction: makes the seed matter.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=100_000))]
+    pub noc_jitter: u64,
+    /// Copy/launch rounds (1..=10000).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=MAX_ROUNDS as i64))]
     pub rounds: u32,
+    /// Device to run on: embedded (the default, seeded by --seed), or any
+    /// device spec such as sim:PATH or ttkmd-sim:PATH (seeded their own way).
+    #[arg(long, default_value = "embedded")]
+    pub device: String,
+    #[command(flatten)]
+    pub limits: crate::cli::Limits,
     /// Print the table as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Device spec (default: the embedded simulator with --seed), e.g. sim:PATH or
-    /// ttkmd-sim:PATH.
-    #[arg(long)]
-    pub device: Option<String>,
     /// Worker grid COLSxROWS (the device must have it).
     #[arg(long, default_value = "8x8", value_parser = parse_grid)]
     pub grid: (u8, u8),
@@ -56,9 +69,10 @@ fn timed<T>(
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let spec = args.device.clone().unwrap_or_else(|| format!("embedded:seed={}", args.seed));
-    let cfg = DeviceConfig { worker_cols: args.grid.0, worker_rows: args.grid.1, ..Default::default() };
-    let mut dev = Device::open(&spec, cfg).with_context(|| format!("opening {spec}"))?;
+    let mut cfg = DeviceConfig { worker_cols: args.grid.0, worker_rows: args.grid.1, ..Default::default() };
+    args.limits.apply(&mut cfg);
+    let mut dev = crate::device::open(&args.device, args.seed, args.noc_jitter, cfg)?;
+    let progress = crate::cli::progress(args.rounds as u64, "demo rounds");
     let mut rows = Vec::new();
     let ncores = (dev.config().worker_cols as u64) * dev.config().worker_rows as u64;
     timed(&mut dev, &mut rows, "boot (2 CQs + workers)", ncores + 4, 0, |d| Ok(d.boot()?))?;
@@ -85,16 +99,29 @@ pub fn run(args: Args) -> Result<ExitCode> {
         })?;
         ensure!(back == data, "round {round}: read-back differs from what was written (seed {})", args.seed);
         verified += size as u64;
+        progress.inc(1);
     }
+    progress.finish_and_clear();
     timed(&mut dev, &mut rows, "finish both CQs", 2, 0, |d| {
         d.cq(0)?.finish()?;
         Ok(d.cq(1)?.finish()?)
     })?;
-    print_table(&rows, args.json, verified, dev.now());
+    let seed_note = if args.device != "embedded" {
+        format!("device {}: its seed was fixed when it started", args.device)
+    } else if args.noc_jitter == 0 {
+        format!(
+            "seed {}: without --noc-jitter nothing in this run depends on timing, so every seed gives these \
+             figures; add --noc-jitter CYCLES to make the seed matter",
+            args.seed
+        )
+    } else {
+        format!("seed {} with NOC/PCIe jitter 0..={} cycles", args.seed, args.noc_jitter)
+    };
+    print_table(&rows, args.json, verified, dev.now(), &seed_note)?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_table(rows: &[Row], json: bool, verified: u64, total_cycles: u64) {
+fn print_table(rows: &[Row], json: bool, verified: u64, total_cycles: u64, seed_note: &str) -> Result<()> {
     // Merge rows of the same operation.
     let mut merged: Vec<Row> = Vec::new();
     for r in rows {
@@ -116,15 +143,20 @@ fn print_table(rows: &[Row], json: bool, verified: u64, total_cycles: u64) {
                                          "device_cycles": r.cycles, "host_us": r.host_us})
             })
             .collect();
-        println!("{}", serde_json::json!({"rows": v, "verified_bytes": verified, "device_cycles": total_cycles}));
-        return;
+        outln!(
+            "{}",
+            serde_json::json!({"rows": v, "verified_bytes": verified, "device_cycles": total_cycles, "seed": seed_note})
+        );
+        return Ok(());
     }
-    println!("{:<40} {:>8} {:>10} {:>14} {:>12}", "operation", "count", "bytes", "device cycles", "host ms");
+    outln!("{:<40} {:>8} {:>10} {:>14} {:>12}", "operation", "count", "bytes", "device cycles", "host ms");
     for r in &merged {
-        println!("{:<40} {:>8} {:>10} {:>14} {:>12.1}", r.what, r.count, r.bytes, r.cycles, r.host_us / 1e3);
+        outln!("{:<40} {:>8} {:>10} {:>14} {:>12.1}", r.what, r.count, r.bytes, r.cycles, r.host_us / 1e3);
     }
-    println!(
+    outln!(
         "verified {verified} bytes read back; device time {total_cycles} cycles ({:.3} ms at 1 GHz)",
         total_cycles as f64 / 1e6
     );
+    outln!("{seed_note}");
+    Ok(())
 }

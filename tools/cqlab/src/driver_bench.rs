@@ -2,10 +2,11 @@
 //! measured in the same run: small-command enqueue rate, bulk write_buffer
 //! against plain memcpy into the same sysmem, event round trip.
 
+use crate::out::outln;
 use anyhow::Result;
 use cqlab_abi::encode::Encoder;
 use cqlab_abi::noc::{worker, NocAddr};
-use cqlab_driver::{Device, DeviceConfig};
+use cqlab_driver::DeviceConfig;
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -14,6 +15,12 @@ use std::time::Instant;
 pub struct Args {
     #[arg(long)]
     pub json: bool,
+    /// Device for the driver-path figures: embedded (seed 1, the default)
+    /// or sim:PATH.
+    #[arg(long, default_value = "embedded")]
+    pub device: String,
+    #[command(flatten)]
+    pub limits: crate::cli::Limits,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -35,7 +42,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
     // 2. The full driver path (encode, copy into the issue ring, doorbell) for
     //    batches that fit the queues, on a booted embedded device.
-    let mut dev = Device::open("embedded:seed=1", DeviceConfig::default())?;
+    let mut cfg = DeviceConfig::default();
+    args.limits.apply(&mut cfg);
+    let mut dev = crate::device::open(&args.device, 1, 0, cfg)?;
     dev.boot()?;
     let buf = dev.alloc_l1(0, 0, 64)?;
     let (batch, rounds) = (100u32, 20u32);
@@ -93,7 +102,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let write_gbs = bytes / write_s / 1e9;
     let memcpy_gbs = bytes / memcpy_s / 1e9;
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({
                 "encode_inline_writes_per_s": encode_rate,
@@ -104,13 +113,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{:<52} {:>14}", "measurement", "result");
-    println!("{:<52} {:>12.2} M/s", "encode 64-byte inline writes into the issue ring", encode_rate / 1e6);
-    println!("{:<52} {:>12.2} M/s", "write_buffer 64 B (encode + copy + doorbell)", submit_rate / 1e6);
-    println!("{:<52} {:>11.2} GB/s", "bulk write_buffer, 32 KiB pieces, into sysmem", write_gbs);
-    println!("{:<52} {:>11.2} GB/s", "memcpy of the same bytes into the same sysmem", memcpy_gbs);
-    println!("{:<52} {:>13.0} %", "bulk write_buffer / memcpy", 100.0 * write_gbs / memcpy_gbs);
-    println!("{:<52} {:>9.0} cycles", "event round trip, device (record + synchronize)", ev_cycles);
-    println!("{:<52} {:>13.1} us", "event round trip, host time (simulating included)", ev_us);
+    outln!("{:<52} {:>14}", "measurement", "result");
+    outln!("{:<52} {:>12.2} M/s", "encode 64-byte inline writes into the issue ring", encode_rate / 1e6);
+    outln!("{:<52} {:>12.2} M/s", "write_buffer 64 B (encode + copy + doorbell)", submit_rate / 1e6);
+    outln!("{:<52} {:>11.2} GB/s", "bulk write_buffer, 32 KiB pieces, into sysmem", write_gbs);
+    outln!("{:<52} {:>11.2} GB/s", "memcpy of the same bytes into the same sysmem", memcpy_gbs);
+    outln!("{:<52} {:>13.0} %", "bulk write_buffer / memcpy", 100.0 * write_gbs / memcpy_gbs);
+    outln!("{:<52} {:>9.0} cycles", "event round trip, device (record + synchronize)", ev_cycles);
+    outln!("{:<52} {:>13.1} us", "event round trip, host time (simulating included)", ev_us);
     Ok(ExitCode::SUCCESS)
 }

@@ -3,40 +3,58 @@
 //! the simulator measured against what `cqlab schedule` predicts for the
 //! same order (no cache between the core and DRAM, as on the chip).
 
+use crate::out::outln;
 use anyhow::{ensure, Result};
 use cqlab_driver::workloads::matmul::{inputs, run as run_matmul, Order};
-use cqlab_driver::{Device, DeviceConfig};
+use cqlab_driver::DeviceConfig;
 use cqlab_schedule::{simulate, Gemm, Strategy, Tiling};
 use std::process::ExitCode;
 
+/// Largest matrix edge: A, B and C of 1024x1024 f32 are 4 MiB each, and
+/// one core computes it all.
+pub const MAX_DIM: u32 = 1024;
+
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(long, default_value_t = 64)]
-    pub m: usize,
-    #[arg(long, default_value_t = 64)]
-    pub n: usize,
-    #[arg(long, default_value_t = 64)]
-    pub k: usize,
-    /// Tile edge (at most 16; f32 tiles).
-    #[arg(long, default_value_t = 16)]
-    pub tile: usize,
+    /// Rows of A and C (1..=1024, a multiple of --tile).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=MAX_DIM as i64))]
+    pub m: u32,
+    /// Columns of B and C (1..=1024, a multiple of --tile).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=MAX_DIM as i64))]
+    pub n: u32,
+    /// Columns of A, rows of B (1..=1024, a multiple of --tile).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=MAX_DIM as i64))]
+    pub k: u32,
+    /// Tile edge (1..=16; f32 tiles).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub tile: u32,
     /// ws, is, os or all.
     #[arg(long, default_value = "all")]
     pub strategy: String,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Device: embedded (the default; DRAM bytes are measured there) or
+    /// sim:PATH (DRAM bytes not available).
+    #[arg(long, default_value = "embedded")]
+    pub device: String,
+    #[command(flatten)]
+    pub limits: crate::cli::Limits,
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    let (m, n, k, t) = (args.m as usize, args.n as usize, args.k as usize, args.tile as usize);
+    for (name, v) in [("--m", args.m), ("--n", args.n), ("--k", args.k)] {
+        crate::cli::check(v % args.tile == 0, || format!("{name} {v} is not a multiple of --tile {}", args.tile))?;
+    }
     let strategies: Vec<Strategy> = match args.strategy.as_str() {
         "all" => Strategy::ALL.to_vec(),
-        s => vec![s.parse()?],
+        s => vec![s.parse().map_err(|e| crate::cli::Usage(format!("--strategy {s}: {e} (ws, is, os or all)")))?],
     };
-    let (a, b) = inputs(args.m, args.n, args.k);
-    let tiling = Tiling::square(args.tile as u64)?;
-    let gemm = Gemm::new(args.m as u64, args.n as u64, args.k as u64, 4)?;
+    let (a, b) = inputs(m, n, k);
+    let tiling = Tiling::square(t as u64)?;
+    let gemm = Gemm::new(m as u64, n as u64, k as u64, 4)?;
     let mut rows = Vec::new();
     for s in strategies {
         let order = match s {
@@ -44,10 +62,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
             Strategy::WeightStationary => Order::WeightStationary,
             Strategy::InputStationary => Order::InputStationary,
         };
-        let cfg = DeviceConfig { worker_kernel: "matmul".into(), ..Default::default() };
-        let mut dev = Device::open(&format!("embedded:seed={}", args.seed), cfg)?;
+        let mut cfg = DeviceConfig { worker_kernel: "matmul".into(), ..Default::default() };
+        args.limits.apply(&mut cfg);
+        let mut dev = crate::device::open(&args.device, args.seed, 0, cfg)?;
         dev.boot()?;
-        let r = run_matmul(&mut dev, &a, &b, (args.m, args.n, args.k), args.tile, order)?;
+        let spin = crate::cli::spinner(&format!("matmul {m}x{n}x{k}, {}", s.short()));
+        let r = run_matmul(&mut dev, &a, &b, (m, n, k), t, order);
+        spin.finish_and_clear();
+        let r = r?;
         ensure!(r.mismatches == 0, "{s}: {} elements differ from the host reference", r.mismatches);
         let p = simulate(&gemm, &tiling, s, &[])?;
         let p_read: u64 = [p.dram.a, p.dram.b, p.dram.c].iter().map(|d| d.read_bytes).sum();
@@ -62,16 +84,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
                                    "dram_written": w, "predicted_written": pw})
             })
             .collect();
-        println!("{}", serde_json::json!({"m": args.m, "n": args.n, "k": args.k, "tile": args.tile, "runs": v}));
+        outln!("{}", serde_json::json!({"m": args.m, "n": args.n, "k": args.k, "tile": args.tile, "runs": v}));
         return Ok(ExitCode::SUCCESS);
     }
-    println!("matmul {}x{}x{} f32, tile {}, one core, result verified bit for bit", args.m, args.n, args.k, args.tile);
-    println!(
+    outln!("matmul {}x{}x{} f32, tile {}, one core, result verified bit for bit", args.m, args.n, args.k, args.tile);
+    outln!(
         "{:<9} {:>14} {:>12} {:>12} {:>12} {:>12}",
-        "strategy", "device cycles", "DRAM read", "predicted", "DRAM write", "predicted"
+        "strategy",
+        "device cycles",
+        "DRAM read",
+        "predicted",
+        "DRAM write",
+        "predicted"
     );
     for (s, cyc, r, pr, w, pw) in rows {
-        println!("{:<9} {:>14} {:>12} {:>12} {:>12} {:>12}", s.short(), cyc, r, pr, w, pw);
+        outln!("{:<9} {:>14} {:>12} {:>12} {:>12} {:>12}", s.short(), cyc, r, pr, w, pw);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 //! with and without trace), plus per-command device-cycle costs measured
 //! from the prefetcher's and dispatcher's trace rings.
 
+use crate::out::outln;
 use anyhow::Result;
 use cqlab_abi::decode::Space;
 use cqlab_abi::dispatch::DispatchCmdId;
@@ -14,17 +15,26 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Instant;
 
+/// Most programs per measurement (three measurements run).
+pub const MAX_PROGRAMS: u32 = 1_000_000;
+
 #[derive(clap::Args)]
 pub struct Args {
-    /// Programs (launches of the noop kernel) per measurement.
-    #[arg(long, default_value_t = 1000)]
+    /// Programs (launches of the noop kernel) per measurement (1..=1000000).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=MAX_PROGRAMS as i64))]
     pub programs: u32,
     /// Common runtime arguments per program (0..=256).
-    #[arg(long, default_value_t = 0)]
-    pub args: usize,
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=256))]
+    pub args: u16,
     /// Simulator seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Device to measure: embedded (the default; the slow-dispatch row runs
+    /// on a second embedded chip of the same seed) or sim:PATH.
+    #[arg(long, default_value = "embedded")]
+    pub device: String,
+    #[command(flatten)]
+    pub limits: crate::cli::Limits,
     #[arg(long)]
     pub json: bool,
 }
@@ -42,7 +52,13 @@ struct Figure {
     host_enqueue_us_per_program: f64,
 }
 
-fn measure(dev: &mut Device, programs: u32, args: &[u32], trace: bool) -> Result<Figure> {
+fn measure(
+    dev: &mut Device,
+    programs: u32,
+    args: &[u32],
+    trace: bool,
+    progress: &indicatif::ProgressBar,
+) -> Result<Figure> {
     let all = CoreRange::new((0, 0), (dev.config().worker_cols - 1, dev.config().worker_rows - 1));
     let per = if trace { TRACE_PROGRAMS.min(programs) } else { 1 };
     let tr = if trace {
@@ -77,6 +93,7 @@ fn measure(dev: &mut Device, programs: u32, args: &[u32], trace: bool) -> Result
     let mut cq = dev.cq(0)?;
     for _ in 0..programs / per {
         enqueue(&mut cq)?;
+        progress.inc(1);
     }
     cq.finish()?;
     Ok(Figure {
@@ -115,18 +132,27 @@ fn command_costs(dev: &mut Device, core: noc::Coord, space: Space) -> Result<BTr
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    anyhow::ensure!(args.args <= 256, "at most 256 runtime args");
-    anyhow::ensure!(args.programs > 0, "--programs must be positive");
-    let mut dev = Device::open(&format!("embedded:seed={}", args.seed), DeviceConfig::default())?;
+    let embedded = args.device == "embedded";
+    let mut cfg = DeviceConfig::default();
+    args.limits.apply(&mut cfg);
+    let mut dev = crate::device::open(&args.device, args.seed, 0, cfg.clone())?;
     dev.boot()?;
     let rt: Vec<u32> = (0..args.args as u32).collect();
-    let mut figures = vec![measure(&mut dev, args.programs, &rt, false)?, measure(&mut dev, args.programs, &rt, true)?];
+    let measurements = if embedded { 3 } else { 2 };
+    let progress = crate::cli::progress(measurements * args.programs as u64, "perf programs");
+    let mut figures = vec![
+        measure(&mut dev, args.programs, &rt, false, &progress)?,
+        measure(&mut dev, args.programs, &rt, true, &progress)?,
+    ];
     let pre = command_costs(&mut dev, noc::prefetcher(0), Space::Prefetch)?;
     let dis = command_costs(&mut dev, noc::dispatcher(0), Space::Dispatch)?;
-    // Slow dispatch on the same seed: the host writes launches through the BAR.
-    let mut slow = Device::open(&format!("embedded:seed={},slow", args.seed), DeviceConfig::default())?;
-    slow.boot()?;
-    figures.push(measure(&mut slow, args.programs, &rt, false)?);
+    if embedded {
+        // Slow dispatch on the same seed: the host writes launches through the BAR.
+        let mut slow = Device::open(&format!("embedded:seed={},slow", args.seed), cfg)?;
+        slow.boot()?;
+        figures.push(measure(&mut slow, args.programs, &rt, false, &progress)?);
+    }
+    progress.finish_and_clear();
     let cores = dev.config().worker_cols as u32 * dev.config().worker_rows as u32;
     if args.json {
         let figs: Vec<_> = figures
@@ -145,23 +171,28 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 })
                 .collect()
         };
-        println!(
+        outln!(
             "{}",
             serde_json::json!({"programs": args.programs, "cores": cores, "kernel": "noop", "runtime_args": args.args,
                 "dispatch": figs, "prefetch_commands": costs(&pre), "dispatch_commands": costs(&dis)})
         );
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "dispatch: {} programs, noop kernel on {cores} cores, {} runtime args, embedded simulator at 1 GHz",
-        args.programs, args.args
+        args.programs,
+        args.args
     );
-    println!(
+    outln!(
         "{:<9} {:<6} {:>16} {:>14} {:>20}",
-        "dispatch", "trace", "cycles/program", "us/program", "host enqueue us/prog"
+        "dispatch",
+        "trace",
+        "cycles/program",
+        "us/program",
+        "host enqueue us/prog"
     );
     for f in &figures {
-        println!(
+        outln!(
             "{:<9} {:<6} {:>16.0} {:>14.3} {:>20.3}",
             f.mode,
             if f.trace { "yes" } else { "no" },
@@ -171,10 +202,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         );
     }
     for (title, m) in [("CQ0 prefetcher", &pre), ("CQ0 dispatcher", &dis)] {
-        println!("\n{title}: device cycles per command (from its trace ring)");
-        println!("{:<22} {:>7} {:>10} {:>8} {:>8}", "command", "count", "mean", "min", "max");
+        outln!("\n{title}: device cycles per command (from its trace ring)");
+        outln!("{:<22} {:>7} {:>10} {:>8} {:>8}", "command", "count", "mean", "min", "max");
         for (k, (n, sum, min, max)) in m {
-            println!("{:<22} {:>7} {:>10.0} {:>8} {:>8}", k, n, *sum as f64 / *n as f64, min, max);
+            outln!("{:<22} {:>7} {:>10.0} {:>8} {:>8}", k, n, *sum as f64 / *n as f64, min, max);
         }
     }
     Ok(ExitCode::SUCCESS)

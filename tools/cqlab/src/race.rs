@@ -1,27 +1,71 @@
-//! `cqlab race`: the two-queue stall/dispatch race of the field notes, run
-//! over many seeds. CQ0 replays a trace (kernels on every worker) and records
-//! an event each iteration; CQ1 waits for that event, then does `copies`
-//! write/read-back pairs, each read a dispatcher WAIT plus prefetcher STALL
-//! (the stall point). Knobs amplify the race: more copies and iterations,
-//! NOC/PCIe jitter, core stalls, dispatcher DELAYs before each read. Every
-//! failure names its seed and the command that replays it exactly.
+//! `cqlab race`: a workload over many seeds, each seed a different schedule
+//! (and, for the random workload, a different command mix and queue layout),
+//! with amplifiers that widen race windows. Each seed gives one JSONL record;
+//! the report (failure rate with its 95% interval, distinct failure
+//! signatures with count and first seed, time and seeds to first failure)
+//! is computed from the records alone, so `--jobs` and `--shard` give the
+//! same report as one process. Every failure names the command that replays
+//! it exactly (`cqlab replay RECORD` does so from the JSONL line).
 
-use anyhow::Result;
-use cqlab_driver::{CoreRange, Device, DeviceConfig, DriverError};
-use cqlab_sim::config::SimConfig;
+pub mod failure;
+pub mod faults;
+pub mod random;
+pub mod trace_export;
+pub mod two_queue;
+
+use crate::campaign::{Report, SeedRecord, Shard};
+use crate::usage::{ensure, UsageError};
+use anyhow::{Context, Result};
+use cqlab_driver::{Device, DeviceConfig, DriverError};
+use cqlab_sim::config::{Schedule, SimConfig};
+use failure::Failure;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-#[derive(clap::Args, Clone)]
+/// Largest `--bytes` per copy (the buffer and its reference live in host memory).
+const MAX_BYTES: u32 = 16 << 20;
+/// Largest NOC/PCIe jitter and PCIe latency, in cycles.
+const MAX_LATENCY: u64 = 10_000_000;
+/// Largest `--timeout-cycles`.
+const MAX_TIMEOUT: u64 = 1_000_000_000_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum WorkloadKind {
+    /// CQ0 replays a trace and records an event; CQ1 waits, copies, reads back.
+    TwoQueue,
+    /// A seeded random mix of every command kind, checked against a reference model.
+    Random,
+}
+
+impl WorkloadKind {
+    fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::TwoQueue => "two-queue",
+            WorkloadKind::Random => "random",
+        }
+    }
+}
+
+#[derive(clap::Args, Clone, Debug)]
 pub struct Args {
+    /// Which workload each seed runs.
+    #[arg(long, value_enum, default_value = "two-queue")]
+    pub workload: WorkloadKind,
     /// Known-bug firmware variant to run (see README), or none for the normal firmware.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "firmware")]
     pub variant: Option<String>,
+    /// CQ firmware to race: a directory holding `prefetch` and `dispatch`
+    /// ELFs (any patched build), or the name of a known-bug variant.
+    #[arg(long)]
+    pub firmware: Option<String>,
     /// Seeds to run: seed-base .. seed-base + seeds.
     #[arg(long, default_value_t = 20)]
     pub seeds: u64,
     #[arg(long, default_value_t = 1)]
     pub seed_base: u64,
+    /// Two-queue: iterations of the pattern. Random: batches of 12 commands per seed.
     #[arg(long, default_value_t = 10)]
     pub iterations: u32,
     /// Write/read-back pairs (stall points) per iteration on CQ1.
@@ -39,13 +83,14 @@ pub struct Args {
     pub jitter: u64,
     /// What-if beyond the hardware: drop the NOC/PCIe ordering rules, so
     /// jitter may reorder same-route transactions (see README).
-    #[arg(long)]
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = false)]
     pub reorder: bool,
     /// Probability per scheduling slice that a core stalls 2000 cycles.
     #[arg(long, default_value_t = 0.0)]
     pub core_stall: f64,
     /// Dispatcher DELAY (cycles) on CQ0 before it stamps the marker and
-    /// records its event: a slow producer widens the cross-queue window.
+    /// records its event: a slow producer widens the cross-queue window. The
+    /// host's no-progress limit grows by the same amount (a delay is not a hang).
     #[arg(long, default_value_t = 0)]
     pub delay: u32,
     /// Dispatcher ring pages per CQ (4 KiB each; fewer means more credit pressure).
@@ -60,144 +105,389 @@ pub struct Args {
     /// Completion-queue bytes per CQ.
     #[arg(long, default_value_t = cqlab_abi::sysmem::DEFAULT_COMPLETION_QUEUE_SIZE)]
     pub completion_size: u32,
-    /// Device cycles without progress before a wait gives up.
+    /// Device cycles without progress before a wait gives up (at least the
+    /// driver's progress-check interval, 1,000,000).
     #[arg(long, default_value_t = 5_000_000)]
     pub timeout_cycles: u64,
+    /// PCT schedule of this depth (Burckhardt et al.): finds races needing
+    /// up to depth-1 ordering changes. 0 = the default sliced schedule.
+    #[arg(long, default_value_t = 0)]
+    pub pct_depth: u32,
+    /// Scheduling steps (slices) PCT controls before reverting to slices.
+    #[arg(long, default_value_t = 20_000)]
+    pub pct_steps: u64,
+    /// Faults, comma-separated (repeatable): stall=P[:CYCLES], jitter=N,
+    /// slow=CORE@FACTOR (CORE: prefetcherQ, dispatcherQ, workerC.R),
+    /// late-doorbell=N, pcie-read=N, quantum-jitter=N, or `strong` (every
+    /// amplifier at once).
+    #[arg(long)]
+    pub faults: Vec<String>,
+    /// Parallel processes (each runs a share of the seeds).
+    #[arg(long, default_value_t = 1)]
+    pub jobs: u32,
+    /// Stop at the first failing seed.
+    #[arg(long)]
+    pub until_first: bool,
+    /// Keep each failing seed's full hang dump (text, JSON) and trace here.
+    #[arg(long)]
+    pub dump_dir: Option<PathBuf>,
+    /// Append one JSON record per seed to this file.
+    #[arg(long)]
+    pub jsonl: Option<PathBuf>,
+    /// Run only shard I of N (run i belongs to shard i % N); also taken from
+    /// SLURM_ARRAY_TASK_ID/COUNT or JOB_COMPLETION_INDEX/CQLAB_SHARD_COUNT.
+    #[arg(long)]
+    pub shard: Option<String>,
     #[arg(long)]
     pub json: bool,
+    /// Internal (`--jobs`): print records on stdout, nothing else.
+    #[arg(long, hide = true)]
+    pub child: bool,
 }
 
-/// One seed's run: `Err` carries the first line of what went wrong.
-fn run_seed(args: &Args, seed: u64) -> Result<(), String> {
-    let cfg = DeviceConfig {
-        firmware_variant: args.variant.clone(),
-        stall_timeout_cycles: args.timeout_cycles,
-        issue_size: args.issue_size,
-        completion_size: args.completion_size,
-        ring_pages: args.ring_pages,
-        ..Default::default()
-    };
-    let mut sim = SimConfig { seed, ..Default::default() };
-    sim.faults.noc_jitter_cycles = args.jitter;
-    sim.faults.reorder = args.reorder;
-    sim.pcie.read_latency_cycles = args.pcie_read_latency;
-    if args.core_stall > 0.0 {
-        (sim.faults.core_stall_prob, sim.faults.core_stall_cycles) = (args.core_stall, 2000);
-    }
-    let first_line = |e: DriverError| e.to_string().lines().next().unwrap_or_default().to_owned();
-    let mut dev = Device::embedded(sim, cfg).map_err(first_line)?;
-    dev.boot().map_err(first_line)?;
-    let all = CoreRange::new((0, 0), (dev.config().worker_cols - 1, dev.config().worker_rows - 1));
-    let buf = dev.alloc_dram(args.bytes.next_multiple_of(args.page_size), args.page_size).map_err(first_line)?;
-    // CQ0 stamps the iteration here before its event; CQ1 checks it after waiting.
-    let marker = dev.alloc_l1(0, 0, 16).map_err(first_line)?;
-    let trace = {
-        let mut cq0 = dev.cq(0).map_err(first_line)?;
-        cq0.begin_trace().map_err(first_line)?;
-        cq0.launch(all, &[]).map_err(first_line)?;
-        // No finish here: CQ0 must not have completed an event before the
-        // first iteration (an unwritten event word is part of the race).
-        cq0.end_trace().map_err(first_line)?
-    };
-    for it in 0..args.iterations {
-        let ev = {
-            let mut cq0 = dev.cq(0).map_err(first_line)?;
-            cq0.execute_trace(&trace).map_err(first_line)?;
-            if args.delay > 0 {
-                cq0.delay(args.delay).map_err(first_line)?;
+/// Everything one seed needs, checked once.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub args: Args,
+    pub faults: faults::Faults,
+    /// CQ firmware: a known-bug variant name or an absolute directory.
+    pub cq_firmware: Option<String>,
+    pub shard: Shard,
+}
+
+impl Plan {
+    pub fn new(args: Args) -> Result<Self, UsageError> {
+        let a = &args;
+        ensure(a.seeds > 0, || "--seeds must be at least 1".into())?;
+        ensure(a.seed_base.checked_add(a.seeds - 1).is_some(), || {
+            format!("--seed-base {} + --seeds {} runs past the largest seed {}", a.seed_base, a.seeds, u64::MAX)
+        })?;
+        ensure((1..=MAX_BYTES).contains(&a.bytes), || format!("--bytes {} (1..={MAX_BYTES})", a.bytes))?;
+        ensure((1..=1_000_000).contains(&a.iterations), || format!("--iterations {} (1..=1000000)", a.iterations))?;
+        ensure(a.copies <= 10_000, || format!("--copies {} (0..=10000)", a.copies))?;
+        ensure(a.jitter <= MAX_LATENCY, || format!("--jitter {} cycles (0..={MAX_LATENCY})", a.jitter))?;
+        ensure((1..=MAX_LATENCY).contains(&a.pcie_read_latency), || {
+            format!("--pcie-read-latency {} cycles (1..={MAX_LATENCY})", a.pcie_read_latency)
+        })?;
+        ensure(a.core_stall.is_finite() && (0.0..=1.0).contains(&a.core_stall), || {
+            format!("--core-stall {} is a probability in 0..=1", a.core_stall)
+        })?;
+        let min_timeout = cqlab_driver::device::PROGRESS_CHECK_CYCLES;
+        ensure((min_timeout..=MAX_TIMEOUT).contains(&a.timeout_cycles), || {
+            format!(
+                "--timeout-cycles {} ({min_timeout}..={MAX_TIMEOUT}: the driver checks progress every {min_timeout} cycles)",
+                a.timeout_cycles
+            )
+        })?;
+        ensure(a.pct_depth <= 64, || format!("--pct-depth {} (0..=64)", a.pct_depth))?;
+        ensure(a.pct_depth == 0 || a.pct_steps > 0, || "--pct-steps must be at least 1".into())?;
+        ensure((1..=256).contains(&a.jobs), || format!("--jobs {} (1..=256)", a.jobs))?;
+        let faults = faults::Faults::parse(&a.faults)?;
+        let cq_firmware = match (&a.variant, &a.firmware) {
+            (Some(v), _) => Some(v.clone()),
+            (None, Some(f)) if Path::new(f).is_dir() => {
+                let abs = std::fs::canonicalize(f).map_err(|e| UsageError(format!("--firmware {f}: {e}")))?;
+                Some(abs.to_string_lossy().into_owned())
             }
-            cq0.write_buffer(&marker, 0, &[it as u8 + 1; 16]).map_err(first_line)?;
-            cq0.record_event().map_err(first_line)?
+            (None, Some(f)) => Some(f.clone()),
+            (None, None) => None,
         };
-        let mut cq1 = dev.cq(1).map_err(first_line)?;
-        cq1.wait_for_event(ev).map_err(first_line)?;
-        let seen = cq1.read_buffer(&marker, 0, 16).map_err(first_line)?;
-        if seen != [it as u8 + 1; 16] {
-            return Err(format!("iteration {it}: CQ1 ran past CQ0's event (marker {}, expected {})", seen[0], it + 1));
-        }
-        for c in 0..args.copies {
-            // Not periodic in the page size: a page landing in another's place shows.
-            let data: Vec<u8> =
-                (0..buf.size).map(|i| (i ^ i >> 8 ^ i >> 16) as u8 ^ (it as u8).wrapping_mul(31) ^ (c as u8)).collect();
-            cq1.write_buffer(&buf, 0, &data).map_err(first_line)?;
-            if cq1.read_buffer(&buf, 0, buf.size).map_err(first_line)? != data {
-                return Err(format!("iteration {it} copy {c}: read-back differs from what was written"));
-            }
-        }
+        let shard = Shard::resolve(a.shard.as_deref())?;
+        let plan = Plan { args, faults, cq_firmware, shard };
+        plan.preflight()?;
+        Ok(plan)
     }
-    dev.cq(0).and_then(|mut q| q.finish()).map_err(first_line)?;
-    dev.cq(1).and_then(|mut q| q.finish()).map_err(first_line)
+
+    /// Boots the device of the first seed: a queue size the device refuses or
+    /// firmware that is missing is a usage error before any seed runs.
+    fn preflight(&self) -> Result<(), UsageError> {
+        let seed = self.args.seed_base;
+        let (sim, cfg) = self.configs(seed);
+        let config_error = |e: DriverError| UsageError(format!("the device refuses this configuration: {e}"));
+        let mut dev = Device::embedded(sim, cfg).map_err(config_error)?;
+        dev.boot().map_err(config_error)?;
+        if self.args.workload == WorkloadKind::TwoQueue {
+            two_queue::preflight(&self.args, &mut dev).map_err(config_error)?;
+        }
+        Ok(())
+    }
+
+    /// The simulator and device configuration of one seed.
+    pub fn configs(&self, seed: u64) -> (SimConfig, DeviceConfig) {
+        let a = &self.args;
+        let cfg = DeviceConfig {
+            firmware_variant: self.cq_firmware.clone(),
+            stall_timeout_cycles: a.timeout_cycles + a.delay as u64,
+            issue_size: a.issue_size,
+            completion_size: a.completion_size,
+            ring_pages: a.ring_pages,
+            worker_kernel: "spin".into(),
+            ..Default::default()
+        };
+        let mut sim = SimConfig { seed, ..Default::default() };
+        sim.faults.noc_jitter_cycles = a.jitter;
+        sim.faults.reorder = a.reorder;
+        sim.pcie.read_latency_cycles = a.pcie_read_latency;
+        if a.core_stall > 0.0 {
+            (sim.faults.core_stall_prob, sim.faults.core_stall_cycles) = (a.core_stall, 2000);
+        }
+        if a.pct_depth > 0 {
+            sim.schedule = Schedule::Pct { depth: a.pct_depth, steps: a.pct_steps };
+        }
+        let mut cfg = cfg;
+        if a.workload == WorkloadKind::Random {
+            random::configure(seed, &mut sim, &mut cfg);
+        }
+        self.faults.apply(&mut sim);
+        (sim, cfg)
+    }
+
+    /// The options that shape a run, every one written out, so the line
+    /// replays the run whatever the defaults become.
+    pub fn shape_argv(&self) -> Vec<String> {
+        let a = &self.args;
+        let mut v: Vec<String> = vec!["race".into(), "--workload".into(), a.workload.name().into()];
+        let mut opt = |k: &str, val: String| {
+            v.push(format!("--{k}"));
+            v.push(val);
+        };
+        if let Some(fw) = &self.cq_firmware {
+            opt("firmware", fw.clone());
+        }
+        opt("iterations", a.iterations.to_string());
+        opt("jitter", a.jitter.to_string());
+        opt("core-stall", a.core_stall.to_string());
+        opt("reorder", a.reorder.to_string());
+        if a.workload == WorkloadKind::TwoQueue {
+            // The random workload draws these per seed.
+            opt("copies", a.copies.to_string());
+            opt("bytes", a.bytes.to_string());
+            opt("page-size", a.page_size.to_string());
+            opt("delay", a.delay.to_string());
+            opt("ring-pages", a.ring_pages.to_string());
+            opt("pcie-read-latency", a.pcie_read_latency.to_string());
+            opt("issue-size", a.issue_size.to_string());
+            opt("completion-size", a.completion_size.to_string());
+        }
+        opt("timeout-cycles", a.timeout_cycles.to_string());
+        opt("pct-depth", a.pct_depth.to_string());
+        opt("pct-steps", a.pct_steps.to_string());
+        for f in &a.faults {
+            opt("faults", f.clone());
+        }
+        v
+    }
+
+    /// `cqlab ...` arguments that replay exactly `seed`.
+    pub fn replay_argv(&self, seed: u64) -> Vec<String> {
+        let mut v = self.shape_argv();
+        v.extend(["--seed-base".into(), seed.to_string(), "--seeds".into(), "1".into()]);
+        v
+    }
+
+    /// Campaign positions this process runs.
+    fn owned(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        (0..self.args.seeds).filter(|&i| self.shard.owns(i)).map(|i| (i, self.args.seed_base + i))
+    }
 }
 
-fn replay_command(args: &Args, seed: u64) -> String {
-    let mut cmd = format!(
-        "cqlab race --seed-base {seed} --seeds 1 --iterations {} --copies {} --bytes {} --issue-size {} --completion-size {}",
-        args.iterations, args.copies, args.bytes, args.issue_size, args.completion_size
-    );
-    if let Some(v) = &args.variant {
-        cmd += &format!(" --variant {v}");
+/// Runs one seed on a fresh embedded device. Returns the outcome and the
+/// device (for dumps and traces), if it was built.
+pub fn run_seed(plan: &Plan, seed: u64) -> (Result<(), Failure>, Option<Device>) {
+    let (sim, cfg) = plan.configs(seed);
+    let mut dev = match Device::embedded(sim, cfg) {
+        Ok(d) => d,
+        Err(e) => return (Err(e.into()), None),
+    };
+    let outcome = dev.boot().map_err(Failure::from).and_then(|()| match plan.args.workload {
+        WorkloadKind::TwoQueue => two_queue::run(&plan.args, &mut dev),
+        WorkloadKind::Random => random::run(plan.args.iterations, seed, &mut dev),
+    });
+    (outcome, Some(dev))
+}
+
+/// Runs `seed` and makes its record; writes its dump files on failure.
+pub fn record_seed(plan: &Plan, index: u64, seed: u64) -> Result<SeedRecord> {
+    let start = Instant::now();
+    let (outcome, mut dev) = run_seed(plan, seed);
+    let seconds = start.elapsed().as_secs_f64();
+    let device_cycles = dev.as_ref().map_or(0, |d| d.now());
+    if let Err(Failure::Driver(e @ (DriverError::Invalid(_) | DriverError::OutOfRange { .. }))) = &outcome {
+        // The device refused what this configuration asks: not a race.
+        return Err(UsageError(format!("seed {seed}: the workload's configuration is refused: {e}")).into());
     }
-    for (flag, on, value) in [
-        ("--jitter", args.jitter > 0, args.jitter.to_string()),
-        ("--reorder", args.reorder, String::new()),
-        ("--core-stall", args.core_stall > 0.0, args.core_stall.to_string()),
-        ("--delay", args.delay > 0, args.delay.to_string()),
-        ("--page-size", args.page_size != 1024, args.page_size.to_string()),
-        ("--ring-pages", args.ring_pages != cqlab_abi::memory_map::DEFAULT_RING_PAGES, args.ring_pages.to_string()),
-        ("--pcie-read-latency", args.pcie_read_latency != 750, args.pcie_read_latency.to_string()),
-    ] {
-        if on {
-            cmd += &format!(" {flag}");
-            if !value.is_empty() {
-                cmd += &format!(" {value}");
-            }
+    let failure = outcome.as_ref().err().map(Failure::classify);
+    if let (Err(f), Some(dir)) = (&outcome, &plan.args.dump_dir) {
+        write_dump(dir, seed, f, dev.as_mut())?;
+    }
+    Ok(SeedRecord {
+        tool: "race".into(),
+        seed,
+        index,
+        ok: outcome.is_ok(),
+        failure,
+        device_cycles,
+        seconds,
+        metrics: Default::default(),
+        argv: plan.replay_argv(seed),
+    })
+}
+
+/// `DIR/seed-N.txt` (the whole error with its hang dump), `seed-N.json`
+/// (the dump as JSON) and `seed-N.trace.json` (every core's trace ring,
+/// Chrome/Perfetto JSON).
+pub fn write_dump(dir: &Path, seed: u64, f: &Failure, dev: Option<&mut Device>) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let base = dir.join(format!("seed-{seed}"));
+    std::fs::write(base.with_extension("txt"), f.full_text() + "\n")?;
+    let json = serde_json::json!({"seed": seed, "failure": f.classify(), "detail": f.full_text(), "dump": f.dump()});
+    std::fs::write(base.with_extension("json"), serde_json::to_string_pretty(&json)? + "\n")?;
+    if let Some(dev) = dev {
+        let trace = trace_export::chrome_trace(dev)?;
+        std::fs::write(base.with_extension("trace.json"), serde_json::to_string(&trace)? + "\n")?;
+    }
+    Ok(())
+}
+
+fn run_serial(plan: &Plan, sink: &mut dyn FnMut(&SeedRecord) -> Result<()>) -> Result<()> {
+    let total = plan.owned().count();
+    for (n, (index, seed)) in plan.owned().enumerate() {
+        let r = record_seed(plan, index, seed)?;
+        if !plan.args.child && !plan.args.json {
+            let verdict = r.failure.as_ref().map_or_else(|| "pass".into(), |f| format!("FAIL {}", f.error));
+            eprintln!("[{}/{total}] seed {seed}: {verdict}", n + 1);
+        }
+        sink(&r)?;
+        if !r.ok && plan.args.until_first {
+            break;
         }
     }
-    cmd
+    Ok(())
+}
+
+/// `--jobs J`: J child processes, each a share of this shard's seeds.
+fn run_parallel(plan: &Plan, argv_tail: &[String], sink: &mut dyn FnMut(&SeedRecord) -> Result<()>) -> Result<()> {
+    let exe = std::env::current_exe().context("locating the cqlab binary")?;
+    let jobs = plan.args.jobs as u64;
+    let mut children = Vec::new();
+    for k in 0..jobs {
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.args(plan.shape_argv())
+            .args(["--seed-base", &plan.args.seed_base.to_string(), "--seeds", &plan.args.seeds.to_string()])
+            .args(["--shard", &plan.shard.split(k, jobs).to_string(), "--child"])
+            .args(argv_tail)
+            .stdout(std::process::Stdio::piped());
+        children.push(cmd.spawn().context("starting a race job")?);
+    }
+    let (tx, rx) = std::sync::mpsc::channel::<Result<SeedRecord, String>>();
+    let mut readers = Vec::new();
+    for child in &mut children {
+        let out = child.stdout.take().expect("piped");
+        let tx = tx.clone();
+        readers.push(std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines() {
+                let msg =
+                    line.map_err(|e| e.to_string()).and_then(|l| serde_json::from_str(&l).map_err(|e| e.to_string()));
+                if tx.send(msg).is_err() {
+                    return;
+                }
+            }
+        }));
+    }
+    drop(tx);
+    let total = plan.owned().count();
+    let mut n = 0;
+    for msg in rx {
+        let r = msg.map_err(|e| anyhow::anyhow!("a race job wrote an unreadable record: {e}"))?;
+        n += 1;
+        if !plan.args.json {
+            let verdict = r.failure.as_ref().map_or_else(|| "pass".into(), |f| format!("FAIL {}", f.error));
+            eprintln!("[{n}/{total}] seed {}: {verdict}", r.seed);
+        }
+        sink(&r)?;
+        if !r.ok && plan.args.until_first {
+            for c in &mut children {
+                let _ = c.kill();
+            }
+            break;
+        }
+    }
+    for mut c in children {
+        let status = c.wait()?;
+        if !plan.args.until_first && !matches!(status.code(), Some(0) | Some(1)) {
+            anyhow::bail!("a race job exited with {status}");
+        }
+    }
+    Ok(())
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    anyhow::ensure!(args.seeds > 0, "--seeds must be positive");
-    anyhow::ensure!((0.0..=1.0).contains(&args.core_stall), "--core-stall is a probability in 0..=1");
-    let start = Instant::now();
-    let mut failures = Vec::new();
-    for (n, seed) in (args.seed_base..args.seed_base + args.seeds).enumerate() {
-        let outcome = run_seed(&args, seed);
-        if let Err(e) = &outcome {
-            failures.push((seed, e.clone()));
+    let plan = Plan::new(args)?;
+    let mut records = Vec::new();
+    let mut jsonl = match &plan.args.jsonl {
+        Some(p) => Some(std::io::BufWriter::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("opening {}", p.display()))?,
+        )),
+        None => None,
+    };
+    let child = plan.args.child;
+    let mut sink = |r: &SeedRecord| -> Result<()> {
+        let line = serde_json::to_string(r)?;
+        if let Some(f) = &mut jsonl {
+            writeln!(f, "{line}")?;
+            f.flush()?;
         }
-        if !args.json {
-            let verdict = outcome.as_ref().map_or_else(|e| format!("FAIL {e}"), |()| "pass".into());
-            eprintln!("[{}/{}] seed {seed}: {verdict}", n + 1, args.seeds);
+        if child {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{line}")?;
+            out.flush()?;
         }
-    }
-    let rate = failures.len() as f64 / args.seeds as f64;
-    if args.json {
-        let f: Vec<_> = failures
-            .iter()
-            .map(|(s, e)| serde_json::json!({"seed": s, "error": e, "replay": replay_command(&args, *s)}))
-            .collect();
-        println!(
-            "{}",
-            serde_json::json!({"variant": args.variant, "seeds": args.seeds, "failures": failures.len(),
-                               "failure_rate": rate, "failed": f, "seconds": start.elapsed().as_secs_f64()})
-        );
+        records.push(r.clone());
+        Ok(())
+    };
+    if plan.args.jobs > 1 && !child {
+        let mut tail = Vec::new();
+        if plan.args.until_first {
+            tail.push("--until-first".to_owned());
+        }
+        if let Some(d) = &plan.args.dump_dir {
+            tail.extend(["--dump-dir".to_owned(), d.to_string_lossy().into_owned()]);
+        }
+        run_parallel(&plan, &tail, &mut sink)?;
     } else {
-        println!(
-            "{} of {} seeds failed ({:.0}%) in {:.1?}: variant {}, {} iterations x {} copies, jitter {}, delay {}",
-            failures.len(),
-            args.seeds,
-            rate * 100.0,
-            start.elapsed(),
-            args.variant.as_deref().unwrap_or("none"),
-            args.iterations,
-            args.copies,
-            args.jitter,
-            args.delay
-        );
-        for (seed, e) in &failures {
-            println!("  seed {seed}: {e}\n    replay: {}", replay_command(&args, *seed));
-        }
+        run_serial(&plan, &mut sink)?;
     }
-    Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    let report = Report::from_records(&records);
+    if !child {
+        print_report(&plan, &report)?;
+    }
+    Ok(if report.failures == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn print_report(plan: &Plan, report: &Report) -> Result<()> {
+    let a = &plan.args;
+    if a.json {
+        let mut v = serde_json::to_value(report)?;
+        v["workload"] = a.workload.name().into();
+        v["firmware"] = plan.cq_firmware.clone().into();
+        v["shard"] = plan.shard.to_string().into();
+        println!("{v}");
+        return Ok(());
+    }
+    let header = format!(
+        "race {} (firmware {}, shard {}, {} iterations, jitter {}, delay {}, pct depth {})",
+        a.workload.name(),
+        plan.cq_firmware.as_deref().unwrap_or("normal"),
+        plan.shard,
+        a.iterations,
+        a.jitter,
+        a.delay,
+        a.pct_depth
+    );
+    report.print(&header);
+    Ok(())
 }

@@ -1,6 +1,7 @@
 //! `cqlab schedule`: GEMM dataflow analysis — DRAM traffic of weight-, input- and
 //! output-stationary tile orders through an L2/L3 cache stack (see `cqlab-schedule`).
 
+use crate::out::outln;
 use anyhow::Context as _;
 use cqlab_schedule::svg::BarChart;
 use cqlab_schedule::{
@@ -106,11 +107,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let out = Output { gemm, tiling, strategy: args.strategy, configs };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&out).context("serialising the report")?);
+        outln!("{}", serde_json::to_string_pretty(&out).context("serialising the report")?);
     } else if args.csv {
-        print!("{}", csv(&out));
+        outln!("{}", csv(&out).trim_end_matches('\n'));
     } else {
-        print!("{}", table(&out));
+        outln!("{}", table(&out).trim_end_matches('\n'));
     }
     if let Some(path) = &args.svg {
         std::fs::write(path, chart(&out).render()).with_context(|| format!("writing {}", path.display()))?;

@@ -1,5 +1,6 @@
 //! `cqlab sim ...`: the simulator's subcommands.
 
+use crate::out::outln;
 use anyhow::Context;
 use cqlab_sim::bench::WORKLOADS;
 use cqlab_sim::exec::{self, ExecOptions, Outcome};
@@ -41,8 +42,9 @@ pub enum Command {
     /// polls and idles (keeping its state) while none is attached. One client
     /// at a time (flock on PATH/lock). Stop with Ctrl-C or `cqlab sim stop`.
     Serve(ServeArgs),
-    /// Stop the daemon serving PATH (removes its socket).
-    Stop(DevArgs),
+    /// Stop the daemon serving PATH (removes its socket). Refused while
+    /// another client holds the device, unless --force.
+    Stop(StopArgs),
     /// Run the device as shared memory for the tt-kmd backend (device spec `ttkmd-sim:PATH`).
     ///
     /// L1, registers, DRAM and sysmem are files under PATH that host processes map through the
@@ -65,8 +67,19 @@ pub struct DevArgs {
 }
 
 #[derive(clap::Args)]
+pub struct StopArgs {
+    /// The daemon's device directory.
+    #[arg(long)]
+    dev: PathBuf,
+    /// Stop it even while a client holds the device (that client then fails).
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(clap::Args)]
 pub struct ServeArgs {
-    /// Device directory (created if missing): socket, sysmem file, lock.
+    /// Device directory: socket, sysmem file, lock. Created 0700 if
+    /// missing; an existing one must belong to you (it is made 0700).
     #[arg(long)]
     dev: PathBuf,
     /// Seed of the scheduler, jitter and faults.
@@ -81,9 +94,9 @@ pub struct ServeArgs {
     /// DRAM banks.
     #[arg(long, default_value_t = cqlab_abi::memory_map::DEFAULT_DRAM_BANKS)]
     dram_banks: u32,
-    /// Host sysmem size in MiB (a sparse file).
-    #[arg(long, default_value_t = 64)]
-    sysmem_mib: usize,
+    /// Host sysmem size in MiB (a sparse file; 1..=4096).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    sysmem_mib: u32,
     /// Do not log attaches, resets and recoveries.
     #[arg(long)]
     quiet: bool,
@@ -118,11 +131,12 @@ pub struct BarArgs {
     /// Local address in the core (L1 or a register), decimal or 0x hex.
     #[arg(long, value_parser = parse_u64)]
     addr: u64,
-    /// Value to write first.
-    #[arg(long, value_parser = parse_u64)]
-    write: Option<u64>,
-    /// Keep the device attached this many seconds afterwards (ownership tests).
-    #[arg(long, default_value_t = 0.0)]
+    /// Value to write first (32 bits).
+    #[arg(long, value_parser = parse_u32)]
+    write: Option<u32>,
+    /// Keep the device attached this many seconds afterwards (0..=3600;
+    /// ownership tests).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_hold)]
     hold: f64,
 }
 
@@ -130,6 +144,18 @@ fn parse_pair(s: &str) -> Result<(u8, u8), String> {
     let bad = || format!("expected COL,ROW such as 0,1, found {s:?}");
     let (c, r) = s.split_once(',').ok_or_else(bad)?;
     Ok((c.parse().map_err(|_| bad())?, r.parse().map_err(|_| bad())?))
+}
+
+fn parse_u32(s: &str) -> Result<u32, String> {
+    let v = parse_u64(s)?;
+    u32::try_from(v).map_err(|_| format!("{v:#x} does not fit in 32 bits"))
+}
+
+fn parse_hold(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=3600.0).contains(&v) => Ok(v),
+        _ => Err(format!("expected seconds in 0..=3600, found {s:?}")),
+    }
 }
 
 fn parse_u64(s: &str) -> Result<u64, String> {
@@ -147,11 +173,11 @@ pub struct ClientJobArgs {
     /// Seed of the data written.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Rounds of write, launch, read back, verify.
-    #[arg(long, default_value_t = 4)]
+    /// Rounds of write, launch, read back, verify (1..=100000).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     rounds: u32,
-    /// Bytes per buffer write.
-    #[arg(long, default_value_t = 4096)]
+    /// Bytes per buffer write (16..=16777216, a multiple of 16).
+    #[arg(long, default_value_t = 4096, value_parser = parse_bytes)]
     bytes: u32,
     #[arg(long, default_value = "2x2", value_parser = parse_grid)]
     grid: (u8, u8),
@@ -160,6 +186,13 @@ pub struct ClientJobArgs {
     /// Open the device through the tt-kmd backend (`ttkmd-sim:DEV`) instead of the daemon.
     #[arg(long)]
     ttkmd: bool,
+}
+
+fn parse_bytes(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(v) if (16..=16 << 20).contains(&v) && v % 16 == 0 => Ok(v),
+        _ => Err(format!("expected a multiple of 16 in 16..=16777216, found {s:?}")),
+    }
 }
 
 fn parse_grid(s: &str) -> Result<(u8, u8), String> {
@@ -210,15 +243,15 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
                 worker_rows: a.grid.1,
                 num_cqs: a.cqs,
                 dram_banks: a.dram_banks,
-                sysmem_size: a.sysmem_mib << 20,
+                sysmem_size: (a.sysmem_mib as usize) << 20,
                 ..Default::default()
             };
-            cfg.validate().context("checking the daemon's chip configuration")?;
+            cfg.validate().map_err(|e| crate::cli::Usage(format!("the daemon's chip configuration: {e}")))?;
             daemon::serve(&a.dev, cfg, a.quiet)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Stop(a) => {
-            let pid = cqlab_driver::daemon_backend::stop_daemon(&a.dev)?;
+            let pid = cqlab_driver::daemon_backend::stop_daemon(&a.dev, a.force)?;
             let pid = pid.map_or("?".into(), |p| p.to_string());
             eprintln!("{}: daemon pid {pid} stopped", a.dev.display());
             Ok(ExitCode::SUCCESS)
@@ -293,15 +326,24 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if cfg!(debug_assertions) {
         eprintln!("note: debug build; run `cargo run --release -p cqlab -- sim bench` for real figures");
     }
-    println!("cqlab sim bench: one hart, interpreter throughput, {} iterations per workload", args.iters);
-    println!(
+    outln!("cqlab sim bench: one hart, interpreter throughput, {} iterations per workload", args.iters);
+    outln!(
         "{:<6} {:>14} {:>10} {:>10} {:>14} {:>14} {:>12}",
-        "loop", "guest instrs", "sim time", "sim MIPS", "dev Mcycles/s", "native MIPS*", "native/sim"
+        "loop",
+        "guest instrs",
+        "sim time",
+        "sim MIPS",
+        "dev Mcycles/s",
+        "native MIPS*",
+        "native/sim"
     );
     for w in &WORKLOADS {
-        let m = w.measure(args.iters)?;
+        let spin = crate::cli::spinner(&format!("measuring {}", w.name));
+        let m = w.measure(args.iters);
+        spin.finish_and_clear();
+        let m = m?;
         let (sim, native) = (m.sim_mips(), m.native_mips(w));
-        println!(
+        outln!(
             "{:<6} {:>14} {:>9.3}s {:>10.1} {:>14.1} {:>14.1} {:>11.1}x",
             w.name,
             m.instret,
@@ -312,12 +354,12 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             native / sim
         );
     }
-    println!();
+    outln!("");
     for w in &WORKLOADS {
-        println!("{:<6} {}", w.name, w.description);
+        outln!("{:<6} {}", w.name, w.description);
     }
-    println!("* native MIPS: the same loop in Rust on the host, counted in guest-instruction equivalents.");
-    println!();
+    outln!("* native MIPS: the same loop in Rust on the host, counted in guest-instruction equivalents.");
+    outln!("");
     chip_bench(args.chip_cycles)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -331,7 +373,7 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
     use cqlab_sim::config::SimConfig;
 
     let cfg = SimConfig::default();
-    println!(
+    outln!(
         "chip: {}x{} workers + {} CQs, L1 {} KiB, quantum {} cycles; ping-pong = 2 workers alternately \
          NOC-incrementing each other's L1 semaphore and polling their own",
         cfg.worker_cols,
@@ -340,9 +382,13 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
         cfg.l1_size / 1024,
         cfg.quantum_cycles
     );
-    println!(
+    outln!(
         "{:<56} {:>14} {:>10} {:>16} {:>12}",
-        "scenario", "device cycles", "host time", "dev Mcycles/s", "round trips"
+        "scenario",
+        "device cycles",
+        "host time",
+        "dev Mcycles/s",
+        "round trips"
     );
     for (spinners, ff) in [(false, false), (false, true), (true, false), (true, true)] {
         let name = format!(
@@ -350,8 +396,11 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
             if spinners { " + 62 workers polling for GO" } else { "" },
             if ff { "on" } else { "off" }
         );
-        let p = chip_pingpong(cycles, SimConfig { fast_forward: ff, ..cfg.clone() }, spinners)?;
-        println!(
+        let spin = crate::cli::spinner(&format!("measuring {name}"));
+        let p = chip_pingpong(cycles, SimConfig { fast_forward: ff, ..cfg.clone() }, spinners);
+        spin.finish_and_clear();
+        let p = p?;
+        outln!(
             "{:<56} {:>14} {:>9.3}s {:>16.1} {:>12}",
             name,
             p.device_cycles,
@@ -370,7 +419,7 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
     }
     let filled = rss_bytes();
     let mib = |b: Option<u64>| b.map_or("?".to_string(), |b| format!("{:.1} MiB", b as f64 / (1 << 20) as f64));
-    println!(
+    outln!(
         "memory: process RSS {} before the chip, {} with the chip powered on, {} after writing all {} cores' L1",
         mib(before),
         mib(booted),
@@ -391,7 +440,7 @@ fn client_job(a: ClientJobArgs) -> anyhow::Result<ExitCode> {
     let mut dev = Device::open(&spec, cfg).with_context(|| format!("opening {spec}"))?;
     dev.boot().context("booting")?;
     // The crash test kills this process after this line, mid-enqueue.
-    println!("client-job: booted");
+    outln!("client-job: booted");
     std::io::stdout().flush()?;
     let buf = dev.alloc_dram(a.bytes, 1024)?;
     let mut cq = dev.cq(0)?;
@@ -407,7 +456,7 @@ fn client_job(a: ClientJobArgs) -> anyhow::Result<ExitCode> {
         }
     }
     cq.finish()?;
-    println!(
+    outln!(
         "client-job: seed {} pid {}: {} rounds of {} bytes verified at device cycle {}",
         a.seed,
         std::process::id(),
@@ -424,12 +473,11 @@ fn bar(a: BarArgs) -> anyhow::Result<ExitCode> {
     let mut dev = DaemonBackend::attach(&a.dev)?;
     let at = cqlab_abi::noc::NocAddr::unicast(cqlab_abi::noc::worker(a.worker.0, a.worker.1), a.addr);
     if let Some(v) = a.write {
-        let v = u32::try_from(v).map_err(|_| anyhow::anyhow!("--write {v} does not fit in 32 bits"))?;
         dev.write_u32(at, v)?;
     }
     let v = dev.read_u32(at)?;
-    println!("{v:#010x}");
+    outln!("{v:#010x}");
     std::io::stdout().flush()?;
-    std::thread::sleep(std::time::Duration::from_secs_f64(a.hold.max(0.0)));
+    std::thread::sleep(std::time::Duration::from_secs_f64(a.hold));
     Ok(ExitCode::SUCCESS)
 }

@@ -31,13 +31,27 @@ struct Daemon {
     log: PathBuf,
 }
 
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cqlab-daemon-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
 impl Daemon {
     fn start(name: &str, seed: u64) -> Daemon {
-        let dir = std::env::temp_dir().join(format!("cqlab-daemon-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = scratch_dir(name);
         std::fs::create_dir_all(&dir).unwrap();
+        Self::start_in(dir, seed, "")
+    }
+
+    /// Starts `cqlab sim serve --dev dir` under `sh -c "PREFIX exec ..."`
+    /// (e.g. "umask 000;").
+    fn start_in(dir: PathBuf, seed: u64, prefix: &str) -> Daemon {
         let log = dir.with_extension("log");
-        let child = Command::new(CQLAB)
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{prefix} exec \"$0\" \"$@\""))
+            .arg(CQLAB)
             .args(["sim", "serve", "--grid", "2x2", "--cqs", "1", "--sysmem-mib", "4", "--seed"])
             .arg(seed.to_string())
             .arg("--dev")
@@ -51,8 +65,9 @@ impl Daemon {
         while !sock.exists() {
             assert!(
                 start.elapsed() < Duration::from_secs(10),
-                "timeout waiting for the daemon socket {}",
-                sock.display()
+                "timeout waiting for the daemon socket {}; log: {}",
+                sock.display(),
+                std::fs::read_to_string(&d.log).unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -316,4 +331,335 @@ fn the_daemon_and_the_embedded_simulator_reach_the_same_state_for_the_same_seed(
     let local = digest_after_program(&mut embedded);
     assert_eq!(daemon, local, "seed {seed}: (digest, device time) over the daemon vs embedded");
     assert!(local.1 > 0);
+}
+
+// ---- Security and ownership (issue 14) ----------------------------------
+
+use cqlab_sim::daemon::proto::{self, Reply, Request};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::net::UnixStream;
+
+/// The uid this test runs as.
+fn my_uid() -> u32 {
+    std::fs::metadata("/proc/self").unwrap().uid()
+}
+
+const NOBODY: u32 = 65534;
+
+/// Tests that need a second uid run as root (as in CI) and switch to
+/// `nobody` with setpriv; elsewhere they say so and pass nothing off as run.
+fn root_or_skip(test: &str) -> bool {
+    if my_uid() == 0 {
+        return true;
+    }
+    eprintln!("{test}: needs root to act as a second uid (nobody); not run");
+    false
+}
+
+/// A raw connection to the daemon, below the driver's client.
+fn raw(d: &Daemon) -> UnixStream {
+    let s = UnixStream::connect(d.dir.join("sock")).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+fn raw_call(s: &UnixStream, req: &Request) -> Result<Vec<u8>, String> {
+    let mut w = s;
+    proto::write_frame(&mut w, &req.encode()).map_err(|e| e.to_string())?;
+    let frame = proto::read_frame(&mut w).map_err(|e| e.to_string())?.ok_or("connection closed")?;
+    Reply::decode(&frame)?.result
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::symlink_metadata(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())).mode() & 0o777
+}
+
+/// A client that attaches and holds the device for `secs`, printing the
+/// word it read once attached.
+fn holder(d: &Daemon, secs: u32) -> Child {
+    let addr = format!("{:#x}", USER.base);
+    let mut child = Command::new(CQLAB)
+        .args(["sim", "bar", "--worker", "0,0", "--addr", &addr, "--hold", &secs.to_string(), "--dev"])
+        .arg(&d.dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("0x"), "the holder did not attach: {line:?}");
+    child
+}
+
+#[test]
+fn device_files_are_private_whatever_the_umask() {
+    let dir = scratch_dir("umask");
+    let d = Daemon::start_in(dir, 3, "umask 000;");
+    assert_eq!(mode(&d.dir), 0o700, "device directory");
+    for f in ["sock", "sysmem", "lock", "pid"] {
+        assert_eq!(mode(&d.dir.join(f)), 0o600, "{f}");
+    }
+    // An existing directory of ours with a loose mode is tightened.
+    drop(d);
+    let dir = scratch_dir("umask-existing");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let d = Daemon::start_in(dir, 3, "umask 000;");
+    assert_eq!(mode(&d.dir), 0o700);
+}
+
+#[test]
+fn a_directory_of_another_user_is_refused_and_its_symlink_not_followed() {
+    if !root_or_skip("a_directory_of_another_user_is_refused_and_its_symlink_not_followed") {
+        return;
+    }
+    // The attack from the issue: another user's directory holding
+    // `sysmem -> victim`, where root runs `sim serve`.
+    let dir = scratch_dir("foreign");
+    std::fs::create_dir_all(&dir).unwrap();
+    let victim = dir.with_extension("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("sysmem")).unwrap();
+    std::os::unix::fs::lchown(&dir, Some(NOBODY), Some(NOBODY)).unwrap();
+    let mut c = Command::new(CQLAB);
+    c.args(["sim", "serve", "--sysmem-mib", "4", "--dev"]).arg(&dir);
+    let out = run(c);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("owned by uid 65534"), "{}", text(&out));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "victim touched");
+    // The same symlink in a directory of our own: refused, not followed.
+    std::os::unix::fs::lchown(&dir, Some(0), Some(0)).unwrap();
+    let mut c = Command::new(CQLAB);
+    c.args(["sim", "serve", "--sysmem-mib", "4", "--dev"]).arg(&dir);
+    let out = run(c);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("symbolic link"), "{}", text(&out));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "victim touched");
+    std::fs::remove_file(&victim).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_peer_of_another_uid_is_refused() {
+    if !root_or_skip("a_peer_of_another_uid_is_refused") {
+        return;
+    }
+    // Even with the directory and socket opened up to everyone (umask 000
+    // in the issue), the daemon refuses nobody by its credentials.
+    let d = Daemon::start("peercred", 4);
+    assert!(bar(&d, &["--write", "0x1234"]).status.success());
+    std::fs::set_permissions(&d.dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    for f in ["sock", "sysmem", "lock"] {
+        std::fs::set_permissions(d.dir.join(f), std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let as_nobody = |args: &[&str]| {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", CQLAB]).args(args).arg("--dev").arg(&d.dir);
+        run(c)
+    };
+    let addr = format!("{:#x}", USER.base + 0x40);
+    let w = as_nobody(&["sim", "bar", "--worker", "1,1", "--addr", &addr, "--write", "0x666"]);
+    assert!(!w.status.success(), "{}", text(&w));
+    assert!(String::from_utf8_lossy(&w.stderr).contains("peer uid 65534"), "{}", text(&w));
+    let stop = as_nobody(&["sim", "stop", "--force"]);
+    assert!(!stop.status.success(), "{}", text(&stop));
+    let back = bar(&d, &[]);
+    assert_eq!(String::from_utf8_lossy(&back.stdout).trim(), "0x00001234", "{}", text(&back));
+}
+
+#[test]
+fn only_the_owner_may_attach_reset_or_stop() {
+    let d = Daemon::start("owner", 5);
+    // A wrong-version HELLO with nobody attached: refused, nothing quiesced.
+    let s = raw(&d);
+    let err = raw_call(&s, &Request::Hello { version: proto::VERSION - 1, pid: 1 }).unwrap_err();
+    assert!(err.contains("protocol version 1"), "{err}");
+    assert!(!d.log().contains("attached"), "a refused HELLO was logged as an attach: {}", d.log());
+    // Requests that need ownership are refused before HELLO.
+    let err = raw_call(&s, &Request::Poll { cycles: 10 }).unwrap_err();
+    assert!(err.contains("has not attached"), "{err}");
+
+    // A client job runs; raw HELLO, RESET, WRITE and a plain stop from
+    // others are refused meanwhile and the job completes undisturbed.
+    let mut job = client_job(&d.dir, 7, 200).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(job.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.contains("booted"), "{line:?}");
+    let other = raw(&d);
+    let err = raw_call(&other, &Request::Hello { version: proto::VERSION, pid: 1 }).unwrap_err();
+    assert!(err.contains(&format!("device held by pid {}", job.id())), "{err}");
+    let err = raw_call(&other, &Request::Reset).unwrap_err();
+    assert!(err.contains("RESET refused: the device is held by"), "{err}");
+    let err = raw_call(&other, &Request::Write { addr: 0, data: vec![1] }).unwrap_err();
+    assert!(err.contains("WRITE refused"), "{err}");
+    let stop = d.cqlab(&["sim", "stop"]);
+    assert!(!stop.status.success(), "{}", text(&stop));
+    assert!(String::from_utf8_lossy(&stop.stderr).contains("--force"), "{}", text(&stop));
+    // Read-only requests need no ownership.
+    let status = proto::Status::decode(&raw_call(&other, &Request::Status).unwrap()).unwrap();
+    assert_eq!(status.owner_pid, job.id());
+    let mut out = String::new();
+    job.stdout.as_mut().unwrap().read_to_string(&mut out).unwrap();
+    let done = job.wait().unwrap();
+    assert!(done.success() && out.contains("200 rounds of 2048 bytes verified"), "{out}");
+
+    // `sim stop --force` stops a daemon that a client holds.
+    let mut held = holder(&d, 20);
+    let stop = d.cqlab(&["sim", "stop", "--force"]);
+    let _ = held.kill();
+    let _ = held.wait();
+    assert!(stop.status.success(), "{}", text(&stop));
+    let start = Instant::now();
+    while d.dir.join("sock").exists() {
+        assert!(start.elapsed() < Duration::from_secs(10), "timeout waiting for the forced stop");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Resident set of process `pid` in bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/PID/status");
+    kb * 1024
+}
+
+#[test]
+fn frames_and_connections_are_capped() {
+    let d = Daemon::start("caps", 6);
+    let pid = d.child.id();
+    assert!(bar(&d, &[]).status.success());
+    let before = rss(pid);
+    // The issue's attack: connections that each announce a huge frame and
+    // send part of it. Each costs only what it sent, and the number of
+    // connections is capped.
+    use std::io::Write;
+    let mut open = Vec::new();
+    for _ in 0..cqlab_sim::daemon::server::MAX_CONNECTIONS {
+        let mut s = raw(&d);
+        s.write_all(&(proto::MAX_FRAME as u32).to_le_bytes()).unwrap();
+        s.write_all(&[2; 4096]).unwrap();
+        open.push(s);
+    }
+    let extra = raw(&d);
+    let mut r = &extra;
+    let refused = proto::read_frame(&mut r).unwrap().map(|f| Reply::decode(&f).unwrap().result);
+    assert!(
+        matches!(&refused, Some(Err(m)) if m.contains("connections already open")),
+        "connection past the cap: {refused:?}"
+    );
+    // Let the daemon read what was sent, then measure.
+    std::thread::sleep(Duration::from_millis(200));
+    let grown = rss(pid).saturating_sub(before);
+    assert!(grown < 16 << 20, "the daemon grew by {grown} bytes for {} partial frames", open.len());
+    // A frame over the cap is refused with a reason.
+    let big = raw(&d);
+    let mut w = &big;
+    w.write_all(&(proto::MAX_FRAME as u32 + 1).to_le_bytes()).unwrap_or(());
+    drop(open);
+    let mut r = &big;
+    if let Ok(Some(f)) = proto::read_frame(&mut r) {
+        let e = Reply::decode(&f).unwrap().result.unwrap_err();
+        assert!(e.contains("bad frame") || e.contains("connections already open"), "{e}");
+    }
+    // Once those connections close the daemon serves again.
+    let start = Instant::now();
+    loop {
+        let o = bar(&d, &[]);
+        if o.status.success() {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "daemon unusable after the caps: {}", text(&o));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A frame over the cap, on a fresh connection: refused with its reason.
+    let big = raw(&d);
+    let mut w = &big;
+    w.write_all(&(proto::MAX_FRAME as u32 + 1).to_le_bytes()).unwrap();
+    let mut r = &big;
+    let f = proto::read_frame(&mut r).unwrap().expect("a reply");
+    let e = Reply::decode(&f).unwrap().result.unwrap_err();
+    assert!(e.contains("bad frame") && e.contains(&format!("> {}", proto::MAX_FRAME)), "{e}");
+}
+
+#[test]
+fn a_failed_start_leaves_nothing_behind() {
+    // A socket path too long for bind (the issue's 150 characters).
+    let base = std::env::temp_dir().join(format!("cqlab-long-{}", std::process::id()));
+    let dir = base.join("d".repeat(150));
+    let mut c = Command::new(CQLAB);
+    c.args(["sim", "serve", "--sysmem-mib", "4", "--dev"]).arg(&dir);
+    let out = run(c);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Unix sockets allow at most"), "{}", text(&out));
+    assert!(!dir.exists() && !base.exists(), "a failed start left {} behind", dir.display());
+    // A failure after sysmem was created (a directory where the lock file
+    // goes): every file the start created is removed again.
+    let dir = scratch_dir("failed");
+    std::fs::create_dir_all(dir.join("lock")).unwrap();
+    let mut c = Command::new(CQLAB);
+    c.args(["sim", "serve", "--grid", "2x2", "--cqs", "1", "--sysmem-mib", "4", "--dev"]).arg(&dir);
+    let out = run(c);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a regular file"), "{}", text(&out));
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["lock"], "a failed start left files behind");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn status_and_dump_work_mid_run_without_disturbing_it() {
+    let d = Daemon::start("observe", 8);
+    let cycle = |out: &str| {
+        out.rsplit("device cycle ").next().and_then(|s| s.trim().parse::<u64>().ok()).expect("a device cycle")
+    };
+    let spec = format!("sim:{}", d.dir.display());
+    let mut job = client_job(&d.dir, 9, 300).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stdout = BufReader::new(job.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("booted"), "{line:?}");
+    let mut observed = 0;
+    // Observe while the job runs (at least once, as long as it runs).
+    while observed == 0 || job.try_wait().unwrap().is_none() && observed < 6 {
+        let status = run({
+            let mut c = Command::new(CQLAB);
+            c.args(["status", "--device", &spec]);
+            c
+        });
+        let dump = run({
+            let mut c = Command::new(CQLAB);
+            c.args(["dump", "--json", "--device", &spec]);
+            c
+        });
+        assert!(status.status.success() && dump.status.success(), "{}\n{}", text(&status), text(&dump));
+        let s = String::from_utf8_lossy(&status.stdout);
+        if job.try_wait().unwrap().is_none() {
+            observed += 1;
+            assert!(s.contains(&format!("held by pid {}", job.id())) || s.contains("held by nobody"), "{s}");
+        }
+        assert!(s.contains("CQ0 dispatcher") && s.contains("dispatch") && s.contains("device cycle"), "{s}");
+        let v: serde_json::Value = serde_json::from_slice(&dump.stdout).expect("dump --json is JSON");
+        assert!(v["dump"]["cores"].as_array().is_some_and(|c| c.len() == 6), "{v}");
+        assert!(v["chains"][0]["chain"][0].as_str().is_some_and(|l| l.contains("CQ0")), "{v}");
+    }
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    assert!(job.wait().unwrap().success(), "{rest}");
+    assert!(observed > 0, "the job ended before it could be observed");
+    let watched = cycle(&rest);
+    // The same job after a reset, unobserved: the same device time, so the
+    // observers changed nothing the owner saw.
+    assert!(d.cqlab(&["reset"]).status.success());
+    let out = run(client_job(&d.dir, 9, 300));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(watched, cycle(&String::from_utf8_lossy(&out.stdout)), "seed 8: observers disturbed the run");
+    // Status of a device that is not a daemon is a usage error.
+    let mut c = Command::new(CQLAB);
+    c.args(["status", "--device", "embedded"]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }

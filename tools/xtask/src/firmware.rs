@@ -39,9 +39,17 @@ pub fn build(root: &Path) -> Result<Vec<PathBuf>> {
         Toolchain::Rustup => out.clone(),
         Toolchain::Debian { .. } => root.join("target/debian-fallback").join(TARGET).join("firmware"),
     };
-    // Variants first: each build overwrites the CQ images, the normal build comes last.
+    // Variants build in a target dir of their own: in a shared one each
+    // variant build overwrote the normal CQ images until the normal build
+    // ran last, and a campaign booting from them meanwhile raced known-bug
+    // firmware (found by `cqlab replay`: 51 failures of the correct firmware
+    // under `cargo xtask test`, none of which replayed).
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+    let variant_target = target.join("firmware-variants");
+    let variant_built = variant_target.join(TARGET).join("firmware");
     for variant in VARIANTS {
         let mut cmd = build_command(&toolchain, root);
+        cmd.env("CARGO_TARGET_DIR", &variant_target);
         let features = format!("rt,bug-{variant}");
         cmd.args(["build", "-p", "cqlab-kernels", "--features", &features, "--bin", "prefetch", "--bin", "dispatch"]);
         cmd.args(["--target", TARGET, "--profile", "firmware"]);
@@ -49,7 +57,8 @@ pub fn build(root: &Path) -> Result<Vec<PathBuf>> {
         let dir = out.join("variants").join(variant);
         std::fs::create_dir_all(&dir)?;
         for name in ["prefetch", "dispatch"] {
-            std::fs::copy(built.join(name), dir.join(name)).with_context(|| format!("copying {variant}/{name}"))?;
+            std::fs::copy(variant_built.join(name), dir.join(name))
+                .with_context(|| format!("copying {variant}/{name}"))?;
         }
     }
     for (package, feature) in PACKAGES {

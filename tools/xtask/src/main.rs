@@ -1,11 +1,14 @@
 //! `cargo xtask`: builds the firmware and runs the project's checks.
 //!
 //! - `cargo xtask firmware` builds every firmware ELF for riscv32im and prints sizes.
-//! - `cargo xtask test` runs fmt, clippy, the firmware build and every test.
+//! - `cargo xtask test` runs fmt, clippy, the firmware build, every test and
+//!   a short smoke run of every fuzz target.
+//! - `cargo xtask fuzz [--seconds N]` runs every fuzz target N seconds.
 //! - `cargo xtask demo` runs the main job on the embedded simulator.
 
 mod demo;
 mod firmware;
+mod fuzz;
 mod toolchain;
 
 use anyhow::{bail, Context, Result};
@@ -18,8 +21,9 @@ fn main() {
         Some("firmware") => firmware::build(&workspace_root()).map(|elfs| firmware::print_sizes(&elfs)),
         Some("test") => test(&args[1..]),
         Some("demo") => demo::run_demo(&workspace_root()),
+        Some("fuzz") => fuzz::command(&workspace_root(), &args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <firmware|test|demo>");
+            eprintln!("usage: cargo xtask <firmware|test|demo|fuzz [--seconds N]>");
             std::process::exit(2);
         }
     };
@@ -83,6 +87,7 @@ fn test(extra: &[String]) -> Result<()> {
         eprintln!("xtask: cargo-nextest not installed; using cargo test");
         run(cargo().args(["test", "--workspace", "--no-fail-fast"]).args(extra))?;
     }
+    fuzz::smoke(&root)?;
     eprintln!("xtask: all checks passed in {:.0?}", start.elapsed());
     Ok(())
 }

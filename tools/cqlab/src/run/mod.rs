@@ -32,12 +32,14 @@ pub struct Args {
     /// Command queues, or a sweep: `1,2,4` (1..=8; real parts have 2).
     #[arg(long, default_value = "2")]
     pub cqs: String,
-    /// Timed iterations.
-    #[arg(long, default_value_t = 10)]
+    /// Timed iterations (1..=1000000).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub iters: u32,
-    /// Untimed iterations first.
-    #[arg(long, default_value_t = 2)]
+    /// Untimed iterations first (0..=1000000).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     pub warmup: u32,
+    #[command(flatten)]
+    pub limits: crate::cli::Limits,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// per-iter: wait for every iteration; end: only after the last.
@@ -206,9 +208,10 @@ pub fn scaling(points: &[PointReport]) -> Value {
 pub fn run(a: Args) -> Result<ExitCode> {
     let Some(kind) = Kind::from_name(&a.workload) else {
         let names: Vec<_> = Kind::ALL.iter().map(|k| k.name()).collect();
-        bail!("unknown workload {:?}: one of {}", a.workload, names.join(", "));
+        return Err(crate::cli::Usage(format!("unknown workload {:?}: one of {}", a.workload, names.join(", "))).into());
     };
-    let sync = SyncMode::from_name(&a.sync).with_context(|| format!("--sync {:?}: per-iter or end", a.sync))?;
+    let sync = SyncMode::from_name(&a.sync)
+        .ok_or_else(|| crate::cli::Usage(format!("--sync {:?}: per-iter or end", a.sync)))?;
     let sweep = parse_cqs(&a.cqs)?;
     let knobs = knobs(&a, kind);
     let json_stdout = a.json.as_deref() == Some(Path::new("-"));
@@ -224,7 +227,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
             seed: a.seed,
             sync,
             skip_validation: a.skip_validation,
-            base_config: DeviceConfig::default(),
+            base_config: {
+                let mut cfg = DeviceConfig::default();
+                a.limits.apply(&mut cfg);
+                cfg
+            },
         };
         let trace = match &a.trace {
             Some(p) => Some(TraceWriter::create(&trace_path(p, cqs, sweep.len() > 1))?),

@@ -1,0 +1,290 @@
+//! The daemon's device directory: its files, who may own them, how they
+//! are created, and the shared sysmem mapping.
+//!
+//! A device directory is private to one user: the daemon creates it 0700
+//! and its files 0600 whatever the umask, refuses a directory that another
+//! user owns (they could swap its files under us), and creates each file
+//! with `O_CREAT|O_EXCL|O_NOFOLLOW`, so a planted symlink (`sysmem ->
+//! victim.txt`) is an error instead of a file the daemon truncates.
+
+use memmap2::{MmapMut, MmapOptions};
+use nix::unistd::Uid;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Mode of the device directory.
+pub const DIR_MODE: u32 = 0o700;
+/// Mode of every file in it (socket included).
+pub const FILE_MODE: u32 = 0o600;
+/// Longest socket path `bind` accepts (`sun_path` is 108 bytes with its NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+
+/// Paths of the files under a daemon's device directory.
+#[derive(Clone, Debug)]
+pub struct DevicePaths {
+    pub dir: PathBuf,
+}
+
+impl DevicePaths {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        DevicePaths { dir: dir.into() }
+    }
+    /// Unix socket: requests and replies.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.join("sock")
+    }
+    /// Host sysmem, mapped shared by the daemon and its client.
+    pub fn sysmem(&self) -> PathBuf {
+        self.dir.join("sysmem")
+    }
+    /// Clients take `flock` on it while attached and record their pid.
+    pub fn lock(&self) -> PathBuf {
+        self.dir.join("lock")
+    }
+    /// The daemon's pid.
+    pub fn pid(&self) -> PathBuf {
+        self.dir.join("pid")
+    }
+}
+
+/// A refusal or failure with the path it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error("{path}: {reason}")]
+    Refused { path: String, reason: String },
+    #[error("{what} {path}: {source}")]
+    Io { what: &'static str, path: String, source: io::Error },
+}
+
+impl FileError {
+    fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> FileError + 'a {
+        move |source| FileError::Io { what, path: path.display().to_string(), source }
+    }
+    fn refused(path: &Path, reason: String) -> FileError {
+        FileError::Refused { path: path.display().to_string(), reason }
+    }
+}
+
+/// Makes `dir` a private device directory of the calling user. Returns
+/// whether it was created (so a failed start can remove it).
+///
+/// Missing: created 0700 (parents as by `mkdir -p`). Present: it must be a
+/// real directory (not a symlink) owned by the caller; a looser mode is
+/// tightened to 0700.
+pub fn prepare_dir(dir: &Path) -> Result<bool, FileError> {
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).map_err(FileError::io("creating the parent of", dir))?;
+            }
+            std::fs::DirBuilder::new()
+                .mode(DIR_MODE)
+                .create(dir)
+                .map_err(FileError::io("creating device directory", dir))?;
+            // The umask may have removed bits from DIR_MODE; never added any.
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(DIR_MODE))
+                .map_err(FileError::io("setting the mode of", dir))?;
+            Ok(true)
+        }
+        Err(e) => Err(FileError::Io { what: "inspecting", path: dir.display().to_string(), source: e }),
+        Ok(m) if m.file_type().is_symlink() => {
+            Err(FileError::refused(dir, "is a symbolic link; a device directory must be a real directory".into()))
+        }
+        Ok(m) if !m.is_dir() => Err(FileError::refused(dir, "exists and is not a directory".into())),
+        Ok(m) => {
+            let me = Uid::effective().as_raw();
+            if m.uid() != me {
+                return Err(FileError::refused(
+                    dir,
+                    format!(
+                        "is owned by uid {}, not by this user (uid {me}): refusing a device directory another user \
+                         controls (they could replace its files); use a directory of your own",
+                        m.uid()
+                    ),
+                ));
+            }
+            if m.mode() & 0o777 != DIR_MODE {
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(DIR_MODE))
+                    .map_err(FileError::io("setting the mode of", dir))?;
+            }
+            Ok(false)
+        }
+    }
+}
+
+/// What sits at `path` before we create a file there.
+fn existing(path: &Path) -> Result<Option<std::fs::Metadata>, FileError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => Ok(Some(m)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(FileError::Io { what: "inspecting", path: path.display().to_string(), source: e }),
+    }
+}
+
+/// Fails unless `m` (of `path`) is a plain file or socket this user owns.
+fn check_ours(path: &Path, m: &std::fs::Metadata, socket: bool) -> Result<(), FileError> {
+    let t = m.file_type();
+    if t.is_symlink() {
+        return Err(FileError::refused(path, "is a symbolic link: refusing to follow it".into()));
+    }
+    let kind_ok = if socket { t.is_socket() } else { t.is_file() };
+    if !kind_ok {
+        let want = if socket { "a socket" } else { "a regular file" };
+        return Err(FileError::refused(path, format!("exists and is not {want}")));
+    }
+    let me = Uid::effective().as_raw();
+    if m.uid() != me {
+        return Err(FileError::refused(path, format!("is owned by uid {}, not by this user (uid {me})", m.uid())));
+    }
+    Ok(())
+}
+
+/// Creates `path` afresh, 0600, with `O_CREAT|O_EXCL|O_NOFOLLOW`. A stale
+/// regular file of ours is removed first; anything else there (a symlink,
+/// another user's file, a directory) is refused.
+pub fn create_private(path: &Path) -> Result<File, FileError> {
+    if let Some(m) = existing(path)? {
+        check_ours(path, &m, false)?;
+        std::fs::remove_file(path).map_err(FileError::io("removing stale", path))?;
+    }
+    open_new(path)
+}
+
+/// Opens `path` if it is a regular file of ours, or creates it (0600,
+/// `O_EXCL|O_NOFOLLOW`). Keeps an existing file's contents and inode.
+pub fn open_or_create_private(path: &Path) -> Result<File, FileError> {
+    match existing(path)? {
+        Some(m) => {
+            check_ours(path, &m, false)?;
+            let f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(nix::libc::O_NOFOLLOW)
+                .open(path)
+                .map_err(FileError::io("opening", path))?;
+            f.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))
+                .map_err(FileError::io("setting the mode of", path))?;
+            Ok(f)
+        }
+        None => open_new(path),
+    }
+}
+
+fn open_new(path: &Path) -> Result<File, FileError> {
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(FileError::io("creating", path))?;
+    // The umask may have removed bits; set exactly FILE_MODE.
+    f.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))
+        .map_err(FileError::io("setting the mode of", path))?;
+    Ok(f)
+}
+
+/// Removes a stale socket of ours at `path` (a daemon that died), refusing
+/// anything else found there.
+pub fn remove_stale_socket(path: &Path) -> Result<(), FileError> {
+    if let Some(m) = existing(path)? {
+        check_ours(path, &m, true)?;
+        std::fs::remove_file(path).map_err(FileError::io("removing stale socket", path))?;
+    }
+    Ok(())
+}
+
+/// Opens an existing file for a client (`O_NOFOLLOW`: a symlink planted in
+/// the device directory is an error, not a file we write).
+pub fn open_existing(path: &Path) -> io::Result<File> {
+    OpenOptions::new().read(true).write(true).custom_flags(nix::libc::O_NOFOLLOW).open(path)
+}
+
+/// The mmap layer: maps `len` bytes of `file` shared, read and write. Its
+/// length must already be `len`.
+pub fn map_shared(file: &File, path: &Path, len: usize) -> Result<MmapMut, FileError> {
+    let found = file.metadata().map_err(FileError::io("inspecting", path))?.len();
+    if found != len as u64 {
+        return Err(FileError::refused(path, format!("holds {found} bytes, the daemon announced {len}")));
+    }
+    // SAFETY: the mapping is of a regular file kept at `len` bytes (never
+    // truncated while mapped: only `cqlab sim serve` sizes it, before it
+    // maps). Other processes write the same pages, so Rust's
+    // exclusive-access assumption holds only by protocol: the daemon accesses
+    // sysmem only while serving a request of the owning client, the owner
+    // only between requests, so no access overlaps another process's write.
+    unsafe { MmapOptions::new().len(len).map_mut(file) }.map_err(FileError::io("mapping", path))
+}
+
+/// A private copy-on-write view of `len` bytes of `file`: pages read show
+/// the file's current contents, writes stay in this process. For read-only
+/// observers (`cqlab status`), which must not disturb the owner's sysmem.
+pub fn map_observer(file: &File, path: &Path, len: usize) -> Result<MmapMut, FileError> {
+    let found = file.metadata().map_err(FileError::io("inspecting", path))?.len();
+    if found != len as u64 {
+        return Err(FileError::refused(path, format!("holds {found} bytes, the daemon announced {len}")));
+    }
+    // SAFETY: a MAP_PRIVATE mapping of a regular file of `len` bytes; our
+    // writes never reach the file. Pages we have not written may change
+    // under us when the owner writes the file: readers in this process take
+    // a snapshot by copying what they need (hang dumps, status).
+    unsafe { MmapOptions::new().len(len).map_copy(file) }.map_err(FileError::io("mapping", path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("cqlab-files-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn a_new_directory_and_its_files_are_private_whatever_the_umask() {
+        let d = scratch("modes");
+        // umask is process-wide (nextest runs each test in its own process);
+        // restored before any assertion can fail.
+        let old = nix::sys::stat::umask(nix::sys::stat::Mode::empty());
+        let created = prepare_dir(&d);
+        let f = created.as_ref().ok().map(|_| create_private(&d.join("f")));
+        nix::sys::stat::umask(old);
+        assert!(created.unwrap());
+        f.unwrap().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().mode() & 0o777;
+        assert_eq!((mode(&d), mode(&d.join("f"))), (DIR_MODE, FILE_MODE));
+        // An existing directory of ours with a loose mode is tightened.
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(!prepare_dir(&d).unwrap());
+        assert_eq!(mode(&d), DIR_MODE);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_planted_symlink_is_refused_and_its_target_untouched() {
+        let d = scratch("symlink");
+        prepare_dir(&d).unwrap();
+        let victim = d.with_extension("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        symlink(&victim, d.join("sysmem")).unwrap();
+        let err = create_private(&d.join("sysmem")).unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        let err = open_or_create_private(&d.join("sysmem")).unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        assert!(open_existing(&d.join("sysmem")).is_err(), "O_NOFOLLOW");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        // A symlinked directory is refused too.
+        let link = d.with_extension("dirlink");
+        symlink(&d, &link).unwrap();
+        assert!(prepare_dir(&link).unwrap_err().to_string().contains("symbolic link"));
+        for p in [&victim, &link] {
+            std::fs::remove_file(p).unwrap();
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

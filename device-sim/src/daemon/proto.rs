@@ -1,0 +1,489 @@
+//! The wire protocol between `cqlab sim serve` and its clients.
+//!
+//! Every message is a frame: a little-endian `u32` payload length, then the
+//! payload (at most [`MAX_FRAME`] bytes). A request payload is an opcode
+//! byte and its fields (integers little-endian). A reply payload is a status
+//! byte (0 ok, 1 error), the device time (`u64`), then the body (ok) or a
+//! UTF-8 message (error).
+//!
+//! | op | request fields | ok body | who may send it |
+//! |---|---|---|---|
+//! | 1 HELLO | version u32, client pid u32 | [`ChipInfo`] | anyone while no other connection owns the device; makes the sender the owner |
+//! | 2 WRITE | NOC address u64, data (rest, at most [`MAX_DATA`]) | — | the owner |
+//! | 3 READ | NOC address u64, length u32 (at most [`MAX_DATA`]) | data | the owner |
+//! | 4 POLL | cycles u64 | — (the time is in every reply) | the owner |
+//! | 5 CORE_DEBUG | packed coordinates u32 | present u8, pc u32, halt (present u8, len u32, UTF-8), n u32, n x pc u32 | anyone (read-only) |
+//! | 6 DETACH | — | — | the owner (ends its ownership) |
+//! | 7 RESET | — | — (power-on state) | the owner |
+//! | 8 STOP | force u8 | — (the daemon exits after replying) | the owner, anyone while none owns the device, anyone with force = 1 |
+//! | 9 DIGEST | — | device-state digest u64 | anyone (read-only) |
+//! | 10 DRAM_TRAFFIC | reset u8 | read bytes u64, written bytes u64 (before a reset) | the owner |
+//! | 11 STATUS | — | [`Status`] | anyone (read-only) |
+//! | 12 PEEK | NOC address u64, length u32 (at most [`MAX_DATA`]) | data, read without advancing or changing the device | anyone (read-only) |
+//!
+//! "Anyone" means any connection of the daemon's own uid: the daemon
+//! refuses every other peer (`SO_PEERCRED`) before it reads a frame.
+
+use std::io::{self, Read, Write};
+
+/// Version 2: server-enforced ownership, STOP's force flag, STATUS, PEEK.
+pub const VERSION: u32 = 2;
+/// Largest data part of a WRITE, or length of a READ or PEEK: bigger
+/// transfers are split by the client.
+pub const MAX_DATA: usize = 1 << 20;
+/// Largest payload either side accepts (a WRITE of [`MAX_DATA`] bytes plus
+/// its header, or a reply carrying that much).
+pub const MAX_FRAME: usize = MAX_DATA + 64;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    Hello { version: u32, pid: u32 },
+    Write { addr: u64, data: Vec<u8> },
+    Read { addr: u64, len: u32 },
+    Poll { cycles: u64 },
+    CoreDebug { core: u32 },
+    Detach,
+    Reset,
+    Stop { force: bool },
+    Digest,
+    DramTraffic { reset: bool },
+    Status,
+    Peek { addr: u64, len: u32 },
+}
+
+impl Request {
+    /// Name for error messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Request::Hello { .. } => "HELLO",
+            Request::Write { .. } => "WRITE",
+            Request::Read { .. } => "READ",
+            Request::Poll { .. } => "POLL",
+            Request::CoreDebug { .. } => "CORE_DEBUG",
+            Request::Detach => "DETACH",
+            Request::Reset => "RESET",
+            Request::Stop { .. } => "STOP",
+            Request::Digest => "DIGEST",
+            Request::DramTraffic { .. } => "DRAM_TRAFFIC",
+            Request::Status => "STATUS",
+            Request::Peek { .. } => "PEEK",
+        }
+    }
+
+    /// Requests that only read, which any same-uid connection may send
+    /// without owning the device.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self, Request::CoreDebug { .. } | Request::Digest | Request::Status | Request::Peek { .. })
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(16);
+        match self {
+            Request::Hello { version, pid } => {
+                b.push(1);
+                b.extend(version.to_le_bytes());
+                b.extend(pid.to_le_bytes());
+            }
+            Request::Write { addr, data } => {
+                b.reserve(data.len());
+                b.push(2);
+                b.extend(addr.to_le_bytes());
+                b.extend_from_slice(data);
+            }
+            Request::Read { addr, len } => {
+                b.push(3);
+                b.extend(addr.to_le_bytes());
+                b.extend(len.to_le_bytes());
+            }
+            Request::Poll { cycles } => {
+                b.push(4);
+                b.extend(cycles.to_le_bytes());
+            }
+            Request::CoreDebug { core } => {
+                b.push(5);
+                b.extend(core.to_le_bytes());
+            }
+            Request::Detach => b.push(6),
+            Request::Reset => b.push(7),
+            Request::Stop { force } => {
+                b.push(8);
+                b.push(*force as u8);
+            }
+            Request::Digest => b.push(9),
+            Request::DramTraffic { reset } => {
+                b.push(10);
+                b.push(*reset as u8);
+            }
+            Request::Status => b.push(11),
+            Request::Peek { addr, len } => {
+                b.push(12);
+                b.extend(addr.to_le_bytes());
+                b.extend(len.to_le_bytes());
+            }
+        }
+        b
+    }
+
+    pub fn decode(p: &[u8]) -> Result<Self, String> {
+        let mut r = Reader::new(p);
+        let op = r.u8("opcode")?;
+        let data_len = |len: u32, what: &str| {
+            if len as usize > MAX_DATA {
+                Err(format!("{what} of {len} bytes exceeds the limit of {MAX_DATA} per request"))
+            } else {
+                Ok(len)
+            }
+        };
+        let req = match op {
+            1 => Request::Hello { version: r.u32("version")?, pid: r.u32("pid")? },
+            2 => {
+                let addr = r.u64("address")?;
+                let data = r.rest();
+                data_len(u32::try_from(data.len()).unwrap_or(u32::MAX), "WRITE")?;
+                Request::Write { addr, data: data.to_vec() }
+            }
+            3 => Request::Read { addr: r.u64("address")?, len: data_len(r.u32("length")?, "READ")? },
+            4 => Request::Poll { cycles: r.u64("cycles")? },
+            5 => Request::CoreDebug { core: r.u32("core")? },
+            6 => Request::Detach,
+            7 => Request::Reset,
+            8 => Request::Stop {
+                force: match r.u8("force")? {
+                    0 => false,
+                    1 => true,
+                    f => return Err(format!("STOP force flag {f} (expected 0 or 1)")),
+                },
+            },
+            9 => Request::Digest,
+            10 => Request::DramTraffic {
+                reset: match r.u8("reset")? {
+                    0 => false,
+                    1 => true,
+                    f => return Err(format!("DRAM_TRAFFIC reset flag {f} (expected 0 or 1)")),
+                },
+            },
+            11 => Request::Status,
+            12 => Request::Peek { addr: r.u64("address")?, len: data_len(r.u32("length")?, "PEEK")? },
+            _ => return Err(format!("unknown opcode {op} (expected 1..=12)")),
+        };
+        r.end()?;
+        Ok(req)
+    }
+}
+
+/// What the daemon simulates (HELLO's answer).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChipInfo {
+    pub version: u32,
+    pub daemon_pid: u32,
+    pub seed: u64,
+    pub worker_cols: u8,
+    pub worker_rows: u8,
+    pub num_cqs: u8,
+    pub dram_banks: u32,
+    pub sysmem_size: u64,
+    /// Pid of the previous client if it ended without DETACH (killed),
+    /// else 0.
+    pub recovered_from: u32,
+}
+
+impl ChipInfo {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend(self.version.to_le_bytes());
+        b.extend(self.daemon_pid.to_le_bytes());
+        b.extend(self.seed.to_le_bytes());
+        b.extend([self.worker_cols, self.worker_rows, self.num_cqs, 0]);
+        b.extend(self.dram_banks.to_le_bytes());
+        b.extend(self.sysmem_size.to_le_bytes());
+        b.extend(self.recovered_from.to_le_bytes());
+        b
+    }
+
+    pub fn decode(p: &[u8]) -> Result<Self, String> {
+        let mut r = Reader::new(p);
+        let info = ChipInfo {
+            version: r.u32("version")?,
+            daemon_pid: r.u32("daemon pid")?,
+            seed: r.u64("seed")?,
+            worker_cols: r.u8("worker cols")?,
+            worker_rows: r.u8("worker rows")?,
+            num_cqs: r.u8("CQs")?,
+            dram_banks: {
+                r.u8("padding")?;
+                r.u32("DRAM banks")?
+            },
+            sysmem_size: r.u64("sysmem size")?,
+            recovered_from: r.u32("recovered pid")?,
+        };
+        r.end()?;
+        Ok(info)
+    }
+}
+
+/// A core's debug view on the wire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreView {
+    pub pc: u32,
+    pub halt: Option<String>,
+    pub last_pcs: Vec<u32>,
+}
+
+impl CoreView {
+    pub fn encode(view: Option<&CoreView>) -> Vec<u8> {
+        let mut b = Vec::new();
+        let Some(v) = view else {
+            b.push(0);
+            return b;
+        };
+        b.push(1);
+        b.extend(v.pc.to_le_bytes());
+        match &v.halt {
+            Some(h) => {
+                b.push(1);
+                b.extend((h.len() as u32).to_le_bytes());
+                b.extend(h.as_bytes());
+            }
+            None => b.push(0),
+        }
+        b.extend((v.last_pcs.len() as u32).to_le_bytes());
+        for pc in &v.last_pcs {
+            b.extend(pc.to_le_bytes());
+        }
+        b
+    }
+
+    pub fn decode(p: &[u8]) -> Result<Option<CoreView>, String> {
+        let mut r = Reader::new(p);
+        if r.u8("present")? == 0 {
+            r.end()?;
+            return Ok(None);
+        }
+        let pc = r.u32("pc")?;
+        let halt = match r.u8("halt present")? {
+            0 => None,
+            _ => {
+                let n = r.u32("halt length")? as usize;
+                Some(String::from_utf8_lossy(r.bytes(n, "halt reason")?).into_owned())
+            }
+        };
+        let n = r.u32("pc count")? as usize;
+        let last_pcs = (0..n).map(|_| r.u32("pc")).collect::<Result<_, _>>()?;
+        r.end()?;
+        Ok(Some(CoreView { pc, halt, last_pcs }))
+    }
+}
+
+/// A reply: `Ok(body)` or `Err(message)`, with the device time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply {
+    pub now: u64,
+    pub result: Result<Vec<u8>, String>,
+}
+
+impl Reply {
+    pub fn encode(&self) -> Vec<u8> {
+        let (status, body) = match &self.result {
+            Ok(b) => (0u8, b.as_slice()),
+            Err(m) => (1u8, m.as_bytes()),
+        };
+        let mut b = Vec::with_capacity(9 + body.len());
+        b.push(status);
+        b.extend(self.now.to_le_bytes());
+        b.extend_from_slice(body);
+        b
+    }
+
+    pub fn decode(p: &[u8]) -> Result<Self, String> {
+        let mut r = Reader::new(p);
+        let status = r.u8("status")?;
+        let now = r.u64("device time")?;
+        let body = r.rest();
+        let result = match status {
+            0 => Ok(body.to_vec()),
+            1 => Err(String::from_utf8_lossy(body).into_owned()),
+            s => return Err(format!("reply status {s} (expected 0 or 1)")),
+        };
+        Ok(Reply { now, result })
+    }
+}
+
+/// STATUS's answer: the chip, who owns it, and how many connections are open.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    pub chip: ChipInfo,
+    /// Pid of the owning client (from its socket credentials), 0 if none.
+    pub owner_pid: u32,
+    /// Open connections, the asking one included.
+    pub connections: u32,
+}
+
+impl Status {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = self.chip.encode();
+        b.extend(self.owner_pid.to_le_bytes());
+        b.extend(self.connections.to_le_bytes());
+        b
+    }
+
+    pub fn decode(p: &[u8]) -> Result<Self, String> {
+        let n = p.len().checked_sub(8).ok_or_else(|| format!("STATUS reply of {} bytes is too short", p.len()))?;
+        let chip = ChipInfo::decode(&p[..n])?;
+        let mut r = Reader::new(&p[n..]);
+        let status = Status { chip, owner_pid: r.u32("owner pid")?, connections: r.u32("connections")? };
+        r.end()?;
+        Ok(status)
+    }
+}
+
+/// Writes one frame.
+pub fn write_frame(w: &mut impl Write, payload: &[u8]) -> io::Result<()> {
+    let len = u32::try_from(payload.len()).ok().filter(|&n| n as usize <= MAX_FRAME).ok_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, format!("frame of {} bytes > {MAX_FRAME}", payload.len()))
+    })?;
+    w.write_all(&len.to_le_bytes())?;
+    w.write_all(payload)?;
+    w.flush()
+}
+
+/// Reads one frame; `Ok(None)` on a clean end of stream before a frame.
+///
+/// The payload buffer grows only as bytes arrive, so a peer that announces
+/// a large frame and sends a few bytes costs only those bytes.
+pub fn read_frame(r: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
+    let mut len = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        match r.read(&mut len[got..])? {
+            0 if got == 0 => return Ok(None),
+            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+            n => got += n,
+        }
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("frame of {len} bytes > {MAX_FRAME}")));
+    }
+    let mut payload = Vec::with_capacity(len.min(64 * 1024));
+    r.take(len as u64).read_to_end(&mut payload)?;
+    if payload.len() != len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("frame announced {len} bytes, the stream ended after {}", payload.len()),
+        ));
+    }
+    Ok(Some(payload))
+}
+
+struct Reader<'a> {
+    p: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(p: &'a [u8]) -> Self {
+        Reader { p, at: 0 }
+    }
+    fn bytes(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
+        let s = self.p.get(self.at..self.at + n).ok_or_else(|| {
+            format!("message truncated: {what} needs {n} bytes at offset {}, {} left", self.at, self.p.len() - self.at)
+        })?;
+        self.at += n;
+        Ok(s)
+    }
+    fn u8(&mut self, what: &str) -> Result<u8, String> {
+        Ok(self.bytes(1, what)?[0])
+    }
+    fn u32(&mut self, what: &str) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.bytes(4, what)?.try_into().expect("4 bytes")))
+    }
+    fn u64(&mut self, what: &str) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.bytes(8, what)?.try_into().expect("8 bytes")))
+    }
+    fn rest(&mut self) -> &'a [u8] {
+        let s = &self.p[self.at..];
+        self.at = self.p.len();
+        s
+    }
+    fn end(&self) -> Result<(), String> {
+        match self.p.len() - self.at {
+            0 => Ok(()),
+            n => Err(format!("{n} unexpected bytes at the end of the message (offset {})", self.at)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_and_replies_round_trip() {
+        let reqs = [
+            Request::Hello { version: VERSION, pid: 42 },
+            Request::Write { addr: 0x1234_5678_9abc, data: vec![1, 2, 3] },
+            Request::Read { addr: 7, len: 64 },
+            Request::Poll { cycles: 500 },
+            Request::CoreDebug { core: 0x0102 },
+            Request::Detach,
+            Request::Reset,
+            Request::Stop { force: false },
+            Request::Stop { force: true },
+            Request::Digest,
+            Request::DramTraffic { reset: true },
+            Request::Status,
+            Request::Peek { addr: 9, len: 4 },
+        ];
+        for r in reqs {
+            assert_eq!(Request::decode(&r.encode()), Ok(r));
+        }
+        assert!(Request::decode(&[13]).unwrap_err().contains("unknown opcode 13"));
+        assert!(Request::decode(&[3, 1, 2]).unwrap_err().contains("truncated"));
+        assert!(Request::decode(&[6, 0]).unwrap_err().contains("unexpected bytes"));
+        assert!(Request::decode(&[8, 2]).unwrap_err().contains("force flag 2"));
+        let big = Request::Read { addr: 0, len: MAX_DATA as u32 + 1 }.encode();
+        assert!(Request::decode(&big).unwrap_err().contains("exceeds the limit"), "READ over MAX_DATA");
+        let info = ChipInfo {
+            version: VERSION,
+            daemon_pid: 9,
+            seed: 3,
+            worker_cols: 2,
+            worker_rows: 2,
+            num_cqs: 1,
+            dram_banks: 4,
+            sysmem_size: 1 << 20,
+            recovered_from: 0,
+        };
+        assert_eq!(ChipInfo::decode(&info.encode()), Ok(info.clone()));
+        let status = Status { chip: info, owner_pid: 77, connections: 3 };
+        assert_eq!(Status::decode(&status.encode()), Ok(status));
+        assert!(Status::decode(&[1, 2]).is_err());
+        let view = CoreView { pc: 0x100, halt: Some("ecall".into()), last_pcs: vec![1, 2] };
+        assert_eq!(CoreView::decode(&CoreView::encode(Some(&view))), Ok(Some(view)));
+        assert_eq!(CoreView::decode(&CoreView::encode(None)), Ok(None));
+        for rep in [Reply { now: 5, result: Ok(vec![1]) }, Reply { now: 6, result: Err("no".into()) }] {
+            assert_eq!(Reply::decode(&rep.encode()), Ok(rep));
+        }
+        let mut wire = Vec::new();
+        write_frame(&mut wire, b"abc").unwrap();
+        let mut r = &wire[..];
+        assert_eq!(read_frame(&mut r).unwrap(), Some(b"abc".to_vec()));
+        assert_eq!(read_frame(&mut r).unwrap(), None);
+        let mut cut = &wire[..5];
+        assert!(read_frame(&mut cut).is_err());
+    }
+
+    #[test]
+    fn an_announced_frame_costs_only_the_bytes_that_arrive() {
+        // A peer announces the largest frame and sends 3 bytes: the reader
+        // fails on the short stream without having reserved the whole frame.
+        let mut wire = (MAX_FRAME as u32).to_le_bytes().to_vec();
+        wire.extend([1, 2, 3]);
+        let err = read_frame(&mut &wire[..]).unwrap_err();
+        assert!(err.to_string().contains("ended after 3"), "{err}");
+        let over = (MAX_FRAME as u32 + 1).to_le_bytes();
+        let err = read_frame(&mut &over[..]).unwrap_err();
+        assert!(err.to_string().contains(&format!("> {MAX_FRAME}")), "{err}");
+        assert!(write_frame(&mut Vec::new(), &vec![0; MAX_FRAME + 1]).is_err());
+    }
+}

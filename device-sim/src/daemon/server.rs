@@ -1,0 +1,493 @@
+//! The daemon's server: one device thread owns the [`Chip`] and serves
+//! requests one at a time in arrival order; one thread accepts connections
+//! and one per connection decodes frames and forwards them. The caller
+//! (`cqlab sim serve`) decides when to stop: a signal, or STOP on the wire.
+//!
+//! Who may do what is decided here, not by clients:
+//! - a peer of another uid is refused before any frame is read
+//!   (`SO_PEERCRED`);
+//! - the connection whose HELLO was accepted owns the device until it
+//!   DETACHes or closes; a HELLO from any other connection meanwhile is
+//!   refused and changes nothing; WRITE, READ, POLL and RESET come from the
+//!   owner only; STOP from the owner, from anyone while nobody owns the
+//!   device, or with the force flag (`cqlab sim stop --force`);
+//! - read-only requests (CORE_DEBUG, STATUS, PEEK) need no ownership and
+//!   change nothing, so `cqlab status` can look at a device in the middle of
+//!   another client's run without disturbing it;
+//! - frames are capped at [`proto::MAX_FRAME`] bytes and open connections at
+//!   [`MAX_CONNECTIONS`].
+//!
+//! The device advances only when the owner polls; with no owner it idles,
+//! keeping its memory. Every accepted HELLO starts from a quiet device: the
+//! device thread holds every core in reset, delivers every NOC transaction
+//! still in flight and zeroes the cores' semaphores (the firmware counts them
+//! from zero after boot), keeping L1, DRAM, sysmem and each core's last PC
+//! for post-mortems. A previous owner that ended without DETACH is logged and
+//! reported in HELLO's `recovered_from`.
+
+use super::files::{self, DevicePaths, FileError};
+use super::proto::{self, ChipInfo, CoreView, Reply, Request, Status};
+use crate::chip::{Chip, SimError};
+use crate::config::SimConfig;
+use crate::memory::Sysmem;
+use cqlab_abi::mmio;
+use cqlab_abi::noc::{Coord, NocAddr};
+use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+use std::os::fd::AsFd;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+
+/// Most cycles one POLL may ask for (a client cannot stall the daemon).
+pub const MAX_POLL_CYCLES: u64 = 100_000_000;
+/// Budget for draining NOC transactions when quiescing for a new owner.
+const QUIESCE_BUDGET_CYCLES: u64 = 10_000_000;
+/// Most connections open at once; more are told so and closed.
+pub const MAX_CONNECTIONS: usize = 16;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Files(#[from] FileError),
+    #[error("powering on the chip: {0}")]
+    Chip(#[from] SimError),
+    #[error("{0}")]
+    Refused(String),
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+}
+
+/// A request for the device thread, with where its reply goes.
+enum Job {
+    Request {
+        conn: u64,
+        pid: u32,
+        req: Request,
+        reply: Sender<Reply>,
+        /// A handle on the connection, with HELLO only (the owner's, to
+        /// notice its death).
+        stream: Option<UnixStream>,
+    },
+    /// The connection closed (or failed); its ownership, if any, ends.
+    Closed { conn: u64 },
+}
+
+/// The connection that owns the device.
+struct Owner {
+    conn: u64,
+    pid: u32,
+    /// A handle on its socket, to notice a dead owner whose close is still
+    /// on its way to the device thread.
+    stream: UnixStream,
+}
+
+/// Files this start created, removed again if the start fails.
+struct Cleanup {
+    files: Vec<PathBuf>,
+    dir: Option<PathBuf>,
+}
+
+impl Cleanup {
+    fn undo(&mut self) {
+        for f in self.files.drain(..).rev() {
+            let _ = std::fs::remove_file(f);
+        }
+        if let Some(d) = self.dir.take() {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+/// A running daemon. [`Server::wait`] returns when it is told to stop.
+pub struct Server {
+    paths: DevicePaths,
+    stop_tx: Sender<String>,
+    stop_rx: Receiver<String>,
+}
+
+impl Server {
+    /// Prepares the device directory (see [`files`]), powers on the chip and
+    /// starts serving. On failure everything this call created is removed.
+    pub fn start(dev: &Path, cfg: SimConfig, quiet: bool) -> Result<Server, ServeError> {
+        let paths = DevicePaths::new(dev);
+        let sock = paths.socket();
+        let sock_len = sock.as_os_str().len();
+        if sock_len > files::MAX_SOCKET_PATH {
+            return Err(ServeError::Refused(format!(
+                "socket path {} is {sock_len} bytes, Unix sockets allow at most {}: use a shorter --dev",
+                sock.display(),
+                files::MAX_SOCKET_PATH
+            )));
+        }
+        let mut cleanup = Cleanup { files: Vec::new(), dir: None };
+        match Self::start_inner(&paths, cfg, quiet, &mut cleanup) {
+            Ok(s) => Ok(s),
+            Err(e) => {
+                cleanup.undo();
+                Err(e)
+            }
+        }
+    }
+
+    fn start_inner(
+        paths: &DevicePaths,
+        cfg: SimConfig,
+        quiet: bool,
+        cleanup: &mut Cleanup,
+    ) -> Result<Self, ServeError> {
+        let dev = &paths.dir;
+        if files::prepare_dir(dev)? {
+            cleanup.dir = Some(dev.clone());
+        }
+        let sock = paths.socket();
+        if std::fs::symlink_metadata(&sock).is_ok() {
+            if UnixStream::connect(&sock).is_ok() {
+                let pid = std::fs::read_to_string(paths.pid()).unwrap_or_default();
+                return Err(ServeError::Refused(format!(
+                    "a daemon already serves {} (pid {}); stop it with `cqlab sim stop --dev {}`",
+                    dev.display(),
+                    pid.trim(),
+                    dev.display()
+                )));
+            }
+            files::remove_stale_socket(&sock)?;
+        }
+        let sysmem_path = paths.sysmem();
+        let sysmem = files::create_private(&sysmem_path)?;
+        cleanup.files.push(sysmem_path.clone());
+        sysmem.set_len(cfg.sysmem_size as u64).map_err(|source| ServeError::Io {
+            what: format!("sizing {} to {} bytes", sysmem_path.display(), cfg.sysmem_size),
+            source,
+        })?;
+        let map = files::map_shared(&sysmem, &sysmem_path, cfg.sysmem_size)?;
+        // The lock file is kept if present (a client may be waiting on it).
+        let lock = paths.lock();
+        let had_lock = std::fs::symlink_metadata(&lock).is_ok();
+        files::open_or_create_private(&lock)?;
+        if !had_lock {
+            cleanup.files.push(lock);
+        }
+        let chip = Chip::with_sysmem(cfg.clone(), Sysmem::External(Box::new(map)))?;
+        let listener = UnixListener::bind(&sock)
+            .map_err(|source| ServeError::Io { what: format!("binding {}", sock.display()), source })?;
+        cleanup.files.push(sock.clone());
+        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(files::FILE_MODE))
+            .map_err(|source| ServeError::Io { what: format!("setting the mode of {}", sock.display()), source })?;
+        let pid_path = paths.pid();
+        let mut pid_file = files::create_private(&pid_path)?;
+        cleanup.files.push(pid_path.clone());
+        std::io::Write::write_all(&mut pid_file, std::process::id().to_string().as_bytes())
+            .map_err(|source| ServeError::Io { what: format!("writing {}", pid_path.display()), source })?;
+
+        let info = ChipInfo {
+            version: proto::VERSION,
+            daemon_pid: std::process::id(),
+            seed: cfg.seed,
+            worker_cols: cfg.worker_cols,
+            worker_rows: cfg.worker_rows,
+            num_cqs: cfg.num_cqs,
+            dram_banks: cfg.dram_banks,
+            sysmem_size: cfg.sysmem_size as u64,
+            recovered_from: 0,
+        };
+        let (stop_tx, stop_rx) = channel::<String>();
+        let (job_tx, job_rx) = channel::<Job>();
+        let open = Arc::new(AtomicUsize::new(0));
+        let device_stop = stop_tx.clone();
+        let device_open = open.clone();
+        let spawn_err = |source| ServeError::Io { what: "starting a daemon thread".into(), source };
+        std::thread::Builder::new()
+            .name("device".into())
+            .spawn(move || device_loop(chip, info, job_rx, device_stop, device_open, quiet))
+            .map_err(spawn_err)?;
+        std::thread::Builder::new()
+            .name("accept".into())
+            .spawn(move || accept_loop(listener, job_tx, open))
+            .map_err(spawn_err)?;
+        cleanup.files.clear();
+        cleanup.dir = None;
+        Ok(Server { paths: paths.clone(), stop_tx, stop_rx })
+    }
+
+    /// A handle that stops the daemon (for a signal thread).
+    pub fn stopper(&self) -> Sender<String> {
+        self.stop_tx.clone()
+    }
+
+    /// The device directory.
+    pub fn paths(&self) -> &DevicePaths {
+        &self.paths
+    }
+
+    /// Waits for a stop, removes the socket and pid file, and says why it
+    /// stopped.
+    pub fn wait(self) -> String {
+        let why = self.stop_rx.recv().unwrap_or_else(|_| "every sender gone".into());
+        let _ = std::fs::remove_file(self.paths.socket());
+        let _ = std::fs::remove_file(self.paths.pid());
+        why
+    }
+}
+
+fn accept_loop(listener: UnixListener, jobs: Sender<Job>, open: Arc<AtomicUsize>) {
+    let me = nix::unistd::Uid::effective().as_raw();
+    for (conn, stream) in (1u64..).zip(listener.incoming()) {
+        let Ok(stream) = stream else { continue };
+        let refuse = |stream: &UnixStream, why: String| {
+            let mut w = stream;
+            let _ = proto::write_frame(&mut w, &Reply { now: 0, result: Err(why) }.encode());
+        };
+        let cred = match getsockopt(&stream.as_fd(), PeerCredentials) {
+            Ok(c) => c,
+            Err(e) => {
+                refuse(&stream, format!("cannot read the peer's credentials (SO_PEERCRED): {e}"));
+                continue;
+            }
+        };
+        if cred.uid() != me {
+            refuse(
+                &stream,
+                format!("connection refused: peer uid {} is not the daemon's uid {me} (SO_PEERCRED)", cred.uid()),
+            );
+            continue;
+        }
+        if open.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+            refuse(&stream, format!("connection refused: {MAX_CONNECTIONS} connections already open"));
+            continue;
+        }
+        open.fetch_add(1, Ordering::SeqCst);
+        let (jobs, open) = (jobs.clone(), open.clone());
+        let pid = u32::try_from(cred.pid()).unwrap_or(0);
+        let spawned = std::thread::Builder::new().name(format!("conn-{conn}")).spawn({
+            let open = open.clone();
+            move || {
+                serve_connection(conn, pid, stream, &jobs);
+                let _ = jobs.send(Job::Closed { conn });
+                open.fetch_sub(1, Ordering::SeqCst);
+            }
+        });
+        if spawned.is_err() {
+            open.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Decodes one connection's frames and forwards them to the device thread.
+fn serve_connection(conn: u64, pid: u32, stream: UnixStream, jobs: &Sender<Job>) {
+    let mut r = &stream;
+    loop {
+        let reply = match proto::read_frame(&mut r) {
+            Ok(None) => return,
+            Ok(Some(frame)) => match Request::decode(&frame) {
+                Ok(req) => {
+                    let (reply_tx, reply_rx) = channel();
+                    let handle = match req {
+                        Request::Hello { .. } => match stream.try_clone() {
+                            Ok(h) => Some(h),
+                            Err(_) => return,
+                        },
+                        _ => None,
+                    };
+                    if jobs.send(Job::Request { conn, pid, req, reply: reply_tx, stream: handle }).is_err() {
+                        return;
+                    }
+                    match reply_rx.recv() {
+                        Ok(r) => r,
+                        Err(_) => return,
+                    }
+                }
+                Err(e) => Reply { now: 0, result: Err(format!("bad request: {e}")) },
+            },
+            Err(e) => {
+                // Oversized or cut frame: say why, then drop the connection
+                // (the stream is no longer at a frame boundary).
+                let mut w = &stream;
+                let _ = proto::write_frame(&mut w, &Reply { now: 0, result: Err(format!("bad frame: {e}")) }.encode());
+                return;
+            }
+        };
+        let mut w = &stream;
+        if proto::write_frame(&mut w, &reply.encode()).is_err() {
+            return;
+        }
+    }
+}
+
+/// True when the peer of `stream` has closed (or the socket failed): Linux
+/// reports POLLHUP on a Unix stream socket once its peer is fully closed.
+fn peer_gone(stream: &UnixStream) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut fds = [PollFd::new(stream.as_fd(), PollFlags::empty())];
+    match poll(&mut fds, PollTimeout::ZERO) {
+        Ok(0) => false,
+        Ok(_) => fds[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL)),
+        Err(_) => true,
+    }
+}
+
+fn device_loop(
+    mut chip: Chip,
+    mut info: ChipInfo,
+    jobs: Receiver<Job>,
+    stop: Sender<String>,
+    open: Arc<AtomicUsize>,
+    quiet: bool,
+) {
+    let mut owner: Option<Owner> = None;
+    // Pid of an owner that closed without DETACH, for the next HELLO.
+    let mut vanished = 0u32;
+    while let Ok(job) = jobs.recv() {
+        let (conn, pid, req, reply, stream) = match job {
+            Job::Closed { conn } => {
+                if owner.as_ref().is_some_and(|o| o.conn == conn) {
+                    let o = owner.take().expect("checked");
+                    vanished = o.pid;
+                    if !quiet {
+                        eprintln!("cqlab sim serve: client pid {} ended without detaching (killed?)", o.pid);
+                    }
+                }
+                continue;
+            }
+            Job::Request { conn, pid, req, reply, stream } => (conn, pid, req, reply, stream),
+        };
+        // An owner whose socket is closed no longer owns the device, even if
+        // its Closed job is still queued behind this request.
+        if owner.as_ref().is_some_and(|o| o.conn != conn && peer_gone(&o.stream)) {
+            let o = owner.take().expect("checked");
+            vanished = o.pid;
+            if !quiet {
+                eprintln!("cqlab sim serve: client pid {} ended without detaching (killed?)", o.pid);
+            }
+        }
+        let held_by_other = owner.as_ref().filter(|o| o.conn != conn).map(|o| o.pid);
+        let is_owner = owner.as_ref().is_some_and(|o| o.conn == conn);
+        let refuse = |why: String| Err(why);
+        let mut stopping = false;
+        let result = match req {
+            Request::Hello { version, .. } if version != proto::VERSION => refuse(format!(
+                "protocol version {version} requested, this daemon speaks {}: refused, device untouched",
+                proto::VERSION
+            )),
+            Request::Hello { .. } => match (held_by_other, stream) {
+                (Some(holder), _) => refuse(format!("device held by pid {holder}: refused, device untouched")),
+                (None, None) => refuse("HELLO arrived without its connection handle: refused".into()),
+                (None, Some(stream)) => {
+                    info.recovered_from = std::mem::take(&mut vanished);
+                    let (drained, cycles) = quiesce(&mut chip);
+                    let left = chip.in_flight();
+                    if left > 0 {
+                        eprintln!(
+                            "cqlab sim serve: quiescing: {left} NOC transactions still in flight after \
+                             {QUIESCE_BUDGET_CYCLES} cycles"
+                        );
+                    }
+                    if !quiet {
+                        eprintln!(
+                            "cqlab sim serve: client pid {pid} attached (connection {conn}); quiesced: cores held \
+                             in reset, {drained} NOC transactions drained in {cycles} cycles, semaphores zeroed"
+                        );
+                    }
+                    owner = Some(Owner { conn, pid, stream });
+                    Ok(info.encode())
+                }
+            },
+            Request::Stop { force } => match held_by_other {
+                Some(holder) if !force => refuse(format!(
+                    "device held by pid {holder}: only its owner may stop the daemon (`cqlab sim stop --force` stops \
+                     it anyway)"
+                )),
+                _ => {
+                    stopping = true;
+                    if let (Some(holder), false) = (held_by_other, quiet) {
+                        eprintln!("cqlab sim serve: forced stop while pid {holder} holds the device");
+                    }
+                    Ok(Vec::new())
+                }
+            },
+            Request::Status => Ok(Status {
+                chip: info.clone(),
+                owner_pid: owner.as_ref().map_or(0, |o| o.pid),
+                connections: open.load(Ordering::SeqCst) as u32,
+            }
+            .encode()),
+            Request::Peek { addr, len } => {
+                let mut buf = vec![0u8; len as usize];
+                chip.read(NocAddr(addr), &mut buf).map(|()| buf).map_err(|e| e.to_string())
+            }
+            Request::Digest => Ok(chip.digest().to_le_bytes().to_vec()),
+            Request::CoreDebug { core } => {
+                let view = chip.core_debug(Coord::unpack(core)).map(|d| CoreView {
+                    pc: d.pc,
+                    halt: d.halt.map(|h| h.to_string()),
+                    last_pcs: d.last_pcs,
+                });
+                Ok(CoreView::encode(view.as_ref()))
+            }
+            req if !is_owner => refuse(match held_by_other {
+                Some(holder) => format!("{} refused: the device is held by pid {holder}", req.name()),
+                None => format!("{} refused: this connection has not attached (send HELLO first)", req.name()),
+            }),
+            Request::Detach => {
+                owner = None;
+                Ok(Vec::new())
+            }
+            Request::Write { addr, data } => {
+                chip.bar_write(NocAddr(addr), &data).map(|()| Vec::new()).map_err(|e| e.to_string())
+            }
+            Request::Read { addr, len } => {
+                let mut buf = vec![0u8; len as usize];
+                chip.bar_read(NocAddr(addr), &mut buf).map(|()| buf).map_err(|e| e.to_string())
+            }
+            Request::Poll { cycles } => {
+                chip.host_poll(cycles.min(MAX_POLL_CYCLES));
+                Ok(Vec::new())
+            }
+            Request::DramTraffic { reset } => {
+                let t = chip.dram_traffic();
+                if reset {
+                    chip.reset_dram_traffic();
+                }
+                Ok([t.read_bytes.to_le_bytes(), t.write_bytes.to_le_bytes()].concat())
+            }
+            Request::Reset => {
+                if !quiet {
+                    eprintln!("cqlab sim serve: power-on reset");
+                }
+                info.recovered_from = 0;
+                chip.power_on_reset().map(|()| Vec::new()).map_err(|e| e.to_string())
+            }
+        };
+        let _ = reply.send(Reply { now: chip.now(), result });
+        if stopping {
+            let _ = stop.send("`cqlab sim stop`".into());
+        }
+    }
+}
+
+/// Holds every core in reset, delivers what is in flight, zeroes every
+/// semaphore. Returns the transactions drained and the cycles it took.
+fn quiesce(chip: &mut Chip) -> (usize, u64) {
+    let cores: Vec<Coord> = chip.cores().collect();
+    for &c in &cores {
+        chip.set_reset(c, true).expect("every core has SOFT_RESET");
+    }
+    chip.land_posted_writes();
+    let (drained, start) = (chip.in_flight(), chip.now());
+    if drained > 0 {
+        // Bounded; the caller reports what is left through in_flight().
+        let _ = chip.run_until(|c| c.in_flight() == 0, QUIESCE_BUDGET_CYCLES);
+    }
+    for &c in &cores {
+        for i in 0..mmio::SEMAPHORE_COUNT {
+            let at = NocAddr::unicast(c, (mmio::MMIO_BASE + mmio::semaphore(i)) as u64);
+            chip.write_u32(at, 0).expect("the host may write semaphores");
+        }
+    }
+    chip.land_posted_writes();
+    (drained, chip.now() - start)
+}

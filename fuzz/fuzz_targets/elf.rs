@@ -1,0 +1,14 @@
+//! Feeds arbitrary bytes to both ELF loaders (the simulator's `ElfImage`
+//! and the driver's `FirmwareImage`): each accepts or refuses, never panics.
+#![no_main]
+
+use cqlab_driver::elf::FirmwareImage;
+use cqlab_sim::elf::ElfImage;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(image) = ElfImage::parse(data) {
+        let _ = image.symbol("tohost");
+    }
+    let _ = FirmwareImage::parse("fuzz", data);
+});

@@ -1,0 +1,43 @@
+//! `cqlab campaign sbatch|merge`.
+
+use super::{read_records, sbatch, Report};
+use anyhow::Result;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// Write (and with --submit, submit) a Slurm array job that runs a
+    /// `race` or `stress` campaign in N shards, each writing DIR/shard-I.jsonl.
+    Sbatch(sbatch::Args),
+    /// Merge the shard JSONL of DIR (or one JSONL file) into one report:
+    /// the report a single-machine run of the whole campaign gives.
+    Merge {
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(cmd: Command) -> Result<ExitCode> {
+    match cmd {
+        Command::Sbatch(args) => sbatch::run(args),
+        Command::Merge { dir, json } => {
+            let all = read_records(&dir)?;
+            anyhow::ensure!(!all.is_empty(), "{}: no campaign records (*.jsonl)", dir.display());
+            // Stress runs killed on purpose are not results (as in `stress restart`).
+            let (killed, records): (Vec<_>, Vec<_>) =
+                all.into_iter().partition(|r| r.metrics.contains_key(crate::stress::KILLED));
+            let report = Report::from_records(&records);
+            if !killed.is_empty() && !json {
+                println!("{} runs killed on purpose (--kill-rate) are left out", killed.len());
+            }
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                report.print(&format!("campaign {}", dir.display()));
+            }
+            Ok(if report.failures == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+    }
+}

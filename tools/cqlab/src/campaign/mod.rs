@@ -1,0 +1,178 @@
+//! Campaigns: many runs of one configuration, one JSONL record per run,
+//! and a report computed from those records alone, so a campaign split into
+//! shards (processes, Slurm array tasks, Kubernetes indexed jobs) merges into
+//! the very report a single machine gives.
+
+pub mod cli;
+pub mod sbatch;
+pub mod shard;
+pub mod stats;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::Path;
+
+pub use shard::Shard;
+
+/// One run (one seed) of a campaign.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SeedRecord {
+    /// Which tool wrote it: `race` or `stress`.
+    pub tool: String,
+    pub seed: u64,
+    /// Position in the campaign (0-based), the order reports use.
+    pub index: u64,
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<crate::race::failure::Classified>,
+    /// Device cycles when the run ended (bit-for-bit replay checks this).
+    pub device_cycles: u64,
+    /// Host seconds the run took.
+    pub seconds: f64,
+    /// Workload metrics (stress: throughput and the like).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, f64>,
+    /// The arguments that replay exactly this run (`cqlab <argv...>`).
+    pub argv: Vec<String>,
+}
+
+impl SeedRecord {
+    pub fn replay_command(&self) -> String {
+        format!("cqlab {}", self.argv.join(" "))
+    }
+}
+
+/// Distinct failure: how often, and where first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SignatureCount {
+    pub signature: String,
+    pub kind: String,
+    pub count: u64,
+    pub first_seed: u64,
+    /// Root of the wait-for chain of the first occurrence (core and state).
+    pub root: String,
+    pub error: String,
+    pub replay: String,
+}
+
+/// The campaign's result, computed from its records only.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub runs: u64,
+    pub failures: u64,
+    pub failure_rate: f64,
+    /// 95% Wilson score interval of the failure rate.
+    pub failure_rate_95: (f64, f64),
+    pub signatures: Vec<SignatureCount>,
+    /// Runs up to and including the first failing one, in campaign order.
+    pub runs_to_first_failure: Option<u64>,
+    pub first_failing_seed: Option<u64>,
+    /// Host seconds of the runs up to and including the first failure (the
+    /// sum of their times, so sharded and single-machine runs agree).
+    pub seconds_to_first_failure: Option<f64>,
+    pub seconds: f64,
+}
+
+impl Report {
+    pub fn from_records(records: &[SeedRecord]) -> Self {
+        let mut sorted: Vec<&SeedRecord> = records.iter().collect();
+        sorted.sort_by_key(|r| r.index);
+        let runs = sorted.len() as u64;
+        let failures = sorted.iter().filter(|r| !r.ok).count() as u64;
+        let mut signatures: Vec<SignatureCount> = Vec::new();
+        for r in &sorted {
+            let Some(f) = &r.failure else { continue };
+            match signatures.iter_mut().find(|s| s.signature == f.signature) {
+                Some(s) => s.count += 1,
+                None => signatures.push(SignatureCount {
+                    signature: f.signature.clone(),
+                    kind: f.kind.clone(),
+                    count: 1,
+                    first_seed: r.seed,
+                    root: f.root.clone(),
+                    error: f.error.clone(),
+                    replay: r.replay_command(),
+                }),
+            }
+        }
+        signatures.sort_by(|a, b| b.count.cmp(&a.count).then(a.first_seed.cmp(&b.first_seed)));
+        let first = sorted.iter().position(|r| !r.ok);
+        let rate = if runs == 0 { 0.0 } else { failures as f64 / runs as f64 };
+        Report {
+            runs,
+            failures,
+            failure_rate: rate,
+            failure_rate_95: stats::wilson(failures, runs),
+            signatures,
+            runs_to_first_failure: first.map(|i| i as u64 + 1),
+            first_failing_seed: first.map(|i| sorted[i].seed),
+            seconds_to_first_failure: first.map(|i| sorted[..=i].iter().map(|r| r.seconds).sum()),
+            seconds: sorted.iter().map(|r| r.seconds).sum(),
+        }
+    }
+
+    pub fn print(&self, header: &str) {
+        let (lo, hi) = self.failure_rate_95;
+        println!(
+            "{header}: {} of {} runs failed ({:.1}%, 95% interval {:.1}%..{:.1}%) in {:.1} s of runs",
+            self.failures,
+            self.runs,
+            self.failure_rate * 100.0,
+            lo * 100.0,
+            hi * 100.0,
+            self.seconds
+        );
+        if let (Some(n), Some(seed), Some(s)) =
+            (self.runs_to_first_failure, self.first_failing_seed, self.seconds_to_first_failure)
+        {
+            println!("first failure: seed {seed}, after {n} runs and {s:.2} s");
+        }
+        for s in &self.signatures {
+            println!("  {}x {} (first seed {})", s.count, s.signature, s.first_seed);
+            println!("    root: {}", s.root);
+            println!("    {}", s.error);
+            println!("    replay: {}", s.replay);
+        }
+    }
+}
+
+/// Every record of the JSONL files in `dir` (or of one file).
+pub fn read_records(path: &Path) -> Result<Vec<SeedRecord>> {
+    let files: Vec<std::path::PathBuf> = if path.is_dir() {
+        let mut f: Vec<_> = std::fs::read_dir(path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        f.sort();
+        f
+    } else {
+        vec![path.to_owned()]
+    };
+    let mut records = Vec::new();
+    for file in files {
+        let f = std::fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?;
+        for (n, line) in std::io::BufReader::new(f).lines().enumerate() {
+            let line = line?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let r: SeedRecord = serde_json::from_str(&line)
+                .with_context(|| format!("{} line {}: not a campaign record", file.display(), n + 1))?;
+            if let Some(prev) = records.iter().find(|p: &&SeedRecord| p.index == r.index && p.tool == r.tool) {
+                anyhow::bail!(
+                    "{} line {}: run {} (seed {}) appears twice (first as seed {}): records of two campaigns mixed?",
+                    file.display(),
+                    n + 1,
+                    r.index,
+                    r.seed,
+                    prev.seed
+                );
+            }
+            records.push(r);
+        }
+    }
+    Ok(records)
+}

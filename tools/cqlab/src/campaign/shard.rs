@@ -1,0 +1,106 @@
+//! Which runs of a campaign this process does: `--shard I/N`, or the index
+//! a batch system hands an array task (Slurm's SLURM_ARRAY_TASK_ID and
+//! SLURM_ARRAY_TASK_COUNT, Kubernetes' JOB_COMPLETION_INDEX with
+//! CQLAB_SHARD_COUNT for the count, as an indexed Job does not export it).
+//! Run `i` of the campaign belongs to shard `i % N`.
+
+use crate::usage::UsageError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Shard {
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    pub fn parse(text: &str) -> Result<Self, UsageError> {
+        let bad = || UsageError(format!("--shard {text:?}: expected I/N with 0 <= I < N"));
+        let (i, n) = text.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+        Self::new(index, count).ok_or_else(bad)
+    }
+
+    pub fn new(index: u64, count: u64) -> Option<Self> {
+        (count > 0 && index < count).then_some(Shard { index, count })
+    }
+
+    /// `--shard` if given, else the batch system's environment, else whole.
+    pub fn resolve(flag: Option<&str>) -> Result<Self, UsageError> {
+        Self::resolve_from(flag, |k| std::env::var(k).ok())
+    }
+
+    pub fn resolve_from(flag: Option<&str>, env: impl Fn(&str) -> Option<String>) -> Result<Self, UsageError> {
+        if let Some(f) = flag {
+            return Self::parse(f);
+        }
+        let pair = |id: &str, count: &str| -> Result<Option<Shard>, UsageError> {
+            match (env(id), env(count)) {
+                (None, _) => Ok(None),
+                (Some(_), None) => {
+                    Err(UsageError(format!("{id} is set but {count} is not: cannot tell the shard count")))
+                }
+                (Some(i), Some(n)) => Self::parse(&format!("{i}/{n}")).map(Some),
+            }
+        };
+        // Slurm array indices start where --array starts; cqlab's sbatch
+        // script uses 0..N-1 so the task id is the shard index.
+        if let Some(s) = pair("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT")? {
+            return Ok(s);
+        }
+        if let Some(s) = pair("JOB_COMPLETION_INDEX", "CQLAB_SHARD_COUNT")? {
+            return Ok(s);
+        }
+        Ok(Shard::WHOLE)
+    }
+
+    pub fn owns(&self, run_index: u64) -> bool {
+        run_index % self.count == self.index
+    }
+
+    /// Shard `k` of `parts` inside this shard (for `--jobs`).
+    pub fn split(&self, k: u64, parts: u64) -> Shard {
+        Shard { index: self.index + self.count * k, count: self.count * parts }
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_come_from_the_flag_slurm_or_kubernetes() {
+        let none = |_: &str| None;
+        assert_eq!(Shard::resolve_from(None, none).unwrap(), Shard::WHOLE);
+        assert_eq!(Shard::resolve_from(Some("2/4"), none).unwrap(), Shard { index: 2, count: 4 });
+        assert!(Shard::resolve_from(Some("4/4"), none).is_err());
+        assert!(Shard::resolve_from(Some("x"), none).is_err());
+        let slurm = |k: &str| match k {
+            "SLURM_ARRAY_TASK_ID" => Some("3".into()),
+            "SLURM_ARRAY_TASK_COUNT" => Some("5".into()),
+            _ => None,
+        };
+        assert_eq!(Shard::resolve_from(None, slurm).unwrap(), Shard { index: 3, count: 5 });
+        let k8s = |k: &str| (k == "JOB_COMPLETION_INDEX").then(|| "1".to_owned());
+        assert!(Shard::resolve_from(None, k8s).is_err(), "an index without a count is refused");
+    }
+
+    #[test]
+    fn split_shards_partition_the_parent() {
+        let parent = Shard { index: 1, count: 3 };
+        let mut owned = Vec::new();
+        for k in 0..2 {
+            let s = parent.split(k, 2);
+            owned.extend((0..30).filter(|&i| s.owns(i)));
+        }
+        owned.sort();
+        assert_eq!(owned, (0..30).filter(|&i| parent.owns(i)).collect::<Vec<_>>());
+    }
+}

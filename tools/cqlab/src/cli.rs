@@ -1,0 +1,100 @@
+//! What every subcommand shares at the command-line edge: exit codes,
+//! usage errors, output that survives a closed pipe, and progress.
+//!
+//! Exit codes (also in `cqlab --help`):
+//! - 0: success (also when stdout closes early, as in `cqlab decode F | head`);
+//! - 1: the run failed (device error, timeout, verification);
+//! - 2: usage error: an argument out of its range or inconsistent with
+//!   another, reported before anything runs (clap's own parse errors use 2
+//!   as well); for `decode` and `sim exec`, malformed input;
+//! - 3 and up: command-specific, documented with the command.
+
+use cqlab_driver::config::DEFAULT_KERNEL_TIMEOUT_CYCLES;
+use cqlab_driver::device::PROGRESS_CHECK_CYCLES;
+use cqlab_driver::DeviceConfig;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::time::Duration;
+
+/// The two limits of every host wait, for every command that runs work.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Limits {
+    /// Device cycles a wait may go without progress of the queue machinery,
+    /// while no kernel runs, before it is reported as a hang with its
+    /// wait-for chain (at least 1000000: progress is checked every 1000000
+    /// cycles).
+    #[arg(long, value_name = "CYCLES", default_value_t = DeviceConfig::default().stall_timeout_cycles,
+          value_parser = clap::value_parser!(u64).range(PROGRESS_CHECK_CYCLES..))]
+    pub stall_timeout: u64,
+    /// Device cycles a kernel may run while the host waits behind it before
+    /// "kernel on (x,y) still running after N cycles"; 0: no limit.
+    #[arg(long, value_name = "CYCLES", default_value_t = DEFAULT_KERNEL_TIMEOUT_CYCLES,
+          value_parser = kernel_timeout)]
+    pub kernel_timeout: u64,
+}
+
+fn kernel_timeout(s: &str) -> Result<u64, String> {
+    let v: u64 = s.parse().map_err(|_| format!("expected a number of cycles, found {s:?}"))?;
+    if v != 0 && v < PROGRESS_CHECK_CYCLES {
+        return Err(format!("0 (no limit) or at least {PROGRESS_CHECK_CYCLES} (the progress-check interval)"));
+    }
+    Ok(v)
+}
+
+impl Limits {
+    pub fn apply(&self, cfg: &mut DeviceConfig) {
+        cfg.stall_timeout_cycles = self.stall_timeout;
+        cfg.kernel_timeout_cycles = self.kernel_timeout;
+    }
+}
+
+/// The one usage error type (and its exit code) lives in `usage.rs`.
+pub use crate::usage::UsageError as Usage;
+
+/// The help text's list of exit codes.
+pub const EXIT_CODES_HELP: &str = "Exit codes: 0 success; 1 the run failed (device error, timeout, wrong result); \
+     2 usage error (an argument out of range or inconsistent, reported before anything runs; malformed input for \
+     decode and sim exec); others are documented with their command.";
+
+/// Fails with a [`Usage`] error unless `ok`.
+pub fn check(ok: bool, message: impl FnOnce() -> String) -> anyhow::Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(Usage(message()).into())
+    }
+}
+
+/// True when `e` comes from writing to a closed pipe.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+/// A progress bar of `len` steps on stderr, drawn only when stderr is a
+/// terminal (hidden in pipes, logs and tests).
+pub fn progress(len: u64, what: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(len), target());
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{elapsed_precise}] {bar:30} {pos}/{len} (eta {eta})")
+            .expect("valid template"),
+    );
+    bar.set_message(what.to_owned());
+    bar
+}
+
+/// A spinner for work of unknown length (same rules as [`progress`]).
+pub fn spinner(what: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(None, target());
+    bar.set_style(ProgressStyle::with_template("{spinner} {msg} [{elapsed_precise}]").expect("valid template"));
+    bar.set_message(what.to_owned());
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+fn target() -> ProgressDrawTarget {
+    if std::io::stderr().is_terminal() {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    }
+}

@@ -1,0 +1,26 @@
+//! `--device SPEC` for every command that runs work.
+
+use crate::cli::Usage;
+use cqlab_driver::{Device, DeviceConfig};
+
+/// Opens `spec` for a command. `embedded` is the in-process simulator with
+/// the command's `--seed` and `--noc-jitter`; any other spec
+/// (`embedded:seed=N`, `sim:PATH[?wait]`, `/dev/tenstorrent/N`) goes to
+/// [`Device::open`] as written, and then the seed is the device's own.
+pub fn open(spec: &str, seed: u64, noc_jitter: u64, cfg: DeviceConfig) -> anyhow::Result<Device> {
+    if spec == "embedded" {
+        let mut sim = cqlab_sim::config::SimConfig { seed, ..Default::default() };
+        sim.faults.noc_jitter_cycles = noc_jitter;
+        return Ok(Device::embedded(sim, cfg)?);
+    }
+    if noc_jitter != 0 {
+        return Err(Usage(format!(
+            "--noc-jitter applies to the embedded simulator (--device embedded), not to {spec:?}"
+        ))
+        .into());
+    }
+    Device::open(spec, cfg).map_err(|e| match e {
+        cqlab_driver::DriverError::Invalid(m) => Usage(format!("--device {spec}: {m}")).into(),
+        e => anyhow::Error::from(e).context(format!("opening --device {spec}")),
+    })
+}

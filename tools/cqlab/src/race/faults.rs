@@ -1,0 +1,137 @@
+//! `--faults SPEC`: the simulator's fault knobs by name.
+
+use crate::usage::{ensure, UsageError};
+use cqlab_abi::noc::{self, Coord};
+use cqlab_sim::config::{SimConfig, SlowCore};
+
+/// Faults to apply on top of the simulator defaults (`None` = leave as is).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Faults {
+    pub stall: Option<(f64, u64)>,
+    pub jitter: Option<u64>,
+    pub slow: Vec<SlowCore>,
+    pub late_doorbell: Option<u64>,
+    pub pcie_read: Option<u64>,
+    pub quantum_jitter: Option<u64>,
+}
+
+/// What `strong` means: every amplifier at once, each at a level the
+/// normal firmware must survive.
+pub const STRONG: &str =
+    "stall=0.01:2000,jitter=800,late-doorbell=400,quantum-jitter=64,slow=dispatcher0@2,slow=prefetcher1@2";
+
+const MAX_CYCLES: u64 = 10_000_000;
+
+fn core(name: &str) -> Option<Coord> {
+    if let Some(q) = name.strip_prefix("prefetcher") {
+        return q.parse().ok().filter(|&q| q < noc::MAX_CQS).map(noc::prefetcher);
+    }
+    if let Some(q) = name.strip_prefix("dispatcher") {
+        return q.parse().ok().filter(|&q| q < noc::MAX_CQS).map(noc::dispatcher);
+    }
+    let (c, r) = name.strip_prefix("worker")?.split_once('.')?;
+    let (c, r): (u8, u8) = (c.parse().ok()?, r.parse().ok()?);
+    (c < noc::MAX_WORKER_COLS && r < noc::MAX_WORKER_ROWS).then(|| noc::worker(c, r))
+}
+
+impl Faults {
+    pub fn parse(specs: &[String]) -> Result<Self, UsageError> {
+        let mut f = Faults::default();
+        for spec in specs {
+            for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                if item == "strong" {
+                    let strong = Faults::parse(&[STRONG.to_owned()])?;
+                    f.merge(strong);
+                    continue;
+                }
+                let bad = |why: &str| UsageError(format!("--faults {item:?}: {why}"));
+                let (key, value) = item.split_once('=').ok_or_else(|| bad("expected KEY=VALUE or `strong`"))?;
+                let cycles = |v: &str| -> Result<u64, UsageError> {
+                    let n: u64 = v.parse().map_err(|_| bad("not a number of cycles"))?;
+                    ensure(n <= MAX_CYCLES, || format!("--faults {item:?}: at most {MAX_CYCLES} cycles"))?;
+                    Ok(n)
+                };
+                match key {
+                    "stall" => {
+                        let (p, c) = value.split_once(':').unwrap_or((value, "2000"));
+                        let p: f64 = p.parse().map_err(|_| bad("probability is not a number"))?;
+                        ensure(p.is_finite() && (0.0..=1.0).contains(&p), || {
+                            format!("--faults {item:?}: probability in 0..=1")
+                        })?;
+                        f.stall = Some((p, cycles(c)?));
+                    }
+                    "jitter" => f.jitter = Some(cycles(value)?),
+                    "late-doorbell" => f.late_doorbell = Some(cycles(value)?),
+                    "pcie-read" => {
+                        let n = cycles(value)?;
+                        ensure(n > 0, || format!("--faults {item:?}: at least 1 cycle"))?;
+                        f.pcie_read = Some(n);
+                    }
+                    "quantum-jitter" => f.quantum_jitter = Some(cycles(value)?),
+                    "slow" => {
+                        let (name, factor) = value.split_once('@').ok_or_else(|| bad("expected slow=CORE@FACTOR"))?;
+                        let core = core(name).ok_or_else(|| {
+                            bad("core is prefetcherQ, dispatcherQ or workerC.R (on the largest grid)")
+                        })?;
+                        let factor: f64 = factor.parse().map_err(|_| bad("factor is not a number"))?;
+                        ensure(factor.is_finite() && (1.0..=1000.0).contains(&factor), || {
+                            format!("--faults {item:?}: factor in 1..=1000")
+                        })?;
+                        f.slow.push(SlowCore { core, factor });
+                    }
+                    _ => {
+                        return Err(bad(
+                            "unknown fault (stall, jitter, slow, late-doorbell, pcie-read, quantum-jitter, strong)",
+                        ))
+                    }
+                }
+            }
+        }
+        Ok(f)
+    }
+
+    fn merge(&mut self, other: Faults) {
+        self.stall = other.stall.or(self.stall);
+        self.jitter = other.jitter.or(self.jitter);
+        self.late_doorbell = other.late_doorbell.or(self.late_doorbell);
+        self.pcie_read = other.pcie_read.or(self.pcie_read);
+        self.quantum_jitter = other.quantum_jitter.or(self.quantum_jitter);
+        self.slow.extend(other.slow);
+    }
+
+    pub fn apply(&self, sim: &mut SimConfig) {
+        if let Some((p, c)) = self.stall {
+            (sim.faults.core_stall_prob, sim.faults.core_stall_cycles) = (p, c);
+        }
+        if let Some(j) = self.jitter {
+            sim.faults.noc_jitter_cycles = j;
+        }
+        if let Some(d) = self.late_doorbell {
+            sim.faults.host_write_delay_cycles = d;
+        }
+        if let Some(l) = self.pcie_read {
+            sim.pcie.read_latency_cycles = l;
+        }
+        if let Some(q) = self.quantum_jitter {
+            sim.quantum_jitter = q;
+        }
+        sim.faults.slow_cores.extend(self.slow.iter().cloned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fault_specs_parse_and_bad_ones_say_why() {
+        let f = Faults::parse(&["stall=0.1:500,jitter=40".into(), "slow=dispatcher1@3".into()]).unwrap();
+        assert_eq!(f.stall, Some((0.1, 500)));
+        assert_eq!(f.jitter, Some(40));
+        assert_eq!(f.slow, vec![SlowCore { core: noc::dispatcher(1), factor: 3.0 }]);
+        assert!(Faults::parse(&["strong".into()]).unwrap().late_doorbell.is_some());
+        for bad in ["stall=2", "jitter=18446744073709551615", "slow=core9@2", "bogus=1", "jitter"] {
+            assert!(Faults::parse(&[bad.into()]).is_err(), "{bad}");
+        }
+    }
+}

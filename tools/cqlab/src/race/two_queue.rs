@@ -1,0 +1,111 @@
+//! The two-queue stall/dispatch pattern of the field notes: CQ0 replays a
+//! trace (kernels on every worker), launches one kernel that stores the
+//! iteration number, stamps a marker and records an event; CQ1 waits for
+//! that event, checks the marker and the kernel's result, launches a kernel
+//! of its own and reads its result at once, then does `copies`
+//! write/read-back pairs, each read a dispatcher WAIT plus prefetcher STALL
+//! (the stall point).
+
+use super::failure::{first_difference, Failure};
+use super::Args;
+use cqlab_driver::{CoreRange, Device, Placement, Result as DriverResult};
+
+/// Kernel spin before it stores its result: long enough that a read which
+/// does not wait for it sees the old value.
+const RESULT_SPIN: u32 = 20_000;
+
+/// What the device must accept before any seed runs.
+pub fn preflight(args: &Args, dev: &mut Device) -> DriverResult<()> {
+    let (completion, page) = (dev.config().completion_size, args.page_size);
+    if page == 0 || cqlab_abi::completion::record_size(page) > completion {
+        return Err(cqlab_driver::DriverError::Invalid(format!(
+            "--completion-size {completion} cannot hold one {page}-byte page of read-back"
+        )));
+    }
+    dev.alloc_dram(args.bytes.next_multiple_of(page), page)?;
+    Ok(())
+}
+
+pub fn run(args: &Args, dev: &mut Device) -> Result<(), Failure> {
+    let (cols, rows) = (dev.config().worker_cols, dev.config().worker_rows);
+    let all = CoreRange::new((0, 0), (cols - 1, rows - 1));
+    let page = args.page_size;
+    let buf = dev.alloc_dram(args.bytes.next_multiple_of(page), page)?;
+    // CQ0 stamps the iteration here before its event; CQ1 checks it after waiting.
+    let marker = dev.alloc_l1(0, 0, 16)?;
+    let (kc, kr) = (cols - 1, rows - 1);
+    let result = dev.alloc_l1(kc, kr, 16)?;
+    let Placement::L1 { addr: result_addr, .. } = result.placement else { unreachable!("L1 buffer") };
+    // CQ1's own kernel, on another core, at the same L1 offset.
+    let (oc, or) = (0, rows - 1);
+    let own = dev.alloc_l1(oc, or, 16)?;
+    let Placement::L1 { addr: own_addr, .. } = own.placement else { unreachable!("L1 buffer") };
+    let trace = {
+        let mut cq0 = dev.cq(0)?;
+        cq0.begin_trace()?;
+        cq0.launch(all, &[])?;
+        // No finish here: CQ0 must not have completed an event before the
+        // first iteration (an unwritten event word is part of the race).
+        cq0.end_trace()?
+    };
+    for it in 0..args.iterations {
+        let stamp = it.wrapping_add(1);
+        let ev = {
+            let mut cq0 = dev.cq(0)?;
+            cq0.execute_trace(&trace)?;
+            cq0.launch(CoreRange::single(kc, kr), &[RESULT_SPIN, result_addr, stamp])?;
+            if args.delay > 0 {
+                cq0.delay(args.delay)?;
+            }
+            cq0.write_buffer(&marker, 0, &[stamp as u8; 16])?;
+            cq0.record_event()?
+        };
+        let mut cq1 = dev.cq(1)?;
+        cq1.wait_for_event(ev)?;
+        let seen = cq1.read_buffer(&marker, 0, 16)?;
+        if let Some(d) = first_difference(&[stamp as u8; 16], &seen, |_| format!("CQ0 marker write of iteration {it}"))
+        {
+            return Err(Failure::Check {
+                check: "CQ1 ran past CQ0's event (marker)",
+                detail: format!("iteration {it}: {d}"),
+            });
+        }
+        let produced = cq1.read_buffer(&result, 0, 4)?;
+        if let Some(d) = first_difference(&stamp.to_le_bytes(), &produced, |_| {
+            format!("the CQ0 kernel on worker ({kc},{kr}) of iteration {it}")
+        }) {
+            return Err(Failure::Check {
+                check: "CQ1 read a kernel result before CQ0's kernel wrote it",
+                detail: format!("iteration {it}: {d}"),
+            });
+        }
+        cq1.launch(CoreRange::single(oc, or), &[RESULT_SPIN, own_addr, !stamp])?;
+        let produced = cq1.read_buffer(&own, 0, 4)?;
+        if let Some(d) = first_difference(&(!stamp).to_le_bytes(), &produced, |_| {
+            format!("the CQ1 kernel on worker ({oc},{or}) of iteration {it}")
+        }) {
+            return Err(Failure::Check {
+                check: "CQ1 read its own kernel's result before the kernel wrote it",
+                detail: format!("iteration {it}: {d}"),
+            });
+        }
+        for c in 0..args.copies {
+            // Not periodic in the page size: a page landing in another's place shows.
+            let data: Vec<u8> =
+                (0..buf.size).map(|i| (i ^ i >> 8 ^ i >> 16) as u8 ^ (it as u8).wrapping_mul(31) ^ (c as u8)).collect();
+            cq1.write_buffer(&buf, 0, &data)?;
+            let back = cq1.read_buffer(&buf, 0, buf.size)?;
+            if let Some(d) = first_difference(&data, &back, |at| {
+                format!("CQ1 write_buffer of iteration {it} copy {c} (page {})", at as u32 / page)
+            }) {
+                return Err(Failure::Check {
+                    check: "read-back differs",
+                    detail: format!("iteration {it} copy {c}: {d}"),
+                });
+            }
+        }
+    }
+    dev.cq(0)?.finish()?;
+    dev.cq(1)?.finish()?;
+    Ok(())
+}

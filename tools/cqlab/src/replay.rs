@@ -1,0 +1,117 @@
+//! `cqlab replay RECORD`: re-runs one run of a campaign from its JSONL
+//! record, bit for bit (same seed, same options, same device cycle count),
+//! writes its hang dump and trace, and checks the outcome matches.
+
+use crate::campaign::SeedRecord;
+use crate::race::{self, failure::Failure};
+use crate::usage::UsageError;
+use anyhow::{Context, Result};
+use clap::Parser;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A JSONL record (the line itself), or a file of records.
+    pub record: String,
+    /// With a file: the record of this seed (default: the first failing one, else the first).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where the dump and trace go (default: replay-seed-N).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// The argument vector of a record, parsed as the CLI would.
+#[derive(Parser)]
+#[command(name = "cqlab")]
+struct Line {
+    #[command(subcommand)]
+    tool: Tool,
+}
+
+#[derive(clap::Subcommand)]
+enum Tool {
+    Race(race::Args),
+}
+
+fn load(args: &Args) -> Result<SeedRecord> {
+    if args.record.trim_start().starts_with('{') {
+        return serde_json::from_str(&args.record).context("RECORD is not a campaign record");
+    }
+    let records = crate::campaign::read_records(std::path::Path::new(&args.record))?;
+    let pick = match args.seed {
+        Some(s) => records.iter().find(|r| r.seed == s),
+        None => records.iter().find(|r| !r.ok).or(records.first()),
+    };
+    pick.cloned().ok_or_else(|| {
+        anyhow::anyhow!("{}: no record{}", args.record, args.seed.map(|s| format!(" of seed {s}")).unwrap_or_default())
+    })
+}
+
+/// A `stress` run: the same `stress run-one` process again.
+fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
+    let exe = std::env::current_exe().context("locating the cqlab binary")?;
+    let out = std::process::Command::new(exe).args(&record.argv).output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().rfind(|l| l.starts_with('{')).unwrap_or_default();
+    let got: crate::stress::RunResult = serde_json::from_str(last).with_context(|| {
+        format!("the run printed no result ({}): {}", out.status, String::from_utf8_lossy(&out.stderr))
+    })?;
+    print!("{}", String::from_utf8_lossy(&out.stderr));
+    let want_sig = record.failure.as_ref().map(|f| f.signature.as_str());
+    let got_sig = got.failure.as_ref().map(|f| f.signature.as_str());
+    // Only the embedded simulator is cycle-deterministic across processes;
+    // a daemon's device carries time over from earlier clients.
+    let embedded = record.argv.windows(2).any(|w| w[0] == "--device" && w[1].starts_with("embedded"));
+    let same = want_sig == got_sig && (!embedded || got.device_cycles == record.device_cycles);
+    println!(
+        "replay of stress seed {}: {} at device cycle {} (recorded: {} at {}): {}",
+        record.seed,
+        got_sig.unwrap_or("pass"),
+        got.device_cycles,
+        want_sig.unwrap_or("pass"),
+        record.device_cycles,
+        if same { "identical" } else { "DIFFERS" }
+    );
+    Ok(if same { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let record = load(&args)?;
+    if record.tool == "stress" {
+        if record.metrics.contains_key(crate::stress::KILLED) {
+            return Err(UsageError(format!(
+                "seed {}: that run was killed on purpose; there is nothing to replay",
+                record.seed
+            ))
+            .into());
+        }
+        return replay_stress(&record);
+    }
+    let line = Line::try_parse_from(std::iter::once("cqlab".to_owned()).chain(record.argv.iter().cloned()))
+        .map_err(|e| UsageError(format!("the record's arguments do not parse: {e}")))?;
+    let Tool::Race(race_args) = line.tool;
+    let plan = race::Plan::new(race_args)?;
+    let seed = record.seed;
+    let (outcome, mut dev) = race::run_seed(&plan, seed);
+    let cycles = dev.as_ref().map_or(0, |d| d.now());
+    let got = outcome.as_ref().err().map(Failure::classify);
+    let out = args.out.unwrap_or_else(|| PathBuf::from(format!("replay-seed-{seed}")));
+    if let Err(f) = &outcome {
+        race::write_dump(&out, seed, f, dev.as_mut())?;
+        println!("{}", f.full_text());
+        println!("dump and trace: {}/seed-{seed}.{{txt,json,trace.json}}", out.display());
+    }
+    let want_sig = record.failure.as_ref().map(|f| f.signature.as_str());
+    let got_sig = got.as_ref().map(|f| f.signature.as_str());
+    let same = want_sig == got_sig && record.device_cycles == cycles;
+    println!(
+        "replay of seed {seed}: {} at device cycle {cycles} (recorded: {} at {}): {}",
+        got_sig.unwrap_or("pass"),
+        want_sig.unwrap_or("pass"),
+        record.device_cycles,
+        if same { "identical" } else { "DIFFERS" }
+    );
+    Ok(if same { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

@@ -1,0 +1,477 @@
+//! `cqlab stress restart`: reference 000/001's restart fuzzing. N fresh
+//! processes one after another, each a workload with a recorded random seed,
+//! under the device lock (a `sim:PATH` daemon admits one owner; `?wait`
+//! queues the next run behind it), each with a hard timeout (a run that
+//! hangs is killed and counted). A seeded fraction of runs can be SIGKILLed
+//! mid-enqueue (`--kill-rate`); the runs after a kill must boot clean. One
+//! JSONL record per run, a summary (failures with seed, signature and the
+//! command that replays them) and drift statistics of every metric.
+
+use crate::campaign::{stats, Report, SeedRecord, Shard};
+use crate::race::failure::Failure;
+use crate::sweep::Knobs;
+use crate::usage::{ensure, UsageError};
+use anyhow::{Context, Result};
+use cqlab_driver::Device;
+use cqlab_sim::rng::Rng;
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::process::{ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// Run a workload in N fresh processes, one after another.
+    Restart(RestartArgs),
+    /// One run (what `restart` starts; also its replay command).
+    #[command(hide = true)]
+    RunOne(OneArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Reset {
+    /// Reset the device before every run.
+    Every,
+    /// Reset before the first run of each phase (--phase-runs runs).
+    Phase,
+    /// Never: every run boots the device as the last one left it.
+    Never,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Workload {
+    /// Write a buffer, enqueue --depth reads before collecting, check them.
+    #[value(name = "copy_stress")]
+    CopyStress,
+    /// The race tool's random protocol workload (--iterations x 12 commands).
+    Random,
+}
+
+/// What shapes one run (shared by `restart` and `run-one`).
+#[derive(clap::Args, Clone, Debug)]
+pub struct WorkloadArgs {
+    #[arg(long, value_enum, default_value = "copy_stress")]
+    pub workload: Workload,
+    /// Device: embedded (a fresh simulator per run, seeded by the run's
+    /// seed) or sim:PATH (a `cqlab sim serve` daemon; runs take its lock).
+    #[arg(long, default_value = "embedded")]
+    pub device: String,
+    /// copy_stress: reads enqueued before collecting any.
+    #[arg(long, default_value_t = 64)]
+    pub depth: u64,
+    /// copy_stress: bytes per read.
+    #[arg(long, default_value_t = 4096)]
+    pub bytes: u64,
+    /// random: iterations (12 commands each).
+    #[arg(long, default_value_t = 4)]
+    pub iterations: u32,
+    /// Device cycles without progress before a wait gives up.
+    #[arg(long, default_value_t = 5_000_000)]
+    pub timeout_cycles: u64,
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct RestartArgs {
+    #[arg(long)]
+    pub runs: u64,
+    /// Hard per-run timeout in seconds: a run still going is killed and counted.
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout: f64,
+    #[arg(long, value_enum, default_value = "never")]
+    pub reset: Reset,
+    /// Runs per phase for --reset phase.
+    #[arg(long, default_value_t = 10)]
+    pub phase_runs: u64,
+    /// Fraction of runs SIGKILLed mid-enqueue (seeded).
+    #[arg(long, default_value_t = 0.0)]
+    pub kill_rate: f64,
+    /// Seed of the campaign: run i uses a seed drawn from it (recorded).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// Append one JSON record per run here.
+    #[arg(long)]
+    pub jsonl: Option<PathBuf>,
+    /// Run only shard I of N (see `race --shard`).
+    #[arg(long)]
+    pub shard: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct OneArgs {
+    #[arg(long)]
+    pub seed: u64,
+    /// Reset the device before booting.
+    #[arg(long)]
+    pub reset_first: bool,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+}
+
+/// What a run prints on stdout when it ends.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct RunResult {
+    pub failure: Option<crate::race::failure::Classified>,
+    pub device_cycles: u64,
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// Marks a record of a run that was SIGKILLed on purpose (not a result).
+pub const KILLED: &str = "killed_after_s";
+
+/// Printed on stdout when the run starts enqueuing, and (copy_stress)
+/// `enqueued N` after each read: where a kill lands.
+const ENQUEUING: &str = "enqueuing";
+const ENQUEUED: &str = "enqueued ";
+
+fn run_one(a: OneArgs) -> Result<ExitCode> {
+    let w = &a.workload;
+    let k = Knobs { depth: w.depth, bytes: w.bytes, ..Default::default() };
+    let cfg = k.device_config(w.timeout_cycles, None);
+    let sim = cqlab_sim::config::SimConfig { seed: a.seed, ..Default::default() };
+    let mut dev = open_device(&w.device, sim, cfg, a.reset_first)?;
+    let start = Instant::now();
+    let outcome = dev.boot().map_err(Failure::from).and_then(|()| {
+        println!("{ENQUEUING}");
+        std::io::stdout().flush().ok();
+        let t0 = dev.now();
+        let out = match w.workload {
+            Workload::CopyStress => crate::sweep::copy_stress_with(&mut dev, &k, &mut |n| {
+                println!("{ENQUEUED}{n}");
+                std::io::stdout().flush().ok();
+            }),
+            Workload::Random => crate::race::random::run(w.iterations, a.seed, &mut dev),
+        };
+        out.map(|()| dev.now() - t0)
+    });
+    let mut metrics = BTreeMap::new();
+    metrics.insert("host_seconds".to_owned(), start.elapsed().as_secs_f64());
+    if let Ok(cycles) = &outcome {
+        metrics.insert("workload_cycles".to_owned(), *cycles as f64);
+        if w.workload == Workload::CopyStress {
+            metrics.insert("cycles_per_read".to_owned(), *cycles as f64 / w.depth as f64);
+            let secs = metrics["host_seconds"].max(1e-9);
+            metrics.insert("host_MB_per_s".to_owned(), (w.depth * w.bytes) as f64 / secs / 1e6);
+        }
+    }
+    let r = RunResult { failure: outcome.as_ref().err().map(Failure::classify), device_cycles: dev.now(), metrics };
+    if let Err(f) = &outcome {
+        eprintln!("{}", f.full_text());
+    }
+    println!("{}", serde_json::to_string(&r)?);
+    Ok(if outcome.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// `embedded` (a fresh simulator from `sim`) or `sim:PATH[?wait]` (a daemon,
+/// reset to power-on first when `reset`). A device the spec or the daemon
+/// refuses is a usage error.
+pub fn open_device(
+    spec: &str,
+    sim: cqlab_sim::config::SimConfig,
+    cfg: cqlab_driver::DeviceConfig,
+    reset: bool,
+) -> Result<Device, UsageError> {
+    let refused = |e: cqlab_driver::DriverError| UsageError(format!("--device {spec}: {e}"));
+    if spec == "embedded" {
+        return Device::embedded(sim, cfg).map_err(refused);
+    }
+    let Some(rest) = spec.strip_prefix("sim:") else {
+        return Err(UsageError(format!("--device {spec:?}: use embedded or sim:PATH[?wait[=SECS]]")));
+    };
+    use cqlab_driver::daemon_backend::DaemonBackend;
+    let (path, wait) = DaemonBackend::parse_spec(rest).map_err(refused)?;
+    let mut backend = DaemonBackend::attach_with(path, wait).map_err(refused)?;
+    backend.check_config(&cfg).map_err(refused)?;
+    if reset {
+        backend.reset().map_err(refused)?;
+    }
+    Device::with_backend(Box::new(backend), cfg).map_err(refused)
+}
+
+fn one_argv(w: &WorkloadArgs, seed: u64, reset_first: bool) -> Vec<String> {
+    let mut v: Vec<String> = vec!["stress".into(), "run-one".into(), "--seed".into(), seed.to_string()];
+    if reset_first {
+        v.push("--reset-first".into());
+    }
+    let workload = match w.workload {
+        Workload::CopyStress => "copy_stress",
+        Workload::Random => "random",
+    };
+    for (k, val) in [
+        ("--workload", workload.to_owned()),
+        ("--device", w.device.clone()),
+        ("--depth", w.depth.to_string()),
+        ("--bytes", w.bytes.to_string()),
+        ("--iterations", w.iterations.to_string()),
+        ("--timeout-cycles", w.timeout_cycles.to_string()),
+    ] {
+        v.extend([k.to_owned(), val]);
+    }
+    v
+}
+
+/// Outcome of one child process.
+enum Ended {
+    Done(RunResult),
+    Killed { after: Duration },
+    HardTimeout,
+    Crashed(String),
+}
+
+/// Where to SIGKILL a run.
+#[derive(Clone, Copy)]
+enum KillAt {
+    /// After the n-th read is enqueued (copy_stress).
+    Enqueued(u64),
+    /// This long after the run starts enqueuing (random).
+    After(Duration),
+}
+
+fn spawn_run(argv: &[String], timeout: Duration, kill_at: Option<KillAt>) -> Result<Ended> {
+    let exe = std::env::current_exe().context("locating the cqlab binary")?;
+    let mut child = std::process::Command::new(exe).args(argv).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut std::io::BufReader::new(stderr), &mut s);
+        s
+    });
+    let start = Instant::now();
+    let mut enqueuing_at = None;
+    let mut enqueued = 0u64;
+    let mut last = None;
+    let ended = loop {
+        // Lines are handled as they come (a kill lands within microseconds
+        // of the progress line it waits for).
+        match rx.recv_timeout(Duration::from_millis(5)) {
+            Ok(line) if line == ENQUEUING => enqueuing_at = Some(Instant::now()),
+            Ok(line) if line.starts_with(ENQUEUED) => enqueued += 1,
+            Ok(line) => last = Some(line),
+            Err(_) => {}
+        }
+        let due = match (kill_at, enqueuing_at) {
+            (Some(KillAt::Enqueued(n)), _) => enqueued >= n,
+            (Some(KillAt::After(d)), Some(at)) => at.elapsed() >= d,
+            _ => false,
+        };
+        if due {
+            child.kill()?; // SIGKILL
+            child.wait()?;
+            break Ended::Killed { after: start.elapsed() };
+        }
+        if let Some(status) = child.try_wait()? {
+            let _ = reader.join();
+            while let Ok(line) = rx.try_recv() {
+                if line != ENQUEUING && !line.starts_with(ENQUEUED) {
+                    last = Some(line);
+                }
+            }
+            let stderr = err_reader.join().unwrap_or_default();
+            break match last.as_deref().map(serde_json::from_str::<RunResult>) {
+                Some(Ok(r)) if matches!(status.code(), Some(0 | 1)) => Ended::Done(r),
+                _ => Ended::Crashed(format!("{status}: {}", stderr.lines().last().unwrap_or("no output"))),
+            };
+        }
+        if start.elapsed() >= timeout {
+            child.kill()?;
+            child.wait()?;
+            break Ended::HardTimeout;
+        }
+    };
+    Ok(ended)
+}
+
+fn restart(a: RestartArgs) -> Result<ExitCode> {
+    ensure(a.runs > 0, || "--runs must be at least 1".into())?;
+    ensure(a.timeout.is_finite() && a.timeout > 0.0 && a.timeout <= 86_400.0, || {
+        format!("--timeout {} seconds (0..=86400)", a.timeout)
+    })?;
+    ensure(a.kill_rate.is_finite() && (0.0..=1.0).contains(&a.kill_rate), || {
+        format!("--kill-rate {} is a fraction in 0..=1", a.kill_rate)
+    })?;
+    ensure(a.phase_runs > 0, || "--phase-runs must be at least 1".into())?;
+    ensure((1..=1_000_000).contains(&a.workload.depth), || format!("--depth {} (1..=1000000)", a.workload.depth))?;
+    ensure((1..=1 << 20).contains(&a.workload.bytes), || format!("--bytes {} (1..=1048576)", a.workload.bytes))?;
+    ensure(a.workload.timeout_cycles >= cqlab_driver::device::PROGRESS_CHECK_CYCLES, || {
+        format!(
+            "--timeout-cycles {} (at least {})",
+            a.workload.timeout_cycles,
+            cqlab_driver::device::PROGRESS_CHECK_CYCLES
+        )
+    })?;
+    let shard = Shard::resolve(a.shard.as_deref())?;
+    let mut jsonl = match &a.jsonl {
+        Some(p) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("opening {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let timeout = Duration::from_secs_f64(a.timeout);
+    // Per-run seed, kill decision and kill time: one stream forked from the
+    // campaign seed, drawn for every run index so shards agree.
+    let mut rng = Rng::new(a.seed);
+    let depth = a.workload.depth;
+    let plan: Vec<(u64, Option<KillAt>)> = (0..a.runs)
+        .map(|_| {
+            let (seed, kill, point) = (rng.next_u64(), rng.chance(a.kill_rate), rng.next_u64());
+            let at = match a.workload.workload {
+                Workload::CopyStress => KillAt::Enqueued(1 + point % depth),
+                Workload::Random => KillAt::After(Duration::from_millis(point % 20)),
+            };
+            (seed, kill.then_some(at))
+        })
+        .collect();
+    let mut records = Vec::new();
+    let (mut kills, mut failures_after_kill, mut hard_timeouts) = (0u64, 0u64, 0u64);
+    let mut after_kill = false;
+    for (index, &(seed, kill_at)) in plan.iter().enumerate() {
+        let index = index as u64;
+        if !shard.owns(index) {
+            continue;
+        }
+        let reset_first = match a.reset {
+            Reset::Every => true,
+            Reset::Phase => index % a.phase_runs == 0,
+            Reset::Never => false,
+        };
+        let argv = one_argv(&a.workload, seed, reset_first);
+        let start = Instant::now();
+        let ended = spawn_run(&argv, timeout, kill_at)?;
+        let seconds = start.elapsed().as_secs_f64();
+        let mut record = SeedRecord {
+            tool: "stress".into(),
+            seed,
+            index,
+            ok: true,
+            failure: None,
+            device_cycles: 0,
+            seconds,
+            metrics: BTreeMap::new(),
+            argv,
+        };
+        let verdict = match ended {
+            Ended::Killed { after } => {
+                kills += 1;
+                after_kill = true;
+                record.metrics.insert(KILLED.into(), after.as_secs_f64());
+                format!("SIGKILLed {:.0} ms into the run", after.as_secs_f64() * 1e3)
+            }
+            Ended::Done(r) => {
+                record.device_cycles = r.device_cycles;
+                record.metrics = r.metrics;
+                record.ok = r.failure.is_none();
+                record.failure = r.failure;
+                if !record.ok && after_kill {
+                    failures_after_kill += 1;
+                }
+                after_kill = false;
+                record.failure.as_ref().map_or("pass".into(), |f| format!("FAIL {}", f.error))
+            }
+            Ended::HardTimeout => {
+                hard_timeouts += 1;
+                record.ok = false;
+                record.failure = Some(crate::race::failure::Classified {
+                    kind: "hard-timeout".into(),
+                    root: "host (the process did not end)".into(),
+                    signature: format!("hard-timeout: still running after {} s", a.timeout),
+                    error: format!("killed after the {} s per-run timeout", a.timeout),
+                });
+                if after_kill {
+                    failures_after_kill += 1;
+                }
+                after_kill = false;
+                format!("HARD TIMEOUT after {} s: killed", a.timeout)
+            }
+            Ended::Crashed(why) => {
+                record.ok = false;
+                record.failure = Some(crate::race::failure::Classified {
+                    kind: "crash".into(),
+                    root: "host process".into(),
+                    signature: "crash: the run exited without a result".into(),
+                    error: why,
+                });
+                if after_kill {
+                    failures_after_kill += 1;
+                }
+                after_kill = false;
+                "CRASH".into()
+            }
+        };
+        if !a.json {
+            eprintln!("[{}/{}] seed {seed}: {verdict}", index + 1, a.runs);
+        }
+        if let Some(f) = &mut jsonl {
+            writeln!(f, "{}", serde_json::to_string(&record)?)?;
+        }
+        records.push(record);
+    }
+    let killed = |r: &SeedRecord| r.metrics.contains_key(KILLED);
+    let completed: Vec<SeedRecord> = records.iter().filter(|r| !killed(r)).cloned().collect();
+    let report = Report::from_records(&completed);
+    let drift = drift_of(&completed);
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({"report": report, "runs": records.len(), "completed": completed.len(), "killed": kills,
+                               "failures_after_kill": failures_after_kill, "hard_timeouts": hard_timeouts, "drift": drift})
+        );
+    } else {
+        report.print(&format!(
+            "stress restart ({} runs, {kills} killed, {} completed, reset {:?}, device {})",
+            records.len(),
+            completed.len(),
+            a.reset,
+            a.workload.device
+        ));
+        println!("failures after a kill: {failures_after_kill}; hard timeouts: {hard_timeouts}");
+        println!(
+            "{:<18} {:>12} {:>12} {:>12} {:>12} {:>12}",
+            "metric", "mean", "stddev", "first-10", "last-10", "slope/run"
+        );
+        for (name, d) in &drift {
+            println!(
+                "{name:<18} {:>12.4} {:>12.4} {:>12.4} {:>12.4} {:>12.6}",
+                d.mean, d.stddev, d.first10, d.last10, d.slope
+            );
+        }
+    }
+    Ok(if report.failures == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Drift of every metric over the completed runs, in run order.
+pub fn drift_of(records: &[SeedRecord]) -> BTreeMap<String, stats::Drift> {
+    let mut sorted: Vec<&SeedRecord> = records.iter().collect();
+    sorted.sort_by_key(|r| r.index);
+    let names: std::collections::BTreeSet<&String> = sorted.iter().flat_map(|r| r.metrics.keys()).collect();
+    names
+        .into_iter()
+        .filter_map(|n| {
+            let v: Vec<f64> = sorted.iter().filter_map(|r| r.metrics.get(n).copied()).collect();
+            stats::drift(&v).map(|d| (n.clone(), d))
+        })
+        .collect()
+}
+
+pub fn run(cmd: Command) -> Result<ExitCode> {
+    match cmd {
+        Command::Restart(a) => restart(a),
+        Command::RunOne(a) => run_one(a),
+    }
+}

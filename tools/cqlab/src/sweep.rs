@@ -1,0 +1,438 @@
+//! `cqlab sweep WORKLOAD --param NAME=LIST|A..B[:STEP] [--bisect]`: runs a
+//! workload at each value of one knob and tabulates pass/fail and a metric
+//! (table on stdout, JSON and an SVG chart in --out). `--bisect` brackets
+//! the first failing value (doubling steps from the start of the range),
+//! then bisects to it, and reports the failure signature at the boundary:
+//! reference 001's "301 passes, 302 fails" found without a hand-made loop.
+//!
+//! Workload `copy_stress`: writes a buffer once, enqueues `depth` reads of it
+//! on each of `cqs` queues before collecting any (the batched depth of the
+//! field notes), then collects and checks every read.
+
+use crate::race::failure::{first_difference, Failure};
+use crate::usage::{ensure, UsageError};
+use anyhow::{Context, Result};
+use cqlab_driver::{Device, DeviceConfig, HostBug};
+use cqlab_sim::config::SimConfig;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Workload {
+    #[value(name = "copy_stress")]
+    CopyStress,
+}
+
+#[derive(clap::Args, Clone)]
+pub struct Args {
+    pub workload: Workload,
+    /// The knob and its values: NAME=V1,V2,... or NAME=A..B[:STEP] (inclusive).
+    /// Knobs: depth, bytes, issue_size, completion_size, fetch_entries, ring_pages, cqs.
+    #[arg(long)]
+    pub param: String,
+    /// Other knobs held fixed, NAME=V (repeatable).
+    #[arg(long = "set")]
+    pub set: Vec<String>,
+    /// Find the first failing value instead of running every value.
+    #[arg(long)]
+    pub bisect: bool,
+    /// A fresh device (embedded) or a daemon reset (sim:PATH) before every
+    /// point; without it, points share one booted device (its allocations,
+    /// ring positions and event ids carry over) until a point fails.
+    #[arg(long)]
+    pub reset_each: bool,
+    /// Re-create a known host-side bug: `no-drain` (the host does not drain
+    /// completions while it waits for a fetch slot or issue space).
+    #[arg(long)]
+    pub host_bug: Option<String>,
+    /// Device: embedded[:seed=N] or sim:PATH.
+    #[arg(long, default_value = "embedded:seed=1")]
+    pub device: String,
+    /// Device cycles without progress before a wait gives up.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub timeout_cycles: u64,
+    /// Write sweep.json and sweep.svg here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The copy_stress knobs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Knobs {
+    pub depth: u64,
+    pub bytes: u64,
+    pub issue_size: u64,
+    pub completion_size: u64,
+    pub fetch_entries: u64,
+    pub ring_pages: u64,
+    pub cqs: u64,
+}
+
+impl Default for Knobs {
+    fn default() -> Self {
+        let d = DeviceConfig::default();
+        Knobs {
+            depth: 100,
+            bytes: 4096,
+            issue_size: d.issue_size as u64,
+            completion_size: d.completion_size as u64,
+            fetch_entries: d.fetch_entries as u64,
+            ring_pages: d.ring_pages as u64,
+            cqs: 1,
+        }
+    }
+}
+
+impl Knobs {
+    fn set(&mut self, name: &str, v: u64) -> Result<(), UsageError> {
+        let slot = match name {
+            "depth" => &mut self.depth,
+            "bytes" => &mut self.bytes,
+            "issue_size" => &mut self.issue_size,
+            "completion_size" => &mut self.completion_size,
+            "fetch_entries" => &mut self.fetch_entries,
+            "ring_pages" => &mut self.ring_pages,
+            "cqs" => &mut self.cqs,
+            _ => {
+                return Err(UsageError(format!(
+                    "unknown knob {name:?} (depth, bytes, issue_size, completion_size, fetch_entries, ring_pages, cqs)"
+                )))
+            }
+        };
+        *slot = v;
+        ensure((1..=1_000_000).contains(&self.depth), || format!("depth {} (1..=1000000)", self.depth))?;
+        ensure((1..=1 << 20).contains(&self.bytes), || format!("bytes {} (1..=1048576)", self.bytes))?;
+        ensure(self.cqs >= 1 && self.cqs <= cqlab_abi::noc::MAX_CQS as u64, || {
+            format!("cqs {} (1..={})", self.cqs, cqlab_abi::noc::MAX_CQS)
+        })?;
+        for (n, v) in [
+            ("issue_size", self.issue_size),
+            ("completion_size", self.completion_size),
+            ("fetch_entries", self.fetch_entries),
+            ("ring_pages", self.ring_pages),
+        ] {
+            ensure(v <= u32::MAX as u64, || format!("{n} {v} does not fit 32 bits"))?;
+        }
+        Ok(())
+    }
+
+    pub fn device_config(&self, timeout: u64, host_bug: Option<HostBug>) -> DeviceConfig {
+        DeviceConfig {
+            num_cqs: (self.cqs as u8).max(cqlab_abi::noc::DEFAULT_CQS),
+            issue_size: self.issue_size as u32,
+            completion_size: self.completion_size as u32,
+            fetch_entries: self.fetch_entries as u32,
+            ring_pages: self.ring_pages as u32,
+            stall_timeout_cycles: timeout,
+            host_bug,
+            ..Default::default()
+        }
+    }
+}
+
+/// `NAME=V1,V2` or `NAME=A..B[:STEP]`.
+pub fn parse_param(spec: &str) -> Result<(String, Vec<u64>), UsageError> {
+    let bad = |why: &str| UsageError(format!("--param {spec:?}: {why}"));
+    let (name, values) = spec.split_once('=').ok_or_else(|| bad("expected NAME=LIST or NAME=A..B[:STEP]"))?;
+    let num = |s: &str| s.trim().parse::<u64>().map_err(|_| bad(&format!("{s:?} is not a number")));
+    let list = if let Some((a, rest)) = values.split_once("..") {
+        let (b, step) = rest.split_once(':').map_or((rest, "1"), |(b, s)| (b, s));
+        let (a, b, step) = (num(a)?, num(b)?, num(step)?);
+        ensure(a <= b && step > 0, || format!("--param {spec:?}: need A <= B and STEP >= 1"))?;
+        ensure((b - a) / step < 1_000_000, || format!("--param {spec:?}: more than a million values"))?;
+        (a..=b).step_by(step as usize).collect()
+    } else {
+        values.split(',').map(num).collect::<Result<Vec<_>, _>>()?
+    };
+    ensure(!list.is_empty(), || format!("--param {spec:?}: no values"))?;
+    Ok((name.trim().to_owned(), list))
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Point {
+    pub value: u64,
+    pub ok: bool,
+    pub signature: Option<String>,
+    pub error: Option<String>,
+    /// Device cycles the workload took.
+    pub device_cycles: u64,
+    /// Device cycles per read (the metric charted).
+    pub cycles_per_read: f64,
+    pub seconds: f64,
+}
+
+/// Runs copy_stress on `dev`.
+pub fn copy_stress(dev: &mut Device, k: &Knobs) -> Result<(), Failure> {
+    copy_stress_with(dev, k, &mut |_| {})
+}
+
+/// copy_stress, calling `enqueued(n)` after the n-th read is enqueued.
+pub fn copy_stress_with(dev: &mut Device, k: &Knobs, enqueued: &mut dyn FnMut(u64)) -> Result<(), Failure> {
+    let bytes = k.bytes as u32;
+    let core = (0, 0);
+    let buf = dev.alloc_l1(core.0, core.1, bytes)?;
+    let data: Vec<u8> = (0..bytes).map(|i| (i as u8).wrapping_mul(7) ^ 0x5a).collect();
+    dev.cq(0)?.write_buffer(&buf, 0, &data)?;
+    dev.cq(0)?.finish()?;
+    let mut pending = Vec::new();
+    for d in 0..k.depth {
+        for q in 0..k.cqs as u8 {
+            pending.push((d, q, dev.cq(q)?.enqueue_read(&buf, 0, bytes)?));
+            enqueued(pending.len() as u64);
+        }
+    }
+    for (d, q, p) in pending {
+        let back = dev.complete_read(&p)?;
+        if let Some(diff) = first_difference(&data, &back, |_| "the CQ0 write before the reads".into()) {
+            return Err(Failure::Check { check: "read-back differs", detail: format!("read {d} on CQ{q}: {diff}") });
+        }
+    }
+    for q in 0..k.cqs as u8 {
+        dev.cq(q)?.finish()?;
+    }
+    Ok(())
+}
+
+struct Sweeper {
+    args: Args,
+    name: String,
+    base: Knobs,
+    host_bug: Option<HostBug>,
+    shared: Option<Device>,
+}
+
+impl Sweeper {
+    fn open(&self, k: &Knobs) -> Result<Device> {
+        let cfg = k.device_config(self.args.timeout_cycles, self.host_bug);
+        let spec = &self.args.device;
+        let seed = match spec.strip_prefix("embedded") {
+            Some("") => Some(0),
+            Some(rest) => Some(
+                rest.strip_prefix(":seed=")
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .ok_or_else(|| UsageError(format!("--device {spec}: use embedded[:seed=N] or sim:PATH")))?,
+            ),
+            None => None,
+        };
+        let sim = SimConfig { seed: seed.unwrap_or(0), ..Default::default() };
+        let spec = if seed.is_some() { "embedded" } else { spec.as_str() };
+        let mut dev = crate::stress::open_device(spec, sim, cfg, self.args.reset_each)?;
+        dev.boot().map_err(|e| UsageError(format!("boot: {e}")))?;
+        Ok(dev)
+    }
+
+    fn point(&mut self, value: u64) -> Result<Point> {
+        let mut k = self.base.clone();
+        k.set(&self.name, value)?;
+        // A knob that shapes the device needs a device of that shape.
+        let shape_changes = self.name != "depth" && self.name != "bytes";
+        let reuse = !self.args.reset_each && !shape_changes;
+        if !reuse || self.shared.is_none() {
+            self.shared = Some(self.open(&k)?);
+        }
+        let dev = self.shared.as_mut().expect("opened above");
+        let start = Instant::now();
+        let t0 = dev.now();
+        let outcome = copy_stress(dev, &k);
+        if let Err(Failure::Driver(
+            e @ (cqlab_driver::DriverError::Invalid(_) | cqlab_driver::DriverError::OutOfRange { .. }),
+        )) = &outcome
+        {
+            return Err(UsageError(format!("{}={value}: the device refuses it: {e}", self.name)).into());
+        }
+        let cycles = dev.now() - t0;
+        if outcome.is_err() || !reuse {
+            // A failed point leaves the device wedged: the next one boots afresh.
+            self.shared = None;
+        }
+        let reads = (k.depth * k.cqs) as f64;
+        let c = outcome.as_ref().err().map(Failure::classify);
+        Ok(Point {
+            value,
+            ok: outcome.is_ok(),
+            signature: c.as_ref().map(|c| c.signature.clone()),
+            error: c.map(|c| c.error),
+            device_cycles: cycles,
+            cycles_per_read: cycles as f64 / reads,
+            seconds: start.elapsed().as_secs_f64(),
+        })
+    }
+}
+
+fn progress(json: bool, p: &Point, name: &str) {
+    if !json {
+        eprintln!(
+            "{name}={}: {}",
+            p.value,
+            if p.ok { "pass".to_owned() } else { format!("FAIL {}", p.error.clone().unwrap_or_default()) }
+        );
+    }
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let (name, values) = parse_param(&args.param)?;
+    let mut base = Knobs::default();
+    for s in &args.set {
+        let (n, v) = s.split_once('=').ok_or_else(|| UsageError(format!("--set {s:?}: expected NAME=V")))?;
+        let v = v.parse().map_err(|_| UsageError(format!("--set {s:?}: not a number")))?;
+        base.set(n, v)?;
+    }
+    base.set(&name, values[0])?;
+    let host_bug = match &args.host_bug {
+        Some(b) => Some(HostBug::from_name(b).ok_or_else(|| {
+            UsageError(format!("--host-bug {b:?} (known: {})", HostBug::ALL.map(|(n, _)| n).join(", ")))
+        })?),
+        None => None,
+    };
+    let mut s = Sweeper { args: args.clone(), name: name.clone(), base: base.clone(), host_bug, shared: None };
+    let mut points = Vec::new();
+    let mut first_failing = None;
+    if args.bisect {
+        // Bracket: the first value, then doubling steps, until one fails.
+        let (lo_v, hi_v) = (values[0], *values.last().expect("non-empty"));
+        let mut last_pass = None;
+        let mut step = 1;
+        let mut v = lo_v;
+        let mut fail = None;
+        loop {
+            let p = s.point(v)?;
+            progress(args.json, &p, &name);
+            let ok = p.ok;
+            points.push(p);
+            if !ok {
+                fail = Some(v);
+                break;
+            }
+            last_pass = Some(v);
+            if v == hi_v {
+                break;
+            }
+            v = (v + step).min(hi_v);
+            step *= 2;
+        }
+        // Bisect between the last pass and the first failure.
+        if let (Some(mut good), Some(mut bad)) = (last_pass, fail) {
+            while bad - good > 1 {
+                let mid = good + (bad - good) / 2;
+                let p = s.point(mid)?;
+                progress(args.json, &p, &name);
+                if p.ok {
+                    good = mid;
+                } else {
+                    bad = mid;
+                }
+                points.push(p);
+            }
+            fail = Some(bad);
+        }
+        first_failing = fail;
+    } else {
+        for &v in &values {
+            let p = s.point(v)?;
+            progress(args.json, &p, &name);
+            if !p.ok && first_failing.is_none() {
+                first_failing = Some(v);
+            }
+            points.push(p);
+        }
+    }
+    points.sort_by_key(|p| p.value);
+    let boundary = first_failing.and_then(|v| points.iter().find(|p| p.value == v)).cloned();
+    let report = serde_json::json!({
+        "workload": "copy_stress", "param": name, "fixed": base, "host_bug": args.host_bug,
+        "bisect": args.bisect, "first_failing": first_failing,
+        "boundary_signature": boundary.as_ref().and_then(|b| b.signature.clone()),
+        "boundary_error": boundary.as_ref().and_then(|b| b.error.clone()),
+        "points": points,
+    });
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::write(dir.join("sweep.json"), serde_json::to_string_pretty(&report)? + "\n")?;
+        std::fs::write(dir.join("sweep.svg"), svg(&name, &points))?;
+    }
+    if args.json {
+        println!("{report}");
+    } else {
+        println!("{:>12}  {:<6} {:>14} {:>12}  signature", name, "result", "device cycles", "cycles/read");
+        for p in &points {
+            println!(
+                "{:>12}  {:<6} {:>14} {:>12.1}  {}",
+                p.value,
+                if p.ok { "pass" } else { "FAIL" },
+                p.device_cycles,
+                p.cycles_per_read,
+                p.signature.as_deref().unwrap_or("")
+            );
+        }
+        match (&boundary, args.bisect) {
+            (Some(b), _) => println!(
+                "first failing {name}: {} ({})\n  {}",
+                b.value,
+                b.signature.as_deref().unwrap_or(""),
+                b.error.as_deref().unwrap_or("")
+            ),
+            (None, true) => println!("no failing {name} in {}..={}", values[0], values.last().expect("non-empty")),
+            (None, false) => println!("no failing {name} among the values swept"),
+        }
+    }
+    Ok(if first_failing.is_none() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Cycles per read against the knob; failing points in red.
+fn svg(name: &str, points: &[Point]) -> String {
+    let (w, h, m) = (640.0, 360.0, 50.0);
+    let xmax = points.iter().map(|p| p.value).max().unwrap_or(1).max(1) as f64;
+    let xmin = points.iter().map(|p| p.value).min().unwrap_or(0) as f64;
+    let ymax = points.iter().map(|p| p.cycles_per_read).fold(1.0, f64::max);
+    let x = |v: f64| m + (v - xmin) / (xmax - xmin).max(1.0) * (w - 2.0 * m);
+    let y = |v: f64| h - m - v / ymax * (h - 2.0 * m);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <line x1=\"{m}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n\
+         <line x1=\"{m}\" y1=\"{m}\" x2=\"{m}\" y2=\"{}\" stroke=\"black\"/>\n\
+         <text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{name}</text>\n\
+         <text x=\"12\" y=\"{}\" transform=\"rotate(-90 12 {})\" text-anchor=\"middle\">device cycles per read</text>\n\
+         <text x=\"{m}\" y=\"{}\">{xmin}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{xmax}</text>\n\
+         <text x=\"{}\" y=\"{m}\" text-anchor=\"end\">{ymax:.0}</text>\n",
+        h - m, w - m, h - m, h - m, w / 2.0, h - 10.0, h / 2.0, h / 2.0, h - m + 15.0, w - m, h - m + 15.0, m - 4.0
+    );
+    let pass: Vec<String> = points
+        .iter()
+        .filter(|p| p.ok)
+        .map(|p| format!("{:.1},{:.1}", x(p.value as f64), y(p.cycles_per_read)))
+        .collect();
+    if pass.len() > 1 {
+        s += &format!("<polyline fill=\"none\" stroke=\"steelblue\" points=\"{}\"/>\n", pass.join(" "));
+    }
+    for p in points {
+        let colour = if p.ok { "steelblue" } else { "crimson" };
+        s += &format!(
+            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"><title>{name}={}: {}</title></circle>\n",
+            x(p.value as f64),
+            y(p.cycles_per_read),
+            p.value,
+            if p.ok { "pass" } else { "FAIL" }
+        );
+    }
+    s + "</svg>\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_are_lists_or_inclusive_ranges() {
+        assert_eq!(parse_param("depth=1..5").unwrap(), ("depth".into(), vec![1, 2, 3, 4, 5]));
+        assert_eq!(parse_param("bytes=64..256:64").unwrap().1, vec![64, 128, 192, 256]);
+        assert_eq!(parse_param("cqs=1,2").unwrap().1, vec![1, 2]);
+        for bad in ["depth", "depth=5..1", "depth=1..9:0", "depth=x", "depth=0..18446744073709551615"] {
+            assert!(parse_param(bad).is_err(), "{bad}");
+        }
+    }
+}

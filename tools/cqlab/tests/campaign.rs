@@ -1,0 +1,151 @@
+//! Campaigns split into shards merge into the report of one unsharded run:
+//! shards run by hand, and a 4-shard array job on a single-node Slurm
+//! cluster (tools/slurm/single-node.sh installs slurm-wlm and munge with
+//! apt-get and starts munged, slurmctld and slurmd as root). Where that
+//! cannot run (not root, no apt, packages not installable) the Slurm test
+//! prints why and skips.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const CQLAB: &str = env!("CARGO_BIN_EXE_cqlab");
+
+fn firmware_dir() -> PathBuf {
+    std::env::var_os("CQLAB_FIRMWARE_DIR").map(Into::into).unwrap_or_else(|| {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+        target.join("riscv32im-unknown-none-elf/firmware")
+    })
+}
+
+fn cqlab(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(CQLAB).env("CQLAB_FIRMWARE_DIR", firmware_dir()).args(args).output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+/// A campaign small enough for a test, with failures to merge.
+const CAMPAIGN: [&str; 9] =
+    ["race", "--workload", "random", "--firmware", "release-before-ack", "--seeds", "8", "--iterations", "1"];
+
+/// The parts of a report that do not depend on host timing.
+fn deterministic(v: &serde_json::Value) -> serde_json::Value {
+    let keys = [
+        "runs",
+        "failures",
+        "failure_rate",
+        "failure_rate_95",
+        "signatures",
+        "runs_to_first_failure",
+        "first_failing_seed",
+    ];
+    keys.iter().map(|k| (k.to_string(), v[k].clone())).collect::<serde_json::Map<_, _>>().into()
+}
+
+fn unsharded() -> serde_json::Value {
+    let (code, out, err) = cqlab(&[&CAMPAIGN[..], &["--json"]].concat());
+    assert_eq!(code, 1, "the variant fails some of its 8 seeds: {out}{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+fn merged(dir: &Path) -> serde_json::Value {
+    let (code, out, err) = cqlab(&["campaign", "merge", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 1, "{out}{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cqlab-campaign-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[test]
+fn shards_run_by_hand_merge_into_the_unsharded_report() {
+    let dir = temp("hand");
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..4 {
+        let jsonl = dir.join(format!("shard-{i}.jsonl"));
+        let shard = format!("{i}/4");
+        let (code, out, err) =
+            cqlab(&[&CAMPAIGN[..], &["--shard", &shard, "--jsonl", jsonl.to_str().unwrap(), "--json"]].concat());
+        assert!(code == 0 || code == 1, "{out}{err}");
+    }
+    assert_eq!(deterministic(&merged(&dir)), deterministic(&unsharded()));
+    // Records of two campaigns mixed are refused, not double-counted.
+    std::fs::copy(dir.join("shard-0.jsonl"), dir.join("shard-0-again.jsonl")).unwrap();
+    let (code, _, err) = cqlab(&["campaign", "merge", dir.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("appears twice"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_batch_system_index_selects_the_shard() {
+    let out = Command::new(CQLAB)
+        .env("CQLAB_FIRMWARE_DIR", firmware_dir())
+        .env("SLURM_ARRAY_TASK_ID", "1")
+        .env("SLURM_ARRAY_TASK_COUNT", "4")
+        .args(CAMPAIGN)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["shard"], "1/4");
+    assert_eq!(v["runs"], 2, "seeds 2 and 6 of 1..=8");
+}
+
+/// The cluster script with the test's own state directory and ports.
+fn slurm(script: &Path, state: &Path) -> Command {
+    let mut c = Command::new(script);
+    c.env("CQLAB_SLURM_DIR", state).env("CQLAB_SLURM_CTLD_PORT", "16827").env("CQLAB_SLURM_SLURMD_PORT", "16828");
+    c
+}
+
+/// Stops the test's cluster when the test ends, pass or fail.
+struct Cluster {
+    script: PathBuf,
+    state: PathBuf,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = slurm(&self.script, &self.state).arg("stop").status();
+    }
+}
+
+#[test]
+fn a_four_shard_slurm_array_job_merges_into_the_unsharded_report() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../slurm/single-node.sh");
+    let state = std::env::temp_dir().join("cqlab-slurm-test");
+    let started = slurm(&script, &state).arg("start").output().unwrap();
+    let why = String::from_utf8_lossy(&started.stderr);
+    if started.status.code() == Some(3) {
+        eprintln!("NOTICE: Slurm campaign test skipped: {}", why.trim());
+        eprintln!("NOTICE: run it as root where apt-get can install slurm-wlm and munge (README, Campaigns)");
+        return;
+    }
+    assert!(started.status.success(), "starting the cluster: {why}");
+    let _cluster = Cluster { script, state: state.clone() };
+    let dir = temp("slurm");
+    let conf = state.join("slurm.conf");
+    let out = Command::new(CQLAB)
+        .env("CQLAB_FIRMWARE_DIR", firmware_dir())
+        .env("SLURM_CONF", &conf)
+        .env("PATH", format!("{}:/usr/sbin:/sbin", std::env::var("PATH").unwrap_or_default()))
+        .args(["campaign", "sbatch", "--shards", "4", "--time", "5:00", "--submit", "--wait", "--dir"])
+        .arg(&dir)
+        .arg("--")
+        .args(CAMPAIGN)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("submitted job"), "{text}");
+    for i in 0..4 {
+        assert!(dir.join(format!("shard-{i}.jsonl")).exists(), "shard {i} wrote no records: {text}");
+    }
+    assert_eq!(deterministic(&merged(&dir)), deterministic(&unsharded()));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,148 @@
+//! The CLI's contract with its user (issue 14): every number is checked
+//! against its range before anything runs (exit 2, a usage error), output
+//! into a closed pipe ends quietly, empty input is an error, and a run says
+//! whether its seed matters.
+
+use cqlab_abi::encode::Encoder;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const CQLAB: &str = env!("CARGO_BIN_EXE_cqlab");
+/// Exit code of a usage error (documented in `cqlab --help`).
+const EXIT_USAGE: i32 = 2;
+
+fn cqlab(args: &[&str]) -> Output {
+    Command::new(CQLAB).args(args).output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn scratch(name: &str, bytes: &[u8]) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn every_number_is_checked_before_anything_runs() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["matmul", "--m", "4294967295"], "not in 1..=1024"),
+        (&["matmul", "--m", "60"], "--m 60 is not a multiple of --tile 16"),
+        (&["matmul", "--tile", "0"], "not in 1..=16"),
+        (&["matmul", "--strategy", "bogus"], "--strategy bogus"),
+        (&["perf", "--programs", "4294967295"], "not in 1..=1000000"),
+        (&["perf", "--programs", "0"], "not in 1..=1000000"),
+        (&["perf", "--args", "257"], "not in 0..=256"),
+        (&["demo", "--rounds", "4294967295"], "not in 1..=10000"),
+        (&["demo", "--stall-timeout", "1000"], "not in 1000000.."),
+        (&["demo", "--kernel-timeout", "1"], "0 (no limit) or at least 1000000"),
+        (&["demo", "--noc-jitter", "5", "--device", "sim:/nonexistent"], "--noc-jitter applies to the embedded"),
+        (&["demo", "--device", "bogus"], "unknown device"),
+        (&["run", "copy_stress", "--iters", "0"], "not in 1..=1000000"),
+        (&["run", "bogus"], "unknown workload"),
+        (&["run", "copy_stress", "--kernel-timeout", "5"], "0 (no limit) or at least 1000000"),
+        (&["driver-bench", "--stall-timeout", "10"], "not in 1000000.."),
+        (&["sim", "serve", "--dev", "/nonexistent/x", "--sysmem-mib", "0"], "not in 1..=4096"),
+        (&["sim", "serve", "--dev", "/nonexistent/x", "--cqs", "0"], "chip configuration"),
+        (&["sim", "bar", "--dev", "/x", "--worker", "0,0", "--addr", "0", "--write", "0x100000000"], "32 bits"),
+        (&["sim", "bar", "--dev", "/x", "--worker", "0,0", "--addr", "0", "--hold", "inf"], "0..=3600"),
+        (&["sim", "client-job", "--dev", "/x", "--bytes", "0"], "multiple of 16"),
+    ];
+    for (args, expect) in cases {
+        let t = Instant::now();
+        let o = cqlab(args);
+        assert_eq!(o.status.code(), Some(EXIT_USAGE), "{args:?}: {}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(expect), "{args:?}: expected {expect:?}: {}", text(&o));
+        assert!(o.stdout.is_empty(), "{args:?} ran something: {}", text(&o));
+        // Refused up front, not after a run or an allocation.
+        assert!(t.elapsed() < Duration::from_secs(5), "{args:?} took {:?}", t.elapsed());
+    }
+    let help = cqlab(&["--help"]);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("2 usage error"), "{}", text(&help));
+}
+
+#[test]
+fn decode_of_an_empty_file_is_an_error() {
+    let o = cqlab(&["decode", scratch("empty.bin", &[]).to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is empty"), "{}", text(&o));
+}
+
+#[test]
+fn decode_into_a_closed_pipe_exits_quietly() {
+    // `cqlab decode FILE | head -1`: many lines, the reader leaves after one.
+    let mut buf = vec![0u8; 1 << 20];
+    let mut enc = Encoder::new(&mut buf);
+    while enc.stall().is_ok() {}
+    let n = enc.len();
+    buf.truncate(n);
+    let path = scratch("many.bin", &buf);
+    let mut child = Command::new(CQLAB)
+        .args(["decode", path.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.contains("STALL"), "{first}");
+    // The reader is gone (its end dropped above); the writer must notice.
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && !err.contains("panicked") && err.is_empty(), "{}", text(&o));
+}
+
+/// Device cycles of every row of a one-round demo, and its seed note.
+fn demo_cycles(args: &[&str]) -> (Vec<u64>, String) {
+    let mut all = vec!["demo", "--rounds", "1", "--json"];
+    all.extend_from_slice(args);
+    let o = cqlab(&all);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("demo --json is JSON");
+    let rows = v["rows"].as_array().expect("rows").iter().map(|r| r["device_cycles"].as_u64().unwrap()).collect();
+    (rows, v["seed"].as_str().expect("a seed note").to_owned())
+}
+
+#[test]
+fn demo_says_whether_its_seed_matters() {
+    let (a, note) = demo_cycles(&["--seed", "1"]);
+    let (b, _) = demo_cycles(&["--seed", "2"]);
+    assert_eq!(a, b, "without jitter the seed does not change the run");
+    assert!(note.contains("every seed gives these figures") && note.contains("--noc-jitter"), "{note}");
+    let runs: Vec<_> = ["1", "2", "3"].iter().map(|s| demo_cycles(&["--seed", s, "--noc-jitter", "500"])).collect();
+    assert!(runs.iter().any(|r| r.0 != runs[0].0), "with jitter, seeds 1..=3 all gave {:?}", runs[0].0);
+    assert!(runs[0].1.contains("seed 1 with NOC/PCIe jitter 0..=500"), "{}", runs[0].1);
+}
+
+#[test]
+fn matmul_128_is_a_long_kernel_not_a_hang() {
+    // Issue 14: this failed with "timeout ... without progress" while the
+    // worker still ran its kernel (about 378 M cycles with no trace record,
+    // past the 200 M stall timeout). One order keeps the test short.
+    let o = Command::new(CQLAB)
+        .args(["matmul", "--m", "128", "--n", "128", "--k", "128", "--strategy", "os"])
+        .env("CQLAB_FIRMWARE_DIR", firmware_dir())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("result verified bit for bit"), "{}", text(&o));
+}
+
+fn firmware_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CQLAB_FIRMWARE_DIR") {
+        return dir.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    target.join("riscv32im-unknown-none-elf/firmware")
+}

@@ -1,0 +1,84 @@
+//! `cqlab sweep --bisect`: the host-side known bug deadlocks at exactly the
+//! depth the README's formula gives, for three queue configurations; the
+//! correct driver has no failing depth.
+
+use std::process::Command;
+
+fn firmware_dir() -> std::path::PathBuf {
+    std::env::var_os("CQLAB_FIRMWARE_DIR").map(Into::into).unwrap_or_else(|| {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+        target.join("riscv32im-unknown-none-elf/firmware")
+    })
+}
+
+fn sweep(args: &[&str]) -> (i32, serde_json::Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cqlab"))
+        .env("CQLAB_FIRMWARE_DIR", firmware_dir())
+        .args(["sweep", "copy_stress"])
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let v =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap(), v)
+}
+
+/// README: first failing depth = floor(C / record_size(B)) + F + 3, with C
+/// the completion-queue bytes, B the bytes per read, F the fetch-queue slots.
+fn formula(completion: u32, bytes: u32, fetch: u32) -> u64 {
+    (completion / cqlab_abi::completion::record_size(bytes)) as u64 + fetch as u64 + 3
+}
+
+#[test]
+fn bisect_finds_the_formula_depth_of_the_no_drain_host_bug() {
+    for (completion, fetch, bytes) in [(65536, 16, 1024), (32768, 64, 2048), (8192, 4, 64)] {
+        let sets =
+            [format!("completion_size={completion}"), format!("fetch_entries={fetch}"), format!("bytes={bytes}")];
+        let mut args = vec!["--param", "depth=1..20000", "--bisect", "--reset-each", "--host-bug", "no-drain"];
+        for s in &sets {
+            args.extend(["--set", s]);
+        }
+        let (code, v) = sweep(&args);
+        assert_eq!(code, 1, "{v}");
+        assert_eq!(v["first_failing"], formula(completion, bytes, fetch), "{sets:?}: {v}");
+        let sig = v["boundary_signature"].as_str().unwrap();
+        assert!(sig.starts_with("timeout: prefetch queue slot") && sig.contains("deadlock"), "{sig}");
+        // The depth before passes: it is in the points the bisection ran.
+        let before = formula(completion, bytes, fetch) - 1;
+        assert!(v["points"].as_array().unwrap().iter().any(|p| p["value"] == before && p["ok"] == true), "{v}");
+    }
+}
+
+#[test]
+fn the_correct_driver_has_no_failing_depth() {
+    let dir = std::env::temp_dir().join(format!("cqlab-sweep-{}", std::process::id()));
+    let (code, v) = sweep(&[
+        "--param",
+        "depth=1..400",
+        "--bisect",
+        "--set",
+        "completion_size=8192",
+        "--set",
+        "fetch_entries=4",
+        "--set",
+        "bytes=64",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert!(v["first_failing"].is_null());
+    assert!(std::fs::read_to_string(dir.join("sweep.svg")).unwrap().starts_with("<svg"));
+    assert!(dir.join("sweep.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_plain_sweep_tabulates_every_value() {
+    let (code, v) = sweep(&["--param", "depth=1,5,9", "--set", "bytes=256"]);
+    assert_eq!(code, 0, "{v}");
+    let values: Vec<u64> = v["points"].as_array().unwrap().iter().map(|p| p["value"].as_u64().unwrap()).collect();
+    assert_eq!(values, [1, 5, 9]);
+}
