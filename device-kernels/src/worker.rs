@@ -8,12 +8,12 @@
 //! in `kernels`.
 
 use crate::platform::Platform;
-use crate::report::{trace, wait_until, waypoint};
+use crate::report::{wait_until, waypoint};
 use core::mem::offset_of;
 use cqlab_abi::mailbox::{CqConfig, CQ_CONFIG};
 use cqlab_abi::mmio;
 use cqlab_abi::noc::MAX_CQS;
-use cqlab_abi::noc::{worker_index, Coord, NocAddr};
+use cqlab_abi::noc::{dispatcher, worker_index, Coord, NocAddr};
 use cqlab_abi::program::{
     group_offset, launch_done_sem, launch_entry, rect_index, KernelCtx, KernelGroup, LaunchHeader, LAUNCH_TAG,
     MAX_KERNEL_GROUPS,
@@ -23,27 +23,32 @@ use cqlab_abi::waypoint::{GOW, RUN};
 
 /// Serves launches forever; `run(p, entry, ctx)` calls the kernel at `entry`.
 pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx)) -> ! {
-    let (col, row) = worker_index(Coord::unpack(p.core_xy())).unwrap_or((u8::MAX, u8::MAX));
+    let core = p.core_xy();
+    let (col, row) = worker_index(Coord::unpack(core)).unwrap_or((u8::MAX, u8::MAX));
     // One launch ring per command queue (the host wrote how many).
     let cqs = p.read_u32(CQ_CONFIG + offset_of!(CqConfig, num_cqs) as u32).clamp(1, MAX_CQS as u32);
     // Launches started per queue; each dispatcher's first LAUNCH is number 1.
     let mut started = [0u32; MAX_CQS as usize];
+    // This loop is the trace ring's only writer from here on: records cost
+    // their stores only (the per-launch work is what a kernel pays on top).
+    let mut records = crate::trace::Cursor::take(p);
     let mut first = 0;
     loop {
         // The next tagged entry of any queue, looking at each in turn.
         let mut q = first;
         wait_until(p, GOW, |p| {
-            for i in 0..cqs {
-                let c = (first + i) % cqs;
+            let mut c = first;
+            for _ in 0..cqs {
                 let n = started[c as usize].wrapping_add(1);
                 if p.read_u32(launch_entry(c, n) + LAUNCH_TAG) == n {
                     q = c;
                     return true;
                 }
+                c = if c + 1 == cqs { 0 } else { c + 1 };
             }
             false
         });
-        first = (q + 1) % cqs;
+        first = if q + 1 == cqs { 0 } else { q + 1 };
         let n = started[q as usize].wrapping_add(1);
         started[q as usize] = n;
         let entry = launch_entry(q, n);
@@ -67,18 +72,20 @@ pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx
                 rect,
                 kernel_id: field(p, at, offset_of!(KernelGroup, kernel_id)),
             };
-            trace(p, TraceKind::KernelStart, seq, ctx.kernel_id);
-            run(p, field(p, at, offset_of!(KernelGroup, entry)), &ctx);
+            let kernel = field(p, at, offset_of!(KernelGroup, entry));
+            let cycle = p.cycle();
+            records.record(p, core as u16, cycle, TraceKind::KernelStart, seq, ctx.kernel_id);
+            run(p, kernel, &ctx);
             // The kernel's own writes complete before the dispatcher hears "done".
             crate::report::wait_writes(p);
-            trace(p, TraceKind::KernelEnd, seq, ctx.kernel_id);
+            let cycle = p.cycle();
+            records.record(p, core as u16, cycle, TraceKind::KernelEnd, seq, ctx.kernel_id);
             break;
         }
-        let done_xy = field(p, entry, offset_of!(LaunchHeader, done_xy));
-        let done_sem = field(p, entry, offset_of!(LaunchHeader, done_sem));
-        let sem_addr = |s: u32| NocAddr::unicast(Coord::unpack(done_xy), (mmio::MMIO_BASE + mmio::semaphore(s)) as u64);
+        // Done, to the dispatcher of the queue whose ring held the launch.
+        let sem_addr = |s: u32| NocAddr::unicast(dispatcher(q as u8), (mmio::MMIO_BASE + mmio::semaphore(s)) as u64);
         p.noc_atomic_inc(sem_addr(launch_done_sem(n)), 1);
-        p.noc_atomic_inc(sem_addr(done_sem), 1);
+        p.noc_atomic_inc(sem_addr(mmio::sem::WORKERS_DONE), 1);
     }
 }
 
@@ -94,11 +101,12 @@ pub fn common_args<const N: usize>(p: &impl Platform, ctx: &KernelCtx) -> [u32; 
 /// `noop` kernel: nothing; a launch costs only its dispatch.
 pub fn noop(_: &mut impl Platform, _: &KernelCtx) {}
 
-/// `spin` kernel: busy-waits `args[0]` cycles (common args); with three
-/// arguments it then stores `args[2]` at its L1 address `args[1]` (an
-/// observable result, for ordering tests). With no common args it takes the
-/// same three from its unique args.
+/// `spin` kernel: returns `args[0]` cycles after it was called, reading its
+/// arguments included (common args); with three arguments it then stores
+/// `args[2]` at its L1 address `args[1]` (an observable result, for ordering
+/// tests). With no common args it takes the same three from its unique args.
 pub fn spin(p: &mut impl Platform, ctx: &KernelCtx) {
+    let start = p.cycle();
     let from_unique = ctx.common_count == 0;
     let view = if from_unique {
         KernelCtx { common_addr: ctx.unique_addr, common_count: ctx.unique_count, ..*ctx }
@@ -106,7 +114,6 @@ pub fn spin(p: &mut impl Platform, ctx: &KernelCtx) {
         *ctx
     };
     let [cycles, addr, value] = common_args::<3>(p, &view);
-    let start = p.cycle();
     while p.cycle().wrapping_sub(start) < cycles as u64 {}
     if view.common_count >= 3 && cqlab_abi::memory_map::USER.contains(addr, 4) && addr % 4 == 0 {
         p.write_u32(addr, value);

@@ -52,6 +52,10 @@ pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(60);
 /// How long an attach that holds the lock retries a HELLO the daemon
 /// refuses because its previous owner is still closing.
 const HELLO_RETRY: Duration = Duration::from_secs(2);
+/// How long a connect refused by a socket whose daemon (per its pid file)
+/// is alive is retried, and how often.
+const CONNECT_RETRY: Duration = Duration::from_secs(2);
+const CONNECT_RETRY_INTERVAL: Duration = Duration::from_millis(10);
 /// How long a client waits for the daemon to answer one request.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -136,19 +140,55 @@ pub fn lock_device(paths: &DevicePaths, wait: LockWait) -> Result<Flock<File>> {
     }
 }
 
+/// The pid in the device's pid file, if that process is alive.
+fn live_daemon_pid(paths: &DevicePaths) -> Option<i32> {
+    let pid: i32 = std::fs::read_to_string(paths.pid()).ok()?.trim().parse().ok().filter(|&p: &i32| p > 0)?;
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(()) | Err(nix::errno::Errno::EPERM) => Some(pid),
+        Err(_) => None,
+    }
+}
+
 /// Connects to the daemon's socket with a clear error when none runs.
 fn connect(paths: &DevicePaths) -> Result<UnixStream> {
     if !paths.dir.is_dir() {
         return Err(no_daemon(paths, "the directory does not exist".into()));
     }
     let sock = paths.socket();
-    let stream = UnixStream::connect(&sock).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => no_daemon(paths, format!("no socket {}", sock.display())),
-        std::io::ErrorKind::ConnectionRefused => {
-            no_daemon(paths, format!("{} refuses connections (a daemon that died?)", sock.display()))
+    // The daemon publishes `sock` only once it listens, so a refusal means
+    // no daemon behind it, unless the daemon named in the pid file is alive
+    // (e.g. one restarting on this directory): then retry for a bounded time.
+    let start = Instant::now();
+    let stream = loop {
+        match UnixStream::connect(&sock) {
+            Ok(s) => break s,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                let Some(pid) = live_daemon_pid(paths) else {
+                    return Err(no_daemon(
+                        paths,
+                        format!(
+                            "{} refuses connections and no live daemon pid is in {}",
+                            sock.display(),
+                            paths.pid().display()
+                        ),
+                    ));
+                };
+                if start.elapsed() >= CONNECT_RETRY {
+                    return Err(DriverError::Backend(format!(
+                        "simulator daemon at {} (pid {pid}, alive): {} refused connections for {:.1} s",
+                        paths.dir.display(),
+                        sock.display(),
+                        CONNECT_RETRY.as_secs_f64()
+                    )));
+                }
+                std::thread::sleep(CONNECT_RETRY_INTERVAL);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(no_daemon(paths, format!("no socket {}", sock.display())))
+            }
+            Err(e) => return Err(no_daemon(paths, format!("connecting to {}: {e}", sock.display()))),
         }
-        _ => no_daemon(paths, format!("connecting to {}: {e}", sock.display())),
-    })?;
+    };
     stream.set_read_timeout(Some(REPLY_TIMEOUT))?;
     stream.set_write_timeout(Some(REPLY_TIMEOUT))?;
     Ok(stream)

@@ -12,7 +12,6 @@ use crate::program::Program;
 use crate::program_state::{slot_addr, Plan, ProgramState};
 use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError};
-use cqlab_abi::mmio::sem;
 use cqlab_abi::noc::{self, NocAddr};
 use cqlab_abi::program::{
     launch_entry, pack_rect, KernelGroup, LaunchHeader, LAUNCH_ENTRY_SIZE, LAUNCH_RING_ENTRIES, LAUNCH_TAG,
@@ -40,7 +39,7 @@ impl CommandQueue<'_> {
         let wait = (plan.wait_for > host.waited_launch && back <= LAUNCH_RING_ENTRIES as u64).then_some(back as u32);
         // Seqs are unique across queues: a kernel trace record names its launch.
         let seq = self.dev.next_launch_seq;
-        let msg = launch_message(self.q, seq, program, &plan);
+        let msg = launch_message(seq, program, &plan);
         let all = grid_noc(cols, rows);
         let capacity = chunk_capacity(program, &plan, msg.len());
         let q = self.q;
@@ -87,7 +86,7 @@ impl CommandQueue<'_> {
             }
         }
         let seq = self.dev.next_launch_seq;
-        let msg = launch_message(self.q, seq, program, plan);
+        let msg = launch_message(seq, program, plan);
         let n = self.dev.slow_launches.wrapping_add(1);
         let mut msg = msg;
         msg[LAUNCH_TAG as usize..].copy_from_slice(&n.to_le_bytes());
@@ -120,14 +119,8 @@ fn grid_noc(cols: u8, rows: u8) -> NocAddr {
 
 /// Launch header and groups, as the LAUNCH payload (a whole ring entry; the
 /// tag is stamped by whoever sends it).
-fn launch_message(q: u8, seq: u32, program: &Program, plan: &Plan) -> Vec<u8> {
-    let header = LaunchHeader {
-        seq,
-        ngroups: plan.groups.len() as u32,
-        done_xy: noc::dispatcher(q).packed(),
-        done_sem: sem::WORKERS_DONE,
-        _reserved: [0; 4],
-    };
+fn launch_message(seq: u32, program: &Program, plan: &Plan) -> Vec<u8> {
+    let header = LaunchHeader { seq, ngroups: plan.groups.len() as u32, _reserved: [0; 6] };
     let mut msg = Vec::with_capacity(LAUNCH_ENTRY_SIZE as usize);
     msg.extend_from_slice(header.as_bytes());
     for g in &plan.groups {

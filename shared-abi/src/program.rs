@@ -41,7 +41,8 @@ pub const LAUNCH_TAG: u32 = LAUNCH_ENTRY_SIZE - 4;
 /// Kernel groups (rectangles) one launch message names.
 pub const MAX_KERNEL_GROUPS: usize = 6;
 
-/// Dispatcher semaphore a worker increments (besides `mmio::sem::WORKERS_DONE`)
+/// Dispatcher semaphore a worker increments (besides `mmio::sem::WORKERS_DONE`,
+/// both on the dispatcher of the queue whose ring held the launch)
 /// when it finishes launch `n`: one per ring entry, so the dispatcher knows
 /// exactly when every worker is done with the launch that last used an entry,
 /// however unevenly workers progress.
@@ -87,12 +88,13 @@ pub struct LaunchHeader {
     pub seq: u32,
     /// Valid entries in the groups that follow (<= `MAX_KERNEL_GROUPS`).
     pub ngroups: u32,
-    /// Dispatcher to notify (`noc::Coord::packed`) and its semaphore.
-    pub done_xy: u32,
-    pub done_sem: u32,
-    pub _reserved: [u32; 4],
+    /// A worker reports launches of queue `q`'s ring to that queue's
+    /// dispatcher (`noc::dispatcher(q)`, semaphores `mmio::sem::WORKERS_DONE`
+    /// and `launch_done_sem`), so the message does not name it: two loads
+    /// fewer on every launch.
+    pub _reserved: [u32; 6],
 }
-assert_layout!(LaunchHeader, 32, seq => 0, ngroups => 4, done_xy => 8, done_sem => 12);
+assert_layout!(LaunchHeader, 32, seq => 0, ngroups => 4);
 
 /// One kernel on one rectangle of workers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]

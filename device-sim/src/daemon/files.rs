@@ -35,6 +35,12 @@ impl DevicePaths {
     pub fn socket(&self) -> PathBuf {
         self.dir.join("sock")
     }
+    /// Where the daemon binds and starts listening before it publishes the
+    /// socket as [`DevicePaths::socket`] (so that name appears only once it
+    /// accepts). Short, to stay within [`MAX_SOCKET_PATH`] like `sock`.
+    pub fn staging_socket(&self) -> PathBuf {
+        self.dir.join("sock.new")
+    }
     /// Host sysmem, mapped shared by the daemon and its client.
     pub fn sysmem(&self) -> PathBuf {
         self.dir.join("sysmem")

@@ -113,7 +113,8 @@ impl Server {
     /// starts serving. On failure everything this call created is removed.
     pub fn start(dev: &Path, cfg: SimConfig, quiet: bool) -> Result<Server, ServeError> {
         let paths = DevicePaths::new(dev);
-        let sock = paths.socket();
+        // The socket is bound under its staging name, the longer one.
+        let sock = paths.staging_socket();
         let sock_len = sock.as_os_str().len();
         if sock_len > files::MAX_SOCKET_PATH {
             return Err(ServeError::Refused(format!(
@@ -171,16 +172,39 @@ impl Server {
             cleanup.files.push(lock);
         }
         let chip = Chip::with_sysmem(cfg.clone(), Sysmem::External(Box::new(map)))?;
-        let listener = UnixListener::bind(&sock)
-            .map_err(|source| ServeError::Io { what: format!("binding {}", sock.display()), source })?;
-        cleanup.files.push(sock.clone());
-        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(files::FILE_MODE))
-            .map_err(|source| ServeError::Io { what: format!("setting the mode of {}", sock.display()), source })?;
+        // The pid file first, then the socket: whoever sees `sock` can read
+        // the pid of the daemon behind it.
         let pid_path = paths.pid();
         let mut pid_file = files::create_private(&pid_path)?;
         cleanup.files.push(pid_path.clone());
         std::io::Write::write_all(&mut pid_file, std::process::id().to_string().as_bytes())
             .map_err(|source| ServeError::Io { what: format!("writing {}", pid_path.display()), source })?;
+        // `bind` creates the socket file before `listen` lets it accept, and
+        // a connect in between is refused (ECONNREFUSED) as if the daemon
+        // had died. So bind and listen under a private name, and publish the
+        // socket under `sock` only once it accepts: `sock` existing means
+        // ready. A hard link publishes without replacing: a daemon started
+        // concurrently on the same directory fails here instead of hiding
+        // the other's socket.
+        let staging = paths.staging_socket();
+        files::remove_stale_socket(&staging)?;
+        let listener = UnixListener::bind(&staging)
+            .map_err(|source| ServeError::Io { what: format!("binding {}", staging.display()), source })?;
+        cleanup.files.push(staging.clone());
+        std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(files::FILE_MODE))
+            .map_err(|source| ServeError::Io { what: format!("setting the mode of {}", staging.display()), source })?;
+        std::fs::hard_link(&staging, &sock).map_err(|source| match source.kind() {
+            std::io::ErrorKind::AlreadyExists => ServeError::Refused(format!(
+                "{} appeared while this daemon started: another daemon serves {}",
+                sock.display(),
+                dev.display()
+            )),
+            _ => ServeError::Io { what: format!("publishing {} as {}", staging.display(), sock.display()), source },
+        })?;
+        cleanup.files.push(sock.clone());
+        std::fs::remove_file(&staging)
+            .map_err(|source| ServeError::Io { what: format!("removing {}", staging.display()), source })?;
+        cleanup.files.retain(|f| *f != staging);
 
         let info = ChipInfo {
             version: proto::VERSION,
@@ -490,4 +514,54 @@ fn quiesce(chip: &mut Chip) -> (usize, u64) {
     }
     chip.land_posted_writes();
     (drained, chip.now() - start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// A client that connects the moment `sock` appears is accepted: the
+    /// socket is published only once it listens. (Binding `sock` directly,
+    /// a connect between `bind` and `listen` was refused as if the daemon
+    /// had died.) A watcher thread spins on connect while the daemon starts,
+    /// many times over, to land in that window if it exists.
+    #[test]
+    fn the_socket_accepts_as_soon_as_it_exists() {
+        let cfg = SimConfig {
+            worker_cols: 1,
+            worker_rows: 1,
+            num_cqs: 1,
+            dram_banks: 1,
+            sysmem_size: 1 << 20,
+            ..SimConfig::default()
+        };
+        let dir = std::env::temp_dir().join(format!("cqlab-ready-{}", std::process::id()));
+        for round in 0..100 {
+            let _ = std::fs::remove_dir_all(&dir);
+            let sock = DevicePaths::new(&dir).socket();
+            let watcher = std::thread::spawn(move || {
+                let start = Instant::now();
+                loop {
+                    match UnixStream::connect(&sock) {
+                        Ok(_) => return Ok(()),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(format!("connecting to {} as it appeared: {e}", sock.display())),
+                    }
+                    if start.elapsed() > Duration::from_secs(20) {
+                        return Err(format!("{} did not appear within 20 s", sock.display()));
+                    }
+                    std::hint::spin_loop();
+                }
+            });
+            let server = Server::start(&dir, cfg.clone(), true).expect("starting the daemon");
+            let seen = watcher.join().expect("watcher thread");
+            server.stopper().send("the test".into()).unwrap();
+            server.wait();
+            let _ = std::fs::remove_dir_all(&dir);
+            if let Err(e) = seen {
+                panic!("round {round}: {e}");
+            }
+        }
+    }
 }
