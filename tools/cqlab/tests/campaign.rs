@@ -27,7 +27,7 @@ fn cqlab(args: &[&str]) -> (i32, String, String) {
 
 /// A campaign small enough for a test, with failures to merge.
 const CAMPAIGN: [&str; 9] =
-    ["race", "--workload", "random", "--firmware", "release-before-ack", "--seeds", "8", "--iterations", "1"];
+    ["race", "--workload", "random", "--firmware", "release-before-ack", "--seeds", "8", "--iterations", "2"];
 
 /// The parts of a report that do not depend on host timing.
 fn deterministic(v: &serde_json::Value) -> serde_json::Value {
