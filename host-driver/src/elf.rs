@@ -25,21 +25,13 @@ pub struct FirmwareImage {
 
 impl FirmwareImage {
     pub fn load(path: &Path) -> Result<Self> {
-        let bytes = std::fs::read(path).map_err(|e| bad(path, format!("cannot read: {e}")))?;
-        let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
-        Self::parse(&name, &bytes).map_err(|reason| bad(path, reason))
+        load_with(path, Self::parse)
     }
 
     /// Parses and checks an image: a 32-bit little-endian RISC-V executable
     /// whose entry is `ENTRY_POINT` and whose segments lie in CODE or DATA.
     pub fn parse(name: &str, bytes: &[u8]) -> std::result::Result<Self, String> {
-        let elf = object::File::parse(bytes).map_err(|e| format!("not a valid ELF ({e})"))?;
-        if elf.architecture() != Architecture::Riscv32 || elf.is_64() || !elf.is_little_endian() {
-            return Err(format!("expected a 32-bit little-endian RISC-V ELF, found {:?}", elf.architecture()));
-        }
-        if elf.kind() != ObjectKind::Executable {
-            return Err(format!("expected an executable, found {:?}", elf.kind()));
-        }
+        let elf = parse_rv32_executable(bytes)?;
         if elf.entry() != ENTRY_POINT as u64 {
             return Err(format!("entry point {:#x}, the memory map says {:#x}", elf.entry(), ENTRY_POINT));
         }
@@ -70,8 +62,31 @@ impl FirmwareImage {
     }
 }
 
-fn bad(path: &Path, reason: String) -> DriverError {
+pub(crate) fn bad(path: &Path, reason: String) -> DriverError {
     DriverError::BadElf { path: path.display().to_string(), reason }
+}
+
+/// Reads `path` and parses it with `parse`; every failure names the file.
+pub(crate) fn load_with<T>(
+    path: &Path,
+    parse: impl FnOnce(&str, &[u8]) -> std::result::Result<T, String>,
+) -> Result<T> {
+    let bytes = std::fs::read(path).map_err(|e| bad(path, format!("cannot read: {e}")))?;
+    let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    parse(&name, &bytes).map_err(|reason| bad(path, reason))
+}
+
+/// What every image the device runs must be: a 32-bit little-endian RISC-V
+/// executable (firmware and kernels add their own placement rules).
+pub(crate) fn parse_rv32_executable(bytes: &[u8]) -> std::result::Result<object::File<'_>, String> {
+    let elf = object::File::parse(bytes).map_err(|e| format!("not a valid ELF ({e})"))?;
+    if elf.architecture() != Architecture::Riscv32 || elf.is_64() || !elf.is_little_endian() {
+        return Err(format!("expected a 32-bit little-endian RISC-V ELF, found {:?}", elf.architecture()));
+    }
+    if elf.kind() != ObjectKind::Executable {
+        return Err(format!("expected an executable, found {:?}", elf.kind()));
+    }
+    Ok(elf)
 }
 
 #[cfg(test)]

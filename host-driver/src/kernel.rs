@@ -9,11 +9,10 @@
 //! twelve bits and every PC-relative reference stay as they are. Any other
 //! relocation into the image is refused: such a kernel cannot move.
 
-use crate::error::{DriverError, Result};
+use crate::elf::{load_with, parse_rv32_executable};
+use crate::error::Result;
 use cqlab_abi::program::{kernel_slot, KERNEL_SLOTS, KERNEL_SLOT_SIZE, KERNEL_TEXT_ADDR};
-use object::{
-    Architecture, Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, RelocationFlags, RelocationTarget,
-};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, RelocationFlags, RelocationTarget};
 use std::path::Path;
 
 // RISC-V ELF relocation types (RISC-V ELF psABI, "Relocations").
@@ -46,21 +45,13 @@ pub struct KernelImage {
 
 impl KernelImage {
     pub fn load(path: &Path) -> Result<Self> {
-        let bytes = std::fs::read(path).map_err(|e| bad(path, format!("cannot read: {e}")))?;
-        let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
-        Self::parse(&name, &bytes).map_err(|reason| bad(path, reason))
+        load_with(path, Self::parse)
     }
 
     /// Parses and checks a kernel: a 32-bit little-endian RISC-V executable
     /// entered at `KERNEL_TEXT_ADDR`, every segment inside one slot.
     pub fn parse(name: &str, bytes: &[u8]) -> std::result::Result<Self, String> {
-        let elf = object::File::parse(bytes).map_err(|e| format!("not a valid ELF ({e})"))?;
-        if elf.architecture() != Architecture::Riscv32 || elf.is_64() || !elf.is_little_endian() {
-            return Err(format!("expected a 32-bit little-endian RISC-V ELF, found {:?}", elf.architecture()));
-        }
-        if elf.kind() != ObjectKind::Executable {
-            return Err(format!("expected an executable, found {:?}", elf.kind()));
-        }
+        let elf = parse_rv32_executable(bytes)?;
         if elf.entry() != KERNEL_TEXT_ADDR as u64 {
             return Err(format!(
                 "entry point {:#x}, kernels are linked for the kernel text address {KERNEL_TEXT_ADDR:#x} (linker/kernel.x)",
@@ -189,10 +180,6 @@ impl KernelImage {
 /// FNV-1a, 64-bit.
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
-}
-
-fn bad(path: &Path, reason: String) -> DriverError {
-    DriverError::BadElf { path: path.display().to_string(), reason }
 }
 
 #[cfg(test)]
