@@ -22,7 +22,7 @@ use crate::events::Event;
 use cqlab_abi::noc::{self, Coord};
 use cqlab_abi::trace::TraceRecord;
 use cqlab_abi::CLOCK_HZ;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// When the host waits for the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -102,7 +102,8 @@ pub struct LaunchInfo {
     pub label: &'static str,
 }
 
-#[derive(Clone, Debug, Serialize)]
+/// Written by `cqlab run --trace` and read back by the trace tools.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IterationSample {
     pub index: u32,
     pub warmup: bool,

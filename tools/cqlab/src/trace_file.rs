@@ -136,15 +136,8 @@ pub struct Launch {
     pub label: String,
 }
 
-#[derive(Clone, Debug, Deserialize)]
-pub struct Iter {
-    pub index: u32,
-    pub warmup: bool,
-    pub start: u64,
-    pub enqueued: u64,
-    pub end: Option<u64>,
-    pub events: Vec<u32>,
-}
+/// An iteration line reads back into the type the runner wrote.
+pub use cqlab_driver::workloads::runner::IterationSample as Iter;
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct Occ {
