@@ -76,12 +76,9 @@ pub struct StopArgs {
     force: bool,
 }
 
+/// The simulated chip a `sim serve` or `sim ttkmd` device runs.
 #[derive(clap::Args)]
-pub struct ServeArgs {
-    /// Device directory: socket, sysmem file, lock. Created 0700 if
-    /// missing; an existing one must belong to you (it is made 0700).
-    #[arg(long)]
-    dev: PathBuf,
+pub struct ChipArgs {
     /// Seed of the scheduler, jitter and faults.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -97,6 +94,33 @@ pub struct ServeArgs {
     /// Host sysmem size in MiB (a sparse file; 1..=4096).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
     sysmem_mib: u32,
+}
+
+impl ChipArgs {
+    /// The chip configuration, checked before any file is created.
+    fn config(&self) -> anyhow::Result<cqlab_sim::config::SimConfig> {
+        let cfg = cqlab_sim::config::SimConfig {
+            seed: self.seed,
+            worker_cols: self.grid.0,
+            worker_rows: self.grid.1,
+            num_cqs: self.cqs,
+            dram_banks: self.dram_banks,
+            sysmem_size: (self.sysmem_mib as usize) << 20,
+            ..Default::default()
+        };
+        cfg.validate().map_err(|e| crate::cli::Usage(format!("the device's chip configuration: {e}")))?;
+        Ok(cfg)
+    }
+}
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Device directory: socket, sysmem file, lock. Created 0700 if
+    /// missing; an existing one must belong to you (it is made 0700).
+    #[arg(long)]
+    dev: PathBuf,
+    #[command(flatten)]
+    chip: ChipArgs,
     /// Do not log attaches, resets and recoveries.
     #[arg(long)]
     quiet: bool,
@@ -107,18 +131,8 @@ pub struct TtkmdArgs {
     /// Device directory (created if missing; its files are recreated zeroed).
     #[arg(long)]
     dev: PathBuf,
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Worker grid, COLSxROWS.
-    #[arg(long, default_value = "8x8", value_parser = parse_grid)]
-    grid: (u8, u8),
-    #[arg(long, default_value_t = cqlab_abi::noc::DEFAULT_CQS)]
-    cqs: u8,
-    #[arg(long, default_value_t = cqlab_abi::memory_map::DEFAULT_DRAM_BANKS)]
-    dram_banks: u32,
-    /// Host sysmem size in MiB.
-    #[arg(long, default_value_t = 64)]
-    sysmem_mib: usize,
+    #[command(flatten)]
+    chip: ChipArgs,
 }
 
 #[derive(clap::Args)]
@@ -237,17 +251,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
         Command::Exec(args) => exec(args),
         Command::Bench(args) => bench(args),
         Command::Serve(a) => {
-            let cfg = cqlab_sim::config::SimConfig {
-                seed: a.seed,
-                worker_cols: a.grid.0,
-                worker_rows: a.grid.1,
-                num_cqs: a.cqs,
-                dram_banks: a.dram_banks,
-                sysmem_size: (a.sysmem_mib as usize) << 20,
-                ..Default::default()
-            };
-            cfg.validate().map_err(|e| crate::cli::Usage(format!("the daemon's chip configuration: {e}")))?;
-            daemon::serve(&a.dev, cfg, a.quiet)?;
+            daemon::serve(&a.dev, a.chip.config()?, a.quiet)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Stop(a) => {
@@ -257,16 +261,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Ttkmd(a) => {
-            let cfg = cqlab_sim::config::SimConfig {
-                seed: a.seed,
-                worker_cols: a.grid.0,
-                worker_rows: a.grid.1,
-                num_cqs: a.cqs,
-                dram_banks: a.dram_banks,
-                sysmem_size: a.sysmem_mib << 20,
-                ..Default::default()
-            };
-            ttkmd::serve(&a.dev, cfg)?;
+            ttkmd::serve(&a.dev, a.chip.config()?)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::ClientJob(a) => client_job(a),

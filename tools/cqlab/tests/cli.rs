@@ -53,6 +53,8 @@ fn every_number_is_checked_before_anything_runs() {
         (&["driver-bench", "--stall-timeout", "10"], "not in 1000000.."),
         (&["sim", "serve", "--dev", "/nonexistent/x", "--sysmem-mib", "0"], "not in 1..=4096"),
         (&["sim", "serve", "--dev", "/nonexistent/x", "--cqs", "0"], "chip configuration"),
+        (&["sim", "ttkmd", "--dev", "/nonexistent/x", "--sysmem-mib", "0"], "not in 1..=4096"),
+        (&["sim", "ttkmd", "--dev", "/nonexistent/x", "--cqs", "0"], "chip configuration"),
         (&["sim", "bar", "--dev", "/x", "--worker", "0,0", "--addr", "0", "--write", "0x100000000"], "32 bits"),
         (&["sim", "bar", "--dev", "/x", "--worker", "0,0", "--addr", "0", "--hold", "inf"], "0..=3600"),
         (&["sim", "client-job", "--dev", "/x", "--bytes", "0"], "multiple of 16"),
