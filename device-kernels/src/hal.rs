@@ -145,8 +145,7 @@ impl Platform for Device {
         read_reg(mmio::NOC_READS_ISSUED) == read_reg(mmio::NOC_READS_ACKED)
     }
     fn writes_done(&self) -> bool {
-        read_reg(mmio::NOC_WRITES_ISSUED) == read_reg(mmio::NOC_WRITES_ACKED)
-            && read_reg(mmio::NOC_ATOMICS_ISSUED) == read_reg(mmio::NOC_ATOMICS_ACKED)
+        read_reg(mmio::NOC_UNACKED) == 0
     }
     fn writes_sent(&self) -> bool {
         read_reg(mmio::NOC_WRITES_ISSUED) == read_reg(mmio::NOC_WRITES_SENT)

@@ -9,14 +9,14 @@
 
 use crate::platform::Platform;
 use crate::report::{wait_until, waypoint};
-use core::mem::offset_of;
+use core::mem::{offset_of, size_of};
 use cqlab_abi::mailbox::{CqConfig, CQ_CONFIG};
 use cqlab_abi::mmio;
 use cqlab_abi::noc::MAX_CQS;
 use cqlab_abi::noc::{dispatcher, worker_index, Coord, NocAddr};
 use cqlab_abi::program::{
-    group_offset, launch_done_sem, launch_entry, rect_index, KernelCtx, KernelGroup, LaunchHeader, LAUNCH_TAG,
-    MAX_KERNEL_GROUPS,
+    config_addr, group_offset, launch_done_sem, launch_entry, rect_index, KernelCtx, KernelGroup, LaunchHeader,
+    GROUP_ARGS, GROUP_COUNTS, LAUNCH_TAG, MAX_KERNEL_GROUPS, NO_RECT,
 };
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{GOW, RUN};
@@ -53,33 +53,42 @@ pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx
         started[q as usize] = n;
         let entry = launch_entry(q, n);
         waypoint(p, RUN);
-        // Only the words used, one load each (L1 loads are the slow part).
-        let field = |p: &P, at: u32, off: usize| p.read_u32(at + off as u32);
-        let seq = field(p, entry, offset_of!(LaunchHeader, seq));
-        let ngroups = field(p, entry, offset_of!(LaunchHeader, ngroups)).min(MAX_KERNEL_GROUPS as u32);
-        for g in 0..ngroups {
-            let at = entry + group_offset(g);
-            let rect = field(p, at, offset_of!(KernelGroup, rect));
-            let Some(index) = rect_index(rect, col, row) else { continue };
-            let unique_count = field(p, at, offset_of!(KernelGroup, unique_count));
+        // Only the words used, one load each (L1 loads are the slow part):
+        // the first group whose rectangle holds this core, up to `NO_RECT`.
+        let mut at = entry + group_offset(0);
+        for _ in 0..MAX_KERNEL_GROUPS {
+            let rect = p.read_u32(at);
+            if rect == NO_RECT {
+                break;
+            }
+            let Some(index) = rect_index(rect, col, row) else {
+                at += size_of::<KernelGroup>() as u32;
+                continue;
+            };
+            let field = |p: &P, off: usize| p.read_u32(at + off as u32);
+            let kernel = field(p, offset_of!(KernelGroup, entry));
+            let counts = p.read_u32(at + GROUP_COUNTS);
+            let args = p.read_u32(at + GROUP_ARGS);
+            let kernel_id = field(p, offset_of!(KernelGroup, kernel_id));
+            let seq = p.read_u32(entry + offset_of!(LaunchHeader, seq) as u32);
+            let unique_count = counts & 0xffff;
             let ctx = KernelCtx {
                 seq,
                 index,
-                unique_addr: field(p, at, offset_of!(KernelGroup, unique_addr)) + 4 * unique_count * index,
+                unique_addr: config_addr(args as u16) + 4 * unique_count * index,
                 unique_count,
-                common_addr: field(p, at, offset_of!(KernelGroup, common_addr)),
-                common_count: field(p, at, offset_of!(KernelGroup, common_count)),
+                common_addr: config_addr((args >> 16) as u16),
+                common_count: counts >> 16,
                 rect,
-                kernel_id: field(p, at, offset_of!(KernelGroup, kernel_id)),
+                kernel_id,
             };
-            let kernel = field(p, at, offset_of!(KernelGroup, entry));
             let cycle = p.cycle();
-            records.record(p, core as u16, cycle, TraceKind::KernelStart, seq, ctx.kernel_id);
+            records.record(p, core as u16, cycle, TraceKind::KernelStart, seq, kernel_id);
             run(p, kernel, &ctx);
             // The kernel's own writes complete before the dispatcher hears "done".
             crate::report::wait_writes(p);
             let cycle = p.cycle();
-            records.record(p, core as u16, cycle, TraceKind::KernelEnd, seq, ctx.kernel_id);
+            records.record(p, core as u16, cycle, TraceKind::KernelEnd, seq, kernel_id);
             break;
         }
         // Done, to the dispatcher of the queue whose ring held the launch.

@@ -996,8 +996,14 @@ impl Chip {
     fn wake_for(&mut self, kind: &EventKind) {
         let counter = |off: u32| ((MMIO_BASE + off) as u64, 4);
         match kind {
-            EventKind::WriteAck { src } => self.wake_if_read(*src, counter(mmio::NOC_WRITES_ACKED)),
-            EventKind::AtomicAck { src } => self.wake_if_read(*src, counter(mmio::NOC_ATOMICS_ACKED)),
+            EventKind::WriteAck { src } => {
+                self.wake_if_read(*src, counter(mmio::NOC_WRITES_ACKED));
+                self.wake_if_read(*src, counter(mmio::NOC_UNACKED));
+            }
+            EventKind::AtomicAck { src } => {
+                self.wake_if_read(*src, counter(mmio::NOC_ATOMICS_ACKED));
+                self.wake_if_read(*src, counter(mmio::NOC_UNACKED));
+            }
             EventKind::ReadComplete { src, local, len, .. } => {
                 self.wake_if_read(*src, counter(mmio::NOC_READS_ACKED));
                 self.wake_if_read(*src, (*local as u64, *len as u64));

@@ -98,6 +98,10 @@ impl CoreMmio {
             mmio::NOC_WRITES_SENT => c.writes_sent,
             mmio::NOC_ATOMICS_ISSUED => c.atomics_issued,
             mmio::NOC_ATOMICS_ACKED => c.atomics_acked,
+            mmio::NOC_UNACKED => c
+                .writes_issued
+                .wrapping_sub(c.writes_acked)
+                .wrapping_add(c.atomics_issued.wrapping_sub(c.atomics_acked)),
             _ => return semaphore_index(off).map(|i| self.semaphores[i]),
         })
     }

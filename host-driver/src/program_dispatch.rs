@@ -14,7 +14,8 @@ use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError};
 use cqlab_abi::noc::{self, NocAddr};
 use cqlab_abi::program::{
-    launch_entry, pack_rect, KernelGroup, LaunchHeader, LAUNCH_ENTRY_SIZE, LAUNCH_RING_ENTRIES, LAUNCH_TAG,
+    config_word, launch_entry, pack_rect, KernelGroup, LaunchHeader, LAUNCH_ENTRY_SIZE, LAUNCH_RING_ENTRIES,
+    LAUNCH_TAG, MAX_KERNEL_GROUPS, NO_RECT,
 };
 use zerocopy::IntoBytes;
 
@@ -120,22 +121,25 @@ fn grid_noc(cols: u8, rows: u8) -> NocAddr {
 /// Launch header and groups, as the LAUNCH payload (a whole ring entry; the
 /// tag is stamped by whoever sends it).
 fn launch_message(seq: u32, program: &Program, plan: &Plan) -> Vec<u8> {
-    let header = LaunchHeader { seq, ngroups: plan.groups.len() as u32, _reserved: [0; 6] };
     let mut msg = Vec::with_capacity(LAUNCH_ENTRY_SIZE as usize);
-    msg.extend_from_slice(header.as_bytes());
+    msg.extend_from_slice(LaunchHeader { seq }.as_bytes());
+    // Args a group has none of have no place in the ring.
+    let word = |addr: u32, count: u32| if count == 0 { 0 } else { config_word(addr) };
     for g in &plan.groups {
         let r = program.kernels[g.kernel].ranges[g.range];
         let group = KernelGroup {
             rect: pack_rect(r.start.0, r.start.1, r.end.0, r.end.1),
             entry: slot_addr(plan.slots[g.kernel]),
-            unique_addr: g.unique_addr,
-            unique_count: g.unique_count,
-            common_addr: g.common_addr,
-            common_count: g.common_count,
+            unique_count: g.unique_count as u16,
+            common_count: g.common_count as u16,
+            unique_word: word(g.unique_addr, g.unique_count),
+            common_word: word(g.common_addr, g.common_count),
             kernel_id: program.kernels[g.kernel].image.build_id as u32,
-            _reserved: 0,
         };
         msg.extend_from_slice(group.as_bytes());
+    }
+    if plan.groups.len() < MAX_KERNEL_GROUPS {
+        msg.extend_from_slice(KernelGroup { rect: NO_RECT, ..Default::default() }.as_bytes());
     }
     msg.resize(LAUNCH_ENTRY_SIZE as usize, 0);
     msg

@@ -38,8 +38,12 @@ pub const NOC_ATOMICS_ACKED: u32 = 0x154;
 /// reused (they may still be in flight). tt-metal calls waiting for this
 /// `noc_async_writes_flushed`, waiting for `NOC_WRITES_ACKED` a barrier.
 pub const NOC_WRITES_SENT: u32 = 0x158;
+/// Writes and atomics issued and not acknowledged yet (issued - acked of
+/// both, wrapping): one load for a barrier instead of four, as tt-metal
+/// compares one acknowledgement register with a count it keeps itself.
+pub const NOC_UNACKED: u32 = 0x15C;
 /// The last read-only counter.
-pub const NOC_COUNTERS_END: u32 = NOC_WRITES_SENT;
+pub const NOC_COUNTERS_END: u32 = NOC_UNACKED;
 
 /// Semaphores: `SEMAPHORE_COUNT` u32 registers, readable and writable by the
 /// core, incremented remotely by NOC atomics.

@@ -33,12 +33,14 @@ pub const LAUNCH_RING: u32 = WORKER_LAUNCH.base;
 /// Entries in the launch-message ring (the dispatcher may be this many
 /// launches ahead of the slowest worker).
 pub const LAUNCH_RING_ENTRIES: u32 = 8;
-/// Bytes of one ring entry (a `LaunchHeader`, up to `MAX_KERNEL_GROUPS`
-/// groups, the tag); a LAUNCH writes whole entries.
-pub const LAUNCH_ENTRY_SIZE: u32 = 256;
+/// Bytes of one ring entry (a `LaunchHeader`, `MAX_KERNEL_GROUPS` groups,
+/// the tag); a LAUNCH writes whole entries. Every word a worker reads from
+/// it is an L1 load on its launch path, so the entry is packed.
+pub const LAUNCH_ENTRY_SIZE: u32 = 128;
 /// Offset of the tag in an entry: the launch count `n` of the message, u32.
 pub const LAUNCH_TAG: u32 = LAUNCH_ENTRY_SIZE - 4;
-/// Kernel groups (rectangles) one launch message names.
+/// Kernel groups (rectangles) one launch message names. Unused groups have
+/// the rectangle `NO_RECT`; a worker stops at the first one.
 pub const MAX_KERNEL_GROUPS: usize = 6;
 
 /// Dispatcher semaphore a worker increments (besides `mmio::sem::WORKERS_DONE`,
@@ -80,46 +82,64 @@ pub const MAX_COMMON_ARGS: u32 = 256;
 pub const CONFIG_RING: u32 = KERNEL_CONFIG.base;
 pub const CONFIG_RING_SIZE: u32 = KERNEL_CONFIG.size;
 
-/// First 32 bytes of a launch message.
+/// First 4 bytes of a launch message.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct LaunchHeader {
-    /// Program sequence number, echoed in trace records.
+    /// Program sequence number, echoed in trace records. A worker reports
+    /// launches of queue `q`'s ring to that queue's dispatcher
+    /// (`noc::dispatcher(q)`, semaphores `mmio::sem::WORKERS_DONE` and
+    /// `launch_done_sem`), so the message does not name it.
     pub seq: u32,
-    /// Valid entries in the groups that follow (<= `MAX_KERNEL_GROUPS`).
-    pub ngroups: u32,
-    /// A worker reports launches of queue `q`'s ring to that queue's
-    /// dispatcher (`noc::dispatcher(q)`, semaphores `mmio::sem::WORKERS_DONE`
-    /// and `launch_done_sem`), so the message does not name it: two loads
-    /// fewer on every launch.
-    pub _reserved: [u32; 6],
 }
-assert_layout!(LaunchHeader, 32, seq => 0, ngroups => 4);
+assert_layout!(LaunchHeader, 4, seq => 0);
 
-/// One kernel on one rectangle of workers.
+/// One kernel on one rectangle of workers: five words, the fewest loads a
+/// worker in it needs (rectangle, entry, counts, args, identity).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct KernelGroup {
-    /// Logical worker rectangle, inclusive (`pack_rect`).
+    /// Logical worker rectangle, inclusive (`pack_rect`); `NO_RECT` ends the groups.
     pub rect: u32,
     /// Kernel entry (a `kernel_slot` address).
     pub entry: u32,
-    /// This group's unique args, multicast to the whole rectangle: core `i`
-    /// of it (row-major) finds its `unique_count` words at
-    /// `unique_addr + 4 * unique_count * i`.
-    pub unique_addr: u32,
-    pub unique_count: u32,
-    /// Common args, the same on every core of the group.
-    pub common_addr: u32,
-    pub common_count: u32,
+    /// Unique args per core and common args, in words (one u32 load: the
+    /// low half is `unique_count`).
+    pub unique_count: u16,
+    pub common_count: u16,
+    /// Where the args are, in words from `CONFIG_RING` (one u32 load: the
+    /// low half is `unique_word`). This group's unique args are multicast to
+    /// the whole rectangle: core `i` of it (row-major) finds its
+    /// `unique_count` words at `config_addr(unique_word) + 4 * unique_count * i`;
+    /// the common args are the same on every core of the group.
+    pub unique_word: u16,
+    pub common_word: u16,
     /// Host-chosen kernel identity, echoed in trace records.
     pub kernel_id: u32,
-    pub _reserved: u32,
 }
-assert_layout!(KernelGroup, 32, rect => 0, entry => 4, unique_addr => 8, unique_count => 12, common_addr => 16,
-    common_count => 20, kernel_id => 24);
+assert_layout!(KernelGroup, 20, rect => 0, entry => 4, unique_count => 8, common_count => 10, unique_word => 12,
+    common_word => 14, kernel_id => 16);
 
-const _: () = assert!(32 + 32 * MAX_KERNEL_GROUPS as u32 <= LAUNCH_TAG);
+/// The rectangle of unused groups: it contains no core (`c0 > c1`).
+pub const NO_RECT: u32 = pack_rect(u8::MAX, u8::MAX, 0, 0);
+
+/// Offsets, in a `KernelGroup`, of the words a worker loads as whole u32s.
+pub const GROUP_COUNTS: u32 = core::mem::offset_of!(KernelGroup, unique_count) as u32;
+pub const GROUP_ARGS: u32 = core::mem::offset_of!(KernelGroup, unique_word) as u32;
+
+/// L1 address of config-ring word `word` (`KernelGroup` arg positions).
+pub const fn config_addr(word: u16) -> u32 {
+    CONFIG_RING + 4 * word as u32
+}
+
+/// The config-ring word of L1 address `addr` (inside the ring, 4-aligned).
+pub const fn config_word(addr: u32) -> u16 {
+    ((addr - CONFIG_RING) / 4) as u16
+}
+
+const _: () =
+    assert!(group_offset(MAX_KERNEL_GROUPS as u32) <= LAUNCH_TAG && CONFIG_RING_SIZE / 4 <= u16::MAX as u32 + 1);
+const _: () = assert!(MAX_UNIQUE_ARGS <= u16::MAX as u32 && MAX_COMMON_ARGS <= u16::MAX as u32);
 const _: () = assert!(
     launch_entry(crate::noc::MAX_CQS as u32 - 1, LAUNCH_RING_ENTRIES - 1) + LAUNCH_ENTRY_SIZE <= WORKER_LAUNCH.end()
 );
@@ -128,7 +148,7 @@ const _: () = assert!(CONFIG_RING + CONFIG_RING_SIZE <= KERNEL_CONFIG.end());
 
 /// Offset of group `i` in a launch message.
 pub const fn group_offset(i: u32) -> u32 {
-    32 + 32 * i
+    4 + 20 * i
 }
 
 /// Packs an inclusive logical rectangle `(c0, r0)..=(c1, r1)`.
@@ -167,6 +187,7 @@ assert_layout!(KernelCtx, 32, seq => 0, index => 4, unique_addr => 8, unique_cou
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zerocopy::IntoBytes;
 
     #[test]
     fn rect_index_is_row_major_and_inclusive() {
@@ -186,5 +207,23 @@ mod tests {
         assert_eq!(launch_entry(0, 1) - launch_entry(0, 0), LAUNCH_ENTRY_SIZE);
         assert_eq!(launch_entry(1, 0), launch_entry(0, LAUNCH_RING_ENTRIES - 1) + LAUNCH_ENTRY_SIZE);
         assert_eq!(kernel_slot(1) - kernel_slot(0), KERNEL_SLOT_SIZE);
+    }
+
+    #[test]
+    fn packed_group_words_and_config_words() {
+        let g = KernelGroup {
+            unique_count: 3,
+            common_count: 256,
+            unique_word: 7,
+            common_word: 0x7fff,
+            ..Default::default()
+        };
+        let word = |at: u32| u32::from_le_bytes(g.as_bytes()[at as usize..at as usize + 4].try_into().unwrap());
+        assert_eq!(word(GROUP_COUNTS), 3 | 256 << 16);
+        assert_eq!(word(GROUP_ARGS), 7 | 0x7fff << 16);
+        let last = CONFIG_RING + CONFIG_RING_SIZE - 4;
+        assert_eq!(config_addr(config_word(last)), last);
+        assert_eq!(rect_index(NO_RECT, 0, 0), None);
+        assert_eq!(rect_index(NO_RECT, 255, 255), None);
     }
 }
