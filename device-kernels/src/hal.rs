@@ -122,6 +122,12 @@ impl Platform for Device {
     fn cycle(&self) -> u64 {
         cycle()
     }
+    fn cycle_lo(&self) -> u32 {
+        let lo: u32;
+        // SAFETY: reading the mcycle CSR has no side effects.
+        unsafe { core::arch::asm!("csrr {0}, mcycle", out(reg) lo, options(nomem, nostack)) };
+        lo
+    }
     fn core_xy(&self) -> u32 {
         read_reg(mmio::CORE_ID)
     }

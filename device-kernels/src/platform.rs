@@ -8,6 +8,10 @@ use cqlab_abi::noc::NocAddr;
 pub trait Platform: Memory {
     /// `mcycle`.
     fn cycle(&self) -> u64;
+    /// The low word of `mcycle`: one CSR read, for intervals under 2^32 cycles.
+    fn cycle_lo(&self) -> u32 {
+        self.cycle() as u32
+    }
     /// This core's coordinates (`Coord::packed`).
     fn core_xy(&self) -> u32;
     fn semaphore(&self, index: u32) -> u32;

@@ -107,7 +107,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             #[cfg(not(feature = "bug-early-fetch-release"))]
             self.publish_pointers();
             trace(self.p, TraceKind::FetchConsumed, raw, index);
-            self.run_commands(chunk_buffer(buf), len, entry.stall(), false);
+            self.run_commands(chunk_buffer(buf), len, entry.stall(), None);
             buf = (buf + 1) % CHUNK_BUFFERS;
         }
     }
@@ -174,11 +174,16 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     }
 
     /// Runs the prefetch commands in `len` bytes of L1 at `base`. In a
-    /// replayed trace (`in_trace`) it returns at EXEC_BUF_END.
-    fn run_commands(&mut self, base: u32, len: u32, stall_entry: bool, in_trace: bool) {
+    /// replayed trace (`fill`: the trace still landing in L1) it returns at
+    /// EXEC_BUF_END.
+    fn run_commands(&mut self, base: u32, len: u32, stall_entry: bool, mut fill: Option<TraceFill>) {
+        let in_trace = fill.is_some();
         let mut off = 0;
         while off < len {
             let addr = base + off;
+            if let Some(f) = &mut fill {
+                self.trace_landed(f, off + 16);
+            }
             let h = read_header(self.p, addr);
             let header = match PrefetchHeader::parse(&h) {
                 Ok(h) => h,
@@ -187,6 +192,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             let stride = header.stride();
             if stride > len - off {
                 fail(self.p, DeviceError::LengthOverrun, addr, stride, off, len);
+            }
+            if let Some(f) = &mut fill {
+                self.trace_landed(f, off + stride);
             }
             let id = header.id() as u32;
             trace(self.p, TraceKind::CmdStart, id, stride);
@@ -222,12 +230,17 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     // The previous replay's inline relays may still be
                     // sending from the trace area.
                     self.wait_writes_sent();
-                    for page in 0..cmd.pages {
-                        let src = self.dram_page(cmd.base_addr, page, cmd.page_size);
-                        self.p.noc_read(src, TRACE_AREA.base + page * cmd.page_size, cmd.page_size);
-                    }
-                    self.wait_reads();
-                    self.run_commands(TRACE_AREA.base, total as u32, true, true);
+                    // Commands run as soon as their window has landed; the
+                    // next window is read meanwhile.
+                    let mut fill = TraceFill {
+                        base: cmd.base_addr,
+                        page_size: cmd.page_size,
+                        pages: cmd.pages,
+                        issued: 0,
+                        done: 0,
+                    };
+                    self.trace_read_window(&mut fill);
+                    self.run_commands(TRACE_AREA.base, total as u32, true, Some(fill));
                 }
                 PrefetchHeader::ExecBufEnd => {
                     if !in_trace {
@@ -252,6 +265,28 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         }
         if in_trace {
             fail(self.p, DeviceError::LengthOverrun, base + len, 0, off, len);
+        }
+    }
+
+    /// Issues the reads of the next `TRACE_WINDOW` bytes (whole pages, at
+    /// least one) of a trace into the trace area.
+    fn trace_read_window(&mut self, f: &mut TraceFill) {
+        let end = (f.issued + (TRACE_WINDOW / f.page_size).max(1)).min(f.pages);
+        for page in f.issued..end {
+            let src = self.dram_page(f.base, page, f.page_size);
+            self.p.noc_read(src, TRACE_AREA.base + page * f.page_size, f.page_size);
+        }
+        f.issued = end;
+    }
+
+    /// Makes sure the first `upto` bytes of the trace have landed: waits
+    /// for the windows read so far (every read this core issued), then
+    /// starts reading the next window.
+    fn trace_landed(&mut self, f: &mut TraceFill, upto: u32) {
+        while f.landed() < upto && f.landed() < f.pages * f.page_size {
+            self.wait_reads();
+            f.done = f.issued;
+            self.trace_read_window(f);
         }
     }
 
@@ -350,6 +385,26 @@ pub fn l1_checksum(p: &impl crate::memory::Memory, addr: u32, len: u32) -> u32 {
         sum = word[..n].iter().fold(sum, |s, &b| s.wrapping_add(b as u32));
     }
     sum
+}
+
+/// Bytes of a replayed trace read ahead of the command running: the
+/// replay starts once its first window has landed, not the whole trace.
+const TRACE_WINDOW: u32 = 4096;
+
+/// A trace being read into `TRACE_AREA` a window at a time: pages `0..done`
+/// have landed, `done..issued` are in flight.
+struct TraceFill {
+    base: u32,
+    page_size: u32,
+    pages: u32,
+    issued: u32,
+    done: u32,
+}
+
+impl TraceFill {
+    fn landed(&self) -> u32 {
+        self.done * self.page_size
+    }
 }
 
 #[cfg(test)]

@@ -115,7 +115,9 @@ pub fn noop(_: &mut impl Platform, _: &KernelCtx) {}
 /// `args[2]` at its L1 address `args[1]` (an observable result, for ordering
 /// tests). With no common args it takes the same three from its unique args.
 pub fn spin(p: &mut impl Platform, ctx: &KernelCtx) {
-    let start = p.cycle();
+    // The low word is enough for a u32 count (wrapping difference), and
+    // one CSR read per turn keeps the overshoot small.
+    let start = p.cycle_lo();
     let from_unique = ctx.common_count == 0;
     let view = if from_unique {
         KernelCtx { common_addr: ctx.unique_addr, common_count: ctx.unique_count, ..*ctx }
@@ -123,7 +125,7 @@ pub fn spin(p: &mut impl Platform, ctx: &KernelCtx) {
         *ctx
     };
     let [cycles, addr, value] = common_args::<3>(p, &view);
-    while p.cycle().wrapping_sub(start) < cycles as u64 {}
+    while p.cycle_lo().wrapping_sub(start) < cycles {}
     if view.common_count >= 3 && cqlab_abi::memory_map::USER.contains(addr, 4) && addr % 4 == 0 {
         p.write_u32(addr, value);
     }
