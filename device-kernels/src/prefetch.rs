@@ -232,19 +232,24 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     self.wait_writes_sent();
                     // Commands run as soon as their window has landed; the
                     // next window is read meanwhile.
-                    let mut fill = TraceFill {
+                    let fill = TraceFill {
                         base: cmd.base_addr,
                         page_size: cmd.page_size,
                         pages: cmd.pages,
                         issued: 0,
                         done: 0,
+                        window: 1,
                     };
-                    self.trace_read_window(&mut fill);
                     self.run_commands(TRACE_AREA.base, total as u32, true, Some(fill));
                 }
                 PrefetchHeader::ExecBufEnd => {
                     if !in_trace {
                         fail(self.p, DeviceError::UnexpectedExecBufEnd, addr, id, off, len);
+                    }
+                    // No read of this trace may land after the replay: the
+                    // next one reuses the trace area.
+                    if fill.as_ref().is_some_and(|f| f.issued > f.done) {
+                        self.wait_reads();
                     }
                     trace(self.p, TraceKind::CmdEnd, id, stride);
                     return;
@@ -262,31 +267,42 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             }
             trace(self.p, TraceKind::CmdEnd, id, stride);
             off += stride;
+            // The next window is read while this one's commands run (after
+            // the first of them, so that one starts as early as it can).
+            if let Some(f) = &mut fill {
+                if f.issued == f.done && f.issued < f.pages {
+                    self.trace_read_window(f);
+                }
+            }
         }
         if in_trace {
             fail(self.p, DeviceError::LengthOverrun, base + len, 0, off, len);
         }
     }
 
-    /// Issues the reads of the next `TRACE_WINDOW` bytes (whole pages, at
-    /// least one) of a trace into the trace area.
+    /// Issues the reads of the next window of a trace into the trace area:
+    /// one page first, each window twice the one before, so a replay waits
+    /// for one page before it starts and later windows arrive ahead of use.
     fn trace_read_window(&mut self, f: &mut TraceFill) {
-        let end = (f.issued + (TRACE_WINDOW / f.page_size).max(1)).min(f.pages);
+        let end = (f.issued + f.window).min(f.pages);
         for page in f.issued..end {
             let src = self.dram_page(f.base, page, f.page_size);
             self.p.noc_read(src, TRACE_AREA.base + page * f.page_size, f.page_size);
         }
         f.issued = end;
+        f.window = f.window.saturating_mul(2);
     }
 
-    /// Makes sure the first `upto` bytes of the trace have landed: waits
-    /// for the windows read so far (every read this core issued), then
-    /// starts reading the next window.
+    /// Makes sure the first `upto` bytes of the trace have landed, waiting
+    /// for the window in flight (every read this core issued), or issuing
+    /// the next one first when none is.
     fn trace_landed(&mut self, f: &mut TraceFill, upto: u32) {
-        while f.landed() < upto && f.landed() < f.pages * f.page_size {
+        while f.done * f.page_size < upto {
+            if f.issued == f.done {
+                self.trace_read_window(f);
+            }
             self.wait_reads();
             f.done = f.issued;
-            self.trace_read_window(f);
         }
     }
 
@@ -387,24 +403,15 @@ pub fn l1_checksum(p: &impl crate::memory::Memory, addr: u32, len: u32) -> u32 {
     sum
 }
 
-/// Bytes of a replayed trace read ahead of the command running: the
-/// replay starts once its first window has landed, not the whole trace.
-const TRACE_WINDOW: u32 = 4096;
-
 /// A trace being read into `TRACE_AREA` a window at a time: pages `0..done`
-/// have landed, `done..issued` are in flight.
+/// have landed, `done..issued` are in flight, the next window is `window` pages.
 struct TraceFill {
     base: u32,
     page_size: u32,
     pages: u32,
     issued: u32,
     done: u32,
-}
-
-impl TraceFill {
-    fn landed(&self) -> u32 {
-        self.done * self.page_size
-    }
+    window: u32,
 }
 
 #[cfg(test)]
