@@ -147,6 +147,19 @@ impl Platform for Device {
         write_reg(mmio::NOC_ATOMIC_VALUE, value);
         issue(NocCmd::AtomicInc, dst, 0, 4)
     }
+    fn noc_atomic_inc_both(&mut self, a: NocAddr, b: NocAddr, value: u32) {
+        self.noc_atomic_inc(a, value);
+        let ((lo_a, hi_a), (lo_b, hi_b)) = (a.words(), b.words());
+        // The command buffer keeps its fields: value, local address and
+        // length are already those of an atomic.
+        if hi_a != hi_b {
+            write_reg(mmio::NOC_TARGET_HI, hi_b);
+        }
+        if lo_a != lo_b {
+            write_reg(mmio::NOC_TARGET_LO, lo_b);
+        }
+        write_reg(mmio::NOC_CMD, NocCmd::AtomicInc as u32);
+    }
     fn reads_done(&self) -> bool {
         read_reg(mmio::NOC_READS_ISSUED) == read_reg(mmio::NOC_READS_ACKED)
     }

@@ -22,6 +22,13 @@ pub trait Platform: Memory {
     fn noc_write(&mut self, local: u32, dst: NocAddr, len: u32);
     /// Starts adding `value` to the u32 at `dst`.
     fn noc_atomic_inc(&mut self, dst: NocAddr, value: u32);
+    /// Starts adding `value` to the u32 at `a`, then to the one at `b`
+    /// (issued in that order). The HAL rewrites only the command-buffer
+    /// fields that differ for the second.
+    fn noc_atomic_inc_both(&mut self, a: NocAddr, b: NocAddr, value: u32) {
+        self.noc_atomic_inc(a, value);
+        self.noc_atomic_inc(b, value);
+    }
     /// All issued reads have landed in L1.
     fn reads_done(&self) -> bool;
     /// All issued writes and atomics have been acknowledged (landed).

@@ -43,13 +43,25 @@ pub fn record(mem: &mut impl Memory, core: u16, cycle: u64, kind: TraceKind, arg
 pub struct Cursor {
     seq: u32,
     at: u32,
+    /// Records left before `at` is recomputed: at the ring's last slot, and
+    /// where the sequence number wraps (`CAPACITY` does not divide 2^32).
+    left: u32,
 }
 
 impl Cursor {
     /// Takes over the ring where it stands.
     pub fn take(mem: &impl Memory) -> Self {
-        let seq = mem.read_u32(NEXT_SEQ);
-        Cursor { seq, at: record_addr(seq) }
+        let mut c = Cursor { seq: mem.read_u32(NEXT_SEQ), at: 0, left: 0 };
+        c.place();
+        c
+    }
+
+    /// `at` and `left` for `seq` (one division, once per pass of the ring).
+    fn place(&mut self) {
+        self.at = record_addr(self.seq);
+        let to_end = CAPACITY - self.seq % CAPACITY;
+        let to_wrap = 0u32.wrapping_sub(self.seq);
+        self.left = if to_wrap == 0 { to_end } else { to_end.min(to_wrap) };
     }
 
     /// Appends one record, like [`record`].
@@ -65,15 +77,15 @@ impl Cursor {
         let next = seq.wrapping_add(1);
         mem.write_u32(NEXT_SEQ, next);
         self.seq = next;
-        // `record_addr(next)` without the division: after the last slot, and
-        // when the sequence number wraps (`CAPACITY` does not divide 2^32).
-        self.at = if next == 0 || at == LAST_RECORD { RECORDS_FIRST } else { at + RECORD_SIZE };
+        self.at = at + RECORD_SIZE;
+        self.left -= 1;
+        if self.left == 0 {
+            self.place();
+        }
     }
 }
 
 const RECORD_SIZE: u32 = core::mem::size_of::<TraceRecord>() as u32;
-const RECORDS_FIRST: u32 = record_addr(0);
-const LAST_RECORD: u32 = record_addr(CAPACITY - 1);
 
 const _: () = assert!(offset_of!(TraceRecord, kind) == offset_of!(TraceRecord, core) + 2);
 

@@ -93,8 +93,7 @@ pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx
         }
         // Done, to the dispatcher of the queue whose ring held the launch.
         let sem_addr = |s: u32| NocAddr::unicast(dispatcher(q as u8), (mmio::MMIO_BASE + mmio::semaphore(s)) as u64);
-        p.noc_atomic_inc(sem_addr(launch_done_sem(n)), 1);
-        p.noc_atomic_inc(sem_addr(mmio::sem::WORKERS_DONE), 1);
+        p.noc_atomic_inc_both(sem_addr(launch_done_sem(n)), sem_addr(mmio::sem::WORKERS_DONE), 1);
     }
 }
 
