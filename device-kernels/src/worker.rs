@@ -34,23 +34,32 @@ pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx
     let mut records = crate::trace::Cursor::take(p);
     let mut first = 0;
     loop {
-        // The next tagged entry of any queue, looking at each in turn.
-        let mut q = first;
-        wait_until(p, GOW, |p| {
-            let mut c = first;
-            for _ in 0..cqs {
-                let n = started[c as usize].wrapping_add(1);
-                if p.read_u32(launch_entry(c, n) + LAUNCH_TAG) == n {
-                    q = c;
-                    return true;
+        let (q, n) = if cqs == 1 {
+            // One queue (the usual case): its next entry only.
+            let n = started[0].wrapping_add(1);
+            wait_until(p, GOW, |p| p.read_u32(launch_entry(0, n) + LAUNCH_TAG) == n);
+            started[0] = n;
+            (0, n)
+        } else {
+            // The next tagged entry of any queue, looking at each in turn.
+            let mut q = first;
+            wait_until(p, GOW, |p| {
+                let mut c = first;
+                for _ in 0..cqs {
+                    let n = started[c as usize % MAX_CQS as usize].wrapping_add(1);
+                    if p.read_u32(launch_entry(c, n) + LAUNCH_TAG) == n {
+                        q = c;
+                        return true;
+                    }
+                    c = if c + 1 == cqs { 0 } else { c + 1 };
                 }
-                c = if c + 1 == cqs { 0 } else { c + 1 };
-            }
-            false
-        });
-        first = if q + 1 == cqs { 0 } else { q + 1 };
-        let n = started[q as usize].wrapping_add(1);
-        started[q as usize] = n;
+                false
+            });
+            first = if q + 1 == cqs { 0 } else { q + 1 };
+            let n = started[q as usize % MAX_CQS as usize].wrapping_add(1);
+            started[q as usize % MAX_CQS as usize] = n;
+            (q, n)
+        };
         let entry = launch_entry(q, n);
         waypoint(p, RUN);
         // Only the words used, one load each (L1 loads are the slow part):
