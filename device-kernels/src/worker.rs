@@ -133,8 +133,10 @@ pub fn spin(p: &mut impl Platform, ctx: &KernelCtx) {
         *ctx
     };
     let [cycles, addr, value] = common_args::<3>(p, &view);
+    // Checked before the wait, so the store follows it at once.
+    let store = view.common_count >= 3 && cqlab_abi::memory_map::USER.contains(addr, 4) && addr % 4 == 0;
     while p.cycle_lo().wrapping_sub(start) < cycles {}
-    if view.common_count >= 3 && cqlab_abi::memory_map::USER.contains(addr, 4) && addr % 4 == 0 {
+    if store {
         p.write_u32(addr, value);
     }
 }
