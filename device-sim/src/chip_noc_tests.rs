@@ -7,7 +7,7 @@ use super::*;
 use crate::asm::*;
 use crate::config::Faults;
 use cqlab_abi::memory_map::{CODE, USER};
-use cqlab_abi::mmio::{NOC_READS_ACKED, NOC_WRITES_ACKED, NOC_WRITES_SENT};
+use cqlab_abi::mmio::{NOC_ATOMICS_ACKED, NOC_READS_ACKED, NOC_UNACKED, NOC_WRITES_ACKED, NOC_WRITES_SENT};
 use cqlab_abi::noc::worker;
 
 fn small(seed: u64, fast_forward: bool) -> SimConfig {
@@ -140,6 +140,29 @@ fn sent_counts_before_acked() {
     let chip = chip_with(small(1, true), &[dst], &p);
     assert_eq!(word(&chip, NocAddr::unicast(SRC, BUF as u64 + 0x400)), 0, "acked when sent");
     assert_eq!(word(&chip, dst), 0xAAAA_AAAA);
+}
+
+#[test]
+fn unacked_counts_writes_and_atomics_until_they_land() {
+    // A write and an atomic: both unacknowledged right after issue; the
+    // parked wait for 0 wakes when the last acknowledgement arrives.
+    let dst = NocAddr::unicast(worker(1, 1), USER.base as u64 + 0x8000);
+    let sem = NocAddr::unicast(worker(1, 0), USER.base as u64 + 0x8000);
+    for fast_forward in [false, true] {
+        let mut p = issue(0, 512, NocCmd::Write);
+        p.extend(issue(1, 4, NocCmd::AtomicInc));
+        p.extend([lw(9, MMIO, NOC_UNACKED as i32)]);
+        p.extend(li(6, BUF + 0x400));
+        p.push(sw(9, 6, 0));
+        p.extend(wait_for(NOC_UNACKED, 0));
+        p.extend([lw(9, MMIO, NOC_WRITES_ACKED as i32), lw(8, MMIO, NOC_ATOMICS_ACKED as i32), add(9, 9, 8)]);
+        p.push(sw(9, 6, 4));
+        let chip = chip_with(small(1, fast_forward), &[dst, sem], &p);
+        let at = |off: u64| word(&chip, NocAddr::unicast(SRC, BUF as u64 + 0x400 + off));
+        assert_eq!(at(0), 2, "one write and one atomic in flight");
+        assert_eq!(at(4), 2, "both acknowledged once NOC_UNACKED reads 0");
+        assert_eq!(word(&chip, dst), 0xAAAA_AAAA);
+    }
 }
 
 /// Two 4-byte writes (1, then 2) to one address; the value left there.

@@ -20,7 +20,8 @@
 //! leaves, so overwriting the source before the write is *sent* changes what
 //! lands. When the last flit has left, the core's `NOC_WRITES_SENT` counter
 //! counts it: the source may be reused. `NOC_WRITES_ACKED` counts it once it
-//! has landed. A multicast packet reads its source once for every
+//! has landed; `NOC_UNACKED` reads the writes and atomics issued and not yet
+//! acknowledged, so a barrier is one register load. A multicast packet reads its source once for every
 //! destination. A read's data lands in the destination L1 flit by flit over
 //! the last `ceil(len / bytes_per_cycle)` cycles before it completes, so a
 //! destination read early sees part old, part new bytes.
