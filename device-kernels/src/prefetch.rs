@@ -181,7 +181,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         let mut off = 0;
         while off < len {
             let addr = base + off;
-            if let Some(f) = &mut fill {
+            if let Some(f) = fill.as_mut().filter(|f| off + 16 > f.landed) {
                 self.trace_landed(f, off + 16);
             }
             let h = read_header(self.p, addr);
@@ -193,7 +193,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             if stride > len - off {
                 fail(self.p, DeviceError::LengthOverrun, addr, stride, off, len);
             }
-            if let Some(f) = &mut fill {
+            if let Some(f) = fill.as_mut().filter(|f| off + stride > f.landed) {
                 self.trace_landed(f, off + stride);
             }
             let id = header.id() as u32;
@@ -235,10 +235,11 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     let fill = TraceFill {
                         base: cmd.base_addr,
                         page_size: cmd.page_size,
-                        pages: cmd.pages,
+                        total: total as u32,
                         issued: 0,
-                        done: 0,
-                        window: 1,
+                        in_flight: false,
+                        landed: 0,
+                        window: FIRST_TRACE_WINDOW,
                     };
                     self.run_commands(TRACE_AREA.base, total as u32, true, Some(fill));
                 }
@@ -248,7 +249,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     }
                     // No read of this trace may land after the replay: the
                     // next one reuses the trace area.
-                    if fill.as_ref().is_some_and(|f| f.issued > f.done) {
+                    if fill.as_ref().is_some_and(|f| f.in_flight) {
                         self.wait_reads();
                     }
                     trace(self.p, TraceKind::CmdEnd, id, stride);
@@ -269,10 +270,8 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             off += stride;
             // The next window is read while this one's commands run (after
             // the first of them, so that one starts as early as it can).
-            if let Some(f) = &mut fill {
-                if f.issued == f.done && f.issued < f.pages {
-                    self.trace_read_window(f);
-                }
+            if let Some(f) = fill.as_mut().filter(|f| !f.in_flight && f.issued < f.total) {
+                self.trace_read_window(f, 0);
             }
         }
         if in_trace {
@@ -280,30 +279,37 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         }
     }
 
-    /// Issues the reads of the next window of a trace into the trace area:
-    /// one page first, each window twice the one before, so a replay waits
-    /// for one page before it starts and later windows arrive ahead of use.
-    fn trace_read_window(&mut self, f: &mut TraceFill) {
-        let end = (f.issued + f.window).min(f.pages);
-        for page in f.issued..end {
-            let src = self.dram_page(f.base, page, f.page_size);
-            self.p.noc_read(src, TRACE_AREA.base + page * f.page_size, f.page_size);
+    /// Issues the reads of the next window of a trace into the trace area
+    /// (bytes `issued..`, at least up to `need`): `FIRST_TRACE_WINDOW` bytes
+    /// first, each window twice the one before, so a replay waits for its
+    /// first commands only and later windows arrive ahead of use.
+    fn trace_read_window(&mut self, f: &mut TraceFill, need: u32) {
+        let end = f.issued.saturating_add(f.window).max(need).min(f.total);
+        while f.issued < end {
+            let (page, in_page) = (f.issued / f.page_size, f.issued % f.page_size);
+            let n = (f.page_size - in_page).min(end - f.issued);
+            let src = self.dram_page(f.base, page, f.page_size).offset(in_page as u64);
+            self.p.noc_read(src, TRACE_AREA.base + f.issued, n);
+            f.issued += n;
         }
-        f.issued = end;
+        f.in_flight = true;
         f.window = f.window.saturating_mul(2);
     }
 
-    /// Makes sure the first `upto` bytes of the trace have landed, waiting
-    /// for the window in flight (every read this core issued), or issuing
-    /// the next one first when none is.
+    /// Makes sure the first `upto` bytes of the trace have landed, with one
+    /// wait for every read in flight (every read this core issued).
+    #[inline(never)]
     fn trace_landed(&mut self, f: &mut TraceFill, upto: u32) {
-        while f.done * f.page_size < upto {
-            if f.issued == f.done {
-                self.trace_read_window(f);
-            }
-            self.wait_reads();
-            f.done = f.issued;
+        // The first window, or, for a command beyond the bytes in flight,
+        // everything left at once (one wait instead of one per window).
+        if f.issued == 0 {
+            self.trace_read_window(f, upto);
+        } else if upto > f.issued {
+            self.trace_read_window(f, f.total);
         }
+        self.wait_reads();
+        f.in_flight = false;
+        f.landed = f.issued;
     }
 
     fn dram_page(&self, base: u32, page: u32, page_size: u32) -> NocAddr {
@@ -403,14 +409,19 @@ pub fn l1_checksum(p: &impl crate::memory::Memory, addr: u32, len: u32) -> u32 {
     sum
 }
 
-/// A trace being read into `TRACE_AREA` a window at a time: pages `0..done`
-/// have landed, `done..issued` are in flight, the next window is `window` pages.
+/// Bytes of a replayed trace read before its first command runs.
+const FIRST_TRACE_WINDOW: u32 = 1024;
+
+/// A trace of `total` bytes being read into `TRACE_AREA` a window at a
+/// time: its first `landed` bytes are in L1, reads up to byte `issued` are
+/// on their way (`in_flight`), the next window is `window` bytes.
 struct TraceFill {
     base: u32,
     page_size: u32,
-    pages: u32,
+    total: u32,
     issued: u32,
-    done: u32,
+    in_flight: bool,
+    landed: u32,
     window: u32,
 }
 

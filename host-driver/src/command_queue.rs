@@ -642,7 +642,8 @@ impl CommandQueue<'_> {
                 detail: format!("{} bytes, the prefetcher replays at most {}", bytes.len(), TRACE_AREA.size),
             });
         }
-        let page_size = 1024;
+        // Whole NOC packets: the prefetcher issues one read per page.
+        let page_size = cqlab_abi::mmio::NOC_MAX_PACKET as usize;
         let buffer = self.dev.alloc_dram(bytes.len().next_multiple_of(page_size) as u32, page_size as u32)?;
         bytes.resize(buffer.size as usize, 0);
         self.write_buffer(&buffer, 0, &bytes)?;
