@@ -642,8 +642,13 @@ impl CommandQueue<'_> {
                 detail: format!("{} bytes, the prefetcher replays at most {}", bytes.len(), TRACE_AREA.size),
             });
         }
-        // Whole NOC packets: the prefetcher issues one read per page.
-        let page_size = cqlab_abi::mmio::NOC_MAX_PACKET as usize;
+        // Pages as large as a NOC packet (the prefetcher issues one read per
+        // page) that the issue queue can still carry (`write_buffer`).
+        let issue = self.host().layout.issue_size as usize;
+        let mut page_size = cqlab_abi::mmio::NOC_MAX_PACKET as usize;
+        while page_size > 1024 && page_size + 128 > issue {
+            page_size /= 2;
+        }
         let buffer = self.dev.alloc_dram(bytes.len().next_multiple_of(page_size) as u32, page_size as u32)?;
         bytes.resize(buffer.size as usize, 0);
         self.write_buffer(&buffer, 0, &bytes)?;
