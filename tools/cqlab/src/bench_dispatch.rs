@@ -162,7 +162,7 @@ fn capture(dev: &mut Device, programs: &[Program], n: u32) -> Result<(Trace, u32
     }
 }
 
-fn measure(p: &Point, n: u32, seed: u64) -> Result<Row> {
+fn measure(p: &Point, n: u32, seed: u64, copy: &mut CopyBound) -> Result<Row> {
     let cfg = DeviceConfig { num_cqs: p.cqs, ..Default::default() };
     let mut dev = Device::open(&format!("embedded:seed={seed}"), cfg)?;
     dev.boot()?;
@@ -181,7 +181,7 @@ fn measure(p: &Point, n: u32, seed: u64) -> Result<Row> {
         }
         cq.finish()?;
         let cycles = (dev.now() - c0) as f64 / (replays * per_trace) as f64;
-        let host = host_time(&mut dev, per_trace, |cq, _| cq.execute_trace(&trace))?;
+        let host = host_time(&mut dev, copy, per_trace, |cq, _| cq.execute_trace(&trace))?;
         (cycles, host)
     } else {
         let mut cq = dev.cq(0)?;
@@ -199,7 +199,8 @@ fn measure(p: &Point, n: u32, seed: u64) -> Result<Row> {
         let cycles = (dev.now() - c0) as f64 / n as f64;
         // Carry on through the programs where the loop above left off, so
         // that uncached points keep uploading every program.
-        let host = host_time(&mut dev, 1, |cq, i| cq.enqueue_program(&programs[(n + i) as usize % programs.len()]))?;
+        let host =
+            host_time(&mut dev, copy, 1, |cq, i| cq.enqueue_program(&programs[(n + i) as usize % programs.len()]))?;
         (cycles, host)
     };
     Ok(Row {
@@ -224,8 +225,9 @@ struct HostTime {
     us_per_program: f64,
     /// Issue-queue bytes the host writes per program.
     bytes_per_program: f64,
-    /// What copying those bytes costs on this host: the floor for any host
-    /// that writes them (measured now, see `memcpy_us`).
+    /// What copying those bytes costs on this host with the caches as a
+    /// timed batch finds them: the floor for any host that writes them
+    /// (measured now, see `CopyBound`).
     memcpy_us_per_program: f64,
 }
 
@@ -272,43 +274,81 @@ fn host_time(
     Ok(HostTime {
         us_per_program: rounds[rounds.len() / 2],
         bytes_per_program: per_call as f64 / programs as f64,
-        memcpy_us_per_program: memcpy_us(per_call as usize, issue as usize) / programs as f64,
+        memcpy_us_per_program: copy.us(per_call as usize, batch as usize, issue as usize) / programs as f64,
     })
 }
 
-/// Microseconds one `memcpy` of `bytes` takes on this host, written round
-/// robin through a ring of `ring` bytes (as enqueues fill the issue queue):
-/// the median of `HOST_ROUNDS` rounds of at least 4 MiB each.
-fn memcpy_us(bytes: usize, ring: usize) -> f64 {
-    let bytes = bytes.clamp(1, ring);
-    let src: Vec<u8> = (0..bytes).map(|i| i as u8).collect();
-    let mut dst = vec![0xa5u8; ring];
-    let copies = (4 << 20) / bytes + 1;
-    let mut rounds: Vec<f64> = (0..HOST_ROUNDS)
-        .map(|_| {
-            let mut at = 0;
-            let t0 = Instant::now();
-            for _ in 0..copies {
-                if at + bytes > ring {
-                    at = 0;
+/// The memory-copy floor of a point: one `memcpy` of a program's issue-queue
+/// bytes, timed the way `host_time` times enqueues. A timed batch starts
+/// right after the device drained, and the embedded simulator ran on this
+/// CPU meanwhile, so the issue queue and the program's bytes are no longer
+/// in the host's caches (on a card the device runs elsewhere and the ring
+/// stays warmer). So each round first evicts the caches (touching twice the
+/// last-level cache), then copies a batch round robin through a ring of the
+/// issue queue's size; the median round, per copy.
+struct CopyBound {
+    evict: Vec<u8>,
+}
+
+impl CopyBound {
+    fn new() -> Self {
+        Self { evict: vec![0; 2 * last_level_cache().unwrap_or(32 << 20)] }
+    }
+
+    /// Microseconds per copy of `bytes`, in batches of `batch`.
+    fn us(&mut self, bytes: usize, batch: usize, ring: usize) -> f64 {
+        let bytes = bytes.clamp(1, ring);
+        let src: Vec<u8> = (0..bytes).map(|i| i as u8).collect();
+        let mut dst = vec![0xa5u8; ring];
+        let mut at = 0;
+        let mut rounds: Vec<f64> = (0..HOST_ROUNDS)
+            .map(|_| {
+                for line in self.evict.iter_mut().step_by(64) {
+                    *line = line.wrapping_add(1);
                 }
-                dst[at..at + bytes].copy_from_slice(std::hint::black_box(&src));
-                at += bytes;
-            }
-            std::hint::black_box(&mut dst);
-            t0.elapsed().as_secs_f64() * 1e6 / copies as f64
+                std::hint::black_box(&mut self.evict);
+                let t0 = Instant::now();
+                for _ in 0..batch {
+                    if at + bytes > ring {
+                        at = 0;
+                    }
+                    dst[at..at + bytes].copy_from_slice(std::hint::black_box(&src));
+                    at += bytes;
+                }
+                std::hint::black_box(&mut dst);
+                t0.elapsed().as_secs_f64() * 1e6 / batch as f64
+            })
+            .collect();
+        rounds.sort_by(f64::total_cmp);
+        rounds[rounds.len() / 2]
+    }
+}
+
+/// Bytes of the largest CPU cache (Linux sysfs), if known.
+fn last_level_cache() -> Option<usize> {
+    (0..8)
+        .filter_map(|i| std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu0/cache/index{i}/size")).ok())
+        .filter_map(|s| {
+            let s = s.trim();
+            let (n, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+            let n: usize = n.parse().ok()?;
+            Some(match unit {
+                "K" => n << 10,
+                "M" => n << 20,
+                "G" => n << 30,
+                _ => n,
+            })
         })
-        .collect();
-    rounds.sort_by(f64::total_cmp);
-    rounds[rounds.len() / 2]
+        .max()
 }
 
 pub fn run(cmd: Command) -> Result<ExitCode> {
     let Command::Dispatch(args) = cmd;
     anyhow::ensure!(args.programs > 0, "--programs must be positive");
     let mut rows = Vec::new();
+    let mut copy = CopyBound::new();
     for p in points().iter().filter(|p| args.axis.as_deref().is_none_or(|a| a == p.axis || p.axis == "base")) {
-        let row = measure(p, args.programs, args.seed)
+        let row = measure(p, args.programs, args.seed, &mut copy)
             .with_context(|| format!("measuring {} {:?} trace={}", p.axis, p.kernel, p.trace))?;
         if !args.json && !args.csv {
             eprint!(".");
@@ -480,13 +520,40 @@ fn targets(rows: &[Row]) -> String {
         "  traced faster than untraced on every point: {}",
         if slower.is_empty() { "ok".to_owned() } else { format!("MISSED at {}", slower.join(", ")) }
     );
-    let host = rows.iter().map(|r| r.host_enqueue_us_per_program).fold(0.0, f64::max);
-    let _ = writeln!(
-        s,
-        "  host enqueue <= 1 us/program: worst {host:.3} us  {}",
-        if host <= 1.0 { "ok" } else { "MISSED" }
-    );
+    let worst = |key: &dyn Fn(&Row) -> f64| rows.iter().max_by(|a, b| key(a).total_cmp(&key(b)));
+    if let Some(r) = worst(&|r| r.host_enqueue_us_per_program) {
+        let _ = writeln!(
+            s,
+            "  host enqueue <= 1 us/program: worst {:.3} us at {}={}{}  {}",
+            r.host_enqueue_us_per_program,
+            r.point.axis,
+            x(r),
+            label(&r.point),
+            if r.host_enqueue_us_per_program <= 1.0 { "ok" } else { "MISSED" }
+        );
+    }
+    // Where a program's bytes take long to copy, the copy is the floor: the
+    // rest of the enqueue must stay under 1 us on top of it.
+    if let Some(r) = worst(&|r| r.host_enqueue_us_per_program - r.memcpy_us_per_program) {
+        let over = r.host_enqueue_us_per_program - r.memcpy_us_per_program;
+        let _ = writeln!(
+            s,
+            "  host enqueue <= 1 us/program + memcpy of its bytes: worst {:.3} us over the copy ({:.3} us of {:.0} B) at {}={}{}  {}",
+            over,
+            r.memcpy_us_per_program,
+            r.host_bytes_per_program,
+            r.point.axis,
+            x(r),
+            label(&r.point),
+            if over <= 1.0 { "ok" } else { "MISSED" }
+        );
+    }
     s
+}
+
+/// ", traced" / ", upload" as a point needs it.
+fn label(p: &Point) -> String {
+    format!("{}{}", if p.trace { ", traced" } else { "" }, if p.cached { "" } else { ", upload" })
 }
 
 fn same_point(a: &Point, b: &Point) -> bool {
