@@ -14,7 +14,6 @@ use crate::error::Result;
 use cqlab_abi::program::{kernel_slot, KERNEL_SLOTS, KERNEL_SLOT_SIZE, KERNEL_TEXT_ADDR};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, RelocationFlags, RelocationTarget};
 use std::path::Path;
-use std::sync::OnceLock;
 
 // RISC-V ELF relocation types (RISC-V ELF psABI, "Relocations").
 use object::elf::{
@@ -42,9 +41,6 @@ pub struct KernelImage {
     /// Identity: a hash of the name and image, the same for the same build.
     pub build_id: u64,
     fixups: Vec<(u32, Fixup)>,
-    /// The image relocated for each slot, made the first time it is asked
-    /// for: an upload copies it, it does not relocate it again.
-    relocated: [OnceLock<Box<[u8]>>; KERNEL_SLOTS as usize],
 }
 
 impl KernelImage {
@@ -140,7 +136,7 @@ impl KernelImage {
             return Err("no relocations kept: kernels must be linked with --emit-relocs (linker/kernel.x)".into());
         }
         let build_id = fnv1a(name.as_bytes()) ^ fnv1a(&image).rotate_left(17);
-        Ok(Self { name: name.to_owned(), image, build_id, fixups, relocated: Default::default() })
+        Ok(Self { name: name.to_owned(), image, build_id, fixups })
     }
 
     /// The same image under another name, as a distinct kernel (another
@@ -160,18 +156,24 @@ impl KernelImage {
     }
 
     /// The image as it must lie in kernel text slot `slot`.
-    pub fn for_slot(&self, slot: u32) -> &[u8] {
+    pub fn for_slot(&self, slot: u32) -> Vec<u8> {
+        let mut out = vec![0; self.image.len()];
+        self.write_for_slot(slot, &mut out);
+        out
+    }
+
+    /// Writes the image as it must lie in kernel text slot `slot` into `out`
+    /// (`len()` bytes): one copy, then the fixups in place, so an upload
+    /// relocates straight into the issue queue.
+    pub fn write_for_slot(&self, slot: u32, out: &mut [u8]) {
         assert!(slot < KERNEL_SLOTS, "kernel slot {slot} of {KERNEL_SLOTS}");
-        self.relocated[slot as usize].get_or_init(|| {
-            let delta = kernel_slot(slot) - KERNEL_TEXT_ADDR;
-            let mut out = self.image.clone();
-            for &(at, _) in &self.fixups {
-                let at = at as usize;
-                let word = u32::from_le_bytes(out[at..at + 4].try_into().expect("4 bytes"));
-                out[at..at + 4].copy_from_slice(&word.wrapping_add(delta).to_le_bytes());
-            }
-            out.into()
-        })
+        let delta = kernel_slot(slot) - KERNEL_TEXT_ADDR;
+        out.copy_from_slice(&self.image);
+        for &(at, _) in &self.fixups {
+            let at = at as usize;
+            let word = u32::from_le_bytes(out[at..at + 4].try_into().expect("4 bytes"));
+            out[at..at + 4].copy_from_slice(&word.wrapping_add(delta).to_le_bytes());
+        }
     }
 }
 
@@ -179,13 +181,7 @@ impl KernelImage {
 impl KernelImage {
     /// A 16-byte image with no fixups, for host-side tests.
     pub(crate) fn test_image(name: &str) -> Self {
-        Self {
-            name: name.into(),
-            image: vec![0; 16],
-            build_id: fnv1a(name.as_bytes()),
-            fixups: Vec::new(),
-            relocated: Default::default(),
-        }
+        Self { name: name.into(), image: vec![0; 16], build_id: fnv1a(name.as_bytes()), fixups: Vec::new() }
     }
 }
 
@@ -205,7 +201,6 @@ mod tests {
             image: vec![0; 16],
             build_id: 0,
             fixups: vec![(0, Fixup::Word), (4, Fixup::Hi20)],
-            relocated: Default::default(),
         };
         k.image[0..4].copy_from_slice(&(KERNEL_TEXT_ADDR + 8).to_le_bytes());
         // lui a0, %hi(KERNEL_TEXT_ADDR)

@@ -72,7 +72,7 @@ impl CommandQueue<'_> {
             for g in plan.groups.iter().filter(|g| g.kernel == k) {
                 for core in ProgramState::range_cores(program, k, g.range) {
                     let at = |a: u32| NocAddr::unicast(noc::worker(core.0, core.1), a as u64);
-                    if let Some(img) = image {
+                    if let Some(img) = &image {
                         be.write(at(slot_addr(*choice)), img)?;
                     }
                     if g.common_count > 0 {
@@ -147,9 +147,12 @@ fn write_program(w: &mut DispatchWriter<'_>, program: &Program, plan: &Plan) -> 
         if !choice.upload {
             continue;
         }
-        let image = program.kernels[k].image.for_slot(choice.slot);
+        let image = &program.kernels[k].image;
         for range in &program.kernels[k].ranges {
-            w.write_linear(range.noc(slot_addr(*choice)), image)?;
+            // Relocated as it is written into the stream: one copy.
+            w.write_linear_with(range.noc(slot_addr(*choice)), image.len(), |out| {
+                image.write_for_slot(choice.slot, out)
+            })?;
         }
     }
     for g in &plan.groups {

@@ -181,7 +181,7 @@ fn measure(p: &Point, n: u32, seed: u64, copy: &mut CopyBound) -> Result<Row> {
         }
         cq.finish()?;
         let cycles = (dev.now() - c0) as f64 / (replays * per_trace) as f64;
-        let host = host_time(&mut dev, copy, per_trace, |cq, _| cq.execute_trace(&trace))?;
+        let host = host_time(&mut dev, copy, per_trace, 1, |cq, _| cq.execute_trace(&trace))?;
         (cycles, host)
     } else {
         let mut cq = dev.cq(0)?;
@@ -199,8 +199,9 @@ fn measure(p: &Point, n: u32, seed: u64, copy: &mut CopyBound) -> Result<Row> {
         let cycles = (dev.now() - c0) as f64 / n as f64;
         // Carry on through the programs where the loop above left off, so
         // that uncached points keep uploading every program.
-        let host =
-            host_time(&mut dev, copy, 1, |cq, i| cq.enqueue_program(&programs[(n + i) as usize % programs.len()]))?;
+        let host = host_time(&mut dev, copy, 1, programs.len(), |cq, i| {
+            cq.enqueue_program(&programs[(n + i) as usize % programs.len()])
+        })?;
         (cycles, host)
     };
     Ok(Row {
@@ -232,14 +233,16 @@ struct HostTime {
 }
 
 /// Host time per program of `call` (the `i`th enqueue or replay on CQ0,
-/// `programs` programs each): the median of `HOST_ROUNDS` timed batches,
+/// `programs` programs each, cycling through `sources` distinct ones): the median of `HOST_ROUNDS` timed batches,
 /// each started with the device drained and sized to fit the issue and
 /// fetch queues, so the host never waits for the device inside the timer.
 /// The embedded simulator runs only when the host waits, and a round whose
 /// device clock moved is refused: no device time is counted as host time.
 fn host_time(
     dev: &mut Device,
+    copy: &mut CopyBound,
     programs: u32,
+    sources: usize,
     mut call: impl FnMut(&mut CommandQueue<'_>, u32) -> Result<(), DriverError>,
 ) -> Result<HostTime> {
     let (issue, fetch) = (dev.config().issue_size, dev.config().fetch_entries);
@@ -274,7 +277,7 @@ fn host_time(
     Ok(HostTime {
         us_per_program: rounds[rounds.len() / 2],
         bytes_per_program: per_call as f64 / programs as f64,
-        memcpy_us_per_program: copy.us(per_call as usize, batch as usize, issue as usize) / programs as f64,
+        memcpy_us_per_program: copy.us(per_call as usize, batch as usize, issue as usize, sources) / programs as f64,
     })
 }
 
@@ -295,10 +298,12 @@ impl CopyBound {
         Self { evict: vec![0; 2 * last_level_cache().unwrap_or(32 << 20)] }
     }
 
-    /// Microseconds per copy of `bytes`, in batches of `batch`.
-    fn us(&mut self, bytes: usize, batch: usize, ring: usize) -> f64 {
+    /// Microseconds per copy of `bytes`, in batches of `batch`, from
+    /// `sources` buffers in turn (one per distinct program the point cycles
+    /// through: their bytes are as cold as the programs').
+    fn us(&mut self, bytes: usize, batch: usize, ring: usize, sources: usize) -> f64 {
         let bytes = bytes.clamp(1, ring);
-        let src: Vec<u8> = (0..bytes).map(|i| i as u8).collect();
+        let srcs: Vec<Vec<u8>> = (0..sources.max(1)).map(|s| (0..bytes).map(|i| (i + s) as u8).collect()).collect();
         let mut dst = vec![0xa5u8; ring];
         let mut at = 0;
         let mut rounds: Vec<f64> = (0..HOST_ROUNDS)
@@ -308,11 +313,11 @@ impl CopyBound {
                 }
                 std::hint::black_box(&mut self.evict);
                 let t0 = Instant::now();
-                for _ in 0..batch {
+                for i in 0..batch {
                     if at + bytes > ring {
                         at = 0;
                     }
-                    dst[at..at + bytes].copy_from_slice(std::hint::black_box(&src));
+                    dst[at..at + bytes].copy_from_slice(std::hint::black_box(&srcs[i % srcs.len()]));
                     at += bytes;
                 }
                 std::hint::black_box(&mut dst);
