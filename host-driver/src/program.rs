@@ -26,7 +26,8 @@ pub struct KernelSpec {
     /// Rectangles it runs on (each becomes one kernel group).
     pub ranges: Vec<CoreRange>,
     /// Per range: the unique args of its cores, row-major, each core's
-    /// zero-padded to `unique_count` words (cores without args get zeroes).
+    /// zero-padded to `unique_count` words (cores without args get zeroes);
+    /// empty until a core is given some.
     unique: Vec<Vec<u8>>,
     /// Per range: how many words each core (row-major) was given.
     unique_lens: Vec<Vec<u16>>,
@@ -41,8 +42,9 @@ impl KernelSpec {
         Self {
             image,
             ranges: ranges.to_vec(),
-            unique: vec![Vec::new(); ranges.len()],
-            unique_lens: ranges.iter().map(|r| vec![0; r.count() as usize]).collect(),
+            // Laid out by the first `set_unique` (most programs have none).
+            unique: Vec::new(),
+            unique_lens: Vec::new(),
             unique_count: 0,
             common: Vec::new(),
         }
@@ -63,6 +65,9 @@ impl KernelSpec {
     pub fn unique_args(&self, core: (u8, u8)) -> Option<Vec<u32>> {
         let (r, i) = self.core_index(core)?;
         let n = self.unique_count as usize;
+        if n == 0 {
+            return Some(Vec::new());
+        }
         Some(words(&self.unique[r][4 * n * i..4 * n * (i + 1)]))
     }
 
@@ -90,6 +95,10 @@ impl KernelSpec {
 
     /// Sets core `i` of range `r` to `args` (at most `MAX_UNIQUE_ARGS` words).
     fn set_unique(&mut self, r: usize, i: usize, args: &[u32]) {
+        if self.unique_lens.is_empty() {
+            self.unique = vec![Vec::new(); self.ranges.len()];
+            self.unique_lens = self.ranges.iter().map(|r| vec![0; r.count() as usize]).collect();
+        }
         self.unique_lens[r][i] = args.len() as u16;
         let count = self.unique_lens.iter().flatten().copied().max().unwrap_or(0) as u32;
         if count != self.unique_count {
@@ -275,5 +284,9 @@ mod tests {
         assert_eq!(super::words(spec.unique_block(1)), vec![50]);
         assert_eq!(spec.unique_args((0, 1)), Some(vec![0]));
         assert_eq!(spec.unique_args((4, 4)), None);
+        // A kernel never given unique args has none, on every core.
+        let mut q = Program::new();
+        q.add_kernel(image(), &ranges).unwrap();
+        assert_eq!((q.kernels()[0].unique_count(), q.kernels()[0].unique_args((2, 1))), (0, Some(vec![])));
     }
 }
