@@ -695,8 +695,8 @@ mod tests {
         };
         let mut backend = super::super::backend::TtKmdBackend::new(sim.open(OpenFlags::default()).unwrap(), &cfg)
             .expect("the tt-kmd backend on the simulator");
-        let at = (CqSysmemLayout::for_cq(0, cfg.issue_size, cfg.completion_size).header()
-            + COMPLETION_WR_PTR as u64) as usize;
+        let at = (CqSysmemLayout::for_cq(0, cfg.issue_size, cfg.completion_size).header() + COMPLETION_WR_PTR as u64)
+            as usize;
         let file = open_rw(&sim.dir.join("sysmem")).unwrap();
         let map = Arc::new(MmapOptions::new().len(at + 4).map_raw(&file).unwrap());
         let mut device = SharedRegion::new(&map, 0, at + 4);
