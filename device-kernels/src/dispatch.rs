@@ -40,7 +40,35 @@ pub struct Dispatcher<'p, P: Platform> {
     launch_expected: [u32; LAUNCH_RING_ENTRIES as usize],
     /// Writes to workers issued since the last barrier (a launch must not
     /// overtake them).
-    worker_writes: bool,
+    worker_writes: WorkerWrites,
+    /// Ring pages finished with but maybe still being read by writes: the
+    /// absolute page count up to which they may be released, and the
+    /// `writes_issued` mark those writes must have left by.
+    unreleased: Option<(u64, u32)>,
+}
+
+/// What was written towards workers since the last barrier.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum WorkerWrites {
+    None,
+    /// Only multicasts to this one rectangle (`NocAddr` with local 0): a
+    /// launch to the same rectangle takes their route and lands after them
+    /// (`cqlab_sim::noc`, rule 1), so it needs no barrier.
+    Multicast(u64),
+    /// Anything else: a launch waits until they have landed.
+    Any,
+}
+
+impl WorkerWrites {
+    fn add(self, dst: NocAddr) -> Self {
+        let rect = dst.with_local(0).0;
+        match self {
+            _ if !dst.is_multicast() => WorkerWrites::Any,
+            WorkerWrites::None => WorkerWrites::Multicast(rect),
+            WorkerWrites::Multicast(r) if r == rect => self,
+            _ => WorkerWrites::Any,
+        }
+    }
 }
 
 impl<'p, P: Platform> Dispatcher<'p, P> {
@@ -60,7 +88,8 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             commands: 0,
             launches: 0,
             launch_expected: [0; LAUNCH_RING_ENTRIES as usize],
-            worker_writes: false,
+            worker_writes: WorkerWrites::None,
+            unreleased: None,
         }
     }
 
@@ -88,18 +117,17 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     }
 
     fn execute(&mut self, header: DispatchHeader, addr: u32) {
-        if matches!(
-            header,
-            DispatchHeader::WriteLinear(_)
-                | DispatchHeader::WritePaged(_)
-                | DispatchHeader::WritePacked(_)
-                | DispatchHeader::Go(_)
-        ) {
-            self.worker_writes = true;
+        match header {
+            DispatchHeader::WriteLinear(_) | DispatchHeader::Launch(_) => {}
+            DispatchHeader::WritePaged(_) | DispatchHeader::WritePacked(_) | DispatchHeader::Go(_) => {
+                self.worker_writes = WorkerWrites::Any
+            }
+            _ => {}
         }
         match header {
             DispatchHeader::WriteLinear(cmd) => {
                 let dst = NocAddr(cmd.dst).offset(self.write_offset as u64);
+                self.worker_writes = self.worker_writes.add(dst);
                 self.stream(cmd.length, |p, local, off, n| p.noc_write(local, dst.offset(off as u64), n));
             }
             DispatchHeader::WritePaged(cmd) => {
@@ -136,6 +164,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             DispatchHeader::Launch(cmd) => self.launch(NocAddr(cmd.dst), cmd.length as u32),
             DispatchHeader::SetWriteOffset(v) => self.write_offset = v,
             DispatchHeader::Delay(cycles) => {
+                self.release_pages_now();
                 let start = self.p.cycle();
                 wait_until(self.p, DLY, |p| p.cycle().wrapping_sub(start) >= cycles as u64);
             }
@@ -149,7 +178,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                 }
             }
             DispatchHeader::Terminate => {
-                self.release_pages();
+                self.release_pages_now();
                 crate::report::exit(self.p, self.commands);
             }
         }
@@ -169,7 +198,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         let workers = (e.x - s.x + 1) as u32 * (e.y - s.y + 1) as u32;
         let entry_slot = (n % LAUNCH_RING_ENTRIES) as usize;
         self.launch_expected[entry_slot] = self.launch_expected[entry_slot].wrapping_add(workers);
-        if self.worker_writes {
+        if self.worker_writes != WorkerWrites::None && self.worker_writes != WorkerWrites::None.add(dst) {
             self.barrier();
         }
         let entry = dst.with_local(launch_entry(self.cfg.cq_id, n) as u64);
@@ -205,7 +234,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     /// another destination (GO to workers, WAIT with BARRIER).
     fn barrier(&mut self) {
         crate::report::wait_writes(self.p);
-        self.worker_writes = false;
+        self.worker_writes = WorkerWrites::None;
     }
 
     /// Every write has left L1: before its source (ring pages, SCRATCH) is
@@ -218,6 +247,11 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     /// Waits until `n` bytes (at most the ring size) are in the ring.
     fn wait_readable(&mut self, n: u32) {
         let read = self.read;
+        if readable(read, self.filled()) >= n {
+            return;
+        }
+        // The prefetcher may need the pages we hold to send more.
+        self.release_pages_now();
         wait_until(self.p, UAPW, |p| readable(read, p.semaphore(sem::RING_UNITS_FILLED)) >= n);
     }
 
@@ -225,20 +259,69 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         self.read += n as u64;
     }
 
-    /// Returns finished pages to the prefetcher, once every write that read
+    /// Returns finished pages to the prefetcher once every write that read
     /// from them has left them (sent; landing is not needed to reuse them).
+    /// Does not wait: pages whose writes are still leaving go back on a
+    /// later call, so the dispatcher goes on issuing writes meanwhile.
+    #[inline(always)]
     fn release_pages(&mut self) {
+        // In batches of an eighth of the ring: each return costs an atomic
+        // and a trace record, and the prefetcher has the rest to fill.
+        // (Known bug 2 keeps returning pages as early as it can.)
+        let batch = if cfg!(feature = "bug-release-before-ack") { 1 } else { self.ring.pages / 8 };
+        if self.unreleased.is_some() || self.ring.releasable(self.read, self.released) >= batch {
+            self.release(false);
+        }
+    }
+
+    /// Returns every finished page, waiting for the writes that read from
+    /// them: before the dispatcher itself waits for anything.
+    fn release_pages_now(&mut self) {
+        self.release(true);
+    }
+
+    fn release(&mut self, wait: bool) {
         // Known bug 2 returns the page being read too, without waiting for
         // the writes sourced from it: the prefetcher may overwrite live data.
         #[cfg(feature = "bug-release-before-ack")]
-        let pages = self.ring.releasable(self.read.next_multiple_of(self.ring.page_size as u64), self.released);
-        #[cfg(not(feature = "bug-release-before-ack"))]
-        let pages = self.ring.releasable(self.read, self.released);
-        if pages == 0 {
-            return;
+        {
+            let _ = wait;
+            let next = self.read.next_multiple_of(self.ring.page_size as u64);
+            let pages = self.ring.releasable(next, self.released);
+            if pages > 0 {
+                self.return_pages(pages);
+            }
         }
         #[cfg(not(feature = "bug-release-before-ack"))]
-        self.wait_sent();
+        {
+            if let Some((upto, mark)) = self.unreleased {
+                if wait {
+                    crate::report::wait_sent_until(self.p, mark);
+                }
+                if !wrap_ge(self.p.writes_sent_count(), mark) {
+                    return;
+                }
+                self.unreleased = None;
+                self.return_pages((upto - self.released) as u32);
+            }
+            let pages = self.ring.releasable(self.read, self.released);
+            if pages == 0 {
+                return;
+            }
+            // Every write issued so far is all that can still read them.
+            let mark = self.p.writes_issued();
+            if wait {
+                crate::report::wait_sent_until(self.p, mark);
+            }
+            if wrap_ge(self.p.writes_sent_count(), mark) {
+                self.return_pages(pages);
+            } else {
+                self.unreleased = Some((self.released + pages as u64, mark));
+            }
+        }
+    }
+
+    fn return_pages(&mut self, pages: u32) {
         let freed =
             NocAddr::unicast(self.prefetcher, (mmio::MMIO_BASE + mmio::semaphore(sem::RING_PAGES_FREED)) as u64);
         self.p.noc_atomic_inc(freed, pages);
@@ -328,7 +411,10 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         }
         let wr = self.completion_wr;
         let free = |p: &mut P| size - RingPtr::used(wr, RingPtr(p.read_u32(COMPLETION_RD_PTR)), size);
-        wait_until(self.p, QRBW, |p| free(p) >= record);
+        if free(self.p) < record {
+            self.release_pages_now();
+            wait_until(self.p, QRBW, |p| free(p) >= record);
+        }
         let kind = if event { CompletionKind::Event } else { CompletionKind::Data };
         let header = CompletionHeader {
             kind: kind as u8,
@@ -398,6 +484,9 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             trace(self.p, TraceKind::WaitTarget, flags.bits() as u32, addr);
             trace(self.p, TraceKind::WaitBegin, count, observed);
             let w = if counter && addr == sem::WORKERS_DONE { WCW } else { PWW };
+            if !condition_holds(observed, count, counter) {
+                self.release_pages_now();
+            }
             wait_until(self.p, w, |p| condition_holds(value(p), count, counter));
             let observed = value(self.p);
             waypoint(self.p, PWD);

@@ -4,6 +4,7 @@
 
 use crate::cq_config::{setup, CqSetup};
 use crate::platform::Platform;
+use crate::replay::Replay;
 use crate::report::{fail, trace, wait_until, waypoint};
 use crate::ring::{split_at_wrap, RingGeometry};
 use crate::{device_error, read_header};
@@ -34,6 +35,10 @@ pub struct Prefetcher<'p, P: Platform> {
     written: u64,
     /// 16-byte units written but not yet signalled to the dispatcher.
     unflushed_units: u32,
+    /// Relay pieces not signalled yet, oldest first: their units and the
+    /// `writes_issued` mark each left with. A piece is signalled once it
+    /// has left, while the pieces after it keep the NOC interface busy.
+    posted: Posted,
     /// STALL commands executed (the dispatcher's releases must catch up).
     stalls: u32,
     commands: u32,
@@ -52,6 +57,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             issue_rd: RingPtr::default(),
             written: 0,
             unflushed_units: 0,
+            posted: Posted::default(),
             stalls: 0,
             commands: 0,
         }
@@ -107,7 +113,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             #[cfg(not(feature = "bug-early-fetch-release"))]
             self.publish_pointers();
             trace(self.p, TraceKind::FetchConsumed, raw, index);
-            self.run_commands(chunk_buffer(buf), len, entry.stall(), false);
+            self.run_commands(chunk_buffer(buf), len, entry.stall(), None);
             buf = (buf + 1) % CHUNK_BUFFERS;
         }
     }
@@ -173,12 +179,20 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         self.p.noc_write(SCRATCH + 4, NocAddr::unicast(PCIE, header + FETCH_RD_COUNT as u64), 4);
     }
 
-    /// Runs the prefetch commands in `len` bytes of L1 at `base`. In a
-    /// replayed trace (`in_trace`) it returns at EXEC_BUF_END.
-    fn run_commands(&mut self, base: u32, len: u32, stall_entry: bool, in_trace: bool) {
+    /// Runs the prefetch commands in `len` bytes of L1 at `base` (a chunk),
+    /// or, with `replay`, those of a replayed trace streaming through
+    /// `TRACE_AREA`, returning at its EXEC_BUF_END.
+    fn run_commands(&mut self, base: u32, len: u32, stall_entry: bool, mut replay: Option<&mut Replay>) {
         let mut off = 0;
         while off < len {
-            let addr = base + off;
+            let addr = match replay.as_deref_mut() {
+                Some(r) => {
+                    // Commands are 64-byte aligned: a header never straddles windows.
+                    r.land(self.p, off + 16);
+                    r.local(off)
+                }
+                None => base + off,
+            };
             let h = read_header(self.p, addr);
             let header = match PrefetchHeader::parse(&h) {
                 Ok(h) => h,
@@ -192,7 +206,22 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             trace(self.p, TraceKind::CmdStart, id, stride);
             self.commands = self.commands.wrapping_add(1);
             match header {
-                PrefetchHeader::RelayInline { flush, cmd } => self.relay_local(addr + 16, cmd.length, flush),
+                PrefetchHeader::RelayInline { flush, cmd } => match replay.as_deref_mut() {
+                    Some(r) => {
+                        let (mut at, end) = (off + 16, off + 16 + cmd.length);
+                        while at < end {
+                            let n = r.in_window(at, end - at);
+                            r.land(self.p, at + n);
+                            self.relay_local(r.local(at), n, false);
+                            at += n;
+                        }
+                        r.read_ahead(self.p);
+                        // A flush is owed rather than waited for: the pieces
+                        // still leaving stay posted (see `signal_sent`).
+                        let _ = flush;
+                    }
+                    None => self.relay_local(addr + 16, cmd.length, flush),
+                },
                 PrefetchHeader::RelayLinear(cmd) => {
                     self.relay_remote(NocAddr(cmd.src), cmd.length);
                     self.flush();
@@ -212,32 +241,42 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     if !stall_entry {
                         fail(self.p, DeviceError::ExecBufWithoutStall, addr, id, off, len);
                     }
-                    if in_trace {
+                    if replay.is_some() {
                         fail(self.p, DeviceError::NestedExecBuf, addr, id, off, len);
                     }
                     let total = cmd.pages as u64 * cmd.page_size as u64;
-                    if total > TRACE_AREA.size as u64 {
-                        fail(self.p, DeviceError::TooLarge, addr, cmd.pages, off, len);
-                    }
+                    let Some(mut r) = Replay::new(cmd.base_addr, cmd.page_size, cmd.pages, self.cfg.dram_banks)
+                        .filter(|_| total <= u32::MAX as u64)
+                    else {
+                        fail(self.p, DeviceError::TooLarge, addr, cmd.page_size, off, len)
+                    };
                     // The previous replay's inline relays may still be
                     // sending from the trace area.
                     self.wait_writes_sent();
-                    for page in 0..cmd.pages {
-                        let src = self.dram_page(cmd.base_addr, page, cmd.page_size);
-                        self.p.noc_read(src, TRACE_AREA.base + page * cmd.page_size, cmd.page_size);
-                    }
-                    self.wait_reads();
-                    self.run_commands(TRACE_AREA.base, total as u32, true, true);
+                    self.run_commands(TRACE_AREA.base, total as u32, true, Some(&mut r));
                 }
                 PrefetchHeader::ExecBufEnd => {
-                    if !in_trace {
+                    if replay.is_none() {
                         fail(self.p, DeviceError::UnexpectedExecBufEnd, addr, id, off, len);
                     }
                     trace(self.p, TraceKind::CmdEnd, id, stride);
                     return;
                 }
                 PrefetchHeader::Debug(cmd) => {
-                    let found = l1_checksum(self.p, addr + 16, cmd.length);
+                    let found = match replay.as_deref_mut() {
+                        Some(r) => {
+                            let (mut at, end, mut sum) = (off + 16, off + 16 + cmd.length, 0u32);
+                            while at < end {
+                                // Pieces of whole words: a window holds a multiple of 16 bytes.
+                                let n = r.in_window(at, end - at);
+                                r.land(self.p, at + n);
+                                sum = sum.wrapping_add(l1_checksum(self.p, r.local(at), n));
+                                at += n;
+                            }
+                            sum
+                        }
+                        None => l1_checksum(self.p, addr + 16, cmd.length),
+                    };
                     if found != cmd.checksum {
                         fail(self.p, DeviceError::BadChecksum, addr, found, off, len);
                     }
@@ -250,9 +289,12 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             trace(self.p, TraceKind::CmdEnd, id, stride);
             off += stride;
         }
-        if in_trace {
+        if replay.is_some() {
             fail(self.p, DeviceError::LengthOverrun, base + len, 0, off, len);
         }
+        // Before the chunk's end (and the waits for the host that follow),
+        // every relayed byte is signalled.
+        self.flush();
     }
 
     fn dram_page(&self, base: u32, page: u32, page_size: u32) -> NocAddr {
@@ -277,19 +319,53 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         self.ring.contiguous(self.written, want.min(writable))
     }
 
-    /// Copies `len` bytes (a multiple of 16) of local L1 into the ring.
+    /// Copies `len` bytes (a multiple of 16) of local L1 into the ring, in
+    /// as few writes as the ring's contiguous free space allows (the HAL
+    /// splits them into NOC packets). Each piece is signalled to the
+    /// dispatcher as soon as it has left (per-write counters, not a drain of
+    /// everything), so the dispatcher forwards it while the next one is
+    /// still on its way.
     fn relay_local(&mut self, src: u32, len: u32, flush: bool) {
         let mut done = 0;
         while done < len {
             let n = self.ring_space(len - done);
             let dst = NocAddr::unicast(self.dispatcher, self.ring.local(self.written) as u64);
             self.p.noc_write(src + done, dst, n);
+            let mark = self.p.writes_issued();
             self.written += n as u64;
-            self.unflushed_units += n / 16;
             done += n;
+            self.unflushed_units += n / 16;
+            if self.posted.len == POSTED {
+                // Rule 2 of `cqlab_sim::noc`: an atomic follows the writes
+                // of its route that had left when it issued.
+                let (_, oldest) = self.posted.entries[self.posted.head as usize];
+                crate::report::wait_sent_until(self.p, oldest);
+            }
+            self.signal_sent();
+            self.posted.push(n / 16, mark);
         }
         if flush {
             self.flush();
+        }
+    }
+
+    /// Signals every posted piece that has left by now, in one increment;
+    /// does not wait. A replayed relay's flush is owed rather than waited
+    /// for: its pieces still leaving stay posted and are signalled here, at
+    /// the next relay piece, so the NOC interface does not drain between
+    /// back-to-back relays. Every wait of the prefetcher that depends on
+    /// the dispatcher or the host (ring space, STALL, the fetch queue after
+    /// a chunk) flushes fully first; its NOC-only waits (reads landing,
+    /// writes leaving) end on their own.
+    fn signal_sent(&mut self) {
+        if self.posted.len == 0 {
+            return;
+        }
+        let sent = self.p.writes_sent_count();
+        let units = self.posted.pop_sent(sent);
+        if units > 0 {
+            self.signal(units);
+            self.unflushed_units -= units;
         }
     }
 
@@ -316,14 +392,20 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// (`cqlab_sim::noc`, rules 1 and 2): waiting for *sent* is enough, as
     /// tt-metal's prefetcher flushes before its semaphore increment.
     fn flush(&mut self) {
+        self.posted = Posted::default();
         if self.unflushed_units == 0 {
             return;
         }
         self.wait_writes_sent();
+        self.signal(self.unflushed_units);
+        self.unflushed_units = 0;
+    }
+
+    /// Adds `units` to the dispatcher's filled count.
+    fn signal(&mut self, units: u32) {
         let filled =
             NocAddr::unicast(self.dispatcher, (mmio::MMIO_BASE + mmio::semaphore(sem::RING_UNITS_FILLED)) as u64);
-        self.p.noc_atomic_inc(filled, self.unflushed_units);
-        self.unflushed_units = 0;
+        self.p.noc_atomic_inc(filled, units);
     }
 
     /// STALL: wait until the dispatcher has released as many stalls as were issued.
@@ -337,6 +419,42 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         let observed = self.p.semaphore(sem::STALL_RELEASE);
         waypoint(self.p, PSD);
         trace(self.p, TraceKind::StallEnd, target, observed);
+    }
+}
+
+/// Relay pieces in flight that the prefetcher may post before it waits for
+/// the oldest to leave.
+const POSTED: u32 = 4;
+
+/// A small FIFO of posted relay pieces: (units, `writes_issued` mark).
+#[derive(Clone, Copy, Default)]
+struct Posted {
+    entries: [(u32, u32); POSTED as usize],
+    head: u32,
+    len: u32,
+}
+
+impl Posted {
+    fn push(&mut self, units: u32, mark: u32) {
+        debug_assert!(self.len < POSTED);
+        self.entries[((self.head + self.len) % POSTED) as usize] = (units, mark);
+        self.len += 1;
+    }
+
+    /// Removes the pieces whose writes have left (`sent` has reached their
+    /// mark) and returns their units.
+    fn pop_sent(&mut self, sent: u32) -> u32 {
+        let mut units = 0;
+        while self.len > 0 {
+            let (u, mark) = self.entries[self.head as usize];
+            if !wrap_ge(sent, mark) {
+                break;
+            }
+            units += u;
+            self.head = (self.head + 1) % POSTED;
+            self.len -= 1;
+        }
+        units
     }
 }
 

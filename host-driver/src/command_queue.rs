@@ -15,7 +15,7 @@ use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
 use cqlab_abi::fetch_queue::{self, FetchEntry};
 use cqlab_abi::mailbox;
-use cqlab_abi::memory_map::{MAX_CHUNK, TRACE_AREA};
+use cqlab_abi::memory_map::MAX_CHUNK;
 use cqlab_abi::mmio::sem;
 use cqlab_abi::noc::{self, Coord, NocAddr};
 use cqlab_abi::prefetch::PagedFlags;
@@ -636,13 +636,10 @@ impl CommandQueue<'_> {
         self.host().program_launches = start;
         self.host().waited_launch = waited;
         bytes.extend(chunk(64, |e| e.exec_buf_end())?);
-        if bytes.len() > TRACE_AREA.size as usize {
-            return Err(DriverError::OutOfRange {
-                what: "trace",
-                detail: format!("{} bytes, the prefetcher replays at most {}", bytes.len(), TRACE_AREA.size),
-            });
-        }
-        let page_size = 1024;
+        // The prefetcher streams a trace through its trace area window by
+        // window (`memory_map::TRACE_WINDOW`, which whole NOC packets divide),
+        // one DRAM read per page: a trace of any length replays.
+        let page_size = cqlab_abi::mmio::NOC_MAX_PACKET as usize;
         let buffer = self.dev.alloc_dram(bytes.len().next_multiple_of(page_size) as u32, page_size as u32)?;
         bytes.resize(buffer.size as usize, 0);
         self.write_buffer(&buffer, 0, &bytes)?;
