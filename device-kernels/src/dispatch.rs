@@ -4,7 +4,7 @@
 
 use crate::cq_config::{setup, CqSetup};
 use crate::platform::Platform;
-use crate::report::{fail, trace, wait_until, waypoint};
+use crate::report::{fail, wait_until, waypoint};
 use crate::ring::{readable, split_at_wrap, RingGeometry};
 use crate::{device_error, read_header};
 use cqlab_abi::completion::{record_size, CompletionHeader, CompletionKind};
@@ -45,6 +45,10 @@ pub struct Dispatcher<'p, P: Platform> {
     /// absolute page count up to which they may be released, and the
     /// `writes_issued` mark those writes must have left by.
     unreleased: Option<(u64, u32)>,
+    /// The trace ring, of which the dispatcher is the only writer once
+    /// running: a record costs its stores (no L1 load, no division).
+    records: crate::trace::Cursor,
+    core: u16,
 }
 
 /// What was written towards workers since the last barrier.
@@ -74,6 +78,7 @@ impl WorkerWrites {
 impl<'p, P: Platform> Dispatcher<'p, P> {
     pub fn new(p: &'p mut P, cfg: CqConfig) -> Self {
         let CqSetup { ring, sysmem } = setup(p, &cfg);
+        let (records, core) = (crate::trace::Cursor::take(p), p.core_xy() as u16);
         Self {
             p,
             cfg,
@@ -90,6 +95,8 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             launch_expected: [0; LAUNCH_RING_ENTRIES as usize],
             worker_writes: WorkerWrites::None,
             unreleased: None,
+            records,
+            core,
         }
     }
 
@@ -105,14 +112,14 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             };
             let id = header.id() as u32;
             let size = 16 + header.payload_len() as u32;
-            trace(self.p, TraceKind::CmdStart, id, size);
+            self.trace(TraceKind::CmdStart, id, size);
             self.commands = self.commands.wrapping_add(1);
             self.consume(16);
             self.execute(header, addr);
             // Header-only commands (WAIT, GO, DELAY...) finish pages too: a
             // long run of them must not starve the prefetcher of credits.
             self.release_pages();
-            trace(self.p, TraceKind::CmdEnd, id, size);
+            self.trace(TraceKind::CmdEnd, id, size);
         }
     }
 
@@ -182,6 +189,12 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                 crate::report::exit(self.p, self.commands);
             }
         }
+    }
+
+    /// Appends a trace record (`report::trace`, through the cursor).
+    fn trace(&mut self, kind: TraceKind, arg0: u32, arg1: u32) {
+        let cycle = self.p.cycle();
+        self.records.record(self.p, self.core, cycle, kind, arg0, arg1);
     }
 
     /// LAUNCH: once every earlier write to workers (kernel text, args) is
@@ -326,7 +339,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             NocAddr::unicast(self.prefetcher, (mmio::MMIO_BASE + mmio::semaphore(sem::RING_PAGES_FREED)) as u64);
         self.p.noc_atomic_inc(freed, pages);
         self.released += pages as u64;
-        trace(self.p, TraceKind::CreditsReleased, pages, self.released as u32);
+        self.trace(TraceKind::CreditsReleased, pages, self.released as u32);
     }
 
     /// Streams a payload of `len` bytes (padded to 16 in the ring) through
@@ -442,7 +455,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             self.p.write_u32(SCRATCH + 24, cycle as u32);
             self.p.write_u32(SCRATCH + 28, (cycle >> 32) as u32);
             self.p.noc_write(SCRATCH + 16, NocAddr::unicast(PCIE, ring_addr(0)), 16);
-            trace(self.p, TraceKind::Event, self.p.read_u32(local), self.cfg.cq_id);
+            self.trace(TraceKind::Event, self.p.read_u32(local), self.cfg.cq_id);
             self.consume(16);
             self.release_pages();
         } else {
@@ -462,7 +475,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         self.p.write_u32(SCRATCH, self.completion_wr.0);
         let ptr = NocAddr::unicast(PCIE, self.sysmem.header() + COMPLETION_WR_PTR as u64);
         self.p.noc_write(SCRATCH, ptr, 4);
-        trace(self.p, TraceKind::CompletionWrite, record, self.completion_wr.0);
+        self.trace(TraceKind::CompletionWrite, record, self.completion_wr.0);
     }
 
     /// WAIT: optional barrier, optional wait on memory or a counter, then
@@ -481,8 +494,8 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         if counter || flags.contains(WaitFlags::WAIT_MEMORY) {
             let value = |p: &mut P| if counter { p.semaphore(addr) } else { p.read_u32(addr) };
             let observed = value(self.p);
-            trace(self.p, TraceKind::WaitTarget, flags.bits() as u32, addr);
-            trace(self.p, TraceKind::WaitBegin, count, observed);
+            self.trace(TraceKind::WaitTarget, flags.bits() as u32, addr);
+            self.trace(TraceKind::WaitBegin, count, observed);
             let w = if counter && addr == sem::WORKERS_DONE { WCW } else { PWW };
             if !condition_holds(observed, count, counter) {
                 self.release_pages_now();
@@ -490,7 +503,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             wait_until(self.p, w, |p| condition_holds(value(p), count, counter));
             let observed = value(self.p);
             waypoint(self.p, PWD);
-            trace(self.p, TraceKind::WaitEnd, count, observed);
+            self.trace(TraceKind::WaitEnd, count, observed);
             if flags.contains(WaitFlags::CLEAR) {
                 if counter {
                     self.p.set_semaphore(addr, observed.wrapping_sub(count));

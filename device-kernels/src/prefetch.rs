@@ -5,7 +5,7 @@
 use crate::cq_config::{setup, CqSetup};
 use crate::platform::Platform;
 use crate::replay::Replay;
-use crate::report::{fail, trace, wait_until, waypoint};
+use crate::report::{fail, wait_until, waypoint};
 use crate::ring::{split_at_wrap, RingGeometry};
 use crate::{device_error, read_header};
 use cqlab_abi::decode::PrefetchHeader;
@@ -42,11 +42,16 @@ pub struct Prefetcher<'p, P: Platform> {
     /// STALL commands executed (the dispatcher's releases must catch up).
     stalls: u32,
     commands: u32,
+    /// The trace ring, of which the prefetcher is the only writer once
+    /// running: a record costs its stores (no L1 load, no division).
+    records: crate::trace::Cursor,
+    core: u16,
 }
 
 impl<'p, P: Platform> Prefetcher<'p, P> {
     pub fn new(p: &'p mut P, cfg: CqConfig) -> Self {
         let CqSetup { ring, sysmem } = setup(p, &cfg);
+        let (records, core) = (crate::trace::Cursor::take(p), p.core_xy() as u16);
         Self {
             p,
             cfg,
@@ -60,7 +65,15 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             posted: Posted::default(),
             stalls: 0,
             commands: 0,
+            records,
+            core,
         }
+    }
+
+    /// Appends a trace record (`report::trace`, through the cursor).
+    fn trace(&mut self, kind: TraceKind, arg0: u32, arg1: u32) {
+        let cycle = self.p.cycle();
+        self.records.record(self.p, self.core, cycle, kind, arg0, arg1);
     }
 
     /// Starts reading the issue queue at `rd` instead of its beginning.
@@ -112,7 +125,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             }
             #[cfg(not(feature = "bug-early-fetch-release"))]
             self.publish_pointers();
-            trace(self.p, TraceKind::FetchConsumed, raw, index);
+            self.trace(TraceKind::FetchConsumed, raw, index);
             self.run_commands(chunk_buffer(buf), len, entry.stall(), None);
             buf = (buf + 1) % CHUNK_BUFFERS;
         }
@@ -203,7 +216,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 fail(self.p, DeviceError::LengthOverrun, addr, stride, off, len);
             }
             let id = header.id() as u32;
-            trace(self.p, TraceKind::CmdStart, id, stride);
+            self.trace(TraceKind::CmdStart, id, stride);
             self.commands = self.commands.wrapping_add(1);
             match header {
                 PrefetchHeader::RelayInline { flush, cmd } => match replay.as_deref_mut() {
@@ -259,7 +272,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     if replay.is_none() {
                         fail(self.p, DeviceError::UnexpectedExecBufEnd, addr, id, off, len);
                     }
-                    trace(self.p, TraceKind::CmdEnd, id, stride);
+                    self.trace(TraceKind::CmdEnd, id, stride);
                     return;
                 }
                 PrefetchHeader::Debug(cmd) => {
@@ -286,7 +299,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     crate::report::exit(self.p, self.commands);
                 }
             }
-            trace(self.p, TraceKind::CmdEnd, id, stride);
+            self.trace(TraceKind::CmdEnd, id, stride);
             off += stride;
         }
         if replay.is_some() {
@@ -314,7 +327,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             wait_until(self.p, DAPW, |p| ring.writable(written, freed(p)) > 0);
             let freed_now = freed(self.p);
             writable = self.ring.writable(self.written, freed_now);
-            trace(self.p, TraceKind::CreditsAcquired, writable / self.ring.page_size, freed_now);
+            self.trace(TraceKind::CreditsAcquired, writable / self.ring.page_size, freed_now);
         }
         self.ring.contiguous(self.written, want.min(writable))
     }
@@ -414,11 +427,11 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         self.stalls = self.stalls.wrapping_add(1);
         let target = self.stalls;
         let observed = self.p.semaphore(sem::STALL_RELEASE);
-        trace(self.p, TraceKind::StallBegin, target, observed);
+        self.trace(TraceKind::StallBegin, target, observed);
         wait_until(self.p, PSW, |p| wrap_ge(p.semaphore(sem::STALL_RELEASE), target));
         let observed = self.p.semaphore(sem::STALL_RELEASE);
         waypoint(self.p, PSD);
-        trace(self.p, TraceKind::StallEnd, target, observed);
+        self.trace(TraceKind::StallEnd, target, observed);
     }
 }
 
