@@ -49,6 +49,8 @@ pub struct Dispatcher<'p, P: Platform> {
     /// running: a record costs its stores (no L1 load, no division).
     records: crate::trace::Cursor,
     core: u16,
+    /// `RING_UNITS_FILLED` as last read (it only grows).
+    filled_seen: u32,
 }
 
 /// What was written towards workers since the last barrier.
@@ -97,6 +99,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             unreleased: None,
             records,
             core,
+            filled_seen: 0,
         }
     }
 
@@ -259,13 +262,26 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
 
     /// Waits until `n` bytes (at most the ring size) are in the ring.
     fn wait_readable(&mut self, n: u32) {
-        let read = self.read;
-        if readable(read, self.filled()) >= n {
+        if self.readable_now(n) >= n {
             return;
         }
         // The prefetcher may need the pages we hold to send more.
         self.release_pages_now();
+        let read = self.read;
         wait_until(self.p, UAPW, |p| readable(read, p.semaphore(sem::RING_UNITS_FILLED)) >= n);
+        self.filled_seen = self.filled();
+    }
+
+    /// Bytes in the ring now; the prefetcher's count is read again only
+    /// when the count last seen shows fewer than `want` (an MMIO load per
+    /// command saved while the ring is ahead).
+    fn readable_now(&mut self, want: u32) -> u32 {
+        let seen = readable(self.read, self.filled_seen);
+        if seen >= want {
+            return seen;
+        }
+        self.filled_seen = self.filled();
+        readable(self.read, self.filled_seen)
     }
 
     fn consume(&mut self, n: u32) {
@@ -350,7 +366,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         let mut done = 0;
         while done < padded {
             self.wait_readable(16);
-            let avail = readable(self.read, self.filled());
+            let avail = self.readable_now(padded - done);
             let n = self.ring.contiguous(self.read, avail.min(padded - done));
             let data = n.min(len.saturating_sub(done));
             if data > 0 {

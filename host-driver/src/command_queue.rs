@@ -637,9 +637,16 @@ impl CommandQueue<'_> {
         self.host().waited_launch = waited;
         bytes.extend(chunk(64, |e| e.exec_buf_end())?);
         // The prefetcher streams a trace through its trace area window by
-        // window (`memory_map::TRACE_WINDOW`, which whole NOC packets divide),
-        // one DRAM read per page: a trace of any length replays.
-        let page_size = cqlab_abi::mmio::NOC_MAX_PACKET as usize;
+        // window (`memory_map::TRACE_WINDOW`, which these page sizes divide),
+        // one DRAM read per page, so a trace of any length replays. Pages
+        // are whole NOC packets where the issue queue can carry one (the
+        // trace is written through it), else halves.
+        let mut page_size = cqlab_abi::mmio::NOC_MAX_PACKET as usize;
+        while page_size > 64
+            && (page_size + 128 > self.host().layout.issue_size as usize || page_size > self.max_inline())
+        {
+            page_size /= 2;
+        }
         let buffer = self.dev.alloc_dram(bytes.len().next_multiple_of(page_size) as u32, page_size as u32)?;
         bytes.resize(buffer.size as usize, 0);
         self.write_buffer(&buffer, 0, &bytes)?;
