@@ -5,22 +5,14 @@
 //! cannot run (not root, no apt, packages not installable) the Slurm test
 //! prints why and skips.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-const CQLAB: &str = env!("CARGO_BIN_EXE_cqlab");
-
-fn firmware_dir() -> PathBuf {
-    std::env::var_os("CQLAB_FIRMWARE_DIR").map(Into::into).unwrap_or_else(|| {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-        target.join("riscv32im-unknown-none-elf/firmware")
-    })
-}
+use support::{firmware_dir, CQLAB};
 
 fn cqlab(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(CQLAB).env("CQLAB_FIRMWARE_DIR", firmware_dir()).args(args).output().unwrap();
+    let out = support::cqlab(args);
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
 }

@@ -3,28 +3,17 @@
 //! into a closed pipe ends quietly, empty input is an error, and a run says
 //! whether its seed matters.
 
+mod support;
+
 use cqlab_abi::encode::Encoder;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::{cqlab, firmware_dir, text, CQLAB};
 
-const CQLAB: &str = env!("CARGO_BIN_EXE_cqlab");
 /// Exit code of a usage error (documented in `cqlab --help`).
 const EXIT_USAGE: i32 = 2;
-
-fn cqlab(args: &[&str]) -> Output {
-    Command::new(CQLAB).args(args).output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {}\nstdout: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn scratch(name: &str, bytes: &[u8]) -> PathBuf {
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
@@ -139,14 +128,4 @@ fn a_kernel_longer_than_the_stall_timeout_is_not_a_hang() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("result verified bit for bit"), "{}", text(&o));
-}
-
-fn firmware_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CQLAB_FIRMWARE_DIR") {
-        return dir.into();
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    target.join("riscv32im-unknown-none-elf/firmware")
 }

@@ -3,26 +3,18 @@
 //! its daemon when it ends, pass or fail (the guard's `Drop`). Every wait is
 //! bounded and says what it waited for.
 
+mod support;
+
 use cqlab_abi::memory_map::USER;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use support::{firmware_dir, kill_after_boot, text, CQLAB};
 
-const CQLAB: &str = env!("CARGO_BIN_EXE_cqlab");
 /// A whole client job (attach, boot, a few rounds) takes well under this.
 const PROCESS_TIMEOUT: Duration = Duration::from_secs(30);
-
-fn firmware_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CQLAB_FIRMWARE_DIR") {
-        return dir.into();
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    target.join("riscv32im-unknown-none-elf/firmware")
-}
 
 /// A running `cqlab sim serve`; killed and its directory removed on drop.
 struct Daemon {
@@ -32,9 +24,7 @@ struct Daemon {
 }
 
 fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cqlab-daemon-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    support::scratch(&format!("daemon-{name}"))
 }
 
 impl Daemon {
@@ -95,30 +85,8 @@ impl Drop for Daemon {
 }
 
 /// Runs a command to completion within PROCESS_TIMEOUT.
-fn run(mut c: Command) -> Output {
-    let what = format!("{c:?}");
-    let mut child =
-        c.env("CQLAB_FIRMWARE_DIR", firmware_dir()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let start = Instant::now();
-    loop {
-        if let Some(_status) = child.try_wait().unwrap() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > PROCESS_TIMEOUT {
-            let _ = child.kill();
-            panic!("timeout after {PROCESS_TIMEOUT:?} waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {}\nstdout: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+fn run(c: Command) -> Output {
+    support::run_within(c, PROCESS_TIMEOUT)
 }
 
 fn bar(d: &Daemon, extra: &[&str]) -> Output {
@@ -223,30 +191,7 @@ fn a_hundred_host_processes_half_killed_mid_enqueue_leave_the_device_usable() {
             // Killed mid-enqueue: many rounds, SIGKILL a seeded 0-15 ms
             // after it reports that boot is done.
             let delay = Duration::from_micros(next(&mut rng) % 15_000);
-            let mut child = client_job(&d.dir, i, 100_000)
-                .env("CQLAB_FIRMWARE_DIR", firmware_dir())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            let out = child.stdout.take().unwrap();
-            let (tx, rx) = mpsc::channel();
-            std::thread::spawn(move || {
-                let mut line = String::new();
-                let _ = BufReader::new(out).read_line(&mut line);
-                let _ = tx.send(line);
-            });
-            let booted = rx.recv_timeout(PROCESS_TIMEOUT);
-            std::thread::sleep(delay);
-            let _ = child.kill(); // SIGKILL
-            let status = child.wait().unwrap();
-            let line = booted.unwrap_or_else(|_| panic!("timeout waiting for process {i} to boot {replay}"));
-            if !line.contains("booted") {
-                let mut err = String::new();
-                let _ = child.stderr.take().unwrap().read_to_string(&mut err);
-                panic!("process {i} did not boot {replay}: {line}{err}");
-            }
-            assert!(status.code().is_none(), "process {i} finished before the kill {replay}: {status}");
+            kill_after_boot(client_job(&d.dir, i, 100_000), delay, PROCESS_TIMEOUT, &format!("process {i} {replay}"));
             killed += 1;
         } else {
             let o = run(client_job(&d.dir, i, 3));

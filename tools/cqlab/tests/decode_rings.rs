@@ -1,27 +1,17 @@
 //! `cqlab decode --kind completion|trace` on dumps of a real run, from files
 //! and from a live simulator daemon.
 
+mod support;
+
 use cqlab_abi::memory_map::TRACE_RING;
 use cqlab_abi::noc::{self, NocAddr};
 use cqlab_abi::sysmem::CqSysmemLayout;
 use cqlab_driver::{CoreRange, Device, DeviceConfig};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn firmware_dir() -> PathBuf {
-    std::env::var_os("CQLAB_FIRMWARE_DIR").map(Into::into).unwrap_or_else(|| {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-        target.join("riscv32im-unknown-none-elf/firmware")
-    })
-}
-
-fn cqlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cqlab")).env("CQLAB_FIRMWARE_DIR", firmware_dir()).args(args).output().unwrap()
-}
+use support::{cqlab, firmware_dir};
 
 fn dump(name: &str, bytes: &[u8]) -> String {
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);

@@ -4,8 +4,11 @@
 //! a reported failure (exit 1 naming the test) and a runaway stopped by
 //! `--max-cycles` (exit 124).
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use support::{firmware_dir, CQLAB};
 
 // The list of test binaries and their expected outcomes, shared with the
 // isa-tests crate (a plain file, so no dependency is needed).
@@ -17,18 +20,6 @@ const FIRMWARE_TARGET: &str = "riscv32im-unknown-none-elf";
 /// Generous for every test (the largest needs a few hundred cycles), small
 /// enough that a simulator bug that loops fails fast.
 const MAX_CYCLES: &str = "1000000";
-
-/// Where `cargo xtask firmware` puts the ELFs: `$CQLAB_FIRMWARE_DIR`, else
-/// `<target dir>/riscv32im-unknown-none-elf/firmware` (as tests/src/lib.rs).
-fn firmware_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CQLAB_FIRMWARE_DIR") {
-        return PathBuf::from(dir);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    target.join(FIRMWARE_TARGET).join("firmware")
-}
 
 fn elf(name: &str) -> PathBuf {
     let path = firmware_dir().join(name);
@@ -42,7 +33,7 @@ fn elf(name: &str) -> PathBuf {
 }
 
 fn sim_exec(args: &[&str], elf: &PathBuf) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cqlab")).args(["sim", "exec"]).args(args).arg(elf).output().expect("running cqlab")
+    Command::new(CQLAB).args(["sim", "exec"]).args(args).arg(elf).output().expect("running cqlab")
 }
 
 fn describe(out: &Output) -> String {

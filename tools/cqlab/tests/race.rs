@@ -1,26 +1,12 @@
 //! `cqlab race`: failure rates over seeds, configuration errors refused up
 //! front, signatures, parallel jobs, dumps, and replay commands that replay.
 
-use std::process::{Command, Output};
+mod support;
 
-fn firmware_dir() -> std::path::PathBuf {
-    std::env::var_os("CQLAB_FIRMWARE_DIR").map(Into::into).unwrap_or_else(|| {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-        target.join("riscv32im-unknown-none-elf/firmware")
-    })
-}
-
-fn cqlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cqlab")).env("CQLAB_FIRMWARE_DIR", firmware_dir()).args(args).output().unwrap()
-}
+use support::cqlab;
 
 fn race(args: &[&str]) -> (i32, serde_json::Value) {
-    let out = cqlab(&[&["race"], args, &["--json"]].concat());
-    let v =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().unwrap(), v)
+    support::cqlab_json(&[&["race"], args].concat())
 }
 
 #[test]

@@ -1,22 +1,12 @@
 //! `cqlab run`, `compare` and `trace export / summary` end to end on the
 //! embedded simulator (deterministic: fixed seeds, device-cycle figures).
 
+mod support;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn firmware_dir() -> PathBuf {
-    std::env::var_os("CQLAB_FIRMWARE_DIR").map(Into::into).unwrap_or_else(|| {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-        target.join("riscv32im-unknown-none-elf/firmware")
-    })
-}
-
-fn cqlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cqlab")).env("CQLAB_FIRMWARE_DIR", firmware_dir()).args(args).output().unwrap()
-}
+use std::process::Command;
+use support::cqlab;
 
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("cqlab-run-test-{}", std::process::id()));

@@ -2,32 +2,15 @@
 //! hard timeouts, drift statistics; against the embedded simulator and a
 //! `cqlab sim serve` daemon (runs after a SIGKILL must boot clean).
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-
-const CQLAB: &str = env!("CARGO_BIN_EXE_cqlab");
-
-fn firmware_dir() -> PathBuf {
-    std::env::var_os("CQLAB_FIRMWARE_DIR").map(Into::into).unwrap_or_else(|| {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-        target.join("riscv32im-unknown-none-elf/firmware")
-    })
-}
+use support::{firmware_dir, CQLAB};
 
 fn stress(args: &[&str]) -> (i32, serde_json::Value) {
-    let out = Command::new(CQLAB)
-        .env("CQLAB_FIRMWARE_DIR", firmware_dir())
-        .args(["stress", "restart"])
-        .args(args)
-        .arg("--json")
-        .output()
-        .unwrap();
-    let v =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().unwrap(), v)
+    support::cqlab_json(&[&["stress", "restart"], args].concat())
 }
 
 #[test]

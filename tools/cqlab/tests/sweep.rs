@@ -2,28 +2,10 @@
 //! depth the README's formula gives, for three queue configurations; the
 //! correct driver has no failing depth.
 
-use std::process::Command;
-
-fn firmware_dir() -> std::path::PathBuf {
-    std::env::var_os("CQLAB_FIRMWARE_DIR").map(Into::into).unwrap_or_else(|| {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-        target.join("riscv32im-unknown-none-elf/firmware")
-    })
-}
+mod support;
 
 fn sweep(args: &[&str]) -> (i32, serde_json::Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_cqlab"))
-        .env("CQLAB_FIRMWARE_DIR", firmware_dir())
-        .args(["sweep", "copy_stress"])
-        .args(args)
-        .arg("--json")
-        .output()
-        .unwrap();
-    let v =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().unwrap(), v)
+    support::cqlab_json(&[&["sweep", "copy_stress"], args].concat())
 }
 
 /// README: first failing depth = floor(C / record_size(B)) + F + 3, with C

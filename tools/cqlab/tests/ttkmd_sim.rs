@@ -3,24 +3,15 @@
 //! answered by the simulator, its TLB windows and sysmem real shared mappings). Not
 //! deterministic: host timing is whatever the host does. Every wait is bounded and named.
 
-use std::io::{BufRead, BufReader, Read};
+mod support;
+
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use support::{firmware_dir, kill_after_boot, text, CQLAB};
 
-const CQLAB: &str = env!("CARGO_BIN_EXE_cqlab");
 const PROCESS_TIMEOUT: Duration = Duration::from_secs(60);
-
-fn firmware_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CQLAB_FIRMWARE_DIR") {
-        return dir.into();
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    target.join("riscv32im-unknown-none-elf/firmware")
-}
 
 /// A running `cqlab sim ttkmd` (2x2 workers, 2 CQs); killed and its files removed on drop.
 struct Sim {
@@ -62,30 +53,8 @@ impl Drop for Sim {
     }
 }
 
-fn run(mut c: Command) -> Output {
-    let what = format!("{c:?}");
-    let mut child =
-        c.env("CQLAB_FIRMWARE_DIR", firmware_dir()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > PROCESS_TIMEOUT {
-            let _ = child.kill();
-            panic!("timeout after {PROCESS_TIMEOUT:?} waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {}\nstdout: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+fn run(c: Command) -> Output {
+    support::run_within(c, PROCESS_TIMEOUT)
 }
 
 fn client_job(dir: &Path, seed: u64, rounds: u32) -> Command {
@@ -117,30 +86,7 @@ fn a_process_killed_mid_enqueue_leaves_a_device_the_next_one_boots_clean() {
         // Killed mid-enqueue: many rounds, SIGKILL a seeded 0-15 ms after boot is reported.
         rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         let delay = Duration::from_micros((rng >> 33) % 15_000);
-        let mut child = client_job(&s.dir, i, 100_000)
-            .env("CQLAB_FIRMWARE_DIR", firmware_dir())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(out).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let booted = rx.recv_timeout(PROCESS_TIMEOUT);
-        std::thread::sleep(delay);
-        let _ = child.kill(); // SIGKILL
-        let status = child.wait().unwrap();
-        let line = booted.unwrap_or_else(|_| panic!("timeout waiting for process {i} to boot {replay}"));
-        if !line.contains("booted") {
-            let mut err = String::new();
-            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
-            panic!("process {i} did not boot {replay}: {line}{err}");
-        }
-        assert!(status.code().is_none(), "process {i} finished before the kill {replay}: {status}");
+        kill_after_boot(client_job(&s.dir, i, 100_000), delay, PROCESS_TIMEOUT, &format!("process {i} {replay}"));
         // The next process: reset sequence, boot, verified rounds.
         let o = run(client_job(&s.dir, 100 + i, 3));
         assert!(o.status.success(), "the process after kill {i} failed {replay}\n{}", text(&o));

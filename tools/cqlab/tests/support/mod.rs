@@ -1,0 +1,101 @@
+//! What the CLI's integration tests share: the `cqlab` binary, the
+//! firmware it runs, and running it with a deadline. Each test file uses a
+//! part of it (hence `dead_code`: every file compiles its own copy).
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+pub const CQLAB: &str = env!("CARGO_BIN_EXE_cqlab");
+
+/// `$CQLAB_FIRMWARE_DIR`, else where `cargo xtask firmware` puts the ELFs.
+pub fn firmware_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CQLAB_FIRMWARE_DIR") {
+        return dir.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    target.join("riscv32im-unknown-none-elf/firmware")
+}
+
+/// `cqlab ARGS` with the firmware directory set, to completion.
+pub fn cqlab(args: &[&str]) -> Output {
+    Command::new(CQLAB).env("CQLAB_FIRMWARE_DIR", firmware_dir()).args(args).output().unwrap()
+}
+
+/// Status and both streams, for assertion messages.
+pub fn text(o: &Output) -> String {
+    format!(
+        "status {}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Runs `c` (with the firmware directory set) to completion; panics naming
+/// the command if it takes longer than `limit`.
+pub fn run_within(mut c: Command, limit: Duration) -> Output {
+    let what = format!("{c:?}");
+    let mut child =
+        c.env("CQLAB_FIRMWARE_DIR", firmware_dir()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("timeout after {limit:?} waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Starts `c` (a `sim client-job` that prints "booted" once its device is
+/// up), waits for that line, then SIGKILLs it `delay` later: a host process
+/// killed mid-enqueue. Panics, naming `who`, if it does not boot within
+/// `limit` or finishes before the kill.
+pub fn kill_after_boot(mut c: Command, delay: Duration, limit: Duration, who: &str) {
+    let mut child =
+        c.env("CQLAB_FIRMWARE_DIR", firmware_dir()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(out).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let booted = rx.recv_timeout(limit);
+    std::thread::sleep(delay);
+    let _ = child.kill(); // SIGKILL
+    let status = child.wait().unwrap();
+    let line = booted.unwrap_or_else(|_| panic!("timeout waiting for {who} to boot"));
+    if !line.contains("booted") {
+        let mut err = String::new();
+        let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+        panic!("{who} did not boot: {line}{err}");
+    }
+    assert!(status.code().is_none(), "{who} finished before the kill: {status}");
+}
+
+/// A fresh scratch path under the temp dir, unique to this test process.
+pub fn scratch(name: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("cqlab-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&path);
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// `cqlab ARGS --json`: the exit code and the parsed report (panics with
+/// stderr when stdout is not JSON).
+pub fn cqlab_json(args: &[&str]) -> (i32, serde_json::Value) {
+    let out = cqlab(&[args, &["--json"]].concat());
+    let v =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap(), v)
+}
