@@ -34,6 +34,11 @@ pub struct CqHost {
     pub(crate) layout: CqSysmemLayout,
     pub(crate) issue_wr: RingPtr,
     pub(crate) fetch_issued: u32,
+    /// The device's issue-queue read pointer and fetch count as last read:
+    /// both only advance, so space they show free is free (`reserve` reads
+    /// them again only when they show too little).
+    issue_rd_seen: RingPtr,
+    fetched_seen: u32,
     pub(crate) completion_rd: RingPtr,
     /// Worker completions launched on this queue not yet waited for.
     pub(crate) workers_outstanding: u32,
@@ -68,6 +73,8 @@ impl CqHost {
             layout,
             issue_wr: RingPtr::default(),
             fetch_issued: 0,
+            issue_rd_seen: RingPtr::default(),
+            fetched_seen: 0,
             completion_rd: RingPtr::default(),
             workers_outstanding: 0,
             clear_pending: 0,
@@ -274,17 +281,23 @@ impl Device {
             return Err(DriverError::Invalid(format!("{len}-byte chunk exceeds the issue queue or chunk area")));
         }
         let entries = self.cfg.fetch_entries;
+        let fits = |cq: &CqHost| {
+            let free = size - RingPtr::used(cq.issue_wr, cq.issue_rd_seen, size);
+            free >= len && cq.fetch_issued.wrapping_sub(cq.fetched_seen) < entries
+        };
         let what = || format!("prefetch queue slot and {len} bytes of issue queue on CQ{q}");
         let drain = self.cfg.host_bug != Some(crate::config::HostBug::NoDrainWhileReserving);
         self.wait_until(Some(q), what, |dev| {
             if drain {
                 dev.drain_all()?;
             }
-            let issue_rd = RingPtr(dev.header_word(q, ISSUE_RD_PTR)?);
-            let fetched = dev.header_word(q, FETCH_RD_COUNT)?;
-            let cq = &dev.cqs[q as usize];
-            let free = size - RingPtr::used(cq.issue_wr, issue_rd, size);
-            Ok(free >= len && cq.fetch_issued.wrapping_sub(fetched) < entries)
+            if !fits(&dev.cqs[q as usize]) {
+                let issue_rd = RingPtr(dev.header_word(q, ISSUE_RD_PTR)?);
+                let fetched = dev.header_word(q, FETCH_RD_COUNT)?;
+                let cq = &mut dev.cqs[q as usize];
+                (cq.issue_rd_seen, cq.fetched_seen) = (issue_rd, fetched);
+            }
+            Ok(fits(&dev.cqs[q as usize]))
         })
     }
 

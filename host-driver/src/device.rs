@@ -177,6 +177,10 @@ impl Device {
             // The CQ cores are held in reset (or not yet loaded): the device does not touch the header.
             let header = (layout.issue_base() - layout.header()) as usize;
             self.backend.sysmem_claim(layout.header() as usize, header)?.fill(0);
+            // The issue queue is written now, so its pages are resident from
+            // the start, as in pinned memory: an enqueue never takes a page
+            // fault on its first lap (normal pages fault on first write).
+            self.backend.sysmem_claim(layout.issue_base() as usize, layout.issue_size as usize)?.fill(0);
             let base = self.cq_config(q, layout);
             let pcfg = CqConfig { peer_xy: noc::dispatcher(q).packed(), ..base };
             let dcfg = CqConfig { peer_xy: noc::prefetcher(q).packed(), ..base };

@@ -157,15 +157,23 @@ impl KernelImage {
 
     /// The image as it must lie in kernel text slot `slot`.
     pub fn for_slot(&self, slot: u32) -> Vec<u8> {
+        let mut out = vec![0; self.image.len()];
+        self.write_for_slot(slot, &mut out);
+        out
+    }
+
+    /// Writes the image as it must lie in kernel text slot `slot` into `out`
+    /// (`len()` bytes): one copy, then the fixups in place, so an upload
+    /// relocates straight into the issue queue.
+    pub fn write_for_slot(&self, slot: u32, out: &mut [u8]) {
         assert!(slot < KERNEL_SLOTS, "kernel slot {slot} of {KERNEL_SLOTS}");
         let delta = kernel_slot(slot) - KERNEL_TEXT_ADDR;
-        let mut out = self.image.clone();
+        out.copy_from_slice(&self.image);
         for &(at, _) in &self.fixups {
             let at = at as usize;
             let word = u32::from_le_bytes(out[at..at + 4].try_into().expect("4 bytes"));
             out[at..at + 4].copy_from_slice(&word.wrapping_add(delta).to_le_bytes());
         }
-        out
     }
 }
 

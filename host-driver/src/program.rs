@@ -14,26 +14,118 @@ use crate::command_queue::CoreRange;
 use crate::error::{DriverError, Result};
 use crate::kernel::KernelImage;
 use cqlab_abi::program::{MAX_COMMON_ARGS, MAX_KERNEL_GROUPS, MAX_UNIQUE_ARGS};
-use std::collections::HashMap;
 use std::sync::Arc;
 
-/// One kernel of a program.
+/// One kernel of a program. Its runtime args are kept as the bytes the
+/// workers read (little-endian words, each range's unique args in the block
+/// layout of `KernelGroup::unique_addr`), laid out when they are set, so an
+/// enqueue copies each block into the issue queue once.
 #[derive(Clone, Debug)]
 pub struct KernelSpec {
     pub image: Arc<KernelImage>,
     /// Rectangles it runs on (each becomes one kernel group).
     pub ranges: Vec<CoreRange>,
-    /// Unique args by logical core; cores without an entry get zeroes.
-    pub unique: HashMap<(u8, u8), Vec<u32>>,
+    /// Per range: the unique args of its cores, row-major, each core's
+    /// zero-padded to `unique_count` words (cores without args get zeroes);
+    /// empty until a core is given some.
+    unique: Vec<Vec<u8>>,
+    /// Per range: how many words each core (row-major) was given.
+    unique_lens: Vec<Vec<u16>>,
+    /// Words per core in `unique`: the most any core of the kernel was given.
+    unique_count: u32,
     /// Args every core of the kernel sees (written once per range, multicast).
-    pub common: Vec<u32>,
+    common: Vec<u8>,
 }
 
 impl KernelSpec {
+    fn new(image: Arc<KernelImage>, ranges: &[CoreRange]) -> Self {
+        Self {
+            image,
+            ranges: ranges.to_vec(),
+            // Laid out by the first `set_unique` (most programs have none).
+            unique: Vec::new(),
+            unique_lens: Vec::new(),
+            unique_count: 0,
+            common: Vec::new(),
+        }
+    }
+
     /// Unique words per core: the longest any core of the kernel has.
     pub fn unique_count(&self) -> u32 {
-        self.unique.values().map(|v| v.len() as u32).max().unwrap_or(0)
+        self.unique_count
     }
+
+    /// Common args, in words.
+    pub fn common_count(&self) -> u32 {
+        (self.common.len() / 4) as u32
+    }
+
+    /// The unique args of `core`, zero-padded to `unique_count` words, if
+    /// the core is one of the kernel's.
+    pub fn unique_args(&self, core: (u8, u8)) -> Option<Vec<u32>> {
+        let (r, i) = self.core_index(core)?;
+        let n = self.unique_count as usize;
+        if n == 0 {
+            return Some(Vec::new());
+        }
+        Some(words(&self.unique[r][4 * n * i..4 * n * (i + 1)]))
+    }
+
+    pub fn common_args(&self) -> Vec<u32> {
+        words(&self.common)
+    }
+
+    /// Range `r`'s unique-arg block: `4 * unique_count` bytes per core, row-major.
+    pub(crate) fn unique_block(&self, r: usize) -> &[u8] {
+        &self.unique[r]
+    }
+
+    /// The common args as the workers read them.
+    pub(crate) fn common_bytes(&self) -> &[u8] {
+        &self.common
+    }
+
+    /// Which range holds `core`, and the core's row-major index in it.
+    fn core_index(&self, core: (u8, u8)) -> Option<(usize, usize)> {
+        self.ranges.iter().enumerate().find(|(_, range)| contains(range, core)).map(|(r, range)| {
+            let cols = (range.end.0 - range.start.0 + 1) as usize;
+            (r, (core.1 - range.start.1) as usize * cols + (core.0 - range.start.0) as usize)
+        })
+    }
+
+    /// Sets core `i` of range `r` to `args` (at most `MAX_UNIQUE_ARGS` words).
+    fn set_unique(&mut self, r: usize, i: usize, args: &[u32]) {
+        if self.unique_lens.is_empty() {
+            self.unique = vec![Vec::new(); self.ranges.len()];
+            self.unique_lens = self.ranges.iter().map(|r| vec![0; r.count() as usize]).collect();
+        }
+        self.unique_lens[r][i] = args.len() as u16;
+        let count = self.unique_lens.iter().flatten().copied().max().unwrap_or(0) as u32;
+        if count != self.unique_count {
+            // A new stride: every block is laid out again.
+            let (old, new) = (4 * self.unique_count as usize, 4 * count as usize);
+            for (block, range) in self.unique.iter_mut().zip(&self.ranges) {
+                let mut b = vec![0u8; range.count() as usize * new];
+                for j in 0..range.count() as usize {
+                    let keep = old.min(new);
+                    b[j * new..j * new + keep].copy_from_slice(&block[j * old..j * old + keep]);
+                }
+                *block = b;
+            }
+            self.unique_count = count;
+        }
+        let n = 4 * count as usize;
+        let mine = &mut self.unique[r][n * i..n * (i + 1)];
+        mine.fill(0);
+        for (w, a) in mine.chunks_exact_mut(4).zip(args) {
+            w.copy_from_slice(&a.to_le_bytes());
+        }
+    }
+}
+
+/// Little-endian words of `bytes`.
+fn words(bytes: &[u8]) -> Vec<u32> {
+    bytes.chunks_exact(4).map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes"))).collect()
 }
 
 /// Which kernel of a program (returned by `add_kernel`).
@@ -74,7 +166,7 @@ impl Program {
                 )));
             }
         }
-        self.kernels.push(KernelSpec { image, ranges: ranges.to_vec(), unique: HashMap::new(), common: Vec::new() });
+        self.kernels.push(KernelSpec::new(image, ranges));
         Ok(KernelHandle(self.kernels.len() - 1))
     }
 
@@ -83,7 +175,7 @@ impl Program {
         if args.len() > MAX_COMMON_ARGS as usize {
             return Err(DriverError::Invalid(format!("{} common args (at most {MAX_COMMON_ARGS})", args.len())));
         }
-        self.kernel(k)?.common = args.to_vec();
+        self.kernel(k)?.common = args.iter().flat_map(|a| a.to_le_bytes()).collect();
         Ok(())
     }
 
@@ -93,13 +185,13 @@ impl Program {
             return Err(DriverError::Invalid(format!("{} unique args (at most {MAX_UNIQUE_ARGS})", args.len())));
         }
         let spec = self.kernel(k)?;
-        if !spec.ranges.iter().any(|r| contains(r, core)) {
+        let Some((r, i)) = spec.core_index(core) else {
             return Err(DriverError::OutOfRange {
                 what: "unique args",
                 detail: format!("core {core:?} is not in the ranges of kernel {}", spec.image.name),
             });
-        }
-        spec.unique.insert(core, args.to_vec());
+        };
+        spec.set_unique(r, i, args);
         Ok(())
     }
 
@@ -157,7 +249,44 @@ mod tests {
         assert!(p.set_unique_args(k, (5, 5), &[1]).is_err(), "core of another kernel");
         p.set_unique_args(k, (1, 1), &[1, 2]).unwrap();
         assert_eq!(p.kernels()[0].unique_count(), 2);
+        assert_eq!(p.kernels()[0].unique_args((1, 1)), Some(vec![1, 2]));
         assert!(p.check_grid(4, 4).is_err());
         p.check_grid(8, 8).unwrap();
+    }
+
+    #[test]
+    fn unique_args_are_laid_out_as_workers_read_them_whatever_order_they_are_set_in() {
+        let mut p = Program::new();
+        let ranges = [CoreRange::new((0, 0), (2, 1)), CoreRange::single(5, 5)];
+        let k = p.add_kernel(image(), &ranges).unwrap();
+        p.set_unique_args(k, (1, 0), &[10, 11]).unwrap();
+        p.set_unique_args(k, (2, 1), &[20, 21, 22, 23]).unwrap();
+        p.set_unique_args(k, (5, 5), &[50]).unwrap();
+        p.set_common_args(k, &[7, 8]).unwrap();
+        let spec = &p.kernels()[0];
+        assert_eq!(spec.unique_count(), 4);
+        // Range 0 is 3 x 2 cores, row-major; each core's block 4 words.
+        let block: Vec<u32> = super::words(spec.unique_block(0));
+        let mut want = vec![0u32; 6 * 4];
+        want[4..6].copy_from_slice(&[10, 11]);
+        want[20..24].copy_from_slice(&[20, 21, 22, 23]);
+        assert_eq!(block, want);
+        assert_eq!(super::words(spec.unique_block(1)), vec![50, 0, 0, 0]);
+        assert_eq!(spec.common_args(), vec![7, 8]);
+        assert_eq!(spec.common_bytes(), [7u8, 0, 0, 0, 8, 0, 0, 0]);
+        // The longest core shrinks: every block takes the new stride, and a
+        // core's old words beyond its new args read zero.
+        p.set_unique_args(k, (2, 1), &[30]).unwrap();
+        p.set_unique_args(k, (1, 0), &[40]).unwrap();
+        let spec = &p.kernels()[0];
+        assert_eq!(spec.unique_count(), 1);
+        assert_eq!(super::words(spec.unique_block(0)), vec![0, 40, 0, 0, 0, 30]);
+        assert_eq!(super::words(spec.unique_block(1)), vec![50]);
+        assert_eq!(spec.unique_args((0, 1)), Some(vec![0]));
+        assert_eq!(spec.unique_args((4, 4)), None);
+        // A kernel never given unique args has none, on every core.
+        let mut q = Program::new();
+        q.add_kernel(image(), &ranges).unwrap();
+        assert_eq!((q.kernels()[0].unique_count(), q.kernels()[0].unique_args((2, 1))), (0, Some(vec![])));
     }
 }

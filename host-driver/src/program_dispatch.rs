@@ -16,6 +16,7 @@ use cqlab_abi::noc::{self, NocAddr};
 use cqlab_abi::program::{
     launch_entry, pack_rect, KernelGroup, LaunchHeader, LAUNCH_ENTRY_SIZE, LAUNCH_RING_ENTRIES, LAUNCH_TAG,
 };
+use std::mem::size_of;
 use zerocopy::IntoBytes;
 
 impl CommandQueue<'_> {
@@ -69,18 +70,16 @@ impl CommandQueue<'_> {
             let spec = &program.kernels[k];
             let image = choice.upload.then(|| spec.image.for_slot(choice.slot));
             for g in plan.groups.iter().filter(|g| g.kernel == k) {
-                let common: Vec<u8> = spec.common.iter().flat_map(|a| a.to_le_bytes()).collect();
-                let cores = ProgramState::range_cores(program, k, g.range);
-                for &core in &cores {
+                for core in ProgramState::range_cores(program, k, g.range) {
                     let at = |a: u32| NocAddr::unicast(noc::worker(core.0, core.1), a as u64);
                     if let Some(img) = &image {
                         be.write(at(slot_addr(*choice)), img)?;
                     }
                     if g.common_count > 0 {
-                        be.write(at(g.common_addr), &common)?;
+                        be.write(at(g.common_addr), spec.common_bytes())?;
                     }
                     if g.unique_count > 0 {
-                        be.write(at(g.unique_addr), &unique_blocks(spec, &cores, g.unique_count))?;
+                        be.write(at(g.unique_addr), spec.unique_block(g.range))?;
                     }
                 }
             }
@@ -119,10 +118,11 @@ fn grid_noc(cols: u8, rows: u8) -> NocAddr {
 
 /// Launch header and groups, as the LAUNCH payload (a whole ring entry; the
 /// tag is stamped by whoever sends it).
-fn launch_message(seq: u32, program: &Program, plan: &Plan) -> Vec<u8> {
+fn launch_message(seq: u32, program: &Program, plan: &Plan) -> [u8; LAUNCH_ENTRY_SIZE as usize] {
     let header = LaunchHeader { seq, ngroups: plan.groups.len() as u32, _reserved: [0; 6] };
-    let mut msg = Vec::with_capacity(LAUNCH_ENTRY_SIZE as usize);
-    msg.extend_from_slice(header.as_bytes());
+    let mut msg = [0u8; LAUNCH_ENTRY_SIZE as usize];
+    let mut at = size_of::<LaunchHeader>();
+    msg[..at].copy_from_slice(header.as_bytes());
     for g in &plan.groups {
         let r = program.kernels[g.kernel].ranges[g.range];
         let group = KernelGroup {
@@ -135,23 +135,10 @@ fn launch_message(seq: u32, program: &Program, plan: &Plan) -> Vec<u8> {
             kernel_id: program.kernels[g.kernel].image.build_id as u32,
             _reserved: 0,
         };
-        msg.extend_from_slice(group.as_bytes());
+        msg[at..at + size_of::<KernelGroup>()].copy_from_slice(group.as_bytes());
+        at += size_of::<KernelGroup>();
     }
-    msg.resize(LAUNCH_ENTRY_SIZE as usize, 0);
     msg
-}
-
-/// The unique args of `cores` (row-major in their range), each zero-padded
-/// to `count` words, back to back: core `i` finds its block at `4 * count * i`.
-fn unique_blocks(spec: &crate::program::KernelSpec, cores: &[(u8, u8)], count: u32) -> Vec<u8> {
-    let mut b = vec![0u8; cores.len() * count as usize * 4];
-    for (i, core) in cores.iter().enumerate() {
-        for (j, a) in spec.unique.get(core).into_iter().flatten().enumerate() {
-            let at = 4 * (i * count as usize + j);
-            b[at..at + 4].copy_from_slice(&a.to_le_bytes());
-        }
-    }
-    b
 }
 
 /// Kernel text, common args and unique args: one multicast each per range.
@@ -160,21 +147,23 @@ fn write_program(w: &mut DispatchWriter<'_>, program: &Program, plan: &Plan) -> 
         if !choice.upload {
             continue;
         }
-        let image = program.kernels[k].image.for_slot(choice.slot);
+        let image = &program.kernels[k].image;
         for range in &program.kernels[k].ranges {
-            w.write_linear(range.noc(slot_addr(*choice)), &image)?;
+            // Relocated as it is written into the stream: one copy.
+            w.write_linear_with(range.noc(slot_addr(*choice)), image.len(), |out| {
+                image.write_for_slot(choice.slot, out)
+            })?;
         }
     }
     for g in &plan.groups {
         let spec = &program.kernels[g.kernel];
         let range = spec.ranges[g.range];
+        // Both were laid out as the workers read them when they were set.
         if g.common_count > 0 {
-            let common: Vec<u8> = spec.common.iter().flat_map(|a| a.to_le_bytes()).collect();
-            w.write_linear(range.noc(g.common_addr), &common)?;
+            w.write_linear(range.noc(g.common_addr), spec.common_bytes())?;
         }
         if g.unique_count > 0 {
-            let cores = ProgramState::range_cores(program, g.kernel, g.range);
-            w.write_linear(range.noc(g.unique_addr), &unique_blocks(spec, &cores, g.unique_count))?;
+            w.write_linear(range.noc(g.unique_addr), spec.unique_block(g.range))?;
         }
     }
     Ok(())

@@ -16,10 +16,73 @@
 //! dispatcher's to track.
 
 use crate::program::Program;
+use cqlab_abi::noc::{MAX_WORKER_COLS, MAX_WORKER_ROWS};
 use cqlab_abi::program::{kernel_slot, CONFIG_RING, CONFIG_RING_SIZE, KERNEL_SLOTS, MAX_KERNEL_GROUPS};
 use std::collections::VecDeque;
 
 const SLOTS: usize = KERNEL_SLOTS as usize;
+
+/// A set of workers, one bit each (row-major on the grid), for the largest grid.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct CoreSet([u64; (MAX_WORKER_COLS as usize * MAX_WORKER_ROWS as usize).div_ceil(64)]);
+
+impl CoreSet {
+    /// Workers `lo..lo + n` (row-major indices), one row of a range:
+    /// `1 <= n <= MAX_WORKER_COLS`.
+    fn add_run(&mut self, lo: usize, n: usize) {
+        const _: () = assert!(MAX_WORKER_COLS <= 64);
+        let (word, bit) = (lo / 64, lo % 64);
+        let run = u64::MAX >> (64 - n);
+        self.0[word] |= run << bit;
+        if bit + n > 64 {
+            self.0[word + 1] |= run >> (64 - bit);
+        }
+    }
+
+    /// The workers of `program`'s kernel `k` on a grid `cols` wide.
+    fn of_kernel(cols: u8, program: &Program, k: usize) -> Self {
+        let mut set = Self::default();
+        for range in &program.kernels[k].ranges {
+            for r in range.start.1..=range.end.1 {
+                let row = r as usize * cols as usize;
+                set.add_run(row + range.start.0 as usize, (range.end.0 - range.start.0) as usize + 1);
+            }
+        }
+        set
+    }
+
+    fn intersects(&self, other: &Self) -> bool {
+        self.0.iter().zip(&other.0).any(|(a, b)| a & b != 0)
+    }
+
+    /// Whether every worker of `other` is in this set.
+    fn covers(&self, other: &Self) -> bool {
+        self.0.iter().zip(&other.0).all(|(a, b)| b & !a == 0)
+    }
+
+    fn union(&mut self, other: &Self) {
+        self.0.iter_mut().zip(&other.0).for_each(|(a, b)| *a |= b);
+    }
+
+    fn remove(&mut self, other: &Self) {
+        self.0.iter_mut().zip(&other.0).for_each(|(a, b)| *a &= !b);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.iter().all(|&w| w == 0)
+    }
+}
+
+/// What one text slot holds on a set of workers: the build id there, if
+/// known, and the launch number of the last program that ran from it there.
+/// A slot's uses have disjoint worker sets; a worker in none of them holds
+/// nothing known and never ran from the slot (launch 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SlotUse {
+    cores: CoreSet,
+    id: Option<u64>,
+    last: u64,
+}
 
 /// One command queue's view: its share of the kernel text slots and of the
 /// kernel-config ring (queues never reuse each other's).
@@ -32,10 +95,12 @@ pub(crate) struct ProgramState {
     /// This queue's part of the kernel-config ring.
     config_base: u32,
     config_size: u32,
-    /// Per worker (row-major): the build id in each text slot, if known.
-    resident: Vec<[Option<u64>; SLOTS]>,
-    /// Per worker and slot: launch number of the last program that ran from it.
-    last_use: Vec<[u64; SLOTS]>,
+    /// Every worker of the grid.
+    grid: CoreSet,
+    /// Per text slot, what it holds where (a few worker sets, not one entry
+    /// per worker, so planning and recording a program cost the same on a
+    /// 64-core range as on one core).
+    slots: Vec<Vec<SlotUse>>,
     /// Kernel-config ring: absolute write position and live allocations
     /// `(start, end, launch)` in absolute bytes.
     config_wr: u64,
@@ -68,14 +133,16 @@ pub(crate) struct Plan {
     pub slots: Vec<SlotChoice>,
     pub groups: Vec<GroupPlan>,
     config: Option<(u64, u64)>,
+    /// Per kernel, its workers.
+    cores: [CoreSet; MAX_KERNEL_GROUPS],
 }
 
 impl ProgramState {
     /// Queue `cq` of `cqs`, nothing known: every slot may hold anything,
     /// nothing is in use.
     pub fn new(cols: u8, rows: u8, cq: u8, cqs: u8) -> Self {
-        // Each worker's residency, row-major.
-        let n = cols as usize * rows as usize;
+        let mut grid = CoreSet::default();
+        (0..rows as usize).for_each(|r| grid.add_run(r * cols as usize, cols as usize));
         let slot_n = SLOTS / cqs.max(1) as usize;
         let config_size = (CONFIG_RING_SIZE / cqs.max(1) as u32) & !15;
         Self {
@@ -84,57 +151,53 @@ impl ProgramState {
             slot_n,
             config_base: CONFIG_RING + cq as u32 * config_size,
             config_size,
-            resident: vec![[None; SLOTS]; n],
-            last_use: vec![[0; SLOTS]; n],
+            grid,
+            slots: vec![Vec::new(); SLOTS],
             config_wr: 0,
             config_allocs: VecDeque::new(),
         }
     }
 
-    fn index(&self, (c, r): (u8, u8)) -> usize {
-        r as usize * self.cols as usize + c as usize
+    /// Whether every worker of `cores` holds build `id` in slot `s`.
+    fn holds(&self, s: usize, cores: &CoreSet, id: u64) -> bool {
+        let mut have = CoreSet::default();
+        self.slots[s].iter().filter(|u| u.id == Some(id)).for_each(|u| have.union(&u.cores));
+        have.covers(cores)
     }
 
-    /// Workers of `program`'s kernel `k`, as indices.
-    fn cores(&self, program: &Program, k: usize) -> Vec<usize> {
-        let mut v = Vec::with_capacity(program.kernels[k].ranges.iter().map(|r| r.count() as usize).sum());
-        for range in &program.kernels[k].ranges {
-            for r in range.start.1..=range.end.1 {
-                for c in range.start.0..=range.end.0 {
-                    v.push(self.index((c, r)));
-                }
-            }
-        }
-        v
+    /// The last launch that ran from slot `s` on a worker of `cores`.
+    fn busy(&self, s: usize, cores: &CoreSet) -> u64 {
+        self.slots[s].iter().filter(|u| u.cores.intersects(cores)).map(|u| u.last).max().unwrap_or(0)
     }
 
     /// Plans `program` (already checked against the grid) without changing
     /// anything; `commit` records it once its commands are submitted.
     pub fn plan(&self, program: &Program) -> Result<Plan, String> {
         let mut wait_for = 0;
-        let mut slots = Vec::new();
+        let mut slots = Vec::with_capacity(program.kernels.len());
+        let mut kernel_cores = [CoreSet::default(); MAX_KERNEL_GROUPS];
+        let mine = self.slot_lo..self.slot_lo + self.slot_n;
         for (k, spec) in program.kernels.iter().enumerate() {
-            let cores = self.cores(program, k);
             let id = spec.image.build_id;
-            let mine = self.slot_lo..self.slot_lo + self.slot_n;
-            let cached = mine.clone().find(|&s| cores.iter().all(|&c| self.resident[c][s] == Some(id)));
-            let choice = match cached {
+            let cores = CoreSet::of_kernel(self.cols, program, k);
+            kernel_cores[k] = cores;
+            let choice = match mine.clone().find(|&s| self.holds(s, &cores, id)) {
                 Some(s) => SlotChoice { slot: s as u32, upload: false },
                 None => {
                     // The slot whose last use finished earliest on these cores.
-                    let busy = |s: usize| cores.iter().map(|&c| self.last_use[c][s]).max().unwrap_or(0);
-                    let s = mine.min_by_key(|&s| (busy(s), s)).expect("every queue has a slot");
-                    wait_for = wait_for.max(busy(s));
+                    let (busy, s) =
+                        mine.clone().map(|s| (self.busy(s, &cores), s)).min().expect("every queue has a slot");
+                    wait_for = wait_for.max(busy);
                     SlotChoice { slot: s as u32, upload: true }
                 }
             };
             slots.push(choice);
         }
-        let mut groups = Vec::new();
+        let mut groups = Vec::with_capacity(MAX_KERNEL_GROUPS);
         let mut need = 0u32;
         for (k, spec) in program.kernels.iter().enumerate() {
             let unique = spec.unique_count();
-            let common = spec.common.len() as u32;
+            let common = spec.common_count();
             for (r, range) in spec.ranges.iter().enumerate() {
                 // Every core's block, row-major: one multicast per range.
                 let ub = (range.count() * unique * 4).next_multiple_of(16);
@@ -166,8 +229,12 @@ impl ProgramState {
             }
             let end = start + need as u64;
             // Bytes of older allocations this one lands on (one lap back).
-            for &(s, e, mark) in &self.config_allocs {
-                if s < end.saturating_sub(size) && e + size > start {
+            // Allocations are in ring order, so those starting before this
+            // one's end a lap back are a prefix, the last of them the latest.
+            let lap_end = end.saturating_sub(size);
+            let landed = self.config_allocs.iter().take_while(|&&(s, _, _)| s < lap_end).last();
+            if let Some(&(_, e, mark)) = landed {
+                if e + size > start {
                     wait_for = wait_for.max(mark);
                 }
             }
@@ -186,21 +253,24 @@ impl ProgramState {
                 g.common_addr = 0;
             }
         }
-        Ok(Plan { wait_for, slots, groups, config })
+        Ok(Plan { wait_for, slots, groups, config, cores: kernel_cores })
     }
 
     /// Records a submitted program, launch number `mark`.
     pub fn commit(&mut self, program: &Program, plan: &Plan, mark: u64) {
         for (k, choice) in plan.slots.iter().enumerate() {
-            let id = program.kernels[k].image.build_id;
-            for c in self.cores(program, k) {
-                self.resident[c][choice.slot as usize] = Some(id);
-                self.last_use[c][choice.slot as usize] = mark;
-            }
+            let cores = plan.cores[k];
+            let uses = &mut self.slots[choice.slot as usize];
+            uses.iter_mut().for_each(|u| u.cores.remove(&cores));
+            uses.retain(|u| !u.cores.is_empty());
+            uses.push(SlotUse { cores, id: Some(program.kernels[k].image.build_id), last: mark });
         }
         if let Some((start, end)) = plan.config {
             let size = self.config_size as u64;
-            self.config_allocs.retain(|&(_, e, _)| e + size > end);
+            // Allocations are in ring order: those a lap behind are a prefix.
+            while self.config_allocs.front().is_some_and(|&(_, e, _)| e + size <= end) {
+                self.config_allocs.pop_front();
+            }
             self.config_allocs.push_back((start, end, mark));
             self.config_wr = end;
         }
@@ -212,7 +282,7 @@ impl ProgramState {
         // 0 stays "never"; numbers before `from` cannot occur.
         let m = |x: u64| if x == 0 { 0 } else { x + to - from };
         let mut s = self.clone();
-        s.last_use.iter_mut().flatten().for_each(|x| *x = m(*x));
+        s.slots.iter_mut().flatten().for_each(|u| u.last = m(u.last));
         s.config_allocs.iter_mut().for_each(|a| a.2 = m(a.2));
         s
     }
@@ -220,8 +290,8 @@ impl ProgramState {
     /// Unknown slot contents, and every slot and config byte in use by
     /// launch `before`: the state a trace captures from.
     pub fn all_in_use(&self, before: u64) -> Self {
-        let mut s = Self { resident: vec![[None; SLOTS]; self.resident.len()], ..self.clone() };
-        s.last_use.iter_mut().flatten().for_each(|x| *x = before);
+        let everywhere = vec![SlotUse { cores: self.grid, id: None, last: before }];
+        let mut s = Self { slots: vec![everywhere; SLOTS], ..self.clone() };
         s.config_allocs.clear();
         let size = self.config_size as u64;
         s.config_wr = size;
@@ -287,6 +357,37 @@ mod tests {
         let plan = st.plan(&e).unwrap();
         assert_eq!(plan.slots[0], SlotChoice { slot: 0, upload: true });
         assert_eq!(plan.wait_for, 1);
+    }
+
+    #[test]
+    fn a_slot_is_resident_only_where_every_core_holds_it_and_busy_only_where_used() {
+        let mut st = ProgramState::new(8, 8, 0, 8);
+        // Queue 0 of 8 has slots 0 and 1.
+        let a = program("a", CoreRange::new((0, 0), (7, 7)), 0);
+        let plan = st.plan(&a).unwrap();
+        st.commit(&a, &plan, 1);
+        let b = program("b", CoreRange::new((6, 6), (7, 7)), 0);
+        let plan = st.plan(&b).unwrap();
+        assert_eq!(plan.slots[0], SlotChoice { slot: 1, upload: true });
+        st.commit(&b, &plan, 2);
+        // c on b's cores: slot 0 last ran a there (1), slot 1 ran b (2).
+        let c = program("c", CoreRange::new((6, 6), (7, 7)), 0);
+        let plan = st.plan(&c).unwrap();
+        assert_eq!((plan.slots[0], plan.wait_for), (SlotChoice { slot: 0, upload: true }, 1));
+        st.commit(&c, &plan, 3);
+        assert!(st.plan(&a).unwrap().slots[0].upload, "a lost cores (6,6)..(7,7) of slot 0");
+        // a on the cores c did not take is still resident in slot 0.
+        let mut a_rest = Program::new();
+        a_rest.add_kernel(a.kernels[0].image.clone(), &[CoreRange::new((0, 0), (5, 7))]).unwrap();
+        assert_eq!(st.plan(&a_rest).unwrap().slots[0], SlotChoice { slot: 0, upload: false });
+        // d on rows 2..3: slot 0 last ran a there (1), slot 1 never ran there.
+        let d = program("d", CoreRange::new((0, 2), (7, 3)), 0);
+        let plan = st.plan(&d).unwrap();
+        assert_eq!((plan.slots[0], plan.wait_for), (SlotChoice { slot: 1, upload: true }, 0));
+        // e on (7,7): slot 0 last ran c there (3), slot 1 ran b (2).
+        let e = program("e", CoreRange::single(7, 7), 0);
+        let plan = st.plan(&e).unwrap();
+        assert_eq!((plan.slots[0], plan.wait_for), (SlotChoice { slot: 1, upload: true }, 2));
     }
 
     #[test]

@@ -213,6 +213,25 @@ impl DispatchWriter<'_> {
         self.emit(&linear(dst, length), &[data]).map(drop)
     }
 
+    /// `WRITE_LINEAR` of `length` bytes to `dst` that `fill` writes in place
+    /// (handed exactly `length` bytes, zeroed padding follows): the data goes
+    /// into the stream with no copy of its own. On error nothing is kept.
+    pub fn write_linear_with(&mut self, dst: NocAddr, length: u32, fill: impl FnOnce(&mut [u8])) -> Result {
+        let start = self.len;
+        self.emit(&linear(dst, length), &[])?;
+        let padded = align(length as usize, L1_ALIGNMENT);
+        let available = self.buf.len() - self.len;
+        if padded > available {
+            self.len = start;
+            return Err(EncodeError::Full { needed: CMD_HEADER_SIZE + padded, available: available + CMD_HEADER_SIZE });
+        }
+        let out = &mut self.buf[self.len..self.len + padded];
+        fill(&mut out[..length as usize]);
+        out[length as usize..].fill(0);
+        self.len += padded;
+        Ok(())
+    }
+
     /// `WRITE_LINEAR` header only: its `length` bytes follow by a relay.
     pub fn write_linear_header(&mut self, dst: NocAddr, length: u32) -> Result {
         self.emit(&linear(dst, length), &[]).map(drop)

@@ -285,6 +285,30 @@ fn encoder_reports_full_buffer_and_keeps_nothing() {
 }
 
 #[test]
+fn a_linear_write_filled_in_place_is_the_same_bytes_as_one_copied_in() {
+    let dst = NocAddr::multicast(worker(0, 0), worker(3, 2), 0x4000);
+    for len in [1usize, 15, 16, 33, 256] {
+        let data: Vec<u8> = (0..len).map(|i| (i * 7 + 1) as u8).collect();
+        let (mut a, mut b) = ([0xeeu8; 512], [0x55u8; 512]);
+        let (mut ea, mut eb) = (Encoder::new(&mut a), Encoder::new(&mut b));
+        ea.relay_inline(true, |w| w.write_linear(dst, &data)).unwrap();
+        eb.relay_inline(true, |w| w.write_linear_with(dst, len as u32, |out| out.copy_from_slice(&data))).unwrap();
+        assert_eq!(ea.bytes(), eb.bytes(), "{len} bytes");
+    }
+    // Too long for the buffer: refused, and the command's header is not kept.
+    let mut buf = [0u8; 128];
+    let mut enc = Encoder::new(&mut buf);
+    let r = enc.relay_inline(true, |w| {
+        w.wait(WaitFlags::BARRIER, 0, 0)?;
+        let r = w.write_linear_with(dst, 100, |_| panic!("not filled when refused"));
+        assert!(matches!(r, Err(EncodeError::Full { .. })));
+        assert_eq!(w.len(), 16, "the refused write left nothing");
+        Ok(())
+    });
+    r.unwrap();
+}
+
+#[test]
 fn encoder_rejects_invalid_commands() {
     let mut buf = [0u8; 256];
     let mut enc = Encoder::new(&mut buf);

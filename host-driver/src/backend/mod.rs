@@ -83,6 +83,10 @@ pub trait Backend {
         self.read(addr, &mut b)?;
         Ok(u32::from_le_bytes(b))
     }
+    /// A 32-bit word of sysmem the device writes whole (a queue pointer). A backend whose
+    /// device writes sysmem while the host reads it must override this with one aligned load:
+    /// this default copies byte by byte, which is right only where the device stands still
+    /// while the host reads (the embedded simulator and the daemon).
     fn sysmem_read_u32(&mut self, offset: usize) -> Result<u32> {
         let mut b = [0u8; 4];
         self.sysmem_read(offset, &mut b)?;

@@ -268,6 +268,11 @@ impl Backend for TtKmdBackend {
         self.sysmem.claim(offset, len).map_err(be)
     }
 
+    /// One whole-word load: the device may be writing this pointer right now.
+    fn sysmem_read_u32(&mut self, offset: usize) -> Result<u32> {
+        self.sysmem.read_u32(offset).map_err(be)
+    }
+
     fn poll(&mut self) -> Result<u64> {
         self.fence();
         std::thread::sleep(POLL_PAUSE);

@@ -2,6 +2,7 @@
 //! exclusively, its driver version known.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use nix::errno::Errno;
@@ -716,6 +717,25 @@ impl PinnedMemory {
             *b = p.read();
         }
         Ok(())
+    }
+
+    /// The 32-bit word at `off` (4-aligned), read with one load. The device writes its queue
+    /// pointers whole (an aligned 4-byte PCIe write lands at once); [`Self::read`], byte by byte,
+    /// may take some bytes before such a write and the rest after it, a pointer the device
+    /// never wrote (a completion write pointer one ring ahead sent the host reading records not
+    /// yet written). Acquire, so what the device wrote before the pointer (the records it
+    /// publishes) is read after it.
+    pub fn read_u32(&self, off: usize) -> Result<u32> {
+        self.check(off, 4)?;
+        let at = self.map.as_ptr() as usize + off;
+        if at % align_of::<AtomicU32>() != 0 {
+            return Err(TtKmdError::Misaligned { window: "pinned host memory".into(), offset: off, len: 4 });
+        }
+        // SAFETY: in bounds of the live mapping (checked) and 4-aligned (checked); the word is
+        // only ever accessed whole here, and the device's writes to it are single aligned
+        // 32-bit stores, so an atomic load observes exactly one of the values it held.
+        let word = unsafe { AtomicU32::from_ptr(self.map.as_mut_ptr().add(off).cast::<u32>()) };
+        Ok(word.load(Ordering::Acquire))
     }
 
     /// Bytes `[off, off + len)` for the host to fill. The caller's protocol keeps the device

@@ -673,4 +673,55 @@ mod tests {
         dev.reset_sequence(ResetKind::AsicReset).unwrap();
         drop(pinned);
     }
+
+    /// The completion write pointer, as the dispatcher's NOC writes land it in the `sysmem`
+    /// file (the simulator's own store path) while the backend polls it: every read is a value
+    /// the device wrote, never bytes of two. (Read or landed byte by byte, the wrap below once
+    /// read as one ring ahead, and the host took stale payload for the next record's header.)
+    /// A stress test, bounded in time.
+    #[test]
+    fn the_backend_reads_device_written_queue_pointers_whole() {
+        use crate::backend::Backend;
+        use cqlab_abi::ring::RingPtr;
+        use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR};
+        use cqlab_sim::storage::SharedRegion;
+        let sim = Sim::start("pointers");
+        let cfg = crate::config::DeviceConfig {
+            worker_cols: 1,
+            worker_rows: 1,
+            num_cqs: 1,
+            dram_banks: 1,
+            ..Default::default()
+        };
+        let mut backend = super::super::backend::TtKmdBackend::new(sim.open(OpenFlags::default()).unwrap(), &cfg)
+            .expect("the tt-kmd backend on the simulator");
+        let at = (CqSysmemLayout::for_cq(0, cfg.issue_size, cfg.completion_size).header() + COMPLETION_WR_PTR as u64)
+            as usize;
+        let file = open_rw(&sim.dir.join("sysmem")).unwrap();
+        let map = Arc::new(MmapOptions::new().len(at + 4).map_raw(&file).unwrap());
+        let mut device = SharedRegion::new(&map, 0, at + 4);
+        let (a, b) = (RingPtr::new(196_800, false).0, RingPtr::new(256, true).0);
+        assert!(device.write(at, &a.to_le_bytes()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let writer = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                device.write(at, &b.to_le_bytes());
+                device.write(at, &a.to_le_bytes());
+            }
+        });
+        let start = Instant::now();
+        let (mut changes, mut last, mut torn) = (0u32, a, None);
+        while changes < 100_000 && start.elapsed() < Duration::from_millis(500) && torn.is_none() {
+            let v = backend.sysmem_read_u32(at).unwrap();
+            if v != a && v != b {
+                torn = Some(v);
+            }
+            changes += u32::from(v != last);
+            last = v;
+        }
+        stop.store(true, Ordering::Relaxed);
+        writer.join().unwrap();
+        assert_eq!(torn, None, "read {torn:#x?}, a mix of {a:#x} and {b:#x} ({changes} changes seen)");
+    }
 }
