@@ -9,9 +9,9 @@ use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder};
 use cqlab_abi::fetch_queue::{slot_addr, FetchEntry, STALL_FLAG};
 use cqlab_abi::mailbox::{CqConfig, DeviceError, ErrorRecord, ERROR, ERROR_MAGIC, WAYPOINT};
-use cqlab_abi::memory_map::{chunk_buffer, CHUNK_AREA, DISPATCH_RING, MAX_CHUNK};
+use cqlab_abi::memory_map::{chunk_buffer, interleaved_page, CHUNK_AREA, DISPATCH_RING, MAX_CHUNK, TRACE_AREA};
 use cqlab_abi::mmio::sem;
-use cqlab_abi::noc::{dispatcher, prefetcher, worker, NocAddr, PCIE};
+use cqlab_abi::noc::{dispatcher, dram_bank, prefetcher, worker, NocAddr, PCIE};
 use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::{COMPLETION_WR_PTR, CQ_HEADER_SIZE, FETCH_RD_COUNT, ISSUE_RD_PTR};
 use cqlab_abi::waypoint::{self, Waypoint};
@@ -178,6 +178,42 @@ fn prefetcher_reports_bad_commands_and_halts() {
     let mut stride = encode(|e| e.debug(b"x"));
     stride[12] = 0x80; // stride field no longer matches the length
     assert_eq!(prefetch_error(stride, false).code, DeviceError::BadSize as u32);
+
+    // A trace page must divide a trace window (no page straddles two).
+    let mut exec = encode(|e| e.exec_buf(0, 1024, 1));
+    exec[8..12].copy_from_slice(&192u32.to_le_bytes());
+    assert_eq!(prefetch_error(exec, true).code, DeviceError::BadSize as u32);
+}
+
+/// A trace longer than the trace area streams through its windows: every
+/// command runs (DEBUG checksums over payloads that straddle windows and
+/// the ring's wrap match) and every relayed byte is signalled.
+#[test]
+fn a_trace_longer_than_the_trace_area_streams_through_its_windows() {
+    const PAGE: u32 = 8192;
+    let mut buf = std::vec![0u8; 1 << 19];
+    let mut e = Encoder::new(&mut buf);
+    let mut relayed = 0;
+    for i in 0..16u32 {
+        let payload: Vec<u8> = (0..9_000u32).map(|b| (b.wrapping_mul(7) ^ i) as u8).collect();
+        e.debug(&payload).unwrap();
+        e.relay_inline(true, |w| w.write_linear(NocAddr::unicast(worker(0, 0), 0), &payload[..4000])).unwrap();
+        relayed += 16 + 4000;
+    }
+    e.exec_buf_end().unwrap();
+    let len = e.len().next_multiple_of(PAGE as usize);
+    assert!(len > 2 * TRACE_AREA.size as usize, "{len} bytes: the ring of windows wraps");
+    let pages = len as u32 / PAGE;
+    let (mut core, c) = prefetcher_with(ISSUE, 0, &[(encode(|e| e.exec_buf(0x4000, PAGE, pages)), true)]);
+    (core.peer_frees_pages, core.peer) = (Some(256), dispatcher(0).packed());
+    for p in 0..pages {
+        let (bank, at) = interleaved_page(0x4000, p, PAGE, c.dram_banks);
+        let page = &buf[(p * PAGE) as usize..][..PAGE as usize];
+        core.remote_mem(dram_bank(bank as u8))[at as usize..][..PAGE as usize].copy_from_slice(page);
+    }
+    assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck);
+    assert_eq!(waypoint_of(&core), waypoint::HQW, "replayed to EXEC_BUF_END, waiting for the host");
+    assert_eq!(core.remote_sems[&(dispatcher(0), sem::RING_UNITS_FILLED)] * 16, relayed);
 }
 
 #[test]

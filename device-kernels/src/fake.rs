@@ -142,6 +142,12 @@ impl Platform for FakeCore {
     fn writes_sent(&self) -> bool {
         true
     }
+    fn writes_issued(&self) -> u32 {
+        self.writes
+    }
+    fn writes_sent_count(&self) -> u32 {
+        self.writes
+    }
     fn halt(&mut self) -> ! {
         std::panic::panic_any(Halted)
     }

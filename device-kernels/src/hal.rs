@@ -169,6 +169,12 @@ impl Platform for Device {
     fn writes_sent(&self) -> bool {
         read_reg(mmio::NOC_WRITES_ISSUED) == read_reg(mmio::NOC_WRITES_SENT)
     }
+    fn writes_issued(&self) -> u32 {
+        read_reg(mmio::NOC_WRITES_ISSUED)
+    }
+    fn writes_sent_count(&self) -> u32 {
+        read_reg(mmio::NOC_WRITES_SENT)
+    }
     fn halt(&mut self) -> ! {
         halt()
     }

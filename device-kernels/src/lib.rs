@@ -15,6 +15,7 @@ pub mod kernels;
 pub mod memory;
 pub mod platform;
 pub mod prefetch;
+pub mod replay;
 pub mod report;
 pub mod ring;
 pub mod trace;

@@ -36,6 +36,12 @@ pub trait Platform: Memory {
     /// All issued writes have left L1: their sources may be reused (tt-metal:
     /// `noc_async_writes_flushed`). They may still be in flight.
     fn writes_sent(&self) -> bool;
+    /// Writes issued so far (wrapping count of NOC write packets): the mark
+    /// a later [`Platform::writes_sent_count`] must reach for every write
+    /// issued up to now to have left L1.
+    fn writes_issued(&self) -> u32;
+    /// Writes that have left L1 so far (wrapping; counts up to `writes_issued`).
+    fn writes_sent_count(&self) -> u32;
     /// Stops the core for good.
     fn halt(&mut self) -> !;
 }

@@ -4,7 +4,8 @@
 
 use crate::cq_config::{setup, CqSetup};
 use crate::platform::Platform;
-use crate::report::{fail, trace, wait_until, waypoint};
+use crate::replay::Replay;
+use crate::report::{fail, wait_until, waypoint};
 use crate::ring::{split_at_wrap, RingGeometry};
 use crate::{device_error, read_header};
 use cqlab_abi::decode::PrefetchHeader;
@@ -34,14 +35,23 @@ pub struct Prefetcher<'p, P: Platform> {
     written: u64,
     /// 16-byte units written but not yet signalled to the dispatcher.
     unflushed_units: u32,
+    /// Relay pieces not signalled yet, oldest first: their units and the
+    /// `writes_issued` mark each left with. A piece is signalled once it
+    /// has left, while the pieces after it keep the NOC interface busy.
+    posted: Posted,
     /// STALL commands executed (the dispatcher's releases must catch up).
     stalls: u32,
     commands: u32,
+    /// The trace ring, of which the prefetcher is the only writer once
+    /// running: a record costs its stores (no L1 load, no division).
+    records: crate::trace::Cursor,
+    core: u16,
 }
 
 impl<'p, P: Platform> Prefetcher<'p, P> {
     pub fn new(p: &'p mut P, cfg: CqConfig) -> Self {
         let CqSetup { ring, sysmem } = setup(p, &cfg);
+        let (records, core) = (crate::trace::Cursor::take(p), p.core_xy() as u16);
         Self {
             p,
             cfg,
@@ -52,9 +62,18 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             issue_rd: RingPtr::default(),
             written: 0,
             unflushed_units: 0,
+            posted: Posted::default(),
             stalls: 0,
             commands: 0,
+            records,
+            core,
         }
+    }
+
+    /// Appends a trace record (`report::trace`, through the cursor).
+    fn trace(&mut self, kind: TraceKind, arg0: u32, arg1: u32) {
+        let cycle = self.p.cycle();
+        self.records.record(self.p, self.core, cycle, kind, arg0, arg1);
     }
 
     /// Starts reading the issue queue at `rd` instead of its beginning.
@@ -106,7 +125,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             }
             #[cfg(not(feature = "bug-early-fetch-release"))]
             self.publish_pointers();
-            trace(self.p, TraceKind::FetchConsumed, raw, index);
+            self.trace(TraceKind::FetchConsumed, raw, index);
             self.run_commands(chunk_buffer(buf), len, entry.stall(), None);
             buf = (buf + 1) % CHUNK_BUFFERS;
         }
@@ -173,17 +192,20 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         self.p.noc_write(SCRATCH + 4, NocAddr::unicast(PCIE, header + FETCH_RD_COUNT as u64), 4);
     }
 
-    /// Runs the prefetch commands in `len` bytes of L1 at `base`. In a
-    /// replayed trace (`fill`: the trace still landing in L1) it returns at
-    /// EXEC_BUF_END.
-    fn run_commands(&mut self, base: u32, len: u32, stall_entry: bool, mut fill: Option<TraceFill>) {
-        let in_trace = fill.is_some();
+    /// Runs the prefetch commands in `len` bytes of L1 at `base` (a chunk),
+    /// or, with `replay`, those of a replayed trace streaming through
+    /// `TRACE_AREA`, returning at its EXEC_BUF_END.
+    fn run_commands(&mut self, base: u32, len: u32, stall_entry: bool, mut replay: Option<&mut Replay>) {
         let mut off = 0;
         while off < len {
-            let addr = base + off;
-            if let Some(f) = fill.as_mut().filter(|f| off + 16 > f.landed) {
-                self.trace_landed(f, off + 16);
-            }
+            let addr = match replay.as_deref_mut() {
+                Some(r) => {
+                    // Commands are 64-byte aligned: a header never straddles windows.
+                    r.land(self.p, off + 16);
+                    r.local(off)
+                }
+                None => base + off,
+            };
             let h = read_header(self.p, addr);
             let header = match PrefetchHeader::parse(&h) {
                 Ok(h) => h,
@@ -193,14 +215,26 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             if stride > len - off {
                 fail(self.p, DeviceError::LengthOverrun, addr, stride, off, len);
             }
-            if let Some(f) = fill.as_mut().filter(|f| off + stride > f.landed) {
-                self.trace_landed(f, off + stride);
-            }
             let id = header.id() as u32;
-            trace(self.p, TraceKind::CmdStart, id, stride);
+            self.trace(TraceKind::CmdStart, id, stride);
             self.commands = self.commands.wrapping_add(1);
             match header {
-                PrefetchHeader::RelayInline { flush, cmd } => self.relay_local(addr + 16, cmd.length, flush),
+                PrefetchHeader::RelayInline { flush, cmd } => match replay.as_deref_mut() {
+                    Some(r) => {
+                        let (mut at, end) = (off + 16, off + 16 + cmd.length);
+                        while at < end {
+                            let n = r.in_window(at, end - at);
+                            r.land(self.p, at + n);
+                            self.relay_local(r.local(at), n, false);
+                            at += n;
+                        }
+                        r.read_ahead(self.p);
+                        // A flush is owed rather than waited for: the pieces
+                        // still leaving stay posted (see `signal_sent`).
+                        let _ = flush;
+                    }
+                    None => self.relay_local(addr + 16, cmd.length, flush),
+                },
                 PrefetchHeader::RelayLinear(cmd) => {
                     self.relay_remote(NocAddr(cmd.src), cmd.length);
                     self.flush();
@@ -220,43 +254,42 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     if !stall_entry {
                         fail(self.p, DeviceError::ExecBufWithoutStall, addr, id, off, len);
                     }
-                    if in_trace {
+                    if replay.is_some() {
                         fail(self.p, DeviceError::NestedExecBuf, addr, id, off, len);
                     }
                     let total = cmd.pages as u64 * cmd.page_size as u64;
-                    if total > TRACE_AREA.size as u64 {
-                        fail(self.p, DeviceError::TooLarge, addr, cmd.pages, off, len);
-                    }
+                    let Some(mut r) = Replay::new(cmd.base_addr, cmd.page_size, cmd.pages, self.cfg.dram_banks)
+                        .filter(|_| total <= u32::MAX as u64)
+                    else {
+                        fail(self.p, DeviceError::TooLarge, addr, cmd.page_size, off, len)
+                    };
                     // The previous replay's inline relays may still be
                     // sending from the trace area.
                     self.wait_writes_sent();
-                    // Commands run as soon as their window has landed; the
-                    // next window is read meanwhile.
-                    let fill = TraceFill {
-                        base: cmd.base_addr,
-                        page_size: cmd.page_size,
-                        total: total as u32,
-                        issued: 0,
-                        in_flight: false,
-                        landed: 0,
-                        window: FIRST_TRACE_WINDOW,
-                    };
-                    self.run_commands(TRACE_AREA.base, total as u32, true, Some(fill));
+                    self.run_commands(TRACE_AREA.base, total as u32, true, Some(&mut r));
                 }
                 PrefetchHeader::ExecBufEnd => {
-                    if !in_trace {
+                    if replay.is_none() {
                         fail(self.p, DeviceError::UnexpectedExecBufEnd, addr, id, off, len);
                     }
-                    // No read of this trace may land after the replay: the
-                    // next one reuses the trace area.
-                    if fill.as_ref().is_some_and(|f| f.in_flight) {
-                        self.wait_reads();
-                    }
-                    trace(self.p, TraceKind::CmdEnd, id, stride);
+                    self.trace(TraceKind::CmdEnd, id, stride);
                     return;
                 }
                 PrefetchHeader::Debug(cmd) => {
-                    let found = l1_checksum(self.p, addr + 16, cmd.length);
+                    let found = match replay.as_deref_mut() {
+                        Some(r) => {
+                            let (mut at, end, mut sum) = (off + 16, off + 16 + cmd.length, 0u32);
+                            while at < end {
+                                // Pieces of whole words: a window holds a multiple of 16 bytes.
+                                let n = r.in_window(at, end - at);
+                                r.land(self.p, at + n);
+                                sum = sum.wrapping_add(l1_checksum(self.p, r.local(at), n));
+                                at += n;
+                            }
+                            sum
+                        }
+                        None => l1_checksum(self.p, addr + 16, cmd.length),
+                    };
                     if found != cmd.checksum {
                         fail(self.p, DeviceError::BadChecksum, addr, found, off, len);
                     }
@@ -266,50 +299,15 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     crate::report::exit(self.p, self.commands);
                 }
             }
-            trace(self.p, TraceKind::CmdEnd, id, stride);
+            self.trace(TraceKind::CmdEnd, id, stride);
             off += stride;
-            // The next window is read while this one's commands run (after
-            // the first of them, so that one starts as early as it can).
-            if let Some(f) = fill.as_mut().filter(|f| !f.in_flight && f.issued < f.total) {
-                self.trace_read_window(f, 0);
-            }
         }
-        if in_trace {
+        if replay.is_some() {
             fail(self.p, DeviceError::LengthOverrun, base + len, 0, off, len);
         }
-    }
-
-    /// Issues the reads of the next window of a trace into the trace area
-    /// (bytes `issued..`, at least up to `need`): `FIRST_TRACE_WINDOW` bytes
-    /// first, each window twice the one before, so a replay waits for its
-    /// first commands only and later windows arrive ahead of use.
-    fn trace_read_window(&mut self, f: &mut TraceFill, need: u32) {
-        let end = f.issued.saturating_add(f.window).max(need).min(f.total);
-        while f.issued < end {
-            let (page, in_page) = (f.issued / f.page_size, f.issued % f.page_size);
-            let n = (f.page_size - in_page).min(end - f.issued);
-            let src = self.dram_page(f.base, page, f.page_size).offset(in_page as u64);
-            self.p.noc_read(src, TRACE_AREA.base + f.issued, n);
-            f.issued += n;
-        }
-        f.in_flight = true;
-        f.window = f.window.saturating_mul(2);
-    }
-
-    /// Makes sure the first `upto` bytes of the trace have landed, with one
-    /// wait for every read in flight (every read this core issued).
-    #[inline(never)]
-    fn trace_landed(&mut self, f: &mut TraceFill, upto: u32) {
-        // The first window, or, for a command beyond the bytes in flight,
-        // everything left at once (one wait instead of one per window).
-        if f.issued == 0 {
-            self.trace_read_window(f, upto);
-        } else if upto > f.issued {
-            self.trace_read_window(f, f.total);
-        }
-        self.wait_reads();
-        f.in_flight = false;
-        f.landed = f.issued;
+        // Before the chunk's end (and the waits for the host that follow),
+        // every relayed byte is signalled.
+        self.flush();
     }
 
     fn dram_page(&self, base: u32, page: u32, page_size: u32) -> NocAddr {
@@ -329,24 +327,58 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             wait_until(self.p, DAPW, |p| ring.writable(written, freed(p)) > 0);
             let freed_now = freed(self.p);
             writable = self.ring.writable(self.written, freed_now);
-            trace(self.p, TraceKind::CreditsAcquired, writable / self.ring.page_size, freed_now);
+            self.trace(TraceKind::CreditsAcquired, writable / self.ring.page_size, freed_now);
         }
         self.ring.contiguous(self.written, want.min(writable))
     }
 
-    /// Copies `len` bytes (a multiple of 16) of local L1 into the ring.
+    /// Copies `len` bytes (a multiple of 16) of local L1 into the ring, in
+    /// as few writes as the ring's contiguous free space allows (the HAL
+    /// splits them into NOC packets). Each piece is signalled to the
+    /// dispatcher as soon as it has left (per-write counters, not a drain of
+    /// everything), so the dispatcher forwards it while the next one is
+    /// still on its way.
     fn relay_local(&mut self, src: u32, len: u32, flush: bool) {
         let mut done = 0;
         while done < len {
             let n = self.ring_space(len - done);
             let dst = NocAddr::unicast(self.dispatcher, self.ring.local(self.written) as u64);
             self.p.noc_write(src + done, dst, n);
+            let mark = self.p.writes_issued();
             self.written += n as u64;
-            self.unflushed_units += n / 16;
             done += n;
+            self.unflushed_units += n / 16;
+            if self.posted.len == POSTED {
+                // Rule 2 of `cqlab_sim::noc`: an atomic follows the writes
+                // of its route that had left when it issued.
+                let (_, oldest) = self.posted.entries[self.posted.head as usize];
+                crate::report::wait_sent_until(self.p, oldest);
+            }
+            self.signal_sent();
+            self.posted.push(n / 16, mark);
         }
         if flush {
             self.flush();
+        }
+    }
+
+    /// Signals every posted piece that has left by now, in one increment;
+    /// does not wait. A replayed relay's flush is owed rather than waited
+    /// for: its pieces still leaving stay posted and are signalled here, at
+    /// the next relay piece, so the NOC interface does not drain between
+    /// back-to-back relays. Every wait of the prefetcher that depends on
+    /// the dispatcher or the host (ring space, STALL, the fetch queue after
+    /// a chunk) flushes fully first; its NOC-only waits (reads landing,
+    /// writes leaving) end on their own.
+    fn signal_sent(&mut self) {
+        if self.posted.len == 0 {
+            return;
+        }
+        let sent = self.p.writes_sent_count();
+        let units = self.posted.pop_sent(sent);
+        if units > 0 {
+            self.signal(units);
+            self.unflushed_units -= units;
         }
     }
 
@@ -373,14 +405,20 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// (`cqlab_sim::noc`, rules 1 and 2): waiting for *sent* is enough, as
     /// tt-metal's prefetcher flushes before its semaphore increment.
     fn flush(&mut self) {
+        self.posted = Posted::default();
         if self.unflushed_units == 0 {
             return;
         }
         self.wait_writes_sent();
+        self.signal(self.unflushed_units);
+        self.unflushed_units = 0;
+    }
+
+    /// Adds `units` to the dispatcher's filled count.
+    fn signal(&mut self, units: u32) {
         let filled =
             NocAddr::unicast(self.dispatcher, (mmio::MMIO_BASE + mmio::semaphore(sem::RING_UNITS_FILLED)) as u64);
-        self.p.noc_atomic_inc(filled, self.unflushed_units);
-        self.unflushed_units = 0;
+        self.p.noc_atomic_inc(filled, units);
     }
 
     /// STALL: wait until the dispatcher has released as many stalls as were issued.
@@ -389,11 +427,47 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         self.stalls = self.stalls.wrapping_add(1);
         let target = self.stalls;
         let observed = self.p.semaphore(sem::STALL_RELEASE);
-        trace(self.p, TraceKind::StallBegin, target, observed);
+        self.trace(TraceKind::StallBegin, target, observed);
         wait_until(self.p, PSW, |p| wrap_ge(p.semaphore(sem::STALL_RELEASE), target));
         let observed = self.p.semaphore(sem::STALL_RELEASE);
         waypoint(self.p, PSD);
-        trace(self.p, TraceKind::StallEnd, target, observed);
+        self.trace(TraceKind::StallEnd, target, observed);
+    }
+}
+
+/// Relay pieces in flight that the prefetcher may post before it waits for
+/// the oldest to leave.
+const POSTED: u32 = 4;
+
+/// A small FIFO of posted relay pieces: (units, `writes_issued` mark).
+#[derive(Clone, Copy, Default)]
+struct Posted {
+    entries: [(u32, u32); POSTED as usize],
+    head: u32,
+    len: u32,
+}
+
+impl Posted {
+    fn push(&mut self, units: u32, mark: u32) {
+        debug_assert!(self.len < POSTED);
+        self.entries[((self.head + self.len) % POSTED) as usize] = (units, mark);
+        self.len += 1;
+    }
+
+    /// Removes the pieces whose writes have left (`sent` has reached their
+    /// mark) and returns their units.
+    fn pop_sent(&mut self, sent: u32) -> u32 {
+        let mut units = 0;
+        while self.len > 0 {
+            let (u, mark) = self.entries[self.head as usize];
+            if !wrap_ge(sent, mark) {
+                break;
+            }
+            units += u;
+            self.head = (self.head + 1) % POSTED;
+            self.len -= 1;
+        }
+        units
     }
 }
 
@@ -407,22 +481,6 @@ pub fn l1_checksum(p: &impl crate::memory::Memory, addr: u32, len: u32) -> u32 {
         sum = word[..n].iter().fold(sum, |s, &b| s.wrapping_add(b as u32));
     }
     sum
-}
-
-/// Bytes of a replayed trace read before its first command runs.
-const FIRST_TRACE_WINDOW: u32 = 1024;
-
-/// A trace of `total` bytes being read into `TRACE_AREA` a window at a
-/// time: its first `landed` bytes are in L1, reads up to byte `issued` are
-/// on their way (`in_flight`), the next window is `window` bytes.
-struct TraceFill {
-    base: u32,
-    page_size: u32,
-    total: u32,
-    issued: u32,
-    in_flight: bool,
-    landed: u32,
-    window: u32,
 }
 
 #[cfg(test)]

@@ -81,3 +81,11 @@ pub fn wait_writes(p: &mut impl Platform) {
 pub fn wait_writes_sent(p: &mut impl Platform) {
     wait_until(p, waypoint::NWSW, |p| p.writes_sent());
 }
+
+/// Waits until the write that made [`Platform::writes_issued`] read `mark`,
+/// and every write before it, has left L1 (later writes may still be
+/// leaving): before reusing the sources of those writes only, or before an
+/// atomic that must follow them on their route.
+pub fn wait_sent_until(p: &mut impl Platform, mark: u32) {
+    wait_until(p, waypoint::NWSW, |p| cqlab_abi::ring::wrap_ge(p.writes_sent_count(), mark));
+}

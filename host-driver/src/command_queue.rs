@@ -15,7 +15,7 @@ use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
 use cqlab_abi::fetch_queue::{self, FetchEntry};
 use cqlab_abi::mailbox;
-use cqlab_abi::memory_map::{MAX_CHUNK, TRACE_AREA};
+use cqlab_abi::memory_map::MAX_CHUNK;
 use cqlab_abi::mmio::sem;
 use cqlab_abi::noc::{self, Coord, NocAddr};
 use cqlab_abi::prefetch::PagedFlags;
@@ -649,17 +649,15 @@ impl CommandQueue<'_> {
         self.host().program_launches = start;
         self.host().waited_launch = waited;
         bytes.extend(chunk(64, |e| e.exec_buf_end())?);
-        if bytes.len() > TRACE_AREA.size as usize {
-            return Err(DriverError::OutOfRange {
-                what: "trace",
-                detail: format!("{} bytes, the prefetcher replays at most {}", bytes.len(), TRACE_AREA.size),
-            });
-        }
-        // Pages as large as a NOC packet (the prefetcher issues one read per
-        // page) that the issue queue can still carry (`write_buffer`).
-        let issue = self.host().layout.issue_size as usize;
+        // The prefetcher streams a trace through its trace area window by
+        // window (`memory_map::TRACE_WINDOW`, which these page sizes divide),
+        // one DRAM read per page, so a trace of any length replays. Pages
+        // are whole NOC packets where the issue queue can carry one (the
+        // trace is written through it), else halves.
         let mut page_size = cqlab_abi::mmio::NOC_MAX_PACKET as usize;
-        while page_size > 1024 && page_size + 128 > issue {
+        while page_size > 64
+            && (page_size + 128 > self.host().layout.issue_size as usize || page_size > self.max_inline())
+        {
             page_size /= 2;
         }
         let buffer = self.dev.alloc_dram(bytes.len().next_multiple_of(page_size) as u32, page_size as u32)?;

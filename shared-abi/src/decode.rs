@@ -130,7 +130,10 @@ impl PrefetchHeader {
             PrefetchCmdId::Stall => Self::Stall,
             PrefetchCmdId::ExecBuf => {
                 let cmd: ExecBufCmd = read(h);
-                if cmd.page_size == 0 || cmd.page_size % PCIE_ALIGNMENT as u32 != 0 {
+                // Pages stream through the prefetcher's trace windows: one
+                // must divide a window.
+                let window = crate::memory_map::TRACE_WINDOW;
+                if cmd.page_size == 0 || cmd.page_size % PCIE_ALIGNMENT as u32 != 0 || window % cmd.page_size != 0 {
                     return Err(bad("EXEC_BUF page_size", cmd.page_size as u64));
                 }
                 if cmd.pages == 0 {

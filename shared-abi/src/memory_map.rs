@@ -67,6 +67,16 @@ pub const RELAY_SCRATCH: Region =
     Region { name: "relay_scratch", base: TRACE_AREA.base + TRACE_AREA.size, size: 0x1_0000 };
 const _: () = assert!(RELAY_SCRATCH.end() == CMD_BUFFER.end());
 
+/// A replayed trace streams through `TRACE_AREA` as a ring of this many
+/// windows: while the prefetcher relays from one, the next one's DRAM pages
+/// are landing and the one before is still being sent. A trace's DRAM page
+/// size must divide a window (`TRACE_WINDOW`), so no page straddles two; a
+/// trace may be any length.
+pub const TRACE_WINDOWS: u32 = 3;
+pub const TRACE_WINDOW: u32 = TRACE_AREA.size / TRACE_WINDOWS;
+const _: () = assert!(TRACE_WINDOW * TRACE_WINDOWS == TRACE_AREA.size && TRACE_WINDOW % 64 == 0);
+const _: () = assert!(TRACE_WINDOW % crate::mmio::NOC_MAX_PACKET == 0);
+
 /// The chunk area is double-buffered: chunk `k` lands in half `k % 2`, so
 /// the prefetcher reads the next chunk while it runs the current one. A
 /// chunk (one fetch-queue entry) is at most one half.

@@ -94,9 +94,10 @@ fn pref() -> impl Strategy<Value = Pref> {
             Pref::Paged { dram, base, page_size: ps * 16, start, pages }
         }),
         Just(Pref::Stall),
-        (any::<u32>(), 1u32..64, 1u32..100).prop_map(|(base, ps, pages)| Pref::ExecBuf {
+        // Page sizes dividing a trace window: 64 B ..= 32 KiB.
+        (any::<u32>(), 0u32..10, 1u32..100).prop_map(|(base, k, pages)| Pref::ExecBuf {
             base,
-            page_size: ps * 64,
+            page_size: 64 << k,
             pages
         }),
         Just(Pref::ExecBufEnd),

@@ -1,0 +1,128 @@
+//! Trace replay input: a trace's DRAM pages stream through the prefetcher's
+//! `TRACE_AREA`, used as a ring of `TRACE_WINDOWS` windows. The prefetcher
+//! runs commands from one window while the next one's reads land, so the
+//! relay of a replayed program does not wait for the whole trace to arrive,
+//! and a trace may be longer than the area.
+//!
+//! Reads complete in no particular order, so a window is known to have
+//! landed only once every read issued so far has (`wait_reads`): the next
+//! window is issued right after that wait (once a relay write keeps the NOC
+//! interface busy meanwhile), and has the whole time its predecessor takes
+//! to relay to land. A window's slot is reused once every
+//! write relayed from its previous occupant has left L1 (per-write counter
+//! marks, `report::wait_sent_until`).
+
+use crate::platform::Platform;
+use crate::report::{wait_reads, wait_sent_until};
+use cqlab_abi::memory_map::{interleaved_page, TRACE_AREA, TRACE_WINDOW, TRACE_WINDOWS};
+use cqlab_abi::noc::{dram_bank, NocAddr};
+
+pub struct Replay {
+    page_size: u32,
+    pages: u32,
+    banks: u32,
+    /// DRAM place of the next page to read (bank stepped, not divided out).
+    bank: u32,
+    offset: u64,
+    pages_read: u32,
+    /// Windows whose reads are issued, and windows known to have landed.
+    issued: u32,
+    landed: u32,
+    /// `writes_issued` when the commands first reached window `w`, at
+    /// `w % TRACE_WINDOWS`: every relay from windows before `w` is older.
+    entered: [u32; TRACE_WINDOWS as usize],
+}
+
+impl Replay {
+    /// A replay of `pages` pages of `page_size` bytes of the interleaved
+    /// DRAM buffer at `base`; `None` unless the page size divides a window
+    /// (and is a multiple of 16).
+    pub fn new(base: u32, page_size: u32, pages: u32, banks: u32) -> Option<Self> {
+        if page_size == 0 || page_size % 16 != 0 || TRACE_WINDOW % page_size != 0 || banks == 0 {
+            return None;
+        }
+        let (bank, offset) = interleaved_page(base, 0, page_size, banks);
+        Some(Self {
+            page_size,
+            pages,
+            banks,
+            bank,
+            offset,
+            pages_read: 0,
+            issued: 0,
+            landed: 0,
+            entered: [0; TRACE_WINDOWS as usize],
+        })
+    }
+
+    /// Bytes in the trace.
+    pub fn bytes(&self) -> u32 {
+        self.pages * self.page_size
+    }
+
+    /// L1 address of trace byte `off`.
+    pub fn local(&self, off: u32) -> u32 {
+        TRACE_AREA.base + off % TRACE_AREA.size
+    }
+
+    /// Bytes from `off` to the end of its window, at most `n`: a piece the
+    /// commands may use after one [`Replay::land`].
+    pub fn in_window(&self, off: u32, n: u32) -> u32 {
+        n.min(TRACE_WINDOW - off % TRACE_WINDOW)
+    }
+
+    /// Makes trace bytes up to `upto` (the end of a piece within one
+    /// window) present in L1, issuing the following window's reads too.
+    #[inline(always)]
+    pub fn land(&mut self, p: &mut impl Platform, upto: u32) {
+        if upto > self.landed * TRACE_WINDOW {
+            self.land_windows(p, upto);
+        }
+    }
+
+    fn land_windows(&mut self, p: &mut impl Platform, upto: u32) {
+        let upto = upto.min(self.bytes());
+        while self.landed * TRACE_WINDOW < upto {
+            let w = self.landed;
+            if self.issued == w {
+                self.issue(p, w);
+            }
+            wait_reads(p);
+            self.landed = w + 1;
+            self.entered[(w % TRACE_WINDOWS) as usize] = p.writes_issued();
+        }
+    }
+
+    /// Issues the reads of the window after the last landed one, if not yet
+    /// issued. The prefetcher calls it once it has queued a relay write from
+    /// the landed window, so the reads are issued while the NOC interface
+    /// is busy; [`Replay::land`] issues a window it needs itself otherwise.
+    pub fn read_ahead(&mut self, p: &mut impl Platform) {
+        let w = self.landed;
+        if self.issued == w && w * TRACE_WINDOW < self.bytes() {
+            self.issue(p, w);
+        }
+    }
+
+    /// Issues the reads of window `w` into its slot, once the relays from
+    /// the slot's previous window (`w - TRACE_WINDOWS`) have left it: they
+    /// were all issued before the commands reached window `w - 2`.
+    fn issue(&mut self, p: &mut impl Platform, w: u32) {
+        if w >= TRACE_WINDOWS {
+            wait_sent_until(p, self.entered[((w + 1) % TRACE_WINDOWS) as usize]);
+        }
+        let mut local = self.local(w * TRACE_WINDOW);
+        let n = (TRACE_WINDOW / self.page_size).min(self.pages - self.pages_read);
+        for _ in 0..n {
+            p.noc_read(NocAddr::unicast(dram_bank(self.bank as u8), self.offset), local, self.page_size);
+            local += self.page_size;
+            self.bank += 1;
+            if self.bank == self.banks {
+                self.bank = 0;
+                self.offset += self.page_size as u64;
+            }
+        }
+        self.pages_read += n;
+        self.issued = w + 1;
+    }
+}
