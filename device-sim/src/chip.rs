@@ -25,7 +25,7 @@ use crate::fastforward::{probe, FfState, Probe};
 use crate::hart::{Hart, Stop};
 use crate::memory::{Memory, Ram, Sysmem};
 use crate::noc::{
-    endpoint_cost, farthest, flits_by, last_flit, trip, Departing, Event, EventKind, Landing, Route, Routes,
+    farthest, flits_by, last_flit, trip, Departing, Endpoints, Event, EventKind, Landing, Link, Route, Routes,
 };
 use crate::pct::{Pct, Slice};
 use crate::rng::Streams;
@@ -163,6 +163,10 @@ pub struct Chip {
     payloads: BTreeMap<u64, Vec<u8>>,
     /// Per core: first cycle its NOC interface is free to send a packet.
     niu_free: Vec<u64>,
+    /// Per core: its ejection port, one flit of read data per cycle.
+    eject: Vec<Link>,
+    /// The PCIe link's two directions.
+    endpoints: Endpoints,
     /// Ids of writes and reads.
     transfers: u64,
     /// PCT state when `cfg.schedule` is `Pct`.
@@ -280,6 +284,8 @@ impl Chip {
             landing: Vec::new(),
             payloads: BTreeMap::new(),
             niu_free: vec![0; cores.len()],
+            eject: vec![Link::default(); cores.len()],
+            endpoints: Endpoints::default(),
             transfers: 0,
             pct,
             posted: 0,
@@ -893,12 +899,19 @@ impl Chip {
                     // PCIe: a read does not pass this core's earlier posted writes.
                     served = served.max(self.routes.posted_landed(Route::of(src, target)));
                 }
-                let done =
-                    served + endpoint_cost(&self.cfg, to, issue.len, true) + trip(&self.cfg, to, from, issue.len);
+                let now = self.now;
+                let out = self.endpoints.done(&self.cfg, to, served, issue.len, true, now);
+                let arrive = out + trip(&self.cfg, to, from, issue.len);
+                // The data enters the core through its ejection port, one
+                // flit per cycle, after the reads already booked there.
+                let flits = (issue.len as u64).div_ceil(bpc).max(1);
+                let port = &mut self.eject[src];
+                port.forget_before(now);
+                let start = port.book(arrive + 1 - flits, flits);
+                let done = start + flits - 1;
                 let in_memory = matches!(endpoint(to), Endpoint::Pcie | Endpoint::Dram { .. })
                     || target.local() < self.cfg.l1_size as u64;
                 if in_memory {
-                    let start = done + 1 - (issue.len as u64).div_ceil(bpc).max(1);
                     let (local, len) = (issue.local, issue.len);
                     self.landing.push(Landing { id, src, target, local, len, start, done: 0 });
                 }
@@ -910,8 +923,9 @@ impl Chip {
                 let left = last_flit(start, issue.len, bpc);
                 self.niu_free[src] = left + 1;
                 let hops = from.hops(to) as u64 * self.cfg.noc.hop_cycles;
+                let now = self.now;
                 let mut arrive =
-                    left + 1 + iface + hops + endpoint_cost(&self.cfg, to, issue.len, false) + self.jitter();
+                    self.endpoints.done(&self.cfg, to, left + 1 + iface + hops, issue.len, false, now) + self.jitter();
                 if ordered {
                     arrive = self.routes.write(Route::of(src, target), issue.time, left, arrive);
                 }
@@ -923,8 +937,9 @@ impl Chip {
                 self.push(ack, EventKind::WriteAck { src });
             }
             NocCmd::AtomicInc => {
-                let mut arrive =
-                    issue.time + trip(&self.cfg, from, to, 4) + endpoint_cost(&self.cfg, to, 4, false) + self.jitter();
+                let now = self.now;
+                let reach = issue.time + trip(&self.cfg, from, to, 4);
+                let mut arrive = self.endpoints.done(&self.cfg, to, reach, 4, false, now) + self.jitter();
                 if ordered {
                     arrive = self.routes.atomic(Route::of(src, target), issue.time, arrive);
                 }
@@ -1130,6 +1145,16 @@ impl Chip {
         }
         for &t in &self.niu_free {
             h.u64(t);
+        }
+        let links = [&self.endpoints.pcie_read, &self.endpoints.pcie_write];
+        for link in self.eject.iter().chain(links) {
+            // Only what still matters (bookings drop lazily).
+            let live = link.busy().iter().filter(|&&(_, e)| e > self.now);
+            h.u64(live.clone().count() as u64);
+            for &(s, e) in live {
+                h.u64(s);
+                h.u64(e);
+            }
         }
         for (id, bytes) in &self.payloads {
             h.u64(*id);

@@ -6,6 +6,7 @@
 use super::*;
 use crate::asm::*;
 use crate::config::Faults;
+use crate::csr;
 use cqlab_abi::memory_map::{CODE, USER};
 use cqlab_abi::mmio::{NOC_ATOMICS_ACKED, NOC_READS_ACKED, NOC_UNACKED, NOC_WRITES_ACKED, NOC_WRITES_SENT};
 use cqlab_abi::noc::worker;
@@ -230,4 +231,110 @@ fn turning_on_core_stalls_does_not_reshuffle_the_jitter() {
         (chip.digest(), t)
     };
     assert_eq!(run(0.0), run(0.5));
+}
+
+/// Where `reads_take` leaves its measurement on `SRC`.
+const ELAPSED: u32 = PARAMS + 0x100;
+
+/// [`small`] with 4-cycle slices: NOC deliveries become visible at slice
+/// ends, so cycle counts measured by the core are exact to 4 cycles.
+fn fine(fast_forward: bool) -> SimConfig {
+    SimConfig { quantum_cycles: 4, ..small(5, fast_forward) }
+}
+
+/// Issues one `len`-byte read from each of `from` back to back (into `BUF`)
+/// and waits for all of them: the cycles from the first issue to the last
+/// completion, and the chip's digest.
+fn reads_take(from: &[NocAddr], len: u32, fast_forward: bool) -> (u64, u64) {
+    let mut p = vec![csrrs(20, csr::MCYCLE as u32, 0)];
+    for k in 0..from.len() {
+        p.extend(issue(k as u32, len, NocCmd::Read));
+    }
+    p.extend(wait_for(NOC_READS_ACKED, from.len() as i32));
+    p.extend([csrrs(9, csr::MCYCLE as u32, 0), sub(9, 9, 20)]);
+    p.extend(li(6, ELAPSED));
+    p.push(sw(9, 6, 0));
+    let mut chip = Chip::new(fine(fast_forward)).unwrap();
+    for (k, f) in from.iter().enumerate() {
+        chip.write(*f, &vec![0x10 + k as u8; len as usize]).unwrap();
+    }
+    let chip = chip_with_sources(chip, from, &p);
+    let last = NocAddr::unicast(SRC, (BUF + len - 4) as u64);
+    assert_ne!(word(&chip, last), 0, "the reads landed");
+    (word(&chip, NocAddr::unicast(SRC, ELAPSED as u64)) as u64, chip.digest())
+}
+
+/// [`chip_with`] on a chip whose read sources are already filled.
+fn chip_with_sources(mut chip: Chip, targets: &[NocAddr], program: &[u32]) -> Chip {
+    let words: Vec<u8> = targets.iter().flat_map(|t| [t.words().0, t.words().1]).flat_map(u32::to_le_bytes).collect();
+    chip.write(NocAddr::unicast(SRC, PARAMS as u64), &words).unwrap();
+    let mut p = li(MMIO, MMIO_BASE).to_vec();
+    p.extend_from_slice(program);
+    p.push(ECALL);
+    chip.write(NocAddr::unicast(SRC, CODE.base as u64), &to_bytes(&p)).unwrap();
+    chip.set_reset(SRC, false).unwrap();
+    let halted = |c: &Chip| c.core(SRC).unwrap().hart.halted().is_some();
+    chip.run_until(halted, 100_000).unwrap();
+    chip
+}
+
+#[test]
+fn concurrent_pcie_reads_share_the_link_but_overlap_their_latency() {
+    let len = 8192;
+    let host = |off: u64| NocAddr::unicast(cqlab_abi::noc::PCIE, off);
+    let cfg = small(5, true);
+    // Data time of one read on the host -> device direction: 335 cycles at
+    // 24.5 B/cycle; its latency is 750.
+    let data = (len as u64 * 1000).div_ceil(cfg.pcie.read_bytes_per_kcycle);
+    let (one, _) = reads_take(&[host(0)], len, true);
+    let (two, d2) = reads_take(&[host(0), host(0x4000)], len, true);
+    let (four, _) = reads_take(&[host(0), host(0x4000), host(0x8000), host(0xC000)], len, true);
+    // Each further read adds its data time (plus the ~20 cycles its issue
+    // takes), not its whole latency: the requests are pipelined.
+    let issue_slack = 40;
+    let near = |n: u64| n * data - 10..=n * (data + issue_slack);
+    assert!(near(1).contains(&(two - one)), "one read {one}, two {two}, data time {data}");
+    assert!(near(3).contains(&(four - one)), "one read {one}, four {four}");
+    assert!(two < one + cfg.pcie.read_latency_cycles, "the second read's latency overlapped the first's");
+    assert_eq!(d2, reads_take(&[host(0), host(0x4000)], len, false).1, "fast-forward changes nothing");
+}
+
+#[test]
+fn concurrent_pcie_writes_share_the_link() {
+    // Two 8 KiB writes to host memory: the second lands one data time
+    // (8192 B at 26 B/cycle = 316 cycles) after the first, where a lone
+    // write of its own would have landed as early as the NIU let it.
+    let len = 8192;
+    let host = |off: u64| NocAddr::unicast(cqlab_abi::noc::PCIE, off);
+    let acked_after = |n: usize| {
+        let mut p = vec![csrrs(20, csr::MCYCLE as u32, 0)];
+        for k in 0..n {
+            p.extend(issue(k as u32, len, NocCmd::Write));
+        }
+        p.extend(wait_for(NOC_WRITES_ACKED, n as i32));
+        p.extend([csrrs(9, csr::MCYCLE as u32, 0), sub(9, 9, 20)]);
+        p.extend(li(6, ELAPSED));
+        p.push(sw(9, 6, 0));
+        let chip = chip_with(fine(true), &[host(0), host(0x4000)], &p);
+        word(&chip, NocAddr::unicast(SRC, ELAPSED as u64)) as u64
+    };
+    let cfg = small(5, true);
+    let data = (len as u64 * 1000).div_ceil(cfg.pcie.write_bytes_per_kcycle);
+    let (one, two) = (acked_after(1), acked_after(2));
+    // The NIU sends the packets 256 cycles apart; the link needs 316.
+    assert!((data - 10..=data + 40).contains(&(two - one)), "one write {one}, two {two}, data time {data}");
+}
+
+#[test]
+fn read_replies_share_the_ejection_port() {
+    // Two 8 KiB reads from two neighbours' L1s arrive at the same time; the
+    // core takes one 32-byte flit per cycle, so the second lands 256 cycles
+    // after the first, not alongside it.
+    let len = 8192;
+    let l1 = |c: Coord| NocAddr::unicast(c, USER.base as u64 + 0x8000);
+    let flits = len as u64 / small(5, true).noc.bytes_per_cycle;
+    let (one, _) = reads_take(&[l1(worker(1, 0))], len, true);
+    let (two, d2) = reads_take(&[l1(worker(1, 0)), l1(worker(0, 1))], len, true);
+    assert!((flits - 10..=flits + 40).contains(&(two - one)), "one read {one}, two {two}, {flits} flits each");
+    assert_eq!(d2, reads_take(&[l1(worker(1, 0)), l1(worker(0, 1))], len, false).1, "fast-forward changes nothing");
 }

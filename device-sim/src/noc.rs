@@ -11,6 +11,37 @@
 //! trip later. Events at equal times keep issue order (`seq`), so delivery
 //! order is a pure function of the seed.
 //!
+//! # Shared bandwidth
+//!
+//! Latency overlaps between transfers in flight (requests are pipelined);
+//! data time does not, where a path carries one transfer's data at a time:
+//!
+//! - **PCIe, per direction.** A device read of host memory pays the read
+//!   latency (`pcie.read_latency_cycles`, 750), then its data crosses the
+//!   host -> device direction at `pcie.read_bytes_per_kcycle` (24.5 B/cycle;
+//!   8 KiB: 335 cycles) after the data of reads booked before it. A write to
+//!   host memory crosses the device -> host direction at
+//!   `pcie.write_bytes_per_kcycle` (26 B/cycle; 8 KiB: 316 cycles) after
+//!   earlier writes' data, then becomes visible `pcie.write_latency_cycles`
+//!   (260) later. So k reads of 8 KiB issued together complete about
+//!   `750 + k x 335` cycles after issue (plus the NOC trips), not
+//!   `750 + 335`: the link's 24.5 GB/s is shared, whatever the number of
+//!   reads in flight. A lone transfer costs what it did before
+//!   ([`endpoint_cost`]).
+//! - **A core's ejection port.** Read data enters the reading core one
+//!   flit (`noc.bytes_per_cycle`, 32 B) per cycle: replies arriving
+//!   together land one after the other (two 8 KiB replies: the second
+//!   lands 256 cycles after the first). Writes landing in a core are not
+//!   booked on its port (they land whole, at one instant).
+//! - **Not modelled:** a DRAM bank's bandwidth (the config has only
+//!   `dram_latency_cycles`; banks serve transfers in parallel), the NOC
+//!   links between routers (no contention), a source core's injection of
+//!   read replies.
+//!
+//! The paths are booked when a transfer is scheduled (see [`Link`]): the
+//! first free gap of its length at or after it is ready, so the outcome is
+//! a pure function of the issue sequence and the seed.
+//!
 //! # Writes read their source as they leave; reads land as they arrive
 //!
 //! A core's NOC interface (NIU) sends one packet at a time: a write's flits
@@ -324,20 +355,128 @@ pub fn farthest(from: Coord, target: NocAddr) -> Coord {
     corners.into_iter().max_by_key(|c| from.hops(*c)).unwrap_or(a)
 }
 
-/// Cycles the endpoint itself adds to a transfer of `bytes`.
+/// Cycles the endpoint itself adds to a transfer of `bytes` when nothing
+/// else is using it: its latency plus, at PCIe, the link's data time.
+/// [`Endpoints::done`] adds the wait for a busy link.
 pub fn endpoint_cost(cfg: &SimConfig, target: Coord, bytes: u32, is_read: bool) -> u64 {
     match endpoint(target) {
         Endpoint::Pcie => {
-            let p = &cfg.pcie;
-            let (lat, bw) = if is_read {
-                (p.read_latency_cycles, p.read_bytes_per_kcycle)
-            } else {
-                (p.write_latency_cycles, p.write_bytes_per_kcycle)
-            };
-            lat + (bytes as u64 * 1000).div_ceil(bw)
+            let (lat, data) = pcie_cycles(cfg, bytes, is_read);
+            lat + data
         }
         Endpoint::Dram { .. } => cfg.dram_latency_cycles,
         _ => 0,
+    }
+}
+
+/// PCIe latency and data time (`bytes` at the direction's bandwidth) of one
+/// transfer: a read of host memory uses the read direction (data flows
+/// host -> device), a write the write direction.
+fn pcie_cycles(cfg: &SimConfig, bytes: u32, is_read: bool) -> (u64, u64) {
+    let p = &cfg.pcie;
+    let (lat, bw) = if is_read {
+        (p.read_latency_cycles, p.read_bytes_per_kcycle)
+    } else {
+        (p.write_latency_cycles, p.write_bytes_per_kcycle)
+    };
+    (lat, (bytes as u64 * 1000).div_ceil(bw))
+}
+
+/// A resource that carries one transfer's data at a time (one direction of
+/// the PCIe link, a core's ejection port): its booked intervals
+/// `[start, end)`, sorted and disjoint. A transfer takes the first gap of
+/// its length at or after the cycle it is ready. Cores of one slice schedule
+/// their transfers in rotation order, not time order, so a booking may come
+/// in earlier than one already made: it fills the gap before it if it fits
+/// there, rather than queueing behind a transfer that is later in time.
+/// Bookings are pure functions of the issue sequence, so runs stay
+/// deterministic.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Link {
+    busy: Vec<(u64, u64)>,
+}
+
+impl Link {
+    /// Books `cycles` cycles starting at `ready` or at the first gap after
+    /// it; returns the start. Zero cycles book nothing.
+    pub fn book(&mut self, ready: u64, cycles: u64) -> u64 {
+        if cycles == 0 {
+            return ready;
+        }
+        let mut start = ready;
+        let mut at = self.busy.len();
+        for (k, &(s, e)) in self.busy.iter().enumerate() {
+            if e <= start {
+                continue;
+            }
+            if s >= start + cycles {
+                at = k;
+                break;
+            }
+            start = e;
+        }
+        let end = start + cycles;
+        // Merge with touching neighbours so back-to-back streams stay one entry.
+        let before = at.checked_sub(1).filter(|&k| self.busy[k].1 == start);
+        let after = Some(at).filter(|&k| k < self.busy.len() && self.busy[k].0 == end);
+        match (before, after) {
+            (Some(b), Some(a)) => {
+                self.busy[b].1 = self.busy[a].1;
+                self.busy.remove(a);
+            }
+            (Some(b), None) => self.busy[b].1 = end,
+            (None, Some(a)) => self.busy[a].0 = start,
+            (None, None) => self.busy.insert(at, (start, end)),
+        }
+        start
+    }
+
+    /// Drops the bookings that ended by cycle `t` (no transfer is ready
+    /// before `t` any more).
+    pub fn forget_before(&mut self, t: u64) {
+        let gone = self.busy.partition_point(|&(_, e)| e <= t);
+        self.busy.drain(..gone);
+    }
+
+    /// The booked intervals, for the chip's digest.
+    pub fn busy(&self) -> &[(u64, u64)] {
+        &self.busy
+    }
+}
+
+/// The shared data paths of the chip's endpoints (see the module doc,
+/// "Shared bandwidth").
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Endpoints {
+    /// PCIe, host -> device: data of device reads of host memory.
+    pub pcie_read: Link,
+    /// PCIe, device -> host: data of device writes to host memory.
+    pub pcie_write: Link,
+}
+
+impl Endpoints {
+    /// When a transfer of `bytes` that reaches endpoint `target` at `ready`
+    /// is done there: a read's data has left the endpoint, a write is
+    /// visible. At PCIe a read's data crosses the link after the latency
+    /// (the request's round trip to host memory, which overlaps with other
+    /// requests), a write's data crosses it before (then becomes visible
+    /// after the latency); each direction carries one transfer's data at a
+    /// time. Bookings that ended before `now` are dropped.
+    pub fn done(&mut self, cfg: &SimConfig, target: Coord, ready: u64, bytes: u32, is_read: bool, now: u64) -> u64 {
+        match endpoint(target) {
+            Endpoint::Pcie => {
+                let (lat, data) = pcie_cycles(cfg, bytes, is_read);
+                if is_read {
+                    self.pcie_read.forget_before(now);
+                    self.pcie_read.book(ready + lat, data) + data
+                } else {
+                    self.pcie_write.forget_before(now);
+                    self.pcie_write.book(ready, data) + data + lat
+                }
+            }
+            Endpoint::Dram { .. } => ready + cfg.dram_latency_cycles,
+            _ => ready,
+        }
     }
 }
 
@@ -357,6 +496,42 @@ mod tests {
         assert_eq!(endpoint_cost(&cfg, PCIE, 245, true), 750 + 10);
         assert_eq!(endpoint_cost(&cfg, dram_bank(0), 4, false), 100);
         assert_eq!(endpoint_cost(&cfg, worker(0, 0), 4, false), 0);
+    }
+
+    #[test]
+    fn a_link_carries_one_transfer_at_a_time_and_fills_gaps() {
+        let mut l = Link::default();
+        assert_eq!(l.book(100, 50), 100);
+        // Ready while the first is on the link: waits for it.
+        assert_eq!(l.book(120, 50), 150);
+        // Booked later but ready earlier, and it fits before: goes first.
+        assert_eq!(l.book(10, 90), 10);
+        assert_eq!(l.busy(), &[(10, 200)], "touching bookings merge");
+        // Does not fit in a gap too small: goes after.
+        assert_eq!(l.book(300, 10), 300);
+        assert_eq!(l.book(195, 100), 310);
+        assert_eq!(l.book(200, 100), 410);
+        assert_eq!(l.book(7, 0), 7, "nothing to carry, no wait");
+        l.forget_before(300);
+        assert_eq!(l.busy(), &[(300, 510)]);
+    }
+
+    #[test]
+    fn pcie_data_time_serializes_per_direction_and_latency_overlaps() {
+        let cfg = SimConfig::default();
+        let mut e = Endpoints::default();
+        // 24 500 B at 24.5 B/cycle: 1000 cycles of data after 750 of latency.
+        assert_eq!(e.done(&cfg, PCIE, 0, 24_500, true, 0), 1750);
+        assert_eq!(e.done(&cfg, PCIE, 0, 24_500, true, 0), 2750, "a second read waits for the data only");
+        // Writes use the other direction: 26 000 B in 1000 cycles, then 260.
+        assert_eq!(e.done(&cfg, PCIE, 0, 26_000, false, 0), 1260);
+        assert_eq!(e.done(&cfg, PCIE, 10, 26_000, false, 0), 2260);
+        // Alone, each costs what `endpoint_cost` says.
+        let alone = Endpoints::default().done(&cfg, PCIE, 5, 245, true, 0);
+        assert_eq!(alone, 5 + endpoint_cost(&cfg, PCIE, 245, true));
+        // DRAM has no bandwidth parameter: latency only.
+        assert_eq!(e.done(&cfg, dram_bank(0), 5, 8192, true, 0), 105);
+        assert_eq!(e.done(&cfg, dram_bank(0), 5, 8192, true, 0), 105);
     }
 
     #[test]
