@@ -509,11 +509,15 @@ mod tests {
         assert_eq!(l.busy(), &[(10, 200)], "touching bookings merge");
         // Does not fit in a gap too small: goes after.
         assert_eq!(l.book(300, 10), 300);
-        assert_eq!(l.book(195, 100), 310);
-        assert_eq!(l.book(200, 100), 410);
+        assert_eq!(l.book(195, 101), 310);
+        // Fits a gap exactly: fills it.
+        assert_eq!(l.book(150, 100), 200);
+        assert_eq!(l.busy(), &[(10, 411)]);
         assert_eq!(l.book(7, 0), 7, "nothing to carry, no wait");
-        l.forget_before(300);
-        assert_eq!(l.busy(), &[(300, 510)]);
+        l.forget_before(410);
+        assert_eq!(l.busy(), &[(10, 411)], "still busy at 410");
+        l.forget_before(411);
+        assert_eq!(l.busy(), &[]);
     }
 
     #[test]
