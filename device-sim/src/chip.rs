@@ -24,9 +24,7 @@ use crate::elf::{ElfError, ElfImage, Window};
 use crate::fastforward::{probe, FfState, Probe};
 use crate::hart::{Hart, Stop};
 use crate::memory::{Memory, Ram, Sysmem};
-use crate::noc::{
-    farthest, flits_by, last_flit, trip, Departing, Endpoints, Event, EventKind, Landing, Link, Route, Routes,
-};
+use crate::noc::{farthest, flits_by, last_flit, trip, Departing, Endpoints, Event, EventKind, Landing, Route, Routes};
 use crate::pct::{Pct, Slice};
 use crate::rng::Streams;
 use cqlab_abi::memory_map::ENTRY_POINT;
@@ -163,8 +161,6 @@ pub struct Chip {
     payloads: BTreeMap<u64, Vec<u8>>,
     /// Per core: first cycle its NOC interface is free to send a packet.
     niu_free: Vec<u64>,
-    /// Per core: its ejection port, one flit of read data per cycle.
-    eject: Vec<Link>,
     /// The PCIe link's two directions.
     endpoints: Endpoints,
     /// Ids of writes and reads.
@@ -284,7 +280,6 @@ impl Chip {
             landing: Vec::new(),
             payloads: BTreeMap::new(),
             niu_free: vec![0; cores.len()],
-            eject: vec![Link::default(); cores.len()],
             endpoints: Endpoints::default(),
             transfers: 0,
             pct,
@@ -901,17 +896,11 @@ impl Chip {
                 }
                 let now = self.now;
                 let out = self.endpoints.done(&self.cfg, to, served, issue.len, true, now);
-                let arrive = out + trip(&self.cfg, to, from, issue.len);
-                // The data enters the core through its ejection port, one
-                // flit per cycle, after the reads already booked there.
-                let flits = (issue.len as u64).div_ceil(bpc).max(1);
-                let port = &mut self.eject[src];
-                port.forget_before(now);
-                let start = port.book(arrive + 1 - flits, flits);
-                let done = start + flits - 1;
+                let done = out + trip(&self.cfg, to, from, issue.len);
                 let in_memory = matches!(endpoint(to), Endpoint::Pcie | Endpoint::Dram { .. })
                     || target.local() < self.cfg.l1_size as u64;
                 if in_memory {
+                    let start = done + 1 - (issue.len as u64).div_ceil(bpc).max(1);
                     let (local, len) = (issue.local, issue.len);
                     self.landing.push(Landing { id, src, target, local, len, start, done: 0 });
                 }
@@ -1147,7 +1136,7 @@ impl Chip {
             h.u64(t);
         }
         let links = [&self.endpoints.pcie_read, &self.endpoints.pcie_write];
-        for link in self.eject.iter().chain(links) {
+        for link in links {
             // Only what still matters (bookings drop lazily).
             let live = link.busy().iter().filter(|&&(_, e)| e > self.now);
             h.u64(live.clone().count() as u64);

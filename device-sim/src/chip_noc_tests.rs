@@ -324,17 +324,3 @@ fn concurrent_pcie_writes_share_the_link() {
     // The NIU sends the packets 256 cycles apart; the link needs 316.
     assert!((data - 10..=data + 40).contains(&(two - one)), "one write {one}, two {two}, data time {data}");
 }
-
-#[test]
-fn read_replies_share_the_ejection_port() {
-    // Two 8 KiB reads from two neighbours' L1s arrive at the same time; the
-    // core takes one 32-byte flit per cycle, so the second lands 256 cycles
-    // after the first, not alongside it.
-    let len = 8192;
-    let l1 = |c: Coord| NocAddr::unicast(c, USER.base as u64 + 0x8000);
-    let flits = len as u64 / small(5, true).noc.bytes_per_cycle;
-    let (one, _) = reads_take(&[l1(worker(1, 0))], len, true);
-    let (two, d2) = reads_take(&[l1(worker(1, 0)), l1(worker(0, 1))], len, true);
-    assert!((flits - 10..=flits + 40).contains(&(two - one)), "one read {one}, two {two}, {flits} flits each");
-    assert_eq!(d2, reads_take(&[l1(worker(1, 0)), l1(worker(0, 1))], len, false).1, "fast-forward changes nothing");
-}

@@ -28,15 +28,12 @@
 //!   `750 + 335`: the link's 24.5 GB/s is shared, whatever the number of
 //!   reads in flight. A lone transfer costs what it did before
 //!   ([`endpoint_cost`]).
-//! - **A core's ejection port.** Read data enters the reading core one
-//!   flit (`noc.bytes_per_cycle`, 32 B) per cycle: replies arriving
-//!   together land one after the other (two 8 KiB replies: the second
-//!   lands 256 cycles after the first). Writes landing in a core are not
-//!   booked on its port (they land whole, at one instant).
 //! - **Not modelled:** a DRAM bank's bandwidth (the config has only
 //!   `dram_latency_cycles`; banks serve transfers in parallel), the NOC
-//!   links between routers (no contention), a source core's injection of
-//!   read replies.
+//!   links between routers (no contention), a core's ejection port: read
+//!   replies arriving together at one core each land at the full
+//!   `noc.bytes_per_cycle` (serializing them hides known bug 6's symptom,
+//!   which relies on three 8 KiB relay packets landing at once).
 //!
 //! The paths are booked when a transfer is scheduled (see [`Link`]): the
 //! first free gap of its length at or after it is ready, so the outcome is
@@ -383,7 +380,7 @@ fn pcie_cycles(cfg: &SimConfig, bytes: u32, is_read: bool) -> (u64, u64) {
 }
 
 /// A resource that carries one transfer's data at a time (one direction of
-/// the PCIe link, a core's ejection port): its booked intervals
+/// the PCIe link): its booked intervals
 /// `[start, end)`, sorted and disjoint. A transfer takes the first gap of
 /// its length at or after the cycle it is ready. Cores of one slice schedule
 /// their transfers in rotation order, not time order, so a booking may come
