@@ -202,6 +202,18 @@ fn a_replay_after_its_resident_kernel_was_replaced_runs_that_kernel() {
             assert_eq!(got, value(core), "seed {seed}: round {round}, replay after the slots were refilled, {core:?}");
         }
     }
+    // Back to back, with `spin` resident as the capture found it.
+    for core in cores {
+        cq.write_buffer(&l1(core, addr, 4), 0, &[0; 4]).unwrap();
+    }
+    for _ in 0..3 {
+        cq.execute_trace(&trace).unwrap();
+    }
+    cq.finish().unwrap();
+    for core in cores {
+        let got = u32::from_le_bytes(cq.read_buffer(&l1(core, addr, 4), 0, 4).unwrap().try_into().unwrap());
+        assert_eq!(got, value(core), "seed {seed}: back-to-back replays, {core:?}");
+    }
 }
 
 #[test]
