@@ -65,6 +65,17 @@ pub struct CqHost {
     /// Program state, `program_launches` and `waited_launch` when the
     /// current capture began.
     pub(crate) capture_saved: Option<(crate::program_state::ProgramState, u64, u64)>,
+    /// Kernels the current capture found resident and did not send.
+    pub(crate) capture_relies: Vec<Resident>,
+}
+
+/// A kernel a trace found resident when it was captured (in text slot
+/// `slot`, on the workers of `kernel`'s only kernel): a replay that no
+/// longer finds it there sends it first.
+#[derive(Clone, Debug)]
+pub(crate) struct Resident {
+    pub slot: u32,
+    pub kernel: crate::program::Program,
 }
 
 impl CqHost {
@@ -87,6 +98,7 @@ impl CqHost {
             program_launches: 0,
             waited_launch: 0,
             capture_saved: None,
+            capture_relies: Vec::new(),
         }
     }
 }
@@ -142,6 +154,8 @@ pub struct Trace {
     /// What the workers hold after a replay (launch numbers relative to its
     /// start) and how many launches it makes, if the trace enqueues programs.
     pub(crate) programs: Option<(crate::program_state::ProgramState, u64)>,
+    /// Kernels the trace expects resident (see [`Resident`]).
+    pub(crate) relies: Vec<Resident>,
 }
 
 /// Operations on queue `q` of a device.
@@ -615,10 +629,11 @@ impl CommandQueue<'_> {
             let c = chunk(256, |e| e.relay_inline(true, |w| self.wait_workers(w, WaitFlags::empty())))?;
             self.submit_clearing(&c, false)?;
         }
-        // The capture plans programs from nothing known resident and
+        // The capture plans programs from the kernels resident now and
         // everything in use by a launch just before the trace (launch number
         // `before`): whatever a replay reuses first, it first waits for the
-        // launch that precedes that replay, and so for all earlier ones.
+        // launch that precedes that replay, and so for all earlier ones. A
+        // replay checks the residency the capture relied on again.
         let host = self.host();
         let saved = (host.program_launches, host.waited_launch);
         let before = host.program_launches + 1;
@@ -629,6 +644,7 @@ impl CommandQueue<'_> {
         let saved = (std::mem::replace(&mut self.dev.programs[q], state), saved.0, saved.1);
         let host = self.host();
         host.capture_saved = Some(saved);
+        host.capture_relies.clear();
         host.capture = Some(Vec::new());
         Ok(())
     }
@@ -641,6 +657,7 @@ impl CommandQueue<'_> {
         // The captured programs have not run: the workers still hold what
         // they held before the capture.
         let (saved, start, waited) = self.host().capture_saved.take().expect("capture_saved set by begin_trace");
+        let relies = std::mem::take(&mut self.host().capture_relies);
         let captured = std::mem::replace(&mut self.dev.programs[self.q as usize], saved);
         // Launch numbers relative to the one before the trace, numbered 1.
         let before = start + 1;
@@ -670,7 +687,7 @@ impl CommandQueue<'_> {
             e.stall()
         })?;
         self.dev.submit(self.q, &c, false)?;
-        Ok(Trace { buffer, bytes: bytes.len() as u32, workers, programs })
+        Ok(Trace { buffer, bytes: bytes.len() as u32, workers, programs, relies })
     }
 
     /// Replays a trace (with the stall flag the prefetcher requires).
@@ -681,6 +698,10 @@ impl CommandQueue<'_> {
         };
         if self.host().capture.is_some() {
             return Err(DriverError::Invalid("a trace cannot replay a trace (nested EXEC_BUF)".into()));
+        }
+        // The kernels the trace did not send must be where it found them.
+        for r in &trace.relies {
+            self.ensure_resident(r)?;
         }
         // No drain: the trace waits for what it reuses (see `begin_trace`),
         // and the dispatcher for the launch-ring entries its launches take,

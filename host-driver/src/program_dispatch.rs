@@ -6,10 +6,10 @@
 //! dispatcher writes kernel text, args and the launch message ahead while
 //! earlier programs run, and the LAUNCH's multicast starts the workers.
 
-use crate::command_queue::CommandQueue;
+use crate::command_queue::{CommandQueue, Resident};
 use crate::error::{DriverError, Result};
 use crate::program::Program;
-use crate::program_state::{slot_addr, Plan, ProgramState};
+use crate::program_state::{slot_addr, Plan, ProgramState, SlotChoice};
 use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError};
 use cqlab_abi::noc::{self, NocAddr};
@@ -55,11 +55,66 @@ impl CommandQueue<'_> {
             })
         })?;
         let host = &mut self.dev.cqs[self.q as usize];
+        if let Some((before_capture, ..)) = &host.capture_saved {
+            // Kernels the capture found resident from before it began: a
+            // replay checks they still are.
+            for (k, choice) in plan.slots.iter().enumerate() {
+                if !choice.upload && before_capture.holds_kernel(choice.slot, program, k) {
+                    let spec = &program.kernels[k];
+                    let known = host.capture_relies.iter().any(|r| {
+                        let kr = &r.kernel.kernels[0];
+                        r.slot == choice.slot && kr.image.build_id == spec.image.build_id && kr.ranges == spec.ranges
+                    });
+                    if !known {
+                        let mut kernel = Program::new();
+                        kernel.add_kernel(spec.image.clone(), &spec.ranges).map_err(|e| {
+                            DriverError::Invalid(format!("kernel {} of a captured program: {e}", spec.image.name))
+                        })?;
+                        host.capture_relies.push(Resident { slot: choice.slot, kernel });
+                    }
+                }
+            }
+        }
         host.workers_outstanding += grid;
         host.waited_launch = host.waited_launch.max(plan.wait_for);
         host.program_launches = number;
         self.dev.programs[self.q as usize].commit(program, &plan, number);
         self.dev.next_launch_seq = seq.wrapping_add(1);
+        Ok(())
+    }
+
+    /// Sends kernel `r` into its text slot unless the workers hold it there
+    /// (a replay whose trace relied on it), once the programs that last ran
+    /// from that slot there have finished.
+    pub(crate) fn ensure_resident(&mut self, r: &Resident) -> Result<()> {
+        let q = self.q as usize;
+        if self.dev.programs[q].holds_kernel(r.slot, &r.kernel, 0) {
+            return Ok(());
+        }
+        let wait_for = self.dev.programs[q].upload_wait(r.slot, &r.kernel, 0);
+        let host = &self.dev.cqs[q];
+        // By distance from the next launch, as a program's own WAIT.
+        let back = host.program_launches + 1 - wait_for;
+        let wait = (wait_for > host.waited_launch && back <= LAUNCH_RING_ENTRIES as u64).then_some(back as u32);
+        let spec = &r.kernel.kernels[0];
+        let choice = SlotChoice { slot: r.slot, upload: true };
+        let capacity = 64 + 16 + 64 + spec.ranges.len() * (16 + spec.image.len() as usize);
+        self.dev.submit_with(self.q, capacity, |e| {
+            e.relay_inline(true, |w| {
+                if let Some(back) = wait {
+                    w.wait(WaitFlags::WAIT_LAUNCH, 0, back)?;
+                }
+                for range in &spec.ranges {
+                    w.write_linear_with(range.noc(slot_addr(choice)), spec.image.len(), |out| {
+                        spec.image.write_for_slot(r.slot, out)
+                    })?;
+                }
+                Ok(())
+            })
+        })?;
+        let host = &mut self.dev.cqs[q];
+        host.waited_launch = host.waited_launch.max(wait_for);
+        self.dev.programs[q].commit_upload(r.slot, &r.kernel, 0);
         Ok(())
     }
 

@@ -165,6 +165,32 @@ impl ProgramState {
         have.covers(cores)
     }
 
+    /// Whether every worker of `program`'s kernel `k` holds build `id` in
+    /// text slot `slot` (a capture relying on it records this).
+    pub fn holds_kernel(&self, slot: u32, program: &Program, k: usize) -> bool {
+        let cores = CoreSet::of_kernel(self.cols, program, k);
+        self.holds(slot as usize, &cores, program.kernels[k].image.build_id)
+    }
+
+    /// Plans sending `program`'s kernel `k` into text slot `slot` outside
+    /// any program (a replay whose trace relied on it being there): the
+    /// launch that must have finished first, 0 for none. `commit_upload`
+    /// records it.
+    pub fn upload_wait(&self, slot: u32, program: &Program, k: usize) -> u64 {
+        self.busy(slot as usize, &CoreSet::of_kernel(self.cols, program, k))
+    }
+
+    /// Records `program`'s kernel `k` as resident in `slot`, its workers'
+    /// last use of the slot unchanged (no launch ran from it yet).
+    pub fn commit_upload(&mut self, slot: u32, program: &Program, k: usize) {
+        let cores = CoreSet::of_kernel(self.cols, program, k);
+        let uses = &mut self.slots[slot as usize];
+        let last = uses.iter().filter(|u| u.cores.intersects(&cores)).map(|u| u.last).max().unwrap_or(0);
+        uses.iter_mut().for_each(|u| u.cores.remove(&cores));
+        uses.retain(|u| !u.cores.is_empty());
+        uses.push(SlotUse { cores, id: Some(program.kernels[k].image.build_id), last });
+    }
+
     /// The last launch that ran from slot `s` on a worker of `cores`.
     fn busy(&self, s: usize, cores: &CoreSet) -> u64 {
         self.slots[s].iter().filter(|u| u.cores.intersects(cores)).map(|u| u.last).max().unwrap_or(0)
@@ -287,11 +313,24 @@ impl ProgramState {
         s
     }
 
-    /// Unknown slot contents, and every slot and config byte in use by
-    /// launch `before`: the state a trace captures from.
+    /// The state a trace captures from: the slot contents known now, and
+    /// every slot and config byte in use by launch `before`. A replay may
+    /// find other contents, so the capture lists the residency it relied on
+    /// (checked again at each replay, see `CommandQueue::execute_trace`).
     pub fn all_in_use(&self, before: u64) -> Self {
-        let everywhere = vec![SlotUse { cores: self.grid, id: None, last: before }];
-        let mut s = Self { slots: vec![everywhere; SLOTS], ..self.clone() };
+        let mut slots = self.slots.clone();
+        for uses in &mut slots {
+            uses.retain(|u| u.id.is_some());
+            let mut unknown = self.grid;
+            for u in uses.iter_mut() {
+                u.last = before;
+                unknown.remove(&u.cores);
+            }
+            if !unknown.is_empty() {
+                uses.push(SlotUse { cores: unknown, id: None, last: before });
+            }
+        }
+        let mut s = Self { slots, ..self.clone() };
         s.config_allocs.clear();
         let size = self.config_size as u64;
         s.config_wr = size;
@@ -388,6 +427,30 @@ mod tests {
         let e = program("e", CoreRange::single(7, 7), 0);
         let plan = st.plan(&e).unwrap();
         assert_eq!((plan.slots[0], plan.wait_for), (SlotChoice { slot: 1, upload: true }, 2));
+    }
+
+    #[test]
+    fn a_capture_keeps_what_is_resident_and_waits_for_the_launch_before_it_to_reuse_anything() {
+        let mut st = ProgramState::new(8, 8, 0, 8);
+        let a = program("a", CoreRange::new((0, 0), (3, 3)), 0);
+        let plan = st.plan(&a).unwrap();
+        st.commit(&a, &plan, 1);
+        let cap = st.all_in_use(5);
+        // Resident where it was: not sent, nothing to wait for.
+        let plan = cap.plan(&a).unwrap();
+        assert_eq!((plan.slots[0], plan.wait_for), (SlotChoice { slot: 0, upload: false }, 0));
+        assert!(cap.holds_kernel(0, &a, 0));
+        // Anything sent waits for the launch before the trace.
+        let b = program("b", CoreRange::new((2, 2), (5, 5)), 0);
+        let plan = cap.plan(&b).unwrap();
+        assert!(plan.slots[0].upload);
+        assert_eq!(plan.wait_for, 5);
+        let wider = program("a", CoreRange::new((0, 0), (4, 4)), 0);
+        assert!(!cap.holds_kernel(0, &wider, 0), "a is not resident on (4, 4)");
+        assert_eq!(cap.plan(&wider).unwrap().wait_for, 5);
+        // Args wait for it too.
+        let c = program("a", CoreRange::new((0, 0), (3, 3)), 4);
+        assert_eq!(cap.plan(&c).unwrap().wait_for, 5);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use cqlab_abi::memory_map::USER;
 use cqlab_abi::noc;
-use cqlab_abi::program::LAUNCH_RING_ENTRIES;
+use cqlab_abi::program::{KERNEL_SLOTS, LAUNCH_RING_ENTRIES};
 use cqlab_abi::trace::TraceKind;
 use cqlab_driver::{Buffer, CoreRange, Device, KernelImage, Placement, Program};
 use cqlab_tests::booted;
@@ -157,6 +157,63 @@ fn programs_replay_in_traces_with_their_args_and_kernels() {
         }
     }
     assert_eq!(read_word(&mut dev, (1, 1), USER.base + 64), 0xabc, "seed {seed}");
+}
+
+/// A replay is correct whatever ran before it: captured while `spin` was
+/// resident, the trace still runs `spin` after other programs have taken
+/// every text slot of the queue on its cores (however a capture plans
+/// uploads, it must not trust residency a replay no longer finds).
+#[test]
+fn a_replay_after_its_resident_kernel_was_replaced_runs_that_kernel() {
+    let seed = 47;
+    let mut dev = booted(seed, |_| {});
+    let (spin, noop) = (kernel(&dev, "spin"), kernel(&dev, "noop"));
+    let range = CoreRange::new((0, 0), (1, 1));
+    let cores = [(0u8, 0u8), (1, 0), (0, 1), (1, 1)];
+    let addr = USER.base + 128;
+    let value = |(c, r): (u8, u8)| 0x5a00 | (c as u32) << 4 | r as u32;
+    // Every text slot there is (this queue owns a share of them), each
+    // taken by a distinct build of `noop` on the whole grid.
+    let fillers: Vec<Program> = (0..KERNEL_SLOTS)
+        .map(|i| {
+            let mut p = Program::new();
+            p.add_kernel(Arc::new(noop.renamed(&format!("noop#{i}"))), &[CoreRange::new((0, 0), (7, 7))]).unwrap();
+            p
+        })
+        .collect();
+    let mut cq = dev.cq(0).unwrap();
+    cq.enqueue_program(&spin_program(&spin, range, 10, addr, |_| 1)).unwrap();
+    cq.begin_trace().unwrap();
+    cq.enqueue_program(&spin_program(&spin, range, 10, addr, value)).unwrap();
+    let trace = cq.end_trace().unwrap();
+    cq.finish().unwrap();
+    for round in 0..2 {
+        for core in cores {
+            cq.write_buffer(&l1(core, addr, 4), 0, &[0; 4]).unwrap();
+        }
+        for p in &fillers {
+            cq.enqueue_program(p).unwrap();
+        }
+        cq.execute_trace(&trace).unwrap();
+        cq.finish().unwrap();
+        for core in cores {
+            let buf = l1(core, addr, 4);
+            let got = u32::from_le_bytes(cq.read_buffer(&buf, 0, 4).unwrap().try_into().unwrap());
+            assert_eq!(got, value(core), "seed {seed}: round {round}, replay after the slots were refilled, {core:?}");
+        }
+    }
+    // Back to back, with `spin` resident as the capture found it.
+    for core in cores {
+        cq.write_buffer(&l1(core, addr, 4), 0, &[0; 4]).unwrap();
+    }
+    for _ in 0..3 {
+        cq.execute_trace(&trace).unwrap();
+    }
+    cq.finish().unwrap();
+    for core in cores {
+        let got = u32::from_le_bytes(cq.read_buffer(&l1(core, addr, 4), 0, 4).unwrap().try_into().unwrap());
+        assert_eq!(got, value(core), "seed {seed}: back-to-back replays, {core:?}");
+    }
 }
 
 #[test]
