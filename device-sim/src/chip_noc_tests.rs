@@ -64,17 +64,8 @@ fn overwrite(at: i32, value: u32) -> Vec<u32> {
 /// Boots `program` on `SRC` with its NOC targets and a source pattern.
 fn chip_with(cfg: SimConfig, targets: &[NocAddr], program: &[u32]) -> Chip {
     let mut chip = Chip::new(cfg).unwrap();
-    let words: Vec<u8> = targets.iter().flat_map(|t| [t.words().0, t.words().1]).flat_map(u32::to_le_bytes).collect();
-    chip.write(NocAddr::unicast(SRC, PARAMS as u64), &words).unwrap();
     chip.write(NocAddr::unicast(SRC, BUF as u64), &[0xAA; 512]).unwrap();
-    let mut p = li(MMIO, MMIO_BASE).to_vec();
-    p.extend_from_slice(program);
-    p.push(ECALL);
-    chip.write(NocAddr::unicast(SRC, CODE.base as u64), &to_bytes(&p)).unwrap();
-    chip.set_reset(SRC, false).unwrap();
-    let halted = |c: &Chip| c.core(SRC).unwrap().hart.halted().is_some();
-    chip.run_until(halted, 100_000).unwrap();
-    chip
+    chip_with_sources(chip, targets, program)
 }
 
 fn word(chip: &Chip, at: NocAddr) -> u32 {
