@@ -8,7 +8,7 @@ mod progress;
 
 use crate::out::outln;
 use crate::trace_file::TraceWriter;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use cqlab_abi::noc::Coord;
 use cqlab_abi::trace::TraceRecord;
 use cqlab_driver::workloads::collect::RecordSink;
@@ -95,15 +95,16 @@ pub struct Args {
 /// Largest queue count `cqlab run` accepts (the chip model allows more; see README).
 pub const MAX_RUN_CQS: u8 = 8;
 
-fn parse_cqs(s: &str) -> Result<Vec<u8>> {
+fn parse_cqs(s: &str) -> Result<Vec<u8>, crate::cli::Usage> {
     let mut out = Vec::new();
     for part in s.split(',') {
-        let n: u8 = part.trim().parse().with_context(|| format!("--cqs {s:?}: {part:?} is not a number"))?;
+        let usage = |why: String| crate::cli::Usage(format!("--cqs {s:?}: {why}"));
+        let n: u8 = part.trim().parse().map_err(|_| usage(format!("{part:?} is not a number")))?;
         if n == 0 || n > MAX_RUN_CQS {
-            bail!("--cqs {s:?}: {n} is outside 1..={MAX_RUN_CQS}");
+            return Err(usage(format!("{n} is outside 1..={MAX_RUN_CQS}")));
         }
         if out.contains(&n) {
-            bail!("--cqs {s:?}: {n} appears twice");
+            return Err(usage(format!("{n} appears twice")));
         }
         out.push(n);
     }
@@ -214,6 +215,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
         .ok_or_else(|| crate::cli::Usage(format!("--sync {:?}: per-iter or end", a.sync)))?;
     let sweep = parse_cqs(&a.cqs)?;
     let knobs = knobs(&a, kind);
+    // The workload checks its knobs when it is built: build it once up
+    // front so a bad knob is a usage error before any device boots.
+    match cqlab_driver::workloads::kinds::build(kind, &knobs, a.seed) {
+        Err(cqlab_driver::DriverError::Invalid(why)) => return Err(crate::cli::Usage(why).into()),
+        Err(e) => return Err(e.into()),
+        Ok(_) => {}
+    }
     let json_stdout = a.json.as_deref() == Some(Path::new("-"));
     let mut points = Vec::new();
     for &cqs in &sweep {
