@@ -23,16 +23,21 @@ pub fn init(mem: &mut impl Memory) {
 /// sequence number lets the host see how many records it missed.
 pub fn record(mem: &mut impl Memory, core: u16, cycle: u64, kind: TraceKind, arg0: u32, arg1: u32) {
     let seq = mem.read_u32(NEXT_SEQ);
-    let at = record_addr(seq);
-    // Field by field (one store each, on every hot path of the firmware),
-    // at the offsets `TraceRecord`'s layout asserts.
+    store(mem, record_addr(seq), seq, core, cycle, kind, arg0, arg1);
+    mem.write_u32(NEXT_SEQ, seq.wrapping_add(1));
+}
+
+/// Writes record `seq` at `at`: field by field (one store each, on every hot
+/// path of the firmware), at the offsets `TraceRecord`'s layout asserts.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn store(mem: &mut impl Memory, at: u32, seq: u32, core: u16, cycle: u64, kind: TraceKind, arg0: u32, arg1: u32) {
     mem.write_u32(at + offset_of!(TraceRecord, cycle) as u32, cycle as u32);
     mem.write_u32(at + offset_of!(TraceRecord, cycle) as u32 + 4, (cycle >> 32) as u32);
     mem.write_u32(at + offset_of!(TraceRecord, seq) as u32, seq);
     mem.write_u32(at + offset_of!(TraceRecord, core) as u32, core as u32 | (kind as u32) << 16);
     mem.write_u32(at + offset_of!(TraceRecord, arg0) as u32, arg0);
     mem.write_u32(at + offset_of!(TraceRecord, arg1) as u32, arg1);
-    mem.write_u32(NEXT_SEQ, seq.wrapping_add(1));
 }
 
 /// A writer that owns this core's ring: it keeps the next sequence number
@@ -68,12 +73,7 @@ impl Cursor {
     #[inline(always)]
     pub fn record(&mut self, mem: &mut impl Memory, core: u16, cycle: u64, kind: TraceKind, arg0: u32, arg1: u32) {
         let (seq, at) = (self.seq, self.at);
-        mem.write_u32(at + offset_of!(TraceRecord, cycle) as u32, cycle as u32);
-        mem.write_u32(at + offset_of!(TraceRecord, cycle) as u32 + 4, (cycle >> 32) as u32);
-        mem.write_u32(at + offset_of!(TraceRecord, seq) as u32, seq);
-        mem.write_u32(at + offset_of!(TraceRecord, core) as u32, core as u32 | (kind as u32) << 16);
-        mem.write_u32(at + offset_of!(TraceRecord, arg0) as u32, arg0);
-        mem.write_u32(at + offset_of!(TraceRecord, arg1) as u32, arg1);
+        store(mem, at, seq, core, cycle, kind, arg0, arg1);
         let next = seq.wrapping_add(1);
         mem.write_u32(NEXT_SEQ, next);
         self.seq = next;

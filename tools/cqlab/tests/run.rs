@@ -218,6 +218,14 @@ fn compare_pairs_any_swept_parameter_by_value() {
 }
 
 /// Every event has ph/ts/pid/tid; B/E nest per track; every flow end has a start.
+/// `cqlab trace export TRACE --perfetto` into a scratch file, parsed.
+fn export_perfetto(trace: &Path, name: &str) -> Value {
+    let pf = tmp(&format!("{name}.perfetto.json"));
+    let out = cqlab(&["trace", "export", trace.to_str().unwrap(), "--perfetto", pf.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&std::fs::read(&pf).unwrap()).unwrap()
+}
+
 fn check_perfetto(v: &Value) -> (usize, usize) {
     use std::collections::{HashMap, HashSet};
     let events = v["traceEvents"].as_array().expect("traceEvents");
@@ -292,10 +300,7 @@ fn trace_export_is_strict_perfetto_and_summary_attributes_95_percent() {
         trace.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let pf = tmp("hetero.perfetto.json");
-    let out = cqlab(&["trace", "export", trace.to_str().unwrap(), "--perfetto", pf.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&std::fs::read(&pf).unwrap()).unwrap();
+    let v = export_perfetto(&trace, "hetero");
     let (tracks, flows) = check_perfetto(&v);
     // Active cores: 2 prefetchers, 2 dispatchers, 64 workers, plus the host track.
     assert_eq!(tracks, 2 + 2 + 64 + 1);
@@ -339,10 +344,7 @@ fn perfetto_flows_start_at_the_go_that_launched_the_kernel() {
         trace.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let pf = tmp("tiny-flows.perfetto.json");
-    let out = cqlab(&["trace", "export", trace.to_str().unwrap(), "--perfetto", pf.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&std::fs::read(&pf).unwrap()).unwrap();
+    let v = export_perfetto(&trace, "tiny-flows");
     let (_, flows) = check_perfetto(&v);
     // 2 iterations x 2 queues x 4 programs x 32 workers per queue.
     assert_eq!(flows, 2 * 2 * 4 * 32);
