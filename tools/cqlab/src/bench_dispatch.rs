@@ -23,7 +23,7 @@ pub enum Command {
 #[derive(clap::Args)]
 pub struct Args {
     /// Programs per measured point.
-    #[arg(long, default_value_t = 400)]
+    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u32).range(1..=MAX_PROGRAMS as i64))]
     pub programs: u32,
     /// Simulator seed.
     #[arg(long, default_value_t = 1)]
@@ -34,10 +34,13 @@ pub struct Args {
     /// Print CSV (one line per axis and trace mode when plotted by `axis`).
     #[arg(long)]
     pub csv: bool,
-    /// Only the points of this axis (cores, kernel_bytes, unique_args, common_args, kernel_cycles, cqs).
-    #[arg(long)]
+    /// Only the points of this axis (and the base point).
+    #[arg(long, value_parser = ["base", "cores", "kernel_bytes", "unique_args", "common_args", "kernel_cycles", "cqs"])]
     pub axis: Option<String>,
 }
+
+/// Most programs per point: a point at this many takes minutes already.
+const MAX_PROGRAMS: u32 = 100_000;
 
 /// One measured configuration.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -349,7 +352,6 @@ fn last_level_cache() -> Option<usize> {
 
 pub fn run(cmd: Command) -> Result<ExitCode> {
     let Command::Dispatch(args) = cmd;
-    anyhow::ensure!(args.programs > 0, "--programs must be positive");
     let mut rows = Vec::new();
     let mut copy = CopyBound::new();
     for p in points().iter().filter(|p| args.axis.as_deref().is_none_or(|a| a == p.axis || p.axis == "base")) {

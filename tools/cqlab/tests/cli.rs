@@ -47,6 +47,9 @@ fn every_number_is_checked_before_anything_runs() {
         (&["sim", "bar", "--dev", "/x", "--worker", "0,0", "--addr", "0", "--write", "0x100000000"], "32 bits"),
         (&["sim", "bar", "--dev", "/x", "--worker", "0,0", "--addr", "0", "--hold", "inf"], "0..=3600"),
         (&["sim", "client-job", "--dev", "/x", "--bytes", "0"], "multiple of 16"),
+        (&["bench", "dispatch", "--programs", "0"], "not in 1..=100000"),
+        (&["bench", "dispatch", "--programs", "4294967295"], "not in 1..=100000"),
+        (&["bench", "dispatch", "--axis", "bogus"], "invalid value 'bogus'"),
     ];
     for (args, expect) in cases {
         let t = Instant::now();
