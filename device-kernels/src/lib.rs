@@ -34,11 +34,17 @@ pub mod rt;
 use cqlab_abi::decode::DecodeErrorKind;
 use cqlab_abi::mailbox::DeviceError;
 
-/// Reads the 16-byte command header at 4-aligned L1 `addr`.
-pub fn read_header(mem: &impl memory::Memory, addr: u32) -> [u8; 16] {
-    let mut h = [0u8; 16];
-    mem.read_words(addr, &mut h);
-    h
+/// A command header as read from L1: word-aligned, so the decoder's field
+/// reads are word loads from local memory rather than byte assembly.
+#[repr(C, align(8))]
+pub struct Header(pub [u8; 16]);
+
+/// Reads the 16-byte command header at 4-aligned L1 `addr`: four word
+/// loads (each an L1 access), stored whole into the aligned header.
+#[inline(always)]
+pub fn read_header(mem: &impl memory::Memory, addr: u32) -> Header {
+    let w = [mem.read_u32(addr), mem.read_u32(addr + 4), mem.read_u32(addr + 8), mem.read_u32(addr + 12)];
+    Header(zerocopy::transmute!(w))
 }
 
 /// The error a core reports for a header the decoder rejects.

@@ -207,9 +207,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 None => base + off,
             };
             let h = read_header(self.p, addr);
-            let header = match PrefetchHeader::parse(&h) {
+            let header = match PrefetchHeader::parse(&h.0) {
                 Ok(h) => h,
-                Err(kind) => fail(self.p, device_error(kind), addr, h[0] as u32, off, len),
+                Err(kind) => fail(self.p, device_error(kind), addr, h.0[0] as u32, off, len),
             };
             let stride = header.stride();
             if stride > len - off {

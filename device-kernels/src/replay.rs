@@ -6,9 +6,9 @@
 //!
 //! Reads complete in no particular order, so a window is known to have
 //! landed only once every read issued so far has (`wait_reads`): the next
-//! window is issued right after that wait (once a relay write keeps the NOC
-//! interface busy meanwhile), and has the whole time its predecessor takes
-//! to relay to land. A window's slot is reused once every
+//! window is issued right after that wait, and has the whole time its
+//! predecessor takes to relay to land (the relays of a window leave the
+//! NOC interface at its bandwidth, long after the prefetcher issued them). A window's slot is reused once every
 //! write relayed from its previous occupant has left L1 (per-write counter
 //! marks, `report::wait_sent_until`).
 
@@ -91,12 +91,18 @@ impl Replay {
             self.landed = w + 1;
             self.entered[(w % TRACE_WINDOWS) as usize] = p.writes_issued();
         }
+        // The next window's reads go out now, a whole window ahead of its
+        // use: the prefetcher issues a window's relays much faster than
+        // its NOC interface sends them, so reads issued only after the
+        // first relay from this window had a fraction of a window's relay
+        // time to land, and the prefetcher waited for them at every window.
+        self.read_ahead(p);
     }
 
     /// Issues the reads of the window after the last landed one, if not yet
-    /// issued. The prefetcher calls it once it has queued a relay write from
-    /// the landed window, so the reads are issued while the NOC interface
-    /// is busy; [`Replay::land`] issues a window it needs itself otherwise.
+    /// issued: as soon as a window has landed, and again after a relay (a
+    /// no-op unless the trace's end is near); [`Replay::land`] issues a
+    /// window it needs itself otherwise.
     pub fn read_ahead(&mut self, p: &mut impl Platform) {
         let w = self.landed;
         if self.issued == w && w * TRACE_WINDOW < self.bytes() {

@@ -12,21 +12,31 @@ pub struct RingGeometry {
     /// log2(page_size): positions are u64 and RV32IM has no 64-bit divide,
     /// so every division and remainder below is a shift or a mask.
     page_shift: u32,
+    /// `size() - 1`, kept so that a position's offset is one mask (no
+    /// multiply on every command).
+    mask: u32,
 }
 
 impl RingGeometry {
     /// `None` unless both counts are nonzero powers of two and the page is 16-aligned.
     pub fn new(base: u32, page_size: u32, pages: u32) -> Option<Self> {
         let ok = page_size.is_power_of_two() && pages.is_power_of_two() && page_size >= 16;
-        ok.then_some(Self { base, page_size, pages, page_shift: page_size.checked_ilog2().unwrap_or(0) })
+        let page_shift = page_size.checked_ilog2().unwrap_or(0);
+        (ok && pages.checked_mul(page_size).is_some()).then(|| Self {
+            base,
+            page_size,
+            pages,
+            page_shift,
+            mask: (page_size * pages).wrapping_sub(1),
+        })
     }
     pub fn size(&self) -> u32 {
-        self.page_size * self.pages
+        self.mask + 1
     }
     /// Offset of absolute position `pos` in the ring (the size is a power
     /// of two dividing 2^32, so the low word of `pos` decides).
     pub fn offset(&self, pos: u64) -> u32 {
-        pos as u32 & (self.size() - 1)
+        pos as u32 & self.mask
     }
     /// Offset of `pos` within its page.
     pub fn in_page(&self, pos: u64) -> u32 {
