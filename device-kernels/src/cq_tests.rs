@@ -194,7 +194,7 @@ fn a_trace_longer_than_the_trace_area_streams_through_its_windows() {
     let mut buf = std::vec![0u8; 1 << 19];
     let mut e = Encoder::new(&mut buf);
     let mut relayed = 0;
-    for i in 0..16u32 {
+    for i in 0..32u32 {
         let payload: Vec<u8> = (0..9_000u32).map(|b| (b.wrapping_mul(7) ^ i) as u8).collect();
         e.debug(&payload).unwrap();
         e.relay_inline(true, |w| w.write_linear(NocAddr::unicast(worker(0, 0), 0), &payload[..4000])).unwrap();

@@ -131,7 +131,10 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             self.execute(header, addr);
             // Header-only commands (WAIT, GO, DELAY...) finish pages too: a
             // long run of them must not starve the prefetcher of credits.
-            self.release_pages();
+            // A command with a payload released pages as it consumed it.
+            if size == 16 {
+                self.release_pages();
+            }
             self.trace(TraceKind::CmdEnd, id, size);
         }
     }

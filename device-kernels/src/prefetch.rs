@@ -33,6 +33,9 @@ pub struct Prefetcher<'p, P: Platform> {
     issue_rd: RingPtr,
     /// Bytes written into the dispatcher ring (absolute position).
     written: u64,
+    /// Bytes of the ring known free from `written` on, as of the last look
+    /// at the dispatcher's freed count (free room only grows meanwhile).
+    room: u32,
     /// 16-byte units written but not yet signalled to the dispatcher.
     unflushed_units: u32,
     /// Relay pieces not signalled yet, oldest first: their units and the
@@ -61,6 +64,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             fetched: 0,
             issue_rd: RingPtr::default(),
             written: 0,
+            room: 0,
             unflushed_units: 0,
             posted: Posted::default(),
             stalls: 0,
@@ -316,8 +320,20 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     }
 
     /// Waits for room in the dispatcher ring; returns how many of `want`
-    /// bytes may be written contiguously now.
+    /// bytes may be written contiguously now. The freed count is read only
+    /// when the room last seen is short of `want` (one MMIO load and the
+    /// page arithmetic saved per piece while the ring is ahead): a fresh
+    /// look could only show more room, and `want` is all that is taken.
+    #[inline(always)]
     fn ring_space(&mut self, want: u32) -> u32 {
+        if self.room < want {
+            self.look_for_room();
+        }
+        self.ring.contiguous(self.written, want.min(self.room))
+    }
+
+    /// Reads the dispatcher's freed count into `room`, waiting for some.
+    fn look_for_room(&mut self) {
         let freed = |p: &mut P| p.semaphore(sem::RING_PAGES_FREED);
         let mut writable = self.ring.writable(self.written, freed(self.p));
         if writable == 0 {
@@ -329,7 +345,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             writable = self.ring.writable(self.written, freed_now);
             self.trace(TraceKind::CreditsAcquired, writable / self.ring.page_size, freed_now);
         }
-        self.ring.contiguous(self.written, want.min(writable))
+        self.room = writable;
     }
 
     /// Copies `len` bytes (a multiple of 16) of local L1 into the ring, in
@@ -346,6 +362,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             self.p.noc_write(src + done, dst, n);
             let mark = self.p.writes_issued();
             self.written += n as u64;
+            self.room -= n;
             done += n;
             self.unflushed_units += n / 16;
             if self.posted.len == POSTED {

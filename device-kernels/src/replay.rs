@@ -19,6 +19,8 @@ use cqlab_abi::noc::{dram_bank, NocAddr};
 
 pub struct Replay {
     page_size: u32,
+    /// Pages in one window (a window is a whole number of pages).
+    window_pages: u32,
     pages: u32,
     banks: u32,
     /// DRAM place of the next page to read (bank stepped, not divided out).
@@ -44,6 +46,7 @@ impl Replay {
         let (bank, offset) = interleaved_page(base, 0, page_size, banks);
         Some(Self {
             page_size,
+            window_pages: TRACE_WINDOW / page_size,
             pages,
             banks,
             bank,
@@ -118,7 +121,7 @@ impl Replay {
             wait_sent_until(p, self.entered[((w + 1) % TRACE_WINDOWS) as usize]);
         }
         let mut local = self.local(w * TRACE_WINDOW);
-        let n = (TRACE_WINDOW / self.page_size).min(self.pages - self.pages_read);
+        let n = self.window_pages.min(self.pages - self.pages_read);
         for _ in 0..n {
             p.noc_read(NocAddr::unicast(dram_bank(self.bank as u8), self.offset), local, self.page_size);
             local += self.page_size;

@@ -59,19 +59,27 @@ pub const KERNEL_SCRATCH: Region =
     Region { name: "kernel_scratch", base: USER.base + USER.size, size: L1_DEFAULT_SIZE - (USER.base + USER.size) };
 
 /// Prefetcher `CMD_BUFFER` split: a fetched chunk lands in `CHUNK_AREA` (so a
-/// chunk is at most this big), a replayed trace in `TRACE_AREA`, and data on
-/// its way from DRAM/L1 to the dispatcher ring passes through `RELAY_SCRATCH`.
+/// chunk is at most this big), and data on its way from DRAM/L1 to the
+/// dispatcher ring passes through `RELAY_SCRATCH`; the bytes between them
+/// are spare.
 pub const CHUNK_AREA: Region = Region { name: "chunk_area", base: CMD_BUFFER.base, size: 0x1_8000 };
-pub const TRACE_AREA: Region = Region { name: "trace_area", base: CHUNK_AREA.base + CHUNK_AREA.size, size: 0x1_8000 };
-pub const RELAY_SCRATCH: Region =
-    Region { name: "relay_scratch", base: TRACE_AREA.base + TRACE_AREA.size, size: 0x1_0000 };
-const _: () = assert!(RELAY_SCRATCH.end() == CMD_BUFFER.end());
+pub const RELAY_SCRATCH: Region = Region { name: "relay_scratch", base: CMD_BUFFER.end() - 0x1_0000, size: 0x1_0000 };
+const _: () = assert!(CHUNK_AREA.end() <= RELAY_SCRATCH.base && RELAY_SCRATCH.end() == CMD_BUFFER.end());
+
+/// Prefetcher-only use of `DISPATCH_RING` (only a dispatcher core has a
+/// ring there): a replayed trace streams through `TRACE_AREA`.
+pub const TRACE_AREA: Region = Region { name: "trace_area", base: DISPATCH_RING.base, size: 0x3_0000 };
+const _: () = assert!(TRACE_AREA.end() <= DISPATCH_RING.end());
 
 /// A replayed trace streams through `TRACE_AREA` as a ring of this many
 /// windows: while the prefetcher relays from one, the next one's DRAM pages
 /// are landing and the one before is still being sent. A trace's DRAM page
 /// size must divide a window (`TRACE_WINDOW`), so no page straddles two; a
-/// trace may be any length.
+/// trace may be any length. The next window's reads are issued when one
+/// lands and must land while that one is relayed, so a window is large: a
+/// DRAM read of 8 KiB takes ~800 cycles, and a 32 KiB window (one program
+/// with 128 unique args on 64 cores) was relayed faster than that, which
+/// made replays of such programs wait for DRAM at every window.
 pub const TRACE_WINDOWS: u32 = 3;
 pub const TRACE_WINDOW: u32 = TRACE_AREA.size / TRACE_WINDOWS;
 const _: () = assert!(TRACE_WINDOW * TRACE_WINDOWS == TRACE_AREA.size && TRACE_WINDOW % 64 == 0);
