@@ -28,9 +28,19 @@ pub struct Prefetcher<'p, P: Platform> {
     sysmem: CqSysmemLayout,
     ring: RingGeometry,
     dispatcher: Coord,
-    /// Fetch-queue entries consumed.
+    /// Fetch-queue entries consumed (slots freed for the host).
     fetched: u32,
+    /// Issue-queue read pointer published to the host: after the chunks freed.
     issue_rd: RingPtr,
+    /// Fetch entries (chunks) whose reads were issued, known to have
+    /// landed, and taken to run: `taken <= landed <= requested`, wrapping.
+    requested: u32,
+    landed: u32,
+    taken: u32,
+    /// Issue-queue position of the next chunk to read.
+    read_rd: RingPtr,
+    /// Per chunk buffer, the entry (raw) and byte size of its chunk.
+    chunks: [(u32, u32); CHUNK_BUFFERS as usize],
     /// Bytes written into the dispatcher ring (absolute position).
     written: u64,
     /// Bytes of the ring known free from `written` on, as of the last look
@@ -63,6 +73,11 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             dispatcher: Coord::unpack(cfg.peer_xy),
             fetched: 0,
             issue_rd: RingPtr::default(),
+            requested: 0,
+            landed: 0,
+            taken: 0,
+            read_rd: RingPtr::default(),
+            chunks: [(0, 0); CHUNK_BUFFERS as usize],
             written: 0,
             room: 0,
             unflushed_units: 0,
@@ -83,56 +98,93 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// Starts reading the issue queue at `rd` instead of its beginning.
     pub fn set_issue_rd(&mut self, rd: RingPtr) {
         self.issue_rd = rd;
+        self.read_rd = rd;
     }
 
-    /// Serves the fetch queue until TERMINATE. Chunks alternate between the
-    /// two chunk buffers; while one runs, the next one's read (when its
-    /// fetch-queue entry is already there) is in flight into the other.
+    /// Serves the fetch queue until TERMINATE. Chunk `j` (counting fetch
+    /// entries) lands in chunk buffer `j % CHUNK_BUFFERS`. Reads run ahead:
+    /// before a landed chunk runs, every further entry the host has written
+    /// is read into a free buffer, so the PCIe link carries the next chunks
+    /// while this one is relayed. Reads complete in no particular order, so
+    /// chunks are known to have landed only once every read issued has
+    /// (`wait_reads`): the prefetcher waits only when the chunk it needs
+    /// next has not, and then takes every chunk in flight at once.
     pub fn run(mut self) -> ! {
-        let mut buf = 0;
-        // A chunk whose read is in flight into buffer `buf`: (raw entry, bytes).
-        let mut ahead: Option<(u32, u32)> = None;
         loop {
-            let index = self.fetched % self.cfg.fetch_entries;
-            let slot = fetch_queue::slot_addr(index);
-            let (raw, len) = match ahead.take() {
-                Some(chunk) => chunk,
-                None => {
-                    wait_until(self.p, HQW, |p| p.read_u32(slot) != 0);
-                    let raw = self.p.read_u32(slot);
-                    waypoint(self.p, HQD);
-                    let len = self.checked_len(slot, raw);
-                    self.fetch_chunk(len, buf);
-                    (raw, len)
-                }
-            };
-            let entry = FetchEntry::from_raw(raw).unwrap_or_else(|_| unreachable!("checked before its read"));
-            self.issue_rd = self.issue_rd.advance(len, self.cfg.issue_size);
-            // The chunk's issue-queue space and fetch slot are free only once
-            // the read has landed. Known bug 3 frees them while it is in flight.
-            #[cfg(not(feature = "bug-early-fetch-release"))]
-            self.wait_reads();
-            self.consume_slot(slot);
-            #[cfg(feature = "bug-early-fetch-release")]
-            self.publish_pointers();
-            #[cfg(feature = "bug-early-fetch-release")]
-            self.wait_reads();
-            // Read ahead: the next entry, if the host has written a valid
-            // one (a bad one is reported when its turn comes). Issued before
-            // the pointers are published, so it does not wait for them.
-            let next = fetch_queue::slot_addr(self.fetched % self.cfg.fetch_entries);
-            let next_raw = self.p.read_u32(next);
-            let valid = FetchEntry::from_raw(next_raw).ok().map(|e| e.bytes());
-            if let Some(next_len) = valid.filter(|&n| n <= MAX_CHUNK && n <= self.cfg.issue_size) {
-                self.fetch_chunk_at(next_len, buf + 1, self.issue_rd);
-                ahead = Some((next_raw, next_len));
+            if self.taken == self.requested {
+                let slot = fetch_queue::slot_addr(self.requested % self.cfg.fetch_entries);
+                wait_until(self.p, HQW, |p| p.read_u32(slot) != 0);
+                let raw = self.p.read_u32(slot);
+                waypoint(self.p, HQD);
+                let len = self.checked_len(slot, raw);
+                self.request(raw, len);
             }
-            #[cfg(not(feature = "bug-early-fetch-release"))]
-            self.publish_pointers();
-            self.trace(TraceKind::FetchConsumed, raw, index);
-            self.run_commands(chunk_buffer(buf), len, entry.stall(), None);
-            buf = (buf + 1) % CHUNK_BUFFERS;
+            if self.taken == self.landed {
+                self.land_requested();
+            }
+            self.read_ahead();
+            let j = self.taken;
+            let (raw, len) = self.chunks[(j % CHUNK_BUFFERS) as usize];
+            let entry = FetchEntry::from_raw(raw).unwrap_or_else(|_| unreachable!("checked before its read"));
+            self.taken = j.wrapping_add(1);
+            self.trace(TraceKind::FetchConsumed, raw, j % self.cfg.fetch_entries);
+            self.run_commands(chunk_buffer(j % CHUNK_BUFFERS), len, entry.stall(), None);
         }
+    }
+
+    /// Reads every further chunk the host has announced with a valid entry
+    /// (a bad one is reported when its turn comes) while a buffer is free,
+    /// and at most one fetch queue's worth of entries ahead of the slots freed.
+    fn read_ahead(&mut self) {
+        while self.requested.wrapping_sub(self.taken) < CHUNK_BUFFERS
+            && self.requested.wrapping_sub(self.fetched) < self.cfg.fetch_entries
+        {
+            let raw = self.p.read_u32(fetch_queue::slot_addr(self.requested % self.cfg.fetch_entries));
+            let valid = FetchEntry::from_raw(raw).ok().map(|e| e.bytes());
+            match valid.filter(|&n| n <= MAX_CHUNK && n <= self.cfg.issue_size) {
+                Some(len) => self.request(raw, len),
+                None => break,
+            }
+        }
+    }
+
+    /// Starts the read of the next entry's chunk (`raw`, `len` bytes) into
+    /// its buffer.
+    fn request(&mut self, raw: u32, len: u32) {
+        let j = self.requested;
+        self.fetch_chunk_at(len, j % CHUNK_BUFFERS, self.read_rd);
+        self.read_rd = self.read_rd.advance(len, self.cfg.issue_size);
+        self.chunks[(j % CHUNK_BUFFERS) as usize] = (raw, len);
+        self.requested = j.wrapping_add(1);
+        // Known bug 3 frees the chunk's slot and issue-queue space while
+        // its read is in flight.
+        #[cfg(feature = "bug-early-fetch-release")]
+        {
+            self.release_chunk(j);
+            self.publish_pointers();
+        }
+    }
+
+    /// Waits for every chunk read in flight to land, then frees their
+    /// fetch slots and issue-queue space for the host: only once the reads
+    /// have landed.
+    fn land_requested(&mut self) {
+        self.wait_reads();
+        #[cfg(not(feature = "bug-early-fetch-release"))]
+        {
+            for k in 0..self.requested.wrapping_sub(self.landed) {
+                self.release_chunk(self.landed.wrapping_add(k));
+            }
+            self.publish_pointers();
+        }
+        self.landed = self.requested;
+    }
+
+    /// Frees chunk `j`'s fetch slot and issue-queue bytes (published later).
+    fn release_chunk(&mut self, j: u32) {
+        let slot = fetch_queue::slot_addr(j % self.cfg.fetch_entries);
+        self.consume_slot(slot);
+        self.issue_rd = self.issue_rd.advance(self.chunks[(j % CHUNK_BUFFERS) as usize].1, self.cfg.issue_size);
     }
 
     /// The byte size of fetch entry `raw` (from `slot`), or a halt when it
@@ -147,11 +199,6 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             fail(self.p, DeviceError::TooLarge, slot, raw, self.fetched, self.issue_rd.0);
         }
         len
-    }
-
-    /// Reads `len` bytes at the issue-queue read pointer into chunk buffer `buf`.
-    fn fetch_chunk(&mut self, len: u32, buf: u32) {
-        self.fetch_chunk_at(len, buf, self.issue_rd);
     }
 
     /// Reads `len` bytes at issue-queue position `rd` into chunk buffer

@@ -37,8 +37,14 @@ impl CommandQueue<'_> {
         let number = host.program_launches + 1;
         // The last program using what this one overwrites, by its distance
         // back; further back than the launch ring it has finished already.
-        let back = number - plan.wait_for;
-        let wait = (plan.wait_for > host.waited_launch && back <= LAUNCH_RING_ENTRIES as u64).then_some(back as u32);
+        let needed = plan.wait_for > host.waited_launch && number - plan.wait_for <= LAUNCH_RING_ENTRIES as u64;
+        // A WAIT that must be sent anyway reaches `WAIT_REACH` launches back
+        // when that is later than needed, so the next programs, which reuse
+        // what the following launches used, find it already waited for: a
+        // WAIT every few programs instead of one each (each costs the
+        // dispatcher a command) when every program reuses config-ring bytes.
+        let waited = if needed { plan.wait_for.max(number.saturating_sub(WAIT_REACH)) } else { plan.wait_for };
+        let wait = needed.then_some((number - waited) as u32);
         // Seqs are unique across queues: a kernel trace record names its launch.
         let seq = self.dev.next_launch_seq;
         let msg = launch_message(seq, program, &plan);
@@ -76,7 +82,7 @@ impl CommandQueue<'_> {
             }
         }
         host.workers_outstanding += grid;
-        host.waited_launch = host.waited_launch.max(plan.wait_for);
+        host.waited_launch = host.waited_launch.max(waited);
         host.program_launches = number;
         self.dev.programs[self.q as usize].commit(program, &plan, number);
         self.dev.next_launch_seq = seq.wrapping_add(1);
@@ -161,6 +167,12 @@ impl CommandQueue<'_> {
         Ok(())
     }
 }
+
+/// How far back a program's WAIT reaches when it needs one at all: the
+/// launch three back has finished by the time the dispatcher writes a
+/// program's args unless kernels run longer than three programs' dispatch,
+/// and then the dispatcher is ahead of the workers anyway.
+const WAIT_REACH: u64 = 3;
 
 /// The rectangle of every worker (each launch reaches all of them).
 fn grid_noc(cols: u8, rows: u8) -> NocAddr {

@@ -58,13 +58,12 @@ pub const USER: Region = Region { name: "user", base: 0x000A_1000, size: 0x0013_
 pub const KERNEL_SCRATCH: Region =
     Region { name: "kernel_scratch", base: USER.base + USER.size, size: L1_DEFAULT_SIZE - (USER.base + USER.size) };
 
-/// Prefetcher `CMD_BUFFER` split: a fetched chunk lands in `CHUNK_AREA` (so a
-/// chunk is at most this big), and data on its way from DRAM/L1 to the
-/// dispatcher ring passes through `RELAY_SCRATCH`; the bytes between them
-/// are spare.
-pub const CHUNK_AREA: Region = Region { name: "chunk_area", base: CMD_BUFFER.base, size: 0x1_8000 };
-pub const RELAY_SCRATCH: Region = Region { name: "relay_scratch", base: CMD_BUFFER.end() - 0x1_0000, size: 0x1_0000 };
-const _: () = assert!(CHUNK_AREA.end() <= RELAY_SCRATCH.base && RELAY_SCRATCH.end() == CMD_BUFFER.end());
+/// Prefetcher `CMD_BUFFER` split: fetched chunks land in `CHUNK_AREA`, and
+/// data on its way from DRAM/L1 to the dispatcher ring passes through
+/// `RELAY_SCRATCH`.
+pub const CHUNK_AREA: Region = Region { name: "chunk_area", base: CMD_BUFFER.base, size: 0x3_0000 };
+pub const RELAY_SCRATCH: Region = Region { name: "relay_scratch", base: CHUNK_AREA.end(), size: 0x1_0000 };
+const _: () = assert!(RELAY_SCRATCH.end() == CMD_BUFFER.end());
 
 /// Prefetcher-only use of `DISPATCH_RING` (only a dispatcher core has a
 /// ring there): a replayed trace streams through `TRACE_AREA`.
@@ -85,10 +84,12 @@ pub const TRACE_WINDOW: u32 = TRACE_AREA.size / TRACE_WINDOWS;
 const _: () = assert!(TRACE_WINDOW * TRACE_WINDOWS == TRACE_AREA.size && TRACE_WINDOW % 64 == 0);
 const _: () = assert!(TRACE_WINDOW % crate::mmio::NOC_MAX_PACKET == 0);
 
-/// The chunk area is double-buffered: chunk `k` lands in half `k % 2`, so
-/// the prefetcher reads the next chunk while it runs the current one. A
-/// chunk (one fetch-queue entry) is at most one half.
-pub const CHUNK_BUFFERS: u32 = 2;
+/// The chunk area is a ring of buffers: chunk `k` lands in buffer
+/// `k % CHUNK_BUFFERS`, so the prefetcher reads the next chunks while it
+/// runs the current one (one chunk's read takes the PCIe latency, ~750
+/// cycles, plus its data time: the link stays busy only with several in
+/// flight). A chunk (one fetch-queue entry) is at most one buffer.
+pub const CHUNK_BUFFERS: u32 = 4;
 pub const MAX_CHUNK: u32 = CHUNK_AREA.size / CHUNK_BUFFERS;
 
 /// L1 address of chunk buffer `i`.

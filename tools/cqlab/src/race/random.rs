@@ -15,7 +15,7 @@
 //! event on that queue and a wait for it on this one, so the model is exact.
 
 use super::failure::{first_difference, Failure};
-use cqlab_abi::memory_map::{CHUNK_AREA, DISPATCH_RING, TRACE_AREA};
+use cqlab_abi::memory_map::{DISPATCH_RING, MAX_CHUNK, TRACE_AREA};
 use cqlab_abi::PCIE_ALIGNMENT;
 use cqlab_driver::{Buffer, CoreRange, Device, DeviceConfig, PackedData, PendingRead, Placement, Trace};
 use cqlab_sim::config::SimConfig;
@@ -178,7 +178,7 @@ fn layout(dev: &mut Device, rng: &mut Rng) -> Result<Model, Failure> {
     let (issue, completion) = (dev.config().issue_size, dev.config().completion_size);
     // A page must fit one chunk (half the issue queue, and half the
     // double-buffered chunk area, less headers) and one completion record.
-    let chunk = (issue / 2).min(CHUNK_AREA.size / 2).saturating_sub(128);
+    let chunk = (issue / 2).min(MAX_CHUNK).saturating_sub(128);
     let max_page = chunk.min(completion.saturating_sub(64));
     // Page sizes are powers of two from 64 bytes to the largest the queues
     // allow (32 KiB with a 1 MiB issue queue and a 256 KiB completion
