@@ -9,7 +9,9 @@ use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder};
 use cqlab_abi::fetch_queue::{slot_addr, FetchEntry, STALL_FLAG};
 use cqlab_abi::mailbox::{CqConfig, DeviceError, ErrorRecord, ERROR, ERROR_MAGIC, WAYPOINT};
-use cqlab_abi::memory_map::{chunk_buffer, interleaved_page, CHUNK_AREA, DISPATCH_RING, MAX_CHUNK, TRACE_AREA};
+use cqlab_abi::memory_map::{
+    chunk_buffer, interleaved_page, CHUNK_AREA, CHUNK_BUFFERS, DISPATCH_RING, MAX_CHUNK, TRACE_AREA,
+};
 use cqlab_abi::mmio::sem;
 use cqlab_abi::noc::{dispatcher, dram_bank, prefetcher, worker, NocAddr, PCIE};
 use cqlab_abi::ring::RingPtr;
@@ -134,6 +136,32 @@ fn ring_credits_limit_the_prefetcher_and_the_ring_wraps() {
     assert_eq!(core.remote_sems[&(dispatcher(0), sem::RING_UNITS_FILLED)], 96);
     let ring = &core.remote[&dispatcher(0)][DISPATCH_RING.base as usize..][..16];
     assert_eq!(ring, &chunk[16..32], "third chunk wrapped to the ring start");
+}
+
+/// Chunks the host announced together are all read ahead, each into its
+/// own chunk buffer, and still relayed in order.
+#[test]
+fn announced_chunks_are_read_ahead_into_their_own_buffers_and_run_in_order() {
+    let n = CHUNK_BUFFERS.min(cfg(ISSUE, COMPLETION).fetch_entries) as u8;
+    assert!(n > 2, "more than double buffering");
+    let chunks: Vec<(Vec<u8>, bool)> = (0..n)
+        .map(|i| (inline(|w| w.write_linear(NocAddr::unicast(worker(0, 0), 0), &[0x10 + i; 48])), false))
+        .collect();
+    let (mut core, c) = prefetcher_with(ISSUE, 0, &chunks);
+    (core.peer_frees_pages, core.peer) = (Some(256), dispatcher(0).packed());
+    assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck);
+    assert_eq!(waypoint_of(&core), waypoint::HQW);
+    let ring = &core.remote[&dispatcher(0)][DISPATCH_RING.base as usize..];
+    let mut at = 0;
+    for (i, (chunk, _)) in chunks.iter().enumerate() {
+        assert_eq!(core.l1_bytes(chunk_buffer(i as u32), chunk.len()), &chunk[..], "chunk {i} in buffer {i}");
+        let relayed = chunk.len() - 64;
+        assert_eq!(&ring[at..at + relayed], &chunk[16..16 + relayed], "chunk {i} relayed in its turn");
+        at += relayed;
+    }
+    assert_eq!(word(core.sysmem(), FETCH_RD_COUNT as usize), n as u32, "every slot freed");
+    let total: usize = chunks.iter().map(|(c, _)| c.len()).sum();
+    assert_eq!(RingPtr(word(core.sysmem(), ISSUE_RD_PTR as usize)).offset_bytes(), total as u32);
 }
 
 #[test]
