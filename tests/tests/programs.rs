@@ -4,7 +4,7 @@
 
 use cqlab_abi::memory_map::USER;
 use cqlab_abi::noc;
-use cqlab_abi::program::{KERNEL_SLOTS, LAUNCH_RING_ENTRIES};
+use cqlab_abi::program::{CONFIG_RING, CONFIG_RING_SIZE, KERNEL_SLOTS, LAUNCH_RING_ENTRIES, MAX_UNIQUE_ARGS};
 use cqlab_abi::trace::TraceKind;
 use cqlab_driver::{Buffer, CoreRange, Device, KernelImage, Placement, Program};
 use cqlab_tests::booted;
@@ -157,6 +157,73 @@ fn programs_replay_in_traces_with_their_args_and_kernels() {
         }
     }
     assert_eq!(read_word(&mut dev, (1, 1), USER.base + 64), 0xabc, "seed {seed}");
+}
+
+/// 128 unique args per core on all 64 cores, program after program, with
+/// one and two queues (the kernel-config ring then holds four or two such
+/// programs, so every program reuses bytes of an earlier one and WAITs for
+/// it), enqueued and then replayed from a trace: every core's kernel finds
+/// its own args at its own offset (`spin` stores the third at the second),
+/// and the last program's whole block of 64 x 128 words is intact in the
+/// kernel-config ring of the cores checked.
+#[test]
+fn a_hundred_and_twenty_eight_unique_args_per_core_arrive_intact_on_every_core() {
+    for cqs in [1u8, 2] {
+        let seed = 48 + cqs as u64;
+        let mut dev = booted(seed, |c| c.num_cqs = cqs);
+        let spin = kernel(&dev, "spin");
+        let range = CoreRange::new((0, 0), (7, 7));
+        let args = |j: u32, (c, r): (u8, u8)| -> Vec<u32> {
+            let id = (c as u32) << 8 | r as u32;
+            let mut a = vec![0, USER.base + 4 * j, j << 16 | id];
+            a.extend((3..MAX_UNIQUE_ARGS / 2).map(|i| i.wrapping_mul(0x9e37_79b9) ^ j << 20 ^ id));
+            a
+        };
+        let program = |j: u32| {
+            let mut p = Program::new();
+            let k = p.add_kernel(spin.clone(), &[range]).unwrap();
+            for r in 0..8 {
+                for c in 0..8 {
+                    p.set_unique_args(k, (c, r), &args(j, (c, r))).unwrap();
+                }
+            }
+            p
+        };
+        let n = 10u32;
+        let mut cq = dev.cq(0).unwrap();
+        for j in 0..n {
+            cq.enqueue_program(&program(j)).unwrap();
+        }
+        cq.begin_trace().unwrap();
+        for j in n..2 * n {
+            cq.enqueue_program(&program(j)).unwrap();
+        }
+        let trace = cq.end_trace().unwrap();
+        cq.execute_trace(&trace).unwrap();
+        cq.finish().unwrap();
+        for r in 0..8u8 {
+            for c in 0..8u8 {
+                let got = dev.cq(0).unwrap().read_buffer(&l1((c, r), USER.base, 8 * n), 0, 8 * n).unwrap();
+                for j in 0..2 * n {
+                    let word = u32::from_le_bytes(got[4 * j as usize..][..4].try_into().unwrap());
+                    assert_eq!(word, args(j, (c, r))[2], "seed {seed}, {cqs} queues: program {j} on {:?}", (c, r));
+                }
+            }
+        }
+        let block: Vec<u8> = (0..8u8)
+            .flat_map(|r| (0..8u8).map(move |c| (c, r)))
+            .flat_map(|core| args(2 * n - 1, core))
+            .flat_map(u32::to_le_bytes)
+            .collect();
+        for core in [(0, 0), (7, 0), (3, 4), (7, 7)] {
+            let ring =
+                dev.cq(0).unwrap().read_buffer(&l1(core, CONFIG_RING, CONFIG_RING_SIZE), 0, CONFIG_RING_SIZE).unwrap();
+            assert!(
+                ring.windows(block.len()).step_by(16).any(|w| w == block),
+                "seed {seed}, {cqs} queues: the last program's args block is not intact on {core:?}"
+            );
+        }
+    }
 }
 
 /// A replay is correct whatever ran before it: captured while `spin` was
