@@ -108,7 +108,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// while this one is relayed. Reads complete in no particular order, so
     /// chunks are known to have landed only once every read issued has
     /// (`wait_reads`): the prefetcher waits only when the chunk it needs
-    /// next has not, and then takes every chunk in flight at once.
+    /// next has not, and then knows every chunk in flight has landed.
     pub fn run(mut self) -> ! {
         loop {
             if self.taken == self.requested {
@@ -120,10 +120,19 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 self.request(raw, len);
             }
             if self.taken == self.landed {
-                self.land_requested();
+                self.wait_reads();
+                self.landed = self.requested;
             }
-            self.read_ahead();
             let j = self.taken;
+            // A chunk's fetch slot and issue-queue space are freed when it
+            // is taken to run (its read has landed), as with one buffer.
+            #[cfg(not(feature = "bug-early-fetch-release"))]
+            self.release_chunk(j);
+            // Issued before the pointers are published, so they do not wait
+            // for them.
+            self.read_ahead();
+            #[cfg(not(feature = "bug-early-fetch-release"))]
+            self.publish_pointers();
             let (raw, len) = self.chunks[(j % CHUNK_BUFFERS) as usize];
             let entry = FetchEntry::from_raw(raw).unwrap_or_else(|_| unreachable!("checked before its read"));
             self.taken = j.wrapping_add(1);
@@ -163,21 +172,6 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             self.release_chunk(j);
             self.publish_pointers();
         }
-    }
-
-    /// Waits for every chunk read in flight to land, then frees their
-    /// fetch slots and issue-queue space for the host: only once the reads
-    /// have landed.
-    fn land_requested(&mut self) {
-        self.wait_reads();
-        #[cfg(not(feature = "bug-early-fetch-release"))]
-        {
-            for k in 0..self.requested.wrapping_sub(self.landed) {
-                self.release_chunk(self.landed.wrapping_add(k));
-            }
-            self.publish_pointers();
-        }
-        self.landed = self.requested;
     }
 
     /// Frees chunk `j`'s fetch slot and issue-queue bytes (published later).

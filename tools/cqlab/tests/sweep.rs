@@ -8,12 +8,10 @@ fn sweep(args: &[&str]) -> (i32, serde_json::Value) {
     support::cqlab_json(&[&["sweep", "copy_stress"], args].concat())
 }
 
-/// README: first failing depth = floor(C / record_size(B)) + F + K + 1, with
-/// C the completion-queue bytes, B the bytes per read, F the fetch-queue
-/// slots, K the prefetcher's chunk buffers.
+/// README: first failing depth = floor(C / record_size(B)) + F + 3, with C
+/// the completion-queue bytes, B the bytes per read, F the fetch-queue slots.
 fn formula(completion: u32, bytes: u32, fetch: u32) -> u64 {
-    let k = cqlab_abi::memory_map::CHUNK_BUFFERS as u64;
-    (completion / cqlab_abi::completion::record_size(bytes)) as u64 + fetch as u64 + k + 1
+    (completion / cqlab_abi::completion::record_size(bytes)) as u64 + fetch as u64 + 3
 }
 
 #[test]
