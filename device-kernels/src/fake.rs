@@ -28,6 +28,8 @@ pub struct FakeCore {
     /// Reads left before a spinning wait is declared stuck.
     pub spin_budget: Cell<u64>,
     pub writes: u32,
+    /// Reads landed per transaction id (`Platform::reads_acked_id`).
+    pub reads_by_id: [u32; mmio::NOC_READ_IDS as usize],
     /// Model a dispatcher that at once consumes all flushed ring data and
     /// frees whole pages of this size (read through `RING_PAGES_FREED`).
     pub peer_frees_pages: Option<u32>,
@@ -47,6 +49,7 @@ impl FakeCore {
             remote: HashMap::new(),
             remote_sems: HashMap::new(),
             cycle: Cell::new(0),
+            reads_by_id: [0; mmio::NOC_READ_IDS as usize],
             spin_budget: Cell::new(200_000),
             writes: 0,
             peer_frees_pages: None,
@@ -116,6 +119,15 @@ impl Platform for FakeCore {
         let (c, a) = (src.coord(), src.local() as usize);
         let data = self.remote_mem(c)[a..a + len as usize].to_vec();
         self.set_l1(local, &data);
+    }
+    fn noc_read_with_id(&mut self, src: NocAddr, local: u32, len: u32, id: u32) {
+        self.noc_read(src, local, len);
+        // Every fake read lands at once, one per NOC packet.
+        let n = &mut self.reads_by_id[id as usize];
+        *n = n.wrapping_add(len.div_ceil(mmio::NOC_MAX_PACKET));
+    }
+    fn reads_acked_id(&self, id: u32) -> u32 {
+        self.reads_by_id[id as usize]
     }
     fn noc_write(&mut self, local: u32, dst: NocAddr, len: u32) {
         assert!(!dst.is_multicast(), "fake NOC: unicast only");

@@ -140,6 +140,15 @@ impl Platform for Device {
     fn noc_read(&mut self, src: NocAddr, local: u32, len: u32) {
         transfer(NocCmd::Read, src, local, len)
     }
+    fn noc_read_with_id(&mut self, src: NocAddr, local: u32, len: u32, id: u32) {
+        write_reg(mmio::NOC_READ_ID, id);
+        transfer(NocCmd::Read, src, local, len);
+        // Plain reads carry id 0.
+        write_reg(mmio::NOC_READ_ID, 0);
+    }
+    fn reads_acked_id(&self, id: u32) -> u32 {
+        read_reg(mmio::noc_reads_acked_id(id))
+    }
     fn noc_write(&mut self, local: u32, dst: NocAddr, len: u32) {
         transfer(NocCmd::Write, dst, local, len)
     }

@@ -18,6 +18,12 @@ pub trait Platform: Memory {
     fn set_semaphore(&mut self, index: u32, value: u32);
     /// Starts reading `len` bytes at `src` into local L1 `local`.
     fn noc_read(&mut self, src: NocAddr, local: u32, len: u32);
+    /// [`Platform::noc_read`] with transaction id `id` (1 up to
+    /// `mmio::NOC_READ_IDS`; plain reads carry 0): its landing also counts in
+    /// [`Platform::reads_acked_id`] of `id`.
+    fn noc_read_with_id(&mut self, src: NocAddr, local: u32, len: u32, id: u32);
+    /// Reads of transaction id `id` that have landed (wrapping).
+    fn reads_acked_id(&self, id: u32) -> u32;
     /// Starts writing `len` bytes of local L1 `local` to `dst` (unicast or multicast).
     fn noc_write(&mut self, local: u32, dst: NocAddr, len: u32);
     /// Starts adding `value` to the u32 at `dst`.

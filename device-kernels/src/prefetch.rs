@@ -12,7 +12,7 @@ use cqlab_abi::decode::PrefetchHeader;
 use cqlab_abi::fetch_queue::{self, FetchEntry};
 use cqlab_abi::mailbox::{CqConfig, DeviceError, SCRATCH};
 use cqlab_abi::memory_map::{chunk_buffer, interleaved_page, CHUNK_BUFFERS, MAX_CHUNK, RELAY_SCRATCH, TRACE_AREA};
-use cqlab_abi::mmio::{self, sem};
+use cqlab_abi::mmio::{self, sem, NOC_MAX_PACKET, NOC_READ_IDS};
 use cqlab_abi::noc::{dram_bank, Coord, NocAddr, PCIE};
 #[cfg(test)]
 use cqlab_abi::prefetch::checksum;
@@ -20,7 +20,7 @@ use cqlab_abi::prefetch::PagedFlags;
 use cqlab_abi::ring::{wrap_ge, RingPtr};
 use cqlab_abi::sysmem::{CqSysmemLayout, FETCH_RD_COUNT, ISSUE_RD_PTR};
 use cqlab_abi::trace::TraceKind;
-use cqlab_abi::waypoint::{DAPW, HQD, HQW, PSD, PSW};
+use cqlab_abi::waypoint::{DAPW, HQD, HQW, NRW, PSD, PSW};
 
 pub struct Prefetcher<'p, P: Platform> {
     p: &'p mut P,
@@ -32,11 +32,13 @@ pub struct Prefetcher<'p, P: Platform> {
     fetched: u32,
     /// Issue-queue read pointer published to the host: after the chunks freed.
     issue_rd: RingPtr,
-    /// Fetch entries (chunks) whose reads were issued, known to have
-    /// landed, and taken to run: `taken <= landed <= requested`, wrapping.
+    /// Fetch entries (chunks) whose reads were issued and taken to run:
+    /// `taken <= requested`, wrapping.
     requested: u32,
-    landed: u32,
     taken: u32,
+    /// Per chunk buffer, the NOC read packets issued into it so far (its
+    /// transaction id's count once they have landed).
+    buffer_reads: [u32; CHUNK_BUFFERS as usize],
     /// Issue-queue position of the next chunk to read.
     read_rd: RingPtr,
     /// Per chunk buffer, the entry (raw) and byte size of its chunk.
@@ -74,8 +76,8 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             fetched: 0,
             issue_rd: RingPtr::default(),
             requested: 0,
-            landed: 0,
             taken: 0,
+            buffer_reads: [0; CHUNK_BUFFERS as usize],
             read_rd: RingPtr::default(),
             chunks: [(0, 0); CHUNK_BUFFERS as usize],
             written: 0,
@@ -105,10 +107,11 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// entries) lands in chunk buffer `j % CHUNK_BUFFERS`. Reads run ahead:
     /// before a landed chunk runs, every further entry the host has written
     /// is read into a free buffer, so the PCIe link carries the next chunks
-    /// while this one is relayed. Reads complete in no particular order, so
-    /// chunks are known to have landed only once every read issued has
-    /// (`wait_reads`): the prefetcher waits only when the chunk it needs
-    /// next has not, and then knows every chunk in flight has landed.
+    /// while this one is relayed. Each buffer's reads carry a transaction
+    /// id of their own (`chunk_read_id`), so the prefetcher waits for the
+    /// chunk it runs next only, while the later ones stay in flight (reads
+    /// complete in no particular order: one counter for all reads would
+    /// make every wait drain the reads in flight).
     pub fn run(mut self) -> ! {
         loop {
             if self.taken == self.requested {
@@ -119,11 +122,8 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 let len = self.checked_len(slot, raw);
                 self.request(raw, len);
             }
-            if self.taken == self.landed {
-                self.wait_reads();
-                self.landed = self.requested;
-            }
             let j = self.taken;
+            self.wait_chunk(j % CHUNK_BUFFERS);
             // A chunk's fetch slot and issue-queue space are freed when it
             // is taken to run (its read has landed), as with one buffer.
             #[cfg(not(feature = "bug-early-fetch-release"))]
@@ -204,11 +204,20 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         let offset = rd.offset_bytes();
         let (first, second) = split_at_wrap(offset, len, self.cfg.issue_size);
         let base = self.sysmem.issue_base();
-        let dst = chunk_buffer(buf);
-        self.p.noc_read(NocAddr::unicast(PCIE, base + offset as u64), dst, first);
+        let (dst, id) = (chunk_buffer(buf), chunk_read_id(buf));
+        self.p.noc_read_with_id(NocAddr::unicast(PCIE, base + offset as u64), dst, first, id);
         if second > 0 {
-            self.p.noc_read(NocAddr::unicast(PCIE, base), dst + first, second);
+            self.p.noc_read_with_id(NocAddr::unicast(PCIE, base), dst + first, second, id);
         }
+        let packets = first.div_ceil(NOC_MAX_PACKET) + second.div_ceil(NOC_MAX_PACKET);
+        let n = &mut self.buffer_reads[buf as usize];
+        *n = n.wrapping_add(packets);
+    }
+
+    /// Waits until the reads into chunk buffer `buf` have landed.
+    fn wait_chunk(&mut self, buf: u32) {
+        let (id, want) = (chunk_read_id(buf), self.buffer_reads[buf as usize]);
+        wait_until(self.p, NRW, |p| p.reads_acked_id(id) == want);
     }
 
     /// Frees the fetch-queue slot for the host.
@@ -492,6 +501,12 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         self.trace(TraceKind::StallEnd, target, observed);
     }
 }
+
+/// The read transaction id of chunk buffer `buf` (plain reads carry 0).
+const fn chunk_read_id(buf: u32) -> u32 {
+    buf + 1
+}
+const _: () = assert!(chunk_read_id(CHUNK_BUFFERS - 1) < NOC_READ_IDS);
 
 /// Relay pieces in flight that the prefetcher may post before it waits for
 /// the oldest to leave.

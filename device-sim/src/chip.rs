@@ -904,7 +904,8 @@ impl Chip {
                     let (local, len) = (issue.local, issue.len);
                     self.landing.push(Landing { id, src, target, local, len, start, done: 0 });
                 }
-                self.push(done, EventKind::ReadComplete { id, src, target, local: issue.local, len: issue.len });
+                let (local, len, trid) = (issue.local, issue.len, issue.read_id);
+                self.push(done, EventKind::ReadComplete { id, src, target, local, len, trid });
             }
             NocCmd::Write => {
                 // One packet at a time through the core's NOC interface.
@@ -975,7 +976,7 @@ impl Chip {
                 let c = &mut self.cores[src].mmio.counters;
                 c.atomics_acked = c.atomics_acked.wrapping_add(1);
             }
-            EventKind::ReadComplete { id, src, target, local, len } => {
+            EventKind::ReadComplete { id, src, target, local, len, trid } => {
                 if is_dram(target) {
                     self.dram_traffic.read_bytes += len as u64;
                 }
@@ -990,6 +991,8 @@ impl Chip {
                 }
                 let c = &mut self.cores[src].mmio.counters;
                 c.reads_acked = c.reads_acked.wrapping_add(1);
+                let by_id = &mut c.reads_acked_id[trid as usize];
+                *by_id = by_id.wrapping_add(1);
             }
         }
     }
@@ -1008,8 +1011,9 @@ impl Chip {
                 self.wake_if_read(*src, counter(mmio::NOC_ATOMICS_ACKED));
                 self.wake_if_read(*src, counter(mmio::NOC_UNACKED));
             }
-            EventKind::ReadComplete { src, local, len, .. } => {
+            EventKind::ReadComplete { src, local, len, trid, .. } => {
                 self.wake_if_read(*src, counter(mmio::NOC_READS_ACKED));
+                self.wake_if_read(*src, counter(mmio::noc_reads_acked_id(*trid as u32)));
                 self.wake_if_read(*src, (*local as u64, *len as u64));
             }
             EventKind::WriteArrive { target, len, .. } => self.wake_targets(*target, *len as u64, false),

@@ -315,3 +315,35 @@ fn concurrent_pcie_writes_share_the_link() {
     // The NIU sends the packets 256 cycles apart; the link needs 316.
     assert!((data - 10..=data + 40).contains(&(two - one)), "one write {one}, two {two}, data time {data}");
 }
+
+/// A slow read (host memory) with transaction id 1, then a quick one (a
+/// neighbour's L1) with id 2: waiting on id 2's counter returns while the
+/// first is still in flight (its counter still 0), and each id counts only
+/// its own reads.
+#[test]
+fn reads_count_per_transaction_id() {
+    let (slow, quick) = (NocAddr::unicast(cqlab_abi::noc::PCIE, 0), NocAddr::unicast(worker(1, 0), USER.base as u64));
+    let set_id = |id: u32| [addi(TMP, 0, id as i32), set(mmio::NOC_READ_ID, TMP)];
+    let mut p = set_id(1).to_vec();
+    p.extend(issue(0, 8192, NocCmd::Read));
+    p.extend(set_id(2));
+    p.extend(issue(1, 64, NocCmd::Read));
+    p.extend(wait_for(mmio::noc_reads_acked_id(2), 1));
+    p.extend([lw(9, MMIO, mmio::noc_reads_acked_id(1) as i32), lw(8, MMIO, NOC_READS_ACKED as i32)]);
+    p.extend(li(6, ELAPSED));
+    p.extend([sw(9, 6, 0), sw(8, 6, 4)]);
+    p.extend(wait_for(mmio::noc_reads_acked_id(1), 1));
+    let chip = chip_with(small(2, true), &[slow, quick], &p);
+    let at = |off: u32| word(&chip, NocAddr::unicast(SRC, (ELAPSED + off) as u64));
+    assert_eq!((at(0), at(4)), (0, 1), "id 2's read landed alone, id 1's still in flight");
+    let reg = |off: u32| word(&chip, reg_addr(SRC, off));
+    assert_eq!((reg(mmio::noc_reads_acked_id(1)), reg(mmio::noc_reads_acked_id(2))), (1, 1));
+    assert_eq!((reg(mmio::noc_reads_acked_id(0)), reg(NOC_READS_ACKED)), (0, 2));
+    assert_eq!(reg(mmio::NOC_READ_ID), 2, "the id stays set for later reads");
+
+    // An id out of range is refused: the core halts on the store.
+    let bad = [addi(TMP, 0, mmio::NOC_READ_IDS as i32), set(mmio::NOC_READ_ID, TMP)];
+    let chip = chip_with(small(2, true), &[], &bad);
+    let halt = chip.core(SRC).unwrap().hart.halted().unwrap();
+    assert!(matches!(halt.reason, crate::hart::HaltReason::Rejected { .. }), "{halt:?}");
+}

@@ -9,7 +9,7 @@
 
 use crate::hart::{AccessFault, Bus, StoreEffect};
 use crate::memory::Memory;
-use cqlab_abi::mmio::{self, NocCmd, MMIO_BASE, MMIO_SIZE, NOC_MAX_PACKET, SEMAPHORE_COUNT};
+use cqlab_abi::mmio::{self, NocCmd, MMIO_BASE, MMIO_SIZE, NOC_MAX_PACKET, NOC_READ_IDS, SEMAPHORE_COUNT};
 use cqlab_abi::noc::{Coord, NocAddr};
 
 /// Wrapping transaction counters (read-only to firmware).
@@ -23,6 +23,8 @@ pub struct NocCounters {
     pub writes_acked: u32,
     pub atomics_issued: u32,
     pub atomics_acked: u32,
+    /// Reads landed, per transaction id (`mmio::NOC_READ_ID`).
+    pub reads_acked_id: [u32; NOC_READ_IDS as usize],
 }
 
 /// One core's register state.
@@ -36,6 +38,7 @@ pub struct CoreMmio {
     local_addr: u32,
     len: u32,
     atomic_value: u32,
+    read_id: u32,
     pub counters: NocCounters,
     pub semaphores: [u32; SEMAPHORE_COUNT as usize],
 }
@@ -49,6 +52,8 @@ pub struct NocIssue {
     pub len: u32,
     /// `AtomicInc` increment.
     pub value: u32,
+    /// A read's transaction id.
+    pub read_id: u8,
     /// Issuing hart's cycle.
     pub time: u64,
 }
@@ -74,6 +79,7 @@ impl CoreMmio {
             local_addr: 0,
             len: 0,
             atomic_value: 0,
+            read_id: 0,
             counters: NocCounters::default(),
             semaphores: [0; SEMAPHORE_COUNT as usize],
         }
@@ -90,6 +96,7 @@ impl CoreMmio {
             mmio::NOC_LOCAL_ADDR => self.local_addr,
             mmio::NOC_LEN => self.len,
             mmio::NOC_ATOMIC_VALUE => self.atomic_value,
+            mmio::NOC_READ_ID => self.read_id,
             mmio::NOC_CMD => 0,
             mmio::NOC_READS_ISSUED => c.reads_issued,
             mmio::NOC_READS_ACKED => c.reads_acked,
@@ -102,6 +109,9 @@ impl CoreMmio {
                 .writes_issued
                 .wrapping_sub(c.writes_acked)
                 .wrapping_add(c.atomics_issued.wrapping_sub(c.atomics_acked)),
+            _ if (mmio::NOC_READS_ACKED_ID..=mmio::NOC_COUNTERS_END).contains(&off) => {
+                c.reads_acked_id[((off - mmio::NOC_READS_ACKED_ID) / 4) as usize]
+            }
             _ => return semaphore_index(off).map(|i| self.semaphores[i]),
         })
     }
@@ -119,6 +129,8 @@ impl CoreMmio {
             mmio::NOC_LOCAL_ADDR => self.local_addr = v,
             mmio::NOC_LEN => self.len = v,
             mmio::NOC_ATOMIC_VALUE => self.atomic_value = v,
+            mmio::NOC_READ_ID if v < NOC_READ_IDS => self.read_id = v,
+            mmio::NOC_READ_ID => return Err(AccessFault::Rejected("NOC_READ_ID must be below NOC_READ_IDS")),
             mmio::NOC_CMD => {
                 return NocCmd::from_u32(v).map(Some).ok_or(AccessFault::Rejected("unknown NOC command kind"))
             }
@@ -174,8 +186,8 @@ impl<T: TargetCheck> CoreBus<'_, T> {
             NocCmd::Write => c.writes_issued = c.writes_issued.wrapping_add(1),
             NocCmd::AtomicInc => c.atomics_issued = c.atomics_issued.wrapping_add(1),
         }
-        let value = self.mmio.atomic_value;
-        self.issued.push(NocIssue { cmd, target, local, len, value, time: now });
+        let (value, read_id) = (self.mmio.atomic_value, self.mmio.read_id as u8);
+        self.issued.push(NocIssue { cmd, target, local, len, value, read_id, time: now });
         Ok(())
     }
 }

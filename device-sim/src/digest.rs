@@ -90,13 +90,14 @@ impl Digest {
                 self.u64(target.0);
                 self.bytes(data);
             }
-            EventKind::ReadComplete { id, src, target, local, len } => {
+            EventKind::ReadComplete { id, src, target, local, len, trid } => {
                 self.u64(6);
                 self.u64(*id);
                 self.u64(*src as u64);
                 self.u64(target.0);
                 self.u64(*local as u64);
                 self.u64(*len as u64);
+                self.u64(*trid as u64);
             }
         }
     }

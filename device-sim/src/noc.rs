@@ -157,6 +157,8 @@ pub enum EventKind {
         target: NocAddr,
         local: u32,
         len: u32,
+        /// Transaction id (`mmio::NOC_READ_ID`) whose counter it also bumps.
+        trid: u8,
     },
 }
 

@@ -25,6 +25,14 @@ pub const NOC_LEN: u32 = 0x10C;
 pub const NOC_ATOMIC_VALUE: u32 = 0x110;
 /// Writing a `NocCmd` value issues the command.
 pub const NOC_CMD: u32 = 0x114;
+/// Transaction id (below `NOC_READ_IDS`, 0 at reset) of the reads the
+/// command buffer issues: a read's landing also counts in its id's
+/// `noc_reads_acked_id` counter, so firmware can wait for some reads while
+/// others stay in flight, as tt-metal's `noc_async_read_barrier_with_trid`
+/// waits on the NOC's per-transaction-id outstanding-request counters.
+pub const NOC_READ_ID: u32 = 0x118;
+/// Read transaction ids.
+pub const NOC_READ_IDS: u32 = 8;
 
 // Transaction counters (read-only, wrapping u32). A barrier waits until
 // acked == issued; a flush (source reusable) until sent == issued.
@@ -42,8 +50,16 @@ pub const NOC_WRITES_SENT: u32 = 0x158;
 /// both, wrapping): one load for a barrier instead of four, as tt-metal
 /// compares one acknowledgement register with a count it keeps itself.
 pub const NOC_UNACKED: u32 = 0x15C;
+/// Reads of transaction id 0 that have landed; the counter of id `i`
+/// follows at `noc_reads_acked_id(i)`.
+pub const NOC_READS_ACKED_ID: u32 = 0x160;
+/// Offset of the landed-reads counter of transaction id `id`.
+pub const fn noc_reads_acked_id(id: u32) -> u32 {
+    NOC_READS_ACKED_ID + 4 * id
+}
 /// The last read-only counter.
-pub const NOC_COUNTERS_END: u32 = NOC_UNACKED;
+pub const NOC_COUNTERS_END: u32 = noc_reads_acked_id(NOC_READ_IDS - 1);
+const _: () = assert!(NOC_UNACKED < NOC_READS_ACKED_ID && NOC_COUNTERS_END < SEMAPHORE_BASE);
 
 /// Semaphores: `SEMAPHORE_COUNT` u32 registers, readable and writable by the
 /// core, incremented remotely by NOC atomics.
