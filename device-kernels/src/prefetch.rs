@@ -36,8 +36,9 @@ pub struct Prefetcher<'p, P: Platform> {
     /// `taken <= requested`, wrapping.
     requested: u32,
     taken: u32,
-    /// Per chunk buffer, the NOC read packets issued into it so far (its
-    /// transaction id's count once they have landed).
+    /// Per chunk buffer, its transaction id's landed-read count once every
+    /// read issued into it has landed (the counters run free: a rebooted
+    /// prefetcher starts from what they read).
     buffer_reads: [u32; CHUNK_BUFFERS as usize],
     /// Issue-queue position of the next chunk to read.
     read_rd: RingPtr,
@@ -67,6 +68,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     pub fn new(p: &'p mut P, cfg: CqConfig) -> Self {
         let CqSetup { ring, sysmem } = setup(p, &cfg);
         let (records, core) = (crate::trace::Cursor::take(p), p.core_xy() as u16);
+        // Reads a previous run left in flight land first: they count too.
+        crate::report::wait_reads(p);
+        let buffer_reads = core::array::from_fn(|b| p.reads_acked_id(chunk_read_id(b as u32)));
         Self {
             p,
             cfg,
@@ -77,7 +81,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             issue_rd: RingPtr::default(),
             requested: 0,
             taken: 0,
-            buffer_reads: [0; CHUNK_BUFFERS as usize],
+            buffer_reads,
             read_rd: RingPtr::default(),
             chunks: [(0, 0); CHUNK_BUFFERS as usize],
             written: 0,
