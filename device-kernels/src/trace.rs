@@ -61,7 +61,10 @@ impl Cursor {
         c
     }
 
-    /// `at` and `left` for `seq` (one division, once per pass of the ring).
+    /// `at` and `left` for `seq` (one division, once per pass of the ring:
+    /// out of line, so a record's own path stays short).
+    #[cold]
+    #[inline(never)]
     fn place(&mut self) {
         self.at = record_addr(self.seq);
         let to_end = CAPACITY - self.seq % CAPACITY;
