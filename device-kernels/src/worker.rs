@@ -18,6 +18,7 @@ use cqlab_abi::program::{
     config_addr, group_offset, launch_done_sem, launch_entry, rect_index, KernelCtx, KernelGroup, LaunchHeader,
     GROUP_ARGS, GROUP_COUNTS, LAUNCH_TAG, MAX_KERNEL_GROUPS, NO_RECT,
 };
+use crate::trace::core_kind;
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{GOW, RUN};
 
@@ -36,7 +37,13 @@ pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx
     let cqs = p.read_u32(CQ_CONFIG + offset_of!(CqConfig, num_cqs) as u32).clamp(1, MAX_CQS as u32);
     // This loop is the trace ring's only writer from here on: records cost
     // their stores only (the per-launch work is what a kernel pays on top).
-    let mut worker = Worker { core: core as u16, col, row, records: crate::trace::Cursor::take(p) };
+    let mut worker = Worker {
+        started: core_kind(core as u16, TraceKind::KernelStart),
+        ended: core_kind(core as u16, TraceKind::KernelEnd),
+        col,
+        row,
+        records: crate::trace::Cursor::take(p),
+    };
     // Shown whenever the worker is not waiting: every wait puts it back.
     waypoint(p, RUN);
     if cqs == 1 {
@@ -46,7 +53,9 @@ pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx
         loop {
             n = n.wrapping_add(1);
             let entry = launch_entry(0, n);
-            wait_until(p, GOW, |p| p.read_u32(entry + LAUNCH_TAG) == n);
+            if p.read_u32(entry + LAUNCH_TAG) != n {
+                wait_tag(p, entry, n);
+            }
             worker.launch(p, 0, n, entry, &mut run);
         }
     }
@@ -75,9 +84,35 @@ pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx
     }
 }
 
+/// Waits until ring entry `entry` carries tag `n` (the GO of launch `n`);
+/// out of line, as the dispatcher usually has written it ahead.
+#[cold]
+#[inline(never)]
+fn wait_tag(p: &mut impl Platform, entry: u32, n: u32) {
+    wait_until(p, GOW, |p| p.read_u32(entry + LAUNCH_TAG) == n);
+}
+
+/// The kernel's NOC writes and atomics have landed (`report::wait_writes`),
+/// with the wait out of line: most kernels' writes have landed by the time
+/// they return.
+#[inline(always)]
+fn kernel_writes_landed(p: &mut impl Platform) {
+    if !p.writes_done() {
+        wait_writes(p);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn wait_writes(p: &mut impl Platform) {
+    crate::report::wait_writes(p);
+}
+
 /// What the loop keeps between launches (in registers or local memory).
 struct Worker {
-    core: u16,
+    /// Trace record words of this core's `KernelStart` and `KernelEnd`.
+    started: u32,
+    ended: u32,
     col: u8,
     row: u8,
     records: crate::trace::Cursor,
@@ -92,58 +127,89 @@ impl Worker {
         let at = entry + group_offset(0);
         let rect = p.read_u32(at);
         // Almost always the first group; the others (and `NO_RECT`) out of line.
-        let found = match rect_index(rect, self.col, self.row) {
-            Some(index) => Some((at, rect, index)),
-            None => later_group(p, at, rect, self.col, self.row),
-        };
-        if let Some((at, rect, index)) = found {
-            let kernel = p.read_u32(at + offset_of!(KernelGroup, entry) as u32);
-            let counts = p.read_u32(at + GROUP_COUNTS);
-            let args = p.read_u32(at + GROUP_ARGS);
-            let kernel_id = p.read_u32(at + offset_of!(KernelGroup, kernel_id) as u32);
-            let seq = p.read_u32(entry + offset_of!(LaunchHeader, seq) as u32);
-            let unique_count = counts & 0xffff;
-            let ctx = KernelCtx {
-                seq,
-                index,
-                unique_addr: config_addr(args as u16) + 4 * unique_count * index,
-                unique_count,
-                common_addr: config_addr((args >> 16) as u16),
-                common_count: counts >> 16,
-                rect,
-                kernel_id,
-            };
-            let cycle = p.cycle();
-            self.records.record(p, self.core, cycle, TraceKind::KernelStart, seq, kernel_id);
-            run(p, kernel, &ctx);
-            // The kernel's own writes complete before the dispatcher hears "done".
-            crate::report::wait_writes(p);
-            let cycle = p.cycle();
-            self.records.record(p, self.core, cycle, TraceKind::KernelEnd, seq, kernel_id);
+        match rect_index(rect, self.col, self.row) {
+            Some(index) => {
+                self.run_group(p, entry, at, rect, index, run);
+                done(p, q, n);
+            }
+            None => self.later_group(p, q, n, entry, at, rect, run),
         }
-        // Done, to the dispatcher of the queue whose ring held the launch.
-        let sem_addr = |s: u32| NocAddr::unicast(dispatcher(q as u8), (mmio::MMIO_BASE + mmio::semaphore(s)) as u64);
-        p.noc_atomic_inc_both(sem_addr(launch_done_sem(n)), sem_addr(mmio::sem::WORKERS_DONE), 1);
+    }
+
+    /// Runs the kernel of the group at `at` (rectangle `rect`, this core's
+    /// index in it `index`) of the launch at `entry`.
+    #[inline(always)]
+    fn run_group<P: Platform>(
+        &mut self,
+        p: &mut P,
+        entry: u32,
+        at: u32,
+        rect: u32,
+        index: u32,
+        run: &mut impl FnMut(&mut P, u32, &KernelCtx),
+    ) {
+        let kernel = p.read_u32(at + offset_of!(KernelGroup, entry) as u32);
+        let counts = p.read_u32(at + GROUP_COUNTS);
+        let args = p.read_u32(at + GROUP_ARGS);
+        let kernel_id = p.read_u32(at + offset_of!(KernelGroup, kernel_id) as u32);
+        let seq = p.read_u32(entry + offset_of!(LaunchHeader, seq) as u32);
+        let unique_count = counts & 0xffff;
+        let ctx = KernelCtx {
+            seq,
+            index,
+            unique_addr: config_addr(args as u16) + 4 * unique_count * index,
+            unique_count,
+            common_addr: config_addr((args >> 16) as u16),
+            common_count: counts >> 16,
+            rect,
+            kernel_id,
+        };
+        let cycle = p.cycle();
+        self.records.record_word(p, self.started, cycle, seq, kernel_id);
+        run(p, kernel, &ctx);
+        // The kernel's own writes complete before the dispatcher hears "done".
+        kernel_writes_landed(p);
+        let cycle = p.cycle();
+        self.records.record_word(p, self.ended, cycle, seq, kernel_id);
+    }
+
+    /// The group after the first (at `at`, rectangle `rect`) whose
+    /// rectangle holds this core, run; none at the first `NO_RECT` or after
+    /// `MAX_KERNEL_GROUPS`.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn later_group<P: Platform>(
+        &mut self,
+        p: &mut P,
+        q: u32,
+        n: u32,
+        entry: u32,
+        mut at: u32,
+        mut rect: u32,
+        run: &mut impl FnMut(&mut P, u32, &KernelCtx),
+    ) {
+        for _ in 1..MAX_KERNEL_GROUPS {
+            if rect == NO_RECT {
+                break;
+            }
+            at += size_of::<KernelGroup>() as u32;
+            rect = p.read_u32(at);
+            if let Some(index) = rect_index(rect, self.col, self.row) {
+                self.run_group(p, entry, at, rect, index, run);
+                break;
+            }
+        }
+        done(p, q, n);
     }
 }
 
-/// The group after the first (at `at`, rectangle `rect`) whose rectangle
-/// holds core `(col, row)`: its address, rectangle and the core's index in
-/// it; `None` at the first `NO_RECT` or after `MAX_KERNEL_GROUPS`.
-#[cold]
-#[inline(never)]
-fn later_group(p: &impl Platform, mut at: u32, mut rect: u32, col: u8, row: u8) -> Option<(u32, u32, u32)> {
-    for _ in 1..MAX_KERNEL_GROUPS {
-        if rect == NO_RECT {
-            return None;
-        }
-        at += size_of::<KernelGroup>() as u32;
-        rect = p.read_u32(at);
-        if let Some(index) = rect_index(rect, col, row) {
-            return Some((at, rect, index));
-        }
-    }
-    None
+/// Launch `n` of queue `q` is done here: one increment of the dispatcher's
+/// semaphore for its ring entry and one of its `WORKERS_DONE`.
+#[inline(always)]
+fn done(p: &mut impl Platform, q: u32, n: u32) {
+    let sem_addr = |s: u32| NocAddr::unicast(dispatcher(q as u8), (mmio::MMIO_BASE + mmio::semaphore(s)) as u64);
+    p.noc_atomic_inc_both(sem_addr(launch_done_sem(n)), sem_addr(mmio::sem::WORKERS_DONE), 1);
 }
 
 /// Up to `N` common args of a launch (missing ones read as 0) and how many there are.
