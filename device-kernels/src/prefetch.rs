@@ -200,8 +200,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         while off < len {
             let addr = match replay.as_deref_mut() {
                 Some(r) => {
-                    // Commands are 64-byte aligned: a header never straddles windows.
-                    r.land(self.p, off + 16);
+                    // Commands are 64-byte aligned: a header never straddles
+                    // windows (nor the end of the head, a multiple of 64).
+                    self.land(r, off + 16);
                     r.local(off)
                 }
                 None => base + off,
@@ -224,14 +225,17 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                         let (mut at, end) = (off + 16, off + 16 + cmd.length);
                         while at < end {
                             let n = r.in_window(at, end - at);
-                            r.land(self.p, at + n);
+                            self.land(r, at + n);
                             self.relay_local(r.local(at), n, false);
                             at += n;
                         }
                         r.read_ahead(self.p);
                         // A flush is owed rather than waited for: the pieces
-                        // still leaving stay posted (see `signal_sent`).
+                        // still leaving stay posted (see `signal_sent`), and
+                        // those that have left by now are signalled at once,
+                        // so the dispatcher need not wait for the next relay.
                         let _ = flush;
+                        self.signal_sent();
                     }
                     None => self.relay_local(addr + 16, cmd.length, flush),
                 },
@@ -263,9 +267,15 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     else {
                         fail(self.p, DeviceError::TooLarge, addr, cmd.page_size, off, len)
                     };
+                    let head = cmd.head as u32;
+                    if head as u64 > total {
+                        fail(self.p, DeviceError::BadSize, addr, head, off, len);
+                    }
                     // The previous replay's inline relays may still be
                     // sending from the trace area.
                     self.wait_writes_sent();
+                    // The head runs from this chunk, after the header's line.
+                    r.with_head(self.p, addr + cqlab_abi::PCIE_ALIGNMENT as u32, head);
                     self.run_commands(TRACE_AREA.base, total as u32, true, Some(&mut r));
                 }
                 PrefetchHeader::ExecBufEnd => {
@@ -282,7 +292,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                             while at < end {
                                 // Pieces of whole words: a window holds a multiple of 16 bytes.
                                 let n = r.in_window(at, end - at);
-                                r.land(self.p, at + n);
+                                self.land(r, at + n);
                                 sum = sum.wrapping_add(l1_checksum(self.p, r.local(at), n));
                                 at += n;
                             }
@@ -308,6 +318,17 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         // Before the chunk's end (and the waits for the host that follow),
         // every relayed byte is signalled.
         self.flush();
+    }
+
+    /// [`Replay::land`], signalling every relayed byte first when it may
+    /// wait for reads: what the head (or the window before) relayed reaches
+    /// the dispatcher while the next window lands.
+    #[inline(always)]
+    fn land(&mut self, r: &mut Replay, upto: u32) {
+        if r.must_land(upto) {
+            self.flush();
+            r.land(self.p, upto);
+        }
     }
 
     fn dram_page(&self, base: u32, page: u32, page_size: u32) -> NocAddr {

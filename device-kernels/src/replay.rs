@@ -11,6 +11,11 @@
 //! to relay to land. A window's slot is reused once every
 //! write relayed from its previous occupant has left L1 (per-write counter
 //! marks, `report::wait_sent_until`).
+//!
+//! The trace's head (`ExecBufCmd::head` bytes) also came inline with the
+//! `EXEC_BUF` command: those bytes are used where they lie in the chunk,
+//! and the first window's reads are issued before the head runs, so the
+//! head's programs reach the dispatcher while the rest is on its way.
 
 use crate::platform::Platform;
 use crate::report::{wait_reads, wait_sent_until};
@@ -31,6 +36,10 @@ pub struct Replay {
     /// `writes_issued` when the commands first reached window `w`, at
     /// `w % TRACE_WINDOWS`: every relay from windows before `w` is older.
     entered: [u32; TRACE_WINDOWS as usize],
+    /// Trace bytes `0..head` are in L1 from `head_at` on (the chunk that
+    /// carried them inline), not in the trace area.
+    head: u32,
+    head_at: u32,
 }
 
 impl Replay {
@@ -52,7 +61,18 @@ impl Replay {
             issued: 0,
             landed: 0,
             entered: [0; TRACE_WINDOWS as usize],
+            head: 0,
+            head_at: 0,
         })
+    }
+
+    /// Takes the trace's first `head` bytes from L1 at `at` (they came
+    /// inline with the command; `head` is at most the trace's size and a
+    /// multiple of 16) and issues the first window's reads, so they land
+    /// while the head runs.
+    pub fn with_head(&mut self, p: &mut impl Platform, at: u32, head: u32) {
+        (self.head, self.head_at) = (head, at);
+        self.read_ahead(p);
     }
 
     /// Bytes in the trace.
@@ -62,20 +82,39 @@ impl Replay {
 
     /// L1 address of trace byte `off`.
     pub fn local(&self, off: u32) -> u32 {
+        if off < self.head {
+            return self.head_at + off;
+        }
+        Self::in_area(off)
+    }
+
+    /// Where trace byte `off` lands in the trace area.
+    fn in_area(off: u32) -> u32 {
         TRACE_AREA.base + off % TRACE_AREA.size
     }
 
-    /// Bytes from `off` to the end of its window, at most `n`: a piece the
-    /// commands may use after one [`Replay::land`].
+    /// Bytes from `off` to the end of its window (or of the head), at most
+    /// `n`: a piece the commands may use after one [`Replay::land`].
     pub fn in_window(&self, off: u32, n: u32) -> u32 {
+        if off < self.head {
+            return n.min(self.head - off);
+        }
         n.min(TRACE_WINDOW - off % TRACE_WINDOW)
     }
 
+    /// Whether [`Replay::land`] up to `upto` may wait for reads (so the
+    /// caller can signal what it has relayed first).
+    #[inline(always)]
+    pub fn must_land(&self, upto: u32) -> bool {
+        upto > self.head && upto > self.landed * TRACE_WINDOW
+    }
+
     /// Makes trace bytes up to `upto` (the end of a piece within one
-    /// window) present in L1, issuing the following window's reads too.
+    /// window, or within the head) present in L1, issuing the following
+    /// window's reads too.
     #[inline(always)]
     pub fn land(&mut self, p: &mut impl Platform, upto: u32) {
-        if upto > self.landed * TRACE_WINDOW {
+        if self.must_land(upto) {
             self.land_windows(p, upto);
         }
     }
@@ -111,7 +150,7 @@ impl Replay {
         if w >= TRACE_WINDOWS {
             wait_sent_until(p, self.entered[((w + 1) % TRACE_WINDOWS) as usize]);
         }
-        let mut local = self.local(w * TRACE_WINDOW);
+        let mut local = Self::in_area(w * TRACE_WINDOW);
         let n = (TRACE_WINDOW / self.page_size).min(self.pages - self.pages_read);
         for _ in 0..n {
             p.noc_read(NocAddr::unicast(dram_bank(self.bank as u8), self.offset), local, self.page_size);

@@ -18,7 +18,8 @@ use cqlab_abi::mailbox;
 use cqlab_abi::memory_map::MAX_CHUNK;
 use cqlab_abi::mmio::sem;
 use cqlab_abi::noc::{self, Coord, NocAddr};
-use cqlab_abi::prefetch::PagedFlags;
+use cqlab_abi::prefetch::{PagedFlags, EXEC_BUF_HEAD_MAX};
+use cqlab_abi::PCIE_ALIGNMENT;
 use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR, FETCH_RD_COUNT, ISSUE_RD_PTR};
 use std::collections::HashMap;
@@ -149,6 +150,8 @@ impl PendingRead {
 pub struct Trace {
     pub buffer: Buffer,
     pub bytes: u32,
+    /// The trace's first bytes, sent inline with every replay's EXEC_BUF.
+    pub(crate) head: Vec<u8>,
     /// Worker completions one replay adds.
     pub workers: u32,
     /// What the workers hold after a replay (launch numbers relative to its
@@ -678,6 +681,11 @@ impl CommandQueue<'_> {
             page_size /= 2;
         }
         let buffer = self.dev.alloc_dram(bytes.len().next_multiple_of(page_size) as u32, page_size as u32)?;
+        // The first bytes also travel inline with each replay's EXEC_BUF
+        // (`ExecBufCmd::head`): the prefetcher starts on them while it reads
+        // the rest from DRAM. Whole PCIe lines, as much as a chunk can carry.
+        let head_len = (EXEC_BUF_HEAD_MAX as usize).min(self.max_inline()).min(bytes.len()) & !(PCIE_ALIGNMENT - 1);
+        let head = bytes[..head_len].to_vec();
         bytes.resize(buffer.size as usize, 0);
         self.write_buffer(&buffer, 0, &bytes)?;
         // The trace must be in DRAM before the prefetcher first reads it: the
@@ -687,7 +695,7 @@ impl CommandQueue<'_> {
             e.stall()
         })?;
         self.dev.submit(self.q, &c, false)?;
-        Ok(Trace { buffer, bytes: bytes.len() as u32, workers, programs, relies })
+        Ok(Trace { buffer, bytes: bytes.len() as u32, head, workers, programs, relies })
     }
 
     /// Replays a trace (with the stall flag the prefetcher requires).
@@ -706,7 +714,8 @@ impl CommandQueue<'_> {
         // No drain: the trace waits for what it reuses (see `begin_trace`),
         // and the dispatcher for the launch-ring entries its launches take,
         // so a replay overlaps the work before it.
-        let c = chunk(256, |e| e.exec_buf(base, page_size, trace.buffer.pages()))?;
+        let head = &trace.head;
+        let c = chunk(256 + head.len(), |e| e.exec_buf_with_head(base, page_size, trace.buffer.pages(), head))?;
         self.dev.submit(self.q, &c, true)?;
         self.host().workers_outstanding += trace.workers;
         if let Some((state, launches)) = &trace.programs {

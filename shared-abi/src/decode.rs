@@ -139,6 +139,10 @@ impl PrefetchHeader {
                 if cmd.pages == 0 {
                     return Err(bad("EXEC_BUF pages", 0));
                 }
+                let head = cmd.head as u32;
+                if head % PCIE_ALIGNMENT as u32 != 0 || head > crate::prefetch::EXEC_BUF_HEAD_MAX {
+                    return Err(bad("EXEC_BUF head", head as u64));
+                }
                 Self::ExecBuf(cmd)
             }
             PrefetchCmdId::ExecBufEnd => Self::ExecBufEnd,
@@ -166,6 +170,8 @@ impl PrefetchHeader {
         match self {
             Self::RelayInline { cmd, .. } => cmd.length,
             Self::Debug(cmd) => cmd.length,
+            // After the header's whole PCIe line.
+            Self::ExecBuf(cmd) => (PCIE_ALIGNMENT - CMD_HEADER_SIZE) as u32 + cmd.head as u32,
             _ => 0,
         }
     }
@@ -175,6 +181,7 @@ impl PrefetchHeader {
         match self {
             Self::RelayInline { cmd, .. } => cmd.stride,
             Self::Debug(cmd) => cmd.stride,
+            Self::ExecBuf(cmd) => PCIE_ALIGNMENT as u32 + cmd.head as u32,
             _ => PCIE_ALIGNMENT as u32,
         }
     }
@@ -558,7 +565,9 @@ impl fmt::Display for PrefetchHeader {
                 c.start_page,
                 c.pages
             ),
-            Self::ExecBuf(c) => write!(f, " base=0x{:x} page_size={} pages={}", c.base_addr, c.page_size, c.pages),
+            Self::ExecBuf(c) => {
+                write!(f, " base=0x{:x} page_size={} pages={} head={}", c.base_addr, c.page_size, c.pages, c.head)
+            }
             Self::Debug(c) => write!(f, " length={} checksum=0x{:08x}", c.length, c.checksum),
             Self::Stall | Self::ExecBufEnd | Self::Terminate => Ok(()),
         }
