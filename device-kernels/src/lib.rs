@@ -34,11 +34,15 @@ pub mod rt;
 use cqlab_abi::decode::DecodeErrorKind;
 use cqlab_abi::mailbox::DeviceError;
 
-/// Reads the 16-byte command header at 4-aligned L1 `addr`.
+/// Reads the 16-byte command header at 4-aligned L1 `addr`: four word
+/// loads and four word stores (unrolled: every command of the prefetcher
+/// and the dispatcher pays it).
+#[inline(always)]
 pub fn read_header(mem: &impl memory::Memory, addr: u32) -> [u8; 16] {
-    let mut h = [0u8; 16];
-    mem.read_words(addr, &mut h);
-    h
+    let w = |i: u32| mem.read_u32(addr + 4 * i).to_le();
+    // Little-endian words in memory order are the header's bytes; as a
+    // value (not a byte array) the words stay whole, never split into bytes.
+    zerocopy::transmute!([w(0), w(1), w(2), w(3)])
 }
 
 /// The error a core reports for a header the decoder rejects.

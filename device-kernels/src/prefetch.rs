@@ -229,12 +229,14 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                             self.relay_local(r.local(at), n, false);
                             at += n;
                         }
-                        r.read_ahead(self.p);
                         // A flush is owed rather than waited for: the pieces
                         // still leaving stay posted (see `signal_sent`), and
-                        // those that have left by now are signalled at once,
+                        // those that have left by now are signalled at once
+                        // (before and after issuing the next window's reads),
                         // so the dispatcher need not wait for the next relay.
                         let _ = flush;
+                        self.signal_sent();
+                        r.read_ahead(self.p);
                         self.signal_sent();
                     }
                     None => self.relay_local(addr + 16, cmd.length, flush),
@@ -275,7 +277,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     // sending from the trace area.
                     self.wait_writes_sent();
                     // The head runs from this chunk, after the header's line.
-                    r.with_head(self.p, addr + cqlab_abi::PCIE_ALIGNMENT as u32, head);
+                    r.with_head(addr + cqlab_abi::PCIE_ALIGNMENT as u32, head);
                     self.run_commands(TRACE_AREA.base, total as u32, true, Some(&mut r));
                 }
                 PrefetchHeader::ExecBufEnd => {

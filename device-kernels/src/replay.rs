@@ -68,11 +68,11 @@ impl Replay {
 
     /// Takes the trace's first `head` bytes from L1 at `at` (they came
     /// inline with the command; `head` is at most the trace's size and a
-    /// multiple of 16) and issues the first window's reads, so they land
-    /// while the head runs.
-    pub fn with_head(&mut self, p: &mut impl Platform, at: u32, head: u32) {
+    /// multiple of 16). The first window's reads are issued by the first
+    /// relay's [`Replay::read_ahead`], once its write is on its way, so they
+    /// land while the head runs.
+    pub fn with_head(&mut self, at: u32, head: u32) {
         (self.head, self.head_at) = (head, at);
-        self.read_ahead(p);
     }
 
     /// Bytes in the trace.
