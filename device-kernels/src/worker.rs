@@ -9,6 +9,7 @@
 
 use crate::platform::Platform;
 use crate::report::{wait_until, waypoint};
+use crate::trace::core_kind;
 use core::mem::{offset_of, size_of};
 use cqlab_abi::mailbox::{CqConfig, CQ_CONFIG};
 use cqlab_abi::mmio;
@@ -18,7 +19,6 @@ use cqlab_abi::program::{
     config_addr, group_offset, launch_done_sem, launch_entry, rect_index, KernelCtx, KernelGroup, LaunchHeader,
     GROUP_ARGS, GROUP_COUNTS, LAUNCH_TAG, MAX_KERNEL_GROUPS, NO_RECT,
 };
-use crate::trace::core_kind;
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{GOW, RUN};
 
@@ -123,7 +123,14 @@ impl Worker {
     /// kernel of the first group whose rectangle holds this core, if any,
     /// then "done" to the queue's dispatcher.
     #[inline(always)]
-    fn launch<P: Platform>(&mut self, p: &mut P, q: u32, n: u32, entry: u32, run: &mut impl FnMut(&mut P, u32, &KernelCtx)) {
+    fn launch<P: Platform>(
+        &mut self,
+        p: &mut P,
+        q: u32,
+        n: u32,
+        entry: u32,
+        run: &mut impl FnMut(&mut P, u32, &KernelCtx),
+    ) {
         let at = entry + group_offset(0);
         let rect = p.read_u32(at);
         // Almost always the first group; the others (and `NO_RECT`) out of line.
@@ -243,6 +250,14 @@ pub fn spin(p: &mut impl Platform, ctx: &KernelCtx) {
     let store = view.common_count >= 3 && cqlab_abi::memory_map::USER.contains(addr, 4) && addr % 4 == 0;
     while p.cycle_lo().wrapping_sub(start) < cycles {}
     if store {
-        p.write_u32(addr, value);
+        spin_store(p, addr, value);
     }
+}
+
+/// `spin`'s optional store, out of line: the usual spin returns straight
+/// from its loop.
+#[cold]
+#[inline(never)]
+fn spin_store(p: &mut impl Platform, addr: u32, value: u32) {
+    p.write_u32(addr, value);
 }
