@@ -143,8 +143,10 @@ impl<'a> Encoder<'a> {
     /// and at most `EXEC_BUF_HEAD_MAX`). On error nothing is kept.
     pub fn exec_buf_with_head(&mut self, base_addr: u32, page_size: u32, pages: u32, head: &[u8]) -> Result {
         let id = PrefetchCmdId::ExecBuf as u8;
-        let too_long =
-            || EncodeError::DataLength { expected: crate::prefetch::EXEC_BUF_HEAD_MAX as u64, found: head.len() as u64 };
+        let too_long = || EncodeError::DataLength {
+            expected: crate::prefetch::EXEC_BUF_HEAD_MAX as u64,
+            found: head.len() as u64,
+        };
         let n = u16::try_from(head.len()).map_err(|_| too_long())?;
         let cmd = ExecBufCmd { id, head: n, base_addr, page_size, pages, ..Default::default() };
         check_prefetch(cmd.as_bytes())?;

@@ -149,7 +149,7 @@ assert_layout!(ExecBufCmd, 16, id => 0, head => 2, base_addr => 4, page_size => 
 /// Most trace bytes an `EXEC_BUF` carries inline (`ExecBufCmd::head`): a
 /// few programs' commands, enough to keep the dispatcher busy for a DRAM
 /// round trip, for a few dozen more PCIe cycles on the fetch.
-pub const EXEC_BUF_HEAD_MAX: u32 = 2048;
+pub const EXEC_BUF_HEAD_MAX: u32 = 1024;
 const _: () = assert!(EXEC_BUF_HEAD_MAX % crate::PCIE_ALIGNMENT as u32 == 0 && EXEC_BUF_HEAD_MAX <= u16::MAX as u32);
 
 /// `DEBUG` (prefetch and dispatch): `length` payload bytes whose wrapping byte
