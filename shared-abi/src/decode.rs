@@ -170,9 +170,18 @@ impl PrefetchHeader {
         match self {
             Self::RelayInline { cmd, .. } => cmd.length,
             Self::Debug(cmd) => cmd.length,
-            // After the header's whole PCIe line.
-            Self::ExecBuf(cmd) => (PCIE_ALIGNMENT - CMD_HEADER_SIZE) as u32 + cmd.head as u32,
+            Self::ExecBuf(cmd) => cmd.head as u32,
             _ => 0,
+        }
+    }
+
+    /// Where the inline payload starts, from the header's first byte: right
+    /// after the header, or (an `EXEC_BUF`'s trace head) after its whole
+    /// PCIe line.
+    pub fn payload_offset(&self) -> u32 {
+        match self {
+            Self::ExecBuf(_) => PCIE_ALIGNMENT as u32,
+            _ => CMD_HEADER_SIZE as u32,
         }
     }
 
@@ -410,7 +419,8 @@ pub fn decode_prefetch(bytes: &[u8], offset: usize) -> Result<(PrefetchCmd<'_>, 
             kind: DecodeErrorKind::Truncated { needed: stride as u64, available: available as u64 },
         });
     }
-    let payload = &bytes[offset + CMD_HEADER_SIZE..offset + CMD_HEADER_SIZE + header.inline_len() as usize];
+    let start = offset + header.payload_offset() as usize;
+    let payload = &bytes[start..start + header.inline_len() as usize];
     if let PrefetchHeader::Debug(cmd) = header {
         let found = checksum(payload);
         if found != cmd.checksum {
