@@ -68,6 +68,11 @@ pub struct CqHost {
     pub(crate) capture_saved: Option<(crate::program_state::ProgramState, u64, u64)>,
     /// Kernels the current capture found resident and did not send.
     pub(crate) capture_relies: Vec<Resident>,
+    /// The launch number standing for "the launch before a replay" in the
+    /// current capture, and whether a captured program reuses something it
+    /// used (so a replay must first wait for the launch before it).
+    pub(crate) capture_before: u64,
+    pub(crate) capture_waits_before: bool,
 }
 
 /// A kernel a trace found resident when it was captured (in text slot
@@ -100,6 +105,8 @@ impl CqHost {
             waited_launch: 0,
             capture_saved: None,
             capture_relies: Vec::new(),
+            capture_before: 0,
+            capture_waits_before: false,
         }
     }
 }
@@ -152,6 +159,9 @@ pub struct Trace {
     pub bytes: u32,
     /// The trace's first bytes, sent inline with every replay's EXEC_BUF.
     pub(crate) head: Vec<u8>,
+    /// Whether its programs reuse what the launch before a replay may
+    /// still use (the replay waits for that launch first, when not known done).
+    pub(crate) waits_before: bool,
     /// Worker completions one replay adds.
     pub workers: u32,
     /// What the workers hold after a replay (launch numbers relative to its
@@ -635,13 +645,18 @@ impl CommandQueue<'_> {
         // The capture plans programs from the kernels resident now and
         // everything in use by a launch just before the trace (launch number
         // `before`): whatever a replay reuses first, it first waits for the
-        // launch that precedes that replay, and so for all earlier ones. A
-        // replay checks the residency the capture relied on again.
+        // launch that precedes that replay, and so for all earlier ones. That
+        // wait is not captured: a replay makes it before its EXEC_BUF, and
+        // only when the host does not know that launch finished already
+        // (`execute_trace`). A replay checks the residency the capture
+        // relied on again.
         let host = self.host();
         let saved = (host.program_launches, host.waited_launch);
         let before = host.program_launches + 1;
         host.program_launches = before;
-        host.waited_launch = 0;
+        host.waited_launch = before;
+        host.capture_before = before;
+        host.capture_waits_before = false;
         let q = self.q as usize;
         let state = self.dev.programs[q].all_in_use(before);
         let saved = (std::mem::replace(&mut self.dev.programs[q], state), saved.0, saved.1);
@@ -695,7 +710,8 @@ impl CommandQueue<'_> {
             e.stall()
         })?;
         self.dev.submit(self.q, &c, false)?;
-        Ok(Trace { buffer, bytes: bytes.len() as u32, head, workers, programs, relies })
+        let waits_before = std::mem::take(&mut self.host().capture_waits_before);
+        Ok(Trace { buffer, bytes: bytes.len() as u32, head, waits_before, workers, programs, relies })
     }
 
     /// Replays a trace (with the stall flag the prefetcher requires).
@@ -715,8 +731,21 @@ impl CommandQueue<'_> {
         // and the dispatcher for the launch-ring entries its launches take,
         // so a replay overlaps the work before it.
         let head = &trace.head;
-        let c = chunk(256 + head.len(), |e| e.exec_buf_with_head(base, page_size, trace.buffer.pages(), head))?;
+        // The wait the capture left out (see `begin_trace`): for the launch
+        // before this replay, unless an earlier WAIT covered it.
+        let host = self.host();
+        let wait_before = trace.waits_before && host.waited_launch < host.program_launches;
+        let c = chunk(256 + head.len(), |e| {
+            if wait_before {
+                e.relay_inline(true, |w| w.wait(WaitFlags::WAIT_LAUNCH, 0, 1))?;
+            }
+            e.exec_buf_with_head(base, page_size, trace.buffer.pages(), head)
+        })?;
         self.dev.submit(self.q, &c, true)?;
+        if wait_before {
+            let host = self.host();
+            host.waited_launch = host.program_launches;
+        }
         self.host().workers_outstanding += trace.workers;
         if let Some((state, launches)) = &trace.programs {
             // After the replay the workers hold what the trace left; its

@@ -39,6 +39,10 @@ impl CommandQueue<'_> {
         // back; further back than the launch ring it has finished already.
         let back = number - plan.wait_for;
         let wait = (plan.wait_for > host.waited_launch && back <= LAUNCH_RING_ENTRIES as u64).then_some(back as u32);
+        // In a capture, a wait for the launch before the replay is made by
+        // the replay itself, before the trace (`begin_trace`).
+        let waits_before =
+            host.capture.is_some() && plan.wait_for == host.capture_before && back <= LAUNCH_RING_ENTRIES as u64;
         // Seqs are unique across queues: a kernel trace record names its launch.
         let seq = self.dev.next_launch_seq;
         let msg = launch_message(seq, program, &plan);
@@ -55,6 +59,7 @@ impl CommandQueue<'_> {
             })
         })?;
         let host = &mut self.dev.cqs[self.q as usize];
+        host.capture_waits_before |= waits_before;
         if let Some((before_capture, ..)) = &host.capture_saved {
             // Kernels the capture found resident from before it began: a
             // replay checks they still are.
