@@ -273,10 +273,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     if head as u64 > total {
                         fail(self.p, DeviceError::BadSize, addr, head, off, len);
                     }
-                    // The previous replay's inline relays may still be
-                    // sending from the trace area.
-                    self.wait_writes_sent();
-                    // The head runs from this chunk, after the header's line.
+                    // The head runs from this chunk, after the header's line
+                    // (the first window's reads wait for the previous
+                    // replay's relays from the trace area, `Replay::issue`).
                     r.with_head(addr + cqlab_abi::PCIE_ALIGNMENT as u32, head);
                     self.run_commands(TRACE_AREA.base, total as u32, true, Some(&mut r));
                 }

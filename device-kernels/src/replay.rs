@@ -18,7 +18,7 @@
 //! head's programs reach the dispatcher while the rest is on its way.
 
 use crate::platform::Platform;
-use crate::report::{wait_reads, wait_sent_until};
+use crate::report::{wait_reads, wait_sent_until, wait_writes_sent};
 use cqlab_abi::memory_map::{TRACE_AREA, TRACE_WINDOW, TRACE_WINDOWS};
 use cqlab_abi::noc::{dram_bank, NocAddr};
 
@@ -153,6 +153,11 @@ impl Replay {
     fn issue(&mut self, p: &mut impl Platform, w: u32) {
         if w >= TRACE_WINDOWS {
             wait_sent_until(p, self.entered[((w + 1) % TRACE_WINDOWS) as usize]);
+        } else if w == 0 {
+            // The previous replay's relays may still be sending from the
+            // trace area (this replay's head relays from its chunk, so they
+            // need not wait for this).
+            wait_writes_sent(p);
         }
         let mut local = Self::in_area(w * TRACE_WINDOW);
         let n = (TRACE_WINDOW / self.page_size).min(self.pages - self.pages_read);
