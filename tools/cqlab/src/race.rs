@@ -131,15 +131,8 @@ pub struct Args {
     /// Keep each failing seed's full hang dump (text, JSON) and trace here.
     #[arg(long)]
     pub dump_dir: Option<PathBuf>,
-    /// Append one JSON record per seed to this file.
-    #[arg(long)]
-    pub jsonl: Option<PathBuf>,
-    /// Run only shard I of N (run i belongs to shard i % N); also taken from
-    /// SLURM_ARRAY_TASK_ID/COUNT or JOB_COMPLETION_INDEX/CQLAB_SHARD_COUNT.
-    #[arg(long)]
-    pub shard: Option<String>,
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub records: crate::campaign::RecordArgs,
     /// Internal (`--jobs`): print records on stdout, nothing else.
     #[arg(long, hide = true)]
     pub child: bool,
@@ -192,7 +185,7 @@ impl Plan {
             (None, Some(f)) => Some(f.clone()),
             (None, None) => None,
         };
-        let shard = Shard::resolve(a.shard.as_deref())?;
+        let shard = Shard::resolve(a.records.shard.as_deref())?;
         let plan = Plan { args, faults, cq_firmware, shard };
         plan.preflight()?;
         Ok(plan)
@@ -353,7 +346,7 @@ fn run_serial(plan: &Plan, sink: &mut dyn FnMut(&SeedRecord) -> Result<()>) -> R
     let total = plan.owned().count();
     for (n, (index, seed)) in plan.owned().enumerate() {
         let r = record_seed(plan, index, seed)?;
-        if !plan.args.child && !plan.args.json {
+        if !plan.args.child && !plan.args.records.json {
             let verdict = r.failure.as_ref().map_or_else(|| "pass".into(), |f| format!("FAIL {}", f.error));
             eprintln!("[{}/{total}] seed {seed}: {verdict}", n + 1);
         }
@@ -400,7 +393,7 @@ fn run_parallel(plan: &Plan, argv_tail: &[String], sink: &mut dyn FnMut(&SeedRec
     for msg in rx {
         let r = msg.map_err(|e| anyhow::anyhow!("a race job wrote an unreadable record: {e}"))?;
         n += 1;
-        if !plan.args.json {
+        if !plan.args.records.json {
             let verdict = r.failure.as_ref().map_or_else(|| "pass".into(), |f| format!("FAIL {}", f.error));
             eprintln!("[{n}/{total}] seed {}: {verdict}", r.seed);
         }
@@ -424,16 +417,7 @@ fn run_parallel(plan: &Plan, argv_tail: &[String], sink: &mut dyn FnMut(&SeedRec
 pub fn run(args: Args) -> Result<ExitCode> {
     let plan = Plan::new(args)?;
     let mut records = Vec::new();
-    let mut jsonl = match &plan.args.jsonl {
-        Some(p) => Some(std::io::BufWriter::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .with_context(|| format!("opening {}", p.display()))?,
-        )),
-        None => None,
-    };
+    let mut jsonl = plan.args.records.open_jsonl()?;
     let child = plan.args.child;
     let mut sink = |r: &SeedRecord| -> Result<()> {
         let line = serde_json::to_string(r)?;
@@ -470,7 +454,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
 fn print_report(plan: &Plan, report: &Report) -> Result<()> {
     let a = &plan.args;
-    if a.json {
+    if a.records.json {
         let mut v = serde_json::to_value(report)?;
         v["workload"] = a.workload.name().into();
         v["firmware"] = plan.cq_firmware.clone().into();

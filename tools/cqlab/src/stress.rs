@@ -16,7 +16,6 @@ use cqlab_driver::Device;
 use cqlab_sim::rng::Rng;
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
 use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
@@ -91,14 +90,8 @@ pub struct RestartArgs {
     pub seed: u64,
     #[command(flatten)]
     pub workload: WorkloadArgs,
-    /// Append one JSON record per run here.
-    #[arg(long)]
-    pub jsonl: Option<PathBuf>,
-    /// Run only shard I of N (see `race --shard`).
-    #[arg(long)]
-    pub shard: Option<String>,
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub records: crate::campaign::RecordArgs,
 }
 
 #[derive(clap::Args, Clone, Debug)]
@@ -312,17 +305,8 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             cqlab_driver::device::PROGRESS_CHECK_CYCLES
         )
     })?;
-    let shard = Shard::resolve(a.shard.as_deref())?;
-    let mut jsonl = match &a.jsonl {
-        Some(p) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .with_context(|| format!("opening {}", p.display()))?,
-        ),
-        None => None,
-    };
+    let shard = Shard::resolve(a.records.shard.as_deref())?;
+    let mut jsonl = a.records.open_jsonl()?;
     let timeout = Duration::from_secs_f64(a.timeout);
     // Per-run seed, kill decision and kill time: one stream forked from the
     // campaign seed, drawn for every run index so shards agree.
@@ -414,11 +398,13 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
                 "CRASH".into()
             }
         };
-        if !a.json {
+        if !a.records.json {
             eprintln!("[{}/{}] seed {seed}: {verdict}", index + 1, a.runs);
         }
         if let Some(f) = &mut jsonl {
             writeln!(f, "{}", serde_json::to_string(&record)?)?;
+            // A campaign killed later keeps every record written so far.
+            f.flush()?;
         }
         records.push(record);
     }
@@ -426,7 +412,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
     let completed: Vec<SeedRecord> = records.iter().filter(|r| !killed(r)).cloned().collect();
     let report = Report::from_records(&completed);
     let drift = drift_of(&completed);
-    if a.json {
+    if a.records.json {
         println!(
             "{}",
             serde_json::json!({"report": report, "runs": records.len(), "completed": completed.len(), "killed": kills,

@@ -16,6 +16,34 @@ use std::path::Path;
 
 pub use shard::Shard;
 
+/// Record and shard options every campaign tool (`race`, `stress restart`) takes.
+#[derive(clap::Args, Clone, Debug)]
+pub struct RecordArgs {
+    /// Append one JSON record per run to this file.
+    #[arg(long)]
+    pub jsonl: Option<std::path::PathBuf>,
+    /// Run only shard I of N (run i belongs to shard i % N); also taken from
+    /// SLURM_ARRAY_TASK_ID/COUNT or JOB_COMPLETION_INDEX/CQLAB_SHARD_COUNT.
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl RecordArgs {
+    /// The `--jsonl` file, opened for appending (records of earlier runs stay).
+    pub fn open_jsonl(&self) -> Result<Option<std::io::BufWriter<std::fs::File>>> {
+        let Some(p) = &self.jsonl else { return Ok(None) };
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .with_context(|| format!("opening {}", p.display()))?;
+        Ok(Some(std::io::BufWriter::new(f)))
+    }
+}
+
 /// One run (one seed) of a campaign.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SeedRecord {
