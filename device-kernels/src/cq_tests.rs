@@ -258,7 +258,7 @@ fn a_trace_head_sent_inline_replays_exactly_as_from_dram() {
     for i in 0..12u32 {
         let small: Vec<u8> = (0..300 + i).map(|b| (b ^ 0x5a) as u8).collect();
         e.debug(&small).unwrap();
-        let data: Vec<u8> = (0..4000u32).map(|b| (b.wrapping_mul(13) ^ i * 7) as u8).collect();
+        let data: Vec<u8> = (0..4000u32).map(|b| (b.wrapping_mul(13) ^ (i * 7)) as u8).collect();
         e.relay_inline(true, |w| w.write_linear(NocAddr::unicast(worker(1, 0), 0x100), &data)).unwrap();
         let payload: Vec<u8> = (0..9_000u32).map(|b| (b.wrapping_mul(7) ^ i) as u8).collect();
         e.debug(&payload).unwrap();

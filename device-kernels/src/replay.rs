@@ -50,7 +50,7 @@ impl Replay {
         // The window is a power of two, so its divisors are the powers of
         // two up to it: no division on the way into a replay.
         const _: () = assert!(TRACE_WINDOW.is_power_of_two());
-        if !page_size.is_power_of_two() || page_size < 16 || page_size > TRACE_WINDOW || banks == 0 {
+        if !page_size.is_power_of_two() || !(16..=TRACE_WINDOW).contains(&page_size) || banks == 0 {
             return None;
         }
         // Page 0: the first bank, at `base` (`interleaved_page(base, 0, ..)`).
