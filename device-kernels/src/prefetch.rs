@@ -321,13 +321,20 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         self.flush();
     }
 
-    /// [`Replay::land`], signalling every relayed byte first when it may
-    /// wait for reads: what the head (or the window before) relayed reaches
-    /// the dispatcher while the next window lands.
+    /// [`Replay::land`], signalling relayed bytes first when it may wait
+    /// for reads. After the head (the first window's wait, a few small
+    /// relays behind it) every byte is signalled, so the head's programs
+    /// reach the dispatcher while that window lands; later windows signal
+    /// only what has left already (no drain of the NOC interface between
+    /// back-to-back relays; the rest is signalled at the next relay piece).
     #[inline(always)]
     fn land(&mut self, r: &mut Replay, upto: u32) {
         if r.must_land(upto) {
-            self.flush();
+            if r.after_head(upto) {
+                self.flush();
+            } else {
+                self.signal_sent();
+            }
             r.land(self.p, upto);
         }
     }

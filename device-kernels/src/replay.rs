@@ -113,6 +113,13 @@ impl Replay {
         upto > self.head && upto > self.landed * TRACE_WINDOW
     }
 
+    /// Whether landing up to `upto` is the first wait after a head: for
+    /// the first window, with commands run from the head before it.
+    #[inline(always)]
+    pub fn after_head(&self, upto: u32) -> bool {
+        self.head > 0 && self.landed == 0 && upto > self.head
+    }
+
     /// Makes trace bytes up to `upto` (the end of a piece within one
     /// window, or within the head) present in L1, issuing the following
     /// window's reads too.
