@@ -11,7 +11,7 @@ use crate::memory_map::FETCH_QUEUE;
 /// a chunk without it, so stray bytes never start a replay). It no longer
 /// drains earlier work: a replay waits only for what it reuses (a WAIT the
 /// host puts before the `EXEC_BUF` where needed), so it overlaps the work
-/// before it. The name keeps tt-metal's (its `EXEC_BUF` follows a stall).
+/// before it.
 pub const STALL_FLAG: u32 = 1 << 31;
 /// Chunk sizes are counted in these units.
 pub const SIZE_UNIT: u32 = 16;
