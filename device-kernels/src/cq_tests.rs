@@ -14,6 +14,7 @@ use cqlab_abi::memory_map::{
 };
 use cqlab_abi::mmio::sem;
 use cqlab_abi::noc::{dispatcher, dram_bank, prefetcher, worker, NocAddr, PCIE};
+use cqlab_abi::prefetch::EXEC_BUF_HEAD_MAX;
 use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::{COMPLETION_WR_PTR, CQ_HEADER_SIZE, FETCH_RD_COUNT, ISSUE_RD_PTR};
 use cqlab_abi::waypoint::{self, Waypoint};
@@ -242,6 +243,88 @@ fn a_trace_longer_than_the_trace_area_streams_through_its_windows() {
     assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck);
     assert_eq!(waypoint_of(&core), waypoint::HQW, "replayed to EXEC_BUF_END, waiting for the host");
     assert_eq!(core.remote_sems[&(dispatcher(0), sem::RING_UNITS_FILLED)] * 16, relayed);
+}
+
+/// Replays `trace` (stored from DRAM address 0x4000 in `page`-byte
+/// pages) with its first `head` bytes also inline in the EXEC_BUF chunk;
+/// returns how it ended, the units signalled to the dispatcher and the
+/// dispatcher ring's bytes (a ring big enough never to wrap). With
+/// `blank_dram_head`, DRAM holds zeroes where the head is, so only the
+/// inline copy can make the replay right.
+fn replay_with_head(trace: &[u8], page: u32, head: usize, blank_dram_head: bool) -> (End, u32, Vec<u8>) {
+    let pages = trace.len() as u32 / page;
+    let exec = encode(|e| e.exec_buf_with_head(0x4000, page, pages, &trace[..head]));
+    let (mut core, c) = prefetcher_with(ISSUE, 0, &[(exec, true)]);
+    let c = CqConfig { ring_page_size: 4096, ring_pages: 32, ..c };
+    (core.peer_frees_pages, core.peer) = (Some(4096), dispatcher(0).packed());
+    for p in 0..pages {
+        let (bank, at) = interleaved_page(0x4000, p, page, c.dram_banks);
+        let bytes = &trace[(p * page) as usize..][..page as usize];
+        let dst = &mut core.remote_mem(dram_bank(bank as u8))[at as usize..][..page as usize];
+        dst.copy_from_slice(bytes);
+        if blank_dram_head && p == 0 {
+            dst[..head].fill(0);
+        }
+    }
+    let end = run_prefetcher(&mut core, c, 0);
+    let units = core.remote_sems.get(&(dispatcher(0), sem::RING_UNITS_FILLED)).copied().unwrap_or(0);
+    let ring = core.remote_mem(dispatcher(0))[DISPATCH_RING.base as usize..][..32 * 4096].to_vec();
+    (end, units, ring)
+}
+
+/// A trace whose head travels inline with EXEC_BUF replays exactly as one
+/// read wholly from DRAM: the same bytes reach the dispatcher, every byte
+/// signalled, whether the head ends at a command, inside one (a DEBUG
+/// payload whose checksum then spans head and window), or holds the whole
+/// trace; the windows still wrap the trace area after the head.
+#[test]
+fn a_trace_head_sent_inline_replays_exactly_as_from_dram() {
+    const PAGE: u32 = 8192;
+    let mut buf = std::vec![0u8; 1 << 19];
+    let mut e = Encoder::new(&mut buf);
+    let mut relayed = 0;
+    for i in 0..12u32 {
+        let small: Vec<u8> = (0..300 + i).map(|b| (b ^ 0x5a) as u8).collect();
+        e.debug(&small).unwrap();
+        let data: Vec<u8> = (0..4000u32).map(|b| (b.wrapping_mul(13) ^ (i * 7)) as u8).collect();
+        e.relay_inline(true, |w| w.write_linear(NocAddr::unicast(worker(1, 0), 0x100), &data)).unwrap();
+        let payload: Vec<u8> = (0..9_000u32).map(|b| (b.wrapping_mul(7) ^ i) as u8).collect();
+        e.debug(&payload).unwrap();
+        relayed += 16 + 4000;
+    }
+    e.exec_buf_end().unwrap();
+    let len = e.len().next_multiple_of(PAGE as usize);
+    assert!(len > TRACE_AREA.size as usize, "{len} bytes: the windows wrap after the head");
+    let trace = &buf[..len];
+    let from_dram = replay_with_head(trace, PAGE, 0, false);
+    assert_eq!((&from_dram.0, from_dram.1 * 16), (&End::Stuck, relayed), "replayed to EXEC_BUF_END, all signalled");
+    // The first DEBUG's header alone, part of its payload, all of it (320
+    // bytes: a command boundary), and part of the relay after it.
+    for head in [64, 192, 320, EXEC_BUF_HEAD_MAX as usize] {
+        for blank in [false, true] {
+            let got = replay_with_head(trace, PAGE, head, blank);
+            assert_eq!((&got.0, got.1), (&from_dram.0, from_dram.1), "head {head}, blank DRAM head {blank}");
+            assert!(got.2 == from_dram.2, "head {head}, blank DRAM head {blank}: the dispatcher got other bytes");
+        }
+    }
+
+    // A whole (short) trace in the head: EXEC_BUF_END is reached from the chunk.
+    let mut small = std::vec![0u8; PAGE as usize];
+    let mut e = Encoder::new(&mut small);
+    e.relay_inline(true, |w| w.write_linear(NocAddr::unicast(worker(1, 0), 0x100), &[9u8; 400])).unwrap();
+    e.debug(&[3u8; 100]).unwrap();
+    e.exec_buf_end().unwrap();
+    let used = e.len();
+    assert!(used <= EXEC_BUF_HEAD_MAX as usize);
+    let whole = replay_with_head(&small, PAGE, used.next_multiple_of(64), true);
+    assert_eq!(whole, replay_with_head(&small, PAGE, 0, false));
+    assert_eq!(whole.1 * 16, 16 + 400);
+}
+
+#[test]
+fn a_trace_head_longer_than_the_trace_is_refused() {
+    let exec = encode(|e| e.exec_buf_with_head(0x4000, 64, 1, &[0u8; 128]));
+    assert_eq!(prefetch_error(exec, true).code, DeviceError::BadSize as u32);
 }
 
 #[test]

@@ -119,9 +119,9 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             self.wait_readable(16);
             let addr = self.ring.local(self.read);
             let h = read_header(self.p, addr);
-            let header = match DispatchHeader::parse(&h.0) {
+            let header = match DispatchHeader::parse(&h) {
                 Ok(h) => h,
-                Err(kind) => fail(self.p, device_error(kind), addr, h.0[0] as u32, self.read as u32, self.filled()),
+                Err(kind) => fail(self.p, device_error(kind), addr, h[0] as u32, self.read as u32, self.filled()),
             };
             let id = header.id() as u32;
             let size = 16 + header.payload_len() as u32;

@@ -153,14 +153,18 @@ impl Platform for Device {
         transfer(NocCmd::Write, dst, local, len)
     }
     fn noc_atomic_inc(&mut self, dst: NocAddr, value: u32) {
+        // An atomic reads neither the local address nor the length
+        // (`NocCmd::AtomicInc`): value, target and command only.
         write_reg(mmio::NOC_ATOMIC_VALUE, value);
-        issue(NocCmd::AtomicInc, dst, 0, 4)
+        let (lo, hi) = dst.words();
+        write_reg(mmio::NOC_TARGET_LO, lo);
+        write_reg(mmio::NOC_TARGET_HI, hi);
+        write_reg(mmio::NOC_CMD, NocCmd::AtomicInc as u32);
     }
     fn noc_atomic_inc_both(&mut self, a: NocAddr, b: NocAddr, value: u32) {
         self.noc_atomic_inc(a, value);
         let ((lo_a, hi_a), (lo_b, hi_b)) = (a.words(), b.words());
-        // The command buffer keeps its fields: value, local address and
-        // length are already those of an atomic.
+        // The command buffer keeps its fields: the value is already set.
         if hi_a != hi_b {
             write_reg(mmio::NOC_TARGET_HI, hi_b);
         }

@@ -34,17 +34,15 @@ pub mod rt;
 use cqlab_abi::decode::DecodeErrorKind;
 use cqlab_abi::mailbox::DeviceError;
 
-/// A command header as read from L1: word-aligned, so the decoder's field
-/// reads are word loads from local memory rather than byte assembly.
-#[repr(C, align(8))]
-pub struct Header(pub [u8; 16]);
-
 /// Reads the 16-byte command header at 4-aligned L1 `addr`: four word
-/// loads (each an L1 access), stored whole into the aligned header.
+/// loads and four word stores (unrolled: every command of the prefetcher
+/// and the dispatcher pays it).
 #[inline(always)]
-pub fn read_header(mem: &impl memory::Memory, addr: u32) -> Header {
-    let w = [mem.read_u32(addr), mem.read_u32(addr + 4), mem.read_u32(addr + 8), mem.read_u32(addr + 12)];
-    Header(zerocopy::transmute!(w))
+pub fn read_header(mem: &impl memory::Memory, addr: u32) -> [u8; 16] {
+    let w = |i: u32| mem.read_u32(addr + 4 * i).to_le();
+    // Little-endian words in memory order are the header's bytes; as a
+    // value (not a byte array) the words stay whole, never split into bytes.
+    zerocopy::transmute!([w(0), w(1), w(2), w(3)])
 }
 
 /// The error a core reports for a header the decoder rejects.

@@ -258,16 +258,17 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         while off < len {
             let addr = match replay.as_deref_mut() {
                 Some(r) => {
-                    // Commands are 64-byte aligned: a header never straddles windows.
-                    r.land(self.p, off + 16);
+                    // Commands are 64-byte aligned: a header never straddles
+                    // windows (nor the end of the head, a multiple of 64).
+                    self.land(r, off + 16);
                     r.local(off)
                 }
                 None => base + off,
             };
             let h = read_header(self.p, addr);
-            let header = match PrefetchHeader::parse(&h.0) {
+            let header = match PrefetchHeader::parse(&h) {
                 Ok(h) => h,
-                Err(kind) => fail(self.p, device_error(kind), addr, h.0[0] as u32, off, len),
+                Err(kind) => fail(self.p, device_error(kind), addr, h[0] as u32, off, len),
             };
             let stride = header.stride();
             if stride > len - off {
@@ -282,14 +283,19 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                         let (mut at, end) = (off + 16, off + 16 + cmd.length);
                         while at < end {
                             let n = r.in_window(at, end - at);
-                            r.land(self.p, at + n);
+                            self.land(r, at + n);
                             self.relay_local(r.local(at), n, false);
                             at += n;
                         }
-                        r.read_ahead(self.p);
                         // A flush is owed rather than waited for: the pieces
-                        // still leaving stay posted (see `signal_sent`).
+                        // still leaving stay posted (see `signal_sent`), and
+                        // those that have left by now are signalled at once
+                        // (before and after issuing the next window's reads),
+                        // so the dispatcher need not wait for the next relay.
                         let _ = flush;
+                        self.signal_sent();
+                        r.read_ahead(self.p);
+                        self.signal_sent();
                     }
                     None => self.relay_local(addr + 16, cmd.length, flush),
                 },
@@ -321,9 +327,14 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     else {
                         fail(self.p, DeviceError::TooLarge, addr, cmd.page_size, off, len)
                     };
-                    // The previous replay's inline relays may still be
-                    // sending from the trace area.
-                    self.wait_writes_sent();
+                    let head = cmd.head as u32;
+                    if head as u64 > total {
+                        fail(self.p, DeviceError::BadSize, addr, head, off, len);
+                    }
+                    // The head runs from this chunk, after the header's line
+                    // (the first window's reads wait for the previous
+                    // replay's relays from the trace area, `Replay::issue`).
+                    r.with_head(addr + cqlab_abi::PCIE_ALIGNMENT as u32, head);
                     self.run_commands(TRACE_AREA.base, total as u32, true, Some(&mut r));
                 }
                 PrefetchHeader::ExecBufEnd => {
@@ -340,7 +351,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                             while at < end {
                                 // Pieces of whole words: a window holds a multiple of 16 bytes.
                                 let n = r.in_window(at, end - at);
-                                r.land(self.p, at + n);
+                                self.land(r, at + n);
                                 sum = sum.wrapping_add(l1_checksum(self.p, r.local(at), n));
                                 at += n;
                             }
@@ -366,6 +377,24 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         // Before the chunk's end (and the waits for the host that follow),
         // every relayed byte is signalled.
         self.flush();
+    }
+
+    /// [`Replay::land`], signalling relayed bytes first when it may wait
+    /// for reads. After the head (the first window's wait, a few small
+    /// relays behind it) every byte is signalled, so the head's programs
+    /// reach the dispatcher while that window lands; later windows signal
+    /// only what has left already (no drain of the NOC interface between
+    /// back-to-back relays; the rest is signalled at the next relay piece).
+    #[inline(always)]
+    fn land(&mut self, r: &mut Replay, upto: u32) {
+        if r.must_land(upto) {
+            if r.after_head(upto) {
+                self.flush();
+            } else {
+                self.signal_sent();
+            }
+            r.land(self.p, upto);
+        }
     }
 
     fn dram_page(&self, base: u32, page: u32, page_size: u32) -> NocAddr {

@@ -6,21 +6,24 @@
 //!
 //! Reads complete in no particular order, so a window is known to have
 //! landed only once every read issued so far has (`wait_reads`): the next
-//! window is issued right after that wait, and has the whole time its
-//! predecessor takes to relay to land (the relays of a window leave the
-//! NOC interface at its bandwidth, long after the prefetcher issued them). A window's slot is reused once every
+//! window is issued right after that wait (once a relay write keeps the NOC
+//! interface busy meanwhile), and has the whole time its predecessor takes
+//! to relay to land. A window's slot is reused once every
 //! write relayed from its previous occupant has left L1 (per-write counter
 //! marks, `report::wait_sent_until`).
+//!
+//! The trace's head (`ExecBufCmd::head` bytes) also came inline with the
+//! `EXEC_BUF` command: those bytes are used where they lie in the chunk,
+//! and the first window's reads are issued before the head runs, so the
+//! head's programs reach the dispatcher while the rest is on its way.
 
 use crate::platform::Platform;
-use crate::report::{wait_reads, wait_sent_until};
-use cqlab_abi::memory_map::{interleaved_page, TRACE_AREA, TRACE_WINDOW, TRACE_WINDOWS};
+use crate::report::{wait_reads, wait_sent_until, wait_writes_sent};
+use cqlab_abi::memory_map::{TRACE_AREA, TRACE_WINDOW, TRACE_WINDOWS};
 use cqlab_abi::noc::{dram_bank, NocAddr};
 
 pub struct Replay {
     page_size: u32,
-    /// Pages in one window (a window is a whole number of pages).
-    window_pages: u32,
     pages: u32,
     banks: u32,
     /// DRAM place of the next page to read (bank stepped, not divided out).
@@ -33,6 +36,10 @@ pub struct Replay {
     /// `writes_issued` when the commands first reached window `w`, at
     /// `w % TRACE_WINDOWS`: every relay from windows before `w` is older.
     entered: [u32; TRACE_WINDOWS as usize],
+    /// Trace bytes `0..head` are in L1 from `head_at` on (the chunk that
+    /// carried them inline), not in the trace area.
+    head: u32,
+    head_at: u32,
 }
 
 impl Replay {
@@ -40,13 +47,16 @@ impl Replay {
     /// DRAM buffer at `base`; `None` unless the page size divides a window
     /// (and is a multiple of 16).
     pub fn new(base: u32, page_size: u32, pages: u32, banks: u32) -> Option<Self> {
-        if page_size == 0 || page_size % 16 != 0 || TRACE_WINDOW % page_size != 0 || banks == 0 {
+        // The window is a power of two, so its divisors are the powers of
+        // two up to it: no division on the way into a replay.
+        const _: () = assert!(TRACE_WINDOW.is_power_of_two());
+        if !page_size.is_power_of_two() || !(16..=TRACE_WINDOW).contains(&page_size) || banks == 0 {
             return None;
         }
-        let (bank, offset) = interleaved_page(base, 0, page_size, banks);
+        // Page 0: the first bank, at `base` (`interleaved_page(base, 0, ..)`).
+        let (bank, offset) = (0, base as u64);
         Some(Self {
             page_size,
-            window_pages: TRACE_WINDOW / page_size,
             pages,
             banks,
             bank,
@@ -55,7 +65,18 @@ impl Replay {
             issued: 0,
             landed: 0,
             entered: [0; TRACE_WINDOWS as usize],
+            head: 0,
+            head_at: 0,
         })
+    }
+
+    /// Takes the trace's first `head` bytes from L1 at `at` (they came
+    /// inline with the command; `head` is at most the trace's size and a
+    /// multiple of 16). The first window's reads are issued by the first
+    /// relay's [`Replay::read_ahead`], once its write is on its way, so they
+    /// land while the head runs.
+    pub fn with_head(&mut self, at: u32, head: u32) {
+        (self.head, self.head_at) = (head, at);
     }
 
     /// Bytes in the trace.
@@ -65,20 +86,46 @@ impl Replay {
 
     /// L1 address of trace byte `off`.
     pub fn local(&self, off: u32) -> u32 {
+        if off < self.head {
+            return self.head_at + off;
+        }
+        Self::in_area(off)
+    }
+
+    /// Where trace byte `off` lands in the trace area.
+    fn in_area(off: u32) -> u32 {
         TRACE_AREA.base + off % TRACE_AREA.size
     }
 
-    /// Bytes from `off` to the end of its window, at most `n`: a piece the
-    /// commands may use after one [`Replay::land`].
+    /// Bytes from `off` to the end of its window (or of the head), at most
+    /// `n`: a piece the commands may use after one [`Replay::land`].
     pub fn in_window(&self, off: u32, n: u32) -> u32 {
+        if off < self.head {
+            return n.min(self.head - off);
+        }
         n.min(TRACE_WINDOW - off % TRACE_WINDOW)
     }
 
+    /// Whether [`Replay::land`] up to `upto` may wait for reads (so the
+    /// caller can signal what it has relayed first).
+    #[inline(always)]
+    pub fn must_land(&self, upto: u32) -> bool {
+        upto > self.head && upto > self.landed * TRACE_WINDOW
+    }
+
+    /// Whether landing up to `upto` is the first wait after a head: for
+    /// the first window, with commands run from the head before it.
+    #[inline(always)]
+    pub fn after_head(&self, upto: u32) -> bool {
+        self.head > 0 && self.landed == 0 && upto > self.head
+    }
+
     /// Makes trace bytes up to `upto` (the end of a piece within one
-    /// window) present in L1, issuing the following window's reads too.
+    /// window, or within the head) present in L1, issuing the following
+    /// window's reads too.
     #[inline(always)]
     pub fn land(&mut self, p: &mut impl Platform, upto: u32) {
-        if upto > self.landed * TRACE_WINDOW {
+        if self.must_land(upto) {
             self.land_windows(p, upto);
         }
     }
@@ -103,9 +150,9 @@ impl Replay {
     }
 
     /// Issues the reads of the window after the last landed one, if not yet
-    /// issued: as soon as a window has landed, and again after a relay (a
-    /// no-op unless the trace's end is near); [`Replay::land`] issues a
-    /// window it needs itself otherwise.
+    /// issued: as soon as a window has landed, and after a relay (which
+    /// issues the first window's, after the head's first relay write);
+    /// [`Replay::land`] issues a window it needs itself otherwise.
     pub fn read_ahead(&mut self, p: &mut impl Platform) {
         let w = self.landed;
         if self.issued == w && w * TRACE_WINDOW < self.bytes() {
@@ -119,9 +166,14 @@ impl Replay {
     fn issue(&mut self, p: &mut impl Platform, w: u32) {
         if w >= TRACE_WINDOWS {
             wait_sent_until(p, self.entered[((w + 1) % TRACE_WINDOWS) as usize]);
+        } else if w == 0 {
+            // The previous replay's relays may still be sending from the
+            // trace area (this replay's head relays from its chunk, so they
+            // need not wait for this).
+            wait_writes_sent(p);
         }
-        let mut local = self.local(w * TRACE_WINDOW);
-        let n = self.window_pages.min(self.pages - self.pages_read);
+        let mut local = Self::in_area(w * TRACE_WINDOW);
+        let n = (TRACE_WINDOW / self.page_size).min(self.pages - self.pages_read);
         for _ in 0..n {
             p.noc_read(NocAddr::unicast(dram_bank(self.bank as u8), self.offset), local, self.page_size);
             local += self.page_size;

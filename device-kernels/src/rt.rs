@@ -49,29 +49,29 @@ _start:
 }
 
 /// A kernel image: `cqlab_kernels::kernel!(worker::spin);` with a
-/// `fn(&mut Device, &KernelCtx)`. Its first byte (linker/kernel.x) jumps to
-/// the kernel, which the resident worker firmware calls with a pointer to
-/// its `KernelCtx` (C ABI, on the firmware's stack). The jump is
-/// PC-relative, so the image runs from any kernel text slot once the host
-/// has relocated its absolute references.
+/// `fn(&mut Device, &KernelCtx)`. The kernel function is the image's first
+/// byte (section `.text.kernel_entry`, placed first by linker/kernel.x, as
+/// `_kstart`), so the resident worker firmware calls it directly, with a
+/// pointer to its `KernelCtx` (C ABI, on the firmware's stack): no
+/// trampoline jump on every launch. The image runs from any kernel text slot
+/// once the host has relocated its absolute references.
 #[macro_export]
 macro_rules! kernel {
     ($kernel:expr) => {
-        core::arch::global_asm!(
-            r#"
-    .section .text.kernel_entry, "ax"
-    .globl _kstart
-_kstart:
-    tail __cqlab_kernel
-"#
-        );
-
-        // SAFETY: the one symbol the kernel entry jumps to; defined once per image.
-        #[unsafe(no_mangle)]
+        // SAFETY: the image's entry symbol, defined once per image, and the
+        // only code in its entry section (so it is the image's first byte).
+        #[unsafe(export_name = "_kstart")]
+        #[unsafe(link_section = ".text.kernel_entry")]
         pub extern "C" fn __cqlab_kernel(ctx: &cqlab_abi::program::KernelCtx) {
             let kernel: fn(&mut $crate::hal::Device, &cqlab_abi::program::KernelCtx) = $kernel;
             kernel(&mut $crate::hal::Device, ctx)
         }
+
+        /// The image's own entry address: every image carries at least one
+        /// relocation (this one), so the host can tell an image linked
+        /// without `--emit-relocs` from one whose code needs none.
+        #[used]
+        static KERNEL_ENTRY: extern "C" fn(&cqlab_abi::program::KernelCtx) = __cqlab_kernel;
     };
 }
 

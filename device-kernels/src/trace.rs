@@ -32,12 +32,22 @@ pub fn record(mem: &mut impl Memory, core: u16, cycle: u64, kind: TraceKind, arg
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn store(mem: &mut impl Memory, at: u32, seq: u32, core: u16, cycle: u64, kind: TraceKind, arg0: u32, arg1: u32) {
+    store_word(mem, at, seq, core_kind(core, kind), cycle, arg0, arg1);
+}
+
+#[inline(always)]
+fn store_word(mem: &mut impl Memory, at: u32, seq: u32, word: u32, cycle: u64, arg0: u32, arg1: u32) {
     mem.write_u32(at + offset_of!(TraceRecord, cycle) as u32, cycle as u32);
     mem.write_u32(at + offset_of!(TraceRecord, cycle) as u32 + 4, (cycle >> 32) as u32);
     mem.write_u32(at + offset_of!(TraceRecord, seq) as u32, seq);
-    mem.write_u32(at + offset_of!(TraceRecord, core) as u32, core as u32 | (kind as u32) << 16);
+    mem.write_u32(at + offset_of!(TraceRecord, core) as u32, word);
     mem.write_u32(at + offset_of!(TraceRecord, arg0) as u32, arg0);
     mem.write_u32(at + offset_of!(TraceRecord, arg1) as u32, arg1);
+}
+
+/// The record word holding `core` and `kind` (`TraceRecord::core` and `kind`).
+pub const fn core_kind(core: u16, kind: TraceKind) -> u32 {
+    core as u32 | (kind as u32) << 16
 }
 
 /// A writer that owns this core's ring: it keeps the next sequence number
@@ -61,7 +71,10 @@ impl Cursor {
         c
     }
 
-    /// `at` and `left` for `seq` (one division, once per pass of the ring).
+    /// `at` and `left` for `seq` (one division, once per pass of the ring:
+    /// out of line, so a record's own path stays short).
+    #[cold]
+    #[inline(never)]
     fn place(&mut self) {
         self.at = record_addr(self.seq);
         let to_end = CAPACITY - self.seq % CAPACITY;
@@ -72,8 +85,15 @@ impl Cursor {
     /// Appends one record, like [`record`].
     #[inline(always)]
     pub fn record(&mut self, mem: &mut impl Memory, core: u16, cycle: u64, kind: TraceKind, arg0: u32, arg1: u32) {
+        self.record_word(mem, core_kind(core, kind), cycle, arg0, arg1);
+    }
+
+    /// Appends one record whose core and kind are `word` ([`core_kind`],
+    /// computed once by a writer that appends the same kind again and again).
+    #[inline(always)]
+    pub fn record_word(&mut self, mem: &mut impl Memory, word: u32, cycle: u64, arg0: u32, arg1: u32) {
         let (seq, at) = (self.seq, self.at);
-        store(mem, at, seq, core, cycle, kind, arg0, arg1);
+        store_word(mem, at, seq, word, cycle, arg0, arg1);
         let next = seq.wrapping_add(1);
         mem.write_u32(NEXT_SEQ, next);
         self.seq = next;

@@ -9,6 +9,7 @@
 
 use crate::platform::Platform;
 use crate::report::{wait_until, waypoint};
+use crate::trace::core_kind;
 use core::mem::{offset_of, size_of};
 use cqlab_abi::mailbox::{CqConfig, CQ_CONFIG};
 use cqlab_abi::mmio;
@@ -22,88 +23,200 @@ use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{GOW, RUN};
 
 /// Serves launches forever; `run(p, entry, ctx)` calls the kernel at `entry`.
+///
+/// Kernel-bound dispatch is paced by this loop: between two kernels a worker
+/// runs nothing else, so its cost is what a program costs on top of its
+/// kernel. The hot path is laid out straight (the waits, a core outside the
+/// first group, and the trace ring's wrap are out of line), and it reads
+/// only the words it needs from L1: the tag, the first group's five words,
+/// the sequence number, and `NOC_UNACKED` for the barrier before "done".
 pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx)) -> ! {
     let core = p.core_xy();
     let (col, row) = worker_index(Coord::unpack(core)).unwrap_or((u8::MAX, u8::MAX));
     // One launch ring per command queue (the host wrote how many).
     let cqs = p.read_u32(CQ_CONFIG + offset_of!(CqConfig, num_cqs) as u32).clamp(1, MAX_CQS as u32);
-    // Launches started per queue; each dispatcher's first LAUNCH is number 1.
-    let mut started = [0u32; MAX_CQS as usize];
     // This loop is the trace ring's only writer from here on: records cost
     // their stores only (the per-launch work is what a kernel pays on top).
-    let mut records = crate::trace::Cursor::take(p);
+    let mut worker = Worker {
+        started: core_kind(core as u16, TraceKind::KernelStart),
+        ended: core_kind(core as u16, TraceKind::KernelEnd),
+        col,
+        row,
+        records: crate::trace::Cursor::take(p),
+    };
+    // Shown whenever the worker is not waiting: every wait puts it back.
+    waypoint(p, RUN);
+    if cqs == 1 {
+        // One queue (the usual case): its next entry only. Launches
+        // started so far; the dispatcher's first LAUNCH is number 1.
+        let mut n = 0u32;
+        loop {
+            n = n.wrapping_add(1);
+            let entry = launch_entry(0, n);
+            if p.read_u32(entry + LAUNCH_TAG) != n {
+                wait_tag(p, entry, n);
+            }
+            worker.launch(p, 0, n, entry, &mut run);
+        }
+    }
+    // Launches started per queue.
+    let mut started = [0u32; MAX_CQS as usize];
     let mut first = 0;
     loop {
-        let (q, n) = if cqs == 1 {
-            // One queue (the usual case): its next entry only.
-            let n = started[0].wrapping_add(1);
-            wait_until(p, GOW, |p| p.read_u32(launch_entry(0, n) + LAUNCH_TAG) == n);
-            started[0] = n;
-            (0, n)
-        } else {
-            // The next tagged entry of any queue, looking at each in turn.
-            let mut q = first;
-            wait_until(p, GOW, |p| {
-                let mut c = first;
-                for _ in 0..cqs {
-                    let n = started[c as usize % MAX_CQS as usize].wrapping_add(1);
-                    if p.read_u32(launch_entry(c, n) + LAUNCH_TAG) == n {
-                        q = c;
-                        return true;
-                    }
-                    c = if c + 1 == cqs { 0 } else { c + 1 };
+        // The next tagged entry of any queue, looking at each in turn.
+        let mut q = first;
+        wait_until(p, GOW, |p| {
+            let mut c = first;
+            for _ in 0..cqs {
+                let n = started[c as usize % MAX_CQS as usize].wrapping_add(1);
+                if p.read_u32(launch_entry(c, n) + LAUNCH_TAG) == n {
+                    q = c;
+                    return true;
                 }
-                false
-            });
-            first = if q + 1 == cqs { 0 } else { q + 1 };
-            let n = started[q as usize % MAX_CQS as usize].wrapping_add(1);
-            started[q as usize % MAX_CQS as usize] = n;
-            (q, n)
+                c = if c + 1 == cqs { 0 } else { c + 1 };
+            }
+            false
+        });
+        first = if q + 1 == cqs { 0 } else { q + 1 };
+        let n = started[q as usize % MAX_CQS as usize].wrapping_add(1);
+        started[q as usize % MAX_CQS as usize] = n;
+        worker.launch(p, q, n, launch_entry(q, n), &mut run);
+    }
+}
+
+/// Waits until ring entry `entry` carries tag `n` (the GO of launch `n`);
+/// out of line, as the dispatcher usually has written it ahead.
+#[cold]
+#[inline(never)]
+fn wait_tag(p: &mut impl Platform, entry: u32, n: u32) {
+    wait_until(p, GOW, |p| p.read_u32(entry + LAUNCH_TAG) == n);
+}
+
+/// The kernel's NOC writes and atomics have landed (`report::wait_writes`),
+/// with the wait out of line: most kernels' writes have landed by the time
+/// they return.
+#[inline(always)]
+fn kernel_writes_landed(p: &mut impl Platform) {
+    if !p.writes_done() {
+        wait_writes(p);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn wait_writes(p: &mut impl Platform) {
+    crate::report::wait_writes(p);
+}
+
+/// What the loop keeps between launches (in registers or local memory).
+struct Worker {
+    /// Trace record words of this core's `KernelStart` and `KernelEnd`.
+    started: u32,
+    ended: u32,
+    col: u8,
+    row: u8,
+    records: crate::trace::Cursor,
+}
+
+impl Worker {
+    /// Runs launch `n` of queue `q` (ring entry `entry`, its tag seen): the
+    /// kernel of the first group whose rectangle holds this core, if any,
+    /// then "done" to the queue's dispatcher.
+    #[inline(always)]
+    fn launch<P: Platform>(
+        &mut self,
+        p: &mut P,
+        q: u32,
+        n: u32,
+        entry: u32,
+        run: &mut impl FnMut(&mut P, u32, &KernelCtx),
+    ) {
+        let at = entry + group_offset(0);
+        let rect = p.read_u32(at);
+        // Almost always the first group; the others (and `NO_RECT`) out of line.
+        match rect_index(rect, self.col, self.row) {
+            Some(index) => {
+                self.run_group(p, entry, at, rect, index, run);
+                done(p, q, n);
+            }
+            None => self.later_group(p, q, n, entry, at, rect, run),
+        }
+    }
+
+    /// Runs the kernel of the group at `at` (rectangle `rect`, this core's
+    /// index in it `index`) of the launch at `entry`.
+    #[inline(always)]
+    fn run_group<P: Platform>(
+        &mut self,
+        p: &mut P,
+        entry: u32,
+        at: u32,
+        rect: u32,
+        index: u32,
+        run: &mut impl FnMut(&mut P, u32, &KernelCtx),
+    ) {
+        let kernel = p.read_u32(at + offset_of!(KernelGroup, entry) as u32);
+        let counts = p.read_u32(at + GROUP_COUNTS);
+        let args = p.read_u32(at + GROUP_ARGS);
+        let kernel_id = p.read_u32(at + offset_of!(KernelGroup, kernel_id) as u32);
+        let seq = p.read_u32(entry + offset_of!(LaunchHeader, seq) as u32);
+        let unique_count = counts & 0xffff;
+        let ctx = KernelCtx {
+            seq,
+            index,
+            unique_addr: config_addr(args as u16) + 4 * unique_count * index,
+            unique_count,
+            common_addr: config_addr((args >> 16) as u16),
+            common_count: counts >> 16,
+            rect,
+            kernel_id,
         };
-        let entry = launch_entry(q, n);
-        waypoint(p, RUN);
-        // Only the words used, one load each (L1 loads are the slow part):
-        // the first group whose rectangle holds this core, up to `NO_RECT`.
-        let mut at = entry + group_offset(0);
-        for _ in 0..MAX_KERNEL_GROUPS {
-            let rect = p.read_u32(at);
+        let cycle = p.cycle();
+        self.records.record_word(p, self.started, cycle, seq, kernel_id);
+        run(p, kernel, &ctx);
+        // The kernel's own writes complete before the dispatcher hears "done".
+        kernel_writes_landed(p);
+        let cycle = p.cycle();
+        self.records.record_word(p, self.ended, cycle, seq, kernel_id);
+    }
+
+    /// The group after the first (at `at`, rectangle `rect`) whose
+    /// rectangle holds this core, run; none at the first `NO_RECT` or after
+    /// `MAX_KERNEL_GROUPS`.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn later_group<P: Platform>(
+        &mut self,
+        p: &mut P,
+        q: u32,
+        n: u32,
+        entry: u32,
+        mut at: u32,
+        mut rect: u32,
+        run: &mut impl FnMut(&mut P, u32, &KernelCtx),
+    ) {
+        for _ in 1..MAX_KERNEL_GROUPS {
             if rect == NO_RECT {
                 break;
             }
-            let Some(index) = rect_index(rect, col, row) else {
-                at += size_of::<KernelGroup>() as u32;
-                continue;
-            };
-            let field = |p: &P, off: usize| p.read_u32(at + off as u32);
-            let kernel = field(p, offset_of!(KernelGroup, entry));
-            let counts = p.read_u32(at + GROUP_COUNTS);
-            let args = p.read_u32(at + GROUP_ARGS);
-            let kernel_id = field(p, offset_of!(KernelGroup, kernel_id));
-            let seq = p.read_u32(entry + offset_of!(LaunchHeader, seq) as u32);
-            let unique_count = counts & 0xffff;
-            let ctx = KernelCtx {
-                seq,
-                index,
-                unique_addr: config_addr(args as u16) + 4 * unique_count * index,
-                unique_count,
-                common_addr: config_addr((args >> 16) as u16),
-                common_count: counts >> 16,
-                rect,
-                kernel_id,
-            };
-            let cycle = p.cycle();
-            records.record(p, core as u16, cycle, TraceKind::KernelStart, seq, kernel_id);
-            run(p, kernel, &ctx);
-            // The kernel's own writes complete before the dispatcher hears "done".
-            crate::report::wait_writes(p);
-            let cycle = p.cycle();
-            records.record(p, core as u16, cycle, TraceKind::KernelEnd, seq, kernel_id);
-            break;
+            at += size_of::<KernelGroup>() as u32;
+            rect = p.read_u32(at);
+            if let Some(index) = rect_index(rect, self.col, self.row) {
+                self.run_group(p, entry, at, rect, index, run);
+                break;
+            }
         }
-        // Done, to the dispatcher of the queue whose ring held the launch.
-        let sem_addr = |s: u32| NocAddr::unicast(dispatcher(q as u8), (mmio::MMIO_BASE + mmio::semaphore(s)) as u64);
-        p.noc_atomic_inc_both(sem_addr(launch_done_sem(n)), sem_addr(mmio::sem::WORKERS_DONE), 1);
+        done(p, q, n);
     }
+}
+
+/// Launch `n` of queue `q` is done here: one increment of the dispatcher's
+/// semaphore for its ring entry and one of its `WORKERS_DONE`.
+#[inline(always)]
+fn done(p: &mut impl Platform, q: u32, n: u32) {
+    let sem_addr = |s: u32| NocAddr::unicast(dispatcher(q as u8), (mmio::MMIO_BASE + mmio::semaphore(s)) as u64);
+    p.noc_atomic_inc_both(sem_addr(launch_done_sem(n)), sem_addr(mmio::sem::WORKERS_DONE), 1);
 }
 
 /// Up to `N` common args of a launch (missing ones read as 0) and how many there are.
@@ -137,6 +250,14 @@ pub fn spin(p: &mut impl Platform, ctx: &KernelCtx) {
     let store = view.common_count >= 3 && cqlab_abi::memory_map::USER.contains(addr, 4) && addr % 4 == 0;
     while p.cycle_lo().wrapping_sub(start) < cycles {}
     if store {
-        p.write_u32(addr, value);
+        spin_store(p, addr, value);
     }
+}
+
+/// `spin`'s optional store, out of line: the usual spin returns straight
+/// from its loop.
+#[cold]
+#[inline(never)]
+fn spin_store(p: &mut impl Platform, addr: u32, value: u32) {
+    p.write_u32(addr, value);
 }

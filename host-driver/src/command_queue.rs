@@ -18,9 +18,10 @@ use cqlab_abi::mailbox;
 use cqlab_abi::memory_map::MAX_CHUNK;
 use cqlab_abi::mmio::sem;
 use cqlab_abi::noc::{self, Coord, NocAddr};
-use cqlab_abi::prefetch::PagedFlags;
+use cqlab_abi::prefetch::{PagedFlags, EXEC_BUF_HEAD_MAX};
 use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR, FETCH_RD_COUNT, ISSUE_RD_PTR};
+use cqlab_abi::PCIE_ALIGNMENT;
 use std::collections::HashMap;
 use std::mem::size_of;
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
@@ -67,6 +68,11 @@ pub struct CqHost {
     pub(crate) capture_saved: Option<(crate::program_state::ProgramState, u64, u64)>,
     /// Kernels the current capture found resident and did not send.
     pub(crate) capture_relies: Vec<Resident>,
+    /// The launch number standing for "the launch before a replay" in the
+    /// current capture, and whether a captured program reuses something it
+    /// used (so a replay must first wait for the launch before it).
+    pub(crate) capture_before: u64,
+    pub(crate) capture_waits_before: bool,
 }
 
 /// A kernel a trace found resident when it was captured (in text slot
@@ -99,6 +105,8 @@ impl CqHost {
             waited_launch: 0,
             capture_saved: None,
             capture_relies: Vec::new(),
+            capture_before: 0,
+            capture_waits_before: false,
         }
     }
 }
@@ -149,6 +157,11 @@ impl PendingRead {
 pub struct Trace {
     pub buffer: Buffer,
     pub bytes: u32,
+    /// The trace's first bytes, sent inline with every replay's EXEC_BUF.
+    pub(crate) head: Vec<u8>,
+    /// Whether its programs reuse what the launch before a replay may
+    /// still use (the replay waits for that launch first, when not known done).
+    pub(crate) waits_before: bool,
     /// Worker completions one replay adds.
     pub workers: u32,
     /// What the workers hold after a replay (launch numbers relative to its
@@ -632,13 +645,18 @@ impl CommandQueue<'_> {
         // The capture plans programs from the kernels resident now and
         // everything in use by a launch just before the trace (launch number
         // `before`): whatever a replay reuses first, it first waits for the
-        // launch that precedes that replay, and so for all earlier ones. A
-        // replay checks the residency the capture relied on again.
+        // launch that precedes that replay, and so for all earlier ones. That
+        // wait is not captured: a replay makes it before its EXEC_BUF, and
+        // only when the host does not know that launch finished already
+        // (`execute_trace`). A replay checks the residency the capture
+        // relied on again.
         let host = self.host();
         let saved = (host.program_launches, host.waited_launch);
         let before = host.program_launches + 1;
         host.program_launches = before;
-        host.waited_launch = 0;
+        host.waited_launch = before;
+        host.capture_before = before;
+        host.capture_waits_before = false;
         let q = self.q as usize;
         let state = self.dev.programs[q].all_in_use(before);
         let saved = (std::mem::replace(&mut self.dev.programs[q], state), saved.0, saved.1);
@@ -678,6 +696,11 @@ impl CommandQueue<'_> {
             page_size /= 2;
         }
         let buffer = self.dev.alloc_dram(bytes.len().next_multiple_of(page_size) as u32, page_size as u32)?;
+        // The first bytes also travel inline with each replay's EXEC_BUF
+        // (`ExecBufCmd::head`): the prefetcher starts on them while it reads
+        // the rest from DRAM. Whole PCIe lines, as much as a chunk can carry.
+        let head_len = (EXEC_BUF_HEAD_MAX as usize).min(self.max_inline()).min(bytes.len()) & !(PCIE_ALIGNMENT - 1);
+        let head = bytes[..head_len].to_vec();
         bytes.resize(buffer.size as usize, 0);
         self.write_buffer(&buffer, 0, &bytes)?;
         // The trace must be in DRAM before the prefetcher first reads it: the
@@ -687,7 +710,8 @@ impl CommandQueue<'_> {
             e.stall()
         })?;
         self.dev.submit(self.q, &c, false)?;
-        Ok(Trace { buffer, bytes: bytes.len() as u32, workers, programs, relies })
+        let waits_before = std::mem::take(&mut self.host().capture_waits_before);
+        Ok(Trace { buffer, bytes: bytes.len() as u32, head, waits_before, workers, programs, relies })
     }
 
     /// Replays a trace (with the stall flag the prefetcher requires).
@@ -706,8 +730,22 @@ impl CommandQueue<'_> {
         // No drain: the trace waits for what it reuses (see `begin_trace`),
         // and the dispatcher for the launch-ring entries its launches take,
         // so a replay overlaps the work before it.
-        let c = chunk(256, |e| e.exec_buf(base, page_size, trace.buffer.pages()))?;
+        let head = &trace.head;
+        // The wait the capture left out (see `begin_trace`): for the launch
+        // before this replay, unless an earlier WAIT covered it.
+        let host = self.host();
+        let wait_before = trace.waits_before && host.waited_launch < host.program_launches;
+        let c = chunk(256 + head.len(), |e| {
+            if wait_before {
+                e.relay_inline(true, |w| w.wait(WaitFlags::WAIT_LAUNCH, 0, 1))?;
+            }
+            e.exec_buf_with_head(base, page_size, trace.buffer.pages(), head)
+        })?;
         self.dev.submit(self.q, &c, true)?;
+        if wait_before {
+            let host = self.host();
+            host.waited_launch = host.program_launches;
+        }
         self.host().workers_outstanding += trace.workers;
         if let Some((state, launches)) = &trace.programs {
             // After the replay the workers hold what the trace left; its

@@ -37,7 +37,8 @@ impl CommandQueue<'_> {
         let number = host.program_launches + 1;
         // The last program using what this one overwrites, by its distance
         // back; further back than the launch ring it has finished already.
-        let needed = plan.wait_for > host.waited_launch && number - plan.wait_for <= LAUNCH_RING_ENTRIES as u64;
+        let back = number - plan.wait_for;
+        let needed = plan.wait_for > host.waited_launch && back <= LAUNCH_RING_ENTRIES as u64;
         // A WAIT that must be sent anyway reaches `WAIT_REACH` launches back
         // when that is later than needed, so the next programs, which reuse
         // what the following launches used, find it already waited for: a
@@ -45,6 +46,10 @@ impl CommandQueue<'_> {
         // dispatcher a command) when every program reuses config-ring bytes.
         let waited = if needed { plan.wait_for.max(number.saturating_sub(WAIT_REACH)) } else { plan.wait_for };
         let wait = needed.then_some((number - waited) as u32);
+        // In a capture, a wait for the launch before the replay is made by
+        // the replay itself, before the trace (`begin_trace`).
+        let waits_before =
+            host.capture.is_some() && plan.wait_for == host.capture_before && back <= LAUNCH_RING_ENTRIES as u64;
         // Seqs are unique across queues: a kernel trace record names its launch.
         let seq = self.dev.next_launch_seq;
         let msg = launch_message(seq, program, &plan);
@@ -61,6 +66,7 @@ impl CommandQueue<'_> {
             })
         })?;
         let host = &mut self.dev.cqs[self.q as usize];
+        host.capture_waits_before |= waits_before;
         if let Some((before_capture, ..)) = &host.capture_saved {
             // Kernels the capture found resident from before it began: a
             // replay checks they still are.

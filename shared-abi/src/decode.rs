@@ -139,6 +139,10 @@ impl PrefetchHeader {
                 if cmd.pages == 0 {
                     return Err(bad("EXEC_BUF pages", 0));
                 }
+                let head = cmd.head as u32;
+                if head % PCIE_ALIGNMENT as u32 != 0 || head > crate::prefetch::EXEC_BUF_HEAD_MAX {
+                    return Err(bad("EXEC_BUF head", head as u64));
+                }
                 Self::ExecBuf(cmd)
             }
             PrefetchCmdId::ExecBufEnd => Self::ExecBufEnd,
@@ -166,7 +170,18 @@ impl PrefetchHeader {
         match self {
             Self::RelayInline { cmd, .. } => cmd.length,
             Self::Debug(cmd) => cmd.length,
+            Self::ExecBuf(cmd) => cmd.head as u32,
             _ => 0,
+        }
+    }
+
+    /// Where the inline payload starts, from the header's first byte: right
+    /// after the header, or (an `EXEC_BUF`'s trace head) after its whole
+    /// PCIe line.
+    pub fn payload_offset(&self) -> u32 {
+        match self {
+            Self::ExecBuf(_) => PCIE_ALIGNMENT as u32,
+            _ => CMD_HEADER_SIZE as u32,
         }
     }
 
@@ -175,6 +190,7 @@ impl PrefetchHeader {
         match self {
             Self::RelayInline { cmd, .. } => cmd.stride,
             Self::Debug(cmd) => cmd.stride,
+            Self::ExecBuf(cmd) => PCIE_ALIGNMENT as u32 + cmd.head as u32,
             _ => PCIE_ALIGNMENT as u32,
         }
     }
@@ -403,7 +419,8 @@ pub fn decode_prefetch(bytes: &[u8], offset: usize) -> Result<(PrefetchCmd<'_>, 
             kind: DecodeErrorKind::Truncated { needed: stride as u64, available: available as u64 },
         });
     }
-    let payload = &bytes[offset + CMD_HEADER_SIZE..offset + CMD_HEADER_SIZE + header.inline_len() as usize];
+    let start = offset + header.payload_offset() as usize;
+    let payload = &bytes[start..start + header.inline_len() as usize];
     if let PrefetchHeader::Debug(cmd) = header {
         let found = checksum(payload);
         if found != cmd.checksum {
@@ -558,7 +575,9 @@ impl fmt::Display for PrefetchHeader {
                 c.start_page,
                 c.pages
             ),
-            Self::ExecBuf(c) => write!(f, " base=0x{:x} page_size={} pages={}", c.base_addr, c.page_size, c.pages),
+            Self::ExecBuf(c) => {
+                write!(f, " base=0x{:x} page_size={} pages={} head={}", c.base_addr, c.page_size, c.pages, c.head)
+            }
             Self::Debug(c) => write!(f, " length={} checksum=0x{:08x}", c.length, c.checksum),
             Self::Stall | Self::ExecBufEnd | Self::Terminate => Ok(()),
         }

@@ -135,8 +135,26 @@ impl<'a> Encoder<'a> {
 
     /// `EXEC_BUF`: the fetch entry holding it must carry the stall flag.
     pub fn exec_buf(&mut self, base_addr: u32, page_size: u32, pages: u32) -> Result {
+        self.exec_buf_with_head(base_addr, page_size, pages, &[])
+    }
+
+    /// `EXEC_BUF` carrying the trace's first bytes inline (`head`: the
+    /// trace's own first `head.len()` bytes, a multiple of `PCIE_ALIGNMENT`
+    /// and at most `EXEC_BUF_HEAD_MAX`). On error nothing is kept.
+    pub fn exec_buf_with_head(&mut self, base_addr: u32, page_size: u32, pages: u32, head: &[u8]) -> Result {
         let id = PrefetchCmdId::ExecBuf as u8;
-        self.header_only(&ExecBufCmd { id, base_addr, page_size, pages, ..Default::default() })
+        let too_long = || EncodeError::DataLength {
+            expected: crate::prefetch::EXEC_BUF_HEAD_MAX as u64,
+            found: head.len() as u64,
+        };
+        let n = u16::try_from(head.len()).map_err(|_| too_long())?;
+        let cmd = ExecBufCmd { id, head: n, base_addr, page_size, pages, ..Default::default() };
+        check_prefetch(cmd.as_bytes())?;
+        let out = self.reserve(PCIE_ALIGNMENT + head.len())?;
+        out[..CMD_HEADER_SIZE].copy_from_slice(cmd.as_bytes());
+        out[CMD_HEADER_SIZE..PCIE_ALIGNMENT].fill(0);
+        out[PCIE_ALIGNMENT..].copy_from_slice(head);
+        Ok(())
     }
 
     pub fn exec_buf_end(&mut self) -> Result {

@@ -7,8 +7,11 @@
 
 use crate::memory_map::FETCH_QUEUE;
 
-/// Bit 31: the prefetcher must wait for the dispatcher to drain all earlier
-/// work before running this chunk (required for `EXEC_BUF`).
+/// Bit 31: the chunk may hold an `EXEC_BUF` (the prefetcher refuses one in
+/// a chunk without it, so stray bytes never start a replay). It no longer
+/// drains earlier work: a replay waits only for what it reuses (a WAIT the
+/// host puts before the `EXEC_BUF` where needed), so it overlaps the work
+/// before it.
 pub const STALL_FLAG: u32 = 1 << 31;
 /// Chunk sizes are counted in these units.
 pub const SIZE_UNIT: u32 = 16;

@@ -82,7 +82,8 @@ pub enum NocCmd {
     Read = 1,
     /// Write `NOC_LEN` bytes of local L1 to the target (unicast or multicast).
     Write = 2,
-    /// Add `NOC_ATOMIC_VALUE` to the u32 at the target.
+    /// Add `NOC_ATOMIC_VALUE` to the u32 at the target (unicast; it reads
+    /// neither `NOC_LOCAL_ADDR` nor `NOC_LEN`).
     AtomicInc = 3,
 }
 

@@ -126,16 +126,31 @@ assert_layout!(RelayPagedCmd, 16, id => 0, flags => 1, start_page => 2, base_add
 /// `EXEC_BUF`: run the prefetch commands stored in `pages` DRAM pages of
 /// `page_size` bytes, interleaved from `base_addr`, until `EXEC_BUF_END`.
 /// Only valid in a fetch entry with the stall flag.
+///
+/// The trace's first `head` bytes (a multiple of `PCIE_ALIGNMENT`, at most
+/// [`EXEC_BUF_HEAD_MAX`]) also travel inline, after the header's
+/// `PCIE_ALIGNMENT`-byte line: the prefetcher runs them from the chunk
+/// while the DRAM reads of the rest are in flight, so a replay's first
+/// programs do not wait for a DRAM round trip. The trace in DRAM is
+/// complete (it holds the head too); the inline copy must equal it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct ExecBufCmd {
     pub id: u8,
-    pub _pad: [u8; 3],
+    pub _pad: u8,
+    /// Trace bytes that follow inline (see above).
+    pub head: u16,
     pub base_addr: u32,
     pub page_size: u32,
     pub pages: u32,
 }
-assert_layout!(ExecBufCmd, 16, id => 0, base_addr => 4, page_size => 8, pages => 12);
+assert_layout!(ExecBufCmd, 16, id => 0, head => 2, base_addr => 4, page_size => 8, pages => 12);
+
+/// Most trace bytes an `EXEC_BUF` carries inline (`ExecBufCmd::head`): a
+/// few programs' commands, enough to keep the dispatcher busy for a DRAM
+/// round trip, for a few dozen more PCIe cycles on the fetch.
+pub const EXEC_BUF_HEAD_MAX: u32 = 1024;
+const _: () = assert!(EXEC_BUF_HEAD_MAX % crate::PCIE_ALIGNMENT as u32 == 0 && EXEC_BUF_HEAD_MAX <= u16::MAX as u32);
 
 /// `DEBUG` (prefetch and dispatch): `length` payload bytes whose wrapping byte
 /// sum must equal `checksum`.

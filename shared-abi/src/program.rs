@@ -158,6 +158,7 @@ pub const fn pack_rect(c0: u8, r0: u8, c1: u8, r1: u8) -> u32 {
 
 /// Whether logical core `(c, r)` lies in packed rectangle `rect`; if so its
 /// row-major index in it.
+#[inline]
 pub const fn rect_index(rect: u32, c: u8, r: u8) -> Option<u32> {
     let (c0, r0, c1, r1) = (rect as u8, (rect >> 8) as u8, (rect >> 16) as u8, (rect >> 24) as u8);
     if c < c0 || c > c1 || r < r0 || r > r1 {

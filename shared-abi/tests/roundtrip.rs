@@ -6,7 +6,7 @@ use cqlab_abi::decode::{decode_dispatch_partial, DispatchHeader, DispatchStream,
 use cqlab_abi::dispatch::{PackedFlags, WaitFlags};
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
 use cqlab_abi::noc::{worker, NocAddr};
-use cqlab_abi::prefetch::PagedFlags;
+use cqlab_abi::prefetch::{PagedFlags, EXEC_BUF_HEAD_MAX};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -30,7 +30,7 @@ enum Pref {
     Linear { src: u64, len: u32 },
     Paged { dram: bool, base: u32, page_size: u32, start: u16, pages: u32 },
     Stall,
-    ExecBuf { base: u32, page_size: u32, pages: u32 },
+    ExecBuf { base: u32, page_size: u32, pages: u32, head: Vec<u8> },
     ExecBufEnd,
     Debug(Vec<u8>),
     Terminate,
@@ -95,10 +95,10 @@ fn pref() -> impl Strategy<Value = Pref> {
         }),
         Just(Pref::Stall),
         // Page sizes dividing a trace window: 64 B ..= 32 KiB.
-        (any::<u32>(), 0u32..10, 1u32..100).prop_map(|(base, k, pages)| Pref::ExecBuf {
-            base,
-            page_size: 64 << k,
-            pages
+        // Trace heads: whole PCIe lines, up to EXEC_BUF_HEAD_MAX.
+        (any::<u32>(), 0u32..10, 1u32..100, 0usize..=16, any::<u8>()).prop_map(|(base, k, pages, lines, seed)| {
+            let head = (0..lines * 64).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect();
+            Pref::ExecBuf { base, page_size: 64 << k, pages, head }
         }),
         Just(Pref::ExecBufEnd),
         prop::collection::vec(any::<u8>(), 0..100).prop_map(Pref::Debug),
@@ -154,7 +154,7 @@ fn encode(cmds: &[Pref]) -> Vec<u8> {
                 enc.relay_paged(paged_flags(*dram), *base, *page_size, *start, *pages)
             }
             Pref::Stall => enc.stall(),
-            Pref::ExecBuf { base, page_size, pages } => enc.exec_buf(*base, *page_size, *pages),
+            Pref::ExecBuf { base, page_size, pages, head } => enc.exec_buf_with_head(*base, *page_size, *pages, head),
             Pref::ExecBufEnd => enc.exec_buf_end(),
             Pref::Debug(p) => enc.debug(p),
             Pref::Terminate => enc.terminate(),
@@ -235,8 +235,9 @@ proptest! {
                 }
                 (PrefetchHeader::Stall, Pref::Stall) | (PrefetchHeader::ExecBufEnd, Pref::ExecBufEnd)
                     | (PrefetchHeader::Terminate, Pref::Terminate) => {}
-                (PrefetchHeader::ExecBuf(c), Pref::ExecBuf { base, page_size, pages }) => {
+                (PrefetchHeader::ExecBuf(c), Pref::ExecBuf { base, page_size, pages, head }) => {
                     prop_assert_eq!((c.base_addr, c.page_size, c.pages), (*base, *page_size, *pages));
+                    prop_assert_eq!(got.payload, &head[..]);
                 }
                 (PrefetchHeader::Debug(c), Pref::Debug(p)) => {
                     prop_assert_eq!(c.length as usize, p.len());
@@ -316,5 +317,28 @@ fn encoder_rejects_invalid_commands() {
     assert!(matches!(enc.relay_inline(true, |_| Ok(())), Err(EncodeError::Invalid(_))));
     let bad_wait = WaitFlags::WAIT_MEMORY | WaitFlags::WAIT_COUNTER;
     assert!(matches!(enc.relay_inline(true, |w| w.wait(bad_wait, 0, 1)), Err(EncodeError::Invalid(_))));
+    // A trace head is whole PCIe lines, at most EXEC_BUF_HEAD_MAX bytes.
+    assert!(matches!(enc.exec_buf_with_head(0, 64, 1, &[0; 48]), Err(EncodeError::Invalid(_))));
+    let too_long = vec![0u8; EXEC_BUF_HEAD_MAX as usize + 64];
+    assert!(matches!(enc.exec_buf_with_head(0, 64, 1, &too_long), Err(EncodeError::Invalid(_))));
+    let far_too_long = vec![0u8; 1 << 17];
+    assert!(matches!(enc.exec_buf_with_head(0, 64, 1, &far_too_long), Err(EncodeError::DataLength { .. })));
     assert!(enc.is_empty());
+}
+
+#[test]
+fn decoder_rejects_bad_trace_heads() {
+    let mut buf = [0u8; 256];
+    let mut enc = Encoder::new(&mut buf);
+    enc.exec_buf_with_head(0x4000, 64, 2, &[7; 128]).unwrap();
+    let n = enc.len();
+    assert_eq!(n, 64 + 128, "the head follows the header's PCIe line");
+    let h: [u8; 16] = buf[..16].try_into().unwrap();
+    let PrefetchHeader::ExecBuf(cmd) = PrefetchHeader::parse(&h).unwrap() else { panic!("EXEC_BUF decodes as one") };
+    assert_eq!(cmd.head, 128);
+    for bad in [100u16, EXEC_BUF_HEAD_MAX as u16 + 64] {
+        let mut h = h;
+        h[2..4].copy_from_slice(&bad.to_le_bytes());
+        assert!(PrefetchHeader::parse(&h).is_err(), "head {bad}");
+    }
 }

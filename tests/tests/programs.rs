@@ -226,6 +226,47 @@ fn a_hundred_and_twenty_eight_unique_args_per_core_arrive_intact_on_every_core()
     }
 }
 
+/// A trace longer than its inline head and than a trace window: its first
+/// programs run from the EXEC_BUF chunk, the rest from DRAM windows, and
+/// every program's result is there after each replay (cleared in between).
+#[test]
+fn a_long_trace_replays_from_its_inline_head_and_its_windows() {
+    let seed = 47;
+    const PROGRAMS: u32 = 240;
+    let mut dev = booted(seed, |_| {});
+    let spin = kernel(&dev, "spin");
+    let range = CoreRange::new((0, 0), (1, 1));
+    let value = |i: u32, (c, r): (u8, u8)| 0x5000_0000 | i << 8 | (c as u32) << 4 | r as u32;
+    let mut cq = dev.cq(0).unwrap();
+    cq.begin_trace().unwrap();
+    for i in 0..PROGRAMS {
+        cq.enqueue_program(&spin_program(&spin, range, 10, USER.base + 4 * i, move |core| value(i, core))).unwrap();
+    }
+    let trace = cq.end_trace().unwrap();
+    let window = cqlab_abi::memory_map::TRACE_WINDOW;
+    assert!(trace.bytes > window, "{} trace bytes: the replay goes past its head and first window", trace.bytes);
+    for replay in 0..2 {
+        let mut cq = dev.cq(0).unwrap();
+        for r in 0..=1u8 {
+            for c in 0..=1u8 {
+                cq.write_buffer(&l1((c, r), USER.base, 4 * PROGRAMS), 0, &vec![0; 4 * PROGRAMS as usize]).unwrap();
+            }
+        }
+        cq.execute_trace(&trace).unwrap();
+        cq.finish().unwrap();
+        for r in 0..=1u8 {
+            for c in 0..=1u8 {
+                let got =
+                    dev.cq(0).unwrap().read_buffer(&l1((c, r), USER.base, 4 * PROGRAMS), 0, 4 * PROGRAMS).unwrap();
+                for i in 0..PROGRAMS {
+                    let word = u32::from_le_bytes(got[4 * i as usize..][..4].try_into().unwrap());
+                    assert_eq!(word, value(i, (c, r)), "seed {seed}: replay {replay}, program {i} on ({c},{r})");
+                }
+            }
+        }
+    }
+}
+
 /// A replay is correct whatever ran before it: captured while `spin` was
 /// resident, the trace still runs `spin` after other programs have taken
 /// every text slot of the queue on its cores (however a capture plans
