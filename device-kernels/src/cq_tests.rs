@@ -283,7 +283,7 @@ fn a_trace_head_sent_inline_replays_exactly_as_from_dram() {
     let mut buf = std::vec![0u8; 1 << 19];
     let mut e = Encoder::new(&mut buf);
     let mut relayed = 0;
-    for i in 0..12u32 {
+    for i in 0..16u32 {
         let small: Vec<u8> = (0..300 + i).map(|b| (b ^ 0x5a) as u8).collect();
         e.debug(&small).unwrap();
         let data: Vec<u8> = (0..4000u32).map(|b| (b.wrapping_mul(13) ^ (i * 7)) as u8).collect();

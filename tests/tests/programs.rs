@@ -232,7 +232,7 @@ fn a_hundred_and_twenty_eight_unique_args_per_core_arrive_intact_on_every_core()
 #[test]
 fn a_long_trace_replays_from_its_inline_head_and_its_windows() {
     let seed = 47;
-    const PROGRAMS: u32 = 240;
+    const PROGRAMS: u32 = 480;
     let mut dev = booted(seed, |_| {});
     let spin = kernel(&dev, "spin");
     let range = CoreRange::new((0, 0), (1, 1));
