@@ -29,6 +29,9 @@ use zerocopy::{FromBytes, FromZeros, IntoBytes};
 /// Largest payload put inline in one chunk (leaves room for headers).
 const MAX_INLINE: usize = 32 * 1024;
 
+/// Completed events per queue whose device cycle `Device::event_cycle` keeps.
+pub const EVENT_CYCLES_KEPT: usize = 1024;
+
 /// Host-side state of one command queue.
 #[derive(Debug)]
 pub struct CqHost {
@@ -47,6 +50,9 @@ pub struct CqHost {
     pub(crate) clear_pending: u32,
     /// Events of this queue known complete (ids are increasing per queue).
     pub(crate) last_event_done: u32,
+    /// (event id, dispatcher cycle when it completed) of the latest
+    /// `EVENT_CYCLES_KEPT` completed events, oldest first.
+    pub(crate) event_cycles: std::collections::VecDeque<(u32, u64)>,
     /// Read-back data by tag.
     pub(crate) reads: HashMap<u32, Vec<u8>>,
     pub(crate) next_tag: u32,
@@ -96,6 +102,7 @@ impl CqHost {
             workers_outstanding: 0,
             clear_pending: 0,
             last_event_done: 0,
+            event_cycles: std::collections::VecDeque::new(),
             reads: HashMap::new(),
             next_tag: 1,
             slow_expected: 0,
@@ -231,6 +238,10 @@ impl Device {
                         return Err(DriverError::Invalid(format!("event record of {} bytes on CQ{q}", payload.len())));
                     };
                     cq.last_event_done = cq.last_event_done.max(ev.event_id);
+                    if cq.event_cycles.len() == EVENT_CYCLES_KEPT {
+                        cq.event_cycles.pop_front();
+                    }
+                    cq.event_cycles.push_back((ev.event_id, ev.cycle));
                 }
                 _ => {
                     cq.reads.insert(header.tag, payload);
@@ -796,6 +807,21 @@ impl Device {
                 Ok(dev.cqs[event.cq as usize].last_event_done >= event.id)
             },
         )
+    }
+
+    /// The device cycle at which `event` completed (the dispatcher's stamp
+    /// in its completion record, after every earlier command of its queue
+    /// finished), once it has; `None` while it has not, or when it is older
+    /// than the last `EVENT_CYCLES_KEPT` events of its queue. Drains
+    /// completions, never blocks. Device time, so it does not depend on
+    /// when the host looked (`event_synchronize` notices a completion up to
+    /// a host poll later).
+    pub fn event_cycle(&mut self, event: Event) -> Result<Option<u64>> {
+        self.drain_all()?;
+        let Some(cq) = self.cqs.get(event.cq as usize) else {
+            return Err(DriverError::Invalid(format!("event {} of CQ{}: no such queue", event.id, event.cq)));
+        };
+        Ok(cq.event_cycles.iter().rev().find(|&&(id, _)| id == event.id).map(|&(_, cycle)| cycle))
     }
 
     /// Whether `event` has completed (drains completions, never blocks).

@@ -367,3 +367,23 @@ fn programs_are_checked_before_they_reach_the_device() {
     dev.cq(0).unwrap().finish().unwrap();
     dev.cq(1).unwrap().finish().unwrap();
 }
+
+/// `Device::event_cycle` gives device time: two events around a kernel of
+/// 20,000 cycles are at least that far apart, neither is later than the
+/// device clock, and an event not yet completed has no cycle.
+#[test]
+fn event_cycles_are_device_time_and_bracket_a_kernel() {
+    let seed = 48;
+    let mut dev = booted(seed, |_| {});
+    let spin = kernel(&dev, "spin");
+    let mut cq = dev.cq(0).unwrap();
+    let before = cq.record_event().unwrap();
+    cq.enqueue_program(&spin_program(&spin, CoreRange::single(2, 3), 20_000, USER.base, |_| 7)).unwrap();
+    let after = cq.record_event().unwrap();
+    assert_eq!(dev.event_cycle(after).unwrap(), None, "seed {seed}: nothing ran yet");
+    dev.event_synchronize(after).unwrap();
+    let (a, b) = (dev.event_cycle(before).unwrap().unwrap(), dev.event_cycle(after).unwrap().unwrap());
+    assert!(b >= a + 20_000, "seed {seed}: events at {a} and {b} around a 20,000-cycle kernel");
+    assert!(b <= dev.now(), "seed {seed}: event at {b}, device clock {}", dev.now());
+    assert_eq!(read_word(&mut dev, (2, 3), USER.base), 7, "seed {seed}");
+}

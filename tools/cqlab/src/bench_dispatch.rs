@@ -194,8 +194,7 @@ fn measure(p: &Point, n: u32, seed: u64, copy: &mut CopyBound) -> Result<Row> {
         for _ in 0..replays {
             cq.execute_trace(&trace)?;
         }
-        cq.finish()?;
-        let cycles = (dev.now() - c0) as f64 / (replays * per_trace) as f64;
+        let cycles = (finished_at(&mut dev)? - c0) as f64 / (replays * per_trace) as f64;
         let host = host_time(&mut dev, copy, per_trace, 1, |cq, _| cq.execute_trace(&trace))?;
         (cycles, host)
     } else {
@@ -210,8 +209,7 @@ fn measure(p: &Point, n: u32, seed: u64, copy: &mut CopyBound) -> Result<Row> {
         for i in 0..n {
             cq.enqueue_program(&programs[i as usize % programs.len()])?;
         }
-        cq.finish()?;
-        let cycles = (dev.now() - c0) as f64 / n as f64;
+        let cycles = (finished_at(&mut dev)? - c0) as f64 / n as f64;
         // Carry on through the programs where the loop above left off, so
         // that uncached points keep uploading every program.
         let host = host_time(&mut dev, copy, 1, programs.len(), |cq, i| {
@@ -228,6 +226,17 @@ fn measure(p: &Point, n: u32, seed: u64, copy: &mut CopyBound) -> Result<Row> {
         host_bytes_per_program: host.bytes_per_program,
         memcpy_us_per_program: host.memcpy_us_per_program,
     })
+}
+
+/// Waits for everything enqueued on CQ0 and returns the device cycle at
+/// which it had finished: the dispatcher's stamp on the completion of an
+/// event recorded last, not the cycle the host noticed it (the embedded
+/// host looks every `backend::DEFAULT_POLL_CYCLES`, which would round each
+/// point's end up by as much).
+fn finished_at(dev: &mut Device) -> Result<u64> {
+    let ev = dev.cq(0)?.record_event()?;
+    dev.event_synchronize(ev)?;
+    dev.event_cycle(ev)?.ok_or_else(|| anyhow::anyhow!("CQ0's completed event {} has no device cycle", ev.id))
 }
 
 /// Timed rounds of host enqueueing; the median is reported.
