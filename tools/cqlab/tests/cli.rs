@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{cqlab, firmware_dir, text, CQLAB};
+use support::{cqlab, cqlab_json, firmware_dir, text, CQLAB};
 
 /// Exit code of a usage error (documented in `cqlab --help`).
 const EXIT_USAGE: i32 = 2;
@@ -131,4 +131,41 @@ fn a_kernel_longer_than_the_stall_timeout_is_not_a_hang() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("result verified bit for bit"), "{}", text(&o));
+}
+
+/// `bench dispatch --json` gives one row per point with the keys scripts
+/// read (issue 10), the device figures from the simulator and host figures
+/// from this process; a replay of the same programs costs the device less.
+#[test]
+fn bench_dispatch_json_rows_carry_the_documented_keys() {
+    let (code, v) = cqlab_json(&["bench", "dispatch", "--axis", "cqs", "--programs", "16"]);
+    assert_eq!(code, 0, "{v}");
+    let rows = v["rows"].as_array().expect("rows");
+    // The base point, untraced and traced, then the axis's own points.
+    assert_eq!(rows.len(), 4, "{v}");
+    let keys = [
+        "cores",
+        "kernel_bytes",
+        "cached",
+        "unique_args",
+        "common_args",
+        "trace",
+        "kernel_cycles",
+        "cqs",
+        "device_cycles_per_program",
+        "host_enqueue_us_per_program",
+    ];
+    for row in rows {
+        for key in keys {
+            assert!(!row[key].is_null(), "row without {key}: {row}");
+        }
+        assert_eq!(row["cores"].as_u64(), Some(64), "{row}");
+        assert!(row["device_cycles_per_program"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row["host_enqueue_us_per_program"].as_f64().unwrap() > 0.0, "{row}");
+    }
+    let cycles = |trace: bool| {
+        let row = rows.iter().find(|r| r["trace"] == trace && r["cqs"] == 2).expect("both modes on 2 CQs");
+        row["device_cycles_per_program"].as_f64().unwrap()
+    };
+    assert!(cycles(true) < cycles(false), "traced {} untraced {}", cycles(true), cycles(false));
 }
