@@ -40,6 +40,11 @@ pub struct Prefetcher<'p, P: Platform> {
     /// read issued into it has landed (the counters run free: a rebooted
     /// prefetcher starts from what they read).
     buffer_reads: [u32; CHUNK_BUFFERS as usize],
+    /// `writes_issued` after each buffer's last chunk ran: its relays have
+    /// left the buffer once the sent count reaches it.
+    buffer_sent: [u32; CHUNK_BUFFERS as usize],
+    /// `writes_issued` after the last pointer writes from `SCRATCH`.
+    pointers_sent: u32,
     /// Issue-queue position of the next chunk to read.
     read_rd: RingPtr,
     /// Per chunk buffer, the entry (raw) and byte size of its chunk.
@@ -71,6 +76,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         // Reads a previous run left in flight land first: they count too.
         crate::report::wait_reads(p);
         let buffer_reads = core::array::from_fn(|b| p.reads_acked_id(chunk_read_id(b as u32)));
+        let issued = p.writes_issued();
         Self {
             p,
             cfg,
@@ -82,6 +88,8 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             requested: 0,
             taken: 0,
             buffer_reads,
+            buffer_sent: [issued; CHUNK_BUFFERS as usize],
+            pointers_sent: issued,
             read_rd: RingPtr::default(),
             chunks: [(0, 0); CHUNK_BUFFERS as usize],
             written: 0,
@@ -119,6 +127,8 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     pub fn run(mut self) -> ! {
         loop {
             if self.taken == self.requested {
+                // Waiting for the host: every relayed byte is signalled first.
+                self.flush();
                 let slot = fetch_queue::slot_addr(self.requested % self.cfg.fetch_entries);
                 wait_until(self.p, HQW, |p| p.read_u32(slot) != 0);
                 let raw = self.p.read_u32(slot);
@@ -127,7 +137,12 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 self.request(raw, len);
             }
             let j = self.taken;
-            self.wait_chunk(j % CHUNK_BUFFERS);
+            if !self.chunk_landed(j % CHUNK_BUFFERS) {
+                // A wait that may be long: the dispatcher first hears of
+                // every byte relayed so far.
+                self.flush();
+                self.wait_chunk(j % CHUNK_BUFFERS);
+            }
             // A chunk's fetch slot and issue-queue space are freed when it
             // is taken to run (its read has landed), as with one buffer.
             #[cfg(not(feature = "bug-early-fetch-release"))]
@@ -142,6 +157,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             self.taken = j.wrapping_add(1);
             self.trace(TraceKind::FetchConsumed, raw, j % self.cfg.fetch_entries);
             self.run_commands(chunk_buffer(j % CHUNK_BUFFERS), len, entry.stall(), None);
+            self.buffer_sent[(j % CHUNK_BUFFERS) as usize] = self.p.writes_issued();
         }
     }
 
@@ -203,8 +219,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// `buf`, in two reads when the chunk wraps the issue queue.
     fn fetch_chunk_at(&mut self, len: u32, buf: u32, rd: RingPtr) {
         // The chunk that last used this buffer may still be relaying from it:
-        // those relays must have left it (sent), not landed.
-        self.wait_writes_sent();
+        // those relays must have left it (sent), not landed; later relays
+        // (the chunk running now) may still be leaving.
+        crate::report::wait_sent_until(self.p, self.buffer_sent[buf as usize]);
         let offset = rd.offset_bytes();
         let (first, second) = split_at_wrap(offset, len, self.cfg.issue_size);
         let base = self.sysmem.issue_base();
@@ -224,6 +241,11 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         wait_until(self.p, NRW, |p| p.reads_acked_id(id) == want);
     }
 
+    /// Whether the reads into chunk buffer `buf` have landed.
+    fn chunk_landed(&self, buf: u32) -> bool {
+        self.p.reads_acked_id(chunk_read_id(buf)) == self.buffer_reads[buf as usize]
+    }
+
     /// Frees the fetch-queue slot for the host.
     fn consume_slot(&mut self, slot: u32) {
         self.p.write_u32(slot, 0);
@@ -241,13 +263,15 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
 
     /// Tells the host how far it may reuse the issue queue and fetch queue.
     fn publish_pointers(&mut self) {
-        // SCRATCH is reused: the previous pointer writes must have left it.
-        self.wait_writes_sent();
+        // SCRATCH is reused: the previous pointer writes must have left it
+        // (not the relays issued since).
+        crate::report::wait_sent_until(self.p, self.pointers_sent);
         self.p.write_u32(SCRATCH, self.issue_rd.0);
         self.p.write_u32(SCRATCH + 4, self.fetched);
         let header = self.sysmem.header();
         self.p.noc_write(SCRATCH, NocAddr::unicast(PCIE, header + ISSUE_RD_PTR as u64), 4);
         self.p.noc_write(SCRATCH + 4, NocAddr::unicast(PCIE, header + FETCH_RD_COUNT as u64), 4);
+        self.pointers_sent = self.p.writes_issued();
     }
 
     /// Runs the prefetch commands in `len` bytes of L1 at `base` (a chunk),
@@ -374,9 +398,10 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         if replay.is_some() {
             fail(self.p, DeviceError::LengthOverrun, base + len, 0, off, len);
         }
-        // Before the chunk's end (and the waits for the host that follow),
-        // every relayed byte is signalled.
-        self.flush();
+        // What has left is signalled now; pieces still leaving stay posted
+        // (the next chunk's relays do not wait for them), and every wait for
+        // the host or a chunk still landing flushes them first (`run`).
+        self.signal_sent();
     }
 
     /// [`Replay::land`], signalling relayed bytes first when it may wait
