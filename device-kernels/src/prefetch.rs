@@ -67,6 +67,13 @@ pub struct Prefetcher<'p, P: Platform> {
     /// running: a record costs its stores (no L1 load, no division).
     records: crate::trace::Cursor,
     core: u16,
+    /// Per relay-scratch slot, as `buffer_reads` and `buffer_sent` for a
+    /// chunk buffer: its landed-read count once its read has landed, and
+    /// the mark its relay left with.
+    scratch_reads: [u32; SCRATCH_SLOTS as usize],
+    scratch_sent: [u32; SCRATCH_SLOTS as usize],
+    /// The slot the next remote relay starts in (slots are used in turn).
+    scratch_turn: u32,
 }
 
 impl<'p, P: Platform> Prefetcher<'p, P> {
@@ -76,6 +83,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         // Reads a previous run left in flight land first: they count too.
         crate::report::wait_reads(p);
         let buffer_reads = core::array::from_fn(|b| p.reads_acked_id(chunk_read_id(b as u32)));
+        let scratch_reads = core::array::from_fn(|s| p.reads_acked_id(scratch_read_id(s as u32)));
         let issued = p.writes_issued();
         Self {
             p,
@@ -90,6 +98,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             buffer_reads,
             buffer_sent: [issued; CHUNK_BUFFERS as usize],
             pointers_sent: issued,
+            scratch_reads,
+            scratch_sent: [issued; SCRATCH_SLOTS as usize],
+            scratch_turn: 0,
             read_rd: RingPtr::default(),
             chunks: [(0, 0); CHUNK_BUFFERS as usize],
             written: 0,
@@ -252,10 +263,6 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         self.fetched = self.fetched.wrapping_add(1);
     }
 
-    fn wait_reads(&mut self) {
-        crate::report::wait_reads(self.p);
-    }
-
     /// Before reusing a write's source (tt-metal: writes flushed).
     fn wait_writes_sent(&mut self) {
         crate::report::wait_writes_sent(self.p);
@@ -324,18 +331,24 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     None => self.relay_local(addr + 16, cmd.length, flush),
                 },
                 PrefetchHeader::RelayLinear(cmd) => {
-                    self.relay_remote(NocAddr(cmd.src), cmd.length);
-                    self.flush();
+                    let padded = cmd.length.next_multiple_of(16);
+                    self.relay_remote(Remote::Linear { src: NocAddr(cmd.src), padded });
                 }
                 PrefetchHeader::RelayPaged(cmd) => {
                     if !PagedFlags::from_bits_retain(cmd.flags).contains(PagedFlags::DRAM) {
                         fail(self.p, DeviceError::BadFlags, addr, cmd.flags as u32, off, len);
                     }
-                    for page in cmd.start_page as u32..cmd.start_page as u32 + cmd.pages {
-                        let src = self.dram_page(cmd.base_addr, page, cmd.page_size);
-                        self.relay_remote(src, cmd.page_size);
+                    let remote = Remote::Paged {
+                        base: cmd.base_addr,
+                        first: cmd.start_page as u32,
+                        page_size: cmd.page_size,
+                        per_page: cmd.page_size.next_multiple_of(16).div_ceil(SCRATCH_PIECE).max(1),
+                        pages: cmd.pages,
+                    };
+                    if remote.pieces().is_none() {
+                        fail(self.p, DeviceError::TooLarge, addr, cmd.pages, off, len);
                     }
-                    self.flush();
+                    self.relay_remote(remote);
                 }
                 PrefetchHeader::Stall => self.stall(),
                 PrefetchHeader::ExecBuf(cmd) => {
@@ -422,11 +435,6 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         }
     }
 
-    fn dram_page(&self, base: u32, page: u32, page_size: u32) -> NocAddr {
-        let (bank, offset) = interleaved_page(base, page, page_size, self.cfg.dram_banks);
-        NocAddr::unicast(dram_bank(bank as u8), offset)
-    }
-
     /// Waits for room in the dispatcher ring; returns how many of `want`
     /// bytes may be written contiguously now. The freed count is read only
     /// when the room last seen is short of `want` (one MMIO load and the
@@ -507,21 +515,47 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         }
     }
 
-    /// Relays `len` bytes (padded to 16) from a NOC address through the scratch area.
-    fn relay_remote(&mut self, src: NocAddr, len: u32) {
-        let padded = len.next_multiple_of(16);
-        let mut done = 0;
-        while done < padded {
-            let n = (padded - done).min(RELAY_SCRATCH.size);
-            // The previous piece's writes must have left the scratch area.
-            // Known bug 6 reads the next piece over them.
-            #[cfg(not(feature = "bug-relay-reuse-before-sent"))]
-            self.wait_writes_sent();
-            self.p.noc_read(src.offset(done as u64), RELAY_SCRATCH.base, n);
-            self.wait_reads();
-            self.relay_local(RELAY_SCRATCH.base, n, false);
-            done += n;
+    /// Relays `pieces` NOC ranges (`piece(i)`: source and length, a
+    /// multiple of 16 of at most `SCRATCH_PIECE`) through the relay
+    /// scratch, as tt-metal's prefetcher relays paged data: the reads of
+    /// the next `SCRATCH_SLOTS - 1` pieces are in flight, each with its
+    /// slot's transaction id, while a piece is relayed, so a relay costs
+    /// one read latency plus its bytes rather than a latency per piece.
+    /// Like a replayed relay, its flush is owed, not waited for (the pieces
+    /// still leaving are signalled at the next relay piece or wait).
+    #[inline(never)]
+    fn relay_remote(&mut self, remote: Remote) {
+        let pieces = remote.pieces().unwrap_or(0);
+        let piece = |me: &Self, i: u32| remote.piece(i, me.cfg.dram_banks);
+        let turn = self.scratch_turn;
+        let slot_of = |i: u32| (turn + i) % SCRATCH_SLOTS;
+        let mut issued = 0;
+        for i in 0..pieces {
+            while issued < pieces && issued < i + SCRATCH_SLOTS {
+                let slot = slot_of(issued);
+                // The slot's previous relay must have left it. Known bug 6
+                // reads the next piece over it.
+                #[cfg(not(feature = "bug-relay-reuse-before-sent"))]
+                crate::report::wait_sent_until(self.p, self.scratch_sent[slot as usize]);
+                let (src, n) = piece(self, issued);
+                self.p.noc_read_with_id(src, scratch_slot(slot), n, scratch_read_id(slot));
+                let reads = &mut self.scratch_reads[slot as usize];
+                *reads = reads.wrapping_add(n.div_ceil(NOC_MAX_PACKET));
+                issued += 1;
+            }
+            let slot = slot_of(i);
+            let (id, want) = (scratch_read_id(slot), self.scratch_reads[slot as usize]);
+            if self.p.reads_acked_id(id) != want {
+                // Pieces that have left are signalled before waiting.
+                self.signal_sent();
+                wait_until(self.p, NRW, |p| p.reads_acked_id(id) == want);
+            }
+            let (_, n) = piece(self, i);
+            self.relay_local(scratch_slot(slot), n, false);
+            self.scratch_sent[slot as usize] = self.p.writes_issued();
         }
+        self.scratch_turn = slot_of(pieces);
+        self.signal_sent();
     }
 
     /// Signals every written unit to the dispatcher. The data and the
@@ -565,6 +599,71 @@ const fn chunk_read_id(buf: u32) -> u32 {
     buf + 1
 }
 const _: () = assert!(chunk_read_id(CHUNK_BUFFERS - 1) < NOC_READ_IDS);
+
+/// What a remote relay reads: `RELAY_LINEAR`'s range, or `RELAY_PAGED`'s
+/// pages of an interleaved DRAM buffer, each padded to 16 bytes. Either is
+/// relayed in pieces of at most `SCRATCH_PIECE` bytes.
+#[derive(Clone, Copy)]
+enum Remote {
+    Linear { src: NocAddr, padded: u32 },
+    Paged { base: u32, first: u32, page_size: u32, per_page: u32, pages: u32 },
+}
+
+impl Remote {
+    /// Pieces in all; `None` when they do not fit a u32.
+    fn pieces(&self) -> Option<u32> {
+        match *self {
+            Self::Linear { padded, .. } => Some(padded.div_ceil(SCRATCH_PIECE)),
+            Self::Paged { per_page, pages, .. } => pages.checked_mul(per_page),
+        }
+    }
+
+    /// Source and length of piece `i`.
+    fn piece(&self, i: u32, banks: u32) -> (NocAddr, u32) {
+        let (src, padded, at) = match *self {
+            Self::Linear { src, padded } => (src, padded, i * SCRATCH_PIECE),
+            Self::Paged { base, first, page_size, per_page, .. } => {
+                let (bank, offset) = interleaved_page(base, first + i / per_page, page_size, banks);
+                (
+                    NocAddr::unicast(dram_bank(bank as u8), offset),
+                    page_size.next_multiple_of(16),
+                    (i % per_page) * SCRATCH_PIECE,
+                )
+            }
+        };
+        (src.offset(at as u64), (padded - at).min(SCRATCH_PIECE))
+    }
+}
+
+/// Relay-scratch slots: one piece each, read while earlier pieces relay.
+#[cfg(not(feature = "bug-relay-reuse-before-sent"))]
+const SCRATCH_SLOTS: u32 = 3;
+/// Bytes of a relay piece (a multiple of 16).
+#[cfg(not(feature = "bug-relay-reuse-before-sent"))]
+const SCRATCH_PIECE: u32 = 8 * 1024;
+// Known bug 6 keeps the relay scratch the firmware had when it was planted:
+// one slot for the whole scratch, so the next piece's read follows the
+// previous piece's writes at once. With several slots a reused slot's
+// writes were issued pieces earlier, and the reads landing over them came
+// too late: neither its known-bug test (2 seeds) nor a random race run (16
+// seeds) showed corruption, though the missing wait is as wrong.
+#[cfg(feature = "bug-relay-reuse-before-sent")]
+const SCRATCH_SLOTS: u32 = 1;
+#[cfg(feature = "bug-relay-reuse-before-sent")]
+const SCRATCH_PIECE: u32 = RELAY_SCRATCH.size;
+const _: () = assert!(SCRATCH_PIECE % 16 == 0);
+const _: () = assert!(SCRATCH_SLOTS * SCRATCH_PIECE <= RELAY_SCRATCH.size);
+
+/// Where relay-scratch slot `slot` starts.
+const fn scratch_slot(slot: u32) -> u32 {
+    RELAY_SCRATCH.base + slot * SCRATCH_PIECE
+}
+
+/// The read transaction id of relay-scratch slot `slot`, after the chunk buffers'.
+const fn scratch_read_id(slot: u32) -> u32 {
+    chunk_read_id(CHUNK_BUFFERS) + slot
+}
+const _: () = assert!(scratch_read_id(SCRATCH_SLOTS - 1) < NOC_READ_IDS);
 
 /// Relay pieces in flight that the prefetcher may post before it waits for
 /// the oldest to leave.
