@@ -1,6 +1,7 @@
 //! `cqlab driver-bench`: host-side driver figures, each against a baseline
 //! measured in the same run: small-command enqueue rate, bulk write_buffer
-//! against plain memcpy into the same sysmem, event round trip.
+//! against plain memcpy into the same sysmem, event round trip; and the
+//! device's read-back rate by page size.
 
 use crate::out::outln;
 use anyhow::Result;
@@ -22,6 +23,10 @@ pub struct Args {
     #[command(flatten)]
     pub limits: crate::cli::Limits,
 }
+
+/// The DRAM buffer read back by figure 5, and its page sizes.
+const READ_BACK_BYTES: u32 = 512 * 1024;
+const READ_BACK_PAGES: [u32; 3] = [1024, 4096, 32 * 1024];
 
 pub fn run(args: Args) -> Result<ExitCode> {
     // 1. Encoding 64-byte inline writes straight into an issue-queue-sized ring.
@@ -99,6 +104,27 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let ev_cycles = (dev.now() - c0) as f64 / n_events as f64;
     let ev_us = t0.elapsed().as_secs_f64() * 1e6 / n_events as f64;
 
+    // 5. Read-back of a DRAM buffer, device bytes per cycle: the prefetcher
+    //    relays its pages (RELAY_PAGED), the dispatcher writes them to the
+    //    completion queue. Small pages are paced by per-page relay work,
+    //    large ones by the links.
+    let mut read_back = Vec::new();
+    for page in READ_BACK_PAGES {
+        let buf = dev.alloc_dram(READ_BACK_BYTES, page)?;
+        let data: Vec<u8> = (0..READ_BACK_BYTES).map(|i| (i ^ i >> 8) as u8).collect();
+        let mut cq = dev.cq(0)?;
+        cq.write_buffer(&buf, 0, &data)?;
+        cq.finish()?;
+        let c0 = dev.now();
+        let back = dev.cq(0)?.read_buffer(&buf, 0, READ_BACK_BYTES)?;
+        let cycles = dev.now() - c0;
+        anyhow::ensure!(
+            back == data,
+            "read-back of {READ_BACK_BYTES} B in {page} B pages differs from what was written"
+        );
+        read_back.push((page, READ_BACK_BYTES as f64 / cycles as f64));
+    }
+
     let write_gbs = bytes / write_s / 1e9;
     let memcpy_gbs = bytes / memcpy_s / 1e9;
     if args.json {
@@ -109,6 +135,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 "write_buffer_small_per_s": submit_rate,
                 "bulk_write_buffer_gbs": write_gbs, "memcpy_gbs": memcpy_gbs, "bulk_ratio": write_gbs / memcpy_gbs,
                 "event_round_trip_cycles": ev_cycles, "event_round_trip_host_us": ev_us,
+                "read_back_bytes_per_cycle": read_back.iter().map(|&(page, rate)| {
+                    serde_json::json!({"page_bytes": page, "bytes_per_cycle": rate})
+                }).collect::<Vec<_>>(),
             })
         );
         return Ok(ExitCode::SUCCESS);
@@ -121,5 +150,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     outln!("{:<52} {:>13.0} %", "bulk write_buffer / memcpy", 100.0 * write_gbs / memcpy_gbs);
     outln!("{:<52} {:>9.0} cycles", "event round trip, device (record + synchronize)", ev_cycles);
     outln!("{:<52} {:>13.1} us", "event round trip, host time (simulating included)", ev_us);
+    for (page, rate) in read_back {
+        let what = format!("read_buffer {} KiB in {page} B pages, device", READ_BACK_BYTES >> 10);
+        outln!("{what:<52} {rate:>8.2} B/cycle");
+    }
     Ok(ExitCode::SUCCESS)
 }
