@@ -9,6 +9,7 @@
 
 pub mod failure;
 pub mod faults;
+pub mod programs;
 pub mod random;
 pub mod trace_export;
 pub mod two_queue;
@@ -37,6 +38,9 @@ pub enum WorkloadKind {
     TwoQueue,
     /// A seeded random mix of every command kind, checked against a reference model.
     Random,
+    /// Random program streams (kernel uploads and evictions, args of random
+    /// sizes, traces) on both queues, every kernel's store checked.
+    Programs,
 }
 
 impl WorkloadKind {
@@ -44,6 +48,7 @@ impl WorkloadKind {
         match self {
             WorkloadKind::TwoQueue => "two-queue",
             WorkloadKind::Random => "random",
+            WorkloadKind::Programs => "programs",
         }
     }
 }
@@ -65,7 +70,8 @@ pub struct Args {
     pub seeds: u64,
     #[arg(long, default_value_t = 1)]
     pub seed_base: u64,
-    /// Two-queue: iterations of the pattern. Random: batches of 12 commands per seed.
+    /// Two-queue: iterations of the pattern. Random: batches of 12 commands
+    /// per seed. Programs: batches of 25 programs per seed.
     #[arg(long, default_value_t = 10)]
     pub iterations: u32,
     /// Write/read-back pairs (stall points) per iteration on CQ1.
@@ -228,8 +234,10 @@ impl Plan {
             sim.schedule = Schedule::Pct { depth: a.pct_depth, steps: a.pct_steps };
         }
         let mut cfg = cfg;
-        if a.workload == WorkloadKind::Random {
-            random::configure(seed, &mut sim, &mut cfg);
+        match a.workload {
+            WorkloadKind::Random => random::configure(seed, &mut sim, &mut cfg),
+            WorkloadKind::Programs => programs::configure(seed, &mut sim, &mut cfg),
+            WorkloadKind::TwoQueue => {}
         }
         self.faults.apply(&mut sim);
         (sim, cfg)
@@ -295,6 +303,7 @@ pub fn run_seed(plan: &Plan, seed: u64) -> (Result<(), Failure>, Option<Device>)
     let outcome = dev.boot().map_err(Failure::from).and_then(|()| match plan.args.workload {
         WorkloadKind::TwoQueue => two_queue::run(&plan.args, &mut dev),
         WorkloadKind::Random => random::run(plan.args.iterations, seed, &mut dev),
+        WorkloadKind::Programs => programs::run(plan.args.iterations, seed, &mut dev),
     });
     (outcome, Some(dev))
 }

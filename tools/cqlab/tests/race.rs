@@ -119,6 +119,27 @@ fn random_workload_finds_relay_scratch_reuse_without_options() {
     assert!(v.to_string().contains("32768-byte pages"), "{v}");
 }
 
+/// Program streams (uploads, args, traces on both queues) under every
+/// amplifier pass on the normal firmware, and find a planted bug on their
+/// own; the replay line of its signature reproduces it.
+#[test]
+fn the_programs_workload_passes_the_normal_firmware_and_finds_a_planted_bug() {
+    let (code, v) = race(&["--workload", "programs", "--seeds", "4", "--iterations", "4", "--faults", "strong"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["workload"], "programs", "{v}");
+    let (code, v) =
+        race(&["--workload", "programs", "--firmware", "completion-no-toggle", "--seeds", "8", "--until-first"]);
+    assert_eq!(code, 1, "{v}");
+    let sig = &v["signatures"][0];
+    assert!(sig["signature"].as_str().unwrap().starts_with("corrupt-completion"), "{v}");
+    let replay = sig["replay"].as_str().unwrap();
+    assert!(replay.starts_with("cqlab race --workload programs --firmware completion-no-toggle"), "{replay}");
+    let words: Vec<&str> = replay.split_whitespace().skip(2).collect();
+    let (code, again) = race(&words);
+    assert_eq!(code, 1);
+    assert_eq!(again["signatures"][0]["signature"], sig["signature"], "the replay fails the same way");
+}
+
 #[test]
 fn parallel_jobs_give_the_report_of_one_process_and_records_replay() {
     let dir = std::env::temp_dir().join(format!("cqlab-race-jobs-{}", std::process::id()));

@@ -1,0 +1,234 @@
+//! Random program streams: many kernels (more builds than a queue has text
+//! slots), random rectangles, unique and common args of random sizes (so
+//! the kernel-config ring wraps at random points), traces captured and
+//! replayed in between, on every queue of the device. Every `spin` stores
+//! a value of its own at an address of its own; at checkpoints and at the
+//! end every core must hold, at each address, the value of the last
+//! program that wrote it there. Nothing in a stream is chosen to hit a
+//! known case: it is for the residency, ring-reuse and replay bugs nobody
+//! thought of. Run by the tests and by `cqlab race --workload programs`.
+
+use crate::{Buffer, CoreRange, Device, DriverError, KernelImage, Placement, Program};
+use cqlab_abi::memory_map::USER;
+use cqlab_abi::noc;
+use cqlab_sim::rng::Rng;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Result words each queue's programs store into, per core.
+const WORDS: u32 = 48;
+
+/// Where queue `q`'s result word `w` lies in a worker's L1.
+fn result_addr(q: u8, w: u32) -> u32 {
+    USER.base + 4 * (q as u32 * WORDS + w)
+}
+
+/// Why a stream failed.
+#[derive(Debug)]
+pub enum StreamFailure {
+    /// The driver gave up (timeout, device error, ...), or refused a call.
+    Driver(DriverError),
+    /// A core's result word differs from the last store made to it.
+    Mismatch {
+        /// Where in the stream it was found ("after program 120", "at the end").
+        when: String,
+        core: (u8, u8),
+        addr: u32,
+        expected: u32,
+        found: u32,
+    },
+}
+
+impl From<DriverError> for StreamFailure {
+    fn from(e: DriverError) -> Self {
+        StreamFailure::Driver(e)
+    }
+}
+
+impl std::fmt::Display for StreamFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StreamFailure::Driver(e) => write!(f, "{e}"),
+            StreamFailure::Mismatch { when, core, addr, expected, found } => write!(
+                f,
+                "{when}: worker {core:?} holds {found:#010x} at {addr:#x}, the last program that stored there stored {expected:#010x}"
+            ),
+        }
+    }
+}
+
+/// Expected final words: (core, address) -> value.
+type Expected = BTreeMap<((u8, u8), u32), u32>;
+
+/// A store a program makes when it runs: (core, address, value).
+type Store = ((u8, u8), u32, u32);
+
+struct Stream {
+    rng: Rng,
+    spins: Vec<Arc<KernelImage>>,
+    noops: Vec<Arc<KernelImage>>,
+}
+
+impl Stream {
+    fn pick(&mut self, n: usize) -> usize {
+        self.rng.upto(n as u64 - 1) as usize
+    }
+
+    /// A rectangle of the grid, mostly small, sometimes the whole grid.
+    fn rect(&mut self, cols: u8, rows: u8) -> CoreRange {
+        if self.rng.chance(0.1) {
+            return CoreRange::new((0, 0), (cols - 1, rows - 1));
+        }
+        let (c, r) = (self.pick(cols as usize) as u8, self.pick(rows as usize) as u8);
+        let (w, h) = (self.pick(4) as u8, self.pick(4) as u8);
+        CoreRange::new((c, r), ((c + w).min(cols - 1), (r + h).min(rows - 1)))
+    }
+
+    fn words(&mut self, max: usize) -> Vec<u32> {
+        (0..self.pick(max + 1)).map(|_| self.rng.next_u64() as u32).collect()
+    }
+
+    /// One program for queue `q` and the stores it makes when it runs.
+    fn program(&mut self, q: u8, grid: (u8, u8)) -> Result<(Program, Vec<Store>), DriverError> {
+        let mut program = Program::new();
+        let mut stores = Vec::new();
+        let mut taken: Vec<CoreRange> = Vec::new();
+        for _ in 0..1 + self.pick(3) {
+            let range = self.rect(grid.0, grid.1);
+            let overlaps = |o: &CoreRange| {
+                o.start.0 <= range.end.0
+                    && range.start.0 <= o.end.0
+                    && o.start.1 <= range.end.1
+                    && range.start.1 <= o.end.1
+            };
+            if taken.iter().any(overlaps) {
+                continue;
+            }
+            taken.push(range);
+            let cores: Vec<(u8, u8)> = (range.start.1..=range.end.1)
+                .flat_map(|r| (range.start.0..=range.end.0).map(move |c| (c, r)))
+                .collect();
+            if self.rng.chance(0.3) {
+                let n = self.pick(self.noops.len());
+                let k = program.add_kernel(self.noops[n].clone(), &[range])?;
+                program.set_common_args(k, &self.words(32))?;
+                if self.rng.chance(0.5) {
+                    for &core in &cores {
+                        program.set_unique_args(k, core, &self.words(16))?;
+                    }
+                }
+                continue;
+            }
+            let n = self.pick(self.spins.len());
+            let k = program.add_kernel(self.spins[n].clone(), &[range])?;
+            let cycles = self.pick(300) as u32;
+            let addr = result_addr(q, self.pick(WORDS as usize) as u32);
+            // `spin` takes [cycles, addr, value] from its common args when
+            // it has any, else from its unique args; padding words after
+            // them make the arg blocks of random size.
+            if self.rng.chance(0.4) {
+                let value = self.rng.next_u64() as u32;
+                let mut common = vec![cycles, addr, value];
+                common.extend(self.words(64));
+                program.set_common_args(k, &common)?;
+                stores.extend(cores.iter().map(|&core| (core, addr, value)));
+            } else {
+                let padding = self.pick(96);
+                for &core in &cores {
+                    let value = self.rng.next_u64() as u32;
+                    let mut unique = vec![cycles, addr, value];
+                    unique.extend((0..padding).map(|i| i as u32 ^ value));
+                    program.set_unique_args(k, core, &unique)?;
+                    stores.push((core, addr, value));
+                }
+            }
+        }
+        Ok((program, stores))
+    }
+}
+
+fn apply(expected: &mut Expected, stores: &[Store]) {
+    for &(core, addr, value) in stores {
+        expected.insert((core, addr), value);
+    }
+}
+
+/// Reads every core's result words back (on CQ0, after every queue has
+/// finished) and compares them with the last stores.
+fn check(dev: &mut Device, expected: &Expected, when: &str) -> Result<(), StreamFailure> {
+    let mut by_core: BTreeMap<(u8, u8), Vec<(u32, u32)>> = BTreeMap::new();
+    for (&(core, addr), &value) in expected {
+        by_core.entry(core).or_default().push((addr, value));
+    }
+    let queues = dev.num_cqs() as u32;
+    for (core, words) in by_core {
+        let at = Placement::L1 { core: noc::worker(core.0, core.1), addr: USER.base };
+        let buf = Buffer { placement: at, size: 4 * WORDS * queues };
+        let got = dev.cq(0)?.read_buffer(&buf, 0, buf.size)?;
+        for (addr, expected) in words {
+            let at = (addr - USER.base) as usize;
+            let found = u32::from_le_bytes(got[at..at + 4].try_into().expect("a word"));
+            if found != expected {
+                return Err(StreamFailure::Mismatch { when: when.into(), core, addr, expected, found });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn finish_all(dev: &mut Device) -> Result<(), DriverError> {
+    for q in 0..dev.num_cqs() {
+        dev.cq(q)?.finish()?;
+    }
+    Ok(())
+}
+
+/// Runs `programs` random programs of stream `seed` over every queue of
+/// `dev` (booted), with traces, and checks the stores at random
+/// checkpoints and at the end.
+pub fn run(dev: &mut Device, seed: u64, programs: u32) -> Result<(), StreamFailure> {
+    let (spin, noop) = (dev.load_kernel("spin")?, dev.load_kernel("noop")?);
+    let (cqs, grid) = (dev.num_cqs(), (dev.config().worker_cols, dev.config().worker_rows));
+    // More builds than text slots: uploads evict kernels that ran recently.
+    let variants = cqlab_abi::program::KERNEL_SLOTS as usize / 2 + 3;
+    let mut s = Stream {
+        rng: Rng::new(seed ^ 0x5eed),
+        spins: (0..variants).map(|i| Arc::new(spin.renamed(&format!("spin#{i}")))).collect(),
+        noops: (0..3).map(|i| Arc::new(noop.renamed(&format!("noop#{i}")))).collect(),
+    };
+    let mut expected = Expected::new();
+    let mut i = 0;
+    while i < programs {
+        let q = s.pick(cqs as usize) as u8;
+        if s.rng.chance(0.1) {
+            // A trace of a few programs, replayed one to three times; a
+            // capture runs nothing by itself.
+            let n = 1 + s.pick(6);
+            let mut cq = dev.cq(q)?;
+            cq.begin_trace()?;
+            let mut stores = Vec::new();
+            for _ in 0..n {
+                let (p, st) = s.program(q, grid)?;
+                cq.enqueue_program(&p)?;
+                stores.push(st);
+            }
+            let trace = cq.end_trace()?;
+            for _ in 0..1 + s.pick(3) {
+                dev.cq(q)?.execute_trace(&trace)?;
+                stores.iter().for_each(|st| apply(&mut expected, st));
+            }
+            i += n as u32;
+            continue;
+        }
+        let (p, stores) = s.program(q, grid)?;
+        dev.cq(q)?.enqueue_program(&p)?;
+        apply(&mut expected, &stores);
+        i += 1;
+        if s.rng.chance(0.02) {
+            finish_all(dev)?;
+            check(dev, &expected, &format!("after program {i}"))?;
+        }
+    }
+    finish_all(dev)?;
+    check(dev, &expected, "at the end")
+}

@@ -1,0 +1,54 @@
+//! `cqlab race --workload programs`: random program streams
+//! (`cqlab_driver::workloads::program_stream`: kernels uploaded and
+//! evicted, args of random sizes, traces captured and replayed, on both
+//! queues) on a queue layout and timing drawn per seed, so the kernel-config
+//! ring, the launch ring, the issue and completion queues and the
+//! dispatcher ring wrap and fill at different points in each run. Every
+//! store a kernel makes is checked against the last program that made it.
+
+use super::failure::Failure;
+use cqlab_abi::memory_map::DISPATCH_RING;
+use cqlab_abi::PCIE_ALIGNMENT;
+use cqlab_driver::workloads::program_stream::{self, StreamFailure};
+use cqlab_driver::{Device, DeviceConfig};
+use cqlab_sim::config::SimConfig;
+use cqlab_sim::rng::Rng;
+
+/// Programs per seed = `--iterations` x this.
+pub const PROGRAMS_PER_ITERATION: u32 = 25;
+
+/// This workload's stream of layout choices, forked from the seed.
+const STREAM: u64 = 0x7072_6f67_7261_6d73;
+
+fn pick<T: Copy>(rng: &mut Rng, items: &[T]) -> T {
+    items[rng.upto(items.len() as u64 - 1) as usize]
+}
+
+/// The seed's queue layout and timing, drawn before the device is built.
+/// The issue queue always holds the largest program (a few tens of KiB of
+/// args); everything else may be as small as the device allows.
+pub fn configure(seed: u64, sim: &mut SimConfig, cfg: &mut DeviceConfig) {
+    let mut rng = Rng::new(seed ^ STREAM);
+    let align = PCIE_ALIGNMENT as u32;
+    cfg.issue_size = pick(&mut rng, &[96 << 10, 256 << 10, 1 << 20]);
+    cfg.completion_size = pick(&mut rng, &[16 * align, 64 * align, 256 << 10]);
+    cfg.fetch_entries = pick(&mut rng, &[3, 4, 16, 128]);
+    let page = pick(&mut rng, &[256u32, 1024, 4096]);
+    let max_pages = DISPATCH_RING.size / page;
+    cfg.ring_page_size = page;
+    cfg.ring_pages = if rng.upto(1) == 0 { max_pages } else { pick(&mut rng, &[4u32, 8]).min(max_pages) };
+    sim.pcie.read_latency_cycles = pick(&mut rng, &[750, 2000, 4000]);
+    sim.faults.noc_jitter_cycles = sim.faults.noc_jitter_cycles.max(pick(&mut rng, &[0, 200, 800]));
+    sim.quantum_jitter = sim.quantum_jitter.max(pick(&mut rng, &[0, 64]));
+}
+
+/// Runs `iterations` x `PROGRAMS_PER_ITERATION` programs of stream `seed`.
+pub fn run(iterations: u32, seed: u64, dev: &mut Device) -> Result<(), Failure> {
+    let programs = iterations.saturating_mul(PROGRAMS_PER_ITERATION);
+    program_stream::run(dev, seed, programs).map_err(|e| match e {
+        StreamFailure::Driver(e) => Failure::Driver(e),
+        mismatch @ StreamFailure::Mismatch { .. } => {
+            Failure::Check { check: "program store differs", detail: mismatch.to_string() }
+        }
+    })
+}
