@@ -1,15 +1,18 @@
 //! Random program streams: many kernels (more builds than a queue has text
 //! slots), random rectangles, unique and common args of random sizes (so
 //! the kernel-config ring wraps at random points), traces captured and
-//! replayed in between, on every queue of the device. Every `spin` stores
-//! a value of its own at an address of its own; at checkpoints and at the
-//! end every core must hold, at each address, the value of the last
-//! program that wrote it there. Nothing in a stream is chosen to hit a
+//! replayed in between, on every queue of the device, mixed with DRAM
+//! buffer writes and deferred read-backs (relayed page by page while
+//! programs dispatch) and events one queue waits for on another. Every
+//! `spin` stores a value of its own at an address of its own; at
+//! checkpoints and at the end every core must hold, at each address, the
+//! value of the last program that wrote it there, and every read-back the
+//! bytes last written. Nothing in a stream is chosen to hit a
 //! known case: it is for the residency, ring-reuse and replay bugs nobody
 //! thought of. Run by the tests and by `cqlab race --workload programs`.
 
-use crate::{Buffer, CoreRange, Device, DriverError, KernelImage, Placement, Program};
-use cqlab_abi::memory_map::USER;
+use crate::{Buffer, CoreRange, Device, DriverError, KernelImage, PendingRead, Placement, Program};
+use cqlab_abi::memory_map::{MAX_CHUNK, USER};
 use cqlab_abi::noc;
 use cqlab_sim::rng::Rng;
 use std::collections::BTreeMap;
@@ -37,6 +40,8 @@ pub enum StreamFailure {
         expected: u32,
         found: u32,
     },
+    /// A read-back of a queue's DRAM buffer differs from what was written.
+    ReadBack { when: String, queue: u8, page_size: u32, offset: usize, expected: u8, found: u8 },
 }
 
 impl From<DriverError> for StreamFailure {
@@ -52,6 +57,10 @@ impl std::fmt::Display for StreamFailure {
             StreamFailure::Mismatch { when, core, addr, expected, found } => write!(
                 f,
                 "{when}: worker {core:?} holds {found:#010x} at {addr:#x}, the last program that stored there stored {expected:#010x}"
+            ),
+            StreamFailure::ReadBack { when, queue, page_size, offset, expected, found } => write!(
+                f,
+                "{when}: CQ{queue}'s read-back of its DRAM buffer ({page_size}-byte pages) has {found:#04x} at byte {offset}, {expected:#04x} was written"
             ),
         }
     }
@@ -183,6 +192,57 @@ fn finish_all(dev: &mut Device) -> Result<(), DriverError> {
     Ok(())
 }
 
+/// Each queue's DRAM buffer and its read-backs in flight (what each must
+/// return), oldest first.
+struct Side {
+    buffers: Vec<Buffer>,
+    pending: Vec<(u8, PendingRead, Vec<u8>)>,
+}
+
+impl Side {
+    /// One buffer per queue: 1 to 8 pages of a power of two from 64 bytes
+    /// to the largest a chunk and a completion record hold.
+    fn new(dev: &mut Device, rng: &mut Rng) -> Result<Self, DriverError> {
+        let (issue, completion) = (dev.config().issue_size, dev.config().completion_size);
+        let max_page = (issue / 2).min(MAX_CHUNK).saturating_sub(128).min(completion.saturating_sub(64));
+        let largest = (6..31).take_while(|&k| 1u32 << k <= max_page).last().unwrap_or(6);
+        let mut buffers = Vec::new();
+        for _ in 0..dev.num_cqs() {
+            let page = 1u32 << (6 + rng.upto(largest - 6));
+            buffers.push(dev.alloc_dram(page * (1 + rng.upto(7) as u32), page)?);
+        }
+        Ok(Self { buffers, pending: Vec::new() })
+    }
+
+    /// Writes fresh bytes into queue `q`'s buffer and enqueues their read-back.
+    fn write_and_read(&mut self, dev: &mut Device, rng: &mut Rng, q: u8) -> Result<(), DriverError> {
+        let buf = self.buffers[q as usize];
+        let data: Vec<u8> = (0..buf.size).map(|_| rng.next_u64() as u8).collect();
+        let mut cq = dev.cq(q)?;
+        cq.write_buffer(&buf, 0, &data)?;
+        let read = cq.enqueue_read(&buf, 0, buf.size)?;
+        self.pending.push((q, read, data));
+        Ok(())
+    }
+
+    /// Collects the oldest read-backs (all of them with `all`) and compares.
+    fn collect(&mut self, dev: &mut Device, all: bool, when: &str) -> Result<(), StreamFailure> {
+        let n = if all { self.pending.len() } else { self.pending.len().min(1) };
+        for (queue, read, data) in self.pending.drain(..n).collect::<Vec<_>>() {
+            let got = dev.complete_read(&read)?;
+            if let Some(offset) = (0..data.len()).find(|&i| got.get(i) != Some(&data[i])) {
+                let page_size = match self.buffers[queue as usize].placement {
+                    Placement::Dram { page_size, .. } => page_size,
+                    _ => 0,
+                };
+                let (expected, found) = (data[offset], got.get(offset).copied().unwrap_or(0));
+                return Err(StreamFailure::ReadBack { when: when.into(), queue, page_size, offset, expected, found });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Runs `programs` random programs of stream `seed` over every queue of
 /// `dev` (booted), with traces, and checks the stores at random
 /// checkpoints and at the end.
@@ -197,9 +257,21 @@ pub fn run(dev: &mut Device, seed: u64, programs: u32) -> Result<(), StreamFailu
         noops: (0..3).map(|i| Arc::new(noop.renamed(&format!("noop#{i}")))).collect(),
     };
     let mut expected = Expected::new();
+    let mut side = Side::new(dev, &mut s.rng)?;
     let mut i = 0;
     while i < programs {
         let q = s.pick(cqs as usize) as u8;
+        if s.rng.chance(0.04) {
+            side.write_and_read(dev, &mut s.rng, q)?;
+        }
+        if s.rng.chance(0.1) {
+            side.collect(dev, false, &format!("after program {i}"))?;
+        }
+        if cqs > 1 && s.rng.chance(0.04) {
+            // The other queue's next work waits for this one's so far.
+            let event = dev.cq(q)?.record_event()?;
+            dev.cq((q + 1) % cqs)?.wait_for_event(event)?;
+        }
         if s.rng.chance(0.1) {
             // A trace of a few programs, replayed one to three times; a
             // capture runs nothing by itself.
@@ -230,5 +302,6 @@ pub fn run(dev: &mut Device, seed: u64, programs: u32) -> Result<(), StreamFailu
         }
     }
     finish_all(dev)?;
+    side.collect(dev, true, "at the end")?;
     check(dev, &expected, "at the end")
 }

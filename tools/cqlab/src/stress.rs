@@ -45,6 +45,8 @@ pub enum Workload {
     CopyStress,
     /// The race tool's random protocol workload (--iterations x 12 commands).
     Random,
+    /// The race tool's random program streams (--iterations x 25 programs).
+    Programs,
 }
 
 /// What shapes one run (shared by `restart` and `run-one`).
@@ -62,7 +64,7 @@ pub struct WorkloadArgs {
     /// copy_stress: bytes per read.
     #[arg(long, default_value_t = 4096)]
     pub bytes: u64,
-    /// random: iterations (12 commands each).
+    /// random: iterations (12 commands each); programs: iterations (25 programs each).
     #[arg(long, default_value_t = 4)]
     pub iterations: u32,
     /// Device cycles without progress before a wait gives up.
@@ -138,6 +140,7 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
                 std::io::stdout().flush().ok();
             }),
             Workload::Random => crate::race::random::run(w.iterations, a.seed, &mut dev),
+            Workload::Programs => crate::race::programs::run(w.iterations, a.seed, &mut dev),
         };
         out.map(|()| dev.now() - t0)
     });
@@ -193,6 +196,7 @@ fn one_argv(w: &WorkloadArgs, seed: u64, reset_first: bool) -> Vec<String> {
     let workload = match w.workload {
         Workload::CopyStress => "copy_stress",
         Workload::Random => "random",
+        Workload::Programs => "programs",
     };
     for (k, val) in [
         ("--workload", workload.to_owned()),
@@ -317,7 +321,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             let (seed, kill, point) = (rng.next_u64(), rng.chance(a.kill_rate), rng.next_u64());
             let at = match a.workload.workload {
                 Workload::CopyStress => KillAt::Enqueued(1 + point % depth),
-                Workload::Random => KillAt::After(Duration::from_millis(point % 20)),
+                Workload::Random | Workload::Programs => KillAt::After(Duration::from_millis(point % 20)),
             };
             (seed, kill.then_some(at))
         })

@@ -94,4 +94,27 @@ fn runs_after_a_sigkill_boot_clean_on_a_daemon() {
     assert_eq!(code, 0, "{v}");
     assert!(v["killed"].as_u64().unwrap() > 0, "{v}");
     assert_eq!(v["failures_after_kill"], 0, "{v}");
+    // Program streams on the same device: a run killed mid-stream leaves
+    // kernels resident and launches in flight that the next process, which
+    // knows nothing of them, must not rely on.
+    let (code, v) = stress(&[
+        "--workload",
+        "programs",
+        "--iterations",
+        "2",
+        "--runs",
+        "8",
+        "--kill-rate",
+        "0.4",
+        "--seed",
+        "7",
+        "--reset",
+        "never",
+        "--device",
+        &device,
+    ]);
+    assert!(d.child.try_wait().unwrap().is_none(), "the daemon exited: {:?}; {v}", d.child.try_wait());
+    assert_eq!(code, 0, "{v}");
+    assert!(v["killed"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["failures_after_kill"], 0, "{v}");
 }

@@ -1,7 +1,7 @@
 //! `cqlab race --workload programs`: random program streams
 //! (`cqlab_driver::workloads::program_stream`: kernels uploaded and
 //! evicted, args of random sizes, traces captured and replayed, on both
-//! queues) on a queue layout and timing drawn per seed, so the kernel-config
+//! queues, mixed with DRAM read-backs and cross-queue events) on a queue layout and timing drawn per seed, so the kernel-config
 //! ring, the launch ring, the issue and completion queues and the
 //! dispatcher ring wrap and fill at different points in each run. Every
 //! store a kernel makes is checked against the last program that made it.
@@ -49,6 +49,9 @@ pub fn run(iterations: u32, seed: u64, dev: &mut Device) -> Result<(), Failure> 
         StreamFailure::Driver(e) => Failure::Driver(e),
         mismatch @ StreamFailure::Mismatch { .. } => {
             Failure::Check { check: "program store differs", detail: mismatch.to_string() }
+        }
+        read_back @ StreamFailure::ReadBack { .. } => {
+            Failure::Check { check: "read-back differs", detail: read_back.to_string() }
         }
     })
 }
