@@ -16,12 +16,18 @@
 //! written.) Unaligned bytes are copied one by one; wider copies are word by word and may
 //! interleave with the other side's stores, exactly like a device reading memory the host is
 //! writing. Ordering against the host is the protocol's job (the host fences write-combined
-//! data before its doorbell; the firmware polls).
+//! data before its doorbell; the firmware polls), but the protocol assumes what PCIe and the
+//! NOC give: writes land in the order they were made. A weakly ordered host CPU (AArch64)
+//! would let the other process see this process's stores out of order (a completion pointer
+//! before the record it covers), so every store into the region is preceded by a release
+//! fence and every load followed by an acquire fence: stores become visible in program order,
+//! and nothing read after a load is older than it. On x86-64 both are compiler barriers only.
 //!
 //! Accesses go through the `volatile` crate's [`VolatilePtr`] (read-only for loads, write-only
 //! for stores). This is the only `unsafe` of the simulator's memory layer.
 
 use std::ptr::NonNull;
+use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
 use memmap2::MmapRaw;
@@ -145,11 +151,15 @@ impl SharedRegion {
                 i += 1;
             }
         }
+        // Later accesses see nothing older than these bytes.
+        fence(Ordering::Acquire);
     }
 
     /// The store side of [`Self::read_in_bounds`]: aligned words whole, in ascending order.
     #[inline(always)]
     fn write_in_bounds(&mut self, off: usize, data: &[u8]) {
+        // Earlier stores (the record a pointer covers) become visible first.
+        fence(Ordering::Release);
         let mut i = 0;
         while i < data.len() {
             if data.len() - i >= 4 && self.word_aligned(off + i) {
@@ -168,6 +178,7 @@ impl SharedRegion {
         if !self.in_bounds(off, len) {
             return false;
         }
+        fence(Ordering::Release);
         let mut i = 0;
         while i < len {
             if len - i >= 4 && self.word_aligned(off + i) {
