@@ -139,8 +139,18 @@ impl TargetCheck for Grid {
     }
 }
 
+/// A statistical profile (`Chip::set_pc_sampling`): the PC of each sampled
+/// core at every slice end, counted per (core index, PC).
+#[derive(Debug, Default)]
+struct PcSampling {
+    cores: Vec<usize>,
+    counts: BTreeMap<(usize, u32), u64>,
+}
+
 /// The simulated device.
 pub struct Chip {
+    /// PC samples being taken, if any (not device state: not in the digest).
+    sampling: Option<PcSampling>,
     cfg: SimConfig,
     cores: Vec<Core>,
     grid: Grid,
@@ -289,6 +299,7 @@ impl Chip {
             active: Vec::new(),
             order: Vec::new(),
             host_busy: 0,
+            sampling: None,
             cfg,
             cores,
             grid,
@@ -600,6 +611,11 @@ impl Chip {
             }
             self.now = slice_end;
             self.deliver_until(slice_end);
+            if let Some(sampling) = &mut self.sampling {
+                for &i in &sampling.cores {
+                    *sampling.counts.entry((i, self.cores[i].hart.pc())).or_default() += 1;
+                }
+            }
         }
         // The host may look at anything now: bring parked cores up to date
         // and idle cores' counters to device time.
@@ -1090,6 +1106,30 @@ impl Chip {
     /// Hang-dump view of one core; `None` if there is no core there.
     pub fn core_debug(&self, coord: Coord) -> Option<CoreDebug> {
         self.core(coord).map(|c| CoreDebug::of(c, crate::HISTORY_LEN))
+    }
+
+    /// Samples the PC of each of `cores` at the end of every scheduling
+    /// slice from now on, a statistical profile: each sample stands for one
+    /// slice of device time (`quantum_cycles`, plus jitter), spent at or
+    /// around that PC. Earlier samples are dropped; an empty list stops
+    /// sampling. Sampling reads only: a run is the same with it or without.
+    pub fn set_pc_sampling(&mut self, cores: &[Coord]) -> Result<(), SimError> {
+        let mut indices = Vec::with_capacity(cores.len());
+        for &c in cores {
+            let i = self.core_or_err(NocAddr::unicast(c, 0))?;
+            indices.push(i);
+        }
+        self.sampling = (!indices.is_empty()).then(|| PcSampling { cores: indices, counts: BTreeMap::new() });
+        Ok(())
+    }
+
+    /// The samples taken since `set_pc_sampling`: (core, PC, slices that
+    /// ended there), most samples first.
+    pub fn pc_samples(&self) -> Vec<(Coord, u32, u64)> {
+        let mut v: Vec<_> =
+            self.sampling.iter().flat_map(|s| &s.counts).map(|(&(i, pc), &n)| (self.cores[i].coord, pc, n)).collect();
+        v.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.packed().cmp(&b.0.packed())).then(a.1.cmp(&b.1)));
+        v
     }
 
     /// NOC transactions issued but not yet delivered or acknowledged.

@@ -553,3 +553,36 @@ fn deliveries_a_parked_loop_does_not_read_leave_it_parked_with_the_same_results(
     assert_eq!((on.digest(), at(&on, 0x84)), (off.digest(), at(&off, 0x84)));
     assert!(on.core(a).unwrap().fast_forwarded_cycles() > 2000);
 }
+
+/// A statistical profile: one sample per slice end, each in the loop the
+/// core runs, and a run sampled is the run unsampled.
+#[test]
+fn pc_samples_land_in_the_running_loop_and_change_nothing() {
+    let b = CODE.base;
+    // Three slow divisions and a quick add per lap.
+    let program =
+        [addi(5, 0, 1), lui(7, 0x7ffff), div(6, 7, 5), div(6, 7, 5), div(6, 7, 5), addi(6, 6, 1), jal(0, -16)];
+    let lap = b + 8..=b + 24;
+    let run = |sample: bool| {
+        let mut chip = Chip::new(small()).unwrap();
+        if sample {
+            chip.set_pc_sampling(&[worker(0, 0)]).unwrap();
+        }
+        boot(&mut chip, worker(0, 0), &program);
+        chip.advance(100_000);
+        (chip.digest(), chip.pc_samples())
+    };
+    let (plain, none) = run(false);
+    let (sampled, samples) = run(true);
+    assert_eq!(plain, sampled, "sampling changes nothing");
+    assert!(none.is_empty());
+    let total: u64 = samples.iter().map(|s| s.2).sum();
+    assert_eq!(total, 100_000 / small().quantum_cycles, "one sample per slice: {samples:?}");
+    assert!(samples.iter().all(|&(c, pc, _)| c == worker(0, 0) && lap.contains(&pc)), "{samples:?}");
+    // The lap touches no memory: fast-forward parks the core at its head,
+    // where nearly every sample then finds it.
+    let head: u64 = samples.iter().filter(|s| s.1 == b + 8).map(|s| s.2).sum();
+    assert!(head * 10 >= total * 9, "{samples:?}");
+    let mut chip = Chip::new(small()).unwrap();
+    assert!(chip.set_pc_sampling(&[Coord::new(60, 60)]).is_err(), "no core there");
+}

@@ -150,14 +150,31 @@ impl Device {
         (0..self.cfg.worker_rows).flat_map(move |r| (0..self.cfg.worker_cols).map(move |c| noc::worker(c, r)))
     }
 
+    /// Where the CQ firmware (`prefetch`, `dispatch`) comes from: the
+    /// firmware directory or its known-bug variant.
+    fn cq_firmware_dir(&self) -> std::path::PathBuf {
+        match &self.cfg.firmware_variant {
+            Some(v) => self.cfg.firmware_dir.join("variants").join(v),
+            None => self.cfg.firmware_dir.clone(),
+        }
+    }
+
+    /// The ELF of the firmware `core` boots (its symbols name the PCs a
+    /// profile samples), or `None` when no firmware runs there.
+    pub fn firmware_elf(&self, core: Coord) -> Option<std::path::PathBuf> {
+        let cq = (0..self.cfg.num_cqs).find(|&q| noc::prefetcher(q) == core || noc::dispatcher(q) == core);
+        match cq {
+            Some(q) if noc::prefetcher(q) == core => Some(self.cq_firmware_dir().join("prefetch")),
+            Some(_) => Some(self.cq_firmware_dir().join("dispatch")),
+            None => self.workers().any(|w| w == core).then(|| self.cfg.firmware_dir.join(FirmwareId::Worker.name())),
+        }
+    }
+
     /// Loads the firmware through the BAR, releases reset and waits for every
     /// core's alive record.
     pub fn boot(&mut self) -> Result<()> {
         let dir = self.cfg.firmware_dir.clone();
-        let cq_dir = match &self.cfg.firmware_variant {
-            Some(v) => dir.join("variants").join(v),
-            None => dir.clone(),
-        };
+        let cq_dir = self.cq_firmware_dir();
         let image = |name: &str| FirmwareImage::load(&dir.join(name));
         let (prefetch, dispatch) =
             (FirmwareImage::load(&cq_dir.join("prefetch"))?, FirmwareImage::load(&cq_dir.join("dispatch"))?);

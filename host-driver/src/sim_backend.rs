@@ -96,4 +96,10 @@ impl Introspect for EmbeddedSim {
     fn run_cycles(&mut self, cycles: u64) -> Result<u64> {
         Ok(self.chip.host_poll(cycles))
     }
+    fn set_pc_sampling(&mut self, cores: &[Coord]) -> Result<()> {
+        self.chip.set_pc_sampling(cores).map_err(sim_err)
+    }
+    fn pc_samples(&mut self) -> Result<Vec<(Coord, u32, u64)>> {
+        Ok(self.chip.pc_samples())
+    }
 }

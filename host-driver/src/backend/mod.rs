@@ -111,6 +111,16 @@ pub trait Introspect {
     /// Runs the device exactly `cycles` cycles (plus host time still owed).
     /// Returns the device time.
     fn run_cycles(&mut self, cycles: u64) -> Result<u64>;
+    /// Samples the PC of each of `cores` at every scheduling slice from now
+    /// on, dropping earlier samples (an empty list stops): a statistical
+    /// profile, where the backend can take one (the embedded simulator).
+    fn set_pc_sampling(&mut self, _cores: &[Coord]) -> Result<()> {
+        Err(crate::error::DriverError::Backend("PC sampling needs the embedded simulator".into()))
+    }
+    /// The samples so far: (core, PC, slices that ended there), most first.
+    fn pc_samples(&mut self) -> Result<Vec<(Coord, u32, u64)>> {
+        Err(crate::error::DriverError::Backend("PC sampling needs the embedded simulator".into()))
+    }
 }
 
 /// Reads an ABI struct (its size from its own definition) through the BAR.

@@ -37,6 +37,11 @@ pub struct Args {
     /// Only the points of this axis (and the base point).
     #[arg(long, value_parser = ["base", "cores", "kernel_bytes", "unique_args", "common_args", "kernel_cycles", "cqs"])]
     pub axis: Option<String>,
+    /// Also profile these cores over each point's timed run
+    /// (`prefetcher0,dispatcher0,worker0.0`): device time per firmware
+    /// function, from PC samples at every scheduling slice.
+    #[arg(long, value_parser = |s: &str| crate::profile::parse_cores(s))]
+    pub profile: Option<crate::profile::Cores>,
 }
 
 /// Most programs per point: a point at this many takes minutes already.
@@ -70,6 +75,9 @@ struct Row {
     /// Time one memcpy of those bytes takes on this host, measured in the
     /// same run: the floor of `host_enqueue_us_per_program`.
     memcpy_us_per_program: f64,
+    /// `--profile`: per profiled core, its functions by share of samples.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    profile: Vec<crate::profile::FunctionShare>,
 }
 
 const BASE: Point = Point {
@@ -165,13 +173,13 @@ fn capture(dev: &mut Device, programs: &[Program], n: u32) -> Result<(Trace, u32
     }
 }
 
-fn measure(p: &Point, n: u32, seed: u64, copy: &mut CopyBound) -> Result<Row> {
+fn measure(p: &Point, n: u32, seed: u64, copy: &mut CopyBound, profile: &[cqlab_abi::noc::Coord]) -> Result<Row> {
     let cfg = DeviceConfig { num_cqs: p.cqs, ..Default::default() };
     let mut dev = Device::open(&format!("embedded:seed={seed}"), cfg)?;
     dev.boot()?;
     let programs = programs_for(&dev, p)?;
     let bytes = dev.load_kernel(p.kernel)?.len();
-    let (cycles, host) = if p.trace {
+    let (cycles, host, profile) = if p.trace {
         if p.cached {
             // Cached means resident before the timed region, as on the
             // untraced path and in tt-metal's pgm_dispatch (which enqueues
@@ -189,14 +197,18 @@ fn measure(p: &Point, n: u32, seed: u64, copy: &mut CopyBound) -> Result<Row> {
         // Warm up: one replay leaves the trace's kernels resident.
         dev.cq(0)?.execute_trace(&trace)?;
         dev.cq(0)?.finish()?;
+        if !profile.is_empty() {
+            crate::profile::start(&mut dev, profile)?;
+        }
         let c0 = dev.now();
         let mut cq = dev.cq(0)?;
         for _ in 0..replays {
             cq.execute_trace(&trace)?;
         }
         let cycles = (finished_at(&mut dev)? - c0) as f64 / (replays * per_trace) as f64;
+        let profiled = if profile.is_empty() { Vec::new() } else { crate::profile::take(&mut dev)? };
         let host = host_time(&mut dev, copy, per_trace, 1, |cq, _| cq.execute_trace(&trace))?;
-        (cycles, host)
+        (cycles, host, profiled)
     } else {
         let mut cq = dev.cq(0)?;
         // Warm up: kernels resident and the queues in their steady state.
@@ -204,18 +216,22 @@ fn measure(p: &Point, n: u32, seed: u64, copy: &mut CopyBound) -> Result<Row> {
             cq.enqueue_program(prog)?;
         }
         cq.finish()?;
+        if !profile.is_empty() {
+            crate::profile::start(&mut dev, profile)?;
+        }
         let c0 = dev.now();
         let mut cq = dev.cq(0)?;
         for i in 0..n {
             cq.enqueue_program(&programs[i as usize % programs.len()])?;
         }
         let cycles = (finished_at(&mut dev)? - c0) as f64 / n as f64;
+        let profiled = if profile.is_empty() { Vec::new() } else { crate::profile::take(&mut dev)? };
         // Carry on through the programs where the loop above left off, so
         // that uncached points keep uploading every program.
         let host = host_time(&mut dev, copy, 1, programs.len(), |cq, i| {
             cq.enqueue_program(&programs[(n + i) as usize % programs.len()])
         })?;
-        (cycles, host)
+        (cycles, host, profiled)
     };
     Ok(Row {
         point: Point { kernel_bytes: bytes, ..p.clone() },
@@ -225,6 +241,7 @@ fn measure(p: &Point, n: u32, seed: u64, copy: &mut CopyBound) -> Result<Row> {
         host_enqueue_us_per_program: host.us_per_program,
         host_bytes_per_program: host.bytes_per_program,
         memcpy_us_per_program: host.memcpy_us_per_program,
+        profile,
     })
 }
 
@@ -376,7 +393,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     let mut rows = Vec::new();
     let mut copy = CopyBound::new();
     for p in points().iter().filter(|p| args.axis.as_deref().is_none_or(|a| a == p.axis || p.axis == "base")) {
-        let row = measure(p, args.programs, args.seed, &mut copy)
+        let row = measure(p, args.programs, args.seed, &mut copy, args.profile.as_ref().map_or(&[][..], |c| &c.0[..]))
             .with_context(|| format!("measuring {} {:?} trace={}", p.axis, p.kernel, p.trace))?;
         if !args.json && !args.csv {
             eprint!(".");
@@ -391,9 +408,38 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
         eprintln!();
         print!("{}", table(&rows));
         print!("{}", targets(&rows));
+        print!("{}", profiles(&rows));
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// `--profile`: each point's top functions per profiled core.
+fn profiles(rows: &[Row]) -> String {
+    let mut s = String::new();
+    for r in rows.iter().filter(|r| !r.profile.is_empty()) {
+        let p = &r.point;
+        s += &format!(
+            "\nprofile: {} {} {}{} ({:.0} cycles/program)\n",
+            p.axis,
+            x(r),
+            p.kernel,
+            label(p),
+            r.device_cycles_per_program
+        );
+        let mut shown: std::collections::BTreeMap<&str, usize> = Default::default();
+        for f in &r.profile {
+            let n = shown.entry(&f.core).or_default();
+            *n += 1;
+            if *n <= PROFILE_TOP {
+                s += &format!("  {:<13} {:>5.1}%  {:>6}  {}\n", f.core, 100.0 * f.share, f.samples, f.function);
+            }
+        }
+    }
+    s
+}
+
+/// Functions shown per core and point (`--json` has them all).
+const PROFILE_TOP: usize = 8;
 
 /// The value an axis varies, for plotting.
 fn x(r: &Row) -> String {

@@ -13,6 +13,7 @@ mod driver_bench;
 mod matmul;
 mod out;
 mod perf;
+mod profile;
 mod race;
 mod replay;
 mod run;

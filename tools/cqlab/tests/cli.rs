@@ -169,3 +169,30 @@ fn bench_dispatch_json_rows_carry_the_documented_keys() {
     };
     assert!(cycles(true) < cycles(false), "traced {} untraced {}", cycles(true), cycles(false));
 }
+
+/// `bench dispatch --profile`: per point, each profiled core's device time
+/// by firmware function, named from the core's ELF symbols; the shares of
+/// a core add up to all of its samples.
+#[test]
+fn bench_dispatch_profiles_name_firmware_functions() {
+    let (code, v) =
+        cqlab_json(&["bench", "dispatch", "--axis", "base", "--programs", "40", "--profile", "prefetcher0,worker0.0"]);
+    assert_eq!(code, 0, "{v}");
+    for row in v["rows"].as_array().expect("rows") {
+        let profile = row["profile"].as_array().unwrap_or_else(|| panic!("no profile: {row}"));
+        for core in ["prefetcher0", "worker0.0"] {
+            let shares: Vec<&serde_json::Value> = profile.iter().filter(|f| f["core"] == core).collect();
+            let total: f64 = shares.iter().map(|f| f["share"].as_f64().unwrap()).sum();
+            assert!((total - 1.0).abs() < 1e-9, "{core}: {total} {row}");
+            assert!(shares.iter().all(|f| f["samples"].as_u64().unwrap() > 0), "{row}");
+        }
+        let named = |core: &str, part: &str| {
+            profile.iter().any(|f| f["core"] == core && f["function"].as_str().unwrap().contains(part))
+        };
+        assert!(named("prefetcher0", "Prefetcher"), "the prefetcher's own functions: {row}");
+        assert!(named("worker0.0", "worker::"), "the worker firmware's functions: {row}");
+    }
+    let out = cqlab(&["bench", "dispatch", "--profile", "prefetcher0,bogus"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bogus"), "{}", text(&out));
+}

@@ -22,7 +22,8 @@ pub const STRONG: &str =
 
 const MAX_CYCLES: u64 = 10_000_000;
 
-fn core(name: &str) -> Option<Coord> {
+/// A core by name: `prefetcherQ`, `dispatcherQ`, `workerC.R`.
+pub(crate) fn core(name: &str) -> Option<Coord> {
     if let Some(q) = name.strip_prefix("prefetcher") {
         return q.parse().ok().filter(|&q| q < noc::MAX_CQS).map(noc::prefetcher);
     }

@@ -1,0 +1,146 @@
+//! Statistical firmware profiles (`cqlab bench dispatch --profile`): the
+//! embedded simulator samples chosen cores' PCs at the end of every
+//! scheduling slice (`Chip::set_pc_sampling`), and each PC is named by the
+//! function of that core's firmware ELF that holds it. A sample stands for
+//! one slice of device time (200 cycles by default), so a function's share
+//! of the samples is its share of the core's time, to within a few slices.
+//! A core parked by fast-forward in a polling loop is sampled at the loop's
+//! head: waits show as the function that waits.
+
+use anyhow::{Context, Result};
+use cqlab_abi::noc::{self, Coord};
+use cqlab_driver::Device;
+use object::{Object, ObjectSymbol, SymbolKind};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One function's share of a core's samples.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FunctionShare {
+    pub core: String,
+    pub function: String,
+    pub samples: u64,
+    /// Of the core's samples, 0..=1.
+    pub share: f64,
+}
+
+/// Cores to profile, as one option value.
+#[derive(Clone, Debug)]
+pub struct Cores(pub Vec<Coord>);
+
+/// Parses `prefetcher0,dispatcher0,worker1.2`.
+pub fn parse_cores(spec: &str) -> Result<Cores, String> {
+    spec.split(',')
+        .map(|name| {
+            crate::race::faults::core(name.trim())
+                .ok_or_else(|| format!("--profile {name}: a core is prefetcherQ, dispatcherQ or workerC.R"))
+        })
+        .collect::<Result<_, _>>()
+        .map(Cores)
+}
+
+/// The name `parse_cores` reads.
+pub fn core_name(c: Coord) -> String {
+    for q in 0..noc::MAX_CQS {
+        if c == noc::prefetcher(q) {
+            return format!("prefetcher{q}");
+        }
+        if c == noc::dispatcher(q) {
+            return format!("dispatcher{q}");
+        }
+    }
+    match noc::worker_index(c) {
+        Some((col, row)) => format!("worker{col}.{row}"),
+        None => format!("{c:?}"),
+    }
+}
+
+/// Starts sampling `cores` (dropping earlier samples).
+pub fn start(dev: &mut Device, cores: &[Coord]) -> Result<()> {
+    let Some(sim) = dev.backend().introspect() else {
+        anyhow::bail!("--profile needs the embedded simulator");
+    };
+    Ok(sim.set_pc_sampling(cores)?)
+}
+
+/// Stops sampling and names the samples by function: per core, most
+/// samples first.
+pub fn take(dev: &mut Device) -> Result<Vec<FunctionShare>> {
+    let Some(sim) = dev.backend().introspect() else {
+        anyhow::bail!("--profile needs the embedded simulator");
+    };
+    let samples = sim.pc_samples()?;
+    sim.set_pc_sampling(&[])?;
+    let mut symbols: BTreeMap<PathBuf, Vec<Function>> = BTreeMap::new();
+    let mut by_function: BTreeMap<(u32, String), u64> = BTreeMap::new();
+    let mut per_core: BTreeMap<u32, u64> = BTreeMap::new();
+    for (core, pc, n) in samples {
+        let name = match dev.firmware_elf(core) {
+            Some(elf) => {
+                if !symbols.contains_key(&elf) {
+                    let table = functions(&elf)?;
+                    symbols.insert(elf.clone(), table);
+                }
+                function_at(&symbols[&elf], pc)
+            }
+            None => format!("pc {pc:#x}"),
+        };
+        *by_function.entry((core.packed(), name)).or_default() += n;
+        *per_core.entry(core.packed()).or_default() += n;
+    }
+    let mut out: Vec<FunctionShare> = by_function
+        .into_iter()
+        .map(|((core, function), samples)| FunctionShare {
+            core: core_name(Coord::unpack(core)),
+            function,
+            samples,
+            share: samples as f64 / per_core[&core] as f64,
+        })
+        .collect();
+    out.sort_by(|a, b| a.core.cmp(&b.core).then(b.samples.cmp(&a.samples)).then(a.function.cmp(&b.function)));
+    Ok(out)
+}
+
+/// A function of a firmware ELF: [start, end) and its demangled name.
+struct Function {
+    start: u64,
+    end: u64,
+    name: String,
+}
+
+fn functions(elf: &Path) -> Result<Vec<Function>> {
+    let bytes = std::fs::read(elf).with_context(|| format!("reading {} for its symbols", elf.display()))?;
+    let file = object::File::parse(&*bytes).with_context(|| format!("{}: not an ELF", elf.display()))?;
+    let mut v: Vec<Function> = file
+        .symbols()
+        .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0)
+        .filter_map(|s| {
+            let name = s.name().ok()?;
+            Some(Function {
+                start: s.address(),
+                end: s.address() + s.size(),
+                name: format!("{:#}", rustc_demangle::demangle(name)),
+            })
+        })
+        .collect();
+    v.sort_by_key(|f| f.start);
+    Ok(v)
+}
+
+/// The function holding `pc`, or where it lies when none does (kernel
+/// text a worker runs from its slots has no symbols in the worker ELF).
+fn function_at(table: &[Function], pc: u32) -> String {
+    let pc = pc as u64;
+    let i = table.partition_point(|f| f.start <= pc);
+    match i.checked_sub(1).map(|i| &table[i]) {
+        Some(f) if pc < f.end => f.name.clone(),
+        _ => {
+            let kernels = cqlab_abi::memory_map::KERNEL_TEXT;
+            if (kernels.base as u64..kernels.end() as u64).contains(&pc) {
+                "(kernel text)".into()
+            } else {
+                format!("pc {pc:#x}")
+            }
+        }
+    }
+}
