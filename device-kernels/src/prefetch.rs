@@ -515,32 +515,27 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         }
     }
 
-    /// Relays `pieces` NOC ranges (`piece(i)`: source and length, a
-    /// multiple of 16 of at most `SCRATCH_PIECE`) through the relay
-    /// scratch, as tt-metal's prefetcher relays paged data: the reads of
-    /// the next `SCRATCH_SLOTS - 1` pieces are in flight, each with its
-    /// slot's transaction id, while a piece is relayed, so a relay costs
-    /// one read latency plus its bytes rather than a latency per piece.
-    /// Like a replayed relay, its flush is owed, not waited for (the pieces
-    /// still leaving are signalled at the next relay piece or wait).
+    /// Relays a remote range (`Remote`: pieces of at most `SCRATCH_PIECE`
+    /// bytes, each a multiple of 16) through the relay scratch, as
+    /// tt-metal's prefetcher relays paged data: while a piece is relayed,
+    /// the reads of the next `SCRATCH_SLOTS - 1` are in flight, each with
+    /// its slot's transaction id, so a relay costs one read latency plus its
+    /// bytes rather than a latency per piece. A slot is refilled before the
+    /// next piece is relayed, once the slot's previous relay has left: the
+    /// reads start as early as they can (refilling after the next relay
+    /// instead, so that the NOC interface never drains, measured slower:
+    /// read-back 1.88 -> 1.73 B/cycle in 1 KiB pages, 7.60 -> 7.18 in 32
+    /// KiB). Like a replayed relay, its flush is owed, not waited for (the
+    /// pieces still leaving are signalled at the next relay piece or wait).
     #[inline(never)]
     fn relay_remote(&mut self, remote: Remote) {
         let pieces = remote.pieces().unwrap_or(0);
-        let piece = |me: &Self, i: u32| remote.piece(i, me.cfg.dram_banks);
         let turn = self.scratch_turn;
         let slot_of = |i: u32| (turn + i) % SCRATCH_SLOTS;
         let mut issued = 0;
         for i in 0..pieces {
             while issued < pieces && issued < i + SCRATCH_SLOTS {
-                let slot = slot_of(issued);
-                // The slot's previous relay must have left it. Known bug 6
-                // reads the next piece over it.
-                #[cfg(not(feature = "bug-relay-reuse-before-sent"))]
-                crate::report::wait_sent_until(self.p, self.scratch_sent[slot as usize]);
-                let (src, n) = piece(self, issued);
-                self.p.noc_read_with_id(src, scratch_slot(slot), n, scratch_read_id(slot));
-                let reads = &mut self.scratch_reads[slot as usize];
-                *reads = reads.wrapping_add(n.div_ceil(NOC_MAX_PACKET));
+                self.read_piece(&remote, issued, slot_of(issued));
                 issued += 1;
             }
             let slot = slot_of(i);
@@ -550,12 +545,24 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 self.signal_sent();
                 wait_until(self.p, NRW, |p| p.reads_acked_id(id) == want);
             }
-            let (_, n) = piece(self, i);
+            let (_, n) = remote.piece(i, self.cfg.dram_banks);
             self.relay_local(scratch_slot(slot), n, false);
             self.scratch_sent[slot as usize] = self.p.writes_issued();
         }
         self.scratch_turn = slot_of(pieces);
         self.signal_sent();
+    }
+
+    /// Issues the read of `remote`'s piece `i` into relay-scratch slot
+    /// `slot`, once the slot's previous relay has left it (known bug 6 reads
+    /// the next piece over it).
+    fn read_piece(&mut self, remote: &Remote, i: u32, slot: u32) {
+        #[cfg(not(feature = "bug-relay-reuse-before-sent"))]
+        crate::report::wait_sent_until(self.p, self.scratch_sent[slot as usize]);
+        let (src, n) = remote.piece(i, self.cfg.dram_banks);
+        self.p.noc_read_with_id(src, scratch_slot(slot), n, scratch_read_id(slot));
+        let reads = &mut self.scratch_reads[slot as usize];
+        *reads = reads.wrapping_add(n.div_ceil(NOC_MAX_PACKET));
     }
 
     /// Signals every written unit to the dispatcher. The data and the

@@ -140,11 +140,12 @@ impl TargetCheck for Grid {
 }
 
 /// A statistical profile (`Chip::set_pc_sampling`): the PC of each sampled
-/// core at every slice end, counted per (core index, PC).
+/// core at every slice end, weighted by the slice's cycles, per (core
+/// index, PC).
 #[derive(Debug, Default)]
 struct PcSampling {
     cores: Vec<usize>,
-    counts: BTreeMap<(usize, u32), u64>,
+    cycles: BTreeMap<(usize, u32), u64>,
 }
 
 /// The simulated device.
@@ -609,11 +610,14 @@ impl Chip {
                 }
                 self.order = order;
             }
+            let slice = slice_end - self.now;
             self.now = slice_end;
             self.deliver_until(slice_end);
             if let Some(sampling) = &mut self.sampling {
+                // Slices are cut short where a host step ends (a poll, a
+                // BAR access): each sample counts the cycles it stands for.
                 for &i in &sampling.cores {
-                    *sampling.counts.entry((i, self.cores[i].hart.pc())).or_default() += 1;
+                    *sampling.cycles.entry((i, self.cores[i].hart.pc())).or_default() += slice;
                 }
             }
         }
@@ -1109,25 +1113,27 @@ impl Chip {
     }
 
     /// Samples the PC of each of `cores` at the end of every scheduling
-    /// slice from now on, a statistical profile: each sample stands for one
-    /// slice of device time (`quantum_cycles`, plus jitter), spent at or
-    /// around that PC. Earlier samples are dropped; an empty list stops
-    /// sampling. Sampling reads only: a run is the same with it or without.
+    /// slice from now on, a statistical profile: each sample stands for the
+    /// slice's device time (`quantum_cycles` plus jitter, or less where a
+    /// host step ends the slice early), spent at or around that PC. Earlier
+    /// samples are dropped; an empty list stops sampling. Sampling reads
+    /// only: a run is the same with it or without.
     pub fn set_pc_sampling(&mut self, cores: &[Coord]) -> Result<(), SimError> {
         let mut indices = Vec::with_capacity(cores.len());
         for &c in cores {
             let i = self.core_or_err(NocAddr::unicast(c, 0))?;
             indices.push(i);
         }
-        self.sampling = (!indices.is_empty()).then(|| PcSampling { cores: indices, counts: BTreeMap::new() });
+        self.sampling = (!indices.is_empty()).then(|| PcSampling { cores: indices, cycles: BTreeMap::new() });
         Ok(())
     }
 
-    /// The samples taken since `set_pc_sampling`: (core, PC, slices that
-    /// ended there), most samples first.
+    /// The samples taken since `set_pc_sampling`: (core, PC, cycles of the
+    /// slices that ended there), most cycles first. Each core's cycles add
+    /// up to the device time since sampling started.
     pub fn pc_samples(&self) -> Vec<(Coord, u32, u64)> {
         let mut v: Vec<_> =
-            self.sampling.iter().flat_map(|s| &s.counts).map(|(&(i, pc), &n)| (self.cores[i].coord, pc, n)).collect();
+            self.sampling.iter().flat_map(|s| &s.cycles).map(|(&(i, pc), &n)| (self.cores[i].coord, pc, n)).collect();
         v.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.packed().cmp(&b.0.packed())).then(a.1.cmp(&b.1)));
         v
     }

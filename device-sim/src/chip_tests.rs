@@ -554,8 +554,9 @@ fn deliveries_a_parked_loop_does_not_read_leave_it_parked_with_the_same_results(
     assert!(on.core(a).unwrap().fast_forwarded_cycles() > 2000);
 }
 
-/// A statistical profile: one sample per slice end, each in the loop the
-/// core runs, and a run sampled is the run unsampled.
+/// A statistical profile: one sample per slice end, weighted by the
+/// slice's cycles, each in the loop the core runs; a run sampled is the
+/// run unsampled.
 #[test]
 fn pc_samples_land_in_the_running_loop_and_change_nothing() {
     let b = CODE.base;
@@ -577,7 +578,7 @@ fn pc_samples_land_in_the_running_loop_and_change_nothing() {
     assert_eq!(plain, sampled, "sampling changes nothing");
     assert!(none.is_empty());
     let total: u64 = samples.iter().map(|s| s.2).sum();
-    assert_eq!(total, 100_000 / small().quantum_cycles, "one sample per slice: {samples:?}");
+    assert_eq!(total, 100_000, "the samples' cycles are the time sampled: {samples:?}");
     assert!(samples.iter().all(|&(c, pc, _)| c == worker(0, 0) && lap.contains(&pc)), "{samples:?}");
     // The lap touches no memory: fast-forward parks the core at its head,
     // where nearly every sample then finds it.

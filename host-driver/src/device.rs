@@ -164,6 +164,8 @@ impl Device {
     pub fn firmware_elf(&self, core: Coord) -> Option<std::path::PathBuf> {
         let cq = (0..self.cfg.num_cqs).find(|&q| noc::prefetcher(q) == core || noc::dispatcher(q) == core);
         match cq {
+            // Slow dispatch holds the CQ cores in reset.
+            Some(_) if self.cfg.slow_dispatch => None,
             Some(q) if noc::prefetcher(q) == core => Some(self.cq_firmware_dir().join("prefetch")),
             Some(_) => Some(self.cq_firmware_dir().join("dispatch")),
             None => self.workers().any(|w| w == core).then(|| self.cfg.firmware_dir.join(FirmwareId::Worker.name())),

@@ -2,14 +2,15 @@
 //! slots), random rectangles, unique and common args of random sizes (so
 //! the kernel-config ring wraps at random points), traces captured and
 //! replayed in between, on every queue of the device, mixed with DRAM
-//! buffer writes and deferred read-backs (relayed page by page while
+//! buffer writes and deferred read-backs (relayed by the prefetcher while
 //! programs dispatch) and events one queue waits for on another. Every
 //! `spin` stores a value of its own at an address of its own; at
 //! checkpoints and at the end every core must hold, at each address, the
 //! value of the last program that wrote it there, and every read-back the
 //! bytes last written. Nothing in a stream is chosen to hit a
 //! known case: it is for the residency, ring-reuse and replay bugs nobody
-//! thought of. Run by the tests and by `cqlab race --workload programs`.
+//! thought of. Run by the tests, `cqlab race --workload programs` and
+//! `cqlab stress restart --workload programs`.
 
 use crate::{Buffer, CoreRange, Device, DriverError, KernelImage, PendingRead, Placement, Program};
 use cqlab_abi::memory_map::{MAX_CHUNK, USER};

@@ -431,7 +431,7 @@ fn profiles(rows: &[Row]) -> String {
             let n = shown.entry(&f.core).or_default();
             *n += 1;
             if *n <= PROFILE_TOP {
-                s += &format!("  {:<13} {:>5.1}%  {:>6}  {}\n", f.core, 100.0 * f.share, f.samples, f.function);
+                s += &format!("  {:<13} {:>5.1}%  {:>9}  {}\n", f.core, 100.0 * f.share, f.cycles, f.function);
             }
         }
     }

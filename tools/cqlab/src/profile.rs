@@ -2,8 +2,9 @@
 //! embedded simulator samples chosen cores' PCs at the end of every
 //! scheduling slice (`Chip::set_pc_sampling`), and each PC is named by the
 //! function of that core's firmware ELF that holds it. A sample stands for
-//! one slice of device time (200 cycles by default), so a function's share
-//! of the samples is its share of the core's time, to within a few slices.
+//! its slice's device time (200 cycles by default, less where a host step
+//! cut the slice short), so a function's cycles are its share of the
+//! core's time, to within a few slices.
 //! A core parked by fast-forward in a polling loop is sampled at the loop's
 //! head: waits show as the function that waits.
 
@@ -14,13 +15,14 @@ use object::{Object, ObjectSymbol, SymbolKind};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// One function's share of a core's samples.
+/// One function's share of a core's device time.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FunctionShare {
     pub core: String,
     pub function: String,
-    pub samples: u64,
-    /// Of the core's samples, 0..=1.
+    /// Device cycles of the samples that found the core in this function.
+    pub cycles: u64,
+    /// Of the core's sampled cycles, 0..=1.
     pub share: f64,
 }
 
@@ -64,7 +66,7 @@ pub fn start(dev: &mut Device, cores: &[Coord]) -> Result<()> {
 }
 
 /// Stops sampling and names the samples by function: per core, most
-/// samples first.
+/// cycles first.
 pub fn take(dev: &mut Device) -> Result<Vec<FunctionShare>> {
     let Some(sim) = dev.backend().introspect() else {
         anyhow::bail!("--profile needs the embedded simulator");
@@ -74,7 +76,7 @@ pub fn take(dev: &mut Device) -> Result<Vec<FunctionShare>> {
     let mut symbols: BTreeMap<PathBuf, Vec<Function>> = BTreeMap::new();
     let mut by_function: BTreeMap<(u32, String), u64> = BTreeMap::new();
     let mut per_core: BTreeMap<u32, u64> = BTreeMap::new();
-    for (core, pc, n) in samples {
+    for (core, pc, cycles) in samples {
         let name = match dev.firmware_elf(core) {
             Some(elf) => {
                 if !symbols.contains_key(&elf) {
@@ -85,19 +87,19 @@ pub fn take(dev: &mut Device) -> Result<Vec<FunctionShare>> {
             }
             None => format!("pc {pc:#x}"),
         };
-        *by_function.entry((core.packed(), name)).or_default() += n;
-        *per_core.entry(core.packed()).or_default() += n;
+        *by_function.entry((core.packed(), name)).or_default() += cycles;
+        *per_core.entry(core.packed()).or_default() += cycles;
     }
     let mut out: Vec<FunctionShare> = by_function
         .into_iter()
-        .map(|((core, function), samples)| FunctionShare {
+        .map(|((core, function), cycles)| FunctionShare {
             core: core_name(Coord::unpack(core)),
             function,
-            samples,
-            share: samples as f64 / per_core[&core] as f64,
+            cycles,
+            share: cycles as f64 / per_core[&core] as f64,
         })
         .collect();
-    out.sort_by(|a, b| a.core.cmp(&b.core).then(b.samples.cmp(&a.samples)).then(a.function.cmp(&b.function)));
+    out.sort_by(|a, b| a.core.cmp(&b.core).then(b.cycles.cmp(&a.cycles)).then(a.function.cmp(&b.function)));
     Ok(out)
 }
 

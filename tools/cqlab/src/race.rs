@@ -39,7 +39,8 @@ pub enum WorkloadKind {
     /// A seeded random mix of every command kind, checked against a reference model.
     Random,
     /// Random program streams (kernel uploads and evictions, args of random
-    /// sizes, traces) on both queues, every kernel's store checked.
+    /// sizes, traces) on both queues, mixed with DRAM read-backs and
+    /// cross-queue events; every kernel's store and read-back checked.
     Programs,
 }
 
@@ -105,7 +106,9 @@ pub struct Args {
     /// Device read latency of host memory over PCIe, in cycles.
     #[arg(long, default_value_t = 750)]
     pub pcie_read_latency: u64,
-    /// Issue-queue bytes per CQ (smaller fills and wraps it sooner).
+    /// Issue-queue bytes per CQ (smaller fills and wraps it sooner). The
+    /// random and programs workloads draw this and the completion size,
+    /// ring pages and PCIe latency per seed instead.
     #[arg(long, default_value_t = cqlab_abi::sysmem::DEFAULT_ISSUE_QUEUE_SIZE)]
     pub issue_size: u32,
     /// Completion-queue bytes per CQ.

@@ -64,7 +64,8 @@ pub struct WorkloadArgs {
     /// copy_stress: bytes per read.
     #[arg(long, default_value_t = 4096)]
     pub bytes: u64,
-    /// random: iterations (12 commands each); programs: iterations (25 programs each).
+    /// random: iterations (12 commands each); programs: iterations (25
+    /// programs each). Both on the device's default queue layout.
     #[arg(long, default_value_t = 4)]
     pub iterations: u32,
     /// Device cycles without progress before a wait gives up.

@@ -171,8 +171,9 @@ fn bench_dispatch_json_rows_carry_the_documented_keys() {
 }
 
 /// `bench dispatch --profile`: per point, each profiled core's device time
-/// by firmware function, named from the core's ELF symbols; the shares of
-/// a core add up to all of its samples.
+/// by firmware function, named from the core's ELF symbols; every profiled
+/// core's cycles add up to the same sampled time, which covers the point's
+/// timed run.
 #[test]
 fn bench_dispatch_profiles_name_firmware_functions() {
     let (code, v) =
@@ -180,12 +181,14 @@ fn bench_dispatch_profiles_name_firmware_functions() {
     assert_eq!(code, 0, "{v}");
     for row in v["rows"].as_array().expect("rows") {
         let profile = row["profile"].as_array().unwrap_or_else(|| panic!("no profile: {row}"));
-        for core in ["prefetcher0", "worker0.0"] {
-            let shares: Vec<&serde_json::Value> = profile.iter().filter(|f| f["core"] == core).collect();
-            let total: f64 = shares.iter().map(|f| f["share"].as_f64().unwrap()).sum();
-            assert!((total - 1.0).abs() < 1e-9, "{core}: {total} {row}");
-            assert!(shares.iter().all(|f| f["samples"].as_u64().unwrap() > 0), "{row}");
-        }
+        let cycles = |core: &str| -> u64 {
+            profile.iter().filter(|f| f["core"] == core).map(|f| f["cycles"].as_u64().unwrap()).sum()
+        };
+        let (pf, w) = (cycles("prefetcher0"), cycles("worker0.0"));
+        assert_eq!(pf, w, "both cores were sampled over the same time: {row}");
+        let timed = row["device_cycles_per_program"].as_f64().unwrap() * row["programs"].as_f64().unwrap();
+        assert!(pf as f64 >= timed && (pf as f64) < timed + 20_000.0, "sampled {pf} cycles, timed {timed}: {row}");
+        assert!(profile.iter().all(|f| f["cycles"].as_u64().unwrap() > 0), "{row}");
         let named = |core: &str, part: &str| {
             profile.iter().any(|f| f["core"] == core && f["function"].as_str().unwrap().contains(part))
         };

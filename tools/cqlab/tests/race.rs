@@ -119,9 +119,10 @@ fn random_workload_finds_relay_scratch_reuse_without_options() {
     assert!(v.to_string().contains("32768-byte pages"), "{v}");
 }
 
-/// Program streams (uploads, args, traces on both queues) under every
-/// amplifier pass on the normal firmware, and find a planted bug on their
-/// own; the replay line of its signature reproduces it.
+/// Program streams (uploads, args, traces, read-backs and cross-queue
+/// events on both queues) under every amplifier pass on the normal
+/// firmware, and find a planted bug on their own; the replay line of its
+/// signature reproduces it.
 #[test]
 fn the_programs_workload_passes_the_normal_firmware_and_finds_a_planted_bug() {
     let (code, v) = race(&["--workload", "programs", "--seeds", "4", "--iterations", "4", "--faults", "strong"]);
