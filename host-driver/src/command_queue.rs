@@ -58,6 +58,9 @@ pub struct CqHost {
     pub(crate) next_tag: u32,
     /// Slow dispatch: worker completions expected on the done counter.
     pub(crate) slow_expected: u32,
+    /// Slow dispatch: launches written into this queue's launch ring (the
+    /// tag of the last; workers count each queue's ring on its own).
+    pub(crate) slow_launches: u32,
     /// Chunks captured by `begin_trace` instead of being issued.
     pub(crate) capture: Option<Vec<u8>>,
     /// Records drained; also the sequence number the next record must carry.
@@ -106,6 +109,7 @@ impl CqHost {
             reads: HashMap::new(),
             next_tag: 1,
             slow_expected: 0,
+            slow_launches: 0,
             capture: None,
             completions: 0,
             program_launches: 0,

@@ -40,8 +40,6 @@ pub struct Device {
     pub(crate) programs: Vec<crate::program_state::ProgramState>,
     /// `DeviceConfig::worker_kernel`, loaded at boot, run by `launch`.
     pub(crate) default_kernel: Option<Arc<KernelImage>>,
-    /// Slow dispatch: launches written (the GO count).
-    pub(crate) slow_launches: u32,
     /// A read-only view of a device another process drives
     /// ([`Device::observe`]): host-side queue state is derived from the device.
     pub(crate) observer: bool,
@@ -64,7 +62,6 @@ impl Device {
             allocator: Default::default(),
             programs,
             default_kernel: None,
-            slow_launches: 0,
             observer: false,
         })
     }
@@ -184,7 +181,6 @@ impl Device {
         self.default_kernel = Some(Arc::new(self.load_kernel(&self.cfg.worker_kernel.clone())?));
         // Nothing is resident or in flight on freshly booted workers.
         self.programs = program_states(&self.cfg);
-        self.slow_launches = 0;
         // The firmware starts its queues from zero: so does the host.
         self.next_launch_seq = 0;
         self.cqs = (0..self.cfg.num_cqs)

@@ -154,7 +154,10 @@ impl CommandQueue<'_> {
         }
         let seq = self.dev.next_launch_seq;
         let msg = launch_message(seq, program, plan);
-        let n = self.dev.slow_launches.wrapping_add(1);
+        // Tags count this queue's launches: each queue has its own ring, and
+        // a worker expects tag n + 1 in a ring after tag n there (a count
+        // shared by the queues left gaps, and the workers waited forever).
+        let n = self.dev.cqs[self.q as usize].slow_launches.wrapping_add(1);
         let mut msg = msg;
         msg[LAUNCH_TAG as usize..].copy_from_slice(&n.to_le_bytes());
         let workers: Vec<_> = self.dev.workers().collect();
@@ -162,8 +165,8 @@ impl CommandQueue<'_> {
             // One BAR write per worker, tag last: the message is its GO.
             self.dev.backend.write(NocAddr::unicast(w, launch_entry(self.q as u32, n) as u64), &msg)?;
         }
-        self.dev.slow_launches = n;
         let host = &mut self.dev.cqs[self.q as usize];
+        host.slow_launches = n;
         host.slow_expected = host.slow_expected.wrapping_add(grid);
         host.program_launches += 1;
         host.waited_launch = host.program_launches;

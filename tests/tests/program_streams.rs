@@ -62,3 +62,12 @@ fn random_program_streams_under_timing_faults_and_tight_queues_leave_every_store
         run_stream_on(dev, seed, 250);
     }
 }
+
+/// Slow dispatch (every program written through the BAR once the one
+/// before has finished) runs the same streams, traces left out.
+#[test]
+fn random_program_streams_under_slow_dispatch_leave_every_store_of_the_last_writer() {
+    for (seed, cqs) in [(7, 1), (8, 2)] {
+        run_stream_on(booted(seed, |cfg| (cfg.num_cqs, cfg.slow_dispatch) = (cqs, true)), seed, 150);
+    }
+}

@@ -30,3 +30,26 @@ fn slow_dispatch_writes_reads_launches_and_orders_like_fast_dispatch() {
     assert!(matches!(cq.enqueue_raw(&[0; 64], false), Err(DriverError::Invalid(_))));
     cq.finish().unwrap();
 }
+
+/// Each queue's launch ring counts its own launches: launches alternating
+/// between two queues all run (a tag counted across queues left a gap in
+/// each ring, and the workers waited for the missing tag forever; found by
+/// the slow-dispatch program streams).
+#[test]
+fn slow_dispatch_launches_alternating_between_queues_all_run() {
+    let mut dev = booted(43, |c| {
+        c.slow_dispatch = true;
+        c.num_cqs = 2;
+        c.worker_kernel = "spin".into();
+    });
+    let (a, b) = (dev.alloc_l1(1, 1, 16).unwrap(), dev.alloc_l1(1, 1, 16).unwrap());
+    let (Placement::L1 { addr: at_a, .. }, Placement::L1 { addr: at_b, .. }) = (a.placement, b.placement) else {
+        unreachable!()
+    };
+    for round in 1..=4u32 {
+        dev.cq(1).unwrap().launch(CoreRange::single(1, 1), &[50, at_b, round]).unwrap();
+        dev.cq(0).unwrap().launch(CoreRange::single(1, 1), &[50, at_a, round]).unwrap();
+    }
+    assert_eq!(dev.cq(0).unwrap().read_buffer(&a, 0, 4).unwrap(), 4u32.to_le_bytes());
+    assert_eq!(dev.cq(1).unwrap().read_buffer(&b, 0, 4).unwrap(), 4u32.to_le_bytes());
+}

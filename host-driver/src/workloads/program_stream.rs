@@ -259,6 +259,8 @@ pub fn run(dev: &mut Device, seed: u64, programs: u32) -> Result<(), StreamFailu
     };
     let mut expected = Expected::new();
     let mut side = Side::new(dev, &mut s.rng)?;
+    // Slow dispatch has no traces: its streams are programs and side traffic.
+    let traces = !dev.config().slow_dispatch;
     let mut i = 0;
     while i < programs {
         let q = s.pick(cqs as usize) as u8;
@@ -273,7 +275,7 @@ pub fn run(dev: &mut Device, seed: u64, programs: u32) -> Result<(), StreamFailu
             let event = dev.cq(q)?.record_event()?;
             dev.cq((q + 1) % cqs)?.wait_for_event(event)?;
         }
-        if s.rng.chance(0.1) {
+        if s.rng.chance(0.1) && traces {
             // A trace of a few programs, replayed one to three times; a
             // capture runs nothing by itself.
             let n = 1 + s.pick(6);
