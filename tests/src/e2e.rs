@@ -27,7 +27,8 @@ macro_rules! every_e2e_test {
             two_queues_ping_pong_with_events,
             packed_writes_reach_all_64_cores,
             linear_writes_to_one_dram_bank_land_byte_exact,
-            rebooting_a_used_device_starts_clean
+            rebooting_a_used_device_starts_clean,
+            program_streams_leave_every_store_of_the_last_writer
         );
     };
 }
@@ -228,5 +229,16 @@ pub fn rebooting_a_used_device_starts_clean(kind: Kind) {
         }
         assert_eq!(cq.read_buffer(&buf, 0, 4096).unwrap(), vec![round; 4096], "seed 17 round {round}");
         dev.boot().unwrap();
+    }
+}
+
+/// Random program streams (`workloads::program_stream`: uploads, args,
+/// traces, read-backs, cross-queue events on both queues), every store and
+/// read-back checked: the program path through each backend's BAR, sysmem
+/// and doorbells.
+pub fn program_streams_leave_every_store_of_the_last_writer(kind: Kind) {
+    let mut dev = boot_on(kind, 15, |_| {});
+    if let Err(e) = cqlab_driver::workloads::program_stream::run(&mut dev, 15, 120) {
+        panic!("seed 15: {e}");
     }
 }
