@@ -379,7 +379,7 @@ impl CommandQueue<'_> {
 
     /// Largest payload one chunk carries: at most half the issue queue, so
     /// chunks always fit it with room to spare.
-    fn max_inline(&mut self) -> usize {
+    pub(crate) fn max_inline(&mut self) -> usize {
         let issue = self.host().layout.issue_size as usize;
         MAX_INLINE.min((issue / 2).saturating_sub(128).max(64) & !15)
     }

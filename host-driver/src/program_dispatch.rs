@@ -56,15 +56,23 @@ impl CommandQueue<'_> {
         let all = grid_noc(cols, rows);
         let capacity = chunk_capacity(program, &plan, msg.len());
         let q = self.q;
-        self.dev.submit_with(q, capacity, |e| {
-            e.relay_inline(true, |w| {
-                if let Some(back) = wait {
-                    w.wait(WaitFlags::WAIT_LAUNCH, 0, back)?;
-                }
-                write_program(w, program, &plan)?;
-                w.launch(all, &msg)
-            })
-        })?;
+        // What one chunk can carry at most (the driver refuses larger).
+        let limit = self.dev.cqs[q as usize].layout.issue_size.min(cqlab_abi::memory_map::MAX_CHUNK) as usize;
+        if capacity <= limit {
+            self.dev.submit_with(q, capacity, |e| {
+                e.relay_inline(true, |w| {
+                    if let Some(back) = wait {
+                        w.wait(WaitFlags::WAIT_LAUNCH, 0, back)?;
+                    }
+                    write_program(w, program, &plan)?;
+                    w.launch(all, &msg)
+                })
+            })?;
+        } else {
+            // Chunks of the usual payload, enough for the LAUNCH alone.
+            let max = self.max_inline().max(16 + msg.len() + 64).min(limit.saturating_sub(128));
+            self.submit_program_in_chunks(program, &plan, wait, all, &msg, max)?;
+        }
         let host = &mut self.dev.cqs[self.q as usize];
         host.capture_waits_before |= waits_before;
         if let Some((before_capture, ..)) = &host.capture_saved {
@@ -93,6 +101,91 @@ impl CommandQueue<'_> {
         self.dev.programs[self.q as usize].commit(program, &plan, number);
         self.dev.next_launch_seq = seq.wrapping_add(1);
         Ok(())
+    }
+
+    /// A program whose commands do not fit one chunk (the unique args of a
+    /// large range, say 256 cores x 54 words): its dispatch stream goes out
+    /// in several chunks of one RELAY_INLINE each, the WAIT first, every
+    /// write cut into writes of at most a chunk's payload at successive
+    /// offsets, the LAUNCH last. The dispatcher reads one stream: where
+    /// chunks end means nothing to it, and nothing else enters this
+    /// queue's stream in between.
+    fn submit_program_in_chunks(
+        &mut self,
+        program: &Program,
+        plan: &Plan,
+        wait: Option<u32>,
+        all: NocAddr,
+        msg: &[u8],
+        max: usize,
+    ) -> Result<()> {
+        const HEADER: usize = 16;
+        let launch = HEADER + msg.len().next_multiple_of(16);
+        if max < 4 * HEADER + launch {
+            return Err(DriverError::Invalid(format!(
+                "a program needs chunks of {} bytes; this queue's issue queue carries {max}",
+                4 * HEADER + launch
+            )));
+        }
+        let piece = (max - 4 * HEADER) & !15;
+        let mut writes: Vec<(NocAddr, Vec<u8>)> = Vec::new();
+        for (k, choice) in plan.slots.iter().enumerate() {
+            if choice.upload {
+                let image = program.kernels[k].image.for_slot(choice.slot);
+                for range in &program.kernels[k].ranges {
+                    writes.push((range.noc(slot_addr(*choice)), image.clone()));
+                }
+            }
+        }
+        for g in &plan.groups {
+            let spec = &program.kernels[g.kernel];
+            let range = spec.ranges[g.range];
+            if g.common_count > 0 {
+                writes.push((range.noc(g.common_addr), spec.common_bytes().to_vec()));
+            }
+            if g.unique_count > 0 {
+                writes.push((range.noc(g.unique_addr), spec.unique_block(g.range).to_vec()));
+            }
+        }
+        let pieces: Vec<(NocAddr, &[u8])> = writes
+            .iter()
+            .flat_map(|(dst, bytes)| {
+                bytes.chunks(piece).enumerate().map(move |(i, part)| (dst.offset((i * piece) as u64), part))
+            })
+            .collect();
+        let (mut next, mut first) = (0, true);
+        loop {
+            // As many writes as fit after the WAIT (first chunk only), then
+            // the LAUNCH if it fits too.
+            let mut size = if first && wait.is_some() { HEADER } else { 0 };
+            let start = next;
+            while next < pieces.len() && size + HEADER + pieces[next].1.len().next_multiple_of(16) <= max {
+                size += HEADER + pieces[next].1.len().next_multiple_of(16);
+                next += 1;
+            }
+            let last = next == pieces.len() && size + launch <= max;
+            let batch = &pieces[start..next];
+            let capacity = 64 + size + if last { launch } else { 0 } + 64;
+            let first_wait = if first { wait } else { None };
+            self.dev.submit_with(self.q, capacity, |e| {
+                e.relay_inline(true, |w| {
+                    if let Some(back) = first_wait {
+                        w.wait(WaitFlags::WAIT_LAUNCH, 0, back)?;
+                    }
+                    for &(dst, bytes) in batch {
+                        w.write_linear(dst, bytes)?;
+                    }
+                    if last {
+                        w.launch(all, msg)?;
+                    }
+                    Ok(())
+                })
+            })?;
+            if last {
+                return Ok(());
+            }
+            first = false;
+        }
     }
 
     /// Sends kernel `r` into its text slot unless the workers hold it there

@@ -71,3 +71,15 @@ fn random_program_streams_under_slow_dispatch_leave_every_store_of_the_last_writ
         run_stream_on(booted(seed, |cfg| (cfg.num_cqs, cfg.slow_dispatch) = (cqs, true)), seed, 150);
     }
 }
+
+/// Other grid shapes and queue counts: one core, narrow and tall grids, up
+/// to four queues, and the largest grid (16x16, where a program's args for
+/// every core are four times those of the 8x8 grid).
+#[test]
+fn random_program_streams_on_other_grids_leave_every_store_of_the_last_writer() {
+    for (seed, cols, rows, cqs) in [(9, 1u8, 1u8, 1u8), (10, 3, 2, 2), (11, 16, 2, 3), (12, 2, 16, 4), (13, 16, 16, 2)]
+    {
+        let dev = booted(seed, |cfg| (cfg.worker_cols, cfg.worker_rows, cfg.num_cqs) = (cols, rows, cqs));
+        run_stream_on(dev, seed, 100);
+    }
+}

@@ -387,3 +387,50 @@ fn event_cycles_are_device_time_and_bracket_a_kernel() {
     assert!(b <= dev.now(), "seed {seed}: event at {b}, device clock {}", dev.now());
     assert_eq!(read_word(&mut dev, (2, 3), USER.base), 7, "seed {seed}");
 }
+
+/// A program whose commands exceed one chunk: 64 unique args on each of
+/// the 256 cores of a 16x16 grid (a 64 KiB block, two chunks' worth) goes
+/// out in several chunks, enqueued and inside a trace; every core finds
+/// its own args (`spin` stores its third at its second), and the last of
+/// them, 64 words in, is intact too.
+#[test]
+fn a_program_larger_than_a_chunk_goes_out_in_several_and_runs() {
+    let seed = 61;
+    let mut dev = booted(seed, |c| (c.worker_cols, c.worker_rows, c.num_cqs) = (16, 16, 1));
+    let spin = kernel(&dev, "spin");
+    let range = CoreRange::new((0, 0), (15, 15));
+    let args = |j: u32, (c, r): (u8, u8)| -> Vec<u32> {
+        let id = (c as u32) << 8 | r as u32;
+        let mut a = vec![0, USER.base + 4 * j, j << 16 | id];
+        a.extend((3..64u32).map(|i| i ^ j << 20 ^ id << 8));
+        a
+    };
+    let program = |j: u32| {
+        let mut p = Program::new();
+        let k = p.add_kernel(spin.clone(), &[range]).unwrap();
+        for r in 0..16 {
+            for c in 0..16 {
+                p.set_unique_args(k, (c, r), &args(j, (c, r))).unwrap();
+            }
+        }
+        p
+    };
+    let mut cq = dev.cq(0).unwrap();
+    cq.enqueue_program(&program(0)).unwrap();
+    cq.begin_trace().unwrap();
+    cq.enqueue_program(&program(1)).unwrap();
+    let trace = cq.end_trace().unwrap();
+    cq.execute_trace(&trace).unwrap();
+    cq.finish().unwrap();
+    for core in [(0, 0), (15, 0), (7, 9), (15, 15)] {
+        for j in 0..2 {
+            let want = args(j, core);
+            assert_eq!(read_word(&mut dev, core, USER.base + 4 * j), want[2], "seed {seed}: program {j} on {core:?}");
+        }
+    }
+    // The last program's block ends with core (15,15)'s 64 words.
+    let block: Vec<u8> = args(1, (15, 15)).into_iter().flat_map(u32::to_le_bytes).collect();
+    let ring =
+        dev.cq(0).unwrap().read_buffer(&l1((15, 15), CONFIG_RING, CONFIG_RING_SIZE), 0, CONFIG_RING_SIZE).unwrap();
+    assert!(ring.windows(block.len()).step_by(16).any(|w| w == block), "seed {seed}: the block's tail is not intact");
+}

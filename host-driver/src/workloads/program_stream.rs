@@ -77,6 +77,11 @@ struct Stream {
     rng: Rng,
     spins: Vec<Arc<KernelImage>>,
     noops: Vec<Arc<KernelImage>>,
+    /// Bytes of unique args one kernel group may take: a quarter of a
+    /// queue's part of the kernel-config ring, so that a program of three
+    /// groups fits it on any grid (every core of a range gets the range's
+    /// whole block).
+    unique_budget: usize,
 }
 
 impl Stream {
@@ -143,7 +148,8 @@ impl Stream {
                 program.set_common_args(k, &common)?;
                 stores.extend(cores.iter().map(|&core| (core, addr, value)));
             } else {
-                let padding = self.pick(96);
+                let most = (self.unique_budget / 4 / cores.len()).saturating_sub(3).min(95);
+                let padding = self.pick(most + 1);
                 for &core in &cores {
                     let value = self.rng.next_u64() as u32;
                     let mut unique = vec![cycles, addr, value];
@@ -256,6 +262,7 @@ pub fn run(dev: &mut Device, seed: u64, programs: u32) -> Result<(), StreamFailu
         rng: Rng::new(seed ^ 0x5eed),
         spins: (0..variants).map(|i| Arc::new(spin.renamed(&format!("spin#{i}")))).collect(),
         noops: (0..3).map(|i| Arc::new(noop.renamed(&format!("noop#{i}")))).collect(),
+        unique_budget: cqlab_abi::program::CONFIG_RING_SIZE as usize / cqs as usize / 4,
     };
     let mut expected = Expected::new();
     let mut side = Side::new(dev, &mut s.rng)?;
