@@ -24,9 +24,9 @@ fn pick<T: Copy>(rng: &mut Rng, items: &[T]) -> T {
     items[rng.upto(items.len() as u64 - 1) as usize]
 }
 
-/// The seed's queue layout and timing, drawn before the device is built.
-/// The issue queue always holds the largest program (a few tens of KiB of
-/// args); everything else may be as small as the device allows.
+/// The seed's queue layout, timing and grid, drawn before the device is
+/// built. The issue queue always holds the largest program (a few tens of
+/// KiB of args); everything else may be as small as the device allows.
 pub fn configure(seed: u64, sim: &mut SimConfig, cfg: &mut DeviceConfig) {
     let mut rng = Rng::new(seed ^ STREAM);
     let align = PCIE_ALIGNMENT as u32;
@@ -40,6 +40,11 @@ pub fn configure(seed: u64, sim: &mut SimConfig, cfg: &mut DeviceConfig) {
     sim.pcie.read_latency_cycles = pick(&mut rng, &[750, 2000, 4000]);
     sim.faults.noc_jitter_cycles = sim.faults.noc_jitter_cycles.max(pick(&mut rng, &[0, 200, 800]));
     sim.quantum_jitter = sim.quantum_jitter.max(pick(&mut rng, &[0, 64]));
+    // Half the seeds on the 8x8 grid, the others on a grid of another
+    // shape: one core, narrow, tall, or the largest.
+    if rng.upto(1) == 1 {
+        (cfg.worker_cols, cfg.worker_rows) = pick(&mut rng, &[(1, 1), (3, 2), (16, 2), (2, 16), (5, 7), (16, 16)]);
+    }
 }
 
 /// Runs `iterations` x `PROGRAMS_PER_ITERATION` programs of stream `seed`.
