@@ -7,7 +7,6 @@
 //! store a kernel makes is checked against the last program that made it.
 
 use super::failure::Failure;
-use cqlab_abi::memory_map::DISPATCH_RING;
 use cqlab_abi::PCIE_ALIGNMENT;
 use cqlab_driver::workloads::program_stream::{self, StreamFailure};
 use cqlab_driver::{Device, DeviceConfig};
@@ -33,13 +32,7 @@ pub fn configure(seed: u64, sim: &mut SimConfig, cfg: &mut DeviceConfig) {
     cfg.issue_size = pick(&mut rng, &[96 << 10, 256 << 10, 1 << 20]);
     cfg.completion_size = pick(&mut rng, &[16 * align, 64 * align, 256 << 10]);
     cfg.fetch_entries = pick(&mut rng, &[3, 4, 16, 128]);
-    let page = pick(&mut rng, &[256u32, 1024, 4096]);
-    let max_pages = DISPATCH_RING.size / page;
-    cfg.ring_page_size = page;
-    cfg.ring_pages = if rng.upto(1) == 0 { max_pages } else { pick(&mut rng, &[4u32, 8]).min(max_pages) };
-    sim.pcie.read_latency_cycles = pick(&mut rng, &[750, 2000, 4000]);
-    sim.faults.noc_jitter_cycles = sim.faults.noc_jitter_cycles.max(pick(&mut rng, &[0, 200, 800]));
-    sim.quantum_jitter = sim.quantum_jitter.max(pick(&mut rng, &[0, 64]));
+    super::random::ring_and_timing(&mut rng, sim, cfg);
     // Half the seeds on the 8x8 grid, the others on a grid of another
     // shape: one core, narrow, tall, or the largest.
     if rng.upto(1) == 1 {

@@ -45,15 +45,21 @@ pub fn configure(seed: u64, sim: &mut SimConfig, cfg: &mut DeviceConfig) {
     cfg.completion_size =
         if rng.upto(1) == 0 { 256 << 10 } else { pick(&mut rng, &[16 * align, 32 * align, 64 * align]) };
     cfg.fetch_entries = pick(&mut rng, &[4, 16, 128]);
-    let page = pick(&mut rng, &[256u32, 1024, 4096]);
+    ring_and_timing(&mut rng, sim, cfg);
+}
+
+/// The dispatcher ring and the timing a seed runs with (shared by the
+/// random and programs workloads, drawn in this order from `rng`).
+pub fn ring_and_timing(rng: &mut Rng, sim: &mut SimConfig, cfg: &mut DeviceConfig) {
+    let page = pick(rng, &[256u32, 1024, 4096]);
     let max_pages = DISPATCH_RING.size / page;
     cfg.ring_page_size = page;
     // The dispatcher ring is a few pages (it wraps every few commands) or
     // the whole ring (it holds several of the largest DRAM pages), at even odds.
-    cfg.ring_pages = if rng.upto(1) == 0 { max_pages } else { pick(&mut rng, &[4u32, 8]).min(max_pages) };
-    sim.pcie.read_latency_cycles = pick(&mut rng, &[750, 2000, 4000]);
-    sim.faults.noc_jitter_cycles = sim.faults.noc_jitter_cycles.max(pick(&mut rng, &[0, 200, 800]));
-    sim.quantum_jitter = sim.quantum_jitter.max(pick(&mut rng, &[0, 64]));
+    cfg.ring_pages = if rng.upto(1) == 0 { max_pages } else { pick(rng, &[4u32, 8]).min(max_pages) };
+    sim.pcie.read_latency_cycles = pick(rng, &[750, 2000, 4000]);
+    sim.faults.noc_jitter_cycles = sim.faults.noc_jitter_cycles.max(pick(rng, &[0, 200, 800]));
+    sim.quantum_jitter = sim.quantum_jitter.max(pick(rng, &[0, 64]));
 }
 
 /// One region of device memory the model follows.
