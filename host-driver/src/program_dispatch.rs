@@ -128,12 +128,18 @@ impl CommandQueue<'_> {
             )));
         }
         let piece = (max - 4 * HEADER) & !15;
-        let mut writes: Vec<(NocAddr, Vec<u8>)> = Vec::new();
-        for (k, choice) in plan.slots.iter().enumerate() {
-            if choice.upload {
-                let image = program.kernels[k].image.for_slot(choice.slot);
+        // Each uploaded image relocated once, for its slot.
+        let images: Vec<Option<Vec<u8>>> = plan
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(k, choice)| choice.upload.then(|| program.kernels[k].image.for_slot(choice.slot)))
+            .collect();
+        let mut writes: Vec<(NocAddr, &[u8])> = Vec::new();
+        for (k, image) in images.iter().enumerate() {
+            if let Some(image) = image {
                 for range in &program.kernels[k].ranges {
-                    writes.push((range.noc(slot_addr(*choice)), image.clone()));
+                    writes.push((range.noc(slot_addr(plan.slots[k])), image));
                 }
             }
         }
@@ -141,10 +147,10 @@ impl CommandQueue<'_> {
             let spec = &program.kernels[g.kernel];
             let range = spec.ranges[g.range];
             if g.common_count > 0 {
-                writes.push((range.noc(g.common_addr), spec.common_bytes().to_vec()));
+                writes.push((range.noc(g.common_addr), spec.common_bytes()));
             }
             if g.unique_count > 0 {
-                writes.push((range.noc(g.unique_addr), spec.unique_block(g.range).to_vec()));
+                writes.push((range.noc(g.unique_addr), spec.unique_block(g.range)));
             }
         }
         let pieces: Vec<(NocAddr, &[u8])> = writes

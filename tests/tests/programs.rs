@@ -40,6 +40,23 @@ fn spin_program(
     p
 }
 
+/// `kernel` on every core of a `cols` x `rows` grid, each core with the
+/// unique args `args(core)`.
+fn every_core_program(
+    kernel: &Arc<KernelImage>,
+    (cols, rows): (u8, u8),
+    args: impl Fn((u8, u8)) -> Vec<u32>,
+) -> Program {
+    let mut p = Program::new();
+    let k = p.add_kernel(kernel.clone(), &[CoreRange::new((0, 0), (cols - 1, rows - 1))]).unwrap();
+    for r in 0..rows {
+        for c in 0..cols {
+            p.set_unique_args(k, (c, r), &args((c, r))).unwrap();
+        }
+    }
+    p
+}
+
 /// `size` bytes of `core`'s L1 at `addr`, as a buffer to read back.
 fn l1(core: (u8, u8), addr: u32, size: u32) -> Buffer {
     Buffer { placement: Placement::L1 { core: noc::worker(core.0, core.1), addr }, size }
@@ -172,23 +189,13 @@ fn a_hundred_and_twenty_eight_unique_args_per_core_arrive_intact_on_every_core()
         let seed = 48 + cqs as u64;
         let mut dev = booted(seed, |c| c.num_cqs = cqs);
         let spin = kernel(&dev, "spin");
-        let range = CoreRange::new((0, 0), (7, 7));
         let args = |j: u32, (c, r): (u8, u8)| -> Vec<u32> {
             let id = (c as u32) << 8 | r as u32;
             let mut a = vec![0, USER.base + 4 * j, j << 16 | id];
             a.extend((3..MAX_UNIQUE_ARGS / 2).map(|i| i.wrapping_mul(0x9e37_79b9) ^ j << 20 ^ id));
             a
         };
-        let program = |j: u32| {
-            let mut p = Program::new();
-            let k = p.add_kernel(spin.clone(), &[range]).unwrap();
-            for r in 0..8 {
-                for c in 0..8 {
-                    p.set_unique_args(k, (c, r), &args(j, (c, r))).unwrap();
-                }
-            }
-            p
-        };
+        let program = |j: u32| every_core_program(&spin, (8, 8), |core| args(j, core));
         let n = 10u32;
         let mut cq = dev.cq(0).unwrap();
         for j in 0..n {
@@ -398,23 +405,13 @@ fn a_program_larger_than_a_chunk_goes_out_in_several_and_runs() {
     let seed = 61;
     let mut dev = booted(seed, |c| (c.worker_cols, c.worker_rows, c.num_cqs) = (16, 16, 1));
     let spin = kernel(&dev, "spin");
-    let range = CoreRange::new((0, 0), (15, 15));
     let args = |j: u32, (c, r): (u8, u8)| -> Vec<u32> {
         let id = (c as u32) << 8 | r as u32;
         let mut a = vec![0, USER.base + 4 * j, j << 16 | id];
         a.extend((3..64u32).map(|i| i ^ j << 20 ^ id << 8));
         a
     };
-    let program = |j: u32| {
-        let mut p = Program::new();
-        let k = p.add_kernel(spin.clone(), &[range]).unwrap();
-        for r in 0..16 {
-            for c in 0..16 {
-                p.set_unique_args(k, (c, r), &args(j, (c, r))).unwrap();
-            }
-        }
-        p
-    };
+    let program = |j: u32| every_core_program(&spin, (16, 16), |core| args(j, core));
     let mut cq = dev.cq(0).unwrap();
     cq.enqueue_program(&program(0)).unwrap();
     cq.begin_trace().unwrap();

@@ -173,12 +173,22 @@ fn capture(dev: &mut Device, programs: &[Program], n: u32) -> Result<(Trace, u32
     }
 }
 
-fn measure(p: &Point, n: u32, seed: u64, copy: &mut CopyBound, profile: &[cqlab_abi::noc::Coord]) -> Result<Row> {
+fn measure(
+    p: &Point,
+    n: u32,
+    seed: u64,
+    copy: &mut CopyBound,
+    profile: &[cqlab_abi::noc::Coord],
+    symbols: &mut crate::profile::Symbols,
+) -> Result<Row> {
     let cfg = DeviceConfig { num_cqs: p.cqs, ..Default::default() };
     let mut dev = Device::open(&format!("embedded:seed={seed}"), cfg)?;
     dev.boot()?;
     let programs = programs_for(&dev, p)?;
     let bytes = dev.load_kernel(p.kernel)?.len();
+    // The profiled cores this point's device has.
+    let profile: Vec<_> = profile.iter().copied().filter(|&c| dev.all_cores().any(|d| d == c)).collect();
+    let profile = &profile[..];
     let (cycles, host, profile) = if p.trace {
         if p.cached {
             // Cached means resident before the timed region, as on the
@@ -206,7 +216,7 @@ fn measure(p: &Point, n: u32, seed: u64, copy: &mut CopyBound, profile: &[cqlab_
             cq.execute_trace(&trace)?;
         }
         let cycles = (finished_at(&mut dev)? - c0) as f64 / (replays * per_trace) as f64;
-        let profiled = if profile.is_empty() { Vec::new() } else { crate::profile::take(&mut dev)? };
+        let profiled = if profile.is_empty() { Vec::new() } else { crate::profile::take(&mut dev, symbols)? };
         let host = host_time(&mut dev, copy, per_trace, 1, |cq, _| cq.execute_trace(&trace))?;
         (cycles, host, profiled)
     } else {
@@ -225,7 +235,7 @@ fn measure(p: &Point, n: u32, seed: u64, copy: &mut CopyBound, profile: &[cqlab_
             cq.enqueue_program(&programs[i as usize % programs.len()])?;
         }
         let cycles = (finished_at(&mut dev)? - c0) as f64 / n as f64;
-        let profiled = if profile.is_empty() { Vec::new() } else { crate::profile::take(&mut dev)? };
+        let profiled = if profile.is_empty() { Vec::new() } else { crate::profile::take(&mut dev, symbols)? };
         // Carry on through the programs where the loop above left off, so
         // that uncached points keep uploading every program.
         let host = host_time(&mut dev, copy, 1, programs.len(), |cq, i| {
@@ -390,10 +400,28 @@ fn last_level_cache() -> Option<usize> {
 
 pub fn run(cmd: Command) -> Result<ExitCode> {
     let Command::Dispatch(args) = cmd;
+    let points: Vec<Point> =
+        points().into_iter().filter(|p| args.axis.as_deref().is_none_or(|a| a == p.axis || p.axis == "base")).collect();
+    let profile = args.profile.as_ref().map_or(&[][..], |c| &c.0[..]);
+    // A core to profile must be on the device of some point (a 1-CQ point
+    // skips CQ1's cores), checked before anything runs.
+    let most_cqs = points.iter().map(|p| p.cqs).max().unwrap_or(1);
+    for &core in profile {
+        let on_grid = cqlab_abi::noc::worker_index(core).is_some_and(|(c, r)| c < 8 && r < 8);
+        let on_queue =
+            (0..most_cqs).any(|q| core == cqlab_abi::noc::prefetcher(q) || core == cqlab_abi::noc::dispatcher(q));
+        crate::usage::ensure(on_grid || on_queue, || {
+            format!(
+                "--profile {}: not a core of the measured devices (8x8 workers, {most_cqs} queue(s))",
+                crate::profile::core_name(core)
+            )
+        })?;
+    }
     let mut rows = Vec::new();
     let mut copy = CopyBound::new();
-    for p in points().iter().filter(|p| args.axis.as_deref().is_none_or(|a| a == p.axis || p.axis == "base")) {
-        let row = measure(p, args.programs, args.seed, &mut copy, args.profile.as_ref().map_or(&[][..], |c| &c.0[..]))
+    let mut symbols = crate::profile::Symbols::default();
+    for p in &points {
+        let row = measure(p, args.programs, args.seed, &mut copy, profile, &mut symbols)
             .with_context(|| format!("measuring {} {:?} trace={}", p.axis, p.kernel, p.trace))?;
         if !args.json && !args.csv {
             eprint!(".");

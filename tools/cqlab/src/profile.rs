@@ -65,15 +65,20 @@ pub fn start(dev: &mut Device, cores: &[Coord]) -> Result<()> {
     Ok(sim.set_pc_sampling(cores)?)
 }
 
+/// Function tables of the firmware ELFs read so far, by path: each ELF is
+/// read once per run, however many points are profiled.
+#[derive(Default)]
+pub struct Symbols(BTreeMap<PathBuf, Vec<Function>>);
+
 /// Stops sampling and names the samples by function: per core, most
 /// cycles first.
-pub fn take(dev: &mut Device) -> Result<Vec<FunctionShare>> {
+pub fn take(dev: &mut Device, symbols: &mut Symbols) -> Result<Vec<FunctionShare>> {
     let Some(sim) = dev.backend().introspect() else {
         anyhow::bail!("--profile needs the embedded simulator");
     };
     let samples = sim.pc_samples()?;
     sim.set_pc_sampling(&[])?;
-    let mut symbols: BTreeMap<PathBuf, Vec<Function>> = BTreeMap::new();
+    let symbols = &mut symbols.0;
     let mut by_function: BTreeMap<(u32, String), u64> = BTreeMap::new();
     let mut per_core: BTreeMap<u32, u64> = BTreeMap::new();
     for (core, pc, cycles) in samples {

@@ -195,7 +195,10 @@ fn bench_dispatch_profiles_name_firmware_functions() {
         assert!(named("prefetcher0", "Prefetcher"), "the prefetcher's own functions: {row}");
         assert!(named("worker0.0", "worker::"), "the worker firmware's functions: {row}");
     }
-    let out = cqlab(&["bench", "dispatch", "--profile", "prefetcher0,bogus"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("bogus"), "{}", text(&out));
+    for (spec, named) in [("prefetcher0,bogus", "bogus"), ("prefetcher5", "prefetcher5"), ("worker12.3", "worker12.3")]
+    {
+        let out = cqlab(&["bench", "dispatch", "--axis", "base", "--profile", spec]);
+        assert_eq!(out.status.code(), Some(2), "{spec}: {}", text(&out));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(named), "{spec}: {}", text(&out));
+    }
 }
