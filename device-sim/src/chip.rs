@@ -159,7 +159,8 @@ pub struct Chip {
     now: u64,
     events: BinaryHeap<Event>,
     seq: u64,
-    /// One random stream per concern (scheduler, jitter, stalls, doorbells).
+    /// One random stream per concern (scheduler, jitter, stalls, doorbells,
+    /// back-pressure).
     rng: Streams,
     issued: Vec<NocIssue>,
     /// Ordering rules as arrival clamps (off with `faults.reorder`).
@@ -929,7 +930,8 @@ impl Chip {
             }
             NocCmd::Write => {
                 // One packet at a time through the core's NOC interface.
-                let start = (issue.time + iface).max(self.niu_free[src]);
+                let backpressure = self.rng.backpressure.upto(self.cfg.faults.write_backpressure_cycles);
+                let start = (issue.time + iface).max(self.niu_free[src]) + backpressure;
                 let left = last_flit(start, issue.len, bpc);
                 self.niu_free[src] = left + 1;
                 let hops = from.hops(to) as u64 * self.cfg.noc.hop_cycles;

@@ -463,6 +463,7 @@ fn every_knob_at_once_replays_bit_identically_with_and_without_fast_forward() {
             noc_jitter_cycles: 30,
             slow_cores: vec![SlowCore { core: worker(0, 1), factor: 1.5 }],
             host_write_delay_cycles: 300,
+            write_backpressure_cycles: 100,
             reorder: seed % 2 == 1,
         };
         c

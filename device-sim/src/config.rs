@@ -66,6 +66,12 @@ pub struct Faults {
     /// [`crate::chip::Chip::host_read`] first lands every posted write, as
     /// PCIe reads do not pass posted writes.
     pub host_write_delay_cycles: u64,
+    /// Back-pressure: each NOC write packet waits, uniform in
+    /// `0..=write_backpressure_cycles`, before its first flit leaves its
+    /// core, as when the network ahead is congested. Its source is read
+    /// that much later, so a buffer reused before its writes have left
+    /// (rather than before they were issued) is overwritten under them.
+    pub write_backpressure_cycles: u64,
     /// What-if, beyond the hardware: drop the NOC/PCIe ordering rules
     /// (`noc` module doc, rules 1, 2 and 4), so jitter can make a write
     /// overtake an earlier one on the same route, an atomic overtake sent

@@ -65,6 +65,8 @@ pub enum Stream {
     CoreStalls = 3,
     /// Late doorbells (`faults.host_write_delay_cycles`).
     LateDoorbells = 4,
+    /// NOC write back-pressure (`faults.write_backpressure_cycles`).
+    Backpressure = 5,
 }
 
 impl Rng {
@@ -84,6 +86,7 @@ pub struct Streams {
     pub jitter: Rng,
     pub stalls: Rng,
     pub doorbells: Rng,
+    pub backpressure: Rng,
 }
 
 impl Streams {
@@ -93,6 +96,7 @@ impl Streams {
             jitter: Rng::fork(seed, Stream::NocJitter),
             stalls: Rng::fork(seed, Stream::CoreStalls),
             doorbells: Rng::fork(seed, Stream::LateDoorbells),
+            backpressure: Rng::fork(seed, Stream::Backpressure),
         }
     }
 }

@@ -127,7 +127,7 @@ pub struct Args {
     pub pct_steps: u64,
     /// Faults, comma-separated (repeatable): stall=P[:CYCLES], jitter=N,
     /// slow=CORE@FACTOR (CORE: prefetcherQ, dispatcherQ, workerC.R),
-    /// late-doorbell=N, pcie-read=N, quantum-jitter=N, or `strong` (every
+    /// late-doorbell=N, backpressure=N, pcie-read=N, quantum-jitter=N, or `strong` (every
     /// amplifier at once).
     #[arg(long)]
     pub faults: Vec<String>,

@@ -107,16 +107,17 @@ fn random_workload_passes_on_the_normal_firmware_and_finds_each_known_bug() {
     }
 }
 
-/// Variant 6 needs a layout class, not an option: large queues and a whole
-/// dispatcher ring, so a DRAM buffer of several 32 KiB pages is relayed with
-/// one page's NOC writes still leaving when the next page is read.
+/// Variant 6 shows when a relayed page's NOC writes are still leaving as
+/// the next page is read into the same scratch: the write back-pressure the
+/// workload draws per seed holds them back (without it, 3 of 100 seeds
+/// failed, each with 32 KiB pages on large queues).
 #[test]
 fn random_workload_finds_relay_scratch_reuse_without_options() {
     let (code, v) =
         race(&["--workload", "random", "--firmware", "relay-reuse-before-sent", "--seeds", "16", "--until-first"]);
     assert_eq!(code, 1, "{v}");
     assert!(v["runs_to_first_failure"].as_u64().unwrap() <= 16, "{v}");
-    assert!(v.to_string().contains("32768-byte pages"), "{v}");
+    assert!(v.to_string().contains("read-back differs"), "{v}");
 }
 
 /// Program streams (uploads, args, traces, read-backs and cross-queue

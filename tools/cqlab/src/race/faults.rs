@@ -11,6 +11,7 @@ pub struct Faults {
     pub jitter: Option<u64>,
     pub slow: Vec<SlowCore>,
     pub late_doorbell: Option<u64>,
+    pub backpressure: Option<u64>,
     pub pcie_read: Option<u64>,
     pub quantum_jitter: Option<u64>,
 }
@@ -18,7 +19,7 @@ pub struct Faults {
 /// What `strong` means: every amplifier at once, each at a level the
 /// normal firmware must survive.
 pub const STRONG: &str =
-    "stall=0.01:2000,jitter=800,late-doorbell=400,quantum-jitter=64,slow=dispatcher0@2,slow=prefetcher1@2";
+    "stall=0.01:2000,jitter=800,late-doorbell=400,backpressure=1000,quantum-jitter=64,slow=dispatcher0@2,slow=prefetcher1@2";
 
 const MAX_CYCLES: u64 = 10_000_000;
 
@@ -63,6 +64,7 @@ impl Faults {
                     }
                     "jitter" => f.jitter = Some(cycles(value)?),
                     "late-doorbell" => f.late_doorbell = Some(cycles(value)?),
+                    "backpressure" => f.backpressure = Some(cycles(value)?),
                     "pcie-read" => {
                         let n = cycles(value)?;
                         ensure(n > 0, || format!("--faults {item:?}: at least 1 cycle"))?;
@@ -82,7 +84,7 @@ impl Faults {
                     }
                     _ => {
                         return Err(bad(
-                            "unknown fault (stall, jitter, slow, late-doorbell, pcie-read, quantum-jitter, strong)",
+                            "unknown fault (stall, jitter, slow, late-doorbell, backpressure, pcie-read, quantum-jitter, strong)",
                         ))
                     }
                 }
@@ -95,6 +97,7 @@ impl Faults {
         self.stall = other.stall.or(self.stall);
         self.jitter = other.jitter.or(self.jitter);
         self.late_doorbell = other.late_doorbell.or(self.late_doorbell);
+        self.backpressure = other.backpressure.or(self.backpressure);
         self.pcie_read = other.pcie_read.or(self.pcie_read);
         self.quantum_jitter = other.quantum_jitter.or(self.quantum_jitter);
         self.slow.extend(other.slow);
@@ -109,6 +112,9 @@ impl Faults {
         }
         if let Some(d) = self.late_doorbell {
             sim.faults.host_write_delay_cycles = d;
+        }
+        if let Some(b) = self.backpressure {
+            sim.faults.write_backpressure_cycles = b;
         }
         if let Some(l) = self.pcie_read {
             sim.pcie.read_latency_cycles = l;
@@ -131,6 +137,7 @@ mod tests {
         assert_eq!(f.jitter, Some(40));
         assert_eq!(f.slow, vec![SlowCore { core: noc::dispatcher(1), factor: 3.0 }]);
         assert!(Faults::parse(&["strong".into()]).unwrap().late_doorbell.is_some());
+        assert_eq!(Faults::parse(&["backpressure=300".into()]).unwrap().backpressure, Some(300));
         for bad in ["stall=2", "jitter=18446744073709551615", "slow=core9@2", "bogus=1", "jitter"] {
             assert!(Faults::parse(&[bad.into()]).is_err(), "{bad}");
         }

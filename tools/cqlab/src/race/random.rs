@@ -1,5 +1,6 @@
 //! The random protocol workload: per seed, a queue layout (issue,
-//! completion, fetch-queue and dispatcher-ring sizes, PCIe latency, jitter)
+//! completion, fetch-queue and dispatcher-ring sizes, PCIe latency, jitter,
+//! write back-pressure)
 //! and a random mix of every command kind on both queues — inline L1
 //! writes, paged DRAM writes, packed writes (shared and per core), reads
 //! (blocking and deferred), launches of kernels that store a result,
@@ -60,6 +61,9 @@ pub fn ring_and_timing(rng: &mut Rng, sim: &mut SimConfig, cfg: &mut DeviceConfi
     sim.pcie.read_latency_cycles = pick(rng, &[750, 2000, 4000]);
     sim.faults.noc_jitter_cycles = sim.faults.noc_jitter_cycles.max(pick(rng, &[0, 200, 800]));
     sim.quantum_jitter = sim.quantum_jitter.max(pick(rng, &[0, 64]));
+    // Back-pressure holds a write's source longer: a buffer reused before
+    // its writes have left shows (drawn last, so the draws above replay).
+    sim.faults.write_backpressure_cycles = sim.faults.write_backpressure_cycles.max(pick(rng, &[0, 300, 1000]));
 }
 
 /// One region of device memory the model follows.
