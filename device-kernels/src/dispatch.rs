@@ -227,7 +227,9 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         let workers = (e.x - s.x + 1) as u32 * (e.y - s.y + 1) as u32;
         let entry_slot = (n % LAUNCH_RING_ENTRIES) as usize;
         self.launch_expected[entry_slot] = self.launch_expected[entry_slot].wrapping_add(workers);
-        if self.worker_writes.need_barrier_before(dst) {
+        if !const { crate::mutant::dropped("dispatch-go-before-writes-landed") }
+            && self.worker_writes.need_barrier_before(dst)
+        {
             self.barrier();
         }
         let entry = dst.with_local(launch_entry(self.cfg.cq_id, n) as u64);
@@ -236,7 +238,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                 // The piece with the tag: stamp it, and let any earlier
                 // piece (the message wrapped the ring) land first.
                 p.write_u32(local + m - 4, n);
-                if off > 0 {
+                if off > 0 && !const { crate::mutant::dropped("dispatch-launch-tag-before-body") } {
                     crate::report::wait_writes(p);
                 }
             }
@@ -250,7 +252,9 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     /// launches that used it. Usually true at once (no wait records then).
     fn wait_launch_done(&mut self, n: u32) {
         let (sem, want) = (launch_done_sem(n), self.launch_expected[(n % LAUNCH_RING_ENTRIES) as usize]);
-        if !wrap_ge(self.p.semaphore(sem), want) {
+        if !const { crate::mutant::dropped("dispatch-launch-entry-reuse-early") }
+            && !wrap_ge(self.p.semaphore(sem), want)
+        {
             self.wait(WaitFlags::WAIT_COUNTER.bits(), sem, want);
         }
     }
@@ -354,11 +358,15 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         }
         #[cfg(not(feature = "bug-release-before-ack"))]
         {
+            // The mutant takes every write as left already.
+            const LEFT: bool = crate::mutant::dropped("dispatch-release-before-sent");
+            let sent = |p: &P, mark: u32| LEFT || wrap_ge(p.writes_sent_count(), mark);
+            let wait = wait && !LEFT;
             if let Some((upto, mark)) = self.unreleased {
                 if wait {
                     crate::report::wait_sent_until(self.p, mark);
                 }
-                if !wrap_ge(self.p.writes_sent_count(), mark) {
+                if !sent(self.p, mark) {
                     return;
                 }
                 self.unreleased = None;
@@ -373,7 +381,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             if wait {
                 crate::report::wait_sent_until(self.p, mark);
             }
-            if wrap_ge(self.p.writes_sent_count(), mark) {
+            if sent(self.p, mark) {
                 self.return_pages(pages);
             } else {
                 self.unreleased = Some((self.released + pages as u64, mark));
@@ -471,7 +479,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         }
         let wr = self.completion_wr;
         let free = |p: &mut P| size - RingPtr::used(wr, RingPtr(p.read_u32(COMPLETION_RD_PTR)), size);
-        if free(self.p) < record {
+        if !const { crate::mutant::dropped("dispatch-completion-overwrite") } && free(self.p) < record {
             self.release_pages_now();
             wait_until(self.p, QRBW, |p| free(p) >= record);
         }
@@ -534,7 +542,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             // Known bug 1: the prefetcher is released before the condition holds.
             self.notify_prefetcher();
         }
-        if flags.contains(WaitFlags::BARRIER) {
+        if flags.contains(WaitFlags::BARRIER) && !const { crate::mutant::dropped("dispatch-wait-without-barrier") } {
             self.barrier();
         }
         let counter = flags.contains(WaitFlags::WAIT_COUNTER);

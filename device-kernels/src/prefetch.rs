@@ -152,7 +152,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 // A wait that may be long: the dispatcher first hears of
                 // every byte relayed so far.
                 self.flush();
-                self.wait_chunk(j % CHUNK_BUFFERS);
+                if !const { crate::mutant::dropped("prefetch-chunk-run-before-landed") } {
+                    self.wait_chunk(j % CHUNK_BUFFERS);
+                }
             }
             // A chunk's fetch slot and issue-queue space are freed when it
             // is taken to run (its read has landed), as with one buffer.
@@ -232,7 +234,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         // The chunk that last used this buffer may still be relaying from it:
         // those relays must have left it (sent), not landed; later relays
         // (the chunk running now) may still be leaving.
-        crate::report::wait_sent_until(self.p, self.buffer_sent[buf as usize]);
+        if !const { crate::mutant::dropped("prefetch-chunk-refill-before-sent") } {
+            crate::report::wait_sent_until(self.p, self.buffer_sent[buf as usize]);
+        }
         let offset = rd.offset_bytes();
         let (first, second) = split_at_wrap(offset, len, self.cfg.issue_size);
         let base = self.sysmem.issue_base();
@@ -272,7 +276,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     fn publish_pointers(&mut self) {
         // SCRATCH is reused: the previous pointer writes must have left it
         // (not the relays issued since).
-        crate::report::wait_sent_until(self.p, self.pointers_sent);
+        if !const { crate::mutant::dropped("prefetch-pointers-before-sent") } {
+            crate::report::wait_sent_until(self.p, self.pointers_sent);
+        }
         self.p.write_u32(SCRATCH, self.issue_rd.0);
         self.p.write_u32(SCRATCH + 4, self.fetched);
         let header = self.sysmem.header();
@@ -508,7 +514,11 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         if self.posted.len == 0 {
             return;
         }
-        let sent = self.p.writes_sent_count();
+        let sent = if const { crate::mutant::dropped("prefetch-signal-before-sent") } {
+            self.p.writes_issued()
+        } else {
+            self.p.writes_sent_count()
+        };
         let units = self.posted.pop_sent(sent);
         if units > 0 {
             self.signal(units);
@@ -541,7 +551,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             }
             let slot = slot_of(i);
             let (id, want) = (scratch_read_id(slot), self.scratch_reads[slot as usize]);
-            if self.p.reads_acked_id(id) != want {
+            if !const { crate::mutant::dropped("prefetch-relay-before-landed") } && self.p.reads_acked_id(id) != want {
                 // Pieces that have left are signalled before waiting.
                 self.signal_sent();
                 wait_until(self.p, NRW, |p| p.reads_acked_id(id) == want);
@@ -576,7 +586,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         if self.unflushed_units == 0 {
             return;
         }
-        self.wait_writes_sent();
+        if !const { crate::mutant::dropped("prefetch-flush-before-sent") } {
+            self.wait_writes_sent();
+        }
         self.signal(self.unflushed_units);
         self.unflushed_units = 0;
     }
@@ -590,7 +602,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
 
     /// STALL: wait until the dispatcher has released as many stalls as were issued.
     fn stall(&mut self) {
-        self.flush();
+        if !const { crate::mutant::dropped("prefetch-stall-without-flush") } {
+            self.flush();
+        }
         self.stalls = self.stalls.wrapping_add(1);
         let target = self.stalls;
         let observed = self.p.semaphore(sem::STALL_RELEASE);

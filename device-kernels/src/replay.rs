@@ -137,7 +137,9 @@ impl Replay {
             if self.issued == w {
                 self.issue(p, w);
             }
-            wait_reads(p);
+            if !const { crate::mutant::dropped("prefetch-replay-window-before-landed") } {
+                wait_reads(p);
+            }
             self.landed = w + 1;
             self.entered[(w % TRACE_WINDOWS) as usize] = p.writes_issued();
         }
@@ -165,8 +167,10 @@ impl Replay {
     /// were all issued before the commands reached window `w - 2`.
     fn issue(&mut self, p: &mut impl Platform, w: u32) {
         if w >= TRACE_WINDOWS {
-            wait_sent_until(p, self.entered[((w + 1) % TRACE_WINDOWS) as usize]);
-        } else if w == 0 {
+            if !const { crate::mutant::dropped("prefetch-replay-window-reuse-before-sent") } {
+                wait_sent_until(p, self.entered[((w + 1) % TRACE_WINDOWS) as usize]);
+            }
+        } else if w == 0 && !const { crate::mutant::dropped("prefetch-replay-start-before-sent") } {
             // The previous replay's relays may still be sending from the
             // trace area (this replay's head relays from its chunk, so they
             // need not wait for this).

@@ -20,6 +20,10 @@ fn small() -> SimConfig {
         dram_banks: 2,
         dram_bank_size: 1 << 20,
         sysmem_size: 1 << 20,
+        // The scenarios below are timed against 200-cycle slices (a lap of
+        // three divisions fits one, a worker's ack lands in the slice its
+        // dispatcher halts in), whatever the default becomes.
+        quantum_cycles: 200,
         ..Default::default()
     }
 }

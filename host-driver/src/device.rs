@@ -156,6 +156,19 @@ impl Device {
         }
     }
 
+    /// The resident worker firmware: the variant's own when its directory
+    /// holds one (a mutant of `cargo xtask mutants` may change it), else
+    /// the firmware directory's.
+    fn worker_elf(&self) -> std::path::PathBuf {
+        let name = FirmwareId::Worker.name();
+        let own = self.cq_firmware_dir().join(name);
+        if self.cfg.firmware_variant.is_some() && own.is_file() {
+            own
+        } else {
+            self.cfg.firmware_dir.join(name)
+        }
+    }
+
     /// The ELF of the firmware `core` boots (its symbols name the PCs a
     /// profile samples), or `None` when no firmware runs there.
     pub fn firmware_elf(&self, core: Coord) -> Option<std::path::PathBuf> {
@@ -165,19 +178,17 @@ impl Device {
             Some(_) if self.cfg.slow_dispatch => None,
             Some(q) if noc::prefetcher(q) == core => Some(self.cq_firmware_dir().join("prefetch")),
             Some(_) => Some(self.cq_firmware_dir().join("dispatch")),
-            None => self.workers().any(|w| w == core).then(|| self.cfg.firmware_dir.join(FirmwareId::Worker.name())),
+            None => self.workers().any(|w| w == core).then(|| self.worker_elf()),
         }
     }
 
     /// Loads the firmware through the BAR, releases reset and waits for every
     /// core's alive record.
     pub fn boot(&mut self) -> Result<()> {
-        let dir = self.cfg.firmware_dir.clone();
         let cq_dir = self.cq_firmware_dir();
-        let image = |name: &str| FirmwareImage::load(&dir.join(name));
         let (prefetch, dispatch) =
             (FirmwareImage::load(&cq_dir.join("prefetch"))?, FirmwareImage::load(&cq_dir.join("dispatch"))?);
-        let worker = image(FirmwareId::Worker.name())?;
+        let worker = FirmwareImage::load(&self.worker_elf())?;
         self.default_kernel = Some(Arc::new(self.load_kernel(&self.cfg.worker_kernel.clone())?));
         // Nothing is resident or in flight on freshly booted workers.
         self.programs = program_states(&self.cfg);

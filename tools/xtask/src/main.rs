@@ -5,10 +5,13 @@
 //!   a short smoke run of every fuzz target.
 //! - `cargo xtask fuzz [--seconds N]` runs every fuzz target N seconds.
 //! - `cargo xtask demo` runs the main job on the embedded simulator.
+//! - `cargo xtask mutants [--seeds N] [--only NAME,...]` builds each firmware
+//!   mutant (one ordering wait left out) and races it until caught.
 
 mod demo;
 mod firmware;
 mod fuzz;
+mod mutants;
 mod toolchain;
 
 use anyhow::{bail, Context, Result};
@@ -22,8 +25,9 @@ fn main() {
         Some("test") => test(&args[1..]),
         Some("demo") => demo::run_demo(&workspace_root()),
         Some("fuzz") => fuzz::command(&workspace_root(), &args[1..]),
+        Some("mutants") => mutants::command(&workspace_root(), &args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <firmware|test|demo|fuzz [--seconds N]>");
+            eprintln!("usage: cargo xtask <firmware|test|demo|fuzz [--seconds N]|mutants [--list] [--seeds N]>");
             std::process::exit(2);
         }
     };

@@ -1,0 +1,207 @@
+//! `cargo xtask mutants`: builds each firmware mutant (one ordering wait
+//! left out, `cqlab_kernels::mutant`) and races it with `cqlab race` until
+//! a workload catches it, to measure the race finder on bugs nobody planted.
+//!
+//! A mutant that survives every workload is a finding either way: a wait
+//! nothing in the protocol needs, or a window the finder cannot reach.
+
+use crate::toolchain::{self, TARGET};
+use crate::{cargo, firmware, run};
+use anyhow::{bail, Context, Result};
+use cqlab_kernels::mutant::{Mutant, MUTANTS};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const USAGE: &str =
+    "usage: cargo xtask mutants [--seeds N] [--jobs J] [--only NAME,...] [--workloads W,...] [--json FILE] [--list]";
+
+/// Workloads tried in turn, cheapest first.
+const WORKLOADS: &[&str] = &["two-queue", "random", "programs"];
+
+struct Options {
+    seeds: u64,
+    jobs: u32,
+    only: Vec<String>,
+    workloads: Vec<String>,
+    json: Option<PathBuf>,
+}
+
+/// What racing one mutant found.
+struct Outcome {
+    mutant: &'static Mutant,
+    /// The workload that caught it, seeds run to the first failure, and
+    /// that failure's signature and replay line.
+    caught: Option<(String, u64, String, String)>,
+    seeds_run: u64,
+}
+
+pub fn command(root: &Path, args: &[String]) -> Result<()> {
+    let mut o = Options {
+        seeds: 30,
+        jobs: 2,
+        only: Vec::new(),
+        workloads: WORKLOADS.iter().map(|w| w.to_string()).collect(),
+        json: None,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().with_context(|| format!("{a} needs a value ({USAGE})"));
+        match a.as_str() {
+            "--list" => {
+                for m in MUTANTS {
+                    println!("{:44} {}", m.name, m.drops);
+                }
+                return Ok(());
+            }
+            "--seeds" => o.seeds = value()?.parse().ok().filter(|&n| n > 0).context("--seeds: a positive number")?,
+            "--jobs" => o.jobs = value()?.parse().ok().filter(|j| (1..=256).contains(j)).context("--jobs: 1..=256")?,
+            "--only" => o.only = value()?.split(',').map(str::to_owned).collect(),
+            "--workloads" => o.workloads = value()?.split(',').map(str::to_owned).collect(),
+            "--json" => o.json = Some(PathBuf::from(value()?)),
+            other => bail!("unknown argument {other:?} ({USAGE})"),
+        }
+    }
+    for name in &o.only {
+        if !MUTANTS.iter().any(|m| m.name == name) {
+            bail!("--only {name}: no such mutant (`cargo xtask mutants --list`)");
+        }
+    }
+    for w in &o.workloads {
+        if !WORKLOADS.contains(&w.as_str()) {
+            bail!("--workloads {w}: one of {}", WORKLOADS.join(", "));
+        }
+    }
+    let selected: Vec<&'static Mutant> =
+        MUTANTS.iter().filter(|m| o.only.is_empty() || o.only.iter().any(|n| n == m.name)).collect();
+
+    // The normal images (kernels, worker) and the race tool first.
+    firmware::build(root)?;
+    run(cargo().args(["build", "--release", "--quiet", "-p", "cqlab"]))?;
+    let target = target_dir(root);
+    let cqlab = target.join("release").join("cqlab");
+    let firmware_dir = firmware::output_dir(root);
+
+    let mut outcomes = Vec::new();
+    for (i, m) in selected.iter().enumerate() {
+        eprintln!("xtask: mutant {}/{}: {} (drops {})", i + 1, selected.len(), m.name, m.drops);
+        let dir = build_mutant(root, m)?;
+        outcomes.push(race(&cqlab, &firmware_dir, &dir, m, &o)?);
+    }
+    print_table(&outcomes, &o);
+    if let Some(path) = &o.json {
+        std::fs::write(path, serde_json::to_string_pretty(&to_json(&outcomes, &o))? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let survivors = outcomes.iter().filter(|x| x.caught.is_none()).count();
+    if survivors > 0 {
+        bail!("{survivors} of {} mutants survived every workload", outcomes.len());
+    }
+    Ok(())
+}
+
+fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"))
+}
+
+/// Builds the CQ and worker firmware of mutant `m` (a target dir of its own,
+/// shared by the mutants: only cqlab-kernels rebuilds between them) into
+/// `firmware/mutants/<name>/`.
+fn build_mutant(root: &Path, m: &Mutant) -> Result<PathBuf> {
+    if !matches!(toolchain::ensure()?, toolchain::Toolchain::Rustup) {
+        bail!("mutants need the rustup riscv32im target (the Debian fallback builds the normal firmware only)");
+    }
+    let mutant_target = target_dir(root).join("firmware-mutants");
+    let mut cmd = cargo();
+    cmd.env("CARGO_TARGET_DIR", &mutant_target).env("CQLAB_MUTANT", m.name);
+    cmd.args(["build", "--quiet", "-p", "cqlab-kernels", "--features", "rt"]);
+    cmd.args([
+        "--bin",
+        "prefetch",
+        "--bin",
+        "dispatch",
+        "--bin",
+        "worker",
+        "--target",
+        TARGET,
+        "--profile",
+        "firmware",
+    ]);
+    run(&mut cmd).with_context(|| format!("building mutant {}", m.name))?;
+    let built = mutant_target.join(TARGET).join("firmware");
+    let dir = firmware::output_dir(root).join("mutants").join(m.name);
+    std::fs::create_dir_all(&dir)?;
+    for name in ["prefetch", "dispatch", "worker"] {
+        std::fs::copy(built.join(name), dir.join(name)).with_context(|| format!("copying {}/{name}", m.name))?;
+    }
+    Ok(dir)
+}
+
+/// Races mutant `m` (its ELFs in `dir`) with each workload in turn until
+/// one fails.
+fn race(cqlab: &Path, firmware_dir: &Path, dir: &Path, m: &'static Mutant, o: &Options) -> Result<Outcome> {
+    let mut seeds_run = 0;
+    for w in &o.workloads {
+        let out = Command::new(cqlab)
+            .env("CQLAB_FIRMWARE_DIR", firmware_dir)
+            .args(["race", "--workload", w, "--firmware"])
+            .arg(dir)
+            .args(["--seeds", &o.seeds.to_string(), "--jobs", &o.jobs.to_string(), "--until-first", "--json"])
+            .output()
+            .with_context(|| format!("running {}", cqlab.display()))?;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).with_context(|| {
+            format!("cqlab race --workload {w} on {}: {}", m.name, String::from_utf8_lossy(&out.stderr).trim())
+        })?;
+        seeds_run += v["runs"].as_u64().unwrap_or(0);
+        if v["failures"].as_u64().unwrap_or(0) > 0 {
+            let first = v["runs_to_first_failure"].as_u64().unwrap_or(0);
+            let sig = &v["signatures"][0];
+            let signature = sig["signature"].as_str().unwrap_or("").to_owned();
+            let replay = sig["replay"].as_str().unwrap_or("").to_owned();
+            eprintln!("xtask:   caught by {w} at seed {first}: {signature}");
+            return Ok(Outcome { mutant: m, caught: Some((w.clone(), first, signature, replay)), seeds_run });
+        }
+        eprintln!("xtask:   {w}: 0 of {} seeds failed", o.seeds);
+    }
+    Ok(Outcome { mutant: m, caught: None, seeds_run })
+}
+
+fn print_table(outcomes: &[Outcome], o: &Options) {
+    println!(
+        "mutants: {} built, each raced with {} ({} seeds each, until the first failure)",
+        outcomes.len(),
+        o.workloads.join(", then "),
+        o.seeds
+    );
+    println!("{:44} {:10} {:>6}  signature", "mutant", "caught by", "seeds");
+    for x in outcomes {
+        match &x.caught {
+            Some((w, first, sig, _)) => println!("{:44} {:10} {:>6}  {}", x.mutant.name, w, first, sig),
+            None => println!("{:44} {:10} {:>6}  SURVIVED: {}", x.mutant.name, "-", x.seeds_run, x.mutant.drops),
+        }
+    }
+    let caught = outcomes.iter().filter(|x| x.caught.is_some()).count();
+    println!("caught {caught} of {}", outcomes.len());
+}
+
+fn to_json(outcomes: &[Outcome], o: &Options) -> serde_json::Value {
+    let rows: Vec<_> = outcomes
+        .iter()
+        .map(|x| {
+            let (workload, first, signature, replay) = match &x.caught {
+                Some((w, f, s, r)) => (Some(w.clone()), Some(*f), Some(s.clone()), Some(r.clone())),
+                None => (None, None, None, None),
+            };
+            serde_json::json!({
+                "mutant": x.mutant.name,
+                "drops": x.mutant.drops,
+                "caught": x.caught.is_some(),
+                "workload": workload,
+                "seeds_to_first_failure": first,
+                "seeds_run": x.seeds_run,
+                "signature": signature,
+                "replay": replay,
+            })
+        })
+        .collect();
+    serde_json::json!({ "seeds_per_workload": o.seeds, "workloads": o.workloads, "mutants": rows })
+}
