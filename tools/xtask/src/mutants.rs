@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const USAGE: &str =
-    "usage: cargo xtask mutants [--seeds N] [--jobs J] [--only NAME,...] [--workloads W,...] [--json FILE] [--list]";
+    "usage: cargo xtask mutants [--seeds N] [--jobs J] [--only NAME,...] [--workloads W,...] [--tests] \
+                     [--json FILE] [--list]";
 
 /// Workloads tried in turn, cheapest first.
 const WORKLOADS: &[&str] = &["two-queue", "random", "programs"];
@@ -23,6 +24,8 @@ struct Options {
     jobs: u32,
     only: Vec<String>,
     workloads: Vec<String>,
+    /// Also run the whole test suite on each mutant.
+    tests: bool,
     json: Option<PathBuf>,
 }
 
@@ -33,6 +36,8 @@ struct Outcome {
     /// that failure's signature and replay line.
     caught: Option<(String, u64, String, String)>,
     seeds_run: u64,
+    /// With `--tests`: the tests that failed on it.
+    failed_tests: Option<Vec<String>>,
 }
 
 pub fn command(root: &Path, args: &[String]) -> Result<()> {
@@ -41,6 +46,7 @@ pub fn command(root: &Path, args: &[String]) -> Result<()> {
         jobs: 2,
         only: Vec::new(),
         workloads: WORKLOADS.iter().map(|w| w.to_string()).collect(),
+        tests: false,
         json: None,
     };
     let mut it = args.iter();
@@ -58,6 +64,7 @@ pub fn command(root: &Path, args: &[String]) -> Result<()> {
             "--only" => o.only = value()?.split(',').map(str::to_owned).collect(),
             "--workloads" => o.workloads = value()?.split(',').map(str::to_owned).collect(),
             "--json" => o.json = Some(PathBuf::from(value()?)),
+            "--tests" => o.tests = true,
             other => bail!("unknown argument {other:?} ({USAGE})"),
         }
     }
@@ -85,16 +92,21 @@ pub fn command(root: &Path, args: &[String]) -> Result<()> {
     for (i, m) in selected.iter().enumerate() {
         eprintln!("xtask: mutant {}/{}: {} (drops {})", i + 1, selected.len(), m.name, m.drops);
         let dir = build_mutant(root, m)?;
-        outcomes.push(race(&cqlab, &firmware_dir, &dir, m, &o)?);
+        let mut outcome = race(&cqlab, &firmware_dir, &dir, m, &o)?;
+        if o.tests {
+            outcome.failed_tests = Some(failing_tests(&dir)?);
+        }
+        outcomes.push(outcome);
     }
     print_table(&outcomes, &o);
     if let Some(path) = &o.json {
         std::fs::write(path, serde_json::to_string_pretty(&to_json(&outcomes, &o))? + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    let survivors = outcomes.iter().filter(|x| x.caught.is_none()).count();
+    let survived = |x: &&Outcome| x.caught.is_none() && x.failed_tests.as_ref().is_none_or(|t| t.is_empty());
+    let survivors = outcomes.iter().filter(survived).count();
     if survivors > 0 {
-        bail!("{survivors} of {} mutants survived every workload", outcomes.len());
+        bail!("{survivors} of {} mutants survived (see the table)", outcomes.len());
     }
     Ok(())
 }
@@ -128,12 +140,58 @@ fn build_mutant(root: &Path, m: &Mutant) -> Result<PathBuf> {
     ]);
     run(&mut cmd).with_context(|| format!("building mutant {}", m.name))?;
     let built = mutant_target.join(TARGET).join("firmware");
-    let dir = firmware::output_dir(root).join("mutants").join(m.name);
-    std::fs::create_dir_all(&dir)?;
+    // A whole firmware directory (the normal kernels and known-bug variants
+    // beside the mutant's three images), so the tests can boot from it too.
+    let normal = firmware::output_dir(root);
+    let dir = normal.join("mutants").join(m.name);
+    copy_dir(&normal.join("variants"), &dir.join("variants"))?;
+    for entry in std::fs::read_dir(&normal)? {
+        let path = entry?.path();
+        if path.is_file() {
+            std::fs::copy(&path, dir.join(path.file_name().expect("a file")))?;
+        }
+    }
     for name in ["prefetch", "dispatch", "worker"] {
         std::fs::copy(built.join(name), dir.join(name)).with_context(|| format!("copying {}/{name}", m.name))?;
     }
     Ok(dir)
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let path = entry?.path();
+        let dest = to.join(path.file_name().expect("an entry"));
+        if path.is_dir() {
+            copy_dir(&path, &dest)?;
+        } else {
+            std::fs::copy(&path, &dest)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs every test with the mutant as the firmware; the names of those
+/// that failed.
+fn failing_tests(dir: &Path) -> Result<Vec<String>> {
+    let out = cargo()
+        .env("CQLAB_FIRMWARE_DIR", dir)
+        .args(["nextest", "run", "--workspace", "--no-fail-fast", "--color", "never"])
+        .output()
+        .context("running cargo nextest (is cargo-nextest installed?)")?;
+    let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    let mut failed: Vec<String> = log
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("FAIL ["))
+        .filter_map(|rest| rest.split_once(") ").map(|(_, name)| name.trim().to_owned()))
+        .collect();
+    failed.sort();
+    failed.dedup();
+    if failed.is_empty() && !out.status.success() {
+        bail!("the tests did not run on {}:\n{log}", dir.display());
+    }
+    eprintln!("xtask:   tests: {} failed", failed.len());
+    Ok(failed)
 }
 
 /// Races mutant `m` (its ELFs in `dir`) with each workload in turn until
@@ -158,11 +216,12 @@ fn race(cqlab: &Path, firmware_dir: &Path, dir: &Path, m: &'static Mutant, o: &O
             let signature = sig["signature"].as_str().unwrap_or("").to_owned();
             let replay = sig["replay"].as_str().unwrap_or("").to_owned();
             eprintln!("xtask:   caught by {w} at seed {first}: {signature}");
-            return Ok(Outcome { mutant: m, caught: Some((w.clone(), first, signature, replay)), seeds_run });
+            let caught = Some((w.clone(), first, signature, replay));
+            return Ok(Outcome { mutant: m, caught, seeds_run, failed_tests: None });
         }
         eprintln!("xtask:   {w}: 0 of {} seeds failed", o.seeds);
     }
-    Ok(Outcome { mutant: m, caught: None, seeds_run })
+    Ok(Outcome { mutant: m, caught: None, seeds_run, failed_tests: None })
 }
 
 fn print_table(outcomes: &[Outcome], o: &Options) {
@@ -172,15 +231,30 @@ fn print_table(outcomes: &[Outcome], o: &Options) {
         o.workloads.join(", then "),
         o.seeds
     );
-    println!("{:44} {:10} {:>6}  signature", "mutant", "caught by", "seeds");
+    println!("{:44} {:10} {:>6} {:>6}  signature", "mutant", "caught by", "seeds", "tests");
     for x in outcomes {
+        let tests = x.failed_tests.as_ref().map_or("-".into(), |t| t.len().to_string());
         match &x.caught {
-            Some((w, first, sig, _)) => println!("{:44} {:10} {:>6}  {}", x.mutant.name, w, first, sig),
-            None => println!("{:44} {:10} {:>6}  SURVIVED: {}", x.mutant.name, "-", x.seeds_run, x.mutant.drops),
+            Some((w, first, sig, _)) => println!("{:44} {:10} {:>6} {:>6}  {}", x.mutant.name, w, first, tests, sig),
+            None => println!(
+                "{:44} {:10} {:>6} {:>6}  not caught: {}",
+                x.mutant.name, "-", x.seeds_run, tests, x.mutant.drops
+            ),
         }
     }
     let caught = outcomes.iter().filter(|x| x.caught.is_some()).count();
-    println!("caught {caught} of {}", outcomes.len());
+    println!("caught by a race workload: {caught} of {}", outcomes.len());
+    if o.tests {
+        let by_tests = outcomes.iter().filter(|x| x.failed_tests.as_ref().is_some_and(|t| !t.is_empty())).count();
+        let either =
+            outcomes.iter().filter(|x| x.caught.is_some() || x.failed_tests.as_ref().is_some_and(|t| !t.is_empty()));
+        println!(
+            "caught by the tests: {by_tests} of {}; by either: {} of {}",
+            outcomes.len(),
+            either.count(),
+            outcomes.len()
+        );
+    }
 }
 
 fn to_json(outcomes: &[Outcome], o: &Options) -> serde_json::Value {
@@ -200,6 +274,7 @@ fn to_json(outcomes: &[Outcome], o: &Options) -> serde_json::Value {
                 "seeds_run": x.seeds_run,
                 "signature": signature,
                 "replay": replay,
+                "failed_tests": x.failed_tests,
             })
         })
         .collect();
