@@ -19,14 +19,17 @@ pub fn copy(p: &mut impl Platform, ctx: &KernelCtx) {
     }
     let mut page = core_index(p, cols);
     while page < pages {
+        if page >= cores {
+            // The scratch page is reused: the previous page's write must
+            // have left it. The last write is not waited for here: the
+            // worker waits for every write to land before it reports done.
+            wait_writes_sent(p);
+        }
         let (bank, off) = interleaved_page(src, page, page_size, banks);
         p.noc_read(NocAddr::unicast(dram_bank(bank as u8), off), KERNEL_SCRATCH.base, page_size);
         wait_reads(p);
         let (bank, off) = interleaved_page(dst, page, page_size, banks);
         p.noc_write(KERNEL_SCRATCH.base, NocAddr::unicast(dram_bank(bank as u8), off), page_size);
-        // The scratch page is reused: its write must have left (the worker
-        // waits for all to land before it reports done).
-        wait_writes_sent(p);
         page += cores;
     }
 }

@@ -3,8 +3,10 @@
 //! the kernel-config ring wraps at random points), traces captured and
 //! replayed in between, on every queue of the device, mixed with DRAM
 //! buffer writes and deferred read-backs (relayed by the prefetcher while
-//! programs dispatch) and events one queue waits for on another. Every
-//! `spin` stores a value of its own at an address of its own; at
+//! programs dispatch), `copy` programs whose kernels write DRAM over the NOC
+//! and whose output is read back right behind them, and events one queue
+//! waits for on another. Every `spin` stores a value of its own at an
+//! address of its own; at
 //! checkpoints and at the end every core must hold, at each address, the
 //! value of the last program that wrote it there, and every read-back the
 //! bytes last written. Nothing in a stream is chosen to hit a
@@ -13,7 +15,7 @@
 //! `cqlab stress restart --workload programs`.
 
 use crate::{Buffer, CoreRange, Device, DriverError, KernelImage, PendingRead, Placement, Program};
-use cqlab_abi::memory_map::{MAX_CHUNK, USER};
+use cqlab_abi::memory_map::{KERNEL_SCRATCH, MAX_CHUNK, USER};
 use cqlab_abi::noc;
 use cqlab_sim::rng::Rng;
 use std::collections::BTreeMap;
@@ -42,7 +44,7 @@ pub enum StreamFailure {
         found: u32,
     },
     /// A read-back of a queue's DRAM buffer differs from what was written.
-    ReadBack { when: String, queue: u8, page_size: u32, offset: usize, expected: u8, found: u8 },
+    ReadBack { when: String, queue: u8, what: &'static str, page_size: u32, offset: usize, expected: u8, found: u8 },
 }
 
 impl From<DriverError> for StreamFailure {
@@ -59,9 +61,9 @@ impl std::fmt::Display for StreamFailure {
                 f,
                 "{when}: worker {core:?} holds {found:#010x} at {addr:#x}, the last program that stored there stored {expected:#010x}"
             ),
-            StreamFailure::ReadBack { when, queue, page_size, offset, expected, found } => write!(
+            StreamFailure::ReadBack { when, queue, what, page_size, offset, expected, found } => write!(
                 f,
-                "{when}: CQ{queue}'s read-back of its DRAM buffer ({page_size}-byte pages) has {found:#04x} at byte {offset}, {expected:#04x} was written"
+                "{when}: CQ{queue}'s read-back of its {what} ({page_size}-byte pages) has {found:#04x} at byte {offset}, {expected:#04x} was written"
             ),
         }
     }
@@ -203,7 +205,19 @@ fn finish_all(dev: &mut Device) -> Result<(), DriverError> {
 /// return), oldest first.
 struct Side {
     buffers: Vec<Buffer>,
-    pending: Vec<(u8, PendingRead, Vec<u8>)>,
+    /// Per queue, the source and destination of its copy programs.
+    copies: Vec<(Buffer, Buffer)>,
+    pending: Vec<Pending>,
+}
+
+/// A read-back in flight and what it must return.
+struct Pending {
+    queue: u8,
+    read: PendingRead,
+    data: Vec<u8>,
+    /// For the report: the buffer read and its page size.
+    what: &'static str,
+    page_size: u32,
 }
 
 impl Side {
@@ -218,7 +232,47 @@ impl Side {
             let page = 1u32 << (6 + rng.upto(largest - 6));
             buffers.push(dev.alloc_dram(page * (1 + rng.upto(7) as u32), page)?);
         }
-        Ok(Self { buffers, pending: Vec::new() })
+        // `copy` moves a page through the kernel scratch.
+        let copy_largest = (6..31).take_while(|&k| 1u32 << k <= max_page.min(KERNEL_SCRATCH.size)).last().unwrap_or(6);
+        let mut copies = Vec::new();
+        for _ in 0..dev.num_cqs() {
+            let page = 1u32 << (6 + rng.upto(copy_largest - 6));
+            let size = page * (1 + rng.upto(15) as u32);
+            copies.push((dev.alloc_dram(size, page)?, dev.alloc_dram(size, page)?));
+        }
+        Ok(Self { buffers, copies, pending: Vec::new() })
+    }
+
+    /// Writes fresh bytes into queue `q`'s copy source, copies them with a
+    /// `copy` program on the grid's corner `cols` x `rows`, and enqueues the
+    /// read-back of the destination right behind it: the kernels' NOC
+    /// writes must have landed by the time the program counts as done.
+    fn copy(
+        &mut self,
+        dev: &mut Device,
+        rng: &mut Rng,
+        copy: &Arc<KernelImage>,
+        q: u8,
+        corner: (u8, u8),
+    ) -> Result<(), DriverError> {
+        let (src, dst) = self.copies[q as usize];
+        let (Placement::Dram { base: from, page_size, banks }, Placement::Dram { base: to, .. }) =
+            (src.placement, dst.placement)
+        else {
+            unreachable!("copy buffers are in DRAM")
+        };
+        let data: Vec<u8> = (0..src.size).map(|_| rng.next_u64() as u8).collect();
+        let (cols, rows) = corner;
+        let mut program = Program::new();
+        let k = program.add_kernel(copy.clone(), &[CoreRange::new((0, 0), (cols - 1, rows - 1))])?;
+        let cores = cols as u32 * rows as u32;
+        program.set_common_args(k, &[from, to, page_size, src.pages(), banks, cols as u32, cores])?;
+        let mut cq = dev.cq(q)?;
+        cq.write_buffer(&src, 0, &data)?;
+        cq.enqueue_program(&program)?;
+        let read = cq.enqueue_read(&dst, 0, dst.size)?;
+        self.pending.push(Pending { queue: q, read, data, what: "copy destination", page_size });
+        Ok(())
     }
 
     /// Writes fresh bytes into queue `q`'s buffer and enqueues their read-back.
@@ -228,22 +282,30 @@ impl Side {
         let mut cq = dev.cq(q)?;
         cq.write_buffer(&buf, 0, &data)?;
         let read = cq.enqueue_read(&buf, 0, buf.size)?;
-        self.pending.push((q, read, data));
+        let page_size = match buf.placement {
+            Placement::Dram { page_size, .. } => page_size,
+            Placement::L1 { .. } => 0,
+        };
+        self.pending.push(Pending { queue: q, read, data, what: "DRAM buffer", page_size });
         Ok(())
     }
 
     /// Collects the oldest read-backs (all of them with `all`) and compares.
     fn collect(&mut self, dev: &mut Device, all: bool, when: &str) -> Result<(), StreamFailure> {
         let n = if all { self.pending.len() } else { self.pending.len().min(1) };
-        for (queue, read, data) in self.pending.drain(..n).collect::<Vec<_>>() {
+        for Pending { queue, read, data, what, page_size } in self.pending.drain(..n).collect::<Vec<_>>() {
             let got = dev.complete_read(&read)?;
             if let Some(offset) = (0..data.len()).find(|&i| got.get(i) != Some(&data[i])) {
-                let page_size = match self.buffers[queue as usize].placement {
-                    Placement::Dram { page_size, .. } => page_size,
-                    _ => 0,
-                };
                 let (expected, found) = (data[offset], got.get(offset).copied().unwrap_or(0));
-                return Err(StreamFailure::ReadBack { when: when.into(), queue, page_size, offset, expected, found });
+                return Err(StreamFailure::ReadBack {
+                    when: when.into(),
+                    queue,
+                    what,
+                    page_size,
+                    offset,
+                    expected,
+                    found,
+                });
             }
         }
         Ok(())
@@ -255,6 +317,7 @@ impl Side {
 /// checkpoints and at the end.
 pub fn run(dev: &mut Device, seed: u64, programs: u32) -> Result<(), StreamFailure> {
     let (spin, noop) = (dev.load_kernel("spin")?, dev.load_kernel("noop")?);
+    let copy = Arc::new(dev.load_kernel("copy")?);
     let (cqs, grid) = (dev.num_cqs(), (dev.config().worker_cols, dev.config().worker_rows));
     // More builds than text slots: uploads evict kernels that ran recently.
     let variants = cqlab_abi::program::KERNEL_SLOTS as usize / 2 + 3;
@@ -273,6 +336,10 @@ pub fn run(dev: &mut Device, seed: u64, programs: u32) -> Result<(), StreamFailu
         let q = s.pick(cqs as usize) as u8;
         if s.rng.chance(0.04) {
             side.write_and_read(dev, &mut s.rng, q)?;
+        }
+        if s.rng.chance(0.06) {
+            let corner = (1 + s.pick(grid.0.min(4) as usize) as u8, 1 + s.pick(grid.1.min(4) as usize) as u8);
+            side.copy(dev, &mut s.rng, &copy, q, corner)?;
         }
         if s.rng.chance(0.1) {
             side.collect(dev, false, &format!("after program {i}"))?;
