@@ -115,7 +115,9 @@ pub struct Args {
     #[arg(long, default_value_t = cqlab_abi::sysmem::DEFAULT_COMPLETION_QUEUE_SIZE)]
     pub completion_size: u32,
     /// Device cycles without progress before a wait gives up (at least the
-    /// driver's progress-check interval, 1,000,000).
+    /// driver's progress-check interval, 1,000,000); also how long one
+    /// kernel may run (the workloads' kernels take thousands of cycles, so
+    /// one spinning on corrupted args is a failure, not a long wait).
     #[arg(long, default_value_t = 5_000_000)]
     pub timeout_cycles: u64,
     /// PCT schedule of this depth (Burckhardt et al.): finds races needing
@@ -220,6 +222,7 @@ impl Plan {
         let cfg = DeviceConfig {
             firmware_variant: self.cq_firmware.clone(),
             stall_timeout_cycles: a.timeout_cycles + a.delay as u64,
+            kernel_timeout_cycles: a.timeout_cycles,
             issue_size: a.issue_size,
             completion_size: a.completion_size,
             ring_pages: a.ring_pages,
