@@ -4,8 +4,9 @@
 //! replayed in between, on every queue of the device, mixed with DRAM
 //! buffer writes and deferred read-backs (relayed by the prefetcher while
 //! programs dispatch), `copy` programs whose kernels write DRAM over the NOC
-//! and whose output is read back right behind them, and events one queue
-//! waits for on another. Every `spin` stores a value of its own at an
+//! and whose output is read back right behind them, bursts of long
+//! kernels that fill a launch ring, and events one queue waits for on
+//! another. Every `spin` stores a value of its own at an
 //! address of its own; at
 //! checkpoints and at the end every core must hold, at each address, the
 //! value of the last program that wrote it there, and every read-back the
@@ -99,6 +100,30 @@ impl Stream {
         let (c, r) = (self.pick(cols as usize) as u8, self.pick(rows as usize) as u8);
         let (w, h) = (self.pick(4) as u8, self.pick(4) as u8);
         CoreRange::new((c, r), ((c + w).min(cols - 1), (r + h).min(rows - 1)))
+    }
+
+    /// A burst of long `spin`s on one rectangle, more than its launch ring
+    /// holds: the dispatcher gets a whole ring ahead of the cores and must
+    /// wait for ring entries (each program stores to a word of its own, so
+    /// a message overwritten before it started shows).
+    fn burst(&mut self, q: u8, grid: (u8, u8)) -> Result<Vec<(Program, Vec<Store>)>, DriverError> {
+        let range = self.rect(grid.0, grid.1);
+        let cores: Vec<(u8, u8)> =
+            (range.start.1..=range.end.1).flat_map(|r| (range.start.0..=range.end.0).map(move |c| (c, r))).collect();
+        let n = cqlab_abi::program::LAUNCH_RING_ENTRIES + 2 + self.pick(8) as u32;
+        let which = self.pick(self.spins.len());
+        let spin = self.spins[which].clone();
+        let first = self.pick(WORDS as usize) as u32;
+        (0..n)
+            .map(|k| {
+                let addr = result_addr(q, (first + k) % WORDS);
+                let value = self.rng.next_u64() as u32;
+                let mut program = Program::new();
+                let kernel = program.add_kernel(spin.clone(), &[range])?;
+                program.set_common_args(kernel, &[2000 + self.pick(2000) as u32, addr, value])?;
+                Ok((program, cores.iter().map(|&core| (core, addr, value)).collect()))
+            })
+            .collect()
     }
 
     fn words(&mut self, max: usize) -> Vec<u32> {
@@ -367,6 +392,15 @@ pub fn run(dev: &mut Device, seed: u64, programs: u32) -> Result<(), StreamFailu
                 stores.iter().for_each(|st| apply(&mut expected, st));
             }
             i += n as u32;
+            continue;
+        }
+        if s.rng.chance(0.02) {
+            let burst = s.burst(q, grid)?;
+            i += burst.len() as u32;
+            for (p, stores) in burst {
+                dev.cq(q)?.enqueue_program(&p)?;
+                apply(&mut expected, &stores);
+            }
             continue;
         }
         let (p, stores) = s.program(q, grid)?;
