@@ -9,6 +9,8 @@ use crate::toolchain::{self, TARGET};
 use crate::{cargo, firmware, run};
 use anyhow::{bail, Context, Result};
 use cqlab_kernels::mutant::{Mutant, MUTANTS};
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -54,9 +56,8 @@ pub fn command(root: &Path, args: &[String]) -> Result<()> {
         let mut value = || it.next().with_context(|| format!("{a} needs a value ({USAGE})"));
         match a.as_str() {
             "--list" => {
-                for m in MUTANTS {
-                    println!("{:44} {}", m.name, m.drops);
-                }
+                let list: String = MUTANTS.iter().map(|m| format!("{:44} {}\n", m.name, m.drops)).collect();
+                print_out(&list);
                 return Ok(());
             }
             "--seeds" => o.seeds = value()?.parse().ok().filter(|&n| n > 0).context("--seeds: a positive number")?,
@@ -98,7 +99,7 @@ pub fn command(root: &Path, args: &[String]) -> Result<()> {
         }
         outcomes.push(outcome);
     }
-    print_table(&outcomes, &o);
+    print_out(&table(&outcomes, &o));
     if let Some(path) = &o.json {
         std::fs::write(path, serde_json::to_string_pretty(&to_json(&outcomes, &o))? + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
@@ -109,6 +110,11 @@ pub fn command(root: &Path, args: &[String]) -> Result<()> {
         bail!("{survivors} of {} mutants survived (see the table)", outcomes.len());
     }
     Ok(())
+}
+
+/// Writes to stdout; a reader that went away (`| head -1`) is not an error.
+fn print_out(text: &str) {
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 fn target_dir(root: &Path) -> PathBuf {
@@ -224,37 +230,45 @@ fn race(cqlab: &Path, firmware_dir: &Path, dir: &Path, m: &'static Mutant, o: &O
     Ok(Outcome { mutant: m, caught: None, seeds_run, failed_tests: None })
 }
 
-fn print_table(outcomes: &[Outcome], o: &Options) {
-    println!(
+/// The result table, as printed.
+fn table(outcomes: &[Outcome], o: &Options) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
         "mutants: {} built, each raced with {} ({} seeds each, until the first failure)",
         outcomes.len(),
         o.workloads.join(", then "),
         o.seeds
     );
-    println!("{:44} {:10} {:>6} {:>6}  signature", "mutant", "caught by", "seeds", "tests");
+    let _ = writeln!(t, "{:44} {:10} {:>6} {:>6}  signature", "mutant", "caught by", "seeds", "tests");
     for x in outcomes {
         let tests = x.failed_tests.as_ref().map_or("-".into(), |t| t.len().to_string());
-        match &x.caught {
-            Some((w, first, sig, _)) => println!("{:44} {:10} {:>6} {:>6}  {}", x.mutant.name, w, first, tests, sig),
-            None => println!(
+        let _ = match &x.caught {
+            Some((w, first, sig, _)) => {
+                writeln!(t, "{:44} {:10} {:>6} {:>6}  {}", x.mutant.name, w, first, tests, sig)
+            }
+            None => writeln!(
+                t,
                 "{:44} {:10} {:>6} {:>6}  not caught: {}",
                 x.mutant.name, "-", x.seeds_run, tests, x.mutant.drops
             ),
-        }
+        };
     }
     let caught = outcomes.iter().filter(|x| x.caught.is_some()).count();
-    println!("caught by a race workload: {caught} of {}", outcomes.len());
+    let _ = writeln!(t, "caught by a race workload: {caught} of {}", outcomes.len());
     if o.tests {
         let by_tests = outcomes.iter().filter(|x| x.failed_tests.as_ref().is_some_and(|t| !t.is_empty())).count();
         let either =
             outcomes.iter().filter(|x| x.caught.is_some() || x.failed_tests.as_ref().is_some_and(|t| !t.is_empty()));
-        println!(
+        let _ = writeln!(
+            t,
             "caught by the tests: {by_tests} of {}; by either: {} of {}",
             outcomes.len(),
             either.count(),
             outcomes.len()
         );
     }
+    t
 }
 
 fn to_json(outcomes: &[Outcome], o: &Options) -> serde_json::Value {
