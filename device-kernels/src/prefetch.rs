@@ -319,8 +319,8 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 // replayed: the pieces still leaving stay posted (see
                 // `signal_sent`), so the next chunk's work overlaps this
                 // relay's bytes on the NOC. Waiting here cost a large relay
-                // its whole NOC time (12 KiB first upload: 1,171 -> 957
-                // cycles per program, 128 unique args: 1,883 -> 1,650).
+                // its whole NOC time (12 KiB first upload: 1,171 -> 955
+                // cycles per program, 128 unique args: 1,883 -> 1,648).
                 PrefetchHeader::RelayInline { cmd, .. } => match replay.as_deref_mut() {
                     Some(r) => {
                         let (mut at, end) = (off + 16, off + 16 + cmd.length);

@@ -74,6 +74,10 @@ impl PrefetchCmdId {
 }
 
 /// `RELAY_INLINE` / `RELAY_INLINE_NOFLUSH`: `length` payload bytes follow.
+/// The firmware treats the two alike: a flush is owed, not waited for (each
+/// relayed piece is signalled to the dispatcher once it has left, and every
+/// prefetcher wait that depends on the dispatcher or the host signals all
+/// first), so the flag only records what the host asked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct RelayInlineCmd {

@@ -208,3 +208,33 @@ fn relay_scratch_reused_before_sent_corrupts_read_backs() {
     // is still being sent: the first page comes back partly overwritten.
     assert!(f[0].1.contains("read-back corrupted from byte"), "{f:?}");
 }
+
+/// A variant directory may carry its own worker firmware (a mutant's, see
+/// `cargo xtask mutants`): workers boot from it when it is there, and from
+/// the firmware directory when it is not. A truncated worker ELF in the
+/// variant directory shows which one booted.
+#[test]
+fn a_variant_directory_with_its_own_worker_boots_that_worker() {
+    let dir = std::env::temp_dir().join(format!("cqlab-variant-worker-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["prefetch", "dispatch"] {
+        std::fs::copy(firmware_dir().join(name), dir.join(name)).unwrap();
+    }
+    let boot = |dir: &std::path::Path| {
+        let cfg = DeviceConfig {
+            firmware_dir: firmware_dir(),
+            firmware_variant: Some(dir.to_string_lossy().into_owned()),
+            ..Default::default()
+        };
+        let mut dev = Device::embedded(cqlab_sim::config::SimConfig::default(), cfg).unwrap();
+        dev.boot().map(|()| dev)
+    };
+    let dev = boot(&dir).expect("no worker in the variant directory: the firmware directory's boots");
+    let worker = cqlab_abi::noc::worker(0, 0);
+    assert_eq!(dev.firmware_elf(worker), Some(firmware_dir().join("worker")));
+    let elf = std::fs::read(firmware_dir().join("worker")).unwrap();
+    std::fs::write(dir.join("worker"), &elf[..elf.len() / 2]).unwrap();
+    let err = boot(&dir).err().expect("the variant's truncated worker is refused");
+    assert!(err.to_string().contains(&dir.join("worker").display().to_string()), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
