@@ -49,6 +49,9 @@ pub struct Prefetcher<'p, P: Platform> {
     read_rd: RingPtr,
     /// Per chunk buffer, the entry (raw) and byte size of its chunk.
     chunks: [(u32, u32); CHUNK_BUFFERS as usize],
+    /// Per chunk buffer, the issue-queue bytes of its chunk if gathered
+    /// (fewer than its size).
+    gathered_ring: [u32; CHUNK_BUFFERS as usize],
     /// Bytes written into the dispatcher ring (absolute position).
     written: u64,
     /// Bytes of the ring known free from `written` on, as of the last look
@@ -103,6 +106,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             scratch_turn: 0,
             read_rd: RingPtr::default(),
             chunks: [(0, 0); CHUNK_BUFFERS as usize],
+            gathered_ring: [0; CHUNK_BUFFERS as usize],
             written: 0,
             room: 0,
             unflushed_units: 0,
@@ -193,9 +197,29 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// Starts the read of the next entry's chunk (`raw`, `len` bytes) into
     /// its buffer.
     fn request(&mut self, raw: u32, len: u32) {
+        if raw & fetch_queue::STAGED_FLAG != 0 {
+            return self.request_gathered(raw, len);
+        }
         let j = self.requested;
         self.fetch_chunk_at(len, j % CHUNK_BUFFERS, self.read_rd);
         self.read_rd = self.read_rd.advance(len, self.cfg.issue_size);
+        self.requested_chunk(j, raw, len);
+    }
+
+    /// [`Self::request`] of a gathered chunk (kept out of the usual path).
+    #[cold]
+    #[inline(never)]
+    fn request_gathered(&mut self, raw: u32, len: u32) {
+        let j = self.requested;
+        let ring = self.gather(j, len);
+        self.gathered_ring[(j % CHUNK_BUFFERS) as usize] = ring;
+        self.read_rd = self.read_rd.advance(ring, self.cfg.issue_size);
+        self.requested_chunk(j, raw, len);
+    }
+
+    /// Records chunk `j`'s read as issued.
+    #[inline(always)]
+    fn requested_chunk(&mut self, j: u32, raw: u32, len: u32) {
         self.chunks[(j % CHUNK_BUFFERS) as usize] = (raw, len);
         self.requested = j.wrapping_add(1);
         // Known bug 3 frees the chunk's slot and issue-queue space while
@@ -211,7 +235,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     fn release_chunk(&mut self, j: u32) {
         let slot = fetch_queue::slot_addr(j % self.cfg.fetch_entries);
         self.consume_slot(slot);
-        self.issue_rd = self.issue_rd.advance(self.chunks[(j % CHUNK_BUFFERS) as usize].1, self.cfg.issue_size);
+        let (raw, len) = self.chunks[(j % CHUNK_BUFFERS) as usize];
+        let ring = if raw & fetch_queue::STAGED_FLAG == 0 { len } else { self.gathered_ring[(j % CHUNK_BUFFERS) as usize] };
+        self.issue_rd = self.issue_rd.advance(ring, self.cfg.issue_size);
     }
 
     /// The byte size of fetch entry `raw` (from `slot`), or a halt when it
@@ -230,17 +256,31 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
 
     /// Reads `len` bytes at issue-queue position `rd` into chunk buffer
     /// `buf`, in two reads when the chunk wraps the issue queue.
+    #[inline(always)]
     fn fetch_chunk_at(&mut self, len: u32, buf: u32, rd: RingPtr) {
-        // The chunk that last used this buffer may still be relaying from it:
-        // those relays must have left it (sent), not landed; later relays
-        // (the chunk running now) may still be leaving.
+        self.wait_buffer_free(buf);
+        self.fetch_chunk_at_offset(len, buf, chunk_buffer(buf), rd);
+    }
+
+    /// Waits until chunk buffer `buf` may be refilled. The chunk that last
+    /// used it may still be relaying from it: those relays must have left
+    /// it (sent), not landed; later relays (the chunk running now) may
+    /// still be leaving.
+    #[inline(always)]
+    fn wait_buffer_free(&mut self, buf: u32) {
         if !const { crate::mutant::dropped("prefetch-chunk-refill-before-sent") } {
             crate::report::wait_sent_until(self.p, self.buffer_sent[buf as usize]);
         }
+    }
+
+    /// Reads `len` issue-queue bytes at `rd` to `dst` in chunk buffer `buf`
+    /// (whose previous relays have left).
+    #[inline(always)]
+    fn fetch_chunk_at_offset(&mut self, len: u32, buf: u32, dst: u32, rd: RingPtr) {
         let offset = rd.offset_bytes();
         let (first, second) = split_at_wrap(offset, len, self.cfg.issue_size);
         let base = self.sysmem.issue_base();
-        let (dst, id) = (chunk_buffer(buf), chunk_read_id(buf));
+        let id = chunk_read_id(buf);
         self.p.noc_read_with_id(NocAddr::unicast(PCIE, base + offset as u64), dst, first, id);
         if second > 0 {
             self.p.noc_read_with_id(NocAddr::unicast(PCIE, base), dst + first, second, id);
@@ -248,6 +288,39 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         let packets = first.div_ceil(NOC_MAX_PACKET) + second.div_ceil(NOC_MAX_PACKET);
         let n = &mut self.buffer_reads[buf as usize];
         *n = n.wrapping_add(packets);
+    }
+
+    /// Reads gathered chunk `j` (`len` bytes) into its buffer: its head from
+    /// the issue queue, its staged piece from sysmem, then the rest from
+    /// the issue queue; returns the issue-queue bytes it takes. A split
+    /// larger than the chunk halts the prefetcher.
+    #[inline(never)]
+    fn gather(&mut self, j: u32, len: u32) -> u32 {
+        let slot = j % self.cfg.fetch_entries;
+        let source = self.p.read_u32(fetch_queue::source_addr(slot));
+        let split = fetch_queue::Split::from_raw(self.p.read_u32(fetch_queue::split_addr(slot)));
+        if split.head as u64 + split.staged as u64 > len as u64 {
+            fail(self.p, DeviceError::BadSize, fetch_queue::split_addr(slot), split.raw(), self.fetched, len);
+        }
+        let (buf, tail) = (j % CHUNK_BUFFERS, len - split.head - split.staged);
+        // The head's reads, then the staged piece's, then the tail's, all
+        // under the buffer's id: the buffer has landed when all have.
+        self.wait_buffer_free(buf);
+        if split.head > 0 {
+            self.fetch_chunk_at_offset(split.head, buf, chunk_buffer(buf), self.read_rd);
+        }
+        let staged = chunk_buffer(buf) + split.head;
+        if split.staged > 0 {
+            let src = NocAddr::unicast(PCIE, source as u64 * fetch_queue::SIZE_UNIT as u64);
+            self.p.noc_read_with_id(src, staged, split.staged, chunk_read_id(buf));
+            self.buffer_reads[buf as usize] =
+                self.buffer_reads[buf as usize].wrapping_add(split.staged.div_ceil(NOC_MAX_PACKET));
+        }
+        if tail > 0 {
+            let rd = self.read_rd.advance(split.head, self.cfg.issue_size);
+            self.fetch_chunk_at_offset(tail, buf, staged + split.staged, rd);
+        }
+        split.head + tail
     }
 
     /// Waits until the reads into chunk buffer `buf` have landed.

@@ -13,7 +13,7 @@ use crate::events::Event;
 use cqlab_abi::completion::{record_size, CompletionHeader, CompletionKind, EventRecord};
 use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
-use cqlab_abi::fetch_queue::{self, FetchEntry};
+use cqlab_abi::fetch_queue::{self, FetchEntry, Split};
 use cqlab_abi::mailbox;
 use cqlab_abi::memory_map::MAX_CHUNK;
 use cqlab_abi::mmio::sem;
@@ -82,6 +82,11 @@ pub struct CqHost {
     /// used (so a replay must first wait for the launch before it).
     pub(crate) capture_before: u64,
     pub(crate) capture_waits_before: bool,
+    /// Where this queue stages large blobs (`None`: sysmem has no room).
+    pub(crate) staging: Option<crate::staging::Staging>,
+    /// Where a chunk around a staged piece is encoded (kept: its staged
+    /// part is never written, so it is never cleared either).
+    pub(crate) scratch: Vec<u8>,
 }
 
 /// A kernel a trace found resident when it was captured (in text slot
@@ -118,6 +123,8 @@ impl CqHost {
             capture_relies: Vec::new(),
             capture_before: 0,
             capture_waits_before: false,
+            staging: None,
+            scratch: Vec::new(),
         }
     }
 }
@@ -285,7 +292,7 @@ impl Device {
         // Free issue space (reserve waited for it): the device reads it only after the doorbell.
         self.backend.sysmem_claim(at, first)?.copy_from_slice(&chunk[..first]);
         self.backend.sysmem_claim(base, chunk.len() - first)?.copy_from_slice(&chunk[first..]);
-        self.ring_doorbell(q, entry)
+        self.ring_doorbell(q, entry, len)
     }
 
     /// Encodes a chunk of at most `capacity` bytes straight into the issue
@@ -313,13 +320,60 @@ impl Device {
         let len = enc.len() as u64;
         let entry = FetchEntry::new(len, false)
             .map_err(|e| DriverError::Invalid(format!("fetch entry for a {len}-byte chunk: {e:?}")))?;
-        self.ring_doorbell(q, entry)
+        self.ring_doorbell(q, entry, len as u32)
+    }
+
+    /// Rings a gathered chunk (`cqlab_abi::fetch_queue`): the `head` and
+    /// `tail` bytes (multiples of 16) go into the issue queue, and the
+    /// prefetcher reads the `staged` bytes at sysmem offset `at` between
+    /// them. Returns the entry's number.
+    pub(crate) fn submit_gathered(&mut self, q: u8, head: &[u8], at: u64, staged: u32, tail: &[u8]) -> Result<u32> {
+        let unit = fetch_queue::SIZE_UNIT as u64;
+        let (ring, total) = ((head.len() + tail.len()) as u32, (head.len() + tail.len()) as u64 + staged as u64);
+        let split = Split { head: head.len() as u32, staged };
+        let fits = at.is_multiple_of(unit)
+            && at / unit <= u32::MAX as u64
+            && [head.len() as u64, staged as u64].iter().all(|&n| n.is_multiple_of(unit) && n / unit <= 0xffff)
+            && total <= MAX_CHUNK as u64;
+        let entry = FetchEntry::staged(total).ok().filter(|_| fits).ok_or_else(|| {
+            DriverError::Invalid(format!(
+                "gathered chunk of {} + {staged} (at sysmem {at:#x}) + {} bytes",
+                head.len(),
+                tail.len()
+            ))
+        })?;
+        self.reserve(q, ring)?;
+        let cq = &self.cqs[q as usize];
+        let (wr, base, size) = (cq.issue_wr, cq.layout.issue_base() as usize, cq.layout.issue_size as usize);
+        // Free issue space (reserve waited for it): the device reads it only after the doorbell.
+        let mut off = wr.offset_bytes() as usize;
+        for part in [head, tail] {
+            let first = (size - off).min(part.len());
+            self.backend.sysmem_claim(base + off, first)?.copy_from_slice(&part[..first]);
+            self.backend.sysmem_claim(base, part.len() - first)?.copy_from_slice(&part[first..]);
+            off = (off + part.len()) % size;
+        }
+        let number = self.cqs[q as usize].fetch_issued;
+        let slot = number % self.cfg.fetch_entries;
+        let word = |addr: u32| NocAddr::unicast(noc::prefetcher(q), addr as u64);
+        // Before the entry: the prefetcher reads them once it is nonzero.
+        let words = [(at / unit) as u32, split.raw()];
+        self.backend.write(word(fetch_queue::source_addr(slot)), words.as_bytes())?;
+        self.ring_doorbell(q, entry, ring)?;
+        Ok(number)
+    }
+
+    /// The prefetcher's fetch count as it stands now (it only grows).
+    pub(crate) fn fetched_now(&mut self, q: u8) -> Result<u32> {
+        let fetched = self.header_word(q, FETCH_RD_COUNT)?;
+        self.cqs[q as usize].fetched_seen = fetched;
+        Ok(fetched)
     }
 
     /// Waits until queue `q` has `len` bytes of issue space and a free fetch slot.
     fn reserve(&mut self, q: u8, len: u32) -> Result<()> {
         let size = self.cqs[q as usize].layout.issue_size;
-        if len == 0 || len > size || len > MAX_CHUNK {
+        if len > size || len > MAX_CHUNK {
             return Err(DriverError::Invalid(format!("{len}-byte chunk exceeds the issue queue or chunk area")));
         }
         let entries = self.cfg.fetch_entries;
@@ -343,8 +397,9 @@ impl Device {
         })
     }
 
-    /// Publishes a chunk already in the ring at the write pointer.
-    fn ring_doorbell(&mut self, q: u8, entry: FetchEntry) -> Result<()> {
+    /// Publishes a chunk whose `ring` bytes are already in the ring at the
+    /// write pointer.
+    fn ring_doorbell(&mut self, q: u8, entry: FetchEntry, ring: u32) -> Result<()> {
         let entries = self.cfg.fetch_entries;
         let cq = &self.cqs[q as usize];
         let slot = cq.fetch_issued % entries;
@@ -353,7 +408,7 @@ impl Device {
         let slot_addr = NocAddr::unicast(noc::prefetcher(q), fetch_queue::slot_addr(slot) as u64);
         self.backend.write_u32(slot_addr, entry.raw())?;
         let cq = &mut self.cqs[q as usize];
-        cq.issue_wr = cq.issue_wr.advance(entry.bytes(), cq.layout.issue_size);
+        cq.issue_wr = cq.issue_wr.advance(ring, cq.layout.issue_size);
         cq.fetch_issued = cq.fetch_issued.wrapping_add(1);
         Ok(())
     }
@@ -881,15 +936,20 @@ impl Device {
         let mut slots = vec![0u8; 4 * self.cfg.fetch_entries as usize];
         let at = NocAddr::unicast(noc::prefetcher(q), cqlab_abi::fetch_queue::slot_addr(0) as u64);
         let _ = self.backend.read(at, &mut slots);
-        let pending: Vec<u32> = slots
+        // (source, split) word pairs.
+        let mut splits = vec![0u8; 8 * self.cfg.fetch_entries as usize];
+        let at = NocAddr::unicast(noc::prefetcher(q), cqlab_abi::fetch_queue::source_addr(0) as u64);
+        let _ = self.backend.read(at, &mut splits);
+        let word = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("4 bytes"));
+        let pending: Vec<(u32, u32)> = slots
             .chunks_exact(4)
-            .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")))
-            .filter(|&raw| raw != 0)
+            .zip(splits.chunks_exact(8))
+            .map(|(e, s)| (word(e), word(&s[4..])))
+            .filter(|&(raw, _)| raw != 0)
             .collect();
         let pending_bytes: u32 = pending
             .iter()
-            .filter_map(|&raw| cqlab_abi::fetch_queue::FetchEntry::from_raw(raw).ok())
-            .map(|e| e.bytes())
+            .filter_map(|&(raw, split)| Some(cqlab_abi::fetch_queue::FetchEntry::from_raw(raw).ok()?.issue_bytes(split)))
             .sum();
         let issue_size = self.cqs[q as usize].layout.issue_size;
         let workers: Vec<Coord> = self.workers().collect();

@@ -42,6 +42,10 @@ pub struct DeviceConfig {
     pub slow_dispatch: bool,
     /// A known host-side bug to re-create (`None`: the correct driver).
     pub host_bug: Option<HostBug>,
+    /// Kernel binaries and unique-arg blocks of at least this many bytes
+    /// are staged in sysmem once and sent by reference (`crate::staging`);
+    /// 0 copies everything into the issue queue.
+    pub stage_min_bytes: u32,
 }
 
 /// Known host-side bug classes, re-created on purpose so the campaign tools
@@ -87,6 +91,7 @@ impl Default for DeviceConfig {
             firmware_variant: None,
             slow_dispatch: false,
             host_bug: None,
+            stage_min_bytes: crate::staging::STAGE_MIN_BYTES as u32,
         }
     }
 }

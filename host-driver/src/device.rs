@@ -197,6 +197,13 @@ impl Device {
         self.cqs = (0..self.cfg.num_cqs)
             .map(|q| CqHost::new(CqSysmemLayout::for_cq(q, self.cfg.issue_size, self.cfg.completion_size)))
             .collect();
+        if self.cfg.stage_min_bytes > 0 && !self.cfg.slow_dispatch {
+            let end = CqSysmemLayout::for_cq(self.cfg.num_cqs, self.cfg.issue_size, self.cfg.completion_size).base;
+            let arenas = crate::staging::arenas(end, self.backend.sysmem_len() as u64, self.cfg.num_cqs);
+            for (cq, arena) in self.cqs.iter_mut().zip(arenas) {
+                cq.staging = arena;
+            }
+        }
         let mut expect = Vec::new();
         for q in 0..self.cfg.num_cqs {
             let layout = self.cqs[q as usize].layout;

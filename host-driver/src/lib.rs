@@ -22,6 +22,7 @@ mod program_state;
 #[cfg(feature = "sim")]
 pub mod sim_backend;
 pub mod slow_dispatch;
+mod staging;
 pub mod sysmem;
 pub mod trace_reader;
 #[cfg(feature = "ttkmd")]

@@ -33,6 +33,10 @@ pub struct KernelSpec {
     unique_lens: Vec<Vec<u16>>,
     /// Words per core in `unique`: the most any core of the kernel was given.
     unique_count: u32,
+    /// Names the bytes of `unique` as they are now (`staging::next_stamp`,
+    /// renewed by every change): a staged copy of a block with the same
+    /// stamp holds the same bytes.
+    unique_stamp: u64,
     /// Args every core of the kernel sees (written once per range, multicast).
     common: Vec<u8>,
 }
@@ -46,6 +50,7 @@ impl KernelSpec {
             unique: Vec::new(),
             unique_lens: Vec::new(),
             unique_count: 0,
+            unique_stamp: 0,
             common: Vec::new(),
         }
     }
@@ -120,6 +125,12 @@ impl KernelSpec {
         for (w, a) in mine.chunks_exact_mut(4).zip(args) {
             w.copy_from_slice(&a.to_le_bytes());
         }
+        self.unique_stamp = crate::staging::next_stamp();
+    }
+
+    /// The stamp of the unique args as they are now.
+    pub(crate) fn unique_stamp(&self) -> u64 {
+        self.unique_stamp
     }
 }
 

@@ -10,8 +10,9 @@ use crate::command_queue::{CommandQueue, Resident};
 use crate::error::{DriverError, Result};
 use crate::program::Program;
 use crate::program_state::{slot_addr, Plan, ProgramState, SlotChoice};
+use crate::staging::{BlobKey, Placed};
 use cqlab_abi::dispatch::WaitFlags;
-use cqlab_abi::encode::{DispatchWriter, EncodeError};
+use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder};
 use cqlab_abi::noc::{self, NocAddr};
 use cqlab_abi::program::{
     config_word, launch_entry, pack_rect, KernelGroup, LaunchHeader, LAUNCH_ENTRY_SIZE, LAUNCH_RING_ENTRIES,
@@ -58,7 +59,9 @@ impl CommandQueue<'_> {
         let q = self.q;
         // What one chunk can carry at most (the driver refuses larger).
         let limit = self.dev.cqs[q as usize].layout.issue_size.min(cqlab_abi::memory_map::MAX_CHUNK) as usize;
-        if capacity <= limit {
+        if self.submit_program_staged(program, &plan, wait, all, &msg)? {
+            // Sent, its large blobs by reference.
+        } else if capacity <= limit {
             self.dev.submit_with(q, capacity, |e| {
                 e.relay_inline(true, |w| {
                     if let Some(back) = wait {
@@ -192,6 +195,193 @@ impl CommandQueue<'_> {
             }
             first = false;
         }
+    }
+
+    /// Sends `program` with its large blobs (kernel binaries and unique-arg
+    /// blocks of at least `DeviceConfig::stage_min_bytes`) staged in sysmem
+    /// (`crate::staging`): each is written there once, and this and later
+    /// enqueues name it with `STAGED` fetch entries instead of copying it.
+    /// The dispatch stream is the one `write_program` makes: each staged
+    /// write's header ends a chunk and the blob is the next chunks' whole
+    /// payload. Returns false, having sent nothing, when there is nothing
+    /// to stage (or no arena, or a trace is being captured: a trace holds
+    /// its bytes), so the caller sends the program inline.
+    fn submit_program_staged(
+        &mut self,
+        program: &Program,
+        plan: &Plan,
+        wait: Option<u32>,
+        all: NocAddr,
+        msg: &[u8],
+    ) -> Result<bool> {
+        let q = self.q;
+        let min = self.dev.cfg.stage_min_bytes as usize;
+        let host = &self.dev.cqs[q as usize];
+        if min == 0 || host.staging.is_none() || host.capture.is_some() {
+            return Ok(false);
+        }
+        let stageable = |n: usize| n >= min;
+        let any = plan.slots.iter().enumerate().any(|(k, c)| c.upload && stageable(program.kernels[k].image.len() as usize))
+            || plan.groups.iter().any(|g| g.unique_count > 0 && stageable(program.kernels[g.kernel].unique_block(g.range).len()));
+        if !any {
+            return Ok(false);
+        }
+        // What the stream writes, in `write_program`'s order.
+        let mut items: Vec<(NocAddr, Blob)> = Vec::new();
+        for (k, choice) in plan.slots.iter().enumerate() {
+            if choice.upload {
+                for range in &program.kernels[k].ranges {
+                    items.push((range.noc(slot_addr(*choice)), Blob::Image { k, slot: choice.slot }));
+                }
+            }
+        }
+        for g in &plan.groups {
+            let spec = &program.kernels[g.kernel];
+            let range = spec.ranges[g.range];
+            if g.common_count > 0 {
+                items.push((range.noc(g.common_addr), Blob::Bytes(spec.common_bytes())));
+            }
+            if g.unique_count > 0 {
+                items.push((range.noc(g.unique_addr), Blob::Unique { k: g.kernel, range: g.range }));
+            }
+        }
+        // Place the large ones (written into sysmem now if not there yet).
+        let next = self.dev.cqs[q as usize].fetch_issued;
+        let fetched = self.dev.fetched_now(q)?;
+        let released = |entry: u32| fetched.wrapping_sub(entry) as i32 > 0;
+        let mut placed: Vec<Option<Placed>> = Vec::with_capacity(items.len());
+        for &(_, blob) in &items {
+            let len = blob.len(program) as usize;
+            let key = match blob {
+                Blob::Image { k, slot } => {
+                    BlobKey::Image { build_id: program.kernels[k].image.build_id, slot, len: len as u32 }
+                }
+                Blob::Unique { k, range } => BlobKey::UniqueArgs { stamp: program.kernels[k].unique_stamp(), range },
+                Blob::Bytes(_) => {
+                    placed.push(None);
+                    continue;
+                }
+            };
+            let staging = self.dev.cqs[q as usize].staging.as_mut().expect("checked above");
+            let p = if stageable(len) { staging.place(key, len as u64, next, released) } else { None };
+            if let Some(p) = p.filter(|p| p.fresh) {
+                let out = match self.dev.backend.sysmem_claim(p.at as usize, p.len as usize) {
+                    Ok(out) => out,
+                    Err(e) => {
+                        self.dev.cqs[q as usize].staging.as_mut().expect("checked above").forget(p.key);
+                        return Err(e);
+                    }
+                };
+                out[len..].fill(0);
+                blob.write(program, &mut out[..len]);
+            }
+            placed.push(p);
+        }
+        if placed.iter().all(Option::is_none) {
+            return Ok(false);
+        }
+        // The stream in ops (staged blobs in pieces a chunk can hold),
+        // packed into chunks of at most one staged piece each.
+        let limit = self.dev.cqs[q as usize].layout.issue_size.min(cqlab_abi::memory_map::MAX_CHUNK) as usize;
+        let piece = ((limit - 1024) & !15) as u32;
+        let mut ops: Vec<Op> = wait.map(Op::Wait).into_iter().collect();
+        for (i, (_, blob)) in items.iter().enumerate() {
+            let len = blob.len(program);
+            match placed[i] {
+                Some(_) => ops.extend((0..len).step_by(piece as usize).map(|off| Op::Write {
+                    item: i,
+                    off,
+                    len: (len - off).min(piece),
+                    staged: true,
+                })),
+                None => ops.push(Op::Write { item: i, off: 0, len, staged: false }),
+            }
+        }
+        ops.push(Op::Launch);
+        let size = |op: &Op| match *op {
+            Op::Wait(_) => 16,
+            Op::Write { len, .. } => 16 + len.next_multiple_of(16) as usize,
+            Op::Launch => 16 + msg.len().next_multiple_of(16),
+        };
+        if ops.iter().any(|op| 16 + size(op) + 64 > limit) {
+            // An inline write too large for a chunk: the caller cuts it.
+            return Ok(false);
+        }
+        // Chunks as ranges of `ops`.
+        let mut chunks: Vec<std::ops::Range<usize>> = vec![0..0];
+        let mut used = 16;
+        for (i, op) in ops.iter().enumerate() {
+            let cur = chunks.last_mut().expect("one at least");
+            let staged_too = matches!(op, Op::Write { staged: true, .. })
+                && ops[cur.clone()].iter().any(|o| matches!(o, Op::Write { staged: true, .. }));
+            if cur.start < cur.end && (staged_too || used + size(op) + 64 > limit) {
+                chunks.push(i..i);
+                used = 16;
+            }
+            used += size(op);
+            chunks.last_mut().expect("one at least").end = i + 1;
+        }
+        let mut scratch = std::mem::take(&mut self.dev.cqs[q as usize].scratch);
+        scratch.resize(limit, 0);
+        let sent = self.submit_chunks(&ops, &chunks, &items, &placed, program, all, msg, &mut scratch);
+        self.dev.cqs[q as usize].scratch = scratch;
+        sent.map(|()| true)
+    }
+
+    /// Encodes each of `chunks` in `scratch` and sends it, gathered around
+    /// its staged piece if it has one (whose bytes in `scratch` are never
+    /// written nor sent).
+    #[allow(clippy::too_many_arguments)]
+    fn submit_chunks(
+        &mut self,
+        ops: &[Op],
+        chunks: &[std::ops::Range<usize>],
+        items: &[(NocAddr, Blob<'_>)],
+        placed: &[Option<Placed>],
+        program: &Program,
+        all: NocAddr,
+        msg: &[u8],
+        scratch: &mut [u8],
+    ) -> Result<()> {
+        let q = self.q;
+        for chunk in chunks {
+            let chunk = &ops[chunk.clone()];
+            let mut enc = Encoder::new(scratch);
+            // (offset in the chunk, blob's sysmem offset, offset in the
+            // blob, bytes) of its staged piece.
+            let mut staged = None;
+            enc.relay_inline(true, |w| {
+                for op in chunk {
+                    match *op {
+                        Op::Wait(back) => w.wait(WaitFlags::WAIT_LAUNCH, 0, back)?,
+                        Op::Write { item, off: _, len, staged: false } => {
+                            let (dst, blob) = items[item];
+                            w.write_linear_with(dst, len, |out| blob.write(program, out))?;
+                        }
+                        Op::Write { item, off, len, staged: true } => {
+                            let (dst, p) = (items[item].0, placed[item].expect("staged"));
+                            w.write_linear_with(dst.offset(off as u64), len, |_| {})?;
+                            let padded = len.next_multiple_of(16);
+                            staged = Some((16 + w.len() - padded as usize, p, off as u64, padded));
+                        }
+                        Op::Launch => w.launch(all, msg)?,
+                    }
+                }
+                Ok(())
+            })
+            .map_err(|e| DriverError::Invalid(format!("encoding: {e}")))?;
+            let n = enc.len();
+            let bytes = &scratch[..n];
+            match staged {
+                Some((start, p, off, len)) => {
+                    let end = start + len as usize;
+                    let entry = self.dev.submit_gathered(q, &bytes[..start], p.at + off, len, &bytes[end..])?;
+                    self.dev.cqs[q as usize].staging.as_mut().expect("staged").used_by(p.key, entry);
+                }
+                None => self.dev.submit(q, bytes, false)?,
+            }
+        }
+        Ok(())
     }
 
     /// Sends kernel `r` into its text slot unless the workers hold it there
@@ -347,6 +537,44 @@ fn write_program(w: &mut DispatchWriter<'_>, program: &Program, plan: &Plan) -> 
         }
     }
     Ok(())
+}
+
+/// One command of a staged program's stream.
+enum Op {
+    Wait(u32),
+    /// `len` bytes from offset `off` of item `item`'s blob, inline or from
+    /// its staged copy.
+    Write { item: usize, off: u32, len: u32, staged: bool },
+    Launch,
+}
+
+/// A write of a program's stream: what its bytes are.
+#[derive(Clone, Copy)]
+enum Blob<'a> {
+    /// Kernel `k`'s binary, relocated for text slot `slot`.
+    Image { k: usize, slot: u32 },
+    /// Kernel `k`'s unique-arg block for range `range`.
+    Unique { k: usize, range: usize },
+    Bytes(&'a [u8]),
+}
+
+impl Blob<'_> {
+    fn len(&self, program: &Program) -> u32 {
+        match *self {
+            Blob::Image { k, .. } => program.kernels[k].image.len(),
+            Blob::Unique { k, range } => program.kernels[k].unique_block(range).len() as u32,
+            Blob::Bytes(b) => b.len() as u32,
+        }
+    }
+
+    /// Writes its bytes into `out` (exactly `len` bytes).
+    fn write(&self, program: &Program, out: &mut [u8]) {
+        match *self {
+            Blob::Image { k, slot } => program.kernels[k].image.write_for_slot(slot, out),
+            Blob::Unique { k, range } => out.copy_from_slice(program.kernels[k].unique_block(range)),
+            Blob::Bytes(b) => out.copy_from_slice(b),
+        }
+    }
 }
 
 /// Bytes the program's chunk can take at most.

@@ -4,6 +4,16 @@
 //! region through the BAR; the prefetcher zeroes the slot when it has read the
 //! chunk, which frees the slot. A zero entry therefore means "empty" and a
 //! zero-size chunk can never be expressed: both sides reject it.
+//!
+//! A chunk is read from the issue queue, next after the previous one. A
+//! `STAGED` entry's chunk is gathered: the first bytes from the issue queue,
+//! then a piece of sysmem elsewhere (its offset and size in the slot's
+//! `source_addr` and `split_addr` words, written before the entry), then
+//! the rest from the issue queue, which holds only the first and last
+//! parts. The host keeps large, reused bytes (kernel binaries, runtime-arg
+//! blocks) staged in sysmem that way and an enqueue copies none of them;
+//! the prefetcher reads the same bytes into the same chunk buffer, in three
+//! reads instead of one.
 
 use crate::memory_map::FETCH_QUEUE;
 
@@ -13,16 +23,51 @@ use crate::memory_map::FETCH_QUEUE;
 /// host puts before the `EXEC_BUF` where needed), so it overlaps the work
 /// before it.
 pub const STALL_FLAG: u32 = 1 << 31;
+/// Bit 30: the chunk is gathered (module docs).
+pub const STAGED_FLAG: u32 = 1 << 30;
 /// Chunk sizes are counted in these units.
 pub const SIZE_UNIT: u32 = 16;
+/// The size bits of an entry.
+const SIZE_MASK: u32 = STAGED_FLAG - 1;
 /// Largest chunk size an entry can express, in bytes.
-pub const MAX_CHUNK_BYTES: u64 = (STALL_FLAG as u64 - 1) * SIZE_UNIT as u64;
-/// Number of slots the `FETCH_QUEUE` region holds.
-pub const MAX_ENTRIES: u32 = FETCH_QUEUE.size / 4;
+pub const MAX_CHUNK_BYTES: u64 = SIZE_MASK as u64 * SIZE_UNIT as u64;
+/// Number of slots the `FETCH_QUEUE` region holds: its first third holds
+/// the entries, the rest their `source_addr` and `split_addr` words, side by
+/// side (the host writes both at once).
+pub const MAX_ENTRIES: u32 = FETCH_QUEUE.size / 12;
 
 /// L1 address of slot `index`.
 pub const fn slot_addr(index: u32) -> u32 {
     FETCH_QUEUE.base + 4 * index
+}
+
+/// L1 address of slot `index`'s source word: where a gathered chunk's
+/// staged piece is in sysmem, in `SIZE_UNIT`s.
+pub const fn source_addr(index: u32) -> u32 {
+    FETCH_QUEUE.base + 4 * MAX_ENTRIES + 8 * index
+}
+
+/// L1 address of slot `index`'s split word ([`Split`]).
+pub const fn split_addr(index: u32) -> u32 {
+    source_addr(index) + 4
+}
+
+/// Where a gathered chunk's staged piece goes: after `head` bytes from the
+/// issue queue, `staged` bytes from sysmem (both multiples of `SIZE_UNIT`,
+/// each at most `u16::MAX` units).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Split {
+    pub head: u32,
+    pub staged: u32,
+}
+
+impl Split {
+    pub const fn raw(self) -> u32 {
+        self.head / SIZE_UNIT | (self.staged / SIZE_UNIT) << 16
+    }
+    pub const fn from_raw(raw: u32) -> Self {
+        Self { head: (raw & 0xffff) * SIZE_UNIT, staged: (raw >> 16) * SIZE_UNIT }
+    }
 }
 
 /// One fetch-queue entry.
@@ -55,9 +100,17 @@ impl FetchEntry {
         let units = (bytes / SIZE_UNIT as u64) as u32;
         Ok(Self(units | if stall { STALL_FLAG } else { 0 }))
     }
+    /// Entry for a gathered chunk of `bytes` bytes in all (its source and
+    /// split words say which are staged).
+    pub const fn staged(bytes: u64) -> Result<Self, FetchEntryError> {
+        match Self::new(bytes, false) {
+            Ok(e) => Ok(Self(e.0 | STAGED_FLAG)),
+            Err(e) => Err(e),
+        }
+    }
     /// Parse a raw slot value as the prefetcher sees it.
     pub const fn from_raw(raw: u32) -> Result<Self, FetchEntryError> {
-        if raw & !STALL_FLAG == 0 {
+        if raw & SIZE_MASK == 0 {
             Err(FetchEntryError::ZeroSize)
         } else {
             Ok(Self(raw))
@@ -67,10 +120,22 @@ impl FetchEntry {
         self.0
     }
     pub const fn bytes(self) -> u32 {
-        (self.0 & !STALL_FLAG) * SIZE_UNIT
+        (self.0 & SIZE_MASK) * SIZE_UNIT
     }
     pub const fn stall(self) -> bool {
         self.0 & STALL_FLAG != 0
+    }
+    pub const fn is_staged(self) -> bool {
+        self.0 & STAGED_FLAG != 0
+    }
+    /// Issue-queue bytes the chunk takes, given its split word (read only
+    /// for a gathered chunk).
+    pub const fn issue_bytes(self, split: u32) -> u32 {
+        if self.is_staged() {
+            self.bytes().saturating_sub(Split::from_raw(split).staged)
+        } else {
+            self.bytes()
+        }
     }
 }
 
@@ -94,5 +159,20 @@ mod tests {
         assert_eq!(FetchEntry::from_raw(e.raw()), Ok(e));
         assert_eq!(FetchEntry::new(24, false), Err(FetchEntryError::Unaligned { bytes: 24 }));
         assert!(matches!(FetchEntry::new(1 << 40, false), Err(FetchEntryError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn a_gathered_entry_takes_the_issue_queue_bytes_around_its_staged_piece() {
+        let e = FetchEntry::staged(12288 + 128).unwrap();
+        let split = Split { head: 64, staged: 12288 };
+        assert_eq!(Split::from_raw(split.raw()), split);
+        assert_eq!((e.bytes(), e.issue_bytes(split.raw()), e.is_staged(), e.stall()), (12416, 128, true, false));
+        assert_eq!(FetchEntry::from_raw(e.raw()), Ok(e));
+        assert_eq!(FetchEntry::from_raw(STAGED_FLAG), Err(FetchEntryError::ZeroSize));
+        assert_eq!(FetchEntry::new(4096, false).unwrap().issue_bytes(split.raw()), 4096);
+        // The words sit past the last entry, inside the region.
+        assert!(source_addr(0) >= slot_addr(MAX_ENTRIES));
+        assert_eq!(split_addr(0), source_addr(0) + 4);
+        assert!(split_addr(MAX_ENTRIES - 1) + 4 <= FETCH_QUEUE.base + FETCH_QUEUE.size);
     }
 }

@@ -300,11 +300,14 @@ fn host_time(
     let mut i = 0;
     // One call untimed, to learn how many issue-queue bytes a call takes.
     dev.cq(0)?.finish()?;
-    let before = dev.queue_pointers(0)?.issue_wr;
+    let before = dev.queue_pointers(0)?;
     call(&mut dev.cq(0)?, i)?;
     i += 1;
-    let per_call = RingPtr::used(RingPtr(dev.queue_pointers(0)?.issue_wr), RingPtr(before), issue);
-    let batch = (HOST_BATCH / programs).min(issue / 2 / per_call.max(1)).min(fetch / 2).max(1);
+    let after = dev.queue_pointers(0)?;
+    let per_call = RingPtr::used(RingPtr(after.issue_wr), RingPtr(before.issue_wr), issue);
+    // Staged blobs take fetch entries but no issue-queue bytes.
+    let entries = after.fetch_issued.wrapping_sub(before.fetch_issued).max(1);
+    let batch = (HOST_BATCH / programs).min(issue / 2 / per_call.max(1)).min(fetch / 2 / entries).max(1);
     let mut rounds = Vec::with_capacity(HOST_ROUNDS);
     for _ in 0..HOST_ROUNDS {
         dev.cq(0)?.finish()?;
