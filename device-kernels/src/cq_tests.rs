@@ -7,7 +7,7 @@ use crate::prefetch::Prefetcher;
 use cqlab_abi::completion::{CompletionHeader, CompletionKind};
 use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder};
-use cqlab_abi::fetch_queue::{slot_addr, FetchEntry, STALL_FLAG};
+use cqlab_abi::fetch_queue::{slot_addr, source_addr, FetchEntry, Split, STALL_FLAG};
 use cqlab_abi::mailbox::{CqConfig, DeviceError, ErrorRecord, ERROR, ERROR_MAGIC, WAYPOINT};
 use cqlab_abi::memory_map::{
     chunk_buffer, interleaved_page, CHUNK_AREA, CHUNK_BUFFERS, DISPATCH_RING, MAX_CHUNK, TRACE_AREA,
@@ -137,6 +137,61 @@ fn ring_credits_limit_the_prefetcher_and_the_ring_wraps() {
     assert_eq!(core.remote_sems[&(dispatcher(0), sem::RING_UNITS_FILLED)], 96);
     let ring = &core.remote[&dispatcher(0)][DISPATCH_RING.base as usize..][..16];
     assert_eq!(ring, &chunk[16..32], "third chunk wrapped to the ring start");
+}
+
+/// A prefetcher whose only chunk is `chunk` gathered: bytes `[head,
+/// head + staged)` at sysmem `at`, the rest in the issue queue (wrapping
+/// from `start`).
+fn gathered(issue_size: u32, start: u32, chunk: &[u8], head: u32, staged: u32, at: u32) -> (FakeCore, CqConfig) {
+    let (h, s) = (head as usize, (head + staged) as usize);
+    let ring: Vec<u8> = chunk[..h].iter().chain(&chunk[s..]).copied().collect();
+    let (mut core, c) = prefetcher_with(issue_size, start, &[(ring, false)]);
+    core.sysmem()[at as usize..][..staged as usize].copy_from_slice(&chunk[h..s]);
+    let words = [at / 16, Split { head, staged }.raw()];
+    core.set_l1(source_addr(0), &words[0].to_le_bytes());
+    core.set_l1(source_addr(0) + 4, &words[1].to_le_bytes());
+    let entry = FetchEntry::staged(chunk.len() as u64).unwrap();
+    core.set_l1(slot_addr(0), &entry.raw().to_le_bytes());
+    (core, c)
+}
+
+/// A gathered chunk relays exactly what the same chunk relays from the
+/// issue queue, and frees only the issue-queue bytes it took.
+#[test]
+fn a_gathered_chunk_relays_as_the_whole_chunk_and_takes_only_its_ring_bytes() {
+    let data: Vec<u8> = (0..600u32).map(|i| (i * 7) as u8).collect();
+    let chunk = inline(|w| {
+        w.write_linear(NocAddr::unicast(worker(0, 0), 0xA1000), &[3; 32])?;
+        w.write_linear(NocAddr::unicast(worker(1, 0), 0xA2000), &data)?;
+        w.write_linear(NocAddr::unicast(worker(2, 0), 0xA3000), &[9; 48])
+    });
+    // Header, first write and the second's header in the head; the
+    // second's 608 padded bytes staged; the rest is the tail. The ring part
+    // wraps the issue queue.
+    let (head, staged) = (16 + 48 + 16, 608);
+    let ring_len = chunk.len() as u32 - staged;
+    let (mut core, c) = gathered(1024, 960, &chunk, head, staged, 0x10000);
+    assert_eq!(run_prefetcher(&mut core, c, 960), End::Stuck);
+    assert_eq!(waypoint_of(&core), waypoint::HQW);
+    let relayed = chunk.len() - 16 - 48;
+    let ring = &core.remote[&dispatcher(0)][DISPATCH_RING.base as usize..][..relayed];
+    assert_eq!(ring, &chunk[16..16 + relayed], "dispatch commands relayed verbatim");
+    let rd = RingPtr(word(core.sysmem(), ISSUE_RD_PTR as usize));
+    assert_eq!(rd.offset_bytes(), (960 + ring_len) % 1024);
+    assert_eq!(word(core.sysmem(), FETCH_RD_COUNT as usize), 1);
+}
+
+#[test]
+fn a_gathered_chunk_whose_split_overruns_it_is_reported() {
+    let chunk = inline(|w| w.write_linear(NocAddr::unicast(worker(0, 0), 0xA1000), &[5; 64]));
+    let (mut core, c) = gathered(ISSUE, 0, &chunk, 32, 32, 0x10000);
+    // A split of more bytes than the entry's chunk.
+    let bad = Split { head: 64, staged: chunk.len() as u32 };
+    core.set_l1(source_addr(0) + 4, &bad.raw().to_le_bytes());
+    assert_eq!(run_prefetcher(&mut core, c, 0), End::Halted);
+    let e = error_of(&core);
+    assert_eq!(e.code, DeviceError::BadSize as u32);
+    assert_eq!((e.addr, e.value), (source_addr(0) + 4, bad.raw()), "the offending split word");
 }
 
 /// Chunks the host announced together are all read ahead, each into its

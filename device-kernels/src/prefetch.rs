@@ -149,7 +149,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 let raw = self.p.read_u32(slot);
                 waypoint(self.p, HQD);
                 let len = self.checked_len(slot, raw);
-                self.request(raw, len);
+                self.request(raw, len, slot);
             }
             let j = self.taken;
             if !self.chunk_landed(j % CHUNK_BUFFERS) {
@@ -185,20 +185,21 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         while self.requested.wrapping_sub(self.taken) < CHUNK_BUFFERS
             && self.requested.wrapping_sub(self.fetched) < self.cfg.fetch_entries
         {
-            let raw = self.p.read_u32(fetch_queue::slot_addr(self.requested % self.cfg.fetch_entries));
+            let slot = fetch_queue::slot_addr(self.requested % self.cfg.fetch_entries);
+            let raw = self.p.read_u32(slot);
             let valid = FetchEntry::from_raw(raw).ok().map(|e| e.bytes());
             match valid.filter(|&n| n <= MAX_CHUNK && n <= self.cfg.issue_size) {
-                Some(len) => self.request(raw, len),
+                Some(len) => self.request(raw, len, slot),
                 None => break,
             }
         }
     }
 
-    /// Starts the read of the next entry's chunk (`raw`, `len` bytes) into
-    /// its buffer.
-    fn request(&mut self, raw: u32, len: u32) {
+    /// Starts the read of the next entry's chunk (`raw`, `len` bytes, from
+    /// the slot at L1 address `slot`) into its buffer.
+    fn request(&mut self, raw: u32, len: u32, slot: u32) {
         if raw & fetch_queue::STAGED_FLAG != 0 {
-            return self.request_gathered(raw, len);
+            return self.request_gathered(raw, len, slot);
         }
         let j = self.requested;
         self.fetch_chunk_at(len, j % CHUNK_BUFFERS, self.read_rd);
@@ -209,9 +210,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// [`Self::request`] of a gathered chunk (kept out of the usual path).
     #[cold]
     #[inline(never)]
-    fn request_gathered(&mut self, raw: u32, len: u32) {
+    fn request_gathered(&mut self, raw: u32, len: u32, slot: u32) {
         let j = self.requested;
-        let ring = self.gather(j, len);
+        let ring = self.gather(j, len, slot);
         self.gathered_ring[(j % CHUNK_BUFFERS) as usize] = ring;
         self.read_rd = self.read_rd.advance(ring, self.cfg.issue_size);
         self.requested_chunk(j, raw, len);
@@ -236,7 +237,8 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         let slot = fetch_queue::slot_addr(j % self.cfg.fetch_entries);
         self.consume_slot(slot);
         let (raw, len) = self.chunks[(j % CHUNK_BUFFERS) as usize];
-        let ring = if raw & fetch_queue::STAGED_FLAG == 0 { len } else { self.gathered_ring[(j % CHUNK_BUFFERS) as usize] };
+        let ring =
+            if raw & fetch_queue::STAGED_FLAG == 0 { len } else { self.gathered_ring[(j % CHUNK_BUFFERS) as usize] };
         self.issue_rd = self.issue_rd.advance(ring, self.cfg.issue_size);
     }
 
@@ -290,17 +292,18 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         *n = n.wrapping_add(packets);
     }
 
-    /// Reads gathered chunk `j` (`len` bytes) into its buffer: its head from
+    /// Reads gathered chunk `j` (`len` bytes, entry at L1 address `slot`) into its buffer: its head from
     /// the issue queue, its staged piece from sysmem, then the rest from
     /// the issue queue; returns the issue-queue bytes it takes. A split
     /// larger than the chunk halts the prefetcher.
     #[inline(never)]
-    fn gather(&mut self, j: u32, len: u32) -> u32 {
-        let slot = j % self.cfg.fetch_entries;
-        let source = self.p.read_u32(fetch_queue::source_addr(slot));
-        let split = fetch_queue::Split::from_raw(self.p.read_u32(fetch_queue::split_addr(slot)));
+    fn gather(&mut self, j: u32, len: u32, slot: u32) -> u32 {
+        // The slot's words (the slot's index from its address).
+        let index = (slot - fetch_queue::slot_addr(0)) / 4;
+        let source = self.p.read_u32(fetch_queue::source_addr(index));
+        let split = fetch_queue::Split::from_raw(self.p.read_u32(fetch_queue::split_addr(index)));
         if split.head as u64 + split.staged as u64 > len as u64 {
-            fail(self.p, DeviceError::BadSize, fetch_queue::split_addr(slot), split.raw(), self.fetched, len);
+            fail(self.p, DeviceError::BadSize, fetch_queue::split_addr(index), split.raw(), self.fetched, len);
         }
         let (buf, tail) = (j % CHUNK_BUFFERS, len - split.head - split.staged);
         // The head's reads, then the staged piece's, then the tail's, all

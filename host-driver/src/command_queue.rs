@@ -949,7 +949,9 @@ impl Device {
             .collect();
         let pending_bytes: u32 = pending
             .iter()
-            .filter_map(|&(raw, split)| Some(cqlab_abi::fetch_queue::FetchEntry::from_raw(raw).ok()?.issue_bytes(split)))
+            .filter_map(|&(raw, split)| {
+                Some(cqlab_abi::fetch_queue::FetchEntry::from_raw(raw).ok()?.issue_bytes(split))
+            })
             .sum();
         let issue_size = self.cqs[q as usize].layout.issue_size;
         let workers: Vec<Coord> = self.workers().collect();

@@ -221,8 +221,12 @@ impl CommandQueue<'_> {
             return Ok(false);
         }
         let stageable = |n: usize| n >= min;
-        let any = plan.slots.iter().enumerate().any(|(k, c)| c.upload && stageable(program.kernels[k].image.len() as usize))
-            || plan.groups.iter().any(|g| g.unique_count > 0 && stageable(program.kernels[g.kernel].unique_block(g.range).len()));
+        let any =
+            plan.slots.iter().enumerate().any(|(k, c)| c.upload && stageable(program.kernels[k].image.len() as usize))
+                || plan
+                    .groups
+                    .iter()
+                    .any(|g| g.unique_count > 0 && stageable(program.kernels[g.kernel].unique_block(g.range).len()));
         if !any {
             return Ok(false);
         }
@@ -544,7 +548,12 @@ enum Op {
     Wait(u32),
     /// `len` bytes from offset `off` of item `item`'s blob, inline or from
     /// its staged copy.
-    Write { item: usize, off: u32, len: u32, staged: bool },
+    Write {
+        item: usize,
+        off: u32,
+        len: u32,
+        staged: bool,
+    },
     Launch,
 }
 
@@ -552,9 +561,15 @@ enum Op {
 #[derive(Clone, Copy)]
 enum Blob<'a> {
     /// Kernel `k`'s binary, relocated for text slot `slot`.
-    Image { k: usize, slot: u32 },
+    Image {
+        k: usize,
+        slot: u32,
+    },
     /// Kernel `k`'s unique-arg block for range `range`.
-    Unique { k: usize, range: usize },
+    Unique {
+        k: usize,
+        range: usize,
+    },
     Bytes(&'a [u8]),
 }
 

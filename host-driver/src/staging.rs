@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Blobs smaller than this are copied inline: a staged blob costs the
 /// prefetcher a chunk of its own and the host a doorbell.
-pub(crate) const STAGE_MIN_BYTES: usize = 2048;
+pub(crate) const STAGE_MIN_BYTES: usize = 4096;
 /// Placement alignment of a blob in sysmem (PCIe reads start on a line).
 const ALIGN: u64 = cqlab_abi::PCIE_ALIGNMENT as u64;
 

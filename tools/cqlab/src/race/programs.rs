@@ -38,6 +38,14 @@ pub fn configure(seed: u64, sim: &mut SimConfig, cfg: &mut DeviceConfig) {
     if rng.upto(1) == 1 {
         (cfg.worker_cols, cfg.worker_rows) = pick(&mut rng, &[(1, 1), (3, 2), (16, 2), (2, 16), (5, 7), (16, 16)]);
     }
+    // Large binaries and arg blocks sent by reference from sysmem (gathered
+    // fetch entries) or copied inline; half the seeds with a staging arena
+    // a few blobs deep, so that it laps while blobs are still being read.
+    cfg.stage_min_bytes = pick(&mut rng, &[0, 256, 4096]);
+    if rng.upto(1) == 1 {
+        let end = cqlab_abi::sysmem::CqSysmemLayout::for_cq(cfg.num_cqs, cfg.issue_size, cfg.completion_size).base;
+        sim.sysmem_size = end as usize + cfg.num_cqs as usize * pick(&mut rng, &[64 << 10, 160 << 10]);
+    }
 }
 
 /// Runs `iterations` x `PROGRAMS_PER_ITERATION` programs of stream `seed`.
