@@ -331,9 +331,9 @@ impl Device {
         let unit = fetch_queue::SIZE_UNIT as u64;
         let (ring, total) = ((head.len() + tail.len()) as u32, (head.len() + tail.len()) as u64 + staged as u64);
         let split = Split { head: head.len() as u32, staged };
-        let fits = at.is_multiple_of(unit)
+        let fits = at % unit == 0
             && at / unit <= u32::MAX as u64
-            && [head.len() as u64, staged as u64].iter().all(|&n| n.is_multiple_of(unit) && n / unit <= 0xffff)
+            && [head.len() as u64, staged as u64].iter().all(|&n| n % unit == 0 && n / unit <= 0xffff)
             && total <= MAX_CHUNK as u64;
         let entry = FetchEntry::staged(total).ok().filter(|_| fits).ok_or_else(|| {
             DriverError::Invalid(format!(

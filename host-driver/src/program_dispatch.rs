@@ -312,7 +312,8 @@ impl CommandQueue<'_> {
             return Ok(false);
         }
         // Chunks as ranges of `ops`.
-        let mut chunks: Vec<std::ops::Range<usize>> = vec![0..0];
+        let mut chunks: Vec<std::ops::Range<usize>> = Vec::with_capacity(2);
+        chunks.push(0..0);
         let mut used = 16;
         for (i, op) in ops.iter().enumerate() {
             let cur = chunks.last_mut().expect("one at least");

@@ -95,7 +95,7 @@ pub(crate) struct Placed {
 
 impl Staging {
     pub(crate) fn new(base: u64, size: u64) -> Self {
-        debug_assert!(base.is_multiple_of(ALIGN));
+        debug_assert!(base % ALIGN == 0);
         Self { base, size: size & !(ALIGN - 1), head: 0, blobs: BTreeMap::new(), index: HashMap::new() }
     }
 

@@ -63,7 +63,7 @@ pub struct Split {
 
 impl Split {
     pub const fn raw(self) -> u32 {
-        self.head / SIZE_UNIT | (self.staged / SIZE_UNIT) << 16
+        (self.head / SIZE_UNIT) | ((self.staged / SIZE_UNIT) << 16)
     }
     pub const fn from_raw(raw: u32) -> Self {
         Self { head: (raw & 0xffff) * SIZE_UNIT, staged: (raw >> 16) * SIZE_UNIT }
