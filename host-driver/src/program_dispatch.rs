@@ -230,6 +230,11 @@ impl CommandQueue<'_> {
         if !any {
             return Ok(false);
         }
+        let limit = self.dev.cqs[q as usize].layout.issue_size.min(cqlab_abi::memory_map::MAX_CHUNK) as usize;
+        if limit < 4096 {
+            // Too small a queue to gather around pieces worth staging.
+            return Ok(false);
+        }
         // What the stream writes, in `write_program`'s order.
         let mut items: Vec<(NocAddr, Blob)> = Vec::new();
         for (k, choice) in plan.slots.iter().enumerate() {
@@ -286,7 +291,6 @@ impl CommandQueue<'_> {
         }
         // The stream in ops (staged blobs in pieces a chunk can hold),
         // packed into chunks of at most one staged piece each.
-        let limit = self.dev.cqs[q as usize].layout.issue_size.min(cqlab_abi::memory_map::MAX_CHUNK) as usize;
         let piece = ((limit - 1024) & !15) as u32;
         let mut ops: Vec<Op> = wait.map(Op::Wait).into_iter().collect();
         for (i, (_, blob)) in items.iter().enumerate() {

@@ -37,7 +37,8 @@ const _: () = assert!(L1_DEFAULT_SIZE as u64 <= TLB_WINDOW_SIZE);
 pub const NULL_GUARD: Region = Region { name: "null_guard", base: 0x0000_0000, size: 0x100 };
 /// Launch, alive, waypoint, CQ config, error and exit mailboxes (see `mailbox`).
 pub const MAILBOXES: Region = Region { name: "mailboxes", base: 0x0000_0100, size: 0x300 };
-/// Prefetcher fetch queue: `u32` entries written by the host through the BAR.
+/// Prefetcher fetch queue: `u32` entries and their source and split words,
+/// written by the host through the BAR (see `fetch_queue`).
 pub const FETCH_QUEUE: Region = Region { name: "fetch_queue", base: 0x0000_0400, size: 0xC00 };
 /// Firmware text and read-only data; the entry point is its first byte.
 pub const CODE: Region = Region { name: "code", base: 0x0000_1000, size: 0x1_0000 };

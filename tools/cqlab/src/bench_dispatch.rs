@@ -42,6 +42,11 @@ pub struct Args {
     /// function, from PC samples at every scheduling slice.
     #[arg(long, value_parser = |s: &str| crate::profile::parse_cores(s))]
     pub profile: Option<crate::profile::Cores>,
+    /// Kernel binaries and unique-arg blocks of at least this many bytes
+    /// are staged in sysmem and sent by reference (0: all copied into the
+    /// issue queue), as `DeviceConfig::stage_min_bytes`.
+    #[arg(long, default_value_t = DeviceConfig::default().stage_min_bytes)]
+    pub stage_min_bytes: u32,
 }
 
 /// Most programs per point: a point at this many takes minutes already.
@@ -67,6 +72,8 @@ struct Row {
     #[serde(flatten)]
     point: Point,
     programs: u32,
+    /// `--stage-min-bytes` the point ran with.
+    stage_min_bytes: u32,
     device_cycles_per_program: f64,
     us_per_program: f64,
     host_enqueue_us_per_program: f64,
@@ -180,8 +187,9 @@ fn measure(
     copy: &mut CopyBound,
     profile: &[cqlab_abi::noc::Coord],
     symbols: &mut crate::profile::Symbols,
+    stage_min_bytes: u32,
 ) -> Result<Row> {
-    let cfg = DeviceConfig { num_cqs: p.cqs, ..Default::default() };
+    let cfg = DeviceConfig { num_cqs: p.cqs, stage_min_bytes, ..Default::default() };
     let mut dev = Device::open(&format!("embedded:seed={seed}"), cfg)?;
     dev.boot()?;
     let programs = programs_for(&dev, p)?;
@@ -246,6 +254,7 @@ fn measure(
     Ok(Row {
         point: Point { kernel_bytes: bytes, ..p.clone() },
         programs: n,
+        stage_min_bytes,
         device_cycles_per_program: cycles,
         us_per_program: cycles / 1000.0,
         host_enqueue_us_per_program: host.us_per_program,
@@ -424,7 +433,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     let mut copy = CopyBound::new();
     let mut symbols = crate::profile::Symbols::default();
     for p in &points {
-        let row = measure(p, args.programs, args.seed, &mut copy, profile, &mut symbols)
+        let row = measure(p, args.programs, args.seed, &mut copy, profile, &mut symbols, args.stage_min_bytes)
             .with_context(|| format!("measuring {} {:?} trace={}", p.axis, p.kernel, p.trace))?;
         if !args.json && !args.csv {
             eprint!(".");
@@ -524,8 +533,12 @@ fn csv(rows: &[Row]) -> String {
 
 fn table(rows: &[Row]) -> String {
     let mut s = format!(
-        "program dispatch, {} programs per point, embedded simulator at 1 GHz (cycles = ns)\n",
-        rows.first().map_or(0, |r| r.programs)
+        "program dispatch, {} programs per point, embedded simulator at 1 GHz (cycles = ns), {}\n",
+        rows.first().map_or(0, |r| r.programs),
+        match rows.first().map_or(0, |r| r.stage_min_bytes) {
+            0 => "nothing staged".to_string(),
+            n => format!("blobs of {n} B and more staged"),
+        }
     );
     let _ = writeln!(
         s,
