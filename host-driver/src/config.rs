@@ -58,10 +58,17 @@ pub enum HostBug {
     /// never frees: a deadlock at a depth fixed by the queue sizes (field
     /// notes: 301 batched runs pass, 302 fail).
     NoDrainWhileReserving,
+    /// The host overwrites a staged blob (`DeviceConfig::stage_min_bytes`)
+    /// without waiting for the prefetcher to take the chunks that read it:
+    /// a later enqueue's binary or args land in sysmem while an earlier
+    /// chunk is still to be read from there, and that chunk relays the new
+    /// bytes (a kernel crashes, or stores what another program's args say).
+    StagedReuseEarly,
 }
 
 impl HostBug {
-    pub const ALL: [(&'static str, HostBug); 1] = [("no-drain", HostBug::NoDrainWhileReserving)];
+    pub const ALL: [(&'static str, HostBug); 2] =
+        [("no-drain", HostBug::NoDrainWhileReserving), ("staged-reuse-early", HostBug::StagedReuseEarly)];
 
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.iter().find(|(n, _)| *n == name).map(|&(_, b)| b)

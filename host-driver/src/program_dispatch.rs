@@ -257,7 +257,8 @@ impl CommandQueue<'_> {
         // Place the large ones (written into sysmem now if not there yet).
         let next = self.dev.cqs[q as usize].fetch_issued;
         let fetched = self.dev.fetched_now(q)?;
-        let released = |entry: u32| fetched.wrapping_sub(entry) as i32 > 0;
+        let early = self.dev.cfg.host_bug == Some(crate::config::HostBug::StagedReuseEarly);
+        let released = |entry: u32| early || fetched.wrapping_sub(entry) as i32 > 0;
         let mut placed: Vec<Option<Placed>> = Vec::with_capacity(items.len());
         for &(_, blob) in &items {
             let len = blob.len(program) as usize;

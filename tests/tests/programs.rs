@@ -514,3 +514,45 @@ fn staged_blobs_follow_every_change_and_survive_many_arena_laps() {
         }
     }
 }
+
+/// Blobs staged anew for every program (16 KiB arg blocks: the arena,
+/// about 190 KiB a queue, laps every dozen programs while the host runs
+/// ahead) arrive intact, and the same stream with the host overwriting
+/// staged blobs without waiting for the prefetcher
+/// (`HostBug::StagedReuseEarly`) is caught: a later enqueue's bytes replace
+/// those a chunk still has to read.
+#[test]
+fn overwriting_staged_blobs_still_being_read_is_caught() {
+    for bug in [None, Some(cqlab_driver::HostBug::StagedReuseEarly)] {
+        let seed = 61;
+        let cfg = cqlab_driver::DeviceConfig {
+            firmware_dir: cqlab_tests::firmware_dir(),
+            host_bug: bug,
+            stall_timeout_cycles: 2_000_000,
+            kernel_timeout_cycles: 2_000_000,
+            ..Default::default()
+        };
+        let end = cqlab_abi::sysmem::CqSysmemLayout::for_cq(cfg.num_cqs, cfg.issue_size, cfg.completion_size).base;
+        let sim = cqlab_sim::config::SimConfig { seed, sysmem_size: end as usize + (384 << 10), ..Default::default() };
+        let mut dev = Device::embedded(sim, cfg).unwrap();
+        dev.boot().unwrap();
+        let spin = kernel(&dev, "spin");
+        let n = 60u32;
+        let mut cq = dev.cq(0).unwrap();
+        for j in 0..n {
+            let p = every_core_program(&spin, (8, 8), |(c, r)| {
+                let id = (c as u32) << 8 | r as u32;
+                let mut a = vec![0, USER.base + 4 * j, j << 16 | id];
+                a.extend((3..64).map(|i| i ^ j << 20 ^ id));
+                a
+            });
+            cq.enqueue_program(&p).unwrap();
+        }
+        let finished = cq.finish();
+        let wrong = finished.is_err() || {
+            let got = dev.cq(0).unwrap().read_buffer(&l1((3, 5), USER.base, 4 * n), 0, 4 * n).unwrap();
+            (0..n).any(|j| u32::from_le_bytes(got[4 * j as usize..][..4].try_into().unwrap()) != j << 16 | 3 << 8 | 5)
+        };
+        assert_eq!(wrong, bug.is_some(), "host bug {bug:?}: finished {finished:?}");
+    }
+}
