@@ -296,14 +296,15 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// the issue queue, its staged piece from sysmem, then the rest from
     /// the issue queue; returns the issue-queue bytes it takes. A split
     /// larger than the chunk halts the prefetcher.
-    #[inline(never)]
+    #[inline(always)]
     fn gather(&mut self, j: u32, len: u32, slot: u32) -> u32 {
-        // The slot's words (the slot's index from its address).
-        let index = (slot - fetch_queue::slot_addr(0)) / 4;
-        let source = self.p.read_u32(fetch_queue::source_addr(index));
-        let split = fetch_queue::Split::from_raw(self.p.read_u32(fetch_queue::split_addr(index)));
-        if split.head as u64 + split.staged as u64 > len as u64 {
-            fail(self.p, DeviceError::BadSize, fetch_queue::split_addr(index), split.raw(), self.fetched, len);
+        // The slot's source and split words follow its entry.
+        let (source_at, split_at) = (slot + 4, slot + 8);
+        let source = self.p.read_u32(source_at);
+        let split = fetch_queue::Split::from_raw(self.p.read_u32(split_at));
+        // Each at most 0xffff units: no overflow.
+        if split.head + split.staged > len {
+            fail(self.p, DeviceError::BadSize, split_at, split.raw(), self.fetched, len);
         }
         let (buf, tail) = (j % CHUNK_BUFFERS, len - split.head - split.staged);
         // The head's reads, then the staged piece's, then the tail's, all

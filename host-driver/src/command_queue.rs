@@ -42,7 +42,7 @@ pub struct CqHost {
     /// both only advance, so space they show free is free (`reserve` reads
     /// them again only when they show too little).
     issue_rd_seen: RingPtr,
-    fetched_seen: u32,
+    pub(crate) fetched_seen: u32,
     pub(crate) completion_rd: RingPtr,
     /// Worker completions launched on this queue not yet waited for.
     pub(crate) workers_outstanding: u32,
@@ -933,20 +933,14 @@ impl Device {
         let mut word = |c: Coord, a: u32| self.backend.read_u32(NocAddr::unicast(c, a as u64)).unwrap_or(0);
         let completion_rd = word(d, mailbox::COMPLETION_RD_PTR);
         let last_event_done = word(d, mailbox::last_event(q));
-        let mut slots = vec![0u8; 4 * self.cfg.fetch_entries as usize];
+        // Each slot: entry, source and split words.
+        let slot = cqlab_abi::fetch_queue::SLOT_SIZE as usize;
+        let mut slots = vec![0u8; slot * self.cfg.fetch_entries as usize];
         let at = NocAddr::unicast(noc::prefetcher(q), cqlab_abi::fetch_queue::slot_addr(0) as u64);
         let _ = self.backend.read(at, &mut slots);
-        // (source, split) word pairs.
-        let mut splits = vec![0u8; 8 * self.cfg.fetch_entries as usize];
-        let at = NocAddr::unicast(noc::prefetcher(q), cqlab_abi::fetch_queue::source_addr(0) as u64);
-        let _ = self.backend.read(at, &mut splits);
-        let word = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("4 bytes"));
-        let pending: Vec<(u32, u32)> = slots
-            .chunks_exact(4)
-            .zip(splits.chunks_exact(8))
-            .map(|(e, s)| (word(e), word(&s[4..])))
-            .filter(|&(raw, _)| raw != 0)
-            .collect();
+        let word = |b: &[u8]| u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
+        let pending: Vec<(u32, u32)> =
+            slots.chunks_exact(slot).map(|s| (word(s), word(&s[8..]))).filter(|&(raw, _)| raw != 0).collect();
         let pending_bytes: u32 = pending
             .iter()
             .filter_map(|&(raw, split)| {

@@ -256,9 +256,7 @@ impl CommandQueue<'_> {
         }
         // Place the large ones (written into sysmem now if not there yet).
         let next = self.dev.cqs[q as usize].fetch_issued;
-        let fetched = self.dev.fetched_now(q)?;
         let early = self.dev.cfg.host_bug == Some(crate::config::HostBug::StagedReuseEarly);
-        let released = |entry: u32| early || fetched.wrapping_sub(entry) as i32 > 0;
         let mut placed: Vec<Option<Placed>> = Vec::with_capacity(items.len());
         for &(_, blob) in &items {
             let len = blob.len(program) as usize;
@@ -272,8 +270,22 @@ impl CommandQueue<'_> {
                     continue;
                 }
             };
-            let staging = self.dev.cqs[q as usize].staging.as_mut().expect("checked above");
-            let p = if stageable(len) { staging.place(key, len as u64, next, released) } else { None };
+            // Whether the prefetcher has taken entry `entry`, by the fetch
+            // count last read; read anew only when that count holds a
+            // placement up (a staged hit reads nothing).
+            let mut p = None;
+            if stageable(len) {
+                for fresh_look in [false, true] {
+                    let fetched =
+                        if fresh_look { self.dev.fetched_now(q)? } else { self.dev.cqs[q as usize].fetched_seen };
+                    let released = |entry: u32| early || fetched.wrapping_sub(entry) as i32 > 0;
+                    let staging = self.dev.cqs[q as usize].staging.as_mut().expect("checked above");
+                    p = staging.place(key, len as u64, next, released);
+                    if p.is_some() {
+                        break;
+                    }
+                }
+            }
             if let Some(p) = p.filter(|p| p.fresh) {
                 let out = match self.dev.backend.sysmem_claim(p.at as usize, p.len as usize) {
                     Ok(out) => out,

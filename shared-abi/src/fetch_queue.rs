@@ -1,7 +1,7 @@
 //! Fetch-queue entries: the host's doorbell to the prefetcher.
 //!
-//! The host writes one `u32` per chunk into the prefetcher's `FETCH_QUEUE`
-//! region through the BAR; the prefetcher zeroes the slot when it has read the
+//! The host writes one `u32` per chunk into a slot of the prefetcher's
+//! `FETCH_QUEUE` region through the BAR; the prefetcher zeroes the slot when it has read the
 //! chunk, which frees the slot. A zero entry therefore means "empty" and a
 //! zero-size chunk can never be expressed: both sides reject it.
 //!
@@ -31,25 +31,26 @@ pub const SIZE_UNIT: u32 = 16;
 const SIZE_MASK: u32 = STAGED_FLAG - 1;
 /// Largest chunk size an entry can express, in bytes.
 pub const MAX_CHUNK_BYTES: u64 = SIZE_MASK as u64 * SIZE_UNIT as u64;
-/// Number of slots the `FETCH_QUEUE` region holds: its first third holds
-/// the entries, the rest their `source_addr` and `split_addr` words, side by
-/// side (the host writes both at once).
-pub const MAX_ENTRIES: u32 = FETCH_QUEUE.size / 12;
+/// Bytes of one slot: the entry, then (for a gathered chunk) its source and
+/// split words, in one line so the host writes them together.
+pub const SLOT_SIZE: u32 = 16;
+/// Number of slots the `FETCH_QUEUE` region holds.
+pub const MAX_ENTRIES: u32 = FETCH_QUEUE.size / SLOT_SIZE;
 
-/// L1 address of slot `index`.
+/// L1 address of slot `index`'s entry.
 pub const fn slot_addr(index: u32) -> u32 {
-    FETCH_QUEUE.base + 4 * index
+    FETCH_QUEUE.base + SLOT_SIZE * index
 }
 
 /// L1 address of slot `index`'s source word: where a gathered chunk's
 /// staged piece is in sysmem, in `SIZE_UNIT`s.
 pub const fn source_addr(index: u32) -> u32 {
-    FETCH_QUEUE.base + 4 * MAX_ENTRIES + 8 * index
+    slot_addr(index) + 4
 }
 
 /// L1 address of slot `index`'s split word ([`Split`]).
 pub const fn split_addr(index: u32) -> u32 {
-    source_addr(index) + 4
+    slot_addr(index) + 8
 }
 
 /// Where a gathered chunk's staged piece goes: after `head` bytes from the
@@ -170,9 +171,8 @@ mod tests {
         assert_eq!(FetchEntry::from_raw(e.raw()), Ok(e));
         assert_eq!(FetchEntry::from_raw(STAGED_FLAG), Err(FetchEntryError::ZeroSize));
         assert_eq!(FetchEntry::new(4096, false).unwrap().issue_bytes(split.raw()), 4096);
-        // The words sit past the last entry, inside the region.
-        assert!(source_addr(0) >= slot_addr(MAX_ENTRIES));
-        assert_eq!(split_addr(0), source_addr(0) + 4);
+        // A slot's words follow its entry, inside the region.
+        assert_eq!((source_addr(1), split_addr(1)), (slot_addr(1) + 4, slot_addr(1) + 8));
         assert!(split_addr(MAX_ENTRIES - 1) + 4 <= FETCH_QUEUE.base + FETCH_QUEUE.size);
     }
 }
