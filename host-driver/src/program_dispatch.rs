@@ -5,6 +5,8 @@
 //! waits for the launch that last used its ring entry; otherwise the
 //! dispatcher writes kernel text, args and the launch message ahead while
 //! earlier programs run, and the LAUNCH's multicast starts the workers.
+//! Large binaries and arg blocks are staged in sysmem and gathered into
+//! the chunk by the prefetcher (`crate::staging`) rather than copied.
 
 use crate::command_queue::{CommandQueue, Resident};
 use crate::error::{DriverError, Result};
@@ -201,11 +203,12 @@ impl CommandQueue<'_> {
     /// blocks of at least `DeviceConfig::stage_min_bytes`) staged in sysmem
     /// (`crate::staging`): each is written there once, and this and later
     /// enqueues name it with `STAGED` fetch entries instead of copying it.
-    /// The dispatch stream is the one `write_program` makes: each staged
-    /// write's header ends a chunk and the blob is the next chunks' whole
-    /// payload. Returns false, having sent nothing, when there is nothing
-    /// to stage (or no arena, or a trace is being captured: a trace holds
-    /// its bytes), so the caller sends the program inline.
+    /// The dispatch stream is the one `write_program` makes, in chunks of
+    /// at most one staged piece each: the prefetcher gathers a chunk from
+    /// its head in the issue queue, the staged piece and its tail in the
+    /// issue queue again. Returns false, having sent nothing, when there is
+    /// nothing to stage (or no arena, or a trace is being captured: a trace
+    /// holds its bytes), so the caller sends the program inline.
     fn submit_program_staged(
         &mut self,
         program: &Program,
