@@ -17,7 +17,7 @@ pub mod events;
 pub mod hang_dump;
 pub mod kernel;
 pub mod program;
-pub mod program_dispatch;
+mod program_dispatch;
 mod program_state;
 #[cfg(feature = "sim")]
 pub mod sim_backend;
