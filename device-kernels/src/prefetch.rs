@@ -1,6 +1,9 @@
 //! The prefetcher: takes chunks named by the host's fetch-queue entries from
 //! the issue queue in sysmem, runs their prefetch commands, and relays
 //! dispatch commands and data into the dispatcher's ring under page credits.
+//! A gathered chunk (`fetch_queue::STAGED_FLAG`) is read in three parts,
+//! the middle one from a staging area in sysmem, and then runs like any
+//! other.
 
 use crate::cq_config::{setup, CqSetup};
 use crate::platform::Platform;
@@ -292,10 +295,11 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         *n = n.wrapping_add(packets);
     }
 
-    /// Reads gathered chunk `j` (`len` bytes, entry at L1 address `slot`) into its buffer: its head from
-    /// the issue queue, its staged piece from sysmem, then the rest from
-    /// the issue queue; returns the issue-queue bytes it takes. A split
-    /// larger than the chunk halts the prefetcher.
+    /// Reads gathered chunk `j` (`len` bytes, its entry at L1 address
+    /// `slot`) into its buffer: its head from the issue queue, its staged
+    /// piece from sysmem, then the rest from the issue queue; returns the
+    /// issue-queue bytes it takes. A split larger than the chunk halts the
+    /// prefetcher.
     #[inline(always)]
     fn gather(&mut self, j: u32, len: u32, slot: u32) -> u32 {
         // The slot's source and split words follow its entry.
