@@ -266,6 +266,16 @@ impl Device {
         Ok(())
     }
 
+    /// `drain_all` from inside a wait: only every
+    /// `DeviceConfig::drain_every_polls` polls.
+    pub(crate) fn drain_in_wait(&mut self) -> Result<()> {
+        if self.polls_since_drain < self.cfg.drain_every_polls.saturating_sub(1) {
+            return Ok(());
+        }
+        self.polls_since_drain = 0;
+        self.drain_all()
+    }
+
     pub(crate) fn drain_all(&mut self) -> Result<()> {
         for q in 0..self.cfg.num_cqs {
             self.drain(q)?;
@@ -385,7 +395,7 @@ impl Device {
         let drain = self.cfg.host_bug != Some(crate::config::HostBug::NoDrainWhileReserving);
         self.wait_until(Some(q), what, |dev| {
             if drain {
-                dev.drain_all()?;
+                dev.drain_in_wait()?;
             }
             if !fits(&dev.cqs[q as usize]) {
                 let issue_rd = RingPtr(dev.header_word(q, ISSUE_RD_PTR)?);
@@ -844,7 +854,7 @@ impl Device {
                 Some(q),
                 || what.clone(),
                 |dev| {
-                    dev.drain_all()?;
+                    dev.drain_in_wait()?;
                     Ok(dev.cqs[q as usize].reads.contains_key(&tag))
                 },
             )?;
@@ -862,7 +872,7 @@ impl Device {
             Some(event.cq),
             || what.clone(),
             |dev| {
-                dev.drain_all()?;
+                dev.drain_in_wait()?;
                 Ok(dev.cqs[event.cq as usize].last_event_done >= event.id)
             },
         )

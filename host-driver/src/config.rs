@@ -46,6 +46,13 @@ pub struct DeviceConfig {
     /// are staged in sysmem once and sent by reference (`crate::staging`);
     /// 0 copies everything into the issue queue.
     pub stage_min_bytes: u32,
+    /// While it waits, the host reads completion records only every this
+    /// many polls (0 and 1: every poll), as a host thread busy elsewhere
+    /// does: the completion queue fills, and the dispatcher must wait for
+    /// room rather than overwrite records not yet read. A race amplifier
+    /// (`race --faults lazy-drain=N`); direct drains (`event_query`,
+    /// `event_cycle`) are not delayed.
+    pub drain_every_polls: u32,
 }
 
 /// Known host-side bug classes, re-created on purpose so the campaign tools
@@ -99,6 +106,7 @@ impl Default for DeviceConfig {
             slow_dispatch: false,
             host_bug: None,
             stage_min_bytes: crate::staging::STAGE_MIN_BYTES as u32,
+            drain_every_polls: 1,
         }
     }
 }

@@ -43,6 +43,9 @@ pub struct Device {
     /// A read-only view of a device another process drives
     /// ([`Device::observe`]): host-side queue state is derived from the device.
     pub(crate) observer: bool,
+    /// Polls of waits since the host last read completions in one
+    /// (`DeviceConfig::drain_every_polls`).
+    pub(crate) polls_since_drain: u32,
 }
 
 impl Device {
@@ -63,6 +66,7 @@ impl Device {
             programs,
             default_kernel: None,
             observer: false,
+            polls_since_drain: 0,
         })
     }
 
@@ -365,6 +369,7 @@ impl Device {
                 return Ok(());
             }
             let now = self.backend.poll()?;
+            self.polls_since_drain = self.polls_since_drain.saturating_add(1);
             if now >= next_check {
                 next_check = now + PROGRESS_CHECK_CYCLES;
                 self.check_bad_command(&what(), cq)?;

@@ -246,6 +246,7 @@ impl Plan {
             WorkloadKind::TwoQueue => {}
         }
         self.faults.apply(&mut sim);
+        self.faults.apply_device(&mut cfg);
         (sim, cfg)
     }
 

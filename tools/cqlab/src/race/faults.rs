@@ -1,4 +1,5 @@
-//! `--faults SPEC`: the simulator's fault knobs by name.
+//! `--faults SPEC`: the simulator's fault knobs by name, and the host's
+//! (`lazy-drain`).
 
 use crate::usage::{ensure, UsageError};
 use cqlab_abi::noc::{self, Coord};
@@ -14,6 +15,8 @@ pub struct Faults {
     pub backpressure: Option<u64>,
     pub pcie_read: Option<u64>,
     pub quantum_jitter: Option<u64>,
+    /// The host reads completions only every this many polls of a wait.
+    pub lazy_drain: Option<u32>,
 }
 
 /// What `strong` means: every amplifier at once, each at a level the
@@ -71,6 +74,11 @@ impl Faults {
                         f.pcie_read = Some(n);
                     }
                     "quantum-jitter" => f.quantum_jitter = Some(cycles(value)?),
+                    "lazy-drain" => {
+                        let n: u32 = value.parse().map_err(|_| bad("not a number of polls"))?;
+                        ensure((1..=100_000).contains(&n), || format!("--faults {item:?}: 1..=100000 polls"))?;
+                        f.lazy_drain = Some(n);
+                    }
                     "slow" => {
                         let (name, factor) = value.split_once('@').ok_or_else(|| bad("expected slow=CORE@FACTOR"))?;
                         let core = core(name).ok_or_else(|| {
@@ -84,7 +92,7 @@ impl Faults {
                     }
                     _ => {
                         return Err(bad(
-                            "unknown fault (stall, jitter, slow, late-doorbell, backpressure, pcie-read, quantum-jitter, strong)",
+                            "unknown fault (stall, jitter, slow, late-doorbell, backpressure, pcie-read, quantum-jitter, lazy-drain, strong)",
                         ))
                     }
                 }
@@ -100,6 +108,7 @@ impl Faults {
         self.backpressure = other.backpressure.or(self.backpressure);
         self.pcie_read = other.pcie_read.or(self.pcie_read);
         self.quantum_jitter = other.quantum_jitter.or(self.quantum_jitter);
+        self.lazy_drain = other.lazy_drain.or(self.lazy_drain);
         self.slow.extend(other.slow);
     }
 
@@ -124,6 +133,13 @@ impl Faults {
         }
         sim.faults.slow_cores.extend(self.slow.iter().cloned());
     }
+
+    /// The host-side faults.
+    pub fn apply_device(&self, cfg: &mut cqlab_driver::DeviceConfig) {
+        if let Some(n) = self.lazy_drain {
+            cfg.drain_every_polls = n;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -138,6 +154,8 @@ mod tests {
         assert_eq!(f.slow, vec![SlowCore { core: noc::dispatcher(1), factor: 3.0 }]);
         assert!(Faults::parse(&["strong".into()]).unwrap().late_doorbell.is_some());
         assert_eq!(Faults::parse(&["backpressure=300".into()]).unwrap().backpressure, Some(300));
+        assert_eq!(Faults::parse(&["lazy-drain=40".into()]).unwrap().lazy_drain, Some(40));
+        assert!(Faults::parse(&["lazy-drain=0".into()]).is_err());
         for bad in ["stall=2", "jitter=18446744073709551615", "slow=core9@2", "bogus=1", "jitter"] {
             assert!(Faults::parse(&[bad.into()]).is_err(), "{bad}");
         }

@@ -46,6 +46,8 @@ pub fn configure(seed: u64, sim: &mut SimConfig, cfg: &mut DeviceConfig) {
         let end = cqlab_abi::sysmem::CqSysmemLayout::for_cq(cfg.num_cqs, cfg.issue_size, cfg.completion_size).base;
         sim.sysmem_size = end as usize + cfg.num_cqs as usize * pick(&mut rng, &[64 << 10, 160 << 10]);
     }
+    // A host that reads completions late, as for `random`.
+    cfg.drain_every_polls = pick(&mut rng, &[1, 1, 20]);
 }
 
 /// Runs `iterations` x `PROGRAMS_PER_ITERATION` programs of stream `seed`.

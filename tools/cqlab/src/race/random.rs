@@ -1,6 +1,6 @@
 //! The random protocol workload: per seed, a queue layout (issue,
 //! completion, fetch-queue and dispatcher-ring sizes, PCIe latency, jitter,
-//! write back-pressure)
+//! write back-pressure, how late the host reads completions)
 //! and a random mix of every command kind on both queues — inline L1
 //! writes, paged DRAM writes, packed writes (shared and per core), reads
 //! (blocking and deferred), launches of kernels that store a result,
@@ -47,6 +47,10 @@ pub fn configure(seed: u64, sim: &mut SimConfig, cfg: &mut DeviceConfig) {
         if rng.upto(1) == 0 { 256 << 10 } else { pick(&mut rng, &[16 * align, 32 * align, 64 * align]) };
     cfg.fetch_entries = pick(&mut rng, &[4, 16, 128]);
     ring_and_timing(&mut rng, sim, cfg);
+    // A third of the seeds with a host that reads completions only every
+    // 20 polls of a wait, so that the completion queue fills (drawn last,
+    // so the draws above replay).
+    cfg.drain_every_polls = pick(&mut rng, &[1, 1, 20]);
 }
 
 /// The dispatcher ring and the timing a seed runs with (shared by the
