@@ -129,8 +129,9 @@ pub struct Args {
     pub pct_steps: u64,
     /// Faults, comma-separated (repeatable): stall=P[:CYCLES], jitter=N,
     /// slow=CORE@FACTOR (CORE: prefetcherQ, dispatcherQ, workerC.R),
-    /// late-doorbell=N, backpressure=N, pcie-read=N, quantum-jitter=N, or `strong` (every
-    /// amplifier at once).
+    /// late-doorbell=N, backpressure=N, pcie-read=N, quantum-jitter=N,
+    /// lazy-drain=N (the host reads completions every N polls of a wait),
+    /// or `strong` (every simulator amplifier at once).
     #[arg(long)]
     pub faults: Vec<String>,
     /// Parallel processes (each runs a share of the seeds).
