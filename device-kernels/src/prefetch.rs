@@ -52,9 +52,10 @@ pub struct Prefetcher<'p, P: Platform> {
     read_rd: RingPtr,
     /// Per chunk buffer, the entry (raw) and byte size of its chunk.
     chunks: [(u32, u32); CHUNK_BUFFERS as usize],
-    /// Per chunk buffer, the issue-queue bytes of its chunk if gathered
-    /// (fewer than its size).
-    gathered_ring: [u32; CHUNK_BUFFERS as usize],
+    /// Per chunk buffer, the issue-queue bytes of its chunk (fewer than
+    /// its size when gathered). Stored for every chunk, so that releasing
+    /// one is a load, not a test of its entry.
+    ring_bytes: [u32; CHUNK_BUFFERS as usize],
     /// Bytes written into the dispatcher ring (absolute position).
     written: u64,
     /// Bytes of the ring known free from `written` on, as of the last look
@@ -109,7 +110,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             scratch_turn: 0,
             read_rd: RingPtr::default(),
             chunks: [(0, 0); CHUNK_BUFFERS as usize],
-            gathered_ring: [0; CHUNK_BUFFERS as usize],
+            ring_bytes: [0; CHUNK_BUFFERS as usize],
             written: 0,
             room: 0,
             unflushed_units: 0,
@@ -207,6 +208,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         let j = self.requested;
         self.fetch_chunk_at(len, j % CHUNK_BUFFERS, self.read_rd);
         self.read_rd = self.read_rd.advance(len, self.cfg.issue_size);
+        self.ring_bytes[(j % CHUNK_BUFFERS) as usize] = len;
         self.requested_chunk(j, raw, len);
     }
 
@@ -216,7 +218,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     fn request_gathered(&mut self, raw: u32, len: u32, slot: u32) {
         let j = self.requested;
         let ring = self.gather(j, len, slot);
-        self.gathered_ring[(j % CHUNK_BUFFERS) as usize] = ring;
+        self.ring_bytes[(j % CHUNK_BUFFERS) as usize] = ring;
         self.read_rd = self.read_rd.advance(ring, self.cfg.issue_size);
         self.requested_chunk(j, raw, len);
     }
@@ -239,9 +241,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     fn release_chunk(&mut self, j: u32) {
         let slot = fetch_queue::slot_addr(j % self.cfg.fetch_entries);
         self.consume_slot(slot);
-        let (raw, len) = self.chunks[(j % CHUNK_BUFFERS) as usize];
-        let ring =
-            if raw & fetch_queue::STAGED_FLAG == 0 { len } else { self.gathered_ring[(j % CHUNK_BUFFERS) as usize] };
+        let ring = self.ring_bytes[(j % CHUNK_BUFFERS) as usize];
         self.issue_rd = self.issue_rd.advance(ring, self.cfg.issue_size);
     }
 
