@@ -7,7 +7,7 @@ use crate::prefetch::Prefetcher;
 use cqlab_abi::completion::{CompletionHeader, CompletionKind};
 use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder};
-use cqlab_abi::fetch_queue::{slot_addr, source_addr, FetchEntry, Split, STALL_FLAG};
+use cqlab_abi::fetch_queue::{slot_addr, source_addr, split_addr, FetchEntry, Split, STALL_FLAG};
 use cqlab_abi::mailbox::{CqConfig, DeviceError, ErrorRecord, ERROR, ERROR_MAGIC, WAYPOINT};
 use cqlab_abi::memory_map::{
     chunk_buffer, interleaved_page, CHUNK_AREA, CHUNK_BUFFERS, DISPATCH_RING, MAX_CHUNK, TRACE_AREA,
@@ -149,7 +149,7 @@ fn gathered(issue_size: u32, start: u32, chunk: &[u8], head: u32, staged: u32, a
     core.sysmem()[at as usize..][..staged as usize].copy_from_slice(&chunk[h..s]);
     let words = [at / 16, Split { head, staged }.raw()];
     core.set_l1(source_addr(0), &words[0].to_le_bytes());
-    core.set_l1(source_addr(0) + 4, &words[1].to_le_bytes());
+    core.set_l1(split_addr(0), &words[1].to_le_bytes());
     let entry = FetchEntry::staged(chunk.len() as u64).unwrap();
     core.set_l1(slot_addr(0), &entry.raw().to_le_bytes());
     (core, c)
@@ -187,11 +187,11 @@ fn a_gathered_chunk_whose_split_overruns_it_is_reported() {
     let (mut core, c) = gathered(ISSUE, 0, &chunk, 32, 32, 0x10000);
     // A split of more bytes than the entry's chunk.
     let bad = Split { head: 64, staged: chunk.len() as u32 };
-    core.set_l1(source_addr(0) + 4, &bad.raw().to_le_bytes());
+    core.set_l1(split_addr(0), &bad.raw().to_le_bytes());
     assert_eq!(run_prefetcher(&mut core, c, 0), End::Halted);
     let e = error_of(&core);
     assert_eq!(e.code, DeviceError::BadSize as u32);
-    assert_eq!((e.addr, e.value), (source_addr(0) + 4, bad.raw()), "the offending split word");
+    assert_eq!((e.addr, e.value), (split_addr(0), bad.raw()), "the offending split word");
 }
 
 /// Chunks the host announced together are all read ahead, each into its

@@ -302,8 +302,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// prefetcher.
     #[inline(always)]
     fn gather(&mut self, j: u32, len: u32, slot: u32) -> u32 {
-        // The slot's source and split words follow its entry.
-        let (source_at, split_at) = (slot + 4, slot + 8);
+        let (source_at, split_at) = (slot + fetch_queue::SOURCE_OFFSET, slot + fetch_queue::SPLIT_OFFSET);
         let source = self.p.read_u32(source_at);
         let split = fetch_queue::Split::from_raw(self.p.read_u32(split_at));
         // Each at most 0xffff units: no overflow.

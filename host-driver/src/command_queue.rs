@@ -295,14 +295,24 @@ impl Device {
         let entry = FetchEntry::new(len as u64, stall)
             .map_err(|e| DriverError::Invalid(format!("fetch entry for a {len}-byte chunk: {e:?}")))?;
         self.reserve(q, len)?;
-        let cq = &self.cqs[q as usize];
-        let (wr, base, size) = (cq.issue_wr, cq.layout.issue_base() as usize, cq.layout.issue_size);
-        let first = (size - wr.offset_bytes()).min(len) as usize;
-        let at = base + wr.offset_bytes() as usize;
-        // Free issue space (reserve waited for it): the device reads it only after the doorbell.
-        self.backend.sysmem_claim(at, first)?.copy_from_slice(&chunk[..first]);
-        self.backend.sysmem_claim(base, chunk.len() - first)?.copy_from_slice(&chunk[first..]);
+        self.copy_to_issue(q, &[chunk])?;
         self.ring_doorbell(q, entry, len)
+    }
+
+    /// Copies `parts`, back to back, into queue `q`'s issue ring from its
+    /// write pointer, wrapping at its end. The space must be free (`reserve`
+    /// waited for it): the device reads it only after the doorbell.
+    fn copy_to_issue(&mut self, q: u8, parts: &[&[u8]]) -> Result<()> {
+        let cq = &self.cqs[q as usize];
+        let (base, size) = (cq.layout.issue_base() as usize, cq.layout.issue_size as usize);
+        let mut off = cq.issue_wr.offset_bytes() as usize;
+        for part in parts {
+            let first = (size - off).min(part.len());
+            self.backend.sysmem_claim(base + off, first)?.copy_from_slice(&part[..first]);
+            self.backend.sysmem_claim(base, part.len() - first)?.copy_from_slice(&part[first..]);
+            off = (off + part.len()) % size;
+        }
+        Ok(())
     }
 
     /// Encodes a chunk of at most `capacity` bytes straight into the issue
@@ -340,12 +350,9 @@ impl Device {
     pub(crate) fn submit_gathered(&mut self, q: u8, head: &[u8], at: u64, staged: u32, tail: &[u8]) -> Result<u32> {
         let unit = fetch_queue::SIZE_UNIT as u64;
         let (ring, total) = ((head.len() + tail.len()) as u32, (head.len() + tail.len()) as u64 + staged as u64);
-        let split = Split { head: head.len() as u32, staged };
-        let fits = at % unit == 0
-            && at / unit <= u32::MAX as u64
-            && [head.len() as u64, staged as u64].iter().all(|&n| n % unit == 0 && n / unit <= 0xffff)
-            && total <= MAX_CHUNK as u64;
-        let entry = FetchEntry::staged(total).ok().filter(|_| fits).ok_or_else(|| {
+        let split = u32::try_from(head.len()).ok().and_then(|h| Split::new(h, staged));
+        let fits = at % unit == 0 && at / unit <= u32::MAX as u64 && total <= MAX_CHUNK as u64;
+        let (entry, split) = FetchEntry::staged(total).ok().filter(|_| fits).zip(split).ok_or_else(|| {
             DriverError::Invalid(format!(
                 "gathered chunk of {} + {staged} (at sysmem {at:#x}) + {} bytes",
                 head.len(),
@@ -353,20 +360,13 @@ impl Device {
             ))
         })?;
         self.reserve(q, ring)?;
-        let cq = &self.cqs[q as usize];
-        let (wr, base, size) = (cq.issue_wr, cq.layout.issue_base() as usize, cq.layout.issue_size as usize);
-        // Free issue space (reserve waited for it): the device reads it only after the doorbell.
-        let mut off = wr.offset_bytes() as usize;
-        for part in [head, tail] {
-            let first = (size - off).min(part.len());
-            self.backend.sysmem_claim(base + off, first)?.copy_from_slice(&part[..first]);
-            self.backend.sysmem_claim(base, part.len() - first)?.copy_from_slice(&part[first..]);
-            off = (off + part.len()) % size;
-        }
+        self.copy_to_issue(q, &[head, tail])?;
         let number = self.cqs[q as usize].fetch_issued;
         let slot = number % self.cfg.fetch_entries;
         let word = |addr: u32| NocAddr::unicast(noc::prefetcher(q), addr as u64);
-        // Before the entry: the prefetcher reads them once it is nonzero.
+        // Source and split side by side (`SPLIT_OFFSET` follows
+        // `SOURCE_OFFSET`), written before the entry: the prefetcher reads
+        // them once it is nonzero.
         let words = [(at / unit) as u32, split.raw()];
         self.backend.write(word(fetch_queue::source_addr(slot)), words.as_bytes())?;
         self.ring_doorbell(q, entry, ring)?;
@@ -383,7 +383,7 @@ impl Device {
     /// Waits until queue `q` has `len` bytes of issue space and a free fetch slot.
     fn reserve(&mut self, q: u8, len: u32) -> Result<()> {
         let size = self.cqs[q as usize].layout.issue_size;
-        if len > size || len > MAX_CHUNK {
+        if len == 0 || len > size || len > MAX_CHUNK {
             return Err(DriverError::Invalid(format!("{len}-byte chunk exceeds the issue queue or chunk area")));
         }
         let entries = self.cfg.fetch_entries;
@@ -949,8 +949,9 @@ impl Device {
         let at = NocAddr::unicast(noc::prefetcher(q), cqlab_abi::fetch_queue::slot_addr(0) as u64);
         let _ = self.backend.read(at, &mut slots);
         let word = |b: &[u8]| u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
+        let split_at = cqlab_abi::fetch_queue::SPLIT_OFFSET as usize;
         let pending: Vec<(u32, u32)> =
-            slots.chunks_exact(slot).map(|s| (word(s), word(&s[8..]))).filter(|&(raw, _)| raw != 0).collect();
+            slots.chunks_exact(slot).map(|s| (word(s), word(&s[split_at..]))).filter(|&(raw, _)| raw != 0).collect();
         let pending_bytes: u32 = pending
             .iter()
             .filter_map(|&(raw, split)| {

@@ -61,7 +61,7 @@ impl CommandQueue<'_> {
         let q = self.q;
         // What one chunk can carry at most (the driver refuses larger).
         let limit = self.dev.cqs[q as usize].layout.issue_size.min(cqlab_abi::memory_map::MAX_CHUNK) as usize;
-        if self.submit_program_staged(program, &plan, wait, all, &msg)? {
+        if self.submit_program_staged(program, &plan, wait, all, &msg, limit)? {
             // Sent, its large blobs by reference.
         } else if capacity <= limit {
             self.dev.submit_with(q, capacity, |e| {
@@ -216,6 +216,7 @@ impl CommandQueue<'_> {
         wait: Option<u32>,
         all: NocAddr,
         msg: &[u8],
+        limit: usize,
     ) -> Result<bool> {
         let q = self.q;
         let min = self.dev.cfg.stage_min_bytes as usize;
@@ -223,61 +224,24 @@ impl CommandQueue<'_> {
         if min == 0 || host.staging.is_none() || host.capture.is_some() {
             return Ok(false);
         }
-        let stageable = |n: usize| n >= min;
-        let any =
-            plan.slots.iter().enumerate().any(|(k, c)| c.upload && stageable(program.kernels[k].image.len() as usize))
-                || plan
-                    .groups
-                    .iter()
-                    .any(|g| g.unique_count > 0 && stageable(program.kernels[g.kernel].unique_block(g.range).len()));
-        if !any {
+        let stageable = |blob: &Blob| blob.len(program) as usize >= min && blob.key(program).is_some();
+        if limit < 4096 || !program_writes(program, plan).any(|(_, blob)| stageable(&blob)) {
+            // Nothing to stage, or too small a queue to gather around
+            // pieces worth staging.
             return Ok(false);
         }
-        let limit = self.dev.cqs[q as usize].layout.issue_size.min(cqlab_abi::memory_map::MAX_CHUNK) as usize;
-        if limit < 4096 {
-            // Too small a queue to gather around pieces worth staging.
-            return Ok(false);
-        }
-        // What the stream writes, in `write_program`'s order.
-        let mut items: Vec<(NocAddr, Blob)> = Vec::new();
-        for (k, choice) in plan.slots.iter().enumerate() {
-            if choice.upload {
-                for range in &program.kernels[k].ranges {
-                    items.push((range.noc(slot_addr(*choice)), Blob::Image { k, slot: choice.slot }));
-                }
-            }
-        }
-        for g in &plan.groups {
-            let spec = &program.kernels[g.kernel];
-            let range = spec.ranges[g.range];
-            if g.common_count > 0 {
-                items.push((range.noc(g.common_addr), Blob::Bytes(spec.common_bytes())));
-            }
-            if g.unique_count > 0 {
-                items.push((range.noc(g.unique_addr), Blob::Unique { k: g.kernel, range: g.range }));
-            }
-        }
+        let items: Vec<(NocAddr, Blob)> = program_writes(program, plan).collect();
         // Place the large ones (written into sysmem now if not there yet).
         let next = self.dev.cqs[q as usize].fetch_issued;
         let early = self.dev.cfg.host_bug == Some(crate::config::HostBug::StagedReuseEarly);
         let mut placed: Vec<Option<Placed>> = Vec::with_capacity(items.len());
         for &(_, blob) in &items {
             let len = blob.len(program) as usize;
-            let key = match blob {
-                Blob::Image { k, slot } => {
-                    BlobKey::Image { build_id: program.kernels[k].image.build_id, slot, len: len as u32 }
-                }
-                Blob::Unique { k, range } => BlobKey::UniqueArgs { stamp: program.kernels[k].unique_stamp(), range },
-                Blob::Bytes(_) => {
-                    placed.push(None);
-                    continue;
-                }
-            };
             // Whether the prefetcher has taken entry `entry`, by the fetch
             // count last read; read anew only when that count holds a
             // placement up (a staged hit reads nothing).
             let mut p = None;
-            if stageable(len) {
+            if let Some(key) = blob.key(program).filter(|_| stageable(&blob)) {
                 for fresh_look in [false, true] {
                     let fetched =
                         if fresh_look { self.dev.fetched_now(q)? } else { self.dev.cqs[q as usize].fetched_seen };
@@ -538,30 +502,31 @@ fn launch_message(seq: u32, program: &Program, plan: &Plan) -> [u8; LAUNCH_ENTRY
 
 /// Kernel text, common args and unique args: one multicast each per range.
 fn write_program(w: &mut DispatchWriter<'_>, program: &Program, plan: &Plan) -> Result<(), EncodeError> {
-    for (k, choice) in plan.slots.iter().enumerate() {
-        if !choice.upload {
-            continue;
-        }
-        let image = &program.kernels[k].image;
-        for range in &program.kernels[k].ranges {
-            // Relocated as it is written into the stream: one copy.
-            w.write_linear_with(range.noc(slot_addr(*choice)), image.len(), |out| {
-                image.write_for_slot(choice.slot, out)
-            })?;
-        }
-    }
-    for g in &plan.groups {
-        let spec = &program.kernels[g.kernel];
-        let range = spec.ranges[g.range];
-        // Both were laid out as the workers read them when they were set.
-        if g.common_count > 0 {
-            w.write_linear(range.noc(g.common_addr), spec.common_bytes())?;
-        }
-        if g.unique_count > 0 {
-            w.write_linear(range.noc(g.unique_addr), spec.unique_block(g.range))?;
-        }
+    for (dst, blob) in program_writes(program, plan) {
+        // Written into the stream in place (a binary relocated as it is):
+        // one copy.
+        w.write_linear_with(dst, blob.len(program), |out| blob.write(program, out))?;
     }
     Ok(())
+}
+
+/// The writes of a program's dispatch stream, in order: each uploaded
+/// kernel's text to each of its ranges, then per kernel group its common
+/// args and its unique-arg block (laid out as the workers read them when
+/// they were set), each one multicast.
+fn program_writes<'a>(program: &'a Program, plan: &'a Plan) -> impl Iterator<Item = (NocAddr, Blob<'a>)> + 'a {
+    let text = plan.slots.iter().enumerate().filter(|(_, c)| c.upload).flat_map(move |(k, choice)| {
+        program.kernels[k].ranges.iter().map(move |r| (r.noc(slot_addr(*choice)), Blob::Image { k, slot: choice.slot }))
+    });
+    let args = plan.groups.iter().flat_map(move |g| {
+        let spec = &program.kernels[g.kernel];
+        let range = spec.ranges[g.range];
+        let common = (g.common_count > 0).then(|| (range.noc(g.common_addr), Blob::Bytes(spec.common_bytes())));
+        let unique =
+            (g.unique_count > 0).then(|| (range.noc(g.unique_addr), Blob::Unique { k: g.kernel, range: g.range }));
+        common.into_iter().chain(unique)
+    });
+    text.chain(args)
 }
 
 /// One command of a staged program's stream.
@@ -595,6 +560,18 @@ enum Blob<'a> {
 }
 
 impl Blob<'_> {
+    /// What names its staged copy (`None`: never staged).
+    fn key(&self, program: &Program) -> Option<BlobKey> {
+        match *self {
+            Blob::Image { k, slot } => {
+                let image = &program.kernels[k].image;
+                Some(BlobKey::Image { build_id: image.build_id, slot, len: image.len() })
+            }
+            Blob::Unique { k, range } => Some(BlobKey::UniqueArgs { stamp: program.kernels[k].unique_stamp(), range }),
+            Blob::Bytes(_) => None,
+        }
+    }
+
     fn len(&self, program: &Program) -> u32 {
         match *self {
             Blob::Image { k, .. } => program.kernels[k].image.len(),

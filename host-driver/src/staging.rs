@@ -2,9 +2,11 @@
 //! binaries, runtime-arg blocks) kept in sysmem beyond the queues' rings,
 //! so an enqueue refers to them with a `STAGED` fetch entry instead of
 //! copying them into the issue queue (`cqlab_abi::fetch_queue`). The
-//! prefetcher reads them over PCIe exactly as it reads the issue queue, so
-//! the device does the same work; the host skips the copy, which bounded
-//! its enqueue time by memory bandwidth (32 KiB of args: about 3 us).
+//! prefetcher gathers them into the chunk over PCIe as it reads the issue
+//! queue, at the cost of two more reads to issue (about 130-170 cycles a
+//! gathered chunk, `cqlab bench dispatch`); the host skips the copy, which
+//! bounded its enqueue time by memory bandwidth (32 KiB of args: about
+//! 3 us).
 //!
 //! A queue's arena is filled in order, round and round. A blob is
 //! overwritten only once the prefetcher has taken every chunk that read it
@@ -15,8 +17,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Blobs smaller than this are copied inline: a staged blob costs the
-/// prefetcher a chunk of its own and the host a doorbell.
+/// Blobs smaller than this are copied inline: gathering one costs the
+/// prefetcher more than copying saves the host below about 8-12 KiB, and
+/// from 4 KiB no bench point's host enqueue exceeds 1 us.
 pub(crate) const STAGE_MIN_BYTES: usize = 4096;
 /// Placement alignment of a blob in sysmem (PCIe reads start on a line).
 const ALIGN: u64 = cqlab_abi::PCIE_ALIGNMENT as u64;

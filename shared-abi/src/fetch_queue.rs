@@ -1,8 +1,8 @@
 //! Fetch-queue entries: the host's doorbell to the prefetcher.
 //!
 //! The host writes one `u32` per chunk into a slot of the prefetcher's
-//! `FETCH_QUEUE` region through the BAR; the prefetcher zeroes the slot when it has read the
-//! chunk, which frees the slot. A zero entry therefore means "empty" and a
+//! `FETCH_QUEUE` region through the BAR; the prefetcher zeroes the slot
+//! when it has read the chunk, which frees the slot. A zero entry therefore means "empty" and a
 //! zero-size chunk can never be expressed: both sides reject it.
 //!
 //! A chunk is read from the issue queue, next after the previous one. A
@@ -32,8 +32,13 @@ const SIZE_MASK: u32 = STAGED_FLAG - 1;
 /// Largest chunk size an entry can express, in bytes.
 pub const MAX_CHUNK_BYTES: u64 = SIZE_MASK as u64 * SIZE_UNIT as u64;
 /// Bytes of one slot: the entry, then (for a gathered chunk) its source and
-/// split words, in one line so the host writes them together.
+/// split words, side by side so the host writes both at once.
 pub const SLOT_SIZE: u32 = 16;
+/// Offset of a slot's source word from its entry.
+pub const SOURCE_OFFSET: u32 = 4;
+/// Offset of a slot's split word from its entry: right after the source.
+pub const SPLIT_OFFSET: u32 = SOURCE_OFFSET + 4;
+const _: () = assert!(SPLIT_OFFSET + 4 <= SLOT_SIZE);
 /// Number of slots the `FETCH_QUEUE` region holds.
 pub const MAX_ENTRIES: u32 = FETCH_QUEUE.size / SLOT_SIZE;
 
@@ -45,12 +50,12 @@ pub const fn slot_addr(index: u32) -> u32 {
 /// L1 address of slot `index`'s source word: where a gathered chunk's
 /// staged piece is in sysmem, in `SIZE_UNIT`s.
 pub const fn source_addr(index: u32) -> u32 {
-    slot_addr(index) + 4
+    slot_addr(index) + SOURCE_OFFSET
 }
 
 /// L1 address of slot `index`'s split word ([`Split`]).
 pub const fn split_addr(index: u32) -> u32 {
-    slot_addr(index) + 8
+    slot_addr(index) + SPLIT_OFFSET
 }
 
 /// Where a gathered chunk's staged piece goes: after `head` bytes from the
@@ -63,6 +68,17 @@ pub struct Split {
 }
 
 impl Split {
+    /// The split, if both sizes are whole units that fit its fields.
+    pub const fn new(head: u32, staged: u32) -> Option<Self> {
+        const fn fits(n: u32) -> bool {
+            n % SIZE_UNIT == 0 && n / SIZE_UNIT <= 0xffff
+        }
+        if fits(head) && fits(staged) {
+            Some(Self { head, staged })
+        } else {
+            None
+        }
+    }
     pub const fn raw(self) -> u32 {
         (self.head / SIZE_UNIT) | ((self.staged / SIZE_UNIT) << 16)
     }
@@ -167,6 +183,9 @@ mod tests {
         let e = FetchEntry::staged(12288 + 128).unwrap();
         let split = Split { head: 64, staged: 12288 };
         assert_eq!(Split::from_raw(split.raw()), split);
+        assert_eq!(Split::new(64, 12288), Some(split));
+        assert_eq!(Split::new(24, 16), None, "not whole units");
+        assert_eq!(Split::new(16, 0x10000 * SIZE_UNIT), None, "too many units");
         assert_eq!((e.bytes(), e.issue_bytes(split.raw()), e.is_staged(), e.stall()), (12416, 128, true, false));
         assert_eq!(FetchEntry::from_raw(e.raw()), Ok(e));
         assert_eq!(FetchEntry::from_raw(STAGED_FLAG), Err(FetchEntryError::ZeroSize));
