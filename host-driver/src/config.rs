@@ -47,8 +47,8 @@ pub struct DeviceConfig {
     /// 0 copies everything into the issue queue.
     pub stage_min_bytes: u32,
     /// While it waits, the host reads completion records only every this
-    /// many polls (0 and 1: every poll), as a host thread busy elsewhere
-    /// does: the completion queue fills, and the dispatcher must wait for
+    /// many polls (0 and 1: every poll), and at least at every progress
+    /// check of the wait, as a host thread busy elsewhere does: the completion queue fills, and the dispatcher must wait for
     /// room rather than overwrite records not yet read. A race amplifier
     /// (`race --faults lazy-drain=N`); direct drains (`event_query`,
     /// `event_cycle`) are not delayed.

@@ -75,9 +75,9 @@ impl Faults {
                     }
                     "quantum-jitter" => f.quantum_jitter = Some(cycles(value)?),
                     "lazy-drain" => {
-                        let n: u32 = value.parse().map_err(|_| bad("not a number of polls"))?;
+                        let n: u64 = value.parse().map_err(|_| bad("not a number of polls"))?;
                         ensure((1..=100_000).contains(&n), || format!("--faults {item:?}: 1..=100000 polls"))?;
-                        f.lazy_drain = Some(n);
+                        f.lazy_drain = Some(n as u32);
                     }
                     "slow" => {
                         let (name, factor) = value.split_once('@').ok_or_else(|| bad("expected slow=CORE@FACTOR"))?;
@@ -155,7 +155,9 @@ mod tests {
         assert!(Faults::parse(&["strong".into()]).unwrap().late_doorbell.is_some());
         assert_eq!(Faults::parse(&["backpressure=300".into()]).unwrap().backpressure, Some(300));
         assert_eq!(Faults::parse(&["lazy-drain=40".into()]).unwrap().lazy_drain, Some(40));
-        assert!(Faults::parse(&["lazy-drain=0".into()]).is_err());
+        for bad in ["lazy-drain=0", "lazy-drain=100001", "lazy-drain=99999999999999", "lazy-drain=x"] {
+            assert!(Faults::parse(&[bad.into()]).is_err(), "{bad}");
+        }
         for bad in ["stall=2", "jitter=18446744073709551615", "slow=core9@2", "bogus=1", "jitter"] {
             assert!(Faults::parse(&[bad.into()]).is_err(), "{bad}");
         }
