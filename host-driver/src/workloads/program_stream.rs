@@ -102,6 +102,29 @@ impl Stream {
         CoreRange::new((c, r), ((c + w).min(cols - 1), (r + h).min(rows - 1)))
     }
 
+    /// A program of one `spin` on the whole grid whose unique args take
+    /// `bytes` (the relay of a long trace made of these crosses its
+    /// replay windows in a few large pieces).
+    fn wide_program(&mut self, q: u8, grid: (u8, u8), bytes: usize) -> Result<(Program, Vec<Store>), DriverError> {
+        let range = CoreRange::new((0, 0), (grid.0 - 1, grid.1 - 1));
+        let cores: Vec<(u8, u8)> =
+            (range.start.1..=range.end.1).flat_map(|r| (range.start.0..=range.end.0).map(move |c| (c, r))).collect();
+        let which = self.pick(self.spins.len());
+        let mut program = Program::new();
+        let k = program.add_kernel(self.spins[which].clone(), &[range])?;
+        let (cycles, addr) = (self.pick(300) as u32, result_addr(q, self.pick(WORDS as usize) as u32));
+        let words = (bytes / 4 / cores.len()).clamp(3, cqlab_abi::program::MAX_UNIQUE_ARGS as usize);
+        let mut stores = Vec::new();
+        for &core in &cores {
+            let value = self.rng.next_u64() as u32;
+            let mut unique = vec![cycles, addr, value];
+            unique.extend((3..words).map(|i| i as u32 ^ value));
+            program.set_unique_args(k, core, &unique)?;
+            stores.push((core, addr, value));
+        }
+        Ok((program, stores))
+    }
+
     /// A burst of long `spin`s on one rectangle, more than its launch ring
     /// holds: the dispatcher gets a whole ring ahead of the cores and must
     /// wait for ring entries (each program stores to a word of its own, so
@@ -377,12 +400,18 @@ pub fn run(dev: &mut Device, seed: u64, programs: u32) -> Result<(), StreamFailu
         if s.rng.chance(0.1) && traces {
             // A trace of a few programs, replayed one to three times; a
             // capture runs nothing by itself.
-            let n = 1 + s.pick(6);
+            // A third of them are long and wide: programs of 32 KiB of
+            // args (two CQs) over more replay windows than the trace area
+            // holds, so windows are refilled while few, large relay pieces
+            // from them are still leaving (the window-reuse wait).
+            let wide = s.rng.chance(0.3);
+            let n = if wide { 10 + s.pick(8) } else { 1 + s.pick(6) };
+            let wide_bytes = 2 * s.unique_budget;
             let mut cq = dev.cq(q)?;
             cq.begin_trace()?;
             let mut stores = Vec::new();
             for _ in 0..n {
-                let (p, st) = s.program(q, grid)?;
+                let (p, st) = if wide { s.wide_program(q, grid, wide_bytes)? } else { s.program(q, grid)? };
                 cq.enqueue_program(&p)?;
                 stores.push(st);
             }
