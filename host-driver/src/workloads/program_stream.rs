@@ -284,7 +284,9 @@ impl Side {
         let copy_largest = (6..31).take_while(|&k| 1u32 << k <= max_page.min(KERNEL_SCRATCH.size)).last().unwrap_or(6);
         let mut copies = Vec::new();
         for _ in 0..dev.num_cqs() {
-            let page = 1u32 << (6 + rng.upto(copy_largest - 6));
+            // Half the time the largest page: a kernel's last write then
+            // takes longest to land after it has issued it.
+            let page = if rng.chance(0.5) { 1u32 << copy_largest } else { 1u32 << (6 + rng.upto(copy_largest - 6)) };
             let size = page * (1 + rng.upto(15) as u32);
             copies.push((dev.alloc_dram(size, page)?, dev.alloc_dram(size, page)?));
         }
