@@ -146,6 +146,18 @@ impl CoreRange {
     pub fn count(&self) -> u32 {
         (self.end.0 - self.start.0 + 1) as u32 * (self.end.1 - self.start.1 + 1) as u32
     }
+    /// Its cores, row by row, as (col, row).
+    pub fn cores(&self) -> impl Iterator<Item = (u8, u8)> {
+        let (start, end) = (self.start, self.end);
+        (start.1..=end.1).flat_map(move |row| (start.0..=end.0).map(move |col| (col, row)))
+    }
+    /// Whether it shares a core with `other`.
+    pub fn overlaps(&self, other: &CoreRange) -> bool {
+        self.start.0 <= other.end.0
+            && other.start.0 <= self.end.0
+            && self.start.1 <= other.end.1
+            && other.start.1 <= self.end.1
+    }
     pub(crate) fn noc(&self, local: u32) -> NocAddr {
         let (s, e) = (noc::worker(self.start.0, self.start.1), noc::worker(self.end.0, self.end.1));
         if s == e {

@@ -171,7 +171,7 @@ impl Program {
                 return Err(DriverError::OutOfRange { what: "core range", detail: format!("{r:?} is empty") });
             }
             let mut earlier = self.kernels.iter().flat_map(|k| k.ranges.iter()).chain(&ranges[..i]);
-            if let Some(o) = earlier.find(|o| overlaps(o, r)) {
+            if let Some(o) = earlier.find(|o| o.overlaps(r)) {
                 return Err(DriverError::Invalid(format!(
                     "core ranges {o:?} and {r:?} overlap: a core runs one kernel per program"
                 )));
@@ -234,10 +234,6 @@ impl Program {
 
 pub(crate) fn contains(r: &CoreRange, (c, row): (u8, u8)) -> bool {
     (r.start.0..=r.end.0).contains(&c) && (r.start.1..=r.end.1).contains(&row)
-}
-
-fn overlaps(a: &CoreRange, b: &CoreRange) -> bool {
-    a.start.0 <= b.end.0 && b.start.0 <= a.end.0 && a.start.1 <= b.end.1 && b.start.1 <= a.end.1
 }
 
 #[cfg(test)]

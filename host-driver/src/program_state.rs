@@ -340,14 +340,7 @@ impl ProgramState {
 
     /// Workers of `program`'s kernel `k`'s range `r`, row-major, as (col, row).
     pub fn range_cores(program: &Program, k: usize, r: usize) -> Vec<(u8, u8)> {
-        let range = program.kernels[k].ranges[r];
-        let mut v = Vec::new();
-        for row in range.start.1..=range.end.1 {
-            for col in range.start.0..=range.end.0 {
-                v.push((col, row));
-            }
-        }
-        v
+        program.kernels[k].ranges[r].cores().collect()
     }
 }
 

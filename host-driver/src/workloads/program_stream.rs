@@ -107,8 +107,7 @@ impl Stream {
     /// replay windows in a few large pieces).
     fn wide_program(&mut self, q: u8, grid: (u8, u8), bytes: usize) -> Result<(Program, Vec<Store>), DriverError> {
         let range = CoreRange::new((0, 0), (grid.0 - 1, grid.1 - 1));
-        let cores: Vec<(u8, u8)> =
-            (range.start.1..=range.end.1).flat_map(|r| (range.start.0..=range.end.0).map(move |c| (c, r))).collect();
+        let cores: Vec<(u8, u8)> = range.cores().collect();
         let which = self.pick(self.spins.len());
         let mut program = Program::new();
         let k = program.add_kernel(self.spins[which].clone(), &[range])?;
@@ -131,8 +130,7 @@ impl Stream {
     /// a message overwritten before it started shows).
     fn burst(&mut self, q: u8, grid: (u8, u8)) -> Result<Vec<(Program, Vec<Store>)>, DriverError> {
         let range = self.rect(grid.0, grid.1);
-        let cores: Vec<(u8, u8)> =
-            (range.start.1..=range.end.1).flat_map(|r| (range.start.0..=range.end.0).map(move |c| (c, r))).collect();
+        let cores: Vec<(u8, u8)> = range.cores().collect();
         let n = cqlab_abi::program::LAUNCH_RING_ENTRIES + 2 + self.pick(8) as u32;
         let which = self.pick(self.spins.len());
         let spin = self.spins[which].clone();
@@ -160,19 +158,11 @@ impl Stream {
         let mut taken: Vec<CoreRange> = Vec::new();
         for _ in 0..1 + self.pick(3) {
             let range = self.rect(grid.0, grid.1);
-            let overlaps = |o: &CoreRange| {
-                o.start.0 <= range.end.0
-                    && range.start.0 <= o.end.0
-                    && o.start.1 <= range.end.1
-                    && range.start.1 <= o.end.1
-            };
-            if taken.iter().any(overlaps) {
+            if taken.iter().any(|o| o.overlaps(&range)) {
                 continue;
             }
             taken.push(range);
-            let cores: Vec<(u8, u8)> = (range.start.1..=range.end.1)
-                .flat_map(|r| (range.start.0..=range.end.0).map(move |c| (c, r)))
-                .collect();
+            let cores: Vec<(u8, u8)> = range.cores().collect();
             if self.rng.chance(0.3) {
                 let n = self.pick(self.noops.len());
                 let k = program.add_kernel(self.noops[n].clone(), &[range])?;

@@ -147,12 +147,9 @@ fn programs_for(dev: &Device, p: &Point) -> Result<Vec<Program>> {
             }
             prog.set_common_args(k, &common)?;
             if p.unique_args > 0 {
-                for r in range.start.1..=range.end.1 {
-                    for c in range.start.0..=range.end.0 {
-                        let args: Vec<u32> =
-                            (0..p.unique_args).map(|i| i ^ (c as u32) << 8 ^ (r as u32) << 16).collect();
-                        prog.set_unique_args(k, (c, r), &args)?;
-                    }
+                for (c, r) in range.cores() {
+                    let args: Vec<u32> = (0..p.unique_args).map(|i| i ^ (c as u32) << 8 ^ (r as u32) << 16).collect();
+                    prog.set_unique_args(k, (c, r), &args)?;
                 }
             }
             Ok(prog)
