@@ -274,6 +274,62 @@ fn a_long_trace_replays_from_its_inline_head_and_its_windows() {
     }
 }
 
+/// A trace of wide programs, longer than the trace area, replayed three
+/// times back to back: each window slot is refilled while the few large
+/// relay pieces from its previous window may still be leaving (each
+/// program's 32 KiB of args on 64 cores crosses windows in one or two
+/// pieces, and write back-pressure keeps them in the NOC interface
+/// longer), and what each program stored, and nothing else, is there at
+/// the end. Without the firmware's wait for those relays (the mutant
+/// `prefetch-replay-window-reuse-before-sent`) a kernel spins on
+/// corrupted args and the wait fails.
+#[test]
+fn a_trace_of_wide_programs_longer_than_the_trace_area_replays_intact_back_to_back() {
+    let seed = 51;
+    // Back-pressure holds each relay piece in the NOC interface longer;
+    // the kernels spin 20 cycles, so one still running after 5M cycles is
+    // spinning on corrupted args.
+    let faults = cqlab_sim::config::Faults { write_backpressure_cycles: 300, ..Default::default() };
+    let sim = cqlab_sim::config::SimConfig { seed, faults, ..Default::default() };
+    let cfg = cqlab_driver::DeviceConfig {
+        firmware_dir: cqlab_tests::firmware_dir(),
+        kernel_timeout_cycles: 5_000_000,
+        ..Default::default()
+    };
+    let mut dev = Device::embedded(sim, cfg).unwrap();
+    dev.boot().unwrap_or_else(|e| panic!("seed {seed}: boot: {e}"));
+    let spin = kernel(&dev, "spin");
+    const PROGRAMS: u32 = 13;
+    let args = |j: u32, (c, r): (u8, u8)| -> Vec<u32> {
+        let value = j << 16 | (c as u32) << 8 | r as u32 | 0x8000_0000;
+        let mut a = vec![20, USER.base + 4 * j, value];
+        a.extend((3..MAX_UNIQUE_ARGS / 2).map(|i| i.wrapping_mul(0x9e37_79b9) ^ value));
+        a
+    };
+    let mut cq = dev.cq(0).unwrap();
+    cq.begin_trace().unwrap();
+    for j in 0..PROGRAMS {
+        cq.enqueue_program(&every_core_program(&spin, (8, 8), |core| args(j, core))).unwrap();
+    }
+    let trace = cq.end_trace().unwrap();
+    let area = cqlab_abi::memory_map::TRACE_AREA.size;
+    assert!(trace.bytes > 2 * area, "{} trace bytes: each window slot is refilled more than once", trace.bytes);
+    for _ in 0..3 {
+        cq.execute_trace(&trace).unwrap();
+    }
+    cq.finish().unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    // The stores, and the words just past them untouched.
+    let words = PROGRAMS + 16;
+    for core in CoreRange::new((0, 0), (7, 7)).cores() {
+        let got = dev.cq(0).unwrap().read_buffer(&l1(core, USER.base, 4 * words), 0, 4 * words).unwrap();
+        for j in 0..words {
+            let word = u32::from_le_bytes(got[4 * j as usize..][..4].try_into().unwrap());
+            let want = if j < PROGRAMS { args(j, core)[2] } else { 0 };
+            assert_eq!(word, want, "seed {seed}: word {j} on {core:?}");
+        }
+    }
+}
+
 /// A replay is correct whatever ran before it: captured while `spin` was
 /// resident, the trace still runs `spin` after other programs have taken
 /// every text slot of the queue on its cores (however a capture plans
@@ -324,7 +380,7 @@ fn a_replay_after_its_resident_kernel_was_replaced_runs_that_kernel() {
     for _ in 0..3 {
         cq.execute_trace(&trace).unwrap();
     }
-    cq.finish().unwrap();
+    cq.finish().unwrap_or_else(|e| panic!("seed {seed}: {e}"));
     for core in cores {
         let got = u32::from_le_bytes(cq.read_buffer(&l1(core, addr, 4), 0, 4).unwrap().try_into().unwrap());
         assert_eq!(got, value(core), "seed {seed}: back-to-back replays, {core:?}");
