@@ -282,7 +282,7 @@ fn a_long_trace_replays_from_its_inline_head_and_its_windows() {
 /// longer), and what each program stored, and nothing else, is there at
 /// the end. Without the firmware's wait for those relays (the mutant
 /// `prefetch-replay-window-reuse-before-sent`) a kernel spins on
-/// corrupted args and the wait fails.
+/// corrupted args and the wait fails, on each of seeds 1-8 and 51.
 #[test]
 fn a_trace_of_wide_programs_longer_than_the_trace_area_replays_intact_back_to_back() {
     let seed = 51;
@@ -327,6 +327,40 @@ fn a_trace_of_wide_programs_longer_than_the_trace_area_replays_intact_back_to_ba
             let want = if j < PROGRAMS { args(j, core)[2] } else { 0 };
             assert_eq!(word, want, "seed {seed}: word {j} on {core:?}");
         }
+    }
+}
+
+/// A read-back enqueued right behind a `copy` program sees every byte its
+/// kernels wrote: a program counts as done only once its kernels' NOC
+/// writes have landed. Each core's last write is a whole 32 KiB page, held
+/// in its NOC interface longer by write back-pressure, and fresh source
+/// bytes each round show a read that came too early. Without the worker's
+/// wait for its kernel's writes (the mutant
+/// `worker-done-before-writes-landed`) the read-back differs, on each of
+/// seeds 1-8 and 52.
+#[test]
+fn a_read_back_right_behind_a_copy_sees_every_byte_its_kernels_wrote() {
+    let seed = 52;
+    let faults = cqlab_sim::config::Faults { write_backpressure_cycles: 1000, ..Default::default() };
+    let sim = cqlab_sim::config::SimConfig { seed, faults, ..Default::default() };
+    let cfg = cqlab_driver::DeviceConfig { firmware_dir: cqlab_tests::firmware_dir(), ..Default::default() };
+    let mut dev = Device::embedded(sim, cfg).unwrap();
+    dev.boot().unwrap();
+    let copy = kernel(&dev, "copy");
+    let (page, pages, banks) = (32u32 << 10, 4u32, dev.config().dram_banks);
+    let (src, dst) = (dev.alloc_dram(page * pages, page).unwrap(), dev.alloc_dram(page * pages, page).unwrap());
+    let mut program = Program::new();
+    let k = program.add_kernel(copy.clone(), &[CoreRange::new((0, 0), (1, 1))]).unwrap();
+    program.set_common_args(k, &[dram_base(&src), dram_base(&dst), page, pages, banks, 2, 4]).unwrap();
+    for round in 0..8u32 {
+        let data: Vec<u8> = (0..page * pages).map(|i| (i.wrapping_mul(31) ^ round * 97) as u8).collect();
+        let mut cq = dev.cq(0).unwrap();
+        cq.write_buffer(&src, 0, &data).unwrap();
+        cq.enqueue_program(&program).unwrap();
+        let read = cq.enqueue_read(&dst, 0, dst.size).unwrap();
+        let got = dev.complete_read(&read).unwrap();
+        let first = got.iter().zip(&data).position(|(a, b)| a != b);
+        assert_eq!(first, None, "seed {seed}: round {round}: the read-back differs from byte {first:?} on");
     }
 }
 
