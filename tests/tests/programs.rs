@@ -353,7 +353,7 @@ fn a_read_back_right_behind_a_copy_sees_every_byte_its_kernels_wrote() {
     let k = program.add_kernel(copy.clone(), &[CoreRange::new((0, 0), (1, 1))]).unwrap();
     program.set_common_args(k, &[dram_base(&src), dram_base(&dst), page, pages, banks, 2, 4]).unwrap();
     for round in 0..8u32 {
-        let data: Vec<u8> = (0..page * pages).map(|i| (i.wrapping_mul(31) ^ round * 97) as u8).collect();
+        let data: Vec<u8> = (0..page * pages).map(|i| (i.wrapping_mul(31) ^ (round * 97)) as u8).collect();
         let mut cq = dev.cq(0).unwrap();
         cq.write_buffer(&src, 0, &data).unwrap();
         cq.enqueue_program(&program).unwrap();
