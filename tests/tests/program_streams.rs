@@ -83,3 +83,26 @@ fn random_program_streams_on_other_grids_leave_every_store_of_the_last_writer() 
         run_stream_on(dev, seed, 100);
     }
 }
+
+/// The same with write back-pressure: every NOC write waits up to 1,000
+/// cycles in its core's interface before it leaves, so a chunk buffer or a
+/// ring page reused before the writes reading it have left shows (the
+/// second stream through a dispatcher ring of 8 pages, which the
+/// prefetcher fills and waits on).
+#[test]
+fn random_program_streams_under_write_back_pressure_leave_every_store_of_the_last_writer() {
+    for (seed, cqs, pages) in [(14, 1, 64), (15, 2, 8)] {
+        let faults = cqlab_sim::config::Faults { write_backpressure_cycles: 1000, ..Default::default() };
+        let sim = cqlab_sim::config::SimConfig { seed, faults, ..Default::default() };
+        let cfg = cqlab_driver::DeviceConfig {
+            firmware_dir: cqlab_tests::firmware_dir(),
+            num_cqs: cqs,
+            ring_pages: pages,
+            kernel_timeout_cycles: 20_000_000,
+            ..Default::default()
+        };
+        let mut dev = Device::embedded(sim, cfg).unwrap();
+        dev.boot().unwrap_or_else(|e| panic!("seed {seed}: boot: {e}"));
+        run_stream_on(dev, seed, 250);
+    }
+}
