@@ -15,7 +15,7 @@
 //! thought of. Run by the tests, `cqlab race --workload programs` and
 //! `cqlab stress restart --workload programs`.
 
-use crate::{Buffer, CoreRange, Device, DriverError, KernelImage, PendingRead, Placement, Program};
+use crate::{Buffer, CoreRange, Device, DriverError, KernelHandle, KernelImage, PendingRead, Placement, Program};
 use cqlab_abi::memory_map::{KERNEL_SCRATCH, MAX_CHUNK, USER};
 use cqlab_abi::noc;
 use cqlab_sim::rng::Rng;
@@ -114,14 +114,30 @@ impl Stream {
         let (cycles, addr) = (self.pick(300) as u32, result_addr(q, self.pick(WORDS as usize) as u32));
         let words = (bytes / 4 / cores.len()).clamp(3, cqlab_abi::program::MAX_UNIQUE_ARGS as usize);
         let mut stores = Vec::new();
-        for &core in &cores {
+        self.spin_unique_args(&mut program, k, &cores, [cycles, addr], words - 3, &mut stores)?;
+        Ok((program, stores))
+    }
+
+    /// Unique args for `spin` kernel `k` on `cores`: `[cycles, addr]`, a
+    /// value of each core's own, then `padding` words; each core's store
+    /// goes to `stores`.
+    fn spin_unique_args(
+        &mut self,
+        program: &mut Program,
+        k: KernelHandle,
+        cores: &[(u8, u8)],
+        [cycles, addr]: [u32; 2],
+        padding: usize,
+        stores: &mut Vec<Store>,
+    ) -> Result<(), DriverError> {
+        for &core in cores {
             let value = self.rng.next_u64() as u32;
             let mut unique = vec![cycles, addr, value];
-            unique.extend((3..words).map(|i| i as u32 ^ value));
+            unique.extend((0..padding).map(|i| i as u32 ^ value));
             program.set_unique_args(k, core, &unique)?;
             stores.push((core, addr, value));
         }
-        Ok((program, stores))
+        Ok(())
     }
 
     /// A burst of long `spin`s on one rectangle, more than its launch ring
@@ -190,13 +206,7 @@ impl Stream {
             } else {
                 let most = (self.unique_budget / 4 / cores.len()).saturating_sub(3).min(95);
                 let padding = self.pick(most + 1);
-                for &core in &cores {
-                    let value = self.rng.next_u64() as u32;
-                    let mut unique = vec![cycles, addr, value];
-                    unique.extend((0..padding).map(|i| i as u32 ^ value));
-                    program.set_unique_args(k, core, &unique)?;
-                    stores.push((core, addr, value));
-                }
+                self.spin_unique_args(&mut program, k, &cores, [cycles, addr], padding, &mut stores)?;
             }
         }
         Ok((program, stores))
