@@ -151,6 +151,10 @@ impl CoreRange {
         let (start, end) = (self.start, self.end);
         (start.1..=end.1).flat_map(move |row| (start.0..=end.0).map(move |col| (col, row)))
     }
+    /// Whether it holds core `(col, row)`.
+    pub fn contains(&self, (col, row): (u8, u8)) -> bool {
+        (self.start.0..=self.end.0).contains(&col) && (self.start.1..=self.end.1).contains(&row)
+    }
     /// Whether it shares a core with `other`.
     pub fn overlaps(&self, other: &CoreRange) -> bool {
         self.start.0 <= other.end.0

@@ -92,7 +92,7 @@ impl KernelSpec {
 
     /// Which range holds `core`, and the core's row-major index in it.
     fn core_index(&self, core: (u8, u8)) -> Option<(usize, usize)> {
-        self.ranges.iter().enumerate().find(|(_, range)| contains(range, core)).map(|(r, range)| {
+        self.ranges.iter().enumerate().find(|(_, range)| range.contains(core)).map(|(r, range)| {
             let cols = (range.end.0 - range.start.0 + 1) as usize;
             (r, (core.1 - range.start.1) as usize * cols + (core.0 - range.start.0) as usize)
         })
@@ -230,10 +230,6 @@ impl Program {
         }
         Ok(())
     }
-}
-
-pub(crate) fn contains(r: &CoreRange, (c, row): (u8, u8)) -> bool {
-    (r.start.0..=r.end.0).contains(&c) && (r.start.1..=r.end.1).contains(&row)
 }
 
 #[cfg(test)]

@@ -31,9 +31,18 @@ pub fn firmware_elf(name: &str) -> PathBuf {
 
 /// A booted embedded device with `seed`, the configuration adjusted by `tweak`.
 pub fn booted(seed: u64, tweak: impl FnOnce(&mut cqlab_driver::DeviceConfig)) -> cqlab_driver::Device {
+    booted_with_faults(seed, cqlab_sim::config::Faults::default(), tweak)
+}
+
+/// [`booted`] on a simulator with `faults`.
+pub fn booted_with_faults(
+    seed: u64,
+    faults: cqlab_sim::config::Faults,
+    tweak: impl FnOnce(&mut cqlab_driver::DeviceConfig),
+) -> cqlab_driver::Device {
     let mut cfg = cqlab_driver::DeviceConfig { firmware_dir: firmware_dir(), ..Default::default() };
     tweak(&mut cfg);
-    let sim = cqlab_sim::config::SimConfig { seed, ..Default::default() };
+    let sim = cqlab_sim::config::SimConfig { seed, faults, ..Default::default() };
     let mut dev = cqlab_driver::Device::embedded(sim, cfg).expect("simulator starts");
     dev.boot().unwrap_or_else(|e| panic!("boot failed (seed {seed}): {e}"));
     dev

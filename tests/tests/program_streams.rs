@@ -9,7 +9,7 @@
 
 use cqlab_driver::workloads::program_stream;
 use cqlab_driver::Device;
-use cqlab_tests::booted;
+use cqlab_tests::{booted, booted_with_faults};
 
 /// `programs` random programs spread over `cqs` queues, with traces.
 fn run_stream(seed: u64, cqs: u8, programs: u32) {
@@ -49,16 +49,9 @@ fn random_program_streams_under_timing_faults_and_tight_queues_leave_every_store
             host_write_delay_cycles: 3000,
             ..Default::default()
         };
-        let sim = cqlab_sim::config::SimConfig { seed, faults, ..Default::default() };
-        let cfg = cqlab_driver::DeviceConfig {
-            firmware_dir: cqlab_tests::firmware_dir(),
-            num_cqs: cqs,
-            issue_size: 96 << 10,
-            fetch_entries: 3,
-            ..Default::default()
-        };
-        let mut dev = Device::embedded(sim, cfg).unwrap();
-        dev.boot().unwrap_or_else(|e| panic!("seed {seed}: boot: {e}"));
+        let dev = booted_with_faults(seed, faults, |cfg| {
+            (cfg.num_cqs, cfg.issue_size, cfg.fetch_entries) = (cqs, 96 << 10, 3)
+        });
         run_stream_on(dev, seed, 250);
     }
 }
@@ -93,16 +86,9 @@ fn random_program_streams_on_other_grids_leave_every_store_of_the_last_writer() 
 fn random_program_streams_under_write_back_pressure_leave_every_store_of_the_last_writer() {
     for (seed, cqs, pages) in [(14, 1, 64), (15, 2, 8)] {
         let faults = cqlab_sim::config::Faults { write_backpressure_cycles: 1000, ..Default::default() };
-        let sim = cqlab_sim::config::SimConfig { seed, faults, ..Default::default() };
-        let cfg = cqlab_driver::DeviceConfig {
-            firmware_dir: cqlab_tests::firmware_dir(),
-            num_cqs: cqs,
-            ring_pages: pages,
-            kernel_timeout_cycles: 20_000_000,
-            ..Default::default()
-        };
-        let mut dev = Device::embedded(sim, cfg).unwrap();
-        dev.boot().unwrap_or_else(|e| panic!("seed {seed}: boot: {e}"));
+        let dev = booted_with_faults(seed, faults, |cfg| {
+            (cfg.num_cqs, cfg.ring_pages, cfg.kernel_timeout_cycles) = (cqs, pages, 20_000_000)
+        });
         run_stream_on(dev, seed, 250);
     }
 }

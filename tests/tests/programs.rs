@@ -7,7 +7,7 @@ use cqlab_abi::noc;
 use cqlab_abi::program::{CONFIG_RING, CONFIG_RING_SIZE, KERNEL_SLOTS, LAUNCH_RING_ENTRIES, MAX_UNIQUE_ARGS};
 use cqlab_abi::trace::TraceKind;
 use cqlab_driver::{Buffer, CoreRange, Device, KernelImage, Placement, Program};
-use cqlab_tests::booted;
+use cqlab_tests::{booted, booted_with_faults};
 use std::sync::Arc;
 
 fn kernel(dev: &Device, name: &str) -> Arc<KernelImage> {
@@ -32,10 +32,8 @@ fn spin_program(
 ) -> Program {
     let mut p = Program::new();
     let k = p.add_kernel(spin.clone(), &[range]).unwrap();
-    for r in range.start.1..=range.end.1 {
-        for c in range.start.0..=range.end.0 {
-            p.set_unique_args(k, (c, r), &[cycles, addr, value((c, r))]).unwrap();
-        }
+    for core in range.cores() {
+        p.set_unique_args(k, core, &[cycles, addr, value(core)]).unwrap();
     }
     p
 }
@@ -48,11 +46,10 @@ fn every_core_program(
     args: impl Fn((u8, u8)) -> Vec<u32>,
 ) -> Program {
     let mut p = Program::new();
-    let k = p.add_kernel(kernel.clone(), &[CoreRange::new((0, 0), (cols - 1, rows - 1))]).unwrap();
-    for r in 0..rows {
-        for c in 0..cols {
-            p.set_unique_args(k, (c, r), &args((c, r))).unwrap();
-        }
+    let range = CoreRange::new((0, 0), (cols - 1, rows - 1));
+    let k = p.add_kernel(kernel.clone(), &[range]).unwrap();
+    for core in range.cores() {
+        p.set_unique_args(k, core, &args(core)).unwrap();
     }
     p
 }
@@ -290,14 +287,7 @@ fn a_trace_of_wide_programs_longer_than_the_trace_area_replays_intact_back_to_ba
     // the kernels spin 20 cycles, so one still running after 5M cycles is
     // spinning on corrupted args.
     let faults = cqlab_sim::config::Faults { write_backpressure_cycles: 300, ..Default::default() };
-    let sim = cqlab_sim::config::SimConfig { seed, faults, ..Default::default() };
-    let cfg = cqlab_driver::DeviceConfig {
-        firmware_dir: cqlab_tests::firmware_dir(),
-        kernel_timeout_cycles: 5_000_000,
-        ..Default::default()
-    };
-    let mut dev = Device::embedded(sim, cfg).unwrap();
-    dev.boot().unwrap_or_else(|e| panic!("seed {seed}: boot: {e}"));
+    let mut dev = booted_with_faults(seed, faults, |cfg| cfg.kernel_timeout_cycles = 5_000_000);
     let spin = kernel(&dev, "spin");
     const PROGRAMS: u32 = 13;
     let args = |j: u32, (c, r): (u8, u8)| -> Vec<u32> {
@@ -342,10 +332,7 @@ fn a_trace_of_wide_programs_longer_than_the_trace_area_replays_intact_back_to_ba
 fn a_read_back_right_behind_a_copy_sees_every_byte_its_kernels_wrote() {
     let seed = 52;
     let faults = cqlab_sim::config::Faults { write_backpressure_cycles: 1000, ..Default::default() };
-    let sim = cqlab_sim::config::SimConfig { seed, faults, ..Default::default() };
-    let cfg = cqlab_driver::DeviceConfig { firmware_dir: cqlab_tests::firmware_dir(), ..Default::default() };
-    let mut dev = Device::embedded(sim, cfg).unwrap();
-    dev.boot().unwrap();
+    let mut dev = booted_with_faults(seed, faults, |_| {});
     let copy = kernel(&dev, "copy");
     let (page, pages, banks) = (32u32 << 10, 4u32, dev.config().dram_banks);
     let (src, dst) = (dev.alloc_dram(page * pages, page).unwrap(), dev.alloc_dram(page * pages, page).unwrap());
