@@ -309,6 +309,20 @@ fn a_trace_longer_than_the_trace_area_streams_through_its_windows() {
 fn replay_with_head(trace: &[u8], page: u32, head: usize, blank_dram_head: bool) -> (End, u32, Vec<u8>) {
     let pages = trace.len() as u32 / page;
     let exec = encode(|e| e.exec_buf_with_head(0x4000, page, pages, &trace[..head]));
+    let (end, units, ring, _) = replay_chunk(exec, trace, page, head, blank_dram_head);
+    (end, units, ring)
+}
+
+/// Runs the EXEC_BUF chunk `exec` of `trace` (stored as in
+/// [`replay_with_head`]); also returns the DRAM reads it made.
+fn replay_chunk(
+    exec: Vec<u8>,
+    trace: &[u8],
+    page: u32,
+    head: usize,
+    blank_dram_head: bool,
+) -> (End, u32, Vec<u8>, u32) {
+    let pages = trace.len() as u32 / page;
     let (mut core, c) = prefetcher_with(ISSUE, 0, &[(exec, true)]);
     let c = CqConfig { ring_page_size: 4096, ring_pages: 32, ..c };
     (core.peer_frees_pages, core.peer) = (Some(4096), dispatcher(0).packed());
@@ -324,7 +338,7 @@ fn replay_with_head(trace: &[u8], page: u32, head: usize, blank_dram_head: bool)
     let end = run_prefetcher(&mut core, c, 0);
     let units = core.remote_sems.get(&(dispatcher(0), sem::RING_UNITS_FILLED)).copied().unwrap_or(0);
     let ring = core.remote_mem(dispatcher(0))[DISPATCH_RING.base as usize..][..32 * 4096].to_vec();
-    (end, units, ring)
+    (end, units, ring, core.dram_reads)
 }
 
 /// A trace whose head travels inline with EXEC_BUF replays exactly as one
@@ -374,6 +388,38 @@ fn a_trace_head_sent_inline_replays_exactly_as_from_dram() {
     let whole = replay_with_head(&small, PAGE, used.next_multiple_of(64), true);
     assert_eq!(whole, replay_with_head(&small, PAGE, 0, false));
     assert_eq!(whole.1 * 16, 16 + 400);
+}
+
+/// A whole trace sent inline and flagged so replays it without a DRAM
+/// read (the unflagged head reads the first window all the same); a
+/// flagged head that stops short of its EXEC_BUF_END is an overrun
+/// reported with the offending command, not a read nor a hang.
+#[test]
+fn a_trace_sent_whole_inline_replays_without_reading_dram() {
+    const PAGE: u32 = 8192;
+    let mut small = std::vec![0u8; PAGE as usize];
+    let mut e = Encoder::new(&mut small);
+    e.relay_inline(true, |w| w.write_linear(NocAddr::unicast(worker(1, 0), 0x100), &[9u8; 400])).unwrap();
+    e.debug(&[3u8; 100]).unwrap();
+    e.exec_buf_end().unwrap();
+    let used = e.len();
+    let whole = encode(|e| e.exec_buf_whole(0x4000, PAGE, 1, &small[..used]));
+    let got = replay_chunk(whole, &small, PAGE, used, true);
+    let from_dram = replay_with_head(&small, PAGE, 0, false);
+    assert_eq!((&got.0, got.1, &got.2), (&from_dram.0, from_dram.1, &from_dram.2), "the same bytes, all signalled");
+    assert_eq!(got.3, 0, "no DRAM read");
+    let unflagged = encode(|e| e.exec_buf_with_head(0x4000, PAGE, 1, &small[..used]));
+    assert!(replay_chunk(unflagged, &small, PAGE, used, true).3 > 0);
+
+    // Without its EXEC_BUF_END (the last line): the commands overrun the head.
+    let short = encode(|e| e.exec_buf_whole(0x4000, PAGE, 1, &small[..used - 64]));
+    let (mut core, c) = prefetcher_with(ISSUE, 0, &[(short, true)]);
+    let c = CqConfig { ring_page_size: 4096, ring_pages: 32, ..c };
+    (core.peer_frees_pages, core.peer) = (Some(4096), dispatcher(0).packed());
+    assert_eq!(run_prefetcher(&mut core, c, 0), End::Halted);
+    assert_eq!(waypoint_of(&core), waypoint::BAD_CMD);
+    assert_eq!(error_of(&core).code, DeviceError::LengthOverrun as u32);
+    assert_eq!(core.dram_reads, 0);
 }
 
 #[test]

@@ -28,6 +28,8 @@ pub struct FakeCore {
     /// Reads left before a spinning wait is declared stuck.
     pub spin_budget: Cell<u64>,
     pub writes: u32,
+    /// Reads from DRAM banks.
+    pub dram_reads: u32,
     /// Reads landed per transaction id (`Platform::reads_acked_id`).
     pub reads_by_id: [u32; mmio::NOC_READ_IDS as usize],
     /// Model a dispatcher that at once consumes all flushed ring data and
@@ -52,6 +54,7 @@ impl FakeCore {
             reads_by_id: [0; mmio::NOC_READ_IDS as usize],
             spin_budget: Cell::new(200_000),
             writes: 0,
+            dram_reads: 0,
             peer_frees_pages: None,
             host_drains: false,
             peer: 0,
@@ -117,6 +120,9 @@ impl Platform for FakeCore {
     }
     fn noc_read(&mut self, src: NocAddr, local: u32, len: u32) {
         let (c, a) = (src.coord(), src.local() as usize);
+        if matches!(cqlab_abi::noc::endpoint(c), cqlab_abi::noc::Endpoint::Dram { .. }) {
+            self.dram_reads += 1;
+        }
         let data = self.remote_mem(c)[a..a + len as usize].to_vec();
         self.set_l1(local, &data);
     }

@@ -51,7 +51,8 @@ pub const MUTANTS: &[Mutant] = &[
     },
     Mutant {
         name: "prefetch-replay-start-before-sent",
-        drops: "the wait for the previous replay's relays to leave the trace area before a replay's first reads",
+        drops:
+            "the wait for earlier replays' relays to leave the trace area before a replay first reads into each window",
     },
     Mutant {
         name: "dispatch-go-before-writes-landed",

@@ -19,6 +19,7 @@ use cqlab_abi::mmio::{self, sem, NOC_MAX_PACKET, NOC_READ_IDS};
 use cqlab_abi::noc::{dram_bank, Coord, NocAddr, PCIE};
 #[cfg(test)]
 use cqlab_abi::prefetch::checksum;
+use cqlab_abi::prefetch::ExecBufFlags;
 use cqlab_abi::prefetch::PagedFlags;
 use cqlab_abi::ring::{wrap_ge, RingPtr};
 use cqlab_abi::sysmem::{CqSysmemLayout, FETCH_RD_COUNT, ISSUE_RD_PTR};
@@ -177,16 +178,18 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             let entry = FetchEntry::from_raw(raw).unwrap_or_else(|_| unreachable!("checked before its read"));
             self.taken = j.wrapping_add(1);
             self.trace(TraceKind::FetchConsumed, raw, j % self.cfg.fetch_entries);
-            self.run_commands(chunk_buffer(j % CHUNK_BUFFERS), len, entry.stall(), None);
+            self.run_commands(chunk_buffer(j % CHUNK_BUFFERS), len, entry.stall());
             self.buffer_sent[(j % CHUNK_BUFFERS) as usize] = self.p.writes_issued();
         }
     }
 
     /// Reads every further chunk the host has announced with a valid entry
-    /// (a bad one is reported when its turn comes) while a buffer is free,
-    /// and at most one fetch queue's worth of entries ahead of the slots freed.
+    /// (a bad one is reported when its turn comes) into the buffers other
+    /// than the last run's (whose relay may still be leaving: waiting for
+    /// it held the next chunk back for a whole relay), and at most one
+    /// fetch queue's worth of entries ahead of the slots freed.
     fn read_ahead(&mut self) {
-        while self.requested.wrapping_sub(self.taken) < CHUNK_BUFFERS
+        while self.requested.wrapping_sub(self.taken) < CHUNK_BUFFERS - 1
             && self.requested.wrapping_sub(self.fetched) < self.cfg.fetch_entries
         {
             let slot = fetch_queue::slot_addr(self.requested % self.cfg.fetch_entries);
@@ -367,13 +370,25 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         self.pointers_sent = self.p.writes_issued();
     }
 
-    /// Runs the prefetch commands in `len` bytes of L1 at `base` (a chunk),
-    /// or, with `replay`, those of a replayed trace streaming through
-    /// `TRACE_AREA`, returning at its EXEC_BUF_END.
-    fn run_commands(&mut self, base: u32, len: u32, stall_entry: bool, mut replay: Option<&mut Replay>) {
-        let mut off = 0;
-        while off < len {
-            let addr = match replay.as_deref_mut() {
+    /// Runs the prefetch commands in `chunk_len` bytes of L1 at `chunk` (a
+    /// chunk). An EXEC_BUF switches the same loop to the commands of the
+    /// replayed trace streaming through `TRACE_AREA`, and its EXEC_BUF_END
+    /// back to the chunk: no nested call, whose entry and the replay's
+    /// set-up held a replay's first relay ~100 cycles behind an enqueued
+    /// one's.
+    fn run_commands(&mut self, chunk: u32, chunk_len: u32, stall_entry: bool) {
+        let (mut base, mut len, mut off) = (chunk, chunk_len, 0);
+        let mut replay: Option<Replay> = None;
+        // Where the chunk continues after a replay, and the EXEC_BUF's id and size.
+        let (mut resume, mut exec_buf) = (0, (0, 0));
+        loop {
+            if off >= len {
+                if replay.is_some() {
+                    fail(self.p, DeviceError::LengthOverrun, base + len, 0, off, len);
+                }
+                break;
+            }
+            let addr = match replay.as_mut() {
                 Some(r) => {
                     // Commands are 64-byte aligned: a header never straddles
                     // windows (nor the end of the head, a multiple of 64).
@@ -401,7 +416,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 // relay's bytes on the NOC. Waiting here cost a large relay
                 // its whole NOC time (12 KiB first upload: 1,171 -> 955
                 // cycles per program, 128 unique args: 1,883 -> 1,648).
-                PrefetchHeader::RelayInline { cmd, .. } => match replay.as_deref_mut() {
+                PrefetchHeader::RelayInline { cmd, .. } => match replay.as_mut() {
                     Some(r) => {
                         let (mut at, end) = (off + 16, off + 16 + cmd.length);
                         while at < end {
@@ -449,30 +464,43 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                         fail(self.p, DeviceError::NestedExecBuf, addr, id, off, len);
                     }
                     let total = cmd.pages as u64 * cmd.page_size as u64;
-                    let Some(mut r) = Replay::new(cmd.base_addr, cmd.page_size, cmd.pages, self.cfg.dram_banks)
-                        .filter(|_| total <= u32::MAX as u64)
-                    else {
-                        fail(self.p, DeviceError::TooLarge, addr, cmd.page_size, off, len)
-                    };
                     let head = cmd.head as u32;
-                    if head as u64 > total {
-                        fail(self.p, DeviceError::BadSize, addr, head, off, len);
-                    }
+                    // A whole trace in the head has no pages to read, and
+                    // its commands end within the head (a command past it
+                    // is an overrun, not a read).
+                    let whole = ExecBufFlags::from_bits_retain(cmd.flags).contains(ExecBufFlags::WHOLE);
+                    let (pages, commands) = if whole { (0, head) } else { (cmd.pages, total as u32) };
                     // The head runs from this chunk, after the header's line
                     // (the first window's reads wait for the previous
                     // replay's relays from the trace area, `Replay::issue`).
-                    r.with_head(addr + cqlab_abi::PCIE_ALIGNMENT as u32, head);
-                    self.run_commands(TRACE_AREA.base, total as u32, true, Some(&mut r));
+                    let head_at = addr + cqlab_abi::PCIE_ALIGNMENT as u32;
+                    let Some(r) =
+                        Replay::new(self.p, cmd.base_addr, cmd.page_size, pages, self.cfg.dram_banks, head_at, head)
+                            .filter(|_| total <= u32::MAX as u64)
+                    else {
+                        fail(self.p, DeviceError::TooLarge, addr, cmd.page_size, off, len)
+                    };
+                    if head as u64 > total {
+                        fail(self.p, DeviceError::BadSize, addr, head, off, len);
+                    }
+                    replay = Some(r);
+                    (resume, exec_buf) = (off + stride, (id, stride));
+                    (base, len, off) = (TRACE_AREA.base, commands, 0);
+                    continue;
                 }
                 PrefetchHeader::ExecBufEnd => {
                     if replay.is_none() {
                         fail(self.p, DeviceError::UnexpectedExecBufEnd, addr, id, off, len);
                     }
                     self.trace(TraceKind::CmdEnd, id, stride);
-                    return;
+                    // Back to the chunk, after its EXEC_BUF.
+                    replay = None;
+                    (base, len, off) = (chunk, chunk_len, resume);
+                    self.trace(TraceKind::CmdEnd, exec_buf.0, exec_buf.1);
+                    continue;
                 }
                 PrefetchHeader::Debug(cmd) => {
-                    let found = match replay.as_deref_mut() {
+                    let found = match replay.as_mut() {
                         Some(r) => {
                             let (mut at, end, mut sum) = (off + 16, off + 16 + cmd.length, 0u32);
                             while at < end {
@@ -497,9 +525,6 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             }
             self.trace(TraceKind::CmdEnd, id, stride);
             off += stride;
-        }
-        if replay.is_some() {
-            fail(self.p, DeviceError::LengthOverrun, base + len, 0, off, len);
         }
         // What has left is signalled now; pieces still leaving stay posted
         // (the next chunk's relays do not wait for them), and every wait for

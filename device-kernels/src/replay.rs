@@ -18,7 +18,7 @@
 //! head's programs reach the dispatcher while the rest is on its way.
 
 use crate::platform::Platform;
-use crate::report::{wait_reads, wait_sent_until, wait_writes_sent};
+use crate::report::{wait_reads, wait_sent_until};
 use cqlab_abi::memory_map::{TRACE_AREA, TRACE_WINDOW, TRACE_WINDOWS};
 use cqlab_abi::noc::{dram_bank, NocAddr};
 
@@ -35,6 +35,8 @@ pub struct Replay {
     landed: u32,
     /// `writes_issued` when the commands first reached window `w`, at
     /// `w % TRACE_WINDOWS`: every relay from windows before `w` is older.
+    /// Until then, `writes_issued` at the replay's start: every relay of
+    /// the replays before is older.
     entered: [u32; TRACE_WINDOWS as usize],
     /// Trace bytes `0..head` are in L1 from `head_at` on (the chunk that
     /// carried them inline), not in the trace area.
@@ -44,9 +46,21 @@ pub struct Replay {
 
 impl Replay {
     /// A replay of `pages` pages of `page_size` bytes of the interleaved
-    /// DRAM buffer at `base`; `None` unless the page size divides a window
-    /// (and is a multiple of 16).
-    pub fn new(base: u32, page_size: u32, pages: u32, banks: u32) -> Option<Self> {
+    /// DRAM buffer at `base`, whose first `head` bytes (at most its size, a
+    /// multiple of 16) are in L1 at `head_at` (they came inline with the
+    /// command); `None` unless the page size divides a window (and is a
+    /// multiple of 16). The first window's reads are issued by the first
+    /// relay's [`Replay::read_ahead`], once its write is on its way, so
+    /// they land while the head runs.
+    pub fn new(
+        p: &mut impl Platform,
+        base: u32,
+        page_size: u32,
+        pages: u32,
+        banks: u32,
+        head_at: u32,
+        head: u32,
+    ) -> Option<Self> {
         // The window is a power of two, so its divisors are the powers of
         // two up to it: no division on the way into a replay.
         const _: () = assert!(TRACE_WINDOW.is_power_of_two());
@@ -64,19 +78,10 @@ impl Replay {
             pages_read: 0,
             issued: 0,
             landed: 0,
-            entered: [0; TRACE_WINDOWS as usize],
-            head: 0,
-            head_at: 0,
+            entered: [p.writes_issued(); TRACE_WINDOWS as usize],
+            head,
+            head_at,
         })
-    }
-
-    /// Takes the trace's first `head` bytes from L1 at `at` (they came
-    /// inline with the command; `head` is at most the trace's size and a
-    /// multiple of 16). The first window's reads are issued by the first
-    /// relay's [`Replay::read_ahead`], once its write is on its way, so they
-    /// land while the head runs.
-    pub fn with_head(&mut self, at: u32, head: u32) {
-        (self.head, self.head_at) = (head, at);
     }
 
     /// Bytes in the trace.
@@ -163,18 +168,20 @@ impl Replay {
     }
 
     /// Issues the reads of window `w` into its slot, once the relays from
-    /// the slot's previous window (`w - TRACE_WINDOWS`) have left it: they
-    /// were all issued before the commands reached window `w - 2`.
+    /// the slot's previous window have left it: for `w >= TRACE_WINDOWS`,
+    /// window `w - TRACE_WINDOWS`, whose relays were all issued before the
+    /// commands reached window `w - 2`; before that, a window of an earlier
+    /// replay, whose relays were all issued before this replay started
+    /// (its head relays from its chunk, so the first window need not wait
+    /// for the head's relays).
     fn issue(&mut self, p: &mut impl Platform, w: u32) {
-        if w >= TRACE_WINDOWS {
-            if !const { crate::mutant::dropped("prefetch-replay-window-reuse-before-sent") } {
-                wait_sent_until(p, self.entered[((w + 1) % TRACE_WINDOWS) as usize]);
-            }
-        } else if w == 0 && !const { crate::mutant::dropped("prefetch-replay-start-before-sent") } {
-            // The previous replay's relays may still be sending from the
-            // trace area (this replay's head relays from its chunk, so they
-            // need not wait for this).
-            wait_writes_sent(p);
+        let reused = if w >= TRACE_WINDOWS {
+            !const { crate::mutant::dropped("prefetch-replay-window-reuse-before-sent") }
+        } else {
+            !const { crate::mutant::dropped("prefetch-replay-start-before-sent") }
+        };
+        if reused {
+            wait_sent_until(p, self.entered[((w + 1) % TRACE_WINDOWS) as usize]);
         }
         let mut local = Self::in_area(w * TRACE_WINDOW);
         let n = (TRACE_WINDOW / self.page_size).min(self.pages - self.pages_read);

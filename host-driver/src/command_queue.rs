@@ -193,6 +193,9 @@ pub struct Trace {
     pub bytes: u32,
     /// The trace's first bytes, sent inline with every replay's EXEC_BUF.
     pub(crate) head: Vec<u8>,
+    /// Whether `head` is the whole trace: a replay then reads nothing from
+    /// DRAM (`ExecBufFlags::WHOLE`).
+    pub(crate) head_is_whole: bool,
     /// Whether its programs reuse what the launch before a replay may
     /// still use (the replay waits for that launch first, when not known done).
     pub(crate) waits_before: bool,
@@ -797,6 +800,7 @@ impl CommandQueue<'_> {
         // the rest from DRAM. Whole PCIe lines, as much as a chunk can carry.
         let head_len = (EXEC_BUF_HEAD_MAX as usize).min(self.max_inline()).min(bytes.len()) & !(PCIE_ALIGNMENT - 1);
         let head = bytes[..head_len].to_vec();
+        let head_is_whole = head_len == bytes.len();
         bytes.resize(buffer.size as usize, 0);
         self.write_buffer(&buffer, 0, &bytes)?;
         // The trace must be in DRAM before the prefetcher first reads it: the
@@ -807,7 +811,7 @@ impl CommandQueue<'_> {
         })?;
         self.dev.submit(self.q, &c, false)?;
         let waits_before = std::mem::take(&mut self.host().capture_waits_before);
-        Ok(Trace { buffer, bytes: bytes.len() as u32, head, waits_before, workers, programs, relies })
+        Ok(Trace { buffer, bytes: bytes.len() as u32, head, head_is_whole, waits_before, workers, programs, relies })
     }
 
     /// Replays a trace (with the stall flag the prefetcher requires).
@@ -835,7 +839,11 @@ impl CommandQueue<'_> {
             if wait_before {
                 e.relay_inline(true, |w| w.wait(WaitFlags::WAIT_LAUNCH, 0, 1))?;
             }
-            e.exec_buf_with_head(base, page_size, trace.buffer.pages(), head)
+            if trace.head_is_whole {
+                e.exec_buf_whole(base, page_size, trace.buffer.pages(), head)
+            } else {
+                e.exec_buf_with_head(base, page_size, trace.buffer.pages(), head)
+            }
         })?;
         self.dev.submit(self.q, &c, true)?;
         if wait_before {

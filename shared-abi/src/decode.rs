@@ -10,7 +10,8 @@ use crate::dispatch::{
 };
 use crate::noc::NocAddr;
 use crate::prefetch::{
-    checksum, DebugCmd, ExecBufCmd, PagedFlags, PrefetchCmdId, RelayInlineCmd, RelayLinearCmd, RelayPagedCmd,
+    checksum, DebugCmd, ExecBufCmd, ExecBufFlags, PagedFlags, PrefetchCmdId, RelayInlineCmd, RelayLinearCmd,
+    RelayPagedCmd,
 };
 use crate::{mmio, CMD_HEADER_SIZE, L1_ALIGNMENT, PCIE_ALIGNMENT};
 use core::fmt;
@@ -139,8 +140,13 @@ impl PrefetchHeader {
                 if cmd.pages == 0 {
                     return Err(bad("EXEC_BUF pages", 0));
                 }
+                let Some(flags) = ExecBufFlags::from_bits(cmd.flags) else {
+                    return Err(DecodeErrorKind::BadFlags { flags: cmd.flags });
+                };
                 let head = cmd.head as u32;
-                if head % PCIE_ALIGNMENT as u32 != 0 || head > crate::prefetch::EXEC_BUF_HEAD_MAX {
+                // A whole trace holds its EXEC_BUF_END at least.
+                let least = if flags.contains(ExecBufFlags::WHOLE) { PCIE_ALIGNMENT as u32 } else { 0 };
+                if head % PCIE_ALIGNMENT as u32 != 0 || head > crate::prefetch::EXEC_BUF_HEAD_MAX || head < least {
                     return Err(bad("EXEC_BUF head", head as u64));
                 }
                 Self::ExecBuf(cmd)
@@ -576,7 +582,11 @@ impl fmt::Display for PrefetchHeader {
                 c.pages
             ),
             Self::ExecBuf(c) => {
-                write!(f, " base=0x{:x} page_size={} pages={} head={}", c.base_addr, c.page_size, c.pages, c.head)
+                write!(f, " base=0x{:x} page_size={} pages={} head={}", c.base_addr, c.page_size, c.pages, c.head)?;
+                if ExecBufFlags::from_bits_retain(c.flags).contains(ExecBufFlags::WHOLE) {
+                    write!(f, " whole")?;
+                }
+                Ok(())
             }
             Self::Debug(c) => write!(f, " length={} checksum=0x{:08x}", c.length, c.checksum),
             Self::Stall | Self::ExecBufEnd | Self::Terminate => Ok(()),

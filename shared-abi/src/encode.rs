@@ -14,7 +14,8 @@ use crate::dispatch::{
 };
 use crate::noc::{Coord, NocAddr};
 use crate::prefetch::{
-    checksum, BareCmd, DebugCmd, ExecBufCmd, PagedFlags, PrefetchCmdId, RelayInlineCmd, RelayLinearCmd, RelayPagedCmd,
+    checksum, BareCmd, DebugCmd, ExecBufCmd, ExecBufFlags, PagedFlags, PrefetchCmdId, RelayInlineCmd, RelayLinearCmd,
+    RelayPagedCmd,
 };
 use crate::{CMD_HEADER_SIZE, L1_ALIGNMENT, PCIE_ALIGNMENT};
 use zerocopy::{Immutable, IntoBytes};
@@ -142,13 +143,31 @@ impl<'a> Encoder<'a> {
     /// trace's own first `head.len()` bytes, a multiple of `PCIE_ALIGNMENT`
     /// and at most `EXEC_BUF_HEAD_MAX`). On error nothing is kept.
     pub fn exec_buf_with_head(&mut self, base_addr: u32, page_size: u32, pages: u32, head: &[u8]) -> Result {
+        self.exec_buf_inline(base_addr, page_size, pages, head, ExecBufFlags::empty())
+    }
+
+    /// `EXEC_BUF` carrying the whole trace inline (`trace`: all of it,
+    /// through its `EXEC_BUF_END`, within the limits of a head), flagged
+    /// so that the prefetcher reads nothing from DRAM.
+    pub fn exec_buf_whole(&mut self, base_addr: u32, page_size: u32, pages: u32, trace: &[u8]) -> Result {
+        self.exec_buf_inline(base_addr, page_size, pages, trace, ExecBufFlags::WHOLE)
+    }
+
+    fn exec_buf_inline(
+        &mut self,
+        base_addr: u32,
+        page_size: u32,
+        pages: u32,
+        head: &[u8],
+        flags: ExecBufFlags,
+    ) -> Result {
         let id = PrefetchCmdId::ExecBuf as u8;
         let too_long = || EncodeError::DataLength {
             expected: crate::prefetch::EXEC_BUF_HEAD_MAX as u64,
             found: head.len() as u64,
         };
         let n = u16::try_from(head.len()).map_err(|_| too_long())?;
-        let cmd = ExecBufCmd { id, head: n, base_addr, page_size, pages, ..Default::default() };
+        let cmd = ExecBufCmd { id, flags: flags.bits(), head: n, base_addr, page_size, pages };
         check_prefetch(cmd.as_bytes())?;
         let out = self.reserve(PCIE_ALIGNMENT + head.len())?;
         out[..CMD_HEADER_SIZE].copy_from_slice(cmd.as_bytes());

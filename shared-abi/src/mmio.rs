@@ -31,8 +31,9 @@ pub const NOC_CMD: u32 = 0x114;
 /// others stay in flight, as tt-metal's `noc_async_read_barrier_with_trid`
 /// waits on the NOC's per-transaction-id outstanding-request counters.
 pub const NOC_READ_ID: u32 = 0x118;
-/// Read transaction ids.
-pub const NOC_READ_IDS: u32 = 8;
+/// Read transaction ids: 16, as Wormhole's NOC (tt-metal's
+/// `wormhole/noc/noc_parameters.h`: `NOC_MAX_TRANSACTION_ID 0xF`).
+pub const NOC_READ_IDS: u32 = 16;
 
 // Transaction counters (read-only, wrapping u32). A barrier waits until
 // acked == issued; a flush (source reusable) until sent == issued.

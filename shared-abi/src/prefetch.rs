@@ -136,12 +136,15 @@ assert_layout!(RelayPagedCmd, 16, id => 0, flags => 1, start_page => 2, base_add
 /// `PCIE_ALIGNMENT`-byte line: the prefetcher runs them from the chunk
 /// while the DRAM reads of the rest are in flight, so a replay's first
 /// programs do not wait for a DRAM round trip. The trace in DRAM is
-/// complete (it holds the head too); the inline copy must equal it.
+/// complete (it holds the head too); the inline copy must equal it. A
+/// head flagged `ExecBufFlags::WHOLE` is the whole trace, through its
+/// `EXEC_BUF_END`: the prefetcher then reads nothing from DRAM.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct ExecBufCmd {
     pub id: u8,
-    pub _pad: u8,
+    /// `ExecBufFlags`.
+    pub flags: u8,
     /// Trace bytes that follow inline (see above).
     pub head: u16,
     pub base_addr: u32,
@@ -149,6 +152,17 @@ pub struct ExecBufCmd {
     pub pages: u32,
 }
 assert_layout!(ExecBufCmd, 16, id => 0, head => 2, base_addr => 4, page_size => 8, pages => 12);
+
+bitflags! {
+    /// Flags of `EXEC_BUF`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct ExecBufFlags: u8 {
+        /// The inline head holds the whole trace, through its
+        /// `EXEC_BUF_END` (a short trace): no DRAM read is needed, and a
+        /// command past the head is an error, not a read.
+        const WHOLE = 1 << 0;
+    }
+}
 
 /// Most trace bytes an `EXEC_BUF` carries inline (`ExecBufCmd::head`): a
 /// few programs' commands, enough to keep the dispatcher busy for a DRAM

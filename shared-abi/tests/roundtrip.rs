@@ -6,7 +6,7 @@ use cqlab_abi::decode::{decode_dispatch_partial, DispatchHeader, DispatchStream,
 use cqlab_abi::dispatch::{PackedFlags, WaitFlags};
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
 use cqlab_abi::noc::{worker, NocAddr};
-use cqlab_abi::prefetch::{PagedFlags, EXEC_BUF_HEAD_MAX};
+use cqlab_abi::prefetch::{ExecBufFlags, PagedFlags, EXEC_BUF_HEAD_MAX};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -30,7 +30,7 @@ enum Pref {
     Linear { src: u64, len: u32 },
     Paged { dram: bool, base: u32, page_size: u32, start: u16, pages: u32 },
     Stall,
-    ExecBuf { base: u32, page_size: u32, pages: u32, head: Vec<u8> },
+    ExecBuf { base: u32, page_size: u32, pages: u32, head: Vec<u8>, whole: bool },
     ExecBufEnd,
     Debug(Vec<u8>),
     Terminate,
@@ -95,11 +95,14 @@ fn pref() -> impl Strategy<Value = Pref> {
         }),
         Just(Pref::Stall),
         // Page sizes dividing a trace window: 64 B ..= 32 KiB.
-        // Trace heads: whole PCIe lines, up to EXEC_BUF_HEAD_MAX.
-        (any::<u32>(), 0u32..10, 1u32..100, 0usize..=16, any::<u8>()).prop_map(|(base, k, pages, lines, seed)| {
-            let head = (0..lines * 64).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect();
-            Pref::ExecBuf { base, page_size: 64 << k, pages, head }
-        }),
+        // Trace heads: whole PCIe lines, up to EXEC_BUF_HEAD_MAX; a whole
+        // trace has one line at least.
+        (any::<u32>(), 0u32..10, 1u32..100, 0usize..=16, any::<u8>(), any::<bool>()).prop_map(
+            |(base, k, pages, lines, seed, whole)| {
+                let head = (0..lines * 64).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect();
+                Pref::ExecBuf { base, page_size: 64 << k, pages, head, whole: whole && lines > 0 }
+            }
+        ),
         Just(Pref::ExecBufEnd),
         prop::collection::vec(any::<u8>(), 0..100).prop_map(Pref::Debug),
         Just(Pref::Terminate),
@@ -154,7 +157,12 @@ fn encode(cmds: &[Pref]) -> Vec<u8> {
                 enc.relay_paged(paged_flags(*dram), *base, *page_size, *start, *pages)
             }
             Pref::Stall => enc.stall(),
-            Pref::ExecBuf { base, page_size, pages, head } => enc.exec_buf_with_head(*base, *page_size, *pages, head),
+            Pref::ExecBuf { base, page_size, pages, head, whole: false } => {
+                enc.exec_buf_with_head(*base, *page_size, *pages, head)
+            }
+            Pref::ExecBuf { base, page_size, pages, head, whole: true } => {
+                enc.exec_buf_whole(*base, *page_size, *pages, head)
+            }
             Pref::ExecBufEnd => enc.exec_buf_end(),
             Pref::Debug(p) => enc.debug(p),
             Pref::Terminate => enc.terminate(),
@@ -235,8 +243,9 @@ proptest! {
                 }
                 (PrefetchHeader::Stall, Pref::Stall) | (PrefetchHeader::ExecBufEnd, Pref::ExecBufEnd)
                     | (PrefetchHeader::Terminate, Pref::Terminate) => {}
-                (PrefetchHeader::ExecBuf(c), Pref::ExecBuf { base, page_size, pages, head }) => {
+                (PrefetchHeader::ExecBuf(c), Pref::ExecBuf { base, page_size, pages, head, whole }) => {
                     prop_assert_eq!((c.base_addr, c.page_size, c.pages), (*base, *page_size, *pages));
+                    prop_assert_eq!(ExecBufFlags::from_bits_retain(c.flags).contains(ExecBufFlags::WHOLE), *whole);
                     prop_assert_eq!(got.payload, &head[..]);
                 }
                 (PrefetchHeader::Debug(c), Pref::Debug(p)) => {
@@ -341,4 +350,18 @@ fn decoder_rejects_bad_trace_heads() {
         h[2..4].copy_from_slice(&bad.to_le_bytes());
         assert!(PrefetchHeader::parse(&h).is_err(), "head {bad}");
     }
+    // Flags: WHOLE only, and a whole trace holds at least its EXEC_BUF_END.
+    let mut unknown = h;
+    unknown[1] = 0x82;
+    assert!(PrefetchHeader::parse(&unknown).is_err(), "unknown EXEC_BUF flags");
+    let mut empty_whole = h;
+    (empty_whole[1], empty_whole[2], empty_whole[3]) = (ExecBufFlags::WHOLE.bits(), 0, 0);
+    assert!(PrefetchHeader::parse(&empty_whole).is_err(), "a whole trace of no bytes");
+    let mut enc = Encoder::new(&mut buf);
+    enc.exec_buf_whole(0x4000, 64, 2, &[7; 128]).unwrap();
+    let h: [u8; 16] = buf[..16].try_into().unwrap();
+    let header = PrefetchHeader::parse(&h).unwrap();
+    let PrefetchHeader::ExecBuf(cmd) = header else { panic!("EXEC_BUF decodes as one") };
+    assert_eq!((cmd.head, cmd.flags), (128, ExecBufFlags::WHOLE.bits()));
+    assert!(header.to_string().ends_with("head=128 whole"), "{header}");
 }
