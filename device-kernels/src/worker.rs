@@ -232,9 +232,12 @@ pub fn common_args<const N: usize>(p: &impl Platform, ctx: &KernelCtx) -> [u32; 
 pub fn noop(_: &mut impl Platform, _: &KernelCtx) {}
 
 /// `spin` kernel: returns `args[0]` cycles after it was called, reading its
-/// arguments included (common args); with three arguments it then stores
-/// `args[2]` at its L1 address `args[1]` (an observable result, for ordering
-/// tests). With no common args it takes the same three from its unique args.
+/// arguments included (common args); with three arguments or more it then
+/// stores `args[2]` XOR a digest of the arguments after the third at its L1
+/// address `args[1]` (an observable result, for ordering tests, that also
+/// shows any argument word received wrong:
+/// `cqlab_abi::program::spin_stored_value`). With no common args it takes
+/// them from its unique args.
 pub fn spin(p: &mut impl Platform, ctx: &KernelCtx) {
     // The low word is enough for a u32 count (wrapping difference), and
     // one CSR read per turn keeps the overshoot small.
@@ -246,12 +249,21 @@ pub fn spin(p: &mut impl Platform, ctx: &KernelCtx) {
         *ctx
     };
     let [cycles, addr, value] = common_args::<3>(p, &view);
-    // Checked before the wait, so the store follows it at once.
+    // Checked and digested before the wait, so the store follows it at once.
     let store = view.common_count >= 3 && cqlab_abi::memory_map::USER.contains(addr, 4) && addr % 4 == 0;
+    let digest = if view.common_count > 3 { args_digest(p, &view) } else { 0 };
     while p.cycle_lo().wrapping_sub(start) < cycles {}
     if store {
-        spin_store(p, addr, value);
+        spin_store(p, addr, value ^ digest);
     }
+}
+
+/// The digest of a `spin`'s arguments after the third (read from `view`'s
+/// common args), out of line: the usual spin has none.
+#[cold]
+#[inline(never)]
+fn args_digest(p: &impl Platform, view: &KernelCtx) -> u32 {
+    (3..view.common_count).fold(0, |d, i| cqlab_abi::program::args_digest_step(d, p.read_u32(view.common_addr + 4 * i)))
 }
 
 /// `spin`'s optional store, out of line: the usual spin returns straight

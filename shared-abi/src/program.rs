@@ -74,6 +74,21 @@ pub const fn kernel_slot(slot: u32) -> u32 {
 
 /// Runtime arguments per core (unique) and per kernel (common), in u32 words.
 pub const MAX_UNIQUE_ARGS: u32 = 256;
+
+/// One step of the digest the `spin` kernel folds its arguments after the
+/// third into (FNV-1a over words: each word and its place count, so a lost,
+/// stale or moved word changes the digest).
+pub const fn args_digest_step(digest: u32, word: u32) -> u32 {
+    (digest ^ word).wrapping_mul(0x0100_0193)
+}
+
+/// The value `spin` stores for `args` (`[cycles, addr, value, rest...]`):
+/// `value` XOR the digest of `rest` (0 when there is none), so a kernel
+/// that received any of its words wrong stores a wrong value.
+pub fn spin_stored_value(args: &[u32]) -> Option<u32> {
+    let digest = args.get(3..)?.iter().fold(0, |d, &w| args_digest_step(d, w));
+    Some(args[2] ^ digest)
+}
 pub const MAX_COMMON_ARGS: u32 = 256;
 
 /// The kernel-config ring: runtime arguments, at the same L1 address on

@@ -4,7 +4,9 @@
 
 use cqlab_abi::memory_map::USER;
 use cqlab_abi::noc;
-use cqlab_abi::program::{CONFIG_RING, CONFIG_RING_SIZE, KERNEL_SLOTS, LAUNCH_RING_ENTRIES, MAX_UNIQUE_ARGS};
+use cqlab_abi::program::{
+    spin_stored_value, CONFIG_RING, CONFIG_RING_SIZE, KERNEL_SLOTS, LAUNCH_RING_ENTRIES, MAX_UNIQUE_ARGS,
+};
 use cqlab_abi::trace::TraceKind;
 use cqlab_driver::{Buffer, CoreRange, Device, KernelImage, Placement, Program};
 use cqlab_tests::{booted, booted_with_faults};
@@ -177,7 +179,8 @@ fn programs_replay_in_traces_with_their_args_and_kernels() {
 /// one and two queues (the kernel-config ring then holds four or two such
 /// programs, so every program reuses bytes of an earlier one and WAITs for
 /// it), enqueued and then replayed from a trace: every core's kernel finds
-/// its own args at its own offset (`spin` stores the third at the second),
+/// its own args at its own offset (`spin` stores the third, XOR a digest of
+/// the rest, at the second),
 /// and the last program's whole block of 64 x 128 words is intact in the
 /// kernel-config ring of the cores checked.
 #[test]
@@ -210,7 +213,8 @@ fn a_hundred_and_twenty_eight_unique_args_per_core_arrive_intact_on_every_core()
                 let got = dev.cq(0).unwrap().read_buffer(&l1((c, r), USER.base, 8 * n), 0, 8 * n).unwrap();
                 for j in 0..2 * n {
                     let word = u32::from_le_bytes(got[4 * j as usize..][..4].try_into().unwrap());
-                    assert_eq!(word, args(j, (c, r))[2], "seed {seed}, {cqs} queues: program {j} on {:?}", (c, r));
+                    let want = spin_stored_value(&args(j, (c, r))).unwrap();
+                    assert_eq!(word, want, "seed {seed}, {cqs} queues: program {j} on {:?}", (c, r));
                 }
             }
         }
@@ -277,16 +281,23 @@ fn a_long_trace_replays_from_its_inline_head_and_its_windows() {
 /// program's 32 KiB of args on 64 cores crosses windows in one or two
 /// pieces, and write back-pressure keeps them in the NOC interface
 /// longer), and what each program stored, and nothing else, is there at
-/// the end. Without the firmware's wait for those relays (the mutant
-/// `prefetch-replay-window-reuse-before-sent`) a kernel spins on
-/// corrupted args and the wait fails, on each of seeds 1-8 and 51.
+/// the end. The trace starts with a small program whose relay ends within
+/// the inline head, so a replay reads its first window right behind it,
+/// while the previous replay's last relays from that window's slot (its
+/// seventh window) may still be leaving. Without the firmware's wait for
+/// a window's relays before it is refilled (the mutant
+/// `prefetch-replay-window-reuse-before-sent`), or for the previous
+/// replay's relays before the first windows are read
+/// (`prefetch-replay-start-before-sent`), the dispatcher gets corrupted
+/// commands or a kernel spins on corrupted args, on each of seeds 1-8 and
+/// 51.
 #[test]
 fn a_trace_of_wide_programs_longer_than_the_trace_area_replays_intact_back_to_back() {
     let seed = 51;
     // Back-pressure holds each relay piece in the NOC interface longer;
     // the kernels spin 20 cycles, so one still running after 5M cycles is
     // spinning on corrupted args.
-    let faults = cqlab_sim::config::Faults { write_backpressure_cycles: 300, ..Default::default() };
+    let faults = cqlab_sim::config::Faults { write_backpressure_cycles: 1000, ..Default::default() };
     let mut dev = booted_with_faults(seed, faults, |cfg| cfg.kernel_timeout_cycles = 5_000_000);
     let spin = kernel(&dev, "spin");
     const PROGRAMS: u32 = 13;
@@ -296,14 +307,21 @@ fn a_trace_of_wide_programs_longer_than_the_trace_area_replays_intact_back_to_ba
         a.extend((3..MAX_UNIQUE_ARGS / 2).map(|i| i.wrapping_mul(0x9e37_79b9) ^ value));
         a
     };
+    let mut small = Program::new();
+    let k = small.add_kernel(spin.clone(), &[CoreRange::single(0, 0)]).unwrap();
+    small.set_common_args(k, &[20]).unwrap();
     let mut cq = dev.cq(0).unwrap();
     cq.begin_trace().unwrap();
+    cq.enqueue_program(&small).unwrap();
     for j in 0..PROGRAMS {
         cq.enqueue_program(&every_core_program(&spin, (8, 8), |core| args(j, core))).unwrap();
     }
     let trace = cq.end_trace().unwrap();
     let area = cqlab_abi::memory_map::TRACE_AREA.size;
     assert!(trace.bytes > 2 * area, "{} trace bytes: each window slot is refilled more than once", trace.bytes);
+    let window = cqlab_abi::memory_map::TRACE_WINDOW;
+    let windows = trace.bytes.div_ceil(window);
+    assert_eq!((windows - 1) % (area / window), 0, "{windows} windows: the last one is in the first one's slot");
     for _ in 0..3 {
         cq.execute_trace(&trace).unwrap();
     }
@@ -314,7 +332,7 @@ fn a_trace_of_wide_programs_longer_than_the_trace_area_replays_intact_back_to_ba
         let got = dev.cq(0).unwrap().read_buffer(&l1(core, USER.base, 4 * words), 0, 4 * words).unwrap();
         for j in 0..words {
             let word = u32::from_le_bytes(got[4 * j as usize..][..4].try_into().unwrap());
-            let want = if j < PROGRAMS { args(j, core)[2] } else { 0 };
+            let want = if j < PROGRAMS { spin_stored_value(&args(j, core)).unwrap() } else { 0 };
             assert_eq!(word, want, "seed {seed}: word {j} on {core:?}");
         }
     }
@@ -475,8 +493,8 @@ fn event_cycles_are_device_time_and_bracket_a_kernel() {
 /// A program whose commands exceed one chunk: 64 unique args on each of
 /// the 256 cores of a 16x16 grid (a 64 KiB block, two chunks' worth) goes
 /// out in several chunks, enqueued and inside a trace; every core finds
-/// its own args (`spin` stores its third at its second), and the last of
-/// them, 64 words in, is intact too.
+/// its own args (`spin` stores its third, XOR a digest of the rest, at its
+/// second), and the last of them, 64 words in, is intact too.
 #[test]
 fn a_program_larger_than_a_chunk_goes_out_in_several_and_runs() {
     let seed = 61;
@@ -498,8 +516,8 @@ fn a_program_larger_than_a_chunk_goes_out_in_several_and_runs() {
     cq.finish().unwrap();
     for core in [(0, 0), (15, 0), (7, 9), (15, 15)] {
         for j in 0..2 {
-            let want = args(j, core);
-            assert_eq!(read_word(&mut dev, core, USER.base + 4 * j), want[2], "seed {seed}: program {j} on {core:?}");
+            let want = spin_stored_value(&args(j, core)).unwrap();
+            assert_eq!(read_word(&mut dev, core, USER.base + 4 * j), want, "seed {seed}: program {j} on {core:?}");
         }
     }
     // The last program's block ends with core (15,15)'s 64 words.
@@ -532,8 +550,9 @@ fn staged_blobs_follow_every_change_and_survive_many_arena_laps() {
         let (spin, noop) = (kernel(&dev, "spin"), kernel(&dev, "noop-12k"));
         let binaries: Vec<Arc<KernelImage>> =
             (0..20).map(|i| Arc::new(noop.renamed(&format!("noop-12k#{i}")))).collect();
-        // 64 words a core on 64 cores: a 16 KiB block. Word 2 is what the
-        // core stores; the rest differ per program too.
+        // 64 words a core on 64 cores: a 16 KiB block. Word 2 (XOR the
+        // rest's digest) is what the core stores; the rest differ per
+        // program too.
         let args = |j: u32, (c, r): (u8, u8)| -> Vec<u32> {
             let id = (c as u32) << 8 | r as u32;
             let mut a = vec![0, USER.base + 4 * j, j << 16 | id];
@@ -585,7 +604,8 @@ fn staged_blobs_follow_every_change_and_survive_many_arena_laps() {
                 let got = dev.cq(0).unwrap().read_buffer(&l1((c, r), USER.base, 4 * n), 0, 4 * n).unwrap();
                 for j in 0..n {
                     let word = u32::from_le_bytes(got[4 * j as usize..][..4].try_into().unwrap());
-                    assert_eq!(word, args(j, (c, r))[2], "stage {stage}: program {j} on {:?}", (c, r));
+                    let want = spin_stored_value(&args(j, (c, r))).unwrap();
+                    assert_eq!(word, want, "stage {stage}: program {j} on {:?}", (c, r));
                 }
             }
         }
@@ -616,19 +636,22 @@ fn overwriting_staged_blobs_still_being_read_is_caught() {
         let spin = kernel(&dev, "spin");
         let n = 60u32;
         let mut cq = dev.cq(0).unwrap();
+        let args = |j: u32, (c, r): (u8, u8)| -> Vec<u32> {
+            let id = (c as u32) << 8 | r as u32;
+            let mut a = vec![0, USER.base + 4 * j, j << 16 | id];
+            a.extend((3..64).map(|i| i ^ j << 20 ^ id));
+            a
+        };
         for j in 0..n {
-            let p = every_core_program(&spin, (8, 8), |(c, r)| {
-                let id = (c as u32) << 8 | r as u32;
-                let mut a = vec![0, USER.base + 4 * j, j << 16 | id];
-                a.extend((3..64).map(|i| i ^ j << 20 ^ id));
-                a
-            });
-            cq.enqueue_program(&p).unwrap();
+            cq.enqueue_program(&every_core_program(&spin, (8, 8), |core| args(j, core))).unwrap();
         }
         let finished = cq.finish();
         let wrong = finished.is_err() || {
             let got = dev.cq(0).unwrap().read_buffer(&l1((3, 5), USER.base, 4 * n), 0, 4 * n).unwrap();
-            (0..n).any(|j| u32::from_le_bytes(got[4 * j as usize..][..4].try_into().unwrap()) != j << 16 | 3 << 8 | 5)
+            (0..n).any(|j| {
+                u32::from_le_bytes(got[4 * j as usize..][..4].try_into().unwrap())
+                    != spin_stored_value(&args(j, (3, 5))).unwrap()
+            })
         };
         assert_eq!(wrong, bug.is_some(), "host bug {bug:?}: finished {finished:?}");
     }

@@ -7,7 +7,8 @@
 //! and whose output is read back right behind them, bursts of long
 //! kernels that fill a launch ring, and events one queue waits for on
 //! another. Every `spin` stores a value of its own at an
-//! address of its own; at
+//! address of its own (XOR a digest of its padding args, so a word of its
+//! args relayed wrong shows too); at
 //! checkpoints and at the end every core must hold, at each address, the
 //! value of the last program that wrote it there, and every read-back the
 //! bytes last written. Nothing in a stream is chosen to hit a
@@ -18,6 +19,7 @@
 use crate::{Buffer, CoreRange, Device, DriverError, KernelHandle, KernelImage, PendingRead, Placement, Program};
 use cqlab_abi::memory_map::{KERNEL_SCRATCH, MAX_CHUNK, USER};
 use cqlab_abi::noc;
+use cqlab_abi::program::spin_stored_value;
 use cqlab_sim::rng::Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -118,6 +120,19 @@ impl Stream {
         Ok((program, stores))
     }
 
+    /// A `spin` on one core, with its three args common: a chunk of a few
+    /// hundred bytes (a replay runs it from its inline head and then reads
+    /// its first window at once).
+    fn small_program(&mut self, q: u8, grid: (u8, u8)) -> Result<(Program, Vec<Store>), DriverError> {
+        let core = (self.pick(grid.0 as usize) as u8, self.pick(grid.1 as usize) as u8);
+        let (addr, value) = (result_addr(q, self.pick(WORDS as usize) as u32), self.rng.next_u64() as u32);
+        let mut program = Program::new();
+        let which = self.pick(self.spins.len());
+        let k = program.add_kernel(self.spins[which].clone(), &[CoreRange::single(core.0, core.1)])?;
+        program.set_common_args(k, &[self.pick(300) as u32, addr, value])?;
+        Ok((program, vec![(core, addr, value)]))
+    }
+
     /// Unique args for `spin` kernel `k` on `cores`: `[cycles, addr]`, a
     /// value of each core's own, then `padding` words; each core's store
     /// goes to `stores`.
@@ -135,7 +150,7 @@ impl Stream {
             let mut unique = vec![cycles, addr, value];
             unique.extend((0..padding).map(|i| i as u32 ^ value));
             program.set_unique_args(k, core, &unique)?;
-            stores.push((core, addr, value));
+            stores.push((core, addr, spin_stored_value(&unique).expect("three args")));
         }
         Ok(())
     }
@@ -202,7 +217,8 @@ impl Stream {
                 let mut common = vec![cycles, addr, value];
                 common.extend(self.words(64));
                 program.set_common_args(k, &common)?;
-                stores.extend(cores.iter().map(|&core| (core, addr, value)));
+                let stored = spin_stored_value(&common).expect("three args");
+                stores.extend(cores.iter().map(|&core| (core, addr, stored)));
             } else {
                 let most = (self.unique_budget / 4 / cores.len()).saturating_sub(3).min(95);
                 let padding = self.pick(most + 1);
@@ -405,15 +421,25 @@ pub fn run(dev: &mut Device, seed: u64, programs: u32) -> Result<(), StreamFailu
             // A third of them are long and wide: programs of 32 KiB of
             // args (two CQs) over more replay windows than the trace area
             // holds, so windows are refilled while few, large relay pieces
-            // from them are still leaving (the window-reuse wait).
+            // from them are still leaving (the window-reuse wait). Half of
+            // those start with a small program, so a replay reads its
+            // first window right after the head's first relay, while the
+            // replay before may still be relaying from that window's slot.
             let wide = s.rng.chance(0.3);
             let n = if wide { 10 + s.pick(8) } else { 1 + s.pick(6) };
+            let small_first = wide && s.rng.chance(0.5);
             let wide_bytes = 2 * s.unique_budget;
             let mut cq = dev.cq(q)?;
             cq.begin_trace()?;
             let mut stores = Vec::new();
-            for _ in 0..n {
-                let (p, st) = if wide { s.wide_program(q, grid, wide_bytes)? } else { s.program(q, grid)? };
+            for j in 0..n {
+                let (p, st) = if small_first && j == 0 {
+                    s.small_program(q, grid)?
+                } else if wide {
+                    s.wide_program(q, grid, wide_bytes)?
+                } else {
+                    s.program(q, grid)?
+                };
                 cq.enqueue_program(&p)?;
                 stores.push(st);
             }
