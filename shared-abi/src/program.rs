@@ -205,6 +205,24 @@ mod tests {
     use super::*;
     use zerocopy::IntoBytes;
 
+    /// `spin`'s stored value shows a lost, changed or moved arg word.
+    #[test]
+    fn the_spin_digest_sees_every_word_and_its_place() {
+        let args = [100, 0x1000, 0xabcd, 1, 2, 3, 0, 0];
+        let stored = spin_stored_value(&args).unwrap();
+        assert_eq!(spin_stored_value(&args[..3]), Some(0xabcd), "no words after the third: the value itself");
+        assert_eq!(spin_stored_value(&args[..2]), None);
+        for i in 3..args.len() {
+            let mut changed = args;
+            changed[i] ^= 1 << (i % 32);
+            assert_ne!(spin_stored_value(&changed), Some(stored), "word {i} changed");
+        }
+        let mut swapped = args;
+        swapped.swap(3, 4);
+        assert_ne!(spin_stored_value(&swapped), Some(stored), "words swapped");
+        assert_ne!(spin_stored_value(&args[..7]), Some(stored), "last word lost");
+    }
+
     #[test]
     fn rect_index_is_row_major_and_inclusive() {
         let r = pack_rect(2, 1, 4, 3);
