@@ -391,9 +391,10 @@ fn a_trace_head_sent_inline_replays_exactly_as_from_dram() {
 }
 
 /// A whole trace sent inline and flagged so replays it without a DRAM
-/// read (the unflagged head reads the first window all the same); a
-/// flagged head that stops short of its EXEC_BUF_END is an overrun
-/// reported with the offending command, not a read nor a hang.
+/// read (the unflagged head reads the first window all the same), and the
+/// chunk's commands after the EXEC_BUF run once the replay ends; a flagged
+/// head that stops short of its EXEC_BUF_END is an overrun reported where
+/// the head ends, not a read nor a hang.
 #[test]
 fn a_trace_sent_whole_inline_replays_without_reading_dram() {
     const PAGE: u32 = 8192;
@@ -411,6 +412,16 @@ fn a_trace_sent_whole_inline_replays_without_reading_dram() {
     let unflagged = encode(|e| e.exec_buf_with_head(0x4000, PAGE, 1, &small[..used]));
     assert!(replay_chunk(unflagged, &small, PAGE, used, true).3 > 0);
 
+    // A relay after the EXEC_BUF, in the same chunk, follows the trace's.
+    let after = encode(|e| e.relay_inline(true, |w| w.write_linear(NocAddr::unicast(worker(2, 0), 0x200), &[7u8; 64])));
+    let mut chunk = encode(|e| e.exec_buf_whole(0x4000, PAGE, 1, &small[..used]));
+    chunk.extend_from_slice(&after);
+    let (end, units, ring, reads) = replay_chunk(chunk, &small, PAGE, used, true);
+    assert_eq!((&end, reads), (&End::Stuck, 0));
+    assert_eq!(units * 16, 16 + 400 + 16 + 64, "the trace's relay and the one after, all signalled");
+    assert_eq!(&ring[..416], &from_dram.2[..416], "the trace's relay first");
+    assert_eq!(&ring[416..416 + 80], &after[16..16 + 80], "then the chunk's own");
+
     // Without its EXEC_BUF_END (the last line): the commands overrun the head.
     let short = encode(|e| e.exec_buf_whole(0x4000, PAGE, 1, &small[..used - 64]));
     let (mut core, c) = prefetcher_with(ISSUE, 0, &[(short, true)]);
@@ -418,7 +429,8 @@ fn a_trace_sent_whole_inline_replays_without_reading_dram() {
     (core.peer_frees_pages, core.peer) = (Some(4096), dispatcher(0).packed());
     assert_eq!(run_prefetcher(&mut core, c, 0), End::Halted);
     assert_eq!(waypoint_of(&core), waypoint::BAD_CMD);
-    assert_eq!(error_of(&core).code, DeviceError::LengthOverrun as u32);
+    let rec = error_of(&core);
+    assert_eq!((rec.code, rec.addr), (DeviceError::LengthOverrun as u32, chunk_buffer(0) + used as u32));
     assert_eq!(core.dram_reads, 0);
 }
 

@@ -383,8 +383,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         let (mut resume, mut exec_buf) = (0, (0, 0));
         loop {
             if off >= len {
-                if replay.is_some() {
-                    fail(self.p, DeviceError::LengthOverrun, base + len, 0, off, len);
+                if let Some(r) = &replay {
+                    // A replay ran out of commands before its EXEC_BUF_END.
+                    fail(self.p, DeviceError::LengthOverrun, r.local_end(len), 0, off, len);
                 }
                 break;
             }
@@ -474,12 +475,11 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     // (the first window's reads wait for the previous
                     // replay's relays from the trace area, `Replay::issue`).
                     let head_at = addr + cqlab_abi::PCIE_ALIGNMENT as u32;
-                    let Some(r) =
-                        Replay::new(self.p, cmd.base_addr, cmd.page_size, pages, self.cfg.dram_banks, head_at, head)
-                            .filter(|_| total <= u32::MAX as u64)
-                    else {
-                        fail(self.p, DeviceError::TooLarge, addr, cmd.page_size, off, len)
-                    };
+                    if !Replay::fits(cmd.page_size, self.cfg.dram_banks) || total > u32::MAX as u64 {
+                        fail(self.p, DeviceError::TooLarge, addr, cmd.page_size, off, len);
+                    }
+                    let start = self.p.writes_issued();
+                    let r = Replay::new(start, cmd.base_addr, cmd.page_size, pages, self.cfg.dram_banks, head_at, head);
                     if head as u64 > total {
                         fail(self.p, DeviceError::BadSize, addr, head, off, len);
                     }

@@ -14,8 +14,10 @@
 //!
 //! The trace's head (`ExecBufCmd::head` bytes) also came inline with the
 //! `EXEC_BUF` command: those bytes are used where they lie in the chunk,
-//! and the first window's reads are issued before the head runs, so the
-//! head's programs reach the dispatcher while the rest is on its way.
+//! and the first window's reads are issued after the head's first relay,
+//! so the head's programs reach the dispatcher while the rest is on its
+//! way. A head flagged `WHOLE` is the whole trace: the replay has no pages
+//! to read.
 
 use crate::platform::Platform;
 use crate::report::{wait_reads, wait_sent_until};
@@ -45,31 +47,29 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// A replay of `pages` pages of `page_size` bytes of the interleaved
-    /// DRAM buffer at `base`, whose first `head` bytes (at most its size, a
-    /// multiple of 16) are in L1 at `head_at` (they came inline with the
-    /// command); `None` unless the page size divides a window (and is a
-    /// multiple of 16). The first window's reads are issued by the first
-    /// relay's [`Replay::read_ahead`], once its write is on its way, so
-    /// they land while the head runs.
-    pub fn new(
-        p: &mut impl Platform,
-        base: u32,
-        page_size: u32,
-        pages: u32,
-        banks: u32,
-        head_at: u32,
-        head: u32,
-    ) -> Option<Self> {
+    /// Whether a trace in pages of `page_size` bytes over `banks` DRAM
+    /// banks can be replayed: the page size must divide a window (and be a
+    /// multiple of 16).
+    pub fn fits(page_size: u32, banks: u32) -> bool {
         // The window is a power of two, so its divisors are the powers of
         // two up to it: no division on the way into a replay.
         const _: () = assert!(TRACE_WINDOW.is_power_of_two());
-        if !page_size.is_power_of_two() || !(16..=TRACE_WINDOW).contains(&page_size) || banks == 0 {
-            return None;
-        }
+        page_size.is_power_of_two() && (16..=TRACE_WINDOW).contains(&page_size) && banks > 0
+    }
+
+    /// A replay (of a trace that [`Replay::fits`]) of `pages` pages of
+    /// `page_size` bytes of the interleaved DRAM buffer at `base`, whose
+    /// first `head` bytes (a multiple of 16, at most its size; with no
+    /// pages, the whole trace) are in L1 at `head_at` (they came inline
+    /// with the command), started when the core's `writes_issued` was
+    /// `start`: every relay issued before is older than the replay. The
+    /// first window's reads are issued by [`Replay::read_ahead`] after the
+    /// first relay, once its write is on its way, so they land while the
+    /// head runs.
+    pub fn new(start: u32, base: u32, page_size: u32, pages: u32, banks: u32, head_at: u32, head: u32) -> Self {
         // Page 0: the first bank, at `base` (`interleaved_page(base, 0, ..)`).
         let (bank, offset) = (0, base as u64);
-        Some(Self {
+        Self {
             page_size,
             pages,
             banks,
@@ -78,15 +78,30 @@ impl Replay {
             pages_read: 0,
             issued: 0,
             landed: 0,
-            entered: [p.writes_issued(); TRACE_WINDOWS as usize],
+            entered: [start; TRACE_WINDOWS as usize],
             head,
             head_at,
-        })
+        }
     }
 
     /// Bytes in the trace.
     pub fn bytes(&self) -> u32 {
         self.pages * self.page_size
+    }
+
+    /// Whether a command of `stride` bytes at the trace's start lies wholly
+    /// in the head.
+    pub fn in_head(&self, stride: u32) -> bool {
+        stride <= self.head
+    }
+
+    /// L1 address where the commands ending at trace byte `off` end (for
+    /// an error report: the head's end in its chunk, else the trace area).
+    pub fn local_end(&self, off: u32) -> u32 {
+        if off <= self.head {
+            return self.head_at + off;
+        }
+        Self::in_area(off)
     }
 
     /// L1 address of trace byte `off`.
@@ -168,12 +183,13 @@ impl Replay {
     }
 
     /// Issues the reads of window `w` into its slot, once the relays from
-    /// the slot's previous window have left it: for `w >= TRACE_WINDOWS`,
-    /// window `w - TRACE_WINDOWS`, whose relays were all issued before the
-    /// commands reached window `w - 2`; before that, a window of an earlier
-    /// replay, whose relays were all issued before this replay started
-    /// (its head relays from its chunk, so the first window need not wait
-    /// for the head's relays).
+    /// the slot's previous window have left it. For `w >= TRACE_WINDOWS`
+    /// that is window `w - TRACE_WINDOWS`, whose relays were all issued
+    /// before the commands reached window `w - 2`; for the first windows, a
+    /// window of an earlier replay, whose relays were all issued before
+    /// this replay started (windows 0 and 1 wait for that start mark, so
+    /// not for the head's relays, which leave from the chunk; window 2 for
+    /// window 0's entry mark, later and so also enough).
     fn issue(&mut self, p: &mut impl Platform, w: u32) {
         let reused = if w >= TRACE_WINDOWS {
             !const { crate::mutant::dropped("prefetch-replay-window-reuse-before-sent") }

@@ -232,7 +232,8 @@ pub fn common_args<const N: usize>(p: &impl Platform, ctx: &KernelCtx) -> [u32; 
 pub fn noop(_: &mut impl Platform, _: &KernelCtx) {}
 
 /// `spin` kernel: returns `args[0]` cycles after it was called, reading its
-/// arguments included (common args); with three arguments or more it then
+/// arguments included (common args; later when reading and digesting them
+/// takes longer); with three arguments or more it then
 /// stores `args[2]` XOR a digest of the arguments after the third at its L1
 /// address `args[1]` (an observable result, for ordering tests, that also
 /// shows any argument word received wrong:
@@ -251,7 +252,7 @@ pub fn spin(p: &mut impl Platform, ctx: &KernelCtx) {
     let [cycles, addr, value] = common_args::<3>(p, &view);
     // Checked and digested before the wait, so the store follows it at once.
     let store = view.common_count >= 3 && cqlab_abi::memory_map::USER.contains(addr, 4) && addr % 4 == 0;
-    let digest = if view.common_count > 3 { args_digest(p, &view) } else { 0 };
+    let digest = if store && view.common_count > 3 { args_digest(p, &view) } else { 0 };
     while p.cycle_lo().wrapping_sub(start) < cycles {}
     if store {
         spin_store(p, addr, value ^ digest);
@@ -263,7 +264,8 @@ pub fn spin(p: &mut impl Platform, ctx: &KernelCtx) {
 #[cold]
 #[inline(never)]
 fn args_digest(p: &impl Platform, view: &KernelCtx) -> u32 {
-    (3..view.common_count).fold(0, |d, i| cqlab_abi::program::args_digest_step(d, p.read_u32(view.common_addr + 4 * i)))
+    use cqlab_abi::program::{args_digest_step, ARGS_DIGEST_BASIS};
+    (3..view.common_count).fold(ARGS_DIGEST_BASIS, |d, i| args_digest_step(d, p.read_u32(view.common_addr + 4 * i)))
 }
 
 /// `spin`'s optional store, out of line: the usual spin returns straight

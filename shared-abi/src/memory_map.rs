@@ -85,17 +85,16 @@ pub const TRACE_WINDOW: u32 = TRACE_AREA.size / TRACE_WINDOWS;
 const _: () = assert!(TRACE_WINDOW * TRACE_WINDOWS == TRACE_AREA.size && TRACE_WINDOW % 64 == 0);
 const _: () = assert!(TRACE_WINDOW % crate::mmio::NOC_MAX_PACKET == 0);
 
-/// The chunk area is a ring of buffers: chunk `k` lands in buffer
-/// `k % CHUNK_BUFFERS`, so the prefetcher reads the next chunks while it
-/// runs the current one (one chunk's read takes the PCIe latency, ~750
-/// cycles, plus its data time: the link stays busy only with several in
-/// flight). A chunk (one fetch-queue entry) is at most one buffer. Five
-/// buffers of 36 KiB rather than four of 48 KiB: read-ahead leaves the
-/// buffer of the chunk that ran last alone (its relay may take a thousand
-/// cycles to leave), and with four that left two reads in flight, too few
-/// to keep PCIe busy with 33 KiB chunks (128 unique args x 64 cores,
-/// untraced: 1,777 -> 1,373 cycles per program; the empty program 833 ->
-/// 846).
+/// The chunk area is a ring of buffers that chunks take in turn, so the
+/// prefetcher reads the next chunks while it runs the current one (one
+/// chunk's read takes the PCIe latency, ~750 cycles, plus its data time:
+/// the link stays busy only with several in flight). A chunk (one
+/// fetch-queue entry) is at most one buffer. Five buffers of 36 KiB rather
+/// than four of 48 KiB: read-ahead leaves the buffer of the chunk that ran
+/// last alone (its relay may take a thousand cycles to leave), and with
+/// four that left two reads in flight, too few to keep PCIe busy with 33
+/// KiB chunks (128 unique args x 64 cores, untraced: 1,777 -> 1,373 cycles
+/// per program).
 pub const CHUNK_BUFFERS: u32 = 5;
 pub const MAX_CHUNK: u32 = (CHUNK_AREA.size / CHUNK_BUFFERS) & !0xFFF;
 

@@ -151,7 +151,7 @@ pub struct ExecBufCmd {
     pub page_size: u32,
     pub pages: u32,
 }
-assert_layout!(ExecBufCmd, 16, id => 0, head => 2, base_addr => 4, page_size => 8, pages => 12);
+assert_layout!(ExecBufCmd, 16, id => 0, flags => 1, head => 2, base_addr => 4, page_size => 8, pages => 12);
 
 bitflags! {
     /// Flags of `EXEC_BUF`.

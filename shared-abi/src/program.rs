@@ -74,22 +74,29 @@ pub const fn kernel_slot(slot: u32) -> u32 {
 
 /// Runtime arguments per core (unique) and per kernel (common), in u32 words.
 pub const MAX_UNIQUE_ARGS: u32 = 256;
+pub const MAX_COMMON_ARGS: u32 = 256;
 
-/// One step of the digest the `spin` kernel folds its arguments after the
-/// third into (FNV-1a over words: each word and its place count, so a lost,
-/// stale or moved word changes the digest).
+/// Where the digest `spin` folds its arguments after the third into
+/// starts: FNV-1a's offset basis, so that leading zero words count too.
+pub const ARGS_DIGEST_BASIS: u32 = 0x811c_9dc5;
+
+/// One step of that digest (FNV-1a over words: each word and its place
+/// count, so a lost, changed or moved word changes the digest).
 pub const fn args_digest_step(digest: u32, word: u32) -> u32 {
     (digest ^ word).wrapping_mul(0x0100_0193)
 }
 
 /// The value `spin` stores for `args` (`[cycles, addr, value, rest...]`):
-/// `value` XOR the digest of `rest` (0 when there is none), so a kernel
-/// that received any of its words wrong stores a wrong value.
+/// `value` XOR the digest of `rest` (`value` itself when there is no
+/// rest), so a kernel that received a word of `rest`, or `value`, wrong
+/// stores a wrong value (and one whose `addr` was wrong stores elsewhere).
 pub fn spin_stored_value(args: &[u32]) -> Option<u32> {
-    let digest = args.get(3..)?.iter().fold(0, |d, &w| args_digest_step(d, w));
-    Some(args[2] ^ digest)
+    let rest = args.get(3..)?;
+    if rest.is_empty() {
+        return Some(args[2]);
+    }
+    Some(args[2] ^ rest.iter().fold(ARGS_DIGEST_BASIS, |d, &w| args_digest_step(d, w)))
 }
-pub const MAX_COMMON_ARGS: u32 = 256;
 
 /// The kernel-config ring: runtime arguments, at the same L1 address on
 /// every worker; the host allocates it in order and reuses bytes only after
@@ -221,6 +228,8 @@ mod tests {
         swapped.swap(3, 4);
         assert_ne!(spin_stored_value(&swapped), Some(stored), "words swapped");
         assert_ne!(spin_stored_value(&args[..7]), Some(stored), "last word lost");
+        let leading_zero = [100, 0x1000, 0xabcd, 0, 1, 2, 3, 0, 0];
+        assert_ne!(spin_stored_value(&leading_zero), Some(stored), "a zero word in front");
     }
 
     #[test]
