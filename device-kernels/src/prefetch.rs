@@ -37,7 +37,10 @@ pub struct Prefetcher<'p, P: Platform> {
     /// Issue-queue read pointer published to the host: after the chunks freed.
     issue_rd: RingPtr,
     /// Fetch entries (chunks) whose reads were issued and taken to run:
-    /// `taken <= requested`, wrapping.
+    /// `taken <= requested`, wrapping. Chunk `j` uses buffer
+    /// `j % CHUNK_BUFFERS`: 2^32 is not a multiple of five, so at the wrap
+    /// (after 2^32 chunks in one boot) a buffer would lose its turn; a
+    /// documented limit (README), cursors measured slower here.
     requested: u32,
     taken: u32,
     /// Per chunk buffer, its transaction id's landed-read count once every
