@@ -341,6 +341,18 @@ fn replay_chunk(
     (end, units, ring, core.dram_reads)
 }
 
+/// A short trace in one `page`-byte page: a 400-byte relay, a DEBUG and
+/// its EXEC_BUF_END; and the bytes it uses.
+fn short_trace(page: u32) -> (Vec<u8>, usize) {
+    let mut trace = std::vec![0u8; page as usize];
+    let mut e = Encoder::new(&mut trace);
+    e.relay_inline(true, |w| w.write_linear(NocAddr::unicast(worker(1, 0), 0x100), &[9u8; 400])).unwrap();
+    e.debug(&[3u8; 100]).unwrap();
+    e.exec_buf_end().unwrap();
+    let used = e.len();
+    (trace, used)
+}
+
 /// A trace whose head travels inline with EXEC_BUF replays exactly as one
 /// read wholly from DRAM: the same bytes reach the dispatcher, every byte
 /// signalled, whether the head ends at a command, inside one (a DEBUG
@@ -378,12 +390,7 @@ fn a_trace_head_sent_inline_replays_exactly_as_from_dram() {
     }
 
     // A whole (short) trace in the head: EXEC_BUF_END is reached from the chunk.
-    let mut small = std::vec![0u8; PAGE as usize];
-    let mut e = Encoder::new(&mut small);
-    e.relay_inline(true, |w| w.write_linear(NocAddr::unicast(worker(1, 0), 0x100), &[9u8; 400])).unwrap();
-    e.debug(&[3u8; 100]).unwrap();
-    e.exec_buf_end().unwrap();
-    let used = e.len();
+    let (small, used) = short_trace(PAGE);
     assert!(used <= EXEC_BUF_HEAD_MAX as usize);
     let whole = replay_with_head(&small, PAGE, used.next_multiple_of(64), true);
     assert_eq!(whole, replay_with_head(&small, PAGE, 0, false));
@@ -398,12 +405,7 @@ fn a_trace_head_sent_inline_replays_exactly_as_from_dram() {
 #[test]
 fn a_trace_sent_whole_inline_replays_without_reading_dram() {
     const PAGE: u32 = 8192;
-    let mut small = std::vec![0u8; PAGE as usize];
-    let mut e = Encoder::new(&mut small);
-    e.relay_inline(true, |w| w.write_linear(NocAddr::unicast(worker(1, 0), 0x100), &[9u8; 400])).unwrap();
-    e.debug(&[3u8; 100]).unwrap();
-    e.exec_buf_end().unwrap();
-    let used = e.len();
+    let (small, used) = short_trace(PAGE);
     let whole = encode(|e| e.exec_buf_whole(0x4000, PAGE, 1, &small[..used]));
     let got = replay_chunk(whole, &small, PAGE, used, true);
     let from_dram = replay_with_head(&small, PAGE, 0, false);
