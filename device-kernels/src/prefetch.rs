@@ -376,9 +376,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// Runs the prefetch commands in `chunk_len` bytes of L1 at `chunk` (a
     /// chunk). An EXEC_BUF switches the same loop to the commands of the
     /// replayed trace streaming through `TRACE_AREA`, and its EXEC_BUF_END
-    /// back to the chunk: no nested call, whose entry and the replay's
-    /// set-up held a replay's first relay ~100 cycles behind an enqueued
-    /// one's.
+    /// back to the chunk: no nested call (with it and a `memset` of the
+    /// replay's state, an EXEC_BUF reached its first relay after 288
+    /// cycles; now about 250).
     fn run_commands(&mut self, chunk: u32, chunk_len: u32, stall_entry: bool) {
         let (mut base, mut len, mut off) = (chunk, chunk_len, 0);
         let mut replay: Option<Replay> = None;

@@ -89,12 +89,6 @@ impl Replay {
         self.pages * self.page_size
     }
 
-    /// Whether a command of `stride` bytes at the trace's start lies wholly
-    /// in the head.
-    pub fn in_head(&self, stride: u32) -> bool {
-        stride <= self.head
-    }
-
     /// L1 address where the commands ending at trace byte `off` end (for
     /// an error report: the head's end in its chunk, else the trace area).
     pub fn local_end(&self, off: u32) -> u32 {

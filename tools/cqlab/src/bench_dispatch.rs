@@ -638,7 +638,8 @@ fn targets(rows: &[Row]) -> String {
     let narrowest = leads.iter().max_by(|a, b| a.0.total_cmp(&b.0)).map(|(d, t)| {
         let tie =
             if -d < slice as f64 { format!(", less than one {slice}-cycle scheduling slice") } else { String::new() };
-        format!(" (narrowest: {}={}, by {:.0} cycles over {} programs{tie})", t.point.axis, x(t), -d, t.programs)
+        let programs = if t.programs == 1 { "program" } else { "programs" };
+        format!(" (narrowest: {}={}, by {:.0} cycles over {} {programs}{tie})", t.point.axis, x(t), -d, t.programs)
     });
     let _ = writeln!(
         s,
