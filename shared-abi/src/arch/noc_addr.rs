@@ -242,11 +242,14 @@ impl NocParams {
         }
     }
 
-    /// `NOC_AT_LEN_BE` of an inline write of byte-enables `be` to `addr`:
-    /// the mask shifted to the address's byte within the flit (tt-metal
+    /// The byte-enable mask of an inline write of byte-enables `be` to
+    /// `addr`: `be` shifted to the address's byte within the flit (tt-metal
     /// `noc_nonblocking_api.h` `noc_inline_dw_write`, `NOC_WORD_BYTES - 1`).
-    pub const fn inline_be(&self, addr: u64, be: u32) -> u32 {
-        be << (addr & (self.flit_bytes as u64 - 1))
+    /// The low 32 bits go to `NOC_AT_LEN_BE`; a Blackhole flit has 64 bytes,
+    /// and bits 63:32 go to `NOC_AT_LEN_BE_1` (tt-isa
+    /// `BlackholeA0/NoC/MemoryMap.md`: the high half of a 64-bit mask).
+    pub const fn inline_be(&self, addr: u64, be: u32) -> u64 {
+        (be as u64) << (addr & (self.flit_bytes as u64 - 1))
     }
 }
 
