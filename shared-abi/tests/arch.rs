@@ -8,7 +8,7 @@ use cqlab_abi::arch::noc_addr::{self, AddrSplit, AddrWords, CoordField};
 use cqlab_abi::arch::noc_cmd::{atomic, cmd_ctrl, ctrl, packet_tag};
 use cqlab_abi::arch::tensix::{self, Processor, ResetPcWriters};
 use cqlab_abi::arch::tlb::{self, TlbConfig, TlbOrdering};
-use cqlab_abi::arch::{arc, bar, Arch, Noc, BLACKHOLE, WORMHOLE};
+use cqlab_abi::arch::{arc, bar, Arch, ArchParams, Noc, BLACKHOLE, WORMHOLE};
 use proptest::prelude::*;
 
 /// Asserts `(name, actual, expected)` rows, naming the failing row.
@@ -18,53 +18,43 @@ fn check<T: PartialEq + std::fmt::Debug>(source: &str, rows: &[(&str, T, T)]) {
     }
 }
 
+/// One fact of both chips: its name, how to read it from an `ArchParams`,
+/// and the cited Wormhole and Blackhole values.
+type Row = (&'static str, fn(&ArchParams) -> u64, u64, u64);
+
+fn check_both(source: &str, rows: &[Row]) {
+    for &(name, get, wh, bh) in rows {
+        assert_eq!(get(&WORMHOLE), wh, "Wormhole {name} (source: {source})");
+        assert_eq!(get(&BLACKHOLE), bh, "Blackhole {name} (source: {source})");
+    }
+}
+
 // --- Chip-wide sizes -------------------------------------------------------
 
 #[test]
 fn chip_sizes() {
-    // tt-umd wormhole_implementation.hpp GRID_SIZE, TENSIX_L1_SIZE, ETH_L1_SIZE,
-    // AICLK_BUSY_VAL; tt-metal wh noc_parameters.h NOC_MAX_BURST_SIZE,
-    // NOC_WORD_BYTES, NOC_*_ALIGNMENT_BYTES.
-    let wh = &WORMHOLE;
-    check(
-        "tt-umd wormhole_implementation.hpp; tt-metal wh noc_parameters.h",
+    // tt-umd {wormhole,blackhole}_implementation.hpp GRID_SIZE, TENSIX_L1_SIZE,
+    // ETH_L1_SIZE, AICLK_BUSY_VAL; tt-metal {wh,bh} noc_parameters.h
+    // NOC_MAX_BURST_SIZE, NOC_WORD_BYTES, NOC_*_ALIGNMENT_BYTES,
+    // NOC_REG_SPACE_START_ADDR.
+    check_both(
+        "tt-umd *_implementation.hpp; tt-metal noc_parameters.h",
         &[
-            ("grid x", wh.grid.x as u64, 10),
-            ("grid y", wh.grid.y as u64, 12),
-            ("TENSIX_L1_SIZE", wh.l1_size as u64, 1_499_136),
-            ("TENSIX_L1_SIZE hex", wh.l1_size as u64, 0x16_E000),
-            ("ETH_L1_SIZE", wh.eth_l1_size as u64, 262_144),
-            ("AICLK_BUSY_VAL", wh.clock_hz, 1_000_000_000),
-            ("NOC_MAX_BURST_SIZE", wh.noc.max_packet as u64, 8192),
-            ("NOC_WORD_BYTES", wh.noc.flit_bytes as u64, 32),
-            ("NOC_L1_READ_ALIGNMENT_BYTES", wh.noc.alignment.l1_read as u64, 16),
-            ("NOC_L1_WRITE_ALIGNMENT_BYTES", wh.noc.alignment.l1_write as u64, 16),
-            ("NOC_DRAM_READ_ALIGNMENT_BYTES", wh.noc.alignment.dram_read as u64, 32),
-            ("NOC_DRAM_WRITE_ALIGNMENT_BYTES", wh.noc.alignment.dram_write as u64, 16),
-            ("NOC_PCIE_READ_ALIGNMENT_BYTES", wh.noc.alignment.pcie_read as u64, 32),
-            ("NOC_PCIE_WRITE_ALIGNMENT_BYTES", wh.noc.alignment.pcie_write as u64, 16),
-            ("NOC_REG_SPACE_START_ADDR", wh.noc.reg_space_start as u64, 0xFF00_0000),
-        ],
-    );
-    // tt-umd blackhole_implementation.hpp; tt-metal bh noc_parameters.h.
-    let bh = &BLACKHOLE;
-    check(
-        "tt-umd blackhole_implementation.hpp; tt-metal bh noc_parameters.h",
-        &[
-            ("grid x", bh.grid.x as u64, 17),
-            ("grid y", bh.grid.y as u64, 12),
-            ("TENSIX_L1_SIZE", bh.l1_size as u64, 1_572_864),
-            ("ETH_L1_SIZE", bh.eth_l1_size as u64, 262_144),
-            ("AICLK_BUSY_VAL", bh.clock_hz, 1_350_000_000),
-            ("NOC_MAX_BURST_SIZE", bh.noc.max_packet as u64, 16384),
-            ("NOC_WORD_BYTES", bh.noc.flit_bytes as u64, 64),
-            ("NOC_L1_READ_ALIGNMENT_BYTES", bh.noc.alignment.l1_read as u64, 16),
-            ("NOC_L1_WRITE_ALIGNMENT_BYTES", bh.noc.alignment.l1_write as u64, 16),
-            ("NOC_DRAM_READ_ALIGNMENT_BYTES", bh.noc.alignment.dram_read as u64, 64),
-            ("NOC_DRAM_WRITE_ALIGNMENT_BYTES", bh.noc.alignment.dram_write as u64, 16),
-            ("NOC_PCIE_READ_ALIGNMENT_BYTES", bh.noc.alignment.pcie_read as u64, 64),
-            ("NOC_PCIE_WRITE_ALIGNMENT_BYTES", bh.noc.alignment.pcie_write as u64, 16),
-            ("NOC_REG_SPACE_START_ADDR", bh.noc.reg_space_start as u64, 0xFF00_0000),
+            ("GRID_SIZE x", |p| p.grid.x as u64, 10, 17),
+            ("GRID_SIZE y", |p| p.grid.y as u64, 12, 12),
+            ("TENSIX_L1_SIZE", |p| p.l1_size as u64, 1_499_136, 1_572_864),
+            ("TENSIX_L1_SIZE hex", |p| p.l1_size as u64, 0x16_E000, 0x18_0000),
+            ("ETH_L1_SIZE", |p| p.eth_l1_size as u64, 262_144, 262_144),
+            ("AICLK_BUSY_VAL", |p| p.clock_hz, 1_000_000_000, 1_350_000_000),
+            ("NOC_MAX_BURST_SIZE", |p| p.noc.max_packet as u64, 8192, 16384),
+            ("NOC_WORD_BYTES", |p| p.noc.flit_bytes as u64, 32, 64),
+            ("NOC_L1_READ_ALIGNMENT_BYTES", |p| p.noc.alignment.l1_read as u64, 16, 16),
+            ("NOC_L1_WRITE_ALIGNMENT_BYTES", |p| p.noc.alignment.l1_write as u64, 16, 16),
+            ("NOC_DRAM_READ_ALIGNMENT_BYTES", |p| p.noc.alignment.dram_read as u64, 32, 64),
+            ("NOC_DRAM_WRITE_ALIGNMENT_BYTES", |p| p.noc.alignment.dram_write as u64, 16, 16),
+            ("NOC_PCIE_READ_ALIGNMENT_BYTES", |p| p.noc.alignment.pcie_read as u64, 32, 64),
+            ("NOC_PCIE_WRITE_ALIGNMENT_BYTES", |p| p.noc.alignment.pcie_write as u64, 16, 16),
+            ("NOC_REG_SPACE_START_ADDR", |p| p.noc.reg_space_start as u64, 0xFF00_0000, 0xFF00_0000),
         ],
     );
     assert_eq!(Arch::Wormhole.params(), &WORMHOLE);
@@ -76,97 +66,71 @@ fn chip_sizes() {
 
 // --- NIU register blocks -----------------------------------------------------
 
-#[test]
-fn niu_registers_wormhole() {
-    // tt-metal wh noc_parameters.h: NOC_REGS_START_ADDR 0xFFB20000,
-    // NOC_CMD_BUF_OFFSET 0x400, NOC_INSTANCE_OFFSET 0x10000, NOC_TARG_ADDR_LO
-    // +0x0 .. NOC_CLEAR_OUTSTANDING_REQ_CNT +0x50, NOC_CFG +0x100, NOC_STATUS
-    // +0x200, NOC_X_ID_TRANSLATE_TABLE_0 6, NOC_Y_ID_TRANSLATE_TABLE_0 0xA,
-    // NOC_ID_LOGICAL 0xE.
-    let n = &WORMHOLE.niu;
-    let r = &n.regs;
-    check(
-        "tt-metal wh noc_parameters.h",
-        &[
-            ("NOC0 base", n.base(Noc::Noc0), 0xFFB2_0000),
-            ("NOC1 base", n.base(Noc::Noc1), 0xFFB3_0000),
-            ("buf 1 base", n.cmd_buf_base(Noc::Noc0, 1), 0xFFB2_0400),
-            ("NOC1 buf 3 base", n.cmd_buf_base(Noc::Noc1, 3), 0xFFB3_0C00),
-            ("NOC_TARG_ADDR_LO", n.cmd_buf_reg(Noc::Noc0, 0, r.targ_addr_lo), 0xFFB2_0000),
-            ("NOC_TARG_ADDR_MID", n.cmd_buf_reg(Noc::Noc0, 0, r.targ_addr_mid), 0xFFB2_0004),
-            ("NOC_TARG_ADDR_HI", n.cmd_buf_reg(Noc::Noc0, 0, r.targ_addr_hi), 0xFFB2_0008),
-            ("NOC_RET_ADDR_LO", n.cmd_buf_reg(Noc::Noc0, 0, r.ret_addr_lo), 0xFFB2_000C),
-            ("NOC_RET_ADDR_MID", n.cmd_buf_reg(Noc::Noc0, 0, r.ret_addr_mid), 0xFFB2_0010),
-            ("NOC_RET_ADDR_HI", n.cmd_buf_reg(Noc::Noc0, 0, r.ret_addr_hi), 0xFFB2_0014),
-            ("NOC_PACKET_TAG", n.cmd_buf_reg(Noc::Noc0, 0, r.packet_tag), 0xFFB2_0018),
-            ("NOC_CTRL", n.cmd_buf_reg(Noc::Noc0, 0, r.ctrl), 0xFFB2_001C),
-            ("NOC_AT_LEN_BE", n.cmd_buf_reg(Noc::Noc0, 0, r.at_len_be), 0xFFB2_0020),
-            ("NOC_AT_DATA", n.cmd_buf_reg(Noc::Noc0, 0, r.at_data), 0xFFB2_0024),
-            ("NOC_CMD_CTRL", n.cmd_buf_reg(Noc::Noc0, 0, r.cmd_ctrl), 0xFFB2_0028),
-            ("NOC_NODE_ID", n.cmd_buf_reg(Noc::Noc0, 0, r.node_id), 0xFFB2_002C),
-            ("NOC_ENDPOINT_ID", n.cmd_buf_reg(Noc::Noc0, 0, r.endpoint_id), 0xFFB2_0030),
-            ("NOC_CLEAR_OUTSTANDING_REQ_CNT", n.cmd_buf_reg(Noc::Noc0, 0, r.clear_outstanding_req_cnt), 0xFFB2_0050),
-            ("NOC1 buf 2 NOC_CMD_CTRL", n.cmd_buf_reg(Noc::Noc1, 2, r.cmd_ctrl), 0xFFB3_0828),
-            ("NOC_CFG(NIU_CFG_0)", n.cfg_reg(Noc::Noc0, n.cfg.niu_cfg_0), 0xFFB2_0100),
-            ("NOC_CFG(ROUTER_CFG_1)", n.cfg_reg(Noc::Noc0, n.cfg.router_cfg_1), 0xFFB2_0108),
-            ("NOC_CFG(ROUTER_CFG_3)", n.cfg_reg(Noc::Noc0, n.cfg.router_cfg_3), 0xFFB2_0110),
-            ("NOC_X_ID_TRANSLATE_TABLE_0", n.cfg_reg(Noc::Noc0, n.cfg.x_translate_table), 0xFFB2_0118),
-            ("NOC_Y_ID_TRANSLATE_TABLE_0", n.cfg_reg(Noc::Noc0, n.cfg.y_translate_table), 0xFFB2_0128),
-            // tt-umd wormhole_implementation.hpp NOC_ID_TRANSLATED_OFFSET 0x138.
-            ("NOC_ID_LOGICAL", n.cfg_reg(Noc::Noc0, n.cfg.noc_id_logical), 0xFFB2_0138),
-            ("NOC_STATUS(0)", n.status_reg(Noc::Noc0, 0), 0xFFB2_0200),
-            ("NOC1 NOC_STATUS(0x10)", n.status_reg(Noc::Noc1, 0x10), 0xFFB3_0240),
-            ("translate_table_regs", n.cfg.translate_table_regs, 4),
-            ("translate_entry_bits", n.cfg.translate_entry_bits, 4),
-            ("cmd_bufs", n.cmd_bufs, 4),
-        ],
-    );
-    assert_eq!(r.at_len_be_1, None);
-    assert_eq!(r.brcst_exclude, None);
+fn reg0(p: &ArchParams, off: u32) -> u64 {
+    p.niu.cmd_buf_reg(Noc::Noc0, 0, off) as u64
+}
+
+fn cfg0(p: &ArchParams, index: u32) -> u64 {
+    p.niu.cfg_reg(Noc::Noc0, index) as u64
 }
 
 #[test]
-fn niu_registers_blackhole() {
-    // tt-metal bh noc_parameters.h: NOC_CMD_BUF_OFFSET 0x800, NOC_AT_LEN_BE_1
-    // +0x24, NOC_AT_DATA +0x28, NOC_BRCST_EXCLUDE +0x2C, NOC_CMD_CTRL +0x40,
-    // NOC_NODE_ID +0x44, NOC_ENDPOINT_ID +0x48, NOC_CLEAR_OUTSTANDING_REQ_CNT
-    // +0x60, NOC_Y_ID_TRANSLATE_TABLE_0 0xC, NOC_ID_LOGICAL 0x12,
-    // NOC_TRANSLATE_ID_WIDTH 5.
-    let n = &BLACKHOLE.niu;
-    let r = &n.regs;
-    check(
-        "tt-metal bh noc_parameters.h",
+fn niu_registers() {
+    // tt-metal wh noc_parameters.h and bh noc_parameters.h:
+    // NOC_REGS_START_ADDR 0xFFB20000, NOC_INSTANCE_OFFSET 0x10000,
+    // NOC_CMD_BUF_OFFSET (wh 0x400, bh 0x800), the NOC_* command-buffer
+    // offsets (NOC_AT_LEN_BE_1 and NOC_BRCST_EXCLUDE exist on Blackhole only:
+    // 0 below), NOC_CFG(i) +0x100, NOC_STATUS(i) +0x200, ROUTER_CFG_1 2,
+    // ROUTER_CFG_3 4, NOC_X_ID_TRANSLATE_TABLE_0 6, NOC_Y_ID_TRANSLATE_TABLE_0
+    // (wh 0xA, bh 0xC), NOC_ID_LOGICAL (wh 0xE, bh 0x12; tt-umd
+    // *_implementation.hpp NOC_ID_TRANSLATED_OFFSET 0x138 / 0x148), table
+    // entries 4 bits in 4 registers (wh) / NOC_TRANSLATE_ID_WIDTH 5 in 6
+    // registers (bh); tt-umd NOC_NODE_ID_OFFSET 0x2C / 0x44.
+    check_both(
+        "tt-metal {wh,bh} noc_parameters.h",
         &[
-            ("NOC0 base", n.base(Noc::Noc0), 0xFFB2_0000),
-            ("NOC1 base", n.base(Noc::Noc1), 0xFFB3_0000),
-            ("buf 1 base", n.cmd_buf_base(Noc::Noc0, 1), 0xFFB2_0800),
-            ("NOC1 buf 3 base", n.cmd_buf_base(Noc::Noc1, 3), 0xFFB3_1800),
-            ("NOC_TARG_ADDR_LO", n.cmd_buf_reg(Noc::Noc0, 0, r.targ_addr_lo), 0xFFB2_0000),
-            ("NOC_TARG_ADDR_MID", n.cmd_buf_reg(Noc::Noc0, 0, r.targ_addr_mid), 0xFFB2_0004),
-            ("NOC_TARG_ADDR_HI", n.cmd_buf_reg(Noc::Noc0, 0, r.targ_addr_hi), 0xFFB2_0008),
-            ("NOC_RET_ADDR_LO", n.cmd_buf_reg(Noc::Noc0, 0, r.ret_addr_lo), 0xFFB2_000C),
-            ("NOC_RET_ADDR_MID", n.cmd_buf_reg(Noc::Noc0, 0, r.ret_addr_mid), 0xFFB2_0010),
-            ("NOC_RET_ADDR_HI", n.cmd_buf_reg(Noc::Noc0, 0, r.ret_addr_hi), 0xFFB2_0014),
-            ("NOC_PACKET_TAG", n.cmd_buf_reg(Noc::Noc0, 0, r.packet_tag), 0xFFB2_0018),
-            ("NOC_CTRL", n.cmd_buf_reg(Noc::Noc0, 0, r.ctrl), 0xFFB2_001C),
-            ("NOC_AT_LEN_BE", n.cmd_buf_reg(Noc::Noc0, 0, r.at_len_be), 0xFFB2_0020),
-            ("NOC_AT_LEN_BE_1", n.cmd_buf_reg(Noc::Noc0, 0, r.at_len_be_1.unwrap()), 0xFFB2_0024),
-            ("NOC_AT_DATA", n.cmd_buf_reg(Noc::Noc0, 0, r.at_data), 0xFFB2_0028),
-            ("NOC_BRCST_EXCLUDE", n.cmd_buf_reg(Noc::Noc0, 0, r.brcst_exclude.unwrap()), 0xFFB2_002C),
-            ("NOC_CMD_CTRL", n.cmd_buf_reg(Noc::Noc0, 0, r.cmd_ctrl), 0xFFB2_0040),
-            // tt-umd blackhole_implementation.hpp NOC_NODE_ID_OFFSET 0x44.
-            ("NOC_NODE_ID", n.cmd_buf_reg(Noc::Noc0, 0, r.node_id), 0xFFB2_0044),
-            ("NOC_ENDPOINT_ID", n.cmd_buf_reg(Noc::Noc0, 0, r.endpoint_id), 0xFFB2_0048),
-            ("NOC_CLEAR_OUTSTANDING_REQ_CNT", n.cmd_buf_reg(Noc::Noc0, 0, r.clear_outstanding_req_cnt), 0xFFB2_0060),
-            ("NOC1 buf 2 NOC_CMD_CTRL", n.cmd_buf_reg(Noc::Noc1, 2, r.cmd_ctrl), 0xFFB3_1040),
-            ("NOC_CFG(NIU_CFG_0)", n.cfg_reg(Noc::Noc0, n.cfg.niu_cfg_0), 0xFFB2_0100),
-            ("NOC_X_ID_TRANSLATE_TABLE_0", n.cfg_reg(Noc::Noc0, n.cfg.x_translate_table), 0xFFB2_0118),
-            ("NOC_Y_ID_TRANSLATE_TABLE_0", n.cfg_reg(Noc::Noc0, n.cfg.y_translate_table), 0xFFB2_0130),
-            // tt-umd blackhole_implementation.hpp NOC_ID_TRANSLATED_OFFSET 0x148.
-            ("NOC_ID_LOGICAL", n.cfg_reg(Noc::Noc0, n.cfg.noc_id_logical), 0xFFB2_0148),
-            ("NOC_STATUS(0)", n.status_reg(Noc::Noc0, 0), 0xFFB2_0200),
-            ("translate_table_regs", n.cfg.translate_table_regs, 6),
-            ("translate_entry_bits", n.cfg.translate_entry_bits, 5),
+            ("NOC0 base", |p| p.niu.base(Noc::Noc0) as u64, 0xFFB2_0000, 0xFFB2_0000),
+            ("NOC1 base", |p| p.niu.base(Noc::Noc1) as u64, 0xFFB3_0000, 0xFFB3_0000),
+            ("buf 1 base", |p| p.niu.cmd_buf_base(Noc::Noc0, 1) as u64, 0xFFB2_0400, 0xFFB2_0800),
+            ("NOC1 buf 3 base", |p| p.niu.cmd_buf_base(Noc::Noc1, 3) as u64, 0xFFB3_0C00, 0xFFB3_1800),
+            ("NOC_TARG_ADDR_LO", |p| reg0(p, p.niu.regs.targ_addr_lo), 0xFFB2_0000, 0xFFB2_0000),
+            ("NOC_TARG_ADDR_MID", |p| reg0(p, p.niu.regs.targ_addr_mid), 0xFFB2_0004, 0xFFB2_0004),
+            ("NOC_TARG_ADDR_HI", |p| reg0(p, p.niu.regs.targ_addr_hi), 0xFFB2_0008, 0xFFB2_0008),
+            ("NOC_RET_ADDR_LO", |p| reg0(p, p.niu.regs.ret_addr_lo), 0xFFB2_000C, 0xFFB2_000C),
+            ("NOC_RET_ADDR_MID", |p| reg0(p, p.niu.regs.ret_addr_mid), 0xFFB2_0010, 0xFFB2_0010),
+            ("NOC_RET_ADDR_HI", |p| reg0(p, p.niu.regs.ret_addr_hi), 0xFFB2_0014, 0xFFB2_0014),
+            ("NOC_PACKET_TAG", |p| reg0(p, p.niu.regs.packet_tag), 0xFFB2_0018, 0xFFB2_0018),
+            ("NOC_CTRL", |p| reg0(p, p.niu.regs.ctrl), 0xFFB2_001C, 0xFFB2_001C),
+            ("NOC_AT_LEN_BE", |p| reg0(p, p.niu.regs.at_len_be), 0xFFB2_0020, 0xFFB2_0020),
+            ("NOC_AT_LEN_BE_1", |p| p.niu.regs.at_len_be_1.map_or(0, |o| reg0(p, o)), 0, 0xFFB2_0024),
+            ("NOC_AT_DATA", |p| reg0(p, p.niu.regs.at_data), 0xFFB2_0024, 0xFFB2_0028),
+            ("NOC_BRCST_EXCLUDE", |p| p.niu.regs.brcst_exclude.map_or(0, |o| reg0(p, o)), 0, 0xFFB2_002C),
+            ("NOC_CMD_CTRL", |p| reg0(p, p.niu.regs.cmd_ctrl), 0xFFB2_0028, 0xFFB2_0040),
+            ("NOC_NODE_ID", |p| reg0(p, p.niu.regs.node_id), 0xFFB2_002C, 0xFFB2_0044),
+            ("NOC_ENDPOINT_ID", |p| reg0(p, p.niu.regs.endpoint_id), 0xFFB2_0030, 0xFFB2_0048),
+            (
+                "NOC_CLEAR_OUTSTANDING_REQ_CNT",
+                |p| reg0(p, p.niu.regs.clear_outstanding_req_cnt),
+                0xFFB2_0050,
+                0xFFB2_0060,
+            ),
+            (
+                "NOC1 buf 2 NOC_CMD_CTRL",
+                |p| p.niu.cmd_buf_reg(Noc::Noc1, 2, p.niu.regs.cmd_ctrl) as u64,
+                0xFFB3_0828,
+                0xFFB3_1040,
+            ),
+            ("NOC_CFG(NIU_CFG_0)", |p| cfg0(p, p.niu.cfg.niu_cfg_0), 0xFFB2_0100, 0xFFB2_0100),
+            ("NOC_CFG(ROUTER_CFG_1)", |p| cfg0(p, p.niu.cfg.router_cfg_1), 0xFFB2_0108, 0xFFB2_0108),
+            ("NOC_CFG(ROUTER_CFG_3)", |p| cfg0(p, p.niu.cfg.router_cfg_3), 0xFFB2_0110, 0xFFB2_0110),
+            ("NOC_X_ID_TRANSLATE_TABLE_0", |p| cfg0(p, p.niu.cfg.x_translate_table), 0xFFB2_0118, 0xFFB2_0118),
+            ("NOC_Y_ID_TRANSLATE_TABLE_0", |p| cfg0(p, p.niu.cfg.y_translate_table), 0xFFB2_0128, 0xFFB2_0130),
+            ("NOC_ID_LOGICAL", |p| cfg0(p, p.niu.cfg.noc_id_logical), 0xFFB2_0138, 0xFFB2_0148),
+            ("NOC_STATUS(0)", |p| p.niu.status_reg(Noc::Noc0, 0) as u64, 0xFFB2_0200, 0xFFB2_0200),
+            ("NOC1 NOC_STATUS(0x10)", |p| p.niu.status_reg(Noc::Noc1, 0x10) as u64, 0xFFB3_0240, 0xFFB3_0240),
+            ("translate table registers", |p| p.niu.cfg.translate_table_regs as u64, 4, 6),
+            ("translate entry bits", |p| p.niu.cfg.translate_entry_bits as u64, 4, 5),
+            ("command buffers", |p| p.niu.cmd_bufs as u64, 4, 4),
         ],
     );
 }
