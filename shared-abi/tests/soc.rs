@@ -129,6 +129,16 @@ fn every_board_default_layout() {
 // --- Harvesting -----------------------------------------------------------------
 
 #[test]
+fn harvest_option_or_board_default() {
+    assert_eq!(Board::BlackholeP100a.harvesting(None).unwrap().to_string(), "cols=7,10,dram=3,eth=all");
+    assert_eq!(Board::BlackholeP100a.harvesting(Some("cols=7,10")).unwrap().to_string(), "cols=7,10");
+    assert_eq!(Board::WormholeN150.harvesting(Some("none")).unwrap(), Harvesting::none());
+    assert!(Board::WormholeN150.harvesting(Some("rows")).is_err());
+    let full = ChipLayout::new(Board::WormholeN150, Harvesting::none()).unwrap();
+    assert_eq!((full.tensix_grid().x, full.tensix_grid().y), (8, 10));
+}
+
+#[test]
 fn harvesting_text_round_trips() {
     for text in ["none", "rows=1,8", "cols=7,10,dram=3,eth=all", "cols=7,10,eth=5,8", "cols=16"] {
         assert_eq!(text.parse::<Harvesting>().unwrap().to_string(), text);

@@ -8,6 +8,19 @@
 //! bits, counter indices, the 64-bit NOC address layout) are plain `const`s in
 //! the topic modules.
 //!
+//! ```
+//! use cqlab_abi::arch::{niu::cmd_buf, ArchParams, Noc, WORMHOLE};
+//!
+//! // Firmware: the chip is a compile-time choice, every address a constant.
+//! const CHIP: &ArchParams = &WORMHOLE;
+//! const READ_CMD_CTRL: u32 = CHIP.niu.cmd_buf_reg(Noc::Noc0, cmd_buf::READ, CHIP.niu.regs.cmd_ctrl);
+//! assert_eq!(READ_CMD_CTRL, 0xFFB2_0428);
+//!
+//! // Host: the chip is known at run time.
+//! let chip = cqlab_abi::arch::Arch::Blackhole.params();
+//! assert_eq!(chip.niu.cmd_buf_reg(Noc::Noc0, cmd_buf::READ, chip.niu.regs.cmd_ctrl), 0xFFB2_0840);
+//! ```
+//!
 //! No `std`, no alloc. Every constant cites its public source beside it. The
 //! citations name the repository, the file and the symbol; the revision each
 //! file was read at is:

@@ -7,6 +7,7 @@ use std::vec::Vec;
 use crate::arch::{arc, Arch};
 use crate::noc::Coord;
 
+use super::error::HarvestError;
 use super::harvest::{EthHarvest, Harvesting};
 
 /// A card, named as `--chip` takes it.
@@ -101,6 +102,16 @@ impl Board {
             Board::BlackholeP100a => Harvesting::cols(&[7, 10]).with_dram(&[3]).with_eth(EthHarvest::All),
             Board::BlackholeP150a => Harvesting::cols(&[7, 10]).with_eth(EthHarvest::Channels(Vec::from([5, 8]))),
         }
+    }
+}
+
+impl Board {
+    /// The harvesting a `--harvest` option gives: its value parsed, or the
+    /// board's default when the option is absent. (A value replaces the
+    /// default as a whole; [`ChipLayout::new`](super::ChipLayout::new)
+    /// checks it against the chip.)
+    pub fn harvesting(self, option: Option<&str>) -> Result<Harvesting, HarvestError> {
+        option.map_or_else(|| Ok(self.default_harvesting()), Harvesting::parse)
     }
 }
 

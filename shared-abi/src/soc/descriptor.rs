@@ -224,7 +224,7 @@ impl SocDescriptor {
                 }
             }
             if let Some(size) = self.dram_view_size {
-                if v.address_offset + size > self.dram_bank_size {
+                if v.address_offset.saturating_add(size) > self.dram_bank_size {
                     return Err(bad(
                         i,
                         format!(
