@@ -89,7 +89,7 @@ pub mod tag {
     /// Blackhole: enabled DRAM banks, bit b = bank b.
     pub const ENABLED_GDDR: u16 = 36;
     pub const ENABLED_L2CPU: u16 = 37;
-    /// Blackhole: bits [1:0] PCIe 0 (2-0), [3:2] PCIe 1 (11-0); 1 = in use.
+    /// Blackhole: bits `[1:0]` PCIe 0 (2-0), `[3:2]` PCIe 1 (11-0); 1 = in use.
     pub const PCIE_USAGE: u16 = 38;
     pub const NOC_TRANSLATION: u16 = 40;
 }

@@ -4,8 +4,8 @@
 //!
 //! Software encoding (tt-metal wh and bh `noc_parameters.h` `NOC_XY_ADDR`,
 //! `NOC_MULTICAST_ADDR`, `NOC_ADDR_LOCAL_BITS` 36, `NOC_ADDR_NODE_ID_BITS` 6):
-//! bits [35:0] the address local to the tile; unicast x [41:36], y [47:42];
-//! multicast x_end [41:36], y_end [47:42], x_start [53:48], y_start [59:54].
+//! bits `[35:0]` the address local to the tile; unicast x `[41:36]`, y `[47:42]`;
+//! multicast x_end `[41:36]`, y_end `[47:42]`, x_start `[53:48]`, y_start `[59:54]`.
 //! Blackhole adds bit 60 for host memory behind the PCIe tile
 //! (`NOC_XY_PCIE_ENCODING`).
 //!
@@ -13,15 +13,15 @@
 //! 32, `NOC_TARG_ADDR_COORDINATE` = `NOC_TARG_ADDR_MID`; bh
 //! `noc_nonblocking_api.h` `NOC_ADDR_COORD_SHIFT` 36, `NOC_PCIE_MASK`
 //! 0x1000000F, `NOC_TARG_ADDR_COORDINATE` = `NOC_TARG_ADDR_HI`):
-//! - Wormhole: LO = addr[31:0]; MID = addr >> 32, so MID [3:0] is
-//!   addr[35:32] and the coordinate field starts at MID bit 4. HI is not used.
-//! - Blackhole: LO = addr[31:0]; MID = (addr >> 32) & 0x1000000F (address bits
+//! - Wormhole: LO = addr`[31:0]`; MID = addr >> 32, so MID `[3:0]` is
+//!   addr`[35:32]` and the coordinate field starts at MID bit 4. HI is not used.
+//! - Blackhole: LO = addr`[31:0]`; MID = (addr >> 32) & 0x1000000F (address bits
 //!   35:32 and the PCIe flag, bit 60 -> MID bit 28); HI = (addr >> 36) &
 //!   0xFFFFFF, the coordinate field.
 //!
 //! The coordinate field as the hardware reads it (tt-isa `NoC/MemoryMap.md`,
-//! `NOC_TARG_ADDR_*`): x or x_end [5:0], y or y_end [11:6], x_start [17:12],
-//! y_start [23:18].
+//! `NOC_TARG_ADDR_*`): x or x_end `[5:0]`, y or y_end `[11:6]`, x_start `[17:12]`,
+//! y_start `[23:18]`.
 
 /// Bits of the tile-local address in the software encoding.
 pub const LOCAL_ADDR_BITS: u32 = 36;
@@ -55,7 +55,7 @@ pub const fn multicast(x_start: u8, y_start: u8, x_end: u8, y_end: u8, local: u6
         | unicast(x_end, y_end, local)
 }
 
-/// The tile-local address, bits [35:0].
+/// The tile-local address, bits `[35:0]`.
 pub const fn local(addr: u64) -> u64 {
     addr & LOCAL_ADDR_MASK
 }
@@ -88,8 +88,8 @@ pub struct AddrWords {
 }
 
 /// The coordinate field of a command buffer (Wormhole: `MID >> 4`,
-/// Blackhole: `HI`): x or x_end [5:0], y or y_end [11:6], x_start [17:12],
-/// y_start [23:18] (tt-metal bh `noc_parameters.h` `NOC_MULTICAST_COORD`,
+/// Blackhole: `HI`): x or x_end `[5:0]`, y or y_end `[11:6]`, x_start `[17:12]`,
+/// y_start `[23:18]` (tt-metal bh `noc_parameters.h` `NOC_MULTICAST_COORD`,
 /// `NOC_XY_COORD`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct CoordField(pub u32);
@@ -127,7 +127,7 @@ pub enum AddrSplit {
     CoordsInHi,
 }
 
-/// Wormhole's MID keeps address bits [35:32] below the coordinates.
+/// Wormhole's MID keeps address bits `[35:32]` below the coordinates.
 const WH_MID_ADDR_BITS: u32 = 4;
 /// Blackhole `NOC_PCIE_MASK` (tt-metal bh `noc_nonblocking_api.h`).
 const BH_MID_MASK: u64 = 0x1000_000F;

@@ -11,7 +11,7 @@
 
 /// `NOC_CTRL` bits.
 pub mod ctrl {
-    /// Request type field, bits [1:0].
+    /// Request type field, bits `[1:0]`.
     pub const TYPE_MASK: u32 = 0x3;
     /// NOC_CMD_RD (= NOC_CMD_CPY) 0: read.
     pub const CMD_RD: u32 = 0;
@@ -38,8 +38,8 @@ pub mod ctrl {
     pub const PATH_RESERVE: u32 = 1 << 8;
     /// NOC_CMD_MEM_RD_DROP_ACK (1 << 9).
     pub const MEM_RD_DROP_ACK: u32 = 1 << 9;
-    /// NOC_CMD_STATIC_VC(vc) = vc << 13: bits [15:13], bit 13 the buddy bit,
-    /// [15:14] the class (0b00/0b01 unicast, 0b10 broadcast, 0b11 responses).
+    /// NOC_CMD_STATIC_VC(vc) = vc << 13: bits `[15:13]`, bit 13 the buddy bit,
+    /// `[15:14]` the class (0b00/0b01 unicast, 0b10 broadcast, 0b11 responses).
     pub const STATIC_VC_SHIFT: u32 = 13;
     pub const STATIC_VC_MASK: u32 = 0x7 << STATIC_VC_SHIFT;
     /// NOC_CMD_BRCST_XY(y) = y << 16: 0 means X is the major broadcast axis.
@@ -78,7 +78,7 @@ pub mod cmd_ctrl {
 pub mod packet_tag {
     /// NOC_PACKET_TAG_HEADER_STORE (1 << 9).
     pub const HEADER_STORE: u32 = 1 << 9;
-    /// NOC_PACKET_TAG_TRANSACTION_ID(id) = id << 10: bits [13:10].
+    /// NOC_PACKET_TAG_TRANSACTION_ID(id) = id << 10: bits `[13:10]`.
     pub const TRANSACTION_ID_SHIFT: u32 = 10;
     pub const TRANSACTION_ID_MASK: u32 = 0xF << TRANSACTION_ID_SHIFT;
     /// NOC_MAX_TRANSACTION_ID 0xF: ids 0..=15.
@@ -98,8 +98,8 @@ pub mod packet_tag {
 
 /// `NOC_AT_LEN_BE` when the request is an atomic.
 pub mod atomic {
-    /// NOC_AT_INS(ins) = ins << 12. The opcode field is [14:12] on Wormhole
-    /// (tt-isa `WormholeB0/NoC/Atomics.md`) and [15:12] on Blackhole.
+    /// NOC_AT_INS(ins) = ins << 12. The opcode field is `[14:12]` on Wormhole
+    /// (tt-isa `WormholeB0/NoC/Atomics.md`) and `[15:12]` on Blackhole.
     pub const INS_SHIFT: u32 = 12;
     pub const INS_MASK: u32 = 0xF << INS_SHIFT;
     /// NOC_AT_INS_NOP.
