@@ -10,9 +10,14 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+// The `std` feature adds the host-side chip descriptions (`soc`).
+#[cfg(feature = "std")]
+extern crate std;
+
 #[macro_use]
 mod layout;
 
+pub mod arch;
 pub mod completion;
 pub mod decode;
 pub mod dispatch;
@@ -26,6 +31,8 @@ pub mod noc;
 pub mod prefetch;
 pub mod program;
 pub mod ring;
+#[cfg(feature = "std")]
+pub mod soc;
 pub mod sysmem;
 pub mod trace;
 pub mod waypoint;

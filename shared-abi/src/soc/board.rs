@@ -1,0 +1,130 @@
+//! The four boards cqlab models, and what differs between boards of one
+//! chip: the board id, the PCIe tile in use and the usual harvesting.
+
+use std::string::{String, ToString};
+use std::vec::Vec;
+
+use crate::arch::{arc, Arch};
+use crate::noc::Coord;
+
+use super::error::HarvestError;
+use super::harvest::{EthHarvest, Harvesting};
+
+/// A card, named as `--chip` takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Board {
+    /// Wormhole n150: one Wormhole B0.
+    WormholeN150,
+    /// Wormhole n300: cqlab models its PCIe-attached (local) chip only.
+    WormholeN300,
+    /// Blackhole p100a.
+    BlackholeP100a,
+    /// Blackhole p150a.
+    BlackholeP150a,
+}
+
+/// A `--chip` value that names no board.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown chip `{given}`; expected one of: {}", Board::ALL.map(Board::name).join(", "))]
+pub struct UnknownBoard {
+    pub given: String,
+}
+
+impl Board {
+    pub const ALL: [Board; 4] =
+        [Board::WormholeN150, Board::WormholeN300, Board::BlackholeP100a, Board::BlackholeP150a];
+
+    /// The `--chip` spelling.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Board::WormholeN150 => "wormhole-n150",
+            Board::WormholeN300 => "wormhole-n300",
+            Board::BlackholeP100a => "blackhole-p100a",
+            Board::BlackholeP150a => "blackhole-p150a",
+        }
+    }
+
+    pub const fn arch(self) -> Arch {
+        match self {
+            Board::WormholeN150 | Board::WormholeN300 => Arch::Wormhole,
+            Board::BlackholeP100a | Board::BlackholeP150a => Arch::Blackhole,
+        }
+    }
+
+    /// The board type field of its board id (tt-umd
+    /// `cluster_descriptor_types.hpp` board_upi_map).
+    pub const fn upi(self) -> u32 {
+        match self {
+            Board::WormholeN150 => arc::upi::N150,
+            Board::WormholeN300 => arc::upi::N300,
+            Board::BlackholeP100a => arc::upi::P100A,
+            Board::BlackholeP150a => arc::upi::P150A,
+        }
+    }
+
+    /// The board a board id names, if cqlab models it.
+    pub fn from_board_id(board_id: u64) -> Option<Board> {
+        let upi = arc::upi::of_board_id(board_id);
+        Board::ALL.into_iter().find(|b| b.upi() == upi)
+    }
+
+    /// NOC0 coordinates of the PCIe tile the host is attached through.
+    ///
+    /// Wormhole has one (tt-umd `wormhole_implementation.hpp`
+    /// PCIE_CORES_NOC0 {0, 3}). Blackhole has two; both boards' tt-umd
+    /// examples use 2-0 with 11-0 harvested (tt-umd
+    /// `tests/cluster_descriptor_examples/blackhole_P100.yaml` and
+    /// `blackhole_P150.yaml`, pcie_harvesting_mask 2). The ISA docs say a
+    /// p100 uses PCIe 1 (11-0); tt-umd says p100 comes in both variants.
+    pub const fn pcie_tile(self) -> Coord {
+        match self {
+            Board::WormholeN150 | Board::WormholeN300 => Coord::new(0, 3),
+            Board::BlackholeP100a | Board::BlackholeP150a => Coord::new(2, 0),
+        }
+    }
+
+    /// The harvesting of a typical card, used when none is given.
+    ///
+    /// - n150: Tensix row y=8 (tt-umd `tests/cluster_descriptor_examples/
+    ///   wormhole_N150.yaml` harvest_mask 64; one row per
+    ///   `cluster_descriptor_types.hpp` expected_tensix_harvested_units_map).
+    /// - n300: rows y=1 and y=8 (`wormhole_N300.yaml` chip 0 harvest_mask 65).
+    /// - p100a: Tensix columns x=7 and x=10, DRAM bank 3, every Ethernet
+    ///   channel (`blackhole_P100.yaml` harvest_mask 192,
+    ///   dram_harvesting_mask 8, eth_harvesting_mask 16383).
+    /// - p150a: columns x=7 and x=10 (two since CMFW 19.5: tt-umd commit
+    ///   5bcdcd4e), Ethernet channels 5 and 8 (`blackhole_P150.yaml`
+    ///   harvest_mask 192, eth_harvesting_mask 288).
+    pub fn default_harvesting(self) -> Harvesting {
+        match self {
+            Board::WormholeN150 => Harvesting::rows(&[8]),
+            Board::WormholeN300 => Harvesting::rows(&[1, 8]),
+            Board::BlackholeP100a => Harvesting::cols(&[7, 10]).with_dram(&[3]).with_eth(EthHarvest::All),
+            Board::BlackholeP150a => Harvesting::cols(&[7, 10]).with_eth(EthHarvest::Channels(Vec::from([5, 8]))),
+        }
+    }
+}
+
+impl Board {
+    /// The harvesting a `--harvest` option gives: its value parsed, or the
+    /// board's default when the option is absent. (A value replaces the
+    /// default as a whole; [`ChipLayout::new`](super::ChipLayout::new)
+    /// checks it against the chip.)
+    pub fn harvesting(self, option: Option<&str>) -> Result<Harvesting, HarvestError> {
+        option.map_or_else(|| Ok(self.default_harvesting()), Harvesting::parse)
+    }
+}
+
+impl core::fmt::Display for Board {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl core::str::FromStr for Board {
+    type Err = UnknownBoard;
+
+    fn from_str(s: &str) -> Result<Board, UnknownBoard> {
+        Board::ALL.into_iter().find(|b| b.name() == s).ok_or_else(|| UnknownBoard { given: s.to_string() })
+    }
+}
