@@ -12,6 +12,8 @@
 
 #[macro_use]
 mod layout;
+#[macro_use]
+mod table;
 
 pub mod completion;
 pub mod decode;
@@ -26,6 +28,7 @@ pub mod noc;
 pub mod prefetch;
 pub mod program;
 pub mod ring;
+pub mod size;
 pub mod sysmem;
 pub mod trace;
 pub mod waypoint;
