@@ -8,7 +8,7 @@ pub type Result<T, E = DriverError> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum DriverError {
     #[error("firmware ELF {path}: {reason}")]
-    BadElf { path: String, reason: String },
+    BadElf { path: String, reason: crate::elf::ImageError },
     #[error("firmware on core {core}: {reason}")]
     BootFailed { core: Coord, reason: String },
     #[error(

@@ -18,6 +18,7 @@ mod table;
 pub mod completion;
 pub mod decode;
 pub mod dispatch;
+pub mod elf;
 pub mod encode;
 pub mod fetch_queue;
 pub mod firmware;
