@@ -2,42 +2,11 @@
 //! simulator) and against the memory map, loaded segment by segment through
 //! the BAR.
 
+pub use crate::error::{ImageError, RelocationProblem};
 use crate::error::{DriverError, Result};
 use cqlab_abi::elf::Rv32Executable;
 use cqlab_abi::memory_map::{CODE, DATA, ENTRY_POINT};
 use std::path::Path;
-
-/// Why a file is not an image the driver can load.
-#[derive(Debug, thiserror::Error)]
-pub enum ImageError {
-    #[error("cannot read: {0}")]
-    Read(#[source] std::io::Error),
-    #[error(transparent)]
-    Elf(#[from] cqlab_abi::elf::ElfError),
-    #[error("entry point {found:#x}, {rule} says {expected:#x}")]
-    Entry { found: u32, expected: u32, rule: &'static str },
-    #[error("segment {start:#x}..{end:#x} lies outside {allowed}")]
-    Placement { start: u64, end: u64, allowed: &'static str },
-    #[error("malformed ELF: {0}")]
-    Object(#[from] object::read::Error),
-    #[error("relocation at {offset:#x} {problem}")]
-    Relocation { offset: u64, problem: RelocationProblem },
-    #[error("no relocations kept: kernels must be linked with --emit-relocs (linker/kernel.x)")]
-    NoRelocations,
-}
-
-/// What is wrong with one relocation of a kernel.
-#[derive(Debug, thiserror::Error)]
-pub enum RelocationProblem {
-    #[error("is not an ELF relocation")]
-    NotElf,
-    #[error("names a missing symbol or section: {0}")]
-    Target(object::read::Error),
-    #[error("lies outside the image")]
-    Outside,
-    #[error("(type {r_type}, target {target:#x}) cannot move with the kernel")]
-    CannotMove { r_type: u32, target: u64 },
-}
 
 /// One loadable piece of an image.
 #[derive(Clone, Debug, PartialEq, Eq)]

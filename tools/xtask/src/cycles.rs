@@ -73,22 +73,31 @@ impl Graph {
                 placed.insert(target, join(&here, &name));
             }
         }
-        let modules: BTreeMap<String, String> =
-            sources.iter().map(|(f, text)| (module_of(src, f, &placed), strip(text))).collect();
-        let known: BTreeSet<String> = modules.keys().cloned().collect();
-        let mut edges = BTreeMap::new();
-        for (module, code) in &modules {
-            let mut to = BTreeSet::new();
-            for path in paths(code, module) {
-                if let Some(target) = longest_known(&path, &known) {
-                    // The root and a module's own ancestors hold what the
-                    // module is declared in, not what it uses.
-                    if !target.is_empty() && target != *module && !is_ancestor(&target, module) {
-                        to.insert(target);
-                    }
+        let mut uses: Vec<(String, Vec<String>)> = Vec::new();
+        let mut known = BTreeSet::new();
+        // Inline modules, with the module of the file they are in.
+        let mut inline: BTreeMap<String, String> = BTreeMap::new();
+        for (file, text) in &sources {
+            let module = module_of(src, file, &placed);
+            known.insert(module.clone());
+            let found = paths(&strip(text), &module);
+            known.extend(found.modules.iter().cloned());
+            inline.extend(found.modules.into_iter().map(|m| (m, module.clone())));
+            uses.extend(found.uses);
+        }
+        let mut edges: BTreeMap<String, BTreeSet<String>> = known.iter().map(|m| (m.clone(), BTreeSet::new())).collect();
+        for (module, path) in uses {
+            if let Some(target) = longest_known(&path, &known) {
+                // Every module sits in the root: naming it is no dependency.
+                // An inline module (`mod tests { .. }`) is text of the file
+                // around it: naming that file's items is no dependency either.
+                let enclosing = inline.get(&module).is_some_and(|file| {
+                    module.starts_with(&format!("{target}::")) && (target == *file || target.starts_with(&format!("{file}::")))
+                });
+                if !target.is_empty() && target != module && !enclosing {
+                    edges.entry(module).or_default().insert(target);
                 }
             }
-            edges.insert(module.clone(), to);
         }
         Ok(Self { edges })
     }
@@ -146,10 +155,6 @@ fn join(a: &str, b: &str) -> String {
     } else {
         format!("{a}::{b}")
     }
-}
-
-fn is_ancestor(a: &str, of: &str) -> bool {
-    of.starts_with(&format!("{a}::"))
 }
 
 fn longest_known(path: &[String], known: &BTreeSet<String>) -> Option<String> {
@@ -306,14 +311,76 @@ fn raw_string_end(chars: &[char], i: usize) -> Option<(usize, String)> {
     None
 }
 
+/// What one file says: the inline modules it holds (`mod x { .. }`, such
+/// as its tests) and each path it names, with the module naming it.
+struct Found {
+    modules: Vec<String>,
+    uses: Vec<(String, Vec<String>)>,
+}
+
 /// Every module path `code` (the text of module `module`) names through
-/// `crate::`, `super::` or `self::`, resolved to a path from the crate root.
-fn paths(code: &str, module: &str) -> Vec<Vec<String>> {
+/// `crate::`, `super::`, `self::` or a child module's name, resolved to a
+/// path from the crate root and attributed to the (inline) module it is in.
+fn paths(code: &str, module: &str) -> Found {
     let tokens = tokens(code);
-    let here: Vec<String> = if module.is_empty() { Vec::new() } else { module.split("::").map(String::from).collect() };
-    let mut out = Vec::new();
+    let split = |m: &str| -> Vec<String> { if m.is_empty() { Vec::new() } else { m.split("::").map(String::from).collect() } };
+    // Children declared anywhere in the file, by the module declaring them.
+    let mut children: BTreeMap<Vec<String>, BTreeSet<String>> = BTreeMap::new();
+    let mut found = Found { modules: Vec::new(), uses: Vec::new() };
+    // Inline modules open at a brace depth: (module path, depth of its `{`).
+    let mut stack: Vec<(Vec<String>, usize)> = vec![(split(module), 0)];
+    let mut depth = 0;
+    {
+        let mut st: Vec<(Vec<String>, usize)> = vec![(split(module), 0)];
+        let mut d = 0;
+        for (i, t) in tokens.iter().enumerate() {
+            match t {
+                Token::Open => d += 1,
+                Token::Close => {
+                    d -= 1;
+                    if st.len() > 1 && st.last().is_some_and(|(_, open)| *open == d + 1) {
+                        st.pop();
+                    }
+                }
+                Token::Ident(w) if w == "mod" => {
+                    if let Some(Token::Ident(name)) = tokens.get(i + 1) {
+                        let here = st.last().expect("root").0.clone();
+                        children.entry(here.clone()).or_default().insert(name.clone());
+                        if tokens.get(i + 2) == Some(&Token::Open) {
+                            let mut m = here;
+                            m.push(name.clone());
+                            st.push((m, d + 1));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
     let mut i = 0;
     while i < tokens.len() {
+        let here = stack.last().expect("root").0.clone();
+        match &tokens[i] {
+            Token::Open => depth += 1,
+            Token::Close => {
+                depth -= 1;
+                if stack.len() > 1 && stack.last().is_some_and(|(_, open)| *open == depth + 1) {
+                    stack.pop();
+                }
+            }
+            Token::Ident(w) if w == "mod" => {
+                if let (Some(Token::Ident(name)), Some(Token::Open)) = (tokens.get(i + 1), tokens.get(i + 2)) {
+                    let mut m = here.clone();
+                    m.push(name.clone());
+                    found.modules.push(m.join("::"));
+                    stack.push((m, depth + 1));
+                    depth += 1;
+                    i += 3;
+                    continue;
+                }
+            }
+            _ => {}
+        }
         let start = match &tokens[i] {
             Token::Ident(w) if tokens.get(i + 1) == Some(&Token::Sep) => match w.as_str() {
                 "crate" => Some((Vec::new(), i + 2)),
@@ -329,18 +396,24 @@ fn paths(code: &str, module: &str) -> Vec<Vec<String>> {
                     }
                     Some((base, j))
                 }
+                // A child module by its name (`use spec::X` beside `mod spec;`).
+                name if children.get(&here).is_some_and(|c| c.contains(name)) => Some((here.clone(), i)),
                 _ => None,
             },
             _ => None,
         };
-        // `a::crate::` cannot occur; `x::self::` can (in groups), handled by `tree`.
+        // Only where a path starts: `a::crate::` cannot occur, `x::self::` can (in groups).
         let preceded_by_path = i > 0 && tokens[i - 1] == Token::Sep;
         match start {
-            Some((base, j)) if !preceded_by_path => i = tree(&tokens, j, base, &mut out),
+            Some((base, j)) if !preceded_by_path => {
+                let mut paths = Vec::new();
+                i = tree(&tokens, j, base, &mut paths);
+                found.uses.extend(paths.into_iter().map(|p| (here.join("::"), p)));
+            }
             _ => i += 1,
         }
     }
-    out
+    found
 }
 
 /// Parses a use tree (or an inline path) at `i` under `prefix`; returns the index after it.
@@ -440,7 +513,7 @@ mod tests {
     use super::*;
 
     fn names(code: &str, module: &str) -> Vec<String> {
-        paths(&strip(code), module).into_iter().map(|p| p.join("::")).collect()
+        paths(&strip(code), module).uses.into_iter().map(|(_, p)| p.join("::")).collect()
     }
 
     #[test]
@@ -449,6 +522,16 @@ mod tests {
                     fn f() { crate::e::f(); let s = \"crate::in_string\"; self::g::h(); }";
         assert_eq!(names(code, "m::n"), ["a::B", "b", "b::c::D", "m::x::Y", "e::f", "m::n::g::h"]);
         assert_eq!(names("use super::super::z;", "a::b"), ["z"]);
+        assert_eq!(names("mod spec;\nuse spec::Open;", "backend"), ["backend::spec::Open"]);
+    }
+
+    #[test]
+    fn an_inline_module_is_a_module_of_its_own() {
+        let found = paths(&strip("use crate::a::X;\n#[cfg(test)]\nmod tests {\n use super::*; use crate::b::Y;\n}\nfn f() { crate::c::g(); }"), "m");
+        assert_eq!(found.modules, ["m::tests"]);
+        let uses: Vec<(String, String)> = found.uses.into_iter().map(|(m, p)| (m, p.join("::"))).collect();
+        let want = [("m", "a::X"), ("m::tests", "m"), ("m::tests", "b::Y"), ("m", "c::g")];
+        assert_eq!(uses, want.map(|(m, p)| (m.to_string(), p.to_string())));
     }
 
     #[test]
