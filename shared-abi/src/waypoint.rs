@@ -113,6 +113,10 @@ waypoints! {
     GOW = "GOW", "worker waiting for GO";
     /// Worker: running its kernel.
     RUN = "RUN", "worker running its kernel";
+    /// Worker BRISC: waiting for its subordinate cores to boot.
+    SUBA = "SUBA", "worker BRISC waiting for NCRISC and the TRISCs to boot";
+    /// Worker BRISC: waiting for its subordinate cores to finish a launch.
+    SUBW = "SUBW", "worker BRISC waiting for NCRISC and the TRISCs to finish their kernels";
     /// Bad command: an error record describes it; the core has halted.
     BAD_CMD = "!CMD", "halted on a bad command (see the error record)";
     /// Terminated cleanly.
