@@ -13,7 +13,7 @@
 //! ([`code`], [`data`]): the host loads one image per core, and BRISC's
 //! image also holds the reset jump at address 0 ([`BOOT`]). Each core's
 //! private local memory ([`local_mem`]) holds its stack, its hot state and,
-//! at its base, the HAL's NOC issue counters ([`NOC_STATE`]).
+//! at its top, the HAL's NOC issue counters ([`noc_state`]).
 
 use crate::arch::tensix::{Processor, LOCAL_MEM_BASE};
 use crate::arch::{ArchParams, BLACKHOLE, WORMHOLE};
@@ -184,23 +184,30 @@ const _: () = assert!(CMD_BUFFER.base == WORKER_LAUNCH.base && KERNEL_CONFIG.end
 /// Every core's private local data memory: one cycle per access where L1
 /// takes `LOAD_CYCLES`, not on the NOC (Wormhole; Blackhole has a slow
 /// alias), one per core at the same address (tt-metal `MEM_LOCAL_BASE`).
-/// The firmware stack, the hot state and [`NOC_STATE`] live here.
+/// The firmware stack, the hot state and [`noc_state`] live here.
 pub const fn local_mem(chip: &ArchParams, p: Processor) -> Region {
     Region { name: "local_mem", base: LOCAL_MEM_BASE, size: chip.tensix.local_mem_size(p) }
 }
 
-/// The HAL's per-core NOC state at the base of local memory: the software
+/// The HAL's per-core NOC state at the top of local memory: the software
 /// issue counters barriers compare with the NIU's counters (as tt-metal's
 /// `noc_reads_num_issued` etc.). Firmware and the kernels it calls share
-/// them, so their address is fixed: a kernel's writes count toward the
-/// barrier the firmware waits on before it reports done.
-pub const NOC_STATE: Region = Region { name: "noc_state", base: LOCAL_MEM_BASE, size: 32 };
+/// them, so their address is fixed per chip and core: a kernel's writes
+/// count toward the barrier the firmware waits on before it reports done.
+/// They sit above the stack, so a stack that outgrows local memory runs off
+/// its bottom (an unmapped address: the core halts) instead of over them.
+pub const fn noc_state(chip: &ArchParams, p: Processor) -> Region {
+    Region { name: "noc_state", base: local_mem(chip, p).end() - NOC_STATE_SIZE, size: NOC_STATE_SIZE }
+}
+
+/// Bytes of [`noc_state`].
+pub const NOC_STATE_SIZE: u32 = 32;
 
 /// Initial stack pointer of processor `p`'s firmware (and so of the
-/// kernels it calls): the end of its local memory. The stack grows down
-/// towards [`NOC_STATE`].
+/// kernels it calls): just below [`noc_state`]. The stack grows down
+/// towards the base of local memory.
 pub const fn firmware_stack_top(chip: &ArchParams, p: Processor) -> u32 {
-    local_mem(chip, p).end()
+    noc_state(chip, p).base
 }
 
 /// Default dispatcher ring geometry (the ring fills `DISPATCH_RING`).
@@ -292,8 +299,9 @@ mod tests {
             assert_eq!(firmware_entry(p), code(p).base);
             assert!(code(p).end() <= data(Processor::Brisc).base);
         }
-        // Wormhole TRISCs have 2 KiB of local memory, Blackhole's 4 KiB.
-        assert_eq!(firmware_stack_top(&WORMHOLE, Processor::Trisc1), 0xFFB0_0800);
-        assert_eq!(firmware_stack_top(&BLACKHOLE, Processor::Brisc), 0xFFB0_2000);
+        // Wormhole TRISCs have 2 KiB of local memory, Blackhole's BRISC 8 KiB.
+        assert_eq!(noc_state(&WORMHOLE, Processor::Trisc1).end(), 0xFFB0_0800);
+        assert_eq!(firmware_stack_top(&WORMHOLE, Processor::Trisc1), 0xFFB0_0800 - 32);
+        assert_eq!(firmware_stack_top(&BLACKHOLE, Processor::Brisc), 0xFFB0_2000 - 32);
     }
 }

@@ -32,6 +32,46 @@ pub const MAGIC: u32 = u32::from_le_bytes(*b"NMAP");
 pub const MAX_GRID_COLS: usize = 16;
 pub const MAX_GRID_ROWS: usize = 16;
 
+/// The compute grid: its logical size, and the translated x of each
+/// logical column and y of each logical row.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct Grid {
+    pub cols: u32,
+    pub rows: u32,
+    pub x: [u8; MAX_GRID_COLS],
+    pub y: [u8; MAX_GRID_ROWS],
+}
+assert_layout!(Grid, 40, cols => 0, rows => 4, x => 8, y => 24);
+
+impl Grid {
+    /// Whether the size is within the tables (and not empty).
+    pub const fn is_valid(&self) -> bool {
+        self.cols >= 1 && self.cols as usize <= MAX_GRID_COLS && self.rows >= 1 && self.rows as usize <= MAX_GRID_ROWS
+    }
+
+    /// Logical `(col, row)` of translated coordinate `c`, if it is a compute core.
+    pub const fn logical(&self, c: Coord) -> Option<(u8, u8)> {
+        let col = find(&self.x, self.cols as usize, c.x);
+        let row = find(&self.y, self.rows as usize, c.y);
+        match (col, row) {
+            (Some(col), Some(row)) => Some((col, row)),
+            _ => None,
+        }
+    }
+
+    /// Compute cores inside the (translated, inclusive) rectangle
+    /// `start..=end`: the receivers of a multicast to it.
+    pub const fn cores_in(&self, start: Coord, end: Coord) -> u32 {
+        count_in(&self.x, self.cols as usize, start.x, end.x) * count_in(&self.y, self.rows as usize, start.y, end.y)
+    }
+
+    /// Translated coordinates of logical core `(col, row)`.
+    pub const fn at(&self, col: u8, row: u8) -> Coord {
+        Coord::new(self.x[col as usize], self.y[row as usize])
+    }
+}
+
 /// The map (module docs). Coordinates are translated ones, as requests
 /// name them (`noc` module docs); NOC addresses are `NocAddr` words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
@@ -42,23 +82,20 @@ pub struct NocMap {
     pub num_cqs: u32,
     /// DRAM banks in `dram`.
     pub dram_banks: u32,
-    /// Logical size of the compute grid.
-    pub grid_cols: u32,
-    pub grid_rows: u32,
-    pub _reserved0: [u32; 3],
+    pub _reserved0: u32,
+    /// The compute grid.
+    pub grid: Grid,
+    pub _reserved1: [u32; 2],
     /// Host-memory offset 0, per NOC (index `arch::Noc::index`).
     pub pcie: [u64; 2],
-    /// Translated x of logical column `i`, y of logical row `j`.
-    pub grid_x: [u8; MAX_GRID_COLS],
-    pub grid_y: [u8; MAX_GRID_ROWS],
     /// Per command queue: its dispatcher's coordinates (`Coord::packed`).
     pub dispatcher: [u32; MAX_CQS as usize],
     /// Per DRAM bank, per NOC: the NOC address of the bank's byte 0.
     pub dram: [[u64; 2]; MAX_DRAM_BANKS as usize],
-    pub _reserved1: [u32; 28],
+    pub _reserved2: [u32; 28],
 }
-assert_layout!(NocMap, 512, magic => 0, num_cqs => 4, dram_banks => 8, grid_cols => 12, grid_rows => 16,
-    pcie => 32, grid_x => 48, grid_y => 64, dispatcher => 80, dram => 144, _reserved1 => 400);
+assert_layout!(NocMap, 512, magic => 0, num_cqs => 4, dram_banks => 8, grid => 16, pcie => 64,
+    dispatcher => 80, dram => 144, _reserved2 => 400);
 
 impl Default for NocMap {
     fn default() -> Self {
@@ -69,11 +106,8 @@ impl Default for NocMap {
 /// Byte offsets of the fields firmware loads word by word.
 pub const NUM_CQS: u32 = core::mem::offset_of!(NocMap, num_cqs) as u32;
 pub const DRAM_BANKS: u32 = core::mem::offset_of!(NocMap, dram_banks) as u32;
-pub const GRID_COLS: u32 = core::mem::offset_of!(NocMap, grid_cols) as u32;
-pub const GRID_ROWS: u32 = core::mem::offset_of!(NocMap, grid_rows) as u32;
+pub const GRID: u32 = core::mem::offset_of!(NocMap, grid) as u32;
 pub const PCIE: u32 = core::mem::offset_of!(NocMap, pcie) as u32;
-pub const GRID_X: u32 = core::mem::offset_of!(NocMap, grid_x) as u32;
-pub const GRID_Y: u32 = core::mem::offset_of!(NocMap, grid_y) as u32;
 pub const DISPATCHER: u32 = core::mem::offset_of!(NocMap, dispatcher) as u32;
 pub const DRAM: u32 = core::mem::offset_of!(NocMap, dram) as u32;
 
@@ -85,28 +119,7 @@ impl NocMap {
             && self.num_cqs <= MAX_CQS as u32
             && self.dram_banks >= 1
             && self.dram_banks <= MAX_DRAM_BANKS
-            && self.grid_cols >= 1
-            && self.grid_cols as usize <= MAX_GRID_COLS
-            && self.grid_rows >= 1
-            && self.grid_rows as usize <= MAX_GRID_ROWS
-    }
-
-    /// Logical `(col, row)` of translated coordinate `c` in the compute
-    /// grid, if it is a compute core.
-    pub const fn logical(&self, c: Coord) -> Option<(u8, u8)> {
-        let col = find(&self.grid_x, self.grid_cols as usize, c.x);
-        let row = find(&self.grid_y, self.grid_rows as usize, c.y);
-        match (col, row) {
-            (Some(col), Some(row)) => Some((col, row)),
-            _ => None,
-        }
-    }
-
-    /// Compute cores inside the (translated, inclusive) rectangle
-    /// `start..=end`: the receivers of a multicast to it.
-    pub const fn cores_in(&self, start: Coord, end: Coord) -> u32 {
-        count_in(&self.grid_x, self.grid_cols as usize, start.x, end.x)
-            * count_in(&self.grid_y, self.grid_rows as usize, start.y, end.y)
+            && self.grid.is_valid()
     }
 
     /// The NOC address of byte `offset` of DRAM bank `bank` on NOC `noc`.
@@ -143,19 +156,22 @@ mod tests {
 
     #[test]
     fn a_blackhole_grid_skips_columns_8_and_9() {
-        let mut m =
-            NocMap { magic: MAGIC, num_cqs: 1, dram_banks: 7, grid_cols: 11, grid_rows: 10, ..Default::default() };
+        let mut m = NocMap { magic: MAGIC, num_cqs: 1, dram_banks: 7, ..Default::default() };
+        m.grid.cols = 11;
+        m.grid.rows = 10;
         let cols = [1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13];
-        m.grid_x[..11].copy_from_slice(&cols);
-        for (i, y) in m.grid_y.iter_mut().take(10).enumerate() {
+        m.grid.x[..11].copy_from_slice(&cols);
+        for (i, y) in m.grid.y.iter_mut().take(10).enumerate() {
             *y = 2 + i as u8;
         }
         assert!(m.is_valid());
-        assert_eq!(m.logical(Coord::new(10, 2)), Some((7, 0)));
-        assert_eq!(m.logical(Coord::new(8, 2)), None, "column 8 is not Tensix");
-        assert_eq!(m.logical(Coord::new(14, 2)), None, "the dispatch column is not compute");
-        assert_eq!(m.cores_in(Coord::new(1, 2), Coord::new(13, 11)), 110);
-        assert_eq!(m.cores_in(Coord::new(7, 2), Coord::new(10, 3)), 4);
+        let g = m.grid;
+        assert_eq!(g.logical(Coord::new(10, 2)), Some((7, 0)));
+        assert_eq!(g.at(7, 0), Coord::new(10, 2));
+        assert_eq!(g.logical(Coord::new(8, 2)), None, "column 8 is not Tensix");
+        assert_eq!(g.logical(Coord::new(14, 2)), None, "the dispatch column is not compute");
+        assert_eq!(g.cores_in(Coord::new(1, 2), Coord::new(13, 11)), 110);
+        assert_eq!(g.cores_in(Coord::new(7, 2), Coord::new(10, 3)), 4);
         m.magic = 0;
         assert!(!m.is_valid());
     }

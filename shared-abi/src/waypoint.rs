@@ -107,6 +107,8 @@ waypoints! {
     NWW = "NWW", "waiting for NOC writes to be acknowledged";
     /// Any core: waiting for its NOC writes to leave its L1 (source reusable).
     NWSW = "NWSW", "waiting for NOC writes to leave L1 (source reuse)";
+    /// Any core: waiting for a NOC command buffer to accept the next request.
+    NCBW = "NCBW", "waiting for a NOC command buffer to accept a request";
     /// Dispatcher: spinning in a DELAY command.
     DLY = "DLY", "dispatcher spinning in DELAY";
     /// Worker: waiting for a GO signal.

@@ -603,23 +603,24 @@ fn the_noc_map_of_every_board() {
         let p = l.placement(2).unwrap();
         let m = l.noc_map(&p).unwrap();
         assert!(m.is_valid(), "{board}");
-        assert_eq!((m.grid_cols, m.grid_rows), (p.compute_grid.x as u32, p.compute_grid.y as u32), "{board}");
+        assert_eq!((m.grid.cols, m.grid.rows), (p.compute_grid.x as u32, p.compute_grid.y as u32), "{board}");
         assert_eq!(m.dram_banks as usize, l.dram_banks().len(), "{board}");
         // Every compute core is found by its translated coordinates, in logical order.
         for (i, &core) in p.compute.iter().enumerate() {
             let t = l.tile(core).unwrap().translated;
-            let (col, row) = m.logical(t).unwrap();
+            let (col, row) = m.grid.logical(t).unwrap();
             assert_eq!(row as usize * p.compute_grid.x as usize + col as usize, i, "{board} {core}");
         }
         // The dispatch cores are not compute cores.
         for q in &p.cqs {
             let d = l.tile(q.dispatcher).unwrap().translated;
-            assert_eq!(m.logical(d), None, "{board}");
+            assert_eq!(m.grid.logical(d), None, "{board}");
             assert_eq!(m.dispatcher[p.cqs.iter().position(|x| x == q).unwrap()], d.packed());
         }
         // The whole grid as one rectangle has every compute core in it.
-        let (first, last) = (m.logical_corner(0), m.logical_corner(1));
-        assert_eq!(m.cores_in(first, last) as usize, p.compute.len(), "{board}");
+        let g = m.grid;
+        let (first, last) = (g.at(0, 0), g.at(g.cols as u8 - 1, g.rows as u8 - 1));
+        assert_eq!(g.cores_in(first, last) as usize, p.compute.len(), "{board}");
         // Host memory and DRAM addresses reach the right tiles on each NOC.
         for noc in Noc::ALL {
             let pcie = NocAddr(m.pcie[noc.index() as usize]);
@@ -631,17 +632,5 @@ fn the_noc_map_of_every_board() {
                 assert_eq!(a.local(), bank.offset + 0x40);
             }
         }
-    }
-}
-
-trait Corners {
-    fn logical_corner(&self, which: usize) -> Coord;
-}
-
-impl Corners for cqlab_abi::noc_map::NocMap {
-    /// The translated coordinates of the grid's first (0) or last (1) core.
-    fn logical_corner(&self, which: usize) -> Coord {
-        let (i, j) = if which == 0 { (0, 0) } else { (self.grid_cols as usize - 1, self.grid_rows as usize - 1) };
-        c(self.grid_x[i], self.grid_y[j])
     }
 }

@@ -124,14 +124,9 @@ impl ChipLayout {
             return Err(too_many("compute rows", g.y as usize, MAX_GRID_ROWS));
         }
         let translated = |c: Coord| self.tile(c).map_or(c, |t| t.translated);
-        let mut m = NocMap {
-            magic: MAGIC,
-            num_cqs: cqs as u32,
-            dram_banks: banks.len() as u32,
-            grid_cols: g.x as u32,
-            grid_rows: g.y as u32,
-            ..NocMap::default()
-        };
+        let mut m = NocMap { magic: MAGIC, num_cqs: cqs as u32, dram_banks: banks.len() as u32, ..NocMap::default() };
+        m.grid.cols = g.x as u32;
+        m.grid.rows = g.y as u32;
         let host = self.params().bar.host_mem_base;
         for noc in Noc::ALL {
             let pcie = self.noc_coord(noc, self.pcie_tile()).unwrap_or(self.pcie_tile());
@@ -146,10 +141,10 @@ impl ChipLayout {
         let first_row: Vec<Coord> = placement.compute.iter().take(g.x as usize).copied().collect();
         let first_col: Vec<Coord> = placement.compute.iter().step_by(g.x as usize).copied().collect();
         for (i, c) in first_row.iter().enumerate() {
-            m.grid_x[i] = translated(*c).x;
+            m.grid.x[i] = translated(*c).x;
         }
         for (i, c) in first_col.iter().enumerate() {
-            m.grid_y[i] = translated(*c).y;
+            m.grid.y[i] = translated(*c).y;
         }
         for (q, cores) in placement.cqs.iter().enumerate() {
             m.dispatcher[q] = translated(cores.dispatcher).packed();
