@@ -26,6 +26,12 @@ pub enum AccessFault {
     Unmapped,
     /// A device register refused the access (e.g. an invalid NOC command).
     Rejected(&'static str),
+    /// The address is part of the chip that cqlab does not model (the
+    /// Tensix coprocessor, the NOC overlay, ...): named, never silent.
+    NotModelled(&'static str),
+    /// A NOC request (`NOC_CMD_CTRL` written) the chip refuses: why, and
+    /// the coordinates it named.
+    BadRequest(&'static str, cqlab_abi::noc::Coord),
 }
 
 /// What a bus store asks of the hart afterwards.
@@ -43,6 +49,13 @@ pub enum StoreEffect {
 pub trait Bus {
     /// Load `size` (1, 2 or 4) bytes at `addr`; `now` is the hart's cycle.
     fn load(&mut self, mem: &mut Memory, addr: u32, size: u32, now: u64) -> Result<u32, AccessFault>;
+    /// Whether a load of `addr` may return another value without anything
+    /// being stored (a busy flag that clears with time, a clock): such a
+    /// load counts as a side effect, so idle fast-forward never parks a loop
+    /// polling it.
+    fn volatile(&self, _addr: u32) -> bool {
+        false
+    }
     /// Store the low `size` bytes of `value` at `addr`.
     fn store(
         &mut self,
@@ -97,6 +110,17 @@ pub enum HaltReason {
         addr: u32,
         reason: &'static str,
     },
+    /// An access to something cqlab does not model.
+    NotModelled {
+        addr: u32,
+        what: &'static str,
+    },
+    /// A NOC request the chip refused (at its `NOC_CMD_CTRL` store).
+    BadNocRequest {
+        addr: u32,
+        reason: &'static str,
+        coord: cqlab_abi::noc::Coord,
+    },
 }
 
 /// A halt: the reason and the PC of the instruction that caused it.
@@ -123,6 +147,12 @@ impl fmt::Display for Halt {
             HaltReason::StoreFault { addr } => write!(f, "store to unmapped address 0x{addr:08x} at pc 0x{pc:08x}"),
             HaltReason::Rejected { addr, reason } => {
                 write!(f, "device register 0x{addr:08x} refused the access at pc 0x{pc:08x}: {reason}")
+            }
+            HaltReason::NotModelled { addr, what } => {
+                write!(f, "access to 0x{addr:08x} at pc 0x{pc:08x}: {what} is not modelled by cqlab")
+            }
+            HaltReason::BadNocRequest { addr, reason, coord } => {
+                write!(f, "NOC request (store to 0x{addr:08x} at pc 0x{pc:08x}) naming {coord} refused: {reason}")
             }
         }
     }
@@ -276,6 +306,9 @@ impl Hart {
                 return Ok(u32::from_le_bytes(b));
             }
         }
+        if bus.volatile(addr) {
+            self.effects += 1;
+        }
         bus.load(&mut self.mem, addr, size, now)
     }
 
@@ -396,6 +429,10 @@ impl Hart {
                             }
                             Err(AccessFault::Unmapped) => halt!(HaltReason::LoadFault { addr }),
                             Err(AccessFault::Rejected(reason)) => halt!(HaltReason::Rejected { addr, reason }),
+                            Err(AccessFault::NotModelled(what)) => halt!(HaltReason::NotModelled { addr, what }),
+                            Err(AccessFault::BadRequest(reason, coord)) => {
+                                halt!(HaltReason::BadNocRequest { addr, reason, coord })
+                            }
                         },
                     },
                 };
@@ -423,6 +460,10 @@ impl Hart {
                         Ok(s) => s,
                         Err(AccessFault::Unmapped) => halt!(HaltReason::StoreFault { addr }),
                         Err(AccessFault::Rejected(reason)) => halt!(HaltReason::Rejected { addr, reason }),
+                        Err(AccessFault::NotModelled(what)) => halt!(HaltReason::NotModelled { addr, what }),
+                        Err(AccessFault::BadRequest(reason, coord)) => {
+                            halt!(HaltReason::BadNocRequest { addr, reason, coord })
+                        }
                     }
                 };
                 pc = pc.wrapping_add(4);
