@@ -1149,9 +1149,10 @@ impl Chip {
         if by == 0 {
             return;
         }
-        self.tensix_mut(src.tile).regs.niu[src.noc.index() as usize].bump(index, by);
+        // Parked pollers first catch up on the value they saw until now.
         let addr = self.chip.niu.status_reg(src.noc, index);
         self.wake_tile_if_read(src.tile, (addr as u64, 4));
+        self.tensix_mut(src.tile).regs.niu[src.noc.index() as usize].bump(index, by);
     }
 
     /// Counters of the receiving NIU(s) of a request at `target` on `noc`.

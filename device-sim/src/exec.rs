@@ -259,9 +259,10 @@ mod tests {
         let lines: Vec<_> = text.lines().collect();
         assert_eq!(lines.len(), 2, "{text}");
         assert!(
-            lines[0].contains("00001000")
+            lines[0].contains(&format!("{ENTRY_POINT:08x}"))
                 && lines[0].contains("addi x10, x0, 5")
-                && lines[0].ends_with("x10=0x00000005")
+                && lines[0].ends_with("x10=0x00000005"),
+            "{text}"
         );
         assert!(lines[1].contains("addi x0, x0, 1"));
     }
