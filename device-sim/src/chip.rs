@@ -988,26 +988,26 @@ impl Chip {
             };
             let mut done = false;
             let mut watched = None;
-            loop {
+            'step: {
                 if try_probe && leaving.is_none() {
                     match probe(&mut core.hart, &mut bus, seg) {
                         Probe::Idle(l) => {
                             core.ff.parked(l);
                             done = true;
-                            break;
+                            break 'step;
                         }
                         // It just issued a NOC request: the moment it may
                         // start waiting, so look again at once if still due.
                         Probe::Yielded => {
                             core.ff.probe_failed();
                             try_probe = core.ff.probe_due();
-                            break;
+                            break 'step;
                         }
                         // It stored to a word a parked sibling polls.
                         Probe::Watched(addr) => {
                             core.ff.probe_failed();
                             watched = Some(addr);
-                            break;
+                            break 'step;
                         }
                         Probe::NotIdle => {
                             core.ff.probe_failed();
@@ -1029,12 +1029,10 @@ impl Chip {
                     Stop::Yield => try_probe = may_park && core.ff.probe_due(),
                     Stop::Watch { addr, .. } => watched = Some(addr),
                 }
-                break;
             }
             core.hart.mem.set_watch_range((0, 0));
             std::mem::swap(&mut tile.l1, &mut core.hart.mem.l1);
             let at = core.hart.cycle();
-            drop(resolver);
             if !self.issued.is_empty() {
                 let mut issued = std::mem::take(&mut self.issued);
                 for issue in issued.drain(..) {
@@ -1573,3 +1571,7 @@ mod tests;
 #[cfg(test)]
 #[path = "chip_noc_tests.rs"]
 mod noc_tests;
+
+#[cfg(test)]
+#[path = "chip_arch_tests.rs"]
+mod arch_tests;
