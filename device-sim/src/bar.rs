@@ -74,7 +74,8 @@ pub fn decode(chip: &ArchParams, arc_over_bar: bool, bar: u8, offset: u64, len: 
                     Ok(BarTarget::Arc { addr: cqlab_abi::arch::arc::APB_BASE + rel })
                 }
                 BarRegionKind::ArcApb => Err(format!(
-                    "BAR0 {offset:#x}: on {} ARC is in BAR0 only when the card is attached through PCIe 1 (tile 11-0);                      this board uses PCIe 0 (tile 2-0): reach ARC through a TLB window instead",
+                    "BAR0 {offset:#x}: on {} ARC is in BAR0 only when the card is attached through PCIe 1 (tile 11-0); \
+                     this board uses PCIe 0 (tile 2-0): reach ARC through a TLB window instead",
                     chip.arch
                 )),
             };

@@ -249,6 +249,18 @@ fn host_access_reaches_l1_registers_dram_and_host_memory() {
         let dram = chip.layout().tile(bank.worker_endpoint_on(Noc::Noc0)).unwrap().translated;
         chip.write_u32(NocAddr::unicast(dram, bank.offset + 8), 5).unwrap();
         assert_eq!(chip.read_u32(NocAddr::unicast(dram, bank.offset + 8)).unwrap(), 5);
+        // Every endpoint tile of a DRAM channel serves the same memory.
+        let ports: Vec<Coord> = chip
+            .layout()
+            .tiles()
+            .iter()
+            .filter(|t| matches!(t.kind, TileKind::Dram { bank: b, .. } if b == bank.channel))
+            .map(|t| t.translated)
+            .collect();
+        assert_eq!(ports.len(), chip.layout().descriptor().dram[bank.channel as usize].len(), "{board}");
+        for &port in &ports {
+            assert_eq!(chip.read_u32(NocAddr::unicast(port, bank.offset + 8)).unwrap(), 5, "{board}: {port}");
+        }
         chip.write_u32(host(&chip, 16), 6).unwrap();
         assert_eq!(chip.sysmem()[16], 6);
         // A multicast from the host writes every Tensix tile of the rectangle.

@@ -60,8 +60,8 @@
 //! each atomic's response, `NIU_MST_RD_RESP_RECEIVED` each read's data;
 //! `NIU_MST_REQS_OUTSTANDING_ID(tid)` rises at issue and falls with each of
 //! those (for a multicast, by one per receiver both ways: an assumption, as
-//! the sources are silent on it). A multicast packet reads its source once
-//! for every receiver. A read's data lands in the destination L1 flit by flit over
+//! the sources are silent on it). A multicast packet reads its source once;
+//! every receiver gets those bytes. A read's data lands in the destination L1 flit by flit over
 //! the last `ceil(len / bytes_per_cycle)` cycles before it completes, so a
 //! destination read early sees part old, part new bytes.
 //!

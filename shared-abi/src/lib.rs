@@ -44,8 +44,10 @@ pub mod trace;
 pub mod waypoint;
 
 /// Version of this ABI. Firmware reports it in its alive record; the host
-/// refuses to drive firmware built against another version.
-pub const ABI_VERSION: u32 = 2;
+/// refuses to drive firmware built against another version. 3: the real
+/// chips' contract (issue 25: translated coordinates, `NocMap`, L1
+/// semaphores, per-core images and kernels).
+pub const ABI_VERSION: u32 = 3;
 
 /// Command headers, dispatch payloads and dispatcher-ring writes are aligned
 /// to this many bytes (the L1 / NOC alignment).
