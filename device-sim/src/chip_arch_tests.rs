@@ -529,3 +529,39 @@ fn a_host_finds_arc_ready_and_reads_the_telemetry_through_bar0() {
         }
     }
 }
+
+/// Where the chip does not translate, a request names a tile by its
+/// requesting NOC's own coordinates: the PCIe tile (host memory) has one
+/// name on NOC0 and another on NOC1, as the `NocMap` tells firmware; the
+/// NOC0 name on NOC1 reaches another tile.
+#[test]
+fn nocs_name_untranslated_tiles_by_their_own_coordinates() {
+    for board in BOARDS {
+        let mut chip = Chip::new(small(board)).unwrap();
+        let layout = chip.layout().clone();
+        let placement = layout.placement(1).unwrap();
+        let map = layout.noc_map(&placement).unwrap();
+        let base = layout.params().bar.host_mem_base;
+        for noc in Noc::ALL {
+            let host = NocAddr(map.pcie[noc.index() as usize]);
+            assert_eq!(host.0 & base, base, "{board}: the host-memory base is part of the address");
+            chip.write_on(noc, host.offset(0x40 + 4 * noc.index() as u64), &[noc.index() as u8 + 1; 4]).unwrap();
+        }
+        assert_eq!(&chip.sysmem()[0x40..0x48], &[1, 1, 1, 1, 2, 2, 2, 2], "{board}");
+        let (n0, n1) = (NocAddr(map.pcie[0]), NocAddr(map.pcie[1]));
+        if n0.coord() != n1.coord() {
+            let err = chip.write_on(Noc::Noc1, n0.offset(0x40), &[0; 4]).unwrap_err();
+            assert!(matches!(err, SimError::Refused { noc: Noc::Noc1, .. }), "{board}: {err}");
+        }
+        // A core on NOC1 writes host memory through the NOC1 name.
+        let me = tiles(&chip)[0];
+        chip.write(NocAddr::unicast(me, USER.base as u64), &[0xEE; 8]).unwrap();
+        let n = niu(&chip, Noc::Noc1);
+        let mut p = n.write(me, USER.base, n1.offset(0x80), 8);
+        p.extend(n.wait_counter(counter::NIU_MST_WR_ACK_RECEIVED, 1));
+        p.push(ECALL);
+        boot(&mut chip, me, &p);
+        chip.run_until(|c| halted(c, me), 100_000).unwrap();
+        assert_eq!(&chip.sysmem()[0x80..0x88], &[0xEE; 8], "{board}");
+    }
+}
