@@ -19,21 +19,11 @@ use cqlab_abi::memory_map::{NOC_ATOMIC_RET, USER};
 use cqlab_abi::semaphore;
 use cqlab_abi::soc::{Board, HarvestedUnit};
 
-/// Registers of a command buffer a core may write and read back.
-const PLAIN: [CmdBufReg; 12] = [
-    CmdBufReg::TargAddrLo,
-    CmdBufReg::TargAddrMid,
-    CmdBufReg::TargAddrHi,
-    CmdBufReg::RetAddrLo,
-    CmdBufReg::RetAddrMid,
-    CmdBufReg::RetAddrHi,
-    CmdBufReg::PacketTag,
-    CmdBufReg::Ctrl,
-    CmdBufReg::AtLenBe,
-    CmdBufReg::AtLenBe1,
-    CmdBufReg::AtData,
-    CmdBufReg::BrcstExclude,
-];
+/// Whether a core may write command-buffer register `r` and read the
+/// value back (not the send, the read-only ids, the write-only clear).
+fn plain(r: &CmdBufReg) -> bool {
+    !matches!(r, CmdBufReg::CmdCtrl | CmdBufReg::NodeId | CmdBufReg::EndpointId | CmdBufReg::ClearOutstandingReqCnt)
+}
 
 /// BRISC writes a distinct value to every plain register of the four
 /// command buffers of both NIUs, then reads them all back (a register
@@ -49,7 +39,7 @@ fn every_niu_register_decodes_at_its_offset_on_both_chips_and_nocs() {
         let mut regs = Vec::new();
         for noc in Noc::ALL {
             for buf in 0..4 {
-                for reg in PLAIN {
+                for reg in CmdBufReg::ALL.into_iter().filter(plain) {
                     if let Some(off) = p.niu.regs.offset(reg) {
                         let value = 0x5A00_0000 | noc.index() << 16 | buf << 8 | regs.len() as u32;
                         regs.push((p.niu.cmd_buf_reg(noc, buf, off), value));

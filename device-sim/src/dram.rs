@@ -54,16 +54,11 @@ impl Dram {
         match &self.channels[ch] {
             Channel::Shared(b) => b.read(offset as usize, buf),
             Channel::Sparse(chunks) => {
-                let mut done = 0;
-                while done < buf.len() {
-                    let at = offset + done as u64;
-                    let (c, off) = (at / CHUNK, (at % CHUNK) as usize);
-                    let n = (buf.len() - done).min(CHUNK as usize - off);
+                for (c, off, at, n) in pieces(offset, buf.len()) {
                     match chunks.get(&c) {
-                        Some(chunk) => buf[done..done + n].copy_from_slice(&chunk[off..off + n]),
-                        None => buf[done..done + n].fill(0),
+                        Some(chunk) => buf[at..at + n].copy_from_slice(&chunk[off..off + n]),
+                        None => buf[at..at + n].fill(0),
                     }
-                    done += n;
                 }
             }
         }
@@ -74,14 +69,9 @@ impl Dram {
         match &mut self.channels[ch] {
             Channel::Shared(b) => b.write(offset as usize, data),
             Channel::Sparse(chunks) => {
-                let mut done = 0;
-                while done < data.len() {
-                    let at = offset + done as u64;
-                    let (c, off) = (at / CHUNK, (at % CHUNK) as usize);
-                    let n = (data.len() - done).min(CHUNK as usize - off);
+                for (c, off, at, n) in pieces(offset, data.len()) {
                     let chunk = chunks.entry(c).or_insert_with(|| vec![0; CHUNK as usize].into_boxed_slice());
-                    chunk[off..off + n].copy_from_slice(&data[done..done + n]);
-                    done += n;
+                    chunk[off..off + n].copy_from_slice(&data[at..at + n]);
                 }
             }
         }
@@ -100,6 +90,23 @@ impl Dram {
         }
         out
     }
+}
+
+/// The chunk pieces of `len` bytes at channel `offset`: (chunk index,
+/// offset in the chunk, offset in the caller's buffer, length).
+fn pieces(offset: u64, len: usize) -> impl Iterator<Item = (u64, usize, usize, usize)> {
+    let mut done = 0;
+    std::iter::from_fn(move || {
+        if done >= len {
+            return None;
+        }
+        let at = offset + done as u64;
+        let (c, off) = (at / CHUNK, (at % CHUNK) as usize);
+        let n = (len - done).min(CHUNK as usize - off);
+        let piece = (c, off, done, n);
+        done += n;
+        Some(piece)
+    })
 }
 
 #[cfg(test)]

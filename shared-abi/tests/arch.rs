@@ -774,7 +774,11 @@ fn arc_facts() {
             ("WH ready value", wh.ready.1 as u64, 1),
             ("BH ready word (SCRATCH_RAM_2)", bh.ready.0 as u64, 0x8003_0408),
             ("BH ready value", bh.ready.1 as u64, 5),
-            ("WH NIU_CFG_0 of ARC's NOC0 NIU in BAR0", (wh.bar0_apb.unwrap() + wh.niu_apb.unwrap()[0] + 0x100) as u64, 0x1FF5_0100),
+            (
+                "WH NIU_CFG_0 of ARC's NOC0 NIU in BAR0",
+                (wh.bar0_apb.unwrap() + wh.niu_apb.unwrap()[0] + 0x100) as u64,
+                0x1FF5_0100,
+            ),
             ("WH ARC hang probe in BAR0", (wh.bar0_apb.unwrap() + wh.niu_apb.unwrap()[0] + 0x2C) as u64, 0x1FF5_002C),
             ("WH ARC NOC1 NIU in APB", wh.niu_apb.unwrap()[1] as u64, 0x5_8000),
             ("WH CSM in BAR0", wh.csm.unwrap().0 as u64, 0x1FE8_0000),
