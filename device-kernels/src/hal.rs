@@ -19,7 +19,7 @@ use crate::CHIP;
 use core::ptr::NonNull;
 use cqlab_abi::arch::niu::{cmd_buf, counter};
 use cqlab_abi::arch::noc_addr::{AddrWords, CoordField};
-use cqlab_abi::arch::noc_cmd::{atomic, cmd_ctrl, ctrl, packet_tag, vc};
+use cqlab_abi::arch::noc_cmd::{atomic, cmd_ctrl, ctrl, packet_tag};
 use cqlab_abi::arch::tensix::{self, Processor};
 use cqlab_abi::arch::Noc;
 use cqlab_abi::mailbox::{self, DeviceError};
@@ -197,15 +197,13 @@ impl<const P: usize> Device<P> {
         Self::write_addr(cmd_buf::WRITE, Self::TARG, own);
         // Reads: RET is the destination, on this tile; the request word is fixed.
         Self::write_addr(cmd_buf::READ, Self::RET, own);
-        let read_ctrl = ctrl::CMD_RD | ctrl::RESP_MARKED | ctrl::VC_STATIC | ctrl::static_vc(vc::READ_REQUEST);
-        write_reg(Self::cmd(cmd_buf::READ, CHIP.niu.regs.ctrl), read_ctrl);
+        write_reg(Self::cmd(cmd_buf::READ, CHIP.niu.regs.ctrl), ctrl::READ);
         write_reg(Self::cmd(cmd_buf::READ, CHIP.niu.regs.packet_tag), 0);
         // Atomics: the old value returns to `NOC_ATOMIC_RET` here; the
         // request word is fixed (non-posted, the unicast-write VC).
         let ret = CHIP.noc.split.words(NOC_ATOMIC_RET as u64, Self::own_coords());
         Self::write_addr(cmd_buf::ATOMIC, Self::RET, ret);
-        let at_ctrl = ctrl::CMD_AT | ctrl::RESP_MARKED | ctrl::VC_STATIC | ctrl::static_vc(vc::UNICAST_WRITE);
-        write_reg(Self::cmd(cmd_buf::ATOMIC, CHIP.niu.regs.ctrl), at_ctrl);
+        write_reg(Self::cmd(cmd_buf::ATOMIC, CHIP.niu.regs.ctrl), ctrl::ATOMIC);
         for (field, c) in [
             (READS_ISSUED, counter::NIU_MST_RD_RESP_RECEIVED),
             (WRITES_ISSUED, counter::NIU_MST_NONPOSTED_WR_REQ_SENT),
@@ -242,16 +240,7 @@ impl<const P: usize> Device<P> {
         if Self::NOC_OF.is_none() {
             self.no_noc();
         }
-        let request = if dst.is_multicast() {
-            ctrl::CMD_WR
-                | ctrl::RESP_MARKED
-                | ctrl::VC_STATIC
-                | ctrl::static_vc(vc::MULTICAST_WRITE)
-                | ctrl::BRCST_PACKET
-                | ctrl::PATH_RESERVE
-        } else {
-            ctrl::CMD_WR | ctrl::RESP_MARKED | ctrl::VC_STATIC | ctrl::static_vc(vc::UNICAST_WRITE)
-        };
+        let request = ctrl::write(dst.is_multicast());
         let mut done = 0;
         while done < len {
             let n = (len - done).min(CHIP.noc.max_packet);

@@ -14,7 +14,7 @@
 use crate::asm::{bne, li, lw, sw};
 use cqlab_abi::arch::niu::cmd_buf;
 use cqlab_abi::arch::noc_addr::CoordField;
-use cqlab_abi::arch::noc_cmd::{atomic, cmd_ctrl, ctrl, packet_tag, vc};
+use cqlab_abi::arch::noc_cmd::{atomic, cmd_ctrl, ctrl, packet_tag};
 use cqlab_abi::arch::{ArchParams, Noc};
 use cqlab_abi::noc::{Coord, NocAddr};
 
@@ -87,11 +87,7 @@ impl NiuAsm {
         let r = self.chip.niu.regs;
         let mut p = Vec::new();
         self.ready(&mut p, cmd_buf::READ);
-        self.store(
-            &mut p,
-            r.ctrl,
-            ctrl::CMD_RD | ctrl::RESP_MARKED | ctrl::VC_STATIC | ctrl::static_vc(vc::READ_REQUEST),
-        );
+        self.store(&mut p, r.ctrl, ctrl::READ);
         self.store(&mut p, r.packet_tag, packet_tag::transaction_id(tid));
         self.own(&mut p, self.ret(), me, local);
         self.addr_regs(&mut p, self.targ(), src);
@@ -105,16 +101,7 @@ impl NiuAsm {
     /// bytes of this tile's L1 at `local` to `dst`.
     pub fn write(&self, me: Coord, local: u32, dst: NocAddr, len: u32) -> Vec<u32> {
         let r = self.chip.niu.regs;
-        let request = if dst.is_multicast() {
-            ctrl::CMD_WR
-                | ctrl::RESP_MARKED
-                | ctrl::VC_STATIC
-                | ctrl::static_vc(vc::MULTICAST_WRITE)
-                | ctrl::BRCST_PACKET
-                | ctrl::PATH_RESERVE
-        } else {
-            ctrl::CMD_WR | ctrl::RESP_MARKED | ctrl::VC_STATIC | ctrl::static_vc(vc::UNICAST_WRITE)
-        };
+        let request = ctrl::write(dst.is_multicast());
         let mut p = Vec::new();
         self.ready(&mut p, cmd_buf::WRITE);
         self.store(&mut p, r.ctrl, request);
@@ -134,11 +121,7 @@ impl NiuAsm {
         self.ready(&mut p, cmd_buf::ATOMIC);
         self.own(&mut p, self.ret(), me, ret);
         self.addr_regs(&mut p, self.targ(), dst);
-        self.store(
-            &mut p,
-            r.ctrl,
-            ctrl::CMD_AT | ctrl::RESP_MARKED | ctrl::VC_STATIC | ctrl::static_vc(vc::UNICAST_WRITE),
-        );
+        self.store(&mut p, r.ctrl, ctrl::ATOMIC);
         self.store(&mut p, r.at_len_be, atomic::incr_get(dst.local()));
         self.store(&mut p, r.at_data, value);
         self.store(&mut p, r.cmd_ctrl, cmd_ctrl::SEND_REQ);

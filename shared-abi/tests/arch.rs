@@ -276,9 +276,16 @@ fn noc_ctrl_bits() {
             ("NOC_CTRL_STATUS_READY", cmd_ctrl::STATUS_READY, 0),
         ],
     );
-    // tt-metal's read init (noc_nonblocking_api.h noc_init):
-    // RD | RESP_MARKED | VC_STATIC | STATIC_VC(1).
-    assert_eq!(ctrl::CMD_RD | ctrl::RESP_MARKED | ctrl::VC_STATIC | ctrl::static_vc(1), 0x2090);
+    // tt-metal's request words (noc_nonblocking_api.h): noc_init's read
+    // word RD | RESP_MARKED | VC_STATIC | STATIC_VC(1); ncrisc_noc_fast_write
+    // CPY | WR | VC_STATIC | STATIC_VC(vc) | RESP_MARKED, a multicast with
+    // PATH_RESERVE | BRCST_PACKET on VC 4; noc_fast_atomic_increment
+    // VC_STATIC | STATIC_VC(1) | RESP_MARKED | AT.
+    assert_eq!(ctrl::READ, 0x2090);
+    assert_eq!(ctrl::WRITE_UNICAST, 0x2092);
+    assert_eq!(ctrl::WRITE_MULTICAST, 0x81B2);
+    assert_eq!(ctrl::ATOMIC, 0x2091);
+    assert_eq!((ctrl::write(false), ctrl::write(true)), (ctrl::WRITE_UNICAST, ctrl::WRITE_MULTICAST));
 }
 
 #[test]
