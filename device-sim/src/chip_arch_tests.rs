@@ -555,3 +555,36 @@ fn nocs_name_untranslated_tiles_by_their_own_coordinates() {
         assert_eq!(&chip.sysmem()[0x80..0x88], &[0xEE; 8], "{board}");
     }
 }
+
+/// The wall clock (`WALL_CLOCK_L`, `_H` latched by the low read) counts
+/// device cycles for every core of a tile and for the host; it is
+/// read-only; a core polling it is never parked (its value moves by itself).
+#[test]
+fn the_wall_clock_counts_device_cycles_for_cores_and_host() {
+    use cqlab_abi::arch::tensix::{WALL_CLOCK_H, WALL_CLOCK_L};
+    for board in BOARDS {
+        let mut chip = Chip::new(small(board)).unwrap();
+        let me = tiles(&chip)[0];
+        // Read it, wait until it has moved by 5000, read mcycle and it again.
+        let mut p = li(6, WALL_CLOCK_L).to_vec();
+        p.extend([lw(10, 6, 0), addi(12, 0, 0)]);
+        p.extend(li(13, 5000));
+        p.extend([lw(11, 6, 0), sub(12, 11, 10), bltu(12, 13, -8)]);
+        p.extend([csrrs(14, crate::csr::MCYCLE as u32, 0), lw(15, 6, (WALL_CLOCK_H - WALL_CLOCK_L) as i32), ECALL]);
+        boot(&mut chip, me, &p);
+        chip.run_until(|c| halted(c, me), 100_000).unwrap();
+        let c = chip.core(brisc(me)).unwrap();
+        let r = c.hart.regs();
+        assert_eq!(c.hart.halted().map(|h| h.reason), Some(HaltReason::Ecall), "{board}");
+        assert!(r[11] - r[10] >= 5000, "{board}: {} -> {}", r[10], r[11]);
+        assert!(r[14].abs_diff(r[11]) < 20, "{board}: mcycle {} and the wall clock {} agree", r[14], r[11]);
+        assert_eq!(r[15], 0, "{board}: the high word latched with the low read");
+        assert_eq!(c.fast_forwarded_cycles(), 0, "{board}: a clock poll is never parked");
+        chip.advance(1000);
+        let wall = chip.read_u32(NocAddr::unicast(me, WALL_CLOCK_L as u64)).unwrap();
+        assert_eq!(wall as u64, chip.now(), "{board}: the host reads device time");
+        assert_eq!(chip.read_u32(NocAddr::unicast(me, WALL_CLOCK_H as u64)).unwrap(), 0);
+        let err = chip.write_u32(NocAddr::unicast(me, WALL_CLOCK_L as u64), 1).unwrap_err();
+        assert!(err.to_string().contains("read-only"), "{board}: {err}");
+    }
+}
