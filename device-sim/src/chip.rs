@@ -23,9 +23,12 @@
 //! source exactly then (see `noc` for the model and the ordering rules).
 //!
 //! The five cores of a tile share its L1: a core runs with the tile's L1
-//! lent to it. A store by one core to a word a parked sibling polls ends the
-//! core's run (a watched range) and wakes the sibling, so idle fast-forward
-//! stays exact across cores of one tile.
+//! lent to it, and cores of a slice run one after the other, so a store is
+//! seen by the siblings that run after the storing core in the slice's
+//! rotation and by the others from the next slice on. A store to a word a
+//! parked sibling polls ends the core's run (a watched range) and brings
+//! the sibling to exactly that state (`Chip::sibling_stored`), so idle
+//! fast-forward stays exact across cores of one tile.
 
 use crate::arc::Arc;
 use crate::bar::{self, BarTarget, Tlbs};
@@ -186,6 +189,13 @@ pub struct Chip {
     /// Host time spent on BAR writes not yet handed to the device (see
     /// [`crate::bar`]): charged at the host's next BAR read or poll.
     host_busy: u64,
+    /// The slice being run: its end and the core its rotation starts at
+    /// (transient scheduling state, not device state).
+    slice_end: u64,
+    slice_first: usize,
+    /// Cores woken during the slice by a sibling's store that come after
+    /// the storing core in its rotation: they run in this slice still.
+    late: Vec<usize>,
 }
 
 /// L1s (one per Tensix tile, in [`Chip::tensix_tiles`] order) and DRAM a
@@ -296,6 +306,9 @@ impl Chip {
             active: Vec::new(),
             order: Vec::new(),
             host_busy: 0,
+            slice_end: 0,
+            slice_first: 0,
+            late: Vec::new(),
             sampling: None,
             arc: Arc::new(&layout),
             tlbs: Tlbs::new(&chip.bar),
@@ -776,8 +789,11 @@ impl Chip {
             let slice_end = (self.now + q).min(end);
             let n = self.cores.len();
             let first = self.rng.scheduler.upto(n as u64 - 1) as usize;
+            (self.slice_first, self.slice_end) = (first, slice_end);
             if self.pct.is_some() {
+                // PCT visits every core in rotation order anyway.
                 self.pct_slice(first, slice_end);
+                self.late.clear();
             } else {
                 // Rotation order from `first`, visiting only the cores that
                 // can do anything (the others would only count cycles).
@@ -786,9 +802,22 @@ impl Chip {
                 let p = self.active.partition_point(|&i| i < first);
                 order.extend_from_slice(&self.active[p..]);
                 order.extend_from_slice(&self.active[..p]);
-                for &i in &order {
+                let mut k = 0;
+                while k < order.len() {
+                    let i = order[k];
                     self.run_core(i, slice_end);
                     self.refresh_active(i);
+                    // Siblings it woke that come after it run in this slice,
+                    // at their place in the rotation.
+                    for j in std::mem::take(&mut self.late) {
+                        let rest = &order[k + 1..];
+                        if !rest.contains(&j) {
+                            let rot = |x: usize| (x + n - first) % n;
+                            let at = k + 1 + rest.partition_point(|&x| rot(x) < rot(j));
+                            order.insert(at, j);
+                        }
+                    }
+                    k += 1;
                 }
                 self.order = order;
             }
@@ -864,13 +893,46 @@ impl Chip {
     /// Unparks core `i` (if idle-parked) to the current device time, exactly
     /// where normal execution would be. Must precede any change to the core.
     fn wake(&mut self, i: usize) {
+        self.wake_to(i, self.now);
+    }
+
+    /// [`Chip::wake`] to cycle `t` (at or after its parked state).
+    fn wake_to(&mut self, i: usize, t: u64) {
         if self.cores[i].ff.idle.is_some() {
-            let now = self.now;
             let core = &mut self.cores[i];
-            core.ff.unpark(&mut core.hart, now);
-            self.run_hart(i, now, false);
+            core.ff.unpark(&mut core.hart, t);
+            self.run_hart(i, t, false);
             self.refresh_active(i);
         }
+    }
+
+    /// Core `i` of tile `t` stored to word `addr` (which held `old`) that
+    /// parked siblings poll. Each such sibling is brought to where running
+    /// it would have left it: a sibling before `i` in this slice's rotation
+    /// ran the whole slice before the store, so it reaches the slice end on
+    /// the old word; one after `i` runs in this slice after it, so it is
+    /// brought to the slice start (on the old word, its past) and runs
+    /// later in this slice, seeing the new one.
+    fn sibling_stored(&mut self, i: usize, t: usize, addr: u32, old: u32) {
+        let reads = |c: &Core| c.ff.idle.is_some_and(|l| l.reads_any(addr as u64, 4));
+        let woken: Vec<usize> = self.tensix(t).cores.into_iter().filter(|&j| j != i && reads(&self.cores[j])).collect();
+        if woken.is_empty() {
+            return;
+        }
+        let new = self.tensix(t).l1.read_u32(addr).expect("a watched word of L1");
+        self.tensix_mut(t).l1.write_u32(addr, old).expect("a watched word of L1");
+        let (n, first) = (self.cores.len(), self.slice_first);
+        let rot = |x: usize| (x + n - first) % n;
+        for j in woken {
+            if rot(j) < rot(i) {
+                self.wake_to(j, self.slice_end);
+            } else {
+                self.wake(j);
+                self.late.push(j);
+            }
+            self.cores[j].ff.changed();
+        }
+        self.tensix_mut(t).l1.write_u32(addr, new).expect("a watched word of L1");
     }
 
     /// Runs until `done(self)` holds, checking at every slice end, for at
@@ -1004,9 +1066,9 @@ impl Chip {
                             break 'step;
                         }
                         // It stored to a word a parked sibling polls.
-                        Probe::Watched(addr) => {
+                        Probe::Watched { addr, old } => {
                             core.ff.probe_failed();
-                            watched = Some(addr);
+                            watched = Some((addr, old));
                             break 'step;
                         }
                         Probe::NotIdle => {
@@ -1027,7 +1089,7 @@ impl Chip {
                         done = true;
                     }
                     Stop::Yield => try_probe = may_park && core.ff.probe_due(),
-                    Stop::Watch { addr, .. } => watched = Some(addr),
+                    Stop::Watch { addr, old, .. } => watched = Some((addr, old)),
                 }
             }
             core.hart.mem.set_watch_range((0, 0));
@@ -1043,13 +1105,8 @@ impl Chip {
             if reset_written {
                 self.apply_soft_reset(t, at);
             }
-            if let Some(addr) = watched {
-                let siblings = self.tensix(t).cores;
-                for j in siblings {
-                    if j != i {
-                        self.wake_if_read(j, (addr as u64, 4));
-                    }
-                }
+            if let Some((addr, old)) = watched {
+                self.sibling_stored(i, t, addr, old);
             }
             if done || self.cores[i].in_reset {
                 return;

@@ -790,3 +790,41 @@ fn pc_samples_land_in_the_running_loop_and_change_nothing() {
     let mut chip = Chip::new(wh()).unwrap();
     assert!(chip.set_pc_sampling(&[brisc(Coord::new(60, 60))]).is_err(), "no core there");
 }
+
+/// Cores of one tile share its L1: NCRISC polls a word BRISC stores after
+/// a while. Parked or not, NCRISC sees it at the same cycle, whether it
+/// comes before or after BRISC in the slice's rotation (seeds vary it).
+#[test]
+fn a_store_by_one_core_wakes_its_parked_sibling_exactly() {
+    for seed in 1..7 {
+        sibling_wake(seed);
+    }
+}
+
+fn sibling_wake(seed: u64) {
+    let run = |fast_forward| {
+        let mut chip = Chip::new(SimConfig { seed, quantum_jitter: 30, fast_forward, ..wh() }).unwrap();
+        let w = tiles(&chip)[0];
+        let flag = USER.base + 0x20;
+        let mut sub = li(6, flag).to_vec();
+        sub.extend([lw(7, 6, 0), beq(7, 0, -4), csrrs(13, csr::MCYCLE as u32, 0), sw(13, 6, 4), ECALL]);
+        let at = cqlab_abi::arch::tensix::NCRISC_DEFAULT_RESET_PC;
+        chip.write(NocAddr::unicast(w, at as u64), &to_bytes(&sub)).unwrap();
+        let mut p = li(6, tensix::SOFT_RESET_0).to_vec();
+        p.extend(li(7, SOFT_RESET_BRISC_ONLY_RUN & !Processor::Ncrisc.soft_reset_mask()));
+        p.push(sw(7, 6, 0));
+        p.extend(li(8, 3000));
+        p.extend([addi(8, 8, -1), bne(8, 0, -4)]);
+        p.extend(li(6, flag));
+        p.extend([addi(7, 0, 1), sw(7, 6, 0), ECALL]);
+        boot(&mut chip, w, &p);
+        chip.advance(30_000);
+        let ncrisc = CoreId { tile: w, processor: Processor::Ncrisc };
+        let parked = chip.core(ncrisc).unwrap().fast_forwarded_cycles();
+        (chip.digest(), word(&chip, w, flag + 4), parked)
+    };
+    let ((on, seen_on, parked), (off, seen_off, _)) = (run(true), run(false));
+    assert!(seen_off > 3000, "seed {seed}: NCRISC saw the flag at {seen_off}");
+    assert_eq!((on, seen_on), (off, seen_off), "seed {seed}");
+    assert!(parked > 1000, "seed {seed}: NCRISC was parked while it waited ({parked} cycles)");
+}

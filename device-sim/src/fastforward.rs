@@ -186,8 +186,12 @@ pub enum Probe {
     /// The core issued a NOC command (or otherwise asked the scheduler to
     /// act) during the probe: not idle yet, but it may be right after.
     Yielded,
-    /// The core stored to a watched word (one a parked sibling polls).
-    Watched(u32),
+    /// The core stored to a watched word (one a parked sibling polls):
+    /// its address and the word before the store.
+    Watched {
+        addr: u32,
+        old: u32,
+    },
     NotIdle,
 }
 
@@ -225,7 +229,7 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
         match hart.step(bus) {
             Stop::CycleLimit => {}
             Stop::Yield => return Probe::Yielded,
-            Stop::Watch { addr, .. } => return Probe::Watched(addr),
+            Stop::Watch { addr, old, .. } => return Probe::Watched { addr, old },
             _ => return Probe::NotIdle,
         }
         if hart.effects() != effects0 {

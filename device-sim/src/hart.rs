@@ -165,8 +165,9 @@ pub enum Stop {
     CycleLimit,
     /// The hart is halted (now or earlier).
     Halted(Halt),
-    /// A store hit the watched address; `value` is the word there afterwards.
-    Watch { addr: u32, value: u32 },
+    /// A store hit the watched address; `value` is the word there
+    /// afterwards, `old` the word before it.
+    Watch { addr: u32, value: u32, old: u32 },
     /// The bus asked the hart to yield after an MMIO store.
     Yield,
 }
@@ -321,12 +322,13 @@ impl Hart {
         addr: u32,
         size: u32,
         value: u32,
+        old: Option<u32>,
         now: u64,
     ) -> Result<Option<Stop>, AccessFault> {
         if let Some(w) = self.mem.window.as_mut() {
             if w.contains(addr, size as u64) {
                 w.write(addr, &value.to_le_bytes()[..size as usize]).map_err(|_| AccessFault::Unmapped)?;
-                return Ok(self.watch_hit(addr));
+                return Ok(self.watch_hit(addr, old));
             }
         }
         match bus.store(&mut self.mem, addr, size, value, now)? {
@@ -335,14 +337,22 @@ impl Hart {
         }
     }
 
+    /// The word a store to `addr` is about to change, if `addr` is watched.
     #[inline(always)]
-    fn watch_hit(&self, addr: u32) -> Option<Stop> {
+    fn watched_old(&self, addr: u32) -> Option<u32> {
         if self.mem.is_watched(addr) {
-            let aligned = addr & !3;
-            let value = self.mem.read_u32(aligned).unwrap_or(0);
-            return Some(Stop::Watch { addr: aligned, value });
+            return Some(self.mem.read_u32(addr & !3).unwrap_or(0));
         }
         None
+    }
+
+    /// After a store to `addr` whose word was `old` (if watched).
+    #[inline(always)]
+    fn watch_hit(&self, addr: u32, old: Option<u32>) -> Option<Stop> {
+        let old = old?;
+        let aligned = addr & !3;
+        let value = self.mem.read_u32(aligned).unwrap_or(0);
+        Some(Stop::Watch { addr: aligned, value, old })
     }
 
     /// Executes one instruction (or halts); returns why it stopped, which is
@@ -451,12 +461,13 @@ impl Hart {
                 let mut b = [0u8; $n];
                 b.copy_from_slice(&bytes[..$n]);
                 self.effects += 1;
+                let old = self.watched_old(addr);
                 let stop = if self.mem.l1.store::<$n>(addr, b) {
-                    self.watch_hit(addr)
+                    self.watch_hit(addr, old)
                 } else if self.mem.local.store::<$n>(addr, b) {
                     None
                 } else {
-                    match self.store_slow(bus, addr, $n, v, cycle) {
+                    match self.store_slow(bus, addr, $n, v, old, cycle) {
                         Ok(s) => s,
                         Err(AccessFault::Unmapped) => halt!(HaltReason::StoreFault { addr }),
                         Err(AccessFault::Rejected(reason)) => halt!(HaltReason::Rejected { addr, reason }),

@@ -335,7 +335,7 @@ fn tohost_watch_ends_the_slice_after_the_store() {
     prog.extend([addi(2, 0, 3), sw(2, 1, 0), EBREAK]);
     let mut h = hart_with(&prog);
     h.mem.set_watch(Some(DATA));
-    assert_eq!(h.run(&mut NoBus, 1000), Stop::Watch { addr: DATA, value: 3 });
+    assert_eq!(h.run(&mut NoBus, 1000), Stop::Watch { addr: DATA, value: 3, old: 0 });
     assert_eq!(h.pc(), BASE + 16, "the store retired");
     assert_eq!(h.instret(), 4);
 }
