@@ -46,9 +46,10 @@ use crate::noc::{
     Target,
 };
 use crate::pct::{Pct, Slice};
-use crate::request::{remote_reg, Issued, Refusal, Resolver};
+use crate::request::{Issued, Refusal, Resolver};
 use crate::rng::Streams;
-use crate::tensix::{RegAccess, TensixRegs, TileBus};
+pub use crate::tensix::CoreId;
+use crate::tensix::{remote_reg, RegAccess, TensixRegs, TileBus};
 use cqlab_abi::arch::niu::counter;
 use cqlab_abi::arch::noc_addr::CoordField;
 use cqlab_abi::arch::tensix::{self, Processor};
@@ -80,20 +81,6 @@ pub enum SimError {
     Bar(String),
     #[error("{what}: {got}")]
     NotATile { what: &'static str, got: String },
-}
-
-/// A core of a Tensix tile: the tile's translated coordinates and which of
-/// its five cores.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CoreId {
-    pub tile: Coord,
-    pub processor: Processor,
-}
-
-impl std::fmt::Display for CoreId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.tile, self.processor)
-    }
 }
 
 /// One core: its hart (with its local memory) and where it sits.
@@ -1505,7 +1492,7 @@ impl Chip {
         let i = self.core_index(id)?;
         let c = &self.cores[i];
         let tile = self.tensix(c.tile);
-        Some(CoreDebug::of(c, &tile.l1, &tile.regs, crate::HISTORY_LEN))
+        Some(CoreDebug::of(c.id, &c.hart, c.in_reset, &tile.l1, &tile.regs, crate::HISTORY_LEN))
     }
 
     /// Samples the PC of each of `cores` at the end of every scheduling

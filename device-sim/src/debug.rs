@@ -3,10 +3,9 @@
 //! plus the waypoint the firmware keeps in its mailbox, the NIU counters of
 //! the core's NOC and the tile's semaphores.
 
-use crate::chip::{Core, CoreId};
-use crate::hart::Halt;
+use crate::hart::{Halt, Hart};
 use crate::memory::Ram;
-use crate::tensix::TensixRegs;
+use crate::tensix::{CoreId, TensixRegs};
 use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::arch::Noc;
 use cqlab_abi::mailbox;
@@ -37,10 +36,12 @@ pub struct CoreDebug {
 }
 
 impl CoreDebug {
-    pub(crate) fn of(core: &Core, l1: &Ram, regs: &TensixRegs, n_pcs: usize) -> Self {
-        let mut last_pcs = core.hart.last_retired_pcs(n_pcs);
+    /// The view of core `id` (its hart, whether held in reset) of a tile
+    /// with L1 `l1` and registers `regs`, with its last `n_pcs` PCs.
+    pub(crate) fn of(id: CoreId, hart: &Hart, in_reset: bool, l1: &Ram, regs: &TensixRegs, n_pcs: usize) -> Self {
+        let mut last_pcs = hart.last_retired_pcs(n_pcs);
         last_pcs.reverse();
-        let p = core.id.processor;
+        let p = id.processor;
         let waypoint_at = match p {
             Processor::Brisc => mailbox::WAYPOINT,
             _ => mailbox::subordinate(p.index()) + mailbox::SUB_WAYPOINT,
@@ -48,15 +49,15 @@ impl CoreDebug {
         let noc = if p == Processor::Ncrisc { Noc::Noc1 } else { Noc::Noc0 };
         let niu = &regs.niu[noc.index() as usize];
         CoreDebug {
-            id: core.id,
-            pc: core.hart.pc(),
-            regs: core.hart.regs(),
+            id,
+            pc: hart.pc(),
+            regs: hart.regs(),
             waypoint: Waypoint(l1.read_u32(waypoint_at).unwrap_or(0)),
             last_pcs,
-            halt: core.hart.halted(),
-            in_reset: core.in_reset,
-            cycle: core.hart.cycle(),
-            instret: core.hart.instret(),
+            halt: hart.halted(),
+            in_reset,
+            cycle: hart.cycle(),
+            instret: hart.instret(),
             noc,
             noc_status: std::array::from_fn(|i| niu.counter(i as u32)),
             semaphores: std::array::from_fn(|i| l1.read_u32(semaphore::addr(i as u32)).unwrap_or(0)),

@@ -9,8 +9,6 @@ use crate::arc::Arc;
 use crate::hart::AccessFault;
 use crate::niu::{Kind, Request};
 use crate::noc::{Source, Target, Vc};
-use crate::tensix::{may_write_reset_pc, RegAccess, TensixRegs};
-use cqlab_abi::arch::niu::NiuReg;
 use cqlab_abi::arch::noc_addr::CoordField;
 use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::arch::{ArchParams, Noc};
@@ -148,28 +146,6 @@ impl Resolver<'_> {
     }
 }
 
-/// Whether the NOC or the host may read (or write) tile register `addr`:
-/// `SOFT_RESET_0`, the wall clock (read), Blackhole's reset PCs, and the
-/// NIUs' configuration and counters (read).
-pub fn remote_reg(chip: &ArchParams, addr: u32, write: bool) -> Result<(), &'static str> {
-    match TensixRegs::decode(chip, addr) {
-        Some(RegAccess::ResetPc(_)) => may_write_reset_pc(chip, None),
-        Some(RegAccess::WallClockLow | RegAccess::WallClockHigh | RegAccess::WallClockHighLive) if write => {
-            Err("the wall clock is read-only")
-        }
-        Some(_) => Ok(()),
-        None => match chip.niu.decode(addr) {
-            Some((_, NiuReg::Cfg(_) | NiuReg::Status(_))) if !write => Ok(()),
-            Some(_) => Err(
-                "an NIU's command buffers belong to the tile's cores; the NOC reads its NOC_CFG and NOC_STATUS only",
-            ),
-            None => {
-                Err("cqlab models SOFT_RESET_0, the wall clock, the reset PCs and the NIU registers of a tile only")
-            }
-        },
-    }
-}
-
 /// A request a core issued, decoded and resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Issued {
@@ -243,10 +219,6 @@ impl Resolver<'_> {
                 (t, ret_addr as u32, 4, hops, key)
             }
         };
-        if let Target::Reg { addr, .. } = target {
-            let write = !matches!(kind, Kind::Read);
-            remote_reg(chip, addr, write).map_err(AccessFault::Rejected)?;
-        }
         let vc = match (req.static_vc(), kind) {
             (Some(v), _) => Vc::Static(v),
             (None, Kind::Write { multicast: true, .. }) => Vc::Multicast,

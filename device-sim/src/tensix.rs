@@ -11,13 +11,29 @@
 
 use crate::hart::{AccessFault, Bus, StoreEffect};
 use crate::memory::Memory;
-use crate::niu::Niu;
+use crate::niu::{Kind, Niu};
+use crate::noc::Target;
 use crate::request::{Issued, Resolver};
 use cqlab_abi::arch::address_map::{region_of, Region};
+use cqlab_abi::arch::niu::NiuReg;
 use cqlab_abi::arch::tensix::{self, Processor, ResetPcWriters};
 use cqlab_abi::arch::{ArchParams, Noc};
 use cqlab_abi::noc::Coord;
 use cqlab_abi::soc::ChipLayout;
+
+/// A core of a Tensix tile: the tile's translated coordinates and which of
+/// its five cores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CoreId {
+    pub tile: Coord,
+    pub processor: Processor,
+}
+
+impl std::fmt::Display for CoreId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.tile, self.processor)
+    }
+}
 
 /// The reset-PC override registers' values, in `ResetPcRegs` order:
 /// TRISC0..2 PC, TRISC override enables, NCRISC PC, NCRISC override enable.
@@ -132,6 +148,28 @@ pub fn may_write_reset_pc(chip: &ArchParams, who: Option<Processor>) -> Result<(
     }
 }
 
+/// Whether the NOC or the host may read (or write) tile register `addr`:
+/// `SOFT_RESET_0`, the wall clock (read), Blackhole's reset PCs, and the
+/// NIUs' configuration and counters (read).
+pub fn remote_reg(chip: &ArchParams, addr: u32, write: bool) -> Result<(), &'static str> {
+    match TensixRegs::decode(chip, addr) {
+        Some(RegAccess::ResetPc(_)) => may_write_reset_pc(chip, None),
+        Some(RegAccess::WallClockLow | RegAccess::WallClockHigh | RegAccess::WallClockHighLive) if write => {
+            Err("the wall clock is read-only")
+        }
+        Some(_) => Ok(()),
+        None => match chip.niu.decode(addr) {
+            Some((_, NiuReg::Cfg(_) | NiuReg::Status(_))) if !write => Ok(()),
+            Some(_) => Err(
+                "an NIU's command buffers belong to the tile's cores; the NOC reads its NOC_CFG and NOC_STATUS only",
+            ),
+            None => {
+                Err("cqlab models SOFT_RESET_0, the wall clock, the reset PCs and the NIU registers of a tile only")
+            }
+        },
+    }
+}
+
 /// The name of the region holding `addr` for an access cqlab does not
 /// model, or `None` for an unmapped address.
 pub fn unmodelled(chip: &ArchParams, addr: u32) -> Option<&'static str> {
@@ -232,6 +270,11 @@ impl Bus for TileBus<'_> {
             let niu = &mut self.regs.niu[noc.index() as usize];
             if let Some(request) = niu.write(reg, value, now, self.accept_cycles)? {
                 let issued = self.resolver.issue(self.tile, self.me, self.processor, &request)?;
+                // A request to another tile's register: only those the NOC may reach.
+                if let Target::Reg { addr, .. } = issued.target {
+                    let write = !matches!(issued.kind, Kind::Read);
+                    remote_reg(self.chip, addr, write).map_err(AccessFault::Rejected)?;
+                }
                 self.issued.push(issued);
                 // The scheduler may look for an idle loop after each issue.
                 return Ok(StoreEffect::Yield);
