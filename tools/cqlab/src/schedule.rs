@@ -80,18 +80,43 @@ struct Output {
     configs: Vec<ConfigResult>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let gemm =
-        Gemm::new(args.m, args.n, args.k, args.elem_size).context("invalid GEMM (--m, --n, --k, --elem-size)")?;
-    let tiling = Tiling::parse(&args.tile).context("invalid --tile")?;
+/// The problem and the cache sizes to sweep, each checked (the tile grid
+/// too: a problem over the model's limits is refused here, not mid-run).
+struct Problem {
+    gemm: Gemm,
+    tiling: Tiling,
+    l2s: Vec<Option<u64>>,
+    l3s: Vec<u64>,
+}
+
+fn problem(args: &Args) -> Result<Problem, crate::cli::Usage> {
+    fn usage(what: &'static str) -> impl Fn(cqlab_schedule::ScheduleError) -> crate::cli::Usage {
+        move |e| crate::cli::Usage(format!("{what}: {e}"))
+    }
+    let gemm = Gemm::new(args.m, args.n, args.k, args.elem_size).map_err(usage("--m, --n, --k, --elem-size"))?;
+    let tiling = Tiling::parse(&args.tile).map_err(usage("--tile"))?;
+    cqlab_schedule::TileGrid::new(&gemm, &tiling).map_err(usage("--m, --n, --k with --tile"))?;
     let l2s: Vec<Option<u64>> = match &args.l2 {
-        Some(s) => parse_size_list(s).context("invalid --l2")?.into_iter().map(Some).collect(),
+        Some(s) => parse_size_list(s).map_err(usage("--l2"))?.into_iter().map(Some).collect(),
         None => vec![None],
     };
-    let l3s = parse_size_list(&args.l3).context("invalid --l3")?;
-    for &size in l2s.iter().flatten().chain(&l3s) {
-        anyhow::ensure!(size > 0, "cache sizes must be positive, found 0 in --l2/--l3");
+    let l3s = parse_size_list(&args.l3).map_err(usage("--l3"))?;
+    crate::usage::ensure(l2s.iter().flatten().chain(&l3s).all(|&size| size > 0), || {
+        "cache sizes must be positive, found 0 in --l2/--l3".into()
+    })?;
+    Ok(Problem { gemm, tiling, l2s, l3s })
+}
+
+pub fn validate(args: &Args) -> anyhow::Result<()> {
+    problem(args)?;
+    if let Some(svg) = &args.svg {
+        crate::output::check("--svg", svg, crate::output::Kind::File, &[])?;
     }
+    Ok(())
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let Problem { gemm, tiling, l2s, l3s } = problem(&args)?;
 
     let mut configs = Vec::new();
     for &l2 in &l2s {
@@ -114,7 +139,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         outln!("{}", table(&out).trim_end_matches('\n'));
     }
     if let Some(path) = &args.svg {
-        std::fs::write(path, chart(&out).render()).with_context(|| format!("writing {}", path.display()))?;
+        crate::output::write("--svg", path, chart(&out).render().as_bytes())?;
         eprintln!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
