@@ -35,11 +35,12 @@ pub const CORE_STALL_CYCLES: u64 = 2000;
 /// a core loses `p * cycles / slice` cycles per cycle: at 1 or more it
 /// falls behind forever and never runs (the device cannot even boot).
 pub fn check_stall(option: &str, p: f64, cycles: u64) -> Result<(), UsageError> {
+    let option = format!("{option} {p}");
     let slice = cqlab_sim::config::SimConfig::default().quantum_cycles as f64;
     let share = p * cycles as f64 / slice;
     ensure(share < 1.0, || {
         format!(
-            "{option} {p}: each core stalls {cycles} cycles with probability {p} in every {slice}-cycle scheduling \
+            "{option}: each core stalls {cycles} cycles with probability {p} in every {slice}-cycle scheduling \
              slice, {share:.2} stall cycles per cycle: the cores fall behind forever and the device can never boot \
              (with {cycles}-cycle stalls the probability must be below {})",
             slice / cycles as f64
@@ -85,7 +86,7 @@ impl Faults {
                             format!("--faults {item:?}: probability in 0..=1")
                         })?;
                         let c = if c.is_empty() { CORE_STALL_CYCLES } else { cycles(c)? };
-                        check_stall(&format!("--faults {item:?}:"), p, c)?;
+                        check_stall(&format!("--faults {item:?}: stall probability"), p, c)?;
                         f.stall = Some((p, c));
                     }
                     "jitter" => f.jitter = Some(cycles(value)?),
@@ -171,8 +172,8 @@ mod tests {
 
     #[test]
     fn fault_specs_parse_and_bad_ones_say_why() {
-        let f = Faults::parse(&["stall=0.1:500,jitter=40".into(), "slow=dispatcher1@3".into()]).unwrap();
-        assert_eq!(f.stall, Some((0.1, 500)));
+        let f = Faults::parse(&["stall=0.05:500,jitter=40".into(), "slow=dispatcher1@3".into()]).unwrap();
+        assert_eq!(f.stall, Some((0.05, 500)));
         assert_eq!(f.jitter, Some(40));
         assert_eq!(f.slow, vec![SlowCore { core: noc::dispatcher(1), factor: 3.0 }]);
         assert!(Faults::parse(&["strong".into()]).unwrap().late_doorbell.is_some());
