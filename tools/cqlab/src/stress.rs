@@ -279,16 +279,15 @@ fn one_argv(w: &WorkloadArgs, seed: u64, reset_first: bool) -> Vec<String> {
         Workload::Random => "random",
         Workload::Programs => "programs",
     };
-    for (k, val) in [
-        ("--workload", workload.to_owned()),
-        ("--device", w.device.clone()),
-        ("--depth", w.depth.to_string()),
-        ("--bytes", w.bytes.to_string()),
-        ("--iterations", w.iterations.to_string()),
-        ("--timeout-cycles", w.timeout_cycles.to_string()),
-    ] {
-        v.extend([k.to_owned(), val]);
+    v.extend(["--workload".into(), workload.into(), "--device".into(), w.device.clone()]);
+    // Only the options the workload reads (the others are refused).
+    match w.workload {
+        Workload::CopyStress => {
+            v.extend(["--depth".into(), w.depth.to_string(), "--bytes".into(), w.bytes.to_string()]);
+        }
+        Workload::Random | Workload::Programs => v.extend(["--iterations".into(), w.iterations.to_string()]),
     }
+    v.extend(["--timeout-cycles".into(), w.timeout_cycles.to_string()]);
     v
 }
 
