@@ -38,20 +38,23 @@ pub fn write(args: std::fmt::Arguments<'_>) {
 }
 
 /// Stdout as a `Write` for output streamed by other code (`sim exec
-/// --trace`): once stdout is gone a write fails with `BrokenPipe`, so the
-/// producer stops; the error itself is reported by [`finish`].
+/// --trace`). A closed pipe swallows the rest, so the producer runs to
+/// the status it would have had; any other failure is returned (and
+/// reported by [`finish`]), so the producer stops.
 pub struct Stream;
 
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let mut st = state();
         if matches!(*st, State::Open) {
-            match std::io::stdout().lock().write_all(buf) {
-                Ok(()) => return Ok(buf.len()),
-                Err(e) => *st = if e.kind() == ErrorKind::BrokenPipe { State::Closed } else { State::Failed(e) },
+            if let Err(e) = std::io::stdout().lock().write_all(buf) {
+                *st = if e.kind() == ErrorKind::BrokenPipe { State::Closed } else { State::Failed(e) };
             }
         }
-        Err(ErrorKind::BrokenPipe.into())
+        match &*st {
+            State::Failed(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
+            State::Open | State::Closed => Ok(buf.len()),
+        }
     }
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())

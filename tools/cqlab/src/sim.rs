@@ -288,7 +288,7 @@ fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         Err(exec::ExecError::Elf(e)) => {
             return Err(crate::cli::Usage(format!("{}: {e}", args.file.display())).into());
         }
-        // The reader of the trace went away: the run ends quietly.
+        // Stdout failed (a full disk): `out::finish` reports it, exit 1.
         Err(exec::ExecError::Trace(_)) if crate::out::gone() => return Ok(ExitCode::SUCCESS),
         Err(e) => return Err(e).context("running the ELF"),
     };
