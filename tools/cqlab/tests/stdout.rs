@@ -9,9 +9,9 @@ mod support;
 use cqlab_abi::encode::Encoder;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use support::{firmware_dir, run_within, text, CQLAB};
+use support::{firmware_dir, run_within, text, Daemon, CQLAB};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -29,13 +29,16 @@ fn closed_pipe() -> OwnedFd {
     write
 }
 
+fn stdout(out: Out) -> Stdio {
+    match out {
+        Out::Closed => Stdio::from(closed_pipe()),
+        Out::Full => Stdio::from(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap()),
+    }
+}
+
 fn command(args: &[&str], out: Out) -> Command {
     let mut c = Command::new(CQLAB);
-    c.args(args);
-    match out {
-        Out::Closed => c.stdout(Stdio::from(closed_pipe())),
-        Out::Full => c.stdout(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap()),
-    };
+    c.args(args).stdout(stdout(out));
     c
 }
 
@@ -166,46 +169,10 @@ fn report_commands_end_quietly_on_a_closed_pipe_and_fail_on_a_full_disk() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// A `cqlab sim serve` on a fresh directory; killed on drop.
-struct Daemon {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Daemon {
-    fn start(out: Option<Out>) -> Daemon {
-        let dir = scratch("daemon");
-        let args = ["sim", "serve", "--dev", s(&dir)];
-        let mut c = match out {
-            Some(o) => command(&args, o),
-            None => {
-                let mut c = Command::new(CQLAB);
-                c.args(args);
-                c
-            }
-        };
-        let child = c.stderr(Stdio::null()).spawn().unwrap();
-        let start = Instant::now();
-        while !dir.join("sock").exists() {
-            assert!(start.elapsed() < Duration::from_secs(10), "timeout waiting for the daemon socket");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Daemon { child, dir }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 #[test]
 fn device_commands_end_quietly_on_a_closed_pipe_and_fail_on_a_full_disk() {
-    let d = Daemon::start(None);
-    let spec = format!("sim:{}", d.dir.display());
+    let d = Daemon::start("stdout-devices", &[], Stdio::null());
+    let spec = d.spec();
     make(&["run", "dispatch_latency", "--device", &spec, "--cqs", "2", "--iters", "2", "--warmup", "0"], 0);
     both_ways(&["status", "--device", &spec], 0, true);
     both_ways(&["dump", "--device", &spec], 0, true);
@@ -220,7 +187,7 @@ fn device_commands_end_quietly_on_a_closed_pipe_and_fail_on_a_full_disk() {
 fn servers_start_and_stop_with_stdout_closed_or_full() {
     for out in [Out::Closed, Out::Full] {
         // sim serve and sim stop write to stderr only.
-        let mut d = Daemon::start(Some(out));
+        let mut d = Daemon::start("stdout-server", &[], stdout(out));
         let stop = run(&["sim", "stop", "--dev", s(&d.dir)], out);
         assert_eq!(stop.status.code(), Some(0), "{out:?}: {}", text(&stop));
         let start = Instant::now();

@@ -99,3 +99,50 @@ pub fn cqlab_json(args: &[&str]) -> (i32, serde_json::Value) {
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     (out.status.code().unwrap(), v)
 }
+
+/// A `cqlab sim serve` daemon on a fresh directory; killed (and the
+/// directory removed) on drop.
+pub struct Daemon {
+    pub child: std::process::Child,
+    pub dir: PathBuf,
+}
+
+impl Daemon {
+    /// `cqlab sim serve --dev DIR EXTRA...` with stdout `stdout`; waits
+    /// (bounded) for its socket.
+    pub fn start(name: &str, extra: &[&str], stdout: Stdio) -> Daemon {
+        let dir = scratch(&format!("daemon-{name}"));
+        let child = Command::new(CQLAB)
+            .args(["sim", "serve", "--dev"])
+            .arg(&dir)
+            .args(extra)
+            .stdout(stdout)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawning cqlab sim serve");
+        let d = Daemon { child, dir };
+        let start = Instant::now();
+        while !d.dir.join("sock").exists() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "timeout waiting for the daemon socket in {}",
+                d.dir.display()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        d
+    }
+
+    /// `sim:DIR`.
+    pub fn spec(&self) -> String {
+        format!("sim:{}", self.dir.display())
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
