@@ -252,6 +252,25 @@ impl Plan {
         };
         let shard = Shard::resolve(a.records.shard.as_deref())?;
         let plan = Plan { args, faults, cq_firmware, shard };
+        // A slowed core must be on the device: the programs workload draws
+        // grids up to the largest (checked when parsed), the others run on
+        // the default grid and queues.
+        if plan.args.workload != WorkloadKind::Programs {
+            let (_, cfg) = plan.configs(plan.args.seed_base);
+            for slow in &plan.faults.slow {
+                let c = slow.core;
+                let on_grid =
+                    cqlab_abi::noc::worker_index(c).is_some_and(|(x, y)| x < cfg.worker_cols && y < cfg.worker_rows);
+                let on_queue =
+                    (0..cfg.num_cqs).any(|q| c == cqlab_abi::noc::prefetcher(q) || c == cqlab_abi::noc::dispatcher(q));
+                ensure(on_grid || on_queue, || {
+                    format!(
+                        "--faults slow: core {c} is not on the device ({}x{} workers, {} queues)",
+                        cfg.worker_cols, cfg.worker_rows, cfg.num_cqs
+                    )
+                })?;
+            }
+        }
         if plan.args.workload == WorkloadKind::TwoQueue {
             // The queue layout is the user's: the device's own limits, now.
             let (_, cfg) = plan.configs(plan.args.seed_base);

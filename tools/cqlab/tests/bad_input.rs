@@ -166,6 +166,8 @@ fn race_and_its_campaign_options() {
         (&["race", "--core-stall", "2"], 2, "not in 0..=1"),
         (&["race", "--faults", "stall=0.1"], 2, "can never boot"),
         (&["race", "--faults", "slow=worker16.0@2"], 2, "workerC.R"),
+        (&["race", "--faults", "slow=worker9.0@2"], 2, "is not on the device (8x8 workers, 2 queues)"),
+        (&["race", "--faults", "slow=dispatcher5@2"], 2, "is not on the device"),
         (&["race", "--faults", "jitter=99999999999"], 2, "at most 10000000 cycles"),
         (&["race", "--faults", "bogus=1"], 2, "unknown fault"),
         (&["race", "--variant", "bogus"], 2, "not a known-bug variant"),

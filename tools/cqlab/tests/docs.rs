@@ -15,7 +15,10 @@ fn every_subcommand_has_a_section() {
     let mut missing = Vec::new();
     for top in cqlab::Cli::command().get_subcommands().filter(|c| !c.is_hide_set()) {
         let leaves: Vec<String> = if top.has_subcommands() {
-            top.get_subcommands().filter(|c| !c.is_hide_set()).map(|c| format!("{} {}", top.get_name(), c.get_name())).collect()
+            top.get_subcommands()
+                .filter(|c| !c.is_hide_set())
+                .map(|c| format!("{} {}", top.get_name(), c.get_name()))
+                .collect()
         } else {
             vec![top.get_name().to_owned()]
         };
@@ -51,7 +54,8 @@ fn every_waypoint_is_in_the_glossary() {
 
 #[test]
 fn the_known_bug_variants_are_the_firmwares_and_race_takes_them() {
-    let cargo = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../device-kernels/Cargo.toml")).unwrap();
+    let cargo =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../device-kernels/Cargo.toml")).unwrap();
     let variants: Vec<&str> = cargo.lines().filter_map(|l| l.strip_prefix("bug-")?.split_whitespace().next()).collect();
     assert_eq!(variants.len(), 6, "{variants:?}");
     let docs = docs();
