@@ -225,15 +225,7 @@ fn perf_on_a_daemon_says_which_device_and_why_a_row_is_missing() {
 #[test]
 fn a_held_device_stops_stress_instead_of_failing_runs() {
     let d = Daemon::start("stress-held", &[], Stdio::null());
-    let mut holder = Command::new(CQLAB)
-        .args(["sim", "bar", "--worker", "0,0", "--addr", "0x40", "--hold", "30", "--dev"])
-        .arg(&d.dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(holder.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    let mut holder = support::hold_device(&d.dir, 30);
     let jsonl = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("held.jsonl");
     let _ = std::fs::remove_file(&jsonl);
     let o = cqlab(&["stress", "restart", "--runs", "3", "--device", &d.spec(), "--jsonl", jsonl.to_str().unwrap()]);

@@ -319,23 +319,6 @@ fn mode(p: &Path) -> u32 {
     std::fs::symlink_metadata(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())).mode() & 0o777
 }
 
-/// A client that attaches and holds the device for `secs`, printing the
-/// word it read once attached.
-fn holder(d: &Daemon, secs: u32) -> Child {
-    let addr = format!("{:#x}", USER.base);
-    let mut child = Command::new(CQLAB)
-        .args(["sim", "bar", "--worker", "0,0", "--addr", &addr, "--hold", &secs.to_string(), "--dev"])
-        .arg(&d.dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    assert!(line.starts_with("0x"), "the holder did not attach: {line:?}");
-    child
-}
-
 #[test]
 fn device_files_are_private_whatever_the_umask() {
     let dir = scratch_dir("umask");
@@ -449,7 +432,7 @@ fn only_the_owner_may_attach_reset_or_stop() {
     assert!(done.success() && out.contains("200 rounds of 2048 bytes verified"), "{out}");
 
     // `sim stop --force` stops a daemon that a client holds.
-    let mut held = holder(&d, 20);
+    let mut held = support::hold_device(&d.dir, 20);
     let stop = d.cqlab(&["sim", "stop", "--force"]);
     let _ = held.kill();
     let _ = held.wait();

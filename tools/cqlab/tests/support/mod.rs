@@ -146,3 +146,19 @@ impl Drop for Daemon {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// A client that attaches to the daemon at `dir` and holds its device for
+/// `secs` (`sim bar --hold`), returned once it has attached.
+pub fn hold_device(dir: &std::path::Path, secs: u32) -> std::process::Child {
+    let mut child = Command::new(CQLAB)
+        .args(["sim", "bar", "--worker", "0,0", "--addr", "0x40", "--hold", &secs.to_string(), "--dev"])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("0x"), "the holder did not attach: {line:?}");
+    child
+}
