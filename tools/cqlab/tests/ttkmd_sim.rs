@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use support::{firmware_dir, kill_after_boot, text, CQLAB};
+use support::{firmware_dir, kill_after_boot, mode, root_or_skip, text, CQLAB, NOBODY};
 
 const PROCESS_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -131,26 +131,6 @@ fn a_second_opener_is_told_who_holds_the_device() {
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
-const NOBODY: u32 = 65534;
-
-fn my_uid() -> u32 {
-    std::fs::metadata("/proc/self").unwrap().uid()
-}
-
-/// Tests that need a second uid run as root (as in CI) and switch to
-/// `nobody` with setpriv; elsewhere they say so and pass nothing off as run.
-fn root_or_skip(test: &str) -> bool {
-    if my_uid() == 0 {
-        return true;
-    }
-    eprintln!("{test}: needs root to act as a second uid (nobody); not run");
-    false
-}
-
-fn mode(p: &Path) -> u32 {
-    std::fs::symlink_metadata(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())).mode() & 0o777
-}
-
 /// `cqlab ARGS` (or any program) as nobody.
 fn as_nobody(program: &str, args: &[&str]) -> Output {
     let mut c = Command::new("setpriv");
@@ -208,11 +188,7 @@ fn a_directory_of_another_user_is_refused_and_its_symlink_not_followed() {
     // The attack from the issue: another user's directory holding
     // `sysmem -> victim`, where root runs `sim ttkmd` (it used to zero the victim).
     let dir = sim_dir("foreign");
-    std::fs::create_dir_all(&dir).unwrap();
-    let victim = dir.with_extension("victim");
-    std::fs::write(&victim, b"precious").unwrap();
-    std::os::unix::fs::symlink(&victim, dir.join("sysmem")).unwrap();
-    std::os::unix::fs::lchown(&dir, Some(NOBODY), Some(NOBODY)).unwrap();
+    let victim = support::plant_foreign_symlink(&dir);
     let serve = || {
         let mut c = Command::new(CQLAB);
         c.args(["sim", "ttkmd", "--grid", "2x2", "--sysmem-mib", "4", "--dev"]).arg(&dir);

@@ -162,3 +162,42 @@ pub fn hold_device(dir: &std::path::Path, secs: u32) -> std::process::Child {
     assert!(line.starts_with("0x"), "the holder did not attach: {line:?}");
     child
 }
+
+// ---- A second local user (nobody), for the device protections -----------
+
+/// The uid `nobody` has.
+pub const NOBODY: u32 = 65534;
+
+/// The uid this test runs as.
+pub fn my_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").unwrap().uid()
+}
+
+/// Tests that need a second uid run as root (as in CI) and switch to
+/// `nobody` with setpriv; elsewhere they say so and pass nothing off as run.
+pub fn root_or_skip(test: &str) -> bool {
+    if my_uid() == 0 {
+        return true;
+    }
+    eprintln!("{test}: needs root to act as a second uid (nobody); not run");
+    false
+}
+
+/// The permission bits of `p` (not following a symlink).
+pub fn mode(p: &std::path::Path) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())).mode() & 0o777
+}
+
+/// The attack of issue 14 and 24: `dir` made a directory of nobody's
+/// holding `sysmem -> VICTIM`, a file of ours reading "precious". Returns
+/// the victim's path.
+pub fn plant_foreign_symlink(dir: &std::path::Path) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let victim = dir.with_extension("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("sysmem")).unwrap();
+    std::os::unix::fs::lchown(dir, Some(NOBODY), Some(NOBODY)).unwrap();
+    victim
+}
