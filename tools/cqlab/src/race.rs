@@ -364,7 +364,10 @@ impl Plan {
         }
         opt("timeout-cycles", a.timeout_cycles.to_string());
         opt("pct-depth", a.pct_depth.to_string());
-        opt("pct-steps", a.pct_steps.to_string());
+        if a.pct_depth > 0 {
+            // Without PCT there are no PCT steps (the option is refused).
+            opt("pct-steps", a.pct_steps.to_string());
+        }
         for f in &a.faults {
             opt("faults", f.clone());
         }

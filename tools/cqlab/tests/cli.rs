@@ -27,7 +27,7 @@ fn every_number_is_checked_before_anything_runs() {
         (&["matmul", "--m", "4294967295"], "not in 1..=1024"),
         (&["matmul", "--m", "60"], "--m 60 is not a multiple of --tile 16"),
         (&["matmul", "--tile", "0"], "not in 4..=16"),
-        (&["matmul", "--strategy", "bogus"], "--strategy bogus"),
+        (&["matmul", "--strategy", "bogus"], "invalid value 'bogus' for '--strategy"),
         (&["perf", "--programs", "4294967295"], "not in 1..=1000000"),
         (&["perf", "--programs", "0"], "not in 1..=1000000"),
         (&["perf", "--args", "257"], "not in 0..=256"),
