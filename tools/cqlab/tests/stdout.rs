@@ -11,7 +11,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use support::{firmware_dir, run_within, text, Daemon, CQLAB};
+use support::{firmware_dir, run_within, text, wait_for_exit, Daemon, CQLAB};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -47,14 +47,8 @@ fn run(args: &[&str], out: Out) -> Output {
     let what = format!("{args:?} with stdout {out:?}");
     c.env("CQLAB_FIRMWARE_DIR", firmware_dir()).stderr(Stdio::piped());
     let mut child = c.spawn().unwrap();
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        assert!(start.elapsed() < LIMIT, "timeout after {LIMIT:?}: {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_exit(&mut child, LIMIT, &what);
+    child.wait_with_output().unwrap()
 }
 
 /// `args` run both ways. `status` is what the command exits with when its
@@ -190,14 +184,7 @@ fn servers_start_and_stop_with_stdout_closed_or_full() {
         let mut d = Daemon::start("stdout-server", &[], stdout(out));
         let stop = run(&["sim", "stop", "--dev", s(&d.dir)], out);
         assert_eq!(stop.status.code(), Some(0), "{out:?}: {}", text(&stop));
-        let start = Instant::now();
-        let status = loop {
-            if let Some(st) = d.child.try_wait().unwrap() {
-                break st;
-            }
-            assert!(start.elapsed() < Duration::from_secs(10), "timeout waiting for the daemon to stop");
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let status = wait_for_exit(&mut d.child, Duration::from_secs(10), "sim serve after sim stop");
         assert_eq!(status.code(), Some(0), "sim serve with stdout {out:?}");
         // sim ttkmd until SIGINT.
         let dir = scratch("ttkmd");
@@ -211,14 +198,8 @@ fn servers_start_and_stop_with_stdout_closed_or_full() {
             std::thread::sleep(Duration::from_millis(10));
         }
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(sim.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
-        let o = {
-            let start = Instant::now();
-            while sim.try_wait().unwrap().is_none() {
-                assert!(start.elapsed() < Duration::from_secs(10), "timeout waiting for sim ttkmd to stop");
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            sim.wait_with_output().unwrap()
-        };
+        wait_for_exit(&mut sim, Duration::from_secs(10), "sim ttkmd after SIGINT");
+        let o = sim.wait_with_output().unwrap();
         assert_eq!(o.status.code(), Some(0), "sim ttkmd with stdout {out:?}: {}", text(&o));
         let _ = std::fs::remove_dir_all(&dir);
     }

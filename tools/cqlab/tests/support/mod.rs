@@ -201,3 +201,15 @@ pub fn plant_foreign_symlink(dir: &std::path::Path) -> PathBuf {
     std::os::unix::fs::lchown(dir, Some(NOBODY), Some(NOBODY)).unwrap();
     victim
 }
+
+/// Waits (at most `limit`) for `child` to exit; panics naming `what`.
+pub fn wait_for_exit(child: &mut std::process::Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(start.elapsed() < limit, "timeout after {limit:?} waiting for {what} to exit");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
