@@ -364,6 +364,7 @@ impl Device {
         let mut last_progress = None;
         let mut last_change = self.backend.now();
         let mut next_check = last_change + PROGRESS_CHECK_CYCLES;
+        let mut first_running: Vec<(Coord, u64)> = Vec::new();
         loop {
             if ready(self)? {
                 return Ok(());
@@ -384,6 +385,17 @@ impl Device {
                 // No core recorded anything since `last_change`. A kernel
                 // still running is not a hang: it has its own limit.
                 if let Some((core, started)) = self.running_kernel()? {
+                    // A worker at RUN without its KernelStart record (still
+                    // booting, or its record overwritten) counts from when
+                    // this wait first saw it, so the kernel limit bounds it.
+                    let first = match first_running.iter().find(|(c, _)| *c == core) {
+                        Some(&(_, at)) => at,
+                        None => {
+                            first_running.push((core, now));
+                            now
+                        }
+                    };
+                    let started = if started >= now { first } else { started };
                     let ran = now.saturating_sub(started);
                     let limit = self.cfg.kernel_timeout_cycles;
                     if limit != 0 && ran >= limit {
@@ -484,7 +496,9 @@ fn program_states(cfg: &DeviceConfig) -> Vec<crate::program_state::ProgramState>
         .collect()
 }
 
-fn validate(cfg: &DeviceConfig) -> Result<()> {
+/// Whether a device could be built with `cfg` (what [`Device`] checks
+/// before it builds one): tools check their options with it up front.
+pub fn validate(cfg: &DeviceConfig) -> Result<()> {
     let bad = |m: String| Err(DriverError::Invalid(m));
     if cfg.num_cqs == 0 || cfg.num_cqs > noc::MAX_CQS {
         return bad(format!("{} command queues (1..={})", cfg.num_cqs, noc::MAX_CQS));

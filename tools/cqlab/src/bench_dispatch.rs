@@ -6,6 +6,7 @@
 //! unique and common runtime args, trace vs no trace, kernel run time, 1 vs
 //! 2 command queues (programs on CQ0; CQ1 exists and idles).
 
+use crate::out::{out, outln};
 use anyhow::{Context, Result};
 use cqlab_abi::ring::RingPtr;
 use cqlab_driver::{CommandQueue, CoreRange, Device, DeviceConfig, DriverError, KernelImage, Program, Trace};
@@ -45,9 +46,14 @@ pub struct Args {
     /// Kernel binaries and unique-arg blocks of at least this many bytes
     /// are staged in sysmem and sent by reference (0: all copied into the
     /// issue queue), as `DeviceConfig::stage_min_bytes`.
-    #[arg(long, default_value_t = DeviceConfig::default().stage_min_bytes)]
+    #[arg(long, default_value_t = DeviceConfig::default().stage_min_bytes,
+          value_parser = clap::value_parser!(u32).range(0..=MAX_STAGE_MIN_BYTES as i64))]
     pub stage_min_bytes: u32,
 }
+
+/// Largest `--stage-min-bytes`: above the largest blob any point sends
+/// (a 12 KiB kernel, 128 unique args per core of 64), nothing is staged.
+const MAX_STAGE_MIN_BYTES: u32 = 1 << 20;
 
 /// Most programs per point: a point at this many takes minutes already.
 const MAX_PROGRAMS: u32 = 100_000;
@@ -407,13 +413,16 @@ fn last_level_cache() -> Option<usize> {
         .max()
 }
 
-pub fn run(cmd: Command) -> Result<ExitCode> {
+fn selected(args: &Args) -> Vec<Point> {
+    points().into_iter().filter(|p| args.axis.as_deref().is_none_or(|a| a == p.axis || p.axis == "base")).collect()
+}
+
+/// A core to profile must be on the device of some point (a 1-CQ point
+/// skips CQ1's cores).
+pub fn validate(cmd: &Command) -> Result<()> {
     let Command::Dispatch(args) = cmd;
-    let points: Vec<Point> =
-        points().into_iter().filter(|p| args.axis.as_deref().is_none_or(|a| a == p.axis || p.axis == "base")).collect();
+    let points = selected(args);
     let profile = args.profile.as_ref().map_or(&[][..], |c| &c.0[..]);
-    // A core to profile must be on the device of some point (a 1-CQ point
-    // skips CQ1's cores), checked before anything runs.
     let most_cqs = points.iter().map(|p| p.cqs).max().unwrap_or(1);
     for &core in profile {
         let on_grid = cqlab_abi::noc::worker_index(core).is_some_and(|(c, r)| c < 8 && r < 8);
@@ -426,6 +435,14 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             )
         })?;
     }
+    Ok(())
+}
+
+pub fn run(cmd: Command) -> Result<ExitCode> {
+    validate(&cmd)?;
+    let Command::Dispatch(args) = cmd;
+    let points = selected(&args);
+    let profile = args.profile.as_ref().map_or(&[][..], |c| &c.0[..]);
     let mut rows = Vec::new();
     let mut copy = CopyBound::new();
     let mut symbols = crate::profile::Symbols::default();
@@ -438,14 +455,14 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
         rows.push(row);
     }
     if args.json {
-        println!("{}", serde_json::json!({ "rows": rows }));
+        outln!("{}", serde_json::json!({ "rows": rows }));
     } else if args.csv {
-        print!("{}", csv(&rows));
+        out!("{}", csv(&rows));
     } else {
         eprintln!();
-        print!("{}", table(&rows));
-        print!("{}", targets(&rows));
-        print!("{}", profiles(&rows));
+        out!("{}", table(&rows));
+        out!("{}", targets(&rows));
+        out!("{}", profiles(&rows));
     }
     Ok(ExitCode::SUCCESS)
 }

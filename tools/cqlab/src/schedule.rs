@@ -14,23 +14,29 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const DEFAULT_L3: &str = "1MiB,2MiB,16MiB,64MiB,256MiB";
+/// Largest matrix dimension.
+const MAX_DIM: u64 = 1 << 40;
+/// Largest cache size (--l2, --l3), 1 TiB.
+const MAX_CACHE: u64 = 1 << 40;
+/// Largest tile edge.
+const MAX_TILE_EDGE: u64 = 1 << 24;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Rows of A and C.
-    #[arg(long)]
+    /// Rows of A and C (1..=2^40).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_DIM))]
     pub m: u64,
-    /// Columns of B and C.
-    #[arg(long)]
+    /// Columns of B and C (1..=2^40).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_DIM))]
     pub n: u64,
-    /// Reduction dimension (columns of A, rows of B).
-    #[arg(long)]
+    /// Reduction dimension (columns of A, rows of B; 1..=2^40).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_DIM))]
     pub k: u64,
     /// Tile: T for T x T x T, or TMxTNxTK (e.g. 64x128x32).
     #[arg(long, default_value_t = Tiling::DEFAULT_EDGE.to_string())]
     pub tile: String,
-    /// Bytes per element (4 for f32, 2 for bf16).
-    #[arg(long, default_value_t = 4)]
+    /// Bytes per element (4 for f32, 2 for bf16; 1..=16).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=16))]
     pub elem_size: u64,
     /// L2 capacities to sweep, comma-separated (e.g. 1MiB,2MiB). Omit for no L2.
     #[arg(long, value_name = "SIZES")]
@@ -80,18 +86,49 @@ struct Output {
     configs: Vec<ConfigResult>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let gemm =
-        Gemm::new(args.m, args.n, args.k, args.elem_size).context("invalid GEMM (--m, --n, --k, --elem-size)")?;
-    let tiling = Tiling::parse(&args.tile).context("invalid --tile")?;
+/// The problem and the cache sizes to sweep, each checked (the tile grid
+/// too: a problem over the model's limits is refused here, not mid-run).
+struct Problem {
+    gemm: Gemm,
+    tiling: Tiling,
+    l2s: Vec<Option<u64>>,
+    l3s: Vec<u64>,
+}
+
+fn problem(args: &Args) -> Result<Problem, crate::cli::Usage> {
+    fn usage(what: &'static str) -> impl Fn(cqlab_schedule::ScheduleError) -> crate::cli::Usage {
+        move |e| crate::cli::Usage(format!("{what}: {e}"))
+    }
+    let gemm = Gemm::new(args.m, args.n, args.k, args.elem_size).map_err(usage("--m, --n, --k, --elem-size"))?;
+    let tiling = Tiling::parse(&args.tile).map_err(usage("--tile"))?;
+    crate::usage::ensure([tiling.tm, tiling.tn, tiling.tk].iter().all(|&e| e <= MAX_TILE_EDGE), || {
+        format!("--tile {}: a tile edge is at most {MAX_TILE_EDGE}", args.tile)
+    })?;
+    cqlab_schedule::TileGrid::new(&gemm, &tiling).map_err(usage("--m, --n, --k with --tile"))?;
     let l2s: Vec<Option<u64>> = match &args.l2 {
-        Some(s) => parse_size_list(s).context("invalid --l2")?.into_iter().map(Some).collect(),
+        Some(s) => parse_size_list(s).map_err(usage("--l2"))?.into_iter().map(Some).collect(),
         None => vec![None],
     };
-    let l3s = parse_size_list(&args.l3).context("invalid --l3")?;
-    for &size in l2s.iter().flatten().chain(&l3s) {
-        anyhow::ensure!(size > 0, "cache sizes must be positive, found 0 in --l2/--l3");
+    let l3s = parse_size_list(&args.l3).map_err(usage("--l3"))?;
+    crate::usage::ensure(l2s.iter().flatten().chain(&l3s).all(|&size| size > 0), || {
+        "cache sizes must be positive, found 0 in --l2/--l3".into()
+    })?;
+    crate::usage::ensure(l2s.iter().flatten().chain(&l3s).all(|&size| size <= MAX_CACHE), || {
+        format!("cache sizes are at most {} (1 TiB), found more in --l2/--l3", MAX_CACHE)
+    })?;
+    Ok(Problem { gemm, tiling, l2s, l3s })
+}
+
+pub fn validate(args: &Args) -> anyhow::Result<()> {
+    problem(args)?;
+    if let Some(svg) = &args.svg {
+        crate::output::check("--svg", svg, crate::output::Kind::File, &[])?;
     }
+    Ok(())
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let Problem { gemm, tiling, l2s, l3s } = problem(&args)?;
 
     let mut configs = Vec::new();
     for &l2 in &l2s {
@@ -114,7 +151,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         outln!("{}", table(&out).trim_end_matches('\n'));
     }
     if let Some(path) = &args.svg {
-        std::fs::write(path, chart(&out).render()).with_context(|| format!("writing {}", path.display()))?;
+        crate::output::write("--svg", path, chart(&out).render().as_bytes())?;
         eprintln!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)

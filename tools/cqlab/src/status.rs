@@ -35,6 +35,10 @@ pub struct DumpArgs {
     pub json: bool,
 }
 
+pub fn validate_spec(spec: &str) -> anyhow::Result<()> {
+    Ok(crate::device::validate_daemon("--device", spec)?)
+}
+
 fn observe(spec: &str) -> Result<(Device, cqlab_driver::daemon_backend::proto::Status)> {
     Device::observe(spec).map_err(|e| match e {
         DriverError::Invalid(m) => crate::cli::Usage(format!("--device {spec}: {m}")).into(),

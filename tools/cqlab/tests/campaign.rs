@@ -68,7 +68,7 @@ fn shards_run_by_hand_merge_into_the_unsharded_report() {
     // Records of two campaigns mixed are refused, not double-counted.
     std::fs::copy(dir.join("shard-0.jsonl"), dir.join("shard-0-again.jsonl")).unwrap();
     let (code, _, err) = cqlab(&["campaign", "merge", dir.to_str().unwrap()]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "mixed records are malformed input");
     assert!(err.contains("appears twice"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

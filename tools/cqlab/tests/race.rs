@@ -67,7 +67,8 @@ fn configuration_errors_are_usage_errors_not_seed_failures() {
         let out = cqlab(&[&["race", "--seeds", "1"][..], bad].concat());
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {stderr}");
-        assert!(stderr.contains("usage:") || stderr.contains("cannot be used multiple times"), "{bad:?}: {stderr}");
+        let refused = ["usage:", "invalid value", "cannot be used multiple times"];
+        assert!(refused.iter().any(|r| stderr.contains(r)), "{bad:?}: {stderr}");
         assert!(!String::from_utf8_lossy(&out.stdout).contains("failed"), "{bad:?} ran seeds");
     }
 }
@@ -223,4 +224,23 @@ fn a_kernel_spinning_on_corrupted_args_fails_its_seed_within_the_timeout() {
     assert_eq!(code, 1, "{v}");
     let error = v["signatures"][0]["error"].as_str().unwrap_or_default();
     assert!(error.contains("(kernel timeout 5000000 cycles)"), "{v}");
+}
+
+/// Issue 24: a stall probability whose stalls outrun the clock is refused
+/// before the run, with the reason; just below it the run ends within its
+/// limits (a worker that never recorded its kernel's start counts from when
+/// the wait first saw it), never in an endless boot.
+#[test]
+fn a_stall_probability_that_can_never_boot_is_refused_and_one_just_below_ends() {
+    let out = cqlab(&["race", "--seeds", "1", "--core-stall", "0.1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("can never boot"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let start = std::time::Instant::now();
+    let out = cqlab(&["race", "--seeds", "1", "--iterations", "1", "--core-stall", "0.0249", "--json"]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(start.elapsed() < std::time::Duration::from_secs(60), "took {:?}", start.elapsed());
 }

@@ -118,3 +118,15 @@ fn runs_after_a_sigkill_boot_clean_on_a_daemon() {
     assert!(v["killed"].as_u64().unwrap() > 0, "{v}");
     assert_eq!(v["failures_after_kill"], 0, "{v}");
 }
+
+/// Issue 24: `stress restart --workload random` (and programs) pass on the
+/// correct firmware, as `race` does with the same workloads.
+#[test]
+fn the_race_workloads_pass_under_stress_on_the_normal_firmware() {
+    for workload in ["random", "programs"] {
+        let (code, v) = stress(&["--runs", "2", "--workload", workload, "--iterations", "2"]);
+        assert_eq!(code, 0, "{workload}: {v}");
+        assert_eq!(v["report"]["failures"], 0, "{workload}: {v}");
+        assert_eq!(v["completed"], 2, "{workload}: {v}");
+    }
+}
