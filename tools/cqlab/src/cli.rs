@@ -1,16 +1,10 @@
 //! What every subcommand shares at the command-line edge: exit codes,
 //! usage errors, output that survives a closed pipe, and progress.
 //!
-//! Exit codes (also in `cqlab --help`):
-//! - 0: success (also when stdout closes early, as in `cqlab decode F | head`);
-//! - 1: the run failed (device error, timeout, verification);
-//! - 2: usage error: an argument out of its range or inconsistent with
-//!   another, reported before anything runs (clap's own parse errors use 2
-//!   as well); for `decode` and `sim exec`, malformed input;
-//! - 3 and up: command-specific, documented with the command.
+//! Exit codes are in `crate::exit` (and `cqlab --help`).
 
 use cqlab_driver::config::DEFAULT_KERNEL_TIMEOUT_CYCLES;
-use cqlab_driver::device::PROGRESS_CHECK_CYCLES;
+use cqlab_driver::wait::PROGRESS_CHECK_CYCLES;
 use cqlab_driver::DeviceConfig;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -52,9 +46,10 @@ impl Limits {
 pub use crate::usage::UsageError as Usage;
 
 /// The help text's list of exit codes.
-pub const EXIT_CODES_HELP: &str = "Exit codes: 0 success; 1 the run failed (device error, timeout, wrong result); \
-     2 usage error (an argument out of range or inconsistent, reported before anything runs; malformed input for \
-     decode and sim exec); others are documented with their command.";
+pub const EXIT_CODES_HELP: &str = "Exit codes: 0 success; 1 the run failed for another reason (I/O, driver error, \
+     failures of several classes, a compare regression); 2 usage error (a bad argument or malformed input, refused \
+     before any work); 3 hang (a wait timed out); 4 device error (a firmware error record, a corrupt completion \
+     record, a crashed core); 5 mismatch (a result differs from the host reference). See docs/cli.md.";
 
 /// Fails with a [`Usage`] error unless `ok`.
 pub fn check(ok: bool, message: impl FnOnce() -> String) -> anyhow::Result<()> {

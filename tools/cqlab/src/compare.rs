@@ -24,8 +24,8 @@ pub struct Args {
     pub json: bool,
 }
 
-const REGRESSION: u8 = 1;
-const BAD_INPUT: u8 = 2;
+const REGRESSION: u8 = crate::exit::FAILED;
+const BAD_INPUT: u8 = crate::exit::USAGE;
 
 /// Which direction is better for a metric.
 #[derive(Clone, Copy, PartialEq)]

@@ -36,7 +36,7 @@ pub struct Args {
 }
 
 /// Exit code for malformed input.
-const MALFORMED: u8 = 2;
+const MALFORMED: u8 = crate::exit::USAGE;
 
 pub fn run(args: Args) -> Result<ExitCode> {
     if args.kind != "issue" || args.device.is_some() {

@@ -15,7 +15,7 @@ use cqlab_abi::decode::Space;
 use cqlab_abi::memory_map::TRACE_RING;
 use cqlab_abi::noc::{endpoint, Coord, Endpoint};
 use cqlab_abi::trace::{TraceKind, TraceRecord, TraceRingHeader, CAPACITY, RECORDS_BASE};
-use cqlab_driver::workloads::analysis::command_name;
+use cqlab_workloads::analysis::command_name;
 use serde_json::{json, Value};
 use std::mem::size_of;
 use zerocopy::FromBytes;
@@ -92,7 +92,7 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
 
 fn describe(r: &TraceRecord) -> (String, String) {
     let c = Coord::unpack(r.core as u32);
-    let role = cqlab_driver::workloads::analysis::Analysis::role(c);
+    let role = cqlab_workloads::analysis::Analysis::role(c);
     let space = match endpoint(c) {
         Endpoint::Prefetcher { .. } => Some(Space::Prefetch),
         Endpoint::Dispatcher { .. } => Some(Space::Dispatch),
@@ -209,7 +209,7 @@ pub fn run(args: &crate::decode::Args) -> Result<std::process::ExitCode> {
         None => Ok(std::process::ExitCode::SUCCESS),
         Some(e) => {
             eprintln!("error: malformed {kind} dump {source}: {e}");
-            Ok(std::process::ExitCode::from(2))
+            Ok(std::process::ExitCode::from(crate::exit::USAGE))
         }
     }
 }

@@ -10,6 +10,7 @@ mod decode_rings;
 mod demo;
 mod device;
 mod driver_bench;
+mod exit;
 mod matmul;
 mod out;
 mod perf;
@@ -134,7 +135,7 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            exit::of_error(&e)
         }
     }
 }

@@ -177,7 +177,7 @@ impl Plan {
         ensure(a.core_stall.is_finite() && (0.0..=1.0).contains(&a.core_stall), || {
             format!("--core-stall {} is a probability in 0..=1", a.core_stall)
         })?;
-        let min_timeout = cqlab_driver::device::PROGRESS_CHECK_CYCLES;
+        let min_timeout = cqlab_driver::wait::PROGRESS_CHECK_CYCLES;
         ensure((min_timeout..=MAX_TIMEOUT).contains(&a.timeout_cycles), || {
             format!(
                 "--timeout-cycles {} ({min_timeout}..={MAX_TIMEOUT}: the driver checks progress every {min_timeout} cycles)",
@@ -466,7 +466,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if !child {
         print_report(&plan, &report)?;
     }
-    Ok(if report.failures == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(report.exit_code())
 }
 
 fn print_report(plan: &Plan, report: &Report) -> Result<()> {

@@ -13,12 +13,17 @@ mod daemon;
 #[path = "sim_ttkmd.rs"]
 mod ttkmd;
 
-/// Exit code of `sim exec` when `--max-cycles` stops the program (as `timeout`).
-const EXIT_MAX_CYCLES: u8 = 124;
+/// Exit code of `sim exec` when `--max-cycles` stops the program: it never
+/// answered (liveness).
+const EXIT_MAX_CYCLES: u8 = crate::exit::HANG;
 /// Exit code for an input the simulator cannot run (bad or unreadable ELF).
-const EXIT_BAD_INPUT: u8 = 2;
-/// Exit code when the hart halts without an answer (illegal instruction, fault...).
-const EXIT_HALTED: u8 = 3;
+const EXIT_BAD_INPUT: u8 = crate::exit::USAGE;
+/// Exit code when the hart halts without an answer (illegal instruction,
+/// fault...): the core crashed.
+const EXIT_HALTED: u8 = crate::exit::DEVICE_ERROR;
+/// Exit code when the program reports a failed self-test: its result
+/// differs from what it expected.
+const EXIT_TEST_FAILED: u8 = crate::exit::MISMATCH;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
@@ -299,7 +304,7 @@ fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
         Outcome::Fail { test, value } => {
             eprintln!("{name}: FAIL: test {test} failed (tohost = {value:#x}) at pc {:#010x} ({stats})", report.pc);
-            ExitCode::from(1)
+            ExitCode::from(EXIT_TEST_FAILED)
         }
         Outcome::Exit { code } => {
             eprintln!("{name}: exit {code} ({stats})");

@@ -8,6 +8,7 @@
 //! command that replays them) and drift statistics of every metric.
 
 use crate::campaign::{stats, Report, SeedRecord, Shard};
+use crate::exit::FailureClass;
 use crate::race::failure::Failure;
 use crate::sweep::Knobs;
 use crate::usage::{ensure, UsageError};
@@ -160,7 +161,7 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
         eprintln!("{}", f.full_text());
     }
     println!("{}", serde_json::to_string(&r)?);
-    Ok(if outcome.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(crate::exit::of_failures(outcome.as_ref().err().map(Failure::class)))
 }
 
 /// `embedded` (a fresh simulator from `sim`) or `sim:PATH[?wait]` (a daemon,
@@ -303,11 +304,11 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
     ensure(a.phase_runs > 0, || "--phase-runs must be at least 1".into())?;
     ensure((1..=1_000_000).contains(&a.workload.depth), || format!("--depth {} (1..=1000000)", a.workload.depth))?;
     ensure((1..=1 << 20).contains(&a.workload.bytes), || format!("--bytes {} (1..=1048576)", a.workload.bytes))?;
-    ensure(a.workload.timeout_cycles >= cqlab_driver::device::PROGRESS_CHECK_CYCLES, || {
+    ensure(a.workload.timeout_cycles >= cqlab_driver::wait::PROGRESS_CHECK_CYCLES, || {
         format!(
             "--timeout-cycles {} (at least {})",
             a.workload.timeout_cycles,
-            cqlab_driver::device::PROGRESS_CHECK_CYCLES
+            cqlab_driver::wait::PROGRESS_CHECK_CYCLES
         )
     })?;
     let shard = Shard::resolve(a.records.shard.as_deref())?;
@@ -377,6 +378,8 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
                 hard_timeouts += 1;
                 record.ok = false;
                 record.failure = Some(crate::race::failure::Classified {
+                    // The process never ended: liveness, like a wait that timed out.
+                    class: FailureClass::Hang,
                     kind: "hard-timeout".into(),
                     root: "host (the process did not end)".into(),
                     signature: format!("hard-timeout: still running after {} s", a.timeout),
@@ -391,6 +394,8 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             Ended::Crashed(why) => {
                 record.ok = false;
                 record.failure = Some(crate::race::failure::Classified {
+                    // The host process died, not the device.
+                    class: FailureClass::Other,
                     kind: "crash".into(),
                     root: "host process".into(),
                     signature: "crash: the run exited without a result".into(),
@@ -443,7 +448,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             );
         }
     }
-    Ok(if report.failures == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(report.exit_code())
 }
 
 /// Drift of every metric over the completed runs, in run order.

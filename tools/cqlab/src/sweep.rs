@@ -9,6 +9,7 @@
 //! on each of `cqs` queues before collecting any (the batched depth of the
 //! field notes), then collects and checks every read.
 
+use crate::exit::FailureClass;
 use crate::race::failure::{first_difference, Failure};
 use crate::usage::{ensure, UsageError};
 use anyhow::{Context, Result};
@@ -158,6 +159,9 @@ pub struct Point {
     pub ok: bool,
     pub signature: Option<String>,
     pub error: Option<String>,
+    /// Its failure's class, if it failed.
+    #[serde(skip)]
+    pub class: Option<FailureClass>,
     /// Device cycles the workload took.
     pub device_cycles: u64,
     /// Device cycles per read (the metric charted).
@@ -255,6 +259,7 @@ impl Sweeper {
             value,
             ok: outcome.is_ok(),
             signature: c.as_ref().map(|c| c.signature.clone()),
+            class: c.as_ref().map(|c| c.class),
             error: c.map(|c| c.error),
             device_cycles: cycles,
             cycles_per_read: cycles as f64 / reads,
@@ -383,7 +388,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             (None, false) => println!("no failing {name} among the values swept"),
         }
     }
-    Ok(if first_failing.is_none() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(crate::exit::of_failures(boundary.and_then(|b| b.class)))
 }
 
 /// Cycles per read against the knob; failing points in red.

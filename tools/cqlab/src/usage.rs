@@ -2,8 +2,8 @@
 //! starts, with its own exit code, never counted as a failure of the device.
 
 /// Exit code of a usage (configuration) error; the same code clap uses for
-/// options it cannot parse. 1 means "ran, and something failed".
-pub const USAGE_EXIT: u8 = 2;
+/// options it cannot parse (see `crate::exit`).
+pub const USAGE_EXIT: u8 = crate::exit::USAGE;
 
 /// An option outside its real range, or a combination the device refuses.
 #[derive(Debug, thiserror::Error)]

@@ -85,14 +85,16 @@ impl Graph {
             inline.extend(found.modules.into_iter().map(|m| (m, module.clone())));
             uses.extend(found.uses);
         }
-        let mut edges: BTreeMap<String, BTreeSet<String>> = known.iter().map(|m| (m.clone(), BTreeSet::new())).collect();
+        let mut edges: BTreeMap<String, BTreeSet<String>> =
+            known.iter().map(|m| (m.clone(), BTreeSet::new())).collect();
         for (module, path) in uses {
             if let Some(target) = longest_known(&path, &known) {
                 // Every module sits in the root: naming it is no dependency.
                 // An inline module (`mod tests { .. }`) is text of the file
                 // around it: naming that file's items is no dependency either.
                 let enclosing = inline.get(&module).is_some_and(|file| {
-                    module.starts_with(&format!("{target}::")) && (target == *file || target.starts_with(&format!("{file}::")))
+                    module.starts_with(&format!("{target}::"))
+                        && (target == *file || target.starts_with(&format!("{file}::")))
                 });
                 if !target.is_empty() && target != module && !enclosing {
                     edges.entry(module).or_default().insert(target);
@@ -323,7 +325,13 @@ struct Found {
 /// path from the crate root and attributed to the (inline) module it is in.
 fn paths(code: &str, module: &str) -> Found {
     let tokens = tokens(code);
-    let split = |m: &str| -> Vec<String> { if m.is_empty() { Vec::new() } else { m.split("::").map(String::from).collect() } };
+    let split = |m: &str| -> Vec<String> {
+        if m.is_empty() {
+            Vec::new()
+        } else {
+            m.split("::").map(String::from).collect()
+        }
+    };
     // Children declared anywhere in the file, by the module declaring them.
     let mut children: BTreeMap<Vec<String>, BTreeSet<String>> = BTreeMap::new();
     let mut found = Found { modules: Vec::new(), uses: Vec::new() };

@@ -37,7 +37,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             } else {
                 report.print(&format!("campaign {}", dir.display()));
             }
-            Ok(if report.failures == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(report.exit_code())
         }
     }
 }

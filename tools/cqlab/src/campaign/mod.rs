@@ -76,6 +76,9 @@ impl SeedRecord {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SignatureCount {
     pub signature: String,
+    /// Its exit code's class (see `crate::exit`).
+    #[serde(default)]
+    pub class: crate::exit::FailureClass,
     pub kind: String,
     pub count: u64,
     pub first_seed: u64,
@@ -116,6 +119,7 @@ impl Report {
                 Some(s) => s.count += 1,
                 None => signatures.push(SignatureCount {
                     signature: f.signature.clone(),
+                    class: f.class,
                     kind: f.kind.clone(),
                     count: 1,
                     first_seed: r.seed,
@@ -139,6 +143,11 @@ impl Report {
             seconds_to_first_failure: first.map(|i| sorted[..=i].iter().map(|r| r.seconds).sum()),
             seconds: sorted.iter().map(|r| r.seconds).sum(),
         }
+    }
+
+    /// The campaign's exit: success, its failures' one class, or 1 when mixed.
+    pub fn exit_code(&self) -> std::process::ExitCode {
+        crate::exit::of_failures(self.signatures.iter().map(|s| s.class))
     }
 
     pub fn print(&self, header: &str) {
