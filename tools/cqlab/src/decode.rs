@@ -40,7 +40,8 @@ const MALFORMED: u8 = crate::exit::USAGE;
 
 pub fn run(args: Args) -> Result<ExitCode> {
     if args.kind != "issue" || args.device.is_some() {
-        return crate::decode_rings::run(&args);
+        let (file, device, core) = (args.file.as_deref(), args.device.as_deref(), args.core.as_deref());
+        return crate::decode_rings::run(&args.kind, file, device, args.cq, core, args.json);
     }
     let file = args.file.clone().context("an issue-queue dump FILE")?;
     let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;

@@ -183,16 +183,24 @@ fn parse_core(s: &str) -> Result<Coord> {
     Ok(Coord::new(x.trim().parse().context("--core X")?, y.trim().parse().context("--core Y")?))
 }
 
-pub fn run(args: &crate::decode::Args) -> Result<std::process::ExitCode> {
-    let kind = args.kind.as_str();
+/// `cqlab decode --kind completion|trace`: a dump from `file`, or read
+/// live from `device` (queue `cq`'s completion ring, `core`'s trace ring).
+pub fn run(
+    kind: &str,
+    file: Option<&std::path::Path>,
+    device: Option<&str>,
+    cq: u8,
+    core: Option<&str>,
+    json: bool,
+) -> Result<std::process::ExitCode> {
     anyhow::ensure!(
         matches!(kind, "completion" | "trace"),
         "--kind {kind:?}: issue, completion or trace (a live device has no issue-queue dump here)"
     );
-    let (bytes, source) = match (&args.device, &args.file) {
+    let (bytes, source) = match (device, file) {
         (Some(dev), _) => {
-            let core = args.core.as_deref().map(parse_core).transpose()?;
-            (read_live(dev, kind, args.cq, core)?, dev.clone())
+            let core = core.map(parse_core).transpose()?;
+            (read_live(dev, kind, cq, core)?, dev.to_owned())
         }
         (None, Some(f)) => {
             (std::fs::read(f).with_context(|| format!("reading {}", f.display()))?, f.display().to_string())
@@ -200,7 +208,7 @@ pub fn run(args: &crate::decode::Args) -> Result<std::process::ExitCode> {
         (None, None) => anyhow::bail!("a dump FILE or --device sim:PATH"),
     };
     let d = if kind == "completion" { decode_completion(&bytes) } else { decode_trace_ring(&bytes) };
-    if args.json {
+    if json {
         outln!("{}", serde_json::to_string_pretty(&json!({"kind": kind, "records": d.records, "error": d.error}))?);
     } else {
         outln!("{}", d.text.trim_end_matches('\n'));

@@ -11,9 +11,8 @@ use crate::campaign::{stats, Report, SeedRecord, Shard};
 use crate::exit::FailureClass;
 use crate::race::failure::Failure;
 use crate::sweep::Knobs;
-use crate::usage::{ensure, UsageError};
+use crate::usage::ensure;
 use anyhow::{Context, Result};
-use cqlab_driver::Device;
 use cqlab_sim::rng::Rng;
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -130,7 +129,7 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
     let k = Knobs { depth: w.depth, bytes: w.bytes, ..Default::default() };
     let cfg = k.device_config(w.timeout_cycles, None);
     let sim = cqlab_sim::config::SimConfig { seed: a.seed, ..Default::default() };
-    let mut dev = open_device(&w.device, sim, cfg, a.reset_first)?;
+    let mut dev = crate::device::open_for_campaign(&w.device, sim, cfg, a.reset_first)?;
     let start = Instant::now();
     let outcome = dev.boot().map_err(Failure::from).and_then(|()| {
         println!("{ENQUEUING}");
@@ -162,32 +161,6 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
     }
     println!("{}", serde_json::to_string(&r)?);
     Ok(crate::exit::of_failures(outcome.as_ref().err().map(Failure::class)))
-}
-
-/// `embedded` (a fresh simulator from `sim`) or `sim:PATH[?wait]` (a daemon,
-/// reset to power-on first when `reset`). A device the spec or the daemon
-/// refuses is a usage error.
-pub fn open_device(
-    spec: &str,
-    sim: cqlab_sim::config::SimConfig,
-    cfg: cqlab_driver::DeviceConfig,
-    reset: bool,
-) -> Result<Device, UsageError> {
-    let refused = |e: cqlab_driver::DriverError| UsageError(format!("--device {spec}: {e}"));
-    if spec == "embedded" {
-        return Device::embedded(sim, cfg).map_err(refused);
-    }
-    let Some(rest) = spec.strip_prefix("sim:") else {
-        return Err(UsageError(format!("--device {spec:?}: use embedded or sim:PATH[?wait[=SECS]]")));
-    };
-    use cqlab_driver::daemon_backend::DaemonBackend;
-    let (path, wait) = DaemonBackend::parse_spec(rest).map_err(refused)?;
-    let mut backend = DaemonBackend::attach_with(path, wait).map_err(refused)?;
-    backend.check_config(&cfg).map_err(refused)?;
-    if reset {
-        backend.reset().map_err(refused)?;
-    }
-    Device::with_backend(Box::new(backend), cfg).map_err(refused)
 }
 
 fn one_argv(w: &WorkloadArgs, seed: u64, reset_first: bool) -> Vec<String> {

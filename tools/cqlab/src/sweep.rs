@@ -224,7 +224,7 @@ impl Sweeper {
         };
         let sim = SimConfig { seed: seed.unwrap_or(0), ..Default::default() };
         let spec = if seed.is_some() { "embedded" } else { spec.as_str() };
-        let mut dev = crate::stress::open_device(spec, sim, cfg, self.args.reset_each)?;
+        let mut dev = crate::device::open_for_campaign(spec, sim, cfg, self.args.reset_each)?;
         dev.boot().map_err(|e| UsageError(format!("boot: {e}")))?;
         Ok(dev)
     }
