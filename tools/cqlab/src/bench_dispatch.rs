@@ -440,7 +440,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     if args.json {
         println!("{}", serde_json::json!({ "rows": rows }));
     } else if args.csv {
-        print!("{}", csv(&rows));
+        print!("{}", csv(&rows)?);
     } else {
         eprintln!();
         print!("{}", table(&rows));
@@ -492,40 +492,56 @@ fn x(r: &Row) -> String {
     }
 }
 
-fn csv(rows: &[Row]) -> String {
-    let mut s = String::from(
-        "axis,x,series,cores,kernel_bytes,cached,unique_args,common_args,trace,kernel_cycles,cqs,device_cycles_per_program,us_per_program,host_enqueue_us_per_program,host_bytes_per_program,memcpy_us_per_program\n",
-    );
-    for r in rows {
+/// One line of `--csv`: one plotted line per axis, trace mode and (binary
+/// sizes) caching, named by `series`.
+#[derive(serde::Serialize)]
+struct CsvRow {
+    axis: &'static str,
+    x: String,
+    series: String,
+    cores: u32,
+    kernel_bytes: u32,
+    cached: bool,
+    unique_args: u32,
+    common_args: u32,
+    trace: bool,
+    kernel_cycles: u32,
+    cqs: u8,
+    device_cycles_per_program: f64,
+    us_per_program: f64,
+    host_enqueue_us_per_program: f64,
+    host_bytes_per_program: f64,
+    memcpy_us_per_program: f64,
+}
+
+fn csv(rows: &[Row]) -> Result<String> {
+    crate::cli::csv(rows.iter().map(|r| {
         let p = &r.point;
-        // One plotted line per axis, trace mode and (binary sizes) caching.
         let series = format!(
             "{}{}{}",
             p.axis,
             if p.trace { "/trace" } else { "" },
             if p.axis == "kernel_bytes" && !p.cached { "/upload" } else { "" }
         );
-        let _ = writeln!(
-            s,
-            "{},{},{series},{},{},{},{},{},{},{},{},{:.1},{:.4},{:.4},{:.1},{:.4}",
-            p.axis,
-            x(r),
-            p.cores,
-            p.kernel_bytes,
-            p.cached,
-            p.unique_args,
-            p.common_args,
-            p.trace,
-            p.kernel_cycles,
-            p.cqs,
-            r.device_cycles_per_program,
-            r.us_per_program,
-            r.host_enqueue_us_per_program,
-            r.host_bytes_per_program,
-            r.memcpy_us_per_program
-        );
-    }
-    s
+        CsvRow {
+            axis: p.axis,
+            x: x(r),
+            series,
+            cores: p.cores,
+            kernel_bytes: p.kernel_bytes,
+            cached: p.cached,
+            unique_args: p.unique_args,
+            common_args: p.common_args,
+            trace: p.trace,
+            kernel_cycles: p.kernel_cycles,
+            cqs: p.cqs,
+            device_cycles_per_program: r.device_cycles_per_program,
+            us_per_program: r.us_per_program,
+            host_enqueue_us_per_program: r.host_enqueue_us_per_program,
+            host_bytes_per_program: r.host_bytes_per_program,
+            memcpy_us_per_program: r.memcpy_us_per_program,
+        }
+    }))
 }
 
 fn table(rows: &[Row]) -> String {

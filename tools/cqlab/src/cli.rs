@@ -51,6 +51,22 @@ pub const EXIT_CODES_HELP: &str = "Exit codes: 0 success; 1 the run failed for a
      before any work); 3 hang (a wait timed out); 4 device error (a firmware error record, a corrupt completion \
      record, a crashed core); 5 mismatch (a result differs from the host reference). See docs/cli.md.";
 
+/// A worker grid `COLSxROWS` (`8x8`), for `--grid`.
+pub fn parse_grid(s: &str) -> Result<(u8, u8), String> {
+    let bad = || format!("expected COLSxROWS such as 8x8, found {s:?}");
+    let (c, r) = s.split_once('x').ok_or_else(bad)?;
+    Ok((c.parse().map_err(|_| bad())?, r.parse().map_err(|_| bad())?))
+}
+
+/// `rows` as CSV text, a header line first (the field names of a row).
+pub fn csv<R: serde::Serialize>(rows: impl IntoIterator<Item = R>) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for row in rows {
+        w.serialize(row)?;
+    }
+    Ok(String::from_utf8(w.into_inner().map_err(|e| e.into_error())?)?)
+}
+
 /// Fails with a [`Usage`] error unless `ok`.
 pub fn check(ok: bool, message: impl FnOnce() -> String) -> anyhow::Result<()> {
     if ok {

@@ -2,6 +2,7 @@
 
 mod bench_dispatch;
 mod campaign;
+mod chart;
 mod cli;
 mod compare;
 mod critical_path;

@@ -88,7 +88,7 @@ pub struct ChipArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Worker grid, COLSxROWS.
-    #[arg(long, default_value = "8x8", value_parser = parse_grid)]
+    #[arg(long, default_value = "8x8", value_parser = crate::cli::parse_grid)]
     grid: (u8, u8),
     /// Command queues.
     #[arg(long, default_value_t = cqlab_abi::noc::DEFAULT_CQS)]
@@ -198,7 +198,7 @@ pub struct ClientJobArgs {
     /// Bytes per buffer write (16..=16777216, a multiple of 16).
     #[arg(long, default_value_t = 4096, value_parser = parse_bytes)]
     bytes: u32,
-    #[arg(long, default_value = "2x2", value_parser = parse_grid)]
+    #[arg(long, default_value = "2x2", value_parser = crate::cli::parse_grid)]
     grid: (u8, u8),
     #[arg(long, default_value_t = 1)]
     cqs: u8,
@@ -212,12 +212,6 @@ fn parse_bytes(s: &str) -> Result<u32, String> {
         Ok(v) if (16..=16 << 20).contains(&v) && v % 16 == 0 => Ok(v),
         _ => Err(format!("expected a multiple of 16 in 16..=16777216, found {s:?}")),
     }
-}
-
-fn parse_grid(s: &str) -> Result<(u8, u8), String> {
-    let bad = || format!("expected COLSxROWS such as 8x8, found {s:?}");
-    let (c, r) = s.split_once('x').ok_or_else(bad)?;
-    Ok((c.parse().map_err(|_| bad())?, r.parse().map_err(|_| bad())?))
 }
 
 /// `cqlab reset --dev PATH`: the daemon's device back to power-on state

@@ -7,13 +7,14 @@
 //! JSONL record per run, a summary (failures with seed, signature and the
 //! command that replays them) and drift statistics of every metric.
 
-use crate::campaign::{stats, Report, SeedRecord, Shard};
+use crate::campaign::{Report, SeedRecord, Shard};
 use crate::exit::FailureClass;
 use crate::race::failure::Failure;
 use crate::sweep::Knobs;
 use crate::usage::ensure;
 use anyhow::{Context, Result};
 use cqlab_sim::rng::Rng;
+use cqlab_workloads::stats;
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::process::{ExitCode, Stdio};

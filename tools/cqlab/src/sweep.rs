@@ -393,42 +393,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
 /// Cycles per read against the knob; failing points in red.
 fn svg(name: &str, points: &[Point]) -> String {
-    let (w, h, m) = (640.0, 360.0, 50.0);
-    let xmax = points.iter().map(|p| p.value).max().unwrap_or(1).max(1) as f64;
-    let xmin = points.iter().map(|p| p.value).min().unwrap_or(0) as f64;
-    let ymax = points.iter().map(|p| p.cycles_per_read).fold(1.0, f64::max);
-    let x = |v: f64| m + (v - xmin) / (xmax - xmin).max(1.0) * (w - 2.0 * m);
-    let y = |v: f64| h - m - v / ymax * (h - 2.0 * m);
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <line x1=\"{m}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n\
-         <line x1=\"{m}\" y1=\"{m}\" x2=\"{m}\" y2=\"{}\" stroke=\"black\"/>\n\
-         <text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{name}</text>\n\
-         <text x=\"12\" y=\"{}\" transform=\"rotate(-90 12 {})\" text-anchor=\"middle\">device cycles per read</text>\n\
-         <text x=\"{m}\" y=\"{}\">{xmin}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{xmax}</text>\n\
-         <text x=\"{}\" y=\"{m}\" text-anchor=\"end\">{ymax:.0}</text>\n",
-        h - m, w - m, h - m, h - m, w / 2.0, h - 10.0, h / 2.0, h / 2.0, h - m + 15.0, w - m, h - m + 15.0, m - 4.0
-    );
-    let pass: Vec<String> = points
+    let points = points
         .iter()
-        .filter(|p| p.ok)
-        .map(|p| format!("{:.1},{:.1}", x(p.value as f64), y(p.cycles_per_read)))
+        .map(|p| crate::chart::Point {
+            x: p.value as f64,
+            y: p.cycles_per_read,
+            ok: p.ok,
+            label: format!("{name}={}: {}", p.value, if p.ok { "pass" } else { "FAIL" }),
+        })
         .collect();
-    if pass.len() > 1 {
-        s += &format!("<polyline fill=\"none\" stroke=\"steelblue\" points=\"{}\"/>\n", pass.join(" "));
+    crate::chart::PointChart {
+        title: name.to_owned(),
+        x_label: name.to_owned(),
+        y_label: "device cycles per read".into(),
+        points,
     }
-    for p in points {
-        let colour = if p.ok { "steelblue" } else { "crimson" };
-        s += &format!(
-            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"><title>{name}={}: {}</title></circle>\n",
-            x(p.value as f64),
-            y(p.cycles_per_read),
-            p.value,
-            if p.ok { "pass" } else { "FAIL" }
-        );
-    }
-    s + "</svg>\n"
+    .render()
 }
 
 #[cfg(test)]

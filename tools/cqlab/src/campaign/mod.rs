@@ -6,7 +6,6 @@
 pub mod cli;
 pub mod sbatch;
 pub mod shard;
-pub mod stats;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -136,7 +135,7 @@ impl Report {
             runs,
             failures,
             failure_rate: rate,
-            failure_rate_95: stats::wilson(failures, runs),
+            failure_rate_95: cqlab_workloads::stats::wilson(failures, runs),
             signatures,
             runs_to_first_failure: first.map(|i| i as u64 + 1),
             first_failing_seed: first.map(|i| sorted[i].seed),
