@@ -22,6 +22,16 @@ pub const DEVICE_ERROR: u8 = 4;
 /// A mismatch: a result differs from the host's reference (correctness).
 pub const MISMATCH: u8 = 5;
 
+/// The codes of a run that ran to its result, passed or failed: what a
+/// parent process (`--jobs`, `stress`, a Slurm task) keeps as data rather
+/// than as a broken run (a usage error, a crash).
+pub const RAN: [u8; 5] = [SUCCESS, FAILED, HANG, DEVICE_ERROR, MISMATCH];
+
+/// Whether a child's exit `code` is one of [`RAN`].
+pub fn ran(code: Option<i32>) -> bool {
+    code.is_some_and(|c| RAN.iter().any(|&r| i32::from(r) == c))
+}
+
 /// What kind of failure a run ended in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]

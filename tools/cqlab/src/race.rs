@@ -302,7 +302,7 @@ fn run_parallel(plan: &Plan, argv_tail: &[String], sink: &mut dyn FnMut(&SeedRec
     }
     for mut c in children {
         let status = c.wait()?;
-        if !plan.args.until_first && !matches!(status.code(), Some(0) | Some(1)) {
+        if !plan.args.until_first && !crate::exit::ran(status.code()) {
             anyhow::bail!("a race job exited with {status}");
         }
     }

@@ -254,7 +254,7 @@ fn spawn_run(argv: &[String], timeout: Duration, kill_at: Option<KillAt>) -> Res
             }
             let stderr = err_reader.join().unwrap_or_default();
             break match last.as_deref().map(serde_json::from_str::<RunResult>) {
-                Some(Ok(r)) if matches!(status.code(), Some(0 | 1)) => Ended::Done(r),
+                Some(Ok(r)) if crate::exit::ran(status.code()) => Ended::Done(r),
                 _ => Ended::Crashed(format!("{status}: {}", stderr.lines().last().unwrap_or("no output"))),
             };
         }
