@@ -165,7 +165,7 @@ pub struct TraceLine {
 }
 
 impl TraceLine {
-    /// The kind's label, or `kindN` for a kind this build does not know.
+    /// The kind's label, or `kindN` for a kind this driver does not know.
     pub fn kind_label(&self) -> String {
         TraceKind::from_u16(self.kind).map_or_else(|| format!("kind{}", self.kind), |k| k.label().to_owned())
     }

@@ -327,7 +327,12 @@ impl Status {
     }
 
     pub fn decode(p: &[u8]) -> Result<Self, ProtoError> {
-        let n = p.len().checked_sub(8).ok_or(ProtoError::Truncated { what: "STATUS reply", need: 8, at: 0, left: p.len() })?;
+        let n = p.len().checked_sub(8).ok_or(ProtoError::Truncated {
+            what: "STATUS reply",
+            need: 8,
+            at: 0,
+            left: p.len(),
+        })?;
         let chip = ChipInfo::decode(&p[..n])?;
         let mut r = Reader::new(&p[n..]);
         let status = Status { chip, owner_pid: r.u32("owner pid")?, connections: r.u32("connections")? };
