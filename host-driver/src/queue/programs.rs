@@ -9,8 +9,8 @@
 //! the chunk by the prefetcher (`super::staged`) rather than copied.
 
 use super::ops::CommandQueue;
-use super::program_state::{slot_addr, Plan, SlotChoice};
-use super::stream::{launch_message, stream_size, write_program};
+use super::program_state::{slot_addr, SlotChoice};
+use super::stream::{launch_message, stream_size, write_program, Stream};
 use super::trace::Resident;
 use crate::error::Result;
 use crate::geometry::CoreRange;
@@ -63,7 +63,8 @@ impl CommandQueue<'_> {
         // What one chunk can carry at most (the driver refuses larger).
         let limit = self.host().layout.issue_size.min(cqlab_abi::memory_map::MAX_CHUNK) as usize;
         let size = ChunkSize::new().relay_inline(stream_size(program, &plan, wait.is_some(), msg.len())).bytes();
-        if self.submit_program_staged(program, &plan, wait, all, &msg, limit)? {
+        let stream = Stream { program, plan: &plan, wait, all, msg: &msg };
+        if self.submit_program_staged(stream, limit)? {
             // Sent, its large blobs by reference.
         } else if size <= limit {
             self.submit_with(size, |e| {
@@ -76,7 +77,7 @@ impl CommandQueue<'_> {
                 })
             })?;
         } else {
-            self.submit_program_in_chunks(program, &plan, wait, all, &msg, limit)?;
+            self.submit_program_in_chunks(stream, limit)?;
         }
         let host = self.host();
         if let Some(capture) = &mut host.capture {
@@ -113,15 +114,8 @@ impl CommandQueue<'_> {
     /// successive offsets, the LAUNCH last. The dispatcher reads one
     /// stream: where chunks end means nothing to it, and nothing else
     /// enters this queue's stream in between.
-    fn submit_program_in_chunks(
-        &mut self,
-        program: &Program,
-        plan: &Plan,
-        wait: Option<u32>,
-        all: NocAddr,
-        msg: &[u8],
-        limit: usize,
-    ) -> Result<()> {
+    fn submit_program_in_chunks(&mut self, stream: Stream<'_>, limit: usize) -> Result<()> {
+        let Stream { program, plan, wait, all, msg } = stream;
         let launch = DispatchSize::new().launch(msg.len()).bytes();
         // Dispatch bytes per chunk: the usual payload, enough for the
         // LAUNCH alone, within the chunk limit.

@@ -8,12 +8,10 @@
 //! again.
 
 use super::ops::CommandQueue;
-use super::program_state::Plan;
 use super::staging::Placed;
-use super::stream::{program_writes, Blob};
+use super::stream::{program_writes, Blob, Stream};
 use crate::config::HostBug;
 use crate::error::Result;
-use crate::program::Program;
 use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::Encoder;
 use cqlab_abi::noc::NocAddr;
@@ -42,15 +40,8 @@ impl CommandQueue<'_> {
     /// `limit` bytes. Returns false, having sent nothing, when there is
     /// nothing to stage (or no arena, or a trace is being captured: a trace
     /// holds its bytes), so the caller sends the program inline.
-    pub(super) fn submit_program_staged(
-        &mut self,
-        program: &Program,
-        plan: &Plan,
-        wait: Option<u32>,
-        all: NocAddr,
-        msg: &[u8],
-        limit: usize,
-    ) -> Result<bool> {
+    pub(super) fn submit_program_staged(&mut self, stream: Stream<'_>, limit: usize) -> Result<bool> {
+        let Stream { program, plan, wait, msg, .. } = stream;
         let min = self.cfg.stage_min_bytes as usize;
         let host = self.host();
         if min == 0 || host.staging.is_none() || host.capture.is_some() {
@@ -146,7 +137,7 @@ impl CommandQueue<'_> {
         }
         let mut scratch = std::mem::take(&mut self.host().scratch);
         scratch.resize(limit, 0);
-        let sent = self.submit_chunks(&ops, &chunks, &items, &placed, program, all, msg, &mut scratch);
+        let sent = self.submit_chunks(&ops, &chunks, &items, &placed, stream, &mut scratch);
         self.host().scratch = scratch;
         sent.map(|()| true)
     }
@@ -154,18 +145,16 @@ impl CommandQueue<'_> {
     /// Encodes each of `chunks` in `scratch` and sends it, gathered around
     /// its staged piece if it has one (whose bytes in `scratch` are never
     /// written nor sent).
-    #[allow(clippy::too_many_arguments)]
     fn submit_chunks(
         &mut self,
         ops: &[Op],
         chunks: &[std::ops::Range<usize>],
         items: &[(NocAddr, Blob<'_>)],
         placed: &[Option<Placed>],
-        program: &Program,
-        all: NocAddr,
-        msg: &[u8],
+        stream: Stream<'_>,
         scratch: &mut [u8],
     ) -> Result<()> {
+        let Stream { program, all, msg, .. } = stream;
         let (q, header) = (self.q, DispatchSize::new().header().bytes());
         for chunk in chunks {
             let chunk = &ops[chunk.clone()];

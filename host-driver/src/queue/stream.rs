@@ -13,6 +13,18 @@ use cqlab_abi::size::DispatchSize;
 use std::mem::size_of;
 use zerocopy::IntoBytes;
 
+/// A program's dispatch stream as it is sent: the program and its plan, its
+/// WAIT (launches back, if any), the rectangle its LAUNCH reaches and the
+/// launch message.
+#[derive(Clone, Copy)]
+pub(super) struct Stream<'a> {
+    pub program: &'a Program,
+    pub plan: &'a Plan,
+    pub wait: Option<u32>,
+    pub all: NocAddr,
+    pub msg: &'a [u8],
+}
+
 /// Launch header and groups, as the LAUNCH payload (a whole ring entry; the
 /// tag is stamped by whoever sends it).
 pub(super) fn launch_message(seq: u32, program: &Program, plan: &Plan) -> [u8; LAUNCH_ENTRY_SIZE as usize] {

@@ -492,21 +492,17 @@ fn x(r: &Row) -> String {
     }
 }
 
-/// One line of `--csv`: one plotted line per axis, trace mode and (binary
-/// sizes) caching, named by `series`.
+/// Where a row sits in a plot: the value its axis varies and its line (one
+/// per axis, trace mode and, for binary sizes, caching).
 #[derive(serde::Serialize)]
-struct CsvRow {
-    axis: &'static str,
+struct Plotted {
     x: String,
     series: String,
-    cores: u32,
-    kernel_bytes: u32,
-    cached: bool,
-    unique_args: u32,
-    common_args: u32,
-    trace: bool,
-    kernel_cycles: u32,
-    cqs: u8,
+}
+
+/// The measured columns of a `--csv` line.
+#[derive(serde::Serialize)]
+struct Figures {
     device_cycles_per_program: f64,
     us_per_program: f64,
     host_enqueue_us_per_program: f64,
@@ -514,6 +510,7 @@ struct CsvRow {
     memcpy_us_per_program: f64,
 }
 
+/// One `--csv` line per row: its point, where it is plotted, its figures.
 fn csv(rows: &[Row]) -> Result<String> {
     crate::cli::csv(rows.iter().map(|r| {
         let p = &r.point;
@@ -523,24 +520,14 @@ fn csv(rows: &[Row]) -> Result<String> {
             if p.trace { "/trace" } else { "" },
             if p.axis == "kernel_bytes" && !p.cached { "/upload" } else { "" }
         );
-        CsvRow {
-            axis: p.axis,
-            x: x(r),
-            series,
-            cores: p.cores,
-            kernel_bytes: p.kernel_bytes,
-            cached: p.cached,
-            unique_args: p.unique_args,
-            common_args: p.common_args,
-            trace: p.trace,
-            kernel_cycles: p.kernel_cycles,
-            cqs: p.cqs,
+        let figures = Figures {
             device_cycles_per_program: r.device_cycles_per_program,
             us_per_program: r.us_per_program,
             host_enqueue_us_per_program: r.host_enqueue_us_per_program,
             host_bytes_per_program: r.host_bytes_per_program,
             memcpy_us_per_program: r.memcpy_us_per_program,
-        }
+        };
+        (p, Plotted { x: x(r), series }, figures)
     }))
 }
 
