@@ -7,7 +7,7 @@ use crate::buffer::{Allocator, Buffer};
 use crate::config::DeviceConfig;
 use crate::dump::{QueuePointers, Wait};
 use crate::elf::FirmwareImage;
-use crate::error::{BootProblem, DriverError, Result};
+use crate::error::{BootProblem, DriverError, Result, StateError};
 use crate::events::Event;
 use crate::kernel::KernelImage;
 use crate::queue::{CommandQueue, PendingRead, Queues};
@@ -354,7 +354,7 @@ impl Device {
     /// no BAR, unless observing another process's device).
     pub fn queue_pointers(&mut self, q: u8) -> Result<QueuePointers> {
         if q >= self.cfg.num_cqs {
-            return Err(DriverError::Invalid(format!("command queue {q} (device has {})", self.cfg.num_cqs)));
+            return Err(StateError::NoSuchQueue { q, count: self.cfg.num_cqs }.into());
         }
         self.queues.pointers_of(&mut *self.backend, &self.cfg, q)
     }

@@ -22,6 +22,9 @@ pub enum DriverError {
     OutOfRange { what: &'static str, detail: String },
     #[error("invalid argument: {0}")]
     Invalid(String),
+    /// An operation the device or the queue cannot do in its present state.
+    #[error("{0}")]
+    State(#[from] StateError),
     #[error("encoding a command: {0}")]
     Encode(#[from] cqlab_abi::encode::EncodeError),
     /// The device reported a failure of its own: a firmware error record, a
@@ -64,6 +67,7 @@ impl DriverError {
             DriverError::AbiMismatch { .. } => "abi-mismatch",
             DriverError::OutOfRange { .. } => "out-of-range",
             DriverError::Invalid(_) => "invalid",
+            DriverError::State(_) => "state",
             DriverError::Encode(_) => "encode",
             DriverError::Device { .. } => "device-error",
             DriverError::Timeout { .. } => "timeout",
@@ -74,6 +78,26 @@ impl DriverError {
             DriverError::Io(_) => "io",
         }
     }
+}
+
+/// Why an operation cannot be done now: what the device or queue is, or is
+/// doing, that rules it out.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    #[error("command queue {q} (device has {count})")]
+    NoSuchQueue { q: u8, count: u8 },
+    #[error("the device is not booted (no kernel loaded)")]
+    NotBooted,
+    #[error("{what} need fast dispatch (this device uses slow dispatch)")]
+    NeedsFastDispatch { what: &'static str },
+    #[error("a trace is already being captured")]
+    AlreadyCapturing,
+    #[error("end_trace without begin_trace")]
+    NotCapturing,
+    #[error("{what} cannot be captured in a trace")]
+    NotCapturable { what: &'static str },
+    #[error("a trace cannot replay a trace (nested EXEC_BUF)")]
+    NestedReplay,
 }
 
 /// What the device did wrong.

@@ -13,7 +13,7 @@ use super::issue::chunk;
 use super::ops::CommandQueue;
 use super::trace::{Capture, Trace};
 use crate::buffer::Placement;
-use crate::error::{DriverError, Result};
+use crate::error::{DriverError, Result, StateError};
 use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::prefetch::EXEC_BUF_HEAD_MAX;
 use cqlab_abi::size::{ChunkSize, DispatchSize};
@@ -24,7 +24,7 @@ impl CommandQueue<'_> {
     pub fn begin_trace(&mut self) -> Result<()> {
         self.fast_only("traces")?;
         if self.host().capture.is_some() {
-            return Err(DriverError::Invalid("a trace is already being captured".into()));
+            return Err(StateError::AlreadyCapturing.into());
         }
         if self.host().workers_outstanding > 0 {
             // Traces start from a drained worker count.
@@ -51,8 +51,7 @@ impl CommandQueue<'_> {
 
     /// Ends the capture and stores the trace in DRAM.
     pub fn end_trace(&mut self) -> Result<Trace> {
-        let capture =
-            self.host().capture.take().ok_or_else(|| DriverError::Invalid("end_trace without begin_trace".into()))?;
+        let capture = self.host().capture.take().ok_or(StateError::NotCapturing)?;
         let Capture { mut bytes, saved: (saved, start, waited), relies, waits_before, .. } = capture;
         let host = self.host();
         let workers = std::mem::take(&mut host.workers_outstanding);
@@ -105,7 +104,7 @@ impl CommandQueue<'_> {
             return Err(DriverError::Invalid("traces live in DRAM".into()));
         };
         if self.host().capture.is_some() {
-            return Err(DriverError::Invalid("a trace cannot replay a trace (nested EXEC_BUF)".into()));
+            return Err(StateError::NestedReplay.into());
         }
         // The kernels the trace did not send must be where it found them.
         for r in &trace.relies {

@@ -7,7 +7,7 @@ use super::state::{Queue, Queues};
 use crate::backend::Backend;
 use crate::buffer::{Allocator, Buffer, Placement};
 use crate::config::DeviceConfig;
-use crate::error::{DriverError, Result};
+use crate::error::{DriverError, Result, StateError};
 use crate::events::Event;
 use crate::geometry::CoreRange;
 use crate::kernel::KernelImage;
@@ -70,9 +70,9 @@ impl CommandQueue<'_> {
         &mut self.queues.list[self.q as usize]
     }
 
-    pub(super) fn fast_only(&self, what: &str) -> Result<()> {
+    pub(super) fn fast_only(&self, what: &'static str) -> Result<()> {
         if self.cfg.slow_dispatch {
-            return Err(DriverError::Invalid(format!("{what} need fast dispatch (this device uses slow dispatch)")));
+            return Err(StateError::NeedsFastDispatch { what }.into());
         }
         Ok(())
     }
@@ -235,7 +235,7 @@ impl CommandQueue<'_> {
             return self.slow_read(buf, offset, len);
         }
         if self.host().capture.is_some() {
-            return Err(DriverError::Invalid("reads cannot be captured in a trace".into()));
+            return Err(StateError::NotCapturable { what: "reads" }.into());
         }
         let completion = self.host().layout.completion_size;
         let max_piece = (completion / 2).min(64 * 1024) & !63;
@@ -314,10 +314,7 @@ impl CommandQueue<'_> {
                 detail: format!("{cores:?} on a {cols}x{rows} grid"),
             });
         }
-        let kernel = self
-            .default_kernel
-            .clone()
-            .ok_or_else(|| DriverError::Invalid("the device is not booted (no kernel loaded)".into()))?;
+        let kernel = self.default_kernel.clone().ok_or(StateError::NotBooted)?;
         let mut program = crate::program::Program::new();
         let k = program.add_kernel(kernel, &[cores])?;
         program.set_common_args(k, args)?;
@@ -330,7 +327,7 @@ impl CommandQueue<'_> {
             return self.slow_record_event();
         }
         if self.host().capture.is_some() {
-            return Err(DriverError::Invalid("events cannot be captured in a trace".into()));
+            return Err(StateError::NotCapturable { what: "events" }.into());
         }
         let id = self.queues.next_event;
         self.queues.next_event += 1;

@@ -8,7 +8,7 @@ use super::trace::Capture;
 use crate::backend::Backend;
 use crate::config::DeviceConfig;
 use crate::dump::QueuePointers;
-use crate::error::{DriverError, Result};
+use crate::error::{Result, StateError};
 use crate::wait::Waiting;
 use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::CqSysmemLayout;
@@ -158,8 +158,8 @@ impl Queues {
 
     /// Queue `q`, or an error naming how many there are.
     pub(super) fn get(&mut self, q: u8) -> Result<&mut Queue> {
-        let n = self.list.len();
-        self.list.get_mut(q as usize).ok_or_else(|| DriverError::Invalid(format!("command queue {q} (device has {n})")))
+        let count = self.list.len() as u8;
+        self.list.get_mut(q as usize).ok_or(StateError::NoSuchQueue { q, count }.into())
     }
 
     /// A word of queue `q`'s sysmem header (a device-written pointer).
