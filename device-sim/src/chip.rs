@@ -1111,7 +1111,7 @@ impl Chip {
 
     /// Hang-dump view of one core; `None` if there is no core there.
     pub fn core_debug(&self, coord: Coord) -> Option<CoreDebug> {
-        self.core(coord).map(|c| CoreDebug::of(c, crate::HISTORY_LEN))
+        self.core(coord).map(|c| CoreDebug::of(c.coord, &c.hart, &c.mmio, crate::HISTORY_LEN))
     }
 
     /// Samples the PC of each of `cores` at the end of every scheduling

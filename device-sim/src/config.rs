@@ -1,5 +1,5 @@
 //! Every size and latency of the simulated chip, with Wormhole-like defaults
-//! (DESIGN.md "Timing defaults"; clock 1 GHz, so 1 ns = 1 cycle).
+//! (docs/design.md, "Timing"; clock 1 GHz, so 1 ns = 1 cycle).
 
 use cqlab_abi::noc::Coord;
 use cqlab_abi::{memory_map, noc};

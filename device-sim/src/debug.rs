@@ -2,9 +2,8 @@
 //! that silicon would not tell it (PC, registers, recent PCs, halt reason),
 //! plus the waypoint the firmware keeps in its mailbox.
 
-use crate::chip::Core;
-use crate::core_mmio::NocCounters;
-use crate::hart::Halt;
+use crate::core_mmio::{CoreMmio, NocCounters};
+use crate::hart::{Halt, Hart};
 use cqlab_abi::mailbox;
 use cqlab_abi::mmio::SEMAPHORE_COUNT;
 use cqlab_abi::noc::Coord;
@@ -29,21 +28,22 @@ pub struct CoreDebug {
 }
 
 impl CoreDebug {
-    pub(crate) fn of(core: &Core, n_pcs: usize) -> Self {
-        let mut last_pcs = core.hart.last_retired_pcs(n_pcs);
+    /// The core at `coord` with its hart and registers, with its last `n_pcs` PCs.
+    pub(crate) fn of(coord: Coord, hart: &Hart, mmio: &CoreMmio, n_pcs: usize) -> Self {
+        let mut last_pcs = hart.last_retired_pcs(n_pcs);
         last_pcs.reverse();
         CoreDebug {
-            coord: core.coord,
-            pc: core.hart.pc(),
-            regs: core.hart.regs(),
-            waypoint: Waypoint(core.hart.mem.l1.read_u32(mailbox::WAYPOINT).unwrap_or(0)),
+            coord,
+            pc: hart.pc(),
+            regs: hart.regs(),
+            waypoint: Waypoint(hart.mem.l1.read_u32(mailbox::WAYPOINT).unwrap_or(0)),
             last_pcs,
-            halt: core.hart.halted(),
-            in_reset: core.mmio.in_reset,
-            cycle: core.hart.cycle(),
-            instret: core.hart.instret(),
-            counters: core.mmio.counters,
-            semaphores: core.mmio.semaphores,
+            halt: hart.halted(),
+            in_reset: mmio.in_reset,
+            cycle: hart.cycle(),
+            instret: hart.instret(),
+            counters: mmio.counters,
+            semaphores: mmio.semaphores,
         }
     }
 }

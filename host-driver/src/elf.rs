@@ -1,9 +1,11 @@
-//! Firmware ELF images: parsed once, checked against the memory map, loaded
-//! segment by segment through the BAR.
+//! Firmware ELF images: checked by the ABI's validator (shared with the
+//! simulator) and against the memory map, loaded segment by segment through
+//! the BAR.
 
 use crate::error::{DriverError, Result};
+pub use crate::error::{ImageError, RelocationProblem};
+use cqlab_abi::elf::Rv32Executable;
 use cqlab_abi::memory_map::{CODE, DATA, ENTRY_POINT};
-use object::{Architecture, Object, ObjectKind, ObjectSegment};
 use std::path::Path;
 
 /// One loadable piece of an image.
@@ -28,83 +30,59 @@ impl FirmwareImage {
         load_with(path, Self::parse)
     }
 
-    /// Parses and checks an image: a 32-bit little-endian RISC-V executable
-    /// whose entry is `ENTRY_POINT` and whose segments lie in CODE or DATA.
-    pub fn parse(name: &str, bytes: &[u8]) -> std::result::Result<Self, String> {
-        let elf = parse_rv32_executable(bytes)?;
-        if elf.entry() != ENTRY_POINT as u64 {
-            return Err(format!("entry point {:#x}, the memory map says {:#x}", elf.entry(), ENTRY_POINT));
+    /// Parses and checks an image: an RV32 executable whose entry is
+    /// `ENTRY_POINT` and whose segments lie in CODE or DATA.
+    pub fn parse(name: &str, bytes: &[u8]) -> std::result::Result<Self, ImageError> {
+        let elf = Rv32Executable::parse(bytes)?;
+        if elf.entry() != ENTRY_POINT {
+            return Err(ImageError::Entry { found: elf.entry(), expected: ENTRY_POINT, rule: "the memory map" });
         }
         let mut segments = Vec::new();
-        for seg in elf.segments() {
-            let data = seg.data().map_err(|e| format!("segment at {:#x} is truncated ({e})", seg.address()))?;
-            if seg.size() == 0 {
-                continue;
-            }
-            let (addr, size) = (seg.address(), seg.size());
-            let fits = [CODE, DATA].iter().any(|r| addr >= r.base as u64 && addr + size <= r.end() as u64);
-            if !fits {
-                return Err(format!("segment {addr:#x}..{:#x} lies outside the CODE and DATA regions", addr + size));
-            }
-            if (data.len() as u64) > size {
-                return Err(format!("segment at {addr:#x} has more file bytes than memory bytes"));
+        for seg in elf.segments().filter(|s| s.mem_size > 0) {
+            let (start, end) = (seg.addr as u64, seg.end());
+            if ![CODE, DATA].iter().any(|r| start >= r.base as u64 && end <= r.end() as u64) {
+                return Err(ImageError::Placement { start, end, allowed: "the CODE and DATA regions" });
             }
             segments.push(Segment {
-                addr: addr as u32,
-                data: data.to_vec(),
-                zeroes: (size - data.len() as u64) as u32,
+                addr: seg.addr,
+                data: seg.data.to_vec(),
+                zeroes: seg.mem_size - seg.data.len() as u32,
             });
         }
-        if segments.is_empty() {
-            return Err("no loadable segments".into());
-        }
-        Ok(Self { name: name.to_owned(), entry: elf.entry() as u32, segments })
+        Ok(Self { name: name.to_owned(), entry: elf.entry(), segments })
     }
-}
-
-pub(crate) fn bad(path: &Path, reason: String) -> DriverError {
-    DriverError::BadElf { path: path.display().to_string(), reason }
 }
 
 /// Reads `path` and parses it with `parse`; every failure names the file.
 pub(crate) fn load_with<T>(
     path: &Path,
-    parse: impl FnOnce(&str, &[u8]) -> std::result::Result<T, String>,
+    parse: impl FnOnce(&str, &[u8]) -> std::result::Result<T, ImageError>,
 ) -> Result<T> {
-    let bytes = std::fs::read(path).map_err(|e| bad(path, format!("cannot read: {e}")))?;
+    let bad = |reason| DriverError::BadElf { path: path.display().to_string(), reason };
+    let bytes = std::fs::read(path).map_err(|e| bad(ImageError::Read(e)))?;
     let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
-    parse(&name, &bytes).map_err(|reason| bad(path, reason))
-}
-
-/// What every image the device runs must be: a 32-bit little-endian RISC-V
-/// executable (firmware and kernels add their own placement rules).
-pub(crate) fn parse_rv32_executable(bytes: &[u8]) -> std::result::Result<object::File<'_>, String> {
-    let elf = object::File::parse(bytes).map_err(|e| format!("not a valid ELF ({e})"))?;
-    if elf.architecture() != Architecture::Riscv32 || elf.is_64() || !elf.is_little_endian() {
-        return Err(format!("expected a 32-bit little-endian RISC-V ELF, found {:?}", elf.architecture()));
-    }
-    if elf.kind() != ObjectKind::Executable {
-        return Err(format!("expected an executable, found {:?}", elf.kind()));
-    }
-    Ok(elf)
+    parse(&name, &bytes).map_err(bad)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cqlab_abi::elf::ElfError;
 
     #[test]
     fn garbage_and_truncated_elfs_are_rejected_with_a_reason() {
-        assert!(FirmwareImage::parse("x", b"not an elf").unwrap_err().contains("not a valid ELF"));
+        let err = FirmwareImage::parse("x", b"not an elf").unwrap_err();
+        assert!(matches!(err, ImageError::Elf(ElfError::NotElf { .. })), "{err}");
         let mut elf = vec![0x7f, b'E', b'L', b'F', 1, 1, 1, 0];
         elf.resize(20, 0);
-        assert!(FirmwareImage::parse("x", &elf).unwrap_err().contains("not a valid ELF"));
+        let err = FirmwareImage::parse("x", &elf).unwrap_err();
+        assert!(matches!(err, ImageError::Elf(ElfError::Truncated { .. })), "{err}");
     }
 
     #[test]
     fn host_executables_are_rejected() {
         let me = std::fs::read(std::env::current_exe().unwrap()).unwrap();
         let err = FirmwareImage::parse("self", &me).unwrap_err();
-        assert!(err.contains("expected a 32-bit little-endian RISC-V ELF"), "{err}");
+        assert!(matches!(err, ImageError::Elf(ElfError::WrongClass { found: 2 })), "{err}");
     }
 }

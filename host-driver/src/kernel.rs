@@ -9,10 +9,11 @@
 //! twelve bits and every PC-relative reference stay as they are. Any other
 //! relocation into the image is refused: such a kernel cannot move.
 
-use crate::elf::{load_with, parse_rv32_executable};
+use crate::elf::{load_with, ImageError, RelocationProblem};
 use crate::error::Result;
+use cqlab_abi::elf::Rv32Executable;
 use cqlab_abi::program::{kernel_slot, KERNEL_SLOTS, KERNEL_SLOT_SIZE, KERNEL_TEXT_ADDR};
-use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, RelocationFlags, RelocationTarget};
+use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
 use std::path::Path;
 
 // RISC-V ELF relocation types (RISC-V ELF psABI, "Relocations").
@@ -50,37 +51,29 @@ impl KernelImage {
 
     /// Parses and checks a kernel: a 32-bit little-endian RISC-V executable
     /// entered at `KERNEL_TEXT_ADDR`, every segment inside one slot.
-    pub fn parse(name: &str, bytes: &[u8]) -> std::result::Result<Self, String> {
-        let elf = parse_rv32_executable(bytes)?;
-        if elf.entry() != KERNEL_TEXT_ADDR as u64 {
-            return Err(format!(
-                "entry point {:#x}, kernels are linked for the kernel text address {KERNEL_TEXT_ADDR:#x} (linker/kernel.x)",
-                elf.entry()
-            ));
+    pub fn parse(name: &str, bytes: &[u8]) -> std::result::Result<Self, ImageError> {
+        let checked = Rv32Executable::parse(bytes)?;
+        if checked.entry() != KERNEL_TEXT_ADDR {
+            return Err(ImageError::Entry {
+                found: checked.entry(),
+                expected: KERNEL_TEXT_ADDR,
+                rule: "the kernel text address (linker/kernel.x)",
+            });
         }
+        let elf = object::File::parse(bytes)?;
         let (base, limit) = (KERNEL_TEXT_ADDR as u64, KERNEL_TEXT_ADDR as u64 + KERNEL_SLOT_SIZE as u64);
         let mut image = Vec::new();
-        for seg in elf.segments() {
-            let (addr, size) = (seg.address(), seg.size());
-            if size == 0 {
-                continue;
-            }
+        for seg in checked.segments().filter(|s| s.mem_size > 0) {
+            let (addr, size, data) = (seg.addr as u64, seg.mem_size as u64, seg.data);
             if addr < base || addr + size > limit {
-                return Err(format!(
-                    "segment {addr:#x}..{:#x} leaves the {KERNEL_SLOT_SIZE}-byte kernel slot at {base:#x}",
-                    addr + size
-                ));
+                return Err(ImageError::Placement { start: addr, end: addr + size, allowed: "its kernel slot" });
             }
-            let data = seg.data().map_err(|e| format!("segment at {addr:#x} is truncated ({e})"))?;
             let end = (addr + size - base) as usize;
             if image.len() < end {
                 image.resize(end, 0);
             }
             let at = (addr - base) as usize;
             image[at..at + data.len()].copy_from_slice(data);
-        }
-        if image.is_empty() {
-            return Err("no loadable segments".into());
         }
         image.resize(image.len().next_multiple_of(16), 0);
         let in_image = |a: u64| a >= base && a < base + image.len() as u64;
@@ -93,15 +86,16 @@ impl KernelImage {
                 if !applies {
                     continue;
                 }
+                let bad = |problem| ImageError::Relocation { offset, problem };
                 let RelocationFlags::Elf { r_type } = reloc.flags() else {
-                    return Err(format!("relocation at {offset:#x} is not an ELF relocation"));
+                    return Err(bad(RelocationProblem::NotElf));
                 };
                 let target = match reloc.target() {
                     RelocationTarget::Symbol(i) => {
-                        elf.symbol_by_index(i).map_err(|e| format!("relocation at {offset:#x}: {e}"))?.address()
+                        elf.symbol_by_index(i).map_err(|e| bad(RelocationProblem::Target(e)))?.address()
                     }
                     RelocationTarget::Section(i) => {
-                        elf.section_by_index(i).map_err(|e| format!("relocation at {offset:#x}: {e}"))?.address()
+                        elf.section_by_index(i).map_err(|e| bad(RelocationProblem::Target(e)))?.address()
                     }
                     _ => 0,
                 };
@@ -110,8 +104,7 @@ impl KernelImage {
                 let at = offset
                     .checked_sub(base)
                     .filter(|&o| o + 4 <= image.len() as u64)
-                    .ok_or_else(|| format!("relocation at {offset:#x} lies outside the image"))?
-                    as u32;
+                    .ok_or_else(|| bad(RelocationProblem::Outside))? as u32;
                 match r_type {
                     R_RISCV_32 if internal => fixups.push((at, Fixup::Word)),
                     R_RISCV_HI20 if internal => fixups.push((at, Fixup::Hi20)),
@@ -124,16 +117,12 @@ impl KernelImage {
                     // PCREL_LO12 names the auipc it pairs with, never data.
                     R_RISCV_PCREL_HI20 if internal => {}
                     R_RISCV_PCREL_LO12_I | R_RISCV_PCREL_LO12_S | R_RISCV_ALIGN | R_RISCV_RELAX => {}
-                    _ => {
-                        return Err(format!(
-                            "relocation type {r_type} at {offset:#x} (target {target:#x}) cannot move with the kernel"
-                        ))
-                    }
+                    _ => return Err(bad(RelocationProblem::CannotMove { r_type: r_type.0, target })),
                 }
             }
         }
         if !saw_relocations {
-            return Err("no relocations kept: kernels must be linked with --emit-relocs (linker/kernel.x)".into());
+            return Err(ImageError::NoRelocations);
         }
         let build_id = fnv1a(name.as_bytes()) ^ fnv1a(&image).rotate_left(17);
         Ok(Self { name: name.to_owned(), image, build_id, fixups })
@@ -218,6 +207,6 @@ mod tests {
     #[test]
     fn a_firmware_image_is_not_a_kernel() {
         let err = KernelImage::parse("x", b"not an elf").unwrap_err();
-        assert!(err.contains("not a valid ELF"), "{err}");
+        assert!(matches!(err, ImageError::Elf(cqlab_abi::elf::ElfError::NotElf { .. })), "{err}");
     }
 }

@@ -5,23 +5,13 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-/// `CompletionHeader::kind`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum CompletionKind {
-    /// Read-back data.
-    Data = 1,
-    /// An event completed.
-    Event = 2,
-}
-
-impl CompletionKind {
-    pub const fn from_u8(v: u8) -> Option<Self> {
-        match v {
-            1 => Some(Self::Data),
-            2 => Some(Self::Event),
-            _ => None,
-        }
+id_table! {
+    /// `CompletionHeader::kind`.
+    pub enum CompletionKind: u8 { from_u8, name } {
+        /// Read-back data.
+        Data = 1, "data";
+        /// An event completed.
+        Event = 2, "event";
     }
 }
 

@@ -24,6 +24,22 @@ pub enum Space {
     Dispatch,
 }
 
+impl Space {
+    /// The name of command `id` of this set (`None`: no such command).
+    pub const fn command_name(self, id: u8) -> Option<&'static str> {
+        match self {
+            Space::Prefetch => match PrefetchCmdId::from_u8(id) {
+                Some(c) => Some(c.name()),
+                None => None,
+            },
+            Space::Dispatch => match DispatchCmdId::from_u8(id) {
+                Some(c) => Some(c.name()),
+                None => None,
+            },
+        }
+    }
+}
+
 /// What is wrong with the bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecodeErrorKind {

@@ -8,78 +8,32 @@
 use bitflags::bitflags;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum DispatchCmdId {
-    /// Write the payload to one NOC address or a multicast rectangle.
-    WriteLinear = 0x21,
-    /// Write whole pages to an interleaved buffer.
-    WritePaged = 0x22,
-    /// Write to many cores at one L1 address (sub-commands name the cores).
-    WritePacked = 0x23,
-    /// Write a completion record (data or event) to the host.
-    WriteHost = 0x24,
-    /// Wait for memory, a counter, or write acks.
-    Wait = 0x25,
-    /// Write the GO signal to workers' launch mailboxes.
-    Go = 0x26,
-    /// Offset added to later WRITE_LINEAR / WRITE_PAGED destinations.
-    SetWriteOffset = 0x27,
-    /// Spin for a number of cycles (race amplification).
-    Delay = 0x28,
-    /// Payload with a checksum, verified by the dispatcher.
-    Debug = 0x29,
-    /// Stop the dispatcher cleanly.
-    Terminate = 0x2A,
-    /// Write a launch message into the next launch-ring entry of every worker
-    /// of a rectangle, then multicast the launch count to their GO word.
-    Launch = 0x2B,
-}
-
-impl DispatchCmdId {
-    pub const ALL: [Self; 11] = [
-        Self::WriteLinear,
-        Self::WritePaged,
-        Self::WritePacked,
-        Self::WriteHost,
-        Self::Wait,
-        Self::Go,
-        Self::SetWriteOffset,
-        Self::Delay,
-        Self::Debug,
-        Self::Terminate,
-        Self::Launch,
-    ];
-    pub const fn from_u8(v: u8) -> Option<Self> {
-        match v {
-            0x21 => Some(Self::WriteLinear),
-            0x22 => Some(Self::WritePaged),
-            0x23 => Some(Self::WritePacked),
-            0x24 => Some(Self::WriteHost),
-            0x25 => Some(Self::Wait),
-            0x26 => Some(Self::Go),
-            0x27 => Some(Self::SetWriteOffset),
-            0x28 => Some(Self::Delay),
-            0x29 => Some(Self::Debug),
-            0x2A => Some(Self::Terminate),
-            0x2B => Some(Self::Launch),
-            _ => None,
-        }
-    }
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::WriteLinear => "WRITE_LINEAR",
-            Self::WritePaged => "WRITE_PAGED",
-            Self::WritePacked => "WRITE_PACKED",
-            Self::WriteHost => "WRITE_HOST",
-            Self::Wait => "WAIT",
-            Self::Go => "GO",
-            Self::SetWriteOffset => "SET_WRITE_OFFSET",
-            Self::Delay => "DELAY",
-            Self::Debug => "DEBUG",
-            Self::Terminate => "TERMINATE",
-            Self::Launch => "LAUNCH",
-        }
+id_table! {
+    /// First byte of a dispatch command.
+    pub enum DispatchCmdId: u8 { from_u8, name } {
+        /// Write the payload to one NOC address or a multicast rectangle.
+        WriteLinear = 0x21, "WRITE_LINEAR";
+        /// Write whole pages to an interleaved buffer.
+        WritePaged = 0x22, "WRITE_PAGED";
+        /// Write to many cores at one L1 address (sub-commands name the cores).
+        WritePacked = 0x23, "WRITE_PACKED";
+        /// Write a completion record (data or event) to the host.
+        WriteHost = 0x24, "WRITE_HOST";
+        /// Wait for memory, a counter, or write acks.
+        Wait = 0x25, "WAIT";
+        /// Write the GO signal to workers' launch mailboxes.
+        Go = 0x26, "GO";
+        /// Offset added to later WRITE_LINEAR / WRITE_PAGED destinations.
+        SetWriteOffset = 0x27, "SET_WRITE_OFFSET";
+        /// Spin for a number of cycles (race amplification).
+        Delay = 0x28, "DELAY";
+        /// Payload with a checksum, verified by the dispatcher.
+        Debug = 0x29, "DEBUG";
+        /// Stop the dispatcher cleanly.
+        Terminate = 0x2A, "TERMINATE";
+        /// Write a launch message into the next launch-ring entry of every worker
+        /// of a rectangle, then multicast the launch count to their GO word.
+        Launch = 0x2B, "LAUNCH";
     }
 }
 

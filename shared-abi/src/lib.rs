@@ -16,11 +16,14 @@ extern crate std;
 
 #[macro_use]
 mod layout;
+#[macro_use]
+mod table;
 
 pub mod arch;
 pub mod completion;
 pub mod decode;
 pub mod dispatch;
+pub mod elf;
 pub mod encode;
 pub mod fetch_queue;
 pub mod firmware;
@@ -31,6 +34,7 @@ pub mod noc;
 pub mod prefetch;
 pub mod program;
 pub mod ring;
+pub mod size;
 #[cfg(feature = "std")]
 pub mod soc;
 pub mod sysmem;

@@ -86,63 +86,24 @@ assert_layout!(CqConfig, 64, sysmem_base => 0, issue_size => 8, completion_size 
     num_cqs => 20, fetch_entries => 24, cmd_buffer_size => 28, ring_page_size => 32, ring_pages => 36,
     peer_xy => 40, dram_banks => 44);
 
-/// Why firmware stopped on a bad command.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum DeviceError {
-    UnknownCommand = 1,
-    ZeroFetchEntry = 2,
-    LengthOverrun = 3,
-    Misaligned = 4,
-    BadSize = 5,
-    BadChecksum = 6,
-    ExecBufWithoutStall = 7,
-    NestedExecBuf = 8,
-    BadConfig = 9,
-    UnexpectedExecBufEnd = 10,
-    BadFlags = 11,
-    BadDestination = 12,
-    TooLarge = 13,
-    BadKernelArgs = 14,
-}
-
-impl DeviceError {
-    pub const fn from_u32(v: u32) -> Option<Self> {
-        match v {
-            1 => Some(Self::UnknownCommand),
-            2 => Some(Self::ZeroFetchEntry),
-            3 => Some(Self::LengthOverrun),
-            4 => Some(Self::Misaligned),
-            5 => Some(Self::BadSize),
-            6 => Some(Self::BadChecksum),
-            7 => Some(Self::ExecBufWithoutStall),
-            8 => Some(Self::NestedExecBuf),
-            9 => Some(Self::BadConfig),
-            10 => Some(Self::UnexpectedExecBufEnd),
-            11 => Some(Self::BadFlags),
-            12 => Some(Self::BadDestination),
-            13 => Some(Self::TooLarge),
-            14 => Some(Self::BadKernelArgs),
-            _ => None,
-        }
-    }
-    pub const fn describe(self) -> &'static str {
-        match self {
-            Self::UnknownCommand => "unknown command id",
-            Self::ZeroFetchEntry => "zero-size fetch-queue entry",
-            Self::LengthOverrun => "command length runs past its buffer",
-            Self::Misaligned => "misaligned command header",
-            Self::BadSize => "invalid size field",
-            Self::BadChecksum => "DEBUG command checksum mismatch",
-            Self::ExecBufWithoutStall => "EXEC_BUF in a chunk without the stall flag",
-            Self::NestedExecBuf => "EXEC_BUF inside an executing trace",
-            Self::BadConfig => "invalid CQ configuration",
-            Self::UnexpectedExecBufEnd => "EXEC_BUF_END outside a replayed trace",
-            Self::BadFlags => "unsupported flags",
-            Self::BadDestination => "destination is not a worker core",
-            Self::TooLarge => "larger than the buffer it must pass through",
-            Self::BadKernelArgs => "invalid kernel runtime arguments",
-        }
+id_table! {
+    /// Why firmware stopped on a bad command: a short name (for signatures
+    /// and logs) and what it means.
+    pub enum DeviceError: u32 { from_u32, name, describe } {
+        UnknownCommand = 1, "unknown-command", "unknown command id";
+        ZeroFetchEntry = 2, "zero-fetch-entry", "zero-size fetch-queue entry";
+        LengthOverrun = 3, "length-overrun", "command length runs past its buffer";
+        Misaligned = 4, "misaligned", "misaligned command header";
+        BadSize = 5, "bad-size", "invalid size field";
+        BadChecksum = 6, "bad-checksum", "DEBUG command checksum mismatch";
+        ExecBufWithoutStall = 7, "exec-buf-without-stall", "EXEC_BUF in a chunk without the stall flag";
+        NestedExecBuf = 8, "nested-exec-buf", "EXEC_BUF inside an executing trace";
+        BadConfig = 9, "bad-config", "invalid CQ configuration";
+        UnexpectedExecBufEnd = 10, "unexpected-exec-buf-end", "EXEC_BUF_END outside a replayed trace";
+        BadFlags = 11, "bad-flags", "unsupported flags";
+        BadDestination = 12, "bad-destination", "destination is not a worker core";
+        TooLarge = 13, "too-large", "larger than the buffer it must pass through";
+        BadKernelArgs = 14, "bad-kernel-args", "invalid kernel runtime arguments";
     }
 }
 

@@ -75,27 +75,16 @@ pub const fn semaphore(index: u32) -> u32 {
 /// Largest single NOC transfer.
 pub const NOC_MAX_PACKET: u32 = 8192;
 
-/// NOC command kinds written to `NOC_CMD`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum NocCmd {
-    /// Read `NOC_LEN` bytes at the target into local L1.
-    Read = 1,
-    /// Write `NOC_LEN` bytes of local L1 to the target (unicast or multicast).
-    Write = 2,
-    /// Add `NOC_ATOMIC_VALUE` to the u32 at the target (unicast; it reads
-    /// neither `NOC_LOCAL_ADDR` nor `NOC_LEN`).
-    AtomicInc = 3,
-}
-
-impl NocCmd {
-    pub const fn from_u32(v: u32) -> Option<Self> {
-        match v {
-            1 => Some(Self::Read),
-            2 => Some(Self::Write),
-            3 => Some(Self::AtomicInc),
-            _ => None,
-        }
+id_table! {
+    /// NOC command kinds written to `NOC_CMD`.
+    pub enum NocCmd: u32 { from_u32, name } {
+        /// Read `NOC_LEN` bytes at the target into local L1.
+        Read = 1, "read";
+        /// Write `NOC_LEN` bytes of local L1 to the target (unicast or multicast).
+        Write = 2, "write";
+        /// Add `NOC_ATOMIC_VALUE` to the u32 at the target (unicast; it reads
+        /// neither `NOC_LOCAL_ADDR` nor `NOC_LEN`).
+        AtomicInc = 3, "atomic-inc";
     }
 }
 
@@ -114,5 +103,4 @@ pub mod sem {
     pub const LAUNCH_DONE: u32 = 4;
 }
 
-const _: () = assert!(sem::LAUNCH_DONE + crate::program::LAUNCH_RING_ENTRIES <= SEMAPHORE_COUNT);
 const _: () = assert!(semaphore(SEMAPHORE_COUNT - 1) < MMIO_SIZE);

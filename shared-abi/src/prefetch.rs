@@ -9,67 +9,27 @@
 use bitflags::bitflags;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum PrefetchCmdId {
-    /// Relay the inline payload (dispatch commands) to the dispatcher.
-    RelayInline = 0x01,
-    /// As `RelayInline`, but hold the data until the next relay flushes it.
-    RelayInlineNoflush = 0x02,
-    /// Relay `length` bytes read from a NOC address (DRAM, L1).
-    RelayLinear = 0x03,
-    /// Relay whole pages of an interleaved DRAM or L1 buffer.
-    RelayPaged = 0x04,
-    /// Wait until the dispatcher signals that all earlier work is done.
-    Stall = 0x05,
-    /// Replay a captured command stream from interleaved DRAM pages.
-    ExecBuf = 0x06,
-    /// Ends a captured stream; returns to the issue queue.
-    ExecBufEnd = 0x07,
-    /// Payload with a checksum, verified by the prefetcher.
-    Debug = 0x08,
-    /// Stop the prefetcher cleanly.
-    Terminate = 0x09,
-}
-
-impl PrefetchCmdId {
-    pub const ALL: [Self; 9] = [
-        Self::RelayInline,
-        Self::RelayInlineNoflush,
-        Self::RelayLinear,
-        Self::RelayPaged,
-        Self::Stall,
-        Self::ExecBuf,
-        Self::ExecBufEnd,
-        Self::Debug,
-        Self::Terminate,
-    ];
-    pub const fn from_u8(v: u8) -> Option<Self> {
-        match v {
-            0x01 => Some(Self::RelayInline),
-            0x02 => Some(Self::RelayInlineNoflush),
-            0x03 => Some(Self::RelayLinear),
-            0x04 => Some(Self::RelayPaged),
-            0x05 => Some(Self::Stall),
-            0x06 => Some(Self::ExecBuf),
-            0x07 => Some(Self::ExecBufEnd),
-            0x08 => Some(Self::Debug),
-            0x09 => Some(Self::Terminate),
-            _ => None,
-        }
-    }
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::RelayInline => "RELAY_INLINE",
-            Self::RelayInlineNoflush => "RELAY_INLINE_NOFLUSH",
-            Self::RelayLinear => "RELAY_LINEAR",
-            Self::RelayPaged => "RELAY_PAGED",
-            Self::Stall => "STALL",
-            Self::ExecBuf => "EXEC_BUF",
-            Self::ExecBufEnd => "EXEC_BUF_END",
-            Self::Debug => "DEBUG",
-            Self::Terminate => "TERMINATE",
-        }
+id_table! {
+    /// First byte of a prefetch command.
+    pub enum PrefetchCmdId: u8 { from_u8, name } {
+        /// Relay the inline payload (dispatch commands) to the dispatcher.
+        RelayInline = 0x01, "RELAY_INLINE";
+        /// As `RelayInline`, but hold the data until the next relay flushes it.
+        RelayInlineNoflush = 0x02, "RELAY_INLINE_NOFLUSH";
+        /// Relay `length` bytes read from a NOC address (DRAM, L1).
+        RelayLinear = 0x03, "RELAY_LINEAR";
+        /// Relay whole pages of an interleaved DRAM or L1 buffer.
+        RelayPaged = 0x04, "RELAY_PAGED";
+        /// Wait until the dispatcher signals that all earlier work is done.
+        Stall = 0x05, "STALL";
+        /// Replay a captured command stream from interleaved DRAM pages.
+        ExecBuf = 0x06, "EXEC_BUF";
+        /// Ends a captured stream; returns to the issue queue.
+        ExecBufEnd = 0x07, "EXEC_BUF_END";
+        /// Payload with a checksum, verified by the prefetcher.
+        Debug = 0x08, "DEBUG";
+        /// Stop the prefetcher cleanly.
+        Terminate = 0x09, "TERMINATE";
     }
 }
 

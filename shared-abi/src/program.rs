@@ -33,6 +33,8 @@ pub const LAUNCH_RING: u32 = WORKER_LAUNCH.base;
 /// Entries in the launch-message ring (the dispatcher may be this many
 /// launches ahead of the slowest worker).
 pub const LAUNCH_RING_ENTRIES: u32 = 8;
+// One done semaphore per ring entry (`launch_done_sem`).
+const _: () = assert!(crate::mmio::sem::LAUNCH_DONE + LAUNCH_RING_ENTRIES <= crate::mmio::SEMAPHORE_COUNT);
 /// Bytes of one ring entry (a `LaunchHeader`, `MAX_KERNEL_GROUPS` groups,
 /// the tag); a LAUNCH writes whole entries. Every word a worker reads from
 /// it is an L1 load on its launch path, so the entry is packed.

@@ -47,60 +47,43 @@ pub const fn record_addr(seq: u32) -> u32 {
     RECORDS_BASE + (seq % CAPACITY) * core::mem::size_of::<TraceRecord>() as u32
 }
 
-macro_rules! trace_kinds {
-    ($($(#[$doc:meta])* $name:ident = $v:expr, $label:expr;)*) => {
-        /// What a trace record describes. `arg0`/`arg1` meanings are documented per kind.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        #[repr(u16)]
-        pub enum TraceKind { $($(#[$doc])* $name = $v,)* }
-
-        impl TraceKind {
-            pub const ALL: &'static [TraceKind] = &[$(Self::$name),*];
-            pub const fn from_u16(v: u16) -> Option<Self> {
-                match v { $($v => Some(Self::$name),)* _ => None }
-            }
-            /// Short name used in text and Perfetto output.
-            pub const fn label(self) -> &'static str {
-                match self { $(Self::$name => $label,)* }
-            }
-        }
-    };
-}
-
-trace_kinds! {
-    /// Firmware started: arg0 = `FirmwareId`, arg1 = ABI version.
-    Boot = 1, "boot";
-    /// Command started: arg0 = command id, arg1 = size in bytes.
-    CmdStart = 2, "cmd";
-    /// Command finished: arg0 = command id, arg1 = size in bytes.
-    CmdEnd = 3, "cmd_end";
-    /// Fetch-queue entry consumed: arg0 = raw entry, arg1 = slot index.
-    FetchConsumed = 4, "fetch";
-    /// Prefetcher stall began: arg0 = release count awaited, arg1 = observed.
-    StallBegin = 5, "stall";
-    /// Prefetcher stall ended: arg0 = release count awaited, arg1 = observed.
-    StallEnd = 6, "stall_end";
-    /// Wait began: arg0 = target value, arg1 = observed value.
-    WaitBegin = 7, "wait";
-    /// Wait ended: arg0 = target value, arg1 = observed value.
-    WaitEnd = 8, "wait_end";
-    /// Ring credits acquired: arg0 = pages, arg1 = total acquired so far.
-    CreditsAcquired = 9, "credits_acq";
-    /// Ring credits released: arg0 = pages, arg1 = total released so far.
-    CreditsReleased = 10, "credits_rel";
-    /// Worker kernel started: arg0 = program seq, arg1 = kernel id (`program::KernelGroup`).
-    KernelStart = 11, "kernel";
-    /// Worker kernel finished: arg0 = program seq, arg1 = kernel id.
-    KernelEnd = 12, "kernel_end";
-    /// Event signalled: arg0 = event id, arg1 = CQ.
-    Event = 13, "event";
-    /// Completion record written: arg0 = bytes, arg1 = write pointer after.
-    CompletionWrite = 14, "completion";
-    /// Bad command: arg0 = `DeviceError`, arg1 = offending value.
-    Error = 15, "error";
-    /// Clean exit on TERMINATE: arg0 = commands executed.
-    Exit = 16, "exit";
-    /// What a wait watches, emitted before `WaitBegin`: arg0 = `WaitFlags`,
-    /// arg1 = L1 address or semaphore index.
-    WaitTarget = 17, "wait_target";
+id_table! {
+    /// What a trace record describes. `arg0`/`arg1` meanings are documented per kind.
+    pub enum TraceKind: u16 { from_u16, label } {
+        /// Firmware started: arg0 = `FirmwareId`, arg1 = ABI version.
+        Boot = 1, "boot";
+        /// Command started: arg0 = command id, arg1 = size in bytes.
+        CmdStart = 2, "cmd";
+        /// Command finished: arg0 = command id, arg1 = size in bytes.
+        CmdEnd = 3, "cmd_end";
+        /// Fetch-queue entry consumed: arg0 = raw entry, arg1 = slot index.
+        FetchConsumed = 4, "fetch";
+        /// Prefetcher stall began: arg0 = release count awaited, arg1 = observed.
+        StallBegin = 5, "stall";
+        /// Prefetcher stall ended: arg0 = release count awaited, arg1 = observed.
+        StallEnd = 6, "stall_end";
+        /// Wait began: arg0 = target value, arg1 = observed value.
+        WaitBegin = 7, "wait";
+        /// Wait ended: arg0 = target value, arg1 = observed value.
+        WaitEnd = 8, "wait_end";
+        /// Ring credits acquired: arg0 = pages, arg1 = total acquired so far.
+        CreditsAcquired = 9, "credits_acq";
+        /// Ring credits released: arg0 = pages, arg1 = total released so far.
+        CreditsReleased = 10, "credits_rel";
+        /// Worker kernel started: arg0 = program seq, arg1 = kernel id (`program::KernelGroup`).
+        KernelStart = 11, "kernel";
+        /// Worker kernel finished: arg0 = program seq, arg1 = kernel id.
+        KernelEnd = 12, "kernel_end";
+        /// Event signalled: arg0 = event id, arg1 = CQ.
+        Event = 13, "event";
+        /// Completion record written: arg0 = bytes, arg1 = write pointer after.
+        CompletionWrite = 14, "completion";
+        /// Bad command: arg0 = `DeviceError`, arg1 = offending value.
+        Error = 15, "error";
+        /// Clean exit on TERMINATE: arg0 = commands executed.
+        Exit = 16, "exit";
+        /// What a wait watches, emitted before `WaitBegin`: arg0 = `WaitFlags`,
+        /// arg1 = L1 address or semaphore index.
+        WaitTarget = 17, "wait_target";
+    }
 }

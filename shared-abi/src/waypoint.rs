@@ -6,8 +6,9 @@
 pub struct Waypoint(pub u32);
 
 impl Waypoint {
+    /// Up to four bytes (none: the power-on word 0).
     pub const fn new(s: &[u8]) -> Self {
-        assert!(!s.is_empty() && s.len() <= 4);
+        assert!(s.len() <= 4);
         let mut b = [0u8; 4];
         let mut i = 0;
         while i < s.len() {
@@ -18,10 +19,6 @@ impl Waypoint {
     }
     pub const fn bytes(self) -> [u8; 4] {
         self.0.to_le_bytes()
-    }
-    /// Meaning of a known waypoint, for hang dumps.
-    pub fn describe(self) -> Option<&'static str> {
-        WAYPOINTS.iter().find(|(w, _)| *w == self).map(|(_, d)| *d)
     }
 }
 
@@ -44,73 +41,85 @@ impl core::fmt::Debug for Waypoint {
     }
 }
 
-/// Power-on value: firmware has not started.
-pub const NONE: Waypoint = Waypoint(0);
-/// Firmware is booting.
-pub const BOOT: Waypoint = Waypoint::new(b"BOOT");
-/// Prefetcher: waiting for a fetch-queue entry.
-pub const HQW: Waypoint = Waypoint::new(b"HQW");
-/// Prefetcher: fetch-queue entry taken.
-pub const HQD: Waypoint = Waypoint::new(b"HQD");
-/// Prefetcher: stalled until the dispatcher releases it.
-pub const PSW: Waypoint = Waypoint::new(b"PSW");
-/// Prefetcher: stall released.
-pub const PSD: Waypoint = Waypoint::new(b"PSD");
-/// Prefetcher: waiting for free dispatcher-ring pages.
-pub const DAPW: Waypoint = Waypoint::new(b"DAPW");
-/// Dispatcher: waiting for filled ring pages from the prefetcher.
-pub const UAPW: Waypoint = Waypoint::new(b"UAPW");
-/// Dispatcher: in a WAIT command.
-pub const PWW: Waypoint = Waypoint::new(b"PWW");
-/// Dispatcher: WAIT satisfied.
-pub const PWD: Waypoint = Waypoint::new(b"PWD");
-/// Dispatcher: waiting for workers to report completion.
-pub const WCW: Waypoint = Waypoint::new(b"WCW");
-/// Dispatcher: completion queue full, waiting for the host to read.
-pub const QRBW: Waypoint = Waypoint::new(b"QRBW");
-/// Any core: waiting for its NOC reads to land.
-pub const NRW: Waypoint = Waypoint::new(b"NRW");
-/// Any core: waiting for its NOC writes to be acknowledged.
-pub const NWW: Waypoint = Waypoint::new(b"NWW");
-/// Any core: waiting for its NOC writes to leave its L1 (source reusable).
-pub const NWSW: Waypoint = Waypoint::new(b"NWSW");
-/// Dispatcher: spinning in a DELAY command.
-pub const DLY: Waypoint = Waypoint::new(b"DLY");
-/// Worker: waiting for a GO signal.
-pub const GOW: Waypoint = Waypoint::new(b"GOW");
-/// Worker: running its kernel.
-pub const RUN: Waypoint = Waypoint::new(b"RUN");
-/// Bad command: an error record describes it; the core has halted.
-pub const BAD_CMD: Waypoint = Waypoint::new(b"!CMD");
-/// Terminated cleanly.
-pub const DONE: Waypoint = Waypoint::new(b"DONE");
-/// Firmware panicked: a firmware bug, not a bad command.
-pub const PANIC: Waypoint = Waypoint::new(b"PANC");
+/// `waypoints! { /// docs  NAME = "TEXT", "meaning"; ... }`: one line per
+/// waypoint gives its constant, `Waypoint::ALL`, its label, its meaning and
+/// the parser from the label.
+macro_rules! waypoints {
+    ($($(#[$doc:meta])* $name:ident = $text:literal, $meaning:literal;)*) => {
+        $($(#[$doc])* pub const $name: Waypoint = Waypoint::new($text.as_bytes());)*
 
-/// Every known waypoint with its meaning.
-pub const WAYPOINTS: [(Waypoint, &str); 21] = [
-    (NONE, "not started"),
-    (BOOT, "booting"),
-    (HQW, "prefetcher waiting for a fetch-queue entry from the host"),
-    (HQD, "prefetcher took a fetch-queue entry"),
-    (PSW, "prefetcher stalled until the dispatcher finishes earlier work"),
-    (PSD, "prefetcher stall released"),
-    (DAPW, "prefetcher waiting for free dispatcher-ring pages"),
-    (UAPW, "dispatcher waiting for ring pages from the prefetcher"),
-    (PWW, "dispatcher in WAIT"),
-    (PWD, "dispatcher WAIT satisfied"),
-    (WCW, "dispatcher waiting for workers to complete"),
-    (QRBW, "dispatcher waiting for the host to drain the completion queue"),
-    (NRW, "waiting for NOC reads to land"),
-    (NWW, "waiting for NOC writes to be acknowledged"),
-    (NWSW, "waiting for NOC writes to leave L1 (source reuse)"),
-    (DLY, "dispatcher spinning in DELAY"),
-    (GOW, "worker waiting for GO"),
-    (RUN, "worker running its kernel"),
-    (BAD_CMD, "halted on a bad command (see the error record)"),
-    (DONE, "terminated cleanly"),
-    (PANIC, "firmware panicked (a firmware bug)"),
-];
+        impl Waypoint {
+            /// Every known waypoint, in table order.
+            pub const ALL: [Waypoint; [$($text),*].len()] = [$($name),*];
+
+            /// The four characters of a known waypoint (empty for [`NONE`]).
+            pub const fn label(self) -> Option<&'static str> {
+                match self {
+                    $($name => Some($text),)*
+                    _ => None,
+                }
+            }
+
+            /// Meaning of a known waypoint, for hang dumps.
+            pub const fn describe(self) -> Option<&'static str> {
+                match self {
+                    $($name => Some($meaning),)*
+                    _ => None,
+                }
+            }
+
+            /// The known waypoint whose label is `text`.
+            pub fn parse(text: &str) -> Option<Self> {
+                Self::ALL.into_iter().find(|w| w.label() == Some(text))
+            }
+        }
+    };
+}
+
+waypoints! {
+    /// Power-on value: firmware has not started.
+    NONE = "", "not started";
+    /// Firmware is booting.
+    BOOT = "BOOT", "booting";
+    /// Prefetcher: waiting for a fetch-queue entry.
+    HQW = "HQW", "prefetcher waiting for a fetch-queue entry from the host";
+    /// Prefetcher: fetch-queue entry taken.
+    HQD = "HQD", "prefetcher took a fetch-queue entry";
+    /// Prefetcher: stalled until the dispatcher releases it.
+    PSW = "PSW", "prefetcher stalled until the dispatcher finishes earlier work";
+    /// Prefetcher: stall released.
+    PSD = "PSD", "prefetcher stall released";
+    /// Prefetcher: waiting for free dispatcher-ring pages.
+    DAPW = "DAPW", "prefetcher waiting for free dispatcher-ring pages";
+    /// Dispatcher: waiting for filled ring pages from the prefetcher.
+    UAPW = "UAPW", "dispatcher waiting for ring pages from the prefetcher";
+    /// Dispatcher: in a WAIT command.
+    PWW = "PWW", "dispatcher in WAIT";
+    /// Dispatcher: WAIT satisfied.
+    PWD = "PWD", "dispatcher WAIT satisfied";
+    /// Dispatcher: waiting for workers to report completion.
+    WCW = "WCW", "dispatcher waiting for workers to complete";
+    /// Dispatcher: completion queue full, waiting for the host to read.
+    QRBW = "QRBW", "dispatcher waiting for the host to drain the completion queue";
+    /// Any core: waiting for its NOC reads to land.
+    NRW = "NRW", "waiting for NOC reads to land";
+    /// Any core: waiting for its NOC writes to be acknowledged.
+    NWW = "NWW", "waiting for NOC writes to be acknowledged";
+    /// Any core: waiting for its NOC writes to leave its L1 (source reusable).
+    NWSW = "NWSW", "waiting for NOC writes to leave L1 (source reuse)";
+    /// Dispatcher: spinning in a DELAY command.
+    DLY = "DLY", "dispatcher spinning in DELAY";
+    /// Worker: waiting for a GO signal.
+    GOW = "GOW", "worker waiting for GO";
+    /// Worker: running its kernel.
+    RUN = "RUN", "worker running its kernel";
+    /// Bad command: an error record describes it; the core has halted.
+    BAD_CMD = "!CMD", "halted on a bad command (see the error record)";
+    /// Terminated cleanly.
+    DONE = "DONE", "terminated cleanly";
+    /// Firmware panicked: a firmware bug, not a bad command.
+    PANIC = "PANC", "firmware panicked (a firmware bug)";
+}
 
 #[cfg(test)]
 mod tests {
@@ -127,11 +136,17 @@ mod tests {
     }
 
     #[test]
-    fn waypoints_are_distinct() {
-        for (i, (a, _)) in WAYPOINTS.iter().enumerate() {
-            for (b, _) in &WAYPOINTS[i + 1..] {
+    fn waypoints_are_distinct_and_parse_from_their_labels() {
+        extern crate std;
+        use std::string::ToString;
+        for (i, a) in Waypoint::ALL.iter().enumerate() {
+            for b in &Waypoint::ALL[i + 1..] {
                 assert_ne!(a, b);
             }
+            let label = a.label().unwrap();
+            assert_eq!(Waypoint::parse(label), Some(*a));
+            assert_eq!(a.to_string(), label);
         }
+        assert_eq!(Waypoint::parse("NOPE"), None);
     }
 }

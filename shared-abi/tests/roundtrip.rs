@@ -7,6 +7,8 @@ use cqlab_abi::dispatch::{PackedFlags, WaitFlags};
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
 use cqlab_abi::noc::{worker, NocAddr};
 use cqlab_abi::prefetch::{ExecBufFlags, PagedFlags, EXEC_BUF_HEAD_MAX};
+use cqlab_abi::program::LAUNCH_ENTRY_SIZE;
+use cqlab_abi::size::{ChunkSize, DispatchSize};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -21,6 +23,7 @@ enum Disp {
     Offset(u32),
     Delay(u32),
     Debug(Vec<u8>),
+    Launch { dst: u64, msg: Vec<u8> },
     Terminate,
 }
 
@@ -82,6 +85,9 @@ fn disp() -> impl Strategy<Value = Disp> {
         any::<u32>().prop_map(Disp::Offset),
         any::<u32>().prop_map(Disp::Delay),
         prop::collection::vec(any::<u8>(), 0..50).prop_map(Disp::Debug),
+        // A launch message is one whole launch-ring entry.
+        (noc_addr(), prop::collection::vec(any::<u8>(), LAUNCH_ENTRY_SIZE as usize))
+            .prop_map(|(dst, msg)| Disp::Launch { dst, msg }),
         Just(Disp::Terminate),
     ]
 }
@@ -140,8 +146,40 @@ fn encode_disp(w: &mut DispatchWriter<'_>, d: &Disp) -> Result<(), EncodeError> 
         Disp::Offset(v) => w.set_write_offset(*v),
         Disp::Delay(v) => w.delay(*v),
         Disp::Debug(p) => w.debug(p),
+        Disp::Launch { dst, msg } => w.launch(NocAddr(*dst), msg),
         Disp::Terminate => w.terminate(),
     }
+}
+
+/// The size the calculator gives `d`.
+fn size_disp(s: DispatchSize, d: &Disp) -> DispatchSize {
+    match d {
+        Disp::Linear { data, .. } => s.write_linear(data.len()),
+        Disp::Paged { page_size, pages, .. } => s.write_paged((page_size * pages) as usize),
+        Disp::Packed { dests, shared, size, .. } => s.write_packed(dests.len(), *size, *shared),
+        Disp::Host { data, .. } => s.write_host(data.len()),
+        Disp::Event { .. } => s.write_event(),
+        Disp::Wait { .. } => s.wait(),
+        Disp::Go { .. } | Disp::Offset(_) | Disp::Delay(_) | Disp::Terminate => s.header(),
+        Disp::Debug(p) => s.debug(p.len()),
+        Disp::Launch { msg, .. } => s.launch(msg.len()),
+    }
+}
+
+/// The size the calculator gives a chunk of `cmds`.
+fn size_of(cmds: &[Pref]) -> usize {
+    cmds.iter()
+        .fold(ChunkSize::new(), |s, c| match c {
+            Pref::Inline { cmds, .. } => s.relay_inline(cmds.iter().fold(DispatchSize::new(), size_disp)),
+            Pref::Linear { .. } => s.relay_linear(),
+            Pref::Paged { .. } => s.relay_paged(),
+            Pref::Stall => s.stall(),
+            Pref::ExecBuf { head, .. } => s.exec_buf(head.len()),
+            Pref::ExecBufEnd => s.exec_buf_end(),
+            Pref::Debug(p) => s.debug(p.len()),
+            Pref::Terminate => s.terminate(),
+        })
+        .bytes()
 }
 
 fn encode(cmds: &[Pref]) -> Vec<u8> {
@@ -212,6 +250,10 @@ fn check_disp(h: &DispatchHeader, payload: &[u8], d: &Disp) {
             assert_eq!(c.length as usize, p.len());
             assert_eq!(&payload[..p.len()], &p[..]);
         }
+        (DispatchHeader::Launch(c), Disp::Launch { dst, msg }) => {
+            assert_eq!((c.dst, c.length as usize), (*dst, msg.len()));
+            assert_eq!(&payload[..msg.len()], &msg[..]);
+        }
         (DispatchHeader::Terminate, Disp::Terminate) => {}
         (h, d) => panic!("decoded {h:?}, encoded {d:?}"),
     }
@@ -219,6 +261,16 @@ fn check_disp(h: &DispatchHeader, payload: &[u8], d: &Disp) {
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// A chunk sized by `cqlab_abi::size` before it is written takes
+    /// exactly the bytes the encoder writes, command by command.
+    #[test]
+    fn calculated_size_is_the_encoded_length(cmds in prop::collection::vec(pref(), 1..12)) {
+        prop_assert_eq!(size_of(&cmds), encode(&cmds).len());
+        for c in &cmds {
+            prop_assert_eq!(size_of(std::slice::from_ref(c)), encode(std::slice::from_ref(c)).len(), "{:?}", c);
+        }
+    }
 
     #[test]
     fn encode_then_decode_round_trips(cmds in prop::collection::vec(pref(), 1..12)) {

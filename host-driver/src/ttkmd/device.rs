@@ -16,9 +16,6 @@ use super::window::{Caching, MmioWindow};
 /// ERISC cores by convention; cqlab uses the last one.
 pub const CQLAB_LOCK_INDEX: u8 = sys::RESOURCE_LOCK_COUNT - 1;
 
-/// Where tt-kmd creates its device nodes.
-pub const DEVICE_DIR: &str = "/dev/tenstorrent";
-
 /// Spare bytes after every ioctl argument, in case a driver writes more than the header we
 /// mirror says (older tt-kmd copies its whole `out` struct regardless of `output_size_bytes`).
 const GUARD_BYTES: usize = 64;
@@ -567,29 +564,6 @@ fn get_device_info(inner: &Inner) -> Result<DeviceInfo> {
     })
 }
 
-/// Why a device node is missing, for the NotPresent error.
-pub(crate) fn absence_detail(path: &Path) -> String {
-    let dir = Path::new(DEVICE_DIR);
-    if !path.starts_with(dir) {
-        return "no such device node".into();
-    }
-    match std::fs::read_dir(dir) {
-        Err(_) => {
-            format!("{DEVICE_DIR} is missing: the tt-kmd driver is not loaded or no Tenstorrent card is installed")
-        }
-        Ok(entries) => {
-            let mut present: Vec<String> =
-                entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
-            present.sort();
-            if present.is_empty() {
-                format!("{DEVICE_DIR} is empty: tt-kmd is loaded but found no card")
-            } else {
-                format!("devices present in {DEVICE_DIR}: {}", present.join(", "))
-            }
-        }
-    }
-}
-
 fn page_size() -> usize {
     match nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE) {
         Ok(Some(n)) if n > 0 => n as usize,
@@ -815,6 +789,7 @@ impl Drop for PinnedPages<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::kernel::DEVICE_DIR;
     use super::super::owner;
     use super::*;
     use std::fs::File;

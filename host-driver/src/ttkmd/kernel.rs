@@ -20,6 +20,9 @@ use nix::sys::ioctl::ioctl_num_type;
 
 use super::error::{Result, TtKmdError};
 
+/// Where tt-kmd creates its device nodes.
+pub const DEVICE_DIR: &str = "/dev/tenstorrent";
+
 /// How to open the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OpenFlags {
@@ -87,7 +90,7 @@ impl DeviceFile {
         match File::options().read(true).write(true).custom_flags(custom).open(&path) {
             Ok(file) => Ok(Self { path, file }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let detail = super::device::absence_detail(&path);
+                let detail = absence_detail(&path);
                 Err(TtKmdError::NotPresent { path, detail })
             }
             Err(e) if flags.exclusive && e.raw_os_error() == Some(libc::EAGAIN) => {
@@ -127,5 +130,28 @@ impl Kernel for DeviceFile {
     fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw> {
         let (map, _) = crate::sysmem::alloc(len)?;
         Ok(MmapRaw::from(map))
+    }
+}
+
+/// Why a device node is missing, for the NotPresent error.
+pub(crate) fn absence_detail(path: &Path) -> String {
+    let dir = Path::new(DEVICE_DIR);
+    if !path.starts_with(dir) {
+        return "no such device node".into();
+    }
+    match std::fs::read_dir(dir) {
+        Err(_) => {
+            format!("{DEVICE_DIR} is missing: the tt-kmd driver is not loaded or no Tenstorrent card is installed")
+        }
+        Ok(entries) => {
+            let mut present: Vec<String> =
+                entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+            present.sort();
+            if present.is_empty() {
+                format!("{DEVICE_DIR} is empty: tt-kmd is loaded but found no card")
+            } else {
+                format!("devices present in {DEVICE_DIR}: {}", present.join(", "))
+            }
+        }
     }
 }

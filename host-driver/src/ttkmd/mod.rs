@@ -20,8 +20,9 @@ mod window;
 
 pub use device::{
     DeviceInfo, PinFlags, PinnedMemory, PinnedPages, PowerMode, ResetKind, ResourceMapping, TlbWindow, TtKmdDevice,
-    CQLAB_LOCK_INDEX, DEVICE_DIR,
+    CQLAB_LOCK_INDEX,
 };
 pub use error::{Result, TtKmdError};
 pub use ioctl::NocTlbConfig;
+pub use kernel::DEVICE_DIR;
 pub use window::{Caching, MmioWindow};

@@ -457,7 +457,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     if args.json {
         outln!("{}", serde_json::json!({ "rows": rows }));
     } else if args.csv {
-        out!("{}", csv(&rows));
+        out!("{}", csv(&rows)?);
     } else {
         eprintln!();
         out!("{}", table(&rows));
@@ -509,40 +509,43 @@ fn x(r: &Row) -> String {
     }
 }
 
-fn csv(rows: &[Row]) -> String {
-    let mut s = String::from(
-        "axis,x,series,cores,kernel_bytes,cached,unique_args,common_args,trace,kernel_cycles,cqs,device_cycles_per_program,us_per_program,host_enqueue_us_per_program,host_bytes_per_program,memcpy_us_per_program\n",
-    );
-    for r in rows {
+/// Where a row sits in a plot: the value its axis varies and its line (one
+/// per axis, trace mode and, for binary sizes, caching).
+#[derive(serde::Serialize)]
+struct Plotted {
+    x: String,
+    series: String,
+}
+
+/// The measured columns of a `--csv` line.
+#[derive(serde::Serialize)]
+struct Figures {
+    device_cycles_per_program: f64,
+    us_per_program: f64,
+    host_enqueue_us_per_program: f64,
+    host_bytes_per_program: f64,
+    memcpy_us_per_program: f64,
+}
+
+/// One `--csv` line per row: its point, where it is plotted, its figures.
+fn csv(rows: &[Row]) -> Result<String> {
+    crate::cli::csv(rows.iter().map(|r| {
         let p = &r.point;
-        // One plotted line per axis, trace mode and (binary sizes) caching.
         let series = format!(
             "{}{}{}",
             p.axis,
             if p.trace { "/trace" } else { "" },
             if p.axis == "kernel_bytes" && !p.cached { "/upload" } else { "" }
         );
-        let _ = writeln!(
-            s,
-            "{},{},{series},{},{},{},{},{},{},{},{},{:.1},{:.4},{:.4},{:.1},{:.4}",
-            p.axis,
-            x(r),
-            p.cores,
-            p.kernel_bytes,
-            p.cached,
-            p.unique_args,
-            p.common_args,
-            p.trace,
-            p.kernel_cycles,
-            p.cqs,
-            r.device_cycles_per_program,
-            r.us_per_program,
-            r.host_enqueue_us_per_program,
-            r.host_bytes_per_program,
-            r.memcpy_us_per_program
-        );
-    }
-    s
+        let figures = Figures {
+            device_cycles_per_program: r.device_cycles_per_program,
+            us_per_program: r.us_per_program,
+            host_enqueue_us_per_program: r.host_enqueue_us_per_program,
+            host_bytes_per_program: r.host_bytes_per_program,
+            memcpy_us_per_program: r.memcpy_us_per_program,
+        };
+        (p, Plotted { x: x(r), series }, figures)
+    }))
 }
 
 fn table(rows: &[Row]) -> String {

@@ -1,8 +1,9 @@
-//! What every subcommand shares at the command-line edge: the exit codes,
-//! usage errors, which options the user set, and progress.
+//! What every subcommand shares at the command-line edge: usage errors,
+//! which options the user set, CSV rows, and progress. Exit codes are in
+//! `crate::exit` (and `cqlab --help`).
 
 use cqlab_driver::config::DEFAULT_KERNEL_TIMEOUT_CYCLES;
-use cqlab_driver::device::PROGRESS_CHECK_CYCLES;
+use cqlab_driver::wait::PROGRESS_CHECK_CYCLES;
 use cqlab_driver::DeviceConfig;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -42,46 +43,6 @@ impl Limits {
 
 /// The one usage error type lives in `usage.rs`.
 pub use crate::usage::UsageError as Usage;
-
-/// The exit status of every command: the one table (also in `cqlab
-/// --help` and docs/cli.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Exit {
-    /// Success; also when stdout closes early (`cqlab ... | head -1`).
-    Success = 0,
-    /// The run failed for another reason: I/O, a driver error, failures of
-    /// mixed classes, a `compare` regression.
-    Failed = 1,
-    /// Usage error: a bad argument or malformed input, refused before any work.
-    Usage = 2,
-    /// A hang: the device stopped making progress.
-    Hang = 3,
-    /// A device error: the firmware reported one, or a record was corrupt.
-    Device = 4,
-    /// A mismatch: the run ended but a result differs from the reference.
-    Mismatch = 5,
-}
-
-impl From<Exit> for std::process::ExitCode {
-    fn from(e: Exit) -> Self {
-        std::process::ExitCode::from(e as u8)
-    }
-}
-
-/// The help text's table of exit codes.
-pub const EXIT_CODES_HELP: &str = "Exit codes: 0 success (also when stdout closes early); 1 the run failed \
-     (I/O, driver error, mixed failure classes, compare regression); 2 usage error (bad argument or malformed \
-     input, refused before any work); 3 hang; 4 device error; 5 mismatch. See docs/cli.md.";
-
-/// The status of a command that ended with `e`.
-pub fn exit_for(e: &anyhow::Error) -> Exit {
-    if e.chain().any(|c| c.downcast_ref::<Usage>().is_some()) {
-        Exit::Usage
-    } else {
-        Exit::Failed
-    }
-}
 
 /// Prints `error: MESSAGE` on stderr (never panics, even on a closed stderr).
 pub fn report(message: &str) {
@@ -133,6 +94,15 @@ impl<'a> Given<'a> {
 pub fn nothing_given() -> &'static clap::ArgMatches {
     static EMPTY: std::sync::OnceLock<clap::ArgMatches> = std::sync::OnceLock::new();
     EMPTY.get_or_init(clap::ArgMatches::default)
+}
+
+/// `rows` as CSV text, a header line first (the field names of a row).
+pub fn csv<R: serde::Serialize>(rows: impl IntoIterator<Item = R>) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for row in rows {
+        w.serialize(row)?;
+    }
+    Ok(String::from_utf8(w.into_inner().map_err(|e| e.into_error())?)?)
 }
 
 /// Fails with a [`Usage`] error unless `ok`.

@@ -7,7 +7,8 @@
 //! closes early); 2: unusable input, including two reports that share no
 //! sweep point.
 
-use crate::cli::{Exit, Usage};
+use crate::cli::Usage;
+use crate::exit::Exit;
 use crate::out::outln;
 use anyhow::Result;
 use serde_json::{json, Value};

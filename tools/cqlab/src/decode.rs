@@ -5,22 +5,12 @@
 //! (read-back through `WRITE_HOST`, DRAM-to-L1 writes). The decoder follows
 //! that stream so such relays are attributed to the command they feed.
 
+use crate::decode_rings::Kind;
 use crate::out::outln;
 use anyhow::{Context, Result};
 use cqlab_abi::decode::{decode_dispatch_partial, decode_prefetch, DecodeError, PrefetchHeader};
 use serde_json::{json, Value};
 use std::process::ExitCode;
-
-/// What a dump holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Kind {
-    /// An issue queue: prefetch commands from byte 0.
-    Issue,
-    /// One CQ's completion ring from its offset 0.
-    Completion,
-    /// One core's trace ring (its TRACE_RING region).
-    Trace,
-}
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -71,7 +61,8 @@ pub fn validate(a: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     if args.kind != Kind::Issue || args.device.is_some() {
-        return crate::decode_rings::run(&args);
+        let (file, device) = (args.file.as_deref(), args.device.as_deref());
+        return crate::decode_rings::run(args.kind, file, device, args.cq, args.core, args.json);
     }
     let file = args.file.clone().context("an issue-queue dump FILE")?;
     let bytes = crate::input::read_bytes("dump", &file, crate::input::MAX_DUMP_BYTES)?;
@@ -93,7 +84,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Some(e) => {
             // What decoded is printed above; the dump is still malformed.
             crate::cli::report(&format!("malformed issue-queue dump {}: {e}", file.display()));
-            Ok(crate::cli::Exit::Usage.into())
+            Ok(crate::exit::Exit::Usage.into())
         }
     }
 }

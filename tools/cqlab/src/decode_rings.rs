@@ -8,7 +8,6 @@
 //! trace-ring dump is the `TRACE_RING` region of one core: its header, then
 //! the record slots.
 
-use crate::decode::Kind;
 use crate::out::outln;
 use anyhow::{Context, Result};
 use cqlab_abi::completion::{CompletionHeader, CompletionKind, EventRecord};
@@ -18,10 +17,21 @@ use cqlab_abi::noc::{endpoint, Coord, Endpoint};
 use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::COMPLETION_WR_PTR;
 use cqlab_abi::trace::{TraceKind, TraceRecord, TraceRingHeader, CAPACITY, RECORDS_BASE};
-use cqlab_driver::workloads::analysis::command_name;
+use cqlab_workloads::analysis::command_name;
 use serde_json::{json, Value};
 use std::mem::size_of;
 use zerocopy::FromBytes;
+
+/// What a dump holds (`cqlab decode --kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    /// An issue queue: prefetch commands from byte 0.
+    Issue,
+    /// One CQ's completion ring from its offset 0.
+    Completion,
+    /// One core's trace ring (its TRACE_RING region).
+    Trace,
+}
 
 /// A decoded dump: text, JSON records, and the first problem found.
 pub struct Decoded {
@@ -96,7 +106,7 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
 
 fn describe(r: &TraceRecord) -> (String, String) {
     let c = Coord::unpack(r.core as u32);
-    let role = cqlab_driver::workloads::analysis::Analysis::role(c);
+    let role = cqlab_workloads::analysis::Analysis::role(c);
     let space = match endpoint(c) {
         Endpoint::Prefetcher { .. } => Some(Space::Prefetch),
         Endpoint::Dispatcher { .. } => Some(Space::Dispatch),
@@ -251,11 +261,21 @@ pub fn read_live(device: &str, kind: Kind, cq: u8, core: Option<Coord>) -> Resul
     }
 }
 
-pub fn run(args: &crate::decode::Args) -> Result<std::process::ExitCode> {
-    let kind = args.kind;
+/// `cqlab decode --kind completion|trace`: a dump from `file`, or read
+/// live from `device` (queue `cq`'s completion ring, `core`'s trace ring).
+/// It takes its inputs, not `decode::Args`, so `decode` depends on this
+/// module and not the other way round.
+pub fn run(
+    kind: Kind,
+    file: Option<&std::path::Path>,
+    device: Option<&str>,
+    cq: u8,
+    core: Option<Coord>,
+    json: bool,
+) -> Result<std::process::ExitCode> {
     let name = if kind == Kind::Completion { "completion" } else { "trace" };
-    let (live, source) = match (&args.device, &args.file) {
-        (Some(dev), _) => (read_live(dev, kind, args.cq, args.core)?, dev.clone()),
+    let (live, source) = match (device, file) {
+        (Some(dev), _) => (read_live(dev, kind, cq, core)?, dev.to_owned()),
         (None, Some(f)) => {
             let bytes = crate::input::read_bytes("dump", f, crate::input::MAX_DUMP_BYTES)?;
             (Live { bytes, note: None }, f.display().to_string())
@@ -263,7 +283,7 @@ pub fn run(args: &crate::decode::Args) -> Result<std::process::ExitCode> {
         (None, None) => return Err(crate::cli::Usage("a dump FILE or --device sim:PATH".into()).into()),
     };
     let d = if kind == Kind::Completion { decode_completion(&live.bytes) } else { decode_trace_ring(&live.bytes) };
-    if args.json {
+    if json {
         let v = json!({"kind": name, "records": d.records, "error": d.error, "note": live.note});
         outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -276,7 +296,7 @@ pub fn run(args: &crate::decode::Args) -> Result<std::process::ExitCode> {
         None => Ok(std::process::ExitCode::SUCCESS),
         Some(e) => {
             crate::cli::report(&format!("malformed {name} dump {source}: {e}"));
-            Ok(crate::cli::Exit::Usage.into())
+            Ok(crate::exit::Exit::Usage.into())
         }
     }
 }

@@ -60,3 +60,43 @@ fn refused(spec: &str) -> impl FnOnce(cqlab_driver::DriverError) -> anyhow::Erro
         e => anyhow::Error::from(e).context(format!("opening --device {spec}")),
     }
 }
+
+/// Why a campaign could not open its device.
+pub enum Opened {
+    /// The device refuses the configuration, or the spec is wrong: usage.
+    Refused(crate::usage::UsageError),
+    /// Held by another process, or not served: not the run's fault.
+    Unavailable(String),
+}
+
+/// `embedded` (a fresh simulator from `sim`) or `sim:PATH[?wait]` (a daemon,
+/// reset to power-on first when `reset`), for `stress` and `sweep`.
+pub fn open_for_campaign(
+    spec: &str,
+    sim: cqlab_sim::config::SimConfig,
+    cfg: cqlab_driver::DeviceConfig,
+    reset: bool,
+) -> Result<Device, Opened> {
+    use crate::usage::UsageError;
+    use cqlab_driver::DriverError;
+    let refused = |e: DriverError| match e {
+        DriverError::Busy { .. } | DriverError::Backend(_) | DriverError::Io(_) => {
+            Opened::Unavailable(format!("--device {spec}: {e}"))
+        }
+        e => Opened::Refused(UsageError(format!("--device {spec}: {e}"))),
+    };
+    if spec == "embedded" {
+        return Device::embedded(sim, cfg).map_err(refused);
+    }
+    let Some(rest) = spec.strip_prefix("sim:") else {
+        return Err(Opened::Refused(UsageError(format!("--device {spec:?}: use embedded or sim:PATH[?wait[=SECS]]"))));
+    };
+    use cqlab_driver::daemon_backend::DaemonBackend;
+    let (path, wait) = DaemonBackend::parse_spec(rest).map_err(refused)?;
+    let mut backend = DaemonBackend::attach_with(path, wait).map_err(refused)?;
+    backend.check_config(&cfg).map_err(refused)?;
+    if reset {
+        backend.reset().map_err(refused)?;
+    }
+    Device::with_backend(Box::new(backend), cfg).map_err(refused)
+}

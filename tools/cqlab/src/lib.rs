@@ -10,6 +10,7 @@
 mod args;
 mod bench_dispatch;
 mod campaign;
+mod chart;
 pub mod cli;
 mod compare;
 mod critical_path;
@@ -18,6 +19,7 @@ mod decode_rings;
 mod demo;
 mod device;
 mod driver_bench;
+pub mod exit;
 mod input;
 mod matmul;
 mod out;
@@ -38,7 +40,8 @@ mod trace_summary;
 mod usage;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-use cli::{Exit, Given};
+use cli::Given;
+use exit::Exit;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -47,7 +50,7 @@ use std::process::ExitCode;
     name = "cqlab",
     version,
     about = "Command-queue laboratory: decode, simulate, stress, trace.",
-    after_help = cli::EXIT_CODES_HELP
+    after_help = exit::EXIT_CODES_HELP
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -201,7 +204,7 @@ pub fn check(argv: impl IntoIterator<Item = OsString>) -> Verdict {
     match parse(argv) {
         Ok(_) => Verdict::Runs,
         Err(e) if !e.use_stderr() => Verdict::Informs,
-        Err(e) => Verdict::Refused { status: Exit::Usage as u8, message: e.render().to_string() },
+        Err(e) => Verdict::Refused { status: Exit::Usage.code(), message: e.render().to_string() },
     }
 }
 
@@ -224,7 +227,7 @@ pub fn main_with(argv: impl IntoIterator<Item = OsString>) -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             cli::report(&format!("{e:#}"));
-            cli::exit_for(&e).into()
+            exit::of_error(&e).into()
         }
     };
     out::finish(status)

@@ -5,9 +5,9 @@
 
 use crate::out::outln;
 use anyhow::{ensure, Result};
-use cqlab_driver::workloads::matmul::{inputs, run as run_matmul, Order};
 use cqlab_driver::DeviceConfig;
 use cqlab_schedule::{simulate, Gemm, Strategy, Tiling};
+use cqlab_workloads::matmul::{inputs, run as run_matmul, Order};
 use std::process::ExitCode;
 
 /// Largest matrix edge: A, B and C of 1024x1024 f32 are 4 MiB each, and

@@ -84,7 +84,7 @@ pub fn finish(status: ExitCode) -> ExitCode {
     match &*st {
         State::Failed(e) => {
             crate::cli::report(&format!("writing to stdout: {e}"));
-            crate::cli::Exit::Failed.into()
+            crate::exit::Exit::Failed.into()
         }
         State::Open | State::Closed => status,
     }

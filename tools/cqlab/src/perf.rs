@@ -6,9 +6,7 @@
 use crate::out::outln;
 use anyhow::Result;
 use cqlab_abi::decode::Space;
-use cqlab_abi::dispatch::DispatchCmdId;
 use cqlab_abi::noc;
-use cqlab_abi::prefetch::PrefetchCmdId;
 use cqlab_abi::trace::TraceKind;
 use cqlab_driver::{CoreRange, Device, DeviceConfig};
 use std::collections::BTreeMap;
@@ -118,12 +116,7 @@ fn command_costs(dev: &mut Device, core: noc::Coord, space: Space) -> Result<BTr
             Some(TraceKind::CmdStart) => open = Some((r.arg0, r.cycle)),
             Some(TraceKind::CmdEnd) => {
                 if let Some((id, start)) = open.take().filter(|(id, _)| *id == r.arg0) {
-                    let name = match space {
-                        Space::Prefetch => PrefetchCmdId::from_u8(id as u8).map(|c| c.name()),
-                        Space::Dispatch => DispatchCmdId::from_u8(id as u8).map(|c| c.name()),
-                    }
-                    .unwrap_or("?")
-                    .to_owned();
+                    let name = space.command_name(id as u8).unwrap_or("?").to_owned();
                     let d = r.cycle - start;
                     let e = costs.entry(name).or_insert((0, 0, u64::MAX, 0));
                     *e = (e.0 + 1, e.1 + d, e.2.min(d), e.3.max(d));

@@ -106,7 +106,7 @@ fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
         record.device_cycles,
         if same { "identical" } else { "DIFFERS" }
     );
-    Ok(if same { ExitCode::SUCCESS } else { crate::cli::Exit::Failed.into() })
+    Ok(if same { ExitCode::SUCCESS } else { crate::exit::Exit::Failed.into() })
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -147,5 +147,5 @@ pub fn run(args: Args) -> Result<ExitCode> {
         record.device_cycles,
         if same { "identical" } else { "DIFFERS" }
     );
-    Ok(if same { ExitCode::SUCCESS } else { crate::cli::Exit::Failed.into() })
+    Ok(if same { ExitCode::SUCCESS } else { crate::exit::Exit::Failed.into() })
 }

@@ -1,9 +1,9 @@
 //! `cqlab schedule`: GEMM dataflow analysis — DRAM traffic of weight-, input- and
 //! output-stationary tile orders through an L2/L3 cache stack (see `cqlab-schedule`).
 
+use crate::chart::BarChart;
 use crate::out::outln;
 use anyhow::Context as _;
-use cqlab_schedule::svg::BarChart;
 use cqlab_schedule::{
     format_gb, format_size, least_traffic, parse_size_list, simulate, simulate_all, Gemm, LevelSpec, Report, Strategy,
     Tensor, Tiling,
@@ -146,7 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&out).context("serialising the report")?);
     } else if args.csv {
-        outln!("{}", csv(&out).trim_end_matches('\n'));
+        outln!("{}", csv(&out)?.trim_end_matches('\n'));
     } else {
         outln!("{}", table(&out).trim_end_matches('\n'));
     }
@@ -262,51 +262,62 @@ fn table(out: &Output) -> String {
     s
 }
 
-fn csv(out: &Output) -> String {
-    let mut s = String::from(
-        "l2_bytes,l3_bytes,strategy,a_read_bytes,a_write_bytes,b_read_bytes,b_write_bytes,c_read_bytes,c_write_bytes,\
-         total_bytes,minimum_bytes,a_overfetch,b_overfetch,c_overfetch,total_overfetch,\
-         l2_hit_rate,l2_evictions,l3_hit_rate,l3_evictions,least_traffic\n",
-    );
-    for cfg in &out.configs {
-        for r in &cfg.reports {
+/// One line of `--csv`: one strategy on one cache stack.
+#[derive(Serialize)]
+struct CsvRow {
+    l2_bytes: Option<u64>,
+    l3_bytes: u64,
+    strategy: &'static str,
+    a_read_bytes: u64,
+    a_write_bytes: u64,
+    b_read_bytes: u64,
+    b_write_bytes: u64,
+    c_read_bytes: u64,
+    c_write_bytes: u64,
+    total_bytes: u64,
+    minimum_bytes: u64,
+    a_overfetch: f64,
+    b_overfetch: f64,
+    c_overfetch: f64,
+    total_overfetch: f64,
+    l2_hit_rate: Option<f64>,
+    l2_evictions: Option<u64>,
+    l3_hit_rate: Option<f64>,
+    l3_evictions: Option<u64>,
+    least_traffic: bool,
+}
+
+fn csv(out: &Output) -> anyhow::Result<String> {
+    let rows = out.configs.iter().flat_map(|cfg| {
+        cfg.reports.iter().map(move |r| {
             let d = &r.dram;
-            let _ = write!(
-                s,
-                "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6}",
-                cfg.l2_bytes.map(|b| b.to_string()).unwrap_or_default(),
-                cfg.l3_bytes,
-                r.strategy.short(),
-                d.a.read_bytes,
-                d.a.write_bytes,
-                d.b.read_bytes,
-                d.b.write_bytes,
-                d.c.read_bytes,
-                d.c.write_bytes,
-                r.total_bytes,
-                r.minimum_bytes,
-                r.overfetch[Tensor::A],
-                r.overfetch[Tensor::B],
-                r.overfetch[Tensor::C],
-                r.total_overfetch,
-            );
-            for name in ["L2", "L3"] {
-                match r.levels.iter().find(|l| l.name == name) {
-                    Some(l) => {
-                        let _ = write!(
-                            s,
-                            ",{},{}",
-                            l.hit_rate.map(|h| format!("{h:.6}")).unwrap_or_default(),
-                            l.total.evictions
-                        );
-                    }
-                    None => s.push_str(",,"),
-                }
+            let level = |name: &str| r.levels.iter().find(|l| l.name == name);
+            let (l2, l3) = (level("L2"), level("L3"));
+            CsvRow {
+                l2_bytes: cfg.l2_bytes,
+                l3_bytes: cfg.l3_bytes,
+                strategy: r.strategy.short(),
+                a_read_bytes: d.a.read_bytes,
+                a_write_bytes: d.a.write_bytes,
+                b_read_bytes: d.b.read_bytes,
+                b_write_bytes: d.b.write_bytes,
+                c_read_bytes: d.c.read_bytes,
+                c_write_bytes: d.c.write_bytes,
+                total_bytes: r.total_bytes,
+                minimum_bytes: r.minimum_bytes,
+                a_overfetch: r.overfetch[Tensor::A],
+                b_overfetch: r.overfetch[Tensor::B],
+                c_overfetch: r.overfetch[Tensor::C],
+                total_overfetch: r.total_overfetch,
+                l2_hit_rate: l2.and_then(|l| l.hit_rate),
+                l2_evictions: l2.map(|l| l.total.evictions),
+                l3_hit_rate: l3.and_then(|l| l.hit_rate),
+                l3_evictions: l3.map(|l| l.total.evictions),
+                least_traffic: r.strategy == cfg.best,
             }
-            let _ = writeln!(s, ",{}", r.strategy == cfg.best);
-        }
-    }
-    s
+        })
+    });
+    crate::cli::csv(rows)
 }
 
 fn chart(out: &Output) -> BarChart {

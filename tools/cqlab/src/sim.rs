@@ -1,6 +1,6 @@
 //! `cqlab sim ...`: the simulator's subcommands.
 
-use crate::cli::Exit;
+use crate::exit::Exit;
 use crate::out::outln;
 use anyhow::Context;
 use cqlab_sim::bench::WORKLOADS;

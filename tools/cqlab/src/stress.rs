@@ -7,15 +7,16 @@
 //! JSONL record per run, a summary (failures with seed, signature and the
 //! command that replays them) and drift statistics of every metric.
 
-use crate::campaign::{stats, Report, SeedRecord, Shard};
-use crate::cli::Exit;
+use crate::campaign::{Report, SeedRecord, Shard};
+use crate::device::{open_for_campaign, Opened};
+use crate::exit::{Exit, FailureClass};
 use crate::out::outln;
 use crate::race::failure::Failure;
 use crate::sweep::Knobs;
 use crate::usage::{ensure, UsageError};
 use anyhow::{Context, Result};
-use cqlab_driver::Device;
 use cqlab_sim::rng::Rng;
+use cqlab_workloads::stats;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::process::{ExitCode, Stdio};
@@ -76,7 +77,7 @@ pub struct WorkloadArgs {
     pub iterations: u32,
     /// Device cycles without progress before a wait gives up (1000000..=1000000000000).
     #[arg(long, default_value_t = 5_000_000,
-          value_parser = clap::value_parser!(u64).range(cqlab_driver::device::PROGRESS_CHECK_CYCLES..=1_000_000_000_000))]
+          value_parser = clap::value_parser!(u64).range(cqlab_driver::wait::PROGRESS_CHECK_CYCLES..=1_000_000_000_000))]
     pub timeout_cycles: u64,
 }
 
@@ -186,7 +187,7 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
         cfg.worker_kernel = "spin".into();
     }
     let sim = cqlab_sim::config::SimConfig { seed: a.seed, ..Default::default() };
-    let mut dev = match open_device(&w.device, sim, cfg, a.reset_first) {
+    let mut dev = match open_for_campaign(&w.device, sim, cfg, a.reset_first) {
         Ok(d) => d,
         Err(Opened::Refused(e)) => return Err(e.into()),
         Err(Opened::Unavailable(why)) => {
@@ -227,46 +228,7 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
         eprintln!("{}", f.full_text());
     }
     outln!("{}", serde_json::to_string(&r)?);
-    Ok(if outcome.is_ok() { ExitCode::SUCCESS } else { Exit::Failed.into() })
-}
-
-/// Why a run has no device.
-pub enum Opened {
-    /// The device refuses the configuration, or the spec is wrong: usage.
-    Refused(UsageError),
-    /// Held by another process, or not served: not the run's fault.
-    Unavailable(String),
-}
-
-/// `embedded` (a fresh simulator from `sim`) or `sim:PATH[?wait]` (a daemon,
-/// reset to power-on first when `reset`).
-pub fn open_device(
-    spec: &str,
-    sim: cqlab_sim::config::SimConfig,
-    cfg: cqlab_driver::DeviceConfig,
-    reset: bool,
-) -> Result<Device, Opened> {
-    use cqlab_driver::DriverError;
-    let refused = |e: DriverError| match e {
-        DriverError::Busy { .. } | DriverError::Backend(_) | DriverError::Io(_) => {
-            Opened::Unavailable(format!("--device {spec}: {e}"))
-        }
-        e => Opened::Refused(UsageError(format!("--device {spec}: {e}"))),
-    };
-    if spec == "embedded" {
-        return Device::embedded(sim, cfg).map_err(refused);
-    }
-    let Some(rest) = spec.strip_prefix("sim:") else {
-        return Err(Opened::Refused(UsageError(format!("--device {spec:?}: use embedded or sim:PATH[?wait[=SECS]]"))));
-    };
-    use cqlab_driver::daemon_backend::DaemonBackend;
-    let (path, wait) = DaemonBackend::parse_spec(rest).map_err(refused)?;
-    let mut backend = DaemonBackend::attach_with(path, wait).map_err(refused)?;
-    backend.check_config(&cfg).map_err(refused)?;
-    if reset {
-        backend.reset().map_err(refused)?;
-    }
-    Device::with_backend(Box::new(backend), cfg).map_err(refused)
+    Ok(crate::exit::of_failures(outcome.as_ref().err().map(Failure::class)).into())
 }
 
 fn one_argv(w: &WorkloadArgs, seed: u64, reset_first: bool) -> Vec<String> {
@@ -364,8 +326,8 @@ fn spawn_run(argv: &[String], timeout: Duration, kill_at: Option<KillAt>) -> Res
             let stderr = err_reader.join().unwrap_or_default();
             let why = stderr.lines().last().unwrap_or("no output").trim_start_matches("error: ").to_owned();
             break match last.as_deref().map(serde_json::from_str::<RunResult>) {
-                Some(Ok(r)) if matches!(status.code(), Some(0 | 1)) => Ended::Done(r),
-                _ if status.code() == Some(Exit::Usage as i32) => Ended::Refused(why),
+                Some(Ok(r)) if crate::exit::ran(status.code()) => Ended::Done(r),
+                _ if status.code() == Some(i32::from(Exit::Usage.code())) => Ended::Refused(why),
                 _ => Ended::Crashed(format!("{status}: {why}")),
             };
         }
@@ -453,6 +415,8 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
                 hard_timeouts += 1;
                 record.ok = false;
                 record.failure = Some(crate::race::failure::Classified {
+                    // The process never ended: liveness, like a wait that timed out.
+                    class: FailureClass::Hang,
                     kind: "hard-timeout".into(),
                     root: "host (the process did not end)".into(),
                     signature: format!("hard-timeout: still running after {} s", a.timeout),
@@ -467,6 +431,8 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             Ended::Crashed(why) => {
                 record.ok = false;
                 record.failure = Some(crate::race::failure::Classified {
+                    // The host process died, not the device.
+                    class: FailureClass::Other,
                     kind: "crash".into(),
                     root: "host process".into(),
                     signature: "crash: the run exited without a result".into(),
@@ -535,7 +501,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             );
         }
     }
-    Ok(if report.failures == 0 { ExitCode::SUCCESS } else { Exit::Failed.into() })
+    Ok(report.exit_code())
 }
 
 /// Drift of every metric over the completed runs, in run order.

@@ -9,6 +9,7 @@
 //! on each of `cqs` queues before collecting any (the batched depth of the
 //! field notes), then collects and checks every read.
 
+use crate::exit::FailureClass;
 use crate::out::outln;
 use crate::race::failure::{first_difference, Failure};
 use crate::usage::{ensure, UsageError};
@@ -53,7 +54,7 @@ pub struct Args {
     pub device: String,
     /// Device cycles without progress before a wait gives up (1000000..=1000000000000).
     #[arg(long, default_value_t = 2_000_000,
-          value_parser = clap::value_parser!(u64).range(cqlab_driver::device::PROGRESS_CHECK_CYCLES..=1_000_000_000_000))]
+          value_parser = clap::value_parser!(u64).range(cqlab_driver::wait::PROGRESS_CHECK_CYCLES..=1_000_000_000_000))]
     pub timeout_cycles: u64,
     /// Write sweep.json and sweep.svg in this directory (created if
     /// missing; its parent must exist).
@@ -161,6 +162,9 @@ pub struct Point {
     pub ok: bool,
     pub signature: Option<String>,
     pub error: Option<String>,
+    /// Its failure's class, if it failed.
+    #[serde(skip)]
+    pub class: Option<FailureClass>,
     /// Device cycles the workload took.
     pub device_cycles: u64,
     /// Device cycles per read (the metric charted).
@@ -215,9 +219,9 @@ impl Sweeper {
         let seed = device_seed(spec)?;
         let sim = SimConfig { seed: seed.unwrap_or(0), ..Default::default() };
         let spec = if seed.is_some() { "embedded" } else { spec.as_str() };
-        let mut dev = crate::stress::open_device(spec, sim, cfg, self.args.reset_each).map_err(|e| match e {
-            crate::stress::Opened::Refused(u) => anyhow::Error::from(u),
-            crate::stress::Opened::Unavailable(why) => anyhow::anyhow!(why),
+        let mut dev = crate::device::open_for_campaign(spec, sim, cfg, self.args.reset_each).map_err(|e| match e {
+            crate::device::Opened::Refused(u) => anyhow::Error::from(u),
+            crate::device::Opened::Unavailable(why) => anyhow::anyhow!(why),
         })?;
         dev.boot().map_err(|e| UsageError(format!("boot: {e}")))?;
         Ok(dev)
@@ -253,6 +257,7 @@ impl Sweeper {
             value,
             ok: outcome.is_ok(),
             signature: c.as_ref().map(|c| c.signature.clone()),
+            class: c.as_ref().map(|c| c.class),
             error: c.map(|c| c.error),
             device_cycles: cycles,
             cycles_per_read: cycles as f64 / reads,
@@ -298,7 +303,8 @@ fn shape(args: &Args) -> Result<Shape, UsageError> {
         // Every value is checked now, not when the sweep reaches it.
         let mut k = base.clone();
         k.set(&name, v).map_err(|e| UsageError(format!("--param {}: {}", args.param, e.0)))?;
-        cqlab_driver::device::validate(&k.device_config(args.timeout_cycles, None))
+        k.device_config(args.timeout_cycles, None)
+            .validate()
             .map_err(|e| UsageError(format!("--param {}: at {name}={v} the device refuses: {e}", args.param)))?;
     }
     base.set(&name, values[0])?;
@@ -433,47 +439,27 @@ pub fn run(args: Args) -> Result<ExitCode> {
             (None, false) => outln!("no failing {name} among the values swept"),
         }
     }
-    Ok(if first_failing.is_none() { ExitCode::SUCCESS } else { crate::cli::Exit::Failed.into() })
+    Ok(crate::exit::of_failures(boundary.and_then(|b| b.class)).into())
 }
 
 /// Cycles per read against the knob; failing points in red.
 fn svg(name: &str, points: &[Point]) -> String {
-    let (w, h, m) = (640.0, 360.0, 50.0);
-    let xmax = points.iter().map(|p| p.value).max().unwrap_or(1).max(1) as f64;
-    let xmin = points.iter().map(|p| p.value).min().unwrap_or(0) as f64;
-    let ymax = points.iter().map(|p| p.cycles_per_read).fold(1.0, f64::max);
-    let x = |v: f64| m + (v - xmin) / (xmax - xmin).max(1.0) * (w - 2.0 * m);
-    let y = |v: f64| h - m - v / ymax * (h - 2.0 * m);
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <line x1=\"{m}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n\
-         <line x1=\"{m}\" y1=\"{m}\" x2=\"{m}\" y2=\"{}\" stroke=\"black\"/>\n\
-         <text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{name}</text>\n\
-         <text x=\"12\" y=\"{}\" transform=\"rotate(-90 12 {})\" text-anchor=\"middle\">device cycles per read</text>\n\
-         <text x=\"{m}\" y=\"{}\">{xmin}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{xmax}</text>\n\
-         <text x=\"{}\" y=\"{m}\" text-anchor=\"end\">{ymax:.0}</text>\n",
-        h - m, w - m, h - m, h - m, w / 2.0, h - 10.0, h / 2.0, h / 2.0, h - m + 15.0, w - m, h - m + 15.0, m - 4.0
-    );
-    let pass: Vec<String> = points
+    let points = points
         .iter()
-        .filter(|p| p.ok)
-        .map(|p| format!("{:.1},{:.1}", x(p.value as f64), y(p.cycles_per_read)))
+        .map(|p| crate::chart::Point {
+            x: p.value as f64,
+            y: p.cycles_per_read,
+            ok: p.ok,
+            label: format!("{name}={}: {}", p.value, if p.ok { "pass" } else { "FAIL" }),
+        })
         .collect();
-    if pass.len() > 1 {
-        s += &format!("<polyline fill=\"none\" stroke=\"steelblue\" points=\"{}\"/>\n", pass.join(" "));
+    crate::chart::PointChart {
+        title: name.to_owned(),
+        x_label: name.to_owned(),
+        y_label: "device cycles per read".into(),
+        points,
     }
-    for p in points {
-        let colour = if p.ok { "steelblue" } else { "crimson" };
-        s += &format!(
-            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"><title>{name}={}: {}</title></circle>\n",
-            x(p.value as f64),
-            y(p.cycles_per_read),
-            p.value,
-            if p.ok { "pass" } else { "FAIL" }
-        );
-    }
-    s + "</svg>\n"
+    .render()
 }
 
 #[cfg(test)]

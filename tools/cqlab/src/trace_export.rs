@@ -14,7 +14,7 @@ use cqlab_abi::decode::Space;
 use cqlab_abi::dispatch::DispatchCmdId;
 use cqlab_abi::noc::{endpoint, Coord, Endpoint};
 use cqlab_abi::trace::{TraceKind, TraceRecord};
-use cqlab_driver::workloads::analysis::{command_name, wait_waypoint};
+use cqlab_workloads::analysis::{command_name, wait_waypoint};
 use serde_json::json;
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;

@@ -18,9 +18,9 @@ use crate::usage::UsageError;
 use anyhow::{Context, Result};
 use cqlab_abi::noc::Coord;
 use cqlab_abi::trace::TraceRecord;
-use cqlab_driver::workloads::analysis::Analysis;
-use cqlab_driver::workloads::collect::RecordSink;
-use cqlab_driver::workloads::runner::{IterationSample, LaunchInfo, Observer, OccupancySample, RunSpec};
+use cqlab_workloads::analysis::Analysis;
+use cqlab_workloads::collect::RecordSink;
+use cqlab_workloads::runner::{IterationSample, LaunchInfo, Observer, OccupancySample, RunSpec};
 use serde::Deserialize;
 use serde_json::json;
 use std::io::{BufWriter, Write};
@@ -93,8 +93,8 @@ impl<W: Write> RecordSink for TraceWriter<W> {
 impl<W: Write> Observer for TraceWriter<W> {
     fn started(&mut self, cores: &[Coord], spec: &RunSpec) -> cqlab_driver::Result<()> {
         let sync = match spec.sync {
-            cqlab_driver::workloads::runner::SyncMode::PerIter => "per-iter",
-            cqlab_driver::workloads::runner::SyncMode::End => "end",
+            cqlab_workloads::runner::SyncMode::PerIter => "per-iter",
+            cqlab_workloads::runner::SyncMode::End => "end",
         };
         self.header(cores, spec.kind.name(), spec.cqs, spec.seed, sync).map_err(io)
     }
@@ -139,7 +139,7 @@ pub struct Launch {
 }
 
 /// An iteration line reads back into the type the runner wrote.
-pub use cqlab_driver::workloads::runner::IterationSample as Iter;
+pub use cqlab_workloads::runner::IterationSample as Iter;
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct Occ {

@@ -43,7 +43,7 @@ use anyhow::Result;
 use cqlab_abi::dispatch::DispatchCmdId;
 use cqlab_abi::noc::{endpoint, Coord, Endpoint};
 use cqlab_abi::trace::{TraceKind, TraceRecord};
-use cqlab_driver::workloads::analysis::{wait_waypoint, Tally};
+use cqlab_workloads::analysis::{wait_waypoint, Tally};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;

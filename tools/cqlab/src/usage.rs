@@ -1,5 +1,5 @@
 //! Usage errors: a bad argument or malformed input, reported before any
-//! work starts (exit 2, see `cli::Exit`), never counted as a failure of
+//! work starts (exit 2, see `exit::Exit`), never counted as a failure of
 //! the device.
 
 /// An option outside its real range, options that conflict, or input that

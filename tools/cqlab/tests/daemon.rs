@@ -295,7 +295,7 @@ fn raw_call(s: &UnixStream, req: &Request) -> Result<Vec<u8>, String> {
     let mut w = s;
     proto::write_frame(&mut w, &req.encode()).map_err(|e| e.to_string())?;
     let frame = proto::read_frame(&mut w).map_err(|e| e.to_string())?.ok_or("connection closed")?;
-    Reply::decode(&frame)?.result
+    Reply::decode(&frame).map_err(|e| e.to_string())?.result
 }
 
 #[test]

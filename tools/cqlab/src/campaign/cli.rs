@@ -51,7 +51,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
                 }
                 report.print(&format!("campaign {}", dir.display()));
             }
-            Ok(if report.failures == 0 { ExitCode::SUCCESS } else { crate::cli::Exit::Failed.into() })
+            Ok(report.exit_code())
         }
     }
 }

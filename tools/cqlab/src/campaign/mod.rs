@@ -6,7 +6,6 @@
 pub mod cli;
 pub mod sbatch;
 pub mod shard;
-pub mod stats;
 
 use crate::out::outln;
 use crate::usage::UsageError;
@@ -97,6 +96,9 @@ impl SeedRecord {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SignatureCount {
     pub signature: String,
+    /// Its exit code's class (see `crate::exit`).
+    #[serde(default)]
+    pub class: crate::exit::FailureClass,
     pub kind: String,
     pub count: u64,
     pub first_seed: u64,
@@ -137,6 +139,7 @@ impl Report {
                 Some(s) => s.count += 1,
                 None => signatures.push(SignatureCount {
                     signature: f.signature.clone(),
+                    class: f.class,
                     kind: f.kind.clone(),
                     count: 1,
                     first_seed: r.seed,
@@ -153,13 +156,22 @@ impl Report {
             runs,
             failures,
             failure_rate: rate,
-            failure_rate_95: stats::wilson(failures, runs),
+            failure_rate_95: cqlab_workloads::stats::wilson(failures, runs),
             signatures,
             runs_to_first_failure: first.map(|i| i as u64 + 1),
             first_failing_seed: first.map(|i| sorted[i].seed),
             seconds_to_first_failure: first.map(|i| sorted[..=i].iter().map(|r| r.seconds).sum()),
             seconds: sorted.iter().map(|r| r.seconds).sum(),
         }
+    }
+
+    /// The campaign's exit: success, its failures' one class, or 1 when
+    /// mixed (or when a failed run left no failure record to classify).
+    pub fn exit_code(&self) -> std::process::ExitCode {
+        if self.failures > 0 && self.signatures.is_empty() {
+            return crate::exit::Exit::Failed.into();
+        }
+        crate::exit::of_failures(self.signatures.iter().map(|s| s.class)).into()
     }
 
     pub fn print(&self, header: &str) {

@@ -87,8 +87,9 @@ pub fn script(args: &Args, exe: &str, firmware_dir: Option<&str>) -> String {
         s += &format!("export CQLAB_FIRMWARE_DIR={}\n", quote(fw));
     }
     let campaign: Vec<String> = args.campaign.iter().map(|a| quote(a)).collect();
-    // Exit 1 means "ran, and some runs failed": data for the merge, not a
-    // failed task. Usage errors (2) and crashes still fail the task.
+    // A campaign that ran (passed, or failed with a failure class) is data
+    // for the merge, not a failed task (`crate::exit::RAN`). Usage errors
+    // and crashes still fail the task.
     s += &format!(
         "rc=0\n{} {} --shard \"$SLURM_ARRAY_TASK_ID/{}\" --jsonl {}/shard-\"$SLURM_ARRAY_TASK_ID\".jsonl || rc=$?\n",
         quote(exe),
@@ -96,7 +97,8 @@ pub fn script(args: &Args, exe: &str, firmware_dir: Option<&str>) -> String {
         args.shards,
         quote(&dir)
     );
-    s += "if [ \"$rc\" -le 1 ]; then exit 0; fi\nexit \"$rc\"\n";
+    let ran: Vec<String> = crate::exit::RAN.iter().map(|e| e.code().to_string()).collect();
+    s += &format!("case \"$rc\" in {}) exit 0 ;; esac\nexit \"$rc\"\n", ran.join("|"));
     s
 }
 

@@ -2,7 +2,7 @@
 //! with latency percentiles, throughput, per-command device cycles, stall
 //! and wait totals, queue occupancy, queue-switch overhead and scaling
 //! efficiency. The workloads themselves live in
-//! `cqlab_driver::workloads` so other tools (race, sweeps) can run them.
+//! `cqlab_workloads` so other tools (race, sweeps) can run them.
 
 mod progress;
 
@@ -11,12 +11,12 @@ use crate::trace_file::TraceWriter;
 use anyhow::{Context, Result};
 use cqlab_abi::noc::Coord;
 use cqlab_abi::trace::TraceRecord;
-use cqlab_driver::workloads::collect::RecordSink;
-use cqlab_driver::workloads::kinds::{Kind, Knobs};
-use cqlab_driver::workloads::runner::{
+use cqlab_driver::DeviceConfig;
+use cqlab_workloads::collect::RecordSink;
+use cqlab_workloads::kinds::{Kind, Knobs};
+use cqlab_workloads::runner::{
     self, IterationSample, LaunchInfo, Observer, OccupancySample, PointReport, RunSpec, SyncMode,
 };
-use cqlab_driver::DeviceConfig;
 use serde_json::{json, Value};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -99,7 +99,7 @@ pub struct Args {
 
 /// Longest spin of a workload kernel, in cycles.
 const MAX_SPIN: u32 = 10_000_000;
-/// copy_stress's DRAM page (`cqlab_driver::workloads::kinds`): a copy is
+/// copy_stress's DRAM page (`cqlab_workloads::kinds`): a copy is
 /// whole pages, at most 65536 of them.
 const COPY_PAGE: u32 = 1024;
 
@@ -166,7 +166,7 @@ pub fn validate(a: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
     given.refuse(&unused, || format!("not read by {} (its knobs: {})", kind.name(), knob_list(kind)))?;
     let sweep = parse_cqs(&a.cqs)?;
     let knobs = knobs(a, kind);
-    match cqlab_driver::workloads::kinds::build(kind, &knobs, a.seed) {
+    match cqlab_workloads::kinds::build(kind, &knobs, a.seed) {
         Err(cqlab_driver::DriverError::Invalid(why)) => return Err(crate::cli::Usage(why).into()),
         Err(e) => return Err(e.into()),
         Ok(_) => {}

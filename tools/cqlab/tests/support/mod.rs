@@ -22,6 +22,29 @@ pub fn firmware_dir() -> PathBuf {
     target.join("riscv32im-unknown-none-elf/firmware")
 }
 
+/// Exit codes of the failure classes (`cqlab --help`, docs/cli.md).
+pub const EXIT_FAILED: i32 = 1;
+pub const EXIT_HANG: i32 = 3;
+pub const EXIT_DEVICE_ERROR: i32 = 4;
+pub const EXIT_MISMATCH: i32 = 5;
+
+/// The exit a campaign report's failures call for: 0 without failures,
+/// their one class's code, or 1 when their classes differ.
+pub fn exit_of_report(report: &serde_json::Value) -> i32 {
+    let code = |class: &serde_json::Value| match class.as_str() {
+        Some("hang") => EXIT_HANG,
+        Some("device-error") => EXIT_DEVICE_ERROR,
+        Some("mismatch") => EXIT_MISMATCH,
+        _ => EXIT_FAILED,
+    };
+    let codes: Vec<i32> = report["signatures"].as_array().into_iter().flatten().map(|s| code(&s["class"])).collect();
+    match codes.first() {
+        None => 0,
+        Some(&c) if codes.iter().all(|&o| o == c) => c,
+        Some(_) => EXIT_FAILED,
+    }
+}
+
 /// `cqlab ARGS` with the firmware directory set, to completion.
 pub fn cqlab(args: &[&str]) -> Output {
     Command::new(CQLAB).env("CQLAB_FIRMWARE_DIR", firmware_dir()).args(args).output().unwrap()

@@ -15,6 +15,7 @@
 //! anything further back has). Launch-ring entries themselves are the
 //! dispatcher's to track.
 
+use crate::error::DriverError;
 use crate::program::Program;
 use cqlab_abi::noc::{MAX_WORKER_COLS, MAX_WORKER_ROWS};
 use cqlab_abi::program::{kernel_slot, CONFIG_RING, CONFIG_RING_SIZE, KERNEL_SLOTS, MAX_KERNEL_GROUPS};
@@ -198,7 +199,7 @@ impl ProgramState {
 
     /// Plans `program` (already checked against the grid) without changing
     /// anything; `commit` records it once its commands are submitted.
-    pub fn plan(&self, program: &Program) -> Result<Plan, String> {
+    pub fn plan(&self, program: &Program) -> Result<Plan, DriverError> {
         let mut wait_for = 0;
         let mut slots = Vec::with_capacity(program.kernels.len());
         let mut kernel_cores = [CoreSet::default(); MAX_KERNEL_GROUPS];
@@ -241,10 +242,13 @@ impl ProgramState {
         }
         debug_assert!(groups.len() <= MAX_KERNEL_GROUPS);
         if need > self.config_size {
-            return Err(format!(
-                "{need} bytes of runtime args exceed this queue's {}-byte part of the kernel-config ring",
-                self.config_size
-            ));
+            return Err(DriverError::OutOfRange {
+                what: "runtime args",
+                detail: format!(
+                    "{need} bytes exceed this queue's {}-byte part of the kernel-config ring",
+                    self.config_size
+                ),
+            });
         }
         let mut config = None;
         if need > 0 {
@@ -352,7 +356,7 @@ pub(crate) fn slot_addr(choice: SlotChoice) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command_queue::CoreRange;
+    use crate::geometry::CoreRange;
     use crate::kernel::KernelImage;
     use std::sync::Arc;
 

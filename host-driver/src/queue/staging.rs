@@ -15,12 +15,7 @@
 //! staging never waits.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Blobs smaller than this are copied inline: gathering one costs the
-/// prefetcher more than copying saves the host below about 8-12 KiB, and
-/// from 4 KiB no bench point's host enqueue exceeds 1 us.
-pub(crate) const STAGE_MIN_BYTES: usize = 4096;
 /// Placement alignment of a blob in sysmem (PCIe reads start on a line).
 const ALIGN: u64 = cqlab_abi::PCIE_ALIGNMENT as u64;
 
@@ -43,15 +38,8 @@ pub(crate) enum BlobKey {
     /// by build id too).
     Image { build_id: u64, slot: u32, len: u32 },
     /// Range `range`'s unique-arg block of the kernel whose args carry
-    /// `stamp` (`next_stamp`).
+    /// `stamp` (`crate::program::next_stamp`).
     UniqueArgs { stamp: u64, range: usize },
-}
-
-/// A fresh value for a set of runtime args: never handed out twice in a
-/// process, so equal stamps mean equal bytes.
-pub(crate) fn next_stamp() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// A staged blob, by its placement.

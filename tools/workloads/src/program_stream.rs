@@ -16,10 +16,12 @@
 //! thought of. Run by the tests, `cqlab race --workload programs` and
 //! `cqlab stress restart --workload programs`.
 
-use crate::{Buffer, CoreRange, Device, DriverError, KernelHandle, KernelImage, PendingRead, Placement, Program};
 use cqlab_abi::memory_map::{KERNEL_SCRATCH, MAX_CHUNK, USER};
 use cqlab_abi::noc;
 use cqlab_abi::program::spin_stored_value;
+use cqlab_driver::{
+    Buffer, CoreRange, Device, DriverError, KernelHandle, KernelImage, PendingRead, Placement, Program,
+};
 use cqlab_sim::rng::Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;

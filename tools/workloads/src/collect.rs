@@ -6,12 +6,12 @@
 //! cycles, with or without `--trace`). Other backends read through the BAR,
 //! which costs device time there; the report says which was used.
 
-use crate::backend::read_struct;
-use crate::device::Device;
-use crate::error::Result;
 use cqlab_abi::memory_map::TRACE_RING;
 use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::trace::{record_addr, TraceRecord, TraceRingHeader, CAPACITY};
+use cqlab_driver::backend::read_struct;
+use cqlab_driver::error::Result;
+use cqlab_driver::Device;
 use zerocopy::{FromBytes, IntoBytes};
 
 /// Where new records go as they are drained (a file writer, an analyser...).
@@ -93,7 +93,7 @@ impl TraceCollector {
     }
 }
 
-/// An untimed read where the backend has one (see [`crate::backend::Introspect::peek`]).
+/// An untimed read where the backend has one (see [`cqlab_driver::backend::Introspect::peek`]).
 fn peek(dev: &mut Device, at: NocAddr, buf: &mut [u8]) -> Result<bool> {
     match dev.backend().introspect() {
         Some(i) => i.peek(at, buf),

@@ -16,8 +16,21 @@
 //! issued inside that wait are not yet counted, and the fetch-queue figure
 //! there is a lower bound (never below zero: a taken entry was issued).
 
-use super::runner::OccupancySample;
 use cqlab_abi::ring::RingPtr;
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct OccupancySample {
+    pub cycle: u64,
+    pub cq: u8,
+    /// "host": the host read the pointers; "device": at a prefetcher's
+    /// fetch or a dispatcher's completion record (see `occupancy`).
+    pub source: &'static str,
+    /// Fetch-queue entries issued and not yet taken by the prefetcher.
+    pub fetch_entries: u32,
+    /// Completion-queue bytes written by the dispatcher and not yet consumed.
+    pub completion_bytes: u32,
+}
 
 /// A device record that changes a queue's occupancy.
 #[derive(Clone, Copy, Debug)]

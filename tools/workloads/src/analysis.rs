@@ -5,17 +5,16 @@
 //! Memory stays bounded by the number of cores, command kinds and events
 //! (not by records), so it runs beside a streaming trace writer.
 
-use super::collect::RecordSink;
-use super::occupancy::Occupancy;
-use super::stats::Summary;
-use crate::error::Result;
+use crate::collect::RecordSink;
+use crate::occupancy::Occupancy;
+use crate::stats::Summary;
 use cqlab_abi::decode::Space;
-use cqlab_abi::dispatch::{DispatchCmdId, WaitFlags};
+use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::mmio::sem;
 use cqlab_abi::noc::{endpoint, Coord, Endpoint};
-use cqlab_abi::prefetch::PrefetchCmdId;
 use cqlab_abi::trace::{TraceKind, TraceRecord};
 use cqlab_abi::waypoint::{Waypoint, PSW, PWW, WCW};
+use cqlab_driver::error::Result;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -42,11 +41,7 @@ impl Tally {
 
 /// Name of a command id on a prefetcher or dispatcher.
 pub fn command_name(space: Space, id: u32) -> &'static str {
-    match space {
-        Space::Prefetch => PrefetchCmdId::from_u8(id as u8).map(|c| c.name()),
-        Space::Dispatch => DispatchCmdId::from_u8(id as u8).map(|c| c.name()),
-    }
-    .unwrap_or("unknown")
+    space.command_name(id as u8).unwrap_or("unknown")
 }
 
 /// The waypoint a dispatcher WAIT shows, from its `WaitTarget` record.

@@ -10,18 +10,20 @@
 //!   interval between its completion and the previous one's, both taken
 //!   from the dispatchers' event trace records (its incremental cost).
 
-use super::analysis::{Analysis, SwitchOverhead, Tally};
-use super::collect::{RecordSink, TraceCollector};
-use super::kinds::{self, Kind, Knobs, Validation, Work};
-use super::stats::Summary;
-use crate::command_queue::{CoreRange, Trace};
-use crate::config::DeviceConfig;
-use crate::device::Device;
-use crate::error::{DriverError, Result};
-use crate::events::Event;
+use crate::analysis::{Analysis, SwitchOverhead, Tally};
+use crate::collect::{RecordSink, TraceCollector};
+pub use crate::ctx::{Ctx, LaunchInfo};
+use crate::kinds::{self, Kind, Knobs, Validation, Work};
+pub use crate::occupancy::OccupancySample;
+use crate::stats::Summary;
 use cqlab_abi::noc::{self, Coord};
 use cqlab_abi::trace::TraceRecord;
 use cqlab_abi::CLOCK_HZ;
+use cqlab_driver::error::{DriverError, Result};
+use cqlab_driver::CoreRange;
+use cqlab_driver::Device;
+use cqlab_driver::DeviceConfig;
+use cqlab_driver::Event;
 use serde::{Deserialize, Serialize};
 
 /// When the host waits for the device.
@@ -91,17 +93,6 @@ impl RecordSink for NoObserver {
 }
 impl Observer for NoObserver {}
 
-#[derive(Clone, Debug, Serialize)]
-pub struct LaunchInfo {
-    pub seq: u32,
-    pub cq: u8,
-    /// Device cycle the host enqueued it; `None` when captured in a trace.
-    pub enqueued: Option<u64>,
-    /// Logical worker rectangle, inclusive: [start col, start row, end col, end row].
-    pub cores: [u8; 4],
-    pub label: &'static str,
-}
-
 /// Written by `cqlab run --trace` and read back by the trace tools.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IterationSample {
@@ -115,82 +106,6 @@ pub struct IterationSample {
     pub end: Option<u64>,
     /// Events recorded at its end, one per queue.
     pub events: Vec<u32>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct OccupancySample {
-    pub cycle: u64,
-    pub cq: u8,
-    /// "host": the host read the pointers; "device": at a prefetcher's
-    /// fetch or a dispatcher's completion record (see `occupancy`).
-    pub source: &'static str,
-    /// Fetch-queue entries issued and not yet taken by the prefetcher.
-    pub fetch_entries: u32,
-    /// Completion-queue bytes written by the dispatcher and not yet consumed.
-    pub completion_bytes: u32,
-}
-
-/// What a workload enqueues through; it records every launch.
-pub struct Ctx<'a> {
-    pub dev: &'a mut Device,
-    cqs: u8,
-    new_launches: Vec<LaunchInfo>,
-    capturing: bool,
-}
-
-impl Ctx<'_> {
-    pub fn cqs(&self) -> u8 {
-        self.cqs
-    }
-
-    /// Worker rows each queue owns (rows split evenly, leftovers unused).
-    pub fn rows_per_cq(&self) -> u8 {
-        (self.dev.config().worker_rows / self.cqs).max(1)
-    }
-
-    /// Queue `q`'s own rows of workers: queues never launch on each other's cores.
-    pub fn partition(&self, q: u8) -> CoreRange {
-        let per = self.rows_per_cq();
-        let cols = self.dev.config().worker_cols;
-        CoreRange::new((0, q * per), (cols - 1, q * per + per - 1))
-    }
-
-    pub fn all_workers(&self) -> CoreRange {
-        let c = self.dev.config();
-        CoreRange::new((0, 0), (c.worker_cols - 1, c.worker_rows - 1))
-    }
-
-    /// Cores every queue launches on (hetero): all workers. Queues sharing
-    /// cores must order their launches with events.
-    pub fn shared_cores(&self) -> CoreRange {
-        self.all_workers()
-    }
-
-    /// Launches the booted worker kernel on `cores` from queue `q` and
-    /// records the launch's seq, queue and label.
-    pub fn launch(&mut self, q: u8, cores: CoreRange, args: &[u32], label: &'static str) -> Result<()> {
-        let seq = self.dev.next_launch_seq();
-        let enqueued = (!self.capturing).then(|| self.dev.now());
-        self.dev.cq(q)?.launch(cores, args)?;
-        self.new_launches.push(LaunchInfo {
-            seq,
-            cq: q,
-            enqueued,
-            cores: [cores.start.0, cores.start.1, cores.end.0, cores.end.1],
-            label,
-        });
-        Ok(())
-    }
-
-    pub fn begin_trace(&mut self, q: u8) -> Result<()> {
-        self.dev.cq(q)?.begin_trace()?;
-        self.capturing = true;
-        Ok(())
-    }
-    pub fn end_trace(&mut self, q: u8) -> Result<Trace> {
-        self.capturing = false;
-        self.dev.cq(q)?.end_trace()
-    }
 }
 
 /// Throughput in a readable unit.
@@ -417,7 +332,7 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
     observer.started(collector.cores(), spec)?;
     let cqs = spec.cqs;
     let mut analysis = Analysis::default();
-    analysis.occupancy = super::occupancy::Occupancy::new(cqs, dev.config().completion_size);
+    analysis.occupancy = crate::occupancy::Occupancy::new(cqs, dev.config().completion_size);
     // The device is idle: this sample sets the device-side counters.
     sample_occupancy(&mut dev, cqs, &mut analysis, observer)?;
     let total = spec.warmup.checked_add(spec.iters).ok_or_else(|| {
@@ -641,9 +556,9 @@ fn calibrate_mac(dev: &mut Device, t: u32) -> Result<f64> {
     let a = dev.alloc_dram(2 * page, page)?;
     let b = dev.alloc_dram(2 * page, page)?;
     let c = dev.alloc_dram(page, page)?;
-    let base = |b: &crate::buffer::Buffer| match b.placement {
-        crate::buffer::Placement::Dram { base, .. } => base,
-        crate::buffer::Placement::L1 { addr, .. } => addr,
+    let base = |b: &cqlab_driver::Buffer| match b.placement {
+        cqlab_driver::Placement::Dram { base, .. } => base,
+        cqlab_driver::Placement::L1 { addr, .. } => addr,
     };
     let (banks, cols) = (dev.config().dram_banks, dev.config().worker_cols as u32);
     let core = noc::worker(0, 0);

@@ -7,11 +7,10 @@
 
 pub mod analysis;
 pub mod collect;
+pub mod ctx;
 pub mod kinds;
 pub mod matmul;
 pub mod occupancy;
-// Its streams are drawn from the simulator's recorded-seed generator.
-#[cfg(feature = "sim")]
 pub mod program_stream;
 pub mod runner;
 pub mod stats;

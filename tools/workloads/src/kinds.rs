@@ -6,11 +6,11 @@
 //! worker firmware the device booted (`DeviceConfig::worker_kernel`); when
 //! the program API lands, `Ctx::launch` is the one place to move over.
 
-use super::matmul::{reference, tiled, untiled};
-use super::runner::Ctx;
-use crate::buffer::{Buffer, Placement};
-use crate::command_queue::Trace;
-use crate::error::{DriverError, Result};
+use crate::ctx::Ctx;
+use crate::matmul::{reference, tiled, untiled};
+use cqlab_driver::buffer::{Buffer, Placement};
+use cqlab_driver::error::{DriverError, Result};
+use cqlab_driver::Trace;
 use serde::Serialize;
 
 /// Every workload, by its CLI name.

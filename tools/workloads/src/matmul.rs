@@ -2,10 +2,10 @@
 //! kernel reads them, the result checked against a host reference computed in
 //! the same order, and the DRAM bytes the simulator counted for the kernel.
 
-use crate::buffer::{Buffer, Placement};
-use crate::command_queue::CoreRange;
-use crate::device::Device;
-use crate::error::{DriverError, Result};
+use cqlab_driver::buffer::{Buffer, Placement};
+use cqlab_driver::error::{DriverError, Result};
+use cqlab_driver::CoreRange;
+use cqlab_driver::Device;
 
 /// Loop order of the `matmul` kernel (its `order` argument).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
