@@ -6,8 +6,8 @@
 //! `BlackholeA0/TensixTile/BabyRISCV/README.md`, "Memory map" (the symbol in
 //! the table is named beside each range). Ends are inclusive.
 
+use super::noc_id::Noc;
 use super::tensix::Processor;
-use super::Noc;
 
 /// What an address range holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -2,8 +2,8 @@
 //! configuration registers, the other regions of BAR0, and the address range
 //! through which the chip's NOC reaches host memory.
 
+use super::noc_id::Noc;
 use super::tlb::{self, TlbWindowKind};
-use super::Noc;
 
 /// Tenstorrent's PCI vendor id (tt-umd `tt-kmd-lib/api/tt-kmd-lib/pci_ids.h`;
 /// tt-kmd `enumerate.h` PCI_VENDOR_ID_TENSTORRENT).

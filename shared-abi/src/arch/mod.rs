@@ -54,9 +54,12 @@ pub mod bar;
 pub mod niu;
 pub mod noc_addr;
 pub mod noc_cmd;
+mod noc_id;
 pub mod tensix;
 pub mod tlb;
 pub mod translate;
+
+pub use noc_id::Noc;
 
 /// A chip architecture cqlab models.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -100,36 +103,6 @@ impl Arch {
 impl core::fmt::Display for Arch {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// One of the two NOCs of a chip.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Noc {
-    /// Routes X first then Y, towards +x and +y (right and down), wrapping.
-    Noc0,
-    /// Routes Y first then X, towards -x and -y (left and up), wrapping.
-    Noc1,
-}
-
-impl Noc {
-    pub const ALL: [Noc; 2] = [Noc::Noc0, Noc::Noc1];
-
-    /// 0 or 1, as in `NOC_CMD_BUF_INSTANCE_OFFSET(noc, buf)` and the TLB
-    /// `noc_sel` field.
-    pub const fn index(self) -> u32 {
-        match self {
-            Noc::Noc0 => 0,
-            Noc::Noc1 => 1,
-        }
-    }
-
-    pub const fn from_index(i: u32) -> Option<Noc> {
-        match i {
-            0 => Some(Noc::Noc0),
-            1 => Some(Noc::Noc1),
-            _ => None,
-        }
     }
 }
 

@@ -12,67 +12,35 @@ use crate::noc::Coord;
 use super::board::Board;
 use super::descriptor::SocDescriptor;
 use super::dram::{self, DramBank};
-use super::error::LayoutError;
+use super::error::HarvestError;
 use super::harvest::Harvesting;
+use super::tile::{HarvestedUnit, TileKind};
 use super::translate;
 
-/// What a harvested tile would have been.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum HarvestedUnit {
-    Tensix,
-    Dram {
-        bank: u8,
-        port: u8,
+/// A chip layout, placement or lookup that cannot be made.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LayoutError {
+    #[error("{board}: {error}")]
+    Harvest { board: Board, error: HarvestError },
+    #[error(
+        "{board} ({harvesting}): {cqs} command queues need {needed} dispatch {axis}s of {per_line} cores \
+         (a prefetcher and a dispatcher per queue), but only {available} {axis}s exist and one must stay for \
+         workers; at most {max} command queues fit"
+    )]
+    TooManyCqs {
+        board: Board,
+        harvesting: String,
+        cqs: usize,
+        needed: usize,
+        per_line: usize,
+        available: usize,
+        axis: &'static str,
+        max: usize,
     },
-    Eth {
-        channel: u8,
-    },
-    /// The PCIe tile the host is not attached through.
-    Pcie,
-}
-
-/// The kind of a tile.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum TileKind {
-    Tensix,
-    /// Port `port` (0..3) of DRAM channel `bank` (tt-umd's bank numbering;
-    /// tt-metal's banks are [`ChipLayout::dram_banks`]).
-    Dram {
-        bank: u8,
-        port: u8,
-    },
-    /// The PCIe tile the host is attached through.
-    Pcie,
-    Arc,
-    Eth {
-        channel: u8,
-    },
-    RouterOnly,
-    Security,
-    L2Cpu,
-    Harvested(HarvestedUnit),
-}
-
-impl TileKind {
-    /// How errors and dumps name the kind.
-    pub fn describe(self) -> String {
-        match self {
-            TileKind::Tensix => "a Tensix tile".to_string(),
-            TileKind::Dram { bank, port } => std::format!("DRAM channel {bank} port {port}"),
-            TileKind::Pcie => "the PCIe tile".to_string(),
-            TileKind::Arc => "the ARC tile".to_string(),
-            TileKind::Eth { channel } => std::format!("Ethernet channel {channel}"),
-            TileKind::RouterOnly => "a router-only tile".to_string(),
-            TileKind::Security => "the security tile".to_string(),
-            TileKind::L2Cpu => "an L2CPU tile".to_string(),
-            TileKind::Harvested(HarvestedUnit::Tensix) => "a harvested Tensix tile".to_string(),
-            TileKind::Harvested(HarvestedUnit::Dram { bank, port }) => {
-                std::format!("harvested DRAM channel {bank} port {port}")
-            }
-            TileKind::Harvested(HarvestedUnit::Eth { channel }) => std::format!("harvested Ethernet channel {channel}"),
-            TileKind::Harvested(HarvestedUnit::Pcie) => "the unused PCIe tile".to_string(),
-        }
-    }
+    #[error("{board}: tile {coord} is outside the {width}x{height} grid")]
+    OutOfGrid { board: Board, coord: Coord, width: u8, height: u8 },
+    #[error("{board} ({harvesting}): tile {coord} is {what}, not a worker Tensix")]
+    NotAWorker { board: Board, harvesting: String, coord: Coord, what: String },
 }
 
 /// One tile of the grid.

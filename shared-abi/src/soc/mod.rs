@@ -23,13 +23,15 @@ mod error;
 mod harvest;
 mod layout;
 mod route;
+mod tile;
 mod translate;
 
 pub use board::{Board, UnknownBoard};
 pub use descriptor::{DramView, SocDescriptor, BLACKHOLE_YAML, WORMHOLE_YAML};
 pub use dispatch::{CqCores, Placement};
 pub use dram::DramBank;
-pub use error::{HarvestError, LayoutError, SocError};
+pub use error::{HarvestError, SocError};
 pub use harvest::{EthHarvest, Harvesting};
-pub use layout::{ChipLayout, HarvestedUnit, Tile, TileKind};
+pub use layout::{ChipLayout, LayoutError, Tile};
 pub use route::{hop_count, in_rect, route, Route};
+pub use tile::{HarvestedUnit, TileKind};
