@@ -242,6 +242,8 @@ fn a_stall_probability_that_can_never_boot_is_refused_and_one_just_below_ends() 
     );
     let start = std::time::Instant::now();
     let out = cqlab(&["race", "--seeds", "1", "--iterations", "1", "--core-stall", "0.0249", "--json"]);
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    // It runs to a result: 0, or its seed's failure class (3 hang, 4 device
+    // error, 5 mismatch, 1 other; docs/cli.md), never a refusal (2).
+    assert!(matches!(out.status.code(), Some(0 | 1 | 3 | 4 | 5)), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(start.elapsed() < std::time::Duration::from_secs(60), "took {:?}", start.elapsed());
 }
