@@ -1,13 +1,21 @@
 //! Device configuration: queue sizes and grid, all overridable.
 
+use crate::error::{DriverError, Result};
+use crate::geometry;
 use cqlab_abi::memory_map::{DEFAULT_DRAM_BANKS, DEFAULT_RING_PAGES, DEFAULT_RING_PAGE_SIZE};
-use cqlab_abi::noc::{DEFAULT_CQS, DEFAULT_WORKER_COLS, DEFAULT_WORKER_ROWS};
-use cqlab_abi::sysmem::{DEFAULT_COMPLETION_QUEUE_SIZE, DEFAULT_ISSUE_QUEUE_SIZE};
+use cqlab_abi::noc::{self, Coord, DEFAULT_CQS, DEFAULT_WORKER_COLS, DEFAULT_WORKER_ROWS};
+use cqlab_abi::sysmem::{CqSysmemLayout, DEFAULT_COMPLETION_QUEUE_SIZE, DEFAULT_ISSUE_QUEUE_SIZE};
 use std::path::PathBuf;
 
 /// Default [`DeviceConfig::kernel_timeout_cycles`]: 100 s of device time at
 /// 1 GHz, generous for any kernel the simulator runs in a test or a demo.
 pub const DEFAULT_KERNEL_TIMEOUT_CYCLES: u64 = 100_000_000_000;
+
+/// Default [`DeviceConfig::stage_min_bytes`]: blobs smaller than this are
+/// copied inline. Gathering one costs the prefetcher more than copying saves
+/// the host below about 8-12 KiB, and from 4 KiB no `cqlab bench dispatch`
+/// point's host enqueue exceeds 1 us.
+pub const DEFAULT_STAGE_MIN_BYTES: u32 = 4096;
 
 #[derive(Clone, Debug)]
 pub struct DeviceConfig {
@@ -105,9 +113,67 @@ impl Default for DeviceConfig {
             firmware_variant: None,
             slow_dispatch: false,
             host_bug: None,
-            stage_min_bytes: crate::staging::STAGE_MIN_BYTES as u32,
+            stage_min_bytes: DEFAULT_STAGE_MIN_BYTES,
             drain_every_polls: 1,
         }
+    }
+}
+
+impl DeviceConfig {
+    /// Every worker core of the configured grid, row by row.
+    pub fn workers(&self) -> impl Iterator<Item = Coord> {
+        geometry::workers(self.worker_cols, self.worker_rows)
+    }
+
+    /// CQ cores, then workers.
+    pub fn all_cores(&self) -> impl Iterator<Item = Coord> {
+        geometry::all_cores(self.num_cqs, self.worker_cols, self.worker_rows)
+    }
+
+    /// Queue `q`'s sysmem regions.
+    pub fn queue_layout(&self, q: u8) -> CqSysmemLayout {
+        CqSysmemLayout::for_cq(q, self.issue_size, self.completion_size)
+    }
+
+    /// Checks every size and count against what the ABI allows.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(DriverError::Invalid(m));
+        if self.num_cqs == 0 || self.num_cqs > noc::MAX_CQS {
+            return bad(format!("{} command queues (1..={})", self.num_cqs, noc::MAX_CQS));
+        }
+        let align = cqlab_abi::PCIE_ALIGNMENT as u32;
+        if !self.queue_layout(0).is_valid() || self.issue_size < 4 * align || self.completion_size < 2 * align {
+            return bad(format!(
+                "issue queue {} and completion queue {} bytes: both multiples of {align}, at least {} and {}",
+                self.issue_size,
+                self.completion_size,
+                4 * align,
+                2 * align
+            ));
+        }
+        if self.fetch_entries == 0 || self.fetch_entries > cqlab_abi::fetch_queue::MAX_ENTRIES {
+            return bad(format!(
+                "{} fetch-queue entries (1..={})",
+                self.fetch_entries,
+                cqlab_abi::fetch_queue::MAX_ENTRIES
+            ));
+        }
+        let ring = self.ring_page_size as u64 * self.ring_pages as u64;
+        if !self.ring_page_size.is_power_of_two()
+            || !self.ring_pages.is_power_of_two()
+            || self.ring_page_size < 16
+            || ring > cqlab_abi::memory_map::DISPATCH_RING.size as u64
+        {
+            return bad(format!("dispatcher ring {}x{} bytes", self.ring_pages, self.ring_page_size));
+        }
+        if self.worker_cols == 0
+            || self.worker_rows == 0
+            || self.worker_cols > noc::MAX_WORKER_COLS
+            || self.worker_rows > noc::MAX_WORKER_ROWS
+        {
+            return bad(format!("worker grid {}x{}", self.worker_cols, self.worker_rows));
+        }
+        Ok(())
     }
 }
 

@@ -1,73 +1,43 @@
-//! A device: its backend, its command queues, boot, and the one place where
-//! the host waits for the device (progress-aware, with hang dumps).
+//! A device: its backend, its configuration, its command queues and
+//! allocators; boot. Work goes through [`Device::cq`], waits through
+//! `crate::wait`.
 
-use crate::backend::read_struct;
-use crate::backend::Backend;
-use crate::command_queue::CqHost;
+use crate::backend::{read_struct, Backend};
+use crate::buffer::{Allocator, Buffer};
 use crate::config::DeviceConfig;
+use crate::dump::{QueuePointers, Wait};
 use crate::elf::FirmwareImage;
-use crate::error::{DriverError, Result};
-use crate::hang_dump::HangDump;
+use crate::error::{BootProblem, DriverError, Result, StateError};
+use crate::events::Event;
 use crate::kernel::KernelImage;
+use crate::queue::{CommandQueue, PendingRead, Queues};
+use crate::trace_reader::CoreTrace;
 use cqlab_abi::firmware::FirmwareId;
-use cqlab_abi::mailbox::{
-    AliveRecord, CqConfig, ErrorRecord, ALIVE, ALIVE_MAGIC, COMPLETION_RD_PTR, CQ_CONFIG, ERROR, ERROR_MAGIC, WAYPOINT,
-};
+use cqlab_abi::mailbox::{AliveRecord, CqConfig, ALIVE, ALIVE_MAGIC, COMPLETION_RD_PTR, CQ_CONFIG};
 use cqlab_abi::memory_map::{FETCH_QUEUE, MAILBOXES, TRACE_RING};
 use cqlab_abi::mmio::{self, MMIO_BASE, SOFT_RESET};
 use cqlab_abi::noc::{self, Coord, NocAddr};
 use cqlab_abi::sysmem::CqSysmemLayout;
-use cqlab_abi::trace::{TraceKind, TraceRingHeader};
-use cqlab_abi::waypoint::{self, Waypoint};
+use cqlab_abi::trace::{TraceRingHeader, CAPACITY};
 use cqlab_abi::ABI_VERSION;
 use std::sync::Arc;
 use zerocopy::IntoBytes;
 
-/// Device cycles between progress checks while waiting: the resolution of
-/// the stall and kernel timeouts.
-pub const PROGRESS_CHECK_CYCLES: u64 = 1_000_000;
-
 pub struct Device {
-    pub(crate) backend: Box<dyn Backend>,
-    pub(crate) cfg: DeviceConfig,
-    pub(crate) cqs: Vec<CqHost>,
-    /// Next event id (ids start at 1, shared by all queues).
-    pub(crate) next_event: u32,
-    /// Sequence number of the next worker launch (unique across queues).
-    pub(crate) next_launch_seq: u32,
-    pub(crate) allocator: crate::buffer::Allocator,
-    /// What the workers hold for each queue's programs (its slots and config ring share).
-    pub(crate) programs: Vec<crate::program_state::ProgramState>,
+    backend: Box<dyn Backend>,
+    cfg: DeviceConfig,
+    queues: Queues,
+    allocator: Allocator,
     /// `DeviceConfig::worker_kernel`, loaded at boot, run by `launch`.
-    pub(crate) default_kernel: Option<Arc<KernelImage>>,
-    /// A read-only view of a device another process drives
-    /// ([`Device::observe`]): host-side queue state is derived from the device.
-    pub(crate) observer: bool,
-    /// Polls of waits since the host last read completions in one
-    /// (`DeviceConfig::drain_every_polls`).
-    pub(crate) polls_since_drain: u32,
+    default_kernel: Option<Arc<KernelImage>>,
 }
 
 impl Device {
     /// Wraps a backend; call [`Device::boot`] before use.
     pub fn with_backend(backend: Box<dyn Backend>, cfg: DeviceConfig) -> Result<Self> {
-        validate(&cfg)?;
-        let cqs = (0..cfg.num_cqs)
-            .map(|q| CqHost::new(CqSysmemLayout::for_cq(q, cfg.issue_size, cfg.completion_size)))
-            .collect();
-        let programs = program_states(&cfg);
-        Ok(Self {
-            backend,
-            cfg,
-            cqs,
-            next_event: 1,
-            next_launch_seq: 0,
-            allocator: Default::default(),
-            programs,
-            default_kernel: None,
-            observer: false,
-            polls_since_drain: 0,
-        })
+        cfg.validate()?;
+        let queues = Queues::new(&cfg);
+        Ok(Self { backend, cfg, queues, allocator: Allocator::default(), default_kernel: None })
     }
 
     /// A read-only view of a live device that another process drives, for
@@ -104,9 +74,9 @@ impl Device {
             ..base.clone()
         };
         // Before the first boot the mailbox is empty: the defaults stand.
-        let cfg = if validate(&owners).is_ok() { owners } else { base };
+        let cfg = if owners.validate().is_ok() { owners } else { base };
         let mut dev = Self::with_backend(Box::new(obs), cfg)?;
-        dev.observer = true;
+        dev.queues.set_observer();
         Ok((dev, status))
     }
 
@@ -143,12 +113,23 @@ impl Device {
     /// The seq the next worker launch will carry in its launch message and
     /// in its workers' kernel trace records (unique across queues).
     pub fn next_launch_seq(&self) -> u32 {
-        self.next_launch_seq
+        self.queues.next_launch_seq()
     }
 
     /// Every worker core of the configured grid.
-    pub fn workers(&self) -> impl Iterator<Item = Coord> + '_ {
-        (0..self.cfg.worker_rows).flat_map(move |r| (0..self.cfg.worker_cols).map(move |c| noc::worker(c, r)))
+    pub fn workers(&self) -> impl Iterator<Item = Coord> {
+        self.cfg.workers()
+    }
+
+    /// CQ cores, then workers.
+    pub fn all_cores(&self) -> impl Iterator<Item = Coord> {
+        self.cfg.all_cores()
+    }
+
+    /// Queue `q` (0-based).
+    pub fn cq(&mut self, q: u8) -> Result<CommandQueue<'_>> {
+        let kernel = self.default_kernel.clone();
+        CommandQueue::new(&mut *self.backend, &self.cfg, &mut self.queues, &mut self.allocator, kernel, q)
     }
 
     /// Where the CQ firmware (`prefetch`, `dispatch`) comes from: the
@@ -194,23 +175,18 @@ impl Device {
             (FirmwareImage::load(&cq_dir.join("prefetch"))?, FirmwareImage::load(&cq_dir.join("dispatch"))?);
         let worker = FirmwareImage::load(&self.worker_elf())?;
         self.default_kernel = Some(Arc::new(self.load_kernel(&self.cfg.worker_kernel.clone())?));
-        // Nothing is resident or in flight on freshly booted workers.
-        self.programs = program_states(&self.cfg);
-        // The firmware starts its queues from zero: so does the host.
-        self.next_launch_seq = 0;
-        self.cqs = (0..self.cfg.num_cqs)
-            .map(|q| CqHost::new(CqSysmemLayout::for_cq(q, self.cfg.issue_size, self.cfg.completion_size)))
-            .collect();
-        if self.cfg.stage_min_bytes > 0 && !self.cfg.slow_dispatch {
-            let end = CqSysmemLayout::for_cq(self.cfg.num_cqs, self.cfg.issue_size, self.cfg.completion_size).base;
-            let arenas = crate::staging::arenas(end, self.backend.sysmem_len() as u64, self.cfg.num_cqs);
-            for (cq, arena) in self.cqs.iter_mut().zip(arenas) {
-                cq.staging = arena;
-            }
-        }
+        // Nothing is resident or in flight on freshly booted workers, and
+        // the firmware starts its queues from zero: so does the host.
+        let arenas = if self.cfg.stage_min_bytes > 0 && !self.cfg.slow_dispatch {
+            let end = self.cfg.queue_layout(self.cfg.num_cqs).base;
+            crate::queue::arenas(end, self.backend.sysmem_len() as u64, self.cfg.num_cqs)
+        } else {
+            Vec::new()
+        };
+        self.queues.reboot(&self.cfg, arenas);
         let mut expect = Vec::new();
         for q in 0..self.cfg.num_cqs {
-            let layout = self.cqs[q as usize].layout;
+            let layout = self.cfg.queue_layout(q);
             // The CQ cores are held in reset (or not yet loaded): the device does not touch the header.
             let header = (layout.issue_base() - layout.header()) as usize;
             self.backend.sysmem_claim(layout.header() as usize, header)?.fill(0);
@@ -228,7 +204,8 @@ impl Device {
                 self.set_reset(noc::dispatcher(q), true)?;
                 let done =
                     NocAddr::unicast(noc::dispatcher(q), (MMIO_BASE + mmio::semaphore(mmio::sem::WORKERS_DONE)) as u64);
-                self.cqs[q as usize].slow_expected = self.backend.read_u32(done)?;
+                let count = self.backend.read_u32(done)?;
+                self.queues.set_slow_expected(q, count);
                 continue;
             }
             self.load(noc::prefetcher(q), &prefetch, Some(&pcfg))?;
@@ -236,8 +213,7 @@ impl Device {
             expect.push((noc::prefetcher(q), FirmwareId::Prefetch));
             expect.push((noc::dispatcher(q), FirmwareId::Dispatch));
         }
-        let workers: Vec<Coord> = self.workers().collect();
-        for &w in &workers {
+        for w in self.cfg.workers() {
             // Workers only read `num_cqs`: how many launch rings to serve.
             let wcfg = CqConfig { num_cqs: self.cfg.num_cqs as u32, ..Default::default() };
             self.load(w, &worker, Some(&wcfg))?;
@@ -255,13 +231,6 @@ impl Device {
     /// Loads kernel image `name` from the firmware directory.
     pub fn load_kernel(&self, name: &str) -> Result<KernelImage> {
         KernelImage::load(&self.cfg.firmware_dir.join(name))
-    }
-
-    /// The kernel `launch` runs.
-    pub(crate) fn default_kernel(&self) -> Result<Arc<KernelImage>> {
-        self.default_kernel
-            .clone()
-            .ok_or_else(|| DriverError::Invalid("the device is not booted (no kernel loaded)".into()))
     }
 
     fn cq_config(&self, q: u8, layout: CqSysmemLayout) -> CqConfig {
@@ -320,13 +289,14 @@ impl Device {
     }
 
     fn wait_alive(&mut self, core: Coord, fw: FirmwareId) -> Result<()> {
-        let what = format!("alive record of {} on core {core}", fw.name());
         let mut alive = AliveRecord::default();
-        self.wait_until(
-            None,
-            || what.clone(),
-            |dev| {
-                alive = read_struct(&mut *dev.backend, NocAddr::unicast(core, ALIVE as u64))?;
+        crate::wait::until(
+            &mut *self.backend,
+            &self.cfg,
+            &mut self.queues,
+            || Wait::Alive { core, firmware: fw },
+            |backend, _| {
+                alive = read_struct(backend, NocAddr::unicast(core, ALIVE as u64))?;
                 Ok(alive.magic == ALIVE_MAGIC)
             },
         )?;
@@ -334,191 +304,73 @@ impl Device {
             return Err(DriverError::AbiMismatch { core, expected: ABI_VERSION, found: alive.abi_version });
         }
         if alive.firmware_id != fw as u32 {
-            let reason = format!("expected firmware {}, alive record says id {}", fw.name(), alive.firmware_id);
+            let reason = BootProblem::WrongFirmware { expected: fw.name(), found: alive.firmware_id };
             return Err(DriverError::BootFailed { core, reason });
         }
         if alive.core_xy != core.packed() {
-            let reason = format!("alive record names core {}", Coord::unpack(alive.core_xy));
-            return Err(DriverError::BootFailed { core, reason });
+            return Err(DriverError::BootFailed { core, reason: BootProblem::WrongCore(Coord::unpack(alive.core_xy)) });
         }
         Ok(())
     }
 
-    /// Polls `ready` until it holds. Gives up after
-    /// `stall_timeout_cycles` device cycles in which no core recorded any
-    /// trace event and no kernel ran, with an error naming `what` and
-    /// carrying a hang dump. While a worker runs its kernel the wait goes on
-    /// until that kernel has run `kernel_timeout_cycles` (if not 0).
-    pub(crate) fn wait_until(
-        &mut self,
-        cq: Option<u8>,
-        what: impl Fn() -> String,
-        mut ready: impl FnMut(&mut Device) -> Result<bool>,
-    ) -> Result<()> {
-        // Fast path: no device time passes and no BAR reads happen when the
-        // condition already holds (the common case on enqueue).
-        if ready(self)? {
-            return Ok(());
+    /// Waits for a pending read and returns its bytes.
+    pub fn complete_read(&mut self, pending: &PendingRead) -> Result<Vec<u8>> {
+        self.queues.complete_read(&mut *self.backend, &self.cfg, pending)
+    }
+
+    /// Blocks until `event` has completed.
+    pub fn event_synchronize(&mut self, event: Event) -> Result<()> {
+        self.queues.event_synchronize(&mut *self.backend, &self.cfg, event)
+    }
+
+    /// The device cycle at which `event` completed (the dispatcher's stamp
+    /// in its completion record, after every earlier command of its queue
+    /// finished), once it has; `None` while it has not, or when it is older
+    /// than the last `queue::EVENT_CYCLES_KEPT` events of its queue. Drains
+    /// completions, never blocks. Device time, so it does not depend on
+    /// when the host looked (`event_synchronize` notices a completion up to
+    /// a host poll later).
+    pub fn event_cycle(&mut self, event: Event) -> Result<Option<u64>> {
+        self.queues.event_cycle(&mut *self.backend, &self.cfg, event)
+    }
+
+    /// Whether `event` has completed (drains completions, never blocks).
+    pub fn event_query(&mut self, event: Event) -> Result<bool> {
+        self.queues.event_query(&mut *self.backend, &self.cfg, event)
+    }
+
+    pub fn alloc_dram(&mut self, size: u32, page_size: u32) -> Result<Buffer> {
+        self.allocator.dram(size, page_size, self.cfg.dram_banks)
+    }
+
+    pub fn alloc_l1(&mut self, col: u8, row: u8, size: u32) -> Result<Buffer> {
+        if col >= self.cfg.worker_cols || row >= self.cfg.worker_rows {
+            return Err(DriverError::OutOfRange { what: "core", detail: format!("({col},{row})") });
         }
-        // Progress is read through the BAR (slow on hardware): only at checks.
-        let mut last_progress = None;
-        let mut last_change = self.backend.now();
-        let mut next_check = last_change + PROGRESS_CHECK_CYCLES;
-        loop {
-            if ready(self)? {
-                return Ok(());
-            }
-            let now = self.backend.poll()?;
-            self.polls_since_drain = self.polls_since_drain.saturating_add(1);
-            if now >= next_check {
-                next_check = now + PROGRESS_CHECK_CYCLES;
-                // A late-draining host still drains once per check, so its
-                // lag never looks like a hang.
-                self.polls_since_drain = u32::MAX;
-                self.check_bad_command(&what(), cq)?;
-                let progress = Some(self.progress()?);
-                if progress != last_progress {
-                    (last_progress, last_change) = (progress, now);
-                    continue;
-                }
-                // No core recorded anything since `last_change`. A kernel
-                // still running is not a hang: it has its own limit.
-                if let Some((core, started)) = self.running_kernel()? {
-                    let ran = now.saturating_sub(started);
-                    let limit = self.cfg.kernel_timeout_cycles;
-                    if limit != 0 && ran >= limit {
-                        let what = what();
-                        let dump = HangDump::collect(self, &what, cq)?;
-                        return Err(DriverError::KernelTimeout {
-                            core,
-                            cycles: ran,
-                            limit,
-                            what,
-                            dump: Box::new(dump),
-                        });
-                    }
-                    last_change = now;
-                } else if now - last_change >= self.cfg.stall_timeout_cycles {
-                    let what = what();
-                    let dump = HangDump::collect(self, &what, cq)?;
-                    return Err(DriverError::Timeout { what, cycles: now - last_change, dump: Box::new(dump) });
-                }
-            }
+        self.allocator.l1(noc::worker(col, row), size)
+    }
+
+    /// Queue `q`'s pointers, for hang dumps and stats (reads sysmem only,
+    /// no BAR, unless observing another process's device).
+    pub fn queue_pointers(&mut self, q: u8) -> Result<QueuePointers> {
+        if q >= self.cfg.num_cqs {
+            return Err(StateError::NoSuchQueue { q, count: self.cfg.num_cqs }.into());
         }
+        self.queues.pointers_of(&mut *self.backend, &self.cfg, q)
     }
 
-    /// Fails at once when a CQ core has halted on a bad command (`!CMD`).
-    fn check_bad_command(&mut self, what: &str, cq: Option<u8>) -> Result<()> {
-        for q in 0..self.cfg.num_cqs {
-            for core in [noc::prefetcher(q), noc::dispatcher(q)] {
-                let wp = Waypoint(self.backend.read_u32(NocAddr::unicast(core, WAYPOINT as u64))?);
-                if wp == waypoint::BAD_CMD || wp == waypoint::PANIC {
-                    let dump = HangDump::collect(self, what, cq)?;
-                    let state = dump.cores.iter().find(|c| c.core == core.to_string());
-                    let message = state
-                        .and_then(|c| c.error.clone())
-                        .unwrap_or_else(|| format!("halted with waypoint {wp} while the host waited for {what}"));
-                    return Err(DriverError::Device { core, message, dump: Box::new(dump) });
-                }
-            }
-        }
-        Ok(())
+    /// A hang dump of the device now, without waiting: the chain follows `wait`'s queue.
+    pub fn dump(&mut self, wait: Wait) -> Result<crate::dump::HangDump> {
+        Ok(*crate::wait::dump(&mut *self.backend, &self.cfg, &mut self.queues, wait)?)
     }
 
-    /// A worker running its kernel (waypoint RUN, not halted, no error
-    /// record) and the cycle its kernel started (its last `KernelStart`
-    /// trace record), the earliest-started first.
-    fn running_kernel(&mut self) -> Result<Option<(Coord, u64)>> {
-        let mut found: Option<(Coord, u64)> = None;
-        let workers: Vec<Coord> = self.workers().collect();
-        for w in workers {
-            let at = |a: u32| NocAddr::unicast(w, a as u64);
-            if Waypoint(self.backend.read_u32(at(WAYPOINT))?) != waypoint::RUN {
-                continue;
-            }
-            let halted = match self.backend.introspect() {
-                Some(i) => i.core_debug(w)?.is_some_and(|d| d.halt.is_some()),
-                None => false,
-            };
-            if halted
-                || self.backend.read_u32(at(ERROR + std::mem::offset_of!(ErrorRecord, magic) as u32))? == ERROR_MAGIC
-            {
-                continue;
-            }
-            let started = self
-                .read_trace_tail(w, 4)?
-                .records
-                .iter()
-                .rev()
-                .find(|r| TraceKind::from_u16(r.kind) == Some(TraceKind::KernelStart))
-                .map_or(self.backend.now(), |r| r.cycle);
-            if found.is_none_or(|(_, s)| started < s) {
-                found = Some((w, started));
-            }
-        }
-        Ok(found)
+    /// Every record still in a core's trace ring.
+    pub fn read_trace(&mut self, core: Coord) -> Result<CoreTrace> {
+        self.read_trace_tail(core, CAPACITY)
     }
 
-    /// Sum of every core's trace sequence number: moves whenever any core
-    /// does something worth recording.
-    fn progress(&mut self) -> Result<u64> {
-        let mut total = 0u64;
-        let cores: Vec<Coord> = self.all_cores().collect();
-        for core in cores {
-            let next_seq = TRACE_RING.base as u64 + std::mem::offset_of!(TraceRingHeader, next_seq) as u64;
-            total += self.backend.read_u32(NocAddr::unicast(core, next_seq))? as u64;
-        }
-        Ok(total)
+    /// The newest `max` records of a core's ring (at most its capacity).
+    pub fn read_trace_tail(&mut self, core: Coord, max: u32) -> Result<CoreTrace> {
+        crate::trace_reader::read_tail(&mut *self.backend, core, max)
     }
-
-    /// CQ cores, then workers.
-    pub fn all_cores(&self) -> impl Iterator<Item = Coord> + '_ {
-        (0..self.cfg.num_cqs).flat_map(|q| [noc::prefetcher(q), noc::dispatcher(q)]).chain(self.workers())
-    }
-}
-
-/// Each queue's empty program state.
-fn program_states(cfg: &DeviceConfig) -> Vec<crate::program_state::ProgramState> {
-    (0..cfg.num_cqs)
-        .map(|q| crate::program_state::ProgramState::new(cfg.worker_cols, cfg.worker_rows, q, cfg.num_cqs))
-        .collect()
-}
-
-fn validate(cfg: &DeviceConfig) -> Result<()> {
-    let bad = |m: String| Err(DriverError::Invalid(m));
-    if cfg.num_cqs == 0 || cfg.num_cqs > noc::MAX_CQS {
-        return bad(format!("{} command queues (1..={})", cfg.num_cqs, noc::MAX_CQS));
-    }
-    let align = cqlab_abi::PCIE_ALIGNMENT as u32;
-    if !CqSysmemLayout::for_cq(0, cfg.issue_size, cfg.completion_size).is_valid()
-        || cfg.issue_size < 4 * align
-        || cfg.completion_size < 2 * align
-    {
-        return bad(format!(
-            "issue queue {} and completion queue {} bytes: both multiples of {align}, at least {} and {}",
-            cfg.issue_size,
-            cfg.completion_size,
-            4 * align,
-            2 * align
-        ));
-    }
-    if cfg.fetch_entries == 0 || cfg.fetch_entries > cqlab_abi::fetch_queue::MAX_ENTRIES {
-        return bad(format!("{} fetch-queue entries (1..={})", cfg.fetch_entries, cqlab_abi::fetch_queue::MAX_ENTRIES));
-    }
-    let ring = cfg.ring_page_size as u64 * cfg.ring_pages as u64;
-    if !cfg.ring_page_size.is_power_of_two()
-        || !cfg.ring_pages.is_power_of_two()
-        || cfg.ring_page_size < 16
-        || ring > cqlab_abi::memory_map::DISPATCH_RING.size as u64
-    {
-        return bad(format!("dispatcher ring {}x{} bytes", cfg.ring_pages, cfg.ring_page_size));
-    }
-    if cfg.worker_cols == 0
-        || cfg.worker_rows == 0
-        || cfg.worker_cols > noc::MAX_WORKER_COLS
-        || cfg.worker_rows > noc::MAX_WORKER_ROWS
-    {
-        return bad(format!("worker grid {}x{}", cfg.worker_cols, cfg.worker_rows));
-    }
-    Ok(())
 }

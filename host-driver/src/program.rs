@@ -10,10 +10,11 @@
 //! cq.enqueue_program(&program)?;
 //! ```
 
-use crate::command_queue::CoreRange;
 use crate::error::{DriverError, Result};
+use crate::geometry::CoreRange;
 use crate::kernel::KernelImage;
 use cqlab_abi::program::{MAX_COMMON_ARGS, MAX_KERNEL_GROUPS, MAX_UNIQUE_ARGS};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// One kernel of a program. Its runtime args are kept as the bytes the
@@ -33,7 +34,7 @@ pub struct KernelSpec {
     unique_lens: Vec<Vec<u16>>,
     /// Words per core in `unique`: the most any core of the kernel was given.
     unique_count: u32,
-    /// Names the bytes of `unique` as they are now (`staging::next_stamp`,
+    /// Names the bytes of `unique` as they are now (`next_stamp`,
     /// renewed by every change): a staged copy of a block with the same
     /// stamp holds the same bytes.
     unique_stamp: u64,
@@ -125,13 +126,20 @@ impl KernelSpec {
         for (w, a) in mine.chunks_exact_mut(4).zip(args) {
             w.copy_from_slice(&a.to_le_bytes());
         }
-        self.unique_stamp = crate::staging::next_stamp();
+        self.unique_stamp = next_stamp();
     }
 
     /// The stamp of the unique args as they are now.
     pub(crate) fn unique_stamp(&self) -> u64 {
         self.unique_stamp
     }
+}
+
+/// A fresh value for a set of runtime args: never handed out twice in a
+/// process, so equal stamps mean equal bytes.
+pub(crate) fn next_stamp() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// Little-endian words of `bytes`.

@@ -238,7 +238,7 @@ pub fn rebooting_a_used_device_starts_clean(kind: Kind) {
 /// and doorbells.
 pub fn program_streams_leave_every_store_of_the_last_writer(kind: Kind) {
     let mut dev = boot_on(kind, 15, |_| {});
-    if let Err(e) = cqlab_driver::workloads::program_stream::run(&mut dev, 15, 120) {
+    if let Err(e) = cqlab_workloads::program_stream::run(&mut dev, 15, 120) {
         panic!("seed 15: {e}");
     }
 }

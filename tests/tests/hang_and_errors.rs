@@ -1,7 +1,11 @@
 //! Bad input and hangs end as clear errors with hang dumps, never as hangs.
 
 use cqlab_abi::fetch_queue::{slot_addr, STALL_FLAG};
-use cqlab_abi::noc::{prefetcher, worker, NocAddr};
+use cqlab_abi::mailbox::DeviceError;
+use cqlab_abi::noc::{dispatcher, prefetcher, worker, NocAddr};
+use cqlab_abi::waypoint;
+use cqlab_driver::dump::{Link, Wait};
+use cqlab_driver::error::DeviceFault;
 use cqlab_driver::{CoreRange, DriverError, Event};
 use cqlab_tests::booted;
 
@@ -15,16 +19,17 @@ fn a_kernel_past_its_limit_is_named_and_ends_the_chain() {
     let mut cq = dev.cq(0).unwrap();
     cq.launch(CoreRange::single(1, 1), &[u32::MAX]).unwrap();
     let err = cq.finish().unwrap_err();
-    let DriverError::KernelTimeout { core, cycles, what, dump, .. } = &err else {
+    let DriverError::KernelTimeout { core, cycles, wait, dump, .. } = &err else {
         panic!("seed 11: expected a kernel timeout, got {err}")
     };
     assert_eq!(*core, worker(1, 1));
     assert!(*cycles >= 6_000_000, "seed 11: {cycles}");
-    assert!(what.contains("completion event"), "{what}");
-    let chain = dump.chain.join(" -> ");
+    assert!(matches!(wait, Wait::Event { cq: 0, .. }), "{wait}");
+    let chain = dump.chain_text().join(" -> ");
     assert!(chain.contains("CQ0 prefetcher") && chain.contains("PSW"), "seed 11: {chain}");
     assert!(chain.contains("CQ0 dispatcher") && chain.contains("WCW"), "seed 11: {chain}");
-    let last = dump.chain.last().unwrap();
+    let last = dump.chain_text().pop().unwrap();
+    assert_eq!(dump.root().map(|c| c.core), Some(worker(1, 1)), "seed 11: {chain}");
     assert!(
         last.contains("worker (1,1)") && last.contains("RUN (running its kernel for"),
         "seed 11: chain ends at the running kernel with its cycles: {chain}"
@@ -66,10 +71,13 @@ fn a_halted_worker_ends_the_chain_with_its_error_record() {
     cq.launch(CoreRange::single(1, 0), &[]).unwrap();
     let err = cq.finish().unwrap_err();
     let DriverError::Timeout { dump, .. } = &err else { panic!("seed 15: expected a timeout, got {err}") };
-    let chain = dump.chain.join(" -> ");
-    let last = dump.chain.last().unwrap();
-    assert!(last.contains("worker (1,0)") && last.contains("HALTED: "), "seed 15: {chain}");
-    assert!(last.contains("invalid kernel runtime arguments"), "seed 15: the error record: {chain}");
+    let chain = dump.chain_text().join(" -> ");
+    let root = dump.root().unwrap_or_else(|| panic!("seed 15: the chain ends at a core: {chain}"));
+    assert_eq!(root.core, worker(1, 0), "seed 15: {chain}");
+    let record = root.error.as_ref().and_then(|e| e.error());
+    assert_eq!(record, Some(DeviceError::BadKernelArgs), "seed 15: the error record: {chain}");
+    let last = dump.chain_text().pop().unwrap();
+    assert!(last.contains("HALTED: invalid kernel runtime arguments"), "seed 15: {chain}");
 }
 
 #[test]
@@ -82,7 +90,8 @@ fn a_hung_queue_still_times_out_with_its_chain() {
     let err = cq1.finish().unwrap_err();
     let DriverError::Timeout { cycles, dump, .. } = &err else { panic!("seed 16: expected a timeout, got {err}") };
     assert!(*cycles >= 2_000_000);
-    let chain = dump.chain.join(" -> ");
+    let chain = dump.chain_text().join(" -> ");
+    assert!(dump.chain.contains(&Link::Core { core: dispatcher(1), on_event_of: Some(0) }), "seed 16: {chain}");
     assert!(chain.contains("CQ1 dispatcher") && chain.contains("on an event of CQ0"), "seed 16: {chain}");
     // CQ0 was never given work: its prefetcher waits on the host.
     assert!(chain.contains("CQ0 prefetcher (17,1) HQW"), "seed 16: {chain}");
@@ -97,12 +106,13 @@ fn an_unknown_command_is_reported_with_its_bytes() {
     let mut cq = dev.cq(0).unwrap();
     cq.enqueue_raw(&chunk, false).unwrap();
     let err = cq.finish().unwrap_err();
-    let DriverError::Device { core, message, dump } = &err else {
-        panic!("seed 12: expected a device error, got {err}")
+    let DriverError::Device { core, fault: DeviceFault::BadCommand(record), dump } = &err else {
+        panic!("seed 12: expected a device error record, got {err}")
     };
     assert_eq!(*core, prefetcher(0));
-    assert!(message.contains("unknown command id") && message.contains("7f ee"), "{message}");
-    assert!(dump.cores.iter().any(|c| c.waypoint == "!CMD"));
+    assert_eq!(record.error(), Some(DeviceError::UnknownCommand), "{record}");
+    assert_eq!(&record.bytes[..2], &[0x7f, 0xee], "{record}");
+    assert!(dump.cores.iter().any(|c| c.waypoint == waypoint::BAD_CMD));
 }
 
 #[test]

@@ -27,7 +27,7 @@ fn copy_moves_every_page_between_dram_buffers() {
 
 #[test]
 fn matmul_on_twelve_cores_equals_the_host_reference_bit_for_bit() {
-    use cqlab_driver::workloads::matmul::{inputs, reference, tiled, untiled};
+    use cqlab_workloads::matmul::{inputs, reference, tiled, untiled};
     let mut dev = booted(32, |c| c.worker_kernel = "matmul".into());
     let (m, n, k, t) = (64usize, 48usize, 32usize, 16usize);
     let (a, b) = inputs(m, n, k);
@@ -54,8 +54,8 @@ fn matmul_on_twelve_cores_equals_the_host_reference_bit_for_bit() {
 
 #[test]
 fn matmul_dram_traffic_matches_the_schedule_prediction() {
-    use cqlab_driver::workloads::matmul::{inputs, run, Order};
     use cqlab_schedule::{simulate, Gemm, Strategy, Tiling};
+    use cqlab_workloads::matmul::{inputs, run, Order};
     let t = 16usize;
     for (m, n, k) in [(32usize, 32usize, 32usize), (64, 48, 32), (48, 32, 64)] {
         let (a, b) = inputs(m, n, k);

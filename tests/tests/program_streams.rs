@@ -1,4 +1,4 @@
-//! Random program streams (`cqlab_driver::workloads::program_stream`):
+//! Random program streams (`cqlab_workloads::program_stream`):
 //! many kernels (more builds than a queue has text slots), random
 //! rectangles, unique and common args of random sizes, traces captured and
 //! replayed in between, on one or two queues; every core must end with the
@@ -7,9 +7,9 @@
 //! and replay bugs nobody thought of. `cqlab race --workload programs` runs
 //! the same streams over many seeds, queue layouts and faults.
 
-use cqlab_driver::workloads::program_stream;
 use cqlab_driver::Device;
 use cqlab_tests::{booted, booted_with_faults};
+use cqlab_workloads::program_stream;
 
 /// `programs` random programs spread over `cqs` queues, with traces.
 fn run_stream(seed: u64, cqs: u8, programs: u32) {

@@ -1,6 +1,7 @@
 //! Slow dispatch: the same API with no CQ firmware, the host driving workers
 //! through the BAR.
 
+use cqlab_driver::error::StateError;
 use cqlab_driver::{CoreRange, DriverError, Placement};
 use cqlab_tests::booted;
 
@@ -26,8 +27,11 @@ fn slow_dispatch_writes_reads_launches_and_orders_like_fast_dispatch() {
     let ev = cq.record_event().unwrap();
     dev.event_synchronize(ev).unwrap();
     let mut cq = dev.cq(0).unwrap();
-    assert!(matches!(cq.begin_trace(), Err(DriverError::Invalid(_))));
-    assert!(matches!(cq.enqueue_raw(&[0; 64], false), Err(DriverError::Invalid(_))));
+    assert!(matches!(cq.begin_trace(), Err(DriverError::State(StateError::NeedsFastDispatch { what: "traces" }))));
+    assert!(matches!(
+        cq.enqueue_raw(&[0; 64], false),
+        Err(DriverError::State(StateError::NeedsFastDispatch { what: "raw command chunks" }))
+    ));
     cq.finish().unwrap();
 }
 

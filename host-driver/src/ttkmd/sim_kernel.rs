@@ -25,6 +25,7 @@
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -110,8 +111,44 @@ impl std::fmt::Debug for CtlHandle {
     }
 }
 
+/// Opens a device file read-write, never through a symlink (`O_NOFOLLOW`).
 fn open_rw(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new().read(true).write(true).open(path)
+    OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOFOLLOW).open(path)
+}
+
+/// Opens (creating it 0600 if missing) a lock file of the device, never through a symlink.
+fn open_lock(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+/// A device directory must be a real directory of this user, as `cqlab sim ttkmd` makes it:
+/// another user's directory could hold files they swap or link under us.
+fn check_owner(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(dir)?;
+    let refuse = |why: String| std::io::Error::new(std::io::ErrorKind::PermissionDenied, why);
+    if m.file_type().is_symlink() {
+        return Err(refuse("is a symbolic link; a device directory must be a real directory".into()));
+    }
+    if !m.is_dir() {
+        return Err(refuse("is not a directory".into()));
+    }
+    // SAFETY: geteuid has no preconditions and touches no memory.
+    let me = unsafe { libc::geteuid() };
+    if m.uid() != me {
+        return Err(refuse(format!(
+            "is owned by uid {}, not by this user (uid {me}): refusing a device another user controls",
+            m.uid()
+        )));
+    }
+    Ok(())
 }
 
 impl SimKernel {
@@ -119,6 +156,9 @@ impl SimKernel {
     pub fn open(dir: &Path) -> Result<Self> {
         let paths = Paths::new(dir);
         let absent = |detail: String| TtKmdError::NotPresent { path: dir.to_owned(), detail };
+        if dir.exists() {
+            check_owner(dir).map_err(|source| TtKmdError::Open { path: dir.to_owned(), source })?;
+        }
         let ctl = Ctl::open(&paths.ctl()).map_err(|e| {
             absent(format!("no simulated device ({e}); start one with `cqlab sim ttkmd --dev {}`", dir.display()))
         })?;
@@ -132,13 +172,7 @@ impl SimKernel {
         }
         let file = |p: PathBuf| open_rw(&p).map_err(|source| TtKmdError::Open { path: p, source });
         let lock_path = paths.lock();
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock_path)
-            .map_err(|source| TtKmdError::Open { path: lock_path, source })?;
+        let lock = open_lock(&lock_path).map_err(|source| TtKmdError::Open { path: lock_path, source })?;
         let reset_gen = ctl.load(ctl::RESET_REQUESTED);
         Ok(SimKernel {
             path: dir.to_owned(),
@@ -414,7 +448,7 @@ impl SimKernel {
     fn lock_ctl(&self, st: &mut State, flags: u32, index: u8) -> std::result::Result<u8, Errno> {
         let open = || -> std::result::Result<File, Errno> {
             let p = self.paths.dir.join(format!("lock-ctl-{index}"));
-            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(p).map_err(|_| Errno::EIO)
+            open_lock(&p).map_err(|_| Errno::EIO)
         };
         let flock = |f: &File, op| {
             // SAFETY: flock takes an fd by value and touches no memory of ours; `f` is open.

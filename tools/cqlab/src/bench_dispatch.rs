@@ -6,6 +6,7 @@
 //! unique and common runtime args, trace vs no trace, kernel run time, 1 vs
 //! 2 command queues (programs on CQ0; CQ1 exists and idles).
 
+use crate::out::{out, outln};
 use anyhow::{Context, Result};
 use cqlab_abi::ring::RingPtr;
 use cqlab_driver::{CommandQueue, CoreRange, Device, DeviceConfig, DriverError, KernelImage, Program, Trace};
@@ -45,9 +46,14 @@ pub struct Args {
     /// Kernel binaries and unique-arg blocks of at least this many bytes
     /// are staged in sysmem and sent by reference (0: all copied into the
     /// issue queue), as `DeviceConfig::stage_min_bytes`.
-    #[arg(long, default_value_t = DeviceConfig::default().stage_min_bytes)]
+    #[arg(long, default_value_t = DeviceConfig::default().stage_min_bytes,
+          value_parser = clap::value_parser!(u32).range(0..=MAX_STAGE_MIN_BYTES as i64))]
     pub stage_min_bytes: u32,
 }
+
+/// Largest `--stage-min-bytes`: above the largest blob any point sends
+/// (a 12 KiB kernel, 128 unique args per core of 64), nothing is staged.
+const MAX_STAGE_MIN_BYTES: u32 = 1 << 20;
 
 /// Most programs per point: a point at this many takes minutes already.
 const MAX_PROGRAMS: u32 = 100_000;
@@ -407,13 +413,16 @@ fn last_level_cache() -> Option<usize> {
         .max()
 }
 
-pub fn run(cmd: Command) -> Result<ExitCode> {
+fn selected(args: &Args) -> Vec<Point> {
+    points().into_iter().filter(|p| args.axis.as_deref().is_none_or(|a| a == p.axis || p.axis == "base")).collect()
+}
+
+/// A core to profile must be on the device of some point (a 1-CQ point
+/// skips CQ1's cores).
+pub fn validate(cmd: &Command) -> Result<()> {
     let Command::Dispatch(args) = cmd;
-    let points: Vec<Point> =
-        points().into_iter().filter(|p| args.axis.as_deref().is_none_or(|a| a == p.axis || p.axis == "base")).collect();
+    let points = selected(args);
     let profile = args.profile.as_ref().map_or(&[][..], |c| &c.0[..]);
-    // A core to profile must be on the device of some point (a 1-CQ point
-    // skips CQ1's cores), checked before anything runs.
     let most_cqs = points.iter().map(|p| p.cqs).max().unwrap_or(1);
     for &core in profile {
         let on_grid = cqlab_abi::noc::worker_index(core).is_some_and(|(c, r)| c < 8 && r < 8);
@@ -426,6 +435,14 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             )
         })?;
     }
+    Ok(())
+}
+
+pub fn run(cmd: Command) -> Result<ExitCode> {
+    validate(&cmd)?;
+    let Command::Dispatch(args) = cmd;
+    let points = selected(&args);
+    let profile = args.profile.as_ref().map_or(&[][..], |c| &c.0[..]);
     let mut rows = Vec::new();
     let mut copy = CopyBound::new();
     let mut symbols = crate::profile::Symbols::default();
@@ -438,14 +455,14 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
         rows.push(row);
     }
     if args.json {
-        println!("{}", serde_json::json!({ "rows": rows }));
+        outln!("{}", serde_json::json!({ "rows": rows }));
     } else if args.csv {
-        print!("{}", csv(&rows));
+        out!("{}", csv(&rows)?);
     } else {
         eprintln!();
-        print!("{}", table(&rows));
-        print!("{}", targets(&rows));
-        print!("{}", profiles(&rows));
+        out!("{}", table(&rows));
+        out!("{}", targets(&rows));
+        out!("{}", profiles(&rows));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -492,40 +509,43 @@ fn x(r: &Row) -> String {
     }
 }
 
-fn csv(rows: &[Row]) -> String {
-    let mut s = String::from(
-        "axis,x,series,cores,kernel_bytes,cached,unique_args,common_args,trace,kernel_cycles,cqs,device_cycles_per_program,us_per_program,host_enqueue_us_per_program,host_bytes_per_program,memcpy_us_per_program\n",
-    );
-    for r in rows {
+/// Where a row sits in a plot: the value its axis varies and its line (one
+/// per axis, trace mode and, for binary sizes, caching).
+#[derive(serde::Serialize)]
+struct Plotted {
+    x: String,
+    series: String,
+}
+
+/// The measured columns of a `--csv` line.
+#[derive(serde::Serialize)]
+struct Figures {
+    device_cycles_per_program: f64,
+    us_per_program: f64,
+    host_enqueue_us_per_program: f64,
+    host_bytes_per_program: f64,
+    memcpy_us_per_program: f64,
+}
+
+/// One `--csv` line per row: its point, where it is plotted, its figures.
+fn csv(rows: &[Row]) -> Result<String> {
+    crate::cli::csv(rows.iter().map(|r| {
         let p = &r.point;
-        // One plotted line per axis, trace mode and (binary sizes) caching.
         let series = format!(
             "{}{}{}",
             p.axis,
             if p.trace { "/trace" } else { "" },
             if p.axis == "kernel_bytes" && !p.cached { "/upload" } else { "" }
         );
-        let _ = writeln!(
-            s,
-            "{},{},{series},{},{},{},{},{},{},{},{},{:.1},{:.4},{:.4},{:.1},{:.4}",
-            p.axis,
-            x(r),
-            p.cores,
-            p.kernel_bytes,
-            p.cached,
-            p.unique_args,
-            p.common_args,
-            p.trace,
-            p.kernel_cycles,
-            p.cqs,
-            r.device_cycles_per_program,
-            r.us_per_program,
-            r.host_enqueue_us_per_program,
-            r.host_bytes_per_program,
-            r.memcpy_us_per_program
-        );
-    }
-    s
+        let figures = Figures {
+            device_cycles_per_program: r.device_cycles_per_program,
+            us_per_program: r.us_per_program,
+            host_enqueue_us_per_program: r.host_enqueue_us_per_program,
+            host_bytes_per_program: r.host_bytes_per_program,
+            memcpy_us_per_program: r.memcpy_us_per_program,
+        };
+        (p, Plotted { x: x(r), series }, figures)
+    }))
 }
 
 fn table(rows: &[Row]) -> String {

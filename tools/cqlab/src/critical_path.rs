@@ -346,7 +346,7 @@ impl Timeline {
 }
 
 pub fn role(core: Coord) -> String {
-    cqlab_driver::workloads::analysis::Analysis::role(core)
+    cqlab_workloads::analysis::Analysis::role(core)
 }
 
 /// Consecutive steps with the same phase and core merged, as JSON.

@@ -36,14 +36,12 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Worker grid COLSxROWS (the device must have it).
-    #[arg(long, default_value = "8x8", value_parser = parse_grid)]
+    #[arg(long, default_value = "8x8", value_parser = crate::args::grid)]
     pub grid: (u8, u8),
 }
 
-fn parse_grid(s: &str) -> Result<(u8, u8), String> {
-    let bad = || format!("expected COLSxROWS such as 8x8, found {s:?}");
-    let (c, r) = s.split_once('x').ok_or_else(bad)?;
-    Ok((c.parse().map_err(|_| bad())?, r.parse().map_err(|_| bad())?))
+pub fn validate(a: &Args) -> anyhow::Result<()> {
+    Ok(crate::device::validate(&a.device, a.noc_jitter)?)
 }
 
 struct Row {

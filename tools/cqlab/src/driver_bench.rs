@@ -24,6 +24,10 @@ pub struct Args {
     pub limits: crate::cli::Limits,
 }
 
+pub fn validate(a: &Args) -> Result<()> {
+    Ok(crate::device::validate(&a.device, 0)?)
+}
+
 /// The DRAM buffer read back by figure 5, and its page sizes.
 const READ_BACK_BYTES: u32 = 512 * 1024;
 const READ_BACK_PAGES: [u32; 3] = [1024, 4096, 32 * 1024];

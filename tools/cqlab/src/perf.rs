@@ -37,6 +37,10 @@ pub struct Args {
     pub json: bool,
 }
 
+pub fn validate(a: &Args) -> Result<()> {
+    Ok(crate::device::validate(&a.device, 0)?)
+}
+
 /// Programs enqueued for the host-time figure (fits the default fetch queue).
 const HOST_BATCH: u32 = 100;
 /// Programs per captured trace (a trace replays many programs, as
@@ -167,12 +171,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
         outln!(
             "{}",
             serde_json::json!({"programs": args.programs, "cores": cores, "kernel": "noop", "runtime_args": args.args,
+                "device": args.device, "slow_dispatch_row": embedded,
                 "dispatch": figs, "prefetch_commands": costs(&pre), "dispatch_commands": costs(&dis)})
         );
         return Ok(ExitCode::SUCCESS);
     }
+    let device = if embedded { "the embedded simulator".to_owned() } else { format!("device {}", args.device) };
     outln!(
-        "dispatch: {} programs, noop kernel on {cores} cores, {} runtime args, embedded simulator at 1 GHz",
+        "dispatch: {} programs, noop kernel on {cores} cores, {} runtime args, {device} at 1 GHz",
         args.programs,
         args.args
     );
@@ -193,6 +199,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             f.cycles_per_program / 1000.0,
             f.host_enqueue_us_per_program
         );
+    }
+    if !embedded {
+        outln!("(no slow-dispatch row: it runs on a second embedded chip, so only with --device embedded)");
     }
     for (title, m) in [("CQ0 prefetcher", &pre), ("CQ0 dispatcher", &dis)] {
         outln!("\n{title}: device cycles per command (from its trace ring)");

@@ -1,11 +1,12 @@
 //! `cqlab sim ...`: the simulator's subcommands.
 
+use crate::exit::Exit;
 use crate::out::outln;
 use anyhow::Context;
 use cqlab_sim::bench::WORKLOADS;
 use cqlab_sim::exec::{self, ExecOptions, Outcome};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[path = "sim_daemon.rs"]
@@ -13,22 +14,17 @@ mod daemon;
 #[path = "sim_ttkmd.rs"]
 mod ttkmd;
 
-/// Exit code of `sim exec` when `--max-cycles` stops the program (as `timeout`).
-const EXIT_MAX_CYCLES: u8 = 124;
-/// Exit code for an input the simulator cannot run (bad or unreadable ELF).
-const EXIT_BAD_INPUT: u8 = 2;
-/// Exit code when the hart halts without an answer (illegal instruction, fault...).
-const EXIT_HALTED: u8 = 3;
-
 #[derive(clap::Subcommand)]
 pub enum Command {
     /// Run a bare RV32IM ELF on one core.
     ///
     /// riscv-tests/HTIF convention: a non-zero store v to the symbol `tohost`
     /// ends the run; v == 1 passes (exit 0), otherwise test v >> 1 failed
-    /// (exit 1). Without `tohost`, `ecall` exits with code a0. Exit 124 when
-    /// --max-cycles is reached, 2 for a bad ELF, 3 when the hart halts
-    /// without an answer (illegal instruction, misaligned access, fault).
+    /// (exit 5, a mismatch). Without `tohost`, `ecall` exits with code a0
+    /// (the program's own status, passed through). Exit 3 (a hang) when
+    /// --max-cycles is reached, 2 for a bad ELF, 4 (a device error) when the
+    /// hart halts without an answer (illegal instruction, misaligned
+    /// access, fault).
     Exec(ExecArgs),
     /// Interpreter throughput: simulated MIPS beside native Rust doing the
     /// same work (use a release build).
@@ -82,14 +78,16 @@ pub struct ChipArgs {
     /// Seed of the scheduler, jitter and faults.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Worker grid, COLSxROWS.
-    #[arg(long, default_value = "8x8", value_parser = parse_grid)]
+    /// Worker grid, COLSxROWS (1x1..=16x16).
+    #[arg(long, default_value = "8x8", value_parser = crate::args::grid)]
     grid: (u8, u8),
-    /// Command queues.
-    #[arg(long, default_value_t = cqlab_abi::noc::DEFAULT_CQS)]
+    /// Command queues (1..=16).
+    #[arg(long, default_value_t = cqlab_abi::noc::DEFAULT_CQS,
+          value_parser = clap::value_parser!(u8).range(1..=cqlab_abi::noc::MAX_CQS as i64))]
     cqs: u8,
-    /// DRAM banks.
-    #[arg(long, default_value_t = cqlab_abi::memory_map::DEFAULT_DRAM_BANKS)]
+    /// DRAM banks (1..=16).
+    #[arg(long, default_value_t = cqlab_abi::memory_map::DEFAULT_DRAM_BANKS,
+          value_parser = clap::value_parser!(u32).range(1..=cqlab_abi::memory_map::MAX_DRAM_BANKS as i64))]
     dram_banks: u32,
     /// Host sysmem size in MiB (a sparse file; 1..=4096).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -139,11 +137,11 @@ pub struct TtkmdArgs {
 pub struct BarArgs {
     #[arg(long)]
     dev: PathBuf,
-    /// Worker core, COL,ROW.
-    #[arg(long, value_parser = parse_pair)]
+    /// Worker core, COL,ROW (on the daemon's grid).
+    #[arg(long, value_parser = crate::args::worker)]
     worker: (u8, u8),
-    /// Local address in the core (L1 or a register), decimal or 0x hex.
-    #[arg(long, value_parser = parse_u64)]
+    /// Local address in the core (L1 or a register), decimal or 0x hex, 4-byte aligned, below 2^32.
+    #[arg(long, value_parser = local_addr)]
     addr: u64,
     /// Value to write first (32 bits).
     #[arg(long, value_parser = parse_u32)]
@@ -154,14 +152,16 @@ pub struct BarArgs {
     hold: f64,
 }
 
-fn parse_pair(s: &str) -> Result<(u8, u8), String> {
-    let bad = || format!("expected COL,ROW such as 0,1, found {s:?}");
-    let (c, r) = s.split_once(',').ok_or_else(bad)?;
-    Ok((c.parse().map_err(|_| bad())?, r.parse().map_err(|_| bad())?))
+fn local_addr(s: &str) -> Result<u64, String> {
+    let v = crate::args::u64_any_base(s)?;
+    if v > u32::MAX as u64 || v % 4 != 0 {
+        return Err(format!("{v:#x}: a core's local address is 4-byte aligned and below 2^32"));
+    }
+    Ok(v)
 }
 
 fn parse_u32(s: &str) -> Result<u32, String> {
-    let v = parse_u64(s)?;
+    let v = crate::args::u64_any_base(s)?;
     u32::try_from(v).map_err(|_| format!("{v:#x} does not fit in 32 bits"))
 }
 
@@ -170,14 +170,6 @@ fn parse_hold(s: &str) -> Result<f64, String> {
         Ok(v) if (0.0..=3600.0).contains(&v) => Ok(v),
         _ => Err(format!("expected seconds in 0..=3600, found {s:?}")),
     }
-}
-
-fn parse_u64(s: &str) -> Result<u64, String> {
-    match s.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => s.parse(),
-    }
-    .map_err(|_| format!("expected a number (decimal or 0x hex), found {s:?}"))
 }
 
 #[derive(clap::Args)]
@@ -193,9 +185,9 @@ pub struct ClientJobArgs {
     /// Bytes per buffer write (16..=16777216, a multiple of 16).
     #[arg(long, default_value_t = 4096, value_parser = parse_bytes)]
     bytes: u32,
-    #[arg(long, default_value = "2x2", value_parser = parse_grid)]
+    #[arg(long, default_value = "2x2", value_parser = crate::args::grid)]
     grid: (u8, u8),
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=cqlab_abi::noc::MAX_CQS as i64))]
     cqs: u8,
     /// Open the device through the tt-kmd backend (`ttkmd-sim:DEV`) instead of the daemon.
     #[arg(long)]
@@ -207,12 +199,6 @@ fn parse_bytes(s: &str) -> Result<u32, String> {
         Ok(v) if (16..=16 << 20).contains(&v) && v % 16 == 0 => Ok(v),
         _ => Err(format!("expected a multiple of 16 in 16..=16777216, found {s:?}")),
     }
-}
-
-fn parse_grid(s: &str) -> Result<(u8, u8), String> {
-    let bad = || format!("expected COLSxROWS such as 8x8, found {s:?}");
-    let (c, r) = s.split_once('x').ok_or_else(bad)?;
-    Ok((c.parse().map_err(|_| bad())?, r.parse().map_err(|_| bad())?))
 }
 
 /// `cqlab reset --dev PATH`: the daemon's device back to power-on state
@@ -228,8 +214,8 @@ pub fn reset(args: DevArgs) -> anyhow::Result<ExitCode> {
 pub struct ExecArgs {
     /// The ELF to run.
     file: PathBuf,
-    /// Stop after this many device cycles.
-    #[arg(long, default_value_t = 10_000_000_000)]
+    /// Stop after this many device cycles (1..=10000000000000).
+    #[arg(long, default_value_t = 10_000_000_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000_000_000))]
     max_cycles: u64,
     /// Print every retired instruction (cycle, pc, word, disassembly, result).
     #[arg(long)]
@@ -238,12 +224,35 @@ pub struct ExecArgs {
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Loop iterations per workload.
-    #[arg(long, default_value_t = 20_000_000)]
+    /// Loop iterations per workload (1..=1000000000).
+    #[arg(long, default_value_t = 20_000_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000_000))]
     iters: u32,
-    /// Device cycles of the chip ping-pong.
-    #[arg(long, default_value_t = 50_000_000)]
+    /// Device cycles of the chip ping-pong (1..=100000000000).
+    #[arg(long, default_value_t = 50_000_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000_000))]
     chip_cycles: u64,
+}
+
+/// Checks before any work: paths and what clap cannot see.
+pub fn validate(cmd: &Command) -> anyhow::Result<()> {
+    let dev_dir = |dev: &Path| {
+        // Created with its parents when missing; never a file.
+        crate::usage::ensure(std::fs::metadata(dev).map_or(true, |m| m.is_dir()), || {
+            format!("--dev {}: exists and is not a directory", dev.display())
+        })
+    };
+    match cmd {
+        Command::Exec(a) => crate::input::check_file("ELF", &a.file)?,
+        Command::Serve(a) => {
+            dev_dir(&a.dev)?;
+            a.chip.config()?;
+        }
+        Command::Ttkmd(a) => {
+            dev_dir(&a.dev)?;
+            a.chip.config()?;
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -270,26 +279,19 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
 }
 
 fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
-    let bytes = match std::fs::read(&args.file) {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("error: reading {}: {e}", args.file.display());
-            return Ok(ExitCode::from(EXIT_BAD_INPUT));
-        }
-    };
+    let bytes = crate::input::read_bytes("ELF", &args.file, crate::input::MAX_DUMP_BYTES)?;
     let opts = ExecOptions { max_cycles: args.max_cycles, ..Default::default() };
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = crate::out::Stream;
     let trace: Option<&mut dyn Write> = if args.trace { Some(&mut out) } else { None };
     let report = match exec::run_elf(&bytes, &opts, trace) {
         Ok(r) => r,
         Err(exec::ExecError::Elf(e)) => {
-            eprintln!("error: {}: {e}", args.file.display());
-            return Ok(ExitCode::from(EXIT_BAD_INPUT));
+            return Err(crate::cli::Usage(format!("{}: {e}", args.file.display())).into());
         }
+        // Stdout failed (a full disk): `out::finish` reports it, exit 1.
+        Err(exec::ExecError::Trace(_)) if crate::out::gone() => return Ok(ExitCode::SUCCESS),
         Err(e) => return Err(e).context("running the ELF"),
     };
-    out.flush().context("writing the trace")?;
     let name = args.file.display();
     let stats = format!("{} instructions, {} cycles", report.instret, report.cycles);
     Ok(match report.outcome {
@@ -299,7 +301,7 @@ fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
         Outcome::Fail { test, value } => {
             eprintln!("{name}: FAIL: test {test} failed (tohost = {value:#x}) at pc {:#010x} ({stats})", report.pc);
-            ExitCode::from(1)
+            Exit::Mismatch.into()
         }
         Outcome::Exit { code } => {
             eprintln!("{name}: exit {code} ({stats})");
@@ -307,12 +309,12 @@ fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
         Outcome::MaxCycles => {
             eprintln!("{name}: stopped after --max-cycles {} at pc {:#010x} ({stats})", args.max_cycles, report.pc);
-            ExitCode::from(EXIT_MAX_CYCLES)
+            Exit::Hang.into()
         }
         Outcome::Halted(h) => {
             let recent: Vec<String> = report.last_pcs.iter().take(8).map(|pc| format!("{pc:#x}")).collect();
             eprintln!("{name}: halted: {h} ({stats}); last retired pcs: {}", recent.join(" "));
-            ExitCode::from(EXIT_HALTED)
+            Exit::Device.into()
         }
     })
 }
@@ -436,7 +438,6 @@ fn client_job(a: ClientJobArgs) -> anyhow::Result<ExitCode> {
     dev.boot().context("booting")?;
     // The crash test kills this process after this line, mid-enqueue.
     outln!("client-job: booted");
-    std::io::stdout().flush()?;
     let buf = dev.alloc_dram(a.bytes, 1024)?;
     let mut cq = dev.cq(0)?;
     let last = CoreRange::new((0, 0), (a.grid.0 - 1, a.grid.1 - 1));
@@ -466,13 +467,14 @@ fn bar(a: BarArgs) -> anyhow::Result<ExitCode> {
     use cqlab_driver::backend::Backend;
     use cqlab_driver::daemon_backend::DaemonBackend;
     let mut dev = DaemonBackend::attach(&a.dev)?;
+    let grid = (dev.info().worker_cols, dev.info().worker_rows);
+    crate::args::on_grid("--worker", a.worker, grid).map_err(crate::cli::Usage)?;
     let at = cqlab_abi::noc::NocAddr::unicast(cqlab_abi::noc::worker(a.worker.0, a.worker.1), a.addr);
     if let Some(v) = a.write {
         dev.write_u32(at, v)?;
     }
     let v = dev.read_u32(at)?;
     outln!("{v:#010x}");
-    std::io::stdout().flush()?;
     std::thread::sleep(std::time::Duration::from_secs_f64(a.hold));
     Ok(ExitCode::SUCCESS)
 }

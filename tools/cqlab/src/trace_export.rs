@@ -14,10 +14,10 @@ use cqlab_abi::decode::Space;
 use cqlab_abi::dispatch::DispatchCmdId;
 use cqlab_abi::noc::{endpoint, Coord, Endpoint};
 use cqlab_abi::trace::{TraceKind, TraceRecord};
-use cqlab_driver::workloads::analysis::{command_name, wait_waypoint};
+use cqlab_workloads::analysis::{command_name, wait_waypoint};
 use serde_json::json;
 use std::collections::{HashMap, VecDeque};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -261,14 +261,20 @@ fn latest_at_or_before(sorted: &VecDeque<f64>, t: f64) -> Option<f64> {
     n.checked_sub(1).map(|i| sorted[i])
 }
 
-pub fn export(run: &Path, out: &Path) -> Result<u64> {
-    let reader = TraceReader::open(run)?;
+/// What an export wrote: events, and why the trace is incomplete if it is.
+pub struct Exported {
+    pub events: u64,
+    pub end_missing: Option<String>,
+}
+
+pub fn export(run: &Path, out: &Path) -> Result<Exported> {
+    let mut reader = TraceReader::open(run)?;
     let h = reader.header.clone();
     let roles = h.cores.iter().map(|c| (Coord::new(c.x, c.y), c.role.clone())).collect();
-    let file = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
+    let file = crate::output::Atomic::create("--perfetto", out)?;
     let title = format!("cqlab {} ({} CQs, seed {})", h.workload, h.cqs, h.seed);
-    let mut ex = Exporter::new(BufWriter::new(file), roles, h.clock_hz, &title)?;
-    for item in reader {
+    let mut ex = Exporter::new(file, roles, h.clock_hz, &title)?;
+    for item in reader.by_ref() {
         match item? {
             Item::Rec(core, r) => ex.record(core, &r)?,
             Item::Launch(l) => ex.launch(l.seq, l.cq, l.label),
@@ -277,12 +283,22 @@ pub fn export(run: &Path, out: &Path) -> Result<u64> {
             Item::End(_) => {}
         }
     }
-    let (_, events) = ex.finish()?;
-    Ok(events)
+    let (file, events) = ex.finish().with_context(|| format!("writing --perfetto {}", out.display()))?;
+    file.commit()?;
+    Ok(Exported { events, end_missing: reader.end_missing() })
+}
+
+pub fn validate(a: &ExportArgs) -> Result<()> {
+    crate::input::check_file("RUN", &a.run)?;
+    crate::output::check("--perfetto", &a.perfetto, crate::output::Kind::File, &[&a.run])?;
+    Ok(())
 }
 
 pub fn run_export(a: ExportArgs) -> Result<ExitCode> {
-    let events = export(&a.run, &a.perfetto)?;
-    eprintln!("wrote {events} trace events to {} (open it at ui.perfetto.dev)", a.perfetto.display());
+    let e = export(&a.run, &a.perfetto)?;
+    if let Some(why) = &e.end_missing {
+        eprintln!("warning: {why}; exported what is there (open slices are closed at their last record)");
+    }
+    eprintln!("wrote {} trace events to {} (open it at ui.perfetto.dev)", e.events, a.perfetto.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -39,11 +39,11 @@
 use crate::critical_path::{self, Seg, Timeline};
 use crate::out::outln;
 use crate::trace_file::{Item, TraceReader};
-use anyhow::{bail, Result};
+use anyhow::Result;
 use cqlab_abi::dispatch::DispatchCmdId;
 use cqlab_abi::noc::{endpoint, Coord, Endpoint};
 use cqlab_abi::trace::{TraceKind, TraceRecord};
-use cqlab_driver::workloads::analysis::{wait_waypoint, Tally};
+use cqlab_workloads::analysis::{wait_waypoint, Tally};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
@@ -53,9 +53,9 @@ use std::process::ExitCode;
 pub struct SummaryArgs {
     /// A run trace written by `cqlab run ... --trace RUN`.
     pub run: PathBuf,
-    /// Critical paths to print (the JSON always has all).
-    #[arg(long, default_value_t = 3)]
-    pub paths: usize,
+    /// Critical paths to print (the JSON always has all; 0..=10000).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(0..=10_000))]
+    pub paths: u16,
     #[arg(long)]
     pub json: bool,
 }
@@ -386,7 +386,7 @@ impl Summarizer {
 }
 
 pub fn summarize(run: &std::path::Path) -> Result<Value> {
-    let reader = TraceReader::open(run)?;
+    let mut reader = TraceReader::open(run)?;
     let header = reader.header.clone();
     let mut s = Summarizer::default();
     let per_iter = header.sync == "per-iter";
@@ -394,7 +394,7 @@ pub fn summarize(run: &std::path::Path) -> Result<Value> {
     let mut prev_done: Option<u64> = None;
     let mut lost = 0;
     let mut in_records = false;
-    for item in reader {
+    for item in reader.by_ref() {
         let item = item?;
         let is_rec = matches!(item, Item::Rec(..));
         if in_records && !is_rec {
@@ -412,7 +412,12 @@ pub fn summarize(run: &std::path::Path) -> Result<Value> {
             }
             Item::Iter(i) => {
                 if per_iter && i.end.is_none() {
-                    bail!("{}: --sync per-iter trace, iteration {} has no end", run.display(), i.index);
+                    return Err(crate::cli::Usage(format!(
+                        "{}: --sync per-iter trace, iteration {} has no end",
+                        run.display(),
+                        i.index
+                    ))
+                    .into());
                 }
                 if per_iter {
                     // The previous iteration was synchronised and drained before
@@ -433,6 +438,7 @@ pub fn summarize(run: &std::path::Path) -> Result<Value> {
         }
     }
     s.close_ready(&mut pending, &mut prev_done, true);
+    let end_missing = reader.end_missing();
     let mut waits: Vec<(String, Tally)> = s.waits.iter().map(|(k, v)| (k.clone(), *v)).collect();
     waits.sort_by_key(|w| std::cmp::Reverse(w.1.total_cycles));
     let min_of = |key: &str| {
@@ -458,6 +464,7 @@ pub fn summarize(run: &std::path::Path) -> Result<Value> {
             "each iteration: previous iteration's completion (first timed one: host starts enqueuing it) -> its last event record"
         },
         "timed_cycles": s.total_cycles, "records_lost": lost,
+        "complete": end_missing.is_none(), "end_missing": end_missing,
         "phases": s.totals,
         "phase_kinds": kinds,
         "min_attributed_fraction": min_of("attributed_fraction"),
@@ -481,8 +488,16 @@ fn phase_kind(label: &str) -> &'static str {
     }
 }
 
+pub fn validate(a: &SummaryArgs) -> Result<()> {
+    Ok(crate::input::check_file("RUN", &a.run)?)
+}
+
 pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
     let v = summarize(&a.run)?;
+    if let Some(why) = v["end_missing"].as_str() {
+        // Summarised up to where it stops, and said so: not a whole run.
+        eprintln!("warning: {why}; the summary covers what is there (its last iteration may be partial)");
+    }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
@@ -510,6 +525,9 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
     if v["records_lost"].as_u64().unwrap_or(0) > 0 {
         outln!("note: {} trace records were overwritten before they were read", v["records_lost"]);
     }
+    if let Some(why) = v["end_missing"].as_str() {
+        outln!("note: INCOMPLETE TRACE: {why}");
+    }
     if let Some(f) = v["min_attributed_fraction"].as_f64() {
         outln!("every timed window has at least {:.1}% of its device time in a named phase or wait", f * 100.0);
     }
@@ -520,7 +538,7 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
         outln!("every timed critical path explains at least {:.1}% of its iteration", f * 100.0);
     }
     outln!("(steps under 2% of the iteration folded into \"+N short\")");
-    for w in v["iterations"].as_array().into_iter().flatten().filter(|w| w["timed"] == true).take(a.paths) {
+    for w in v["iterations"].as_array().into_iter().flatten().filter(|w| w["timed"] == true).take(a.paths as usize) {
         let cycles = w["cycles"].as_u64().unwrap_or(0);
         let mut steps: Vec<String> = Vec::new();
         let mut short = 0;

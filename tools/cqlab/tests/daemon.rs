@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use support::{firmware_dir, kill_after_boot, text, CQLAB};
+use support::{firmware_dir, kill_after_boot, mode, root_or_skip, text, CQLAB};
 
 /// A whole client job (attach, boot, a few rounds) takes well under this.
 const PROCESS_TIMEOUT: Duration = Duration::from_secs(30);
@@ -281,25 +281,8 @@ fn the_daemon_and_the_embedded_simulator_reach_the_same_state_for_the_same_seed(
 // ---- Security and ownership (issue 14) ----------------------------------
 
 use cqlab_sim::daemon::proto::{self, Reply, Request};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
-
-/// The uid this test runs as.
-fn my_uid() -> u32 {
-    std::fs::metadata("/proc/self").unwrap().uid()
-}
-
-const NOBODY: u32 = 65534;
-
-/// Tests that need a second uid run as root (as in CI) and switch to
-/// `nobody` with setpriv; elsewhere they say so and pass nothing off as run.
-fn root_or_skip(test: &str) -> bool {
-    if my_uid() == 0 {
-        return true;
-    }
-    eprintln!("{test}: needs root to act as a second uid (nobody); not run");
-    false
-}
 
 /// A raw connection to the daemon, below the driver's client.
 fn raw(d: &Daemon) -> UnixStream {
@@ -312,28 +295,7 @@ fn raw_call(s: &UnixStream, req: &Request) -> Result<Vec<u8>, String> {
     let mut w = s;
     proto::write_frame(&mut w, &req.encode()).map_err(|e| e.to_string())?;
     let frame = proto::read_frame(&mut w).map_err(|e| e.to_string())?.ok_or("connection closed")?;
-    Reply::decode(&frame)?.result
-}
-
-fn mode(p: &Path) -> u32 {
-    std::fs::symlink_metadata(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())).mode() & 0o777
-}
-
-/// A client that attaches and holds the device for `secs`, printing the
-/// word it read once attached.
-fn holder(d: &Daemon, secs: u32) -> Child {
-    let addr = format!("{:#x}", USER.base);
-    let mut child = Command::new(CQLAB)
-        .args(["sim", "bar", "--worker", "0,0", "--addr", &addr, "--hold", &secs.to_string(), "--dev"])
-        .arg(&d.dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    assert!(line.starts_with("0x"), "the holder did not attach: {line:?}");
-    child
+    Reply::decode(&frame).map_err(|e| e.to_string())?.result
 }
 
 #[test]
@@ -361,11 +323,7 @@ fn a_directory_of_another_user_is_refused_and_its_symlink_not_followed() {
     // The attack from the issue: another user's directory holding
     // `sysmem -> victim`, where root runs `sim serve`.
     let dir = scratch_dir("foreign");
-    std::fs::create_dir_all(&dir).unwrap();
-    let victim = dir.with_extension("victim");
-    std::fs::write(&victim, b"precious").unwrap();
-    std::os::unix::fs::symlink(&victim, dir.join("sysmem")).unwrap();
-    std::os::unix::fs::lchown(&dir, Some(NOBODY), Some(NOBODY)).unwrap();
+    let victim = support::plant_foreign_symlink(&dir);
     let mut c = Command::new(CQLAB);
     c.args(["sim", "serve", "--sysmem-mib", "4", "--dev"]).arg(&dir);
     let out = run(c);
@@ -449,7 +407,7 @@ fn only_the_owner_may_attach_reset_or_stop() {
     assert!(done.success() && out.contains("200 rounds of 2048 bytes verified"), "{out}");
 
     // `sim stop --force` stops a daemon that a client holds.
-    let mut held = holder(&d, 20);
+    let mut held = support::hold_device(&d.dir, 20);
     let stop = d.cqlab(&["sim", "stop", "--force"]);
     let _ = held.kill();
     let _ = held.wait();

@@ -98,6 +98,6 @@ fn malformed_dump_exits_2_naming_the_byte_offset() {
 #[test]
 fn missing_file_is_a_clear_error() {
     let out = decode(&["/nonexistent/dump.bin"]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("reading /nonexistent/dump.bin"));
+    assert_eq!(out.status.code(), Some(2), "a missing input is a usage error");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("dump /nonexistent/dump.bin: No such file"));
 }

@@ -9,9 +9,8 @@ use cqlab_abi::sysmem::CqSysmemLayout;
 use cqlab_driver::{CoreRange, Device, DeviceConfig};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::Command;
-use std::time::{Duration, Instant};
-use support::{cqlab, firmware_dir};
+use std::process::Stdio;
+use support::{cqlab, firmware_dir, Daemon};
 
 fn dump(name: &str, bytes: &[u8]) -> String {
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
@@ -78,35 +77,57 @@ fn completion_and_trace_ring_dumps_decode() {
 
 #[test]
 fn live_daemon_dumps_decode() {
-    let dir = std::env::temp_dir().join(format!("cqlab-decode-live-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_cqlab"))
-        .args(["sim", "serve", "--dev", dir.to_str().unwrap()])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while !dir.join("sock").exists() {
-        assert!(start.elapsed() < Duration::from_secs(10), "timeout waiting for the daemon socket");
-        std::thread::sleep(Duration::from_millis(10));
+    let d = Daemon::start("decode-live", &[], Stdio::null());
+    let spec = d.spec();
+    let out = cqlab(&["run", "dispatch_latency", "--device", &spec, "--cqs", "2", "--iters", "2", "--warmup", "0"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = cqlab(&["decode", "--device", &spec, "--kind", "completion", "--cq", "1", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["records"].as_array().unwrap().iter().all(|r| r["kind"] == "event" && r["cq"] == 1), "{v}");
+    let out = cqlab(&["decode", "--device", &spec, "--kind", "trace", "--core", "18,2"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CQ1 dispatcher"));
+}
+
+/// Issue 24: a healthy completion ring that has wrapped (a record straddles
+/// its end, so offset 0 holds the tail of a payload) decodes live from its
+/// oldest whole record, with consecutive sequence numbers up to the last.
+#[test]
+fn a_wrapped_live_completion_ring_decodes() {
+    let d = Daemon::start("decode-wrap", &[], Stdio::null());
+    let spec = d.spec();
+    // A 1 KiB completion ring: 64-byte event records and 128-byte data
+    // records (100 bytes read back) make records straddle its end.
+    let cfg = DeviceConfig { firmware_dir: firmware_dir(), completion_size: 1024, ..Default::default() };
+    let mut dev = Device::open(&spec, cfg).unwrap();
+    dev.boot().unwrap();
+    let buf = dev.alloc_l1(0, 0, 128).unwrap();
+    let mut cq = dev.cq(0).unwrap();
+    cq.write_buffer(&buf, 0, &[0xEE; 128]).unwrap();
+    let mut records = 0;
+    // 11 pairs of 192 bytes: the third lap of the ring starts inside
+    // the data record at 1984..2112.
+    for _ in 0..11 {
+        cq.record_event().unwrap();
+        assert_eq!(cq.read_buffer(&buf, 0, 100).unwrap(), vec![0xEE; 100]);
+        records += 2;
     }
-    let spec = format!("sim:{}", dir.display());
-    let result = std::panic::catch_unwind(|| {
-        let out = cqlab(&["run", "dispatch_latency", "--device", &spec, "--cqs", "2", "--iters", "2", "--warmup", "0"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let out = cqlab(&["decode", "--device", &spec, "--kind", "completion", "--cq", "1", "--json"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert!(v["records"].as_array().unwrap().iter().all(|r| r["kind"] == "event" && r["cq"] == 1), "{v}");
-        let out = cqlab(&["decode", "--device", &spec, "--kind", "trace", "--core", "18,2"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        assert!(String::from_utf8_lossy(&out.stdout).contains("CQ1 dispatcher"));
-    });
-    let _ = daemon.kill();
-    let _ = daemon.wait();
-    let _ = std::fs::remove_dir_all(&dir);
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+    cq.finish().unwrap();
+    let layout = CqSysmemLayout::for_cq(0, dev.config().issue_size, dev.config().completion_size);
+    let mut raw = vec![0u8; 1024];
+    dev.backend().sysmem_read(layout.completion_base() as usize, &mut raw).unwrap();
+    drop(dev);
+    // From its offset 0 the ring is not a record: what decode used to read.
+    let out = cqlab(&["decode", "--kind", "completion", &dump("wrapped.bin", &raw)]);
+    assert_eq!(out.status.code(), Some(2), "offset 0 of the wrapped ring is a record boundary: the test wraps wrong");
+    let out = cqlab(&["decode", "--device", &spec, "--kind", "completion", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seqs: Vec<u64> = v["records"].as_array().unwrap().iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.len() >= 5 && seqs.windows(2).all(|w| w[1] == w[0] + 1), "{v}");
+    // Every record still in the ring, up to the last one written
+    // (the finish's event after the loop's records).
+    assert!(*seqs.last().unwrap() >= records - 1, "{v}");
+    assert!(v["note"].as_str().is_some_and(|n| n.contains("oldest whole record")), "{v}");
 }

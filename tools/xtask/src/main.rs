@@ -6,6 +6,7 @@
 //! - `cargo xtask fuzz [--seconds N]` runs every fuzz target N seconds.
 //! - `cargo xtask demo` runs the main job on the embedded simulator.
 //! - `cargo xtask cycles` fails on an import cycle between the modules of any crate.
+//! - `cargo xtask links` fails on a README or `docs/` link that does not resolve.
 //! - `cargo xtask mutants [--seeds N] [--only NAME,...]` builds each firmware
 //!   mutant (one ordering wait left out) and races it until caught.
 
@@ -13,6 +14,7 @@ mod cycles;
 mod demo;
 mod firmware;
 mod fuzz;
+mod links;
 mod mutants;
 mod toolchain;
 
@@ -27,10 +29,13 @@ fn main() {
         Some("test") => test(&args[1..]),
         Some("demo") => demo::run_demo(&workspace_root()),
         Some("cycles") => cycles::check(&workspace_root()),
+        Some("links") => links::check(&workspace_root()),
         Some("fuzz") => fuzz::command(&workspace_root(), &args[1..]),
         Some("mutants") => mutants::command(&workspace_root(), &args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <firmware|test|demo|cycles|fuzz [--seconds N]|mutants [--list] [--seeds N]>");
+            eprintln!(
+                "usage: cargo xtask <firmware|test|demo|cycles|links|fuzz [--seconds N]|mutants [--list] [--seeds N]>"
+            );
             std::process::exit(2);
         }
     };
@@ -98,6 +103,7 @@ fn test(extra: &[String]) -> Result<()> {
     let root = workspace_root();
     check_free_disk(&root)?;
     cycles::check(&root)?;
+    links::check(&root)?;
     run(cargo().args(["fmt", "--all", "--", "--check"])).context("formatting differs: run `cargo fmt --all`")?;
     run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     // The hardware path alone, without the simulator (cqlab-driver's `ttkmd` feature).

@@ -26,6 +26,28 @@ pub const STRONG: &str =
 
 const MAX_CYCLES: u64 = 10_000_000;
 
+/// Cycles a core stalls for `--core-stall` (and `stall=P` without `:CYCLES`).
+pub const CORE_STALL_CYCLES: u64 = 2000;
+
+/// Refuses a stall probability `p` of `cycles` per scheduling slice whose
+/// stalls outrun the clock. The simulator draws a stall for every core in
+/// every slice, also while the core is still behind from the last one, so
+/// a core loses `p * cycles / slice` cycles per cycle: at 1 or more it
+/// falls behind forever and never runs (the device cannot even boot).
+pub fn check_stall(option: &str, p: f64, cycles: u64) -> Result<(), UsageError> {
+    let option = format!("{option} {p}");
+    let slice = cqlab_sim::config::SimConfig::default().quantum_cycles as f64;
+    let share = p * cycles as f64 / slice;
+    ensure(share < 1.0, || {
+        format!(
+            "{option}: each core stalls {cycles} cycles with probability {p} in every {slice}-cycle scheduling \
+             slice, {share:.2} stall cycles per cycle: the cores fall behind forever and the device can never boot \
+             (with {cycles}-cycle stalls the probability must be below {})",
+            slice / cycles as f64
+        )
+    })
+}
+
 /// A core by name: `prefetcherQ`, `dispatcherQ`, `workerC.R`.
 pub(crate) fn core(name: &str) -> Option<Coord> {
     if let Some(q) = name.strip_prefix("prefetcher") {
@@ -58,12 +80,14 @@ impl Faults {
                 };
                 match key {
                     "stall" => {
-                        let (p, c) = value.split_once(':').unwrap_or((value, "2000"));
+                        let (p, c) = value.split_once(':').unwrap_or((value, ""));
                         let p: f64 = p.parse().map_err(|_| bad("probability is not a number"))?;
                         ensure(p.is_finite() && (0.0..=1.0).contains(&p), || {
                             format!("--faults {item:?}: probability in 0..=1")
                         })?;
-                        f.stall = Some((p, cycles(c)?));
+                        let c = if c.is_empty() { CORE_STALL_CYCLES } else { cycles(c)? };
+                        check_stall(&format!("--faults {item:?}: stall probability"), p, c)?;
+                        f.stall = Some((p, c));
                     }
                     "jitter" => f.jitter = Some(cycles(value)?),
                     "late-doorbell" => f.late_doorbell = Some(cycles(value)?),
@@ -148,8 +172,8 @@ mod tests {
 
     #[test]
     fn fault_specs_parse_and_bad_ones_say_why() {
-        let f = Faults::parse(&["stall=0.1:500,jitter=40".into(), "slow=dispatcher1@3".into()]).unwrap();
-        assert_eq!(f.stall, Some((0.1, 500)));
+        let f = Faults::parse(&["stall=0.05:500,jitter=40".into(), "slow=dispatcher1@3".into()]).unwrap();
+        assert_eq!(f.stall, Some((0.05, 500)));
         assert_eq!(f.jitter, Some(40));
         assert_eq!(f.slow, vec![SlowCore { core: noc::dispatcher(1), factor: 3.0 }]);
         assert!(Faults::parse(&["strong".into()]).unwrap().late_doorbell.is_some());
@@ -158,8 +182,13 @@ mod tests {
         for bad in ["lazy-drain=0", "lazy-drain=100001", "lazy-drain=99999999999999", "lazy-drain=x"] {
             assert!(Faults::parse(&[bad.into()]).is_err(), "{bad}");
         }
-        for bad in ["stall=2", "jitter=18446744073709551615", "slow=core9@2", "bogus=1", "jitter"] {
+        for bad in ["stall=2", "jitter=18446744073709551615", "slow=core9@2", "bogus=1", "jitter", "stall=0.1"] {
             assert!(Faults::parse(&[bad.into()]).is_err(), "{bad}");
         }
+        // The stalls of 0.025 x 2000 cycles per 50-cycle slice equal the clock.
+        assert!(check_stall("--core-stall", 0.024, 2000).is_ok());
+        let e = check_stall("--core-stall", 0.025, 2000).unwrap_err();
+        assert!(e.0.contains("never boot") && e.0.contains("below 0.025"), "{e}");
+        assert!(Faults::parse(&["stall=0.1:100".into()]).is_ok(), "short stalls may be frequent");
     }
 }

@@ -1,5 +1,5 @@
 //! `cqlab race --workload programs`: random program streams
-//! (`cqlab_driver::workloads::program_stream`: kernels uploaded and
+//! (`cqlab_workloads::program_stream`: kernels uploaded and
 //! evicted, args of random sizes, traces captured and replayed, on both
 //! queues, mixed with DRAM read-backs and cross-queue events) on a queue layout and timing drawn per seed, so the kernel-config
 //! ring, the launch ring, the issue and completion queues and the
@@ -8,10 +8,10 @@
 
 use super::failure::Failure;
 use cqlab_abi::PCIE_ALIGNMENT;
-use cqlab_driver::workloads::program_stream::{self, StreamFailure};
 use cqlab_driver::{Device, DeviceConfig};
 use cqlab_sim::config::SimConfig;
 use cqlab_sim::rng::Rng;
+use cqlab_workloads::program_stream::{self, StreamFailure};
 
 /// Programs per seed = `--iterations` x this.
 pub const PROGRAMS_PER_ITERATION: u32 = 25;

@@ -6,8 +6,8 @@
 //! write/read-back pairs, each read a dispatcher WAIT plus prefetcher STALL
 //! (the stall point).
 
+use super::args::Args;
 use super::failure::{first_difference, Failure};
-use super::Args;
 use cqlab_driver::{CoreRange, Device, Placement, Result as DriverResult};
 
 /// Kernel spin before it stores its result: long enough that a read which
