@@ -24,6 +24,7 @@ mod error;
 mod harvest;
 mod layout;
 mod route;
+pub mod telemetry;
 mod tile;
 mod translate;
 
