@@ -79,31 +79,7 @@ impl fmt::Display for Wait {
     }
 }
 
-/// What a tile is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    Prefetcher {
-        cq: u8,
-    },
-    Dispatcher {
-        cq: u8,
-    },
-    /// A compute tile at logical `(col, row)`.
-    Worker {
-        col: u8,
-        row: u8,
-    },
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Role::Prefetcher { cq } => write!(f, "CQ{cq} prefetcher"),
-            Role::Dispatcher { cq } => write!(f, "CQ{cq} dispatcher"),
-            Role::Worker { col, row } => write!(f, "worker ({col},{row})"),
-        }
-    }
-}
+pub use crate::geometry::Role;
 
 /// One subordinate core of a worker tile (NCRISC, a TRISC): its waypoint
 /// from its mailbox, and what a simulator sees of it.

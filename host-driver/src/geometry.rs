@@ -89,6 +89,32 @@ impl std::fmt::Display for CoreId {
     }
 }
 
+/// What a tile is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Prefetcher {
+        cq: u8,
+    },
+    Dispatcher {
+        cq: u8,
+    },
+    /// A compute tile at logical `(col, row)`.
+    Worker {
+        col: u8,
+        row: u8,
+    },
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Role::Prefetcher { cq } => write!(f, "CQ{cq} prefetcher"),
+            Role::Dispatcher { cq } => write!(f, "CQ{cq} dispatcher"),
+            Role::Worker { col, row } => write!(f, "worker ({col},{row})"),
+        }
+    }
+}
+
 /// Why a chip cannot be set up as asked, or a core is not a compute core.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TopologyError {
@@ -229,6 +255,16 @@ impl Topology {
             _ if c == d => Some((q as u8, false)),
             _ => None,
         })
+    }
+    /// What tile `c` (translated) runs: a queue's prefetcher or dispatcher,
+    /// or a compute core; `None` for a tile that runs no firmware.
+    pub fn role(&self, c: Coord) -> Option<Role> {
+        match (self.cq_role(c), self.logical(c)) {
+            (Some((cq, true)), _) => Some(Role::Prefetcher { cq }),
+            (Some((cq, false)), _) => Some(Role::Dispatcher { cq }),
+            (None, Some((col, row))) => Some(Role::Worker { col, row }),
+            (None, None) => None,
+        }
     }
     /// Each queue's prefetcher and dispatcher, queue by queue.
     pub fn cq_cores(&self) -> impl Iterator<Item = Coord> + '_ {

@@ -44,12 +44,7 @@ impl HangDump {
 
 /// What tile `c` is for.
 fn role(chip: &Topology, c: Coord) -> Role {
-    match (chip.cq_role(c), chip.logical(c)) {
-        (Some((cq, true)), _) => Role::Prefetcher { cq },
-        (Some((cq, false)), _) => Role::Dispatcher { cq },
-        (None, Some((col, row))) => Role::Worker { col, row },
-        (None, None) => unreachable!("{c} runs no firmware"),
-    }
+    chip.role(c).unwrap_or_else(|| unreachable!("{c} runs no firmware"))
 }
 
 fn core_state(backend: &mut dyn Backend, chip: &Topology, c: Coord) -> Result<CoreState> {

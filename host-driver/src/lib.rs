@@ -41,7 +41,7 @@ pub use cqlab_abi::encode::PackedData;
 pub use device::Device;
 pub use error::{DriverError, Result};
 pub use events::Event;
-pub use geometry::{CoreId, CoreRange, Topology};
+pub use geometry::{CoreId, CoreRange, Role, Topology};
 pub use kernel::KernelImage;
 pub use program::{KernelHandle, Program};
 pub use queue::{CommandQueue, PendingRead, Trace};

@@ -39,14 +39,14 @@ pub fn validate_daemon(option: &str, spec: &str) -> Result<(), Usage> {
     })
 }
 
-/// Opens `spec` for a command. `embedded` is the in-process simulator with
-/// the command's `--seed` and `--noc-jitter`; any other spec
+/// Opens `spec` for a command. `embedded` is the in-process simulator of
+/// `cfg`'s chip with the command's `--seed` and `--noc-jitter`; any other spec
 /// (`embedded:seed=N`, `sim:PATH[?wait]`, `/dev/tenstorrent/N`) goes to
 /// [`Device::open`] as written, and then the seed is the device's own.
 pub fn open(spec: &str, seed: u64, noc_jitter: u64, cfg: DeviceConfig) -> anyhow::Result<Device> {
     validate(spec, noc_jitter)?;
     if spec == "embedded" {
-        let mut sim = cqlab_sim::config::SimConfig { seed, ..Default::default() };
+        let mut sim = cqlab_driver::backend::spec::sim_config(&cfg, seed);
         sim.faults.noc_jitter_cycles = noc_jitter;
         return Device::embedded(sim, cfg).map_err(refused(spec));
     }

@@ -68,17 +68,6 @@ struct CoreState {
     last_kernel: Option<(u32, u64)>,
 }
 
-/// What a core of `chip` is: a queue's prefetcher or dispatcher, a worker
-/// (logical coordinates), with the queue; `None` for no firmware core.
-pub fn role_of(chip: &Topology, core: Coord) -> Option<Role> {
-    match (chip.cq_role(core), chip.logical(core)) {
-        (Some((cq, true)), _) => Some(Role::Prefetcher { cq }),
-        (Some((cq, false)), _) => Some(Role::Dispatcher { cq }),
-        (None, Some((col, row))) => Some(Role::Worker { col, row }),
-        (None, None) => None,
-    }
-}
-
 pub use cqlab_driver::dump::Role;
 
 /// Accumulates run metrics from drained records.
@@ -130,12 +119,12 @@ impl Analysis {
     /// What core `core` of `chip` is, as people read it ("CQ0 prefetcher",
     /// "worker (1,2)"; "core (x,y)" for a tile that runs no firmware).
     pub fn role(chip: &Topology, core: Coord) -> String {
-        role_of(chip, core).map_or_else(|| format!("core {core}"), |r| r.to_string())
+        chip.role(core).map_or_else(|| format!("core {core}"), |r| r.to_string())
     }
 
     fn record(&mut self, core: Coord, r: &TraceRecord) {
         self.records += 1;
-        let role = role_of(&self.chip, core);
+        let role = self.chip.role(core);
         let space = match role {
             Some(Role::Prefetcher { .. }) => Some(Space::Prefetch),
             Some(Role::Dispatcher { .. }) => Some(Space::Dispatch),

@@ -200,6 +200,10 @@ pub struct TraceStats {
 /// Results of a run at one queue count.
 #[derive(Clone, Debug, Serialize)]
 pub struct PointReport {
+    /// The board (`--chip` spelling), its harvesting and its clock.
+    pub chip: String,
+    pub harvesting: String,
+    pub clock_hz: u64,
     pub cqs: u8,
     pub iters: u32,
     pub warmup: u32,
@@ -450,6 +454,9 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
     let stall_total_cycles = waits.iter().filter(|w| w.waypoint == "PSW").map(|w| w.tally.total_cycles).sum();
     let wait_total_cycles = waits.iter().filter(|w| w.waypoint != "PSW").map(|w| w.tally.total_cycles).sum();
     Ok(PointReport {
+        chip: chip.board().name().into(),
+        harvesting: chip.harvesting().to_string(),
+        clock_hz,
         cqs,
         iters: spec.iters,
         warmup: spec.warmup,
