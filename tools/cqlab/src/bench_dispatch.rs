@@ -82,6 +82,9 @@ struct Row {
     #[serde(flatten)]
     point: Point,
     programs: u32,
+    /// The chip (board and harvesting) and its clock.
+    chip: String,
+    clock_hz: u64,
     /// `--stage-min-bytes` the point ran with.
     stage_min_bytes: u32,
     device_cycles_per_program: f64,
@@ -268,6 +271,8 @@ fn measure(
     Ok(Row {
         point: Point { kernel_bytes: bytes, ..p.clone() },
         programs: n,
+        chip: format!("{} ({})", dev.chip().board(), dev.chip().harvesting()),
+        clock_hz: dev.chip().layout().clock_hz(),
         stage_min_bytes,
         device_cycles_per_program: cycles,
         us_per_program: cycles * 1e6 / dev.chip().layout().clock_hz() as f64,
@@ -575,8 +580,10 @@ fn csv(rows: &[Row]) -> Result<String> {
 
 fn table(rows: &[Row]) -> String {
     let mut s = format!(
-        "program dispatch, {} programs per point, embedded simulator at 1 GHz (cycles = ns), {}\n",
+        "program dispatch, {} programs per point, embedded simulator of a {} at {:.2} GHz, {}\n",
         rows.first().map_or(0, |r| r.programs),
+        rows.first().map_or("?", |r| &r.chip),
+        rows.first().map_or(0.0, |r| r.clock_hz as f64 / 1e9),
         match rows.first().map_or(0, |r| r.stage_min_bytes) {
             0 => "nothing staged".to_string(),
             n => format!("blobs of {n} B and more staged"),

@@ -133,8 +133,11 @@ pub struct Header {
     pub version: u64,
     pub workload: String,
     pub cqs: u8,
-    /// The board (`--chip` spelling) and its harvesting (`--harvest`).
+    /// The board (`--chip` spelling) and its harvesting (`--harvest`);
+    /// absent in version 1 files (refused by version, not by field).
+    #[serde(default)]
     pub chip: String,
+    #[serde(default)]
     pub harvesting: String,
     #[serde(default)]
     pub seed: u64,

@@ -431,7 +431,12 @@ fn print_text(r: &Value) {
         );
     }
     if let Some(p) = r["points"].as_array().and_then(|a| a.first()) {
-        outln!("throughput unit: {}; latency in device cycles at 1 GHz (1 cycle = 1 ns)", p["throughput"]["unit"]);
+        outln!(
+            "throughput unit: {}; latency in device cycles of the {} at {:.2} GHz",
+            p["throughput"]["unit"],
+            p["chip"].as_str().unwrap_or("?"),
+            p["clock_hz"].as_f64().unwrap_or(0.0) / 1e9
+        );
         if !p["matmul"].is_null() {
             for p in r["points"].as_array().into_iter().flatten() {
                 let m = &p["matmul"];
