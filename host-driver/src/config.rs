@@ -66,6 +66,10 @@ pub struct DeviceConfig {
     /// PCT points. Off by default (each access still costs its modelled
     /// host time); other backends refuse it.
     pub host_schedule: HostSchedule,
+    /// A host mutant (`crate::queue::mutant::MUTANTS`) this device's driver
+    /// runs with, chosen at run time (tests; `None`: the correct driver).
+    #[cfg(feature = "mutants")]
+    pub host_mutant: Option<&'static str>,
 }
 
 /// Largest [`HostSchedule::jitter_cycles`]: 10 us at 1 GHz, longer than
@@ -186,6 +190,8 @@ impl Default for DeviceConfig {
             stage_min_bytes: DEFAULT_STAGE_MIN_BYTES,
             drain_every_polls: 1,
             host_schedule: HostSchedule::default(),
+            #[cfg(feature = "mutants")]
+            host_mutant: None,
         }
     }
 }

@@ -36,6 +36,8 @@ impl Device {
     /// Wraps a backend; call [`Device::boot`] before use.
     pub fn with_backend(backend: Box<dyn Backend>, cfg: DeviceConfig) -> Result<Self> {
         cfg.validate()?;
+        #[cfg(feature = "mutants")]
+        crate::queue::mutant::check(&cfg)?;
         let queues = Queues::new(&cfg);
         Ok(Self { backend, cfg, queues, allocator: Allocator::default(), default_kernel: None })
     }
