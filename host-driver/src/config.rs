@@ -153,11 +153,28 @@ pub enum HostBug {
     /// chunk is still to be read from there, and that chunk relays the new
     /// bytes (a kernel crashes, or stores what another program's args say).
     StagedReuseEarly,
+    /// The completion read pointer the host writes back wraps without
+    /// flipping its toggle (the host keeps the toggle of its first lap).
+    /// From the host's second lap on, the dispatcher reads the ring as
+    /// fuller than it is and waits for room the host has freed: a deadlock
+    /// once the ring is more than half full behind the published pointer.
+    CompletionRdWithoutToggle,
+    /// The device's issue-queue read pointer and fetch count are loaded once
+    /// per wait for space, as a compiler may hoist a load of memory not
+    /// marked volatile out of the wait loop. Once the issue queue or the
+    /// fetch queue fills, the host spins on the stale value while the
+    /// prefetcher, having run everything, waits for the next entry: a
+    /// deadlock whose dump shows space the host did not see.
+    HoistedPointerLoad,
 }
 
 impl HostBug {
-    pub const ALL: [(&'static str, HostBug); 2] =
-        [("no-drain", HostBug::NoDrainWhileReserving), ("staged-reuse-early", HostBug::StagedReuseEarly)];
+    pub const ALL: [(&'static str, HostBug); 4] = [
+        ("no-drain", HostBug::NoDrainWhileReserving),
+        ("staged-reuse-early", HostBug::StagedReuseEarly),
+        ("completion-rd-no-toggle", HostBug::CompletionRdWithoutToggle),
+        ("hoisted-pointer-load", HostBug::HoistedPointerLoad),
+    ];
 
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.iter().find(|(n, _)| *n == name).map(|&(_, b)| b)

@@ -4,7 +4,7 @@
 
 use crate::backend::Backend;
 use crate::config::DeviceConfig;
-use crate::dump::{HangDump, QueuePointers, Wait};
+use crate::dump::{HangDump, HostPublished, QueuePointers, Wait};
 use crate::error::{DeviceFault, DriverError, Result};
 use cqlab_abi::mailbox::{ErrorRecord, ERROR, ERROR_MAGIC, WAYPOINT};
 use cqlab_abi::memory_map::TRACE_RING;
@@ -25,6 +25,9 @@ pub(crate) trait Waiting {
     fn checked(&mut self);
     /// Every queue's pointers now, for a dump.
     fn pointers(&mut self, backend: &mut dyn Backend, cfg: &DeviceConfig) -> Result<Vec<QueuePointers>>;
+    /// What the host had last published on each queue (none where the host
+    /// is another process).
+    fn host(&self) -> Vec<HostPublished>;
 }
 
 /// A dump of the device now, with the queues' pointers.
@@ -34,7 +37,8 @@ pub(crate) fn dump<Q: Waiting + ?Sized>(
     queues: &mut Q,
     wait: Wait,
 ) -> Result<Box<HangDump>> {
-    Ok(Box::new(HangDump::collect(backend, cfg, |b| queues.pointers(b, cfg), wait)?))
+    let host = queues.host();
+    Ok(Box::new(HangDump::collect(backend, cfg, |b| queues.pointers(b, cfg), host, wait)?))
 }
 
 /// Polls `ready` until it holds. Gives up after `stall_timeout_cycles`

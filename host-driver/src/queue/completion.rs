@@ -5,7 +5,7 @@ use super::mutant::mutant;
 use super::ops::PendingRead;
 use super::state::{Queues, EVENT_CYCLES_KEPT};
 use crate::backend::Backend;
-use crate::config::DeviceConfig;
+use crate::config::{DeviceConfig, HostBug};
 use crate::dump::Wait;
 use crate::error::{DeviceFault, DriverError, Result};
 use crate::events::Event;
@@ -38,6 +38,7 @@ impl Queues {
         if published_early {
             // Frees the records before they are read.
             backend.write_u32(dispatcher_rd, wr.0)?;
+            self.list[q as usize].completion_rd_published = wr;
         }
         while rd != wr {
             let at = base + rd.offset_bytes() as usize;
@@ -91,7 +92,15 @@ impl Queues {
         if published_early {
             return Ok(());
         }
-        backend.write_u32(dispatcher_rd, rd.0)
+        // Known host bug: the pointer written back keeps its first lap's toggle.
+        let publish = if cfg.host_bug == Some(HostBug::CompletionRdWithoutToggle) {
+            RingPtr::new(rd.offset_bytes(), false)
+        } else {
+            rd
+        };
+        backend.write_u32(dispatcher_rd, publish.0)?;
+        self.list[q as usize].completion_rd_published = publish;
+        Ok(())
     }
 
     /// `drain_all` from inside a wait: only every

@@ -184,12 +184,15 @@ impl Queues {
             (free >= len || any_space) && cq.fetch_issued.wrapping_sub(cq.fetched_seen) < entries + extra_slot
         };
         let drain = cfg.host_bug != Some(HostBug::NoDrainWhileReserving);
+        // Known host bug: the pointers are loaded once per wait.
+        let (hoisted, mut loaded) = (cfg.host_bug == Some(HostBug::HoistedPointerLoad), false);
         let what = || Wait::IssueSpace { cq: q, bytes: len };
         crate::wait::until(backend, cfg, self, what, |backend, queues| {
             if drain {
                 queues.drain_in_wait(backend, cfg)?;
             }
-            if !fits(&queues.list[q as usize]) {
+            if !fits(&queues.list[q as usize]) && !(hoisted && loaded) {
+                loaded = true;
                 let issue_rd = RingPtr(queues.header_word(backend, q, ISSUE_RD_PTR)?);
                 let fetched = queues.header_word(backend, q, FETCH_RD_COUNT)?;
                 let cq = &mut queues.list[q as usize];
@@ -215,6 +218,7 @@ impl Queues {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         let slot_addr = NocAddr::unicast(noc::prefetcher(q), fetch_queue::slot_addr(slot) as u64);
         backend.write_u32(slot_addr, entry.raw())?;
+        cq.rung(slot, entry.raw(), cq.issue_wr);
         cq.issue_wr = cq.issue_wr.advance(ring, cq.layout.issue_size);
         cq.fetch_issued = cq.fetch_issued.wrapping_add(1);
         Ok(())
