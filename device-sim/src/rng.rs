@@ -67,6 +67,11 @@ pub enum Stream {
     LateDoorbells = 4,
     /// NOC write back-pressure (`faults.write_backpressure_cycles`).
     Backpressure = 5,
+    /// The host's jitter at its accesses (the driver's host schedule; the
+    /// chip itself never draws from it).
+    HostJitter = 6,
+    /// The host's PCT points (the driver's host schedule).
+    HostPct = 7,
 }
 
 impl Rng {

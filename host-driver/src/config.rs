@@ -69,6 +69,80 @@ pub struct DeviceConfig {
     /// (`race --faults lazy-drain=N`); direct drains (`event_query`,
     /// `event_cycle`) are not delayed.
     pub drain_every_polls: u32,
+    /// How the host's own accesses interleave with device time on the
+    /// embedded simulator (`crate::host_clock`): extra seeded jitter and
+    /// PCT points. Off by default (each access still costs its modelled
+    /// host time); other backends refuse it.
+    pub host_schedule: HostSchedule,
+    /// A host mutant (`crate::queue::mutant::MUTANTS`) this device's driver
+    /// runs with, chosen at run time (tests; `None`: the correct driver).
+    #[cfg(feature = "mutants")]
+    pub host_mutant: Option<&'static str>,
+}
+
+/// Largest [`HostSchedule::jitter_cycles`]: 10 us at 1 GHz, longer than
+/// every device-side latency the protocol's windows are made of (a device
+/// read of host memory: 750-4,000 cycles in the race workloads; a write to
+/// it: 260 and up). Longer host stalls are what PCT points are for; jitter
+/// beyond this only costs simulation time (the device runs idle).
+pub const MAX_HOST_JITTER_CYCLES: u64 = 10_000;
+/// Most [`HostPct::points`].
+pub const MAX_HOST_PCT_POINTS: u32 = 64;
+/// Most [`HostPct::steps`].
+pub const MAX_HOST_PCT_STEPS: u64 = 1_000_000_000;
+/// Device cycles the device runs ahead at a host PCT point: 50 us, long
+/// enough for every PCIe round trip and for a dispatcher to fill a
+/// completion queue, while the host holds still.
+pub const HOST_PCT_RUN_CYCLES: u64 = 50_000;
+
+/// The host's part of the seeded schedule: at each host access to
+/// device-visible state (BAR reads and writes, sysmem reads and claims),
+/// the embedded simulator's device first runs for the modelled host time
+/// since the last access, plus what this says. Its random numbers come from
+/// streams of their own, forked from the simulator's seed, so turning it on
+/// does not reshuffle the device's other streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostSchedule {
+    /// A seeded `0..=jitter_cycles` more at every access (0: none).
+    pub jitter_cycles: u64,
+    /// PCT for the host: chosen accesses where the device runs far ahead.
+    pub pct: Option<HostPct>,
+}
+
+/// PCT host points: `points` distinct accesses drawn uniformly from the
+/// first `steps` host accesses of the run; before each the device runs
+/// [`HOST_PCT_RUN_CYCLES`] (the host is the lowest-priority thread there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostPct {
+    pub points: u32,
+    pub steps: u64,
+}
+
+impl HostSchedule {
+    /// Whether it asks for anything beyond the modelled costs.
+    pub fn is_active(&self) -> bool {
+        self.jitter_cycles > 0 || self.pct.is_some()
+    }
+
+    /// Checks its bounds.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(DriverError::Invalid(m));
+        if self.jitter_cycles > MAX_HOST_JITTER_CYCLES {
+            return bad(format!("host jitter of {} cycles (0..={MAX_HOST_JITTER_CYCLES})", self.jitter_cycles));
+        }
+        if let Some(p) = self.pct {
+            if p.points == 0 || p.points > MAX_HOST_PCT_POINTS || p.steps == 0 || p.steps > MAX_HOST_PCT_STEPS {
+                return bad(format!(
+                    "host PCT of {} points in {} steps (points 1..={MAX_HOST_PCT_POINTS}, steps 1..={MAX_HOST_PCT_STEPS})",
+                    p.points, p.steps
+                ));
+            }
+            if p.points as u64 > p.steps {
+                return bad(format!("host PCT: {} points cannot be distinct in {} steps", p.points, p.steps));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Known host-side bug classes, re-created on purpose so the campaign tools
@@ -87,11 +161,28 @@ pub enum HostBug {
     /// chunk is still to be read from there, and that chunk relays the new
     /// bytes (a kernel crashes, or stores what another program's args say).
     StagedReuseEarly,
+    /// The completion read pointer the host writes back wraps without
+    /// flipping its toggle (the host keeps the toggle of its first lap).
+    /// From the host's second lap on, the dispatcher reads the ring as
+    /// fuller than it is and waits for room the host has freed: a deadlock
+    /// once the ring is more than half full behind the published pointer.
+    CompletionRdWithoutToggle,
+    /// The device's issue-queue read pointer and fetch count are loaded once
+    /// per wait for space, as a compiler may hoist a load of memory not
+    /// marked volatile out of the wait loop. Once the issue queue or the
+    /// fetch queue fills, the host spins on the stale value while the
+    /// prefetcher, having run everything, waits for the next entry: a
+    /// deadlock whose dump shows space the host did not see.
+    HoistedPointerLoad,
 }
 
 impl HostBug {
-    pub const ALL: [(&'static str, HostBug); 2] =
-        [("no-drain", HostBug::NoDrainWhileReserving), ("staged-reuse-early", HostBug::StagedReuseEarly)];
+    pub const ALL: [(&'static str, HostBug); 4] = [
+        ("no-drain", HostBug::NoDrainWhileReserving),
+        ("staged-reuse-early", HostBug::StagedReuseEarly),
+        ("completion-rd-no-toggle", HostBug::CompletionRdWithoutToggle),
+        ("hoisted-pointer-load", HostBug::HoistedPointerLoad),
+    ];
 
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.iter().find(|(n, _)| *n == name).map(|&(_, b)| b)
@@ -122,6 +213,9 @@ impl Default for DeviceConfig {
             host_bug: None,
             stage_min_bytes: DEFAULT_STAGE_MIN_BYTES,
             drain_every_polls: 1,
+            host_schedule: HostSchedule::default(),
+            #[cfg(feature = "mutants")]
+            host_mutant: None,
         }
     }
 }
@@ -181,7 +275,7 @@ impl DeviceConfig {
         if let (Some(board), Some(h)) = (self.board, &self.harvesting) {
             cqlab_abi::soc::ChipLayout::new(board, h.clone()).map_err(|e| DriverError::Invalid(e.to_string()))?;
         }
-        Ok(())
+        self.host_schedule.validate()
     }
 }
 

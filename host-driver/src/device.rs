@@ -46,6 +46,8 @@ impl Device {
     /// another board or harvesting is refused.
     pub fn with_backend(mut backend: Box<dyn Backend>, mut cfg: DeviceConfig) -> Result<Self> {
         cfg.validate()?;
+        #[cfg(feature = "mutants")]
+        crate::queue::mutant::check(&cfg)?;
         let (board, harvesting) = backend.identify()?;
         if let Some(want) = cfg.board.filter(|&b| b != board) {
             return Err(DriverError::Invalid(format!(

@@ -155,6 +155,117 @@ pub struct QueuePointers {
     pub last_event_done: u32,
 }
 
+/// A fetch-queue entry the host rang.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct RungEntry {
+    /// Its number among the queue's entries since boot, and its slot.
+    pub number: u32,
+    pub slot: u32,
+    /// The entry as written (`cqlab_abi::fetch_queue::FetchEntry`).
+    pub raw: u32,
+    /// Issue-queue write pointer where its chunk's ring bytes start.
+    pub issue_at: u32,
+}
+
+/// Fetch entries rung that a dump lists per queue, newest last.
+pub const RUNG_KEPT: usize = 4;
+
+/// What the host had last published to one queue's device side: what a
+/// host-side root cause shows in.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HostPublished {
+    pub cq: u8,
+    /// Issue-queue write pointer after the last chunk rung (with toggle).
+    pub issue_wr: u32,
+    /// Fetch entries rung since boot, and the last few ([`RUNG_KEPT`]).
+    pub fetch_rung: u32,
+    pub last_rung: Vec<RungEntry>,
+    /// The prefetcher's issue read pointer and fetch count as the host last
+    /// read them (what it believes is free).
+    pub issue_rd_seen: u32,
+    pub fetched_seen: u32,
+    /// Completion read pointer the host last wrote to the dispatcher, and
+    /// how far it has consumed records (equal, in a correct host, once a
+    /// drain ends).
+    pub completion_rd_published: u32,
+    pub completion_rd_consumed: u32,
+    /// Program launches sent on this queue (launch numbers count them from
+    /// 1), and the latest launch a WAIT in its stream waits for.
+    pub launches: u64,
+    pub launch_waited: u64,
+}
+
+impl fmt::Display for HostPublished {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "host CQ{}: issue wr {:#x}; {} fetch entries rung", self.cq, self.issue_wr, self.fetch_rung)?;
+        if !self.last_rung.is_empty() {
+            let last: Vec<String> = self
+                .last_rung
+                .iter()
+                .map(|e| format!("#{} slot {} = {:#x} at {:#x}", e.number, e.slot, e.raw, e.issue_at))
+                .collect();
+            write!(f, " (last: {})", last.join(", "))?;
+        }
+        write!(f, "; read issue rd {:#x}, fetched {}", self.issue_rd_seen, self.fetched_seen)?;
+        write!(f, "; completion rd published {:#x}", self.completion_rd_published)?;
+        if self.completion_rd_consumed != self.completion_rd_published {
+            write!(f, " (consumed to {:#x})", self.completion_rd_consumed)?;
+        }
+        write!(f, "; {} launches, WAITs up to launch {}", self.launches, self.launch_waited)
+    }
+}
+
+/// What a device core waiting on the host waits for, beside what the host
+/// had published there (a link of the wait-for chain).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostSide {
+    /// A prefetcher waits for fetch entry `consumed` (its fetch count);
+    /// the host had rung `rung` entries (`None`: another process's host).
+    FetchEntry { cq: u8, consumed: u32, rung: Option<u32> },
+    /// A dispatcher waits for completion-queue room: its write pointer,
+    /// and the read pointer the host had published and consumed to.
+    CompletionRoom { cq: u8, wr: u32, published: u32, consumed: Option<u32> },
+}
+
+impl HostSide {
+    /// Whether the host's own state explains the wait: it published all it
+    /// had (the host waits on the device while the device waits on it), or
+    /// it published less than it had consumed.
+    pub fn verdict(&self) -> &'static str {
+        match *self {
+            HostSide::FetchEntry { consumed, rung: Some(rung), .. } if rung != consumed => {
+                "entries are published the prefetcher does not see"
+            }
+            HostSide::CompletionRoom { published, consumed: Some(consumed), .. } if published != consumed => {
+                "the host consumed records it did not publish"
+            }
+            HostSide::FetchEntry { .. } => "the host has published no further entry",
+            HostSide::CompletionRoom { .. } => "the host has not freed the records",
+        }
+    }
+}
+
+impl fmt::Display for HostSide {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostSide::FetchEntry { cq, consumed, rung } => {
+                write!(f, "host (CQ{cq} prefetcher waits for fetch entry #{consumed}")?;
+                if let Some(rung) = rung {
+                    write!(f, "; the host rang {rung}")?;
+                }
+                write!(f, ": {})", self.verdict())
+            }
+            HostSide::CompletionRoom { cq, wr, published, consumed } => {
+                write!(f, "host (CQ{cq} dispatcher waits for completion room at wr {wr:#x}; the host published rd {published:#x}")?;
+                if let Some(c) = consumed.filter(|c| c != published) {
+                    write!(f, ", consumed to {c:#x}")?;
+                }
+                write!(f, ": {})", self.verdict())
+            }
+        }
+    }
+}
+
 /// One trace record of a core's ring.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceLine {
@@ -261,8 +372,10 @@ pub enum Link {
     /// A core (its state is in the dump's `cores`); `on_event_of`: it waits
     /// on an event of that queue.
     Core { core: Coord, on_event_of: Option<u8> },
-    /// The device waits on the host while the host waits on the device.
-    HostLoop,
+    /// The device waits on the host while the host waits on the device:
+    /// what the device waits for, and what the host had published (when
+    /// the dump has the queue's pointers).
+    HostLoop(Option<HostSide>),
     /// A dispatcher waits for worker completions while no worker runs.
     ShortCount { semaphore: u32, value: u32 },
 }
@@ -272,6 +385,9 @@ pub struct HangDump {
     pub waited_for: Wait,
     pub device_cycle: u64,
     pub queues: Vec<QueuePointers>,
+    /// What the host had last published per queue (empty for an observer
+    /// of another process's device).
+    pub host: Vec<HostPublished>,
     pub cores: Vec<CoreState>,
     /// Host first, then each core waited on.
     pub chain: Vec<Link>,
@@ -296,7 +412,8 @@ impl HangDump {
     pub fn link_text(&self, link: &Link) -> String {
         match link {
             Link::Host(wait) => format!("host waiting for {wait}"),
-            Link::HostLoop => "host (waits on the device while the device waits on the host)".into(),
+            Link::HostLoop(Some(side)) => side.to_string(),
+            Link::HostLoop(None) => "host (waits on the device while the device waits on the host)".into(),
             Link::ShortCount { semaphore, value } => {
                 format!("no worker running: completion count short (semaphore {semaphore} = {value})")
             }
@@ -344,10 +461,11 @@ impl HangDump {
 
 impl Serialize for HangDump {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("HangDump", 6)?;
+        let mut st = s.serialize_struct("HangDump", 7)?;
         st.serialize_field("waited_for", &self.waited_for.to_string())?;
         st.serialize_field("device_cycle", &self.device_cycle)?;
         st.serialize_field("queues", &self.queues)?;
+        st.serialize_field("host", &self.host)?;
         st.serialize_field("cores", &self.cores)?;
         st.serialize_field("chain", &self.chain_text())?;
         st.serialize_field("deadlock", &self.deadlock)?;
@@ -369,6 +487,9 @@ impl fmt::Display for HangDump {
                 q.cq, q.issue_wr, q.issue_rd, q.fetch_issued, q.fetch_consumed, q.completion_rd, q.completion_wr,
                 q.workers_outstanding, q.last_event_done
             )?;
+        }
+        for h in &self.host {
+            writeln!(f, "{h}")?;
         }
         for c in self.cores.iter().filter(|c| !c.idle()) {
             write!(f, "{:<16} {:<8} {:<5}", c.role.to_string(), c.core.to_string(), c.waypoint.to_string())?;

@@ -4,7 +4,9 @@
 //! chip alone, with the queues' pointers handed in.
 
 use crate::backend::{read_struct, Backend};
-pub use crate::dump::{CoreState, ErrorReport, HangDump, Link, QueuePointers, Role, SubCore, TraceLine, Wait};
+pub use crate::dump::{
+    CoreState, ErrorReport, HangDump, HostPublished, HostSide, Link, QueuePointers, Role, SubCore, TraceLine, Wait,
+};
 use crate::error::Result;
 use crate::geometry::{CoreId, Topology};
 use cqlab_abi::arch::tensix::Processor;
@@ -19,26 +21,48 @@ const LAST_RECORDS: u32 = 8;
 
 impl HangDump {
     /// Reads every tile of `chip` that runs firmware, and the queues'
-    /// pointers from `queues`; the chain starts at the queue `waited_for`
-    /// names.
+    /// pointers from `queues`, beside what the host had published (`host`);
+    /// the chain starts at the queue `waited_for` names.
     pub fn collect(
         backend: &mut dyn Backend,
         chip: &Topology,
         queues: impl FnOnce(&mut dyn Backend) -> Result<Vec<QueuePointers>>,
+        host: Vec<HostPublished>,
         waited_for: Wait,
     ) -> Result<Self> {
         let device_cycle = backend.poll()?;
         let queues = queues(backend)?;
         let cores = chip.all_cores().map(|c| core_state(backend, chip, c)).collect::<Result<Vec<_>>>()?;
-        let mut dump = Self { waited_for, device_cycle, queues, cores, chain: Vec::new(), deadlock: false };
-        (dump.chain, dump.deadlock) = chain(chip, &dump.cores, &dump.waited_for);
+        let mut dump = Self { waited_for, device_cycle, queues, host, cores, chain: Vec::new(), deadlock: false };
+        (dump.chain, dump.deadlock) = dump.chain_for(chip, &dump.waited_for);
         Ok(dump)
     }
 
     /// The wait-for chain from queue `cq` over this dump's cores (a live
     /// dump follows every queue, not only the one a host waited on).
     pub fn chain_from(&self, chip: &Topology, cq: u8) -> (Vec<Link>, bool) {
-        chain(chip, &self.cores, &Wait::Live { cq })
+        self.chain_for(chip, &Wait::Live { cq })
+    }
+
+    fn chain_for(&self, chip: &Topology, waited_for: &Wait) -> (Vec<Link>, bool) {
+        chain(chip, &self.cores, &|cq, prefetcher| self.host_side(cq, prefetcher), waited_for)
+    }
+
+    /// What queue `cq`'s prefetcher (or dispatcher) waits for from the
+    /// host, with what the host had published there.
+    fn host_side(&self, cq: u8, prefetcher: bool) -> Option<HostSide> {
+        let q = self.queues.iter().find(|q| q.cq == cq)?;
+        let host = self.host.iter().find(|h| h.cq == cq);
+        Some(if prefetcher {
+            HostSide::FetchEntry { cq, consumed: q.fetch_consumed, rung: host.map(|h| h.fetch_rung) }
+        } else {
+            HostSide::CompletionRoom {
+                cq,
+                wr: q.completion_wr,
+                published: host.map_or(q.completion_rd, |h| h.completion_rd_published),
+                consumed: host.map(|h| h.completion_rd_consumed),
+            }
+        })
     }
 }
 
@@ -107,8 +131,15 @@ fn core_state(backend: &mut dyn Backend, chip: &Topology, c: Coord) -> Result<Co
     })
 }
 
-/// Follows waypoints from the queue the host waited on, down to the root.
-fn chain(chip: &Topology, cores: &[CoreState], waited_for: &Wait) -> (Vec<Link>, bool) {
+/// Follows waypoints from the queue the host waited on, down to the root;
+/// `host_side(cq, is_prefetcher)` says what a CQ core waiting on the host
+/// waits for.
+fn chain(
+    chip: &Topology,
+    cores: &[CoreState],
+    host_side: &dyn Fn(u8, bool) -> Option<HostSide>,
+    waited_for: &Wait,
+) -> (Vec<Link>, bool) {
     let find = |c: Coord| cores.iter().find(|s| s.core == c);
     let mut chain = vec![Link::Host(waited_for.clone())];
     let Some(q) = waited_for.cq().filter(|&q| q < chip.num_cqs()) else { return (chain, false) };
@@ -130,7 +161,7 @@ fn chain(chip: &Topology, cores: &[CoreState], waited_for: &Wait) -> (Vec<Link>,
             w if w == waypoint::PSW || w == waypoint::DAPW => Some(chip.dispatcher(cq_of)),
             w if w == waypoint::UAPW => Some(chip.prefetcher(cq_of)),
             w if w == waypoint::HQW || w == waypoint::QRBW => {
-                chain.push(Link::HostLoop);
+                chain.push(Link::HostLoop(host_side(cq_of, is_prefetcher)));
                 return (chain, true);
             }
             w if w == waypoint::PWW && !is_prefetcher => match s.wait_target {

@@ -23,6 +23,8 @@ pub mod error;
 pub mod events;
 pub mod geometry;
 pub mod hang_dump;
+#[cfg(feature = "sim")]
+pub mod host_clock;
 pub mod kernel;
 pub mod program;
 pub mod queue;
@@ -36,7 +38,7 @@ pub mod ttkmd;
 pub mod wait;
 
 pub use buffer::{Buffer, Placement};
-pub use config::{DeviceConfig, HostBug};
+pub use config::{DeviceConfig, HostBug, HostPct, HostSchedule};
 pub use cqlab_abi::encode::PackedData;
 pub use device::Device;
 pub use error::{DriverError, Result};

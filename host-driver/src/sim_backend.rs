@@ -1,13 +1,19 @@
 //! The embedded simulator backend: the chip runs in this process and only
-//! advances when the host polls, so seed + configuration + host program
+//! advances inside the host's calls, so seed + configuration + host program
 //! give a bit-identical run. The host reaches it as it reaches a card:
 //! through BAR0, its TLB windows configured with the chip's TLB registers
 //! ([`crate::tlb`]). BAR access costs are the chip model's own
-//! ([`cqlab_sim::bar`]), so the daemon charges the same device time.
+//! ([`cqlab_sim::bar`]), so the daemon charges the same device time. Every
+//! BAR access and every sysmem read or claim is a scheduling point of the
+//! host's clock ([`crate::host_clock`]): the device runs before it takes
+//! effect, for the host time since the last one and what the host schedule
+//! adds.
 
 use crate::backend::{check_sysmem, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES};
+use crate::config::HostSchedule;
 use crate::error::{DriverError, Result};
 use crate::geometry::CoreId;
+use crate::host_clock::{Access, HostClock};
 use crate::tlb::{RegisterWindows, TlbBar, Windows};
 use cqlab_abi::arch::tlb::TlbConfig;
 use cqlab_abi::arch::ArchParams;
@@ -19,6 +25,7 @@ pub struct EmbeddedSim {
     chip: SimBar,
     windows: Windows,
     poll_cycles: u64,
+    clock: HostClock,
 }
 
 /// The chip's BAR0 as the window manager drives it.
@@ -47,14 +54,29 @@ impl TlbBar for SimBar {
 
 impl EmbeddedSim {
     /// A chip whose sysmem is host memory from [`crate::sysmem::alloc`]
-    /// (huge pages when available), lent to the simulator.
-    pub fn new(cfg: SimConfig) -> Result<Self> {
+    /// (huge pages when available), lent to the simulator; the host's
+    /// accesses interleave with it as `host` says, from the chip's seed.
+    pub fn new(cfg: SimConfig, host: HostSchedule) -> Result<Self> {
+        host.validate()?;
         let (map, _) = crate::sysmem::alloc(cfg.sysmem_size)?;
         let sysmem = cqlab_sim::memory::Sysmem::External(Box::new(map));
+        let clock = HostClock::new(cfg.seed, host);
         let chip = Chip::with_sysmem(cfg, sysmem).map_err(sim_err)?;
         let regs = RegisterWindows::new(chip.arch());
         let windows = Windows::new(regs.count());
-        Ok(Self { chip: SimBar { chip, regs }, windows, poll_cycles: DEFAULT_POLL_CYCLES })
+        Ok(Self { chip: SimBar { chip, regs }, windows, poll_cycles: DEFAULT_POLL_CYCLES, clock })
+    }
+    /// The host's clock: its schedule and what it has done.
+    pub fn host_clock(&self) -> &HostClock {
+        &self.clock
+    }
+    /// A scheduling point: the device runs what the host's clock says
+    /// before access `a` takes effect (the one hook into the chip's
+    /// scheduler: [`Chip::host_poll`], which also charges posted BAR time).
+    fn host_access(&mut self, a: Access) {
+        if let Some(cycles) = self.clock.before(a) {
+            self.chip.chip.host_poll(cycles);
+        }
     }
     pub fn chip(&self) -> &Chip {
         &self.chip.chip
@@ -80,30 +102,37 @@ impl Backend for EmbeddedSim {
         self.chip.chip.arch()
     }
     fn write(&mut self, addr: NocAddr, data: &[u8]) -> Result<()> {
+        self.host_access(Access::BarWrite);
         self.windows.write(&mut self.chip, addr, data)
     }
     fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
+        self.host_access(Access::BarRead);
         self.windows.read(&mut self.chip, addr, buf)
     }
     fn bar0_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
+        self.host_access(Access::BarRead);
         self.chip_mut().bar_read(0, offset as u64, buf).map_err(sim_err)
     }
     fn sysmem_len(&self) -> usize {
         self.chip().config().sysmem_size
     }
     fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
-        // The device runs only inside our calls: a plain copy is a snapshot.
         let r = check_sysmem(offset, buf.len(), self.sysmem_len())?;
+        // The device runs only inside our calls: after the point, a plain
+        // copy is a snapshot.
+        self.host_access(Access::SysmemRead(buf.len()));
         buf.copy_from_slice(&self.chip().sysmem()[r]);
         Ok(())
     }
     fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]> {
         let r = check_sysmem(offset, len, self.sysmem_len())?;
+        // The host's stores into the claimed bytes all land at this point.
+        self.host_access(Access::SysmemWrite(len));
         let bytes = self.chip_mut().sysmem_mut().expect("the embedded simulator's sysmem is not shared");
         Ok(&mut bytes[r])
     }
     fn poll(&mut self) -> Result<u64> {
-        let cycles = self.poll_cycles;
+        let cycles = self.poll_cycles + self.clock.take_owed();
         Ok(self.chip_mut().host_poll(cycles))
     }
     fn now(&self) -> u64 {
@@ -139,7 +168,8 @@ impl Introspect for EmbeddedSim {
         Ok(true)
     }
     fn run_cycles(&mut self, cycles: u64) -> Result<u64> {
-        Ok(self.chip_mut().host_poll(cycles))
+        let owed = self.clock.take_owed();
+        Ok(self.chip_mut().host_poll(cycles.saturating_add(owed)))
     }
     fn set_pc_sampling(&mut self, cores: &[CoreId]) -> Result<()> {
         let ids: Vec<_> =

@@ -5,7 +5,7 @@
 
 use crate::backend::Backend;
 use crate::config::DeviceConfig;
-use crate::dump::{HangDump, QueuePointers, Wait};
+use crate::dump::{HangDump, HostPublished, QueuePointers, Wait};
 use crate::error::{DeviceFault, DriverError, Result};
 use crate::geometry::{CoreId, Topology};
 use cqlab_abi::arch::tensix::Processor;
@@ -28,6 +28,9 @@ pub(crate) trait Waiting {
     fn checked(&mut self);
     /// Every queue's pointers now, for a dump.
     fn pointers(&mut self, backend: &mut dyn Backend, cfg: &DeviceConfig) -> Result<Vec<QueuePointers>>;
+    /// What the host had last published on each queue (none where the host
+    /// is another process).
+    fn host(&self) -> Vec<HostPublished>;
 }
 
 /// A dump of the device now, with the queues' pointers.
@@ -38,7 +41,8 @@ pub(crate) fn dump<Q: Waiting + ?Sized>(
     queues: &mut Q,
     wait: Wait,
 ) -> Result<Box<HangDump>> {
-    Ok(Box::new(HangDump::collect(backend, chip, |b| queues.pointers(b, cfg), wait)?))
+    let host = queues.host();
+    Ok(Box::new(HangDump::collect(backend, chip, |b| queues.pointers(b, cfg), host, wait)?))
 }
 
 /// Polls `ready` until it holds. Gives up after `stall_timeout_cycles`

@@ -60,7 +60,15 @@ impl Spec {
 /// Opens the backend `spec` names, adjusting `cfg` where the spec says
 /// (`embedded:...,slow`). Backends whose cargo feature is off say so.
 pub fn open(spec: &str, cfg: &mut DeviceConfig) -> Result<Box<dyn Backend>> {
-    match Spec::parse(spec)? {
+    let parsed = Spec::parse(spec)?;
+    if cfg.host_schedule.is_active() && !matches!(parsed, Spec::Embedded { .. }) {
+        // Elsewhere the device runs on its own clock: the host's accesses
+        // interleave with it however they do, not by a seed.
+        return Err(DriverError::Invalid(format!(
+            "a host schedule (host jitter, host PCT) needs the embedded simulator, not {spec:?}"
+        )));
+    }
+    match parsed {
         Spec::Embedded { seed, slow } => {
             cfg.slow_dispatch |= slow;
             embedded(seed, cfg)
@@ -105,7 +113,7 @@ pub fn embedded_with(sim: cqlab_sim::config::SimConfig, cfg: &DeviceConfig) -> R
             sim.sysmem_size
         )));
     }
-    crate::sim_backend::EmbeddedSim::new(sim)
+    crate::sim_backend::EmbeddedSim::new(sim, cfg.host_schedule)
 }
 
 #[cfg(feature = "daemon")]

@@ -1,10 +1,11 @@
 //! The completion rings: the host reads the dispatcher's records (read-back
 //! data, events) and writes its read pointer back; and the waits for them.
 
+use super::mutant::mutant;
 use super::ops::PendingRead;
 use super::state::{Queues, EVENT_CYCLES_KEPT};
 use crate::backend::Backend;
-use crate::config::DeviceConfig;
+use crate::config::{DeviceConfig, HostBug};
 use crate::dump::Wait;
 use crate::error::{DeviceFault, DriverError, Result};
 use crate::events::Event;
@@ -19,16 +20,33 @@ use zerocopy::{FromBytes, FromZeros, IntoBytes};
 impl Queues {
     /// Consumes every completion record queue `q` has written.
     fn drain(&mut self, backend: &mut dyn Backend, cfg: &DeviceConfig, q: u8) -> Result<()> {
-        let wr = RingPtr(self.header_word(backend, q, COMPLETION_WR_PTR)?);
         let cq = &self.list[q as usize];
         let (size, base, mut rd) = (cq.layout.completion_size, cq.layout.completion_base() as usize, cq.completion_rd);
+        // The next record's header, read before the pointer that covers it.
+        let mut early = None;
+        if mutant!(cfg, "host-completion-read-before-pointer") {
+            let mut header = CompletionHeader::new_zeroed();
+            backend.sysmem_read(base + rd.offset_bytes() as usize, header.as_mut_bytes())?;
+            early = Some(header);
+        }
+        let wr = RingPtr(self.header_word(backend, q, COMPLETION_WR_PTR)?);
         if rd == wr {
             return Ok(());
+        }
+        let dispatcher_rd = NocAddr::unicast(self.chip.dispatcher(q), mailbox::COMPLETION_RD_PTR as u64);
+        let published_early = mutant!(cfg, "host-completion-rd-before-consume");
+        if published_early {
+            // Frees the records before they are read.
+            backend.write_u32(dispatcher_rd, wr.0)?;
+            self.list[q as usize].completion_rd_published = wr;
         }
         while rd != wr {
             let at = base + rd.offset_bytes() as usize;
             let mut header = CompletionHeader::new_zeroed();
-            backend.sysmem_read(at, header.as_mut_bytes())?;
+            match early.take() {
+                Some(h) => header = h,
+                None => backend.sysmem_read(at, header.as_mut_bytes())?,
+            }
             let record = record_size(header.length);
             let kind = CompletionKind::from_u8(header.kind);
             let expected_seq = self.list[q as usize].completions as u32;
@@ -72,7 +90,18 @@ impl Queues {
             rd = rd.advance(record, size);
         }
         self.list[q as usize].completion_rd = rd;
-        backend.write_u32(NocAddr::unicast(self.chip.dispatcher(q), mailbox::COMPLETION_RD_PTR as u64), rd.0)
+        if published_early {
+            return Ok(());
+        }
+        // Known host bug: the pointer written back keeps its first lap's toggle.
+        let publish = if cfg.host_bug == Some(HostBug::CompletionRdWithoutToggle) {
+            RingPtr::new(rd.offset_bytes(), false)
+        } else {
+            rd
+        };
+        backend.write_u32(dispatcher_rd, publish.0)?;
+        self.list[q as usize].completion_rd_published = publish;
+        Ok(())
     }
 
     /// `drain_all` from inside a wait: only every

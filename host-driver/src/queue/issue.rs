@@ -3,6 +3,7 @@
 //! While it waits for ring space or a fetch slot it keeps draining every
 //! completion queue, so no enqueue depth deadlocks.
 
+use super::mutant::mutant;
 use super::state::{Queue, Queues};
 use crate::backend::Backend;
 use crate::config::{DeviceConfig, HostBug};
@@ -37,8 +38,13 @@ impl Queue {
     /// pointer, wrapping at its end. The space must be free (`reserve`
     /// waited for it): the device reads it only after the doorbell.
     fn copy_to_issue(&self, backend: &mut dyn Backend, parts: &[&[u8]]) -> Result<()> {
+        self.copy_to_issue_at(backend, self.issue_wr, parts)
+    }
+
+    /// [`Queue::copy_to_issue`] from ring position `at`.
+    fn copy_to_issue_at(&self, backend: &mut dyn Backend, at: RingPtr, parts: &[&[u8]]) -> Result<()> {
         let (base, size) = (self.layout.issue_base() as usize, self.layout.issue_size as usize);
-        let mut off = self.issue_wr.offset_bytes() as usize;
+        let mut off = at.offset_bytes() as usize;
         for part in parts {
             let first = (size - off).min(part.len());
             backend.sysmem_claim(base + off, first)?.copy_from_slice(&part[..first]);
@@ -68,6 +74,16 @@ impl Queues {
         let len = chunk.len() as u32;
         let entry = entry(len as u64, stall)?;
         self.reserve(backend, cfg, q, len)?;
+        let tail = PCIE_ALIGNMENT.min(chunk.len().saturating_sub(16));
+        if mutant!(cfg, "host-doorbell-before-chunk-tail") && tail > 0 {
+            // The chunk's last line is stored after its doorbell.
+            let (body, last) = chunk.split_at(chunk.len() - tail);
+            let cq = &self.list[q as usize];
+            let at = cq.issue_wr.advance(body.len() as u32, cq.layout.issue_size);
+            cq.copy_to_issue(backend, &[body])?;
+            self.ring_doorbell(backend, cfg, q, entry, len)?;
+            return self.list[q as usize].copy_to_issue_at(backend, at, &[last]);
+        }
         self.list[q as usize].copy_to_issue(backend, &[chunk])?;
         self.ring_doorbell(backend, cfg, q, entry, len)
     }
@@ -85,7 +101,7 @@ impl Queues {
     ) -> Result<()> {
         let cq = &self.list[q as usize];
         let contiguous = cq.layout.issue_size - cq.issue_wr.offset_bytes();
-        if cq.capture.is_some() || size as u32 > contiguous {
+        if cq.capture.is_some() || size as u32 > contiguous || mutant!(cfg, "host-doorbell-before-chunk-tail") {
             let c = chunk(size, build)?;
             return self.submit(backend, cfg, q, &c, false);
         }
@@ -138,6 +154,11 @@ impl Queues {
         // `SOURCE_OFFSET`), written before the entry: the prefetcher reads
         // them once it is nonzero.
         let words = [(at / unit) as u32, split.raw()];
+        if mutant!(cfg, "host-doorbell-before-gather-words") {
+            self.ring_doorbell(backend, cfg, q, entry, ring)?;
+            backend.write(word(fetch_queue::source_addr(slot)), words.as_bytes())?;
+            return Ok(number);
+        }
         backend.write(word(fetch_queue::source_addr(slot)), words.as_bytes())?;
         self.ring_doorbell(backend, cfg, q, entry, ring)?;
         Ok(number)
@@ -157,18 +178,23 @@ impl Queues {
             return Err(DriverError::Invalid(format!("{len}-byte chunk exceeds the issue queue or chunk area")));
         }
         let entries = cfg.fetch_entries;
+        let (any_space, extra_slot) =
+            (mutant!(cfg, "host-issue-space-unchecked"), mutant!(cfg, "host-fetch-slot-reuse-early") as u32);
         let fits = |cq: &Queue| {
             let free = size - RingPtr::used(cq.issue_wr, cq.issue_rd_seen, size);
-            free >= len && cq.fetch_issued.wrapping_sub(cq.fetched_seen) < entries
+            (free >= len || any_space) && cq.fetch_issued.wrapping_sub(cq.fetched_seen) < entries + extra_slot
         };
         let drain = cfg.host_bug != Some(HostBug::NoDrainWhileReserving);
+        // Known host bug: the pointers are loaded once per wait.
+        let (hoisted, mut loaded) = (cfg.host_bug == Some(HostBug::HoistedPointerLoad), false);
         let what = || Wait::IssueSpace { cq: q, bytes: len };
         let chip = self.chip.clone();
         crate::wait::until(backend, cfg, &chip, self, what, |backend, queues| {
             if drain {
                 queues.drain_in_wait(backend, cfg)?;
             }
-            if !fits(&queues.list[q as usize]) {
+            if !fits(&queues.list[q as usize]) && !(hoisted && loaded) {
+                loaded = true;
                 let issue_rd = RingPtr(queues.header_word(backend, q, ISSUE_RD_PTR)?);
                 let fetched = queues.header_word(backend, q, FETCH_RD_COUNT)?;
                 let cq = &mut queues.list[q as usize];
@@ -195,6 +221,7 @@ impl Queues {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         let slot_addr = NocAddr::unicast(prefetcher, fetch_queue::slot_addr(slot) as u64);
         backend.write_u32(slot_addr, entry.raw())?;
+        cq.rung(slot, entry.raw(), cq.issue_wr);
         cq.issue_wr = cq.issue_wr.advance(ring, cq.layout.issue_size);
         cq.fetch_issued = cq.fetch_issued.wrapping_add(1);
         Ok(())

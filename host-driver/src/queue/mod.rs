@@ -13,10 +13,13 @@
 //! - `programs`, `stream`, `staged`, `program_state`, `staging`: programs,
 //!   their dispatch stream, blobs staged in sysmem, what the workers hold.
 //! - `slow`: slow dispatch, through the BAR.
+//! - [`mutant`]: host mutants, one protocol step of the host reordered or
+//!   loosened each, chosen at build time.
 
 mod capture;
 mod completion;
 mod issue;
+pub mod mutant;
 mod ops;
 mod pointers;
 mod program_state;

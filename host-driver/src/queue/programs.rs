@@ -8,6 +8,7 @@
 //! Large binaries and arg blocks are staged in sysmem and gathered into
 //! the chunk by the prefetcher (`super::staged`) rather than copied.
 
+use super::mutant::mutant;
 use super::ops::CommandQueue;
 use super::program_state::{slot_addr, SlotChoice};
 use super::stream::{launch_message, stream_size, write_program, Stream};
@@ -38,18 +39,20 @@ impl CommandQueue<'_> {
         if self.cfg.slow_dispatch {
             return self.slow_program(program, &plan, grid);
         }
+        // Mutant: the WAIT reaches one launch short of the last user.
+        let wait_for = plan.wait_for.saturating_sub(mutant!(self.cfg, "host-config-wait-one-short") as u64);
         let host = self.host();
         let number = host.program_launches + 1;
         // The last program using what this one overwrites, by its distance
         // back; further back than the launch ring it has finished already.
-        let back = number - plan.wait_for;
-        let needed = plan.wait_for > host.waited_launch && back <= LAUNCH_RING_ENTRIES as u64;
+        let back = number - wait_for;
+        let needed = wait_for > host.waited_launch && back <= LAUNCH_RING_ENTRIES as u64;
         // A WAIT that must be sent anyway reaches `WAIT_REACH` launches back
         // when that is later than needed, so the next programs, which reuse
         // what the following launches used, find it already waited for: a
         // WAIT every few programs instead of one each (each costs the
         // dispatcher a command) when every program reuses config-ring bytes.
-        let waited = if needed { plan.wait_for.max(number.saturating_sub(WAIT_REACH)) } else { plan.wait_for };
+        let waited = if needed { wait_for.max(number.saturating_sub(WAIT_REACH)) } else { wait_for };
         let wait = needed.then_some((number - waited) as u32);
         // In a capture, a wait for the launch before the replay is made by
         // the replay itself, before the trace (see `super::capture`).

@@ -7,6 +7,7 @@
 //! in the issue queue, the staged piece and its tail in the issue queue
 //! again.
 
+use super::mutant::mutant;
 use super::ops::CommandQueue;
 use super::staging::Placed;
 use super::stream::{program_writes, Blob, Stream};
@@ -55,6 +56,11 @@ impl CommandQueue<'_> {
         // Place the large ones (written into sysmem now if not there yet).
         let next = self.host().fetch_issued;
         let early = self.cfg.host_bug == Some(HostBug::StagedReuseEarly);
+        // Mutant: the entry being fetched counts as taken.
+        let at_entry = mutant!(self.cfg, "host-staged-reuse-while-fetching") as i32;
+        // Mutant: fresh blobs are written after the doorbell of the first chunk gathering them.
+        let write_late = mutant!(self.cfg, "host-doorbell-before-staged-blob");
+        let mut unwritten = Vec::new();
         let mut placed: Vec<Option<Placed>> = Vec::with_capacity(items.len());
         for &(_, blob) in &items {
             let len = blob.len(program) as usize;
@@ -69,7 +75,7 @@ impl CommandQueue<'_> {
                     } else {
                         self.host().fetched_seen
                     };
-                    let released = |entry: u32| early || fetched.wrapping_sub(entry) as i32 > 0;
+                    let released = |entry: u32| early || fetched.wrapping_sub(entry) as i32 + at_entry > 0;
                     let staging = self.host().staging.as_mut().expect("checked above");
                     p = staging.place(key, len as u64, next, released);
                     if p.is_some() {
@@ -77,7 +83,9 @@ impl CommandQueue<'_> {
                     }
                 }
             }
-            if let Some(p) = p.filter(|p| p.fresh) {
+            if let Some(p) = p.filter(|p| p.fresh && write_late) {
+                unwritten.push((placed.len(), p));
+            } else if let Some(p) = p.filter(|p| p.fresh) {
                 let out = match self.backend.sysmem_claim(p.at as usize, p.len as usize) {
                     Ok(out) => out,
                     Err(e) => {
@@ -137,14 +145,16 @@ impl CommandQueue<'_> {
         }
         let mut scratch = std::mem::take(&mut self.host().scratch);
         scratch.resize(limit, 0);
-        let sent = self.submit_chunks(&ops, &chunks, &items, &placed, stream, &mut scratch);
+        let sent = self.submit_chunks(&ops, &chunks, &items, &placed, stream, &mut scratch, &mut unwritten);
         self.host().scratch = scratch;
         sent.map(|()| true)
     }
 
     /// Encodes each of `chunks` in `scratch` and sends it, gathered around
     /// its staged piece if it has one (whose bytes in `scratch` are never
-    /// written nor sent).
+    /// written nor sent). `unwritten` (a mutant's): fresh blobs, by item,
+    /// to write once the first chunk gathering them has been rung.
+    #[allow(clippy::too_many_arguments)]
     fn submit_chunks(
         &mut self,
         ops: &[Op],
@@ -153,6 +163,7 @@ impl CommandQueue<'_> {
         placed: &[Option<Placed>],
         stream: Stream<'_>,
         scratch: &mut [u8],
+        unwritten: &mut Vec<(usize, Placed)>,
     ) -> Result<()> {
         let Stream { program, all, msg, .. } = stream;
         let (q, header) = (self.q, DispatchSize::new().header().bytes());
@@ -175,7 +186,7 @@ impl CommandQueue<'_> {
                             w.write_linear_with(dst.offset(off as u64), len, |_| {})?;
                             let padded = len.next_multiple_of(16);
                             // The RELAY_INLINE header precedes the dispatch commands.
-                            staged = Some((header + w.len() - padded as usize, p, off as u64, padded));
+                            staged = Some((header + w.len() - padded as usize, p, off as u64, padded, item));
                         }
                         Op::Launch => w.launch(all, msg)?,
                     }
@@ -185,7 +196,7 @@ impl CommandQueue<'_> {
             let n = enc.len();
             let bytes = &scratch[..n];
             match staged {
-                Some((start, p, off, len)) => {
+                Some((start, p, off, len, item)) => {
                     let end = start + len as usize;
                     let entry = self.queues.submit_gathered(
                         self.backend,
@@ -197,6 +208,14 @@ impl CommandQueue<'_> {
                         &bytes[end..],
                     )?;
                     self.host().staging.as_mut().expect("staged").used_by(p.key, entry);
+                    if let Some(k) = unwritten.iter().position(|&(i, _)| i == item) {
+                        let (_, p) = unwritten.swap_remove(k);
+                        let out = self.backend.sysmem_claim(p.at as usize, p.len as usize)?;
+                        let blob = items[item].1;
+                        let n = blob.len(program) as usize;
+                        out[n..].fill(0);
+                        blob.write(program, &mut out[..n]);
+                    }
                 }
                 None => self.submit(bytes, false)?,
             }

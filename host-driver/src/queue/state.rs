@@ -7,7 +7,7 @@ use super::staging::Staging;
 use super::trace::Capture;
 use crate::backend::Backend;
 use crate::config::DeviceConfig;
-use crate::dump::QueuePointers;
+use crate::dump::{HostPublished, QueuePointers, RungEntry, RUNG_KEPT};
 use crate::error::{Result, StateError};
 use crate::geometry::Topology;
 use crate::wait::Waiting;
@@ -31,6 +31,10 @@ pub(crate) struct Queue {
     pub(super) issue_rd_seen: RingPtr,
     pub(super) fetched_seen: u32,
     pub(super) completion_rd: RingPtr,
+    /// The completion read pointer last written to the dispatcher.
+    pub(super) completion_rd_published: RingPtr,
+    /// The last fetch entries rung (`RUNG_KEPT`), oldest first.
+    pub(super) last_rung: VecDeque<RungEntry>,
     /// Worker completions launched on this queue not yet waited for.
     pub(super) workers_outstanding: u32,
     /// Completions the chunk being built will clear (see `submit_clearing`).
@@ -78,6 +82,8 @@ impl Queue {
             issue_rd_seen: RingPtr::default(),
             fetched_seen: 0,
             completion_rd: RingPtr::default(),
+            completion_rd_published: RingPtr::default(),
+            last_rung: VecDeque::with_capacity(RUNG_KEPT),
             workers_outstanding: 0,
             clear_pending: 0,
             last_event_done: 0,
@@ -94,6 +100,30 @@ impl Queue {
             staging: None,
             scratch: Vec::new(),
         }
+    }
+
+    /// What the host had last published on this queue (queue `q`).
+    pub(super) fn published(&self, q: u8) -> HostPublished {
+        HostPublished {
+            cq: q,
+            issue_wr: self.issue_wr.0,
+            fetch_rung: self.fetch_issued,
+            last_rung: self.last_rung.iter().copied().collect(),
+            issue_rd_seen: self.issue_rd_seen.0,
+            fetched_seen: self.fetched_seen,
+            completion_rd_published: self.completion_rd_published.0,
+            completion_rd_consumed: self.completion_rd.0,
+            launches: self.program_launches,
+            launch_waited: self.waited_launch,
+        }
+    }
+
+    /// Records fetch entry `raw` rung into `slot` for a chunk at `issue_at`.
+    pub(super) fn rung(&mut self, slot: u32, raw: u32, issue_at: RingPtr) {
+        if self.last_rung.len() == RUNG_KEPT {
+            self.last_rung.pop_front();
+        }
+        self.last_rung.push_back(RungEntry { number: self.fetch_issued, slot, raw, issue_at: issue_at.0 });
     }
 
     /// A fresh read-back tag (never 0).
@@ -184,5 +214,12 @@ impl Waiting for Queues {
 
     fn pointers(&mut self, backend: &mut dyn Backend, cfg: &DeviceConfig) -> Result<Vec<QueuePointers>> {
         (0..cfg.num_cqs).map(|q| self.pointers_of(backend, cfg, q)).collect()
+    }
+
+    fn host(&self) -> Vec<HostPublished> {
+        if self.observer {
+            return Vec::new();
+        }
+        self.list.iter().enumerate().map(|(q, cq)| cq.published(q as u8)).collect()
     }
 }

@@ -2,9 +2,11 @@
 //! which options the user set, CSV rows, and progress. Exit codes are in
 //! `crate::exit` (and `cqlab --help`).
 
-use cqlab_driver::config::DEFAULT_KERNEL_TIMEOUT_CYCLES;
+use cqlab_driver::config::{
+    DEFAULT_KERNEL_TIMEOUT_CYCLES, MAX_HOST_JITTER_CYCLES, MAX_HOST_PCT_POINTS, MAX_HOST_PCT_STEPS,
+};
 use cqlab_driver::wait::PROGRESS_CHECK_CYCLES;
-use cqlab_driver::DeviceConfig;
+use cqlab_driver::{DeviceConfig, HostPct, HostSchedule};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -38,6 +40,80 @@ impl Limits {
     pub fn apply(&self, cfg: &mut DeviceConfig) {
         cfg.stall_timeout_cycles = self.stall_timeout;
         cfg.kernel_timeout_cycles = self.kernel_timeout;
+    }
+}
+
+/// How the host's own accesses interleave with device time on the
+/// embedded simulator (`cqlab_driver::host_clock`), for every command that
+/// runs work on it: `race`, `stress`, `run`, `sweep`.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct HostArgs {
+    /// Host jitter: before each host access to the device (a BAR read or
+    /// write, a sysmem read or write) takes effect, the device runs a
+    /// seeded 0..=N cycles beyond the access's modelled cost (0..=10000;
+    /// default 0, for `race` 2000). Embedded simulator only.
+    #[arg(long, value_name = "CYCLES",
+          value_parser = clap::value_parser!(u64).range(0..=MAX_HOST_JITTER_CYCLES))]
+    pub host_jitter: Option<u64>,
+    /// Host PCT: this many host accesses, drawn per seed from the first
+    /// --host-pct-steps, where the device runs 50000 cycles ahead while the
+    /// host holds still (0 = off; 0..=64). Embedded simulator only.
+    #[arg(long, value_name = "POINTS", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=MAX_HOST_PCT_POINTS as i64))]
+    pub host_pct: u32,
+    /// Host accesses the --host-pct points are drawn from (1..=1000000000).
+    #[arg(long, value_name = "ACCESSES", default_value_t = DEFAULT_HOST_PCT_STEPS,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_HOST_PCT_STEPS))]
+    pub host_pct_steps: u64,
+}
+
+/// Default `--host-jitter` of `race`: its workloads hunt bugs on both
+/// sides of the protocol.
+pub const RACE_HOST_JITTER: u64 = 2000;
+/// Default `--host-pct-steps`: about the host accesses of one seed of the
+/// race workloads at their default sizes.
+pub const DEFAULT_HOST_PCT_STEPS: u64 = 20_000;
+
+impl HostArgs {
+    /// The schedule these options ask for, `--host-jitter` defaulting to
+    /// `default_jitter`.
+    pub fn schedule(&self, default_jitter: u64) -> HostSchedule {
+        HostSchedule {
+            jitter_cycles: self.host_jitter.unwrap_or(default_jitter),
+            pct: (self.host_pct > 0).then_some(HostPct { points: self.host_pct, steps: self.host_pct_steps }),
+        }
+    }
+
+    /// Refuses what does not go together: PCT steps without PCT, more
+    /// points than steps, any of them on a device other than the embedded
+    /// simulator (`device`, when the command takes one).
+    pub fn validate(&self, given: &Given<'_>, device: Option<&str>) -> Result<(), Usage> {
+        if self.host_pct == 0 {
+            given.refuse(&["host_pct_steps"], || "needs --host-pct above 0 (host PCT is off)".into())?;
+        }
+        crate::usage::ensure(self.host_pct as u64 <= self.host_pct_steps, || {
+            format!(
+                "--host-pct {} needs as many distinct accesses: --host-pct-steps {}",
+                self.host_pct, self.host_pct_steps
+            )
+        })?;
+        if let Some(spec) = device.filter(|d| !(*d == "embedded" || d.starts_with("embedded:"))) {
+            given.refuse(&["host_jitter", "host_pct", "host_pct_steps"], || {
+                format!("need the embedded simulator (--device {spec} runs the device on its own clock, not by a seed)")
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The options, written out so a replay line runs the same schedule
+    /// whatever the defaults become.
+    pub fn argv(&self, default_jitter: u64) -> Vec<String> {
+        let s = self.schedule(default_jitter);
+        let mut v = vec!["--host-jitter".to_owned(), s.jitter_cycles.to_string()];
+        if let Some(p) = s.pct {
+            v.extend(["--host-pct".to_owned(), p.points.to_string(), "--host-pct-steps".into(), p.steps.to_string()]);
+        }
+        v
     }
 }
 

@@ -144,6 +144,7 @@ mod tests {
             waited_for: wait.clone(),
             device_cycle: 0,
             queues: vec![],
+            host: vec![],
             cores: vec![],
             chain: vec![],
             deadlock: false,

@@ -38,6 +38,7 @@ pub fn validate(a: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
     if a.pct_depth == 0 {
         given.refuse(&["pct_steps"], || "needs --pct-depth above 0 (PCT is off)".into())?;
     }
+    a.host.validate(given, None)?;
     Plan::new(a.clone())?;
     Ok(())
 }
@@ -150,6 +151,7 @@ impl Plan {
             completion_size: a.completion_size,
             ring_pages: a.ring_pages,
             worker_kernel: "spin".into(),
+            host_schedule: a.host.schedule(crate::cli::RACE_HOST_JITTER),
             ..Default::default()
         };
         a.chip.apply(&mut cfg).expect("--chip and --harvest checked by Plan::new");
@@ -211,8 +213,9 @@ impl Plan {
             // Without PCT there are no PCT steps (the option is refused).
             opt("pct-steps", a.pct_steps.to_string());
         }
+        v.extend(a.host.argv(crate::cli::RACE_HOST_JITTER));
         for f in &a.faults {
-            opt("faults", f.clone());
+            v.extend(["--faults".to_owned(), f.clone()]);
         }
         v
     }
@@ -446,15 +449,18 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         outln!("{v}");
         return Ok(());
     }
+    let host = a.host.schedule(crate::cli::RACE_HOST_JITTER);
     let header = format!(
-        "race {} (firmware {}, shard {}, {} iterations, jitter {}, delay {}, pct depth {})",
+        "race {} (firmware {}, shard {}, {} iterations, jitter {}, delay {}, pct depth {}, host jitter {}, host pct {})",
         a.workload.name(),
         plan.cq_firmware.as_deref().unwrap_or("normal"),
         plan.shard,
         a.iterations,
         a.jitter,
         a.delay,
-        a.pct_depth
+        a.pct_depth,
+        host.jitter_cycles,
+        host.pct.map_or(0, |p| p.points)
     );
     report.print(&header);
     Ok(())

@@ -8,12 +8,14 @@
 //! - `cargo xtask cycles` fails on an import cycle between the modules of any crate.
 //! - `cargo xtask links` fails on a README or `docs/` link that does not resolve.
 //! - `cargo xtask mutants [--seeds N] [--only NAME,...]` builds each firmware
-//!   mutant (one ordering wait left out) and races it until caught.
+//!   mutant (one ordering wait left out) and races it until caught; with
+//!   `--host`, each host mutant (one host step reordered or loosened).
 
 mod cycles;
 mod demo;
 mod firmware;
 mod fuzz;
+mod host_mutants;
 mod links;
 mod mutants;
 mod toolchain;

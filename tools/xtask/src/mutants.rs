@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const USAGE: &str =
-    "usage: cargo xtask mutants [--seeds N] [--jobs J] [--only NAME,...] [--workloads W,...] [--tests] \
+    "usage: cargo xtask mutants [--host] [--seeds N] [--jobs J] [--only NAME,...] [--workloads W,...] [--tests] \
                      [--json FILE] [--list]";
 
 /// Workloads tried in turn, cheapest first.
@@ -47,6 +47,10 @@ struct Outcome {
 }
 
 pub fn command(root: &Path, args: &[String]) -> Result<()> {
+    if args.iter().any(|a| a == "--host") {
+        let rest: Vec<String> = args.iter().filter(|a| *a != "--host").cloned().collect();
+        return crate::host_mutants::command(root, &rest);
+    }
     let mut o = Options {
         seeds: 30,
         jobs: 2,

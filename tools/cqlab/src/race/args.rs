@@ -141,6 +141,8 @@ pub struct Args {
     /// (with --pct-depth; 1..=1000000000).
     #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub pct_steps: u64,
+    #[command(flatten)]
+    pub host: crate::cli::HostArgs,
     /// Faults, comma-separated (repeatable): stall=P[:CYCLES], jitter=N,
     /// slow=CORE@FACTOR (CORE: prefetcherQ, dispatcherQ, workerC.R),
     /// late-doorbell=N, backpressure=N, pcie-read=N, quantum-jitter=N,

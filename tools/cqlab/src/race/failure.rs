@@ -7,7 +7,7 @@
 use crate::exit::FailureClass;
 use cqlab_abi::mailbox::DeviceError;
 use cqlab_abi::waypoint;
-use cqlab_driver::dump::{CoreState, HangDump, Link, Role};
+use cqlab_driver::dump::{CoreState, HangDump, HostSide, Link, Role};
 use cqlab_driver::error::DeviceFault;
 use cqlab_driver::DriverError;
 
@@ -129,7 +129,16 @@ impl Failure {
 fn link_key(dump: &HangDump, link: &Link) -> String {
     match link {
         Link::Host(wait) => format!("host waiting for {}", wait.class()),
-        Link::HostLoop => "host (waits on the device while the device waits on the host)".into(),
+        Link::HostLoop(None) => "host (waits on the device while the device waits on the host)".into(),
+        // What the device waits for and the host's verdict, without pointers.
+        Link::HostLoop(Some(side)) => match side {
+            HostSide::FetchEntry { cq, .. } => {
+                format!("host: CQ{cq} prefetcher waits for a fetch entry ({})", side.verdict())
+            }
+            HostSide::CompletionRoom { cq, .. } => {
+                format!("host: CQ{cq} dispatcher waits for completion room ({})", side.verdict())
+            }
+        },
         Link::ShortCount { semaphore, .. } => {
             format!("no worker running: completion count short (semaphore {semaphore})")
         }
@@ -214,7 +223,15 @@ mod tests {
     }
 
     fn dump(wait: Wait, cores: Vec<CoreState>, chain: Vec<Link>) -> Box<HangDump> {
-        Box::new(HangDump { waited_for: wait, device_cycle: 99, queues: vec![], cores, chain, deadlock: false })
+        Box::new(HangDump {
+            waited_for: wait,
+            device_cycle: 99,
+            queues: vec![],
+            host: vec![],
+            cores,
+            chain,
+            deadlock: false,
+        })
     }
 
     #[test]
