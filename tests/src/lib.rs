@@ -121,11 +121,7 @@ pub fn config(chip: &TestChip) -> cqlab_driver::DeviceConfig {
 }
 
 /// A booted embedded `chip` with `seed`, the configuration adjusted by `tweak`.
-pub fn booted(
-    chip: &TestChip,
-    seed: u64,
-    tweak: impl FnOnce(&mut cqlab_driver::DeviceConfig),
-) -> cqlab_driver::Device {
+pub fn booted(chip: &TestChip, seed: u64, tweak: impl FnOnce(&mut cqlab_driver::DeviceConfig)) -> cqlab_driver::Device {
     booted_with_faults(chip, seed, cqlab_sim::config::Faults::default(), tweak)
 }
 
@@ -259,12 +255,7 @@ impl std::ops::DerefMut for Booted {
 }
 
 /// A booted `chip` on `kind` with `seed`, the configuration adjusted by `tweak`.
-pub fn boot_on(
-    kind: Kind,
-    chip: &TestChip,
-    seed: u64,
-    tweak: impl FnOnce(&mut cqlab_driver::DeviceConfig),
-) -> Booted {
+pub fn boot_on(kind: Kind, chip: &TestChip, seed: u64, tweak: impl FnOnce(&mut cqlab_driver::DeviceConfig)) -> Booted {
     match kind {
         Kind::Embedded => Booted { dev: booted(chip, seed, tweak), sim: None, daemon: None },
         Kind::Daemon { cqlab } => {
