@@ -52,6 +52,14 @@ pub mod state;
 pub mod stats;
 
 pub use cqlab_abi::arch::Arch;
+
+/// The file name of `arch`'s library, as Tenstorrent's ttsim names its own.
+pub const fn library_file(arch: Arch) -> &'static str {
+    match arch {
+        Arch::Wormhole => "libttsim_wh.so",
+        Arch::Blackhole => "libttsim_bh.so",
+    }
+}
 pub use std::ffi::{c_char, c_void};
 
 /// Defines the exported libttsim symbols of chip `$arch` in the crate
