@@ -184,6 +184,9 @@ pub struct Chip {
     /// Cores woken during the slice by a sibling's store that come after
     /// the storing core in its rotation: they run in this slice still.
     late: Vec<usize>,
+    /// The event being delivered, while the transfers before it move on
+    /// (kept here so a host-memory access that unwinds does not lose it).
+    delivering: Option<Event>,
 }
 
 /// L1s (one per Tensix tile, in [`Chip::tensix_tiles`] order) and DRAM a
@@ -297,6 +300,7 @@ impl Chip {
             slice_end: 0,
             slice_first: 0,
             late: Vec::new(),
+            delivering: None,
             sampling: None,
             arc: Arc::new(&layout),
             tlbs: Tlbs::new(&chip.bar),
@@ -1314,10 +1318,21 @@ impl Chip {
     }
 
     fn deliver_until(&mut self, t: u64) {
-        while self.events.peek().is_some_and(|e| e.time <= t) {
-            let e = self.events.pop().expect("peeked");
-            // Flits leave and land in time order with the deliveries.
-            self.advance_transfers(e.time);
+        loop {
+            // An event whose delivery a host-memory access unwound out of
+            // (`HostMemory`) is first in line.
+            let e = match self.delivering.take() {
+                Some(e) => e,
+                None if self.events.peek().is_some_and(|e| e.time <= t) => self.events.pop().expect("peeked"),
+                None => break,
+            };
+            // Flits leave and land in time order with the deliveries. A
+            // landing read may unwind out of host memory: the event waits
+            // in `delivering` meanwhile, not lost.
+            let time = e.time;
+            self.delivering = Some(e);
+            self.advance_transfers(time);
+            let e = self.delivering.take().expect("the event being delivered");
             self.deliver(e);
         }
         self.advance_transfers(t);
@@ -1536,7 +1551,7 @@ impl Chip {
 
     /// NOC transactions issued but not yet delivered or acknowledged.
     pub fn in_flight(&self) -> usize {
-        self.events.len()
+        self.events.len() + self.delivering.is_some() as usize
     }
 
     /// A 64-bit digest of the whole device state (memories, registers,
@@ -1578,7 +1593,7 @@ impl Chip {
         for w in self.tlbs.words() {
             h.u64(w as u64);
         }
-        let mut pending: Vec<&Event> = self.events.iter().collect();
+        let mut pending: Vec<&Event> = self.events.iter().chain(&self.delivering).collect();
         pending.sort_by_key(|e| (e.time, e.seq));
         for e in pending {
             h.event(e);

@@ -2,8 +2,8 @@
 //! simulator) and against the memory map, loaded segment by segment through
 //! the BAR.
 
-pub use crate::error::{ImageError, RelocationProblem};
 use crate::error::{DriverError, Result};
+pub use crate::error::{ImageError, RelocationProblem};
 use cqlab_abi::elf::Rv32Executable;
 use cqlab_abi::memory_map::{CODE, DATA, ENTRY_POINT};
 use std::path::Path;

@@ -60,7 +60,8 @@ mod tests {
     fn ids_and_bars_as_tt_umd_reads_them() {
         assert_eq!(read(&WORMHOLE, 0, 0).unwrap(), 0x401E_1E52);
         assert_eq!(read(&BLACKHOLE, 0, 0).unwrap(), 0xB140_1E52);
-        let bar = |lo, hi| (read(&WORMHOLE, 0, hi).unwrap() as u64) << 32 | (read(&WORMHOLE, 0, lo).unwrap() & !15) as u64;
+        let bar =
+            |lo, hi| (read(&WORMHOLE, 0, hi).unwrap() as u64) << 32 | (read(&WORMHOLE, 0, lo).unwrap() & !15) as u64;
         assert_eq!((bar(0x10, 0x14), bar(0x18, 0x1C), bar(0x20, 0x24)), (BAR0_BASE, BAR2_BASE, BAR4_BASE));
         assert_eq!(read(&WORMHOLE, 8, 0).unwrap(), u32::MAX, "an empty slot");
         assert!(read(&WORMHOLE, 0, 2).is_err());

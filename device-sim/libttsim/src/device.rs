@@ -47,8 +47,7 @@ impl Device {
         let arch = cfg.board.arch();
         let iatu = Arc::new(Mutex::new(Iatu::new(arch.params().bar.iatu)));
         let stats = Arc::new(Stats::default());
-        let port =
-            DmaPort { chip: id, len: host_window(arch), callbacks, iatu: iatu.clone(), stats: stats.clone() };
+        let port = DmaPort { chip: id, len: host_window(arch), callbacks, iatu: iatu.clone(), stats: stats.clone() };
         let chip = Chip::with_sysmem(cfg, Sysmem::Host(Box::new(port)))?;
         Ok(Device { id, chip, iatu, stats })
     }
@@ -65,9 +64,11 @@ impl Device {
     /// The BAR and offset of `size` bytes at physical address `paddr`.
     fn locate(&self, paddr: u64, size: u32) -> Result<(Bar, u64), ApiError> {
         let l = &self.arch().bar;
-        for (bar, n, base, len) in
-            [(Bar::Bar0, 0, BAR0_BASE, l.bar0_size), (Bar::Bar2, 2, BAR2_BASE, l.bar2_size), (Bar::Bar4, 4, BAR4_BASE, l.bar4_size)]
-        {
+        for (bar, n, base, len) in [
+            (Bar::Bar0, 0, BAR0_BASE, l.bar0_size),
+            (Bar::Bar2, 2, BAR2_BASE, l.bar2_size),
+            (Bar::Bar4, 4, BAR4_BASE, l.bar4_size),
+        ] {
             if (base..base + len).contains(&paddr) {
                 let offset = paddr - base;
                 if offset + size as u64 > len {

@@ -65,7 +65,10 @@ impl HostMemory for DmaPort {
         };
         for p in self.pieces(offset, buf.len()) {
             let piece = &mut buf[p.at as usize..(p.at + p.len) as usize];
-            note(Log::Calls, &format!("chip {} DMA read {:#x} (+{}) -> host {:#x}", self.chip, offset + p.at, p.len, p.host));
+            note(
+                Log::Calls,
+                &format!("chip {} DMA read {:#x} (+{}) -> host {:#x}", self.chip, offset + p.at, p.len, p.host),
+            );
             Stats::add(&self.stats.dma_reads, 1);
             Stats::add(&self.stats.dma_read_bytes, p.len);
             // SAFETY: `piece` is valid for writes of `p.len` bytes (at most
@@ -83,7 +86,10 @@ impl HostMemory for DmaPort {
         };
         for p in self.pieces(offset, data.len()) {
             let piece = &data[p.at as usize..(p.at + p.len) as usize];
-            note(Log::Calls, &format!("chip {} DMA write {:#x} (+{}) -> host {:#x}", self.chip, offset + p.at, p.len, p.host));
+            note(
+                Log::Calls,
+                &format!("chip {} DMA write {:#x} (+{}) -> host {:#x}", self.chip, offset + p.at, p.len, p.host),
+            );
             Stats::add(&self.stats.dma_writes, 1);
             Stats::add(&self.stats.dma_write_bytes, p.len);
             // SAFETY: `piece` is valid for reads of `p.len` bytes for the

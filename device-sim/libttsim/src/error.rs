@@ -33,7 +33,9 @@ pub enum ApiError {
     NoSuchChip { id: u32, existing: Vec<u32> },
     #[error("chip ids are PCI device numbers, 0..{max}; {id} is not one")]
     ChipIdRange { id: u32, max: u32 },
-    #[error("tile ({x}, {y}) is off the NOC grid: NOC coordinates are 6 bits, and the {chip} grid is {grid_x} x {grid_y}")]
+    #[error(
+        "tile ({x}, {y}) is off the NOC grid: NOC coordinates are 6 bits, and the {chip} grid is {grid_x} x {grid_y}"
+    )]
     OffGrid { x: u32, y: u32, chip: &'static str, grid_x: u8, grid_y: u8 },
     #[error("address {addr:#x} has bits above the tile's 36-bit local address{hint}")]
     WideAddress { addr: u64, hint: &'static str },
@@ -47,7 +49,9 @@ pub enum ApiError {
     PastBar { bar: u8, offset: u64, size: u32, bar_size: u64 },
     #[error("BAR2 offset {offset:#x} (+{size}): {reason}")]
     Bar2 { offset: u64, size: u32, reason: &'static str },
-    #[error("PCI config space is read 4 bytes at a time at 4-byte offsets below 0x1000; offset {offset:#x} is not one")]
+    #[error(
+        "PCI config space is read 4 bytes at a time at 4-byte offsets below 0x1000; offset {offset:#x} is not one"
+    )]
     ConfigOffset { offset: u32 },
     #[error(transparent)]
     Sim(#[from] SimError),

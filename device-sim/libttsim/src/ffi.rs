@@ -51,7 +51,11 @@ unsafe fn in_buf<'a>(describe: &dyn Fn() -> String, p: *const c_void, size: u32)
 }
 
 /// A read: fills `buf` through `f`, or with 0xFF bytes when it fails.
-fn read_into(describe: &dyn Fn() -> String, buf: &mut [u8], f: impl FnOnce(&mut Lib, &mut [u8]) -> Result<(), ApiError>) {
+fn read_into(
+    describe: &dyn Fn() -> String,
+    buf: &mut [u8],
+    f: impl FnOnce(&mut Lib, &mut [u8]) -> Result<(), ApiError>,
+) {
     if call(describe, Broken::Refuse, |lib| f(lib, buf)).is_none() {
         buf.fill(0xFF);
     }
@@ -260,7 +264,10 @@ pub unsafe fn stat(name: *const c_char) -> u64 {
     let d = || format!("cqlab_ttsim_stat({name:?})");
     guarded(0, || {
         call(&d, Broken::Refuse, |lib| {
-            lib.selected()?.stats.get(&name).ok_or_else(|| ApiError::NoSuchStat { name: name.clone(), names: Stats::NAMES })
+            lib.selected()?
+                .stats
+                .get(&name)
+                .ok_or_else(|| ApiError::NoSuchStat { name: name.clone(), names: Stats::NAMES })
         })
     })
 }

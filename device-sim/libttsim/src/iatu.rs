@@ -160,11 +160,13 @@ mod tests {
         assert_eq!(i.translate(0x100, 8), vec![Piece { at: 0, len: 8, host: (1 << 36) + 0x100 }]);
         // Straddling channel 0's end into the arena.
         let p = i.translate((1 << 30) - 4, 8);
-        assert_eq!(p, vec![Piece { at: 0, len: 4, host: (1 << 36) + (1 << 30) - 4 }, Piece {
-            at: 4,
-            len: 4,
-            host: (1 << 36) + (1 << 30)
-        }]);
+        assert_eq!(
+            p,
+            vec![
+                Piece { at: 0, len: 4, host: (1 << 36) + (1 << 30) - 4 },
+                Piece { at: 4, len: 4, host: (1 << 36) + (1 << 30) }
+            ]
+        );
         // Past every region: untranslated.
         assert_eq!(i.translate(0xFFFF_FE00, 4), vec![Piece { at: 0, len: 4, host: 0xFFFF_FE00 }]);
         // Registers read back; other BAR2 bytes are not registers.

@@ -102,13 +102,7 @@ macro_rules! export_libttsim {
         /// # Safety
         /// `p` is null or valid for reads of `size` bytes.
         #[no_mangle]
-        pub unsafe extern "C-unwind" fn libttsim_tile_wr_bytes(
-            x: u32,
-            y: u32,
-            addr: u64,
-            p: *const c_void,
-            size: u32,
-        ) {
+        pub unsafe extern "C-unwind" fn libttsim_tile_wr_bytes(x: u32, y: u32, addr: u64, p: *const c_void, size: u32) {
             // SAFETY: the caller's guarantee, forwarded.
             unsafe { ffi::tile_wr_bytes(x, y, addr, p, size) }
         }

@@ -45,7 +45,11 @@ fn board(arch: Arch, value: &str) -> Result<Board, ApiError> {
     let short = |b: &Board| b.name().rsplit('-').next().unwrap_or_default().to_string();
     of_arch.iter().copied().find(|b| b.name() == value || short(b) == value).ok_or_else(|| {
         let names: Vec<String> = of_arch.iter().map(short).collect();
-        bad("CQLAB_TTSIM_BOARD", value, format!("this is the {} library; boards: {}", arch.short_name(), names.join(", ")))
+        bad(
+            "CQLAB_TTSIM_BOARD",
+            value,
+            format!("this is the {} library; boards: {}", arch.short_name(), names.join(", ")),
+        )
     })
 }
 

@@ -145,10 +145,7 @@ impl Lib {
         let settings = Settings::from_env(arch)?;
         error::set_log(settings.log);
         let chip0 = Device::new(0, &settings, self.callbacks)?;
-        note(
-            Log::Calls,
-            &format!("{} ({:?}), seed {}", settings.board, settings.harvesting, settings.seed),
-        );
+        note(Log::Calls, &format!("{} ({:?}), seed {}", settings.board, settings.harvesting, settings.seed));
         self.sim = Some(Sim { arch, settings, devices: BTreeMap::from([(0, chip0)]), selected: 0 });
         Ok(())
     }

@@ -16,7 +16,6 @@ use super::window::{Caching, MmioWindow};
 /// ERISC cores by convention; cqlab uses the last one.
 pub const CQLAB_LOCK_INDEX: u8 = sys::RESOURCE_LOCK_COUNT - 1;
 
-
 /// Spare bytes after every ioctl argument, in case a driver writes more than the header we
 /// mirror says (older tt-kmd copies its whole `out` struct regardless of `output_size_bytes`).
 const GUARD_BYTES: usize = 64;

@@ -155,5 +155,3 @@ pub(crate) fn absence_detail(path: &Path) -> String {
         }
     }
 }
-
-

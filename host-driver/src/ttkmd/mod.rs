@@ -22,7 +22,7 @@ pub use device::{
     DeviceInfo, PinFlags, PinnedMemory, PinnedPages, PowerMode, ResetKind, ResourceMapping, TlbWindow, TtKmdDevice,
     CQLAB_LOCK_INDEX,
 };
-pub use kernel::DEVICE_DIR;
 pub use error::{Result, TtKmdError};
 pub use ioctl::NocTlbConfig;
+pub use kernel::DEVICE_DIR;
 pub use window::{Caching, MmioWindow};

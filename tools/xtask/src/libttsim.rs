@@ -41,7 +41,8 @@ pub fn output_dir(root: &Path) -> PathBuf {
 
 /// Builds both libraries and lays out their directories; returns them.
 pub fn build(root: &Path) -> Result<Vec<PathBuf>> {
-    run(cargo().args(["build", "-p", "libttsim-wh", "-p", "libttsim-bh"])).context("building the libttsim libraries")?;
+    run(cargo().args(["build", "-p", "libttsim-wh", "-p", "libttsim-bh"]))
+        .context("building the libttsim libraries")?;
     let built = firmware::target_dir(root).join("debug");
     let mut dirs = Vec::new();
     for arch in Arch::ALL {
@@ -64,10 +65,7 @@ pub fn build(root: &Path) -> Result<Vec<PathBuf>> {
 
 /// The commands that make the virtual environment, for a failure message.
 fn setup_commands(venv: &Path) -> String {
-    format!(
-        "{PYTHON} -m venv {v} && {v}/bin/python -m pip install '{TT_UMD}' pytest",
-        v = venv.display()
-    )
+    format!("{PYTHON} -m venv {v} && {v}/bin/python -m pip install '{TT_UMD}' pytest", v = venv.display())
 }
 
 /// Whether `venv` has tt-umd 0.9.14 and pytest.
@@ -86,7 +84,9 @@ pub fn venv(root: &Path) -> Result<PathBuf> {
     if venv_ready(&python) {
         return Ok(python);
     }
-    let fix = || format!("could not set up the Python environment for the libttsim tests; run:\n    {}", setup_commands(&venv));
+    let fix = || {
+        format!("could not set up the Python environment for the libttsim tests; run:\n    {}", setup_commands(&venv))
+    };
     if !python.exists() {
         run(Command::new(PYTHON).args(["-m", "venv"]).arg(&venv)).with_context(fix)?;
     }
