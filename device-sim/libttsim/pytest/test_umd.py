@@ -3,12 +3,19 @@ registers through tt-umd's TLB windows and through tile access, RISC-V
 reset, booting cqlab's firmware, DMA to host memory through tt-umd's
 callbacks, two chips, determinism."""
 
+import json
+import os
+import pathlib
 import struct
+import subprocess
+import sys
 
 import pytest
 import tt_umd
 
 from elf32 import parse
+
+HERE = pathlib.Path(__file__).resolve().parent
 
 
 def words(d, x, y, addr, n=1):
@@ -71,17 +78,25 @@ def test_tile_access_and_tlb_windows_see_the_same_memory(chip):
     assert lib.errors() == 0, lib.last_error()
 
 
-def test_dram_teleport_uses_the_multichip_dram_calls(chip, monkeypatch):
-    monkeypatch.setenv("TT_SIMULATOR_DRAM_TELEPORT", "1")
-    d = chip.device()
-    (x, y) = chip.dram(d)[2]
-    d.noc_write(x, y, 0x8000, b"teleported")
-    assert d.noc_read(x, y, 0x8000, 10) == b"teleported"
-    assert chip.lib.stats("dram_writes", "dram_reads", "tlb_window_writes") == {
-        "dram_writes": 1,
-        "dram_reads": 1,
-        "tlb_window_writes": 0,
-    }
+TELEPORT = """
+import json, sys
+from conftest import Chip
+c = Chip(sys.argv[1])
+d = c.device()
+(x, y) = c.dram(d)[2]
+d.noc_write(x, y, 0x8000, b"teleported")
+ok = d.noc_read(x, y, 0x8000, 10) == b"teleported"
+print("RESULT", json.dumps(dict(ok=ok, **c.lib.stats("dram_writes", "dram_reads", "tlb_window_writes", "tlb_window_reads"))))
+"""
+
+
+def test_dram_teleport_uses_the_multichip_dram_calls(chip):
+    # tt-umd reads TT_SIMULATOR_DRAM_TELEPORT once per process: a process of its own.
+    env = dict(os.environ, TT_SIMULATOR_DRAM_TELEPORT="1", PYTHONPATH=str(HERE))
+    out = subprocess.run([sys.executable, "-c", TELEPORT, chip.arch], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    s = json.loads(next(line for line in out.stdout.splitlines() if line.startswith("RESULT "))[7:])
+    assert s == {"ok": True, "dram_writes": 1, "dram_reads": 1, "tlb_window_writes": 0, "tlb_window_reads": 0}, s
 
 
 def test_32_bit_registers(chip):
