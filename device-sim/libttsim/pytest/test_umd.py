@@ -142,7 +142,8 @@ def poll(d, x, y, addr, want, what, tries=5000):
 def test_boot_cqlab_firmware_and_read_its_alive_records(chip):
     d = chip.device()
     boot = chip.fixtures["boot"]
-    x, y = boot["tile"]["translated"]
+    # tt-umd's simulated chips keep NOC0 coordinates (its descriptor is not translated).
+    x, y = boot["tile"]["noc0"]
     for image in boot["images"]:
         try:
             blob = open(image["elf"], "rb").read()
@@ -155,7 +156,7 @@ def test_boot_cqlab_firmware_and_read_its_alive_records(chip):
     d.noc_write(x, y, boot["noc_map"]["addr"], bytes.fromhex(boot["noc_map"]["bytes"]))
     d.noc_write32(x, y, boot["reset_jal"]["addr"], boot["reset_jal"]["value"])
     # Release BRISC as tt-umd does (read, clear BRISC's bit, write): SOFT_RESET_0 = 0x47000.
-    core = tt_umd.CoreCoord(x, y, tt_umd.CoreType.TENSIX, tt_umd.CoordSystem.TRANSLATED)
+    core = tt_umd.CoreCoord(x, y, tt_umd.CoreType.TENSIX, tt_umd.CoordSystem.NOC0)
     d.deassert_risc_reset(core, tt_umd.RiscType.BRISC)
     assert d.get_risc_reset_state(x, y) == boot["soft_reset"]["brisc_only_run"]
     alive = boot["alive"]
@@ -177,7 +178,7 @@ def test_boot_cqlab_firmware_and_read_its_alive_records(chip):
 def run_probe(chip, d, payload):
     """Starts the DMA probe: its program, its payload, BRISC released."""
     p = chip.fixtures["dma_probe"]
-    x, y = p["tile"]["translated"]
+    x, y = p["tile"]["noc0"]
     d.noc_write(x, y, p["program"]["addr"], bytes.fromhex(p["program"]["bytes"]))
     d.noc_write32(x, y, p["reset_jal"]["addr"], p["reset_jal"]["value"])
     d.noc_write(x, y, p["src"], payload)
