@@ -81,14 +81,14 @@ pub const MUTANTS: &[Mutant] = &[
     },
 ];
 
-/// The mutant this build is, if any.
+/// The mutant the firmware being built is, if any (`$CQLAB_MUTANT`).
 pub const SELECTED: Option<&str> = option_env!("CQLAB_MUTANT");
 
 const _: () = if let Some(name) = SELECTED {
     assert!(listed(name), "$CQLAB_MUTANT names no mutant in `mutant::MUTANTS`")
 };
 
-/// Whether this build leaves out the wait of mutant `name`; use it in a
+/// Whether the firmware being built leaves out the wait of mutant `name`; use it in a
 /// `const` block, so a name missing from [`MUTANTS`] fails the build.
 pub const fn dropped(name: &str) -> bool {
     assert!(listed(name), "a mutant used in the firmware is missing from `mutant::MUTANTS`");

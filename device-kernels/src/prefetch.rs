@@ -371,9 +371,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// Runs the prefetch commands in `chunk_len` bytes of L1 at `chunk` (a
     /// chunk). An EXEC_BUF switches the same loop to the commands of the
     /// replayed trace streaming through `TRACE_AREA`, and its EXEC_BUF_END
-    /// back to the chunk: no nested call (with it and a `memset` of the
-    /// replay's state, an EXEC_BUF reached its first relay after 288
-    /// cycles; now about 250).
+    /// back to the chunk: no nested call and no `memset` of the replay's
+    /// state, so a replay reaches its first relay sooner (the EXEC_BUF
+    /// figures of `docs/performance.md`).
     fn run_commands(&mut self, chunk: u32, chunk_len: u32, stall_entry: bool) {
         let (mut base, mut len, mut off) = (chunk, chunk_len, 0);
         let mut replay: Option<Replay> = None;
@@ -412,9 +412,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 // A flush is owed rather than waited for, enqueued or
                 // replayed: the pieces still leaving stay posted (see
                 // `signal_sent`), so the next chunk's work overlaps this
-                // relay's bytes on the NOC. Waiting here cost a large relay
-                // its whole NOC time (12 KiB first upload: 1,171 -> 955
-                // cycles per program, 128 unique args: 1,883 -> 1,648).
+                // relay's bytes on the NOC. Waiting here would cost a large
+                // relay (a kernel's first upload, a block of unique args)
+                // its whole NOC time.
                 PrefetchHeader::RelayInline { cmd, .. } => match replay.as_mut() {
                     Some(r) => {
                         let (mut at, end) = (off + 16, off + 16 + cmd.length);
@@ -637,9 +637,8 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// bytes rather than a latency per piece. A slot is refilled before the
     /// next piece is relayed, once the slot's previous relay has left: the
     /// reads start as early as they can (refilling after the next relay
-    /// instead, so that the NOC interface never drains, measured slower:
-    /// read-back 1.88 -> 1.73 B/cycle in 1 KiB pages, 7.60 -> 7.18 in 32
-    /// KiB). Like a replayed relay, its flush is owed, not waited for (the
+    /// instead, so that the NOC interface never drains, reads back more
+    /// slowly in 1 KiB and in 32 KiB pages). Like a replayed relay, its flush is owed, not waited for (the
     /// pieces still leaving are signalled at the next relay piece or wait).
     #[inline(never)]
     fn relay_remote(&mut self, remote: Remote) {

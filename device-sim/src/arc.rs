@@ -10,20 +10,16 @@
 //! [`TELEMETRY_TABLE`] (inside Wormhole's CSM, at the same address on
 //! Blackhole), the data array right after.
 
-use cqlab_abi::arch::arc::{tag, ArcParams};
+use cqlab_abi::arch::arc::ArcParams;
 use cqlab_abi::arch::niu::node_id;
-use cqlab_abi::arch::{Arch, Noc};
-use cqlab_abi::soc::{ChipLayout, EthHarvest, TileKind};
+use cqlab_abi::arch::Noc;
+use cqlab_abi::soc::ChipLayout;
 use std::collections::BTreeMap;
 
 /// ARC address of the telemetry table (the simulator's choice, module docs).
 pub const TELEMETRY_TABLE: u32 = 0x1000_0000;
 /// The table's version word.
 const TABLE_VERSION: u32 = 1;
-/// AICLK in MHz, as the telemetry reports it.
-fn aiclk_mhz(layout: &ChipLayout) -> u32 {
-    (layout.clock_hz() / 1_000_000) as u32
-}
 
 /// ARC as the host reaches it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,7 +35,7 @@ impl Arc {
         let p = layout.params().arc;
         let mut words = BTreeMap::new();
         words.insert(p.ready.0, p.ready.1);
-        let entries = telemetry(layout);
+        let entries = cqlab_abi::soc::telemetry::entries(layout);
         let data_at = TELEMETRY_TABLE + 8 + 4 * entries.len() as u32;
         words.insert(p.telemetry_table_ptr, TELEMETRY_TABLE);
         words.insert(p.telemetry_data_ptr, data_at);
@@ -92,57 +88,10 @@ impl Arc {
     }
 }
 
-/// The telemetry the table holds: (tag, value).
-fn telemetry(layout: &ChipLayout) -> Vec<(u16, u32)> {
-    let board = layout.board();
-    // Board id: the UPI in bits 55:36 (`arc::upi::of_board_id`), serial 1.
-    let board_id = (board.upi() as u64) << 36 | 1;
-    let mut t = vec![
-        (tag::BOARD_ID_HIGH, (board_id >> 32) as u32),
-        (tag::BOARD_ID_LOW, board_id as u32),
-        (tag::AICLK, aiclk_mhz(layout)),
-        (tag::NOC_TRANSLATION, 1),
-    ];
-    let p = layout.params();
-    let h = layout.harvesting();
-    let die = p.translate.harvest_die_order;
-    match layout.arch() {
-        Arch::Wormhole => {
-            // The raw mask: bit i for NOC0 row `harvest_die_order[i]`.
-            let raw =
-                die.iter().enumerate().filter(|(_, y)| h.tensix_rows().contains(y)).fold(0, |m, (i, _)| m | 1 << i);
-            t.push((tag::HARVESTING_STATE, raw));
-        }
-        Arch::Blackhole => {
-            let enabled =
-                die.iter().enumerate().filter(|(_, x)| !h.tensix_cols().contains(x)).fold(0, |m, (i, _)| m | 1 << i);
-            t.push((tag::ENABLED_TENSIX_COL, enabled));
-            let channels = layout.descriptor().dram.len();
-            let gddr = (0..channels).filter(|&b| !h.dram_harvested(b)).fold(0, |m, b| m | 1 << b);
-            t.push((tag::ENABLED_GDDR, gddr));
-            let eth = match h.eth() {
-                EthHarvest::All => 0,
-                EthHarvest::Channels(_) => {
-                    (0..layout.descriptor().eth.len()).filter(|&c| !h.eth_harvested(c)).fold(0, |m, c| m | 1 << c)
-                }
-            };
-            t.push((tag::ENABLED_ETH, eth));
-            // PCIE_USAGE: bits 1:0 PCIe 0 (2-0), 3:2 PCIe 1 (11-0); 1 = in use.
-            let pcies = &layout.descriptor().pcie;
-            let usage = pcies.iter().enumerate().fold(0, |m, (i, c)| {
-                let used = layout.tile(*c).is_some_and(|t| t.kind == TileKind::Pcie);
-                m | (used as u32) << (2 * i)
-            });
-            t.push((tag::PCIE_USAGE, usage));
-        }
-    }
-    t
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cqlab_abi::arch::arc::upi;
+    use cqlab_abi::arch::arc::{tag, upi};
     use cqlab_abi::soc::Board;
 
     /// Reads the table as a host does: pointers, then tag -> value.

@@ -7,7 +7,7 @@
 //! every front (the embedded backend, the daemon) charges the same device
 //! time for the same host program.
 //!
-//! Figures from DESIGN.md (1 cycle = 1 ns): host writes through a
+//! Figures from docs/design.md, "Timing" (1 cycle = 1 ns): host writes through a
 //! write-combining window at ~22 GB/s, host reads of device memory at
 //! ~0.1 GB/s after a PCIe round trip. The host is busy for that long and the
 //! device runs meanwhile: a write's time is posted (charged at the host's

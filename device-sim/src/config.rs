@@ -1,7 +1,7 @@
 //! Which chip is simulated (a board and its harvesting: `soc::ChipLayout`),
 //! and every latency of the model, in device cycles.
 //!
-//! The timing defaults are the Wormhole-derived figures of DESIGN.md
+//! The timing defaults are the Wormhole-derived figures of docs/design.md
 //! ("Timing"), stated in cycles of a 1 GHz clock, and are the same cycle
 //! counts on Blackhole (1.35 GHz): issue 27 recalibrates them per chip. Only
 //! the NOC link width follows the chip: one flit per cycle, 32 bytes on

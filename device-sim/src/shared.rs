@@ -230,8 +230,11 @@ impl Ctl {
     }
 }
 
+/// Creates (or truncates) a device file, private to this user whatever the umask. `cqlab sim
+/// ttkmd` creates each file first with the daemon's `O_EXCL|O_NOFOLLOW` rules.
 fn create(path: &Path, len: u64) -> std::io::Result<File> {
-    let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).mode(0o600).open(path)?;
     f.set_len(len)?; // sparse, zeroed
     Ok(f)
 }

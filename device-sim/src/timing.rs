@@ -1,5 +1,5 @@
 //! Cycle costs of instructions, modelled on Wormhole "baby" RISC-V cores
-//! (DESIGN.md "Timing"): an in-order hart that blocks on loads.
+//! (docs/design.md, "Timing"): an in-order hart that blocks on loads.
 //!
 //! | class | cycles |
 //! |---|---|

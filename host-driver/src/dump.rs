@@ -1,13 +1,148 @@
 //! The data of a hang dump (what [`crate::hang_dump`] collects when a wait
-//! gives up) and how it prints. A leaf module: it imports nothing of the
-//! driver, so [`crate::error`] can carry a dump without an import cycle.
+//! gives up) and what the host waited for. A leaf module: it imports nothing
+//! of the driver, so [`crate::error`] can carry a dump without an import
+//! cycle. Everything is kept typed (coordinates, waypoints, error records,
+//! trace kinds, chain links) and rendered to text only at the edge:
+//! `Display` for people, `Serialize` for JSON.
 
+use cqlab_abi::arch::tensix::Processor;
+use cqlab_abi::firmware::FirmwareId;
+use cqlab_abi::mailbox::DeviceError;
 use cqlab_abi::noc::Coord;
+use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{self, Waypoint};
+use serde::ser::{SerializeStruct, Serializer};
+use serde::Serialize;
 use std::fmt;
 
+/// What the host waited for when a wait gave up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// A core's alive record after boot.
+    Alive { core: Coord, firmware: FirmwareId },
+    /// A free fetch-queue slot and `bytes` of issue queue.
+    IssueSpace { cq: u8, bytes: u32 },
+    /// The completion record of a read-back.
+    ReadBack { cq: u8, tag: u32 },
+    /// An event's completion record.
+    Event { cq: u8, id: u32 },
+    /// The workers launched by slow dispatch.
+    SlowWorkers { cq: u8 },
+    /// The completion queue's records (a corrupt one was found).
+    CompletionQueue { cq: u8 },
+    /// Nothing: a dump of a live device, taken without waiting, followed from a queue.
+    Live { cq: u8 },
+}
+
+impl Wait {
+    /// The queue whose wait this is, where the wait-for chain starts.
+    pub fn cq(&self) -> Option<u8> {
+        match *self {
+            Wait::Alive { .. } => None,
+            Wait::IssueSpace { cq, .. }
+            | Wait::ReadBack { cq, .. }
+            | Wait::Event { cq, .. }
+            | Wait::SlowWorkers { cq }
+            | Wait::CompletionQueue { cq }
+            | Wait::Live { cq } => Some(cq),
+        }
+    }
+
+    /// The wait without what differs between occurrences (tags, ids, sizes):
+    /// equal for waits on the same thing.
+    pub fn class(&self) -> String {
+        match self {
+            Wait::Alive { firmware, .. } => format!("alive record of {}", firmware.name()),
+            Wait::IssueSpace { cq, .. } => format!("prefetch queue slot and issue queue space on CQ{cq}"),
+            Wait::ReadBack { cq, .. } => format!("CQ{cq} read-back completion"),
+            Wait::Event { cq, .. } => format!("completion event on CQ{cq}"),
+            Wait::SlowWorkers { cq } => format!("workers launched on CQ{cq} (slow dispatch)"),
+            Wait::CompletionQueue { cq } => format!("completion queue of CQ{cq}"),
+            Wait::Live { cq } => format!("work on CQ{cq}"),
+        }
+    }
+}
+
+impl fmt::Display for Wait {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Wait::Alive { core, firmware } => write!(f, "alive record of {} on core {core}", firmware.name()),
+            Wait::IssueSpace { cq, bytes } => {
+                write!(f, "prefetch queue slot and {bytes} bytes of issue queue on CQ{cq}")
+            }
+            Wait::ReadBack { cq, tag } => write!(f, "CQ{cq} read-back completion (tag {tag})"),
+            Wait::Event { cq, id } => write!(f, "CQ host completion event {id} on CQ{cq}"),
+            Wait::SlowWorkers { cq } => write!(f, "workers launched on CQ{cq} (slow dispatch)"),
+            Wait::CompletionQueue { cq } => write!(f, "completion queue of CQ{cq}"),
+            Wait::Live { cq } => write!(f, "work on CQ{cq} (live dump, taken without waiting)"),
+        }
+    }
+}
+
+pub use crate::geometry::Role;
+
+/// One subordinate core of a worker tile (NCRISC, a TRISC): its waypoint
+/// from its mailbox, and what a simulator sees of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubCore {
+    pub processor: Processor,
+    pub waypoint: Waypoint,
+    pub pc: Option<u32>,
+    pub halt: Option<String>,
+}
+
+impl SubCore {
+    /// Waiting for BRISC to start it (or never released): not shown.
+    fn idle(&self) -> bool {
+        self.halt.is_none() && (self.waypoint == waypoint::GOW || self.waypoint == Waypoint(0))
+    }
+}
+
+impl fmt::Display for SubCore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.processor.name(), self.waypoint)?;
+        if let Some(pc) = self.pc {
+            write!(f, " pc={pc:#010x}")?;
+        }
+        if let Some(h) = &self.halt {
+            write!(f, " halted: {h}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A firmware error record (`mailbox::ErrorRecord`), as read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ErrorReport {
+    /// `DeviceError` code (unknown codes are kept as read).
+    pub code: u32,
+    /// The offending value (command id, size, ...).
+    pub value: u32,
+    /// L1 address of the offending bytes.
+    pub addr: u32,
+    /// The offending bytes, from `addr`.
+    pub bytes: Vec<u8>,
+}
+
+impl ErrorReport {
+    pub fn error(&self) -> Option<DeviceError> {
+        DeviceError::from_u32(self.code)
+    }
+}
+
+impl fmt::Display for ErrorReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = self.error().map_or("unknown error", DeviceError::describe);
+        write!(f, "{what}: value {:#x} at L1 {:#x}; bytes", self.value, self.addr)?;
+        for b in &self.bytes {
+            write!(f, " {b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
 /// Pointers of one queue at a moment (ring pointers raw, with toggles).
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct QueuePointers {
     pub cq: u8,
     pub issue_wr: u32,
@@ -20,54 +155,211 @@ pub struct QueuePointers {
     pub last_event_done: u32,
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
+/// One trace record of a core's ring.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceLine {
     pub seq: u32,
     pub cycle: u64,
-    pub kind: String,
+    /// `TraceKind` as recorded (an unknown kind is kept as read).
+    pub kind: u16,
     pub arg0: u32,
     pub arg1: u32,
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct CoreState {
-    pub core: String,
-    pub role: String,
-    pub waypoint: String,
-    pub meaning: String,
-    pub pc: Option<u32>,
-    pub halt: Option<String>,
-    pub semaphores: [u32; 4],
-    pub error: Option<String>,
-    pub last_trace: Vec<TraceLine>,
-    #[serde(skip)]
-    pub(crate) coord: Coord,
-    #[serde(skip)]
-    pub(crate) wp: Waypoint,
-    /// Last wait target (flags, address) from the trace, for the chain.
-    #[serde(skip)]
-    pub(crate) wait_target: Option<(u32, u32)>,
-    /// Cycle of the last `KernelStart` record in the tail, for the chain.
-    #[serde(skip)]
-    pub(crate) kernel_start: Option<u64>,
+impl TraceLine {
+    /// The kind's label, or `kindN` for a kind this driver does not know.
+    pub fn kind_label(&self) -> String {
+        TraceKind::from_u16(self.kind).map_or_else(|| format!("kind{}", self.kind), |k| k.label().to_owned())
+    }
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
+impl Serialize for TraceLine {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("TraceLine", 5)?;
+        st.serialize_field("seq", &self.seq)?;
+        st.serialize_field("cycle", &self.cycle)?;
+        st.serialize_field("kind", &self.kind_label())?;
+        st.serialize_field("arg0", &self.arg0)?;
+        st.serialize_field("arg1", &self.arg1)?;
+        st.end()
+    }
+}
+
+/// What one tile is doing: its BRISC (which runs the CQ or worker loop,
+/// and whose trace ring and error record these are) and, on a worker tile,
+/// its four subordinate cores.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreState {
+    /// The tile (translated coordinates).
+    pub core: Coord,
+    pub role: Role,
+    pub waypoint: Waypoint,
+    /// BRISC's PC, where the backend can see it (a simulator).
+    pub pc: Option<u32>,
+    /// Why BRISC stopped, where the backend can see it.
+    pub halt: Option<String>,
+    /// A worker tile's NCRISC and TRISCs (empty on CQ tiles).
+    pub subordinates: Vec<SubCore>,
+    pub semaphores: [u32; 4],
+    /// Its error record, if it wrote one.
+    pub error: Option<ErrorReport>,
+    pub last_trace: Vec<TraceLine>,
+    /// Last wait target (flags, address) from the trace, for the chain.
+    pub wait_target: Option<(u32, u32)>,
+    /// Cycle of the last `KernelStart` record in the tail, for the chain.
+    pub kernel_start: Option<u64>,
+}
+
+impl CoreState {
+    /// What its waypoint means.
+    pub fn meaning(&self) -> &'static str {
+        self.waypoint.describe().unwrap_or("unknown waypoint")
+    }
+    /// It stopped: an error record or a halt of any of its cores.
+    pub fn halted(&self) -> bool {
+        self.error.is_some() || self.halt.is_some() || self.subordinates.iter().any(|s| s.halt.is_some())
+    }
+    /// A subordinate core that halted, if one did.
+    pub fn halted_subordinate(&self) -> Option<&SubCore> {
+        self.subordinates.iter().find(|s| s.halt.is_some())
+    }
+    /// Whether one of its cores runs a kernel: BRISC at RUN, or a
+    /// subordinate at RUN while BRISC waits for it.
+    pub fn running(&self) -> bool {
+        self.waypoint == waypoint::RUN
+            || (self.waypoint == waypoint::SUBW && self.subordinates.iter().any(|s| s.waypoint == waypoint::RUN))
+    }
+    /// Idle workers waiting for GO: left out of the text dump.
+    fn idle(&self) -> bool {
+        self.waypoint == waypoint::GOW && self.error.is_none() && self.subordinates.iter().all(SubCore::idle)
+    }
+}
+
+impl Serialize for CoreState {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("CoreState", 10)?;
+        st.serialize_field("core", &self.core.to_string())?;
+        st.serialize_field("role", &self.role.to_string())?;
+        st.serialize_field("waypoint", &self.waypoint.to_string())?;
+        st.serialize_field("meaning", self.meaning())?;
+        st.serialize_field("pc", &self.pc)?;
+        st.serialize_field("halt", &self.halt)?;
+        st.serialize_field("semaphores", &self.semaphores)?;
+        let subs: Vec<String> = self.subordinates.iter().filter(|s| !s.idle()).map(ToString::to_string).collect();
+        st.serialize_field("subordinates", &subs)?;
+        st.serialize_field("error", &self.error.as_ref().map(ToString::to_string))?;
+        st.serialize_field("last_trace", &self.last_trace)?;
+        st.end()
+    }
+}
+
+/// One link of a wait-for chain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// The host, waiting.
+    Host(Wait),
+    /// A core (its state is in the dump's `cores`); `on_event_of`: it waits
+    /// on an event of that queue.
+    Core { core: Coord, on_event_of: Option<u8> },
+    /// The device waits on the host while the host waits on the device.
+    HostLoop,
+    /// A dispatcher waits for worker completions while no worker runs.
+    ShortCount { semaphore: u32, value: u32 },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HangDump {
-    pub waited_for: String,
+    pub waited_for: Wait,
     pub device_cycle: u64,
     pub queues: Vec<QueuePointers>,
     pub cores: Vec<CoreState>,
     /// Host first, then each core waited on.
-    pub chain: Vec<String>,
+    pub chain: Vec<Link>,
     pub deadlock: bool,
+}
+
+impl HangDump {
+    pub fn core(&self, core: Coord) -> Option<&CoreState> {
+        self.cores.iter().find(|c| c.core == core)
+    }
+
+    /// The core everything waits on, if the chain ends at one.
+    pub fn root(&self) -> Option<&CoreState> {
+        match self.chain.last()? {
+            Link::Core { core, .. } => self.core(*core),
+            _ => None,
+        }
+    }
+
+    /// A link as a person reads it: a halted core shows its error record or
+    /// halt reason, a running kernel its cycles, a waiting core its waypoint.
+    pub fn link_text(&self, link: &Link) -> String {
+        match link {
+            Link::Host(wait) => format!("host waiting for {wait}"),
+            Link::HostLoop => "host (waits on the device while the device waits on the host)".into(),
+            Link::ShortCount { semaphore, value } => {
+                format!("no worker running: completion count short (semaphore {semaphore} = {value})")
+            }
+            Link::Core { core, on_event_of } => {
+                let Some(s) = self.core(*core) else { return core.to_string() };
+                let mut l = format!("{} {} {}", s.role, s.core, s.waypoint);
+                if s.halted() {
+                    l.push_str(" HALTED");
+                    if let Some(e) = &s.error {
+                        l.push_str(&format!(": {e}"));
+                    }
+                    if let Some(h) = &s.halt {
+                        l.push_str(&format!(" ({h})"));
+                    }
+                    if let Some(sub) = s.halted_subordinate() {
+                        l.push_str(&format!(" ({sub})"));
+                    }
+                } else if s.running() {
+                    match s.kernel_start {
+                        Some(start) => l.push_str(&format!(
+                            " (running its kernel for {} cycles, since cycle {start})",
+                            self.device_cycle.saturating_sub(start)
+                        )),
+                        None => l.push_str(" (running its kernel)"),
+                    }
+                } else {
+                    l.push_str(&format!(" ({})", s.meaning()));
+                }
+                if let Some(pc) = s.pc {
+                    l.push_str(&format!(" pc={pc:#x}"));
+                }
+                if let Some(other) = on_event_of {
+                    l.push_str(&format!(" on an event of CQ{other}"));
+                }
+                l
+            }
+        }
+    }
+
+    /// The chain, one text per link.
+    pub fn chain_text(&self) -> Vec<String> {
+        self.chain.iter().map(|l| self.link_text(l)).collect()
+    }
+}
+
+impl Serialize for HangDump {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("HangDump", 6)?;
+        st.serialize_field("waited_for", &self.waited_for.to_string())?;
+        st.serialize_field("device_cycle", &self.device_cycle)?;
+        st.serialize_field("queues", &self.queues)?;
+        st.serialize_field("cores", &self.cores)?;
+        st.serialize_field("chain", &self.chain_text())?;
+        st.serialize_field("deadlock", &self.deadlock)?;
+        st.end()
+    }
 }
 
 impl fmt::Display for HangDump {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "hang dump at device cycle {} ({})", self.device_cycle, self.waited_for)?;
         writeln!(f, "wait-for chain{}:", if self.deadlock { " (DEADLOCK: cycle)" } else { "" })?;
-        for (i, link) in self.chain.iter().enumerate() {
+        for (i, link) in self.chain_text().iter().enumerate() {
             writeln!(f, "  {}{link}", if i == 0 { "" } else { "-> " })?;
         }
         for q in &self.queues {
@@ -78,12 +370,8 @@ impl fmt::Display for HangDump {
                 q.workers_outstanding, q.last_event_done
             )?;
         }
-        for c in &self.cores {
-            let boring = c.wp == waypoint::GOW && c.error.is_none();
-            if boring {
-                continue;
-            }
-            write!(f, "{:<16} {:<8} {:<5}", c.role, c.core, c.waypoint)?;
+        for c in self.cores.iter().filter(|c| !c.idle()) {
+            write!(f, "{:<16} {:<8} {:<5}", c.role.to_string(), c.core.to_string(), c.waypoint.to_string())?;
             if let Some(pc) = c.pc {
                 write!(f, " pc={pc:#010x}")?;
             }
@@ -92,14 +380,17 @@ impl fmt::Display for HangDump {
                 write!(f, " halted: {h}")?;
             }
             writeln!(f)?;
+            for sub in c.subordinates.iter().filter(|s| !s.idle()) {
+                writeln!(f, "    {sub}")?;
+            }
             if let Some(e) = &c.error {
                 writeln!(f, "    error: {e}")?;
             }
             for t in &c.last_trace {
-                writeln!(f, "    #{:<6} @{:<10} {:<12} {:#x} {:#x}", t.seq, t.cycle, t.kind, t.arg0, t.arg1)?;
+                writeln!(f, "    #{:<6} @{:<10} {:<12} {:#x} {:#x}", t.seq, t.cycle, t.kind_label(), t.arg0, t.arg1)?;
             }
         }
-        let idle = self.cores.iter().filter(|c| c.wp == waypoint::GOW && c.error.is_none()).count();
+        let idle = self.cores.iter().filter(|c| c.idle()).count();
         writeln!(f, "({idle} workers idle in GOW not shown)")
     }
 }

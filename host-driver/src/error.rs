@@ -1,7 +1,11 @@
 //! Driver errors: each says what was expected, what was found, and where.
+//! A leaf below everything but the dump's data ([`crate::dump`]) and the
+//! chip's geometry ([`crate::geometry`]).
 
-use crate::dump::HangDump;
+use crate::dump::{ErrorReport, HangDump, Wait};
+use crate::geometry::TopologyError;
 use cqlab_abi::noc::Coord;
+use cqlab_abi::waypoint::Waypoint;
 
 pub type Result<T, E = DriverError> = std::result::Result<T, E>;
 
@@ -10,7 +14,7 @@ pub enum DriverError {
     #[error("firmware ELF {path}: {reason}")]
     BadElf { path: String, reason: ImageError },
     #[error("firmware on core {core}: {reason}")]
-    BootFailed { core: Coord, reason: String },
+    BootFailed { core: Coord, reason: BootProblem },
     #[error(
         "firmware on core {core} was built for ABI version {found}, this driver speaks version {expected}: \
          rebuild the firmware (cargo xtask firmware)"
@@ -20,15 +24,25 @@ pub enum DriverError {
     OutOfRange { what: &'static str, detail: String },
     #[error("invalid argument: {0}")]
     Invalid(String),
-    #[error("device error on core {core}: {message}")]
-    Device { core: Coord, message: String, dump: Box<HangDump> },
-    #[error("timeout waiting for {what} after {cycles} device cycles without progress\n{dump}")]
-    Timeout { what: String, cycles: u64, dump: Box<HangDump> },
+    /// The chip cannot be set up as asked, or a core named is not a compute core.
+    #[error(transparent)]
+    Chip(#[from] TopologyError),
+    /// An operation the device or the queue cannot do in its present state.
+    #[error("{0}")]
+    State(#[from] StateError),
+    #[error("encoding a command: {0}")]
+    Encode(#[from] cqlab_abi::encode::EncodeError),
+    /// The device reported a failure of its own: a firmware error record, a
+    /// halted CQ core, a corrupt completion record.
+    #[error("device error on core {core}: {fault}")]
+    Device { core: Coord, fault: DeviceFault, dump: Box<HangDump> },
+    #[error("timeout waiting for {wait} after {cycles} device cycles without progress\n{dump}")]
+    Timeout { wait: Wait, cycles: u64, dump: Box<HangDump> },
     #[error(
         "kernel on {core} still running after {cycles} cycles (kernel timeout {limit} cycles) while the host waited \
-         for {what}\n{dump}"
+         for {wait}\n{dump}"
     )]
-    KernelTimeout { core: Coord, cycles: u64, limit: u64, what: String, dump: Box<HangDump> },
+    KernelTimeout { core: Coord, cycles: u64, limit: u64, wait: Wait, dump: Box<HangDump> },
     #[error("device {path} is held by {holder}")]
     Busy { path: String, holder: String },
     #[error("backend: {0}")]
@@ -37,6 +51,91 @@ pub enum DriverError {
     NotBuilt(&'static str),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+impl DriverError {
+    /// The hang dump the error carries, if it has one.
+    pub fn dump(&self) -> Option<&HangDump> {
+        match self {
+            DriverError::Device { dump, .. }
+            | DriverError::Timeout { dump, .. }
+            | DriverError::KernelTimeout { dump, .. } => Some(dump),
+            _ => None,
+        }
+    }
+
+    /// A stable name of the variant, for grouping failures.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            DriverError::BadElf { .. } => "bad-elf",
+            DriverError::BootFailed { .. } => "boot-failed",
+            DriverError::AbiMismatch { .. } => "abi-mismatch",
+            DriverError::OutOfRange { .. } => "out-of-range",
+            DriverError::Invalid(_) => "invalid",
+            DriverError::Chip(_) => "chip",
+            DriverError::State(_) => "state",
+            DriverError::Encode(_) => "encode",
+            DriverError::Device { .. } => "device-error",
+            DriverError::Timeout { .. } => "timeout",
+            DriverError::KernelTimeout { .. } => "kernel-timeout",
+            DriverError::Busy { .. } => "busy",
+            DriverError::Backend(_) => "backend",
+            DriverError::NotBuilt(_) => "not-built",
+            DriverError::Io(_) => "io",
+        }
+    }
+}
+
+impl From<cqlab_abi::soc::LayoutError> for DriverError {
+    fn from(e: cqlab_abi::soc::LayoutError) -> Self {
+        DriverError::Chip(TopologyError::Layout(e))
+    }
+}
+
+/// Why an operation cannot be done now: what the device or queue is, or is
+/// doing, that rules it out.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    #[error("command queue {q} (device has {count})")]
+    NoSuchQueue { q: u8, count: u8 },
+    #[error("the device is not booted (no kernel loaded)")]
+    NotBooted,
+    #[error("{what} need fast dispatch (this device uses slow dispatch)")]
+    NeedsFastDispatch { what: &'static str },
+    #[error("a trace is already being captured")]
+    AlreadyCapturing,
+    #[error("end_trace without begin_trace")]
+    NotCapturing,
+    #[error("{what} cannot be captured in a trace")]
+    NotCapturable { what: &'static str },
+    #[error("a trace cannot replay a trace (nested EXEC_BUF)")]
+    NestedReplay,
+}
+
+/// What the device did wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DeviceFault {
+    /// A CQ core halted on a bad command and wrote an error record (`!CMD`).
+    #[error("{0}")]
+    BadCommand(ErrorReport),
+    /// A CQ core halted (a panic, or no error record) while the host waited.
+    #[error("halted with waypoint {waypoint} while the host waited for {wait}")]
+    Halted { waypoint: Waypoint, wait: Wait },
+    /// The completion queue held a record that is not the next one.
+    #[error(
+        "corrupt completion record at offset {offset} of CQ{cq}: kind {kind} cq {record_cq} length {length} seq {seq} \
+         (expected seq {expected_seq})"
+    )]
+    CorruptCompletion { cq: u8, offset: u32, kind: u8, record_cq: u16, length: u32, seq: u32, expected_seq: u32 },
+}
+
+/// Why a core's alive record is not the one expected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BootProblem {
+    #[error("expected firmware {expected}, alive record says id {found}")]
+    WrongFirmware { expected: &'static str, found: u32 },
+    #[error("alive record names core {0}")]
+    WrongCore(Coord),
 }
 
 /// Why a file is not an image the driver can load.

@@ -1,7 +1,6 @@
 //! Reads a core's trace ring through the BAR.
 
-use crate::backend::read_struct;
-use crate::device::Device;
+use crate::backend::{read_struct, Backend};
 use crate::error::Result;
 use cqlab_abi::memory_map::TRACE_RING;
 use cqlab_abi::noc::{Coord, NocAddr};
@@ -16,20 +15,14 @@ pub struct CoreTrace {
     pub lost: u32,
 }
 
-impl Device {
-    pub fn read_trace(&mut self, core: Coord) -> Result<CoreTrace> {
-        self.read_trace_tail(core, CAPACITY)
+/// The newest `max` records of `core`'s ring (at most its capacity).
+pub fn read_tail(backend: &mut dyn Backend, core: Coord, max: u32) -> Result<CoreTrace> {
+    let header: TraceRingHeader = read_struct(backend, NocAddr::unicast(core, TRACE_RING.base as u64))?;
+    let next = header.next_seq;
+    let first = next.saturating_sub(max.min(CAPACITY));
+    let mut records = Vec::with_capacity((next - first) as usize);
+    for seq in first..next {
+        records.push(read_struct(backend, NocAddr::unicast(core, record_addr(seq) as u64))?);
     }
-
-    /// The newest `max` records of a core's ring (at most its capacity).
-    pub fn read_trace_tail(&mut self, core: Coord, max: u32) -> Result<CoreTrace> {
-        let header: TraceRingHeader = read_struct(&mut *self.backend, NocAddr::unicast(core, TRACE_RING.base as u64))?;
-        let next = header.next_seq;
-        let first = next.saturating_sub(max.min(CAPACITY));
-        let mut records = Vec::with_capacity((next - first) as usize);
-        for seq in first..next {
-            records.push(read_struct(&mut *self.backend, NocAddr::unicast(core, record_addr(seq) as u64))?);
-        }
-        Ok(CoreTrace { core, records, lost: next.saturating_sub(CAPACITY) })
-    }
+    Ok(CoreTrace { core, records, lost: next.saturating_sub(CAPACITY) })
 }

@@ -163,8 +163,7 @@ const _: () = assert!(
 /// than four of 48 KiB: read-ahead leaves the buffer of the chunk that ran
 /// last alone (its relay may take a thousand cycles to leave), and with
 /// four that left two reads in flight, too few to keep PCIe busy with 33
-/// KiB chunks (128 unique args x 64 cores, untraced: 1,777 -> 1,372 cycles
-/// per program).
+/// KiB chunks (128 unique args x 64 cores, untraced).
 pub const CHUNK_BUFFERS: u32 = 5;
 pub const MAX_CHUNK: u32 = (CHUNK_AREA.size / CHUNK_BUFFERS) & !0xFFF;
 

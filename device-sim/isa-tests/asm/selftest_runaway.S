@@ -1,4 +1,4 @@
-# Harness self-test: never reports, so --max-cycles must stop it (exit 124).
+# Harness self-test: never reports, so --max-cycles must stop it (exit 3, a hang).
 test_main:
     li x1, 0
 1:  addi x1, x1, 1

@@ -7,13 +7,13 @@
 pub enum Expect {
     /// Exit 0: every check passed.
     Pass,
-    /// Exit 1, naming this failing test number.
+    /// Exit 5 (a mismatch: a self-test's result differs), naming this failing test number.
     Fail(u32),
-    /// Exit 3 (halted) with this text in the message.
+    /// Exit 4 (the core crashed: halted) with this text in the message.
     Halt(&'static str),
     /// Exit with this code (`ecall` without `tohost`).
     Exit(u8),
-    /// Exit 124 under `--max-cycles`.
+    /// Exit 3 (a hang: no answer) under `--max-cycles`.
     Runaway,
 }
 

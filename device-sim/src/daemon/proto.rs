@@ -177,12 +177,12 @@ impl Request {
         b
     }
 
-    pub fn decode(p: &[u8]) -> Result<Self, String> {
+    pub fn decode(p: &[u8]) -> Result<Self, ProtoError> {
         let mut r = Reader::new(p);
         let op = r.u8("opcode")?;
-        let data_len = |len: u32, what: &str| {
+        let data_len = |len: u32, what: &'static str| {
             if len as usize > MAX_DATA {
-                Err(format!("{what} of {len} bytes exceeds the limit of {MAX_DATA} per request"))
+                Err(ProtoError::TooLarge { what, len })
             } else {
                 Ok(len)
             }
@@ -204,7 +204,7 @@ impl Request {
                 force: match r.u8("force")? {
                     0 => false,
                     1 => true,
-                    f => return Err(format!("STOP force flag {f} (expected 0 or 1)")),
+                    f => return Err(ProtoError::BadFlag { what: "STOP force flag", value: f }),
                 },
             },
             9 => Request::Digest,
@@ -212,7 +212,7 @@ impl Request {
                 reset: match r.u8("reset")? {
                     0 => false,
                     1 => true,
-                    f => return Err(format!("DRAM_TRAFFIC reset flag {f} (expected 0 or 1)")),
+                    f => return Err(ProtoError::BadFlag { what: "DRAM_TRAFFIC reset flag", value: f }),
                 },
             },
             11 => Request::Status,
@@ -228,7 +228,7 @@ impl Request {
                 offset: r.u64("offset")?,
                 len: data_len(r.u32("length")?, "BAR_READ")?,
             },
-            _ => return Err(format!("unknown opcode {op} (expected 1..=14)")),
+            _ => return Err(ProtoError::UnknownOpcode(op)),
         };
         r.end()?;
         Ok(req)
@@ -269,7 +269,7 @@ impl ChipInfo {
         b
     }
 
-    pub fn decode(p: &[u8]) -> Result<Self, String> {
+    pub fn decode(p: &[u8]) -> Result<Self, ProtoError> {
         let mut r = Reader::new(p);
         let info = ChipInfo {
             version: r.u32("version")?,
@@ -317,7 +317,7 @@ impl CoreView {
         b
     }
 
-    pub fn decode(p: &[u8]) -> Result<Option<CoreView>, String> {
+    pub fn decode(p: &[u8]) -> Result<Option<CoreView>, ProtoError> {
         let mut r = Reader::new(p);
         if r.u8("present")? == 0 {
             r.end()?;
@@ -358,7 +358,7 @@ impl Reply {
         b
     }
 
-    pub fn decode(p: &[u8]) -> Result<Self, String> {
+    pub fn decode(p: &[u8]) -> Result<Self, ProtoError> {
         let mut r = Reader::new(p);
         let status = r.u8("status")?;
         let now = r.u64("device time")?;
@@ -366,7 +366,7 @@ impl Reply {
         let result = match status {
             0 => Ok(body.to_vec()),
             1 => Err(String::from_utf8_lossy(body).into_owned()),
-            s => return Err(format!("reply status {s} (expected 0 or 1)")),
+            s => return Err(ProtoError::BadFlag { what: "reply status", value: s }),
         };
         Ok(Reply { now, result })
     }
@@ -390,8 +390,13 @@ impl Status {
         b
     }
 
-    pub fn decode(p: &[u8]) -> Result<Self, String> {
-        let n = p.len().checked_sub(8).ok_or_else(|| format!("STATUS reply of {} bytes is too short", p.len()))?;
+    pub fn decode(p: &[u8]) -> Result<Self, ProtoError> {
+        let n = p.len().checked_sub(8).ok_or(ProtoError::Truncated {
+            what: "STATUS reply",
+            need: 8,
+            at: 0,
+            left: p.len(),
+        })?;
         let chip = ChipInfo::decode(&p[..n])?;
         let mut r = Reader::new(&p[n..]);
         let status = Status { chip, owner_pid: r.u32("owner pid")?, connections: r.u32("connections")? };
@@ -439,6 +444,23 @@ pub fn read_frame(r: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
     Ok(Some(payload))
 }
 
+/// Why a message cannot be decoded.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProtoError {
+    #[error("message truncated: {what} needs {need} bytes at offset {at}, {left} left")]
+    Truncated { what: &'static str, need: usize, at: usize, left: usize },
+    #[error("{bytes} unexpected bytes at the end of the message (offset {at})")]
+    Trailing { bytes: usize, at: usize },
+    #[error("{what} of {len} bytes exceeds the limit of {MAX_DATA} per request")]
+    TooLarge { what: &'static str, len: u32 },
+    #[error("{what} {value} (expected 0 or 1)")]
+    BadFlag { what: &'static str, value: u8 },
+    #[error("unknown opcode {0} (expected 1..=14)")]
+    UnknownOpcode(u8),
+    #[error("{what} is not UTF-8")]
+    NotUtf8 { what: &'static str },
+}
+
 struct Reader<'a> {
     p: &'a [u8],
     at: usize,
@@ -448,36 +470,35 @@ impl<'a> Reader<'a> {
     fn new(p: &'a [u8]) -> Self {
         Reader { p, at: 0 }
     }
-    fn bytes(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
-        let s = self.p.get(self.at..self.at + n).ok_or_else(|| {
-            format!("message truncated: {what} needs {n} bytes at offset {}, {} left", self.at, self.p.len() - self.at)
-        })?;
+    fn bytes(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], ProtoError> {
+        let left = self.p.len() - self.at;
+        let s = self.p.get(self.at..self.at + n).ok_or(ProtoError::Truncated { what, need: n, at: self.at, left })?;
         self.at += n;
         Ok(s)
     }
-    fn u8(&mut self, what: &str) -> Result<u8, String> {
+    fn u8(&mut self, what: &'static str) -> Result<u8, ProtoError> {
         Ok(self.bytes(1, what)?[0])
     }
-    fn u32(&mut self, what: &str) -> Result<u32, String> {
+    fn u32(&mut self, what: &'static str) -> Result<u32, ProtoError> {
         Ok(u32::from_le_bytes(self.bytes(4, what)?.try_into().expect("4 bytes")))
     }
-    fn u64(&mut self, what: &str) -> Result<u64, String> {
+    fn u64(&mut self, what: &'static str) -> Result<u64, ProtoError> {
         Ok(u64::from_le_bytes(self.bytes(8, what)?.try_into().expect("8 bytes")))
     }
-    fn string(&mut self, what: &str) -> Result<String, String> {
+    fn string(&mut self, what: &'static str) -> Result<String, ProtoError> {
         let n = self.u32(what)? as usize;
         let b = self.bytes(n, what)?;
-        String::from_utf8(b.to_vec()).map_err(|_| format!("{what} is not UTF-8"))
+        String::from_utf8(b.to_vec()).map_err(|_| ProtoError::NotUtf8 { what })
     }
     fn rest(&mut self) -> &'a [u8] {
         let s = &self.p[self.at..];
         self.at = self.p.len();
         s
     }
-    fn end(&self) -> Result<(), String> {
+    fn end(&self) -> Result<(), ProtoError> {
         match self.p.len() - self.at {
             0 => Ok(()),
-            n => Err(format!("{n} unexpected bytes at the end of the message (offset {})", self.at)),
+            n => Err(ProtoError::Trailing { bytes: n, at: self.at }),
         }
     }
 }
@@ -508,12 +529,12 @@ mod tests {
         for r in reqs {
             assert_eq!(Request::decode(&r.encode()), Ok(r));
         }
-        assert!(Request::decode(&[15]).unwrap_err().contains("unknown opcode 15"));
-        assert!(Request::decode(&[3, 1, 2]).unwrap_err().contains("truncated"));
-        assert!(Request::decode(&[6, 0]).unwrap_err().contains("unexpected bytes"));
-        assert!(Request::decode(&[8, 2]).unwrap_err().contains("force flag 2"));
+        assert_eq!(Request::decode(&[15]), Err(ProtoError::UnknownOpcode(15)));
+        assert!(matches!(Request::decode(&[3, 1, 2]), Err(ProtoError::Truncated { what: "address", .. })));
+        assert_eq!(Request::decode(&[6, 0]), Err(ProtoError::Trailing { bytes: 1, at: 1 }));
+        assert_eq!(Request::decode(&[8, 2]), Err(ProtoError::BadFlag { what: "STOP force flag", value: 2 }));
         let big = Request::Read { addr: 0, len: MAX_DATA as u32 + 1 }.encode();
-        assert!(Request::decode(&big).unwrap_err().contains("exceeds the limit"), "READ over MAX_DATA");
+        assert!(matches!(Request::decode(&big), Err(ProtoError::TooLarge { what: "READ", .. })), "READ over MAX_DATA");
         let info = ChipInfo {
             version: VERSION,
             daemon_pid: 9,

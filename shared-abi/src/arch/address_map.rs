@@ -6,7 +6,7 @@
 //! `BlackholeA0/TensixTile/BabyRISCV/README.md`, "Memory map" (the symbol in
 //! the table is named beside each range). Ends are inclusive.
 
-use super::nocs::Noc;
+use super::noc_id::Noc;
 use super::tensix::Processor;
 
 /// What an address range holds.

@@ -2,7 +2,7 @@
 //! configuration registers, the other regions of BAR0, and the address range
 //! through which the chip's NOC reaches host memory.
 
-use super::nocs::Noc;
+use super::noc_id::Noc;
 use super::tlb::{self, TlbWindowKind};
 
 /// Tenstorrent's PCI vendor id (tt-umd `tt-kmd-lib/api/tt-kmd-lib/pci_ids.h`;

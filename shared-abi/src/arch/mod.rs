@@ -53,12 +53,13 @@ pub mod arc;
 pub mod bar;
 pub mod niu;
 pub mod noc_addr;
-mod nocs;
-pub use nocs::Noc;
 pub mod noc_cmd;
+mod noc_id;
 pub mod tensix;
 pub mod tlb;
 pub mod translate;
+
+pub use noc_id::Noc;
 
 /// A chip architecture cqlab models.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -10,7 +10,7 @@
 //! `NOC_AT_LEN_BE_1` and moves `NOC_CMD_CTRL` to 0x40); the counter indices do
 //! not.
 
-use super::nocs::Noc;
+use super::noc_id::Noc;
 
 /// Offsets of one command buffer's registers from the buffer's base.
 /// `None`: the register does not exist on this chip.

@@ -9,7 +9,7 @@
 //! are little-endian across the 32-bit words the host writes (low word
 //! first: tt-umd `device/pcie/pci_device.cpp` `configure_tlb`).
 
-use super::nocs::Noc;
+use super::noc_id::Noc;
 
 /// Ordering mode of the requests a window produces (tt-umd
 /// `device/api/umd/device/types/tlb.hpp` Relaxed 0, Strict 1, Posted 2; tt-isa

@@ -22,9 +22,8 @@ use crate::noc::{Coord, NocAddr, MAX_CQS};
 use crate::noc_map::{NocMap, MAGIC, MAX_GRID_COLS, MAX_GRID_ROWS};
 
 use super::dispatch::Placement;
-use super::error::LayoutError;
-use super::kind::{HarvestedUnit, TileKind};
-use super::layout::{ChipLayout, Tile};
+use super::layout::{ChipLayout, LayoutError, Tile};
+use super::tile::{HarvestedUnit, TileKind};
 
 /// Wormhole's translation tables cover values 16 and up; below, values
 /// name a NOC's own physical coordinates (tt-umd `wormhole_implementation.hpp`

@@ -23,8 +23,7 @@ use std::vec::Vec;
 use crate::arch::{Arch, GridSize};
 use crate::noc::Coord;
 
-use super::error::LayoutError;
-use super::layout::ChipLayout;
+use super::layout::{ChipLayout, LayoutError};
 
 /// The two cores of one command queue (NOC0 coordinates).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

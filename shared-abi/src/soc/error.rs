@@ -1,12 +1,11 @@
-//! Errors of the chip descriptions. Each says what was expected, what was
-//! found, and where.
+//! Errors of the chip descriptions and of harvesting values. Each says what
+//! was expected, what was found, and where. (A layout's errors name its
+//! board, so they live with the layout.)
 
 use std::string::String;
 
 use crate::arch::Arch;
 use crate::noc::Coord;
-
-use super::board::Board;
 
 /// A SoC descriptor file cqlab cannot use.
 #[derive(Debug, thiserror::Error)]
@@ -62,32 +61,4 @@ pub enum HarvestError {
     DramBankOutOfRange { arch: Arch, bank: u8, banks: usize },
     #[error("{arch} has Ethernet channels 0..{channels}, channel {channel} does not exist")]
     EthChannelOutOfRange { arch: Arch, channel: u8, channels: usize },
-}
-
-/// A chip layout, placement or lookup that cannot be made.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum LayoutError {
-    #[error("{board}: {error}")]
-    Harvest { board: Board, error: HarvestError },
-    #[error(
-        "{board} ({harvesting}): {cqs} command queues need {needed} dispatch {axis}s of {per_line} cores \
-         (a prefetcher and a dispatcher per queue), but only {available} {axis}s exist and one must stay for \
-         workers; at most {max} command queues fit"
-    )]
-    TooManyCqs {
-        board: Board,
-        harvesting: String,
-        cqs: usize,
-        needed: usize,
-        per_line: usize,
-        available: usize,
-        axis: &'static str,
-        max: usize,
-    },
-    #[error("{board}: tile {coord} is outside the {width}x{height} grid")]
-    OutOfGrid { board: Board, coord: Coord, width: u8, height: u8 },
-    #[error("{board} ({harvesting}): tile {coord} is {what}, not a worker Tensix")]
-    NotAWorker { board: Board, harvesting: String, coord: Coord, what: String },
-    #[error("{board}: {found} {what} do not fit the NOC map, which holds at most {max}")]
-    NocMapCapacity { board: Board, what: &'static str, found: usize, max: usize },
 }

@@ -2,7 +2,7 @@
 //! NOC1 and translated coordinates, harvesting applied.
 
 use std::collections::BTreeMap;
-use std::string::ToString;
+use std::string::{String, ToString};
 use std::vec::Vec;
 
 use crate::arch::tensix::Processor;
@@ -12,10 +12,38 @@ use crate::noc::Coord;
 use super::board::Board;
 use super::descriptor::SocDescriptor;
 use super::dram::{self, DramBank};
-use super::error::LayoutError;
+use super::error::HarvestError;
 use super::harvest::Harvesting;
-use super::kind::{HarvestedUnit, TileKind};
+use super::tile::{HarvestedUnit, TileKind};
 use super::translate;
+
+/// A chip layout, placement or lookup that cannot be made.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LayoutError {
+    #[error("{board}: {error}")]
+    Harvest { board: Board, error: HarvestError },
+    #[error(
+        "{board} ({harvesting}): {cqs} command queues need {needed} dispatch {axis}s of {per_line} cores \
+         (a prefetcher and a dispatcher per queue), but only {available} {axis}s exist and one must stay for \
+         workers; at most {max} command queues fit"
+    )]
+    TooManyCqs {
+        board: Board,
+        harvesting: String,
+        cqs: usize,
+        needed: usize,
+        per_line: usize,
+        available: usize,
+        axis: &'static str,
+        max: usize,
+    },
+    #[error("{board}: tile {coord} is outside the {width}x{height} grid")]
+    OutOfGrid { board: Board, coord: Coord, width: u8, height: u8 },
+    #[error("{board} ({harvesting}): tile {coord} is {what}, not a worker Tensix")]
+    NotAWorker { board: Board, harvesting: String, coord: Coord, what: String },
+    #[error("{board}: {found} {what} do not fit the NOC map, which holds at most {max}")]
+    NocMapCapacity { board: Board, what: &'static str, found: usize, max: usize },
+}
 
 /// One tile of the grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

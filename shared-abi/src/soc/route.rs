@@ -11,8 +11,8 @@ use std::vec::Vec;
 use crate::arch::{GridSize, Noc};
 use crate::noc::Coord;
 
-use super::kind::TileKind;
 use super::layout::ChipLayout;
+use super::tile::TileKind;
 
 /// The tiles a unicast packet passes, source and destination included, in
 /// NOC0 coordinates. Consecutive tiles are joined by one link.

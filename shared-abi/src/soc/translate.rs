@@ -29,7 +29,7 @@ use crate::noc::Coord;
 
 use super::descriptor::SocDescriptor;
 use super::harvest::Harvesting;
-use super::kind::TileKind;
+use super::tile::TileKind;
 
 /// Wormhole's translation tables start at 16 (tt-umd
 /// `wormhole_implementation.hpp` translated_coordinate_start_x/y 16; tt-isa

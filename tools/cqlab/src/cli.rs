@@ -1,16 +1,9 @@
-//! What every subcommand shares at the command-line edge: exit codes,
-//! usage errors, output that survives a closed pipe, and progress.
-//!
-//! Exit codes (also in `cqlab --help`):
-//! - 0: success (also when stdout closes early, as in `cqlab decode F | head`);
-//! - 1: the run failed (device error, timeout, verification);
-//! - 2: usage error: an argument out of its range or inconsistent with
-//!   another, reported before anything runs (clap's own parse errors use 2
-//!   as well); for `decode` and `sim exec`, malformed input;
-//! - 3 and up: command-specific, documented with the command.
+//! What every subcommand shares at the command-line edge: usage errors,
+//! which options the user set, CSV rows, and progress. Exit codes are in
+//! `crate::exit` (and `cqlab --help`).
 
 use cqlab_driver::config::DEFAULT_KERNEL_TIMEOUT_CYCLES;
-use cqlab_driver::device::PROGRESS_CHECK_CYCLES;
+use cqlab_driver::wait::PROGRESS_CHECK_CYCLES;
 use cqlab_driver::DeviceConfig;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -48,13 +41,69 @@ impl Limits {
     }
 }
 
-/// The one usage error type (and its exit code) lives in `usage.rs`.
+/// The one usage error type lives in `usage.rs`.
 pub use crate::usage::UsageError as Usage;
 
-/// The help text's list of exit codes.
-pub const EXIT_CODES_HELP: &str = "Exit codes: 0 success; 1 the run failed (device error, timeout, wrong result); \
-     2 usage error (an argument out of range or inconsistent, reported before anything runs; malformed input for \
-     decode and sim exec); others are documented with their command.";
+/// Prints `error: MESSAGE` on stderr (never panics, even on a closed stderr).
+pub fn report(message: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "error: {message}");
+}
+
+/// Which options the user set on the command line (not left at their
+/// defaults): what conflicting-option checks look at.
+pub struct Given<'a> {
+    leaf: &'a clap::ArgMatches,
+}
+
+impl<'a> Given<'a> {
+    /// The matches of the innermost subcommand of `m`.
+    pub fn new(mut m: &'a clap::ArgMatches) -> Self {
+        while let Some((_, sub)) = m.subcommand() {
+            m = sub;
+        }
+        Given { leaf: m }
+    }
+
+    /// Whether option `id` (the field name) was given.
+    pub fn set(&self, id: &str) -> bool {
+        match self.leaf.try_get_raw(id) {
+            Ok(_) => matches!(
+                self.leaf.value_source(id),
+                Some(clap::parser::ValueSource::CommandLine | clap::parser::ValueSource::EnvVariable)
+            ),
+            // Matches built in code know no argument at all; real ones know
+            // every argument of their command, so a misspelled id is a bug.
+            Err(e) => {
+                debug_assert!(self.leaf.ids().next().is_none(), "option id {id:?}: {e}");
+                false
+            }
+        }
+    }
+
+    /// Refuses each of `ids` that was given, saying `why` they do not apply.
+    pub fn refuse(&self, ids: &[&str], why: impl Fn() -> String) -> Result<(), Usage> {
+        let set: Vec<String> =
+            ids.iter().filter(|id| self.set(id)).map(|id| format!("--{}", id.replace('_', "-"))).collect();
+        crate::usage::ensure(set.is_empty(), || format!("{} {}", set.join(", "), why()))
+    }
+}
+
+/// A [`Given`] in which nothing was set: for argument structs built in code
+/// (a campaign record's arguments are checked with what they say).
+pub fn nothing_given() -> &'static clap::ArgMatches {
+    static EMPTY: std::sync::OnceLock<clap::ArgMatches> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(clap::ArgMatches::default)
+}
+
+/// `rows` as CSV text, a header line first (the field names of a row).
+pub fn csv<R: serde::Serialize>(rows: impl IntoIterator<Item = R>) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for row in rows {
+        w.serialize(row)?;
+    }
+    Ok(String::from_utf8(w.into_inner().map_err(|e| e.into_error())?)?)
+}
 
 /// Fails with a [`Usage`] error unless `ok`.
 pub fn check(ok: bool, message: impl FnOnce() -> String) -> anyhow::Result<()> {
@@ -63,11 +112,6 @@ pub fn check(ok: bool, message: impl FnOnce() -> String) -> anyhow::Result<()> {
     } else {
         Err(Usage(message()).into())
     }
-}
-
-/// True when `e` comes from writing to a closed pipe.
-pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
 }
 
 /// A progress bar of `len` steps on stderr, drawn only when stderr is a

@@ -3,11 +3,14 @@
 //! sweep parameters (a point's `params` object, every key of it; reports
 //! without one pair by `cqs`), never by position. Throughput must not drop
 //! and no latency statistic (mean, p50, p95, p99) may rise by more than the
-//! threshold. Exit 0: no regression; 1: a regression; 2: unusable input,
-//! including two reports that share no sweep point.
+//! threshold. Exit 0: no regression; 1: a regression (also when stdout
+//! closes early); 2: unusable input, including two reports that share no
+//! sweep point.
 
+use crate::cli::Usage;
+use crate::exit::Exit;
 use crate::out::outln;
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -16,16 +19,13 @@ use std::process::ExitCode;
 pub struct Args {
     pub base: PathBuf,
     pub test: PathBuf,
-    /// Largest tolerated worsening, in percent (`5%` or `5`).
-    #[arg(long, default_value = "5%")]
-    pub threshold: String,
+    /// Largest tolerated worsening, in percent (`5%` or `5`; 0..=1000).
+    #[arg(long, default_value = "5%", value_parser = parse_threshold)]
+    pub threshold: f64,
     /// Print the comparison as JSON.
     #[arg(long)]
     pub json: bool,
 }
-
-const REGRESSION: u8 = 1;
-const BAD_INPUT: u8 = 2;
 
 /// Which direction is better for a metric.
 #[derive(Clone, Copy, PartialEq)]
@@ -42,20 +42,26 @@ const METRICS: [(&str, &[&str], Better); 5] = [
     ("latency p99", &["latency_cycles", "p99"], Better::Lower),
 ];
 
-pub fn parse_threshold(s: &str) -> Result<f64> {
-    let t = s.trim().trim_end_matches('%').trim();
-    let v: f64 = t.parse().with_context(|| format!("--threshold {s:?}: expected a percentage like 5%"))?;
-    if !(v.is_finite() && v >= 0.0) {
-        bail!("--threshold {s:?}: must be a non-negative percentage");
-    }
-    Ok(v)
+/// `5%` or `5`: a percentage in 0..=1000.
+pub fn parse_threshold(s: &str) -> Result<f64, String> {
+    crate::args::real(s.trim().trim_end_matches('%'), 0.0..=1000.0)
+        .map_err(|e| format!("expected a percentage like 5%: {e}"))
 }
 
-fn load(path: &Path) -> Result<Value> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let v: Value = serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+pub fn validate(a: &Args) -> Result<()> {
+    crate::input::check_file("BASE", &a.base)?;
+    crate::input::check_file("TEST", &a.test)?;
+    Ok(())
+}
+
+fn load(what: &str, path: &Path) -> Result<Value> {
+    let text = crate::input::read_text(what, path, crate::input::MAX_REPORT_BYTES)?;
+    let v: Value =
+        serde_json::from_str(&text).map_err(|e| Usage(format!("{what} {} is not JSON: {e}", path.display())))?;
     if v["tool"] != "cqlab run" || !v["points"].is_array() {
-        bail!("{} is not a `cqlab run --json` report (no \"points\")", path.display());
+        return Err(
+            Usage(format!("{what} {} is not a `cqlab run --json` report (no \"points\")", path.display())).into()
+        );
     }
     Ok(v)
 }
@@ -141,14 +147,7 @@ fn fmt(v: &Value) -> String {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let inputs = parse_threshold(&a.threshold).and_then(|t| Ok((t, load(&a.base)?, load(&a.test)?)));
-    let (threshold, base, test) = match inputs {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return Ok(ExitCode::from(BAD_INPUT));
-        }
-    };
+    let (threshold, base, test) = (a.threshold, load("BASE", &a.base)?, load("TEST", &a.test)?);
     if base["workload"] != test["workload"] {
         eprintln!("note: comparing different workloads ({} vs {})", base["workload"], test["workload"]);
     }
@@ -159,12 +158,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     let c = compare(&base, &test, threshold);
     if c["paired_points"] == 0 {
-        eprintln!(
-            "error: no sweep point of {} has the same parameters as one of {}: nothing compared",
+        return Err(Usage(format!(
+            "no sweep point of {} has the same parameters as one of {}: nothing compared",
             a.base.display(),
             a.test.display()
-        );
-        return Ok(ExitCode::from(BAD_INPUT));
+        ))
+        .into());
     }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&c)?);
@@ -192,5 +191,5 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         outln!("{} regression(s) beyond {threshold}%", c["regressions"]);
     }
-    Ok(if c["regressions"].as_u64().unwrap_or(0) > 0 { ExitCode::from(REGRESSION) } else { ExitCode::SUCCESS })
+    Ok(if c["regressions"].as_u64().unwrap_or(0) > 0 { Exit::Failed.into() } else { ExitCode::SUCCESS })
 }

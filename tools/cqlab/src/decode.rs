@@ -5,6 +5,7 @@
 //! (read-back through `WRITE_HOST`, DRAM-to-L1 writes). The decoder follows
 //! that stream so such relays are attributed to the command they feed.
 
+use crate::decode_rings::Kind;
 use crate::out::outln;
 use anyhow::{Context, Result};
 use cqlab_abi::decode::{decode_dispatch_partial, decode_prefetch, DecodeError, PrefetchHeader};
@@ -14,39 +15,69 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 pub struct Args {
     /// Raw dump: an issue queue (prefetch commands from byte 0), a completion
-    /// ring or a trace ring (see --kind).
+    /// ring or a trace ring (see --kind). `cqlab dump --json` and the
+    /// hang dump show a live device; docs/cli.md says how to get raw bytes.
     #[arg(required_unless_present = "device")]
     pub file: Option<std::path::PathBuf>,
-    /// What the dump holds: issue, completion or trace.
-    #[arg(long, default_value = "issue")]
-    pub kind: String,
+    /// What the dump holds.
+    #[arg(long, value_enum, default_value = "issue")]
+    pub kind: Kind,
     /// Read the dump from a live simulator daemon (`sim:PATH`) instead of a file
     /// (--kind completion with --cq, or --kind trace with --core).
     #[arg(long, conflicts_with = "file")]
     pub device: Option<String>,
-    /// Completion queue to read from the device.
-    #[arg(long, default_value_t = 0)]
+    /// Completion queue to read from the device (0..=15, and one the device has).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..cqlab_abi::noc::MAX_CQS as i64))]
     pub cq: u8,
-    /// Core (X,Y NOC coordinates) whose trace ring to read from the device.
-    #[arg(long)]
-    pub core: Option<String>,
+    /// Core (X,Y NOC coordinates: a worker, prefetcher or dispatcher of the
+    /// device) whose trace ring to read from the device.
+    #[arg(long, value_parser = crate::args::core)]
+    pub core: Option<cqlab_abi::noc::Coord>,
+    /// The chip a trace-ring dump FILE was taken on (with the default two
+    /// queues), to name its cores; a live device says which it is.
+    #[command(flatten)]
+    pub chip: crate::chip::ChipOpt,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }
 
-/// Exit code for malformed input.
-const MALFORMED: u8 = 2;
+pub fn validate(a: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
+    a.chip.validate()?;
+    if let Some(f) = &a.file {
+        crate::input::check_file("dump", f)?;
+        given.refuse(&["cq", "core"], || "read a live device (--device sim:PATH); a dump FILE is one ring".into())?;
+        return Ok(());
+    }
+    let device = a.device.as_deref().unwrap_or_default();
+    crate::device::validate_daemon("--device", device)?;
+    given.refuse(&["chip", "harvest"], || "name the chip of a dump FILE; a live device says which it is".into())?;
+    match a.kind {
+        Kind::Issue => Err(crate::cli::Usage(
+            "--kind issue reads a dump FILE; a live device gives --kind completion or trace".into(),
+        )
+        .into()),
+        Kind::Completion => Ok(given.refuse(&["core"], || "is for --kind trace".into())?),
+        Kind::Trace => {
+            given.refuse(&["cq"], || "is for --kind completion".into())?;
+            crate::cli::check(a.core.is_some(), || "--kind trace --device needs --core X,Y (whose ring)".into())
+        }
+    }
+}
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    if args.kind != "issue" || args.device.is_some() {
-        return crate::decode_rings::run(&args);
+    if args.kind != Kind::Issue || args.device.is_some() {
+        let (file, device) = (args.file.as_deref(), args.device.as_deref());
+        return crate::decode_rings::run(args.kind, file, device, args.cq, args.core, &args.chip, args.json);
     }
     let file = args.file.clone().context("an issue-queue dump FILE")?;
-    let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+    let bytes = crate::input::read_bytes("dump", &file, crate::input::MAX_DUMP_BYTES)?;
     if bytes.is_empty() {
-        eprintln!("error: {} is empty: an issue-queue dump holds at least one command", file.display());
-        return Ok(ExitCode::from(MALFORMED));
+        return Err(crate::cli::Usage(format!(
+            "{} is empty: an issue-queue dump holds at least one command",
+            file.display()
+        ))
+        .into());
     }
     let listing = decode_dump(&bytes);
     if args.json {
@@ -57,8 +88,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     match listing.error {
         None => Ok(ExitCode::SUCCESS),
         Some(e) => {
-            eprintln!("error: malformed issue-queue dump {}: {e}", file.display());
-            Ok(ExitCode::from(MALFORMED))
+            // What decoded is printed above; the dump is still malformed.
+            crate::cli::report(&format!("malformed issue-queue dump {}: {e}", file.display()));
+            Ok(crate::exit::Exit::Usage.into())
         }
     }
 }

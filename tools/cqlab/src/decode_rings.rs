@@ -10,15 +10,29 @@
 
 use crate::out::outln;
 use anyhow::{Context, Result};
-use cqlab_abi::completion::{record_size, CompletionHeader, CompletionKind, EventRecord};
+use cqlab_abi::completion::{CompletionHeader, CompletionKind, EventRecord};
 use cqlab_abi::decode::Space;
 use cqlab_abi::memory_map::TRACE_RING;
-use cqlab_abi::noc::{endpoint, Coord, Endpoint};
+use cqlab_abi::noc::{Coord, DEFAULT_CQS};
+use cqlab_abi::ring::RingPtr;
+use cqlab_abi::sysmem::COMPLETION_WR_PTR;
 use cqlab_abi::trace::{TraceKind, TraceRecord, TraceRingHeader, CAPACITY, RECORDS_BASE};
-use cqlab_driver::workloads::analysis::command_name;
+use cqlab_driver::{Role, Topology};
+use cqlab_workloads::analysis::command_name;
 use serde_json::{json, Value};
 use std::mem::size_of;
 use zerocopy::FromBytes;
+
+/// What a dump holds (`cqlab decode --kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    /// An issue queue: prefetch commands from byte 0.
+    Issue,
+    /// One CQ's completion ring from its offset 0.
+    Completion,
+    /// One core's trace ring (its TRACE_RING region).
+    Trace,
+}
 
 /// A decoded dump: text, JSON records, and the first problem found.
 pub struct Decoded {
@@ -42,7 +56,8 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
             d.error = Some(format!("offset {at:#x}: completion kind {} is neither data (1) nor event (2)", h.kind));
             break;
         };
-        let size = record_size(h.length) as usize;
+        // Checked arithmetic: a garbage length is a finding, not an overflow.
+        let size = (hs + h.length as usize).next_multiple_of(cqlab_abi::PCIE_ALIGNMENT);
         let end = at + hs + h.length as usize;
         let mut rec = json!({"offset": at, "kind": format!("{kind:?}").to_lowercase(), "cq": h.cq,
                              "seq": h.seq, "tag": h.tag, "length": h.length, "record_bytes": size});
@@ -90,12 +105,12 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
     d
 }
 
-fn describe(r: &TraceRecord) -> (String, String) {
+fn describe(chip: &Topology, r: &TraceRecord) -> (String, String) {
     let c = Coord::unpack(r.core as u32);
-    let role = cqlab_driver::workloads::analysis::Analysis::role(c);
-    let space = match endpoint(c) {
-        Endpoint::Prefetcher { .. } => Some(Space::Prefetch),
-        Endpoint::Dispatcher { .. } => Some(Space::Dispatch),
+    let role = cqlab_workloads::analysis::Analysis::role(chip, c);
+    let space = match chip.role(c) {
+        Some(Role::Prefetcher { .. }) => Some(Space::Prefetch),
+        Some(Role::Dispatcher { .. }) => Some(Space::Dispatch),
         _ => None,
     };
     let kind = TraceKind::from_u16(r.kind);
@@ -109,8 +124,9 @@ fn describe(r: &TraceRecord) -> (String, String) {
     (role, what)
 }
 
-/// A core's trace ring from a dump of its `TRACE_RING` region, oldest first.
-pub fn decode_trace_ring(bytes: &[u8]) -> Decoded {
+/// A core's trace ring from a dump of its `TRACE_RING` region, oldest
+/// first; `chip` says whose each recorded core is.
+pub fn decode_trace_ring(chip: &Topology, bytes: &[u8]) -> Decoded {
     let mut d = Decoded { text: String::new(), records: Vec::new(), error: None };
     let Ok((h, _)) = TraceRingHeader::read_from_prefix(bytes) else {
         d.error = Some(format!("{} bytes: too short for a trace-ring header", bytes.len()));
@@ -140,7 +156,7 @@ pub fn decode_trace_ring(bytes: &[u8]) -> Decoded {
             d.text.push_str(&format!("#{seq:<7} (slot holds seq {}: overwritten while dumped)\n", r.seq));
             continue;
         }
-        let (role, what) = describe(&r);
+        let (role, what) = describe(chip, &r);
         d.text.push_str(&format!("#{seq:<7} @{:<12} {role:<18} {what}\n", r.cycle));
         d.records.push(json!({"seq": r.seq, "cycle": r.cycle, "core": Coord::unpack(r.core as u32).to_string(),
                               "role": role, "kind": TraceKind::from_u16(r.kind).map(|k| k.label()),
@@ -149,67 +165,198 @@ pub fn decode_trace_ring(bytes: &[u8]) -> Decoded {
     d
 }
 
+/// The record boundary of a completion ring to decode from: the oldest
+/// position from which whole records (valid kind, this queue, consecutive
+/// sequence numbers) lead exactly to the write pointer `wr`. A ring that has
+/// wrapped holds the tail of a record at its start, so offset 0 is not one.
+pub fn oldest_boundary(ring: &[u8], cq: u8, wr: usize) -> Option<usize> {
+    let (size, hs) = (ring.len(), size_of::<CompletionHeader>());
+    let unit = cqlab_abi::ring::PTR_UNIT as usize;
+    if size == 0 || wr >= size || wr % unit != 0 {
+        return None;
+    }
+    let header = |at: usize| -> Option<CompletionHeader> {
+        let mut b = [0u8; 16];
+        for (i, x) in b.iter_mut().enumerate().take(hs) {
+            *x = ring[(at + i) % size];
+        }
+        CompletionHeader::read_from_bytes(&b[..hs]).ok()
+    };
+    // Candidates from the oldest data (just after wr) round to wr itself.
+    (1..=size / unit).map(|k| (wr + k * unit) % size).find(|&start| {
+        let (mut at, mut walked, mut seq) = (start, 0usize, None::<u32>);
+        while walked < size {
+            if at == wr && walked > 0 {
+                return true;
+            }
+            let Some(h) = header(at) else { return false };
+            let ok_seq = seq.is_none_or(|s| h.seq == s.wrapping_add(1));
+            if CompletionKind::from_u8(h.kind).is_none() || h.cq != cq as u16 || !ok_seq {
+                return false;
+            }
+            let len = (hs + h.length as usize).next_multiple_of(cqlab_abi::PCIE_ALIGNMENT);
+            if len > size {
+                return false;
+            }
+            seq = Some(h.seq);
+            walked += len;
+            at = (at + len) % size;
+        }
+        false
+    })
+}
+
+/// What a live read gives: the bytes to decode, where they start, and the
+/// device's chip.
+pub struct Live {
+    pub bytes: Vec<u8>,
+    pub note: Option<String>,
+    pub chip: Topology,
+}
+
 /// Reads the dump bytes from a live simulator daemon: CQ `cq`'s completion
-/// ring, or `core`'s trace ring.
-pub fn read_live(device: &str, kind: &str, cq: u8, core: Option<Coord>) -> Result<Vec<u8>> {
-    anyhow::ensure!(
-        device.starts_with("sim:"),
-        "--device {device:?}: live dumps come from a simulator daemon (sim:PATH)"
-    );
+/// ring (rotated to start at its oldest whole record, ending at the write
+/// pointer), or `core`'s trace ring.
+pub fn read_live(device: &str, kind: Kind, cq: u8, core: Option<Coord>) -> Result<Live> {
     // Read-only: no lock, no HELLO, nothing changes for the device's owner.
     let (mut dev, _) = cqlab_driver::Device::observe(device).with_context(|| format!("observing {device}"))?;
     let cfg = dev.config().clone();
+    let chip = dev.chip().clone();
     match kind {
-        "completion" => {
-            anyhow::ensure!(cq < dev.num_cqs(), "--cq {cq}: the device has {} queues", dev.num_cqs());
+        Kind::Completion => {
+            crate::cli::check(cq < dev.num_cqs(), || format!("--cq {cq}: the device has {} queues", dev.num_cqs()))?;
             let l = cqlab_abi::sysmem::CqSysmemLayout::for_cq(cq, cfg.issue_size, cfg.completion_size);
             let mut ring = vec![0u8; (l.end() - l.completion_base()) as usize];
             dev.backend().sysmem_read(l.completion_base() as usize, &mut ring)?;
-            Ok(ring)
+            let mut wr = [0u8; 4];
+            dev.backend().sysmem_read((l.header() + COMPLETION_WR_PTR as u64) as usize, &mut wr)?;
+            let wr = RingPtr(u32::from_le_bytes(wr)).offset_bytes() as usize;
+            let Some(start) = oldest_boundary(&ring, cq, wr) else {
+                return Ok(Live { bytes: ring, note: None, chip });
+            };
+            let used = (wr + ring.len() - start) % ring.len();
+            let used = if used == 0 { ring.len() } else { used };
+            let mut rotated: Vec<u8> = ring[start..].iter().chain(&ring[..start]).copied().collect();
+            rotated.truncate(used);
+            let note = format!(
+                "CQ{cq} completion ring of {} bytes, from its oldest whole record at ring offset {start:#x} to the \
+                 write pointer {wr:#x}; offsets below count from there",
+                ring.len()
+            );
+            Ok(Live { bytes: rotated, note: Some(note), chip })
         }
         _ => {
             let core = core.context("--core X,Y names the core whose trace ring to read")?;
+            crate::cli::check(dev.all_cores().any(|c| c == core), || {
+                format!(
+                    "--core {},{}: no firmware runs there on this {} ({}, {} queues): name a compute core \
+                     (translated coordinates) or a queue's prefetcher or dispatcher",
+                    core.x,
+                    core.y,
+                    chip.board(),
+                    chip.harvesting(),
+                    dev.num_cqs()
+                )
+            })?;
             let mut buf = vec![0u8; TRACE_RING.size as usize];
             dev.backend()
                 .read(cqlab_abi::noc::NocAddr::unicast(core, TRACE_RING.base as u64), &mut buf)
                 .with_context(|| format!("reading the trace ring of core {core}"))?;
-            Ok(buf)
+            Ok(Live { bytes: buf, note: None, chip })
         }
     }
 }
 
-fn parse_core(s: &str) -> Result<Coord> {
-    let (x, y) = s.split_once(',').with_context(|| format!("--core {s:?}: expected X,Y"))?;
-    Ok(Coord::new(x.trim().parse().context("--core X")?, y.trim().parse().context("--core Y")?))
-}
-
-pub fn run(args: &crate::decode::Args) -> Result<std::process::ExitCode> {
-    let kind = args.kind.as_str();
-    anyhow::ensure!(
-        matches!(kind, "completion" | "trace"),
-        "--kind {kind:?}: issue, completion or trace (a live device has no issue-queue dump here)"
-    );
-    let (bytes, source) = match (&args.device, &args.file) {
-        (Some(dev), _) => {
-            let core = args.core.as_deref().map(parse_core).transpose()?;
-            (read_live(dev, kind, args.cq, core)?, dev.clone())
-        }
+/// `cqlab decode --kind completion|trace`: a dump from `file`, or read
+/// live from `device` (queue `cq`'s completion ring, `core`'s trace ring).
+/// It takes its inputs, not `decode::Args`, so `decode` depends on this
+/// module and not the other way round.
+pub fn run(
+    kind: Kind,
+    file: Option<&std::path::Path>,
+    device: Option<&str>,
+    cq: u8,
+    core: Option<Coord>,
+    file_chip: &crate::chip::ChipOpt,
+    json: bool,
+) -> Result<std::process::ExitCode> {
+    let name = if kind == Kind::Completion { "completion" } else { "trace" };
+    let (live, source) = match (device, file) {
+        (Some(dev), _) => (read_live(dev, kind, cq, core)?, dev.to_owned()),
         (None, Some(f)) => {
-            (std::fs::read(f).with_context(|| format!("reading {}", f.display()))?, f.display().to_string())
+            let bytes = crate::input::read_bytes("dump", f, crate::input::MAX_DUMP_BYTES)?;
+            let chip = Topology::for_board(file_chip.sim_board(), file_chip.harvesting()?, DEFAULT_CQS)?;
+            (Live { bytes, note: None, chip }, f.display().to_string())
         }
-        (None, None) => anyhow::bail!("a dump FILE or --device sim:PATH"),
+        (None, None) => return Err(crate::cli::Usage("a dump FILE or --device sim:PATH".into()).into()),
     };
-    let d = if kind == "completion" { decode_completion(&bytes) } else { decode_trace_ring(&bytes) };
-    if args.json {
-        outln!("{}", serde_json::to_string_pretty(&json!({"kind": kind, "records": d.records, "error": d.error}))?);
+    let d = if kind == Kind::Completion {
+        decode_completion(&live.bytes)
     } else {
+        decode_trace_ring(&live.chip, &live.bytes)
+    };
+    if json {
+        let v = json!({"kind": name, "records": d.records, "error": d.error, "note": live.note});
+        outln!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        if let Some(n) = &live.note {
+            outln!("{n}");
+        }
         outln!("{}", d.text.trim_end_matches('\n'));
     }
     match d.error {
         None => Ok(std::process::ExitCode::SUCCESS),
         Some(e) => {
-            eprintln!("error: malformed {kind} dump {source}: {e}");
-            Ok(std::process::ExitCode::from(2))
+            crate::cli::report(&format!("malformed {name} dump {source}: {e}"));
+            Ok(crate::exit::Exit::Usage.into())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zerocopy::IntoBytes;
+
+    /// A ring of `size` bytes with records of `lengths` written from
+    /// `start` on, wrapping; returns it and the write pointer.
+    fn ring(size: usize, start: usize, lengths: &[u32]) -> (Vec<u8>, usize) {
+        let mut ring = vec![0xeeu8; size];
+        let mut at = start;
+        for (seq, &length) in lengths.iter().enumerate() {
+            let h = CompletionHeader { kind: 1, _pad: 0, cq: 1, length, tag: 7, seq: seq as u32 + 40 };
+            let mut rec = h.as_bytes().to_vec();
+            rec.resize((16 + length as usize).next_multiple_of(cqlab_abi::PCIE_ALIGNMENT), 0x5a);
+            for b in rec {
+                ring[at] = b;
+                at = (at + 1) % size;
+            }
+        }
+        (ring, at)
+    }
+
+    #[test]
+    fn a_wrapped_completion_ring_decodes_from_its_oldest_whole_record() {
+        // Three records from near the end: the second wraps, so offset 0 holds
+        // the tail of its payload (what made a healthy ring look malformed).
+        let (r, wr) = ring(1024, 1024 - 128, &[48, 200, 16]);
+        assert!(decode_completion(&r).error.is_some(), "from offset 0 it is not a record");
+        let start = oldest_boundary(&r, 1, wr).expect("a boundary");
+        assert_eq!(start, 1024 - 128);
+        let mut rotated: Vec<u8> = r[start..].iter().chain(&r[..start]).copied().collect();
+        rotated.truncate((wr + 1024 - start) % 1024);
+        let d = decode_completion(&rotated);
+        assert_eq!(d.error, None, "{}", d.text);
+        let seqs: Vec<u64> = d.records.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+        assert_eq!(seqs, [40, 41, 42]);
+        // Another queue's records are not this queue's boundary.
+        assert_eq!(oldest_boundary(&r, 0, wr), None);
+    }
+
+    #[test]
+    fn a_garbage_length_is_a_finding_not_an_overflow() {
+        let h = CompletionHeader { kind: 1, _pad: 0, cq: 0, length: u32::MAX, tag: 0, seq: 0 };
+        let d = decode_completion(h.as_bytes());
+        assert!(d.text.contains("past the dump"), "{}", d.text);
     }
 }

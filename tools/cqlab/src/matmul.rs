@@ -5,9 +5,9 @@
 
 use crate::out::outln;
 use anyhow::{ensure, Result};
-use cqlab_driver::workloads::matmul::{inputs, run as run_matmul, Order};
 use cqlab_driver::DeviceConfig;
 use cqlab_schedule::{simulate, Gemm, Strategy, Tiling};
+use cqlab_workloads::matmul::{inputs, run as run_matmul, Order};
 use std::process::ExitCode;
 
 /// Largest matrix edge: A, B and C of 1024x1024 f32 are 4 MiB each, and
@@ -25,11 +25,11 @@ pub struct Args {
     /// Columns of A, rows of B (1..=1024, a multiple of --tile).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=MAX_DIM as i64))]
     pub k: u32,
-    /// Tile edge (1..=16; f32 tiles).
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=16))]
+    /// Tile edge: 4, 8, 12 or 16 (f32 tiles; a tile fills whole 64-byte DRAM pages).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(4..=16))]
     pub tile: u32,
     /// ws, is, os or all.
-    #[arg(long, default_value = "all")]
+    #[arg(long, default_value = "all", value_parser = ["ws", "is", "os", "all"])]
     pub strategy: String,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -39,15 +39,27 @@ pub struct Args {
     pub device: String,
     #[command(flatten)]
     pub limits: crate::cli::Limits,
+    #[command(flatten)]
+    pub chip: crate::chip::ChipOpt,
     #[arg(long)]
     pub json: bool,
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
-    let (m, n, k, t) = (args.m as usize, args.n as usize, args.k as usize, args.tile as usize);
+pub fn validate(args: &Args) -> Result<()> {
+    args.chip.validate()?;
+    // A tile of t x t f32 is t*t*4 bytes: whole 64-byte DRAM pages when 4 divides t.
+    crate::cli::check(args.tile % 4 == 0, || {
+        format!("--tile {}: 4, 8, 12 or 16 (a tile must fill whole 64-byte DRAM pages)", args.tile)
+    })?;
     for (name, v) in [("--m", args.m), ("--n", args.n), ("--k", args.k)] {
         crate::cli::check(v % args.tile == 0, || format!("{name} {v} is not a multiple of --tile {}", args.tile))?;
     }
+    Ok(crate::device::validate(&args.device, 0)?)
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    validate(&args)?;
+    let (m, n, k, t) = (args.m as usize, args.n as usize, args.k as usize, args.tile as usize);
     let strategies: Vec<Strategy> = match args.strategy.as_str() {
         "all" => Strategy::ALL.to_vec(),
         s => vec![s.parse().map_err(|e| crate::cli::Usage(format!("--strategy {s}: {e} (ws, is, os or all)")))?],
@@ -64,6 +76,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         };
         let mut cfg = DeviceConfig { worker_kernel: "matmul".into(), ..Default::default() };
         args.limits.apply(&mut cfg);
+        args.chip.apply(&mut cfg)?;
         let mut dev = crate::device::open(&args.device, args.seed, 0, cfg)?;
         dev.boot()?;
         let spin = crate::cli::spinner(&format!("matmul {m}x{n}x{k}, {}", s.short()));

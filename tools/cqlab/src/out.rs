@@ -1,24 +1,101 @@
-//! Standard output of the report commands (`run`, `compare`, `trace
-//! summary`, `decode --kind completion|trace`). When the reader goes away
-//! (`cqlab ... | head -1`), the command ends quietly with exit 0 instead of
-//! panicking on the broken pipe; any other write error is exit 1.
+//! Standard output of every command.
+//!
+//! A reader that goes away (`cqlab ... | head -1`, a closed pipe) ends the
+//! output quietly: later lines are dropped and the command keeps the exit
+//! status it would have had (`compare`'s regression status included).
+//! Any other write error (a full disk: `cqlab ... > /dev/full`) is kept and
+//! reported once when the command ends, naming stdout, and the command
+//! then exits 1. Nothing here panics.
 
 use std::io::{ErrorKind, Write};
+use std::process::ExitCode;
+use std::sync::Mutex;
 
-/// Writes one line to stdout (see the module docs).
-pub fn line(args: std::fmt::Arguments<'_>) {
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {
-        if e.kind() == ErrorKind::BrokenPipe {
-            std::process::exit(0);
-        }
-        eprintln!("error: writing to stdout: {e}");
-        std::process::exit(1);
+/// What became of stdout.
+enum State {
+    Open,
+    /// The reader went away (EPIPE): the rest is dropped.
+    Closed,
+    /// A write failed otherwise: the first error, reported at the end.
+    Failed(std::io::Error),
+}
+
+static STATE: Mutex<State> = Mutex::new(State::Open);
+
+fn state() -> std::sync::MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Writes `args` to stdout (see the module docs).
+pub fn write(args: std::fmt::Arguments<'_>) {
+    let mut st = state();
+    if !matches!(*st, State::Open) {
+        return;
+    }
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        *st = if e.kind() == ErrorKind::BrokenPipe { State::Closed } else { State::Failed(e) };
     }
 }
 
-/// `println!` for report output: a closed pipe ends the command quietly.
+/// Stdout as a `Write` for output streamed by other code (`sim exec
+/// --trace`). A closed pipe swallows the rest, so the producer runs to
+/// the status it would have had; any other failure is returned (and
+/// reported by [`finish`]), so the producer stops.
+pub struct Stream;
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut st = state();
+        if matches!(*st, State::Open) {
+            if let Err(e) = std::io::stdout().lock().write_all(buf) {
+                *st = if e.kind() == ErrorKind::BrokenPipe { State::Closed } else { State::Failed(e) };
+            }
+        }
+        match &*st {
+            State::Failed(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
+            State::Open | State::Closed => Ok(buf.len()),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes one line to stdout.
+pub fn line(args: std::fmt::Arguments<'_>) {
+    write(format_args!("{args}\n"));
+}
+
+/// Whether stdout can no longer take output (its reader left, or a write
+/// failed): commands that stream output to stdout stop early.
+pub fn gone() -> bool {
+    !matches!(*state(), State::Open)
+}
+
+/// Flushes stdout and gives the command's exit status: `status`, or 1
+/// (with the error on stderr) when stdout could not be written.
+pub fn finish(status: ExitCode) -> ExitCode {
+    let mut st = state();
+    if matches!(*st, State::Open) {
+        if let Err(e) = std::io::stdout().lock().flush() {
+            *st = if e.kind() == ErrorKind::BrokenPipe { State::Closed } else { State::Failed(e) };
+        }
+    }
+    match &*st {
+        State::Failed(e) => {
+            crate::cli::report(&format!("writing to stdout: {e}"));
+            crate::exit::Exit::Failed.into()
+        }
+        State::Open | State::Closed => status,
+    }
+}
+
+/// `println!` for report output (see the module docs).
 macro_rules! outln {
     ($($t:tt)*) => { $crate::out::line(format_args!($($t)*)) };
 }
-pub(crate) use outln;
+/// `print!` for report output (see the module docs).
+macro_rules! out {
+    ($($t:tt)*) => { $crate::out::write(format_args!($($t)*)) };
+}
+pub(crate) use {out, outln};

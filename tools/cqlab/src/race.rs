@@ -7,6 +7,7 @@
 //! same report as one process. Every failure names the command that replays
 //! it exactly (`cqlab replay RECORD` does so from the JSONL line).
 
+mod args;
 pub mod failure;
 pub mod faults;
 pub mod programs;
@@ -15,139 +16,30 @@ pub mod trace_export;
 pub mod two_queue;
 
 use crate::campaign::{Report, SeedRecord, Shard};
+use crate::out::outln;
 use crate::usage::{ensure, UsageError};
 use anyhow::{Context, Result};
+use args::{variant, TWO_QUEUE_ONLY};
+pub use args::{Args, WorkloadKind};
 use cqlab_driver::{Device, DeviceConfig, DriverError};
 use cqlab_sim::config::{Schedule, SimConfig};
 use failure::Failure;
 use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
-/// Largest `--bytes` per copy (the buffer and its reference live in host memory).
-const MAX_BYTES: u32 = 16 << 20;
-/// Largest NOC/PCIe jitter and PCIe latency, in cycles.
-const MAX_LATENCY: u64 = 10_000_000;
-/// Largest `--timeout-cycles`.
-const MAX_TIMEOUT: u64 = 1_000_000_000_000;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum WorkloadKind {
-    /// CQ0 replays a trace and records an event; CQ1 waits, copies, reads back.
-    TwoQueue,
-    /// A seeded random mix of every command kind, checked against a reference model.
-    Random,
-    /// Random program streams (kernel uploads and evictions, args of random
-    /// sizes, traces) on both queues, mixed with DRAM read-backs and
-    /// cross-queue events; every kernel's store and read-back checked.
-    Programs,
-}
-
-impl WorkloadKind {
-    fn name(self) -> &'static str {
-        match self {
-            WorkloadKind::TwoQueue => "two-queue",
-            WorkloadKind::Random => "random",
-            WorkloadKind::Programs => "programs",
-        }
+pub fn validate(a: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
+    if a.workload != WorkloadKind::TwoQueue {
+        given.refuse(&TWO_QUEUE_ONLY, || {
+            format!("only shape the two-queue workload; --workload {} draws its layout per seed", a.workload.name())
+        })?;
     }
-}
-
-#[derive(clap::Args, Clone, Debug)]
-pub struct Args {
-    /// Which workload each seed runs.
-    #[arg(long, value_enum, default_value = "two-queue")]
-    pub workload: WorkloadKind,
-    /// Known-bug firmware variant to run (see README), or none for the normal firmware.
-    #[arg(long, conflicts_with = "firmware")]
-    pub variant: Option<String>,
-    /// CQ firmware to race: a directory holding `prefetch` and `dispatch`
-    /// ELFs (any patched build), or the name of a known-bug variant.
-    #[arg(long)]
-    pub firmware: Option<String>,
-    /// Seeds to run: seed-base .. seed-base + seeds.
-    #[arg(long, default_value_t = 20)]
-    pub seeds: u64,
-    #[arg(long, default_value_t = 1)]
-    pub seed_base: u64,
-    /// Two-queue: iterations of the pattern. Random: batches of 12 commands
-    /// per seed. Programs: batches of 25 programs per seed.
-    #[arg(long, default_value_t = 10)]
-    pub iterations: u32,
-    /// Write/read-back pairs (stall points) per iteration on CQ1.
-    #[arg(long, default_value_t = 3)]
-    pub copies: u32,
-    /// Bytes per copy.
-    #[arg(long, default_value_t = 4096)]
-    pub bytes: u32,
-    /// DRAM page size of the copied buffer (a read relays it page by page
-    /// through the prefetcher's relay scratch).
-    #[arg(long, default_value_t = 1024)]
-    pub page_size: u32,
-    /// Seeded extra latency, up to this many cycles, on every NOC/PCIe transaction.
-    #[arg(long, default_value_t = 0)]
-    pub jitter: u64,
-    /// What-if beyond the hardware: drop the NOC/PCIe ordering rules, so
-    /// jitter may reorder same-route transactions (see README).
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = false)]
-    pub reorder: bool,
-    /// Probability per scheduling slice that a core stalls 2000 cycles.
-    #[arg(long, default_value_t = 0.0)]
-    pub core_stall: f64,
-    /// Dispatcher DELAY (cycles) on CQ0 before it stamps the marker and
-    /// records its event: a slow producer widens the cross-queue window. The
-    /// host's no-progress limit grows by the same amount (a delay is not a hang).
-    #[arg(long, default_value_t = 0)]
-    pub delay: u32,
-    /// Dispatcher ring pages per CQ (4 KiB each; fewer means more credit pressure).
-    #[arg(long, default_value_t = cqlab_abi::memory_map::DEFAULT_RING_PAGES)]
-    pub ring_pages: u32,
-    /// Device read latency of host memory over PCIe, in cycles.
-    #[arg(long, default_value_t = 750)]
-    pub pcie_read_latency: u64,
-    /// Issue-queue bytes per CQ (smaller fills and wraps it sooner). The
-    /// random and programs workloads draw this and the completion size,
-    /// ring pages and PCIe latency per seed instead.
-    #[arg(long, default_value_t = cqlab_abi::sysmem::DEFAULT_ISSUE_QUEUE_SIZE)]
-    pub issue_size: u32,
-    /// Completion-queue bytes per CQ.
-    #[arg(long, default_value_t = cqlab_abi::sysmem::DEFAULT_COMPLETION_QUEUE_SIZE)]
-    pub completion_size: u32,
-    /// Device cycles without progress before a wait gives up (at least the
-    /// driver's progress-check interval, 1,000,000); also how long one
-    /// kernel may run (the workloads' kernels take thousands of cycles, so
-    /// one spinning on corrupted args is a failure, not a long wait).
-    #[arg(long, default_value_t = 5_000_000)]
-    pub timeout_cycles: u64,
-    /// PCT schedule of this depth (Burckhardt et al.): finds races needing
-    /// up to depth-1 ordering changes. 0 = the default sliced schedule.
-    #[arg(long, default_value_t = 0)]
-    pub pct_depth: u32,
-    /// Scheduling steps (slices) PCT controls before reverting to slices.
-    #[arg(long, default_value_t = 20_000)]
-    pub pct_steps: u64,
-    /// Faults, comma-separated (repeatable): stall=P[:CYCLES], jitter=N,
-    /// slow=CORE@FACTOR (CORE: prefetcherQ, dispatcherQ, workerC.R),
-    /// late-doorbell=N, backpressure=N, pcie-read=N, quantum-jitter=N,
-    /// lazy-drain=N (the host reads completions every N polls of a wait),
-    /// or `strong` (every simulator amplifier at once).
-    #[arg(long)]
-    pub faults: Vec<String>,
-    /// Parallel processes (each runs a share of the seeds).
-    #[arg(long, default_value_t = 1)]
-    pub jobs: u32,
-    /// Stop at the first failing seed.
-    #[arg(long)]
-    pub until_first: bool,
-    /// Keep each failing seed's full hang dump (text, JSON) and trace here.
-    #[arg(long)]
-    pub dump_dir: Option<PathBuf>,
-    #[command(flatten)]
-    pub records: crate::campaign::RecordArgs,
-    /// Internal (`--jobs`): print records on stdout, nothing else.
-    #[arg(long, hide = true)]
-    pub child: bool,
+    if a.pct_depth == 0 {
+        given.refuse(&["pct_steps"], || "needs --pct-depth above 0 (PCT is off)".into())?;
+    }
+    Plan::new(a.clone())?;
+    Ok(())
 }
 
 /// Everything one seed needs, checked once.
@@ -161,56 +53,86 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Checks everything but what only the device can say (see
+    /// [`Plan::preflight`]); touches nothing.
     pub fn new(args: Args) -> Result<Self, UsageError> {
         let a = &args;
-        ensure(a.seeds > 0, || "--seeds must be at least 1".into())?;
+        a.chip.validate()?;
         ensure(a.seed_base.checked_add(a.seeds - 1).is_some(), || {
             format!("--seed-base {} + --seeds {} runs past the largest seed {}", a.seed_base, a.seeds, u64::MAX)
         })?;
-        ensure((1..=MAX_BYTES).contains(&a.bytes), || format!("--bytes {} (1..={MAX_BYTES})", a.bytes))?;
-        ensure((1..=1_000_000).contains(&a.iterations), || format!("--iterations {} (1..=1000000)", a.iterations))?;
-        ensure(a.copies <= 10_000, || format!("--copies {} (0..=10000)", a.copies))?;
-        ensure(a.jitter <= MAX_LATENCY, || format!("--jitter {} cycles (0..={MAX_LATENCY})", a.jitter))?;
-        ensure((1..=MAX_LATENCY).contains(&a.pcie_read_latency), || {
-            format!("--pcie-read-latency {} cycles (1..={MAX_LATENCY})", a.pcie_read_latency)
-        })?;
-        ensure(a.core_stall.is_finite() && (0.0..=1.0).contains(&a.core_stall), || {
-            format!("--core-stall {} is a probability in 0..=1", a.core_stall)
-        })?;
-        let min_timeout = cqlab_driver::device::PROGRESS_CHECK_CYCLES;
-        ensure((min_timeout..=MAX_TIMEOUT).contains(&a.timeout_cycles), || {
-            format!(
-                "--timeout-cycles {} ({min_timeout}..={MAX_TIMEOUT}: the driver checks progress every {min_timeout} cycles)",
-                a.timeout_cycles
-            )
-        })?;
-        ensure(a.pct_depth <= 64, || format!("--pct-depth {} (0..=64)", a.pct_depth))?;
-        ensure(a.pct_depth == 0 || a.pct_steps > 0, || "--pct-steps must be at least 1".into())?;
-        ensure((1..=256).contains(&a.jobs), || format!("--jobs {} (1..=256)", a.jobs))?;
         let faults = faults::Faults::parse(&a.faults)?;
+        // A stall probability whose stalls outrun the clock leaves every core
+        // behind forever: the device could never boot (`--faults stall` is
+        // checked where it is parsed).
+        faults::check_stall("--core-stall", a.core_stall, faults::CORE_STALL_CYCLES)?;
         let cq_firmware = match (&a.variant, &a.firmware) {
+            (Some(v), _) if v == "none" => None,
             (Some(v), _) => Some(v.clone()),
             (None, Some(f)) if Path::new(f).is_dir() => {
+                for elf in ["prefetch", "dispatch"] {
+                    let p = Path::new(f).join(elf);
+                    ensure(p.is_file(), || format!("--firmware {f}: no {elf} ELF in it ({} is missing)", p.display()))?;
+                }
                 let abs = std::fs::canonicalize(f).map_err(|e| UsageError(format!("--firmware {f}: {e}")))?;
                 Some(abs.to_string_lossy().into_owned())
             }
-            (None, Some(f)) => Some(f.clone()),
+            (None, Some(f)) => {
+                variant(f).map_err(|e| UsageError(format!("--firmware {f}: not a directory, and {e}")))?;
+                (f != "none").then(|| f.clone())
+            }
             (None, None) => None,
         };
         let shard = Shard::resolve(a.records.shard.as_deref())?;
         let plan = Plan { args, faults, cq_firmware, shard };
-        plan.preflight()?;
+        // A slowed core must be on the device: the programs workload draws
+        // harvesting per seed (a core a seed's chip lacks is not slowed),
+        // the others run on the chip as given.
+        if plan.args.workload != WorkloadKind::Programs {
+            let (_, cfg) = plan.configs(plan.args.seed_base);
+            let chip = chip_of(&cfg)?;
+            if let Some(name) = plan.faults.missing_on(&chip) {
+                return Err(UsageError(format!(
+                    "--faults slow: {name} is not on the device ({} {}, a {}x{} compute grid, {} queues)",
+                    chip.board(),
+                    chip.harvesting(),
+                    chip.cols(),
+                    chip.rows(),
+                    chip.num_cqs()
+                )));
+            }
+        }
+        if plan.args.workload == WorkloadKind::TwoQueue {
+            // The queue layout is the user's: the device's own limits, now.
+            let (_, cfg) = plan.configs(plan.args.seed_base);
+            cfg.validate().map_err(|e| UsageError(format!("the device refuses this configuration: {e}")))?;
+        }
+        let a = &plan.args;
+        if let Some(d) = &a.dump_dir {
+            crate::output::check("--dump-dir", d, crate::output::Kind::Dir, &[])?;
+        }
+        if let Some(j) = &a.records.jsonl {
+            crate::output::check("--jsonl", j, crate::output::Kind::File, &[])?;
+        }
         Ok(plan)
     }
 
     /// Boots the device of the first seed: a queue size the device refuses or
     /// firmware that is missing is a usage error before any seed runs.
-    fn preflight(&self) -> Result<(), UsageError> {
+    pub fn preflight(&self) -> Result<(), UsageError> {
         let seed = self.args.seed_base;
         let (sim, cfg) = self.configs(seed);
         let config_error = |e: DriverError| UsageError(format!("the device refuses this configuration: {e}"));
         let mut dev = Device::embedded(sim, cfg).map_err(config_error)?;
-        dev.boot().map_err(config_error)?;
+        match dev.boot() {
+            // What only a seed's own run can say (a boot that hangs under
+            // its faults) is that seed's result, not a refusal.
+            Err(e @ (DriverError::Invalid(_) | DriverError::Chip(_) | DriverError::NotBuilt(_) | DriverError::Io(_))) => {
+                return Err(config_error(e))
+            }
+            Err(_) => return Ok(()),
+            Ok(()) => {}
+        }
         if self.args.workload == WorkloadKind::TwoQueue {
             two_queue::preflight(&self.args, &mut dev).map_err(config_error)?;
         }
@@ -220,7 +142,7 @@ impl Plan {
     /// The simulator and device configuration of one seed.
     pub fn configs(&self, seed: u64) -> (SimConfig, DeviceConfig) {
         let a = &self.args;
-        let cfg = DeviceConfig {
+        let mut cfg = DeviceConfig {
             firmware_variant: self.cq_firmware.clone(),
             stall_timeout_cycles: a.timeout_cycles + a.delay as u64,
             kernel_timeout_cycles: a.timeout_cycles,
@@ -230,23 +152,27 @@ impl Plan {
             worker_kernel: "spin".into(),
             ..Default::default()
         };
-        let mut sim = SimConfig { seed, ..Default::default() };
+        a.chip.apply(&mut cfg).expect("--chip and --harvest checked by Plan::new");
+        let mut sim = cqlab_driver::backend::spec::sim_config(&cfg, seed);
         sim.faults.noc_jitter_cycles = a.jitter;
         sim.faults.reorder = a.reorder;
         sim.pcie.read_latency_cycles = a.pcie_read_latency;
         if a.core_stall > 0.0 {
-            (sim.faults.core_stall_prob, sim.faults.core_stall_cycles) = (a.core_stall, 2000);
+            (sim.faults.core_stall_prob, sim.faults.core_stall_cycles) = (a.core_stall, faults::CORE_STALL_CYCLES);
         }
         if a.pct_depth > 0 {
             sim.schedule = Schedule::Pct { depth: a.pct_depth, steps: a.pct_steps };
         }
-        let mut cfg = cfg;
         match a.workload {
             WorkloadKind::Random => random::configure(seed, &mut sim, &mut cfg),
-            WorkloadKind::Programs => programs::configure(seed, &mut sim, &mut cfg),
+            WorkloadKind::Programs => programs::configure(seed, a.chip.harvest.is_none(), &mut sim, &mut cfg),
             WorkloadKind::TwoQueue => {}
         }
-        self.faults.apply(&mut sim);
+        // A drawn harvesting: an invalid one is a bug of the draw, found by
+        // the device at boot, so the default stands in here.
+        if let Ok(chip) = chip_of(&cfg) {
+            self.faults.apply(&mut sim, &chip);
+        }
         self.faults.apply_device(&mut cfg);
         (sim, cfg)
     }
@@ -256,6 +182,7 @@ impl Plan {
     pub fn shape_argv(&self) -> Vec<String> {
         let a = &self.args;
         let mut v: Vec<String> = vec!["race".into(), "--workload".into(), a.workload.name().into()];
+        v.extend(a.chip.argv());
         let mut opt = |k: &str, val: String| {
             v.push(format!("--{k}"));
             v.push(val);
@@ -280,7 +207,10 @@ impl Plan {
         }
         opt("timeout-cycles", a.timeout_cycles.to_string());
         opt("pct-depth", a.pct_depth.to_string());
-        opt("pct-steps", a.pct_steps.to_string());
+        if a.pct_depth > 0 {
+            // Without PCT there are no PCT steps (the option is refused).
+            opt("pct-steps", a.pct_steps.to_string());
+        }
         for f in &a.faults {
             opt("faults", f.clone());
         }
@@ -296,8 +226,20 @@ impl Plan {
 
     /// Campaign positions this process runs.
     fn owned(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        (0..self.args.seeds).filter(|&i| self.shard.owns(i)).map(|i| (i, self.args.seed_base + i))
+        let step = usize::try_from(self.shard.count).unwrap_or(usize::MAX);
+        (self.shard.index..self.args.seeds).step_by(step).map(|i| (i, self.args.seed_base + i))
     }
+
+    /// How many runs this process owns (without walking them).
+    fn owned_count(&self) -> u64 {
+        self.shard.count_in(self.args.seeds)
+    }
+}
+
+/// The chip a seed's configuration runs on (its queues placed).
+fn chip_of(cfg: &DeviceConfig) -> Result<cqlab_driver::Topology, UsageError> {
+    cqlab_driver::Topology::for_board(cfg.sim_board(), Some(cfg.sim_harvesting()), cfg.num_cqs)
+        .map_err(|e| UsageError(format!("the device refuses this configuration: {e}")))
 }
 
 /// Runs one seed on a fresh embedded device. Returns the outcome and the
@@ -327,8 +269,13 @@ pub fn record_seed(plan: &Plan, index: u64, seed: u64) -> Result<SeedRecord> {
         return Err(UsageError(format!("seed {seed}: the workload's configuration is refused: {e}")).into());
     }
     let failure = outcome.as_ref().err().map(Failure::classify);
+    let mut dump_error = None;
     if let (Err(f), Some(dir)) = (&outcome, &plan.args.dump_dir) {
-        write_dump(dir, seed, f, dev.as_mut())?;
+        // The record is written whatever becomes of the dump.
+        if let Err(e) = write_dump(dir, seed, f, dev.as_mut()) {
+            eprintln!("warning: seed {seed}: its dump was not written: {e:#}");
+            dump_error = Some(format!("{e:#}"));
+        }
     }
     Ok(SeedRecord {
         tool: "race".into(),
@@ -340,6 +287,7 @@ pub fn record_seed(plan: &Plan, index: u64, seed: u64) -> Result<SeedRecord> {
         seconds,
         metrics: Default::default(),
         argv: plan.replay_argv(seed),
+        dump_error,
     })
 }
 
@@ -347,20 +295,28 @@ pub fn record_seed(plan: &Plan, index: u64, seed: u64) -> Result<SeedRecord> {
 /// (the dump as JSON) and `seed-N.trace.json` (every core's trace ring,
 /// Chrome/Perfetto JSON).
 pub fn write_dump(dir: &Path, seed: u64, f: &Failure, dev: Option<&mut Device>) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    crate::output::create_dir("--dump-dir", dir)?;
     let base = dir.join(format!("seed-{seed}"));
-    std::fs::write(base.with_extension("txt"), f.full_text() + "\n")?;
+    crate::output::write("dump", &base.with_extension("txt"), (f.full_text() + "\n").as_bytes())?;
     let json = serde_json::json!({"seed": seed, "failure": f.classify(), "detail": f.full_text(), "dump": f.dump()});
-    std::fs::write(base.with_extension("json"), serde_json::to_string_pretty(&json)? + "\n")?;
+    crate::output::write(
+        "dump",
+        &base.with_extension("json"),
+        (serde_json::to_string_pretty(&json)? + "\n").as_bytes(),
+    )?;
     if let Some(dev) = dev {
         let trace = trace_export::chrome_trace(dev)?;
-        std::fs::write(base.with_extension("trace.json"), serde_json::to_string(&trace)? + "\n")?;
+        crate::output::write(
+            "trace",
+            &base.with_extension("trace.json"),
+            (serde_json::to_string(&trace)? + "\n").as_bytes(),
+        )?;
     }
     Ok(())
 }
 
 fn run_serial(plan: &Plan, sink: &mut dyn FnMut(&SeedRecord) -> Result<()>) -> Result<()> {
-    let total = plan.owned().count();
+    let total = plan.owned_count();
     for (n, (index, seed)) in plan.owned().enumerate() {
         let r = record_seed(plan, index, seed)?;
         if !plan.args.child && !plan.args.records.json {
@@ -405,7 +361,7 @@ fn run_parallel(plan: &Plan, argv_tail: &[String], sink: &mut dyn FnMut(&SeedRec
         }));
     }
     drop(tx);
-    let total = plan.owned().count();
+    let total = plan.owned_count();
     let mut n = 0;
     for msg in rx {
         let r = msg.map_err(|e| anyhow::anyhow!("a race job wrote an unreadable record: {e}"))?;
@@ -424,7 +380,7 @@ fn run_parallel(plan: &Plan, argv_tail: &[String], sink: &mut dyn FnMut(&SeedRec
     }
     for mut c in children {
         let status = c.wait()?;
-        if !plan.args.until_first && !matches!(status.code(), Some(0) | Some(1)) {
+        if !plan.args.until_first && !crate::exit::ran(status.code()) {
             anyhow::bail!("a race job exited with {status}");
         }
     }
@@ -433,14 +389,18 @@ fn run_parallel(plan: &Plan, argv_tail: &[String], sink: &mut dyn FnMut(&SeedRec
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let plan = Plan::new(args)?;
+    plan.preflight()?;
+    if let Some(d) = &plan.args.dump_dir {
+        // Before any seed: a dump directory that cannot be made stops nothing later.
+        crate::output::create_dir("--dump-dir", d)?;
+    }
     let mut records = Vec::new();
     let mut jsonl = plan.args.records.open_jsonl()?;
     let child = plan.args.child;
     let mut sink = |r: &SeedRecord| -> Result<()> {
         let line = serde_json::to_string(r)?;
         if let Some(f) = &mut jsonl {
-            writeln!(f, "{line}")?;
-            f.flush()?;
+            f.append(&line)?;
         }
         if child {
             let mut out = std::io::stdout().lock();
@@ -466,7 +426,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if !child {
         print_report(&plan, &report)?;
     }
-    Ok(if report.failures == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    let dumps_lost = records.iter().filter(|r| r.dump_error.is_some()).count();
+    if dumps_lost > 0 {
+        anyhow::bail!(
+            "{dumps_lost} failing seed(s) have no dump in {} (their records are kept; see the warnings above)",
+            plan.args.dump_dir.as_deref().unwrap_or(Path::new("?")).display()
+        );
+    }
+    Ok(report.exit_code())
 }
 
 fn print_report(plan: &Plan, report: &Report) -> Result<()> {
@@ -476,7 +443,7 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         v["workload"] = a.workload.name().into();
         v["firmware"] = plan.cq_firmware.clone().into();
         v["shard"] = plan.shard.to_string().into();
-        println!("{v}");
+        outln!("{v}");
         return Ok(());
     }
     let header = format!(

@@ -3,23 +3,44 @@
 //! writes its hang dump and trace, and checks the outcome matches.
 
 use crate::campaign::SeedRecord;
+use crate::out::{out, outln};
 use crate::race::{self, failure::Failure};
 use crate::usage::UsageError;
 use anyhow::{Context, Result};
 use clap::Parser;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A JSONL record (the line itself), or a file of records.
+    /// A JSONL record (the line itself, starting with `{`), or a file of records.
     pub record: String,
     /// With a file: the record of this seed (default: the first failing one, else the first).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Where the dump and trace go (default: replay-seed-N).
+    /// Directory for the dump and trace (default: replay-seed-N; created
+    /// if missing, its parent must exist).
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+fn inline(args: &Args) -> bool {
+    args.record.trim_start().starts_with('{')
+}
+
+pub fn validate(args: &Args) -> Result<()> {
+    if inline(args) {
+        crate::usage::ensure(args.seed.is_none(), || {
+            "--seed picks a record of a file; RECORD here is one record already".into()
+        })?;
+    } else {
+        crate::input::check_file("RECORD", Path::new(&args.record))?;
+    }
+    if let Some(out) = &args.out {
+        let inputs: Vec<&Path> = if inline(args) { vec![] } else { vec![Path::new(&args.record)] };
+        crate::output::check("--out", out, crate::output::Kind::Dir, &inputs)?;
+    }
+    Ok(())
 }
 
 /// The argument vector of a record, parsed as the CLI would.
@@ -36,21 +57,32 @@ enum Tool {
 }
 
 fn load(args: &Args) -> Result<SeedRecord> {
-    if args.record.trim_start().starts_with('{') {
-        return serde_json::from_str(&args.record).context("RECORD is not a campaign record");
+    if inline(args) {
+        return serde_json::from_str(&args.record)
+            .map_err(|e| UsageError(format!("RECORD is not a campaign record: {e}")).into());
     }
-    let records = crate::campaign::read_records(std::path::Path::new(&args.record))?;
+    let records = crate::campaign::read_records(Path::new(&args.record))?;
     let pick = match args.seed {
         Some(s) => records.iter().find(|r| r.seed == s),
         None => records.iter().find(|r| !r.ok).or(records.first()),
     };
     pick.cloned().ok_or_else(|| {
-        anyhow::anyhow!("{}: no record{}", args.record, args.seed.map(|s| format!(" of seed {s}")).unwrap_or_default())
+        let which = args.seed.map(|s| format!(" of seed {s}")).unwrap_or_default();
+        UsageError(format!("{}: no record{which}", args.record)).into()
     })
 }
 
 /// A `stress` run: the same `stress run-one` process again.
 fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
+    // The record's arguments are checked as the command line they are
+    // before a process runs them.
+    let argv = std::iter::once("cqlab".into()).chain(record.argv.iter().map(Into::into));
+    crate::usage::ensure(record.argv.starts_with(&["stress".into(), "run-one".into()]), || {
+        format!("a stress record runs `stress run-one ...`, this one `{}`", record.argv.join(" "))
+    })?;
+    if let crate::Verdict::Refused { message, .. } = crate::check(argv) {
+        return Err(UsageError(format!("the record's arguments are refused: {}", message.trim())).into());
+    }
     let exe = std::env::current_exe().context("locating the cqlab binary")?;
     let out = std::process::Command::new(exe).args(&record.argv).output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -58,14 +90,14 @@ fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
     let got: crate::stress::RunResult = serde_json::from_str(last).with_context(|| {
         format!("the run printed no result ({}): {}", out.status, String::from_utf8_lossy(&out.stderr))
     })?;
-    print!("{}", String::from_utf8_lossy(&out.stderr));
+    out!("{}", String::from_utf8_lossy(&out.stderr));
     let want_sig = record.failure.as_ref().map(|f| f.signature.as_str());
     let got_sig = got.failure.as_ref().map(|f| f.signature.as_str());
     // Only the embedded simulator is cycle-deterministic across processes;
     // a daemon's device carries time over from earlier clients.
     let embedded = record.argv.windows(2).any(|w| w[0] == "--device" && w[1].starts_with("embedded"));
     let same = want_sig == got_sig && (!embedded || got.device_cycles == record.device_cycles);
-    println!(
+    outln!(
         "replay of stress seed {}: {} at device cycle {} (recorded: {} at {}): {}",
         record.seed,
         got_sig.unwrap_or("pass"),
@@ -74,7 +106,7 @@ fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
         record.device_cycles,
         if same { "identical" } else { "DIFFERS" }
     );
-    Ok(if same { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if same { ExitCode::SUCCESS } else { crate::exit::Exit::Failed.into() })
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -89,29 +121,31 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         return replay_stress(&record);
     }
+    crate::usage::ensure(record.tool == "race", || format!("a record of tool {:?}: race or stress", record.tool))?;
     let line = Line::try_parse_from(std::iter::once("cqlab".to_owned()).chain(record.argv.iter().cloned()))
-        .map_err(|e| UsageError(format!("the record's arguments do not parse: {e}")))?;
+        .map_err(|e| UsageError(format!("the record's arguments do not parse: {}", e.render().to_string().trim())))?;
     let Tool::Race(race_args) = line.tool;
     let plan = race::Plan::new(race_args)?;
+    plan.preflight()?;
     let seed = record.seed;
     let (outcome, mut dev) = race::run_seed(&plan, seed);
     let cycles = dev.as_ref().map_or(0, |d| d.now());
     let got = outcome.as_ref().err().map(Failure::classify);
-    let out = args.out.unwrap_or_else(|| PathBuf::from(format!("replay-seed-{seed}")));
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("replay-seed-{seed}")));
     if let Err(f) = &outcome {
         race::write_dump(&out, seed, f, dev.as_mut())?;
-        println!("{}", f.full_text());
-        println!("dump and trace: {}/seed-{seed}.{{txt,json,trace.json}}", out.display());
+        outln!("{}", f.full_text());
+        outln!("dump and trace: {}/seed-{seed}.{{txt,json,trace.json}}", out.display());
     }
     let want_sig = record.failure.as_ref().map(|f| f.signature.as_str());
     let got_sig = got.as_ref().map(|f| f.signature.as_str());
     let same = want_sig == got_sig && record.device_cycles == cycles;
-    println!(
+    outln!(
         "replay of seed {seed}: {} at device cycle {cycles} (recorded: {} at {}): {}",
         got_sig.unwrap_or("pass"),
         want_sig.unwrap_or("pass"),
         record.device_cycles,
         if same { "identical" } else { "DIFFERS" }
     );
-    Ok(if same { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if same { ExitCode::SUCCESS } else { crate::exit::Exit::Failed.into() })
 }

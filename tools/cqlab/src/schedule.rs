@@ -1,9 +1,9 @@
 //! `cqlab schedule`: GEMM dataflow analysis — DRAM traffic of weight-, input- and
 //! output-stationary tile orders through an L2/L3 cache stack (see `cqlab-schedule`).
 
+use crate::chart::BarChart;
 use crate::out::outln;
 use anyhow::Context as _;
-use cqlab_schedule::svg::BarChart;
 use cqlab_schedule::{
     format_gb, format_size, least_traffic, parse_size_list, simulate, simulate_all, Gemm, LevelSpec, Report, Strategy,
     Tensor, Tiling,
@@ -14,23 +14,29 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const DEFAULT_L3: &str = "1MiB,2MiB,16MiB,64MiB,256MiB";
+/// Largest matrix dimension.
+const MAX_DIM: u64 = 1 << 40;
+/// Largest cache size (--l2, --l3), 1 TiB.
+const MAX_CACHE: u64 = 1 << 40;
+/// Largest tile edge.
+const MAX_TILE_EDGE: u64 = 1 << 24;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Rows of A and C.
-    #[arg(long)]
+    /// Rows of A and C (1..=2^40).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_DIM))]
     pub m: u64,
-    /// Columns of B and C.
-    #[arg(long)]
+    /// Columns of B and C (1..=2^40).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_DIM))]
     pub n: u64,
-    /// Reduction dimension (columns of A, rows of B).
-    #[arg(long)]
+    /// Reduction dimension (columns of A, rows of B; 1..=2^40).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_DIM))]
     pub k: u64,
     /// Tile: T for T x T x T, or TMxTNxTK (e.g. 64x128x32).
     #[arg(long, default_value_t = Tiling::DEFAULT_EDGE.to_string())]
     pub tile: String,
-    /// Bytes per element (4 for f32, 2 for bf16).
-    #[arg(long, default_value_t = 4)]
+    /// Bytes per element (4 for f32, 2 for bf16; 1..=16).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=16))]
     pub elem_size: u64,
     /// L2 capacities to sweep, comma-separated (e.g. 1MiB,2MiB). Omit for no L2.
     #[arg(long, value_name = "SIZES")]
@@ -80,18 +86,49 @@ struct Output {
     configs: Vec<ConfigResult>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let gemm =
-        Gemm::new(args.m, args.n, args.k, args.elem_size).context("invalid GEMM (--m, --n, --k, --elem-size)")?;
-    let tiling = Tiling::parse(&args.tile).context("invalid --tile")?;
+/// The problem and the cache sizes to sweep, each checked (the tile grid
+/// too: a problem over the model's limits is refused here, not mid-run).
+struct Problem {
+    gemm: Gemm,
+    tiling: Tiling,
+    l2s: Vec<Option<u64>>,
+    l3s: Vec<u64>,
+}
+
+fn problem(args: &Args) -> Result<Problem, crate::cli::Usage> {
+    fn usage(what: &'static str) -> impl Fn(cqlab_schedule::ScheduleError) -> crate::cli::Usage {
+        move |e| crate::cli::Usage(format!("{what}: {e}"))
+    }
+    let gemm = Gemm::new(args.m, args.n, args.k, args.elem_size).map_err(usage("--m, --n, --k, --elem-size"))?;
+    let tiling = Tiling::parse(&args.tile).map_err(usage("--tile"))?;
+    crate::usage::ensure([tiling.tm, tiling.tn, tiling.tk].iter().all(|&e| e <= MAX_TILE_EDGE), || {
+        format!("--tile {}: a tile edge is at most {MAX_TILE_EDGE}", args.tile)
+    })?;
+    cqlab_schedule::TileGrid::new(&gemm, &tiling).map_err(usage("--m, --n, --k with --tile"))?;
     let l2s: Vec<Option<u64>> = match &args.l2 {
-        Some(s) => parse_size_list(s).context("invalid --l2")?.into_iter().map(Some).collect(),
+        Some(s) => parse_size_list(s).map_err(usage("--l2"))?.into_iter().map(Some).collect(),
         None => vec![None],
     };
-    let l3s = parse_size_list(&args.l3).context("invalid --l3")?;
-    for &size in l2s.iter().flatten().chain(&l3s) {
-        anyhow::ensure!(size > 0, "cache sizes must be positive, found 0 in --l2/--l3");
+    let l3s = parse_size_list(&args.l3).map_err(usage("--l3"))?;
+    crate::usage::ensure(l2s.iter().flatten().chain(&l3s).all(|&size| size > 0), || {
+        "cache sizes must be positive, found 0 in --l2/--l3".into()
+    })?;
+    crate::usage::ensure(l2s.iter().flatten().chain(&l3s).all(|&size| size <= MAX_CACHE), || {
+        format!("cache sizes are at most {} (1 TiB), found more in --l2/--l3", MAX_CACHE)
+    })?;
+    Ok(Problem { gemm, tiling, l2s, l3s })
+}
+
+pub fn validate(args: &Args) -> anyhow::Result<()> {
+    problem(args)?;
+    if let Some(svg) = &args.svg {
+        crate::output::check("--svg", svg, crate::output::Kind::File, &[])?;
     }
+    Ok(())
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let Problem { gemm, tiling, l2s, l3s } = problem(&args)?;
 
     let mut configs = Vec::new();
     for &l2 in &l2s {
@@ -109,12 +146,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&out).context("serialising the report")?);
     } else if args.csv {
-        outln!("{}", csv(&out).trim_end_matches('\n'));
+        outln!("{}", csv(&out)?.trim_end_matches('\n'));
     } else {
         outln!("{}", table(&out).trim_end_matches('\n'));
     }
     if let Some(path) = &args.svg {
-        std::fs::write(path, chart(&out).render()).with_context(|| format!("writing {}", path.display()))?;
+        crate::output::write("--svg", path, chart(&out).render().as_bytes())?;
         eprintln!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
@@ -225,51 +262,62 @@ fn table(out: &Output) -> String {
     s
 }
 
-fn csv(out: &Output) -> String {
-    let mut s = String::from(
-        "l2_bytes,l3_bytes,strategy,a_read_bytes,a_write_bytes,b_read_bytes,b_write_bytes,c_read_bytes,c_write_bytes,\
-         total_bytes,minimum_bytes,a_overfetch,b_overfetch,c_overfetch,total_overfetch,\
-         l2_hit_rate,l2_evictions,l3_hit_rate,l3_evictions,least_traffic\n",
-    );
-    for cfg in &out.configs {
-        for r in &cfg.reports {
+/// One line of `--csv`: one strategy on one cache stack.
+#[derive(Serialize)]
+struct CsvRow {
+    l2_bytes: Option<u64>,
+    l3_bytes: u64,
+    strategy: &'static str,
+    a_read_bytes: u64,
+    a_write_bytes: u64,
+    b_read_bytes: u64,
+    b_write_bytes: u64,
+    c_read_bytes: u64,
+    c_write_bytes: u64,
+    total_bytes: u64,
+    minimum_bytes: u64,
+    a_overfetch: f64,
+    b_overfetch: f64,
+    c_overfetch: f64,
+    total_overfetch: f64,
+    l2_hit_rate: Option<f64>,
+    l2_evictions: Option<u64>,
+    l3_hit_rate: Option<f64>,
+    l3_evictions: Option<u64>,
+    least_traffic: bool,
+}
+
+fn csv(out: &Output) -> anyhow::Result<String> {
+    let rows = out.configs.iter().flat_map(|cfg| {
+        cfg.reports.iter().map(move |r| {
             let d = &r.dram;
-            let _ = write!(
-                s,
-                "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6}",
-                cfg.l2_bytes.map(|b| b.to_string()).unwrap_or_default(),
-                cfg.l3_bytes,
-                r.strategy.short(),
-                d.a.read_bytes,
-                d.a.write_bytes,
-                d.b.read_bytes,
-                d.b.write_bytes,
-                d.c.read_bytes,
-                d.c.write_bytes,
-                r.total_bytes,
-                r.minimum_bytes,
-                r.overfetch[Tensor::A],
-                r.overfetch[Tensor::B],
-                r.overfetch[Tensor::C],
-                r.total_overfetch,
-            );
-            for name in ["L2", "L3"] {
-                match r.levels.iter().find(|l| l.name == name) {
-                    Some(l) => {
-                        let _ = write!(
-                            s,
-                            ",{},{}",
-                            l.hit_rate.map(|h| format!("{h:.6}")).unwrap_or_default(),
-                            l.total.evictions
-                        );
-                    }
-                    None => s.push_str(",,"),
-                }
+            let level = |name: &str| r.levels.iter().find(|l| l.name == name);
+            let (l2, l3) = (level("L2"), level("L3"));
+            CsvRow {
+                l2_bytes: cfg.l2_bytes,
+                l3_bytes: cfg.l3_bytes,
+                strategy: r.strategy.short(),
+                a_read_bytes: d.a.read_bytes,
+                a_write_bytes: d.a.write_bytes,
+                b_read_bytes: d.b.read_bytes,
+                b_write_bytes: d.b.write_bytes,
+                c_read_bytes: d.c.read_bytes,
+                c_write_bytes: d.c.write_bytes,
+                total_bytes: r.total_bytes,
+                minimum_bytes: r.minimum_bytes,
+                a_overfetch: r.overfetch[Tensor::A],
+                b_overfetch: r.overfetch[Tensor::B],
+                c_overfetch: r.overfetch[Tensor::C],
+                total_overfetch: r.total_overfetch,
+                l2_hit_rate: l2.and_then(|l| l.hit_rate),
+                l2_evictions: l2.map(|l| l.total.evictions),
+                l3_hit_rate: l3.and_then(|l| l.hit_rate),
+                l3_evictions: l3.map(|l| l.total.evictions),
+                least_traffic: r.strategy == cfg.best,
             }
-            let _ = writeln!(s, ",{}", r.strategy == cfg.best);
-        }
-    }
-    s
+        })
+    });
+    crate::cli::csv(rows)
 }
 
 fn chart(out: &Output) -> BarChart {

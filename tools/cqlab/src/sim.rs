@@ -1,11 +1,12 @@
 //! `cqlab sim ...`: the simulator's subcommands.
 
+use crate::exit::Exit;
 use crate::out::outln;
 use anyhow::Context;
 use cqlab_sim::bench::WORKLOADS;
 use cqlab_sim::exec::{self, ExecOptions, Outcome};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[path = "sim_daemon.rs"]
@@ -13,22 +14,17 @@ mod daemon;
 #[path = "sim_ttkmd.rs"]
 mod ttkmd;
 
-/// Exit code of `sim exec` when `--max-cycles` stops the program (as `timeout`).
-const EXIT_MAX_CYCLES: u8 = 124;
-/// Exit code for an input the simulator cannot run (bad or unreadable ELF).
-const EXIT_BAD_INPUT: u8 = 2;
-/// Exit code when the hart halts without an answer (illegal instruction, fault...).
-const EXIT_HALTED: u8 = 3;
-
 #[derive(clap::Subcommand)]
 pub enum Command {
     /// Run a bare RV32IM ELF on one core.
     ///
     /// riscv-tests/HTIF convention: a non-zero store v to the symbol `tohost`
     /// ends the run; v == 1 passes (exit 0), otherwise test v >> 1 failed
-    /// (exit 1). Without `tohost`, `ecall` exits with code a0. Exit 124 when
-    /// --max-cycles is reached, 2 for a bad ELF, 3 when the hart halts
-    /// without an answer (illegal instruction, misaligned access, fault).
+    /// (exit 5, a mismatch). Without `tohost`, `ecall` exits with code a0
+    /// (the program's own status, passed through). Exit 3 (a hang) when
+    /// --max-cycles is reached, 2 for a bad ELF, 4 (a device error) when the
+    /// hart halts without an answer (illegal instruction, misaligned
+    /// access, fault).
     Exec(ExecArgs),
     /// Interpreter throughput: simulated MIPS beside native Rust doing the
     /// same work (use a release build).
@@ -82,15 +78,8 @@ pub struct ChipArgs {
     /// Seed of the scheduler, jitter and faults.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Worker grid, COLSxROWS.
-    #[arg(long, default_value = "8x8", value_parser = parse_grid)]
-    grid: (u8, u8),
-    /// Command queues.
-    #[arg(long, default_value_t = cqlab_abi::noc::DEFAULT_CQS)]
-    cqs: u8,
-    /// DRAM banks.
-    #[arg(long, default_value_t = cqlab_abi::memory_map::DEFAULT_DRAM_BANKS)]
-    dram_banks: u32,
+    #[command(flatten)]
+    chip: crate::chip::ChipOpt,
     /// Host sysmem size in MiB (a sparse file; 1..=4096).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
     sysmem_mib: u32,
@@ -99,15 +88,8 @@ pub struct ChipArgs {
 impl ChipArgs {
     /// The chip configuration, checked before any file is created.
     fn config(&self) -> anyhow::Result<cqlab_sim::config::SimConfig> {
-        let cfg = cqlab_sim::config::SimConfig {
-            seed: self.seed,
-            worker_cols: self.grid.0,
-            worker_rows: self.grid.1,
-            num_cqs: self.cqs,
-            dram_banks: self.dram_banks,
-            sysmem_size: (self.sysmem_mib as usize) << 20,
-            ..Default::default()
-        };
+        let cfg =
+            cqlab_sim::config::SimConfig { sysmem_size: (self.sysmem_mib as usize) << 20, ..self.chip.sim(self.seed)? };
         cfg.validate().map_err(|e| crate::cli::Usage(format!("the device's chip configuration: {e}")))?;
         Ok(cfg)
     }
@@ -139,11 +121,12 @@ pub struct TtkmdArgs {
 pub struct BarArgs {
     #[arg(long)]
     dev: PathBuf,
-    /// Worker core, COL,ROW.
-    #[arg(long, value_parser = parse_pair)]
+    /// Compute core, logical COL,ROW on the daemon's chip (with the
+    /// default two command queues placed).
+    #[arg(long, value_parser = crate::args::worker)]
     worker: (u8, u8),
-    /// Local address in the core (L1 or a register), decimal or 0x hex.
-    #[arg(long, value_parser = parse_u64)]
+    /// Local address in the core (L1 or a register), decimal or 0x hex, 4-byte aligned, below 2^32.
+    #[arg(long, value_parser = local_addr)]
     addr: u64,
     /// Value to write first (32 bits).
     #[arg(long, value_parser = parse_u32)]
@@ -154,14 +137,16 @@ pub struct BarArgs {
     hold: f64,
 }
 
-fn parse_pair(s: &str) -> Result<(u8, u8), String> {
-    let bad = || format!("expected COL,ROW such as 0,1, found {s:?}");
-    let (c, r) = s.split_once(',').ok_or_else(bad)?;
-    Ok((c.parse().map_err(|_| bad())?, r.parse().map_err(|_| bad())?))
+fn local_addr(s: &str) -> Result<u64, String> {
+    let v = crate::args::u64_any_base(s)?;
+    if v > u32::MAX as u64 || v % 4 != 0 {
+        return Err(format!("{v:#x}: a core's local address is 4-byte aligned and below 2^32"));
+    }
+    Ok(v)
 }
 
 fn parse_u32(s: &str) -> Result<u32, String> {
-    let v = parse_u64(s)?;
+    let v = crate::args::u64_any_base(s)?;
     u32::try_from(v).map_err(|_| format!("{v:#x} does not fit in 32 bits"))
 }
 
@@ -170,14 +155,6 @@ fn parse_hold(s: &str) -> Result<f64, String> {
         Ok(v) if (0.0..=3600.0).contains(&v) => Ok(v),
         _ => Err(format!("expected seconds in 0..=3600, found {s:?}")),
     }
-}
-
-fn parse_u64(s: &str) -> Result<u64, String> {
-    match s.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => s.parse(),
-    }
-    .map_err(|_| format!("expected a number (decimal or 0x hex), found {s:?}"))
 }
 
 #[derive(clap::Args)]
@@ -193,9 +170,8 @@ pub struct ClientJobArgs {
     /// Bytes per buffer write (16..=16777216, a multiple of 16).
     #[arg(long, default_value_t = 4096, value_parser = parse_bytes)]
     bytes: u32,
-    #[arg(long, default_value = "2x2", value_parser = parse_grid)]
-    grid: (u8, u8),
-    #[arg(long, default_value_t = 1)]
+    /// Command queues to boot (1..=16); the job runs on CQ0 over every compute core.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=cqlab_abi::noc::MAX_CQS as i64))]
     cqs: u8,
     /// Open the device through the tt-kmd backend (`ttkmd-sim:DEV`) instead of the daemon.
     #[arg(long)]
@@ -207,12 +183,6 @@ fn parse_bytes(s: &str) -> Result<u32, String> {
         Ok(v) if (16..=16 << 20).contains(&v) && v % 16 == 0 => Ok(v),
         _ => Err(format!("expected a multiple of 16 in 16..=16777216, found {s:?}")),
     }
-}
-
-fn parse_grid(s: &str) -> Result<(u8, u8), String> {
-    let bad = || format!("expected COLSxROWS such as 8x8, found {s:?}");
-    let (c, r) = s.split_once('x').ok_or_else(bad)?;
-    Ok((c.parse().map_err(|_| bad())?, r.parse().map_err(|_| bad())?))
 }
 
 /// `cqlab reset --dev PATH`: the daemon's device back to power-on state
@@ -228,8 +198,8 @@ pub fn reset(args: DevArgs) -> anyhow::Result<ExitCode> {
 pub struct ExecArgs {
     /// The ELF to run.
     file: PathBuf,
-    /// Stop after this many device cycles.
-    #[arg(long, default_value_t = 10_000_000_000)]
+    /// Stop after this many device cycles (1..=10000000000000).
+    #[arg(long, default_value_t = 10_000_000_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000_000_000))]
     max_cycles: u64,
     /// Print every retired instruction (cycle, pc, word, disassembly, result).
     #[arg(long)]
@@ -238,12 +208,35 @@ pub struct ExecArgs {
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Loop iterations per workload.
-    #[arg(long, default_value_t = 20_000_000)]
+    /// Loop iterations per workload (1..=1000000000).
+    #[arg(long, default_value_t = 20_000_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000_000))]
     iters: u32,
-    /// Device cycles of the chip ping-pong.
-    #[arg(long, default_value_t = 50_000_000)]
+    /// Device cycles of the chip ping-pong (1..=100000000000).
+    #[arg(long, default_value_t = 50_000_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000_000))]
     chip_cycles: u64,
+}
+
+/// Checks before any work: paths and what clap cannot see.
+pub fn validate(cmd: &Command) -> anyhow::Result<()> {
+    let dev_dir = |dev: &Path| {
+        // Created with its parents when missing; never a file.
+        crate::usage::ensure(std::fs::metadata(dev).map_or(true, |m| m.is_dir()), || {
+            format!("--dev {}: exists and is not a directory", dev.display())
+        })
+    };
+    match cmd {
+        Command::Exec(a) => crate::input::check_file("ELF", &a.file)?,
+        Command::Serve(a) => {
+            dev_dir(&a.dev)?;
+            a.chip.config()?;
+        }
+        Command::Ttkmd(a) => {
+            dev_dir(&a.dev)?;
+            a.chip.config()?;
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -270,26 +263,19 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
 }
 
 fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
-    let bytes = match std::fs::read(&args.file) {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("error: reading {}: {e}", args.file.display());
-            return Ok(ExitCode::from(EXIT_BAD_INPUT));
-        }
-    };
+    let bytes = crate::input::read_bytes("ELF", &args.file, crate::input::MAX_DUMP_BYTES)?;
     let opts = ExecOptions { max_cycles: args.max_cycles, ..Default::default() };
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = crate::out::Stream;
     let trace: Option<&mut dyn Write> = if args.trace { Some(&mut out) } else { None };
     let report = match exec::run_elf(&bytes, &opts, trace) {
         Ok(r) => r,
         Err(exec::ExecError::Elf(e)) => {
-            eprintln!("error: {}: {e}", args.file.display());
-            return Ok(ExitCode::from(EXIT_BAD_INPUT));
+            return Err(crate::cli::Usage(format!("{}: {e}", args.file.display())).into());
         }
+        // Stdout failed (a full disk): `out::finish` reports it, exit 1.
+        Err(exec::ExecError::Trace(_)) if crate::out::gone() => return Ok(ExitCode::SUCCESS),
         Err(e) => return Err(e).context("running the ELF"),
     };
-    out.flush().context("writing the trace")?;
     let name = args.file.display();
     let stats = format!("{} instructions, {} cycles", report.instret, report.cycles);
     Ok(match report.outcome {
@@ -299,7 +285,7 @@ fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
         Outcome::Fail { test, value } => {
             eprintln!("{name}: FAIL: test {test} failed (tohost = {value:#x}) at pc {:#010x} ({stats})", report.pc);
-            ExitCode::from(1)
+            Exit::Mismatch.into()
         }
         Outcome::Exit { code } => {
             eprintln!("{name}: exit {code} ({stats})");
@@ -307,12 +293,12 @@ fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
         Outcome::MaxCycles => {
             eprintln!("{name}: stopped after --max-cycles {} at pc {:#010x} ({stats})", args.max_cycles, report.pc);
-            ExitCode::from(EXIT_MAX_CYCLES)
+            Exit::Hang.into()
         }
         Outcome::Halted(h) => {
             let recent: Vec<String> = report.last_pcs.iter().take(8).map(|pc| format!("{pc:#x}")).collect();
             eprintln!("{name}: halted: {h} ({stats}); last retired pcs: {}", recent.join(" "));
-            ExitCode::from(EXIT_HALTED)
+            Exit::Device.into()
         }
     })
 }
@@ -360,7 +346,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Whole-chip figures: a polling ping-pong and the memory footprint of the
-/// default 64-worker chip.
+/// default chip (a Wormhole n150).
 fn chip_bench(cycles: u64) -> anyhow::Result<()> {
     use cqlab_abi::noc::NocAddr;
     use cqlab_sim::bench::{chip_pingpong, rss_bytes};
@@ -368,13 +354,14 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
     use cqlab_sim::config::SimConfig;
 
     let cfg = SimConfig::default();
+    let layout = cfg.layout()?;
+    let tiles = layout.workers().len();
     outln!(
-        "chip: {}x{} workers + {} CQs, L1 {} KiB, quantum {} cycles; ping-pong = 2 workers alternately \
-         NOC-incrementing each other's L1 semaphore and polling their own",
-        cfg.worker_cols,
-        cfg.worker_rows,
-        cfg.num_cqs,
-        cfg.l1_size / 1024,
+        "chip: {} ({}), {tiles} Tensix tiles of 5 cores, L1 {} KiB, quantum {} cycles; ping-pong = 2 BRISCs \
+         alternately NOC-incrementing each other's L1 semaphore and polling their own",
+        cfg.board,
+        cfg.harvesting,
+        layout.l1_size() / 1024,
         cfg.quantum_cycles
     );
     outln!(
@@ -388,7 +375,7 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
     for (spinners, ff) in [(false, false), (false, true), (true, false), (true, true)] {
         let name = format!(
             "ping-pong{}, fast-forward {}",
-            if spinners { " + 62 workers polling for GO" } else { "" },
+            if spinners { format!(" + {} BRISCs polling for GO", tiles - 2) } else { String::new() },
             if ff { "on" } else { "off" }
         );
         let spin = crate::cli::spinner(&format!("measuring {name}"));
@@ -407,15 +394,15 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
     let before = rss_bytes();
     let mut chip = Chip::new(cfg.clone())?;
     let booted = rss_bytes();
-    let fill = vec![0xa5u8; cfg.l1_size as usize];
-    let cores: Vec<_> = chip.cores().collect();
+    let fill = vec![0xa5u8; layout.l1_size() as usize];
+    let cores: Vec<_> = chip.tensix_tiles().collect();
     for &c in &cores {
         chip.write(NocAddr::unicast(c, 0), &fill)?;
     }
     let filled = rss_bytes();
     let mib = |b: Option<u64>| b.map_or("?".to_string(), |b| format!("{:.1} MiB", b as f64 / (1 << 20) as f64));
     outln!(
-        "memory: process RSS {} before the chip, {} with the chip powered on, {} after writing all {} cores' L1",
+        "memory: process RSS {} before the chip, {} with the chip powered on, {} after writing all {} tiles' L1",
         mib(before),
         mib(booted),
         mib(filled),
@@ -428,22 +415,21 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
 /// seeded pattern to a DRAM buffer, launch every worker, read it back,
 /// verify, finish. Prints one line and exits 0 when all of it checks out.
 fn client_job(a: ClientJobArgs) -> anyhow::Result<ExitCode> {
-    use cqlab_driver::{CoreRange, Device, DeviceConfig};
-    let cfg = DeviceConfig { worker_cols: a.grid.0, worker_rows: a.grid.1, num_cqs: a.cqs, ..Default::default() };
+    use cqlab_driver::{Device, DeviceConfig};
+    let cfg = DeviceConfig { num_cqs: a.cqs, ..Default::default() };
     let spec =
         if a.ttkmd { format!("ttkmd-sim:{}", a.dev.display()) } else { format!("sim:{}?wait=30", a.dev.display()) };
     let mut dev = Device::open(&spec, cfg).with_context(|| format!("opening {spec}"))?;
     dev.boot().context("booting")?;
     // The crash test kills this process after this line, mid-enqueue.
     outln!("client-job: booted");
-    std::io::stdout().flush()?;
     let buf = dev.alloc_dram(a.bytes, 1024)?;
+    let all = dev.chip().grid();
     let mut cq = dev.cq(0)?;
-    let last = CoreRange::new((0, 0), (a.grid.0 - 1, a.grid.1 - 1));
     for round in 0..a.rounds {
         let data: Vec<u8> = (0..a.bytes).map(|i| (i as u64 * 31 + a.seed * 7 + round as u64) as u8).collect();
         cq.write_buffer(&buf, 0, &data)?;
-        cq.launch(last, &[round])?;
+        cq.launch(all, &[round])?;
         let back = cq.read_buffer(&buf, 0, a.bytes)?;
         if back != data {
             let at = back.iter().zip(&data).position(|(x, y)| x != y).unwrap_or(0);
@@ -466,13 +452,18 @@ fn bar(a: BarArgs) -> anyhow::Result<ExitCode> {
     use cqlab_driver::backend::Backend;
     use cqlab_driver::daemon_backend::DaemonBackend;
     let mut dev = DaemonBackend::attach(&a.dev)?;
-    let at = cqlab_abi::noc::NocAddr::unicast(cqlab_abi::noc::worker(a.worker.0, a.worker.1), a.addr);
+    let info = dev.info();
+    let board: cqlab_abi::soc::Board = info.board.parse()?;
+    let harvesting = cqlab_abi::soc::Harvesting::parse(&info.harvesting)?;
+    let chip = cqlab_driver::Topology::for_board(board, Some(harvesting), cqlab_abi::noc::DEFAULT_CQS)?;
+    crate::args::on_grid("--worker", a.worker, &chip).map_err(crate::cli::Usage)?;
+    let tile = chip.worker(a.worker.0, a.worker.1).expect("checked on the grid");
+    let at = cqlab_abi::noc::NocAddr::unicast(tile, a.addr);
     if let Some(v) = a.write {
         dev.write_u32(at, v)?;
     }
     let v = dev.read_u32(at)?;
     outln!("{v:#010x}");
-    std::io::stdout().flush()?;
     std::thread::sleep(std::time::Duration::from_secs_f64(a.hold));
     Ok(ExitCode::SUCCESS)
 }

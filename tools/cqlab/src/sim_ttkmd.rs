@@ -2,14 +2,82 @@
 //! (`ttkmd-sim:PATH`). The device files and their protocol are `cqlab_sim::shared`'s; host
 //! processes open the device through the tt-kmd backend, whose kernel calls the simulator
 //! answers (`cqlab_driver::ttkmd::sim_kernel`). The chip runs free until SIGINT or SIGTERM.
+//!
+//! The device directory gets the daemon's protections (`cqlab_sim::daemon::files`): it is
+//! private to its user (0700, files 0600, whatever the umask), a directory another user owns
+//! is refused, every file is created afresh with `O_CREAT|O_EXCL|O_NOFOLLOW` (a planted
+//! symlink is an error, never a file written through), and one simulator serves a path: a
+//! second one is refused naming the first's pid instead of replacing its files.
 
 use anyhow::Context;
 use cqlab_sim::config::SimConfig;
-use cqlab_sim::shared::Runner;
+use cqlab_sim::daemon::files;
+use cqlab_sim::shared::{Paths, Runner};
+use nix::fcntl::{Flock, FlockArg};
 use nix::sys::signal::{SigSet, Signal};
-use std::path::Path;
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+/// The file the serving simulator holds an exclusive flock on, with its pid.
+pub const RUNNER_LOCK: &str = "runner";
+
+/// The device files the simulator creates.
+fn device_files(dev: &Path) -> Vec<PathBuf> {
+    let p = Paths::new(dev);
+    vec![p.ctl(), p.l1(), p.regs(), p.dram(), p.sysmem(), p.lock()]
+}
+
+/// Takes the one-simulator-per-path lock, or says who holds it.
+fn lock_path(dev: &Path) -> anyhow::Result<Flock<std::fs::File>> {
+    let path = dev.join(RUNNER_LOCK);
+    let file = files::open_or_create_private(&path)?;
+    let mut locked = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(l) => l,
+        Err((mut file, nix::errno::Errno::EWOULDBLOCK)) => {
+            let mut pid = String::new();
+            let _ = file.read_to_string(&mut pid);
+            anyhow::bail!(
+                "{}: held by pid {}: another `cqlab sim ttkmd` serves this device (stop it first, or use \
+                 another --dev)",
+                dev.display(),
+                pid.trim()
+            );
+        }
+        Err((_, e)) => return Err(anyhow::anyhow!("locking {}: {e}", path.display())),
+    };
+    locked.set_len(0)?;
+    locked.rewind()?;
+    write!(locked, "{}", std::process::id()).with_context(|| format!("writing {}", path.display()))?;
+    Ok(locked)
+}
+
+/// Makes `dev` a fresh device of this user: directory checked (or created), the path locked,
+/// every device file created afresh. On failure, removes what it created.
+fn prepare(dev: &Path) -> anyhow::Result<Flock<std::fs::File>> {
+    let created = files::prepare_dir(dev)?;
+    let undo = |e: anyhow::Error| {
+        if created {
+            let _ = std::fs::remove_dir_all(dev);
+        }
+        e
+    };
+    let lock = lock_path(dev).map_err(undo)?;
+    let mut made = Vec::new();
+    for path in device_files(dev) {
+        match files::create_private(&path) {
+            Ok(_) => made.push(path),
+            Err(e) => {
+                for p in &made {
+                    let _ = std::fs::remove_file(p);
+                }
+                return Err(undo(e.into()));
+            }
+        }
+    }
+    Ok(lock)
+}
 
 pub fn serve(dev: &Path, cfg: SimConfig) -> anyhow::Result<()> {
     // Block the stop signals before any thread starts; one thread waits for them.
@@ -17,6 +85,8 @@ pub fn serve(dev: &Path, cfg: SimConfig) -> anyhow::Result<()> {
     signals.add(Signal::SIGINT);
     signals.add(Signal::SIGTERM);
     signals.thread_block().context("blocking SIGINT/SIGTERM")?;
+    // Every error of `prepare` names its file.
+    let _lock = prepare(dev)?;
     let mut runner = Runner::create(dev, cfg.clone()).map_err(anyhow::Error::msg).context("creating the device")?;
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
@@ -25,14 +95,13 @@ pub fn serve(dev: &Path, cfg: SimConfig) -> anyhow::Result<()> {
         flag.store(true, Ordering::Relaxed);
     })?;
     eprintln!(
-        "cqlab sim ttkmd: device at {} (pid {}, seed {}, {}x{} workers, {} CQs); open it with ttkmd-sim:{}; stop \
+        "cqlab sim ttkmd: device at {} (pid {}, seed {}, {} harvested {}); open it with ttkmd-sim:{}; stop \
          with Ctrl-C",
         dev.display(),
         std::process::id(),
         cfg.seed,
-        cfg.worker_cols,
-        cfg.worker_rows,
-        cfg.num_cqs,
+        cfg.board,
+        cfg.harvesting,
         dev.display()
     );
     let now = runner.run(&stop);

@@ -11,7 +11,7 @@ use cqlab_abi::firmware::FirmwareId;
 use cqlab_abi::mailbox::{AliveRecord, ALIVE, ALIVE_MAGIC};
 use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_driver::backend::read_struct;
-use cqlab_driver::hang_dump::HangDump;
+use cqlab_driver::dump::{HangDump, Wait};
 use cqlab_driver::{Device, DriverError};
 use std::process::ExitCode;
 
@@ -35,6 +35,10 @@ pub struct DumpArgs {
     pub json: bool,
 }
 
+pub fn validate_spec(spec: &str) -> anyhow::Result<()> {
+    Ok(crate::device::validate_daemon("--device", spec)?)
+}
+
 fn observe(spec: &str) -> Result<(Device, cqlab_driver::daemon_backend::proto::Status)> {
     Device::observe(spec).map_err(|e| match e {
         DriverError::Invalid(m) => crate::cli::Usage(format!("--device {spec}: {m}")).into(),
@@ -49,7 +53,7 @@ fn firmware(dev: &mut Device, c: Coord) -> Result<Option<&'static str>> {
 }
 
 fn live_dump(dev: &mut Device) -> Result<HangDump> {
-    HangDump::collect(dev, "work on CQ0 (live dump, taken without waiting)", Some(0)).context("reading the device")
+    dev.dump(Wait::Live { cq: 0 }).context("reading the device")
 }
 
 pub fn status(args: StatusArgs) -> Result<ExitCode> {
@@ -70,26 +74,29 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
             .iter()
             .zip(&fw)
             .map(|(c, f)| {
-                serde_json::json!({"core": c.core, "role": c.role, "waypoint": c.waypoint, "meaning": c.meaning,
-                    "pc": c.pc, "halt": c.halt, "error": c.error, "firmware": f, "last_trace": c.last_trace.last()})
+                let mut v = serde_json::to_value(c).expect("a core state serializes");
+                v["firmware"] = serde_json::json!(f);
+                v["last_trace"] = serde_json::json!(c.last_trace.last());
+                v
             })
             .collect();
         outln!(
             "{}",
             serde_json::json!({"device": args.device, "daemon_pid": st.chip.daemon_pid, "seed": st.chip.seed,
+                "chip": st.chip.board, "harvesting": st.chip.harvesting, "cqs": dev.num_cqs(),
                 "held_by": (st.owner_pid != 0).then_some(st.owner_pid), "connections": st.connections,
                 "device_cycle": dump.device_cycle, "queues": dump.queues, "cores": cores_json})
         );
         return Ok(ExitCode::SUCCESS);
     }
     outln!(
-        "{}: simulator daemon pid {}, seed {}, {}x{} workers, {} CQs",
+        "{}: simulator daemon pid {}, seed {}, {} harvested {}, {} CQs",
         args.device,
         st.chip.daemon_pid,
         st.chip.seed,
-        st.chip.worker_cols,
-        st.chip.worker_rows,
-        st.chip.num_cqs
+        st.chip.board,
+        st.chip.harvesting,
+        dev.num_cqs()
     );
     outln!("held by {holder}; {} connections open (this one included)", st.connections);
     outln!("device cycle {}", dump.device_cycle);
@@ -110,8 +117,9 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
     outln!("{:<16} {:<8} {:<5} {:<10} {:<9} last trace record", "core", "at", "wp", "pc", "firmware");
     for (c, f) in dump.cores.iter().zip(&fw) {
         let pc = c.pc.map_or("-".into(), |pc| format!("{pc:#010x}"));
-        let last = c.last_trace.last().map_or("-".into(), |t| format!("#{} @{} {}", t.seq, t.cycle, t.kind));
-        outln!("{:<16} {:<8} {:<5} {:<10} {:<9} {last}", c.role, c.core, c.waypoint, pc, f.unwrap_or("-"));
+        let last = c.last_trace.last().map_or("-".into(), |t| format!("#{} @{} {}", t.seq, t.cycle, t.kind_label()));
+        let (role, core, wp) = (c.role.to_string(), c.core.to_string(), c.waypoint.to_string());
+        outln!("{:<16} {:<8} {:<5} {:<10} {:<9} {last}", role, core, wp, pc, f.unwrap_or("-"));
         if let Some(e) = &c.error {
             outln!("    error: {e}");
         }
@@ -125,7 +133,12 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
 pub fn dump(args: DumpArgs) -> Result<ExitCode> {
     let (mut dev, st) = observe(&args.device)?;
     let dump = live_dump(&mut dev)?;
-    let chains: Vec<_> = (0..dev.num_cqs()).map(|q| (q, dump.chain_from(q))).collect();
+    let chains: Vec<_> = (0..dev.num_cqs())
+        .map(|q| {
+            let (chain, deadlock) = dump.chain_from(dev.chip(), q);
+            (q, (chain.iter().map(|l| dump.link_text(l)).collect::<Vec<_>>(), deadlock))
+        })
+        .collect();
     if args.json {
         let chains: Vec<_> = chains
             .iter()

@@ -7,15 +7,18 @@
 //! JSONL record per run, a summary (failures with seed, signature and the
 //! command that replays them) and drift statistics of every metric.
 
-use crate::campaign::{stats, Report, SeedRecord, Shard};
+use crate::campaign::{Report, SeedRecord, Shard};
+use crate::device::{open_for_campaign, Opened};
+use crate::exit::{Exit, FailureClass};
+use crate::out::outln;
 use crate::race::failure::Failure;
 use crate::sweep::Knobs;
 use crate::usage::{ensure, UsageError};
 use anyhow::{Context, Result};
-use cqlab_driver::Device;
 use cqlab_sim::rng::Rng;
+use cqlab_workloads::stats;
 use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
@@ -49,44 +52,54 @@ pub enum Workload {
     Programs,
 }
 
+/// Most runs of one campaign.
+pub const MAX_RUNS: u64 = 100_000;
+
 /// What shapes one run (shared by `restart` and `run-one`).
 #[derive(clap::Args, Clone, Debug)]
 pub struct WorkloadArgs {
     #[arg(long, value_enum, default_value = "copy_stress")]
     pub workload: Workload,
     /// Device: embedded (a fresh simulator per run, seeded by the run's
-    /// seed) or sim:PATH (a `cqlab sim serve` daemon; runs take its lock).
+    /// seed) or sim:PATH[?wait[=SECS]] (a `cqlab sim serve` daemon; runs
+    /// take its lock, ?wait queues behind another holder).
     #[arg(long, default_value = "embedded")]
     pub device: String,
-    /// copy_stress: reads enqueued before collecting any.
-    #[arg(long, default_value_t = 64)]
+    /// copy_stress: reads enqueued before collecting any (1..=1000000).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub depth: u64,
-    /// copy_stress: bytes per read.
-    #[arg(long, default_value_t = 4096)]
+    /// copy_stress: bytes per read (1..=1048576).
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub bytes: u64,
     /// random: iterations (12 commands each); programs: iterations (25
-    /// programs each). Both on the device's default queue layout.
-    #[arg(long, default_value_t = 4)]
+    /// programs each). Both on the device's default queue layout (1..=1000000).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub iterations: u32,
-    /// Device cycles without progress before a wait gives up.
-    #[arg(long, default_value_t = 5_000_000)]
+    /// Device cycles without progress before a wait gives up (1000000..=1000000000000).
+    #[arg(long, default_value_t = 5_000_000,
+          value_parser = clap::value_parser!(u64).range(cqlab_driver::wait::PROGRESS_CHECK_CYCLES..=1_000_000_000_000))]
     pub timeout_cycles: u64,
+    #[command(flatten)]
+    pub chip: crate::chip::ChipOpt,
 }
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct RestartArgs {
-    #[arg(long)]
+    /// Runs of the campaign (1..=100000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_RUNS))]
     pub runs: u64,
-    /// Hard per-run timeout in seconds: a run still going is killed and counted.
-    #[arg(long, default_value_t = 60.0)]
+    /// Hard per-run timeout in seconds: a run still going is killed and
+    /// counted (above 0, at most 86400).
+    #[arg(long, default_value_t = 60.0, value_parser = timeout_seconds)]
     pub timeout: f64,
     #[arg(long, value_enum, default_value = "never")]
     pub reset: Reset,
-    /// Runs per phase for --reset phase.
-    #[arg(long, default_value_t = 10)]
+    /// Runs per phase for --reset phase (1..=100000).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=MAX_RUNS))]
     pub phase_runs: u64,
-    /// Fraction of runs SIGKILLed mid-enqueue (seeded).
-    #[arg(long, default_value_t = 0.0)]
+    /// Fraction of runs SIGKILLed mid-enqueue (seeded; 0 up to, not
+    /// including, 1: some runs must complete).
+    #[arg(long, default_value_t = 0.0, value_parser = |s: &str| crate::args::real_below(s, 0.0, 1.0))]
     pub kill_rate: f64,
     /// Seed of the campaign: run i uses a seed drawn from it (recorded).
     #[arg(long, default_value_t = 1)]
@@ -95,6 +108,14 @@ pub struct RestartArgs {
     pub workload: WorkloadArgs,
     #[command(flatten)]
     pub records: crate::campaign::RecordArgs,
+}
+
+fn timeout_seconds(s: &str) -> Result<f64, String> {
+    let v = crate::args::real(s, 0.0..=86_400.0)?;
+    if v == 0.0 {
+        return Err("0 is not a timeout: above 0, at most 86400 seconds".into());
+    }
+    Ok(v)
 }
 
 #[derive(clap::Args, Clone, Debug)]
@@ -108,12 +129,48 @@ pub struct OneArgs {
     pub workload: WorkloadArgs,
 }
 
+/// Checks a run's shape before any process starts.
+fn validate_workload(w: &WorkloadArgs, given: &crate::cli::Given<'_>) -> Result<(), UsageError> {
+    w.chip.validate()?;
+    match w.workload {
+        Workload::CopyStress => given.refuse(&["iterations"], || "applies to --workload random or programs".into())?,
+        Workload::Random | Workload::Programs => {
+            given.refuse(&["depth", "bytes"], || "apply to --workload copy_stress only".into())?
+        }
+    }
+    crate::device::validate(&w.device, 0)?;
+    ensure(w.device == "embedded" || w.device.starts_with("sim:"), || {
+        format!("--device {}: stress runs on embedded or sim:PATH[?wait[=SECS]]", w.device)
+    })
+}
+
+pub fn validate(cmd: &Command, given: &crate::cli::Given<'_>) -> Result<()> {
+    match cmd {
+        Command::Restart(a) => {
+            validate_workload(&a.workload, given)?;
+            if a.reset != Reset::Phase {
+                given.refuse(&["phase_runs"], || "applies to --reset phase only".into())?;
+            }
+            Shard::resolve(a.records.shard.as_deref())?;
+            if let Some(j) = &a.records.jsonl {
+                crate::output::check("--jsonl", j, crate::output::Kind::File, &[])?;
+            }
+        }
+        Command::RunOne(a) => validate_workload(&a.workload, given)?,
+    }
+    Ok(())
+}
+
 /// What a run prints on stdout when it ends.
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub struct RunResult {
     pub failure: Option<crate::race::failure::Classified>,
     pub device_cycles: u64,
     pub metrics: BTreeMap<String, f64>,
+    /// The run could not have the device (another process holds it, or no
+    /// daemon serves it): not a result, the campaign stops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 /// Marks a record of a run that was SIGKILLed on purpose (not a result).
@@ -127,18 +184,28 @@ const ENQUEUED: &str = "enqueued ";
 fn run_one(a: OneArgs) -> Result<ExitCode> {
     let w = &a.workload;
     let k = Knobs { depth: w.depth, bytes: w.bytes, ..Default::default() };
-    let cfg = k.device_config(w.timeout_cycles, None);
-    let sim = cqlab_sim::config::SimConfig { seed: a.seed, ..Default::default() };
-    let mut dev = open_device(&w.device, sim, cfg, a.reset_first)?;
+    let mut cfg = k.device_config(w.timeout_cycles, None);
+    if w.workload != Workload::CopyStress {
+        // The race workloads' kernels store their results (as `race` boots them).
+        cfg.worker_kernel = "spin".into();
+    }
+    w.chip.apply(&mut cfg)?;
+    let sim = cqlab_driver::backend::spec::sim_config(&cfg, a.seed);
+    let mut dev = match open_for_campaign(&w.device, sim, cfg, a.reset_first) {
+        Ok(d) => d,
+        Err(Opened::Refused(e)) => return Err(e.into()),
+        Err(Opened::Unavailable(why)) => {
+            outln!("{}", serde_json::to_string(&RunResult { unavailable: Some(why), ..Default::default() })?);
+            return Ok(Exit::Failed.into());
+        }
+    };
     let start = Instant::now();
     let outcome = dev.boot().map_err(Failure::from).and_then(|()| {
-        println!("{ENQUEUING}");
-        std::io::stdout().flush().ok();
+        outln!("{ENQUEUING}");
         let t0 = dev.now();
         let out = match w.workload {
             Workload::CopyStress => crate::sweep::copy_stress_with(&mut dev, &k, &mut |n| {
-                println!("{ENQUEUED}{n}");
-                std::io::stdout().flush().ok();
+                outln!("{ENQUEUED}{n}");
             }),
             Workload::Random => crate::race::random::run(w.iterations, a.seed, &mut dev),
             Workload::Programs => crate::race::programs::run(w.iterations, a.seed, &mut dev),
@@ -155,38 +222,17 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
             metrics.insert("host_MB_per_s".to_owned(), (w.depth * w.bytes) as f64 / secs / 1e6);
         }
     }
-    let r = RunResult { failure: outcome.as_ref().err().map(Failure::classify), device_cycles: dev.now(), metrics };
+    let r = RunResult {
+        failure: outcome.as_ref().err().map(Failure::classify),
+        device_cycles: dev.now(),
+        metrics,
+        unavailable: None,
+    };
     if let Err(f) = &outcome {
         eprintln!("{}", f.full_text());
     }
-    println!("{}", serde_json::to_string(&r)?);
-    Ok(if outcome.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
-}
-
-/// `embedded` (a fresh simulator from `sim`) or `sim:PATH[?wait]` (a daemon,
-/// reset to power-on first when `reset`). A device the spec or the daemon
-/// refuses is a usage error.
-pub fn open_device(
-    spec: &str,
-    sim: cqlab_sim::config::SimConfig,
-    cfg: cqlab_driver::DeviceConfig,
-    reset: bool,
-) -> Result<Device, UsageError> {
-    let refused = |e: cqlab_driver::DriverError| UsageError(format!("--device {spec}: {e}"));
-    if spec == "embedded" {
-        return Device::embedded(sim, cfg).map_err(refused);
-    }
-    let Some(rest) = spec.strip_prefix("sim:") else {
-        return Err(UsageError(format!("--device {spec:?}: use embedded or sim:PATH[?wait[=SECS]]")));
-    };
-    use cqlab_driver::daemon_backend::DaemonBackend;
-    let (path, wait) = DaemonBackend::parse_spec(rest).map_err(refused)?;
-    let mut backend = DaemonBackend::attach_with(path, wait).map_err(refused)?;
-    backend.check_config(&cfg).map_err(refused)?;
-    if reset {
-        backend.reset().map_err(refused)?;
-    }
-    Device::with_backend(Box::new(backend), cfg).map_err(refused)
+    outln!("{}", serde_json::to_string(&r)?);
+    Ok(crate::exit::of_failures(outcome.as_ref().err().map(Failure::class)).into())
 }
 
 fn one_argv(w: &WorkloadArgs, seed: u64, reset_first: bool) -> Vec<String> {
@@ -199,25 +245,30 @@ fn one_argv(w: &WorkloadArgs, seed: u64, reset_first: bool) -> Vec<String> {
         Workload::Random => "random",
         Workload::Programs => "programs",
     };
-    for (k, val) in [
-        ("--workload", workload.to_owned()),
-        ("--device", w.device.clone()),
-        ("--depth", w.depth.to_string()),
-        ("--bytes", w.bytes.to_string()),
-        ("--iterations", w.iterations.to_string()),
-        ("--timeout-cycles", w.timeout_cycles.to_string()),
-    ] {
-        v.extend([k.to_owned(), val]);
+    v.extend(["--workload".into(), workload.into(), "--device".into(), w.device.clone()]);
+    v.extend(w.chip.argv());
+    // Only the options the workload reads (the others are refused).
+    match w.workload {
+        Workload::CopyStress => {
+            v.extend(["--depth".into(), w.depth.to_string(), "--bytes".into(), w.bytes.to_string()]);
+        }
+        Workload::Random | Workload::Programs => v.extend(["--iterations".into(), w.iterations.to_string()]),
     }
+    v.extend(["--timeout-cycles".into(), w.timeout_cycles.to_string()]);
     v
 }
 
 /// Outcome of one child process.
 enum Ended {
     Done(RunResult),
-    Killed { after: Duration },
+    Killed {
+        after: Duration,
+    },
     HardTimeout,
     Crashed(String),
+    /// The run refused its arguments or configuration (exit 2): the
+    /// campaign's own usage error, reported once.
+    Refused(String),
 }
 
 /// Where to SIGKILL a run.
@@ -278,9 +329,11 @@ fn spawn_run(argv: &[String], timeout: Duration, kill_at: Option<KillAt>) -> Res
                 }
             }
             let stderr = err_reader.join().unwrap_or_default();
+            let why = stderr.lines().last().unwrap_or("no output").trim_start_matches("error: ").to_owned();
             break match last.as_deref().map(serde_json::from_str::<RunResult>) {
-                Some(Ok(r)) if matches!(status.code(), Some(0 | 1)) => Ended::Done(r),
-                _ => Ended::Crashed(format!("{status}: {}", stderr.lines().last().unwrap_or("no output"))),
+                Some(Ok(r)) if crate::exit::ran(status.code()) => Ended::Done(r),
+                _ if status.code() == Some(i32::from(Exit::Usage.code())) => Ended::Refused(why),
+                _ => Ended::Crashed(format!("{status}: {why}")),
             };
         }
         if start.elapsed() >= timeout {
@@ -293,23 +346,6 @@ fn spawn_run(argv: &[String], timeout: Duration, kill_at: Option<KillAt>) -> Res
 }
 
 fn restart(a: RestartArgs) -> Result<ExitCode> {
-    ensure(a.runs > 0, || "--runs must be at least 1".into())?;
-    ensure(a.timeout.is_finite() && a.timeout > 0.0 && a.timeout <= 86_400.0, || {
-        format!("--timeout {} seconds (0..=86400)", a.timeout)
-    })?;
-    ensure(a.kill_rate.is_finite() && (0.0..=1.0).contains(&a.kill_rate), || {
-        format!("--kill-rate {} is a fraction in 0..=1", a.kill_rate)
-    })?;
-    ensure(a.phase_runs > 0, || "--phase-runs must be at least 1".into())?;
-    ensure((1..=1_000_000).contains(&a.workload.depth), || format!("--depth {} (1..=1000000)", a.workload.depth))?;
-    ensure((1..=1 << 20).contains(&a.workload.bytes), || format!("--bytes {} (1..=1048576)", a.workload.bytes))?;
-    ensure(a.workload.timeout_cycles >= cqlab_driver::device::PROGRESS_CHECK_CYCLES, || {
-        format!(
-            "--timeout-cycles {} (at least {})",
-            a.workload.timeout_cycles,
-            cqlab_driver::device::PROGRESS_CHECK_CYCLES
-        )
-    })?;
     let shard = Shard::resolve(a.records.shard.as_deref())?;
     let mut jsonl = a.records.open_jsonl()?;
     let timeout = Duration::from_secs_f64(a.timeout);
@@ -354,6 +390,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             seconds,
             metrics: BTreeMap::new(),
             argv,
+            dump_error: None,
         };
         let verdict = match ended {
             Ended::Killed { after } => {
@@ -362,6 +399,12 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
                 record.metrics.insert(KILLED.into(), after.as_secs_f64());
                 format!("SIGKILLed {:.0} ms into the run", after.as_secs_f64() * 1e3)
             }
+            Ended::Refused(why) => return Err(UsageError(format!("run {index} (seed {seed}) refused: {why}")).into()),
+            Ended::Done(RunResult { unavailable: Some(why), .. }) => anyhow::bail!(
+                "run {index} (seed {seed}) could not have the device, so the campaign stops after {} runs: {why} \
+                 (sim:PATH?wait queues behind another holder)",
+                records.len()
+            ),
             Ended::Done(r) => {
                 record.device_cycles = r.device_cycles;
                 record.metrics = r.metrics;
@@ -377,6 +420,8 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
                 hard_timeouts += 1;
                 record.ok = false;
                 record.failure = Some(crate::race::failure::Classified {
+                    // The process never ended: liveness, like a wait that timed out.
+                    class: FailureClass::Hang,
                     kind: "hard-timeout".into(),
                     root: "host (the process did not end)".into(),
                     signature: format!("hard-timeout: still running after {} s", a.timeout),
@@ -391,6 +436,8 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             Ended::Crashed(why) => {
                 record.ok = false;
                 record.failure = Some(crate::race::failure::Classified {
+                    // The host process died, not the device.
+                    class: FailureClass::Other,
                     kind: "crash".into(),
                     root: "host process".into(),
                     signature: "crash: the run exited without a result".into(),
@@ -407,9 +454,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             eprintln!("[{}/{}] seed {seed}: {verdict}", index + 1, a.runs);
         }
         if let Some(f) = &mut jsonl {
-            writeln!(f, "{}", serde_json::to_string(&record)?)?;
-            // A campaign killed later keeps every record written so far.
-            f.flush()?;
+            f.append(&serde_json::to_string(&record)?)?;
         }
         records.push(record);
     }
@@ -418,32 +463,50 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
     let report = Report::from_records(&completed);
     let drift = drift_of(&completed);
     if a.records.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({"report": report, "runs": records.len(), "completed": completed.len(), "killed": kills,
                                "failures_after_kill": failures_after_kill, "hard_timeouts": hard_timeouts, "drift": drift})
         );
     } else {
-        report.print(&format!(
+        let header = format!(
             "stress restart ({} runs, {kills} killed, {} completed, reset {:?}, device {})",
             records.len(),
             completed.len(),
             a.reset,
             a.workload.device
-        ));
-        println!("failures after a kill: {failures_after_kill}; hard timeouts: {hard_timeouts}");
-        println!(
+        );
+        if completed.is_empty() {
+            outln!(
+                "{header}: no run completed: all {} were killed on purpose (--kill-rate {})",
+                records.len(),
+                a.kill_rate
+            );
+        } else {
+            report.print(&header);
+        }
+        outln!("failures after a kill: {failures_after_kill}; hard timeouts: {hard_timeouts}");
+        outln!(
             "{:<18} {:>12} {:>12} {:>12} {:>12} {:>12}",
-            "metric", "mean", "stddev", "first-10", "last-10", "slope/run"
+            "metric",
+            "mean",
+            "stddev",
+            "first-10",
+            "last-10",
+            "slope/run"
         );
         for (name, d) in &drift {
-            println!(
+            outln!(
                 "{name:<18} {:>12.4} {:>12.4} {:>12.4} {:>12.4} {:>12.6}",
-                d.mean, d.stddev, d.first10, d.last10, d.slope
+                d.mean,
+                d.stddev,
+                d.first10,
+                d.last10,
+                d.slope
             );
         }
     }
-    Ok(if report.failures == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(report.exit_code())
 }
 
 /// Drift of every metric over the completed runs, in run order.

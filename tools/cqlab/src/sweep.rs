@@ -9,11 +9,12 @@
 //! on each of `cqs` queues before collecting any (the batched depth of the
 //! field notes), then collects and checks every read.
 
+use crate::exit::FailureClass;
+use crate::out::outln;
 use crate::race::failure::{first_difference, Failure};
 use crate::usage::{ensure, UsageError};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use cqlab_driver::{Device, DeviceConfig, HostBug};
-use cqlab_sim::config::SimConfig;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,17 +48,21 @@ pub struct Args {
     /// completions while it waits for a fetch slot or issue space).
     #[arg(long)]
     pub host_bug: Option<String>,
-    /// Device: embedded[:seed=N] or sim:PATH.
+    /// Device: embedded[:seed=N] or sim:PATH[?wait[=SECS]].
     #[arg(long, default_value = "embedded:seed=1")]
     pub device: String,
-    /// Device cycles without progress before a wait gives up.
-    #[arg(long, default_value_t = 2_000_000)]
+    /// Device cycles without progress before a wait gives up (1000000..=1000000000000).
+    #[arg(long, default_value_t = 2_000_000,
+          value_parser = clap::value_parser!(u64).range(cqlab_driver::wait::PROGRESS_CHECK_CYCLES..=1_000_000_000_000))]
     pub timeout_cycles: u64,
-    /// Write sweep.json and sweep.svg here.
+    /// Write sweep.json and sweep.svg in this directory (created if
+    /// missing; its parent must exist).
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub chip: crate::chip::ChipOpt,
 }
 
 /// The copy_stress knobs.
@@ -158,6 +163,9 @@ pub struct Point {
     pub ok: bool,
     pub signature: Option<String>,
     pub error: Option<String>,
+    /// Its failure's class, if it failed.
+    #[serde(skip)]
+    pub class: Option<FailureClass>,
     /// Device cycles the workload took.
     pub device_cycles: u64,
     /// Device cycles per read (the metric charted).
@@ -207,20 +215,16 @@ struct Sweeper {
 
 impl Sweeper {
     fn open(&self, k: &Knobs) -> Result<Device> {
-        let cfg = k.device_config(self.args.timeout_cycles, self.host_bug);
+        let mut cfg = k.device_config(self.args.timeout_cycles, self.host_bug);
+        self.args.chip.apply(&mut cfg)?;
         let spec = &self.args.device;
-        let seed = match spec.strip_prefix("embedded") {
-            Some("") => Some(0),
-            Some(rest) => Some(
-                rest.strip_prefix(":seed=")
-                    .and_then(|s| s.parse::<u64>().ok())
-                    .ok_or_else(|| UsageError(format!("--device {spec}: use embedded[:seed=N] or sim:PATH")))?,
-            ),
-            None => None,
-        };
-        let sim = SimConfig { seed: seed.unwrap_or(0), ..Default::default() };
+        let seed = device_seed(spec)?;
+        let sim = cqlab_driver::backend::spec::sim_config(&cfg, seed.unwrap_or(0));
         let spec = if seed.is_some() { "embedded" } else { spec.as_str() };
-        let mut dev = crate::stress::open_device(spec, sim, cfg, self.args.reset_each)?;
+        let mut dev = crate::device::open_for_campaign(spec, sim, cfg, self.args.reset_each).map_err(|e| match e {
+            crate::device::Opened::Refused(u) => anyhow::Error::from(u),
+            crate::device::Opened::Unavailable(why) => anyhow::anyhow!(why),
+        })?;
         dev.boot().map_err(|e| UsageError(format!("boot: {e}")))?;
         Ok(dev)
     }
@@ -255,6 +259,7 @@ impl Sweeper {
             value,
             ok: outcome.is_ok(),
             signature: c.as_ref().map(|c| c.signature.clone()),
+            class: c.as_ref().map(|c| c.class),
             error: c.map(|c| c.error),
             device_cycles: cycles,
             cycles_per_read: cycles as f64 / reads,
@@ -273,13 +278,36 @@ fn progress(json: bool, p: &Point, name: &str) {
     }
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+/// The sweep's checked shape: knob, its values, the fixed knobs, the host bug.
+struct Shape {
+    name: String,
+    values: Vec<u64>,
+    base: Knobs,
+    host_bug: Option<HostBug>,
+}
+
+/// Every value of the sweep, the fixed knobs, the device and the output,
+/// checked before the first point runs.
+fn shape(args: &Args) -> Result<Shape, UsageError> {
     let (name, values) = parse_param(&args.param)?;
     let mut base = Knobs::default();
+    let mut fixed: Vec<&str> = Vec::new();
     for s in &args.set {
         let (n, v) = s.split_once('=').ok_or_else(|| UsageError(format!("--set {s:?}: expected NAME=V")))?;
-        let v = v.parse().map_err(|_| UsageError(format!("--set {s:?}: not a number")))?;
-        base.set(n, v)?;
+        let n = n.trim();
+        ensure(n != name, || format!("--set {s:?}: {n} is the swept knob (--param {})", args.param))?;
+        ensure(!fixed.contains(&n), || format!("--set {s:?}: {n} is set twice"))?;
+        fixed.push(n);
+        let v = v.trim().parse().map_err(|_| UsageError(format!("--set {s:?}: {v:?} is not a number")))?;
+        base.set(n, v).map_err(|e| UsageError(format!("--set {s:?}: {}", e.0)))?;
+    }
+    for &v in &values {
+        // Every value is checked now, not when the sweep reaches it.
+        let mut k = base.clone();
+        k.set(&name, v).map_err(|e| UsageError(format!("--param {}: {}", args.param, e.0)))?;
+        k.device_config(args.timeout_cycles, None)
+            .validate()
+            .map_err(|e| UsageError(format!("--param {}: at {name}={v} the device refuses: {e}", args.param)))?;
     }
     base.set(&name, values[0])?;
     let host_bug = match &args.host_bug {
@@ -292,6 +320,33 @@ pub fn run(args: Args) -> Result<ExitCode> {
         })?),
         None => None,
     };
+    crate::device::validate(&args.device, 0)?;
+    device_seed(&args.device)?;
+    if let Some(dir) = &args.out {
+        crate::output::check("--out", dir, crate::output::Kind::Dir, &[])?;
+    }
+    Ok(Shape { name, values, base, host_bug })
+}
+
+pub fn validate(args: &Args) -> Result<()> {
+    args.chip.validate()?;
+    shape(args)?;
+    Ok(())
+}
+
+/// `Some(seed)` for `embedded[:seed=N]`, `None` for a daemon.
+fn device_seed(spec: &str) -> Result<Option<u64>, UsageError> {
+    let bad = || UsageError(format!("--device {spec}: use embedded[:seed=N] or sim:PATH[?wait[=SECS]]"));
+    match spec.strip_prefix("embedded") {
+        Some("") => Ok(Some(0)),
+        Some(rest) => rest.strip_prefix(":seed=").and_then(|s| s.parse::<u64>().ok()).map(Some).ok_or_else(bad),
+        None if spec.starts_with("sim:") => Ok(None),
+        None => Err(bad()),
+    }
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let Shape { name, values, base, host_bug } = shape(&args)?;
     let mut s = Sweeper { args: args.clone(), name: name.clone(), base: base.clone(), host_bug, shared: None };
     let mut points = Vec::new();
     let mut first_failing = None;
@@ -354,16 +409,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "points": points,
     });
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        std::fs::write(dir.join("sweep.json"), serde_json::to_string_pretty(&report)? + "\n")?;
-        std::fs::write(dir.join("sweep.svg"), svg(&name, &points))?;
+        crate::output::create_dir("--out", dir)?;
+        crate::output::write(
+            "--out",
+            &dir.join("sweep.json"),
+            (serde_json::to_string_pretty(&report)? + "\n").as_bytes(),
+        )?;
+        crate::output::write("--out", &dir.join("sweep.svg"), svg(&name, &points).as_bytes())?;
     }
     if args.json {
-        println!("{report}");
+        outln!("{report}");
     } else {
-        println!("{:>12}  {:<6} {:>14} {:>12}  signature", name, "result", "device cycles", "cycles/read");
+        outln!("{:>12}  {:<6} {:>14} {:>12}  signature", name, "result", "device cycles", "cycles/read");
         for p in &points {
-            println!(
+            outln!(
                 "{:>12}  {:<6} {:>14} {:>12.1}  {}",
                 p.value,
                 if p.ok { "pass" } else { "FAIL" },
@@ -373,57 +432,37 @@ pub fn run(args: Args) -> Result<ExitCode> {
             );
         }
         match (&boundary, args.bisect) {
-            (Some(b), _) => println!(
+            (Some(b), _) => outln!(
                 "first failing {name}: {} ({})\n  {}",
                 b.value,
                 b.signature.as_deref().unwrap_or(""),
                 b.error.as_deref().unwrap_or("")
             ),
-            (None, true) => println!("no failing {name} in {}..={}", values[0], values.last().expect("non-empty")),
-            (None, false) => println!("no failing {name} among the values swept"),
+            (None, true) => outln!("no failing {name} in {}..={}", values[0], values.last().expect("non-empty")),
+            (None, false) => outln!("no failing {name} among the values swept"),
         }
     }
-    Ok(if first_failing.is_none() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(crate::exit::of_failures(boundary.and_then(|b| b.class)).into())
 }
 
 /// Cycles per read against the knob; failing points in red.
 fn svg(name: &str, points: &[Point]) -> String {
-    let (w, h, m) = (640.0, 360.0, 50.0);
-    let xmax = points.iter().map(|p| p.value).max().unwrap_or(1).max(1) as f64;
-    let xmin = points.iter().map(|p| p.value).min().unwrap_or(0) as f64;
-    let ymax = points.iter().map(|p| p.cycles_per_read).fold(1.0, f64::max);
-    let x = |v: f64| m + (v - xmin) / (xmax - xmin).max(1.0) * (w - 2.0 * m);
-    let y = |v: f64| h - m - v / ymax * (h - 2.0 * m);
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <line x1=\"{m}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n\
-         <line x1=\"{m}\" y1=\"{m}\" x2=\"{m}\" y2=\"{}\" stroke=\"black\"/>\n\
-         <text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{name}</text>\n\
-         <text x=\"12\" y=\"{}\" transform=\"rotate(-90 12 {})\" text-anchor=\"middle\">device cycles per read</text>\n\
-         <text x=\"{m}\" y=\"{}\">{xmin}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{xmax}</text>\n\
-         <text x=\"{}\" y=\"{m}\" text-anchor=\"end\">{ymax:.0}</text>\n",
-        h - m, w - m, h - m, h - m, w / 2.0, h - 10.0, h / 2.0, h / 2.0, h - m + 15.0, w - m, h - m + 15.0, m - 4.0
-    );
-    let pass: Vec<String> = points
+    let points = points
         .iter()
-        .filter(|p| p.ok)
-        .map(|p| format!("{:.1},{:.1}", x(p.value as f64), y(p.cycles_per_read)))
+        .map(|p| crate::chart::Point {
+            x: p.value as f64,
+            y: p.cycles_per_read,
+            ok: p.ok,
+            label: format!("{name}={}: {}", p.value, if p.ok { "pass" } else { "FAIL" }),
+        })
         .collect();
-    if pass.len() > 1 {
-        s += &format!("<polyline fill=\"none\" stroke=\"steelblue\" points=\"{}\"/>\n", pass.join(" "));
+    crate::chart::PointChart {
+        title: name.to_owned(),
+        x_label: name.to_owned(),
+        y_label: "device cycles per read".into(),
+        points,
     }
-    for p in points {
-        let colour = if p.ok { "steelblue" } else { "crimson" };
-        s += &format!(
-            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"><title>{name}={}: {}</title></circle>\n",
-            x(p.value as f64),
-            y(p.cycles_per_read),
-            p.value,
-            if p.ok { "pass" } else { "FAIL" }
-        );
-    }
-    s + "</svg>\n"
+    .render()
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! written as the run goes (never held in memory).
 //!
 //! ```text
-//! {"format":"cqlab-trace","version":1,"workload":...,"cqs":2,"clock_hz":1e9,"cores":[{"x":17,"y":1,"role":"CQ0 prefetcher"},...]}
+//! {"format":"cqlab-trace","version":2,"workload":...,"cqs":2,"chip":"wormhole-n150","harvesting":"rows=8","clock_hz":1e9,"cores":[{"x":18,"y":27,"role":"CQ0 prefetcher"},...]}
 //! {"launch":{"seq":0,"cq":0,"cores":[0,0,7,3],"label":"tiny"}}
 //! {"iter":{"index":0,"warmup":true,"start":..,"enqueued":..,"end":..,"events":[3,4]}}
 //! {"occ":{"cycle":..,"cq":0,"fetch_entries":2,"completion_bytes":64}}
@@ -11,21 +11,27 @@
 //! {"end":{"timed_cycles":..,"lost":0}}
 //! ```
 //! Records of one core appear in its ring order; cores interleave in
-//! drain-sized blocks.
+//! drain-sized blocks. Cores are named by translated NOC coordinates; the
+//! header's chip, harvesting and queue count say whose they are (version 1
+//! files came from cqlab's earlier invented chip and are refused).
 
-use anyhow::{bail, Context, Result};
+use crate::input::Lines;
+use crate::usage::UsageError;
+use anyhow::{Context, Result};
 use cqlab_abi::noc::Coord;
+use cqlab_abi::soc::{Board, Harvesting};
 use cqlab_abi::trace::TraceRecord;
-use cqlab_driver::workloads::analysis::Analysis;
-use cqlab_driver::workloads::collect::RecordSink;
-use cqlab_driver::workloads::runner::{IterationSample, LaunchInfo, Observer, OccupancySample, RunSpec};
+use cqlab_driver::Topology;
+use cqlab_workloads::analysis::Analysis;
+use cqlab_workloads::collect::RecordSink;
+use cqlab_workloads::runner::{IterationSample, LaunchInfo, Observer, OccupancySample, RunSpec};
 use serde::Deserialize;
 use serde_json::json;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::Path;
 
 pub const FORMAT: &str = "cqlab-trace";
-pub const VERSION: u64 = 1;
+pub const VERSION: u64 = 2;
 
 /// Streams a run into a trace file.
 pub struct TraceWriter<W: Write> {
@@ -45,10 +51,12 @@ impl<W: Write> TraceWriter<W> {
         Self { out, records: 0 }
     }
 
-    pub fn header(&mut self, cores: &[Coord], workload: &str, cqs: u8, seed: u64, sync: &str) -> Result<()> {
-        let cores: Vec<_> = cores.iter().map(|c| json!({"x": c.x, "y": c.y, "role": Analysis::role(*c)})).collect();
-        let h = json!({"format": FORMAT, "version": VERSION, "workload": workload, "cqs": cqs, "seed": seed,
-                       "sync": sync, "clock_hz": cqlab_sim::config::CLOCK_HZ, "cores": cores});
+    pub fn header(&mut self, chip: &Topology, cores: &[Coord], workload: &str, seed: u64, sync: &str) -> Result<()> {
+        let cores: Vec<_> =
+            cores.iter().map(|c| json!({"x": c.x, "y": c.y, "role": Analysis::role(chip, *c)})).collect();
+        let h = json!({"format": FORMAT, "version": VERSION, "workload": workload, "cqs": chip.num_cqs(),
+                       "chip": chip.board().name(), "harvesting": chip.harvesting().to_string(), "seed": seed,
+                       "sync": sync, "clock_hz": chip.layout().clock_hz(), "cores": cores});
         writeln!(self.out, "{h}")?;
         Ok(())
     }
@@ -89,12 +97,12 @@ impl<W: Write> RecordSink for TraceWriter<W> {
 }
 
 impl<W: Write> Observer for TraceWriter<W> {
-    fn started(&mut self, cores: &[Coord], spec: &RunSpec) -> cqlab_driver::Result<()> {
+    fn started(&mut self, chip: &Topology, cores: &[Coord], spec: &RunSpec) -> cqlab_driver::Result<()> {
         let sync = match spec.sync {
-            cqlab_driver::workloads::runner::SyncMode::PerIter => "per-iter",
-            cqlab_driver::workloads::runner::SyncMode::End => "end",
+            cqlab_workloads::runner::SyncMode::PerIter => "per-iter",
+            cqlab_workloads::runner::SyncMode::End => "end",
         };
-        self.header(cores, spec.kind.name(), spec.cqs, spec.seed, sync).map_err(io)
+        self.header(chip, cores, spec.kind.name(), spec.seed, sync).map_err(io)
     }
     fn launch(&mut self, l: &LaunchInfo) -> cqlab_driver::Result<()> {
         self.line("launch", l).map_err(io)
@@ -107,6 +115,17 @@ impl<W: Write> Observer for TraceWriter<W> {
     }
 }
 
+impl Header {
+    /// The chip the trace was recorded on, with its queues placed: whose
+    /// each core is.
+    pub fn topology(&self) -> Result<Topology, UsageError> {
+        let bad = |e: String| UsageError(format!("the trace header's chip {} ({}): {e}", self.chip, self.harvesting));
+        let board: Board = self.chip.parse().map_err(|e: cqlab_abi::soc::UnknownBoard| bad(e.to_string()))?;
+        let harvesting = Harvesting::parse(&self.harvesting).map_err(|e| bad(e.to_string()))?;
+        Topology::for_board(board, Some(harvesting), self.cqs).map_err(|e| bad(e.to_string()))
+    }
+}
+
 /// The header line.
 #[derive(Clone, Debug, Deserialize)]
 pub struct Header {
@@ -114,6 +133,12 @@ pub struct Header {
     pub version: u64,
     pub workload: String,
     pub cqs: u8,
+    /// The board (`--chip` spelling) and its harvesting (`--harvest`);
+    /// absent in version 1 files (refused by version, not by field).
+    #[serde(default)]
+    pub chip: String,
+    #[serde(default)]
+    pub harvesting: String,
     #[serde(default)]
     pub seed: u64,
     #[serde(default)]
@@ -137,7 +162,7 @@ pub struct Launch {
 }
 
 /// An iteration line reads back into the type the runner wrote.
-pub use cqlab_driver::workloads::runner::IterationSample as Iter;
+pub use cqlab_workloads::runner::IterationSample as Iter;
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct Occ {
@@ -172,69 +197,117 @@ enum Line {
     End(End),
 }
 
-/// Streams a trace file: the header, then one item at a time.
+/// Streams a trace file: the header, then one item at a time. A file cut
+/// short (a run stopped by Ctrl-C) reads up to its last whole line; then
+/// [`TraceReader::end_missing`] says so.
 pub struct TraceReader {
-    lines: std::io::Lines<BufReader<std::fs::File>>,
+    lines: Lines,
     pub header: Header,
-    line_no: usize,
     path: String,
+    /// The `end` line was read.
+    ended: bool,
+    /// The file ends inside this line (no newline, not a whole record).
+    cut_at: Option<usize>,
 }
 
 impl TraceReader {
     pub fn open(path: &Path) -> Result<Self> {
-        let f = std::fs::File::open(path).with_context(|| format!("opening trace file {}", path.display()))?;
-        let mut lines = BufReader::new(f).lines();
-        let first = lines.next().transpose()?.unwrap_or_default();
-        let header: Header = serde_json::from_str(&first).with_context(|| {
-            format!(
-                "{}: line 1 is not a cqlab-trace header (write one with `cqlab run ... --trace FILE`)",
+        // Streamed: the file may be any size, each line is bounded.
+        let mut lines = Lines::open("trace file", path, u64::MAX)?;
+        let first = lines.next_line()?.unwrap_or_default();
+        let header: Header = serde_json::from_str(&first).map_err(|e| {
+            UsageError(format!(
+                "{}: line 1 is not a cqlab-trace header ({e}; write one with `cqlab run ... --trace FILE`)",
                 path.display()
-            )
+            ))
         })?;
+        if header.format == FORMAT && header.version == 1 {
+            return Err(UsageError(format!(
+                "{}: a version 1 trace, recorded on cqlab's invented chip before it modelled Wormhole and Blackhole; \
+                 record it again with `cqlab run ... --trace FILE`",
+                path.display()
+            ))
+            .into());
+        }
         if header.format != FORMAT || header.version != VERSION {
-            bail!(
+            return Err(UsageError(format!(
                 "{}: format {:?} version {}, expected {FORMAT:?} version {VERSION}",
                 path.display(),
                 header.format,
                 header.version
-            );
+            ))
+            .into());
         }
-        Ok(Self { lines, header, line_no: 1, path: path.display().to_string() })
+        header.topology().map_err(|e| UsageError(format!("{}: {}", path.display(), e.0)))?;
+        Ok(Self { lines, header, path: path.display().to_string(), ended: false, cut_at: None })
+    }
+
+    /// After the last item: `Some(why)` when the trace has no `end` line
+    /// (the run did not finish writing it), naming where it stops.
+    pub fn end_missing(&self) -> Option<String> {
+        if self.ended {
+            return None;
+        }
+        Some(match self.cut_at {
+            Some(n) => format!(
+                "{}: the end is missing: the file stops inside line {n} (the run was interrupted?); read up to line {}",
+                self.path,
+                n - 1
+            ),
+            None => format!(
+                "{}: the end is missing: no `end` line after line {} (the run was interrupted?)",
+                self.path, self.lines.line_no
+            ),
+        })
+    }
+
+    fn item(&self, l: Line) -> Result<Item> {
+        Ok(match l {
+            Line::Launch(l) => Item::Launch(l),
+            Line::Iter(i) => Item::Iter(i),
+            Line::Occ(o) => Item::Occ(o),
+            Line::End(e) => Item::End(e),
+            Line::Rec([x, y, cycle, seq, kind, arg0, arg1]) => {
+                let (Ok(x), Ok(y)) = (u8::try_from(x), u8::try_from(y)) else {
+                    return Err(UsageError(format!("{}: core ({x},{y}) is off the grid", self.lines.at())).into());
+                };
+                let core = Coord::new(x, y);
+                let r = TraceRecord {
+                    cycle,
+                    seq: seq as u32,
+                    core: core.packed() as u16,
+                    kind: kind as u16,
+                    arg0: arg0 as u32,
+                    arg1: arg1 as u32,
+                };
+                Item::Rec(core, r)
+            }
+        })
     }
 }
 
 impl Iterator for TraceReader {
     type Item = Result<Item>;
     fn next(&mut self) -> Option<Result<Item>> {
-        let line = match self.lines.next()? {
-            Ok(l) => l,
-            Err(e) => return Some(Err(e.into())),
+        if self.ended || self.cut_at.is_some() {
+            return None;
+        }
+        let line = match self.lines.next_line() {
+            Ok(Some(l)) => l,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e)),
         };
-        self.line_no += 1;
-        let parsed: Result<Line> =
-            serde_json::from_str(&line).with_context(|| format!("{}: line {} is malformed", self.path, self.line_no));
-        Some(parsed.and_then(|l| {
-            Ok(match l {
-                Line::Launch(l) => Item::Launch(l),
-                Line::Iter(i) => Item::Iter(i),
-                Line::Occ(o) => Item::Occ(o),
-                Line::End(e) => Item::End(e),
-                Line::Rec([x, y, cycle, seq, kind, arg0, arg1]) => {
-                    let (Ok(x), Ok(y)) = (u8::try_from(x), u8::try_from(y)) else {
-                        bail!("{}: line {}: core ({x},{y}) is off the grid", self.path, self.line_no);
-                    };
-                    let core = Coord::new(x, y);
-                    let r = TraceRecord {
-                        cycle,
-                        seq: seq as u32,
-                        core: core.packed() as u16,
-                        kind: kind as u16,
-                        arg0: arg0 as u32,
-                        arg1: arg1 as u32,
-                    };
-                    Item::Rec(core, r)
-                }
-            })
-        }))
+        match serde_json::from_str::<Line>(&line) {
+            Ok(l) => {
+                self.ended = matches!(l, Line::End(_));
+                Some(self.item(l))
+            }
+            // The last line, without its newline: where the writer stopped.
+            Err(_) if self.lines.cut => {
+                self.cut_at = Some(self.lines.line_no);
+                None
+            }
+            Err(e) => Some(Err(UsageError(format!("{} is malformed: {e}", self.lines.at())).into())),
+        }
     }
 }

@@ -1,11 +1,9 @@
-//! Configuration errors: a bad option is reported before any seed or run
-//! starts, with its own exit code, never counted as a failure of the device.
+//! Usage errors: a bad argument or malformed input, reported before any
+//! work starts (exit 2, see `exit::Exit`), never counted as a failure of
+//! the device.
 
-/// Exit code of a usage (configuration) error; the same code clap uses for
-/// options it cannot parse. 1 means "ran, and something failed".
-pub const USAGE_EXIT: u8 = 2;
-
-/// An option outside its real range, or a combination the device refuses.
+/// An option outside its real range, options that conflict, or input that
+/// is not what the command reads.
 #[derive(Debug, thiserror::Error)]
 #[error("usage: {0}")]
 pub struct UsageError(pub String);

@@ -26,8 +26,8 @@ fn every_number_is_checked_before_anything_runs() {
     let cases: &[(&[&str], &str)] = &[
         (&["matmul", "--m", "4294967295"], "not in 1..=1024"),
         (&["matmul", "--m", "60"], "--m 60 is not a multiple of --tile 16"),
-        (&["matmul", "--tile", "0"], "not in 1..=16"),
-        (&["matmul", "--strategy", "bogus"], "--strategy bogus"),
+        (&["matmul", "--tile", "0"], "not in 4..=16"),
+        (&["matmul", "--strategy", "bogus"], "invalid value 'bogus' for '--strategy"),
         (&["perf", "--programs", "4294967295"], "not in 1..=1000000"),
         (&["perf", "--programs", "0"], "not in 1..=1000000"),
         (&["perf", "--args", "257"], "not in 0..=256"),
@@ -41,9 +41,9 @@ fn every_number_is_checked_before_anything_runs() {
         (&["run", "copy_stress", "--kernel-timeout", "5"], "0 (no limit) or at least 1000000"),
         (&["driver-bench", "--stall-timeout", "10"], "not in 1000000.."),
         (&["sim", "serve", "--dev", "/nonexistent/x", "--sysmem-mib", "0"], "not in 1..=4096"),
-        (&["sim", "serve", "--dev", "/nonexistent/x", "--cqs", "0"], "chip configuration"),
+        (&["sim", "serve", "--dev", "/nonexistent/x", "--chip", "x"], "unknown chip"),
         (&["sim", "ttkmd", "--dev", "/nonexistent/x", "--sysmem-mib", "0"], "not in 1..=4096"),
-        (&["sim", "ttkmd", "--dev", "/nonexistent/x", "--cqs", "0"], "chip configuration"),
+        (&["sim", "ttkmd", "--dev", "/nonexistent/x", "--harvest", "rows=99"], "no Tensix row 99"),
         (&["sim", "bar", "--dev", "/x", "--worker", "0,0", "--addr", "0", "--write", "0x100000000"], "32 bits"),
         (&["sim", "bar", "--dev", "/x", "--worker", "0,0", "--addr", "0", "--hold", "inf"], "0..=3600"),
         (&["sim", "client-job", "--dev", "/x", "--bytes", "0"], "multiple of 16"),
@@ -201,4 +201,130 @@ fn bench_dispatch_profiles_name_firmware_functions() {
         assert_eq!(out.status.code(), Some(2), "{spec}: {}", text(&out));
         assert!(String::from_utf8_lossy(&out.stderr).contains(named), "{spec}: {}", text(&out));
     }
+}
+
+// ---- Results that were wrong (issue 24) ----------------------------------
+
+use support::Daemon;
+
+/// `perf` on a daemon names that device, and says why its slow-dispatch
+/// row is missing.
+#[test]
+fn perf_on_a_daemon_says_which_device_and_why_a_row_is_missing() {
+    let d = Daemon::start("perf", &[], Stdio::null());
+    let o = cqlab(&["perf", "--programs", "4", "--device", &d.spec()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(&format!("device {}", d.spec())) && !out.contains("embedded simulator"), "{out}");
+    assert!(out.contains("no slow-dispatch row"), "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("slow ")), "{out}");
+}
+
+/// A device another process holds stops a stress campaign with the holder
+/// named; it is not counted as a failed run.
+#[test]
+fn a_held_device_stops_stress_instead_of_failing_runs() {
+    let d = Daemon::start("stress-held", &[], Stdio::null());
+    let mut holder = support::hold_device(&d.dir, 30);
+    let jsonl = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("held.jsonl");
+    let _ = std::fs::remove_file(&jsonl);
+    let o = cqlab(&["stress", "restart", "--runs", "3", "--device", &d.spec(), "--jsonl", jsonl.to_str().unwrap()]);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("could not have the device") && err.contains(&format!("held by pid {}", holder.id())),
+        "{err}"
+    );
+    assert!(!err.contains("CRASH"), "{err}");
+    assert_eq!(std::fs::read_to_string(&jsonl).unwrap_or_default(), "", "no run was recorded as a result");
+}
+
+/// A campaign whose dump directory fails keeps its JSONL records, and
+/// says which dumps are missing.
+#[test]
+fn a_failing_dump_dir_keeps_the_records() {
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dump-fails");
+    let _ = std::fs::remove_dir_all(&base);
+    let dumps = base.join("dumps");
+    // Where seed 1's dump file goes, a directory: writing it fails.
+    std::fs::create_dir_all(dumps.join("seed-1.txt")).unwrap();
+    let jsonl = base.join("records.jsonl");
+    let o = cqlab(&[
+        "race",
+        "--variant",
+        "stall-release-early",
+        "--seeds",
+        "2",
+        "--iterations",
+        "2",
+        "--dump-dir",
+        dumps.to_str().unwrap(),
+        "--jsonl",
+        jsonl.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("have no dump"), "{}", text(&o));
+    let records = std::fs::read_to_string(&jsonl).unwrap();
+    assert_eq!(records.lines().count(), 2, "{records}");
+    assert!(records.lines().next().unwrap().contains("dump_error"), "{records}");
+    // Seed 2's dump was written.
+    assert!(dumps.join("seed-2.txt").is_file());
+}
+
+/// A run trace cut short (Ctrl-C) is read up to its last whole line, and
+/// `trace summary` and `trace export` say the end is missing.
+#[test]
+fn a_cut_trace_is_summarised_as_incomplete() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cut-trace");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let whole = dir.join("whole.jsonl");
+    let o = cqlab(&[
+        "run",
+        "dispatch_latency",
+        "--cqs",
+        "1",
+        "--iters",
+        "3",
+        "--warmup",
+        "0",
+        "--trace",
+        whole.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let text_of = std::fs::read_to_string(&whole).unwrap();
+    assert!(text_of.lines().last().unwrap().starts_with("{\"end\""));
+    // Cut in the middle of a line two thirds of the way in, as a kill leaves it.
+    let at = text_of.len() * 2 / 3;
+    let at = at + text_of[at..].find('\n').unwrap() + 5;
+    let cut = dir.join("cut.jsonl");
+    std::fs::write(&cut, &text_of[..at]).unwrap();
+    let o = cqlab(&["trace", "summary", cut.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["complete"], false, "{v}");
+    assert!(v["end_missing"].as_str().unwrap().contains("the end is missing"), "{v}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the end is missing"), "{}", text(&o));
+    let o = cqlab(&["trace", "summary", cut.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("INCOMPLETE TRACE"), "{}", text(&o));
+    let perfetto = dir.join("cut.perfetto.json");
+    let o = cqlab(&["trace", "export", cut.to_str().unwrap(), "--perfetto", perfetto.to_str().unwrap()]);
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stderr).contains("the end is missing"), "{}", text(&o));
+    let _: serde_json::Value = serde_json::from_slice(&std::fs::read(&perfetto).unwrap()).expect("valid JSON");
+    // The whole trace says nothing of the kind.
+    let o = cqlab(&["trace", "summary", whole.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["complete"], true, "{v}");
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("missing"), "{}", text(&o));
+}
+
+/// A kill rate that happens to kill every run says so, never "0 of 0 runs".
+#[test]
+fn a_campaign_whose_runs_were_all_killed_says_so() {
+    let o = cqlab(&["stress", "restart", "--runs", "2", "--kill-rate", "0.99", "--seed", "1"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("no run completed: all 2 were killed on purpose") && !out.contains("0 of 0"), "{out}");
 }

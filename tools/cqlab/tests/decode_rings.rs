@@ -4,14 +4,14 @@
 mod support;
 
 use cqlab_abi::memory_map::TRACE_RING;
-use cqlab_abi::noc::{self, NocAddr};
+use cqlab_abi::noc::NocAddr;
+use cqlab_abi::soc::Board;
 use cqlab_abi::sysmem::CqSysmemLayout;
 use cqlab_driver::{CoreRange, Device, DeviceConfig};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::Command;
-use std::time::{Duration, Instant};
-use support::{cqlab, firmware_dir};
+use std::process::Stdio;
+use support::{cqlab, firmware_dir, Daemon};
 
 fn dump(name: &str, bytes: &[u8]) -> String {
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
@@ -19,10 +19,10 @@ fn dump(name: &str, bytes: &[u8]) -> String {
     path.to_str().unwrap().to_owned()
 }
 
-/// A run with a launch, two events and a read-back; returns CQ0's
-/// completion ring and its dispatcher's trace ring.
-fn real_dumps() -> (Vec<u8>, Vec<u8>) {
-    let cfg = DeviceConfig { firmware_dir: firmware_dir(), ..Default::default() };
+/// A run on `board` with a launch, two events and a read-back; returns
+/// CQ0's completion ring and its dispatcher's trace ring.
+fn real_dumps(board: Board) -> (Vec<u8>, Vec<u8>) {
+    let cfg = DeviceConfig { firmware_dir: firmware_dir(), board: Some(board), ..Default::default() };
     let mut dev = Device::open("embedded:seed=3", cfg.clone()).unwrap();
     dev.boot().unwrap();
     let buf = dev.alloc_l1(0, 0, 64).unwrap();
@@ -36,13 +36,28 @@ fn real_dumps() -> (Vec<u8>, Vec<u8>) {
     let mut completion = vec![0u8; (l.end() - l.completion_base()) as usize];
     dev.backend().sysmem_read(l.completion_base() as usize, &mut completion).unwrap();
     let mut ring = vec![0u8; TRACE_RING.size as usize];
-    dev.backend().read(NocAddr::unicast(noc::dispatcher(0), TRACE_RING.base as u64), &mut ring).unwrap();
+    let dispatcher = dev.chip().dispatcher(0);
+    dev.backend().read(NocAddr::unicast(dispatcher, TRACE_RING.base as u64), &mut ring).unwrap();
     (completion, ring)
+}
+
+/// A trace ring names its cores by the chip's coordinates: decoded with
+/// the chip it came from, each record is its core's.
+#[test]
+fn trace_ring_dumps_decode_on_each_chip() {
+    for board in [Board::WormholeN150, Board::BlackholeP150a] {
+        let (_, ring) = real_dumps(board);
+        let file = dump(&format!("ring-{board}.bin"), &ring);
+        let out = cqlab(&["decode", "--kind", "trace", &file, "--chip", board.name()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("CQ0 dispatcher") && text.contains("LAUNCH"), "{board}: {text}");
+    }
 }
 
 #[test]
 fn completion_and_trace_ring_dumps_decode() {
-    let (completion, ring) = real_dumps();
+    let (completion, ring) = real_dumps(Board::WormholeN150);
     let out = cqlab(&["decode", "--kind", "completion", &dump("cq.bin", &completion), "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -78,35 +93,61 @@ fn completion_and_trace_ring_dumps_decode() {
 
 #[test]
 fn live_daemon_dumps_decode() {
-    let dir = std::env::temp_dir().join(format!("cqlab-decode-live-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_cqlab"))
-        .args(["sim", "serve", "--dev", dir.to_str().unwrap()])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while !dir.join("sock").exists() {
-        assert!(start.elapsed() < Duration::from_secs(10), "timeout waiting for the daemon socket");
-        std::thread::sleep(Duration::from_millis(10));
+    let d = Daemon::start("decode-live", &[], Stdio::null());
+    let spec = d.spec();
+    let out = cqlab(&["run", "dispatch_latency", "--device", &spec, "--cqs", "2", "--iters", "2", "--warmup", "0"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = cqlab(&["decode", "--device", &spec, "--kind", "completion", "--cq", "1", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["records"].as_array().unwrap().iter().all(|r| r["kind"] == "event" && r["cq"] == 1), "{v}");
+    // CQ1's dispatcher on the daemon's chip (a Wormhole n150: the second
+    // queue's pair in the last Tensix row).
+    let chip = cqlab_driver::Topology::for_board(Board::WormholeN150, None, 2).unwrap();
+    let core = chip.dispatcher(1);
+    let out = cqlab(&["decode", "--device", &spec, "--kind", "trace", "--core", &format!("{},{}", core.x, core.y)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CQ1 dispatcher"));
+}
+
+/// Issue 24: a healthy completion ring that has wrapped (a record straddles
+/// its end, so offset 0 holds the tail of a payload) decodes live from its
+/// oldest whole record, with consecutive sequence numbers up to the last.
+#[test]
+fn a_wrapped_live_completion_ring_decodes() {
+    let d = Daemon::start("decode-wrap", &[], Stdio::null());
+    let spec = d.spec();
+    // A 1 KiB completion ring: 64-byte event records and 128-byte data
+    // records (100 bytes read back) make records straddle its end.
+    let cfg = DeviceConfig { firmware_dir: firmware_dir(), completion_size: 1024, ..Default::default() };
+    let mut dev = Device::open(&spec, cfg).unwrap();
+    dev.boot().unwrap();
+    let buf = dev.alloc_l1(0, 0, 128).unwrap();
+    let mut cq = dev.cq(0).unwrap();
+    cq.write_buffer(&buf, 0, &[0xEE; 128]).unwrap();
+    let mut records = 0;
+    // 11 pairs of 192 bytes: the third lap of the ring starts inside
+    // the data record at 1984..2112.
+    for _ in 0..11 {
+        cq.record_event().unwrap();
+        assert_eq!(cq.read_buffer(&buf, 0, 100).unwrap(), vec![0xEE; 100]);
+        records += 2;
     }
-    let spec = format!("sim:{}", dir.display());
-    let result = std::panic::catch_unwind(|| {
-        let out = cqlab(&["run", "dispatch_latency", "--device", &spec, "--cqs", "2", "--iters", "2", "--warmup", "0"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let out = cqlab(&["decode", "--device", &spec, "--kind", "completion", "--cq", "1", "--json"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert!(v["records"].as_array().unwrap().iter().all(|r| r["kind"] == "event" && r["cq"] == 1), "{v}");
-        let out = cqlab(&["decode", "--device", &spec, "--kind", "trace", "--core", "18,2"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        assert!(String::from_utf8_lossy(&out.stdout).contains("CQ1 dispatcher"));
-    });
-    let _ = daemon.kill();
-    let _ = daemon.wait();
-    let _ = std::fs::remove_dir_all(&dir);
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+    cq.finish().unwrap();
+    let layout = CqSysmemLayout::for_cq(0, dev.config().issue_size, dev.config().completion_size);
+    let mut raw = vec![0u8; 1024];
+    dev.backend().sysmem_read(layout.completion_base() as usize, &mut raw).unwrap();
+    drop(dev);
+    // From its offset 0 the ring is not a record: what decode used to read.
+    let out = cqlab(&["decode", "--kind", "completion", &dump("wrapped.bin", &raw)]);
+    assert_eq!(out.status.code(), Some(2), "offset 0 of the wrapped ring is a record boundary: the test wraps wrong");
+    let out = cqlab(&["decode", "--device", &spec, "--kind", "completion", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seqs: Vec<u64> = v["records"].as_array().unwrap().iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.len() >= 5 && seqs.windows(2).all(|w| w[1] == w[0] + 1), "{v}");
+    // Every record still in the ring, up to the last one written
+    // (the finish's event after the loop's records).
+    assert!(*seqs.last().unwrap() >= records - 1, "{v}");
+    assert!(v["note"].as_str().is_some_and(|n| n.contains("oldest whole record")), "{v}");
 }

@@ -84,7 +84,7 @@ fn auto_csv_and_svg() {
 #[test]
 fn bad_input_fails_with_a_message() {
     let cases: [(&[&str], &str); 6] = [
-        (&["--m", "0", "--n", "4", "--k", "4"], "M must be at least 1"),
+        (&["--m", "0", "--n", "4", "--k", "4"], "0 is not in 1..=1099511627776"),
         (&["--m", "4", "--n", "4", "--k", "4", "--tile", "0"], "tile size must be at least 1"),
         (&["--m", "4", "--n", "4", "--k", "4", "--tile", "4x4"], "--tile"),
         (&["--m", "4", "--n", "4", "--k", "4", "--l3", "16QiB"], "unknown unit"),

@@ -7,7 +7,7 @@ mod support;
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-use support::{firmware_dir, CQLAB};
+use support::{firmware_dir, CQLAB, EXIT_HANG};
 
 fn stress(args: &[&str]) -> (i32, serde_json::Value) {
     support::cqlab_json(&[&["stress", "restart"], args].concat())
@@ -55,7 +55,7 @@ fn restarts_with_kills_report_drift_and_no_failures() {
 #[test]
 fn a_run_past_its_hard_timeout_is_killed_and_counted() {
     let (code, v) = stress(&["--runs", "1", "--timeout", "0.3", "--depth", "200000", "--bytes", "64"]);
-    assert_eq!(code, 1, "{v}");
+    assert_eq!(code, EXIT_HANG, "a run that never ends is a hang: {v}");
     assert_eq!(v["hard_timeouts"], 1);
     assert_eq!(v["report"]["signatures"][0]["kind"], "hard-timeout");
 }
@@ -117,4 +117,16 @@ fn runs_after_a_sigkill_boot_clean_on_a_daemon() {
     assert_eq!(code, 0, "{v}");
     assert!(v["killed"].as_u64().unwrap() > 0, "{v}");
     assert_eq!(v["failures_after_kill"], 0, "{v}");
+}
+
+/// Issue 24: `stress restart --workload random` (and programs) pass on the
+/// correct firmware, as `race` does with the same workloads.
+#[test]
+fn the_race_workloads_pass_under_stress_on_the_normal_firmware() {
+    for workload in ["random", "programs"] {
+        let (code, v) = stress(&["--runs", "2", "--workload", workload, "--iterations", "2"]);
+        assert_eq!(code, 0, "{workload}: {v}");
+        assert_eq!(v["report"]["failures"], 0, "{workload}: {v}");
+        assert_eq!(v["completed"], 2, "{workload}: {v}");
+    }
 }

@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::EXIT_HANG;
+
 fn sweep(args: &[&str]) -> (i32, serde_json::Value) {
     support::cqlab_json(&[&["sweep", "copy_stress"], args].concat())
 }
@@ -24,7 +26,7 @@ fn bisect_finds_the_formula_depth_of_the_no_drain_host_bug() {
             args.extend(["--set", s]);
         }
         let (code, v) = sweep(&args);
-        assert_eq!(code, 1, "{v}");
+        assert_eq!(code, EXIT_HANG, "the no-drain deadlock is a hang: {v}");
         assert_eq!(v["first_failing"], formula(completion, bytes, fetch), "{sets:?}: {v}");
         let sig = v["boundary_signature"].as_str().unwrap();
         assert!(sig.starts_with("timeout: prefetch queue slot") && sig.contains("deadlock"), "{sig}");

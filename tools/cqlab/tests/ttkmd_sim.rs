@@ -9,22 +9,46 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use support::{firmware_dir, kill_after_boot, text, CQLAB};
+use support::{firmware_dir, kill_after_boot, mode, root_or_skip, text, CQLAB, NOBODY, SMALL_CHIPS, SMALL_WORMHOLE};
 
 const PROCESS_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A running `cqlab sim ttkmd` (2x2 workers, 2 CQs); killed and its files removed on drop.
+/// A running `cqlab sim ttkmd` (a small harvested chip); killed and its files removed on drop.
 struct Sim {
     child: Child,
     dir: PathBuf,
 }
 
+fn sim_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cqlab-ttkmd-sim-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
 impl Sim {
     fn start(name: &str) -> Sim {
-        let dir = std::env::temp_dir().join(format!("cqlab-ttkmd-sim-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let child = Command::new(CQLAB)
-            .args(["sim", "ttkmd", "--grid", "2x2", "--cqs", "2", "--sysmem-mib", "16", "--dev"])
+        Self::start_in(sim_dir(name), "exec")
+    }
+
+    /// The small Wormhole or Blackhole (`support::SMALL_CHIPS`).
+    fn start_chip(name: &str, chip: &[&str]) -> Sim {
+        Self::start_with(sim_dir(name), "exec", chip)
+    }
+
+    /// Starts `cqlab sim ttkmd --dev dir` under `sh -c "LAUNCH cqlab ..."`
+    /// (`exec`, `umask 000; exec`, or `exec setpriv ...` to run as another user).
+    fn start_in(dir: PathBuf, launch: &str) -> Sim {
+        Self::start_with(dir, launch, &SMALL_WORMHOLE)
+    }
+
+    fn start_with(dir: PathBuf, launch: &str, chip: &[&str]) -> Sim {
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{launch} \"$0\" \"$@\""))
+            .arg(CQLAB)
+            .args(["sim", "ttkmd", "--sysmem-mib", "16"])
+            .args(chip)
+            .arg("--dev")
             .arg(&dir)
             .stderr(Stdio::null())
             .spawn()
@@ -33,7 +57,7 @@ impl Sim {
         let ctl = s.dir.join("ctl");
         let start = Instant::now();
         // The magic word is written last: once the ctl page has it, the device is complete.
-        while std::fs::read(&ctl).map_or(true, |b| b.len() < 8 || &b[..8] != b"CQLTTKM1") {
+        while std::fs::read(&ctl).map_or(true, |b| b.len() < 8 || b[..8] != cqlab_sim::shared::MAGIC.to_le_bytes()) {
             assert!(
                 start.elapsed() < Duration::from_secs(20),
                 "timeout waiting for the device files in {}",
@@ -59,7 +83,7 @@ fn run(c: Command) -> Output {
 
 fn client_job(dir: &Path, seed: u64, rounds: u32) -> Command {
     let mut c = Command::new(CQLAB);
-    c.args(["sim", "client-job", "--ttkmd", "--grid", "2x2", "--cqs", "2", "--bytes", "2048", "--seed"])
+    c.args(["sim", "client-job", "--ttkmd", "--cqs", "2", "--bytes", "2048", "--seed"])
         .arg(seed.to_string())
         .args(["--rounds", &rounds.to_string(), "--dev"])
         .arg(dir);
@@ -67,13 +91,17 @@ fn client_job(dir: &Path, seed: u64, rounds: u32) -> Command {
 }
 
 #[test]
-fn the_demo_runs_through_ttkmd_against_the_simulator() {
-    let s = Sim::start("demo");
-    let mut c = Command::new(CQLAB);
-    c.args(["demo", "--grid", "2x2", "--rounds", "2", "--device"]).arg(format!("ttkmd-sim:{}", s.dir.display()));
-    let o = run(c);
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("verified 524288 bytes read back"), "{}", text(&o));
+fn the_demo_runs_through_ttkmd_against_the_simulator_on_each_chip() {
+    for chip in SMALL_CHIPS {
+        let s = Sim::start_chip(&format!("demo-{}", chip[1]), &chip);
+        let mut c = Command::new(CQLAB);
+        c.args(["demo", "--rounds", "2", "--device"]).arg(format!("ttkmd-sim:{}", s.dir.display()));
+        let o = run(c);
+        assert!(o.status.success(), "{}: {}", chip[1], text(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("verified 524288 bytes read back"), "{}", text(&o));
+        assert!(out.contains(&format!("chip: {} ({})", chip[1], chip[3])), "{}", text(&o));
+    }
 }
 
 #[test]
@@ -112,4 +140,135 @@ fn a_second_opener_is_told_who_holds_the_device() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains(&format!("held by pid {}", holder.id())), "{}", text(&o));
+}
+
+// ---- Security and ownership (issue 24): the daemon's protections ---------
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+/// `cqlab ARGS` (or any program) as nobody.
+fn as_nobody(program: &str, args: &[&str]) -> Output {
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", program]).args(args);
+    run(c)
+}
+
+/// The files a running simulator has made, each checked as a regular file.
+const DEVICE_FILES: [&str; 7] = ["ctl", "l1", "regs", "dram", "sysmem", "lock", "runner"];
+
+#[test]
+fn device_files_are_private_whatever_the_umask() {
+    let s = Sim::start_in(sim_dir("umask"), "umask 000; exec");
+    assert_eq!(mode(&s.dir), 0o700, "device directory");
+    for f in DEVICE_FILES {
+        assert_eq!(mode(&s.dir.join(f)), 0o600, "{f}");
+    }
+    // A client's lock files are private too.
+    let o = run(client_job(&s.dir, 1, 1));
+    assert!(o.status.success(), "{}", text(&o));
+    for e in std::fs::read_dir(&s.dir).unwrap() {
+        let e = e.unwrap();
+        assert_eq!(mode(&e.path()), 0o600, "{}", e.path().display());
+    }
+    // An existing directory of ours with a loose mode is tightened.
+    drop(s);
+    let dir = sim_dir("umask-existing");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let s = Sim::start_in(dir, "umask 000; exec");
+    assert_eq!(mode(&s.dir), 0o700);
+}
+
+#[test]
+fn a_second_simulator_on_the_same_path_is_refused_and_the_first_keeps_its_device() {
+    let s = Sim::start("second");
+    let sysmem = std::fs::metadata(s.dir.join("sysmem")).unwrap().ino();
+    let mut c = Command::new(CQLAB);
+    c.args(["sim", "ttkmd"]).args(SMALL_WORMHOLE).arg("--dev").arg(&s.dir);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("held by pid {}", s.child.id())), "{}", text(&o));
+    // The first one's files are the same files, and its device still works.
+    assert_eq!(std::fs::metadata(s.dir.join("sysmem")).unwrap().ino(), sysmem, "sysmem replaced");
+    let o = run(client_job(&s.dir, 5, 2));
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2 rounds of 2048 bytes verified"), "{}", text(&o));
+}
+
+#[test]
+fn a_directory_of_another_user_is_refused_and_its_symlink_not_followed() {
+    if !root_or_skip("a_directory_of_another_user_is_refused_and_its_symlink_not_followed") {
+        return;
+    }
+    // The attack from the issue: another user's directory holding
+    // `sysmem -> victim`, where root runs `sim ttkmd` (it used to zero the victim).
+    let dir = sim_dir("foreign");
+    let victim = support::plant_foreign_symlink(&dir);
+    let serve = || {
+        let mut c = Command::new(CQLAB);
+        c.args(["sim", "ttkmd", "--sysmem-mib", "4"]).args(SMALL_WORMHOLE).arg("--dev").arg(&dir);
+        run(c)
+    };
+    let o = serve();
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("owned by uid 65534"), "{}", text(&o));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "victim touched");
+    // The same symlink in a directory of our own: refused, not followed.
+    std::os::unix::fs::lchown(&dir, Some(0), Some(0)).unwrap();
+    let o = serve();
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("symbolic link"), "{}", text(&o));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "victim touched");
+    assert!(std::fs::symlink_metadata(dir.join("sysmem")).unwrap().file_type().is_symlink(), "symlink replaced");
+    std::fs::remove_file(&victim).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn nobody_cannot_read_follow_into_or_disturb_the_device() {
+    if !root_or_skip("nobody_cannot_read_follow_into_or_disturb_the_device") {
+        return;
+    }
+    let s = Sim::start("nobody");
+    let before = run(client_job(&s.dir, 7, 1));
+    assert!(before.status.success(), "{}", text(&before));
+    // Read: not the sysmem, DRAM or L1 files, not even the directory.
+    for f in ["sysmem", "dram", "l1"] {
+        let p = s.dir.join(f);
+        let o = as_nobody("head", &["-c", "16", p.to_str().unwrap()]);
+        assert!(!o.status.success() && o.stdout.is_empty(), "nobody read {f}: {}", text(&o));
+    }
+    assert!(!as_nobody("ls", &[s.dir.to_str().unwrap()]).status.success(), "nobody listed the directory");
+    // Follow into: no symlink can be planted there.
+    let plant = s.dir.join("planted");
+    let o = as_nobody("ln", &["-s", "/etc/passwd", plant.to_str().unwrap()]);
+    assert!(!o.status.success() && std::fs::symlink_metadata(&plant).is_err(), "{}", text(&o));
+    // Disturb: open the device, or start a second simulator on the path.
+    let o = as_nobody(
+        CQLAB,
+        &["sim", "client-job", "--ttkmd", "--cqs", "2", "--dev", s.dir.to_str().unwrap()],
+    );
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("owned by uid 0"), "{}", text(&o));
+    let o = as_nobody(CQLAB, &["sim", "ttkmd", "--chip", "wormhole-n150", "--dev", s.dir.to_str().unwrap()]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("owned by uid 0"), "{}", text(&o));
+    // The owner's device is as it was.
+    let after = run(client_job(&s.dir, 8, 2));
+    assert!(after.status.success(), "{}", text(&after));
+}
+
+#[test]
+fn a_client_refuses_a_device_another_user_serves() {
+    if !root_or_skip("a_client_refuses_a_device_another_user_serves") {
+        return;
+    }
+    // nobody serves a device in a directory of its own; root opening it would
+    // trust files nobody controls.
+    let dir = sim_dir("served-by-nobody");
+    let s = Sim::start_in(dir, "exec setpriv --reuid=65534 --regid=65534 --clear-groups");
+    assert_eq!(std::fs::metadata(&s.dir).unwrap().uid(), NOBODY);
+    let o = run(client_job(&s.dir, 1, 1));
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("owned by uid 65534"), "{}", text(&o));
 }

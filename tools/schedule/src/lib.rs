@@ -61,7 +61,6 @@ mod problem;
 mod report;
 mod size;
 mod strategy;
-pub mod svg;
 
 pub use error::{Result, ScheduleError};
 pub use hierarchy::{Hierarchy, LevelSpec, LevelStats, TensorTraffic};

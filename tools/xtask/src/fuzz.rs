@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// Every target in `fuzz/Cargo.toml`.
-pub const TARGETS: [&str; 5] = ["decode", "elf", "daemon_proto", "device_spec", "trace_ring"];
+pub const TARGETS: [&str; 6] = ["decode", "elf", "daemon_proto", "device_spec", "trace_ring", "cli_args"];
 /// Seconds per target in `cargo xtask test`.
 pub const SMOKE_SECONDS: u64 = 3;
 

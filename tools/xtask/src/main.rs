@@ -7,6 +7,7 @@
 //! - `cargo xtask fuzz [--seconds N]` runs every fuzz target N seconds.
 //! - `cargo xtask demo` runs the main job on the embedded simulator.
 //! - `cargo xtask cycles` fails on an import cycle between the modules of any crate.
+//! - `cargo xtask links` fails on a README or `docs/` link that does not resolve.
 //! - `cargo xtask libttsim [test [pytest args]]` builds the libttsim libraries
 //!   into `target/libttsim/<arch>/` (and runs their pytest suite through tt-umd).
 //! - `cargo xtask mutants [--seeds N] [--only NAME,...]` builds each firmware
@@ -17,6 +18,7 @@ mod demo;
 mod firmware;
 mod fuzz;
 mod libttsim;
+mod links;
 mod mutants;
 mod toolchain;
 
@@ -31,11 +33,14 @@ fn main() {
         Some("test") => test(&args[1..]),
         Some("demo") => demo::run_demo(&workspace_root()),
         Some("cycles") => cycles::check(&workspace_root()),
+        Some("links") => links::check(&workspace_root()),
         Some("fuzz") => fuzz::command(&workspace_root(), &args[1..]),
         Some("mutants") => mutants::command(&workspace_root(), &args[1..]),
         Some("libttsim") => libttsim::command(&workspace_root(), &args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <firmware|test|demo|cycles|fuzz [--seconds N]|mutants [--list] [--seeds N]|libttsim [test]>");
+            eprintln!(
+                "usage: cargo xtask <firmware|test|demo|cycles|links|fuzz [--seconds N]|mutants [--list] [--seeds N]|libttsim [test]>"
+            );
             std::process::exit(2);
         }
     };
@@ -103,6 +108,7 @@ fn test(extra: &[String]) -> Result<()> {
     let root = workspace_root();
     check_free_disk(&root)?;
     cycles::check(&root)?;
+    links::check(&root)?;
     run(cargo().args(["fmt", "--all", "--", "--check"])).context("formatting differs: run `cargo fmt --all`")?;
     run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     // The hardware path alone, without the simulator (cqlab-driver's `ttkmd` feature).

@@ -1,6 +1,8 @@
 //! `cqlab campaign sbatch|merge`.
 
 use super::{read_records, sbatch, Report};
+use crate::out::outln;
+use crate::usage::{ensure, UsageError};
 use anyhow::Result;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,7 +13,8 @@ pub enum Command {
     /// `race` or `stress` campaign in N shards, each writing DIR/shard-I.jsonl.
     Sbatch(sbatch::Args),
     /// Merge the shard JSONL of DIR (or one JSONL file) into one report:
-    /// the report a single-machine run of the whole campaign gives.
+    /// the report a single-machine run of the whole campaign gives. The
+    /// records must be of one campaign (one tool, each run once).
     Merge {
         dir: PathBuf,
         #[arg(long)]
@@ -19,25 +22,36 @@ pub enum Command {
     },
 }
 
+pub fn validate(cmd: &Command) -> Result<()> {
+    match cmd {
+        Command::Sbatch(a) => sbatch::validate(a),
+        Command::Merge { dir, .. } => {
+            std::fs::metadata(dir).map_err(|e| UsageError(format!("{}: {e}", dir.display())))?;
+            Ok(())
+        }
+    }
+}
+
 pub fn run(cmd: Command) -> Result<ExitCode> {
+    validate(&cmd)?;
     match cmd {
         Command::Sbatch(args) => sbatch::run(args),
         Command::Merge { dir, json } => {
             let all = read_records(&dir)?;
-            anyhow::ensure!(!all.is_empty(), "{}: no campaign records (*.jsonl)", dir.display());
+            ensure(!all.is_empty(), || format!("{}: no campaign records (*.jsonl)", dir.display()))?;
             // Stress runs killed on purpose are not results (as in `stress restart`).
             let (killed, records): (Vec<_>, Vec<_>) =
                 all.into_iter().partition(|r| r.metrics.contains_key(crate::stress::KILLED));
             let report = Report::from_records(&records);
-            if !killed.is_empty() && !json {
-                println!("{} runs killed on purpose (--kill-rate) are left out", killed.len());
-            }
             if json {
-                println!("{}", serde_json::to_string(&report)?);
+                outln!("{}", serde_json::to_string(&report)?);
             } else {
+                if !killed.is_empty() {
+                    outln!("{} runs killed on purpose (--kill-rate) are left out", killed.len());
+                }
                 report.print(&format!("campaign {}", dir.display()));
             }
-            Ok(if report.failures == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(report.exit_code())
         }
     }
 }

@@ -6,12 +6,12 @@
 pub mod cli;
 pub mod sbatch;
 pub mod shard;
-pub mod stats;
 
+use crate::out::outln;
+use crate::usage::UsageError;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::path::Path;
 
 pub use shard::Shard;
@@ -33,14 +33,31 @@ pub struct RecordArgs {
 
 impl RecordArgs {
     /// The `--jsonl` file, opened for appending (records of earlier runs stay).
-    pub fn open_jsonl(&self) -> Result<Option<std::io::BufWriter<std::fs::File>>> {
+    pub fn open_jsonl(&self) -> Result<Option<Jsonl>> {
         let Some(p) = &self.jsonl else { return Ok(None) };
         let f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(p)
-            .with_context(|| format!("opening {}", p.display()))?;
-        Ok(Some(std::io::BufWriter::new(f)))
+            .with_context(|| format!("opening --jsonl {}", p.display()))?;
+        Ok(Some(Jsonl { out: std::io::BufWriter::new(f), path: p.clone() }))
+    }
+}
+
+/// A `--jsonl` file records are appended to, one whole line at a time.
+pub struct Jsonl {
+    out: std::io::BufWriter<std::fs::File>,
+    path: std::path::PathBuf,
+}
+
+impl Jsonl {
+    /// Appends one record line and flushes it: a campaign stopped later
+    /// keeps every record written so far.
+    pub fn append(&mut self, line: &str) -> Result<()> {
+        use std::io::Write;
+        writeln!(self.out, "{line}")
+            .and_then(|()| self.out.flush())
+            .with_context(|| format!("appending a record to --jsonl {}", self.path.display()))
     }
 }
 
@@ -64,6 +81,9 @@ pub struct SeedRecord {
     pub metrics: BTreeMap<String, f64>,
     /// The arguments that replay exactly this run (`cqlab <argv...>`).
     pub argv: Vec<String>,
+    /// Why this failing run's `--dump-dir` files could not be written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dump_error: Option<String>,
 }
 
 impl SeedRecord {
@@ -76,6 +96,9 @@ impl SeedRecord {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SignatureCount {
     pub signature: String,
+    /// Its exit code's class (see `crate::exit`).
+    #[serde(default)]
+    pub class: crate::exit::FailureClass,
     pub kind: String,
     pub count: u64,
     pub first_seed: u64,
@@ -116,6 +139,7 @@ impl Report {
                 Some(s) => s.count += 1,
                 None => signatures.push(SignatureCount {
                     signature: f.signature.clone(),
+                    class: f.class,
                     kind: f.kind.clone(),
                     count: 1,
                     first_seed: r.seed,
@@ -132,7 +156,7 @@ impl Report {
             runs,
             failures,
             failure_rate: rate,
-            failure_rate_95: stats::wilson(failures, runs),
+            failure_rate_95: cqlab_workloads::stats::wilson(failures, runs),
             signatures,
             runs_to_first_failure: first.map(|i| i as u64 + 1),
             first_failing_seed: first.map(|i| sorted[i].seed),
@@ -141,9 +165,18 @@ impl Report {
         }
     }
 
+    /// The campaign's exit: success, its failures' one class, or 1 when
+    /// mixed (or when a failed run left no failure record to classify).
+    pub fn exit_code(&self) -> std::process::ExitCode {
+        if self.failures > 0 && self.signatures.is_empty() {
+            return crate::exit::Exit::Failed.into();
+        }
+        crate::exit::of_failures(self.signatures.iter().map(|s| s.class)).into()
+    }
+
     pub fn print(&self, header: &str) {
         let (lo, hi) = self.failure_rate_95;
-        println!(
+        outln!(
             "{header}: {} of {} runs failed ({:.1}%, 95% interval {:.1}%..{:.1}%) in {:.1} s of runs",
             self.failures,
             self.runs,
@@ -155,20 +188,22 @@ impl Report {
         if let (Some(n), Some(seed), Some(s)) =
             (self.runs_to_first_failure, self.first_failing_seed, self.seconds_to_first_failure)
         {
-            println!("first failure: seed {seed}, after {n} runs and {s:.2} s");
+            outln!("first failure: seed {seed}, after {n} runs and {s:.2} s");
         }
         for s in &self.signatures {
-            println!("  {}x {} (first seed {})", s.count, s.signature, s.first_seed);
-            println!("    root: {}", s.root);
-            println!("    {}", s.error);
-            println!("    replay: {}", s.replay);
+            outln!("  {}x {} (first seed {})", s.count, s.signature, s.first_seed);
+            outln!("    root: {}", s.root);
+            outln!("    {}", s.error);
+            outln!("    replay: {}", s.replay);
         }
     }
 }
 
-/// Every record of the JSONL files in `dir` (or of one file).
+/// Every record of the JSONL files in `dir` (or of one file): all of one
+/// tool. Anything else is a usage error naming the file and line.
 pub fn read_records(path: &Path) -> Result<Vec<SeedRecord>> {
-    let files: Vec<std::path::PathBuf> = if path.is_dir() {
+    let meta = std::fs::metadata(path).map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
+    let files: Vec<std::path::PathBuf> = if meta.is_dir() {
         let mut f: Vec<_> = std::fs::read_dir(path)
             .with_context(|| format!("reading {}", path.display()))?
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -179,25 +214,33 @@ pub fn read_records(path: &Path) -> Result<Vec<SeedRecord>> {
     } else {
         vec![path.to_owned()]
     };
-    let mut records = Vec::new();
+    let mut records: Vec<SeedRecord> = Vec::new();
     for file in files {
-        let f = std::fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?;
-        for (n, line) in std::io::BufReader::new(f).lines().enumerate() {
-            let line = line?;
+        let mut lines = crate::input::Lines::open("campaign records", &file, crate::input::MAX_RECORDS_BYTES)?;
+        while let Some(line) = lines.next_line()? {
             if line.trim().is_empty() {
                 continue;
             }
             let r: SeedRecord = serde_json::from_str(&line)
-                .with_context(|| format!("{} line {}: not a campaign record", file.display(), n + 1))?;
-            if let Some(prev) = records.iter().find(|p: &&SeedRecord| p.index == r.index && p.tool == r.tool) {
-                anyhow::bail!(
-                    "{} line {}: run {} (seed {}) appears twice (first as seed {}): records of two campaigns mixed?",
-                    file.display(),
-                    n + 1,
+                .map_err(|e| UsageError(format!("{}: not a campaign record ({e})", lines.at())))?;
+            if let Some(first) = records.first().filter(|f| f.tool != r.tool) {
+                return Err(UsageError(format!(
+                    "{}: a {} record among {} records: one merge is one campaign",
+                    lines.at(),
+                    r.tool,
+                    first.tool
+                ))
+                .into());
+            }
+            if let Some(prev) = records.iter().find(|p| p.index == r.index) {
+                return Err(UsageError(format!(
+                    "{}: run {} (seed {}) appears twice (first as seed {}): records of two campaigns mixed?",
+                    lines.at(),
                     r.index,
                     r.seed,
                     prev.seed
-                );
+                ))
+                .into());
             }
             records.push(r);
         }

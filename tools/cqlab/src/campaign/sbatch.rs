@@ -3,6 +3,7 @@
 //! --jsonl DIR/shard-$SLURM_ARRAY_TASK_ID.jsonl`; `cqlab campaign merge DIR`
 //! then gives the whole campaign's report. (sbatch options: Slurm's sbatch(1).)
 
+use crate::out::outln;
 use crate::usage::{ensure, UsageError};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -10,17 +11,19 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Shards (array tasks).
-    #[arg(long)]
+    /// Shards (array tasks; 1..=10000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub shards: u32,
-    /// Where the script, the shard JSONL and the Slurm logs go.
+    /// Where the script, the shard JSONL and the Slurm logs go (created if
+    /// missing; it must hold no shard records yet).
     #[arg(long)]
     pub dir: PathBuf,
     /// Slurm partition (default: the cluster's default).
-    #[arg(long)]
+    #[arg(long, value_parser = partition)]
     pub partition: Option<String>,
-    /// Per-task time limit, in Slurm's format (e.g. 10:00).
-    #[arg(long, default_value = "30:00")]
+    /// Per-task time limit, in Slurm's format: MINUTES, MM:SS, HH:MM:SS,
+    /// D-HH, D-HH:MM, D-HH:MM:SS, or UNLIMITED.
+    #[arg(long, default_value = "30:00", value_parser = slurm_time)]
     pub time: String,
     /// Submit with `sbatch --parsable` after writing the script.
     #[arg(long)]
@@ -31,6 +34,32 @@ pub struct Args {
     /// The campaign: `race ...` or `stress ...` arguments (after `--`).
     #[arg(last = true, required = true)]
     pub campaign: Vec<String>,
+}
+
+/// A Slurm partition name: letters, digits, `_.-` (comma-separated list).
+fn partition(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "_.-,".contains(c));
+    ok.then(|| s.to_owned())
+        .ok_or_else(|| format!("expected a Slurm partition name (letters, digits, _ . - ,), found {s:?}"))
+}
+
+/// A Slurm time limit (sbatch(1) `--time`).
+fn slurm_time(s: &str) -> Result<String, String> {
+    let bad = || format!("expected MINUTES, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED, found {s:?}");
+    if matches!(s, "UNLIMITED" | "unlimited" | "infinite" | "INFINITE") {
+        return Ok(s.to_owned());
+    }
+    let (days, rest) = match s.split_once('-') {
+        Some((d, r)) => (Some(d), r),
+        None => (None, s),
+    };
+    let parts: Vec<&str> = rest.split(':').collect();
+    let numbers = |v: &[&str]| v.iter().all(|p| !p.is_empty() && p.len() <= 6 && p.bytes().all(|b| b.is_ascii_digit()));
+    let fields_ok = match days {
+        Some(d) => numbers(&[d]) && (1..=3).contains(&parts.len()),
+        None => (1..=3).contains(&parts.len()),
+    };
+    (fields_ok && numbers(&parts)).then(|| s.to_owned()).ok_or_else(bad)
 }
 
 fn quote(s: &str) -> String {
@@ -58,8 +87,9 @@ pub fn script(args: &Args, exe: &str, firmware_dir: Option<&str>) -> String {
         s += &format!("export CQLAB_FIRMWARE_DIR={}\n", quote(fw));
     }
     let campaign: Vec<String> = args.campaign.iter().map(|a| quote(a)).collect();
-    // Exit 1 means "ran, and some runs failed": data for the merge, not a
-    // failed task. Usage errors (2) and crashes still fail the task.
+    // A campaign that ran (passed, or failed with a failure class) is data
+    // for the merge, not a failed task (`crate::exit::RAN`). Usage errors
+    // and crashes still fail the task.
     s += &format!(
         "rc=0\n{} {} --shard \"$SLURM_ARRAY_TASK_ID/{}\" --jsonl {}/shard-\"$SLURM_ARRAY_TASK_ID\".jsonl || rc=$?\n",
         quote(exe),
@@ -67,12 +97,14 @@ pub fn script(args: &Args, exe: &str, firmware_dir: Option<&str>) -> String {
         args.shards,
         quote(&dir)
     );
-    s += "if [ \"$rc\" -le 1 ]; then exit 0; fi\nexit \"$rc\"\n";
+    let ran: Vec<String> = crate::exit::RAN.iter().map(|e| e.code().to_string()).collect();
+    s += &format!("case \"$rc\" in {}) exit 0 ;; esac\nexit \"$rc\"\n", ran.join("|"));
     s
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
-    ensure((1..=10_000).contains(&args.shards), || format!("--shards {} (1..=10000)", args.shards))?;
+/// Everything the script would run with, checked here first: the campaign
+/// arguments as one of its array tasks will see them, and the directory.
+pub fn validate(args: &Args) -> Result<()> {
     let tool = args.campaign.first().map(String::as_str);
     ensure(matches!(tool, Some("race" | "stress")), || {
         format!("the campaign after `--` is `race ...` or `stress ...`, not {:?}", args.campaign.first())
@@ -80,23 +112,42 @@ pub fn run(args: Args) -> Result<ExitCode> {
     ensure(!args.campaign.iter().any(|a| a == "--shard" || a == "--jsonl" || a == "--jobs"), || {
         "the campaign must not set --shard, --jsonl or --jobs: each array task is one shard".into()
     })?;
-    std::fs::create_dir_all(&args.dir).with_context(|| format!("creating {}", args.dir.display()))?;
-    let stale = std::fs::read_dir(&args.dir)?
-        .filter_map(|e| e.ok())
-        .any(|e| e.path().extension().is_some_and(|x| x == "jsonl"));
-    if stale {
-        return Err(
-            UsageError(format!("{} already holds shard records: use an empty directory", args.dir.display())).into()
-        );
+    let task = ["cqlab"].into_iter().map(String::from).chain(args.campaign.iter().cloned()).chain([
+        "--shard".into(),
+        format!("0/{}", args.shards),
+        "--jsonl".into(),
+        "shard-0.jsonl".into(),
+    ]);
+    if let crate::Verdict::Refused { message, .. } = crate::check(task.map(Into::into)) {
+        return Err(UsageError(format!(
+            "the campaign `{}` would be refused by every array task: {}",
+            args.campaign.join(" "),
+            message.trim().trim_start_matches("error: ")
+        ))
+        .into());
     }
+    crate::output::check("--dir", &args.dir, crate::output::Kind::Dir, &[])?;
+    if args.dir.is_dir() {
+        let stale = std::fs::read_dir(&args.dir)
+            .with_context(|| format!("reading --dir {}", args.dir.display()))?
+            .filter_map(|e| e.ok())
+            .any(|e| e.path().extension().is_some_and(|x| x == "jsonl"));
+        ensure(!stale, || format!("--dir {} already holds shard records: use an empty directory", args.dir.display()))?;
+    }
+    Ok(())
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    validate(&args)?;
+    crate::output::create_dir("--dir", &args.dir)?;
     let dir = std::fs::canonicalize(&args.dir)?;
     let args = Args { dir, ..args };
     let exe = std::env::current_exe().context("locating the cqlab binary")?;
     let fw = std::env::var("CQLAB_FIRMWARE_DIR").ok();
     let text = script(&args, &exe.to_string_lossy(), fw.as_deref());
     let path = args.dir.join("campaign.sbatch");
-    std::fs::write(&path, &text)?;
-    println!("wrote {}", path.display());
+    crate::output::write("the script", &path, text.as_bytes())?;
+    outln!("wrote {}", path.display());
     if args.submit {
         let mut cmd = std::process::Command::new("sbatch");
         cmd.arg("--parsable");
@@ -111,8 +162,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
         );
-        println!("submitted job {}", String::from_utf8_lossy(&out.stdout).trim());
-        println!("merge with: cqlab campaign merge {}", args.dir.display());
+        outln!("submitted job {}", String::from_utf8_lossy(&out.stdout).trim());
+        outln!("merge with: cqlab campaign merge {}", args.dir.display());
     }
     Ok(ExitCode::SUCCESS)
 }

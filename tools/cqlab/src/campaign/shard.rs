@@ -6,6 +6,9 @@
 
 use crate::usage::UsageError;
 
+/// Most shards a campaign splits into (`--jobs` splits each again, by at most 256).
+pub const MAX_SHARDS: u64 = 1_000_000;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shard {
     pub index: u64,
@@ -16,14 +19,23 @@ impl Shard {
     pub const WHOLE: Shard = Shard { index: 0, count: 1 };
 
     pub fn parse(text: &str) -> Result<Self, UsageError> {
-        let bad = || UsageError(format!("--shard {text:?}: expected I/N with 0 <= I < N"));
+        let bad = || UsageError(format!("--shard {text:?}: expected I/N with 0 <= I < N <= {MAX_SHARDS}"));
         let (i, n) = text.split_once('/').ok_or_else(bad)?;
         let (index, count) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
         Self::new(index, count).ok_or_else(bad)
     }
 
     pub fn new(index: u64, count: u64) -> Option<Self> {
-        (count > 0 && index < count).then_some(Shard { index, count })
+        (count > 0 && count <= MAX_SHARDS && index < count).then_some(Shard { index, count })
+    }
+
+    /// How many of runs `0..runs` this shard owns.
+    pub fn count_in(&self, runs: u64) -> u64 {
+        if self.index >= runs {
+            0
+        } else {
+            (runs - self.index - 1) / self.count + 1
+        }
     }
 
     /// `--shard` if given, else the batch system's environment, else whole.
@@ -102,5 +114,9 @@ mod tests {
         }
         owned.sort();
         assert_eq!(owned, (0..30).filter(|&i| parent.owns(i)).collect::<Vec<_>>());
+        for runs in 0..12 {
+            assert_eq!(parent.count_in(runs), (0..runs).filter(|&i| parent.owns(i)).count() as u64, "{runs}");
+        }
+        assert!(Shard::parse("0/1000001").is_err(), "shard counts are bounded");
     }
 }

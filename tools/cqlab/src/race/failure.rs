@@ -1,9 +1,14 @@
 //! What a failing seed did wrong, in a form that groups equal failures:
-//! an error kind, the root of the wait-for chain, and a signature made of
-//! both with everything seed-specific (cycles, tags, pcs, worker
-//! coordinates) taken out.
+//! its class (hang, device error, mismatch), an error kind, the root of the
+//! wait-for chain, and a signature made of them. Everything is read from
+//! the typed error and its dump, never from their text; the signature leaves
+//! out what differs between seeds (cycles, tags, sizes, pcs, which worker).
 
-use cqlab_driver::hang_dump::HangDump;
+use crate::exit::FailureClass;
+use cqlab_abi::mailbox::DeviceError;
+use cqlab_abi::waypoint;
+use cqlab_driver::dump::{CoreState, HangDump, Link, Role};
+use cqlab_driver::error::DeviceFault;
 use cqlab_driver::DriverError;
 
 /// One seed's failure.
@@ -29,12 +34,17 @@ impl From<DriverError> for Failure {
 /// A failure reduced to what a campaign reports.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Classified {
-    /// `timeout`, `device-error`, `corrupt-completion`, `mismatch`, `driver`.
+    /// Which exit code it stands for (records written before classes
+    /// existed read as `other`).
+    #[serde(default)]
+    pub class: FailureClass,
+    /// `timeout`, `kernel-timeout`, `device-error`, `corrupt-completion`,
+    /// `mismatch`, `driver` (or, from `stress`, `hard-timeout`, `crash`).
     pub kind: String,
     /// The core everything waited on, with its state (from the hang dump),
     /// or what found the failure.
     pub root: String,
-    /// Kind + normalized wait + normalized root: equal for equal bugs.
+    /// Kind + the wait's class + the root's role and state: equal for equal bugs.
     pub signature: String,
     /// First line of the error.
     pub error: String,
@@ -43,8 +53,8 @@ pub struct Classified {
 impl Failure {
     pub fn dump(&self) -> Option<&HangDump> {
         match self {
-            Failure::Driver(DriverError::Timeout { dump, .. } | DriverError::Device { dump, .. }) => Some(dump),
-            _ => None,
+            Failure::Driver(e) => e.dump(),
+            Failure::Check { .. } => None,
         }
     }
 
@@ -56,114 +66,102 @@ impl Failure {
         }
     }
 
+    pub fn class(&self) -> FailureClass {
+        match self {
+            Failure::Driver(e) => FailureClass::of(e),
+            Failure::Check { .. } => FailureClass::Mismatch,
+        }
+    }
+
     pub fn classify(&self) -> Classified {
         let error = self.full_text().lines().next().unwrap_or_default().to_owned();
-        match self {
-            Failure::Check { check, .. } => Classified {
-                kind: "mismatch".into(),
-                root: "host reference model".into(),
-                signature: format!("mismatch: {check}"),
-                error,
+        let class = self.class();
+        let e = match self {
+            Failure::Check { check, .. } => {
+                return Classified {
+                    class,
+                    kind: "mismatch".into(),
+                    root: "host reference model".into(),
+                    signature: format!("mismatch: {check}"),
+                    error,
+                }
+            }
+            Failure::Driver(e) => e,
+        };
+        let (kind, what) = match e {
+            DriverError::Timeout { wait, .. } => ("timeout", wait.class()),
+            DriverError::KernelTimeout { wait, .. } => ("kernel-timeout", wait.class()),
+            DriverError::Device { fault: DeviceFault::CorruptCompletion { cq, .. }, .. } => {
+                // The queue whose records are corrupt is the finding; where
+                // its cores happened to be is not.
+                let root = Role::Dispatcher { cq: *cq }.to_string();
+                let signature = format!("corrupt-completion: {root} records");
+                return Classified { class, kind: "corrupt-completion".into(), root, signature, error };
+            }
+            DriverError::Device { fault: DeviceFault::BadCommand(report), .. } => {
+                ("device-error", report.error().map_or("unknown error", DeviceError::describe).to_owned())
+            }
+            DriverError::Device { fault: DeviceFault::Halted { waypoint, .. }, .. } => {
+                ("device-error", format!("halted with waypoint {waypoint}"))
+            }
+            other => ("driver", other.kind().to_owned()),
+        };
+        let dump = e.dump();
+        let (root, key) = match (e, dump) {
+            // The core that reported the error is the root.
+            (DriverError::Device { core, .. }, Some(dump)) => match dump.core(*core) {
+                Some(c) => (format!("{} {} {}", c.role, c.core, c.waypoint), core_key(c, None)),
+                None => (core.to_string(), core.to_string()),
             },
-            Failure::Driver(e) => {
-                let (kind, what) = match e {
-                    DriverError::Timeout { what, .. } => ("timeout", normalize(what)),
-                    DriverError::Device { message, .. } if message.starts_with("corrupt completion record") => {
-                        ("corrupt-completion", "completion queue".to_owned())
-                    }
-                    DriverError::Device { message, .. } => ("device-error", device_error_kind(message)),
-                    other => ("driver", normalize(&other.to_string())),
-                };
-                let root = match (e, self.dump()) {
-                    (DriverError::Device { core, .. }, Some(dump)) => dump
-                        .cores
-                        .iter()
-                        .find(|c| c.core == core.to_string())
-                        .map(|c| format!("{} {} {}", c.role, c.core, c.waypoint))
-                        .unwrap_or_else(|| core.to_string()),
-                    (_, Some(dump)) => dump.chain.last().cloned().unwrap_or_default(),
-                    (_, None) => "host".into(),
-                };
-                let signature = match e {
-                    // The queue whose records are corrupt is the finding;
-                    // where its cores happened to be is not.
-                    DriverError::Device { core, .. } if kind == "corrupt-completion" => {
-                        format!("{kind}: {}", normalize_root(&format!("{} records", role_of(&root, core))))
-                    }
-                    _ => {
-                        let deadlock = self.dump().is_some_and(|d| d.deadlock);
-                        format!(
-                            "{kind}: {what} <- {}{}",
-                            normalize_root(&root),
-                            if deadlock { " (deadlock)" } else { "" }
-                        )
-                    }
-                };
-                Classified { kind: kind.into(), root, signature, error }
-            }
-        }
+            (_, Some(dump)) => match dump.chain.last() {
+                Some(link) => (dump.link_text(link), link_key(dump, link)),
+                None => ("host".into(), "host".into()),
+            },
+            (_, None) => ("host".into(), "host".into()),
+        };
+        let deadlock = if dump.is_some_and(|d| d.deadlock) { " (deadlock)" } else { "" };
+        let signature = format!("{kind}: {what} <- {key}{deadlock}");
+        Classified { class, kind: kind.into(), root, signature, error }
     }
 }
 
-/// "CQ1 dispatcher" from a root "CQ1 dispatcher (18,2) UAPW".
-fn role_of(root: &str, core: &cqlab_abi::noc::Coord) -> String {
-    root.split(&format!(" {core}")).next().unwrap_or(root).to_owned()
-}
-
-/// The class of a device error message: the text before its first value
-/// ("bad command id: value 0x7 at L1 0x..." -> "bad command id").
-fn device_error_kind(message: &str) -> String {
-    normalize(message.split(": value").next().unwrap_or(message))
-}
-
-/// Numbers that differ between seeds (hex values, tags, cycle counts)
-/// become `#`; coordinates like `(18,1)` and queue names like `CQ1` stay.
-pub fn normalize(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let chars: Vec<char> = text.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let in_word = i > 0 && (chars[i - 1].is_ascii_alphabetic());
-        if c.is_ascii_digit() && !in_word {
-            let start = i;
-            if c == '0' && chars.get(i + 1) == Some(&'x') {
-                i += 2;
-                while i < chars.len() && chars[i].is_ascii_hexdigit() {
-                    i += 1;
-                }
-            } else {
-                while i < chars.len() && chars[i].is_ascii_digit() {
-                    i += 1;
-                }
-            }
-            // Inside a coordinate "(a,b)" digits stay.
-            let coord =
-                (start > 0 && matches!(chars[start - 1], '(' | ',')) && matches!(chars.get(i), Some(',') | Some(')'));
-            if coord {
-                out.extend(&chars[start..i]);
-            } else {
-                out.push('#');
-            }
-            continue;
+/// A chain link as a signature names it.
+fn link_key(dump: &HangDump, link: &Link) -> String {
+    match link {
+        Link::Host(wait) => format!("host waiting for {}", wait.class()),
+        Link::HostLoop => "host (waits on the device while the device waits on the host)".into(),
+        Link::ShortCount { semaphore, .. } => {
+            format!("no worker running: completion count short (semaphore {semaphore})")
         }
-        out.push(c);
-        i += 1;
+        Link::Core { core, on_event_of } => match dump.core(*core) {
+            Some(c) => core_key(c, *on_event_of),
+            None => core.to_string(),
+        },
     }
-    out
 }
 
-/// A chain link without its pc and, for workers, without which worker:
-/// "worker (1,1) (2,2) RUN (still running its kernel) pc=0x13dc" ->
-/// "worker RUN (still running its kernel)".
-fn normalize_root(link: &str) -> String {
-    let is_coord = |w: &str| {
-        w.starts_with('(') && w.ends_with(')') && w[1..w.len() - 1].split(',').all(|n| n.parse::<u32>().is_ok())
+/// A core as a signature names it: a worker by its role alone (which
+/// worker differs between seeds), a CQ core by role and coordinates; then
+/// its waypoint and state.
+fn core_key(c: &CoreState, on_event_of: Option<u8>) -> String {
+    let mut key = match c.role {
+        Role::Worker { .. } => format!("worker {}", c.waypoint),
+        role => format!("{role} {} {}", c.core, c.waypoint),
     };
-    let worker = link.starts_with("worker ");
-    let words: Vec<&str> =
-        link.split_whitespace().filter(|w| !(w.starts_with("pc=") || worker && is_coord(w))).collect();
-    normalize(&words.join(" "))
+    if c.halted() {
+        key.push_str(" HALTED");
+        if let Some(e) = &c.error {
+            key.push_str(&format!(": {}", e.error().map_or("unknown error", DeviceError::describe)));
+        }
+    } else if c.waypoint == waypoint::RUN {
+        key.push_str(" (running its kernel)");
+    } else {
+        key.push_str(&format!(" ({})", c.meaning()));
+    }
+    if let Some(other) = on_event_of {
+        key.push_str(&format!(" on an event of CQ{other}"));
+    }
+    key
 }
 
 /// "first differing byte at offset N: expected .. found .. (written by ...)"
@@ -192,17 +190,88 @@ pub fn first_difference(expected: &[u8], found: &[u8], writer: impl Fn(usize) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cqlab_driver::dump::{ErrorReport, Wait};
+    use cqlab_driver::Topology;
+
+    fn chip() -> Topology {
+        Topology::for_board(cqlab_abi::soc::Board::WormholeN150, None, 2).unwrap()
+    }
+
+    fn state(core: cqlab_abi::noc::Coord, wp: cqlab_abi::waypoint::Waypoint) -> CoreState {
+        CoreState {
+            core,
+            role: chip().role(core).expect("a firmware core"),
+            waypoint: wp,
+            pc: Some(0x13dc),
+            halt: None,
+            subordinates: vec![],
+            semaphores: [0; 4],
+            error: None,
+            last_trace: vec![],
+            wait_target: None,
+            kernel_start: Some(7),
+        }
+    }
+
+    fn dump(wait: Wait, cores: Vec<CoreState>, chain: Vec<Link>) -> Box<HangDump> {
+        Box::new(HangDump { waited_for: wait, device_cycle: 99, queues: vec![], cores, chain, deadlock: false })
+    }
 
     #[test]
-    fn normalizing_keeps_coordinates_and_queue_names() {
+    fn hangs_of_the_same_wait_on_different_workers_share_a_signature() {
+        let timeout = |col: u8, tag: u32, cycles: u64| {
+            let wait = Wait::ReadBack { cq: 1, tag };
+            let w = chip().worker(col, 1).unwrap();
+            let chain = vec![Link::Host(wait.clone()), Link::Core { core: w, on_event_of: None }];
+            let e = DriverError::Timeout {
+                wait: wait.clone(),
+                cycles,
+                dump: dump(wait, vec![state(w, waypoint::RUN)], chain),
+            };
+            Failure::Driver(e).classify()
+        };
+        let (a, b) = (timeout(1, 17, 3_000_000), timeout(2, 40, 5_000_000));
+        assert_eq!(a.signature, b.signature);
+        assert_eq!(a.signature, "timeout: CQ1 read-back completion <- worker RUN (running its kernel)");
+        assert_eq!(a.class, FailureClass::Hang);
+        assert_ne!(a.root, b.root, "the root names its worker");
+    }
+
+    #[test]
+    fn device_errors_classify_by_their_record_and_corrupt_records_by_their_queue() {
+        let d = chip().dispatcher(1);
+        let report =
+            ErrorReport { code: DeviceError::UnknownCommand as u32, value: 0x7f, addr: 0x100, bytes: vec![0x7f] };
+        let mut halted = state(d, waypoint::BAD_CMD);
+        halted.error = Some(report.clone());
+        let wait = Wait::Event { cq: 1, id: 3 };
+        let e = DriverError::Device {
+            core: d,
+            fault: DeviceFault::BadCommand(report),
+            dump: dump(wait.clone(), vec![halted], vec![Link::Host(wait.clone())]),
+        };
+        let c = Failure::Driver(e).classify();
+        assert_eq!(c.class, FailureClass::DeviceError);
         assert_eq!(
-            normalize("CQ1 read-back completion (tag 17) after 3001440 cycles at 0x1dc4 on (18,1)"),
-            "CQ1 read-back completion (tag #) after # cycles at # on (18,1)"
+            c.signature,
+            format!("device-error: unknown command id <- CQ1 dispatcher {d} !CMD HALTED: unknown command id")
         );
+        let corrupt = DeviceFault::CorruptCompletion {
+            cq: 1,
+            offset: 64,
+            kind: 9,
+            record_cq: 1,
+            length: 8,
+            seq: 5,
+            expected_seq: 4,
+        };
+        let e = DriverError::Device { core: d, fault: corrupt, dump: dump(wait, vec![], vec![]) };
+        let c = Failure::Driver(e).classify();
         assert_eq!(
-            normalize_root("worker (1,1) (2,2) RUN (still running its kernel) pc=0x13dc"),
-            "worker RUN (still running its kernel)"
+            (c.kind.as_str(), c.signature.as_str()),
+            ("corrupt-completion", "corrupt-completion: CQ1 dispatcher records")
         );
-        assert_eq!(normalize_root("CQ0 dispatcher (18,1) WCW pc=0x2c74"), "CQ0 dispatcher (18,1) WCW");
+        let m = Failure::Check { check: "read-back differs", detail: "at 3".into() }.classify();
+        assert_eq!((m.class, m.signature.as_str()), (FailureClass::Mismatch, "mismatch: read-back differs"));
     }
 }

@@ -1,8 +1,9 @@
 //! `--faults SPEC`: the simulator's fault knobs by name, and the host's
 //! (`lazy-drain`).
 
+use crate::chip::CoreName;
 use crate::usage::{ensure, UsageError};
-use cqlab_abi::noc::{self, Coord};
+use cqlab_driver::Topology;
 use cqlab_sim::config::{SimConfig, SlowCore};
 
 /// Faults to apply on top of the simulator defaults (`None` = leave as is).
@@ -10,7 +11,8 @@ use cqlab_sim::config::{SimConfig, SlowCore};
 pub struct Faults {
     pub stall: Option<(f64, u64)>,
     pub jitter: Option<u64>,
-    pub slow: Vec<SlowCore>,
+    /// Slowed cores by name, and by how much.
+    pub slow: Vec<(CoreName, f64)>,
     pub late_doorbell: Option<u64>,
     pub backpressure: Option<u64>,
     pub pcie_read: Option<u64>,
@@ -26,17 +28,26 @@ pub const STRONG: &str =
 
 const MAX_CYCLES: u64 = 10_000_000;
 
-/// A core by name: `prefetcherQ`, `dispatcherQ`, `workerC.R`.
-pub(crate) fn core(name: &str) -> Option<Coord> {
-    if let Some(q) = name.strip_prefix("prefetcher") {
-        return q.parse().ok().filter(|&q| q < noc::MAX_CQS).map(noc::prefetcher);
-    }
-    if let Some(q) = name.strip_prefix("dispatcher") {
-        return q.parse().ok().filter(|&q| q < noc::MAX_CQS).map(noc::dispatcher);
-    }
-    let (c, r) = name.strip_prefix("worker")?.split_once('.')?;
-    let (c, r): (u8, u8) = (c.parse().ok()?, r.parse().ok()?);
-    (c < noc::MAX_WORKER_COLS && r < noc::MAX_WORKER_ROWS).then(|| noc::worker(c, r))
+/// Cycles a core stalls for `--core-stall` (and `stall=P` without `:CYCLES`).
+pub const CORE_STALL_CYCLES: u64 = 2000;
+
+/// Refuses a stall probability `p` of `cycles` per scheduling slice whose
+/// stalls outrun the clock. The simulator draws a stall for every core in
+/// every slice, also while the core is still behind from the last one, so
+/// a core loses `p * cycles / slice` cycles per cycle: at 1 or more it
+/// falls behind forever and never runs (the device cannot even boot).
+pub fn check_stall(option: &str, p: f64, cycles: u64) -> Result<(), UsageError> {
+    let option = format!("{option} {p}");
+    let slice = cqlab_sim::config::SimConfig::default().quantum_cycles as f64;
+    let share = p * cycles as f64 / slice;
+    ensure(share < 1.0, || {
+        format!(
+            "{option}: each core stalls {cycles} cycles with probability {p} in every {slice}-cycle scheduling \
+             slice, {share:.2} stall cycles per cycle: the cores fall behind forever and the device can never boot \
+             (with {cycles}-cycle stalls the probability must be below {})",
+            slice / cycles as f64
+        )
+    })
 }
 
 impl Faults {
@@ -58,12 +69,14 @@ impl Faults {
                 };
                 match key {
                     "stall" => {
-                        let (p, c) = value.split_once(':').unwrap_or((value, "2000"));
+                        let (p, c) = value.split_once(':').unwrap_or((value, ""));
                         let p: f64 = p.parse().map_err(|_| bad("probability is not a number"))?;
                         ensure(p.is_finite() && (0.0..=1.0).contains(&p), || {
                             format!("--faults {item:?}: probability in 0..=1")
                         })?;
-                        f.stall = Some((p, cycles(c)?));
+                        let c = if c.is_empty() { CORE_STALL_CYCLES } else { cycles(c)? };
+                        check_stall(&format!("--faults {item:?}: stall probability"), p, c)?;
+                        f.stall = Some((p, c));
                     }
                     "jitter" => f.jitter = Some(cycles(value)?),
                     "late-doorbell" => f.late_doorbell = Some(cycles(value)?),
@@ -81,14 +94,13 @@ impl Faults {
                     }
                     "slow" => {
                         let (name, factor) = value.split_once('@').ok_or_else(|| bad("expected slow=CORE@FACTOR"))?;
-                        let core = core(name).ok_or_else(|| {
-                            bad("core is prefetcherQ, dispatcherQ or workerC.R (on the largest grid)")
-                        })?;
+                        let core = CoreName::parse(name)
+                            .ok_or_else(|| bad("core is prefetcherQ, dispatcherQ or workerC.R"))?;
                         let factor: f64 = factor.parse().map_err(|_| bad("factor is not a number"))?;
                         ensure(factor.is_finite() && (1.0..=1000.0).contains(&factor), || {
                             format!("--faults {item:?}: factor in 1..=1000")
                         })?;
-                        f.slow.push(SlowCore { core, factor });
+                        f.slow.push((core, factor));
                     }
                     _ => {
                         return Err(bad(
@@ -112,7 +124,9 @@ impl Faults {
         self.slow.extend(other.slow);
     }
 
-    pub fn apply(&self, sim: &mut SimConfig) {
+    /// The simulator faults, on `chip` (a slowed core the chip does not
+    /// have is left out: see [`Faults::missing_on`]).
+    pub fn apply(&self, sim: &mut SimConfig, chip: &Topology) {
         if let Some((p, c)) = self.stall {
             (sim.faults.core_stall_prob, sim.faults.core_stall_cycles) = (p, c);
         }
@@ -131,7 +145,13 @@ impl Faults {
         if let Some(q) = self.quantum_jitter {
             sim.quantum_jitter = q;
         }
-        sim.faults.slow_cores.extend(self.slow.iter().cloned());
+        let slow = self.slow.iter().filter_map(|&(name, factor)| Some(SlowCore { core: name.on(chip)?, factor }));
+        sim.faults.slow_cores.extend(slow);
+    }
+
+    /// The first slowed core `chip` does not have.
+    pub fn missing_on(&self, chip: &Topology) -> Option<CoreName> {
+        self.slow.iter().map(|&(name, _)| name).find(|name| name.on(chip).is_none())
     }
 
     /// The host-side faults.
@@ -148,18 +168,23 @@ mod tests {
 
     #[test]
     fn fault_specs_parse_and_bad_ones_say_why() {
-        let f = Faults::parse(&["stall=0.1:500,jitter=40".into(), "slow=dispatcher1@3".into()]).unwrap();
-        assert_eq!(f.stall, Some((0.1, 500)));
+        let f = Faults::parse(&["stall=0.05:500,jitter=40".into(), "slow=dispatcher1@3".into()]).unwrap();
+        assert_eq!(f.stall, Some((0.05, 500)));
         assert_eq!(f.jitter, Some(40));
-        assert_eq!(f.slow, vec![SlowCore { core: noc::dispatcher(1), factor: 3.0 }]);
+        assert_eq!(f.slow, vec![(CoreName::Dispatcher(1), 3.0)]);
         assert!(Faults::parse(&["strong".into()]).unwrap().late_doorbell.is_some());
         assert_eq!(Faults::parse(&["backpressure=300".into()]).unwrap().backpressure, Some(300));
         assert_eq!(Faults::parse(&["lazy-drain=40".into()]).unwrap().lazy_drain, Some(40));
         for bad in ["lazy-drain=0", "lazy-drain=100001", "lazy-drain=99999999999999", "lazy-drain=x"] {
             assert!(Faults::parse(&[bad.into()]).is_err(), "{bad}");
         }
-        for bad in ["stall=2", "jitter=18446744073709551615", "slow=core9@2", "bogus=1", "jitter"] {
+        for bad in ["stall=2", "jitter=18446744073709551615", "slow=core9@2", "bogus=1", "jitter", "stall=0.1"] {
             assert!(Faults::parse(&[bad.into()]).is_err(), "{bad}");
         }
+        // The stalls of 0.025 x 2000 cycles per 50-cycle slice equal the clock.
+        assert!(check_stall("--core-stall", 0.024, 2000).is_ok());
+        let e = check_stall("--core-stall", 0.025, 2000).unwrap_err();
+        assert!(e.0.contains("never boot") && e.0.contains("below 0.025"), "{e}");
+        assert!(Faults::parse(&["stall=0.1:100".into()]).is_ok(), "short stalls may be frequent");
     }
 }

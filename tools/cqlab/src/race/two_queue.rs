@@ -6,8 +6,8 @@
 //! write/read-back pairs, each read a dispatcher WAIT plus prefetcher STALL
 //! (the stall point).
 
+use super::args::Args;
 use super::failure::{first_difference, Failure};
-use super::Args;
 use cqlab_driver::{CoreRange, Device, Placement, Result as DriverResult};
 
 /// Kernel spin before it stores its result: long enough that a read which
@@ -27,7 +27,7 @@ pub fn preflight(args: &Args, dev: &mut Device) -> DriverResult<()> {
 }
 
 pub fn run(args: &Args, dev: &mut Device) -> Result<(), Failure> {
-    let (cols, rows) = (dev.config().worker_cols, dev.config().worker_rows);
+    let (cols, rows) = (dev.chip().cols(), dev.chip().rows());
     let all = CoreRange::new((0, 0), (cols - 1, rows - 1));
     let page = args.page_size;
     let buf = dev.alloc_dram(args.bytes.next_multiple_of(page), page)?;

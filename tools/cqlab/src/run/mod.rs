@@ -2,7 +2,7 @@
 //! with latency percentiles, throughput, per-command device cycles, stall
 //! and wait totals, queue occupancy, queue-switch overhead and scaling
 //! efficiency. The workloads themselves live in
-//! `cqlab_driver::workloads` so other tools (race, sweeps) can run them.
+//! `cqlab_workloads` so other tools (race, sweeps) can run them.
 
 mod progress;
 
@@ -11,12 +11,12 @@ use crate::trace_file::TraceWriter;
 use anyhow::{Context, Result};
 use cqlab_abi::noc::Coord;
 use cqlab_abi::trace::TraceRecord;
-use cqlab_driver::workloads::collect::RecordSink;
-use cqlab_driver::workloads::kinds::{Kind, Knobs};
-use cqlab_driver::workloads::runner::{
+use cqlab_driver::{DeviceConfig, Topology};
+use cqlab_workloads::collect::RecordSink;
+use cqlab_workloads::kinds::{Kind, Knobs};
+use cqlab_workloads::runner::{
     self, IterationSample, LaunchInfo, Observer, OccupancySample, PointReport, RunSpec, SyncMode,
 };
-use cqlab_driver::DeviceConfig;
 use serde_json::{json, Value};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -29,6 +29,8 @@ pub struct Args {
     /// Device: embedded[:seed=N] (the run's --seed applies when it names none) or sim:PATH.
     #[arg(long, default_value = "embedded")]
     pub device: String,
+    #[command(flatten)]
+    pub chip: crate::chip::ChipOpt,
     /// Command queues, or a sweep: `1,2,4` (1..=8; real parts have 2).
     #[arg(long, default_value = "2")]
     pub cqs: String,
@@ -43,53 +45,154 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// per-iter: wait for every iteration; end: only after the last.
-    #[arg(long, default_value = "per-iter")]
+    #[arg(long, default_value = "per-iter", value_parser = ["per-iter", "end"])]
     pub sync: String,
-    /// Write the JSON report here (`-` = stdout).
+    /// Write the JSON report here (`-` = stdout; a file is replaced whole
+    /// when the run ends).
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Write the run's trace (JSON Lines, see `cqlab trace`); a sweep writes FILE with `-cqsN` added.
+    /// Write the run's trace (JSON Lines, see `cqlab trace`) as it runs; a
+    /// sweep of queue counts writes one file per count, FILE with `-cqsN`
+    /// before its extension (`--trace run.jsonl --cqs 1,2` writes
+    /// run-cqs1.jsonl and run-cqs2.jsonl).
     #[arg(long)]
     pub trace: Option<PathBuf>,
     /// Skip checking results (matmul: C bit for bit; copy_stress: read-backs).
     #[arg(long)]
     pub skip_validation: bool,
-    /// copy_stress: copies per iteration on each copy queue.
-    #[arg(long)]
+    /// copy_stress: copies per iteration on each copy queue (1..=10000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub copies: Option<u32>,
-    /// copy_stress: buffers the copies rotate over.
-    #[arg(long)]
+    /// copy_stress: buffers the copies rotate over (1..=64).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub buffers: Option<u32>,
-    /// copy_stress: copies enqueued before their read-backs are awaited.
-    #[arg(long)]
+    /// copy_stress: copies enqueued before their read-backs are awaited (1..=10000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub depth: Option<u32>,
-    /// copy_stress: kernel launches in CQ0's trace.
-    #[arg(long)]
+    /// copy_stress: kernel launches in CQ0's trace (1..=1000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub trace_kernels: Option<u32>,
-    /// copy_stress: bytes per copy.
-    #[arg(long)]
+    /// copy_stress: bytes per copy, whole 1024-byte DRAM pages (1024..=67108864).
+    #[arg(long, value_parser = copy_bytes)]
     pub bytes: Option<u32>,
-    /// tiny_kernels: programs per queue per iteration; hetero: kernels per iteration.
-    #[arg(long)]
+    /// tiny_kernels: programs per queue per iteration; hetero: kernels per iteration (1..=10000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub programs: Option<u32>,
-    /// Cycles a tiny kernel spins.
-    #[arg(long)]
+    /// copy_stress, tiny_kernels, hetero: cycles a tiny kernel spins (0..=10000000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=MAX_SPIN as i64))]
     pub tiny_cycles: Option<u32>,
-    /// hetero: cycles a large kernel spins.
-    #[arg(long)]
+    /// hetero: cycles a large kernel spins (0..=10000000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=MAX_SPIN as i64))]
     pub large_cycles: Option<u32>,
-    /// hetero: kernels a queue issues in a row before the next queue takes over.
-    #[arg(long)]
+    /// hetero: kernels a queue issues in a row before the next queue takes over (1..=10000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub burst: Option<u32>,
-    /// matmul: dimensions (C is m x n, the inner dimension k) and tile edge.
-    #[arg(long)]
+    /// matmul_peak, large_gemm: dimensions (C is m x n, the inner dimension
+    /// k; 1..=1024, multiples of --tile) and tile edge (4, 8, 12 or 16).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=crate::matmul::MAX_DIM as i64))]
     pub m: Option<u32>,
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=crate::matmul::MAX_DIM as i64))]
     pub n: Option<u32>,
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=crate::matmul::MAX_DIM as i64))]
     pub k: Option<u32>,
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(4..=16))]
     pub tile: Option<u32>,
+}
+
+/// Longest spin of a workload kernel, in cycles.
+const MAX_SPIN: u32 = 10_000_000;
+/// copy_stress's DRAM page (`cqlab_workloads::kinds`): a copy is
+/// whole pages, at most 65536 of them.
+const COPY_PAGE: u32 = 1024;
+
+fn copy_bytes(s: &str) -> Result<u32, String> {
+    let max = COPY_PAGE * 65536;
+    match s.parse::<u32>() {
+        Ok(v) if (COPY_PAGE..=max).contains(&v) && v % COPY_PAGE == 0 => Ok(v),
+        _ => Err(format!("expected a multiple of {COPY_PAGE} in {COPY_PAGE}..={max} (whole DRAM pages), found {s:?}")),
+    }
+}
+
+/// The knobs each workload reads; any other knob given is refused.
+fn knobs_of(kind: Kind) -> &'static [&'static str] {
+    match kind {
+        Kind::CopyStress => &["copies", "buffers", "depth", "trace_kernels", "bytes", "tiny_cycles"],
+        Kind::DispatchLatency => &[],
+        Kind::TinyKernels => &["programs", "tiny_cycles"],
+        Kind::Hetero => &["programs", "tiny_cycles", "large_cycles", "burst"],
+        Kind::MatmulPeak | Kind::LargeGemm => &["m", "n", "k", "tile"],
+    }
+}
+
+const ALL_KNOBS: [&str; 13] = [
+    "copies",
+    "buffers",
+    "depth",
+    "trace_kernels",
+    "bytes",
+    "programs",
+    "tiny_cycles",
+    "large_cycles",
+    "burst",
+    "m",
+    "n",
+    "k",
+    "tile",
+];
+
+fn kind_of(name: &str) -> Result<Kind, crate::cli::Usage> {
+    Kind::from_name(name).ok_or_else(|| {
+        let names: Vec<_> = Kind::ALL.iter().map(|k| k.name()).collect();
+        crate::cli::Usage(format!("unknown workload {name:?}: one of {}", names.join(", ")))
+    })
+}
+
+/// The files a run writes: the trace file of each queue count, and the
+/// JSON report (unless on stdout).
+fn outputs(a: &Args, sweep: &[u8]) -> Vec<(String, PathBuf)> {
+    let mut v: Vec<(String, PathBuf)> = Vec::new();
+    if let Some(t) = &a.trace {
+        for &cqs in sweep {
+            v.push(("--trace".into(), trace_path(t, cqs, sweep.len() > 1)));
+        }
+    }
+    if let Some(j) = a.json.as_deref().filter(|j| *j != Path::new("-")) {
+        v.push(("--json".into(), j.to_owned()));
+    }
+    v
+}
+
+pub fn validate(a: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
+    let kind = kind_of(&a.workload)?;
+    a.chip.validate()?;
+    let unused: Vec<&str> = ALL_KNOBS.iter().copied().filter(|k| !knobs_of(kind).contains(k)).collect();
+    given.refuse(&unused, || format!("not read by {} (its knobs: {})", kind.name(), knob_list(kind)))?;
+    let sweep = parse_cqs(&a.cqs)?;
+    let knobs = knobs(a, kind);
+    match cqlab_workloads::kinds::build(kind, &knobs, a.seed) {
+        Err(cqlab_driver::DriverError::Invalid(why)) => return Err(crate::cli::Usage(why).into()),
+        Err(e) => return Err(e.into()),
+        Ok(_) => {}
+    }
+    if let Some(t) = a.tile {
+        // A t x t f32 tile is whole 64-byte DRAM pages when 4 divides t.
+        crate::cli::check(t % 4 == 0, || format!("--tile {t}: 4, 8, 12 or 16 (tiles fill whole 64-byte DRAM pages)"))?;
+    }
+    crate::device::validate(&a.device, 0)?;
+    let outs = outputs(a, &sweep);
+    for (what, p) in &outs {
+        crate::output::check(what, p, crate::output::Kind::File, &[])?;
+    }
+    let named: Vec<(&str, &Path)> = outs.iter().map(|(w, p)| (w.as_str(), p.as_path())).collect();
+    crate::output::distinct(&named)?;
+    Ok(())
+}
+
+fn knob_list(kind: Kind) -> String {
+    match knobs_of(kind) {
+        [] => "none".into(),
+        k => k.iter().map(|k| format!("--{}", k.replace('_', "-"))).collect::<Vec<_>>().join(", "),
+    }
 }
 
 /// Largest queue count `cqlab run` accepts (the chip model allows more; see README).
@@ -150,8 +253,8 @@ impl RecordSink for CliObserver {
 }
 
 impl Observer for CliObserver {
-    fn started(&mut self, cores: &[Coord], spec: &RunSpec) -> cqlab_driver::Result<()> {
-        self.trace.as_mut().map_or(Ok(()), |t| t.started(cores, spec))
+    fn started(&mut self, chip: &Topology, cores: &[Coord], spec: &RunSpec) -> cqlab_driver::Result<()> {
+        self.trace.as_mut().map_or(Ok(()), |t| t.started(chip, cores, spec))
     }
     fn launch(&mut self, l: &LaunchInfo) -> cqlab_driver::Result<()> {
         self.trace.as_mut().map_or(Ok(()), |t| t.launch(l))
@@ -207,21 +310,11 @@ pub fn scaling(points: &[PointReport]) -> Value {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let Some(kind) = Kind::from_name(&a.workload) else {
-        let names: Vec<_> = Kind::ALL.iter().map(|k| k.name()).collect();
-        return Err(crate::cli::Usage(format!("unknown workload {:?}: one of {}", a.workload, names.join(", "))).into());
-    };
+    let kind = kind_of(&a.workload)?;
     let sync = SyncMode::from_name(&a.sync)
         .ok_or_else(|| crate::cli::Usage(format!("--sync {:?}: per-iter or end", a.sync)))?;
     let sweep = parse_cqs(&a.cqs)?;
     let knobs = knobs(&a, kind);
-    // The workload checks its knobs when it is built: build it once up
-    // front so a bad knob is a usage error before any device boots.
-    match cqlab_driver::workloads::kinds::build(kind, &knobs, a.seed) {
-        Err(cqlab_driver::DriverError::Invalid(why)) => return Err(crate::cli::Usage(why).into()),
-        Err(e) => return Err(e.into()),
-        Ok(_) => {}
-    }
     let json_stdout = a.json.as_deref() == Some(Path::new("-"));
     let mut points = Vec::new();
     for &cqs in &sweep {
@@ -238,6 +331,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             base_config: {
                 let mut cfg = DeviceConfig::default();
                 a.limits.apply(&mut cfg);
+                a.chip.apply(&mut cfg)?;
                 cfg
             },
         };
@@ -264,7 +358,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let report = json!({
         "tool": "cqlab run", "schema": 1, "workload": kind.name(), "description": kind.describe(),
         "device": runner::device_spec(&a.device, a.seed), "seed": a.seed, "sync": a.sync, "iters": a.iters,
-        "warmup": a.warmup, "clock_hz": cqlab_sim::config::CLOCK_HZ, "knobs": knobs,
+        "warmup": a.warmup, "clock_hz": points.first().map(|p| p.clock_hz),
+        "chip": points.first().map(|p| &p.chip), "harvesting": points.first().map(|p| &p.harvesting), "knobs": knobs,
         "worker_kernel": kind.worker_kernel(), "validated": !a.skip_validation,
         "latency_definition": match sync {
             SyncMode::PerIter => "device cycles from the host starting to enqueue an iteration to the host seeing its end events complete",
@@ -275,8 +370,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     match &a.json {
         Some(p) if p == Path::new("-") => outln!("{}", serde_json::to_string_pretty(&report)?),
         Some(p) => {
-            std::fs::write(p, serde_json::to_string_pretty(&report)?)
-                .with_context(|| format!("writing {}", p.display()))?;
+            crate::output::write("--json", p, serde_json::to_string_pretty(&report)?.as_bytes())?;
             print_text(&report);
         }
         None => print_text(&report),
@@ -337,7 +431,12 @@ fn print_text(r: &Value) {
         );
     }
     if let Some(p) = r["points"].as_array().and_then(|a| a.first()) {
-        outln!("throughput unit: {}; latency in device cycles at 1 GHz (1 cycle = 1 ns)", p["throughput"]["unit"]);
+        outln!(
+            "throughput unit: {}; latency in device cycles of the {} at {:.2} GHz",
+            p["throughput"]["unit"],
+            p["chip"].as_str().unwrap_or("?"),
+            p["clock_hz"].as_f64().unwrap_or(0.0) / 1e9
+        );
         if !p["matmul"].is_null() {
             for p in r["points"].as_array().into_iter().flatten() {
                 let m = &p["matmul"];

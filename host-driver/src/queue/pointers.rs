@@ -1,0 +1,86 @@
+//! A queue's pointers at a moment, for hang dumps, `cqlab status` and
+//! occupancy samples: the host's own, or, for an observer of a device
+//! another process drives, derived from the device.
+
+use super::state::Queues;
+use crate::backend::Backend;
+use crate::config::DeviceConfig;
+use crate::dump::QueuePointers;
+use crate::error::Result;
+use cqlab_abi::fetch_queue::{self, FetchEntry};
+use cqlab_abi::mailbox;
+use cqlab_abi::noc::{Coord, NocAddr};
+use cqlab_abi::ring::RingPtr;
+use cqlab_abi::sysmem::{COMPLETION_WR_PTR, FETCH_RD_COUNT, ISSUE_RD_PTR};
+use cqlab_abi::waypoint;
+
+impl Queues {
+    /// Queue `q`'s pointers (reads sysmem only, no BAR, unless observing).
+    pub(crate) fn pointers_of(&self, backend: &mut dyn Backend, cfg: &DeviceConfig, q: u8) -> Result<QueuePointers> {
+        let issue_rd = self.header_word(backend, q, ISSUE_RD_PTR)?;
+        let fetched = self.header_word(backend, q, FETCH_RD_COUNT)?;
+        let completion_wr = self.header_word(backend, q, COMPLETION_WR_PTR)?;
+        if self.observer {
+            return Ok(self.observed(backend, cfg, q, issue_rd, fetched, completion_wr));
+        }
+        let cq = &self.list[q as usize];
+        Ok(QueuePointers {
+            cq: q,
+            issue_wr: cq.issue_wr.0,
+            issue_rd,
+            fetch_issued: cq.fetch_issued,
+            fetch_consumed: fetched,
+            completion_rd: cq.completion_rd.0,
+            completion_wr,
+            workers_outstanding: cq.workers_outstanding,
+            last_event_done: cq.last_event_done,
+        })
+    }
+
+    /// Queue pointers as an observer sees them: the host-side ones derived
+    /// from the device (the owner's completion read pointer and last event
+    /// from the dispatcher's mailboxes, pending fetch entries from the
+    /// prefetcher's fetch queue, running kernels from worker waypoints).
+    fn observed(
+        &self,
+        backend: &mut dyn Backend,
+        cfg: &DeviceConfig,
+        q: u8,
+        issue_rd: u32,
+        fetched: u32,
+        completion_wr: u32,
+    ) -> QueuePointers {
+        let d = self.chip.dispatcher(q);
+        let mut word = |c: Coord, a: u32| backend.read_u32(NocAddr::unicast(c, a as u64)).unwrap_or(0);
+        let completion_rd = word(d, mailbox::COMPLETION_RD_PTR);
+        let last_event_done = word(d, mailbox::last_event(q));
+        // Each slot: entry, source and split words.
+        let slot = fetch_queue::SLOT_SIZE as usize;
+        let mut slots = vec![0u8; slot * cfg.fetch_entries as usize];
+        let at = NocAddr::unicast(self.chip.prefetcher(q), fetch_queue::slot_addr(0) as u64);
+        let _ = backend.read(at, &mut slots);
+        let word = |b: &[u8]| u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
+        let split_at = fetch_queue::SPLIT_OFFSET as usize;
+        let pending: Vec<(u32, u32)> =
+            slots.chunks_exact(slot).map(|s| (word(s), word(&s[split_at..]))).filter(|&(raw, _)| raw != 0).collect();
+        let pending_bytes: u32 =
+            pending.iter().filter_map(|&(raw, split)| Some(FetchEntry::from_raw(raw).ok()?.issue_bytes(split))).sum();
+        let issue_size = self.list[q as usize].layout.issue_size;
+        let running = self
+            .chip
+            .workers()
+            .filter(|&w| backend.read_u32(NocAddr::unicast(w, mailbox::WAYPOINT as u64)).ok() == Some(waypoint::RUN.0))
+            .count() as u32;
+        QueuePointers {
+            cq: q,
+            issue_wr: RingPtr(issue_rd).advance(pending_bytes, issue_size).0,
+            issue_rd,
+            fetch_issued: fetched.wrapping_add(pending.len() as u32),
+            fetch_consumed: fetched,
+            completion_rd,
+            completion_wr,
+            workers_outstanding: running,
+            last_event_done,
+        }
+    }
+}

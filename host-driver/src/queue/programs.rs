@@ -1,0 +1,303 @@
+//! `CommandQueue::enqueue_program`: one chunk per program. It waits (one
+//! WAIT for a launch, named by its distance back) only when the program
+//! reuses a kernel text slot or config ring bytes that one of the last
+//! `LAUNCH_RING_ENTRIES` programs may still use, and the dispatcher's LAUNCH
+//! waits for the launch that last used its ring entry; otherwise the
+//! dispatcher writes kernel text, args and the launch message ahead while
+//! earlier programs run, and the LAUNCH's multicast starts the workers.
+//! Large binaries and arg blocks are staged in sysmem and gathered into
+//! the chunk by the prefetcher (`super::staged`) rather than copied.
+
+use super::ops::CommandQueue;
+use super::program_state::{slot_addr, SlotChoice};
+use super::stream::{launch_message, stream_size, write_program, Stream};
+use super::trace::Resident;
+use crate::error::Result;
+use crate::program::Program;
+use cqlab_abi::dispatch::WaitFlags;
+use cqlab_abi::noc::NocAddr;
+use cqlab_abi::program::LAUNCH_RING_ENTRIES;
+use cqlab_abi::size::{self, ChunkSize, DispatchSize};
+
+/// How far back a program's WAIT reaches when it needs one at all: the
+/// launch three back has finished by the time the dispatcher writes a
+/// program's args unless kernels run longer than three programs' dispatch,
+/// and then the dispatcher is ahead of the workers anyway.
+const WAIT_REACH: u64 = 3;
+
+impl CommandQueue<'_> {
+    /// Enqueues `program`: its kernels (sent only when not already resident
+    /// in the slot chosen for them), runtime args and launch. Returns at once
+    /// (fast dispatch) or once it has been started (slow dispatch); inside a
+    /// trace capture it is recorded.
+    pub fn enqueue_program(&mut self, program: &Program) -> Result<()> {
+        let chip = self.chip;
+        program.check(chip)?;
+        let plan = self.host().programs.plan(program)?;
+        let grid = chip.worker_count();
+        if self.cfg.slow_dispatch {
+            return self.slow_program(program, &plan, grid);
+        }
+        let host = self.host();
+        let number = host.program_launches + 1;
+        // The last program using what this one overwrites, by its distance
+        // back; further back than the launch ring it has finished already.
+        let back = number - plan.wait_for;
+        let needed = plan.wait_for > host.waited_launch && back <= LAUNCH_RING_ENTRIES as u64;
+        // A WAIT that must be sent anyway reaches `WAIT_REACH` launches back
+        // when that is later than needed, so the next programs, which reuse
+        // what the following launches used, find it already waited for: a
+        // WAIT every few programs instead of one each (each costs the
+        // dispatcher a command) when every program reuses config-ring bytes.
+        let waited = if needed { plan.wait_for.max(number.saturating_sub(WAIT_REACH)) } else { plan.wait_for };
+        let wait = needed.then_some((number - waited) as u32);
+        // In a capture, a wait for the launch before the replay is made by
+        // the replay itself, before the trace (see `super::capture`).
+        let waits_before =
+            host.capture.as_ref().is_some_and(|c| plan.wait_for == c.before && back <= LAUNCH_RING_ENTRIES as u64);
+        // Seqs are unique across queues: a kernel trace record names its launch.
+        let seq = self.queues.next_launch_seq;
+        let msg = launch_message(seq, program, &plan);
+        let all = chip.range_noc(&chip.grid(), 0);
+        // What one chunk can carry at most (the driver refuses larger).
+        let limit = self.host().layout.issue_size.min(cqlab_abi::memory_map::MAX_CHUNK) as usize;
+        let size = ChunkSize::new().relay_inline(stream_size(chip, program, &plan, wait.is_some(), msg.len())).bytes();
+        let stream = Stream { chip, program, plan: &plan, wait, all, msg: &msg };
+        if self.submit_program_staged(stream, limit)? {
+            // Sent, its large blobs by reference.
+        } else if size <= limit {
+            self.submit_with(size, |e| {
+                e.relay_inline(true, |w| {
+                    if let Some(back) = wait {
+                        w.wait(WaitFlags::WAIT_LAUNCH, 0, back)?;
+                    }
+                    write_program(w, chip, program, &plan)?;
+                    w.launch(all, &msg)
+                })
+            })?;
+        } else {
+            self.submit_program_in_chunks(stream, limit)?;
+        }
+        let host = self.host();
+        if let Some(capture) = &mut host.capture {
+            capture.waits_before |= waits_before;
+            // Kernels the capture found resident from before it began: a
+            // replay checks they still are.
+            for (k, choice) in plan.slots.iter().enumerate() {
+                if !choice.upload && capture.saved.0.holds_kernel(choice.slot, program, k) {
+                    let spec = &program.kernels[k];
+                    let known = capture.relies.iter().any(|r| {
+                        let kr = &r.kernel.kernels[0];
+                        r.slot == choice.slot && kr.image.build_id == spec.image.build_id && kr.ranges == spec.ranges
+                    });
+                    if !known {
+                        let mut kernel = Program::new();
+                        kernel.add_kernel(spec.image.clone(), &spec.ranges)?;
+                        capture.relies.push(Resident { slot: choice.slot, kernel });
+                    }
+                }
+            }
+        }
+        host.workers_outstanding += grid;
+        host.waited_launch = host.waited_launch.max(waited);
+        host.program_launches = number;
+        host.programs.commit(program, &plan, number);
+        self.queues.next_launch_seq = seq.wrapping_add(1);
+        Ok(())
+    }
+
+    /// A program whose commands do not fit one chunk of `limit` bytes (the
+    /// unique args of a large range, say 256 cores x 54 words): its dispatch
+    /// stream goes out in several chunks of one RELAY_INLINE each, the WAIT
+    /// first, every write cut into writes of at most a chunk's payload at
+    /// successive offsets, the LAUNCH last. The dispatcher reads one
+    /// stream: where chunks end means nothing to it, and nothing else
+    /// enters this queue's stream in between.
+    fn submit_program_in_chunks(&mut self, stream: Stream<'_>, limit: usize) -> Result<()> {
+        let Stream { chip, program, plan, wait, all, msg } = stream;
+        let launch = DispatchSize::new().launch(msg.len()).bytes();
+        // Dispatch bytes per chunk: the usual payload, enough for the
+        // LAUNCH alone, within the chunk limit.
+        let max = self.max_inline().max(launch).min(size::relay_inline_room(limit));
+        let first = if wait.is_some() { DispatchSize::new().wait() } else { DispatchSize::new() };
+        // The first chunk holds its WAIT and one piece of a write at least.
+        let piece = max.saturating_sub(first.header().bytes()) & !15;
+        if piece == 0 || max < launch {
+            return Err(crate::error::DriverError::Invalid(format!(
+                "a program needs chunks of {} dispatch bytes; this queue's issue queue carries {max}",
+                first.write_linear(16).bytes().max(launch)
+            )));
+        }
+        // Each uploaded image relocated once, for its slot.
+        let images: Vec<Option<Vec<u8>>> = plan
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(k, choice)| choice.upload.then(|| program.kernels[k].image.for_slot(choice.slot)))
+            .collect();
+        let mut writes: Vec<(NocAddr, &[u8])> = Vec::new();
+        for (k, image) in images.iter().enumerate() {
+            if let Some(image) = image {
+                for range in &program.kernels[k].ranges {
+                    writes.push((chip.range_noc(range, slot_addr(plan.slots[k])), image));
+                }
+            }
+        }
+        for g in &plan.groups {
+            let spec = &program.kernels[g.kernel];
+            let range = spec.ranges[g.range];
+            if g.common_count > 0 {
+                writes.push((chip.range_noc(&range, g.common_addr), spec.common_bytes()));
+            }
+            if g.unique_count > 0 {
+                writes.push((chip.range_noc(&range, g.unique_addr), spec.unique_block(g.range)));
+            }
+        }
+        let pieces: Vec<(NocAddr, &[u8])> = writes
+            .iter()
+            .flat_map(|(dst, bytes)| {
+                bytes.chunks(piece).enumerate().map(move |(i, part)| (dst.offset((i * piece) as u64), part))
+            })
+            .collect();
+        let (mut next, mut first_chunk) = (0, true);
+        loop {
+            // As many writes as fit after the WAIT (first chunk only), then
+            // the LAUNCH if it fits too.
+            let mut payload = if first_chunk { first } else { DispatchSize::new() };
+            let start = next;
+            while next < pieces.len() && payload.write_linear(pieces[next].1.len()).bytes() <= max {
+                payload = payload.write_linear(pieces[next].1.len());
+                next += 1;
+            }
+            let last = next == pieces.len() && payload.launch(msg.len()).bytes() <= max;
+            if last {
+                payload = payload.launch(msg.len());
+            }
+            let batch = &pieces[start..next];
+            let first_wait = if first_chunk { wait } else { None };
+            self.submit_with(ChunkSize::new().relay_inline(payload).bytes(), |e| {
+                e.relay_inline(true, |w| {
+                    if let Some(back) = first_wait {
+                        w.wait(WaitFlags::WAIT_LAUNCH, 0, back)?;
+                    }
+                    for &(dst, bytes) in batch {
+                        w.write_linear(dst, bytes)?;
+                    }
+                    if last {
+                        w.launch(all, msg)?;
+                    }
+                    Ok(())
+                })
+            })?;
+            if last {
+                return Ok(());
+            }
+            first_chunk = false;
+        }
+    }
+
+    /// Sends kernel `r` into its text slot unless the workers hold it there
+    /// (a replay whose trace relied on it), once the programs that last ran
+    /// from that slot there have finished.
+    pub(super) fn ensure_resident(&mut self, r: &Resident) -> Result<()> {
+        let host = self.host();
+        if host.programs.holds_kernel(r.slot, &r.kernel, 0) {
+            return Ok(());
+        }
+        let wait_for = host.programs.upload_wait(r.slot, &r.kernel, 0);
+        // By distance from the next launch, as a program's own WAIT.
+        let back = host.program_launches + 1 - wait_for;
+        let wait = (wait_for > host.waited_launch && back <= LAUNCH_RING_ENTRIES as u64).then_some(back as u32);
+        let spec = &r.kernel.kernels[0];
+        let choice = SlotChoice { slot: r.slot, upload: true };
+        let text = DispatchSize::times(DispatchSize::new().write_linear(spec.image.len() as usize), spec.ranges.len());
+        let payload = if wait.is_some() { DispatchSize::new().wait().then(text) } else { text };
+        self.submit_with(ChunkSize::new().relay_inline(payload).bytes(), |e| {
+            e.relay_inline(true, |w| {
+                if let Some(back) = wait {
+                    w.wait(WaitFlags::WAIT_LAUNCH, 0, back)?;
+                }
+                for range in &spec.ranges {
+                    w.write_linear_with(self.chip.range_noc(range, slot_addr(choice)), spec.image.len(), |out| {
+                        spec.image.write_for_slot(r.slot, out)
+                    })?;
+                }
+                Ok(())
+            })
+        })?;
+        let host = self.host();
+        host.waited_launch = host.waited_launch.max(wait_for);
+        host.programs.commit_upload(r.slot, &r.kernel, 0);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::{CoreRange, Topology};
+    use crate::kernel::KernelImage;
+    use crate::queue::program_state::ProgramState;
+    use crate::queue::stream::program_writes;
+    use cqlab_abi::arch::tensix::Processor;
+    use cqlab_abi::program::{KernelGroup, LaunchHeader, NO_KERNEL, NO_RECT};
+    use std::sync::Arc;
+    use zerocopy::FromBytes;
+
+    #[test]
+    fn a_program_stream_is_sized_exactly() {
+        let chip = Topology::for_board(cqlab_abi::soc::Board::BlackholeP150a, None, 1).unwrap();
+        let mut p = Program::new();
+        let k = p.add_kernel(Arc::new(KernelImage::test_image("k")), &[CoreRange::new((0, 0), (1, 1))]).unwrap();
+        p.set_common_args(k, &[1, 2, 3]).unwrap();
+        p.set_unique_args(k, (1, 1), &[7]).unwrap();
+        let plan = ProgramState::new(8, 8, 0, 1).plan(&p).unwrap();
+        let msg = launch_message(0, &p, &plan);
+        for wait in [false, true] {
+            let size = ChunkSize::new().relay_inline(stream_size(&chip, &p, &plan, wait, msg.len())).bytes();
+            let c = super::super::issue::chunk(size, |e| {
+                e.relay_inline(true, |w| {
+                    if wait {
+                        w.wait(WaitFlags::WAIT_LAUNCH, 0, 1)?;
+                    }
+                    write_program(w, &chip, &p, &plan)?;
+                    w.launch(chip.range_noc(&chip.grid(), 0), &msg)
+                })
+            })
+            .unwrap();
+            assert_eq!(c.len(), size);
+        }
+        assert_eq!(program_writes(&chip, &p, &plan).count(), 3, "text, common args, unique args");
+    }
+
+    /// Kernels on BRISC and NCRISC of one rectangle go in one kernel group,
+    /// each core's entry and args in its own slot of the group.
+    #[test]
+    fn kernels_of_one_rectangle_share_a_launch_group() {
+        let r = CoreRange::new((0, 0), (1, 1));
+        let mut p = Program::new();
+        let a = p.add_kernel(Arc::new(KernelImage::test_image("a")), &[r]).unwrap();
+        let b = p.add_kernel_on(Arc::new(KernelImage::test_image("b")), &[r], Processor::Ncrisc).unwrap();
+        p.add_kernel_on(Arc::new(KernelImage::test_image("c")), &[CoreRange::single(3, 3)], Processor::Trisc2).unwrap();
+        p.set_common_args(a, &[1]).unwrap();
+        p.set_common_args(b, &[2, 3]).unwrap();
+        let plan = ProgramState::new(8, 8, 0, 1).plan(&p).unwrap();
+        let msg = launch_message(7, &p, &plan);
+        let group = |i: u32| {
+            let at = cqlab_abi::program::group_offset(i) as usize;
+            KernelGroup::read_from_bytes(&msg[at..at + std::mem::size_of::<KernelGroup>()]).unwrap()
+        };
+        assert_eq!(LaunchHeader::read_from_prefix(&msg).unwrap().0.seq, 7);
+        let g = group(0);
+        assert_eq!(g.rect, cqlab_abi::program::pack_rect(0, 0, 1, 1));
+        assert_eq!(g.kernels[0].entry, slot_addr(plan.slots[0]));
+        assert_eq!(g.kernels[1].entry, slot_addr(plan.slots[1]));
+        assert_eq!((g.kernels[0].common_count, g.kernels[1].common_count), (1, 2));
+        assert!(g.kernels[2..].iter().all(|k| k.entry == NO_KERNEL));
+        let g = group(1);
+        assert_eq!(g.rect, cqlab_abi::program::pack_rect(3, 3, 3, 3));
+        assert_eq!(g.kernels[4].entry, slot_addr(plan.slots[2]));
+        assert!(g.kernels[..4].iter().all(|k| k.entry == NO_KERNEL));
+        assert_eq!(group(2).rect, NO_RECT);
+    }
+}

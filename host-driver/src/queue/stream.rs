@@ -1,0 +1,167 @@
+//! A program's dispatch stream: the writes that put its kernel text and
+//! runtime args on the workers, the launch message, and their sizes.
+
+use super::program_state::{slot_addr, Plan};
+use super::staging::BlobKey;
+use crate::geometry::Topology;
+use crate::program::Program;
+use cqlab_abi::encode::{DispatchWriter, EncodeError};
+use cqlab_abi::noc::NocAddr;
+use cqlab_abi::program::{
+    config_word, pack_rect, KernelGroup, LaunchHeader, ProcessorKernel, LAUNCH_ENTRY_SIZE, MAX_KERNEL_GROUPS, NO_RECT,
+};
+use cqlab_abi::size::DispatchSize;
+use std::mem::size_of;
+use zerocopy::IntoBytes;
+
+/// A program's dispatch stream as it is sent: the program and its plan, its
+/// WAIT (launches back, if any), the rectangle its LAUNCH reaches and the
+/// launch message.
+#[derive(Clone, Copy)]
+pub(super) struct Stream<'a> {
+    pub chip: &'a Topology,
+    pub program: &'a Program,
+    pub plan: &'a Plan,
+    pub wait: Option<u32>,
+    pub all: NocAddr,
+    pub msg: &'a [u8],
+}
+
+/// Launch header and groups, as the LAUNCH payload (a whole ring entry; the
+/// tag is stamped by whoever sends it). Each distinct rectangle is one
+/// group, holding the kernel of each core that runs one there; its kernel
+/// id is that of the first kernel placed on it.
+pub(super) fn launch_message(seq: u32, program: &Program, plan: &Plan) -> [u8; LAUNCH_ENTRY_SIZE as usize] {
+    let mut msg = [0u8; LAUNCH_ENTRY_SIZE as usize];
+    let mut at = size_of::<LaunchHeader>();
+    msg[..at].copy_from_slice(LaunchHeader { seq }.as_bytes());
+    // Args a group has none of have no place in the ring.
+    let word = |addr: u32, count: u32| if count == 0 { 0 } else { config_word(addr) };
+    let mut groups: Vec<KernelGroup> = Vec::with_capacity(MAX_KERNEL_GROUPS);
+    for g in &plan.groups {
+        let spec = &program.kernels[g.kernel];
+        let r = spec.ranges[g.range];
+        let rect = pack_rect(r.start.0, r.start.1, r.end.0, r.end.1);
+        let i = match groups.iter().position(|k| k.rect == rect) {
+            Some(i) => i,
+            None => {
+                groups.push(KernelGroup { rect, kernel_id: spec.image.build_id as u32, ..Default::default() });
+                groups.len() - 1
+            }
+        };
+        groups[i].kernels[spec.processor.index()] = ProcessorKernel {
+            entry: slot_addr(plan.slots[g.kernel]),
+            unique_count: g.unique_count as u16,
+            common_count: g.common_count as u16,
+            unique_word: word(g.unique_addr, g.unique_count),
+            common_word: word(g.common_addr, g.common_count),
+        };
+    }
+    for group in &groups {
+        msg[at..at + size_of::<KernelGroup>()].copy_from_slice(group.as_bytes());
+        at += size_of::<KernelGroup>();
+    }
+    if groups.len() < MAX_KERNEL_GROUPS {
+        let end = KernelGroup { rect: NO_RECT, ..Default::default() };
+        msg[at..at + size_of::<KernelGroup>()].copy_from_slice(end.as_bytes());
+    }
+    msg
+}
+
+/// Kernel text, common args and unique args: one multicast each per range.
+pub(super) fn write_program(
+    w: &mut DispatchWriter<'_>,
+    chip: &Topology,
+    program: &Program,
+    plan: &Plan,
+) -> Result<(), EncodeError> {
+    for (dst, blob) in program_writes(chip, program, plan) {
+        // Written into the stream in place (a binary relocated as it is):
+        // one copy.
+        w.write_linear_with(dst, blob.len(program), |out| blob.write(program, out))?;
+    }
+    Ok(())
+}
+
+/// The writes of a program's dispatch stream, in order: each uploaded
+/// kernel's text to each of its ranges, then per kernel group its common
+/// args and its unique-arg block (laid out as the workers read them when
+/// they were set), each one multicast.
+pub(super) fn program_writes<'a>(
+    chip: &'a Topology,
+    program: &'a Program,
+    plan: &'a Plan,
+) -> impl Iterator<Item = (NocAddr, Blob<'a>)> + 'a {
+    let text = plan.slots.iter().enumerate().filter(|(_, c)| c.upload).flat_map(move |(k, choice)| {
+        program.kernels[k]
+            .ranges
+            .iter()
+            .map(move |r| (chip.range_noc(r, slot_addr(*choice)), Blob::Image { k, slot: choice.slot }))
+    });
+    let args = plan.groups.iter().flat_map(move |g| {
+        let spec = &program.kernels[g.kernel];
+        let range = spec.ranges[g.range];
+        let common =
+            (g.common_count > 0).then(|| (chip.range_noc(&range, g.common_addr), Blob::Bytes(spec.common_bytes())));
+        let unique = (g.unique_count > 0)
+            .then(|| (chip.range_noc(&range, g.unique_addr), Blob::Unique { k: g.kernel, range: g.range }));
+        common.into_iter().chain(unique)
+    });
+    text.chain(args)
+}
+
+/// A write of a program's stream: what its bytes are.
+#[derive(Clone, Copy)]
+pub(super) enum Blob<'a> {
+    /// Kernel `k`'s binary, relocated for text slot `slot`.
+    Image {
+        k: usize,
+        slot: u32,
+    },
+    /// Kernel `k`'s unique-arg block for range `range`.
+    Unique {
+        k: usize,
+        range: usize,
+    },
+    Bytes(&'a [u8]),
+}
+
+impl Blob<'_> {
+    /// What names its staged copy (`None`: never staged).
+    pub(super) fn key(&self, program: &Program) -> Option<BlobKey> {
+        match *self {
+            Blob::Image { k, slot } => {
+                let image = &program.kernels[k].image;
+                Some(BlobKey::Image { build_id: image.build_id, slot, len: image.len() })
+            }
+            Blob::Unique { k, range } => Some(BlobKey::UniqueArgs { stamp: program.kernels[k].unique_stamp(), range }),
+            Blob::Bytes(_) => None,
+        }
+    }
+
+    pub(super) fn len(&self, program: &Program) -> u32 {
+        match *self {
+            Blob::Image { k, .. } => program.kernels[k].image.len(),
+            Blob::Unique { k, range } => program.kernels[k].unique_block(range).len() as u32,
+            Blob::Bytes(b) => b.len() as u32,
+        }
+    }
+
+    /// Writes its bytes into `out` (exactly `len` bytes).
+    pub(super) fn write(&self, program: &Program, out: &mut [u8]) {
+        match *self {
+            Blob::Image { k, slot } => program.kernels[k].image.write_for_slot(slot, out),
+            Blob::Unique { k, range } => out.copy_from_slice(program.kernels[k].unique_block(range)),
+            Blob::Bytes(b) => out.copy_from_slice(b),
+        }
+    }
+}
+
+/// The dispatch commands of a program's one-chunk stream: its WAIT (if
+/// any), its writes, its LAUNCH of a `msg`-byte message.
+pub(super) fn stream_size(chip: &Topology, program: &Program, plan: &Plan, wait: bool, msg: usize) -> DispatchSize {
+    let start = if wait { DispatchSize::new().wait() } else { DispatchSize::new() };
+    program_writes(chip, program, plan)
+        .fold(start, |s, (_, blob)| s.write_linear(blob.len(program) as usize))
+        .launch(msg)
+}

@@ -1,0 +1,177 @@
+//! `cqlab race`'s arguments: which workload, how many seeds, which faults,
+//! each number with its range declared at the option.
+
+use std::path::PathBuf;
+
+/// Largest `--bytes` per copy (the buffer and its reference live in host memory).
+const MAX_BYTES: u32 = 16 << 20;
+/// Largest NOC/PCIe jitter and PCIe latency, and the largest `--delay`, in cycles.
+const MAX_LATENCY: u64 = 10_000_000;
+/// Largest `--timeout-cycles`.
+const MAX_TIMEOUT: u64 = 1_000_000_000_000;
+/// Most seeds one campaign runs (a million seeds already take days).
+pub const MAX_SEEDS: u64 = 10_000_000;
+/// Largest issue or completion queue, in bytes (sysmem holds both per CQ).
+const MAX_QUEUE_BYTES: u32 = 64 << 20;
+/// Largest DRAM page of the copied buffer.
+const MAX_PAGE: u32 = 1 << 20;
+
+/// The known-bug variants of the CQ firmware (cqlab-kernels features
+/// `bug-NAME`, built by `cargo xtask firmware` into `variants/NAME`).
+pub const VARIANTS: [&str; 6] = [
+    "stall-release-early",
+    "release-before-ack",
+    "early-fetch-release",
+    "completion-no-toggle",
+    "event-zero-signalled",
+    "relay-reuse-before-sent",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum WorkloadKind {
+    /// CQ0 replays a trace and records an event; CQ1 waits, copies, reads back.
+    TwoQueue,
+    /// A seeded random mix of every command kind, checked against a reference model.
+    Random,
+    /// Random program streams (kernel uploads and evictions, args of random
+    /// sizes, traces) on both queues, mixed with DRAM read-backs and
+    /// cross-queue events; every kernel's store and read-back checked.
+    Programs,
+}
+
+impl WorkloadKind {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::TwoQueue => "two-queue",
+            WorkloadKind::Random => "random",
+            WorkloadKind::Programs => "programs",
+        }
+    }
+}
+
+/// Options only the two-queue workload reads (the others draw their
+/// layout per seed): giving one with another workload is refused.
+pub(super) const TWO_QUEUE_ONLY: [&str; 8] =
+    ["copies", "bytes", "page_size", "delay", "ring_pages", "pcie_read_latency", "issue_size", "completion_size"];
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct Args {
+    /// Which workload each seed runs.
+    #[arg(long, value_enum, default_value = "two-queue")]
+    pub workload: WorkloadKind,
+    /// Known-bug firmware variant to run, or `none` for the normal
+    /// firmware: stall-release-early, release-before-ack,
+    /// early-fetch-release, completion-no-toggle, event-zero-signalled,
+    /// relay-reuse-before-sent (docs/cli.md says what each re-creates).
+    #[arg(long, conflicts_with = "firmware", value_parser = variant)]
+    pub variant: Option<String>,
+    /// CQ firmware to race: a directory holding `prefetch` and `dispatch`
+    /// ELFs (any patched build), or the name of a known-bug variant.
+    #[arg(long)]
+    pub firmware: Option<String>,
+    /// Seeds to run: seed-base .. seed-base + seeds (1..=10000000).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=MAX_SEEDS))]
+    pub seeds: u64,
+    /// First seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed_base: u64,
+    /// Two-queue: iterations of the pattern. Random: batches of 12 commands
+    /// per seed. Programs: batches of 25 programs per seed (1..=1000000).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub iterations: u32,
+    /// Two-queue: write/read-back pairs (stall points) per iteration on CQ1 (0..=10000).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    pub copies: u32,
+    /// Two-queue: bytes per copy (1..=16777216).
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=MAX_BYTES as i64))]
+    pub bytes: u32,
+    /// Two-queue: DRAM page size of the copied buffer (a read relays it page
+    /// by page through the prefetcher's relay scratch; 1..=1048576).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=MAX_PAGE as i64))]
+    pub page_size: u32,
+    /// Seeded extra latency, up to this many cycles, on every NOC/PCIe transaction (0..=10000000).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=MAX_LATENCY))]
+    pub jitter: u64,
+    /// What-if beyond the hardware: drop the NOC/PCIe ordering rules, so
+    /// jitter may reorder same-route transactions (see README).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = false)]
+    pub reorder: bool,
+    /// Probability per scheduling slice that a core stalls 2000 cycles
+    /// (0..=1; refused where the stalls would outrun the clock and nothing
+    /// could ever boot: below 0.025 at the default 50-cycle slice).
+    #[arg(long, default_value_t = 0.0, value_parser = |s: &str| crate::args::real(s, 0.0..=1.0))]
+    pub core_stall: f64,
+    /// Two-queue: dispatcher DELAY (cycles) on CQ0 before it stamps the
+    /// marker and records its event: a slow producer widens the cross-queue
+    /// window. The host's no-progress limit grows by the same amount (a
+    /// delay is not a hang; 0..=10000000).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=MAX_LATENCY as i64))]
+    pub delay: u32,
+    /// Two-queue: dispatcher ring pages per CQ (4 KiB each; fewer means more
+    /// credit pressure; the device says how many fit).
+    #[arg(long, default_value_t = cqlab_abi::memory_map::DEFAULT_RING_PAGES,
+          value_parser = clap::value_parser!(u32).range(1..=cqlab_abi::memory_map::DISPATCH_RING.size as i64 / 4096))]
+    pub ring_pages: u32,
+    /// Two-queue: device read latency of host memory over PCIe, in cycles (1..=10000000).
+    #[arg(long, default_value_t = 750, value_parser = clap::value_parser!(u64).range(1..=MAX_LATENCY))]
+    pub pcie_read_latency: u64,
+    /// Two-queue: issue-queue bytes per CQ (smaller fills and wraps it
+    /// sooner; the device says which sizes work). The random and programs
+    /// workloads draw this and the completion size, ring pages and PCIe
+    /// latency per seed instead.
+    #[arg(long, default_value_t = cqlab_abi::sysmem::DEFAULT_ISSUE_QUEUE_SIZE,
+          value_parser = clap::value_parser!(u32).range(1..=MAX_QUEUE_BYTES as i64))]
+    pub issue_size: u32,
+    /// Two-queue: completion-queue bytes per CQ.
+    #[arg(long, default_value_t = cqlab_abi::sysmem::DEFAULT_COMPLETION_QUEUE_SIZE,
+          value_parser = clap::value_parser!(u32).range(1..=MAX_QUEUE_BYTES as i64))]
+    pub completion_size: u32,
+    /// Device cycles without progress before a wait gives up (at least the
+    /// driver's progress-check interval, 1,000,000); also how long one
+    /// kernel may run (the workloads' kernels take thousands of cycles, so
+    /// one spinning on corrupted args is a failure, not a long wait).
+    #[arg(long, default_value_t = 5_000_000,
+          value_parser = clap::value_parser!(u64).range(cqlab_driver::wait::PROGRESS_CHECK_CYCLES..=MAX_TIMEOUT))]
+    pub timeout_cycles: u64,
+    /// PCT schedule of this depth (Burckhardt et al.): finds races needing
+    /// up to depth-1 ordering changes. 0 = the default sliced schedule (0..=64).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=64))]
+    pub pct_depth: u32,
+    /// Scheduling steps (slices) PCT controls before reverting to slices
+    /// (with --pct-depth; 1..=1000000000).
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub pct_steps: u64,
+    /// Faults, comma-separated (repeatable): stall=P[:CYCLES], jitter=N,
+    /// slow=CORE@FACTOR (CORE: prefetcherQ, dispatcherQ, workerC.R),
+    /// late-doorbell=N, backpressure=N, pcie-read=N, quantum-jitter=N,
+    /// lazy-drain=N (the host reads completions every N polls of a wait),
+    /// or `strong` (every simulator amplifier at once).
+    #[arg(long)]
+    pub faults: Vec<String>,
+    /// Parallel processes (each runs a share of the seeds; 1..=256).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub jobs: u32,
+    /// Stop at the first failing seed.
+    #[arg(long)]
+    pub until_first: bool,
+    /// Keep each failing seed's full hang dump (text, JSON) and trace here
+    /// (created if missing; its parent must exist).
+    #[arg(long)]
+    pub dump_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub records: crate::campaign::RecordArgs,
+    #[command(flatten)]
+    pub chip: crate::chip::ChipOpt,
+    /// Internal (`--jobs`): print records on stdout, nothing else.
+    #[arg(long, hide = true, conflicts_with = "jobs")]
+    pub child: bool,
+}
+
+/// `--variant NAME`: a known-bug variant, or `none` for the normal firmware.
+pub(super) fn variant(s: &str) -> Result<String, String> {
+    if s == "none" || VARIANTS.contains(&s) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!("{s:?} is not a known-bug variant: none, {}", VARIANTS.join(", ")))
+    }
+}

@@ -1,0 +1,365 @@
+//! Bad input, command by command (issue 24): zero, huge and garbage
+//! numbers; missing, empty, binary, endless files and directories where
+//! files belong; outputs that cannot be written or would overwrite an
+//! input; coordinates off the grid; conflicting options; knobs that can
+//! never finish. Each row is a command line, the exit status it must give
+//! (docs/cli.md: 2 refused before any work, 1 a run that failed) and a
+//! fragment of its message. Refusals print nothing on stdout and come at
+//! once.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use support::{firmware_dir, text, CQLAB};
+
+const MISSING: &str = "/nonexistent/cqlab";
+
+/// Scratch inputs the table names as `{name}`.
+struct Fixtures {
+    dir: PathBuf,
+}
+
+impl Fixtures {
+    fn new() -> Self {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("bad-input-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("empty-dir")).unwrap();
+        let write = |name: &str, bytes: &[u8]| std::fs::write(dir.join(name), bytes).unwrap();
+        write("garbage", b"this is not what any command reads\n");
+        write("binary", &[0xff, 0xfe, 0x00, 0x80, 0x81, 0xc3, 0x28, 0x0a]);
+        write("empty", b"");
+        let record = |tool: &str, index: u64| {
+            format!(
+                r#"{{"tool":"{tool}","seed":{index},"index":{index},"ok":true,"device_cycles":1,"seconds":0.1,"argv":["{tool}"]}}"#
+            )
+        };
+        write("mixed.jsonl", format!("{}\n{}\n", record("race", 0), record("stress", 1)).as_bytes());
+        let report = |cqs: u32| {
+            format!(
+                r#"{{"tool":"cqlab run","workload":"dispatch_latency","points":[{{"cqs":{cqs},"params":{{"cqs":{cqs}}},"throughput":{{"value":100.0}},"latency_cycles":{{"mean":10.0,"p50":10.0,"p95":10.0,"p99":10.0}}}}]}}"#
+            )
+        };
+        write("report1.json", report(1).as_bytes());
+        write("report2.json", report(2).as_bytes());
+        write(
+            "trace.jsonl",
+            br#"{"format":"cqlab-trace","version":2,"workload":"x","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","clock_hz":1e9,"cores":[]}"#,
+        );
+        write(
+            "trace-v1.jsonl",
+            br#"{"format":"cqlab-trace","version":1,"workload":"x","cqs":1,"clock_hz":1e9,"cores":[]}"#,
+        );
+        Fixtures { dir }
+    }
+
+    /// `{name}` in `arg` replaced by the fixture's path.
+    fn expand(&self, arg: &str) -> String {
+        let mut a = arg.replace("{missing}", MISSING);
+        for name in
+            ["garbage", "binary", "empty", "empty-dir", "mixed.jsonl", "report1.json", "report2.json", "trace-v1.jsonl", "trace.jsonl"]
+        {
+            a = a.replace(&format!("{{{name}}}"), self.dir.join(name).to_str().unwrap());
+        }
+        a.replace("{dir}", self.dir.to_str().unwrap())
+    }
+}
+
+/// (command line, exit status, fragment of stderr).
+type Row = (&'static [&'static str], i32, &'static str);
+
+fn check(rows: &[Row]) {
+    let f = Fixtures::new();
+    let mut failures = Vec::new();
+    for &(args, status, fragment) in rows {
+        let argv: Vec<String> = args.iter().map(|a| f.expand(a)).collect();
+        let start = Instant::now();
+        let o = Command::new(CQLAB).args(&argv).env("CQLAB_FIRMWARE_DIR", firmware_dir()).output().unwrap();
+        let took = start.elapsed();
+        let err = String::from_utf8_lossy(&o.stderr);
+        let ok = o.status.code() == Some(status)
+            && err.contains(fragment)
+            && !err.contains("panicked")
+            // Refused before any work: nothing on stdout (a malformed dump
+            // is listed up to its first bad byte, then refused).
+            && (status != 2 || o.stdout.is_empty() || fragment.starts_with("malformed"))
+            && took < Duration::from_secs(10);
+        if !ok {
+            failures.push(format!("{argv:?}: expected {status} and {fragment:?} (took {took:?}):\n{}", text(&o)));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} rows wrong:\n{}", failures.len(), rows.len(), failures.join("\n"));
+}
+
+#[test]
+fn demo_bench_perf_driver_bench_matmul_schedule() {
+    check(&[
+        (&["demo", "--rounds", "0"], 2, "not in 1..=10000"),
+        (&["demo", "--rounds", "99999999999"], 2, "--rounds"),
+        (&["demo", "--rounds", "many"], 2, "--rounds"),
+        (&["demo", "--chip", "grayskull"], 2, "unknown chip `grayskull`; expected one of: wormhole-n150"),
+        (&["demo", "--harvest", "rows=0"], 2, "has no Tensix row 0"),
+        (&["demo", "--harvest", "cols=7"], 2, "harvests Tensix rows, not cols"),
+        (&["demo", "--chip", "blackhole-p100a", "--harvest", "rows=8"], 2, "harvests Tensix cols, not rows"),
+        (&["demo", "--harvest", "rows=1,2,3,4,5,7,8,9,10"], 2, "at most 0 command queues fit"),
+        (&["demo", "--device", "bogus"], 2, "unknown device"),
+        (&["demo", "--device", "sim:/x", "--noc-jitter", "5"], 2, "--noc-jitter applies to the embedded"),
+        (&["demo", "--device", "sim:/x?wait=1e30"], 2, "wait"),
+        (&["demo", "--stall-timeout", "0"], 2, "not in 1000000.."),
+        (&["bench", "dispatch", "--programs", "0"], 2, "not in 1..=100000"),
+        (&["bench", "dispatch", "--programs", "18446744073709551616"], 2, "--programs"),
+        (&["bench", "dispatch", "--stage-min-bytes", "4294967295"], 2, "not in 0..=1048576"),
+        (&["bench", "dispatch", "--profile", "worker9.9"], 2, "not a core of the measured devices"),
+        (&["bench", "dispatch", "--json", "--csv"], 2, "cannot be used with"),
+        (&["perf", "--programs", "0"], 2, "not in 1..=1000000"),
+        (&["perf", "--args", "257"], 2, "not in 0..=256"),
+        (&["perf", "--device", "nonsense"], 2, "unknown device"),
+        (&["driver-bench", "--kernel-timeout", "5"], 2, "0 (no limit) or at least 1000000"),
+        (&["driver-bench", "--device", "embedded:seed=x"], 2, "seed \"x\" is not a number"),
+        (&["matmul", "--tile", "1"], 2, "not in 4..=16"),
+        (&["matmul", "--tile", "6", "--m", "12", "--n", "12", "--k", "12"], 2, "4, 8, 12 or 16"),
+        (&["matmul", "--m", "0"], 2, "not in 1..=1024"),
+        (&["matmul", "--m", "4294967280"], 2, "not in 1..=1024"),
+        (&["matmul", "--m", "60"], 2, "--m 60 is not a multiple of --tile 16"),
+        (&["matmul", "--strategy", "bogus"], 2, "invalid value 'bogus'"),
+        (&["schedule", "--m", "0", "--n", "1", "--k", "1"], 2, "not in 1..=1099511627776"),
+        (&["schedule", "--m", "64", "--n", "64", "--k", "64", "--tile", "0"], 2, "tile size must be at least 1"),
+        (&["schedule", "--m", "64", "--n", "64", "--k", "64", "--tile", "99999999999"], 2, "a tile edge is at most"),
+        (&["schedule", "--m", "1099511627776", "--n", "1099511627776", "--k", "1", "--tile", "1"], 2, "overflows"),
+        (
+            &["schedule", "--m", "1073741824", "--n", "1073741824", "--k", "1", "--tile", "1"],
+            2,
+            "--m, --n, --k with --tile",
+        ),
+        (&["schedule", "--m", "64", "--n", "64", "--k", "64", "--l3", "0"], 2, "cache sizes must be positive"),
+        (&["schedule", "--m", "64", "--n", "64", "--k", "64", "--l2", "lots"], 2, "--l2"),
+        (&["schedule", "--m", "64", "--n", "64", "--k", "64", "--json", "--csv"], 2, "cannot be used with"),
+        (
+            &["schedule", "--m", "64", "--n", "64", "--k", "64", "--svg", "{missing}/x.svg"],
+            2,
+            "--svg /nonexistent/cqlab/x.svg: its directory",
+        ),
+        (
+            &["schedule", "--m", "64", "--n", "64", "--k", "64", "--svg", "{empty-dir}"],
+            2,
+            "is a directory, expected a file",
+        ),
+        (
+            &["schedule", "--m", "64", "--n", "64", "--k", "64", "--svg", "/dev/full"],
+            1,
+            "writing --svg /dev/full: No space left",
+        ),
+    ]);
+}
+
+#[test]
+fn race_and_its_campaign_options() {
+    check(&[
+        (&["race", "--seeds", "0"], 2, "not in 1..=10000000"),
+        (&["race", "--seeds", "10000000000"], 2, "not in 1..=10000000"),
+        (&["race", "--seeds", "ten"], 2, "--seeds"),
+        (&["race", "--seed-base", "18446744073709551615", "--seeds", "2"], 2, "runs past the largest seed"),
+        (&["race", "--bytes", "0"], 2, "0 is not in 1..=16777216"),
+        (&["race", "--iterations", "0"], 2, "not in 1..=1000000"),
+        (&["race", "--delay", "4294967295"], 2, "not in 0..=10000000"),
+        (&["race", "--timeout-cycles", "0"], 2, "not in 1000000..=1000000000000"),
+        (&["race", "--pct-depth", "65"], 2, "not in 0..=64"),
+        (&["race", "--pct-steps", "5"], 2, "--pct-steps needs --pct-depth above 0"),
+        (&["race", "--jobs", "0"], 2, "not in 1..=256"),
+        (&["race", "--core-stall", "0.1"], 2, "can never boot"),
+        (&["race", "--core-stall", "nan"], 2, "--core-stall"),
+        (&["race", "--core-stall", "2"], 2, "not in 0..=1"),
+        (&["race", "--faults", "stall=0.1"], 2, "can never boot"),
+        (&["race", "--faults", "slow=worker16.0@2"], 2, "worker16.0 is not on the device"),
+        (&["race", "--faults", "slow=worker1@2"], 2, "workerC.R"),
+        (&["race", "--faults", "slow=worker9.0@2"], 2, "worker9.0 is not on the device (wormhole-n150 rows=8, a 8x8"),
+        (&["race", "--faults", "slow=dispatcher5@2"], 2, "is not on the device"),
+        (&["race", "--faults", "jitter=99999999999"], 2, "at most 10000000 cycles"),
+        (&["race", "--faults", "bogus=1"], 2, "unknown fault"),
+        (&["race", "--variant", "bogus"], 2, "not a known-bug variant"),
+        (&["race", "--firmware", "{missing}"], 2, "not a directory, and"),
+        (&["race", "--firmware", "{empty-dir}"], 2, "no prefetch ELF in it"),
+        (&["race", "--variant", "none", "--firmware", "x"], 2, "cannot be used with"),
+        (&["race", "--workload", "random", "--copies", "3"], 2, "--copies only shape the two-queue workload"),
+        (&["race", "--workload", "programs", "--issue-size", "4096"], 2, "--issue-size only shape"),
+        (&["race", "--issue-size", "100"], 2, "the device refuses this configuration"),
+        (&["race", "--shard", "4/4"], 2, "expected I/N"),
+        (&["race", "--shard", "0/18446744073709551615"], 2, "expected I/N"),
+        (&["race", "--dump-dir", "{missing}/dumps"], 2, "--dump-dir /nonexistent/cqlab/dumps: its directory"),
+        (&["race", "--dump-dir", "{garbage}"], 2, "exists and is not a directory"),
+        (&["race", "--jsonl", "{empty-dir}"], 2, "is a directory, expected a file"),
+        (&["race", "--jsonl", "{missing}/r.jsonl"], 2, "its directory"),
+        (&["race", "--jobs", "2", "--child"], 2, "cannot be used with"),
+    ]);
+}
+
+#[test]
+fn run_compare_sweep() {
+    check(&[
+        (&["run", "bogus"], 2, "unknown workload \"bogus\""),
+        (&["run", "copy_stress", "--iters", "0"], 2, "not in 1..=1000000"),
+        (&["run", "copy_stress", "--cqs", "9"], 2, "9 is outside 1..=8"),
+        (&["run", "copy_stress", "--cqs", "1,1"], 2, "appears twice"),
+        (&["run", "copy_stress", "--cqs", "x"], 2, "is not a number"),
+        (&["run", "copy_stress", "--bytes", "1"], 2, "multiple of 1024"),
+        (&["run", "copy_stress", "--copies", "4294967295"], 2, "not in 1..=10000"),
+        (&["run", "tiny_kernels", "--programs", "4294967295"], 2, "not in 1..=10000"),
+        (&["run", "large_gemm", "--m", "4294967280"], 2, "not in 1..=1024"),
+        (&["run", "large_gemm", "--tile", "6", "--m", "12", "--n", "12", "--k", "12"], 2, "4, 8, 12 or 16"),
+        (&["run", "matmul_peak", "--m", "100"], 2, "multiples of a tile"),
+        (&["run", "tiny_kernels", "--copies", "3"], 2, "--copies not read by tiny_kernels"),
+        (&["run", "dispatch_latency", "--bytes", "4096"], 2, "not read by dispatch_latency"),
+        (&["run", "copy_stress", "--sync", "bogus"], 2, "invalid value 'bogus'"),
+        (&["run", "copy_stress", "--device", "bogus"], 2, "unknown device"),
+        (&["run", "copy_stress", "--json", "{missing}/r.json"], 2, "--json /nonexistent/cqlab/r.json: its directory"),
+        (&["run", "copy_stress", "--trace", "{empty-dir}"], 2, "is a directory, expected a file"),
+        (
+            &["run", "copy_stress", "--json", "{dir}/same.json", "--trace", "{dir}/same.json"],
+            2,
+            "two outputs of one run",
+        ),
+        (
+            &["run", "copy_stress", "--cqs", "1,2", "--json", "{dir}/t-cqs2.json", "--trace", "{dir}/t.json"],
+            2,
+            "two outputs of one run",
+        ),
+        (&["compare", "{missing}", "{report1.json}"], 2, "BASE /nonexistent/cqlab: No such file"),
+        (&["compare", "{empty-dir}", "{report1.json}"], 2, "is a directory, expected a file"),
+        (&["compare", "/dev/zero", "{report1.json}"], 2, "holds more than 67108864 bytes"),
+        (&["compare", "{garbage}", "{report1.json}"], 2, "is not JSON"),
+        (&["compare", "{binary}", "{report1.json}"], 2, "is not UTF-8 text"),
+        (&["compare", "{empty}", "{report1.json}"], 2, "is not JSON"),
+        (&["compare", "{trace.jsonl}", "{report1.json}"], 2, "is not a `cqlab run --json` report"),
+        (&["compare", "{report1.json}", "{report2.json}"], 2, "nothing compared"),
+        (&["compare", "{report1.json}", "{report1.json}", "--threshold=-1"], 2, "expected a percentage"),
+        (&["compare", "{report1.json}", "{report1.json}", "--threshold", "5000%"], 2, "not in 0..=1000"),
+        (&["sweep", "copy_stress", "--param", "cqs=1,17"], 2, "cqs 17 (1..=16)"),
+        (&["sweep", "copy_stress", "--param", "bogus=1"], 2, "unknown knob"),
+        (&["sweep", "copy_stress", "--param", "depth=5..1"], 2, "need A <= B"),
+        (&["sweep", "copy_stress", "--param", "depth=0..18446744073709551615"], 2, "more than a million values"),
+        (&["sweep", "copy_stress", "--param", "issue_size=1,4096"], 2, "at issue_size=1 the device refuses"),
+        (&["sweep", "copy_stress", "--param", "depth=1", "--timeout-cycles", "0"], 2, "not in 1000000.."),
+        (&["sweep", "copy_stress", "--param", "depth=1,2", "--set", "depth=3"], 2, "is the swept knob"),
+        (&["sweep", "copy_stress", "--param", "depth=1", "--set", "bytes=9", "--set", "bytes=10"], 2, "set twice"),
+        (&["sweep", "copy_stress", "--param", "depth=1", "--device", "bogus"], 2, "unknown device"),
+        (&["sweep", "copy_stress", "--param", "depth=1", "--device", "embedded:slow"], 2, "use embedded[:seed=N]"),
+        (&["sweep", "copy_stress", "--param", "depth=1", "--host-bug", "bogus"], 2, "--host-bug"),
+        (&["sweep", "copy_stress", "--param", "depth=1", "--out", "{garbage}"], 2, "exists and is not a directory"),
+        (&["sweep", "copy_stress", "--param", "depth=1", "--out", "{missing}/out"], 2, "its directory"),
+    ]);
+}
+
+#[test]
+fn decode_and_the_trace_readers() {
+    check(&[
+        (&["decode", "--kind", "bogus", "{garbage}"], 2, "invalid value 'bogus'"),
+        (&["decode", "{missing}"], 2, "dump /nonexistent/cqlab: No such file"),
+        (&["decode", "{empty-dir}"], 2, "is a directory, expected a file"),
+        (&["decode", "/dev/zero"], 2, "holds more than 67108864 bytes"),
+        (&["decode", "{empty}"], 2, "is empty"),
+        (&["decode", "{binary}"], 2, "malformed issue-queue dump"),
+        (&["decode", "--kind", "completion", "{garbage}"], 2, "malformed completion dump"),
+        (&["decode", "--kind", "trace", "{binary}"], 2, "malformed trace dump"),
+        (&["decode", "{garbage}", "--cq", "1"], 2, "--cq read a live device"),
+        (&["decode", "--device", "embedded", "--kind", "completion"], 2, "reads a live simulator daemon"),
+        (&["decode", "--device", "sim:/x", "--kind", "issue"], 2, "--kind issue reads a dump FILE"),
+        (&["decode", "--device", "sim:/x", "--kind", "trace"], 2, "needs --core X,Y"),
+        (&["decode", "--device", "sim:/x", "--kind", "completion", "--core", "1,1"], 2, "--core is for --kind trace"),
+        (&["decode", "--device", "sim:/x", "--kind", "trace", "--core", "999,1"], 2, "expected X,Y"),
+        (&["decode", "--device", "sim:/x", "--kind", "completion", "--cq", "16"], 2, "not in 0..16"),
+        (&["decode", "--device", "sim:{missing}", "--kind", "completion"], 1, "observing sim:/nonexistent/cqlab"),
+        (&["trace", "summary", "{missing}"], 2, "RUN /nonexistent/cqlab: No such file"),
+        (&["trace", "summary", "{empty-dir}"], 2, "is a directory"),
+        (&["trace", "summary", "/dev/zero"], 2, "line 1 is longer than"),
+        (&["trace", "summary", "{garbage}"], 2, "line 1 is not a cqlab-trace header"),
+        (&["trace", "summary", "{binary}"], 2, "is not UTF-8"),
+        (&["trace", "summary", "{empty}"], 2, "not a cqlab-trace header"),
+        (&["trace", "summary", "{trace.jsonl}", "--paths", "99999"], 2, "not in 0..=10000"),
+        (&["trace", "summary", "{trace-v1.jsonl}"], 2, "a version 1 trace, recorded on cqlab's invented chip"),
+        (&["trace", "export", "{missing}", "--perfetto", "{dir}/p.json"], 2, "RUN /nonexistent/cqlab"),
+        (&["trace", "export", "/dev/zero", "--perfetto", "{dir}/p.json"], 2, "line 1 is longer than"),
+        (&["trace", "export", "{trace.jsonl}", "--perfetto", "{trace.jsonl}"], 2, "refusing to overwrite an input"),
+        (&["trace", "export", "{trace.jsonl}", "--perfetto", "{missing}/p.json"], 2, "its directory"),
+        (
+            &["trace", "export", "{trace.jsonl}", "--perfetto", "/dev/full"],
+            1,
+            "writing --perfetto /dev/full: No space left",
+        ),
+    ]);
+}
+
+#[test]
+fn stress_replay_campaign() {
+    check(&[
+        (&["stress", "restart", "--runs", "0"], 2, "not in 1..=100000"),
+        (&["stress", "restart", "--runs", "18446744073709551615"], 2, "not in 1..=100000"),
+        (&["stress", "restart", "--runs", "1", "--iterations", "0", "--workload", "random"], 2, "not in 1..=1000000"),
+        (&["stress", "restart", "--runs", "1", "--kill-rate", "1"], 2, "1 excluded"),
+        (&["stress", "restart", "--runs", "1", "--timeout", "0"], 2, "0 is not a timeout"),
+        (&["stress", "restart", "--runs", "1", "--timeout", "inf"], 2, "--timeout"),
+        (&["stress", "restart", "--runs", "1", "--device", "bogus"], 2, "unknown device"),
+        (&["stress", "restart", "--runs", "1", "--device", "ttkmd-sim:/x"], 2, "stress runs on embedded or sim:PATH"),
+        (&["stress", "restart", "--runs", "1", "--workload", "random", "--depth", "3"], 2, "apply to --workload copy_stress only"),
+        (&["stress", "restart", "--runs", "1", "--iterations", "3"], 2, "applies to --workload random or programs"),
+        (&["stress", "restart", "--runs", "1", "--phase-runs", "3"], 2, "applies to --reset phase only"),
+        (&["stress", "restart", "--runs", "1", "--jsonl", "{missing}/s.jsonl"], 2, "its directory"),
+        (&["stress", "restart", "--runs", "1", "--timeout-cycles", "5"], 2, "not in 1000000.."),
+        (&["replay", "{missing}"], 2, "RECORD /nonexistent/cqlab: No such file"),
+        (&["replay", "{empty-dir}"], 2, "is a directory, expected a file"),
+        (&["replay", "{garbage}"], 2, "not a campaign record"),
+        (&["replay", "{binary}"], 2, "is not UTF-8"),
+        (&["replay", "/dev/zero"], 2, "line 1 is longer than"),
+        (&["replay", "{not json"], 2, "RECORD is not a campaign record"),
+        (&["replay", "{\"tool\":\"race\"}", "--seed", "3"], 2, "--seed picks a record of a file"),
+        (&["replay", "{mixed.jsonl}", "--out", "{mixed.jsonl}"], 2, "exists and is not a directory"),
+        (&["replay", "{\"tool\":\"stress\",\"seed\":1,\"index\":0,\"ok\":true,\"device_cycles\":1,\"seconds\":0.1,\"argv\":[\"sim\",\"bench\"]}"], 2, "a stress record runs `stress run-one"),
+        (&["campaign", "merge", "{missing}"], 2, "/nonexistent/cqlab: No such file"),
+        (&["campaign", "merge", "{garbage}"], 2, "not a campaign record"),
+        (&["campaign", "merge", "{binary}"], 2, "is not UTF-8"),
+        (&["campaign", "merge", "/dev/zero"], 2, "line 1 is longer than"),
+        (&["campaign", "merge", "{empty-dir}"], 2, "no campaign records"),
+        (&["campaign", "merge", "{mixed.jsonl}"], 2, "a stress record among race records"),
+        (&["campaign", "sbatch", "--shards", "0", "--dir", "{dir}/s", "--", "race"], 2, "not in 1..=10000"),
+        (&["campaign", "sbatch", "--shards", "2", "--dir", "{dir}/s", "--", "demo"], 2, "`race ...` or `stress ...`"),
+        (&["campaign", "sbatch", "--shards", "2", "--dir", "{dir}/s", "--", "race", "--jobs", "2"], 2, "must not set --shard, --jsonl or --jobs"),
+        (&["campaign", "sbatch", "--shards", "2", "--dir", "{dir}/s", "--", "race", "--seeds", "0"], 2, "would be refused by every array task"),
+        (&["campaign", "sbatch", "--shards", "2", "--dir", "{dir}/s", "--", "stress", "restart", "--runs", "1", "--kill-rate", "1"], 2, "would be refused"),
+        (&["campaign", "sbatch", "--shards", "2", "--dir", "{dir}/s", "--time", "soon", "--", "race"], 2, "expected MINUTES"),
+        (&["campaign", "sbatch", "--shards", "2", "--dir", "{dir}/s", "--partition", "a;rm", "--", "race"], 2, "Slurm partition name"),
+        (&["campaign", "sbatch", "--shards", "2", "--dir", "{garbage}", "--", "race"], 2, "exists and is not a directory"),
+    ]);
+}
+
+#[test]
+fn sim_reset_status_dump() {
+    check(&[
+        (&["sim", "exec", "{missing}"], 2, "ELF /nonexistent/cqlab: No such file"),
+        (&["sim", "exec", "{empty-dir}"], 2, "is a directory"),
+        (&["sim", "exec", "/dev/zero"], 2, "holds more than 67108864 bytes"),
+        (&["sim", "exec", "{garbage}"], 2, "not an ELF file"),
+        (&["sim", "exec", "{empty}"], 2, "not an ELF file"),
+        (&["sim", "exec", "{garbage}", "--max-cycles", "0"], 2, "not in 1..=10000000000000"),
+        (&["sim", "bench", "--iters", "0"], 2, "not in 1..=1000000000"),
+        (&["sim", "bench", "--chip-cycles", "18446744073709551615"], 2, "not in 1..=100000000000"),
+        (&["sim", "serve", "--dev", "{dir}/d", "--sysmem-mib", "0"], 2, "not in 1..=4096"),
+        (&["sim", "serve", "--dev", "{dir}/d", "--harvest", "rows=6"], 2, "has no Tensix row 6"),
+        (&["sim", "serve", "--dev", "{dir}/d", "--chip", "grayskull-e150"], 2, "unknown chip"),
+        (&["sim", "serve", "--dev", "{garbage}"], 2, "exists and is not a directory"),
+        (&["sim", "ttkmd", "--dev", "{dir}/d", "--chip", "blackhole-p150a", "--harvest", "cols=8"], 2, "no Tensix column 8"),
+        (&["sim", "ttkmd", "--dev", "{garbage}"], 2, "exists and is not a directory"),
+        (&["sim", "stop", "--dev", "{missing}"], 1, "no simulator daemon"),
+        (&["sim", "bar", "--dev", "{dir}", "--worker", "256,0", "--addr", "0"], 2, "expected COL,ROW"),
+        (&["sim", "bar", "--dev", "{dir}", "--worker", "a,b", "--addr", "0"], 2, "expected COL,ROW"),
+        (&["sim", "bar", "--dev", "{dir}", "--worker", "0,0", "--addr", "0x100000000"], 2, "below 2^32"),
+        (&["sim", "bar", "--dev", "{dir}", "--worker", "0,0", "--addr", "3"], 2, "4-byte aligned"),
+        (&["sim", "bar", "--dev", "{dir}", "--worker", "0,0", "--addr", "0", "--write", "0x100000000"], 2, "32 bits"),
+        (&["sim", "bar", "--dev", "{dir}", "--worker", "0,0", "--addr", "0", "--hold", "inf"], 2, "0..=3600"),
+        (&["reset", "--dev", "{missing}"], 1, "no simulator daemon"),
+        (&["status", "--device", "embedded"], 2, "reads a live simulator daemon"),
+        (&["status", "--device", "bogus"], 2, "unknown device"),
+        (&["status", "--device", "sim:{missing}"], 1, "observing sim:/nonexistent/cqlab"),
+        (&["dump", "--device", "/dev/tenstorrent/0"], 2, "reads a live simulator daemon"),
+        (&["dump", "--device", "sim:{missing}"], 1, "observing sim:/nonexistent/cqlab"),
+    ]);
+}
