@@ -67,6 +67,10 @@ pub enum ApiError {
     Reentrant,
     #[error("an earlier call hit an internal error, the chip state is unknown: {0}; libttsim_exit and libttsim_init start afresh")]
     Broken(String),
+    #[error("no setting {name:?}; settings: {}", names.join(", "))]
+    NoSuchSetting { name: String, names: &'static [&'static str] },
+    #[error("settings apply at libttsim_init: set them before it (or after libttsim_exit)")]
+    SetWhileRunning,
     #[error("no counter {name:?}; counters: {}", names.join(", "))]
     NoSuchStat { name: String, names: &'static [&'static str] },
     #[error("internal error (a bug in cqlab's simulator): {0}")]

@@ -271,3 +271,22 @@ pub unsafe fn stat(name: *const c_char) -> u64 {
         })
     })
 }
+
+/// Sets setting `name` (a `CQLAB_TTSIM_*` variable) to `value` for the next
+/// `init`, over the environment's; 0 when taken, -1 when refused (the
+/// reason is the last error).
+///
+/// # Safety
+/// `name` and `value` are null or NUL-terminated strings.
+pub unsafe fn set(arch: Arch, name: *const c_char, value: *const c_char) -> i32 {
+    let d = || "cqlab_ttsim_set(name, value)".to_string();
+    if name.is_null() || value.is_null() {
+        report(&d(), &ApiError::NullPointer { what: "the setting's name or value", size: 0 });
+        return -1;
+    }
+    // SAFETY: non-null and NUL-terminated, as the caller guarantees.
+    let (name, value) = unsafe { (CStr::from_ptr(name), CStr::from_ptr(value)) };
+    let (name, value) = (name.to_string_lossy().into_owned(), value.to_string_lossy().into_owned());
+    let d = || format!("cqlab_ttsim_set({name:?}, {value:?})");
+    guarded(-1, || call(&d, Broken::Allow, |lib| lib.set(arch, &name, &value).map(|()| 0)))
+}

@@ -38,7 +38,7 @@
 //!   there is nothing of the kind;
 //! - cqlab's own: `cqlab_ttsim_last_error`, `cqlab_ttsim_error_count`,
 //!   `cqlab_ttsim_clear_error`, `cqlab_ttsim_digest`,
-//!   `cqlab_ttsim_device_time`, `cqlab_ttsim_stat`.
+//!   `cqlab_ttsim_device_time`, `cqlab_ttsim_stat`, `cqlab_ttsim_set`.
 
 pub mod config_space;
 pub mod device;
@@ -286,6 +286,18 @@ macro_rules! export_libttsim {
         #[no_mangle]
         pub extern "C" fn cqlab_ttsim_device_time() -> u64 {
             ffi::device_time()
+        }
+
+        /// Sets `name` (a `CQLAB_TTSIM_*` setting) to `value` for the next
+        /// `libttsim_init`, over the environment's, until `libttsim_exit`;
+        /// 0 when taken, -1 when refused (see `cqlab_ttsim_last_error`).
+        ///
+        /// # Safety
+        /// `name` and `value` are null or NUL-terminated strings.
+        #[no_mangle]
+        pub unsafe extern "C" fn cqlab_ttsim_set(name: *const c_char, value: *const c_char) -> i32 {
+            // SAFETY: the caller's guarantee, forwarded.
+            unsafe { ffi::set($arch, name, value) }
         }
 
         /// The selected chip's counter `name` (docs/libttsim.md lists them).

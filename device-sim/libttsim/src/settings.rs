@@ -1,5 +1,9 @@
 //! What the environment chooses, read at every `libttsim_init`: a host
-//! loading the library through tt-umd passes no arguments.
+//! loading the library through tt-umd passes no arguments. A host that
+//! knows it loaded cqlab's library (cqlab's own driver, `--device ttsim:`)
+//! may set any of them for the next `init` with `cqlab_ttsim_set(name,
+//! value)` instead: such a value wins over the environment's until
+//! `libttsim_exit`.
 //!
 //! | variable | meaning | default |
 //! |---|---|---|
@@ -14,6 +18,16 @@ use crate::error::{ApiError, Log};
 use cqlab_abi::arch::Arch;
 use cqlab_abi::soc::{Board, Harvesting};
 use cqlab_sim::config::SimConfig;
+
+/// Every variable a host may set (`cqlab_ttsim_set`).
+pub const NAMES: [&str; 6] = [
+    "CQLAB_TTSIM_BOARD",
+    "CQLAB_TTSIM_HARVEST",
+    "CQLAB_TTSIM_SEED",
+    "CQLAB_TTSIM_QUANTUM_JITTER",
+    "CQLAB_TTSIM_NOC_JITTER",
+    "CQLAB_TTSIM_LOG",
+];
 
 /// The environment's choices.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,6 +106,13 @@ impl Settings {
     /// From the process environment.
     pub fn from_env(arch: Arch) -> Result<Settings, ApiError> {
         Self::read(arch, |var| std::env::var(var).ok())
+    }
+
+    /// From `overrides` (name, value), then the process environment.
+    pub fn with_overrides(arch: Arch, overrides: &[(String, String)]) -> Result<Settings, ApiError> {
+        Self::read(arch, |var| {
+            overrides.iter().rev().find(|(n, _)| n == var).map(|(_, v)| v.clone()).or_else(|| std::env::var(var).ok())
+        })
     }
 
     /// The configuration of chip `id`: the board's chip with the default

@@ -40,9 +40,11 @@ pub struct Lib {
     pub sim: Option<Sim>,
     /// Why the simulator is broken (a call panicked), until `exit`.
     pub broken: Option<String>,
+    /// Settings the host set (`cqlab_ttsim_set`), over the environment's, until `exit`.
+    pub overrides: Vec<(String, String)>,
 }
 
-static LIB: Mutex<Lib> = Mutex::new(Lib { callbacks: None, sim: None, broken: None });
+static LIB: Mutex<Lib> = Mutex::new(Lib { callbacks: None, sim: None, broken: None, overrides: Vec::new() });
 
 thread_local! {
     /// This thread is inside a call (a DMA callback calling back in).
@@ -142,7 +144,7 @@ impl Lib {
         if self.sim.is_some() {
             return Err(ApiError::AlreadyRunning);
         }
-        let settings = Settings::from_env(arch)?;
+        let settings = Settings::with_overrides(arch, &self.overrides)?;
         error::set_log(settings.log);
         let chip0 = Device::new(0, &settings, self.callbacks)?;
         note(Log::Calls, &format!("{} ({:?}), seed {}", settings.board, settings.harvesting, settings.seed));
@@ -150,12 +152,28 @@ impl Lib {
         Ok(())
     }
 
-    /// Stops it: every chip gone, the callbacks forgotten, a broken
-    /// simulator mended.
+    /// Sets setting `name` to `value` for the next `init` (checked now).
+    pub fn set(&mut self, arch: Arch, name: &str, value: &str) -> Result<(), ApiError> {
+        if self.sim.is_some() {
+            return Err(ApiError::SetWhileRunning);
+        }
+        let Some(&var) = crate::settings::NAMES.iter().find(|&&n| n == name) else {
+            return Err(ApiError::NoSuchSetting { name: name.to_string(), names: &crate::settings::NAMES });
+        };
+        let mut next = self.overrides.clone();
+        next.push((var.to_string(), value.to_string()));
+        Settings::with_overrides(arch, &next)?;
+        self.overrides = next;
+        Ok(())
+    }
+
+    /// Stops it: every chip gone, the callbacks and the host's settings
+    /// forgotten, a broken simulator mended.
     pub fn exit(&mut self) -> Result<(), ApiError> {
         let was = self.sim.take();
         self.callbacks = None;
         self.broken = None;
+        self.overrides.clear();
         was.map(drop).ok_or(ApiError::NotRunning)
     }
 }
