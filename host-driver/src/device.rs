@@ -276,6 +276,16 @@ impl Device {
             }
         }
         expect.extend(self.chip.workers().map(|w| (w, FirmwareId::Worker)));
+        // The loads land before any core runs: a read-back flushes the
+        // posted BAR writes (a PCIe read does not pass them) and returns
+        // only once they have drained. Whatever an earlier boot's firmware
+        // still had in flight on the NOC (the acks of its last writes to
+        // host memory) lands meanwhile, before the new firmware takes its
+        // NIU counters as its starting point (`hal::noc_init`): an ack
+        // counted after that would leave it waiting for writes forever.
+        if let Some(&(tile, _)) = expect.first() {
+            self.backend.read_u32(NocAddr::unicast(tile, RESET_JAL as u64))?;
+        }
         for &(tile, _) in &expect {
             self.set_reset(tile, SOFT_RESET_BRISC_ONLY_RUN)?;
         }

@@ -80,3 +80,31 @@ on_both_chips! {
         assert_eq!(dev.complete_read(&pending).unwrap(), &data[1024..2524], "seed 55");
     }
 }
+
+on_both_chips! {
+    /// A device rebooted the moment a read-back returns still runs: the
+    /// acks of the old dispatcher's last writes to host memory may still be
+    /// on their way, and the new firmware, which starts its write count
+    /// from its NIU's counters, must not count them. (The boot flushes its
+    /// posted loads with a read-back before it releases a core; without it
+    /// the simulator released the new dispatcher before those acks landed
+    /// and its first launch waited for writes forever, at NWW, on Blackhole.)
+    fn a_reboot_right_after_a_read_back_leaves_a_device_that_runs(chip) {
+        let mut dev = booted(chip, 17, |c| c.stall_timeout_cycles = 2_000_000);
+        let buf = dev.alloc_l1(1, 2, 4096).unwrap();
+        let grid = dev.chip().grid();
+        for launches in [1u8, 5, 20] {
+            let mut cq = dev.cq(0).unwrap();
+            for _ in 0..launches {
+                cq.write_buffer(&buf, 0, &[launches; 4096]).unwrap();
+                cq.launch(grid, &[]).unwrap();
+            }
+            assert_eq!(cq.read_buffer(&buf, 0, 4096).unwrap(), vec![launches; 4096], "{}", chip.name());
+            dev.boot().unwrap();
+            let mut cq = dev.cq(0).unwrap();
+            cq.launch(grid, &[]).unwrap();
+            let name = chip.name();
+            cq.finish().unwrap_or_else(|e| panic!("{name}: rebooted after {launches} launches and a read-back: {e}"));
+        }
+    }
+}

@@ -118,6 +118,22 @@ pub trait Backend {
     }
 }
 
+/// ARC is read through any backend's BAR ([`crate::arc`]).
+impl<B: Backend + ?Sized> crate::arc::ArcBus for B {
+    fn name(&self) -> String {
+        Backend::name(self)
+    }
+    fn params(&self) -> &'static ArchParams {
+        Backend::params(self)
+    }
+    fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
+        Backend::read(self, addr, buf)
+    }
+    fn bar0_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
+        Backend::bar0_read(self, offset, buf)
+    }
+}
+
 /// Simulator control: views and knobs no real device has.
 pub trait Introspect {
     /// A core's PC, halt reason and recent PCs; `None` if there is no core there.

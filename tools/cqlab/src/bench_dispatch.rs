@@ -195,18 +195,13 @@ fn capture(dev: &mut Device, programs: &[Program], n: u32) -> Result<(Trace, u32
     }
 }
 
-fn measure(
-    p: &Point,
-    n: u32,
-    seed: u64,
-    copy: &mut CopyBound,
-    profile: &[crate::chip::CoreName],
-    symbols: &mut crate::profile::Symbols,
-    stage_min_bytes: u32,
-    chip: &crate::chip::ChipOpt,
-) -> Result<Row> {
+/// Measures point `p` with the run's options `args` (programs, seed,
+/// chip, staging, profiled cores).
+fn measure(p: &Point, args: &Args, copy: &mut CopyBound, symbols: &mut crate::profile::Symbols) -> Result<Row> {
+    let (n, seed, stage_min_bytes) = (args.programs, args.seed, args.stage_min_bytes);
+    let profile = args.profile.as_ref().map_or(&[][..], |c| &c.0[..]);
     let mut cfg = DeviceConfig { num_cqs: p.cqs, stage_min_bytes, ..Default::default() };
-    chip.apply(&mut cfg)?;
+    args.chip.apply(&mut cfg)?;
     let mut dev = Device::open(&format!("embedded:seed={seed}"), cfg)?;
     dev.boot()?;
     let programs = programs_for(&dev, p)?;
@@ -471,14 +466,12 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     validate(&cmd)?;
     let Command::Dispatch(args) = cmd;
     let points = selected(&args)?;
-    let profile = args.profile.as_ref().map_or(&[][..], |c| &c.0[..]);
     let mut rows = Vec::new();
     let mut copy = CopyBound::new();
     let mut symbols = crate::profile::Symbols::default();
     for p in &points {
-        let row =
-            measure(p, args.programs, args.seed, &mut copy, profile, &mut symbols, args.stage_min_bytes, &args.chip)
-                .with_context(|| format!("measuring {} {:?} trace={}", p.axis, p.kernel, p.trace))?;
+        let row = measure(p, &args, &mut copy, &mut symbols)
+            .with_context(|| format!("measuring {} {:?} trace={}", p.axis, p.kernel, p.trace))?;
         if !args.json && !args.csv {
             eprint!(".");
         }
