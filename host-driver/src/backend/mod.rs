@@ -6,13 +6,13 @@
 //!   the board, the pinned host sysmem the device reaches over PCIe, a way
 //!   to let time pass while the host waits, and the device clock. Every
 //!   backend has it: the embedded simulator, the simulator daemon, tt-kmd on
-//!   a card, tt-kmd against the simulator.
+//!   a card, tt-kmd against the simulator, a libttsim library.
 //! - [`Introspect`]: simulator control a real card cannot offer (a core's
 //!   PC, state digests, DRAM traffic counters, running an exact number of
 //!   cycles). A backend that has it returns it from [`Backend::introspect`].
 //!
 //! [`spec`] turns a device spec (`embedded:seed=N`, `sim:PATH`,
-//! `/dev/tenstorrent/N`, `ttkmd-sim:PATH`) into a backend.
+//! `/dev/tenstorrent/N`, `ttkmd-sim:PATH`, `ttsim:PATH`) into a backend.
 
 pub mod spec;
 
