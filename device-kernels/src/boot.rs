@@ -3,7 +3,7 @@
 use crate::memory::Memory;
 use crate::trace;
 use cqlab_abi::firmware::FirmwareId;
-use cqlab_abi::mailbox::{AliveRecord, ALIVE, ALIVE_MAGIC, WAYPOINT};
+use cqlab_abi::mailbox::{self, AliveRecord, ALIVE, ALIVE_MAGIC, WAYPOINT};
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{Waypoint, BOOT};
 use cqlab_abi::ABI_VERSION;
@@ -13,12 +13,34 @@ pub fn set_waypoint(mem: &mut impl Memory, w: Waypoint) {
     mem.write_u32(WAYPOINT, w.0);
 }
 
-/// Initialises the trace ring, records a boot event and publishes the alive
-/// record (last, so the host never sees an alive core with a stale ring).
+/// BRISC: initialises the trace ring, records a boot event and publishes
+/// the alive record (last, so the host never sees an alive core with a stale
+/// ring).
 pub fn announce(mem: &mut impl Memory, firmware: FirmwareId, core_xy: u32, build_id: u32, cycle: u64) {
     set_waypoint(mem, BOOT);
     trace::init(mem);
     trace::record(mem, core_xy as u16, cycle, TraceKind::Boot, firmware as u32, ABI_VERSION);
+    publish(mem, ALIVE, firmware, core_xy, build_id, cycle);
+}
+
+/// A subordinate core of a worker tile (processor index 1..=4): publishes
+/// its alive record in its mailbox (the trace ring is BRISC's).
+pub fn announce_subordinate(
+    mem: &mut impl Memory,
+    processor: usize,
+    firmware: FirmwareId,
+    core_xy: u32,
+    build_id: u32,
+    cycle: u64,
+) {
+    let at = mailbox::subordinate(processor);
+    mem.write_u32(at + mailbox::SUB_WAYPOINT, BOOT.0);
+    publish(mem, at, firmware, core_xy, build_id, cycle);
+}
+
+/// Writes an alive record at `at`, its magic last: a host (or BRISC)
+/// polling the record never sees it complete before every other field is.
+fn publish(mem: &mut impl Memory, at: u32, firmware: FirmwareId, core_xy: u32, build_id: u32, cycle: u64) {
     let alive = AliveRecord {
         magic: 0,
         firmware_id: firmware as u32,
@@ -28,10 +50,8 @@ pub fn announce(mem: &mut impl Memory, firmware: FirmwareId, core_xy: u32, build
         _reserved: 0,
         boot_cycle: cycle,
     };
-    // The magic goes last: a host polling the record never sees it complete
-    // before every other field is.
-    mem.write_words(ALIVE, alive.as_bytes());
-    mem.write_u32(ALIVE, ALIVE_MAGIC);
+    mem.write_words(at, alive.as_bytes());
+    mem.write_u32(at, ALIVE_MAGIC);
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use crate::report::fail;
 use crate::ring::RingGeometry;
 use cqlab_abi::fetch_queue;
 use cqlab_abi::mailbox::{CqConfig, DeviceError, CQ_CONFIG};
-use cqlab_abi::memory_map::{DISPATCH_RING, MAX_DRAM_BANKS};
+use cqlab_abi::memory_map::DISPATCH_RING;
 use cqlab_abi::sysmem::CqSysmemLayout;
 
 /// What a prefetcher or dispatcher derives from its `CqConfig`.
@@ -14,7 +14,8 @@ pub struct CqSetup {
     pub sysmem: CqSysmemLayout,
 }
 
-/// Checks the host's configuration; `None` if it is unusable.
+/// Checks the host's configuration; `None` if it is unusable. (The
+/// queue count and the DRAM banks are the `NocMap`'s, checked at boot.)
 pub fn check(cfg: &CqConfig) -> Option<CqSetup> {
     let ring = RingGeometry::new(DISPATCH_RING.base, cfg.ring_page_size, cfg.ring_pages)?;
     let sysmem =
@@ -22,9 +23,7 @@ pub fn check(cfg: &CqConfig) -> Option<CqSetup> {
     let ok = ring.size() <= DISPATCH_RING.size
         && sysmem.is_valid()
         && (1..=fetch_queue::MAX_ENTRIES).contains(&cfg.fetch_entries)
-        && (1..=MAX_DRAM_BANKS).contains(&cfg.dram_banks)
-        && cfg.cq_id < cfg.num_cqs
-        && cfg.num_cqs <= cqlab_abi::noc::MAX_CQS as u32;
+        && cfg.cq_id < cqlab_abi::noc::MAX_CQS as u32;
     ok.then_some(CqSetup { ring, sysmem })
 }
 

@@ -2,7 +2,8 @@
 //! stalls, completion records, and every bad-input path.
 
 use crate::dispatch::Dispatcher;
-use crate::fake::{run_until_stopped, End, FakeCore};
+use crate::fake::{run_until_stopped, End, FakeChip, FakeCore};
+use crate::platform::Platform;
 use crate::prefetch::Prefetcher;
 use cqlab_abi::completion::{CompletionHeader, CompletionKind};
 use cqlab_abi::dispatch::WaitFlags;
@@ -12,10 +13,10 @@ use cqlab_abi::mailbox::{CqConfig, DeviceError, ErrorRecord, ERROR, ERROR_MAGIC,
 use cqlab_abi::memory_map::{
     chunk_buffer, interleaved_page, CHUNK_AREA, CHUNK_BUFFERS, DISPATCH_RING, MAX_CHUNK, TRACE_AREA,
 };
-use cqlab_abi::mmio::sem;
-use cqlab_abi::noc::{dispatcher, dram_bank, prefetcher, worker, NocAddr, PCIE};
+use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::prefetch::EXEC_BUF_HEAD_MAX;
 use cqlab_abi::ring::RingPtr;
+use cqlab_abi::semaphore as sem;
 use cqlab_abi::sysmem::{COMPLETION_WR_PTR, CQ_HEADER_SIZE, FETCH_RD_COUNT, ISSUE_RD_PTR};
 use cqlab_abi::waypoint::{self, Waypoint};
 use std::vec::Vec;
@@ -30,14 +31,50 @@ fn cfg(issue_size: u32, completion_size: u32) -> CqConfig {
         issue_size,
         completion_size,
         cq_id: 0,
-        num_cqs: 1,
+        _reserved0: 0,
         fetch_entries: 4,
         cmd_buffer_size: CHUNK_AREA.size,
         ring_page_size: 256,
         ring_pages: 4,
         peer_xy: 0,
-        dram_banks: 8,
-        _reserved: [0; 4],
+        _reserved: [0; 5],
+    }
+}
+
+// The cores of a one-queue `FakeChip`, by their translated coordinates.
+fn prefetcher(cq: usize) -> Coord {
+    FakeChip::new(1).prefetcher(cq)
+}
+fn dispatcher(cq: usize) -> Coord {
+    FakeChip::new(1).dispatcher(cq)
+}
+fn worker(col: u8, row: u8) -> Coord {
+    FakeChip::new(1).worker(col, row)
+}
+
+/// `n` bytes of `core`'s dispatcher ring (on the dispatcher of queue 0).
+fn ring_of(core: &FakeCore, n: usize) -> Vec<u8> {
+    core.read_remote(NocAddr::unicast(dispatcher(0), DISPATCH_RING.base as u64), n)
+}
+
+/// The CQ 0 sysmem header and queues as the fake host sees them.
+fn sysmem_of(core: &FakeCore) -> Vec<u8> {
+    core.sysmem(0, (CQ_HEADER_SIZE + ISSUE + COMPLETION) as usize)
+}
+
+/// Stores `pages` of `trace` (`page` bytes each) interleaved over the
+/// fake chip's DRAM banks from DRAM address 0x4000; with `blank_head`,
+/// zeroes where the first `head` bytes would be.
+fn store_trace(core: &mut FakeCore, trace: &[u8], page: u32, blank_head: Option<usize>) {
+    let banks = core.chip.map.dram_banks;
+    for p in 0..trace.len() as u32 / page {
+        let (bank, at) = interleaved_page(0x4000, p, page, banks);
+        let mut bytes = trace[(p * page) as usize..][..page as usize].to_vec();
+        if let (Some(head), 0) = (blank_head, p) {
+            bytes[..head].fill(0);
+        }
+        let dst = core.chip.dram(bank, at);
+        core.write_remote(dst, &bytes);
     }
 }
 
@@ -66,7 +103,7 @@ fn prefetcher_with(issue_size: u32, start: u32, chunks: &[(Vec<u8>, bool)]) -> (
     let mut at = start;
     for (i, (chunk, stall)) in chunks.iter().enumerate() {
         for &b in chunk {
-            core.sysmem()[(CQ_HEADER_SIZE + at) as usize] = b;
+            core.set_sysmem((CQ_HEADER_SIZE + at) as u64, &[b]);
             at = (at + 1) % issue_size;
         }
         let entry = FetchEntry::new(chunk.len() as u64, *stall).unwrap();
@@ -99,12 +136,12 @@ fn relay_inline_fills_the_ring_and_publishes_pointers() {
     let (mut core, c) = prefetcher_with(ISSUE, 0, &[(chunk.clone(), false)]);
     assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck);
     assert_eq!(waypoint_of(&core), waypoint::HQW, "idle again, waiting for the host");
-    let ring = &core.remote[&dispatcher(0)][DISPATCH_RING.base as usize..][..chunk.len() - 64];
+    let ring = &ring_of(&core, chunk.len() - 64)[..];
     assert_eq!(ring, &chunk[16..16 + ring.len()], "dispatch commands relayed verbatim");
     let units = core.remote_sems[&(dispatcher(0), sem::RING_UNITS_FILLED)];
     assert_eq!(units * 16, 64, "WRITE_LINEAR header + 48 padded payload bytes signalled");
-    assert_eq!(word(core.sysmem(), FETCH_RD_COUNT as usize), 1);
-    assert_eq!(RingPtr(word(core.sysmem(), ISSUE_RD_PTR as usize)).offset_bytes(), chunk.len() as u32);
+    assert_eq!(word(&sysmem_of(&core), FETCH_RD_COUNT as usize), 1);
+    assert_eq!(RingPtr(word(&sysmem_of(&core), ISSUE_RD_PTR as usize)).offset_bytes(), chunk.len() as u32);
     assert_eq!(word(&core.l1, slot_addr(0) as usize), 0, "slot freed");
 }
 
@@ -114,9 +151,9 @@ fn a_chunk_wrapping_the_issue_queue_is_read_in_two_pieces() {
     assert_eq!(chunk.len(), 192);
     let (mut core, c) = prefetcher_with(256, 128, &[(chunk.clone(), false)]);
     assert_eq!(run_prefetcher(&mut core, c, 128), End::Stuck);
-    let ring = &core.remote[&dispatcher(0)][DISPATCH_RING.base as usize..][..128];
+    let ring = &ring_of(&core, 128)[..];
     assert_eq!(ring, &chunk[16..144]);
-    let rd = RingPtr(word(core.sysmem(), ISSUE_RD_PTR as usize));
+    let rd = RingPtr(word(&sysmem_of(&core), ISSUE_RD_PTR as usize));
     assert_eq!((rd.offset_bytes(), rd.toggle()), (64, true), "wrapped read pointer flips its toggle");
 }
 
@@ -135,7 +172,7 @@ fn ring_credits_limit_the_prefetcher_and_the_ring_wraps() {
     assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck);
     assert_eq!(waypoint_of(&core), waypoint::HQW);
     assert_eq!(core.remote_sems[&(dispatcher(0), sem::RING_UNITS_FILLED)], 96);
-    let ring = &core.remote[&dispatcher(0)][DISPATCH_RING.base as usize..][..16];
+    let ring = &ring_of(&core, 16)[..];
     assert_eq!(ring, &chunk[16..32], "third chunk wrapped to the ring start");
 }
 
@@ -146,7 +183,7 @@ fn gathered(issue_size: u32, start: u32, chunk: &[u8], head: u32, staged: u32, a
     let (h, s) = (head as usize, (head + staged) as usize);
     let ring: Vec<u8> = chunk[..h].iter().chain(&chunk[s..]).copied().collect();
     let (mut core, c) = prefetcher_with(issue_size, start, &[(ring, false)]);
-    core.sysmem()[at as usize..][..staged as usize].copy_from_slice(&chunk[h..s]);
+    core.set_sysmem(at as u64, &chunk[h..s]);
     let words = [at / 16, Split { head, staged }.raw()];
     core.set_l1(source_addr(0), &words[0].to_le_bytes());
     core.set_l1(split_addr(0), &words[1].to_le_bytes());
@@ -174,11 +211,11 @@ fn a_gathered_chunk_relays_as_the_whole_chunk_and_takes_only_its_ring_bytes() {
     assert_eq!(run_prefetcher(&mut core, c, 960), End::Stuck);
     assert_eq!(waypoint_of(&core), waypoint::HQW);
     let relayed = chunk.len() - 16 - 48;
-    let ring = &core.remote[&dispatcher(0)][DISPATCH_RING.base as usize..][..relayed];
+    let ring = &ring_of(&core, relayed)[..];
     assert_eq!(ring, &chunk[16..16 + relayed], "dispatch commands relayed verbatim");
-    let rd = RingPtr(word(core.sysmem(), ISSUE_RD_PTR as usize));
+    let rd = RingPtr(word(&sysmem_of(&core), ISSUE_RD_PTR as usize));
     assert_eq!(rd.offset_bytes(), (960 + ring_len) % 1024);
-    assert_eq!(word(core.sysmem(), FETCH_RD_COUNT as usize), 1);
+    assert_eq!(word(&sysmem_of(&core), FETCH_RD_COUNT as usize), 1);
 }
 
 #[test]
@@ -207,7 +244,7 @@ fn announced_chunks_are_read_ahead_into_their_own_buffers_and_run_in_order() {
     (core.peer_frees_pages, core.peer) = (Some(256), dispatcher(0).packed());
     assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck);
     assert_eq!(waypoint_of(&core), waypoint::HQW);
-    let ring = &core.remote[&dispatcher(0)][DISPATCH_RING.base as usize..];
+    let ring = &ring_of(&core, 64 * 1024);
     let mut at = 0;
     for (i, (chunk, _)) in chunks.iter().enumerate() {
         assert_eq!(core.l1_bytes(chunk_buffer(i as u32), chunk.len()), &chunk[..], "chunk {i} in buffer {i}");
@@ -215,9 +252,9 @@ fn announced_chunks_are_read_ahead_into_their_own_buffers_and_run_in_order() {
         assert_eq!(&ring[at..at + relayed], &chunk[16..16 + relayed], "chunk {i} relayed in its turn");
         at += relayed;
     }
-    assert_eq!(word(core.sysmem(), FETCH_RD_COUNT as usize), n as u32, "every slot freed");
+    assert_eq!(word(&sysmem_of(&core), FETCH_RD_COUNT as usize), n as u32, "every slot freed");
     let total: usize = chunks.iter().map(|(c, _)| c.len()).sum();
-    assert_eq!(RingPtr(word(core.sysmem(), ISSUE_RD_PTR as usize)).offset_bytes(), total as u32);
+    assert_eq!(RingPtr(word(&sysmem_of(&core), ISSUE_RD_PTR as usize)).offset_bytes(), total as u32);
 }
 
 #[test]
@@ -227,10 +264,10 @@ fn stall_waits_for_the_dispatchers_release_count() {
     assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck);
     assert_eq!(waypoint_of(&core), waypoint::PSW);
     let (mut core, c) = prefetcher_with(ISSUE, 0, &[(stall.clone(), false), (stall, false)]);
-    core.semaphores[sem::STALL_RELEASE as usize] = 1;
+    core.set_semaphore(sem::STALL_RELEASE, 1);
     assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck);
     assert_eq!(waypoint_of(&core), waypoint::PSW, "second stall needs a second release");
-    assert_eq!(word(core.sysmem(), FETCH_RD_COUNT as usize), 2);
+    assert_eq!(word(&sysmem_of(&core), FETCH_RD_COUNT as usize), 2);
 }
 
 fn prefetch_error(chunk: Vec<u8>, stall: bool) -> ErrorRecord {
@@ -290,11 +327,7 @@ fn a_trace_longer_than_the_trace_area_streams_through_its_windows() {
     let pages = len as u32 / PAGE;
     let (mut core, c) = prefetcher_with(ISSUE, 0, &[(encode(|e| e.exec_buf(0x4000, PAGE, pages)), true)]);
     (core.peer_frees_pages, core.peer) = (Some(256), dispatcher(0).packed());
-    for p in 0..pages {
-        let (bank, at) = interleaved_page(0x4000, p, PAGE, c.dram_banks);
-        let page = &buf[(p * PAGE) as usize..][..PAGE as usize];
-        core.remote_mem(dram_bank(bank as u8))[at as usize..][..PAGE as usize].copy_from_slice(page);
-    }
+    store_trace(&mut core, &buf[..len], PAGE, None);
     assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck);
     assert_eq!(waypoint_of(&core), waypoint::HQW, "replayed to EXEC_BUF_END, waiting for the host");
     assert_eq!(core.remote_sems[&(dispatcher(0), sem::RING_UNITS_FILLED)] * 16, relayed);
@@ -326,18 +359,10 @@ fn replay_chunk(
     let (mut core, c) = prefetcher_with(ISSUE, 0, &[(exec, true)]);
     let c = CqConfig { ring_page_size: 4096, ring_pages: 32, ..c };
     (core.peer_frees_pages, core.peer) = (Some(4096), dispatcher(0).packed());
-    for p in 0..pages {
-        let (bank, at) = interleaved_page(0x4000, p, page, c.dram_banks);
-        let bytes = &trace[(p * page) as usize..][..page as usize];
-        let dst = &mut core.remote_mem(dram_bank(bank as u8))[at as usize..][..page as usize];
-        dst.copy_from_slice(bytes);
-        if blank_dram_head && p == 0 {
-            dst[..head].fill(0);
-        }
-    }
+    store_trace(&mut core, &trace[..(pages * page) as usize], page, blank_dram_head.then_some(head));
     let end = run_prefetcher(&mut core, c, 0);
     let units = core.remote_sems.get(&(dispatcher(0), sem::RING_UNITS_FILLED)).copied().unwrap_or(0);
-    let ring = core.remote_mem(dispatcher(0))[DISPATCH_RING.base as usize..][..32 * 4096].to_vec();
+    let ring = ring_of(&core, 32 * 4096);
     (end, units, ring, core.dram_reads)
 }
 
@@ -469,7 +494,7 @@ fn dispatcher_with(stream: &[u8], completion_size: u32) -> (FakeCore, CqConfig) 
     let mut core = FakeCore::new(dispatcher(0));
     let c = CqConfig { peer_xy: prefetcher(0).packed(), ..cfg(ISSUE, completion_size) };
     core.set_l1(DISPATCH_RING.base, stream);
-    core.semaphores[sem::RING_UNITS_FILLED as usize] = stream.len() as u32 / 16;
+    core.set_semaphore(sem::RING_UNITS_FILLED, stream.len() as u32 / 16);
     (core, c)
 }
 
@@ -494,8 +519,8 @@ fn dispatcher_writes_data_and_completion_records_and_frees_pages() {
     let (mut core, c) = dispatcher_with(&stream, COMPLETION);
     assert_eq!(run_dispatcher(&mut core, c), End::Stuck);
     assert_eq!(waypoint_of(&core), waypoint::UAPW, "waiting for more ring data");
-    assert_eq!(&core.remote[&worker(2, 3)][0xA1000..0xA1000 + 300], &data[..]);
-    let sysmem = core.sysmem().clone();
+    assert_eq!(core.read_remote(NocAddr::unicast(worker(2, 3), 0xA1000), 300), data);
+    let sysmem = sysmem_of(&core);
     let base = (CQ_HEADER_SIZE + ISSUE) as usize;
     let h = CompletionHeader::read_from_bytes(&sysmem[base..base + 16]).unwrap();
     assert_eq!((h.kind, h.length, h.tag, h.seq), (CompletionKind::Data as u8, 8, 9, 0));
@@ -516,7 +541,7 @@ fn completion_queue_waits_for_the_host_and_wraps_with_toggle() {
     core.host_drains = true;
     assert_eq!(run_dispatcher(&mut core, c), End::Stuck);
     assert_eq!(waypoint_of(&core), waypoint::UAPW);
-    let wr = RingPtr(word(core.sysmem(), COMPLETION_WR_PTR as usize));
+    let wr = RingPtr(word(&sysmem_of(&core), COMPLETION_WR_PTR as usize));
     assert_eq!((wr.offset_bytes(), wr.toggle()), (64, true), "third record wrapped to offset 0");
 }
 
@@ -525,15 +550,15 @@ fn wait_counts_workers_clears_and_releases_the_prefetcher() {
     let flags = WaitFlags::BARRIER | WaitFlags::WAIT_COUNTER | WaitFlags::CLEAR | WaitFlags::NOTIFY_PREFETCH;
     let stream = dispatch_stream(|w| w.wait(flags, sem::WORKERS_DONE, 2));
     let (mut core, c) = dispatcher_with(&stream, COMPLETION);
-    core.semaphores[sem::WORKERS_DONE as usize] = 1;
+    core.set_semaphore(sem::WORKERS_DONE, 1);
     assert_eq!(run_dispatcher(&mut core, c), End::Stuck);
     assert_eq!(waypoint_of(&core), waypoint::WCW);
     assert!(!core.remote_sems.contains_key(&(prefetcher(0), sem::STALL_RELEASE)));
 
     let (mut core, c) = dispatcher_with(&stream, COMPLETION);
-    core.semaphores[sem::WORKERS_DONE as usize] = 3;
+    core.set_semaphore(sem::WORKERS_DONE, 3);
     assert_eq!(run_dispatcher(&mut core, c), End::Stuck);
-    assert_eq!(core.semaphores[sem::WORKERS_DONE as usize], 1, "CLEAR subtracts the count");
+    assert_eq!(word(&core.l1, sem::addr(sem::WORKERS_DONE) as usize), 1, "CLEAR subtracts the count");
     assert_eq!(core.remote_sems[&(prefetcher(0), sem::STALL_RELEASE)], 1);
 }
 
@@ -556,5 +581,4 @@ fn dispatcher_reports_bad_commands_and_halts() {
     let (mut core, c) = dispatcher_with(&stream[..64], COMPLETION);
     assert_eq!(run_dispatcher(&mut core, c), End::Halted, "record larger than the completion queue");
     assert_eq!(error_of(&core).code, DeviceError::TooLarge as u32);
-    let _ = PCIE;
 }

@@ -3,6 +3,7 @@
 //! ring pages to the prefetcher once the writes sourced from them are acked.
 
 use crate::cq_config::{setup, CqSetup};
+use crate::places::Dram;
 use crate::platform::Platform;
 use crate::report::{fail, wait_until, waypoint};
 use crate::ring::{readable, split_at_wrap, RingGeometry};
@@ -12,10 +13,11 @@ use cqlab_abi::decode::DispatchHeader;
 use cqlab_abi::dispatch::{PackedFlags, WaitFlags, WriteHostFlags, MAX_PACKED_DESTS};
 use cqlab_abi::mailbox::{CqConfig, DeviceError, COMPLETION_RD_PTR, SCRATCH};
 use cqlab_abi::memory_map::interleaved_page;
-use cqlab_abi::mmio::{self, sem};
-use cqlab_abi::noc::{dram_bank, worker_index, Coord, NocAddr, PCIE};
+use cqlab_abi::noc::{Coord, NocAddr};
+use cqlab_abi::noc_map::Grid;
 use cqlab_abi::program::{launch_done_sem, launch_entry, LAUNCH_RING_ENTRIES};
 use cqlab_abi::ring::{wrap_ge, RingPtr};
+use cqlab_abi::semaphore::{self as sem};
 use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR};
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{DLY, PWD, PWW, QRBW, UAPW, WCW};
@@ -27,6 +29,10 @@ pub struct Dispatcher<'p, P: Platform> {
     sysmem: CqSysmemLayout,
     ring: RingGeometry,
     prefetcher: Coord,
+    /// Host-memory offset 0, the DRAM banks and the compute grid (`NocMap`).
+    host: NocAddr,
+    dram: Dram,
+    grid: Grid,
     /// Bytes consumed from the ring (absolute position) and pages returned.
     read: u64,
     released: u64,
@@ -91,12 +97,16 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     pub fn new(p: &'p mut P, cfg: CqConfig) -> Self {
         let CqSetup { ring, sysmem } = setup(p, &cfg);
         let (records, core) = (crate::trace::Cursor::take(p), p.core_xy() as u16);
+        let (host, dram, grid) = (crate::places::host(p), Dram::load(p), crate::places::grid(p));
         Self {
             p,
             cfg,
             sysmem,
             ring,
             prefetcher: Coord::unpack(cfg.peer_xy),
+            host,
+            dram,
+            grid,
             read: 0,
             released: 0,
             write_offset: 0,
@@ -151,17 +161,25 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             DispatchHeader::WriteLinear(cmd) => {
                 let dst = NocAddr(cmd.dst).offset(self.write_offset as u64);
                 self.worker_writes = self.worker_writes.add(dst);
-                self.stream(cmd.length, |p, local, off, n| p.noc_write(local, dst.offset(off as u64), n));
+                if dst.is_multicast() {
+                    let receivers = self.receivers(dst, addr);
+                    self.stream(cmd.length, |p, local, off, n| {
+                        p.noc_multicast(local, dst.offset(off as u64), n, receivers)
+                    });
+                } else {
+                    self.stream(cmd.length, |p, local, off, n| p.noc_write(local, dst.offset(off as u64), n));
+                }
             }
             DispatchHeader::WritePaged(cmd) => {
-                let (base, page_size, start, banks) =
-                    (cmd.base_addr + self.write_offset, cmd.page_size, cmd.start_page as u32, self.cfg.dram_banks);
+                let (base, page_size, start) =
+                    (cmd.base_addr + self.write_offset, cmd.page_size, cmd.start_page as u32);
+                let dram = self.dram;
                 self.stream(cmd.pages * cmd.page_size, |p, mut local, mut off, mut n| {
                     while n > 0 {
                         let (page, in_page) = (start + off / page_size, off % page_size);
                         let m = n.min(page_size - in_page);
-                        let (bank, boff) = interleaved_page(base, page, page_size, banks);
-                        p.noc_write(local, NocAddr::unicast(dram_bank(bank as u8), boff + in_page as u64), m);
+                        let (bank, boff) = interleaved_page(base, page, page_size, dram.banks());
+                        p.noc_write(local, dram.at(bank, boff + in_page as u64), m);
                         (local, off, n) = (local + m, off + m, n - m);
                     }
                 });
@@ -180,11 +198,17 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             }
             DispatchHeader::Wait(cmd) => self.wait(cmd.flags, cmd.addr, cmd.count),
             DispatchHeader::Go(cmd) => {
+                let dst = NocAddr(cmd.dst);
+                let receivers = if dst.is_multicast() { self.receivers(dst, addr) } else { 1 };
                 self.barrier();
                 self.p.write_u32(SCRATCH, cmd.signal);
-                self.p.noc_write(SCRATCH, NocAddr(cmd.dst), 4);
+                if dst.is_multicast() {
+                    self.p.noc_multicast(SCRATCH, dst, 4, receivers);
+                } else {
+                    self.p.noc_write(SCRATCH, dst, 4);
+                }
             }
-            DispatchHeader::Launch(cmd) => self.launch(NocAddr(cmd.dst), cmd.length as u32),
+            DispatchHeader::Launch(cmd) => self.launch(NocAddr(cmd.dst), cmd.length as u32, addr),
             DispatchHeader::SetWriteOffset(v) => self.write_offset = v,
             DispatchHeader::Delay(cycles) => {
                 self.release_pages_now();
@@ -219,12 +243,11 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     /// host has made sure launch `n - LAUNCH_RING_ENTRIES` finished before
     /// this entry is reused. Launch messages need no barrier between them:
     /// each lands in its own entry and carries its own tag.
-    fn launch(&mut self, dst: NocAddr, len: u32) {
+    fn launch(&mut self, dst: NocAddr, len: u32, addr: u32) {
         let n = self.launches.wrapping_add(1);
+        let workers = self.receivers(dst, addr);
         // The entry's previous launch must be finished on every worker.
         self.wait_launch_done(n);
-        let (s, e) = (dst.coord(), dst.mcast_end());
-        let workers = (e.x - s.x + 1) as u32 * (e.y - s.y + 1) as u32;
         let entry_slot = (n % LAUNCH_RING_ENTRIES) as usize;
         self.launch_expected[entry_slot] = self.launch_expected[entry_slot].wrapping_add(workers);
         if !const { crate::mutant::dropped("dispatch-go-before-writes-landed") }
@@ -242,9 +265,21 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                     crate::report::wait_writes(p);
                 }
             }
-            p.noc_write(local, entry.offset(off as u64), m);
+            p.noc_multicast(local, entry.offset(off as u64), m, workers);
         });
         self.launches = n;
+    }
+
+    /// The compute cores a multicast to `dst` reaches (each acks once): the
+    /// rectangle's corners must be compute cores, so that only they are
+    /// inside it (the dispatch cores and harvested tiles lie beyond the
+    /// compute grid), or the command at `addr` is refused.
+    fn receivers(&mut self, dst: NocAddr, addr: u32) -> u32 {
+        let (s, e) = dst.rect();
+        if !dst.is_multicast() || self.grid.logical(s).is_none() || self.grid.logical(e).is_none() {
+            fail(self.p, DeviceError::BadDestination, addr, e.packed(), self.read as u32, s.packed());
+        }
+        self.grid.cores_in(s, e)
     }
 
     /// Waits until launch `n`'s ring entry is done with: its per-entry
@@ -390,8 +425,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     }
 
     fn return_pages(&mut self, pages: u32) {
-        let freed =
-            NocAddr::unicast(self.prefetcher, (mmio::MMIO_BASE + mmio::semaphore(sem::RING_PAGES_FREED)) as u64);
+        let freed = NocAddr::unicast(self.prefetcher, sem::addr(sem::RING_PAGES_FREED) as u64);
         self.p.noc_atomic_inc(freed, pages);
         self.released += pages as u64;
         self.trace(TraceKind::CreditsReleased, pages, self.released as u32);
@@ -441,7 +475,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         for (i, d) in dests.iter_mut().take(count as usize).enumerate() {
             let raw = self.p.read_u32(self.ring.local(self.read + 4 * i as u64));
             *d = Coord::unpack(raw);
-            if raw >> 16 != 0 || worker_index(*d).is_none() {
+            if raw >> 16 != 0 || self.grid.logical(*d).is_none() {
                 let at = self.ring.local(self.read + 4 * i as u64);
                 fail(self.p, DeviceError::BadDestination, at, raw, self.read as u32, i as u32);
             }
@@ -497,7 +531,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         self.p.write_words(SCRATCH, header.as_bytes());
         let base = self.sysmem.completion_base();
         let at = wr.offset_bytes();
-        self.p.noc_write(SCRATCH, NocAddr::unicast(PCIE, base + at as u64), 16);
+        self.p.noc_write(SCRATCH, self.host.offset(base + at as u64), 16);
         // Payload offsets within the ring: record start + 16, wrapping.
         let ring_addr = move |off: u32| base + ((at + 16 + off) % size) as u64;
         if event {
@@ -509,16 +543,17 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             self.p.write_u32(SCRATCH + 20, self.p.read_u32(local + 4));
             self.p.write_u32(SCRATCH + 24, cycle as u32);
             self.p.write_u32(SCRATCH + 28, (cycle >> 32) as u32);
-            self.p.noc_write(SCRATCH + 16, NocAddr::unicast(PCIE, ring_addr(0)), 16);
+            self.p.noc_write(SCRATCH + 16, self.host.offset(ring_addr(0)), 16);
             self.trace(TraceKind::Event, self.p.read_u32(local), self.cfg.cq_id);
             self.consume(16);
             self.release_pages();
         } else {
+            let host = self.host;
             self.stream(len, |p, local, off, n| {
                 let (first, second) = split_at_wrap((at + 16 + off) % size, n, size);
-                p.noc_write(local, NocAddr::unicast(PCIE, ring_addr(off)), first);
+                p.noc_write(local, host.offset(ring_addr(off)), first);
                 if second > 0 {
-                    p.noc_write(local + first, NocAddr::unicast(PCIE, base), second);
+                    p.noc_write(local + first, host.offset(base), second);
                 }
             });
         }
@@ -528,7 +563,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         // only SCRATCH, the header's source, must be free.
         self.wait_sent();
         self.p.write_u32(SCRATCH, self.completion_wr.0);
-        let ptr = NocAddr::unicast(PCIE, self.sysmem.header() + COMPLETION_WR_PTR as u64);
+        let ptr = self.host.offset(self.sysmem.header() + COMPLETION_WR_PTR as u64);
         self.p.noc_write(SCRATCH, ptr, 4);
         self.trace(TraceKind::CompletionWrite, record, self.completion_wr.0);
     }
@@ -574,7 +609,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     }
 
     fn notify_prefetcher(&mut self) {
-        let release = NocAddr::unicast(self.prefetcher, (mmio::MMIO_BASE + mmio::semaphore(sem::STALL_RELEASE)) as u64);
+        let release = NocAddr::unicast(self.prefetcher, sem::addr(sem::STALL_RELEASE) as u64);
         self.p.noc_atomic_inc(release, 1);
     }
 }

@@ -1,27 +1,89 @@
 //! A host-side stand-in for one core and the rest of the chip, for unit
-//! tests of the CQ logic: NOC transfers complete at once against plain
-//! memories, `halt` unwinds, and a wait that spins too long unwinds too.
+//! tests of the firmware logic: NOC transfers complete at once against
+//! plain memories, `halt` unwinds, and a wait that spins too long unwinds
+//! too. The core sits on a real chip layout (`soc::ChipLayout` of a board
+//! of the chip the crate is built for), whose `NocMap` is in its L1 as the
+//! host would write it, so the firmware finds every coordinate as on a card.
 
 use crate::memory::Memory;
 use crate::platform::Platform;
-use cqlab_abi::memory_map::L1_DEFAULT_SIZE;
-use cqlab_abi::mmio::{self, MMIO_BASE};
-use cqlab_abi::noc::{Coord, NocAddr, PCIE};
+use crate::CHIP;
+use cqlab_abi::arch::Arch;
+use cqlab_abi::mailbox::NOC_MAP;
+use cqlab_abi::noc::{Coord, NocAddr};
+use cqlab_abi::noc_map::NocMap;
+use cqlab_abi::semaphore;
+use cqlab_abi::soc::{Board, ChipLayout, Placement};
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::vec::Vec;
+use zerocopy::IntoBytes;
 
 /// Unwind payload of `halt`.
 pub struct Halted;
 /// Unwind payload of a wait that never ends.
 pub struct Stuck;
 
+/// Remote memory is kept in chunks of this many bytes, allocated on first use.
+const CHUNK: u64 = 1 << 20;
+
+/// The chip the fake core sits on: its layout, command-queue placement and
+/// the `NocMap` the host writes for it.
+pub struct FakeChip {
+    pub layout: ChipLayout,
+    pub placement: Placement,
+    pub map: NocMap,
+}
+
+impl FakeChip {
+    /// A board of [`CHIP`] (a Wormhole n150 or a Blackhole p150a, default
+    /// harvesting) with `cqs` command queues.
+    pub fn new(cqs: usize) -> Self {
+        let board = match CHIP.arch {
+            Arch::Wormhole => Board::WormholeN150,
+            Arch::Blackhole => Board::BlackholeP150a,
+        };
+        let layout = ChipLayout::for_board(board).expect("board layout");
+        let placement = layout.placement(cqs).expect("placement");
+        let map = layout.noc_map(&placement).expect("NOC map");
+        Self { layout, placement, map }
+    }
+
+    fn translated(&self, c: Coord) -> Coord {
+        self.layout.tile(c).expect("a tile").translated
+    }
+
+    /// Translated coordinates of queue `cq`'s prefetcher and dispatcher.
+    pub fn prefetcher(&self, cq: usize) -> Coord {
+        self.translated(self.placement.cqs[cq].prefetcher)
+    }
+    pub fn dispatcher(&self, cq: usize) -> Coord {
+        self.translated(self.placement.cqs[cq].dispatcher)
+    }
+
+    /// Translated coordinates of logical compute core `(col, row)`.
+    pub fn worker(&self, col: u8, row: u8) -> Coord {
+        self.map.grid.at(col, row)
+    }
+
+    /// NOC0 address of byte `offset` of DRAM bank `bank`.
+    pub fn dram(&self, bank: u32, offset: u64) -> NocAddr {
+        self.map.dram_addr(bank, 0, offset)
+    }
+
+    /// NOC0 address of host-memory offset `offset`.
+    pub fn host(&self, offset: u64) -> NocAddr {
+        NocAddr(self.map.pcie[0]).offset(offset)
+    }
+}
+
 pub struct FakeCore {
     pub me: Coord,
+    pub chip: FakeChip,
     pub l1: Vec<u8>,
-    pub semaphores: [u32; mmio::SEMAPHORE_COUNT as usize],
-    /// L1 of other cores, DRAM banks and sysmem (at `PCIE`), by coordinate.
-    pub remote: HashMap<Coord, Vec<u8>>,
+    /// L1 of other cores, DRAM and host memory, by (coordinate, chunk of
+    /// the local address).
+    pub remote: HashMap<(Coord, u64), Vec<u8>>,
     /// Remote semaphores touched by NOC atomics: (core, index) -> value.
     pub remote_sems: HashMap<(Coord, u32), u32>,
     pub cycle: Cell<u64>,
@@ -30,8 +92,6 @@ pub struct FakeCore {
     pub writes: u32,
     /// Reads from DRAM banks.
     pub dram_reads: u32,
-    /// Reads landed per transaction id (`Platform::reads_acked_id`).
-    pub reads_by_id: [u32; mmio::NOC_READ_IDS as usize],
     /// Model a dispatcher that at once consumes all flushed ring data and
     /// frees whole pages of this size (read through `RING_PAGES_FREED`).
     pub peer_frees_pages: Option<u32>,
@@ -43,29 +103,66 @@ pub struct FakeCore {
 }
 
 impl FakeCore {
+    /// The core at translated `me` of a one-queue [`FakeChip`], with the map in L1.
     pub fn new(me: Coord) -> Self {
-        Self {
+        Self::on(me, FakeChip::new(1))
+    }
+
+    /// The core at translated `me` of `chip`, with its map in L1.
+    pub fn on(me: Coord, chip: FakeChip) -> Self {
+        let mut core = Self {
             me,
-            l1: std::vec![0; L1_DEFAULT_SIZE as usize],
-            semaphores: [0; mmio::SEMAPHORE_COUNT as usize],
+            l1: std::vec![0; CHIP.l1_size as usize],
             remote: HashMap::new(),
             remote_sems: HashMap::new(),
             cycle: Cell::new(0),
-            reads_by_id: [0; mmio::NOC_READ_IDS as usize],
             spin_budget: Cell::new(200_000),
             writes: 0,
             dram_reads: 0,
             peer_frees_pages: None,
             host_drains: false,
             peer: 0,
+            chip,
+        };
+        let map = core.chip.map;
+        core.set_l1(NOC_MAP, map.as_bytes());
+        core
+    }
+
+    /// Reads `len` bytes at `addr` (any tile, this one included).
+    pub fn read_remote(&self, addr: NocAddr, len: usize) -> Vec<u8> {
+        if addr.coord() == self.me {
+            return self.l1_bytes(addr.local() as u32, len).to_vec();
+        }
+        let mut out = std::vec![0u8; len];
+        for (i, b) in out.iter_mut().enumerate() {
+            let a = addr.local() + i as u64;
+            *b = self.remote.get(&(addr.coord(), a / CHUNK)).map_or(0, |c| c[(a % CHUNK) as usize]);
+        }
+        out
+    }
+
+    /// Writes `data` at `addr` (any tile, this one included).
+    pub fn write_remote(&mut self, addr: NocAddr, data: &[u8]) {
+        if addr.coord() == self.me {
+            return self.set_l1(addr.local() as u32, data);
+        }
+        for (i, &b) in data.iter().enumerate() {
+            let a = addr.local() + i as u64;
+            let chunk = self.remote.entry((addr.coord(), a / CHUNK)).or_insert_with(|| std::vec![0; CHUNK as usize]);
+            chunk[(a % CHUNK) as usize] = b;
         }
     }
-    pub fn sysmem(&mut self) -> &mut Vec<u8> {
-        self.remote.entry(PCIE).or_insert_with(|| std::vec![0; 4 << 20])
+
+    /// Host memory bytes at `offset`.
+    pub fn sysmem(&self, offset: u64, len: usize) -> Vec<u8> {
+        self.read_remote(self.chip.host(offset), len)
     }
-    pub fn remote_mem(&mut self, c: Coord) -> &mut Vec<u8> {
-        self.remote.entry(c).or_insert_with(|| std::vec![0; 4 << 20])
+    pub fn set_sysmem(&mut self, offset: u64, data: &[u8]) {
+        let at = self.chip.host(offset);
+        self.write_remote(at, data);
     }
+
     pub fn l1_bytes(&self, addr: u32, len: usize) -> &[u8] {
         &self.l1[addr as usize..addr as usize + len]
     }
@@ -86,8 +183,8 @@ impl Memory for FakeCore {
     fn read_u32(&self, addr: u32) -> u32 {
         self.tick();
         if self.host_drains && addr == cqlab_abi::mailbox::COMPLETION_RD_PTR {
-            let at = cqlab_abi::sysmem::COMPLETION_WR_PTR as usize;
-            return self.remote.get(&PCIE).map_or(0, |m| u32::from_le_bytes(m[at..at + 4].try_into().unwrap()));
+            let at = cqlab_abi::sysmem::COMPLETION_WR_PTR as u64;
+            return u32::from_le_bytes(self.sysmem(at, 4).try_into().unwrap());
         }
         let a = addr as usize;
         u32::from_le_bytes(self.l1[a..a + 4].try_into().unwrap())
@@ -99,6 +196,8 @@ impl Memory for FakeCore {
 }
 
 impl Platform for FakeCore {
+    const NOC: usize = 0;
+
     fn cycle(&self) -> u64 {
         self.tick();
         self.cycle.get()
@@ -108,46 +207,53 @@ impl Platform for FakeCore {
     }
     fn semaphore(&self, index: u32) -> u32 {
         self.tick();
-        if let (Some(page), cqlab_abi::mmio::sem::RING_PAGES_FREED) = (self.peer_frees_pages, index) {
-            let peer = cqlab_abi::noc::Coord::unpack(self.peer);
-            let units = self.remote_sems.get(&(peer, cqlab_abi::mmio::sem::RING_UNITS_FILLED)).copied().unwrap_or(0);
+        if let (Some(page), semaphore::RING_PAGES_FREED) = (self.peer_frees_pages, index) {
+            let peer = Coord::unpack(self.peer);
+            let units = self.remote_sems.get(&(peer, semaphore::RING_UNITS_FILLED)).copied().unwrap_or(0);
             return (units as u64 * 16 / page as u64) as u32;
         }
-        self.semaphores[index as usize]
-    }
-    fn set_semaphore(&mut self, index: u32, value: u32) {
-        self.semaphores[index as usize] = value;
+        self.read_u32(semaphore::addr(index))
     }
     fn noc_read(&mut self, src: NocAddr, local: u32, len: u32) {
-        let (c, a) = (src.coord(), src.local() as usize);
-        if matches!(cqlab_abi::noc::endpoint(c), cqlab_abi::noc::Endpoint::Dram { .. }) {
+        if self.chip.map.dram[..self.chip.map.dram_banks as usize].iter().any(|b| NocAddr(b[0]).coord() == src.coord())
+        {
             self.dram_reads += 1;
         }
-        let data = self.remote_mem(c)[a..a + len as usize].to_vec();
+        let data = self.read_remote(src, len as usize);
         self.set_l1(local, &data);
     }
     fn noc_read_with_id(&mut self, src: NocAddr, local: u32, len: u32, id: u32) {
+        assert!((1..=cqlab_abi::arch::noc_cmd::packet_tag::MAX_TRANSACTION_ID).contains(&id), "transaction id {id}");
         self.noc_read(src, local, len);
-        // Every fake read lands at once, one per NOC packet.
-        let n = &mut self.reads_by_id[id as usize];
-        *n = n.wrapping_add(len.div_ceil(mmio::NOC_MAX_PACKET));
     }
-    fn reads_acked_id(&self, id: u32) -> u32 {
-        self.reads_by_id[id as usize]
+    fn reads_landed_id(&self, _id: u32) -> bool {
+        // Every fake read lands at once.
+        true
     }
     fn noc_write(&mut self, local: u32, dst: NocAddr, len: u32) {
-        assert!(!dst.is_multicast(), "fake NOC: unicast only");
+        assert!(!dst.is_multicast(), "noc_write is unicast; multicasts go through noc_multicast");
         let data = self.l1_bytes(local, len as usize).to_vec();
-        let (c, a) = (dst.coord(), dst.local() as usize);
-        if c == self.me {
-            self.set_l1(a as u32, &data);
-        } else {
-            self.remote_mem(c)[a..a + len as usize].copy_from_slice(&data);
+        self.write_remote(dst, &data);
+        self.writes += 1;
+    }
+    fn noc_multicast(&mut self, local: u32, dst: NocAddr, len: u32, receivers: u32) {
+        assert!(dst.is_multicast());
+        let (s, e) = dst.rect();
+        let grid = self.chip.map.grid;
+        assert_eq!(receivers, grid.cores_in(s, e), "the receivers a multicast to {s}..{e} acks from");
+        let data = self.l1_bytes(local, len as usize).to_vec();
+        for row in 0..grid.rows as u8 {
+            for col in 0..grid.cols as u8 {
+                let c = grid.at(col, row);
+                if (s.x..=e.x).contains(&c.x) && (s.y..=e.y).contains(&c.y) {
+                    self.write_remote(NocAddr::unicast(c, dst.local()), &data);
+                }
+            }
         }
         self.writes += 1;
     }
     fn noc_atomic_inc(&mut self, dst: NocAddr, value: u32) {
-        let index = (dst.local() as u32 - MMIO_BASE - mmio::SEMAPHORE_BASE) / 4;
+        let index = semaphore::index_of(dst.local() as u32).expect("atomics increment semaphores");
         let v = self.remote_sems.entry((dst.coord(), index)).or_default();
         *v = v.wrapping_add(value);
     }

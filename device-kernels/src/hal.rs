@@ -1,41 +1,270 @@
-//! The only layer that touches hardware: volatile L1 and MMIO access, the NOC
-//! command buffer and CSRs.
+//! The only layer that touches hardware: volatile L1 access, the NIU
+//! registers of the core's NOC, the tile's debug registers, local memory
+//! and CSRs. Every address comes from `cqlab_abi::arch` for [`crate::CHIP`],
+//! a compile-time choice, so each register access is one store or load.
+//!
+//! The NOC is driven exactly as tt-metal's dedicated-NOC firmware drives it
+//! (tt-metal wh and bh `noc_nonblocking_api.h`: `noc_init`,
+//! `ncrisc_noc_fast_read`, `ncrisc_noc_fast_write`,
+//! `noc_fast_atomic_increment`; `dataflow_api.h` barriers): one command
+//! buffer per kind (`arch::niu::cmd_buf`: write 0, read 1, atomic 3), wait
+//! for `NOC_CMD_CTRL` to read ready, write the address registers (split as
+//! the chip splits them, `arch::noc_addr::AddrSplit`) and the length, then
+//! `NOC_CMD_CTRL` = 1; count the request in software ([`NocState`]), and
+//! compare the count with the NIU's `NIU_MST_*` counters for barriers.
 
 use crate::memory::Memory;
 use crate::platform::Platform;
+use crate::CHIP;
 use core::ptr::NonNull;
-use cqlab_abi::memory_map::L1_DEFAULT_SIZE;
-use cqlab_abi::mmio::{self, NocCmd, NOC_MAX_PACKET};
-use cqlab_abi::noc::NocAddr;
+use cqlab_abi::arch::niu::{cmd_buf, counter};
+use cqlab_abi::arch::noc_addr::{AddrWords, CoordField};
+use cqlab_abi::arch::noc_cmd::{atomic, cmd_ctrl, ctrl, packet_tag};
+use cqlab_abi::arch::tensix::{self, Processor};
+use cqlab_abi::arch::Noc;
+use cqlab_abi::mailbox::{self, DeviceError};
+use cqlab_abi::memory_map::{noc_state, NOC_ATOMIC_RET};
+use cqlab_abi::noc::{Coord, NocAddr};
 use volatile::access::{Access, ReadOnly, ReadWrite, WriteOnly};
 use volatile::VolatilePtr;
 
 /// The L1 word at `addr` (4-aligned, below the L1 size).
 #[inline(always)]
 fn l1_word(addr: u32) -> VolatilePtr<'static, u32, ReadWrite> {
-    debug_assert!(addr % 4 == 0 && addr < L1_DEFAULT_SIZE);
+    debug_assert!(addr % 4 == 0 && addr < CHIP.l1_size);
     // SAFETY: every 4-aligned address below the L1 size is mapped L1 on every
-    // core, for the firmware's whole life (hence 'static), and never null in
-    // use (callers address mailboxes and buffer regions, never the DATA/STACK
-    // regions holding Rust objects, and never address 0's vector).
+    // Tensix tile, for the firmware's whole life (hence 'static), and never
+    // null in use (callers address mailboxes and buffer regions, never
+    // address 0's reset jump).
     unsafe { VolatilePtr::new(NonNull::new_unchecked(addr as usize as *mut u32)) }
 }
 
-/// Register `offset` (an `mmio` constant) of this core, with access kind `A`.
+/// The register at `addr` (an `arch` constant), with access kind `A`.
 #[inline(always)]
-fn reg<A: Access>(access: A, offset: u32) -> VolatilePtr<'static, u32, A> {
-    // SAFETY: MMIO_BASE..MMIO_BASE+MMIO_SIZE is the core's register block,
-    // mapped for the firmware's whole life; accesses have no side effects
-    // beyond those the ABI documents.
-    unsafe {
-        VolatilePtr::new_restricted(access, NonNull::new_unchecked((mmio::MMIO_BASE + offset) as usize as *mut u32))
+fn reg<A: Access>(access: A, addr: u32) -> VolatilePtr<'static, u32, A> {
+    // SAFETY: `addr` is a register of this tile's NIU or debug block
+    // (`arch::address_map`), mapped for the firmware's whole life; an access
+    // has no effect beyond those the chip documents for that register.
+    unsafe { VolatilePtr::new_restricted(access, NonNull::new_unchecked(addr as usize as *mut u32)) }
+}
+
+#[inline(always)]
+fn read_reg(addr: u32) -> u32 {
+    reg(ReadOnly, addr).read()
+}
+
+#[inline(always)]
+fn write_reg(addr: u32, value: u32) {
+    reg(WriteOnly, addr).write(value)
+}
+
+/// The software side of a core's NOC bookkeeping, at `memory_map::noc_state`
+/// in its local memory (shared with the kernels it calls): what was issued,
+/// to compare with what the NIU's counters say arrived.
+#[repr(C)]
+struct NocState {
+    /// Read packets issued: `NIU_MST_RD_RESP_RECEIVED` reaches it when all landed.
+    reads_issued: u32,
+    /// Non-posted write packets issued: `NIU_MST_NONPOSTED_WR_REQ_SENT`
+    /// reaches it when all have left L1.
+    writes_issued: u32,
+    /// Acks expected (one per receiver): `NIU_MST_WR_ACK_RECEIVED`.
+    writes_acked: u32,
+    /// Atomic responses expected: `NIU_MST_ATOMIC_RESP_RECEIVED`.
+    atomics_acked: u32,
+}
+const _: () = assert!(core::mem::size_of::<NocState>() as u32 <= cqlab_abi::memory_map::NOC_STATE_SIZE);
+const READS_ISSUED: usize = core::mem::offset_of!(NocState, reads_issued);
+const WRITES_ISSUED: usize = core::mem::offset_of!(NocState, writes_issued);
+const WRITES_ACKED: usize = core::mem::offset_of!(NocState, writes_acked);
+const ATOMICS_ACKED: usize = core::mem::offset_of!(NocState, atomics_acked);
+
+/// Core `P` of a Tensix tile (`Processor::index`), as its firmware sees it
+/// (`Brisc::default()` etc.: the type aliases below name the cores).
+#[derive(Default)]
+pub struct Device<const P: usize>;
+
+/// BRISC: the CQ firmware and the worker loop; NOC0.
+pub type Brisc = Device<0>;
+/// NCRISC: NOC1.
+pub type Ncrisc = Device<1>;
+/// The TRISCs: no NOC.
+pub type Trisc0 = Device<2>;
+pub type Trisc1 = Device<3>;
+pub type Trisc2 = Device<4>;
+
+impl<const P: usize> Device<P> {
+    /// The core this device is.
+    pub const PROCESSOR: Processor = Processor::ALL[P];
+    /// BRISC uses NOC0 and NCRISC NOC1 (tt-metal's default data-movement
+    /// assignment); the TRISCs none.
+    const NOC_OF: Option<Noc> = match P {
+        0 => Some(Noc::Noc0),
+        1 => Some(Noc::Noc1),
+        _ => None,
+    };
+    const NIU: Noc = match Self::NOC_OF {
+        Some(n) => n,
+        None => Noc::Noc0,
+    };
+    const STATE: u32 = noc_state(CHIP, Self::PROCESSOR).base;
+
+    /// Address of register `offset` (a `CmdBufRegs` field) of command buffer `buf`.
+    const fn cmd(buf: u32, offset: u32) -> u32 {
+        CHIP.niu.cmd_buf_reg(Self::NIU, buf, offset)
+    }
+
+    const fn status(index: u32) -> u32 {
+        CHIP.niu.status_reg(Self::NIU, index)
+    }
+
+    /// The `NocState` word at byte `offset` (an `offset_of!`).
+    #[inline(always)]
+    fn state(offset: usize) -> VolatilePtr<'static, u32, ReadWrite> {
+        // SAFETY: `noc_state` is this core's own local memory (never on the
+        // NOC, never written by another core), reserved above the stack for
+        // the firmware's whole life, 4-aligned, and holds a `NocState`
+        // whose u32 field starts at `offset`.
+        unsafe { VolatilePtr::new(NonNull::new_unchecked((Self::STATE as usize + offset) as *mut u32)) }
+    }
+
+    #[inline(always)]
+    fn bump(offset: usize, by: u32) {
+        let w = Self::state(offset);
+        w.write(w.read().wrapping_add(by));
+    }
+
+    /// A NOC operation on a core without a NOC: a firmware or kernel bug,
+    /// reported, never silent.
+    #[cold]
+    #[inline(never)]
+    fn no_noc(&mut self) -> ! {
+        crate::report::fail(self, DeviceError::NoNoc, 0, P as u32, 0, 0)
+    }
+
+    /// Waits until command buffer `buf` accepts a new request.
+    #[inline(always)]
+    fn wait_ready(&mut self, buf: u32) {
+        let ctrl = Self::cmd(buf, CHIP.niu.regs.cmd_ctrl);
+        if read_reg(ctrl) != cmd_ctrl::STATUS_READY {
+            crate::report::wait_until(self, cqlab_abi::waypoint::NCBW, |_| read_reg(ctrl) == cmd_ctrl::STATUS_READY);
+        }
+    }
+
+    /// Writes a NOC address to the address registers at `lo`/`mid`/`hi`
+    /// offsets of buffer `buf` (only those the chip uses).
+    #[inline(always)]
+    fn write_addr(buf: u32, (lo, mid, hi): (u32, u32, u32), w: AddrWords) {
+        write_reg(Self::cmd(buf, lo), w.lo);
+        write_reg(Self::cmd(buf, mid), w.mid);
+        if CHIP.noc.split.uses_hi() {
+            write_reg(Self::cmd(buf, hi), w.hi);
+        }
+    }
+
+    const TARG: (u32, u32, u32) = (CHIP.niu.regs.targ_addr_lo, CHIP.niu.regs.targ_addr_mid, CHIP.niu.regs.targ_addr_hi);
+    const RET: (u32, u32, u32) = (CHIP.niu.regs.ret_addr_lo, CHIP.niu.regs.ret_addr_mid, CHIP.niu.regs.ret_addr_hi);
+
+    /// The register words of `a` as the chip splits them. A multicast on
+    /// NOC1 names its rectangle from the far corner (NOC1 runs towards -x
+    /// and -y; tt-isa `NoC/Coordinates.md`), so its corners are swapped.
+    #[inline(always)]
+    fn words(a: NocAddr) -> AddrWords {
+        let hw = if a.is_multicast() && matches!(Self::NIU, Noc::Noc1) {
+            let (s, e) = a.rect();
+            NocAddr::multicast(e, s, a.local()).hw() | a.flags()
+        } else {
+            a.hw()
+        };
+        CHIP.noc.split.split(hw)
+    }
+
+    /// This tile's own coordinate field (for the local side of requests).
+    fn own_coords() -> CoordField {
+        let c = Coord::unpack(own_xy());
+        CoordField::unicast(c.x, c.y)
+    }
+
+    /// Programs this core's NOC as tt-metal's `noc_init` does and loads the
+    /// software counters from the NIU's (`noc_local_state_init`): the
+    /// counters run freely across resets. Once, at boot, with the NOC idle.
+    pub fn noc_init(&mut self) {
+        if Self::NOC_OF.is_none() {
+            return;
+        }
+        let own = CHIP.noc.split.words(0, Self::own_coords());
+        // Writes: TARG is the source, on this tile.
+        Self::write_addr(cmd_buf::WRITE, Self::TARG, own);
+        // Reads: RET is the destination, on this tile; the request word is fixed.
+        Self::write_addr(cmd_buf::READ, Self::RET, own);
+        write_reg(Self::cmd(cmd_buf::READ, CHIP.niu.regs.ctrl), ctrl::READ);
+        write_reg(Self::cmd(cmd_buf::READ, CHIP.niu.regs.packet_tag), 0);
+        // Atomics: the old value returns to `NOC_ATOMIC_RET` here; the
+        // request word is fixed (non-posted, the unicast-write VC).
+        let ret = CHIP.noc.split.words(NOC_ATOMIC_RET as u64, Self::own_coords());
+        Self::write_addr(cmd_buf::ATOMIC, Self::RET, ret);
+        write_reg(Self::cmd(cmd_buf::ATOMIC, CHIP.niu.regs.ctrl), ctrl::ATOMIC);
+        for (field, c) in [
+            (READS_ISSUED, counter::NIU_MST_RD_RESP_RECEIVED),
+            (WRITES_ISSUED, counter::NIU_MST_NONPOSTED_WR_REQ_SENT),
+            (WRITES_ACKED, counter::NIU_MST_WR_ACK_RECEIVED),
+            (ATOMICS_ACKED, counter::NIU_MST_ATOMIC_RESP_RECEIVED),
+        ] {
+            Self::state(field).write(read_reg(Self::status(c)));
+        }
+    }
+
+    /// Issues reads of `len` bytes, packet by packet, with transaction id `id`.
+    #[inline(always)]
+    fn read(&mut self, src: NocAddr, local: u32, len: u32, id: u32) {
+        if Self::NOC_OF.is_none() {
+            self.no_noc();
+        }
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(CHIP.noc.max_packet);
+            self.wait_ready(cmd_buf::READ);
+            write_reg(Self::cmd(cmd_buf::READ, CHIP.niu.regs.packet_tag), packet_tag::transaction_id(id));
+            write_reg(Self::cmd(cmd_buf::READ, CHIP.niu.regs.ret_addr_lo), local + done);
+            Self::write_addr(cmd_buf::READ, Self::TARG, Self::words(src.offset(done as u64)));
+            write_reg(Self::cmd(cmd_buf::READ, CHIP.niu.regs.at_len_be), n);
+            write_reg(Self::cmd(cmd_buf::READ, CHIP.niu.regs.cmd_ctrl), cmd_ctrl::SEND_REQ);
+            Self::bump(READS_ISSUED, 1);
+            done += n;
+        }
+    }
+
+    /// Issues writes of `len` bytes, packet by packet, each acked by `acks` receivers.
+    #[inline(always)]
+    fn write(&mut self, local: u32, dst: NocAddr, len: u32, acks: u32) {
+        if Self::NOC_OF.is_none() {
+            self.no_noc();
+        }
+        let request = ctrl::write(dst.is_multicast());
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(CHIP.noc.max_packet);
+            self.wait_ready(cmd_buf::WRITE);
+            write_reg(Self::cmd(cmd_buf::WRITE, CHIP.niu.regs.ctrl), request);
+            write_reg(Self::cmd(cmd_buf::WRITE, CHIP.niu.regs.targ_addr_lo), local + done);
+            Self::write_addr(cmd_buf::WRITE, Self::RET, Self::words(dst.offset(done as u64)));
+            write_reg(Self::cmd(cmd_buf::WRITE, CHIP.niu.regs.at_len_be), n);
+            write_reg(Self::cmd(cmd_buf::WRITE, CHIP.niu.regs.cmd_ctrl), cmd_ctrl::SEND_REQ);
+            Self::bump(WRITES_ISSUED, 1);
+            Self::bump(WRITES_ACKED, acks);
+            done += n;
+        }
     }
 }
 
-/// This core, as the firmware sees it.
-pub struct Device;
+/// This tile's translated coordinates from `NOC_ID_LOGICAL` (`NOC_CFG`
+/// index `noc_id_logical`: x `[5:0]`, y `[11:6]`), packed `x | y << 8`.
+pub fn own_xy() -> u32 {
+    let v = read_reg(CHIP.niu.cfg_reg(Noc::Noc0, CHIP.niu.cfg.noc_id_logical));
+    Coord::new((v & 0x3F) as u8, (v >> 6 & 0x3F) as u8).packed()
+}
 
-impl Memory for Device {
+impl<const P: usize> Memory for Device<P> {
     #[inline(always)]
     fn read_u32(&self, addr: u32) -> u32 {
         l1_word(addr).read()
@@ -44,43 +273,6 @@ impl Memory for Device {
     fn write_u32(&mut self, addr: u32, value: u32) {
         l1_word(addr).write(value)
     }
-}
-
-/// Reads core-local register `offset` (an `mmio` constant).
-#[inline(always)]
-pub fn read_reg(offset: u32) -> u32 {
-    reg(ReadOnly, offset).read()
-}
-
-/// Writes core-local register `offset` (an `mmio` constant).
-#[inline(always)]
-pub fn write_reg(offset: u32, value: u32) {
-    // Register writes are how the ABI drives the NOC.
-    reg(WriteOnly, offset).write(value)
-}
-
-fn issue(cmd: NocCmd, target: NocAddr, local: u32, len: u32) {
-    let (lo, hi) = target.words();
-    write_reg(mmio::NOC_TARGET_LO, lo);
-    write_reg(mmio::NOC_TARGET_HI, hi);
-    write_reg(mmio::NOC_LOCAL_ADDR, local);
-    write_reg(mmio::NOC_LEN, len);
-    write_reg(mmio::NOC_CMD, cmd as u32);
-}
-
-/// Splits a transfer into NOC packets.
-fn transfer(cmd: NocCmd, target: NocAddr, local: u32, len: u32) {
-    let mut done = 0;
-    while done < len {
-        let n = (len - done).min(NOC_MAX_PACKET);
-        issue(cmd, target.offset(done as u64), local + done, n);
-        done += n;
-    }
-}
-
-/// This core's coordinates, packed `x | y << 8`.
-pub fn core_xy() -> u32 {
-    read_reg(mmio::CORE_ID)
 }
 
 /// 64-bit cycle counter, read consistently across the two halves.
@@ -98,6 +290,15 @@ pub fn cycle() -> u64 {
     }
 }
 
+/// The tile's wall clock (`RISCV_DEBUG_REG_WALL_CLOCK_L`/`_H`): AICLK
+/// cycles since power-on, the same for every core of the tile. Reading the
+/// low word latches the high one.
+pub fn wall_clock() -> u64 {
+    let lo = read_reg(tensix::WALL_CLOCK_L);
+    let hi = read_reg(tensix::WALL_CLOCK_H);
+    (hi as u64) << 32 | lo as u64
+}
+
 /// Calls the kernel image whose entry is `entry` with `ctx` (C ABI).
 pub fn call_kernel(entry: u32, ctx: &cqlab_abi::program::KernelCtx) {
     debug_assert!(cqlab_abi::memory_map::KERNEL_TEXT.contains(entry, 4));
@@ -109,16 +310,42 @@ pub fn call_kernel(entry: u32, ctx: &cqlab_abi::program::KernelCtx) {
     kernel(ctx)
 }
 
-/// Stops this hart for good. `ecall` halts it on the simulator; the loop
+/// Stops this core for good. `ecall` halts it on the simulator; the loop
 /// keeps it parked should anything resume it.
 pub fn halt() -> ! {
     loop {
-        // SAFETY: ecall transfers control to the environment, which halts the hart.
+        // SAFETY: ecall transfers control to the environment, which halts the core.
         unsafe { core::arch::asm!("ecall", options(nomem, nostack)) };
     }
 }
 
-impl Platform for Device {
+/// BRISC of a worker tile releases the other four cores: each starts at
+/// its image's entry (its reset PC overridden, as tt-metal's BRISC firmware
+/// does), then its soft-reset bit is cleared. On Wormhole the reset-PC
+/// registers are Tensix configuration words only BRISC and the TRISCs can
+/// write; on Blackhole debug registers (`arch::tensix::ResetPcRegs`).
+pub fn release_subordinates() {
+    let regs = CHIP.tensix.reset_pc;
+    let mut held = 0;
+    for p in [Processor::Ncrisc, Processor::Trisc0, Processor::Trisc1, Processor::Trisc2] {
+        if let Some((pc, enable, bit)) = regs.for_processor(p) {
+            write_reg(pc, cqlab_abi::memory_map::firmware_entry(p));
+            // The enables of the TRISCs share one register: set this bit too.
+            write_reg(enable, read_reg(enable) | bit);
+        }
+        held |= p.soft_reset_mask();
+    }
+    let now = read_reg(tensix::SOFT_RESET_0);
+    write_reg(tensix::SOFT_RESET_0, now & !held);
+}
+
+impl<const P: usize> Platform for Device<P> {
+    const NOC: usize = match Self::NOC_OF {
+        Some(n) => n.index() as usize,
+        None => 0,
+    };
+    const WAYPOINT: u32 = if P == 0 { mailbox::WAYPOINT } else { mailbox::subordinate(P) + mailbox::SUB_WAYPOINT };
+
     fn cycle(&self) -> u64 {
         cycle()
     }
@@ -129,64 +356,73 @@ impl Platform for Device {
         lo
     }
     fn core_xy(&self) -> u32 {
-        read_reg(mmio::CORE_ID)
-    }
-    fn semaphore(&self, index: u32) -> u32 {
-        read_reg(mmio::semaphore(index))
-    }
-    fn set_semaphore(&mut self, index: u32, value: u32) {
-        write_reg(mmio::semaphore(index), value)
+        own_xy()
     }
     fn noc_read(&mut self, src: NocAddr, local: u32, len: u32) {
-        transfer(NocCmd::Read, src, local, len)
+        self.read(src, local, len, 0)
     }
     fn noc_read_with_id(&mut self, src: NocAddr, local: u32, len: u32, id: u32) {
-        write_reg(mmio::NOC_READ_ID, id);
-        transfer(NocCmd::Read, src, local, len);
-        // Plain reads carry id 0.
-        write_reg(mmio::NOC_READ_ID, 0);
+        self.read(src, local, len, id)
     }
-    fn reads_acked_id(&self, id: u32) -> u32 {
-        read_reg(mmio::noc_reads_acked_id(id))
+    fn reads_landed_id(&self, id: u32) -> bool {
+        Self::NOC_OF.is_none()
+            || read_reg(Self::status(counter::reqs_outstanding_id(id))) & packet_tag::MAX_TRANSACTION_ID_COUNT == 0
     }
     fn noc_write(&mut self, local: u32, dst: NocAddr, len: u32) {
-        transfer(NocCmd::Write, dst, local, len)
+        self.write(local, dst, len, 1)
+    }
+    fn noc_multicast(&mut self, local: u32, dst: NocAddr, len: u32, receivers: u32) {
+        self.write(local, dst, len, receivers)
     }
     fn noc_atomic_inc(&mut self, dst: NocAddr, value: u32) {
-        // An atomic reads neither the local address nor the length
-        // (`NocCmd::AtomicInc`): value, target and command only.
-        write_reg(mmio::NOC_ATOMIC_VALUE, value);
-        let (lo, hi) = dst.words();
-        write_reg(mmio::NOC_TARGET_LO, lo);
-        write_reg(mmio::NOC_TARGET_HI, hi);
-        write_reg(mmio::NOC_CMD, NocCmd::AtomicInc as u32);
+        if Self::NOC_OF.is_none() {
+            self.no_noc();
+        }
+        self.wait_ready(cmd_buf::ATOMIC);
+        Self::write_addr(cmd_buf::ATOMIC, Self::TARG, Self::words(dst));
+        write_reg(Self::cmd(cmd_buf::ATOMIC, CHIP.niu.regs.at_len_be), atomic::incr_get(dst.local()));
+        write_reg(Self::cmd(cmd_buf::ATOMIC, CHIP.niu.regs.at_data), value);
+        write_reg(Self::cmd(cmd_buf::ATOMIC, CHIP.niu.regs.cmd_ctrl), cmd_ctrl::SEND_REQ);
+        Self::bump(ATOMICS_ACKED, 1);
     }
     fn noc_atomic_inc_both(&mut self, a: NocAddr, b: NocAddr, value: u32) {
         self.noc_atomic_inc(a, value);
-        let ((lo_a, hi_a), (lo_b, hi_b)) = (a.words(), b.words());
-        // The command buffer keeps its fields: the value is already set.
-        if hi_a != hi_b {
-            write_reg(mmio::NOC_TARGET_HI, hi_b);
+        // The command buffer keeps its registers: the value is already set,
+        // and two semaphores of one tile share the coordinate words.
+        self.wait_ready(cmd_buf::ATOMIC);
+        let (wa, wb) = (Self::words(a), Self::words(b));
+        if wa.mid != wb.mid {
+            write_reg(Self::cmd(cmd_buf::ATOMIC, Self::TARG.1), wb.mid);
         }
-        if lo_a != lo_b {
-            write_reg(mmio::NOC_TARGET_LO, lo_b);
+        if CHIP.noc.split.uses_hi() && wa.hi != wb.hi {
+            write_reg(Self::cmd(cmd_buf::ATOMIC, Self::TARG.2), wb.hi);
         }
-        write_reg(mmio::NOC_CMD, NocCmd::AtomicInc as u32);
+        write_reg(Self::cmd(cmd_buf::ATOMIC, Self::TARG.0), wb.lo);
+        if atomic::incr_get(a.local()) != atomic::incr_get(b.local()) {
+            write_reg(Self::cmd(cmd_buf::ATOMIC, CHIP.niu.regs.at_len_be), atomic::incr_get(b.local()));
+        }
+        write_reg(Self::cmd(cmd_buf::ATOMIC, CHIP.niu.regs.cmd_ctrl), cmd_ctrl::SEND_REQ);
+        Self::bump(ATOMICS_ACKED, 1);
     }
+    // A core without a NOC never issued anything (its NOC calls halt it):
+    // its barriers hold at once.
     fn reads_done(&self) -> bool {
-        read_reg(mmio::NOC_READS_ISSUED) == read_reg(mmio::NOC_READS_ACKED)
+        Self::NOC_OF.is_none()
+            || read_reg(Self::status(counter::NIU_MST_RD_RESP_RECEIVED)) == Self::state(READS_ISSUED).read()
     }
     fn writes_done(&self) -> bool {
-        read_reg(mmio::NOC_UNACKED) == 0
+        Self::NOC_OF.is_none()
+            || read_reg(Self::status(counter::NIU_MST_WR_ACK_RECEIVED)) == Self::state(WRITES_ACKED).read()
+                && read_reg(Self::status(counter::NIU_MST_ATOMIC_RESP_RECEIVED)) == Self::state(ATOMICS_ACKED).read()
     }
     fn writes_sent(&self) -> bool {
-        read_reg(mmio::NOC_WRITES_ISSUED) == read_reg(mmio::NOC_WRITES_SENT)
+        Self::NOC_OF.is_none() || self.writes_sent_count() == self.writes_issued()
     }
     fn writes_issued(&self) -> u32 {
-        read_reg(mmio::NOC_WRITES_ISSUED)
+        Self::state(WRITES_ISSUED).read()
     }
     fn writes_sent_count(&self) -> u32 {
-        read_reg(mmio::NOC_WRITES_SENT)
+        read_reg(Self::status(counter::NIU_MST_NONPOSTED_WR_REQ_SENT))
     }
     fn halt(&mut self) -> ! {
         halt()

@@ -1,8 +1,14 @@
 //! cqlab device firmware.
 //!
-//! The command-queue logic is plain `no_std` Rust over the [`memory::Memory`]
-//! trait, so it builds and is unit-tested on the host; only [`hal`] (MMIO,
-//! CSRs) and [`rt`] (entry point, panic handler) are RISC-V specific.
+//! The command-queue logic is plain `no_std` Rust over the
+//! [`platform::Platform`] trait, so it builds and is unit-tested on the
+//! host; only [`hal`] (the NIU and debug registers, CSRs) and [`rt`] (entry
+//! points, panic handlers) are RISC-V specific.
+//!
+//! The firmware is built for one chip: the cargo feature `arch-wormhole` or
+//! `arch-blackhole` picks [`CHIP`], so every register address and size
+//! folds to a constant. Host builds (unit tests) without either take
+//! Wormhole, the chip with the smaller L1 and local memories.
 #![no_std]
 
 #[cfg(test)]
@@ -14,6 +20,7 @@ pub mod dispatch;
 pub mod kernels;
 pub mod memory;
 pub mod mutant;
+pub mod places;
 pub mod platform;
 pub mod prefetch;
 pub mod replay;
@@ -26,13 +33,28 @@ pub mod worker;
 mod cq_tests;
 #[cfg(test)]
 mod fake;
+#[cfg(test)]
+mod worker_tests;
 
 #[cfg(target_arch = "riscv32")]
 pub mod hal;
 #[cfg(all(target_arch = "riscv32", feature = "rt"))]
 pub mod rt;
 
+use cqlab_abi::arch::ArchParams;
 use cqlab_abi::decode::DecodeErrorKind;
+
+#[cfg(all(feature = "arch-wormhole", feature = "arch-blackhole"))]
+compile_error!("cqlab-kernels builds for one chip: enable arch-wormhole or arch-blackhole, not both");
+#[cfg(all(target_arch = "riscv32", not(any(feature = "arch-wormhole", feature = "arch-blackhole"))))]
+compile_error!("firmware builds for one chip: enable the cargo feature arch-wormhole or arch-blackhole");
+
+/// The chip this firmware drives (see the crate docs).
+#[cfg(feature = "arch-blackhole")]
+pub const CHIP: &ArchParams = &cqlab_abi::arch::BLACKHOLE;
+/// The chip this firmware drives (see the crate docs).
+#[cfg(not(feature = "arch-blackhole"))]
+pub const CHIP: &ArchParams = &cqlab_abi::arch::WORMHOLE;
 use cqlab_abi::mailbox::DeviceError;
 
 /// Reads the 16-byte command header at 4-aligned L1 `addr`: four word

@@ -37,7 +37,7 @@ pub struct TestL1(pub std::vec::Vec<u8>);
 #[cfg(test)]
 impl Default for TestL1 {
     fn default() -> Self {
-        Self(std::vec![0; cqlab_abi::memory_map::L1_DEFAULT_SIZE as usize])
+        Self(std::vec![0; crate::CHIP.l1_size as usize])
     }
 }
 

@@ -6,22 +6,24 @@
 //! other.
 
 use crate::cq_config::{setup, CqSetup};
+use crate::places::Dram;
 use crate::platform::Platform;
 use crate::replay::Replay;
 use crate::report::{fail, wait_until, waypoint};
 use crate::ring::{split_at_wrap, RingGeometry};
 use crate::{device_error, read_header};
+use cqlab_abi::arch::noc_cmd::packet_tag::MAX_TRANSACTION_ID;
 use cqlab_abi::decode::PrefetchHeader;
 use cqlab_abi::fetch_queue::{self, FetchEntry};
 use cqlab_abi::mailbox::{CqConfig, DeviceError, SCRATCH};
 use cqlab_abi::memory_map::{chunk_buffer, interleaved_page, CHUNK_BUFFERS, MAX_CHUNK, RELAY_SCRATCH, TRACE_AREA};
-use cqlab_abi::mmio::{self, sem, NOC_MAX_PACKET, NOC_READ_IDS};
-use cqlab_abi::noc::{dram_bank, Coord, NocAddr, PCIE};
+use cqlab_abi::noc::{Coord, NocAddr};
 #[cfg(test)]
 use cqlab_abi::prefetch::checksum;
 use cqlab_abi::prefetch::ExecBufFlags;
 use cqlab_abi::prefetch::PagedFlags;
 use cqlab_abi::ring::{wrap_ge, RingPtr};
+use cqlab_abi::semaphore::{self as sem};
 use cqlab_abi::sysmem::{CqSysmemLayout, FETCH_RD_COUNT, ISSUE_RD_PTR};
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{DAPW, HQD, HQW, NRW, PSD, PSW};
@@ -32,6 +34,9 @@ pub struct Prefetcher<'p, P: Platform> {
     sysmem: CqSysmemLayout,
     ring: RingGeometry,
     dispatcher: Coord,
+    /// Host-memory offset 0 and the DRAM banks, on this core's NOC (`NocMap`).
+    host: NocAddr,
+    dram: Dram,
     /// Fetch-queue entries consumed (slots freed for the host).
     fetched: u32,
     /// Issue-queue read pointer published to the host: after the chunks freed.
@@ -43,10 +48,6 @@ pub struct Prefetcher<'p, P: Platform> {
     /// documented limit (README), cursors measured slower here.
     requested: u32,
     taken: u32,
-    /// Per chunk buffer, its transaction id's landed-read count once every
-    /// read issued into it has landed (the counters run free: a rebooted
-    /// prefetcher starts from what they read).
-    buffer_reads: [u32; CHUNK_BUFFERS as usize],
     /// `writes_issued` after each buffer's last chunk ran: its relays have
     /// left the buffer once the sent count reaches it.
     buffer_sent: [u32; CHUNK_BUFFERS as usize],
@@ -78,10 +79,8 @@ pub struct Prefetcher<'p, P: Platform> {
     /// running: a record costs its stores (no L1 load, no division).
     records: crate::trace::Cursor,
     core: u16,
-    /// Per relay-scratch slot, as `buffer_reads` and `buffer_sent` for a
-    /// chunk buffer: its landed-read count once its read has landed, and
-    /// the mark its relay left with.
-    scratch_reads: [u32; SCRATCH_SLOTS as usize],
+    /// Per relay-scratch slot, as `buffer_sent` for a chunk buffer: the
+    /// mark its relay left with.
     scratch_sent: [u32; SCRATCH_SLOTS as usize],
     /// The slot the next remote relay starts in (slots are used in turn).
     scratch_turn: u32,
@@ -91,10 +90,10 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     pub fn new(p: &'p mut P, cfg: CqConfig) -> Self {
         let CqSetup { ring, sysmem } = setup(p, &cfg);
         let (records, core) = (crate::trace::Cursor::take(p), p.core_xy() as u16);
-        // Reads a previous run left in flight land first: they count too.
+        // Reads a previous run left in flight land first: their
+        // transaction ids must have nothing outstanding.
         crate::report::wait_reads(p);
-        let buffer_reads = core::array::from_fn(|b| p.reads_acked_id(chunk_read_id(b as u32)));
-        let scratch_reads = core::array::from_fn(|s| p.reads_acked_id(scratch_read_id(s as u32)));
+        let (host, dram) = (crate::places::host(p), Dram::load(p));
         let issued = p.writes_issued();
         Self {
             p,
@@ -102,14 +101,14 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             sysmem,
             ring,
             dispatcher: Coord::unpack(cfg.peer_xy),
+            host,
+            dram,
             fetched: 0,
             issue_rd: RingPtr::default(),
             requested: 0,
             taken: 0,
-            buffer_reads,
             buffer_sent: [issued; CHUNK_BUFFERS as usize],
             pointers_sent: issued,
-            scratch_reads,
             scratch_sent: [issued; SCRATCH_SLOTS as usize],
             scratch_turn: 0,
             read_rd: RingPtr::default(),
@@ -292,13 +291,10 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         let (first, second) = split_at_wrap(offset, len, self.cfg.issue_size);
         let base = self.sysmem.issue_base();
         let id = chunk_read_id(buf);
-        self.p.noc_read_with_id(NocAddr::unicast(PCIE, base + offset as u64), dst, first, id);
+        self.p.noc_read_with_id(self.host.offset(base + offset as u64), dst, first, id);
         if second > 0 {
-            self.p.noc_read_with_id(NocAddr::unicast(PCIE, base), dst + first, second, id);
+            self.p.noc_read_with_id(self.host.offset(base), dst + first, second, id);
         }
-        let packets = first.div_ceil(NOC_MAX_PACKET) + second.div_ceil(NOC_MAX_PACKET);
-        let n = &mut self.buffer_reads[buf as usize];
-        *n = n.wrapping_add(packets);
     }
 
     /// Reads gathered chunk `j` (`len` bytes, its entry at L1 address
@@ -324,10 +320,8 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         }
         let staged = chunk_buffer(buf) + split.head;
         if split.staged > 0 {
-            let src = NocAddr::unicast(PCIE, source as u64 * fetch_queue::SIZE_UNIT as u64);
+            let src = self.host.offset(source as u64 * fetch_queue::SIZE_UNIT as u64);
             self.p.noc_read_with_id(src, staged, split.staged, chunk_read_id(buf));
-            self.buffer_reads[buf as usize] =
-                self.buffer_reads[buf as usize].wrapping_add(split.staged.div_ceil(NOC_MAX_PACKET));
         }
         if tail > 0 {
             let rd = self.read_rd.advance(split.head, self.cfg.issue_size);
@@ -338,13 +332,14 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
 
     /// Waits until the reads into chunk buffer `buf` have landed.
     fn wait_chunk(&mut self, buf: u32) {
-        let (id, want) = (chunk_read_id(buf), self.buffer_reads[buf as usize]);
-        wait_until(self.p, NRW, |p| p.reads_acked_id(id) == want);
+        let id = chunk_read_id(buf);
+        wait_until(self.p, NRW, |p| p.reads_landed_id(id));
     }
 
-    /// Whether the reads into chunk buffer `buf` have landed.
+    /// Whether the reads into chunk buffer `buf` have landed: its
+    /// transaction id has no request outstanding.
     fn chunk_landed(&self, buf: u32) -> bool {
-        self.p.reads_acked_id(chunk_read_id(buf)) == self.buffer_reads[buf as usize]
+        self.p.reads_landed_id(chunk_read_id(buf))
     }
 
     /// Frees the fetch-queue slot for the host.
@@ -368,8 +363,8 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         self.p.write_u32(SCRATCH, self.issue_rd.0);
         self.p.write_u32(SCRATCH + 4, self.fetched);
         let header = self.sysmem.header();
-        self.p.noc_write(SCRATCH, NocAddr::unicast(PCIE, header + ISSUE_RD_PTR as u64), 4);
-        self.p.noc_write(SCRATCH + 4, NocAddr::unicast(PCIE, header + FETCH_RD_COUNT as u64), 4);
+        self.p.noc_write(SCRATCH, self.host.offset(header + ISSUE_RD_PTR as u64), 4);
+        self.p.noc_write(SCRATCH + 4, self.host.offset(header + FETCH_RD_COUNT as u64), 4);
         self.pointers_sent = self.p.writes_issued();
     }
 
@@ -434,7 +429,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                         // reads), so the dispatcher need not wait for the
                         // next relay.
                         self.signal_sent();
-                        r.read_ahead(self.p);
+                        r.read_ahead(self.p, &self.dram);
                         self.signal_sent();
                     }
                     None => self.relay_local(addr + 16, cmd.length),
@@ -478,11 +473,11 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     // (the first window's reads wait for the previous
                     // replay's relays from the trace area, `Replay::issue`).
                     let head_at = addr + cqlab_abi::PCIE_ALIGNMENT as u32;
-                    if !Replay::fits(cmd.page_size, self.cfg.dram_banks) || total > u32::MAX as u64 {
+                    if !Replay::fits(cmd.page_size, self.dram.banks()) || total > u32::MAX as u64 {
                         fail(self.p, DeviceError::TooLarge, addr, cmd.page_size, off, len);
                     }
                     let start = self.p.writes_issued();
-                    let r = Replay::new(start, cmd.base_addr, cmd.page_size, pages, self.cfg.dram_banks, head_at, head);
+                    let r = Replay::new(start, cmd.base_addr, cmd.page_size, pages, self.dram.banks(), head_at, head);
                     if head as u64 > total {
                         fail(self.p, DeviceError::BadSize, addr, head, off, len);
                     }
@@ -549,7 +544,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             } else {
                 self.signal_sent();
             }
-            r.land(self.p, upto);
+            r.land(self.p, &self.dram, upto);
         }
     }
 
@@ -657,13 +652,13 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 issued += 1;
             }
             let slot = slot_of(i);
-            let (id, want) = (scratch_read_id(slot), self.scratch_reads[slot as usize]);
-            if !const { crate::mutant::dropped("prefetch-relay-before-landed") } && self.p.reads_acked_id(id) != want {
+            let id = scratch_read_id(slot);
+            if !const { crate::mutant::dropped("prefetch-relay-before-landed") } && !self.p.reads_landed_id(id) {
                 // Pieces that have left are signalled before waiting.
                 self.signal_sent();
-                wait_until(self.p, NRW, |p| p.reads_acked_id(id) == want);
+                wait_until(self.p, NRW, |p| p.reads_landed_id(id));
             }
-            let (_, n) = remote.piece(i, self.cfg.dram_banks);
+            let (_, n) = remote.piece(i, &self.dram);
             self.relay_local(scratch_slot(slot), n);
             self.scratch_sent[slot as usize] = self.p.writes_issued();
         }
@@ -677,10 +672,8 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     fn read_piece(&mut self, remote: &Remote, i: u32, slot: u32) {
         #[cfg(not(feature = "bug-relay-reuse-before-sent"))]
         crate::report::wait_sent_until(self.p, self.scratch_sent[slot as usize]);
-        let (src, n) = remote.piece(i, self.cfg.dram_banks);
+        let (src, n) = remote.piece(i, &self.dram);
         self.p.noc_read_with_id(src, scratch_slot(slot), n, scratch_read_id(slot));
-        let reads = &mut self.scratch_reads[slot as usize];
-        *reads = reads.wrapping_add(n.div_ceil(NOC_MAX_PACKET));
     }
 
     /// Signals every written unit to the dispatcher. The data and the
@@ -702,8 +695,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
 
     /// Adds `units` to the dispatcher's filled count.
     fn signal(&mut self, units: u32) {
-        let filled =
-            NocAddr::unicast(self.dispatcher, (mmio::MMIO_BASE + mmio::semaphore(sem::RING_UNITS_FILLED)) as u64);
+        let filled = NocAddr::unicast(self.dispatcher, sem::addr(sem::RING_UNITS_FILLED) as u64);
         self.p.noc_atomic_inc(filled, units);
     }
 
@@ -723,11 +715,13 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     }
 }
 
-/// The read transaction id of chunk buffer `buf` (plain reads carry 0).
+/// The read transaction id of chunk buffer `buf` (plain reads carry 0). A
+/// chunk is at most `MAX_CHUNK` bytes, a handful of packets: far below the
+/// 255 a transaction id's outstanding counter holds.
 const fn chunk_read_id(buf: u32) -> u32 {
     buf + 1
 }
-const _: () = assert!(chunk_read_id(CHUNK_BUFFERS - 1) < NOC_READ_IDS);
+const _: () = assert!(chunk_read_id(CHUNK_BUFFERS - 1) <= MAX_TRANSACTION_ID);
 
 /// What a remote relay reads: `RELAY_LINEAR`'s range, or `RELAY_PAGED`'s
 /// pages of an interleaved DRAM buffer, each padded to 16 bytes. Either is
@@ -748,16 +742,12 @@ impl Remote {
     }
 
     /// Source and length of piece `i`.
-    fn piece(&self, i: u32, banks: u32) -> (NocAddr, u32) {
+    fn piece(&self, i: u32, dram: &Dram) -> (NocAddr, u32) {
         let (src, padded, at) = match *self {
             Self::Linear { src, padded } => (src, padded, i * SCRATCH_PIECE),
             Self::Paged { base, first, page_size, per_page, .. } => {
-                let (bank, offset) = interleaved_page(base, first + i / per_page, page_size, banks);
-                (
-                    NocAddr::unicast(dram_bank(bank as u8), offset),
-                    page_size.next_multiple_of(16),
-                    (i % per_page) * SCRATCH_PIECE,
-                )
+                let (bank, offset) = interleaved_page(base, first + i / per_page, page_size, dram.banks());
+                (dram.at(bank, offset), page_size.next_multiple_of(16), (i % per_page) * SCRATCH_PIECE)
             }
         };
         (src.offset(at as u64), (padded - at).min(SCRATCH_PIECE))
@@ -792,7 +782,7 @@ const fn scratch_slot(slot: u32) -> u32 {
 const fn scratch_read_id(slot: u32) -> u32 {
     chunk_read_id(CHUNK_BUFFERS) + slot
 }
-const _: () = assert!(scratch_read_id(SCRATCH_SLOTS - 1) < NOC_READ_IDS);
+const _: () = assert!(scratch_read_id(SCRATCH_SLOTS - 1) <= MAX_TRANSACTION_ID);
 
 /// Relay pieces in flight that the prefetcher may post before it waits for
 /// the oldest to leave.

@@ -19,10 +19,10 @@
 //! way. A head flagged `WHOLE` is the whole trace: the replay has no pages
 //! to read.
 
+use crate::places::Dram;
 use crate::platform::Platform;
 use crate::report::{wait_reads, wait_sent_until};
 use cqlab_abi::memory_map::{TRACE_AREA, TRACE_WINDOW, TRACE_WINDOWS};
-use cqlab_abi::noc::{dram_bank, NocAddr};
 
 pub struct Replay {
     page_size: u32,
@@ -138,18 +138,18 @@ impl Replay {
     /// window, or within the head) present in L1, issuing the following
     /// window's reads too.
     #[inline(always)]
-    pub fn land(&mut self, p: &mut impl Platform, upto: u32) {
+    pub fn land(&mut self, p: &mut impl Platform, dram: &Dram, upto: u32) {
         if self.must_land(upto) {
-            self.land_windows(p, upto);
+            self.land_windows(p, dram, upto);
         }
     }
 
-    fn land_windows(&mut self, p: &mut impl Platform, upto: u32) {
+    fn land_windows(&mut self, p: &mut impl Platform, dram: &Dram, upto: u32) {
         let upto = upto.min(self.bytes());
         while self.landed * TRACE_WINDOW < upto {
             let w = self.landed;
             if self.issued == w {
-                self.issue(p, w);
+                self.issue(p, dram, w);
             }
             if !const { crate::mutant::dropped("prefetch-replay-window-before-landed") } {
                 wait_reads(p);
@@ -162,17 +162,17 @@ impl Replay {
         // its NOC interface sends them, so reads issued only after the
         // first relay from this window had a fraction of a window's relay
         // time to land, and the prefetcher waited for them at every window.
-        self.read_ahead(p);
+        self.read_ahead(p, dram);
     }
 
     /// Issues the reads of the window after the last landed one, if not yet
     /// issued: as soon as a window has landed, and after a relay (which
     /// issues the first window's, after the head's first relay write);
     /// [`Replay::land`] issues a window it needs itself otherwise.
-    pub fn read_ahead(&mut self, p: &mut impl Platform) {
+    pub fn read_ahead(&mut self, p: &mut impl Platform, dram: &Dram) {
         let w = self.landed;
         if self.issued == w && w * TRACE_WINDOW < self.bytes() {
-            self.issue(p, w);
+            self.issue(p, dram, w);
         }
     }
 
@@ -184,7 +184,7 @@ impl Replay {
     /// this replay started (windows 0 and 1 wait for that start mark, so
     /// not for the head's relays, which leave from the chunk; window 2 for
     /// window 0's entry mark, later and so also enough).
-    fn issue(&mut self, p: &mut impl Platform, w: u32) {
+    fn issue(&mut self, p: &mut impl Platform, dram: &Dram, w: u32) {
         let reused = if w >= TRACE_WINDOWS {
             !const { crate::mutant::dropped("prefetch-replay-window-reuse-before-sent") }
         } else {
@@ -196,7 +196,7 @@ impl Replay {
         let mut local = Self::in_area(w * TRACE_WINDOW);
         let n = (TRACE_WINDOW / self.page_size).min(self.pages - self.pages_read);
         for _ in 0..n {
-            p.noc_read(NocAddr::unicast(dram_bank(self.bank as u8), self.offset), local, self.page_size);
+            p.noc_read(dram.at(self.bank, self.offset), local, self.page_size);
             local += self.page_size;
             self.bank += 1;
             if self.bank == self.banks {

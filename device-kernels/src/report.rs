@@ -3,14 +3,15 @@
 
 use crate::platform::Platform;
 use crate::trace;
+use crate::CHIP;
 use cqlab_abi::mailbox::{DeviceError, ErrorRecord, ExitRecord, ERROR, ERROR_BYTES, ERROR_MAGIC, EXIT, EXIT_MAGIC};
-use cqlab_abi::memory_map::L1_DEFAULT_SIZE;
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{self, Waypoint};
 use zerocopy::IntoBytes;
 
-pub fn waypoint(p: &mut impl Platform, w: Waypoint) {
-    p.write_u32(cqlab_abi::mailbox::WAYPOINT, w.0);
+/// Shows waypoint `w` in this core's waypoint word (`Platform::WAYPOINT`).
+pub fn waypoint<P: Platform>(p: &mut P, w: Waypoint) {
+    p.write_u32(P::WAYPOINT, w.0);
 }
 
 pub fn trace(p: &mut impl Platform, kind: TraceKind, arg0: u32, arg1: u32) {
@@ -32,8 +33,8 @@ pub fn fail(p: &mut impl Platform, code: DeviceError, addr: u32, value: u32, rd_
         ..Default::default()
     };
     let start = addr & !3;
-    if start < L1_DEFAULT_SIZE {
-        let n = (ERROR_BYTES as u32).min(L1_DEFAULT_SIZE - start) & !3;
+    if start < CHIP.l1_size {
+        let n = (ERROR_BYTES as u32).min(CHIP.l1_size - start) & !3;
         p.read_words(start, &mut rec.bytes[..n as usize]);
         rec.nbytes = n;
     }
@@ -59,10 +60,10 @@ pub fn wait_until<P: Platform>(p: &mut P, w: Waypoint, mut ready: impl FnMut(&mu
     if ready(p) {
         return;
     }
-    let before = p.read_u32(cqlab_abi::mailbox::WAYPOINT);
+    let before = p.read_u32(P::WAYPOINT);
     waypoint(p, w);
     while !ready(p) {}
-    p.write_u32(cqlab_abi::mailbox::WAYPOINT, before);
+    p.write_u32(P::WAYPOINT, before);
 }
 
 /// Waits for this core's NOC reads to land.

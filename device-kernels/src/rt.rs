@@ -1,23 +1,16 @@
-//! Start-up code and panic handler of every firmware image, and the entry
+//! Start-up code and panic handlers of every firmware image, and the entry
 //! of every kernel image.
 
-use crate::boot::set_waypoint;
-use crate::hal::{halt, Device};
-use cqlab_abi::waypoint::PANIC;
-
-#[panic_handler]
-fn panic(_info: &core::panic::PanicInfo) -> ! {
-    set_waypoint(&mut Device, PANIC);
-    halt()
-}
-
-/// Declares the firmware's main function: `cqlab_kernels::entry!(main);`
-/// with `fn main() -> !`. Emits the start-up code at the first byte of CODE
-/// (see linker/cqlab.x): set the stack (in local memory), zero .bss (the host
-/// loads .text/.data; .bss is NOLOAD), run `main`.
+/// Declares the firmware's main function and the core it runs on:
+/// `cqlab_kernels::entry!(main, Brisc);` with `fn main() -> !` and a
+/// `hal` device type. Emits the start-up code at the first byte of the
+/// core's code region (`memory_map::firmware_entry`, see linker/cqlab.x):
+/// set the stack (in local memory, below the NOC state), zero .bss (the
+/// host loads .text/.data; .bss is NOLOAD), run `main`; and the panic
+/// handler, which shows `PANC` in the core's waypoint and halts.
 #[macro_export]
 macro_rules! entry {
-    ($main:path) => {
+    ($main:path, $device:ident) => {
         core::arch::global_asm!(
             r#"
     .section .text.start, "ax"
@@ -45,26 +38,40 @@ _start:
             let main: fn() -> ! = $main;
             main()
         }
+
+        #[panic_handler]
+        fn panic(_info: &core::panic::PanicInfo) -> ! {
+            $crate::report::waypoint(&mut $crate::hal::$device::default(), cqlab_abi::waypoint::PANIC);
+            $crate::hal::halt()
+        }
     };
 }
 
 /// A kernel image: `cqlab_kernels::kernel!(worker::spin);` with a
-/// `fn(&mut Device, &KernelCtx)`. The kernel function is the image's first
-/// byte (section `.text.kernel_entry`, placed first by linker/kernel.x, as
-/// `_kstart`), so the resident worker firmware calls it directly, with a
-/// pointer to its `KernelCtx` (C ABI, on the firmware's stack): no
-/// trampoline jump on every launch. The image runs from any kernel text slot
-/// once the host has relocated its absolute references.
+/// `fn(&mut impl Platform, &KernelCtx)`. The kernel function is the image's
+/// first byte (section `.text.kernel_entry`, placed first by
+/// linker/kernel.x, as `_kstart`), so the resident worker firmware calls
+/// it directly, with a pointer to its `KernelCtx` (C ABI): no trampoline
+/// jump on every launch. The image runs from any kernel text slot once the
+/// host has relocated its absolute references, on any core of a tile:
+/// `KernelCtx::processor` picks the core's device (BRISC NOC0, NCRISC
+/// NOC1, a TRISC none). A kernel that panics halts its core; the waypoint
+/// of its core shows what the firmware showed when it called it.
 #[macro_export]
 macro_rules! kernel {
-    ($kernel:expr) => {
+    ($kernel:path) => {
         // SAFETY: the image's entry symbol, defined once per image, and the
         // only code in its entry section (so it is the image's first byte).
         #[unsafe(export_name = "_kstart")]
         #[unsafe(link_section = ".text.kernel_entry")]
         pub extern "C" fn __cqlab_kernel(ctx: &cqlab_abi::program::KernelCtx) {
-            let kernel: fn(&mut $crate::hal::Device, &cqlab_abi::program::KernelCtx) = $kernel;
-            kernel(&mut $crate::hal::Device, ctx)
+            match ctx.processor {
+                0 => $kernel(&mut $crate::hal::Brisc::default(), ctx),
+                1 => $kernel(&mut $crate::hal::Ncrisc::default(), ctx),
+                2 => $kernel(&mut $crate::hal::Trisc0::default(), ctx),
+                3 => $kernel(&mut $crate::hal::Trisc1::default(), ctx),
+                _ => $kernel(&mut $crate::hal::Trisc2::default(), ctx),
+            }
         }
 
         /// The image's own entry address: every image carries at least one
@@ -72,6 +79,11 @@ macro_rules! kernel {
         /// without `--emit-relocs` from one whose code needs none.
         #[used]
         static KERNEL_ENTRY: extern "C" fn(&cqlab_abi::program::KernelCtx) = __cqlab_kernel;
+
+        #[panic_handler]
+        fn panic(_info: &core::panic::PanicInfo) -> ! {
+            $crate::hal::halt()
+        }
     };
 }
 
@@ -80,7 +92,7 @@ macro_rules! kernel {
 /// like any other kernel text).
 #[macro_export]
 macro_rules! padded_kernel {
-    ($kernel:expr, $bytes:expr) => {
+    ($kernel:path, $bytes:expr) => {
         $crate::kernel!($kernel);
 
         #[used]
@@ -89,36 +101,64 @@ macro_rules! padded_kernel {
     };
 }
 
-/// The resident worker firmware image: boots, then serves launches,
-/// calling each kernel at its slot: `cqlab_kernels::worker_firmware!();`
+/// BRISC's resident worker firmware: boots the tile (its subordinate cores
+/// included), then serves launches, calling each kernel at its slot:
+/// `cqlab_kernels::worker_firmware!();`
 #[macro_export]
 macro_rules! worker_firmware {
     () => {
-        $crate::entry!(main);
+        $crate::entry!(main, Brisc);
 
         fn main() -> ! {
-            use $crate::hal::{core_xy, cycle, Device};
-            let mut dev = Device;
-            let id = cqlab_abi::firmware::FirmwareId::Worker;
-            $crate::boot::announce(&mut dev, id, core_xy(), $crate::build_id(), cycle());
+            let mut dev = $crate::hal::Brisc::default();
+            dev.noc_init();
+            $crate::worker::boot_brisc(&mut dev, $crate::build_id(), |_| $crate::hal::release_subordinates());
             $crate::worker::serve(&mut dev, |_, entry, ctx| $crate::hal::call_kernel(entry, ctx))
         }
     };
 }
 
-/// A command-queue firmware image (`Prefetcher` or `Dispatcher`): boots,
-/// reads its `CqConfig` and runs: `cqlab_kernels::cq_firmware!(Prefetch, Prefetcher);` with the type in scope.
+/// The worker firmware of a subordinate core (`Ncrisc`, `Trisc0`..`Trisc2`):
+/// `cqlab_kernels::subordinate_firmware!(Ncrisc);`
+#[macro_export]
+macro_rules! subordinate_firmware {
+    ($device:ident) => {
+        $crate::entry!(main, $device);
+
+        fn main() -> ! {
+            let mut dev = $crate::hal::$device::default();
+            dev.noc_init();
+            let processor = $crate::hal::$device::PROCESSOR;
+            $crate::worker::subordinate(&mut dev, processor, $crate::build_id(), |_, entry, ctx| {
+                // SAFETY: `ctx` is this core's mailbox in L1, where BRISC
+                // wrote a whole `KernelCtx` before `go` (which the loop read):
+                // aligned, initialised, and not written again until this
+                // core reports done.
+                let ctx = unsafe { &*(ctx as usize as *const cqlab_abi::program::KernelCtx) };
+                $crate::hal::call_kernel(entry, ctx)
+            })
+        }
+    };
+}
+
+/// A command-queue firmware image (`Prefetcher` or `Dispatcher`) on BRISC:
+/// boots, checks its `NocMap`, reads its `CqConfig` and runs:
+/// `cqlab_kernels::cq_firmware!(Prefetch, Prefetcher);` with the type in scope.
 #[macro_export]
 macro_rules! cq_firmware {
     ($id:ident, $core:ident) => {
-        $crate::entry!(main);
+        $crate::entry!(main, Brisc);
 
         fn main() -> ! {
-            use $crate::hal::{core_xy, cycle, Device};
             use $crate::memory::Memory;
-            let mut dev = Device;
+            use $crate::platform::Platform;
+            let mut dev = $crate::hal::Brisc::default();
+            dev.noc_init();
             let id = cqlab_abi::firmware::FirmwareId::$id;
-            $crate::boot::announce(&mut dev, id, core_xy(), $crate::build_id(), cycle());
+            $crate::report::waypoint(&mut dev, cqlab_abi::waypoint::BOOT);
+            $crate::places::check(&mut dev);
+            let (xy, cycle) = (dev.core_xy(), dev.cycle());
+            $crate::boot::announce(&mut dev, id, xy, $crate::build_id(), cycle);
             let cfg: cqlab_abi::mailbox::CqConfig = dev.read_struct(cqlab_abi::mailbox::CQ_CONFIG);
             <$core<_>>::new(&mut dev, cfg).run()
         }

@@ -1,7 +1,12 @@
-//! The resident worker firmware loop (like tt-metal's `brisc` firmware): wait
-//! until the next entry of the launch-message ring carries the next launch
-//! count (the dispatcher's GO), run the kernel of the group this core is in, and
-//! report done with an atomic increment on the dispatcher's semaphore.
+//! The resident worker firmware (like tt-metal's `brisc`, `ncrisc` and
+//! `trisc` firmware): BRISC waits until the next entry of the
+//! launch-message ring carries the next launch count (the dispatcher's
+//! GO), hands each subordinate core (NCRISC, TRISC0-2) that has a kernel in
+//! the group holding this tile its kernel, runs its own, gathers the
+//! subordinates' `done` flags and reports done with one pair of atomic
+//! increments on the dispatcher's semaphores. Each subordinate core waits
+//! for BRISC's `go`, runs its kernel and sets `done`
+//! (`mailbox::SubordinateMailbox`).
 //!
 //! The kernels themselves are separate images (`kernel!`), linked for the
 //! kernel text address and called through `run`; their bodies live here and
@@ -10,31 +15,64 @@
 use crate::platform::Platform;
 use crate::report::{wait_until, waypoint};
 use crate::trace::core_kind;
-use core::mem::{offset_of, size_of};
-use cqlab_abi::mailbox::{CqConfig, CQ_CONFIG};
-use cqlab_abi::mmio;
-use cqlab_abi::noc::MAX_CQS;
-use cqlab_abi::noc::{dispatcher, worker_index, Coord, NocAddr};
+use core::mem::size_of;
+use cqlab_abi::arch::tensix::Processor;
+use cqlab_abi::firmware::FirmwareId;
+use cqlab_abi::mailbox::{self, ALIVE_MAGIC, SUB_CTX, SUB_DONE, SUB_ENTRY, SUB_GO};
+use cqlab_abi::noc::{Coord, NocAddr, MAX_CQS};
 use cqlab_abi::program::{
-    config_addr, group_offset, launch_done_sem, launch_entry, rect_index, KernelCtx, KernelGroup, LaunchHeader,
-    GROUP_ARGS, GROUP_COUNTS, LAUNCH_TAG, MAX_KERNEL_GROUPS, NO_RECT,
+    config_addr, group_kernel, group_offset, launch_done_sem, launch_entry, rect_index, KernelCtx, KernelGroup,
+    LaunchHeader, GROUP_KERNEL_ID, KERNEL_ARGS, KERNEL_COUNTS, KERNEL_ENTRY, LAUNCH_TAG, MAX_KERNEL_GROUPS, NO_KERNEL,
+    NO_RECT,
 };
+use cqlab_abi::semaphore;
 use cqlab_abi::trace::TraceKind;
-use cqlab_abi::waypoint::{GOW, RUN};
+use cqlab_abi::waypoint::{BOOT, GOW, RUN, SUBA, SUBW};
+use zerocopy::IntoBytes;
+
+/// Processor indices of a worker tile's subordinate cores.
+const SUBORDINATES: core::ops::RangeInclusive<usize> = 1..=4;
+
+/// BRISC of a worker tile boots: checks the `NocMap`, clears the
+/// subordinate mailboxes, has `release` start the four subordinate cores
+/// (`hal::release_subordinates` on the device), waits until each has
+/// published its alive record, then publishes BRISC's: a host that sees it
+/// knows the whole tile runs.
+pub fn boot_brisc<P: Platform>(p: &mut P, build_id: u32, release: impl FnOnce(&mut P)) {
+    waypoint(p, BOOT);
+    crate::places::check(p);
+    for i in SUBORDINATES {
+        let at = mailbox::subordinate(i);
+        for off in [0, SUB_GO, SUB_DONE] {
+            p.write_u32(at + off, 0);
+        }
+    }
+    release(p);
+    wait_until(p, SUBA, |p| SUBORDINATES.clone().all(|i| p.read_u32(mailbox::subordinate(i)) == ALIVE_MAGIC));
+    let cycle = p.cycle();
+    crate::boot::announce(p, FirmwareId::Worker, p.core_xy(), build_id, cycle);
+}
 
 /// Serves launches forever; `run(p, entry, ctx)` calls the kernel at `entry`.
 ///
 /// Kernel-bound dispatch is paced by this loop: between two kernels a worker
 /// runs nothing else, so its cost is what a program costs on top of its
-/// kernel. The hot path is laid out straight (the waits, a core outside the
+/// kernel. The hot path is laid out straight (the waits, a tile outside the
 /// first group, and the trace ring's wrap are out of line), and it reads
-/// only the words it needs from L1: the tag, the first group's five words,
-/// the sequence number, and `NOC_UNACKED` for the barrier before "done".
+/// only the words it needs from L1: the tag, the first group's rectangle,
+/// the five cores' entries, BRISC's counts and args words, the kernel id,
+/// the sequence number, and the NIU's ack counters for the barrier before
+/// "done".
 pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx)) -> ! {
     let core = p.core_xy();
-    let (col, row) = worker_index(Coord::unpack(core)).unwrap_or((u8::MAX, u8::MAX));
+    let grid = crate::places::grid(p);
+    let (col, row) = grid.logical(Coord::unpack(core)).unwrap_or((u8::MAX, u8::MAX));
     // One launch ring per command queue (the host wrote how many).
-    let cqs = p.read_u32(CQ_CONFIG + offset_of!(CqConfig, num_cqs) as u32).clamp(1, MAX_CQS as u32);
+    let cqs = crate::places::num_cqs(p).clamp(1, MAX_CQS as u32);
+    let mut dispatchers = [Coord::new(0, 0); MAX_CQS as usize];
+    for (q, d) in dispatchers.iter_mut().enumerate().take(cqs as usize) {
+        *d = crate::places::dispatcher(p, q as u32);
+    }
     // This loop is the trace ring's only writer from here on: records cost
     // their stores only (the per-launch work is what a kernel pays on top).
     let mut worker = Worker {
@@ -42,6 +80,7 @@ pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx
         ended: core_kind(core as u16, TraceKind::KernelEnd),
         col,
         row,
+        dispatchers,
         records: crate::trace::Cursor::take(p),
     };
     // Shown whenever the worker is not waiting: every wait puts it back.
@@ -110,17 +149,19 @@ fn wait_writes(p: &mut impl Platform) {
 
 /// What the loop keeps between launches (in registers or local memory).
 struct Worker {
-    /// Trace record words of this core's `KernelStart` and `KernelEnd`.
+    /// Trace record words of this tile's `KernelStart` and `KernelEnd`.
     started: u32,
     ended: u32,
     col: u8,
     row: u8,
+    /// Each queue's dispatcher, from the `NocMap`.
+    dispatchers: [Coord; MAX_CQS as usize],
     records: crate::trace::Cursor,
 }
 
 impl Worker {
     /// Runs launch `n` of queue `q` (ring entry `entry`, its tag seen): the
-    /// kernel of the first group whose rectangle holds this core, if any,
+    /// kernels of the first group whose rectangle holds this tile, if any,
     /// then "done" to the queue's dispatcher.
     #[inline(always)]
     fn launch<P: Platform>(
@@ -136,52 +177,58 @@ impl Worker {
         // Almost always the first group; the others (and `NO_RECT`) out of line.
         match rect_index(rect, self.col, self.row) {
             Some(index) => {
-                self.run_group(p, entry, at, rect, index, run);
-                done(p, q, n);
+                self.run_group(p, n, entry, at, rect, index, run);
+                self.done(p, q, n);
             }
             None => self.later_group(p, q, n, entry, at, rect, run),
         }
     }
 
-    /// Runs the kernel of the group at `at` (rectangle `rect`, this core's
-    /// index in it `index`) of the launch at `entry`.
+    /// Runs the kernels of the group at `at` (rectangle `rect`, this tile's
+    /// index in it `index`) of launch `n` at `entry`: the subordinates'
+    /// first (they run while BRISC runs its own), then BRISC's, then it
+    /// waits for the subordinates it started.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn run_group<P: Platform>(
         &mut self,
         p: &mut P,
+        n: u32,
         entry: u32,
         at: u32,
         rect: u32,
         index: u32,
         run: &mut impl FnMut(&mut P, u32, &KernelCtx),
     ) {
-        let kernel = p.read_u32(at + offset_of!(KernelGroup, entry) as u32);
-        let counts = p.read_u32(at + GROUP_COUNTS);
-        let args = p.read_u32(at + GROUP_ARGS);
-        let kernel_id = p.read_u32(at + offset_of!(KernelGroup, kernel_id) as u32);
-        let seq = p.read_u32(entry + offset_of!(LaunchHeader, seq) as u32);
-        let unique_count = counts & 0xffff;
-        let ctx = KernelCtx {
-            seq,
-            index,
-            unique_addr: config_addr(args as u16) + 4 * unique_count * index,
-            unique_count,
-            common_addr: config_addr((args >> 16) as u16),
-            common_count: counts >> 16,
-            rect,
-            kernel_id,
-        };
+        let kernel_id = p.read_u32(at + GROUP_KERNEL_ID);
+        let seq = p.read_u32(entry + core::mem::offset_of!(LaunchHeader, seq) as u32);
         let cycle = p.cycle();
         self.records.record_word(p, self.started, cycle, seq, kernel_id);
-        run(p, kernel, &ctx);
-        // The kernel's own writes complete before the dispatcher hears "done".
-        kernel_writes_landed(p);
+        let base = KernelCtx { seq, index, rect, kernel_id, ..KernelCtx::default() };
+        let mut started = 0u32;
+        for i in SUBORDINATES {
+            let kernel = p.read_u32(at + group_kernel(i) + KERNEL_ENTRY);
+            if kernel != NO_KERNEL {
+                start_subordinate(p, i, n, kernel, &ctx_for(p, at, i, base));
+                started |= 1 << i;
+            }
+        }
+        let kernel = p.read_u32(at + group_kernel(0) + KERNEL_ENTRY);
+        if kernel != NO_KERNEL {
+            let ctx = ctx_for(p, at, 0, base);
+            run(p, kernel, &ctx);
+            // The kernel's own writes complete before the dispatcher hears "done".
+            kernel_writes_landed(p);
+        }
+        if started != 0 {
+            wait_subordinates(p, started, n);
+        }
         let cycle = p.cycle();
         self.records.record_word(p, self.ended, cycle, seq, kernel_id);
     }
 
     /// The group after the first (at `at`, rectangle `rect`) whose
-    /// rectangle holds this core, run; none at the first `NO_RECT` or after
+    /// rectangle holds this tile, run; none at the first `NO_RECT` or after
     /// `MAX_KERNEL_GROUPS`.
     #[cold]
     #[inline(never)]
@@ -203,20 +250,90 @@ impl Worker {
             at += size_of::<KernelGroup>() as u32;
             rect = p.read_u32(at);
             if let Some(index) = rect_index(rect, self.col, self.row) {
-                self.run_group(p, entry, at, rect, index, run);
+                self.run_group(p, n, entry, at, rect, index, run);
                 break;
             }
         }
-        done(p, q, n);
+        self.done(p, q, n);
+    }
+
+    /// Launch `n` of queue `q` is done on this tile: one increment of the
+    /// dispatcher's semaphore for its ring entry and one of its `WORKERS_DONE`.
+    #[inline(always)]
+    fn done(&self, p: &mut impl Platform, q: u32, n: u32) {
+        let d = self.dispatchers[q as usize % MAX_CQS as usize];
+        let sem_addr = |s: u32| NocAddr::unicast(d, semaphore::addr(s) as u64);
+        p.noc_atomic_inc_both(sem_addr(launch_done_sem(n)), sem_addr(semaphore::WORKERS_DONE), 1);
     }
 }
 
-/// Launch `n` of queue `q` is done here: one increment of the dispatcher's
-/// semaphore for its ring entry and one of its `WORKERS_DONE`.
+/// The `KernelCtx` of core `i`'s kernel in the group at `at`: `base` with
+/// that kernel's args placed for this tile.
 #[inline(always)]
-fn done(p: &mut impl Platform, q: u32, n: u32) {
-    let sem_addr = |s: u32| NocAddr::unicast(dispatcher(q as u8), (mmio::MMIO_BASE + mmio::semaphore(s)) as u64);
-    p.noc_atomic_inc_both(sem_addr(launch_done_sem(n)), sem_addr(mmio::sem::WORKERS_DONE), 1);
+fn ctx_for(p: &impl Platform, at: u32, i: usize, base: KernelCtx) -> KernelCtx {
+    let counts = p.read_u32(at + group_kernel(i) + KERNEL_COUNTS);
+    let args = p.read_u32(at + group_kernel(i) + KERNEL_ARGS);
+    let unique_count = counts & 0xffff;
+    KernelCtx {
+        unique_addr: config_addr(args as u16) + 4 * unique_count * base.index,
+        unique_count,
+        common_addr: config_addr((args >> 16) as u16),
+        common_count: counts >> 16,
+        processor: i as u32,
+        ..base
+    }
+}
+
+/// Hands subordinate core `i` its kernel for launch `n`: the kernel and its
+/// context first, the launch count (`go`) last.
+#[inline(always)]
+fn start_subordinate(p: &mut impl Platform, i: usize, n: u32, kernel: u32, ctx: &KernelCtx) {
+    let at = mailbox::subordinate(i);
+    p.write_u32(at + SUB_ENTRY, kernel);
+    p.write_words(at + SUB_CTX, ctx.as_bytes());
+    p.write_u32(at + SUB_GO, n);
+}
+
+/// Waits until every subordinate in `started` (bit per processor index)
+/// has finished launch `n`.
+#[cold]
+#[inline(never)]
+fn wait_subordinates<P: Platform>(p: &mut P, started: u32, n: u32) {
+    let finished = |p: &mut P| {
+        SUBORDINATES.clone().all(|i| started & 1 << i == 0 || p.read_u32(mailbox::subordinate(i) + SUB_DONE) == n)
+    };
+    wait_until(p, SUBW, finished);
+}
+
+/// A subordinate core of a worker tile (`processor`, 1..=4): publishes its
+/// alive record, then runs the kernel BRISC hands it for each launch it is
+/// started on: `run(p, entry, ctx_addr)` calls the kernel at `entry` with
+/// the `KernelCtx` at L1 address `ctx_addr` (its mailbox). After the
+/// kernel's NOC writes have landed it sets `done`.
+pub fn subordinate<P: Platform>(
+    p: &mut P,
+    processor: Processor,
+    build_id: u32,
+    mut run: impl FnMut(&mut P, u32, u32),
+) -> ! {
+    let i = processor.index();
+    let at = mailbox::subordinate(i);
+    let cycle = p.cycle();
+    let xy = p.core_xy();
+    crate::boot::announce_subordinate(p, i, FirmwareId::worker(processor), xy, build_id, cycle);
+    waypoint(p, RUN);
+    let mut last = 0u32;
+    loop {
+        if p.read_u32(at + SUB_GO) == last {
+            wait_until(p, GOW, |p| p.read_u32(at + SUB_GO) != last);
+        }
+        let n = p.read_u32(at + SUB_GO);
+        let kernel = p.read_u32(at + SUB_ENTRY);
+        run(p, kernel, at + SUB_CTX);
+        kernel_writes_landed(p);
+        p.write_u32(at + SUB_DONE, n);
+        last = n;
+    }
 }
 
 /// Up to `N` common args of a launch (missing ones read as 0) and how many there are.

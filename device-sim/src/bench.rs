@@ -6,7 +6,7 @@
 use crate::asm::*;
 use crate::hart::{Halt, HaltReason, Hart, NoBus, Stop};
 use crate::memory::{Memory, Ram};
-use cqlab_abi::memory_map::{CODE, USER};
+use cqlab_abi::memory_map::{ENTRY_POINT, USER};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -149,9 +149,9 @@ pub struct Mismatch {
 impl Workload {
     /// A hart with the program loaded at the firmware entry point.
     pub fn hart(&self, iters: u32) -> Hart {
-        let mut mem = Memory::new(Ram::new(0, cqlab_abi::memory_map::L1_DEFAULT_SIZE), None);
-        mem.write(CODE.base, &to_bytes(&(self.program)(iters))).expect("program fits in CODE");
-        Hart::new(mem, 0, CODE.base)
+        let mut mem = Memory::new(Ram::new(0, cqlab_abi::arch::BLACKHOLE.l1_size), None);
+        mem.write(ENTRY_POINT, &to_bytes(&(self.program)(iters))).expect("program fits in L1");
+        Hart::new(mem, 0, ENTRY_POINT)
     }
 
     /// Runs `iters` iterations simulated and natively and times both.
@@ -219,70 +219,61 @@ impl PingPong {
     }
 }
 
-/// Polling-dominated ping-pong on the chip: two workers take turns
-/// incrementing each other's semaphore 0 with NOC atomics and spin on their
-/// own until it moves. With `spinners`, every other worker runs and spins on
-/// a GO word that never comes (as workers waiting for a launch); otherwise
-/// they are held in reset.
+/// Polling-dominated ping-pong on the chip: the BRISCs of two Tensix tiles
+/// take turns incrementing each other's semaphore 0 with NOC atomics (as
+/// `noc_semaphore_inc`) and spin on their own until it moves. With
+/// `spinners`, the BRISC of every other Tensix tile runs and spins on a GO
+/// word that never comes (as workers waiting for a launch); otherwise they
+/// are held in reset.
 pub fn chip_pingpong(
     device_cycles: u64,
     cfg: crate::config::SimConfig,
     spinners: bool,
 ) -> Result<PingPong, crate::chip::SimError> {
     use crate::chip::Chip;
-    use cqlab_abi::mmio::{self, semaphore, MMIO_BASE};
-    use cqlab_abi::noc::{worker, NocAddr};
-
-    const MMIO: u32 = 10;
-    let sem0 = semaphore(0) as i32;
-    let setup = |p: &mut Vec<u32>| {
-        p.extend(li(MMIO, MMIO_BASE));
-        p.extend(li(6, USER.base));
-        p.extend([
-            lw(7, 6, 0),
-            sw(7, MMIO, mmio::NOC_TARGET_LO as i32),
-            lw(7, 6, 4),
-            sw(7, MMIO, mmio::NOC_TARGET_HI as i32),
-            addi(7, 0, 1),
-            sw(7, MMIO, mmio::NOC_ATOMIC_VALUE as i32),
-            addi(8, 0, 0),
-        ]);
-    };
-    let inc = [addi(7, 0, mmio::NocCmd::AtomicInc as i32), sw(7, MMIO, mmio::NOC_CMD as i32)];
-    let wait = [addi(8, 8, 1), lw(7, MMIO, sem0), bltu(7, 8, -4)];
-    let mut ping = Vec::new();
-    setup(&mut ping);
-    ping.extend(inc);
-    ping.extend(wait);
-    ping.push(jal(0, -20));
-    let mut pong = Vec::new();
-    setup(&mut pong);
-    pong.extend(wait);
-    pong.extend(inc);
-    pong.push(jal(0, -20));
+    use crate::niu_asm::NiuAsm;
+    use cqlab_abi::arch::{tensix, Noc};
+    use cqlab_abi::boot::reset_jal;
+    use cqlab_abi::memory_map::{NOC_ATOMIC_RET, RESET_JAL};
+    use cqlab_abi::noc::NocAddr;
+    use cqlab_abi::semaphore;
 
     let mut chip = Chip::new(cfg)?;
-    let (a, b) = (worker(0, 0), worker(1, 0));
-    for (core, peer, prog) in [(a, b, &ping), (b, a, &pong)] {
-        let (lo, hi) = NocAddr::unicast(peer, (MMIO_BASE + semaphore(0)) as u64).words();
-        chip.write(NocAddr::unicast(core, USER.base as u64), &to_bytes(&[lo, hi]))?;
-        chip.write(NocAddr::unicast(core, CODE.base as u64), &to_bytes(prog))?;
-        chip.set_reset(core, false)?;
-    }
+    let tiles: Vec<_> = chip.tensix_tiles().collect();
+    let (a, b) = (tiles[0], tiles[1]);
+    let niu = NiuAsm { chip: chip.arch(), noc: Noc::Noc0, base: 5, tmp: 7 };
+    let sem0 = semaphore::addr(0) as i32;
+    let program = |me, peer, serves: bool| {
+        let inc = niu.atomic_inc(me, NocAddr::unicast(peer, sem0 as u64), 1, NOC_ATOMIC_RET);
+        // x8: the count this core waits for next.
+        let mut p = vec![addi(8, 0, 0)];
+        if serves {
+            p.extend(&inc);
+        }
+        let top = p.len();
+        p.extend([addi(8, 8, 1), lw(9, 0, sem0), bltu(9, 8, -4)]);
+        p.extend(&inc);
+        p.push(jal(0, -4 * (p.len() - top) as i32));
+        p
+    };
+    let boot = |chip: &mut Chip, tile, prog: &[u32]| -> Result<(), crate::chip::SimError> {
+        chip.write(NocAddr::unicast(tile, ENTRY_POINT as u64), &to_bytes(prog))?;
+        chip.write_u32(NocAddr::unicast(tile, RESET_JAL as u64), reset_jal(ENTRY_POINT))?;
+        chip.set_soft_reset(tile, tensix::SOFT_RESET_BRISC_ONLY_RUN)
+    };
+    boot(&mut chip, a, &program(a, b, true))?;
+    boot(&mut chip, b, &program(b, a, false))?;
     if spinners {
         let mut spin = li(6, USER.base + 0x80).to_vec();
         spin.extend([lw(7, 6, 0), beq(7, 0, -4), ECALL]);
-        let others: Vec<_> =
-            chip.cores().filter(|c| *c != a && *c != b && cqlab_abi::noc::worker_index(*c).is_some()).collect();
-        for c in others {
-            chip.write(NocAddr::unicast(c, CODE.base as u64), &to_bytes(&spin))?;
-            chip.set_reset(c, false)?;
+        for &c in &tiles[2..] {
+            boot(&mut chip, c, &spin)?;
         }
     }
     let t = Instant::now();
     chip.advance(device_cycles);
     let host_time = t.elapsed();
-    let round_trips = chip.read_u32(NocAddr::unicast(a, (MMIO_BASE + semaphore(0)) as u64))?;
+    let round_trips = chip.read_u32(NocAddr::unicast(a, sem0 as u64))?;
     Ok(PingPong { device_cycles, host_time, round_trips })
 }
 
@@ -299,11 +290,13 @@ mod chip_tests {
     use super::*;
 
     #[test]
-    fn pingpong_makes_round_trips() {
-        let cfg = crate::config::SimConfig { worker_cols: 3, worker_rows: 1, num_cqs: 1, ..Default::default() };
-        let p = chip_pingpong(20_000, cfg, true).unwrap();
-        assert!(p.round_trips > 10, "{} round trips", p.round_trips);
-        // Each round trip needs two NOC trips, so it cannot beat their latency.
-        assert!(p.round_trips < 20_000 / 40, "{} round trips", p.round_trips);
+    fn pingpong_makes_round_trips_on_both_chips() {
+        for board in [cqlab_abi::soc::Board::WormholeN150, cqlab_abi::soc::Board::BlackholeP150a] {
+            let cfg = crate::config::SimConfig::for_board(board);
+            let p = chip_pingpong(20_000, cfg, true).unwrap();
+            assert!(p.round_trips > 10, "{board}: {} round trips", p.round_trips);
+            // Each round trip needs two NOC trips, so it cannot beat their latency.
+            assert!(p.round_trips < 20_000 / 40, "{board}: {} round trips", p.round_trips);
+        }
     }
 }

@@ -1,8 +1,15 @@
-//! The chip: a grid of cores (workers, a prefetcher and a dispatcher per CQ)
-//! with L1 and MMIO each, DRAM banks and the PCIe endpoint to a sysmem buffer
-//! the simulator owns or borrows (a shared file mapping in daemon mode, see
-//! [`crate::memory::Sysmem`]); a deterministic single-threaded scheduler;
-//! and the host-side access a driver uses.
+//! The chip: a real Wormhole B0 or Blackhole, from its description
+//! (`soc::ChipLayout`: a board and its harvesting). Every Tensix tile has
+//! L1, five RV32IM cores (BRISC, NCRISC, TRISC0-2) with their local memories
+//! and reset PCs, two NIUs (`niu`) and its debug registers (`tensix`); the
+//! DRAM tiles serve their channels; the PCIe tile forwards the chip's
+//! host-memory range to a sysmem buffer the simulator owns or borrows (a
+//! shared file mapping in daemon mode, see [`crate::memory::Sysmem`]); ARC
+//! answers what a host reads at open (`arc`). Ethernet, router-only,
+//! security, L2CPU and harvested tiles refuse every access with an error
+//! naming the tile and the address. A deterministic single-threaded
+//! scheduler runs the cores; the host reaches the chip through BAR0 and
+//! BAR4 as the chip lays them out (`bar`), or directly by NOC address.
 //!
 //! Time advances only in [`Chip::advance`] / [`Chip::run_until`]: the host
 //! hands control to the device when it waits, so seed + config + host
@@ -10,13 +17,22 @@
 //! `quantum_cycles` (plus seeded jitter); each core runs to the slice end in a
 //! seeded rotation order, then NOC events due by then are delivered in
 //! (time, issue order). Host reads and writes take effect immediately and
-//! cost no simulated time. A core that has writes leaving its L1 runs in
-//! segments that end where one of its packets has left, so its last flit
-//! reads the source exactly then (see `noc` for the model and the ordering
-//! rules).
+//! cost no simulated time (the `bar_*` and `timed_*` accesses charge BAR
+//! time). A tile that has writes leaving its L1 runs its cores in segments
+//! that end where one of its packets has left, so the last flit reads the
+//! source exactly then (see `noc` for the model and the ordering rules).
+//!
+//! The five cores of a tile share its L1: a core runs with the tile's L1
+//! lent to it, and cores of a slice run one after the other, so a store is
+//! seen by the siblings that run after the storing core in the slice's
+//! rotation and by the others from the next slice on. A store to a word a
+//! parked sibling polls ends the core's run (a watched range) and brings
+//! the sibling to exactly that state (`Chip::sibling_stored`), so idle
+//! fast-forward stays exact across cores of one tile.
 
+use crate::arc::Arc;
+use crate::bar::{self, BarTarget, Tlbs};
 use crate::config::{ConfigError, Schedule, SimConfig};
-use crate::core_mmio::{reg_offset, semaphore_index, CoreBus, CoreMmio, NocIssue, TargetCheck};
 use crate::debug::CoreDebug;
 use crate::digest::Digest;
 use crate::dram::Dram;
@@ -24,12 +40,23 @@ use crate::elf::{ElfError, ElfImage, Window};
 use crate::fastforward::{probe, FfState, Probe};
 use crate::hart::{Hart, Stop};
 use crate::memory::{Memory, Ram, Sysmem};
-use crate::noc::{farthest, flits_by, last_flit, trip, Departing, Endpoints, Event, EventKind, Landing, Route, Routes};
+use crate::niu::Kind;
+use crate::noc::{
+    flits_by, last_flit, trip, Departing, EndpointKind, Endpoints, Event, EventKind, Landing, Route, Routes, Source,
+    Target,
+};
 use crate::pct::{Pct, Slice};
+use crate::request::{Issued, Refusal, Resolver};
 use crate::rng::Streams;
-use cqlab_abi::memory_map::ENTRY_POINT;
-use cqlab_abi::mmio::{self, NocCmd, MMIO_BASE, MMIO_SIZE};
-use cqlab_abi::noc::{self, endpoint, Coord, Endpoint, NocAddr, MAX_COORD};
+pub use crate::tensix::CoreId;
+use crate::tensix::{remote_reg, RegAccess, TensixRegs, TileBus};
+use cqlab_abi::arch::niu::counter;
+use cqlab_abi::arch::noc_addr::CoordField;
+use cqlab_abi::arch::tensix::{self, Processor};
+use cqlab_abi::arch::{ArchParams, Noc};
+use cqlab_abi::memory_map::local_mem;
+use cqlab_abi::noc::{Coord, NocAddr};
+use cqlab_abi::soc::{ChipLayout, TileKind};
 use std::collections::{BTreeMap, BinaryHeap};
 use thiserror::Error;
 
@@ -38,25 +65,32 @@ use thiserror::Error;
 pub enum SimError {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("no endpoint at {coord} (NOC address {addr:#018x})")]
-    NoEndpoint { coord: Coord, addr: u64 },
-    #[error("{what} at {coord}: {len} bytes at local address {local:#x} are out of range")]
-    OutOfRange { what: &'static str, coord: Coord, local: u64, len: usize },
-    #[error("MMIO at {coord} offset {offset:#x}: {reason}")]
-    Mmio { coord: Coord, offset: u64, reason: &'static str },
+    #[error("{noc:?} request to {coord} (tile address {addr:#x}): {reason}{}", tile.map_or(String::new(), |t| format!(" (NOC0 tile {t})")))]
+    Refused { noc: Noc, coord: Coord, tile: Option<Coord>, addr: u64, reason: &'static str },
+    #[error("tile {tile}: register {addr:#010x}: {reason}")]
+    Register { tile: Coord, addr: u32, reason: &'static str },
+    #[error("ARC: {0}")]
+    Arc(String),
     #[error("loading an ELF onto {coord}: {source}")]
     Elf { coord: Coord, source: ElfError },
     #[error("condition not met within {budget} cycles (device time {now})")]
     Timeout { budget: u64, now: u64 },
     #[error("sysmem storage of {found} bytes does not match sysmem_size {expected}")]
     SysmemSize { expected: usize, found: usize },
+    #[error("{0}")]
+    Bar(String),
+    #[error("{what}: {got}")]
+    NotATile { what: &'static str, got: String },
 }
 
-/// One core: its hart (with L1) and its registers.
+/// One core: its hart (with its local memory) and where it sits.
 pub struct Core {
-    pub coord: Coord,
+    pub id: CoreId,
+    /// Index of its tile in the chip (NOC0 row-major).
+    tile: usize,
     pub hart: Hart,
-    pub mmio: CoreMmio,
+    /// Held by `SOFT_RESET_0`.
+    pub in_reset: bool,
     ff: FfState,
     /// `faults.slow_cores` factor (1.0: full speed).
     slowdown: f64,
@@ -69,74 +103,13 @@ impl Core {
     }
 }
 
-/// Which cores exist, for validating NOC targets.
-struct Grid {
-    index: Vec<u16>,
-    l1_size: u32,
-    dram: Dram,
-    sysmem_size: usize,
-}
-
-const NO_CORE: u16 = u16::MAX;
-const GRID_SIDE: usize = MAX_COORD as usize + 1;
-
-impl Grid {
-    fn core(&self, c: Coord) -> Option<usize> {
-        match self.index.get(c.y as usize * GRID_SIDE + c.x as usize) {
-            Some(&i) if i != NO_CORE => Some(i as usize),
-            _ => None,
-        }
-    }
-
-    /// Checks that `len` bytes at `addr` exist (on every core of a multicast).
-    fn check_range(&self, addr: NocAddr, len: u64) -> Result<(), &'static str> {
-        let local = addr.local();
-        if addr.is_multicast() {
-            let (a, b) = (addr.coord(), addr.mcast_end());
-            if a.x > b.x || a.y > b.y {
-                return Err("multicast rectangle corners are reversed");
-            }
-            for y in a.y..=b.y {
-                for x in a.x..=b.x {
-                    if self.core(Coord::new(x, y)).is_none() {
-                        return Err("multicast rectangle includes a coordinate with no core");
-                    }
-                }
-            }
-            return self.check_core_range(local, len);
-        }
-        match endpoint(addr.coord()) {
-            Endpoint::Pcie => match local.checked_add(len) {
-                Some(end) if end <= self.sysmem_size as u64 => Ok(()),
-                _ => Err("sysmem range out of bounds"),
-            },
-            Endpoint::Dram { bank } => {
-                if self.dram.contains(bank as u32, local, len) {
-                    Ok(())
-                } else {
-                    Err("DRAM bank or range does not exist")
-                }
-            }
-            _ => match self.core(addr.coord()) {
-                Some(_) => self.check_core_range(local, len),
-                None => Err("no endpoint at the target coordinates"),
-            },
-        }
-    }
-
-    fn check_core_range(&self, local: u64, len: u64) -> Result<(), &'static str> {
-        if local + len <= self.l1_size as u64 || reg_offset(local, len).is_some() {
-            Ok(())
-        } else {
-            Err("target is neither inside L1 nor a 32-bit MMIO register")
-        }
-    }
-}
-
-impl TargetCheck for Grid {
-    fn check(&self, target: NocAddr, len: u32, _cmd: NocCmd) -> Result<(), &'static str> {
-        self.check_range(target, len as u64)
-    }
+/// A Tensix tile's shared state.
+struct Tensix {
+    /// Its L1, lent to a core while it runs.
+    l1: Ram,
+    regs: TensixRegs,
+    /// Its cores' indices in [`Chip::cores`], `Processor::ALL` order.
+    cores: [usize; 5],
 }
 
 /// A statistical profile (`Chip::set_pc_sampling`): the PC of each sampled
@@ -153,16 +126,22 @@ pub struct Chip {
     /// PC samples being taken, if any (not device state: not in the digest).
     sampling: Option<PcSampling>,
     cfg: SimConfig,
+    layout: ChipLayout,
+    chip: &'static ArchParams,
+    /// Tensix tiles by tile index (NOC0 row-major); `None` for the others.
+    tiles: Vec<Option<Tensix>>,
     cores: Vec<Core>,
-    grid: Grid,
+    dram: Dram,
     sysmem: Sysmem,
+    arc: Arc,
+    tlbs: Tlbs,
     now: u64,
     events: BinaryHeap<Event>,
     seq: u64,
     /// One random stream per concern (scheduler, jitter, stalls, doorbells,
     /// back-pressure).
     rng: Streams,
-    issued: Vec<NocIssue>,
+    issued: Vec<Issued>,
     /// Ordering rules as arrival clamps (off with `faults.reorder`).
     routes: Routes,
     /// Writes still reading their source, in issue order.
@@ -171,11 +150,13 @@ pub struct Chip {
     landing: Vec<Landing>,
     /// Write payloads by id, filled as their flits leave, taken on arrival.
     payloads: BTreeMap<u64, Vec<u8>>,
-    /// Per core: first cycle its NOC interface is free to send a packet.
+    /// Old values of atomics whose response is on its way, by id.
+    atomic_old: BTreeMap<u64, u32>,
+    /// Per NIU (`Source::index`): first cycle it is free to send a packet.
     niu_free: Vec<u64>,
     /// The PCIe link's two directions.
     endpoints: Endpoints,
-    /// Ids of writes and reads.
+    /// Ids of writes, reads and atomics.
     transfers: u64,
     /// PCT state when `cfg.schedule` is `Pct`.
     pct: Option<Pct>,
@@ -183,7 +164,7 @@ pub struct Chip {
     posted: usize,
     /// Landing time of the last posted host write (they land in order).
     last_posted_at: u64,
-    /// Bytes cores moved to and from DRAM over the NOC (host BAR access excluded).
+    /// Bytes cores moved to and from DRAM over the NOC (host access excluded).
     dram_traffic: DramTraffic,
     /// Cores the slice loop must visit (outside PCT), ascending: out of
     /// reset, not halted, and not parked (parked ones too when stalls are
@@ -195,10 +176,17 @@ pub struct Chip {
     /// Host time spent on BAR writes not yet handed to the device (see
     /// [`crate::bar`]): charged at the host's next BAR read or poll.
     host_busy: u64,
+    /// The slice being run: its end and the core its rotation starts at
+    /// (transient scheduling state, not device state).
+    slice_end: u64,
+    slice_first: usize,
+    /// Cores woken during the slice by a sibling's store that come after
+    /// the storing core in its rotation: they run in this slice still.
+    late: Vec<usize>,
 }
 
-/// L1s (one per core, in [`Chip::cores`] order) and DRAM a chip computes
-/// on without owning them (see [`Chip::with_memories`]).
+/// L1s (one per Tensix tile, in [`Chip::tensix_tiles`] order) and DRAM a
+/// chip computes on without owning them (see [`Chip::with_memories`]).
 pub struct Memories {
     pub l1: Vec<Ram>,
     pub dram: Dram,
@@ -210,10 +198,6 @@ pub struct Memories {
 pub struct DramTraffic {
     pub read_bytes: u64,
     pub write_bytes: u64,
-}
-
-fn is_dram(target: NocAddr) -> bool {
-    matches!(cqlab_abi::noc::endpoint(target.coord()), cqlab_abi::noc::Endpoint::Dram { .. })
 }
 
 impl Chip {
@@ -235,6 +219,8 @@ impl Chip {
     /// its own, zeroed.
     pub fn with_memories(cfg: SimConfig, mut sysmem: Sysmem, memories: Option<Memories>) -> Result<Self, SimError> {
         cfg.validate()?;
+        let layout = cfg.layout()?;
+        let chip = layout.params();
         let found = sysmem.len();
         if found != cfg.sysmem_size {
             return Err(SimError::SysmemSize { expected: cfg.sysmem_size, found });
@@ -242,43 +228,48 @@ impl Chip {
         if !matches!(sysmem, Sysmem::Owned(_)) {
             sysmem.zero();
         }
-        let mut coords = Vec::new();
-        for row in 0..cfg.worker_rows {
-            for col in 0..cfg.worker_cols {
-                coords.push(noc::worker(col, row));
-            }
-        }
-        for cq in 0..cfg.num_cqs {
-            coords.push(noc::prefetcher(cq));
-            coords.push(noc::dispatcher(cq));
-        }
+        let desc = layout.descriptor();
+        let tensix: Vec<Coord> = layout.tiles().iter().filter(|t| t.kind == TileKind::Tensix).map(|t| t.noc0).collect();
         let (mut l1s, dram) = match memories {
             Some(m) => {
-                assert_eq!(m.l1.len(), coords.len(), "one L1 per core, in Chip::cores order");
+                assert_eq!(m.l1.len(), tensix.len(), "one L1 per Tensix tile, in Chip::tensix_tiles order");
                 (m.l1.into_iter().map(Some).collect::<Vec<_>>(), m.dram)
             }
-            None => ((0..coords.len()).map(|_| None).collect(), Dram::new(cfg.dram_banks, cfg.dram_bank_size)),
+            None => ((0..tensix.len()).map(|_| None).collect(), Dram::new(desc.dram.len(), desc.dram_bank_size)),
         };
-        let mut index = vec![NO_CORE; GRID_SIDE * GRID_SIDE];
-        let cores = coords
-            .iter()
-            .enumerate()
-            .map(|(i, &coord)| {
-                index[coord.y as usize * GRID_SIDE + coord.x as usize] = i as u16;
-                let l1 = l1s[i].take().unwrap_or_else(|| Ram::new(0, cfg.l1_size));
-                let hart = Hart::new(Memory::new(l1, None).with_local_mem(), coord.packed(), ENTRY_POINT);
-                Core { coord, hart, mmio: CoreMmio::new(coord), ff: FfState::default(), slowdown: 1.0 }
-            })
-            .collect::<Vec<Core>>();
-        let mut cores = cores;
-        for s in &cfg.faults.slow_cores {
-            let i = index
-                .get(s.core.y as usize * GRID_SIDE + s.core.x as usize)
-                .filter(|&&i| i != NO_CORE)
-                .ok_or(ConfigError::NoSuchCore { core: s.core })?;
-            cores[*i as usize].slowdown = s.factor;
+        let g = layout.grid();
+        let mut tiles: Vec<Option<Tensix>> = (0..g.x as usize * g.y as usize).map(|_| None).collect();
+        let mut cores = Vec::with_capacity(5 * tensix.len());
+        for (k, &c) in tensix.iter().enumerate() {
+            let t = c.y as usize * g.x as usize + c.x as usize;
+            let translated = layout.tile(c).expect("a tile").translated;
+            let mut ids = [0usize; 5];
+            for p in Processor::ALL {
+                let local = local_mem(chip, p);
+                let mem = Memory::new(Ram::new(0, 0), None).with_local_mem(local.base, local.size);
+                ids[p.index()] = cores.len();
+                cores.push(Core {
+                    id: CoreId { tile: translated, processor: p },
+                    tile: t,
+                    hart: Hart::new(mem, p.index() as u32, chip.tensix.default_reset_pc(p)),
+                    in_reset: true,
+                    ff: FfState::default(),
+                    slowdown: 1.0,
+                });
+            }
+            let l1 = l1s[k].take().unwrap_or_else(|| Ram::new(0, chip.l1_size));
+            tiles[t] = Some(Tensix { l1, regs: TensixRegs::new(&layout, c), cores: ids });
         }
-        let grid = Grid { index, l1_size: cfg.l1_size, dram, sysmem_size: cfg.sysmem_size };
+        for s in &cfg.faults.slow_cores {
+            let t = layout
+                .resolve(Noc::Noc0, s.core)
+                .filter(|&c| layout.tile(c).is_some_and(|t| t.kind == TileKind::Tensix))
+                .ok_or(ConfigError::NoSuchCore { core: s.core })?;
+            let t = t.y as usize * g.x as usize + t.x as usize;
+            for &i in &tiles[t].as_ref().expect("a Tensix tile").cores {
+                cores[i].slowdown = s.factor;
+            }
+        }
         let mut rng = Streams::new(cfg.seed);
         let pct = match cfg.schedule {
             Schedule::Slices => None,
@@ -291,7 +282,8 @@ impl Chip {
             departing: Vec::new(),
             landing: Vec::new(),
             payloads: BTreeMap::new(),
-            niu_free: vec![0; cores.len()],
+            atomic_old: BTreeMap::new(),
+            niu_free: vec![0; 2 * tiles.len()],
             endpoints: Endpoints::default(),
             transfers: 0,
             pct,
@@ -301,10 +293,18 @@ impl Chip {
             active: Vec::new(),
             order: Vec::new(),
             host_busy: 0,
+            slice_end: 0,
+            slice_first: 0,
+            late: Vec::new(),
             sampling: None,
+            arc: Arc::new(&layout),
+            tlbs: Tlbs::new(&chip.bar),
+            dram,
+            chip,
+            layout,
             cfg,
+            tiles,
             cores,
-            grid,
             now: 0,
             events: BinaryHeap::new(),
             seq: 0,
@@ -316,9 +316,19 @@ impl Chip {
         &self.cfg
     }
 
+    /// The chip's tiles, coordinates and harvesting.
+    pub fn layout(&self) -> &ChipLayout {
+        &self.layout
+    }
+
+    /// The chip's architecture facts.
+    pub fn arch(&self) -> &'static ArchParams {
+        self.chip
+    }
+
     /// Back to power-on state (time 0, memories and sysmem zeroed, cores in
-    /// reset, nothing in flight, the seed's streams restarted), keeping the
-    /// sysmem storage (so a shared mapping stays shared).
+    /// reset, nothing in flight, TLBs cleared, the seed's streams restarted),
+    /// keeping the sysmem storage (so a shared mapping stays shared).
     pub fn power_on_reset(&mut self) -> Result<(), SimError> {
         let mut sysmem = std::mem::replace(&mut self.sysmem, Sysmem::Owned(Box::default()));
         sysmem.zero();
@@ -341,18 +351,35 @@ impl Chip {
         self.now
     }
 
-    /// Every core's coordinates (workers row by row, then prefetcher and
-    /// dispatcher of each CQ).
-    pub fn cores(&self) -> impl Iterator<Item = Coord> + '_ {
-        self.cores.iter().map(|c| c.coord)
+    /// Every unharvested Tensix tile by its translated coordinates, NOC0
+    /// row by row.
+    pub fn tensix_tiles(&self) -> impl Iterator<Item = Coord> + '_ {
+        self.tiles.iter().flatten().map(|t| self.cores[t.cores[0]].id.tile)
+    }
+
+    /// Every core: each Tensix tile's five, tile by tile.
+    pub fn cores(&self) -> impl Iterator<Item = CoreId> + '_ {
+        self.cores.iter().map(|c| c.id)
+    }
+
+    /// The tile index of the Tensix tile at translated `c`.
+    fn tensix_index(&self, c: Coord) -> Option<usize> {
+        let t = self.layout.resolve(Noc::Noc0, c)?;
+        let i = t.y as usize * self.layout.grid().x as usize + t.x as usize;
+        self.tiles.get(i)?.as_ref().map(|_| i)
+    }
+
+    fn core_index(&self, id: CoreId) -> Option<usize> {
+        let t = self.tensix_index(id.tile)?;
+        Some(self.tiles[t].as_ref()?.cores[id.processor.index()])
     }
 
     /// Direct access to a core (tests, tools). `None` if it does not exist.
-    pub fn core(&self, c: Coord) -> Option<&Core> {
-        self.grid.core(c).map(|i| &self.cores[i])
+    pub fn core(&self, id: CoreId) -> Option<&Core> {
+        self.core_index(id).map(|i| &self.cores[i])
     }
 
-    /// Host sysmem as the device sees it at the PCIe endpoint (a copy when
+    /// Host sysmem as the device sees it through the PCIe tile (a copy when
     /// it is a shared region the host writes concurrently).
     pub fn sysmem(&self) -> std::borrow::Cow<'_, [u8]> {
         self.sysmem.snapshot()
@@ -363,38 +390,90 @@ impl Chip {
         self.sysmem.bytes_mut()
     }
 
-    fn core_or_err(&self, addr: NocAddr) -> Result<usize, SimError> {
-        self.grid.core(addr.coord()).ok_or(SimError::NoEndpoint { coord: addr.coord(), addr: addr.0 })
+    fn resolver(&self) -> Resolver<'_> {
+        Resolver {
+            layout: &self.layout,
+            chip: self.chip,
+            dram_channel_size: self.dram.channel_size(),
+            sysmem_size: self.cfg.sysmem_size as u64,
+            arc: &self.arc,
+        }
     }
 
-    /// Host write through a BAR window, no simulated cost. Reaches core L1
-    /// (invalidating decoded code), core registers (SOFT_RESET, semaphores),
-    /// DRAM and sysmem; multicast writes every core of the rectangle.
-    /// Immediate, unless `faults.host_write_delay_cycles` posts it (late
-    /// doorbell): then it is checked now and lands later, in order.
+    /// The target of a host access of `len` bytes at NOC address `addr`
+    /// on `noc`.
+    fn host_target(&self, noc: Noc, addr: NocAddr, len: usize) -> Result<Target, SimError> {
+        let split = self.chip.noc.split;
+        let words = split.split(addr.hw());
+        let (coords, tile_addr) = (split.coords(words), split.tile_addr(words));
+        self.host_target_at(noc, coords, tile_addr, addr.is_multicast(), len)
+    }
+
+    fn host_target_at(
+        &self,
+        noc: Noc,
+        coords: CoordField,
+        tile_addr: u64,
+        multicast: bool,
+        len: usize,
+    ) -> Result<Target, SimError> {
+        let refused =
+            |r: Refusal| SimError::Refused { noc, coord: r.coord, tile: r.tile, addr: tile_addr, reason: r.reason };
+        // Registers are checked when read or written.
+        let (target, _, _) =
+            self.resolver().resolve(noc, coords, tile_addr, len as u64, multicast, None).map_err(refused)?;
+        Ok(target)
+    }
+
+    /// Translated coordinates of tile index `t`.
+    fn tile_coord(&self, t: usize) -> Coord {
+        let g = self.layout.grid();
+        let c = Coord::new((t % g.x as usize) as u8, (t / g.x as usize) as u8);
+        self.layout.tile(c).map_or(c, |tile| tile.translated)
+    }
+
+    /// Host write by NOC address (NOC0, translated coordinates, as a TLB
+    /// window on NOC0 reaches it), no simulated cost. Reaches Tensix L1 and
+    /// registers (`SOFT_RESET_0`, Blackhole's reset PCs), DRAM, host memory
+    /// through the PCIe tile; a multicast writes every Tensix tile of the
+    /// rectangle. Immediate, unless `faults.host_write_delay_cycles` posts
+    /// it (late doorbell): then it is checked now and lands later, in order.
     pub fn write(&mut self, addr: NocAddr, data: &[u8]) -> Result<(), SimError> {
-        self.grid.check_range(addr, data.len() as u64).map_err(|reason| self.range_error(addr, data.len(), reason))?;
-        let local = addr.local();
-        if !matches!(endpoint(addr.coord()), Endpoint::Pcie | Endpoint::Dram { .. }) && local >= self.cfg.l1_size as u64
-        {
-            let off = (local - MMIO_BASE as u64) as u32;
-            if off != mmio::SOFT_RESET && semaphore_index(off).is_none() {
-                return Err(SimError::Mmio {
-                    coord: addr.coord(),
-                    offset: off as u64,
-                    reason: "the host may write SOFT_RESET and semaphores only",
-                });
-            }
+        self.write_on(Noc::Noc0, addr, data)
+    }
+
+    /// [`Chip::write`] as a request on `noc` (NOC1 names untranslated tiles
+    /// by their NOC1 coordinates).
+    pub fn write_on(&mut self, noc: Noc, addr: NocAddr, data: &[u8]) -> Result<(), SimError> {
+        let target = self.host_target(noc, addr, data.len())?;
+        self.host_write_target(target, data)
+    }
+
+    fn host_write_target(&mut self, target: Target, data: &[u8]) -> Result<(), SimError> {
+        if let Target::Arc { addr } = target {
+            return Err(SimError::Arc(format!("ARC address {addr:#010x} is read-only to the host in cqlab's model")));
+        }
+        if let Target::Reg { tile, addr } = &target {
+            self.check_reg_write(*tile, *addr)?;
         }
         let delay = self.cfg.faults.host_write_delay_cycles;
-        if delay > 0 && !matches!(endpoint(addr.coord()), Endpoint::Pcie) {
+        if delay > 0 && !matches!(target, Target::Host { .. }) {
             let at = (self.now + self.rng.doorbells.upto(delay)).max(self.last_posted_at);
             self.last_posted_at = at;
             self.posted += 1;
-            self.push(at, EventKind::HostWrite { target: addr, data: data.to_vec() });
+            self.push(at, EventKind::HostWrite { target, data: data.to_vec() });
             return Ok(());
         }
-        self.apply_write(addr, data)
+        self.apply_write(&target, data, self.now);
+        Ok(())
+    }
+
+    fn check_reg_write(&self, tile: usize, addr: u32) -> Result<(), SimError> {
+        remote_reg(self.chip, addr, true).map_err(|reason| SimError::Register {
+            tile: self.tile_coord(tile),
+            addr,
+            reason,
+        })
     }
 
     /// Lands every posted host write now, in order (PCIe: a read does not
@@ -417,27 +496,128 @@ impl Chip {
     /// read sees on silicon. [`Chip::read`] is the side-effect-free peek.
     pub fn host_read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<(), SimError> {
         self.land_posted_writes();
-        self.read(addr, buf)
+        let target = self.host_target(Noc::Noc0, addr, buf.len())?;
+        self.read_target(&target, buf)
     }
 
-    /// A host write through a BAR window, as a driver does it: [`Chip::write`]
-    /// plus the host time it takes ([`crate::bar::BarTiming`]), which the
-    /// device gets to run at the host's next [`Chip::bar_read`] or
-    /// [`Chip::host_poll`] (writes are posted).
-    pub fn bar_write(&mut self, addr: NocAddr, data: &[u8]) -> Result<(), SimError> {
+    /// A host write through a TLB window onto NOC address `addr` (NOC0), as
+    /// tt-umd's tile writes do: [`Chip::write`] plus the host time it takes
+    /// ([`crate::bar::BarTiming`]), which the device gets to run at the
+    /// host's next timed read or [`Chip::host_poll`] (writes are posted).
+    pub fn timed_write(&mut self, addr: NocAddr, data: &[u8]) -> Result<(), SimError> {
         self.write(addr, data)?;
         self.host_busy += self.cfg.bar.write_cycles(data.len());
         Ok(())
     }
 
-    /// A host read through a BAR window, as a driver does it: the device
-    /// runs for the host time of earlier posted writes and of this read's
-    /// round trip, then the read lands posted writes and samples memory
-    /// ([`Chip::host_read`]).
-    pub fn bar_read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<(), SimError> {
-        let busy = std::mem::take(&mut self.host_busy) + self.cfg.bar.read_cycles(buf.len());
-        self.advance(busy);
+    /// A host read through a TLB window: the device runs for the host time
+    /// of earlier posted writes and of this read's round trip, then the
+    /// read lands posted writes and samples memory ([`Chip::host_read`]).
+    pub fn timed_read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<(), SimError> {
+        self.charge_read(buf.len());
         self.host_read(addr, buf)
+    }
+
+    fn charge_read(&mut self, len: usize) {
+        let busy = std::mem::take(&mut self.host_busy) + self.cfg.bar.read_cycles(len);
+        self.advance(busy);
+    }
+
+    /// Whether the host reaches ARC through BAR0 (Blackhole: only through
+    /// PCIe 1, tile 11-0; tt-isa `BlackholeA0/PCIExpressTile/README.md`).
+    fn arc_over_bar(&self) -> bool {
+        match self.chip.arch {
+            cqlab_abi::arch::Arch::Wormhole => true,
+            cqlab_abi::arch::Arch::Blackhole => self.layout.pcie_tile() != Coord::new(2, 0),
+        }
+    }
+
+    /// A host write of `data` at byte `offset` of BAR `bar` (0 or 4), as the
+    /// chip lays the BARs out (`arch::bar`): into a TLB window (reaching the
+    /// tile its configuration register names), a TLB configuration
+    /// register, or an error naming what is there. Charged as
+    /// [`Chip::timed_write`].
+    pub fn bar_write(&mut self, bar: u8, offset: u64, data: &[u8]) -> Result<(), SimError> {
+        match bar::decode(self.chip, self.arc_over_bar(), bar, offset, data.len()).map_err(SimError::Bar)? {
+            BarTarget::Window { index, offset: at } => {
+                let target = self.window_target(index, at, data.len())?;
+                self.host_write_target(target, data)?;
+            }
+            BarTarget::TlbConfig { index, byte } => {
+                self.tlbs.write(&self.chip.bar, index, byte, data).map_err(SimError::Bar)?
+            }
+            BarTarget::PcieNiu { noc, offset } => {
+                return Err(SimError::Bar(format!(
+                    "BAR0: the PCIe tile's {noc:?} NIU registers (offset {offset:#x}) are read-only in cqlab's model"
+                )))
+            }
+            BarTarget::Arc { addr } => {
+                return Err(SimError::Arc(format!(
+                    "ARC address {addr:#010x} is read-only to the host in cqlab's model"
+                )))
+            }
+        }
+        self.host_busy += self.cfg.bar.write_cycles(data.len());
+        Ok(())
+    }
+
+    /// A host read of `buf.len()` bytes at byte `offset` of BAR `bar`,
+    /// charged as [`Chip::timed_read`].
+    pub fn bar_read(&mut self, bar: u8, offset: u64, buf: &mut [u8]) -> Result<(), SimError> {
+        let at = bar::decode(self.chip, self.arc_over_bar(), bar, offset, buf.len()).map_err(SimError::Bar)?;
+        self.charge_read(buf.len());
+        self.land_posted_writes();
+        match at {
+            BarTarget::Window { index, offset: at } => {
+                let target = self.window_target(index, at, buf.len())?;
+                self.read_target(&target, buf)
+            }
+            BarTarget::TlbConfig { index, byte } => {
+                self.tlbs.read(&self.chip.bar, index, byte, buf).map_err(SimError::Bar)
+            }
+            BarTarget::PcieNiu { noc, offset } => {
+                let v = self.pcie_niu(noc, offset)?;
+                fill_words(buf, v)
+            }
+            BarTarget::Arc { addr } => self.arc.read(addr, buf).map_err(SimError::Arc),
+        }
+    }
+
+    /// The PCIe tile's NIU register at `offset` of `noc`'s block: its
+    /// `NOC_NODE_ID` and `NIU_CFG_0` (translation on) are modelled.
+    fn pcie_niu(&self, noc: Noc, offset: u32) -> Result<u32, SimError> {
+        let n = &self.chip.niu;
+        let pcie = self.layout.tile(self.layout.pcie_tile()).expect("the PCIe tile");
+        let own = if noc == Noc::Noc0 { pcie.noc0 } else { pcie.noc1 };
+        let g = self.chip.grid;
+        if offset == n.regs.node_id {
+            return Ok(cqlab_abi::arch::niu::node_id::encode(own.x, own.y, g.x, g.y, noc));
+        }
+        if offset == n.cfg_base + 4 * n.cfg.niu_cfg_0 {
+            return Ok(cqlab_abi::arch::niu::niu_cfg_0::NOC_ID_TRANSLATE_EN);
+        }
+        Err(SimError::Bar(format!(
+            "BAR0: PCIe tile {noc:?} NIU register at offset {offset:#x} is not modelled (cqlab models its NOC_NODE_ID \
+             and NIU_CFG_0)"
+        )))
+    }
+
+    /// What byte `at` (and `len` bytes on) of TLB window `index` reaches.
+    fn window_target(&self, index: u32, at: u64, len: usize) -> Result<Target, SimError> {
+        let (c, size_log2) = self.tlbs.config(&self.chip.bar, index).map_err(SimError::Bar)?;
+        let addr = (c.local_offset << size_log2) | at;
+        let coords = if c.mcast {
+            CoordField::multicast(c.x_start, c.y_start, c.x_end, c.y_end)
+        } else {
+            CoordField::unicast(c.x_end, c.y_end)
+        };
+        self.host_target_at(c.noc_sel, coords, addr, c.mcast, len).map_err(|e| match e {
+            SimError::Refused { noc, coord, tile, addr, reason } => SimError::Bar(format!(
+                "TLB window {index} (configured for {coord} on {noc:?}, address {addr:#x}): {reason}{}",
+                tile.map_or(String::new(), |t| format!(" (NOC0 tile {t})"))
+            )),
+            other => other,
+        })
     }
 
     /// The host waits: the device runs `cycles` plus the host time of posted
@@ -447,112 +627,26 @@ impl Chip {
         self.advance(cycles.saturating_add(busy))
     }
 
-    /// Performs a checked host write now.
-    fn apply_write(&mut self, addr: NocAddr, data: &[u8]) -> Result<(), SimError> {
-        if addr.is_multicast() {
-            let (a, b) = (addr.coord(), addr.mcast_end());
-            for y in a.y..=b.y {
-                for x in a.x..=b.x {
-                    self.apply_write(NocAddr::unicast(Coord::new(x, y), addr.local()), data)?;
-                }
-            }
-            return Ok(());
-        }
-        let local = addr.local();
-        match endpoint(addr.coord()) {
-            Endpoint::Pcie => self.sysmem.write(local as usize, data),
-            Endpoint::Dram { bank } => self.grid.dram.write(bank as u32, local, data),
-            _ => {
-                let i = self.core_or_err(addr)?;
-                if local < self.cfg.l1_size as u64 {
-                    self.cores[i]
-                        .hart
-                        .mem
-                        .l1
-                        .write(local as u32, data)
-                        .map_err(|_| self.range_error(addr, data.len(), "L1"))?;
-                } else {
-                    let v = u32::from_le_bytes(data.try_into().expect("checked: one register"));
-                    self.host_write_reg(i, local, v)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn range_error(&self, addr: NocAddr, len: usize, reason: &'static str) -> SimError {
-        let coord = addr.coord();
-        match endpoint(coord) {
-            Endpoint::Nothing => SimError::NoEndpoint { coord, addr: addr.0 },
-            _ if self.grid.core(coord).is_none()
-                && !matches!(endpoint(coord), Endpoint::Pcie | Endpoint::Dram { .. }) =>
-            {
-                SimError::NoEndpoint { coord, addr: addr.0 }
-            }
-            _ => SimError::OutOfRange { what: reason, coord, local: addr.local(), len },
-        }
-    }
-
-    fn host_write_reg(&mut self, i: usize, local: u64, v: u32) -> Result<(), SimError> {
-        let core = &mut self.cores[i];
-        let off = (local - MMIO_BASE as u64) as u32;
-        if off == mmio::SOFT_RESET {
-            let hold = v != 0;
-            if core.mmio.in_reset && !hold {
-                // Release: the hart starts at the entry point with zeroed
-                // registers, its cycle counter at device time.
-                core.hart.skip_cycles(self.now.saturating_sub(core.hart.cycle()));
-                core.hart.reset(ENTRY_POINT);
-            }
-            core.mmio.in_reset = hold;
-            self.refresh_active(i);
-            return Ok(());
-        }
-        match core.mmio.semaphore_mut(off) {
-            Some(s) => {
-                *s = v;
-                Ok(())
-            }
-            None => Err(SimError::Mmio {
-                coord: core.coord,
-                offset: off as u64,
-                reason: "the host may write SOFT_RESET and semaphores only",
-            }),
-        }
-    }
-
-    /// Host read through a BAR window: immediate, no simulated cost. It sees
-    /// device memory as it is: writes still posted by a late doorbell are not
-    /// in it (see [`Chip::host_read`]).
+    /// Host read by NOC address (NOC0, translated coordinates): immediate,
+    /// no simulated cost. It sees device memory as it is: writes still
+    /// posted by a late doorbell are not in it (see [`Chip::host_read`]).
     pub fn read(&self, addr: NocAddr, buf: &mut [u8]) -> Result<(), SimError> {
+        self.read_on(Noc::Noc0, addr, buf)
+    }
+
+    /// [`Chip::read`] as a request on `noc`.
+    pub fn read_on(&self, noc: Noc, addr: NocAddr, buf: &mut [u8]) -> Result<(), SimError> {
         if addr.is_multicast() {
-            return Err(SimError::Mmio {
+            return Err(SimError::Refused {
+                noc,
                 coord: addr.coord(),
-                offset: addr.local(),
+                tile: None,
+                addr: addr.local(),
                 reason: "reads cannot be multicast",
             });
         }
-        self.grid.check_range(addr, buf.len() as u64).map_err(|reason| self.range_error(addr, buf.len(), reason))?;
-        let local = addr.local();
-        match endpoint(addr.coord()) {
-            Endpoint::Pcie => self.sysmem.read(local as usize, buf),
-            Endpoint::Dram { bank } => self.grid.dram.read(bank as u32, local, buf),
-            _ => {
-                let core = &self.cores[self.core_or_err(addr)?];
-                if local < self.cfg.l1_size as u64 {
-                    core.hart.mem.l1.read(local as u32, buf).map_err(|_| self.range_error(addr, buf.len(), "L1"))?;
-                } else {
-                    let off = (local - MMIO_BASE as u64) as u32;
-                    let v = core.mmio.read(off).ok_or(SimError::Mmio {
-                        coord: core.coord,
-                        offset: off as u64,
-                        reason: "no register there",
-                    })?;
-                    buf.copy_from_slice(&v.to_le_bytes());
-                }
-            }
-        }
-        Ok(())
+        let target = self.host_target(noc, addr, buf.len())?;
+        self.peek_target(&target, buf)
     }
 
     pub fn read_u32(&self, addr: NocAddr) -> Result<u32, SimError> {
@@ -565,26 +659,113 @@ impl Chip {
         self.write(addr, &v.to_le_bytes())
     }
 
-    /// Boot helper: writes `image`'s segments (and zeroed `.bss`) into the
-    /// L1 of `core` through the host path. The core stays as it is (held in
-    /// reset at power-on); release it with [`Chip::set_reset`].
-    pub fn load_elf(&mut self, core: Coord, image: &ElfImage) -> Result<(), SimError> {
-        self.core_or_err(NocAddr::unicast(core, 0))?;
-        image
-            .check_fits(&[Window { name: "L1", base: 0, size: self.cfg.l1_size }])
-            .map_err(|source| SimError::Elf { coord: core, source })?;
-        for s in &image.segments {
-            let mut bytes = s.data.clone();
-            bytes.resize(s.mem_size as usize, 0);
-            self.write(NocAddr::unicast(core, s.addr as u64), &bytes)?;
+    /// Reads `target` without side effects (registers: their value as of
+    /// device time; the wall clock is not latched).
+    fn peek_target(&self, target: &Target, buf: &mut [u8]) -> Result<(), SimError> {
+        match target {
+            Target::L1 { tile, addr } => {
+                self.tensix(*tile).l1.read(*addr, buf).expect("resolved within L1");
+            }
+            Target::Reg { tile, addr } => {
+                let v = self.peek_reg(*tile, *addr)?;
+                buf.copy_from_slice(&v.to_le_bytes());
+            }
+            Target::Dram { channel, offset } => self.dram.read(*channel, *offset, buf),
+            Target::Host { offset } => self.sysmem.read(*offset as usize, buf),
+            Target::Arc { addr } => self.arc.read(*addr, buf).map_err(SimError::Arc)?,
+            Target::Multicast { .. } => unreachable!("reads are unicast"),
         }
         Ok(())
     }
 
-    /// Holds (`true`) or releases (`false`) a core's soft reset, exactly as a
-    /// host write of SOFT_RESET through the BAR.
-    pub fn set_reset(&mut self, core: Coord, hold: bool) -> Result<(), SimError> {
-        self.write_u32(NocAddr::unicast(core, (MMIO_BASE + mmio::SOFT_RESET) as u64), hold as u32)
+    /// Reads `target` as the host does (the wall clock latches).
+    fn read_target(&mut self, target: &Target, buf: &mut [u8]) -> Result<(), SimError> {
+        if let Target::Reg { tile, addr } = target {
+            let v = self.reg_read(*tile, *addr)?;
+            buf.copy_from_slice(&v.to_le_bytes());
+            return Ok(());
+        }
+        self.peek_target(target, buf)
+    }
+
+    fn peek_reg(&self, tile: usize, addr: u32) -> Result<u32, SimError> {
+        let err = |reason| SimError::Register { tile: self.tile_coord(tile), addr, reason };
+        remote_reg(self.chip, addr, false).map_err(err)?;
+        let regs = &self.tensix(tile).regs;
+        if let Some((noc, reg)) = self.chip.niu.decode(addr) {
+            let niu = &regs.niu[noc.index() as usize];
+            return niu.read(self.chip, reg, self.now).map_err(|_| err("this NIU register is not modelled"));
+        }
+        let mut r = regs.clone();
+        Ok(r.read(TensixRegs::decode(self.chip, addr).expect("checked"), self.now))
+    }
+
+    fn reg_read(&mut self, tile: usize, addr: u32) -> Result<u32, SimError> {
+        let v = self.peek_reg(tile, addr)?;
+        if let Some(r @ RegAccess::WallClockLow) = TensixRegs::decode(self.chip, addr) {
+            let now = self.now;
+            self.tensix_mut(tile).regs.read(r, now);
+        }
+        Ok(v)
+    }
+
+    fn tensix(&self, t: usize) -> &Tensix {
+        self.tiles[t].as_ref().expect("a Tensix tile")
+    }
+
+    fn tensix_mut(&mut self, t: usize) -> &mut Tensix {
+        self.tiles[t].as_mut().expect("a Tensix tile")
+    }
+
+    /// Boot helper: writes `image`'s segments (and zeroed `.bss`) into the
+    /// L1 of the Tensix tile at translated `tile` through the host path.
+    /// The cores stay as they are (held in reset at power-on).
+    pub fn load_elf(&mut self, tile: Coord, image: &ElfImage) -> Result<(), SimError> {
+        self.tensix_index(tile)
+            .ok_or_else(|| SimError::NotATile { what: "load_elf needs a Tensix tile", got: format!("{tile}") })?;
+        image
+            .check_fits(&[Window { name: "L1", base: 0, size: self.chip.l1_size }])
+            .map_err(|source| SimError::Elf { coord: tile, source })?;
+        for s in &image.segments {
+            let mut bytes = s.data.clone();
+            bytes.resize(s.mem_size as usize, 0);
+            self.write(NocAddr::unicast(tile, s.addr as u64), &bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `SOFT_RESET_0` of the Tensix tile at translated `tile`, as a
+    /// host write through the BAR: set bits hold cores
+    /// (`arch::tensix::SOFT_RESET_BRISC_ONLY_RUN` releases BRISC).
+    pub fn set_soft_reset(&mut self, tile: Coord, value: u32) -> Result<(), SimError> {
+        self.write_u32(NocAddr::unicast(tile, tensix::SOFT_RESET_0 as u64), value)
+    }
+
+    /// Applies tile `t`'s `SOFT_RESET_0` to its cores at cycle `at`: a core
+    /// whose bit clears starts at its reset PC with zeroed registers, its
+    /// cycle counter at `at` (or where it is, if later); one whose bit sets
+    /// stops where it is.
+    fn apply_soft_reset(&mut self, t: usize, at: u64) {
+        let (value, ids) = {
+            let tile = self.tensix(t);
+            (tile.regs.soft_reset, tile.cores)
+        };
+        for p in Processor::ALL {
+            let i = ids[p.index()];
+            let hold = value & p.soft_reset_mask() != 0;
+            if self.cores[i].in_reset == hold {
+                continue;
+            }
+            self.wake(i);
+            if !hold {
+                let pc = self.tensix(t).regs.reset_pc(self.chip, p);
+                let hart = &mut self.cores[i].hart;
+                hart.skip_cycles(at.saturating_sub(hart.cycle()));
+                hart.reset(pc);
+            }
+            self.cores[i].in_reset = hold;
+            self.refresh_active(i);
+        }
     }
 
     /// Lets the device run `cycles` cycles. Returns the new device time.
@@ -595,8 +776,11 @@ impl Chip {
             let slice_end = (self.now + q).min(end);
             let n = self.cores.len();
             let first = self.rng.scheduler.upto(n as u64 - 1) as usize;
+            (self.slice_first, self.slice_end) = (first, slice_end);
             if self.pct.is_some() {
+                // PCT visits every core in rotation order anyway.
                 self.pct_slice(first, slice_end);
+                self.late.clear();
             } else {
                 // Rotation order from `first`, visiting only the cores that
                 // can do anything (the others would only count cycles).
@@ -605,9 +789,22 @@ impl Chip {
                 let p = self.active.partition_point(|&i| i < first);
                 order.extend_from_slice(&self.active[p..]);
                 order.extend_from_slice(&self.active[..p]);
-                for &i in &order {
+                let mut k = 0;
+                while k < order.len() {
+                    let i = order[k];
                     self.run_core(i, slice_end);
                     self.refresh_active(i);
+                    // Siblings it woke that come after it run in this slice,
+                    // at their place in the rotation.
+                    for j in std::mem::take(&mut self.late) {
+                        let rest = &order[k + 1..];
+                        if !rest.contains(&j) {
+                            let rot = |x: usize| (x + n - first) % n;
+                            let at = k + 1 + rest.partition_point(|&x| rot(x) < rot(j));
+                            order.insert(at, j);
+                        }
+                    }
+                    k += 1;
                 }
                 self.order = order;
             }
@@ -627,7 +824,7 @@ impl Chip {
         for i in 0..self.cores.len() {
             self.wake(i);
             let core = &mut self.cores[i];
-            if core.mmio.in_reset || core.hart.halted().is_some() {
+            if core.in_reset || core.hart.halted().is_some() {
                 core.hart.skip_cycles(self.now.saturating_sub(core.hart.cycle()));
             }
         }
@@ -640,7 +837,7 @@ impl Chip {
         let slice = match &mut self.pct {
             Some(pct) => {
                 let cores = &self.cores;
-                pct.begin_slice(|i| !cores[i].mmio.in_reset && cores[i].hart.halted().is_none())
+                pct.begin_slice(|i| !cores[i].in_reset && cores[i].hart.halted().is_none())
             }
             None => Slice::Free,
         };
@@ -657,7 +854,7 @@ impl Chip {
                     let before = self.cores[i].hart.effects();
                     self.run_core(i, slice_end);
                     let c = &self.cores[i];
-                    let runs = !c.mmio.in_reset && c.hart.halted().is_none();
+                    let runs = !c.in_reset && c.hart.halted().is_none();
                     let waiting = runs && c.hart.effects() == before;
                     self.pct.as_mut().expect("PCT").set_waiting(i, waiting);
                 }
@@ -670,7 +867,7 @@ impl Chip {
     fn refresh_active(&mut self, i: usize) {
         let c = &self.cores[i];
         let keep_parked = self.cfg.faults.core_stall_prob > 0.0;
-        let want = !c.mmio.in_reset && c.hart.halted().is_none() && (keep_parked || c.ff.idle.is_none());
+        let want = !c.in_reset && c.hart.halted().is_none() && (keep_parked || c.ff.idle.is_none());
         match (self.active.binary_search(&i), want) {
             (Err(at), true) => self.active.insert(at, i),
             (Ok(at), false) => {
@@ -683,13 +880,46 @@ impl Chip {
     /// Unparks core `i` (if idle-parked) to the current device time, exactly
     /// where normal execution would be. Must precede any change to the core.
     fn wake(&mut self, i: usize) {
+        self.wake_to(i, self.now);
+    }
+
+    /// [`Chip::wake`] to cycle `t` (at or after its parked state).
+    fn wake_to(&mut self, i: usize, t: u64) {
         if self.cores[i].ff.idle.is_some() {
-            let now = self.now;
             let core = &mut self.cores[i];
-            core.ff.unpark(&mut core.hart, now);
-            self.run_hart(i, now, false);
+            core.ff.unpark(&mut core.hart, t);
+            self.run_hart(i, t, false);
             self.refresh_active(i);
         }
+    }
+
+    /// Core `i` of tile `t` stored to word `addr` (which held `old`) that
+    /// parked siblings poll. Each such sibling is brought to where running
+    /// it would have left it: a sibling before `i` in this slice's rotation
+    /// ran the whole slice before the store, so it reaches the slice end on
+    /// the old word; one after `i` runs in this slice after it, so it is
+    /// brought to the slice start (on the old word, its past) and runs
+    /// later in this slice, seeing the new one.
+    fn sibling_stored(&mut self, i: usize, t: usize, addr: u32, old: u32) {
+        let reads = |c: &Core| c.ff.idle.is_some_and(|l| l.reads_any(addr as u64, 4));
+        let woken: Vec<usize> = self.tensix(t).cores.into_iter().filter(|&j| j != i && reads(&self.cores[j])).collect();
+        if woken.is_empty() {
+            return;
+        }
+        let new = self.tensix(t).l1.read_u32(addr).expect("a watched word of L1");
+        self.tensix_mut(t).l1.write_u32(addr, old).expect("a watched word of L1");
+        let (n, first) = (self.cores.len(), self.slice_first);
+        let rot = |x: usize| (x + n - first) % n;
+        for j in woken {
+            if rot(j) < rot(i) {
+                self.wake_to(j, self.slice_end);
+            } else {
+                self.wake(j);
+                self.late.push(j);
+            }
+            self.cores[j].ff.changed();
+        }
+        self.tensix_mut(t).l1.write_u32(addr, new).expect("a watched word of L1");
     }
 
     /// Runs until `done(self)` holds, checking at every slice end, for at
@@ -710,7 +940,7 @@ impl Chip {
 
     fn run_core(&mut self, i: usize, slice_end: u64) {
         let core = &mut self.cores[i];
-        if core.mmio.in_reset || core.hart.halted().is_some() {
+        if core.in_reset || core.hart.halted().is_some() {
             // Idle cores keep their counters at device time.
             core.hart.skip_cycles(slice_end.saturating_sub(core.hart.cycle()));
             return;
@@ -740,44 +970,93 @@ impl Chip {
         self.run_hart(i, slice_end, self.cfg.fast_forward);
     }
 
+    /// The L1 bytes core `i`'s parked siblings poll (the bounding range),
+    /// whose stores must end `i`'s run so they are woken.
+    fn sibling_watch(&self, i: usize) -> (u32, u32) {
+        let t = self.cores[i].tile;
+        let mut range: Option<(u32, u32)> = None;
+        for &j in &self.tensix(t).cores {
+            if j == i {
+                continue;
+            }
+            if let Some(l) = &self.cores[j].ff.idle {
+                if let Some((lo, hi)) = l.bounds_below(self.chip.l1_size) {
+                    range = Some(range.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+                }
+            }
+        }
+        range.map_or((0, 0), |(lo, hi)| (lo, hi - lo))
+    }
+
     /// Runs core `i` normally until `limit` and schedules what it issued.
     /// With `may_park`, looks for an idle loop (see `fastforward`) when it
-    /// starts and after each NOC command the core issues, and parks it there.
-    /// While the core has writes leaving its L1 it runs in segments ending
+    /// starts and after each NOC request the core issues, and parks it there.
+    /// While its tile has writes leaving L1 the core runs in segments ending
     /// where each packet has left (so the packet reads its source exactly
     /// then), and it is not parked.
     fn run_hart(&mut self, i: usize, limit: u64, may_park: bool) {
-        if self.cores[i].mmio.in_reset {
+        if self.cores[i].in_reset {
             return;
         }
+        let t = self.cores[i].tile;
         let mut try_probe = may_park && self.cores[i].ff.start_probe_due();
         loop {
-            // Its own reads land, then its leaving packets read their source,
-            // as of where the core is now.
+            // Its tile's reads land, then its leaving packets read their
+            // source, as of where the core is now.
             let now_i = self.cores[i].hart.cycle();
             if !self.landing.is_empty() {
-                self.land_reads(now_i, Some(i));
+                self.land_reads(now_i, Some(t));
             }
-            let leaving = self.read_sources(now_i, Some(i));
+            let leaving = self.read_sources(now_i, Some(t));
             let seg = leaving.map_or(limit, |left| left.min(limit));
-            let Chip { cores, grid, issued, .. } = self;
+            let watch = self.sibling_watch(i);
+            let resolver = Resolver {
+                layout: &self.layout,
+                chip: self.chip,
+                dram_channel_size: self.dram.channel_size(),
+                sysmem_size: self.cfg.sysmem_size as u64,
+                arc: &self.arc,
+            };
+            let Chip { cores, tiles, issued, chip, cfg, .. } = self;
             let core = &mut cores[i];
-            let mut bus = CoreBus { mmio: &mut core.mmio, issued, targets: &*grid };
+            let tile = tiles[t].as_mut().expect("a Tensix tile");
+            std::mem::swap(&mut tile.l1, &mut core.hart.mem.l1);
+            core.hart.mem.set_watch_range(watch);
+            let mut reset_written = false;
+            let me = resolver.layout.tiles()[t].noc0;
+            let mut bus = TileBus {
+                chip,
+                processor: core.id.processor,
+                tile: t,
+                me,
+                regs: &mut tile.regs,
+                resolver: &resolver,
+                issued,
+                accept_cycles: cfg.noc.interface_cycles,
+                reset_written: &mut reset_written,
+            };
             let mut done = false;
-            loop {
+            let mut watched = None;
+            'step: {
                 if try_probe && leaving.is_none() {
                     match probe(&mut core.hart, &mut bus, seg) {
                         Probe::Idle(l) => {
                             core.ff.parked(l);
                             done = true;
-                            break;
+                            break 'step;
                         }
-                        // It just issued a NOC command: the moment it may
+                        // It just issued a NOC request: the moment it may
                         // start waiting, so look again at once if still due.
                         Probe::Yielded => {
                             core.ff.probe_failed();
                             try_probe = core.ff.probe_due();
-                            break;
+                            break 'step;
+                        }
+                        // It stored to a word a parked sibling polls.
+                        Probe::Watched { addr, old } => {
+                            core.ff.probe_failed();
+                            watched = Some((addr, old));
+                            break 'step;
                         }
                         Probe::NotIdle => {
                             core.ff.probe_failed();
@@ -790,36 +1069,39 @@ impl Chip {
                         done = core.hart.cycle() >= limit;
                         // A packet has left: the core may wait next.
                         try_probe |= !done && may_park && core.ff.probe_due();
-                        break;
                     }
                     Stop::Halted(_) => {
                         let behind = limit.saturating_sub(core.hart.cycle());
                         core.hart.skip_cycles(behind);
                         done = true;
-                        break;
                     }
-                    Stop::Yield => {
-                        try_probe = may_park && core.ff.probe_due();
-                        break;
-                    }
-                    Stop::Watch { .. } => {}
+                    Stop::Yield => try_probe = may_park && core.ff.probe_due(),
+                    Stop::Watch { addr, old, .. } => watched = Some((addr, old)),
                 }
             }
-            let from = core.coord;
+            core.hart.mem.set_watch_range((0, 0));
+            std::mem::swap(&mut tile.l1, &mut core.hart.mem.l1);
+            let at = core.hart.cycle();
             if !self.issued.is_empty() {
                 let mut issued = std::mem::take(&mut self.issued);
                 for issue in issued.drain(..) {
-                    self.schedule(i, from, issue);
+                    self.schedule(issue);
                 }
                 self.issued = issued;
             }
-            if done {
+            if reset_written {
+                self.apply_soft_reset(t, at);
+            }
+            if let Some((addr, old)) = watched {
+                self.sibling_stored(i, t, addr, old);
+            }
+            if done || self.cores[i].in_reset {
                 return;
             }
         }
     }
 
-    /// Reads the flits of leaving writes (of core `only`, or all) that have
+    /// Reads the flits of leaving writes (of tile `only`, or all) that have
     /// left by cycle `t` from their source L1, and counts the writes whose
     /// last flit has left as sent. Returns the earliest cycle after `t` at
     /// which a packet of `only` finishes leaving, if one is still leaving.
@@ -828,57 +1110,60 @@ impl Chip {
             return None;
         }
         let bpc = self.cfg.noc.bytes_per_cycle;
-        let Chip { departing, payloads, cores, .. } = self;
+        let Chip { departing, payloads, tiles, .. } = self;
         let mut next: Option<u64> = None;
+        let mut sent = Vec::new();
         departing.retain_mut(|d| {
-            if only.is_some_and(|c| c != d.src) {
+            if only.is_some_and(|c| c != d.src.tile) {
                 return true;
             }
             let by = flits_by(d.start, d.len, bpc, t);
             if by > d.read {
                 let buf = payloads.get_mut(&d.id).expect("a leaving write has a payload");
-                cores[d.src]
-                    .hart
-                    .mem
-                    .l1
-                    .read(d.local + d.read, &mut buf[d.read as usize..by as usize])
-                    .expect("validated at issue");
+                let tile = tiles[d.src.tile].as_ref().expect("a Tensix tile");
+                tile.l1.read(d.local + d.read, &mut buf[d.read as usize..by as usize]).expect("validated at issue");
                 d.read = by;
             }
             if d.read == d.len {
-                // No wake needed: a parked core never has writes leaving (see
-                // `run_hart`), so it cannot be polling this counter.
-                debug_assert!(cores[d.src].ff.idle.is_none(), "a parked core has a write leaving");
-                let c = &mut cores[d.src].mmio.counters;
-                c.writes_sent = c.writes_sent.wrapping_add(1);
+                sent.push((d.src, d.tid, d.posted, (d.len as u64).div_ceil(bpc) as i32));
                 return false;
             }
             let left = last_flit(d.start, d.len, bpc);
             next = Some(next.map_or(left, |n| n.min(left)));
             true
         });
+        for (src, tid, posted, flits) in sent {
+            let (req, words) = if posted {
+                (counter::NIU_MST_POSTED_WR_REQ_SENT, counter::NIU_MST_POSTED_WR_DATA_WORD_SENT)
+            } else {
+                (counter::NIU_MST_NONPOSTED_WR_REQ_SENT, counter::NIU_MST_NONPOSTED_WR_DATA_WORD_SENT)
+            };
+            self.bump(src, req, 1);
+            self.bump(src, words, flits);
+            self.bump(src, counter::write_reqs_outgoing_id(tid), -1);
+        }
         next
     }
 
-    /// Lands the flits of arriving reads (issued by core `only`, or all)
+    /// Lands the flits of arriving reads (issued by tile `only`, or all)
     /// that have arrived by cycle `t`.
     fn land_reads(&mut self, t: u64, only: Option<usize>) {
         let bpc = self.cfg.noc.bytes_per_cycle;
         for k in 0..self.landing.len() {
             let l = &self.landing[k];
             let by = flits_by(l.start, l.len, bpc, t);
-            if only.is_some_and(|c| c != l.src) {
+            if only.is_some_and(|c| c != l.src.tile) {
                 continue;
             }
             if by <= l.done {
                 continue;
             }
-            let (src, target, local, from) = (l.src, l.target, l.local, l.done);
+            let (src, target, local, from) = (l.src.tile, l.target.clone(), l.local, l.done);
             let n = (by - from) as usize;
-            self.wake_if_read(src, ((local + from) as u64, n as u64));
+            self.wake_tile_if_read(src, ((local + from) as u64, n as u64));
             let mut buf = vec![0; n];
-            self.noc_read(target.offset(from as u64), &mut buf);
-            self.cores[src].hart.mem.l1.write(local + from, &buf).expect("validated at issue");
+            self.noc_read(&target.offset(from as u64), &mut buf);
+            self.tensix_mut(src).l1.write(local + from, &buf).expect("validated at issue");
             self.landing[k].done = by;
         }
     }
@@ -901,63 +1186,119 @@ impl Chip {
         self.rng.jitter.upto(self.cfg.faults.noc_jitter_cycles)
     }
 
-    fn schedule(&mut self, src: usize, from: Coord, issue: NocIssue) {
-        let to = farthest(from, issue.target);
-        let target = issue.target;
+    /// Moves counter `index` of NIU `src` by `by`, waking cores polling it.
+    fn bump(&mut self, src: Source, index: u32, by: i32) {
+        if by == 0 {
+            return;
+        }
+        // Parked pollers first catch up on the value they saw until now.
+        let addr = self.chip.niu.status_reg(src.noc, index);
+        self.wake_tile_if_read(src.tile, (addr as u64, 4));
+        self.tensix_mut(src.tile).regs.niu[src.noc.index() as usize].bump(index, by);
+    }
+
+    /// Counters of the receiving NIU(s) of a request at `target` on `noc`.
+    fn bump_slave(&mut self, target: &Target, noc: Noc, counters: &[(u32, i32)]) {
+        let tiles: Vec<usize> = match target {
+            Target::L1 { tile, .. } | Target::Reg { tile, .. } => vec![*tile],
+            Target::Multicast { tiles, .. } => tiles.clone(),
+            _ => return,
+        };
+        for t in tiles {
+            for &(c, by) in counters {
+                self.bump(Source { tile: t, noc }, c, by);
+            }
+        }
+    }
+
+    fn schedule(&mut self, issue: Issued) {
         let ordered = !self.cfg.faults.reorder;
         let (iface, bpc) = (self.cfg.noc.interface_cycles, self.cfg.noc.bytes_per_cycle);
         self.transfers += 1;
         let id = self.transfers;
-        match issue.cmd {
-            NocCmd::Read => {
-                let mut served = issue.time + trip(&self.cfg, from, to, 0) + self.jitter();
-                if ordered && endpoint(to) == Endpoint::Pcie {
-                    // PCIe: a read does not pass this core's earlier posted writes.
-                    served = served.max(self.routes.posted_landed(Route::of(src, target)));
+        let (src, tid, hops) = (issue.src, issue.tid, issue.hops);
+        let route = Route::of(src, issue.dst_key, issue.vc);
+        let endpoint = issue.target.endpoint();
+        self.bump(src, counter::NIU_MST_CMD_ACCEPTED, 1);
+        match issue.kind {
+            Kind::Read => {
+                self.bump(src, counter::NIU_MST_RD_REQ_STARTED, 1);
+                self.bump(src, counter::NIU_MST_RD_REQ_SENT, 1);
+                self.bump(src, counter::reqs_outstanding_id(tid), 1);
+                let mut served = issue.time + trip(&self.cfg, hops, 0) + self.jitter();
+                if ordered && endpoint == EndpointKind::Pcie {
+                    // PCIe: a read does not pass this NIU's earlier posted writes.
+                    served = served.max(self.routes.posted_landed(Route::of(src, issue.dst_key, issue.vc)));
                 }
                 let now = self.now;
-                let out = self.endpoints.done(&self.cfg, to, served, issue.len, true, now);
-                let done = out + trip(&self.cfg, to, from, issue.len);
-                let in_memory = matches!(endpoint(to), Endpoint::Pcie | Endpoint::Dram { .. })
-                    || target.local() < self.cfg.l1_size as u64;
-                if in_memory {
+                let out = self.endpoints.done(&self.cfg, endpoint, served, issue.len, true, now);
+                let done = out + trip(&self.cfg, hops, issue.len);
+                if !matches!(issue.target, Target::Reg { .. } | Target::Arc { .. }) {
                     let start = done + 1 - (issue.len as u64).div_ceil(bpc).max(1);
-                    let (local, len) = (issue.local, issue.len);
+                    let (local, len, target) = (issue.local, issue.len, issue.target.clone());
                     self.landing.push(Landing { id, src, target, local, len, start, done: 0 });
                 }
-                let (local, len, trid) = (issue.local, issue.len, issue.read_id);
-                self.push(done, EventKind::ReadComplete { id, src, target, local, len, trid });
+                let (local, len, target) = (issue.local, issue.len, issue.target);
+                self.push(done, EventKind::ReadComplete { src, id, target, local, len, tid });
             }
-            NocCmd::Write => {
-                // One packet at a time through the core's NOC interface.
+            Kind::Write { posted, multicast, .. } => {
+                let started = if posted {
+                    counter::NIU_MST_POSTED_WR_REQ_STARTED
+                } else {
+                    counter::NIU_MST_NONPOSTED_WR_REQ_STARTED
+                };
+                self.bump(src, started, 1);
+                let receivers = match &issue.target {
+                    Target::Multicast { tiles, .. } => tiles.len() as u32,
+                    _ => 1,
+                };
+                let _ = multicast;
+                if !posted {
+                    self.bump(src, counter::reqs_outstanding_id(tid), receivers as i32);
+                }
+                self.bump(src, counter::write_reqs_outgoing_id(tid), 1);
+                // One packet at a time through the NIU.
                 let backpressure = self.rng.backpressure.upto(self.cfg.faults.write_backpressure_cycles);
-                let start = (issue.time + iface).max(self.niu_free[src]) + backpressure;
+                let start = (issue.time + iface).max(self.niu_free[src.index()]) + backpressure;
                 let left = last_flit(start, issue.len, bpc);
-                self.niu_free[src] = left + 1;
-                let hops = from.hops(to) as u64 * self.cfg.noc.hop_cycles;
+                self.niu_free[src.index()] = left + 1;
+                let hop_cycles = hops as u64 * self.cfg.noc.hop_cycles;
                 let now = self.now;
                 let mut arrive =
-                    self.endpoints.done(&self.cfg, to, left + 1 + iface + hops, issue.len, false, now) + self.jitter();
+                    self.endpoints.done(&self.cfg, endpoint, left + 1 + iface + hop_cycles, issue.len, false, now)
+                        + self.jitter();
                 if ordered {
-                    arrive = self.routes.write(Route::of(src, target), issue.time, left, arrive);
+                    arrive = self.routes.write(route, issue.time, left, arrive);
                 }
-                let ack = arrive + trip(&self.cfg, to, from, 0);
                 self.payloads.insert(id, vec![0; issue.len as usize]);
                 let (local, len) = (issue.local, issue.len);
-                self.departing.push(Departing { id, src, local, len, start, read: 0 });
-                self.push(arrive, EventKind::WriteArrive { target, id, len });
-                self.push(ack, EventKind::WriteAck { src });
-            }
-            NocCmd::AtomicInc => {
-                let now = self.now;
-                let reach = issue.time + trip(&self.cfg, from, to, 4);
-                let mut arrive = self.endpoints.done(&self.cfg, to, reach, 4, false, now) + self.jitter();
-                if ordered {
-                    arrive = self.routes.atomic(Route::of(src, target), issue.time, arrive);
+                self.departing.push(Departing { id, src, tid, posted, local, len, start, read: 0 });
+                self.push(arrive, EventKind::WriteArrive { src: Some(src), target: issue.target, id, len, posted });
+                if !posted {
+                    let ack = arrive + trip(&self.cfg, hops, 0);
+                    self.push(ack, EventKind::WriteAck { src, tid, count: receivers });
                 }
-                let ack = arrive + trip(&self.cfg, to, from, 0);
-                self.push(arrive, EventKind::AtomicArrive { target, value: issue.value });
-                self.push(ack, EventKind::AtomicAck { src });
+            }
+            Kind::AtomicIncr { wrap, resp, .. } => {
+                if resp {
+                    self.bump(src, counter::NIU_MST_NONPOSTED_ATOMIC_STARTED, 1);
+                    self.bump(src, counter::NIU_MST_NONPOSTED_ATOMIC_SENT, 1);
+                    self.bump(src, counter::reqs_outstanding_id(tid), 1);
+                } else {
+                    self.bump(src, counter::NIU_MST_POSTED_ATOMIC_SENT, 1);
+                }
+                let now = self.now;
+                let reach = issue.time + trip(&self.cfg, hops, 4);
+                let mut arrive = self.endpoints.done(&self.cfg, endpoint, reach, 4, false, now) + self.jitter();
+                if ordered {
+                    arrive = self.routes.atomic(route, issue.time, arrive);
+                }
+                let value = issue.value;
+                self.push(arrive, EventKind::AtomicArrive { src, id, target: issue.target, value, wrap, resp });
+                if resp {
+                    let back = arrive + trip(&self.cfg, hops, 4);
+                    self.push(back, EventKind::AtomicResp { src, id, tid, ret: Some(issue.local) });
+                }
             }
         }
     }
@@ -975,31 +1316,74 @@ impl Chip {
     fn deliver(&mut self, e: Event) {
         // Targets were validated at issue and memories never shrink, so
         // deliveries cannot fail.
-        self.wake_for(&e.kind);
+        let at = e.time;
         match e.kind {
             EventKind::HostWrite { target, data } => {
                 self.posted -= 1;
-                self.apply_write(target, &data).expect("validated when posted");
+                self.apply_write(&target, &data, at);
             }
-            EventKind::WriteArrive { target, id, len } => {
+            EventKind::WriteArrive { src, target, id, len, posted } => {
                 debug_assert!(self.departing.iter().all(|d| d.id != id), "a write lands only after it has left");
                 let data = self.payloads.remove(&id).expect("a write in flight has a payload");
-                if is_dram(target) {
+                if matches!(target, Target::Dram { .. }) {
                     self.dram_traffic.write_bytes += len as u64;
                 }
-                self.noc_write(target, &data)
+                if let Some(src) = src {
+                    let flits = (len as u64).div_ceil(self.cfg.noc.bytes_per_cycle) as i32;
+                    let (req, words) = if posted {
+                        (counter::NIU_SLV_POSTED_WR_REQ_RECEIVED, counter::NIU_SLV_POSTED_WR_DATA_WORD_RECEIVED)
+                    } else {
+                        (counter::NIU_SLV_NONPOSTED_WR_REQ_RECEIVED, counter::NIU_SLV_NONPOSTED_WR_DATA_WORD_RECEIVED)
+                    };
+                    let ack = if posted { 0 } else { 1 };
+                    let counters = [
+                        (counter::NIU_SLV_REQ_ACCEPTED, 1),
+                        (req, 1),
+                        (words, flits),
+                        (counter::NIU_SLV_WR_ACK_SENT, ack),
+                    ];
+                    self.bump_slave(&target, src.noc, &counters);
+                }
+                self.apply_write(&target, &data, at);
             }
-            EventKind::WriteAck { src } => {
-                let c = &mut self.cores[src].mmio.counters;
-                c.writes_acked = c.writes_acked.wrapping_add(1);
+            EventKind::WriteAck { src, tid, count } => {
+                self.bump(src, counter::NIU_MST_WR_ACK_RECEIVED, count as i32);
+                self.bump(src, counter::reqs_outstanding_id(tid), -(count as i32));
             }
-            EventKind::AtomicArrive { target, value } => self.noc_atomic(target, value),
-            EventKind::AtomicAck { src } => {
-                let c = &mut self.cores[src].mmio.counters;
-                c.atomics_acked = c.atomics_acked.wrapping_add(1);
+            EventKind::AtomicArrive { src, id, target, value, wrap, resp } => {
+                let Target::L1 { tile, addr } = target else { unreachable!("atomics act on L1 words") };
+                let old = self.tensix(tile).l1.read_u32(addr).expect("validated at issue");
+                let keep = if wrap >= 31 { u32::MAX } else { (1u32 << (wrap + 1)) - 1 };
+                let new = (old & !keep) | (old.wrapping_add(value) & keep);
+                let counters = [
+                    (counter::NIU_SLV_REQ_ACCEPTED, 1),
+                    (
+                        if resp {
+                            counter::NIU_SLV_NONPOSTED_ATOMIC_RECEIVED
+                        } else {
+                            counter::NIU_SLV_POSTED_ATOMIC_RECEIVED
+                        },
+                        1,
+                    ),
+                    (counter::NIU_SLV_ATOMIC_RESP_SENT, resp as i32),
+                ];
+                self.bump_slave(&target, src.noc, &counters);
+                self.apply_write(&target, &new.to_le_bytes(), at);
+                if resp {
+                    self.atomic_old.insert(id, old);
+                }
             }
-            EventKind::ReadComplete { id, src, target, local, len, trid } => {
-                if is_dram(target) {
+            EventKind::AtomicResp { src, id, tid, ret } => {
+                let old = self.atomic_old.remove(&id).expect("an atomic's old value before its response");
+                if let Some(ret) = ret {
+                    self.wake_tile_if_read(src.tile, (ret as u64, 4));
+                    self.tensix_mut(src.tile).l1.write_u32(ret, old).expect("validated at issue");
+                }
+                self.bump(src, counter::NIU_MST_ATOMIC_RESP_RECEIVED, 1);
+                self.bump(src, counter::reqs_outstanding_id(tid), -1);
+            }
+            EventKind::ReadComplete { src, id, target, local, len, tid } => {
+                if matches!(target, Target::Dram { .. }) {
                     self.dram_traffic.read_bytes += len as u64;
                 }
                 if let Some(k) = self.landing.iter().position(|l| l.id == id) {
@@ -1008,54 +1392,76 @@ impl Chip {
                     self.landing.remove(k);
                 } else {
                     let mut buf = vec![0; len as usize];
-                    self.noc_read(target, &mut buf);
-                    self.cores[src].hart.mem.l1.write(local, &buf).expect("validated at issue");
+                    self.noc_read(&target, &mut buf);
+                    self.wake_tile_if_read(src.tile, (local as u64, len as u64));
+                    self.tensix_mut(src.tile).l1.write(local, &buf).expect("validated at issue");
                 }
-                let c = &mut self.cores[src].mmio.counters;
-                c.reads_acked = c.reads_acked.wrapping_add(1);
-                let by_id = &mut c.reads_acked_id[trid as usize];
-                *by_id = by_id.wrapping_add(1);
+                let flits = (len as u64).div_ceil(self.cfg.noc.bytes_per_cycle) as i32;
+                let counters = [
+                    (counter::NIU_SLV_REQ_ACCEPTED, 1),
+                    (counter::NIU_SLV_RD_REQ_RECEIVED, 1),
+                    (counter::NIU_SLV_RD_RESP_SENT, 1),
+                    (counter::NIU_SLV_RD_DATA_WORD_SENT, flits),
+                ];
+                self.bump_slave(&target, src.noc, &counters);
+                self.bump(src, counter::NIU_MST_RD_RESP_RECEIVED, 1);
+                self.bump(src, counter::NIU_MST_RD_DATA_WORD_RECEIVED, flits);
+                self.bump(src, counter::reqs_outstanding_id(tid), -1);
             }
         }
     }
 
-    /// Unparks every core an event is about to change in a way its parked
-    /// loop could notice (what the loop reads: see `IdleLoop::reads_any`).
-    /// A change elsewhere lands while the core stays parked.
-    fn wake_for(&mut self, kind: &EventKind) {
-        let counter = |off: u32| ((MMIO_BASE + off) as u64, 4);
-        match kind {
-            EventKind::WriteAck { src } => {
-                self.wake_if_read(*src, counter(mmio::NOC_WRITES_ACKED));
-                self.wake_if_read(*src, counter(mmio::NOC_UNACKED));
+    /// Performs a checked write at device time `at`, waking the cores a
+    /// change reaches.
+    fn apply_write(&mut self, target: &Target, data: &[u8], at: u64) {
+        match target {
+            Target::L1 { tile, addr } => {
+                self.wake_tile_if_read(*tile, (*addr as u64, data.len() as u64));
+                self.tensix_mut(*tile).l1.write(*addr, data).expect("resolved within L1");
             }
-            EventKind::AtomicAck { src } => {
-                self.wake_if_read(*src, counter(mmio::NOC_ATOMICS_ACKED));
-                self.wake_if_read(*src, counter(mmio::NOC_UNACKED));
+            Target::Multicast { tiles, addr } => {
+                for &t in tiles {
+                    self.wake_tile_if_read(t, (*addr as u64, data.len() as u64));
+                    self.tensix_mut(t).l1.write(*addr, data).expect("resolved within L1");
+                }
             }
-            EventKind::ReadComplete { src, local, len, trid, .. } => {
-                self.wake_if_read(*src, counter(mmio::NOC_READS_ACKED));
-                self.wake_if_read(*src, counter(mmio::noc_reads_acked_id(*trid as u32)));
-                self.wake_if_read(*src, (*local as u64, *len as u64));
+            Target::Reg { tile, addr } => {
+                let v = u32::from_le_bytes(data.try_into().expect("one register"));
+                self.reg_write(*tile, *addr, v, at);
             }
-            EventKind::WriteArrive { target, len, .. } => self.wake_targets(*target, *len as u64, false),
-            EventKind::AtomicArrive { target, .. } => self.wake_targets(*target, 4, false),
-            EventKind::HostWrite { target, data } => self.wake_targets(*target, data.len() as u64, true),
+            Target::Dram { channel, offset } => self.dram.write(*channel, *offset, data),
+            Target::Host { offset } => self.sysmem.write(*offset as usize, data),
+            Target::Arc { .. } => unreachable!("ARC writes are refused when resolved"),
         }
     }
 
-    fn wake_targets(&mut self, target: NocAddr, len: u64, always: bool) {
-        let (a, b) = (target.coord(), target.mcast_end());
-        for y in a.y..=b.y {
-            for x in a.x..=b.x {
-                if let Some(i) = self.grid.core(Coord::new(x, y)) {
-                    if always {
-                        self.wake(i);
-                    } else {
-                        self.wake_if_read(i, (target.local(), len));
-                    }
-                }
+    /// A register write from the NOC or the host (checked already).
+    fn reg_write(&mut self, tile: usize, addr: u32, v: u32, at: u64) {
+        let r = TensixRegs::decode(self.chip, addr).expect("a writable register, checked");
+        for &j in &self.tensix(tile).cores.clone() {
+            self.wake(j);
+        }
+        self.tensix_mut(tile).regs.write(r, v).expect("a writable register, checked");
+        if r == RegAccess::SoftReset {
+            self.apply_soft_reset(tile, at.max(self.now));
+        }
+    }
+
+    fn noc_read(&self, target: &Target, buf: &mut [u8]) {
+        match target {
+            Target::Reg { tile, addr } => {
+                let v = self.peek_reg(*tile, *addr).expect("validated at issue");
+                buf.copy_from_slice(&v.to_le_bytes());
             }
+            _ => self.peek_target(target, buf).expect("validated at issue"),
+        }
+    }
+
+    /// Wakes the cores of tile `t` whose parked loop reads `[addr, addr + len)`.
+    fn wake_tile_if_read(&mut self, t: usize, range: (u64, u64)) {
+        let Some(tile) = self.tiles[t].as_ref() else { return };
+        for j in tile.cores {
+            self.wake_if_read(j, range);
         }
     }
 
@@ -1066,52 +1472,27 @@ impl Chip {
         }
     }
 
-    /// A NOC write: like a host write, except that to MMIO it may set any
-    /// semaphore (and nothing else).
-    fn noc_write(&mut self, target: NocAddr, data: &[u8]) {
-        if target.local() >= MMIO_BASE as u64 && !target.is_multicast() {
-            if let Some(i) = self.grid.core(target.coord()) {
-                let off = (target.local() - MMIO_BASE as u64) as u32;
-                if let Some(s) = self.cores[i].mmio.semaphore_mut(off) {
-                    *s = u32::from_le_bytes(data.try_into().expect("one register"));
-                }
-                return;
-            }
+    /// Forgets every decoded instruction of the tile at translated `tile`,
+    /// for code written into its L1 behind the chip's back (a host's stores
+    /// into a shared mapping).
+    pub fn invalidate_code(&mut self, tile: Coord) -> Result<(), SimError> {
+        let t = self.tensix_index(tile).ok_or_else(|| SimError::NotATile {
+            what: "invalidate_code needs a Tensix tile",
+            got: format!("{tile}"),
+        })?;
+        for j in self.tensix(t).cores {
+            self.wake(j);
         }
-        self.apply_write(target, data).expect("validated at issue");
-    }
-
-    fn noc_read(&self, target: NocAddr, buf: &mut [u8]) {
-        self.read(target, buf).expect("validated at issue");
-    }
-
-    fn noc_atomic(&mut self, target: NocAddr, value: u32) {
-        let local = target.local();
-        if (MMIO_BASE as u64..(MMIO_BASE + MMIO_SIZE) as u64).contains(&local) {
-            if let Some(i) = self.grid.core(target.coord()) {
-                let off = (local - MMIO_BASE as u64) as u32;
-                if let Some(s) = self.cores[i].mmio.semaphore_mut(off) {
-                    *s = s.wrapping_add(value);
-                }
-                return;
-            }
-        }
-        let old = self.read_u32(target).expect("validated at issue");
-        self.apply_write(target, &old.wrapping_add(value).to_le_bytes()).expect("validated at issue");
-    }
-
-    /// Forgets every decoded instruction of `core`, for code written into
-    /// its L1 behind the chip's back (a host's stores into a shared mapping).
-    pub fn invalidate_code(&mut self, core: Coord) -> Result<(), SimError> {
-        let i = self.core_or_err(NocAddr::unicast(core, 0))?;
-        self.wake(i);
-        self.cores[i].hart.mem.l1.invalidate_all();
+        self.tensix_mut(t).l1.invalidate_all();
         Ok(())
     }
 
-    /// Hang-dump view of one core; `None` if there is no core there.
-    pub fn core_debug(&self, coord: Coord) -> Option<CoreDebug> {
-        self.core(coord).map(|c| CoreDebug::of(c.coord, &c.hart, &c.mmio, crate::HISTORY_LEN))
+    /// Hang-dump view of a core; `None` if there is no such core.
+    pub fn core_debug(&self, id: CoreId) -> Option<CoreDebug> {
+        let i = self.core_index(id)?;
+        let c = &self.cores[i];
+        let tile = self.tensix(c.tile);
+        Some(CoreDebug::of(c.id, &c.hart, c.in_reset, &tile.l1, &tile.regs, crate::HISTORY_LEN))
     }
 
     /// Samples the PC of each of `cores` at the end of every scheduling
@@ -1120,10 +1501,13 @@ impl Chip {
     /// host step ends the slice early), spent at or around that PC. Earlier
     /// samples are dropped; an empty list stops sampling. Sampling reads
     /// only: a run is the same with it or without.
-    pub fn set_pc_sampling(&mut self, cores: &[Coord]) -> Result<(), SimError> {
+    pub fn set_pc_sampling(&mut self, cores: &[CoreId]) -> Result<(), SimError> {
         let mut indices = Vec::with_capacity(cores.len());
         for &c in cores {
-            let i = self.core_or_err(NocAddr::unicast(c, 0))?;
+            let i = self.core_index(c).ok_or_else(|| SimError::NotATile {
+                what: "PC sampling needs cores of Tensix tiles",
+                got: format!("{c}"),
+            })?;
             indices.push(i);
         }
         self.sampling = (!indices.is_empty()).then(|| PcSampling { cores: indices, cycles: BTreeMap::new() });
@@ -1133,10 +1517,10 @@ impl Chip {
     /// The samples taken since `set_pc_sampling`: (core, PC, cycles of the
     /// slices that ended there), most cycles first. Each core's cycles add
     /// up to the device time since sampling started.
-    pub fn pc_samples(&self) -> Vec<(Coord, u32, u64)> {
+    pub fn pc_samples(&self) -> Vec<(CoreId, u32, u64)> {
         let mut v: Vec<_> =
-            self.sampling.iter().flat_map(|s| &s.cycles).map(|(&(i, pc), &n)| (self.cores[i].coord, pc, n)).collect();
-        v.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.packed().cmp(&b.0.packed())).then(a.1.cmp(&b.1)));
+            self.sampling.iter().flat_map(|s| &s.cycles).map(|(&(i, pc), &n)| (self.cores[i].id, pc, n)).collect();
+        v.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
         v
     }
 
@@ -1146,15 +1530,17 @@ impl Chip {
     }
 
     /// A 64-bit digest of the whole device state (memories, registers,
-    /// counters, sysmem, DRAM, pending events, time, host BAR time not yet
-    /// charged), hashed as bytes (see [`crate::digest`]). Equal digests
+    /// counters, sysmem, DRAM, TLBs, pending events, time, host BAR time not
+    /// yet charged), hashed as bytes (see [`crate::digest`]). Equal digests
     /// mean (up to hash collisions) bit-identical runs.
     pub fn digest(&self) -> u64 {
         let mut h = Digest::default();
         h.u64(self.now);
         h.u64(self.host_busy);
         for c in &self.cores {
-            h.u64(c.coord.packed() as u64);
+            h.u64(c.id.tile.packed() as u64);
+            h.u64(c.id.processor.index() as u64);
+            h.u64(c.in_reset as u64);
             h.u64(c.hart.pc() as u64);
             h.u64(c.hart.cycle());
             h.u64(c.hart.instret());
@@ -1162,17 +1548,21 @@ impl Chip {
                 h.u64(r as u64);
             }
             h.halt(c.hart.halted());
-            // Every register the block maps, by offset (unmapped ones: a tag).
-            for off in (0..MMIO_SIZE).step_by(4) {
-                h.u64(c.mmio.read(off).map_or(u64::MAX, u64::from));
-            }
-            h.bytes(&c.hart.mem.l1.bytes());
+            h.bytes(&c.hart.mem.local.bytes());
         }
-        for (bank, bytes) in self.grid.dram.touched() {
-            h.u64(bank as u64);
+        for tile in self.tiles.iter().flatten() {
+            h.tensix(&tile.regs);
+            h.bytes(&tile.l1.bytes());
+        }
+        for (ch, off, bytes) in self.dram.touched() {
+            h.u64(ch as u64);
+            h.u64(off);
             h.bytes(&bytes);
         }
         h.bytes(&self.sysmem.snapshot());
+        for w in self.tlbs.words() {
+            h.u64(w as u64);
+        }
         let mut pending: Vec<&Event> = self.events.iter().collect();
         pending.sort_by_key(|e| (e.time, e.seq));
         for e in pending {
@@ -1186,6 +1576,10 @@ impl Chip {
         }
         for &t in &self.niu_free {
             h.u64(t);
+        }
+        for (&id, &old) in &self.atomic_old {
+            h.u64(id);
+            h.u64(old as u64);
         }
         let links = [&self.endpoints.pcie_read, &self.endpoints.pcie_write];
         for link in links {
@@ -1205,6 +1599,15 @@ impl Chip {
     }
 }
 
+/// Fills `buf` (whole words) with `v`'s bytes; one register is 4 bytes.
+fn fill_words(buf: &mut [u8], v: u32) -> Result<(), SimError> {
+    if buf.len() != 4 {
+        return Err(SimError::Bar("registers are read 4 bytes at a time".into()));
+    }
+    buf.copy_from_slice(&v.to_le_bytes());
+    Ok(())
+}
+
 #[cfg(test)]
 #[path = "chip_tests.rs"]
 mod tests;
@@ -1212,3 +1615,7 @@ mod tests;
 #[cfg(test)]
 #[path = "chip_noc_tests.rs"]
 mod noc_tests;
+
+#[cfg(test)]
+#[path = "chip_arch_tests.rs"]
+mod arch_tests;

@@ -1,23 +1,27 @@
-//! Every size and latency of the simulated chip, with Wormhole-like defaults
-//! (docs/design.md, "Timing"; clock 1 GHz, so 1 ns = 1 cycle).
+//! Which chip is simulated (a board and its harvesting: `soc::ChipLayout`),
+//! and every latency of the model, in device cycles.
+//!
+//! The timing defaults are the Wormhole-derived figures of docs/design.md
+//! ("Timing"), stated in cycles of a 1 GHz clock, and are the same cycle
+//! counts on Blackhole (1.35 GHz): issue 27 recalibrates them per chip. Only
+//! the NOC link width follows the chip: one flit per cycle, 32 bytes on
+//! Wormhole, 64 on Blackhole (`ArchParams::noc.flit_bytes`).
 
 use cqlab_abi::noc::Coord;
-use cqlab_abi::{memory_map, noc};
+use cqlab_abi::soc::{Board, ChipLayout, Harvesting, LayoutError};
 use thiserror::Error;
-
-/// The modelled core clock (the ABI's): every timing default below is
-/// stated in its cycles.
-pub use cqlab_abi::CLOCK_HZ;
 
 /// NOC timing: latency = 2 x `interface_cycles` + hops x `hop_cycles` +
 /// bytes / `bytes_per_cycle` (one way; a read pays the request trip too).
+/// Hops are those of the path on the NOC's torus (`soc::route`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct NocTiming {
     /// Cycles at each network interface (injection, ejection). Default 5.
     pub interface_cycles: u64,
     /// Cycles per router hop. Default 9.
     pub hop_cycles: u64,
-    /// Link bandwidth. Default 32 B/cycle.
+    /// Link bandwidth: the chip's flit, one per cycle (Wormhole 32 B,
+    /// Blackhole 64 B).
     pub bytes_per_cycle: u64,
 }
 
@@ -35,11 +39,12 @@ pub struct PcieTiming {
     pub write_bytes_per_kcycle: u64,
 }
 
-/// A core that executes `factor` times slower than the clock: in every
-/// scheduling slice it runs only `1/factor` of the slice's cycles and is
-/// stalled for the rest (its `mcycle` still follows device time).
+/// A tile whose cores execute `factor` times slower than the clock: in
+/// every scheduling slice each runs only `1/factor` of the slice's cycles
+/// and is stalled for the rest (its `mcycle` still follows device time).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SlowCore {
+    /// The tile's translated coordinates.
     pub core: Coord,
     /// >= 1.0; 1.0 is full speed.
     pub factor: f64,
@@ -109,18 +114,14 @@ pub enum Schedule {
 pub struct SimConfig {
     /// Fixes scheduling quanta, jitter and faults: same seed, same run.
     pub seed: u64,
-    pub worker_cols: u8,
-    pub worker_rows: u8,
-    /// Command queues, each with a prefetcher and a dispatcher core.
-    pub num_cqs: u8,
-    /// L1 bytes per core (at address 0 of every core).
-    pub l1_size: u32,
-    pub dram_banks: u32,
-    /// Bytes per DRAM bank (host memory is committed only where written).
-    pub dram_bank_size: u64,
+    /// The card whose chip is simulated.
+    pub board: Board,
+    /// What that chip has fused off (`Board::default_harvesting` unless told).
+    pub harvesting: Harvesting,
     /// Extra cycles of a DRAM access beyond the NOC trip. Default 100.
     pub dram_latency_cycles: u64,
-    /// Host sysmem reachable at the PCIe endpoint. Default 64 MiB.
+    /// Host memory the PCIe tile reaches (from the chip's host-memory base).
+    /// Default 64 MiB.
     pub sysmem_size: usize,
     /// Cycles each core runs per scheduling slice before others catch up;
     /// cross-core effects (NOC deliveries) become visible at slice ends.
@@ -143,21 +144,23 @@ pub struct SimConfig {
     pub bar: crate::bar::BarTiming,
 }
 
-impl Default for SimConfig {
-    fn default() -> Self {
+impl SimConfig {
+    /// `board` with its usual harvesting and the default timing.
+    pub fn for_board(board: Board) -> Self {
+        let harvesting = board.default_harvesting();
         SimConfig {
             seed: 0,
-            worker_cols: noc::DEFAULT_WORKER_COLS,
-            worker_rows: noc::DEFAULT_WORKER_ROWS,
-            num_cqs: noc::DEFAULT_CQS,
-            l1_size: memory_map::L1_DEFAULT_SIZE,
-            dram_banks: memory_map::DEFAULT_DRAM_BANKS,
-            dram_bank_size: memory_map::DEFAULT_DRAM_BANK_SIZE,
+            board,
+            harvesting,
             dram_latency_cycles: 100,
             sysmem_size: 64 << 20,
             quantum_cycles: 50,
             quantum_jitter: 0,
-            noc: NocTiming { interface_cycles: 5, hop_cycles: 9, bytes_per_cycle: 32 },
+            noc: NocTiming {
+                interface_cycles: 5,
+                hop_cycles: 9,
+                bytes_per_cycle: board.arch().params().noc.flit_bytes as u64,
+            },
             pcie: PcieTiming {
                 read_latency_cycles: 750,
                 read_bytes_per_kcycle: 24_500,
@@ -170,6 +173,18 @@ impl Default for SimConfig {
             bar: crate::bar::BarTiming::default(),
         }
     }
+
+    /// The chip: the board's layout with the harvesting applied.
+    pub fn layout(&self) -> Result<ChipLayout, ConfigError> {
+        ChipLayout::new(self.board, self.harvesting.clone()).map_err(ConfigError::Layout)
+    }
+}
+
+impl Default for SimConfig {
+    /// A Wormhole n150 with its usual harvesting.
+    fn default() -> Self {
+        SimConfig::for_board(Board::WormholeN150)
+    }
 }
 
 #[derive(Debug, Error, PartialEq)]
@@ -180,8 +195,10 @@ pub enum ConfigError {
     BadProbability { what: &'static str, found: f64 },
     #[error("faults.slow_cores: the factor of core {core} must be a finite number >= 1.0, found {found}")]
     BadSlowdown { core: Coord, found: f64 },
-    #[error("faults.slow_cores names core {core}, which this chip does not have")]
+    #[error("faults.slow_cores names {core}, which is no Tensix tile of this chip")]
     NoSuchCore { core: Coord },
+    #[error(transparent)]
+    Layout(LayoutError),
     #[error("schedule Pct: depth must be >= 1 and steps >= 1, found depth {depth}, steps {steps}")]
     BadPct { depth: u32, steps: u64 },
 }
@@ -196,14 +213,9 @@ fn check(what: &'static str, found: u64, min: u64, max: u64) -> Result<(), Confi
 
 impl SimConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
-        check("worker_cols", self.worker_cols as u64, 1, noc::MAX_WORKER_COLS as u64)?;
-        check("worker_rows", self.worker_rows as u64, 1, noc::MAX_WORKER_ROWS as u64)?;
-        check("num_cqs", self.num_cqs as u64, 1, noc::MAX_CQS as u64)?;
-        // L1 must hold the ABI's fixed regions and stay below local memory and the MMIO block.
-        check("l1_size", self.l1_size as u64, memory_map::L1_DEFAULT_SIZE as u64, memory_map::LOCAL_MEM.base as u64)?;
-        check("l1_size % 4", (self.l1_size % 4) as u64, 0, 0)?;
-        check("dram_banks", self.dram_banks as u64, 1, memory_map::MAX_DRAM_BANKS as u64)?;
-        check("dram_bank_size", self.dram_bank_size, 4096, noc::LOCAL_ADDR_MASK + 1)?;
+        self.layout()?;
+        let host = self.board.arch().params().bar.host_mem_size;
+        check("sysmem_size", self.sysmem_size as u64, 4096, host)?;
         check("quantum_cycles", self.quantum_cycles, 1, 1 << 32)?;
         check("bar.write_bytes_per_cycle", self.bar.write_bytes_per_cycle, 1, 1 << 20)?;
         check("noc.bytes_per_cycle", self.noc.bytes_per_cycle, 1, 1 << 20)?;
@@ -234,15 +246,20 @@ mod tests {
     #[test]
     fn defaults_are_valid_and_limits_are_enforced() {
         assert_eq!(SimConfig::default().validate(), Ok(()));
-        let bad = SimConfig { num_cqs: 17, ..Default::default() };
-        assert!(matches!(bad.validate(), Err(ConfigError::OutOfRange { what: "num_cqs", .. })));
-        let bad = SimConfig { l1_size: 4096, ..Default::default() };
-        assert!(bad.validate().is_err());
+        for board in Board::ALL {
+            let cfg = SimConfig::for_board(board);
+            assert_eq!(cfg.validate(), Ok(()), "{board}");
+            assert_eq!(cfg.noc.bytes_per_cycle, board.arch().params().noc.flit_bytes as u64);
+        }
+        let bad = SimConfig { harvesting: "cols=7".parse().unwrap(), ..Default::default() };
+        assert!(matches!(bad.validate(), Err(ConfigError::Layout(_))), "Wormhole harvests rows");
+        let bad = SimConfig { sysmem_size: 16, ..Default::default() };
+        assert!(matches!(bad.validate(), Err(ConfigError::OutOfRange { what: "sysmem_size", .. })));
         let mut bad = SimConfig::default();
         bad.faults.core_stall_prob = 2.0;
         assert!(matches!(bad.validate(), Err(ConfigError::BadProbability { .. })));
         let mut bad = SimConfig::default();
-        bad.faults.slow_cores.push(SlowCore { core: noc::worker(0, 0), factor: 0.5 });
+        bad.faults.slow_cores.push(SlowCore { core: Coord::new(18, 18), factor: 0.5 });
         assert!(matches!(bad.validate(), Err(ConfigError::BadSlowdown { .. })));
         let bad = SimConfig { schedule: Schedule::Pct { depth: 0, steps: 10 }, ..Default::default() };
         assert!(matches!(bad.validate(), Err(ConfigError::BadPct { .. })));

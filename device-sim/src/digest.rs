@@ -5,7 +5,27 @@
 //! collide by concatenation.
 
 use crate::hart::{Halt, HaltReason};
-use crate::noc::{Departing, Event, EventKind, Landing};
+use crate::noc::{Departing, Event, EventKind, Landing, Source, Target};
+use crate::tensix::TensixRegs;
+use std::hash::{Hash, Hasher};
+
+/// Feeds `std::hash::Hash` output into a [`Digest`] (for register state).
+struct Feed<'a>(&'a mut Digest);
+
+impl Hasher for Feed<'_> {
+    fn finish(&self) -> u64 {
+        self.0.finish()
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.bytes(bytes);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.0.u64(v as u64);
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0.u64(v);
+    }
+}
 
 /// Running digest.
 pub(crate) struct Digest(u64);
@@ -56,9 +76,45 @@ impl Digest {
                 self.bytes(reason.as_bytes());
                 (10, addr as u64)
             }
+            HaltReason::NotModelled { addr, what } => {
+                self.bytes(what.as_bytes());
+                (11, addr as u64)
+            }
+            HaltReason::BadNocRequest { addr, reason, coord } => {
+                self.bytes(reason.as_bytes());
+                self.u64(coord.packed() as u64);
+                (12, addr as u64)
+            }
         };
         self.u64(tag);
         self.u64(a);
+    }
+
+    /// A tile's registers: soft reset, reset PCs, both NIUs.
+    pub(crate) fn tensix(&mut self, regs: &TensixRegs) {
+        regs.hash(&mut Feed(self));
+    }
+
+    fn source(&mut self, s: Source) {
+        self.u64(s.tile as u64);
+        self.u64(s.noc.index() as u64);
+    }
+
+    fn target(&mut self, t: &Target) {
+        match t {
+            Target::L1 { tile, addr } => [1, *tile as u64, *addr as u64].map(|v| self.u64(v)),
+            Target::Reg { tile, addr } => [2, *tile as u64, *addr as u64].map(|v| self.u64(v)),
+            Target::Dram { channel, offset } => [3, *channel as u64, *offset].map(|v| self.u64(v)),
+            Target::Host { offset } => [4, *offset, 0].map(|v| self.u64(v)),
+            Target::Arc { addr } => [5, *addr as u64, 0].map(|v| self.u64(v)),
+            Target::Multicast { tiles, addr } => {
+                self.u64(6);
+                for &t in tiles {
+                    self.u64(t as u64);
+                }
+                [tiles.len() as u64, *addr as u64, 0].map(|v| self.u64(v))
+            }
+        };
     }
 
     /// A pending NOC or host event: time, issue order, kind and fields.
@@ -66,52 +122,67 @@ impl Digest {
         self.u64(e.time);
         self.u64(e.seq);
         match &e.kind {
-            EventKind::WriteArrive { target, id, len } => {
+            EventKind::WriteArrive { src, target, id, len, posted } => {
                 self.u64(1);
-                self.u64(target.0);
-                self.u64(*id);
-                self.u64(*len as u64);
+                match src {
+                    Some(s) => self.source(*s),
+                    None => self.u64(u64::MAX),
+                }
+                self.target(target);
+                for v in [*id, *len as u64, *posted as u64] {
+                    self.u64(v);
+                }
             }
-            EventKind::WriteAck { src } => {
+            EventKind::WriteAck { src, tid, count } => {
                 self.u64(2);
-                self.u64(*src as u64);
+                self.source(*src);
+                self.u64(*tid as u64);
+                self.u64(*count as u64);
             }
-            EventKind::AtomicArrive { target, value } => {
+            EventKind::AtomicArrive { src, id, target, value, wrap, resp } => {
                 self.u64(3);
-                self.u64(target.0);
-                self.u64(*value as u64);
+                self.source(*src);
+                self.target(target);
+                for v in [*id, *value as u64, *wrap as u64, *resp as u64] {
+                    self.u64(v);
+                }
             }
-            EventKind::AtomicAck { src } => {
+            EventKind::AtomicResp { src, id, tid, ret } => {
                 self.u64(4);
-                self.u64(*src as u64);
+                self.source(*src);
+                self.u64(*id);
+                self.u64(*tid as u64);
+                self.u64(ret.map_or(u64::MAX, u64::from));
             }
             EventKind::HostWrite { target, data } => {
                 self.u64(5);
-                self.u64(target.0);
+                self.target(target);
                 self.bytes(data);
             }
-            EventKind::ReadComplete { id, src, target, local, len, trid } => {
+            EventKind::ReadComplete { src, id, target, local, len, tid } => {
                 self.u64(6);
-                self.u64(*id);
-                self.u64(*src as u64);
-                self.u64(target.0);
-                self.u64(*local as u64);
-                self.u64(*len as u64);
-                self.u64(*trid as u64);
+                self.source(*src);
+                self.target(target);
+                for v in [*id, *local as u64, *len as u64, *tid as u64] {
+                    self.u64(v);
+                }
             }
         }
     }
 
     /// A write still reading its source.
     pub(crate) fn departing(&mut self, d: &Departing) {
-        for v in [d.id, d.src as u64, d.local as u64, d.len as u64, d.start, d.read as u64] {
+        self.source(d.src);
+        for v in [d.id, d.tid as u64, d.posted as u64, d.local as u64, d.len as u64, d.start, d.read as u64] {
             self.u64(v);
         }
     }
 
     /// A read whose data is landing.
     pub(crate) fn landing(&mut self, l: &Landing) {
-        for v in [l.id, l.src as u64, l.target.0, l.local as u64, l.len as u64, l.start, l.done as u64] {
+        self.source(l.src);
+        self.target(&l.target);
+        for v in [l.id, l.local as u64, l.len as u64, l.start, l.done as u64] {
             self.u64(v);
         }
     }
@@ -120,7 +191,7 @@ impl Digest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cqlab_abi::noc::NocAddr;
+    use cqlab_abi::arch::Noc;
 
     fn of(f: impl FnOnce(&mut Digest)) -> u64 {
         let mut d = Digest::default();
@@ -136,10 +207,19 @@ mod tests {
         assert_ne!(of(|d| d.halt(None)), of(|d| d.halt(halt(HaltReason::Ecall))));
         assert_ne!(of(|d| d.halt(halt(HaltReason::Ecall))), of(|d| d.halt(halt(HaltReason::Ebreak))));
         let ev = |kind| Event { time: 5, seq: 1, kind };
-        let a = ev(EventKind::WriteAck { src: 3 });
-        let b = ev(EventKind::AtomicAck { src: 3 });
+        let src = Source { tile: 3, noc: Noc::Noc0 };
+        let a = ev(EventKind::WriteAck { src, tid: 0, count: 1 });
+        let b = ev(EventKind::AtomicResp { src, id: 0, tid: 0, ret: None });
         assert_ne!(of(|d| d.event(&a)), of(|d| d.event(&b)));
-        let w = ev(EventKind::WriteArrive { target: NocAddr(8), id: 3, len: 2 });
+        let other_noc = ev(EventKind::WriteAck { src: Source { tile: 3, noc: Noc::Noc1 }, tid: 0, count: 1 });
+        assert_ne!(of(|d| d.event(&a)), of(|d| d.event(&other_noc)));
+        let w = ev(EventKind::WriteArrive {
+            src: Some(src),
+            target: Target::L1 { tile: 8, addr: 0 },
+            id: 3,
+            len: 2,
+            posted: false,
+        });
         assert_eq!(of(|d| d.event(&w)), of(|d| d.event(&w.clone())));
     }
 }

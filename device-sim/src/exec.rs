@@ -43,7 +43,8 @@ impl Default for ExecOptions {
     fn default() -> Self {
         ExecOptions {
             max_cycles: u64::MAX,
-            l1_size: memory_map::L1_DEFAULT_SIZE,
+            // The larger L1 of the chips (Blackhole's 1536 KiB).
+            l1_size: cqlab_abi::arch::BLACKHOLE.l1_size,
             dram_window_size: DEFAULT_DRAM_WINDOW_SIZE,
         }
     }
@@ -183,7 +184,7 @@ mod tests {
     use super::*;
     use crate::asm::*;
     use crate::testelf;
-    use cqlab_abi::memory_map::CODE;
+    use cqlab_abi::memory_map::ENTRY_POINT;
 
     fn opts(max_cycles: u64) -> ExecOptions {
         ExecOptions { max_cycles, ..Default::default() }
@@ -191,7 +192,7 @@ mod tests {
 
     /// Program that stores `value` to `tohost` (placed right after its 5 words).
     fn report(value: u32) -> Vec<u8> {
-        let code = CODE.base;
+        let code = ENTRY_POINT;
         let tohost = code + 5 * 4;
         let mut w = li(1, tohost).to_vec();
         w.extend(li(2, value));
@@ -207,25 +208,25 @@ mod tests {
 
     #[test]
     fn ecall_without_tohost_exits_with_a0() {
-        let elf = testelf::program(CODE.base, &[addi(10, 0, 42), ECALL], false);
+        let elf = testelf::program(ENTRY_POINT, &[addi(10, 0, 42), ECALL], false);
         let r = run_elf(&elf, &opts(1000), None).unwrap();
         assert_eq!(r.outcome, Outcome::Exit { code: 42 });
-        assert_eq!(r.pc, CODE.base + 4);
+        assert_eq!(r.pc, ENTRY_POINT + 4);
     }
 
     #[test]
     fn ecall_with_tohost_is_a_halt_not_an_answer() {
-        let elf = testelf::program(CODE.base, &[addi(10, 0, 0), ECALL], true);
+        let elf = testelf::program(ENTRY_POINT, &[addi(10, 0, 0), ECALL], true);
         let r = run_elf(&elf, &opts(1000), None).unwrap();
         assert!(matches!(r.outcome, Outcome::Halted(Halt { reason: HaltReason::Ecall, .. })));
     }
 
     #[test]
     fn runaway_programs_stop_at_max_cycles_with_their_pc() {
-        let elf = testelf::program(CODE.base, &[addi(1, 1, 1), jal(0, -4)], false);
+        let elf = testelf::program(ENTRY_POINT, &[addi(1, 1, 1), jal(0, -4)], false);
         let r = run_elf(&elf, &opts(10_000), None).unwrap();
         assert_eq!(r.outcome, Outcome::MaxCycles);
-        assert!(r.pc == CODE.base || r.pc == CODE.base + 4);
+        assert!(r.pc == ENTRY_POINT || r.pc == ENTRY_POINT + 4);
         assert!(r.cycles >= 10_000 && r.cycles < 10_003);
     }
 
@@ -244,13 +245,13 @@ mod tests {
         assert!(matches!(err, ExecError::Elf(ElfError::DoesNotFit { index: 0, start: 0x4000_0000, .. })), "{err}");
         assert!(err.to_string().contains("L1 0x00000000..0x00180000"), "{err}");
         let small = ExecOptions { l1_size: 0x1000, dram_window_size: 0, ..opts(1000) };
-        let elf = testelf::program(CODE.base, &[ECALL], false);
+        let elf = testelf::program(ENTRY_POINT, &[ECALL], false);
         assert!(matches!(run_elf(&elf, &small, None), Err(ExecError::Elf(ElfError::DoesNotFit { .. }))));
     }
 
     #[test]
     fn trace_prints_each_retired_instruction() {
-        let elf = testelf::program(CODE.base, &[addi(10, 0, 5), addi(0, 0, 1), ECALL], false);
+        let elf = testelf::program(ENTRY_POINT, &[addi(10, 0, 5), addi(0, 0, 1), ECALL], false);
         let mut out = Vec::new();
         let r = run_elf(&elf, &opts(1000), Some(&mut out)).unwrap();
         assert_eq!(r.outcome, Outcome::Exit { code: 5 });
@@ -258,9 +259,10 @@ mod tests {
         let lines: Vec<_> = text.lines().collect();
         assert_eq!(lines.len(), 2, "{text}");
         assert!(
-            lines[0].contains("00001000")
+            lines[0].contains(&format!("{ENTRY_POINT:08x}"))
                 && lines[0].contains("addi x10, x0, 5")
-                && lines[0].ends_with("x10=0x00000005")
+                && lines[0].ends_with("x10=0x00000005"),
+            "{text}"
         );
         assert!(lines[1].contains("addi x0, x0, 1"));
     }

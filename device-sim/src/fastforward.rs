@@ -61,6 +61,18 @@ impl IdleLoop {
         }
         self.reads[..self.n_reads as usize].iter().any(|&(a, n)| addr < a as u64 + n as u64 && (a as u64) < addr + len)
     }
+
+    /// The bounding range `[lo, hi)` of what the loop reads below `end`
+    /// (its L1), or all of `[0, end)` when it read more than it could list.
+    pub fn bounds_below(&self, end: u32) -> Option<(u32, u32)> {
+        if self.n_reads == u8::MAX {
+            return Some((0, end));
+        }
+        self.reads[..self.n_reads as usize].iter().filter(|&&(a, _)| a < end).fold(None, |acc, &(a, n)| {
+            let hi = (a as u64 + n as u64).min(end as u64) as u32;
+            Some(acc.map_or((a, hi), |(lo, h): (u32, u32)| (lo.min(a), h.max(hi))))
+        })
+    }
 }
 
 /// The byte ranges a loop body reads, collected while probing.
@@ -174,6 +186,12 @@ pub enum Probe {
     /// The core issued a NOC command (or otherwise asked the scheduler to
     /// act) during the probe: not idle yet, but it may be right after.
     Yielded,
+    /// The core stored to a watched word (one a parked sibling polls):
+    /// its address and the word before the store.
+    Watched {
+        addr: u32,
+        old: u32,
+    },
     NotIdle,
 }
 
@@ -211,6 +229,7 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
         match hart.step(bus) {
             Stop::CycleLimit => {}
             Stop::Yield => return Probe::Yielded,
+            Stop::Watch { addr, old, .. } => return Probe::Watched { addr, old },
             _ => return Probe::NotIdle,
         }
         if hart.effects() != effects0 {

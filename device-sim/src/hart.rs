@@ -26,6 +26,12 @@ pub enum AccessFault {
     Unmapped,
     /// A device register refused the access (e.g. an invalid NOC command).
     Rejected(&'static str),
+    /// The address is part of the chip that cqlab does not model (the
+    /// Tensix coprocessor, the NOC overlay, ...): named, never silent.
+    NotModelled(&'static str),
+    /// A NOC request (`NOC_CMD_CTRL` written) the chip refuses: why, and
+    /// the coordinates it named.
+    BadRequest(&'static str, cqlab_abi::noc::Coord),
 }
 
 /// What a bus store asks of the hart afterwards.
@@ -43,6 +49,13 @@ pub enum StoreEffect {
 pub trait Bus {
     /// Load `size` (1, 2 or 4) bytes at `addr`; `now` is the hart's cycle.
     fn load(&mut self, mem: &mut Memory, addr: u32, size: u32, now: u64) -> Result<u32, AccessFault>;
+    /// Whether a load of `addr` may return another value without anything
+    /// being stored (a busy flag that clears with time, a clock): such a
+    /// load counts as a side effect, so idle fast-forward never parks a loop
+    /// polling it.
+    fn volatile(&self, _addr: u32) -> bool {
+        false
+    }
     /// Store the low `size` bytes of `value` at `addr`.
     fn store(
         &mut self,
@@ -97,6 +110,17 @@ pub enum HaltReason {
         addr: u32,
         reason: &'static str,
     },
+    /// An access to something cqlab does not model.
+    NotModelled {
+        addr: u32,
+        what: &'static str,
+    },
+    /// A NOC request the chip refused (at its `NOC_CMD_CTRL` store).
+    BadNocRequest {
+        addr: u32,
+        reason: &'static str,
+        coord: cqlab_abi::noc::Coord,
+    },
 }
 
 /// A halt: the reason and the PC of the instruction that caused it.
@@ -124,6 +148,12 @@ impl fmt::Display for Halt {
             HaltReason::Rejected { addr, reason } => {
                 write!(f, "device register 0x{addr:08x} refused the access at pc 0x{pc:08x}: {reason}")
             }
+            HaltReason::NotModelled { addr, what } => {
+                write!(f, "access to 0x{addr:08x} at pc 0x{pc:08x}: {what} is not modelled by cqlab")
+            }
+            HaltReason::BadNocRequest { addr, reason, coord } => {
+                write!(f, "NOC request (store to 0x{addr:08x} at pc 0x{pc:08x}) naming {coord} refused: {reason}")
+            }
         }
     }
 }
@@ -135,8 +165,9 @@ pub enum Stop {
     CycleLimit,
     /// The hart is halted (now or earlier).
     Halted(Halt),
-    /// A store hit the watched address; `value` is the word there afterwards.
-    Watch { addr: u32, value: u32 },
+    /// A store hit the watched address; `value` is the word there
+    /// afterwards, `old` the word before it.
+    Watch { addr: u32, value: u32, old: u32 },
     /// The bus asked the hart to yield after an MMIO store.
     Yield,
 }
@@ -276,6 +307,9 @@ impl Hart {
                 return Ok(u32::from_le_bytes(b));
             }
         }
+        if bus.volatile(addr) {
+            self.effects += 1;
+        }
         bus.load(&mut self.mem, addr, size, now)
     }
 
@@ -288,12 +322,13 @@ impl Hart {
         addr: u32,
         size: u32,
         value: u32,
+        old: Option<u32>,
         now: u64,
     ) -> Result<Option<Stop>, AccessFault> {
         if let Some(w) = self.mem.window.as_mut() {
             if w.contains(addr, size as u64) {
                 w.write(addr, &value.to_le_bytes()[..size as usize]).map_err(|_| AccessFault::Unmapped)?;
-                return Ok(self.watch_hit(addr));
+                return Ok(self.watch_hit(addr, old));
             }
         }
         match bus.store(&mut self.mem, addr, size, value, now)? {
@@ -302,14 +337,22 @@ impl Hart {
         }
     }
 
+    /// The word a store to `addr` is about to change, if `addr` is watched.
     #[inline(always)]
-    fn watch_hit(&self, addr: u32) -> Option<Stop> {
+    fn watched_old(&self, addr: u32) -> Option<u32> {
         if self.mem.is_watched(addr) {
-            let aligned = addr & !3;
-            let value = self.mem.read_u32(aligned).unwrap_or(0);
-            return Some(Stop::Watch { addr: aligned, value });
+            return Some(self.mem.read_u32(addr & !3).unwrap_or(0));
         }
         None
+    }
+
+    /// After a store to `addr` whose word was `old` (if watched).
+    #[inline(always)]
+    fn watch_hit(&self, addr: u32, old: Option<u32>) -> Option<Stop> {
+        let old = old?;
+        let aligned = addr & !3;
+        let value = self.mem.read_u32(aligned).unwrap_or(0);
+        Some(Stop::Watch { addr: aligned, value, old })
     }
 
     /// Executes one instruction (or halts); returns why it stopped, which is
@@ -396,6 +439,10 @@ impl Hart {
                             }
                             Err(AccessFault::Unmapped) => halt!(HaltReason::LoadFault { addr }),
                             Err(AccessFault::Rejected(reason)) => halt!(HaltReason::Rejected { addr, reason }),
+                            Err(AccessFault::NotModelled(what)) => halt!(HaltReason::NotModelled { addr, what }),
+                            Err(AccessFault::BadRequest(reason, coord)) => {
+                                halt!(HaltReason::BadNocRequest { addr, reason, coord })
+                            }
                         },
                     },
                 };
@@ -414,15 +461,20 @@ impl Hart {
                 let mut b = [0u8; $n];
                 b.copy_from_slice(&bytes[..$n]);
                 self.effects += 1;
+                let old = self.watched_old(addr);
                 let stop = if self.mem.l1.store::<$n>(addr, b) {
-                    self.watch_hit(addr)
+                    self.watch_hit(addr, old)
                 } else if self.mem.local.store::<$n>(addr, b) {
                     None
                 } else {
-                    match self.store_slow(bus, addr, $n, v, cycle) {
+                    match self.store_slow(bus, addr, $n, v, old, cycle) {
                         Ok(s) => s,
                         Err(AccessFault::Unmapped) => halt!(HaltReason::StoreFault { addr }),
                         Err(AccessFault::Rejected(reason)) => halt!(HaltReason::Rejected { addr, reason }),
+                        Err(AccessFault::NotModelled(what)) => halt!(HaltReason::NotModelled { addr, what }),
+                        Err(AccessFault::BadRequest(reason, coord)) => {
+                            halt!(HaltReason::BadNocRequest { addr, reason, coord })
+                        }
                     }
                 };
                 pc = pc.wrapping_add(4);

@@ -6,7 +6,7 @@ use crate::asm::*;
 use crate::memory::Ram;
 use cqlab_abi::memory_map::CODE;
 
-const BASE: u32 = CODE.base;
+const BASE: u32 = CODE[0].base;
 const DATA: u32 = 0x8000;
 
 fn hart_with(words: &[u32]) -> Hart {
@@ -335,7 +335,7 @@ fn tohost_watch_ends_the_slice_after_the_store() {
     prog.extend([addi(2, 0, 3), sw(2, 1, 0), EBREAK]);
     let mut h = hart_with(&prog);
     h.mem.set_watch(Some(DATA));
-    assert_eq!(h.run(&mut NoBus, 1000), Stop::Watch { addr: DATA, value: 3 });
+    assert_eq!(h.run(&mut NoBus, 1000), Stop::Watch { addr: DATA, value: 3, old: 0 });
     assert_eq!(h.pc(), BASE + 16, "the store retired");
     assert_eq!(h.instret(), 4);
 }
@@ -350,13 +350,15 @@ fn last_retired_pcs_follow_control_flow() {
 
 #[test]
 fn local_memory_costs_one_cycle_where_l1_costs_load_cycles() {
-    let local = cqlab_abi::memory_map::LOCAL_MEM.base;
+    let region =
+        cqlab_abi::memory_map::local_mem(&cqlab_abi::arch::WORMHOLE, cqlab_abi::arch::tensix::Processor::Brisc);
+    let local = region.base;
     let program = |addr: u32| with_li(&[(1, addr), (2, 0x1234_5678)], &[sw(2, 1, 0), lw(3, 1, 0)]);
     let cycles = |addr: u32| {
         let prog = program(addr);
         let mut words = prog.clone();
         words.push(ECALL);
-        let mut mem = Memory::new(Ram::new(0, 0x1_0000), None).with_local_mem();
+        let mut mem = Memory::new(Ram::new(0, 0x1_0000), None).with_local_mem(region.base, region.size);
         mem.write(BASE, &to_bytes(&words)).unwrap();
         let mut h = Hart::new(mem, 7, BASE);
         assert!(matches!(h.run(&mut NoBus, 1_000_000), Stop::Halted(Halt { reason: HaltReason::Ecall, .. })));

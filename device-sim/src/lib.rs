@@ -1,22 +1,26 @@
-//! `cqlab-sim`: the cqlab chip, simulated. RV32IM harts with predecoded
-//! instruction caches, per-core L1, and a standalone runner for bare ELFs.
+//! `cqlab-sim`: a Wormhole B0 or Blackhole chip, simulated register for
+//! register. RV32IM harts with predecoded instruction caches, and a
+//! standalone runner for bare ELFs.
 //!
 //! Layout: [`decode`] turns words into [`decode::Decoded`]; [`hart`] runs
 //! them against a [`memory::Memory`]; [`elf`] parses and checks images;
 //! [`exec`] runs one ELF to completion (riscv-tests/HTIF `tohost`
-//! convention). [`chip::Chip`] is the whole device: cores with
-//! [`core_mmio`] registers, [`noc`] timing, DRAM, sysmem, a deterministic
-//! scheduler seeded through [`rng`], configured by [`config::SimConfig`],
-//! with host access and a per-core [`debug::CoreDebug`] view. [`asm`] is a
-//! tiny encoder for in-process programs.
+//! convention). [`chip::Chip`] is the whole device, built from a
+//! `soc::ChipLayout` ([`config::SimConfig`]): Tensix tiles of five cores
+//! with their registers ([`tensix`]) and two NIUs ([`niu`]), requests
+//! resolved as the chip translates them ([`request`]) and timed on the two
+//! NOC tori ([`noc`]), DRAM, host memory behind the PCIe tile, ARC
+//! ([`arc`]), BAR0/BAR4 with their TLB windows ([`bar`]), a deterministic
+//! scheduler seeded through [`rng`], and a per-core [`debug::CoreDebug`]
+//! view. [`asm`] is a tiny encoder for in-process programs.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod arc;
 pub mod asm;
 pub mod bar;
 pub mod bench;
 pub mod chip;
 pub mod config;
-pub mod core_mmio;
 pub mod csr;
 #[cfg(feature = "daemon")]
 pub mod daemon;
@@ -31,11 +35,15 @@ pub mod fastforward;
 pub mod hart;
 mod history;
 pub mod memory;
+pub mod niu;
+pub mod niu_asm;
 pub mod noc;
 pub mod pct;
+pub mod request;
 pub mod rng;
 pub mod shared;
 pub mod storage;
+pub mod tensix;
 pub mod timing;
 
 #[cfg(test)]

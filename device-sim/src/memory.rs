@@ -1,7 +1,7 @@
 //! A core's RAM as its hart sees it: L1 at its base address plus an optional
 //! second window (a DRAM window for standalone programs), each with a
 //! predecoded-instruction cache covering every word of it, and the core's
-//! local data memory (`memory_map::LOCAL_MEM`: private to the hart, one
+//! local data memory (`memory_map::local_mem`: private to the hart, one
 //! cycle per access; NOC deliveries and host accesses never reach it).
 //!
 //! The cache is allocated zeroed (the allocator hands out lazily committed
@@ -195,32 +195,39 @@ pub struct Memory {
     /// Local data memory, hart-only (empty unless `with_local_mem`). Not in
     /// `ram_for`: what the NOC, the host and loaders reach is L1 and the window.
     pub local: Ram,
-    /// Address whose stores end the hart's run slice (`tohost`), or
-    /// `u64::MAX` for none; compared on RAM stores only.
-    watch: u64,
+    /// Bytes `[watch_lo, watch_lo + watch_len)` whose RAM stores end the
+    /// hart's run slice (`tohost`; the words a parked sibling core of the
+    /// tile polls); empty for none. Compared on L1 and window stores only.
+    watch_lo: u32,
+    watch_len: u32,
 }
 
 impl Memory {
     pub fn new(l1: Ram, window: Option<Ram>) -> Self {
-        let local = Ram::new(cqlab_abi::memory_map::LOCAL_MEM.base, 0);
-        Memory { l1, window, local, watch: u64::MAX }
+        let local = Ram::new(cqlab_abi::arch::tensix::LOCAL_MEM_BASE, 0);
+        Memory { l1, window, local, watch_lo: 0, watch_len: 0 }
     }
 
-    /// Adds the core's local data memory (`memory_map::LOCAL_MEM`), zeroed.
-    pub fn with_local_mem(mut self) -> Self {
-        let m = cqlab_abi::memory_map::LOCAL_MEM;
-        self.local = Ram::new(m.base, m.size);
+    /// Adds the core's local data memory: `size` zeroed bytes at `base`.
+    pub fn with_local_mem(mut self, base: u32, size: u32) -> Self {
+        self.local = Ram::new(base, size);
         self
     }
 
-    /// Make a store to `addr` end the run slice (see `hart::Stop::Watch`).
+    /// Make a store to the word at `addr` end the hart's run slice (see
+    /// `hart::Stop::Watch`).
     pub fn set_watch(&mut self, addr: Option<u32>) {
-        self.watch = addr.map_or(u64::MAX, u64::from);
+        self.set_watch_range(addr.map_or((0, 0), |a| (a, 4)));
+    }
+
+    /// Make a store anywhere in `[lo, lo + len)` end the hart's run slice.
+    pub fn set_watch_range(&mut self, (lo, len): (u32, u32)) {
+        (self.watch_lo, self.watch_len) = (lo, len);
     }
 
     #[inline(always)]
     pub(crate) fn is_watched(&self, addr: u32) -> bool {
-        addr as u64 == self.watch
+        addr.wrapping_sub(self.watch_lo) < self.watch_len
     }
 
     /// The RAM window holding `[addr, addr + len)`, if any.

@@ -5,6 +5,10 @@
 //! # Latency
 //!
 //! One way = 2 x interface + hops x per-hop + ceil(bytes / link bandwidth),
+//! where hops are those of the path on the request's NOC: each NOC is a
+//! one-way torus (NOC0 runs +x then +y, NOC1 -y then -x, both wrap;
+//! `soc::route`), so a neighbour one way is a whole lap the other way; a
+//! multicast costs the hops to its farthest receiver,
 //! plus the endpoint's own cost (DRAM access, PCIe round trip) and a seeded
 //! jitter. A read pays a header-only request trip and the data trip back; a
 //! write or atomic lands after one trip and is acknowledged a header-only
@@ -41,16 +45,23 @@
 //!
 //! # Writes read their source as they leave; reads land as they arrive
 //!
-//! A core's NOC interface (NIU) sends one packet at a time: a write's flits
-//! (`bytes_per_cycle` bytes each) leave the source L1 one per cycle,
+//! Each NIU of a tile (one per NOC) sends one packet at a time: a write's
+//! flits (`bytes_per_cycle` bytes each) leave the source L1 one per cycle,
 //! starting `interface_cycles` after issue or when the previous packet of the
-//! same core has left, whichever is later. Each flit reads the source when it
-//! leaves, so overwriting the source before the write is *sent* changes what
-//! lands. When the last flit has left, the core's `NOC_WRITES_SENT` counter
-//! counts it: the source may be reused. `NOC_WRITES_ACKED` counts it once it
-//! has landed; `NOC_UNACKED` reads the writes and atomics issued and not yet
-//! acknowledged, so a barrier is one register load. A multicast packet reads its source once for every
-//! destination. A read's data lands in the destination L1 flit by flit over
+//! same NIU has left, whichever is later. A command buffer accepts its next
+//! request `interface_cycles` after `NOC_CMD_CTRL` was written (it reads busy
+//! until then); accepted requests queue in the NIU. Each flit reads the
+//! source when it leaves, so overwriting the source before the write is
+//! *sent* changes what lands. When the last flit has left, the NIU's
+//! `NIU_MST_NONPOSTED_WR_REQ_SENT` (or `_POSTED_`) counter counts it and
+//! `NIU_MST_WRITE_REQS_OUTGOING_ID(tid)` drops: the source may be reused.
+//! `NIU_MST_WR_ACK_RECEIVED` counts each receiver's ack once it has landed
+//! (a multicast is acked once per receiver), `NIU_MST_ATOMIC_RESP_RECEIVED`
+//! each atomic's response, `NIU_MST_RD_RESP_RECEIVED` each read's data;
+//! `NIU_MST_REQS_OUTSTANDING_ID(tid)` rises at issue and falls with each of
+//! those (for a multicast, by one per receiver both ways: an assumption, as
+//! the sources are silent on it). A multicast packet reads its source once;
+//! every receiver gets those bytes. A read's data lands in the destination L1 flit by flit over
 //! the last `ceil(len / bytes_per_cycle)` cycles before it completes, so a
 //! destination read early sees part old, part new bytes.
 //!
@@ -88,12 +99,16 @@
 //! have no ordering. PCIe (base spec, transaction ordering): posted writes
 //! stay in order and a read request does not pass an earlier posted write.
 //!
-//! The cqlab chip has one NOC and one command buffer per core. Its rules:
+//! A Tensix tile has two NIUs (NOC0 and NOC1), each with four command
+//! buffers; the rules hold per NIU:
 //!
-//! 1. **Same route, in order.** Writes and atomics from one core to one
-//!    destination on one VC land in issue order. A route is (source core,
-//!    destination, VC); VCs are [`Vc::Unicast`] (unicast writes, atomics)
-//!    and [`Vc::Multicast`] (multicast writes, keyed by the rectangle).
+//! 1. **Same route, in order.** Writes and atomics from one NIU to one
+//!    destination on one VC land in issue order, whichever command buffer
+//!    issued them. A route is (source tile, NOC, destination, VC); the VC
+//!    is the request's static VC (`NOC_CMD_STATIC_VC`: tt-metal puts
+//!    unicast writes and atomics on VC 1, multicast writes on VC 4), or, for
+//!    a request that lets the hardware choose, its class (unicast or
+//!    multicast). Different NOCs are different routes.
 //! 2. **An atomic passes a write that has not left.** Atomics do not queue
 //!    behind write data in the NIU (tt-metal: a separate command buffer), so
 //!    an atomic is ordered after the writes of its route that were *sent*
@@ -120,46 +135,91 @@
 //! hardware does not have.
 
 use crate::config::SimConfig;
-use cqlab_abi::noc::{endpoint, Coord, Endpoint, NocAddr};
+use cqlab_abi::arch::Noc;
 use std::cmp::Ordering;
 
-/// What happens when an event fires. `src` is the issuing core's index.
+/// Where a request lands, resolved at issue (a tile by its index in the
+/// chip, a DRAM channel, host memory).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// L1 of a Tensix tile.
+    L1 { tile: usize, addr: u32 },
+    /// A register of a Tensix tile (4 bytes).
+    Reg { tile: usize, addr: u32 },
+    /// A DRAM channel.
+    Dram { channel: usize, offset: u64 },
+    /// Host memory, by offset from the chip's host-memory base.
+    Host { offset: u64 },
+    /// The ARC tile, by ARC address.
+    Arc { addr: u32 },
+    /// L1 of every receiver of a multicast.
+    Multicast { tiles: Vec<usize>, addr: u32 },
+}
+
+impl Target {
+    /// What the endpoint adds to a transfer.
+    pub fn endpoint(&self) -> EndpointKind {
+        match self {
+            Target::Host { .. } => EndpointKind::Pcie,
+            Target::Dram { .. } => EndpointKind::Dram,
+            _ => EndpointKind::Tile,
+        }
+    }
+
+    /// The same target `delta` bytes further on.
+    pub fn offset(&self, delta: u64) -> Target {
+        match self {
+            Target::L1 { tile, addr } => Target::L1 { tile: *tile, addr: addr + delta as u32 },
+            Target::Reg { tile, addr } => Target::Reg { tile: *tile, addr: addr + delta as u32 },
+            Target::Dram { channel, offset } => Target::Dram { channel: *channel, offset: offset + delta },
+            Target::Host { offset } => Target::Host { offset: offset + delta },
+            Target::Arc { addr } => Target::Arc { addr: addr + delta as u32 },
+            Target::Multicast { tiles, addr } => Target::Multicast { tiles: tiles.clone(), addr: addr + delta as u32 },
+        }
+    }
+}
+
+/// The kind of endpoint a transfer ends at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndpointKind {
+    Pcie,
+    Dram,
+    Tile,
+}
+
+/// Which NIU issued a request: (tile index, NOC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Source {
+    pub tile: usize,
+    pub noc: Noc,
+}
+
+impl Source {
+    /// Index of this NIU among all the chip's (two per tile).
+    pub fn index(self) -> usize {
+        self.tile * 2 + self.noc.index() as usize
+    }
+}
+
+/// What happens when an event fires.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EventKind {
     /// A write's payload (`id` in the chip's payloads, `len` bytes, read
-    /// from the source by then) lands at its target(s).
-    WriteArrive {
-        target: NocAddr,
-        id: u64,
-        len: u32,
-    },
-    WriteAck {
-        src: usize,
-    },
-    /// An atomic increment applies at its target.
-    AtomicArrive {
-        target: NocAddr,
-        value: u32,
-    },
-    AtomicAck {
-        src: usize,
-    },
+    /// from the source by then) lands at its target(s); `src: None` for a
+    /// host write through a TLB window.
+    WriteArrive { src: Option<Source>, target: Target, id: u64, len: u32, posted: bool },
+    /// Acks of a non-posted write reach its NIU (`count`: one per receiver).
+    WriteAck { src: Source, tid: u32, count: u32 },
+    /// An atomic increment applies at its target (an L1 word).
+    AtomicArrive { src: Source, id: u64, target: Target, value: u32, wrap: u32, resp: bool },
+    /// An atomic's response reaches its NIU: the old value lands at `ret`
+    /// (when non-posted).
+    AtomicResp { src: Source, id: u64, tid: u32, ret: Option<u32> },
     /// A posted host BAR write lands (late doorbell).
-    HostWrite {
-        target: NocAddr,
-        data: Vec<u8>,
-    },
+    HostWrite { target: Target, data: Vec<u8> },
     /// A read's last flit lands in the source's L1 (earlier flits landed
     /// as they arrived, see [`Landing`]).
-    ReadComplete {
-        id: u64,
-        src: usize,
-        target: NocAddr,
-        local: u32,
-        len: u32,
-        /// Transaction id (`mmio::NOC_READ_ID`) whose counter it also bumps.
-        trid: u8,
-    },
+    ReadComplete { src: Source, id: u64, target: Target, local: u32, len: u32, tid: u32 },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -182,16 +242,17 @@ impl PartialOrd for Event {
 }
 
 /// A virtual channel (see the module doc, rule 1).
+/// The virtual channel of a route: a static VC number, or the class the
+/// hardware picks a VC from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Vc {
-    /// Unicast writes and atomics.
+    Static(u32),
     Unicast,
-    /// Multicast writes.
     Multicast,
 }
 
-/// One route: source core, destination (a coordinate, or a multicast
-/// rectangle), virtual channel.
+/// One route: source NIU, destination (a tile, a DRAM channel, host memory,
+/// or a multicast's receivers), virtual channel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Route {
     pub src: u32,
@@ -200,14 +261,10 @@ pub struct Route {
 }
 
 impl Route {
-    /// The route of a write or atomic from core `src` to `target`.
-    pub fn of(src: usize, target: NocAddr) -> Self {
-        if target.is_multicast() {
-            let dst = target.coord().packed() as u64 | (target.mcast_end().packed() as u64) << 32;
-            Route { src: src as u32, dst, vc: Vc::Multicast }
-        } else {
-            Route { src: src as u32, dst: target.coord().packed() as u64, vc: Vc::Unicast }
-        }
+    /// The route of a write or atomic from NIU `src` to `dst` (a key of
+    /// the destination) on `vc`.
+    pub fn of(src: Source, dst: u64, vc: Vc) -> Self {
+        Route { src: src.index() as u32, dst, vc }
     }
 }
 
@@ -306,7 +363,9 @@ impl Routes {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Departing {
     pub id: u64,
-    pub src: usize,
+    pub src: Source,
+    pub tid: u32,
+    pub posted: bool,
     pub local: u32,
     pub len: u32,
     pub start: u64,
@@ -318,8 +377,8 @@ pub struct Departing {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Landing {
     pub id: u64,
-    pub src: usize,
-    pub target: NocAddr,
+    pub src: Source,
+    pub target: Target,
     pub local: u32,
     pub len: u32,
     pub start: u64,
@@ -341,30 +400,23 @@ pub fn last_flit(start: u64, len: u32, bpc: u64) -> u64 {
     start + (len as u64).div_ceil(bpc).max(1) - 1
 }
 
-/// One-way NOC trip from `from` to `to` carrying `bytes`.
-pub fn trip(cfg: &SimConfig, from: Coord, to: Coord, bytes: u32) -> u64 {
+/// One-way NOC trip of `hops` hops carrying `bytes`.
+pub fn trip(cfg: &SimConfig, hops: u32, bytes: u32) -> u64 {
     let n = &cfg.noc;
-    2 * n.interface_cycles + from.hops(to) as u64 * n.hop_cycles + (bytes as u64).div_ceil(n.bytes_per_cycle)
-}
-
-/// The farthest corner of a (multicast) target from `from`.
-pub fn farthest(from: Coord, target: NocAddr) -> Coord {
-    let (a, b) = (target.coord(), target.mcast_end());
-    let corners = [a, b, Coord::new(a.x, b.y), Coord::new(b.x, a.y)];
-    corners.into_iter().max_by_key(|c| from.hops(*c)).unwrap_or(a)
+    2 * n.interface_cycles + hops as u64 * n.hop_cycles + (bytes as u64).div_ceil(n.bytes_per_cycle)
 }
 
 /// Cycles the endpoint itself adds to a transfer of `bytes` when nothing
 /// else is using it: its latency plus, at PCIe, the link's data time.
 /// [`Endpoints::done`] adds the wait for a busy link.
-pub fn endpoint_cost(cfg: &SimConfig, target: Coord, bytes: u32, is_read: bool) -> u64 {
-    match endpoint(target) {
-        Endpoint::Pcie => {
+pub fn endpoint_cost(cfg: &SimConfig, kind: EndpointKind, bytes: u32, is_read: bool) -> u64 {
+    match kind {
+        EndpointKind::Pcie => {
             let (lat, data) = pcie_cycles(cfg, bytes, is_read);
             lat + data
         }
-        Endpoint::Dram { .. } => cfg.dram_latency_cycles,
-        _ => 0,
+        EndpointKind::Dram => cfg.dram_latency_cycles,
+        EndpointKind::Tile => 0,
     }
 }
 
@@ -461,9 +513,17 @@ impl Endpoints {
     /// requests), a write's data crosses it before (then becomes visible
     /// after the latency); each direction carries one transfer's data at a
     /// time. Bookings that ended before `now` are dropped.
-    pub fn done(&mut self, cfg: &SimConfig, target: Coord, ready: u64, bytes: u32, is_read: bool, now: u64) -> u64 {
-        match endpoint(target) {
-            Endpoint::Pcie => {
+    pub fn done(
+        &mut self,
+        cfg: &SimConfig,
+        kind: EndpointKind,
+        ready: u64,
+        bytes: u32,
+        is_read: bool,
+        now: u64,
+    ) -> u64 {
+        match kind {
+            EndpointKind::Pcie => {
                 let (lat, data) = pcie_cycles(cfg, bytes, is_read);
                 if is_read {
                     self.pcie_read.forget_before(now);
@@ -473,8 +533,8 @@ impl Endpoints {
                     self.pcie_write.book(ready, data) + data + lat
                 }
             }
-            Endpoint::Dram { .. } => ready + cfg.dram_latency_cycles,
-            _ => ready,
+            EndpointKind::Dram => ready + cfg.dram_latency_cycles,
+            EndpointKind::Tile => ready,
         }
     }
 }
@@ -482,19 +542,23 @@ impl Endpoints {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cqlab_abi::noc::{dram_bank, worker, PCIE};
     use std::collections::BinaryHeap;
+
+    const PCIE: EndpointKind = EndpointKind::Pcie;
 
     #[test]
     fn latency_follows_the_formula() {
         let cfg = SimConfig::default();
-        // Neighbours, 64 bytes: 2*5 + 1*9 + 2.
-        assert_eq!(trip(&cfg, worker(0, 0), worker(1, 0), 64), 21);
-        // Far corner, header only.
-        assert_eq!(trip(&cfg, worker(0, 0), worker(7, 7), 0), 10 + 14 * 9);
+        // One hop, 64 bytes on Wormhole's 32-byte flits: 2*5 + 1*9 + 2.
+        assert_eq!(trip(&cfg, 1, 64), 21);
+        // 14 hops, header only.
+        assert_eq!(trip(&cfg, 14, 0), 10 + 14 * 9);
+        // Blackhole's flits carry 64 bytes.
+        let bh = SimConfig::for_board(cqlab_abi::soc::Board::BlackholeP150a);
+        assert_eq!(trip(&bh, 1, 64), 20);
         assert_eq!(endpoint_cost(&cfg, PCIE, 245, true), 750 + 10);
-        assert_eq!(endpoint_cost(&cfg, dram_bank(0), 4, false), 100);
-        assert_eq!(endpoint_cost(&cfg, worker(0, 0), 4, false), 0);
+        assert_eq!(endpoint_cost(&cfg, EndpointKind::Dram, 4, false), 100);
+        assert_eq!(endpoint_cost(&cfg, EndpointKind::Tile, 4, false), 0);
     }
 
     #[test]
@@ -533,15 +597,8 @@ mod tests {
         let alone = Endpoints::default().done(&cfg, PCIE, 5, 245, true, 0);
         assert_eq!(alone, 5 + endpoint_cost(&cfg, PCIE, 245, true));
         // DRAM has no bandwidth parameter: latency only.
-        assert_eq!(e.done(&cfg, dram_bank(0), 5, 8192, true, 0), 105);
-        assert_eq!(e.done(&cfg, dram_bank(0), 5, 8192, true, 0), 105);
-    }
-
-    #[test]
-    fn multicast_latency_uses_the_farthest_corner() {
-        let t = NocAddr::multicast(worker(0, 0), worker(7, 7), 0);
-        assert_eq!(farthest(worker(0, 0), t), worker(7, 7));
-        assert_eq!(farthest(worker(7, 0), t), worker(0, 7));
+        assert_eq!(e.done(&cfg, EndpointKind::Dram, 5, 8192, true, 0), 105);
+        assert_eq!(e.done(&cfg, EndpointKind::Dram, 5, 8192, true, 0), 105);
     }
 
     #[test]
@@ -557,26 +614,30 @@ mod tests {
     #[test]
     fn routes_keep_order_and_atomics_pass_unsent_writes() {
         let mut r = Routes::default();
-        let to = Route::of(0, NocAddr::unicast(worker(1, 0), 0));
+        let src = Source { tile: 3, noc: Noc::Noc0 };
+        let to = Route::of(src, 21, Vc::Static(1));
         // A second write that would land first lands after the first.
         assert_eq!(r.write(to, 0, 100, 500), 500);
         assert_eq!(r.write(to, 1, 200, 300), 500);
-        // Another destination is another route.
-        assert_eq!(r.write(Route::of(0, NocAddr::unicast(worker(2, 0), 0)), 2, 210, 250), 250);
+        // Another destination is another route, and so is another NOC.
+        assert_eq!(r.write(Route::of(src, 22, Vc::Static(1)), 2, 210, 250), 250);
+        let other_noc = Source { tile: 3, noc: Noc::Noc1 };
+        assert_eq!(r.write(Route::of(other_noc, 21, Vc::Static(1)), 2, 210, 250), 250);
         // An atomic issued while both writes still leave may pass them...
         assert_eq!(r.atomic(to, 50, 80), 80);
         // ...one issued after they left may not.
         assert_eq!(r.atomic(to, 201, 260), 500);
         assert_eq!(r.posted_landed(to), 500);
-        // Multicast is its own VC.
-        let mc = Route::of(0, NocAddr::multicast(worker(1, 0), worker(1, 0), 0));
+        // Multicast takes its own VC.
+        let mc = Route::of(src, 21, Vc::Static(4));
         assert_ne!(mc, to);
         assert_eq!(r.write(mc, 3, 300, 310), 310);
     }
 
     #[test]
     fn events_pop_in_time_then_issue_order() {
-        let ev = |time, seq| Event { time, seq, kind: EventKind::WriteAck { src: 0 } };
+        let src = Source { tile: 0, noc: Noc::Noc0 };
+        let ev = |time, seq| Event { time, seq, kind: EventKind::WriteAck { src, tid: 0, count: 1 } };
         let mut h: BinaryHeap<Event> = [ev(5, 2), ev(3, 9), ev(5, 1), ev(1, 4)].into_iter().collect();
         let order: Vec<(u64, u64)> = std::iter::from_fn(|| h.pop().map(|e| (e.time, e.seq))).collect();
         assert_eq!(order, vec![(1, 4), (3, 9), (5, 1), (5, 2)]);

@@ -6,26 +6,30 @@
 //!
 //! | file | contents | stride |
 //! |---|---|---|
-//! | `ctl` | one page: [`Ctl`] words (shape, clock, heartbeat, reset handshake) | — |
-//! | `l1` | every core's L1, in [`Chip::cores`] order | [`WINDOW_SIZE`] per core |
-//! | `regs` | every core's register block, at [`REGS_OFFSET`] in its stride | [`WINDOW_SIZE`] per core |
-//! | `dram` | every DRAM bank | `dram_bank_size` per bank |
-//! | `sysmem` | host sysmem, reached at the PCIe endpoint | — |
+//! | `ctl` | one page: [`Ctl`] words (board, harvesting, clock, heartbeat, reset handshake) | — |
+//! | `l1` | every Tensix tile's L1, in [`Chip::tensix_tiles`] order | [`WINDOW_SIZE`] per tile |
+//! | `regs` | every Tensix tile's debug-register page (`RISCV_DEBUG_REGS_START_ADDR`: `SOFT_RESET_0`, Blackhole's reset PCs) | [`REGS_PAGE`] per tile |
+//! | `dram` | every DRAM channel | the channel size per channel |
+//! | `sysmem` | host memory, reached through the PCIe tile | — |
 //! | `lock` | flock: one host process owns the device | — |
 //!
 //! [`Runner`] runs the chip free (nobody polls it: host timing is whatever the host does) and
-//! between slices of [`SYNC_CYCLES`] it mirrors the host-writable registers: SOFT_RESET
-//! (host-owned: a release invalidates the core's decoded code first, since the host wrote it
-//! behind the chip's back) and the semaphores (two writers, see [`Runner::sync_semaphores`]).
-//! Idle fast-forward is off (a parked core would not see host stores). Not deterministic.
+//! between slices of [`SYNC_CYCLES`] it mirrors the host-writable registers, which both the
+//! host (through `regs`) and the tile's cores write (BRISC releases its subordinates; on
+//! Blackhole it sets their reset PCs): see [`Runner::sync_registers`]. A release invalidates
+//! the tile's decoded code first, since the host wrote it behind the chip's back. Semaphores
+//! are L1 words and need no mirroring. Idle fast-forward is off (a parked core would not see
+//! host stores). Not deterministic.
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use cqlab_abi::mmio::{self, MMIO_BASE, MMIO_SIZE, SEMAPHORE_COUNT, SOFT_RESET};
+use cqlab_abi::arch::tensix::ResetPcWriters;
+use cqlab_abi::arch::tensix::{self, DEBUG_REGS_BASE, SOFT_RESET_0};
 use cqlab_abi::noc::{Coord, NocAddr};
+use cqlab_abi::soc::{Board, EthHarvest, Harvesting};
 use memmap2::{MmapOptions, MmapRaw};
 
 use crate::chip::{Chip, Memories};
@@ -34,17 +38,17 @@ use crate::dram::Dram;
 use crate::memory::{Ram, Sysmem};
 use crate::storage::SharedRegion;
 
-/// The one TLB window size of the simulated chip, and the per-core stride of `l1` and `regs`.
-pub const WINDOW_SIZE: u64 = cqlab_abi::memory_map::TLB_WINDOW_SIZE;
-/// Where a core's register block sits inside its `regs` stride: a window at
-/// `MMIO_BASE & !(WINDOW_SIZE - 1)` sees the registers at their own addresses.
-pub const REGS_OFFSET: u64 = MMIO_BASE as u64 % WINDOW_SIZE;
-/// Local address a register window is configured at.
-pub const REGS_WINDOW_BASE: u64 = MMIO_BASE as u64 - REGS_OFFSET;
+/// Per-tile stride of `l1`: a 2 MiB TLB window (both chips have them) holds
+/// either chip's L1.
+pub const WINDOW_SIZE: u64 = 2 << 20;
+/// Per-tile stride of `regs`: the debug-register page.
+pub const REGS_PAGE: u64 = 0x1000;
+/// Local address of a tile's debug-register page (what `regs` mirrors).
+pub const REGS_WINDOW_BASE: u64 = DEBUG_REGS_BASE as u64;
 /// Device cycles between two register synchronisations.
 pub const SYNC_CYCLES: u64 = 1000;
-/// `ctl` word 0 (`b"CQLTTKM1"`).
-pub const MAGIC: u64 = u64::from_le_bytes(*b"CQLTTKM1");
+/// `ctl` word 0 (`b"CQLTTKM2"`: the real chips' layout).
+pub const MAGIC: u64 = u64::from_le_bytes(*b"CQLTTKM2");
 
 /// Word indices (u64) of the `ctl` page.
 pub mod ctl {
@@ -58,16 +62,19 @@ pub mod ctl {
     /// Reset requests done (the runner sets it to the request count it served).
     pub const RESET_DONE: usize = 4;
     pub const PID: usize = 5;
-    pub const WORKER_COLS: usize = 6;
-    pub const WORKER_ROWS: usize = 7;
-    pub const NUM_CQS: usize = 8;
-    pub const DRAM_BANKS: usize = 9;
-    pub const L1_SIZE: usize = 10;
-    pub const DRAM_BANK_SIZE: usize = 11;
-    pub const SYSMEM_SIZE: usize = 12;
-    pub const SEED: usize = 13;
+    /// The board: its index in `soc::Board::ALL`.
+    pub const BOARD: usize = 6;
+    /// Harvested Tensix rows (bit = NOC0 y) and columns (bit = NOC0 x).
+    pub const HARVEST_ROWS: usize = 7;
+    pub const HARVEST_COLS: usize = 8;
+    /// Harvested DRAM channels (bit = channel).
+    pub const HARVEST_DRAM: usize = 9;
+    /// Harvested Ethernet channels (bit = channel; all ones: every channel).
+    pub const HARVEST_ETH: usize = 10;
+    pub const SYSMEM_SIZE: usize = 11;
+    pub const SEED: usize = 12;
     /// The runner stopped (set on a clean exit).
-    pub const STOPPED: usize = 14;
+    pub const STOPPED: usize = 13;
     pub const WORDS: usize = 16;
 }
 
@@ -105,55 +112,73 @@ impl Paths {
 }
 
 /// The chip's shape, as `ctl` publishes it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Shape {
-    pub worker_cols: u8,
-    pub worker_rows: u8,
-    pub num_cqs: u8,
-    pub dram_banks: u32,
-    pub l1_size: u32,
-    pub dram_bank_size: u64,
+    pub board: Board,
+    pub harvesting: Harvesting,
     pub sysmem_size: u64,
+}
+
+fn mask(bits: &[u8]) -> u64 {
+    bits.iter().fold(0, |m, &b| m | 1 << b)
+}
+
+fn unmask(m: u64) -> Vec<u8> {
+    (0..64).filter(|b| m & 1 << b != 0).collect()
 }
 
 impl Shape {
     pub fn of(cfg: &SimConfig) -> Self {
-        Shape {
-            worker_cols: cfg.worker_cols,
-            worker_rows: cfg.worker_rows,
-            num_cqs: cfg.num_cqs,
-            dram_banks: cfg.dram_banks,
-            l1_size: cfg.l1_size,
-            dram_bank_size: cfg.dram_bank_size,
-            sysmem_size: cfg.sysmem_size as u64,
-        }
+        Shape { board: cfg.board, harvesting: cfg.harvesting.clone(), sysmem_size: cfg.sysmem_size as u64 }
     }
 
-    /// Every core, in [`Chip::cores`] order (workers row by row, then each CQ's prefetcher and
-    /// dispatcher): index `i` owns stride `i` of `l1` and `regs`.
-    pub fn cores(&self) -> Vec<Coord> {
-        let mut v = Vec::new();
-        for row in 0..self.worker_rows {
-            for col in 0..self.worker_cols {
-                v.push(cqlab_abi::noc::worker(col, row));
-            }
-        }
-        for cq in 0..self.num_cqs {
-            v.push(cqlab_abi::noc::prefetcher(cq));
-            v.push(cqlab_abi::noc::dispatcher(cq));
-        }
-        v
+    /// The chip of this shape (the layout decides tile order).
+    pub fn layout(&self) -> Result<cqlab_abi::soc::ChipLayout, cqlab_abi::soc::LayoutError> {
+        cqlab_abi::soc::ChipLayout::new(self.board, self.harvesting.clone())
     }
 
-    pub fn core_index(&self, c: Coord) -> Option<usize> {
-        self.cores().iter().position(|&x| x == c)
+    /// Every Tensix tile (translated coordinates), in [`Chip::tensix_tiles`]
+    /// order: index `i` owns stride `i` of `l1` and `regs`.
+    pub fn tiles(&self) -> Vec<Coord> {
+        let Ok(l) = self.layout() else { return Vec::new() };
+        l.tiles().iter().filter(|t| t.kind == cqlab_abi::soc::TileKind::Tensix).map(|t| t.translated).collect()
+    }
+
+    pub fn tile_index(&self, c: Coord) -> Option<usize> {
+        self.tiles().iter().position(|&x| x == c)
     }
 
     pub fn l1_file_size(&self) -> u64 {
-        self.cores().len() as u64 * WINDOW_SIZE
+        self.tiles().len() as u64 * WINDOW_SIZE
+    }
+    pub fn regs_file_size(&self) -> u64 {
+        self.tiles().len() as u64 * REGS_PAGE
+    }
+    /// DRAM channels and the size of each.
+    pub fn dram_channels(&self) -> (u64, u64) {
+        let d = cqlab_abi::soc::SocDescriptor::builtin(self.board.arch());
+        (d.dram.len() as u64, d.dram_bank_size)
     }
     pub fn dram_file_size(&self) -> u64 {
-        self.dram_banks as u64 * self.dram_bank_size
+        let (n, size) = self.dram_channels();
+        n * size
+    }
+
+    fn words(&self) -> [(usize, u64); 6] {
+        let h = &self.harvesting;
+        let eth = match h.eth() {
+            EthHarvest::All => u64::MAX,
+            EthHarvest::Channels(c) => mask(c),
+        };
+        let board = Board::ALL.iter().position(|&b| b == self.board).expect("a board") as u64;
+        [
+            (ctl::BOARD, board),
+            (ctl::HARVEST_ROWS, mask(h.tensix_rows())),
+            (ctl::HARVEST_COLS, mask(h.tensix_cols())),
+            (ctl::HARVEST_DRAM, mask(h.dram_banks())),
+            (ctl::HARVEST_ETH, eth),
+            (ctl::SYSMEM_SIZE, self.sysmem_size),
+        ]
     }
 }
 
@@ -190,15 +215,18 @@ impl Ctl {
 
     /// The shape the runner published, if the page is a live device's.
     pub fn shape(&self) -> Option<Shape> {
-        (self.load(ctl::MAGIC) == MAGIC).then(|| Shape {
-            worker_cols: self.load(ctl::WORKER_COLS) as u8,
-            worker_rows: self.load(ctl::WORKER_ROWS) as u8,
-            num_cqs: self.load(ctl::NUM_CQS) as u8,
-            dram_banks: self.load(ctl::DRAM_BANKS) as u32,
-            l1_size: self.load(ctl::L1_SIZE) as u32,
-            dram_bank_size: self.load(ctl::DRAM_BANK_SIZE),
-            sysmem_size: self.load(ctl::SYSMEM_SIZE),
-        })
+        if self.load(ctl::MAGIC) != MAGIC {
+            return None;
+        }
+        let board = *Board::ALL.get(self.load(ctl::BOARD) as usize)?;
+        let (rows, cols) = (unmask(self.load(ctl::HARVEST_ROWS)), unmask(self.load(ctl::HARVEST_COLS)));
+        let h = if !rows.is_empty() { Harvesting::rows(&rows) } else { Harvesting::cols(&cols) };
+        let eth = match self.load(ctl::HARVEST_ETH) {
+            u64::MAX => EthHarvest::All,
+            m => EthHarvest::Channels(unmask(m)),
+        };
+        let harvesting = h.with_dram(&unmask(self.load(ctl::HARVEST_DRAM))).with_eth(eth);
+        Some(Shape { board, harvesting, sysmem_size: self.load(ctl::SYSMEM_SIZE) })
     }
 }
 
@@ -220,11 +248,11 @@ pub struct Runner {
     chip: Chip,
     ctl: Ctl,
     regs: Arc<MmapRaw>,
-    cores: Vec<Coord>,
-    /// SOFT_RESET as last applied, per core.
-    in_reset: Vec<bool>,
-    /// Semaphore values last published to `regs`, per core.
-    published: Vec<[u32; SEMAPHORE_COUNT as usize]>,
+    tiles: Vec<Coord>,
+    /// The register addresses mirrored in each tile's `regs` page.
+    mirrored: Vec<u32>,
+    /// Per tile and mirrored register: the value last published in `regs`.
+    published: Vec<Vec<u32>>,
     resets_done: u64,
 }
 
@@ -233,60 +261,57 @@ impl Runner {
     /// them: every core in reset, memories zero.
     pub fn create(dir: &Path, mut cfg: SimConfig) -> Result<Self, String> {
         cfg.validate().map_err(|e| e.to_string())?;
-        if cfg.dram_bank_size % WINDOW_SIZE != 0 || (cfg.l1_size as u64) > WINDOW_SIZE {
-            return Err(format!(
-                "the shared device needs DRAM banks that are multiples of {WINDOW_SIZE:#x} bytes and an L1 of at most \
-                 that (found {:#x}, {:#x})",
-                cfg.dram_bank_size, cfg.l1_size
-            ));
-        }
         // A parked core would never see the host's stores into its L1.
         cfg.fast_forward = false;
         let io = |what: &str, e: std::io::Error| format!("{what} under {}: {e}", dir.display());
         std::fs::create_dir_all(dir).map_err(|e| io("creating the device directory", e))?;
         let paths = Paths::new(dir);
         let shape = Shape::of(&cfg);
-        let cores = shape.cores();
+        let tiles = shape.tiles();
+        let chip_params = cfg.board.arch().params();
         let l1_file = create(&paths.l1(), shape.l1_file_size()).map_err(|e| io("creating l1", e))?;
-        let regs_file = create(&paths.regs(), shape.l1_file_size()).map_err(|e| io("creating regs", e))?;
+        let regs_file = create(&paths.regs(), shape.regs_file_size()).map_err(|e| io("creating regs", e))?;
         let dram_file = create(&paths.dram(), shape.dram_file_size()).map_err(|e| io("creating dram", e))?;
         let sysmem_file = create(&paths.sysmem(), shape.sysmem_size).map_err(|e| io("creating sysmem", e))?;
         let l1_map = map(&l1_file, shape.l1_file_size()).map_err(|e| io("mapping l1", e))?;
-        let regs = map(&regs_file, shape.l1_file_size()).map_err(|e| io("mapping regs", e))?;
+        let regs = map(&regs_file, shape.regs_file_size()).map_err(|e| io("mapping regs", e))?;
         let dram_map = map(&dram_file, shape.dram_file_size()).map_err(|e| io("mapping dram", e))?;
         let sysmem_map = map(&sysmem_file, shape.sysmem_size).map_err(|e| io("mapping sysmem", e))?;
-        let l1 = (0..cores.len())
-            .map(|i| Ram::shared(0, SharedRegion::new(&l1_map, i * WINDOW_SIZE as usize, cfg.l1_size as usize)))
+        let l1_size = chip_params.l1_size as usize;
+        let l1 = (0..tiles.len())
+            .map(|i| Ram::shared(0, SharedRegion::new(&l1_map, i * WINDOW_SIZE as usize, l1_size)))
             .collect();
-        let bank = cfg.dram_bank_size as usize;
+        let (channels, channel) = shape.dram_channels();
         let dram = Dram::shared(
-            cfg.dram_bank_size,
-            (0..cfg.dram_banks as usize).map(|b| SharedRegion::new(&dram_map, b * bank, bank)).collect(),
+            channel,
+            (0..channels as usize)
+                .map(|c| SharedRegion::new(&dram_map, c * channel as usize, channel as usize))
+                .collect(),
         );
         let sysmem = Sysmem::Shared(SharedRegion::new(&sysmem_map, 0, shape.sysmem_size as usize));
         let chip = Chip::with_memories(cfg.clone(), sysmem, Some(Memories { l1, dram })).map_err(|e| e.to_string())?;
         create(&paths.ctl(), CTL_SIZE as u64).map_err(|e| io("creating ctl", e))?;
         let ctl = Ctl::open(&paths.ctl()).map_err(|e| io("mapping ctl", e))?;
-        for (i, v) in [
-            (ctl::PID, std::process::id() as u64),
-            (ctl::WORKER_COLS, shape.worker_cols as u64),
-            (ctl::WORKER_ROWS, shape.worker_rows as u64),
-            (ctl::NUM_CQS, shape.num_cqs as u64),
-            (ctl::DRAM_BANKS, shape.dram_banks as u64),
-            (ctl::L1_SIZE, shape.l1_size as u64),
-            (ctl::DRAM_BANK_SIZE, shape.dram_bank_size),
-            (ctl::SYSMEM_SIZE, shape.sysmem_size),
-            (ctl::SEED, cfg.seed),
-        ] {
+        ctl.store(ctl::PID, std::process::id() as u64);
+        ctl.store(ctl::SEED, cfg.seed);
+        for (i, v) in shape.words() {
             ctl.store(i, v);
         }
-        let n = cores.len();
-        let published = vec![[0; SEMAPHORE_COUNT as usize]; n];
-        let r = Runner { chip, ctl, regs, cores, in_reset: vec![true; n], published, resets_done: 0 };
+        let mut mirrored = vec![SOFT_RESET_0];
+        let pcs = chip_params.tensix.reset_pc;
+        if pcs.writers == ResetPcWriters::Anyone {
+            mirrored.extend(pcs.trisc_pc);
+            mirrored.extend([pcs.trisc_override, pcs.ncrisc_pc, pcs.ncrisc_override]);
+        }
+        let n = tiles.len();
+        let mut r =
+            Runner { chip, ctl, regs, tiles, published: vec![vec![0; mirrored.len()]; n], mirrored, resets_done: 0 };
         for i in 0..n {
-            r.reg(i, SOFT_RESET).store(1, Ordering::Release);
-            // Read-only registers the host may look at: the core id.
-            r.reg(i, mmio::CORE_ID).store(r.cores[i].packed(), Ordering::Release);
+            for k in 0..r.mirrored.len() {
+                let v = r.chip_reg(i, k);
+                r.reg(i, r.mirrored[k]).store(v, Ordering::Release);
+                r.published[i][k] = v;
+            }
         }
         // Published last: a host that sees the magic sees a complete device.
         r.ctl.store(ctl::MAGIC, MAGIC);
@@ -297,14 +322,21 @@ impl Runner {
         &self.chip
     }
 
-    /// Register `off` of core `i` in `regs`.
-    fn reg(&self, i: usize, off: u32) -> &AtomicU32 {
-        assert!(off < MMIO_SIZE && off % 4 == 0);
-        let at = i * WINDOW_SIZE as usize + REGS_OFFSET as usize + off as usize;
-        // SAFETY: `at` lies inside the live `regs` mapping (one stride per core, the block
-        // inside it) and is 4-aligned; every access from this process is atomic, the host's
-        // are aligned 32-bit volatile accesses (single instructions).
+    /// Register `addr` (in the debug page) of tile `i` in `regs`.
+    fn reg(&self, i: usize, addr: u32) -> &AtomicU32 {
+        let off = addr - DEBUG_REGS_BASE;
+        assert!((off as u64) < REGS_PAGE && off % 4 == 0);
+        let at = i * REGS_PAGE as usize + off as usize;
+        // SAFETY: `at` lies inside the live `regs` mapping (one page per tile) and is
+        // 4-aligned; every access from this process is atomic, the host's are aligned 32-bit
+        // volatile accesses (single instructions).
         unsafe { AtomicU32::from_ptr(self.regs.as_mut_ptr().add(at).cast::<u32>()) }
+    }
+
+    /// The chip's value of mirrored register `k` of tile `i`.
+    fn chip_reg(&self, i: usize, k: usize) -> u32 {
+        let at = NocAddr::unicast(self.tiles[i], self.mirrored[k] as u64);
+        self.chip.read_u32(at).expect("a mirrored register is readable")
     }
 
     /// Runs until `stop` is set; returns the device time then.
@@ -317,83 +349,63 @@ impl Runner {
     }
 
     /// One slice: host register writes in, a reset if asked, [`SYNC_CYCLES`] of device time,
-    /// semaphores and clock out.
+    /// registers and clock out.
     pub fn step(&mut self) {
-        self.sync_reset_lines();
+        self.sync_registers();
         let asked = self.ctl.load(ctl::RESET_REQUESTED);
         if asked != self.resets_done {
             self.quiesce();
             self.resets_done = asked;
             self.ctl.store(ctl::RESET_DONE, asked);
         }
-        self.sync_semaphores();
         let now = self.chip.advance(SYNC_CYCLES);
-        self.sync_semaphores();
+        self.sync_registers();
         self.ctl.store(ctl::NOW, now);
         self.ctl.word(ctl::HEARTBEAT).fetch_add(1, Ordering::Release);
     }
 
-    /// Applies SOFT_RESET words the host changed.
-    fn sync_reset_lines(&mut self) {
-        for i in 0..self.cores.len() {
-            let held = self.reg(i, SOFT_RESET).load(Ordering::Acquire) != 0;
-            if held != self.in_reset[i] {
-                let c = self.cores[i];
-                if !held {
-                    // The host wrote this core's code through its own mapping.
-                    self.chip.invalidate_code(c).expect("a core of this chip");
+    /// The mirrored registers have two writers, the host (through `regs`) and the tile's
+    /// cores (in the chip). A `regs` word that differs from what was last published there was
+    /// written by the host: it goes into the chip (a `SOFT_RESET_0` that releases a core
+    /// invalidates the tile's decoded code first: the host wrote it behind the chip's back).
+    /// Then the chip's value is published with a compare-and-swap from the value just seen, so
+    /// a host store racing with the publication is not overwritten: it is picked up at the
+    /// next synchronisation.
+    fn sync_registers(&mut self) {
+        for i in 0..self.tiles.len() {
+            for k in 0..self.mirrored.len() {
+                let addr = self.mirrored[k];
+                let seen = self.reg(i, addr).load(Ordering::Acquire);
+                if seen != self.published[i][k] {
+                    let tile = self.tiles[i];
+                    if addr == SOFT_RESET_0 {
+                        self.chip.invalidate_code(tile).expect("a Tensix tile of this chip");
+                    }
+                    self.chip.write_u32(NocAddr::unicast(tile, addr as u64), seen).expect("a host-writable register");
+                    self.published[i][k] = seen;
                 }
-                self.chip.set_reset(c, held).expect("every core has SOFT_RESET");
-                self.in_reset[i] = held;
-            }
-        }
-    }
-
-    /// Semaphores have two writers, the host (through `regs`) and the device (NOC atomics and
-    /// firmware, in the chip). A `regs` word that differs from what was last published there
-    /// was written by the host: it goes into the chip. Then the chip's value is published with
-    /// a compare-and-swap from the value just seen, so a host store racing with the publication
-    /// is not overwritten: it is picked up at the next synchronisation.
-    fn sync_semaphores(&mut self) {
-        for i in 0..self.cores.len() {
-            let c = self.cores[i];
-            for s in 0..SEMAPHORE_COUNT {
-                let off = mmio::semaphore(s);
-                let at = NocAddr::unicast(c, (MMIO_BASE + off) as u64);
-                let seen = self.reg(i, off).load(Ordering::Acquire);
-                if seen != self.published[i][s as usize] {
-                    self.chip.write_u32(at, seen).expect("the host may write semaphores");
-                    self.published[i][s as usize] = seen;
-                }
-                let now = self.chip.core(c).expect("a core of this chip").mmio.semaphores[s as usize];
+                let now = self.chip_reg(i, k);
                 if now != seen
-                    && self.reg(i, off).compare_exchange(seen, now, Ordering::AcqRel, Ordering::Acquire).is_ok()
+                    && self.reg(i, addr).compare_exchange(seen, now, Ordering::AcqRel, Ordering::Acquire).is_ok()
                 {
-                    self.published[i][s as usize] = now;
+                    self.published[i][k] = now;
                 }
             }
         }
     }
 
     /// What a reset does to the simulated chip: every core held in reset, posted writes
-    /// landed, NOC transactions in flight delivered, every semaphore zeroed. L1, DRAM and
-    /// sysmem keep their contents (as on a card).
+    /// landed, NOC transactions in flight delivered. L1, DRAM and sysmem keep their contents
+    /// (as on a card).
     fn quiesce(&mut self) {
-        for i in 0..self.cores.len() {
-            self.reg(i, SOFT_RESET).store(1, Ordering::Release);
-            self.chip.set_reset(self.cores[i], true).expect("every core has SOFT_RESET");
-            self.in_reset[i] = true;
+        for i in 0..self.tiles.len() {
+            let at = NocAddr::unicast(self.tiles[i], SOFT_RESET_0 as u64);
+            self.chip.write_u32(at, tensix::SOFT_RESET_ALL).expect("SOFT_RESET_0 is host-writable");
+            self.reg(i, SOFT_RESET_0).store(tensix::SOFT_RESET_ALL, Ordering::Release);
+            self.published[i][0] = tensix::SOFT_RESET_ALL;
         }
         self.chip.land_posted_writes();
         let _ = self.chip.run_until(|c| c.in_flight() == 0, 10_000_000);
-        for i in 0..self.cores.len() {
-            for s in 0..SEMAPHORE_COUNT {
-                let at = NocAddr::unicast(self.cores[i], (MMIO_BASE + mmio::semaphore(s)) as u64);
-                self.chip.write_u32(at, 0).expect("the host may write semaphores");
-                self.reg(i, mmio::semaphore(s)).store(0, Ordering::Release);
-                self.published[i][s as usize] = 0;
-            }
-        }
     }
 }
 
@@ -404,43 +416,41 @@ mod tests {
     #[test]
     fn host_stores_into_the_files_reach_the_chip_and_back() {
         let dir = std::env::temp_dir().join(format!("cqlab-shared-{}", std::process::id()));
-        let cfg = SimConfig {
-            worker_cols: 1,
-            worker_rows: 1,
-            num_cqs: 1,
-            dram_banks: 1,
-            dram_bank_size: WINDOW_SIZE,
-            sysmem_size: 1 << 20,
-            ..Default::default()
-        };
+        let cfg = SimConfig { sysmem_size: 1 << 20, ..SimConfig::for_board(Board::BlackholeP100a) };
         let mut r = Runner::create(&dir, cfg).unwrap();
         let paths = Paths::new(&dir);
         let ctl = Ctl::open(&paths.ctl()).unwrap();
         let shape = ctl.shape().unwrap();
-        assert_eq!((shape.worker_cols, shape.num_cqs, shape.sysmem_size), (1, 1, 1 << 20));
+        assert_eq!((shape.board, shape.sysmem_size), (Board::BlackholeP100a, 1 << 20));
+        assert_eq!(shape.harvesting, Board::BlackholeP100a.default_harvesting());
         // A "host" mapping of the l1 file: a store there is in the chip's L1 at once.
         let f = OpenOptions::new().read(true).write(true).open(paths.l1()).unwrap();
         let host = map(&f, shape.l1_file_size()).unwrap();
-        let mut h = SharedRegion::new(&host, 0, WINDOW_SIZE as usize);
+        let mut h = SharedRegion::new(&host, WINDOW_SIZE as usize, WINDOW_SIZE as usize);
         assert!(h.store::<4>(0x100, 0x1234_5678u32.to_le_bytes()));
-        let w = cqlab_abi::noc::worker(0, 0);
-        assert_eq!(r.chip().read_u32(NocAddr::unicast(w, 0x100)).unwrap(), 0x1234_5678);
-        // A semaphore written by the host reaches the chip; the chip's value comes back.
+        let second = shape.tiles()[1];
+        assert_eq!(r.chip().read_u32(NocAddr::unicast(second, 0x100)).unwrap(), 0x1234_5678);
+        // A reset PC written by the host reaches the chip; SOFT_RESET_0 is published.
         let rf = OpenOptions::new().read(true).write(true).open(paths.regs()).unwrap();
-        let regs = map(&rf, shape.l1_file_size()).unwrap();
-        let mut hr = SharedRegion::new(&regs, REGS_OFFSET as usize, MMIO_SIZE as usize);
-        assert!(hr.store::<4>(mmio::semaphore(2) as usize, 7u32.to_le_bytes()));
+        let regs = map(&rf, shape.regs_file_size()).unwrap();
+        let mut hr = SharedRegion::new(&regs, REGS_PAGE as usize, REGS_PAGE as usize);
+        let pc = Board::BlackholeP100a.arch().params().tensix.reset_pc.ncrisc_pc;
+        assert!(hr.store::<4>((pc - DEBUG_REGS_BASE) as usize, 0xC000u32.to_le_bytes()));
         r.step();
-        let sem = NocAddr::unicast(w, (MMIO_BASE + mmio::semaphore(2)) as u64);
-        assert_eq!(r.chip().read_u32(sem).unwrap(), 7);
-        assert_eq!(hr.load::<4>(SOFT_RESET as usize), Some(1u32.to_le_bytes()));
+        assert_eq!(r.chip().read_u32(NocAddr::unicast(second, pc as u64)).unwrap(), 0xC000);
+        let soft = (SOFT_RESET_0 - DEBUG_REGS_BASE) as usize;
+        assert_eq!(hr.load::<4>(soft), Some(tensix::SOFT_RESET_ALL.to_le_bytes()));
         assert!(ctl.load(ctl::NOW) >= SYNC_CYCLES && ctl.load(ctl::HEARTBEAT) == 1);
-        // A reset request is served at the next step: semaphores zeroed, acknowledged.
+        // A release the host writes reaches the chip; a reset request holds it again.
+        assert!(hr.store::<4>(soft, tensix::SOFT_RESET_BRISC_ONLY_RUN.to_le_bytes()));
+        r.step();
+        let soft_at = NocAddr::unicast(second, SOFT_RESET_0 as u64);
+        assert_eq!(r.chip().read_u32(soft_at).unwrap(), tensix::SOFT_RESET_BRISC_ONLY_RUN);
         ctl.word(ctl::RESET_REQUESTED).fetch_add(1, Ordering::AcqRel);
         r.step();
         assert_eq!(ctl.load(ctl::RESET_DONE), 1);
-        assert_eq!(r.chip().read_u32(sem).unwrap(), 0);
-        assert_eq!(hr.load::<4>(mmio::semaphore(2) as usize), Some([0; 4]));
+        assert_eq!(r.chip().read_u32(soft_at).unwrap(), tensix::SOFT_RESET_ALL);
+        assert_eq!(hr.load::<4>(soft), Some(tensix::SOFT_RESET_ALL.to_le_bytes()));
         drop(r);
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -1,14 +1,15 @@
 //! Device buffers: page-interleaved DRAM or a range of one core's L1.
 
 use crate::error::{DriverError, Result};
+use crate::geometry::Topology;
 use cqlab_abi::memory_map::{interleaved_page, USER};
-use cqlab_abi::noc::{dram_bank, Coord, NocAddr};
+use cqlab_abi::noc::{Coord, NocAddr};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Placement {
     /// Pages round-robin over the DRAM banks from `base` in each bank.
     Dram { base: u32, page_size: u32, banks: u32 },
-    /// Contiguous bytes in one core's L1.
+    /// Contiguous bytes in one core's L1 (translated coordinates).
     L1 { core: Coord, addr: u32 },
 }
 
@@ -37,12 +38,13 @@ impl Buffer {
         Ok(())
     }
 
-    /// NOC address of byte `offset` of a DRAM page's start.
-    pub fn dram_page(&self, page: u32) -> Option<NocAddr> {
+    /// NOC0 address of DRAM page `page`'s first byte on `chip` (its
+    /// bank's worker endpoint, the bank's offset in its channel added).
+    pub fn dram_page(&self, chip: &Topology, page: u32) -> Option<NocAddr> {
         match self.placement {
             Placement::Dram { base, page_size, banks } => {
                 let (bank, off) = interleaved_page(base, page, page_size, banks);
-                Some(NocAddr::unicast(dram_bank(bank as u8), off))
+                Some(chip.dram_addr(bank, off))
             }
             Placement::L1 { .. } => None,
         }
@@ -103,7 +105,7 @@ mod tests {
         };
         assert_eq!(y - x, 2 * 1024, "10 pages over 8 banks = 2 pages per bank");
         assert!(a.dram(100, 100, 8).is_err());
-        let core = cqlab_abi::noc::worker(0, 0);
+        let core = Coord::new(18, 18);
         assert!(a.l1(core, USER.size).is_ok());
         assert!(matches!(a.l1(core, 16), Err(DriverError::OutOfRange { .. })));
         assert!(b1.check_range(9_999, 1).is_ok());

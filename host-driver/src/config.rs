@@ -1,11 +1,13 @@
-//! Device configuration: queue sizes and grid, all overridable.
+//! Device configuration: the chip, queue sizes and the firmware, all
+//! overridable.
 
 use crate::error::{DriverError, Result};
-use crate::geometry;
-use cqlab_abi::memory_map::{DEFAULT_DRAM_BANKS, DEFAULT_RING_PAGES, DEFAULT_RING_PAGE_SIZE};
-use cqlab_abi::noc::{self, Coord, DEFAULT_CQS, DEFAULT_WORKER_COLS, DEFAULT_WORKER_ROWS};
+use cqlab_abi::arch::Arch;
+use cqlab_abi::memory_map::{DEFAULT_RING_PAGES, DEFAULT_RING_PAGE_SIZE};
+use cqlab_abi::noc::{self, DEFAULT_CQS};
+use cqlab_abi::soc::{Board, Harvesting};
 use cqlab_abi::sysmem::{CqSysmemLayout, DEFAULT_COMPLETION_QUEUE_SIZE, DEFAULT_ISSUE_QUEUE_SIZE};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Default [`DeviceConfig::kernel_timeout_cycles`]: 100 s of device time at
 /// 1 GHz, generous for any kernel the simulator runs in a test or a demo.
@@ -19,6 +21,13 @@ pub const DEFAULT_STAGE_MIN_BYTES: u32 = 4096;
 
 #[derive(Clone, Debug)]
 pub struct DeviceConfig {
+    /// The board: the one to simulate (the embedded simulator; a Wormhole
+    /// n150 when `None`), or the one expected of a device that exists (a
+    /// daemon, a card: `None` takes whatever ARC says it is).
+    pub board: Option<Board>,
+    /// Its harvesting: `None` is the board's usual harvesting for a
+    /// simulator made here, whatever ARC reports for a device that exists.
+    pub harvesting: Option<Harvesting>,
     pub num_cqs: u8,
     pub issue_size: u32,
     pub completion_size: u32,
@@ -26,9 +35,6 @@ pub struct DeviceConfig {
     pub fetch_entries: u32,
     pub ring_page_size: u32,
     pub ring_pages: u32,
-    pub dram_banks: u32,
-    pub worker_cols: u8,
-    pub worker_rows: u8,
     /// A wait gives up after this many device cycles without progress of
     /// the queue machinery (no core recorded a trace event) while no kernel
     /// runs: a hang, reported with its wait-for chain.
@@ -37,13 +43,15 @@ pub struct DeviceConfig {
     /// up only when that kernel has run this many device cycles ("kernel on
     /// (x,y) still running after N cycles"); 0 waits for it forever.
     pub kernel_timeout_cycles: u64,
-    /// Where the firmware ELFs are.
+    /// Where the firmware ELFs are: one directory per chip under it
+    /// (`<firmware_dir>/<arch short name>/`, as `cargo xtask firmware`
+    /// builds them: [`DeviceConfig::chip_firmware_dir`]).
     pub firmware_dir: PathBuf,
-    /// Kernel image (in `firmware_dir`) that `CommandQueue::launch` runs;
+    /// Kernel image (in the chip's firmware directory) that `CommandQueue::launch` runs;
     /// every worker runs the resident `worker` firmware.
     pub worker_kernel: String,
     /// Known-bug variant of the prefetcher and dispatcher (a folder under
-    /// `firmware_dir/variants/`), or `None` for the normal firmware.
+    /// `<chip firmware dir>/variants/`), or `None` for the normal firmware.
     pub firmware_variant: Option<String>,
     /// Slow dispatch: no CQ firmware; the host writes buffers, launch
     /// messages and GO signals through the BAR and polls completion.
@@ -97,15 +105,14 @@ impl HostBug {
 impl Default for DeviceConfig {
     fn default() -> Self {
         Self {
+            board: None,
+            harvesting: None,
             num_cqs: DEFAULT_CQS,
             issue_size: DEFAULT_ISSUE_QUEUE_SIZE,
             completion_size: DEFAULT_COMPLETION_QUEUE_SIZE,
             fetch_entries: 128,
             ring_page_size: DEFAULT_RING_PAGE_SIZE,
             ring_pages: DEFAULT_RING_PAGES,
-            dram_banks: DEFAULT_DRAM_BANKS,
-            worker_cols: DEFAULT_WORKER_COLS,
-            worker_rows: DEFAULT_WORKER_ROWS,
             stall_timeout_cycles: 200_000_000,
             kernel_timeout_cycles: DEFAULT_KERNEL_TIMEOUT_CYCLES,
             firmware_dir: default_firmware_dir(),
@@ -120,14 +127,19 @@ impl Default for DeviceConfig {
 }
 
 impl DeviceConfig {
-    /// Every worker core of the configured grid, row by row.
-    pub fn workers(&self) -> impl Iterator<Item = Coord> {
-        geometry::workers(self.worker_cols, self.worker_rows)
+    /// The board a simulator made for this configuration simulates.
+    pub fn sim_board(&self) -> Board {
+        self.board.unwrap_or(Board::WormholeN150)
     }
 
-    /// CQ cores, then workers.
-    pub fn all_cores(&self) -> impl Iterator<Item = Coord> {
-        geometry::all_cores(self.num_cqs, self.worker_cols, self.worker_rows)
+    /// The harvesting a simulator made for this configuration has.
+    pub fn sim_harvesting(&self) -> Harvesting {
+        self.harvesting.clone().unwrap_or_else(|| self.sim_board().default_harvesting())
+    }
+
+    /// Chip `arch`'s firmware: `<firmware_dir>/<arch short name>`.
+    pub fn chip_firmware_dir(&self, arch: Arch) -> PathBuf {
+        chip_dir(&self.firmware_dir, arch)
     }
 
     /// Queue `q`'s sysmem regions.
@@ -166,18 +178,22 @@ impl DeviceConfig {
         {
             return bad(format!("dispatcher ring {}x{} bytes", self.ring_pages, self.ring_page_size));
         }
-        if self.worker_cols == 0
-            || self.worker_rows == 0
-            || self.worker_cols > noc::MAX_WORKER_COLS
-            || self.worker_rows > noc::MAX_WORKER_ROWS
-        {
-            return bad(format!("worker grid {}x{}", self.worker_cols, self.worker_rows));
+        if let (Some(board), Some(h)) = (self.board, &self.harvesting) {
+            cqlab_abi::soc::ChipLayout::new(board, h.clone()).map_err(|e| DriverError::Invalid(e.to_string()))?;
         }
         Ok(())
     }
 }
 
-/// `$CQLAB_FIRMWARE_DIR`, else the workspace's `target/riscv32im-unknown-none-elf/firmware`.
+/// Chip `arch`'s directory under a firmware root.
+pub fn chip_dir(root: &Path, arch: Arch) -> PathBuf {
+    root.join(arch.short_name())
+}
+
+/// The firmware root: `$CQLAB_FIRMWARE_DIR`, else the workspace's
+/// `target/riscv32im-unknown-none-elf/firmware`. Either holds one
+/// directory per chip (`wormhole/`, `blackhole/`), each with the images
+/// and `variants/<bug>/`.
 pub fn default_firmware_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("CQLAB_FIRMWARE_DIR") {
         return dir.into();

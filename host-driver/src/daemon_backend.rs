@@ -2,8 +2,9 @@
 //! `cqlab sim serve --dev PATH` runs in another, long-lived process.
 //!
 //! Files under PATH:
-//! - `sock`: Unix socket. BAR reads and writes, polls, core debug views,
-//!   reset and stop travel over it in the length-prefixed binary protocol of
+//! - `sock`: Unix socket. BAR reads and writes (through TLB windows the
+//!   client configures with the chip's TLB registers, [`crate::tlb`]), polls,
+//!   core debug views, reset and stop travel over it in the length-prefixed binary protocol of
 //!   [`proto`] (the simulator crate's, with the server), one request then
 //!   one reply. The daemon, not this client, enforces who may do what
 //!   (`cqlab_sim::daemon::server`).
@@ -37,7 +38,12 @@
 use crate::backend::{check_sysmem, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES};
 use crate::config::DeviceConfig;
 use crate::error::{DriverError, Result};
-use cqlab_abi::noc::{Coord, NocAddr};
+use crate::geometry::CoreId;
+use crate::tlb::{RegisterWindows, TlbBar, Windows};
+use cqlab_abi::arch::tlb::TlbConfig;
+use cqlab_abi::arch::ArchParams;
+use cqlab_abi::noc::NocAddr;
+use cqlab_abi::soc::{Board, Harvesting};
 use cqlab_abi::sysmem::CqSysmemLayout;
 use memmap2::MmapMut;
 use nix::fcntl::{Flock, FlockArg};
@@ -75,13 +81,94 @@ pub enum LockWait {
 
 /// A client of a `cqlab sim serve` daemon. Dropping it detaches.
 pub struct DaemonBackend {
-    paths: DevicePaths,
-    stream: UnixStream,
+    link: Link,
     sysmem: MmapMut,
     _lock: Flock<File>,
     info: ChipInfo,
-    now: u64,
+    /// The daemon's board and harvesting, parsed from `info`.
+    board: Board,
+    harvesting: Harvesting,
+    regs: RegisterWindows,
+    windows: Windows,
     poll_cycles: u64,
+}
+
+/// The connection: requests and the device time their replies carry.
+struct Link {
+    paths: DevicePaths,
+    stream: UnixStream,
+    now: u64,
+}
+
+impl Link {
+    fn request(&mut self, req: &Request) -> Result<Vec<u8>> {
+        let (now, body) = call(&self.stream, &self.paths, req)?;
+        self.now = now;
+        Ok(body)
+    }
+
+    /// BAR_WRITE, in requests of at most [`proto::MAX_DATA`] bytes.
+    fn bar_write(&mut self, bar: u8, offset: u64, data: &[u8]) -> Result<()> {
+        for (i, part) in data.chunks(proto::MAX_DATA).enumerate() {
+            let at = offset + (i * proto::MAX_DATA) as u64;
+            self.request(&Request::BarWrite { bar, offset: at, data: part.to_vec() })?;
+        }
+        Ok(())
+    }
+
+    /// BAR_READ, in requests of at most [`proto::MAX_DATA`] bytes.
+    fn bar_read(&mut self, bar: u8, offset: u64, buf: &mut [u8]) -> Result<()> {
+        for (i, part) in buf.chunks_mut(proto::MAX_DATA).enumerate() {
+            let at = offset + (i * proto::MAX_DATA) as u64;
+            let body = self.request(&Request::BarRead { bar, offset: at, len: part.len() as u32 })?;
+            if body.len() != part.len() {
+                return Err(DriverError::Backend(format!(
+                    "simulator daemon at {}: BAR_READ of {} bytes at BAR{bar} {at:#x} returned {}",
+                    self.paths.dir.display(),
+                    part.len(),
+                    body.len()
+                )));
+            }
+            part.copy_from_slice(&body);
+        }
+        Ok(())
+    }
+}
+
+/// The daemon's BAR0 as the window manager drives it: TLB registers and
+/// windows written and read with BAR_WRITE and BAR_READ.
+struct DaemonBar<'a> {
+    link: &'a mut Link,
+    regs: &'a RegisterWindows,
+}
+
+impl TlbBar for DaemonBar<'_> {
+    fn windows(&self) -> usize {
+        self.regs.count()
+    }
+    fn configure(&mut self, w: usize, cfg: &TlbConfig) -> Result<()> {
+        let (at, words) = self.regs.config_write(w, cfg)?;
+        self.link.bar_write(0, at, &words)
+    }
+    fn write(&mut self, w: usize, offset: u64, data: &[u8]) -> Result<()> {
+        let (bar, at) = self.regs.data_at(w, offset);
+        self.link.bar_write(bar, at, data)
+    }
+    fn read(&mut self, w: usize, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let (bar, at) = self.regs.data_at(w, offset);
+        self.link.bar_read(bar, at, buf)
+    }
+}
+
+/// The board and harvesting a daemon announces.
+fn chip_of(paths: &DevicePaths, info: &ChipInfo) -> Result<(Board, Harvesting)> {
+    let bad = |what: &str, e: String| {
+        DriverError::Backend(format!("simulator daemon at {}: its {what} {e}", paths.dir.display()))
+    };
+    let board: Board = info.board.parse().map_err(|e: cqlab_abi::soc::UnknownBoard| bad("board", e.to_string()))?;
+    let harvesting =
+        info.harvesting.parse().map_err(|e: cqlab_abi::soc::HarvestError| bad("harvesting", e.to_string()))?;
+    Ok((board, harvesting))
 }
 
 fn no_daemon(paths: &DevicePaths, why: String) -> DriverError {
@@ -333,8 +420,20 @@ impl DaemonBackend {
             }
         };
         let sysmem = map_sysmem(&paths, info.sysmem_size, false)?;
-
-        Ok(DaemonBackend { paths, stream, sysmem, _lock: lock, info, now: 0, poll_cycles: DEFAULT_POLL_CYCLES })
+        let (board, harvesting) = chip_of(&paths, &info)?;
+        let regs = RegisterWindows::new(board.arch().params());
+        let windows = Windows::new(regs.count());
+        Ok(DaemonBackend {
+            link: Link { paths, stream, now: 0 },
+            sysmem,
+            _lock: lock,
+            info,
+            board,
+            harvesting,
+            regs,
+            windows,
+            poll_cycles: DEFAULT_POLL_CYCLES,
+        })
     }
 
     /// What the daemon simulates.
@@ -342,51 +441,48 @@ impl DaemonBackend {
         &self.info
     }
 
-    /// Fails unless the daemon's chip has the shape `cfg` expects.
+    /// Fails unless the daemon's chip is the one `cfg` names (if it names
+    /// one) and has room in sysmem for its queues.
     pub fn check_config(&self, cfg: &DeviceConfig) -> Result<()> {
         let i = &self.info;
-        let ours = (cfg.worker_cols, cfg.worker_rows, cfg.num_cqs, cfg.dram_banks);
-        let theirs = (i.worker_cols, i.worker_rows, i.num_cqs, i.dram_banks);
-        if ours != theirs {
+        let board_differs = cfg.board.is_some_and(|b| b != self.board);
+        let harvest_differs = cfg.harvesting.as_ref().is_some_and(|h| *h != self.harvesting);
+        if board_differs || harvest_differs {
+            let want_board = cfg.board.unwrap_or(self.board);
+            let want_h = cfg.harvesting.clone().unwrap_or_else(|| want_board.default_harvesting());
             return Err(DriverError::Invalid(format!(
-                "the daemon at {} simulates {}x{} workers, {} CQs, {} DRAM banks; the device configuration asks for \
-                 {}x{} workers, {} CQs, {} DRAM banks (restart the daemon with --grid {}x{} --cqs {} --dram-banks {})",
-                self.paths.dir.display(),
-                theirs.0,
-                theirs.1,
-                theirs.2,
-                theirs.3,
-                ours.0,
-                ours.1,
-                ours.2,
-                ours.3,
-                ours.0,
-                ours.1,
-                ours.2,
-                ours.3
+                "the daemon at {} simulates a {} harvested {}; the device configuration asks for a {want_board} \
+                 harvested {want_h} (restart the daemon with --chip {want_board} --harvest {want_h})",
+                self.link.paths.dir.display(),
+                self.board,
+                self.harvesting,
             )));
         }
         let need = CqSysmemLayout::for_cq(cfg.num_cqs - 1, cfg.issue_size, cfg.completion_size).end();
         if need > i.sysmem_size {
             return Err(DriverError::Invalid(format!(
                 "the command queues need {need} bytes of sysmem, the daemon at {} has {}",
-                self.paths.dir.display(),
+                self.link.paths.dir.display(),
                 i.sysmem_size
             )));
         }
         Ok(())
     }
 
-    /// Restores the device's power-on state (`cqlab reset`).
+    /// Restores the device's power-on state (`cqlab reset`). The TLB
+    /// registers are back at power-on too: every window is forgotten.
     pub fn reset(&mut self) -> Result<()> {
-        self.now = call(&self.stream, &self.paths, &Request::Reset)?.0;
+        self.link.request(&Request::Reset)?;
+        self.windows = Windows::new(self.regs.count());
         Ok(())
     }
 
     fn request(&mut self, req: &Request) -> Result<Vec<u8>> {
-        let (now, body) = call(&self.stream, &self.paths, req)?;
-        self.now = now;
-        Ok(body)
+        self.link.request(req)
+    }
+
+    fn bar(&mut self) -> (&mut Windows, DaemonBar<'_>) {
+        (&mut self.windows, DaemonBar { link: &mut self.link, regs: &self.regs })
     }
 }
 
@@ -394,7 +490,7 @@ impl Drop for DaemonBackend {
     fn drop(&mut self) {
         // A clean detach; if it fails the daemon sees a vanished client and
         // quiesces, which is also fine.
-        let _ = call(&self.stream, &self.paths, &Request::Detach);
+        let _ = call(&self.link.stream, &self.link.paths, &Request::Detach);
     }
 }
 
@@ -425,6 +521,7 @@ pub fn stop_daemon(path: &Path, force: bool) -> Result<Option<u32>> {
 }
 
 fn check_len(paths: &DevicePaths, op: &str, at: NocAddr, asked: usize, got: usize) -> Result<()> {
+    // PEEK by NOC address (the observer's side-effect-free view).
     if asked == got {
         return Ok(());
     }
@@ -439,27 +536,24 @@ impl Backend for DaemonBackend {
     fn name(&self) -> String {
         format!(
             "simulator daemon at {} (pid {}, seed {})",
-            self.paths.dir.display(),
+            self.link.paths.dir.display(),
             self.info.daemon_pid,
             self.info.seed
         )
     }
+    fn params(&self) -> &'static ArchParams {
+        self.board.arch().params()
+    }
     fn write(&mut self, addr: NocAddr, data: &[u8]) -> Result<()> {
-        // One request per MAX_DATA bytes (the daemon's frame limit).
-        for (i, part) in data.chunks(proto::MAX_DATA).enumerate() {
-            let at = addr.offset((i * proto::MAX_DATA) as u64);
-            self.request(&Request::Write { addr: at.0, data: part.to_vec() })?;
-        }
-        Ok(())
+        let (windows, mut bar) = self.bar();
+        windows.write(&mut bar, addr, data)
     }
     fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
-        for (i, part) in buf.chunks_mut(proto::MAX_DATA).enumerate() {
-            let at = addr.offset((i * proto::MAX_DATA) as u64);
-            let body = self.request(&Request::Read { addr: at.0, len: part.len() as u32 })?;
-            check_len(&self.paths, "READ", at, part.len(), body.len())?;
-            part.copy_from_slice(&body);
-        }
-        Ok(())
+        let (windows, mut bar) = self.bar();
+        windows.read(&mut bar, addr, buf)
+    }
+    fn bar0_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
+        self.link.bar_read(0, offset as u64, buf)
     }
     fn sysmem_len(&self) -> usize {
         self.sysmem.len()
@@ -477,10 +571,10 @@ impl Backend for DaemonBackend {
     }
     fn poll(&mut self) -> Result<u64> {
         self.request(&Request::Poll { cycles: self.poll_cycles })?;
-        Ok(self.now)
+        Ok(self.link.now)
     }
     fn now(&self) -> u64 {
-        self.now
+        self.link.now
     }
     fn introspect(&mut self) -> Option<&mut dyn Introspect> {
         Some(self)
@@ -489,7 +583,7 @@ impl Backend for DaemonBackend {
 
 impl DaemonBackend {
     fn bad_body(&self, what: &str, e: impl std::fmt::Display) -> DriverError {
-        DriverError::Backend(format!("simulator daemon at {}: bad {what} reply: {e}", self.paths.dir.display()))
+        DriverError::Backend(format!("simulator daemon at {}: bad {what} reply: {e}", self.link.paths.dir.display()))
     }
     fn u64s<const N: usize>(&self, what: &str, body: &[u8]) -> Result<[u64; N]> {
         if body.len() != 8 * N {
@@ -499,11 +593,20 @@ impl DaemonBackend {
     }
 }
 
+/// A core's view as the daemon sends it.
+fn core_debug_of(view: CoreView) -> CoreDebug {
+    CoreDebug { pc: view.pc, halt: view.halt, last_pcs: view.last_pcs }
+}
+
+fn core_request(core: CoreId) -> Request {
+    Request::CoreDebug { tile: core.tile.packed(), processor: core.processor.index() as u8 }
+}
+
 impl Introspect for DaemonBackend {
-    fn core_debug(&mut self, core: Coord) -> Result<Option<CoreDebug>> {
-        let body = self.request(&Request::CoreDebug { core: core.packed() })?;
+    fn core_debug(&mut self, core: CoreId) -> Result<Option<CoreDebug>> {
+        let body = self.request(&core_request(core))?;
         let view = CoreView::decode(&body).map_err(|e| self.bad_body("CORE_DEBUG", e))?;
-        Ok(view.map(|v| CoreDebug { pc: v.pc, halt: v.halt, last_pcs: v.last_pcs }))
+        Ok(view.map(core_debug_of))
     }
     fn digest(&mut self) -> Result<u64> {
         let body = self.request(&Request::Digest)?;
@@ -519,12 +622,13 @@ impl Introspect for DaemonBackend {
         Ok(())
     }
     fn peek(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<bool> {
-        peek(&self.stream, &self.paths, &mut self.now, addr, buf)?;
+        let link = &mut self.link;
+        peek(&link.stream, &link.paths, &mut link.now, addr, buf)?;
         Ok(true)
     }
     fn run_cycles(&mut self, cycles: u64) -> Result<u64> {
         self.request(&Request::Poll { cycles })?;
-        Ok(self.now)
+        Ok(self.link.now)
     }
 }
 
@@ -552,6 +656,8 @@ pub struct DaemonObserver {
     stream: UnixStream,
     sysmem: MmapMut,
     status: proto::Status,
+    board: Board,
+    harvesting: Harvesting,
     now: u64,
 }
 
@@ -572,7 +678,8 @@ impl DaemonObserver {
             )));
         }
         let sysmem = map_sysmem(&paths, status.chip.sysmem_size, true)?;
-        Ok(DaemonObserver { paths, stream, sysmem, status, now })
+        let (board, harvesting) = chip_of(&paths, &status.chip)?;
+        Ok(DaemonObserver { paths, stream, sysmem, status, board, harvesting, now })
     }
 
     /// What the daemon said when we connected: its chip, owner and connections.
@@ -607,6 +714,14 @@ impl Backend for DaemonObserver {
             self.status.chip.seed
         )
     }
+    fn params(&self) -> &'static ArchParams {
+        self.board.arch().params()
+    }
+    /// What the daemon announces: an observer changes nothing, so it
+    /// configures no TLB window to read ARC.
+    fn identify(&mut self) -> Result<(Board, Harvesting)> {
+        Ok((self.board, self.harvesting.clone()))
+    }
     fn write(&mut self, addr: NocAddr, _data: &[u8]) -> Result<()> {
         Err(self.read_only(&format!("write at {:#x}", addr.0)))
     }
@@ -637,12 +752,12 @@ impl Backend for DaemonObserver {
 }
 
 impl Introspect for DaemonObserver {
-    fn core_debug(&mut self, core: Coord) -> Result<Option<CoreDebug>> {
-        let (_, body) = call(&self.stream, &self.paths, &Request::CoreDebug { core: core.packed() })?;
+    fn core_debug(&mut self, core: CoreId) -> Result<Option<CoreDebug>> {
+        let (_, body) = call(&self.stream, &self.paths, &core_request(core))?;
         let view = CoreView::decode(&body).map_err(|e| {
             DriverError::Backend(format!("simulator daemon at {}: bad CORE_DEBUG reply: {e}", self.paths.dir.display()))
         })?;
-        Ok(view.map(|v| CoreDebug { pc: v.pc, halt: v.halt, last_pcs: v.last_pcs }))
+        Ok(view.map(core_debug_of))
     }
     fn digest(&mut self) -> Result<u64> {
         let (_, body) = call(&self.stream, &self.paths, &Request::Digest)?;

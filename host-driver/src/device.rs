@@ -1,5 +1,6 @@
-//! A device: its backend, its configuration, its command queues and
-//! allocators; boot. Work goes through [`Device::cq`], waits through
+//! A device: its backend, its configuration, the chip it is (board and
+//! harvesting from ARC, queues placed: [`Topology`]), its command queues
+//! and allocators; boot. Work goes through [`Device::cq`], waits through
 //! `crate::wait`.
 
 use crate::backend::{read_struct, Backend};
@@ -9,23 +10,30 @@ use crate::dump::{QueuePointers, Wait};
 use crate::elf::FirmwareImage;
 use crate::error::{BootProblem, DriverError, Result, StateError};
 use crate::events::Event;
+use crate::geometry::{CoreId, Topology};
 use crate::kernel::KernelImage;
 use crate::queue::{CommandQueue, PendingRead, Queues};
 use crate::trace_reader::CoreTrace;
+use cqlab_abi::arch::tensix::{Processor, SOFT_RESET_0, SOFT_RESET_ALL, SOFT_RESET_BRISC_ONLY_RUN};
+use cqlab_abi::boot::reset_jal;
 use cqlab_abi::firmware::FirmwareId;
-use cqlab_abi::mailbox::{AliveRecord, CqConfig, ALIVE, ALIVE_MAGIC, COMPLETION_RD_PTR, CQ_CONFIG};
-use cqlab_abi::memory_map::{FETCH_QUEUE, MAILBOXES, TRACE_RING};
-use cqlab_abi::mmio::{self, MMIO_BASE, SOFT_RESET};
-use cqlab_abi::noc::{self, Coord, NocAddr};
+use cqlab_abi::mailbox::{AliveRecord, CqConfig, ALIVE, ALIVE_MAGIC, COMPLETION_RD_PTR, CQ_CONFIG, NOC_MAP};
+use cqlab_abi::memory_map::{firmware_entry, FETCH_QUEUE, MAILBOXES, RESET_JAL, TRACE_RING};
+use cqlab_abi::noc::{Coord, NocAddr};
+use cqlab_abi::semaphore;
+use cqlab_abi::soc::ChipLayout;
 use cqlab_abi::sysmem::CqSysmemLayout;
 use cqlab_abi::trace::{TraceRingHeader, CAPACITY};
 use cqlab_abi::ABI_VERSION;
+use std::path::PathBuf;
 use std::sync::Arc;
 use zerocopy::IntoBytes;
 
 pub struct Device {
     backend: Box<dyn Backend>,
     cfg: DeviceConfig,
+    /// The chip (from ARC at open), its queues placed.
+    chip: Arc<Topology>,
     queues: Queues,
     allocator: Allocator,
     /// `DeviceConfig::worker_kernel`, loaded at boot, run by `launch`.
@@ -33,18 +41,35 @@ pub struct Device {
 }
 
 impl Device {
-    /// Wraps a backend; call [`Device::boot`] before use.
-    pub fn with_backend(backend: Box<dyn Backend>, cfg: DeviceConfig) -> Result<Self> {
+    /// Wraps a backend; call [`Device::boot`] before use. The chip is what
+    /// ARC says it is (`Backend::identify`); a configuration that names
+    /// another board or harvesting is refused.
+    pub fn with_backend(mut backend: Box<dyn Backend>, mut cfg: DeviceConfig) -> Result<Self> {
         cfg.validate()?;
-        let queues = Queues::new(&cfg);
-        Ok(Self { backend, cfg, queues, allocator: Allocator::default(), default_kernel: None })
+        let (board, harvesting) = backend.identify()?;
+        if let Some(want) = cfg.board.filter(|&b| b != board) {
+            return Err(DriverError::Invalid(format!(
+                "{} is a {board} ({harvesting}), the configuration asks for a {want}",
+                backend.name()
+            )));
+        }
+        if let Some(want) = cfg.harvesting.as_ref().filter(|&h| *h != harvesting) {
+            return Err(DriverError::Invalid(format!(
+                "{} is a {board} harvested {harvesting}, the configuration asks for {want}",
+                backend.name()
+            )));
+        }
+        let chip = Arc::new(Topology::new(ChipLayout::new(board, harvesting.clone())?, cfg.num_cqs)?);
+        (cfg.board, cfg.harvesting) = (Some(board), Some(harvesting));
+        let queues = Queues::new(&cfg, chip.clone());
+        Ok(Self { backend, cfg, chip, queues, allocator: Allocator::default(), default_kernel: None })
     }
 
     /// A read-only view of a live device that another process drives, for
     /// `cqlab status` and `cqlab dump`: `sim:PATH` only (an embedded device
     /// lives inside the process that runs it). Takes no lock and changes
-    /// nothing. The queue sizes are the owner's, read from CQ0's prefetcher
-    /// configuration mailbox; the grid is the daemon's.
+    /// nothing. The chip is the daemon's; the queues and their sizes are
+    /// the owner's, read from the NOC map and CQ0's configuration mailbox.
     #[cfg(feature = "daemon")]
     pub fn observe(spec: &str) -> Result<(Self, crate::daemon_backend::proto::Status)> {
         let Some(rest) = spec.strip_prefix("sim:") else {
@@ -56,15 +81,17 @@ impl Device {
         let (path, _) = crate::daemon_backend::DaemonBackend::parse_spec(rest)?;
         let mut obs = crate::daemon_backend::DaemonObserver::connect(path)?;
         let status = obs.status().clone();
-        let chip = &status.chip;
-        let base = DeviceConfig {
-            worker_cols: chip.worker_cols,
-            worker_rows: chip.worker_rows,
-            num_cqs: chip.num_cqs,
-            dram_banks: chip.dram_banks,
-            ..Default::default()
-        };
-        let qc: CqConfig = read_struct(&mut obs, NocAddr::unicast(noc::prefetcher(0), CQ_CONFIG as u64))?;
+        let (board, harvesting) = obs.identify()?;
+        let layout = ChipLayout::new(board, harvesting)?;
+        // CQ0's prefetcher is where it is whatever the queue count: its
+        // NOC map says how many queues the owner booted.
+        let first = Topology::new(layout.clone(), 1)?;
+        let map: cqlab_abi::noc_map::NocMap =
+            read_struct(&mut obs, NocAddr::unicast(first.prefetcher(0), NOC_MAP as u64))?;
+        let num_cqs = if map.is_valid() { map.num_cqs as u8 } else { DeviceConfig::default().num_cqs };
+        let chip = Topology::new(layout, num_cqs)?;
+        let base = DeviceConfig { num_cqs, ..Default::default() };
+        let qc: CqConfig = read_struct(&mut obs, NocAddr::unicast(chip.prefetcher(0), CQ_CONFIG as u64))?;
         let owners = DeviceConfig {
             issue_size: qc.issue_size,
             completion_size: qc.completion_size,
@@ -81,15 +108,17 @@ impl Device {
     }
 
     /// Opens a device by spec (see [`crate::backend::spec`]): `embedded` or
-    /// `embedded:seed=N[,slow]` (in-process simulator), `sim:PATH[?wait[=SECS]]`
-    /// (simulator daemon), `/dev/tenstorrent/N` (tt-kmd on a card),
-    /// `ttkmd-sim:PATH` (the tt-kmd backend against the simulator).
+    /// `embedded:seed=N[,slow]` (in-process simulator of `cfg`'s board),
+    /// `sim:PATH[?wait[=SECS]]` (simulator daemon), `/dev/tenstorrent/N`
+    /// (tt-kmd on a card), `ttkmd-sim:PATH` (the tt-kmd backend against the
+    /// simulator).
     pub fn open(spec: &str, mut cfg: DeviceConfig) -> Result<Self> {
         let backend = crate::backend::spec::open(spec, &mut cfg)?;
         Self::with_backend(backend, cfg)
     }
 
-    /// An in-process simulated chip shaped like `cfg`.
+    /// An in-process simulated chip: `sim`'s board and harvesting, which
+    /// `cfg` must not contradict.
     #[cfg(feature = "sim")]
     pub fn embedded(sim: cqlab_sim::config::SimConfig, cfg: DeviceConfig) -> Result<Self> {
         let backend = crate::backend::spec::embedded_with(sim, &cfg)?;
@@ -104,6 +133,10 @@ impl Device {
     pub fn config(&self) -> &DeviceConfig {
         &self.cfg
     }
+    /// The chip: board, harvesting, where the queues and the workers are.
+    pub fn chip(&self) -> &Topology {
+        &self.chip
+    }
     pub fn backend(&mut self) -> &mut dyn Backend {
         &mut *self.backend
     }
@@ -116,64 +149,79 @@ impl Device {
         self.queues.next_launch_seq()
     }
 
-    /// Every worker core of the configured grid.
-    pub fn workers(&self) -> impl Iterator<Item = Coord> {
-        self.cfg.workers()
+    /// Every compute core (translated coordinates), logical row by row.
+    pub fn workers(&self) -> impl Iterator<Item = Coord> + '_ {
+        self.chip.workers()
     }
 
     /// CQ cores, then workers.
-    pub fn all_cores(&self) -> impl Iterator<Item = Coord> {
-        self.cfg.all_cores()
+    pub fn all_cores(&self) -> impl Iterator<Item = Coord> + '_ {
+        self.chip.all_cores()
+    }
+
+    /// Logical `(col, row)` of the tile at NOC0 `tile`, or why it is not a
+    /// compute core (harvested, a queue's core, DRAM, ...).
+    pub fn logical_core(&self, tile: Coord) -> Result<(u8, u8)> {
+        Ok(self.chip.logical_of_noc0(tile)?)
     }
 
     /// Queue `q` (0-based).
     pub fn cq(&mut self, q: u8) -> Result<CommandQueue<'_>> {
         let kernel = self.default_kernel.clone();
-        CommandQueue::new(&mut *self.backend, &self.cfg, &mut self.queues, &mut self.allocator, kernel, q)
+        CommandQueue::new(&mut *self.backend, &self.cfg, &self.chip, &mut self.queues, &mut self.allocator, kernel, q)
+    }
+
+    /// This chip's firmware directory.
+    fn chip_firmware_dir(&self) -> PathBuf {
+        self.cfg.chip_firmware_dir(self.chip.arch())
     }
 
     /// Where the CQ firmware (`prefetch`, `dispatch`) comes from: the
-    /// firmware directory or its known-bug variant.
-    fn cq_firmware_dir(&self) -> std::path::PathBuf {
+    /// chip's firmware directory or its known-bug variant.
+    fn cq_firmware_dir(&self) -> PathBuf {
         match &self.cfg.firmware_variant {
-            Some(v) => self.cfg.firmware_dir.join("variants").join(v),
-            None => self.cfg.firmware_dir.clone(),
+            Some(v) => self.chip_firmware_dir().join("variants").join(v),
+            None => self.chip_firmware_dir(),
         }
     }
 
-    /// The resident worker firmware: the variant's own when its directory
-    /// holds one (a mutant of `cargo xtask mutants` may change it), else
-    /// the firmware directory's.
-    fn worker_elf(&self) -> std::path::PathBuf {
-        let name = FirmwareId::Worker.name();
+    /// The resident worker firmware of core `p`: the variant's own when its
+    /// directory holds one (a mutant of `cargo xtask mutants` may change
+    /// it), else the chip's.
+    fn worker_elf(&self, p: Processor) -> PathBuf {
+        let name = FirmwareId::worker(p).name();
         let own = self.cq_firmware_dir().join(name);
         if self.cfg.firmware_variant.is_some() && own.is_file() {
             own
         } else {
-            self.cfg.firmware_dir.join(name)
+            self.chip_firmware_dir().join(name)
         }
     }
 
     /// The ELF of the firmware `core` boots (its symbols name the PCs a
     /// profile samples), or `None` when no firmware runs there.
-    pub fn firmware_elf(&self, core: Coord) -> Option<std::path::PathBuf> {
-        let cq = (0..self.cfg.num_cqs).find(|&q| noc::prefetcher(q) == core || noc::dispatcher(q) == core);
-        match cq {
-            // Slow dispatch holds the CQ cores in reset.
-            Some(_) if self.cfg.slow_dispatch => None,
-            Some(q) if noc::prefetcher(q) == core => Some(self.cq_firmware_dir().join("prefetch")),
-            Some(_) => Some(self.cq_firmware_dir().join("dispatch")),
-            None => self.workers().any(|w| w == core).then(|| self.worker_elf()),
+    pub fn firmware_elf(&self, core: CoreId) -> Option<PathBuf> {
+        match self.chip.cq_role(core.tile) {
+            // Slow dispatch holds the CQ cores in reset; their subordinates always are.
+            Some(_) if self.cfg.slow_dispatch || core.processor != Processor::Brisc => None,
+            Some((_, true)) => Some(self.cq_firmware_dir().join(FirmwareId::Prefetch.name())),
+            Some((_, false)) => Some(self.cq_firmware_dir().join(FirmwareId::Dispatch.name())),
+            None => self.chip.logical(core.tile).map(|_| self.worker_elf(core.processor)),
         }
     }
 
-    /// Loads the firmware through the BAR, releases reset and waits for every
-    /// core's alive record.
+    /// Loads the firmware through the BAR (TLB windows), holds and releases
+    /// BRISC of each tile through `SOFT_RESET_0`, and waits for every
+    /// tile's alive record (`cqlab_abi::boot` describes the sequence).
     pub fn boot(&mut self) -> Result<()> {
         let cq_dir = self.cq_firmware_dir();
-        let (prefetch, dispatch) =
-            (FirmwareImage::load(&cq_dir.join("prefetch"))?, FirmwareImage::load(&cq_dir.join("dispatch"))?);
-        let worker = FirmwareImage::load(&self.worker_elf())?;
+        let brisc = Processor::Brisc;
+        let (prefetch, dispatch) = (
+            FirmwareImage::load(&cq_dir.join(FirmwareId::Prefetch.name()), brisc)?,
+            FirmwareImage::load(&cq_dir.join(FirmwareId::Dispatch.name()), brisc)?,
+        );
+        let worker =
+            Processor::ALL.iter().map(|&p| FirmwareImage::load(&self.worker_elf(p), p)).collect::<Result<Vec<_>>>()?;
         self.default_kernel = Some(Arc::new(self.load_kernel(&self.cfg.worker_kernel.clone())?));
         // Nothing is resident or in flight on freshly booted workers, and
         // the firmware starts its queues from zero: so does the host.
@@ -184,53 +232,72 @@ impl Device {
             Vec::new()
         };
         self.queues.reboot(&self.cfg, arenas);
+        // Every tile that will run firmware is held first: nothing written
+        // below may reach a core that still runs an earlier boot's code.
+        for tile in self.chip.all_cores().collect::<Vec<_>>() {
+            self.set_reset(tile, SOFT_RESET_ALL)?;
+        }
         let mut expect = Vec::new();
         for q in 0..self.cfg.num_cqs {
             let layout = self.cfg.queue_layout(q);
-            // The CQ cores are held in reset (or not yet loaded): the device does not touch the header.
+            // The CQ cores are held in reset: the device does not touch the header.
             let header = (layout.issue_base() - layout.header()) as usize;
             self.backend.sysmem_claim(layout.header() as usize, header)?.fill(0);
             // The issue queue is written now, so its pages are resident from
             // the start, as in pinned memory: an enqueue never takes a page
             // fault on its first lap (normal pages fault on first write).
             self.backend.sysmem_claim(layout.issue_base() as usize, layout.issue_size as usize)?.fill(0);
-            let base = self.cq_config(q, layout);
-            let pcfg = CqConfig { peer_xy: noc::dispatcher(q).packed(), ..base };
-            let dcfg = CqConfig { peer_xy: noc::prefetcher(q).packed(), ..base };
+            let (pf, dp) = (self.chip.prefetcher(q), self.chip.dispatcher(q));
             if self.cfg.slow_dispatch {
-                // No CQ firmware: hold both cores in reset and count worker
-                // completions on the dispatcher's semaphore from its value now.
-                self.set_reset(noc::prefetcher(q), true)?;
-                self.set_reset(noc::dispatcher(q), true)?;
-                let done =
-                    NocAddr::unicast(noc::dispatcher(q), (MMIO_BASE + mmio::semaphore(mmio::sem::WORKERS_DONE)) as u64);
+                // No CQ firmware: both cores stay held, and worker
+                // completions are counted on the dispatcher's semaphore
+                // from its value now.
+                let done = NocAddr::unicast(dp, semaphore::addr(semaphore::WORKERS_DONE) as u64);
                 let count = self.backend.read_u32(done)?;
                 self.queues.set_slow_expected(q, count);
                 continue;
             }
-            self.load(noc::prefetcher(q), &prefetch, Some(&pcfg))?;
-            self.load(noc::dispatcher(q), &dispatch, Some(&dcfg))?;
-            expect.push((noc::prefetcher(q), FirmwareId::Prefetch));
-            expect.push((noc::dispatcher(q), FirmwareId::Dispatch));
+            let base = self.cq_config(q, layout);
+            let pcfg = CqConfig { peer_xy: dp.packed(), ..base };
+            let dcfg = CqConfig { peer_xy: pf.packed(), ..base };
+            self.load(NocAddr::unicast(pf, 0), std::slice::from_ref(&prefetch), Some(&pcfg))?;
+            self.load(NocAddr::unicast(dp, 0), std::slice::from_ref(&dispatch), Some(&dcfg))?;
+            expect.push((pf, FirmwareId::Prefetch));
+            expect.push((dp, FirmwareId::Dispatch));
         }
-        for w in self.cfg.workers() {
-            // Workers only read `num_cqs`: how many launch rings to serve.
-            let wcfg = CqConfig { num_cqs: self.cfg.num_cqs as u32, ..Default::default() };
-            self.load(w, &worker, Some(&wcfg))?;
-            expect.push((w, FirmwareId::Worker));
+        // The worker images go to every compute tile at once through a
+        // multicast window where the backend has one (the compute grid is
+        // a rectangle of translated coordinates holding no other Tensix).
+        if self.backend.multicast_windows() {
+            self.load(self.chip.range_noc(&self.chip.grid(), 0), &worker, None)?;
+        } else {
+            for w in self.chip.workers().collect::<Vec<_>>() {
+                self.load(NocAddr::unicast(w, 0), &worker, None)?;
+            }
         }
-        for &(core, _) in &expect {
-            self.set_reset(core, false)?;
+        expect.extend(self.chip.workers().map(|w| (w, FirmwareId::Worker)));
+        // The loads land before any core runs: a read-back flushes the
+        // posted BAR writes (a PCIe read does not pass them) and returns
+        // only once they have drained. Whatever an earlier boot's firmware
+        // still had in flight on the NOC (the acks of its last writes to
+        // host memory) lands meanwhile, before the new firmware takes its
+        // NIU counters as its starting point (`hal::noc_init`): an ack
+        // counted after that would leave it waiting for writes forever.
+        if let Some(&(tile, _)) = expect.first() {
+            self.backend.read_u32(NocAddr::unicast(tile, RESET_JAL as u64))?;
         }
-        for (core, fw) in expect {
-            self.wait_alive(core, fw)?;
+        for &(tile, _) in &expect {
+            self.set_reset(tile, SOFT_RESET_BRISC_ONLY_RUN)?;
+        }
+        for (tile, fw) in expect {
+            self.wait_alive(tile, fw)?;
         }
         Ok(())
     }
 
-    /// Loads kernel image `name` from the firmware directory.
+    /// Loads kernel image `name` from the chip's firmware directory.
     pub fn load_kernel(&self, name: &str) -> Result<KernelImage> {
-        KernelImage::load(&self.cfg.firmware_dir.join(name))
+        KernelImage::load(&self.chip_firmware_dir().join(name))
     }
 
     fn cq_config(&self, q: u8, layout: CqSysmemLayout) -> CqConfig {
@@ -239,31 +306,30 @@ impl Device {
             issue_size: layout.issue_size,
             completion_size: layout.completion_size,
             cq_id: q as u32,
-            num_cqs: self.cfg.num_cqs as u32,
             fetch_entries: self.cfg.fetch_entries,
             cmd_buffer_size: cqlab_abi::memory_map::CHUNK_AREA.size,
             ring_page_size: self.cfg.ring_page_size,
             ring_pages: self.cfg.ring_pages,
             peer_xy: 0,
-            dram_banks: self.cfg.dram_banks,
-            _reserved: [0; 4],
+            ..Default::default()
         }
     }
 
-    fn set_reset(&mut self, core: Coord, held: bool) -> Result<()> {
-        self.backend.write_u32(NocAddr::unicast(core, (MMIO_BASE + SOFT_RESET) as u64), held as u32)
+    /// Writes `SOFT_RESET_0` of `tile` (a register: unicast only).
+    fn set_reset(&mut self, tile: Coord, value: u32) -> Result<()> {
+        self.backend.write_u32(NocAddr::unicast(tile, SOFT_RESET_0 as u64), value)
     }
 
-    /// Holds `core` in reset, clears its mailboxes, fetch queue and trace
-    /// ring, writes the image and (for CQ cores) its configuration.
-    fn load(&mut self, core: Coord, image: &FirmwareImage, cfg: Option<&CqConfig>) -> Result<()> {
-        self.set_reset(core, true)?;
-        let at = |a: u32| NocAddr::unicast(core, a as u64);
-        // Semaphores survive a soft reset: a device that outlives host
+    /// Writes a tile's (or every tile's of a multicast `at`) boot state,
+    /// its cores held: clears what the host will poll and the firmware
+    /// trusts to start from zero (semaphores, alive records, subordinate
+    /// mailboxes, `LAST_EVENT`, the fetch queue, launch-ring tags, the trace
+    /// ring header), writes each core's image, the NOC map and BRISC's
+    /// reset `jal`, and for CQ cores their configuration.
+    fn load(&mut self, at: NocAddr, images: &[FirmwareImage], cfg: Option<&CqConfig>) -> Result<()> {
+        let at = |a: u32| at.with_local(a as u64);
+        // Semaphores survive a soft reset (L1): a device that outlives host
         // processes would hand the new firmware stale credits and counts.
-        for i in 0..mmio::SEMAPHORE_COUNT {
-            self.backend.write_u32(at(MMIO_BASE + mmio::semaphore(i)), 0)?;
-        }
         let zeros = vec![0u8; (FETCH_QUEUE.end() - MAILBOXES.base) as usize];
         self.backend.write(at(MAILBOXES.base), &zeros)?;
         self.backend.write(at(TRACE_RING.base), TraceRingHeader::default().as_bytes())?;
@@ -275,12 +341,16 @@ impl Device {
                 self.backend.write_u32(at(tag), 0)?;
             }
         }
-        for seg in &image.segments {
-            self.backend.write(at(seg.addr), &seg.data)?;
-            if seg.zeroes > 0 {
-                self.backend.write(at(seg.addr + seg.data.len() as u32), &vec![0u8; seg.zeroes as usize])?;
+        for image in images {
+            for seg in &image.segments {
+                self.backend.write(at(seg.addr), &seg.data)?;
+                if seg.zeroes > 0 {
+                    self.backend.write(at(seg.addr + seg.data.len() as u32), &vec![0u8; seg.zeroes as usize])?;
+                }
             }
         }
+        self.backend.write(at(NOC_MAP), self.chip.noc_map().as_bytes())?;
+        self.backend.write_u32(at(RESET_JAL), reset_jal(firmware_entry(Processor::Brisc)))?;
         if let Some(cfg) = cfg {
             self.backend.write(at(CQ_CONFIG), cfg.as_bytes())?;
             self.backend.write_u32(at(COMPLETION_RD_PTR), 0)?;
@@ -288,27 +358,31 @@ impl Device {
         Ok(())
     }
 
-    fn wait_alive(&mut self, core: Coord, fw: FirmwareId) -> Result<()> {
+    fn wait_alive(&mut self, tile: Coord, fw: FirmwareId) -> Result<()> {
         let mut alive = AliveRecord::default();
         crate::wait::until(
             &mut *self.backend,
             &self.cfg,
+            &self.chip,
             &mut self.queues,
-            || Wait::Alive { core, firmware: fw },
+            || Wait::Alive { core: tile, firmware: fw },
             |backend, _| {
-                alive = read_struct(backend, NocAddr::unicast(core, ALIVE as u64))?;
+                alive = read_struct(backend, NocAddr::unicast(tile, ALIVE as u64))?;
                 Ok(alive.magic == ALIVE_MAGIC)
             },
         )?;
         if alive.abi_version != ABI_VERSION {
-            return Err(DriverError::AbiMismatch { core, expected: ABI_VERSION, found: alive.abi_version });
+            return Err(DriverError::AbiMismatch { core: tile, expected: ABI_VERSION, found: alive.abi_version });
         }
         if alive.firmware_id != fw as u32 {
             let reason = BootProblem::WrongFirmware { expected: fw.name(), found: alive.firmware_id };
-            return Err(DriverError::BootFailed { core, reason });
+            return Err(DriverError::BootFailed { core: tile, reason });
         }
-        if alive.core_xy != core.packed() {
-            return Err(DriverError::BootFailed { core, reason: BootProblem::WrongCore(Coord::unpack(alive.core_xy)) });
+        if alive.core_xy != tile.packed() {
+            return Err(DriverError::BootFailed {
+                core: tile,
+                reason: BootProblem::WrongCore(Coord::unpack(alive.core_xy)),
+            });
         }
         Ok(())
     }
@@ -340,14 +414,14 @@ impl Device {
     }
 
     pub fn alloc_dram(&mut self, size: u32, page_size: u32) -> Result<Buffer> {
-        self.allocator.dram(size, page_size, self.cfg.dram_banks)
+        self.allocator.dram(size, page_size, self.chip.dram_banks())
     }
 
+    /// `size` bytes of the L1 of logical worker `(col, row)`.
     pub fn alloc_l1(&mut self, col: u8, row: u8, size: u32) -> Result<Buffer> {
-        if col >= self.cfg.worker_cols || row >= self.cfg.worker_rows {
-            return Err(DriverError::OutOfRange { what: "core", detail: format!("({col},{row})") });
-        }
-        self.allocator.l1(noc::worker(col, row), size)
+        self.chip.check_range("an L1 buffer's core", &crate::geometry::CoreRange::single(col, row))?;
+        let core = self.chip.worker(col, row).expect("checked");
+        self.allocator.l1(core, size)
     }
 
     /// Queue `q`'s pointers, for hang dumps and stats (reads sysmem only,
@@ -361,7 +435,7 @@ impl Device {
 
     /// A hang dump of the device now, without waiting: the chain follows `wait`'s queue.
     pub fn dump(&mut self, wait: Wait) -> Result<crate::dump::HangDump> {
-        Ok(*crate::wait::dump(&mut *self.backend, &self.cfg, &mut self.queues, wait)?)
+        Ok(*crate::wait::dump(&mut *self.backend, &self.cfg, &self.chip, &mut self.queues, wait)?)
     }
 
     /// Every record still in a core's trace ring.

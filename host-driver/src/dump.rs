@@ -5,9 +5,10 @@
 //! trace kinds, chain links) and rendered to text only at the edge:
 //! `Display` for people, `Serialize` for JSON.
 
+use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::firmware::FirmwareId;
 use cqlab_abi::mailbox::DeviceError;
-use cqlab_abi::noc::{self, Coord, Endpoint};
+use cqlab_abi::noc::Coord;
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{self, Waypoint};
 use serde::ser::{SerializeStruct, Serializer};
@@ -78,34 +79,35 @@ impl fmt::Display for Wait {
     }
 }
 
-/// What a core is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    Prefetcher { cq: u8 },
-    Dispatcher { cq: u8 },
-    Worker { col: u8, row: u8 },
-    Other(Endpoint),
+pub use crate::geometry::Role;
+
+/// One subordinate core of a worker tile (NCRISC, a TRISC): its waypoint
+/// from its mailbox, and what a simulator sees of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubCore {
+    pub processor: Processor,
+    pub waypoint: Waypoint,
+    pub pc: Option<u32>,
+    pub halt: Option<String>,
 }
 
-impl Role {
-    pub fn of(core: Coord) -> Self {
-        match noc::endpoint(core) {
-            Endpoint::Prefetcher { cq } => Role::Prefetcher { cq },
-            Endpoint::Dispatcher { cq } => Role::Dispatcher { cq },
-            Endpoint::Worker { col, row } => Role::Worker { col, row },
-            other => Role::Other(other),
-        }
+impl SubCore {
+    /// Waiting for BRISC to start it (or never released): not shown.
+    fn idle(&self) -> bool {
+        self.halt.is_none() && (self.waypoint == waypoint::GOW || self.waypoint == Waypoint(0))
     }
 }
 
-impl fmt::Display for Role {
+impl fmt::Display for SubCore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Role::Prefetcher { cq } => write!(f, "CQ{cq} prefetcher"),
-            Role::Dispatcher { cq } => write!(f, "CQ{cq} dispatcher"),
-            Role::Worker { col, row } => write!(f, "worker ({col},{row})"),
-            Role::Other(e) => write!(f, "{e:?}"),
+        write!(f, "{} {}", self.processor.name(), self.waypoint)?;
+        if let Some(pc) = self.pc {
+            write!(f, " pc={pc:#010x}")?;
         }
+        if let Some(h) = &self.halt {
+            write!(f, " halted: {h}")?;
+        }
+        Ok(())
     }
 }
 
@@ -183,16 +185,21 @@ impl Serialize for TraceLine {
     }
 }
 
-/// What one core is doing.
+/// What one tile is doing: its BRISC (which runs the CQ or worker loop,
+/// and whose trace ring and error record these are) and, on a worker tile,
+/// its four subordinate cores.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CoreState {
+    /// The tile (translated coordinates).
     pub core: Coord,
     pub role: Role,
     pub waypoint: Waypoint,
-    /// PC, where the backend can see it (a simulator).
+    /// BRISC's PC, where the backend can see it (a simulator).
     pub pc: Option<u32>,
-    /// Why the hart stopped, where the backend can see it.
+    /// Why BRISC stopped, where the backend can see it.
     pub halt: Option<String>,
+    /// A worker tile's NCRISC and TRISCs (empty on CQ tiles).
+    pub subordinates: Vec<SubCore>,
     pub semaphores: [u32; 4],
     /// Its error record, if it wrote one.
     pub error: Option<ErrorReport>,
@@ -208,19 +215,29 @@ impl CoreState {
     pub fn meaning(&self) -> &'static str {
         self.waypoint.describe().unwrap_or("unknown waypoint")
     }
-    /// It stopped: an error record or a halt.
+    /// It stopped: an error record or a halt of any of its cores.
     pub fn halted(&self) -> bool {
-        self.error.is_some() || self.halt.is_some()
+        self.error.is_some() || self.halt.is_some() || self.subordinates.iter().any(|s| s.halt.is_some())
+    }
+    /// A subordinate core that halted, if one did.
+    pub fn halted_subordinate(&self) -> Option<&SubCore> {
+        self.subordinates.iter().find(|s| s.halt.is_some())
+    }
+    /// Whether one of its cores runs a kernel: BRISC at RUN, or a
+    /// subordinate at RUN while BRISC waits for it.
+    pub fn running(&self) -> bool {
+        self.waypoint == waypoint::RUN
+            || (self.waypoint == waypoint::SUBW && self.subordinates.iter().any(|s| s.waypoint == waypoint::RUN))
     }
     /// Idle workers waiting for GO: left out of the text dump.
     fn idle(&self) -> bool {
-        self.waypoint == waypoint::GOW && self.error.is_none()
+        self.waypoint == waypoint::GOW && self.error.is_none() && self.subordinates.iter().all(SubCore::idle)
     }
 }
 
 impl Serialize for CoreState {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("CoreState", 9)?;
+        let mut st = s.serialize_struct("CoreState", 10)?;
         st.serialize_field("core", &self.core.to_string())?;
         st.serialize_field("role", &self.role.to_string())?;
         st.serialize_field("waypoint", &self.waypoint.to_string())?;
@@ -228,6 +245,8 @@ impl Serialize for CoreState {
         st.serialize_field("pc", &self.pc)?;
         st.serialize_field("halt", &self.halt)?;
         st.serialize_field("semaphores", &self.semaphores)?;
+        let subs: Vec<String> = self.subordinates.iter().filter(|s| !s.idle()).map(ToString::to_string).collect();
+        st.serialize_field("subordinates", &subs)?;
         st.serialize_field("error", &self.error.as_ref().map(ToString::to_string))?;
         st.serialize_field("last_trace", &self.last_trace)?;
         st.end()
@@ -292,7 +311,10 @@ impl HangDump {
                     if let Some(h) = &s.halt {
                         l.push_str(&format!(" ({h})"));
                     }
-                } else if s.waypoint == waypoint::RUN {
+                    if let Some(sub) = s.halted_subordinate() {
+                        l.push_str(&format!(" ({sub})"));
+                    }
+                } else if s.running() {
                     match s.kernel_start {
                         Some(start) => l.push_str(&format!(
                             " (running its kernel for {} cycles, since cycle {start})",
@@ -358,6 +380,9 @@ impl fmt::Display for HangDump {
                 write!(f, " halted: {h}")?;
             }
             writeln!(f)?;
+            for sub in c.subordinates.iter().filter(|s| !s.idle()) {
+                writeln!(f, "    {sub}")?;
+            }
             if let Some(e) = &c.error {
                 writeln!(f, "    error: {e}")?;
             }

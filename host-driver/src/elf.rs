@@ -4,8 +4,9 @@
 
 use crate::error::{DriverError, Result};
 pub use crate::error::{ImageError, RelocationProblem};
+use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::elf::Rv32Executable;
-use cqlab_abi::memory_map::{CODE, DATA, ENTRY_POINT};
+use cqlab_abi::memory_map::{code, data, firmware_entry};
 use std::path::Path;
 
 /// One loadable piece of an image.
@@ -17,31 +18,40 @@ pub struct Segment {
     pub zeroes: u32,
 }
 
-/// A checked firmware image.
+/// A checked firmware image of one core of a tile.
 #[derive(Clone, Debug)]
 pub struct FirmwareImage {
     pub name: String,
+    /// The core it runs on.
+    pub processor: Processor,
     pub entry: u32,
     pub segments: Vec<Segment>,
 }
 
 impl FirmwareImage {
-    pub fn load(path: &Path) -> Result<Self> {
-        load_with(path, Self::parse)
+    /// Loads the image of core `p` at `path`.
+    pub fn load(path: &Path, p: Processor) -> Result<Self> {
+        load_with(path, |name, bytes| Self::parse(name, bytes, p))
     }
 
-    /// Parses and checks an image: an RV32 executable whose entry is
-    /// `ENTRY_POINT` and whose segments lie in CODE or DATA.
-    pub fn parse(name: &str, bytes: &[u8]) -> std::result::Result<Self, ImageError> {
+    /// Parses and checks an image of core `p`: an RV32 executable whose
+    /// entry is that core's `memory_map::firmware_entry` and whose segments
+    /// lie in its own code and data regions (so images of a tile's five
+    /// cores never overlap).
+    pub fn parse(name: &str, bytes: &[u8], p: Processor) -> std::result::Result<Self, ImageError> {
         let elf = Rv32Executable::parse(bytes)?;
-        if elf.entry() != ENTRY_POINT {
-            return Err(ImageError::Entry { found: elf.entry(), expected: ENTRY_POINT, rule: "the memory map" });
+        if elf.entry() != firmware_entry(p) {
+            return Err(ImageError::Entry {
+                found: elf.entry(),
+                expected: firmware_entry(p),
+                rule: "the memory map (the core's code region)",
+            });
         }
         let mut segments = Vec::new();
         for seg in elf.segments().filter(|s| s.mem_size > 0) {
             let (start, end) = (seg.addr as u64, seg.end());
-            if ![CODE, DATA].iter().any(|r| start >= r.base as u64 && end <= r.end() as u64) {
-                return Err(ImageError::Placement { start, end, allowed: "the CODE and DATA regions" });
+            if ![code(p), data(p)].iter().any(|r| start >= r.base as u64 && end <= r.end() as u64) {
+                return Err(ImageError::Placement { start, end, allowed: "the core's code and data regions" });
             }
             segments.push(Segment {
                 addr: seg.addr,
@@ -49,7 +59,7 @@ impl FirmwareImage {
                 zeroes: seg.mem_size - seg.data.len() as u32,
             });
         }
-        Ok(Self { name: name.to_owned(), entry: elf.entry(), segments })
+        Ok(Self { name: name.to_owned(), processor: p, entry: elf.entry(), segments })
     }
 }
 
@@ -71,18 +81,18 @@ mod tests {
 
     #[test]
     fn garbage_and_truncated_elfs_are_rejected_with_a_reason() {
-        let err = FirmwareImage::parse("x", b"not an elf").unwrap_err();
+        let err = FirmwareImage::parse("x", b"not an elf", Processor::Brisc).unwrap_err();
         assert!(matches!(err, ImageError::Elf(ElfError::NotElf { .. })), "{err}");
         let mut elf = vec![0x7f, b'E', b'L', b'F', 1, 1, 1, 0];
         elf.resize(20, 0);
-        let err = FirmwareImage::parse("x", &elf).unwrap_err();
+        let err = FirmwareImage::parse("x", &elf, Processor::Brisc).unwrap_err();
         assert!(matches!(err, ImageError::Elf(ElfError::Truncated { .. })), "{err}");
     }
 
     #[test]
     fn host_executables_are_rejected() {
         let me = std::fs::read(std::env::current_exe().unwrap()).unwrap();
-        let err = FirmwareImage::parse("self", &me).unwrap_err();
+        let err = FirmwareImage::parse("self", &me, Processor::Brisc).unwrap_err();
         assert!(matches!(err, ImageError::Elf(ElfError::WrongClass { found: 2 })), "{err}");
     }
 }

@@ -1,7 +1,9 @@
 //! Driver errors: each says what was expected, what was found, and where.
-//! A leaf below everything but the dump's data ([`crate::dump`]).
+//! A leaf below everything but the dump's data ([`crate::dump`]) and the
+//! chip's geometry ([`crate::geometry`]).
 
 use crate::dump::{ErrorReport, HangDump, Wait};
+use crate::geometry::TopologyError;
 use cqlab_abi::noc::Coord;
 use cqlab_abi::waypoint::Waypoint;
 
@@ -22,6 +24,9 @@ pub enum DriverError {
     OutOfRange { what: &'static str, detail: String },
     #[error("invalid argument: {0}")]
     Invalid(String),
+    /// The chip cannot be set up as asked, or a core named is not a compute core.
+    #[error(transparent)]
+    Chip(#[from] TopologyError),
     /// An operation the device or the queue cannot do in its present state.
     #[error("{0}")]
     State(#[from] StateError),
@@ -67,6 +72,7 @@ impl DriverError {
             DriverError::AbiMismatch { .. } => "abi-mismatch",
             DriverError::OutOfRange { .. } => "out-of-range",
             DriverError::Invalid(_) => "invalid",
+            DriverError::Chip(_) => "chip",
             DriverError::State(_) => "state",
             DriverError::Encode(_) => "encode",
             DriverError::Device { .. } => "device-error",
@@ -77,6 +83,12 @@ impl DriverError {
             DriverError::NotBuilt(_) => "not-built",
             DriverError::Io(_) => "io",
         }
+    }
+}
+
+impl From<cqlab_abi::soc::LayoutError> for DriverError {
+    fn from(e: cqlab_abi::soc::LayoutError) -> Self {
+        DriverError::Chip(TopologyError::Layout(e))
     }
 }
 

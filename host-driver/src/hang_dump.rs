@@ -1,15 +1,16 @@
 //! Hang dumps: what every core is doing when a wait gives up, and the chain
 //! of who waits on whom, from the host down to the core everything waits on
 //! (or the cycle, for a deadlock). Collected from the backend and the
-//! configuration alone, with the queues' pointers handed in.
+//! chip alone, with the queues' pointers handed in.
 
 use crate::backend::{read_struct, Backend};
-use crate::config::DeviceConfig;
-pub use crate::dump::{CoreState, ErrorReport, HangDump, Link, QueuePointers, Role, TraceLine, Wait};
+pub use crate::dump::{CoreState, ErrorReport, HangDump, Link, QueuePointers, Role, SubCore, TraceLine, Wait};
 use crate::error::Result;
-use cqlab_abi::mailbox::{ErrorRecord, ERROR, ERROR_MAGIC, LAST_EVENT, WAYPOINT};
-use cqlab_abi::mmio::{self, sem, MMIO_BASE};
-use cqlab_abi::noc::{self, Coord, Endpoint, NocAddr};
+use crate::geometry::{CoreId, Topology};
+use cqlab_abi::arch::tensix::Processor;
+use cqlab_abi::mailbox::{self, ErrorRecord, ERROR, ERROR_MAGIC, LAST_EVENT, SUB_WAYPOINT, WAYPOINT};
+use cqlab_abi::noc::{Coord, NocAddr};
+use cqlab_abi::semaphore::{self, WORKERS_DONE};
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{self, Waypoint};
 
@@ -17,36 +18,41 @@ use cqlab_abi::waypoint::{self, Waypoint};
 const LAST_RECORDS: u32 = 8;
 
 impl HangDump {
-    /// Reads every core of the device `cfg` describes, and the queues'
+    /// Reads every tile of `chip` that runs firmware, and the queues'
     /// pointers from `queues`; the chain starts at the queue `waited_for`
     /// names.
     pub fn collect(
         backend: &mut dyn Backend,
-        cfg: &DeviceConfig,
+        chip: &Topology,
         queues: impl FnOnce(&mut dyn Backend) -> Result<Vec<QueuePointers>>,
         waited_for: Wait,
     ) -> Result<Self> {
         let device_cycle = backend.poll()?;
         let queues = queues(backend)?;
-        let cores = cfg.all_cores().map(|c| core_state(backend, c)).collect::<Result<Vec<_>>>()?;
+        let cores = chip.all_cores().map(|c| core_state(backend, chip, c)).collect::<Result<Vec<_>>>()?;
         let mut dump = Self { waited_for, device_cycle, queues, cores, chain: Vec::new(), deadlock: false };
-        (dump.chain, dump.deadlock) = chain(&dump.cores, &dump.waited_for);
+        (dump.chain, dump.deadlock) = chain(chip, &dump.cores, &dump.waited_for);
         Ok(dump)
     }
 
     /// The wait-for chain from queue `cq` over this dump's cores (a live
     /// dump follows every queue, not only the one a host waited on).
-    pub fn chain_from(&self, cq: u8) -> (Vec<Link>, bool) {
-        chain(&self.cores, &Wait::Live { cq })
+    pub fn chain_from(&self, chip: &Topology, cq: u8) -> (Vec<Link>, bool) {
+        chain(chip, &self.cores, &Wait::Live { cq })
     }
 }
 
-fn core_state(backend: &mut dyn Backend, c: Coord) -> Result<CoreState> {
+/// What tile `c` is for.
+fn role(chip: &Topology, c: Coord) -> Role {
+    chip.role(c).unwrap_or_else(|| unreachable!("{c} runs no firmware"))
+}
+
+fn core_state(backend: &mut dyn Backend, chip: &Topology, c: Coord) -> Result<CoreState> {
     let at = |a: u32| NocAddr::unicast(c, a as u64);
     let wp = Waypoint(backend.read_u32(at(WAYPOINT))?);
     let mut semaphores = [0; 4];
     for (i, s) in semaphores.iter_mut().enumerate() {
-        *s = backend.read_u32(at(MMIO_BASE + mmio::semaphore(i as u32)))?;
+        *s = backend.read_u32(at(semaphore::addr(i as u32)))?;
     }
     let err: ErrorRecord = read_struct(backend, at(ERROR))?;
     let error = (err.magic == ERROR_MAGIC).then(|| ErrorReport {
@@ -67,16 +73,32 @@ fn core_state(backend: &mut dyn Backend, c: Coord) -> Result<CoreState> {
         }
         last_trace.push(TraceLine { seq: r.seq, cycle: r.cycle, kind: r.kind, arg0: r.arg0, arg1: r.arg1 });
     }
-    let debug = match backend.introspect() {
-        Some(i) => i.core_debug(c)?,
-        None => None,
+    let debug = |backend: &mut dyn Backend, p: Processor| match backend.introspect() {
+        Some(i) => i.core_debug(CoreId { tile: c, processor: p }),
+        None => Ok(None),
     };
+    let role = role(chip, c);
+    let mut subordinates = Vec::new();
+    if matches!(role, Role::Worker { .. }) {
+        for &p in &Processor::ALL[1..] {
+            let waypoint = Waypoint(backend.read_u32(at(mailbox::subordinate(p.index()) + SUB_WAYPOINT))?);
+            let d = debug(backend, p)?;
+            subordinates.push(SubCore {
+                processor: p,
+                waypoint,
+                pc: d.as_ref().map(|d| d.pc),
+                halt: d.and_then(|d| d.halt),
+            });
+        }
+    }
+    let brisc = debug(backend, Processor::Brisc)?;
     Ok(CoreState {
         core: c,
-        role: Role::of(c),
+        role,
         waypoint: wp,
-        pc: debug.as_ref().map(|d| d.pc),
-        halt: debug.and_then(|d| d.halt),
+        pc: brisc.as_ref().map(|d| d.pc),
+        halt: brisc.and_then(|d| d.halt),
+        subordinates,
         semaphores,
         error,
         last_trace,
@@ -86,11 +108,11 @@ fn core_state(backend: &mut dyn Backend, c: Coord) -> Result<CoreState> {
 }
 
 /// Follows waypoints from the queue the host waited on, down to the root.
-fn chain(cores: &[CoreState], waited_for: &Wait) -> (Vec<Link>, bool) {
+fn chain(chip: &Topology, cores: &[CoreState], waited_for: &Wait) -> (Vec<Link>, bool) {
     let find = |c: Coord| cores.iter().find(|s| s.core == c);
     let mut chain = vec![Link::Host(waited_for.clone())];
-    let Some(q) = waited_for.cq() else { return (chain, false) };
-    let mut next = Some(noc::prefetcher(q));
+    let Some(q) = waited_for.cq().filter(|&q| q < chip.num_cqs()) else { return (chain, false) };
+    let mut next = Some(chip.prefetcher(q));
     let mut seen = Vec::new();
     while let Some(c) = next.take() {
         let Some(s) = find(c) else { break };
@@ -103,39 +125,33 @@ fn chain(cores: &[CoreState], waited_for: &Wait) -> (Vec<Link>, bool) {
             // A halted core waits on nobody: it is the root.
             break;
         }
-        let (cq_of, is_prefetcher) = match noc::endpoint(c) {
-            Endpoint::Prefetcher { cq } => (cq, true),
-            Endpoint::Dispatcher { cq } => (cq, false),
-            _ => break,
-        };
+        let Some((cq_of, is_prefetcher)) = chip.cq_role(c) else { break };
         next = match s.waypoint {
-            w if w == waypoint::PSW || w == waypoint::DAPW => Some(noc::dispatcher(cq_of)),
-            w if w == waypoint::UAPW => Some(noc::prefetcher(cq_of)),
+            w if w == waypoint::PSW || w == waypoint::DAPW => Some(chip.dispatcher(cq_of)),
+            w if w == waypoint::UAPW => Some(chip.prefetcher(cq_of)),
             w if w == waypoint::HQW || w == waypoint::QRBW => {
                 chain.push(Link::HostLoop);
                 return (chain, true);
             }
             w if w == waypoint::PWW && !is_prefetcher => match s.wait_target {
-                Some((_, addr)) if (LAST_EVENT..LAST_EVENT + 4 * noc::MAX_CQS as u32).contains(&addr) => {
+                Some((_, addr)) if (LAST_EVENT..LAST_EVENT + 4 * chip.num_cqs() as u32).contains(&addr) => {
                     let other = ((addr - LAST_EVENT) / 4) as u8;
                     chain.pop();
                     chain.push(Link::Core { core: c, on_event_of: Some(other) });
-                    Some(noc::dispatcher(other))
+                    Some(chip.dispatcher(other))
                 }
                 _ => None,
             },
             w if w == waypoint::WCW => {
-                let workers = || cores.iter().filter(|w| matches!(noc::endpoint(w.core), Endpoint::Worker { .. }));
+                let workers = || cores.iter().filter(|w| matches!(w.role, Role::Worker { .. }));
                 // The root among the workers: one that halted, else one
                 // still running its kernel.
                 let halted = workers().find(|w| w.halted());
-                let running = workers().find(|w| w.waypoint == waypoint::RUN);
+                let running = workers().find(|w| w.running());
                 match halted.or(running) {
                     Some(w) => chain.push(Link::Core { core: w.core, on_event_of: None }),
-                    None => chain.push(Link::ShortCount {
-                        semaphore: sem::WORKERS_DONE,
-                        value: s.semaphores[sem::WORKERS_DONE as usize],
-                    }),
+                    None => chain
+                        .push(Link::ShortCount { semaphore: WORKERS_DONE, value: s.semaphores[WORKERS_DONE as usize] }),
                 }
                 None
             }

@@ -41,7 +41,27 @@ pub struct KernelImage {
     pub image: Vec<u8>,
     /// Identity: a hash of the name and image, the same for the same build.
     pub build_id: u64,
+    /// The largest stack frame one of its functions allocates (`addi sp,
+    /// sp, -N` in its executable code): a lower bound of the stack it needs
+    /// on top of the firmware that calls it.
+    pub max_frame: u32,
     fixups: Vec<(u32, Fixup)>,
+}
+
+/// `addi sp, sp, imm` without its immediate (I-type, opcode 0x13, funct3 0,
+/// rd = rs1 = x2).
+const ADDI_SP_SP: u32 = 2 << 15 | 2 << 7 | 0x13;
+
+/// The largest frame `addi sp, sp, -N` allocates in the RV32 code `text`.
+fn max_frame(text: &[u8]) -> u32 {
+    text.chunks_exact(4)
+        .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")))
+        .filter(|&w| w & 0xF_FFFF == ADDI_SP_SP)
+        .map(|w| (w as i32) >> 20)
+        .filter(|&imm| imm < 0)
+        .map(|imm| imm.unsigned_abs())
+        .max()
+        .unwrap_or(0)
 }
 
 impl KernelImage {
@@ -63,7 +83,11 @@ impl KernelImage {
         let elf = object::File::parse(bytes)?;
         let (base, limit) = (KERNEL_TEXT_ADDR as u64, KERNEL_TEXT_ADDR as u64 + KERNEL_SLOT_SIZE as u64);
         let mut image = Vec::new();
+        let mut frame = 0;
         for seg in checked.segments().filter(|s| s.mem_size > 0) {
+            if seg.executable {
+                frame = frame.max(max_frame(seg.data));
+            }
             let (addr, size, data) = (seg.addr as u64, seg.mem_size as u64, seg.data);
             if addr < base || addr + size > limit {
                 return Err(ImageError::Placement { start: addr, end: addr + size, allowed: "its kernel slot" });
@@ -125,7 +149,7 @@ impl KernelImage {
             return Err(ImageError::NoRelocations);
         }
         let build_id = fnv1a(name.as_bytes()) ^ fnv1a(&image).rotate_left(17);
-        Ok(Self { name: name.to_owned(), image, build_id, fixups })
+        Ok(Self { name: name.to_owned(), image, build_id, max_frame: frame, fixups })
     }
 
     /// The same image under another name, as a distinct kernel (another
@@ -170,7 +194,13 @@ impl KernelImage {
 impl KernelImage {
     /// A 16-byte image with no fixups, for host-side tests.
     pub(crate) fn test_image(name: &str) -> Self {
-        Self { name: name.into(), image: vec![0; 16], build_id: fnv1a(name.as_bytes()), fixups: Vec::new() }
+        Self {
+            name: name.into(),
+            image: vec![0; 16],
+            build_id: fnv1a(name.as_bytes()),
+            max_frame: 0,
+            fixups: Vec::new(),
+        }
     }
 }
 
@@ -189,6 +219,7 @@ mod tests {
             name: "t".into(),
             image: vec![0; 16],
             build_id: 0,
+            max_frame: 0,
             fixups: vec![(0, Fixup::Word), (4, Fixup::Hi20)],
         };
         k.image[0..4].copy_from_slice(&(KERNEL_TEXT_ADDR + 8).to_le_bytes());
@@ -202,6 +233,17 @@ mod tests {
         assert_eq!(u32::from_le_bytes(moved[4..8].try_into().unwrap()), lui + delta);
         assert_eq!(moved[8..], k.image[8..]);
         assert_eq!(k.for_slot(0), k.image);
+    }
+
+    #[test]
+    fn the_largest_stack_frame_is_found_in_the_code() {
+        // addi sp, sp, -2032 (0x81010113), addi sp, sp, -16 (0xff010113),
+        // addi sp, sp, 16 (0x01010113), and addi a0, sp, -64 (not sp).
+        let words: [u32; 4] = [0xff01_0113, 0x8101_0113, 0x0101_0113, 0xfc01_0513];
+        let text: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        assert_eq!(max_frame(&text), 2032);
+        assert_eq!(max_frame(&text[..4]), 16);
+        assert_eq!(max_frame(&[]), 0);
     }
 
     #[test]

@@ -4,10 +4,13 @@
 //! gives up.
 //!
 //! Lower modules never import higher ones: `dump` (a hang dump's data) and
-//! `geometry` import nothing of the driver; `error` only `dump`; `backend`,
-//! `config`, `trace_reader`, `hang_dump` and `wait` the modules below them;
-//! `queue` those; `device` everything. `cargo xtask cycles` keeps it so.
+//! `geometry` (the chip: board, harvesting, placement) import nothing of
+//! the driver; `error` only those; `tlb` (the window manager), `arc`,
+//! `backend`, `config`, `trace_reader`, `hang_dump` and `wait` the modules
+//! below them; `queue` those; `device` everything. `cargo xtask cycles`
+//! keeps it so.
 
+pub mod arc;
 pub mod backend;
 pub mod buffer;
 pub mod config;
@@ -26,6 +29,7 @@ pub mod queue;
 #[cfg(feature = "sim")]
 pub mod sim_backend;
 pub mod sysmem;
+pub mod tlb;
 pub mod trace_reader;
 #[cfg(feature = "ttkmd")]
 pub mod ttkmd;
@@ -37,7 +41,7 @@ pub use cqlab_abi::encode::PackedData;
 pub use device::Device;
 pub use error::{DriverError, Result};
 pub use events::Event;
-pub use geometry::CoreRange;
+pub use geometry::{CoreId, CoreRange, Role, Topology};
 pub use kernel::KernelImage;
 pub use program::{KernelHandle, Program};
 pub use queue::{CommandQueue, PendingRead, Trace};

@@ -2,17 +2,30 @@
 //! what `CommandQueue::enqueue_program` dispatches.
 //!
 //! ```ignore
-//! let spin = Arc::new(KernelImage::load(&dir.join("spin"))?);
+//! let spin = Arc::new(device.load_kernel("spin")?);
 //! let mut program = Program::new();
-//! let k = program.add_kernel(spin, &[CoreRange::new((0, 0), (3, 3))])?;
+//! let k = program.add_kernel(spin.clone(), &[CoreRange::new((0, 0), (3, 3))])?;
 //! program.set_common_args(k, &[1000])?;
 //! program.set_unique_args(k, (2, 1), &[7, 8])?;
+//! // The same rectangle's NCRISC runs another kernel at the same time.
+//! program.add_kernel_on(spin, &[CoreRange::new((0, 0), (3, 3))], Processor::Ncrisc)?;
 //! cq.enqueue_program(&program)?;
 //! ```
+//!
+//! A kernel names the core of each tile it runs on ([`Processor`]; BRISC
+//! unless told): BRISC and NCRISC kernels may use the NOC (NOC0 and NOC1),
+//! TRISC kernels run plain RISC-V code (a NOC access halts the core with
+//! `DeviceError::NoNoc`) on a smaller stack: a Wormhole TRISC has 2 KiB of
+//! local memory, so a kernel whose largest stack frame does not fit is
+//! refused before it is sent ([`Program::check`]). Kernels on different
+//! cores may share a rectangle exactly (the tile runs them side by side);
+//! otherwise a tile runs one kernel per core per program.
 
 use crate::error::{DriverError, Result};
-use crate::geometry::CoreRange;
+use crate::geometry::{CoreRange, Topology};
 use crate::kernel::KernelImage;
+use cqlab_abi::arch::tensix::Processor;
+use cqlab_abi::memory_map::{firmware_stack_top, local_mem};
 use cqlab_abi::program::{MAX_COMMON_ARGS, MAX_KERNEL_GROUPS, MAX_UNIQUE_ARGS};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,6 +37,8 @@ use std::sync::Arc;
 #[derive(Clone, Debug)]
 pub struct KernelSpec {
     pub image: Arc<KernelImage>,
+    /// The core of each tile it runs on.
+    pub processor: Processor,
     /// Rectangles it runs on (each becomes one kernel group).
     pub ranges: Vec<CoreRange>,
     /// Per range: the unique args of its cores, row-major, each core's
@@ -43,9 +58,10 @@ pub struct KernelSpec {
 }
 
 impl KernelSpec {
-    fn new(image: Arc<KernelImage>, ranges: &[CoreRange]) -> Self {
+    fn new(image: Arc<KernelImage>, ranges: &[CoreRange], processor: Processor) -> Self {
         Self {
             image,
+            processor,
             ranges: ranges.to_vec(),
             // Laid out by the first `set_unique` (most programs have none).
             unique: Vec::new(),
@@ -162,30 +178,51 @@ impl Program {
         Self::default()
     }
 
-    /// Places `image` on `ranges`. A core runs at most one kernel per
-    /// program, and a program names at most `MAX_KERNEL_GROUPS` ranges.
+    /// Places `image` on BRISC of every tile of `ranges`.
     pub fn add_kernel(&mut self, image: Arc<KernelImage>, ranges: &[CoreRange]) -> Result<KernelHandle> {
+        self.add_kernel_on(image, ranges, Processor::Brisc)
+    }
+
+    /// Places `image` on core `processor` of every tile of `ranges`. A
+    /// core runs at most one kernel per program; kernels on different
+    /// cores share a rectangle exactly or not at all (each distinct
+    /// rectangle is one kernel group of the launch), and a program names
+    /// at most `MAX_KERNEL_GROUPS` rectangles.
+    pub fn add_kernel_on(
+        &mut self,
+        image: Arc<KernelImage>,
+        ranges: &[CoreRange],
+        processor: Processor,
+    ) -> Result<KernelHandle> {
         if ranges.is_empty() {
             return Err(DriverError::Invalid(format!("kernel {} placed on no core range", image.name)));
-        }
-        let groups = self.kernels.iter().map(|k| k.ranges.len()).sum::<usize>() + ranges.len();
-        if groups > MAX_KERNEL_GROUPS {
-            return Err(DriverError::Invalid(format!(
-                "a program names at most {MAX_KERNEL_GROUPS} core ranges, this one {groups}"
-            )));
         }
         for (i, r) in ranges.iter().enumerate() {
             if r.start.0 > r.end.0 || r.start.1 > r.end.1 {
                 return Err(DriverError::OutOfRange { what: "core range", detail: format!("{r:?} is empty") });
             }
-            let mut earlier = self.kernels.iter().flat_map(|k| k.ranges.iter()).chain(&ranges[..i]);
-            if let Some(o) = earlier.find(|o| o.overlaps(r)) {
-                return Err(DriverError::Invalid(format!(
-                    "core ranges {o:?} and {r:?} overlap: a core runs one kernel per program"
-                )));
+            let earlier = self.kernels.iter().flat_map(|k| k.ranges.iter().map(move |o| (k.processor, o)));
+            let mine = ranges[..i].iter().map(|o| (processor, o));
+            if let Some((p, o)) = earlier.chain(mine).find(|(p, o)| o.overlaps(r) && (*p == processor || *o != r)) {
+                let why = if p == processor {
+                    format!("a {} runs one kernel per program", processor.name())
+                } else {
+                    "kernels on different cores of a tile share a rectangle exactly or not at all".into()
+                };
+                return Err(DriverError::Invalid(format!("core ranges {o} ({}) and {r} overlap: {why}", p.name())));
             }
         }
-        self.kernels.push(KernelSpec::new(image, ranges));
+        let mut rects: Vec<CoreRange> = self.kernels.iter().flat_map(|k| k.ranges.iter().copied()).collect();
+        rects.extend_from_slice(ranges);
+        rects.sort_by_key(|r| (r.start, r.end));
+        rects.dedup();
+        if rects.len() > MAX_KERNEL_GROUPS {
+            return Err(DriverError::Invalid(format!(
+                "a program names at most {MAX_KERNEL_GROUPS} distinct core ranges, this one {}",
+                rects.len()
+            )));
+        }
+        self.kernels.push(KernelSpec::new(image, ranges, processor));
         Ok(KernelHandle(self.kernels.len() - 1))
     }
 
@@ -223,17 +260,31 @@ impl Program {
         self.kernels.get_mut(k.0).ok_or_else(|| DriverError::Invalid(format!("kernel handle {} of {n}", k.0)))
     }
 
-    /// Checks every range against a `cols` x `rows` grid.
-    pub(crate) fn check_grid(&self, cols: u8, rows: u8) -> Result<()> {
+    /// Checks the program against `chip` before anything is sent: every
+    /// range on the compute grid (a refusal says why the grid is the size
+    /// it is: harvested lines, command-queue lines), and every kernel's
+    /// largest stack frame within the stack its core has (a Wormhole TRISC:
+    /// 2 KiB of local memory less the NOC state at its top).
+    pub fn check(&self, chip: &Topology) -> Result<()> {
         if self.kernels.is_empty() {
             return Err(DriverError::Invalid("a program without kernels".into()));
         }
-        for r in self.kernels.iter().flat_map(|k| k.ranges.iter()) {
-            if r.end.0 >= cols || r.end.1 >= rows {
-                return Err(DriverError::OutOfRange {
-                    what: "core range",
-                    detail: format!("{r:?} on a {cols}x{rows} grid"),
-                });
+        for k in &self.kernels {
+            for r in &k.ranges {
+                chip.check_range("kernel range", r)?;
+            }
+            let p = k.processor;
+            let room = firmware_stack_top(chip.params(), p) - local_mem(chip.params(), p).base;
+            if k.image.max_frame > room {
+                return Err(DriverError::Invalid(format!(
+                    "kernel {} allocates a {}-byte stack frame; a {} {} has {room} bytes of stack ({} bytes of local \
+                     memory less the NOC state): run it on a core with more",
+                    k.image.name,
+                    k.image.max_frame,
+                    chip.arch(),
+                    p.name(),
+                    local_mem(chip.params(), p).size
+                )));
             }
         }
         Ok(())
@@ -261,8 +312,39 @@ mod tests {
         p.set_unique_args(k, (1, 1), &[1, 2]).unwrap();
         assert_eq!(p.kernels()[0].unique_count(), 2);
         assert_eq!(p.kernels()[0].unique_args((1, 1)), Some(vec![1, 2]));
-        assert!(p.check_grid(4, 4).is_err());
-        p.check_grid(8, 8).unwrap();
+        let small =
+            Topology::for_board(cqlab_abi::soc::Board::WormholeN150, Some("rows=1,2,3,4,5,7,8".parse().unwrap()), 1)
+                .unwrap();
+        assert_eq!((small.cols(), small.rows()), (8, 2));
+        let e = p.check(&small).unwrap_err().to_string();
+        assert!(e.contains("8x2") && e.contains("(0,0)..=(3,3)"), "{e}");
+        p.check(&Topology::for_board(cqlab_abi::soc::Board::WormholeN150, None, 2).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn kernels_of_different_cores_share_a_rectangle_exactly_and_trisc_stacks_are_checked() {
+        let r = CoreRange::new((0, 0), (1, 1));
+        let mut p = Program::new();
+        p.add_kernel(image(), &[r]).unwrap();
+        p.add_kernel_on(image(), &[r], Processor::Ncrisc).unwrap();
+        let e = p.add_kernel_on(image(), &[r], Processor::Ncrisc).unwrap_err().to_string();
+        assert!(e.contains("one kernel per program"), "{e}");
+        let e = p.add_kernel_on(image(), &[CoreRange::new((1, 1), (2, 2))], Processor::Trisc0).unwrap_err();
+        assert!(e.to_string().contains("share a rectangle exactly"), "{e}");
+        // A frame of 2032 bytes: too big for a Wormhole TRISC (2016 bytes
+        // of stack), fine on BRISC and on a Blackhole TRISC.
+        let mut big = KernelImage::test_image("big");
+        big.max_frame = 2032;
+        let big = Arc::new(big);
+        let mut p = Program::new();
+        p.add_kernel_on(big.clone(), &[r], Processor::Trisc1).unwrap();
+        let wh = Topology::for_board(cqlab_abi::soc::Board::WormholeN150, None, 1).unwrap();
+        let e = p.check(&wh).unwrap_err().to_string();
+        assert!(e.contains("2032") && e.contains("2016") && e.contains("trisc1"), "{e}");
+        p.check(&Topology::for_board(cqlab_abi::soc::Board::BlackholeP150a, None, 1).unwrap()).unwrap();
+        let mut p = Program::new();
+        p.add_kernel(big, &[r]).unwrap();
+        p.check(&wh).unwrap();
     }
 
     #[test]

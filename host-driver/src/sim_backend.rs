@@ -1,17 +1,48 @@
 //! The embedded simulator backend: the chip runs in this process and only
 //! advances when the host polls, so seed + configuration + host program
-//! give a bit-identical run. BAR access costs are the chip model's own
+//! give a bit-identical run. The host reaches it as it reaches a card:
+//! through BAR0, its TLB windows configured with the chip's TLB registers
+//! ([`crate::tlb`]). BAR access costs are the chip model's own
 //! ([`cqlab_sim::bar`]), so the daemon charges the same device time.
 
 use crate::backend::{check_sysmem, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES};
 use crate::error::{DriverError, Result};
-use cqlab_abi::noc::{Coord, NocAddr};
+use crate::geometry::CoreId;
+use crate::tlb::{RegisterWindows, TlbBar, Windows};
+use cqlab_abi::arch::tlb::TlbConfig;
+use cqlab_abi::arch::ArchParams;
+use cqlab_abi::noc::NocAddr;
 use cqlab_sim::chip::Chip;
 use cqlab_sim::config::SimConfig;
 
 pub struct EmbeddedSim {
-    chip: Chip,
+    chip: SimBar,
+    windows: Windows,
     poll_cycles: u64,
+}
+
+/// The chip's BAR0 as the window manager drives it.
+struct SimBar {
+    chip: Chip,
+    regs: RegisterWindows,
+}
+
+impl TlbBar for SimBar {
+    fn windows(&self) -> usize {
+        self.regs.count()
+    }
+    fn configure(&mut self, w: usize, cfg: &TlbConfig) -> Result<()> {
+        let (at, words) = self.regs.config_write(w, cfg)?;
+        self.chip.bar_write(0, at, &words).map_err(sim_err)
+    }
+    fn write(&mut self, w: usize, offset: u64, data: &[u8]) -> Result<()> {
+        let (bar, at) = self.regs.data_at(w, offset);
+        self.chip.bar_write(bar, at, data).map_err(sim_err)
+    }
+    fn read(&mut self, w: usize, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let (bar, at) = self.regs.data_at(w, offset);
+        self.chip.bar_read(bar, at, buf).map_err(sim_err)
+    }
 }
 
 impl EmbeddedSim {
@@ -21,13 +52,19 @@ impl EmbeddedSim {
         let (map, _) = crate::sysmem::alloc(cfg.sysmem_size)?;
         let sysmem = cqlab_sim::memory::Sysmem::External(Box::new(map));
         let chip = Chip::with_sysmem(cfg, sysmem).map_err(sim_err)?;
-        Ok(Self { chip, poll_cycles: DEFAULT_POLL_CYCLES })
+        let regs = RegisterWindows::new(chip.arch());
+        let windows = Windows::new(regs.count());
+        Ok(Self { chip: SimBar { chip, regs }, windows, poll_cycles: DEFAULT_POLL_CYCLES })
     }
     pub fn chip(&self) -> &Chip {
-        &self.chip
+        &self.chip.chip
     }
     pub fn chip_mut(&mut self) -> &mut Chip {
-        &mut self.chip
+        &mut self.chip.chip
+    }
+    /// TLB window configurations issued so far.
+    pub fn tlb_configurations(&self) -> u64 {
+        self.windows.configured()
     }
 }
 
@@ -37,33 +74,40 @@ fn sim_err(e: impl std::fmt::Display) -> DriverError {
 
 impl Backend for EmbeddedSim {
     fn name(&self) -> String {
-        format!("embedded simulator (seed {})", self.chip.config().seed)
+        format!("embedded simulator (seed {})", self.chip().config().seed)
+    }
+    fn params(&self) -> &'static ArchParams {
+        self.chip.chip.arch()
     }
     fn write(&mut self, addr: NocAddr, data: &[u8]) -> Result<()> {
-        self.chip.bar_write(addr, data).map_err(sim_err)
+        self.windows.write(&mut self.chip, addr, data)
     }
     fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
-        self.chip.bar_read(addr, buf).map_err(sim_err)
+        self.windows.read(&mut self.chip, addr, buf)
+    }
+    fn bar0_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
+        self.chip_mut().bar_read(0, offset as u64, buf).map_err(sim_err)
     }
     fn sysmem_len(&self) -> usize {
-        self.chip.config().sysmem_size
+        self.chip().config().sysmem_size
     }
     fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
         // The device runs only inside our calls: a plain copy is a snapshot.
         let r = check_sysmem(offset, buf.len(), self.sysmem_len())?;
-        buf.copy_from_slice(&self.chip.sysmem()[r]);
+        buf.copy_from_slice(&self.chip().sysmem()[r]);
         Ok(())
     }
     fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]> {
         let r = check_sysmem(offset, len, self.sysmem_len())?;
-        let bytes = self.chip.sysmem_mut().expect("the embedded simulator's sysmem is not shared");
+        let bytes = self.chip_mut().sysmem_mut().expect("the embedded simulator's sysmem is not shared");
         Ok(&mut bytes[r])
     }
     fn poll(&mut self) -> Result<u64> {
-        Ok(self.chip.host_poll(self.poll_cycles))
+        let cycles = self.poll_cycles;
+        Ok(self.chip_mut().host_poll(cycles))
     }
     fn now(&self) -> u64 {
-        self.chip.now()
+        self.chip().now()
     }
     fn introspect(&mut self) -> Option<&mut dyn Introspect> {
         Some(self)
@@ -71,35 +115,43 @@ impl Backend for EmbeddedSim {
 }
 
 impl Introspect for EmbeddedSim {
-    fn core_debug(&mut self, core: Coord) -> Result<Option<CoreDebug>> {
-        Ok(self.chip.core_debug(core).map(|d| CoreDebug {
+    fn core_debug(&mut self, core: CoreId) -> Result<Option<CoreDebug>> {
+        let id = cqlab_sim::chip::CoreId { tile: core.tile, processor: core.processor };
+        Ok(self.chip().core_debug(id).map(|d| CoreDebug {
             pc: d.pc,
             halt: d.halt.map(|h| h.to_string()),
             last_pcs: d.last_pcs,
         }))
     }
     fn digest(&mut self) -> Result<u64> {
-        Ok(self.chip.digest())
+        Ok(self.chip().digest())
     }
     fn dram_traffic(&mut self) -> Result<DramTraffic> {
-        let t = self.chip.dram_traffic();
+        let t = self.chip().dram_traffic();
         Ok(DramTraffic { read_bytes: t.read_bytes, write_bytes: t.write_bytes })
     }
     fn reset_dram_traffic(&mut self) -> Result<()> {
-        self.chip.reset_dram_traffic();
+        self.chip_mut().reset_dram_traffic();
         Ok(())
     }
     fn peek(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<bool> {
-        self.chip.read(addr, buf).map_err(sim_err)?;
+        self.chip().read(addr, buf).map_err(sim_err)?;
         Ok(true)
     }
     fn run_cycles(&mut self, cycles: u64) -> Result<u64> {
-        Ok(self.chip.host_poll(cycles))
+        Ok(self.chip_mut().host_poll(cycles))
     }
-    fn set_pc_sampling(&mut self, cores: &[Coord]) -> Result<()> {
-        self.chip.set_pc_sampling(cores).map_err(sim_err)
+    fn set_pc_sampling(&mut self, cores: &[CoreId]) -> Result<()> {
+        let ids: Vec<_> =
+            cores.iter().map(|c| cqlab_sim::chip::CoreId { tile: c.tile, processor: c.processor }).collect();
+        self.chip_mut().set_pc_sampling(&ids).map_err(sim_err)
     }
-    fn pc_samples(&mut self) -> Result<Vec<(Coord, u32, u64)>> {
-        Ok(self.chip.pc_samples())
+    fn pc_samples(&mut self) -> Result<Vec<(CoreId, u32, u64)>> {
+        Ok(self
+            .chip()
+            .pc_samples()
+            .into_iter()
+            .map(|(c, pc, n)| (CoreId { tile: c.tile, processor: c.processor }, pc, n))
+            .collect())
     }
 }

@@ -1,14 +1,17 @@
 //! The one place the host waits for the device: progress-aware, with a
-//! hang dump when it gives up. A wait takes the backend, the configuration
-//! and the queues (which it drains while it waits), never the whole device.
+//! hang dump when it gives up. A wait takes the backend, the configuration,
+//! the chip and the queues (which it drains while it waits), never the
+//! whole device.
 
 use crate::backend::Backend;
 use crate::config::DeviceConfig;
 use crate::dump::{HangDump, QueuePointers, Wait};
 use crate::error::{DeviceFault, DriverError, Result};
-use cqlab_abi::mailbox::{ErrorRecord, ERROR, ERROR_MAGIC, WAYPOINT};
+use crate::geometry::{CoreId, Topology};
+use cqlab_abi::arch::tensix::Processor;
+use cqlab_abi::mailbox::{self, ErrorRecord, ERROR, ERROR_MAGIC, SUB_WAYPOINT, WAYPOINT};
 use cqlab_abi::memory_map::TRACE_RING;
-use cqlab_abi::noc::{self, Coord, NocAddr};
+use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::trace::{TraceKind, TraceRingHeader};
 use cqlab_abi::waypoint::{self, Waypoint};
 
@@ -31,10 +34,11 @@ pub(crate) trait Waiting {
 pub(crate) fn dump<Q: Waiting + ?Sized>(
     backend: &mut dyn Backend,
     cfg: &DeviceConfig,
+    chip: &Topology,
     queues: &mut Q,
     wait: Wait,
 ) -> Result<Box<HangDump>> {
-    Ok(Box::new(HangDump::collect(backend, cfg, |b| queues.pointers(b, cfg), wait)?))
+    Ok(Box::new(HangDump::collect(backend, chip, |b| queues.pointers(b, cfg), wait)?))
 }
 
 /// Polls `ready` until it holds. Gives up after `stall_timeout_cycles`
@@ -45,6 +49,7 @@ pub(crate) fn dump<Q: Waiting + ?Sized>(
 pub(crate) fn until<Q: Waiting + ?Sized>(
     backend: &mut dyn Backend,
     cfg: &DeviceConfig,
+    chip: &Topology,
     queues: &mut Q,
     what: impl Fn() -> Wait,
     mut ready: impl FnMut(&mut dyn Backend, &mut Q) -> Result<bool>,
@@ -68,15 +73,15 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
         if now >= next_check {
             next_check = now + PROGRESS_CHECK_CYCLES;
             queues.checked();
-            check_halted_cq_cores(backend, cfg, queues, &what)?;
-            let progress = Some(progress(backend, cfg)?);
+            check_halted_cq_cores(backend, cfg, chip, queues, &what)?;
+            let progress = Some(progress(backend, chip)?);
             if progress != last_progress {
                 (last_progress, last_change) = (progress, now);
                 continue;
             }
             // No core recorded anything since `last_change`. A kernel
             // still running is not a hang: it has its own limit.
-            if let Some((core, started)) = running_kernel(backend, cfg)? {
+            if let Some((core, started)) = running_kernel(backend, chip)? {
                 // A worker at RUN without its KernelStart record (still
                 // booting, or its record overwritten) counts from when
                 // this wait first saw it, so the kernel limit bounds it.
@@ -91,12 +96,12 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
                 let ran = now.saturating_sub(started);
                 let limit = cfg.kernel_timeout_cycles;
                 if limit != 0 && ran >= limit {
-                    let dump = dump(backend, cfg, queues, what())?;
+                    let dump = dump(backend, cfg, chip, queues, what())?;
                     return Err(DriverError::KernelTimeout { core, cycles: ran, limit, wait: what(), dump });
                 }
                 last_change = now;
             } else if now - last_change >= cfg.stall_timeout_cycles {
-                let dump = dump(backend, cfg, queues, what())?;
+                let dump = dump(backend, cfg, chip, queues, what())?;
                 return Err(DriverError::Timeout { wait: what(), cycles: now - last_change, dump });
             }
         }
@@ -107,37 +112,62 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
 fn check_halted_cq_cores<Q: Waiting + ?Sized>(
     backend: &mut dyn Backend,
     cfg: &DeviceConfig,
+    chip: &Topology,
     queues: &mut Q,
     what: &impl Fn() -> Wait,
 ) -> Result<()> {
-    for q in 0..cfg.num_cqs {
-        for core in [noc::prefetcher(q), noc::dispatcher(q)] {
-            let wp = Waypoint(backend.read_u32(NocAddr::unicast(core, WAYPOINT as u64))?);
-            if wp == waypoint::BAD_CMD || wp == waypoint::PANIC {
-                let dump = dump(backend, cfg, queues, what())?;
-                let fault = match dump.core(core).and_then(|c| c.error.clone()) {
-                    Some(report) => DeviceFault::BadCommand(report),
-                    None => DeviceFault::Halted { waypoint: wp, wait: what() },
-                };
-                return Err(DriverError::Device { core, fault, dump });
-            }
+    for core in chip.cq_cores() {
+        let wp = Waypoint(backend.read_u32(NocAddr::unicast(core, WAYPOINT as u64))?);
+        if wp == waypoint::BAD_CMD || wp == waypoint::PANIC {
+            let dump = dump(backend, cfg, chip, queues, what())?;
+            let fault = match dump.core(core).and_then(|c| c.error.clone()) {
+                Some(report) => DeviceFault::BadCommand(report),
+                None => DeviceFault::Halted { waypoint: wp, wait: what() },
+            };
+            return Err(DriverError::Device { core, fault, dump });
         }
     }
     Ok(())
 }
 
-/// A worker running its kernel (waypoint RUN, not halted, no error
-/// record) and the cycle its kernel started (its last `KernelStart`
-/// trace record), the earliest-started first.
-fn running_kernel(backend: &mut dyn Backend, cfg: &DeviceConfig) -> Result<Option<(Coord, u64)>> {
+/// Whether a core of worker tile `w` runs a kernel: BRISC at RUN, or
+/// BRISC waiting for its subordinates (SUBW) while one of them is at RUN.
+fn kernel_running(backend: &mut dyn Backend, w: Coord) -> Result<bool> {
+    let wp = |backend: &mut dyn Backend, a: u32| -> Result<Waypoint> {
+        Ok(Waypoint(backend.read_u32(NocAddr::unicast(w, a as u64))?))
+    };
+    match wp(backend, WAYPOINT)? {
+        x if x == waypoint::RUN => Ok(true),
+        x if x == waypoint::SUBW => {
+            for p in &Processor::ALL[1..] {
+                if wp(backend, mailbox::subordinate(p.index()) + SUB_WAYPOINT)? == waypoint::RUN {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// A worker tile running a kernel (`kernel_running`, no core halted, no
+/// error record) and the cycle its kernels started (BRISC's last
+/// `KernelStart` trace record), the earliest-started first.
+fn running_kernel(backend: &mut dyn Backend, chip: &Topology) -> Result<Option<(Coord, u64)>> {
     let mut found: Option<(Coord, u64)> = None;
-    for w in cfg.workers() {
+    for w in chip.workers() {
         let at = |a: u32| NocAddr::unicast(w, a as u64);
-        if Waypoint(backend.read_u32(at(WAYPOINT))?) != waypoint::RUN {
+        if !kernel_running(backend, w)? {
             continue;
         }
         let halted = match backend.introspect() {
-            Some(i) => i.core_debug(w)?.is_some_and(|d| d.halt.is_some()),
+            Some(i) => {
+                let mut any = false;
+                for p in Processor::ALL {
+                    any |= i.core_debug(CoreId { tile: w, processor: p })?.is_some_and(|d| d.halt.is_some());
+                }
+                any
+            }
             None => false,
         };
         if halted || backend.read_u32(at(ERROR + std::mem::offset_of!(ErrorRecord, magic) as u32))? == ERROR_MAGIC {
@@ -158,10 +188,10 @@ fn running_kernel(backend: &mut dyn Backend, cfg: &DeviceConfig) -> Result<Optio
 
 /// Sum of every core's trace sequence number: moves whenever any core
 /// does something worth recording.
-fn progress(backend: &mut dyn Backend, cfg: &DeviceConfig) -> Result<u64> {
+fn progress(backend: &mut dyn Backend, chip: &Topology) -> Result<u64> {
     let next_seq = TRACE_RING.base as u64 + std::mem::offset_of!(TraceRingHeader, next_seq) as u64;
     let mut total = 0u64;
-    for core in cfg.all_cores() {
+    for core in chip.all_cores() {
         total += backend.read_u32(NocAddr::unicast(core, next_seq))? as u64;
     }
     Ok(total)

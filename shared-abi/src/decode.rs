@@ -13,7 +13,7 @@ use crate::prefetch::{
     checksum, DebugCmd, ExecBufCmd, ExecBufFlags, PagedFlags, PrefetchCmdId, RelayInlineCmd, RelayLinearCmd,
     RelayPagedCmd,
 };
-use crate::{mmio, CMD_HEADER_SIZE, L1_ALIGNMENT, PCIE_ALIGNMENT};
+use crate::{semaphore, CMD_HEADER_SIZE, L1_ALIGNMENT, PCIE_ALIGNMENT};
 use core::fmt;
 use zerocopy::FromBytes;
 
@@ -289,7 +289,7 @@ impl DispatchHeader {
                     return Err(bad("WRITE_LINEAR length", 0));
                 }
                 let dst = NocAddr(cmd.dst);
-                let (s, e) = (dst.coord(), dst.mcast_end());
+                let (s, e) = dst.rect();
                 if e.x < s.x || e.y < s.y {
                     return Err(bad("WRITE_LINEAR multicast end", e.packed() as u64));
                 }
@@ -344,7 +344,7 @@ impl DispatchHeader {
                         return Err(bad("WAIT launch distance", cmd.count as u64));
                     }
                 }
-                if ctr && cmd.addr >= mmio::SEMAPHORE_COUNT {
+                if ctr && cmd.addr >= semaphore::COUNT {
                     return Err(bad("WAIT semaphore index", cmd.addr as u64));
                 }
                 if mem && cmd.addr % 4 != 0 {
@@ -360,7 +360,7 @@ impl DispatchHeader {
                     return Err(bad("LAUNCH length", cmd.length as u64));
                 }
                 let dst = NocAddr(cmd.dst);
-                let (s, e) = (dst.coord(), dst.mcast_end());
+                let (s, e) = dst.rect();
                 if e.x < s.x || e.y < s.y {
                     return Err(bad("LAUNCH multicast end", e.packed() as u64));
                 }
@@ -505,7 +505,10 @@ fn check_payload(header: &DispatchHeader, payload: &[u8]) -> Result<(), DecodeEr
             for i in 0..cmd.count as usize {
                 let sub =
                     u32::from_le_bytes([payload[4 * i], payload[4 * i + 1], payload[4 * i + 2], payload[4 * i + 3]]);
-                if crate::noc::worker_index(crate::noc::Coord::unpack(sub)).is_none() || sub >> 16 != 0 {
+                // Coordinates only: whether they name a compute core is the
+                // chip's to say (the dispatcher checks its `NocMap`).
+                let c = crate::noc::Coord::unpack(sub);
+                if sub >> 16 != 0 || c.x > crate::noc::MAX_COORD || c.y > crate::noc::MAX_COORD {
                     return Err(bad("WRITE_PACKED destination", sub as u64));
                 }
             }
@@ -668,7 +671,7 @@ pub struct NocFmt(pub u64);
 impl fmt::Display for NocFmt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let a = NocAddr(self.0);
-        let (s, e) = (a.coord(), a.mcast_end());
+        let (s, e) = a.rect();
         if a.is_multicast() {
             write!(f, "({},{})..({},{})+0x{:x}", s.x, s.y, e.x, e.y, a.local())
         } else {

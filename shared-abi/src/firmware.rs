@@ -6,8 +6,40 @@ id_table! {
     pub enum FirmwareId: u32 { from_u32, name } {
         Prefetch = 1, "prefetch";
         Dispatch = 2, "dispatch";
-        /// The resident worker loop; kernels are separate images it calls
-        /// (see `program`).
+        /// The resident worker loop on BRISC; kernels are separate images it
+        /// calls (see `program`). It releases and gathers the four below.
         Worker = 3, "worker";
+        /// The worker loop of a worker tile's NCRISC.
+        WorkerNcrisc = 4, "worker-ncrisc";
+        /// The worker loops of a worker tile's TRISCs.
+        WorkerTrisc0 = 5, "worker-trisc0";
+        WorkerTrisc1 = 6, "worker-trisc1";
+        WorkerTrisc2 = 7, "worker-trisc2";
+    }
+}
+
+impl FirmwareId {
+    /// The core an image runs on.
+    pub const fn processor(self) -> crate::arch::tensix::Processor {
+        use crate::arch::tensix::Processor;
+        match self {
+            FirmwareId::Prefetch | FirmwareId::Dispatch | FirmwareId::Worker => Processor::Brisc,
+            FirmwareId::WorkerNcrisc => Processor::Ncrisc,
+            FirmwareId::WorkerTrisc0 => Processor::Trisc0,
+            FirmwareId::WorkerTrisc1 => Processor::Trisc1,
+            FirmwareId::WorkerTrisc2 => Processor::Trisc2,
+        }
+    }
+
+    /// The worker image of core `p` of a worker tile.
+    pub const fn worker(p: crate::arch::tensix::Processor) -> Self {
+        use crate::arch::tensix::Processor;
+        match p {
+            Processor::Brisc => FirmwareId::Worker,
+            Processor::Ncrisc => FirmwareId::WorkerNcrisc,
+            Processor::Trisc0 => FirmwareId::WorkerTrisc0,
+            Processor::Trisc1 => FirmwareId::WorkerTrisc1,
+            Processor::Trisc2 => FirmwareId::WorkerTrisc2,
+        }
     }
 }

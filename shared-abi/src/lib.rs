@@ -20,6 +20,7 @@ mod layout;
 mod table;
 
 pub mod arch;
+pub mod boot;
 pub mod completion;
 pub mod decode;
 pub mod dispatch;
@@ -29,11 +30,12 @@ pub mod fetch_queue;
 pub mod firmware;
 pub mod mailbox;
 pub mod memory_map;
-pub mod mmio;
 pub mod noc;
+pub mod noc_map;
 pub mod prefetch;
 pub mod program;
 pub mod ring;
+pub mod semaphore;
 pub mod size;
 #[cfg(feature = "std")]
 pub mod soc;
@@ -42,12 +44,10 @@ pub mod trace;
 pub mod waypoint;
 
 /// Version of this ABI. Firmware reports it in its alive record; the host
-/// refuses to drive firmware built against another version.
-pub const ABI_VERSION: u32 = 2;
-
-/// The device's core clock: 1 GHz, so one device cycle is one nanosecond.
-/// Host figures (microseconds, bandwidths) convert device cycles with it.
-pub const CLOCK_HZ: u64 = 1_000_000_000;
+/// refuses to drive firmware built against another version. 3: the real
+/// chips' contract (issue 25: translated coordinates, `NocMap`, L1
+/// semaphores, per-core images and kernels).
+pub const ABI_VERSION: u32 = 3;
 
 /// Command headers, dispatch payloads and dispatcher-ring writes are aligned
 /// to this many bytes (the L1 / NOC alignment).

@@ -3,13 +3,15 @@
 //! configuration and status.
 
 use crate::memory_map::MAILBOXES;
+use crate::program::KernelCtx;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-/// Reserved (launch messages live in the worker's launch ring, see `program`).
-pub const RESERVED: u32 = MAILBOXES.base;
-/// `AliveRecord`, written by firmware once it runs.
+/// Semaphores (`semaphore`): `semaphore::COUNT` words.
+pub const SEMAPHORES: u32 = crate::semaphore::BASE;
+/// `AliveRecord` of BRISC, written once its firmware runs (a worker's
+/// BRISC writes it after every subordinate core has written its own).
 pub const ALIVE: u32 = MAILBOXES.base + 0x40;
-/// Current `waypoint::Waypoint` (u32).
+/// BRISC's current `waypoint::Waypoint` (u32).
 pub const WAYPOINT: u32 = MAILBOXES.base + 0x60;
 /// `CqConfig` of a prefetcher or dispatcher, written by the host before reset release.
 pub const CQ_CONFIG: u32 = MAILBOXES.base + 0x80;
@@ -28,12 +30,58 @@ pub const LAST_EVENT: u32 = MAILBOXES.base + 0x140;
 pub const SCRATCH: u32 = MAILBOXES.base + 0x180;
 pub const SCRATCH_SIZE: u32 = 0x80;
 
+/// `noc_map::NocMap`, written by the host into every tile before release.
+pub const NOC_MAP: u32 = MAILBOXES.base + 0x200;
+
+/// One `SubordinateMailbox` per subordinate core of a worker tile (NCRISC,
+/// TRISC0, TRISC1, TRISC2, in `arch::tensix::Processor::ALL` order after BRISC).
+pub const SUBORDINATES: u32 = MAILBOXES.base + 0x400;
+/// Subordinate cores of a Tensix tile.
+pub const SUBORDINATE_COUNT: u32 = 4;
+
 /// Address of the last-event word for queue `cq`.
 pub const fn last_event(cq: u8) -> u32 {
     LAST_EVENT + 4 * cq as u32
 }
 
-const _: () = assert!(last_event(crate::noc::MAX_CQS) <= MAILBOXES.end());
+/// Address of the mailbox of the subordinate core with processor index
+/// `processor` (1..=4: `arch::tensix::Processor::index`).
+pub const fn subordinate(processor: usize) -> u32 {
+    SUBORDINATES + (processor as u32 - 1) * core::mem::size_of::<SubordinateMailbox>() as u32
+}
+
+/// What a worker tile's BRISC and one of its subordinate cores (NCRISC or
+/// a TRISC) exchange. The subordinate writes `alive` when its firmware
+/// runs and `done` when it finished a launch; BRISC writes `entry` and
+/// `ctx`, then `go` (the launch count) to have it run a kernel. BRISC
+/// zeroes `go` and `done` before it releases the subordinate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct SubordinateMailbox {
+    pub alive: AliveRecord,
+    /// The subordinate's current `waypoint::Waypoint`.
+    pub waypoint: u32,
+    /// The launch count of the last launch it finished (its kernel returned
+    /// and its NOC writes landed).
+    pub done: u32,
+    /// The launch count of the launch BRISC asks it to run, written last.
+    pub go: u32,
+    /// The kernel's entry (a `program::kernel_slot` address).
+    pub entry: u32,
+    /// What the kernel is handed (a pointer to it, in L1).
+    pub ctx: KernelCtx,
+    pub _reserved: [u32; 8],
+}
+assert_layout!(SubordinateMailbox, 128, alive => 0, waypoint => 32, done => 36, go => 40, entry => 44, ctx => 48);
+
+/// Offsets in a `SubordinateMailbox`.
+pub const SUB_WAYPOINT: u32 = core::mem::offset_of!(SubordinateMailbox, waypoint) as u32;
+pub const SUB_DONE: u32 = core::mem::offset_of!(SubordinateMailbox, done) as u32;
+pub const SUB_GO: u32 = core::mem::offset_of!(SubordinateMailbox, go) as u32;
+pub const SUB_ENTRY: u32 = core::mem::offset_of!(SubordinateMailbox, entry) as u32;
+pub const SUB_CTX: u32 = core::mem::offset_of!(SubordinateMailbox, ctx) as u32;
+
+const _: () = assert!(last_event(crate::noc::MAX_CQS) <= SCRATCH);
 
 /// `AliveRecord::magic`.
 pub const ALIVE_MAGIC: u32 = u32::from_le_bytes(*b"ALIV");
@@ -69,7 +117,7 @@ pub struct CqConfig {
     pub issue_size: u32,
     pub completion_size: u32,
     pub cq_id: u32,
-    pub num_cqs: u32,
+    pub _reserved0: u32,
     /// Fetch-queue slots in use (<= `fetch_queue::MAX_ENTRIES`).
     pub fetch_entries: u32,
     /// Prefetcher command-buffer bytes in use (<= `CMD_BUFFER.size`).
@@ -77,14 +125,12 @@ pub struct CqConfig {
     /// Dispatcher ring page size and page count (<= `DISPATCH_RING.size`).
     pub ring_page_size: u32,
     pub ring_pages: u32,
-    /// The other core of this CQ (`noc::Coord::packed`).
+    /// The other core of this CQ (`noc::Coord::packed`, translated).
     pub peer_xy: u32,
-    pub dram_banks: u32,
-    pub _reserved: [u32; 4],
+    pub _reserved: [u32; 5],
 }
 assert_layout!(CqConfig, 64, sysmem_base => 0, issue_size => 8, completion_size => 12, cq_id => 16,
-    num_cqs => 20, fetch_entries => 24, cmd_buffer_size => 28, ring_page_size => 32, ring_pages => 36,
-    peer_xy => 40, dram_banks => 44);
+    fetch_entries => 24, cmd_buffer_size => 28, ring_page_size => 32, ring_pages => 36, peer_xy => 40);
 
 id_table! {
     /// Why firmware stopped on a bad command: a short name (for signatures
@@ -104,6 +150,8 @@ id_table! {
         BadDestination = 12, "bad-destination", "destination is not a worker core";
         TooLarge = 13, "too-large", "larger than the buffer it must pass through";
         BadKernelArgs = 14, "bad-kernel-args", "invalid kernel runtime arguments";
+        NoNoc = 15, "no-noc", "NOC access from a core that has none (TRISCs run plain RISC-V code)";
+        BadNocMap = 16, "bad-noc-map", "the NOC map is missing or invalid";
     }
 }
 
@@ -146,7 +194,7 @@ pub struct ExitRecord {
 assert_layout!(ExitRecord, 16, magic => 0, commands => 4, cycle => 8);
 
 const _: () = {
-    assert!(ALIVE >= RESERVED + 64);
+    assert!(ALIVE >= crate::semaphore::END);
     assert!(WAYPOINT >= ALIVE + 32);
     assert!(CQ_CONFIG >= WAYPOINT + 4);
     assert!(ERROR >= CQ_CONFIG + 64);
@@ -154,5 +202,8 @@ const _: () = {
     assert!(COMPLETION_RD_PTR >= EXIT + 16);
     assert!(LAST_EVENT >= COMPLETION_RD_PTR + 4);
     assert!(SCRATCH >= last_event(crate::noc::MAX_CQS));
-    assert!(SCRATCH + SCRATCH_SIZE <= MAILBOXES.end());
+    assert!(NOC_MAP >= SCRATCH + SCRATCH_SIZE);
+    assert!(SUBORDINATES >= NOC_MAP + core::mem::size_of::<crate::noc_map::NocMap>() as u32);
+    assert!(subordinate(4) + 128 <= MAILBOXES.end());
+    assert!(NOC_MAP % 16 == 0 && SUBORDINATES % 16 == 0);
 };

@@ -1,10 +1,22 @@
-//! The chip's memory map: L1 regions of every core, DRAM banks and the
-//! sysmem window, as addresses the firmware, linker script, simulator and
-//! driver all use.
+//! The L1 map of every Tensix tile and the local memories of its cores, as
+//! addresses the firmware, the linker scripts, the simulator and the driver
+//! all use.
 //!
-//! Every core sees its own L1 at address 0. Regions are laid out identically
-//! on every core so one linker script serves all firmware; a region a core
-//! does not use (the command buffer on a worker) is simply free L1.
+//! The map is the same on Wormhole and Blackhole up to [`USER`]'s end; the
+//! last region, [`kernel_scratch`], runs to the end of L1 and so is smaller
+//! on Wormhole (1464 KiB of L1) than on Blackhole (1536 KiB). Regions are
+//! laid out identically on every tile, so one set of linker scripts serves
+//! all firmware; a region a tile does not use (the command buffer on a
+//! worker) is simply free L1.
+//!
+//! The five cores of a tile each have their own code and data region
+//! ([`code`], [`data`]): the host loads one image per core, and BRISC's
+//! image also holds the reset jump at address 0 ([`BOOT`]). Each core's
+//! private local memory ([`local_mem`]) holds its stack, its hot state and,
+//! at its top, the HAL's NOC issue counters ([`noc_state`]).
+
+use crate::arch::tensix::{Processor, LOCAL_MEM_BASE};
+use crate::arch::{ArchParams, BLACKHOLE, WORMHOLE};
 
 /// A named, contiguous L1 region `[base, base + size)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,31 +35,70 @@ impl Region {
     }
 }
 
-/// Default L1 size per core (Wormhole-like 1.5 MiB). The simulator may be
-/// configured larger; the fixed regions below always fit the default.
-pub const L1_DEFAULT_SIZE: u32 = 1536 * 1024;
-
-/// Size of a host TLB window onto the NOC (as Wormhole's 2 MiB windows): a
-/// window maps `[base, base + TLB_WINDOW_SIZE)` of one endpoint, `base`
-/// aligned to the size. The simulated chip's L1 fits one window.
-pub const TLB_WINDOW_SIZE: u64 = 2 << 20;
-const _: () = assert!(L1_DEFAULT_SIZE as u64 <= TLB_WINDOW_SIZE);
-
-/// Never mapped to anything useful: catches null-pointer writes.
-pub const NULL_GUARD: Region = Region { name: "null_guard", base: 0x0000_0000, size: 0x100 };
-/// Launch, alive, waypoint, CQ config, error and exit mailboxes (see `mailbox`).
-pub const MAILBOXES: Region = Region { name: "mailboxes", base: 0x0000_0100, size: 0x300 };
+/// Address 0: BRISC's reset PC is hard-wired to 0 (tt-isa
+/// `TensixTile/SoftReset.md`), so word 0 holds a `jal` to the BRISC image's
+/// entry, written by the host before release ([`crate::boot::reset_jal`],
+/// as tt-metal's `generate_risc_startup_addr`); word 1 is where NOC atomics
+/// return the old value ([`NOC_ATOMIC_RET`]). The rest is never used, so a
+/// stray null-pointer store lands in harmless bytes.
+pub const BOOT: Region = Region { name: "boot", base: 0x0000_0000, size: 0x100 };
+/// The BRISC reset jump (`MEM_BOOT_CODE_BASE`, tt-metal wh and bh
+/// `dev_mem_map.h`).
+pub const RESET_JAL: u32 = BOOT.base;
+/// Where a non-posted NOC atomic's response (the old value) lands on the
+/// issuing tile (`MEM_NOC_ATOMIC_RET_VAL_ADDR` 4, tt-metal wh and bh
+/// `dev_mem_map.h`). Nobody reads it: the HAL programs it once.
+pub const NOC_ATOMIC_RET: u32 = BOOT.base + 4;
+/// Launch, alive, waypoint, CQ config, NOC map, semaphores, subordinate,
+/// error and exit mailboxes (see `mailbox`).
+pub const MAILBOXES: Region = Region { name: "mailboxes", base: 0x0000_0100, size: 0xF00 };
 /// Prefetcher fetch queue: `u32` entries and their source and split words,
 /// written by the host through the BAR (see `fetch_queue`).
-pub const FETCH_QUEUE: Region = Region { name: "fetch_queue", base: 0x0000_0400, size: 0xC00 };
-/// Firmware text and read-only data; the entry point is its first byte.
-pub const CODE: Region = Region { name: "code", base: 0x0000_1000, size: 0x1_0000 };
-/// Firmware `.data` and `.bss`.
-pub const DATA: Region = Region { name: "data", base: 0x0001_1000, size: 0x8000 };
-/// Stack of standalone programs (`cqlab sim exec`, ISA tests); device
-/// firmware keeps its stack in `LOCAL_MEM` instead (see `FIRMWARE_STACK_TOP`).
-pub const STACK: Region = Region { name: "stack", base: 0x0001_9000, size: 0x4000 };
-/// Trace ring: a `TraceRingHeader` followed by `TraceRecord`s.
+pub const FETCH_QUEUE: Region = Region { name: "fetch_queue", base: 0x0000_1000, size: 0x1000 };
+
+/// Code (text and read-only data) of each core's firmware image, in
+/// [`Processor::ALL`] order; the entry point is the region's first byte.
+/// BRISC runs the prefetcher, the dispatcher or the worker firmware
+/// (about 12 KiB each when this map was laid out); the others run the
+/// small worker loops of their own cores.
+pub const CODE: [Region; 5] = [
+    Region { name: "brisc_code", base: 0x0000_2000, size: 0xA000 },
+    Region { name: "ncrisc_code", base: 0x0000_C000, size: 0x2000 },
+    Region { name: "trisc0_code", base: 0x0000_E000, size: 0x1000 },
+    Region { name: "trisc1_code", base: 0x0000_F000, size: 0x1000 },
+    Region { name: "trisc2_code", base: 0x0001_0000, size: 0x1000 },
+];
+/// `.data` and `.bss` of each core's firmware image.
+pub const DATA: [Region; 5] = [
+    Region { name: "brisc_data", base: 0x0001_1000, size: 0x2000 },
+    Region { name: "ncrisc_data", base: 0x0001_3000, size: 0x1000 },
+    Region { name: "trisc0_data", base: 0x0001_4000, size: 0x1000 },
+    Region { name: "trisc1_data", base: 0x0001_5000, size: 0x1000 },
+    Region { name: "trisc2_data", base: 0x0001_6000, size: 0x1000 },
+];
+
+/// Processor `p`'s code region.
+pub const fn code(p: Processor) -> Region {
+    CODE[p.index()]
+}
+
+/// Processor `p`'s data region.
+pub const fn data(p: Processor) -> Region {
+    DATA[p.index()]
+}
+
+/// Processor `p`'s firmware entry: the first byte of its code region. The
+/// host points BRISC's reset jump there; BRISC's worker firmware points
+/// the reset-PC registers of the others there.
+pub const fn firmware_entry(p: Processor) -> u32 {
+    code(p).base
+}
+
+/// Stack of standalone programs (`cqlab sim exec`, ISA tests), which run
+/// from [`ENTRY_POINT`] on one core; device firmware keeps its stack in
+/// local memory instead ([`firmware_stack_top`]).
+pub const STACK: Region = Region { name: "stack", base: 0x0001_7000, size: 0x6000 };
+/// Trace ring: a `TraceRingHeader` followed by `TraceRecord`s (BRISC's).
 pub const TRACE_RING: Region = Region { name: "trace_ring", base: 0x0001_D000, size: 0x4000 };
 /// Prefetcher command buffer: chunks read from the issue queue land here.
 pub const CMD_BUFFER: Region = Region { name: "cmd_buffer", base: 0x0002_1000, size: 0x4_0000 };
@@ -55,9 +106,25 @@ pub const CMD_BUFFER: Region = Region { name: "cmd_buffer", base: 0x0002_1000, s
 pub const DISPATCH_RING: Region = Region { name: "dispatch_ring", base: 0x0006_1000, size: 0x4_0000 };
 /// Buffers the host allocates in L1.
 pub const USER: Region = Region { name: "user", base: 0x000A_1000, size: 0x0013_1000 - 0x000A_1000 };
-/// Worker kernels' own working memory (tiles, staging pages).
-pub const KERNEL_SCRATCH: Region =
-    Region { name: "kernel_scratch", base: USER.base + USER.size, size: L1_DEFAULT_SIZE - (USER.base + USER.size) };
+
+/// Worker kernels' own working memory (tiles, staging pages): the rest of
+/// L1, whose size is the chip's.
+pub const fn kernel_scratch(chip: &ArchParams) -> Region {
+    Region { name: "kernel_scratch", base: USER.end(), size: chip.l1_size - USER.end() }
+}
+
+/// Where [`kernel_scratch`] starts on every chip.
+pub const KERNEL_SCRATCH_BASE: u32 = USER.end();
+/// The smallest [`kernel_scratch`] of the chips cqlab models (Wormhole's).
+pub const KERNEL_SCRATCH_MIN: u32 = min_l1_size() - KERNEL_SCRATCH_BASE;
+
+const fn min_l1_size() -> u32 {
+    if WORMHOLE.l1_size < BLACKHOLE.l1_size {
+        WORMHOLE.l1_size
+    } else {
+        BLACKHOLE.l1_size
+    }
+}
 
 /// Prefetcher `CMD_BUFFER` split: fetched chunks land in `CHUNK_AREA`, and
 /// data on its way from DRAM/L1 to the dispatcher ring passes through
@@ -83,7 +150,10 @@ const _: () = assert!(TRACE_AREA.end() <= DISPATCH_RING.end());
 pub const TRACE_WINDOWS: u32 = 3;
 pub const TRACE_WINDOW: u32 = TRACE_AREA.size / TRACE_WINDOWS;
 const _: () = assert!(TRACE_WINDOW * TRACE_WINDOWS == TRACE_AREA.size && TRACE_WINDOW % 64 == 0);
-const _: () = assert!(TRACE_WINDOW % crate::mmio::NOC_MAX_PACKET == 0);
+const _: () = assert!(
+    TRACE_WINDOW % WORMHOLE.noc.max_packet == 0 && TRACE_WINDOW % BLACKHOLE.noc.max_packet == 0,
+    "a trace window is whole NOC packets on both chips"
+);
 
 /// The chunk area is a ring of buffers that chunks take in turn, so the
 /// prefetcher reads the next chunks while it runs the current one (one
@@ -105,54 +175,76 @@ pub const fn chunk_buffer(i: u32) -> u32 {
 /// Worker-only use of `CMD_BUFFER` and `DISPATCH_RING` (which only CQ cores
 /// use): the launch-message rings, one per command queue (`program`), the
 /// kernel text slots, and the kernel-config ring that holds runtime args.
-pub const WORKER_LAUNCH: Region = Region { name: "worker_launch", base: CMD_BUFFER.base, size: 0x8000 };
+pub const WORKER_LAUNCH: Region = Region { name: "worker_launch", base: CMD_BUFFER.base, size: 0xE000 };
 pub const KERNEL_TEXT: Region = Region { name: "kernel_text", base: WORKER_LAUNCH.end(), size: 0x4_0000 };
 pub const KERNEL_CONFIG: Region = Region { name: "kernel_config", base: KERNEL_TEXT.end(), size: 0x2_0000 };
-const _: () = assert!(CMD_BUFFER.end() == DISPATCH_RING.base && KERNEL_CONFIG.end() <= DISPATCH_RING.end());
+const _: () = assert!(CMD_BUFFER.base == WORKER_LAUNCH.base && KERNEL_CONFIG.end() <= DISPATCH_RING.end());
 
-/// Per-core local data memory: private to its core (not on the NOC, not
-/// reachable through the BAR), one cycle per access where L1 takes
-/// `LOAD_CYCLES`. Firmware stack and hot state live here. Modelled on the
-/// local memory of Wormhole/Blackhole baby RISC-V cores (tt-metal's
-/// `MEM_LOCAL_BASE`: 4 KiB for BRISC on Wormhole, 8 KiB on Blackhole).
-/// It sits above every L1 size the simulator accepts and below the MMIO block.
-pub const LOCAL_MEM: Region = Region { name: "local_mem", base: 0xFFA0_0000, size: 0x2000 };
-const _: () = assert!(LOCAL_MEM.end() <= crate::mmio::MMIO_BASE);
+/// Every core's private local data memory: one cycle per access where L1
+/// takes `LOAD_CYCLES`, not on the NOC (Wormhole; Blackhole has a slow
+/// alias), one per core at the same address (tt-metal `MEM_LOCAL_BASE`).
+/// The firmware stack, the hot state and [`noc_state`] live here.
+pub const fn local_mem(chip: &ArchParams, p: Processor) -> Region {
+    Region { name: "local_mem", base: LOCAL_MEM_BASE, size: chip.tensix.local_mem_size(p) }
+}
 
-/// Initial stack pointer of device firmware (and so of the kernels it calls).
-pub const FIRMWARE_STACK_TOP: u32 = LOCAL_MEM.end();
+/// The HAL's per-core NOC state at the top of local memory: the software
+/// issue counters barriers compare with the NIU's counters (as tt-metal's
+/// `noc_reads_num_issued` etc.). Firmware and the kernels it calls share
+/// them, so their address is fixed per chip and core: a kernel's writes
+/// count toward the barrier the firmware waits on before it reports done.
+/// They sit above the stack, so a stack that outgrows local memory runs off
+/// its bottom (an unmapped address: the core halts) instead of over them.
+pub const fn noc_state(chip: &ArchParams, p: Processor) -> Region {
+    Region { name: "noc_state", base: local_mem(chip, p).end() - NOC_STATE_SIZE, size: NOC_STATE_SIZE }
+}
+
+/// Bytes of [`noc_state`].
+pub const NOC_STATE_SIZE: u32 = 32;
+
+/// Initial stack pointer of processor `p`'s firmware (and so of the
+/// kernels it calls): just below [`noc_state`]. The stack grows down
+/// towards the base of local memory.
+pub const fn firmware_stack_top(chip: &ArchParams, p: Processor) -> u32 {
+    noc_state(chip, p).base
+}
 
 /// Default dispatcher ring geometry (the ring fills `DISPATCH_RING`).
 pub const DEFAULT_RING_PAGE_SIZE: u32 = 4096;
 pub const DEFAULT_RING_PAGES: u32 = DISPATCH_RING.size / DEFAULT_RING_PAGE_SIZE;
 
-/// Every fixed L1 region, in address order, back to back.
-pub const L1_REGIONS: [Region; 11] = [
-    NULL_GUARD,
+/// Every fixed L1 region, in address order, back to back; then
+/// [`kernel_scratch`] to the end of L1.
+pub const L1_REGIONS: [Region; 18] = [
+    BOOT,
     MAILBOXES,
     FETCH_QUEUE,
-    CODE,
-    DATA,
+    CODE[0],
+    CODE[1],
+    CODE[2],
+    CODE[3],
+    CODE[4],
+    DATA[0],
+    DATA[1],
+    DATA[2],
+    DATA[3],
+    DATA[4],
     STACK,
     TRACE_RING,
     CMD_BUFFER,
     DISPATCH_RING,
     USER,
-    KERNEL_SCRATCH,
 ];
 
 /// Initial stack pointer of standalone programs.
 pub const STACK_TOP: u32 = STACK.end();
 
-/// Firmware entry point: the first byte of `CODE`.
-pub const ENTRY_POINT: u32 = CODE.base;
+/// Entry point of standalone programs (`cqlab sim exec`, ISA tests): the
+/// first byte of BRISC's code region, where firmware starts too.
+pub const ENTRY_POINT: u32 = CODE[0].base;
 
-/// Maximum number of DRAM banks the NOC addresses.
+/// Most DRAM banks a `NocMap` describes (Wormhole has 12, Blackhole 8).
 pub const MAX_DRAM_BANKS: u32 = 16;
-/// Default number of DRAM banks.
-pub const DEFAULT_DRAM_BANKS: u32 = 8;
-/// Default size of one DRAM bank (memory is allocated lazily by the simulator).
-pub const DEFAULT_DRAM_BANK_SIZE: u64 = 1 << 30;
 
 /// Page-interleaved buffer placement: page `p` of a buffer at `base` lives in
 /// bank `p % banks` at byte offset `base + (p / banks) * page_size`.
@@ -169,8 +261,13 @@ const _: () = {
         assert!(L1_REGIONS[i].base % 16 == 0, "L1 regions must be 16-byte aligned");
         i += 1;
     }
-    assert!(KERNEL_SCRATCH.end() == L1_DEFAULT_SIZE);
-    assert!(KERNEL_SCRATCH.size == 0x4_F000);
+    assert!(L1_REGIONS[L1_REGIONS.len() - 1].end() == KERNEL_SCRATCH_BASE);
+    assert!(KERNEL_SCRATCH_BASE < WORMHOLE.l1_size && KERNEL_SCRATCH_BASE < BLACKHOLE.l1_size);
+    assert!(kernel_scratch(&WORMHOLE).end() == WORMHOLE.l1_size);
+    assert!(kernel_scratch(&BLACKHOLE).end() == BLACKHOLE.l1_size);
+    assert!(KERNEL_SCRATCH_MIN == 0x3_D000, "Wormhole's kernel scratch: 244 KiB");
+    // Local memory sits above every L1 and holds the NOC state below the stack.
+    assert!(WORMHOLE.l1_size <= LOCAL_MEM_BASE && BLACKHOLE.l1_size <= LOCAL_MEM_BASE);
 };
 
 #[cfg(test)]
@@ -187,8 +284,23 @@ mod tests {
 
     #[test]
     fn region_contains_checks_both_ends() {
-        assert!(CODE.contains(CODE.base, CODE.size));
-        assert!(!CODE.contains(CODE.base, CODE.size + 1));
-        assert!(!CODE.contains(CODE.base - 1, 1));
+        let c = code(Processor::Brisc);
+        assert!(c.contains(c.base, c.size));
+        assert!(!c.contains(c.base, c.size + 1));
+        assert!(!c.contains(c.base - 1, 1));
+    }
+
+    #[test]
+    fn only_the_tail_depends_on_the_chip() {
+        assert_eq!(kernel_scratch(&WORMHOLE).size, 0x16_E000 - 0x13_1000);
+        assert_eq!(kernel_scratch(&BLACKHOLE).size, 0x18_0000 - 0x13_1000);
+        for p in Processor::ALL {
+            assert_eq!(firmware_entry(p), code(p).base);
+            assert!(code(p).end() <= data(Processor::Brisc).base);
+        }
+        // Wormhole TRISCs have 2 KiB of local memory, Blackhole's BRISC 8 KiB.
+        assert_eq!(noc_state(&WORMHOLE, Processor::Trisc1).end(), 0xFFB0_0800);
+        assert_eq!(firmware_stack_top(&WORMHOLE, Processor::Trisc1), 0xFFB0_0800 - 32);
+        assert_eq!(firmware_stack_top(&BLACKHOLE, Processor::Brisc), 0xFFB0_2000 - 32);
     }
 }

@@ -1,16 +1,20 @@
 //! Programs on worker cores: the launch-message ring, the GO word, kernel
 //! text slots, the kernel-config ring and what a kernel is handed.
 //!
-//! Every worker runs the resident `worker` firmware. It keeps a count of the
+//! Every worker tile runs the resident worker firmware on its five cores
+//! (BRISC, NCRISC, TRISC0-2). BRISC keeps a count of the
 //! launches it has started; the dispatcher's `LAUNCH` command multicasts
 //! launch message number `n` (counting from 1) into ring entry
 //! `launch_entry(n)` of every worker of the grid, with `n` stamped in the
 //! entry's last word (`LAUNCH_TAG`): that one multicast is the GO, and it
 //! carries the launch-ring index. A worker starts entry `started + 1` once
-//! its tag reads `started + 1`, runs the kernel of the group containing it
-//! (if any) and increments the dispatcher's done semaphore, so every launch
-//! adds one completion per worker of the grid (as tt-metal counts every
-//! worker of a sub-device). The message's last word lands last (one write,
+//! its tag reads `started + 1`, finds the group containing its tile (if
+//! any), hands each subordinate core that has a kernel in it its kernel
+//! (`mailbox::SubordinateMailbox`), runs its own, gathers the subordinates'
+//! `done` flags and increments the dispatcher's done semaphores once, so
+//! every launch adds one completion per worker tile of the grid (as
+//! tt-metal counts every worker of a sub-device), whichever of its cores
+//! ran kernels. The message's last word lands last (one write,
 //! flits in order; the simulator delivers a write at once), and everything
 //! the kernels read (text, args) was acknowledged before the message was sent.
 //!
@@ -34,24 +38,24 @@ pub const LAUNCH_RING: u32 = WORKER_LAUNCH.base;
 /// launches ahead of the slowest worker).
 pub const LAUNCH_RING_ENTRIES: u32 = 8;
 // One done semaphore per ring entry (`launch_done_sem`).
-const _: () = assert!(crate::mmio::sem::LAUNCH_DONE + LAUNCH_RING_ENTRIES <= crate::mmio::SEMAPHORE_COUNT);
+const _: () = assert!(crate::semaphore::LAUNCH_DONE + LAUNCH_RING_ENTRIES <= crate::semaphore::COUNT);
 /// Bytes of one ring entry (a `LaunchHeader`, `MAX_KERNEL_GROUPS` groups,
 /// the tag); a LAUNCH writes whole entries. Every word a worker reads from
 /// it is an L1 load on its launch path, so the entry is packed.
-pub const LAUNCH_ENTRY_SIZE: u32 = 128;
+pub const LAUNCH_ENTRY_SIZE: u32 = 448;
 /// Offset of the tag in an entry: the launch count `n` of the message, u32.
 pub const LAUNCH_TAG: u32 = LAUNCH_ENTRY_SIZE - 4;
 /// Kernel groups (rectangles) one launch message names. Unused groups have
 /// the rectangle `NO_RECT`; a worker stops at the first one.
 pub const MAX_KERNEL_GROUPS: usize = 6;
 
-/// Dispatcher semaphore a worker increments (besides `mmio::sem::WORKERS_DONE`,
+/// Dispatcher semaphore a worker increments (besides `semaphore::WORKERS_DONE`,
 /// both on the dispatcher of the queue whose ring held the launch)
 /// when it finishes launch `n`: one per ring entry, so the dispatcher knows
 /// exactly when every worker is done with the launch that last used an entry,
 /// however unevenly workers progress.
 pub const fn launch_done_sem(n: u32) -> u32 {
-    crate::mmio::sem::LAUNCH_DONE + n % LAUNCH_RING_ENTRIES
+    crate::semaphore::LAUNCH_DONE + n % LAUNCH_RING_ENTRIES
 }
 
 /// L1 address of the entry of queue `cq`'s ring holding its launch number `n`.
@@ -112,44 +116,67 @@ pub const CONFIG_RING_SIZE: u32 = KERNEL_CONFIG.size;
 pub struct LaunchHeader {
     /// Program sequence number, echoed in trace records. A worker reports
     /// launches of queue `q`'s ring to that queue's dispatcher
-    /// (`noc::dispatcher(q)`, semaphores `mmio::sem::WORKERS_DONE` and
-    /// `launch_done_sem`), so the message does not name it.
+    /// (`noc_map::NocMap::dispatcher`, semaphores `semaphore::WORKERS_DONE`
+    /// and `launch_done_sem`), so the message does not name it.
     pub seq: u32,
 }
 assert_layout!(LaunchHeader, 4, seq => 0);
 
-/// One kernel on one rectangle of workers: five words, the fewest loads a
-/// worker in it needs (rectangle, entry, counts, args, identity).
+/// The kernel one core of a tile runs in a group: its entry (0: none)
+/// and where its runtime args are.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
-pub struct KernelGroup {
-    /// Logical worker rectangle, inclusive (`pack_rect`); `NO_RECT` ends the groups.
-    pub rect: u32,
-    /// Kernel entry (a `kernel_slot` address).
+pub struct ProcessorKernel {
+    /// Kernel entry (a `kernel_slot` address), or [`NO_KERNEL`].
     pub entry: u32,
     /// Unique args per core and common args, in words (one u32 load: the
     /// low half is `unique_count`).
     pub unique_count: u16,
     pub common_count: u16,
     /// Where the args are, in words from `CONFIG_RING` (one u32 load: the
-    /// low half is `unique_word`). This group's unique args are multicast to
-    /// the whole rectangle: core `i` of it (row-major) finds its
+    /// low half is `unique_word`). This kernel's unique args are multicast
+    /// to the whole rectangle: tile `i` of it (row-major) finds its
     /// `unique_count` words at `config_addr(unique_word) + 4 * unique_count * i`;
-    /// the common args are the same on every core of the group.
+    /// the common args are the same on every tile of the group.
     pub unique_word: u16,
     pub common_word: u16,
+}
+assert_layout!(ProcessorKernel, 12, entry => 0, unique_count => 4, common_count => 6, unique_word => 8,
+    common_word => 10);
+
+/// `ProcessorKernel::entry` of a core that runs no kernel in a group.
+pub const NO_KERNEL: u32 = 0;
+
+/// One kernel group: a rectangle of worker tiles and, per core of a tile
+/// (`arch::tensix::Processor::ALL` order), the kernel it runs there, if
+/// any. BRISC and NCRISC kernels may use the NOC (BRISC NOC0, NCRISC
+/// NOC1); TRISC kernels run plain RISC-V code (a NOC access halts the
+/// core with `DeviceError::NoNoc`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct KernelGroup {
+    /// Logical worker rectangle, inclusive (`pack_rect`); `NO_RECT` ends the groups.
+    pub rect: u32,
     /// Host-chosen kernel identity, echoed in trace records.
     pub kernel_id: u32,
+    pub kernels: [ProcessorKernel; 5],
 }
-assert_layout!(KernelGroup, 20, rect => 0, entry => 4, unique_count => 8, common_count => 10, unique_word => 12,
-    common_word => 14, kernel_id => 16);
+assert_layout!(KernelGroup, 68, rect => 0, kernel_id => 4, kernels => 8);
 
 /// The rectangle of unused groups: it contains no core (`c0 > c1`).
 pub const NO_RECT: u32 = pack_rect(u8::MAX, u8::MAX, 0, 0);
 
-/// Offsets, in a `KernelGroup`, of the words a worker loads as whole u32s.
-pub const GROUP_COUNTS: u32 = core::mem::offset_of!(KernelGroup, unique_count) as u32;
-pub const GROUP_ARGS: u32 = core::mem::offset_of!(KernelGroup, unique_word) as u32;
+/// Offset, in a `KernelGroup`, of processor `p`'s `ProcessorKernel`
+/// (`arch::tensix::Processor::index`).
+pub const fn group_kernel(p: usize) -> u32 {
+    core::mem::offset_of!(KernelGroup, kernels) as u32 + (p * core::mem::size_of::<ProcessorKernel>()) as u32
+}
+/// Offsets, in a `ProcessorKernel`, of the words a worker loads as whole u32s.
+pub const KERNEL_ENTRY: u32 = core::mem::offset_of!(ProcessorKernel, entry) as u32;
+pub const KERNEL_COUNTS: u32 = core::mem::offset_of!(ProcessorKernel, unique_count) as u32;
+pub const KERNEL_ARGS: u32 = core::mem::offset_of!(ProcessorKernel, unique_word) as u32;
+/// Offset of the kernel identity in a `KernelGroup`.
+pub const GROUP_KERNEL_ID: u32 = core::mem::offset_of!(KernelGroup, kernel_id) as u32;
 
 /// L1 address of config-ring word `word` (`KernelGroup` arg positions).
 pub const fn config_addr(word: u16) -> u32 {
@@ -167,12 +194,13 @@ const _: () = assert!(MAX_UNIQUE_ARGS <= u16::MAX as u32 && MAX_COMMON_ARGS <= u
 const _: () = assert!(
     launch_entry(crate::noc::MAX_CQS as u32 - 1, LAUNCH_RING_ENTRIES - 1) + LAUNCH_ENTRY_SIZE <= WORKER_LAUNCH.end()
 );
+const _: () = assert!(LAUNCH_ENTRY_SIZE % 16 == 0, "launch entries are whole 16-byte L1 lines");
 const _: () = assert!(KERNEL_SLOT_SIZE % 4096 == 0 && KERNEL_SLOTS * KERNEL_SLOT_SIZE == KERNEL_TEXT.size);
 const _: () = assert!(CONFIG_RING + CONFIG_RING_SIZE <= KERNEL_CONFIG.end());
 
 /// Offset of group `i` in a launch message.
 pub const fn group_offset(i: u32) -> u32 {
-    4 + 20 * i
+    core::mem::size_of::<LaunchHeader>() as u32 + core::mem::size_of::<KernelGroup>() as u32 * i
 }
 
 /// Packs an inclusive logical rectangle `(c0, r0)..=(c1, r1)`.
@@ -191,23 +219,29 @@ pub const fn rect_index(rect: u32, c: u8, r: u8) -> Option<u32> {
     Some((r - r0) as u32 * (c1 - c0 + 1) as u32 + (c - c0) as u32)
 }
 
-/// What the worker firmware hands a kernel (pointer in `a0`, in local memory).
+/// What the worker firmware hands a kernel (a pointer in `a0`: on BRISC's
+/// stack in local memory; for a subordinate core, in its
+/// `mailbox::SubordinateMailbox` in L1).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct KernelCtx {
     pub seq: u32,
-    /// This core's index in its group's rectangle (row-major).
+    /// This tile's index in its group's rectangle (row-major).
     pub index: u32,
-    /// This core's own unique args and the group's common args (L1 addresses).
+    /// This tile's own unique args and the group's common args (L1 addresses).
     pub unique_addr: u32,
     pub unique_count: u32,
     pub common_addr: u32,
     pub common_count: u32,
     pub rect: u32,
     pub kernel_id: u32,
+    /// The core running the kernel (`arch::tensix::Processor::index`): it
+    /// picks the core's NOC (BRISC NOC0, NCRISC NOC1, TRISCs none).
+    pub processor: u32,
+    pub _reserved: [u32; 3],
 }
-assert_layout!(KernelCtx, 32, seq => 0, index => 4, unique_addr => 8, unique_count => 12, common_addr => 16,
-    common_count => 20, rect => 24, kernel_id => 28);
+assert_layout!(KernelCtx, 48, seq => 0, index => 4, unique_addr => 8, unique_count => 12, common_addr => 16,
+    common_count => 20, rect => 24, kernel_id => 28, processor => 32);
 
 #[cfg(test)]
 mod tests {
@@ -256,16 +290,21 @@ mod tests {
 
     #[test]
     fn packed_group_words_and_config_words() {
-        let g = KernelGroup {
+        let mut g = KernelGroup { rect: pack_rect(0, 0, 1, 1), kernel_id: 9, ..Default::default() };
+        g.kernels[1] = ProcessorKernel {
+            entry: kernel_slot(2),
             unique_count: 3,
             common_count: 256,
             unique_word: 7,
             common_word: 0x7fff,
-            ..Default::default()
         };
         let word = |at: u32| u32::from_le_bytes(g.as_bytes()[at as usize..at as usize + 4].try_into().unwrap());
-        assert_eq!(word(GROUP_COUNTS), 3 | 256 << 16);
-        assert_eq!(word(GROUP_ARGS), 7 | 0x7fff << 16);
+        assert_eq!(word(group_kernel(1) + KERNEL_ENTRY), kernel_slot(2));
+        assert_eq!(word(group_kernel(1) + KERNEL_COUNTS), 3 | 256 << 16);
+        assert_eq!(word(group_kernel(1) + KERNEL_ARGS), 7 | 0x7fff << 16);
+        assert_eq!(word(group_kernel(0) + KERNEL_ENTRY), NO_KERNEL);
+        assert_eq!(word(GROUP_KERNEL_ID), 9);
+        assert!(group_offset(MAX_KERNEL_GROUPS as u32) <= LAUNCH_TAG);
         let last = CONFIG_RING + CONFIG_RING_SIZE - 4;
         assert_eq!(config_addr(config_word(last)), last);
         assert_eq!(rect_index(NO_RECT, 0, 0), None);

@@ -107,12 +107,18 @@ waypoints! {
     NWW = "NWW", "waiting for NOC writes to be acknowledged";
     /// Any core: waiting for its NOC writes to leave its L1 (source reusable).
     NWSW = "NWSW", "waiting for NOC writes to leave L1 (source reuse)";
+    /// Any core: waiting for a NOC command buffer to accept the next request.
+    NCBW = "NCBW", "waiting for a NOC command buffer to accept a request";
     /// Dispatcher: spinning in a DELAY command.
     DLY = "DLY", "dispatcher spinning in DELAY";
     /// Worker: waiting for a GO signal.
     GOW = "GOW", "worker waiting for GO";
     /// Worker: running its kernel.
     RUN = "RUN", "worker running its kernel";
+    /// Worker BRISC: waiting for its subordinate cores to boot.
+    SUBA = "SUBA", "worker BRISC waiting for NCRISC and the TRISCs to boot";
+    /// Worker BRISC: waiting for its subordinate cores to finish a launch.
+    SUBW = "SUBW", "worker BRISC waiting for NCRISC and the TRISCs to finish their kernels";
     /// Bad command: an error record describes it; the core has halted.
     BAD_CMD = "!CMD", "halted on a bad command (see the error record)";
     /// Terminated cleanly.

@@ -276,9 +276,16 @@ fn noc_ctrl_bits() {
             ("NOC_CTRL_STATUS_READY", cmd_ctrl::STATUS_READY, 0),
         ],
     );
-    // tt-metal's read init (noc_nonblocking_api.h noc_init):
-    // RD | RESP_MARKED | VC_STATIC | STATIC_VC(1).
-    assert_eq!(ctrl::CMD_RD | ctrl::RESP_MARKED | ctrl::VC_STATIC | ctrl::static_vc(1), 0x2090);
+    // tt-metal's request words (noc_nonblocking_api.h): noc_init's read
+    // word RD | RESP_MARKED | VC_STATIC | STATIC_VC(1); ncrisc_noc_fast_write
+    // CPY | WR | VC_STATIC | STATIC_VC(vc) | RESP_MARKED, a multicast with
+    // PATH_RESERVE | BRCST_PACKET on VC 4; noc_fast_atomic_increment
+    // VC_STATIC | STATIC_VC(1) | RESP_MARKED | AT.
+    assert_eq!(ctrl::READ, 0x2090);
+    assert_eq!(ctrl::WRITE_UNICAST, 0x2092);
+    assert_eq!(ctrl::WRITE_MULTICAST, 0x81B2);
+    assert_eq!(ctrl::ATOMIC, 0x2091);
+    assert_eq!((ctrl::write(false), ctrl::write(true)), (ctrl::WRITE_UNICAST, ctrl::WRITE_MULTICAST));
 }
 
 #[test]
@@ -770,8 +777,22 @@ fn arc_facts() {
             ("BH SCRATCH_RAM_12", bh.telemetry_data_ptr as u64, 0x8003_0430),
             ("BH noc offset", bh.noc_offset, 0),
             ("BH post code", bh.post_code as u64, 0x8003_0060),
+            ("WH ready word (SCRATCH[5])", wh.ready.0 as u64, 0x8003_0074),
+            ("WH ready value", wh.ready.1 as u64, 1),
+            ("BH ready word (SCRATCH_RAM_2)", bh.ready.0 as u64, 0x8003_0408),
+            ("BH ready value", bh.ready.1 as u64, 5),
+            (
+                "WH NIU_CFG_0 of ARC's NOC0 NIU in BAR0",
+                (wh.bar0_apb.unwrap() + wh.niu_apb.unwrap()[0] + 0x100) as u64,
+                0x1FF5_0100,
+            ),
+            ("WH ARC hang probe in BAR0", (wh.bar0_apb.unwrap() + wh.niu_apb.unwrap()[0] + 0x2C) as u64, 0x1FF5_002C),
+            ("WH ARC NOC1 NIU in APB", wh.niu_apb.unwrap()[1] as u64, 0x5_8000),
+            ("WH CSM in BAR0", wh.csm.unwrap().0 as u64, 0x1FE8_0000),
+            ("WH CSM ARC address", wh.csm.unwrap().1 as u64, 0x1000_0000),
         ],
     );
+    assert_eq!((bh.niu_apb, bh.csm), (None, None));
     // tt-umd types/telemetry.hpp TelemetryTag.
     check(
         "tt-umd telemetry.hpp",

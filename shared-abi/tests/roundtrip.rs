@@ -5,7 +5,12 @@ use cqlab_abi::completion::EventRecord;
 use cqlab_abi::decode::{decode_dispatch_partial, DispatchHeader, DispatchStream, PrefetchHeader, PrefetchStream};
 use cqlab_abi::dispatch::{PackedFlags, WaitFlags};
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
-use cqlab_abi::noc::{worker, NocAddr};
+use cqlab_abi::noc::{Coord, NocAddr};
+
+/// A Wormhole-translated Tensix coordinate (18 onwards), as hosts name workers.
+fn worker(col: u8, row: u8) -> Coord {
+    Coord::new(18 + col, 18 + row)
+}
 use cqlab_abi::prefetch::{ExecBufFlags, PagedFlags, EXEC_BUF_HEAD_MAX};
 use cqlab_abi::program::LAUNCH_ENTRY_SIZE;
 use cqlab_abi::size::{ChunkSize, DispatchSize};

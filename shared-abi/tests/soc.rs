@@ -2,7 +2,7 @@
 //! coordinates, dispatch placement, DRAM banks, routing.
 
 use cqlab_abi::arch::{Arch, Noc, BLACKHOLE, WORMHOLE};
-use cqlab_abi::noc::Coord;
+use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::soc::{
     hop_count, in_rect, route, Board, ChipLayout, EthHarvest, HarvestError, HarvestedUnit, Harvesting, LayoutError,
     SocDescriptor, SocError, TileKind,
@@ -550,4 +550,87 @@ fn multicast_rectangles() {
     assert_eq!(r, [c(1, 1), c(2, 1), c(6, 1), c(7, 1), c(8, 1), c(9, 1)]);
     // On NOC1 the rectangle is in NOC1 coordinates: NOC1 (8,10)..(8,10) is NOC0 (1,1).
     assert_eq!(l.multicast_receivers(Noc::Noc1, c(8, 10), c(8, 10)), [c(1, 1)]);
+}
+
+// --- Addressing with translation on, and the NOC map ---------------------------
+
+#[test]
+fn wormhole_requests_name_untranslated_tiles_by_each_nocs_own_coordinates() {
+    let l = layout(Board::WormholeN150, "rows=8");
+    // PCIe 0-3 is 9-8 on NOC1 (tt-metal wh `noc_parameters.h`@face1485 PCIE_NOC1_X/Y).
+    assert_eq!(l.noc_coord(Noc::Noc0, c(0, 3)), Some(c(0, 3)));
+    assert_eq!(l.noc_coord(Noc::Noc1, c(0, 3)), Some(c(9, 8)));
+    assert_eq!(l.resolve(Noc::Noc0, c(0, 3)), Some(c(0, 3)));
+    assert_eq!(l.resolve(Noc::Noc1, c(9, 8)), Some(c(0, 3)));
+    // Tensix: translated on both NOCs.
+    let t = l.tile(c(1, 1)).unwrap().translated;
+    assert_eq!(t, c(18, 18));
+    for noc in Noc::ALL {
+        assert_eq!(l.noc_coord(noc, c(1, 1)), Some(t));
+        assert_eq!(l.resolve(noc, t), Some(c(1, 1)));
+    }
+    // Each axis on its own: translated x, physical y.
+    assert_eq!(l.resolve(Noc::Noc0, c(18, 3)), Some(c(1, 3)));
+    assert_eq!(l.resolve(Noc::Noc1, c(18, 8)), Some(c(1, 3)), "NOC1 row 8 is NOC0 row 3");
+    assert_eq!(l.resolve(Noc::Noc0, c(40, 3)), None);
+}
+
+#[test]
+fn blackhole_requests_use_translated_coordinates_on_both_nocs() {
+    let l = layout(Board::BlackholeP150a, "cols=7,10");
+    for noc in Noc::ALL {
+        assert_eq!(l.noc_coord(noc, c(2, 0)), Some(c(19, 24)), "the PCIe tile in use");
+        assert_eq!(l.resolve(noc, c(19, 24)), Some(c(2, 0)));
+        // Worked example: translated 7 is NOC0 column 11.
+        assert_eq!(l.resolve(noc, c(7, 2)), Some(c(11, 2)));
+    }
+    // ARC keeps physical coordinates: 8-0 on NOC0, 8-11 on NOC1.
+    assert_eq!(l.noc_coord(Noc::Noc0, c(8, 0)), Some(c(8, 0)));
+    assert_eq!(l.noc_coord(Noc::Noc1, c(8, 0)), Some(c(8, 11)));
+    assert_eq!(l.resolve(Noc::Noc0, c(8, 0)), Some(c(8, 0)));
+    assert_eq!(l.resolve(Noc::Noc1, c(8, 11)), Some(c(8, 0)));
+    // DRAM by its NOC0 coordinates still works (blackhole-py `dram.py`).
+    assert_eq!(l.resolve(Noc::Noc0, c(0, 0)), Some(c(0, 0)));
+    // A column that is not Tensix: translated x 8 in a Tensix row names nothing translated;
+    // physically it is the L2CPU/security column, untranslated.
+    assert_eq!(l.resolve(Noc::Noc0, c(8, 2)), Some(c(8, 2)));
+}
+
+#[test]
+fn the_noc_map_of_every_board() {
+    for board in Board::ALL {
+        let l = ChipLayout::for_board(board).unwrap();
+        let p = l.placement(2).unwrap();
+        let m = l.noc_map(&p).unwrap();
+        assert!(m.is_valid(), "{board}");
+        assert_eq!((m.grid.cols, m.grid.rows), (p.compute_grid.x as u32, p.compute_grid.y as u32), "{board}");
+        assert_eq!(m.dram_banks as usize, l.dram_banks().len(), "{board}");
+        // Every compute core is found by its translated coordinates, in logical order.
+        for (i, &core) in p.compute.iter().enumerate() {
+            let t = l.tile(core).unwrap().translated;
+            let (col, row) = m.grid.logical(t).unwrap();
+            assert_eq!(row as usize * p.compute_grid.x as usize + col as usize, i, "{board} {core}");
+        }
+        // The dispatch cores are not compute cores.
+        for q in &p.cqs {
+            let d = l.tile(q.dispatcher).unwrap().translated;
+            assert_eq!(m.grid.logical(d), None, "{board}");
+            assert_eq!(m.dispatcher[p.cqs.iter().position(|x| x == q).unwrap()], d.packed());
+        }
+        // The whole grid as one rectangle has every compute core in it.
+        let g = m.grid;
+        let (first, last) = (g.at(0, 0), g.at(g.cols as u8 - 1, g.rows as u8 - 1));
+        assert_eq!(g.cores_in(first, last) as usize, p.compute.len(), "{board}");
+        // Host memory and DRAM addresses reach the right tiles on each NOC.
+        for noc in Noc::ALL {
+            let pcie = NocAddr(m.pcie[noc.index() as usize]);
+            assert_eq!(l.resolve(noc, pcie.coord()), Some(l.pcie_tile()), "{board} {noc:?}");
+            assert_eq!(pcie.flags() | pcie.local(), l.params().bar.host_mem_base, "{board}");
+            for (b, bank) in l.dram_banks().iter().enumerate() {
+                let a = m.dram_addr(b as u32, noc.index() as usize, 0x40);
+                assert_eq!(l.resolve(noc, a.coord()), Some(bank.worker_endpoint_on(noc)), "{board} bank {b}");
+                assert_eq!(a.local(), bank.offset + 0x40);
+            }
+        }
+    }
 }

@@ -1,13 +1,97 @@
 //! Helpers shared by the end-to-end tests.
+//!
+//! Every end-to-end test runs on a Wormhole and on a Blackhole ([`CHIPS`],
+//! [`on_both_chips!`]). Most run on small harvested chips: the real chip,
+//! its register interface and coordinates, with most Tensix lines fused
+//! off, so a test simulates tens of tiles instead of a hundred and more.
+//! A few run the full boards.
 
+use cqlab_abi::soc::{Board, Harvesting};
 use std::path::PathBuf;
+
+/// A chip an end-to-end test runs on: a board and its harvesting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TestChip {
+    pub board: Board,
+    /// `--harvest` text; `None`: the board's usual harvesting.
+    pub harvest: Option<&'static str>,
+}
+
+impl TestChip {
+    /// The board with its usual harvesting (the full chip of a card).
+    pub const fn full(board: Board) -> Self {
+        Self { board, harvest: None }
+    }
+
+    pub fn harvesting(&self) -> Harvesting {
+        self.board.harvesting(self.harvest).expect("a valid harvesting")
+    }
+
+    /// Sets the configuration's board and harvesting to this chip's.
+    pub fn apply(&self, cfg: &mut cqlab_driver::DeviceConfig) {
+        cfg.board = Some(self.board);
+        cfg.harvesting = Some(self.harvesting());
+    }
+
+    /// The simulator configuration of this chip with `seed`.
+    pub fn sim(&self, seed: u64) -> cqlab_sim::config::SimConfig {
+        cqlab_sim::config::SimConfig {
+            seed,
+            harvesting: self.harvesting(),
+            ..cqlab_sim::config::SimConfig::for_board(self.board)
+        }
+    }
+
+    /// A short name for messages and test directories.
+    pub fn name(&self) -> &'static str {
+        match self.board.arch() {
+            cqlab_abi::arch::Arch::Wormhole => "wormhole",
+            cqlab_abi::arch::Arch::Blackhole => "blackhole",
+        }
+    }
+}
+
+/// A Wormhole n150 with NOC0 Tensix rows 8..11 left (8x4 Tensix: one row
+/// of command-queue cores, an 8x3 compute grid).
+pub const WORMHOLE: TestChip = TestChip { board: Board::WormholeN150, harvest: Some("rows=1,2,3,4,5,7") };
+/// A Blackhole p150a with NOC0 Tensix columns 1..4 left (4x10 Tensix: one
+/// column of command-queue cores, a 3x10 compute grid).
+pub const BLACKHOLE: TestChip =
+    TestChip { board: Board::BlackholeP150a, harvest: Some("cols=5,6,7,10,11,12,13,14,15,16") };
+/// The chips every end-to-end test runs on.
+pub const CHIPS: [TestChip; 2] = [WORMHOLE, BLACKHOLE];
+
+/// A test on each chip of [`CHIPS`]: `on_both_chips! { fn name(chip) { .. } }`
+/// makes tests `name::wormhole` and `name::blackhole`, `chip` a `&TestChip`.
+#[macro_export]
+macro_rules! on_both_chips {
+    ($(#[$meta:meta])* fn $name:ident($chip:ident) $body:block $($rest:tt)*) => {
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            fn run($chip: &$crate::TestChip) $body
+            #[test]
+            fn wormhole() {
+                run(&$crate::WORMHOLE)
+            }
+            #[test]
+            fn blackhole() {
+                run(&$crate::BLACKHOLE)
+            }
+        }
+        $crate::on_both_chips! { $($rest)* }
+    };
+    () => {};
+}
 
 /// Target triple of the device firmware.
 pub const FIRMWARE_TARGET: &str = "riscv32im-unknown-none-elf";
 
-/// Directory holding the firmware ELFs built by `cargo xtask firmware`:
-/// `$CQLAB_FIRMWARE_DIR` if set, else `target/riscv32im-unknown-none-elf/firmware`
-/// of this workspace (honouring `CARGO_TARGET_DIR`).
+/// The firmware root `cargo xtask firmware` builds (one directory per
+/// chip under it): `$CQLAB_FIRMWARE_DIR` if set, else
+/// `target/riscv32im-unknown-none-elf/firmware` of this workspace
+/// (honouring `CARGO_TARGET_DIR`).
 pub fn firmware_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("CQLAB_FIRMWARE_DIR") {
         return PathBuf::from(dir);
@@ -18,9 +102,9 @@ pub fn firmware_dir() -> PathBuf {
     target.join(FIRMWARE_TARGET).join("firmware")
 }
 
-/// Path of firmware ELF `name`, or a panic telling how to build it.
-pub fn firmware_elf(name: &str) -> PathBuf {
-    let path = firmware_dir().join(name);
+/// Path of chip `chip`'s firmware ELF `name`, or a panic telling how to build it.
+pub fn firmware_elf(chip: &TestChip, name: &str) -> PathBuf {
+    let path = cqlab_driver::config::chip_dir(&firmware_dir(), chip.board.arch()).join(name);
     assert!(
         path.is_file(),
         "firmware ELF {} not found: run `cargo xtask firmware` (or `cargo xtask test`)",
@@ -29,22 +113,30 @@ pub fn firmware_elf(name: &str) -> PathBuf {
     path
 }
 
-/// A booted embedded device with `seed`, the configuration adjusted by `tweak`.
-pub fn booted(seed: u64, tweak: impl FnOnce(&mut cqlab_driver::DeviceConfig)) -> cqlab_driver::Device {
-    booted_with_faults(seed, cqlab_sim::config::Faults::default(), tweak)
+/// The configuration of `chip` with this workspace's firmware.
+pub fn config(chip: &TestChip) -> cqlab_driver::DeviceConfig {
+    let mut cfg = cqlab_driver::DeviceConfig { firmware_dir: firmware_dir(), ..Default::default() };
+    chip.apply(&mut cfg);
+    cfg
+}
+
+/// A booted embedded `chip` with `seed`, the configuration adjusted by `tweak`.
+pub fn booted(chip: &TestChip, seed: u64, tweak: impl FnOnce(&mut cqlab_driver::DeviceConfig)) -> cqlab_driver::Device {
+    booted_with_faults(chip, seed, cqlab_sim::config::Faults::default(), tweak)
 }
 
 /// [`booted`] on a simulator with `faults`.
 pub fn booted_with_faults(
+    chip: &TestChip,
     seed: u64,
     faults: cqlab_sim::config::Faults,
     tweak: impl FnOnce(&mut cqlab_driver::DeviceConfig),
 ) -> cqlab_driver::Device {
-    let mut cfg = cqlab_driver::DeviceConfig { firmware_dir: firmware_dir(), ..Default::default() };
+    let mut cfg = config(chip);
     tweak(&mut cfg);
-    let sim = cqlab_sim::config::SimConfig { seed, faults, ..Default::default() };
+    let sim = cqlab_sim::config::SimConfig { faults, ..chip.sim(seed) };
     let mut dev = cqlab_driver::Device::embedded(sim, cfg).expect("simulator starts");
-    dev.boot().unwrap_or_else(|e| panic!("boot failed (seed {seed}): {e}"));
+    dev.boot().unwrap_or_else(|e| panic!("boot failed on {} (seed {seed}): {e}", chip.name()));
     dev
 }
 
@@ -70,18 +162,16 @@ pub struct DaemonProcess {
 }
 
 impl DaemonProcess {
-    /// Starts `cqlab sim serve` (the binary `cqlab`) shaped like `cfg`, with `seed`.
-    pub fn start(cqlab: &str, tag: &str, seed: u64, cfg: &cqlab_driver::DeviceConfig) -> DaemonProcess {
+    /// Starts `cqlab sim serve` (the binary `cqlab`) simulating `chip`, with `seed`.
+    pub fn start(cqlab: &str, tag: &str, seed: u64, chip: &TestChip) -> DaemonProcess {
         use std::sync::atomic::{AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("cqlab-daemon-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let grid = format!("{}x{}", cfg.worker_cols, cfg.worker_rows);
         let child = std::process::Command::new(cqlab)
-            .args(["sim", "serve", "--quiet", "--sysmem-mib", "16", "--grid", &grid, "--cqs"])
-            .arg(cfg.num_cqs.to_string())
-            .args(["--dram-banks", &cfg.dram_banks.to_string(), "--seed", &seed.to_string(), "--dev"])
+            .args(["sim", "serve", "--quiet", "--sysmem-mib", "16", "--chip", chip.board.name()])
+            .args(["--harvest", &chip.harvesting().to_string(), "--seed", &seed.to_string(), "--dev"])
             .arg(&dir)
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -113,22 +203,13 @@ pub struct SimThread {
 }
 
 impl SimThread {
-    /// Starts a chip shaped like `cfg` (grid, CQs, DRAM banks) on fresh files under a
-    /// temporary directory named after `tag`.
-    pub fn start(tag: &str, seed: u64, cfg: &cqlab_driver::DeviceConfig) -> SimThread {
+    /// Starts `chip` on fresh files under a temporary directory named after `tag`.
+    pub fn start(tag: &str, seed: u64, chip: &TestChip) -> SimThread {
         use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("cqlab-ttkmd-{tag}-{}-{n}", std::process::id()));
-        let sim = cqlab_sim::config::SimConfig {
-            seed,
-            worker_cols: cfg.worker_cols,
-            worker_rows: cfg.worker_rows,
-            num_cqs: cfg.num_cqs,
-            dram_banks: cfg.dram_banks,
-            sysmem_size: 16 << 20,
-            ..Default::default()
-        };
+        let sim = cqlab_sim::config::SimConfig { sysmem_size: 16 << 20, ..chip.sim(seed) };
         let mut runner = cqlab_sim::shared::Runner::create(&dir, sim).expect("creating the shared device");
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -173,23 +254,23 @@ impl std::ops::DerefMut for Booted {
     }
 }
 
-/// A booted device on `kind` with `seed`, the configuration adjusted by `tweak`.
-pub fn boot_on(kind: Kind, seed: u64, tweak: impl FnOnce(&mut cqlab_driver::DeviceConfig)) -> Booted {
+/// A booted `chip` on `kind` with `seed`, the configuration adjusted by `tweak`.
+pub fn boot_on(kind: Kind, chip: &TestChip, seed: u64, tweak: impl FnOnce(&mut cqlab_driver::DeviceConfig)) -> Booted {
     match kind {
-        Kind::Embedded => Booted { dev: booted(seed, tweak), sim: None, daemon: None },
+        Kind::Embedded => Booted { dev: booted(chip, seed, tweak), sim: None, daemon: None },
         Kind::Daemon { cqlab } => {
-            let mut cfg = cqlab_driver::DeviceConfig { firmware_dir: firmware_dir(), ..Default::default() };
+            let mut cfg = config(chip);
             tweak(&mut cfg);
-            let d = DaemonProcess::start(cqlab, "e2e", seed, &cfg);
+            let d = DaemonProcess::start(cqlab, "e2e", seed, chip);
             let spec = format!("sim:{}", d.dir.display());
             let mut dev = cqlab_driver::Device::open(&spec, cfg).unwrap_or_else(|e| panic!("opening {spec}: {e}"));
             dev.boot().unwrap_or_else(|e| panic!("boot failed on {spec} (seed {seed}): {e}"));
             Booted { dev, sim: None, daemon: Some(d) }
         }
         Kind::TtKmdSim => {
-            let mut cfg = cqlab_driver::DeviceConfig { firmware_dir: firmware_dir(), ..Default::default() };
+            let mut cfg = config(chip);
             tweak(&mut cfg);
-            let sim = SimThread::start("e2e", seed, &cfg);
+            let sim = SimThread::start("e2e", seed, chip);
             let spec = format!("ttkmd-sim:{}", sim.dir.display());
             let mut dev = cqlab_driver::Device::open(&spec, cfg).unwrap_or_else(|e| panic!("opening {spec}: {e}"));
             dev.boot().unwrap_or_else(|e| panic!("boot failed on {spec} (seed {seed}): {e}"));

@@ -3,14 +3,15 @@
 //! doorbells as volatile stores, the chip running on its own thread. Not deterministic: host
 //! timing is whatever the host does.
 
-use cqlab_tests::Kind;
+use cqlab_tests::{on_both_chips, Kind};
 
 macro_rules! on_ttkmd_sim {
     ($($name:ident),* $(,)?) => {
-        $(#[test]
-        fn $name() {
-            cqlab_tests::e2e::$name(Kind::TtKmdSim)
-        })*
+        on_both_chips! {
+            $(fn $name(chip) {
+                cqlab_tests::e2e::$name(Kind::TtKmdSim, chip)
+            })*
+        }
     };
 }
 

@@ -1,131 +1,136 @@
-//! Bad input and hangs end as clear errors with hang dumps, never as hangs.
+//! Bad input and hangs end as clear errors with hang dumps, never as hangs,
+//! on a Wormhole and a Blackhole: cores are named by their translated
+//! coordinates and their role on the chip.
 
 use cqlab_abi::fetch_queue::{slot_addr, STALL_FLAG};
 use cqlab_abi::mailbox::DeviceError;
-use cqlab_abi::noc::{dispatcher, prefetcher, worker, NocAddr};
+use cqlab_abi::noc::NocAddr;
 use cqlab_abi::waypoint;
 use cqlab_driver::dump::{Link, Wait};
 use cqlab_driver::error::DeviceFault;
 use cqlab_driver::{CoreRange, DriverError, Event};
-use cqlab_tests::booted;
+use cqlab_tests::{booted, on_both_chips};
 
-#[test]
-fn a_kernel_past_its_limit_is_named_and_ends_the_chain() {
-    let mut dev = booted(11, |c| {
-        c.worker_kernel = "spin".into();
-        c.stall_timeout_cycles = 3_000_000;
-        c.kernel_timeout_cycles = 6_000_000;
-    });
-    let mut cq = dev.cq(0).unwrap();
-    cq.launch(CoreRange::single(1, 1), &[u32::MAX]).unwrap();
-    let err = cq.finish().unwrap_err();
-    let DriverError::KernelTimeout { core, cycles, wait, dump, .. } = &err else {
-        panic!("seed 11: expected a kernel timeout, got {err}")
-    };
-    assert_eq!(*core, worker(1, 1));
-    assert!(*cycles >= 6_000_000, "seed 11: {cycles}");
-    assert!(matches!(wait, Wait::Event { cq: 0, .. }), "{wait}");
-    let chain = dump.chain_text().join(" -> ");
-    assert!(chain.contains("CQ0 prefetcher") && chain.contains("PSW"), "seed 11: {chain}");
-    assert!(chain.contains("CQ0 dispatcher") && chain.contains("WCW"), "seed 11: {chain}");
-    let last = dump.chain_text().pop().unwrap();
-    assert_eq!(dump.root().map(|c| c.core), Some(worker(1, 1)), "seed 11: {chain}");
-    assert!(
-        last.contains("worker (1,1)") && last.contains("RUN (running its kernel for"),
-        "seed 11: chain ends at the running kernel with its cycles: {chain}"
-    );
-    assert!(!dump.deadlock);
-    let text = err.to_string();
-    eprintln!("{text}");
-    assert!(text.contains("kernel on (2,2) still running after"), "{text}");
-    let json = serde_json::to_string(dump.as_ref()).unwrap();
-    assert!(json.contains("\"chain\""));
-}
-
-#[test]
-fn a_kernel_longer_than_the_stall_timeout_is_not_a_hang() {
-    // Issue 14: `matmul --m 128 --n 128 --k 128` timed out "without
-    // progress" while its kernel ran. Here a kernel runs 10x the stall
-    // timeout without recording anything, and the wait behind it succeeds.
-    let mut dev = booted(14, |c| {
-        c.worker_kernel = "spin".into();
-        c.stall_timeout_cycles = 2_000_000;
-    });
-    let mut cq = dev.cq(0).unwrap();
-    cq.launch(CoreRange::single(0, 0), &[20_000_000]).unwrap();
-    let c0 = dev.now();
-    dev.cq(0).unwrap().finish().unwrap_or_else(|e| panic!("seed 14: a long kernel is not a hang: {e}"));
-    assert!(dev.now() - c0 >= 20_000_000);
-}
-
-#[test]
-fn a_halted_worker_ends_the_chain_with_its_error_record() {
-    // A copy kernel launched without its arguments halts with an error
-    // record. The queue then waits on it forever: a hang whose root is that
-    // worker's error, not "no worker running".
-    let mut dev = booted(15, |c| {
-        c.worker_kernel = "copy".into();
-        c.stall_timeout_cycles = 2_000_000;
-    });
-    let mut cq = dev.cq(0).unwrap();
-    cq.launch(CoreRange::single(1, 0), &[]).unwrap();
-    let err = cq.finish().unwrap_err();
-    let DriverError::Timeout { dump, .. } = &err else { panic!("seed 15: expected a timeout, got {err}") };
-    let chain = dump.chain_text().join(" -> ");
-    let root = dump.root().unwrap_or_else(|| panic!("seed 15: the chain ends at a core: {chain}"));
-    assert_eq!(root.core, worker(1, 0), "seed 15: {chain}");
-    let record = root.error.as_ref().and_then(|e| e.error());
-    assert_eq!(record, Some(DeviceError::BadKernelArgs), "seed 15: the error record: {chain}");
-    let last = dump.chain_text().pop().unwrap();
-    assert!(last.contains("HALTED: invalid kernel runtime arguments"), "seed 15: {chain}");
-}
-
-#[test]
-fn a_hung_queue_still_times_out_with_its_chain() {
-    // CQ1 waits for an event CQ0 never records: queue machinery with no
-    // kernel running, a hang as before.
-    let mut dev = booted(16, |c| c.stall_timeout_cycles = 2_000_000);
-    let mut cq1 = dev.cq(1).unwrap();
-    cq1.wait_for_event(Event { cq: 0, id: 7 }).unwrap();
-    let err = cq1.finish().unwrap_err();
-    let DriverError::Timeout { cycles, dump, .. } = &err else { panic!("seed 16: expected a timeout, got {err}") };
-    assert!(*cycles >= 2_000_000);
-    let chain = dump.chain_text().join(" -> ");
-    assert!(dump.chain.contains(&Link::Core { core: dispatcher(1), on_event_of: Some(0) }), "seed 16: {chain}");
-    assert!(chain.contains("CQ1 dispatcher") && chain.contains("on an event of CQ0"), "seed 16: {chain}");
-    // CQ0 was never given work: its prefetcher waits on the host.
-    assert!(chain.contains("CQ0 prefetcher (17,1) HQW"), "seed 16: {chain}");
-}
-
-#[test]
-fn an_unknown_command_is_reported_with_its_bytes() {
-    let mut dev = booted(12, |_| {});
-    let mut chunk = vec![0u8; 64];
-    chunk[0] = 0x7f;
-    chunk[1] = 0xee;
-    let mut cq = dev.cq(0).unwrap();
-    cq.enqueue_raw(&chunk, false).unwrap();
-    let err = cq.finish().unwrap_err();
-    let DriverError::Device { core, fault: DeviceFault::BadCommand(record), dump } = &err else {
-        panic!("seed 12: expected a device error record, got {err}")
-    };
-    assert_eq!(*core, prefetcher(0));
-    assert_eq!(record.error(), Some(DeviceError::UnknownCommand), "{record}");
-    assert_eq!(&record.bytes[..2], &[0x7f, 0xee], "{record}");
-    assert!(dump.cores.iter().any(|c| c.waypoint == waypoint::BAD_CMD));
-}
-
-#[test]
-fn zero_size_fetch_entries_are_rejected_on_both_sides() {
-    let mut dev = booted(13, |_| {});
-    assert!(matches!(dev.cq(0).unwrap().enqueue_raw(&[], false), Err(DriverError::Invalid(_))));
-    // Forge one past the driver, straight through the BAR.
-    dev.backend().write_u32(NocAddr::unicast(prefetcher(1), slot_addr(0) as u64), STALL_FLAG).unwrap();
-    for _ in 0..10 {
-        dev.backend().poll().unwrap(); // let the prefetcher see it before the host reuses slot 0
+on_both_chips! {
+    fn a_kernel_past_its_limit_is_named_and_ends_the_chain(chip) {
+        let mut dev = booted(chip, 11, |c| {
+            c.worker_kernel = "spin".into();
+            c.stall_timeout_cycles = 3_000_000;
+            c.kernel_timeout_cycles = 6_000_000;
+        });
+        let mut cq = dev.cq(0).unwrap();
+        cq.launch(CoreRange::single(1, 1), &[u32::MAX]).unwrap();
+        let err = cq.finish().unwrap_err();
+        let DriverError::KernelTimeout { core, cycles, wait, dump, .. } = &err else {
+            panic!("{} seed 11: expected a kernel timeout, got {err}", chip.name())
+        };
+        let worker = dev.chip().worker(1, 1).unwrap();
+        assert_eq!(*core, worker);
+        assert!(*cycles >= 6_000_000, "seed 11: {cycles}");
+        assert!(matches!(wait, Wait::Event { cq: 0, .. }), "{wait}");
+        let chain = dump.chain_text().join(" -> ");
+        assert!(chain.contains("CQ0 prefetcher") && chain.contains("PSW"), "seed 11: {chain}");
+        assert!(chain.contains("CQ0 dispatcher") && chain.contains("WCW"), "seed 11: {chain}");
+        let last = dump.chain_text().pop().unwrap();
+        assert_eq!(dump.root().map(|c| c.core), Some(worker), "seed 11: {chain}");
+        assert!(
+            last.contains(&format!("worker (1,1) {worker}")) && last.contains("RUN (running its kernel for"),
+            "seed 11: chain ends at the running kernel with its cycles: {chain}"
+        );
+        assert!(!dump.deadlock);
+        let text = err.to_string();
+        eprintln!("{text}");
+        assert!(text.contains(&format!("kernel on {worker} still running after")), "{text}");
+        let json = serde_json::to_string(dump.as_ref()).unwrap();
+        assert!(json.contains("\"chain\""));
     }
-    let err = dev.cq(1).unwrap().finish().unwrap_err();
-    assert!(err.to_string().contains("zero-size fetch-queue entry"), "seed 13: {err}");
+
+    fn a_kernel_longer_than_the_stall_timeout_is_not_a_hang(chip) {
+        // Issue 14: `matmul --m 128 --n 128 --k 128` timed out "without
+        // progress" while its kernel ran. Here a kernel runs 10x the stall
+        // timeout without recording anything, and the wait behind it succeeds.
+        let mut dev = booted(chip, 14, |c| {
+            c.worker_kernel = "spin".into();
+            c.stall_timeout_cycles = 2_000_000;
+        });
+        let mut cq = dev.cq(0).unwrap();
+        cq.launch(CoreRange::single(0, 0), &[20_000_000]).unwrap();
+        let c0 = dev.now();
+        dev.cq(0).unwrap().finish().unwrap_or_else(|e| panic!("seed 14: a long kernel is not a hang: {e}"));
+        assert!(dev.now() - c0 >= 20_000_000);
+    }
+
+    fn a_halted_worker_ends_the_chain_with_its_error_record(chip) {
+        // A copy kernel launched without its arguments halts with an error
+        // record. The queue then waits on it forever: a hang whose root is that
+        // worker's error, not "no worker running".
+        let mut dev = booted(chip, 15, |c| {
+            c.worker_kernel = "copy".into();
+            c.stall_timeout_cycles = 2_000_000;
+        });
+        let mut cq = dev.cq(0).unwrap();
+        cq.launch(CoreRange::single(1, 0), &[]).unwrap();
+        let err = cq.finish().unwrap_err();
+        let DriverError::Timeout { dump, .. } = &err else {
+            panic!("{} seed 15: expected a timeout, got {err}", chip.name())
+        };
+        let chain = dump.chain_text().join(" -> ");
+        let root = dump.root().unwrap_or_else(|| panic!("seed 15: the chain ends at a core: {chain}"));
+        assert_eq!(Some(root.core), dev.chip().worker(1, 0), "seed 15: {chain}");
+        let record = root.error.as_ref().and_then(|e| e.error());
+        assert_eq!(record, Some(DeviceError::BadKernelArgs), "seed 15: the error record: {chain}");
+        let last = dump.chain_text().pop().unwrap();
+        assert!(last.contains("HALTED: invalid kernel runtime arguments"), "seed 15: {chain}");
+    }
+
+    fn a_hung_queue_still_times_out_with_its_chain(chip) {
+        // CQ1 waits for an event CQ0 never records: queue machinery with no
+        // kernel running, a hang as before.
+        let mut dev = booted(chip, 16, |c| c.stall_timeout_cycles = 2_000_000);
+        let mut cq1 = dev.cq(1).unwrap();
+        cq1.wait_for_event(Event { cq: 0, id: 7 }).unwrap();
+        let err = cq1.finish().unwrap_err();
+        let DriverError::Timeout { cycles, dump, .. } = &err else {
+            panic!("{} seed 16: expected a timeout, got {err}", chip.name())
+        };
+        assert!(*cycles >= 2_000_000);
+        let chain = dump.chain_text().join(" -> ");
+        let (dispatcher, prefetcher) = (dev.chip().dispatcher(1), dev.chip().prefetcher(0));
+        assert!(dump.chain.contains(&Link::Core { core: dispatcher, on_event_of: Some(0) }), "seed 16: {chain}");
+        assert!(chain.contains("CQ1 dispatcher") && chain.contains("on an event of CQ0"), "seed 16: {chain}");
+        // CQ0 was never given work: its prefetcher waits on the host.
+        assert!(chain.contains(&format!("CQ0 prefetcher {prefetcher} HQW")), "seed 16: {chain}");
+    }
+
+    fn an_unknown_command_is_reported_with_its_bytes(chip) {
+        let mut dev = booted(chip, 12, |_| {});
+        let mut chunk = vec![0u8; 64];
+        chunk[0] = 0x7f;
+        chunk[1] = 0xee;
+        let mut cq = dev.cq(0).unwrap();
+        cq.enqueue_raw(&chunk, false).unwrap();
+        let err = cq.finish().unwrap_err();
+        let DriverError::Device { core, fault: DeviceFault::BadCommand(record), dump } = &err else {
+            panic!("seed 12: expected a device error record, got {err}")
+        };
+        assert_eq!(*core, dev.chip().prefetcher(0));
+        assert_eq!(record.error(), Some(DeviceError::UnknownCommand), "{record}");
+        assert_eq!(&record.bytes[..2], &[0x7f, 0xee], "{record}");
+        assert!(dump.cores.iter().any(|c| c.waypoint == waypoint::BAD_CMD));
+    }
+
+    fn zero_size_fetch_entries_are_rejected_on_both_sides(chip) {
+        let mut dev = booted(chip, 13, |_| {});
+        assert!(matches!(dev.cq(0).unwrap().enqueue_raw(&[], false), Err(DriverError::Invalid(_))));
+        // Forge one past the driver, straight through the BAR.
+        let prefetcher = dev.chip().prefetcher(1);
+        dev.backend().write_u32(NocAddr::unicast(prefetcher, slot_addr(0) as u64), STALL_FLAG).unwrap();
+        for _ in 0..10 {
+            dev.backend().poll().unwrap(); // let the prefetcher see it before the host reuses slot 0
+        }
+        let err = dev.cq(1).unwrap().finish().unwrap_err();
+        assert!(err.to_string().contains("zero-size fetch-queue entry"), "seed 13: {err}");
+    }
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! `worker` firmware: the resident loop every worker core runs; kernels are
-//! separate images it calls (see `cqlab_kernels::worker`).
+//! `worker` firmware: BRISC's resident loop on every worker tile; it starts
+//! the other four cores and hands them their kernels. Kernels are separate
+//! images it calls (see `cqlab_kernels::worker`).
 #![no_std]
 #![no_main]
 

@@ -8,13 +8,17 @@ use crate::platform::Platform;
 use crate::report::fail;
 use crate::worker::common_args;
 use cqlab_abi::mailbox::DeviceError;
-use cqlab_abi::memory_map::{interleaved_page, KERNEL_SCRATCH};
-use cqlab_abi::noc::{dram_bank, NocAddr};
+use cqlab_abi::memory_map::{interleaved_page, kernel_scratch};
 use cqlab_abi::program::KernelCtx;
 
 pub fn copy(p: &mut impl Platform, ctx: &KernelCtx) {
     let [src, dst, page_size, pages, banks, cols, cores, ..] = common_args::<7>(p, ctx);
-    if page_size == 0 || page_size > KERNEL_SCRATCH.size || banks == 0 || cores == 0 || ctx.common_count < 7 {
+    if page_size == 0
+        || page_size > kernel_scratch(crate::CHIP).size
+        || banks == 0
+        || cores == 0
+        || ctx.common_count < 7
+    {
         fail(p, DeviceError::BadKernelArgs, ctx.common_addr, page_size, ctx.common_count, ctx.seq);
     }
     let mut page = core_index(p, cols);
@@ -26,10 +30,10 @@ pub fn copy(p: &mut impl Platform, ctx: &KernelCtx) {
             wait_writes_sent(p);
         }
         let (bank, off) = interleaved_page(src, page, page_size, banks);
-        p.noc_read(NocAddr::unicast(dram_bank(bank as u8), off), KERNEL_SCRATCH.base, page_size);
+        p.noc_read(crate::places::dram(p, bank, off), kernel_scratch(crate::CHIP).base, page_size);
         wait_reads(p);
         let (bank, off) = interleaved_page(dst, page, page_size, banks);
-        p.noc_write(KERNEL_SCRATCH.base, NocAddr::unicast(dram_bank(bank as u8), off), page_size);
+        p.noc_write(kernel_scratch(crate::CHIP).base, crate::places::dram(p, bank, off), page_size);
         page += cores;
     }
 }

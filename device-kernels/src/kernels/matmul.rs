@@ -23,8 +23,7 @@ use crate::platform::Platform;
 use crate::report::fail;
 use crate::worker::common_args;
 use cqlab_abi::mailbox::DeviceError;
-use cqlab_abi::memory_map::{interleaved_page, KERNEL_SCRATCH};
-use cqlab_abi::noc::{dram_bank, NocAddr};
+use cqlab_abi::memory_map::{interleaved_page, kernel_scratch};
 use cqlab_abi::program::KernelCtx;
 
 /// Largest tile edge (three f32 tiles must fit the stack-side buffers).
@@ -65,8 +64,11 @@ pub fn matmul(p: &mut impl Platform, ctx: &KernelCtx) {
 /// Weight-stationary (`i_middle`) or input-stationary partial-sum order.
 fn k_outer(p: &mut impl Platform, g: &Gemm, i_middle: bool) {
     let (elems, tile_bytes) = ((g.t * g.t) as usize, g.t * g.t * 4);
-    let (a_l1, b_l1, c_l1) =
-        (KERNEL_SCRATCH.base, KERNEL_SCRATCH.base + tile_bytes, KERNEL_SCRATCH.base + 2 * tile_bytes);
+    let (a_l1, b_l1, c_l1) = (
+        kernel_scratch(crate::CHIP).base,
+        kernel_scratch(crate::CHIP).base + tile_bytes,
+        kernel_scratch(crate::CHIP).base + 2 * tile_bytes,
+    );
     let mut a = [0f32; MAX_ELEMS];
     let mut b = [0f32; MAX_ELEMS];
     let mut acc = [0f32; MAX_ELEMS];
@@ -126,7 +128,7 @@ fn store(p: &mut impl Platform, g: &Gemm, acc: &[f32], tile: u32, l1: u32) {
     }
     let tile_bytes = g.t * g.t * 4;
     let (bank, off) = interleaved_page(g.c, tile, tile_bytes, g.banks);
-    p.noc_write(l1, NocAddr::unicast(dram_bank(bank as u8), off), tile_bytes);
+    p.noc_write(l1, crate::places::dram(p, bank, off), tile_bytes);
     // `l1` is read into next: the write must have left it.
     wait_writes_sent(p);
 }
@@ -134,7 +136,7 @@ fn store(p: &mut impl Platform, g: &Gemm, acc: &[f32], tile: u32, l1: u32) {
 fn output_stationary(p: &mut impl Platform, g: &Gemm, first: u32, cores: u32) {
     let (a_base, b_base, mt, nt, kt, banks, t) = (g.a, g.b, g.mt, g.nt, g.kt, g.banks, g.t);
     let (elems, tile_bytes) = ((t * t) as usize, t * t * 4);
-    let (a_l1, b_l1) = (KERNEL_SCRATCH.base, KERNEL_SCRATCH.base + tile_bytes);
+    let (a_l1, b_l1) = (kernel_scratch(crate::CHIP).base, kernel_scratch(crate::CHIP).base + tile_bytes);
     let mut a = [0f32; MAX_ELEMS];
     let mut b = [0f32; MAX_ELEMS];
     let mut tile = first;
@@ -156,7 +158,7 @@ fn output_stationary(p: &mut impl Platform, g: &Gemm, first: u32, cores: u32) {
 
 fn read_tile(p: &mut impl Platform, base: u32, page: u32, bytes: u32, banks: u32, l1: u32) {
     let (bank, off) = interleaved_page(base, page, bytes, banks);
-    p.noc_read(NocAddr::unicast(dram_bank(bank as u8), off), l1, bytes);
+    p.noc_read(crate::places::dram(p, bank, off), l1, bytes);
 }
 
 fn load(p: &impl Platform, l1: u32, out: &mut [f32]) {

@@ -5,11 +5,12 @@ pub mod copy;
 pub mod matmul;
 
 use crate::platform::Platform;
-use cqlab_abi::noc::{worker_index, Coord};
+use cqlab_abi::noc::Coord;
 
-/// This worker's index among `cols`-wide rows of cores starting at (0,0).
+/// This worker's index among `cols`-wide rows of cores starting at logical
+/// (0,0) of the compute grid (`NocMap`).
 pub(crate) fn core_index(p: &impl Platform, cols: u32) -> u32 {
-    let (c, r) = worker_index(Coord::unpack(p.core_xy())).unwrap_or((0, 0));
+    let (c, r) = crate::places::grid(p).logical(Coord::unpack(p.core_xy())).unwrap_or((0, 0));
     r as u32 * cols + c as u32
 }
 

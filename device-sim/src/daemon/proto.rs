@@ -9,10 +9,10 @@
 //! | op | request fields | ok body | who may send it |
 //! |---|---|---|---|
 //! | 1 HELLO | version u32, client pid u32 | [`ChipInfo`] | anyone while no other connection owns the device; makes the sender the owner |
-//! | 2 WRITE | NOC address u64, data (rest, at most [`MAX_DATA`]) | — | the owner |
-//! | 3 READ | NOC address u64, length u32 (at most [`MAX_DATA`]) | data | the owner |
+//! | 2 WRITE | NOC address u64 (NOC0, translated coordinates), data (rest, at most [`MAX_DATA`]) | — (charged as a host write through a TLB window) | the owner |
+//! | 3 READ | NOC address u64, length u32 (at most [`MAX_DATA`]) | data (charged as a host read) | the owner |
 //! | 4 POLL | cycles u64 | — (the time is in every reply) | the owner |
-//! | 5 CORE_DEBUG | packed coordinates u32 | present u8, pc u32, halt (present u8, len u32, UTF-8), n u32, n x pc u32 | anyone (read-only) |
+//! | 5 CORE_DEBUG | tile (packed translated coordinates) u32, core u8 (`Processor::index`) | present u8, pc u32, halt (present u8, len u32, UTF-8), n u32, n x pc u32 | anyone (read-only) |
 //! | 6 DETACH | — | — | the owner (ends its ownership) |
 //! | 7 RESET | — | — (power-on state) | the owner |
 //! | 8 STOP | force u8 | — (the daemon exits after replying) | the owner, anyone while none owns the device, anyone with force = 1 |
@@ -20,14 +20,18 @@
 //! | 10 DRAM_TRAFFIC | reset u8 | read bytes u64, written bytes u64 (before a reset) | the owner |
 //! | 11 STATUS | — | [`Status`] | anyone (read-only) |
 //! | 12 PEEK | NOC address u64, length u32 (at most [`MAX_DATA`]) | data, read without advancing or changing the device | anyone (read-only) |
+//! | 13 BAR_WRITE | BAR u8, offset u64, data (rest, at most [`MAX_DATA`]) | — (`Chip::bar_write`: TLB windows and registers as the chip lays BAR0/BAR4 out) | the owner |
+//! | 14 BAR_READ | BAR u8, offset u64, length u32 (at most [`MAX_DATA`]) | data (`Chip::bar_read`) | the owner |
 //!
 //! "Anyone" means any connection of the daemon's own uid: the daemon
 //! refuses every other peer (`SO_PEERCRED`) before it reads a frame.
 
 use std::io::{self, Read, Write};
 
-/// Version 2: server-enforced ownership, STOP's force flag, STATUS, PEEK.
-pub const VERSION: u32 = 2;
+/// Version 3: the real chips (board and harvesting in [`ChipInfo`], cores
+/// named by tile and processor, BAR_WRITE and BAR_READ). Version 2 added
+/// server-enforced ownership, STOP's force flag, STATUS, PEEK.
+pub const VERSION: u32 = 3;
 /// Largest data part of a WRITE, or length of a READ or PEEK: bigger
 /// transfers are split by the client.
 pub const MAX_DATA: usize = 1 << 20;
@@ -37,18 +41,51 @@ pub const MAX_FRAME: usize = MAX_DATA + 64;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
-    Hello { version: u32, pid: u32 },
-    Write { addr: u64, data: Vec<u8> },
-    Read { addr: u64, len: u32 },
-    Poll { cycles: u64 },
-    CoreDebug { core: u32 },
+    Hello {
+        version: u32,
+        pid: u32,
+    },
+    Write {
+        addr: u64,
+        data: Vec<u8>,
+    },
+    Read {
+        addr: u64,
+        len: u32,
+    },
+    Poll {
+        cycles: u64,
+    },
+    /// The core `processor` (`Processor::index`) of the tile at packed
+    /// translated coordinates `tile`.
+    CoreDebug {
+        tile: u32,
+        processor: u8,
+    },
     Detach,
     Reset,
-    Stop { force: bool },
+    Stop {
+        force: bool,
+    },
     Digest,
-    DramTraffic { reset: bool },
+    DramTraffic {
+        reset: bool,
+    },
     Status,
-    Peek { addr: u64, len: u32 },
+    Peek {
+        addr: u64,
+        len: u32,
+    },
+    BarWrite {
+        bar: u8,
+        offset: u64,
+        data: Vec<u8>,
+    },
+    BarRead {
+        bar: u8,
+        offset: u64,
+        len: u32,
+    },
 }
 
 impl Request {
@@ -67,6 +104,8 @@ impl Request {
             Request::DramTraffic { .. } => "DRAM_TRAFFIC",
             Request::Status => "STATUS",
             Request::Peek { .. } => "PEEK",
+            Request::BarWrite { .. } => "BAR_WRITE",
+            Request::BarRead { .. } => "BAR_READ",
         }
     }
 
@@ -99,9 +138,10 @@ impl Request {
                 b.push(4);
                 b.extend(cycles.to_le_bytes());
             }
-            Request::CoreDebug { core } => {
+            Request::CoreDebug { tile, processor } => {
                 b.push(5);
-                b.extend(core.to_le_bytes());
+                b.extend(tile.to_le_bytes());
+                b.push(*processor);
             }
             Request::Detach => b.push(6),
             Request::Reset => b.push(7),
@@ -118,6 +158,19 @@ impl Request {
             Request::Peek { addr, len } => {
                 b.push(12);
                 b.extend(addr.to_le_bytes());
+                b.extend(len.to_le_bytes());
+            }
+            Request::BarWrite { bar, offset, data } => {
+                b.reserve(data.len());
+                b.push(13);
+                b.push(*bar);
+                b.extend(offset.to_le_bytes());
+                b.extend_from_slice(data);
+            }
+            Request::BarRead { bar, offset, len } => {
+                b.push(14);
+                b.push(*bar);
+                b.extend(offset.to_le_bytes());
                 b.extend(len.to_le_bytes());
             }
         }
@@ -144,7 +197,7 @@ impl Request {
             }
             3 => Request::Read { addr: r.u64("address")?, len: data_len(r.u32("length")?, "READ")? },
             4 => Request::Poll { cycles: r.u64("cycles")? },
-            5 => Request::CoreDebug { core: r.u32("core")? },
+            5 => Request::CoreDebug { tile: r.u32("tile")?, processor: r.u8("core")? },
             6 => Request::Detach,
             7 => Request::Reset,
             8 => Request::Stop {
@@ -164,6 +217,17 @@ impl Request {
             },
             11 => Request::Status,
             12 => Request::Peek { addr: r.u64("address")?, len: data_len(r.u32("length")?, "PEEK")? },
+            13 => {
+                let (bar, offset) = (r.u8("BAR")?, r.u64("offset")?);
+                let data = r.rest();
+                data_len(u32::try_from(data.len()).unwrap_or(u32::MAX), "BAR_WRITE")?;
+                Request::BarWrite { bar, offset, data: data.to_vec() }
+            }
+            14 => Request::BarRead {
+                bar: r.u8("BAR")?,
+                offset: r.u64("offset")?,
+                len: data_len(r.u32("length")?, "BAR_READ")?,
+            },
             _ => return Err(ProtoError::UnknownOpcode(op)),
         };
         r.end()?;
@@ -177,14 +241,19 @@ pub struct ChipInfo {
     pub version: u32,
     pub daemon_pid: u32,
     pub seed: u64,
-    pub worker_cols: u8,
-    pub worker_rows: u8,
-    pub num_cqs: u8,
-    pub dram_banks: u32,
+    /// The board (`soc::Board::name`, as `--chip` takes it).
+    pub board: String,
+    /// Its harvesting (`soc::Harvesting`'s text form, as `--harvest` takes it).
+    pub harvesting: String,
     pub sysmem_size: u64,
     /// Pid of the previous client if it ended without DETACH (killed),
     /// else 0.
     pub recovered_from: u32,
+}
+
+fn put_str(b: &mut Vec<u8>, s: &str) {
+    b.extend((s.len() as u32).to_le_bytes());
+    b.extend(s.as_bytes());
 }
 
 impl ChipInfo {
@@ -193,8 +262,8 @@ impl ChipInfo {
         b.extend(self.version.to_le_bytes());
         b.extend(self.daemon_pid.to_le_bytes());
         b.extend(self.seed.to_le_bytes());
-        b.extend([self.worker_cols, self.worker_rows, self.num_cqs, 0]);
-        b.extend(self.dram_banks.to_le_bytes());
+        put_str(&mut b, &self.board);
+        put_str(&mut b, &self.harvesting);
         b.extend(self.sysmem_size.to_le_bytes());
         b.extend(self.recovered_from.to_le_bytes());
         b
@@ -206,13 +275,8 @@ impl ChipInfo {
             version: r.u32("version")?,
             daemon_pid: r.u32("daemon pid")?,
             seed: r.u64("seed")?,
-            worker_cols: r.u8("worker cols")?,
-            worker_rows: r.u8("worker rows")?,
-            num_cqs: r.u8("CQs")?,
-            dram_banks: {
-                r.u8("padding")?;
-                r.u32("DRAM banks")?
-            },
+            board: r.string("board")?,
+            harvesting: r.string("harvesting")?,
             sysmem_size: r.u64("sysmem size")?,
             recovered_from: r.u32("recovered pid")?,
         };
@@ -391,8 +455,10 @@ pub enum ProtoError {
     TooLarge { what: &'static str, len: u32 },
     #[error("{what} {value} (expected 0 or 1)")]
     BadFlag { what: &'static str, value: u8 },
-    #[error("unknown opcode {0} (expected 1..=12)")]
+    #[error("unknown opcode {0} (expected 1..=14)")]
     UnknownOpcode(u8),
+    #[error("{what} is not UTF-8")]
+    NotUtf8 { what: &'static str },
 }
 
 struct Reader<'a> {
@@ -419,6 +485,11 @@ impl<'a> Reader<'a> {
     fn u64(&mut self, what: &'static str) -> Result<u64, ProtoError> {
         Ok(u64::from_le_bytes(self.bytes(8, what)?.try_into().expect("8 bytes")))
     }
+    fn string(&mut self, what: &'static str) -> Result<String, ProtoError> {
+        let n = self.u32(what)? as usize;
+        let b = self.bytes(n, what)?;
+        String::from_utf8(b.to_vec()).map_err(|_| ProtoError::NotUtf8 { what })
+    }
     fn rest(&mut self) -> &'a [u8] {
         let s = &self.p[self.at..];
         self.at = self.p.len();
@@ -443,7 +514,7 @@ mod tests {
             Request::Write { addr: 0x1234_5678_9abc, data: vec![1, 2, 3] },
             Request::Read { addr: 7, len: 64 },
             Request::Poll { cycles: 500 },
-            Request::CoreDebug { core: 0x0102 },
+            Request::CoreDebug { tile: 0x1312, processor: 1 },
             Request::Detach,
             Request::Reset,
             Request::Stop { force: false },
@@ -452,11 +523,13 @@ mod tests {
             Request::DramTraffic { reset: true },
             Request::Status,
             Request::Peek { addr: 9, len: 4 },
+            Request::BarWrite { bar: 0, offset: 0x1FC0_0000, data: vec![1, 0, 0, 0] },
+            Request::BarRead { bar: 4, offset: 1 << 32, len: 64 },
         ];
         for r in reqs {
             assert_eq!(Request::decode(&r.encode()), Ok(r));
         }
-        assert_eq!(Request::decode(&[13]), Err(ProtoError::UnknownOpcode(13)));
+        assert_eq!(Request::decode(&[15]), Err(ProtoError::UnknownOpcode(15)));
         assert!(matches!(Request::decode(&[3, 1, 2]), Err(ProtoError::Truncated { what: "address", .. })));
         assert_eq!(Request::decode(&[6, 0]), Err(ProtoError::Trailing { bytes: 1, at: 1 }));
         assert_eq!(Request::decode(&[8, 2]), Err(ProtoError::BadFlag { what: "STOP force flag", value: 2 }));
@@ -466,10 +539,8 @@ mod tests {
             version: VERSION,
             daemon_pid: 9,
             seed: 3,
-            worker_cols: 2,
-            worker_rows: 2,
-            num_cqs: 1,
-            dram_banks: 4,
+            board: "blackhole-p100a".into(),
+            harvesting: "cols=7,10,dram=3,eth=all".into(),
             sysmem_size: 1 << 20,
             recovered_from: 0,
         };

@@ -27,10 +27,11 @@
 
 use super::files::{self, DevicePaths, FileError};
 use super::proto::{self, ChipInfo, CoreView, Reply, Request, Status};
+use crate::chip::CoreId;
 use crate::chip::{Chip, SimError};
 use crate::config::SimConfig;
 use crate::memory::Sysmem;
-use cqlab_abi::mmio;
+use cqlab_abi::arch::tensix::{self, Processor};
 use cqlab_abi::noc::{Coord, NocAddr};
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 use std::os::fd::AsFd;
@@ -210,10 +211,8 @@ impl Server {
             version: proto::VERSION,
             daemon_pid: std::process::id(),
             seed: cfg.seed,
-            worker_cols: cfg.worker_cols,
-            worker_rows: cfg.worker_rows,
-            num_cqs: cfg.num_cqs,
-            dram_banks: cfg.dram_banks,
+            board: cfg.board.name().to_string(),
+            harvesting: cfg.harvesting.to_string(),
             sysmem_size: cfg.sysmem_size as u64,
             recovered_from: 0,
         };
@@ -444,8 +443,11 @@ fn device_loop(
                 chip.read(NocAddr(addr), &mut buf).map(|()| buf).map_err(|e| e.to_string())
             }
             Request::Digest => Ok(chip.digest().to_le_bytes().to_vec()),
-            Request::CoreDebug { core } => {
-                let view = chip.core_debug(Coord::unpack(core)).map(|d| CoreView {
+            Request::CoreDebug { tile, processor } => {
+                let id = Processor::ALL
+                    .get(processor as usize)
+                    .map(|&processor| CoreId { tile: Coord::unpack(tile), processor });
+                let view = id.and_then(|id| chip.core_debug(id)).map(|d| CoreView {
                     pc: d.pc,
                     halt: d.halt.map(|h| h.to_string()),
                     last_pcs: d.last_pcs,
@@ -461,11 +463,18 @@ fn device_loop(
                 Ok(Vec::new())
             }
             Request::Write { addr, data } => {
-                chip.bar_write(NocAddr(addr), &data).map(|()| Vec::new()).map_err(|e| e.to_string())
+                chip.timed_write(NocAddr(addr), &data).map(|()| Vec::new()).map_err(|e| e.to_string())
             }
             Request::Read { addr, len } => {
                 let mut buf = vec![0u8; len as usize];
-                chip.bar_read(NocAddr(addr), &mut buf).map(|()| buf).map_err(|e| e.to_string())
+                chip.timed_read(NocAddr(addr), &mut buf).map(|()| buf).map_err(|e| e.to_string())
+            }
+            Request::BarWrite { bar, offset, data } => {
+                chip.bar_write(bar, offset, &data).map(|()| Vec::new()).map_err(|e| e.to_string())
+            }
+            Request::BarRead { bar, offset, len } => {
+                let mut buf = vec![0u8; len as usize];
+                chip.bar_read(bar, offset, &mut buf).map(|()| buf).map_err(|e| e.to_string())
             }
             Request::Poll { cycles } => {
                 chip.host_poll(cycles.min(MAX_POLL_CYCLES));
@@ -493,24 +502,19 @@ fn device_loop(
     }
 }
 
-/// Holds every core in reset, delivers what is in flight, zeroes every
-/// semaphore. Returns the transactions drained and the cycles it took.
+/// Holds every core in reset and delivers what is in flight (semaphores are
+/// L1 words: they keep their values, as on a card). Returns the
+/// transactions drained and the cycles it took.
 fn quiesce(chip: &mut Chip) -> (usize, u64) {
-    let cores: Vec<Coord> = chip.cores().collect();
-    for &c in &cores {
-        chip.set_reset(c, true).expect("every core has SOFT_RESET");
+    let tiles: Vec<Coord> = chip.tensix_tiles().collect();
+    for &t in &tiles {
+        chip.set_soft_reset(t, tensix::SOFT_RESET_ALL).expect("every Tensix tile has SOFT_RESET_0");
     }
     chip.land_posted_writes();
     let (drained, start) = (chip.in_flight(), chip.now());
     if drained > 0 {
         // Bounded; the caller reports what is left through in_flight().
         let _ = chip.run_until(|c| c.in_flight() == 0, QUIESCE_BUDGET_CYCLES);
-    }
-    for &c in &cores {
-        for i in 0..mmio::SEMAPHORE_COUNT {
-            let at = NocAddr::unicast(c, (mmio::MMIO_BASE + mmio::semaphore(i)) as u64);
-            chip.write_u32(at, 0).expect("the host may write semaphores");
-        }
     }
     chip.land_posted_writes();
     (drained, chip.now() - start)
@@ -528,14 +532,7 @@ mod tests {
     /// many times over, to land in that window if it exists.
     #[test]
     fn the_socket_accepts_as_soon_as_it_exists() {
-        let cfg = SimConfig {
-            worker_cols: 1,
-            worker_rows: 1,
-            num_cqs: 1,
-            dram_banks: 1,
-            sysmem_size: 1 << 20,
-            ..SimConfig::default()
-        };
+        let cfg = SimConfig { sysmem_size: 1 << 20, ..SimConfig::default() };
         let dir = std::env::temp_dir().join(format!("cqlab-ready-{}", std::process::id()));
         for round in 0..100 {
             let _ = std::fs::remove_dir_all(&dir);

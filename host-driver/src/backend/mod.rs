@@ -1,10 +1,12 @@
 //! What the driver needs from a device, in two traits:
 //!
 //! - [`Backend`]: device access only. BAR reads and writes by NOC address
-//!   (through windows), the pinned host sysmem the device reaches over PCIe,
-//!   a way to let time pass while the host waits, and the device clock.
-//!   Every backend has it: the embedded simulator, the simulator daemon,
-//!   tt-kmd on a card, tt-kmd against the simulator.
+//!   (through TLB windows the backend configures, with the window manager
+//!   of [`crate::tlb`]), the chip's architecture and what ARC says about
+//!   the board, the pinned host sysmem the device reaches over PCIe, a way
+//!   to let time pass while the host waits, and the device clock. Every
+//!   backend has it: the embedded simulator, the simulator daemon, tt-kmd on
+//!   a card, tt-kmd against the simulator.
 //! - [`Introspect`]: simulator control a real card cannot offer (a core's
 //!   PC, state digests, DRAM traffic counters, running an exact number of
 //!   cycles). A backend that has it returns it from [`Backend::introspect`].
@@ -15,7 +17,10 @@
 pub mod spec;
 
 use crate::error::Result;
-use cqlab_abi::noc::{Coord, NocAddr};
+use crate::geometry::CoreId;
+use cqlab_abi::arch::ArchParams;
+use cqlab_abi::noc::NocAddr;
+use cqlab_abi::soc::{Board, Harvesting};
 use zerocopy::{FromBytes, IntoBytes};
 
 /// Device cycles a simulator runs per host poll.
@@ -43,10 +48,29 @@ pub struct DramTraffic {
 pub trait Backend {
     /// Human-readable name ("embedded simulator", "/dev/tenstorrent/0").
     fn name(&self) -> String;
-    /// Writes `data` at `addr` through a BAR window.
+    /// The chip's architecture facts (from the PCI device id on a card).
+    fn params(&self) -> &'static ArchParams;
+    /// Writes `data` at `addr` through a TLB window: a tile, or every tile
+    /// of a multicast rectangle (NOC0, translated coordinates).
     fn write(&mut self, addr: NocAddr, data: &[u8]) -> Result<()>;
-    /// Reads `buf.len()` bytes at `addr` through a BAR window (slow on hardware).
+    /// Reads `buf.len()` bytes at `addr` through a TLB window (slow on hardware).
     fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()>;
+    /// Whether its TLB windows can multicast (a write to a rectangle of
+    /// tiles at once).
+    fn multicast_windows(&self) -> bool {
+        true
+    }
+    /// Reads BAR0 at `offset` outside the TLB windows (Wormhole's ARC
+    /// regions), where the backend maps it.
+    fn bar0_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
+        let _ = buf;
+        Err(crate::error::DriverError::Backend(format!("{}: BAR0 offset {offset:#x} is not mapped", self.name())))
+    }
+    /// The board and its harvesting, as ARC's telemetry tells a host at
+    /// open ([`crate::arc::identify`]).
+    fn identify(&mut self) -> Result<(Board, Harvesting)> {
+        crate::arc::identify(self)
+    }
     /// Size of host sysmem in bytes.
     fn sysmem_len(&self) -> usize;
     /// Where the device sees sysmem offset 0: the local address at the PCIe endpoint (the NOC
@@ -94,10 +118,26 @@ pub trait Backend {
     }
 }
 
+/// ARC is read through any backend's BAR ([`crate::arc`]).
+impl<B: Backend + ?Sized> crate::arc::ArcBus for B {
+    fn name(&self) -> String {
+        Backend::name(self)
+    }
+    fn params(&self) -> &'static ArchParams {
+        Backend::params(self)
+    }
+    fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
+        Backend::read(self, addr, buf)
+    }
+    fn bar0_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
+        Backend::bar0_read(self, offset, buf)
+    }
+}
+
 /// Simulator control: views and knobs no real device has.
 pub trait Introspect {
     /// A core's PC, halt reason and recent PCs; `None` if there is no core there.
-    fn core_debug(&mut self, core: Coord) -> Result<Option<CoreDebug>>;
+    fn core_debug(&mut self, core: CoreId) -> Result<Option<CoreDebug>>;
     /// Digest of the whole device state (equal digests: bit-identical runs).
     fn digest(&mut self) -> Result<u64>;
     /// DRAM bytes moved by NOC transactions since power-on or the last
@@ -114,11 +154,11 @@ pub trait Introspect {
     /// Samples the PC of each of `cores` at every scheduling slice from now
     /// on, dropping earlier samples (an empty list stops): a statistical
     /// profile, where the backend can take one (the embedded simulator).
-    fn set_pc_sampling(&mut self, _cores: &[Coord]) -> Result<()> {
+    fn set_pc_sampling(&mut self, _cores: &[CoreId]) -> Result<()> {
         Err(crate::error::DriverError::Backend("PC sampling needs the embedded simulator".into()))
     }
     /// The samples so far: (core, PC, slices that ended there), most first.
-    fn pc_samples(&mut self) -> Result<Vec<(Coord, u32, u64)>> {
+    fn pc_samples(&mut self) -> Result<Vec<(CoreId, u32, u64)>> {
         Err(crate::error::DriverError::Backend("PC sampling needs the embedded simulator".into()))
     }
 }

@@ -73,8 +73,20 @@ pub fn open(spec: &str, cfg: &mut DeviceConfig) -> Result<Box<dyn Backend>> {
 
 #[cfg(feature = "sim")]
 fn embedded(seed: u64, cfg: &DeviceConfig) -> Result<Box<dyn Backend>> {
-    let sim = cqlab_sim::config::SimConfig { seed, ..Default::default() };
-    Ok(Box::new(embedded_with(sim, cfg)?))
+    Ok(Box::new(embedded_with(sim_config(cfg, seed), cfg)?))
+}
+
+/// The simulator configuration of `cfg`'s chip (its board, a Wormhole n150
+/// unless it names one, and its harvesting) with seed `seed` and the
+/// default timing.
+#[cfg(feature = "sim")]
+pub fn sim_config(cfg: &DeviceConfig, seed: u64) -> cqlab_sim::config::SimConfig {
+    let board = cfg.sim_board();
+    cqlab_sim::config::SimConfig {
+        seed,
+        harvesting: cfg.sim_harvesting(),
+        ..cqlab_sim::config::SimConfig::for_board(board)
+    }
 }
 
 #[cfg(not(feature = "sim"))]
@@ -82,16 +94,17 @@ fn embedded(_: u64, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
     Err(DriverError::NotBuilt("the embedded simulator (cargo feature `sim` of cqlab-driver)"))
 }
 
-/// An in-process simulated chip shaped like `cfg` (grid, CQs, DRAM banks).
+/// An in-process simulated chip as `sim` describes it (board, harvesting,
+/// timing), with room in sysmem for `cfg`'s queues.
 #[cfg(feature = "sim")]
-pub fn embedded_with(
-    mut sim: cqlab_sim::config::SimConfig,
-    cfg: &DeviceConfig,
-) -> Result<crate::sim_backend::EmbeddedSim> {
-    sim.worker_cols = cfg.worker_cols;
-    sim.worker_rows = cfg.worker_rows;
-    sim.num_cqs = cfg.num_cqs;
-    sim.dram_banks = cfg.dram_banks;
+pub fn embedded_with(sim: cqlab_sim::config::SimConfig, cfg: &DeviceConfig) -> Result<crate::sim_backend::EmbeddedSim> {
+    let need = cfg.queue_layout(cfg.num_cqs).base;
+    if need > sim.sysmem_size as u64 {
+        return Err(DriverError::Invalid(format!(
+            "the command queues need {need} bytes of sysmem, the simulator has {}",
+            sim.sysmem_size
+        )));
+    }
     crate::sim_backend::EmbeddedSim::new(sim)
 }
 

@@ -72,12 +72,12 @@ impl CommandQueue<'_> {
         // trace is written through it), else halves.
         let issue = self.host().layout.issue_size as usize;
         let page_chunk = |page: usize| ChunkSize::new().relay_inline(DispatchSize::new().write_paged(page)).bytes();
-        let mut page_size = cqlab_abi::mmio::NOC_MAX_PACKET as usize;
+        let mut page_size = self.chip.params().noc.max_packet as usize;
         while page_size > PCIE_ALIGNMENT && (page_chunk(page_size) > issue || page_size > self.max_inline()) {
             page_size /= 2;
         }
         let size = bytes.len().next_multiple_of(page_size) as u32;
-        let buffer = self.allocator.dram(size, page_size as u32, self.cfg.dram_banks)?;
+        let buffer = self.allocator.dram(size, page_size as u32, self.chip.dram_banks())?;
         // The first bytes also travel inline with each replay's EXEC_BUF
         // (`ExecBufCmd::head`): the prefetcher starts on them while it reads
         // the rest from DRAM. Whole PCIe lines, as much as a chunk can carry.

@@ -10,7 +10,7 @@ use crate::error::{DeviceFault, DriverError, Result};
 use crate::events::Event;
 use cqlab_abi::completion::{record_size, CompletionHeader, CompletionKind, EventRecord};
 use cqlab_abi::mailbox;
-use cqlab_abi::noc::{self, NocAddr};
+use cqlab_abi::noc::NocAddr;
 use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::COMPLETION_WR_PTR;
 use std::mem::size_of;
@@ -42,8 +42,9 @@ impl Queues {
                     seq: header.seq,
                     expected_seq,
                 };
-                let dump = crate::wait::dump(backend, cfg, self, Wait::CompletionQueue { cq: q })?;
-                return Err(DriverError::Device { core: noc::dispatcher(q), fault, dump });
+                let chip = self.chip.clone();
+                let dump = crate::wait::dump(backend, cfg, &chip, self, Wait::CompletionQueue { cq: q })?;
+                return Err(DriverError::Device { core: chip.dispatcher(q), fault, dump });
             }
             // The payload may wrap the ring: at most two pieces.
             let mut payload = vec![0u8; header.length as usize];
@@ -71,7 +72,7 @@ impl Queues {
             rd = rd.advance(record, size);
         }
         self.list[q as usize].completion_rd = rd;
-        backend.write_u32(NocAddr::unicast(noc::dispatcher(q), mailbox::COMPLETION_RD_PTR as u64), rd.0)
+        backend.write_u32(NocAddr::unicast(self.chip.dispatcher(q), mailbox::COMPLETION_RD_PTR as u64), rd.0)
     }
 
     /// `drain_all` from inside a wait: only every
@@ -100,10 +101,12 @@ impl Queues {
     ) -> Result<Vec<u8>> {
         let q = pending.cq;
         let mut out = Vec::new();
+        let chip = self.chip.clone();
         for &(tag, len) in &pending.tags {
             crate::wait::until(
                 backend,
                 cfg,
+                &chip,
                 self,
                 || Wait::ReadBack { cq: q, tag },
                 |backend, queues| {
@@ -126,9 +129,11 @@ impl Queues {
         event: Event,
     ) -> Result<()> {
         self.get(event.cq)?;
+        let chip = self.chip.clone();
         crate::wait::until(
             backend,
             cfg,
+            &chip,
             self,
             || Wait::Event { cq: event.cq, id: event.id },
             |backend, queues| {

@@ -11,7 +11,7 @@ use crate::error::{DriverError, Result};
 use cqlab_abi::encode::{EncodeError, Encoder};
 use cqlab_abi::fetch_queue::{self, FetchEntry, Split};
 use cqlab_abi::memory_map::MAX_CHUNK;
-use cqlab_abi::noc::{self, NocAddr};
+use cqlab_abi::noc::NocAddr;
 use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::{FETCH_RD_COUNT, ISSUE_RD_PTR};
 use cqlab_abi::PCIE_ALIGNMENT;
@@ -132,7 +132,8 @@ impl Queues {
         cq.copy_to_issue(backend, &[head, tail])?;
         let number = cq.fetch_issued;
         let slot = number % cfg.fetch_entries;
-        let word = |addr: u32| NocAddr::unicast(noc::prefetcher(q), addr as u64);
+        let prefetcher = self.chip.prefetcher(q);
+        let word = |addr: u32| NocAddr::unicast(prefetcher, addr as u64);
         // Source and split side by side (`SPLIT_OFFSET` follows
         // `SOURCE_OFFSET`), written before the entry: the prefetcher reads
         // them once it is nonzero.
@@ -162,7 +163,8 @@ impl Queues {
         };
         let drain = cfg.host_bug != Some(HostBug::NoDrainWhileReserving);
         let what = || Wait::IssueSpace { cq: q, bytes: len };
-        crate::wait::until(backend, cfg, self, what, |backend, queues| {
+        let chip = self.chip.clone();
+        crate::wait::until(backend, cfg, &chip, self, what, |backend, queues| {
             if drain {
                 queues.drain_in_wait(backend, cfg)?;
             }
@@ -186,11 +188,12 @@ impl Queues {
         entry: FetchEntry,
         ring: u32,
     ) -> Result<()> {
+        let prefetcher = self.chip.prefetcher(q);
         let cq = &mut self.list[q as usize];
         let slot = cq.fetch_issued % cfg.fetch_entries;
         // The chunk must be visible in sysmem before the doorbell.
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        let slot_addr = NocAddr::unicast(noc::prefetcher(q), fetch_queue::slot_addr(slot) as u64);
+        let slot_addr = NocAddr::unicast(prefetcher, fetch_queue::slot_addr(slot) as u64);
         backend.write_u32(slot_addr, entry.raw())?;
         cq.issue_wr = cq.issue_wr.advance(ring, cq.layout.issue_size);
         cq.fetch_issued = cq.fetch_issued.wrapping_add(1);

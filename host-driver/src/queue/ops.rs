@@ -9,15 +9,15 @@ use crate::buffer::{Allocator, Buffer, Placement};
 use crate::config::DeviceConfig;
 use crate::error::{DriverError, Result, StateError};
 use crate::events::Event;
-use crate::geometry::CoreRange;
+use crate::geometry::{CoreRange, Topology};
 use crate::kernel::KernelImage;
 use cqlab_abi::completion::record_size;
 use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
 use cqlab_abi::mailbox;
-use cqlab_abi::mmio::sem;
-use cqlab_abi::noc::{self, Coord, NocAddr};
+use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::prefetch::PagedFlags;
+use cqlab_abi::semaphore;
 use cqlab_abi::size::{self, ChunkSize, DispatchSize};
 use std::sync::Arc;
 
@@ -38,6 +38,8 @@ pub struct PendingRead {
 pub struct CommandQueue<'d> {
     pub(super) backend: &'d mut dyn Backend,
     pub(super) cfg: &'d DeviceConfig,
+    /// The chip: where the queue's cores and the workers are.
+    pub(super) chip: &'d Topology,
     pub(super) queues: &'d mut Queues,
     pub(super) allocator: &'d mut Allocator,
     /// `DeviceConfig::worker_kernel`, once booted: what `launch` runs.
@@ -55,13 +57,14 @@ impl<'d> CommandQueue<'d> {
     pub(crate) fn new(
         backend: &'d mut dyn Backend,
         cfg: &'d DeviceConfig,
+        chip: &'d Topology,
         queues: &'d mut Queues,
         allocator: &'d mut Allocator,
         default_kernel: Option<Arc<KernelImage>>,
         q: u8,
     ) -> Result<Self> {
         queues.get(q)?;
-        Ok(Self { backend, cfg, queues, allocator, default_kernel, q })
+        Ok(Self { backend, cfg, chip, queues, allocator, default_kernel, q })
     }
 }
 
@@ -110,7 +113,8 @@ impl CommandQueue<'_> {
         if outstanding == 0 {
             return w.wait(WaitFlags::BARRIER | extra, 0, 0);
         }
-        w.wait(WaitFlags::BARRIER | WaitFlags::WAIT_COUNTER | WaitFlags::CLEAR | extra, sem::WORKERS_DONE, outstanding)
+        let flags = WaitFlags::BARRIER | WaitFlags::WAIT_COUNTER | WaitFlags::CLEAR | extra;
+        w.wait(flags, semaphore::WORKERS_DONE, outstanding)
     }
 
     /// Submits a chunk built with `wait_workers`, then drops the worker
@@ -194,15 +198,15 @@ impl CommandQueue<'_> {
         Ok(())
     }
 
-    /// Writes to the same L1 address on many worker cores in one packed
-    /// write: `data` is either shared or `cores.len()` equal blocks.
+    /// Writes to the same L1 address on many worker cores (logical
+    /// coordinates) in one packed write: `data` is either shared or
+    /// `cores.len()` equal blocks.
     pub fn write_packed(&mut self, addr: u32, cores: &[(u8, u8)], data: PackedData<'_>) -> Result<()> {
         self.fast_only("packed writes")?;
-        let (cols, rows) = (self.cfg.worker_cols, self.cfg.worker_rows);
-        if let Some(bad) = cores.iter().find(|&&(c, r)| c >= cols || r >= rows) {
-            return Err(DriverError::OutOfRange { what: "core", detail: format!("{bad:?} on a {cols}x{rows} grid") });
+        for &(c, r) in cores {
+            self.chip.check_range("packed-write core", &CoreRange::single(c, r))?;
         }
-        let dests: Vec<Coord> = cores.iter().map(|&(c, r)| noc::worker(c, r)).collect();
+        let dests: Vec<Coord> = cores.iter().map(|&(c, r)| self.chip.worker(c, r).expect("checked")).collect();
         let (bytes, shared) = match data {
             PackedData::Shared(d) => (d.len(), true),
             PackedData::PerCore(d) => (d.len(), false),
@@ -307,13 +311,7 @@ impl CommandQueue<'_> {
     /// every core of `cores` with `args` as its common args: a one-kernel
     /// program.
     pub fn launch(&mut self, cores: CoreRange, args: &[u32]) -> Result<()> {
-        let (cols, rows) = (self.cfg.worker_cols, self.cfg.worker_rows);
-        if !cores.fits(cols, rows) {
-            return Err(DriverError::OutOfRange {
-                what: "core range",
-                detail: format!("{cores:?} on a {cols}x{rows} grid"),
-            });
-        }
+        self.chip.check_range("launch", &cores)?;
         let kernel = self.default_kernel.clone().ok_or(StateError::NotBooted)?;
         let mut program = crate::program::Program::new();
         let k = program.add_kernel(kernel, &[cores])?;
@@ -340,7 +338,7 @@ impl CommandQueue<'_> {
             e.stall()?;
             e.relay_inline(true, |w| {
                 for other in 0..ncqs {
-                    let word = NocAddr::unicast(noc::dispatcher(other), mailbox::last_event(q) as u64);
+                    let word = NocAddr::unicast(self.chip.dispatcher(other), mailbox::last_event(q) as u64);
                     w.write_linear(word, &id.to_le_bytes())?;
                 }
                 w.wait(WaitFlags::BARRIER, 0, 0)?;

@@ -9,7 +9,7 @@ use crate::dump::QueuePointers;
 use crate::error::Result;
 use cqlab_abi::fetch_queue::{self, FetchEntry};
 use cqlab_abi::mailbox;
-use cqlab_abi::noc::{self, Coord, NocAddr};
+use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::{COMPLETION_WR_PTR, FETCH_RD_COUNT, ISSUE_RD_PTR};
 use cqlab_abi::waypoint;
@@ -50,14 +50,14 @@ impl Queues {
         fetched: u32,
         completion_wr: u32,
     ) -> QueuePointers {
-        let d = noc::dispatcher(q);
+        let d = self.chip.dispatcher(q);
         let mut word = |c: Coord, a: u32| backend.read_u32(NocAddr::unicast(c, a as u64)).unwrap_or(0);
         let completion_rd = word(d, mailbox::COMPLETION_RD_PTR);
         let last_event_done = word(d, mailbox::last_event(q));
         // Each slot: entry, source and split words.
         let slot = fetch_queue::SLOT_SIZE as usize;
         let mut slots = vec![0u8; slot * cfg.fetch_entries as usize];
-        let at = NocAddr::unicast(noc::prefetcher(q), fetch_queue::slot_addr(0) as u64);
+        let at = NocAddr::unicast(self.chip.prefetcher(q), fetch_queue::slot_addr(0) as u64);
         let _ = backend.read(at, &mut slots);
         let word = |b: &[u8]| u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
         let split_at = fetch_queue::SPLIT_OFFSET as usize;
@@ -66,7 +66,8 @@ impl Queues {
         let pending_bytes: u32 =
             pending.iter().filter_map(|&(raw, split)| Some(FetchEntry::from_raw(raw).ok()?.issue_bytes(split))).sum();
         let issue_size = self.list[q as usize].layout.issue_size;
-        let running = cfg
+        let running = self
+            .chip
             .workers()
             .filter(|&w| backend.read_u32(NocAddr::unicast(w, mailbox::WAYPOINT as u64)).ok() == Some(waypoint::RUN.0))
             .count() as u32;

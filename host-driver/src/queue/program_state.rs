@@ -17,7 +17,7 @@
 
 use crate::error::DriverError;
 use crate::program::Program;
-use cqlab_abi::noc::{MAX_WORKER_COLS, MAX_WORKER_ROWS};
+use cqlab_abi::noc_map::{MAX_GRID_COLS, MAX_GRID_ROWS};
 use cqlab_abi::program::{kernel_slot, CONFIG_RING, CONFIG_RING_SIZE, KERNEL_SLOTS, MAX_KERNEL_GROUPS};
 use std::collections::VecDeque;
 
@@ -25,13 +25,13 @@ const SLOTS: usize = KERNEL_SLOTS as usize;
 
 /// A set of workers, one bit each (row-major on the grid), for the largest grid.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct CoreSet([u64; (MAX_WORKER_COLS as usize * MAX_WORKER_ROWS as usize).div_ceil(64)]);
+struct CoreSet([u64; (MAX_GRID_COLS * MAX_GRID_ROWS).div_ceil(64)]);
 
 impl CoreSet {
     /// Workers `lo..lo + n` (row-major indices), one row of a range:
-    /// `1 <= n <= MAX_WORKER_COLS`.
+    /// `1 <= n <= MAX_GRID_COLS`.
     fn add_run(&mut self, lo: usize, n: usize) {
-        const _: () = assert!(MAX_WORKER_COLS <= 64);
+        const _: () = assert!(MAX_GRID_COLS <= 64);
         let (word, bit) = (lo / 64, lo % 64);
         let run = u64::MAX >> (64 - n);
         self.0[word] |= run << bit;
@@ -135,7 +135,7 @@ pub(crate) struct Plan {
     pub groups: Vec<GroupPlan>,
     config: Option<(u64, u64)>,
     /// Per kernel, its workers.
-    cores: [CoreSet; MAX_KERNEL_GROUPS],
+    cores: Vec<CoreSet>,
 }
 
 impl ProgramState {
@@ -202,7 +202,7 @@ impl ProgramState {
     pub fn plan(&self, program: &Program) -> Result<Plan, DriverError> {
         let mut wait_for = 0;
         let mut slots = Vec::with_capacity(program.kernels.len());
-        let mut kernel_cores = [CoreSet::default(); MAX_KERNEL_GROUPS];
+        let mut kernel_cores = vec![CoreSet::default(); program.kernels.len()];
         let mine = self.slot_lo..self.slot_lo + self.slot_n;
         for (k, spec) in program.kernels.iter().enumerate() {
             let id = spec.image.build_id;
@@ -220,6 +220,8 @@ impl ProgramState {
             };
             slots.push(choice);
         }
+        // One arg plan per kernel and range (a launch group holds the plans
+        // of every core's kernel on one rectangle).
         let mut groups = Vec::with_capacity(MAX_KERNEL_GROUPS);
         let mut need = 0u32;
         for (k, spec) in program.kernels.iter().enumerate() {
@@ -240,7 +242,6 @@ impl ProgramState {
                 need += ub + cb;
             }
         }
-        debug_assert!(groups.len() <= MAX_KERNEL_GROUPS);
         if need > self.config_size {
             return Err(DriverError::OutOfRange {
                 what: "runtime args",

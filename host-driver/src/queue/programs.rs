@@ -13,7 +13,6 @@ use super::program_state::{slot_addr, SlotChoice};
 use super::stream::{launch_message, stream_size, write_program, Stream};
 use super::trace::Resident;
 use crate::error::Result;
-use crate::geometry::CoreRange;
 use crate::program::Program;
 use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::noc::NocAddr;
@@ -32,10 +31,10 @@ impl CommandQueue<'_> {
     /// (fast dispatch) or once it has been started (slow dispatch); inside a
     /// trace capture it is recorded.
     pub fn enqueue_program(&mut self, program: &Program) -> Result<()> {
-        let (cols, rows) = (self.cfg.worker_cols, self.cfg.worker_rows);
-        program.check_grid(cols, rows)?;
+        let chip = self.chip;
+        program.check(chip)?;
         let plan = self.host().programs.plan(program)?;
-        let grid = cols as u32 * rows as u32;
+        let grid = chip.worker_count();
         if self.cfg.slow_dispatch {
             return self.slow_program(program, &plan, grid);
         }
@@ -59,11 +58,11 @@ impl CommandQueue<'_> {
         // Seqs are unique across queues: a kernel trace record names its launch.
         let seq = self.queues.next_launch_seq;
         let msg = launch_message(seq, program, &plan);
-        let all = CoreRange::grid(cols, rows).noc(0);
+        let all = chip.range_noc(&chip.grid(), 0);
         // What one chunk can carry at most (the driver refuses larger).
         let limit = self.host().layout.issue_size.min(cqlab_abi::memory_map::MAX_CHUNK) as usize;
-        let size = ChunkSize::new().relay_inline(stream_size(program, &plan, wait.is_some(), msg.len())).bytes();
-        let stream = Stream { program, plan: &plan, wait, all, msg: &msg };
+        let size = ChunkSize::new().relay_inline(stream_size(chip, program, &plan, wait.is_some(), msg.len())).bytes();
+        let stream = Stream { chip, program, plan: &plan, wait, all, msg: &msg };
         if self.submit_program_staged(stream, limit)? {
             // Sent, its large blobs by reference.
         } else if size <= limit {
@@ -72,7 +71,7 @@ impl CommandQueue<'_> {
                     if let Some(back) = wait {
                         w.wait(WaitFlags::WAIT_LAUNCH, 0, back)?;
                     }
-                    write_program(w, program, &plan)?;
+                    write_program(w, chip, program, &plan)?;
                     w.launch(all, &msg)
                 })
             })?;
@@ -115,7 +114,7 @@ impl CommandQueue<'_> {
     /// stream: where chunks end means nothing to it, and nothing else
     /// enters this queue's stream in between.
     fn submit_program_in_chunks(&mut self, stream: Stream<'_>, limit: usize) -> Result<()> {
-        let Stream { program, plan, wait, all, msg } = stream;
+        let Stream { chip, program, plan, wait, all, msg } = stream;
         let launch = DispatchSize::new().launch(msg.len()).bytes();
         // Dispatch bytes per chunk: the usual payload, enough for the
         // LAUNCH alone, within the chunk limit.
@@ -140,7 +139,7 @@ impl CommandQueue<'_> {
         for (k, image) in images.iter().enumerate() {
             if let Some(image) = image {
                 for range in &program.kernels[k].ranges {
-                    writes.push((range.noc(slot_addr(plan.slots[k])), image));
+                    writes.push((chip.range_noc(range, slot_addr(plan.slots[k])), image));
                 }
             }
         }
@@ -148,10 +147,10 @@ impl CommandQueue<'_> {
             let spec = &program.kernels[g.kernel];
             let range = spec.ranges[g.range];
             if g.common_count > 0 {
-                writes.push((range.noc(g.common_addr), spec.common_bytes()));
+                writes.push((chip.range_noc(&range, g.common_addr), spec.common_bytes()));
             }
             if g.unique_count > 0 {
-                writes.push((range.noc(g.unique_addr), spec.unique_block(g.range)));
+                writes.push((chip.range_noc(&range, g.unique_addr), spec.unique_block(g.range)));
             }
         }
         let pieces: Vec<(NocAddr, &[u8])> = writes
@@ -219,7 +218,7 @@ impl CommandQueue<'_> {
                     w.wait(WaitFlags::WAIT_LAUNCH, 0, back)?;
                 }
                 for range in &spec.ranges {
-                    w.write_linear_with(range.noc(slot_addr(choice)), spec.image.len(), |out| {
+                    w.write_linear_with(self.chip.range_noc(range, slot_addr(choice)), spec.image.len(), |out| {
                         spec.image.write_for_slot(r.slot, out)
                     })?;
                 }
@@ -236,13 +235,18 @@ impl CommandQueue<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geometry::{CoreRange, Topology};
     use crate::kernel::KernelImage;
     use crate::queue::program_state::ProgramState;
     use crate::queue::stream::program_writes;
+    use cqlab_abi::arch::tensix::Processor;
+    use cqlab_abi::program::{KernelGroup, LaunchHeader, NO_KERNEL, NO_RECT};
     use std::sync::Arc;
+    use zerocopy::FromBytes;
 
     #[test]
     fn a_program_stream_is_sized_exactly() {
+        let chip = Topology::for_board(cqlab_abi::soc::Board::BlackholeP150a, None, 1).unwrap();
         let mut p = Program::new();
         let k = p.add_kernel(Arc::new(KernelImage::test_image("k")), &[CoreRange::new((0, 0), (1, 1))]).unwrap();
         p.set_common_args(k, &[1, 2, 3]).unwrap();
@@ -250,19 +254,50 @@ mod tests {
         let plan = ProgramState::new(8, 8, 0, 1).plan(&p).unwrap();
         let msg = launch_message(0, &p, &plan);
         for wait in [false, true] {
-            let size = ChunkSize::new().relay_inline(stream_size(&p, &plan, wait, msg.len())).bytes();
+            let size = ChunkSize::new().relay_inline(stream_size(&chip, &p, &plan, wait, msg.len())).bytes();
             let c = super::super::issue::chunk(size, |e| {
                 e.relay_inline(true, |w| {
                     if wait {
                         w.wait(WaitFlags::WAIT_LAUNCH, 0, 1)?;
                     }
-                    write_program(w, &p, &plan)?;
-                    w.launch(CoreRange::grid(8, 8).noc(0), &msg)
+                    write_program(w, &chip, &p, &plan)?;
+                    w.launch(chip.range_noc(&chip.grid(), 0), &msg)
                 })
             })
             .unwrap();
             assert_eq!(c.len(), size);
         }
-        assert_eq!(program_writes(&p, &plan).count(), 3, "text, common args, unique args");
+        assert_eq!(program_writes(&chip, &p, &plan).count(), 3, "text, common args, unique args");
+    }
+
+    /// Kernels on BRISC and NCRISC of one rectangle go in one kernel group,
+    /// each core's entry and args in its own slot of the group.
+    #[test]
+    fn kernels_of_one_rectangle_share_a_launch_group() {
+        let r = CoreRange::new((0, 0), (1, 1));
+        let mut p = Program::new();
+        let a = p.add_kernel(Arc::new(KernelImage::test_image("a")), &[r]).unwrap();
+        let b = p.add_kernel_on(Arc::new(KernelImage::test_image("b")), &[r], Processor::Ncrisc).unwrap();
+        p.add_kernel_on(Arc::new(KernelImage::test_image("c")), &[CoreRange::single(3, 3)], Processor::Trisc2).unwrap();
+        p.set_common_args(a, &[1]).unwrap();
+        p.set_common_args(b, &[2, 3]).unwrap();
+        let plan = ProgramState::new(8, 8, 0, 1).plan(&p).unwrap();
+        let msg = launch_message(7, &p, &plan);
+        let group = |i: u32| {
+            let at = cqlab_abi::program::group_offset(i) as usize;
+            KernelGroup::read_from_bytes(&msg[at..at + std::mem::size_of::<KernelGroup>()]).unwrap()
+        };
+        assert_eq!(LaunchHeader::read_from_prefix(&msg).unwrap().0.seq, 7);
+        let g = group(0);
+        assert_eq!(g.rect, cqlab_abi::program::pack_rect(0, 0, 1, 1));
+        assert_eq!(g.kernels[0].entry, slot_addr(plan.slots[0]));
+        assert_eq!(g.kernels[1].entry, slot_addr(plan.slots[1]));
+        assert_eq!((g.kernels[0].common_count, g.kernels[1].common_count), (1, 2));
+        assert!(g.kernels[2..].iter().all(|k| k.entry == NO_KERNEL));
+        let g = group(1);
+        assert_eq!(g.rect, cqlab_abi::program::pack_rect(3, 3, 3, 3));
+        assert_eq!(g.kernels[4].entry, slot_addr(plan.slots[2]));
+        assert!(g.kernels[..4].iter().all(|k| k.entry == NO_KERNEL));
+        assert_eq!(group(2).rect, NO_RECT);
     }
 }

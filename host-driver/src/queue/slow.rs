@@ -13,16 +13,17 @@ use crate::buffer::{Buffer, Placement};
 use crate::dump::Wait;
 use crate::error::Result;
 use crate::events::Event;
+use crate::geometry::Topology;
 use crate::program::Program;
-use cqlab_abi::mmio::{self, sem, MMIO_BASE};
-use cqlab_abi::noc::{self, NocAddr};
+use cqlab_abi::noc::NocAddr;
 use cqlab_abi::program::{launch_entry, LAUNCH_TAG};
 use cqlab_abi::ring::wrap_ge;
+use cqlab_abi::semaphore;
 
 impl CommandQueue<'_> {
     /// Where workers launched from this queue count their completions.
     fn done_counter(&self) -> NocAddr {
-        NocAddr::unicast(noc::dispatcher(self.q), (MMIO_BASE + mmio::semaphore(sem::WORKERS_DONE)) as u64)
+        NocAddr::unicast(self.chip.dispatcher(self.q), semaphore::addr(semaphore::WORKERS_DONE) as u64)
     }
 
     /// Polls the completion count until every launched worker is done.
@@ -31,6 +32,7 @@ impl CommandQueue<'_> {
         crate::wait::until(
             self.backend,
             self.cfg,
+            self.chip,
             self.queues,
             || Wait::SlowWorkers { cq: q },
             |backend, _| Ok(wrap_ge(backend.read_u32(counter)?, target)),
@@ -39,7 +41,7 @@ impl CommandQueue<'_> {
 
     pub(super) fn slow_write(&mut self, buf: &Buffer, offset: u32, data: &[u8]) -> Result<()> {
         self.slow_wait_workers()?;
-        for_each_piece(buf, offset, data.len() as u32, |addr, at, n| {
+        for_each_piece(self.chip, buf, offset, data.len() as u32, |addr, at, n| {
             self.backend.write(addr, &data[at as usize..(at + n) as usize])
         })
     }
@@ -47,7 +49,7 @@ impl CommandQueue<'_> {
     pub(super) fn slow_read(&mut self, buf: &Buffer, offset: u32, len: u32) -> Result<PendingRead> {
         self.slow_wait_workers()?;
         let mut out = vec![0u8; len as usize];
-        for_each_piece(buf, offset, len, |addr, at, n| {
+        for_each_piece(self.chip, buf, offset, len, |addr, at, n| {
             self.backend.read(addr, &mut out[at as usize..(at + n) as usize])
         })?;
         let host = self.host();
@@ -72,8 +74,9 @@ impl CommandQueue<'_> {
             let spec = &program.kernels[k];
             let image = choice.upload.then(|| spec.image.for_slot(choice.slot));
             for g in plan.groups.iter().filter(|g| g.kernel == k) {
-                for core in ProgramState::range_cores(program, k, g.range) {
-                    let at = |a: u32| NocAddr::unicast(noc::worker(core.0, core.1), a as u64);
+                for (col, row) in ProgramState::range_cores(program, k, g.range) {
+                    let tile = self.chip.worker(col, row).expect("a program checked against the grid");
+                    let at = |a: u32| NocAddr::unicast(tile, a as u64);
                     if let Some(img) = &image {
                         self.backend.write(at(slot_addr(*choice)), img)?;
                     }
@@ -93,7 +96,7 @@ impl CommandQueue<'_> {
         // shared by the queues left gaps, and the workers waited forever).
         let n = self.host().slow_launches.wrapping_add(1);
         msg[LAUNCH_TAG as usize..].copy_from_slice(&n.to_le_bytes());
-        for w in self.cfg.workers() {
+        for w in self.chip.workers() {
             // One BAR write per worker, tag last: the message is its GO.
             self.backend.write(NocAddr::unicast(w, launch_entry(self.q as u32, n) as u64), &msg)?;
         }
@@ -112,6 +115,7 @@ impl CommandQueue<'_> {
 /// Splits `[offset, offset + len)` of `buf` into BAR accesses:
 /// `f(noc_address, byte_offset_in_request, bytes)`.
 fn for_each_piece(
+    chip: &Topology,
     buf: &Buffer,
     offset: u32,
     len: u32,
@@ -125,7 +129,7 @@ fn for_each_piece(
                 let pos = offset + at;
                 let (page, in_page) = (pos / page_size, pos % page_size);
                 let n = (page_size - in_page).min(len - at);
-                let base = buf.dram_page(page).expect("DRAM buffer");
+                let base = buf.dram_page(chip, page).expect("DRAM buffer");
                 f(base.offset(in_page as u64), at, n)?;
                 at += n;
             }

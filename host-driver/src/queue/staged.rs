@@ -41,17 +41,17 @@ impl CommandQueue<'_> {
     /// nothing to stage (or no arena, or a trace is being captured: a trace
     /// holds its bytes), so the caller sends the program inline.
     pub(super) fn submit_program_staged(&mut self, stream: Stream<'_>, limit: usize) -> Result<bool> {
-        let Stream { program, plan, wait, msg, .. } = stream;
+        let Stream { chip, program, plan, wait, msg, .. } = stream;
         let min = self.cfg.stage_min_bytes as usize;
         let host = self.host();
         if min == 0 || host.staging.is_none() || host.capture.is_some() {
             return Ok(false);
         }
         let stageable = |blob: &Blob| blob.len(program) as usize >= min && blob.key(program).is_some();
-        if limit < MIN_GATHER_CHUNK || !program_writes(program, plan).any(|(_, blob)| stageable(&blob)) {
+        if limit < MIN_GATHER_CHUNK || !program_writes(chip, program, plan).any(|(_, blob)| stageable(&blob)) {
             return Ok(false);
         }
-        let items: Vec<(NocAddr, Blob)> = program_writes(program, plan).collect();
+        let items: Vec<(NocAddr, Blob)> = program_writes(chip, program, plan).collect();
         // Place the large ones (written into sysmem now if not there yet).
         let next = self.host().fetch_issued;
         let early = self.cfg.host_bug == Some(HostBug::StagedReuseEarly);

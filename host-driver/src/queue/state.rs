@@ -9,10 +9,12 @@ use crate::backend::Backend;
 use crate::config::DeviceConfig;
 use crate::dump::QueuePointers;
 use crate::error::{Result, StateError};
+use crate::geometry::Topology;
 use crate::wait::Waiting;
 use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::CqSysmemLayout;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 /// Completed events per queue whose device cycle `Device::event_cycle` keeps.
 pub const EVENT_CYCLES_KEPT: usize = 1024;
@@ -68,7 +70,7 @@ pub(crate) struct Queue {
 }
 
 impl Queue {
-    fn new(cfg: &DeviceConfig, q: u8) -> Self {
+    fn new(cfg: &DeviceConfig, chip: &Topology, q: u8) -> Self {
         Self {
             layout: cfg.queue_layout(q),
             issue_wr: RingPtr::default(),
@@ -88,7 +90,7 @@ impl Queue {
             completions: 0,
             program_launches: 0,
             waited_launch: 0,
-            programs: ProgramState::new(cfg.worker_cols, cfg.worker_rows, q, cfg.num_cqs),
+            programs: ProgramState::new(chip.cols(), chip.rows(), q, cfg.num_cqs),
             staging: None,
             scratch: Vec::new(),
         }
@@ -105,6 +107,8 @@ impl Queue {
 /// Every queue of a device, and what they share.
 #[derive(Debug)]
 pub struct Queues {
+    /// The chip the queues run on (where their cores and workers are).
+    pub(super) chip: Arc<Topology>,
     pub(super) list: Vec<Queue>,
     /// Next event id (ids start at 1, shared by all queues).
     pub(super) next_event: u32,
@@ -119,10 +123,11 @@ pub struct Queues {
 }
 
 impl Queues {
-    /// The queues of a device shaped like `cfg`, empty.
-    pub(crate) fn new(cfg: &DeviceConfig) -> Self {
+    /// The queues of a device shaped like `cfg` on `chip`, empty.
+    pub(crate) fn new(cfg: &DeviceConfig, chip: Arc<Topology>) -> Self {
         Self {
-            list: (0..cfg.num_cqs).map(|q| Queue::new(cfg, q)).collect(),
+            list: (0..cfg.num_cqs).map(|q| Queue::new(cfg, &chip, q)).collect(),
+            chip,
             next_event: 1,
             next_launch_seq: 0,
             polls_since_drain: 0,
@@ -133,7 +138,7 @@ impl Queues {
     /// Back to empty, as the firmware starts its queues after a boot; each
     /// queue stages in its arena of sysmem (none: copy everything).
     pub(crate) fn reboot(&mut self, cfg: &DeviceConfig, arenas: Vec<Option<Staging>>) {
-        self.list = (0..cfg.num_cqs).map(|q| Queue::new(cfg, q)).collect();
+        self.list = (0..cfg.num_cqs).map(|q| Queue::new(cfg, &self.chip, q)).collect();
         for (queue, arena) in self.list.iter_mut().zip(arenas) {
             queue.staging = arena;
         }

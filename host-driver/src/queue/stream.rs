@@ -3,11 +3,12 @@
 
 use super::program_state::{slot_addr, Plan};
 use super::staging::BlobKey;
+use crate::geometry::Topology;
 use crate::program::Program;
 use cqlab_abi::encode::{DispatchWriter, EncodeError};
 use cqlab_abi::noc::NocAddr;
 use cqlab_abi::program::{
-    config_word, pack_rect, KernelGroup, LaunchHeader, LAUNCH_ENTRY_SIZE, MAX_KERNEL_GROUPS, NO_RECT,
+    config_word, pack_rect, KernelGroup, LaunchHeader, ProcessorKernel, LAUNCH_ENTRY_SIZE, MAX_KERNEL_GROUPS, NO_RECT,
 };
 use cqlab_abi::size::DispatchSize;
 use std::mem::size_of;
@@ -18,6 +19,7 @@ use zerocopy::IntoBytes;
 /// launch message.
 #[derive(Clone, Copy)]
 pub(super) struct Stream<'a> {
+    pub chip: &'a Topology,
     pub program: &'a Program,
     pub plan: &'a Plan,
     pub wait: Option<u32>,
@@ -26,28 +28,40 @@ pub(super) struct Stream<'a> {
 }
 
 /// Launch header and groups, as the LAUNCH payload (a whole ring entry; the
-/// tag is stamped by whoever sends it).
+/// tag is stamped by whoever sends it). Each distinct rectangle is one
+/// group, holding the kernel of each core that runs one there; its kernel
+/// id is that of the first kernel placed on it.
 pub(super) fn launch_message(seq: u32, program: &Program, plan: &Plan) -> [u8; LAUNCH_ENTRY_SIZE as usize] {
     let mut msg = [0u8; LAUNCH_ENTRY_SIZE as usize];
     let mut at = size_of::<LaunchHeader>();
     msg[..at].copy_from_slice(LaunchHeader { seq }.as_bytes());
     // Args a group has none of have no place in the ring.
     let word = |addr: u32, count: u32| if count == 0 { 0 } else { config_word(addr) };
+    let mut groups: Vec<KernelGroup> = Vec::with_capacity(MAX_KERNEL_GROUPS);
     for g in &plan.groups {
-        let r = program.kernels[g.kernel].ranges[g.range];
-        let group = KernelGroup {
-            rect: pack_rect(r.start.0, r.start.1, r.end.0, r.end.1),
+        let spec = &program.kernels[g.kernel];
+        let r = spec.ranges[g.range];
+        let rect = pack_rect(r.start.0, r.start.1, r.end.0, r.end.1);
+        let i = match groups.iter().position(|k| k.rect == rect) {
+            Some(i) => i,
+            None => {
+                groups.push(KernelGroup { rect, kernel_id: spec.image.build_id as u32, ..Default::default() });
+                groups.len() - 1
+            }
+        };
+        groups[i].kernels[spec.processor.index()] = ProcessorKernel {
             entry: slot_addr(plan.slots[g.kernel]),
             unique_count: g.unique_count as u16,
             common_count: g.common_count as u16,
             unique_word: word(g.unique_addr, g.unique_count),
             common_word: word(g.common_addr, g.common_count),
-            kernel_id: program.kernels[g.kernel].image.build_id as u32,
         };
+    }
+    for group in &groups {
         msg[at..at + size_of::<KernelGroup>()].copy_from_slice(group.as_bytes());
         at += size_of::<KernelGroup>();
     }
-    if plan.groups.len() < MAX_KERNEL_GROUPS {
+    if groups.len() < MAX_KERNEL_GROUPS {
         let end = KernelGroup { rect: NO_RECT, ..Default::default() };
         msg[at..at + size_of::<KernelGroup>()].copy_from_slice(end.as_bytes());
     }
@@ -55,8 +69,13 @@ pub(super) fn launch_message(seq: u32, program: &Program, plan: &Plan) -> [u8; L
 }
 
 /// Kernel text, common args and unique args: one multicast each per range.
-pub(super) fn write_program(w: &mut DispatchWriter<'_>, program: &Program, plan: &Plan) -> Result<(), EncodeError> {
-    for (dst, blob) in program_writes(program, plan) {
+pub(super) fn write_program(
+    w: &mut DispatchWriter<'_>,
+    chip: &Topology,
+    program: &Program,
+    plan: &Plan,
+) -> Result<(), EncodeError> {
+    for (dst, blob) in program_writes(chip, program, plan) {
         // Written into the stream in place (a binary relocated as it is):
         // one copy.
         w.write_linear_with(dst, blob.len(program), |out| blob.write(program, out))?;
@@ -69,18 +88,23 @@ pub(super) fn write_program(w: &mut DispatchWriter<'_>, program: &Program, plan:
 /// args and its unique-arg block (laid out as the workers read them when
 /// they were set), each one multicast.
 pub(super) fn program_writes<'a>(
+    chip: &'a Topology,
     program: &'a Program,
     plan: &'a Plan,
 ) -> impl Iterator<Item = (NocAddr, Blob<'a>)> + 'a {
     let text = plan.slots.iter().enumerate().filter(|(_, c)| c.upload).flat_map(move |(k, choice)| {
-        program.kernels[k].ranges.iter().map(move |r| (r.noc(slot_addr(*choice)), Blob::Image { k, slot: choice.slot }))
+        program.kernels[k]
+            .ranges
+            .iter()
+            .map(move |r| (chip.range_noc(r, slot_addr(*choice)), Blob::Image { k, slot: choice.slot }))
     });
     let args = plan.groups.iter().flat_map(move |g| {
         let spec = &program.kernels[g.kernel];
         let range = spec.ranges[g.range];
-        let common = (g.common_count > 0).then(|| (range.noc(g.common_addr), Blob::Bytes(spec.common_bytes())));
-        let unique =
-            (g.unique_count > 0).then(|| (range.noc(g.unique_addr), Blob::Unique { k: g.kernel, range: g.range }));
+        let common =
+            (g.common_count > 0).then(|| (chip.range_noc(&range, g.common_addr), Blob::Bytes(spec.common_bytes())));
+        let unique = (g.unique_count > 0)
+            .then(|| (chip.range_noc(&range, g.unique_addr), Blob::Unique { k: g.kernel, range: g.range }));
         common.into_iter().chain(unique)
     });
     text.chain(args)
@@ -135,7 +159,9 @@ impl Blob<'_> {
 
 /// The dispatch commands of a program's one-chunk stream: its WAIT (if
 /// any), its writes, its LAUNCH of a `msg`-byte message.
-pub(super) fn stream_size(program: &Program, plan: &Plan, wait: bool, msg: usize) -> DispatchSize {
+pub(super) fn stream_size(chip: &Topology, program: &Program, plan: &Plan, wait: bool, msg: usize) -> DispatchSize {
     let start = if wait { DispatchSize::new().wait() } else { DispatchSize::new() };
-    program_writes(program, plan).fold(start, |s, (_, blob)| s.write_linear(blob.len(program) as usize)).launch(msg)
+    program_writes(chip, program, plan)
+        .fold(start, |s, (_, blob)| s.write_linear(blob.len(program) as usize))
+        .launch(msg)
 }

@@ -56,6 +56,15 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw>;
     /// The device's own clock in cycles, where the kernel side can know it (the simulator's);
     /// `None` on hardware, where the backend estimates device time from wall time.
+    /// The board and harvesting, where the kernel side knows them without ARC (the
+    /// simulator's device names them); `None` on a card, where ARC's telemetry says.
+    fn board(&self) -> Option<(cqlab_abi::soc::Board, cqlab_abi::soc::Harvesting)> {
+        None
+    }
+    /// Whether CONFIGURE_TLB takes multicast windows (a card does).
+    fn multicast_tlbs(&self) -> bool {
+        true
+    }
     fn device_clock(&self) -> Option<u64> {
         None
     }

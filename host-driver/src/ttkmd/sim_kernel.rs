@@ -8,9 +8,9 @@
 //! | ioctl | answer |
 //! |---|---|
 //! | GET_DRIVER_INFO | API 2, tt-kmd 2.10.1 |
-//! | GET_DEVICE_INFO | vendor 0x1e52 (Tenstorrent), device [`SIM_DEVICE_ID`], bus 0 |
-//! | QUERY_MAPPINGS | no BAR resources (device memory is reached through TLB windows) |
-//! | ALLOCATE_TLB / CONFIGURE_TLB / FREE_TLB | [`WINDOW_SIZE`] windows onto one core's L1 (local 0), its register block (local [`REGS_WINDOW_BASE`]) or a DRAM bank; a reconfigured window is re-mmapped in place onto its new target |
+//! | GET_DEVICE_INFO | vendor 0x1e52 (Tenstorrent), the simulated chip's PCI device id (Wormhole 0x401e, Blackhole 0xb140), bus 0 |
+//! | QUERY_MAPPINGS | no BAR resources (device memory is reached through TLB windows; ARC is not mapped, so the board and harvesting come from the device's `ctl` page: [`Kernel::board`]) |
+//! | ALLOCATE_TLB / CONFIGURE_TLB / FREE_TLB | [`WINDOW_SIZE`] (2 MiB) unicast windows, on either NOC, onto a Tensix tile's L1 (local 0), the 2 MiB piece holding its debug-register page (local `DEBUG_REGS_BASE` rounded down: that page is mapped at its offset, the rest of the window is `PROT_NONE`, so a stray access faults instead of landing nowhere), or any 2 MiB of a DRAM channel (the tile's coordinates as the chip translates them); a reconfigured window is re-mmapped in place onto its new target |
 //! | PIN_PAGES / UNPIN_PAGES | memory from [`Kernel::alloc_dma_memory`] (the `sysmem` file): IOVA and NOC address = offset in sysmem, the local address at the PCIe endpoint |
 //! | LOCK_CTL | per-index flock on `lock-ctl-N` (ACQUIRE, RELEASE, TEST, ACQUIRE_BLOCKING) |
 //! | RESET_DEVICE | USER/ASIC/ASIC_DMC_RESET: the simulator quiesces (cores in reset, NOC drained, semaphores zeroed), TLB windows are reclaimed (their mappings point at nothing), and every ioctl but info and reset fails with ENODEV until POST_RESET; other open devices fail with ENODEV for good. RESTORE_STATE is a no-op |
@@ -31,8 +31,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use cqlab_abi::noc::{endpoint, Coord, Endpoint};
-use cqlab_sim::shared::{ctl, Ctl, Paths, Shape, REGS_WINDOW_BASE, WINDOW_SIZE};
+use cqlab_abi::arch::Noc;
+use cqlab_abi::noc::Coord;
+use cqlab_abi::soc::{Board, ChipLayout, Harvesting, TileKind};
+use cqlab_sim::shared::{ctl, Ctl, Paths, Shape, REGS_PAGE, REGS_WINDOW_BASE, WINDOW_SIZE};
 use memmap2::{MmapOptions, MmapRaw};
 use nix::errno::Errno;
 use nix::sys::ioctl::ioctl_num_type;
@@ -42,9 +44,7 @@ use super::error::{Result, TtKmdError};
 use super::ioctl::{self as sys, IoctlArg};
 use super::kernel::Kernel;
 
-/// PCI device id the simulated device reports (vendor is Tenstorrent's 0x1e52).
-pub const SIM_DEVICE_ID: u16 = 0xc01a;
-const TENSTORRENT_VENDOR_ID: u16 = 0x1e52;
+const TENSTORRENT_VENDOR_ID: u16 = cqlab_abi::arch::bar::PCI_VENDOR_ID;
 /// The tt-kmd version the simulator answers as.
 pub const SIM_DRIVER_VERSION: (u8, u8, u8) = (2, 10, 1);
 /// How long a reset waits for the simulator to quiesce.
@@ -59,17 +59,21 @@ struct View {
 
 #[derive(Debug, Default)]
 struct Tlb {
-    /// (file, offset) the window points at, once configured.
-    target: Option<(Target, u64)>,
+    /// What the window shows, once configured.
+    target: Option<Target>,
     uc: Option<View>,
     wc: Option<View>,
 }
 
+/// What a configured window shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target {
-    L1,
-    Regs,
-    Dram,
+    /// The `l1` file from this offset (one tile's 2 MiB stride).
+    L1(u64),
+    /// The `dram` file from this offset.
+    Dram(u64),
+    /// One page of the `regs` file (at `page`), `at` bytes into the window.
+    Regs { page: u64, at: u64 },
 }
 
 #[derive(Debug, Default)]
@@ -94,6 +98,9 @@ pub struct SimKernel {
     paths: Paths,
     ctl: CtlHandle,
     shape: Shape,
+    layout: ChipLayout,
+    /// Translated coordinates of every Tensix tile, in `l1` and `regs` order.
+    tiles: Vec<Coord>,
     l1: File,
     regs: File,
     dram: File,
@@ -174,7 +181,11 @@ impl SimKernel {
         let lock_path = paths.lock();
         let lock = open_lock(&lock_path).map_err(|source| TtKmdError::Open { path: lock_path, source })?;
         let reset_gen = ctl.load(ctl::RESET_REQUESTED);
+        let layout = shape.layout().map_err(|e| absent(format!("the device's chip: {e}")))?;
+        let tiles = shape.tiles();
         Ok(SimKernel {
+            layout,
+            tiles,
             path: dir.to_owned(),
             l1: file(paths.l1())?,
             regs: file(paths.regs())?,
@@ -190,7 +201,7 @@ impl SimKernel {
 
     /// The simulated chip's shape.
     pub fn shape(&self) -> Shape {
-        self.shape
+        self.shape.clone()
     }
 
     /// The simulated clock (device cycles).
@@ -203,66 +214,77 @@ impl SimKernel {
         alive(&self.ctl.0)
     }
 
-    fn target(&self, cfg: &sys::NocTlbConfig) -> std::result::Result<(Target, u64), Errno> {
+    fn target(&self, cfg: &sys::NocTlbConfig) -> std::result::Result<Target, Errno> {
         if cfg.mcast != 0 {
             return Err(Errno::EOPNOTSUPP);
         }
-        if cfg.noc > 1 || cfg.addr % WINDOW_SIZE != 0 {
+        let noc = Noc::from_index(cfg.noc as u32).ok_or(Errno::EINVAL)?;
+        if cfg.addr % WINDOW_SIZE != 0 {
             return Err(Errno::EINVAL);
         }
         let c = Coord::new(
             u8::try_from(cfg.x_end).map_err(|_| Errno::EINVAL)?,
             u8::try_from(cfg.y_end).map_err(|_| Errno::EINVAL)?,
         );
-        match endpoint(c) {
-            Endpoint::Dram { bank }
-                if (bank as u32) < self.shape.dram_banks && cfg.addr < self.shape.dram_bank_size =>
-            {
-                Ok((Target::Dram, bank as u64 * self.shape.dram_bank_size + cfg.addr))
+        // The tile the chip routes these coordinates to on that NOC.
+        let tile = self.layout.resolve(noc, c).and_then(|t| self.layout.tile(t)).ok_or(Errno::EINVAL)?;
+        match tile.kind {
+            TileKind::Dram { bank, .. } => {
+                let (_, channel_size) = self.shape.dram_channels();
+                if cfg.addr >= channel_size {
+                    return Err(Errno::EINVAL);
+                }
+                Ok(Target::Dram(bank as u64 * channel_size + cfg.addr))
             }
-            _ => {
-                let i = self.shape.core_index(c).ok_or(Errno::EINVAL)? as u64;
+            TileKind::Tensix => {
+                let i = self.tiles.iter().position(|&t| t == tile.translated).ok_or(Errno::EINVAL)? as u64;
+                let regs_window = REGS_WINDOW_BASE & !(WINDOW_SIZE - 1);
                 match cfg.addr {
-                    0 => Ok((Target::L1, i * WINDOW_SIZE)),
-                    a if a == REGS_WINDOW_BASE => Ok((Target::Regs, i * WINDOW_SIZE)),
+                    0 => Ok(Target::L1(i * WINDOW_SIZE)),
+                    a if a == regs_window => Ok(Target::Regs { page: i * REGS_PAGE, at: REGS_WINDOW_BASE - a }),
                     _ => Err(Errno::EINVAL),
                 }
             }
+            _ => Err(Errno::EINVAL),
         }
     }
 
-    fn file(&self, t: Target) -> &File {
-        match t {
-            Target::L1 => &self.l1,
-            Target::Regs => &self.regs,
-            Target::Dram => &self.dram,
-        }
-    }
-
-    /// Points `view` at `target` (or at fresh anonymous memory for `None`), in place.
-    fn remap(&self, view: View, target: Option<(Target, u64)>) -> std::result::Result<(), Errno> {
-        let (fd, off, flags) = match target {
-            Some((t, off)) => (self.file(t).as_raw_fd(), off as libc::off_t, libc::MAP_SHARED),
-            None => (-1, 0, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS),
-        };
-        // SAFETY: `view` is a live mapping this kernel handed out for a TLB window (the
-        // window's MmioWindow owns it and unmaps it only before FREE_TLB, which forgets the
-        // view); MAP_FIXED replaces exactly those pages with a mapping of the same length, so
-        // no memory outside the view changes and its owner still unmaps the same range.
+    /// Maps `len` bytes at `addr` (inside a view this kernel handed out) in place: from `fd`
+    /// at `off` shared, or anonymous with protection `prot` (`fd` -1).
+    fn map_fixed(
+        &self,
+        addr: usize,
+        len: usize,
+        prot: libc::c_int,
+        fd: libc::c_int,
+        off: u64,
+    ) -> std::result::Result<(), Errno> {
+        let flags = if fd < 0 { libc::MAP_PRIVATE | libc::MAP_ANONYMOUS } else { libc::MAP_SHARED };
+        // SAFETY: `addr..addr + len` lies inside a live mapping this kernel handed out for a
+        // TLB window (the window's MmioWindow owns it and unmaps it only before FREE_TLB, which
+        // forgets the view); MAP_FIXED replaces exactly those pages, so no memory outside the
+        // view changes and its owner still unmaps the same range.
         let p = unsafe {
-            libc::mmap(
-                view.addr as *mut libc::c_void,
-                view.len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                flags | libc::MAP_FIXED,
-                fd,
-                off,
-            )
+            libc::mmap(addr as *mut libc::c_void, len, prot, flags | libc::MAP_FIXED, fd, off as libc::off_t)
         };
         if p == libc::MAP_FAILED {
             return Err(Errno::last());
         }
         Ok(())
+    }
+
+    /// Points `view` at `target` (or at fresh anonymous memory for `None`), in place.
+    fn remap(&self, view: View, target: Option<Target>) -> std::result::Result<(), Errno> {
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        match target {
+            None => self.map_fixed(view.addr, view.len, rw, -1, 0),
+            Some(Target::L1(off)) => self.map_fixed(view.addr, view.len, rw, self.l1.as_raw_fd(), off),
+            Some(Target::Dram(off)) => self.map_fixed(view.addr, view.len, rw, self.dram.as_raw_fd(), off),
+            Some(Target::Regs { page, at }) => {
+                self.map_fixed(view.addr, view.len, libc::PROT_NONE, -1, 0)?;
+                self.map_fixed(view.addr + at as usize, REGS_PAGE as usize, rw, self.regs.as_raw_fd(), page)
+            }
+        }
     }
 
     fn answer(&self, request: ioctl_num_type, arg: &mut [u8]) -> std::result::Result<(), Errno> {
@@ -292,7 +314,7 @@ impl SimKernel {
                 let out = sys::GetDeviceInfoOut {
                     output_size_bytes: size_of::<sys::GetDeviceInfoOut>() as u32,
                     vendor_id: TENSTORRENT_VENDOR_ID,
-                    device_id: SIM_DEVICE_ID,
+                    device_id: self.shape.board.arch().params().bar.pci_device_id,
                     max_dma_buf_size_log2: 22,
                     ..Default::default()
                 };
@@ -548,11 +570,11 @@ impl Kernel for SimKernel {
         }
         let tlb = st.tlbs.get_mut(&id).filter(|_| offset & 0xffff_ffff == 0 && len as u64 == WINDOW_SIZE);
         let tlb = tlb.ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-        let map = match tlb.target {
-            Some((t, off)) => MmapOptions::new().offset(off).len(len).map_raw(self.file(t))?,
-            None => MmapRaw::from(memmap2::MmapMut::map_anon(len)?),
-        };
+        let map = MmapRaw::from(memmap2::MmapMut::map_anon(len)?);
         let view = View { addr: map.as_ptr() as usize, len };
+        if let Some(target) = tlb.target {
+            self.remap(view, Some(target)).map_err(|e| std::io::Error::from_raw_os_error(e as i32))?;
+        }
         if wc {
             tlb.wc = Some(view);
         } else {
@@ -570,6 +592,16 @@ impl Kernel for SimKernel {
 
     fn device_clock(&self) -> Option<u64> {
         Some(self.device_cycles())
+    }
+
+    /// The device's `ctl` page names its board and harvesting (no ARC is mapped).
+    fn board(&self) -> Option<(Board, Harvesting)> {
+        Some((self.shape.board, self.shape.harvesting.clone()))
+    }
+
+    /// One mapping cannot land in many tiles' files: CONFIGURE_TLB refuses multicast.
+    fn multicast_tlbs(&self) -> bool {
+        false
     }
 
     fn settle(&self) -> std::io::Result<()> {
@@ -614,7 +646,8 @@ mod tests {
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 
-    /// A 1x1-worker chip on a thread, on fresh files; stopped and removed on drop.
+    /// A Wormhole n150 harvested to three Tensix rows (a small real chip), on a thread, on
+    /// fresh files; stopped and removed on drop.
     struct Sim {
         stop: Arc<AtomicBool>,
         thread: Option<std::thread::JoinHandle<()>>,
@@ -625,13 +658,9 @@ mod tests {
         fn start(tag: &str) -> Sim {
             let dir = std::env::temp_dir().join(format!("cqlab-simkernel-{tag}-{}", std::process::id()));
             let cfg = cqlab_sim::config::SimConfig {
-                worker_cols: 1,
-                worker_rows: 1,
-                num_cqs: 1,
-                dram_banks: 1,
-                dram_bank_size: WINDOW_SIZE,
+                harvesting: "rows=1,2,3,4,5,7,8".parse().unwrap(),
                 sysmem_size: 4 << 20,
-                ..Default::default()
+                ..cqlab_sim::config::SimConfig::for_board(Board::WormholeN150)
             };
             let mut runner = Runner::create(&dir, cfg).unwrap();
             let stop = Arc::new(AtomicBool::new(false));
@@ -663,6 +692,7 @@ mod tests {
         assert_eq!(legacy.version().semver, Some(SIM_DRIVER_VERSION));
         assert_eq!(legacy.power_mode(), PowerMode::Legacy);
         assert_eq!(legacy.info().vendor_id, TENSTORRENT_VENDOR_ID);
+        assert_eq!(legacy.info().device_id, 0x401E, "a Wormhole's PCI device id");
         // One owner at a time.
         let err = sim.open(OpenFlags::default()).unwrap_err();
         assert!(matches!(err, TtKmdError::HeldByPid { pid, .. } if pid == std::process::id()), "{err}");
@@ -670,22 +700,47 @@ mod tests {
         let mut dev = sim.open(OpenFlags::default()).unwrap();
         assert_eq!(dev.power_mode(), PowerMode::Aware);
 
-        // A window onto the worker's L1: a store lands in the simulator's l1 file, stride 0.
-        let worker = cqlab_abi::noc::worker(0, 0);
+        // A window onto the first Tensix tile's L1 (translated (18, 18)): a store lands in the
+        // simulator's l1 file, stride 0.
+        let tiles = SimKernel::open(&sim.dir).unwrap().tiles;
+        let (first, second) = (tiles[0], tiles[1]);
+        assert_eq!(first, Coord::new(18, 18));
         let tlb = dev.allocate_tlb(WINDOW_SIZE).unwrap();
-        dev.configure_tlb(&tlb, &sys::NocTlbConfig::unicast(worker.x as u16, worker.y as u16, 0, 0)).unwrap();
+        dev.configure_tlb(&tlb, &sys::NocTlbConfig::unicast(first.x as u16, first.y as u16, 0, 0)).unwrap();
         tlb.uc().write_u32(0x100, 0xfeed_f00d).unwrap();
         let l1 = std::fs::read(sim.dir.join("l1")).unwrap();
         assert_eq!(&l1[0x100..0x104], &0xfeed_f00du32.to_le_bytes());
-        // Re-targeted to the prefetcher (core index 1): the same mapping now shows its L1.
-        let pf = cqlab_abi::noc::prefetcher(0);
-        dev.configure_tlb(&tlb, &sys::NocTlbConfig::unicast(pf.x as u16, pf.y as u16, 0, 0)).unwrap();
+        // Re-targeted to the second tile, on NOC1 (translated coordinates are the same on
+        // both NOCs): the same mapping now shows its L1.
+        dev.configure_tlb(&tlb, &sys::NocTlbConfig::unicast(second.x as u16, second.y as u16, 0, 1)).unwrap();
         assert_eq!(tlb.uc().read_u32(0x100).unwrap(), 0);
         tlb.wc().write_block(0x200, &[1, 2, 3, 4]).unwrap();
         let l1 = std::fs::read(sim.dir.join("l1")).unwrap();
         assert_eq!(&l1[WINDOW_SIZE as usize + 0x200..WINDOW_SIZE as usize + 0x204], &[1, 2, 3, 4]);
-        // Multicast cannot be one mapping.
-        let mut mc = sys::NocTlbConfig::unicast(worker.x as u16, worker.y as u16, 0, 0);
+        // The 2 MiB piece with the debug registers: SOFT_RESET_0 is the regs file's word.
+        use cqlab_abi::arch::tensix::{DEBUG_REGS_BASE, SOFT_RESET_0};
+        let base = (SOFT_RESET_0 as u64) & !(WINDOW_SIZE - 1);
+        dev.configure_tlb(&tlb, &sys::NocTlbConfig::unicast(second.x as u16, second.y as u16, base, 0)).unwrap();
+        tlb.uc().write_u32((SOFT_RESET_0 as u64 - base) as usize, 0x4_7000).unwrap();
+        let regs = std::fs::read(sim.dir.join("regs")).unwrap();
+        let at = REGS_PAGE as usize + (SOFT_RESET_0 - DEBUG_REGS_BASE) as usize;
+        assert_eq!(&regs[at..at + 4], &0x4_7000u32.to_le_bytes());
+        // DRAM channel 0 at NOC0 (0, 0), 2 MiB in.
+        dev.configure_tlb(&tlb, &sys::NocTlbConfig::unicast(0, 0, WINDOW_SIZE, 0)).unwrap();
+        tlb.uc().write_u32(8, 0x1234_5678).unwrap();
+        let mut word = [0u8; 4];
+        use std::os::unix::fs::FileExt;
+        File::open(sim.dir.join("dram")).unwrap().read_exact_at(&mut word, WINDOW_SIZE + 8).unwrap();
+        assert_eq!(u32::from_le_bytes(word), 0x1234_5678);
+        // A harvested row (NOC0 y 8, translated y 27 on an n150 with these rows off), a
+        // window that is neither L1 nor the register page, and multicast are refused.
+        for cfg in [
+            sys::NocTlbConfig::unicast(18, 27, 0, 0),
+            sys::NocTlbConfig::unicast(first.x as u16, first.y as u16, WINDOW_SIZE, 0),
+        ] {
+            assert!(dev.configure_tlb(&tlb, &cfg).unwrap_err().to_string().contains("EINVAL"), "{cfg:?}");
+        }
+        let mut mc = sys::NocTlbConfig::unicast(first.x as u16, first.y as u16, 0, 0);
         mc.mcast = 1;
         assert!(dev.configure_tlb(&tlb, &mc).unwrap_err().to_string().contains("EOPNOTSUPP"));
 
@@ -720,13 +775,7 @@ mod tests {
         use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR};
         use cqlab_sim::storage::SharedRegion;
         let sim = Sim::start("pointers");
-        let cfg = crate::config::DeviceConfig {
-            worker_cols: 1,
-            worker_rows: 1,
-            num_cqs: 1,
-            dram_banks: 1,
-            ..Default::default()
-        };
+        let cfg = crate::config::DeviceConfig { num_cqs: 1, ..Default::default() };
         let mut backend = super::super::backend::TtKmdBackend::new(sim.open(OpenFlags::default()).unwrap(), &cfg)
             .expect("the tt-kmd backend on the simulator");
         let at = (CqSysmemLayout::for_cq(0, cfg.issue_size, cfg.completion_size).header() + COMPLETION_WR_PTR as u64)

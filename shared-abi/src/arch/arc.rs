@@ -25,6 +25,15 @@ pub struct ArcParams {
     /// BAR0 offset of the ARC APB window (ARC address 0x8000_0000), where the
     /// host can use it.
     pub bar0_apb: Option<u32>,
+    /// The word a host polls until ARC is up, and the value that says so.
+    pub ready: (u32, u32),
+    /// APB offsets (from [`APB_BASE`]) of the ARC tile's NOC0 and NOC1 NIU
+    /// register blocks, where a host reads them (Wormhole: its hang probe and
+    /// the NOC translation flag).
+    pub niu_apb: Option<[u32; 2]>,
+    /// BAR0 offset and ARC address of ARC's CSM (its RAM), where the host
+    /// sees it.
+    pub csm: Option<(u32, u32)>,
 }
 
 /// ARC address of the APB peripherals, seen through [`ArcParams::bar0_apb`].
@@ -48,6 +57,19 @@ pub const WORMHOLE: ArcParams = ArcParams {
     telemetry_data_ptr: 0x8003_01D4,
     // ARC_APB_BAR0_XBAR_OFFSET_START 0x1FF00000.
     bar0_apb: Some(0x1FF0_0000),
+    // Reset unit + 0x74, SCRATCH[5] (ARC_RESET_SCRATCH_STATUS_OFFSET): 1 once
+    // ARC is up (tt-umd `device/tt_device/wormhole_tt_device.cpp`
+    // wait_arc_core_start; tt-isa `WormholeB0/ARCTile/ResetUnit.md`).
+    ready: (0x8003_0074, 1),
+    // APB 0x50000 / 0x58000: ARC's NOC0 and NOC1 NIU registers (tt-isa
+    // `WormholeB0/ARCTile/README.md`; tt-umd `wormhole_implementation.hpp`
+    // NIU_CFG_NOC0_BAR_ARC_ADDR = BAR0 0x1FF50100 for NIU_CFG_0, read by
+    // `get_noc_translation_enabled`; APB + 0x5002C is the hang probe of
+    // `get_read_checking_offset`).
+    niu_apb: Some([0x5_0000, 0x5_8000]),
+    // ARC_CSM_BAR0_XBAR_OFFSET_START 0x1FE80000 = ARC address 0x1000_0000
+    // (tt-isa `WormholeB0/ARCTile/README.md`: CSM RAM at 0x1000_0000).
+    csm: Some((0x1FE8_0000, 0x1000_0000)),
 };
 
 /// Blackhole.
@@ -70,6 +92,15 @@ pub const BLACKHOLE: ArcParams = ArcParams {
     // PCIe 1 (tt-isa `BlackholeA0/PCIExpressTile/README.md`); a host reads
     // ARC over the NOC otherwise.
     bar0_apb: Some(0x1FF0_0000),
+    // SCRATCH_RAM_2 = reset unit + 0x408: the boot status, whose low three
+    // bits read 5 once ARC is ready for messages (tt-umd
+    // `BlackholeTTDevice::wait_arc_core_start`; tt-kmd `blackhole.c`).
+    ready: (0x8003_0408, 5),
+    // The host reads Blackhole's NOC translation flag from the PCIe tile's
+    // NIU instead (tt-umd `blackhole_implementation.hpp`
+    // NIU_CFG_NOC0_BAR_PCIE_ADDR).
+    niu_apb: None,
+    csm: None,
 };
 
 /// Telemetry tags (tt-umd `device/api/umd/device/types/telemetry.hpp`

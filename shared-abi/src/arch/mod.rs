@@ -89,6 +89,16 @@ impl Arch {
         }
     }
 
+    /// The short name of firmware build directories and features
+    /// (`target/<triple>/firmware/<short_name>/`, cargo feature
+    /// `arch-<short_name>` of cqlab-kernels).
+    pub const fn short_name(self) -> &'static str {
+        match self {
+            Arch::Wormhole => "wormhole",
+            Arch::Blackhole => "blackhole",
+        }
+    }
+
     /// The `arch_name` value of a tt-umd SoC descriptor (tt-umd
     /// `device/soc_arch_descriptor.cpp` `SocArchDescriptor::load_from_yaml`,
     /// schema `docs/yaml_schemas/soc_descriptor.yaml`).

@@ -64,6 +64,27 @@ pub mod ctrl {
     pub const fn arb_priority(p: u32) -> u32 {
         p << ARB_PRIORITY_SHIFT
     }
+
+    /// The request words tt-metal's dataflow API writes to `NOC_CTRL`
+    /// (tt-metal wh and bh `noc_nonblocking_api.h`): `ncrisc_noc_fast_read`
+    /// (`noc_init`'s read word, on the read-request VC),
+    /// `ncrisc_noc_fast_write` (non-posted, unicast on VC 1; a multicast on
+    /// VC 4 reserves its path), `noc_fast_atomic_increment` (non-posted, on
+    /// the unicast-write VC). Not linked.
+    pub const READ: u32 = CMD_RD | RESP_MARKED | VC_STATIC | static_vc(super::vc::READ_REQUEST);
+    pub const WRITE_UNICAST: u32 = CMD_WR | RESP_MARKED | VC_STATIC | static_vc(super::vc::UNICAST_WRITE);
+    pub const WRITE_MULTICAST: u32 =
+        CMD_WR | RESP_MARKED | VC_STATIC | static_vc(super::vc::MULTICAST_WRITE) | BRCST_PACKET | PATH_RESERVE;
+    pub const ATOMIC: u32 = CMD_AT | RESP_MARKED | VC_STATIC | static_vc(super::vc::UNICAST_WRITE);
+
+    /// [`WRITE_MULTICAST`] or [`WRITE_UNICAST`].
+    pub const fn write(multicast: bool) -> u32 {
+        if multicast {
+            WRITE_MULTICAST
+        } else {
+            WRITE_UNICAST
+        }
+    }
 }
 
 /// `NOC_CMD_CTRL` values.

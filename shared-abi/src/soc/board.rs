@@ -2,13 +2,9 @@
 //! chip: the board id, the PCIe tile in use and the usual harvesting.
 
 use std::string::{String, ToString};
-use std::vec::Vec;
 
 use crate::arch::{arc, Arch};
 use crate::noc::Coord;
-
-use super::error::HarvestError;
-use super::harvest::{EthHarvest, Harvesting};
 
 /// A card, named as `--chip` takes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -81,37 +77,6 @@ impl Board {
             Board::WormholeN150 | Board::WormholeN300 => Coord::new(0, 3),
             Board::BlackholeP100a | Board::BlackholeP150a => Coord::new(2, 0),
         }
-    }
-
-    /// The harvesting of a typical card, used when none is given.
-    ///
-    /// - n150: Tensix row y=8 (tt-umd `tests/cluster_descriptor_examples/
-    ///   wormhole_N150.yaml` harvest_mask 64; one row per
-    ///   `cluster_descriptor_types.hpp` expected_tensix_harvested_units_map).
-    /// - n300: rows y=1 and y=8 (`wormhole_N300.yaml` chip 0 harvest_mask 65).
-    /// - p100a: Tensix columns x=7 and x=10, DRAM bank 3, every Ethernet
-    ///   channel (`blackhole_P100.yaml` harvest_mask 192,
-    ///   dram_harvesting_mask 8, eth_harvesting_mask 16383).
-    /// - p150a: columns x=7 and x=10 (two since CMFW 19.5: tt-umd commit
-    ///   5bcdcd4e), Ethernet channels 5 and 8 (`blackhole_P150.yaml`
-    ///   harvest_mask 192, eth_harvesting_mask 288).
-    pub fn default_harvesting(self) -> Harvesting {
-        match self {
-            Board::WormholeN150 => Harvesting::rows(&[8]),
-            Board::WormholeN300 => Harvesting::rows(&[1, 8]),
-            Board::BlackholeP100a => Harvesting::cols(&[7, 10]).with_dram(&[3]).with_eth(EthHarvest::All),
-            Board::BlackholeP150a => Harvesting::cols(&[7, 10]).with_eth(EthHarvest::Channels(Vec::from([5, 8]))),
-        }
-    }
-}
-
-impl Board {
-    /// The harvesting a `--harvest` option gives: its value parsed, or the
-    /// board's default when the option is absent. (A value replaces the
-    /// default as a whole; [`ChipLayout::new`](super::ChipLayout::new)
-    /// checks it against the chip.)
-    pub fn harvesting(self, option: Option<&str>) -> Result<Harvesting, HarvestError> {
-        option.map_or_else(|| Ok(self.default_harvesting()), Harvesting::parse)
     }
 }
 

@@ -41,6 +41,8 @@ pub enum LayoutError {
     OutOfGrid { board: Board, coord: Coord, width: u8, height: u8 },
     #[error("{board} ({harvesting}): tile {coord} is {what}, not a worker Tensix")]
     NotAWorker { board: Board, harvesting: String, coord: Coord, what: String },
+    #[error("{board}: {found} {what} do not fit the NOC map, which holds at most {max}")]
+    NocMapCapacity { board: Board, what: &'static str, found: usize, max: usize },
 }
 
 /// One tile of the grid.

@@ -15,6 +15,7 @@
 //! format, checked against tt-umd itself by `shared-abi/tests/umd_check.py`);
 //! the fixed per-architecture register facts live in [`crate::arch`].
 
+mod addressing;
 mod board;
 mod descriptor;
 mod dispatch;
@@ -23,6 +24,7 @@ mod error;
 mod harvest;
 mod layout;
 mod route;
+pub mod telemetry;
 mod tile;
 mod translate;
 

@@ -3,57 +3,30 @@
 //! limit is declared once and printed in the refusal). Each parser says
 //! what it expected and what it found.
 
-use cqlab_abi::noc::{self, Coord, Endpoint, MAX_WORKER_COLS, MAX_WORKER_ROWS};
+use cqlab_abi::noc::Coord;
 use std::ops::RangeInclusive;
 
-/// A worker grid `COLSxROWS`, each at least 1 and at most the largest
-/// grid (16x16).
-pub fn grid(s: &str) -> Result<(u8, u8), String> {
-    let bad = || format!("expected COLSxROWS such as 8x8 (1x1..={MAX_WORKER_COLS}x{MAX_WORKER_ROWS}), found {s:?}");
-    let (c, r) = s.split_once('x').ok_or_else(bad)?;
-    let (c, r): (u8, u8) = (c.parse().map_err(|_| bad())?, r.parse().map_err(|_| bad())?);
-    if !(1..=MAX_WORKER_COLS).contains(&c) || !(1..=MAX_WORKER_ROWS).contains(&r) {
-        return Err(format!("grid {c}x{r} is off the chip: columns 1..={MAX_WORKER_COLS}, rows 1..={MAX_WORKER_ROWS}"));
-    }
-    Ok((c, r))
-}
-
-/// A worker `COL,ROW` on the largest grid (0-based); the device's own grid
-/// is checked where the device is known.
+/// A logical compute core `COL,ROW` (0-based, as tt-metal numbers them);
+/// the device's grid is checked where the device is known
+/// ([`on_grid`]).
 pub fn worker(s: &str) -> Result<(u8, u8), String> {
-    let bad = || format!("expected COL,ROW such as 0,1, found {s:?}");
+    let bad = || format!("expected COL,ROW such as 0,1 (logical compute-core coordinates), found {s:?}");
     let (c, r) = s.split_once(',').ok_or_else(bad)?;
-    let (c, r): (u8, u8) = (c.trim().parse().map_err(|_| bad())?, r.trim().parse().map_err(|_| bad())?);
-    if c >= MAX_WORKER_COLS || r >= MAX_WORKER_ROWS {
-        return Err(format!(
-            "worker {c},{r} is off the largest grid: columns 0..{MAX_WORKER_COLS}, rows 0..{MAX_WORKER_ROWS}"
-        ));
-    }
-    Ok((c, r))
+    Ok((c.trim().parse().map_err(|_| bad())?, r.trim().parse().map_err(|_| bad())?))
 }
 
-/// Whether worker `(col, row)` lies on a `cols` x `rows` grid; the refusal
-/// names both.
-pub fn on_grid(what: &str, (col, row): (u8, u8), (cols, rows): (u8, u8)) -> Result<(), String> {
-    if col < cols && row < rows {
-        Ok(())
-    } else {
-        Err(format!("{what} {col},{row} is off the device's {cols}x{rows} worker grid (0..{cols}, 0..{rows})"))
-    }
+/// Whether logical core `(col, row)` lies on the device's compute grid;
+/// the refusal names the chip and why its grid is that size.
+pub fn on_grid(what: &'static str, (col, row): (u8, u8), chip: &cqlab_driver::Topology) -> Result<(), String> {
+    chip.check_range(what, &cqlab_driver::CoreRange::single(col, row)).map_err(|e| e.to_string())
 }
 
-/// A core by NOC coordinates `X,Y`: a worker, prefetcher or dispatcher
-/// (DRAM, PCIe and empty tiles hold no trace ring).
+/// A tile by translated NOC coordinates `X,Y` (as traces and dumps name
+/// cores); whether it runs firmware is checked against the device.
 pub fn core(s: &str) -> Result<Coord, String> {
-    let bad = || format!("expected X,Y NOC coordinates such as 1,1, found {s:?}");
+    let bad = || format!("expected X,Y NOC coordinates (translated) such as 18,18, found {s:?}");
     let (x, y) = s.split_once(',').ok_or_else(bad)?;
-    let c = Coord::new(x.trim().parse().map_err(|_| bad())?, y.trim().parse().map_err(|_| bad())?);
-    match noc::endpoint(c) {
-        Endpoint::Worker { .. } | Endpoint::Prefetcher { .. } | Endpoint::Dispatcher { .. } => Ok(c),
-        other => {
-            Err(format!("({},{}) is not a core of the chip ({other:?}): a worker, prefetcher or dispatcher", c.x, c.y))
-        }
-    }
+    Ok(Coord::new(x.trim().parse().map_err(|_| bad())?, y.trim().parse().map_err(|_| bad())?))
 }
 
 /// A u64 in decimal or `0x` hex.
@@ -88,23 +61,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn grids_and_workers_are_checked_never_wrapped() {
-        assert_eq!(grid("8x8"), Ok((8, 8)));
-        assert_eq!(grid("16x16"), Ok((16, 16)));
-        for bad in ["0x0", "0x8", "17x1", "1x17", "255x255", "8", "8x", "x8", "-1x2", "8x8x8"] {
-            assert!(grid(bad).is_err(), "{bad}");
-        }
-        assert_eq!(worker("15,15"), Ok((15, 15)));
-        for bad in ["16,0", "0,16", "255,0", "1", "a,b"] {
+    fn workers_and_cores_are_parsed_never_wrapped() {
+        assert_eq!(worker("7, 9"), Ok((7, 9)));
+        for bad in ["256,0", "0,256", "-1,0", "1", "a,b", ""] {
             assert!(worker(bad).is_err(), "{bad}");
         }
-        assert!(on_grid("--worker", (1, 1), (2, 2)).is_ok());
-        let e = on_grid("--worker", (2, 0), (2, 2)).unwrap_err();
-        assert!(e.contains("2x2") && e.contains("--worker 2,0"), "{e}");
-        assert!(core("1,1").is_ok() && core("17,1").is_ok() && core("18,2").is_ok());
-        for bad in ["0,0", "0,1", "19,1", "17,0", "1,17"] {
+        assert_eq!(core("18,18"), Ok(Coord::new(18, 18)));
+        for bad in ["256,1", "1", "x,y"] {
             assert!(core(bad).is_err(), "{bad}");
         }
+        let chip = cqlab_driver::Topology::for_board(cqlab_abi::soc::Board::WormholeN150, None, 2).unwrap();
+        assert!(on_grid("--worker", (7, 7), &chip).is_ok());
+        let e = on_grid("--worker", (8, 0), &chip).unwrap_err();
+        assert!(e.contains("8x8") && e.contains("--worker") && e.contains("harvested"), "{e}");
     }
 
     #[test]

@@ -49,10 +49,14 @@ pub struct Args {
     #[arg(long, default_value_t = DeviceConfig::default().stage_min_bytes,
           value_parser = clap::value_parser!(u32).range(0..=MAX_STAGE_MIN_BYTES as i64))]
     pub stage_min_bytes: u32,
+    /// The simulated chip (the embedded simulator runs every point).
+    #[command(flatten)]
+    pub chip: crate::chip::ChipOpt,
 }
 
 /// Largest `--stage-min-bytes`: above the largest blob any point sends
-/// (a 12 KiB kernel, 128 unique args per core of 64), nothing is staged.
+/// (a 12 KiB kernel, 128 unique args per core of a full grid), nothing is
+/// staged.
 const MAX_STAGE_MIN_BYTES: u32 = 1 << 20;
 
 /// Most programs per point: a point at this many takes minutes already.
@@ -78,6 +82,9 @@ struct Row {
     #[serde(flatten)]
     point: Point,
     programs: u32,
+    /// The chip (board and harvesting) and its clock.
+    chip: String,
+    clock_hz: u64,
     /// `--stage-min-bytes` the point ran with.
     stage_min_bytes: u32,
     device_cycles_per_program: f64,
@@ -93,37 +100,42 @@ struct Row {
     profile: Vec<crate::profile::FunctionShare>,
 }
 
-const BASE: Point = Point {
-    axis: "base",
-    cores: 64,
-    kernel: "noop",
-    kernel_bytes: 0,
-    cached: true,
-    unique_args: 0,
-    common_args: 0,
-    trace: false,
-    kernel_cycles: 0,
-    cqs: 1,
-};
+/// The base point on a chip of `cores` compute cores: every one of them.
+const fn base(cores: u32) -> Point {
+    Point {
+        axis: "base",
+        cores,
+        kernel: "noop",
+        kernel_bytes: 0,
+        cached: true,
+        unique_args: 0,
+        common_args: 0,
+        trace: false,
+        kernel_cycles: 0,
+        cqs: 1,
+    }
+}
 
-fn points() -> Vec<Point> {
-    let mut v = vec![BASE];
-    v.push(Point { axis: "cores", cores: 1, ..BASE });
+/// Every point on a chip of `cores` compute cores.
+fn points(cores: u32) -> Vec<Point> {
+    let b = base(cores);
+    let mut v = vec![b.clone()];
+    v.push(Point { axis: "cores", cores: 1, ..b });
     for (kernel, _) in SIZED {
         for cached in [true, false] {
-            v.push(Point { axis: "kernel_bytes", kernel, cached, ..BASE });
+            v.push(Point { axis: "kernel_bytes", kernel, cached, ..b });
         }
     }
     for n in [1, 32, 128] {
-        v.push(Point { axis: "unique_args", unique_args: n, ..BASE });
+        v.push(Point { axis: "unique_args", unique_args: n, ..b });
     }
     for n in [1, 32, 128] {
-        v.push(Point { axis: "common_args", common_args: n, ..BASE });
+        v.push(Point { axis: "common_args", common_args: n, ..b });
     }
     for c in [1_000, 5_000, 10_000] {
-        v.push(Point { axis: "kernel_cycles", kernel: "spin", kernel_cycles: c, ..BASE });
+        v.push(Point { axis: "kernel_cycles", kernel: "spin", kernel_cycles: c, ..b });
     }
-    v.push(Point { axis: "cqs", cqs: 2, ..BASE });
+    v.push(Point { axis: "cqs", cqs: 2, ..b });
     v.into_iter().flat_map(|p| [p.clone(), Point { trace: true, ..p }]).collect()
 }
 
@@ -141,7 +153,7 @@ fn programs_for(dev: &Device, p: &Point) -> Result<Vec<Program>> {
     } else {
         (0..UNCACHED_KERNELS).map(|i| Arc::new(image.renamed(&format!("{}#{i}", image.name)))).collect()
     };
-    let range = if p.cores == 1 { CoreRange::single(0, 0) } else { CoreRange::new((0, 0), (7, 7)) };
+    let range = if p.cores == 1 { CoreRange::single(0, 0) } else { dev.chip().grid() };
     images
         .into_iter()
         .map(|img| {
@@ -183,22 +195,19 @@ fn capture(dev: &mut Device, programs: &[Program], n: u32) -> Result<(Trace, u32
     }
 }
 
-fn measure(
-    p: &Point,
-    n: u32,
-    seed: u64,
-    copy: &mut CopyBound,
-    profile: &[cqlab_abi::noc::Coord],
-    symbols: &mut crate::profile::Symbols,
-    stage_min_bytes: u32,
-) -> Result<Row> {
-    let cfg = DeviceConfig { num_cqs: p.cqs, stage_min_bytes, ..Default::default() };
+/// Measures point `p` with the run's options `args` (programs, seed,
+/// chip, staging, profiled cores).
+fn measure(p: &Point, args: &Args, copy: &mut CopyBound, symbols: &mut crate::profile::Symbols) -> Result<Row> {
+    let (n, seed, stage_min_bytes) = (args.programs, args.seed, args.stage_min_bytes);
+    let profile = args.profile.as_ref().map_or(&[][..], |c| &c.0[..]);
+    let mut cfg = DeviceConfig { num_cqs: p.cqs, stage_min_bytes, ..Default::default() };
+    args.chip.apply(&mut cfg)?;
     let mut dev = Device::open(&format!("embedded:seed={seed}"), cfg)?;
     dev.boot()?;
     let programs = programs_for(&dev, p)?;
     let bytes = dev.load_kernel(p.kernel)?.len();
     // The profiled cores this point's device has.
-    let profile: Vec<_> = profile.iter().copied().filter(|&c| dev.all_cores().any(|d| d == c)).collect();
+    let profile: Vec<_> = profile.iter().filter_map(|name| name.on(dev.chip())).collect();
     let profile = &profile[..];
     let (cycles, host, profile) = if p.trace {
         if p.cached {
@@ -257,9 +266,11 @@ fn measure(
     Ok(Row {
         point: Point { kernel_bytes: bytes, ..p.clone() },
         programs: n,
+        chip: format!("{} ({})", dev.chip().board(), dev.chip().harvesting()),
+        clock_hz: dev.chip().layout().clock_hz(),
         stage_min_bytes,
         device_cycles_per_program: cycles,
-        us_per_program: cycles / 1000.0,
+        us_per_program: cycles * 1e6 / dev.chip().layout().clock_hz() as f64,
         host_enqueue_us_per_program: host.us_per_program,
         host_bytes_per_program: host.bytes_per_program,
         memcpy_us_per_program: host.memcpy_us_per_program,
@@ -413,25 +424,38 @@ fn last_level_cache() -> Option<usize> {
         .max()
 }
 
-fn selected(args: &Args) -> Vec<Point> {
-    points().into_iter().filter(|p| args.axis.as_deref().is_none_or(|a| a == p.axis || p.axis == "base")).collect()
+/// The chip of the points' devices with `cqs` queues placed.
+fn chip(args: &Args, cqs: u8) -> Result<cqlab_driver::Topology> {
+    let (board, harvesting) = (args.chip.sim_board(), args.chip.harvesting()?);
+    Ok(cqlab_driver::Topology::for_board(board, harvesting, cqs)?)
 }
 
-/// A core to profile must be on the device of some point (a 1-CQ point
-/// skips CQ1's cores).
+fn selected(args: &Args) -> Result<Vec<Point>> {
+    let cores = chip(args, 1)?.worker_count();
+    Ok(points(cores)
+        .into_iter()
+        .filter(|p| args.axis.as_deref().is_none_or(|a| a == p.axis || p.axis == "base"))
+        .collect())
+}
+
+/// The chip must be one the options describe, and a core to profile on the
+/// device of some point (a 1-CQ point skips CQ1's cores).
 pub fn validate(cmd: &Command) -> Result<()> {
     let Command::Dispatch(args) = cmd;
-    let points = selected(args);
+    args.chip.validate()?;
+    let points = selected(args)?;
     let profile = args.profile.as_ref().map_or(&[][..], |c| &c.0[..]);
     let most_cqs = points.iter().map(|p| p.cqs).max().unwrap_or(1);
+    let chip = chip(args, most_cqs)?;
     for &core in profile {
-        let on_grid = cqlab_abi::noc::worker_index(core).is_some_and(|(c, r)| c < 8 && r < 8);
-        let on_queue =
-            (0..most_cqs).any(|q| core == cqlab_abi::noc::prefetcher(q) || core == cqlab_abi::noc::dispatcher(q));
-        crate::usage::ensure(on_grid || on_queue, || {
+        crate::usage::ensure(core.on(&chip).is_some(), || {
             format!(
-                "--profile {}: not a core of the measured devices (8x8 workers, {most_cqs} queue(s))",
-                crate::profile::core_name(core)
+                "--profile {core}: not a core of the measured devices ({} {}: a {}x{} compute grid, {most_cqs} \
+                 queue(s))",
+                chip.board(),
+                chip.harvesting(),
+                chip.cols(),
+                chip.rows()
             )
         })?;
     }
@@ -441,13 +465,12 @@ pub fn validate(cmd: &Command) -> Result<()> {
 pub fn run(cmd: Command) -> Result<ExitCode> {
     validate(&cmd)?;
     let Command::Dispatch(args) = cmd;
-    let points = selected(&args);
-    let profile = args.profile.as_ref().map_or(&[][..], |c| &c.0[..]);
+    let points = selected(&args)?;
     let mut rows = Vec::new();
     let mut copy = CopyBound::new();
     let mut symbols = crate::profile::Symbols::default();
     for p in &points {
-        let row = measure(p, args.programs, args.seed, &mut copy, profile, &mut symbols, args.stage_min_bytes)
+        let row = measure(p, &args, &mut copy, &mut symbols)
             .with_context(|| format!("measuring {} {:?} trace={}", p.axis, p.kernel, p.trace))?;
         if !args.json && !args.csv {
             eprint!(".");
@@ -550,8 +573,10 @@ fn csv(rows: &[Row]) -> Result<String> {
 
 fn table(rows: &[Row]) -> String {
     let mut s = format!(
-        "program dispatch, {} programs per point, embedded simulator at 1 GHz (cycles = ns), {}\n",
+        "program dispatch, {} programs per point, embedded simulator of a {} at {:.2} GHz, {}\n",
         rows.first().map_or(0, |r| r.programs),
+        rows.first().map_or("?", |r| &r.chip),
+        rows.first().map_or(0.0, |r| r.clock_hz as f64 / 1e9),
         match rows.first().map_or(0, |r| r.stage_min_bytes) {
             0 => "nothing staged".to_string(),
             n => format!("blobs of {n} B and more staged"),
@@ -602,6 +627,7 @@ fn table(rows: &[Row]) -> String {
 /// The issue's targets, checked against this run.
 fn targets(rows: &[Row]) -> String {
     let find = |f: &dyn Fn(&Point) -> bool| rows.iter().find(|r| f(&r.point)).map(|r| r.device_cycles_per_program);
+    let full = rows.iter().find(|r| r.point.axis == "base").map_or(0, |r| r.point.cores);
     let mut s = String::from("\ntargets (issue 10)\n");
     let mut check = |name: &str, value: Option<f64>, limit: Option<f64>| {
         if let (Some(v), Some(l)) = (value, limit) {
@@ -636,9 +662,12 @@ fn targets(rows: &[Row]) -> String {
             bytes.map(|b| 1.2 * b / 32.0),
         );
         check(
-            &format!("128 unique args x 64 cores (<= 1.25 x NOC bytes / 32){}", if trace { ", traced" } else { "" }),
+            &format!(
+                "128 unique args x {full} cores (<= 1.25 x NOC bytes / 32){}",
+                if trace { ", traced" } else { "" }
+            ),
             find(&|p| p.unique_args == 128 && p.trace == trace),
-            Some(1.25 * (128.0 * 4.0 * 64.0) / 32.0),
+            Some(1.25 * (128.0 * 4.0 * full as f64) / 32.0),
         );
     }
     // Traced minus untraced cycles over the run, per point.

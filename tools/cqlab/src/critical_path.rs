@@ -25,9 +25,11 @@
 //! that core. A step with no records to explain it is `unattributed`.
 
 use cqlab_abi::dispatch::DispatchCmdId;
-use cqlab_abi::noc::{dispatcher, endpoint, prefetcher, Coord, Endpoint};
+use cqlab_abi::noc::Coord;
+use cqlab_driver::{Role, Topology};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 /// What a core did over one interval between two of its records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,8 +78,9 @@ pub struct Step {
 const POINT_HISTORY: usize = 1 << 16;
 
 /// Per-core segments since the last pruned window, and each core's open state.
-#[derive(Default)]
 pub struct Timeline {
+    /// The chip the records come from: whose each core is.
+    chip: Arc<Topology>,
     segs: HashMap<Coord, VecDeque<(u64, u64, Seg)>>,
     open: HashMap<Coord, (u64, Seg)>,
     /// Per dispatcher: cycles its GO commands ended.
@@ -94,6 +97,11 @@ fn push_bounded(q: &mut VecDeque<u64>, v: u64) {
 }
 
 impl Timeline {
+    /// Nothing recorded yet, of records from `chip`.
+    pub fn new(chip: Arc<Topology>) -> Self {
+        Self { chip, segs: HashMap::new(), open: HashMap::new(), go_ends: HashMap::new(), events: VecDeque::new() }
+    }
+
     /// `core` did `seg` over `[start, end)`.
     pub fn segment(&mut self, core: Coord, start: u64, end: u64, seg: Seg) {
         if end > start {
@@ -163,7 +171,7 @@ impl Timeline {
     fn latest_kernel_end(&self, cq: u8, launches: &HashMap<u32, u8>, after: u64, t: u64) -> Option<(Coord, u64)> {
         self.segs
             .keys()
-            .filter(|c| matches!(endpoint(**c), Endpoint::Worker { .. }))
+            .filter(|c| matches!(self.chip.role(**c), Some(Role::Worker { .. })))
             .filter_map(|&c| {
                 let e = self.latest_end(
                     c,
@@ -177,7 +185,7 @@ impl Timeline {
     }
 
     pub fn latest_go(&self, cq: u8, t: u64) -> Option<u64> {
-        let q = self.go_ends.get(&dispatcher(cq))?;
+        let q = self.go_ends.get(&self.chip.dispatcher(cq))?;
         let n = q.partition_point(|&g| g <= t);
         n.checked_sub(1).map(|i| q[i])
     }
@@ -221,8 +229,8 @@ impl Timeline {
                 push("unattributed", "no records of this core".into(), Some(core), start, t);
                 break;
             };
-            let cq = match endpoint(core) {
-                Endpoint::Prefetcher { cq } | Endpoint::Dispatcher { cq } => cq,
+            let cq = match self.chip.role(core) {
+                Some(Role::Prefetcher { cq } | Role::Dispatcher { cq }) => cq,
                 _ => 0,
             };
             match seg {
@@ -237,7 +245,7 @@ impl Timeline {
                     match (go, idle_from) {
                         (Some((q, g)), idle) if idle.is_none_or(|p| g >= p) => {
                             push("dispatch", "GO in flight to the kernel".into(), Some(core), g, t);
-                            (t, at) = (g.min(t), Some(dispatcher(q)));
+                            (t, at) = (g.min(t), Some(self.chip.dispatcher(q)));
                         }
                         (_, Some(p)) => {
                             push(
@@ -265,16 +273,18 @@ impl Timeline {
                     push(phase, name.into(), Some(core), s, t);
                     t = s;
                 }
-                Seg::DispatchBetween => match self.latest_end(prefetcher(cq), s, t, |x| x == Seg::PrefetchBusy) {
-                    Some(r) => {
-                        push("dispatch", "between commands, after the prefetcher's relay".into(), Some(core), r, t);
-                        (t, at) = (r, Some(prefetcher(cq)));
+                Seg::DispatchBetween => {
+                    match self.latest_end(self.chip.prefetcher(cq), s, t, |x| x == Seg::PrefetchBusy) {
+                        Some(r) => {
+                            push("dispatch", "between commands, after the prefetcher's relay".into(), Some(core), r, t);
+                            (t, at) = (r, Some(self.chip.prefetcher(cq)));
+                        }
+                        None => {
+                            push("dispatch", "between commands".into(), Some(core), s, t);
+                            t = s;
+                        }
                     }
-                    None => {
-                        push("dispatch", "between commands".into(), Some(core), s, t);
-                        t = s;
-                    }
-                },
+                }
                 Seg::DispatchWait { workers: true, .. } => match self.latest_kernel_end(cq, launches, s, t) {
                     Some((w, e)) => {
                         push("wait WCW", "last worker done -> dispatcher counter".into(), Some(core), e, t);
@@ -293,7 +303,16 @@ impl Timeline {
                     match ev.filter(|e| e.1 > s) {
                         Some((_, c, d)) => {
                             let c = c.min(t);
-                            push("wait PWW", format!("event {target} from {}", role(d)), Some(core), c, t);
+                            push(
+                                "wait PWW",
+                                format!(
+                                    "event {target} from {}",
+                                    cqlab_workloads::analysis::Analysis::role(&self.chip, d)
+                                ),
+                                Some(core),
+                                c,
+                                t,
+                            );
                             (t, at) = (c, Some(d));
                         }
                         None => {
@@ -309,17 +328,17 @@ impl Timeline {
                 Seg::PrefetchStall => {
                     // Released by the dispatcher's WAIT (NOTIFY_PREFETCH) as it finishes.
                     let wait = DispatchCmdId::Wait as u8;
-                    let release = self.latest_end(dispatcher(cq), s, t, |x| {
+                    let release = self.latest_end(self.chip.dispatcher(cq), s, t, |x| {
                         matches!(x, Seg::DispatchWait { .. }) || x == Seg::DispatchCmd { id: wait }
                     });
                     match release {
                         Some(r) => {
                             push("wait PSW", "dispatcher's WAIT released the stall".into(), Some(core), r, t);
-                            (t, at) = (r, Some(dispatcher(cq)));
+                            (t, at) = (r, Some(self.chip.dispatcher(cq)));
                         }
                         // Released by a command with no WAIT records of its own:
                         // the stall lasted while the dispatcher worked up to it.
-                        None => at = Some(dispatcher(cq)),
+                        None => at = Some(self.chip.dispatcher(cq)),
                     }
                 }
                 Seg::PrefetchFetch | Seg::PrefetchIdle => {
@@ -345,12 +364,9 @@ impl Timeline {
     }
 }
 
-pub fn role(core: Coord) -> String {
-    cqlab_workloads::analysis::Analysis::role(core)
-}
-
-/// Consecutive steps with the same phase and core merged, as JSON.
-pub fn to_json(steps: &[Step]) -> Value {
+/// Consecutive steps with the same phase and core (of `chip`) merged, as JSON.
+pub fn to_json(chip: &Topology, steps: &[Step]) -> Value {
+    let role = |c: Coord| cqlab_workloads::analysis::Analysis::role(chip, c);
     let mut out: Vec<(String, String, Option<Coord>, u64, u64)> = Vec::new();
     for s in steps {
         match out.last_mut() {

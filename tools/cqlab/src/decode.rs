@@ -33,12 +33,17 @@ pub struct Args {
     /// device) whose trace ring to read from the device.
     #[arg(long, value_parser = crate::args::core)]
     pub core: Option<cqlab_abi::noc::Coord>,
+    /// The chip a trace-ring dump FILE was taken on (with the default two
+    /// queues), to name its cores; a live device says which it is.
+    #[command(flatten)]
+    pub chip: crate::chip::ChipOpt,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn validate(a: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
+    a.chip.validate()?;
     if let Some(f) = &a.file {
         crate::input::check_file("dump", f)?;
         given.refuse(&["cq", "core"], || "read a live device (--device sim:PATH); a dump FILE is one ring".into())?;
@@ -46,6 +51,7 @@ pub fn validate(a: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
     }
     let device = a.device.as_deref().unwrap_or_default();
     crate::device::validate_daemon("--device", device)?;
+    given.refuse(&["chip", "harvest"], || "name the chip of a dump FILE; a live device says which it is".into())?;
     match a.kind {
         Kind::Issue => Err(crate::cli::Usage(
             "--kind issue reads a dump FILE; a live device gives --kind completion or trace".into(),
@@ -62,7 +68,7 @@ pub fn validate(a: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
 pub fn run(args: Args) -> Result<ExitCode> {
     if args.kind != Kind::Issue || args.device.is_some() {
         let (file, device) = (args.file.as_deref(), args.device.as_deref());
-        return crate::decode_rings::run(args.kind, file, device, args.cq, args.core, args.json);
+        return crate::decode_rings::run(args.kind, file, device, args.cq, args.core, &args.chip, args.json);
     }
     let file = args.file.clone().context("an issue-queue dump FILE")?;
     let bytes = crate::input::read_bytes("dump", &file, crate::input::MAX_DUMP_BYTES)?;

@@ -13,10 +13,11 @@ use anyhow::{Context, Result};
 use cqlab_abi::completion::{CompletionHeader, CompletionKind, EventRecord};
 use cqlab_abi::decode::Space;
 use cqlab_abi::memory_map::TRACE_RING;
-use cqlab_abi::noc::{endpoint, Coord, Endpoint};
+use cqlab_abi::noc::{Coord, DEFAULT_CQS};
 use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::COMPLETION_WR_PTR;
 use cqlab_abi::trace::{TraceKind, TraceRecord, TraceRingHeader, CAPACITY, RECORDS_BASE};
+use cqlab_driver::{Role, Topology};
 use cqlab_workloads::analysis::command_name;
 use serde_json::{json, Value};
 use std::mem::size_of;
@@ -104,12 +105,12 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
     d
 }
 
-fn describe(r: &TraceRecord) -> (String, String) {
+fn describe(chip: &Topology, r: &TraceRecord) -> (String, String) {
     let c = Coord::unpack(r.core as u32);
-    let role = cqlab_workloads::analysis::Analysis::role(c);
-    let space = match endpoint(c) {
-        Endpoint::Prefetcher { .. } => Some(Space::Prefetch),
-        Endpoint::Dispatcher { .. } => Some(Space::Dispatch),
+    let role = cqlab_workloads::analysis::Analysis::role(chip, c);
+    let space = match chip.role(c) {
+        Some(Role::Prefetcher { .. }) => Some(Space::Prefetch),
+        Some(Role::Dispatcher { .. }) => Some(Space::Dispatch),
         _ => None,
     };
     let kind = TraceKind::from_u16(r.kind);
@@ -123,8 +124,9 @@ fn describe(r: &TraceRecord) -> (String, String) {
     (role, what)
 }
 
-/// A core's trace ring from a dump of its `TRACE_RING` region, oldest first.
-pub fn decode_trace_ring(bytes: &[u8]) -> Decoded {
+/// A core's trace ring from a dump of its `TRACE_RING` region, oldest
+/// first; `chip` says whose each recorded core is.
+pub fn decode_trace_ring(chip: &Topology, bytes: &[u8]) -> Decoded {
     let mut d = Decoded { text: String::new(), records: Vec::new(), error: None };
     let Ok((h, _)) = TraceRingHeader::read_from_prefix(bytes) else {
         d.error = Some(format!("{} bytes: too short for a trace-ring header", bytes.len()));
@@ -154,7 +156,7 @@ pub fn decode_trace_ring(bytes: &[u8]) -> Decoded {
             d.text.push_str(&format!("#{seq:<7} (slot holds seq {}: overwritten while dumped)\n", r.seq));
             continue;
         }
-        let (role, what) = describe(&r);
+        let (role, what) = describe(chip, &r);
         d.text.push_str(&format!("#{seq:<7} @{:<12} {role:<18} {what}\n", r.cycle));
         d.records.push(json!({"seq": r.seq, "cycle": r.cycle, "core": Coord::unpack(r.core as u32).to_string(),
                               "role": role, "kind": TraceKind::from_u16(r.kind).map(|k| k.label()),
@@ -204,10 +206,12 @@ pub fn oldest_boundary(ring: &[u8], cq: u8, wr: usize) -> Option<usize> {
     })
 }
 
-/// What a live read gives: the bytes to decode and where they start.
+/// What a live read gives: the bytes to decode, where they start, and the
+/// device's chip.
 pub struct Live {
     pub bytes: Vec<u8>,
     pub note: Option<String>,
+    pub chip: Topology,
 }
 
 /// Reads the dump bytes from a live simulator daemon: CQ `cq`'s completion
@@ -217,6 +221,7 @@ pub fn read_live(device: &str, kind: Kind, cq: u8, core: Option<Coord>) -> Resul
     // Read-only: no lock, no HELLO, nothing changes for the device's owner.
     let (mut dev, _) = cqlab_driver::Device::observe(device).with_context(|| format!("observing {device}"))?;
     let cfg = dev.config().clone();
+    let chip = dev.chip().clone();
     match kind {
         Kind::Completion => {
             crate::cli::check(cq < dev.num_cqs(), || format!("--cq {cq}: the device has {} queues", dev.num_cqs()))?;
@@ -227,7 +232,7 @@ pub fn read_live(device: &str, kind: Kind, cq: u8, core: Option<Coord>) -> Resul
             dev.backend().sysmem_read((l.header() + COMPLETION_WR_PTR as u64) as usize, &mut wr)?;
             let wr = RingPtr(u32::from_le_bytes(wr)).offset_bytes() as usize;
             let Some(start) = oldest_boundary(&ring, cq, wr) else {
-                return Ok(Live { bytes: ring, note: None });
+                return Ok(Live { bytes: ring, note: None, chip });
             };
             let used = (wr + ring.len() - start) % ring.len();
             let used = if used == 0 { ring.len() } else { used };
@@ -238,17 +243,18 @@ pub fn read_live(device: &str, kind: Kind, cq: u8, core: Option<Coord>) -> Resul
                  write pointer {wr:#x}; offsets below count from there",
                 ring.len()
             );
-            Ok(Live { bytes: rotated, note: Some(note) })
+            Ok(Live { bytes: rotated, note: Some(note), chip })
         }
         _ => {
             let core = core.context("--core X,Y names the core whose trace ring to read")?;
             crate::cli::check(dev.all_cores().any(|c| c == core), || {
                 format!(
-                    "--core {},{}: not a core of this device ({}x{} workers, {} queues)",
+                    "--core {},{}: no firmware runs there on this {} ({}, {} queues): name a compute core \
+                     (translated coordinates) or a queue's prefetcher or dispatcher",
                     core.x,
                     core.y,
-                    cfg.worker_cols,
-                    cfg.worker_rows,
+                    chip.board(),
+                    chip.harvesting(),
                     dev.num_cqs()
                 )
             })?;
@@ -256,7 +262,7 @@ pub fn read_live(device: &str, kind: Kind, cq: u8, core: Option<Coord>) -> Resul
             dev.backend()
                 .read(cqlab_abi::noc::NocAddr::unicast(core, TRACE_RING.base as u64), &mut buf)
                 .with_context(|| format!("reading the trace ring of core {core}"))?;
-            Ok(Live { bytes: buf, note: None })
+            Ok(Live { bytes: buf, note: None, chip })
         }
     }
 }
@@ -271,6 +277,7 @@ pub fn run(
     device: Option<&str>,
     cq: u8,
     core: Option<Coord>,
+    file_chip: &crate::chip::ChipOpt,
     json: bool,
 ) -> Result<std::process::ExitCode> {
     let name = if kind == Kind::Completion { "completion" } else { "trace" };
@@ -278,11 +285,16 @@ pub fn run(
         (Some(dev), _) => (read_live(dev, kind, cq, core)?, dev.to_owned()),
         (None, Some(f)) => {
             let bytes = crate::input::read_bytes("dump", f, crate::input::MAX_DUMP_BYTES)?;
-            (Live { bytes, note: None }, f.display().to_string())
+            let chip = Topology::for_board(file_chip.sim_board(), file_chip.harvesting()?, DEFAULT_CQS)?;
+            (Live { bytes, note: None, chip }, f.display().to_string())
         }
         (None, None) => return Err(crate::cli::Usage("a dump FILE or --device sim:PATH".into()).into()),
     };
-    let d = if kind == Kind::Completion { decode_completion(&live.bytes) } else { decode_trace_ring(&live.bytes) };
+    let d = if kind == Kind::Completion {
+        decode_completion(&live.bytes)
+    } else {
+        decode_trace_ring(&live.chip, &live.bytes)
+    };
     if json {
         let v = json!({"kind": name, "records": d.records, "error": d.error, "note": live.note});
         outln!("{}", serde_json::to_string_pretty(&v)?);

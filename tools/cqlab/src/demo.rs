@@ -4,7 +4,7 @@
 
 use crate::out::outln;
 use anyhow::{ensure, Context, Result};
-use cqlab_driver::{CoreRange, Device, DeviceConfig};
+use cqlab_driver::{Device, DeviceConfig};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -35,12 +35,12 @@ pub struct Args {
     /// Print the table as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Worker grid COLSxROWS (the device must have it).
-    #[arg(long, default_value = "8x8", value_parser = crate::args::grid)]
-    pub grid: (u8, u8),
+    #[command(flatten)]
+    pub chip: crate::chip::ChipOpt,
 }
 
 pub fn validate(a: &Args) -> anyhow::Result<()> {
+    a.chip.validate()?;
     Ok(crate::device::validate(&a.device, a.noc_jitter)?)
 }
 
@@ -67,16 +67,17 @@ fn timed<T>(
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let mut cfg = DeviceConfig { worker_cols: args.grid.0, worker_rows: args.grid.1, ..Default::default() };
+    let mut cfg = DeviceConfig::default();
+    args.chip.apply(&mut cfg)?;
     args.limits.apply(&mut cfg);
     let mut dev = crate::device::open(&args.device, args.seed, args.noc_jitter, cfg)?;
     let progress = crate::cli::progress(args.rounds as u64, "demo rounds");
     let mut rows = Vec::new();
-    let ncores = (dev.config().worker_cols as u64) * dev.config().worker_rows as u64;
+    let all = dev.chip().grid();
+    let ncores = all.count() as u64;
     timed(&mut dev, &mut rows, "boot (2 CQs + workers)", ncores + 4, 0, |d| Ok(d.boot()?))?;
     let size = 256 * 1024u32;
     let buf = dev.alloc_dram(size, 4096)?;
-    let all = CoreRange::new((0, 0), (dev.config().worker_cols - 1, dev.config().worker_rows - 1));
     let mut verified = 0u64;
     for round in 0..args.rounds {
         let data: Vec<u8> = (0..size).map(|i| (i as u8) ^ (round as u8).wrapping_mul(77)).collect();
@@ -115,11 +116,27 @@ pub fn run(args: Args) -> Result<ExitCode> {
     } else {
         format!("seed {} with NOC/PCIe jitter 0..={} cycles", args.seed, args.noc_jitter)
     };
-    print_table(&rows, args.json, verified, dev.now(), &seed_note)?;
+    let chip = format!(
+        "{} ({}), {}x{} compute cores",
+        dev.chip().board(),
+        dev.chip().harvesting(),
+        all.end.0 + 1,
+        all.end.1 + 1
+    );
+    let clock_hz = dev.chip().layout().clock_hz();
+    print_table(&rows, args.json, verified, dev.now(), clock_hz, &chip, &seed_note)?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_table(rows: &[Row], json: bool, verified: u64, total_cycles: u64, seed_note: &str) -> Result<()> {
+fn print_table(
+    rows: &[Row],
+    json: bool,
+    verified: u64,
+    total_cycles: u64,
+    clock_hz: u64,
+    chip: &str,
+    seed_note: &str,
+) -> Result<()> {
     // Merge rows of the same operation.
     let mut merged: Vec<Row> = Vec::new();
     for r in rows {
@@ -143,7 +160,8 @@ fn print_table(rows: &[Row], json: bool, verified: u64, total_cycles: u64, seed_
             .collect();
         outln!(
             "{}",
-            serde_json::json!({"rows": v, "verified_bytes": verified, "device_cycles": total_cycles, "seed": seed_note})
+            serde_json::json!({"chip": chip, "clock_hz": clock_hz, "rows": v, "verified_bytes": verified,
+                               "device_cycles": total_cycles, "seed": seed_note})
         );
         return Ok(());
     }
@@ -152,9 +170,11 @@ fn print_table(rows: &[Row], json: bool, verified: u64, total_cycles: u64, seed_
         outln!("{:<40} {:>8} {:>10} {:>14} {:>12.1}", r.what, r.count, r.bytes, r.cycles, r.host_us / 1e3);
     }
     outln!(
-        "verified {verified} bytes read back; device time {total_cycles} cycles ({:.3} ms at 1 GHz)",
-        total_cycles as f64 / 1e6
+        "verified {verified} bytes read back; device time {total_cycles} cycles ({:.3} ms at {:.2} GHz)",
+        total_cycles as f64 * 1e3 / clock_hz as f64,
+        clock_hz as f64 / 1e9
     );
+    outln!("chip: {chip}");
     outln!("{seed_note}");
     Ok(())
 }

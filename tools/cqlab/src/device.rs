@@ -39,24 +39,26 @@ pub fn validate_daemon(option: &str, spec: &str) -> Result<(), Usage> {
     })
 }
 
-/// Opens `spec` for a command. `embedded` is the in-process simulator with
-/// the command's `--seed` and `--noc-jitter`; any other spec
+/// Opens `spec` for a command. `embedded` is the in-process simulator of
+/// `cfg`'s chip with the command's `--seed` and `--noc-jitter`; any other spec
 /// (`embedded:seed=N`, `sim:PATH[?wait]`, `/dev/tenstorrent/N`) goes to
 /// [`Device::open`] as written, and then the seed is the device's own.
 pub fn open(spec: &str, seed: u64, noc_jitter: u64, cfg: DeviceConfig) -> anyhow::Result<Device> {
     validate(spec, noc_jitter)?;
     if spec == "embedded" {
-        let mut sim = cqlab_sim::config::SimConfig { seed, ..Default::default() };
+        let mut sim = cqlab_driver::backend::spec::sim_config(&cfg, seed);
         sim.faults.noc_jitter_cycles = noc_jitter;
         return Device::embedded(sim, cfg).map_err(refused(spec));
     }
     Device::open(spec, cfg).map_err(refused(spec))
 }
 
-/// A device that refuses the command's configuration is a usage error.
+/// A device that refuses the command's configuration (its sizes, or a
+/// chip that cannot hold its queues) is a usage error.
 fn refused(spec: &str) -> impl FnOnce(cqlab_driver::DriverError) -> anyhow::Error + '_ {
     move |e| match e {
         cqlab_driver::DriverError::Invalid(m) => Usage(format!("--device {spec}: {m}")).into(),
+        cqlab_driver::DriverError::Chip(c) => Usage(format!("--device {spec}: {c}")).into(),
         e => anyhow::Error::from(e).context(format!("opening --device {spec}")),
     }
 }
@@ -83,6 +85,7 @@ pub fn open_for_campaign(
         DriverError::Busy { .. } | DriverError::Backend(_) | DriverError::Io(_) => {
             Opened::Unavailable(format!("--device {spec}: {e}"))
         }
+        // A chip that cannot hold the queues, a refused size: usage.
         e => Opened::Refused(UsageError(format!("--device {spec}: {e}"))),
     };
     if spec == "embedded" {

@@ -6,7 +6,7 @@
 use crate::out::outln;
 use anyhow::Result;
 use cqlab_abi::encode::Encoder;
-use cqlab_abi::noc::{worker, NocAddr};
+use cqlab_abi::noc::NocAddr;
 use cqlab_driver::DeviceConfig;
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -22,9 +22,12 @@ pub struct Args {
     pub device: String,
     #[command(flatten)]
     pub limits: crate::cli::Limits,
+    #[command(flatten)]
+    pub chip: crate::chip::ChipOpt,
 }
 
 pub fn validate(a: &Args) -> Result<()> {
+    a.chip.validate()?;
     Ok(crate::device::validate(&a.device, 0)?)
 }
 
@@ -33,10 +36,17 @@ const READ_BACK_BYTES: u32 = 512 * 1024;
 const READ_BACK_PAGES: [u32; 3] = [1024, 4096, 32 * 1024];
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    let mut cfg = DeviceConfig::default();
+    args.limits.apply(&mut cfg);
+    args.chip.apply(&mut cfg)?;
+    let mut dev = crate::device::open(&args.device, 1, 0, cfg)?;
+    dev.boot()?;
+
     // 1. Encoding 64-byte inline writes straight into an issue-queue-sized ring.
     let mut ring = vec![0u8; cqlab_abi::sysmem::DEFAULT_ISSUE_QUEUE_SIZE as usize];
     let payload = [0x5au8; 64];
-    let dst = NocAddr::unicast(worker(0, 0), cqlab_abi::memory_map::USER.base as u64);
+    let first = dev.chip().worker(0, 0).expect("a chip has a compute core");
+    let dst = NocAddr::unicast(first, cqlab_abi::memory_map::USER.base as u64);
     let n_encode = 2_000_000u64;
     let t0 = Instant::now();
     let mut done = 0u64;
@@ -50,11 +60,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let encode_rate = done as f64 / t0.elapsed().as_secs_f64();
 
     // 2. The full driver path (encode, copy into the issue ring, doorbell) for
-    //    batches that fit the queues, on a booted embedded device.
-    let mut cfg = DeviceConfig::default();
-    args.limits.apply(&mut cfg);
-    let mut dev = crate::device::open(&args.device, 1, 0, cfg)?;
-    dev.boot()?;
+    //    batches that fit the queues, on the booted device.
     let buf = dev.alloc_l1(0, 0, 64)?;
     let (batch, rounds) = (100u32, 20u32);
     let mut submit_time = 0.0;

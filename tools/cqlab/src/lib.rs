@@ -11,6 +11,7 @@ mod args;
 mod bench_dispatch;
 mod campaign;
 mod chart;
+mod chip;
 pub mod cli;
 mod compare;
 mod critical_path;

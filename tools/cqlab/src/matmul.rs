@@ -39,11 +39,14 @@ pub struct Args {
     pub device: String,
     #[command(flatten)]
     pub limits: crate::cli::Limits,
+    #[command(flatten)]
+    pub chip: crate::chip::ChipOpt,
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn validate(args: &Args) -> Result<()> {
+    args.chip.validate()?;
     // A tile of t x t f32 is t*t*4 bytes: whole 64-byte DRAM pages when 4 divides t.
     crate::cli::check(args.tile % 4 == 0, || {
         format!("--tile {}: 4, 8, 12 or 16 (a tile must fill whole 64-byte DRAM pages)", args.tile)
@@ -73,6 +76,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         };
         let mut cfg = DeviceConfig { worker_kernel: "matmul".into(), ..Default::default() };
         args.limits.apply(&mut cfg);
+        args.chip.apply(&mut cfg)?;
         let mut dev = crate::device::open(&args.device, args.seed, 0, cfg)?;
         dev.boot()?;
         let spin = crate::cli::spinner(&format!("matmul {m}x{n}x{k}, {}", s.short()));

@@ -8,7 +8,7 @@ use anyhow::Result;
 use cqlab_abi::decode::Space;
 use cqlab_abi::noc;
 use cqlab_abi::trace::TraceKind;
-use cqlab_driver::{CoreRange, Device, DeviceConfig};
+use cqlab_driver::{Device, DeviceConfig};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -33,11 +33,14 @@ pub struct Args {
     pub device: String,
     #[command(flatten)]
     pub limits: crate::cli::Limits,
+    #[command(flatten)]
+    pub chip: crate::chip::ChipOpt,
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn validate(a: &Args) -> Result<()> {
+    a.chip.validate()?;
     Ok(crate::device::validate(&a.device, 0)?)
 }
 
@@ -61,7 +64,7 @@ fn measure(
     trace: bool,
     progress: &indicatif::ProgressBar,
 ) -> Result<Figure> {
-    let all = CoreRange::new((0, 0), (dev.config().worker_cols - 1, dev.config().worker_rows - 1));
+    let all = dev.chip().grid();
     let per = if trace { TRACE_PROGRAMS.min(programs) } else { 1 };
     let tr = if trace {
         let mut cq = dev.cq(0)?;
@@ -132,6 +135,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let embedded = args.device == "embedded";
     let mut cfg = DeviceConfig::default();
     args.limits.apply(&mut cfg);
+    args.chip.apply(&mut cfg)?;
     let mut dev = crate::device::open(&args.device, args.seed, 0, cfg.clone())?;
     dev.boot()?;
     let rt: Vec<u32> = (0..args.args as u32).collect();
@@ -141,8 +145,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         measure(&mut dev, args.programs, &rt, false, &progress)?,
         measure(&mut dev, args.programs, &rt, true, &progress)?,
     ];
-    let pre = command_costs(&mut dev, noc::prefetcher(0), Space::Prefetch)?;
-    let dis = command_costs(&mut dev, noc::dispatcher(0), Space::Dispatch)?;
+    let (prefetcher, dispatcher) = (dev.chip().prefetcher(0), dev.chip().dispatcher(0));
+    let pre = command_costs(&mut dev, prefetcher, Space::Prefetch)?;
+    let dis = command_costs(&mut dev, dispatcher, Space::Dispatch)?;
     if embedded {
         // Slow dispatch on the same seed: the host writes launches through the BAR.
         let mut slow = Device::open(&format!("embedded:seed={},slow", args.seed), cfg)?;
@@ -150,13 +155,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
         figures.push(measure(&mut slow, args.programs, &rt, false, &progress)?);
     }
     progress.finish_and_clear();
-    let cores = dev.config().worker_cols as u32 * dev.config().worker_rows as u32;
+    let cores = dev.chip().worker_count();
+    let clock_hz = dev.chip().layout().clock_hz() as f64;
     if args.json {
         let figs: Vec<_> = figures
             .iter()
             .map(|f| {
                 serde_json::json!({"dispatch": f.mode, "trace": f.trace, "device_cycles_per_program": f.cycles_per_program,
-                "us_per_program_at_1ghz": f.cycles_per_program / 1000.0,
+                "us_per_program": f.cycles_per_program * 1e6 / clock_hz,
                 "host_enqueue_us_per_program": f.host_enqueue_us_per_program})
             })
             .collect();
@@ -171,6 +177,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         outln!(
             "{}",
             serde_json::json!({"programs": args.programs, "cores": cores, "kernel": "noop", "runtime_args": args.args,
+                "chip": dev.chip().board().name(), "harvesting": dev.chip().harvesting().to_string(), "clock_hz": clock_hz,
                 "device": args.device, "slow_dispatch_row": embedded,
                 "dispatch": figs, "prefetch_commands": costs(&pre), "dispatch_commands": costs(&dis)})
         );
@@ -178,9 +185,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let device = if embedded { "the embedded simulator".to_owned() } else { format!("device {}", args.device) };
     outln!(
-        "dispatch: {} programs, noop kernel on {cores} cores, {} runtime args, {device} at 1 GHz",
+        "dispatch: {} programs, noop kernel on {cores} cores, {} runtime args, {device}: {} ({}) at {:.2} GHz",
         args.programs,
-        args.args
+        args.args,
+        dev.chip().board(),
+        dev.chip().harvesting(),
+        clock_hz / 1e9
     );
     outln!(
         "{:<9} {:<6} {:>16} {:>14} {:>20}",
@@ -196,7 +206,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             f.mode,
             if f.trace { "yes" } else { "no" },
             f.cycles_per_program,
-            f.cycles_per_program / 1000.0,
+            f.cycles_per_program * 1e6 / clock_hz,
             f.host_enqueue_us_per_program
         );
     }

@@ -8,8 +8,9 @@
 //! A core parked by fast-forward in a polling loop is sampled at the loop's
 //! head: waits show as the function that waits.
 
+use crate::chip::CoreName;
 use anyhow::{Context, Result};
-use cqlab_abi::noc::{self, Coord};
+use cqlab_abi::noc::Coord;
 use cqlab_driver::Device;
 use object::{Object, ObjectSymbol, SymbolKind};
 use std::collections::BTreeMap;
@@ -28,41 +29,26 @@ pub struct FunctionShare {
 
 /// Cores to profile, as one option value.
 #[derive(Clone, Debug)]
-pub struct Cores(pub Vec<Coord>);
+pub struct Cores(pub Vec<CoreName>);
 
 /// Parses `prefetcher0,dispatcher0,worker1.2`.
 pub fn parse_cores(spec: &str) -> Result<Cores, String> {
     spec.split(',')
         .map(|name| {
-            crate::race::faults::core(name.trim())
+            CoreName::parse(name.trim())
                 .ok_or_else(|| format!("--profile {name}: a core is prefetcherQ, dispatcherQ or workerC.R"))
         })
         .collect::<Result<_, _>>()
         .map(Cores)
 }
 
-/// The name `parse_cores` reads.
-pub fn core_name(c: Coord) -> String {
-    for q in 0..noc::MAX_CQS {
-        if c == noc::prefetcher(q) {
-            return format!("prefetcher{q}");
-        }
-        if c == noc::dispatcher(q) {
-            return format!("dispatcher{q}");
-        }
-    }
-    match noc::worker_index(c) {
-        Some((col, row)) => format!("worker{col}.{row}"),
-        None => format!("{c:?}"),
-    }
-}
-
-/// Starts sampling `cores` (dropping earlier samples).
+/// Starts sampling the BRISCs of `cores` (dropping earlier samples).
 pub fn start(dev: &mut Device, cores: &[Coord]) -> Result<()> {
+    let cores: Vec<_> = cores.iter().map(|&c| cqlab_driver::CoreId::brisc(c)).collect();
     let Some(sim) = dev.backend().introspect() else {
         anyhow::bail!("--profile needs the embedded simulator");
     };
-    Ok(sim.set_pc_sampling(cores)?)
+    Ok(sim.set_pc_sampling(&cores)?)
 }
 
 /// Function tables of the firmware ELFs read so far, by path: each ELF is
@@ -79,8 +65,8 @@ pub fn take(dev: &mut Device, symbols: &mut Symbols) -> Result<Vec<FunctionShare
     let samples = sim.pc_samples()?;
     sim.set_pc_sampling(&[])?;
     let symbols = &mut symbols.0;
-    let mut by_function: BTreeMap<(u32, String), u64> = BTreeMap::new();
-    let mut per_core: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut by_function: BTreeMap<(cqlab_driver::CoreId, String), u64> = BTreeMap::new();
+    let mut per_core: BTreeMap<cqlab_driver::CoreId, u64> = BTreeMap::new();
     for (core, pc, cycles) in samples {
         let name = match dev.firmware_elf(core) {
             Some(elf) => {
@@ -92,13 +78,13 @@ pub fn take(dev: &mut Device, symbols: &mut Symbols) -> Result<Vec<FunctionShare
             }
             None => format!("pc {pc:#x}"),
         };
-        *by_function.entry((core.packed(), name)).or_default() += cycles;
-        *per_core.entry(core.packed()).or_default() += cycles;
+        *by_function.entry((core, name)).or_default() += cycles;
+        *per_core.entry(core).or_default() += cycles;
     }
     let mut out: Vec<FunctionShare> = by_function
         .into_iter()
         .map(|((core, function), cycles)| FunctionShare {
-            core: core_name(Coord::unpack(core)),
+            core: CoreName::of(dev.chip(), core.tile).map_or_else(|| core.to_string(), |n| n.to_string()),
             function,
             cycles,
             share: cycles as f64 / per_core[&core] as f64,

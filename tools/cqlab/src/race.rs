@@ -57,6 +57,7 @@ impl Plan {
     /// [`Plan::preflight`]); touches nothing.
     pub fn new(args: Args) -> Result<Self, UsageError> {
         let a = &args;
+        a.chip.validate()?;
         ensure(a.seed_base.checked_add(a.seeds - 1).is_some(), || {
             format!("--seed-base {} + --seeds {} runs past the largest seed {}", a.seed_base, a.seeds, u64::MAX)
         })?;
@@ -85,22 +86,20 @@ impl Plan {
         let shard = Shard::resolve(a.records.shard.as_deref())?;
         let plan = Plan { args, faults, cq_firmware, shard };
         // A slowed core must be on the device: the programs workload draws
-        // grids up to the largest (checked when parsed), the others run on
-        // the default grid and queues.
+        // harvesting per seed (a core a seed's chip lacks is not slowed),
+        // the others run on the chip as given.
         if plan.args.workload != WorkloadKind::Programs {
             let (_, cfg) = plan.configs(plan.args.seed_base);
-            for slow in &plan.faults.slow {
-                let c = slow.core;
-                let on_grid =
-                    cqlab_abi::noc::worker_index(c).is_some_and(|(x, y)| x < cfg.worker_cols && y < cfg.worker_rows);
-                let on_queue =
-                    (0..cfg.num_cqs).any(|q| c == cqlab_abi::noc::prefetcher(q) || c == cqlab_abi::noc::dispatcher(q));
-                ensure(on_grid || on_queue, || {
-                    format!(
-                        "--faults slow: core {c} is not on the device ({}x{} workers, {} queues)",
-                        cfg.worker_cols, cfg.worker_rows, cfg.num_cqs
-                    )
-                })?;
+            let chip = chip_of(&cfg)?;
+            if let Some(name) = plan.faults.missing_on(&chip) {
+                return Err(UsageError(format!(
+                    "--faults slow: {name} is not on the device ({} {}, a {}x{} compute grid, {} queues)",
+                    chip.board(),
+                    chip.harvesting(),
+                    chip.cols(),
+                    chip.rows(),
+                    chip.num_cqs()
+                )));
             }
         }
         if plan.args.workload == WorkloadKind::TwoQueue {
@@ -125,7 +124,15 @@ impl Plan {
         let (sim, cfg) = self.configs(seed);
         let config_error = |e: DriverError| UsageError(format!("the device refuses this configuration: {e}"));
         let mut dev = Device::embedded(sim, cfg).map_err(config_error)?;
-        dev.boot().map_err(config_error)?;
+        match dev.boot() {
+            // What only a seed's own run can say (a boot that hangs under
+            // its faults) is that seed's result, not a refusal.
+            Err(
+                e @ (DriverError::Invalid(_) | DriverError::Chip(_) | DriverError::NotBuilt(_) | DriverError::Io(_)),
+            ) => return Err(config_error(e)),
+            Err(_) => return Ok(()),
+            Ok(()) => {}
+        }
         if self.args.workload == WorkloadKind::TwoQueue {
             two_queue::preflight(&self.args, &mut dev).map_err(config_error)?;
         }
@@ -135,7 +142,7 @@ impl Plan {
     /// The simulator and device configuration of one seed.
     pub fn configs(&self, seed: u64) -> (SimConfig, DeviceConfig) {
         let a = &self.args;
-        let cfg = DeviceConfig {
+        let mut cfg = DeviceConfig {
             firmware_variant: self.cq_firmware.clone(),
             stall_timeout_cycles: a.timeout_cycles + a.delay as u64,
             kernel_timeout_cycles: a.timeout_cycles,
@@ -145,7 +152,8 @@ impl Plan {
             worker_kernel: "spin".into(),
             ..Default::default()
         };
-        let mut sim = SimConfig { seed, ..Default::default() };
+        a.chip.apply(&mut cfg).expect("--chip and --harvest checked by Plan::new");
+        let mut sim = cqlab_driver::backend::spec::sim_config(&cfg, seed);
         sim.faults.noc_jitter_cycles = a.jitter;
         sim.faults.reorder = a.reorder;
         sim.pcie.read_latency_cycles = a.pcie_read_latency;
@@ -155,13 +163,16 @@ impl Plan {
         if a.pct_depth > 0 {
             sim.schedule = Schedule::Pct { depth: a.pct_depth, steps: a.pct_steps };
         }
-        let mut cfg = cfg;
         match a.workload {
             WorkloadKind::Random => random::configure(seed, &mut sim, &mut cfg),
-            WorkloadKind::Programs => programs::configure(seed, &mut sim, &mut cfg),
+            WorkloadKind::Programs => programs::configure(seed, a.chip.harvest.is_none(), &mut sim, &mut cfg),
             WorkloadKind::TwoQueue => {}
         }
-        self.faults.apply(&mut sim);
+        // A drawn harvesting: an invalid one is a bug of the draw, found by
+        // the device at boot, so the default stands in here.
+        if let Ok(chip) = chip_of(&cfg) {
+            self.faults.apply(&mut sim, &chip);
+        }
         self.faults.apply_device(&mut cfg);
         (sim, cfg)
     }
@@ -171,6 +182,7 @@ impl Plan {
     pub fn shape_argv(&self) -> Vec<String> {
         let a = &self.args;
         let mut v: Vec<String> = vec!["race".into(), "--workload".into(), a.workload.name().into()];
+        v.extend(a.chip.argv());
         let mut opt = |k: &str, val: String| {
             v.push(format!("--{k}"));
             v.push(val);
@@ -222,6 +234,12 @@ impl Plan {
     fn owned_count(&self) -> u64 {
         self.shard.count_in(self.args.seeds)
     }
+}
+
+/// The chip a seed's configuration runs on (its queues placed).
+fn chip_of(cfg: &DeviceConfig) -> Result<cqlab_driver::Topology, UsageError> {
+    cqlab_driver::Topology::for_board(cfg.sim_board(), Some(cfg.sim_harvesting()), cfg.num_cqs)
+        .map_err(|e| UsageError(format!("the device refuses this configuration: {e}")))
 }
 
 /// Runs one seed on a fresh embedded device. Returns the outcome and the

@@ -78,17 +78,8 @@ pub struct ChipArgs {
     /// Seed of the scheduler, jitter and faults.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Worker grid, COLSxROWS (1x1..=16x16).
-    #[arg(long, default_value = "8x8", value_parser = crate::args::grid)]
-    grid: (u8, u8),
-    /// Command queues (1..=16).
-    #[arg(long, default_value_t = cqlab_abi::noc::DEFAULT_CQS,
-          value_parser = clap::value_parser!(u8).range(1..=cqlab_abi::noc::MAX_CQS as i64))]
-    cqs: u8,
-    /// DRAM banks (1..=16).
-    #[arg(long, default_value_t = cqlab_abi::memory_map::DEFAULT_DRAM_BANKS,
-          value_parser = clap::value_parser!(u32).range(1..=cqlab_abi::memory_map::MAX_DRAM_BANKS as i64))]
-    dram_banks: u32,
+    #[command(flatten)]
+    chip: crate::chip::ChipOpt,
     /// Host sysmem size in MiB (a sparse file; 1..=4096).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
     sysmem_mib: u32,
@@ -97,15 +88,8 @@ pub struct ChipArgs {
 impl ChipArgs {
     /// The chip configuration, checked before any file is created.
     fn config(&self) -> anyhow::Result<cqlab_sim::config::SimConfig> {
-        let cfg = cqlab_sim::config::SimConfig {
-            seed: self.seed,
-            worker_cols: self.grid.0,
-            worker_rows: self.grid.1,
-            num_cqs: self.cqs,
-            dram_banks: self.dram_banks,
-            sysmem_size: (self.sysmem_mib as usize) << 20,
-            ..Default::default()
-        };
+        let cfg =
+            cqlab_sim::config::SimConfig { sysmem_size: (self.sysmem_mib as usize) << 20, ..self.chip.sim(self.seed)? };
         cfg.validate().map_err(|e| crate::cli::Usage(format!("the device's chip configuration: {e}")))?;
         Ok(cfg)
     }
@@ -137,7 +121,8 @@ pub struct TtkmdArgs {
 pub struct BarArgs {
     #[arg(long)]
     dev: PathBuf,
-    /// Worker core, COL,ROW (on the daemon's grid).
+    /// Compute core, logical COL,ROW on the daemon's chip (with the
+    /// default two command queues placed).
     #[arg(long, value_parser = crate::args::worker)]
     worker: (u8, u8),
     /// Local address in the core (L1 or a register), decimal or 0x hex, 4-byte aligned, below 2^32.
@@ -185,8 +170,7 @@ pub struct ClientJobArgs {
     /// Bytes per buffer write (16..=16777216, a multiple of 16).
     #[arg(long, default_value_t = 4096, value_parser = parse_bytes)]
     bytes: u32,
-    #[arg(long, default_value = "2x2", value_parser = crate::args::grid)]
-    grid: (u8, u8),
+    /// Command queues to boot (1..=16); the job runs on CQ0 over every compute core.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=cqlab_abi::noc::MAX_CQS as i64))]
     cqs: u8,
     /// Open the device through the tt-kmd backend (`ttkmd-sim:DEV`) instead of the daemon.
@@ -362,7 +346,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Whole-chip figures: a polling ping-pong and the memory footprint of the
-/// default 64-worker chip.
+/// default chip (a Wormhole n150).
 fn chip_bench(cycles: u64) -> anyhow::Result<()> {
     use cqlab_abi::noc::NocAddr;
     use cqlab_sim::bench::{chip_pingpong, rss_bytes};
@@ -370,13 +354,14 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
     use cqlab_sim::config::SimConfig;
 
     let cfg = SimConfig::default();
+    let layout = cfg.layout()?;
+    let tiles = layout.workers().len();
     outln!(
-        "chip: {}x{} workers + {} CQs, L1 {} KiB, quantum {} cycles; ping-pong = 2 workers alternately \
-         NOC-incrementing each other's L1 semaphore and polling their own",
-        cfg.worker_cols,
-        cfg.worker_rows,
-        cfg.num_cqs,
-        cfg.l1_size / 1024,
+        "chip: {} ({}), {tiles} Tensix tiles of 5 cores, L1 {} KiB, quantum {} cycles; ping-pong = 2 BRISCs \
+         alternately NOC-incrementing each other's L1 semaphore and polling their own",
+        cfg.board,
+        cfg.harvesting,
+        layout.l1_size() / 1024,
         cfg.quantum_cycles
     );
     outln!(
@@ -390,7 +375,7 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
     for (spinners, ff) in [(false, false), (false, true), (true, false), (true, true)] {
         let name = format!(
             "ping-pong{}, fast-forward {}",
-            if spinners { " + 62 workers polling for GO" } else { "" },
+            if spinners { format!(" + {} BRISCs polling for GO", tiles - 2) } else { String::new() },
             if ff { "on" } else { "off" }
         );
         let spin = crate::cli::spinner(&format!("measuring {name}"));
@@ -409,15 +394,15 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
     let before = rss_bytes();
     let mut chip = Chip::new(cfg.clone())?;
     let booted = rss_bytes();
-    let fill = vec![0xa5u8; cfg.l1_size as usize];
-    let cores: Vec<_> = chip.cores().collect();
+    let fill = vec![0xa5u8; layout.l1_size() as usize];
+    let cores: Vec<_> = chip.tensix_tiles().collect();
     for &c in &cores {
         chip.write(NocAddr::unicast(c, 0), &fill)?;
     }
     let filled = rss_bytes();
     let mib = |b: Option<u64>| b.map_or("?".to_string(), |b| format!("{:.1} MiB", b as f64 / (1 << 20) as f64));
     outln!(
-        "memory: process RSS {} before the chip, {} with the chip powered on, {} after writing all {} cores' L1",
+        "memory: process RSS {} before the chip, {} with the chip powered on, {} after writing all {} tiles' L1",
         mib(before),
         mib(booted),
         mib(filled),
@@ -430,8 +415,8 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
 /// seeded pattern to a DRAM buffer, launch every worker, read it back,
 /// verify, finish. Prints one line and exits 0 when all of it checks out.
 fn client_job(a: ClientJobArgs) -> anyhow::Result<ExitCode> {
-    use cqlab_driver::{CoreRange, Device, DeviceConfig};
-    let cfg = DeviceConfig { worker_cols: a.grid.0, worker_rows: a.grid.1, num_cqs: a.cqs, ..Default::default() };
+    use cqlab_driver::{Device, DeviceConfig};
+    let cfg = DeviceConfig { num_cqs: a.cqs, ..Default::default() };
     let spec =
         if a.ttkmd { format!("ttkmd-sim:{}", a.dev.display()) } else { format!("sim:{}?wait=30", a.dev.display()) };
     let mut dev = Device::open(&spec, cfg).with_context(|| format!("opening {spec}"))?;
@@ -439,12 +424,12 @@ fn client_job(a: ClientJobArgs) -> anyhow::Result<ExitCode> {
     // The crash test kills this process after this line, mid-enqueue.
     outln!("client-job: booted");
     let buf = dev.alloc_dram(a.bytes, 1024)?;
+    let all = dev.chip().grid();
     let mut cq = dev.cq(0)?;
-    let last = CoreRange::new((0, 0), (a.grid.0 - 1, a.grid.1 - 1));
     for round in 0..a.rounds {
         let data: Vec<u8> = (0..a.bytes).map(|i| (i as u64 * 31 + a.seed * 7 + round as u64) as u8).collect();
         cq.write_buffer(&buf, 0, &data)?;
-        cq.launch(last, &[round])?;
+        cq.launch(all, &[round])?;
         let back = cq.read_buffer(&buf, 0, a.bytes)?;
         if back != data {
             let at = back.iter().zip(&data).position(|(x, y)| x != y).unwrap_or(0);
@@ -467,9 +452,13 @@ fn bar(a: BarArgs) -> anyhow::Result<ExitCode> {
     use cqlab_driver::backend::Backend;
     use cqlab_driver::daemon_backend::DaemonBackend;
     let mut dev = DaemonBackend::attach(&a.dev)?;
-    let grid = (dev.info().worker_cols, dev.info().worker_rows);
-    crate::args::on_grid("--worker", a.worker, grid).map_err(crate::cli::Usage)?;
-    let at = cqlab_abi::noc::NocAddr::unicast(cqlab_abi::noc::worker(a.worker.0, a.worker.1), a.addr);
+    let info = dev.info();
+    let board: cqlab_abi::soc::Board = info.board.parse()?;
+    let harvesting = cqlab_abi::soc::Harvesting::parse(&info.harvesting)?;
+    let chip = cqlab_driver::Topology::for_board(board, Some(harvesting), cqlab_abi::noc::DEFAULT_CQS)?;
+    crate::args::on_grid("--worker", a.worker, &chip).map_err(crate::cli::Usage)?;
+    let tile = chip.worker(a.worker.0, a.worker.1).expect("checked on the grid");
+    let at = cqlab_abi::noc::NocAddr::unicast(tile, a.addr);
     if let Some(v) = a.write {
         dev.write_u32(at, v)?;
     }

@@ -33,14 +33,13 @@ pub fn serve(dev: &std::path::Path, cfg: SimConfig, quiet: bool) -> anyhow::Resu
         }
     })?;
     eprintln!(
-        "cqlab sim serve: device at {} (pid {}, seed {}, {}x{} workers, {} CQs, sysmem {} MiB); attach with \
+        "cqlab sim serve: device at {} (pid {}, seed {}, {} harvested {}, sysmem {} MiB); attach with \
          sim:{}; stop with Ctrl-C or `cqlab sim stop --dev {}`",
         dev.display(),
         std::process::id(),
         cfg.seed,
-        cfg.worker_cols,
-        cfg.worker_rows,
-        cfg.num_cqs,
+        cfg.board,
+        cfg.harvesting,
         cfg.sysmem_size >> 20,
         dev.display(),
         dev.display()

@@ -95,14 +95,13 @@ pub fn serve(dev: &Path, cfg: SimConfig) -> anyhow::Result<()> {
         flag.store(true, Ordering::Relaxed);
     })?;
     eprintln!(
-        "cqlab sim ttkmd: device at {} (pid {}, seed {}, {}x{} workers, {} CQs); open it with ttkmd-sim:{}; stop \
+        "cqlab sim ttkmd: device at {} (pid {}, seed {}, {} harvested {}); open it with ttkmd-sim:{}; stop \
          with Ctrl-C",
         dev.display(),
         std::process::id(),
         cfg.seed,
-        cfg.worker_cols,
-        cfg.worker_rows,
-        cfg.num_cqs,
+        cfg.board,
+        cfg.harvesting,
         dev.display()
     );
     let now = runner.run(&stop);

@@ -83,19 +83,20 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
         outln!(
             "{}",
             serde_json::json!({"device": args.device, "daemon_pid": st.chip.daemon_pid, "seed": st.chip.seed,
+                "chip": st.chip.board, "harvesting": st.chip.harvesting, "cqs": dev.num_cqs(),
                 "held_by": (st.owner_pid != 0).then_some(st.owner_pid), "connections": st.connections,
                 "device_cycle": dump.device_cycle, "queues": dump.queues, "cores": cores_json})
         );
         return Ok(ExitCode::SUCCESS);
     }
     outln!(
-        "{}: simulator daemon pid {}, seed {}, {}x{} workers, {} CQs",
+        "{}: simulator daemon pid {}, seed {}, {} harvested {}, {} CQs",
         args.device,
         st.chip.daemon_pid,
         st.chip.seed,
-        st.chip.worker_cols,
-        st.chip.worker_rows,
-        st.chip.num_cqs
+        st.chip.board,
+        st.chip.harvesting,
+        dev.num_cqs()
     );
     outln!("held by {holder}; {} connections open (this one included)", st.connections);
     outln!("device cycle {}", dump.device_cycle);
@@ -134,7 +135,7 @@ pub fn dump(args: DumpArgs) -> Result<ExitCode> {
     let dump = live_dump(&mut dev)?;
     let chains: Vec<_> = (0..dev.num_cqs())
         .map(|q| {
-            let (chain, deadlock) = dump.chain_from(q);
+            let (chain, deadlock) = dump.chain_from(dev.chip(), q);
             (q, (chain.iter().map(|l| dump.link_text(l)).collect::<Vec<_>>(), deadlock))
         })
         .collect();

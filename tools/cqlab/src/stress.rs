@@ -79,6 +79,8 @@ pub struct WorkloadArgs {
     #[arg(long, default_value_t = 5_000_000,
           value_parser = clap::value_parser!(u64).range(cqlab_driver::wait::PROGRESS_CHECK_CYCLES..=1_000_000_000_000))]
     pub timeout_cycles: u64,
+    #[command(flatten)]
+    pub chip: crate::chip::ChipOpt,
 }
 
 #[derive(clap::Args, Clone, Debug)]
@@ -129,6 +131,7 @@ pub struct OneArgs {
 
 /// Checks a run's shape before any process starts.
 fn validate_workload(w: &WorkloadArgs, given: &crate::cli::Given<'_>) -> Result<(), UsageError> {
+    w.chip.validate()?;
     match w.workload {
         Workload::CopyStress => given.refuse(&["iterations"], || "applies to --workload random or programs".into())?,
         Workload::Random | Workload::Programs => {
@@ -186,7 +189,8 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
         // The race workloads' kernels store their results (as `race` boots them).
         cfg.worker_kernel = "spin".into();
     }
-    let sim = cqlab_sim::config::SimConfig { seed: a.seed, ..Default::default() };
+    w.chip.apply(&mut cfg)?;
+    let sim = cqlab_driver::backend::spec::sim_config(&cfg, a.seed);
     let mut dev = match open_for_campaign(&w.device, sim, cfg, a.reset_first) {
         Ok(d) => d,
         Err(Opened::Refused(e)) => return Err(e.into()),
@@ -242,6 +246,7 @@ fn one_argv(w: &WorkloadArgs, seed: u64, reset_first: bool) -> Vec<String> {
         Workload::Programs => "programs",
     };
     v.extend(["--workload".into(), workload.into(), "--device".into(), w.device.clone()]);
+    v.extend(w.chip.argv());
     // Only the options the workload reads (the others are refused).
     match w.workload {
         Workload::CopyStress => {

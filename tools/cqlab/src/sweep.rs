@@ -15,7 +15,6 @@ use crate::race::failure::{first_difference, Failure};
 use crate::usage::{ensure, UsageError};
 use anyhow::Result;
 use cqlab_driver::{Device, DeviceConfig, HostBug};
-use cqlab_sim::config::SimConfig;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -62,6 +61,8 @@ pub struct Args {
     pub out: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub chip: crate::chip::ChipOpt,
 }
 
 /// The copy_stress knobs.
@@ -214,10 +215,11 @@ struct Sweeper {
 
 impl Sweeper {
     fn open(&self, k: &Knobs) -> Result<Device> {
-        let cfg = k.device_config(self.args.timeout_cycles, self.host_bug);
+        let mut cfg = k.device_config(self.args.timeout_cycles, self.host_bug);
+        self.args.chip.apply(&mut cfg)?;
         let spec = &self.args.device;
         let seed = device_seed(spec)?;
-        let sim = SimConfig { seed: seed.unwrap_or(0), ..Default::default() };
+        let sim = cqlab_driver::backend::spec::sim_config(&cfg, seed.unwrap_or(0));
         let spec = if seed.is_some() { "embedded" } else { spec.as_str() };
         let mut dev = crate::device::open_for_campaign(spec, sim, cfg, self.args.reset_each).map_err(|e| match e {
             crate::device::Opened::Refused(u) => anyhow::Error::from(u),
@@ -327,6 +329,7 @@ fn shape(args: &Args) -> Result<Shape, UsageError> {
 }
 
 pub fn validate(args: &Args) -> Result<()> {
+    args.chip.validate()?;
     shape(args)?;
     Ok(())
 }

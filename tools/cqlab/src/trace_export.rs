@@ -12,8 +12,9 @@ use crate::trace_file::{Item, TraceReader};
 use anyhow::{Context, Result};
 use cqlab_abi::decode::Space;
 use cqlab_abi::dispatch::DispatchCmdId;
-use cqlab_abi::noc::{endpoint, Coord, Endpoint};
+use cqlab_abi::noc::Coord;
 use cqlab_abi::trace::{TraceKind, TraceRecord};
+use cqlab_driver::{Role, Topology};
 use cqlab_workloads::analysis::{command_name, wait_waypoint};
 use serde_json::json;
 use std::collections::{HashMap, VecDeque};
@@ -48,6 +49,8 @@ pub struct Exporter<W: Write> {
     out: W,
     first: bool,
     clock_hz: f64,
+    /// The chip the records come from: whose each core is.
+    chip: Topology,
     roles: HashMap<Coord, String>,
     tracks: HashMap<Coord, Track>,
     next_tid: u32,
@@ -73,12 +76,13 @@ const KEY_KERNEL: u32 = 0x1_0002;
 const GO_HISTORY: usize = 1 << 16;
 
 impl<W: Write> Exporter<W> {
-    pub fn new(mut out: W, roles: HashMap<Coord, String>, clock_hz: f64, title: &str) -> Result<Self> {
+    pub fn new(mut out: W, chip: Topology, roles: HashMap<Coord, String>, clock_hz: f64, title: &str) -> Result<Self> {
         writeln!(out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
         let mut e = Self {
             out,
             first: true,
             clock_hz,
+            chip,
             roles,
             tracks: HashMap::new(),
             next_tid: HOST_TID + 1,
@@ -162,16 +166,16 @@ impl<W: Write> Exporter<W> {
 
     pub fn record(&mut self, core: Coord, r: &TraceRecord) -> Result<()> {
         let ts = self.ts(r.cycle);
-        let ep = endpoint(core);
+        let ep = self.chip.role(core);
         let space = match ep {
-            Endpoint::Prefetcher { .. } => Space::Prefetch,
+            Some(Role::Prefetcher { .. }) => Space::Prefetch,
             _ => Space::Dispatch,
         };
         match TraceKind::from_u16(r.kind) {
             Some(TraceKind::CmdStart) => {
                 let name = command_name(space, r.arg0).to_owned();
                 self.begin(core, r.arg0, name, ts, json!({"bytes": r.arg1}))?;
-                if let Endpoint::Dispatcher { cq } = ep {
+                if let Some(Role::Dispatcher { cq }) = ep {
                     // A LAUNCH's multicast is the GO of programs.
                     if r.arg0 == DispatchCmdId::Go as u32 || r.arg0 == DispatchCmdId::Launch as u32 {
                         let gos = self.gos.entry(cq).or_default();
@@ -205,7 +209,7 @@ impl<W: Write> Exporter<W> {
                 if let Some(go_ts) = self.gos.get(&cq).and_then(|g| latest_at_or_before(g, ts)) {
                     let id = self.next_flow;
                     self.next_flow += 1;
-                    let dispatcher = cqlab_abi::noc::dispatcher(cq);
+                    let dispatcher = self.chip.dispatcher(cq);
                     let dtid = self.track(dispatcher)?;
                     let wtid = self.track(core)?;
                     self.emit(json!({"ph": "s", "name": "GO", "cat": "launch", "id": id, "pid": PID, "tid": dtid,
@@ -272,8 +276,8 @@ pub fn export(run: &Path, out: &Path) -> Result<Exported> {
     let h = reader.header.clone();
     let roles = h.cores.iter().map(|c| (Coord::new(c.x, c.y), c.role.clone())).collect();
     let file = crate::output::Atomic::create("--perfetto", out)?;
-    let title = format!("cqlab {} ({} CQs, seed {})", h.workload, h.cqs, h.seed);
-    let mut ex = Exporter::new(file, roles, h.clock_hz, &title)?;
+    let title = format!("cqlab {} ({}, {} CQs, seed {})", h.workload, h.chip, h.cqs, h.seed);
+    let mut ex = Exporter::new(file, h.topology()?, roles, h.clock_hz, &title)?;
     for item in reader.by_ref() {
         match item? {
             Item::Rec(core, r) => ex.record(core, &r)?,

@@ -3,7 +3,7 @@
 //! written as the run goes (never held in memory).
 //!
 //! ```text
-//! {"format":"cqlab-trace","version":1,"workload":...,"cqs":2,"clock_hz":1e9,"cores":[{"x":17,"y":1,"role":"CQ0 prefetcher"},...]}
+//! {"format":"cqlab-trace","version":2,"workload":...,"cqs":2,"chip":"wormhole-n150","harvesting":"rows=8","clock_hz":1e9,"cores":[{"x":18,"y":27,"role":"CQ0 prefetcher"},...]}
 //! {"launch":{"seq":0,"cq":0,"cores":[0,0,7,3],"label":"tiny"}}
 //! {"iter":{"index":0,"warmup":true,"start":..,"enqueued":..,"end":..,"events":[3,4]}}
 //! {"occ":{"cycle":..,"cq":0,"fetch_entries":2,"completion_bytes":64}}
@@ -11,13 +11,17 @@
 //! {"end":{"timed_cycles":..,"lost":0}}
 //! ```
 //! Records of one core appear in its ring order; cores interleave in
-//! drain-sized blocks.
+//! drain-sized blocks. Cores are named by translated NOC coordinates; the
+//! header's chip, harvesting and queue count say whose they are (version 1
+//! files came from cqlab's earlier invented chip and are refused).
 
 use crate::input::Lines;
 use crate::usage::UsageError;
 use anyhow::{Context, Result};
 use cqlab_abi::noc::Coord;
+use cqlab_abi::soc::{Board, Harvesting};
 use cqlab_abi::trace::TraceRecord;
+use cqlab_driver::Topology;
 use cqlab_workloads::analysis::Analysis;
 use cqlab_workloads::collect::RecordSink;
 use cqlab_workloads::runner::{IterationSample, LaunchInfo, Observer, OccupancySample, RunSpec};
@@ -27,7 +31,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 pub const FORMAT: &str = "cqlab-trace";
-pub const VERSION: u64 = 1;
+pub const VERSION: u64 = 2;
 
 /// Streams a run into a trace file.
 pub struct TraceWriter<W: Write> {
@@ -47,10 +51,12 @@ impl<W: Write> TraceWriter<W> {
         Self { out, records: 0 }
     }
 
-    pub fn header(&mut self, cores: &[Coord], workload: &str, cqs: u8, seed: u64, sync: &str) -> Result<()> {
-        let cores: Vec<_> = cores.iter().map(|c| json!({"x": c.x, "y": c.y, "role": Analysis::role(*c)})).collect();
-        let h = json!({"format": FORMAT, "version": VERSION, "workload": workload, "cqs": cqs, "seed": seed,
-                       "sync": sync, "clock_hz": cqlab_sim::config::CLOCK_HZ, "cores": cores});
+    pub fn header(&mut self, chip: &Topology, cores: &[Coord], workload: &str, seed: u64, sync: &str) -> Result<()> {
+        let cores: Vec<_> =
+            cores.iter().map(|c| json!({"x": c.x, "y": c.y, "role": Analysis::role(chip, *c)})).collect();
+        let h = json!({"format": FORMAT, "version": VERSION, "workload": workload, "cqs": chip.num_cqs(),
+                       "chip": chip.board().name(), "harvesting": chip.harvesting().to_string(), "seed": seed,
+                       "sync": sync, "clock_hz": chip.layout().clock_hz(), "cores": cores});
         writeln!(self.out, "{h}")?;
         Ok(())
     }
@@ -91,12 +97,12 @@ impl<W: Write> RecordSink for TraceWriter<W> {
 }
 
 impl<W: Write> Observer for TraceWriter<W> {
-    fn started(&mut self, cores: &[Coord], spec: &RunSpec) -> cqlab_driver::Result<()> {
+    fn started(&mut self, chip: &Topology, cores: &[Coord], spec: &RunSpec) -> cqlab_driver::Result<()> {
         let sync = match spec.sync {
             cqlab_workloads::runner::SyncMode::PerIter => "per-iter",
             cqlab_workloads::runner::SyncMode::End => "end",
         };
-        self.header(cores, spec.kind.name(), spec.cqs, spec.seed, sync).map_err(io)
+        self.header(chip, cores, spec.kind.name(), spec.seed, sync).map_err(io)
     }
     fn launch(&mut self, l: &LaunchInfo) -> cqlab_driver::Result<()> {
         self.line("launch", l).map_err(io)
@@ -109,6 +115,17 @@ impl<W: Write> Observer for TraceWriter<W> {
     }
 }
 
+impl Header {
+    /// The chip the trace was recorded on, with its queues placed: whose
+    /// each core is.
+    pub fn topology(&self) -> Result<Topology, UsageError> {
+        let bad = |e: String| UsageError(format!("the trace header's chip {} ({}): {e}", self.chip, self.harvesting));
+        let board: Board = self.chip.parse().map_err(|e: cqlab_abi::soc::UnknownBoard| bad(e.to_string()))?;
+        let harvesting = Harvesting::parse(&self.harvesting).map_err(|e| bad(e.to_string()))?;
+        Topology::for_board(board, Some(harvesting), self.cqs).map_err(|e| bad(e.to_string()))
+    }
+}
+
 /// The header line.
 #[derive(Clone, Debug, Deserialize)]
 pub struct Header {
@@ -116,6 +133,12 @@ pub struct Header {
     pub version: u64,
     pub workload: String,
     pub cqs: u8,
+    /// The board (`--chip` spelling) and its harvesting (`--harvest`);
+    /// absent in version 1 files (refused by version, not by field).
+    #[serde(default)]
+    pub chip: String,
+    #[serde(default)]
+    pub harvesting: String,
     #[serde(default)]
     pub seed: u64,
     #[serde(default)]
@@ -198,6 +221,14 @@ impl TraceReader {
                 path.display()
             ))
         })?;
+        if header.format == FORMAT && header.version == 1 {
+            return Err(UsageError(format!(
+                "{}: a version 1 trace, recorded on cqlab's invented chip before it modelled Wormhole and Blackhole; \
+                 record it again with `cqlab run ... --trace FILE`",
+                path.display()
+            ))
+            .into());
+        }
         if header.format != FORMAT || header.version != VERSION {
             return Err(UsageError(format!(
                 "{}: format {:?} version {}, expected {FORMAT:?} version {VERSION}",
@@ -207,6 +238,7 @@ impl TraceReader {
             ))
             .into());
         }
+        header.topology().map_err(|e| UsageError(format!("{}: {}", path.display(), e.0)))?;
         Ok(Self { lines, header, path: path.display().to_string(), ended: false, cut_at: None })
     }
 

@@ -41,13 +41,15 @@ use crate::out::outln;
 use crate::trace_file::{Item, TraceReader};
 use anyhow::Result;
 use cqlab_abi::dispatch::DispatchCmdId;
-use cqlab_abi::noc::{endpoint, Coord, Endpoint};
+use cqlab_abi::noc::Coord;
 use cqlab_abi::trace::{TraceKind, TraceRecord};
+use cqlab_driver::{Role, Topology};
 use cqlab_workloads::analysis::{wait_waypoint, Tally};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 #[derive(clap::Args)]
 pub struct SummaryArgs {
@@ -120,8 +122,9 @@ struct Window {
     events: Vec<u32>,
 }
 
-#[derive(Default)]
 pub struct Summarizer {
+    /// The chip the records come from: whose each core is.
+    chip: Arc<Topology>,
     cores: HashMap<Coord, CoreState>,
     launches: HashMap<u32, u8>,
     spans: Vec<Span>,
@@ -141,14 +144,14 @@ pub struct Summarizer {
 }
 
 /// What `st` does until its next record, for the critical path.
-fn seg_of(st: &CoreState, ep: Endpoint) -> Option<Seg> {
+fn seg_of(st: &CoreState, ep: Option<Role>) -> Option<Seg> {
     Some(match (&st.state, ep) {
         (State::Kernel, _) => Seg::Kernel { seq: st.kernel? },
-        (State::Idle, Endpoint::Worker { .. }) => Seg::WorkerIdle,
+        (State::Idle, Some(Role::Worker { .. })) => Seg::WorkerIdle,
         (State::Idle, _) => return None,
         (State::DispatchCmd | State::DispatchWriteHost, _) => Seg::DispatchCmd { id: *st.open.last()? as u8 },
         (State::DispatchBetween, _) => Seg::DispatchBetween,
-        (State::Wait(_), Endpoint::Prefetcher { .. }) => Seg::PrefetchStall,
+        (State::Wait(_), Some(Role::Prefetcher { .. })) => Seg::PrefetchStall,
         (State::Wait(l), _) => Seg::DispatchWait { workers: l == "wait WCW", target: st.wait_value },
         (State::PrefetchBusy, _) => Seg::PrefetchBusy,
         (State::PrefetchWaiting, _) => Seg::PrefetchIdle,
@@ -158,6 +161,26 @@ fn seg_of(st: &CoreState, ep: Endpoint) -> Option<Seg> {
 const WAIT_RANK: u8 = 7;
 
 impl Summarizer {
+    /// Nothing read yet, of records from `chip`.
+    pub fn new(chip: Topology) -> Self {
+        let chip = Arc::new(chip);
+        Self {
+            timeline: Timeline::new(chip.clone()),
+            chip,
+            cores: HashMap::new(),
+            launches: HashMap::new(),
+            spans: Vec::new(),
+            event_cycles: HashMap::new(),
+            waits: BTreeMap::new(),
+            windows: Vec::new(),
+            totals: BTreeMap::new(),
+            path_totals: BTreeMap::new(),
+            total_cycles: 0,
+            seen_timed: false,
+            max_held: 0,
+        }
+    }
+
     fn span(&mut self, start: u64, end: u64, rank: u8, label: String) {
         if end > start {
             self.spans.push((start, end, rank, label));
@@ -165,7 +188,7 @@ impl Summarizer {
     }
 
     pub fn record(&mut self, core: Coord, r: &TraceRecord) {
-        let ep = endpoint(core);
+        let ep = self.chip.role(core);
         let st = self.cores.entry(core).or_default();
         let prev = st.last_ts.replace(r.cycle);
         let kind = TraceKind::from_u16(r.kind);
@@ -196,10 +219,10 @@ impl Summarizer {
             }
         }
         let mut wait_done: Option<(String, u64)> = None;
-        let in_cmd_state = |open: &Vec<u32>, ep: Endpoint| -> State {
+        let in_cmd_state = |open: &Vec<u32>, ep: Option<Role>| -> State {
             match ep {
-                Endpoint::Prefetcher { .. } => State::PrefetchBusy,
-                Endpoint::Dispatcher { .. } => match open.last().and_then(|&id| DispatchCmdId::from_u8(id as u8)) {
+                Some(Role::Prefetcher { .. }) => State::PrefetchBusy,
+                Some(Role::Dispatcher { .. }) => match open.last().and_then(|&id| DispatchCmdId::from_u8(id as u8)) {
                     None => State::DispatchBetween,
                     Some(DispatchCmdId::WriteHost) => State::DispatchWriteHost,
                     Some(_) => State::DispatchCmd,
@@ -217,14 +240,14 @@ impl Summarizer {
                 if let Some(pos) = st.open.iter().rposition(|&id| id == r.arg0) {
                     st.open.truncate(pos);
                 }
-                if let Endpoint::Dispatcher { .. } = ep {
+                if let Some(Role::Dispatcher { .. }) = ep {
                     // A LAUNCH's multicast is the GO of programs.
                     if matches!(DispatchCmdId::from_u8(r.arg0 as u8), Some(DispatchCmdId::Go | DispatchCmdId::Launch)) {
                         self.timeline.go_ended(core, r.cycle);
                     }
                 }
                 st.state = match ep {
-                    Endpoint::Prefetcher { .. } if st.open.is_empty() => State::PrefetchWaiting,
+                    Some(Role::Prefetcher { .. }) if st.open.is_empty() => State::PrefetchWaiting,
                     _ => in_cmd_state(&st.open, ep),
                 };
             }
@@ -325,7 +348,7 @@ impl Summarizer {
             "iteration": w.index, "timed": timed, "start": w.start, "end": w.end, "cycles": total,
             "attributed_fraction": if total == 0 { 1.0 } else { 1.0 - unattributed as f64 / total as f64 },
             "phases": by_phase,
-            "critical_path": critical_path::to_json(&path),
+            "critical_path": critical_path::to_json(&self.chip, &path),
             "critical_path_attributed_fraction": if total == 0 { 1.0 } else { 1.0 - path_unattributed as f64 / total as f64 },
             "critical_path_wait_cycles": path_waits,
         }));
@@ -388,7 +411,7 @@ impl Summarizer {
 pub fn summarize(run: &std::path::Path) -> Result<Value> {
     let mut reader = TraceReader::open(run)?;
     let header = reader.header.clone();
-    let mut s = Summarizer::default();
+    let mut s = Summarizer::new(header.topology()?);
     let per_iter = header.sync == "per-iter";
     let mut pending: VecDeque<Pending> = VecDeque::new();
     let mut prev_done: Option<u64> = None;
@@ -457,7 +480,8 @@ pub fn summarize(run: &std::path::Path) -> Result<Value> {
     let kinds: BTreeMap<&String, &str> =
         s.totals.keys().chain(s.path_totals.keys()).map(|k| (k, phase_kind(k))).collect();
     Ok(json!({
-        "workload": header.workload, "cqs": header.cqs, "sync": header.sync,
+        "workload": header.workload, "cqs": header.cqs, "chip": header.chip, "harvesting": header.harvesting,
+        "sync": header.sync,
         "window": if per_iter {
             "each iteration: host starts enqueuing it -> host sees its events"
         } else {

@@ -45,6 +45,10 @@ impl Fixtures {
         write("report2.json", report(2).as_bytes());
         write(
             "trace.jsonl",
+            br#"{"format":"cqlab-trace","version":2,"workload":"x","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","clock_hz":1e9,"cores":[]}"#,
+        );
+        write(
+            "trace-v1.jsonl",
             br#"{"format":"cqlab-trace","version":1,"workload":"x","cqs":1,"clock_hz":1e9,"cores":[]}"#,
         );
         Fixtures { dir }
@@ -53,9 +57,17 @@ impl Fixtures {
     /// `{name}` in `arg` replaced by the fixture's path.
     fn expand(&self, arg: &str) -> String {
         let mut a = arg.replace("{missing}", MISSING);
-        for name in
-            ["garbage", "binary", "empty", "empty-dir", "mixed.jsonl", "report1.json", "report2.json", "trace.jsonl"]
-        {
+        for name in [
+            "garbage",
+            "binary",
+            "empty",
+            "empty-dir",
+            "mixed.jsonl",
+            "report1.json",
+            "report2.json",
+            "trace-v1.jsonl",
+            "trace.jsonl",
+        ] {
             a = a.replace(&format!("{{{name}}}"), self.dir.join(name).to_str().unwrap());
         }
         a.replace("{dir}", self.dir.to_str().unwrap())
@@ -94,9 +106,11 @@ fn demo_bench_perf_driver_bench_matmul_schedule() {
         (&["demo", "--rounds", "0"], 2, "not in 1..=10000"),
         (&["demo", "--rounds", "99999999999"], 2, "--rounds"),
         (&["demo", "--rounds", "many"], 2, "--rounds"),
-        (&["demo", "--grid", "0x0"], 2, "grid 0x0 is off the chip"),
-        (&["demo", "--grid", "17x2"], 2, "columns 1..=16"),
-        (&["demo", "--grid", "eight"], 2, "expected COLSxROWS"),
+        (&["demo", "--chip", "grayskull"], 2, "unknown chip `grayskull`; expected one of: wormhole-n150"),
+        (&["demo", "--harvest", "rows=0"], 2, "has no Tensix row 0"),
+        (&["demo", "--harvest", "cols=7"], 2, "harvests Tensix rows, not cols"),
+        (&["demo", "--chip", "blackhole-p100a", "--harvest", "rows=8"], 2, "harvests Tensix cols, not rows"),
+        (&["demo", "--harvest", "rows=1,2,3,4,5,7,8,9,10"], 2, "at most 0 command queues fit"),
         (&["demo", "--device", "bogus"], 2, "unknown device"),
         (&["demo", "--device", "sim:/x", "--noc-jitter", "5"], 2, "--noc-jitter applies to the embedded"),
         (&["demo", "--device", "sim:/x?wait=1e30"], 2, "wait"),
@@ -165,8 +179,9 @@ fn race_and_its_campaign_options() {
         (&["race", "--core-stall", "nan"], 2, "--core-stall"),
         (&["race", "--core-stall", "2"], 2, "not in 0..=1"),
         (&["race", "--faults", "stall=0.1"], 2, "can never boot"),
-        (&["race", "--faults", "slow=worker16.0@2"], 2, "workerC.R"),
-        (&["race", "--faults", "slow=worker9.0@2"], 2, "is not on the device (8x8 workers, 2 queues)"),
+        (&["race", "--faults", "slow=worker16.0@2"], 2, "worker16.0 is not on the device"),
+        (&["race", "--faults", "slow=worker1@2"], 2, "workerC.R"),
+        (&["race", "--faults", "slow=worker9.0@2"], 2, "worker9.0 is not on the device (wormhole-n150 rows=8, a 8x8"),
         (&["race", "--faults", "slow=dispatcher5@2"], 2, "is not on the device"),
         (&["race", "--faults", "jitter=99999999999"], 2, "at most 10000000 cycles"),
         (&["race", "--faults", "bogus=1"], 2, "unknown fault"),
@@ -259,7 +274,6 @@ fn decode_and_the_trace_readers() {
         (&["decode", "--device", "sim:/x", "--kind", "issue"], 2, "--kind issue reads a dump FILE"),
         (&["decode", "--device", "sim:/x", "--kind", "trace"], 2, "needs --core X,Y"),
         (&["decode", "--device", "sim:/x", "--kind", "completion", "--core", "1,1"], 2, "--core is for --kind trace"),
-        (&["decode", "--device", "sim:/x", "--kind", "trace", "--core", "0,0"], 2, "is not a core of the chip"),
         (&["decode", "--device", "sim:/x", "--kind", "trace", "--core", "999,1"], 2, "expected X,Y"),
         (&["decode", "--device", "sim:/x", "--kind", "completion", "--cq", "16"], 2, "not in 0..16"),
         (&["decode", "--device", "sim:{missing}", "--kind", "completion"], 1, "observing sim:/nonexistent/cqlab"),
@@ -270,6 +284,7 @@ fn decode_and_the_trace_readers() {
         (&["trace", "summary", "{binary}"], 2, "is not UTF-8"),
         (&["trace", "summary", "{empty}"], 2, "not a cqlab-trace header"),
         (&["trace", "summary", "{trace.jsonl}", "--paths", "99999"], 2, "not in 0..=10000"),
+        (&["trace", "summary", "{trace-v1.jsonl}"], 2, "a version 1 trace, recorded on cqlab's invented chip"),
         (&["trace", "export", "{missing}", "--perfetto", "{dir}/p.json"], 2, "RUN /nonexistent/cqlab"),
         (&["trace", "export", "/dev/zero", "--perfetto", "{dir}/p.json"], 2, "line 1 is longer than"),
         (&["trace", "export", "{trace.jsonl}", "--perfetto", "{trace.jsonl}"], 2, "refusing to overwrite an input"),
@@ -336,20 +351,22 @@ fn sim_reset_status_dump() {
         (&["sim", "bench", "--iters", "0"], 2, "not in 1..=1000000000"),
         (&["sim", "bench", "--chip-cycles", "18446744073709551615"], 2, "not in 1..=100000000000"),
         (&["sim", "serve", "--dev", "{dir}/d", "--sysmem-mib", "0"], 2, "not in 1..=4096"),
-        (&["sim", "serve", "--dev", "{dir}/d", "--grid", "0x0"], 2, "off the chip"),
-        (&["sim", "serve", "--dev", "{dir}/d", "--cqs", "17"], 2, "not in 1..=16"),
-        (&["sim", "serve", "--dev", "{dir}/d", "--dram-banks", "0"], 2, "not in 1..=16"),
+        (&["sim", "serve", "--dev", "{dir}/d", "--harvest", "rows=6"], 2, "has no Tensix row 6"),
+        (&["sim", "serve", "--dev", "{dir}/d", "--chip", "grayskull-e150"], 2, "unknown chip"),
         (&["sim", "serve", "--dev", "{garbage}"], 2, "exists and is not a directory"),
-        (&["sim", "ttkmd", "--dev", "{dir}/d", "--grid", "17x17"], 2, "off the chip"),
+        (
+            &["sim", "ttkmd", "--dev", "{dir}/d", "--chip", "blackhole-p150a", "--harvest", "cols=8"],
+            2,
+            "no Tensix column 8",
+        ),
         (&["sim", "ttkmd", "--dev", "{garbage}"], 2, "exists and is not a directory"),
         (&["sim", "stop", "--dev", "{missing}"], 1, "no simulator daemon"),
-        (&["sim", "bar", "--dev", "{dir}", "--worker", "16,0", "--addr", "0"], 2, "off the largest grid"),
+        (&["sim", "bar", "--dev", "{dir}", "--worker", "256,0", "--addr", "0"], 2, "expected COL,ROW"),
         (&["sim", "bar", "--dev", "{dir}", "--worker", "a,b", "--addr", "0"], 2, "expected COL,ROW"),
         (&["sim", "bar", "--dev", "{dir}", "--worker", "0,0", "--addr", "0x100000000"], 2, "below 2^32"),
         (&["sim", "bar", "--dev", "{dir}", "--worker", "0,0", "--addr", "3"], 2, "4-byte aligned"),
         (&["sim", "bar", "--dev", "{dir}", "--worker", "0,0", "--addr", "0", "--write", "0x100000000"], 2, "32 bits"),
         (&["sim", "bar", "--dev", "{dir}", "--worker", "0,0", "--addr", "0", "--hold", "inf"], 2, "0..=3600"),
-        (&["sim", "client-job", "--dev", "{dir}", "--grid", "0x1"], 2, "off the chip"),
         (&["reset", "--dev", "{missing}"], 1, "no simulator daemon"),
         (&["status", "--device", "embedded"], 2, "reads a live simulator daemon"),
         (&["status", "--device", "bogus"], 2, "unknown device"),

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use support::{firmware_dir, kill_after_boot, mode, root_or_skip, text, CQLAB};
+use support::{firmware_dir, kill_after_boot, mode, root_or_skip, text, CQLAB, SMALL_WORMHOLE};
 
 /// A whole client job (attach, boot, a few rounds) takes well under this.
 const PROCESS_TIMEOUT: Duration = Duration::from_secs(30);
@@ -42,8 +42,9 @@ impl Daemon {
             .arg("-c")
             .arg(format!("{prefix} exec \"$0\" \"$@\""))
             .arg(CQLAB)
-            .args(["sim", "serve", "--grid", "2x2", "--cqs", "1", "--sysmem-mib", "4", "--seed"])
+            .args(["sim", "serve", "--sysmem-mib", "4", "--seed"])
             .arg(seed.to_string())
+            .args(SMALL_WORMHOLE)
             .arg("--dev")
             .arg(&dir)
             .stderr(std::fs::File::create(&log).unwrap())
@@ -91,7 +92,7 @@ fn run(c: Command) -> Output {
 
 fn bar(d: &Daemon, extra: &[&str]) -> Output {
     let addr = format!("{:#x}", USER.base + 0x40);
-    let mut args = vec!["sim", "bar", "--worker", "1,1", "--addr", &addr];
+    let mut args = vec!["sim", "bar", "--worker", "1,0", "--addr", &addr];
     args.extend_from_slice(extra);
     d.cqlab(&args)
 }
@@ -166,7 +167,7 @@ fn next(x: &mut u64) -> u64 {
 
 fn client_job(dir: &Path, seed: u64, rounds: u32) -> Command {
     let mut c = Command::new(CQLAB);
-    c.args(["sim", "client-job", "--grid", "2x2", "--cqs", "1", "--bytes", "2048", "--seed"])
+    c.args(["sim", "client-job", "--cqs", "1", "--bytes", "2048", "--seed"])
         .arg(seed.to_string())
         .args(["--rounds", &rounds.to_string(), "--dev"])
         .arg(dir);
@@ -240,7 +241,7 @@ fn ctrl_c_stops_the_daemon_and_removes_its_socket() {
     assert!(d.log().contains("stopped by SIGINT"), "{}", d.log());
 }
 
-/// The same host program on a 2x2, one-CQ device; returns the device-state
+/// The same host program on a small one-CQ device; returns the device-state
 /// digest and the device time at the end.
 fn digest_after_program(dev: &mut cqlab_driver::Device) -> (u64, u64) {
     dev.boot().expect("boot");
@@ -248,7 +249,7 @@ fn digest_after_program(dev: &mut cqlab_driver::Device) -> (u64, u64) {
     let data: Vec<u8> = (0..8192u32).map(|i| (i * 7 + 3) as u8).collect();
     let mut cq = dev.cq(0).unwrap();
     cq.write_buffer(&buf, 0, &data).unwrap();
-    cq.launch(cqlab_driver::CoreRange::new((0, 0), (1, 1)), &[9]).unwrap();
+    cq.launch(cqlab_driver::CoreRange::new((0, 0), (1, 0)), &[9]).unwrap();
     cq.record_event().unwrap();
     assert_eq!(cq.read_buffer(&buf, 0, 8192).unwrap(), data);
     cq.finish().unwrap();
@@ -260,18 +261,18 @@ fn digest_after_program(dev: &mut cqlab_driver::Device) -> (u64, u64) {
 fn the_daemon_and_the_embedded_simulator_reach_the_same_state_for_the_same_seed() {
     let seed = 11;
     let d = Daemon::start("digest", seed);
-    let cfg = cqlab_driver::DeviceConfig {
-        worker_cols: 2,
-        worker_rows: 2,
-        num_cqs: 1,
-        firmware_dir: firmware_dir(),
-        ..Default::default()
-    };
+    let cfg = cqlab_driver::DeviceConfig { num_cqs: 1, firmware_dir: firmware_dir(), ..Default::default() };
     let mut over_daemon = cqlab_driver::Device::open(&format!("sim:{}", d.dir.display()), cfg.clone()).unwrap();
     let daemon = digest_after_program(&mut over_daemon);
     drop(over_daemon);
-    // The daemon's chip: 2x2 workers, one CQ, 4 MiB of sysmem (Daemon::start).
-    let sim = cqlab_sim::config::SimConfig { seed, sysmem_size: 4 << 20, ..Default::default() };
+    // The daemon's chip: the small Wormhole, 4 MiB of sysmem (Daemon::start).
+    let harvesting = cqlab_abi::soc::Harvesting::parse(SMALL_WORMHOLE[3]).unwrap();
+    let sim = cqlab_sim::config::SimConfig {
+        seed,
+        sysmem_size: 4 << 20,
+        harvesting,
+        ..cqlab_sim::config::SimConfig::for_board(cqlab_abi::soc::Board::WormholeN150)
+    };
     let mut embedded = cqlab_driver::Device::embedded(sim, cfg).unwrap();
     let local = digest_after_program(&mut embedded);
     assert_eq!(daemon, local, "seed {seed}: (digest, device time) over the daemon vs embedded");
@@ -376,7 +377,7 @@ fn only_the_owner_may_attach_reset_or_stop() {
     // A wrong-version HELLO with nobody attached: refused, nothing quiesced.
     let s = raw(&d);
     let err = raw_call(&s, &Request::Hello { version: proto::VERSION - 1, pid: 1 }).unwrap_err();
-    assert!(err.contains("protocol version 1"), "{err}");
+    assert!(err.contains(&format!("protocol version {}", proto::VERSION - 1)), "{err}");
     assert!(!d.log().contains("attached"), "a refused HELLO was logged as an attach: {}", d.log());
     // Requests that need ownership are refused before HELLO.
     let err = raw_call(&s, &Request::Poll { cycles: 10 }).unwrap_err();
@@ -504,7 +505,7 @@ fn a_failed_start_leaves_nothing_behind() {
     let dir = scratch_dir("failed");
     std::fs::create_dir_all(dir.join("lock")).unwrap();
     let mut c = Command::new(CQLAB);
-    c.args(["sim", "serve", "--grid", "2x2", "--cqs", "1", "--sysmem-mib", "4", "--dev"]).arg(&dir);
+    c.args(["sim", "serve", "--sysmem-mib", "4"]).args(SMALL_WORMHOLE).arg("--dev").arg(&dir);
     let out = run(c);
     assert!(!out.status.success(), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a regular file"), "{}", text(&out));
@@ -546,7 +547,8 @@ fn status_and_dump_work_mid_run_without_disturbing_it() {
         }
         assert!(s.contains("CQ0 dispatcher") && s.contains("dispatch") && s.contains("device cycle"), "{s}");
         let v: serde_json::Value = serde_json::from_slice(&dump.stdout).expect("dump --json is JSON");
-        assert!(v["dump"]["cores"].as_array().is_some_and(|c| c.len() == 6), "{v}");
+        // One queue's two cores and the small Wormhole's 8x1 compute grid.
+        assert!(v["dump"]["cores"].as_array().is_some_and(|c| c.len() == 10), "{v}");
         assert!(v["chains"][0]["chain"][0].as_str().is_some_and(|l| l.contains("CQ0")), "{v}");
     }
     let mut rest = String::new();

@@ -3,7 +3,7 @@
 use cqlab_abi::completion::EventRecord;
 use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::Encoder;
-use cqlab_abi::noc::{dram_bank, worker, NocAddr};
+use cqlab_abi::noc::NocAddr;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -17,8 +17,15 @@ fn decode(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cqlab")).arg("decode").args(args).output().unwrap()
 }
 
+/// The chip the sample stream addresses: a Wormhole n150.
+fn chip() -> cqlab_driver::Topology {
+    cqlab_driver::Topology::for_board(cqlab_abi::soc::Board::WormholeN150, None, 2).unwrap()
+}
+
 /// A read-back: WRITE_HOST header inline, its data relayed from DRAM.
 fn sample_stream() -> Vec<u8> {
+    let chip = chip();
+    let worker = |c, r| chip.worker(c, r).unwrap();
     let mut buf = vec![0u8; 4096];
     let mut enc = Encoder::new(&mut buf);
     enc.relay_inline(true, |w| {
@@ -27,7 +34,7 @@ fn sample_stream() -> Vec<u8> {
         w.write_host_header(5, 256)
     })
     .unwrap();
-    enc.relay_linear(NocAddr::unicast(dram_bank(2), 0x4000), 256).unwrap();
+    enc.relay_linear(chip.dram_addr(2, 0x4000), 256).unwrap();
     enc.stall().unwrap();
     enc.relay_inline(true, |w| w.write_event(&EventRecord { event_id: 1, cq: 0, cycle: 0 })).unwrap();
     let n = enc.len();
@@ -40,12 +47,17 @@ fn decode_lists_commands_nested_dispatch_and_relayed_payloads() {
     let out = decode(&[dump("ok.bin", &sample_stream()).to_str().unwrap()]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let chip = chip();
+    let (first, last) = (chip.worker(0, 0).unwrap(), chip.worker(7, 7).unwrap());
+    let bank = chip.dram_addr(2, 0x4000);
+    let write = format!("+0x0000  [0x21] WRITE_LINEAR length=40 dst={first}..{last}+0xa1000");
+    let relay = format!("0x00080  [0x03] RELAY_LINEAR length=256 src={}+{:#x}", bank.coord(), bank.local());
     let expected_lines = [
         "0x00000  [0x01] RELAY_INLINE length=96 stride=128",
-        "+0x0000  [0x21] WRITE_LINEAR length=40 dst=(1,1)..(8,8)+0xa1000",
+        &write,
         "+0x0040  [0x25] WAIT flags=BARRIER | NOTIFY_PREFETCH addr=0x0 count=0",
         "+0x0050  [0x24] WRITE_HOST data length=256 tag=5",
-        "0x00080  [0x03] RELAY_LINEAR length=256 src=(0,3)+0x4000",
+        &relay,
         "-> 256 payload bytes of WRITE_HOST at 0x60, 0 still owed",
         "0x000c0  [0x05] STALL",
         "+0x0000  [0x24] WRITE_HOST event length=16 tag=1",

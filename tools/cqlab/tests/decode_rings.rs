@@ -4,7 +4,8 @@
 mod support;
 
 use cqlab_abi::memory_map::TRACE_RING;
-use cqlab_abi::noc::{self, NocAddr};
+use cqlab_abi::noc::NocAddr;
+use cqlab_abi::soc::Board;
 use cqlab_abi::sysmem::CqSysmemLayout;
 use cqlab_driver::{CoreRange, Device, DeviceConfig};
 use serde_json::Value;
@@ -18,10 +19,10 @@ fn dump(name: &str, bytes: &[u8]) -> String {
     path.to_str().unwrap().to_owned()
 }
 
-/// A run with a launch, two events and a read-back; returns CQ0's
-/// completion ring and its dispatcher's trace ring.
-fn real_dumps() -> (Vec<u8>, Vec<u8>) {
-    let cfg = DeviceConfig { firmware_dir: firmware_dir(), ..Default::default() };
+/// A run on `board` with a launch, two events and a read-back; returns
+/// CQ0's completion ring and its dispatcher's trace ring.
+fn real_dumps(board: Board) -> (Vec<u8>, Vec<u8>) {
+    let cfg = DeviceConfig { firmware_dir: firmware_dir(), board: Some(board), ..Default::default() };
     let mut dev = Device::open("embedded:seed=3", cfg.clone()).unwrap();
     dev.boot().unwrap();
     let buf = dev.alloc_l1(0, 0, 64).unwrap();
@@ -35,13 +36,28 @@ fn real_dumps() -> (Vec<u8>, Vec<u8>) {
     let mut completion = vec![0u8; (l.end() - l.completion_base()) as usize];
     dev.backend().sysmem_read(l.completion_base() as usize, &mut completion).unwrap();
     let mut ring = vec![0u8; TRACE_RING.size as usize];
-    dev.backend().read(NocAddr::unicast(noc::dispatcher(0), TRACE_RING.base as u64), &mut ring).unwrap();
+    let dispatcher = dev.chip().dispatcher(0);
+    dev.backend().read(NocAddr::unicast(dispatcher, TRACE_RING.base as u64), &mut ring).unwrap();
     (completion, ring)
+}
+
+/// A trace ring names its cores by the chip's coordinates: decoded with
+/// the chip it came from, each record is its core's.
+#[test]
+fn trace_ring_dumps_decode_on_each_chip() {
+    for board in [Board::WormholeN150, Board::BlackholeP150a] {
+        let (_, ring) = real_dumps(board);
+        let file = dump(&format!("ring-{board}.bin"), &ring);
+        let out = cqlab(&["decode", "--kind", "trace", &file, "--chip", board.name()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("CQ0 dispatcher") && text.contains("LAUNCH"), "{board}: {text}");
+    }
 }
 
 #[test]
 fn completion_and_trace_ring_dumps_decode() {
-    let (completion, ring) = real_dumps();
+    let (completion, ring) = real_dumps(Board::WormholeN150);
     let out = cqlab(&["decode", "--kind", "completion", &dump("cq.bin", &completion), "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -85,7 +101,11 @@ fn live_daemon_dumps_decode() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["records"].as_array().unwrap().iter().all(|r| r["kind"] == "event" && r["cq"] == 1), "{v}");
-    let out = cqlab(&["decode", "--device", &spec, "--kind", "trace", "--core", "18,2"]);
+    // CQ1's dispatcher on the daemon's chip (a Wormhole n150: the second
+    // queue's pair in the last Tensix row).
+    let chip = cqlab_driver::Topology::for_board(Board::WormholeN150, None, 2).unwrap();
+    let core = chip.dispatcher(1);
+    let out = cqlab(&["decode", "--device", &spec, "--kind", "trace", "--core", &format!("{},{}", core.x, core.y)]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("CQ1 dispatcher"));
 }

@@ -105,7 +105,10 @@ fn every_workload_runs_on_1_2_and_4_queues() {
 
 #[test]
 fn eight_queues_and_end_sync() {
-    let r = run("dispatch_latency", &["--cqs", "8", "--iters", "3", "--warmup", "1", "--sync", "end"]);
+    // Eight queues need a compute row each: a Blackhole p150a has ten rows
+    // (its queues take two of its columns).
+    let eight = ["--chip", "blackhole-p150a", "--cqs", "8", "--iters", "3", "--warmup", "1", "--sync", "end"];
+    let r = run("dispatch_latency", &eight);
     let p = &r["points"][0];
     assert_eq!(p["cqs"], 8);
     assert_eq!(p["latency_cycles"]["samples"], 3);
@@ -356,15 +359,15 @@ fn a_million_record_export_stays_under_200_mib() {
     // A synthetic run trace: a dispatcher's GO and 64 workers' kernels, over and over.
     let path = tmp("million.jsonl");
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-    writeln!(f, r#"{{"format":"cqlab-trace","version":1,"workload":"synthetic","cqs":1,"seed":0,"sync":"end","clock_hz":1000000000,"cores":[{{"x":18,"y":1,"role":"CQ0 dispatcher"}}]}}"#).unwrap();
+    writeln!(f, r#"{{"format":"cqlab-trace","version":2,"workload":"synthetic","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","seed":0,"sync":"end","clock_hz":1000000000,"cores":[{{"x":19,"y":26,"role":"CQ0 dispatcher"}}]}}"#).unwrap();
     let (mut n, mut cycle, mut seq) = (0u64, 0u64, 0u32);
     while n < 1_000_000 {
         writeln!(f, r#"{{"launch":{{"seq":{seq},"cq":0,"cores":[0,0,7,7],"label":"k"}}}}"#).unwrap();
-        writeln!(f, r#"{{"rec":[18,1,{cycle},0,2,39,16]}}"#).unwrap();
-        writeln!(f, r#"{{"rec":[18,1,{},0,3,39,16]}}"#, cycle + 10).unwrap();
+        writeln!(f, r#"{{"rec":[19,26,{cycle},0,2,39,16]}}"#).unwrap();
+        writeln!(f, r#"{{"rec":[19,26,{},0,3,39,16]}}"#, cycle + 10).unwrap();
         n += 2;
         for w in 0..64u64 {
-            let (x, y) = (1 + w % 8, 1 + w / 8);
+            let (x, y) = (18 + w % 8, 18 + w / 8);
             writeln!(f, r#"{{"rec":[{x},{y},{},0,11,{seq},3]}}"#, cycle + 40).unwrap();
             writeln!(f, r#"{{"rec":[{x},{y},{},0,12,{seq},3]}}"#, cycle + 90).unwrap();
             n += 2;
@@ -450,7 +453,7 @@ fn sync_end_summary_of_a_million_records_stays_small() {
     use std::io::Write;
     let path = tmp("million-end.jsonl");
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-    writeln!(f, r#"{{"format":"cqlab-trace","version":1,"workload":"synthetic","cqs":1,"seed":0,"sync":"end","clock_hz":1000000000,"cores":[{{"x":18,"y":1,"role":"CQ0 dispatcher"}}]}}"#).unwrap();
+    writeln!(f, r#"{{"format":"cqlab-trace","version":2,"workload":"synthetic","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","seed":0,"sync":"end","clock_hz":1000000000,"cores":[{{"x":19,"y":26,"role":"CQ0 dispatcher"}}]}}"#).unwrap();
     let (mut n, mut cycle, mut seq) = (0u64, 0u64, 0u32);
     const LAUNCHES: u32 = 250;
     for it in 0..32u32 {
@@ -461,11 +464,11 @@ fn sync_end_summary_of_a_million_records_stays_small() {
         }
         // The dispatcher's GOs, then each worker's kernels (drain order), then the event.
         for k in 0..LAUNCHES as u64 {
-            writeln!(f, r#"{{"rec":[18,1,{},0,2,39,16]}}"#, cycle + 100 * k + 1).unwrap();
-            writeln!(f, r#"{{"rec":[18,1,{},0,3,39,16]}}"#, cycle + 100 * k + 10).unwrap();
+            writeln!(f, r#"{{"rec":[19,26,{},0,2,39,16]}}"#, cycle + 100 * k + 1).unwrap();
+            writeln!(f, r#"{{"rec":[19,26,{},0,3,39,16]}}"#, cycle + 100 * k + 10).unwrap();
         }
         for w in 0..64u64 {
-            let (x, y) = (1 + w % 8, 1 + w / 8);
+            let (x, y) = (18 + w % 8, 18 + w / 8);
             for k in 0..LAUNCHES as u64 {
                 let s = seq as u64 + k;
                 writeln!(f, r#"{{"rec":[{x},{y},{},0,11,{s},3]}}"#, cycle + 100 * k + 40).unwrap();
@@ -473,7 +476,7 @@ fn sync_end_summary_of_a_million_records_stays_small() {
             }
         }
         cycle += 100 * LAUNCHES as u64;
-        writeln!(f, r#"{{"rec":[18,1,{},0,13,{ev},0]}}"#, cycle - 5).unwrap();
+        writeln!(f, r#"{{"rec":[19,26,{},0,13,{ev},0]}}"#, cycle - 5).unwrap();
         n += (2 + 128) * LAUNCHES as u64 + 1;
         seq += LAUNCHES;
     }
@@ -528,7 +531,7 @@ fn report_output_into_a_closed_pipe_ends_quietly() {
     use std::io::{BufRead, Write};
     let path = tmp("pipe.jsonl");
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-    writeln!(f, r#"{{"format":"cqlab-trace","version":1,"workload":"synthetic","cqs":1,"seed":0,"sync":"end","clock_hz":1000000000,"cores":[]}}"#).unwrap();
+    writeln!(f, r#"{{"format":"cqlab-trace","version":2,"workload":"synthetic","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","seed":0,"sync":"end","clock_hz":1000000000,"cores":[]}}"#).unwrap();
     // Enough iterations that the JSON outgrows a pipe buffer.
     for it in 0..3000u64 {
         let c = it * 100;
@@ -538,9 +541,9 @@ fn report_output_into_a_closed_pipe_ends_quietly() {
             it + 1
         )
         .unwrap();
-        writeln!(f, r#"{{"rec":[18,1,{},0,2,39,16]}}"#, c + 1).unwrap();
-        writeln!(f, r#"{{"rec":[18,1,{},0,3,39,16]}}"#, c + 10).unwrap();
-        writeln!(f, r#"{{"rec":[18,1,{},0,13,{},0]}}"#, c + 95, it + 1).unwrap();
+        writeln!(f, r#"{{"rec":[19,26,{},0,2,39,16]}}"#, c + 1).unwrap();
+        writeln!(f, r#"{{"rec":[19,26,{},0,3,39,16]}}"#, c + 10).unwrap();
+        writeln!(f, r#"{{"rec":[19,26,{},0,13,{},0]}}"#, c + 95, it + 1).unwrap();
     }
     drop(f);
     let mut child = Command::new(env!("CARGO_BIN_EXE_cqlab"))
@@ -587,6 +590,17 @@ fn occupancy_is_a_device_timed_series() {
     let text = std::fs::read_to_string(&trace).unwrap();
     let (mut fetches, mut writes) = (std::collections::HashMap::new(), std::collections::HashMap::new());
     let mut device_occ = std::collections::HashSet::new();
+    // Whose queue each CQ core is, from the header's cores ("CQ1 dispatcher").
+    let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let queue_of: std::collections::HashMap<(u64, u64), u64> = header["cores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| {
+            let q = c["role"].as_str()?.strip_prefix("CQ")?.split(' ').next()?.parse().ok()?;
+            Some(((c["x"].as_u64()?, c["y"].as_u64()?), q))
+        })
+        .collect();
     for line in text.lines().skip(1) {
         let v: Value = serde_json::from_str(line).unwrap();
         if let Some(rec) = v["rec"].as_array() {
@@ -596,9 +610,7 @@ fn occupancy_is_a_device_timed_series() {
                 rec[2].as_u64().unwrap(),
                 rec[4].as_u64().unwrap(),
             );
-            let _ = x;
-            // Prefetcher / dispatcher rows are 1 + cq (see the header's cores).
-            let cq = y - 1;
+            let Some(&cq) = queue_of.get(&(x, y)) else { continue };
             if kind == 4 {
                 fetches.entry(cq).or_insert_with(Vec::new).push(cycle);
             } else if kind == 14 {

@@ -96,7 +96,7 @@ fn make(args: &[&str], status: i32) {
 fn report_commands_end_quietly_on_a_closed_pipe_and_fail_on_a_full_disk() {
     let d = scratch("reports");
     both_ways(&["--help"], 0, true);
-    both_ways(&["demo", "--rounds", "1", "--grid", "2x2"], 0, true);
+    both_ways(&["demo", "--rounds", "1", "--chip", "wormhole-n150", "--harvest", "rows=1,2,3,4,5,7,8,9"], 0, true);
     both_ways(&["bench", "dispatch", "--axis", "base", "--programs", "4"], 0, true);
     both_ways(&["perf", "--programs", "4"], 0, true);
     both_ways(&["driver-bench"], 0, true);
@@ -171,9 +171,9 @@ fn device_commands_end_quietly_on_a_closed_pipe_and_fail_on_a_full_disk() {
     both_ways(&["status", "--device", &spec], 0, true);
     both_ways(&["dump", "--device", &spec], 0, true);
     both_ways(&["decode", "--device", &spec, "--kind", "completion", "--cq", "1"], 0, true);
-    both_ways(&["decode", "--device", &spec, "--kind", "trace", "--core", "18,1"], 0, true);
+    both_ways(&["decode", "--device", &spec, "--kind", "trace", "--core", "19,26"], 0, true);
     both_ways(&["sim", "bar", "--dev", s(&d.dir), "--worker", "1,1", "--addr", "0x40"], 0, true);
-    both_ways(&["sim", "client-job", "--dev", s(&d.dir), "--rounds", "1", "--cqs", "2", "--grid", "8x8"], 0, true);
+    both_ways(&["sim", "client-job", "--dev", s(&d.dir), "--rounds", "1", "--cqs", "2"], 0, true);
     both_ways(&["reset", "--dev", s(&d.dir)], 0, false);
 }
 
@@ -188,12 +188,15 @@ fn servers_start_and_stop_with_stdout_closed_or_full() {
         assert_eq!(status.code(), Some(0), "sim serve with stdout {out:?}");
         // sim ttkmd until SIGINT.
         let dir = scratch("ttkmd");
-        let mut sim = command(&["sim", "ttkmd", "--grid", "2x2", "--sysmem-mib", "8", "--dev", s(&dir)], out)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut sim =
+            command(&["sim", "ttkmd", "--harvest", "rows=1,2,3,4,5,7,8,9", "--sysmem-mib", "8", "--dev", s(&dir)], out)
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
         let start = Instant::now();
-        while std::fs::read(dir.join("ctl")).map_or(true, |b| b.len() < 8 || &b[..8] != b"CQLTTKM1") {
+        while std::fs::read(dir.join("ctl"))
+            .map_or(true, |b| b.len() < 8 || b[..8] != cqlab_sim::shared::MAGIC.to_le_bytes())
+        {
             assert!(start.elapsed() < Duration::from_secs(20), "timeout waiting for sim ttkmd");
             std::thread::sleep(Duration::from_millis(10));
         }

@@ -9,11 +9,11 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use support::{firmware_dir, kill_after_boot, mode, root_or_skip, text, CQLAB, NOBODY};
+use support::{firmware_dir, kill_after_boot, mode, root_or_skip, text, CQLAB, NOBODY, SMALL_CHIPS, SMALL_WORMHOLE};
 
 const PROCESS_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A running `cqlab sim ttkmd` (2x2 workers, 2 CQs); killed and its files removed on drop.
+/// A running `cqlab sim ttkmd` (a small harvested chip); killed and its files removed on drop.
 struct Sim {
     child: Child,
     dir: PathBuf,
@@ -30,14 +30,25 @@ impl Sim {
         Self::start_in(sim_dir(name), "exec")
     }
 
+    /// The small Wormhole or Blackhole (`support::SMALL_CHIPS`).
+    fn start_chip(name: &str, chip: &[&str]) -> Sim {
+        Self::start_with(sim_dir(name), "exec", chip)
+    }
+
     /// Starts `cqlab sim ttkmd --dev dir` under `sh -c "LAUNCH cqlab ..."`
     /// (`exec`, `umask 000; exec`, or `exec setpriv ...` to run as another user).
     fn start_in(dir: PathBuf, launch: &str) -> Sim {
+        Self::start_with(dir, launch, &SMALL_WORMHOLE)
+    }
+
+    fn start_with(dir: PathBuf, launch: &str, chip: &[&str]) -> Sim {
         let child = Command::new("sh")
             .arg("-c")
             .arg(format!("{launch} \"$0\" \"$@\""))
             .arg(CQLAB)
-            .args(["sim", "ttkmd", "--grid", "2x2", "--cqs", "2", "--sysmem-mib", "16", "--dev"])
+            .args(["sim", "ttkmd", "--sysmem-mib", "16"])
+            .args(chip)
+            .arg("--dev")
             .arg(&dir)
             .stderr(Stdio::null())
             .spawn()
@@ -46,7 +57,7 @@ impl Sim {
         let ctl = s.dir.join("ctl");
         let start = Instant::now();
         // The magic word is written last: once the ctl page has it, the device is complete.
-        while std::fs::read(&ctl).map_or(true, |b| b.len() < 8 || &b[..8] != b"CQLTTKM1") {
+        while std::fs::read(&ctl).map_or(true, |b| b.len() < 8 || b[..8] != cqlab_sim::shared::MAGIC.to_le_bytes()) {
             assert!(
                 start.elapsed() < Duration::from_secs(20),
                 "timeout waiting for the device files in {}",
@@ -72,7 +83,7 @@ fn run(c: Command) -> Output {
 
 fn client_job(dir: &Path, seed: u64, rounds: u32) -> Command {
     let mut c = Command::new(CQLAB);
-    c.args(["sim", "client-job", "--ttkmd", "--grid", "2x2", "--cqs", "2", "--bytes", "2048", "--seed"])
+    c.args(["sim", "client-job", "--ttkmd", "--cqs", "2", "--bytes", "2048", "--seed"])
         .arg(seed.to_string())
         .args(["--rounds", &rounds.to_string(), "--dev"])
         .arg(dir);
@@ -80,13 +91,17 @@ fn client_job(dir: &Path, seed: u64, rounds: u32) -> Command {
 }
 
 #[test]
-fn the_demo_runs_through_ttkmd_against_the_simulator() {
-    let s = Sim::start("demo");
-    let mut c = Command::new(CQLAB);
-    c.args(["demo", "--grid", "2x2", "--rounds", "2", "--device"]).arg(format!("ttkmd-sim:{}", s.dir.display()));
-    let o = run(c);
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("verified 524288 bytes read back"), "{}", text(&o));
+fn the_demo_runs_through_ttkmd_against_the_simulator_on_each_chip() {
+    for chip in SMALL_CHIPS {
+        let s = Sim::start_chip(&format!("demo-{}", chip[1]), &chip);
+        let mut c = Command::new(CQLAB);
+        c.args(["demo", "--rounds", "2", "--device"]).arg(format!("ttkmd-sim:{}", s.dir.display()));
+        let o = run(c);
+        assert!(o.status.success(), "{}: {}", chip[1], text(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("verified 524288 bytes read back"), "{}", text(&o));
+        assert!(out.contains(&format!("chip: {} ({})", chip[1], chip[3])), "{}", text(&o));
+    }
 }
 
 #[test]
@@ -169,7 +184,7 @@ fn a_second_simulator_on_the_same_path_is_refused_and_the_first_keeps_its_device
     let s = Sim::start("second");
     let sysmem = std::fs::metadata(s.dir.join("sysmem")).unwrap().ino();
     let mut c = Command::new(CQLAB);
-    c.args(["sim", "ttkmd", "--grid", "2x2", "--dev"]).arg(&s.dir);
+    c.args(["sim", "ttkmd"]).args(SMALL_WORMHOLE).arg("--dev").arg(&s.dir);
     let o = run(c);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("held by pid {}", s.child.id())), "{}", text(&o));
@@ -191,7 +206,7 @@ fn a_directory_of_another_user_is_refused_and_its_symlink_not_followed() {
     let victim = support::plant_foreign_symlink(&dir);
     let serve = || {
         let mut c = Command::new(CQLAB);
-        c.args(["sim", "ttkmd", "--grid", "2x2", "--sysmem-mib", "4", "--dev"]).arg(&dir);
+        c.args(["sim", "ttkmd", "--sysmem-mib", "4"]).args(SMALL_WORMHOLE).arg("--dev").arg(&dir);
         run(c)
     };
     let o = serve();
@@ -229,13 +244,10 @@ fn nobody_cannot_read_follow_into_or_disturb_the_device() {
     let o = as_nobody("ln", &["-s", "/etc/passwd", plant.to_str().unwrap()]);
     assert!(!o.status.success() && std::fs::symlink_metadata(&plant).is_err(), "{}", text(&o));
     // Disturb: open the device, or start a second simulator on the path.
-    let o = as_nobody(
-        CQLAB,
-        &["sim", "client-job", "--ttkmd", "--grid", "2x2", "--cqs", "2", "--dev", s.dir.to_str().unwrap()],
-    );
+    let o = as_nobody(CQLAB, &["sim", "client-job", "--ttkmd", "--cqs", "2", "--dev", s.dir.to_str().unwrap()]);
     assert!(!o.status.success(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("owned by uid 0"), "{}", text(&o));
-    let o = as_nobody(CQLAB, &["sim", "ttkmd", "--grid", "2x2", "--dev", s.dir.to_str().unwrap()]);
+    let o = as_nobody(CQLAB, &["sim", "ttkmd", "--chip", "wormhole-n150", "--dev", s.dir.to_str().unwrap()]);
     assert!(!o.status.success(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("owned by uid 0"), "{}", text(&o));
     // The owner's device is as it was.

@@ -10,11 +10,12 @@ use crate::occupancy::Occupancy;
 use crate::stats::Summary;
 use cqlab_abi::decode::Space;
 use cqlab_abi::dispatch::WaitFlags;
-use cqlab_abi::mmio::sem;
-use cqlab_abi::noc::{endpoint, Coord, Endpoint};
+use cqlab_abi::noc::Coord;
+use cqlab_abi::semaphore;
 use cqlab_abi::trace::{TraceKind, TraceRecord};
 use cqlab_abi::waypoint::{Waypoint, PSW, PWW, WCW};
 use cqlab_driver::error::Result;
+use cqlab_driver::Topology;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -47,7 +48,7 @@ pub fn command_name(space: Space, id: u32) -> &'static str {
 /// The waypoint a dispatcher WAIT shows, from its `WaitTarget` record.
 pub fn wait_waypoint(flags: u32, addr: u32) -> Waypoint {
     let flags = WaitFlags::from_bits_retain(flags as u8);
-    if flags.contains(WaitFlags::WAIT_COUNTER) && addr == sem::WORKERS_DONE {
+    if flags.contains(WaitFlags::WAIT_COUNTER) && addr == semaphore::WORKERS_DONE {
         WCW
     } else {
         PWW
@@ -67,9 +68,12 @@ struct CoreState {
     last_kernel: Option<(u32, u64)>,
 }
 
+pub use cqlab_driver::dump::Role;
+
 /// Accumulates run metrics from drained records.
-#[derive(Default)]
 pub struct Analysis {
+    /// The chip the records come from (whose cores are whose).
+    chip: std::sync::Arc<Topology>,
     /// Launch seq -> (queue, label, device cycle it was enqueued; `None`
     /// for launches captured in a trace) of every launch the workload made.
     pub launches: HashMap<u32, (u8, &'static str, Option<u64>)>,
@@ -94,25 +98,40 @@ pub struct Analysis {
 }
 
 impl Analysis {
-    pub fn role(core: Coord) -> String {
-        match endpoint(core) {
-            Endpoint::Prefetcher { cq } => format!("CQ{cq} prefetcher"),
-            Endpoint::Dispatcher { cq } => format!("CQ{cq} dispatcher"),
-            Endpoint::Worker { col, row } => format!("worker ({col},{row})"),
-            _ => format!("core {core}"),
+    /// Nothing seen yet, of records from `chip`.
+    pub fn new(chip: std::sync::Arc<Topology>) -> Self {
+        Self {
+            chip,
+            launches: HashMap::new(),
+            start_delays: BTreeMap::new(),
+            cores: HashMap::new(),
+            commands: BTreeMap::new(),
+            waits: BTreeMap::new(),
+            kernels: BTreeMap::new(),
+            same_cq_gaps: Vec::new(),
+            cross_cq_gaps: Vec::new(),
+            event_cycles: HashMap::new(),
+            occupancy: Occupancy::default(),
+            records: 0,
         }
+    }
+
+    /// What core `core` of `chip` is, as people read it ("CQ0 prefetcher",
+    /// "worker (1,2)"; "core (x,y)" for a tile that runs no firmware).
+    pub fn role(chip: &Topology, core: Coord) -> String {
+        chip.role(core).map_or_else(|| format!("core {core}"), |r| r.to_string())
     }
 
     fn record(&mut self, core: Coord, r: &TraceRecord) {
         self.records += 1;
-        let ep = endpoint(core);
-        let space = match ep {
-            Endpoint::Prefetcher { .. } => Some(Space::Prefetch),
-            Endpoint::Dispatcher { .. } => Some(Space::Dispatch),
+        let role = self.chip.role(core);
+        let space = match role {
+            Some(Role::Prefetcher { .. }) => Some(Space::Prefetch),
+            Some(Role::Dispatcher { .. }) => Some(Space::Dispatch),
             _ => None,
         };
-        let cq = match ep {
-            Endpoint::Prefetcher { cq } | Endpoint::Dispatcher { cq } => cq,
+        let cq = match role {
+            Some(Role::Prefetcher { cq } | Role::Dispatcher { cq }) => cq,
             _ => 0,
         };
         let st = self.cores.entry(core).or_default();
@@ -123,7 +142,7 @@ impl Analysis {
                     let (id, start) = st.open[pos];
                     st.open.truncate(pos);
                     if let Some(space) = space {
-                        let key = (Self::role(core), command_name(space, id));
+                        let key = (Self::role(&self.chip, core), command_name(space, id));
                         self.commands.entry(key).or_default().add(r.cycle - start);
                     }
                 }

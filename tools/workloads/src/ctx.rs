@@ -30,19 +30,18 @@ impl Ctx<'_> {
 
     /// Worker rows each queue owns (rows split evenly, leftovers unused).
     pub fn rows_per_cq(&self) -> u8 {
-        (self.dev.config().worker_rows / self.cqs).max(1)
+        (self.dev.chip().rows() / self.cqs).max(1)
     }
 
     /// Queue `q`'s own rows of workers: queues never launch on each other's cores.
     pub fn partition(&self, q: u8) -> CoreRange {
         let per = self.rows_per_cq();
-        let cols = self.dev.config().worker_cols;
+        let cols = self.dev.chip().cols();
         CoreRange::new((0, q * per), (cols - 1, q * per + per - 1))
     }
 
     pub fn all_workers(&self) -> CoreRange {
-        let c = self.dev.config();
-        CoreRange::new((0, 0), (c.worker_cols - 1, c.worker_rows - 1))
+        self.dev.chip().grid()
     }
 
     /// Cores every queue launches on (hetero): all workers. Queues sharing

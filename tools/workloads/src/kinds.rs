@@ -363,8 +363,8 @@ impl Matmul {
     /// the workers of all queues, so together they compute every tile once.
     fn args(&self, ctx: &Ctx<'_>, bufs: &(Buffer, Buffer, Buffer)) -> [u32; 11] {
         let Knobs { m, n, k, tile: t, .. } = self.knobs;
-        let cfg = ctx.dev.config();
-        let cores = ctx.rows_per_cq() as u32 * ctx.cqs() as u32 * cfg.worker_cols as u32;
+        let chip = ctx.dev.chip();
+        let cores = ctx.rows_per_cq() as u32 * ctx.cqs() as u32 * chip.cols() as u32;
         [
             dram_base(&bufs.0),
             dram_base(&bufs.1),
@@ -372,8 +372,8 @@ impl Matmul {
             m / t,
             n / t,
             k / t,
-            cfg.dram_banks,
-            cfg.worker_cols as u32,
+            chip.dram_banks(),
+            chip.cols() as u32,
             cores,
             t,
             0,

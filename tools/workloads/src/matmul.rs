@@ -104,8 +104,8 @@ pub fn run(
     let ab = dev.alloc_dram((m * k * 4) as u32, page)?;
     let bb = dev.alloc_dram((k * n * 4) as u32, page)?;
     let cb = dev.alloc_dram((m * n * 4) as u32, page)?;
-    let banks = dev.config().dram_banks;
-    let cols = dev.config().worker_cols as u32;
+    let banks = dev.chip().dram_banks();
+    let cols = dev.chip().cols() as u32;
     let mut cq = dev.cq(0)?;
     cq.write_buffer(&ab, 0, &tiled(a, m, k, t))?;
     cq.write_buffer(&bb, 0, &tiled(b, k, n, t))?;

@@ -16,8 +16,7 @@
 //! thought of. Run by the tests, `cqlab race --workload programs` and
 //! `cqlab stress restart --workload programs`.
 
-use cqlab_abi::memory_map::{KERNEL_SCRATCH, MAX_CHUNK, USER};
-use cqlab_abi::noc;
+use cqlab_abi::memory_map::{KERNEL_SCRATCH_MIN, MAX_CHUNK, USER};
 use cqlab_abi::program::spin_stored_value;
 use cqlab_driver::{
     Buffer, CoreRange, Device, DriverError, KernelHandle, KernelImage, PendingRead, Placement, Program,
@@ -246,7 +245,8 @@ fn check(dev: &mut Device, expected: &Expected, when: &str) -> Result<(), Stream
     }
     let queues = dev.num_cqs() as u32;
     for (core, words) in by_core {
-        let at = Placement::L1 { core: noc::worker(core.0, core.1), addr: USER.base };
+        let tile = dev.chip().worker(core.0, core.1).expect("a store's core is on the grid");
+        let at = Placement::L1 { core: tile, addr: USER.base };
         let buf = Buffer { placement: at, size: 4 * WORDS * queues };
         let got = dev.cq(0)?.read_buffer(&buf, 0, buf.size)?;
         for (addr, expected) in words {
@@ -299,7 +299,7 @@ impl Side {
             buffers.push(dev.alloc_dram(page * (1 + rng.upto(7) as u32), page)?);
         }
         // `copy` moves a page through the kernel scratch.
-        let copy_largest = (6..31).take_while(|&k| 1u32 << k <= max_page.min(KERNEL_SCRATCH.size)).last().unwrap_or(6);
+        let copy_largest = (6..31).take_while(|&k| 1u32 << k <= max_page.min(KERNEL_SCRATCH_MIN)).last().unwrap_or(6);
         let mut copies = Vec::new();
         for _ in 0..dev.num_cqs() {
             // Half the time the largest page: a kernel's last write then
@@ -386,7 +386,7 @@ impl Side {
 pub fn run(dev: &mut Device, seed: u64, programs: u32) -> Result<(), StreamFailure> {
     let (spin, noop) = (dev.load_kernel("spin")?, dev.load_kernel("noop")?);
     let copy = Arc::new(dev.load_kernel("copy")?);
-    let (cqs, grid) = (dev.num_cqs(), (dev.config().worker_cols, dev.config().worker_rows));
+    let (cqs, grid) = (dev.num_cqs(), (dev.chip().cols(), dev.chip().rows()));
     // More builds than text slots: uploads evict kernels that ran recently.
     let variants = cqlab_abi::program::KERNEL_SLOTS as usize / 2 + 3;
     let mut s = Stream {

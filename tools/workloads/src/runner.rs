@@ -16,14 +16,14 @@ pub use crate::ctx::{Ctx, LaunchInfo};
 use crate::kinds::{self, Kind, Knobs, Validation, Work};
 pub use crate::occupancy::OccupancySample;
 use crate::stats::Summary;
-use cqlab_abi::noc::{self, Coord};
+use cqlab_abi::noc::Coord;
 use cqlab_abi::trace::TraceRecord;
-use cqlab_abi::CLOCK_HZ;
 use cqlab_driver::error::{DriverError, Result};
 use cqlab_driver::CoreRange;
 use cqlab_driver::Device;
 use cqlab_driver::DeviceConfig;
 use cqlab_driver::Event;
+use cqlab_driver::Topology;
 use serde::{Deserialize, Serialize};
 
 /// When the host waits for the device.
@@ -69,7 +69,8 @@ pub struct RunSpec {
 /// Everything a run reports besides its summary: the raw material of a
 /// trace file. All methods default to doing nothing.
 pub trait Observer: RecordSink {
-    fn started(&mut self, _cores: &[Coord], _spec: &RunSpec) -> Result<()> {
+    /// The run starts on `chip`, whose cores `cores` are traced.
+    fn started(&mut self, _chip: &Topology, _cores: &[Coord], _spec: &RunSpec) -> Result<()> {
         Ok(())
     }
     fn launch(&mut self, _l: &LaunchInfo) -> Result<()> {
@@ -116,11 +117,12 @@ pub struct Throughput {
 }
 
 impl Throughput {
-    fn of(work: &Work, iters: u32, cycles: u64) -> Option<Self> {
+    /// Of `iters` iterations in `cycles` of a `clock_hz` clock.
+    fn of(work: &Work, iters: u32, cycles: u64, clock_hz: u64) -> Option<Self> {
         if cycles == 0 {
             return None;
         }
-        let per_s = work.per_iteration * iters as f64 * CLOCK_HZ as f64 / cycles as f64;
+        let per_s = work.per_iteration * iters as f64 * clock_hz as f64 / cycles as f64;
         Some(match work.unit {
             "bytes" => Self { value: per_s / 1e9, unit: "GB/s (1e9 B/s)".into() },
             "flop" => Self { value: per_s / 1e12, unit: "TFLOPS".into() },
@@ -198,6 +200,10 @@ pub struct TraceStats {
 /// Results of a run at one queue count.
 #[derive(Clone, Debug, Serialize)]
 pub struct PointReport {
+    /// The board (`--chip` spelling), its harvesting and its clock.
+    pub chip: String,
+    pub harvesting: String,
+    pub clock_hz: u64,
     pub cqs: u8,
     pub iters: u32,
     pub warmup: u32,
@@ -315,13 +321,14 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
     }
     let cfg =
         DeviceConfig { num_cqs: spec.cqs, worker_kernel: spec.kind.worker_kernel().into(), ..spec.base_config.clone() };
-    if spec.cqs > cfg.worker_rows {
+    let mut dev = Device::open(&device_spec(&spec.device, spec.seed), cfg)?;
+    if spec.cqs > dev.chip().rows() {
         return Err(DriverError::Invalid(format!(
             "{} queues on {} worker rows: each queue needs a row of its own",
-            spec.cqs, cfg.worker_rows
+            spec.cqs,
+            dev.chip().rows()
         )));
     }
-    let mut dev = Device::open(&device_spec(&spec.device, spec.seed), cfg)?;
     dev.boot()?;
     let mut workload = kinds::build(spec.kind, &spec.knobs, spec.seed)?;
     let calibration = match spec.kind {
@@ -329,9 +336,10 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
         _ => None,
     };
     let mut collector = TraceCollector::start(&mut dev)?;
-    observer.started(collector.cores(), spec)?;
+    let chip = std::sync::Arc::new(dev.chip().clone());
+    observer.started(&chip, collector.cores(), spec)?;
     let cqs = spec.cqs;
-    let mut analysis = Analysis::default();
+    let mut analysis = Analysis::new(chip.clone());
     analysis.occupancy = crate::occupancy::Occupancy::new(cqs, dev.config().completion_size);
     // The device is idle: this sample sets the device-side counters.
     sample_occupancy(&mut dev, cqs, &mut analysis, observer)?;
@@ -415,11 +423,12 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
     let latencies = latencies(spec, &samples, &analysis);
     let latency_cycles = Summary::of(&latencies);
     let work = workload.work(cqs);
-    let throughput = Throughput::of(&work, spec.iters, timed_cycles);
+    let clock_hz = chip.layout().clock_hz();
+    let throughput = Throughput::of(&work, spec.iters, timed_cycles, clock_hz);
     let matmul = calibration.map(|cycles_per_mac| {
-        let workers = dev.config().worker_cols as u32 * (dev.config().worker_rows / cqs).max(1) as u32 * cqs as u32;
-        let achieved = work.per_iteration * spec.iters as f64 * CLOCK_HZ as f64 / timed_cycles.max(1) as f64;
-        let peak = workers as f64 * CLOCK_HZ as f64 * 2.0 / cycles_per_mac;
+        let workers = chip.cols() as u32 * (chip.rows() / cqs).max(1) as u32 * cqs as u32;
+        let achieved = work.per_iteration * spec.iters as f64 * clock_hz as f64 / timed_cycles.max(1) as f64;
+        let peak = workers as f64 * clock_hz as f64 * 2.0 / cycles_per_mac;
         MatmulFigures {
             tflops: achieved / 1e12,
             gflops: achieved / 1e9,
@@ -445,11 +454,14 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
     let stall_total_cycles = waits.iter().filter(|w| w.waypoint == "PSW").map(|w| w.tally.total_cycles).sum();
     let wait_total_cycles = waits.iter().filter(|w| w.waypoint != "PSW").map(|w| w.tally.total_cycles).sum();
     Ok(PointReport {
+        chip: chip.board().name().into(),
+        harvesting: chip.harvesting().to_string(),
+        clock_hz,
         cqs,
         iters: spec.iters,
         warmup: spec.warmup,
         timed_cycles,
-        latency_us: latency_cycles.as_ref().map(|s| s.scaled(1e6 / CLOCK_HZ as f64)),
+        latency_us: latency_cycles.as_ref().map(|s| s.scaled(1e6 / clock_hz as f64)),
         latency_cycles,
         throughput,
         work_per_iteration: work,
@@ -560,8 +572,8 @@ fn calibrate_mac(dev: &mut Device, t: u32) -> Result<f64> {
         cqlab_driver::Placement::Dram { base, .. } => base,
         cqlab_driver::Placement::L1 { addr, .. } => addr,
     };
-    let (banks, cols) = (dev.config().dram_banks, dev.config().worker_cols as u32);
-    let core = noc::worker(0, 0);
+    let (banks, cols) = (dev.chip().dram_banks(), dev.chip().cols() as u32);
+    let core = dev.chip().worker(0, 0).expect("a compute grid has a core");
     let mut kernel_cycles = |kt: u32| -> Result<u64> {
         let args = [base(&a), base(&b), base(&c), 1, 1, kt, banks, cols, 1, t, 0];
         let mut cq = dev.cq(0)?;

@@ -1,21 +1,39 @@
 //! `cargo xtask firmware`: builds every firmware ELF for riscv32im in the
-//! size-optimised `firmware` profile and reports their sizes.
+//! size-optimised `firmware` profile, once per chip, and reports their
+//! sizes. The images of chip `a` land in `firmware/<a.short_name()>/`
+//! (`target/riscv32im-unknown-none-elf/firmware/{wormhole,blackhole}/`), its
+//! known-bug variants in `<that>/variants/<name>/`; the ISA test programs,
+//! which do not depend on the chip, in `firmware/` itself.
 
 use crate::toolchain::{self, Toolchain, TARGET};
 use crate::{cargo, run};
 use anyhow::{Context, Result};
+use cqlab_abi::arch::Arch;
 use object::{Object, ObjectSection, SectionKind};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// RISC-V packages: (package, feature that enables its RISC-V binaries).
-const PACKAGES: &[(&str, &str)] = &[("cqlab-kernels", "rt"), ("cqlab-isa-tests", "riscv")];
-/// The firmware images proper (whose sizes are reported).
-const FIRMWARE: &[&str] =
-    &["prefetch", "dispatch", "worker", "noop", "spin", "copy", "matmul", "noop-256", "noop-1k", "noop-4k", "noop-12k"];
+/// The firmware images proper (whose sizes are reported), per chip.
+const FIRMWARE: &[&str] = &[
+    "prefetch",
+    "dispatch",
+    "worker",
+    "worker-ncrisc",
+    "worker-trisc0",
+    "worker-trisc1",
+    "worker-trisc2",
+    "noop",
+    "spin",
+    "copy",
+    "matmul",
+    "noop-256",
+    "noop-1k",
+    "noop-4k",
+    "noop-12k",
+];
 
 /// Known-bug variants of the CQ firmware (cargo features of cqlab-kernels),
-/// each built into `variants/<name>/` beside the normal images.
+/// each built into `<chip>/variants/<name>/` beside the normal images.
 pub const VARIANTS: &[&str] = &[
     "stall-release-early",
     "release-before-ack",
@@ -27,59 +45,101 @@ pub const VARIANTS: &[&str] = &[
 
 /// Where the ELFs end up (tests and the driver look here).
 pub fn output_dir(root: &Path) -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
-    target.join(TARGET).join("firmware")
+    target_dir(root).join(TARGET).join("firmware")
 }
 
-/// Builds all firmware; returns the ELF paths.
+/// Where chip `arch`'s ELFs end up.
+pub fn arch_dir(root: &Path, arch: Arch) -> PathBuf {
+    output_dir(root).join(arch.short_name())
+}
+
+fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"))
+}
+
+/// The cqlab-kernels features of chip `arch`'s images, plus `extra`.
+pub fn features(arch: Arch, extra: &str) -> String {
+    format!("rt,arch-{}{extra}", arch.short_name())
+}
+
+/// Builds all firmware for every chip; returns the ELF paths.
 pub fn build(root: &Path) -> Result<Vec<PathBuf>> {
     let toolchain = toolchain::ensure()?;
-    let out = output_dir(root);
-    let built = match toolchain {
-        Toolchain::Rustup => out.clone(),
-        Toolchain::Debian { .. } => root.join("target/debian-fallback").join(TARGET).join("firmware"),
-    };
-    // Variants build in a target dir of their own: in a shared one each
-    // variant build overwrote the normal CQ images until the normal build
-    // ran last, and a campaign booting from them meanwhile raced known-bug
-    // firmware (found by `cqlab replay`: 51 failures of the correct firmware
-    // under `cargo xtask test`, none of which replayed).
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
-    let variant_target = target.join("firmware-variants");
-    let variant_built = variant_target.join(TARGET).join("firmware");
+    let mut elfs = Vec::new();
+    for arch in Arch::ALL {
+        elfs.extend(build_arch(root, &toolchain, arch)?);
+    }
+    // The ISA tests run on one bare hart: the same programs for every chip.
+    let mut cmd = build_command(&toolchain, root, None);
+    riscv_args(&mut cmd, "build", "cqlab-isa-tests", "riscv");
+    run(&mut cmd).context("building firmware package cqlab-isa-tests")?;
+    copy_elfs(&built_dir(root, &toolchain, None), &output_dir(root))?;
+    Ok(elfs)
+}
+
+/// Builds chip `arch`'s images and known-bug variants, each build in a
+/// target dir of its own: in a shared one each build overwrote the others'
+/// images until the last ran, and a campaign booting from them meanwhile
+/// raced the wrong firmware (found by `cqlab replay`: 51 failures of the
+/// correct firmware under `cargo xtask test`, none of which replayed).
+fn build_arch(root: &Path, toolchain: &Toolchain, arch: Arch) -> Result<Vec<PathBuf>> {
+    let out = arch_dir(root, arch);
     for variant in VARIANTS {
-        let mut cmd = build_command(&toolchain, root);
-        cmd.env("CARGO_TARGET_DIR", &variant_target);
-        let features = format!("rt,bug-{variant}");
+        let tag = format!("{}-{variant}", arch.short_name());
+        let mut cmd = build_command(toolchain, root, Some(&tag));
+        let features = features(arch, &format!(",bug-{variant}"));
         cmd.args(["build", "-p", "cqlab-kernels", "--features", &features, "--bin", "prefetch", "--bin", "dispatch"]);
         cmd.args(["--target", TARGET, "--profile", "firmware"]);
-        run(&mut cmd).with_context(|| format!("building firmware variant {variant}"))?;
+        run(&mut cmd).with_context(|| format!("building {arch} firmware variant {variant}"))?;
         let dir = out.join("variants").join(variant);
         std::fs::create_dir_all(&dir)?;
+        let built = built_dir(root, toolchain, Some(&tag));
         for name in ["prefetch", "dispatch"] {
-            std::fs::copy(variant_built.join(name), dir.join(name))
-                .with_context(|| format!("copying {variant}/{name}"))?;
+            std::fs::copy(built.join(name), dir.join(name))
+                .with_context(|| format!("copying {arch} {variant}/{name}"))?;
         }
     }
-    for (package, feature) in PACKAGES {
-        let mut cmd = build_command(&toolchain, root);
-        riscv_args(&mut cmd, "build", package, feature);
-        run(&mut cmd).with_context(|| format!("building firmware package {package}"))?;
-    }
-    if let Toolchain::Debian { .. } = toolchain {
-        // The fallback builds in its own target dir (another compiler version);
-        // copy the ELFs to where everything else looks for them.
-        std::fs::create_dir_all(&out)?;
-        for entry in std::fs::read_dir(&built)? {
-            let path = entry?.path();
-            let is_elf = std::fs::read(&path).map(|b| b.starts_with(b"\x7fELF")).unwrap_or(false);
-            if path.is_file() && is_elf {
-                let name = path.file_name().expect("file");
-                std::fs::copy(&path, out.join(name)).with_context(|| format!("copying {}", path.display()))?;
-            }
-        }
-    }
+    let tag = arch.short_name();
+    let mut cmd = build_command(toolchain, root, Some(tag));
+    riscv_args(&mut cmd, "build", "cqlab-kernels", &features(arch, ""));
+    run(&mut cmd).with_context(|| format!("building the {arch} firmware"))?;
+    copy_elfs(&built_dir(root, toolchain, Some(tag)), &out)?;
     Ok(FIRMWARE.iter().map(|b| out.join(b)).collect())
+}
+
+/// The target dir of the build tagged `tag` (`None`: the workspace's own).
+fn build_target(root: &Path, toolchain: &Toolchain, tag: Option<&str>) -> PathBuf {
+    let base = match toolchain {
+        Toolchain::Rustup => target_dir(root),
+        // The fallback builds in target dirs of its own (another compiler version).
+        Toolchain::Debian { .. } => root.join("target/debian-fallback"),
+    };
+    match tag {
+        Some(t) => base.join(format!("firmware-{t}")),
+        None => base,
+    }
+}
+
+/// Where the build tagged `tag` leaves its ELFs.
+fn built_dir(root: &Path, toolchain: &Toolchain, tag: Option<&str>) -> PathBuf {
+    build_target(root, toolchain, tag).join(TARGET).join("firmware")
+}
+
+/// Copies every ELF file of `from` into `to`.
+fn copy_elfs(from: &Path, to: &Path) -> Result<()> {
+    if from == to {
+        return Ok(());
+    }
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let path = entry?.path();
+        let is_elf = std::fs::read(&path).map(|b| b.starts_with(b"\x7fELF")).unwrap_or(false);
+        if path.is_file() && is_elf {
+            let name = path.file_name().expect("file");
+            std::fs::copy(&path, to.join(name)).with_context(|| format!("copying {}", path.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// `cargo <sub> -p <package> --features <features> --bins` for the device, firmware profile.
@@ -87,7 +147,8 @@ fn riscv_args(cmd: &mut Command, sub: &str, package: &str, features: &str) {
     cmd.args([sub, "-p", package, "--features", features, "--bins", "--target", TARGET, "--profile", "firmware"]);
 }
 
-fn build_command(toolchain: &Toolchain, root: &Path) -> Command {
+/// A cargo command for the device, building in the target dir of `tag`.
+fn build_command(toolchain: &Toolchain, root: &Path, tag: Option<&str>) -> Command {
     let mut cmd = match toolchain {
         Toolchain::Rustup => cargo(),
         Toolchain::Debian { cargo, rustc, linker } => {
@@ -96,11 +157,13 @@ fn build_command(toolchain: &Toolchain, root: &Path) -> Command {
                 .env("RUSTC", rustc)
                 .env("RUSTC_BOOTSTRAP", "1")
                 .env("CARGO_TARGET_RISCV32IM_UNKNOWN_NONE_ELF_LINKER", linker)
-                .env("CARGO_TARGET_DIR", root.join("target/debian-fallback"))
                 .arg("-Zbuild-std=core");
             cmd
         }
     };
+    if tag.is_some() || matches!(toolchain, Toolchain::Debian { .. }) {
+        cmd.env("CARGO_TARGET_DIR", build_target(root, toolchain, tag));
+    }
     cmd.env("CQLAB_BUILD_ID", build_id(root));
     cmd
 }
@@ -124,11 +187,15 @@ pub fn clippy(root: &Path) -> Result<()> {
         eprintln!("xtask: firmware clippy skipped (Debian fallback toolchain has no clippy)");
         return Ok(());
     }
-    for (package, feature) in PACKAGES {
+    for arch in Arch::ALL {
         let mut cmd = cargo();
-        riscv_args(cmd.current_dir(root), "clippy", package, feature);
+        cmd.env("CARGO_TARGET_DIR", build_target(root, &Toolchain::Rustup, Some(arch.short_name())));
+        riscv_args(cmd.current_dir(root), "clippy", "cqlab-kernels", &features(arch, ""));
         run(cmd.args(["--", "-D", "warnings"]))?;
     }
+    let mut cmd = cargo();
+    riscv_args(cmd.current_dir(root), "clippy", "cqlab-isa-tests", "riscv");
+    run(cmd.args(["--", "-D", "warnings"]))?;
     Ok(())
 }
 
@@ -157,12 +224,14 @@ pub fn sizes(path: &Path) -> Result<ElfSizes> {
 }
 
 pub fn print_sizes(elfs: &[PathBuf]) {
-    println!("{:<10} {:>8} {:>8} {:>8} {:>8} {:>10}", "firmware", "file", "code", "data", "bss", "entry");
+    println!("{:<24} {:>8} {:>8} {:>8} {:>8} {:>10}", "firmware", "file", "code", "data", "bss", "entry");
     for path in elfs {
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        // `<chip>/<image>`.
+        let chip = path.parent().and_then(Path::file_name).unwrap_or_default().to_string_lossy();
+        let name = format!("{chip}/{}", path.file_name().unwrap_or_default().to_string_lossy());
         match sizes(path) {
-            Ok(s) => println!("{:<10} {:>8} {:>8} {:>8} {:>8} {:>#10x}", name, s.file, s.code, s.data, s.bss, s.entry),
-            Err(e) => println!("{name:<10} unreadable: {e:#}"),
+            Ok(s) => println!("{:<24} {:>8} {:>8} {:>8} {:>8} {:>#10x}", name, s.file, s.code, s.data, s.bss, s.entry),
+            Err(e) => println!("{name:<24} unreadable: {e:#}"),
         }
     }
 }

@@ -8,6 +8,8 @@
 use crate::toolchain::{self, TARGET};
 use crate::{cargo, firmware, run};
 use anyhow::{bail, Context, Result};
+use cqlab_abi::arch::Arch;
+use cqlab_abi::soc::Board;
 use cqlab_kernels::mutant::{Mutant, MUTANTS};
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -34,6 +36,8 @@ struct Options {
 /// What racing one mutant found.
 struct Outcome {
     mutant: &'static Mutant,
+    /// The chip it was built for and raced on.
+    arch: Arch,
     /// The workload that caught it, seeds run to the first failure, and
     /// that failure's signature and replay line.
     caught: Option<(String, u64, String, String)>,
@@ -87,17 +91,19 @@ pub fn command(root: &Path, args: &[String]) -> Result<()> {
     run(cargo().args(["build", "--release", "--quiet", "-p", "cqlab"]))?;
     let target = target_dir(root);
     let cqlab = target.join("release").join("cqlab");
-    let firmware_dir = firmware::output_dir(root);
 
+    let firmware_dir = firmware::output_dir(root);
     let mut outcomes = Vec::new();
-    for (i, m) in selected.iter().enumerate() {
-        eprintln!("xtask: mutant {}/{}: {} (drops {})", i + 1, selected.len(), m.name, m.drops);
-        let dir = build_mutant(root, m)?;
-        let mut outcome = race(&cqlab, &firmware_dir, &dir, m, &o)?;
-        if o.tests {
-            outcome.failed_tests = Some(failing_tests(&dir)?);
+    for arch in Arch::ALL {
+        for (i, m) in selected.iter().enumerate() {
+            eprintln!("xtask: {arch} mutant {}/{}: {} (drops {})", i + 1, selected.len(), m.name, m.drops);
+            let dir = build_mutant(root, m, arch)?;
+            let mut outcome = race(&cqlab, &firmware_dir, &dir.join(arch.short_name()), m, arch, &o)?;
+            if o.tests {
+                outcome.failed_tests = Some(failing_tests(&dir)?);
+            }
+            outcomes.push(outcome);
         }
-        outcomes.push(outcome);
     }
     print_out(&table(&outcomes, &o));
     if let Some(path) = &o.json {
@@ -121,17 +127,18 @@ fn target_dir(root: &Path) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"))
 }
 
-/// Builds the CQ and worker firmware of mutant `m` (a target dir of its own,
-/// shared by the mutants: only cqlab-kernels rebuilds between them) into
-/// `firmware/mutants/<name>/`.
-fn build_mutant(root: &Path, m: &Mutant) -> Result<PathBuf> {
+/// Builds the CQ and worker firmware of mutant `m` for chip `arch` (a
+/// target dir of its own per chip, shared by the mutants: only
+/// cqlab-kernels rebuilds between them) into `firmware/mutants/<name>/<chip>/`;
+/// returns `firmware/mutants/<name>/`, a firmware root like `firmware/`.
+fn build_mutant(root: &Path, m: &Mutant, arch: Arch) -> Result<PathBuf> {
     if !matches!(toolchain::ensure()?, toolchain::Toolchain::Rustup) {
         bail!("mutants need the rustup riscv32im target (the Debian fallback builds the normal firmware only)");
     }
-    let mutant_target = target_dir(root).join("firmware-mutants");
+    let mutant_target = target_dir(root).join(format!("firmware-mutants-{}", arch.short_name()));
     let mut cmd = cargo();
     cmd.env("CARGO_TARGET_DIR", &mutant_target).env("CQLAB_MUTANT", m.name);
-    cmd.args(["build", "--quiet", "-p", "cqlab-kernels", "--features", "rt"]);
+    cmd.args(["build", "--quiet", "-p", "cqlab-kernels", "--features", &firmware::features(arch, "")]);
     cmd.args([
         "--bin",
         "prefetch",
@@ -144,12 +151,13 @@ fn build_mutant(root: &Path, m: &Mutant) -> Result<PathBuf> {
         "--profile",
         "firmware",
     ]);
-    run(&mut cmd).with_context(|| format!("building mutant {}", m.name))?;
+    run(&mut cmd).with_context(|| format!("building {arch} mutant {}", m.name))?;
     let built = mutant_target.join(TARGET).join("firmware");
     // A whole firmware directory (the normal kernels and known-bug variants
     // beside the mutant's three images), so the tests can boot from it too.
-    let normal = firmware::output_dir(root);
-    let dir = normal.join("mutants").join(m.name);
+    let normal = firmware::arch_dir(root, arch);
+    let mutant_root = firmware::output_dir(root).join("mutants").join(m.name);
+    let dir = mutant_root.join(arch.short_name());
     copy_dir(&normal.join("variants"), &dir.join("variants"))?;
     for entry in std::fs::read_dir(&normal)? {
         let path = entry?.path();
@@ -160,7 +168,7 @@ fn build_mutant(root: &Path, m: &Mutant) -> Result<PathBuf> {
     for name in ["prefetch", "dispatch", "worker"] {
         std::fs::copy(built.join(name), dir.join(name)).with_context(|| format!("copying {}/{name}", m.name))?;
     }
-    Ok(dir)
+    Ok(mutant_root)
 }
 
 fn copy_dir(from: &Path, to: &Path) -> Result<()> {
@@ -200,14 +208,18 @@ fn failing_tests(dir: &Path) -> Result<Vec<String>> {
     Ok(failed)
 }
 
-/// Races mutant `m` (its ELFs in `dir`) with each workload in turn until
-/// one fails.
-fn race(cqlab: &Path, firmware_dir: &Path, dir: &Path, m: &'static Mutant, o: &Options) -> Result<Outcome> {
+/// Races mutant `m` (its ELFs in `dir`) on a board of chip `arch` with
+/// each workload in turn until one fails.
+fn race(cqlab: &Path, firmware_dir: &Path, dir: &Path, m: &'static Mutant, arch: Arch, o: &Options) -> Result<Outcome> {
+    let chip = match arch {
+        Arch::Wormhole => Board::WormholeN150,
+        Arch::Blackhole => Board::BlackholeP150a,
+    };
     let mut seeds_run = 0;
     for w in &o.workloads {
         let out = Command::new(cqlab)
             .env("CQLAB_FIRMWARE_DIR", firmware_dir)
-            .args(["race", "--workload", w, "--firmware"])
+            .args(["race", "--chip", chip.name(), "--workload", w, "--firmware"])
             .arg(dir)
             .args(["--seeds", &o.seeds.to_string(), "--jobs", &o.jobs.to_string(), "--until-first", "--json"])
             .output()
@@ -223,11 +235,11 @@ fn race(cqlab: &Path, firmware_dir: &Path, dir: &Path, m: &'static Mutant, o: &O
             let replay = sig["replay"].as_str().unwrap_or("").to_owned();
             eprintln!("xtask:   caught by {w} at seed {first}: {signature}");
             let caught = Some((w.clone(), first, signature, replay));
-            return Ok(Outcome { mutant: m, caught, seeds_run, failed_tests: None });
+            return Ok(Outcome { mutant: m, arch, caught, seeds_run, failed_tests: None });
         }
         eprintln!("xtask:   {w}: 0 of {} seeds failed", o.seeds);
     }
-    Ok(Outcome { mutant: m, caught: None, seeds_run, failed_tests: None })
+    Ok(Outcome { mutant: m, arch, caught: None, seeds_run, failed_tests: None })
 }
 
 /// The result table, as printed.
@@ -240,17 +252,18 @@ fn table(outcomes: &[Outcome], o: &Options) -> String {
         o.workloads.join(", then "),
         o.seeds
     );
-    let _ = writeln!(t, "{:44} {:10} {:>6} {:>6}  signature", "mutant", "caught by", "seeds", "tests");
+    let _ = writeln!(t, "{:44} {:10} {:10} {:>6} {:>6}  signature", "mutant", "chip", "caught by", "seeds", "tests");
     for x in outcomes {
         let tests = x.failed_tests.as_ref().map_or("-".into(), |t| t.len().to_string());
+        let chip = x.arch.short_name();
         let _ = match &x.caught {
             Some((w, first, sig, _)) => {
-                writeln!(t, "{:44} {:10} {:>6} {:>6}  {}", x.mutant.name, w, first, tests, sig)
+                writeln!(t, "{:44} {:10} {:10} {:>6} {:>6}  {}", x.mutant.name, chip, w, first, tests, sig)
             }
             None => writeln!(
                 t,
-                "{:44} {:10} {:>6} {:>6}  not caught: {}",
-                x.mutant.name, "-", x.seeds_run, tests, x.mutant.drops
+                "{:44} {:10} {:10} {:>6} {:>6}  not caught: {}",
+                x.mutant.name, chip, "-", x.seeds_run, tests, x.mutant.drops
             ),
         };
     }
@@ -281,6 +294,7 @@ fn to_json(outcomes: &[Outcome], o: &Options) -> serde_json::Value {
             };
             serde_json::json!({
                 "mutant": x.mutant.name,
+                "chip": x.arch.short_name(),
                 "drops": x.mutant.drops,
                 "caught": x.caught.is_some(),
                 "workload": workload,

@@ -160,6 +160,8 @@ pub struct Args {
     pub dump_dir: Option<PathBuf>,
     #[command(flatten)]
     pub records: crate::campaign::RecordArgs,
+    #[command(flatten)]
+    pub chip: crate::chip::ChipOpt,
     /// Internal (`--jobs`): print records on stdout, nothing else.
     #[arg(long, hide = true, conflicts_with = "jobs")]
     pub child: bool,

@@ -190,16 +190,21 @@ pub fn first_difference(expected: &[u8], found: &[u8], writer: impl Fn(usize) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cqlab_abi::noc::{dispatcher, worker};
     use cqlab_driver::dump::{ErrorReport, Wait};
+    use cqlab_driver::Topology;
+
+    fn chip() -> Topology {
+        Topology::for_board(cqlab_abi::soc::Board::WormholeN150, None, 2).unwrap()
+    }
 
     fn state(core: cqlab_abi::noc::Coord, wp: cqlab_abi::waypoint::Waypoint) -> CoreState {
         CoreState {
             core,
-            role: Role::of(core),
+            role: chip().role(core).expect("a firmware core"),
             waypoint: wp,
             pc: Some(0x13dc),
             halt: None,
+            subordinates: vec![],
             semaphores: [0; 4],
             error: None,
             last_trace: vec![],
@@ -216,7 +221,7 @@ mod tests {
     fn hangs_of_the_same_wait_on_different_workers_share_a_signature() {
         let timeout = |col: u8, tag: u32, cycles: u64| {
             let wait = Wait::ReadBack { cq: 1, tag };
-            let w = worker(col, 1);
+            let w = chip().worker(col, 1).unwrap();
             let chain = vec![Link::Host(wait.clone()), Link::Core { core: w, on_event_of: None }];
             let e = DriverError::Timeout {
                 wait: wait.clone(),
@@ -234,7 +239,7 @@ mod tests {
 
     #[test]
     fn device_errors_classify_by_their_record_and_corrupt_records_by_their_queue() {
-        let d = dispatcher(1);
+        let d = chip().dispatcher(1);
         let report =
             ErrorReport { code: DeviceError::UnknownCommand as u32, value: 0x7f, addr: 0x100, bytes: vec![0x7f] };
         let mut halted = state(d, waypoint::BAD_CMD);
@@ -249,7 +254,7 @@ mod tests {
         assert_eq!(c.class, FailureClass::DeviceError);
         assert_eq!(
             c.signature,
-            "device-error: unknown command id <- CQ1 dispatcher (18,2) !CMD HALTED: unknown command id"
+            format!("device-error: unknown command id <- CQ1 dispatcher {d} !CMD HALTED: unknown command id")
         );
         let corrupt = DeviceFault::CorruptCompletion {
             cq: 1,

@@ -1,8 +1,9 @@
 //! `--faults SPEC`: the simulator's fault knobs by name, and the host's
 //! (`lazy-drain`).
 
+use crate::chip::CoreName;
 use crate::usage::{ensure, UsageError};
-use cqlab_abi::noc::{self, Coord};
+use cqlab_driver::Topology;
 use cqlab_sim::config::{SimConfig, SlowCore};
 
 /// Faults to apply on top of the simulator defaults (`None` = leave as is).
@@ -10,7 +11,8 @@ use cqlab_sim::config::{SimConfig, SlowCore};
 pub struct Faults {
     pub stall: Option<(f64, u64)>,
     pub jitter: Option<u64>,
-    pub slow: Vec<SlowCore>,
+    /// Slowed cores by name, and by how much.
+    pub slow: Vec<(CoreName, f64)>,
     pub late_doorbell: Option<u64>,
     pub backpressure: Option<u64>,
     pub pcie_read: Option<u64>,
@@ -46,19 +48,6 @@ pub fn check_stall(option: &str, p: f64, cycles: u64) -> Result<(), UsageError> 
             slice / cycles as f64
         )
     })
-}
-
-/// A core by name: `prefetcherQ`, `dispatcherQ`, `workerC.R`.
-pub(crate) fn core(name: &str) -> Option<Coord> {
-    if let Some(q) = name.strip_prefix("prefetcher") {
-        return q.parse().ok().filter(|&q| q < noc::MAX_CQS).map(noc::prefetcher);
-    }
-    if let Some(q) = name.strip_prefix("dispatcher") {
-        return q.parse().ok().filter(|&q| q < noc::MAX_CQS).map(noc::dispatcher);
-    }
-    let (c, r) = name.strip_prefix("worker")?.split_once('.')?;
-    let (c, r): (u8, u8) = (c.parse().ok()?, r.parse().ok()?);
-    (c < noc::MAX_WORKER_COLS && r < noc::MAX_WORKER_ROWS).then(|| noc::worker(c, r))
 }
 
 impl Faults {
@@ -105,14 +94,13 @@ impl Faults {
                     }
                     "slow" => {
                         let (name, factor) = value.split_once('@').ok_or_else(|| bad("expected slow=CORE@FACTOR"))?;
-                        let core = core(name).ok_or_else(|| {
-                            bad("core is prefetcherQ, dispatcherQ or workerC.R (on the largest grid)")
-                        })?;
+                        let core = CoreName::parse(name)
+                            .ok_or_else(|| bad("core is prefetcherQ, dispatcherQ or workerC.R"))?;
                         let factor: f64 = factor.parse().map_err(|_| bad("factor is not a number"))?;
                         ensure(factor.is_finite() && (1.0..=1000.0).contains(&factor), || {
                             format!("--faults {item:?}: factor in 1..=1000")
                         })?;
-                        f.slow.push(SlowCore { core, factor });
+                        f.slow.push((core, factor));
                     }
                     _ => {
                         return Err(bad(
@@ -136,7 +124,9 @@ impl Faults {
         self.slow.extend(other.slow);
     }
 
-    pub fn apply(&self, sim: &mut SimConfig) {
+    /// The simulator faults, on `chip` (a slowed core the chip does not
+    /// have is left out: see [`Faults::missing_on`]).
+    pub fn apply(&self, sim: &mut SimConfig, chip: &Topology) {
         if let Some((p, c)) = self.stall {
             (sim.faults.core_stall_prob, sim.faults.core_stall_cycles) = (p, c);
         }
@@ -155,7 +145,13 @@ impl Faults {
         if let Some(q) = self.quantum_jitter {
             sim.quantum_jitter = q;
         }
-        sim.faults.slow_cores.extend(self.slow.iter().cloned());
+        let slow = self.slow.iter().filter_map(|&(name, factor)| Some(SlowCore { core: name.on(chip)?, factor }));
+        sim.faults.slow_cores.extend(slow);
+    }
+
+    /// The first slowed core `chip` does not have.
+    pub fn missing_on(&self, chip: &Topology) -> Option<CoreName> {
+        self.slow.iter().map(|&(name, _)| name).find(|name| name.on(chip).is_none())
     }
 
     /// The host-side faults.
@@ -175,7 +171,7 @@ mod tests {
         let f = Faults::parse(&["stall=0.05:500,jitter=40".into(), "slow=dispatcher1@3".into()]).unwrap();
         assert_eq!(f.stall, Some((0.05, 500)));
         assert_eq!(f.jitter, Some(40));
-        assert_eq!(f.slow, vec![SlowCore { core: noc::dispatcher(1), factor: 3.0 }]);
+        assert_eq!(f.slow, vec![(CoreName::Dispatcher(1), 3.0)]);
         assert!(Faults::parse(&["strong".into()]).unwrap().late_doorbell.is_some());
         assert_eq!(Faults::parse(&["backpressure=300".into()]).unwrap().backpressure, Some(300));
         assert_eq!(Faults::parse(&["lazy-drain=40".into()]).unwrap().lazy_drain, Some(40));

@@ -7,6 +7,8 @@
 //! store a kernel makes is checked against the last program that made it.
 
 use super::failure::Failure;
+use cqlab_abi::arch::Arch;
+use cqlab_abi::soc::Harvesting;
 use cqlab_abi::PCIE_ALIGNMENT;
 use cqlab_driver::{Device, DeviceConfig};
 use cqlab_sim::config::SimConfig;
@@ -23,20 +25,35 @@ fn pick<T: Copy>(rng: &mut Rng, items: &[T]) -> T {
     items[rng.upto(items.len() as u64 - 1) as usize]
 }
 
+/// Harvestings a seed may draw, per chip: about half the compute grid
+/// fused off, and all but one compute line (NOC0 lines, as `--harvest`
+/// takes them; the board's usual harvesting is the other half of the seeds).
+fn harvestings(arch: Arch) -> [&'static str; 2] {
+    match arch {
+        Arch::Wormhole => ["rows=1,2,3,4,5,7", "rows=1,2,3,4,5,7,8,9"],
+        Arch::Blackhole => ["cols=5,6,7,10,11,12,13,14,15,16", "cols=3,4,5,6,7,10,11,12,13,14,15,16"],
+    }
+}
+
 /// The seed's queue layout, timing and grid, drawn before the device is
 /// built. The issue queue always holds the largest program (a few tens of
 /// KiB of args); everything else may be as small as the device allows.
-pub fn configure(seed: u64, sim: &mut SimConfig, cfg: &mut DeviceConfig) {
+/// With `draw_harvesting` (no `--harvest` given), half the seeds run on a
+/// chip with more lines harvested than the board's usual.
+pub fn configure(seed: u64, draw_harvesting: bool, sim: &mut SimConfig, cfg: &mut DeviceConfig) {
     let mut rng = Rng::new(seed ^ STREAM);
     let align = PCIE_ALIGNMENT as u32;
     cfg.issue_size = pick(&mut rng, &[96 << 10, 256 << 10, 1 << 20]);
     cfg.completion_size = pick(&mut rng, &[16 * align, 64 * align, 256 << 10]);
     cfg.fetch_entries = pick(&mut rng, &[3, 4, 16, 128]);
     super::random::ring_and_timing(&mut rng, sim, cfg);
-    // Half the seeds on the 8x8 grid, the others on a grid of another
-    // shape: one core, narrow, tall, or the largest.
-    if rng.upto(1) == 1 {
-        (cfg.worker_cols, cfg.worker_rows) = pick(&mut rng, &[(1, 1), (3, 2), (16, 2), (2, 16), (5, 7), (16, 16)]);
+    // Half the seeds on the board's usual grid, the others on a smaller one.
+    if rng.upto(1) == 1 && draw_harvesting {
+        let text = pick(&mut rng, &harvestings(cfg.sim_board().arch()));
+        let h = Harvesting::parse(text).expect("a valid harvesting");
+        sim.harvesting = h.clone();
+        cfg.harvesting = Some(h);
+        cfg.board = Some(cfg.sim_board());
     }
     // Large binaries and arg blocks sent by reference from sysmem (gathered
     // fetch entries) or copied inline; half the seeds with a staging arena
@@ -62,4 +79,20 @@ pub fn run(iterations: u32, seed: u64, dev: &mut Device) -> Result<(), Failure> 
             Failure::Check { check: "read-back differs", detail: read_back.to_string() }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drawn_harvestings_are_valid_on_every_board() {
+        for board in cqlab_abi::soc::Board::ALL {
+            for text in harvestings(board.arch()) {
+                let h = Harvesting::parse(text).unwrap();
+                let chip = cqlab_driver::Topology::for_board(board, Some(h), 2).unwrap();
+                assert!(chip.worker_count() >= 1, "{board} {text}");
+            }
+        }
+    }
 }

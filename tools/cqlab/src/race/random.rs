@@ -164,7 +164,7 @@ pub fn run(iterations: u32, seed: u64, dev: &mut Device) -> Result<(), Failure> 
 /// worker (the same L1 address on each), a few L1 buffers, a few DRAM
 /// buffers with drawn page sizes.
 fn layout(dev: &mut Device, rng: &mut Rng) -> Result<Model, Failure> {
-    let (cols, rows) = (dev.config().worker_cols, dev.config().worker_rows);
+    let (cols, rows) = (dev.chip().cols(), dev.chip().rows());
     let mut regions = Vec::new();
     let mut packed = Vec::new();
     let mut result_slot = Vec::new();
@@ -492,7 +492,7 @@ impl Run<'_> {
     }
 
     fn core_rect(&mut self) -> (Vec<usize>, CoreRange) {
-        let (cols, rows) = (self.dev.config().worker_cols, self.dev.config().worker_rows);
+        let (cols, rows) = (self.dev.chip().cols(), self.dev.chip().rows());
         let c0 = self.rng.upto(cols as u64 - 1) as u8;
         let r0 = self.rng.upto(rows as u64 - 1) as u8;
         let c1 = c0 + self.rng.upto((cols - 1 - c0).min(3) as u64) as u8;

@@ -27,7 +27,7 @@ pub fn preflight(args: &Args, dev: &mut Device) -> DriverResult<()> {
 }
 
 pub fn run(args: &Args, dev: &mut Device) -> Result<(), Failure> {
-    let (cols, rows) = (dev.config().worker_cols, dev.config().worker_rows);
+    let (cols, rows) = (dev.chip().cols(), dev.chip().rows());
     let all = CoreRange::new((0, 0), (cols - 1, rows - 1));
     let page = args.page_size;
     let buf = dev.alloc_dram(args.bytes.next_multiple_of(page), page)?;

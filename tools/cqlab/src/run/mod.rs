@@ -11,7 +11,7 @@ use crate::trace_file::TraceWriter;
 use anyhow::{Context, Result};
 use cqlab_abi::noc::Coord;
 use cqlab_abi::trace::TraceRecord;
-use cqlab_driver::DeviceConfig;
+use cqlab_driver::{DeviceConfig, Topology};
 use cqlab_workloads::collect::RecordSink;
 use cqlab_workloads::kinds::{Kind, Knobs};
 use cqlab_workloads::runner::{
@@ -29,6 +29,8 @@ pub struct Args {
     /// Device: embedded[:seed=N] (the run's --seed applies when it names none) or sim:PATH.
     #[arg(long, default_value = "embedded")]
     pub device: String,
+    #[command(flatten)]
+    pub chip: crate::chip::ChipOpt,
     /// Command queues, or a sweep: `1,2,4` (1..=8; real parts have 2).
     #[arg(long, default_value = "2")]
     pub cqs: String,
@@ -162,6 +164,7 @@ fn outputs(a: &Args, sweep: &[u8]) -> Vec<(String, PathBuf)> {
 
 pub fn validate(a: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
     let kind = kind_of(&a.workload)?;
+    a.chip.validate()?;
     let unused: Vec<&str> = ALL_KNOBS.iter().copied().filter(|k| !knobs_of(kind).contains(k)).collect();
     given.refuse(&unused, || format!("not read by {} (its knobs: {})", kind.name(), knob_list(kind)))?;
     let sweep = parse_cqs(&a.cqs)?;
@@ -250,8 +253,8 @@ impl RecordSink for CliObserver {
 }
 
 impl Observer for CliObserver {
-    fn started(&mut self, cores: &[Coord], spec: &RunSpec) -> cqlab_driver::Result<()> {
-        self.trace.as_mut().map_or(Ok(()), |t| t.started(cores, spec))
+    fn started(&mut self, chip: &Topology, cores: &[Coord], spec: &RunSpec) -> cqlab_driver::Result<()> {
+        self.trace.as_mut().map_or(Ok(()), |t| t.started(chip, cores, spec))
     }
     fn launch(&mut self, l: &LaunchInfo) -> cqlab_driver::Result<()> {
         self.trace.as_mut().map_or(Ok(()), |t| t.launch(l))
@@ -328,6 +331,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             base_config: {
                 let mut cfg = DeviceConfig::default();
                 a.limits.apply(&mut cfg);
+                a.chip.apply(&mut cfg)?;
                 cfg
             },
         };
@@ -354,7 +358,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let report = json!({
         "tool": "cqlab run", "schema": 1, "workload": kind.name(), "description": kind.describe(),
         "device": runner::device_spec(&a.device, a.seed), "seed": a.seed, "sync": a.sync, "iters": a.iters,
-        "warmup": a.warmup, "clock_hz": cqlab_sim::config::CLOCK_HZ, "knobs": knobs,
+        "warmup": a.warmup, "clock_hz": points.first().map(|p| p.clock_hz),
+        "chip": points.first().map(|p| &p.chip), "harvesting": points.first().map(|p| &p.harvesting), "knobs": knobs,
         "worker_kernel": kind.worker_kernel(), "validated": !a.skip_validation,
         "latency_definition": match sync {
             SyncMode::PerIter => "device cycles from the host starting to enqueue an iteration to the host seeing its end events complete",
@@ -426,7 +431,12 @@ fn print_text(r: &Value) {
         );
     }
     if let Some(p) = r["points"].as_array().and_then(|a| a.first()) {
-        outln!("throughput unit: {}; latency in device cycles at 1 GHz (1 cycle = 1 ns)", p["throughput"]["unit"]);
+        outln!(
+            "throughput unit: {}; latency in device cycles of the {} at {:.2} GHz",
+            p["throughput"]["unit"],
+            p["chip"].as_str().unwrap_or("?"),
+            p["clock_hz"].as_f64().unwrap_or(0.0) / 1e9
+        );
         if !p["matmul"].is_null() {
             for p in r["points"].as_array().into_iter().flatten() {
                 let m = &p["matmul"];

@@ -22,6 +22,16 @@ pub fn firmware_dir() -> PathBuf {
     target.join("riscv32im-unknown-none-elf/firmware")
 }
 
+/// Small harvested real chips for fast CLI tests: the real register
+/// interface and coordinates with all but two Tensix lines fused off (a
+/// Wormhole n150 with rows 10 and 11: one row of queues, an 8x1 compute
+/// grid; a Blackhole p150a with columns 1 and 2: a 1x10 compute grid).
+pub const SMALL_WORMHOLE: [&str; 4] = ["--chip", "wormhole-n150", "--harvest", "rows=1,2,3,4,5,7,8,9"];
+pub const SMALL_BLACKHOLE: [&str; 4] =
+    ["--chip", "blackhole-p150a", "--harvest", "cols=3,4,5,6,7,10,11,12,13,14,15,16"];
+/// Both, for tests that run on each chip.
+pub const SMALL_CHIPS: [[&str; 4]; 2] = [SMALL_WORMHOLE, SMALL_BLACKHOLE];
+
 /// Exit codes of the failure classes (`cqlab --help`, docs/cli.md).
 pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_HANG: i32 = 3;

@@ -1,0 +1,6 @@
+//! `worker-trisc2` firmware: TRISC2's worker loop (see
+//! `cqlab_kernels::worker::subordinate`); it runs plain RISC-V kernels.
+#![no_std]
+#![no_main]
+
+cqlab_kernels::subordinate_firmware!(Trisc2);

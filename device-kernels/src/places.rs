@@ -1,0 +1,92 @@
+//! The coordinates firmware learns at run time: the host's `NocMap` in
+//! this tile's L1 (`mailbox::NOC_MAP`), read once at boot into the core's
+//! own state (local memory), so hot paths never load them from L1.
+
+use crate::platform::Platform;
+use crate::report::fail;
+use cqlab_abi::mailbox::{DeviceError, NOC_MAP};
+use cqlab_abi::memory_map::MAX_DRAM_BANKS;
+use cqlab_abi::noc::{Coord, NocAddr};
+use cqlab_abi::noc_map::{self, Grid, MAGIC};
+
+/// The map's header: magic, queue count, DRAM bank count, and whether
+/// they are within the map's capacities (the grid is checked by [`grid`]).
+fn header(p: &impl Platform) -> (u32, u32, u32) {
+    (p.read_u32(NOC_MAP), p.read_u32(NOC_MAP + noc_map::NUM_CQS), p.read_u32(NOC_MAP + noc_map::DRAM_BANKS))
+}
+
+/// Halts with `BadNocMap` unless the host wrote a valid map.
+pub fn check(p: &mut impl Platform) {
+    let (magic, cqs, banks) = header(p);
+    let ok = magic == MAGIC
+        && (1..=cqlab_abi::noc::MAX_CQS as u32).contains(&cqs)
+        && (1..=MAX_DRAM_BANKS).contains(&banks)
+        && grid(p).is_valid();
+    if !ok {
+        fail(p, DeviceError::BadNocMap, NOC_MAP, magic, cqs, banks);
+    }
+}
+
+/// Command queues of the device.
+pub fn num_cqs(p: &impl Platform) -> u32 {
+    header(p).1
+}
+
+/// The compute grid.
+pub fn grid(p: &impl Platform) -> Grid {
+    p.read_struct(NOC_MAP + noc_map::GRID)
+}
+
+/// The dispatcher of command queue `cq`.
+pub fn dispatcher(p: &impl Platform, cq: u32) -> Coord {
+    Coord::unpack(p.read_u32(NOC_MAP + noc_map::DISPATCHER + 4 * cq))
+}
+
+/// The 64-bit word at `NOC_MAP + offset`.
+fn word64(p: &impl Platform, offset: u32) -> u64 {
+    p.read_u32(NOC_MAP + offset) as u64 | (p.read_u32(NOC_MAP + offset + 4) as u64) << 32
+}
+
+/// Host-memory offset 0 on this core's NOC.
+pub fn host<P: Platform>(p: &P) -> NocAddr {
+    NocAddr(word64(p, noc_map::PCIE + 8 * P::NOC as u32))
+}
+
+/// Byte `offset` of DRAM bank `bank` on this core's NOC, straight from
+/// the map (two L1 loads: for kernels, which do not keep a [`Dram`]).
+pub fn dram<P: Platform>(p: &P, bank: u32, offset: u64) -> NocAddr {
+    NocAddr(word64(p, dram_entry(bank, P::NOC as u32))).offset(offset)
+}
+
+const fn dram_entry(bank: u32, noc: u32) -> u32 {
+    noc_map::DRAM + 16 * bank + 8 * noc
+}
+
+/// The DRAM bank table of this core's NOC, kept in the core's own state.
+#[derive(Clone, Copy)]
+pub struct Dram {
+    banks: u32,
+    base: [u64; MAX_DRAM_BANKS as usize],
+}
+
+impl Dram {
+    pub fn load<P: Platform>(p: &P) -> Self {
+        let banks = header(p).2.min(MAX_DRAM_BANKS);
+        let mut base = [0; MAX_DRAM_BANKS as usize];
+        for (b, v) in base.iter_mut().enumerate().take(banks as usize) {
+            *v = word64(p, dram_entry(b as u32, P::NOC as u32));
+        }
+        Self { banks, base }
+    }
+
+    /// Banks buffers are interleaved over.
+    pub fn banks(&self) -> u32 {
+        self.banks
+    }
+
+    /// Byte `offset` of bank `bank` (below `banks()`).
+    #[inline(always)]
+    pub fn at(&self, bank: u32, offset: u64) -> NocAddr {
+        NocAddr(self.base[bank as usize]).offset(offset)
+    }
+}

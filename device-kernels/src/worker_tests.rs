@@ -1,0 +1,269 @@
+//! The worker firmware and the placement the firmware learns at run time,
+//! against the fake core: BRISC's boot of its subordinate cores, launches
+//! that hand kernels to them and gather their `done`, the subordinate loop,
+//! the NOC map's checks, and the dispatcher's checks of destinations
+//! against the compute grid.
+
+use crate::dispatch::Dispatcher;
+use crate::fake::{run_until_stopped, End, FakeChip, FakeCore};
+use crate::memory::Memory;
+use crate::platform::Platform;
+use crate::worker;
+use cqlab_abi::arch::tensix::Processor;
+use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
+use cqlab_abi::firmware::FirmwareId;
+use cqlab_abi::mailbox::{
+    self, AliveRecord, CqConfig, DeviceError, ErrorRecord, SubordinateMailbox, ALIVE, ALIVE_MAGIC, ERROR, NOC_MAP,
+    WAYPOINT,
+};
+use cqlab_abi::memory_map::{CHUNK_AREA, DISPATCH_RING};
+use cqlab_abi::noc::NocAddr;
+use cqlab_abi::program::{
+    group_offset, kernel_slot, launch_done_sem, launch_entry, pack_rect, KernelCtx, KernelGroup, LaunchHeader,
+    ProcessorKernel, LAUNCH_ENTRY_SIZE, LAUNCH_TAG, NO_RECT,
+};
+use cqlab_abi::semaphore as sem;
+use cqlab_abi::waypoint::{self, Waypoint};
+use std::vec::Vec;
+use zerocopy::{FromBytes, IntoBytes};
+
+fn word(core: &FakeCore, at: u32) -> u32 {
+    u32::from_le_bytes(core.l1_bytes(at, 4).try_into().unwrap())
+}
+
+fn waypoint_of(core: &FakeCore) -> Waypoint {
+    Waypoint(word(core, WAYPOINT))
+}
+
+fn sub(core: &FakeCore, p: Processor) -> SubordinateMailbox {
+    SubordinateMailbox::read_from_bytes(core.l1_bytes(mailbox::subordinate(p.index()), 128)).unwrap()
+}
+
+const SUBS: [Processor; 4] = [Processor::Ncrisc, Processor::Trisc0, Processor::Trisc1, Processor::Trisc2];
+
+#[test]
+fn brisc_boots_its_subordinates_before_it_says_it_is_alive() {
+    let chip = FakeChip::new(1);
+    let me = chip.worker(2, 1);
+    // Stale words in the subordinate mailboxes: BRISC clears them first.
+    let mut core = FakeCore::on(me, chip);
+    core.set_l1(mailbox::subordinate(1) + mailbox::SUB_GO, &7u32.to_le_bytes());
+    let mut released = false;
+    let end = run_until_stopped(|| {
+        worker::boot_brisc(&mut core, 0x1234, |p| {
+            released = true;
+            // Two of the four come up.
+            for i in [1, 2] {
+                p.write_u32(mailbox::subordinate(i), ALIVE_MAGIC);
+            }
+        });
+        unreachable!("booted without all four subordinates")
+    });
+    assert_eq!(end, End::Stuck);
+    assert!(released);
+    assert_eq!(waypoint_of(&core), waypoint::SUBA, "waiting for the other two");
+    assert_eq!(word(&core, ALIVE), 0, "BRISC is not alive before its subordinates");
+    assert_eq!(sub(&core, Processor::Ncrisc).go, 0, "stale go cleared before release");
+
+    // All four: BRISC's alive record follows.
+    let mut core = FakeCore::new(me);
+    let (xy, mut booted) = (me.packed(), false);
+    let end = run_until_stopped(|| {
+        worker::boot_brisc(&mut core, 0x1234, |p| {
+            for i in 1..=4 {
+                p.write_u32(mailbox::subordinate(i), ALIVE_MAGIC);
+            }
+        });
+        booted = true;
+        std::panic::panic_any(crate::fake::Halted)
+    });
+    assert_eq!((end, booted), (End::Halted, true));
+    let alive = AliveRecord::read_from_bytes(core.l1_bytes(ALIVE, 32)).unwrap();
+    assert_eq!((alive.magic, alive.firmware_id, alive.core_xy, alive.build_id), (ALIVE_MAGIC, 3, xy, 0x1234));
+}
+
+#[test]
+fn every_core_refuses_a_missing_noc_map() {
+    let mut core = FakeCore::new(FakeChip::new(1).worker(0, 0));
+    core.set_l1(NOC_MAP, &[0; 4]);
+    let end = run_until_stopped(|| worker::boot_brisc(&mut core, 0, |_| unreachable!("released without a map")));
+    assert_eq!(end, End::Halted);
+    let rec = ErrorRecord::read_from_bytes(core.l1_bytes(ERROR, 64)).unwrap();
+    assert_eq!((rec.code, rec.addr), (DeviceError::BadNocMap as u32, NOC_MAP));
+    assert_eq!(waypoint_of(&core), waypoint::BAD_CMD);
+}
+
+/// A launch entry whose first group covers logical `(c0,r0)..=(c1,r1)` and
+/// runs `kernels` (entry per core, 0 for none) with per-core args.
+fn launch_message(n: u32, rect: u32, kernels: [u32; 5]) -> Vec<u8> {
+    let mut msg = std::vec![0u8; LAUNCH_ENTRY_SIZE as usize];
+    LaunchHeader { seq: 40 + n }.write_to_prefix(&mut msg[..]).unwrap();
+    let mut g = KernelGroup { rect, kernel_id: 9, ..Default::default() };
+    for (i, &entry) in kernels.iter().enumerate() {
+        // Core i's args: 2 unique words per tile from config word 10 * i,
+        // one common word at config word 100 + i.
+        g.kernels[i] = ProcessorKernel {
+            entry,
+            unique_count: 2,
+            common_count: 1,
+            unique_word: 10 * i as u16,
+            common_word: 100 + i as u16,
+        };
+    }
+    g.write_to_prefix(&mut msg[group_offset(0) as usize..]).unwrap();
+    let next = group_offset(1) as usize;
+    msg[next..next + 4].copy_from_slice(&NO_RECT.to_le_bytes());
+    msg[LAUNCH_TAG as usize..].copy_from_slice(&n.to_le_bytes());
+    msg
+}
+
+/// Runs BRISC's launch loop on worker `(col, row)` with launch
+/// 1 in its ring; `done` lists the subordinates that already report it
+/// done. Returns the core, how it ended and the kernels BRISC ran itself.
+fn serve_one(col: u8, row: u8, rect: u32, kernels: [u32; 5], done: &[usize]) -> (FakeCore, End, Vec<(u32, KernelCtx)>) {
+    let chip = FakeChip::new(1);
+    let mut core = FakeCore::on(chip.worker(col, row), chip);
+    core.set_l1(launch_entry(0, 1), &launch_message(1, rect, kernels));
+    for &i in done {
+        core.set_l1(mailbox::subordinate(i) + mailbox::SUB_DONE, &1u32.to_le_bytes());
+    }
+    let mut ran = Vec::new();
+    let end = run_until_stopped(|| worker::serve(&mut core, |_, entry, ctx| ran.push((entry, *ctx))));
+    (core, end, ran)
+}
+
+#[test]
+fn a_launch_hands_each_subordinate_its_kernel_and_reports_done_once() {
+    let kernels = [kernel_slot(0), kernel_slot(3), 0, kernel_slot(5), 0];
+    // Tile (2, 1) is index 4 of the rectangle (1,0)..(3,1).
+    let (core, end, ran) = serve_one(2, 1, pack_rect(1, 0, 3, 1), kernels, &[1, 3]);
+    assert_eq!(end, End::Stuck);
+    assert_eq!(waypoint_of(&core), waypoint::GOW, "done with launch 1, waiting for launch 2");
+    // BRISC ran its own kernel with its own args.
+    assert_eq!(ran.len(), 1);
+    let (entry, ctx) = ran[0];
+    assert_eq!((entry, ctx.processor, ctx.index, ctx.seq, ctx.kernel_id), (kernel_slot(0), 0, 4, 41, 9));
+    assert_eq!(ctx.unique_addr, cqlab_abi::program::config_addr(0) + 4 * 2 * 4);
+    assert_eq!((ctx.common_addr, ctx.common_count), (cqlab_abi::program::config_addr(100), 1));
+    // NCRISC and TRISC1 were started with theirs; the others were not.
+    for p in SUBS {
+        let m = sub(&core, p);
+        match p {
+            Processor::Ncrisc | Processor::Trisc1 => {
+                assert_eq!((m.go, m.entry, m.ctx.processor), (1, kernels[p.index()], p.index() as u32), "{p}");
+                assert_eq!(m.ctx.common_addr, cqlab_abi::program::config_addr(100 + p.index() as u16), "{p}");
+                assert_eq!(m.ctx.unique_addr, cqlab_abi::program::config_addr(10 * p.index() as u16) + 8 * 4);
+            }
+            _ => assert_eq!(m.go, 0, "{p} has no kernel in the group"),
+        }
+    }
+    // One done per tile: the dispatcher's per-entry and total counts.
+    let d = FakeChip::new(1).dispatcher(0);
+    assert_eq!(core.remote_sems[&(d, launch_done_sem(1))], 1);
+    assert_eq!(core.remote_sems[&(d, sem::WORKERS_DONE)], 1);
+}
+
+#[test]
+fn brisc_reports_done_only_once_its_subordinates_have() {
+    let kernels = [0, kernel_slot(3), kernel_slot(4), 0, 0];
+    let (core, end, ran) = serve_one(0, 0, pack_rect(0, 0, 7, 7), kernels, &[1]);
+    assert_eq!((end, ran.len()), (End::Stuck, 0));
+    assert_eq!(waypoint_of(&core), waypoint::SUBW, "TRISC0 has not finished launch 1");
+    assert!(core.remote_sems.is_empty(), "no done before the subordinates'");
+
+    // A tile outside every group still reports done, without running anything.
+    let (core, end, ran) = serve_one(7, 7, pack_rect(0, 0, 1, 1), kernels, &[]);
+    assert_eq!((end, ran.len()), (End::Stuck, 0));
+    assert_eq!(sub(&core, Processor::Ncrisc).go, 0);
+    assert_eq!(core.remote_sems[&(FakeChip::new(1).dispatcher(0), sem::WORKERS_DONE)], 1);
+}
+
+#[test]
+fn a_subordinate_runs_what_brisc_hands_it_and_says_done() {
+    let chip = FakeChip::new(1);
+    let me = chip.worker(1, 1);
+    let mut core = FakeCore::on(me, chip);
+    let at = mailbox::subordinate(Processor::Trisc2.index());
+    let ctx = KernelCtx { seq: 5, processor: 4, kernel_id: 2, ..Default::default() };
+    core.set_l1(at + mailbox::SUB_ENTRY, &kernel_slot(7).to_le_bytes());
+    core.set_l1(at + mailbox::SUB_CTX, ctx.as_bytes());
+    core.set_l1(at + mailbox::SUB_GO, &1u32.to_le_bytes());
+    let mut ran = Vec::new();
+    let end = run_until_stopped(|| {
+        worker::subordinate(&mut core, Processor::Trisc2, 0xbeef, |p, entry, ctx_at| {
+            ran.push((entry, p.read_struct::<KernelCtx>(ctx_at)))
+        })
+    });
+    assert_eq!(end, End::Stuck, "waiting for the next go");
+    assert_eq!(ran, [(kernel_slot(7), ctx)]);
+    let m = sub(&core, Processor::Trisc2);
+    assert_eq!(m.done, 1);
+    assert_eq!(
+        (m.alive.magic, m.alive.firmware_id, m.alive.core_xy),
+        (ALIVE_MAGIC, FirmwareId::WorkerTrisc2 as u32, me.packed())
+    );
+}
+
+fn cfg() -> CqConfig {
+    CqConfig {
+        issue_size: 4096,
+        completion_size: 1024,
+        fetch_entries: 4,
+        cmd_buffer_size: CHUNK_AREA.size,
+        ring_page_size: 4096,
+        ring_pages: 4,
+        ..Default::default()
+    }
+}
+
+/// Runs a dispatcher over `build`'s dispatch commands.
+fn dispatch(build: impl FnOnce(&mut DispatchWriter<'_>) -> Result<(), EncodeError>) -> (FakeCore, End) {
+    let chip = FakeChip::new(1);
+    let (me, peer) = (chip.dispatcher(0), chip.prefetcher(0));
+    let mut core = FakeCore::on(me, chip);
+    let mut buf = std::vec![0u8; 1 << 14];
+    let mut e = Encoder::new(&mut buf);
+    e.relay_inline(true, build).unwrap();
+    let len = u32::from_le_bytes(buf[4..8].try_into().unwrap()) as usize;
+    let stream = buf[16..16 + len].to_vec();
+    core.set_l1(DISPATCH_RING.base, &stream);
+    core.set_semaphore(sem::RING_UNITS_FILLED, stream.len() as u32 / 16);
+    let c = CqConfig { peer_xy: peer.packed(), ..cfg() };
+    let end = run_until_stopped(|| Dispatcher::new(&mut core, c).run());
+    (core, end)
+}
+
+fn error_code(core: &FakeCore) -> u32 {
+    ErrorRecord::read_from_bytes(core.l1_bytes(ERROR, 64)).unwrap().code
+}
+
+#[test]
+fn the_dispatcher_counts_launch_receivers_on_the_compute_grid() {
+    let chip = FakeChip::new(1);
+    let (first, last) = (chip.worker(0, 0), chip.worker(7, 7));
+    let msg = launch_message(0, pack_rect(0, 0, 7, 7), [kernel_slot(0), 0, 0, 0, 0]);
+    // The fake checks the receivers the dispatcher passes: all 64.
+    let (core, end) = dispatch(|w| w.launch(NocAddr::multicast(first, last, 0), &msg));
+    assert_eq!(end, End::Stuck);
+    let tag = core.read_remote(NocAddr::unicast(chip.worker(3, 5), (launch_entry(0, 1) + LAUNCH_TAG) as u64), 4);
+    assert_eq!(tag, 1u32.to_le_bytes(), "launch 1 reached a core inside the rectangle");
+
+    // A rectangle reaching the dispatch cores (the row after the compute
+    // grid on Wormhole, the column after it on Blackhole) is refused.
+    let beyond = chip.dispatcher(0);
+    let (core, end) = dispatch(|w| w.launch(NocAddr::multicast(first, beyond, 0), &msg));
+    assert_eq!((end, error_code(&core)), (End::Halted, DeviceError::BadDestination as u32));
+}
+
+#[test]
+fn the_dispatcher_refuses_packed_writes_to_cores_outside_the_compute_grid() {
+    let chip = FakeChip::new(1);
+    let ok = [chip.worker(0, 0), chip.worker(5, 2)];
+    let (core, end) = dispatch(|w| w.write_packed(0xA1000, &ok, PackedData::Shared(&[7; 16])));
+    assert_eq!(end, End::Stuck);
+    assert_eq!(core.read_remote(NocAddr::unicast(ok[1], 0xA1000), 16), [7; 16]);
+    // The prefetcher is a Tensix core, but not a compute core.
+    let bad = [chip.worker(0, 0), chip.prefetcher(0)];
+    let (core, end) = dispatch(|w| w.write_packed(0xA1000, &bad, PackedData::Shared(&[7; 16])));
+    assert_eq!((end, error_code(&core)), (End::Halted, DeviceError::BadDestination as u32));
+}

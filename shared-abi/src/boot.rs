@@ -1,0 +1,72 @@
+//! How a Tensix tile boots, as tt-metal boots it (tt-umd `cluster.cpp`
+//! `deassert_risc_reset`; tt-metal `tt_metal/hw/firmware/src/tt-1xx/brisc.cc`):
+//!
+//! 1. Power-on: every core of the tile is held in soft reset
+//!    (`arch::tensix::SOFT_RESET_0` = `SOFT_RESET_ALL`). The host writes,
+//!    through BAR0 TLB windows: each core's firmware image into its own code
+//!    and data regions (`memory_map::code`, `memory_map::data`); the BRISC
+//!    reset jump at L1 address 0 ([`reset_jal`] to the BRISC image's entry:
+//!    BRISC's reset PC is hard-wired to 0); the `noc_map::NocMap` (every
+//!    tile) and the `mailbox::CqConfig` (CQ tiles); and zeroes the mailboxes
+//!    it will poll (`ALIVE`, the semaphores, a worker's launch-ring tags).
+//! 2. The host writes `SOFT_RESET_0` = `SOFT_RESET_BRISC_ONLY_RUN`: BRISC
+//!    runs, the other four stay held.
+//! 3. A worker's BRISC firmware zeroes the subordinate mailboxes, points
+//!    each subordinate's reset PC at its image's entry (the override
+//!    registers of `arch::tensix::ResetPcRegs`: on Wormhole Tensix
+//!    configuration words only BRISC and the TRISCs can write, on Blackhole
+//!    debug registers) and clears their `SOFT_RESET_0` bits. Each
+//!    subordinate writes its alive record (`mailbox::SubordinateMailbox`);
+//!    BRISC waits for all four, then writes its own (`mailbox::ALIVE`), so a
+//!    host that sees BRISC alive knows the whole tile is.
+//! 4. A prefetcher's or dispatcher's BRISC writes its alive record at once;
+//!    its subordinates stay in reset.
+//!
+//! Every image checks the `NocMap` (and a CQ core its `CqConfig`) before it
+//! does anything else and halts with an error record if it is missing.
+
+use crate::memory_map::RESET_JAL;
+
+/// RISC-V `jal x0` opcode (J-type, `rd` = 0).
+const JAL: u32 = 0x6F;
+
+/// The word at L1 address 0 that sends BRISC from its hard-wired reset PC
+/// to `entry`: `jal x0, entry` (tt-metal `generate_risc_startup_addr`).
+/// `entry` must be within the jump's reach (1 MiB) and 4-aligned, as every
+/// `memory_map::firmware_entry` is.
+pub const fn reset_jal(entry: u32) -> u32 {
+    let off = entry.wrapping_sub(RESET_JAL);
+    assert!(off % 4 == 0 && off < 1 << 20, "the reset jump reaches 1 MiB");
+    (off >> 20 & 1) << 31 | (off >> 1 & 0x3FF) << 21 | (off >> 11 & 1) << 20 | (off >> 12 & 0xFF) << 12 | JAL
+}
+
+/// Where a `jal x0` word at `at` jumps, if it is one (for checks and dumps).
+pub const fn jal_target(at: u32, word: u32) -> Option<u32> {
+    if word & 0xFFF != JAL {
+        return None;
+    }
+    let imm = (word >> 31 & 1) << 20 | (word >> 21 & 0x3FF) << 1 | (word >> 20 & 1) << 11 | (word >> 12 & 0xFF) << 12;
+    // Sign-extend the 21-bit offset.
+    let off = ((imm << 11) as i32 >> 11) as u32;
+    Some(at.wrapping_add(off))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arch::tensix::Processor;
+    use crate::memory_map::firmware_entry;
+
+    #[test]
+    fn the_reset_jump_reaches_every_entry() {
+        // `jal x0, 0x2000` as an assembler encodes it.
+        assert_eq!(reset_jal(0x2000), 0x0000_206F);
+        // `jal x0, 0x800` sets imm[11].
+        assert_eq!(reset_jal(0x800), 0x0010_006F);
+        for p in Processor::ALL {
+            let e = firmware_entry(p);
+            assert_eq!(jal_target(RESET_JAL, reset_jal(e)), Some(e));
+        }
+        assert_eq!(jal_target(0, 0x0000_0013), None, "nop is no jump");
+    }
+}

@@ -1,0 +1,178 @@
+//! The NOC map: every coordinate firmware needs, written by the host into
+//! each tile's L1 (`mailbox::NOC_MAP`) before it releases the tile's
+//! cores. Nothing is placed at compile time: the same ELF runs on any
+//! board and harvesting of its chip.
+//!
+//! It holds, as tt-metal's firmware gets them from its bank-to-NOC tables
+//! and launch messages:
+//! - the NOC address of host-memory offset 0 on each NOC (the PCIe tile's
+//!   coordinates and the chip's host-memory base: Wormhole 0x8_0000_0000,
+//!   Blackhole bit 60);
+//! - per DRAM bank (tt-metal's numbering: Wormhole's 1 GiB views, two per
+//!   channel), the NOC address of the bank's byte 0 on each NOC (the
+//!   worker endpoint of that NOC and the view's offset in its channel);
+//! - the compute grid: the translated x of each logical column and y of
+//!   each logical row (Blackhole's columns skip 8 and 9, which are not
+//!   Tensix), which the dispatcher checks destinations against and counts
+//!   multicast receivers with, and from which a worker knows its logical
+//!   place;
+//! - each command queue's dispatcher, which workers report done to.
+//!
+//! `soc::ChipLayout::noc_map` builds it (feature `std`).
+
+use crate::memory_map::MAX_DRAM_BANKS;
+use crate::noc::{Coord, NocAddr, MAX_CQS};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// `NocMap::magic`: the host wrote the map (firmware halts with
+/// `DeviceError::BadConfig` otherwise).
+pub const MAGIC: u32 = u32::from_le_bytes(*b"NMAP");
+/// Most logical columns and rows the compute grid may have (Blackhole has
+/// 14 Tensix columns, Wormhole 10 Tensix rows).
+pub const MAX_GRID_COLS: usize = 16;
+pub const MAX_GRID_ROWS: usize = 16;
+
+/// The compute grid: its logical size, and the translated x of each
+/// logical column and y of each logical row.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct Grid {
+    pub cols: u32,
+    pub rows: u32,
+    pub x: [u8; MAX_GRID_COLS],
+    pub y: [u8; MAX_GRID_ROWS],
+}
+assert_layout!(Grid, 40, cols => 0, rows => 4, x => 8, y => 24);
+
+impl Grid {
+    /// Whether the size is within the tables (and not empty).
+    pub const fn is_valid(&self) -> bool {
+        self.cols >= 1 && self.cols as usize <= MAX_GRID_COLS && self.rows >= 1 && self.rows as usize <= MAX_GRID_ROWS
+    }
+
+    /// Logical `(col, row)` of translated coordinate `c`, if it is a compute core.
+    pub const fn logical(&self, c: Coord) -> Option<(u8, u8)> {
+        let col = find(&self.x, self.cols as usize, c.x);
+        let row = find(&self.y, self.rows as usize, c.y);
+        match (col, row) {
+            (Some(col), Some(row)) => Some((col, row)),
+            _ => None,
+        }
+    }
+
+    /// Compute cores inside the (translated, inclusive) rectangle
+    /// `start..=end`: the receivers of a multicast to it.
+    pub const fn cores_in(&self, start: Coord, end: Coord) -> u32 {
+        count_in(&self.x, self.cols as usize, start.x, end.x) * count_in(&self.y, self.rows as usize, start.y, end.y)
+    }
+
+    /// Translated coordinates of logical core `(col, row)`.
+    pub const fn at(&self, col: u8, row: u8) -> Coord {
+        Coord::new(self.x[col as usize], self.y[row as usize])
+    }
+}
+
+/// The map (module docs). Coordinates are translated ones, as requests
+/// name them (`noc` module docs); NOC addresses are `NocAddr` words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct NocMap {
+    pub magic: u32,
+    /// Command queues of the device (each worker serves that many launch rings).
+    pub num_cqs: u32,
+    /// DRAM banks in `dram`.
+    pub dram_banks: u32,
+    pub _reserved0: u32,
+    /// The compute grid.
+    pub grid: Grid,
+    pub _reserved1: [u32; 2],
+    /// Host-memory offset 0, per NOC (index `arch::Noc::index`).
+    pub pcie: [u64; 2],
+    /// Per command queue: its dispatcher's coordinates (`Coord::packed`).
+    pub dispatcher: [u32; MAX_CQS as usize],
+    /// Per DRAM bank, per NOC: the NOC address of the bank's byte 0.
+    pub dram: [[u64; 2]; MAX_DRAM_BANKS as usize],
+    pub _reserved2: [u32; 28],
+}
+assert_layout!(NocMap, 512, magic => 0, num_cqs => 4, dram_banks => 8, grid => 16, pcie => 64,
+    dispatcher => 80, dram => 144, _reserved2 => 400);
+
+impl Default for NocMap {
+    fn default() -> Self {
+        <Self as zerocopy::FromZeros>::new_zeroed()
+    }
+}
+
+/// Byte offsets of the fields firmware loads word by word.
+pub const NUM_CQS: u32 = core::mem::offset_of!(NocMap, num_cqs) as u32;
+pub const DRAM_BANKS: u32 = core::mem::offset_of!(NocMap, dram_banks) as u32;
+pub const GRID: u32 = core::mem::offset_of!(NocMap, grid) as u32;
+pub const PCIE: u32 = core::mem::offset_of!(NocMap, pcie) as u32;
+pub const DISPATCHER: u32 = core::mem::offset_of!(NocMap, dispatcher) as u32;
+pub const DRAM: u32 = core::mem::offset_of!(NocMap, dram) as u32;
+
+impl NocMap {
+    /// Whether the map is complete and within its capacities.
+    pub const fn is_valid(&self) -> bool {
+        self.magic == MAGIC
+            && self.num_cqs >= 1
+            && self.num_cqs <= MAX_CQS as u32
+            && self.dram_banks >= 1
+            && self.dram_banks <= MAX_DRAM_BANKS
+            && self.grid.is_valid()
+    }
+
+    /// The NOC address of byte `offset` of DRAM bank `bank` on NOC `noc`.
+    pub const fn dram_addr(&self, bank: u32, noc: usize, offset: u64) -> NocAddr {
+        NocAddr(self.dram[bank as usize][noc]).offset(offset)
+    }
+}
+
+const fn find(list: &[u8], n: usize, v: u8) -> Option<u8> {
+    let mut i = 0;
+    while i < n && i < list.len() {
+        if list[i] == v {
+            return Some(i as u8);
+        }
+        i += 1;
+    }
+    None
+}
+
+const fn count_in(list: &[u8], n: usize, lo: u8, hi: u8) -> u32 {
+    let (mut i, mut k) = (0, 0);
+    while i < n && i < list.len() {
+        if list[i] >= lo && list[i] <= hi {
+            k += 1;
+        }
+        i += 1;
+    }
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blackhole_grid_skips_columns_8_and_9() {
+        let mut m = NocMap { magic: MAGIC, num_cqs: 1, dram_banks: 7, ..Default::default() };
+        m.grid.cols = 11;
+        m.grid.rows = 10;
+        let cols = [1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13];
+        m.grid.x[..11].copy_from_slice(&cols);
+        for (i, y) in m.grid.y.iter_mut().take(10).enumerate() {
+            *y = 2 + i as u8;
+        }
+        assert!(m.is_valid());
+        let g = m.grid;
+        assert_eq!(g.logical(Coord::new(10, 2)), Some((7, 0)));
+        assert_eq!(g.at(7, 0), Coord::new(10, 2));
+        assert_eq!(g.logical(Coord::new(8, 2)), None, "column 8 is not Tensix");
+        assert_eq!(g.logical(Coord::new(14, 2)), None, "the dispatch column is not compute");
+        assert_eq!(g.cores_in(Coord::new(1, 2), Coord::new(13, 11)), 110);
+        assert_eq!(g.cores_in(Coord::new(7, 2), Coord::new(10, 3)), 4);
+        m.magic = 0;
+        assert!(!m.is_valid());
+    }
+}
