@@ -4,7 +4,8 @@
 //! and reset PCs, two NIUs (`niu`) and its debug registers (`tensix`); the
 //! DRAM tiles serve their channels; the PCIe tile forwards the chip's
 //! host-memory range to a sysmem buffer the simulator owns or borrows (a
-//! shared file mapping in daemon mode, see [`crate::memory::Sysmem`]); ARC
+//! shared file mapping in daemon mode), or to the host's own memory access
+//! by access (libttsim's DMA callbacks; see [`crate::memory::Sysmem`]); ARC
 //! answers what a host reads at open (`arc`). Ethernet, router-only,
 //! security, L2CPU and harvested tiles refuse every access with an error
 //! naming the tile and the address. A deterministic single-threaded
@@ -183,6 +184,9 @@ pub struct Chip {
     /// Cores woken during the slice by a sibling's store that come after
     /// the storing core in its rotation: they run in this slice still.
     late: Vec<usize>,
+    /// The event being delivered, while the transfers before it move on
+    /// (kept here so a host-memory access that unwinds does not lose it).
+    delivering: Option<Event>,
 }
 
 /// L1s (one per Tensix tile, in [`Chip::tensix_tiles`] order) and DRAM a
@@ -296,6 +300,7 @@ impl Chip {
             slice_end: 0,
             slice_first: 0,
             late: Vec::new(),
+            delivering: None,
             sampling: None,
             arc: Arc::new(&layout),
             tlbs: Tlbs::new(&chip.bar),
@@ -381,8 +386,14 @@ impl Chip {
 
     /// Host sysmem as the device sees it through the PCIe tile (a copy when
     /// it is a shared region the host writes concurrently).
+    ///
+    /// # Panics
+    /// When sysmem is the host's, reached access by access
+    /// ([`Sysmem::Host`], a libttsim host's memory): the chip holds no copy.
     pub fn sysmem(&self) -> std::borrow::Cow<'_, [u8]> {
-        self.sysmem.snapshot()
+        self.sysmem
+            .snapshot()
+            .expect("Chip::sysmem: this chip's host memory is the host's (Sysmem::Host); it holds no copy")
     }
 
     /// Sysmem to write in place; `None` when it is shared with a running host.
@@ -1161,10 +1172,13 @@ impl Chip {
             let (src, target, local, from) = (l.src.tile, l.target.clone(), l.local, l.done);
             let n = (by - from) as usize;
             self.wake_tile_if_read(src, ((local + from) as u64, n as u64));
+            // Landed before the source is read: host memory may unwind
+            // (`HostMemory`), and the flits then count as landed with the
+            // destination left as it was, rather than being read again.
+            self.landing[k].done = by;
             let mut buf = vec![0; n];
             self.noc_read(&target.offset(from as u64), &mut buf);
             self.tensix_mut(src).l1.write(local + from, &buf).expect("validated at issue");
-            self.landing[k].done = by;
         }
     }
 
@@ -1304,10 +1318,21 @@ impl Chip {
     }
 
     fn deliver_until(&mut self, t: u64) {
-        while self.events.peek().is_some_and(|e| e.time <= t) {
-            let e = self.events.pop().expect("peeked");
-            // Flits leave and land in time order with the deliveries.
-            self.advance_transfers(e.time);
+        loop {
+            // An event whose delivery a host-memory access unwound out of
+            // (`HostMemory`) is first in line.
+            let e = match self.delivering.take() {
+                Some(e) => e,
+                None if self.events.peek().is_some_and(|e| e.time <= t) => self.events.pop().expect("peeked"),
+                None => break,
+            };
+            // Flits leave and land in time order with the deliveries. A
+            // landing read may unwind out of host memory: the event waits
+            // in `delivering` meanwhile, not lost.
+            let time = e.time;
+            self.delivering = Some(e);
+            self.advance_transfers(time);
+            let e = self.delivering.take().expect("the event being delivered");
             self.deliver(e);
         }
         self.advance_transfers(t);
@@ -1526,13 +1551,14 @@ impl Chip {
 
     /// NOC transactions issued but not yet delivered or acknowledged.
     pub fn in_flight(&self) -> usize {
-        self.events.len()
+        self.events.len() + self.delivering.is_some() as usize
     }
 
     /// A 64-bit digest of the whole device state (memories, registers,
-    /// counters, sysmem, DRAM, TLBs, pending events, time, host BAR time not
-    /// yet charged), hashed as bytes (see [`crate::digest`]). Equal digests
-    /// mean (up to hash collisions) bit-identical runs.
+    /// counters, sysmem unless it is the host's, DRAM, TLBs, pending events,
+    /// time, host BAR time not yet charged), hashed as bytes (see
+    /// [`crate::digest`]). Equal digests mean (up to hash collisions)
+    /// bit-identical runs.
     pub fn digest(&self) -> u64 {
         let mut h = Digest::default();
         h.u64(self.now);
@@ -1559,11 +1585,15 @@ impl Chip {
             h.u64(off);
             h.bytes(&bytes);
         }
-        h.bytes(&self.sysmem.snapshot());
+        // Host memory behind a `HostMemory` is the host's, not device state:
+        // what the device read from it is in L1 already.
+        if let Some(bytes) = self.sysmem.snapshot() {
+            h.bytes(&bytes);
+        }
         for w in self.tlbs.words() {
             h.u64(w as u64);
         }
-        let mut pending: Vec<&Event> = self.events.iter().collect();
+        let mut pending: Vec<&Event> = self.events.iter().chain(&self.delivering).collect();
         pending.sort_by_key(|e| (e.time, e.seq));
         for e in pending {
             h.event(e);
@@ -1615,6 +1645,10 @@ mod tests;
 #[cfg(test)]
 #[path = "chip_noc_tests.rs"]
 mod noc_tests;
+
+#[cfg(test)]
+#[path = "chip_host_tests.rs"]
+mod host_tests;
 
 #[cfg(test)]
 #[path = "chip_arch_tests.rs"]

@@ -308,13 +308,38 @@ impl<T: AsRef<[u8]> + AsMut<[u8]> + Send> ExternalBytes for T {
     }
 }
 
+/// Host memory the chip does not hold: each device access is handed to the
+/// host as it happens (a libttsim host's DMA callbacks). `offset` is the
+/// offset in the range the PCIe tile forwards (`[host_mem_base, + len)`);
+/// where that lands in the host (an outbound address translation) is the
+/// implementation's business.
+///
+/// An implementation may unwind (a libttsim host throws a C++ exception out
+/// of its callback). The chip therefore calls it only as the last step of
+/// the access it belongs to, with its own state already consistent: an
+/// unwind loses that one access (a write does not land, a read leaves its
+/// destination as it was) and nothing else.
+pub trait HostMemory: Send {
+    /// Bytes the PCIe tile forwards.
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// A device read of `buf.len()` bytes at `offset` (in bounds: the chip checks).
+    fn read(&self, offset: u64, buf: &mut [u8]);
+    /// A device write of `data` at `offset` (in bounds).
+    fn write(&self, offset: u64, data: &[u8]);
+}
+
 /// Host sysmem as the chip stores it: its own buffer (embedded mode), an
-/// external mapping (daemon mode: host and chip take turns), or a shared region
-/// the host writes while the chip runs (tt-kmd simulator mode).
+/// external mapping (daemon mode: host and chip take turns), a shared region
+/// the host writes while the chip runs (tt-kmd simulator mode), or host
+/// memory it reaches access by access and never holds (libttsim).
 pub enum Sysmem {
     Owned(Box<[u8]>),
     External(Box<dyn ExternalBytes>),
     Shared(SharedRegion),
+    Host(Box<dyn HostMemory>),
 }
 
 impl Sysmem {
@@ -328,6 +353,7 @@ impl Sysmem {
             Sysmem::Owned(b) => b.len(),
             Sysmem::External(e) => e.bytes().len(),
             Sysmem::Shared(s) => s.len(),
+            Sysmem::Host(h) => h.len(),
         }
     }
 
@@ -335,12 +361,13 @@ impl Sysmem {
         self.len() == 0
     }
 
-    /// The bytes, where the chip may hold a reference to them (not when shared).
+    /// The bytes, where the chip may hold a reference to them (not when
+    /// shared, nor when they are the host's).
     pub fn bytes(&self) -> Option<&[u8]> {
         match self {
             Sysmem::Owned(b) => Some(b),
             Sysmem::External(e) => Some(e.bytes()),
-            Sysmem::Shared(_) => None,
+            Sysmem::Shared(_) | Sysmem::Host(_) => None,
         }
     }
 
@@ -348,7 +375,7 @@ impl Sysmem {
         match self {
             Sysmem::Owned(b) => Some(b),
             Sysmem::External(e) => Some(e.bytes_mut()),
-            Sysmem::Shared(_) => None,
+            Sysmem::Shared(_) | Sysmem::Host(_) => None,
         }
     }
 
@@ -356,7 +383,8 @@ impl Sysmem {
     pub fn read(&self, off: usize, buf: &mut [u8]) {
         match self {
             Sysmem::Shared(s) => assert!(s.read(off, buf), "sysmem read out of bounds"),
-            _ => buf.copy_from_slice(&self.bytes().expect("not shared")[off..off + buf.len()]),
+            Sysmem::Host(h) => h.read(off as u64, buf),
+            _ => buf.copy_from_slice(&self.bytes().expect("held")[off..off + buf.len()]),
         }
     }
 
@@ -364,24 +392,29 @@ impl Sysmem {
     pub fn write(&mut self, off: usize, data: &[u8]) {
         match self {
             Sysmem::Shared(s) => assert!(s.write(off, data), "sysmem write out of bounds"),
-            _ => self.bytes_mut().expect("not shared")[off..off + data.len()].copy_from_slice(data),
+            Sysmem::Host(h) => h.write(off as u64, data),
+            _ => self.bytes_mut().expect("held")[off..off + data.len()].copy_from_slice(data),
         }
     }
 
-    /// Every byte (a copy when shared).
-    pub fn snapshot(&self) -> std::borrow::Cow<'_, [u8]> {
+    /// Every byte (a copy when shared); `None` when they are the host's
+    /// ([`Sysmem::Host`]), which the simulator never holds.
+    pub fn snapshot(&self) -> Option<std::borrow::Cow<'_, [u8]>> {
         match self {
-            Sysmem::Shared(s) => std::borrow::Cow::Owned(s.snapshot()),
-            _ => std::borrow::Cow::Borrowed(self.bytes().expect("not shared")),
+            Sysmem::Shared(s) => Some(std::borrow::Cow::Owned(s.snapshot())),
+            Sysmem::Host(_) => None,
+            _ => Some(std::borrow::Cow::Borrowed(self.bytes().expect("held"))),
         }
     }
 
     /// Zeroes every byte, writing only pages that are not already zero (so a
-    /// sparse file mapping stays sparse).
+    /// sparse file mapping stays sparse). Host memory behind a
+    /// [`HostMemory`] is the host's to clear: untouched.
     pub fn zero(&mut self) {
-        if let Sysmem::Shared(s) = self {
-            s.zero_sparse();
-            return;
+        match self {
+            Sysmem::Shared(s) => return s.zero_sparse(),
+            Sysmem::Host(_) => return,
+            _ => {}
         }
         for page in self.bytes_mut().expect("not shared").chunks_mut(4096) {
             if page.iter().any(|&b| b != 0) {
@@ -397,6 +430,7 @@ impl std::fmt::Debug for Sysmem {
             Sysmem::Owned(_) => "owned",
             Sysmem::External(_) => "external",
             Sysmem::Shared(_) => "shared",
+            Sysmem::Host(_) => "host",
         };
         write!(f, "Sysmem({kind}, {} bytes)", self.len())
     }
@@ -452,13 +486,13 @@ mod tests {
         let mut own = Sysmem::owned(8192);
         own.bytes_mut().unwrap()[5000] = 7;
         own.zero();
-        assert!(own.snapshot().iter().all(|&b| b == 0));
+        assert!(own.snapshot().unwrap().iter().all(|&b| b == 0));
         let mut ext = Sysmem::External(Box::new(vec![1u8; 10_000]));
         assert_eq!(ext.len(), 10_000);
         ext.bytes_mut().unwrap()[0] = 9;
-        assert_eq!(ext.snapshot()[..2], [9, 1]);
+        assert_eq!(ext.snapshot().unwrap()[..2], [9, 1]);
         ext.zero();
-        assert!(ext.snapshot().iter().all(|&b| b == 0));
+        assert!(ext.snapshot().unwrap().iter().all(|&b| b == 0));
         assert_eq!(format!("{ext:?}"), "Sysmem(external, 10000 bytes)");
     }
 }

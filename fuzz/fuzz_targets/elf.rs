@@ -2,6 +2,7 @@
 //! and the driver's `FirmwareImage`): each accepts or refuses, never panics.
 #![no_main]
 
+use cqlab_abi::arch::tensix::Processor;
 use cqlab_driver::elf::FirmwareImage;
 use cqlab_sim::elf::ElfImage;
 use libfuzzer_sys::fuzz_target;
@@ -10,5 +11,8 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(image) = ElfImage::parse(data) {
         let _ = image.symbol("tohost");
     }
-    let _ = FirmwareImage::parse("fuzz", data);
+    // Each core's image is checked against its own code and data regions.
+    for p in Processor::ALL {
+        let _ = FirmwareImage::parse("fuzz", data, p);
+    }
 });

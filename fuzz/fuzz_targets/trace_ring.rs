@@ -5,7 +5,9 @@
 #![no_main]
 
 use cqlab_abi::memory_map::TRACE_RING;
-use cqlab_abi::noc::{worker, NocAddr};
+use cqlab_abi::arch::ArchParams;
+use cqlab_abi::noc::NocAddr;
+use cqlab_abi::soc::{Board, Harvesting};
 use cqlab_abi::trace::CAPACITY;
 use cqlab_driver::backend::Backend;
 use cqlab_driver::{Device, DeviceConfig};
@@ -19,6 +21,13 @@ struct Ring {
 impl Backend for Ring {
     fn name(&self) -> String {
         "fuzzed trace ring".into()
+    }
+    fn params(&self) -> &'static ArchParams {
+        &cqlab_abi::arch::WORMHOLE
+    }
+    /// A Wormhole n150 (no ARC to ask: every read is the fuzzed ring).
+    fn identify(&mut self) -> cqlab_driver::Result<(Board, Harvesting)> {
+        Ok((Board::WormholeN150, Board::WormholeN150.default_harvesting()))
     }
     fn write(&mut self, _: NocAddr, _: &[u8]) -> cqlab_driver::Result<()> {
         Ok(())
@@ -57,10 +66,11 @@ fuzz_target!(|data: &[u8]| {
     let ring = Ring { l1 };
     let mut dev = Device::with_backend(Box::new(ring), DeviceConfig::default()).expect("default config is valid");
     let max = data.first().copied().unwrap_or(0) as u32;
-    if let Ok(t) = dev.read_trace_tail(worker(0, 0), max) {
+    let core = dev.chip().worker(0, 0).expect("an n150 has compute cores");
+    if let Ok(t) = dev.read_trace_tail(core, max) {
         assert!(t.records.len() as u32 <= max.min(CAPACITY));
     }
-    if let Ok(t) = dev.read_trace(worker(0, 0)) {
+    if let Ok(t) = dev.read_trace(core) {
         assert!(t.records.len() as u32 <= CAPACITY);
     }
 });

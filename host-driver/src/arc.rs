@@ -9,7 +9,6 @@
 //! through PCIe 0, through a TLB window onto the ARC tile (NOC0 8-0, an
 //! untranslated row), where ARC addresses are NOC addresses.
 
-use crate::backend::Backend;
 use crate::error::{DriverError, Result};
 use cqlab_abi::arch::arc::APB_BASE;
 use cqlab_abi::arch::{Arch, ArchParams};
@@ -17,11 +16,22 @@ use cqlab_abi::noc::NocAddr;
 use cqlab_abi::soc::{telemetry, Board, Harvesting, SocDescriptor};
 use std::collections::BTreeMap;
 
+/// What reading ARC needs of a backend (every `Backend` is one: the
+/// blanket impl beside the trait), so this module depends on no backend.
+pub trait ArcBus {
+    fn name(&self) -> String;
+    fn params(&self) -> &'static ArchParams;
+    /// A read through a TLB window.
+    fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()>;
+    /// A read of BAR0 outside the TLB windows.
+    fn bar0_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()>;
+}
+
 /// Most telemetry entries a table may announce (tt-umd's tables have about 60).
 const MAX_ENTRIES: u32 = 256;
 
 /// Reads the 32-bit word at ARC address `addr` of `backend`'s chip.
-pub fn read_word(backend: &mut (impl Backend + ?Sized), addr: u32) -> Result<u32> {
+pub fn read_word(backend: &mut (impl ArcBus + ?Sized), addr: u32) -> Result<u32> {
     let chip = backend.params();
     let mut b = [0u8; 4];
     match bar0_offset(chip, addr) {
@@ -53,7 +63,7 @@ fn bar0_offset(chip: &ArchParams, addr: u32) -> Option<u32> {
 }
 
 /// The board and harvesting of `backend`'s chip, from ARC's telemetry.
-pub fn identify(backend: &mut (impl Backend + ?Sized)) -> Result<(Board, Harvesting)> {
+pub fn identify(backend: &mut (impl ArcBus + ?Sized)) -> Result<(Board, Harvesting)> {
     let chip = backend.params();
     let p = chip.arc;
     let ready = read_word(backend, p.ready.0)?;

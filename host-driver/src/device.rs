@@ -113,7 +113,7 @@ impl Device {
     /// `embedded:seed=N[,slow]` (in-process simulator of `cfg`'s board),
     /// `sim:PATH[?wait[=SECS]]` (simulator daemon), `/dev/tenstorrent/N`
     /// (tt-kmd on a card), `ttkmd-sim:PATH` (the tt-kmd backend against the
-    /// simulator).
+    /// simulator), `ttsim:PATH` (a libttsim shared library).
     pub fn open(spec: &str, mut cfg: DeviceConfig) -> Result<Self> {
         let backend = crate::backend::spec::open(spec, &mut cfg)?;
         Self::with_backend(backend, cfg)

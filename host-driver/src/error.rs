@@ -47,10 +47,36 @@ pub enum DriverError {
     Busy { path: String, holder: String },
     #[error("backend: {0}")]
     Backend(String),
+    /// A libttsim library (`ttsim:PATH`) that cannot serve as a device.
+    #[error("libttsim library {library}: {problem}")]
+    Library { library: String, problem: LibraryProblem },
     #[error("{0} is not built yet")]
     NotBuilt(&'static str),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+/// Why a libttsim library cannot serve as a device.
+#[derive(Debug, thiserror::Error)]
+pub enum LibraryProblem {
+    #[error("cannot be loaded: {0}")]
+    Load(String),
+    #[error(
+        "has no symbol `{symbol}`: not a libttsim library, or not one with the C API tt-umd loads \
+         (the driver needs {needed})"
+    )]
+    MissingSymbol { symbol: &'static str, needed: String },
+    #[error("is open already in this process: a libttsim library holds one simulator per process")]
+    InUse,
+    #[error("{open} libttsim libraries are open in this process already, the most it drives at once")]
+    TooMany { open: usize },
+    #[error(
+        "its PCI configuration space reads vendor {vendor:#06x}, device {device:#06x}: not a Tenstorrent \
+         Wormhole (0x1e52:0x401e) or Blackhole (0x1e52:0xb140)"
+    )]
+    UnknownDevice { vendor: u16, device: u16 },
+    #[error("{call} failed: {reason}")]
+    Call { call: String, reason: String },
 }
 
 impl DriverError {
@@ -80,6 +106,7 @@ impl DriverError {
             DriverError::KernelTimeout { .. } => "kernel-timeout",
             DriverError::Busy { .. } => "busy",
             DriverError::Backend(_) => "backend",
+            DriverError::Library { .. } => "library",
             DriverError::NotBuilt(_) => "not-built",
             DriverError::Io(_) => "io",
         }

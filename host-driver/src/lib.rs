@@ -35,6 +35,8 @@ pub mod tlb;
 pub mod trace_reader;
 #[cfg(feature = "ttkmd")]
 pub mod ttkmd;
+#[cfg(feature = "ttsim")]
+pub mod ttsim;
 pub mod wait;
 
 pub use buffer::{Buffer, Placement};

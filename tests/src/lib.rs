@@ -85,6 +85,44 @@ macro_rules! on_both_chips {
     () => {};
 }
 
+/// The target directory of this workspace (honouring `CARGO_TARGET_DIR`).
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"))
+}
+
+/// cqlab's libttsim library of `arch`, as `cargo xtask libttsim` lays it
+/// out (`target/libttsim/<arch>/`), or a panic telling how to build it.
+pub fn libttsim_library(arch: cqlab_abi::arch::Arch) -> PathBuf {
+    let path = target_dir().join("libttsim").join(arch.short_name()).join(cqlab_ttsim::library_file(arch));
+    assert!(
+        path.is_file(),
+        "libttsim library {} not found: run `cargo xtask libttsim` (or `cargo xtask test`)",
+        path.display()
+    );
+    path
+}
+
+/// The libttsim backend on cqlab's library of `chip`'s architecture,
+/// simulating `chip` with `seed`. A library holds one simulator per
+/// process: when another test of this process has it open (`cargo test`
+/// runs tests as threads), this waits its turn.
+pub fn open_ttsim(chip: &TestChip, seed: u64, cfg: &cqlab_driver::DeviceConfig) -> cqlab_driver::ttsim::TtSim {
+    use cqlab_driver::error::{DriverError, LibraryProblem};
+    let lib = libttsim_library(chip.board.arch());
+    let seed = seed.to_string();
+    loop {
+        match cqlab_driver::ttsim::TtSim::open_with(&lib, cfg, &[("CQLAB_TTSIM_SEED", &seed)]) {
+            Ok(b) => return b,
+            Err(DriverError::Library { problem: LibraryProblem::InUse, .. }) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            Err(e) => panic!("opening ttsim:{} for {} (seed {seed}): {e}", lib.display(), chip.name()),
+        }
+    }
+}
+
 /// Target triple of the device firmware.
 pub const FIRMWARE_TARGET: &str = "riscv32im-unknown-none-elf";
 
@@ -121,11 +159,7 @@ pub fn config(chip: &TestChip) -> cqlab_driver::DeviceConfig {
 }
 
 /// A booted embedded `chip` with `seed`, the configuration adjusted by `tweak`.
-pub fn booted(
-    chip: &TestChip,
-    seed: u64,
-    tweak: impl FnOnce(&mut cqlab_driver::DeviceConfig),
-) -> cqlab_driver::Device {
+pub fn booted(chip: &TestChip, seed: u64, tweak: impl FnOnce(&mut cqlab_driver::DeviceConfig)) -> cqlab_driver::Device {
     booted_with_faults(chip, seed, cqlab_sim::config::Faults::default(), tweak)
 }
 
@@ -157,6 +191,10 @@ pub enum Kind {
     /// A `cqlab sim serve` daemon process (the `cqlab` binary at this path), reached through
     /// `sim:DIR`.
     Daemon { cqlab: &'static str },
+    /// cqlab's libttsim library of the chip's architecture
+    /// ([`libttsim_library`]), reached through the `ttsim:` backend
+    /// (deterministic: the seed goes to the library).
+    TtSim,
 }
 
 /// A `cqlab sim serve` process on a temporary directory; killed and removed on drop.
@@ -259,12 +297,7 @@ impl std::ops::DerefMut for Booted {
 }
 
 /// A booted `chip` on `kind` with `seed`, the configuration adjusted by `tweak`.
-pub fn boot_on(
-    kind: Kind,
-    chip: &TestChip,
-    seed: u64,
-    tweak: impl FnOnce(&mut cqlab_driver::DeviceConfig),
-) -> Booted {
+pub fn boot_on(kind: Kind, chip: &TestChip, seed: u64, tweak: impl FnOnce(&mut cqlab_driver::DeviceConfig)) -> Booted {
     match kind {
         Kind::Embedded => Booted { dev: booted(chip, seed, tweak), sim: None, daemon: None },
         Kind::Daemon { cqlab } => {
@@ -284,6 +317,16 @@ pub fn boot_on(
             let mut dev = cqlab_driver::Device::open(&spec, cfg).unwrap_or_else(|e| panic!("opening {spec}: {e}"));
             dev.boot().unwrap_or_else(|e| panic!("boot failed on {spec} (seed {seed}): {e}"));
             Booted { dev, sim: Some(sim), daemon: None }
+        }
+        Kind::TtSim => {
+            let mut cfg = config(chip);
+            tweak(&mut cfg);
+            let backend = open_ttsim(chip, seed, &cfg);
+            let name = cqlab_driver::backend::Backend::name(&backend);
+            let mut dev = cqlab_driver::Device::with_backend(Box::new(backend), cfg)
+                .unwrap_or_else(|e| panic!("opening {name}: {e}"));
+            dev.boot().unwrap_or_else(|e| panic!("boot failed on {name} (seed {seed}): {e}"));
+            Booted { dev, sim: None, daemon: None }
         }
     }
 }

@@ -329,13 +329,16 @@ on_both_chips! {
     /// mutant `prefetch-replay-window-reuse-before-sent`), or for the
     /// previous replay's relays before the first windows are read
     /// (`prefetch-replay-start-before-sent`), the dispatcher gets corrupted
-    /// commands or a kernel spins on corrupted args.
+    /// commands or a kernel spins on corrupted args (the first mutant: on
+    /// both chips, seeds 1-4 and 51).
     fn a_trace_of_wide_programs_longer_than_the_trace_area_replays_intact_back_to_back(chip) {
         let seed = 51;
-        // Back-pressure holds each relay piece in the NOC interface longer;
-        // the kernels spin 20 cycles, so one still running after 5M cycles is
-        // spinning on corrupted args.
-        let faults = cqlab_sim::config::Faults { write_backpressure_cycles: 1000, ..Default::default() };
+        // Back-pressure holds each relay piece in the NOC interface longer
+        // (10,000 cycles: with 1,000 neither chip's NOC kept a piece long
+        // enough for the mutant to show, on seeds 1-8 and 51); the kernels
+        // spin 20 cycles, so one still running after 5M cycles is spinning
+        // on corrupted args.
+        let faults = cqlab_sim::config::Faults { write_backpressure_cycles: 10_000, ..Default::default() };
         let mut dev = booted_with_faults(chip, seed, faults, |cfg| cfg.kernel_timeout_cycles = 5_000_000);
         let spin = kernel(&dev, "spin");
         let grid = dev.chip().grid();

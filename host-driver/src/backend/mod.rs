@@ -6,13 +6,13 @@
 //!   the board, the pinned host sysmem the device reaches over PCIe, a way
 //!   to let time pass while the host waits, and the device clock. Every
 //!   backend has it: the embedded simulator, the simulator daemon, tt-kmd on
-//!   a card, tt-kmd against the simulator.
+//!   a card, tt-kmd against the simulator, a libttsim library.
 //! - [`Introspect`]: simulator control a real card cannot offer (a core's
 //!   PC, state digests, DRAM traffic counters, running an exact number of
 //!   cycles). A backend that has it returns it from [`Backend::introspect`].
 //!
 //! [`spec`] turns a device spec (`embedded:seed=N`, `sim:PATH`,
-//! `/dev/tenstorrent/N`, `ttkmd-sim:PATH`) into a backend.
+//! `/dev/tenstorrent/N`, `ttkmd-sim:PATH`, `ttsim:PATH`) into a backend.
 
 pub mod spec;
 
@@ -115,6 +115,22 @@ pub trait Backend {
         let mut b = [0u8; 4];
         self.sysmem_read(offset, &mut b)?;
         Ok(u32::from_le_bytes(b))
+    }
+}
+
+/// ARC is read through any backend's BAR ([`crate::arc`]).
+impl<B: Backend + ?Sized> crate::arc::ArcBus for B {
+    fn name(&self) -> String {
+        Backend::name(self)
+    }
+    fn params(&self) -> &'static ArchParams {
+        Backend::params(self)
+    }
+    fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
+        Backend::read(self, addr, buf)
+    }
+    fn bar0_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
+        Backend::bar0_read(self, offset, buf)
     }
 }
 

@@ -6,6 +6,7 @@
 //! | `sim:PATH[?wait[=SECS]]` | simulator daemon client | `daemon` |
 //! | `/dev/tenstorrent/N` | tt-kmd on a card | `ttkmd` |
 //! | `ttkmd-sim:PATH` | the tt-kmd backend against the simulator | `ttkmd` + `sim` |
+//! | `ttsim:PATH` | any libttsim shared library (PATH to the `.so`, its `soc_descriptor.yaml` beside it): cqlab's own (`cargo xtask libttsim`) or Tenstorrent's ttsim | `ttsim` |
 
 use super::Backend;
 use crate::config::DeviceConfig;
@@ -18,6 +19,7 @@ pub enum Spec {
     Daemon { rest: String },
     TtKmd { path: String },
     TtKmdSim { path: String },
+    TtSim { path: String },
 }
 
 impl Spec {
@@ -48,11 +50,17 @@ impl Spec {
             }
             return Ok(Spec::TtKmdSim { path: path.to_owned() });
         }
+        if let Some(path) = spec.strip_prefix("ttsim:") {
+            if path.is_empty() {
+                return Err(DriverError::Invalid("ttsim: needs the library's path: ttsim:PATH".into()));
+            }
+            return Ok(Spec::TtSim { path: path.to_owned() });
+        }
         if spec.starts_with("/dev/") {
             return Ok(Spec::TtKmd { path: spec.to_owned() });
         }
         Err(DriverError::Invalid(format!(
-            "unknown device {spec:?}: use embedded[:seed=N], sim:PATH, /dev/tenstorrent/N or ttkmd-sim:PATH"
+            "unknown device {spec:?}: use embedded[:seed=N], sim:PATH, /dev/tenstorrent/N, ttkmd-sim:PATH or ttsim:PATH"
         )))
     }
 }
@@ -76,7 +84,18 @@ pub fn open(spec: &str, cfg: &mut DeviceConfig) -> Result<Box<dyn Backend>> {
         Spec::Daemon { rest } => daemon(&rest, cfg),
         Spec::TtKmd { path } => ttkmd(&path, cfg),
         Spec::TtKmdSim { path } => ttkmd_sim(&path, cfg),
+        Spec::TtSim { path } => ttsim(&path, cfg),
     }
+}
+
+#[cfg(feature = "ttsim")]
+fn ttsim(path: &str, cfg: &DeviceConfig) -> Result<Box<dyn Backend>> {
+    Ok(Box::new(crate::ttsim::TtSim::open(std::path::Path::new(path), cfg)?))
+}
+
+#[cfg(not(feature = "ttsim"))]
+fn ttsim(_: &str, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
+    Err(DriverError::NotBuilt("the libttsim backend (cargo feature `ttsim` of cqlab-driver)"))
 }
 
 #[cfg(feature = "sim")]
@@ -161,6 +180,8 @@ mod tests {
         assert_eq!(Spec::parse("/dev/tenstorrent/0").unwrap(), Spec::TtKmd { path: "/dev/tenstorrent/0".into() });
         assert_eq!(Spec::parse("ttkmd-sim:/tmp/t").unwrap(), Spec::TtKmdSim { path: "/tmp/t".into() });
         assert!(Spec::parse("ttkmd-sim:").is_err());
+        assert_eq!(Spec::parse("ttsim:/l/libttsim_wh.so").unwrap(), Spec::TtSim { path: "/l/libttsim_wh.so".into() });
+        assert!(Spec::parse("ttsim:").unwrap_err().to_string().contains("ttsim:PATH"));
         assert!(Spec::parse("embedded:seed=x").unwrap_err().to_string().contains("not a number"));
         assert!(Spec::parse("gpu0").unwrap_err().to_string().contains("unknown device"));
     }

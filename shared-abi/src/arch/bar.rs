@@ -31,6 +31,61 @@ pub struct BarRegion {
     pub size: u32,
 }
 
+/// The PCIe controller's outbound address translation unit (a DesignWare
+/// iATU) in BAR2: it turns the NOC's accesses to host memory (an offset in
+/// the range from [`BarLayout::host_mem_base`]) into host bus addresses.
+/// Region `r`'s registers (32-bit, [`iatu`]) sit at `bar2_offset + r *
+/// region_stride` of BAR2; an offset no enabled region matches goes out
+/// untranslated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IatuLayout {
+    /// BAR2 offset of outbound region 0.
+    pub bar2_offset: u32,
+    /// Outbound regions.
+    pub regions: u32,
+    /// Bytes from one outbound region's registers to the next (an inbound
+    /// region's sit between them).
+    pub region_stride: u32,
+}
+
+impl IatuLayout {
+    /// The outbound region and register (byte offset within the region's
+    /// block) at BAR2 offset `offset`.
+    pub const fn register_at(&self, offset: u64) -> Option<(u32, u32)> {
+        let base = self.bar2_offset as u64;
+        if offset < base {
+            return None;
+        }
+        let rel = offset - base;
+        let region = rel / self.region_stride as u64;
+        let reg = (rel % self.region_stride as u64) as u32;
+        if region >= self.regions as u64 || reg > iatu::UPPER_LIMIT {
+            return None;
+        }
+        Some((region as u32, reg))
+    }
+}
+
+/// An outbound iATU region's registers (byte offsets in its block) and
+/// fields: tt-kmd `blackhole.c` IATU_*_OUTBOUND, REGION_EN,
+/// INCREASE_REGION_SIZE (the DesignWare PCIe controller's iATU).
+pub mod iatu {
+    pub const REGION_CTRL_1: u32 = 0x00;
+    pub const REGION_CTRL_2: u32 = 0x04;
+    pub const LOWER_BASE: u32 = 0x08;
+    pub const UPPER_BASE: u32 = 0x0C;
+    pub const LOWER_LIMIT: u32 = 0x10;
+    pub const LOWER_TARGET: u32 = 0x14;
+    pub const UPPER_TARGET: u32 = 0x18;
+    pub const REGION_CTRL_3: u32 = 0x1C;
+    pub const UPPER_LIMIT: u32 = 0x20;
+    /// `REGION_CTRL_2`: the region translates.
+    pub const REGION_EN: u32 = 1 << 31;
+    /// `REGION_CTRL_1`: the limit's upper half is `UPPER_LIMIT` (otherwise
+    /// it is the base's).
+    pub const INCREASE_REGION_SIZE: u32 = 1 << 13;
+}
+
 /// A chip's BARs as the host sees them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BarLayout {
@@ -54,6 +109,8 @@ pub struct BarLayout {
     pub host_mem_base: u64,
     /// Bytes of host memory reachable from that base.
     pub host_mem_size: u64,
+    /// The outbound iATU in BAR2.
+    pub iatu: IatuLayout,
 }
 
 impl BarLayout {
@@ -196,6 +253,10 @@ pub const WORMHOLE: BarLayout = BarLayout {
     // Same ISA page: up to 4 GiB - 128 KiB (the PCIe controller's config
     // space sits at 0x8_FFFE_0000).
     host_mem_size: 0x1_0000_0000 - 0x2_0000,
+    // tt-isa `WormholeB0/PCIExpressTile/README.md` (BAR2: DMA engines
+    // 0x0-0x11FF, iATU 0x1200-0x31FF: 16 regions x 0x200); tt-umd
+    // `tt_sim_tt_device.cpp` configure_iatu_region (0x1200, 0x200 per region).
+    iatu: IatuLayout { bar2_offset: 0x1200, regions: 16, region_stride: 0x200 },
 };
 
 /// Blackhole.
@@ -243,4 +304,27 @@ pub const BLACKHOLE: BarLayout = BarLayout {
     // tt-metal reaches host offsets in bits 35:0 only (tt-metal bh
     // `noc_nonblocking_api.h` NOC_PCIE_MASK keeps bit 60 and bits 35:32).
     host_mem_size: 1 << 36,
+    // tt-kmd `blackhole.c` IATU_BASE 0x1000, IATU_OUTBOUND_REGIONS 16,
+    // offset (2 x region + direction) x IATU_REGION_STRIDE 0x100.
+    iatu: IatuLayout { bar2_offset: 0x1000, regions: 16, region_stride: 0x200 },
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iatu_registers_decode_per_region() {
+        let wh = WORMHOLE.iatu;
+        assert_eq!(wh.register_at(0x1200), Some((0, iatu::REGION_CTRL_1)));
+        assert_eq!(wh.register_at(0x1200 + 5 * 0x200 + 0x18), Some((5, iatu::UPPER_TARGET)));
+        assert_eq!(wh.register_at(0x1200 + 0x24), None, "past the outbound registers");
+        assert_eq!(wh.register_at(0x11FC), None, "a DMA engine register");
+        assert_eq!(wh.register_at(0x3200), None, "past region 15");
+        assert_eq!(BLACKHOLE.iatu.register_at(0x1000 + 0x204), Some((1, iatu::REGION_CTRL_2)));
+        // Within BAR2.
+        for l in [WORMHOLE, BLACKHOLE] {
+            assert!(l.iatu.bar2_offset as u64 + l.iatu.regions as u64 * l.iatu.region_stride as u64 <= l.bar2_size);
+        }
+    }
+}

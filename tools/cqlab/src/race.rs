@@ -128,9 +128,9 @@ impl Plan {
         match dev.boot() {
             // What only a seed's own run can say (a boot that hangs under
             // its faults) is that seed's result, not a refusal.
-            Err(e @ (DriverError::Invalid(_) | DriverError::Chip(_) | DriverError::NotBuilt(_) | DriverError::Io(_))) => {
-                return Err(config_error(e))
-            }
+            Err(
+                e @ (DriverError::Invalid(_) | DriverError::Chip(_) | DriverError::NotBuilt(_) | DriverError::Io(_)),
+            ) => return Err(config_error(e)),
             Err(_) => return Ok(()),
             Ok(()) => {}
         }

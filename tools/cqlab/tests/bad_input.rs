@@ -57,9 +57,17 @@ impl Fixtures {
     /// `{name}` in `arg` replaced by the fixture's path.
     fn expand(&self, arg: &str) -> String {
         let mut a = arg.replace("{missing}", MISSING);
-        for name in
-            ["garbage", "binary", "empty", "empty-dir", "mixed.jsonl", "report1.json", "report2.json", "trace-v1.jsonl", "trace.jsonl"]
-        {
+        for name in [
+            "garbage",
+            "binary",
+            "empty",
+            "empty-dir",
+            "mixed.jsonl",
+            "report1.json",
+            "report2.json",
+            "trace-v1.jsonl",
+            "trace.jsonl",
+        ] {
             a = a.replace(&format!("{{{name}}}"), self.dir.join(name).to_str().unwrap());
         }
         a.replace("{dir}", self.dir.to_str().unwrap())
@@ -346,7 +354,11 @@ fn sim_reset_status_dump() {
         (&["sim", "serve", "--dev", "{dir}/d", "--harvest", "rows=6"], 2, "has no Tensix row 6"),
         (&["sim", "serve", "--dev", "{dir}/d", "--chip", "grayskull-e150"], 2, "unknown chip"),
         (&["sim", "serve", "--dev", "{garbage}"], 2, "exists and is not a directory"),
-        (&["sim", "ttkmd", "--dev", "{dir}/d", "--chip", "blackhole-p150a", "--harvest", "cols=8"], 2, "no Tensix column 8"),
+        (
+            &["sim", "ttkmd", "--dev", "{dir}/d", "--chip", "blackhole-p150a", "--harvest", "cols=8"],
+            2,
+            "no Tensix column 8",
+        ),
         (&["sim", "ttkmd", "--dev", "{garbage}"], 2, "exists and is not a directory"),
         (&["sim", "stop", "--dev", "{missing}"], 1, "no simulator daemon"),
         (&["sim", "bar", "--dev", "{dir}", "--worker", "256,0", "--addr", "0"], 2, "expected COL,ROW"),

@@ -177,7 +177,7 @@ fn client_job(dir: &Path, seed: u64, rounds: u32) -> Command {
 #[test]
 fn a_hundred_host_processes_half_killed_mid_enqueue_leave_the_device_usable() {
     assert!(
-        firmware_dir().join("dispatch").is_file(),
+        firmware_dir().join("wormhole").join("dispatch").is_file(),
         "firmware ELFs not found in {}: run `cargo xtask firmware` or set CQLAB_FIRMWARE_DIR",
         firmware_dir().display()
     );

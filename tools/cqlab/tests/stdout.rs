@@ -188,12 +188,15 @@ fn servers_start_and_stop_with_stdout_closed_or_full() {
         assert_eq!(status.code(), Some(0), "sim serve with stdout {out:?}");
         // sim ttkmd until SIGINT.
         let dir = scratch("ttkmd");
-        let mut sim = command(&["sim", "ttkmd", "--harvest", "rows=1,2,3,4,5,7,8,9", "--sysmem-mib", "8", "--dev", s(&dir)], out)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut sim =
+            command(&["sim", "ttkmd", "--harvest", "rows=1,2,3,4,5,7,8,9", "--sysmem-mib", "8", "--dev", s(&dir)], out)
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
         let start = Instant::now();
-        while std::fs::read(dir.join("ctl")).map_or(true, |b| b.len() < 8 || b[..8] != cqlab_sim::shared::MAGIC.to_le_bytes()) {
+        while std::fs::read(dir.join("ctl"))
+            .map_or(true, |b| b.len() < 8 || b[..8] != cqlab_sim::shared::MAGIC.to_le_bytes())
+        {
             assert!(start.elapsed() < Duration::from_secs(20), "timeout waiting for sim ttkmd");
             std::thread::sleep(Duration::from_millis(10));
         }

@@ -244,10 +244,7 @@ fn nobody_cannot_read_follow_into_or_disturb_the_device() {
     let o = as_nobody("ln", &["-s", "/etc/passwd", plant.to_str().unwrap()]);
     assert!(!o.status.success() && std::fs::symlink_metadata(&plant).is_err(), "{}", text(&o));
     // Disturb: open the device, or start a second simulator on the path.
-    let o = as_nobody(
-        CQLAB,
-        &["sim", "client-job", "--ttkmd", "--cqs", "2", "--dev", s.dir.to_str().unwrap()],
-    );
+    let o = as_nobody(CQLAB, &["sim", "client-job", "--ttkmd", "--cqs", "2", "--dev", s.dir.to_str().unwrap()]);
     assert!(!o.status.success(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("owned by uid 0"), "{}", text(&o));
     let o = as_nobody(CQLAB, &["sim", "ttkmd", "--chip", "wormhole-n150", "--dev", s.dir.to_str().unwrap()]);

@@ -53,7 +53,7 @@ pub fn arch_dir(root: &Path, arch: Arch) -> PathBuf {
     output_dir(root).join(arch.short_name())
 }
 
-fn target_dir(root: &Path) -> PathBuf {
+pub fn target_dir(root: &Path) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"))
 }
 

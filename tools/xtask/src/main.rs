@@ -1,12 +1,15 @@
 //! `cargo xtask`: builds the firmware and runs the project's checks.
 //!
 //! - `cargo xtask firmware` builds every firmware ELF for riscv32im and prints sizes.
-//! - `cargo xtask test` runs fmt, clippy, the firmware build, every test and
-//!   a short smoke run of every fuzz target.
+//! - `cargo xtask test` runs fmt, clippy, the firmware build, every test,
+//!   the libttsim libraries' pytest suite through tt-umd and a short smoke
+//!   run of every fuzz target.
 //! - `cargo xtask fuzz [--seconds N]` runs every fuzz target N seconds.
 //! - `cargo xtask demo` runs the main job on the embedded simulator.
 //! - `cargo xtask cycles` fails on an import cycle between the modules of any crate.
 //! - `cargo xtask links` fails on a README or `docs/` link that does not resolve.
+//! - `cargo xtask libttsim [test [pytest args]]` builds the libttsim libraries
+//!   into `target/libttsim/<arch>/` (and runs their pytest suite through tt-umd).
 //! - `cargo xtask mutants [--seeds N] [--only NAME,...]` builds each firmware
 //!   mutant (one ordering wait left out) and races it until caught; with
 //!   `--host`, each host mutant (one host step reordered or loosened).
@@ -16,6 +19,7 @@ mod demo;
 mod firmware;
 mod fuzz;
 mod host_mutants;
+mod libttsim;
 mod links;
 mod mutants;
 mod toolchain;
@@ -34,9 +38,10 @@ fn main() {
         Some("links") => links::check(&workspace_root()),
         Some("fuzz") => fuzz::command(&workspace_root(), &args[1..]),
         Some("mutants") => mutants::command(&workspace_root(), &args[1..]),
+        Some("libttsim") => libttsim::command(&workspace_root(), &args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <firmware|test|demo|cycles|links|fuzz [--seconds N]|mutants [--list] [--seeds N]>"
+                "usage: cargo xtask <firmware|test|demo|cycles|links|fuzz [--seconds N]|mutants [--list] [--seeds N]|libttsim [test]>"
             );
             std::process::exit(2);
         }
@@ -124,6 +129,9 @@ fn test(extra: &[String]) -> Result<()> {
     let elfs = firmware::build(&root)?;
     firmware::print_sizes(&elfs);
     firmware::clippy(&root)?;
+    // tt-umd from PyPI drives both libttsim libraries (needs the firmware).
+    libttsim::build(&root)?;
+    libttsim::pytest(&root, &[])?;
     // Before the tests: nextest's summary should be the last word.
     fuzz::smoke(&root)?;
     let nextest = cargo().args(["nextest", "--version"]).output().map(|o| o.status.success()).unwrap_or(false);

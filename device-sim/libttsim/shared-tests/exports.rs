@@ -1,0 +1,326 @@
+//! Tests of one chip's library through its exported functions, shared by
+//! `libttsim-wh` and `libttsim-bh` (each names its crate `lib` and its
+//! chip `ARCH` at its root): the same seed gives the same device time and
+//! digest through the library as on an embedded `Chip` fed the same host
+//! accesses; bad input is refused with a clear error; the real `.so`
+//! survives init, exit, dlclose, reload, init.
+//!
+//! The library's state is process-wide, so the tests take turns (`serial`).
+
+use crate::{lib, ARCH};
+use cqlab_abi::arch::niu::counter;
+use cqlab_abi::arch::tensix::{self, SOFT_RESET_BRISC_ONLY_RUN};
+use cqlab_abi::arch::tlb;
+use cqlab_abi::arch::{ArchParams, Noc};
+use cqlab_abi::boot::reset_jal;
+use cqlab_abi::memory_map::{ENTRY_POINT, RESET_JAL, USER};
+use cqlab_abi::noc::{Coord, NocAddr};
+use cqlab_abi::soc::ChipLayout;
+use cqlab_sim::asm::{jal, to_bytes};
+use cqlab_sim::chip::Chip;
+use cqlab_sim::memory::{HostMemory, Sysmem};
+use cqlab_sim::niu_asm::NiuAsm;
+use cqlab_ttsim::settings::Settings;
+use std::ffi::{c_char, c_void};
+use std::sync::{Mutex, MutexGuard};
+
+fn serial() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Host memory for the DMA callbacks: 64 KiB at host address 0.
+static HOST: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+const HOST_SIZE: usize = 64 << 10;
+
+unsafe extern "C-unwind" fn host_rd(addr: u64, p: *mut c_void, size: u32) {
+    let mem = HOST.lock().unwrap();
+    let at = addr as usize;
+    // SAFETY: the library passes a buffer of `size` writable bytes.
+    let out = unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), size as usize) };
+    out.copy_from_slice(&mem[at..at + size as usize]);
+}
+
+unsafe extern "C-unwind" fn host_wr(addr: u64, p: *const c_void, size: u32) {
+    let mut mem = HOST.lock().unwrap();
+    let at = addr as usize;
+    // SAFETY: the library passes `size` readable bytes.
+    let data = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), size as usize) };
+    mem[at..at + size as usize].copy_from_slice(data);
+}
+
+fn last_error() -> String {
+    let mut buf = vec![0u8; 1024];
+    // SAFETY: `buf` holds 1024 writable bytes.
+    let n = unsafe { lib::cqlab_ttsim_last_error(buf.as_mut_ptr().cast::<c_char>(), 1024) } as usize;
+    String::from_utf8_lossy(&buf[..n.min(1023)]).into_owned()
+}
+
+/// What the determinism script does to a chip, through the library or embedded.
+trait Host {
+    fn bar_write(&mut self, bar: u8, offset: u64, data: &[u8]);
+    fn bar_read(&mut self, bar: u8, offset: u64, n: usize) -> Vec<u8>;
+    fn clock(&mut self, n: u32);
+}
+
+/// The library, through its exported functions.
+struct Library {
+    bars: [u64; 3],
+}
+
+impl Library {
+    fn base(&self, bar: u8) -> u64 {
+        self.bars[bar as usize / 2]
+    }
+}
+
+impl Host for Library {
+    fn bar_write(&mut self, bar: u8, offset: u64, data: &[u8]) {
+        // SAFETY: `data` holds `data.len()` readable bytes.
+        unsafe { lib::libttsim_pci_mem_wr_bytes(self.base(bar) + offset, data.as_ptr().cast(), data.len() as u32) }
+    }
+    fn bar_read(&mut self, bar: u8, offset: u64, n: usize) -> Vec<u8> {
+        let mut buf = vec![0; n];
+        // SAFETY: `buf` holds `n` writable bytes.
+        unsafe { lib::libttsim_pci_mem_rd_bytes(self.base(bar) + offset, buf.as_mut_ptr().cast(), n as u32) };
+        buf
+    }
+    fn clock(&mut self, n: u32) {
+        lib::libttsim_clock(n)
+    }
+}
+
+/// Host memory of an embedded chip: 64 KiB at host address 0, as the
+/// library's callbacks have (the window is the chip's whole range).
+struct Memory {
+    window: usize,
+    bytes: Mutex<Vec<u8>>,
+}
+
+impl HostMemory for Memory {
+    fn len(&self) -> usize {
+        self.window
+    }
+    fn read(&self, at: u64, buf: &mut [u8]) {
+        buf.copy_from_slice(&self.bytes.lock().unwrap()[at as usize..at as usize + buf.len()])
+    }
+    fn write(&self, at: u64, data: &[u8]) {
+        self.bytes.lock().unwrap()[at as usize..at as usize + data.len()].copy_from_slice(data)
+    }
+}
+
+impl Host for Chip {
+    fn bar_write(&mut self, bar: u8, offset: u64, data: &[u8]) {
+        Chip::bar_write(self, bar, offset, data).unwrap()
+    }
+    fn bar_read(&mut self, bar: u8, offset: u64, n: usize) -> Vec<u8> {
+        let mut buf = vec![0; n];
+        Chip::bar_read(self, bar, offset, &mut buf).unwrap();
+        buf
+    }
+    fn clock(&mut self, n: u32) {
+        self.host_poll(n as u64);
+    }
+}
+
+/// Writes `data` at `addr` of tile `c` through the first 2 MiB TLB window.
+fn window_write(h: &mut dyn Host, chip: &ArchParams, c: Coord, addr: u64, data: &[u8]) {
+    let kind = *chip.bar.windows.iter().find(|k| k.size_log2 == 21).unwrap();
+    let (cfg, off) = kind.target(c.x, c.y, addr, Noc::Noc0);
+    let words = tlb::to_words(kind.fields.encode(&cfg).unwrap());
+    let regs: Vec<u8> = words[..chip.bar.tlb_config_words()].iter().flat_map(|w| w.to_le_bytes()).collect();
+    h.bar_write(0, chip.bar.tlb_config_addr(kind.first_index) as u64, &regs);
+    let (_, at) = chip.bar.window(kind.first_index).unwrap();
+    h.bar_write(0, at + off, data);
+}
+
+fn window_read(h: &mut dyn Host, chip: &ArchParams, c: Coord, addr: u64, n: usize) -> Vec<u8> {
+    let kind = *chip.bar.windows.iter().find(|k| k.size_log2 == 21).unwrap();
+    let (cfg, off) = kind.target(c.x, c.y, addr, Noc::Noc0);
+    let words = tlb::to_words(kind.fields.encode(&cfg).unwrap());
+    let regs: Vec<u8> = words[..chip.bar.tlb_config_words()].iter().flat_map(|w| w.to_le_bytes()).collect();
+    h.bar_write(0, chip.bar.tlb_config_addr(kind.first_index) as u64, &regs);
+    let (_, at) = chip.bar.window(kind.first_index).unwrap();
+    h.bar_read(0, at + off, n)
+}
+
+/// Four tiles each write 64 bytes to host memory and read them back
+/// (jittered NOC, jittered slices), loaded and started through a TLB
+/// window; the host polls the last one's counter, as a driver would.
+fn script(h: &mut dyn Host, layout: &ChipLayout) {
+    let chip = layout.params();
+    let tiles: Vec<Coord> = layout.workers().iter().take(4).map(|&c| layout.tile(c).unwrap().translated).collect();
+    for (i, &me) in tiles.iter().enumerate() {
+        let niu = NiuAsm { chip, noc: Noc::Noc0, base: 28, tmp: 29 };
+        let host = NocAddr(layout.host_mem_noc_base() | (0x1000 * (i as u64 + 1)));
+        let mut p = niu.write(me, USER.base, host, 64);
+        p.extend(niu.wait_counter(counter::NIU_MST_WR_ACK_RECEIVED, 1));
+        p.extend(niu.read(me, host, USER.base + 0x100, 64, 0));
+        p.extend(niu.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, 1));
+        p.push(jal(0, 0));
+        window_write(h, chip, me, ENTRY_POINT as u64, &to_bytes(&p));
+        window_write(h, chip, me, RESET_JAL as u64, &reset_jal(ENTRY_POINT).to_le_bytes());
+        window_write(h, chip, me, USER.base as u64, &[i as u8 + 1; 64]);
+    }
+    for &me in &tiles {
+        window_write(h, chip, me, tensix::SOFT_RESET_0 as u64, &SOFT_RESET_BRISC_ONLY_RUN.to_le_bytes());
+    }
+    let last = *tiles.last().unwrap();
+    let resp = chip.niu.status_reg(Noc::Noc0, counter::NIU_MST_RD_RESP_RECEIVED) as u64;
+    for _ in 0..200 {
+        h.clock(50);
+        if window_read(h, chip, last, resp, 4) == 1u32.to_le_bytes() {
+            break;
+        }
+    }
+    h.clock(1000);
+}
+
+fn settings_env(seed: u64) {
+    std::env::set_var("CQLAB_TTSIM_SEED", seed.to_string());
+    std::env::set_var("CQLAB_TTSIM_QUANTUM_JITTER", "40");
+    std::env::set_var("CQLAB_TTSIM_NOC_JITTER", "30");
+    std::env::set_var("CQLAB_TTSIM_LOG", "off");
+}
+
+/// The script through the library: (device time, digest).
+fn through_library(seed: u64) -> (u64, u64) {
+    settings_env(seed);
+    *HOST.lock().unwrap() = vec![0; HOST_SIZE];
+    lib::libttsim_set_pci_dma_mem_callbacks(Some(host_rd), Some(host_wr));
+    lib::libttsim_init();
+    let bar = |lo: u32| {
+        (lib::libttsim_pci_config_rd32(0, lo + 4) as u64) << 32 | (lib::libttsim_pci_config_rd32(0, lo) & !0xF) as u64
+    };
+    let mut l = Library { bars: [bar(0x10), bar(0x18), bar(0x20)] };
+    let layout = ChipLayout::new(Settings::from_env(ARCH).unwrap().board, Default::default()).unwrap();
+    script(&mut l, &layout);
+    let r = (lib::cqlab_ttsim_device_time(), lib::cqlab_ttsim_digest());
+    // The probes' bytes went through the callbacks, to where the
+    // (unprogrammed, pass-through) iATU sent them.
+    let host = HOST.lock().unwrap();
+    for i in 0..4 {
+        let at = 0x1000 * (i + 1);
+        assert!(host[at..at + 64].iter().all(|&b| b == i as u8 + 1), "{ARCH:?}: probe {i}");
+    }
+    drop(host);
+    lib::libttsim_exit();
+    assert_eq!(lib::cqlab_ttsim_error_count(), 0, "{}", last_error());
+    r
+}
+
+/// The same on an embedded chip configured as the library configures chip 0.
+fn embedded(seed: u64) -> (u64, u64) {
+    settings_env(seed);
+    let cfg = Settings::from_env(ARCH).unwrap().chip_config(0);
+    let host = Memory { window: cfg.sysmem_size, bytes: Mutex::new(vec![0; HOST_SIZE]) };
+    let mut chip = Chip::with_sysmem(cfg, Sysmem::Host(Box::new(host))).unwrap();
+    let layout = chip.layout().clone();
+    script(&mut chip, &layout);
+    (chip.now(), chip.digest())
+}
+
+#[test]
+fn same_seed_same_time_and_digest_through_the_library_as_embedded() {
+    let _turn = serial();
+    lib::cqlab_ttsim_clear_error();
+    let a = through_library(7);
+    assert_eq!(a, through_library(7), "{ARCH:?}: the library replays");
+    assert_eq!(a, embedded(7), "{ARCH:?}: the library is the embedded chip");
+    let c = through_library(8);
+    assert_ne!(a.1, c.1, "{ARCH:?}: the seed drives the jitter");
+    assert_eq!(c, embedded(8), "{ARCH:?}");
+}
+
+#[test]
+fn bad_input_is_refused_and_changes_nothing() {
+    let _turn = serial();
+    std::env::set_var("CQLAB_TTSIM_LOG", "off");
+    lib::libttsim_init();
+    lib::cqlab_ttsim_clear_error();
+    let layout = ChipLayout::new(Settings::from_env(ARCH).unwrap().board, Default::default()).unwrap();
+    let t = layout.tile(layout.workers()[0]).unwrap().translated;
+    let (x, y) = (t.x as u32, t.y as u32);
+    let digest = lib::cqlab_ttsim_digest();
+    let mut buf = [0u8; 8];
+    let mut expect = |what: &str, f: &mut dyn FnMut(&mut [u8; 8])| {
+        buf = [0; 8];
+        let n = lib::cqlab_ttsim_error_count();
+        f(&mut buf);
+        assert_eq!(lib::cqlab_ttsim_error_count(), n + 1, "{ARCH:?}: {what}");
+        let e = last_error();
+        assert!(e.contains(what), "{ARCH:?}: {e}");
+        buf
+    };
+    // SAFETY (each call below): `b` holds 8 writable bytes.
+    let off_grid =
+        expect("off the NOC grid", &mut |b| unsafe { lib::libttsim_tile_rd_bytes(64, 0, 0, b.as_mut_ptr().cast(), 4) });
+    assert_eq!(off_grid[..4], [0xFF; 4], "a failed read reads all ones");
+    let l1 = ARCH.params().l1_size as u64;
+    // SAFETY: as above.
+    expect("beyond L1", &mut |b| unsafe { lib::libttsim_tile_rd_bytes(x, y, l1 - 4, b.as_mut_ptr().cast(), 8) });
+    // SAFETY: a null pointer is what is tested; the library checks it.
+    expect("null pointer", &mut |_| unsafe { lib::libttsim_tile_wr_bytes(x, y, 0, std::ptr::null(), 4) });
+    let bar0 =
+        (lib::libttsim_pci_config_rd32(0, 0x14) as u64) << 32 | (lib::libttsim_pci_config_rd32(0, 0x10) & !0xF) as u64;
+    // SAFETY: as above.
+    let outside = expect("in no TLB window", &mut |b| unsafe {
+        lib::libttsim_pci_mem_rd_bytes(bar0 + 0x1F10_0000, b.as_mut_ptr().cast(), 4)
+    });
+    assert_eq!(outside[..4], [0xFF; 4]);
+    expect("has no Ethernet", &mut |_| lib::libttsim_switch_drain());
+    assert_eq!(lib::cqlab_ttsim_digest(), digest, "{ARCH:?}: nothing changed");
+    lib::libttsim_exit();
+}
+
+/// The library file cargo built beside this test's executable.
+fn built_library() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap();
+    dir.join(cqlab_ttsim::library_file(ARCH))
+}
+
+#[test]
+fn the_shared_object_survives_init_exit_dlclose_reload() {
+    let _turn = serial();
+    let path = std::ffi::CString::new(built_library().to_str().unwrap()).unwrap();
+    std::env::set_var("CQLAB_TTSIM_LOG", "off");
+    let t = {
+        let layout = ChipLayout::new(Settings::from_env(ARCH).unwrap().board, Default::default()).unwrap();
+        layout.tile(layout.workers()[0]).unwrap().translated
+    };
+    for round in 0..3 {
+        // SAFETY: a path to a shared object with no load-time side effects.
+        let h = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        assert!(!h.is_null(), "{path:?} does not load");
+        let sym = |name: &str| {
+            let n = std::ffi::CString::new(name).unwrap();
+            // SAFETY: `h` is a live handle, `n` NUL-terminated.
+            let p = unsafe { libc::dlsym(h, n.as_ptr()) };
+            assert!(!p.is_null(), "{name} is exported");
+            p
+        };
+        // SAFETY: each symbol has the signature of the libttsim call it names.
+        unsafe {
+            let init: extern "C" fn() = std::mem::transmute(sym("libttsim_init"));
+            let exit: extern "C" fn() = std::mem::transmute(sym("libttsim_exit"));
+            let wr: unsafe extern "C-unwind" fn(u32, u32, u64, *const c_void, u32) =
+                std::mem::transmute(sym("libttsim_tile_wr_bytes"));
+            let rd: unsafe extern "C-unwind" fn(u32, u32, u64, *mut c_void, u32) =
+                std::mem::transmute(sym("libttsim_tile_rd_bytes"));
+            let errors: extern "C" fn() -> u64 = std::mem::transmute(sym("cqlab_ttsim_error_count"));
+            for _ in 0..2 {
+                init();
+                let mut b = [0xAAu8; 4];
+                rd(t.x as u32, t.y as u32, 0x100, b.as_mut_ptr().cast(), 4);
+                assert_eq!(b, [0; 4], "round {round}: a fresh chip after init");
+                wr(t.x as u32, t.y as u32, 0x100, [1u8, 2, 3, 4].as_ptr().cast(), 4);
+                rd(t.x as u32, t.y as u32, 0x100, b.as_mut_ptr().cast(), 4);
+                assert_eq!(b, [1, 2, 3, 4]);
+                exit();
+            }
+            assert_eq!(errors(), 0);
+            assert_eq!(libc::dlclose(h), 0);
+        }
+    }
+}

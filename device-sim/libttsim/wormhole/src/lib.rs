@@ -1,0 +1,4 @@
+//! `libttsim_wh.so`: cqlab's Wormhole B0 behind the libttsim C API (see
+//! `cqlab-ttsim`, and docs/libttsim.md for its use from tt-umd and tt-metal).
+
+cqlab_ttsim::export_libttsim!(cqlab_ttsim::Arch::Wormhole);

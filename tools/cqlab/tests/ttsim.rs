@@ -1,0 +1,38 @@
+//! `--device ttsim:PATH`: the CLI on cqlab's libttsim libraries (`cargo xtask libttsim`), and
+//! a library that is not one refused with its problem named.
+
+mod support;
+
+use std::time::Duration;
+use support::{run_within, text, CQLAB, SMALL_CHIPS};
+
+#[test]
+fn the_demo_runs_through_ttsim_on_each_chip() {
+    for chip in SMALL_CHIPS {
+        let board: cqlab_abi::soc::Board = chip[1].parse().unwrap();
+        let lib = cqlab_tests::libttsim_library(board.arch());
+        let mut c = std::process::Command::new(CQLAB);
+        c.args(["demo", "--rounds", "2"]).args(chip).arg("--device").arg(format!("ttsim:{}", lib.display()));
+        let o = run_within(c, Duration::from_secs(60));
+        assert!(o.status.success(), "{}: {}", chip[1], text(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("verified 524288 bytes read back"), "{}", text(&o));
+        assert!(out.contains(&format!("chip: {} ({})", chip[1], chip[3])), "{}", text(&o));
+    }
+}
+
+#[test]
+fn a_file_that_is_not_a_library_is_refused_naming_it() {
+    let dir = std::env::temp_dir().join(format!("cqlab-cli-ttsim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let lib = dir.join("libttsim_wh.so");
+    std::fs::write(&lib, "#!/bin/sh\n").unwrap();
+    let spec = format!("ttsim:{}", lib.display());
+    let o = support::cqlab(&["demo", "--device", &spec]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("libttsim library {}: cannot be loaded", lib.display())), "{}", text(&o));
+    let o = support::cqlab(&["demo", "--device", "ttsim:"]);
+    assert_eq!(o.status.code(), Some(2), "an empty path is a usage error: {}", text(&o));
+}
