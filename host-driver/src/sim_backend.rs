@@ -5,7 +5,7 @@
 //! ([`crate::tlb`]). BAR access costs are the chip model's own
 //! ([`cqlab_sim::bar`]), so the daemon charges the same device time.
 
-use crate::backend::{check_sysmem, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES};
+use crate::backend::{claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES};
 use crate::error::{DriverError, Result};
 use crate::geometry::CoreId;
 use crate::tlb::{RegisterWindows, TlbBar, Windows};
@@ -92,15 +92,12 @@ impl Backend for EmbeddedSim {
         self.chip().config().sysmem_size
     }
     fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
-        // The device runs only inside our calls: a plain copy is a snapshot.
-        let r = check_sysmem(offset, buf.len(), self.sysmem_len())?;
-        buf.copy_from_slice(&self.chip().sysmem()[r]);
-        Ok(())
+        // The device runs only inside our calls.
+        snapshot_read(&self.chip().sysmem(), offset, buf)
     }
     fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]> {
-        let r = check_sysmem(offset, len, self.sysmem_len())?;
         let bytes = self.chip_mut().sysmem_mut().expect("the embedded simulator's sysmem is not shared");
-        Ok(&mut bytes[r])
+        claim_slice(bytes, offset, len)
     }
     fn poll(&mut self) -> Result<u64> {
         let cycles = self.poll_cycles;
