@@ -35,7 +35,7 @@
 //! request, and the one attached client waits for the reply before it looks
 //! at sysmem again (the socket round trip orders the accesses).
 
-use crate::backend::{check_sysmem, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES};
+use crate::backend::{claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES};
 use crate::config::DeviceConfig;
 use crate::error::{DriverError, Result};
 use crate::geometry::CoreId;
@@ -559,15 +559,11 @@ impl Backend for DaemonBackend {
         self.sysmem.len()
     }
     fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
-        // The daemon touches sysmem only while serving our request (module
-        // docs): between requests a plain copy is a snapshot.
-        let r = check_sysmem(offset, buf.len(), self.sysmem.len())?;
-        buf.copy_from_slice(&self.sysmem[r]);
-        Ok(())
+        // The daemon touches sysmem only while serving our request (module docs).
+        snapshot_read(&self.sysmem, offset, buf)
     }
     fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]> {
-        let r = check_sysmem(offset, len, self.sysmem.len())?;
-        Ok(&mut self.sysmem[r])
+        claim_slice(&mut self.sysmem, offset, len)
     }
     fn poll(&mut self) -> Result<u64> {
         self.request(&Request::Poll { cycles: self.poll_cycles })?;
@@ -732,9 +728,7 @@ impl Backend for DaemonObserver {
         self.sysmem.len()
     }
     fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
-        let r = check_sysmem(offset, buf.len(), self.sysmem.len())?;
-        buf.copy_from_slice(&self.sysmem[r]);
-        Ok(())
+        snapshot_read(&self.sysmem, offset, buf)
     }
     fn sysmem_claim(&mut self, _offset: usize, _len: usize) -> Result<&mut [u8]> {
         Err(self.read_only("claiming sysmem"))

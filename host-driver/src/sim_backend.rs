@@ -9,7 +9,7 @@
 //! effect, for the host time since the last one and what the host schedule
 //! adds.
 
-use crate::backend::{check_sysmem, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES};
+use crate::backend::{check_sysmem, claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES};
 use crate::config::HostSchedule;
 use crate::error::{DriverError, Result};
 use crate::geometry::CoreId;
@@ -117,19 +117,19 @@ impl Backend for EmbeddedSim {
         self.chip().config().sysmem_size
     }
     fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
-        let r = check_sysmem(offset, buf.len(), self.sysmem_len())?;
+        // A bad access is refused before the device runs for it.
+        check_sysmem(offset, buf.len(), self.sysmem_len())?;
         // The device runs only inside our calls: after the point, a plain
         // copy is a snapshot.
         self.host_access(Access::SysmemRead(buf.len()));
-        buf.copy_from_slice(&self.chip().sysmem()[r]);
-        Ok(())
+        snapshot_read(&self.chip().sysmem(), offset, buf)
     }
     fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]> {
-        let r = check_sysmem(offset, len, self.sysmem_len())?;
+        check_sysmem(offset, len, self.sysmem_len())?;
         // The host's stores into the claimed bytes all land at this point.
         self.host_access(Access::SysmemWrite(len));
         let bytes = self.chip_mut().sysmem_mut().expect("the embedded simulator's sysmem is not shared");
-        Ok(&mut bytes[r])
+        claim_slice(bytes, offset, len)
     }
     fn poll(&mut self) -> Result<u64> {
         let cycles = self.poll_cycles + self.clock.take_owed();

@@ -43,3 +43,16 @@ impl FirmwareId {
         }
     }
 }
+
+/// The known-bug variants of the CQ firmware: cqlab-kernels features
+/// `bug-NAME`, each built by `cargo xtask firmware` into
+/// `<chip>/variants/NAME/` (prefetch and dispatch only). The race finder is
+/// measured on them (`cqlab race --firmware NAME`).
+pub const KNOWN_BUG_VARIANTS: [&str; 6] = [
+    "stall-release-early",
+    "release-before-ack",
+    "early-fetch-release",
+    "completion-no-toggle",
+    "event-zero-signalled",
+    "relay-reuse-before-sent",
+];

@@ -156,7 +156,7 @@ fn bad_harvesting_is_refused_clearly() {
         ("row=1", "unknown harvesting key `row`; the keys are rows, cols, dram and eth"),
         ("rows=1,rows=2", "`rows=` is given twice"),
         ("rows=", "`rows=` needs at least one value"),
-        ("rows=1,x", "`x` in `rows=` is not a number"),
+        ("rows=1,x", "`x` in `rows=` is not a line or bank number (0..=255)"),
         ("rows=1,1", "`rows=` lists 1 twice"),
         ("rows=all", "`all` is only allowed for eth="),
     ];

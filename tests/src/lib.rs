@@ -330,3 +330,19 @@ pub fn boot_on(kind: Kind, chip: &TestChip, seed: u64, tweak: impl FnOnce(&mut c
         }
     }
 }
+
+/// The reference host program of the determinism tests: a DRAM write on
+/// CQ0, a launch over the whole grid, CQ1 waiting on CQ0's event and
+/// reading the buffer back (checked), both queues finished.
+pub fn reference_program(dev: &mut cqlab_driver::Device, what: &str) {
+    let buf = dev.alloc_dram(8192, 1024).unwrap();
+    let grid = dev.chip().grid();
+    let mut cq = dev.cq(0).unwrap();
+    cq.write_buffer(&buf, 0, &[3u8; 8192]).unwrap();
+    cq.launch(grid, &[9]).unwrap();
+    let ev = cq.record_event().unwrap();
+    let mut cq1 = dev.cq(1).unwrap();
+    cq1.wait_for_event(ev).unwrap();
+    assert_eq!(cq1.read_buffer(&buf, 0, 8192).unwrap(), vec![3u8; 8192], "{what}");
+    cq1.finish().unwrap();
+}

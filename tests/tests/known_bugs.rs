@@ -13,14 +13,7 @@ type Outcome = Result<(), String>;
 
 /// The known-bug variants of the CQ firmware (`cargo xtask firmware` builds
 /// them for each chip), each with a test below.
-const VARIANTS: [&str; 6] = [
-    "stall-release-early",
-    "release-before-ack",
-    "early-fetch-release",
-    "completion-no-toggle",
-    "event-zero-signalled",
-    "relay-reuse-before-sent",
-];
+use cqlab_abi::firmware::KNOWN_BUG_VARIANTS as VARIANTS;
 
 fn device(chip: &TestChip, seed: u64, variant: Option<&str>, tweak: impl FnOnce(&mut DeviceConfig)) -> Device {
     device_with(chip, seed, variant, tweak, |_| {})

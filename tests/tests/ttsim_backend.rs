@@ -5,23 +5,14 @@
 
 use cqlab_driver::error::{DriverError, LibraryProblem};
 use cqlab_driver::Device;
-use cqlab_tests::{boot_on, libttsim_library, on_both_chips, Kind, TestChip, WORMHOLE};
+use cqlab_tests::{boot_on, libttsim_library, on_both_chips, reference_program, Kind, TestChip, WORMHOLE};
 use std::path::PathBuf;
 
 /// Device time, a hash of sysmem and the digest after the same host program on `kind`. The
 /// library's digest leaves host memory out (it is the host's), the embedded one takes it in.
 fn time_sysmem_digest(kind: Kind, chip: &TestChip, seed: u64) -> (u64, u64, u64) {
     let mut dev = boot_on(kind, chip, seed, |_| {});
-    let buf = dev.alloc_dram(8192, 1024).unwrap();
-    let grid = dev.chip().grid();
-    let mut cq = dev.cq(0).unwrap();
-    cq.write_buffer(&buf, 0, &[3u8; 8192]).unwrap();
-    cq.launch(grid, &[9]).unwrap();
-    let ev = cq.record_event().unwrap();
-    let mut cq1 = dev.cq(1).unwrap();
-    cq1.wait_for_event(ev).unwrap();
-    assert_eq!(cq1.read_buffer(&buf, 0, 8192).unwrap(), vec![3u8; 8192], "{} seed {seed}", chip.name());
-    cq1.finish().unwrap();
+    reference_program(&mut dev, &format!("{} seed {seed}", chip.name()));
     let now = dev.now();
     let backend = dev.backend();
     let mut sysmem = vec![0u8; backend.sysmem_len()];

@@ -123,25 +123,27 @@ impl Host for Chip {
     }
 }
 
-/// Writes `data` at `addr` of tile `c` through the first 2 MiB TLB window.
-fn window_write(h: &mut dyn Host, chip: &ArchParams, c: Coord, addr: u64, data: &[u8]) {
+/// Points the first 2 MiB TLB window at `addr` of tile `c`; returns the
+/// BAR0 offset that reaches it.
+fn point_window(h: &mut dyn Host, chip: &ArchParams, c: Coord, addr: u64) -> u64 {
     let kind = *chip.bar.windows.iter().find(|k| k.size_log2 == 21).unwrap();
     let (cfg, off) = kind.target(c.x, c.y, addr, Noc::Noc0);
     let words = tlb::to_words(kind.fields.encode(&cfg).unwrap());
     let regs: Vec<u8> = words[..chip.bar.tlb_config_words()].iter().flat_map(|w| w.to_le_bytes()).collect();
     h.bar_write(0, chip.bar.tlb_config_addr(kind.first_index) as u64, &regs);
     let (_, at) = chip.bar.window(kind.first_index).unwrap();
-    h.bar_write(0, at + off, data);
+    at + off
+}
+
+/// Writes `data` at `addr` of tile `c` through the first 2 MiB TLB window.
+fn window_write(h: &mut dyn Host, chip: &ArchParams, c: Coord, addr: u64, data: &[u8]) {
+    let at = point_window(h, chip, c, addr);
+    h.bar_write(0, at, data);
 }
 
 fn window_read(h: &mut dyn Host, chip: &ArchParams, c: Coord, addr: u64, n: usize) -> Vec<u8> {
-    let kind = *chip.bar.windows.iter().find(|k| k.size_log2 == 21).unwrap();
-    let (cfg, off) = kind.target(c.x, c.y, addr, Noc::Noc0);
-    let words = tlb::to_words(kind.fields.encode(&cfg).unwrap());
-    let regs: Vec<u8> = words[..chip.bar.tlb_config_words()].iter().flat_map(|w| w.to_le_bytes()).collect();
-    h.bar_write(0, chip.bar.tlb_config_addr(kind.first_index) as u64, &regs);
-    let (_, at) = chip.bar.window(kind.first_index).unwrap();
-    h.bar_read(0, at + off, n)
+    let at = point_window(h, chip, c, addr);
+    h.bar_read(0, at, n)
 }
 
 /// Four tiles each write 64 bytes to host memory and read them back

@@ -170,6 +170,23 @@ pub fn read_struct<T: FromBytes + IntoBytes>(backend: &mut (impl Backend + ?Size
     Ok(value)
 }
 
+/// Copies `buf.len()` bytes at `offset` out of `mem`, a sysmem the device
+/// writes only inside the backend's own calls, so a plain copy is a
+/// snapshot.
+#[cfg_attr(not(any(feature = "sim", feature = "daemon")), allow(dead_code))]
+pub(crate) fn snapshot_read(mem: &[u8], offset: usize, buf: &mut [u8]) -> Result<()> {
+    let r = check_sysmem(offset, buf.len(), mem.len())?;
+    buf.copy_from_slice(&mem[r]);
+    Ok(())
+}
+
+/// The `len` bytes at `offset` of `mem`, for the host to write in place.
+#[cfg_attr(not(any(feature = "sim", feature = "daemon")), allow(dead_code))]
+pub(crate) fn claim_slice(mem: &mut [u8], offset: usize, len: usize) -> Result<&mut [u8]> {
+    let r = check_sysmem(offset, len, mem.len())?;
+    Ok(&mut mem[r])
+}
+
 /// Checks that `[offset, offset + len)` lies in a sysmem of `size` bytes.
 #[cfg_attr(not(any(feature = "sim", feature = "daemon")), allow(dead_code))]
 pub(crate) fn check_sysmem(offset: usize, len: usize, size: usize) -> Result<std::ops::Range<usize>> {

@@ -31,7 +31,7 @@
 pub mod host_memory;
 pub mod library;
 
-use crate::backend::{check_sysmem, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES};
+use crate::backend::{claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES};
 use crate::config::DeviceConfig;
 use crate::error::{DriverError, LibraryProblem, Result};
 use crate::geometry::CoreId;
@@ -290,14 +290,11 @@ impl Backend for TtSim {
         self.sysmem.len()
     }
     fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
-        // The device writes sysmem only inside our library calls: a plain copy is a snapshot.
-        let r = check_sysmem(offset, buf.len(), self.sysmem.len())?;
-        buf.copy_from_slice(&self.sysmem[r]);
-        Ok(())
+        // The device writes sysmem only inside our library calls.
+        snapshot_read(&self.sysmem, offset, buf)
     }
     fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]> {
-        let r = check_sysmem(offset, len, self.sysmem.len())?;
-        Ok(&mut self.sysmem[r])
+        claim_slice(&mut self.sysmem, offset, len)
     }
     fn poll(&mut self) -> Result<u64> {
         self.clock(DEFAULT_POLL_CYCLES)

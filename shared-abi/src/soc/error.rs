@@ -41,7 +41,7 @@ pub enum HarvestError {
     RepeatedKey { key: &'static str },
     #[error("`{key}=` needs at least one value")]
     EmptyList { key: &'static str },
-    #[error("`{token}` in `{key}=` is not a number")]
+    #[error("`{token}` in `{key}=` is not a line or bank number (0..=255)")]
     BadNumber { key: &'static str, token: String },
     #[error("`{key}=` lists {value} twice")]
     Duplicate { key: &'static str, value: u8 },

@@ -32,16 +32,9 @@ const FIRMWARE: &[&str] = &[
     "noop-12k",
 ];
 
-/// Known-bug variants of the CQ firmware (cargo features of cqlab-kernels),
-/// each built into `<chip>/variants/<name>/` beside the normal images.
-pub const VARIANTS: &[&str] = &[
-    "stall-release-early",
-    "release-before-ack",
-    "early-fetch-release",
-    "completion-no-toggle",
-    "event-zero-signalled",
-    "relay-reuse-before-sent",
-];
+/// Known-bug variants of the CQ firmware, each built into
+/// `<chip>/variants/<name>/` beside the normal images.
+pub use cqlab_abi::firmware::KNOWN_BUG_VARIANTS as VARIANTS;
 
 /// Where the ELFs end up (tests and the driver look here).
 pub fn output_dir(root: &Path) -> PathBuf {

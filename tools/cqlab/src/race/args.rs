@@ -16,16 +16,8 @@ const MAX_QUEUE_BYTES: u32 = 64 << 20;
 /// Largest DRAM page of the copied buffer.
 const MAX_PAGE: u32 = 1 << 20;
 
-/// The known-bug variants of the CQ firmware (cqlab-kernels features
-/// `bug-NAME`, built by `cargo xtask firmware` into `variants/NAME`).
-pub const VARIANTS: [&str; 6] = [
-    "stall-release-early",
-    "release-before-ack",
-    "early-fetch-release",
-    "completion-no-toggle",
-    "event-zero-signalled",
-    "relay-reuse-before-sent",
-];
+/// The known-bug variants of the CQ firmware.
+pub use cqlab_abi::firmware::KNOWN_BUG_VARIANTS as VARIANTS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum WorkloadKind {
