@@ -9,7 +9,9 @@
 //! effect, for the host time since the last one and what the host schedule
 //! adds.
 
-use crate::backend::{check_sysmem, claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES};
+use crate::backend::{
+    check_sysmem, claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES,
+};
 use crate::config::HostSchedule;
 use crate::error::{DriverError, Result};
 use crate::geometry::CoreId;

@@ -193,7 +193,7 @@ impl Queues {
             if drain {
                 queues.drain_in_wait(backend, cfg)?;
             }
-            if !fits(&queues.list[q as usize]) && !(hoisted && loaded) {
+            if !(fits(&queues.list[q as usize]) || hoisted && loaded) {
                 loaded = true;
                 let issue_rd = RingPtr(queues.header_word(backend, q, ISSUE_RD_PTR)?);
                 let fetched = queues.header_word(backend, q, FETCH_RD_COUNT)?;

@@ -106,10 +106,14 @@ impl HostArgs {
     }
 
     /// The options, written out so a replay line runs the same schedule
-    /// whatever the defaults become.
+    /// whatever the defaults become (none for a command whose default is
+    /// off and that runs it off: it may run on a device without a seed).
     pub fn argv(&self, default_jitter: u64) -> Vec<String> {
         let s = self.schedule(default_jitter);
-        let mut v = vec!["--host-jitter".to_owned(), s.jitter_cycles.to_string()];
+        let mut v = Vec::new();
+        if s.jitter_cycles > 0 || default_jitter > 0 {
+            v.extend(["--host-jitter".to_owned(), s.jitter_cycles.to_string()]);
+        }
         if let Some(p) = s.pct {
             v.extend(["--host-pct".to_owned(), p.points.to_string(), "--host-pct-steps".into(), p.steps.to_string()]);
         }

@@ -133,7 +133,7 @@ impl Command {
             Command::Compare(a) => compare::validate(a),
             Command::Decode(a) => decode::validate(a, given),
             Command::Stress(c) => stress::validate(c, given),
-            Command::Sweep(a) => sweep::validate(a),
+            Command::Sweep(a) => sweep::validate(a, given),
             Command::Replay(a) => replay::validate(a),
             Command::Campaign(c) => campaign::cli::validate(c),
             Command::Sim(c) => sim::validate(c),

@@ -81,6 +81,8 @@ pub struct WorkloadArgs {
     pub timeout_cycles: u64,
     #[command(flatten)]
     pub chip: crate::chip::ChipOpt,
+    #[command(flatten)]
+    pub host: crate::cli::HostArgs,
 }
 
 #[derive(clap::Args, Clone, Debug)]
@@ -139,6 +141,7 @@ fn validate_workload(w: &WorkloadArgs, given: &crate::cli::Given<'_>) -> Result<
         }
     }
     crate::device::validate(&w.device, 0)?;
+    w.host.validate(given, Some(&w.device))?;
     ensure(w.device == "embedded" || w.device.starts_with("sim:"), || {
         format!("--device {}: stress runs on embedded or sim:PATH[?wait[=SECS]]", w.device)
     })
@@ -190,6 +193,7 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
         cfg.worker_kernel = "spin".into();
     }
     w.chip.apply(&mut cfg)?;
+    cfg.host_schedule = w.host.schedule(0);
     let sim = cqlab_driver::backend::spec::sim_config(&cfg, a.seed);
     let mut dev = match open_for_campaign(&w.device, sim, cfg, a.reset_first) {
         Ok(d) => d,
@@ -255,6 +259,7 @@ fn one_argv(w: &WorkloadArgs, seed: u64, reset_first: bool) -> Vec<String> {
         Workload::Random | Workload::Programs => v.extend(["--iterations".into(), w.iterations.to_string()]),
     }
     v.extend(["--timeout-cycles".into(), w.timeout_cycles.to_string()]);
+    v.extend(w.host.argv(0));
     v
 }
 

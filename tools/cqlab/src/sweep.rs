@@ -51,6 +51,8 @@ pub struct Args {
     /// Device: embedded[:seed=N] or sim:PATH[?wait[=SECS]].
     #[arg(long, default_value = "embedded:seed=1")]
     pub device: String,
+    #[command(flatten)]
+    pub host: crate::cli::HostArgs,
     /// Device cycles without progress before a wait gives up (1000000..=1000000000000).
     #[arg(long, default_value_t = 2_000_000,
           value_parser = clap::value_parser!(u64).range(cqlab_driver::wait::PROGRESS_CHECK_CYCLES..=1_000_000_000_000))]
@@ -217,6 +219,7 @@ impl Sweeper {
     fn open(&self, k: &Knobs) -> Result<Device> {
         let mut cfg = k.device_config(self.args.timeout_cycles, self.host_bug);
         self.args.chip.apply(&mut cfg)?;
+        cfg.host_schedule = self.args.host.schedule(0);
         let spec = &self.args.device;
         let seed = device_seed(spec)?;
         let sim = cqlab_driver::backend::spec::sim_config(&cfg, seed.unwrap_or(0));
@@ -328,9 +331,10 @@ fn shape(args: &Args) -> Result<Shape, UsageError> {
     Ok(Shape { name, values, base, host_bug })
 }
 
-pub fn validate(args: &Args) -> Result<()> {
+pub fn validate(args: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
     args.chip.validate()?;
     shape(args)?;
+    args.host.validate(given, Some(&args.device))?;
     Ok(())
 }
 

@@ -31,6 +31,8 @@ pub struct Args {
     pub device: String,
     #[command(flatten)]
     pub chip: crate::chip::ChipOpt,
+    #[command(flatten)]
+    pub host: crate::cli::HostArgs,
     /// Command queues, or a sweep: `1,2,4` (1..=8; real parts have 2).
     #[arg(long, default_value = "2")]
     pub cqs: String,
@@ -179,6 +181,7 @@ pub fn validate(a: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
         crate::cli::check(t % 4 == 0, || format!("--tile {t}: 4, 8, 12 or 16 (tiles fill whole 64-byte DRAM pages)"))?;
     }
     crate::device::validate(&a.device, 0)?;
+    a.host.validate(given, Some(&a.device))?;
     let outs = outputs(a, &sweep);
     for (what, p) in &outs {
         crate::output::check(what, p, crate::output::Kind::File, &[])?;
@@ -332,6 +335,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 let mut cfg = DeviceConfig::default();
                 a.limits.apply(&mut cfg);
                 a.chip.apply(&mut cfg)?;
+                cfg.host_schedule = a.host.schedule(0);
                 cfg
             },
         };
