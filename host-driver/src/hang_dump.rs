@@ -143,7 +143,15 @@ fn chain(
     let find = |c: Coord| cores.iter().find(|s| s.core == c);
     let mut chain = vec![Link::Host(waited_for.clone())];
     let Some(q) = waited_for.cq().filter(|&q| q < chip.num_cqs()) else { return (chain, false) };
-    let mut next = Some(chip.prefetcher(q));
+    // A prefetcher waiting for the host has run all it was given: what the
+    // host waits for is downstream of it, unless the dispatcher has run
+    // out of work too.
+    let (prefetcher, dispatcher) = (chip.prefetcher(q), chip.dispatcher(q));
+    let start = match (find(prefetcher), find(dispatcher)) {
+        (Some(p), Some(d)) if p.waypoint == waypoint::HQW && !p.halted() && d.waypoint != waypoint::UAPW => dispatcher,
+        _ => prefetcher,
+    };
+    let mut next = Some(start);
     let mut seen = Vec::new();
     while let Some(c) = next.take() {
         let Some(s) = find(c) else { break };

@@ -27,7 +27,9 @@ mod out;
 mod output;
 mod perf;
 mod profile;
-mod race;
+/// Public for the tests that run one race seed with a host mutant.
+#[doc(hidden)]
+pub mod race;
 mod replay;
 mod run;
 mod schedule;

@@ -248,7 +248,18 @@ fn chip_of(cfg: &DeviceConfig) -> Result<cqlab_driver::Topology, UsageError> {
 /// Runs one seed on a fresh embedded device. Returns the outcome and the
 /// device (for dumps and traces), if it was built.
 pub fn run_seed(plan: &Plan, seed: u64) -> (Result<(), Failure>, Option<Device>) {
-    let (sim, cfg) = plan.configs(seed);
+    run_seed_with(plan, seed, |_| {})
+}
+
+/// [`run_seed`] with the seed's device configuration adjusted by `tweak`
+/// (tests: a host mutant chosen at run time).
+pub fn run_seed_with(
+    plan: &Plan,
+    seed: u64,
+    tweak: impl FnOnce(&mut DeviceConfig),
+) -> (Result<(), Failure>, Option<Device>) {
+    let (sim, mut cfg) = plan.configs(seed);
+    tweak(&mut cfg);
     let mut dev = match Device::embedded(sim, cfg) {
         Ok(d) => d,
         Err(e) => return (Err(e.into()), None),

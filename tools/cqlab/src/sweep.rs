@@ -45,7 +45,10 @@ pub struct Args {
     #[arg(long)]
     pub reset_each: bool,
     /// Re-create a known host-side bug: `no-drain` (the host does not drain
-    /// completions while it waits for a fetch slot or issue space).
+    /// completions while it waits for a fetch slot or issue space),
+    /// `completion-rd-no-toggle` (the completion read pointer written back
+    /// without its wrap toggle) or `hoisted-pointer-load` (the device's
+    /// issue pointers loaded once per wait for space).
     #[arg(long)]
     pub host_bug: Option<String>,
     /// Device: embedded[:seed=N] or sim:PATH[?wait[=SECS]].
@@ -316,9 +319,10 @@ fn shape(args: &Args) -> Result<Shape, UsageError> {
     let host_bug = match &args.host_bug {
         // The sweep's copy stress sends no programs: a staging bug would
         // change nothing in it.
-        Some(b) => Some(HostBug::from_name(b).filter(|&h| h == HostBug::NoDrainWhileReserving).ok_or_else(|| {
+        Some(b) => Some(HostBug::from_name(b).filter(|&h| h != HostBug::StagedReuseEarly).ok_or_else(|| {
             UsageError(format!(
-                "--host-bug {b:?}: the sweep re-creates no-drain only (its copy stress sends no programs)"
+                "--host-bug {b:?}: the sweep re-creates no-drain, completion-rd-no-toggle or hoisted-pointer-load \
+                 (its copy stress sends no programs, so staged-reuse-early would change nothing)"
             ))
         })?),
         None => None,
