@@ -639,3 +639,15 @@ fn occupancy_is_a_device_timed_series() {
         assert!(max > 0 && max < 256 * 1024, "CQ{cq}: {o}");
     }
 }
+
+/// `--host-jitter` and `--host-pct` reach the device: the same seed gives
+/// the same report, and the device time grows with the host's stalls.
+#[test]
+fn host_jitter_and_pct_replay_and_cost_device_time() {
+    let args = ["--cqs", "1", "--iters", "2", "--warmup", "0", "--programs", "4", "--large-cycles", "3000"];
+    let scheduled: Vec<&str> = args.iter().copied().chain(["--host-jitter", "3000", "--host-pct", "2"]).collect();
+    let (plain, a, b) = (run("hetero", &args), run("hetero", &scheduled), run("hetero", &scheduled));
+    assert_eq!(a["points"], b["points"], "the same seed replays under a host schedule");
+    let cycles = |v: &Value| v["points"][0]["timed_cycles"].as_u64().expect("timed_cycles");
+    assert!(cycles(&a) > cycles(&plain), "host stalls cost device time: {} vs {}", cycles(&a), cycles(&plain));
+}
