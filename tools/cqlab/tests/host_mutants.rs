@@ -57,4 +57,6 @@ macro_rules! caught {
 caught! {
     doorbell_before_chunk_tail_feeds_the_dispatcher_stale_commands:
         "host-doorbell-before-chunk-tail", "two-queue", 1, "unknown command id";
+    doorbell_before_gather_words_sends_the_prefetcher_stale_words:
+        "host-doorbell-before-gather-words", "programs", 1, "unknown command id";
 }
