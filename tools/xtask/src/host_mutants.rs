@@ -31,9 +31,9 @@ struct Options {
 /// What racing one host mutant found.
 struct Outcome {
     mutant: &'static Mutant,
-    /// The workload that caught it, seeds run to its first failure, that
-    /// failure's signature and replay line.
-    caught: Option<(String, u64, String, String)>,
+    /// The workload that caught it, seeds run to its first failure, the
+    /// first failing seed, that failure's signature and replay line.
+    caught: Option<(String, u64, u64, String, String)>,
     seeds_run: u64,
     /// With `--tests`: the tests that failed on it.
     failed_tests: Option<Vec<String>>,
@@ -174,11 +174,12 @@ fn race(cqlab: &Path, firmware_dir: &Path, m: &'static Mutant, o: &Options) -> R
         seeds_run += v["runs"].as_u64().unwrap_or(0);
         if v["failures"].as_u64().unwrap_or(0) > 0 {
             let first = v["runs_to_first_failure"].as_u64().unwrap_or(0);
+            let seed = v["first_failing_seed"].as_u64().unwrap_or(0);
             let sig = &v["signatures"][0];
             let signature = sig["signature"].as_str().unwrap_or("").to_owned();
             let replay = sig["replay"].as_str().unwrap_or("").to_owned();
-            eprintln!("xtask:   caught by {w} at seed {first}: {signature}");
-            let caught = Some((w.clone(), first, signature, replay));
+            eprintln!("xtask:   caught by {w} after {first} seeds, first at seed {seed}: {signature}");
+            let caught = Some((w.clone(), first, seed, signature, replay));
             return Ok(Outcome { mutant: m, caught, seeds_run, failed_tests: None });
         }
         eprintln!("xtask:   {w}: 0 of {} seeds failed", o.seeds);
@@ -196,15 +197,17 @@ fn table(outcomes: &[Outcome], o: &Options) -> String {
         o.workloads.join(", then "),
         o.seeds
     );
-    let _ = writeln!(t, "{:40} {:10} {:>6} {:>6}  signature", "mutant", "caught by", "seeds", "tests");
+    let _ = writeln!(t, "{:40} {:10} {:>6} {:>6} {:>6}  signature", "mutant", "caught by", "seeds", "seed", "tests");
     for x in outcomes {
         let tests = x.failed_tests.as_ref().map_or("-".into(), |t| t.len().to_string());
         let _ = match &x.caught {
-            Some((w, first, sig, _)) => writeln!(t, "{:40} {:10} {:>6} {:>6}  {}", x.mutant.name, w, first, tests, sig),
+            Some((w, first, seed, sig, _)) => {
+                writeln!(t, "{:40} {:10} {:>6} {:>6} {:>6}  {}", x.mutant.name, w, first, seed, tests, sig)
+            }
             None => writeln!(
                 t,
-                "{:40} {:10} {:>6} {:>6}  not caught: {}",
-                x.mutant.name, "-", x.seeds_run, tests, x.mutant.changes
+                "{:40} {:10} {:>6} {:>6} {:>6}  not caught: {}",
+                x.mutant.name, "-", x.seeds_run, "-", tests, x.mutant.changes
             ),
         };
     }
@@ -217,9 +220,9 @@ fn to_json(outcomes: &[Outcome], o: &Options) -> serde_json::Value {
     let rows: Vec<_> = outcomes
         .iter()
         .map(|x| {
-            let (workload, first, signature, replay) = match &x.caught {
-                Some((w, f, s, r)) => (Some(w.clone()), Some(*f), Some(s.clone()), Some(r.clone())),
-                None => (None, None, None, None),
+            let (workload, first, seed, signature, replay) = match &x.caught {
+                Some((w, f, seed, s, r)) => (Some(w.clone()), Some(*f), Some(*seed), Some(s.clone()), Some(r.clone())),
+                None => (None, None, None, None, None),
             };
             serde_json::json!({
                 "mutant": x.mutant.name,
@@ -227,6 +230,7 @@ fn to_json(outcomes: &[Outcome], o: &Options) -> serde_json::Value {
                 "caught": x.caught.is_some(),
                 "workload": workload,
                 "seeds_to_first_failure": first,
+                "first_failing_seed": seed,
                 "seeds_run": x.seeds_run,
                 "signature": signature,
                 "replay": replay,
