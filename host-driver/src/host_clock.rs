@@ -78,6 +78,12 @@ pub struct HostClockStats {
     pub jitter_cycles: u64,
     /// PCT points reached.
     pub pct_points: u32,
+    /// Device cycles the device ran at these points (with the posted BAR
+    /// time the chip charged there), and the host wall time simulating them
+    /// took: what a host-time measurement leaves out (`cqlab bench
+    /// dispatch`). Not part of the run's state.
+    pub device_cycles: u64,
+    pub device_run: std::time::Duration,
 }
 
 /// The host schedule as it runs.
@@ -162,6 +168,12 @@ impl HostClock {
         // A BAR read charges posted writes itself, before it samples.
         let posted = std::mem::replace(&mut self.posted, a == Access::BarWrite) && a != Access::BarRead;
         (run > 0 || posted).then_some(run)
+    }
+
+    /// Records what the device ran at the point `before` asked for.
+    pub fn ran(&mut self, cycles: u64, took: std::time::Duration) {
+        self.stats.device_cycles += cycles;
+        self.stats.device_run += took;
     }
 
     /// Host time owed to the device at a poll (or an exact run), which

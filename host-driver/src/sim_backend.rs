@@ -77,7 +77,9 @@ impl EmbeddedSim {
     /// scheduler: [`Chip::host_poll`], which also charges posted BAR time).
     fn host_access(&mut self, a: Access) {
         if let Some(cycles) = self.clock.before(a) {
+            let (c0, t0) = (self.chip.chip.now(), std::time::Instant::now());
             self.chip.chip.host_poll(cycles);
+            self.clock.ran(self.chip.chip.now() - c0, t0.elapsed());
         }
     }
     pub fn chip(&self) -> &Chip {
@@ -146,6 +148,9 @@ impl Backend for EmbeddedSim {
 }
 
 impl Introspect for EmbeddedSim {
+    fn host_clock(&self) -> Option<crate::host_clock::HostClockStats> {
+        Some(self.clock.stats())
+    }
     fn core_debug(&mut self, core: CoreId) -> Result<Option<CoreDebug>> {
         let id = cqlab_sim::chip::CoreId { tile: core.tile, processor: core.processor };
         Ok(self.chip().core_debug(id).map(|d| CoreDebug {

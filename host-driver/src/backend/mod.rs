@@ -151,6 +151,13 @@ pub trait Introspect {
     /// Runs the device exactly `cycles` cycles (plus host time still owed).
     /// Returns the device time.
     fn run_cycles(&mut self, cycles: u64) -> Result<u64>;
+    /// What the host's scheduling points did so far
+    /// ([`crate::host_clock`]), where the backend has them (the embedded
+    /// simulator).
+    #[cfg(feature = "sim")]
+    fn host_clock(&self) -> Option<crate::host_clock::HostClockStats> {
+        None
+    }
     /// Samples the PC of each of `cores` at every scheduling slice from now
     /// on, dropping earlier samples (an empty list stops): a statistical
     /// profile, where the backend can take one (the embedded simulator).
