@@ -35,10 +35,13 @@
 //! request, and the one attached client waits for the reply before it looks
 //! at sysmem again (the socket round trip orders the accesses).
 
-use crate::backend::{claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES};
-use crate::config::DeviceConfig;
+use crate::backend::{
+    check_sysmem, claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES,
+};
+use crate::config::{DeviceConfig, HostSchedule};
 use crate::error::{DriverError, Result};
 use crate::geometry::CoreId;
+use crate::host_clock::{Access, HostClock};
 use crate::tlb::{RegisterWindows, TlbBar, Windows};
 use cqlab_abi::arch::tlb::TlbConfig;
 use cqlab_abi::arch::ArchParams;
@@ -91,6 +94,11 @@ pub struct DaemonBackend {
     regs: RegisterWindows,
     windows: Windows,
     poll_cycles: u64,
+    /// The host's scheduling points at their modelled costs, as the
+    /// embedded simulator charges them (no jitter or PCT: the daemon's
+    /// schedule is not the run's seed), so the same program reaches the same
+    /// device state and time through either.
+    clock: HostClock,
 }
 
 /// The connection: requests and the device time their replies carry.
@@ -433,6 +441,7 @@ impl DaemonBackend {
             regs,
             windows,
             poll_cycles: DEFAULT_POLL_CYCLES,
+            clock: HostClock::new(0, HostSchedule::default()),
         })
     }
 
@@ -479,6 +488,15 @@ impl DaemonBackend {
 
     fn request(&mut self, req: &Request) -> Result<Vec<u8>> {
         self.link.request(req)
+    }
+
+    /// A scheduling point: the device runs what the host's clock says
+    /// before access `a` takes effect.
+    fn host_access(&mut self, a: Access) -> Result<()> {
+        match self.clock.before(a) {
+            Some(cycles) => self.request(&Request::Poll { cycles }).map(drop),
+            None => Ok(()),
+        }
     }
 
     fn bar(&mut self) -> (&mut Windows, DaemonBar<'_>) {
@@ -545,28 +563,36 @@ impl Backend for DaemonBackend {
         self.board.arch().params()
     }
     fn write(&mut self, addr: NocAddr, data: &[u8]) -> Result<()> {
+        self.host_access(Access::BarWrite)?;
         let (windows, mut bar) = self.bar();
         windows.write(&mut bar, addr, data)
     }
     fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
+        self.host_access(Access::BarRead)?;
         let (windows, mut bar) = self.bar();
         windows.read(&mut bar, addr, buf)
     }
     fn bar0_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
+        self.host_access(Access::BarRead)?;
         self.link.bar_read(0, offset as u64, buf)
     }
     fn sysmem_len(&self) -> usize {
         self.sysmem.len()
     }
     fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
+        check_sysmem(offset, buf.len(), self.sysmem.len())?;
+        self.host_access(Access::SysmemRead(buf.len()))?;
         // The daemon touches sysmem only while serving our request (module docs).
         snapshot_read(&self.sysmem, offset, buf)
     }
     fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]> {
+        check_sysmem(offset, len, self.sysmem.len())?;
+        self.host_access(Access::SysmemWrite(len))?;
         claim_slice(&mut self.sysmem, offset, len)
     }
     fn poll(&mut self) -> Result<u64> {
-        self.request(&Request::Poll { cycles: self.poll_cycles })?;
+        let cycles = self.poll_cycles + self.clock.take_owed();
+        self.request(&Request::Poll { cycles })?;
         Ok(self.link.now)
     }
     fn now(&self) -> u64 {
@@ -623,7 +649,8 @@ impl Introspect for DaemonBackend {
         Ok(true)
     }
     fn run_cycles(&mut self, cycles: u64) -> Result<u64> {
-        self.request(&Request::Poll { cycles })?;
+        let owed = self.clock.take_owed();
+        self.request(&Request::Poll { cycles: cycles.saturating_add(owed) })?;
         Ok(self.link.now)
     }
 }

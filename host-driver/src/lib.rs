@@ -23,7 +23,7 @@ pub mod error;
 pub mod events;
 pub mod geometry;
 pub mod hang_dump;
-#[cfg(feature = "sim")]
+#[cfg(any(feature = "sim", feature = "daemon"))]
 pub mod host_clock;
 pub mod kernel;
 pub mod program;

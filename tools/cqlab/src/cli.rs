@@ -51,7 +51,8 @@ pub struct HostArgs {
     /// Host jitter: before each host access to the device (a BAR read or
     /// write, a sysmem read or write) takes effect, the device runs a
     /// seeded 0..=N cycles beyond the access's modelled cost (0..=10000;
-    /// default 0, for `race` 2000). Embedded simulator only.
+    /// default 0; `race` draws 2000 or 0 per seed and writes the seed's
+    /// into its replay line). Embedded simulator only.
     #[arg(long, value_name = "CYCLES",
           value_parser = clap::value_parser!(u64).range(0..=MAX_HOST_JITTER_CYCLES))]
     pub host_jitter: Option<u64>,
@@ -67,7 +68,8 @@ pub struct HostArgs {
     pub host_pct_steps: u64,
 }
 
-/// Default `--host-jitter` of `race`: its workloads hunt bugs on both
+/// `--host-jitter` of `race` on the seeds that draw host jitter (about
+/// half, when the option is not given): its workloads hunt bugs on both
 /// sides of the protocol.
 pub const RACE_HOST_JITTER: u64 = 2000;
 /// Default `--host-pct-steps`: about the host accesses of one seed of the

@@ -151,7 +151,7 @@ impl Plan {
             completion_size: a.completion_size,
             ring_pages: a.ring_pages,
             worker_kernel: "spin".into(),
-            host_schedule: a.host.schedule(crate::cli::RACE_HOST_JITTER),
+            host_schedule: self.host_schedule(seed),
             ..Default::default()
         };
         a.chip.apply(&mut cfg).expect("--chip and --harvest checked by Plan::new");
@@ -177,6 +177,20 @@ impl Plan {
         }
         self.faults.apply_device(&mut cfg);
         (sim, cfg)
+    }
+
+    /// The host's schedule for `seed`: `--host-jitter` as given, or by
+    /// default [`RACE_HOST_JITTER`] on about half the seeds (drawn from the
+    /// seed) and none on the others. A stalling host is what exposes
+    /// host-side ordering bugs, and what hides device-side windows that need
+    /// a host quick to follow up (a known-bug variant's event read right
+    /// behind its record): a campaign hunts both.
+    ///
+    /// [`RACE_HOST_JITTER`]: crate::cli::RACE_HOST_JITTER
+    pub fn host_schedule(&self, seed: u64) -> cqlab_driver::HostSchedule {
+        let drawn = || if host_jitter_drawn(seed) { crate::cli::RACE_HOST_JITTER } else { 0 };
+        let jitter = self.args.host.host_jitter.unwrap_or_else(drawn);
+        cqlab_driver::HostSchedule { jitter_cycles: jitter, ..self.args.host.schedule(0) }
     }
 
     /// The options that shape a run, every one written out, so the line
@@ -213,7 +227,8 @@ impl Plan {
             // Without PCT there are no PCT steps (the option is refused).
             opt("pct-steps", a.pct_steps.to_string());
         }
-        v.extend(a.host.argv(crate::cli::RACE_HOST_JITTER));
+        // Without --host-jitter each seed draws its own (see `replay_argv`).
+        v.extend(a.host.argv(0));
         for f in &a.faults {
             v.extend(["--faults".to_owned(), f.clone()]);
         }
@@ -223,6 +238,9 @@ impl Plan {
     /// `cqlab ...` arguments that replay exactly `seed`.
     pub fn replay_argv(&self, seed: u64) -> Vec<String> {
         let mut v = self.shape_argv();
+        if self.args.host.host_jitter.is_none() {
+            v.extend(["--host-jitter".into(), self.host_schedule(seed).jitter_cycles.to_string()]);
+        }
         v.extend(["--seed-base".into(), seed.to_string(), "--seeds".into(), "1".into()]);
         v
     }
@@ -237,6 +255,16 @@ impl Plan {
     fn owned_count(&self) -> u64 {
         self.shard.count_in(self.args.seeds)
     }
+}
+
+/// Whether `seed` runs with host jitter when `--host-jitter` is not given:
+/// a bit of the seed's SplitMix64 hash, independent of every stream the
+/// simulator forks from the seed.
+fn host_jitter_drawn(seed: u64) -> bool {
+    let mut z = seed ^ 0x686f_7374_6a69_7474; // "hostjitt"
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) & 1 == 1
 }
 
 /// The chip a seed's configuration runs on (its queues placed).
@@ -460,7 +488,10 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         outln!("{v}");
         return Ok(());
     }
-    let host = a.host.schedule(crate::cli::RACE_HOST_JITTER);
+    let host = match a.host.host_jitter {
+        Some(j) => j.to_string(),
+        None => format!("{} on half the seeds", crate::cli::RACE_HOST_JITTER),
+    };
     let header = format!(
         "race {} (firmware {}, shard {}, {} iterations, jitter {}, delay {}, pct depth {}, host jitter {}, host pct {})",
         a.workload.name(),
@@ -470,8 +501,8 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         a.jitter,
         a.delay,
         a.pct_depth,
-        host.jitter_cycles,
-        host.pct.map_or(0, |p| p.points)
+        host,
+        a.host.host_pct
     );
     report.print(&header);
     Ok(())

@@ -1,6 +1,6 @@
 //! Each host mutant the race finder catches (`cargo xtask mutants --host`,
 //! docs/race-finder.md "Host mutants") shows its symptom under a named seed
-//! of a race workload with host jitter at `race`'s default, and (where the
+//! of a race workload with host jitter 2000 (`race`'s), and (where the
 //! symptom needs the host's accesses interleaved) not on the same seed with
 //! host jitter off; the correct driver passes that seed. The mutant is
 //! chosen per device at run time (`DeviceConfig::host_mutant`, the driver's
@@ -15,6 +15,10 @@ struct RaceCli {
     #[command(flatten)]
     args: cqlab::race::Args,
 }
+
+/// The host jitter the campaign that caught them ran every seed with
+/// (`race`'s on the seeds that draw host jitter).
+const HOST_JITTER: u64 = 2000;
 
 /// One seed of `cqlab race --workload WORKLOAD` at its defaults, with
 /// `--host-jitter` if given and the driver as `mutant`: the failure's
@@ -31,13 +35,13 @@ fn race(workload: &str, seed: u64, host_jitter: Option<u64>, mutant: Option<&'st
 }
 
 /// `mutant` fails `workload` at `seed` with a signature containing
-/// `symptom` under race's default host jitter; with host jitter off it
+/// `symptom` under [`HOST_JITTER`]; with host jitter off it
 /// passes when the symptom `needs_host_jitter`, and fails the same way when
 /// the device alone runs ahead far enough (while the host waits). The
 /// correct driver passes the seed.
 fn shows_symptom(mutant: &'static str, workload: &str, seed: u64, symptom: &str, needs_host_jitter: bool) {
     let what = format!("{mutant}, race --workload {workload} seed {seed}");
-    match race(workload, seed, None, Some(mutant)) {
+    match race(workload, seed, Some(HOST_JITTER), Some(mutant)) {
         Some(signature) => assert!(signature.contains(symptom), "{what}: {signature}"),
         None => panic!("{what}: passed with host jitter on"),
     }
@@ -47,7 +51,7 @@ fn shows_symptom(mutant: &'static str, workload: &str, seed: u64, symptom: &str,
         (Some(signature), false) => assert!(signature.contains(symptom), "{what}, host jitter off: {signature}"),
         (None, true) => {}
     }
-    if let Some(signature) = race(workload, seed, None, None) {
+    if let Some(signature) = race(workload, seed, Some(HOST_JITTER), None) {
         panic!("the correct driver, race --workload {workload} seed {seed}: {signature}");
     }
 }
@@ -70,6 +74,8 @@ caught! {
         "host-doorbell-before-staged-blob", "programs", 2, "prefetch queue slot", true;
     staged_reuse_while_fetching_runs_a_kernel_from_overwritten_bytes:
         "host-staged-reuse-while-fetching", "programs", 169, "worker RUN HALTED", true;
+    completion_rd_before_consume_lets_the_dispatcher_overwrite_unread_records:
+        "host-completion-rd-before-consume", "random", 2, "corrupt-completion", true;
     // The device alone runs a launch ahead of a one-short WAIT while the
     // host waits: host jitter is not what exposes it.
     config_wait_one_short_lets_a_program_overwrite_running_config:

@@ -1,8 +1,8 @@
 //! `cargo xtask mutants --host`: builds the `cqlab` tool once per host
 //! mutant (one host step of the CQ protocol reordered or loosened in the
 //! driver, `cqlab_driver::queue::mutant`, chosen by `$CQLAB_HOST_MUTANT`)
-//! and races each with `cqlab race` at its default options (host jitter on)
-//! until a workload catches it: the race finder measured on host-side
+//! and races each with `cqlab race` at its default options, host jitter
+//! 2000 on every seed, until a workload catches it: the race finder measured on host-side
 //! ordering bugs, as `cargo xtask mutants` measures it on the firmware's.
 
 use crate::{cargo, firmware, run};
@@ -15,6 +15,9 @@ use std::process::Command;
 
 const USAGE: &str = "usage: cargo xtask mutants --host [--seeds N] [--jobs J] [--only NAME,...] [--workloads W,...] \
                      [--tests] [--json FILE] [--list]";
+
+/// `--host-jitter` of every seed raced.
+const HOST_JITTER: &str = "2000";
 
 /// Workloads tried in turn, cheapest first.
 const WORKLOADS: &[&str] = &["two-queue", "random", "programs"];
@@ -164,7 +167,9 @@ fn race(cqlab: &Path, firmware_dir: &Path, m: &'static Mutant, o: &Options) -> R
     for w in &o.workloads {
         let out = Command::new(cqlab)
             .env("CQLAB_FIRMWARE_DIR", firmware_dir)
-            .args(["race", "--workload", w])
+            // Every seed with host jitter (race draws it for half of them
+            // by default): the mutants are the host's.
+            .args(["race", "--workload", w, "--host-jitter", HOST_JITTER])
             .args(["--seeds", &o.seeds.to_string(), "--jobs", &o.jobs.to_string(), "--until-first", "--json"])
             .output()
             .with_context(|| format!("running {}", cqlab.display()))?;
@@ -192,7 +197,8 @@ fn table(outcomes: &[Outcome], o: &Options) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "host mutants: {} built, each raced with {} at default options ({} seeds each, until the first failure)",
+        "host mutants: {} built, each raced with {} at default options and --host-jitter {HOST_JITTER} ({} seeds each, \
+         until the first failure)",
         outcomes.len(),
         o.workloads.join(", then "),
         o.seeds
