@@ -23,7 +23,7 @@ pub mod error;
 pub mod events;
 pub mod geometry;
 pub mod hang_dump;
-#[cfg(any(feature = "sim", feature = "daemon"))]
+#[cfg(any(feature = "sim", feature = "daemon", feature = "ttsim"))]
 pub mod host_clock;
 pub mod kernel;
 pub mod program;

@@ -154,7 +154,7 @@ pub trait Introspect {
     /// What the host's scheduling points did so far
     /// ([`crate::host_clock`]), where the backend has them (the embedded
     /// simulator).
-    #[cfg(any(feature = "sim", feature = "daemon"))]
+    #[cfg(any(feature = "sim", feature = "daemon", feature = "ttsim"))]
     fn host_clock(&self) -> Option<crate::host_clock::HostClockStats> {
         None
     }

@@ -31,10 +31,13 @@
 pub mod host_memory;
 pub mod library;
 
-use crate::backend::{claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES};
-use crate::config::DeviceConfig;
+use crate::backend::{
+    check_sysmem, claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES,
+};
+use crate::config::{DeviceConfig, HostSchedule};
 use crate::error::{DriverError, LibraryProblem, Result};
 use crate::geometry::CoreId;
+use crate::host_clock::{Access, HostClock};
 use crate::tlb::{RegisterWindows, TlbBar, Windows};
 use cqlab_abi::arch::bar::{iatu, PCI_VENDOR_ID};
 use cqlab_abi::arch::tlb::TlbConfig;
@@ -133,6 +136,11 @@ pub struct TtSim {
     /// Cycles the host let pass (`libttsim_clock`), the clock of a library
     /// that does not report its own.
     clocked: u64,
+    /// The host's scheduling points at their modelled costs, as the
+    /// embedded simulator charges them (no jitter or PCT), each a
+    /// `libttsim_clock`: the same program reaches the same device time
+    /// through cqlab's library as embedded.
+    host: HostClock,
 }
 
 impl TtSim {
@@ -178,7 +186,8 @@ impl TtSim {
         };
         bar.regs = RegisterWindows::new(params);
         let windows = Windows::new(bar.regs.count());
-        let mut dev = TtSim { bar, windows, params, sysmem, clocked: 0 };
+        let mut dev =
+            TtSim { bar, windows, params, sysmem, clocked: 0, host: HostClock::new(0, HostSchedule::default()) };
         dev.map_sysmem()?;
         Ok(dev)
     }
@@ -240,16 +249,28 @@ impl TtSim {
         self.windows.configured()
     }
 
-    /// Lets `cycles` pass on the device.
+    /// Lets `cycles` pass on the device (`libttsim_clock(0)` charges what
+    /// the chip holds posted).
     fn clock(&mut self, mut cycles: u64) -> Result<u64> {
-        while cycles > 0 {
+        loop {
             let n = cycles.min(u32::MAX as u64) as u32;
             self.bar.lib.clock(n);
             self.clocked += n as u64;
             cycles -= n as u64;
             self.bar.check(|| format!("libttsim_clock({n})"))?;
+            if cycles == 0 {
+                return Ok(self.now());
+            }
         }
-        Ok(self.now())
+    }
+
+    /// A scheduling point: the device runs what the host's clock says
+    /// before access `a` takes effect.
+    fn host_access(&mut self, a: Access) -> Result<()> {
+        match self.host.before(a) {
+            Some(cycles) => self.clock(cycles).map(drop),
+            None => Ok(()),
+        }
     }
 }
 
@@ -278,26 +299,34 @@ impl Backend for TtSim {
         self.params
     }
     fn write(&mut self, addr: NocAddr, data: &[u8]) -> Result<()> {
+        self.host_access(Access::BarWrite)?;
         self.windows.write(&mut self.bar, addr, data)
     }
     fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
+        self.host_access(Access::BarRead)?;
         self.windows.read(&mut self.bar, addr, buf)
     }
     fn bar0_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
+        self.host_access(Access::BarRead)?;
         self.bar.read(0, offset as u64, buf)
     }
     fn sysmem_len(&self) -> usize {
         self.sysmem.len()
     }
     fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
+        check_sysmem(offset, buf.len(), self.sysmem.len())?;
+        self.host_access(Access::SysmemRead(buf.len()))?;
         // The device writes sysmem only inside our library calls.
         snapshot_read(&self.sysmem, offset, buf)
     }
     fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]> {
+        check_sysmem(offset, len, self.sysmem.len())?;
+        self.host_access(Access::SysmemWrite(len))?;
         claim_slice(&mut self.sysmem, offset, len)
     }
     fn poll(&mut self) -> Result<u64> {
-        self.clock(DEFAULT_POLL_CYCLES)
+        let owed = self.host.take_owed();
+        self.clock(DEFAULT_POLL_CYCLES + owed)
     }
     fn now(&self) -> u64 {
         self.bar.lib.device_time().unwrap_or(self.clocked)
@@ -331,6 +360,7 @@ impl Introspect for TtSim {
         Ok(false)
     }
     fn run_cycles(&mut self, cycles: u64) -> Result<u64> {
-        self.clock(cycles)
+        let owed = self.host.take_owed();
+        self.clock(cycles.saturating_add(owed))
     }
 }
