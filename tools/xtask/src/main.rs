@@ -21,6 +21,7 @@ mod fuzz;
 mod host_mutants;
 mod libttsim;
 mod links;
+mod mutant_race;
 mod mutants;
 mod toolchain;
 

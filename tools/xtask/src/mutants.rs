@@ -5,6 +5,7 @@
 //! A mutant that survives every workload is a finding either way: a wait
 //! nothing in the protocol needs, or a window the finder cannot reach.
 
+use crate::mutant_race::{failed_tests, print_out, race_until_caught, row_json, write_json, Caught, Options};
 use crate::toolchain::{self, TARGET};
 use crate::{cargo, firmware, run};
 use anyhow::{bail, Context, Result};
@@ -12,7 +13,6 @@ use cqlab_abi::arch::Arch;
 use cqlab_abi::soc::Board;
 use cqlab_kernels::mutant::{Mutant, MUTANTS};
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -20,27 +20,12 @@ const USAGE: &str =
     "usage: cargo xtask mutants [--host] [--seeds N] [--jobs J] [--only NAME,...] [--workloads W,...] [--tests] \
                      [--json FILE] [--list]";
 
-/// Workloads tried in turn, cheapest first.
-const WORKLOADS: &[&str] = &["two-queue", "random", "programs"];
-
-struct Options {
-    seeds: u64,
-    jobs: u32,
-    only: Vec<String>,
-    workloads: Vec<String>,
-    /// Also run the whole test suite on each mutant.
-    tests: bool,
-    json: Option<PathBuf>,
-}
-
 /// What racing one mutant found.
 struct Outcome {
     mutant: &'static Mutant,
     /// The chip it was built for and raced on.
     arch: Arch,
-    /// The workload that caught it, seeds run to the first failure, and
-    /// that failure's signature and replay line.
-    caught: Option<(String, u64, String, String)>,
+    caught: Option<Caught>,
     seeds_run: u64,
     /// With `--tests`: the tests that failed on it.
     failed_tests: Option<Vec<String>>,
@@ -51,44 +36,10 @@ pub fn command(root: &Path, args: &[String]) -> Result<()> {
         let rest: Vec<String> = args.iter().filter(|a| *a != "--host").cloned().collect();
         return crate::host_mutants::command(root, &rest);
     }
-    let mut o = Options {
-        seeds: 30,
-        jobs: 2,
-        only: Vec::new(),
-        workloads: WORKLOADS.iter().map(|w| w.to_string()).collect(),
-        tests: false,
-        json: None,
-    };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || it.next().with_context(|| format!("{a} needs a value ({USAGE})"));
-        match a.as_str() {
-            "--list" => {
-                let list: String = MUTANTS.iter().map(|m| format!("{:44} {}\n", m.name, m.drops)).collect();
-                print_out(&list);
-                return Ok(());
-            }
-            "--seeds" => o.seeds = value()?.parse().ok().filter(|&n| n > 0).context("--seeds: a positive number")?,
-            "--jobs" => o.jobs = value()?.parse().ok().filter(|j| (1..=256).contains(j)).context("--jobs: 1..=256")?,
-            "--only" => o.only = value()?.split(',').map(str::to_owned).collect(),
-            "--workloads" => o.workloads = value()?.split(',').map(str::to_owned).collect(),
-            "--json" => o.json = Some(PathBuf::from(value()?)),
-            "--tests" => o.tests = true,
-            other => bail!("unknown argument {other:?} ({USAGE})"),
-        }
-    }
-    for name in &o.only {
-        if !MUTANTS.iter().any(|m| m.name == name) {
-            bail!("--only {name}: no such mutant (`cargo xtask mutants --list`)");
-        }
-    }
-    for w in &o.workloads {
-        if !WORKLOADS.contains(&w.as_str()) {
-            bail!("--workloads {w}: one of {}", WORKLOADS.join(", "));
-        }
-    }
-    let selected: Vec<&'static Mutant> =
-        MUTANTS.iter().filter(|m| o.only.is_empty() || o.only.iter().any(|n| n == m.name)).collect();
+    let names: Vec<&str> = MUTANTS.iter().map(|m| m.name).collect();
+    let list = || MUTANTS.iter().map(|m| format!("{:44} {}\n", m.name, m.drops)).collect();
+    let Some(o) = Options::parse(args, 30, &names, list, USAGE)? else { return Ok(()) };
+    let selected: Vec<&'static Mutant> = MUTANTS.iter().filter(|m| o.selects(m.name)).collect();
 
     // The normal images (kernels, worker) and the race tool first.
     firmware::build(root)?;
@@ -110,21 +61,13 @@ pub fn command(root: &Path, args: &[String]) -> Result<()> {
         }
     }
     print_out(&table(&outcomes, &o));
-    if let Some(path) = &o.json {
-        std::fs::write(path, serde_json::to_string_pretty(&to_json(&outcomes, &o))? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
+    write_json(&o, &to_json(&outcomes, &o))?;
     let survived = |x: &&Outcome| x.caught.is_none() && x.failed_tests.as_ref().is_none_or(|t| t.is_empty());
     let survivors = outcomes.iter().filter(survived).count();
     if survivors > 0 {
         bail!("{survivors} of {} mutants survived (see the table)", outcomes.len());
     }
     Ok(())
-}
-
-/// Writes to stdout; a reader that went away (`| head -1`) is not an error.
-fn print_out(text: &str) {
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 fn target_dir(root: &Path) -> PathBuf {
@@ -197,19 +140,7 @@ fn failing_tests(dir: &Path) -> Result<Vec<String>> {
         .args(["nextest", "run", "--workspace", "--no-fail-fast", "--color", "never"])
         .output()
         .context("running cargo nextest (is cargo-nextest installed?)")?;
-    let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
-    let mut failed: Vec<String> = log
-        .lines()
-        .filter_map(|l| l.trim_start().strip_prefix("FAIL ["))
-        .filter_map(|rest| rest.split_once(") ").map(|(_, name)| name.trim().to_owned()))
-        .collect();
-    failed.sort();
-    failed.dedup();
-    if failed.is_empty() && !out.status.success() {
-        bail!("the tests did not run on {}:\n{log}", dir.display());
-    }
-    eprintln!("xtask:   tests: {} failed", failed.len());
-    Ok(failed)
+    failed_tests(&out, &dir.display().to_string())
 }
 
 /// Races mutant `m` (its ELFs in `dir`) on a board of chip `arch` with
@@ -219,31 +150,13 @@ fn race(cqlab: &Path, firmware_dir: &Path, dir: &Path, m: &'static Mutant, arch:
         Arch::Wormhole => Board::WormholeN150,
         Arch::Blackhole => Board::BlackholeP150a,
     };
-    let mut seeds_run = 0;
-    for w in &o.workloads {
-        let out = Command::new(cqlab)
-            .env("CQLAB_FIRMWARE_DIR", firmware_dir)
-            .args(["race", "--chip", chip.name(), "--workload", w, "--firmware"])
-            .arg(dir)
-            .args(["--seeds", &o.seeds.to_string(), "--jobs", &o.jobs.to_string(), "--until-first", "--json"])
-            .output()
-            .with_context(|| format!("running {}", cqlab.display()))?;
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).with_context(|| {
-            format!("cqlab race --workload {w} on {}: {}", m.name, String::from_utf8_lossy(&out.stderr).trim())
-        })?;
-        seeds_run += v["runs"].as_u64().unwrap_or(0);
-        if v["failures"].as_u64().unwrap_or(0) > 0 {
-            let first = v["runs_to_first_failure"].as_u64().unwrap_or(0);
-            let sig = &v["signatures"][0];
-            let signature = sig["signature"].as_str().unwrap_or("").to_owned();
-            let replay = sig["replay"].as_str().unwrap_or("").to_owned();
-            eprintln!("xtask:   caught by {w} at seed {first}: {signature}");
-            let caught = Some((w.clone(), first, signature, replay));
-            return Ok(Outcome { mutant: m, arch, caught, seeds_run, failed_tests: None });
-        }
-        eprintln!("xtask:   {w}: 0 of {} seeds failed", o.seeds);
-    }
-    Ok(Outcome { mutant: m, arch, caught: None, seeds_run, failed_tests: None })
+    let (caught, seeds_run) = race_until_caught(m.name, o, |w| {
+        let mut c = Command::new(cqlab);
+        c.env("CQLAB_FIRMWARE_DIR", firmware_dir);
+        c.args(["race", "--chip", chip.name(), "--workload", w, "--firmware"]).arg(dir);
+        c
+    })?;
+    Ok(Outcome { mutant: m, arch, caught, seeds_run, failed_tests: None })
 }
 
 /// The result table, as printed.
@@ -261,9 +174,11 @@ fn table(outcomes: &[Outcome], o: &Options) -> String {
         let tests = x.failed_tests.as_ref().map_or("-".into(), |t| t.len().to_string());
         let chip = x.arch.short_name();
         let _ = match &x.caught {
-            Some((w, first, sig, _)) => {
-                writeln!(t, "{:44} {:10} {:10} {:>6} {:>6}  {}", x.mutant.name, chip, w, first, tests, sig)
-            }
+            Some(c) => writeln!(
+                t,
+                "{:44} {:10} {:10} {:>6} {:>6}  {}",
+                x.mutant.name, chip, c.workload, c.seeds, tests, c.signature
+            ),
             None => writeln!(
                 t,
                 "{:44} {:10} {:10} {:>6} {:>6}  not caught: {}",
@@ -292,22 +207,14 @@ fn to_json(outcomes: &[Outcome], o: &Options) -> serde_json::Value {
     let rows: Vec<_> = outcomes
         .iter()
         .map(|x| {
-            let (workload, first, signature, replay) = match &x.caught {
-                Some((w, f, s, r)) => (Some(w.clone()), Some(*f), Some(s.clone()), Some(r.clone())),
-                None => (None, None, None, None),
-            };
-            serde_json::json!({
+            let fields = serde_json::json!({
                 "mutant": x.mutant.name,
                 "chip": x.arch.short_name(),
                 "drops": x.mutant.drops,
-                "caught": x.caught.is_some(),
-                "workload": workload,
-                "seeds_to_first_failure": first,
                 "seeds_run": x.seeds_run,
-                "signature": signature,
-                "replay": replay,
                 "failed_tests": x.failed_tests,
-            })
+            });
+            row_json(fields, x.caught.as_ref())
         })
         .collect();
     serde_json::json!({ "seeds_per_workload": o.seeds, "workloads": o.workloads, "mutants": rows })

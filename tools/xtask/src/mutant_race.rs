@@ -1,0 +1,171 @@
+//! What `cargo xtask mutants` and `cargo xtask mutants --host` share: their
+//! options, racing one build with `cqlab race` workload after workload until
+//! one fails, reading the failing tests out of a nextest run, and output.
+
+use anyhow::{bail, Context, Result};
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// Workloads tried in turn, cheapest first.
+pub const WORKLOADS: &[&str] = &["two-queue", "random", "programs"];
+
+pub struct Options {
+    pub seeds: u64,
+    pub jobs: u32,
+    pub only: Vec<String>,
+    pub workloads: Vec<String>,
+    /// Also run the whole test suite on each mutant.
+    pub tests: bool,
+    pub json: Option<PathBuf>,
+}
+
+impl Options {
+    /// Parses `args` for mutants called `names` (`--seeds` defaulting to
+    /// `seeds`); `None` when `--list` printed `list()` instead.
+    pub fn parse(
+        args: &[String],
+        seeds: u64,
+        names: &[&str],
+        list: impl FnOnce() -> String,
+        usage: &str,
+    ) -> Result<Option<Self>> {
+        let mut o = Options {
+            seeds,
+            jobs: 2,
+            only: Vec::new(),
+            workloads: WORKLOADS.iter().map(|w| w.to_string()).collect(),
+            tests: false,
+            json: None,
+        };
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            let mut value = || it.next().with_context(|| format!("{a} needs a value ({usage})"));
+            match a.as_str() {
+                "--list" => {
+                    print_out(&list());
+                    return Ok(None);
+                }
+                "--seeds" => {
+                    o.seeds = value()?.parse().ok().filter(|&n| n > 0).context("--seeds: a positive number")?
+                }
+                "--jobs" => {
+                    o.jobs = value()?.parse().ok().filter(|j| (1..=256).contains(j)).context("--jobs: 1..=256")?
+                }
+                "--only" => o.only = value()?.split(',').map(str::to_owned).collect(),
+                "--workloads" => o.workloads = value()?.split(',').map(str::to_owned).collect(),
+                "--json" => o.json = Some(PathBuf::from(value()?)),
+                "--tests" => o.tests = true,
+                other => bail!("unknown argument {other:?} ({usage})"),
+            }
+        }
+        for name in &o.only {
+            if !names.contains(&name.as_str()) {
+                bail!("--only {name}: no such mutant (`--list` lists them)");
+            }
+        }
+        for w in &o.workloads {
+            if !WORKLOADS.contains(&w.as_str()) {
+                bail!("--workloads {w}: one of {}", WORKLOADS.join(", "));
+            }
+        }
+        Ok(Some(o))
+    }
+
+    /// Whether `--only` keeps mutant `name`.
+    pub fn selects(&self, name: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|n| n == name)
+    }
+}
+
+/// The workload that caught a mutant and its first failure.
+pub struct Caught {
+    pub workload: String,
+    /// Seeds run until the first failure (with `--jobs`, in finishing order).
+    pub seeds: u64,
+    /// The failing seed.
+    pub seed: u64,
+    pub signature: String,
+    pub replay: String,
+}
+
+/// Races a mutant with each workload in turn until one fails: `race(w)` is
+/// `cqlab race --workload w` with the mutant's options, to which the
+/// campaign's are added. Returns what caught it, and the seeds run.
+pub fn race_until_caught(name: &str, o: &Options, race: impl Fn(&str) -> Command) -> Result<(Option<Caught>, u64)> {
+    let mut seeds_run = 0;
+    for w in &o.workloads {
+        let out = race(w)
+            .args(["--seeds", &o.seeds.to_string(), "--jobs", &o.jobs.to_string(), "--until-first", "--json"])
+            .output()
+            .context("running cqlab race")?;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).with_context(|| {
+            format!("cqlab race --workload {w} with {name}: {}", String::from_utf8_lossy(&out.stderr).trim())
+        })?;
+        seeds_run += v["runs"].as_u64().unwrap_or(0);
+        if v["failures"].as_u64().unwrap_or(0) > 0 {
+            let sig = &v["signatures"][0];
+            let caught = Caught {
+                workload: w.clone(),
+                seeds: v["runs_to_first_failure"].as_u64().unwrap_or(0),
+                seed: v["first_failing_seed"].as_u64().unwrap_or(0),
+                signature: sig["signature"].as_str().unwrap_or("").to_owned(),
+                replay: sig["replay"].as_str().unwrap_or("").to_owned(),
+            };
+            eprintln!(
+                "xtask:   caught by {w} after {} seeds, first at seed {}: {}",
+                caught.seeds, caught.seed, caught.signature
+            );
+            return Ok((Some(caught), seeds_run));
+        }
+        eprintln!("xtask:   {w}: 0 of {} seeds failed", o.seeds);
+    }
+    Ok((None, seeds_run))
+}
+
+/// The tests a nextest run (`out`) failed on `what`.
+pub fn failed_tests(out: &Output, what: &str) -> Result<Vec<String>> {
+    let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    let mut failed: Vec<String> = log
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("FAIL ["))
+        .filter_map(|rest| rest.split_once(") ").map(|(_, name)| name.trim().to_owned()))
+        .collect();
+    failed.sort();
+    failed.dedup();
+    if failed.is_empty() && !out.status.success() {
+        bail!("the tests did not run on {what}:\n{log}");
+    }
+    eprintln!("xtask:   tests: {} failed", failed.len());
+    Ok(failed)
+}
+
+/// A JSON row: `fields` and what caught the mutant (nulls if nothing).
+pub fn row_json(mut fields: serde_json::Value, c: Option<&Caught>) -> serde_json::Value {
+    let caught = serde_json::json!({
+        "caught": c.is_some(),
+        "workload": c.map(|c| &c.workload),
+        "seeds_to_first_failure": c.map(|c| c.seeds),
+        "first_failing_seed": c.map(|c| c.seed),
+        "signature": c.map(|c| &c.signature),
+        "replay": c.map(|c| &c.replay),
+    });
+    if let (Some(row), serde_json::Value::Object(more)) = (fields.as_object_mut(), caught) {
+        row.extend(more);
+    }
+    fields
+}
+
+/// Writes the report to `--json`, if given.
+pub fn write_json(o: &Options, report: &serde_json::Value) -> Result<()> {
+    if let Some(path) = &o.json {
+        std::fs::write(path, serde_json::to_string_pretty(report)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Writes to stdout; a reader that went away (`| head -1`) is not an error.
+pub fn print_out(text: &str) {
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
