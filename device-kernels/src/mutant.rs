@@ -8,6 +8,8 @@
 //! With `$CQLAB_MUTANT` unset every [`dropped`] is a constant `false` and
 //! the normal firmware is unchanged.
 
+use cqlab_abi::firmware::same_name;
+
 /// One mutant: its name (`$CQLAB_MUTANT`) and the wait it leaves out.
 pub struct Mutant {
     pub name: &'static str,
@@ -93,7 +95,7 @@ const _: () = if let Some(name) = SELECTED {
 pub const fn dropped(name: &str) -> bool {
     assert!(listed(name), "a mutant used in the firmware is missing from `mutant::MUTANTS`");
     match SELECTED {
-        Some(selected) => same(selected, name),
+        Some(selected) => same_name(selected, name),
         None => false,
     }
 }
@@ -101,27 +103,12 @@ pub const fn dropped(name: &str) -> bool {
 const fn listed(name: &str) -> bool {
     let mut i = 0;
     while i < MUTANTS.len() {
-        if same(MUTANTS[i].name, name) {
+        if same_name(MUTANTS[i].name, name) {
             return true;
         }
         i += 1;
     }
     false
-}
-
-const fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
 
 #[cfg(test)]

@@ -56,3 +56,21 @@ pub const KNOWN_BUG_VARIANTS: [&str; 6] = [
     "event-zero-signalled",
     "relay-reuse-before-sent",
 ];
+
+/// Whether names `a` and `b` are equal, in a `const` context: the firmware
+/// and the driver choose their mutants at build time by name
+/// (`$CQLAB_MUTANT`, `$CQLAB_HOST_MUTANT`) and check the name at compile time.
+pub const fn same_name(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}

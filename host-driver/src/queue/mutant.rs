@@ -14,6 +14,8 @@
 //! (`DeviceConfig::host_mutant`), so one test binary shows each symptom
 //! beside the correct driver.
 
+use cqlab_abi::firmware::same_name;
+
 /// One host mutant: its name (`$CQLAB_HOST_MUTANT`) and the step it changes.
 pub struct Mutant {
     pub name: &'static str,
@@ -90,7 +92,7 @@ pub(crate) use mutant;
 #[inline(always)]
 pub fn on(cfg: &crate::config::DeviceConfig, name: &str) -> bool {
     if let Some(selected) = SELECTED {
-        return same(selected, name);
+        return same_name(selected, name);
     }
     chosen(cfg, name)
 }
@@ -126,27 +128,12 @@ pub fn find(name: &str) -> Option<&'static Mutant> {
 pub const fn listed(name: &str) -> bool {
     let mut i = 0;
     while i < MUTANTS.len() {
-        if same(MUTANTS[i].name, name) {
+        if same_name(MUTANTS[i].name, name) {
             return true;
         }
         i += 1;
     }
     false
-}
-
-const fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
 
 #[cfg(test)]
