@@ -39,7 +39,7 @@ use crate::digest::Digest;
 use crate::dram::Dram;
 use crate::elf::{ElfError, ElfImage, Window};
 use crate::fastforward::{probe, FfState, Probe};
-use crate::hart::{Hart, Stop};
+use crate::hart::{Halt, Hart, Stop};
 use crate::memory::{Memory, Ram, Sysmem};
 use crate::niu::Kind;
 use crate::noc::{
@@ -379,9 +379,18 @@ impl Chip {
         Some(self.tiles[t].as_ref()?.cores[id.processor.index()])
     }
 
-    /// Direct access to a core (tests, tools). `None` if it does not exist.
-    pub fn core(&self, id: CoreId) -> Option<&Core> {
-        self.core_index(id).map(|i| &self.cores[i])
+    /// Direct access to a core (tests, tools), settled to device time.
+    /// `None` if it does not exist.
+    pub fn core(&mut self, id: CoreId) -> Option<&Core> {
+        let i = self.core_index(id)?;
+        self.wake(i);
+        Some(&self.cores[i])
+    }
+
+    /// Why core `id` halted, if it did (a parked core never has: no need
+    /// to settle it). `None` also if it does not exist.
+    pub fn halt_of(&self, id: CoreId) -> Option<Halt> {
+        self.core_index(id).and_then(|i| self.cores[i].hart.halted())
     }
 
     /// Host sysmem as the device sees it through the PCIe tile (a copy when
@@ -830,16 +839,24 @@ impl Chip {
                 }
             }
         }
-        // The host may look at anything now: bring parked cores up to date
-        // and idle cores' counters to device time.
-        for i in 0..self.cores.len() {
-            self.wake(i);
-            let core = &mut self.cores[i];
+        // Idle cores' counters to device time. Parked cores stay parked
+        // (waking ~70 polling workers at every host access would cost more
+        // than the host's work): whatever changes what they read wakes
+        // them, and every reader of a core's state settles it first.
+        for core in &mut self.cores {
             if core.in_reset || core.hart.halted().is_some() {
                 core.hart.skip_cycles(self.now.saturating_sub(core.hart.cycle()));
             }
         }
         self.now
+    }
+
+    /// Brings every parked core to device time, exactly where running it
+    /// would have left it: what a reader of core state needs first.
+    pub fn settle(&mut self) {
+        for i in 0..self.cores.len() {
+            self.wake(i);
+        }
     }
 
     /// One slice under PCT: every core visited in rotation order.
@@ -857,7 +874,10 @@ impl Chip {
             match (slice, &mut self.pct) {
                 (Slice::Run(chosen), Some(pct)) => {
                     if chosen != Some(i) && !pct.is_waiting(i) {
-                        // Held by a higher priority: stalled for the slice.
+                        // Held by a higher priority: stalled for the slice,
+                        // from where it really is (a parked core's state may
+                        // lie whole periods behind).
+                        self.wake(i);
                         let hart = &mut self.cores[i].hart;
                         hart.skip_cycles(slice_end.saturating_sub(hart.cycle()));
                         continue;
@@ -1073,6 +1093,9 @@ impl Chip {
                             core.ff.probe_failed();
                             try_probe = false;
                         }
+                        // The run ended inside what may be a loop: the
+                        // next run looks again.
+                        Probe::Cut => try_probe = false,
                     }
                 }
                 match core.hart.run(&mut bus, seg) {
@@ -1513,8 +1536,9 @@ impl Chip {
     }
 
     /// Hang-dump view of a core; `None` if there is no such core.
-    pub fn core_debug(&self, id: CoreId) -> Option<CoreDebug> {
+    pub fn core_debug(&mut self, id: CoreId) -> Option<CoreDebug> {
         let i = self.core_index(id)?;
+        self.wake(i);
         let c = &self.cores[i];
         let tile = self.tensix(c.tile);
         Some(CoreDebug::of(c.id, &c.hart, c.in_reset, &tile.l1, &tile.regs, crate::HISTORY_LEN))
@@ -1559,7 +1583,8 @@ impl Chip {
     /// time, host BAR time not yet charged), hashed as bytes (see
     /// [`crate::digest`]). Equal digests mean (up to hash collisions)
     /// bit-identical runs.
-    pub fn digest(&self) -> u64 {
+    pub fn digest(&mut self) -> u64 {
+        self.settle();
         let mut h = Digest::default();
         h.u64(self.now);
         h.u64(self.host_busy);

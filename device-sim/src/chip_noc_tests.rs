@@ -130,7 +130,7 @@ fn overwrite_later(seed: u64, backpressure: u64, wait_sent_first: bool, fast_for
     p.extend([addi(8, 0, 200), addi(8, 8, -1), bne(8, 0, -4)]);
     p.extend(overwrite(0, 0x1111_1111));
     p.extend(niu.wait_counter(counter::NIU_MST_WR_ACK_RECEIVED, 1));
-    let chip = run(chip, p);
+    let mut chip = run(chip, p);
     (word(&chip, dst), chip.digest())
 }
 
@@ -270,7 +270,7 @@ fn turning_on_core_stalls_does_not_reshuffle_the_jitter() {
     let run = |stall_prob| {
         let mut cfg = SimConfig { quantum_jitter: 40, ..small(11, true) };
         cfg.faults = Faults { noc_jitter_cycles: 300, core_stall_prob: stall_prob, ..Default::default() };
-        let (chip, t) = gather(cfg);
+        let (mut chip, t) = gather(cfg);
         (chip.digest(), t)
     };
     assert_eq!(run(0.0), run(0.5));
@@ -300,7 +300,7 @@ fn reads_take(from: fn(&Chip) -> Vec<NocAddr>, len: u32, fast_forward: bool) -> 
     p.extend(niu.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, from.len() as u32));
     p.extend([csrrs(9, csr::MCYCLE as u32, 0), sub(9, 9, 20)]);
     p.extend(record(9, 0));
-    let chip = run(chip, p);
+    let mut chip = run(chip, p);
     let last = NocAddr::unicast(src, (BUF + len - 4) as u64);
     assert_ne!(word(&chip, last), 0, "the reads landed");
     (out(&chip, 0) as u64, chip.digest())

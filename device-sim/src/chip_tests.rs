@@ -49,7 +49,7 @@ pub(super) fn boot(chip: &mut Chip, tile: Coord, words: &[u32]) {
 }
 
 pub(super) fn halted(chip: &Chip, tile: Coord) -> bool {
-    chip.core(brisc(tile)).unwrap().hart.halted().is_some()
+    chip.halt_of(brisc(tile)).is_some()
 }
 
 /// NIU sequences for `noc`, clobbering x28 and x29 (and x31 in waits).
@@ -142,7 +142,7 @@ pub(super) fn gather(cfg: SimConfig) -> (Chip, u64) {
 #[test]
 fn workers_gather_through_noc_writes_and_atomics_on_both_chips_and_nocs() {
     for board in BOARDS {
-        let (chip, _) = gather(small(board));
+        let (mut chip, _) = gather(small(board));
         let (workers, d) = gather_cast(&chip);
         let expected: u32 = workers.iter().map(|c| c.packed()).sum();
         assert_eq!(word(&chip, d, USER.base + 0x400), expected, "{board}");
@@ -191,10 +191,10 @@ fn same_seed_same_run_and_other_seeds_differ_on_both_chips() {
             faults: Faults { core_stall_prob: 0.3, core_stall_cycles: 40, noc_jitter_cycles: 30, ..Default::default() },
             ..small(board)
         };
-        let (a, ta) = gather(noisy(1));
-        let (b, tb) = gather(noisy(1));
+        let (mut a, ta) = gather(noisy(1));
+        let (mut b, tb) = gather(noisy(1));
         assert_eq!((a.digest(), ta), (b.digest(), tb), "{board}: same seed must replay bit-identically");
-        let (c, _) = gather(noisy(2));
+        let (mut c, _) = gather(noisy(2));
         assert_ne!(a.digest(), c.digest(), "{board}: the seed drives quanta, stalls and jitter");
     }
 }
@@ -478,16 +478,16 @@ fn run_until_times_out_with_the_device_time() {
 #[test]
 fn each_board_builds_five_cores_per_unharvested_tensix_tile() {
     for board in [Board::WormholeN150, Board::WormholeN300, Board::BlackholeP100a, Board::BlackholeP150a] {
-        let chip = Chip::new(SimConfig::for_board(board)).unwrap();
+        let mut chip = Chip::new(SimConfig::for_board(board)).unwrap();
         let workers = chip.layout().workers();
         assert_eq!(chip.cores().count(), 5 * workers.len(), "{board}");
         assert_eq!(tiles(&chip).len(), workers.len());
         for c in workers {
             let t = chip.layout().tile(c).unwrap().translated;
             for p in Processor::ALL {
+                let local = cqlab_abi::memory_map::local_mem(chip.arch(), p);
                 let core = chip.core(CoreId { tile: t, processor: p }).unwrap();
                 assert!(core.in_reset);
-                let local = cqlab_abi::memory_map::local_mem(chip.arch(), p);
                 assert_eq!(core.hart.mem.local.size(), local.size, "{board} {p}");
             }
         }
@@ -527,7 +527,7 @@ fn fast_forward_does_not_change_results() {
             fast_forward,
             ..wh()
         };
-        let (with, without) = (go_scenario(cfg(true)), go_scenario(cfg(false)));
+        let (mut with, mut without) = (go_scenario(cfg(true)), go_scenario(cfg(false)));
         let a = tiles(&with)[0];
         let woke_at = |c: &Chip| word(c, a, USER.base + 0x84);
         assert!(woke_at(&without) > 3000, "A woke at {}", woke_at(&without));
@@ -535,8 +535,8 @@ fn fast_forward_does_not_change_results() {
         assert_eq!(with.digest(), without.digest(), "seed {seed}");
         assert!(with.core(brisc(a)).unwrap().fast_forwarded_cycles() > 3000, "A was parked while it waited");
         assert_eq!(without.core(brisc(a)).unwrap().fast_forwarded_cycles(), 0);
-        let (g1, t1) = gather(cfg(true));
-        let (g2, t2) = gather(cfg(false));
+        let (mut g1, t1) = gather(cfg(true));
+        let (mut g2, t2) = gather(cfg(false));
         assert_eq!((g1.digest(), t1), (g2.digest(), t2), "seed {seed}");
     }
 }
@@ -547,8 +547,8 @@ fn pct(seed: u64, depth: u32, steps: u64) -> SimConfig {
 
 #[test]
 fn pct_schedules_replay_and_change_the_timing() {
-    let (a, ta) = gather(pct(3, 3, 2000));
-    let (b, tb) = gather(pct(3, 3, 2000));
+    let (mut a, ta) = gather(pct(3, 3, 2000));
+    let (mut b, tb) = gather(pct(3, 3, 2000));
     assert_eq!((a.digest(), ta), (b.digest(), tb), "same seed, same PCT schedule");
     let (free, tf) = gather(SimConfig { seed: 3, ..wh() });
     assert!(ta > tf, "PCT serialises the workers: done at {ta}, slice schedule at {tf}");
@@ -560,8 +560,8 @@ fn pct_schedules_replay_and_change_the_timing() {
     let d = gather_cast(&a).1;
     assert_eq!(word(&a, d, USER.base + 0x400), word(&free, d, USER.base + 0x400));
     // Fast-forward does not change a PCT run.
-    let (ff_on, t_on) = gather(SimConfig { fast_forward: true, ..pct(4, 2, 500) });
-    let (ff_off, t_off) = gather(SimConfig { fast_forward: false, ..pct(4, 2, 500) });
+    let (mut ff_on, t_on) = gather(SimConfig { fast_forward: true, ..pct(4, 2, 500) });
+    let (mut ff_off, t_off) = gather(SimConfig { fast_forward: false, ..pct(4, 2, 500) });
     assert_eq!((ff_on.digest(), t_on), (ff_off.digest(), t_off));
 }
 
@@ -579,14 +579,14 @@ fn a_slowed_core_runs_at_its_factor_and_replays() {
     // The cycle at which the gatherer saw every worker's increment.
     let done = |c: &Chip| word(c, d, USER.base + 0x404);
     let (base, _) = gather(slow(1.0));
-    let (a, _) = gather(slow(2.0));
-    let (b, _) = gather(slow(2.0));
+    let (mut a, _) = gather(slow(2.0));
+    let (mut b, _) = gather(slow(2.0));
     let (c, _) = gather(slow(8.0));
     assert_eq!(a.digest(), b.digest(), "same setting, same run");
     let (t1, t2, t8) = (done(&base), done(&a), done(&c));
     assert!(t1 < t2 && t2 < t8, "done at {t1} (full speed), {t2} (x2), {t8} (x8)");
-    let (on, t_on) = gather(SimConfig { fast_forward: true, ..slow(3.0) });
-    let (off, t_off) = gather(SimConfig { fast_forward: false, ..slow(3.0) });
+    let (mut on, t_on) = gather(SimConfig { fast_forward: true, ..slow(3.0) });
+    let (mut off, t_off) = gather(SimConfig { fast_forward: false, ..slow(3.0) });
     assert_eq!((on.digest(), t_on), (off.digest(), t_off), "fast-forward equivalence with a slowed core");
     let mut bad = wh();
     bad.faults.slow_cores.push(SlowCore { core: Coord::new(60, 60), factor: 2.0 });
@@ -621,8 +621,8 @@ fn late_doorbells_land_later_in_order_and_replay() {
     let (_, prompt, copied) = doorbell(late(1, 0));
     assert_eq!(copied, 0x5eed);
     assert!(prompt < 1000 + 2 * 200, "without delay A sees GO within a slice or two: {prompt}");
-    let (a, woke_a, copied_a) = doorbell(late(1, 5000));
-    let (b, woke_b, _) = doorbell(late(1, 5000));
+    let (mut a, woke_a, copied_a) = doorbell(late(1, 5000));
+    let (mut b, woke_b, _) = doorbell(late(1, 5000));
     assert_eq!((a.digest(), woke_a), (b.digest(), woke_b), "same seed, same delays");
     assert_eq!(copied_a, 0x5eed, "the payload, written first, landed no later than GO");
     let woken: std::collections::BTreeSet<u32> = (1..8).map(|s| doorbell(late(s, 5000)).1).collect();
@@ -667,12 +667,12 @@ fn every_knob_at_once_replays_bit_identically_with_and_without_fast_forward() {
         };
         c
     };
-    let (a, ta) = gather(cfg(5, true));
-    let (b, tb) = gather(cfg(5, true));
-    let (c, tc) = gather(cfg(5, false));
+    let (mut a, ta) = gather(cfg(5, true));
+    let (mut b, tb) = gather(cfg(5, true));
+    let (mut c, tc) = gather(cfg(5, false));
     assert_eq!((a.digest(), ta), (b.digest(), tb));
     assert_eq!((a.digest(), ta), (c.digest(), tc));
-    let (d, _) = gather(cfg(6, true));
+    let (mut d, _) = gather(cfg(6, true));
     assert_ne!(a.digest(), d.digest());
 }
 
@@ -712,12 +712,12 @@ fn stalls_longer_than_a_slice_delay_parked_cores_exactly() {
             c.faults.core_stall_cycles = 500;
             c
         };
-        let (with, without) = (go_scenario(cfg(true)), go_scenario(cfg(false)));
+        let (mut with, mut without) = (go_scenario(cfg(true)), go_scenario(cfg(false)));
         assert_eq!(with.digest(), without.digest(), "seed {seed}");
         let a = tiles(&with)[0];
         assert!(with.core(brisc(a)).unwrap().fast_forwarded_cycles() > 0, "seed {seed}: A was parked");
-        let (g1, t1) = gather(cfg(true));
-        let (g2, t2) = gather(cfg(false));
+        let (mut g1, t1) = gather(cfg(true));
+        let (mut g2, t2) = gather(cfg(false));
         assert_eq!((g1.digest(), t1), (g2.digest(), t2), "seed {seed}");
     }
 }
@@ -748,7 +748,7 @@ fn deliveries_a_parked_loop_does_not_read_leave_it_parked_with_the_same_results(
         chip.advance(50_000);
         (chip, a)
     };
-    let ((on, a), (off, _)) = (run(true), run(false));
+    let ((mut on, a), (mut off, _)) = (run(true), run(false));
     let at = |c: &Chip, off: u32| word(c, a, USER.base + off);
     assert_eq!(at(&on, 0x180), 5, "the other word landed");
     assert!(at(&off, 0x84) > 2000, "A saw GO only after B's compute: {}", at(&off, 0x84));

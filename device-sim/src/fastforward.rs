@@ -7,23 +7,32 @@
 //! registers without storing anything or reading a time counter — therefore
 //! repeats identically, every `period_cycles`, until something from outside
 //! reaches the core. Such a core is parked at a known state `S` at cycle
-//! `since`; before anything could observe or change it (a delivery to it, the
-//! end of `Chip::advance`), it is materialised: whole periods are added to
-//! its counters and it then runs normally up to the current time, landing
-//! exactly where step-by-step execution would have.
+//! `since`; before anything could observe or change it (a delivery to what
+//! it reads, a register write to its tile, a reader of its state:
+//! `Chip::settle`), it is materialised: whole periods are added to its
+//! counters and it then runs normally up to the current time, landing
+//! exactly where step-by-step execution would have. Parked cores stay
+//! parked across the host's steps: a host access that touches nothing they
+//! read costs them nothing.
 //!
 //! Detection single-steps up to [`PROBE_STEPS`] instructions, at the start
 //! of a core's slice and right after it issues a NOC command (the typical
-//! moment a core starts waiting); the loop may begin after a few straight-line
-//! instructions (the first backward jump marks its head). Failed probes back
-//! off exponentially so compute-bound cores pay almost nothing. A parked
-//! core is woken only by a change to what its loop reads (its loads and its
-//! code); other deliveries land while it stays parked. After such a wake
-//! the start-of-slice probe is skipped (the core is about to leave its
-//! loop); the probe after its next NOC command finds where it waits next. The
-//! branch history behind "last retired PCs" is not replayed: after a skip
-//! its older entries may differ from an unskipped run (memory, registers,
-//! counters and timing do not).
+//! moment a core starts waiting). The loop may begin after a few
+//! straight-line instructions, and may hold inner loops (a wait over
+//! several queues): the probe compares each state with its start and its
+//! last [`HEADS`] loop heads (targets of backward jumps). A loop whose
+//! period is longer than what is left of the slice is found by going on
+//! past the slice's end with pure instructions only (no store, no counter,
+//! nothing read outside the core's own memories); it is parked at its
+//! head's earlier visit, before the end, or the hart is put back where the
+//! run's end left it. Failed probes back off exponentially so compute-bound
+//! cores pay almost nothing. A parked core is woken only by a change to
+//! what its loop reads (its loads and its code); other deliveries land
+//! while it stays parked. After such a wake the start-of-slice probe is
+//! skipped (the core is about to leave its loop); the probe after its next
+//! NOC command finds where it waits next. The branch history behind "last
+//! retired PCs" is not replayed: after a skip its older entries may differ
+//! from an unskipped run (memory, registers, counters and timing do not).
 
 use crate::decode::Op;
 use crate::hart::{Bus, Hart, Stop};
@@ -76,7 +85,7 @@ impl IdleLoop {
 }
 
 /// The byte ranges a loop body reads, collected while probing.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Reads {
     list: [(u32, u32); MAX_LOOP_READS],
     n: usize,
@@ -172,13 +181,6 @@ impl FfState {
     }
 }
 
-/// Single-steps `hart` (never starting an instruction at or after `limit`)
-/// looking for a pure loop: a return to an earlier state (PC and registers)
-/// without any side effect since the probe began. The reference state is
-/// the starting one, then the target of each backward jump (a loop head).
-/// On success the hart is in the loop's state again and the loop is
-/// returned; the straight-line instructions before the head were executed
-/// for real (they had no side effect either).
 /// What a probe found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Probe {
@@ -192,6 +194,10 @@ pub enum Probe {
         addr: u32,
         old: u32,
     },
+    /// The run's end came before a loop closed, and the instruction after
+    /// it is not pure: the hart is back where a run to the end leaves it.
+    /// Not a failure (the loop may close in the next run).
+    Cut,
     NotIdle,
 }
 
@@ -204,51 +210,137 @@ impl Probe {
     }
 }
 
+/// Loop heads kept besides the start: enough for a loop nested in another
+/// (the outer head, the inner head) with room to spare.
+pub const HEADS: usize = 4;
+
+/// A state the probe may come back to (the start, or a loop head: the
+/// target of a backward jump), with what the hart read since.
+#[derive(Clone)]
+struct Head {
+    pc: u32,
+    regs: [u32; 32],
+    cycle: u64,
+    instret: u64,
+    reads: Reads,
+}
+
+impl Head {
+    fn of(hart: &Hart) -> Head {
+        Head { pc: hart.pc(), regs: hart.regs(), cycle: hart.cycle(), instret: hart.instret(), reads: Reads::default() }
+    }
+}
+
+/// True if `hart`'s next instruction can neither change memory nor read
+/// anything outside the core's own L1 and local memory (nor halt it on an
+/// access): the instructions a probe may run past the end of its run,
+/// since running them changes nothing a restore does not put back.
+fn next_is_pure(hart: &Hart) -> bool {
+    let Some(d) = hart.peek_decoded() else { return false };
+    let len = match d.op {
+        Op::Lb | Op::Lbu => 1,
+        Op::Lh | Op::Lhu => 2,
+        Op::Lw => 4,
+        Op::Sb | Op::Sh | Op::Sw | Op::Illegal | Op::NotDecoded | Op::Ecall | Op::Ebreak => return false,
+        Op::Csrrw | Op::Csrrwi | Op::Csrrs | Op::Csrrc | Op::Csrrsi | Op::Csrrci => return false,
+        _ => return true,
+    };
+    let addr = hart.reg(d.rs1 as usize).wrapping_add(d.imm);
+    addr % len == 0 && (hart.mem.l1.contains(addr, len as u64) || hart.mem.local.contains(addr, len as u64))
+}
+
+/// Single-steps `hart` looking for a pure loop: a return to an earlier
+/// state (PC and registers) without any side effect since the probe began.
+/// The states it may return to are the start and the last [`HEADS`] loop
+/// heads (targets of backward jumps, one per PC), so a poll nested in
+/// another loop is found at its outer period.
+///
+/// No instruction is started at or after `limit` unless it is pure (see
+/// [`next_is_pure`]): past the limit the probe only looks for the period.
+/// A loop that closes there is parked at its head's earlier visit, before
+/// the limit (the same state, the counters set back); otherwise the hart
+/// is restored to where it stood at the limit.
+///
+/// On success the hart is in the loop's state; the straight-line
+/// instructions before the head were executed for real (they had no side
+/// effect either).
 pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
+    if hart.cycle() >= limit {
+        return Probe::NotIdle;
+    }
     let effects0 = hart.effects();
-    let (mut pc0, mut regs0) = (hart.pc(), hart.regs());
-    let (mut cycle0, mut instret0) = (hart.cycle(), hart.instret());
-    let mut reads = Reads::default();
+    // heads[0] is the start; the others are loop heads, replaced in turn.
+    let mut heads: [Option<Head>; HEADS + 1] = Default::default();
+    heads[0] = Some(Head::of(hart));
+    let mut next_slot = 1;
+    let mut at_limit = None;
     for _ in 0..PROBE_STEPS {
         let before = hart.pc();
-        reads.fetched(before);
-        if let Some(d) = hart.peek_decoded() {
+        if at_limit.is_none() && hart.cycle() >= limit {
+            at_limit = Some(hart.checkpoint());
+        }
+        if let Some(c) = at_limit.as_ref().filter(|_| !next_is_pure(hart)) {
+            hart.restore(c);
+            return Probe::Cut;
+        }
+        let load = hart.peek_decoded().and_then(|d| {
             let len = match d.op {
                 Op::Lb | Op::Lbu => 1,
                 Op::Lh | Op::Lhu => 2,
                 Op::Lw => 4,
-                _ => 0,
+                _ => return None,
             };
-            if len > 0 {
-                reads.add(hart.reg(d.rs1 as usize).wrapping_add(d.imm), len);
+            Some((hart.reg(d.rs1 as usize).wrapping_add(d.imm), len))
+        });
+        for h in heads.iter_mut().flatten() {
+            h.reads.fetched(before);
+            if let Some((addr, len)) = load {
+                h.reads.add(addr, len);
             }
-        }
-        if hart.cycle() >= limit {
-            return Probe::NotIdle;
         }
         match hart.step(bus) {
             Stop::CycleLimit => {}
             Stop::Yield => return Probe::Yielded,
             Stop::Watch { addr, old, .. } => return Probe::Watched { addr, old },
-            _ => return Probe::NotIdle,
+            Stop::Halted(_) => {
+                if let Some(c) = &at_limit {
+                    hart.restore(c);
+                }
+                return Probe::NotIdle;
+            }
         }
         if hart.effects() != effects0 {
             return Probe::NotIdle;
         }
-        if hart.pc() == pc0 && hart.regs() == regs0 {
-            let (reads, n_reads) = reads.finish();
-            return Probe::Idle(IdleLoop {
-                since: hart.cycle(),
-                period_cycles: hart.cycle() - cycle0,
-                period_instrs: hart.instret() - instret0,
-                reads,
-                n_reads,
+        let pc = hart.pc();
+        if heads.iter().flatten().any(|h| h.pc == pc) {
+            let regs = hart.regs();
+            let found = heads.iter_mut().find(|h| h.as_ref().is_some_and(|h| h.pc == pc && h.regs == regs));
+            if let Some(h) = found.and_then(Option::take) {
+                let (reads, n_reads) = h.reads.finish();
+                let (period_cycles, period_instrs) = (hart.cycle() - h.cycle, hart.instret() - h.instret);
+                if at_limit.is_some() {
+                    // Parked at the head's earlier visit, before the limit:
+                    // the same state, so the same future.
+                    hart.rewind(h.cycle, h.instret);
+                }
+                return Probe::Idle(IdleLoop { since: hart.cycle(), period_cycles, period_instrs, reads, n_reads });
+            }
+        }
+        // A backward jump marks a loop head (only before the limit: a
+        // head past it could not be parked at).
+        if pc <= before && at_limit.is_none() {
+            let same_pc = heads[1..].iter().position(|h| h.as_ref().is_some_and(|h| h.pc == pc));
+            let slot = same_pc.map(|k| k + 1).unwrap_or_else(|| {
+                let s = next_slot;
+                next_slot = next_slot % HEADS + 1;
+                s
             });
+            heads[slot] = Some(Head::of(hart));
         }
-        if hart.pc() <= before {
-            (pc0, regs0, cycle0, instret0) = (hart.pc(), hart.regs(), hart.cycle(), hart.instret());
-            reads = Reads::default();
-        }
+    }
+    if let Some(c) = &at_limit {
+        hart.restore(c);
     }
     Probe::NotIdle
 }
@@ -312,6 +404,67 @@ mod tests {
         assert!(l.reads_any(0x203, 1) && !l.reads_any(0x200, 3) && !l.reads_any(0x204, 4));
         assert!(l.reads_any(0x1008, 4), "its own code");
         assert!(!l.reads_any(0x104, 0xfc) && !l.reads_any(0x100c, 4));
+    }
+
+    /// A wait for work on any of three queues: an inner loop over the
+    /// queues inside the outer wait (the worker firmware's shape).
+    const POLL_THREE_QUEUES: [u32; 8] = [
+        addi(5, 0, 0),   // 0x1000: outer head: q = 0
+        slli(6, 5, 2),   // 0x1004: inner head
+        lw(7, 6, 0x100), // 0x1008: queue q's word
+        bne(7, 0, 20),   // 0x100c: work: leave (to 0x1020)
+        addi(5, 5, 1),   // 0x1010
+        addi(8, 0, 3),   // 0x1014: three queues
+        bltu(5, 8, -20), // 0x1018: next queue
+        jal(0, -28),     // 0x101c: wait again
+    ];
+
+    fn same_as_a_plain_run(mut parked: Hart, l: IdleLoop, until: u64) {
+        let mut ff = FfState::default();
+        ff.parked(l);
+        ff.unpark(&mut parked, until);
+        parked.run(&mut NoBus, until);
+        let mut plain = hart(&POLL_THREE_QUEUES);
+        plain.run(&mut NoBus, until);
+        let state = |h: &Hart| (h.pc(), h.cycle(), h.instret(), h.regs());
+        assert_eq!(state(&parked), state(&plain));
+        assert!(ff.skipped_cycles > 0);
+    }
+
+    #[test]
+    fn a_poll_over_several_queues_is_found_at_its_outer_period() {
+        let mut a = hart(&POLL_THREE_QUEUES);
+        let l = probe(&mut a, &mut NoBus, 10_000).idle().expect("the outer wait is a pure loop");
+        assert_eq!((a.pc(), l.period_instrs), (0x1000, 1 + 3 * 6 + 1));
+        assert!(l.reads_any(0x108, 4) && !l.reads_any(0x10c, 4), "the three queue words");
+        same_as_a_plain_run(a, l, 20_000);
+    }
+
+    #[test]
+    fn a_loop_longer_than_the_run_is_parked_at_a_head_before_the_limit() {
+        let free = probe(&mut hart(&POLL_THREE_QUEUES), &mut NoBus, 10_000).idle().expect("a pure loop");
+        let first_visit = free.since - free.period_cycles;
+        // The run ends between the head's two visits.
+        let limit = first_visit + free.period_cycles / 2;
+        let mut a = hart(&POLL_THREE_QUEUES);
+        let l = probe(&mut a, &mut NoBus, limit).idle().expect("found past the limit");
+        assert_eq!(
+            (l.since, l.period_cycles, a.cycle(), a.pc()),
+            (first_visit, free.period_cycles, first_visit, 0x1000)
+        );
+        same_as_a_plain_run(a, l, 20_000);
+    }
+
+    #[test]
+    fn a_probe_past_the_limit_stops_before_a_store_where_a_run_would() {
+        let prog = [addi(5, 5, 1), addi(6, 6, 1), jal(0, 4), sw(5, 0, 0x200), jal(0, -16)];
+        let mut a = hart(&prog);
+        assert_eq!(probe(&mut a, &mut NoBus, 1), Probe::Cut);
+        let mut b = hart(&prog);
+        b.run(&mut NoBus, 1);
+        let state = |h: &Hart| (h.pc(), h.cycle(), h.instret(), h.regs(), h.last_retired_pcs(8), h.effects());
+        assert_eq!(state(&a), state(&b));
+        assert_eq!(a.mem.read_u32(0x200).unwrap(), 0, "nothing stored");
     }
 
     #[test]

@@ -176,6 +176,16 @@ pub enum Stop {
 /// 64 so `& 63` indexing is provably in bounds.
 const REG_SLOTS: usize = 64;
 
+/// A hart's architectural state without its memory ([`Hart::checkpoint`]).
+pub(crate) struct Checkpoint {
+    pc: u32,
+    regs: [u32; 32],
+    cycle: u64,
+    instret: u64,
+    halt: Option<Halt>,
+    history: BranchHistory,
+}
+
 /// One hart with its RAM.
 pub struct Hart {
     regs: [u32; REG_SLOTS],
@@ -268,6 +278,38 @@ impl Hart {
     pub(crate) fn fast_forward(&mut self, cycles: u64, instrs: u64) {
         self.cycle += cycles;
         self.instret += instrs;
+    }
+
+    /// The architectural state a probe may return the hart to: PC,
+    /// registers, counters, halt and branch history (memory is the
+    /// caller's to keep unchanged).
+    pub(crate) fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            pc: self.pc,
+            regs: self.regs(),
+            cycle: self.cycle,
+            instret: self.instret,
+            halt: self.halt,
+            history: self.history.clone(),
+        }
+    }
+
+    /// Puts back a [`Hart::checkpoint`].
+    pub(crate) fn restore(&mut self, c: &Checkpoint) {
+        self.pc = c.pc;
+        self.regs[..32].copy_from_slice(&c.regs);
+        self.cycle = c.cycle;
+        self.instret = c.instret;
+        self.halt = c.halt;
+        self.history = c.history.clone();
+    }
+
+    /// Sets the counters back to where they stood when the hart was last
+    /// in its current state (PC and registers): the same state, earlier.
+    pub(crate) fn rewind(&mut self, cycle: u64, instret: u64) {
+        debug_assert!(cycle <= self.cycle && instret <= self.instret, "rewinding forwards");
+        self.cycle = cycle;
+        self.instret = instret;
     }
 
     /// Up to `n` most recently retired PCs, newest first, reconstructed

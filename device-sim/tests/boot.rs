@@ -123,9 +123,9 @@ fn boot_workers(board: Board) -> Chip {
         })
     };
     chip.run_until(booted, 2_000_000).unwrap_or_else(|e| {
-        let stuck: Vec<String> = chip
-            .cores()
-            .filter(|id| compute.contains(&id.tile))
+        let ids: Vec<CoreId> = chip.cores().filter(|id| compute.contains(&id.tile)).collect();
+        let stuck: Vec<String> = ids
+            .into_iter()
             .filter_map(|id| chip.core_debug(id))
             .filter(|d| d.halt.is_some() || d.in_reset)
             .map(|d| d.to_string())
@@ -178,11 +178,12 @@ fn boot_workers(board: Board) -> Chip {
 
 /// Bytes of core `id`'s stack in use, from the top of its local memory
 /// down to the lowest non-zero byte (a lower bound of the deepest use).
-fn stack_depth(chip: &Chip, id: CoreId) -> u32 {
+fn stack_depth(chip: &mut Chip, id: CoreId) -> u32 {
+    let arch = chip.arch();
     let core = chip.core(id).unwrap();
-    let local = local_mem(chip.arch(), id.processor);
+    let local = local_mem(arch, id.processor);
     let bytes = core.hart.mem.local.bytes();
-    let top = firmware_stack_top(chip.arch(), id.processor);
+    let top = firmware_stack_top(arch, id.processor);
     let lowest = bytes.iter().position(|&b| b != 0).map_or(top, |i| local.base + i as u32);
     top.saturating_sub(lowest)
 }
@@ -190,10 +191,10 @@ fn stack_depth(chip: &Chip, id: CoreId) -> u32 {
 #[test]
 fn worker_firmware_boots_on_every_compute_tile_of_both_chips() {
     for board in [Board::WormholeN150, Board::BlackholeP150a] {
-        let chip = boot_workers(board);
+        let mut chip = boot_workers(board);
         let tile = chip.tensix_tiles().next().unwrap();
         for p in Processor::ALL {
-            let depth = stack_depth(&chip, CoreId { tile, processor: p });
+            let depth = stack_depth(&mut chip, CoreId { tile, processor: p });
             let room = firmware_stack_top(chip.arch(), p) - local_mem(chip.arch(), p).base;
             eprintln!("{board} {p}: boot stack {depth} of {room} bytes");
             assert!(depth < room, "{board}: {p}'s boot overflowed its local memory");

@@ -153,14 +153,14 @@ impl Introspect for EmbeddedSim {
     }
     fn core_debug(&mut self, core: CoreId) -> Result<Option<CoreDebug>> {
         let id = cqlab_sim::chip::CoreId { tile: core.tile, processor: core.processor };
-        Ok(self.chip().core_debug(id).map(|d| CoreDebug {
+        Ok(self.chip_mut().core_debug(id).map(|d| CoreDebug {
             pc: d.pc,
             halt: d.halt.map(|h| h.to_string()),
             last_pcs: d.last_pcs,
         }))
     }
     fn digest(&mut self) -> Result<u64> {
-        Ok(self.chip().digest())
+        Ok(self.chip_mut().digest())
     }
     fn dram_traffic(&mut self) -> Result<DramTraffic> {
         let t = self.chip().dram_traffic();

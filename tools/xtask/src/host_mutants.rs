@@ -1,8 +1,8 @@
 //! `cargo xtask mutants --host`: builds the `cqlab` tool once per host
 //! mutant (one host step of the CQ protocol reordered or loosened in the
 //! driver, `cqlab_driver::queue::mutant`, chosen by `$CQLAB_HOST_MUTANT`)
-//! and races each with `cqlab race` at its default options, host jitter
-//! 2000 on every seed, until a workload catches it: the race finder
+//! and races each with `cqlab race` at its default options (which draw
+//! host jitter per seed) until a workload catches it: the race finder
 //! measured on host-side ordering bugs, as `cargo xtask mutants` measures
 //! it on the firmware's.
 
@@ -16,9 +16,6 @@ use std::process::Command;
 
 const USAGE: &str = "usage: cargo xtask mutants --host [--seeds N] [--jobs J] [--only NAME,...] [--workloads W,...] \
                      [--tests] [--json FILE] [--list]";
-
-/// `--host-jitter` of every seed raced.
-const HOST_JITTER: &str = "2000";
 
 /// What racing one host mutant found.
 struct Outcome {
@@ -94,14 +91,12 @@ fn failing_tests(root: &Path, m: &Mutant, firmware_dir: &Path) -> Result<Vec<Str
 }
 
 /// Races the `cqlab` of mutant `m` with each workload in turn, at its
-/// default options and host jitter on every seed, until one fails.
+/// default options, until one fails.
 fn race(cqlab: &Path, firmware_dir: &Path, m: &'static Mutant, o: &Options) -> Result<Outcome> {
     let (caught, seeds_run) = race_until_caught(m.name, o, |w| {
         let mut c = Command::new(cqlab);
         c.env("CQLAB_FIRMWARE_DIR", firmware_dir);
-        // Every seed with host jitter (race draws it for half of them by
-        // default): the mutants are the host's.
-        c.args(["race", "--workload", w, "--host-jitter", HOST_JITTER]);
+        c.args(["race", "--workload", w]);
         c
     })?;
     Ok(Outcome { mutant: m, caught, seeds_run, failed_tests: None })
@@ -112,8 +107,7 @@ fn table(outcomes: &[Outcome], o: &Options) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "host mutants: {} built, each raced with {} at default options and --host-jitter {HOST_JITTER} ({} seeds each, \
-         until the first failure)",
+        "host mutants: {} built, each raced with {} at default options ({} seeds each, until the first failure)",
         outcomes.len(),
         o.workloads.join(", then "),
         o.seeds
@@ -155,7 +149,6 @@ fn to_json(outcomes: &[Outcome], o: &Options) -> serde_json::Value {
     serde_json::json!({
         "seeds_per_workload": o.seeds,
         "workloads": o.workloads,
-        "host_jitter": HOST_JITTER,
         "host_mutants": rows,
     })
 }
