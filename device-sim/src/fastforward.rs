@@ -85,7 +85,7 @@ impl IdleLoop {
 }
 
 /// The byte ranges a loop body reads, collected while probing.
-#[derive(Clone, Default)]
+#[derive(Default)]
 struct Reads {
     list: [(u32, u32); MAX_LOOP_READS],
     n: usize,
@@ -215,20 +215,28 @@ impl Probe {
 pub const HEADS: usize = 4;
 
 /// A state the probe may come back to (the start, or a loop head: the
-/// target of a backward jump), with what the hart read since.
-#[derive(Clone)]
+/// target of a backward jump), and the step it was reached at.
+#[derive(Clone, Copy)]
 struct Head {
     pc: u32,
     regs: [u32; 32],
     cycle: u64,
     instret: u64,
-    reads: Reads,
+    step: usize,
 }
 
 impl Head {
-    fn of(hart: &Hart) -> Head {
-        Head { pc: hart.pc(), regs: hart.regs(), cycle: hart.cycle(), instret: hart.instret(), reads: Reads::default() }
+    fn of(hart: &Hart, step: usize) -> Head {
+        Head { pc: hart.pc(), regs: hart.regs(), cycle: hart.cycle(), instret: hart.instret(), step }
     }
+}
+
+/// One probed step: the PC it fetched and the bytes it loaded (length 0
+/// for none).
+#[derive(Clone, Copy, Default)]
+struct Step {
+    pc: u32,
+    load: (u32, u32),
 }
 
 /// True if `hart`'s next instruction can neither change memory nor read
@@ -270,11 +278,11 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
     }
     let effects0 = hart.effects();
     // heads[0] is the start; the others are loop heads, replaced in turn.
-    let mut heads: [Option<Head>; HEADS + 1] = Default::default();
-    heads[0] = Some(Head::of(hart));
-    let mut next_slot = 1;
+    let mut heads = [Head::of(hart, 0); HEADS + 1];
+    let (mut n_heads, mut next_slot) = (1, 1);
+    let mut steps = [Step::default(); PROBE_STEPS as usize];
     let mut at_limit = None;
-    for _ in 0..PROBE_STEPS {
+    for k in 0..PROBE_STEPS as usize {
         let before = hart.pc();
         if at_limit.is_none() && hart.cycle() >= limit {
             at_limit = Some(hart.checkpoint());
@@ -292,12 +300,7 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
             };
             Some((hart.reg(d.rs1 as usize).wrapping_add(d.imm), len))
         });
-        for h in heads.iter_mut().flatten() {
-            h.reads.fetched(before);
-            if let Some((addr, len)) = load {
-                h.reads.add(addr, len);
-            }
-        }
+        steps[k] = Step { pc: before, load: load.unwrap_or_default() };
         match hart.step(bus) {
             Stop::CycleLimit => {}
             Stop::Yield => return Probe::Yielded,
@@ -313,11 +316,24 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
             return Probe::NotIdle;
         }
         let pc = hart.pc();
-        if heads.iter().flatten().any(|h| h.pc == pc) {
+        let same_pc = |h: &Head| h.pc == pc;
+        if heads[..n_heads].iter().any(same_pc) {
             let regs = hart.regs();
-            let found = heads.iter_mut().find(|h| h.as_ref().is_some_and(|h| h.pc == pc && h.regs == regs));
-            if let Some(h) = found.and_then(Option::take) {
-                let (reads, n_reads) = h.reads.finish();
+            if let Some(h) = heads[..n_heads].iter().find(|h| h.pc == pc && h.regs == regs) {
+                if h.cycle >= limit {
+                    // A loop, but its head lies past the run's end: the
+                    // next run's probe starts before it and parks there.
+                    hart.restore(at_limit.as_ref().expect("past the limit"));
+                    return Probe::Cut;
+                }
+                let mut reads = Reads::default();
+                for s in &steps[h.step..=k] {
+                    reads.fetched(s.pc);
+                    if s.load.1 > 0 {
+                        reads.add(s.load.0, s.load.1);
+                    }
+                }
+                let (reads, n_reads) = reads.finish();
                 let (period_cycles, period_instrs) = (hart.cycle() - h.cycle, hart.instret() - h.instret);
                 if at_limit.is_some() {
                     // Parked at the head's earlier visit, before the limit:
@@ -327,16 +343,21 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
                 return Probe::Idle(IdleLoop { since: hart.cycle(), period_cycles, period_instrs, reads, n_reads });
             }
         }
-        // A backward jump marks a loop head (only before the limit: a
-        // head past it could not be parked at).
-        if pc <= before && at_limit.is_none() {
-            let same_pc = heads[1..].iter().position(|h| h.as_ref().is_some_and(|h| h.pc == pc));
-            let slot = same_pc.map(|k| k + 1).unwrap_or_else(|| {
-                let s = next_slot;
-                next_slot = next_slot % HEADS + 1;
-                s
-            });
-            heads[slot] = Some(Head::of(hart));
+        // A backward jump marks a loop head.
+        if pc <= before {
+            let slot = match heads[1..n_heads].iter().position(same_pc) {
+                Some(i) => i + 1,
+                None if n_heads <= HEADS => {
+                    n_heads += 1;
+                    n_heads - 1
+                }
+                None => {
+                    let s = next_slot;
+                    next_slot = next_slot % HEADS + 1;
+                    s
+                }
+            };
+            heads[slot] = Head::of(hart, k + 1);
         }
     }
     if let Some(c) = &at_limit {
