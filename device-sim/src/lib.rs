@@ -19,6 +19,7 @@ pub mod arc;
 pub mod asm;
 pub mod bar;
 pub mod bench;
+pub mod calibrate;
 pub mod chip;
 pub mod config;
 pub mod csr;

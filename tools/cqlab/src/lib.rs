@@ -9,6 +9,7 @@
 
 mod args;
 mod bench_dispatch;
+mod calibrate;
 mod campaign;
 mod chart;
 mod chip;
@@ -69,6 +70,8 @@ enum Command {
     Bench(bench_dispatch::Command),
     /// Dispatch performance and per-command device-cycle costs.
     Perf(perf::Args),
+    /// The timing model beside published Wormhole/Blackhole measurements: microbenchmarks, ratios, sources.
+    Calibrate(calibrate::Args),
     /// Host-side driver figures: enqueue rate, bulk copy vs memcpy, event round trip.
     DriverBench(driver_bench::Args),
     /// Matmul on the simulated chip in a tile order: measured vs predicted DRAM bytes.
@@ -128,6 +131,7 @@ impl Command {
             Command::Demo(a) => demo::validate(a),
             Command::Bench(c) => bench_dispatch::validate(c),
             Command::Perf(a) => perf::validate(a),
+            Command::Calibrate(a) => calibrate::validate(a),
             Command::DriverBench(a) => driver_bench::validate(a),
             Command::Matmul(a) => matmul::validate(a),
             Command::Race(a) => race::validate(a, given),
@@ -153,6 +157,7 @@ impl Command {
             Command::Demo(args) => demo::run(args),
             Command::Bench(cmd) => bench_dispatch::run(cmd),
             Command::Perf(args) => perf::run(args),
+            Command::Calibrate(args) => calibrate::run(args),
             Command::DriverBench(args) => driver_bench::run(args),
             Command::Matmul(args) => matmul::run(args),
             Command::Race(args) => race::run(args),

@@ -1,0 +1,260 @@
+//! Microbenchmarks for `cqlab calibrate`, shaped like tt-metal's
+//! data-movement tests (`tests/tt_metal/tt_metal/data_movement/`): a
+//! hand-written RV32 program on one Tensix tile's BRISC drives its NIU as
+//! tt-metal's dataflow API does (`niu_asm`), times itself with the `cycle`
+//! CSR, and leaves the count in L1; the host-side ones time the chip's BAR
+//! costs. Each runs on a fresh chip, so a figure depends only on the chip,
+//! the benchmark and the timing model's parameters (`config`, `timing`,
+//! `bar`), never on the machine.
+
+use crate::asm::*;
+use crate::chip::{Chip, SimError};
+use crate::config::SimConfig;
+use crate::csr;
+use crate::niu_asm::NiuAsm;
+use cqlab_abi::arch::niu::counter;
+use cqlab_abi::arch::{tensix, Noc};
+use cqlab_abi::boot::reset_jal;
+use cqlab_abi::memory_map::{ENTRY_POINT, RESET_JAL, USER};
+use cqlab_abi::noc::{Coord, NocAddr};
+use cqlab_abi::soc::Board;
+
+/// Where a benchmark's data starts, on both tiles (room for the largest
+/// NOC packet, 16 KiB on Blackhole).
+const BUF: u32 = USER.base + 0x1000;
+/// Where the program leaves its cycle count.
+const OUT: u32 = USER.base + 0x400;
+/// Device cycles any one benchmark may take.
+const BUDGET: u64 = 50_000_000;
+
+/// One microbenchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bench {
+    /// One core writes `count` packets of `bytes` to the next Tensix tile's
+    /// L1 on NOC0 and waits for their acks (tt-metal "One To One").
+    OneToOne { bytes: u32, count: u32 },
+    /// One core reads `count` packets of `bytes` from the next Tensix
+    /// tile's L1 on NOC0 and waits for them ("One From One").
+    OneFromOne { bytes: u32, count: u32 },
+    /// One read of `bytes` from the next Tensix tile on `noc`, from issue
+    /// to its barrier, `count` times in turn: the mean.
+    ReadRoundTrip { bytes: u32, noc: Noc, count: u32 },
+    /// `count` word stores to L1 back to back: cycles per store.
+    L1Stores { count: u32 },
+    /// One core reads `count` packets of `bytes` of host memory through
+    /// the PCIe tile and waits for them.
+    PcieRead { bytes: u32, count: u32 },
+    /// One read of `bytes` of host memory, issue to barrier, `count` times
+    /// in turn: the mean.
+    PcieReadLatency { bytes: u32, count: u32 },
+    /// The host writes `bytes` to a Tensix tile's L1 through a TLB window
+    /// (a doorbell): the device time it costs.
+    HostWrite { bytes: u32 },
+    /// The host reads `bytes` of a Tensix tile's L1 through a TLB window.
+    HostRead { bytes: u32 },
+}
+
+/// The unit a benchmark reports in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Bytes per device cycle.
+    BytesPerCycle,
+    /// Device cycles.
+    Cycles,
+    /// Nanoseconds at the chip's clock.
+    Ns,
+    /// 1e9 bytes per second at the chip's clock.
+    GBPerS,
+}
+
+impl Unit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::BytesPerCycle => "B/cycle",
+            Unit::Cycles => "cycles",
+            Unit::Ns => "ns",
+            Unit::GBPerS => "GB/s",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Unit> {
+        [Unit::BytesPerCycle, Unit::Cycles, Unit::Ns, Unit::GBPerS].into_iter().find(|u| u.name() == s)
+    }
+}
+
+impl Bench {
+    /// The unit of [`Bench::run`]'s figure.
+    pub fn unit(self) -> Unit {
+        match self {
+            Bench::OneToOne { .. } | Bench::OneFromOne { .. } => Unit::BytesPerCycle,
+            Bench::ReadRoundTrip { .. } | Bench::L1Stores { .. } => Unit::Cycles,
+            Bench::PcieRead { .. } => Unit::GBPerS,
+            Bench::PcieReadLatency { .. } | Bench::HostWrite { .. } | Bench::HostRead { .. } => Unit::Ns,
+        }
+    }
+
+    /// Checks the parameters against `board`'s chip (packet size, count).
+    pub fn check(self, board: Board) -> Result<(), String> {
+        let max = board.arch().params().noc.max_packet;
+        let (bytes, count) = match self {
+            Bench::OneToOne { bytes, count }
+            | Bench::OneFromOne { bytes, count }
+            | Bench::ReadRoundTrip { bytes, count, .. }
+            | Bench::PcieRead { bytes, count }
+            | Bench::PcieReadLatency { bytes, count } => (bytes, count),
+            Bench::L1Stores { count } => (4, count),
+            Bench::HostWrite { bytes } | Bench::HostRead { bytes } => (bytes, 1),
+        };
+        if bytes == 0 || bytes % 4 != 0 || bytes > max {
+            return Err(format!("{bytes} bytes: a multiple of 4 from 4 to the chip's largest packet, {max}"));
+        }
+        if !(1..=256).contains(&count) {
+            return Err(format!("count {count}: 1 to 256"));
+        }
+        Ok(())
+    }
+
+    /// Runs the benchmark on a fresh `board` chip (seed 1, no jitter):
+    /// its figure in [`Bench::unit`].
+    pub fn run(self, board: Board) -> Result<f64, SimError> {
+        self.check(board).map_err(|e| SimError::Bar(format!("calibrate: {e}")))?;
+        let mut chip = Chip::new(SimConfig::for_board(board))?;
+        let clock_ghz = chip.arch().clock_hz as f64 / 1e9;
+        let tiles: Vec<Coord> = chip.tensix_tiles().collect();
+        let (me, peer) = (tiles[0], tiles[1]);
+        let niu = |noc| NiuAsm { chip: chip.arch(), noc, base: 5, tmp: 7 };
+        let per_cycle = |bytes: u32, count: u32, cycles: u64| (bytes as u64 * count as u64) as f64 / cycles as f64;
+        match self {
+            Bench::OneToOne { bytes, count } => {
+                let n = niu(Noc::Noc0);
+                let mut p = Vec::new();
+                for _ in 0..count {
+                    p.extend(n.write(me, BUF, NocAddr::unicast(peer, BUF as u64), bytes));
+                }
+                p.extend(n.wait_counter(counter::NIU_MST_WR_ACK_RECEIVED, count));
+                Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
+            }
+            Bench::OneFromOne { bytes, count } => {
+                let n = niu(Noc::Noc0);
+                let mut p = Vec::new();
+                for _ in 0..count {
+                    p.extend(n.read(me, NocAddr::unicast(peer, BUF as u64), BUF, bytes, 0));
+                }
+                p.extend(n.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, count));
+                Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
+            }
+            Bench::ReadRoundTrip { bytes, noc, count } => {
+                let n = niu(noc);
+                let mut p = Vec::new();
+                for k in 1..=count {
+                    p.extend(n.read(me, NocAddr::unicast(peer, BUF as u64), BUF, bytes, 0));
+                    p.extend(n.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, k));
+                }
+                Ok(timed(&mut chip, me, &p)? as f64 / count as f64)
+            }
+            Bench::L1Stores { count } => {
+                let mut p = li(6, BUF).to_vec();
+                p.extend((0..count).map(|k| sw(0, 6, 4 * k as i32)));
+                Ok(timed(&mut chip, me, &p)? as f64 / count as f64)
+            }
+            Bench::PcieRead { bytes, count } => {
+                let (n, host) = (niu(Noc::Noc0), host_memory(&chip));
+                let mut p = Vec::new();
+                for k in 0..count {
+                    p.extend(n.read(me, host.offset(k as u64 * bytes as u64), BUF, bytes, 0));
+                }
+                p.extend(n.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, count));
+                Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?) * clock_ghz)
+            }
+            Bench::PcieReadLatency { bytes, count } => {
+                let (n, host) = (niu(Noc::Noc0), host_memory(&chip));
+                let mut p = Vec::new();
+                for k in 1..=count {
+                    p.extend(n.read(me, host, BUF, bytes, 0));
+                    p.extend(n.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, k));
+                }
+                Ok(timed(&mut chip, me, &p)? as f64 / count as f64 / clock_ghz)
+            }
+            Bench::HostWrite { bytes } => {
+                let at = NocAddr::unicast(peer, BUF as u64);
+                let before = chip.now();
+                chip.timed_write(at, &vec![0x5a; bytes as usize])?;
+                let after = chip.host_poll(0);
+                Ok((after - before) as f64 / clock_ghz)
+            }
+            Bench::HostRead { bytes } => {
+                let at = NocAddr::unicast(peer, BUF as u64);
+                let before = chip.now();
+                chip.timed_read(at, &mut vec![0; bytes as usize])?;
+                Ok((chip.now() - before) as f64 / clock_ghz)
+            }
+        }
+    }
+}
+
+/// Host-memory offset 0 as the chip's cores address it.
+fn host_memory(chip: &Chip) -> NocAddr {
+    NocAddr(chip.layout().host_mem_noc_base())
+}
+
+/// Runs `body` on BRISC of tile `me` between two reads of the `cycle` CSR
+/// and returns the cycles between them.
+fn timed(chip: &mut Chip, me: Coord, body: &[u32]) -> Result<u64, SimError> {
+    let mut p = vec![csrrs(20, csr::CYCLE as u32, 0)];
+    p.extend_from_slice(body);
+    p.push(csrrs(21, csr::CYCLE as u32, 0));
+    p.push(sub(21, 21, 20));
+    p.extend(li(6, OUT));
+    p.extend([sw(21, 6, 0), ECALL]);
+    chip.write(NocAddr::unicast(me, ENTRY_POINT as u64), &to_bytes(&p))?;
+    chip.write_u32(NocAddr::unicast(me, RESET_JAL as u64), reset_jal(ENTRY_POINT))?;
+    chip.set_soft_reset(me, tensix::SOFT_RESET_BRISC_ONLY_RUN)?;
+    let brisc = crate::chip::CoreId { tile: me, processor: tensix::Processor::Brisc };
+    chip.run_until(|c| c.halt_of(brisc).is_some(), BUDGET)?;
+    let halt = chip.halt_of(brisc).expect("halted");
+    if halt.reason != crate::hart::HaltReason::Ecall {
+        return Err(SimError::Bar(format!("calibrate: the benchmark program stopped: {halt}")));
+    }
+    Ok(chip.read_u32(NocAddr::unicast(me, OUT as u64))? as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bandwidth_grows_with_packet_size_up_to_the_link() {
+        for board in [Board::WormholeN150, Board::BlackholeP150a] {
+            let small = Bench::OneToOne { bytes: 32, count: 16 }.run(board).unwrap();
+            let large = Bench::OneToOne { bytes: 4096, count: 16 }.run(board).unwrap();
+            let flit = board.arch().params().noc.flit_bytes as f64;
+            assert!(small < large && large <= flit, "{board}: {small} -> {large} B/cycle, flit {flit}");
+        }
+    }
+
+    #[test]
+    fn a_figure_depends_on_the_model_alone() {
+        let board = Board::WormholeN150;
+        for b in
+            [Bench::ReadRoundTrip { bytes: 32, noc: Noc::Noc1, count: 4 }, Bench::PcieRead { bytes: 2048, count: 4 }]
+        {
+            assert_eq!(b.run(board).unwrap(), b.run(board).unwrap(), "{b:?}");
+        }
+    }
+
+    #[test]
+    fn host_reads_cost_more_than_posted_writes() {
+        let board = Board::WormholeN150;
+        let w = Bench::HostWrite { bytes: 4 }.run(board).unwrap();
+        let r = Bench::HostRead { bytes: 4 }.run(board).unwrap();
+        assert!(w < r, "{w} {r}");
+    }
+
+    #[test]
+    fn parameters_out_of_range_are_refused() {
+        assert!(Bench::OneToOne { bytes: 0, count: 1 }.check(Board::WormholeN150).is_err());
+        assert!(Bench::OneToOne { bytes: 16384, count: 1 }.check(Board::WormholeN150).is_err());
+        assert!(Bench::OneToOne { bytes: 16384, count: 1 }.check(Board::BlackholeP150a).is_ok());
+        assert!(Bench::L1Stores { count: 0 }.check(Board::WormholeN150).is_err());
+    }
+}

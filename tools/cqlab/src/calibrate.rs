@@ -1,0 +1,236 @@
+//! `cqlab calibrate`: the simulator's timing model beside published
+//! Wormhole and Blackhole measurements. Each published figure names a
+//! microbenchmark of the same shape (`cqlab_sim::calibrate`); the command
+//! runs it on the chosen chip and prints model, published figure, ratio and
+//! source. The figures live in one data file (`data/published-figures.json`,
+//! built in); `--figures FILE` reads another of the same shape, such as
+//! your own card's measurements.
+
+use crate::chip::ChipOpt;
+use crate::out::outln;
+use crate::usage::UsageError;
+use anyhow::Context as _;
+use cqlab_abi::arch::{Arch, Noc};
+use cqlab_sim::calibrate::{Bench, Unit};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The built-in figures.
+const FIGURES: &str = include_str!("../data/published-figures.json");
+/// A model figure within this factor of the published one is calibrated.
+const TOLERANCE: (f64, f64) = (0.85, 1.15);
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub chip: ChipOpt,
+    /// Published figures to compare with (JSON, the shape of the built-in
+    /// `tools/cqlab/data/published-figures.json`); default: the built-in ones.
+    #[arg(long, value_name = "FILE")]
+    pub figures: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FigureFile {
+    #[serde(default)]
+    #[allow(dead_code)]
+    about: String,
+    figures: Vec<Figure>,
+}
+
+/// One published measurement and the benchmark of its shape.
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+struct Figure {
+    name: String,
+    /// `wormhole` or `blackhole`.
+    arch: String,
+    /// `one-to-one`, `one-from-one`, `read-round-trip`, `l1-stores`,
+    /// `pcie-read`, `pcie-read-latency`, `host-write` or `host-read`.
+    bench: String,
+    #[serde(default)]
+    bytes: Option<u32>,
+    #[serde(default)]
+    count: Option<u32>,
+    /// 0 or 1 (`read-round-trip`; default 0).
+    #[serde(default)]
+    noc: Option<u8>,
+    published: f64,
+    /// The upper end of a published range.
+    #[serde(default)]
+    published_max: Option<f64>,
+    unit: String,
+    source: String,
+}
+
+#[derive(Serialize)]
+struct Row {
+    name: String,
+    chip: String,
+    bench: String,
+    model: f64,
+    published: f64,
+    published_max: Option<f64>,
+    unit: &'static str,
+    /// Model over the published figure (1.0 inside a published range; the
+    /// nearer end outside it).
+    ratio: f64,
+    calibrated: bool,
+    source: String,
+}
+
+impl Figure {
+    fn arch(&self) -> Result<Arch, String> {
+        match self.arch.as_str() {
+            "wormhole" => Ok(Arch::Wormhole),
+            "blackhole" => Ok(Arch::Blackhole),
+            other => Err(format!("arch {other:?}: wormhole or blackhole")),
+        }
+    }
+
+    fn bench(&self) -> Result<Bench, String> {
+        let need = |v: Option<u32>, what: &str| v.ok_or_else(|| format!("bench {} needs {what}", self.bench));
+        let bytes = || need(self.bytes, "bytes");
+        let count = || need(self.count, "count");
+        let bench = match self.bench.as_str() {
+            "one-to-one" => Bench::OneToOne { bytes: bytes()?, count: count()? },
+            "one-from-one" => Bench::OneFromOne { bytes: bytes()?, count: count()? },
+            "read-round-trip" => {
+                let noc = match self.noc.unwrap_or(0) {
+                    0 => Noc::Noc0,
+                    1 => Noc::Noc1,
+                    n => return Err(format!("noc {n}: 0 or 1")),
+                };
+                Bench::ReadRoundTrip { bytes: bytes()?, noc, count: count()? }
+            }
+            "l1-stores" => Bench::L1Stores { count: count()? },
+            "pcie-read" => Bench::PcieRead { bytes: bytes()?, count: count()? },
+            "pcie-read-latency" => Bench::PcieReadLatency { bytes: bytes()?, count: count()? },
+            "host-write" => Bench::HostWrite { bytes: bytes()? },
+            "host-read" => Bench::HostRead { bytes: bytes()? },
+            other => return Err(format!("no benchmark named {other:?}")),
+        };
+        match Unit::parse(&self.unit) {
+            Some(u) if u == bench.unit() => Ok(bench),
+            _ => Err(format!("unit {:?}: benchmark {} measures {}", self.unit, self.bench, bench.unit().name())),
+        }
+    }
+
+    fn ratio(&self, model: f64) -> f64 {
+        match self.published_max {
+            Some(max) if model >= self.published && model <= max => 1.0,
+            Some(max) if model > max => model / max,
+            _ => model / self.published,
+        }
+    }
+}
+
+/// The figures of `path` (or the built-in ones), each checked: input the
+/// command cannot take is a usage error.
+fn load(path: Option<&PathBuf>) -> Result<Vec<Figure>, UsageError> {
+    let what = path.map_or("the built-in figures".to_string(), |p| p.display().to_string());
+    let text = match path {
+        Some(p) => std::fs::read_to_string(p).map_err(|e| UsageError(format!("--figures {what}: {e}")))?,
+        None => FIGURES.to_string(),
+    };
+    let file: FigureFile = serde_json::from_str(&text).map_err(|e| UsageError(format!("{what}: {e}")))?;
+    for (i, f) in file.figures.iter().enumerate() {
+        f.arch().and(f.bench()).map_err(|e| UsageError(format!("{what}: figure {} ({}): {e}", i + 1, f.name)))?;
+    }
+    Ok(file.figures)
+}
+
+pub fn validate(a: &Args) -> anyhow::Result<()> {
+    a.chip.validate()?;
+    if a.chip.harvest.is_some() {
+        return Err(
+            UsageError("calibrate runs each chip with its usual harvesting; --harvest is not taken".into()).into()
+        );
+    }
+    load(a.figures.as_ref())?;
+    Ok(())
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let board = a.chip.sim_board();
+    let figures = load(a.figures.as_ref())?;
+    let mine: Vec<&Figure> = figures.iter().filter(|f| f.arch() == Ok(board.arch())).collect();
+    if mine.is_empty() {
+        anyhow::bail!("no published figure for a {board} ({:?}) in the figures given", board.arch());
+    }
+    let mut rows = Vec::new();
+    for f in mine {
+        let bench = f.bench().map_err(anyhow::Error::msg)?;
+        bench.check(board).map_err(|e| anyhow::anyhow!("{}: {e}", f.name))?;
+        let model = bench.run(board).with_context(|| format!("running {} on a {board}", f.bench))?;
+        let ratio = f.ratio(model);
+        rows.push(Row {
+            name: f.name.clone(),
+            chip: board.to_string(),
+            bench: f.bench.clone(),
+            model,
+            published: f.published,
+            published_max: f.published_max,
+            unit: bench.unit().name(),
+            ratio,
+            calibrated: (TOLERANCE.0..=TOLERANCE.1).contains(&ratio),
+            source: f.source.clone(),
+        });
+    }
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&rows).context("serialising the rows")?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!("cqlab calibrate: {board}, the timing model beside published figures (seed 1, one run each)");
+    outln!("{:<62} {:>10} {:>12} {:>8} {:>6}  source", "figure", "model", "published", "unit", "ratio");
+    for r in &rows {
+        let published = match r.published_max {
+            Some(max) => format!("{}-{}", r.published, max),
+            None => r.published.to_string(),
+        };
+        let flag = if r.calibrated { "" } else { " *" };
+        outln!("{:<62} {:>10.1} {:>12} {:>8} {:>6.2}{flag}  {}", r.name, r.model, published, r.unit, r.ratio, r.source);
+    }
+    let ok = rows.iter().filter(|r| r.calibrated).count();
+    outln!("{ok} of {} within {}-{} of the published figure (* outside)", rows.len(), TOLERANCE.0, TOLERANCE.1);
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_figures_name_benchmarks_of_their_unit() {
+        let figures = load(None).unwrap();
+        assert!(figures.iter().any(|f| f.arch() == Ok(Arch::Blackhole)));
+        for f in &figures {
+            f.bench().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_range_counts_as_met_inside_it() {
+        let f: Figure = serde_json::from_str(
+            r#"{"name":"x","arch":"wormhole","bench":"host-read","bytes":4,"published":671,"published_max":960,"unit":"ns","source":"s"}"#,
+        )
+        .unwrap();
+        assert_eq!(f.ratio(700.0), 1.0);
+        assert_eq!(f.ratio(335.5), 0.5);
+        assert_eq!(f.ratio(1920.0), 2.0);
+    }
+
+    #[test]
+    fn a_figure_whose_unit_is_not_its_benchmarks_is_refused() {
+        let f: Figure = serde_json::from_str(
+            r#"{"name":"x","arch":"wormhole","bench":"one-to-one","bytes":64,"count":4,"published":1,"unit":"ns","source":"s"}"#,
+        )
+        .unwrap();
+        assert!(f.bench().unwrap_err().contains("measures B/cycle"));
+    }
+}
