@@ -239,22 +239,32 @@ struct Step {
     load: (u32, u32),
 }
 
+/// What `hart`'s next instruction loads, `(address, length)`, if it is a
+/// load.
+fn next_load(hart: &Hart) -> Option<(u32, u32)> {
+    let d = hart.peek_decoded()?;
+    let len = match d.op {
+        Op::Lb | Op::Lbu => 1,
+        Op::Lh | Op::Lhu => 2,
+        Op::Lw => 4,
+        _ => return None,
+    };
+    Some((hart.reg(d.rs1 as usize).wrapping_add(d.imm), len))
+}
+
 /// True if `hart`'s next instruction can neither change memory nor read
 /// anything outside the core's own L1 and local memory (nor halt it on an
 /// access): the instructions a probe may run past the end of its run,
 /// since running them changes nothing a restore does not put back.
 fn next_is_pure(hart: &Hart) -> bool {
     let Some(d) = hart.peek_decoded() else { return false };
-    let len = match d.op {
-        Op::Lb | Op::Lbu => 1,
-        Op::Lh | Op::Lhu => 2,
-        Op::Lw => 4,
-        Op::Sb | Op::Sh | Op::Sw | Op::Illegal | Op::NotDecoded | Op::Ecall | Op::Ebreak => return false,
-        Op::Csrrw | Op::Csrrwi | Op::Csrrs | Op::Csrrc | Op::Csrrsi | Op::Csrrci => return false,
-        _ => return true,
-    };
-    let addr = hart.reg(d.rs1 as usize).wrapping_add(d.imm);
-    addr % len == 0 && (hart.mem.l1.contains(addr, len as u64) || hart.mem.local.contains(addr, len as u64))
+    match d.op {
+        Op::Sb | Op::Sh | Op::Sw | Op::Illegal | Op::NotDecoded | Op::Ecall | Op::Ebreak => false,
+        Op::Csrrw | Op::Csrrwi | Op::Csrrs | Op::Csrrc | Op::Csrrsi | Op::Csrrci => false,
+        _ => next_load(hart).is_none_or(|(addr, len)| {
+            addr % len == 0 && (hart.mem.l1.contains(addr, len as u64) || hart.mem.local.contains(addr, len as u64))
+        }),
+    }
 }
 
 /// Single-steps `hart` looking for a pure loop: a return to an earlier
@@ -291,16 +301,7 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
             hart.restore(c);
             return Probe::Cut;
         }
-        let load = hart.peek_decoded().and_then(|d| {
-            let len = match d.op {
-                Op::Lb | Op::Lbu => 1,
-                Op::Lh | Op::Lhu => 2,
-                Op::Lw => 4,
-                _ => return None,
-            };
-            Some((hart.reg(d.rs1 as usize).wrapping_add(d.imm), len))
-        });
-        steps[k] = Step { pc: before, load: load.unwrap_or_default() };
+        steps[k] = Step { pc: before, load: next_load(hart).unwrap_or_default() };
         match hart.step(bus) {
             Stop::CycleLimit => {}
             Stop::Yield => return Probe::Yielded,
