@@ -36,6 +36,16 @@ pub enum Bench {
     /// One core reads `count` packets of `bytes` from the next Tensix
     /// tile's L1 on NOC0 and waits for them ("One From One").
     OneFromOne { bytes: u32, count: u32 },
+    /// One core multicasts `count` packets of `bytes` to every Tensix tile
+    /// outside its own row (a rectangle) on NOC0 and waits for every
+    /// receiver's ack ("One To All", multicast, not linked).
+    OneToAll { bytes: u32, count: u32 },
+    /// One core reads `count` packets of `bytes` from DRAM bank 0 (its
+    /// NOC0 endpoint) and waits for them ("DRAM Read").
+    DramRead { bytes: u32, count: u32 },
+    /// One core writes `count` packets of `bytes` to DRAM bank 0 and waits
+    /// for their acks ("DRAM Write").
+    DramWrite { bytes: u32, count: u32 },
     /// One read of `bytes` from the next Tensix tile on `noc`, from issue
     /// to its barrier, `count` times in turn: the mean.
     ReadRoundTrip { bytes: u32, noc: Noc, count: u32 },
@@ -86,7 +96,11 @@ impl Bench {
     /// The unit of [`Bench::run`]'s figure.
     pub fn unit(self) -> Unit {
         match self {
-            Bench::OneToOne { .. } | Bench::OneFromOne { .. } => Unit::BytesPerCycle,
+            Bench::OneToOne { .. }
+            | Bench::OneFromOne { .. }
+            | Bench::OneToAll { .. }
+            | Bench::DramRead { .. }
+            | Bench::DramWrite { .. } => Unit::BytesPerCycle,
             Bench::ReadRoundTrip { .. } | Bench::L1Stores { .. } => Unit::Cycles,
             Bench::PcieRead { .. } => Unit::GBPerS,
             Bench::PcieReadLatency { .. } | Bench::HostWrite { .. } | Bench::HostRead { .. } => Unit::Ns,
@@ -99,6 +113,9 @@ impl Bench {
         let (bytes, count) = match self {
             Bench::OneToOne { bytes, count }
             | Bench::OneFromOne { bytes, count }
+            | Bench::OneToAll { bytes, count }
+            | Bench::DramRead { bytes, count }
+            | Bench::DramWrite { bytes, count }
             | Bench::ReadRoundTrip { bytes, count, .. }
             | Bench::PcieRead { bytes, count }
             | Bench::PcieReadLatency { bytes, count } => (bytes, count),
@@ -141,6 +158,43 @@ impl Bench {
                     p.extend(n.read(me, NocAddr::unicast(peer, BUF as u64), BUF, bytes, 0));
                 }
                 p.extend(n.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, count));
+                Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
+            }
+            Bench::OneToAll { bytes, count } => {
+                let n = niu(Noc::Noc0);
+                let others: Vec<Coord> = tiles.iter().copied().filter(|c| c.y != me.y).collect();
+                let lo = Coord::new(
+                    others.iter().map(|c| c.x).min().unwrap_or(0),
+                    others.iter().map(|c| c.y).min().unwrap_or(0),
+                );
+                let hi = Coord::new(
+                    others.iter().map(|c| c.x).max().unwrap_or(0),
+                    others.iter().map(|c| c.y).max().unwrap_or(0),
+                );
+                let receivers = others.len() as u32;
+                let mut p = Vec::new();
+                for _ in 0..count {
+                    p.extend(n.write(me, BUF, NocAddr::multicast(lo, hi, BUF as u64), bytes));
+                }
+                p.extend(n.wait_counter(counter::NIU_MST_WR_ACK_RECEIVED, count * receivers));
+                Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
+            }
+            Bench::DramRead { bytes, count } => {
+                let (n, dram) = (niu(Noc::Noc0), dram_bank0(&chip));
+                let mut p = Vec::new();
+                for k in 0..count {
+                    p.extend(n.read(me, dram.offset(k as u64 * bytes as u64), BUF, bytes, 0));
+                }
+                p.extend(n.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, count));
+                Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
+            }
+            Bench::DramWrite { bytes, count } => {
+                let (n, dram) = (niu(Noc::Noc0), dram_bank0(&chip));
+                let mut p = Vec::new();
+                for k in 0..count {
+                    p.extend(n.write(me, BUF, dram.offset(k as u64 * bytes as u64), bytes));
+                }
+                p.extend(n.wait_counter(counter::NIU_MST_WR_ACK_RECEIVED, count));
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
             }
             Bench::ReadRoundTrip { bytes, noc, count } => {
@@ -192,6 +246,16 @@ impl Bench {
     }
 }
 
+/// The start of DRAM bank 0 as a worker addresses it on NOC0 (its
+/// endpoint's translated coordinates).
+fn dram_bank0(chip: &Chip) -> NocAddr {
+    let layout = chip.layout();
+    let bank = &layout.dram_banks()[0];
+    let end = bank.worker_endpoint[0];
+    let at = layout.tile(end).map_or(end, |t| t.translated);
+    NocAddr::unicast(at, bank.offset)
+}
+
 /// Host-memory offset 0 as the chip's cores address it.
 fn host_memory(chip: &Chip) -> NocAddr {
     NocAddr(chip.layout().host_mem_noc_base())
@@ -239,6 +303,22 @@ mod tests {
             [Bench::ReadRoundTrip { bytes: 32, noc: Noc::Noc1, count: 4 }, Bench::PcieRead { bytes: 2048, count: 4 }]
         {
             assert_eq!(b.run(board).unwrap(), b.run(board).unwrap(), "{b:?}");
+        }
+    }
+
+    #[test]
+    fn every_benchmark_completes_on_both_chips() {
+        for board in [Board::WormholeN150, Board::BlackholeP150a] {
+            for b in [
+                Bench::OneToAll { bytes: 256, count: 2 },
+                Bench::DramRead { bytes: 256, count: 2 },
+                Bench::DramWrite { bytes: 256, count: 2 },
+                Bench::PcieRead { bytes: 256, count: 2 },
+                Bench::PcieReadLatency { bytes: 32, count: 2 },
+            ] {
+                let v = b.run(board).unwrap_or_else(|e| panic!("{board} {b:?}: {e}"));
+                assert!(v.is_finite() && v > 0.0, "{board} {b:?}: {v}");
+            }
         }
     }
 

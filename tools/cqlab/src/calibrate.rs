@@ -51,8 +51,9 @@ struct Figure {
     name: String,
     /// `wormhole` or `blackhole`.
     arch: String,
-    /// `one-to-one`, `one-from-one`, `read-round-trip`, `l1-stores`,
-    /// `pcie-read`, `pcie-read-latency`, `host-write` or `host-read`.
+    /// `one-to-one`, `one-from-one`, `one-to-all`, `dram-read`,
+    /// `dram-write`, `read-round-trip`, `l1-stores`, `pcie-read`,
+    /// `pcie-read-latency`, `host-write` or `host-read`.
     bench: String,
     #[serde(default)]
     bytes: Option<u32>,
@@ -101,6 +102,9 @@ impl Figure {
         let bench = match self.bench.as_str() {
             "one-to-one" => Bench::OneToOne { bytes: bytes()?, count: count()? },
             "one-from-one" => Bench::OneFromOne { bytes: bytes()?, count: count()? },
+            "one-to-all" => Bench::OneToAll { bytes: bytes()?, count: count()? },
+            "dram-read" => Bench::DramRead { bytes: bytes()?, count: count()? },
+            "dram-write" => Bench::DramWrite { bytes: bytes()?, count: count()? },
             "read-round-trip" => {
                 let noc = match self.noc.unwrap_or(0) {
                     0 => Noc::Noc0,
