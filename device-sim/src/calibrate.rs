@@ -143,67 +143,36 @@ impl Bench {
         let per_cycle = |bytes: u32, count: u32, cycles: u64| (bytes as u64 * count as u64) as f64 / cycles as f64;
         match self {
             Bench::OneToOne { bytes, count } => {
-                let n = niu(Noc::Noc0);
-                let mut p = Vec::new();
-                for _ in 0..count {
-                    p.extend(n.write(me, BUF, NocAddr::unicast(peer, BUF as u64), bytes));
-                }
-                p.extend(n.wait_counter(counter::NIU_MST_WR_ACK_RECEIVED, count));
+                let p = writes(niu(Noc::Noc0), me, |_| NocAddr::unicast(peer, BUF as u64), bytes, count, count);
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
             }
             Bench::OneFromOne { bytes, count } => {
-                let n = niu(Noc::Noc0);
-                let mut p = Vec::new();
-                for _ in 0..count {
-                    p.extend(n.read(me, NocAddr::unicast(peer, BUF as u64), BUF, bytes, 0));
-                }
-                p.extend(n.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, count));
+                let p = reads(niu(Noc::Noc0), me, |_| NocAddr::unicast(peer, BUF as u64), bytes, count);
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
             }
             Bench::OneToAll { bytes, count } => {
-                let n = niu(Noc::Noc0);
                 let others: Vec<Coord> = tiles.iter().copied().filter(|c| c.y != me.y).collect();
-                let lo = Coord::new(
-                    others.iter().map(|c| c.x).min().unwrap_or(0),
-                    others.iter().map(|c| c.y).min().unwrap_or(0),
-                );
-                let hi = Coord::new(
-                    others.iter().map(|c| c.x).max().unwrap_or(0),
-                    others.iter().map(|c| c.y).max().unwrap_or(0),
-                );
-                let receivers = others.len() as u32;
-                let mut p = Vec::new();
-                for _ in 0..count {
-                    p.extend(n.write(me, BUF, NocAddr::multicast(lo, hi, BUF as u64), bytes));
-                }
-                p.extend(n.wait_counter(counter::NIU_MST_WR_ACK_RECEIVED, count * receivers));
+                let corner = |pick: fn(u8, u8) -> u8| {
+                    let fold = |f: fn(&Coord) -> u8| others.iter().map(f).reduce(pick).unwrap_or(0);
+                    Coord::new(fold(|c| c.x), fold(|c| c.y))
+                };
+                let dst = NocAddr::multicast(corner(u8::min), corner(u8::max), BUF as u64);
+                let acks = count * others.len() as u32;
+                let p = writes(niu(Noc::Noc0), me, |_| dst, bytes, count, acks);
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
             }
             Bench::DramRead { bytes, count } => {
-                let (n, dram) = (niu(Noc::Noc0), dram_bank0(&chip));
-                let mut p = Vec::new();
-                for k in 0..count {
-                    p.extend(n.read(me, dram.offset(k as u64 * bytes as u64), BUF, bytes, 0));
-                }
-                p.extend(n.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, count));
+                let dram = dram_bank0(&chip);
+                let p = reads(niu(Noc::Noc0), me, |k| dram.offset(k as u64 * bytes as u64), bytes, count);
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
             }
             Bench::DramWrite { bytes, count } => {
-                let (n, dram) = (niu(Noc::Noc0), dram_bank0(&chip));
-                let mut p = Vec::new();
-                for k in 0..count {
-                    p.extend(n.write(me, BUF, dram.offset(k as u64 * bytes as u64), bytes));
-                }
-                p.extend(n.wait_counter(counter::NIU_MST_WR_ACK_RECEIVED, count));
+                let dram = dram_bank0(&chip);
+                let p = writes(niu(Noc::Noc0), me, |k| dram.offset(k as u64 * bytes as u64), bytes, count, count);
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
             }
             Bench::ReadRoundTrip { bytes, noc, count } => {
-                let n = niu(noc);
-                let mut p = Vec::new();
-                for k in 1..=count {
-                    p.extend(n.read(me, NocAddr::unicast(peer, BUF as u64), BUF, bytes, 0));
-                    p.extend(n.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, k));
-                }
+                let p = reads_in_turn(niu(noc), me, NocAddr::unicast(peer, BUF as u64), bytes, count);
                 Ok(timed(&mut chip, me, &p)? as f64 / count as f64)
             }
             Bench::L1Stores { count } => {
@@ -212,21 +181,12 @@ impl Bench {
                 Ok(timed(&mut chip, me, &p)? as f64 / count as f64)
             }
             Bench::PcieRead { bytes, count } => {
-                let (n, host) = (niu(Noc::Noc0), host_memory(&chip));
-                let mut p = Vec::new();
-                for k in 0..count {
-                    p.extend(n.read(me, host.offset(k as u64 * bytes as u64), BUF, bytes, 0));
-                }
-                p.extend(n.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, count));
+                let host = host_memory(&chip);
+                let p = reads(niu(Noc::Noc0), me, |k| host.offset(k as u64 * bytes as u64), bytes, count);
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?) * clock_ghz)
             }
             Bench::PcieReadLatency { bytes, count } => {
-                let (n, host) = (niu(Noc::Noc0), host_memory(&chip));
-                let mut p = Vec::new();
-                for k in 1..=count {
-                    p.extend(n.read(me, host, BUF, bytes, 0));
-                    p.extend(n.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, k));
-                }
+                let p = reads_in_turn(niu(Noc::Noc0), me, host_memory(&chip), bytes, count);
                 Ok(timed(&mut chip, me, &p)? as f64 / count as f64 / clock_ghz)
             }
             Bench::HostWrite { bytes } => {
@@ -244,6 +204,28 @@ impl Bench {
             }
         }
     }
+}
+
+/// `count` reads of `bytes` into `BUF`, the k-th from `src(k)`, all issued
+/// before their barrier (`noc_async_read` x N, `noc_async_read_barrier`).
+fn reads(n: NiuAsm, me: Coord, src: impl Fn(u32) -> NocAddr, bytes: u32, count: u32) -> Vec<u32> {
+    let mut p: Vec<u32> = (0..count).flat_map(|k| n.read(me, src(k), BUF, bytes, 0)).collect();
+    p.extend(n.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, count));
+    p
+}
+
+/// `count` reads of `bytes` from `src`, each waited for before the next.
+fn reads_in_turn(n: NiuAsm, me: Coord, src: NocAddr, bytes: u32, count: u32) -> Vec<u32> {
+    let read = |k| [n.read(me, src, BUF, bytes, 0), n.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, k)].concat();
+    (1..=count).flat_map(read).collect()
+}
+
+/// `count` writes of `bytes` from `BUF`, the k-th to `dst(k)`, then a
+/// barrier on `acks` acks (one per receiver of each write).
+fn writes(n: NiuAsm, me: Coord, dst: impl Fn(u32) -> NocAddr, bytes: u32, count: u32, acks: u32) -> Vec<u32> {
+    let mut p: Vec<u32> = (0..count).flat_map(|k| n.write(me, BUF, dst(k), bytes)).collect();
+    p.extend(n.wait_counter(counter::NIU_MST_WR_ACK_RECEIVED, acks));
+    p
 }
 
 /// The start of DRAM bank 0 as a worker addresses it on NOC0 (its
