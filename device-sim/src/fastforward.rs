@@ -194,9 +194,10 @@ pub enum Probe {
         addr: u32,
         old: u32,
     },
-    /// The run's end came before a loop closed, and the instruction after
-    /// it is not pure: the hart is back where a run to the end leaves it.
-    /// Not a failure (the loop may close in the next run).
+    /// The run's end came before a loop could be parked: past it the next
+    /// instruction is not pure, or the loop closed on a head past it. The
+    /// hart is back where a run to the end leaves it. Not a failure (the
+    /// next run's probe starts before the loop and may park it).
     Cut,
     NotIdle,
 }
