@@ -126,6 +126,18 @@ impl Figure {
         }
     }
 
+    /// The published value (and range) a ratio can be taken against.
+    fn check_published(&self) -> Result<(), String> {
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        match self.published_max {
+            _ if !positive(self.published) => Err(format!("published {}: a positive number", self.published)),
+            Some(max) if !positive(max) || max < self.published => {
+                Err(format!("published_max {max}: a number at least published ({})", self.published))
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn ratio(&self, model: f64) -> f64 {
         match self.published_max {
             Some(max) if model >= self.published && model <= max => 1.0,
@@ -148,7 +160,8 @@ fn load(path: Option<&PathBuf>) -> Result<Vec<Figure>, UsageError> {
         let checked = f.arch().and_then(|arch| {
             // Packet limits are the architecture's, the same on each board.
             let board = if arch == Arch::Wormhole { Board::WormholeN150 } else { Board::BlackholeP150a };
-            f.bench()?.check(board)
+            f.bench()?.check(board)?;
+            f.check_published()
         });
         checked.map_err(|e| UsageError(format!("{what}: figure {} ({}): {e}", i + 1, f.name)))?;
     }
@@ -241,5 +254,19 @@ mod tests {
         )
         .unwrap();
         assert!(f.bench().unwrap_err().contains("measures B/cycle"));
+    }
+
+    #[test]
+    fn a_published_value_a_ratio_cannot_be_taken_against_is_refused() {
+        let figure = |published: &str, max: &str| -> Figure {
+            let json = format!(
+                r#"{{"name":"x","arch":"wormhole","bench":"host-read","bytes":4,"published":{published},"published_max":{max},"unit":"ns","source":"s"}}"#
+            );
+            serde_json::from_str(&json).unwrap()
+        };
+        assert!(figure("0", "null").check_published().is_err());
+        assert!(figure("-3", "null").check_published().is_err());
+        assert!(figure("671", "600").check_published().is_err());
+        assert!(figure("671", "960").check_published().is_ok());
     }
 }
