@@ -244,6 +244,7 @@ impl Chip {
         let g = layout.grid();
         let mut tiles: Vec<Option<Tensix>> = (0..g.x as usize * g.y as usize).map(|_| None).collect();
         let mut cores = Vec::with_capacity(5 * tensix.len());
+        let l1_stores = crate::timing::L1Stores::of(cfg.board.arch());
         for (k, &c) in tensix.iter().enumerate() {
             let t = c.y as usize * g.x as usize + c.x as usize;
             let translated = layout.tile(c).expect("a tile").translated;
@@ -255,7 +256,11 @@ impl Chip {
                 cores.push(Core {
                     id: CoreId { tile: translated, processor: p },
                     tile: t,
-                    hart: Hart::new(mem, p.index() as u32, chip.tensix.default_reset_pc(p)),
+                    hart: {
+                        let mut h = Hart::new(mem, p.index() as u32, chip.tensix.default_reset_pc(p));
+                        h.set_l1_stores(l1_stores);
+                        h
+                    },
                     in_reset: true,
                     ff: FfState::default(),
                     slowdown: 1.0,
@@ -1151,7 +1156,7 @@ impl Chip {
             if only.is_some_and(|c| c != d.src.tile) {
                 return true;
             }
-            let by = flits_by(d.start, d.len, bpc, t);
+            let by = flits_by(d.start, d.len, d.rate, t);
             if by > d.read {
                 let buf = payloads.get_mut(&d.id).expect("a leaving write has a payload");
                 let tile = tiles[d.src.tile].as_ref().expect("a Tensix tile");
@@ -1162,7 +1167,7 @@ impl Chip {
                 sent.push((d.src, d.tid, d.posted, (d.len as u64).div_ceil(bpc) as i32));
                 return false;
             }
-            let left = last_flit(d.start, d.len, bpc);
+            let left = last_flit(d.start, d.len, d.rate);
             next = Some(next.map_or(left, |n| n.min(left)));
             true
         });
@@ -1268,8 +1273,11 @@ impl Chip {
                     served = served.max(self.routes.posted_landed(Route::of(src, issue.dst_key, issue.vc)));
                 }
                 let now = self.now;
-                let out = self.endpoints.done(&self.cfg, endpoint, served, issue.len, true, now);
-                let done = out + trip(&self.cfg, hops, issue.len);
+                let ready = self.endpoints.done(&self.cfg, &issue.target, served, issue.len, true, now);
+                // The data leaves the responder's NIU one packet at a time.
+                let (key, noc) = (issue.dst_key, src.noc.index() as u8);
+                let leave = self.endpoints.respond(&self.cfg, key, noc, served, ready, issue.len, now);
+                let done = leave + trip(&self.cfg, hops, issue.len);
                 if !matches!(issue.target, Target::Reg { .. } | Target::Arc { .. }) {
                     let start = done + 1 - (issue.len as u64).div_ceil(bpc).max(1);
                     let (local, len, target) = (issue.local, issue.len, issue.target.clone());
@@ -1289,27 +1297,29 @@ impl Chip {
                     Target::Multicast { tiles, .. } => tiles.len() as u32,
                     _ => 1,
                 };
-                let _ = multicast;
+                // A multicast's data leaves at the multicast rate.
+                let rate = if multicast { self.cfg.noc.multicast_bytes_per_cycle } else { bpc };
                 if !posted {
                     self.bump(src, counter::reqs_outstanding_id(tid), receivers as i32);
                 }
                 self.bump(src, counter::write_reqs_outgoing_id(tid), 1);
                 // One packet at a time through the NIU.
                 let backpressure = self.rng.backpressure.upto(self.cfg.faults.write_backpressure_cycles);
-                let start = (issue.time + iface).max(self.niu_free[src.index()]) + backpressure;
-                let left = last_flit(start, issue.len, bpc);
+                // Its header flit leaves first, then the data.
+                let start = (issue.time + iface).max(self.niu_free[src.index()]) + backpressure + 1;
+                let left = last_flit(start, issue.len, rate);
                 self.niu_free[src.index()] = left + 1;
                 let hop_cycles = hops as u64 * self.cfg.noc.hop_cycles;
                 let now = self.now;
+                let reach = left + 1 + iface + hop_cycles;
                 let mut arrive =
-                    self.endpoints.done(&self.cfg, endpoint, left + 1 + iface + hop_cycles, issue.len, false, now)
-                        + self.jitter();
+                    self.endpoints.done(&self.cfg, &issue.target, reach, issue.len, false, now) + self.jitter();
                 if ordered {
                     arrive = self.routes.write(route, issue.time, left, arrive);
                 }
                 self.payloads.insert(id, vec![0; issue.len as usize]);
                 let (local, len) = (issue.local, issue.len);
-                self.departing.push(Departing { id, src, tid, posted, local, len, start, read: 0 });
+                self.departing.push(Departing { id, src, tid, posted, local, len, start, rate, read: 0 });
                 self.push(arrive, EventKind::WriteArrive { src: Some(src), target: issue.target, id, len, posted });
                 if !posted {
                     let ack = arrive + trip(&self.cfg, hops, 0);
@@ -1326,7 +1336,7 @@ impl Chip {
                 }
                 let now = self.now;
                 let reach = issue.time + trip(&self.cfg, hops, 4);
-                let mut arrive = self.endpoints.done(&self.cfg, endpoint, reach, 4, false, now) + self.jitter();
+                let mut arrive = self.endpoints.done(&self.cfg, &issue.target, reach, 4, false, now) + self.jitter();
                 if ordered {
                     arrive = self.routes.atomic(route, issue.time, arrive);
                 }
@@ -1636,8 +1646,7 @@ impl Chip {
             h.u64(id);
             h.u64(old as u64);
         }
-        let links = [&self.endpoints.pcie_read, &self.endpoints.pcie_write];
-        for link in links {
+        for link in self.endpoints.links() {
             // Only what still matters (bookings drop lazily).
             let live = link.busy().iter().filter(|&&(_, e)| e > self.now);
             h.u64(live.clone().count() as u64);

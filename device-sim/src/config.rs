@@ -1,19 +1,23 @@
 //! Which chip is simulated (a board and its harvesting: `soc::ChipLayout`),
 //! and every latency of the model, in device cycles.
 //!
-//! The timing defaults are the Wormhole-derived figures of docs/design.md
-//! ("Timing"), stated in cycles of a 1 GHz clock, and are the same cycle
-//! counts on Blackhole (1.35 GHz): issue 27 recalibrates them per chip. Only
-//! the NOC link width follows the chip: one flit per cycle, 32 bytes on
-//! Wormhole, 64 on Blackhole (`ArchParams::noc.flit_bytes`).
+//! The timing defaults are per chip ([`SimConfig::for_board`]), each with its
+//! source; docs/design.md ("Timing") has the table, and `cqlab calibrate`
+//! sets the model beside the published figures they come from. NOC figures
+//! are in the chip's cycles (one flit per cycle: 32 bytes on Wormhole, 64 on
+//! Blackhole, `ArchParams::noc.flit_bytes`); figures set by PCIe and the
+//! host (PCIe latency and bandwidth, BAR costs) are nanoseconds and GB/s
+//! turned into cycles at the chip's clock (Wormhole 1 GHz, Blackhole
+//! 1.35 GHz).
 
 use cqlab_abi::noc::Coord;
 use cqlab_abi::soc::{Board, ChipLayout, Harvesting, LayoutError};
 use thiserror::Error;
 
 /// NOC timing: latency = 2 x `interface_cycles` + hops x `hop_cycles` +
-/// bytes / `bytes_per_cycle` (one way; a read pays the request trip too).
-/// Hops are those of the path on the NOC's torus (`soc::route`).
+/// the packet's flits (its data at `bytes_per_cycle`, plus a header flit:
+/// `noc::packet_flits`); one way, a read pays the request trip too. Hops
+/// are those of the path on the NOC's torus (`soc::route`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct NocTiming {
     /// Cycles at each network interface (injection, ejection). Default 5.
@@ -23,19 +27,32 @@ pub struct NocTiming {
     /// Link bandwidth: the chip's flit, one per cycle (Wormhole 32 B,
     /// Blackhole 64 B).
     pub bytes_per_cycle: u64,
+    /// The rate a multicast write's data leaves its NIU. Fitted to
+    /// tt-metal's one-to-all figures (`ideal_performance.md`: Wormhole
+    /// 15 B/cycle, Blackhole 24 B/cycle, against 29 and 60 unicast); the
+    /// sources do not say what limits it. Wormhole 16, Blackhole 24.
+    pub multicast_bytes_per_cycle: u64,
 }
 
+/// The host's share of a device read of host memory: the PCIe tile to host
+/// memory and back. tt-isa-documentation `WormholeB0/PCIExpressTile`
+/// measures a whole read, from the core's request to its data, at about
+/// 690 ns at least; this is that less the NOC trips to and from the PCIe
+/// tile and the data time, so `cqlab calibrate`'s 32 B read lands on it.
+pub const PCIE_READ_LATENCY_NS: f64 = 450.0;
+
 /// PCIe timing for device accesses to host sysmem (on top of the NOC trip
-/// to the PCIe endpoint).
+/// to the PCIe endpoint), at the chip's clock.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PcieTiming {
-    /// Device read of host memory, round trip. Default 750 cycles (700-800 ns).
+    /// Device read of host memory, round trip: [`PCIE_READ_LATENCY_NS`].
     pub read_latency_cycles: u64,
-    /// Read bandwidth in bytes per 1000 cycles. Default 24 500 (24.5 GB/s).
+    /// Read bandwidth in bytes per 1000 cycles: 24.5 GB/s
+    /// (tt-isa-documentation `WormholeB0/PCIExpressTile`).
     pub read_bytes_per_kcycle: u64,
-    /// Device write to host memory until visible. Default 260 cycles.
+    /// Device write to host memory until visible: 260 ns.
     pub write_latency_cycles: u64,
-    /// Write bandwidth in bytes per 1000 cycles. Default 26 000 (26 GB/s).
+    /// Write bandwidth in bytes per 1000 cycles: 26 GB/s.
     pub write_bytes_per_kcycle: u64,
 }
 
@@ -120,6 +137,15 @@ pub struct SimConfig {
     pub harvesting: Harvesting,
     /// Extra cycles of a DRAM access beyond the NOC trip. Default 100.
     pub dram_latency_cycles: u64,
+    /// The rate one DRAM bank streams a packet's data to or from the NOC,
+    /// in bytes per 1000 cycles; a bank carries one packet's data at a time
+    /// (`noc::Endpoints`). Wormhole 24 000: 24 GB/s per channel at 1 GHz
+    /// (tt-isa-documentation `WormholeB0/DRAMTile`); tt-metal measures
+    /// 22 B/cycle reading and 21 writing from one core. Blackhole 34 000:
+    /// fitted to tt-metal's one-core figures (33 B/cycle read, 34 write),
+    /// below a bank's 64 GB/s (47 B/cycle at 1.35 GHz), which takes several
+    /// requesters to reach and is not modelled.
+    pub dram_bytes_per_kcycle: u64,
     /// Host memory the PCIe tile reaches (from the chip's host-memory base).
     /// Default 64 MiB.
     pub sysmem_size: usize,
@@ -145,32 +171,40 @@ pub struct SimConfig {
 }
 
 impl SimConfig {
-    /// `board` with its usual harvesting and the default timing.
+    /// `board` with its usual harvesting and the chip's timing.
     pub fn for_board(board: Board) -> Self {
         let harvesting = board.default_harvesting();
+        let arch = board.arch();
+        let ghz = arch.params().clock_hz as f64 / 1e9;
+        let cycles = |ns: f64| (ns * ghz).round() as u64;
+        // GB/s are bytes per ns: per 1000 cycles at the chip's clock.
+        let per_kcycle = |gb_per_s: f64| (gb_per_s * 1000.0 / ghz).round() as u64;
+        let wormhole = matches!(arch, cqlab_abi::arch::Arch::Wormhole);
         SimConfig {
             seed: 0,
             board,
             harvesting,
             dram_latency_cycles: 100,
+            dram_bytes_per_kcycle: if wormhole { 24_000 } else { 34_000 },
             sysmem_size: 64 << 20,
             quantum_cycles: 50,
             quantum_jitter: 0,
             noc: NocTiming {
                 interface_cycles: 5,
                 hop_cycles: 9,
-                bytes_per_cycle: board.arch().params().noc.flit_bytes as u64,
+                bytes_per_cycle: arch.params().noc.flit_bytes as u64,
+                multicast_bytes_per_cycle: if wormhole { 16 } else { 24 },
             },
             pcie: PcieTiming {
-                read_latency_cycles: 750,
-                read_bytes_per_kcycle: 24_500,
-                write_latency_cycles: 260,
-                write_bytes_per_kcycle: 26_000,
+                read_latency_cycles: cycles(PCIE_READ_LATENCY_NS),
+                read_bytes_per_kcycle: per_kcycle(24.5),
+                write_latency_cycles: cycles(260.0),
+                write_bytes_per_kcycle: per_kcycle(26.0),
             },
             faults: Faults::default(),
             schedule: Schedule::Slices,
             fast_forward: true,
-            bar: crate::bar::BarTiming::default(),
+            bar: crate::bar::BarTiming::at_clock(ghz),
         }
     }
 
@@ -219,6 +253,8 @@ impl SimConfig {
         check("quantum_cycles", self.quantum_cycles, 1, 1 << 32)?;
         check("bar.write_bytes_per_cycle", self.bar.write_bytes_per_cycle, 1, 1 << 20)?;
         check("noc.bytes_per_cycle", self.noc.bytes_per_cycle, 1, 1 << 20)?;
+        check("noc.multicast_bytes_per_cycle", self.noc.multicast_bytes_per_cycle, 1, 1 << 20)?;
+        check("dram_bytes_per_kcycle", self.dram_bytes_per_kcycle, 1, 1 << 40)?;
         check("pcie.read_bytes_per_kcycle", self.pcie.read_bytes_per_kcycle, 1, 1 << 40)?;
         check("pcie.write_bytes_per_kcycle", self.pcie.write_bytes_per_kcycle, 1, 1 << 40)?;
         let p = self.faults.core_stall_prob;

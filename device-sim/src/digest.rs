@@ -173,7 +173,7 @@ impl Digest {
     /// A write still reading its source.
     pub(crate) fn departing(&mut self, d: &Departing) {
         self.source(d.src);
-        for v in [d.id, d.tid as u64, d.posted as u64, d.local as u64, d.len as u64, d.start, d.read as u64] {
+        for v in [d.id, d.tid as u64, d.posted as u64, d.local as u64, d.len as u64, d.start, d.rate, d.read as u64] {
             self.u64(v);
         }
     }

@@ -16,7 +16,7 @@ use crate::csr;
 use crate::decode::{Decoded, Op};
 use crate::history::BranchHistory;
 use crate::memory::Memory;
-use crate::timing::{self, LOAD_CYCLES, MUL_CYCLES, TAKEN_PENALTY};
+use crate::timing::{self, L1Stores, LOAD_CYCLES, MUL_CYCLES, TAKEN_PENALTY};
 use std::fmt;
 
 /// A non-RAM access the bus could not serve.
@@ -184,6 +184,34 @@ pub(crate) struct Checkpoint {
     instret: u64,
     halt: Option<Halt>,
     history: BranchHistory,
+    store_queue: StoreQueue,
+}
+
+/// The hart's L1 store queue (see [`L1Stores`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct StoreQueue {
+    timing: L1Stores,
+    /// The cycle the queue has written every store it holds.
+    drained: u64,
+    /// The aligned 16-byte block of the last store queued.
+    block: u32,
+}
+
+impl StoreQueue {
+    /// Queues a store to L1 `addr` issued at `cycle`: the cycle the hart
+    /// goes on at (later than `cycle` when the queue was full).
+    #[inline(always)]
+    fn push(&mut self, cycle: u64, addr: u32) -> u64 {
+        let t = self.timing;
+        let block = addr & !15;
+        if t.coalesce && block == self.block && self.drained > cycle {
+            return cycle;
+        }
+        let at = cycle.max(self.drained.saturating_sub(t.interval * (t.queue - 1)));
+        self.drained = self.drained.max(at) + t.interval;
+        self.block = block;
+        at
+    }
 }
 
 /// One hart with its RAM.
@@ -200,6 +228,7 @@ pub struct Hart {
     /// depend on more than its registers and unchanged memory. Idle
     /// fast-forward only skips loops during which this does not move.
     effects: u64,
+    store_queue: StoreQueue,
 }
 
 impl Hart {
@@ -215,6 +244,7 @@ impl Hart {
             mem,
             history: Default::default(),
             effects: 0,
+            store_queue: StoreQueue { timing: L1Stores::WORMHOLE, drained: 0, block: u32::MAX },
         };
         h.reset(entry);
         h
@@ -228,6 +258,11 @@ impl Hart {
         self.halt = None;
         self.history = BranchHistory::default();
         self.history.record(u32::MAX, entry);
+    }
+
+    /// Sets how fast L1 takes this hart's stores (Wormhole's unless told).
+    pub fn set_l1_stores(&mut self, timing: L1Stores) {
+        self.store_queue.timing = timing;
     }
 
     pub fn pc(&self) -> u32 {
@@ -291,6 +326,7 @@ impl Hart {
             instret: self.instret,
             halt: self.halt,
             history: self.history.clone(),
+            store_queue: self.store_queue,
         }
     }
 
@@ -302,6 +338,7 @@ impl Hart {
         self.instret = c.instret;
         self.halt = c.halt;
         self.history = c.history.clone();
+        self.store_queue = c.store_queue;
     }
 
     /// Sets the counters back to where they stood when the hart was last
@@ -505,6 +542,7 @@ impl Hart {
                 self.effects += 1;
                 let old = self.watched_old(addr);
                 let stop = if self.mem.l1.store::<$n>(addr, b) {
+                    cycle = self.store_queue.push(cycle, addr);
                     self.watch_hit(addr, old)
                 } else if self.mem.local.store::<$n>(addr, b) {
                     None

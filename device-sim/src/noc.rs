@@ -358,8 +358,8 @@ impl Routes {
     }
 }
 
-/// A write still reading its source: flit `k` (bytes `k * bpc ..`) leaves
-/// at `start + k`.
+/// A write still reading its source: data flit `k` (bytes `k * rate ..`)
+/// leaves at `start + k`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Departing {
     pub id: u64,
@@ -369,6 +369,8 @@ pub struct Departing {
     pub local: u32,
     pub len: u32,
     pub start: u64,
+    /// Bytes per cycle it leaves at: the link's, or the multicast rate.
+    pub rate: u64,
     /// Bytes read from the source so far.
     pub read: u32,
 }
@@ -400,10 +402,25 @@ pub fn last_flit(start: u64, len: u32, bpc: u64) -> u64 {
     start + (len as u64).div_ceil(bpc).max(1) - 1
 }
 
-/// One-way NOC trip of `hops` hops carrying `bytes`.
+/// Most data flits one header flit leads: a packet is a header flit and up
+/// to this many data flits (the NOC packet format; the largest
+/// packet, 8 KiB on Wormhole's 32 B flits and 16 KiB on Blackhole's 64 B,
+/// is exactly one header's worth).
+pub const DATA_FLITS_PER_HEADER: u64 = 256;
+
+/// Flits a packet carrying `bytes` puts on a link at `bpc` bytes per data
+/// flit: its data and one header per up to [`DATA_FLITS_PER_HEADER`] of
+/// them; a header-only packet (a read request, an ack) is one flit.
+pub fn packet_flits(bytes: u32, bpc: u64) -> u64 {
+    let data = (bytes as u64).div_ceil(bpc);
+    data + data.div_ceil(DATA_FLITS_PER_HEADER).max(1)
+}
+
+/// One-way NOC trip of `hops` hops carrying `bytes`: the interfaces, the
+/// hops, and the packet's flits one per cycle.
 pub fn trip(cfg: &SimConfig, hops: u32, bytes: u32) -> u64 {
     let n = &cfg.noc;
-    2 * n.interface_cycles + hops as u64 * n.hop_cycles + (bytes as u64).div_ceil(n.bytes_per_cycle)
+    2 * n.interface_cycles + hops as u64 * n.hop_cycles + packet_flits(bytes, n.bytes_per_cycle)
 }
 
 /// Cycles the endpoint itself adds to a transfer of `bytes` when nothing
@@ -415,9 +432,14 @@ pub fn endpoint_cost(cfg: &SimConfig, kind: EndpointKind, bytes: u32, is_read: b
             let (lat, data) = pcie_cycles(cfg, bytes, is_read);
             lat + data
         }
-        EndpointKind::Dram => cfg.dram_latency_cycles,
+        EndpointKind::Dram => cfg.dram_latency_cycles + dram_cycles(cfg, bytes),
         EndpointKind::Tile => 0,
     }
+}
+
+/// Cycles a DRAM bank takes to stream `bytes` (`dram_bytes_per_kcycle`).
+fn dram_cycles(cfg: &SimConfig, bytes: u32) -> u64 {
+    (bytes as u64 * 1000).div_ceil(cfg.dram_bytes_per_kcycle)
 }
 
 /// PCIe latency and data time (`bytes` at the direction's bandwidth) of one
@@ -503,6 +525,11 @@ pub struct Endpoints {
     pub pcie_read: Link,
     /// PCIe, device -> host: data of device writes to host memory.
     pub pcie_write: Link,
+    /// Each DRAM channel's data path, reads and writes alike, by channel.
+    pub dram: std::collections::BTreeMap<usize, Link>,
+    /// Each responding NIU's outgoing link for read data, by (destination
+    /// key, NOC index): one response packet leaves it at a time.
+    pub responses: std::collections::BTreeMap<(u64, u8), Link>,
 }
 
 impl Endpoints {
@@ -512,18 +539,14 @@ impl Endpoints {
     /// (the request's round trip to host memory, which overlaps with other
     /// requests), a write's data crosses it before (then becomes visible
     /// after the latency); each direction carries one transfer's data at a
-    /// time. Bookings that ended before `now` are dropped.
-    pub fn done(
-        &mut self,
-        cfg: &SimConfig,
-        kind: EndpointKind,
-        ready: u64,
-        bytes: u32,
-        is_read: bool,
-        now: u64,
-    ) -> u64 {
-        match kind {
-            EndpointKind::Pcie => {
+    /// time. A DRAM channel streams one packet's data at a time, after its
+    /// latency for a read, as the data arrives for a write (whose last
+    /// flit arrives at `ready`), and its latency after that. Bookings that
+    /// ended before `now` are dropped.
+    #[allow(clippy::too_many_arguments)]
+    pub fn done(&mut self, cfg: &SimConfig, target: &Target, ready: u64, bytes: u32, is_read: bool, now: u64) -> u64 {
+        match target {
+            Target::Host { .. } => {
                 let (lat, data) = pcie_cycles(cfg, bytes, is_read);
                 if is_read {
                     self.pcie_read.forget_before(now);
@@ -533,9 +556,37 @@ impl Endpoints {
                     self.pcie_write.book(ready, data) + data + lat
                 }
             }
-            EndpointKind::Dram => ready + cfg.dram_latency_cycles,
-            EndpointKind::Tile => ready,
+            Target::Dram { channel, .. } => {
+                let (lat, data) = (cfg.dram_latency_cycles, dram_cycles(cfg, bytes));
+                let bank = self.dram.entry(*channel).or_default();
+                bank.forget_before(now);
+                if is_read {
+                    bank.book(ready + lat, data) + data
+                } else {
+                    // The bank takes the data as it arrives, at its own rate.
+                    let first = ready + 1 - packet_flits(bytes, cfg.noc.bytes_per_cycle).min(ready + 1);
+                    (bank.book(first, data) + data).max(ready) + lat
+                }
+            }
+            _ => ready,
         }
+    }
+
+    /// The cycle the first flit of a read response of `bytes` leaves the
+    /// responding NIU (`key` on `noc`), whose data is all at hand by
+    /// `ready` and streamed from cycle `from` (a slower endpoint, DRAM or
+    /// PCIe, streams the data as the NIU sends it, so the last flit leaves
+    /// no earlier than `ready`).
+    pub fn respond(&mut self, cfg: &SimConfig, key: u64, noc: u8, from: u64, ready: u64, bytes: u32, now: u64) -> u64 {
+        let flits = packet_flits(bytes, cfg.noc.bytes_per_cycle);
+        let link = self.responses.entry((key, noc)).or_default();
+        link.forget_before(now);
+        link.book(from.max((ready + 1).saturating_sub(flits)), flits)
+    }
+
+    /// Every link, for the chip's digest.
+    pub fn links(&self) -> impl Iterator<Item = &Link> {
+        [&self.pcie_read, &self.pcie_write].into_iter().chain(self.dram.values()).chain(self.responses.values())
     }
 }
 
@@ -549,16 +600,27 @@ mod tests {
     #[test]
     fn latency_follows_the_formula() {
         let cfg = SimConfig::default();
-        // One hop, 64 bytes on Wormhole's 32-byte flits: 2*5 + 1*9 + 2.
-        assert_eq!(trip(&cfg, 1, 64), 21);
+        // One hop, 64 bytes on Wormhole's 32-byte flits: 2*5 + 1*9 + a header and 2 data flits.
+        assert_eq!(trip(&cfg, 1, 64), 22);
         // 14 hops, header only.
-        assert_eq!(trip(&cfg, 14, 0), 10 + 14 * 9);
+        assert_eq!(trip(&cfg, 14, 0), 10 + 14 * 9 + 1);
         // Blackhole's flits carry 64 bytes.
         let bh = SimConfig::for_board(cqlab_abi::soc::Board::BlackholeP150a);
-        assert_eq!(trip(&bh, 1, 64), 20);
-        assert_eq!(endpoint_cost(&cfg, PCIE, 245, true), 750 + 10);
-        assert_eq!(endpoint_cost(&cfg, EndpointKind::Dram, 4, false), 100);
+        assert_eq!(trip(&bh, 1, 64), 21);
+        // 245 B at 24.5 GB/s: 10 cycles of data after the read latency.
+        assert_eq!(endpoint_cost(&cfg, PCIE, 245, true), cfg.pcie.read_latency_cycles + 10);
+        // 24 B/cycle per DRAM channel on Wormhole.
+        assert_eq!(endpoint_cost(&cfg, EndpointKind::Dram, 48, false), 100 + 2);
         assert_eq!(endpoint_cost(&cfg, EndpointKind::Tile, 4, false), 0);
+    }
+
+    #[test]
+    fn a_packet_has_a_header_flit_per_256_data_flits() {
+        assert_eq!(packet_flits(0, 32), 1, "a read request or an ack");
+        assert_eq!(packet_flits(4, 32), 2);
+        assert_eq!(packet_flits(8192, 32), 257, "Wormhole's largest packet");
+        assert_eq!(packet_flits(16384, 64), 257, "Blackhole's");
+        assert_eq!(packet_flits(8224, 32), 259, "past 256 data flits, a second header");
     }
 
     #[test]
@@ -586,19 +648,44 @@ mod tests {
     #[test]
     fn pcie_data_time_serializes_per_direction_and_latency_overlaps() {
         let cfg = SimConfig::default();
+        let lat = cfg.pcie.read_latency_cycles;
+        let host = Target::Host { offset: 0 };
         let mut e = Endpoints::default();
-        // 24 500 B at 24.5 B/cycle: 1000 cycles of data after 750 of latency.
-        assert_eq!(e.done(&cfg, PCIE, 0, 24_500, true, 0), 1750);
-        assert_eq!(e.done(&cfg, PCIE, 0, 24_500, true, 0), 2750, "a second read waits for the data only");
+        // 24 500 B at 24.5 B/cycle: 1000 cycles of data after the latency.
+        assert_eq!(e.done(&cfg, &host, 0, 24_500, true, 0), lat + 1000);
+        assert_eq!(e.done(&cfg, &host, 0, 24_500, true, 0), lat + 2000, "a second read waits for the data only");
         // Writes use the other direction: 26 000 B in 1000 cycles, then 260.
-        assert_eq!(e.done(&cfg, PCIE, 0, 26_000, false, 0), 1260);
-        assert_eq!(e.done(&cfg, PCIE, 10, 26_000, false, 0), 2260);
+        assert_eq!(e.done(&cfg, &host, 0, 26_000, false, 0), 1260);
+        assert_eq!(e.done(&cfg, &host, 10, 26_000, false, 0), 2260);
         // Alone, each costs what `endpoint_cost` says.
-        let alone = Endpoints::default().done(&cfg, PCIE, 5, 245, true, 0);
+        let alone = Endpoints::default().done(&cfg, &host, 5, 245, true, 0);
         assert_eq!(alone, 5 + endpoint_cost(&cfg, PCIE, 245, true));
-        // DRAM has no bandwidth parameter: latency only.
-        assert_eq!(e.done(&cfg, EndpointKind::Dram, 5, 8192, true, 0), 105);
-        assert_eq!(e.done(&cfg, EndpointKind::Dram, 5, 8192, true, 0), 105);
+    }
+
+    #[test]
+    fn a_dram_channel_streams_one_packet_at_a_time() {
+        let cfg = SimConfig::default();
+        let (bank0, bank1) = (Target::Dram { channel: 0, offset: 0 }, Target::Dram { channel: 1, offset: 0 });
+        let mut e = Endpoints::default();
+        // 8 KiB at 24 B/cycle: 342 cycles after the 100 of latency.
+        assert_eq!(e.done(&cfg, &bank0, 5, 8192, true, 0), 5 + 100 + 342);
+        assert_eq!(e.done(&cfg, &bank0, 5, 8192, true, 0), 5 + 100 + 2 * 342, "the second waits for the bank");
+        assert_eq!(e.done(&cfg, &bank1, 5, 8192, true, 0), 5 + 100 + 342, "another channel does not");
+        // A write: the bank takes the data as its 257 flits arrive (the last at 1000).
+        let mut e = Endpoints::default();
+        assert_eq!(e.done(&cfg, &bank0, 1000, 8192, false, 0), 744 + 342 + 100);
+    }
+
+    #[test]
+    fn a_responder_sends_one_read_response_at_a_time() {
+        let cfg = SimConfig::default();
+        let mut e = Endpoints::default();
+        // Data at hand at once (an L1): leaves when asked, then queues.
+        assert_eq!(e.respond(&cfg, 7, 0, 100, 100, 8192, 0), 100);
+        assert_eq!(e.respond(&cfg, 7, 0, 100, 100, 8192, 0), 357);
+        assert_eq!(e.respond(&cfg, 7, 1, 100, 100, 8192, 0), 100, "the other NOC's NIU is free");
+        // Streamed from a slower endpoint: the last flit leaves no earlier than the data is out.
+        assert_eq!(e.respond(&cfg, 9, 0, 100, 1000, 8192, 0), 1000 + 1 - 257);
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! | `mul*` | [`MUL_CYCLES`] |
 //! | `div*`/`rem*` | [`div_cycles`]: 6..=33, data dependent |
 //!
-//! Stores, CSR reads and `fence` cost 1 cycle.
+//! Stores, CSR reads and `fence` cost 1 cycle, but L1 takes a RISC-V's
+//! stores at a limited rate ([`L1Stores`]): a run of stores to L1 stalls
+//! the hart once its store queue is full.
 //!
 //! Local data memory (`memory_map::LOCAL_MEM`, 8 KiB at `0xFFA0_0000`) is
 //! the model of the per-core local memory of Wormhole/Blackhole baby cores
@@ -31,6 +33,40 @@
 //! the barrier before it reports done. The rest is instructions and 1-cycle
 //! stores: two trace records, building the kernel's context in local
 //! memory, the call, and the two done atomics.
+
+/// How fast L1 takes a RISC-V's stores: the hart queues up to `queue`
+/// stores and goes on; the queue writes one to L1 every `interval` cycles,
+/// and a store that finds it full waits for a slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct L1Stores {
+    /// Cycles between two stores reaching L1.
+    pub interval: u64,
+    /// Stores the hart may have queued.
+    pub queue: u64,
+    /// A store to the same aligned 16-byte block as the store before it,
+    /// still queued, joins it instead of taking a slot of its own.
+    pub coalesce: bool,
+}
+
+impl L1Stores {
+    /// Wormhole: "Throughput of sustained stores to L1 is at most one store
+    /// every five cycles" (tt-isa-documentation
+    /// `WormholeB0/TensixTile/BabyRISCV/README.md`); the Load/Store Unit's
+    /// four-entry store queue (same folder, `MemoryOrdering.md`).
+    pub const WORMHOLE: L1Stores = L1Stores { interval: 5, queue: 4, coalesce: false };
+    /// Blackhole: stores coalesce into aligned 128-bit blocks, one coalesced
+    /// store every five cycles (tt-isa-documentation
+    /// `BlackholeA0/TensixTile/BabyRISCV/README.md`); the queue as Wormhole's.
+    pub const BLACKHOLE: L1Stores = L1Stores { interval: 5, queue: 4, coalesce: true };
+
+    /// The chip's.
+    pub fn of(arch: cqlab_abi::arch::Arch) -> L1Stores {
+        match arch {
+            cqlab_abi::arch::Arch::Wormhole => L1Stores::WORMHOLE,
+            cqlab_abi::arch::Arch::Blackhole => L1Stores::BLACKHOLE,
+        }
+    }
+}
 
 /// Extra cycles for a taken branch or a jump (pipeline refill).
 pub const TAKEN_PENALTY: u64 = 2;
