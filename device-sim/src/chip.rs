@@ -1275,8 +1275,8 @@ impl Chip {
                 let now = self.now;
                 let ready = self.endpoints.done(&self.cfg, &issue.target, served, issue.len, true, now);
                 // The data leaves the responder's NIU one packet at a time.
-                let (key, noc) = (issue.dst_key, src.noc.index() as u8);
-                let leave = self.endpoints.respond(&self.cfg, key, noc, served, ready, issue.len, now);
+                let responder = (issue.dst_key, src.noc.index() as u8);
+                let leave = self.endpoints.respond(&self.cfg, responder, served, ready, issue.len, now);
                 let done = leave + trip(&self.cfg, hops, issue.len);
                 if !matches!(issue.target, Target::Reg { .. } | Target::Arc { .. }) {
                     let start = done + 1 - (issue.len as u64).div_ceil(bpc).max(1);

@@ -543,7 +543,6 @@ impl Endpoints {
     /// latency for a read, as the data arrives for a write (whose last
     /// flit arrives at `ready`), and its latency after that. Bookings that
     /// ended before `now` are dropped.
-    #[allow(clippy::too_many_arguments)]
     pub fn done(&mut self, cfg: &SimConfig, target: &Target, ready: u64, bytes: u32, is_read: bool, now: u64) -> u64 {
         match target {
             Target::Host { .. } => {
@@ -573,13 +572,21 @@ impl Endpoints {
     }
 
     /// The cycle the first flit of a read response of `bytes` leaves the
-    /// responding NIU (`key` on `noc`), whose data is all at hand by
+    /// responding NIU (`responder`: destination key, NOC index), whose data is all at hand by
     /// `ready` and streamed from cycle `from` (a slower endpoint, DRAM or
     /// PCIe, streams the data as the NIU sends it, so the last flit leaves
     /// no earlier than `ready`).
-    pub fn respond(&mut self, cfg: &SimConfig, key: u64, noc: u8, from: u64, ready: u64, bytes: u32, now: u64) -> u64 {
+    pub fn respond(
+        &mut self,
+        cfg: &SimConfig,
+        responder: (u64, u8),
+        from: u64,
+        ready: u64,
+        bytes: u32,
+        now: u64,
+    ) -> u64 {
         let flits = packet_flits(bytes, cfg.noc.bytes_per_cycle);
-        let link = self.responses.entry((key, noc)).or_default();
+        let link = self.responses.entry(responder).or_default();
         link.forget_before(now);
         link.book(from.max((ready + 1).saturating_sub(flits)), flits)
     }
@@ -681,11 +688,11 @@ mod tests {
         let cfg = SimConfig::default();
         let mut e = Endpoints::default();
         // Data at hand at once (an L1): leaves when asked, then queues.
-        assert_eq!(e.respond(&cfg, 7, 0, 100, 100, 8192, 0), 100);
-        assert_eq!(e.respond(&cfg, 7, 0, 100, 100, 8192, 0), 357);
-        assert_eq!(e.respond(&cfg, 7, 1, 100, 100, 8192, 0), 100, "the other NOC's NIU is free");
+        assert_eq!(e.respond(&cfg, (7, 0), 100, 100, 8192, 0), 100);
+        assert_eq!(e.respond(&cfg, (7, 0), 100, 100, 8192, 0), 357);
+        assert_eq!(e.respond(&cfg, (7, 1), 100, 100, 8192, 0), 100, "the other NOC's NIU is free");
         // Streamed from a slower endpoint: the last flit leaves no earlier than the data is out.
-        assert_eq!(e.respond(&cfg, 9, 0, 100, 1000, 8192, 0), 1000 + 1 - 257);
+        assert_eq!(e.respond(&cfg, (9, 0), 100, 1000, 8192, 0), 1000 + 1 - 257);
     }
 
     #[test]

@@ -158,7 +158,10 @@ def test_boot_cqlab_firmware_and_read_its_alive_records(chip):
     # Release BRISC as tt-umd does (read, clear BRISC's bit, write): SOFT_RESET_0 = 0x47000.
     core = tt_umd.CoreCoord(x, y, tt_umd.CoreType.TENSIX, tt_umd.CoordSystem.NOC0)
     d.deassert_risc_reset(core, tt_umd.RiscType.BRISC)
-    assert d.get_risc_reset_state(x, y) == boot["soft_reset"]["brisc_only_run"]
+    # BRISC is out of reset. Its subordinates may be too by the time the read
+    # samples: a BAR read costs the device ~700 ns, and BRISC releases them early.
+    soft = boot["soft_reset"]
+    assert d.get_risc_reset_state(x, y) & (soft["all"] ^ soft["brisc_only_run"]) == 0
     alive = boot["alive"]
     brisc = boot["images"][0]
     poll(d, x, y, brisc["alive_addr"], alive["magic"], "BRISC alive (after its four subordinates)")
