@@ -6,6 +6,7 @@
 //! unique and common runtime args, trace vs no trace, kernel run time, 1 vs
 //! 2 command queues (programs on CQ0; CQ1 exists and idles).
 
+use crate::goldens::{Goldens, Shape};
 use crate::out::{out, outln};
 use anyhow::{Context, Result};
 use cqlab_abi::ring::RingPtr;
@@ -95,6 +96,16 @@ struct Row {
     /// Time one memcpy of those bytes takes on this host, measured in the
     /// same run: the floor of `host_enqueue_us_per_program`.
     memcpy_us_per_program: f64,
+    /// tt-metal's golden for a point of this shape on this chip's arch
+    /// (`goldens`), its case, and `us_per_program / golden_us`; null where
+    /// tt-metal publishes none (binaries uploaded every program, 2 CQs).
+    golden_us: Option<f64>,
+    ratio: Option<f64>,
+    golden_case: Option<String>,
+    /// What the golden's case does that this point does not, besides
+    /// running five kernels a core where cqlab runs one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    golden_note: Option<String>,
     /// `--profile`: per profiled core, its functions by share of samples.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     profile: Vec<crate::profile::FunctionShare>,
@@ -197,7 +208,13 @@ fn capture(dev: &mut Device, programs: &[Program], n: u32) -> Result<(Trace, u32
 
 /// Measures point `p` with the run's options `args` (programs, seed,
 /// chip, staging, profiled cores).
-fn measure(p: &Point, args: &Args, copy: &mut CopyBound, symbols: &mut crate::profile::Symbols) -> Result<Row> {
+fn measure(
+    p: &Point,
+    args: &Args,
+    goldens: &Goldens,
+    copy: &mut CopyBound,
+    symbols: &mut crate::profile::Symbols,
+) -> Result<Row> {
     let (n, seed, stage_min_bytes) = (args.programs, args.seed, args.stage_min_bytes);
     let profile = args.profile.as_ref().map_or(&[][..], |c| &c.0[..]);
     let mut cfg = DeviceConfig { num_cqs: p.cqs, stage_min_bytes, ..Default::default() };
@@ -263,6 +280,18 @@ fn measure(p: &Point, args: &Args, copy: &mut CopyBound, symbols: &mut crate::pr
         })?;
         (cycles, host, profiled)
     };
+    let us_per_program = cycles * 1e6 / dev.chip().layout().clock_hz() as f64;
+    let golden = goldens.find(&Shape {
+        arch: dev.chip().board().arch().short_name(),
+        one_core: p.cores == 1,
+        kernel_bytes: (p.axis == "kernel_bytes").then_some(bytes),
+        cached: p.cached,
+        unique_args: p.unique_args,
+        common_args: p.common_args,
+        kernel_cycles: p.kernel_cycles,
+        trace: p.trace,
+        cqs: p.cqs,
+    });
     Ok(Row {
         point: Point { kernel_bytes: bytes, ..p.clone() },
         programs: n,
@@ -270,7 +299,11 @@ fn measure(p: &Point, args: &Args, copy: &mut CopyBound, symbols: &mut crate::pr
         clock_hz: dev.chip().layout().clock_hz(),
         stage_min_bytes,
         device_cycles_per_program: cycles,
-        us_per_program: cycles * 1e6 / dev.chip().layout().clock_hz() as f64,
+        us_per_program,
+        golden_us: golden.map(|g| g.golden_us),
+        ratio: golden.map(|g| us_per_program / g.golden_us),
+        golden_case: golden.map(|g| format!("{} ({}, {})", g.case, g.file, g.environment)),
+        golden_note: golden.and_then(|g| g.note.clone()),
         host_enqueue_us_per_program: host.us_per_program,
         host_bytes_per_program: host.bytes_per_program,
         memcpy_us_per_program: host.memcpy_us_per_program,
@@ -481,8 +514,9 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     let mut rows = Vec::new();
     let mut copy = CopyBound::new();
     let mut symbols = crate::profile::Symbols::default();
+    let goldens = Goldens::builtin();
     for p in &points {
-        let row = measure(p, &args, &mut copy, &mut symbols)
+        let row = measure(p, &args, &goldens, &mut copy, &mut symbols)
             .with_context(|| format!("measuring {} {:?} trace={}", p.axis, p.kernel, p.trace))?;
         if !args.json && !args.csv {
             eprint!(".");
@@ -496,6 +530,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     } else {
         eprintln!();
         out!("{}", table(&rows));
+        out!("{}", golden_legend(&rows, &goldens));
         out!("{}", targets(&rows));
         out!("{}", profiles(&rows));
     }
@@ -596,7 +631,7 @@ fn table(rows: &[Row]) -> String {
     );
     let _ = writeln!(
         s,
-        "{:<14} {:>5} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>3} {:>12} {:>10} {:>12} {:>12} {:>10}",
+        "{:<14} {:>5} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>3} {:>12} {:>10} {:>10} {:>6} {:>12} {:>12} {:>10}",
         "axis",
         "cores",
         "bytes",
@@ -608,6 +643,8 @@ fn table(rows: &[Row]) -> String {
         "cqs",
         "cycles/prog",
         "us/prog",
+        "golden us",
+        "ratio",
         "host us/prog",
         "host B/prog",
         "memcpy us"
@@ -616,7 +653,7 @@ fn table(rows: &[Row]) -> String {
         let p = &r.point;
         let _ = writeln!(
             s,
-            "{:<14} {:>5} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>3} {:>12.0} {:>10.3} {:>12.3} {:>12.0} {:>10.3}",
+            "{:<14} {:>5} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>3} {:>12.0} {:>10.3} {:>10} {:>6} {:>12.3} {:>12.0} {:>10.3}",
             p.axis,
             p.cores,
             p.kernel_bytes,
@@ -628,10 +665,30 @@ fn table(rows: &[Row]) -> String {
             p.cqs,
             r.device_cycles_per_program,
             r.us_per_program,
+            r.golden_us.map_or("-".to_string(), |g| format!("{g:.3}")),
+            r.ratio.map_or("-".to_string(), |q| format!("{q:.2}")),
             r.host_enqueue_us_per_program,
             r.host_bytes_per_program,
             r.memcpy_us_per_program
         );
+    }
+    s
+}
+
+/// What the golden columns compare, and what they do not.
+fn golden_legend(rows: &[Row], goldens: &Goldens) -> String {
+    let mut s = format!(
+        "\ngolden us: tt-metal's pgm_dispatch time for a program of the same shape on this arch ({}); ratio = us/prog \
+         / golden us. Not equal: tt-metal runs a kernel on all five processors of each core, cqlab one (BRISC); \
+         its grid is its card's (n300, p150), cqlab's the simulated board's; cqlab's base kernel is smaller than \
+         256 B and is set beside tt-metal's 256 B case.\n",
+        goldens.source
+    );
+    let mut notes: Vec<&str> = rows.iter().filter_map(|r| r.golden_note.as_deref()).collect();
+    notes.sort_unstable();
+    notes.dedup();
+    for n in notes {
+        let _ = writeln!(s, "  golden case differs: {n}");
     }
     s
 }

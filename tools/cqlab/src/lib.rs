@@ -22,6 +22,7 @@ mod demo;
 mod device;
 mod driver_bench;
 pub mod exit;
+mod goldens;
 mod input;
 mod matmul;
 mod out;
