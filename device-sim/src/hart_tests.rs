@@ -372,3 +372,42 @@ fn local_memory_costs_one_cycle_where_l1_costs_load_cycles() {
     let mut h = hart_with(&prog);
     assert!(matches!(h.run(&mut NoBus, 1_000_000), Stop::Halted(Halt { reason: HaltReason::StoreFault { .. }, .. })));
 }
+
+/// Cycles `count` back-to-back word stores to L1, `stride` bytes apart,
+/// take with L1 taking stores at `timing`.
+fn store_run_cycles(timing: L1Stores, count: u32, stride: i32) -> u64 {
+    let mut prog = with_li(&[(1, DATA)], &[]);
+    let setup = prog.len() as u64;
+    prog.extend((0..count as i32).map(|k| sw(0, 1, stride * k)));
+    prog.push(ECALL);
+    let mut h = hart_with(&prog);
+    h.set_l1_stores(timing);
+    assert!(matches!(h.run(&mut NoBus, 1_000_000), Stop::Halted(Halt { reason: HaltReason::Ecall, .. })));
+    h.cycle() - setup
+}
+
+#[test]
+fn l1_takes_a_store_every_five_cycles_once_four_are_queued() {
+    let wh = L1Stores::WORMHOLE;
+    assert_eq!(store_run_cycles(wh, 4, 4), 4, "four stores queue at full speed");
+    assert_eq!(store_run_cycles(wh, 24, 4) - store_run_cycles(wh, 12, 4), 12 * 5, "then one every 5 cycles");
+    // Stores between other work do not wait: the queue drains meanwhile.
+    let mut prog = with_li(&[(1, DATA)], &[]);
+    let setup = prog.len() as u64;
+    for k in 0..12 {
+        prog.extend([sw(0, 1, 4 * k), addi(2, 2, 1), addi(2, 2, 1), addi(2, 2, 1), addi(2, 2, 1)]);
+    }
+    prog.push(ECALL);
+    let mut h = hart_with(&prog);
+    assert!(matches!(h.run(&mut NoBus, 1_000_000), Stop::Halted(Halt { reason: HaltReason::Ecall, .. })));
+    assert_eq!(h.cycle() - setup, 12 * 5);
+}
+
+#[test]
+fn blackhole_coalesces_stores_to_one_16_byte_block() {
+    let bh = L1Stores::BLACKHOLE;
+    // Word after word: four to a block, one block every 5 cycles at most.
+    assert_eq!(store_run_cycles(bh, 48, 4), 48, "no store waits");
+    // A block per store: as Wormhole.
+    assert_eq!(store_run_cycles(bh, 24, 16), store_run_cycles(L1Stores::WORMHOLE, 24, 4));
+}
