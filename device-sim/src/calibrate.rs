@@ -54,6 +54,9 @@ pub enum Bench {
     /// One core reads `count` packets of `bytes` of host memory through
     /// the PCIe tile and waits for them.
     PcieRead { bytes: u32, count: u32 },
+    /// One core writes `count` packets of `bytes` to host memory through
+    /// the PCIe tile and waits for their acks.
+    PcieWrite { bytes: u32, count: u32 },
     /// One read of `bytes` of host memory, issue to barrier, `count` times
     /// in turn: the mean.
     PcieReadLatency { bytes: u32, count: u32 },
@@ -102,7 +105,7 @@ impl Bench {
             | Bench::DramRead { .. }
             | Bench::DramWrite { .. } => Unit::BytesPerCycle,
             Bench::ReadRoundTrip { .. } | Bench::L1Stores { .. } => Unit::Cycles,
-            Bench::PcieRead { .. } => Unit::GBPerS,
+            Bench::PcieRead { .. } | Bench::PcieWrite { .. } => Unit::GBPerS,
             Bench::PcieReadLatency { .. } | Bench::HostWrite { .. } | Bench::HostRead { .. } => Unit::Ns,
         }
     }
@@ -118,6 +121,7 @@ impl Bench {
             | Bench::DramWrite { bytes, count }
             | Bench::ReadRoundTrip { bytes, count, .. }
             | Bench::PcieRead { bytes, count }
+            | Bench::PcieWrite { bytes, count }
             | Bench::PcieReadLatency { bytes, count } => (bytes, count),
             Bench::L1Stores { count } => (4, count),
             Bench::HostWrite { bytes } | Bench::HostRead { bytes } => (bytes, 1),
@@ -183,6 +187,11 @@ impl Bench {
             Bench::PcieRead { bytes, count } => {
                 let host = host_memory(&chip);
                 let p = reads(niu(Noc::Noc0), me, |k| host.offset(k as u64 * bytes as u64), bytes, count);
+                Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?) * clock_ghz)
+            }
+            Bench::PcieWrite { bytes, count } => {
+                let host = host_memory(&chip);
+                let p = writes(niu(Noc::Noc0), me, |k| host.offset(k as u64 * bytes as u64), bytes, count, count);
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?) * clock_ghz)
             }
             Bench::PcieReadLatency { bytes, count } => {
@@ -296,6 +305,7 @@ mod tests {
                 Bench::DramRead { bytes: 256, count: 2 },
                 Bench::DramWrite { bytes: 256, count: 2 },
                 Bench::PcieRead { bytes: 256, count: 2 },
+                Bench::PcieWrite { bytes: 256, count: 2 },
                 Bench::PcieReadLatency { bytes: 32, count: 2 },
             ] {
                 let v = b.run(board).unwrap_or_else(|e| panic!("{board} {b:?}: {e}"));
