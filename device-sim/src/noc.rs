@@ -21,23 +21,32 @@
 //! data time does not, where a path carries one transfer's data at a time:
 //!
 //! - **PCIe, per direction.** A device read of host memory pays the read
-//!   latency (`pcie.read_latency_cycles`, 750), then its data crosses the
-//!   host -> device direction at `pcie.read_bytes_per_kcycle` (24.5 B/cycle;
-//!   8 KiB: 335 cycles) after the data of reads booked before it. A write to
-//!   host memory crosses the device -> host direction at
-//!   `pcie.write_bytes_per_kcycle` (26 B/cycle; 8 KiB: 316 cycles) after
+//!   latency (`pcie.read_latency_cycles`, 450 ns), then its data crosses the
+//!   host -> device direction at `pcie.read_bytes_per_kcycle` (24.5 GB/s;
+//!   8 KiB at 1 GHz: 335 cycles) after the data of reads booked before it.
+//!   A write to host memory crosses the device -> host direction at
+//!   `pcie.write_bytes_per_kcycle` (26 GB/s; 8 KiB: 316 cycles) after
 //!   earlier writes' data, then becomes visible `pcie.write_latency_cycles`
-//!   (260) later. So k reads of 8 KiB issued together complete about
-//!   `750 + k x 335` cycles after issue (plus the NOC trips), not
-//!   `750 + 335`: the link's 24.5 GB/s is shared, whatever the number of
-//!   reads in flight. A lone transfer costs what it did before
-//!   ([`endpoint_cost`]).
-//! - **Not modelled:** a DRAM bank's bandwidth (the config has only
-//!   `dram_latency_cycles`; banks serve transfers in parallel), the NOC
-//!   links between routers (no contention), a core's ejection port: read
-//!   replies arriving together at one core each land at the full
-//!   `noc.bytes_per_cycle` (serializing them hides known bug 6's symptom,
-//!   which relies on three 8 KiB relay packets landing at once).
+//!   (260 ns) later. So k reads of 8 KiB issued together complete about
+//!   `450 + k x 335` cycles after issue on Wormhole (plus the NOC trips),
+//!   not `450 + 335`: the link's 24.5 GB/s is shared, whatever the number
+//!   of reads in flight. A lone transfer costs [`endpoint_cost`].
+//! - **DRAM, per channel.** A channel streams one packet's data at a time at
+//!   `dram_bytes_per_kcycle` (Wormhole 24 B/cycle, Blackhole 34), reads
+//!   after `dram_latency_cycles`, writes as their flits arrive; reads and
+//!   writes share it.
+//! - **A responder's NIU.** A read's data leaves the NIU that serves it
+//!   (a tile's, a DRAM or PCIe endpoint's) one packet at a time, at the
+//!   link's flit rate, so reads from one source overlap only their latency
+//!   (tt-metal's one-from-one: 28 B/cycle on Wormhole's 32 B link).
+//! - **A packet's header.** Each packet is one header flit plus its data
+//!   flits (`packet_flits`); a multicast's data leaves its NIU at
+//!   `noc.multicast_bytes_per_cycle`.
+//! - **Not modelled:** the NOC links between routers (no contention), a
+//!   core's ejection port: read replies arriving together at one core each
+//!   land at the full `noc.bytes_per_cycle` (serializing them hides known
+//!   bug 6's symptom, which relies on three 8 KiB relay packets landing at
+//!   once).
 //!
 //! The paths are booked when a transfer is scheduled (see [`Link`]): the
 //! first free gap of its length at or after it is ready, so the outcome is
@@ -572,10 +581,10 @@ impl Endpoints {
     }
 
     /// The cycle the first flit of a read response of `bytes` leaves the
-    /// responding NIU (`responder`: destination key, NOC index), whose data is all at hand by
-    /// `ready` and streamed from cycle `from` (a slower endpoint, DRAM or
-    /// PCIe, streams the data as the NIU sends it, so the last flit leaves
-    /// no earlier than `ready`).
+    /// responding NIU (`responder`: destination key, NOC index), whose data
+    /// is all at hand by `ready` and streamed from cycle `from` (a slower
+    /// endpoint, DRAM or PCIe, streams the data as the NIU sends it, so the
+    /// last flit leaves no earlier than `ready`).
     pub fn respond(
         &mut self,
         cfg: &SimConfig,
