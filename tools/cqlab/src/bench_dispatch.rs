@@ -106,6 +106,9 @@ struct Row {
     /// running five kernels a core where cqlab runs one.
     #[serde(skip_serializing_if = "Option::is_none")]
     golden_note: Option<String>,
+    /// Wall-clock seconds this point took on this machine, booting and
+    /// simulating included: what a campaign of such runs pays.
+    host_seconds: f64,
     /// `--profile`: per profiled core, its functions by share of samples.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     profile: Vec<crate::profile::FunctionShare>,
@@ -215,6 +218,7 @@ fn measure(
     copy: &mut CopyBound,
     symbols: &mut crate::profile::Symbols,
 ) -> Result<Row> {
+    let started = Instant::now();
     let (n, seed, stage_min_bytes) = (args.programs, args.seed, args.stage_min_bytes);
     let profile = args.profile.as_ref().map_or(&[][..], |c| &c.0[..]);
     let mut cfg = DeviceConfig { num_cqs: p.cqs, stage_min_bytes, ..Default::default() };
@@ -304,6 +308,7 @@ fn measure(
         ratio: golden.map(|g| us_per_program / g.golden_us),
         golden_case: golden.map(|g| format!("{} ({}, {})", g.case, g.file, g.environment)),
         golden_note: golden.and_then(|g| g.note.clone()),
+        host_seconds: started.elapsed().as_secs_f64(),
         host_enqueue_us_per_program: host.us_per_program,
         host_bytes_per_program: host.bytes_per_program,
         memcpy_us_per_program: host.memcpy_us_per_program,
@@ -530,6 +535,8 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     } else {
         eprintln!();
         out!("{}", table(&rows));
+        let seconds: f64 = rows.iter().map(|r| r.host_seconds).sum();
+        outln!("host time: {seconds:.1} s for {} points on this machine (`--json`: each point's)", rows.len());
         out!("{}", golden_legend(&rows, &goldens));
         out!("{}", targets(&rows));
         out!("{}", profiles(&rows));

@@ -154,6 +154,7 @@ fn bench_dispatch_json_rows_carry_the_documented_keys() {
         "cqs",
         "device_cycles_per_program",
         "host_enqueue_us_per_program",
+        "host_seconds",
     ];
     for row in rows {
         for key in keys {
@@ -162,6 +163,17 @@ fn bench_dispatch_json_rows_carry_the_documented_keys() {
         assert_eq!(row["cores"].as_u64(), Some(64), "{row}");
         assert!(row["device_cycles_per_program"].as_f64().unwrap() > 0.0, "{row}");
         assert!(row["host_enqueue_us_per_program"].as_f64().unwrap() > 0.0, "{row}");
+        // tt-metal publishes a golden for one CQ's points, none for two.
+        let one_cq = row["cqs"] == 1;
+        assert_eq!(row["golden_us"].is_number(), one_cq, "{row}");
+        if one_cq {
+            let (us, golden) = (row["us_per_program"].as_f64().unwrap(), row["golden_us"].as_f64().unwrap());
+            let ratio = row["ratio"].as_f64().unwrap();
+            assert!((ratio - us / golden).abs() < 1e-9, "{row}");
+            assert!(row["golden_case"].as_str().unwrap().contains("all_processors_all_cores"), "{row}");
+        } else {
+            assert!(row["ratio"].is_null() && row["golden_case"].is_null(), "{row}");
+        }
     }
     let cycles = |trace: bool| {
         let row = rows.iter().find(|r| r["trace"] == trace && r["cqs"] == 2).expect("both modes on 2 CQs");
