@@ -38,7 +38,8 @@ pub struct NocTiming {
 /// memory and back. tt-isa-documentation `WormholeB0/PCIExpressTile`
 /// measures a whole read, from the core's request to its data, at about
 /// 690 ns at least; this is that less the NOC trips to and from the PCIe
-/// tile and the data time, so `cqlab calibrate`'s 32 B read lands on it.
+/// tile and the data time, chosen so that `cqlab calibrate`'s 32 B read
+/// lands near it (751 ns on a Wormhole n150, 1.09x).
 pub const PCIE_READ_LATENCY_NS: f64 = 450.0;
 
 /// PCIe timing for device accesses to host sysmem (on top of the NOC trip

@@ -411,11 +411,15 @@ pub fn last_flit(start: u64, len: u32, bpc: u64) -> u64 {
     start + (len as u64).div_ceil(bpc).max(1) - 1
 }
 
-/// Most data flits one header flit leads: a packet is a header flit and up
-/// to this many data flits (the NOC packet format; the largest
-/// packet, 8 KiB on Wormhole's 32 B flits and 16 KiB on Blackhole's 64 B,
-/// is exactly one header's worth).
-pub const DATA_FLITS_PER_HEADER: u64 = 256;
+/// Most data flits one header flit leads: a burst, tt-metal's
+/// `NOC_MAX_BURST_WORDS` (the largest packet over the flit size, 256 on
+/// both chips: 8 KiB of 32 B flits, 16 KiB of 64 B).
+pub const DATA_FLITS_PER_HEADER: u64 = {
+    use cqlab_abi::arch::{BLACKHOLE, WORMHOLE};
+    let burst = WORMHOLE.noc.max_packet / WORMHOLE.noc.flit_bytes;
+    assert!(burst == BLACKHOLE.noc.max_packet / BLACKHOLE.noc.flit_bytes, "one burst length on both chips");
+    burst as u64
+};
 
 /// Flits a packet carrying `bytes` puts on a link at `bpc` bytes per data
 /// flit: its data and one header per up to [`DATA_FLITS_PER_HEADER`] of
@@ -433,7 +437,8 @@ pub fn trip(cfg: &SimConfig, hops: u32, bytes: u32) -> u64 {
 }
 
 /// Cycles the endpoint itself adds to a transfer of `bytes` when nothing
-/// else is using it: its latency plus, at PCIe, the link's data time.
+/// else is using it: its latency plus its data time (PCIe's link, a DRAM
+/// channel).
 /// [`Endpoints::done`] adds the wait for a busy link.
 pub fn endpoint_cost(cfg: &SimConfig, kind: EndpointKind, bytes: u32, is_read: bool) -> u64 {
     match kind {
