@@ -43,12 +43,12 @@ use crate::hart::{Halt, Hart, Stop};
 use crate::memory::{Memory, Ram, Sysmem};
 use crate::niu::Kind;
 use crate::noc::{
-    flits_by, last_flit, trip, Departing, EndpointKind, Endpoints, Event, EventKind, Landing, Route, Routes, Source,
-    Target,
+    self, flits_by, last_flit, trip, Departing, EndpointKind, Endpoints, Event, EventKind, Landing, Route, Routes,
+    Source, Target,
 };
 use crate::pct::{Pct, Slice};
 use crate::request::{Issued, Refusal, Resolver};
-use crate::rng::Streams;
+use crate::rng::{self, Stream, Streams};
 pub use crate::tensix::CoreId;
 use crate::tensix::{remote_reg, RegAccess, TensixRegs, TileBus};
 use cqlab_abi::arch::niu::counter;
@@ -181,6 +181,8 @@ pub struct Chip {
     /// (transient scheduling state, not device state).
     slice_end: u64,
     slice_first: usize,
+    /// Keys each slice's rotation by its start cycle (`rng::at`).
+    rotation_key: u64,
     /// Cores woken during the slice by a sibling's store that come after
     /// the storing core in its rotation: they run in this slice still.
     late: Vec<usize>,
@@ -304,6 +306,7 @@ impl Chip {
             host_busy: 0,
             slice_end: 0,
             slice_first: 0,
+            rotation_key: rng::Rng::fork(cfg.seed, Stream::Scheduler).next_u64(),
             late: Vec::new(),
             delivering: None,
             sampling: None,
@@ -796,11 +799,15 @@ impl Chip {
     /// Lets the device run `cycles` cycles. Returns the new device time.
     pub fn advance(&mut self, cycles: u64) -> u64 {
         let end = self.now.saturating_add(cycles);
+        // Anything the host left due by now lands before a core runs.
+        self.deliver_until(self.now);
         while self.now < end {
-            let q = self.cfg.quantum_cycles + self.rng.scheduler.upto(self.cfg.quantum_jitter);
-            let slice_end = (self.now + q).min(end);
+            let slice_end = self.slice_end_from(self.now, end);
             let n = self.cores.len();
-            let first = self.rng.scheduler.upto(n as u64 - 1) as usize;
+            // The rotation is a function of the slice's start, so a run that
+            // skips slices in which nothing runs (fast-forward) still orders
+            // every slice it does run as the run without skips.
+            let first = (rng::at(self.rotation_key, self.now) % n as u64) as usize;
             (self.slice_first, self.slice_end) = (first, slice_end);
             if self.pct.is_some() {
                 // PCT visits every core in rotation order anyway.
@@ -854,6 +861,31 @@ impl Chip {
             }
         }
         self.now
+    }
+
+    /// Where the slice starting at `now` ends (at most `end`). Slices end on
+    /// a grid of [`Chip::slice_cap`] cycles and at the next due delivery,
+    /// whichever comes first. The cap is at most the NOC's lookahead, the
+    /// least time from a core's request to its effect anywhere, so whatever
+    /// a core issues in a slice lands at or after its end: every effect
+    /// between cores of different tiles is delivered at the cycle it is due,
+    /// before any core runs that cycle. When no core can run (all parked,
+    /// halted or in reset) and nothing is in flight but events, nothing can
+    /// happen before the next event: the slice runs to it.
+    fn slice_end_from(&self, now: u64, end: u64) -> u64 {
+        let due = self.events.peek().map_or(u64::MAX, |e| e.time).max(now + 1);
+        let idle = self.active.is_empty() && self.pct.is_none() && self.landing.is_empty() && self.departing.is_empty();
+        if idle {
+            return due.min(end);
+        }
+        let cap = self.slice_cap();
+        let grid = (now / cap + 1) * cap;
+        grid.min(due).min(end)
+    }
+
+    /// The longest slice: `quantum_cycles`, capped at the NOC's lookahead.
+    pub fn slice_cap(&self) -> u64 {
+        self.cfg.quantum_cycles.min(noc::lookahead(&self.cfg)).max(1)
     }
 
     /// Brings every parked core to device time, exactly where running it
@@ -982,7 +1014,8 @@ impl Chip {
             return;
         }
         let p = self.cfg.faults.core_stall_prob;
-        if p > 0.0 && self.rng.stalls.chance(p) {
+        let share = (slice_end - self.now) as f64 / crate::config::STALL_PERIOD_CYCLES as f64;
+        if p > 0.0 && self.rng.stalls.chance(p * share) {
             // The stall delays the core from where it really is: a parked
             // core is first brought to the slice start (its parked state may
             // lie whole periods behind).
@@ -1220,6 +1253,8 @@ impl Chip {
     }
 
     fn push(&mut self, time: u64, kind: EventKind) {
+        // The slice cap is the lookahead: nothing lands inside a slice run.
+        debug_assert!(time >= self.slice_end, "an event due at {time} inside the slice ending at {}", self.slice_end);
         self.seq += 1;
         self.events.push(Event { time, seq: self.seq, kind });
     }

@@ -268,7 +268,7 @@ fn turning_on_core_stalls_does_not_reshuffle_the_jitter() {
     // run stays bit-identical (one shared stream would have reshuffled the
     // jitter and the slice order).
     let run = |stall_prob| {
-        let mut cfg = SimConfig { quantum_jitter: 40, ..small(11, true) };
+        let mut cfg = SimConfig { ..small(11, true) };
         cfg.faults = Faults { noc_jitter_cycles: 300, core_stall_prob: stall_prob, ..Default::default() };
         let (mut chip, t) = gather(cfg);
         (chip.digest(), t)
@@ -382,4 +382,63 @@ fn reads_count_per_transaction_id() {
     assert_eq!((reg(id(0)), reg(id(1)), reg(id(2))), (0, 0, 0));
     assert_eq!(reg(counter::NIU_MST_RD_RESP_RECEIVED), 2);
     assert_eq!(reg(counter::NIU_MST_RD_REQ_SENT), 2);
+}
+
+/// Cycles from the cycle after A's NOC atomic leaves its core to the cycle
+/// B, polling the semaphore it increments, sees it (B's `mcycle` minus
+/// A's; every core's counter follows device time). A first spins `delay`
+/// iterations, moving the issue against the slice grid.
+fn hand_off(cfg: SimConfig, delay: u32) -> u32 {
+    let mut chip = Chip::new(cfg).unwrap();
+    let t = tiles(&chip);
+    let (a, b) = (t[0], t[t.len() - 1]);
+    let sem = cqlab_abi::semaphore::addr(0);
+    let niu = niu(&chip, Noc::Noc0);
+    let mut pa = li(8, delay).to_vec();
+    pa.extend([addi(8, 8, -1), bne(8, 0, -4)]);
+    pa.extend(niu.atomic_inc(a, NocAddr::unicast(b, sem as u64), 1, cqlab_abi::memory_map::NOC_ATOMIC_RET));
+    pa.push(csrrs(13, csr::MCYCLE as u32, 0));
+    pa.extend(li(6, OUT));
+    pa.extend([sw(13, 6, 0), ECALL]);
+    let mut pb = li(6, sem).to_vec();
+    pb.extend([lw(7, 6, 0), beq(7, 0, -4), csrrs(13, csr::MCYCLE as u32, 0)]);
+    pb.extend(li(6, OUT));
+    pb.extend([sw(13, 6, 0), ECALL]);
+    boot(&mut chip, b, &pb);
+    boot(&mut chip, a, &pa);
+    chip.run_until(|c| halted(c, a) && halted(c, b), 100_000).unwrap();
+    let at = |tile: Coord| word(&chip, NocAddr::unicast(tile, OUT as u64));
+    at(b) - at(a)
+}
+
+/// A hand-off between tiles lands at the cycle it is due: the same cycles
+/// whatever the slice length, the rotation order (the seed) and idle
+/// fast-forward, at any issue time, and no less than the model's trip.
+#[test]
+fn a_hand_off_costs_the_same_cycles_whatever_the_slice_or_rotation() {
+    for board in super::tests::BOARDS {
+        let base = SimConfig { sysmem_size: 1 << 20, ..SimConfig::for_board(board) };
+        let chip = Chip::new(base.clone()).unwrap();
+        let t = tiles(&chip);
+        let (a, b) = (super::tests::noc0(&chip, t[0]), super::tests::noc0(&chip, t[t.len() - 1]));
+        let hops = chip.layout.hop_count(Noc::Noc0, a, b);
+        let least = noc::trip(&base, hops, 4) as u32;
+        for delay in [1, 7, 20, 33] {
+            let mut seen = std::collections::BTreeSet::new();
+            for quantum_cycles in [1, 11, 200] {
+                for seed in 1..3 {
+                    for fast_forward in [false, true] {
+                        let cfg = SimConfig { seed, quantum_cycles, fast_forward, ..base.clone() };
+                        seen.insert(hand_off(cfg, delay));
+                    }
+                }
+            }
+            assert_eq!(seen.len(), 1, "{board}, delay {delay}: the hand-off took {seen:?} cycles");
+            let took = *seen.first().unwrap();
+            // Plus at most a lap of B's poll (a load, a taken branch), the
+            // load that sees it and the counter read.
+            let lap = (2 * crate::timing::LOAD_CYCLES + crate::timing::TAKEN_PENALTY + 4) as u32;
+            assert!((least..least + lap).contains(&took), "{board}: {took} cycles, the trip is {least}");
+        }
+    }
 }

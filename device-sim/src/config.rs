@@ -68,10 +68,15 @@ pub struct SlowCore {
     pub factor: f64,
 }
 
+/// The time over which [`Faults::core_stall_prob`] is a probability.
+pub const STALL_PERIOD_CYCLES: u64 = 50;
+
 /// Seeded perturbations for race hunting. All off by default.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Faults {
-    /// Each scheduling slice, each running core stalls with this probability...
+    /// Each running core stalls with this probability per
+    /// [`STALL_PERIOD_CYCLES`] of device time (drawn each slice, scaled to
+    /// its length)...
     pub core_stall_prob: f64,
     /// ...for this many cycles.
     pub core_stall_cycles: u64,
@@ -150,15 +155,14 @@ pub struct SimConfig {
     /// Host memory the PCIe tile reaches (from the chip's host-memory base).
     /// Default 64 MiB.
     pub sysmem_size: usize,
-    /// Cycles each core runs per scheduling slice before others catch up;
-    /// cross-core effects (NOC deliveries) become visible at slice ends.
-    /// Default 50: `cqlab bench dispatch` gives the same figures at 25, 50
-    /// and 100, while at 200 (the default until then) a slice's delay on
-    /// cross-core hand-offs showed (traced full-grid dispatch 679 cycles
-    /// per program against 562), at no measurable cost in host time.
+    /// The longest scheduling slice: cores run in turn up to its end.
+    /// Slices are further capped at the NOC's lookahead (`noc::lookahead`,
+    /// 11 cycles on both chips) and end at every due NOC delivery, so an
+    /// effect between tiles lands at the cycle it is due whatever this is;
+    /// only the five cores of one tile, which share its L1 directly, see
+    /// each other's stores at slice granularity. Default 50 (the lookahead
+    /// decides).
     pub quantum_cycles: u64,
-    /// Each slice lasts `quantum_cycles` plus a seeded `0..=quantum_jitter`.
-    pub quantum_jitter: u64,
     pub noc: NocTiming,
     pub pcie: PcieTiming,
     pub faults: Faults,
@@ -189,7 +193,6 @@ impl SimConfig {
             dram_bytes_per_kcycle: if wormhole { 24_000 } else { 34_000 },
             sysmem_size: 64 << 20,
             quantum_cycles: 50,
-            quantum_jitter: 0,
             noc: NocTiming {
                 interface_cycles: 5,
                 hop_cycles: 9,

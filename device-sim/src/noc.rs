@@ -84,8 +84,8 @@
 //! see a store or a landed read from later in that packet's time (at most
 //! one packet time, 256 cycles for 8 KiB): the race window is a fraction of
 //! a packet too wide, never too narrow, and no store pays a check. A write
-//! from *another* core that lands in a source still leaving is seen at
-//! slice granularity, like every cross-core effect in this scheduler.
+//! from *another* core that lands in a source still leaving is seen from
+//! the cycle it lands, like every effect between tiles.
 //! Firmware that waits for *sent* before reuse is never affected. Per flit
 //! rather than per packet because an 8 KiB packet takes 256 cycles to leave,
 //! longer than a default slice: reading a whole packet at one instant would
@@ -434,6 +434,14 @@ pub fn packet_flits(bytes: u32, bpc: u64) -> u64 {
 pub fn trip(cfg: &SimConfig, hops: u32, bytes: u32) -> u64 {
     let n = &cfg.noc;
     2 * n.interface_cycles + hops as u64 * n.hop_cycles + packet_flits(bytes, n.bytes_per_cycle)
+}
+
+/// The NOC's lookahead: the least time from a core issuing a request to
+/// its first effect anywhere (a zero-hop trip of a header alone: every
+/// write, atomic and read pays at least that before it lands; endpoints,
+/// ordering and jitter only add).
+pub fn lookahead(cfg: &SimConfig) -> u64 {
+    trip(cfg, 0, 0)
 }
 
 /// Cycles the endpoint itself adds to a transfer of `bytes` when nothing

@@ -55,6 +55,13 @@ impl Rng {
 }
 
 /// The concerns that draw random numbers, one stream each.
+/// A draw keyed by `key` and `t` alone (not by earlier draws): what a
+/// schedule needs that must not depend on which slices a run skipped.
+pub fn at(key: u64, t: u64) -> u64 {
+    let mut x = key ^ t.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    splitmix64(&mut x)
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stream {
     /// Slice lengths, rotation order, PCT priorities and change points.
