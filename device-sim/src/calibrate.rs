@@ -138,8 +138,13 @@ impl Bench {
     /// Runs the benchmark on a fresh `board` chip (seed 1, no jitter):
     /// its figure in [`Bench::unit`].
     pub fn run(self, board: Board) -> Result<f64, SimError> {
+        self.run_with(board, false)
+    }
+
+    /// [`Bench::run`], with `exact_time` as given.
+    pub fn run_with(self, board: Board, exact_time: bool) -> Result<f64, SimError> {
         self.check(board).map_err(|e| SimError::Bar(format!("calibrate: {e}")))?;
-        let mut chip = Chip::new(SimConfig::for_board(board))?;
+        let mut chip = Chip::new(SimConfig { exact_time, ..SimConfig::for_board(board) })?;
         let clock_ghz = chip.arch().clock_hz as f64 / 1e9;
         let tiles: Vec<Coord> = chip.tensix_tiles().collect();
         let (me, peer) = (tiles[0], tiles[1]);

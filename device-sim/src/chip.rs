@@ -17,7 +17,11 @@
 //! program fix the whole run. The scheduler cuts time into slices of
 //! `quantum_cycles` (plus seeded jitter); each core runs to the slice end in a
 //! seeded rotation order, then NOC events due by then are delivered in
-//! (time, issue order). Host reads and writes take effect immediately and
+//! (time, issue order). With `exact_time` a slice lasts at most the NOC's
+//! lookahead (the least time a request takes to its first effect) and
+//! ends early at the next due NOC event (`Chip::slice_end_from`), so an
+//! effect between tiles lands exactly at the cycle it is due, before any
+//! core runs that cycle. Host reads and writes take effect immediately and
 //! cost no simulated time (the `bar_*` and `timed_*` accesses charge BAR
 //! time). A tile that has writes leaving its L1 runs its cores in segments
 //! that end where one of its packets has left, so the last flit reads the
@@ -799,15 +803,23 @@ impl Chip {
     /// Lets the device run `cycles` cycles. Returns the new device time.
     pub fn advance(&mut self, cycles: u64) -> u64 {
         let end = self.now.saturating_add(cycles);
-        // Anything the host left due by now lands before a core runs.
-        self.deliver_until(self.now);
+        let exact = self.cfg.exact_time;
+        if exact {
+            // Anything the host left due by now lands before a core runs.
+            self.deliver_until(self.now);
+        }
         while self.now < end {
-            let slice_end = self.slice_end_from(self.now, end);
             let n = self.cores.len();
-            // The rotation is a function of the slice's start, so a run that
-            // skips slices in which nothing runs (fast-forward) still orders
-            // every slice it does run as the run without skips.
-            let first = (rng::at(self.rotation_key, self.now) % n as u64) as usize;
+            let (slice_end, first) = if exact {
+                // The rotation is a function of the slice's start, so a run
+                // that skips slices in which nothing runs (fast-forward)
+                // still orders every slice it runs as a run without skips.
+                let first = (rng::at(self.rotation_key, self.now) % n as u64) as usize;
+                (self.slice_end_from(self.now, end), first)
+            } else {
+                let q = self.cfg.quantum_cycles + self.rng.scheduler.upto(self.cfg.quantum_jitter);
+                ((self.now + q).min(end), self.rng.scheduler.upto(n as u64 - 1) as usize)
+            };
             (self.slice_first, self.slice_end) = (first, slice_end);
             if self.pct.is_some() {
                 // PCT visits every core in rotation order anyway.
@@ -863,7 +875,8 @@ impl Chip {
         self.now
     }
 
-    /// Where the slice starting at `now` ends (at most `end`). Slices end on
+    /// With `exact_time`: where the slice starting at `now` ends (at most
+    /// `end`). Slices end on
     /// a grid of [`Chip::slice_cap`] cycles and at the next due delivery,
     /// whichever comes first. The cap is at most the NOC's lookahead, the
     /// least time from a core's request to its effect anywhere, so whatever
@@ -1014,8 +1027,7 @@ impl Chip {
             return;
         }
         let p = self.cfg.faults.core_stall_prob;
-        let share = (slice_end - self.now) as f64 / crate::config::STALL_PERIOD_CYCLES as f64;
-        if p > 0.0 && self.rng.stalls.chance(p * share) {
+        if p > 0.0 && self.rng.stalls.chance(p) {
             // The stall delays the core from where it really is: a parked
             // core is first brought to the slice start (its parked state may
             // lie whole periods behind).
@@ -1253,8 +1265,13 @@ impl Chip {
     }
 
     fn push(&mut self, time: u64, kind: EventKind) {
-        // The slice cap is the lookahead: nothing lands inside a slice run.
-        debug_assert!(time >= self.slice_end, "an event due at {time} inside the slice ending at {}", self.slice_end);
+        // With exact time the slice cap is the lookahead: nothing lands
+        // inside a slice being run.
+        debug_assert!(
+            !self.cfg.exact_time || time >= self.slice_end,
+            "an event due at {time} inside the slice ending at {}",
+            self.slice_end
+        );
         self.seq += 1;
         self.events.push(Event { time, seq: self.seq, kind });
     }

@@ -68,15 +68,10 @@ pub struct SlowCore {
     pub factor: f64,
 }
 
-/// The time over which [`Faults::core_stall_prob`] is a probability.
-pub const STALL_PERIOD_CYCLES: u64 = 50;
-
 /// Seeded perturbations for race hunting. All off by default.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Faults {
-    /// Each running core stalls with this probability per
-    /// [`STALL_PERIOD_CYCLES`] of device time (drawn each slice, scaled to
-    /// its length)...
+    /// Each scheduling slice, each running core stalls with this probability...
     pub core_stall_prob: f64,
     /// ...for this many cycles.
     pub core_stall_cycles: u64,
@@ -155,14 +150,27 @@ pub struct SimConfig {
     /// Host memory the PCIe tile reaches (from the chip's host-memory base).
     /// Default 64 MiB.
     pub sysmem_size: usize,
-    /// The longest scheduling slice: cores run in turn up to its end.
-    /// Slices are further capped at the NOC's lookahead (`noc::lookahead`,
-    /// 11 cycles on both chips) and end at every due NOC delivery, so an
-    /// effect between tiles lands at the cycle it is due whatever this is;
-    /// only the five cores of one tile, which share its L1 directly, see
-    /// each other's stores at slice granularity. Default 50 (the lookahead
-    /// decides).
+    /// Cycles each core runs per scheduling slice before others catch up;
+    /// cross-core effects (NOC deliveries) become visible at slice ends.
+    /// Default 50: `cqlab bench dispatch` gives the same figures at 25, 50
+    /// and 100, while at 200 (the default until then) a slice's delay on
+    /// cross-core hand-offs showed (traced full-grid dispatch 679 cycles
+    /// per program against 562), at no measurable cost in host time.
     pub quantum_cycles: u64,
+    /// Each slice lasts `quantum_cycles` plus a seeded `0..=quantum_jitter`.
+    /// Not with `exact_time`.
+    pub quantum_jitter: u64,
+    /// Exact time between tiles: a slice never outlasts the NOC's lookahead
+    /// (`noc::lookahead`, 11 cycles on both chips) and ends at every due
+    /// NOC delivery, so an effect between tiles lands at the cycle it is
+    /// due whatever `quantum_cycles` is; where no core can run and nothing
+    /// is in flight, time jumps to the next delivery. Each slice's rotation
+    /// is keyed by its start cycle, so idle fast-forward still changes
+    /// nothing. The five cores of one tile still see each other's L1
+    /// stores at slice granularity. Off by default: with the firmware's
+    /// traffic slices then average ~5 cycles over ~40 running cores, and a
+    /// dispatch run takes about 3x the host time (docs/performance.md).
+    pub exact_time: bool,
     pub noc: NocTiming,
     pub pcie: PcieTiming,
     pub faults: Faults,
@@ -193,6 +201,8 @@ impl SimConfig {
             dram_bytes_per_kcycle: if wormhole { 24_000 } else { 34_000 },
             sysmem_size: 64 << 20,
             quantum_cycles: 50,
+            quantum_jitter: 0,
+            exact_time: false,
             noc: NocTiming {
                 interface_cycles: 5,
                 hop_cycles: 9,
@@ -237,6 +247,8 @@ pub enum ConfigError {
     NoSuchCore { core: Coord },
     #[error(transparent)]
     Layout(LayoutError),
+    #[error("quantum_jitter ({0}) varies slice lengths, which exact_time fixes: set one of them")]
+    JitterWithExactTime(u64),
     #[error("schedule Pct: depth must be >= 1 and steps >= 1, found depth {depth}, steps {steps}")]
     BadPct { depth: u32, steps: u64 },
 }
@@ -255,6 +267,9 @@ impl SimConfig {
         let host = self.board.arch().params().bar.host_mem_size;
         check("sysmem_size", self.sysmem_size as u64, 4096, host)?;
         check("quantum_cycles", self.quantum_cycles, 1, 1 << 32)?;
+        if self.exact_time && self.quantum_jitter > 0 {
+            return Err(ConfigError::JitterWithExactTime(self.quantum_jitter));
+        }
         check("bar.write_bytes_per_cycle", self.bar.write_bytes_per_cycle, 1, 1 << 20)?;
         check("noc.bytes_per_cycle", self.noc.bytes_per_cycle, 1, 1 << 20)?;
         check("noc.multicast_bytes_per_cycle", self.noc.multicast_bytes_per_cycle, 1, 1 << 20)?;

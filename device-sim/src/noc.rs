@@ -84,8 +84,9 @@
 //! see a store or a landed read from later in that packet's time (at most
 //! one packet time, 256 cycles for 8 KiB): the race window is a fraction of
 //! a packet too wide, never too narrow, and no store pays a check. A write
-//! from *another* core that lands in a source still leaving is seen from
-//! the cycle it lands, like every effect between tiles.
+//! from *another* core that lands in a source still leaving is seen at
+//! slice granularity, like every cross-core effect in this scheduler
+//! (from the cycle it lands with `exact_time`).
 //! Firmware that waits for *sent* before reuse is never affected. Per flit
 //! rather than per packet because an 8 KiB packet takes 256 cycles to leave,
 //! longer than a default slice: reading a whole packet at one instant would

@@ -32,7 +32,7 @@ fn device_with(
         ..cqlab_tests::config(chip)
     };
     tweak(&mut cfg);
-    let mut sim = chip.sim(seed);
+    let mut sim = cqlab_sim::config::SimConfig { quantum_jitter: 64, ..chip.sim(seed) };
     // Seeded NOC/PCIe jitter widens the races the variants open.
     sim.faults.noc_jitter_cycles = 800;
     sim_tweak(&mut sim);

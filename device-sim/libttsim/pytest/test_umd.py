@@ -257,6 +257,7 @@ def test_two_chips_at_once(chip):
 
 def probe_digest(chip, monkeypatch, seed):
     monkeypatch.setenv("CQLAB_TTSIM_SEED", str(seed))
+    monkeypatch.setenv("CQLAB_TTSIM_QUANTUM_JITTER", "40")
     monkeypatch.setenv("CQLAB_TTSIM_NOC_JITTER", "30")
     d = chip.device(channels=1)
     p, x, y = run_probe(chip, d, bytes(range(chip.fixtures["dma_probe"]["len"])))

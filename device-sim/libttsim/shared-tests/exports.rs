@@ -180,6 +180,7 @@ fn script(h: &mut dyn Host, layout: &ChipLayout) {
 
 fn settings_env(seed: u64) {
     std::env::set_var("CQLAB_TTSIM_SEED", seed.to_string());
+    std::env::set_var("CQLAB_TTSIM_QUANTUM_JITTER", "40");
     std::env::set_var("CQLAB_TTSIM_NOC_JITTER", "30");
     std::env::set_var("CQLAB_TTSIM_LOG", "off");
 }

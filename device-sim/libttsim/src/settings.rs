@@ -10,6 +10,7 @@
 //! | `CQLAB_TTSIM_BOARD` | the card: `n150`, `n300` (Wormhole library), `p100a`, `p150a` (Blackhole), or the full `--chip` name | `n150` / `p150a` |
 //! | `CQLAB_TTSIM_HARVEST` | harvesting in `--harvest` syntax (`none`, `rows=1,8`, `cols=7,10,dram=3,eth=all`) | `none`: every tile of the descriptor beside the library, which is all tt-umd knows |
 //! | `CQLAB_TTSIM_SEED` | the seed (decimal or `0x` hex); chip `k` runs on seed + `k` | 0 |
+//! | `CQLAB_TTSIM_QUANTUM_JITTER` | cycles of seeded jitter on each scheduling slice | 0 |
 //! | `CQLAB_TTSIM_NOC_JITTER` | cycles of seeded jitter on each NOC and PCIe transfer | 0 |
 //! | `CQLAB_TTSIM_LOG` | `errors`, `calls` (every call with its arguments) or `off` | `errors` |
 
@@ -19,8 +20,14 @@ use cqlab_abi::soc::{Board, Harvesting};
 use cqlab_sim::config::SimConfig;
 
 /// Every variable a host may set (`cqlab_ttsim_set`).
-pub const NAMES: [&str; 5] =
-    ["CQLAB_TTSIM_BOARD", "CQLAB_TTSIM_HARVEST", "CQLAB_TTSIM_SEED", "CQLAB_TTSIM_NOC_JITTER", "CQLAB_TTSIM_LOG"];
+pub const NAMES: [&str; 6] = [
+    "CQLAB_TTSIM_BOARD",
+    "CQLAB_TTSIM_HARVEST",
+    "CQLAB_TTSIM_SEED",
+    "CQLAB_TTSIM_QUANTUM_JITTER",
+    "CQLAB_TTSIM_NOC_JITTER",
+    "CQLAB_TTSIM_LOG",
+];
 
 /// The environment's choices.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,6 +35,7 @@ pub struct Settings {
     pub board: Board,
     pub harvesting: Harvesting,
     pub seed: u64,
+    pub quantum_jitter: u64,
     pub noc_jitter: u64,
     pub log: Log,
 }
@@ -89,6 +97,7 @@ impl Settings {
             board,
             harvesting,
             seed: opt("CQLAB_TTSIM_SEED")?.unwrap_or(0),
+            quantum_jitter: opt("CQLAB_TTSIM_QUANTUM_JITTER")?.unwrap_or(0),
             noc_jitter: opt("CQLAB_TTSIM_NOC_JITTER")?.unwrap_or(0),
             log,
         })
@@ -113,6 +122,7 @@ impl Settings {
         let mut cfg = SimConfig::for_board(self.board);
         cfg.harvesting = self.harvesting.clone();
         cfg.seed = self.seed.wrapping_add(id as u64);
+        cfg.quantum_jitter = self.quantum_jitter;
         cfg.faults.noc_jitter_cycles = self.noc_jitter;
         cfg.sysmem_size = host_window(self.board.arch());
         cfg

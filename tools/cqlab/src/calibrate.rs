@@ -33,6 +33,9 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Run each benchmark with exact time between tiles (`SimConfig::exact_time`).
+    #[arg(long)]
+    pub exact_time: bool,
 }
 
 #[derive(Deserialize)]
@@ -190,7 +193,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let mut rows = Vec::new();
     for f in mine {
         let bench = f.bench().map_err(anyhow::Error::msg)?;
-        let model = bench.run(board).with_context(|| format!("running {} on a {board}", f.bench))?;
+        let model = bench.run_with(board, a.exact_time).with_context(|| format!("running {} on a {board}", f.bench))?;
         let ratio = f.ratio(model);
         rows.push(Row {
             name: f.name.clone(),

@@ -365,31 +365,34 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
         cfg.quantum_cycles
     );
     outln!(
-        "{:<56} {:>14} {:>10} {:>16} {:>12}",
+        "{:<68} {:>14} {:>10} {:>16} {:>12}",
         "scenario",
         "device cycles",
         "host time",
         "dev Mcycles/s",
         "round trips"
     );
-    for (spinners, ff) in [(false, false), (false, true), (true, false), (true, true)] {
-        let name = format!(
-            "ping-pong{}, fast-forward {}",
-            if spinners { format!(" + {} BRISCs polling for GO", tiles - 2) } else { String::new() },
-            if ff { "on" } else { "off" }
-        );
-        let spin = crate::cli::spinner(&format!("measuring {name}"));
-        let p = chip_pingpong(cycles, SimConfig { fast_forward: ff, ..cfg.clone() }, spinners);
-        spin.finish_and_clear();
-        let p = p?;
-        outln!(
-            "{:<56} {:>14} {:>9.3}s {:>16.1} {:>12}",
-            name,
-            p.device_cycles,
-            p.host_time.as_secs_f64(),
-            p.cycles_per_second() / 1e6,
-            p.round_trips
-        );
+    for exact_time in [false, true] {
+        for (spinners, ff) in [(false, false), (false, true), (true, false), (true, true)] {
+            let name = format!(
+                "ping-pong{}, fast-forward {}{}",
+                if spinners { format!(" + {} BRISCs polling for GO", tiles - 2) } else { String::new() },
+                if ff { "on" } else { "off" },
+                if exact_time { ", exact time" } else { "" }
+            );
+            let spin = crate::cli::spinner(&format!("measuring {name}"));
+            let p = chip_pingpong(cycles, SimConfig { fast_forward: ff, exact_time, ..cfg.clone() }, spinners);
+            spin.finish_and_clear();
+            let p = p?;
+            outln!(
+                "{:<68} {:>14} {:>9.3}s {:>16.1} {:>12}",
+                name,
+                p.device_cycles,
+                p.host_time.as_secs_f64(),
+                p.cycles_per_second() / 1e6,
+                p.round_trips
+            );
+        }
     }
     let before = rss_bytes();
     let mut chip = Chip::new(cfg.clone())?;

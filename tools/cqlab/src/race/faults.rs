@@ -16,6 +16,7 @@ pub struct Faults {
     pub late_doorbell: Option<u64>,
     pub backpressure: Option<u64>,
     pub pcie_read: Option<u64>,
+    pub quantum_jitter: Option<u64>,
     /// The host reads completions only every this many polls of a wait.
     pub lazy_drain: Option<u32>,
 }
@@ -23,25 +24,26 @@ pub struct Faults {
 /// What `strong` means: every amplifier at once, each at a level the
 /// normal firmware must survive.
 pub const STRONG: &str =
-    "stall=0.01:2000,jitter=800,late-doorbell=400,backpressure=1000,slow=dispatcher0@2,slow=prefetcher1@2";
+    "stall=0.01:2000,jitter=800,late-doorbell=400,backpressure=1000,quantum-jitter=64,slow=dispatcher0@2,slow=prefetcher1@2";
 
 const MAX_CYCLES: u64 = 10_000_000;
 
 /// Cycles a core stalls for `--core-stall` (and `stall=P` without `:CYCLES`).
 pub const CORE_STALL_CYCLES: u64 = 2000;
 
-/// Refuses a stall probability `p` of `cycles` per stall period whose
-/// stalls outrun the clock. The simulator draws stalls for every core all
-/// the time, also while the core is still behind from the last one, so
-/// a core loses `p * cycles / period` cycles per cycle: at 1 or more it
+/// Refuses a stall probability `p` of `cycles` per scheduling slice whose
+/// stalls outrun the clock. The simulator draws a stall for every core in
+/// every slice, also while the core is still behind from the last one, so
+/// a core loses `p * cycles / slice` cycles per cycle: at 1 or more it
 /// falls behind forever and never runs (the device cannot even boot).
 pub fn check_stall(option: &str, p: f64, cycles: u64) -> Result<(), UsageError> {
     let option = format!("{option} {p}");
-    let slice = cqlab_sim::config::STALL_PERIOD_CYCLES as f64;
+    let slice = cqlab_sim::config::SimConfig::default().quantum_cycles as f64;
     let share = p * cycles as f64 / slice;
     ensure(share < 1.0, || {
         format!(
-            "{option}: each core stalls {cycles} cycles with probability {p} in every {slice} cycles, {share:.2} stall cycles per cycle: the cores fall behind forever and the device can never boot \
+            "{option}: each core stalls {cycles} cycles with probability {p} in every {slice}-cycle scheduling \
+             slice, {share:.2} stall cycles per cycle: the cores fall behind forever and the device can never boot \
              (with {cycles}-cycle stalls the probability must be below {})",
             slice / cycles as f64
         )
@@ -84,12 +86,7 @@ impl Faults {
                         ensure(n > 0, || format!("--faults {item:?}: at least 1 cycle"))?;
                         f.pcie_read = Some(n);
                     }
-                    "quantum-jitter" => {
-                        return Err(bad(
-                            "removed: the scheduler delivers every effect between tiles at the cycle it is due, so \
-                             slice lengths no longer move it (perturb timing with jitter, stall or slow)",
-                        ))
-                    }
+                    "quantum-jitter" => f.quantum_jitter = Some(cycles(value)?),
                     "lazy-drain" => {
                         let n: u64 = value.parse().map_err(|_| bad("not a number of polls"))?;
                         ensure((1..=100_000).contains(&n), || format!("--faults {item:?}: 1..=100000 polls"))?;
@@ -107,7 +104,7 @@ impl Faults {
                     }
                     _ => {
                         return Err(bad(
-                            "unknown fault (stall, jitter, slow, late-doorbell, backpressure, pcie-read, lazy-drain, strong)",
+                            "unknown fault (stall, jitter, slow, late-doorbell, backpressure, pcie-read, quantum-jitter, lazy-drain, strong)",
                         ))
                     }
                 }
@@ -122,6 +119,7 @@ impl Faults {
         self.late_doorbell = other.late_doorbell.or(self.late_doorbell);
         self.backpressure = other.backpressure.or(self.backpressure);
         self.pcie_read = other.pcie_read.or(self.pcie_read);
+        self.quantum_jitter = other.quantum_jitter.or(self.quantum_jitter);
         self.lazy_drain = other.lazy_drain.or(self.lazy_drain);
         self.slow.extend(other.slow);
     }
@@ -143,6 +141,9 @@ impl Faults {
         }
         if let Some(l) = self.pcie_read {
             sim.pcie.read_latency_cycles = l;
+        }
+        if let Some(q) = self.quantum_jitter {
+            sim.quantum_jitter = q;
         }
         let slow = self.slow.iter().filter_map(|&(name, factor)| Some(SlowCore { core: name.on(chip)?, factor }));
         sim.faults.slow_cores.extend(slow);

@@ -64,6 +64,7 @@ pub fn ring_and_timing(rng: &mut Rng, sim: &mut SimConfig, cfg: &mut DeviceConfi
     cfg.ring_pages = if rng.upto(1) == 0 { max_pages } else { pick(rng, &[4u32, 8]).min(max_pages) };
     sim.pcie.read_latency_cycles = pick(rng, &[750, 2000, 4000]);
     sim.faults.noc_jitter_cycles = sim.faults.noc_jitter_cycles.max(pick(rng, &[0, 200, 800]));
+    sim.quantum_jitter = sim.quantum_jitter.max(pick(rng, &[0, 64]));
     // Back-pressure holds a write's source longer: a buffer reused before
     // its writes have left shows (drawn last, so the draws above replay).
     sim.faults.write_backpressure_cycles = sim.faults.write_backpressure_cycles.max(pick(rng, &[0, 300, 1000]));
