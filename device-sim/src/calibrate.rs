@@ -319,6 +319,23 @@ mod tests {
         }
     }
 
+    /// Exact time removes only the slice's rounding: a lone read's round
+    /// trip gets shorter, never below its NOC trips, and a stream of
+    /// 8 KiB writes (bound by the link, not by hand-offs) keeps its rate.
+    #[test]
+    fn exact_time_shortens_the_round_trip_and_keeps_the_link_rate() {
+        for board in [Board::WormholeN150, Board::BlackholeP150a] {
+            let trip = Bench::ReadRoundTrip { bytes: 32, noc: Noc::Noc1, count: 1 };
+            let (rounded, exact) = (trip.run_with(board, false).unwrap(), trip.run_with(board, true).unwrap());
+            let cfg = SimConfig::for_board(board);
+            let least = (crate::noc::trip(&cfg, 1, 0) + crate::noc::trip(&cfg, 1, 32)) as f64;
+            assert!(least < exact && exact < rounded, "{board}: {least} < {exact} < {rounded}");
+            let stream = Bench::OneToOne { bytes: 8192, count: 16 };
+            let (a, b) = (stream.run_with(board, false).unwrap(), stream.run_with(board, true).unwrap());
+            assert!((a - b).abs() / a < 0.02, "{board}: {a} vs {b} B/cycle");
+        }
+    }
+
     #[test]
     fn host_reads_cost_more_than_posted_writes() {
         let board = Board::WormholeN150;

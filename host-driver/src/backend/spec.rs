@@ -2,7 +2,7 @@
 //!
 //! | spec | backend | cargo feature |
 //! |---|---|---|
-//! | `embedded`, `embedded:seed=N[,slow]` | in-process simulator | `sim` |
+//! | `embedded`, `embedded:seed=N[,slow][,exact]` | in-process simulator (`exact`: exact time between tiles, `SimConfig::exact_time`) | `sim` |
 //! | `sim:PATH[?wait[=SECS]]` | simulator daemon client | `daemon` |
 //! | `/dev/tenstorrent/N` | tt-kmd on a card | `ttkmd` |
 //! | `ttkmd-sim:PATH` | the tt-kmd backend against the simulator | `ttkmd` + `sim` |
@@ -15,7 +15,7 @@ use crate::error::{DriverError, Result};
 /// What a spec names, parsed but not opened.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Spec {
-    Embedded { seed: u64, slow: bool },
+    Embedded { seed: u64, slow: bool, exact: bool },
     Daemon { rest: String },
     TtKmd { path: String },
     TtKmdSim { path: String },
@@ -25,21 +25,22 @@ pub enum Spec {
 impl Spec {
     pub fn parse(spec: &str) -> Result<Self> {
         if spec == "embedded" || spec.starts_with("embedded:") {
-            let (mut seed, mut slow) = (0, false);
+            let (mut seed, mut slow, mut exact) = (0, false, false);
             for opt in spec.strip_prefix("embedded:").unwrap_or("").split(',').filter(|o| !o.is_empty()) {
                 match opt.split_once('=') {
                     Some(("seed", v)) => {
                         seed = v.parse().map_err(|_| DriverError::Invalid(format!("seed {v:?} is not a number")))?
                     }
                     None if opt == "slow" => slow = true,
+                    None if opt == "exact" => exact = true,
                     _ => {
                         return Err(DriverError::Invalid(format!(
-                            "unknown embedded option {opt:?} (known: seed=N, slow)"
+                            "unknown embedded option {opt:?} (known: seed=N, slow, exact)"
                         )))
                     }
                 }
             }
-            return Ok(Spec::Embedded { seed, slow });
+            return Ok(Spec::Embedded { seed, slow, exact });
         }
         if let Some(rest) = spec.strip_prefix("sim:") {
             return Ok(Spec::Daemon { rest: rest.to_owned() });
@@ -77,9 +78,9 @@ pub fn open(spec: &str, cfg: &mut DeviceConfig) -> Result<Box<dyn Backend>> {
         )));
     }
     match parsed {
-        Spec::Embedded { seed, slow } => {
+        Spec::Embedded { seed, slow, exact } => {
             cfg.slow_dispatch |= slow;
-            embedded(seed, cfg)
+            embedded(seed, exact, cfg)
         }
         Spec::Daemon { rest } => daemon(&rest, cfg),
         Spec::TtKmd { path } => ttkmd(&path, cfg),
@@ -99,8 +100,9 @@ fn ttsim(_: &str, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
 }
 
 #[cfg(feature = "sim")]
-fn embedded(seed: u64, cfg: &DeviceConfig) -> Result<Box<dyn Backend>> {
-    Ok(Box::new(embedded_with(sim_config(cfg, seed), cfg)?))
+fn embedded(seed: u64, exact_time: bool, cfg: &DeviceConfig) -> Result<Box<dyn Backend>> {
+    let sim = cqlab_sim::config::SimConfig { exact_time, ..sim_config(cfg, seed) };
+    Ok(Box::new(embedded_with(sim, cfg)?))
 }
 
 /// The simulator configuration of `cfg`'s chip (its board, a Wormhole n150
@@ -117,7 +119,7 @@ pub fn sim_config(cfg: &DeviceConfig, seed: u64) -> cqlab_sim::config::SimConfig
 }
 
 #[cfg(not(feature = "sim"))]
-fn embedded(_: u64, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
+fn embedded(_: u64, _: bool, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
     Err(DriverError::NotBuilt("the embedded simulator (cargo feature `sim` of cqlab-driver)"))
 }
 
@@ -174,8 +176,9 @@ mod tests {
 
     #[test]
     fn specs_parse() {
-        assert_eq!(Spec::parse("embedded").unwrap(), Spec::Embedded { seed: 0, slow: false });
-        assert_eq!(Spec::parse("embedded:seed=7,slow").unwrap(), Spec::Embedded { seed: 7, slow: true });
+        assert_eq!(Spec::parse("embedded").unwrap(), Spec::Embedded { seed: 0, slow: false, exact: false });
+        assert_eq!(Spec::parse("embedded:seed=7,slow").unwrap(), Spec::Embedded { seed: 7, slow: true, exact: false });
+        assert_eq!(Spec::parse("embedded:exact,seed=2").unwrap(), Spec::Embedded { seed: 2, slow: false, exact: true });
         assert_eq!(Spec::parse("sim:/tmp/d?wait").unwrap(), Spec::Daemon { rest: "/tmp/d?wait".into() });
         assert_eq!(Spec::parse("/dev/tenstorrent/0").unwrap(), Spec::TtKmd { path: "/dev/tenstorrent/0".into() });
         assert_eq!(Spec::parse("ttkmd-sim:/tmp/t").unwrap(), Spec::TtKmdSim { path: "/tmp/t".into() });

@@ -50,6 +50,10 @@ pub struct Args {
     #[arg(long, default_value_t = DeviceConfig::default().stage_min_bytes,
           value_parser = clap::value_parser!(u32).range(0..=MAX_STAGE_MIN_BYTES as i64))]
     pub stage_min_bytes: u32,
+    /// Run every point with exact time between tiles (`embedded:exact`,
+    /// `SimConfig::exact_time`): about 3x the host time.
+    #[arg(long)]
+    pub exact_time: bool,
     /// The simulated chip (the embedded simulator runs every point).
     #[command(flatten)]
     pub chip: crate::chip::ChipOpt,
@@ -223,7 +227,8 @@ fn measure(
     let profile = args.profile.as_ref().map_or(&[][..], |c| &c.0[..]);
     let mut cfg = DeviceConfig { num_cqs: p.cqs, stage_min_bytes, ..Default::default() };
     args.chip.apply(&mut cfg)?;
-    let mut dev = Device::open(&format!("embedded:seed={seed}"), cfg)?;
+    let exact = if args.exact_time { ",exact" } else { "" };
+    let mut dev = Device::open(&format!("embedded:seed={seed}{exact}"), cfg)?;
     dev.boot()?;
     let programs = programs_for(&dev, p)?;
     let bytes = dev.load_kernel(p.kernel)?.len();
