@@ -876,9 +876,8 @@ impl Chip {
     }
 
     /// With `exact_time`: where the slice starting at `now` ends (at most
-    /// `end`). Slices end on
-    /// a grid of [`Chip::slice_cap`] cycles and at the next due delivery,
-    /// whichever comes first. The cap is at most the NOC's lookahead, the
+    /// `end`). Slices end on a grid of [`Chip::slice_cap`] cycles and at
+    /// the next due delivery, whichever comes first. The cap is at most the NOC's lookahead, the
     /// least time from a core's request to its effect anywhere, so whatever
     /// a core issues in a slice lands at or after its end: every effect
     /// between cores of different tiles is delivered at the cycle it is due,
@@ -896,8 +895,9 @@ impl Chip {
         grid.min(due).min(end)
     }
 
-    /// The longest slice: `quantum_cycles`, capped at the NOC's lookahead.
-    pub fn slice_cap(&self) -> u64 {
+    /// The longest exact-time slice: `quantum_cycles`, capped at the NOC's
+    /// lookahead.
+    fn slice_cap(&self) -> u64 {
         self.cfg.quantum_cycles.min(noc::lookahead(&self.cfg)).max(1)
     }
 
