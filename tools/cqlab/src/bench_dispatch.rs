@@ -9,8 +9,11 @@
 use crate::goldens::{Goldens, Shape};
 use crate::out::{out, outln};
 use anyhow::{Context, Result};
+use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::ring::RingPtr;
-use cqlab_driver::{CommandQueue, CoreRange, Device, DeviceConfig, DriverError, KernelImage, Program, Trace};
+use cqlab_driver::{
+    CommandQueue, CoreRange, Device, DeviceConfig, DriverError, KernelHandle, KernelImage, Program, Trace,
+};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -54,6 +57,11 @@ pub struct Args {
     /// `SimConfig::exact_time`): about 3x the host time.
     #[arg(long)]
     pub exact_time: bool,
+    /// Place each program's kernel on all five processors of every core
+    /// (BRISC, NCRISC, TRISC0-2; RISC-V code on the TRISCs), as tt-metal's
+    /// pgm_dispatch cases do; by default on BRISC alone.
+    #[arg(long)]
+    pub all_processors: bool,
     /// The simulated chip (the embedded simulator runs every point).
     #[command(flatten)]
     pub chip: crate::chip::ChipOpt,
@@ -92,6 +100,9 @@ struct Row {
     clock_hz: u64,
     /// `--stage-min-bytes` the point ran with.
     stage_min_bytes: u32,
+    /// Processors of each core the kernel runs on: 1 (BRISC) or 5
+    /// (`--all-processors`).
+    processors: u32,
     device_cycles_per_program: f64,
     us_per_program: f64,
     host_enqueue_us_per_program: f64,
@@ -107,7 +118,8 @@ struct Row {
     ratio: Option<f64>,
     golden_case: Option<String>,
     /// What the golden's case does that this point does not, besides
-    /// running five kernels a core where cqlab runs one.
+    /// running five kernels a core where cqlab runs one (unless
+    /// `--all-processors`).
     #[serde(skip_serializing_if = "Option::is_none")]
     golden_note: Option<String>,
     /// Wall-clock seconds this point took on this machine, booting and
@@ -164,7 +176,23 @@ const SIZED: [(&str, u32); 4] = [("noop-256", 256), ("noop-1k", 1024), ("noop-4k
 /// binary (one more than there are text slots).
 const UNCACHED_KERNELS: usize = cqlab_abi::program::KERNEL_SLOTS as usize + 1;
 
-fn programs_for(dev: &Device, p: &Point) -> Result<Vec<Program>> {
+/// Point `p`'s common and unique args for kernel `k` on `range`.
+fn set_args(prog: &mut Program, k: KernelHandle, p: &Point, range: CoreRange) -> Result<()> {
+    let mut common: Vec<u32> = (0..p.common_args).collect();
+    if p.kernel_cycles > 0 {
+        common = vec![p.kernel_cycles];
+    }
+    prog.set_common_args(k, &common)?;
+    if p.unique_args > 0 {
+        for (c, r) in range.cores() {
+            let args: Vec<u32> = (0..p.unique_args).map(|i| i ^ (c as u32) << 8 ^ (r as u32) << 16).collect();
+            prog.set_unique_args(k, (c, r), &args)?;
+        }
+    }
+    Ok(())
+}
+
+fn programs_for(dev: &Device, p: &Point, all_processors: bool) -> Result<Vec<Program>> {
     let image = Arc::new(dev.load_kernel(p.kernel)?);
     let images: Vec<Arc<KernelImage>> = if p.cached {
         vec![image]
@@ -176,18 +204,15 @@ fn programs_for(dev: &Device, p: &Point) -> Result<Vec<Program>> {
         .into_iter()
         .map(|img| {
             let mut prog = Program::new();
-            let k = prog.add_kernel(img, &[range])?;
-            let mut common: Vec<u32> = (0..p.common_args).collect();
-            if p.kernel_cycles > 0 {
-                common = vec![p.kernel_cycles];
-            }
-            prog.set_common_args(k, &common)?;
-            if p.unique_args > 0 {
-                for (c, r) in range.cores() {
-                    let args: Vec<u32> = (0..p.unique_args).map(|i| i ^ (c as u32) << 8 ^ (r as u32) << 16).collect();
-                    prog.set_unique_args(k, (c, r), &args)?;
+            let k = prog.add_kernel(img.clone(), &[range])?;
+            if all_processors {
+                // The same args for each: tt-metal sets them per kernel too.
+                for other in &Processor::ALL[1..] {
+                    let o = prog.add_kernel_on(img.clone(), &[range], *other)?;
+                    set_args(&mut prog, o, p, range)?;
                 }
             }
+            set_args(&mut prog, k, p, range)?;
             Ok(prog)
         })
         .collect()
@@ -230,7 +255,7 @@ fn measure(
     let exact = if args.exact_time { ",exact" } else { "" };
     let mut dev = Device::open(&format!("embedded:seed={seed}{exact}"), cfg)?;
     dev.boot()?;
-    let programs = programs_for(&dev, p)?;
+    let programs = programs_for(&dev, p, args.all_processors)?;
     let bytes = dev.load_kernel(p.kernel)?.len();
     // The profiled cores this point's device has.
     let profile: Vec<_> = profile.iter().filter_map(|name| name.on(dev.chip())).collect();
@@ -307,6 +332,7 @@ fn measure(
         chip: format!("{} ({})", dev.chip().board(), dev.chip().harvesting()),
         clock_hz: dev.chip().layout().clock_hz(),
         stage_min_bytes,
+        processors: if args.all_processors { Processor::ALL.len() as u32 } else { 1 },
         device_cycles_per_program: cycles,
         us_per_program,
         golden_us: golden.map(|g| g.golden_us),
@@ -525,16 +551,23 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     let mut copy = CopyBound::new();
     let mut symbols = crate::profile::Symbols::default();
     let goldens = Goldens::builtin();
+    // Points whose args do not fit the kernel-config ring five times over.
+    let mut skipped = Vec::new();
     for p in &points {
-        let row = measure(p, &args, &goldens, &mut copy, &mut symbols)
-            .with_context(|| format!("measuring {} {:?} trace={}", p.axis, p.kernel, p.trace))?;
+        let row = match measure(p, &args, &goldens, &mut copy, &mut symbols) {
+            Err(e) if args.all_processors && args_do_not_fit(&e) => {
+                skipped.push(serde_json::json!({ "point": p, "reason": format!("{e:#}") }));
+                continue;
+            }
+            row => row.with_context(|| format!("measuring {} {:?} trace={}", p.axis, p.kernel, p.trace))?,
+        };
         if !args.json && !args.csv {
             eprint!(".");
         }
         rows.push(row);
     }
     if args.json {
-        outln!("{}", serde_json::json!({ "rows": rows }));
+        outln!("{}", serde_json::json!({ "rows": rows, "skipped": skipped }));
     } else if args.csv {
         out!("{}", csv(&rows)?);
     } else {
@@ -542,11 +575,20 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
         out!("{}", table(&rows));
         let seconds: f64 = rows.iter().map(|r| r.host_seconds).sum();
         outln!("host time: {seconds:.1} s for {} points on this machine (`--json`: each point's)", rows.len());
+        for s in &skipped {
+            outln!("skipped {}: {}", s["point"], s["reason"].as_str().unwrap_or_default());
+        }
         out!("{}", golden_legend(&rows, &goldens));
         out!("{}", targets(&rows));
         out!("{}", profiles(&rows));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A program's runtime args overflow its queue's part of the kernel-config
+/// ring (five kernels' worth of 128 unique args on a full grid do).
+fn args_do_not_fit(e: &anyhow::Error) -> bool {
+    matches!(e.downcast_ref::<DriverError>(), Some(DriverError::OutOfRange { what: "runtime args", .. }))
 }
 
 /// `--profile`: each point's top functions per profiled core.
@@ -689,11 +731,15 @@ fn table(rows: &[Row]) -> String {
 
 /// What the golden columns compare, and what they do not.
 fn golden_legend(rows: &[Row], goldens: &Goldens) -> String {
+    let processors = if rows.iter().all(|r| r.processors > 1) {
+        "both run a kernel on all five processors of each core"
+    } else {
+        "tt-metal runs a kernel on all five processors of each core, cqlab one (BRISC; `--all-processors` for five)"
+    };
     let mut s = format!(
         "\ngolden us: tt-metal's pgm_dispatch time for a program of the same shape on this arch ({}); ratio = us/prog \
-         / golden us. Not equal: tt-metal runs a kernel on all five processors of each core, cqlab one (BRISC); \
-         its grid is its card's (n300, p150), cqlab's the simulated board's; cqlab's base kernel is smaller than \
-         256 B and is set beside tt-metal's 256 B case.\n",
+         / golden us. Not equal: {processors}; its grid is its card's (n300, p150), cqlab's the simulated \
+         board's; cqlab's base kernel is smaller than 256 B and is set beside tt-metal's 256 B case.\n",
         goldens.source
     );
     let mut notes: Vec<&str> = rows.iter().filter_map(|r| r.golden_note.as_deref()).collect();

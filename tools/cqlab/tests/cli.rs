@@ -182,6 +182,25 @@ fn bench_dispatch_json_rows_carry_the_documented_keys() {
     assert!(cycles(true) < cycles(false), "traced {} untraced {}", cycles(true), cycles(false));
 }
 
+/// `bench dispatch --all-processors` runs each program's kernel on all five
+/// processors of every core, as tt-metal's cases do: the rows say so, and
+/// five launches a core cost the device more than one.
+#[test]
+fn bench_dispatch_on_all_processors_costs_more_than_on_brisc() {
+    let cycles = |extra: &[&str]| {
+        let mut argv = vec!["bench", "dispatch", "--axis", "base", "--programs", "8"];
+        argv.extend(extra);
+        let (code, v) = cqlab_json(&argv);
+        assert_eq!(code, 0, "{v}");
+        let rows = v["rows"].as_array().expect("rows").clone();
+        let traced = rows.iter().find(|r| r["trace"] == true).expect("a traced row").clone();
+        (traced["processors"].as_u64(), traced["device_cycles_per_program"].as_f64().unwrap())
+    };
+    let (one, five) = (cycles(&[]), cycles(&["--all-processors"]));
+    assert_eq!((one.0, five.0), (Some(1), Some(5)));
+    assert!(five.1 > one.1, "five processors {} cycles a program, BRISC alone {}", five.1, one.1);
+}
+
 /// `bench dispatch --profile`: per point, each profiled core's device time
 /// by firmware function, named from the core's ELF symbols; every profiled
 /// core's cycles add up to the same sampled time, which covers the point's
