@@ -151,7 +151,8 @@ pub struct SimConfig {
     /// Default 64 MiB.
     pub sysmem_size: usize,
     /// Cycles each core runs per scheduling slice before others catch up;
-    /// cross-core effects (NOC deliveries) become visible at slice ends.
+    /// cross-core effects (NOC deliveries) become visible at slice ends
+    /// (unless `exact_time`).
     /// Default 50: `cqlab bench dispatch` gives the same figures at 25, 50
     /// and 100, while at 200 (the default until then) a slice's delay on
     /// cross-core hand-offs showed (traced full-grid dispatch 679 cycles

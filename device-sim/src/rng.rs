@@ -54,7 +54,6 @@ impl Rng {
     }
 }
 
-/// The concerns that draw random numbers, one stream each.
 /// A draw keyed by `key` and `t` alone (not by earlier draws): what a
 /// schedule needs that must not depend on which slices a run skipped.
 pub fn at(key: u64, t: u64) -> u64 {
@@ -62,6 +61,7 @@ pub fn at(key: u64, t: u64) -> u64 {
     splitmix64(&mut x)
 }
 
+/// The concerns that draw random numbers, one stream each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stream {
     /// Slice lengths, rotation order, PCT priorities and change points.

@@ -103,6 +103,8 @@ struct Row {
     /// Processors of each core the kernel runs on: 1 (BRISC) or 5
     /// (`--all-processors`).
     processors: u32,
+    /// `--exact-time`: exact time between tiles.
+    exact_time: bool,
     device_cycles_per_program: f64,
     us_per_program: f64,
     host_enqueue_us_per_program: f64,
@@ -333,6 +335,7 @@ fn measure(
         clock_hz: dev.chip().layout().clock_hz(),
         stage_min_bytes,
         processors: if args.all_processors { Processor::ALL.len() as u32 } else { 1 },
+        exact_time: args.exact_time,
         device_cycles_per_program: cycles,
         us_per_program,
         golden_us: golden.map(|g| g.golden_us),
@@ -674,10 +677,12 @@ fn csv(rows: &[Row]) -> Result<String> {
 
 fn table(rows: &[Row]) -> String {
     let mut s = format!(
-        "program dispatch, {} programs per point, embedded simulator of a {} at {:.2} GHz, {}\n",
+        "program dispatch, {} programs per point, embedded simulator of a {} at {:.2} GHz{}{}, {}\n",
         rows.first().map_or(0, |r| r.programs),
         rows.first().map_or("?", |r| &r.chip),
         rows.first().map_or(0.0, |r| r.clock_hz as f64 / 1e9),
+        if rows.first().is_some_and(|r| r.exact_time) { ", exact time" } else { "" },
+        if rows.first().is_some_and(|r| r.processors > 1) { ", kernels on all five processors" } else { "" },
         match rows.first().map_or(0, |r| r.stage_min_bytes) {
             0 => "nothing staged".to_string(),
             n => format!("blobs of {n} B and more staged"),

@@ -87,6 +87,8 @@ struct Row {
     ratio: f64,
     calibrated: bool,
     source: String,
+    /// `--exact-time`: measured with exact time between tiles.
+    exact_time: bool,
 }
 
 impl Figure {
@@ -206,13 +208,15 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             ratio,
             calibrated: (TOLERANCE.0..=TOLERANCE.1).contains(&ratio),
             source: f.source.clone(),
+            exact_time: a.exact_time,
         });
     }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&rows).context("serialising the rows")?);
         return Ok(ExitCode::SUCCESS);
     }
-    outln!("cqlab calibrate: {board}, the timing model beside published figures (seed 1, one run each)");
+    let exact = if a.exact_time { ", exact time" } else { "" };
+    outln!("cqlab calibrate: {board}, the timing model beside published figures (seed 1, one run each{exact})");
     outln!("{:<62} {:>10} {:>12} {:>8} {:>6}  source", "figure", "model", "published", "unit", "ratio");
     for r in &rows {
         let published = match r.published_max {

@@ -155,6 +155,8 @@ fn bench_dispatch_json_rows_carry_the_documented_keys() {
         "device_cycles_per_program",
         "host_enqueue_us_per_program",
         "host_seconds",
+        "processors",
+        "exact_time",
     ];
     for row in rows {
         for key in keys {
