@@ -125,7 +125,8 @@ impl CmdBufRegs {
         }
     }
 
-    /// The register at `offset` from a command buffer's base, if any.
+    /// The register at `offset` from a command buffer's base, if any (a
+    /// scan: [`CmdBufIndex`] is the table the decoder uses).
     pub const fn reg_at(&self, offset: u32) -> Option<CmdBufReg> {
         let mut i = 0;
         while i < CmdBufReg::ALL.len() {
@@ -138,6 +139,44 @@ impl CmdBufRegs {
             i += 1;
         }
         None
+    }
+}
+
+/// Words of a command buffer the index covers: every register offset on
+/// both chips is below 0x80 (checked when the index is built).
+const CMD_BUF_INDEX_WORDS: usize = 32;
+
+/// [`CmdBufRegs::reg_at`] as a table by word offset: an NIU access is
+/// decoded on every command-buffer store a core makes, so in one lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CmdBufIndex([Option<CmdBufReg>; CMD_BUF_INDEX_WORDS]);
+
+impl CmdBufIndex {
+    /// The index of `regs`; fails const evaluation if a register is not
+    /// word-aligned or lies beyond the table.
+    pub const fn of(regs: &CmdBufRegs) -> Self {
+        let mut table = [None; CMD_BUF_INDEX_WORDS];
+        let mut i = 0;
+        while i < CmdBufReg::ALL.len() {
+            let reg = CmdBufReg::ALL[i];
+            if let Some(o) = regs.offset(reg) {
+                assert!(
+                    o % 4 == 0 && (o / 4) < CMD_BUF_INDEX_WORDS as u32,
+                    "a command-buffer register outside the index"
+                );
+                table[(o / 4) as usize] = Some(reg);
+            }
+            i += 1;
+        }
+        CmdBufIndex(table)
+    }
+
+    /// The register at `offset` from a command buffer's base, if any.
+    pub const fn at(&self, offset: u32) -> Option<CmdBufReg> {
+        if offset % 4 != 0 || offset / 4 >= CMD_BUF_INDEX_WORDS as u32 {
+            return None;
+        }
+        self.0[(offset / 4) as usize]
     }
 }
 
@@ -176,6 +215,8 @@ pub struct NiuLayout {
     /// Command buffers per NIU.
     pub cmd_bufs: u32,
     pub regs: CmdBufRegs,
+    /// `regs` by offset ([`CmdBufIndex::of`]).
+    pub reg_index: CmdBufIndex,
     /// `NOC_CFG(i)` = block + `cfg_base` + 4i.
     pub cfg_base: u32,
     /// `NOC_STATUS(i)` = block + `status_base` + 4i ([`counter`] indices).
@@ -240,7 +281,7 @@ impl NiuLayout {
         let off = addr - self.base(noc);
         if off < self.cmd_bufs * self.cmd_buf_stride {
             let buf = off / self.cmd_buf_stride;
-            if let Some(reg) = self.regs.reg_at(off % self.cmd_buf_stride) {
+            if let Some(reg) = self.reg_index.at(off % self.cmd_buf_stride) {
                 return Some((noc, NiuReg::CmdBuf { buf, reg }));
             }
         }
@@ -262,24 +303,8 @@ pub const WORMHOLE: NiuLayout = NiuLayout {
     noc_stride: 0x1_0000,   // NOC_INSTANCE_OFFSET (bit 16)
     cmd_buf_stride: 0x400,  // NOC_CMD_BUF_OFFSET (bit 10)
     cmd_bufs: 4,            // tt-isa NoC/MemoryMap.md: four request initiators
-    regs: CmdBufRegs {
-        targ_addr_lo: 0x00,              // NOC_TARG_ADDR_LO
-        targ_addr_mid: 0x04,             // NOC_TARG_ADDR_MID
-        targ_addr_hi: 0x08,              // NOC_TARG_ADDR_HI (defined, not documented, not written by tt-metal)
-        ret_addr_lo: 0x0C,               // NOC_RET_ADDR_LO
-        ret_addr_mid: 0x10,              // NOC_RET_ADDR_MID
-        ret_addr_hi: 0x14,               // NOC_RET_ADDR_HI (as TARG_ADDR_HI)
-        packet_tag: 0x18,                // NOC_PACKET_TAG
-        ctrl: 0x1C,                      // NOC_CTRL
-        at_len_be: 0x20,                 // NOC_AT_LEN_BE
-        at_len_be_1: None,               // Blackhole only
-        at_data: 0x24,                   // NOC_AT_DATA
-        brcst_exclude: None,             // Blackhole only
-        cmd_ctrl: 0x28,                  // NOC_CMD_CTRL
-        node_id: 0x2C,                   // NOC_NODE_ID; tt-umd `wormhole_implementation.hpp` NOC_NODE_ID_OFFSET 0x2C
-        endpoint_id: 0x30,               // NOC_ENDPOINT_ID
-        clear_outstanding_req_cnt: 0x50, // NOC_CLEAR_OUTSTANDING_REQ_CNT
-    },
+    regs: WORMHOLE_REGS,
+    reg_index: CmdBufIndex::of(&WORMHOLE_REGS),
     cfg_base: 0x100,    // NOC_CFG(cnt) = NOC_REGS_START_ADDR + 0x100 + 4 * cnt
     status_base: 0x200, // NOC_STATUS(cnt) = NOC_REGS_START_ADDR + 0x200 + 4 * cnt
     cfg: NocCfgIndices {
@@ -294,6 +319,26 @@ pub const WORMHOLE: NiuLayout = NiuLayout {
     },
 };
 
+/// Wormhole's command-buffer register offsets (sources as in [`WORMHOLE`]).
+const WORMHOLE_REGS: CmdBufRegs = CmdBufRegs {
+    targ_addr_lo: 0x00,              // NOC_TARG_ADDR_LO
+    targ_addr_mid: 0x04,             // NOC_TARG_ADDR_MID
+    targ_addr_hi: 0x08,              // NOC_TARG_ADDR_HI (defined, not documented, not written by tt-metal)
+    ret_addr_lo: 0x0C,               // NOC_RET_ADDR_LO
+    ret_addr_mid: 0x10,              // NOC_RET_ADDR_MID
+    ret_addr_hi: 0x14,               // NOC_RET_ADDR_HI (as TARG_ADDR_HI)
+    packet_tag: 0x18,                // NOC_PACKET_TAG
+    ctrl: 0x1C,                      // NOC_CTRL
+    at_len_be: 0x20,                 // NOC_AT_LEN_BE
+    at_len_be_1: None,               // Blackhole only
+    at_data: 0x24,                   // NOC_AT_DATA
+    brcst_exclude: None,             // Blackhole only
+    cmd_ctrl: 0x28,                  // NOC_CMD_CTRL
+    node_id: 0x2C,                   // NOC_NODE_ID; tt-umd `wormhole_implementation.hpp` NOC_NODE_ID_OFFSET 0x2C
+    endpoint_id: 0x30,               // NOC_ENDPOINT_ID
+    clear_outstanding_req_cnt: 0x50, // NOC_CLEAR_OUTSTANDING_REQ_CNT
+};
+
 /// Blackhole. Every offset: tt-metal bh `noc_parameters.h` (the symbol named
 /// on each line); tt-isa `BlackholeA0/NoC/MemoryMap.md`.
 pub const BLACKHOLE: NiuLayout = NiuLayout {
@@ -301,24 +346,8 @@ pub const BLACKHOLE: NiuLayout = NiuLayout {
     noc_stride: 0x1_0000,   // NOC_INSTANCE_OFFSET (bit 16)
     cmd_buf_stride: 0x800,  // NOC_CMD_BUF_OFFSET (bit 11)
     cmd_bufs: 4,            // tt-isa NoC/MemoryMap.md: four request initiators
-    regs: CmdBufRegs {
-        targ_addr_lo: 0x00,              // NOC_TARG_ADDR_LO
-        targ_addr_mid: 0x04,             // NOC_TARG_ADDR_MID
-        targ_addr_hi: 0x08,              // NOC_TARG_ADDR_HI (the coordinates on Blackhole)
-        ret_addr_lo: 0x0C,               // NOC_RET_ADDR_LO
-        ret_addr_mid: 0x10,              // NOC_RET_ADDR_MID
-        ret_addr_hi: 0x14,               // NOC_RET_ADDR_HI
-        packet_tag: 0x18,                // NOC_PACKET_TAG
-        ctrl: 0x1C,                      // NOC_CTRL
-        at_len_be: 0x20,                 // NOC_AT_LEN_BE
-        at_len_be_1: Some(0x24),         // NOC_AT_LEN_BE_1
-        at_data: 0x28,                   // NOC_AT_DATA
-        brcst_exclude: Some(0x2C),       // NOC_BRCST_EXCLUDE
-        cmd_ctrl: 0x40,                  // NOC_CMD_CTRL
-        node_id: 0x44,                   // NOC_NODE_ID; tt-umd `blackhole_implementation.hpp` NOC_NODE_ID_OFFSET 0x44
-        endpoint_id: 0x48,               // NOC_ENDPOINT_ID
-        clear_outstanding_req_cnt: 0x60, // NOC_CLEAR_OUTSTANDING_REQ_CNT
-    },
+    regs: BLACKHOLE_REGS,
+    reg_index: CmdBufIndex::of(&BLACKHOLE_REGS),
     cfg_base: 0x100,    // NOC_CFG(cnt)
     status_base: 0x200, // NOC_STATUS(cnt)
     cfg: NocCfgIndices {
@@ -331,6 +360,26 @@ pub const BLACKHOLE: NiuLayout = NiuLayout {
         translate_entry_bits: 5, // NOC_TRANSLATE_ID_WIDTH 5
         noc_id_logical: 0x12,    // NOC_ID_LOGICAL; tt-umd NOC_ID_TRANSLATED_OFFSET 0x148
     },
+};
+
+/// Blackhole's command-buffer register offsets (sources as in [`BLACKHOLE`]).
+const BLACKHOLE_REGS: CmdBufRegs = CmdBufRegs {
+    targ_addr_lo: 0x00,              // NOC_TARG_ADDR_LO
+    targ_addr_mid: 0x04,             // NOC_TARG_ADDR_MID
+    targ_addr_hi: 0x08,              // NOC_TARG_ADDR_HI (the coordinates on Blackhole)
+    ret_addr_lo: 0x0C,               // NOC_RET_ADDR_LO
+    ret_addr_mid: 0x10,              // NOC_RET_ADDR_MID
+    ret_addr_hi: 0x14,               // NOC_RET_ADDR_HI
+    packet_tag: 0x18,                // NOC_PACKET_TAG
+    ctrl: 0x1C,                      // NOC_CTRL
+    at_len_be: 0x20,                 // NOC_AT_LEN_BE
+    at_len_be_1: Some(0x24),         // NOC_AT_LEN_BE_1
+    at_data: 0x28,                   // NOC_AT_DATA
+    brcst_exclude: Some(0x2C),       // NOC_BRCST_EXCLUDE
+    cmd_ctrl: 0x40,                  // NOC_CMD_CTRL
+    node_id: 0x44,                   // NOC_NODE_ID; tt-umd `blackhole_implementation.hpp` NOC_NODE_ID_OFFSET 0x44
+    endpoint_id: 0x48,               // NOC_ENDPOINT_ID
+    clear_outstanding_req_cnt: 0x60, // NOC_CLEAR_OUTSTANDING_REQ_CNT
 };
 
 /// Bits of `NIU_CFG_0` (tt-metal wh and bh `noc_parameters.h` `NIU_CFG_0_*`
@@ -475,6 +524,20 @@ pub mod counter {
             0x10..=0x1F => Some(CounterName::ReqsOutstandingId(index - 0x10)),
             0x20..=0x2F => Some(CounterName::WriteReqsOutgoingId(index - 0x20)),
             _ => NAMED.iter().find(|(_, i)| *i == index).map(|(n, _)| CounterName::Named(n)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_index_names_the_register_the_scan_finds_at_every_offset() {
+        for layout in [WORMHOLE, BLACKHOLE] {
+            for offset in 0..layout.cmd_buf_stride {
+                assert_eq!(layout.reg_index.at(offset), layout.regs.reg_at(offset), "offset {offset:#x}");
+            }
         }
     }
 }
