@@ -40,6 +40,9 @@ pub enum Bench {
     /// outside its own row (a rectangle) on NOC0 and waits for every
     /// receiver's ack ("One To All", multicast, not linked).
     OneToAll { bytes: u32, count: u32 },
+    /// [`Bench::OneToAll`] as one linked transaction: every packet but the
+    /// last with `NOC_CMD_VC_LINKED` ("One To All", multicast + linked).
+    OneToAllLinked { bytes: u32, count: u32 },
     /// One core reads `count` packets of `bytes` from DRAM bank 0 (its
     /// NOC0 endpoint) and waits for them ("DRAM Read").
     DramRead { bytes: u32, count: u32 },
@@ -102,6 +105,7 @@ impl Bench {
             Bench::OneToOne { .. }
             | Bench::OneFromOne { .. }
             | Bench::OneToAll { .. }
+            | Bench::OneToAllLinked { .. }
             | Bench::DramRead { .. }
             | Bench::DramWrite { .. } => Unit::BytesPerCycle,
             Bench::ReadRoundTrip { .. } | Bench::L1Stores { .. } => Unit::Cycles,
@@ -117,6 +121,7 @@ impl Bench {
             Bench::OneToOne { bytes, count }
             | Bench::OneFromOne { bytes, count }
             | Bench::OneToAll { bytes, count }
+            | Bench::OneToAllLinked { bytes, count }
             | Bench::DramRead { bytes, count }
             | Bench::DramWrite { bytes, count }
             | Bench::ReadRoundTrip { bytes, count, .. }
@@ -159,7 +164,7 @@ impl Bench {
                 let p = reads(niu(Noc::Noc0), me, |_| NocAddr::unicast(peer, BUF as u64), bytes, count);
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
             }
-            Bench::OneToAll { bytes, count } => {
+            Bench::OneToAll { bytes, count } | Bench::OneToAllLinked { bytes, count } => {
                 let others: Vec<Coord> = tiles.iter().copied().filter(|c| c.y != me.y).collect();
                 let corner = |pick: fn(u8, u8) -> u8| {
                     let fold = |f: fn(&Coord) -> u8| others.iter().map(f).reduce(pick).unwrap_or(0);
@@ -167,7 +172,14 @@ impl Bench {
                 };
                 let dst = NocAddr::multicast(corner(u8::min), corner(u8::max), BUF as u64);
                 let acks = count * others.len() as u32;
-                let p = writes(niu(Noc::Noc0), me, |_| dst, bytes, count, acks);
+                let n = niu(Noc::Noc0);
+                let mut p: Vec<u32> = (0..count)
+                    .flat_map(|k| match self {
+                        Bench::OneToAllLinked { .. } if k + 1 < count => n.write_linked(me, BUF, dst, bytes),
+                        _ => n.write(me, BUF, dst, bytes),
+                    })
+                    .collect();
+                p.extend(n.wait_counter(counter::NIU_MST_WR_ACK_RECEIVED, acks));
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
             }
             Bench::DramRead { bytes, count } => {
@@ -307,6 +319,7 @@ mod tests {
         for board in [Board::WormholeN150, Board::BlackholeP150a] {
             for b in [
                 Bench::OneToAll { bytes: 256, count: 2 },
+                Bench::OneToAllLinked { bytes: 256, count: 2 },
                 Bench::DramRead { bytes: 256, count: 2 },
                 Bench::DramWrite { bytes: 256, count: 2 },
                 Bench::PcieRead { bytes: 256, count: 2 },
@@ -316,6 +329,21 @@ mod tests {
                 let v = b.run(board).unwrap_or_else(|e| panic!("{board} {b:?}: {e}"));
                 assert!(v.is_finite() && v > 0.0, "{board} {b:?}: {v}");
             }
+        }
+    }
+
+    /// A linked transaction's packets after the first keep its path and
+    /// leave at the linked rate; the first pays the unlinked one.
+    #[test]
+    fn a_linked_multicast_is_faster_after_its_first_packet() {
+        for board in [Board::WormholeN150, Board::BlackholeP150a] {
+            let bytes = board.arch().params().noc.max_packet;
+            let run = |b: Bench| b.run(board).unwrap_or_else(|e| panic!("{board} {b:?}: {e}"));
+            let (unlinked, linked) =
+                (run(Bench::OneToAll { bytes, count: 16 }), run(Bench::OneToAllLinked { bytes, count: 16 }));
+            let noc = SimConfig::for_board(board).noc;
+            let gain = noc.linked_multicast_bytes_per_cycle as f64 / noc.multicast_bytes_per_cycle as f64;
+            assert!(linked > unlinked * 1.2 && linked < unlinked * gain, "{board}: {unlinked} -> {linked} B/cycle");
         }
     }
 

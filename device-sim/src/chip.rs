@@ -159,6 +159,9 @@ pub struct Chip {
     atomic_old: BTreeMap<u64, u32>,
     /// Per NIU (`Source::index`): first cycle it is free to send a packet.
     niu_free: Vec<u64>,
+    /// Per NIU (as `niu_free`): its last write was a linked multicast, so
+    /// the next multicast keeps the path (`noc.linked_multicast_bytes_per_cycle`).
+    niu_linked: Vec<bool>,
     /// The PCIe link's two directions.
     endpoints: Endpoints,
     /// Ids of writes, reads and atomics.
@@ -299,6 +302,7 @@ impl Chip {
             payloads: BTreeMap::new(),
             atomic_old: BTreeMap::new(),
             niu_free: vec![0; 2 * tiles.len()],
+            niu_linked: vec![false; 2 * tiles.len()],
             endpoints: Endpoints::default(),
             transfers: 0,
             pct,
@@ -1338,7 +1342,7 @@ impl Chip {
                 let (local, len, target) = (issue.local, issue.len, issue.target);
                 self.push(done, EventKind::ReadComplete { src, id, target, local, len, tid });
             }
-            Kind::Write { posted, multicast, .. } => {
+            Kind::Write { posted, multicast, linked, .. } => {
                 let started = if posted {
                     counter::NIU_MST_POSTED_WR_REQ_STARTED
                 } else {
@@ -1349,8 +1353,14 @@ impl Chip {
                     Target::Multicast { tiles, .. } => tiles.len() as u32,
                     _ => 1,
                 };
-                // A multicast's data leaves at the multicast rate.
-                let rate = if multicast { self.cfg.noc.multicast_bytes_per_cycle } else { bpc };
+                // A multicast's data leaves at the multicast rate, or the
+                // linked rate on a path a linked packet kept set up.
+                let held = std::mem::replace(&mut self.niu_linked[src.index()], multicast && linked);
+                let rate = match (multicast, held) {
+                    (true, true) => self.cfg.noc.linked_multicast_bytes_per_cycle,
+                    (true, false) => self.cfg.noc.multicast_bytes_per_cycle,
+                    (false, _) => bpc,
+                };
                 if !posted {
                     self.bump(src, counter::reqs_outstanding_id(tid), receivers as i32);
                 }

@@ -32,6 +32,13 @@ pub struct NocTiming {
     /// 15 B/cycle, Blackhole 24 B/cycle, against 29 and 60 unicast); the
     /// sources do not say what limits it. Wormhole 16, Blackhole 24.
     pub multicast_bytes_per_cycle: u64,
+    /// The rate of a multicast write that follows a linked one from the
+    /// same NIU (`NOC_CMD_VC_LINKED`: the path stays set up between the
+    /// packets of one transaction). Fitted to tt-metal's one-to-all linked
+    /// figures (`ideal_performance.md` at 33def06: Wormhole 22 B/cycle,
+    /// Blackhole 41, the first packet of 16 paying the unlinked rate).
+    /// Wormhole 24, Blackhole 47.
+    pub linked_multicast_bytes_per_cycle: u64,
 }
 
 /// The host's share of a device read of host memory: the PCIe tile to host
@@ -209,6 +216,7 @@ impl SimConfig {
                 hop_cycles: 9,
                 bytes_per_cycle: arch.params().noc.flit_bytes as u64,
                 multicast_bytes_per_cycle: if wormhole { 16 } else { 24 },
+                linked_multicast_bytes_per_cycle: if wormhole { 24 } else { 47 },
             },
             pcie: PcieTiming {
                 read_latency_cycles: cycles(PCIE_READ_LATENCY_NS),
@@ -274,6 +282,7 @@ impl SimConfig {
         check("bar.write_bytes_per_cycle", self.bar.write_bytes_per_cycle, 1, 1 << 20)?;
         check("noc.bytes_per_cycle", self.noc.bytes_per_cycle, 1, 1 << 20)?;
         check("noc.multicast_bytes_per_cycle", self.noc.multicast_bytes_per_cycle, 1, 1 << 20)?;
+        check("noc.linked_multicast_bytes_per_cycle", self.noc.linked_multicast_bytes_per_cycle, 1, 1 << 20)?;
         check("dram_bytes_per_kcycle", self.dram_bytes_per_kcycle, 1, 1 << 40)?;
         check("pcie.read_bytes_per_kcycle", self.pcie.read_bytes_per_kcycle, 1, 1 << 40)?;
         check("pcie.write_bytes_per_kcycle", self.pcie.write_bytes_per_kcycle, 1, 1 << 40)?;

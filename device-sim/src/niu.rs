@@ -60,6 +60,9 @@ pub enum Kind {
         multicast: bool,
         posted: bool,
         src_include: bool,
+        /// `NOC_CMD_VC_LINKED`: more packets of this transaction follow,
+        /// and the next keeps this one's path.
+        linked: bool,
     },
     /// `INCR_GET` of the word `ind` of the 16-byte line, keeping the low
     /// `wrap + 1` bits; `resp`: non-posted (the old value returns).
@@ -107,7 +110,12 @@ impl Request {
                 }
                 Kind::Read
             }
-            ctrl::CMD_WR => Kind::Write { multicast, posted: !resp, src_include: c & ctrl::BRCST_SRC_INCLUDE != 0 },
+            ctrl::CMD_WR => Kind::Write {
+                multicast,
+                posted: !resp,
+                src_include: c & ctrl::BRCST_SRC_INCLUDE != 0,
+                linked: c & ctrl::VC_LINKED != 0,
+            },
             ctrl::CMD_AT => {
                 if multicast {
                     return Err("multicast atomics are not modelled");

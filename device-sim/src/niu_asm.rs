@@ -100,8 +100,18 @@ impl NiuAsm {
     /// multicast flag, on the multicast VC with `BRCST_PACKET`): `len`
     /// bytes of this tile's L1 at `local` to `dst`.
     pub fn write(&self, me: Coord, local: u32, dst: NocAddr, len: u32) -> Vec<u32> {
+        self.write_ctrl(me, local, dst, len, ctrl::write(dst.is_multicast()))
+    }
+
+    /// [`NiuAsm::write`] with `NOC_CMD_VC_LINKED` set: a packet of a linked
+    /// multicast transaction that more packets follow
+    /// (`noc_async_write_multicast(..., linked = true)`).
+    pub fn write_linked(&self, me: Coord, local: u32, dst: NocAddr, len: u32) -> Vec<u32> {
+        self.write_ctrl(me, local, dst, len, ctrl::write(dst.is_multicast()) | ctrl::VC_LINKED)
+    }
+
+    fn write_ctrl(&self, me: Coord, local: u32, dst: NocAddr, len: u32, request: u32) -> Vec<u32> {
         let r = self.chip.niu.regs;
-        let request = ctrl::write(dst.is_multicast());
         let mut p = Vec::new();
         self.ready(&mut p, cmd_buf::WRITE);
         self.store(&mut p, r.ctrl, request);

@@ -41,7 +41,9 @@
 //!   (tt-metal's one-from-one: 28 B/cycle on Wormhole's 32 B link).
 //! - **A packet's header.** Each packet is one header flit plus its data
 //!   flits (`packet_flits`); a multicast's data leaves its NIU at
-//!   `noc.multicast_bytes_per_cycle`.
+//!   `noc.multicast_bytes_per_cycle`, or at
+//!   `noc.linked_multicast_bytes_per_cycle` when the NIU's previous write
+//!   was a linked multicast (`NOC_CMD_VC_LINKED`) whose path it keeps.
 //! - **Not modelled:** the NOC links between routers (no contention), a
 //!   core's ejection port: read replies arriving together at one core each
 //!   land at the full `noc.bytes_per_cycle` (serializing them hides known

@@ -54,7 +54,7 @@ struct Figure {
     name: String,
     /// `wormhole` or `blackhole`.
     arch: String,
-    /// `one-to-one`, `one-from-one`, `one-to-all`, `dram-read`,
+    /// `one-to-one`, `one-from-one`, `one-to-all`, `one-to-all-linked`, `dram-read`,
     /// `dram-write`, `read-round-trip`, `l1-stores`, `pcie-read`,
     /// `pcie-write`, `pcie-read-latency`, `host-write` or `host-read`.
     bench: String,
@@ -108,6 +108,7 @@ impl Figure {
             "one-to-one" => Bench::OneToOne { bytes: bytes()?, count: count()? },
             "one-from-one" => Bench::OneFromOne { bytes: bytes()?, count: count()? },
             "one-to-all" => Bench::OneToAll { bytes: bytes()?, count: count()? },
+            "one-to-all-linked" => Bench::OneToAllLinked { bytes: bytes()?, count: count()? },
             "dram-read" => Bench::DramRead { bytes: bytes()?, count: count()? },
             "dram-write" => Bench::DramWrite { bytes: bytes()?, count: count()? },
             "read-round-trip" => {
