@@ -46,6 +46,7 @@ pub mod shared;
 pub mod storage;
 pub mod tensix;
 pub mod timing;
+mod zeroed;
 
 #[cfg(test)]
 mod testelf;

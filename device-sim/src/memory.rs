@@ -16,8 +16,8 @@
 
 use crate::decode::{decode, Decoded};
 use crate::storage::{Bytes, SharedRegion};
+use crate::zeroed::ZeroedSlice;
 use thiserror::Error;
-use zerocopy::FromZeros;
 
 /// An access outside every RAM window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -31,7 +31,7 @@ pub struct OutOfRange {
 pub struct Ram {
     base: u32,
     bytes: Bytes,
-    decoded: Box<[Decoded]>,
+    decoded: ZeroedSlice<Decoded>,
     /// Word indices `[dec_lo, dec_hi)` that may hold decoded entries; writes
     /// outside skip invalidation (and never touch the cache's pages).
     dec_lo: u32,
@@ -58,7 +58,7 @@ impl Ram {
         let size = bytes.len();
         assert!(base % 4 == 0 && size % 4 == 0, "RAM window must be word aligned");
         assert!(base as u64 + size as u64 <= 1 << 32, "RAM window wraps the address space");
-        let decoded = <[Decoded]>::new_box_zeroed_with_elems(size / 4).expect("allocating the decode cache");
+        let decoded = ZeroedSlice::new(size / 4);
         Ram { base, bytes, decoded, dec_lo: u32::MAX, dec_hi: 0 }
     }
 

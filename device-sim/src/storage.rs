@@ -24,7 +24,8 @@
 //! and nothing read after a load is older than it. On x86-64 both are compiler barriers only.
 //!
 //! Accesses go through the `volatile` crate's [`VolatilePtr`] (read-only for loads, write-only
-//! for stores). This is the only `unsafe` of the simulator's memory layer.
+//! for stores). With [`crate::zeroed`] (the simulator's own memories), this is the only
+//! `unsafe` of the simulator's memory layer.
 
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, Ordering};
@@ -33,6 +34,8 @@ use std::sync::Arc;
 use memmap2::MmapRaw;
 use volatile::access::{ReadOnly, WriteOnly};
 use volatile::VolatilePtr;
+
+use crate::zeroed::ZeroedSlice;
 
 /// `len` bytes at `offset` of a shared mapping, kept alive as long as any region uses it.
 pub struct SharedRegion {
@@ -217,13 +220,13 @@ impl SharedRegion {
 
 /// Bytes the simulator computes on: its own, or a [`SharedRegion`].
 pub enum Bytes {
-    Owned(Box<[u8]>),
+    Owned(ZeroedSlice<u8>),
     Shared(SharedRegion),
 }
 
 impl Bytes {
     pub fn zeroed(len: usize) -> Self {
-        Bytes::Owned(vec![0; len].into_boxed_slice())
+        Bytes::Owned(ZeroedSlice::new(len))
     }
 
     pub fn len(&self) -> usize {
@@ -285,7 +288,7 @@ impl Bytes {
     /// The bytes: borrowed when owned, a volatile copy when shared.
     pub fn snapshot(&self) -> std::borrow::Cow<'_, [u8]> {
         match self {
-            Bytes::Owned(b) => std::borrow::Cow::Borrowed(b),
+            Bytes::Owned(b) => std::borrow::Cow::Borrowed(&b[..]),
             Bytes::Shared(s) => std::borrow::Cow::Owned(s.snapshot()),
         }
     }
