@@ -268,6 +268,7 @@ impl Chip {
                     hart: {
                         let mut h = Hart::new(mem, p.index() as u32, chip.tensix.default_reset_pc(p));
                         h.set_l1_stores(l1_stores);
+                        h.set_pipelined_loads(cfg.pipelined_loads);
                         h
                     },
                     in_reset: true,

@@ -179,6 +179,12 @@ pub struct SimConfig {
     /// traffic slices then average ~5 cycles over ~40 running cores, and a
     /// dispatch run takes about 3x the host time (docs/performance.md).
     pub exact_time: bool,
+    /// Pipelined L1 loads: a load costs one cycle and the core goes on
+    /// until an instruction needs its register, or until seven more
+    /// instructions wait to retire behind it (tt-isa
+    /// `BabyRISCV/MemoryOrdering.md`: the retire-order queue). Off by
+    /// default: every L1 load stalls its core for `timing::LOAD_CYCLES`.
+    pub pipelined_loads: bool,
     pub noc: NocTiming,
     pub pcie: PcieTiming,
     pub faults: Faults,
@@ -211,6 +217,7 @@ impl SimConfig {
             quantum_cycles: 50,
             quantum_jitter: 0,
             exact_time: false,
+            pipelined_loads: false,
             noc: NocTiming {
                 interface_cycles: 5,
                 hop_cycles: 9,

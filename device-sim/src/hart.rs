@@ -13,7 +13,7 @@
 //! not emulated: they halt with [`HaltReason::MisalignedLoad`]/`Store`.
 
 use crate::csr;
-use crate::decode::{Decoded, Op};
+use crate::decode::{Decoded, Op, X0_SINK};
 use crate::history::BranchHistory;
 use crate::memory::Memory;
 use crate::timing::{self, L1Stores, LOAD_CYCLES, MUL_CYCLES, TAKEN_PENALTY};
@@ -176,6 +176,67 @@ pub enum Stop {
 /// 64 so `& 63` indexing is provably in bounds.
 const REG_SLOTS: usize = 64;
 
+/// Entries of the retire-order queue (tt-isa
+/// `WormholeB0/TensixTile/BabyRISCV/MemoryOrdering.md`: "an eight-entry
+/// retire-order queue"; Blackhole's page says the same): at most eight L1
+/// loads wait for their data. The queue never fills behind a waiting load
+/// otherwise: instructions take at least a cycle each, so the eighth after
+/// a load issues no earlier than the load's data is back.
+const RETIRE_QUEUE: usize = 8;
+const _: () = assert!(LOAD_CYCLES <= RETIRE_QUEUE as u64);
+
+/// L1 loads whose data is not back yet, oldest first, when loads are
+/// pipelined ([`Hart::set_pipelined_loads`]). From the same page: a load
+/// leaves the Load/Store Unit only with its read-response, at the head of
+/// the retire-order queue, and an instruction enters the Integer Unit only
+/// once its register operands are available. So a load costs one cycle and
+/// the hart goes on until an instruction needs its register (or writes it:
+/// registers are written in order).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct LoadQueue {
+    on: bool,
+    n: usize,
+    /// The cycle every waiting load's data is back by (0: none waiting).
+    until: u64,
+    /// Per waiting load: when its data is back and its register.
+    ready: [u64; RETIRE_QUEUE],
+    rd: [u8; RETIRE_QUEUE],
+}
+
+impl LoadQueue {
+    fn push(&mut self, ready: u64, rd: u8) {
+        debug_assert!(self.n < RETIRE_QUEUE, "the retire-order queue overflows");
+        (self.ready[self.n], self.rd[self.n]) = (ready, rd);
+        self.n += 1;
+        self.until = self.until.max(ready);
+    }
+
+    /// The cycle instruction `d` may issue at, no earlier than `cycle`;
+    /// forgets the loads whose data is back by then. (Unused register
+    /// fields of a decoded instruction are 0, never a load's register.)
+    #[cold]
+    #[inline(never)]
+    fn issue_at(&mut self, d: &Decoded, cycle: u64) -> u64 {
+        let mut at = cycle;
+        for k in 0..self.n {
+            let rd = self.rd[k];
+            if rd != X0_SINK && (d.rs1 == rd || d.rs2 == rd || d.rd == rd) {
+                at = at.max(self.ready[k]);
+            }
+        }
+        let mut kept = 0;
+        for k in 0..self.n {
+            if self.ready[k] > at {
+                (self.ready[kept], self.rd[kept]) = (self.ready[k], self.rd[k]);
+                kept += 1;
+            }
+        }
+        self.n = kept;
+        self.until = self.ready[..kept].iter().copied().max().unwrap_or(0);
+        at
+    }
+}
+
 /// A hart's architectural state without its memory ([`Hart::checkpoint`]).
 pub(crate) struct Checkpoint {
     pc: u32,
@@ -185,6 +246,7 @@ pub(crate) struct Checkpoint {
     halt: Option<Halt>,
     history: BranchHistory,
     store_queue: StoreQueue,
+    loads: LoadQueue,
 }
 
 /// The hart's L1 store queue (see [`L1Stores`]).
@@ -229,6 +291,7 @@ pub struct Hart {
     /// fast-forward only skips loops during which this does not move.
     effects: u64,
     store_queue: StoreQueue,
+    loads: LoadQueue,
 }
 
 impl Hart {
@@ -245,6 +308,7 @@ impl Hart {
             history: Default::default(),
             effects: 0,
             store_queue: StoreQueue { timing: L1Stores::WORMHOLE, drained: 0, block: u32::MAX },
+            loads: LoadQueue::default(),
         };
         h.reset(entry);
         h
@@ -256,8 +320,21 @@ impl Hart {
         self.regs = [0; REG_SLOTS];
         self.pc = entry;
         self.halt = None;
+        self.loads = LoadQueue { on: self.loads.on, ..LoadQueue::default() };
         self.history = BranchHistory::default();
         self.history.record(u32::MAX, entry);
+    }
+
+    /// Pipelines L1 loads ([`LoadQueue`]); off, a load from L1 stalls the
+    /// hart for all of `LOAD_CYCLES`.
+    pub fn set_pipelined_loads(&mut self, on: bool) {
+        self.loads.on = on;
+    }
+
+    /// No load is waiting for its data: the hart's state is its PC and
+    /// registers alone (what idle fast-forward compares).
+    pub(crate) fn loads_settled(&self) -> bool {
+        self.loads.n == 0
     }
 
     /// Sets how fast L1 takes this hart's stores (Wormhole's unless told).
@@ -327,6 +404,7 @@ impl Hart {
             halt: self.halt,
             history: self.history.clone(),
             store_queue: self.store_queue,
+            loads: self.loads,
         }
     }
 
@@ -339,6 +417,7 @@ impl Hart {
         self.halt = c.halt;
         self.history = c.history.clone();
         self.store_queue = c.store_queue;
+        self.loads = c.loads;
     }
 
     /// Sets the counters back to where they stood when the hart was last
@@ -501,7 +580,11 @@ impl Hart {
                     Some(b) => {
                         let mut w = [0u8; 4];
                         w[..$n].copy_from_slice(&b);
-                        cycle += LOAD_CYCLES - 1;
+                        if self.loads.on {
+                            self.loads.push(cycle + LOAD_CYCLES, $d.rd);
+                        } else {
+                            cycle += LOAD_CYCLES - 1;
+                        }
                         u32::from_le_bytes(w)
                     }
                     // Local data memory: one cycle, no stall.
@@ -591,6 +674,14 @@ impl Hart {
                 match self.mem.fetch_slow(pc) {
                     Some(nd) => d = nd,
                     None => halt!(HaltReason::FetchFault),
+                }
+            }
+            if cycle < self.loads.until {
+                // Waits for a load's data; an instruction never starts at
+                // or past the limit.
+                cycle = self.loads.issue_at(&d, cycle);
+                if cycle >= cycle_limit {
+                    break Stop::CycleLimit;
                 }
             }
             match d.op {

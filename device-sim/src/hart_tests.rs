@@ -411,3 +411,50 @@ fn blackhole_coalesces_stores_to_one_16_byte_block() {
     // A block per store: as Wormhole.
     assert_eq!(store_run_cycles(bh, 24, 16), store_run_cycles(L1Stores::WORMHOLE, 24, 4));
 }
+
+/// Cycles `body` takes after its setup, with pipelined loads on or off,
+/// and the hart after it.
+fn cycles_of(pipelined: bool, pairs: &[(u32, u32)], body: &[u32]) -> (u64, Hart) {
+    let mut prog = with_li(pairs, &[]);
+    let setup = prog.len() as u64;
+    prog.extend_from_slice(body);
+    prog.push(ECALL);
+    let mut h = hart_with(&prog);
+    h.set_pipelined_loads(pipelined);
+    assert!(matches!(h.run(&mut NoBus, 1_000_000), Stop::Halted(Halt { reason: HaltReason::Ecall, .. })));
+    (h.cycle() - setup, h)
+}
+
+#[test]
+fn a_pipelined_load_stalls_only_the_instruction_that_needs_its_register() {
+    let data = [(1, DATA)];
+    let independent = [lw(3, 1, 0), addi(4, 4, 1), addi(4, 4, 1), addi(4, 4, 1), add(5, 3, 3)];
+    let (blocking, _) = cycles_of(false, &data, &independent);
+    let (pipelined, h) = cycles_of(true, &data, &independent);
+    assert_eq!(blocking - pipelined, 3, "three instructions under the load's {LOAD_CYCLES} cycles");
+    assert_eq!(h.reg(4), 3);
+    // A consumer right after the load waits all of it.
+    let dependent = [lw(3, 1, 0), add(5, 3, 3)];
+    assert_eq!(cycles_of(true, &data, &dependent).0, cycles_of(false, &data, &dependent).0);
+    // Two loads overlap: the second's data is back a cycle after the first's.
+    let two = [lw(3, 1, 0), lw(6, 1, 4), add(5, 3, 6)];
+    assert_eq!(cycles_of(false, &data, &two).0 - cycles_of(true, &data, &two).0, LOAD_CYCLES - 1);
+    // Writing the load's register waits for it too (registers are written in order).
+    let overwrite = [lw(3, 1, 0), addi(3, 0, 9)];
+    let (c, h) = cycles_of(true, &data, &overwrite);
+    assert_eq!((c, h.reg(3)), (cycles_of(false, &data, &overwrite).0, 9));
+}
+
+#[test]
+fn a_run_never_starts_an_instruction_at_its_limit_while_a_load_is_waited_for() {
+    let mut prog = with_li(&[(1, DATA)], &[]);
+    let setup = prog.len() as u64;
+    prog.extend([lw(3, 1, 0), add(5, 3, 3), ECALL]);
+    let mut h = hart_with(&prog);
+    h.set_pipelined_loads(true);
+    // The add waits until the load's data is back, past this limit.
+    assert_eq!(h.run(&mut NoBus, setup + 2), Stop::CycleLimit);
+    assert_eq!((h.pc(), h.instret()), (BASE + 4 * (setup as u32 + 1), setup + 1), "the add not executed");
+    assert!(matches!(h.run(&mut NoBus, 1_000), Stop::Halted(Halt { reason: HaltReason::Ecall, .. })));
+    assert_eq!(h.cycle() - setup, cycles_of(false, &[(1, DATA)], &[lw(3, 1, 0), add(5, 3, 3)]).0);
+}

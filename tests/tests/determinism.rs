@@ -15,8 +15,14 @@ fn digest_after(chip: &TestChip, seed: u64) -> u64 {
 /// The reference program under host schedule `host`: the device state's
 /// digest and the device time at the end.
 fn run_scheduled(chip: &TestChip, seed: u64, host: HostSchedule, fast_forward: bool) -> (u64, u64) {
+    run_with(chip, host, cqlab_sim::config::SimConfig { fast_forward, ..chip.sim(seed) })
+}
+
+/// The reference program on a simulator configured as `sim`: digest and
+/// device time at the end.
+fn run_with(chip: &TestChip, host: HostSchedule, sim: cqlab_sim::config::SimConfig) -> (u64, u64) {
+    let (seed, fast_forward) = (sim.seed, sim.fast_forward);
     let cfg = cqlab_driver::DeviceConfig { host_schedule: host, ..config(chip) };
-    let sim = cqlab_sim::config::SimConfig { fast_forward, ..chip.sim(seed) };
     let mut dev = Device::embedded(sim, cfg).expect("simulator starts");
     let what = format!("{} seed {seed} host {host:?} fast-forward {fast_forward}", chip.name());
     dev.boot().unwrap_or_else(|e| panic!("{what}: boot: {e}"));
@@ -43,5 +49,18 @@ on_both_chips! {
         let plain = run_scheduled(chip, 21, HostSchedule::default(), true);
         assert!(first.1 > plain.1 + 3 * cqlab_driver::config::HOST_PCT_RUN_CYCLES, "{}: {first:?} vs {plain:?}", chip.name());
         assert_ne!(run(22, true).1, first.1, "{}: seeds 21 and 22 drew the same host schedule", chip.name());
+    }
+
+    fn pipelined_loads_replay_bit_for_bit_with_and_without_fast_forward(chip) {
+        let run = |pipelined_loads, fast_forward| {
+            let sim = cqlab_sim::config::SimConfig { pipelined_loads, fast_forward, ..chip.sim(23) };
+            run_with(chip, JITTER_AND_PCT, sim)
+        };
+        let first = run(true, true);
+        assert_eq!(first, run(true, true), "{}: seed 23 with pipelined loads replayed differently", chip.name());
+        assert_eq!(first, run(true, false), "{}: fast-forward changed a run with pipelined loads", chip.name());
+        // The option is not a no-op (the host's polls set when the run
+        // ends; `cli::pipelined_loads_make_dispatch_cheaper` shows the gain).
+        assert_ne!(first.0, run(false, true).0, "{}: pipelined loads changed nothing", chip.name());
     }
 }

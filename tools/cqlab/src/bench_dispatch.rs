@@ -57,6 +57,11 @@ pub struct Args {
     /// `SimConfig::exact_time`): about 3x the host time.
     #[arg(long)]
     pub exact_time: bool,
+    /// Run every point with pipelined L1 loads (`embedded:pipelined`,
+    /// `SimConfig::pipelined_loads`): a load costs a cycle until its
+    /// register is needed.
+    #[arg(long)]
+    pub pipelined_loads: bool,
     /// Place each program's kernel on all five processors of every core
     /// (BRISC, NCRISC, TRISC0-2; RISC-V code on the TRISCs), as tt-metal's
     /// pgm_dispatch cases do; by default on BRISC alone.
@@ -105,6 +110,8 @@ struct Row {
     processors: u32,
     /// `--exact-time`: exact time between tiles.
     exact_time: bool,
+    /// `--pipelined-loads`: pipelined L1 loads.
+    pipelined_loads: bool,
     device_cycles_per_program: f64,
     us_per_program: f64,
     host_enqueue_us_per_program: f64,
@@ -255,7 +262,8 @@ fn measure(
     let mut cfg = DeviceConfig { num_cqs: p.cqs, stage_min_bytes, ..Default::default() };
     args.chip.apply(&mut cfg)?;
     let exact = if args.exact_time { ",exact" } else { "" };
-    let mut dev = Device::open(&format!("embedded:seed={seed}{exact}"), cfg)?;
+    let pipelined = if args.pipelined_loads { ",pipelined" } else { "" };
+    let mut dev = Device::open(&format!("embedded:seed={seed}{exact}{pipelined}"), cfg)?;
     dev.boot()?;
     let programs = programs_for(&dev, p, args.all_processors)?;
     let bytes = dev.load_kernel(p.kernel)?.len();
@@ -336,6 +344,7 @@ fn measure(
         stage_min_bytes,
         processors: if args.all_processors { Processor::ALL.len() as u32 } else { 1 },
         exact_time: args.exact_time,
+        pipelined_loads: args.pipelined_loads,
         device_cycles_per_program: cycles,
         us_per_program,
         golden_us: golden.map(|g| g.golden_us),
@@ -677,11 +686,12 @@ fn csv(rows: &[Row]) -> Result<String> {
 
 fn table(rows: &[Row]) -> String {
     let mut s = format!(
-        "program dispatch, {} programs per point, embedded simulator of a {} at {:.2} GHz{}{}, {}\n",
+        "program dispatch, {} programs per point, embedded simulator of a {} at {:.2} GHz{}{}{}, {}\n",
         rows.first().map_or(0, |r| r.programs),
         rows.first().map_or("?", |r| &r.chip),
         rows.first().map_or(0.0, |r| r.clock_hz as f64 / 1e9),
         if rows.first().is_some_and(|r| r.exact_time) { ", exact time" } else { "" },
+        if rows.first().is_some_and(|r| r.pipelined_loads) { ", pipelined loads" } else { "" },
         if rows.first().is_some_and(|r| r.processors > 1) { ", kernels on all five processors" } else { "" },
         match rows.first().map_or(0, |r| r.stage_min_bytes) {
             0 => "nothing staged".to_string(),

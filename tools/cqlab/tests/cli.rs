@@ -157,6 +157,7 @@ fn bench_dispatch_json_rows_carry_the_documented_keys() {
         "host_seconds",
         "processors",
         "exact_time",
+        "pipelined_loads",
     ];
     for row in rows {
         for key in keys {
@@ -201,6 +202,26 @@ fn bench_dispatch_on_all_processors_costs_more_than_on_brisc() {
     let (one, five) = (cycles(&[]), cycles(&["--all-processors"]));
     assert_eq!((one.0, five.0), (Some(1), Some(5)));
     assert!(five.1 > one.1, "five processors {} cycles a program, BRISC alone {}", five.1, one.1);
+}
+
+/// `bench dispatch --pipelined-loads`: the firmware's L1 loads overlap with
+/// what follows them, so every point costs fewer cycles, and rows say so.
+#[test]
+fn pipelined_loads_make_dispatch_cheaper() {
+    let rows = |extra: &[&str]| {
+        let mut argv = vec!["bench", "dispatch", "--axis", "base", "--programs", "8"];
+        argv.extend(extra);
+        let (code, v) = cqlab_json(&argv);
+        assert_eq!(code, 0, "{v}");
+        v["rows"].as_array().expect("rows").clone()
+    };
+    let (blocking, pipelined) = (rows(&[]), rows(&["--pipelined-loads"]));
+    assert_eq!(blocking.len(), pipelined.len());
+    for (b, p) in blocking.iter().zip(&pipelined) {
+        assert_eq!((b["pipelined_loads"].as_bool(), p["pipelined_loads"].as_bool()), (Some(false), Some(true)));
+        let cycles = |r: &serde_json::Value| r["device_cycles_per_program"].as_f64().unwrap();
+        assert!(cycles(p) < cycles(b), "pipelined {} cycles a program, blocking {}", cycles(p), cycles(b));
+    }
 }
 
 /// `bench dispatch --profile`: per point, each profiled core's device time
