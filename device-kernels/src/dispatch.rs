@@ -14,7 +14,7 @@ use cqlab_abi::dispatch::{PackedFlags, WaitFlags, WriteHostFlags, MAX_PACKED_DES
 use cqlab_abi::mailbox::{CqConfig, DeviceError, COMPLETION_RD_PTR, SCRATCH};
 use cqlab_abi::memory_map::interleaved_page;
 use cqlab_abi::noc::{Coord, NocAddr};
-use cqlab_abi::noc_map::Grid;
+use cqlab_abi::noc_map::GridMasks;
 use cqlab_abi::program::{launch_done_sem, launch_entry, LAUNCH_RING_ENTRIES};
 use cqlab_abi::ring::{wrap_ge, RingPtr};
 use cqlab_abi::semaphore::{self as sem};
@@ -29,10 +29,17 @@ pub struct Dispatcher<'p, P: Platform> {
     sysmem: CqSysmemLayout,
     ring: RingGeometry,
     prefetcher: Coord,
-    /// Host-memory offset 0, the DRAM banks and the compute grid (`NocMap`).
+    /// Host-memory offset 0, the DRAM banks and the compute grid (`NocMap`;
+    /// the grid as masks, so that checking a destination costs two bit tests).
     host: NocAddr,
     dram: Dram,
-    grid: Grid,
+    grid: GridMasks,
+    /// The last multicast rectangle [`Self::receivers`] accepted (`NocAddr`
+    /// with local 0) and its receivers: a program's multicast writes and
+    /// its launch mostly go to one rectangle (the whole grid), so most
+    /// calls are one comparison. It starts as `u64::MAX`, which has local
+    /// bits set and so matches no `dst`.
+    last_rect: (u64, u32),
     /// Bytes consumed from the ring (absolute position) and pages returned.
     read: u64,
     released: u64,
@@ -97,7 +104,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     pub fn new(p: &'p mut P, cfg: CqConfig) -> Self {
         let CqSetup { ring, sysmem } = setup(p, &cfg);
         let (records, core) = (crate::trace::Cursor::take(p), p.core_xy() as u16);
-        let (host, dram, grid) = (crate::places::host(p), Dram::load(p), crate::places::grid(p));
+        let (host, dram, grid) = (crate::places::host(p), Dram::load(p), GridMasks::of(&crate::places::grid(p)));
         Self {
             p,
             cfg,
@@ -107,6 +114,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             host,
             dram,
             grid,
+            last_rect: (u64::MAX, 0),
             read: 0,
             released: 0,
             write_offset: 0,
@@ -275,11 +283,17 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     /// inside it (the dispatch cores and harvested tiles lie beyond the
     /// compute grid), or the command at `addr` is refused.
     fn receivers(&mut self, dst: NocAddr, addr: u32) -> u32 {
+        let rect = dst.with_local(0).0;
+        if rect == self.last_rect.0 {
+            return self.last_rect.1;
+        }
         let (s, e) = dst.rect();
-        if !dst.is_multicast() || self.grid.logical(s).is_none() || self.grid.logical(e).is_none() {
+        if !dst.is_multicast() || !self.grid.contains(s) || !self.grid.contains(e) {
             fail(self.p, DeviceError::BadDestination, addr, e.packed(), self.read as u32, s.packed());
         }
-        self.grid.cores_in(s, e)
+        let n = self.grid.cores_in(s, e);
+        self.last_rect = (rect, n);
+        n
     }
 
     /// Waits until launch `n`'s ring entry is done with: its per-entry
@@ -451,17 +465,6 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         }
     }
 
-    /// Writes `n` ring bytes at absolute position `pos` to `dst`, in two
-    /// writes when they wrap the ring.
-    fn write_from_ring(&mut self, pos: u64, dst: NocAddr, n: u32) {
-        let local = self.ring.local(pos);
-        let (first, second) = split_at_wrap(local - self.ring.base, n, self.ring.size());
-        self.p.noc_write(local, dst, first);
-        if second > 0 {
-            self.p.noc_write(self.ring.base, dst.offset(first as u64), second);
-        }
-    }
-
     fn write_packed(&mut self, cmd: cqlab_abi::dispatch::WritePackedCmd, addr: u32) {
         let count = cmd.count.min(MAX_PACKED_DESTS) as u32;
         let table = (4 * count).next_multiple_of(16);
@@ -475,7 +478,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         for (i, d) in dests.iter_mut().take(count as usize).enumerate() {
             let raw = self.p.read_u32(self.ring.local(self.read + 4 * i as u64));
             *d = Coord::unpack(raw);
-            if raw >> 16 != 0 || self.grid.logical(*d).is_none() {
+            if raw >> 16 != 0 || !self.grid.contains(*d) {
                 let at = self.ring.local(self.read + 4 * i as u64);
                 fail(self.p, DeviceError::BadDestination, at, raw, self.read as u32, i as u32);
             }
@@ -490,8 +493,16 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                 fail(self.p, DeviceError::TooLarge, addr, cmd.size, self.read as u32, room);
             }
             self.wait_readable(block);
+            // The block's place in the ring (in two pieces when it wraps),
+            // worked out once for all destinations.
+            let (local, base) = (self.ring.local(self.read), self.ring.base);
+            let (first, second) = split_at_wrap(local - base, cmd.size, self.ring.size());
             for d in &dests[..count as usize] {
-                self.write_from_ring(self.read, NocAddr::unicast(*d, cmd.addr as u64), cmd.size);
+                let dst = NocAddr::unicast(*d, cmd.addr as u64);
+                self.p.noc_write(local, dst, first);
+                if second > 0 {
+                    self.p.noc_write(base, dst.offset(first as u64), second);
+                }
             }
             self.consume(block);
             self.release_pages();

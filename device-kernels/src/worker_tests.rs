@@ -267,3 +267,31 @@ fn the_dispatcher_refuses_packed_writes_to_cores_outside_the_compute_grid() {
     let (core, end) = dispatch(|w| w.write_packed(0xA1000, &bad, PackedData::Shared(&[7; 16])));
     assert_eq!((end, error_code(&core)), (End::Halted, DeviceError::BadDestination as u32));
 }
+
+#[test]
+fn the_dispatcher_counts_receivers_again_when_the_rectangle_changes() {
+    let chip = FakeChip::new(1);
+    let (first, last) = (chip.worker(0, 0), chip.worker(7, 7));
+    let (all, part) = (NocAddr::multicast(first, last, 0xA1000), NocAddr::multicast(first, chip.worker(2, 3), 0xA1000));
+    let msg = launch_message(0, pack_rect(0, 0, 7, 7), [kernel_slot(0), 0, 0, 0, 0]);
+    // The fake checks the receivers of each: 64, 12, 64 (the rectangle
+    // seen two writes back), 12, then the launch's 64.
+    let (core, end) = dispatch(|w| {
+        for (i, dst) in [all, part, all, part].into_iter().enumerate() {
+            w.write_linear(dst.offset(16 * i as u64), &[i as u8; 16])?;
+        }
+        w.launch(NocAddr::multicast(first, last, 0), &msg)
+    });
+    assert_eq!(end, End::Stuck);
+    assert_eq!(core.read_remote(NocAddr::unicast(last, 0xA1000 + 32), 16), [2; 16]);
+
+    // A unicast launch is refused, as the first command and after a
+    // multicast to its own core.
+    let (core, end) = dispatch(|w| w.launch(NocAddr(0), &msg));
+    assert_eq!((end, error_code(&core)), (End::Halted, DeviceError::BadDestination as u32));
+    let (core, end) = dispatch(|w| {
+        w.write_linear(NocAddr::multicast(first, first, 0xA1000), &[1; 16])?;
+        w.launch(NocAddr::unicast(first, 0), &msg)
+    });
+    assert_eq!((end, error_code(&core)), (End::Halted, DeviceError::BadDestination as u32));
+}

@@ -45,9 +45,19 @@ pub struct Grid {
 assert_layout!(Grid, 40, cols => 0, rows => 4, x => 8, y => 24);
 
 impl Grid {
-    /// Whether the size is within the tables (and not empty).
+    /// Whether the size is within the tables (and not empty), and the
+    /// coordinates in use are distinct NOC coordinates (below 64), as
+    /// [`GridMasks`] needs to answer exactly as [`Grid::logical`] and
+    /// [`Grid::cores_in`] do.
     pub const fn is_valid(&self) -> bool {
-        self.cols >= 1 && self.cols as usize <= MAX_GRID_COLS && self.rows >= 1 && self.rows as usize <= MAX_GRID_ROWS
+        let size_ok = self.cols >= 1
+            && self.cols as usize <= MAX_GRID_COLS
+            && self.rows >= 1
+            && self.rows as usize <= MAX_GRID_ROWS;
+        size_ok && {
+            let m = GridMasks::of(self);
+            m.cols.count_ones() == self.cols && m.rows.count_ones() == self.rows
+        }
     }
 
     /// Logical `(col, row)` of translated coordinate `c`, if it is a compute core.
@@ -69,6 +79,44 @@ impl Grid {
     /// Translated coordinates of logical core `(col, row)`.
     pub const fn at(&self, col: u8, row: u8) -> Coord {
         Coord::new(self.x[col as usize], self.y[row as usize])
+    }
+}
+
+/// A [`Grid`] as one bitmask per axis: bit `v` of `cols` (`rows`) is set
+/// when translated x (y) `v` is a compute column (row). The dispatcher
+/// checks every destination of a packed write (one per core per kernel)
+/// and counts every multicast's receivers; on the tables each was a scan
+/// (half its PC samples in `cqlab bench dispatch --all-processors`), here
+/// two bit tests and two popcounts. NOC coordinates are 6 bits
+/// (`arch::niu::node_id::COORD_MASK`), so a `u64` holds an axis.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GridMasks {
+    pub cols: u64,
+    pub rows: u64,
+}
+
+impl GridMasks {
+    /// The masks of `g`'s columns and rows in use (coordinates of 64 and
+    /// above, which no NOC address can name, are left out: `g` is then
+    /// not valid).
+    pub const fn of(g: &Grid) -> Self {
+        Self { cols: mask_of(&g.x, g.cols as usize), rows: mask_of(&g.y, g.rows as usize) }
+    }
+
+    /// Whether `c` is a compute core: `g.logical(c).is_some()` for the
+    /// valid grid `g` these masks were made from.
+    #[inline]
+    pub const fn contains(&self, c: Coord) -> bool {
+        has(self.cols, c.x) && has(self.rows, c.y)
+    }
+
+    /// Compute cores inside the (translated, inclusive) rectangle
+    /// `start..=end`: `g.cores_in(start, end)` for a valid grid `g`.
+    #[inline]
+    pub const fn cores_in(&self, start: Coord, end: Coord) -> u32 {
+        // RV32IM has no popcount instruction: LLVM expands `count_ones`
+        // inline (shifts, masks and one multiply per word), with no call.
+        (self.cols & span(start.x, end.x)).count_ones() * (self.rows & span(start.y, end.y)).count_ones()
     }
 }
 
@@ -139,6 +187,31 @@ const fn find(list: &[u8], n: usize, v: u8) -> Option<u8> {
     None
 }
 
+const fn mask_of(list: &[u8], n: usize) -> u64 {
+    let (mut i, mut m) = (0, 0u64);
+    while i < n && i < list.len() {
+        if list[i] < 64 {
+            m |= 1 << list[i];
+        }
+        i += 1;
+    }
+    m
+}
+
+/// Whether bit `v` of `mask` is set (none is at 64 and above).
+const fn has(mask: u64, v: u8) -> bool {
+    v < 64 && (mask >> v) & 1 != 0
+}
+
+/// Bits `lo..=hi` (within 0..64; none when `lo > hi`).
+const fn span(lo: u8, hi: u8) -> u64 {
+    if lo > hi || lo >= 64 {
+        return 0;
+    }
+    let hi = if hi > 63 { 63 } else { hi };
+    (u64::MAX << lo) & (u64::MAX >> (63 - hi))
+}
+
 const fn count_in(list: &[u8], n: usize, lo: u8, hi: u8) -> u32 {
     let (mut i, mut k) = (0, 0);
     while i < n && i < list.len() {
@@ -153,6 +226,7 @@ const fn count_in(list: &[u8], n: usize, lo: u8, hi: u8) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn a_blackhole_grid_skips_columns_8_and_9() {
@@ -172,7 +246,90 @@ mod tests {
         assert_eq!(g.logical(Coord::new(14, 2)), None, "the dispatch column is not compute");
         assert_eq!(g.cores_in(Coord::new(1, 2), Coord::new(13, 11)), 110);
         assert_eq!(g.cores_in(Coord::new(7, 2), Coord::new(10, 3)), 4);
+        let masks = GridMasks::of(&g);
+        assert_eq!(masks.cols, 0b11_1100_1111_1110, "columns 1-7 and 10-13");
+        assert!(!masks.contains(Coord::new(9, 2)) && masks.contains(Coord::new(10, 11)));
+        assert_eq!(masks.cores_in(Coord::new(7, 2), Coord::new(10, 3)), 4);
+        assert_masks_agree(&g);
         m.magic = 0;
         assert!(!m.is_valid());
+    }
+
+    /// `GridMasks::of(g)` answers as `g`'s tables do, for every coordinate
+    /// a packed destination or multicast corner can carry (x and y are
+    /// bytes). `cores_in` is a product of one count per axis in both, so
+    /// each axis is checked over every `lo..=hi` with the other axis
+    /// spanning the whole grid (at least one core).
+    fn assert_masks_agree(g: &Grid) {
+        assert!(g.is_valid(), "{g:?}");
+        let m = GridMasks::of(g);
+        for x in 0..=u8::MAX {
+            for y in 0..=u8::MAX {
+                let c = Coord::new(x, y);
+                assert_eq!(m.contains(c), g.logical(c).is_some(), "{c} in {g:?}");
+            }
+        }
+        let all = (Coord::new(0, 0), Coord::new(u8::MAX, u8::MAX));
+        for lo in 0..=u8::MAX {
+            for hi in 0..=u8::MAX {
+                let (cols, rows) = (
+                    (Coord::new(lo, all.0.y), Coord::new(hi, all.1.y)),
+                    (Coord::new(all.0.x, lo), Coord::new(all.1.x, hi)),
+                );
+                assert_eq!(m.cores_in(cols.0, cols.1), g.cores_in(cols.0, cols.1), "columns {lo}..={hi} of {g:?}");
+                assert_eq!(m.cores_in(rows.0, rows.1), g.cores_in(rows.0, rows.1), "rows {lo}..={hi} of {g:?}");
+            }
+        }
+    }
+
+    fn grid(x: &[u8], y: &[u8]) -> Grid {
+        let mut g = Grid { cols: x.len() as u32, rows: y.len() as u32, ..Grid::default() };
+        g.x[..x.len()].copy_from_slice(x);
+        g.y[..y.len()].copy_from_slice(y);
+        g
+    }
+
+    #[test]
+    fn a_grid_of_repeated_or_out_of_range_coordinates_is_not_valid() {
+        assert!(grid(&[1, 2, 3], &[2, 3]).is_valid());
+        assert!(!grid(&[1, 2, 1], &[2, 3]).is_valid(), "column 1 twice");
+        assert!(!grid(&[1, 2, 3], &[2, 64]).is_valid(), "row 64 is no NOC coordinate");
+        assert!(grid(&[0, 63], &[63]).is_valid());
+        assert!(!grid(&[], &[2]).is_valid());
+        // Entries past `cols` and `rows` are not part of the grid.
+        let mut g = grid(&[1, 2], &[2]);
+        g.x[2] = 1;
+        assert!(g.is_valid());
+        assert_masks_agree(&g);
+    }
+
+    /// Every board's grid, with its usual harvesting and with none (the
+    /// Blackhole grids' translated x skip 8 and 9: 1-7 and 10-13, or 10-15
+    /// unharvested, the last column going to dispatch).
+    #[cfg(feature = "std")]
+    #[test]
+    fn masks_agree_with_the_tables_on_every_board() {
+        use crate::soc::{Board, ChipLayout, Harvesting};
+        for board in Board::ALL {
+            for h in [board.default_harvesting(), Harvesting::none()] {
+                let l = ChipLayout::new(board, h.clone()).unwrap();
+                let m = l.noc_map(&l.placement(1).unwrap()).unwrap();
+                assert_masks_agree(&m.grid);
+            }
+        }
+    }
+
+    #[cfg(feature = "std")]
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        /// Any valid grid, in any order (the exhaustive check is ~65k
+        /// lookups a grid).
+        #[test]
+        fn masks_agree_with_the_tables(
+            x in proptest::sample::subsequence((0u8..64).collect::<std::vec::Vec<_>>(), 1..=MAX_GRID_COLS).prop_shuffle(),
+            y in proptest::sample::subsequence((0u8..64).collect::<std::vec::Vec<_>>(), 1..=MAX_GRID_ROWS).prop_shuffle(),
+        ) {
+            assert_masks_agree(&grid(&x, &y));
+        }
     }
 }
