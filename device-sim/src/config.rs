@@ -180,10 +180,9 @@ pub struct SimConfig {
     /// dispatch run takes about 3x the host time (docs/performance.md).
     pub exact_time: bool,
     /// Pipelined L1 loads: a load costs one cycle and the core goes on
-    /// until an instruction needs its register, or until seven more
-    /// instructions wait to retire behind it (tt-isa
-    /// `BabyRISCV/MemoryOrdering.md`: the retire-order queue). Off by
-    /// default: every L1 load stalls its core for `timing::LOAD_CYCLES`.
+    /// until an instruction reads or writes its register (tt-isa
+    /// `BabyRISCV/MemoryOrdering.md`; `hart::LoadQueue`). Off by default:
+    /// every L1 load stalls its core for `timing::LOAD_CYCLES`.
     pub pipelined_loads: bool,
     pub noc: NocTiming,
     pub pcie: PcieTiming,

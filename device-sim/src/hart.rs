@@ -204,7 +204,13 @@ struct LoadQueue {
 }
 
 impl LoadQueue {
-    fn push(&mut self, ready: u64, rd: u8) {
+    /// A load issued at `cycle`. Loads whose data was back before it are
+    /// forgotten first: a hart that stopped (a run's end, a stall) with
+    /// loads waiting resumes past them without looking at the queue.
+    fn push(&mut self, cycle: u64, ready: u64, rd: u8) {
+        if self.until <= cycle {
+            self.n = 0;
+        }
         debug_assert!(self.n < RETIRE_QUEUE, "the retire-order queue overflows");
         (self.ready[self.n], self.rd[self.n]) = (ready, rd);
         self.n += 1;
@@ -334,7 +340,7 @@ impl Hart {
     /// No load is waiting for its data: the hart's state is its PC and
     /// registers alone (what idle fast-forward compares).
     pub(crate) fn loads_settled(&self) -> bool {
-        self.loads.n == 0
+        self.loads.until <= self.cycle
     }
 
     /// Sets how fast L1 takes this hart's stores (Wormhole's unless told).
@@ -581,7 +587,7 @@ impl Hart {
                         let mut w = [0u8; 4];
                         w[..$n].copy_from_slice(&b);
                         if self.loads.on {
-                            self.loads.push(cycle + LOAD_CYCLES, $d.rd);
+                            self.loads.push(cycle, cycle + LOAD_CYCLES, $d.rd);
                         } else {
                             cycle += LOAD_CYCLES - 1;
                         }

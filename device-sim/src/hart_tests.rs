@@ -458,3 +458,25 @@ fn a_run_never_starts_an_instruction_at_its_limit_while_a_load_is_waited_for() {
     assert!(matches!(h.run(&mut NoBus, 1_000), Stop::Halted(Halt { reason: HaltReason::Ecall, .. })));
     assert_eq!(h.cycle() - setup, cycles_of(false, &[(1, DATA)], &[lw(3, 1, 0), add(5, 3, 3)]).0);
 }
+
+/// Eight loads waited for when a run ends, resumed after all their data is
+/// back, then eight more: the queue forgets the first eight (no overflow)
+/// and the cycles are those of one uninterrupted run.
+#[test]
+fn loads_left_waiting_at_a_run_end_are_forgotten_once_their_data_is_back() {
+    let loads = |base: i32| (0..8).map(move |k| lw(3 + k as u32, 1, base + 4 * k)).collect::<Vec<_>>();
+    let mut body = loads(0);
+    body.extend(loads(64));
+    body.push(add(20, 3, 10));
+    let mut prog = with_li(&[(1, DATA)], &[]);
+    let setup = prog.len() as u64;
+    prog.extend(&body);
+    prog.push(ECALL);
+    let mut h = hart_with(&prog);
+    h.set_pipelined_loads(true);
+    assert_eq!(h.run(&mut NoBus, setup + 8), Stop::CycleLimit, "stops with eight loads waiting");
+    h.skip_cycles(20);
+    assert!(matches!(h.run(&mut NoBus, 1_000), Stop::Halted(Halt { reason: HaltReason::Ecall, .. })));
+    let (straight, _) = cycles_of(true, &[(1, DATA)], &body);
+    assert_eq!(h.cycle() - setup - 20, straight);
+}
