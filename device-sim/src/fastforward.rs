@@ -385,6 +385,20 @@ mod tests {
         Hart::new(mem, 0, 0x1000)
     }
 
+    /// What a comparison of two harts looks at.
+    fn state(h: &Hart) -> (u32, u64, u64, [u32; 32]) {
+        (h.pc(), h.cycle(), h.instret(), h.regs())
+    }
+
+    /// Parks `h` in `l`, wakes it at `t` and runs it to `t`: the cycles skipped.
+    fn park_and_wake(h: &mut Hart, l: IdleLoop, t: u64) -> u64 {
+        let mut ff = FfState::default();
+        ff.parked(l);
+        ff.unpark(h, t);
+        h.run(&mut NoBus, t);
+        ff.skipped_cycles
+    }
+
     #[test]
     fn finds_a_polling_loop_and_skips_it_exactly() {
         // 0x1000: lw x7, 0x100(x0) ; 0x1004: beq x7, x0, -4
@@ -392,14 +406,11 @@ mod tests {
         let mut a = hart(&prog);
         let l = probe(&mut a, &mut NoBus, 1000).idle().expect("a pure loop");
         assert_eq!((l.period_cycles, l.period_instrs), (8 + 3, 2));
-        let mut ff = FfState::default();
-        ff.parked(l);
-        ff.unpark(&mut a, 10_000);
-        a.run(&mut NoBus, 10_000);
+        let skipped = park_and_wake(&mut a, l, 10_000);
         let mut b = hart(&prog);
         b.run(&mut NoBus, 10_000);
-        assert_eq!((a.pc(), a.cycle(), a.instret(), a.regs()), (b.pc(), b.cycle(), b.instret(), b.regs()));
-        assert!(ff.skipped_cycles > 9000);
+        assert_eq!(state(&a), state(&b));
+        assert!(skipped > 9000);
     }
 
     /// With pipelined loads a polling loop waits for its load at the
@@ -417,13 +428,10 @@ mod tests {
         let l = probe(&mut a, &mut NoBus, 1000).idle().expect("a pure loop");
         assert_eq!((l.period_cycles, l.period_instrs), (8 + 3, 3), "the addi hides under the load");
         assert!(a.loads_settled());
-        let mut ff = FfState::default();
-        ff.parked(l);
-        ff.unpark(&mut a, 10_000);
-        a.run(&mut NoBus, 10_000);
+        park_and_wake(&mut a, l, 10_000);
         let mut b = pipelined(&prog);
         b.run(&mut NoBus, 10_000);
-        assert_eq!((a.pc(), a.cycle(), a.instret(), a.regs()), (b.pc(), b.cycle(), b.instret(), b.regs()));
+        assert_eq!(state(&a), state(&b));
         // A probe that starts while the load is waited for (a step that
         // only waits changes neither PC nor registers) parks at a settled
         // head, one period on, and skips exactly.
@@ -432,11 +440,8 @@ mod tests {
         assert!(!c.loads_settled());
         let l = probe(&mut c, &mut NoBus, 1000).idle().expect("the loop, at its settled head");
         assert_eq!((l.period_cycles, l.period_instrs), (8 + 3, 3));
-        let mut ff = FfState::default();
-        ff.parked(l);
-        ff.unpark(&mut c, 10_000);
-        c.run(&mut NoBus, 10_000);
-        assert_eq!((c.pc(), c.cycle(), c.instret(), c.regs()), (b.pc(), b.cycle(), b.instret(), b.regs()));
+        park_and_wake(&mut c, l, 10_000);
+        assert_eq!(state(&c), state(&b));
     }
 
     #[test]

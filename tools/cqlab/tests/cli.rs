@@ -185,17 +185,23 @@ fn bench_dispatch_json_rows_carry_the_documented_keys() {
     assert!(cycles(true) < cycles(false), "traced {} untraced {}", cycles(true), cycles(false));
 }
 
+/// `bench dispatch --axis base --programs 8 EXTRA --json`'s rows (untraced
+/// and traced), the command having succeeded.
+fn base_point_rows(extra: &[&str]) -> Vec<serde_json::Value> {
+    let mut argv = vec!["bench", "dispatch", "--axis", "base", "--programs", "8"];
+    argv.extend(extra);
+    let (code, v) = cqlab_json(&argv);
+    assert_eq!(code, 0, "{v}");
+    v["rows"].as_array().expect("rows").clone()
+}
+
 /// `bench dispatch --all-processors` runs each program's kernel on all five
 /// processors of every core, as tt-metal's cases do: the rows say so, and
 /// five launches a core cost the device more than one.
 #[test]
 fn bench_dispatch_on_all_processors_costs_more_than_on_brisc() {
     let cycles = |extra: &[&str]| {
-        let mut argv = vec!["bench", "dispatch", "--axis", "base", "--programs", "8"];
-        argv.extend(extra);
-        let (code, v) = cqlab_json(&argv);
-        assert_eq!(code, 0, "{v}");
-        let rows = v["rows"].as_array().expect("rows").clone();
+        let rows = base_point_rows(extra);
         let traced = rows.iter().find(|r| r["trace"] == true).expect("a traced row").clone();
         (traced["processors"].as_u64(), traced["device_cycles_per_program"].as_f64().unwrap())
     };
@@ -208,14 +214,7 @@ fn bench_dispatch_on_all_processors_costs_more_than_on_brisc() {
 /// what follows them, so every point costs fewer cycles, and rows say so.
 #[test]
 fn pipelined_loads_make_dispatch_cheaper() {
-    let rows = |extra: &[&str]| {
-        let mut argv = vec!["bench", "dispatch", "--axis", "base", "--programs", "8"];
-        argv.extend(extra);
-        let (code, v) = cqlab_json(&argv);
-        assert_eq!(code, 0, "{v}");
-        v["rows"].as_array().expect("rows").clone()
-    };
-    let (blocking, pipelined) = (rows(&[]), rows(&["--pipelined-loads"]));
+    let (blocking, pipelined) = (base_point_rows(&[]), base_point_rows(&["--pipelined-loads"]));
     assert_eq!(blocking.len(), pipelined.len());
     for (b, p) in blocking.iter().zip(&pipelined) {
         assert_eq!((b["pipelined_loads"].as_bool(), p["pipelined_loads"].as_bool()), (Some(false), Some(true)));
