@@ -269,6 +269,10 @@ impl Chip {
                         let mut h = Hart::new(mem, p.index() as u32, chip.tensix.default_reset_pc(p));
                         h.set_l1_stores(l1_stores);
                         h.set_pipelined_loads(cfg.pipelined_loads);
+                        if cfg.icache {
+                            let bytes = crate::icache::capacity(cfg.board.arch(), p);
+                            h.set_icache(crate::icache::ICache::new(bytes, cfg.icache_miss_cycles));
+                        }
                         h
                     },
                     in_reset: true,
@@ -1249,7 +1253,7 @@ impl Chip {
             }
             let (src, target, local, from) = (l.src.tile, l.target.clone(), l.local, l.done);
             let n = (by - from) as usize;
-            self.wake_tile_if_read(src, ((local + from) as u64, n as u64));
+            self.before_l1_write(src, ((local + from) as u64, n as u64));
             // Landed before the source is read: host memory may unwind
             // (`HostMemory`), and the flits then count as landed with the
             // destination left as it was, rather than being read again.
@@ -1497,7 +1501,7 @@ impl Chip {
             EventKind::AtomicResp { src, id, tid, ret } => {
                 let old = self.atomic_old.remove(&id).expect("an atomic's old value before its response");
                 if let Some(ret) = ret {
-                    self.wake_tile_if_read(src.tile, (ret as u64, 4));
+                    self.before_l1_write(src.tile, (ret as u64, 4));
                     self.tensix_mut(src.tile).l1.write_u32(ret, old).expect("validated at issue");
                 }
                 self.bump(src, counter::NIU_MST_ATOMIC_RESP_RECEIVED, 1);
@@ -1514,7 +1518,7 @@ impl Chip {
                 } else {
                     let mut buf = vec![0; len as usize];
                     self.noc_read(&target, &mut buf);
-                    self.wake_tile_if_read(src.tile, (local as u64, len as u64));
+                    self.before_l1_write(src.tile, (local as u64, len as u64));
                     self.tensix_mut(src.tile).l1.write(local, &buf).expect("validated at issue");
                 }
                 let flits = (len as u64).div_ceil(self.cfg.noc.bytes_per_cycle) as i32;
@@ -1537,12 +1541,12 @@ impl Chip {
     fn apply_write(&mut self, target: &Target, data: &[u8], at: u64) {
         match target {
             Target::L1 { tile, addr } => {
-                self.wake_tile_if_read(*tile, (*addr as u64, data.len() as u64));
+                self.before_l1_write(*tile, (*addr as u64, data.len() as u64));
                 self.tensix_mut(*tile).l1.write(*addr, data).expect("resolved within L1");
             }
             Target::Multicast { tiles, addr } => {
                 for &t in tiles {
-                    self.wake_tile_if_read(t, (*addr as u64, data.len() as u64));
+                    self.before_l1_write(t, (*addr as u64, data.len() as u64));
                     self.tensix_mut(t).l1.write(*addr, data).expect("resolved within L1");
                 }
             }
@@ -1578,6 +1582,25 @@ impl Chip {
         }
     }
 
+    /// Before bytes `[addr, addr + len)` of tile `t`'s L1 change (a NOC or
+    /// host write): wakes the cores whose parked loop reads them, and drops
+    /// the lines they land on from the cores' instruction caches (`icache`
+    /// says why), a parked core woken first.
+    fn before_l1_write(&mut self, t: usize, (addr, len): (u64, u64)) {
+        self.wake_tile_if_read(t, (addr, len));
+        if !self.cfg.icache {
+            return;
+        }
+        let Some(tile) = self.tiles[t].as_ref() else { return };
+        let (addr, len) = (addr as u32, len as u32);
+        for j in tile.cores {
+            if self.cores[j].hart.icache_holds_any(addr, len) {
+                self.wake(j);
+                self.cores[j].hart.icache_drop_written(addr, len);
+            }
+        }
+    }
+
     /// Wakes the cores of tile `t` whose parked loop reads `[addr, addr + len)`.
     fn wake_tile_if_read(&mut self, t: usize, range: (u64, u64)) {
         let Some(tile) = self.tiles[t].as_ref() else { return };
@@ -1594,8 +1617,8 @@ impl Chip {
     }
 
     /// Forgets every decoded instruction of the tile at translated `tile`,
-    /// for code written into its L1 behind the chip's back (a host's stores
-    /// into a shared mapping).
+    /// and empties its cores' instruction caches, for code written into its
+    /// L1 behind the chip's back (a host's stores into a shared mapping).
     pub fn invalidate_code(&mut self, tile: Coord) -> Result<(), SimError> {
         let t = self.tensix_index(tile).ok_or_else(|| SimError::NotATile {
             what: "invalidate_code needs a Tensix tile",
@@ -1603,6 +1626,7 @@ impl Chip {
         })?;
         for j in self.tensix(t).cores {
             self.wake(j);
+            self.cores[j].hart.icache_clear();
         }
         self.tensix_mut(t).l1.invalidate_all();
         Ok(())

@@ -184,6 +184,17 @@ pub struct SimConfig {
     /// `BabyRISCV/MemoryOrdering.md`; `hart::LoadQueue`). Off by default:
     /// every L1 load stalls its core for `timing::LOAD_CYCLES`.
     pub pipelined_loads: bool,
+    /// Instruction caches, one per core (`icache`): direct-mapped 16-byte
+    /// lines, 2 KiB on BRISC, TRISC0 and TRISC2, 512 B on TRISC1 and
+    /// NCRISC (tt-isa `BabyRISCV/InstructionCache.md`), next-line
+    /// prefetch; a taken branch or jump to a line not held costs
+    /// `icache_miss_cycles`. Off by default: fetches never miss.
+    pub icache: bool,
+    /// Cycles a miss adds. Unpublished; 8 is the cycles of an L1 load
+    /// (`timing::LOAD_CYCLES`, tt-isa `BabyRISCV/README.md`: >= 8), since
+    /// a miss is one 128-bit L1 read through the same ports
+    /// (tt-isa `TensixTile/L1.md`). Default 8; 0..=1000.
+    pub icache_miss_cycles: u64,
     pub noc: NocTiming,
     pub pcie: PcieTiming,
     pub faults: Faults,
@@ -217,6 +228,8 @@ impl SimConfig {
             quantum_jitter: 0,
             exact_time: false,
             pipelined_loads: false,
+            icache: false,
+            icache_miss_cycles: crate::timing::LOAD_CYCLES,
             noc: NocTiming {
                 interface_cycles: 5,
                 hop_cycles: 9,
@@ -282,6 +295,7 @@ impl SimConfig {
         let host = self.board.arch().params().bar.host_mem_size;
         check("sysmem_size", self.sysmem_size as u64, 4096, host)?;
         check("quantum_cycles", self.quantum_cycles, 1, 1 << 32)?;
+        check("icache_miss_cycles", self.icache_miss_cycles, 0, 1000)?;
         if self.exact_time && self.quantum_jitter > 0 {
             return Err(ConfigError::JitterWithExactTime(self.quantum_jitter));
         }

@@ -226,12 +226,16 @@ struct Head {
     step: usize,
     /// No load was waiting for its data: the state is the PC and registers.
     settled: bool,
+    /// `ICache::changes` then: where it has not moved since, every fetch
+    /// hit and the cache is as it was, so the loop's next turn costs the
+    /// same (a loop that misses every turn is never parked).
+    icache: u64,
 }
 
 impl Head {
     fn of(hart: &Hart, step: usize) -> Head {
         let (pc, regs, cycle, instret) = (hart.pc(), hart.regs(), hart.cycle(), hart.instret());
-        Head { pc, regs, cycle, instret, step, settled: hart.loads_settled() }
+        Head { pc, regs, cycle, instret, step, settled: hart.loads_settled(), icache: hart.icache().changes() }
     }
 }
 
@@ -324,8 +328,9 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
         let same_pc = |h: &Head| h.pc == pc;
         if heads[..n_heads].iter().any(same_pc) {
             let regs = hart.regs();
-            let settled = hart.loads_settled();
-            if let Some(h) = heads[..n_heads].iter().find(|h| h.pc == pc && h.regs == regs && h.settled && settled) {
+            let (settled, icache) = (hart.loads_settled(), hart.icache().changes());
+            let same = |h: &&Head| h.pc == pc && h.regs == regs && h.settled && settled && h.icache == icache;
+            if let Some(h) = heads[..n_heads].iter().find(same) {
                 if h.cycle >= limit {
                     // A loop, but its head lies past the run's end: the
                     // next run's probe starts before it and parks there.

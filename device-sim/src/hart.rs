@@ -15,6 +15,7 @@
 use crate::csr;
 use crate::decode::{Decoded, Op, X0_SINK};
 use crate::history::BranchHistory;
+use crate::icache::ICache;
 use crate::memory::Memory;
 use crate::timing::{self, L1Stores, LOAD_CYCLES, MUL_CYCLES, TAKEN_PENALTY};
 use std::fmt;
@@ -253,6 +254,7 @@ pub(crate) struct Checkpoint {
     history: BranchHistory,
     store_queue: StoreQueue,
     loads: LoadQueue,
+    icache: ICache,
 }
 
 /// The hart's L1 store queue (see [`L1Stores`]).
@@ -298,6 +300,8 @@ pub struct Hart {
     effects: u64,
     store_queue: StoreQueue,
     loads: LoadQueue,
+    /// Its instruction cache's tags ([`Hart::set_icache`]; off unless set).
+    icache: ICache,
 }
 
 impl Hart {
@@ -315,6 +319,7 @@ impl Hart {
             effects: 0,
             store_queue: StoreQueue { timing: L1Stores::WORMHOLE, drained: 0, block: u32::MAX },
             loads: LoadQueue::default(),
+            icache: ICache::OFF,
         };
         h.reset(entry);
         h
@@ -322,6 +327,8 @@ impl Hart {
 
     /// Architectural reset: registers, PC and halt state. Memory and the
     /// counters are kept (counters count since power-on, as on silicon).
+    /// The instruction cache, if on, is emptied and its first fetch misses:
+    /// the hart starts that many cycles later.
     pub fn reset(&mut self, entry: u32) {
         self.regs = [0; REG_SLOTS];
         self.pc = entry;
@@ -329,6 +336,39 @@ impl Hart {
         self.loads = LoadQueue { on: self.loads.on, ..LoadQueue::default() };
         self.history = BranchHistory::default();
         self.history.record(u32::MAX, entry);
+        self.cycle += self.icache.reset(entry);
+    }
+
+    /// Gives the hart instruction cache `c` (empty; [`ICache::OFF`] for
+    /// none). The line it is in is not charged: it counts as fetched.
+    pub fn set_icache(&mut self, c: ICache) {
+        self.icache = c;
+        self.icache.clear(self.pc);
+    }
+
+    /// Its instruction cache (misses so far, size).
+    pub fn icache(&self) -> &ICache {
+        &self.icache
+    }
+
+    /// True if a write to `[addr, addr + len)` would drop lines of its
+    /// instruction cache (see [`Hart::icache_drop_written`]).
+    pub(crate) fn icache_holds_any(&self, addr: u32, len: u32) -> bool {
+        self.icache.holds_any(self.pc, addr, len)
+    }
+
+    /// Drops the lines a write to `[addr, addr + len)` lands on (a NOC or
+    /// host write: `icache` says why).
+    pub(crate) fn icache_drop_written(&mut self, addr: u32, len: u32) {
+        self.icache.drop_written(self.pc, addr, len);
+    }
+
+    /// Empties the instruction cache, if on (code written behind the chip's
+    /// back).
+    pub(crate) fn icache_clear(&mut self) {
+        if self.icache.on {
+            self.icache.clear(self.pc);
+        }
     }
 
     /// Pipelines L1 loads ([`LoadQueue`]); off, a load from L1 stalls the
@@ -399,8 +439,8 @@ impl Hart {
     }
 
     /// The architectural state a probe may return the hart to: PC,
-    /// registers, counters, halt and branch history (memory is the
-    /// caller's to keep unchanged).
+    /// registers, counters, halt, branch history and instruction cache
+    /// (memory is the caller's to keep unchanged).
     pub(crate) fn checkpoint(&self) -> Checkpoint {
         Checkpoint {
             pc: self.pc,
@@ -411,6 +451,7 @@ impl Hart {
             history: self.history.clone(),
             store_queue: self.store_queue,
             loads: self.loads,
+            icache: self.icache,
         }
     }
 
@@ -424,6 +465,7 @@ impl Hart {
         self.history = c.history.clone();
         self.store_queue = c.store_queue;
         self.loads = c.loads;
+        self.icache = c.icache;
     }
 
     /// Sets the counters back to where they stood when the hart was last
@@ -563,6 +605,10 @@ impl Hart {
                     halt!(HaltReason::MisalignedFetch { target: t });
                 }
                 self.history.record(pc, t);
+                // Off, this one branch per taken transfer is all the cache costs.
+                if self.icache.on {
+                    cycle += self.icache.jump(pc, t);
+                }
                 pc = t;
                 cycle += TAKEN_PENALTY;
             }};
