@@ -382,6 +382,7 @@ mod tests {
     use super::*;
     use crate::asm::*;
     use crate::hart::NoBus;
+    use crate::icache::ICache;
     use crate::memory::{Memory, Ram};
 
     fn hart(words: &[u32]) -> Hart {
@@ -447,6 +448,38 @@ mod tests {
         assert_eq!((l.period_cycles, l.period_instrs), (8 + 3, 3));
         park_and_wake(&mut c, l, 10_000);
         assert_eq!(state(&c), state(&b));
+    }
+
+    /// With an instruction cache a loop is parked once a turn fetched only
+    /// lines the cache held: the turn that missed is not its period. A loop
+    /// that misses every turn (its call evicts its own line) is never
+    /// parked, and runs as it would unprobed.
+    #[test]
+    fn a_polling_loop_with_an_instruction_cache_parks_once_it_hits() {
+        // 0x1000: lw x7, 0x100(x0) ; jal x1, f ; beq x7, x0, -8 ; f: jalr x0, 0(x1)
+        let prog = |f: i32| {
+            let mut h = hart(&[lw(7, 0, 0x100), jal(1, f), beq(7, 0, -8)]);
+            h.mem.write(0x1004 + f as u32, &to_bytes(&[jalr(0, 1, 0)])).unwrap();
+            h.set_icache(ICache::new(512, 8));
+            h
+        };
+        let mut a = prog(0x40);
+        let l = probe(&mut a, &mut NoBus, 1000).idle().expect("a pure loop that hits");
+        assert_eq!((l.period_cycles, l.period_instrs), (8 + 3 + 3 + 3, 4), "no miss in the period");
+        assert_eq!(a.icache().misses(), 1, "the first call");
+        assert!(park_and_wake(&mut a, l, 10_000) > 9000);
+        let mut b = prog(0x40);
+        b.run(&mut NoBus, 10_000);
+        assert_eq!((state(&a), a.icache().misses()), (state(&b), b.icache().misses()));
+        // f at 0x1204 shares a set with the loop's line (32 lines of 16 B).
+        let mut c = prog(0x200);
+        assert_eq!(probe(&mut c, &mut NoBus, 1000), Probe::NotIdle);
+        c.run(&mut NoBus, 10_000);
+        let mut d = prog(0x200);
+        d.run(&mut NoBus, 10_000);
+        assert_eq!((state(&c), c.icache().misses()), (state(&d), d.icache().misses()));
+        // Two misses a turn of 8 + (3 + 8) + (3 + 8) + 3 cycles.
+        assert!(d.icache().misses() >= 2 * (10_000 / 33 - 1));
     }
 
     #[test]

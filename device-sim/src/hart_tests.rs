@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::asm::*;
+use crate::icache::ICache;
 use crate::memory::Ram;
 use cqlab_abi::memory_map::CODE;
 
@@ -479,4 +480,89 @@ fn loads_left_waiting_at_a_run_end_are_forgotten_once_their_data_is_back() {
     assert!(matches!(h.run(&mut NoBus, 1_000), Stop::Halted(Halt { reason: HaltReason::Ecall, .. })));
     let (straight, _) = cycles_of(true, &[(1, DATA)], &body);
     assert_eq!(h.cycle() - setup - 20, straight);
+}
+
+/// `n` instructions of a loop run `iters` times (`addi`s, then a `bne`
+/// back to the first), its cycles after the setup and its misses, with a
+/// 512 B instruction cache (32 lines of four instructions) or none.
+fn loop_cycles(icache: bool, n: usize, iters: u32) -> (u64, u64) {
+    let mut body = vec![addi(3, 3, 1); n - 2];
+    body.push(addi(1, 1, -1));
+    body.push(bne(1, 0, -4 * (n as i32 - 1)));
+    let mut prog = with_li(&[(1, iters)], &[]);
+    let setup = prog.len() as u64;
+    prog.extend(body);
+    prog.push(ECALL);
+    let mut h = hart_with(&prog);
+    if icache {
+        h.set_icache(ICache::new(512, 8));
+    }
+    assert!(matches!(h.run(&mut NoBus, 10_000_000), Stop::Halted(Halt { reason: HaltReason::Ecall, .. })));
+    assert_eq!(h.reg(3), iters * (n as u32 - 2));
+    (h.cycle() - setup, h.icache().misses())
+}
+
+#[test]
+fn a_loop_larger_than_the_instruction_cache_misses_every_turn() {
+    // 64 instructions (16 lines, and the one after) fit in 32 lines: the
+    // turns after the first fetch only what was fetched, free.
+    assert_eq!(loop_cycles(true, 64, 50), (loop_cycles(false, 64, 50).0, 0));
+    // 200 instructions (50 lines): by its end the loop has refilled the set
+    // of its first line, so every jump back misses.
+    let (cached, misses) = loop_cycles(true, 200, 50);
+    assert_eq!(misses, 50 - 1, "every jump back but none on the way out");
+    assert_eq!(cached - loop_cycles(false, 200, 50).0, 8 * misses);
+    // The miss cost is the parameter's.
+    let mut h = hart_with(&[jal(0, 0x400)]);
+    h.set_icache(ICache::new(512, 30));
+    h.mem.write(BASE + 0x400, &to_bytes(&[ECALL])).unwrap();
+    h.run(&mut NoBus, 1000);
+    assert_eq!((h.cycle(), h.icache().misses()), (1 + TAKEN_PENALTY + 30, 1));
+}
+
+#[test]
+fn reset_empties_the_instruction_cache_and_its_first_fetch_misses() {
+    let prog = [addi(3, 3, 1), jal(0, -4)];
+    let mut h = hart_with(&prog);
+    h.set_icache(ICache::new(2048, 8));
+    h.run(&mut NoBus, 100);
+    let misses = h.icache().misses();
+    assert_eq!(misses, 0, "the loop's line was fetched when it was turned on");
+    let before = h.cycle();
+    h.reset(BASE);
+    assert_eq!((h.cycle() - before, h.icache().misses()), (8, 1), "the entry's line misses");
+    // Off, reset costs nothing.
+    let mut off = hart_with(&prog);
+    off.run(&mut NoBus, 100);
+    let before = off.cycle();
+    off.reset(BASE);
+    assert_eq!(off.cycle(), before);
+}
+
+#[test]
+fn a_write_over_cached_code_drops_its_lines_and_the_next_jump_there_misses() {
+    // A loop calling a function 0x100 bytes on: one miss to fetch it, then hits.
+    let mut h = hart_with(&[jal(1, 0x100), jal(0, -4)]);
+    h.mem.write(BASE + 0x100, &to_bytes(&[jalr(0, 1, 0)])).unwrap();
+    h.set_icache(ICache::new(2048, 8));
+    h.run(&mut NoBus, 100);
+    assert_eq!(h.icache().misses(), 1);
+    let to_loop_head = |h: &mut Hart| loop {
+        h.step(&mut NoBus);
+        if h.pc() == BASE {
+            break;
+        }
+    };
+    // A write elsewhere drops nothing.
+    to_loop_head(&mut h);
+    assert!(!h.icache_holds_any(BASE + 0x200, 64));
+    h.icache_drop_written(BASE + 0x200, 64);
+    h.run(&mut NoBus, h.cycle() + 100);
+    assert_eq!(h.icache().misses(), 1);
+    // A write over the function: the next call misses, once.
+    to_loop_head(&mut h);
+    assert!(h.icache_holds_any(BASE + 0x100, 4));
+    h.icache_drop_written(BASE + 0x100, 4);
+    h.run(&mut NoBus, h.cycle() + 100);
+    assert_eq!(h.icache().misses(), 2);
 }

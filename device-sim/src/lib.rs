@@ -3,7 +3,8 @@
 //! standalone runner for bare ELFs.
 //!
 //! Layout: [`decode`] turns words into [`decode::Decoded`]; [`hart`] runs
-//! them against a [`memory::Memory`]; [`elf`] parses and checks images;
+//! them against a [`memory::Memory`], timing fetches through its
+//! [`icache`] when that option is on; [`elf`] parses and checks images;
 //! [`exec`] runs one ELF to completion (riscv-tests/HTIF `tohost`
 //! convention). [`chip::Chip`] is the whole device, built from a
 //! `soc::ChipLayout` ([`config::SimConfig`]): Tensix tiles of five cores

@@ -63,4 +63,17 @@ on_both_chips! {
         // ends; `cli::pipelined_loads_make_dispatch_cheaper` shows the gain).
         assert_ne!(first.0, run(false, true).0, "{}: pipelined loads changed nothing", chip.name());
     }
+
+    fn instruction_caches_replay_bit_for_bit_with_and_without_fast_forward(chip) {
+        let run = |icache, fast_forward| {
+            let sim = cqlab_sim::config::SimConfig { icache, fast_forward, ..chip.sim(24) };
+            run_with(chip, JITTER_AND_PCT, sim)
+        };
+        let first = run(true, true);
+        assert_eq!(first, run(true, true), "{}: seed 24 with instruction caches replayed differently", chip.name());
+        assert_eq!(first, run(true, false), "{}: fast-forward changed a run with instruction caches", chip.name());
+        // The option is not a no-op (`cli::instruction_caches_make_dispatch_no_cheaper`
+        // shows the cost).
+        assert_ne!(first.0, run(false, true).0, "{}: instruction caches changed nothing", chip.name());
+    }
 }

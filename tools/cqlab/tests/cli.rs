@@ -158,6 +158,7 @@ fn bench_dispatch_json_rows_carry_the_documented_keys() {
         "processors",
         "exact_time",
         "pipelined_loads",
+        "icache",
     ];
     for row in rows {
         for key in keys {
@@ -220,6 +221,19 @@ fn pipelined_loads_make_dispatch_cheaper() {
         assert_eq!((b["pipelined_loads"].as_bool(), p["pipelined_loads"].as_bool()), (Some(false), Some(true)));
         let cycles = |r: &serde_json::Value| r["device_cycles_per_program"].as_f64().unwrap();
         assert!(cycles(p) < cycles(b), "pipelined {} cycles a program, blocking {}", cycles(p), cycles(b));
+    }
+}
+
+/// `bench dispatch --icache`: the cores' instruction caches only add
+/// cycles (misses), and rows say so.
+#[test]
+fn instruction_caches_make_dispatch_no_cheaper() {
+    let (uncached, cached) = (base_point_rows(&[]), base_point_rows(&["--icache"]));
+    assert_eq!(uncached.len(), cached.len());
+    for (u, c) in uncached.iter().zip(&cached) {
+        assert_eq!((u["icache"].as_bool(), c["icache"].as_bool()), (Some(false), Some(true)));
+        let cycles = |r: &serde_json::Value| r["device_cycles_per_program"].as_f64().unwrap();
+        assert!(cycles(c) >= cycles(u), "with caches {} cycles a program, without {}", cycles(c), cycles(u));
     }
 }
 
