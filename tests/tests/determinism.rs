@@ -72,7 +72,7 @@ on_both_chips! {
         let first = run(true, true);
         assert_eq!(first, run(true, true), "{}: seed 24 with instruction caches replayed differently", chip.name());
         assert_eq!(first, run(true, false), "{}: fast-forward changed a run with instruction caches", chip.name());
-        // The option is not a no-op (`cli::instruction_caches_make_dispatch_no_cheaper`
+        // The option is not a no-op (`cli::instruction_caches_make_dispatch_cost_more`
         // shows the cost).
         assert_ne!(first.0, run(false, true).0, "{}: instruction caches changed nothing", chip.name());
     }

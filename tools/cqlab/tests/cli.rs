@@ -224,16 +224,18 @@ fn pipelined_loads_make_dispatch_cheaper() {
     }
 }
 
-/// `bench dispatch --icache`: the cores' instruction caches only add
-/// cycles (misses), and rows say so.
+/// `bench dispatch --icache`: the firmware's code does not fit the cores'
+/// instruction caches, so the base point costs more cycles, and rows say
+/// so. (Not every point: with 128 unique args a slower core can lose less
+/// time to waits, docs/performance.md.)
 #[test]
-fn instruction_caches_make_dispatch_no_cheaper() {
+fn instruction_caches_make_dispatch_cost_more() {
     let (uncached, cached) = (base_point_rows(&[]), base_point_rows(&["--icache"]));
     assert_eq!(uncached.len(), cached.len());
     for (u, c) in uncached.iter().zip(&cached) {
         assert_eq!((u["icache"].as_bool(), c["icache"].as_bool()), (Some(false), Some(true)));
         let cycles = |r: &serde_json::Value| r["device_cycles_per_program"].as_f64().unwrap();
-        assert!(cycles(c) >= cycles(u), "with caches {} cycles a program, without {}", cycles(c), cycles(u));
+        assert!(cycles(c) > cycles(u), "with caches {} cycles a program, without {}", cycles(c), cycles(u));
     }
 }
 
