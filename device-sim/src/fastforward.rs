@@ -27,10 +27,14 @@
 //! head's earlier visit, before the end, or the hart is put back where the
 //! run's end left it. Failed probes back off exponentially so compute-bound
 //! cores pay almost nothing. A parked core is woken only by a change to
-//! what its loop reads (its loads and its code); other deliveries land
-//! while it stays parked. After such a wake the start-of-slice probe is
-//! skipped (the core is about to leave its loop); the probe after its next
-//! NOC command finds where it waits next. The branch history behind "last
+//! what its loop reads (its loads and its code), or, with instruction
+//! caches, by a write over lines its cache holds; other deliveries land
+//! while it stays parked. After a wake by a change its loop reads the
+//! start-of-slice probe is skipped (the core is about to leave its loop);
+//! the probe after its next NOC command finds where it waits next. With
+//! instruction caches a loop is parked only after a turn in which its
+//! cache did not change (every fetch hit), so its period holds no miss.
+//! The branch history behind "last
 //! retired PCs" is not replayed: after a skip its older entries may differ
 //! from an unskipped run (memory, registers, counters and timing do not).
 
