@@ -5,6 +5,7 @@
 //! |---|---|
 //! | any instruction | 1 |
 //! | taken branch, `jal`, `jalr` | 1 + [`TAKEN_PENALTY`] |
+//! | ... to code the core's instruction cache does not hold (`SimConfig::icache`, off by default) | + `SimConfig::icache_miss_cycles` ([`crate::icache`]) |
 //! | load (L1, MMIO, DRAM window) | [`LOAD_CYCLES`] |
 //! | load or store (local data memory) | 1 |
 //! | `mul*` | [`MUL_CYCLES`] |
