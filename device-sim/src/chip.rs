@@ -115,6 +115,16 @@ struct Tensix {
     regs: TensixRegs,
     /// Its cores' indices in [`Chip::cores`], `Processor::ALL` order.
     cores: [usize; 5],
+    /// `[lo, hi)` bounding what its parked cores' loops read (empty when
+    /// none is parked): most changes to a tile miss it, and are then known
+    /// to wake no one without asking each core (`Chip::wake_tile_if_read`).
+    parked_reads: (u64, u64),
+    /// The L1 bytes its parked cores poll, `(start, length)` of their
+    /// bounding range (`(0, 0)` for none): a running core's stores there
+    /// must end its run so they are woken.
+    parked_l1: (u32, u32),
+    /// Writes of this tile in [`Chip::departing`].
+    departing: usize,
 }
 
 /// A statistical profile (`Chip::set_pc_sampling`): the PC of each sampled
@@ -277,7 +287,14 @@ impl Chip {
                 });
             }
             let l1 = l1s[k].take().unwrap_or_else(|| Ram::new(0, chip.l1_size));
-            tiles[t] = Some(Tensix { l1, regs: TensixRegs::new(&layout, c), cores: ids });
+            tiles[t] = Some(Tensix {
+                l1,
+                regs: TensixRegs::new(&layout, c),
+                cores: ids,
+                parked_reads: (0, 0),
+                parked_l1: (0, 0),
+                departing: 0,
+            });
         }
         for s in &cfg.faults.slow_cores {
             let t = layout
@@ -974,9 +991,23 @@ impl Chip {
         if self.cores[i].ff.idle.is_some() {
             let core = &mut self.cores[i];
             core.ff.unpark(&mut core.hart, t);
+            let tile = core.tile;
+            self.refresh_parked_reads(tile);
             self.run_hart(i, t, false);
             self.refresh_active(i);
         }
+    }
+
+    /// Recomputes tile `t`'s [`Tensix::parked_reads`] and
+    /// [`Tensix::parked_l1`] after one of its cores parked or woke.
+    fn refresh_parked_reads(&mut self, t: usize) {
+        let loops = || self.tensix(t).cores.into_iter().filter_map(|j| self.cores[j].ff.idle);
+        let (lo, hi) = loops().map(|l| l.bounds()).fold((u64::MAX, 0), |(lo, hi), (a, b)| (lo.min(a), hi.max(b)));
+        let l1 =
+            loops().filter_map(|l| l.bounds_below(self.chip.l1_size)).reduce(|(a, b), (lo, hi)| (a.min(lo), b.max(hi)));
+        let tile = self.tensix_mut(t);
+        tile.parked_reads = if lo < hi { (lo, hi) } else { (0, 0) };
+        tile.parked_l1 = l1.map_or((0, 0), |(lo, hi)| (lo, hi - lo));
     }
 
     /// Core `i` of tile `t` stored to word `addr` (which held `old`) that
@@ -1056,24 +1087,6 @@ impl Chip {
         self.run_hart(i, slice_end, self.cfg.fast_forward);
     }
 
-    /// The L1 bytes core `i`'s parked siblings poll (the bounding range),
-    /// whose stores must end `i`'s run so they are woken.
-    fn sibling_watch(&self, i: usize) -> (u32, u32) {
-        let t = self.cores[i].tile;
-        let mut range: Option<(u32, u32)> = None;
-        for &j in &self.tensix(t).cores {
-            if j == i {
-                continue;
-            }
-            if let Some(l) = &self.cores[j].ff.idle {
-                if let Some((lo, hi)) = l.bounds_below(self.chip.l1_size) {
-                    range = Some(range.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
-                }
-            }
-        }
-        range.map_or((0, 0), |(lo, hi)| (lo, hi - lo))
-    }
-
     /// Runs core `i` normally until `limit` and schedules what it issued.
     /// With `may_park`, looks for an idle loop (see `fastforward`) when it
     /// starts and after each NOC request the core issues, and parks it there.
@@ -1095,7 +1108,9 @@ impl Chip {
             }
             let leaving = self.read_sources(now_i, Some(t));
             let seg = leaving.map_or(limit, |left| left.min(limit));
-            let watch = self.sibling_watch(i);
+            // It runs, so the tile's parked cores are its siblings.
+            debug_assert!(self.cores[i].ff.idle.is_none(), "a parked core does not run");
+            let watch = self.tensix(t).parked_l1;
             let resolver = Resolver {
                 layout: &self.layout,
                 chip: self.chip,
@@ -1122,12 +1137,14 @@ impl Chip {
                 reset_written: &mut reset_written,
             };
             let mut done = false;
+            let mut parked = false;
             let mut watched = None;
             'step: {
                 if try_probe && leaving.is_none() {
                     match probe(&mut core.hart, &mut bus, seg) {
                         Probe::Idle(l) => {
                             core.ff.parked(l);
+                            parked = true;
                             done = true;
                             break 'step;
                         }
@@ -1171,6 +1188,9 @@ impl Chip {
             core.hart.mem.set_watch_range((0, 0));
             std::mem::swap(&mut tile.l1, &mut core.hart.mem.l1);
             let at = core.hart.cycle();
+            if parked {
+                self.refresh_parked_reads(t);
+            }
             if !self.issued.is_empty() {
                 let mut issued = std::mem::take(&mut self.issued);
                 for issue in issued.drain(..) {
@@ -1195,7 +1215,7 @@ impl Chip {
     /// last flit has left as sent. Returns the earliest cycle after `t` at
     /// which a packet of `only` finishes leaving, if one is still leaving.
     fn read_sources(&mut self, t: u64, only: Option<usize>) -> Option<u64> {
-        if self.departing.is_empty() {
+        if only.map_or(self.departing.is_empty(), |t| self.tensix(t).departing == 0) {
             return None;
         }
         let bpc = self.cfg.noc.bytes_per_cycle;
@@ -1215,6 +1235,7 @@ impl Chip {
             }
             if d.read == d.len {
                 sent.push((d.src, d.tid, d.posted, (d.len as u64).div_ceil(bpc) as i32));
+                tiles[d.src.tile].as_mut().expect("a Tensix tile").departing -= 1;
                 return false;
             }
             let left = last_flit(d.start, d.len, d.rate);
@@ -1298,12 +1319,12 @@ impl Chip {
 
     /// Counters of the receiving NIU(s) of a request at `target` on `noc`.
     fn bump_slave(&mut self, target: &Target, noc: Noc, counters: &[(u32, i32)]) {
-        let tiles: Vec<usize> = match target {
-            Target::L1 { tile, .. } | Target::Reg { tile, .. } => vec![*tile],
-            Target::Multicast { tiles, .. } => tiles.clone(),
+        let tiles: &[usize] = match target {
+            Target::L1 { tile, .. } | Target::Reg { tile, .. } => std::slice::from_ref(tile),
+            Target::Multicast { tiles, .. } => tiles,
             _ => return,
         };
-        for t in tiles {
+        for &t in tiles {
             for &(c, by) in counters {
                 self.bump(Source { tile: t, noc }, c, by);
             }
@@ -1383,6 +1404,7 @@ impl Chip {
                 self.payloads.insert(id, vec![0; issue.len as usize]);
                 let (local, len) = (issue.local, issue.len);
                 self.departing.push(Departing { id, src, tid, posted, local, len, start, rate, read: 0 });
+                self.tensix_mut(src.tile).departing += 1;
                 self.push(arrive, EventKind::WriteArrive { src: Some(src), target: issue.target, id, len, posted });
                 if !posted {
                     let ack = arrive + trip(&self.cfg, hops, 0);
@@ -1579,8 +1601,13 @@ impl Chip {
     }
 
     /// Wakes the cores of tile `t` whose parked loop reads `[addr, addr + len)`.
-    fn wake_tile_if_read(&mut self, t: usize, range: (u64, u64)) {
+    fn wake_tile_if_read(&mut self, t: usize, (addr, len): (u64, u64)) {
         let Some(tile) = self.tiles[t].as_ref() else { return };
+        let (lo, hi) = tile.parked_reads;
+        if addr >= hi || addr + len <= lo {
+            return;
+        }
+        let range = (addr, len);
         for j in tile.cores {
             self.wake_if_read(j, range);
         }
