@@ -1467,7 +1467,7 @@ impl Chip {
                 // the start corner, in NOC0 coordinates, is its first column.
                 let first = Coord::unpack((issue.dst_key >> 16) as u32 & 0xFFFF);
                 let receivers = tiles.iter().map(|&t| Coord::new((t % w) as u8, (t / w) as u8));
-                mesh.multicast(&self.layout, noc, me, first.x, receivers, p, self.now)
+                mesh.multicast(noc, me, first.x, receivers, p, self.now)
             }
             _ => mesh.pass(&self.layout.route(noc, me, Coord::unpack(issue.dst_key as u32)), p, self.now),
         }

@@ -43,9 +43,9 @@
 //!   is not modelled: see the `noc` module doc (known bug 6).
 
 use crate::noc::Link;
-use cqlab_abi::arch::Noc;
+use cqlab_abi::arch::{GridSize, Noc};
 use cqlab_abi::noc::Coord;
-use cqlab_abi::soc::{ChipLayout, Route};
+use cqlab_abi::soc::{route, ChipLayout, Route};
 use std::collections::BTreeMap;
 
 /// A packet entering the links of its path.
@@ -60,8 +60,9 @@ pub struct Packet {
 /// Every router-to-router link of the chip, both NOCs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mesh {
-    /// Grid width, to number routers (NOC0 row-major, as tiles are).
-    width: usize,
+    /// The grid, to number routers (NOC0 row-major, as tiles are) and walk
+    /// paths.
+    grid: GridSize,
     /// Cycles from one router to the next (`NocTiming::hop_cycles`).
     hop: u64,
     /// By [`Mesh::index`].
@@ -72,14 +73,14 @@ impl Mesh {
     pub fn new(layout: &ChipLayout, hop_cycles: u64) -> Self {
         let g = layout.grid();
         let routers = g.x as usize * g.y as usize;
-        Mesh { width: g.x as usize, hop: hop_cycles, links: vec![Link::default(); routers * 4] }
+        Mesh { grid: g, hop: hop_cycles, links: vec![Link::default(); routers * 4] }
     }
 
     /// The link from router `from` to its neighbour `to` (NOC0
     /// coordinates) on `noc`: one per router, axis and NOC.
     fn index(&self, noc: Noc, from: Coord, to: Coord) -> usize {
         let axis = usize::from(from.x == to.x);
-        ((from.y as usize * self.width + from.x as usize) * 2 + axis) * 2 + noc.index() as usize
+        ((from.y as usize * self.grid.x as usize + from.x as usize) * 2 + axis) * 2 + noc.index() as usize
     }
 
     /// Books `p` on each link of `path` in turn; returns the cycles its
@@ -101,7 +102,6 @@ impl Mesh {
     /// on its tree (module doc); returns the latest receiver's wait.
     pub fn multicast(
         &mut self,
-        layout: &ChipLayout,
         noc: Noc,
         from: Coord,
         first_x: u8,
@@ -113,11 +113,12 @@ impl Mesh {
         // receivers' paths share their prefixes.
         let mut booked: BTreeMap<usize, u64> = BTreeMap::new();
         let corner = Coord::new(first_x, from.y);
-        let to_corner = layout.route(noc, from, corner);
+        let leg = |a, b| route(self.grid, noc, a, b);
+        let to_corner = leg(from, corner);
         let mut late = 0;
         for r in receivers {
             let turn = Coord::new(first_x, r.y);
-            let legs = [to_corner.clone(), layout.route(noc, corner, turn), layout.route(noc, turn, r)];
+            let legs = [to_corner.clone(), leg(corner, turn), leg(turn, r)];
             let (mut at, mut hops) = (p.head, 0);
             for leg in &legs {
                 for (a, b) in leg.links() {
@@ -232,7 +233,7 @@ mod tests {
         let receivers = [Coord::new(3, 2), Coord::new(4, 2), Coord::new(3, 3), Coord::new(4, 3)];
         let p = Packet { head: 0, hold: 20 };
         // Its branches share their first links without waiting on each other.
-        assert_eq!(m.multicast(&layout, Noc::Noc0, from, 3, receivers.into_iter(), p, 0), 0);
+        assert_eq!(m.multicast(Noc::Noc0, from, 3, receivers.into_iter(), p, 0), 0);
         // A unicast through the tree's first leg (row 1, held [9, 29)) waits.
         let cross = layout.route(Noc::Noc0, Coord::new(2, 1), Coord::new(3, 1));
         assert_eq!(m.pass(&cross, Packet { head: 9, hold: 5 }, 0), 20);
@@ -242,6 +243,6 @@ mod tests {
         let (_, mut m) = mesh(Board::WormholeN150);
         let down = layout.route(Noc::Noc0, Coord::new(3, 2), Coord::new(3, 3));
         m.pass(&down, Packet { head: 18, hold: 30 }, 0);
-        assert_eq!(m.multicast(&layout, Noc::Noc0, from, 3, receivers.into_iter(), p, 0), 21);
+        assert_eq!(m.multicast(Noc::Noc0, from, 3, receivers.into_iter(), p, 0), 21);
     }
 }
