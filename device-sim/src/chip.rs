@@ -44,11 +44,12 @@ use crate::dram::Dram;
 use crate::elf::{ElfError, ElfImage, Window};
 use crate::fastforward::{probe, FfState, Probe};
 use crate::hart::{Halt, Hart, Stop};
+use crate::links::{Mesh, Packet};
 use crate::memory::{Memory, Ram, Sysmem};
 use crate::niu::Kind;
 use crate::noc::{
-    self, flits_by, last_flit, trip, Departing, EndpointKind, Endpoints, Event, EventKind, Landing, Route, Routes,
-    Source, Target,
+    self, flits_by, last_flit, packet_flits, trip, Departing, EndpointKind, Endpoints, Event, EventKind, Landing,
+    Route, Routes, Source, Target,
 };
 use crate::pct::{Pct, Slice};
 use crate::request::{Issued, Refusal, Resolver};
@@ -174,6 +175,9 @@ pub struct Chip {
     niu_linked: Vec<bool>,
     /// The PCIe link's two directions.
     endpoints: Endpoints,
+    /// The links between routers, with `noc.link_contention` (else `None`:
+    /// no cost beyond a branch).
+    mesh: Option<Mesh>,
     /// Ids of writes, reads and atomics.
     transfers: u64,
     /// PCT state when `cfg.schedule` is `Pct`.
@@ -322,6 +326,7 @@ impl Chip {
             niu_free: vec![0; 2 * tiles.len()],
             niu_linked: vec![false; 2 * tiles.len()],
             endpoints: Endpoints::default(),
+            mesh: cfg.noc.link_contention.then(|| Mesh::new(&layout, cfg.noc.hop_cycles)),
             transfers: 0,
             pct,
             posted: 0,
@@ -1345,7 +1350,9 @@ impl Chip {
                 self.bump(src, counter::NIU_MST_RD_REQ_STARTED, 1);
                 self.bump(src, counter::NIU_MST_RD_REQ_SENT, 1);
                 self.bump(src, counter::reqs_outstanding_id(tid), 1);
+                let request = Packet { head: issue.time + iface, hold: 1 };
                 let mut served = issue.time + trip(&self.cfg, hops, 0) + self.jitter();
+                served += self.link_wait(src, issue.dst_key, true, request);
                 if ordered && endpoint == EndpointKind::Pcie {
                     // PCIe: a read does not pass this NIU's earlier posted writes.
                     served = served.max(self.routes.posted_landed(Route::of(src, issue.dst_key, issue.vc)));
@@ -1355,7 +1362,9 @@ impl Chip {
                 // The data leaves the responder's NIU one packet at a time.
                 let responder = (issue.dst_key, src.noc.index() as u8);
                 let leave = self.endpoints.respond(&self.cfg, responder, served, ready, issue.len, now);
-                let done = leave + trip(&self.cfg, hops, issue.len);
+                let response = Packet { head: leave + iface, hold: packet_flits(issue.len, bpc) };
+                let done =
+                    leave + trip(&self.cfg, hops, issue.len) + self.link_wait(src, issue.dst_key, false, response);
                 if !matches!(issue.target, Target::Reg { .. } | Target::Arc { .. }) {
                     let start = done + 1 - (issue.len as u64).div_ceil(bpc).max(1);
                     let (local, len, target) = (issue.local, issue.len, issue.target.clone());
@@ -1395,7 +1404,10 @@ impl Chip {
                 self.niu_free[src.index()] = left + 1;
                 let hop_cycles = hops as u64 * self.cfg.noc.hop_cycles;
                 let now = self.now;
-                let reach = left + 1 + iface + hop_cycles;
+                // The header left at `start - 1`; the packet holds each
+                // link as long as it takes to leave the NIU.
+                let packet = Packet { head: start - 1, hold: left + 2 - start };
+                let reach = left + 1 + iface + hop_cycles + self.write_wait(&issue, packet);
                 let mut arrive =
                     self.endpoints.done(&self.cfg, &issue.target, reach, issue.len, false, now) + self.jitter();
                 if ordered {
@@ -1407,7 +1419,12 @@ impl Chip {
                 self.tensix_mut(src.tile).departing += 1;
                 self.push(arrive, EventKind::WriteArrive { src: Some(src), target: issue.target, id, len, posted });
                 if !posted {
-                    let ack = arrive + trip(&self.cfg, hops, 0);
+                    let mut ack = arrive + trip(&self.cfg, hops, 0);
+                    if !multicast {
+                        // A multicast's acks (one per receiver) are not booked.
+                        let back = Packet { head: arrive + iface, hold: 1 };
+                        ack += self.link_wait(src, issue.dst_key, false, back);
+                    }
                     self.push(ack, EventKind::WriteAck { src, tid, count: receivers });
                 }
             }
@@ -1420,7 +1437,9 @@ impl Chip {
                     self.bump(src, counter::NIU_MST_POSTED_ATOMIC_SENT, 1);
                 }
                 let now = self.now;
-                let reach = issue.time + trip(&self.cfg, hops, 4);
+                let flits = packet_flits(4, bpc);
+                let there_at = Packet { head: issue.time + iface, hold: flits };
+                let reach = issue.time + trip(&self.cfg, hops, 4) + self.link_wait(src, issue.dst_key, true, there_at);
                 let mut arrive = self.endpoints.done(&self.cfg, &issue.target, reach, 4, false, now) + self.jitter();
                 if ordered {
                     arrive = self.routes.atomic(route, issue.time, arrive);
@@ -1428,10 +1447,51 @@ impl Chip {
                 let value = issue.value;
                 self.push(arrive, EventKind::AtomicArrive { src, id, target: issue.target, value, wrap, resp });
                 if resp {
-                    let back = arrive + trip(&self.cfg, hops, 4);
+                    let resp_at = Packet { head: arrive + iface, hold: flits };
+                    let back = arrive + trip(&self.cfg, hops, 4) + self.link_wait(src, issue.dst_key, false, resp_at);
                     self.push(back, EventKind::AtomicResp { src, id, tid, ret: Some(issue.local) });
                 }
             }
+        }
+    }
+
+    /// NOC0 coordinates of tile index `t`.
+    fn noc0(&self, t: usize) -> Coord {
+        let w = self.layout.grid().x as usize;
+        Coord::new((t % w) as u8, (t / w) as u8)
+    }
+
+    /// Cycles `p` waits for links between routers on its way from NIU
+    /// `src` to the unicast destination `dst_key` (`Issued::dst_key`), or
+    /// back when not `outward`, on `src`'s NOC: 0 unless
+    /// `noc.link_contention`.
+    fn link_wait(&mut self, src: Source, dst_key: u64, outward: bool, p: Packet) -> u64 {
+        if self.mesh.is_none() {
+            return 0;
+        }
+        let (me, there) = (self.noc0(src.tile), Coord::unpack(dst_key as u32));
+        let path = if outward { self.layout.route(src.noc, me, there) } else { self.layout.route(src.noc, there, me) };
+        self.mesh.as_mut().expect("checked").pass(&path, p, self.now)
+    }
+
+    /// [`Chip::link_wait`] of a write packet, unicast or multicast (its
+    /// tree: `links` module doc).
+    fn write_wait(&mut self, issue: &Issued, p: Packet) -> u64 {
+        if self.mesh.is_none() {
+            return 0;
+        }
+        let (noc, me) = (issue.src.noc, self.noc0(issue.src.tile));
+        let w = self.layout.grid().x as usize;
+        let mesh = self.mesh.as_mut().expect("checked");
+        match &issue.target {
+            Target::Multicast { tiles, .. } => {
+                // The key holds the rectangle's corners (`request::Resolver`):
+                // the start corner, in NOC0 coordinates, is its first column.
+                let first = Coord::unpack((issue.dst_key >> 16) as u32 & 0xFFFF);
+                let receivers = tiles.iter().map(|&t| Coord::new((t % w) as u8, (t / w) as u8));
+                mesh.multicast(noc, me, first.x, receivers, p, self.now)
+            }
+            _ => mesh.pass(&self.layout.route(noc, me, Coord::unpack(issue.dst_key as u32)), p, self.now),
         }
     }
 
@@ -1736,7 +1796,8 @@ impl Chip {
             h.u64(id);
             h.u64(old as u64);
         }
-        for link in self.endpoints.links() {
+        let mesh = self.mesh.iter().flat_map(Mesh::links);
+        for link in self.endpoints.links().chain(mesh) {
             // Only what still matters (bookings drop lazily).
             let live = link.busy().iter().filter(|&&(_, e)| e > self.now);
             h.u64(live.clone().count() as u64);

@@ -35,6 +35,7 @@ pub mod exec;
 pub mod fastforward;
 pub mod hart;
 mod history;
+pub mod links;
 pub mod memory;
 pub mod niu;
 pub mod niu_asm;

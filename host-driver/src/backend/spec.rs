@@ -2,7 +2,7 @@
 //!
 //! | spec | backend | cargo feature |
 //! |---|---|---|
-//! | `embedded`, `embedded:seed=N[,slow][,exact][,pipelined]` | in-process simulator (`exact`: exact time between tiles, `SimConfig::exact_time`; `pipelined`: pipelined L1 loads, `SimConfig::pipelined_loads`) | `sim` |
+//! | `embedded`, `embedded:seed=N[,slow][,exact][,pipelined][,contention]` | in-process simulator (`exact`: exact time between tiles, `SimConfig::exact_time`; `pipelined`: pipelined L1 loads, `SimConfig::pipelined_loads`; `contention`: link contention between NOC routers, `NocTiming::link_contention`) | `sim` |
 //! | `sim:PATH[?wait[=SECS]]` | simulator daemon client | `daemon` |
 //! | `/dev/tenstorrent/N` | tt-kmd on a card | `ttkmd` |
 //! | `ttkmd-sim:PATH` | the tt-kmd backend against the simulator | `ttkmd` + `sim` |
@@ -15,7 +15,7 @@ use crate::error::{DriverError, Result};
 /// What a spec names, parsed but not opened.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Spec {
-    Embedded { seed: u64, slow: bool, exact: bool, pipelined: bool },
+    Embedded { seed: u64, slow: bool, exact: bool, pipelined: bool, contention: bool },
     Daemon { rest: String },
     TtKmd { path: String },
     TtKmdSim { path: String },
@@ -25,7 +25,7 @@ pub enum Spec {
 impl Spec {
     pub fn parse(spec: &str) -> Result<Self> {
         if spec == "embedded" || spec.starts_with("embedded:") {
-            let (mut seed, mut slow, mut exact, mut pipelined) = (0, false, false, false);
+            let (mut seed, mut slow, mut exact, mut pipelined, mut contention) = (0, false, false, false, false);
             for opt in spec.strip_prefix("embedded:").unwrap_or("").split(',').filter(|o| !o.is_empty()) {
                 match opt.split_once('=') {
                     Some(("seed", v)) => {
@@ -34,14 +34,15 @@ impl Spec {
                     None if opt == "slow" => slow = true,
                     None if opt == "exact" => exact = true,
                     None if opt == "pipelined" => pipelined = true,
+                    None if opt == "contention" => contention = true,
                     _ => {
                         return Err(DriverError::Invalid(format!(
-                            "unknown embedded option {opt:?} (known: seed=N, slow, exact, pipelined)"
+                            "unknown embedded option {opt:?} (known: seed=N, slow, exact, pipelined, contention)"
                         )))
                     }
                 }
             }
-            return Ok(Spec::Embedded { seed, slow, exact, pipelined });
+            return Ok(Spec::Embedded { seed, slow, exact, pipelined, contention });
         }
         if let Some(rest) = spec.strip_prefix("sim:") {
             return Ok(Spec::Daemon { rest: rest.to_owned() });
@@ -79,9 +80,9 @@ pub fn open(spec: &str, cfg: &mut DeviceConfig) -> Result<Box<dyn Backend>> {
         )));
     }
     match parsed {
-        Spec::Embedded { seed, slow, exact, pipelined } => {
+        Spec::Embedded { seed, slow, exact, pipelined, contention } => {
             cfg.slow_dispatch |= slow;
-            embedded(seed, exact, pipelined, cfg)
+            embedded(seed, exact, pipelined, contention, cfg)
         }
         Spec::Daemon { rest } => daemon(&rest, cfg),
         Spec::TtKmd { path } => ttkmd(&path, cfg),
@@ -101,8 +102,15 @@ fn ttsim(_: &str, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
 }
 
 #[cfg(feature = "sim")]
-fn embedded(seed: u64, exact_time: bool, pipelined_loads: bool, cfg: &DeviceConfig) -> Result<Box<dyn Backend>> {
-    let sim = cqlab_sim::config::SimConfig { exact_time, pipelined_loads, ..sim_config(cfg, seed) };
+fn embedded(
+    seed: u64,
+    exact_time: bool,
+    pipelined_loads: bool,
+    link_contention: bool,
+    cfg: &DeviceConfig,
+) -> Result<Box<dyn Backend>> {
+    let mut sim = cqlab_sim::config::SimConfig { exact_time, pipelined_loads, ..sim_config(cfg, seed) };
+    sim.noc.link_contention = link_contention;
     Ok(Box::new(embedded_with(sim, cfg)?))
 }
 
@@ -120,7 +128,7 @@ pub fn sim_config(cfg: &DeviceConfig, seed: u64) -> cqlab_sim::config::SimConfig
 }
 
 #[cfg(not(feature = "sim"))]
-fn embedded(_: u64, _: bool, _: bool, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
+fn embedded(_: u64, _: bool, _: bool, _: bool, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
     Err(DriverError::NotBuilt("the embedded simulator (cargo feature `sim` of cqlab-driver)"))
 }
 
@@ -179,20 +187,26 @@ mod tests {
     fn specs_parse() {
         assert_eq!(
             Spec::parse("embedded").unwrap(),
-            Spec::Embedded { seed: 0, slow: false, exact: false, pipelined: false }
+            Spec::Embedded { seed: 0, slow: false, exact: false, pipelined: false, contention: false }
         );
         assert_eq!(
             Spec::parse("embedded:seed=7,slow").unwrap(),
-            Spec::Embedded { seed: 7, slow: true, exact: false, pipelined: false }
+            Spec::Embedded { seed: 7, slow: true, exact: false, pipelined: false, contention: false }
         );
         assert_eq!(
             Spec::parse("embedded:exact,seed=2").unwrap(),
-            Spec::Embedded { seed: 2, slow: false, exact: true, pipelined: false }
+            Spec::Embedded { seed: 2, slow: false, exact: true, pipelined: false, contention: false }
         );
         assert_eq!(
             Spec::parse("embedded:seed=3,pipelined").unwrap(),
-            Spec::Embedded { seed: 3, slow: false, exact: false, pipelined: true }
+            Spec::Embedded { seed: 3, slow: false, exact: false, pipelined: true, contention: false }
         );
+        assert_eq!(
+            Spec::parse("embedded:contention").unwrap(),
+            Spec::Embedded { seed: 0, slow: false, exact: false, pipelined: false, contention: true }
+        );
+        let unknown = Spec::parse("embedded:links").unwrap_err().to_string();
+        assert!(unknown.contains("known: seed=N, slow, exact, pipelined, contention"), "{unknown}");
         assert_eq!(Spec::parse("sim:/tmp/d?wait").unwrap(), Spec::Daemon { rest: "/tmp/d?wait".into() });
         assert_eq!(Spec::parse("/dev/tenstorrent/0").unwrap(), Spec::TtKmd { path: "/dev/tenstorrent/0".into() });
         assert_eq!(Spec::parse("ttkmd-sim:/tmp/t").unwrap(), Spec::TtKmdSim { path: "/tmp/t".into() });
