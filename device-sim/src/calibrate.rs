@@ -143,13 +143,14 @@ impl Bench {
     /// Runs the benchmark on a fresh `board` chip (seed 1, no jitter):
     /// its figure in [`Bench::unit`].
     pub fn run(self, board: Board) -> Result<f64, SimError> {
-        self.run_with(board, false)
+        self.run_on(SimConfig::for_board(board))
     }
 
-    /// [`Bench::run`], with `exact_time` as given.
-    pub fn run_with(self, board: Board, exact_time: bool) -> Result<f64, SimError> {
-        self.check(board).map_err(|e| SimError::Bar(format!("calibrate: {e}")))?;
-        let mut chip = Chip::new(SimConfig { exact_time, ..SimConfig::for_board(board) })?;
+    /// [`Bench::run`] on a chip of `cfg` (its board's timing with options
+    /// such as `exact_time` or `noc.link_contention` set).
+    pub fn run_on(self, cfg: SimConfig) -> Result<f64, SimError> {
+        self.check(cfg.board).map_err(|e| SimError::Bar(format!("calibrate: {e}")))?;
+        let mut chip = Chip::new(cfg)?;
         let clock_ghz = chip.arch().clock_hz as f64 / 1e9;
         let tiles: Vec<Coord> = chip.tensix_tiles().collect();
         let (me, peer) = (tiles[0], tiles[1]);
@@ -354,12 +355,13 @@ mod tests {
     fn exact_time_shortens_the_round_trip_and_keeps_the_link_rate() {
         for board in [Board::WormholeN150, Board::BlackholeP150a] {
             let trip = Bench::ReadRoundTrip { bytes: 32, noc: Noc::Noc1, count: 1 };
-            let (rounded, exact) = (trip.run_with(board, false).unwrap(), trip.run_with(board, true).unwrap());
             let cfg = SimConfig::for_board(board);
+            let exact_cfg = SimConfig { exact_time: true, ..cfg.clone() };
+            let (rounded, exact) = (trip.run(board).unwrap(), trip.run_on(exact_cfg.clone()).unwrap());
             let least = (crate::noc::trip(&cfg, 1, 0) + crate::noc::trip(&cfg, 1, 32)) as f64;
             assert!(least < exact && exact < rounded, "{board}: {least} < {exact} < {rounded}");
             let stream = Bench::OneToOne { bytes: 8192, count: 16 };
-            let (a, b) = (stream.run_with(board, false).unwrap(), stream.run_with(board, true).unwrap());
+            let (a, b) = (stream.run(board).unwrap(), stream.run_on(exact_cfg).unwrap());
             assert!((a - b).abs() / a < 0.02, "{board}: {a} vs {b} B/cycle");
         }
     }

@@ -44,11 +44,12 @@ use crate::dram::Dram;
 use crate::elf::{ElfError, ElfImage, Window};
 use crate::fastforward::{probe, FfState, Probe};
 use crate::hart::{Halt, Hart, Stop};
+use crate::links::{Mesh, Packet};
 use crate::memory::{Memory, Ram, Sysmem};
 use crate::niu::Kind;
 use crate::noc::{
-    self, flits_by, last_flit, trip, Departing, EndpointKind, Endpoints, Event, EventKind, Landing, Route, Routes,
-    Source, Target,
+    self, flits_by, last_flit, packet_flits, trip, Departing, EndpointKind, Endpoints, Event, EventKind, Landing,
+    Route, Routes, Source, Target,
 };
 use crate::pct::{Pct, Slice};
 use crate::request::{Issued, Refusal, Resolver};
@@ -115,6 +116,16 @@ struct Tensix {
     regs: TensixRegs,
     /// Its cores' indices in [`Chip::cores`], `Processor::ALL` order.
     cores: [usize; 5],
+    /// `[lo, hi)` bounding what its parked cores' loops read (empty when
+    /// none is parked): most changes to a tile miss it, and are then known
+    /// to wake no one without asking each core (`Chip::wake_tile_if_read`).
+    parked_reads: (u64, u64),
+    /// The L1 bytes its parked cores poll, `(start, length)` of their
+    /// bounding range (`(0, 0)` for none): a running core's stores there
+    /// must end its run so they are woken.
+    parked_l1: (u32, u32),
+    /// Writes of this tile in [`Chip::departing`].
+    departing: usize,
 }
 
 /// A statistical profile (`Chip::set_pc_sampling`): the PC of each sampled
@@ -164,6 +175,9 @@ pub struct Chip {
     niu_linked: Vec<bool>,
     /// The PCIe link's two directions.
     endpoints: Endpoints,
+    /// The links between routers, with `noc.link_contention` (else `None`:
+    /// no cost beyond a branch).
+    mesh: Option<Mesh>,
     /// Ids of writes, reads and atomics.
     transfers: u64,
     /// PCT state when `cfg.schedule` is `Pct`.
@@ -281,7 +295,14 @@ impl Chip {
                 });
             }
             let l1 = l1s[k].take().unwrap_or_else(|| Ram::new(0, chip.l1_size));
-            tiles[t] = Some(Tensix { l1, regs: TensixRegs::new(&layout, c), cores: ids });
+            tiles[t] = Some(Tensix {
+                l1,
+                regs: TensixRegs::new(&layout, c),
+                cores: ids,
+                parked_reads: (0, 0),
+                parked_l1: (0, 0),
+                departing: 0,
+            });
         }
         for s in &cfg.faults.slow_cores {
             let t = layout
@@ -309,6 +330,7 @@ impl Chip {
             niu_free: vec![0; 2 * tiles.len()],
             niu_linked: vec![false; 2 * tiles.len()],
             endpoints: Endpoints::default(),
+            mesh: cfg.noc.link_contention.then(|| Mesh::new(&layout, cfg.noc.hop_cycles)),
             transfers: 0,
             pct,
             posted: 0,
@@ -978,9 +1000,23 @@ impl Chip {
         if self.cores[i].ff.idle.is_some() {
             let core = &mut self.cores[i];
             core.ff.unpark(&mut core.hart, t);
+            let tile = core.tile;
+            self.refresh_parked_reads(tile);
             self.run_hart(i, t, false);
             self.refresh_active(i);
         }
+    }
+
+    /// Recomputes tile `t`'s [`Tensix::parked_reads`] and
+    /// [`Tensix::parked_l1`] after one of its cores parked or woke.
+    fn refresh_parked_reads(&mut self, t: usize) {
+        let loops = || self.tensix(t).cores.into_iter().filter_map(|j| self.cores[j].ff.idle);
+        let (lo, hi) = loops().map(|l| l.bounds()).fold((u64::MAX, 0), |(lo, hi), (a, b)| (lo.min(a), hi.max(b)));
+        let l1 =
+            loops().filter_map(|l| l.bounds_below(self.chip.l1_size)).reduce(|(a, b), (lo, hi)| (a.min(lo), b.max(hi)));
+        let tile = self.tensix_mut(t);
+        tile.parked_reads = if lo < hi { (lo, hi) } else { (0, 0) };
+        tile.parked_l1 = l1.map_or((0, 0), |(lo, hi)| (lo, hi - lo));
     }
 
     /// Core `i` of tile `t` stored to word `addr` (which held `old`) that
@@ -1060,24 +1096,6 @@ impl Chip {
         self.run_hart(i, slice_end, self.cfg.fast_forward);
     }
 
-    /// The L1 bytes core `i`'s parked siblings poll (the bounding range),
-    /// whose stores must end `i`'s run so they are woken.
-    fn sibling_watch(&self, i: usize) -> (u32, u32) {
-        let t = self.cores[i].tile;
-        let mut range: Option<(u32, u32)> = None;
-        for &j in &self.tensix(t).cores {
-            if j == i {
-                continue;
-            }
-            if let Some(l) = &self.cores[j].ff.idle {
-                if let Some((lo, hi)) = l.bounds_below(self.chip.l1_size) {
-                    range = Some(range.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
-                }
-            }
-        }
-        range.map_or((0, 0), |(lo, hi)| (lo, hi - lo))
-    }
-
     /// Runs core `i` normally until `limit` and schedules what it issued.
     /// With `may_park`, looks for an idle loop (see `fastforward`) when it
     /// starts and after each NOC request the core issues, and parks it there.
@@ -1099,7 +1117,9 @@ impl Chip {
             }
             let leaving = self.read_sources(now_i, Some(t));
             let seg = leaving.map_or(limit, |left| left.min(limit));
-            let watch = self.sibling_watch(i);
+            // It runs, so the tile's parked cores are its siblings.
+            debug_assert!(self.cores[i].ff.idle.is_none(), "a parked core does not run");
+            let watch = self.tensix(t).parked_l1;
             let resolver = Resolver {
                 layout: &self.layout,
                 chip: self.chip,
@@ -1126,12 +1146,14 @@ impl Chip {
                 reset_written: &mut reset_written,
             };
             let mut done = false;
+            let mut parked = false;
             let mut watched = None;
             'step: {
                 if try_probe && leaving.is_none() {
                     match probe(&mut core.hart, &mut bus, seg) {
                         Probe::Idle(l) => {
                             core.ff.parked(l);
+                            parked = true;
                             done = true;
                             break 'step;
                         }
@@ -1175,6 +1197,9 @@ impl Chip {
             core.hart.mem.set_watch_range((0, 0));
             std::mem::swap(&mut tile.l1, &mut core.hart.mem.l1);
             let at = core.hart.cycle();
+            if parked {
+                self.refresh_parked_reads(t);
+            }
             if !self.issued.is_empty() {
                 let mut issued = std::mem::take(&mut self.issued);
                 for issue in issued.drain(..) {
@@ -1199,7 +1224,7 @@ impl Chip {
     /// last flit has left as sent. Returns the earliest cycle after `t` at
     /// which a packet of `only` finishes leaving, if one is still leaving.
     fn read_sources(&mut self, t: u64, only: Option<usize>) -> Option<u64> {
-        if self.departing.is_empty() {
+        if only.map_or(self.departing.is_empty(), |t| self.tensix(t).departing == 0) {
             return None;
         }
         let bpc = self.cfg.noc.bytes_per_cycle;
@@ -1219,6 +1244,7 @@ impl Chip {
             }
             if d.read == d.len {
                 sent.push((d.src, d.tid, d.posted, (d.len as u64).div_ceil(bpc) as i32));
+                tiles[d.src.tile].as_mut().expect("a Tensix tile").departing -= 1;
                 return false;
             }
             let left = last_flit(d.start, d.len, d.rate);
@@ -1302,12 +1328,12 @@ impl Chip {
 
     /// Counters of the receiving NIU(s) of a request at `target` on `noc`.
     fn bump_slave(&mut self, target: &Target, noc: Noc, counters: &[(u32, i32)]) {
-        let tiles: Vec<usize> = match target {
-            Target::L1 { tile, .. } | Target::Reg { tile, .. } => vec![*tile],
-            Target::Multicast { tiles, .. } => tiles.clone(),
+        let tiles: &[usize] = match target {
+            Target::L1 { tile, .. } | Target::Reg { tile, .. } => std::slice::from_ref(tile),
+            Target::Multicast { tiles, .. } => tiles,
             _ => return,
         };
-        for t in tiles {
+        for &t in tiles {
             for &(c, by) in counters {
                 self.bump(Source { tile: t, noc }, c, by);
             }
@@ -1328,7 +1354,9 @@ impl Chip {
                 self.bump(src, counter::NIU_MST_RD_REQ_STARTED, 1);
                 self.bump(src, counter::NIU_MST_RD_REQ_SENT, 1);
                 self.bump(src, counter::reqs_outstanding_id(tid), 1);
+                let request = Packet { head: issue.time + iface, hold: 1 };
                 let mut served = issue.time + trip(&self.cfg, hops, 0) + self.jitter();
+                served += self.link_wait(src, issue.dst_key, true, request);
                 if ordered && endpoint == EndpointKind::Pcie {
                     // PCIe: a read does not pass this NIU's earlier posted writes.
                     served = served.max(self.routes.posted_landed(Route::of(src, issue.dst_key, issue.vc)));
@@ -1338,7 +1366,9 @@ impl Chip {
                 // The data leaves the responder's NIU one packet at a time.
                 let responder = (issue.dst_key, src.noc.index() as u8);
                 let leave = self.endpoints.respond(&self.cfg, responder, served, ready, issue.len, now);
-                let done = leave + trip(&self.cfg, hops, issue.len);
+                let response = Packet { head: leave + iface, hold: packet_flits(issue.len, bpc) };
+                let done =
+                    leave + trip(&self.cfg, hops, issue.len) + self.link_wait(src, issue.dst_key, false, response);
                 if !matches!(issue.target, Target::Reg { .. } | Target::Arc { .. }) {
                     let start = done + 1 - (issue.len as u64).div_ceil(bpc).max(1);
                     let (local, len, target) = (issue.local, issue.len, issue.target.clone());
@@ -1378,7 +1408,10 @@ impl Chip {
                 self.niu_free[src.index()] = left + 1;
                 let hop_cycles = hops as u64 * self.cfg.noc.hop_cycles;
                 let now = self.now;
-                let reach = left + 1 + iface + hop_cycles;
+                // The header left at `start - 1`; the packet holds each
+                // link as long as it takes to leave the NIU.
+                let packet = Packet { head: start - 1, hold: left + 2 - start };
+                let reach = left + 1 + iface + hop_cycles + self.write_wait(&issue, packet);
                 let mut arrive =
                     self.endpoints.done(&self.cfg, &issue.target, reach, issue.len, false, now) + self.jitter();
                 if ordered {
@@ -1387,9 +1420,15 @@ impl Chip {
                 self.payloads.insert(id, vec![0; issue.len as usize]);
                 let (local, len) = (issue.local, issue.len);
                 self.departing.push(Departing { id, src, tid, posted, local, len, start, rate, read: 0 });
+                self.tensix_mut(src.tile).departing += 1;
                 self.push(arrive, EventKind::WriteArrive { src: Some(src), target: issue.target, id, len, posted });
                 if !posted {
-                    let ack = arrive + trip(&self.cfg, hops, 0);
+                    let mut ack = arrive + trip(&self.cfg, hops, 0);
+                    if !multicast {
+                        // A multicast's acks (one per receiver) are not booked.
+                        let back = Packet { head: arrive + iface, hold: 1 };
+                        ack += self.link_wait(src, issue.dst_key, false, back);
+                    }
                     self.push(ack, EventKind::WriteAck { src, tid, count: receivers });
                 }
             }
@@ -1402,7 +1441,9 @@ impl Chip {
                     self.bump(src, counter::NIU_MST_POSTED_ATOMIC_SENT, 1);
                 }
                 let now = self.now;
-                let reach = issue.time + trip(&self.cfg, hops, 4);
+                let flits = packet_flits(4, bpc);
+                let there_at = Packet { head: issue.time + iface, hold: flits };
+                let reach = issue.time + trip(&self.cfg, hops, 4) + self.link_wait(src, issue.dst_key, true, there_at);
                 let mut arrive = self.endpoints.done(&self.cfg, &issue.target, reach, 4, false, now) + self.jitter();
                 if ordered {
                     arrive = self.routes.atomic(route, issue.time, arrive);
@@ -1410,10 +1451,51 @@ impl Chip {
                 let value = issue.value;
                 self.push(arrive, EventKind::AtomicArrive { src, id, target: issue.target, value, wrap, resp });
                 if resp {
-                    let back = arrive + trip(&self.cfg, hops, 4);
+                    let resp_at = Packet { head: arrive + iface, hold: flits };
+                    let back = arrive + trip(&self.cfg, hops, 4) + self.link_wait(src, issue.dst_key, false, resp_at);
                     self.push(back, EventKind::AtomicResp { src, id, tid, ret: Some(issue.local) });
                 }
             }
+        }
+    }
+
+    /// NOC0 coordinates of tile index `t`.
+    fn noc0(&self, t: usize) -> Coord {
+        let w = self.layout.grid().x as usize;
+        Coord::new((t % w) as u8, (t / w) as u8)
+    }
+
+    /// Cycles `p` waits for links between routers on its way from NIU
+    /// `src` to the unicast destination `dst_key` (`Issued::dst_key`), or
+    /// back when not `outward`, on `src`'s NOC: 0 unless
+    /// `noc.link_contention`.
+    fn link_wait(&mut self, src: Source, dst_key: u64, outward: bool, p: Packet) -> u64 {
+        if self.mesh.is_none() {
+            return 0;
+        }
+        let (me, there) = (self.noc0(src.tile), Coord::unpack(dst_key as u32));
+        let path = if outward { self.layout.route(src.noc, me, there) } else { self.layout.route(src.noc, there, me) };
+        self.mesh.as_mut().expect("checked").pass(&path, p, self.now)
+    }
+
+    /// [`Chip::link_wait`] of a write packet, unicast or multicast (its
+    /// tree: `links` module doc).
+    fn write_wait(&mut self, issue: &Issued, p: Packet) -> u64 {
+        if self.mesh.is_none() {
+            return 0;
+        }
+        let (noc, me) = (issue.src.noc, self.noc0(issue.src.tile));
+        let w = self.layout.grid().x as usize;
+        let mesh = self.mesh.as_mut().expect("checked");
+        match &issue.target {
+            Target::Multicast { tiles, .. } => {
+                // The key holds the rectangle's corners (`request::Resolver`):
+                // the start corner, in NOC0 coordinates, is its first column.
+                let first = Coord::unpack((issue.dst_key >> 16) as u32 & 0xFFFF);
+                let receivers = tiles.iter().map(|&t| Coord::new((t % w) as u8, (t / w) as u8));
+                mesh.multicast(noc, me, first.x, receivers, p, self.now)
+            }
+            _ => mesh.pass(&self.layout.route(noc, me, Coord::unpack(issue.dst_key as u32)), p, self.now),
         }
     }
 
@@ -1602,8 +1684,13 @@ impl Chip {
     }
 
     /// Wakes the cores of tile `t` whose parked loop reads `[addr, addr + len)`.
-    fn wake_tile_if_read(&mut self, t: usize, range: (u64, u64)) {
+    fn wake_tile_if_read(&mut self, t: usize, (addr, len): (u64, u64)) {
         let Some(tile) = self.tiles[t].as_ref() else { return };
+        let (lo, hi) = tile.parked_reads;
+        if addr >= hi || addr + len <= lo {
+            return;
+        }
+        let range = (addr, len);
         for j in tile.cores {
             self.wake_if_read(j, range);
         }
@@ -1733,7 +1820,8 @@ impl Chip {
             h.u64(id);
             h.u64(old as u64);
         }
-        for link in self.endpoints.links() {
+        let mesh = self.mesh.iter().flat_map(Mesh::links);
+        for link in self.endpoints.links().chain(mesh) {
             // Only what still matters (bookings drop lazily).
             let live = link.busy().iter().filter(|&&(_, e)| e > self.now);
             h.u64(live.clone().count() as u64);

@@ -449,3 +449,45 @@ fn a_hand_off_costs_the_same_cycles_whatever_the_slice_or_rotation() {
         assert!(rounded.len() > 1, "{board}: {rounded:?}");
     }
 }
+
+/// 8 KiB reads issued back to back from the tiles `(dx, dy)` from the
+/// issuing one, with and without link contention (`noc.link_contention`):
+/// the cycles each way, from the first issue to the last completion.
+fn reads_with_and_without_contention(from: &[(u8, u8)]) -> (u64, u64) {
+    let contended = |on: bool| {
+        let mut cfg = fine(true);
+        cfg.noc.link_contention = on;
+        let chip = Chip::new(cfg).unwrap();
+        let src = cast(&chip).0;
+        let from: Vec<NocAddr> =
+            from.iter().map(|&(dx, dy)| NocAddr::unicast(Coord::new(src.x + dx, src.y + dy), BUF as u64)).collect();
+        assert!(from.iter().all(|f| tiles(&chip).contains(&f.coord())), "reads from Tensix tiles");
+        let niu = niu(&chip, Noc::Noc0);
+        let mut p = vec![csrrs(20, csr::MCYCLE as u32, 0)];
+        for f in &from {
+            p.extend(niu.read(src, *f, BUF, 8192, 0));
+        }
+        p.extend(niu.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, from.len() as u32));
+        p.extend([csrrs(9, csr::MCYCLE as u32, 0), sub(9, 9, 20)]);
+        p.extend(record(9, 0));
+        out(&run(chip, p), 0) as u64
+    };
+    (contended(false), contended(true))
+}
+
+/// On NOC0 (+x, then +y, both wrapping) the responses of two tiles east of
+/// the issuing one in its row come back round the row over the same links,
+/// so with contention the second waits for the first's 257 flits; the
+/// responses of one tile east and one below use disjoint links (the row's,
+/// the column's) and cost the same either way.
+#[test]
+fn read_responses_queue_on_a_shared_link_only_with_link_contention() {
+    let (free, shared) = reads_with_and_without_contention(&[(1, 0), (2, 0)]);
+    let flits = packet_flits(8192, SimConfig::default().noc.bytes_per_cycle);
+    // The responses' heads meet the shared links some tens of cycles apart
+    // (a read's issue takes a few stores, the nearer responder is a hop
+    // closer): the later one waits for the rest of the other's flits.
+    assert!((flits - 60..=flits).contains(&(shared - free)), "{free} -> {shared} cycles, {flits} flits a response");
+    let (free, apart) = reads_with_and_without_contention(&[(1, 0), (0, 1)]);
+    assert_eq!(free, apart, "disjoint paths do not contend");
+}

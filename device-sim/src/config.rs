@@ -39,6 +39,13 @@ pub struct NocTiming {
     /// Blackhole 41, the first packet of 16 paying the unlinked rate).
     /// Wormhole 24, Blackhole 47.
     pub linked_multicast_bytes_per_cycle: u64,
+    /// Contention on the links between routers: each link carries one
+    /// packet at a time and packets queue for it (`links`; tt-isa
+    /// `NoC/RoutingPaths.md`, "Congestion"). Off by default: only a NIU's
+    /// injection, a responder, DRAM and PCIe carry one packet at a time
+    /// (`noc` module doc), and the race finder's named seeds and the
+    /// published figures' fit rest on that timing.
+    pub link_contention: bool,
 }
 
 /// The host's share of a device read of host memory: the PCIe tile to host
@@ -236,6 +243,7 @@ impl SimConfig {
                 bytes_per_cycle: arch.params().noc.flit_bytes as u64,
                 multicast_bytes_per_cycle: if wormhole { 16 } else { 24 },
                 linked_multicast_bytes_per_cycle: if wormhole { 24 } else { 47 },
+                link_contention: false,
             },
             pcie: PcieTiming {
                 read_latency_cycles: cycles(PCIE_READ_LATENCY_NS),

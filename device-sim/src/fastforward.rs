@@ -75,6 +75,17 @@ impl IdleLoop {
         self.reads[..self.n_reads as usize].iter().any(|&(a, n)| addr < a as u64 + n as u64 && (a as u64) < addr + len)
     }
 
+    /// The bounding range `[lo, hi)` of everything the loop reads (all of
+    /// the address space when it read more than it could list).
+    pub fn bounds(&self) -> (u64, u64) {
+        if self.n_reads == u8::MAX {
+            return (0, u64::MAX);
+        }
+        self.reads[..self.n_reads as usize]
+            .iter()
+            .fold((u64::MAX, 0), |(lo, hi), &(a, n)| (lo.min(a as u64), hi.max(a as u64 + n as u64)))
+    }
+
     /// The bounding range `[lo, hi)` of what the loop reads below `end`
     /// (its L1), or all of `[0, end)` when it read more than it could list.
     pub fn bounds_below(&self, end: u32) -> Option<(u32, u32)> {

@@ -44,11 +44,14 @@
 //!   `noc.multicast_bytes_per_cycle`, or at
 //!   `noc.linked_multicast_bytes_per_cycle` when the NIU's previous write
 //!   was a linked multicast (`NOC_CMD_VC_LINKED`) whose path it keeps.
-//! - **Not modelled:** the NOC links between routers (no contention), a
-//!   core's ejection port: read replies arriving together at one core each
-//!   land at the full `noc.bytes_per_cycle` (serializing them hides known
-//!   bug 6's symptom, which relies on three 8 KiB relay packets landing at
-//!   once).
+//! - **The links between routers**, only with `noc.link_contention` (off
+//!   by default): each link of a packet's path carries one packet at a
+//!   time (`links`). By default they never contend.
+//! - **Not modelled:** a core's ejection port: read replies arriving
+//!   together at one core each land at the full `noc.bytes_per_cycle`
+//!   (serializing them hides known bug 6's symptom, which relies on three
+//!   8 KiB relay packets landing at once). With link contention on, those
+//!   arriving over one link into the core's router do queue there.
 //!
 //! The paths are booked when a transfer is scheduled (see [`Link`]): the
 //! first free gap of its length at or after it is ready, so the outcome is

@@ -76,4 +76,17 @@ on_both_chips! {
         // shows the cost).
         assert_ne!(first.0, run(false, true).0, "{}: instruction caches changed nothing", chip.name());
     }
+
+    fn link_contention_replays_bit_for_bit_with_and_without_fast_forward(chip) {
+        let run = |link_contention, fast_forward| {
+            let mut sim = cqlab_sim::config::SimConfig { fast_forward, ..chip.sim(29) };
+            sim.noc.link_contention = link_contention;
+            run_with(chip, JITTER_AND_PCT, sim)
+        };
+        let first = run(true, true);
+        assert_eq!(first, run(true, true), "{}: seed 29 with link contention replayed differently", chip.name());
+        assert_eq!(first, run(true, false), "{}: fast-forward changed a run with link contention", chip.name());
+        // The option is not a no-op: its bookings are device state.
+        assert_ne!(first.0, run(false, true).0, "{}: link contention changed nothing", chip.name());
+    }
 }

@@ -2,7 +2,7 @@
 //!
 //! | spec | backend | cargo feature |
 //! |---|---|---|
-//! | `embedded`, `embedded:seed=N[,slow][,exact][,pipelined][,icache]` | in-process simulator (`exact`: exact time between tiles, `SimConfig::exact_time`; `pipelined`: pipelined L1 loads, `SimConfig::pipelined_loads`; `icache`: instruction caches, `SimConfig::icache`) | `sim` |
+//! | `embedded`, `embedded:seed=N[,slow][,exact][,pipelined][,contention][,icache]` | in-process simulator (`exact`: exact time between tiles, `SimConfig::exact_time`; `pipelined`: pipelined L1 loads, `SimConfig::pipelined_loads`; `contention`: link contention between NOC routers, `NocTiming::link_contention`; `icache`: instruction caches, `SimConfig::icache`) | `sim` |
 //! | `sim:PATH[?wait[=SECS]]` | simulator daemon client | `daemon` |
 //! | `/dev/tenstorrent/N` | tt-kmd on a card | `ttkmd` |
 //! | `ttkmd-sim:PATH` | the tt-kmd backend against the simulator | `ttkmd` + `sim` |
@@ -15,7 +15,7 @@ use crate::error::{DriverError, Result};
 /// What a spec names, parsed but not opened.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Spec {
-    Embedded { seed: u64, slow: bool, exact: bool, pipelined: bool, icache: bool },
+    Embedded { seed: u64, slow: bool, exact: bool, pipelined: bool, contention: bool, icache: bool },
     Daemon { rest: String },
     TtKmd { path: String },
     TtKmdSim { path: String },
@@ -25,7 +25,8 @@ pub enum Spec {
 impl Spec {
     pub fn parse(spec: &str) -> Result<Self> {
         if spec == "embedded" || spec.starts_with("embedded:") {
-            let (mut seed, mut slow, mut exact, mut pipelined, mut icache) = (0, false, false, false, false);
+            let (mut seed, mut slow, mut exact, mut pipelined) = (0, false, false, false);
+            let (mut contention, mut icache) = (false, false);
             for opt in spec.strip_prefix("embedded:").unwrap_or("").split(',').filter(|o| !o.is_empty()) {
                 match opt.split_once('=') {
                     Some(("seed", v)) => {
@@ -34,15 +35,14 @@ impl Spec {
                     None if opt == "slow" => slow = true,
                     None if opt == "exact" => exact = true,
                     None if opt == "pipelined" => pipelined = true,
+                    None if opt == "contention" => contention = true,
                     None if opt == "icache" => icache = true,
-                    _ => {
-                        return Err(DriverError::Invalid(format!(
-                            "unknown embedded option {opt:?} (known: seed=N, slow, exact, pipelined, icache)"
-                        )))
-                    }
+                    _ => return Err(DriverError::Invalid(format!(
+                        "unknown embedded option {opt:?} (known: seed=N, slow, exact, pipelined, contention, icache)"
+                    ))),
                 }
             }
-            return Ok(Spec::Embedded { seed, slow, exact, pipelined, icache });
+            return Ok(Spec::Embedded { seed, slow, exact, pipelined, contention, icache });
         }
         if let Some(rest) = spec.strip_prefix("sim:") {
             return Ok(Spec::Daemon { rest: rest.to_owned() });
@@ -80,9 +80,9 @@ pub fn open(spec: &str, cfg: &mut DeviceConfig) -> Result<Box<dyn Backend>> {
         )));
     }
     match parsed {
-        Spec::Embedded { seed, slow, exact, pipelined, icache } => {
+        Spec::Embedded { seed, slow, exact, pipelined, contention, icache } => {
             cfg.slow_dispatch |= slow;
-            embedded(seed, exact, pipelined, icache, cfg)
+            embedded(seed, exact, pipelined, contention, icache, cfg)
         }
         Spec::Daemon { rest } => daemon(&rest, cfg),
         Spec::TtKmd { path } => ttkmd(&path, cfg),
@@ -106,10 +106,12 @@ fn embedded(
     seed: u64,
     exact_time: bool,
     pipelined_loads: bool,
+    link_contention: bool,
     icache: bool,
     cfg: &DeviceConfig,
 ) -> Result<Box<dyn Backend>> {
-    let sim = cqlab_sim::config::SimConfig { exact_time, pipelined_loads, icache, ..sim_config(cfg, seed) };
+    let mut sim = cqlab_sim::config::SimConfig { exact_time, pipelined_loads, icache, ..sim_config(cfg, seed) };
+    sim.noc.link_contention = link_contention;
     Ok(Box::new(embedded_with(sim, cfg)?))
 }
 
@@ -127,7 +129,7 @@ pub fn sim_config(cfg: &DeviceConfig, seed: u64) -> cqlab_sim::config::SimConfig
 }
 
 #[cfg(not(feature = "sim"))]
-fn embedded(_: u64, _: bool, _: bool, _: bool, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
+fn embedded(_: u64, _: bool, _: bool, _: bool, _: bool, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
     Err(DriverError::NotBuilt("the embedded simulator (cargo feature `sim` of cqlab-driver)"))
 }
 
@@ -186,26 +188,30 @@ mod tests {
     fn specs_parse() {
         assert_eq!(
             Spec::parse("embedded").unwrap(),
-            Spec::Embedded { seed: 0, slow: false, exact: false, pipelined: false, icache: false }
+            Spec::Embedded { seed: 0, slow: false, exact: false, pipelined: false, contention: false, icache: false }
         );
         assert_eq!(
             Spec::parse("embedded:seed=7,slow").unwrap(),
-            Spec::Embedded { seed: 7, slow: true, exact: false, pipelined: false, icache: false }
+            Spec::Embedded { seed: 7, slow: true, exact: false, pipelined: false, contention: false, icache: false }
         );
         assert_eq!(
             Spec::parse("embedded:exact,seed=2").unwrap(),
-            Spec::Embedded { seed: 2, slow: false, exact: true, pipelined: false, icache: false }
+            Spec::Embedded { seed: 2, slow: false, exact: true, pipelined: false, contention: false, icache: false }
         );
         assert_eq!(
             Spec::parse("embedded:seed=3,pipelined").unwrap(),
-            Spec::Embedded { seed: 3, slow: false, exact: false, pipelined: true, icache: false }
+            Spec::Embedded { seed: 3, slow: false, exact: false, pipelined: true, contention: false, icache: false }
+        );
+        assert_eq!(
+            Spec::parse("embedded:contention").unwrap(),
+            Spec::Embedded { seed: 0, slow: false, exact: false, pipelined: false, contention: true, icache: false }
         );
         assert_eq!(
             Spec::parse("embedded:icache,seed=4").unwrap(),
-            Spec::Embedded { seed: 4, slow: false, exact: false, pipelined: false, icache: true }
+            Spec::Embedded { seed: 4, slow: false, exact: false, pipelined: false, contention: false, icache: true }
         );
-        let unknown = Spec::parse("embedded:icahce").unwrap_err().to_string();
-        assert!(unknown.contains("icahce") && unknown.contains("icache"), "{unknown}");
+        let unknown = Spec::parse("embedded:links").unwrap_err().to_string();
+        assert!(unknown.contains("known: seed=N, slow, exact, pipelined, contention, icache"), "{unknown}");
         assert_eq!(Spec::parse("sim:/tmp/d?wait").unwrap(), Spec::Daemon { rest: "/tmp/d?wait".into() });
         assert_eq!(Spec::parse("/dev/tenstorrent/0").unwrap(), Spec::TtKmd { path: "/dev/tenstorrent/0".into() });
         assert_eq!(Spec::parse("ttkmd-sim:/tmp/t").unwrap(), Spec::TtKmdSim { path: "/tmp/t".into() });

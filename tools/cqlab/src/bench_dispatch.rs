@@ -67,6 +67,11 @@ pub struct Args {
     /// does not hold costs `SimConfig::icache_miss_cycles`.
     #[arg(long)]
     pub icache: bool,
+    /// Run every point with link contention between NOC routers
+    /// (`embedded:contention`, `NocTiming::link_contention`): packets
+    /// queue for each link of their path.
+    #[arg(long)]
+    pub link_contention: bool,
     /// Place each program's kernel on all five processors of every core
     /// (BRISC, NCRISC, TRISC0-2; RISC-V code on the TRISCs), as tt-metal's
     /// pgm_dispatch cases do; by default on BRISC alone.
@@ -119,6 +124,8 @@ struct Row {
     pipelined_loads: bool,
     /// `--icache`: instruction caches.
     icache: bool,
+    /// `--link-contention`: link contention between NOC routers.
+    link_contention: bool,
     device_cycles_per_program: f64,
     us_per_program: f64,
     host_enqueue_us_per_program: f64,
@@ -270,8 +277,9 @@ fn measure(
     args.chip.apply(&mut cfg)?;
     let exact = if args.exact_time { ",exact" } else { "" };
     let pipelined = if args.pipelined_loads { ",pipelined" } else { "" };
+    let contention = if args.link_contention { ",contention" } else { "" };
     let icache = if args.icache { ",icache" } else { "" };
-    let mut dev = Device::open(&format!("embedded:seed={seed}{exact}{pipelined}{icache}"), cfg)?;
+    let mut dev = Device::open(&format!("embedded:seed={seed}{exact}{pipelined}{contention}{icache}"), cfg)?;
     dev.boot()?;
     let programs = programs_for(&dev, p, args.all_processors)?;
     let bytes = dev.load_kernel(p.kernel)?.len();
@@ -354,6 +362,7 @@ fn measure(
         exact_time: args.exact_time,
         pipelined_loads: args.pipelined_loads,
         icache: args.icache,
+        link_contention: args.link_contention,
         device_cycles_per_program: cycles,
         us_per_program,
         golden_us: golden.map(|g| g.golden_us),
@@ -695,13 +704,14 @@ fn csv(rows: &[Row]) -> Result<String> {
 
 fn table(rows: &[Row]) -> String {
     let mut s = format!(
-        "program dispatch, {} programs per point, embedded simulator of a {} at {:.2} GHz{}{}{}{}, {}\n",
+        "program dispatch, {} programs per point, embedded simulator of a {} at {:.2} GHz{}{}{}{}{}, {}\n",
         rows.first().map_or(0, |r| r.programs),
         rows.first().map_or("?", |r| &r.chip),
         rows.first().map_or(0.0, |r| r.clock_hz as f64 / 1e9),
         if rows.first().is_some_and(|r| r.exact_time) { ", exact time" } else { "" },
         if rows.first().is_some_and(|r| r.pipelined_loads) { ", pipelined loads" } else { "" },
         if rows.first().is_some_and(|r| r.icache) { ", instruction caches" } else { "" },
+        if rows.first().is_some_and(|r| r.link_contention) { ", link contention" } else { "" },
         if rows.first().is_some_and(|r| r.processors > 1) { ", kernels on all five processors" } else { "" },
         match rows.first().map_or(0, |r| r.stage_min_bytes) {
             0 => "nothing staged".to_string(),

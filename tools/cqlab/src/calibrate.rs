@@ -13,6 +13,7 @@ use anyhow::Context as _;
 use cqlab_abi::arch::{Arch, Noc};
 use cqlab_abi::soc::Board;
 use cqlab_sim::calibrate::{Bench, Unit};
+use cqlab_sim::config::SimConfig;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,6 +37,19 @@ pub struct Args {
     /// Run each benchmark with exact time between tiles (`SimConfig::exact_time`).
     #[arg(long)]
     pub exact_time: bool,
+    /// Run each benchmark with link contention between NOC routers
+    /// (`NocTiming::link_contention`).
+    #[arg(long)]
+    pub link_contention: bool,
+}
+
+impl Args {
+    /// `board`'s timing with the options given.
+    fn sim(&self, board: Board) -> SimConfig {
+        let mut cfg = SimConfig { exact_time: self.exact_time, ..SimConfig::for_board(board) };
+        cfg.noc.link_contention = self.link_contention;
+        cfg
+    }
 }
 
 #[derive(Deserialize)]
@@ -89,6 +103,8 @@ struct Row {
     source: String,
     /// `--exact-time`: measured with exact time between tiles.
     exact_time: bool,
+    /// `--link-contention`: measured with link contention between routers.
+    link_contention: bool,
 }
 
 impl Figure {
@@ -196,7 +212,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let mut rows = Vec::new();
     for f in mine {
         let bench = f.bench().map_err(anyhow::Error::msg)?;
-        let model = bench.run_with(board, a.exact_time).with_context(|| format!("running {} on a {board}", f.bench))?;
+        let model = bench.run_on(a.sim(board)).with_context(|| format!("running {} on a {board}", f.bench))?;
         let ratio = f.ratio(model);
         rows.push(Row {
             name: f.name.clone(),
@@ -210,6 +226,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             calibrated: (TOLERANCE.0..=TOLERANCE.1).contains(&ratio),
             source: f.source.clone(),
             exact_time: a.exact_time,
+            link_contention: a.link_contention,
         });
     }
     if a.json {
@@ -217,7 +234,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let exact = if a.exact_time { ", exact time" } else { "" };
-    outln!("cqlab calibrate: {board}, the timing model beside published figures (seed 1, one run each{exact})");
+    let contention = if a.link_contention { ", link contention" } else { "" };
+    outln!(
+        "cqlab calibrate: {board}, the timing model beside published figures (seed 1, one run each{exact}{contention})"
+    );
     outln!("{:<62} {:>10} {:>12} {:>8} {:>6}  source", "figure", "model", "published", "unit", "ratio");
     for r in &rows {
         let published = match r.published_max {
@@ -261,12 +281,33 @@ mod tests {
         let mut outside = Vec::new();
         for f in load(None).unwrap() {
             let board = if f.arch() == Ok(Arch::Wormhole) { Board::WormholeN150 } else { Board::BlackholeP150a };
-            let ratio = f.ratio(f.bench().unwrap().run_with(board, true).unwrap());
+            let exact = SimConfig { exact_time: true, ..SimConfig::for_board(board) };
+            let ratio = f.ratio(f.bench().unwrap().run_on(exact).unwrap());
             if !(TOLERANCE.0..=TOLERANCE.1).contains(&ratio) {
                 outside.push((board, f.bench.clone()));
             }
         }
         assert_eq!(outside, [(Board::WormholeN150, "read-round-trip".to_owned())]);
+    }
+
+    /// With link contention (`--link-contention`) every figure still
+    /// holds: each benchmark's packets share their path's links only with
+    /// packets of the same sender, which its NIU already sends one at a
+    /// time.
+    #[test]
+    fn link_contention_keeps_every_figure_within_tolerance() {
+        let mut outside = Vec::new();
+        for f in load(None).unwrap() {
+            let board = if f.arch() == Ok(Arch::Wormhole) { Board::WormholeN150 } else { Board::BlackholeP150a };
+            let mut cfg = SimConfig::for_board(board);
+            cfg.noc.link_contention = true;
+            let (model, default) = (f.bench().unwrap().run_on(cfg).unwrap(), f.bench().unwrap().run(board).unwrap());
+            let ratio = f.ratio(model);
+            if !(TOLERANCE.0..=TOLERANCE.1).contains(&ratio) {
+                outside.push(format!("{board} {}: model {model:.1} (default {default:.1}), ratio {ratio:.2}", f.name));
+            }
+        }
+        assert!(outside.is_empty(), "outside {TOLERANCE:?}:\n{}", outside.join("\n"));
     }
 
     #[test]

@@ -158,6 +158,7 @@ fn bench_dispatch_json_rows_carry_the_documented_keys() {
         "processors",
         "exact_time",
         "pipelined_loads",
+        "link_contention",
         "icache",
     ];
     for row in rows {
@@ -237,6 +238,29 @@ fn instruction_caches_make_dispatch_cost_more() {
         let cycles = |r: &serde_json::Value| r["device_cycles_per_program"].as_f64().unwrap();
         assert!(cycles(c) > cycles(u), "with caches {} cycles a program, without {}", cycles(c), cycles(u));
     }
+}
+
+/// `bench dispatch --link-contention`: packets queue for the links between
+/// routers, so no point gets cheaper, and rows say so.
+#[test]
+fn link_contention_never_makes_dispatch_cheaper() {
+    let (free, shared) = (base_point_rows(&[]), base_point_rows(&["--link-contention"]));
+    assert_eq!(free.len(), shared.len());
+    for (f, s) in free.iter().zip(&shared) {
+        assert_eq!((f["link_contention"].as_bool(), s["link_contention"].as_bool()), (Some(false), Some(true)));
+        let cycles = |r: &serde_json::Value| r["device_cycles_per_program"].as_f64().unwrap();
+        assert!(cycles(s) >= cycles(f), "with contention {} cycles a program, without {}", cycles(s), cycles(f));
+    }
+}
+
+/// `calibrate --link-contention`: every built-in figure stays within
+/// tolerance, and the header says the option was on.
+#[test]
+fn calibrate_with_link_contention_stays_calibrated() {
+    let o = cqlab(&["calibrate", "--link-contention"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("link contention") && out.contains("13 of 13 within"), "{out}");
 }
 
 /// `bench dispatch --profile`: per point, each profiled core's device time

@@ -1,0 +1,248 @@
+//! The links between NOC routers, when `NocTiming::link_contention` is on
+//! (off by default).
+//!
+//! Each NOC is a one-way torus (`soc::route`): every router has one
+//! outgoing link along x and one along y per NOC, so a link is named by
+//! its router, its axis and its NOC. tt-isa `WormholeB0/NoC/RoutingPaths.md`
+//! ("Congestion"): two packets that want one link on the same virtual
+//! channel take it one after the other; on different virtual channels
+//! their flits interleave. A link carries one flit a cycle
+//! (`NocTiming::bytes_per_cycle`).
+//!
+//! What is modelled, and what is simplified:
+//!
+//! - **Whole packets, one at a time.** A packet holds each link of its
+//!   path for the cycles it takes to leave its NIU (its flits, or longer at
+//!   a multicast's slower rate: routers cut through, so a packet's flits
+//!   pass each link at the rate they were sent). A packet whose link is
+//!   taken waits for the first gap of its length at or after its head
+//!   arrives (`noc::Link::book`), then its head moves on to the next
+//!   router `hop_cycles` later. Virtual channels are ignored: two packets
+//!   on different VCs would interleave their flits, which costs the pair
+//!   the same link time but lets the first finish later than here.
+//! - **No back-pressure upstream.** A packet waiting for a link does not
+//!   hold the links behind it (as if routers buffered whole packets), so
+//!   a blocked packet never blocks a third one.
+//! - **Booked at issue.** Packets are booked when the chip schedules them,
+//!   which is not device-time order across the cores of a slice: a gap
+//!   before a booking already made is taken when the packet fits there
+//!   (`Link` keeps intervals, not a "free at" cycle). Bookings that ended
+//!   before device time are dropped when their link is next used.
+//! - **Only waiting is added.** A packet on free links costs exactly what
+//!   it costs with the option off (`noc::trip`), so a lone transfer's
+//!   figures do not move.
+//! - **Multicast** books the links of its tree once each: from the sender
+//!   along x to the rectangle's first column, along y to each receiver's
+//!   row, then along x to the receiver (tt-isa `RoutingPaths.md`:
+//!   "major axis, then minor, then major again"; X is the major axis
+//!   unless `NOC_CMD_BRCST_XY`, which the firmware never sets, and the
+//!   first leg going to the rectangle's first column is this model's
+//!   reading of that page's diagrams). The packet is late by its latest
+//!   receiver's wait. The receivers' acks are not booked.
+//! - Ejection into a core (several packets landing at one core at once)
+//!   is not modelled: see the `noc` module doc (known bug 6).
+
+use crate::noc::Link;
+use cqlab_abi::arch::{GridSize, Noc};
+use cqlab_abi::noc::Coord;
+use cqlab_abi::soc::{route, ChipLayout, Route};
+use std::collections::BTreeMap;
+
+/// A packet entering the links of its path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet {
+    /// The cycle its head flit enters the first link.
+    pub head: u64,
+    /// Cycles it holds each link.
+    pub hold: u64,
+}
+
+/// Every router-to-router link of the chip, both NOCs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mesh {
+    /// The grid, to number routers (NOC0 row-major, as tiles are) and walk
+    /// paths.
+    grid: GridSize,
+    /// Cycles from one router to the next (`NocTiming::hop_cycles`).
+    hop: u64,
+    /// By [`Mesh::index`].
+    links: Vec<Link>,
+}
+
+impl Mesh {
+    pub fn new(layout: &ChipLayout, hop_cycles: u64) -> Self {
+        let g = layout.grid();
+        let routers = g.x as usize * g.y as usize;
+        Mesh { grid: g, hop: hop_cycles, links: vec![Link::default(); routers * 4] }
+    }
+
+    /// The link from router `from` to its neighbour `to` (NOC0
+    /// coordinates) on `noc`: one per router, axis and NOC.
+    fn index(&self, noc: Noc, from: Coord, to: Coord) -> usize {
+        let axis = usize::from(from.x == to.x);
+        ((from.y as usize * self.grid.x as usize + from.x as usize) * 2 + axis) * 2 + noc.index() as usize
+    }
+
+    /// Books `p` on each link of `path` in turn; returns the cycles its
+    /// head reaches the end later than on free links. `now`: device time
+    /// (bookings that ended by then are dropped).
+    pub fn pass(&mut self, path: &Route, p: Packet, now: u64) -> u64 {
+        let mut at = p.head;
+        for (from, to) in path.links() {
+            let k = self.index(path.noc, from, to);
+            let link = &mut self.links[k];
+            link.forget_before(now);
+            at = link.book(at, p.hold) + self.hop;
+        }
+        at - (p.head + path.hops() as u64 * self.hop)
+    }
+
+    /// Books a multicast from `from` on `noc` to `receivers`, whose
+    /// rectangle's first column (in the NOC's direction) is `first_x`,
+    /// on its tree (module doc); returns the latest receiver's wait.
+    pub fn multicast(
+        &mut self,
+        noc: Noc,
+        from: Coord,
+        first_x: u8,
+        receivers: impl Iterator<Item = Coord>,
+        p: Packet,
+        now: u64,
+    ) -> u64 {
+        // Where each link booked so far put the head at its far end: the
+        // receivers' paths share their prefixes.
+        let mut booked: BTreeMap<usize, u64> = BTreeMap::new();
+        let corner = Coord::new(first_x, from.y);
+        let leg = |a, b| route(self.grid, noc, a, b);
+        let to_corner = leg(from, corner);
+        let mut late = 0;
+        for r in receivers {
+            let turn = Coord::new(first_x, r.y);
+            let legs = [to_corner.clone(), leg(corner, turn), leg(turn, r)];
+            let (mut at, mut hops) = (p.head, 0);
+            for leg in &legs {
+                for (a, b) in leg.links() {
+                    let k = self.index(noc, a, b);
+                    at = *booked.entry(k).or_insert_with(|| {
+                        let link = &mut self.links[k];
+                        link.forget_before(now);
+                        link.book(at, p.hold) + self.hop
+                    });
+                    hops += 1;
+                }
+            }
+            // A link met twice on one path (the first leg wraps past a
+            // column the last leg uses) is booked once: never early.
+            late = late.max(at.saturating_sub(p.head + hops * self.hop));
+        }
+        late
+    }
+
+    /// Every link, for the chip's digest.
+    pub fn links(&self) -> impl Iterator<Item = &Link> {
+        self.links.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::noc::packet_flits;
+    use cqlab_abi::soc::Board;
+
+    fn mesh(board: Board) -> (ChipLayout, Mesh) {
+        let layout = ChipLayout::new(board, board.default_harvesting()).unwrap();
+        let m = Mesh::new(&layout, 9);
+        (layout, m)
+    }
+
+    #[test]
+    fn packets_sharing_a_link_queue_and_disjoint_ones_do_not() {
+        let (layout, mut m) = mesh(Board::WormholeN150);
+        let flits = packet_flits(8192, 32);
+        let p = Packet { head: 100, hold: flits };
+        // Two senders in one row write east (NOC0, +x) to the same far
+        // core: the links from (2,2) on are shared.
+        let (a, b, dst) = (Coord::new(1, 2), Coord::new(2, 2), Coord::new(6, 2));
+        assert_eq!(m.pass(&layout.route(Noc::Noc0, a, dst), p, 0), 0, "the first finds every link free");
+        // The first holds (2,2)->(3,2) over [109, 109 + flits); the
+        // second's head is there at 100, too short a gap before it, so it
+        // follows the first's tail.
+        let late = m.pass(&layout.route(Noc::Noc0, b, dst), p, 0);
+        assert_eq!(late, 9 + flits);
+        // A packet one row down shares no link with them.
+        assert_eq!(m.pass(&layout.route(Noc::Noc0, Coord::new(1, 3), Coord::new(6, 3)), p, 0), 0);
+        // Nor does the way back on NOC1 (-x): its own links.
+        assert_eq!(m.pass(&layout.route(Noc::Noc1, dst, a), p, 0), 0);
+    }
+
+    #[test]
+    fn the_second_of_two_packets_on_one_path_lands_later_by_its_flits() {
+        for board in [Board::WormholeN150, Board::BlackholeP150a] {
+            let (layout, mut m) = mesh(board);
+            let bpc = board.arch().params().noc.flit_bytes as u64;
+            let p = Packet { head: 1000, hold: packet_flits(4096, bpc) };
+            let path = layout.route(Noc::Noc0, Coord::new(1, 1), Coord::new(4, 5));
+            assert_eq!(m.pass(&path, p, 0), 0);
+            assert_eq!(m.pass(&path, p, 0), p.hold, "{board}");
+            // Earlier in time but booked after: goes first where it fits.
+            assert_eq!(m.pass(&path, Packet { head: 0, ..p }, 0), 0, "{board}");
+        }
+    }
+
+    #[test]
+    fn each_noc_runs_one_way_on_its_own_links() {
+        let (layout, mut m) = mesh(Board::WormholeN150);
+        let p = Packet { head: 0, hold: 10 };
+        let (a, b) = (Coord::new(2, 3), Coord::new(5, 3));
+        // NOC0 runs +x: a -> b takes the three links between them.
+        let east = layout.route(Noc::Noc0, a, b);
+        assert_eq!(east.hops(), 3);
+        assert_eq!(m.pass(&east, p, 0), 0);
+        // NOC1 runs -x: b -> a takes three links of its own.
+        let west = layout.route(Noc::Noc1, b, a);
+        assert_eq!(west.hops(), 3);
+        assert_eq!(m.pass(&west, p, 0), 0);
+        // NOC0 from b to a laps the row the other way round: other links.
+        let lap = layout.route(Noc::Noc0, b, a);
+        assert_eq!(lap.hops() as u8, layout.grid().x - 3);
+        assert_eq!(m.pass(&lap, p, 0), 0);
+        // Through (3,3)->(4,3) on NOC0, held over [9, 19): too short a gap
+        // before, so it waits until 19.
+        let through = layout.route(Noc::Noc0, Coord::new(3, 3), Coord::new(4, 3));
+        assert_eq!(m.pass(&through, p, 0), 19);
+        // NOC1 routes y first (-y): from (5,3) up column 5, clear of row 3.
+        let up = layout.route(Noc::Noc1, b, Coord::new(2, 1));
+        assert_eq!(up.tiles[1], Coord::new(5, 2));
+        assert_eq!(m.pass(&up, p, 0), 0);
+    }
+
+    #[test]
+    fn old_bookings_are_forgotten_and_never_delay() {
+        let (layout, mut m) = mesh(Board::BlackholeP150a);
+        let path = layout.route(Noc::Noc1, Coord::new(7, 9), Coord::new(1, 2));
+        m.pass(&path, Packet { head: 0, hold: 100 }, 0);
+        assert_eq!(m.pass(&path, Packet { head: 1000, hold: 100 }, 1000), 0);
+        assert!(m.links().all(|l| l.busy().iter().all(|&(_, e)| e > 1000)), "only live bookings kept");
+    }
+
+    #[test]
+    fn a_multicast_books_its_tree_once_and_waits_for_its_latest_receiver() {
+        let (layout, mut m) = mesh(Board::WormholeN150);
+        let from = Coord::new(1, 1);
+        let receivers = [Coord::new(3, 2), Coord::new(4, 2), Coord::new(3, 3), Coord::new(4, 3)];
+        let p = Packet { head: 0, hold: 20 };
+        // Its branches share their first links without waiting on each other.
+        assert_eq!(m.multicast(Noc::Noc0, from, 3, receivers.into_iter(), p, 0), 0);
+        // A unicast through the tree's first leg (row 1, held [9, 29)) waits.
+        let cross = layout.route(Noc::Noc0, Coord::new(2, 1), Coord::new(3, 1));
+        assert_eq!(m.pass(&cross, Packet { head: 9, hold: 5 }, 0), 20);
+        // A packet booked first on column 3's (3,2)->(3,3) over [18, 48):
+        // the tree's head is due there at 27, waits until 48, and the
+        // receivers below are 21 cycles late.
+        let (_, mut m) = mesh(Board::WormholeN150);
+        let down = layout.route(Noc::Noc0, Coord::new(3, 2), Coord::new(3, 3));
+        m.pass(&down, Packet { head: 18, hold: 30 }, 0);
+        assert_eq!(m.multicast(Noc::Noc0, from, 3, receivers.into_iter(), p, 0), 21);
+    }
+}
