@@ -37,9 +37,11 @@ impl Spec {
                     None if opt == "pipelined" => pipelined = true,
                     None if opt == "contention" => contention = true,
                     None if opt == "icache" => icache = true,
-                    _ => return Err(DriverError::Invalid(format!(
+                    _ => {
+                        return Err(DriverError::Invalid(format!(
                         "unknown embedded option {opt:?} (known: seed=N, slow, exact, pipelined, contention, icache)"
-                    ))),
+                    )))
+                    }
                 }
             }
             return Ok(Spec::Embedded { seed, slow, exact, pipelined, contention, icache });
