@@ -858,3 +858,52 @@ fn exact_time_replays_and_fast_forward_changes_nothing() {
     let bad = SimConfig { exact_time: true, quantum_jitter: 5, ..wh() };
     assert!(matches!(Chip::new(bad).err(), Some(SimError::Config(ConfigError::JitterWithExactTime(5)))));
 }
+
+/// With `SimConfig::icache` each core gets its processor's instruction
+/// cache (B, NC, T0, T1, T2: 2 KiB, 512 B, 2 KiB, 512 B, 2 KiB), on both
+/// chips; without it, none.
+#[test]
+fn each_core_gets_its_processors_instruction_cache_on_both_chips() {
+    for board in BOARDS {
+        let on = Chip::new(SimConfig { icache: true, ..small(board) }).unwrap();
+        for c in &on.cores {
+            let bytes = crate::icache::capacity(board.arch(), c.id.processor);
+            assert_eq!(c.hart.icache().bytes(), bytes, "{board} {:?}", c.id);
+        }
+        let first: Vec<u32> = on.cores[..5].iter().map(|c| c.hart.icache().bytes()).collect();
+        assert_eq!(first, [2048, 512, 2048, 512, 2048], "{board}");
+        let off = Chip::new(small(board)).unwrap();
+        assert!(off.cores.iter().all(|c| c.hart.icache().bytes() == 0), "{board}");
+    }
+}
+
+/// A host write over the code a core loops in drops its cached lines: one
+/// more miss (the line it is not in), and none for a write elsewhere; the
+/// same with the loop parked by fast-forward as without.
+#[test]
+fn a_host_write_over_a_cores_code_drops_its_cached_lines() {
+    // ENTRY: call f (0x40 on); loop back. f: return.
+    let mut image = vec![0u32; 20];
+    (image[0], image[1], image[16]) = (jal(1, 0x40), jal(0, -4), jalr(0, 1, 0));
+    for board in BOARDS {
+        let run = |fast_forward| {
+            let mut chip = Chip::new(SimConfig { icache: true, fast_forward, ..small(board) }).unwrap();
+            let t = tiles(&chip)[0];
+            boot(&mut chip, t, &image);
+            let i = chip.core_index(brisc(t)).unwrap();
+            chip.advance(3000);
+            let warm = chip.cores[i].hart.icache().misses();
+            chip.write(NocAddr::unicast(t, ENTRY_POINT as u64 + 0x100), &[0; 64]).unwrap();
+            chip.advance(3000);
+            assert_eq!(chip.cores[i].hart.icache().misses(), warm, "{board}: a write elsewhere");
+            chip.write(NocAddr::unicast(t, ENTRY_POINT as u64), &to_bytes(&image)).unwrap();
+            chip.advance(3000);
+            chip.settle();
+            let h = &chip.cores[i].hart;
+            (h.icache().misses() - warm, h.pc(), h.cycle(), h.instret())
+        };
+        let parked = run(true);
+        assert_eq!(parked.0, 1, "{board}: one line missed again");
+        assert_eq!(parked, run(false), "{board}: fast-forward changed the run");
+    }
+}
