@@ -1461,8 +1461,7 @@ impl Chip {
 
     /// NOC0 coordinates of tile index `t`.
     fn noc0(&self, t: usize) -> Coord {
-        let w = self.layout.grid().x as usize;
-        Coord::new((t % w) as u8, (t / w) as u8)
+        self.layout.tiles()[t].noc0
     }
 
     /// Cycles `p` waits for links between routers on its way from NIU
@@ -1485,14 +1484,14 @@ impl Chip {
             return 0;
         }
         let (noc, me) = (issue.src.noc, self.noc0(issue.src.tile));
-        let w = self.layout.grid().x as usize;
+        let tiles_noc0 = self.layout.tiles();
         let mesh = self.mesh.as_mut().expect("checked");
         match &issue.target {
             Target::Multicast { tiles, .. } => {
                 // The key holds the rectangle's corners (`request::Resolver`):
                 // the start corner, in NOC0 coordinates, is its first column.
                 let first = Coord::unpack((issue.dst_key >> 16) as u32 & 0xFFFF);
-                let receivers = tiles.iter().map(|&t| Coord::new((t % w) as u8, (t / w) as u8));
+                let receivers = tiles.iter().map(|&t| tiles_noc0[t].noc0);
                 mesh.multicast(noc, me, first.x, receivers, p, self.now)
             }
             _ => mesh.pass(&self.layout.route(noc, me, Coord::unpack(issue.dst_key as u32)), p, self.now),

@@ -899,6 +899,7 @@ fn a_host_write_over_a_cores_code_drops_its_cached_lines() {
             chip.write(NocAddr::unicast(t, ENTRY_POINT as u64), &to_bytes(&image)).unwrap();
             chip.advance(3000);
             chip.settle();
+            assert!(!fast_forward || chip.cores[i].fast_forwarded_cycles() > 0, "{board}: the loop was never parked");
             let h = &chip.cores[i].hart;
             (h.icache().misses() - warm, h.pc(), h.cycle(), h.instret())
         };

@@ -123,11 +123,13 @@ impl Mesh {
             for leg in &legs {
                 for (a, b) in leg.links() {
                     let k = self.index(noc, a, b);
-                    at = *booked.entry(k).or_insert_with(|| {
+                    let reached = *booked.entry(k).or_insert_with(|| {
                         let link = &mut self.links[k];
                         link.forget_before(now);
                         link.book(at, p.hold) + self.hop
                     });
+                    // Met again on this path: the head is not back in time.
+                    at = at.max(reached);
                     hops += 1;
                 }
             }

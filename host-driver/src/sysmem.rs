@@ -3,6 +3,7 @@
 //! used is said once per process.
 
 use memmap2::{MmapMut, MmapOptions};
+use std::io::Write as _;
 use std::sync::Once;
 
 /// Page size the allocation ended up with.
@@ -33,7 +34,10 @@ pub fn alloc(size: usize) -> std::io::Result<(MmapMut, PageKind)> {
         .filter(|(_, bits)| size % (1usize << bits) == 0)
         .find_map(|&(kind, bits)| MmapOptions::new().len(size).huge(Some(bits)).map_anon().ok().map(|m| (m, kind)))
         .map_or_else(|| MmapOptions::new().len(size).map_anon().map(|m| (m, PageKind::Normal)), Ok)?;
-    SAID.call_once(|| eprintln!("cqlab: sysmem in {}", kind.describe()));
+    // A note only: a closed stderr (`2>&1 | head -1`) must not end the run.
+    SAID.call_once(|| {
+        let _ = writeln!(std::io::stderr(), "cqlab: sysmem in {}", kind.describe());
+    });
     Ok((map, kind))
 }
 

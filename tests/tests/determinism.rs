@@ -86,7 +86,9 @@ on_both_chips! {
         let first = run(true, true);
         assert_eq!(first, run(true, true), "{}: seed 29 with link contention replayed differently", chip.name());
         assert_eq!(first, run(true, false), "{}: fast-forward changed a run with link contention", chip.name());
-        // The option is not a no-op: its bookings are device state.
-        assert_ne!(first.0, run(false, true).0, "{}: link contention changed nothing", chip.name());
+        // Not checked here that the option changes timing: this program's
+        // packets never wait for a link (the run ends at the same cycle;
+        // its digest differs by the bookings alone).
+        // `chip::noc_tests::read_responses_queue_on_a_shared_link_only_with_link_contention` checks it.
     }
 }
