@@ -44,29 +44,18 @@
 //! misses it would, while a write of data costs nothing. A hart's own stores
 //! drop nothing, as on silicon (no firmware writes code with stores).
 
-use cqlab_abi::arch::tensix::Processor;
+use cqlab_abi::arch::tensix::{self, Processor};
 use cqlab_abi::arch::Arch;
 
-/// Bytes per line: an instruction fetch into the cache is "always 128-bit
-/// reads against L1, though each read yields four instructions"
-/// (tt-isa `WormholeB0/TensixTile/L1.md`).
-pub const LINE_BYTES: u32 = 16;
+/// Bytes per line: one fetch from L1 (`cqlab_abi::arch::tensix::ICACHE_FETCH_BYTES`).
+pub const LINE_BYTES: u32 = tensix::ICACHE_FETCH_BYTES;
 
-/// Bytes of processor `p`'s instruction cache (4 bytes per instruction it
-/// can hold). Wormhole: tt-isa
-/// `WormholeB0/TensixTile/BabyRISCV/InstructionCache.md`, B 2 KiB, T0 2 KiB,
-/// T1 512 B, T2 2 KiB, NC 512 B (NC also has its 16 KiB instruction RAM).
-/// Blackhole: `BlackholeA0/TensixTile/BabyRISCV/README.md` gives each core
-/// an "L0 instruction cache" and links a page of capacities that the
-/// sources searched do not hold; Wormhole's figures are assumed, as a
-/// third-party Blackhole emulator's notes list them
-/// (anuraagw.me/folder/blackhole-emulator/instruction-cache). Blackhole has
-/// no instruction RAM (its README: code is fetched from L1 only).
+/// Bytes of processor `p`'s instruction cache on `arch` (sizes and sources:
+/// `cqlab_abi::arch::tensix::TensixParams::icache`). Wormhole's NCRISC also
+/// has its 16 KiB instruction RAM; Blackhole has none (its README: code is
+/// fetched from L1 only).
 pub const fn capacity(arch: Arch, p: Processor) -> u32 {
-    match (arch, p) {
-        (Arch::Wormhole | Arch::Blackhole, Processor::Brisc | Processor::Trisc0 | Processor::Trisc2) => 2048,
-        (Arch::Wormhole | Arch::Blackhole, Processor::Trisc1 | Processor::Ncrisc) => 512,
-    }
+    arch.params().tensix.icache_size(p)
 }
 
 /// Lines of the largest cache.

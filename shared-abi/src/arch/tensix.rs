@@ -187,7 +187,14 @@ pub struct TensixParams {
     pub local_mem_alias: Option<[u32; 5]>,
     /// Wormhole: NCRISC's instruction RAM (base, bytes); fetch only.
     pub ncrisc_iram: Option<(u32, u32)>,
+    /// Each core's instruction cache, bytes ([`Processor::ALL`] order).
+    pub icache: [u32; 5],
 }
+
+/// Bytes an instruction cache fetches from L1 at a time: "always 128-bit
+/// reads against L1, though each read yields four instructions" (tt-isa
+/// `WormholeB0/TensixTile/L1.md`).
+pub const ICACHE_FETCH_BYTES: u32 = 16;
 
 impl TensixParams {
     pub const fn local_mem_size(&self, p: Processor) -> u32 {
@@ -196,6 +203,11 @@ impl TensixParams {
             Processor::Ncrisc => self.local_mem.ncrisc,
             Processor::Trisc0 | Processor::Trisc1 | Processor::Trisc2 => self.local_mem.trisc,
         }
+    }
+
+    /// Bytes of `p`'s instruction cache.
+    pub const fn icache_size(&self, p: Processor) -> u32 {
+        self.icache[p.index()]
     }
 
     /// The PC `p` starts at when released with no override set.
@@ -238,6 +250,9 @@ pub const WORMHOLE: TensixParams = TensixParams {
     // tt-metal wh `dev_mem_map.h` MEM_NCRISC_IRAM_BASE 0xFFC00000,
     // MEM_NCRISC_IRAM_SIZE 16K.
     ncrisc_iram: Some((0xFFC0_0000, 16 * 1024)),
+    // tt-isa `WormholeB0/TensixTile/BabyRISCV/InstructionCache.md`: B 2 KiB,
+    // NC 512 B (beside its instruction RAM), T0 2 KiB, T1 512 B, T2 2 KiB.
+    icache: [2048, 512, 2048, 512, 2048],
 };
 
 /// Blackhole.
@@ -270,4 +285,10 @@ pub const BLACKHOLE: TensixParams = TensixParams {
     // No IRAM on Blackhole (tt-metal `bh_hal.cpp` relocates local segments
     // through L1 instead).
     ncrisc_iram: None,
+    // Assumed Wormhole's: tt-isa `BlackholeA0/TensixTile/BabyRISCV/README.md`
+    // gives each core an "L0 instruction cache" and links a page of
+    // capacities that the sources searched do not hold; a third-party
+    // Blackhole emulator's notes list Wormhole's figures
+    // (anuraagw.me/folder/blackhole-emulator/instruction-cache).
+    icache: [2048, 512, 2048, 512, 2048],
 };
