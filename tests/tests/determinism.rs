@@ -31,6 +31,26 @@ fn run_with(chip: &TestChip, host: HostSchedule, sim: cqlab_sim::config::SimConf
     (digest, dev.now())
 }
 
+/// Runs `seed` under host jitter and PCT with a model option `set` on:
+/// twice with fast-forward and once without, which must agree bit for bit.
+/// Returns that run and one with the option off, (digest, device time) each.
+fn replays_with_option(
+    chip: &TestChip,
+    seed: u64,
+    what: &str,
+    set: impl Fn(&mut cqlab_sim::config::SimConfig, bool),
+) -> ((u64, u64), (u64, u64)) {
+    let run = |on, fast_forward| {
+        let mut sim = cqlab_sim::config::SimConfig { fast_forward, ..chip.sim(seed) };
+        set(&mut sim, on);
+        run_with(chip, JITTER_AND_PCT, sim)
+    };
+    let first = run(true, true);
+    assert_eq!(first, run(true, true), "{}: seed {seed} with {what} replayed differently", chip.name());
+    assert_eq!(first, run(true, false), "{}: fast-forward changed a run with {what}", chip.name());
+    (first, run(false, true))
+}
+
 const JITTER_AND_PCT: HostSchedule =
     HostSchedule { jitter_cycles: 5_000, pct: Some(HostPct { points: 3, steps: 400 }) };
 
@@ -52,40 +72,21 @@ on_both_chips! {
     }
 
     fn pipelined_loads_replay_bit_for_bit_with_and_without_fast_forward(chip) {
-        let run = |pipelined_loads, fast_forward| {
-            let sim = cqlab_sim::config::SimConfig { pipelined_loads, fast_forward, ..chip.sim(23) };
-            run_with(chip, JITTER_AND_PCT, sim)
-        };
-        let first = run(true, true);
-        assert_eq!(first, run(true, true), "{}: seed 23 with pipelined loads replayed differently", chip.name());
-        assert_eq!(first, run(true, false), "{}: fast-forward changed a run with pipelined loads", chip.name());
+        let (on, off) = replays_with_option(chip, 23, "pipelined loads", |sim, on| sim.pipelined_loads = on);
         // The option is not a no-op (the host's polls set when the run
         // ends; `cli::pipelined_loads_make_dispatch_cheaper` shows the gain).
-        assert_ne!(first.0, run(false, true).0, "{}: pipelined loads changed nothing", chip.name());
+        assert_ne!(on.0, off.0, "{}: pipelined loads changed nothing", chip.name());
     }
 
     fn instruction_caches_replay_bit_for_bit_with_and_without_fast_forward(chip) {
-        let run = |icache, fast_forward| {
-            let sim = cqlab_sim::config::SimConfig { icache, fast_forward, ..chip.sim(24) };
-            run_with(chip, JITTER_AND_PCT, sim)
-        };
-        let first = run(true, true);
-        assert_eq!(first, run(true, true), "{}: seed 24 with instruction caches replayed differently", chip.name());
-        assert_eq!(first, run(true, false), "{}: fast-forward changed a run with instruction caches", chip.name());
+        let (on, off) = replays_with_option(chip, 24, "instruction caches", |sim, on| sim.icache = on);
         // The option is not a no-op (`cli::instruction_caches_make_dispatch_cost_more`
         // shows the cost).
-        assert_ne!(first.0, run(false, true).0, "{}: instruction caches changed nothing", chip.name());
+        assert_ne!(on.0, off.0, "{}: instruction caches changed nothing", chip.name());
     }
 
     fn link_contention_replays_bit_for_bit_with_and_without_fast_forward(chip) {
-        let run = |link_contention, fast_forward| {
-            let mut sim = cqlab_sim::config::SimConfig { fast_forward, ..chip.sim(29) };
-            sim.noc.link_contention = link_contention;
-            run_with(chip, JITTER_AND_PCT, sim)
-        };
-        let first = run(true, true);
-        assert_eq!(first, run(true, true), "{}: seed 29 with link contention replayed differently", chip.name());
-        assert_eq!(first, run(true, false), "{}: fast-forward changed a run with link contention", chip.name());
+        replays_with_option(chip, 29, "link contention", |sim, on| sim.noc.link_contention = on);
         // Not checked here that the option changes timing: this program's
         // packets never wait for a link (the run ends at the same cycle;
         // its digest differs by the bookings alone).
