@@ -214,6 +214,19 @@ fn bench_dispatch_with_stderr_closed_still_reports() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("cycles/prog"), "{}", text(&o));
 }
 
+/// The base point's rows without and with model option `flag`, each row's
+/// `field` saying which: cycles a program, (off, on), row by row.
+fn base_point_cycles_with(flag: &str, field: &str) -> Vec<(f64, f64)> {
+    let (off, on) = (base_point_rows(&[]), base_point_rows(&[flag]));
+    assert_eq!(off.len(), on.len());
+    let cycles = |r: &serde_json::Value| r["device_cycles_per_program"].as_f64().unwrap();
+    let pair = |(a, b): (&serde_json::Value, &serde_json::Value)| {
+        assert_eq!((a[field].as_bool(), b[field].as_bool()), (Some(false), Some(true)), "{field}");
+        (cycles(a), cycles(b))
+    };
+    off.iter().zip(&on).map(pair).collect()
+}
+
 /// `bench dispatch --all-processors` runs each program's kernel on all five
 /// processors of every core, as tt-metal's cases do: the rows say so, and
 /// five launches a core cost the device more than one.
@@ -233,12 +246,8 @@ fn bench_dispatch_on_all_processors_costs_more_than_on_brisc() {
 /// what follows them, so every point costs fewer cycles, and rows say so.
 #[test]
 fn pipelined_loads_make_dispatch_cheaper() {
-    let (blocking, pipelined) = (base_point_rows(&[]), base_point_rows(&["--pipelined-loads"]));
-    assert_eq!(blocking.len(), pipelined.len());
-    for (b, p) in blocking.iter().zip(&pipelined) {
-        assert_eq!((b["pipelined_loads"].as_bool(), p["pipelined_loads"].as_bool()), (Some(false), Some(true)));
-        let cycles = |r: &serde_json::Value| r["device_cycles_per_program"].as_f64().unwrap();
-        assert!(cycles(p) < cycles(b), "pipelined {} cycles a program, blocking {}", cycles(p), cycles(b));
+    for (b, p) in base_point_cycles_with("--pipelined-loads", "pipelined_loads") {
+        assert!(p < b, "pipelined {p} cycles a program, blocking {b}");
     }
 }
 
@@ -248,12 +257,8 @@ fn pipelined_loads_make_dispatch_cheaper() {
 /// time to waits, docs/performance.md.)
 #[test]
 fn instruction_caches_make_dispatch_cost_more() {
-    let (uncached, cached) = (base_point_rows(&[]), base_point_rows(&["--icache"]));
-    assert_eq!(uncached.len(), cached.len());
-    for (u, c) in uncached.iter().zip(&cached) {
-        assert_eq!((u["icache"].as_bool(), c["icache"].as_bool()), (Some(false), Some(true)));
-        let cycles = |r: &serde_json::Value| r["device_cycles_per_program"].as_f64().unwrap();
-        assert!(cycles(c) > cycles(u), "with caches {} cycles a program, without {}", cycles(c), cycles(u));
+    for (u, c) in base_point_cycles_with("--icache", "icache") {
+        assert!(c > u, "with caches {c} cycles a program, without {u}");
     }
 }
 
@@ -261,12 +266,8 @@ fn instruction_caches_make_dispatch_cost_more() {
 /// routers, so no point gets cheaper, and rows say so.
 #[test]
 fn link_contention_never_makes_dispatch_cheaper() {
-    let (free, shared) = (base_point_rows(&[]), base_point_rows(&["--link-contention"]));
-    assert_eq!(free.len(), shared.len());
-    for (f, s) in free.iter().zip(&shared) {
-        assert_eq!((f["link_contention"].as_bool(), s["link_contention"].as_bool()), (Some(false), Some(true)));
-        let cycles = |r: &serde_json::Value| r["device_cycles_per_program"].as_f64().unwrap();
-        assert!(cycles(s) >= cycles(f), "with contention {} cycles a program, without {}", cycles(s), cycles(f));
+    for (f, s) in base_point_cycles_with("--link-contention", "link_contention") {
+        assert!(s >= f, "with contention {s} cycles a program, without {f}");
     }
 }
 
