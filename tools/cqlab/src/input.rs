@@ -137,8 +137,9 @@ impl Lines {
 mod tests {
     use super::*;
 
-    fn scratch(name: &str, bytes: &[u8]) -> std::path::PathBuf {
-        let p = std::env::temp_dir().join(format!("cqlab-input-{name}-{}", std::process::id()));
+    /// A file holding `bytes`, removed when the test drops it.
+    fn scratch(name: &str, bytes: &[u8]) -> tempfile::TempPath {
+        let p = tempfile::Builder::new().prefix(&format!("cqlab-input-{name}-")).tempfile().unwrap().into_temp_path();
         std::fs::write(&p, bytes).unwrap();
         p
     }

@@ -4,14 +4,15 @@
 mod support;
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use support::cqlab;
+use tempfile::TempPath;
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cqlab-run-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// A scratch file ending in `name` (its extension picks formats), removed
+/// when the test drops it.
+fn tmp(name: &str) -> TempPath {
+    tempfile::Builder::new().prefix("cqlab-run-test-").suffix(&format!("-{name}")).tempfile().unwrap().into_temp_path()
 }
 
 /// Runs a workload with `--json -` and returns the report.
