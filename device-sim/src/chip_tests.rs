@@ -908,3 +908,55 @@ fn a_host_write_over_a_cores_code_drops_its_cached_lines() {
         assert_eq!(parked, run(false), "{board}: fast-forward changed the run");
     }
 }
+
+/// Core A issues a NOC write, reads a word X and then polls GO; core B
+/// NOC-writes X after a countdown. When A's run ends just after its issue,
+/// fast-forward finds the poll past the run's end and parks A there,
+/// ahead; B's write lands at that run's end (deliveries land between
+/// slices). A's load of X, past that end, must see B's word, as it does
+/// without fast-forward: the write wakes A back to where its run ended.
+/// B's countdowns move its write across A's slices.
+#[test]
+fn a_write_to_what_a_loop_parked_ahead_read_on_its_way_goes_back_to_the_run_end() {
+    let run = |b_laps: u32, fast_forward| {
+        let mut chip = Chip::new(SimConfig { quantum_cycles: 50, fast_forward, ..wh() }).unwrap();
+        let t = tiles(&chip);
+        let (a, b) = (t[0], t[1]);
+        let niu = niu(&chip, Noc::Noc0);
+        let base = USER.base + 0x80;
+        let (go, x, copy, src) = (0, 8, 12, 16);
+        let countdown = |p: &mut Vec<u32>, laps| {
+            p.extend(li(8, laps));
+            p.extend([addi(8, 8, -1), bne(8, 0, -4)]);
+        };
+        let mut pb = li(6, base).to_vec();
+        pb.extend(li(7, 0x5eed));
+        pb.push(sw(7, 6, src));
+        countdown(&mut pb, b_laps);
+        pb.extend(niu.write(b, base + src as u32, NocAddr::unicast(a, (base + x as u32) as u64), 4));
+        pb.push(ECALL);
+        boot(&mut chip, b, &pb);
+        chip.advance(200);
+        // Released at 200, A issues just before its first run ends at 250.
+        let mut pa = li(6, base).to_vec();
+        pa.extend(niu.write(a, base + src as u32, NocAddr::unicast(b, base as u64), 4));
+        // Straight-line work before the load of X, so the run's end falls
+        // before the load.
+        pa.extend([addi(11, 11, 1); 16]);
+        pa.extend([lw(9, 6, x), addi(10, 9, 0), lw(7, 6, go), beq(7, 0, -4), sw(10, 6, copy), ECALL]);
+        boot(&mut chip, a, &pa);
+        chip.advance(2000);
+        chip.write_u32(NocAddr::unicast(a, base as u64), 1).unwrap();
+        chip.run_until(|c| halted(c, a), 100_000).unwrap();
+        (word(&chip, a, base + copy as u32), chip.digest(), chip.core(brisc(a)).unwrap().fast_forwarded_cycles())
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for b_laps in (11..=41).step_by(2) {
+        let (on, off) = (run(b_laps, true), run(b_laps, false));
+        assert_eq!((on.0, on.1), (off.0, off.1), "B's countdown of {b_laps} laps");
+        assert!(on.2 > 0, "{b_laps} laps: A was parked while it polled");
+        seen.insert(on.0);
+    }
+    // In some runs A loaded X before B's write landed, in some after.
+    assert_eq!(seen, [0, 0x5eed].into(), "B's writes span A's load");
+}

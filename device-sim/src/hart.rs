@@ -245,7 +245,8 @@ impl LoadQueue {
 }
 
 /// A hart's architectural state without its memory ([`Hart::checkpoint`]).
-pub(crate) struct Checkpoint {
+#[derive(Clone, Debug)]
+pub struct Checkpoint {
     pc: u32,
     regs: [u32; 32],
     cycle: u64,
