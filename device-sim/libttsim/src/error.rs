@@ -14,6 +14,7 @@
 //! port reports through it while a call holds the simulator's state.
 
 use cqlab_sim::chip::SimError;
+use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 use thiserror::Error;
@@ -120,7 +121,8 @@ pub fn log_level() -> Log {
 /// A line on stderr when `level` is logged.
 pub fn note(level: Log, line: &str) {
     if log_level() as u8 >= level as u8 && level != Log::Off {
-        eprintln!("cqlab libttsim: {line}");
+        // A note only: a closed stderr must not end (or abort) the host process.
+        let _ = writeln!(std::io::stderr().lock(), "cqlab libttsim: {line}");
     }
 }
 

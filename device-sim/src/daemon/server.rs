@@ -42,6 +42,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 
+/// A line on the daemon's stderr. A daemon outlives the terminal it was
+/// started from: a closed stderr drops the line, never the daemon.
+macro_rules! log {
+    ($($t:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr().lock(), $($t)*);
+    }};
+}
+
 /// Most cycles one POLL may ask for (a client cannot stall the daemon).
 pub const MAX_POLL_CYCLES: u64 = 100_000_000;
 /// Budget for draining NOC transactions when quiescing for a new owner.
@@ -371,7 +380,7 @@ fn device_loop(
                     let o = owner.take().expect("checked");
                     vanished = o.pid;
                     if !quiet {
-                        eprintln!("cqlab sim serve: client pid {} ended without detaching (killed?)", o.pid);
+                        log!("cqlab sim serve: client pid {} ended without detaching (killed?)", o.pid);
                     }
                 }
                 continue;
@@ -384,7 +393,7 @@ fn device_loop(
             let o = owner.take().expect("checked");
             vanished = o.pid;
             if !quiet {
-                eprintln!("cqlab sim serve: client pid {} ended without detaching (killed?)", o.pid);
+                log!("cqlab sim serve: client pid {} ended without detaching (killed?)", o.pid);
             }
         }
         let held_by_other = owner.as_ref().filter(|o| o.conn != conn).map(|o| o.pid);
@@ -404,13 +413,13 @@ fn device_loop(
                     let (drained, cycles) = quiesce(&mut chip);
                     let left = chip.in_flight();
                     if left > 0 {
-                        eprintln!(
+                        log!(
                             "cqlab sim serve: quiescing: {left} NOC transactions still in flight after \
                              {QUIESCE_BUDGET_CYCLES} cycles"
                         );
                     }
                     if !quiet {
-                        eprintln!(
+                        log!(
                             "cqlab sim serve: client pid {pid} attached (connection {conn}); quiesced: cores held \
                              in reset, {drained} NOC transactions drained in {cycles} cycles, semaphores zeroed"
                         );
@@ -427,7 +436,7 @@ fn device_loop(
                 _ => {
                     stopping = true;
                     if let (Some(holder), false) = (held_by_other, quiet) {
-                        eprintln!("cqlab sim serve: forced stop while pid {holder} holds the device");
+                        log!("cqlab sim serve: forced stop while pid {holder} holds the device");
                     }
                     Ok(Vec::new())
                 }
@@ -489,7 +498,7 @@ fn device_loop(
             }
             Request::Reset => {
                 if !quiet {
-                    eprintln!("cqlab sim serve: power-on reset");
+                    log!("cqlab sim serve: power-on reset");
                 }
                 info.recovered_from = 0;
                 chip.power_on_reset().map(|()| Vec::new()).map_err(|e| e.to_string())

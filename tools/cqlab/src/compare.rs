@@ -9,7 +9,7 @@
 
 use crate::cli::Usage;
 use crate::exit::Exit;
-use crate::out::outln;
+use crate::out::{diagln, outln};
 use anyhow::Result;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -149,11 +149,11 @@ fn fmt(v: &Value) -> String {
 pub fn run(a: Args) -> Result<ExitCode> {
     let (threshold, base, test) = (a.threshold, load("BASE", &a.base)?, load("TEST", &a.test)?);
     if base["workload"] != test["workload"] {
-        eprintln!("note: comparing different workloads ({} vs {})", base["workload"], test["workload"]);
+        diagln!("note: comparing different workloads ({} vs {})", base["workload"], test["workload"]);
     }
     for k in ["sync", "knobs", "iters", "warmup", "device"] {
         if base[k] != test[k] {
-            eprintln!("note: {k} differs ({} vs {})", base[k], test[k]);
+            diagln!("note: {k} differs ({} vs {})", base[k], test[k]);
         }
     }
     let c = compare(&base, &test, threshold);

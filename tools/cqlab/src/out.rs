@@ -6,6 +6,10 @@
 //! Any other write error (a full disk: `cqlab ... > /dev/full`) is kept and
 //! reported once when the command ends, naming stdout, and the command
 //! then exits 1. Nothing here panics.
+//!
+//! Diagnostics (progress, notes, warnings) go to stderr through [`diag`]:
+//! a closed or failing stderr (`2>&1 | head -1`, `2>/dev/full`) drops them
+//! and the run goes on to its own status.
 
 use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
@@ -89,6 +93,17 @@ pub fn finish(status: ExitCode) -> ExitCode {
         State::Open | State::Closed => status,
     }
 }
+
+/// Writes `args` to stderr, dropping them if it cannot (see the module docs).
+pub fn diag(args: std::fmt::Arguments<'_>) {
+    let _ = std::io::stderr().lock().write_fmt(args);
+}
+
+/// `eprintln!` for diagnostics (see the module docs).
+macro_rules! diagln {
+    ($($t:tt)*) => { $crate::out::diag(format_args!("{}\n", format_args!($($t)*))) };
+}
+pub(crate) use diagln;
 
 /// `println!` for report output (see the module docs).
 macro_rules! outln {

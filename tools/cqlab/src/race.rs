@@ -16,7 +16,7 @@ pub mod trace_export;
 pub mod two_queue;
 
 use crate::campaign::{Report, SeedRecord, Shard};
-use crate::out::outln;
+use crate::out::{diagln, outln};
 use crate::usage::{ensure, UsageError};
 use anyhow::{Context, Result};
 use args::{variant, TWO_QUEUE_ONLY};
@@ -315,7 +315,7 @@ pub fn record_seed(plan: &Plan, index: u64, seed: u64) -> Result<SeedRecord> {
     if let (Err(f), Some(dir)) = (&outcome, &plan.args.dump_dir) {
         // The record is written whatever becomes of the dump.
         if let Err(e) = write_dump(dir, seed, f, dev.as_mut()) {
-            eprintln!("warning: seed {seed}: its dump was not written: {e:#}");
+            diagln!("warning: seed {seed}: its dump was not written: {e:#}");
             dump_error = Some(format!("{e:#}"));
         }
     }
@@ -363,7 +363,7 @@ fn run_serial(plan: &Plan, sink: &mut dyn FnMut(&SeedRecord) -> Result<()>) -> R
         let r = record_seed(plan, index, seed)?;
         if !plan.args.child && !plan.args.records.json {
             let verdict = r.failure.as_ref().map_or_else(|| "pass".into(), |f| format!("FAIL {}", f.error));
-            eprintln!("[{}/{total}] seed {seed}: {verdict}", n + 1);
+            diagln!("[{}/{total}] seed {seed}: {verdict}", n + 1);
         }
         sink(&r)?;
         if !r.ok && plan.args.until_first {
@@ -410,7 +410,7 @@ fn run_parallel(plan: &Plan, argv_tail: &[String], sink: &mut dyn FnMut(&SeedRec
         n += 1;
         if !plan.args.records.json {
             let verdict = r.failure.as_ref().map_or_else(|| "pass".into(), |f| format!("FAIL {}", f.error));
-            eprintln!("[{n}/{total}] seed {}: {verdict}", r.seed);
+            diagln!("[{n}/{total}] seed {}: {verdict}", r.seed);
         }
         sink(&r)?;
         if !r.ok && plan.args.until_first {

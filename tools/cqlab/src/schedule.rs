@@ -2,7 +2,7 @@
 //! output-stationary tile orders through an L2/L3 cache stack (see `cqlab-schedule`).
 
 use crate::chart::BarChart;
-use crate::out::outln;
+use crate::out::{diagln, outln};
 use anyhow::Context as _;
 use cqlab_schedule::{
     format_gb, format_size, least_traffic, parse_size_list, simulate, simulate_all, Gemm, LevelSpec, Report, Strategy,
@@ -152,7 +152,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &args.svg {
         crate::output::write("--svg", path, chart(&out).render().as_bytes())?;
-        eprintln!("wrote {}", path.display());
+        diagln!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,7 @@
 //! `cqlab sim ...`: the simulator's subcommands.
 
 use crate::exit::Exit;
-use crate::out::outln;
+use crate::out::{diagln, outln};
 use anyhow::Context;
 use cqlab_sim::bench::WORKLOADS;
 use cqlab_sim::exec::{self, ExecOptions, Outcome};
@@ -190,7 +190,7 @@ fn parse_bytes(s: &str) -> Result<u32, String> {
 pub fn reset(args: DevArgs) -> anyhow::Result<ExitCode> {
     let mut dev = cqlab_driver::daemon_backend::DaemonBackend::attach(&args.dev)?;
     dev.reset()?;
-    eprintln!("{}: reset to power-on state", args.dev.display());
+    diagln!("{}: reset to power-on state", args.dev.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -250,7 +250,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
         Command::Stop(a) => {
             let pid = cqlab_driver::daemon_backend::stop_daemon(&a.dev, a.force)?;
             let pid = pid.map_or("?".into(), |p| p.to_string());
-            eprintln!("{}: daemon pid {pid} stopped", a.dev.display());
+            diagln!("{}: daemon pid {pid} stopped", a.dev.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Ttkmd(a) => {
@@ -280,24 +280,24 @@ fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let stats = format!("{} instructions, {} cycles", report.instret, report.cycles);
     Ok(match report.outcome {
         Outcome::Pass => {
-            eprintln!("{name}: PASS ({stats})");
+            diagln!("{name}: PASS ({stats})");
             ExitCode::SUCCESS
         }
         Outcome::Fail { test, value } => {
-            eprintln!("{name}: FAIL: test {test} failed (tohost = {value:#x}) at pc {:#010x} ({stats})", report.pc);
+            diagln!("{name}: FAIL: test {test} failed (tohost = {value:#x}) at pc {:#010x} ({stats})", report.pc);
             Exit::Mismatch.into()
         }
         Outcome::Exit { code } => {
-            eprintln!("{name}: exit {code} ({stats})");
+            diagln!("{name}: exit {code} ({stats})");
             ExitCode::from(code as u8)
         }
         Outcome::MaxCycles => {
-            eprintln!("{name}: stopped after --max-cycles {} at pc {:#010x} ({stats})", args.max_cycles, report.pc);
+            diagln!("{name}: stopped after --max-cycles {} at pc {:#010x} ({stats})", args.max_cycles, report.pc);
             Exit::Hang.into()
         }
         Outcome::Halted(h) => {
             let recent: Vec<String> = report.last_pcs.iter().take(8).map(|pc| format!("{pc:#x}")).collect();
-            eprintln!("{name}: halted: {h} ({stats}); last retired pcs: {}", recent.join(" "));
+            diagln!("{name}: halted: {h} ({stats}); last retired pcs: {}", recent.join(" "));
             Exit::Device.into()
         }
     })
@@ -305,7 +305,7 @@ fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
 
 fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if cfg!(debug_assertions) {
-        eprintln!("note: debug build; run `cargo run --release -p cqlab -- sim bench` for real figures");
+        diagln!("note: debug build; run `cargo run --release -p cqlab -- sim bench` for real figures");
     }
     outln!("cqlab sim bench: one hart, interpreter throughput, {} iterations per workload", args.iters);
     outln!(

@@ -5,6 +5,7 @@
 //! and SIGTERM are blocked in every thread and read from a signalfd, so a
 //! Ctrl-C removes the socket and pid file like `cqlab sim stop` does.
 
+use crate::out::diagln;
 use anyhow::Context;
 use cqlab_sim::config::SimConfig;
 use cqlab_sim::daemon::server::Server;
@@ -32,7 +33,7 @@ pub fn serve(dev: &std::path::Path, cfg: SimConfig, quiet: bool) -> anyhow::Resu
             let _ = signal_stop.send("a failed signalfd read".into());
         }
     })?;
-    eprintln!(
+    diagln!(
         "cqlab sim serve: device at {} (pid {}, seed {}, {} harvested {}, sysmem {} MiB); attach with \
          sim:{}; stop with Ctrl-C or `cqlab sim stop --dev {}`",
         dev.display(),
@@ -46,6 +47,6 @@ pub fn serve(dev: &std::path::Path, cfg: SimConfig, quiet: bool) -> anyhow::Resu
     );
     let sock = server.paths().socket();
     let why = server.wait();
-    eprintln!("cqlab sim serve: stopped by {why}; removed {}", sock.display());
+    diagln!("cqlab sim serve: stopped by {why}; removed {}", sock.display());
     Ok(())
 }

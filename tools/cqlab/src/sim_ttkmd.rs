@@ -9,6 +9,7 @@
 //! symlink is an error, never a file written through), and one simulator serves a path: a
 //! second one is refused naming the first's pid instead of replacing its files.
 
+use crate::out::diagln;
 use anyhow::Context;
 use cqlab_sim::config::SimConfig;
 use cqlab_sim::daemon::files;
@@ -94,7 +95,7 @@ pub fn serve(dev: &Path, cfg: SimConfig) -> anyhow::Result<()> {
         let _ = signals.wait();
         flag.store(true, Ordering::Relaxed);
     })?;
-    eprintln!(
+    diagln!(
         "cqlab sim ttkmd: device at {} (pid {}, seed {}, {} harvested {}); open it with ttkmd-sim:{}; stop \
          with Ctrl-C",
         dev.display(),
@@ -105,6 +106,6 @@ pub fn serve(dev: &Path, cfg: SimConfig) -> anyhow::Result<()> {
         dev.display()
     );
     let now = runner.run(&stop);
-    eprintln!("cqlab sim ttkmd: stopped at device cycle {now}");
+    diagln!("cqlab sim ttkmd: stopped at device cycle {now}");
     Ok(())
 }

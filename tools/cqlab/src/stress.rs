@@ -10,7 +10,7 @@
 use crate::campaign::{Report, SeedRecord, Shard};
 use crate::device::{open_for_campaign, Opened};
 use crate::exit::{Exit, FailureClass};
-use crate::out::outln;
+use crate::out::{diagln, outln};
 use crate::race::failure::Failure;
 use crate::sweep::Knobs;
 use crate::usage::{ensure, UsageError};
@@ -233,7 +233,7 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
         unavailable: None,
     };
     if let Err(f) = &outcome {
-        eprintln!("{}", f.full_text());
+        diagln!("{}", f.full_text());
     }
     outln!("{}", serde_json::to_string(&r)?);
     Ok(crate::exit::of_failures(outcome.as_ref().err().map(Failure::class)).into())
@@ -456,7 +456,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             }
         };
         if !a.records.json {
-            eprintln!("[{}/{}] seed {seed}: {verdict}", index + 1, a.runs);
+            diagln!("[{}/{}] seed {seed}: {verdict}", index + 1, a.runs);
         }
         if let Some(f) = &mut jsonl {
             f.append(&serde_json::to_string(&record)?)?;

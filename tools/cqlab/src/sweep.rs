@@ -10,7 +10,7 @@
 //! field notes), then collects and checks every read.
 
 use crate::exit::FailureClass;
-use crate::out::outln;
+use crate::out::{diagln, outln};
 use crate::race::failure::{first_difference, Failure};
 use crate::usage::{ensure, UsageError};
 use anyhow::Result;
@@ -276,7 +276,7 @@ impl Sweeper {
 
 fn progress(json: bool, p: &Point, name: &str) {
     if !json {
-        eprintln!(
+        diagln!(
             "{name}={}: {}",
             p.value,
             if p.ok { "pass".to_owned() } else { format!("FAIL {}", p.error.clone().unwrap_or_default()) }

@@ -8,6 +8,7 @@
 //! each kernel it started. Written as the trace is read: memory holds the
 //! open slices per core and the launch table, never the records.
 
+use crate::out::diagln;
 use crate::trace_file::{Item, TraceReader};
 use anyhow::{Context, Result};
 use cqlab_abi::decode::Space;
@@ -301,8 +302,8 @@ pub fn validate(a: &ExportArgs) -> Result<()> {
 pub fn run_export(a: ExportArgs) -> Result<ExitCode> {
     let e = export(&a.run, &a.perfetto)?;
     if let Some(why) = &e.end_missing {
-        eprintln!("warning: {why}; exported what is there (open slices are closed at their last record)");
+        diagln!("warning: {why}; exported what is there (open slices are closed at their last record)");
     }
-    eprintln!("wrote {} trace events to {} (open it at ui.perfetto.dev)", e.events, a.perfetto.display());
+    diagln!("wrote {} trace events to {} (open it at ui.perfetto.dev)", e.events, a.perfetto.display());
     Ok(ExitCode::SUCCESS)
 }

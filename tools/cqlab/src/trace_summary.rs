@@ -37,7 +37,7 @@
 //! window's records at a time.
 
 use crate::critical_path::{self, Seg, Timeline};
-use crate::out::outln;
+use crate::out::{diagln, outln};
 use crate::trace_file::{Item, TraceReader};
 use anyhow::Result;
 use cqlab_abi::dispatch::DispatchCmdId;
@@ -520,7 +520,7 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
     let v = summarize(&a.run)?;
     if let Some(why) = v["end_missing"].as_str() {
         // Summarised up to where it stops, and said so: not a whole run.
-        eprintln!("warning: {why}; the summary covers what is there (its last iteration may be partial)");
+        diagln!("warning: {why}; the summary covers what is there (its last iteration may be partial)");
     }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&v)?);

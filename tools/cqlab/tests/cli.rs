@@ -197,21 +197,24 @@ fn base_point_rows(extra: &[&str]) -> Vec<serde_json::Value> {
     v["rows"].as_array().expect("rows").clone()
 }
 
-/// `bench dispatch ... 2>&1 | head -1`: its notes and progress dots go to
-/// stderr, and a reader that left must not end the run (it panicked with
-/// 101).
+/// `cqlab ... 2>&1 | head -1` and `2>/dev/full`: notes, warnings and
+/// progress go to stderr, and a stderr that cannot take them must not end
+/// the run (`bench dispatch` and `race` panicked with 101).
 #[test]
-fn bench_dispatch_with_stderr_closed_still_reports() {
-    let mut child = Command::new(CQLAB)
-        .args(["bench", "dispatch", "--axis", "base", "--programs", "4"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stderr.take());
-    let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("cycles/prog"), "{}", text(&o));
+fn runs_with_stderr_closed_or_full_still_report() {
+    let cases: [(&[&str], &str); 2] = [
+        (&["bench", "dispatch", "--axis", "base", "--programs", "4"], "cycles/prog"),
+        (&["race", "--seeds", "2", "--jobs", "1"], "0 of 2 runs failed"),
+    ];
+    for (argv, says) in cases {
+        let mut child = Command::new(CQLAB).args(argv).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        drop(child.stderr.take());
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains(says), "{argv:?}: {}", text(&o));
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let o = Command::new(CQLAB).args(argv).stderr(full).output().unwrap();
+        assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains(says), "{argv:?}: {}", text(&o));
+    }
 }
 
 /// The base point's rows without and with model option `flag`, each row's
