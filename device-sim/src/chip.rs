@@ -1108,8 +1108,6 @@ impl Chip {
         }
         let t = self.cores[i].tile;
         let mut try_probe = may_park && self.cores[i].ff.start_probe_due();
-        // The first probe is the one at the run's start.
-        let mut at_start = true;
         loop {
             // Its tile's reads land, then its leaving packets read their
             // source, as of where the core is now.
@@ -1159,12 +1157,6 @@ impl Chip {
                             done = true;
                             break 'step;
                         }
-                        Probe::IdleAhead(l, behind) => {
-                            core.ff.parked_ahead(l, behind);
-                            parked = true;
-                            done = true;
-                            break 'step;
-                        }
                         // It just issued a NOC request: the moment it may
                         // start waiting, so look again at once if still due.
                         Probe::Yielded => {
@@ -1180,16 +1172,6 @@ impl Chip {
                         }
                         Probe::NotIdle => {
                             core.ff.probe_failed();
-                            try_probe = false;
-                        }
-                        // Mid-way through issuing a command (a run's end
-                        // fell there): the probe after it looks again. A
-                        // core that issues without pause backs off from
-                        // those probes as from any other.
-                        Probe::Busy => {
-                            if !at_start {
-                                core.ff.probe_failed();
-                            }
                             try_probe = false;
                         }
                         // The run ended inside what may be a loop: the
@@ -1234,7 +1216,6 @@ impl Chip {
             if done || self.cores[i].in_reset {
                 return;
             }
-            at_start = false;
         }
     }
 

@@ -24,16 +24,9 @@
 //! period is longer than what is left of the slice is found by going on
 //! past the slice's end with pure instructions only (no store, no counter,
 //! nothing read outside the core's own memories); it is parked at its
-//! head's earlier visit. Where that visit lies past the end too, the core
-//! is parked there, ahead of device time, keeping the state the run's end
-//! left it in: whatever the steps from the end read wakes it as well, and
-//! a wake before the loop begins goes back to that state and runs on
-//! normally (without instruction caches only: a parked cache would hold
-//! the lines of those steps). A probe that meets a store to a device
-//! register (a command being set up) stops before it; at a slice's start
-//! that costs no backoff, since the probe after the command comes soon.
-//! Other failed probes back off exponentially so compute-bound cores pay
-//! almost nothing. A parked core is woken only by a change to
+//! head's earlier visit, before the end, or the hart is put back where the
+//! run's end left it. Failed probes back off exponentially so compute-bound
+//! cores pay almost nothing. A parked core is woken only by a change to
 //! what its loop reads (its loads and its code), or, with instruction
 //! caches, by a write over lines its cache holds; other deliveries land
 //! while it stays parked. After a wake by a change its loop reads the
@@ -46,7 +39,7 @@
 //! from an unskipped run (memory, registers, counters and timing do not).
 
 use crate::decode::Op;
-use crate::hart::{Bus, Checkpoint, Hart, Stop};
+use crate::hart::{Bus, Hart, Stop};
 
 /// Longest loop (in instructions) detection looks for.
 pub const PROBE_STEPS: u32 = 64;
@@ -116,18 +109,6 @@ struct Reads {
 }
 
 impl Reads {
-    /// What `steps` fetched and loaded, as an [`IdleLoop`]'s list.
-    fn of(steps: &[Step]) -> ([(u32, u32); MAX_LOOP_READS], u8) {
-        let mut reads = Reads::default();
-        for s in steps {
-            reads.fetched(s.pc);
-            if s.load.1 > 0 {
-                reads.add(s.load.0, s.load.1);
-            }
-        }
-        reads.finish()
-    }
-
     fn add(&mut self, addr: u32, len: u32) {
         if self.list[..self.n].contains(&(addr, len)) {
             return;
@@ -168,9 +149,6 @@ pub struct FfState {
     changed: bool,
     /// Cycles accounted without executing.
     pub skipped_cycles: u64,
-    /// Parked ahead of the run's end ([`Probe::IdleAhead`]): the state at
-    /// the run's end, which a wake before the loop's `since` goes back to.
-    behind: Option<Box<Checkpoint>>,
 }
 
 impl FfState {
@@ -200,7 +178,6 @@ impl FfState {
     }
 
     pub fn parked(&mut self, l: IdleLoop) {
-        self.behind = None;
         self.idle = Some(l);
         self.backoff = 0;
         self.wait = 0;
@@ -209,24 +186,9 @@ impl FfState {
 
     /// Unparks: adds the whole periods that fit before `t` to `hart`. The
     /// caller then runs the hart normally up to `t`.
-    /// Parked in `l`, whose state lies ahead of the run's end, which left
-    /// the hart at `behind` ([`Probe::IdleAhead`]).
-    pub fn parked_ahead(&mut self, l: IdleLoop, behind: Box<Checkpoint>) {
-        self.parked(l);
-        self.behind = Some(behind);
-    }
-
-    /// Unparks: adds the whole periods that fit before `t` to `hart`, or,
-    /// before a loop parked ahead has begun, puts the hart back where its
-    /// run ended. The caller then runs the hart normally up to `t`.
     pub fn unpark(&mut self, hart: &mut Hart, t: u64) {
-        let behind = self.behind.take();
         if let Some(l) = self.idle.take() {
             debug_assert_eq!(hart.cycle(), l.since, "a parked hart sits at its parked state");
-            if let Some(c) = behind.filter(|_| t < l.since) {
-                hart.restore(&c);
-                return;
-            }
             let periods = t.saturating_sub(l.since) / l.period_cycles;
             hart.fast_forward(periods * l.period_cycles, periods * l.period_instrs);
             self.skipped_cycles += periods * l.period_cycles;
@@ -235,14 +197,9 @@ impl FfState {
 }
 
 /// What a probe found.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Probe {
     Idle(IdleLoop),
-    /// A loop whose head lies past the run's end, reached through pure
-    /// instructions only: parked there (the state `since` is ahead of the
-    /// limit), with the state at the limit to go back to if the core is
-    /// woken before `since` ([`FfState::parked_ahead`]).
-    IdleAhead(IdleLoop, Box<Checkpoint>),
     /// The core issued a NOC command (or otherwise asked the scheduler to
     /// act) during the probe: not idle yet, but it may be right after.
     Yielded,
@@ -252,10 +209,6 @@ pub enum Probe {
         addr: u32,
         old: u32,
     },
-    /// The next instruction stores to a device register (an NIU command
-    /// being set up, say): not waiting, and about to act. The hart is left
-    /// before that store.
-    Busy,
     /// The run's end came before a loop could be parked: past it the next
     /// instruction is not pure, or the loop closed on a head past it. The
     /// hart is back where a run to the end leaves it. Not a failure (the
@@ -267,7 +220,7 @@ pub enum Probe {
 impl Probe {
     pub fn idle(self) -> Option<IdleLoop> {
         match self {
-            Probe::Idle(l) | Probe::IdleAhead(l, _) => Some(l),
+            Probe::Idle(l) => Some(l),
             _ => None,
         }
     }
@@ -309,43 +262,31 @@ struct Step {
     load: (u32, u32),
 }
 
-/// What a probe needs to know of the hart's next instruction, from one
-/// decode.
-#[derive(Clone, Copy)]
-struct Next {
-    /// The bytes it loads, `(address, length)`, length 0 for none.
-    load: (u32, u32),
-    /// It can neither change memory nor read anything outside the core's
-    /// own L1 and local memory (nor halt it on an access): what a probe
-    /// may run past the end of its run, since running it changes nothing a
-    /// restore does not put back.
-    pure: bool,
-    /// It stores outside the core's own memories (to a device register).
-    device_store: bool,
+/// What `hart`'s next instruction loads, `(address, length)`, if it is a
+/// load.
+fn next_load(hart: &Hart) -> Option<(u32, u32)> {
+    let d = hart.peek_decoded()?;
+    let len = match d.op {
+        Op::Lb | Op::Lbu => 1,
+        Op::Lh | Op::Lhu => 2,
+        Op::Lw => 4,
+        _ => return None,
+    };
+    Some((hart.reg(d.rs1 as usize).wrapping_add(d.imm), len))
 }
 
-impl Next {
-    fn of(hart: &Hart) -> Next {
-        let Some(d) = hart.peek_decoded() else {
-            return Next { load: (0, 0), pure: false, device_store: false };
-        };
-        let addr = hart.reg(d.rs1 as usize).wrapping_add(d.imm);
-        let own = |len: u32| hart.mem.l1.contains(addr, len as u64) || hart.mem.local.contains(addr, len as u64);
-        let (load, store) = match d.op {
-            Op::Lb | Op::Lbu => (1, 0),
-            Op::Lh | Op::Lhu => (2, 0),
-            Op::Lw => (4, 0),
-            Op::Sb => (0, 1),
-            Op::Sh => (0, 2),
-            Op::Sw => (0, 4),
-            _ => (0, 0),
-        };
-        let pure = match d.op {
-            Op::Sb | Op::Sh | Op::Sw | Op::Illegal | Op::NotDecoded | Op::Ecall | Op::Ebreak => false,
-            Op::Csrrw | Op::Csrrwi | Op::Csrrs | Op::Csrrc | Op::Csrrsi | Op::Csrrci => false,
-            _ => load == 0 || (addr % load == 0 && own(load)),
-        };
-        Next { load: (addr, load), pure, device_store: store > 0 && !own(store) }
+/// True if `hart`'s next instruction can neither change memory nor read
+/// anything outside the core's own L1 and local memory (nor halt it on an
+/// access): the instructions a probe may run past the end of its run,
+/// since running them changes nothing a restore does not put back.
+fn next_is_pure(hart: &Hart) -> bool {
+    let Some(d) = hart.peek_decoded() else { return false };
+    match d.op {
+        Op::Sb | Op::Sh | Op::Sw | Op::Illegal | Op::NotDecoded | Op::Ecall | Op::Ebreak => false,
+        Op::Csrrw | Op::Csrrwi | Op::Csrrs | Op::Csrrc | Op::Csrrsi | Op::Csrrci => false,
+        _ => next_load(hart).is_none_or(|(addr, len)| {
+            addr % len == 0 && (hart.mem.l1.contains(addr, len as u64) || hart.mem.local.contains(addr, len as u64))
+        }),
     }
 }
 
@@ -356,7 +297,7 @@ impl Next {
 /// another loop is found at its outer period.
 ///
 /// No instruction is started at or after `limit` unless it is pure (see
-/// [`Next::pure`]): past the limit the probe only looks for the period.
+/// [`next_is_pure`]): past the limit the probe only looks for the period.
 /// A loop that closes there is parked at its head's earlier visit, before
 /// the limit (the same state, the counters set back); otherwise the hart
 /// is restored to where it stood at the limit.
@@ -377,23 +318,19 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
     for k in 0..PROBE_STEPS as usize {
         let before = hart.pc();
         if at_limit.is_none() && hart.cycle() >= limit {
-            at_limit = Some((hart.checkpoint(), k));
+            at_limit = Some(hart.checkpoint());
         }
-        let next = Next::of(hart);
-        if let Some((c, _)) = at_limit.as_ref().filter(|_| !next.pure) {
+        if let Some(c) = at_limit.as_ref().filter(|_| !next_is_pure(hart)) {
             hart.restore(c);
             return Probe::Cut;
         }
-        if next.device_store {
-            return Probe::Busy;
-        }
-        steps[k] = Step { pc: before, load: next.load };
+        steps[k] = Step { pc: before, load: next_load(hart).unwrap_or_default() };
         match hart.step(bus) {
             Stop::CycleLimit => {}
             Stop::Yield => return Probe::Yielded,
             Stop::Watch { addr, old, .. } => return Probe::Watched { addr, old },
             Stop::Halted(_) => {
-                if let Some((c, _)) = &at_limit {
+                if let Some(c) = &at_limit {
                     hart.restore(c);
                 }
                 return Probe::NotIdle;
@@ -409,33 +346,27 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
             let (settled, icache) = (hart.loads_settled(), hart.icache().changes());
             let same = |h: &&Head| h.pc == pc && h.regs == regs && h.settled && settled && h.icache == icache;
             if let Some(h) = heads[..n_heads].iter().find(same) {
-                let (period_cycles, period_instrs) = (hart.cycle() - h.cycle, hart.instret() - h.instret);
-                let idle = |from: usize, since: u64| {
-                    let (reads, n_reads) = Reads::of(&steps[from..=k]);
-                    IdleLoop { since, period_cycles, period_instrs, reads, n_reads }
-                };
                 if h.cycle >= limit {
-                    let (c, at) = at_limit.take().expect("past the limit");
-                    if hart.icache().on {
-                        // A parked hart's cache would hold the lines of the
-                        // steps past the limit, which a write over code
-                        // must find in the state it goes back to: the next
-                        // run's probe starts before the head and parks there.
-                        hart.restore(&c);
-                        return Probe::Cut;
-                    }
-                    // Parked at the head's earlier visit, ahead of the
-                    // limit. What the steps from the limit read wakes it
-                    // too: a change to it before `since` alters the way there.
-                    hart.rewind(h.cycle, h.instret);
-                    return Probe::IdleAhead(idle(at, h.cycle), Box::new(c));
+                    // A loop, but its head lies past the run's end: the
+                    // next run's probe starts before it and parks there.
+                    hart.restore(at_limit.as_ref().expect("past the limit"));
+                    return Probe::Cut;
                 }
+                let mut reads = Reads::default();
+                for s in &steps[h.step..=k] {
+                    reads.fetched(s.pc);
+                    if s.load.1 > 0 {
+                        reads.add(s.load.0, s.load.1);
+                    }
+                }
+                let (reads, n_reads) = reads.finish();
+                let (period_cycles, period_instrs) = (hart.cycle() - h.cycle, hart.instret() - h.instret);
                 if at_limit.is_some() {
                     // Parked at the head's earlier visit, before the limit:
                     // the same state, so the same future.
                     hart.rewind(h.cycle, h.instret);
                 }
-                return Probe::Idle(idle(h.step, hart.cycle()));
+                return Probe::Idle(IdleLoop { since: hart.cycle(), period_cycles, period_instrs, reads, n_reads });
             }
         }
         // A backward jump marks a loop head.
@@ -455,7 +386,7 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
             heads[slot] = Head::of(hart, k + 1);
         }
     }
-    if let Some((c, _)) = &at_limit {
+    if let Some(c) = &at_limit {
         hart.restore(c);
     }
     Probe::NotIdle
@@ -557,7 +488,7 @@ mod tests {
         assert_eq!((state(&a), a.icache().misses()), (state(&b), b.icache().misses()));
         // f at 0x1204 shares a set with the loop's line (32 lines of 16 B).
         let mut c = prog(0x200);
-        assert!(matches!(probe(&mut c, &mut NoBus, 1000), Probe::NotIdle));
+        assert_eq!(probe(&mut c, &mut NoBus, 1000), Probe::NotIdle);
         c.run(&mut NoBus, 10_000);
         let mut d = prog(0x200);
         d.run(&mut NoBus, 10_000);
@@ -650,48 +581,12 @@ mod tests {
     fn a_probe_past_the_limit_stops_before_a_store_where_a_run_would() {
         let prog = [addi(5, 5, 1), addi(6, 6, 1), jal(0, 4), sw(5, 0, 0x200), jal(0, -16)];
         let mut a = hart(&prog);
-        assert!(matches!(probe(&mut a, &mut NoBus, 1), Probe::Cut));
+        assert_eq!(probe(&mut a, &mut NoBus, 1), Probe::Cut);
         let mut b = hart(&prog);
         b.run(&mut NoBus, 1);
         let state = |h: &Hart| (h.pc(), h.cycle(), h.instret(), h.regs(), h.last_retired_pcs(8), h.effects());
         assert_eq!(state(&a), state(&b));
         assert_eq!(a.mem.read_u32(0x200).unwrap(), 0, "nothing stored");
-    }
-
-    /// Two pure steps, then a loop: a probe whose run ends after the
-    /// first finds the loop past the end and parks it there; a wake before
-    /// the loop begins goes back to the run's end.
-    #[test]
-    fn a_loop_whose_head_lies_past_the_limit_is_parked_ahead() {
-        let prog = [addi(5, 0, 1), lw(9, 0, 0x104), addi(10, 9, 0), lw(7, 0, 0x100), beq(7, 0, -4)];
-        let parked_ahead = || {
-            let mut a = hart(&prog);
-            let Probe::IdleAhead(l, behind) = probe(&mut a, &mut NoBus, 1) else { panic!("parked ahead") };
-            (a, l, behind)
-        };
-        let (a, l, _) = parked_ahead();
-        assert!(l.since > 1 && a.cycle() == l.since && a.pc() == 0x100c);
-        assert!(l.reads_any(0x104, 4), "what the way to the loop read wakes it too");
-        assert!(l.reads_any(0x100, 4) && !l.reads_any(0x108, 4));
-        for t in [2, l.since - 1, l.since, l.since + 3 * l.period_cycles + 1, 20_000] {
-            let (mut parked, l, behind) = parked_ahead();
-            let mut ff = FfState::default();
-            ff.parked_ahead(l, behind);
-            ff.unpark(&mut parked, t);
-            parked.run(&mut NoBus, t);
-            let mut plain = hart(&prog);
-            plain.run(&mut NoBus, t);
-            assert_eq!(state(&parked), state(&plain), "woken at {t}");
-        }
-    }
-
-    #[test]
-    fn a_probe_stops_before_a_store_to_a_device_register() {
-        let prog = [addi(5, 0, 1), lui(6, 0xffb00), sw(5, 6, 0), jal(0, -12)];
-        let mut a = hart(&prog);
-        let effects = a.effects();
-        assert!(matches!(probe(&mut a, &mut NoBus, 1000), Probe::Busy));
-        assert_eq!((a.pc(), a.reg(5), a.effects()), (0x1008, 1, effects), "before the store");
     }
 
     #[test]

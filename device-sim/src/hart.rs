@@ -245,8 +245,7 @@ impl LoadQueue {
 }
 
 /// A hart's architectural state without its memory ([`Hart::checkpoint`]).
-#[derive(Clone, Debug)]
-pub struct Checkpoint {
+pub(crate) struct Checkpoint {
     pc: u32,
     regs: [u32; 32],
     cycle: u64,
