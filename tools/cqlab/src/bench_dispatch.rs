@@ -15,7 +15,6 @@ use cqlab_driver::{
     CommandQueue, CoreRange, Device, DeviceConfig, DriverError, KernelHandle, KernelImage, Program, Trace,
 };
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
@@ -593,8 +592,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             row => row.with_context(|| format!("measuring {} {:?} trace={}", p.axis, p.kernel, p.trace))?,
         };
         if !args.json && !args.csv {
-            // Progress only: a closed stderr (`2>&1 | head -1`) must not end the run.
-            let _ = write!(std::io::stderr(), ".");
+            crate::out::diag(format_args!("."));
         }
         rows.push(row);
     }
@@ -603,7 +601,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     } else if args.csv {
         out!("{}", csv(&rows)?);
     } else {
-        let _ = writeln!(std::io::stderr());
+        crate::out::diag(format_args!("\n"));
         out!("{}", table(&rows));
         let seconds: f64 = rows.iter().map(|r| r.host_seconds).sum();
         outln!("host time: {seconds:.1} s for {} points on this machine (`--json`: each point's)", rows.len());

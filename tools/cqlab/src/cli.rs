@@ -128,8 +128,7 @@ pub use crate::usage::UsageError as Usage;
 
 /// Prints `error: MESSAGE` on stderr (never panics, even on a closed stderr).
 pub fn report(message: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "error: {message}");
+    crate::out::diag(format_args!("error: {message}\n"));
 }
 
 /// Which options the user set on the command line (not left at their
