@@ -39,7 +39,7 @@
 //! from an unskipped run (memory, registers, counters and timing do not).
 
 use crate::decode::Op;
-use crate::hart::{Bus, Hart, Stop};
+use crate::hart::{Bus, Hart, Observer, Stop};
 
 /// Longest loop (in instructions) detection looks for.
 pub const PROBE_STEPS: u32 = 64;
@@ -262,42 +262,16 @@ struct Step {
     load: (u32, u32),
 }
 
-/// What `hart`'s next instruction loads, `(address, length)`, if it is a
-/// load.
-fn next_load(hart: &Hart) -> Option<(u32, u32)> {
-    let d = hart.peek_decoded()?;
-    let len = match d.op {
-        Op::Lb | Op::Lbu => 1,
-        Op::Lh | Op::Lhu => 2,
-        Op::Lw => 4,
-        _ => return None,
-    };
-    Some((hart.reg(d.rs1 as usize).wrapping_add(d.imm), len))
-}
-
-/// True if `hart`'s next instruction can neither change memory nor read
-/// anything outside the core's own L1 and local memory (nor halt it on an
-/// access): the instructions a probe may run past the end of its run,
-/// since running them changes nothing a restore does not put back.
-fn next_is_pure(hart: &Hart) -> bool {
-    let Some(d) = hart.peek_decoded() else { return false };
-    match d.op {
-        Op::Sb | Op::Sh | Op::Sw | Op::Illegal | Op::NotDecoded | Op::Ecall | Op::Ebreak => false,
-        Op::Csrrw | Op::Csrrwi | Op::Csrrs | Op::Csrrc | Op::Csrrsi | Op::Csrrci => false,
-        _ => next_load(hart).is_none_or(|(addr, len)| {
-            addr % len == 0 && (hart.mem.l1.contains(addr, len as u64) || hart.mem.local.contains(addr, len as u64))
-        }),
-    }
-}
-
-/// Single-steps `hart` looking for a pure loop: a return to an earlier
-/// state (PC and registers) without any side effect since the probe began.
-/// The states it may return to are the start and the last [`HEADS`] loop
-/// heads (targets of backward jumps, one per PC), so a poll nested in
-/// another loop is found at its outer period.
+/// Runs `hart` looking for a pure loop: a return to an earlier state (PC
+/// and registers) without any side effect since the probe began. The
+/// states it may return to are the start and the last [`HEADS`] loop heads
+/// (targets of backward jumps, one per PC), so a poll nested in another
+/// loop is found at its outer period. The hart runs at full speed between
+/// the points where the states are compared: after a backward jump, and
+/// back at the first PC.
 ///
 /// No instruction is started at or after `limit` unless it is pure (see
-/// [`next_is_pure`]): past the limit the probe only looks for the period.
+/// [`Recorder`]): past the limit the probe only looks for the period.
 /// A loop that closes there is parked at its head's earlier visit, before
 /// the limit (the same state, the counters set back); otherwise the hart
 /// is restored to where it stood at the limit.
@@ -314,18 +288,32 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
     let mut heads = [Head::of(hart, 0); HEADS + 1];
     let (mut n_heads, mut next_slot) = (1, 1);
     let mut steps = [Step::default(); PROBE_STEPS as usize];
+    // Steps taken.
+    let mut k = 0;
     let mut at_limit = None;
-    for k in 0..PROBE_STEPS as usize {
-        let before = hart.pc();
+    while k < PROBE_STEPS as usize {
         if at_limit.is_none() && hart.cycle() >= limit {
             at_limit = Some(hart.checkpoint());
         }
-        if let Some(c) = at_limit.as_ref().filter(|_| !next_is_pure(hart)) {
-            hart.restore(c);
-            return Probe::Cut;
-        }
-        steps[k] = Step { pc: before, load: next_load(hart).unwrap_or_default() };
-        match hart.step(bus) {
+        // Before the limit the hart runs at full speed, recording its
+        // steps, up to a backward jump: loop heads are only found there (or
+        // at the start), so nothing between needs looking at. Past it, the
+        // same, but only through pure instructions (see [`Recorder`]).
+        let pure_only = at_limit.is_some();
+        let mut rec = Recorder {
+            steps: &mut steps,
+            k,
+            from: k,
+            start: heads[0].pc,
+            back: false,
+            effects: effects0,
+            pure_only,
+            impure: false,
+        };
+        let stop = hart.run_observed(bus, if pure_only { u64::MAX } else { limit }, &mut rec);
+        let (back, impure) = (rec.back, rec.impure);
+        k = rec.k;
+        match stop {
             Stop::CycleLimit => {}
             Stop::Yield => return Probe::Yielded,
             Stop::Watch { addr, old, .. } => return Probe::Watched { addr, old },
@@ -335,6 +323,10 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
                 }
                 return Probe::NotIdle;
             }
+        }
+        if impure {
+            hart.restore(at_limit.as_ref().expect("pure only past the limit"));
+            return Probe::Cut;
         }
         if hart.effects() != effects0 {
             return Probe::NotIdle;
@@ -353,7 +345,7 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
                     return Probe::Cut;
                 }
                 let mut reads = Reads::default();
-                for s in &steps[h.step..=k] {
+                for s in &steps[h.step..k] {
                     reads.fetched(s.pc);
                     if s.load.1 > 0 {
                         reads.add(s.load.0, s.load.1);
@@ -370,7 +362,7 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
             }
         }
         // A backward jump marks a loop head.
-        if pc <= before {
+        if back {
             let slot = match heads[1..n_heads].iter().position(same_pc) {
                 Some(i) => i + 1,
                 None if n_heads <= HEADS => {
@@ -383,13 +375,82 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
                     s
                 }
             };
-            heads[slot] = Head::of(hart, k + 1);
+            heads[slot] = Head::of(hart, k);
         }
     }
     if let Some(c) = &at_limit {
         hart.restore(c);
     }
     Probe::NotIdle
+}
+
+/// Records a probe's steps while the hart runs at full speed
+/// ([`Hart::run_observed`]), stopping it after each backward jump, before
+/// the probe's first PC, after its first effect (no pure loop then) and at
+/// [`PROBE_STEPS`]; with
+/// `pure_only` (past the run's end), before any instruction that is not
+/// pure: one that could change memory, read anything outside the core's own
+/// L1 and local memory or read a counter. Running those changes nothing a
+/// restore does not put back.
+struct Recorder<'a> {
+    steps: &'a mut [Step; PROBE_STEPS as usize],
+    /// Steps recorded.
+    k: usize,
+    /// Steps recorded when this run began.
+    from: usize,
+    /// The probe's first PC: the run stops before it too, where the start
+    /// state may come round again.
+    start: u32,
+    /// The last step jumped back.
+    back: bool,
+    /// [`Hart::effects`] when the probe began.
+    effects: u64,
+    pure_only: bool,
+    /// Stopped before an instruction that is not pure.
+    impure: bool,
+}
+
+impl Observer for Recorder<'_> {
+    const ON: bool = true;
+    fn fetched(&mut self, pc: u32, op: Op) -> bool {
+        let pure = !matches!(
+            op,
+            Op::Sb
+                | Op::Sh
+                | Op::Sw
+                | Op::Illegal
+                | Op::NotDecoded
+                | Op::Ecall
+                | Op::Ebreak
+                | Op::Csrrw
+                | Op::Csrrwi
+                | Op::Csrrs
+                | Op::Csrrc
+                | Op::Csrrsi
+                | Op::Csrrci
+        );
+        if self.pure_only && !pure {
+            self.impure = true;
+            return false;
+        }
+        if pc == self.start && self.k > self.from {
+            return false;
+        }
+        self.steps[self.k] = Step { pc, load: (0, 0) };
+        true
+    }
+    fn loaded(&mut self, addr: u32, len: u32) {
+        self.steps[self.k].load = (addr, len);
+    }
+    fn may_load_device(&mut self) -> bool {
+        self.impure |= self.pure_only;
+        !self.pure_only
+    }
+    fn retired(&mut self, back: bool, effects: u64) -> bool {
+        self.k += 1;
+        self.back = back;
+        back || effects != self.effects || self.k == PROBE_STEPS as usize
+    }
 }
 
 #[cfg(test)]
@@ -587,6 +648,19 @@ mod tests {
         let state = |h: &Hart| (h.pc(), h.cycle(), h.instret(), h.regs(), h.last_retired_pcs(8), h.effects());
         assert_eq!(state(&a), state(&b));
         assert_eq!(a.mem.read_u32(0x200).unwrap(), 0, "nothing stored");
+    }
+
+    /// Past the run's end the probe reads nothing outside the core's own
+    /// memories: a poll of a device register is left to the next run.
+    #[test]
+    fn a_probe_past_the_limit_stops_before_a_device_load_where_a_run_would() {
+        let prog = [addi(5, 5, 1), lui(6, 0xffb00), lw(7, 6, 0), beq(7, 0, -4)];
+        let mut a = hart(&prog);
+        assert!(matches!(probe(&mut a, &mut NoBus, 1), Probe::Cut));
+        let mut b = hart(&prog);
+        b.run(&mut NoBus, 1);
+        let state = |h: &Hart| (h.pc(), h.cycle(), h.instret(), h.regs(), h.last_retired_pcs(8), h.halted());
+        assert_eq!(state(&a), state(&b));
     }
 
     #[test]

@@ -173,6 +173,40 @@ pub enum Stop {
     Yield,
 }
 
+/// What [`Hart::run_observed`] tells an observer (the idle-loop probe).
+pub(crate) trait Observer {
+    /// False for [`Unobserved`]: every hook is compiled out.
+    const ON: bool;
+    /// The instruction at `pc`, an `op`, is about to execute. False stops
+    /// the run before it.
+    fn fetched(&mut self, pc: u32, op: Op) -> bool;
+    /// It loads `len` bytes at `addr`.
+    fn loaded(&mut self, addr: u32, len: u32);
+    /// It loads from outside the core's own memories (a device register).
+    /// False stops the run before it.
+    fn may_load_device(&mut self) -> bool;
+    /// It retired; `back`: it jumped to its own address or before it;
+    /// `effects`: [`Hart::effects`] after it. True stops the run there.
+    fn retired(&mut self, back: bool, effects: u64) -> bool;
+}
+
+/// No observer: [`Hart::run`].
+pub(crate) struct Unobserved;
+
+impl Observer for Unobserved {
+    const ON: bool = false;
+    fn fetched(&mut self, _pc: u32, _op: Op) -> bool {
+        true
+    }
+    fn loaded(&mut self, _addr: u32, _len: u32) {}
+    fn may_load_device(&mut self) -> bool {
+        true
+    }
+    fn retired(&mut self, _back: bool, _effects: u64) -> bool {
+        false
+    }
+}
+
 /// Register-file slots: 32 architectural plus the `x0` write sink, padded to
 /// 64 so `& 63` indexing is provably in bounds.
 const REG_SLOTS: usize = 64;
@@ -482,15 +516,6 @@ impl Hart {
         self.history.last_pcs(self.pc, n)
     }
 
-    /// The decoded instruction the hart will execute next (for traces).
-    /// The instruction at the PC, from the decode cache when it is there.
-    pub(crate) fn peek_decoded(&self) -> Option<Decoded> {
-        match self.mem.fetch(self.pc) {
-            d if d != Decoded::NOT_DECODED => Some(d),
-            _ => self.peek().map(|(_, d)| d),
-        }
-    }
-
     pub fn peek(&self) -> Option<(u32, Decoded)> {
         let word = self.mem.word_at(self.pc)?;
         Some((word, crate::decode::decode(word)))
@@ -570,12 +595,23 @@ impl Hart {
 
     /// Runs until `self.cycle() >= cycle_limit` or another [`Stop`].
     pub fn run<B: Bus>(&mut self, bus: &mut B, cycle_limit: u64) -> Stop {
+        self.run_observed(bus, cycle_limit, &mut Unobserved)
+    }
+
+    /// [`Hart::run`], telling `obs` what each instruction fetches and
+    /// loads, and stopping (with `CycleLimit`, before the limit) where `obs`
+    /// asks to after an instruction. Unobserved, the hooks compile away.
+    #[inline(always)]
+    pub(crate) fn run_observed<B: Bus, O: Observer>(&mut self, bus: &mut B, cycle_limit: u64, obs: &mut O) -> Stop {
         if let Some(h) = self.halt {
             return Stop::Halted(h);
         }
         let mut pc = self.pc;
         let mut cycle = self.cycle;
         let mut instret = self.instret;
+        // Observed: the instruction made a taken transfer to its own
+        // address or before it.
+        let mut back = false;
 
         macro_rules! x {
             ($i:expr) => {
@@ -605,6 +641,7 @@ impl Hart {
                     halt!(HaltReason::MisalignedFetch { target: t });
                 }
                 self.history.record(pc, t);
+                back = O::ON && t <= pc;
                 // Off, this one branch per taken transfer is all the cache costs.
                 if self.icache.on {
                     cycle += self.icache.jump(pc, t);
@@ -628,6 +665,9 @@ impl Hart {
                 if misaligned(addr, $n) {
                     halt!(HaltReason::MisalignedLoad { addr });
                 }
+                if O::ON {
+                    obs.loaded(addr, $n);
+                }
                 let raw: u32 = match self.mem.l1.load::<$n>(addr) {
                     Some(b) => {
                         let mut w = [0u8; 4];
@@ -646,6 +686,7 @@ impl Hart {
                             w[..$n].copy_from_slice(&b);
                             u32::from_le_bytes(w)
                         }
+                        None if O::ON && !obs.may_load_device() => break Stop::CycleLimit,
                         None => match self.load_slow(bus, addr, $n, cycle) {
                             Ok(v) => {
                                 cycle += LOAD_CYCLES - 1;
@@ -736,6 +777,12 @@ impl Hart {
                     break Stop::CycleLimit;
                 }
             }
+            if O::ON && !obs.fetched(pc, d.op) {
+                break Stop::CycleLimit;
+            }
+            if O::ON {
+                back = false;
+            }
             match d.op {
                 Op::NotDecoded => unreachable!("decode never yields NotDecoded"),
                 Op::Illegal => halt!(HaltReason::IllegalInstruction { word: d.imm }),
@@ -825,6 +872,9 @@ impl Hart {
             }
             cycle += 1;
             instret += 1;
+            if O::ON && obs.retired(back, self.effects) {
+                break Stop::CycleLimit;
+            }
         };
         self.pc = pc;
         self.cycle = cycle;
