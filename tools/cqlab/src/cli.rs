@@ -126,10 +126,7 @@ impl HostArgs {
 /// The one usage error type lives in `usage.rs`.
 pub use crate::usage::UsageError as Usage;
 
-/// Prints `error: MESSAGE` on stderr (never panics, even on a closed stderr).
-pub fn report(message: &str) {
-    crate::out::diag(format_args!("error: {message}\n"));
-}
+pub use crate::out::report;
 
 /// Which options the user set on the command line (not left at their
 /// defaults): what conflicting-option checks look at.

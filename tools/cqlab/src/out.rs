@@ -87,7 +87,7 @@ pub fn finish(status: ExitCode) -> ExitCode {
     }
     match &*st {
         State::Failed(e) => {
-            crate::cli::report(&format!("writing to stdout: {e}"));
+            report(&format!("writing to stdout: {e}"));
             crate::exit::Exit::Failed.into()
         }
         State::Open | State::Closed => status,
@@ -97,6 +97,11 @@ pub fn finish(status: ExitCode) -> ExitCode {
 /// Writes `args` to stderr, dropping them if it cannot (see the module docs).
 pub fn diag(args: std::fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_fmt(args);
+}
+
+/// Prints `error: MESSAGE` on stderr (never panics, even on a closed stderr).
+pub fn report(message: &str) {
+    diag(format_args!("error: {message}\n"));
 }
 
 /// `eprintln!` for diagnostics (see the module docs).
