@@ -15,12 +15,14 @@
 //! parked across the host's steps: a host access that touches nothing they
 //! read costs them nothing.
 //!
-//! Detection single-steps up to [`PROBE_STEPS`] instructions, at the start
-//! of a core's slice and right after it issues a NOC command (the typical
-//! moment a core starts waiting). The loop may begin after a few
-//! straight-line instructions, and may hold inner loops (a wait over
-//! several queues): the probe compares each state with its start and its
-//! last [`HEADS`] loop heads (targets of backward jumps). A loop whose
+//! Detection runs up to [`PROBE_STEPS`] instructions, at the start of a
+//! core's slice and right after it issues a NOC command (the typical moment
+//! a core starts waiting), at full speed between the points where a loop
+//! can close: after a backward jump and back at the first PC. The loop may
+//! begin after a few straight-line instructions, and may hold inner loops
+//! (a wait over several queues): there the probe compares the state with
+//! its start and its last [`HEADS`] loop heads (targets of backward jumps).
+//! A loop whose
 //! period is longer than what is left of the slice is found by going on
 //! past the slice's end with pure instructions only (no store, no counter,
 //! nothing read outside the core's own memories); it is parked at its
