@@ -47,6 +47,12 @@ use crate::hart::{Bus, Hart, Observer, Stop};
 pub const PROBE_STEPS: u32 = 64;
 /// Most slices to wait between probes after repeated failures.
 const MAX_BACKOFF: u32 = 64;
+/// The most while a core has failed at most [`EAGER_FAILURES`] probes since
+/// it last parked: a core that waits now and then is found waiting sooner,
+/// one that computes for long pays the full backoff (measured in
+/// docs/performance.md).
+const EAGER_BACKOFF: u32 = 16;
+const EAGER_FAILURES: u32 = 10;
 
 /// Most distinct byte ranges a parked loop's body may read (its code
 /// counts as one) before any change to the core wakes it.
@@ -146,6 +152,8 @@ pub struct FfState {
     pub idle: Option<IdleLoop>,
     wait: u32,
     backoff: u32,
+    /// Probes failed since the core last parked.
+    failures: u32,
     /// Woken by a change its loop reads: it is about to leave the loop, so
     /// the next slice-start probe is skipped (it would fail).
     changed: bool,
@@ -175,12 +183,15 @@ impl FfState {
     }
 
     pub fn probe_failed(&mut self) {
-        self.backoff = (self.backoff * 2).clamp(1, MAX_BACKOFF);
+        self.failures = self.failures.saturating_add(1);
+        let most = if self.failures > EAGER_FAILURES { MAX_BACKOFF } else { EAGER_BACKOFF };
+        self.backoff = (self.backoff * 2).clamp(1, most);
         self.wait = self.backoff;
     }
 
     pub fn parked(&mut self, l: IdleLoop) {
         self.idle = Some(l);
+        self.failures = 0;
         self.backoff = 0;
         self.wait = 0;
         self.changed = false;
@@ -685,5 +696,17 @@ mod tests {
         ff.probe_failed();
         let waited = (0..100).take_while(|_| !ff.probe_due()).count();
         assert_eq!(waited, 4);
+        // Up to the eager cap while the core fails no more than a few
+        // probes since it last parked, then up to the full one.
+        let wait_after = |ff: &mut FfState| (0..1000).take_while(|_| !ff.probe_due()).count() as u32;
+        let mut waits = Vec::new();
+        for _ in 3..14 {
+            ff.probe_failed();
+            waits.push(wait_after(&mut ff));
+        }
+        assert_eq!(waits, [8, 16, 16, 16, 16, 16, 16, 32, 64, 64, 64]);
+        ff.parked(probe(&mut hart(&[jal(0, 0)]), &mut NoBus, 100).idle().expect("a pure loop"));
+        ff.probe_failed();
+        assert_eq!(wait_after(&mut ff), 1, "a park starts over");
     }
 }
