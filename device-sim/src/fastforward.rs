@@ -51,7 +51,7 @@ const MAX_BACKOFF: u32 = 64;
 /// it last parked: a core that waits now and then is found waiting sooner,
 /// one that computes for long pays the full backoff (measured in
 /// docs/performance.md).
-const EAGER_BACKOFF: u32 = 16;
+const EAGER_BACKOFF: u32 = 8;
 const EAGER_FAILURES: u32 = 10;
 
 /// Most distinct byte ranges a parked loop's body may read (its code
@@ -704,7 +704,7 @@ mod tests {
             ff.probe_failed();
             waits.push(wait_after(&mut ff));
         }
-        assert_eq!(waits, [8, 16, 16, 16, 16, 16, 16, 32, 64, 64, 64]);
+        assert_eq!(waits, [8, 8, 8, 8, 8, 8, 8, 16, 32, 64, 64]);
         ff.parked(probe(&mut hart(&[jal(0, 0)]), &mut NoBus, 100).idle().expect("a pure loop"));
         ff.probe_failed();
         assert_eq!(wait_after(&mut ff), 1, "a park starts over");
