@@ -42,7 +42,7 @@ use crate::debug::CoreDebug;
 use crate::digest::Digest;
 use crate::dram::Dram;
 use crate::elf::{ElfError, ElfImage, Window};
-use crate::fastforward::{probe, FfState, Probe};
+use crate::fastforward::{probe_with, FfState, Probe, ProbeScratch};
 use crate::hart::{Halt, Hart, Stop};
 use crate::links::{Mesh, Packet};
 use crate::memory::{Memory, Ram, Sysmem};
@@ -100,6 +100,9 @@ pub struct Core {
     ff: FfState,
     /// `faults.slow_cores` factor (1.0: full speed).
     slowdown: f64,
+    /// In [`Chip::active`] (kept beside it so the slice loop's check after
+    /// each run is one comparison, not a search).
+    listed: bool,
 }
 
 impl Core {
@@ -111,8 +114,12 @@ impl Core {
 
 /// A Tensix tile's shared state.
 struct Tensix {
-    /// Its L1, lent to a core while it runs.
-    l1: Ram,
+    /// Its L1, unless lent to a core (`l1_holder`): a core that runs holds
+    /// it, and keeps it until a sibling runs, so a tile whose one core runs
+    /// slice after slice never moves it. Reached through [`Chip::l1`].
+    l1_home: Ram,
+    /// The core (index in [`Chip::cores`]) whose hart holds the L1.
+    l1_holder: Option<usize>,
     regs: TensixRegs,
     /// Its cores' indices in [`Chip::cores`], `Processor::ALL` order.
     cores: [usize; 5],
@@ -210,6 +217,8 @@ pub struct Chip {
     /// The event being delivered, while the transfers before it move on
     /// (kept here so a host-memory access that unwinds does not lose it).
     delivering: Option<Event>,
+    /// Working memory of the idle-loop probe (scheduling state).
+    probe_scratch: Box<ProbeScratch>,
 }
 
 /// L1s (one per Tensix tile, in [`Chip::tensix_tiles`] order) and DRAM a
@@ -292,11 +301,13 @@ impl Chip {
                     in_reset: true,
                     ff: FfState::default(),
                     slowdown: 1.0,
+                    listed: false,
                 });
             }
             let l1 = l1s[k].take().unwrap_or_else(|| Ram::new(0, chip.l1_size));
             tiles[t] = Some(Tensix {
-                l1,
+                l1_home: l1,
+                l1_holder: None,
                 regs: TensixRegs::new(&layout, c),
                 cores: ids,
                 parked_reads: (0, 0),
@@ -343,6 +354,7 @@ impl Chip {
             slice_first: 0,
             rotation_key: rng::Rng::fork(cfg.seed, Stream::Scheduler).next_u64(),
             late: Vec::new(),
+            probe_scratch: Box::default(),
             delivering: None,
             sampling: None,
             arc: Arc::new(&layout),
@@ -727,7 +739,7 @@ impl Chip {
     fn peek_target(&self, target: &Target, buf: &mut [u8]) -> Result<(), SimError> {
         match target {
             Target::L1 { tile, addr } => {
-                self.tensix(*tile).l1.read(*addr, buf).expect("resolved within L1");
+                self.l1(*tile).read(*addr, buf).expect("resolved within L1");
             }
             Target::Reg { tile, addr } => {
                 let v = self.peek_reg(*tile, *addr)?;
@@ -778,6 +790,19 @@ impl Chip {
 
     fn tensix_mut(&mut self, t: usize) -> &mut Tensix {
         self.tiles[t].as_mut().expect("a Tensix tile")
+    }
+
+    /// Tile `t`'s L1, wherever it is.
+    fn l1(&self, t: usize) -> &Ram {
+        tile_l1(&self.tiles, &self.cores, t)
+    }
+
+    fn l1_mut(&mut self, t: usize) -> &mut Ram {
+        let tile = self.tiles[t].as_mut().expect("a Tensix tile");
+        match tile.l1_holder {
+            Some(i) => &mut self.cores[i].hart.mem.l1,
+            None => &mut tile.l1_home,
+        }
     }
 
     /// Boot helper: writes `image`'s segments (and zeroed `.bss`) into the
@@ -976,16 +1001,21 @@ impl Chip {
     }
 
     /// Puts core `i` in or out of the slice loop's `active` list.
+    #[inline(always)]
     fn refresh_active(&mut self, i: usize) {
         let c = &self.cores[i];
         let keep_parked = self.cfg.faults.core_stall_prob > 0.0;
         let want = !c.in_reset && c.hart.halted().is_none() && (keep_parked || c.ff.idle.is_none());
-        match (self.active.binary_search(&i), want) {
-            (Err(at), true) => self.active.insert(at, i),
-            (Ok(at), false) => {
+        if want == c.listed {
+            return;
+        }
+        self.cores[i].listed = want;
+        match self.active.binary_search(&i) {
+            Err(at) if want => self.active.insert(at, i),
+            Ok(at) if !want => {
                 self.active.remove(at);
             }
-            _ => {}
+            _ => unreachable!("`listed` says whether core {i} is in `active`"),
         }
     }
 
@@ -1032,8 +1062,8 @@ impl Chip {
         if woken.is_empty() {
             return;
         }
-        let new = self.tensix(t).l1.read_u32(addr).expect("a watched word of L1");
-        self.tensix_mut(t).l1.write_u32(addr, old).expect("a watched word of L1");
+        let new = self.l1(t).read_u32(addr).expect("a watched word of L1");
+        self.l1_mut(t).write_u32(addr, old).expect("a watched word of L1");
         let (n, first) = (self.cores.len(), self.slice_first);
         let rot = |x: usize| (x + n - first) % n;
         for j in woken {
@@ -1045,7 +1075,7 @@ impl Chip {
             }
             self.cores[j].ff.changed();
         }
-        self.tensix_mut(t).l1.write_u32(addr, new).expect("a watched word of L1");
+        self.l1_mut(t).write_u32(addr, new).expect("a watched word of L1");
     }
 
     /// Runs until `done(self)` holds, checking at every slice end, for at
@@ -1127,10 +1157,16 @@ impl Chip {
                 sysmem_size: self.cfg.sysmem_size as u64,
                 arc: &self.arc,
             };
-            let Chip { cores, tiles, issued, chip, cfg, .. } = self;
-            let core = &mut cores[i];
+            let Chip { cores, tiles, issued, chip, cfg, probe_scratch, .. } = self;
             let tile = tiles[t].as_mut().expect("a Tensix tile");
-            std::mem::swap(&mut tile.l1, &mut core.hart.mem.l1);
+            if tile.l1_holder != Some(i) {
+                if let Some(j) = tile.l1_holder {
+                    std::mem::swap(&mut tile.l1_home, &mut cores[j].hart.mem.l1);
+                }
+                std::mem::swap(&mut tile.l1_home, &mut cores[i].hart.mem.l1);
+                tile.l1_holder = Some(i);
+            }
+            let core = &mut cores[i];
             core.hart.mem.set_watch_range(watch);
             let mut reset_written = false;
             let me = resolver.layout.tiles()[t].noc0;
@@ -1150,7 +1186,7 @@ impl Chip {
             let mut watched = None;
             'step: {
                 if try_probe && leaving.is_none() {
-                    match probe(&mut core.hart, &mut bus, seg) {
+                    match probe_with(&mut core.hart, &mut bus, seg, probe_scratch) {
                         Probe::Idle(l) => {
                             core.ff.parked(l);
                             parked = true;
@@ -1195,7 +1231,6 @@ impl Chip {
                 }
             }
             core.hart.mem.set_watch_range((0, 0));
-            std::mem::swap(&mut tile.l1, &mut core.hart.mem.l1);
             let at = core.hart.cycle();
             if parked {
                 self.refresh_parked_reads(t);
@@ -1223,12 +1258,19 @@ impl Chip {
     /// left by cycle `t` from their source L1, and counts the writes whose
     /// last flit has left as sent. Returns the earliest cycle after `t` at
     /// which a packet of `only` finishes leaving, if one is still leaving.
+    #[inline(always)]
     fn read_sources(&mut self, t: u64, only: Option<usize>) -> Option<u64> {
+        // Checked here, inline: most runs have nothing leaving.
         if only.map_or(self.departing.is_empty(), |t| self.tensix(t).departing == 0) {
             return None;
         }
+        self.read_leaving(t, only)
+    }
+
+    #[inline(never)]
+    fn read_leaving(&mut self, t: u64, only: Option<usize>) -> Option<u64> {
         let bpc = self.cfg.noc.bytes_per_cycle;
-        let Chip { departing, payloads, tiles, .. } = self;
+        let Chip { departing, payloads, tiles, cores, .. } = self;
         let mut next: Option<u64> = None;
         let mut sent = Vec::new();
         departing.retain_mut(|d| {
@@ -1238,8 +1280,9 @@ impl Chip {
             let by = flits_by(d.start, d.len, d.rate, t);
             if by > d.read {
                 let buf = payloads.get_mut(&d.id).expect("a leaving write has a payload");
-                let tile = tiles[d.src.tile].as_ref().expect("a Tensix tile");
-                tile.l1.read(d.local + d.read, &mut buf[d.read as usize..by as usize]).expect("validated at issue");
+                tile_l1(tiles, cores, d.src.tile)
+                    .read(d.local + d.read, &mut buf[d.read as usize..by as usize])
+                    .expect("validated at issue");
                 d.read = by;
             }
             if d.read == d.len {
@@ -1286,7 +1329,7 @@ impl Chip {
             self.landing[k].done = by;
             let mut buf = vec![0; n];
             self.noc_read(&target.offset(from as u64), &mut buf);
-            self.tensix_mut(src).l1.write(local + from, &buf).expect("validated at issue");
+            self.l1_mut(src).write(local + from, &buf).expect("validated at issue");
         }
     }
 
@@ -1558,7 +1601,7 @@ impl Chip {
             }
             EventKind::AtomicArrive { src, id, target, value, wrap, resp } => {
                 let Target::L1 { tile, addr } = target else { unreachable!("atomics act on L1 words") };
-                let old = self.tensix(tile).l1.read_u32(addr).expect("validated at issue");
+                let old = self.l1(tile).read_u32(addr).expect("validated at issue");
                 let keep = if wrap >= 31 { u32::MAX } else { (1u32 << (wrap + 1)) - 1 };
                 let new = (old & !keep) | (old.wrapping_add(value) & keep);
                 let counters = [
@@ -1583,7 +1626,7 @@ impl Chip {
                 let old = self.atomic_old.remove(&id).expect("an atomic's old value before its response");
                 if let Some(ret) = ret {
                     self.before_l1_write(src.tile, (ret as u64, 4));
-                    self.tensix_mut(src.tile).l1.write_u32(ret, old).expect("validated at issue");
+                    self.l1_mut(src.tile).write_u32(ret, old).expect("validated at issue");
                 }
                 self.bump(src, counter::NIU_MST_ATOMIC_RESP_RECEIVED, 1);
                 self.bump(src, counter::reqs_outstanding_id(tid), -1);
@@ -1600,7 +1643,7 @@ impl Chip {
                     let mut buf = vec![0; len as usize];
                     self.noc_read(&target, &mut buf);
                     self.before_l1_write(src.tile, (local as u64, len as u64));
-                    self.tensix_mut(src.tile).l1.write(local, &buf).expect("validated at issue");
+                    self.l1_mut(src.tile).write(local, &buf).expect("validated at issue");
                 }
                 let flits = (len as u64).div_ceil(self.cfg.noc.bytes_per_cycle) as i32;
                 let counters = [
@@ -1623,12 +1666,12 @@ impl Chip {
         match target {
             Target::L1 { tile, addr } => {
                 self.before_l1_write(*tile, (*addr as u64, data.len() as u64));
-                self.tensix_mut(*tile).l1.write(*addr, data).expect("resolved within L1");
+                self.l1_mut(*tile).write(*addr, data).expect("resolved within L1");
             }
             Target::Multicast { tiles, addr } => {
                 for &t in tiles {
                     self.before_l1_write(t, (*addr as u64, data.len() as u64));
-                    self.tensix_mut(t).l1.write(*addr, data).expect("resolved within L1");
+                    self.l1_mut(t).write(*addr, data).expect("resolved within L1");
                 }
             }
             Target::Reg { tile, addr } => {
@@ -1714,7 +1757,7 @@ impl Chip {
             self.wake(j);
             self.cores[j].hart.icache_clear();
         }
-        self.tensix_mut(t).l1.invalidate_all();
+        self.l1_mut(t).invalidate_all();
         Ok(())
     }
 
@@ -1724,7 +1767,7 @@ impl Chip {
         self.wake(i);
         let c = &self.cores[i];
         let tile = self.tensix(c.tile);
-        Some(CoreDebug::of(c.id, &c.hart, c.in_reset, &tile.l1, &tile.regs, crate::HISTORY_LEN))
+        Some(CoreDebug::of(c.id, &c.hart, c.in_reset, self.l1(c.tile), &tile.regs, crate::HISTORY_LEN))
     }
 
     /// Samples the PC of each of `cores` at the end of every scheduling
@@ -1784,9 +1827,10 @@ impl Chip {
             h.halt(c.hart.halted());
             h.bytes(&c.hart.mem.local.bytes());
         }
-        for tile in self.tiles.iter().flatten() {
+        for (t, tile) in self.tiles.iter().enumerate() {
+            let Some(tile) = tile else { continue };
             h.tensix(&tile.regs);
-            h.bytes(&tile.l1.bytes());
+            h.bytes(&self.l1(t).bytes());
         }
         for (ch, off, bytes) in self.dram.touched() {
             h.u64(ch as u64);
@@ -1838,6 +1882,15 @@ impl Chip {
 }
 
 /// Fills `buf` (whole words) with `v`'s bytes; one register is 4 bytes.
+/// Tile `t`'s L1: at home, or in the hart of the core holding it.
+fn tile_l1<'a>(tiles: &'a [Option<Tensix>], cores: &'a [Core], t: usize) -> &'a Ram {
+    let tile = tiles[t].as_ref().expect("a Tensix tile");
+    match tile.l1_holder {
+        Some(i) => &cores[i].hart.mem.l1,
+        None => &tile.l1_home,
+    }
+}
+
 fn fill_words(buf: &mut [u8], v: u32) -> Result<(), SimError> {
     if buf.len() != 4 {
         return Err(SimError::Bar("registers are read 4 bytes at a time".into()));

@@ -292,14 +292,35 @@ struct Step {
 /// instructions before the head were executed for real (they had no side
 /// effect either).
 pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
+    probe_with(hart, bus, limit, &mut ProbeScratch::default())
+}
+
+/// A probe's working memory, kept between probes so that starting one does
+/// not fill ~1.6 KiB (measured in docs/performance.md). Only what a probe
+/// has written is ever read back.
+#[derive(Clone)]
+pub struct ProbeScratch {
+    /// `heads[0]` is the start; the others are loop heads, replaced in turn.
+    heads: [Head; HEADS + 1],
+    steps: [Step; PROBE_STEPS as usize],
+}
+
+impl Default for ProbeScratch {
+    fn default() -> Self {
+        let head = Head { pc: 0, regs: [0; 32], cycle: 0, instret: 0, step: 0, settled: false, icache: 0 };
+        ProbeScratch { heads: [head; HEADS + 1], steps: [Step::default(); PROBE_STEPS as usize] }
+    }
+}
+
+/// [`probe`] in `scratch`.
+pub fn probe_with<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64, scratch: &mut ProbeScratch) -> Probe {
     if hart.cycle() >= limit {
         return Probe::NotIdle;
     }
     let effects0 = hart.effects();
-    // heads[0] is the start; the others are loop heads, replaced in turn.
-    let mut heads = [Head::of(hart, 0); HEADS + 1];
+    let ProbeScratch { heads, steps } = scratch;
+    heads[0] = Head::of(hart, 0);
     let (mut n_heads, mut next_slot) = (1, 1);
-    let mut steps = [Step::default(); PROBE_STEPS as usize];
     // Steps taken.
     let mut k = 0;
     let mut at_limit = None;
@@ -313,7 +334,7 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
         // same, but only through pure instructions (see [`Recorder`]).
         let pure_only = at_limit.is_some();
         let mut rec = Recorder {
-            steps: &mut steps,
+            steps,
             k,
             from: k,
             start: heads[0].pc,
