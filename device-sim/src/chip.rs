@@ -173,8 +173,9 @@ pub struct Chip {
     landing: Vec<Landing>,
     /// Write payloads by id, filled as their flits leave, taken on arrival.
     payloads: BTreeMap<u64, Vec<u8>>,
-    /// Old values of atomics whose response is on its way, by id.
-    atomic_old: BTreeMap<u64, u32>,
+    /// Old values of atomics whose response is on its way, `(id, old)` by
+    /// ascending id (a few at a time: a sorted vector beats a map).
+    atomic_old: Vec<(u64, u32)>,
     /// Per NIU (`Source::index`): first cycle it is free to send a packet.
     niu_free: Vec<u64>,
     /// Per NIU (as `niu_free`): its last write was a linked multicast, so
@@ -337,7 +338,7 @@ impl Chip {
             departing: Vec::new(),
             landing: Vec::new(),
             payloads: BTreeMap::new(),
-            atomic_old: BTreeMap::new(),
+            atomic_old: Vec::new(),
             niu_free: vec![0; 2 * tiles.len()],
             niu_linked: vec![false; 2 * tiles.len()],
             endpoints: Endpoints::default(),
@@ -1040,7 +1041,7 @@ impl Chip {
     /// Recomputes tile `t`'s [`Tensix::parked_reads`] and
     /// [`Tensix::parked_l1`] after one of its cores parked or woke.
     fn refresh_parked_reads(&mut self, t: usize) {
-        let loops = || self.tensix(t).cores.into_iter().filter_map(|j| self.cores[j].ff.idle);
+        let loops = || self.tensix(t).cores.into_iter().filter_map(|j| self.cores[j].ff.idle.as_ref());
         let (lo, hi) = loops().map(|l| l.bounds()).fold((u64::MAX, 0), |(lo, hi), (a, b)| (lo.min(a), hi.max(b)));
         let l1 =
             loops().filter_map(|l| l.bounds_below(self.chip.l1_size)).reduce(|(a, b), (lo, hi)| (a.min(lo), b.max(hi)));
@@ -1197,7 +1198,8 @@ impl Chip {
                         // start waiting, so look again at once if still due.
                         Probe::Yielded => {
                             core.ff.probe_failed();
-                            try_probe = core.ff.probe_due();
+                            let room = limit.saturating_sub(core.hart.cycle());
+                            try_probe = core.ff.room_to_probe(room) && core.ff.probe_due();
                             break 'step;
                         }
                         // It stored to a word a parked sibling polls.
@@ -1219,14 +1221,18 @@ impl Chip {
                     Stop::CycleLimit => {
                         done = core.hart.cycle() >= limit;
                         // A packet has left: the core may wait next.
-                        try_probe |= !done && may_park && core.ff.probe_due();
+                        let room = limit.saturating_sub(core.hart.cycle());
+                        try_probe |= !done && may_park && core.ff.room_to_probe(room) && core.ff.probe_due();
                     }
                     Stop::Halted(_) => {
                         let behind = limit.saturating_sub(core.hart.cycle());
                         core.hart.skip_cycles(behind);
                         done = true;
                     }
-                    Stop::Yield => try_probe = may_park && core.ff.probe_due(),
+                    Stop::Yield => {
+                        let room = limit.saturating_sub(core.hart.cycle());
+                        try_probe = may_park && core.ff.room_to_probe(room) && core.ff.probe_due();
+                    }
                     Stop::Watch { addr, old, .. } => watched = Some((addr, old)),
                 }
             }
@@ -1619,11 +1625,13 @@ impl Chip {
                 self.bump_slave(&target, src.noc, &counters);
                 self.apply_write(&target, &new.to_le_bytes(), at);
                 if resp {
-                    self.atomic_old.insert(id, old);
+                    let slot = self.atomic_old.partition_point(|&(other, _)| other < id);
+                    self.atomic_old.insert(slot, (id, old));
                 }
             }
             EventKind::AtomicResp { src, id, tid, ret } => {
-                let old = self.atomic_old.remove(&id).expect("an atomic's old value before its response");
+                let slot = self.atomic_old.binary_search_by_key(&id, |&(id, _)| id);
+                let (_, old) = self.atomic_old.remove(slot.expect("an atomic's old value before its response"));
                 if let Some(ret) = ret {
                     self.before_l1_write(src.tile, (ret as u64, 4));
                     self.l1_mut(src.tile).write_u32(ret, old).expect("validated at issue");
@@ -1859,7 +1867,7 @@ impl Chip {
         for &t in &self.niu_free {
             h.u64(t);
         }
-        for (&id, &old) in &self.atomic_old {
+        for &(id, old) in &self.atomic_old {
             h.u64(id);
             h.u64(old as u64);
         }

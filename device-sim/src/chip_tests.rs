@@ -791,6 +791,48 @@ fn pc_samples_land_in_the_running_loop_and_change_nothing() {
     assert!(chip.set_pc_sampling(&[brisc(Coord::new(60, 60))]).is_err(), "no core there");
 }
 
+/// A tile's L1 stays with the core that ran last: the host, the NOC and
+/// the tile's other cores still reach the one memory. BRISC echoes each
+/// value the host writes to a word; NCRISC, its sibling, echoes BRISC's
+/// echo; another tile's BRISC NOC-writes a word BRISC adds in.
+#[test]
+fn a_tiles_l1_is_one_memory_wherever_it_is_held() {
+    for fast_forward in [false, true] {
+        let mut chip = Chip::new(SimConfig { fast_forward, ..wh() }).unwrap();
+        let (w, other) = (tiles(&chip)[0], tiles(&chip)[9]);
+        let (host, echo, sibling, noc) = (USER.base + 0x40, USER.base + 0x44, USER.base + 0x48, USER.base + 0x4c);
+        // NCRISC: copies `echo` to `sibling` for ever.
+        let mut sub = li(6, USER.base).to_vec();
+        sub.extend([lw(7, 6, 0x44), sw(7, 6, 0x48), jal(0, -8)]);
+        let at = cqlab_abi::arch::tensix::NCRISC_DEFAULT_RESET_PC;
+        chip.write(NocAddr::unicast(w, at as u64), &to_bytes(&sub)).unwrap();
+        // BRISC: releases NCRISC, then echo = host + noc for ever.
+        let mut p = li(6, tensix::SOFT_RESET_0).to_vec();
+        p.extend(li(7, SOFT_RESET_BRISC_ONLY_RUN & !Processor::Ncrisc.soft_reset_mask()));
+        p.push(sw(7, 6, 0));
+        p.extend(li(6, USER.base));
+        p.extend([lw(7, 6, 0x40), lw(8, 6, 0x4c), add(7, 7, 8), sw(7, 6, 0x44), jal(0, -16)]);
+        boot(&mut chip, w, &p);
+        chip.advance(2_000);
+        for v in [5, 0x1234, 7] {
+            chip.write_u32(NocAddr::unicast(w, host as u64), v).unwrap();
+            chip.advance(2_000);
+            assert_eq!(word(&chip, w, echo), v, "ff {fast_forward}: BRISC saw the host's write");
+            assert_eq!(word(&chip, w, sibling), v, "ff {fast_forward}: NCRISC saw BRISC's store");
+        }
+        // Another tile's BRISC writes 100 into `noc` over the NOC.
+        let n = niu(&chip, Noc::Noc0);
+        chip.write_u32(NocAddr::unicast(other, USER.base as u64), 100).unwrap();
+        let mut q = n.write(other, USER.base, NocAddr::unicast(w, noc as u64), 4);
+        q.push(ECALL);
+        boot(&mut chip, other, &q);
+        chip.advance(5_000);
+        assert!(halted(&chip, other));
+        assert_eq!(word(&chip, w, echo), 107, "ff {fast_forward}: BRISC saw the NOC's write");
+        assert_eq!(word(&chip, w, sibling), 107, "ff {fast_forward}");
+    }
+}
+
 /// Cores of one tile share its L1: NCRISC polls a word BRISC stores after
 /// a while. Parked or not, NCRISC sees it at the same cycle, whether it
 /// comes before or after BRISC in the slice's rotation (seeds vary it).

@@ -158,6 +158,8 @@ pub struct FfState {
     changed: bool,
     /// Cycles accounted without executing.
     pub skipped_cycles: u64,
+    /// The period of the loop it last parked in (0: none yet).
+    last_period: u64,
 }
 
 impl FfState {
@@ -188,7 +190,16 @@ impl FfState {
         self.wait = self.backoff;
     }
 
+    /// Whether a probe in the middle of a run, `room` cycles before its
+    /// end, is worth it: not when the loop it last parked in would not come
+    /// round before the end (the probe would find it past the end, be cut,
+    /// and the next run's first probe would do the same work again).
+    pub fn room_to_probe(&self, room: u64) -> bool {
+        room >= self.last_period
+    }
+
     pub fn parked(&mut self, l: IdleLoop) {
+        self.last_period = l.period_cycles;
         self.idle = Some(l);
         self.failures = 0;
         self.backoff = 0;
@@ -735,5 +746,21 @@ mod tests {
         ff.parked(probe(&mut hart(&[jal(0, 0)]), &mut NoBus, 100).idle().expect("a pure loop"));
         ff.probe_failed();
         assert_eq!(wait_after(&mut ff), 1, "a park starts over");
+    }
+
+    /// A probe in the middle of a run needs room for the core's last loop
+    /// to come round before the run ends; any probe does before a first park.
+    #[test]
+    fn mid_run_probes_need_room_for_the_last_loop() {
+        let mut ff = FfState::default();
+        assert!(ff.room_to_probe(0));
+        // lw, bltu: a lap of a load and a taken branch.
+        let mut a = hart(&[lw(9, 0, 0x100), bltu(9, 8, -4)]);
+        a.set_reg(8, 1);
+        let l = probe(&mut a, &mut NoBus, 1000).idle().expect("the lw/bltu loop");
+        assert!(l.period_cycles > 2, "{l:?}");
+        ff.parked(l);
+        assert!(!ff.room_to_probe(l.period_cycles - 1));
+        assert!(ff.room_to_probe(l.period_cycles));
     }
 }
