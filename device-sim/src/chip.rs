@@ -28,7 +28,9 @@
 //! source exactly then (see `noc` for the model and the ordering rules).
 //!
 //! The five cores of a tile share its L1: a core runs with the tile's L1
-//! lent to it, and cores of a slice run one after the other, so a store is
+//! lent to it (and keeps it until a sibling runs, so a tile whose one core
+//! runs never moves it; everything else reaches it through `Chip::l1`),
+//! and cores of a slice run one after the other, so a store is
 //! seen by the siblings that run after the storing core in the slice's
 //! rotation and by the others from the next slice on. A store to a word a
 //! parked sibling polls ends the core's run (a watched range) and brings
