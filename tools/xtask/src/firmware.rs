@@ -70,33 +70,40 @@ pub fn build(root: &Path) -> Result<Vec<PathBuf>> {
     Ok(elfs)
 }
 
-/// Builds chip `arch`'s images and known-bug variants, each build in a
-/// target dir of its own: in a shared one each build overwrote the others'
-/// images until the last ran, and a campaign booting from them meanwhile
-/// raced the wrong firmware (found by `cqlab replay`: 51 failures of the
-/// correct firmware under `cargo xtask test`, none of which replayed).
+/// The target dir (`firmware-<tag>`) every chip's images and variants build
+/// in, one after the other: their dependencies build once (a target dir
+/// per build built them 16 times, ~15 of each build's ~21 s on the CI
+/// machine). Nothing boots from it: each build's images are copied out
+/// (to [`arch_dir`]) before the next build starts, so a campaign booting
+/// meanwhile never races the wrong firmware, as it did when the images
+/// were booted where they were built (found by `cqlab replay`: 51 failures
+/// of the correct firmware under `cargo xtask test`, none of which
+/// replayed). Cargo puts a build's own images in place even when nothing
+/// needed compiling.
+const SHARED_BUILD: &str = "builds";
+
+/// Builds chip `arch`'s images and known-bug variants (see [`SHARED_BUILD`]).
 fn build_arch(root: &Path, toolchain: &Toolchain, arch: Arch) -> Result<Vec<PathBuf>> {
     let out = arch_dir(root, arch);
+    let tag = Some(SHARED_BUILD);
     for variant in VARIANTS {
-        let tag = format!("{}-{variant}", arch.short_name());
-        let mut cmd = build_command(toolchain, root, Some(&tag));
+        let mut cmd = build_command(toolchain, root, tag);
         let features = features(arch, &format!(",bug-{variant}"));
         cmd.args(["build", "-p", "cqlab-kernels", "--features", &features, "--bin", "prefetch", "--bin", "dispatch"]);
         cmd.args(["--target", TARGET, "--profile", "firmware"]);
         run(&mut cmd).with_context(|| format!("building {arch} firmware variant {variant}"))?;
         let dir = out.join("variants").join(variant);
         std::fs::create_dir_all(&dir)?;
-        let built = built_dir(root, toolchain, Some(&tag));
+        let built = built_dir(root, toolchain, tag);
         for name in ["prefetch", "dispatch"] {
             std::fs::copy(built.join(name), dir.join(name))
                 .with_context(|| format!("copying {arch} {variant}/{name}"))?;
         }
     }
-    let tag = arch.short_name();
-    let mut cmd = build_command(toolchain, root, Some(tag));
+    let mut cmd = build_command(toolchain, root, tag);
     riscv_args(&mut cmd, "build", "cqlab-kernels", &features(arch, ""));
     run(&mut cmd).with_context(|| format!("building the {arch} firmware"))?;
-    copy_elfs(&built_dir(root, toolchain, Some(tag)), &out)?;
+    copy_elfs(&built_dir(root, toolchain, tag), &out)?;
     Ok(FIRMWARE.iter().map(|b| out.join(b)).collect())
 }
 
@@ -182,7 +189,7 @@ pub fn clippy(root: &Path) -> Result<()> {
     }
     for arch in Arch::ALL {
         let mut cmd = cargo();
-        cmd.env("CARGO_TARGET_DIR", build_target(root, &Toolchain::Rustup, Some(arch.short_name())));
+        cmd.env("CARGO_TARGET_DIR", build_target(root, &Toolchain::Rustup, Some(SHARED_BUILD)));
         riscv_args(cmd.current_dir(root), "clippy", "cqlab-kernels", &features(arch, ""));
         run(cmd.args(["--", "-D", "warnings"]))?;
     }
