@@ -1200,8 +1200,7 @@ impl Chip {
                         // start waiting, so look again at once if still due.
                         Probe::Yielded => {
                             core.ff.probe_failed();
-                            let room = limit.saturating_sub(core.hart.cycle());
-                            try_probe = core.ff.room_to_probe(room) && core.ff.probe_due();
+                            try_probe = core.ff.mid_run_probe_due(core.hart.cycle(), limit);
                             break 'step;
                         }
                         // It stored to a word a parked sibling polls.
@@ -1223,18 +1222,14 @@ impl Chip {
                     Stop::CycleLimit => {
                         done = core.hart.cycle() >= limit;
                         // A packet has left: the core may wait next.
-                        let room = limit.saturating_sub(core.hart.cycle());
-                        try_probe |= !done && may_park && core.ff.room_to_probe(room) && core.ff.probe_due();
+                        try_probe |= !done && may_park && core.ff.mid_run_probe_due(core.hart.cycle(), limit);
                     }
                     Stop::Halted(_) => {
                         let behind = limit.saturating_sub(core.hart.cycle());
                         core.hart.skip_cycles(behind);
                         done = true;
                     }
-                    Stop::Yield => {
-                        let room = limit.saturating_sub(core.hart.cycle());
-                        try_probe = may_park && core.ff.room_to_probe(room) && core.ff.probe_due();
-                    }
+                    Stop::Yield => try_probe = may_park && core.ff.mid_run_probe_due(core.hart.cycle(), limit),
                     Stop::Watch { addr, old, .. } => watched = Some((addr, old)),
                 }
             }

@@ -190,12 +190,13 @@ impl FfState {
         self.wait = self.backoff;
     }
 
-    /// Whether a probe in the middle of a run, `room` cycles before its
-    /// end, is worth it: not when the loop it last parked in would not come
-    /// round before the end (the probe would find it past the end, be cut,
-    /// and the next run's first probe would do the same work again).
-    pub fn room_to_probe(&self, room: u64) -> bool {
-        room >= self.last_period
+    /// Like `probe_due`, for a probe in the middle of a run, at cycle `now`
+    /// of a run ending at `end`: not when the loop the core last parked in
+    /// would not come round before the end (the probe would find it past
+    /// the end, be cut, and the next run's first probe would do the same
+    /// work again).
+    pub fn mid_run_probe_due(&mut self, now: u64, end: u64) -> bool {
+        end.saturating_sub(now) >= self.last_period && self.probe_due()
     }
 
     pub fn parked(&mut self, l: IdleLoop) {
@@ -753,14 +754,14 @@ mod tests {
     #[test]
     fn mid_run_probes_need_room_for_the_last_loop() {
         let mut ff = FfState::default();
-        assert!(ff.room_to_probe(0));
+        assert!(ff.mid_run_probe_due(100, 100));
         // lw, bltu: a lap of a load and a taken branch.
         let mut a = hart(&[lw(9, 0, 0x100), bltu(9, 8, -4)]);
         a.set_reg(8, 1);
         let l = probe(&mut a, &mut NoBus, 1000).idle().expect("the lw/bltu loop");
         assert!(l.period_cycles > 2, "{l:?}");
         ff.parked(l);
-        assert!(!ff.room_to_probe(l.period_cycles - 1));
-        assert!(ff.room_to_probe(l.period_cycles));
+        assert!(!ff.mid_run_probe_due(101, 100 + l.period_cycles));
+        assert!(ff.mid_run_probe_due(100, 100 + l.period_cycles));
     }
 }
