@@ -57,8 +57,6 @@ const MINIMAL_RV32_ELF: &[u8] = &[
     0x05, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x13, 0x05, 0x00, 0x00, 0x73, 0x00, 0x00, 0x00,
 ];
 
-/// Runs every target for `seconds`; fails naming the target and the crash
-/// artifact when one crashes.
 /// How the fuzz targets are built: optimized for campaigns; unoptimized
 /// for the smoke run, whose few seconds a target do not repay the
 /// optimizer (on the 2-core CI machine the build took 392 s optimized,
@@ -69,6 +67,8 @@ pub enum Build {
     Unoptimized,
 }
 
+/// Runs every target for `seconds`, built as `build` says; fails naming
+/// the target and the crash artifact when one crashes.
 pub fn run_all(root: &Path, seconds: u64, build: Build) -> Result<()> {
     // `cargo fuzz run` builds too: each gets the same flag, or it rebuilds.
     let fuzz = |sub: &str| {
