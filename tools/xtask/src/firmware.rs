@@ -63,10 +63,12 @@ pub fn build(root: &Path) -> Result<Vec<PathBuf>> {
         elfs.extend(build_arch(root, &toolchain, arch)?);
     }
     // The ISA tests run on one bare hart: the same programs for every chip.
-    let mut cmd = build_command(&toolchain, root, None);
+    let tag = Some(SHARED_BUILD);
+    let mut cmd = build_command(&toolchain, root, tag);
     riscv_args(&mut cmd, "build", "cqlab-isa-tests", "riscv");
     run(&mut cmd).context("building firmware package cqlab-isa-tests")?;
-    copy_elfs(&built_dir(root, &toolchain, None), &output_dir(root))?;
+    // The last chip's images are beside them: only the ISA tests' go.
+    copy_elfs(&built_dir(root, &toolchain, tag), &output_dir(root), |name| name.starts_with(ISA_TEST_PREFIX))?;
     Ok(elfs)
 }
 
@@ -81,6 +83,10 @@ pub fn build(root: &Path) -> Result<Vec<PathBuf>> {
 /// replayed). Cargo puts a build's own images in place even when nothing
 /// needed compiling.
 const SHARED_BUILD: &str = "builds";
+
+/// How every ISA test image's name begins (`cqlab-isa-tests`' bins), which
+/// tells them from the chips' images in [`SHARED_BUILD`].
+const ISA_TEST_PREFIX: &str = "isa-";
 
 /// Builds chip `arch`'s images and known-bug variants (see [`SHARED_BUILD`]).
 fn build_arch(root: &Path, toolchain: &Toolchain, arch: Arch) -> Result<Vec<PathBuf>> {
@@ -103,7 +109,7 @@ fn build_arch(root: &Path, toolchain: &Toolchain, arch: Arch) -> Result<Vec<Path
     let mut cmd = build_command(toolchain, root, tag);
     riscv_args(&mut cmd, "build", "cqlab-kernels", &features(arch, ""));
     run(&mut cmd).with_context(|| format!("building the {arch} firmware"))?;
-    copy_elfs(&built_dir(root, toolchain, tag), &out)?;
+    copy_elfs(&built_dir(root, toolchain, tag), &out, |name| !name.starts_with(ISA_TEST_PREFIX))?;
     Ok(FIRMWARE.iter().map(|b| out.join(b)).collect())
 }
 
@@ -125,17 +131,20 @@ fn built_dir(root: &Path, toolchain: &Toolchain, tag: Option<&str>) -> PathBuf {
     build_target(root, toolchain, tag).join(TARGET).join("firmware")
 }
 
-/// Copies every ELF file of `from` into `to`.
-fn copy_elfs(from: &Path, to: &Path) -> Result<()> {
+/// Copies every ELF file of `from` whose name passes `wanted` into `to`.
+fn copy_elfs(from: &Path, to: &Path, wanted: impl Fn(&str) -> bool) -> Result<()> {
     if from == to {
         return Ok(());
     }
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
         let path = entry?.path();
+        let name = path.file_name().expect("a directory entry has a name");
+        if !wanted(&name.to_string_lossy()) {
+            continue;
+        }
         let is_elf = std::fs::read(&path).map(|b| b.starts_with(b"\x7fELF")).unwrap_or(false);
         if path.is_file() && is_elf {
-            let name = path.file_name().expect("file");
             std::fs::copy(&path, to.join(name)).with_context(|| format!("copying {}", path.display()))?;
         }
     }
@@ -194,6 +203,7 @@ pub fn clippy(root: &Path) -> Result<()> {
         run(cmd.args(["--", "-D", "warnings"]))?;
     }
     let mut cmd = cargo();
+    cmd.env("CARGO_TARGET_DIR", build_target(root, &Toolchain::Rustup, Some(SHARED_BUILD)));
     riscv_args(cmd.current_dir(root), "clippy", "cqlab-isa-tests", "riscv");
     run(cmd.args(["--", "-D", "warnings"]))?;
     Ok(())
