@@ -310,7 +310,6 @@ pub fn probe<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64) -> Probe {
 /// A probe's working memory, kept between probes so that starting one does
 /// not fill ~1.6 KiB (measured in docs/performance.md). Only what a probe
 /// has written is ever read back.
-#[derive(Clone)]
 pub struct ProbeScratch {
     /// `heads[0]` is the start; the others are loop heads, replaced in turn.
     heads: [Head; HEADS + 1],

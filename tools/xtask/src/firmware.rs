@@ -75,7 +75,7 @@ pub fn build(root: &Path) -> Result<Vec<PathBuf>> {
 /// The target dir (`target/firmware-builds`) every chip's images and
 /// variants build in, one after the other: their dependencies build once (a
 /// target dir per build built them 16 times, ~15 of each build's ~21 s on
-/// the CI machine). Nothing boots from it: each build's images are copied out
+/// a 2-core machine like CI's). Nothing boots from it: each build's images are copied out
 /// (to [`arch_dir`]) before the next build starts, so a campaign booting
 /// meanwhile never races the wrong firmware, as it did when the images
 /// were booted where they were built (found by `cqlab replay`: 51 failures

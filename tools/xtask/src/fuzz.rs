@@ -59,8 +59,8 @@ const MINIMAL_RV32_ELF: &[u8] = &[
 
 /// How the fuzz targets are built: optimized for campaigns; unoptimized
 /// for the smoke run, whose few seconds a target do not repay the
-/// optimizer (on the 2-core CI machine the build took 392 s optimized,
-/// 135 s not).
+/// optimizer (a clean build on a 2-core machine like CI's took 392 s
+/// optimized, 135 s not).
 #[derive(Clone, Copy, PartialEq)]
 pub enum Build {
     Optimized,
