@@ -49,6 +49,15 @@ pub enum Bench {
     /// One core writes `count` packets of `bytes` to DRAM bank 0 and waits
     /// for their acks ("DRAM Write").
     DramWrite { bytes: u32, count: u32 },
+    /// One reader per DRAM bank, each on a Tensix tile near its bank
+    /// (`bank_partners`), reads `count` packets of `bytes` from that bank alone and
+    /// waits for them (the placement of tt-metal's "Saturating DRAM
+    /// bandwidth" u-benchmark): all the bytes over the slowest reader's
+    /// time.
+    DramReadAllBanks { bytes: u32, count: u32 },
+    /// [`Bench::DramReadAllBanks`] writing: each writer sends `count`
+    /// packets of `bytes` to its own bank and waits for their acks.
+    DramWriteAllBanks { bytes: u32, count: u32 },
     /// One read of `bytes` from the next Tensix tile on `noc`, from issue
     /// to its barrier, `count` times in turn: the mean.
     ReadRoundTrip { bytes: u32, noc: Noc, count: u32 },
@@ -109,7 +118,10 @@ impl Bench {
             | Bench::DramRead { .. }
             | Bench::DramWrite { .. } => Unit::BytesPerCycle,
             Bench::ReadRoundTrip { .. } | Bench::L1Stores { .. } => Unit::Cycles,
-            Bench::PcieRead { .. } | Bench::PcieWrite { .. } => Unit::GBPerS,
+            Bench::PcieRead { .. }
+            | Bench::PcieWrite { .. }
+            | Bench::DramReadAllBanks { .. }
+            | Bench::DramWriteAllBanks { .. } => Unit::GBPerS,
             Bench::PcieReadLatency { .. } | Bench::HostWrite { .. } | Bench::HostRead { .. } => Unit::Ns,
         }
     }
@@ -124,6 +136,8 @@ impl Bench {
             | Bench::OneToAllLinked { bytes, count }
             | Bench::DramRead { bytes, count }
             | Bench::DramWrite { bytes, count }
+            | Bench::DramReadAllBanks { bytes, count }
+            | Bench::DramWriteAllBanks { bytes, count }
             | Bench::ReadRoundTrip { bytes, count, .. }
             | Bench::PcieRead { bytes, count }
             | Bench::PcieWrite { bytes, count }
@@ -193,6 +207,22 @@ impl Bench {
                 let p = writes(niu(Noc::Noc0), me, |k| dram.offset(k as u64 * bytes as u64), bytes, count, count);
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
             }
+            Bench::DramReadAllBanks { bytes, count } | Bench::DramWriteAllBanks { bytes, count } => {
+                let read = matches!(self, Bench::DramReadAllBanks { .. });
+                let mut programs = Vec::new();
+                for (tile, src) in bank_partners(&chip, &tiles, read)? {
+                    let at_k = |k: u32| src.offset(k as u64 * bytes as u64);
+                    let n = niu(Noc::Noc0);
+                    let p = if read {
+                        reads(n, tile, at_k, bytes, count)
+                    } else {
+                        writes(n, tile, at_k, bytes, count, count)
+                    };
+                    programs.push((tile, p));
+                }
+                let slowest = timed_together(&mut chip, &programs)?.into_iter().max().unwrap_or(0);
+                Ok(per_cycle(bytes, count * programs.len() as u32, slowest) * clock_ghz)
+            }
             Bench::ReadRoundTrip { bytes, noc, count } => {
                 let p = reads_in_turn(niu(noc), me, NocAddr::unicast(peer, BUF as u64), bytes, count);
                 Ok(timed(&mut chip, me, &p)? as f64 / count as f64)
@@ -255,6 +285,38 @@ fn writes(n: NiuAsm, me: Coord, dst: impl Fn(u32) -> NocAddr, bytes: u32, count:
     p
 }
 
+/// One Tensix tile per DRAM bank (from `tiles`) and the bank's start as
+/// that tile addresses it on NOC0, chosen as tt-metal's "Saturating DRAM
+/// bandwidth" u-benchmark places its readers: the fewest NOC0 hops for
+/// the data (bank to tile when `read`, tile to bank when not), and no
+/// link shared with another bank's data where a tile allows it.
+fn bank_partners(chip: &Chip, tiles: &[Coord], read: bool) -> Result<Vec<(Coord, NocAddr)>, SimError> {
+    let layout = chip.layout();
+    let mut free = tiles.to_vec();
+    let mut used = std::collections::BTreeSet::new();
+    let mut partners = Vec::new();
+    for bank in layout.dram_banks() {
+        let end = bank.worker_endpoint[0];
+        let path = |tile: &Coord| {
+            let at = layout.from_translated(*tile).unwrap_or(*tile);
+            if read {
+                layout.route(Noc::Noc0, end, at)
+            } else {
+                layout.route(Noc::Noc0, at, end)
+            }
+        };
+        let shares = |tile: &Coord| path(tile).links().any(|l| used.contains(&l));
+        let Some(best) = (0..free.len()).min_by_key(|&i| (shares(&free[i]), path(&free[i]).hops())) else {
+            return Err(SimError::Bar("calibrate: fewer Tensix tiles than DRAM banks".into()));
+        };
+        let tile = free.swap_remove(best);
+        used.extend(path(&tile).links());
+        let at = layout.tile(end).map_or(end, |t| t.translated);
+        partners.push((tile, NocAddr::unicast(at, bank.offset)));
+    }
+    Ok(partners)
+}
+
 /// The start of DRAM bank 0 as a worker addresses it on NOC0 (its
 /// endpoint's translated coordinates).
 fn dram_bank0(chip: &Chip) -> NocAddr {
@@ -273,22 +335,37 @@ fn host_memory(chip: &Chip) -> NocAddr {
 /// Runs `body` on BRISC of tile `me` between two reads of the `cycle` CSR
 /// and returns the cycles between them.
 fn timed(chip: &mut Chip, me: Coord, body: &[u32]) -> Result<u64, SimError> {
-    let mut p = vec![csrrs(20, csr::CYCLE as u32, 0)];
-    p.extend_from_slice(body);
-    p.push(csrrs(21, csr::CYCLE as u32, 0));
-    p.push(sub(21, 21, 20));
-    p.extend(li(6, OUT));
-    p.extend([sw(21, 6, 0), ECALL]);
-    chip.write(NocAddr::unicast(me, ENTRY_POINT as u64), &to_bytes(&p))?;
-    chip.write_u32(NocAddr::unicast(me, RESET_JAL as u64), reset_jal(ENTRY_POINT))?;
-    chip.set_soft_reset(me, tensix::SOFT_RESET_BRISC_ONLY_RUN)?;
-    let brisc = crate::chip::CoreId { tile: me, processor: tensix::Processor::Brisc };
-    chip.run_until(|c| c.halt_of(brisc).is_some(), BUDGET)?;
-    let halt = chip.halt_of(brisc).expect("halted");
-    if halt.reason != crate::hart::HaltReason::Ecall {
-        return Err(SimError::Bar(format!("calibrate: the benchmark program stopped: {halt}")));
+    Ok(timed_together(chip, &[(me, body.to_vec())])?[0])
+}
+
+/// [`timed`] for several tiles at once, their BRISCs released from reset
+/// at the same cycle: each one's cycles, in order.
+fn timed_together(chip: &mut Chip, bodies: &[(Coord, Vec<u32>)]) -> Result<Vec<u64>, SimError> {
+    for (me, body) in bodies {
+        let mut p = vec![csrrs(20, csr::CYCLE as u32, 0)];
+        p.extend_from_slice(body);
+        p.push(csrrs(21, csr::CYCLE as u32, 0));
+        p.push(sub(21, 21, 20));
+        p.extend(li(6, OUT));
+        p.extend([sw(21, 6, 0), ECALL]);
+        chip.write(NocAddr::unicast(*me, ENTRY_POINT as u64), &to_bytes(&p))?;
+        chip.write_u32(NocAddr::unicast(*me, RESET_JAL as u64), reset_jal(ENTRY_POINT))?;
     }
-    Ok(chip.read_u32(NocAddr::unicast(me, OUT as u64))? as u64)
+    for (me, _) in bodies {
+        chip.set_soft_reset(*me, tensix::SOFT_RESET_BRISC_ONLY_RUN)?;
+    }
+    let briscs: Vec<_> =
+        bodies.iter().map(|&(tile, _)| crate::chip::CoreId { tile, processor: tensix::Processor::Brisc }).collect();
+    chip.run_until(|c| briscs.iter().all(|&b| c.halt_of(b).is_some()), BUDGET)?;
+    let mut cycles = Vec::with_capacity(bodies.len());
+    for (&brisc, (me, _)) in briscs.iter().zip(bodies) {
+        let halt = chip.halt_of(brisc).expect("halted");
+        if halt.reason != crate::hart::HaltReason::Ecall {
+            return Err(SimError::Bar(format!("calibrate: the benchmark program on {me} stopped: {halt}")));
+        }
+        cycles.push(chip.read_u32(NocAddr::unicast(*me, OUT as u64))? as u64);
+    }
+    Ok(cycles)
 }
 
 #[cfg(test)]
@@ -323,6 +400,8 @@ mod tests {
                 Bench::OneToAllLinked { bytes: 256, count: 2 },
                 Bench::DramRead { bytes: 256, count: 2 },
                 Bench::DramWrite { bytes: 256, count: 2 },
+                Bench::DramReadAllBanks { bytes: 256, count: 2 },
+                Bench::DramWriteAllBanks { bytes: 256, count: 2 },
                 Bench::PcieRead { bytes: 256, count: 2 },
                 Bench::PcieWrite { bytes: 256, count: 2 },
                 Bench::PcieReadLatency { bytes: 32, count: 2 },
@@ -363,6 +442,23 @@ mod tests {
             let stream = Bench::OneToOne { bytes: 8192, count: 16 };
             let (a, b) = (stream.run(board).unwrap(), stream.run_on(exact_cfg).unwrap());
             assert!((a - b).abs() / a < 0.02, "{board}: {a} vs {b} B/cycle");
+        }
+    }
+
+    /// Each bank streams on its own: readers of every bank at once move
+    /// about banks x what one reader of one bank moves (a bank's rate,
+    /// not one core's NOC port, bounds the figure), and no more.
+    #[test]
+    fn every_bank_read_at_once_multiplies_one_banks_rate() {
+        for board in [Board::WormholeN150, Board::BlackholeP150a] {
+            let cfg = SimConfig::for_board(board);
+            let one = Bench::DramRead { bytes: 8192, count: 16 }.run(board).unwrap();
+            let all = Bench::DramReadAllBanks { bytes: 8192, count: 16 }.run(board).unwrap();
+            let clock_ghz = board.arch().params().clock_hz as f64 / 1e9;
+            let banks = Chip::new(cfg.clone()).unwrap().layout().dram_banks().len() as f64;
+            let bank_gbps = cfg.dram_bytes_per_kcycle as f64 / 1000.0 * clock_ghz;
+            assert!(all > 0.9 * banks * one * clock_ghz, "{board}: {all} GB/s from {banks} banks, one {one} B/cycle");
+            assert!(all <= banks * bank_gbps, "{board}: {all} GB/s above {banks} x {bank_gbps}");
         }
     }
 

@@ -46,7 +46,7 @@ use crate::dram::Dram;
 use crate::elf::{ElfError, ElfImage, Window};
 use crate::fastforward::{probe_with, FfState, Probe, ProbeScratch};
 use crate::hart::{Halt, Hart, Stop};
-use crate::links::{Mesh, Packet};
+use crate::links::{Class, Mesh, Packet};
 use crate::memory::{Memory, Ram, Sysmem};
 use crate::niu::Kind;
 use crate::noc::{
@@ -1519,8 +1519,12 @@ impl Chip {
             return 0;
         }
         let (me, there) = (self.noc0(src.tile), Coord::unpack(dst_key as u32));
-        let path = if outward { self.layout.route(src.noc, me, there) } else { self.layout.route(src.noc, there, me) };
-        self.mesh.as_mut().expect("checked").pass(&path, p, self.now)
+        let (path, class) = if outward {
+            (self.layout.route(src.noc, me, there), Class::Request)
+        } else {
+            (self.layout.route(src.noc, there, me), Class::Response)
+        };
+        self.mesh.as_mut().expect("checked").pass(&path, class, p, self.now)
     }
 
     /// [`Chip::link_wait`] of a write packet, unicast or multicast (its
@@ -1540,7 +1544,9 @@ impl Chip {
                 let receivers = tiles.iter().map(|&t| tiles_noc0[t].noc0);
                 mesh.multicast(noc, me, first.x, receivers, p, self.now)
             }
-            _ => mesh.pass(&self.layout.route(noc, me, Coord::unpack(issue.dst_key as u32)), p, self.now),
+            _ => {
+                mesh.pass(&self.layout.route(noc, me, Coord::unpack(issue.dst_key as u32)), Class::Request, p, self.now)
+            }
         }
     }
 

@@ -154,8 +154,9 @@ pub struct SimConfig {
     pub dram_latency_cycles: u64,
     /// The rate one DRAM bank streams a packet's data to or from the NOC,
     /// in bytes per 1000 cycles; a bank carries one packet's data at a time
-    /// (`noc::Endpoints`). Wormhole 24 000: 24 GB/s per channel at 1 GHz
-    /// (tt-isa-documentation `WormholeB0/DRAMTile`); tt-metal measures
+    /// (`noc::Endpoints`). Wormhole 24 000: 24 GB/s per GDDR6 channel at
+    /// 1 GHz, two channels a DRAM tile (tt-isa-documentation
+    /// `WormholeB0/DRAMTile`; `ArchParams::gddr_channel_bytes`); tt-metal measures
     /// 22 B/cycle reading and 21 writing from one core. Blackhole 34 000:
     /// fitted to tt-metal's one-core figures (33 B/cycle read, 34 write),
     /// below a bank's 64 GB/s (47 B/cycle at 1.35 GHz), which takes several

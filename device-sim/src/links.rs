@@ -17,9 +17,18 @@
 //!   pass each link at the rate they were sent). A packet whose link is
 //!   taken waits for the first gap of its length at or after its head
 //!   arrives (`noc::Link::book`), then its head moves on to the next
-//!   router `hop_cycles` later. Virtual channels are ignored: two packets
-//!   on different VCs would interleave their flits, which costs the pair
-//!   the same link time but lets the first finish later than here.
+//!   router `hop_cycles` later. Within a class virtual channels are
+//!   ignored: two packets on different VCs would interleave their flits,
+//!   which costs the pair the same link time but lets the first finish
+//!   later than here.
+//! - **Requests and responses apart.** Requests (read requests, write
+//!   data, atomics) and responses (read data, acks) travel on different
+//!   virtual channels (tt-isa `WormholeB0/DRAMTile/README.md`: 12 VCs for
+//!   requests, 4 for responses on each link), so their flits interleave: a
+//!   link is booked per class, and a one-flit read request does not wait
+//!   behind another tile's 8 KiB response crossing its path. The link time
+//!   the two classes share is not charged (heavy traffic of both classes
+//!   on one link runs here at up to twice the link's rate).
 //! - **No back-pressure upstream.** A packet waiting for a link does not
 //!   hold the links behind it (as if routers buffered whole packets), so
 //!   a blocked packet never blocks a third one.
@@ -48,6 +57,15 @@ use cqlab_abi::noc::Coord;
 use cqlab_abi::soc::{route, ChipLayout, Route};
 use std::collections::BTreeMap;
 
+/// Which virtual channels a packet travels on (module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// Read requests, write data, atomics: from the requesting NIU.
+    Request,
+    /// Read data, write and atomic acks: back to the requesting NIU.
+    Response,
+}
+
 /// A packet entering the links of its path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Packet {
@@ -73,23 +91,25 @@ impl Mesh {
     pub fn new(layout: &ChipLayout, hop_cycles: u64) -> Self {
         let g = layout.grid();
         let routers = g.x as usize * g.y as usize;
-        Mesh { grid: g, hop: hop_cycles, links: vec![Link::default(); routers * 4] }
+        Mesh { grid: g, hop: hop_cycles, links: vec![Link::default(); routers * 8] }
     }
 
     /// The link from router `from` to its neighbour `to` (NOC0
-    /// coordinates) on `noc`: one per router, axis and NOC.
-    fn index(&self, noc: Noc, from: Coord, to: Coord) -> usize {
+    /// coordinates) on `noc`, for `class`: one per router, axis, NOC and
+    /// class.
+    fn index(&self, noc: Noc, class: Class, from: Coord, to: Coord) -> usize {
         let axis = usize::from(from.x == to.x);
-        ((from.y as usize * self.grid.x as usize + from.x as usize) * 2 + axis) * 2 + noc.index() as usize
+        let router = from.y as usize * self.grid.x as usize + from.x as usize;
+        ((router * 2 + axis) * 2 + noc.index() as usize) * 2 + usize::from(class == Class::Response)
     }
 
-    /// Books `p` on each link of `path` in turn; returns the cycles its
+    /// Books `p` on each link of `path` for `class` in turn; returns the cycles its
     /// head reaches the end later than on free links. `now`: device time
     /// (bookings that ended by then are dropped).
-    pub fn pass(&mut self, path: &Route, p: Packet, now: u64) -> u64 {
+    pub fn pass(&mut self, path: &Route, class: Class, p: Packet, now: u64) -> u64 {
         let mut at = p.head;
         for (from, to) in path.links() {
-            let k = self.index(path.noc, from, to);
+            let k = self.index(path.noc, class, from, to);
             let link = &mut self.links[k];
             link.forget_before(now);
             at = link.book(at, p.hold) + self.hop;
@@ -122,7 +142,7 @@ impl Mesh {
             let (mut at, mut hops) = (p.head, 0);
             for leg in &legs {
                 for (a, b) in leg.links() {
-                    let k = self.index(noc, a, b);
+                    let k = self.index(noc, Class::Request, a, b);
                     let reached = *booked.entry(k).or_insert_with(|| {
                         let link = &mut self.links[k];
                         link.forget_before(now);
@@ -166,16 +186,23 @@ mod tests {
         // Two senders in one row write east (NOC0, +x) to the same far
         // core: the links from (2,2) on are shared.
         let (a, b, dst) = (Coord::new(1, 2), Coord::new(2, 2), Coord::new(6, 2));
-        assert_eq!(m.pass(&layout.route(Noc::Noc0, a, dst), p, 0), 0, "the first finds every link free");
+        assert_eq!(
+            m.pass(&layout.route(Noc::Noc0, a, dst), Class::Request, p, 0),
+            0,
+            "the first finds every link free"
+        );
         // The first holds (2,2)->(3,2) over [109, 109 + flits); the
         // second's head is there at 100, too short a gap before it, so it
         // follows the first's tail.
-        let late = m.pass(&layout.route(Noc::Noc0, b, dst), p, 0);
+        let late = m.pass(&layout.route(Noc::Noc0, b, dst), Class::Request, p, 0);
         assert_eq!(late, 9 + flits);
         // A packet one row down shares no link with them.
-        assert_eq!(m.pass(&layout.route(Noc::Noc0, Coord::new(1, 3), Coord::new(6, 3)), p, 0), 0);
+        assert_eq!(m.pass(&layout.route(Noc::Noc0, Coord::new(1, 3), Coord::new(6, 3)), Class::Request, p, 0), 0);
+        // Nor a response on the first packets' links: its own virtual channels.
+        let late = m.pass(&layout.route(Noc::Noc0, b, dst), Class::Response, p, 0);
+        assert_eq!(late, 0, "a response interleaves with the requests");
         // Nor does the way back on NOC1 (-x): its own links.
-        assert_eq!(m.pass(&layout.route(Noc::Noc1, dst, a), p, 0), 0);
+        assert_eq!(m.pass(&layout.route(Noc::Noc1, dst, a), Class::Request, p, 0), 0);
     }
 
     #[test]
@@ -185,10 +212,10 @@ mod tests {
             let bpc = board.arch().params().noc.flit_bytes as u64;
             let p = Packet { head: 1000, hold: packet_flits(4096, bpc) };
             let path = layout.route(Noc::Noc0, Coord::new(1, 1), Coord::new(4, 5));
-            assert_eq!(m.pass(&path, p, 0), 0);
-            assert_eq!(m.pass(&path, p, 0), p.hold, "{board}");
+            assert_eq!(m.pass(&path, Class::Request, p, 0), 0);
+            assert_eq!(m.pass(&path, Class::Request, p, 0), p.hold, "{board}");
             // Earlier in time but booked after: goes first where it fits.
-            assert_eq!(m.pass(&path, Packet { head: 0, ..p }, 0), 0, "{board}");
+            assert_eq!(m.pass(&path, Class::Request, Packet { head: 0, ..p }, 0), 0, "{board}");
         }
     }
 
@@ -200,31 +227,31 @@ mod tests {
         // NOC0 runs +x: a -> b takes the three links between them.
         let east = layout.route(Noc::Noc0, a, b);
         assert_eq!(east.hops(), 3);
-        assert_eq!(m.pass(&east, p, 0), 0);
+        assert_eq!(m.pass(&east, Class::Request, p, 0), 0);
         // NOC1 runs -x: b -> a takes three links of its own.
         let west = layout.route(Noc::Noc1, b, a);
         assert_eq!(west.hops(), 3);
-        assert_eq!(m.pass(&west, p, 0), 0);
+        assert_eq!(m.pass(&west, Class::Request, p, 0), 0);
         // NOC0 from b to a laps the row the other way round: other links.
         let lap = layout.route(Noc::Noc0, b, a);
         assert_eq!(lap.hops() as u8, layout.grid().x - 3);
-        assert_eq!(m.pass(&lap, p, 0), 0);
+        assert_eq!(m.pass(&lap, Class::Request, p, 0), 0);
         // Through (3,3)->(4,3) on NOC0, held over [9, 19): too short a gap
         // before, so it waits until 19.
         let through = layout.route(Noc::Noc0, Coord::new(3, 3), Coord::new(4, 3));
-        assert_eq!(m.pass(&through, p, 0), 19);
+        assert_eq!(m.pass(&through, Class::Request, p, 0), 19);
         // NOC1 routes y first (-y): from (5,3) up column 5, clear of row 3.
         let up = layout.route(Noc::Noc1, b, Coord::new(2, 1));
         assert_eq!(up.tiles[1], Coord::new(5, 2));
-        assert_eq!(m.pass(&up, p, 0), 0);
+        assert_eq!(m.pass(&up, Class::Request, p, 0), 0);
     }
 
     #[test]
     fn old_bookings_are_forgotten_and_never_delay() {
         let (layout, mut m) = mesh(Board::BlackholeP150a);
         let path = layout.route(Noc::Noc1, Coord::new(7, 9), Coord::new(1, 2));
-        m.pass(&path, Packet { head: 0, hold: 100 }, 0);
-        assert_eq!(m.pass(&path, Packet { head: 1000, hold: 100 }, 1000), 0);
+        m.pass(&path, Class::Request, Packet { head: 0, hold: 100 }, 0);
+        assert_eq!(m.pass(&path, Class::Request, Packet { head: 1000, hold: 100 }, 1000), 0);
         assert!(m.links().all(|l| l.busy().iter().all(|&(_, e)| e > 1000)), "only live bookings kept");
     }
 
@@ -238,13 +265,13 @@ mod tests {
         assert_eq!(m.multicast(Noc::Noc0, from, 3, receivers.into_iter(), p, 0), 0);
         // A unicast through the tree's first leg (row 1, held [9, 29)) waits.
         let cross = layout.route(Noc::Noc0, Coord::new(2, 1), Coord::new(3, 1));
-        assert_eq!(m.pass(&cross, Packet { head: 9, hold: 5 }, 0), 20);
+        assert_eq!(m.pass(&cross, Class::Request, Packet { head: 9, hold: 5 }, 0), 20);
         // A packet booked first on column 3's (3,2)->(3,3) over [18, 48):
         // the tree's head is due there at 27, waits until 48, and the
         // receivers below are 21 cycles late.
         let (_, mut m) = mesh(Board::WormholeN150);
         let down = layout.route(Noc::Noc0, Coord::new(3, 2), Coord::new(3, 3));
-        m.pass(&down, Packet { head: 18, hold: 30 }, 0);
+        m.pass(&down, Class::Request, Packet { head: 18, hold: 30 }, 0);
         assert_eq!(m.multicast(Noc::Noc0, from, 3, receivers.into_iter(), p, 0), 21);
     }
 }

@@ -31,10 +31,12 @@
 //!   `450 + k x 335` cycles after issue on Wormhole (plus the NOC trips),
 //!   not `450 + 335`: the link's 24.5 GB/s is shared, whatever the number
 //!   of reads in flight. A lone transfer costs [`endpoint_cost`].
-//! - **DRAM, per channel.** A channel streams one packet's data at a time at
-//!   `dram_bytes_per_kcycle` (Wormhole 24 B/cycle, Blackhole 34), reads
-//!   after `dram_latency_cycles`, writes as their flits arrive; reads and
-//!   writes share it.
+//! - **DRAM, per GDDR6 channel.** A channel streams one packet's data at a
+//!   time at `dram_bytes_per_kcycle` (Wormhole 24 B/cycle, Blackhole 34),
+//!   reads after `dram_latency_cycles`, writes as their flits arrive; reads
+//!   and writes share it. A Wormhole DRAM tile holds two channels, one a
+//!   GiB (tt-metal's two banks a tile), each with its own path
+//!   (`ArchParams::gddr_channel_bytes`); a Blackhole tile holds one.
 //! - **A responder's NIU.** A read's data leaves the NIU that serves it
 //!   (a tile's, a DRAM or PCIe endpoint's) one packet at a time, at the
 //!   link's flit rate, so reads from one source overlap only their latency
@@ -553,8 +555,9 @@ pub struct Endpoints {
     pub pcie_read: Link,
     /// PCIe, device -> host: data of device writes to host memory.
     pub pcie_write: Link,
-    /// Each DRAM channel's data path, reads and writes alike, by channel.
-    pub dram: std::collections::BTreeMap<usize, Link>,
+    /// Each GDDR6 channel's data path, reads and writes alike, by DRAM
+    /// tile (tt-umd channel) and GDDR6 channel within it.
+    pub dram: std::collections::BTreeMap<(usize, u64), Link>,
     /// Each responding NIU's outgoing link for read data, by (destination
     /// key, NOC index): one response packet leaves it at a time.
     pub responses: std::collections::BTreeMap<(u64, u8), Link>,
@@ -583,9 +586,10 @@ impl Endpoints {
                     self.pcie_write.book(ready, data) + data + lat
                 }
             }
-            Target::Dram { channel, .. } => {
+            Target::Dram { channel, offset } => {
                 let (lat, data) = (cfg.dram_latency_cycles, dram_cycles(cfg, bytes));
-                let bank = self.dram.entry(*channel).or_default();
+                let gddr = offset / cfg.board.arch().params().gddr_channel_bytes;
+                let bank = self.dram.entry((*channel, gddr)).or_default();
                 bank.forget_before(now);
                 if is_read {
                     bank.book(ready + lat, data) + data
@@ -706,6 +710,11 @@ mod tests {
         assert_eq!(e.done(&cfg, &bank0, 5, 8192, true, 0), 5 + 100 + 342);
         assert_eq!(e.done(&cfg, &bank0, 5, 8192, true, 0), 5 + 100 + 2 * 342, "the second waits for the bank");
         assert_eq!(e.done(&cfg, &bank1, 5, 8192, true, 0), 5 + 100 + 342, "another channel does not");
+        // A Wormhole DRAM tile's second GiB is its second GDDR6 channel, with its own path.
+        let second = Target::Dram { channel: 0, offset: 1 << 30 };
+        assert_eq!(e.done(&cfg, &second, 5, 8192, true, 0), 5 + 100 + 342, "the tile's other channel does not");
+        let below = Target::Dram { channel: 0, offset: (1 << 30) - 8192 };
+        assert_eq!(e.done(&cfg, &below, 5, 8192, true, 0), 5 + 100 + 3 * 342, "the first GiB is the first channel");
         // A write: the bank takes the data as its 257 flits arrive (the last at 1000).
         let mut e = Endpoints::default();
         assert_eq!(e.done(&cfg, &bank0, 1000, 8192, false, 0), 744 + 342 + 100);

@@ -151,6 +151,10 @@ pub struct ArchParams {
     pub bar: bar::BarLayout,
     /// What a host reads from ARC at open.
     pub arc: arc::ArcParams,
+    /// Bytes of one GDDR6 channel in a DRAM tile's address space: a tile
+    /// (tt-umd channel) whose memory is larger holds several channels one
+    /// after another, each with its own data path.
+    pub gddr_channel_bytes: u64,
 }
 
 /// Wormhole B0.
@@ -174,6 +178,9 @@ pub const WORMHOLE: ArchParams = ArchParams {
     address_map: address_map::WORMHOLE,
     bar: bar::WORMHOLE,
     arc: arc::WORMHOLE,
+    // tt-isa `WormholeB0/DRAMTile/README.md`, "NoC to DRAM tile": GDDR6
+    // channel 0 at 0, channel 1 at 1 GiB (tt-metal's two banks a channel).
+    gddr_channel_bytes: 1 << 30,
 };
 
 /// Blackhole.
@@ -199,4 +206,8 @@ pub const BLACKHOLE: ArchParams = ArchParams {
     address_map: address_map::BLACKHOLE,
     bar: bar::BLACKHOLE,
     arc: arc::BLACKHOLE,
+    // One GDDR6 channel a DRAM tile: 8 tiles, 8 GDDR6 channels (Blackhole
+    // product overview, "8 GDDR6 channels", 32 GB), so a tile's whole
+    // `dram_bank_size` (tt-umd `soc_descriptors/blackhole_140_arch.yaml`, 4 GiB).
+    gddr_channel_bytes: 4 << 30,
 };

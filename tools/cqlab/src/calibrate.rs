@@ -69,7 +69,7 @@ struct Figure {
     /// `wormhole` or `blackhole`.
     arch: String,
     /// `one-to-one`, `one-from-one`, `one-to-all`, `one-to-all-linked`, `dram-read`,
-    /// `dram-write`, `read-round-trip`, `l1-stores`, `pcie-read`,
+    /// `dram-write`, `dram-read-all-banks`, `dram-write-all-banks`, `read-round-trip`, `l1-stores`, `pcie-read`,
     /// `pcie-write`, `pcie-read-latency`, `host-write` or `host-read`.
     bench: String,
     #[serde(default)]
@@ -127,6 +127,8 @@ impl Figure {
             "one-to-all-linked" => Bench::OneToAllLinked { bytes: bytes()?, count: count()? },
             "dram-read" => Bench::DramRead { bytes: bytes()?, count: count()? },
             "dram-write" => Bench::DramWrite { bytes: bytes()?, count: count()? },
+            "dram-read-all-banks" => Bench::DramReadAllBanks { bytes: bytes()?, count: count()? },
+            "dram-write-all-banks" => Bench::DramWriteAllBanks { bytes: bytes()?, count: count()? },
             "read-round-trip" => {
                 let noc = match self.noc.unwrap_or(0) {
                     0 => Noc::Noc0,

@@ -281,7 +281,7 @@ fn calibrate_with_link_contention_stays_calibrated() {
     let o = cqlab(&["calibrate", "--link-contention"]);
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("link contention") && out.contains("13 of 13 within"), "{out}");
+    assert!(out.contains("link contention") && out.contains("15 of 15 within"), "{out}");
 }
 
 /// `bench dispatch --profile`: per point, each profiled core's device time
