@@ -172,11 +172,11 @@ impl Bench {
         let per_cycle = |bytes: u32, count: u32, cycles: u64| (bytes as u64 * count as u64) as f64 / cycles as f64;
         match self {
             Bench::OneToOne { bytes, count } => {
-                let p = writes(niu(Noc::Noc0), me, |_| NocAddr::unicast(peer, BUF as u64), bytes, count, count);
+                let p = writes(niu(Noc::Noc0), me, NocAddr::unicast(peer, BUF as u64), 0, bytes, count);
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
             }
             Bench::OneFromOne { bytes, count } => {
-                let p = reads(niu(Noc::Noc0), me, |_| NocAddr::unicast(peer, BUF as u64), bytes, count);
+                let p = reads(niu(Noc::Noc0), me, NocAddr::unicast(peer, BUF as u64), 0, bytes, count);
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
             }
             Bench::OneToAll { bytes, count } | Bench::OneToAllLinked { bytes, count } => {
@@ -199,24 +199,23 @@ impl Bench {
             }
             Bench::DramRead { bytes, count } => {
                 let dram = dram_bank0(&chip);
-                let p = reads(niu(Noc::Noc0), me, |k| dram.offset(k as u64 * bytes as u64), bytes, count);
+                let p = reads(niu(Noc::Noc0), me, dram, bytes, bytes, count);
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
             }
             Bench::DramWrite { bytes, count } => {
                 let dram = dram_bank0(&chip);
-                let p = writes(niu(Noc::Noc0), me, |k| dram.offset(k as u64 * bytes as u64), bytes, count, count);
+                let p = writes(niu(Noc::Noc0), me, dram, bytes, bytes, count);
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?))
             }
             Bench::DramReadAllBanks { bytes, count } | Bench::DramWriteAllBanks { bytes, count } => {
                 let read = matches!(self, Bench::DramReadAllBanks { .. });
                 let mut programs = Vec::new();
                 for (tile, src) in bank_partners(&chip, &tiles, read)? {
-                    let at_k = |k: u32| src.offset(k as u64 * bytes as u64);
                     let n = niu(Noc::Noc0);
                     let p = if read {
-                        reads(n, tile, at_k, bytes, count)
+                        reads(n, tile, src, bytes, bytes, count)
                     } else {
-                        writes(n, tile, at_k, bytes, count, count)
+                        writes(n, tile, src, bytes, bytes, count)
                     };
                     programs.push((tile, p));
                 }
@@ -234,12 +233,12 @@ impl Bench {
             }
             Bench::PcieRead { bytes, count } => {
                 let host = host_memory(&chip);
-                let p = reads(niu(Noc::Noc0), me, |k| host.offset(k as u64 * bytes as u64), bytes, count);
+                let p = reads(niu(Noc::Noc0), me, host, bytes, bytes, count);
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?) * clock_ghz)
             }
             Bench::PcieWrite { bytes, count } => {
                 let host = host_memory(&chip);
-                let p = writes(niu(Noc::Noc0), me, |k| host.offset(k as u64 * bytes as u64), bytes, count, count);
+                let p = writes(niu(Noc::Noc0), me, host, bytes, bytes, count);
                 Ok(per_cycle(bytes, count, timed(&mut chip, me, &p)?) * clock_ghz)
             }
             Bench::PcieReadLatency { bytes, count } => {
@@ -263,25 +262,28 @@ impl Bench {
     }
 }
 
-/// `count` reads of `bytes` into `BUF`, the k-th from `src(k)`, all issued
-/// before their barrier (`noc_async_read` x N, `noc_async_read_barrier`).
-fn reads(n: NiuAsm, me: Coord, src: impl Fn(u32) -> NocAddr, bytes: u32, count: u32) -> Vec<u32> {
-    let mut p: Vec<u32> = (0..count).flat_map(|k| n.read(me, src(k), BUF, bytes, 0)).collect();
+/// `count` reads of `bytes` into `BUF`, the k-th from `src + k * stride`,
+/// all issued before their barrier (`noc_async_read` x N,
+/// `noc_async_read_barrier`), the loop shaped as tt-metal compiles it
+/// (`NiuAsm::read_loop`).
+fn reads(n: NiuAsm, me: Coord, src: NocAddr, stride: u32, bytes: u32, count: u32) -> Vec<u32> {
+    let mut p = n.read_loop(me, src, stride, BUF, bytes, count);
     p.extend(n.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, count));
     p
 }
 
 /// `count` reads of `bytes` from `src`, each waited for before the next.
 fn reads_in_turn(n: NiuAsm, me: Coord, src: NocAddr, bytes: u32, count: u32) -> Vec<u32> {
-    let read = |k| [n.read(me, src, BUF, bytes, 0), n.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, k)].concat();
+    let read =
+        |k| [n.read_loop(me, src, 0, BUF, bytes, 1), n.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, k)].concat();
     (1..=count).flat_map(read).collect()
 }
 
-/// `count` writes of `bytes` from `BUF`, the k-th to `dst(k)`, then a
-/// barrier on `acks` acks (one per receiver of each write).
-fn writes(n: NiuAsm, me: Coord, dst: impl Fn(u32) -> NocAddr, bytes: u32, count: u32, acks: u32) -> Vec<u32> {
-    let mut p: Vec<u32> = (0..count).flat_map(|k| n.write(me, BUF, dst(k), bytes)).collect();
-    p.extend(n.wait_counter(counter::NIU_MST_WR_ACK_RECEIVED, acks));
+/// `count` writes of `bytes` from `BUF`, the k-th to `dst + k * stride`,
+/// then a barrier on their acks (`NiuAsm::write_loop`).
+fn writes(n: NiuAsm, me: Coord, dst: NocAddr, stride: u32, bytes: u32, count: u32) -> Vec<u32> {
+    let mut p = n.write_loop(me, BUF, dst, stride, bytes, count);
+    p.extend(n.wait_counter(counter::NIU_MST_WR_ACK_RECEIVED, count));
     p
 }
 
@@ -439,7 +441,7 @@ mod tests {
             let (rounded, exact) = (trip.run(board).unwrap(), trip.run_on(exact_cfg.clone()).unwrap());
             let least = (crate::noc::trip(&cfg, 1, 0) + crate::noc::trip(&cfg, 1, 32)) as f64;
             assert!(least < exact && exact < rounded, "{board}: {least} < {exact} < {rounded}");
-            let stream = Bench::OneToOne { bytes: 8192, count: 16 };
+            let stream = Bench::OneToOne { bytes: 8192, count: 64 };
             let (a, b) = (stream.run(board).unwrap(), stream.run_on(exact_cfg).unwrap());
             assert!((a - b).abs() / a < 0.02, "{board}: {a} vs {b} B/cycle");
         }

@@ -11,10 +11,11 @@
 //! `tmp` the values stored; both are clobbered. Every address comes from
 //! `cqlab_abi::arch`.
 
-use crate::asm::{bne, li, lw, sw};
+use crate::asm::{add, addi, bne, li, lw, sw};
 use cqlab_abi::arch::niu::cmd_buf;
 use cqlab_abi::arch::noc_addr::CoordField;
 use cqlab_abi::arch::noc_cmd::{atomic, cmd_ctrl, ctrl, packet_tag};
+use cqlab_abi::arch::tensix::LOCAL_MEM_BASE;
 use cqlab_abi::arch::{ArchParams, Noc};
 use cqlab_abi::noc::{Coord, NocAddr};
 
@@ -136,6 +137,113 @@ impl NiuAsm {
         self.store(&mut p, r.at_data, value);
         self.store(&mut p, r.cmd_ctrl, cmd_ctrl::SEND_REQ);
         p
+    }
+
+    /// `count` reads of `len` bytes as tt-metal's compiled data-movement
+    /// requestor issues them (`for (i ...) noc_async_read(...)`): a loop
+    /// whose body waits for the read command buffer, writes `NOC_CTRL`, the
+    /// local address, the source's address words, the length and
+    /// `NOC_CMD_CTRL`, and counts the read in local memory
+    /// (`ncrisc_noc_fast_read`, `noc_reads_num_issued`); the own coordinate
+    /// of the return address is written once, before the loop (tt-metal:
+    /// at `noc_init`). The k-th read comes from `src + k * stride`.
+    /// Clobbers x8-x14 beside `base` and `tmp`.
+    pub fn read_loop(&self, me: Coord, src: NocAddr, stride: u32, local: u32, len: u32, count: u32) -> Vec<u32> {
+        let mut p = Vec::new();
+        self.ready(&mut p, cmd_buf::READ);
+        let own = self.chip.noc.split.words(local as u64, CoordField::unicast(me.x, me.y));
+        let ret = self.ret();
+        self.store(&mut p, ret.1, own.mid);
+        if self.chip.noc.split.uses_hi() {
+            self.store(&mut p, ret.2, own.hi);
+        }
+        self.issue_loop(&mut p, ctrl::READ, (own.lo, self.ret().0), (src, self.targ()), stride, len, count);
+        p
+    }
+
+    /// [`NiuAsm::read_loop`] for writes (`noc_async_write`,
+    /// `ncrisc_noc_fast_write`, non-posted): the k-th writes `len` bytes of
+    /// this tile's L1 at `local` to `dst + k * stride`; the loop counts
+    /// each write issued and each ack expected in local memory.
+    pub fn write_loop(&self, me: Coord, local: u32, dst: NocAddr, stride: u32, len: u32, count: u32) -> Vec<u32> {
+        let mut p = Vec::new();
+        self.ready(&mut p, cmd_buf::WRITE);
+        let own = self.chip.noc.split.words(local as u64, CoordField::unicast(me.x, me.y));
+        let targ = self.targ();
+        self.store(&mut p, targ.1, own.mid);
+        if self.chip.noc.split.uses_hi() {
+            self.store(&mut p, targ.2, own.hi);
+        }
+        self.issue_loop(&mut p, ctrl::write(false), (own.lo, targ.0), (dst, self.ret()), stride, len, count);
+        p
+    }
+
+    /// The loop of [`NiuAsm::read_loop`] and [`NiuAsm::write_loop`]: the
+    /// local side's low word `(value, register)`, the far side's address
+    /// and registers, `base` pointing at the command buffer.
+    #[allow(clippy::too_many_arguments)]
+    fn issue_loop(
+        &self,
+        p: &mut Vec<u32>,
+        request: u32,
+        (local_lo, local_reg): (u32, u32),
+        (far, far_regs): (NocAddr, (u32, u32, u32)),
+        stride: u32,
+        len: u32,
+        count: u32,
+    ) {
+        let r = self.chip.niu.regs;
+        let w = self.words(far);
+        assert!(
+            w.lo as u64 + stride as u64 * count as u64 <= u32::MAX as u64,
+            "the far address's low word would carry into its middle word"
+        );
+        // Kept in registers, as a compiler keeps a loop's invariants: x8
+        // ctrl, x9 the local low word, x10-x12 the far address words, x13
+        // the length, x14 the loop count, x16 SEND_REQ, x17 the counters
+        // in local memory, x18 the stride; x15 and `tmp` are scratch.
+        let counters = LOCAL_MEM_BASE + 0x100;
+        for (reg, value) in [
+            (8, request),
+            (9, local_lo),
+            (10, w.lo),
+            (11, w.mid),
+            (12, w.hi),
+            (13, len),
+            (14, count),
+            (16, cmd_ctrl::SEND_REQ),
+            (17, counters),
+            (18, stride),
+        ] {
+            p.extend(li(reg, value));
+        }
+        let top = p.len();
+        // The command buffer reads ready.
+        p.push(lw(self.tmp, self.base, r.cmd_ctrl as i32));
+        p.push(bne(self.tmp, 0, -4));
+        p.push(sw(8, self.base, r.ctrl as i32));
+        p.push(sw(9, self.base, local_reg as i32));
+        p.push(sw(10, self.base, far_regs.0 as i32));
+        p.push(sw(11, self.base, far_regs.1 as i32));
+        if self.chip.noc.split.uses_hi() {
+            p.push(sw(12, self.base, far_regs.2 as i32));
+        }
+        p.push(sw(13, self.base, r.at_len_be as i32));
+        p.push(sw(16, self.base, r.cmd_ctrl as i32));
+        // The issued count (and, for a write, the acks expected), kept in
+        // local memory as tt-metal keeps its in globals.
+        let counted = if request == ctrl::READ { 1 } else { 2 };
+        for k in 0..counted {
+            p.push(lw(15, 17, 4 * k));
+            p.push(addi(15, 15, 1));
+            p.push(sw(15, 17, 4 * k));
+        }
+        if stride != 0 {
+            p.push(add(10, 10, 18));
+        }
+        p.push(addi(14, 14, -1));
+        let back = -(4 * (p.len() - top) as i32);
+        p.push(bne(14, 0, back));
     }
 
     /// Spins until counter `index` (`arch::niu::counter`) reads `value`:

@@ -274,6 +274,24 @@ fn link_contention_never_makes_dispatch_cheaper() {
     }
 }
 
+/// `calibrate` on each chip's default model: every built-in figure within
+/// 0.85-1.15 of its published value (issue 27's bar), packet sizes from
+/// 32 B to 8 KiB and DRAM from every bank at once included.
+#[test]
+fn calibrate_holds_every_listed_figure_on_both_chips() {
+    for chip in ["wormhole-n150", "blackhole-p150a"] {
+        let (code, v) = cqlab_json(&["calibrate", "--chip", chip]);
+        assert_eq!(code, 0, "{v}");
+        let rows = v.as_array().expect("rows");
+        assert!(rows.len() >= 12, "{chip}: {} figures", rows.len());
+        for row in rows {
+            assert_eq!(row["calibrated"], true, "{chip}: {row}");
+        }
+        let benches: Vec<&str> = rows.iter().filter_map(|r| r["bench"].as_str()).collect();
+        assert!(benches.iter().filter(|b| **b == "one-to-one").count() >= 4, "{chip}: {benches:?}");
+    }
+}
+
 /// `calibrate --link-contention`: every built-in figure stays within
 /// tolerance, and the header says the option was on.
 #[test]
@@ -281,7 +299,7 @@ fn calibrate_with_link_contention_stays_calibrated() {
     let o = cqlab(&["calibrate", "--link-contention"]);
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("link contention") && out.contains("15 of 15 within"), "{out}");
+    assert!(out.contains("link contention") && out.contains("25 of 25 within"), "{out}");
 }
 
 /// `bench dispatch --profile`: per point, each profiled core's device time
