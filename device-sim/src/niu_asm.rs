@@ -146,8 +146,8 @@ impl NiuAsm {
     /// `NOC_CMD_CTRL`, and counts the read in local memory
     /// (`ncrisc_noc_fast_read`, `noc_reads_num_issued`); the own coordinate
     /// of the return address is written once, before the loop (tt-metal:
-    /// at `noc_init`). The k-th read comes from `src + k * stride`.
-    /// Clobbers x8-x14 beside `base` and `tmp`.
+    /// at `noc_init`). The k-th read comes from `src + k * stride`
+    /// (`count` from 1). Clobbers x8-x18 beside `base` and `tmp`.
     pub fn read_loop(&self, me: Coord, src: NocAddr, stride: u32, local: u32, len: u32, count: u32) -> Vec<u32> {
         let mut p = Vec::new();
         self.ready(&mut p, cmd_buf::READ);
@@ -161,7 +161,7 @@ impl NiuAsm {
         p
     }
 
-    /// [`NiuAsm::read_loop`] for writes (`noc_async_write`,
+    /// [`NiuAsm::read_loop`] for unicast writes (`noc_async_write`,
     /// `ncrisc_noc_fast_write`, non-posted): the k-th writes `len` bytes of
     /// this tile's L1 at `local` to `dst + k * stride`; the loop counts
     /// each write issued and each ack expected in local memory.
@@ -194,6 +194,7 @@ impl NiuAsm {
     ) {
         let r = self.chip.niu.regs;
         let w = self.words(far);
+        assert!(count > 0, "a loop of no packets");
         assert!(
             w.lo as u64 + stride as u64 * count as u64 <= u32::MAX as u64,
             "the far address's low word would carry into its middle word"
