@@ -141,12 +141,13 @@ impl NiuAsm {
 
     /// `count` reads of `len` bytes as tt-metal's compiled data-movement
     /// requestor issues them (`for (i ...) noc_async_read(...)`): a loop
-    /// whose body waits for the read command buffer, writes `NOC_CTRL`, the
-    /// local address, the source's address words, the length and
-    /// `NOC_CMD_CTRL`, and counts the read in local memory
-    /// (`ncrisc_noc_fast_read`, `noc_reads_num_issued`); the own coordinate
-    /// of the return address is written once, before the loop (tt-metal:
-    /// at `noc_init`). The k-th read comes from `src + k * stride`
+    /// whose body waits for the read command buffer, writes the local
+    /// address, the source's address words, the length and `NOC_CMD_CTRL`,
+    /// and counts the read in local memory (tt-metal wh and bh
+    /// `noc_nonblocking_api.h` `ncrisc_noc_fast_read`,
+    /// `noc_reads_num_issued`); `NOC_CTRL` and the own coordinate of the
+    /// return address are written once, before the loop (tt-metal: at
+    /// `noc_init`). The k-th read comes from `src + k * stride`
     /// (`count` from 1). Clobbers x8-x18 beside `base` and `tmp`.
     pub fn read_loop(&self, me: Coord, src: NocAddr, stride: u32, local: u32, len: u32, count: u32) -> Vec<u32> {
         let mut p = Vec::new();
@@ -162,7 +163,8 @@ impl NiuAsm {
     }
 
     /// [`NiuAsm::read_loop`] for unicast writes (`noc_async_write`,
-    /// `ncrisc_noc_fast_write`, non-posted): the k-th writes `len` bytes of
+    /// `ncrisc_noc_fast_write`, non-posted, `NOC_CTRL` written every
+    /// time): the k-th writes `len` bytes of
     /// this tile's L1 at `local` to `dst + k * stride`; the loop counts
     /// each write issued and each ack expected in local memory.
     pub fn write_loop(&self, me: Coord, local: u32, dst: NocAddr, stride: u32, len: u32, count: u32) -> Vec<u32> {
@@ -218,11 +220,20 @@ impl NiuAsm {
         ] {
             p.extend(li(reg, value));
         }
+        let read = request == ctrl::READ;
+        if read {
+            // Set once: tt-metal's read command buffer keeps its `NOC_CTRL`
+            // from `noc_init` (`ncrisc_noc_fast_read` writes it only with
+            // the dynamic NOC); a write sets it every time.
+            p.push(sw(8, self.base, r.ctrl as i32));
+        }
         let top = p.len();
         // The command buffer reads ready.
         p.push(lw(self.tmp, self.base, r.cmd_ctrl as i32));
         p.push(bne(self.tmp, 0, -4));
-        p.push(sw(8, self.base, r.ctrl as i32));
+        if !read {
+            p.push(sw(8, self.base, r.ctrl as i32));
+        }
         p.push(sw(9, self.base, local_reg as i32));
         p.push(sw(10, self.base, far_regs.0 as i32));
         p.push(sw(11, self.base, far_regs.1 as i32));
@@ -233,7 +244,7 @@ impl NiuAsm {
         p.push(sw(16, self.base, r.cmd_ctrl as i32));
         // The issued count (and, for a write, the acks expected), kept in
         // local memory as tt-metal keeps its in globals.
-        let counted = if request == ctrl::READ { 1 } else { 2 };
+        let counted = if read { 1 } else { 2 };
         for k in 0..counted {
             p.push(lw(15, 17, 4 * k));
             p.push(addi(15, 15, 1));
