@@ -150,50 +150,42 @@ impl NiuAsm {
     /// `noc_init`). The k-th read comes from `src + k * stride`
     /// (`count` from 1). Clobbers x8-x18 beside `base` and `tmp`.
     pub fn read_loop(&self, me: Coord, src: NocAddr, stride: u32, local: u32, len: u32, count: u32) -> Vec<u32> {
-        let mut p = Vec::new();
-        self.ready(&mut p, cmd_buf::READ);
-        let own = self.chip.noc.split.words(local as u64, CoordField::unicast(me.x, me.y));
-        let ret = self.ret();
-        self.store(&mut p, ret.1, own.mid);
-        if self.chip.noc.split.uses_hi() {
-            self.store(&mut p, ret.2, own.hi);
-        }
-        self.issue_loop(&mut p, ctrl::READ, (own.lo, self.ret().0), (src, self.targ()), stride, len, count);
-        p
+        let near = (me, local, self.ret());
+        self.issue_loop(cmd_buf::READ, ctrl::READ, near, (src, self.targ()), stride, len, count)
     }
 
     /// [`NiuAsm::read_loop`] for unicast writes (`noc_async_write`,
-    /// `ncrisc_noc_fast_write`, non-posted, `NOC_CTRL` written every
-    /// time): the k-th writes `len` bytes of
-    /// this tile's L1 at `local` to `dst + k * stride`; the loop counts
-    /// each write issued and each ack expected in local memory.
+    /// `ncrisc_noc_fast_write`, non-posted, `NOC_CTRL` written every time):
+    /// the k-th writes `len` bytes of this tile's L1 at `local` to
+    /// `dst + k * stride`; the loop counts each write issued and each ack
+    /// expected in local memory.
     pub fn write_loop(&self, me: Coord, local: u32, dst: NocAddr, stride: u32, len: u32, count: u32) -> Vec<u32> {
-        let mut p = Vec::new();
-        self.ready(&mut p, cmd_buf::WRITE);
-        let own = self.chip.noc.split.words(local as u64, CoordField::unicast(me.x, me.y));
-        let targ = self.targ();
-        self.store(&mut p, targ.1, own.mid);
-        if self.chip.noc.split.uses_hi() {
-            self.store(&mut p, targ.2, own.hi);
-        }
-        self.issue_loop(&mut p, ctrl::write(false), (own.lo, targ.0), (dst, self.ret()), stride, len, count);
-        p
+        let near = (me, local, self.targ());
+        self.issue_loop(cmd_buf::WRITE, ctrl::write(false), near, (dst, self.ret()), stride, len, count)
     }
 
-    /// The loop of [`NiuAsm::read_loop`] and [`NiuAsm::write_loop`]: the
-    /// local side's low word `(value, register)`, the far side's address
-    /// and registers, `base` pointing at the command buffer.
+    /// The loop of [`NiuAsm::read_loop`] and [`NiuAsm::write_loop`] on
+    /// command buffer `buf`: this tile's side (`me`, its L1 address, its
+    /// address registers), whose coordinate words are written once, and
+    /// the far side's address and registers.
     #[allow(clippy::too_many_arguments)]
     fn issue_loop(
         &self,
-        p: &mut Vec<u32>,
+        buf: u32,
         request: u32,
-        (local_lo, local_reg): (u32, u32),
+        (me, local, near_regs): (Coord, u32, (u32, u32, u32)),
         (far, far_regs): (NocAddr, (u32, u32, u32)),
         stride: u32,
         len: u32,
         count: u32,
-    ) {
+    ) -> Vec<u32> {
+        let mut p = Vec::new();
+        self.ready(&mut p, buf);
+        let own = self.chip.noc.split.words(local as u64, CoordField::unicast(me.x, me.y));
+        self.store(&mut p, near_regs.1, own.mid);
+        if self.chip.noc.split.uses_hi() {
+            self.store(&mut p, near_regs.2, own.hi);
+        }
         let r = self.chip.niu.regs;
         let w = self.words(far);
         assert!(count > 0, "a loop of no packets");
@@ -208,7 +200,7 @@ impl NiuAsm {
         let counters = LOCAL_MEM_BASE + 0x100;
         for (reg, value) in [
             (8, request),
-            (9, local_lo),
+            (9, own.lo),
             (10, w.lo),
             (11, w.mid),
             (12, w.hi),
@@ -234,7 +226,7 @@ impl NiuAsm {
         if !read {
             p.push(sw(8, self.base, r.ctrl as i32));
         }
-        p.push(sw(9, self.base, local_reg as i32));
+        p.push(sw(9, self.base, near_regs.0 as i32));
         p.push(sw(10, self.base, far_regs.0 as i32));
         p.push(sw(11, self.base, far_regs.1 as i32));
         if self.chip.noc.split.uses_hi() {
@@ -256,6 +248,7 @@ impl NiuAsm {
         p.push(addi(14, 14, -1));
         let back = -(4 * (p.len() - top) as i32);
         p.push(bne(14, 0, back));
+        p
     }
 
     /// Spins until counter `index` (`arch::niu::counter`) reads `value`:
