@@ -292,6 +292,40 @@ fn calibrate_holds_every_listed_figure_on_both_chips() {
     }
 }
 
+/// `calibrate --figures FILE`: a user's own figures, here through a pipe
+/// (read once), are run and judged like the built-in ones; a figure the
+/// benchmark cannot take is a usage error (exit 2) naming it.
+#[test]
+fn calibrate_takes_a_users_figures_through_a_pipe() {
+    let run = |figures: &str| {
+        use std::io::Write;
+        let mut child = Command::new(CQLAB)
+            .env("CQLAB_FIRMWARE_DIR", firmware_dir())
+            .args(["calibrate", "--figures", "/dev/stdin", "--json"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(figures.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let figure = |bytes: u32| {
+        format!(
+            r#"{{"figures": [{{"name": "my card", "arch": "wormhole", "bench": "dram-read-all-banks",
+               "bytes": {bytes}, "count": 16, "published": 250, "unit": "GB/s", "source": "my bench"}}]}}"#
+        )
+    };
+    let o = run(&figure(8192));
+    assert!(o.status.success(), "{}", text(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows}");
+    assert_eq!((rows[0]["name"].as_str(), rows[0]["unit"].as_str()), (Some("my card"), Some("GB/s")));
+    let o = run(&figure(3));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("figure 1 (my card): 3 bytes"), "{}", text(&o));
+}
+
 /// `calibrate --link-contention`: every built-in figure stays within
 /// tolerance, and the header says the option was on.
 #[test]
