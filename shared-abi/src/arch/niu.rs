@@ -280,8 +280,10 @@ impl NiuLayout {
         };
         let off = addr - self.base(noc);
         if off < self.cmd_bufs * self.cmd_buf_stride {
-            let buf = off / self.cmd_buf_stride;
-            if let Some(reg) = self.reg_index.at(off % self.cmd_buf_stride) {
+            // The stride is a power of two (checked below the layouts): a
+            // shift and a mask, not a division, on every NIU store.
+            let buf = off >> self.cmd_buf_stride.trailing_zeros();
+            if let Some(reg) = self.reg_index.at(off & (self.cmd_buf_stride - 1)) {
                 return Some((noc, NiuReg::CmdBuf { buf, reg }));
             }
         }
@@ -361,6 +363,9 @@ pub const BLACKHOLE: NiuLayout = NiuLayout {
         noc_id_logical: 0x12,    // NOC_ID_LOGICAL; tt-umd NOC_ID_TRANSLATED_OFFSET 0x148
     },
 };
+
+// `NiuLayout::decode` splits a command-buffer offset with a shift and a mask.
+const _: () = assert!(WORMHOLE.cmd_buf_stride.is_power_of_two() && BLACKHOLE.cmd_buf_stride.is_power_of_two());
 
 /// Blackhole's command-buffer register offsets (sources as in [`BLACKHOLE`]).
 const BLACKHOLE_REGS: CmdBufRegs = CmdBufRegs {
