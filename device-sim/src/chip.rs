@@ -1412,9 +1412,13 @@ impl Chip {
                 // The data leaves the responder's NIU one packet at a time.
                 let responder = (issue.dst_key, src.noc.index() as u8);
                 let leave = self.endpoints.respond(&self.cfg, responder, served, ready, issue.len, now);
-                let response = Packet { head: leave + iface, hold: packet_flits(issue.len, bpc) };
-                let done =
-                    leave + trip(&self.cfg, hops, issue.len) + self.link_wait(src, issue.dst_key, false, response);
+                let hold = noc::response_cycles(&self.cfg, issue.len);
+                let slower = hold - packet_flits(issue.len, bpc);
+                let response = Packet { head: leave + iface, hold };
+                let done = leave
+                    + trip(&self.cfg, hops, issue.len)
+                    + slower
+                    + self.link_wait(src, issue.dst_key, false, response);
                 if !matches!(issue.target, Target::Reg { .. } | Target::Arc { .. }) {
                     let start = done + 1 - (issue.len as u64).div_ceil(bpc).max(1);
                     let (local, len, target) = (issue.local, issue.len, issue.target.clone());

@@ -39,6 +39,14 @@ pub struct NocTiming {
     /// Blackhole 41, the first packet of 16 paying the unlinked rate).
     /// Wormhole 24, Blackhole 47.
     pub linked_multicast_bytes_per_cycle: u64,
+    /// The rate a read's response data leaves the responding NIU, in bytes
+    /// per 1000 cycles (at most the link's). Fitted to tt-metal's
+    /// one-from-one at 256 transactions (`perf_plots/wormhole_b0/One from
+    /// One Packet Sizes.md`: 28.7 B/cycle at 8 KiB where one-to-one reaches
+    /// 31.1; the sources do not say what limits it): Wormhole 28 700.
+    /// Blackhole's reads reach its writes' rate (61.1 against 61.8 B/cycle
+    /// at 8 KiB): the link's, 64 000.
+    pub read_response_bytes_per_kcycle: u64,
     /// Contention on the links between routers: each link carries one
     /// packet at a time and packets queue for it (`links`; tt-isa
     /// `NoC/RoutingPaths.md`, "Congestion"). Off by default: only a NIU's
@@ -244,6 +252,7 @@ impl SimConfig {
                 bytes_per_cycle: arch.params().noc.flit_bytes as u64,
                 multicast_bytes_per_cycle: if wormhole { 16 } else { 24 },
                 linked_multicast_bytes_per_cycle: if wormhole { 24 } else { 47 },
+                read_response_bytes_per_kcycle: if wormhole { 28_700 } else { 64_000 },
                 link_contention: false,
             },
             pcie: PcieTiming {
@@ -312,6 +321,12 @@ impl SimConfig {
         check("noc.bytes_per_cycle", self.noc.bytes_per_cycle, 1, 1 << 20)?;
         check("noc.multicast_bytes_per_cycle", self.noc.multicast_bytes_per_cycle, 1, 1 << 20)?;
         check("noc.linked_multicast_bytes_per_cycle", self.noc.linked_multicast_bytes_per_cycle, 1, 1 << 20)?;
+        check(
+            "noc.read_response_bytes_per_kcycle",
+            self.noc.read_response_bytes_per_kcycle,
+            1,
+            self.noc.bytes_per_cycle * 1000,
+        )?;
         check("dram_bytes_per_kcycle", self.dram_bytes_per_kcycle, 1, 1 << 40)?;
         check("pcie.read_bytes_per_kcycle", self.pcie.read_bytes_per_kcycle, 1, 1 << 40)?;
         check("pcie.write_bytes_per_kcycle", self.pcie.write_bytes_per_kcycle, 1, 1 << 40)?;

@@ -38,9 +38,11 @@
 //!   GiB (tt-metal's two banks a tile), each with its own path
 //!   (`ArchParams::gddr_channel_bytes`); a Blackhole tile holds one.
 //! - **A responder's NIU.** A read's data leaves the NIU that serves it
-//!   (a tile's, a DRAM or PCIe endpoint's) one packet at a time, at the
-//!   link's flit rate, so reads from one source overlap only their latency
-//!   (tt-metal's one-from-one: 28 B/cycle on Wormhole's 32 B link).
+//!   (a tile's, a DRAM or PCIe endpoint's) one packet at a time, at
+//!   `noc.read_response_bytes_per_kcycle` (Wormhole 28.7 B/cycle on its 32
+//!   B link, Blackhole the link's; `response_cycles`), so reads from one
+//!   source overlap only their latency (tt-metal's one-from-one: 28.7
+//!   B/cycle on Wormhole at 8 KiB x 256).
 //! - **A packet's header.** Each packet is one header flit plus its data
 //!   flits (`packet_flits`); a multicast's data leaves its NIU at
 //!   `noc.multicast_bytes_per_cycle`, or at
@@ -437,6 +439,14 @@ pub fn packet_flits(bytes: u32, bpc: u64) -> u64 {
     data + data.div_ceil(DATA_FLITS_PER_HEADER).max(1)
 }
 
+/// Cycles a read response of `bytes` holds its responder's NIU: its flits,
+/// or longer at `noc.read_response_bytes_per_kcycle`.
+pub fn response_cycles(cfg: &SimConfig, bytes: u32) -> u64 {
+    let flits = packet_flits(bytes, cfg.noc.bytes_per_cycle);
+    let headers = flits - (bytes as u64).div_ceil(cfg.noc.bytes_per_cycle);
+    flits.max((bytes as u64 * 1000).div_ceil(cfg.noc.read_response_bytes_per_kcycle) + headers)
+}
+
 /// One-way NOC trip of `hops` hops carrying `bytes`: the interfaces, the
 /// hops, and the packet's flits one per cycle.
 pub fn trip(cfg: &SimConfig, hops: u32, bytes: u32) -> u64 {
@@ -617,7 +627,7 @@ impl Endpoints {
         bytes: u32,
         now: u64,
     ) -> u64 {
-        let flits = packet_flits(bytes, cfg.noc.bytes_per_cycle);
+        let flits = response_cycles(cfg, bytes);
         let link = self.responses.entry(responder).or_default();
         link.forget_before(now);
         link.book(from.max((ready + 1).saturating_sub(flits)), flits)
@@ -723,13 +733,19 @@ mod tests {
     #[test]
     fn a_responder_sends_one_read_response_at_a_time() {
         let cfg = SimConfig::default();
+        // Wormhole: 8 KiB of response at 28.7 B/cycle (286 cycles) and its
+        // header, against 257 flits at the link's rate.
+        assert_eq!(response_cycles(&cfg, 8192), 287);
         let mut e = Endpoints::default();
         // Data at hand at once (an L1): leaves when asked, then queues.
         assert_eq!(e.respond(&cfg, (7, 0), 100, 100, 8192, 0), 100);
-        assert_eq!(e.respond(&cfg, (7, 0), 100, 100, 8192, 0), 357);
+        assert_eq!(e.respond(&cfg, (7, 0), 100, 100, 8192, 0), 387);
         assert_eq!(e.respond(&cfg, (7, 1), 100, 100, 8192, 0), 100, "the other NOC's NIU is free");
         // Streamed from a slower endpoint: the last flit leaves no earlier than the data is out.
-        assert_eq!(e.respond(&cfg, (9, 0), 100, 1000, 8192, 0), 1000 + 1 - 257);
+        assert_eq!(e.respond(&cfg, (9, 0), 100, 1000, 8192, 0), 1000 + 1 - 287);
+        // Blackhole's responses leave at the link's rate: their flits.
+        let bh = SimConfig::for_board(cqlab_abi::soc::Board::BlackholeP150a);
+        assert_eq!(response_cycles(&bh, 16384), packet_flits(16384, bh.noc.bytes_per_cycle));
     }
 
     #[test]
