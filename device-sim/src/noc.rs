@@ -627,10 +627,10 @@ impl Endpoints {
         bytes: u32,
         now: u64,
     ) -> u64 {
-        let flits = response_cycles(cfg, bytes);
+        let hold = response_cycles(cfg, bytes);
         let link = self.responses.entry(responder).or_default();
         link.forget_before(now);
-        link.book(from.max((ready + 1).saturating_sub(flits)), flits)
+        link.book(from.max((ready + 1).saturating_sub(hold)), hold)
     }
 
     /// Every link, for the chip's digest.
