@@ -45,7 +45,7 @@ pub struct NocTiming {
     /// One Packet Sizes.md`: 28.7 B/cycle at 8 KiB where one-to-one reaches
     /// 31.1; the sources do not say what limits it): Wormhole 28 700.
     /// Blackhole's reads reach its writes' rate (61.1 against 61.8 B/cycle
-    /// at 8 KiB): the link's, 64 000.
+    /// at 8 KiB): the link's.
     pub read_response_bytes_per_kcycle: u64,
     /// Contention on the links between routers: each link carries one
     /// packet at a time and packets queue for it (`links`; tt-isa
@@ -252,7 +252,11 @@ impl SimConfig {
                 bytes_per_cycle: arch.params().noc.flit_bytes as u64,
                 multicast_bytes_per_cycle: if wormhole { 16 } else { 24 },
                 linked_multicast_bytes_per_cycle: if wormhole { 24 } else { 47 },
-                read_response_bytes_per_kcycle: if wormhole { 28_700 } else { 64_000 },
+                read_response_bytes_per_kcycle: if wormhole {
+                    28_700
+                } else {
+                    arch.params().noc.flit_bytes as u64 * 1000
+                },
                 link_contention: false,
             },
             pcie: PcieTiming {

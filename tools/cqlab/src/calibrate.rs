@@ -68,8 +68,9 @@ struct Figure {
     name: String,
     /// `wormhole` or `blackhole`.
     arch: String,
-    /// `one-to-one`, `one-from-one`, `one-to-all`, `one-to-all-linked`, `dram-read`,
-    /// `dram-write`, `dram-read-all-banks`, `dram-write-all-banks`, `read-round-trip`, `l1-stores`, `pcie-read`,
+    /// `one-to-one`, `one-from-one`, `one-to-all`, `one-to-all-linked`,
+    /// `dram-read`, `dram-write`, `dram-read-all-banks`,
+    /// `dram-write-all-banks`, `read-round-trip`, `l1-stores`, `pcie-read`,
     /// `pcie-write`, `pcie-read-latency`, `host-write` or `host-read`.
     bench: String,
     #[serde(default)]

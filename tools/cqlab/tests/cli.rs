@@ -276,7 +276,7 @@ fn link_contention_never_makes_dispatch_cheaper() {
 
 /// `calibrate` on each chip's default model: every built-in figure within
 /// 0.85-1.15 of its published value (issue 27's bar), packet sizes from
-/// 32 B to 8 KiB and DRAM from every bank at once included.
+/// 32 B to 16 KiB and DRAM from every bank at once included.
 #[test]
 fn calibrate_holds_every_listed_figure_on_both_chips() {
     for chip in ["wormhole-n150", "blackhole-p150a"] {
