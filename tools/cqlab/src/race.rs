@@ -405,28 +405,84 @@ fn run_parallel(plan: &Plan, argv_tail: &[String], sink: &mut dyn FnMut(&SeedRec
     drop(tx);
     let total = plan.owned_count();
     let mut n = 0;
-    for msg in rx {
-        let r = msg.map_err(|e| anyhow::anyhow!("a race job wrote an unreadable record: {e}"))?;
+    let mut emit = |r: &SeedRecord| -> Result<()> {
         n += 1;
         if !plan.args.records.json {
             let verdict = r.failure.as_ref().map_or_else(|| "pass".into(), |f| format!("FAIL {}", f.error));
             diagln!("[{n}/{total}] seed {}: {verdict}", r.seed);
         }
-        sink(&r)?;
-        if !r.ok && plan.args.until_first {
-            for c in &mut children {
-                let _ = c.kill();
+        sink(r)
+    };
+    // `--until-first` takes records in seed order, so the first failure is
+    // the lowest failing seed whichever job finishes first, as in one job.
+    let mut in_order = plan.args.until_first.then(|| InOrder::new(plan.owned().map(|(index, _)| index)));
+    let mut stopped = false;
+    'records: for msg in rx {
+        let r = msg.map_err(|e| anyhow::anyhow!("a race job wrote an unreadable record: {e}"))?;
+        let ready = match &mut in_order {
+            Some(o) => o.take(r),
+            None => vec![r],
+        };
+        for r in ready {
+            emit(&r)?;
+            if !r.ok && plan.args.until_first {
+                stopped = true;
+                break 'records;
             }
-            break;
+        }
+    }
+    if let (false, Some(o)) = (stopped, &mut in_order) {
+        // A job ended without some record (its exit status says why below):
+        // what did arrive is kept, still in order.
+        for r in o.rest() {
+            emit(&r)?;
+            if !r.ok {
+                break;
+            }
+        }
+    }
+    if stopped {
+        for c in &mut children {
+            let _ = c.kill();
         }
     }
     for mut c in children {
         let status = c.wait()?;
-        if !plan.args.until_first && !crate::exit::ran(status.code()) {
+        if !stopped && !crate::exit::ran(status.code()) {
             anyhow::bail!("a race job exited with {status}");
         }
     }
     Ok(())
+}
+
+/// Records from several jobs, released in the order of their run index.
+struct InOrder<I: Iterator<Item = u64>> {
+    /// The run indices still to release, in order.
+    indices: std::iter::Peekable<I>,
+    /// Records that arrived ahead of an earlier index.
+    waiting: std::collections::BTreeMap<u64, SeedRecord>,
+}
+
+impl<I: Iterator<Item = u64>> InOrder<I> {
+    fn new(indices: I) -> Self {
+        InOrder { indices: indices.peekable(), waiting: Default::default() }
+    }
+
+    /// Takes `r`; returns every record now next in order.
+    fn take(&mut self, r: SeedRecord) -> Vec<SeedRecord> {
+        self.waiting.insert(r.index, r);
+        let mut ready = Vec::new();
+        while let Some(r) = self.indices.peek().and_then(|i| self.waiting.remove(i)) {
+            self.indices.next();
+            ready.push(r);
+        }
+        ready
+    }
+
+    /// The records still waiting, in order, when no more will arrive.
+    fn rest(&mut self) -> Vec<SeedRecord> {
+        std::mem::take(&mut self.waiting).into_values().collect()
+    }
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {

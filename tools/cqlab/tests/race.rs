@@ -178,6 +178,38 @@ fn parallel_jobs_give_the_report_of_one_process_and_records_replay() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--until-first` with jobs stops where one process stops: at the lowest
+/// failing seed, with every seed before it run. Here the first seed passes
+/// slower than the second fails, so a report of the first failure to
+/// finish would count one run, not two.
+#[test]
+fn until_first_with_jobs_stops_at_the_lowest_failing_seed() {
+    let dir = std::env::temp_dir().join(format!("cqlab-race-until-first-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let common = ["--workload", "random", "--firmware", "release-before-ack", "--seeds", "8", "--until-first"];
+    let mut seeds_run = Vec::new();
+    let mut reports = Vec::new();
+    for jobs in ["1", "2"] {
+        let jsonl = dir.join(format!("jobs-{jobs}.jsonl"));
+        let (code, v) = race(&[&common[..], &["--jobs", jobs, "--jsonl", jsonl.to_str().unwrap()]].concat());
+        assert_eq!(code, exit_of_report(&v), "{v}");
+        let lines = std::fs::read_to_string(&jsonl).unwrap();
+        let seeds: Vec<u64> = lines
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["seed"].as_u64().unwrap())
+            .collect();
+        seeds_run.push(seeds);
+        reports.push(v);
+    }
+    assert_eq!(reports[0]["runs_to_first_failure"], 2, "seed 1 passes, seed 2 fails: {}", reports[0]);
+    for key in ["runs", "failures", "runs_to_first_failure", "first_failing_seed", "signatures"] {
+        assert_eq!(reports[0][key], reports[1][key], "{key}");
+    }
+    assert_eq!(seeds_run[0], seeds_run[1], "the records, in seed order");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The README's options find each known-bug variant with the two-queue
 /// workload on its first seeds, and each failing record replays to the same
 /// signature and device cycle twice.
