@@ -98,6 +98,9 @@ pub struct FakeCore {
     /// Model a host that at once consumes every published completion record
     /// (read through `COMPLETION_RD_PTR`).
     pub host_drains: bool,
+    /// Model subordinate cores that finish a launch as soon as BRISC starts
+    /// them: these bits of `SubordinateRun::sync` read as 0 (`RUN_SYNC_DONE`).
+    pub subordinates_finish: u32,
     /// The other core of this CQ (`Coord::packed`), for the models above.
     pub peer: u32,
 }
@@ -121,6 +124,7 @@ impl FakeCore {
             dram_reads: 0,
             peer_frees_pages: None,
             host_drains: false,
+            subordinates_finish: 0,
             peer: 0,
             chip,
         };
@@ -187,11 +191,18 @@ impl Memory for FakeCore {
             return u32::from_le_bytes(self.sysmem(at, 4).try_into().unwrap());
         }
         let a = addr as usize;
-        u32::from_le_bytes(self.l1[a..a + 4].try_into().unwrap())
+        let word = u32::from_le_bytes(self.l1[a..a + 4].try_into().unwrap());
+        if addr == cqlab_abi::mailbox::SUBORDINATE_RUN {
+            return word & !self.subordinates_finish;
+        }
+        word
     }
     fn write_u32(&mut self, addr: u32, value: u32) {
         let a = addr as usize;
         self.l1[a..a + 4].copy_from_slice(&value.to_le_bytes());
+    }
+    fn write_u8(&mut self, addr: u32, value: u8) {
+        self.l1[addr as usize] = value;
     }
 }
 

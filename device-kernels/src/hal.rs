@@ -39,6 +39,16 @@ fn l1_word(addr: u32) -> VolatilePtr<'static, u32, ReadWrite> {
     unsafe { VolatilePtr::new(NonNull::new_unchecked(addr as usize as *mut u32)) }
 }
 
+/// The L1 byte at `addr` (below the L1 size).
+#[inline(always)]
+fn l1_byte(addr: u32) -> VolatilePtr<'static, u8, ReadWrite> {
+    debug_assert!(addr < CHIP.l1_size);
+    // SAFETY: as `l1_word`: every address below the L1 size is mapped L1 on
+    // every Tensix tile for the firmware's whole life, and callers address
+    // mailboxes, never address 0.
+    unsafe { VolatilePtr::new(NonNull::new_unchecked(addr as usize as *mut u8)) }
+}
+
 /// The register at `addr` (an `arch` constant), with access kind `A`.
 #[inline(always)]
 fn reg<A: Access>(access: A, addr: u32) -> VolatilePtr<'static, u32, A> {
@@ -272,6 +282,10 @@ impl<const P: usize> Memory for Device<P> {
     #[inline(always)]
     fn write_u32(&mut self, addr: u32, value: u32) {
         l1_word(addr).write(value)
+    }
+    #[inline(always)]
+    fn write_u8(&mut self, addr: u32, value: u8) {
+        l1_byte(addr).write(value)
     }
 }
 

@@ -4,6 +4,8 @@
 pub trait Memory {
     fn read_u32(&self, addr: u32) -> u32;
     fn write_u32(&mut self, addr: u32, value: u32);
+    /// One byte, its word's other bytes untouched (another core may own them).
+    fn write_u8(&mut self, addr: u32, value: u8);
 
     /// Reads `out.len()` bytes (a multiple of 4) from 4-aligned `addr`.
     fn read_words(&self, addr: u32, out: &mut [u8]) {
@@ -57,5 +59,8 @@ impl Memory for TestL1 {
     fn write_u32(&mut self, addr: u32, value: u32) {
         let a = addr as usize;
         self.0[a..a + 4].copy_from_slice(&value.to_le_bytes());
+    }
+    fn write_u8(&mut self, addr: u32, value: u8) {
+        self.0[addr as usize] = value;
     }
 }

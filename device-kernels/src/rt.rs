@@ -130,11 +130,6 @@ macro_rules! subordinate_firmware {
             dev.noc_init();
             let processor = $crate::hal::$device::PROCESSOR;
             $crate::worker::subordinate(&mut dev, processor, $crate::build_id(), |_, entry, ctx| {
-                // SAFETY: `ctx` is this core's mailbox in L1, where BRISC
-                // wrote a whole `KernelCtx` before `go` (which the loop read):
-                // aligned, initialised, and not written again until this
-                // core reports done.
-                let ctx = unsafe { &*(ctx as usize as *const cqlab_abi::program::KernelCtx) };
                 $crate::hal::call_kernel(entry, ctx)
             })
         }

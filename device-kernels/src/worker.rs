@@ -1,12 +1,13 @@
 //! The resident worker firmware (like tt-metal's `brisc`, `ncrisc` and
 //! `trisc` firmware): BRISC waits until the next entry of the
 //! launch-message ring carries the next launch count (the dispatcher's
-//! GO), hands each subordinate core (NCRISC, TRISC0-2) that has a kernel in
-//! the group holding this tile its kernel, runs its own, gathers the
-//! subordinates' `done` flags and reports done with one pair of atomic
+//! GO), starts each subordinate core (NCRISC, TRISC0-2) that has a kernel
+//! in the group holding this tile with one store, runs its own, waits for
+//! the subordinates to finish and reports done with one pair of atomic
 //! increments on the dispatcher's semaphores. Each subordinate core waits
-//! for BRISC's `go`, runs its kernel and sets `done`
-//! (`mailbox::SubordinateMailbox`).
+//! for its `go` byte, reads its kernel and args from the group itself, runs
+//! the kernel and clears the byte (`mailbox::SubordinateRun`, tt-metal's
+//! `subordinate_sync`).
 //!
 //! The kernels themselves are separate images (`kernel!`), linked for the
 //! kernel text address and called through `run`; their bodies live here and
@@ -18,7 +19,7 @@ use crate::trace::core_kind;
 use core::mem::size_of;
 use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::firmware::FirmwareId;
-use cqlab_abi::mailbox::{self, ALIVE_MAGIC, SUB_CTX, SUB_DONE, SUB_ENTRY, SUB_GO};
+use cqlab_abi::mailbox::{self, run_sync_byte, ALIVE_MAGIC, RUN_GROUP, RUN_INDEX, RUN_SEQ, RUN_SYNC_DONE, RUN_SYNC_GO};
 use cqlab_abi::noc::{Coord, NocAddr, MAX_CQS};
 use cqlab_abi::program::{
     config_addr, group_kernel, group_offset, launch_done_sem, launch_entry, rect_index, KernelCtx, KernelGroup,
@@ -28,25 +29,22 @@ use cqlab_abi::program::{
 use cqlab_abi::semaphore;
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{BOOT, GOW, RUN, SUBA, SUBW};
-use zerocopy::IntoBytes;
 
 /// Processor indices of a worker tile's subordinate cores.
 const SUBORDINATES: core::ops::RangeInclusive<usize> = 1..=4;
 
 /// BRISC of a worker tile boots: checks the `NocMap`, clears the
-/// subordinate mailboxes, has `release` start the four subordinate cores
-/// (`hal::release_subordinates` on the device), waits until each has
-/// published its alive record, then publishes BRISC's: a host that sees it
-/// knows the whole tile runs.
+/// subordinate mailboxes and their `SubordinateRun`, has `release` start
+/// the four subordinate cores (`hal::release_subordinates` on the device),
+/// waits until each has published its alive record, then publishes
+/// BRISC's: a host that sees it knows the whole tile runs.
 pub fn boot_brisc<P: Platform>(p: &mut P, build_id: u32, release: impl FnOnce(&mut P)) {
     waypoint(p, BOOT);
     crate::places::check(p);
     for i in SUBORDINATES {
-        let at = mailbox::subordinate(i);
-        for off in [0, SUB_GO, SUB_DONE] {
-            p.write_u32(at + off, 0);
-        }
+        p.write_u32(mailbox::subordinate(i), 0);
     }
+    p.write_u32(mailbox::SUBORDINATE_RUN, 0);
     release(p);
     wait_until(p, SUBA, |p| SUBORDINATES.clone().all(|i| p.read_u32(mailbox::subordinate(i)) == ALIVE_MAGIC));
     let cycle = p.cycle();
@@ -177,7 +175,7 @@ impl Worker {
         // Almost always the first group; the others (and `NO_RECT`) out of line.
         match rect_index(rect, self.col, self.row) {
             Some(index) => {
-                self.run_group(p, n, entry, at, rect, index, run);
+                self.run_group(p, entry, at, rect, index, run);
                 self.done(p, q, n);
             }
             None => self.later_group(p, q, n, entry, at, rect, run),
@@ -185,7 +183,7 @@ impl Worker {
     }
 
     /// Runs the kernels of the group at `at` (rectangle `rect`, this tile's
-    /// index in it `index`) of launch `n` at `entry`: the subordinates'
+    /// index in it `index`) of the launch at `entry`: the subordinates'
     /// first (they run while BRISC runs its own), then BRISC's, then it
     /// waits for the subordinates it started.
     #[inline(always)]
@@ -193,7 +191,6 @@ impl Worker {
     fn run_group<P: Platform>(
         &mut self,
         p: &mut P,
-        n: u32,
         entry: u32,
         at: u32,
         rect: u32,
@@ -205,13 +202,14 @@ impl Worker {
         let cycle = p.cycle();
         self.records.record_word(p, self.started, cycle, seq, kernel_id);
         let base = KernelCtx { seq, index, rect, kernel_id, ..KernelCtx::default() };
-        let mut started = 0u32;
+        let mut go = 0u32;
         for i in SUBORDINATES {
-            let kernel = p.read_u32(at + group_kernel(i) + KERNEL_ENTRY);
-            if kernel != NO_KERNEL {
-                start_subordinate(p, i, n, kernel, &ctx_for(p, at, i, base));
-                started |= 1 << i;
+            if p.read_u32(at + group_kernel(i) + KERNEL_ENTRY) != NO_KERNEL {
+                go |= (RUN_SYNC_GO as u32) << sync_shift(i);
             }
+        }
+        if go != 0 {
+            start_subordinates(p, go, at, index, seq);
         }
         let kernel = p.read_u32(at + group_kernel(0) + KERNEL_ENTRY);
         if kernel != NO_KERNEL {
@@ -220,8 +218,8 @@ impl Worker {
             // The kernel's own writes complete before the dispatcher hears "done".
             kernel_writes_landed(p);
         }
-        if started != 0 {
-            wait_subordinates(p, started, n);
+        if go != 0 {
+            wait_subordinates(p);
         }
         let cycle = p.cycle();
         self.records.record_word(p, self.ended, cycle, seq, kernel_id);
@@ -250,7 +248,7 @@ impl Worker {
             at += size_of::<KernelGroup>() as u32;
             rect = p.read_u32(at);
             if let Some(index) = rect_index(rect, self.col, self.row) {
-                self.run_group(p, n, entry, at, rect, index, run);
+                self.run_group(p, entry, at, rect, index, run);
                 break;
             }
         }
@@ -284,55 +282,64 @@ fn ctx_for(p: &impl Platform, at: u32, i: usize, base: KernelCtx) -> KernelCtx {
     }
 }
 
-/// Hands subordinate core `i` its kernel for launch `n`: the kernel and its
-/// context first, the launch count (`go`) last.
+/// Where subordinate core `i`'s byte sits in `SubordinateRun::sync`.
 #[inline(always)]
-fn start_subordinate(p: &mut impl Platform, i: usize, n: u32, kernel: u32, ctx: &KernelCtx) {
-    let at = mailbox::subordinate(i);
-    p.write_u32(at + SUB_ENTRY, kernel);
-    p.write_words(at + SUB_CTX, ctx.as_bytes());
-    p.write_u32(at + SUB_GO, n);
+const fn sync_shift(i: usize) -> u32 {
+    8 * (i as u32 - 1)
 }
 
-/// Waits until every subordinate in `started` (bit per processor index)
-/// has finished launch `n`.
+/// Starts the subordinates whose byte of `go` is `RUN_SYNC_GO` on the group
+/// at `at`: the launch first, the one `sync` word last.
+#[inline(always)]
+fn start_subordinates(p: &mut impl Platform, go: u32, at: u32, index: u32, seq: u32) {
+    let run = mailbox::SUBORDINATE_RUN;
+    p.write_u32(run + RUN_GROUP, at);
+    p.write_u32(run + RUN_INDEX, index);
+    p.write_u32(run + RUN_SEQ, seq);
+    p.write_u32(run, go);
+}
+
+/// Waits until every subordinate it started has cleared its `sync` byte.
 #[cold]
 #[inline(never)]
-fn wait_subordinates<P: Platform>(p: &mut P, started: u32, n: u32) {
-    let finished = |p: &mut P| {
-        SUBORDINATES.clone().all(|i| started & 1 << i == 0 || p.read_u32(mailbox::subordinate(i) + SUB_DONE) == n)
-    };
-    wait_until(p, SUBW, finished);
+fn wait_subordinates<P: Platform>(p: &mut P) {
+    wait_until(p, SUBW, |p| p.read_u32(mailbox::SUBORDINATE_RUN) == 0);
 }
 
 /// A subordinate core of a worker tile (`processor`, 1..=4): publishes its
-/// alive record, then runs the kernel BRISC hands it for each launch it is
-/// started on: `run(p, entry, ctx_addr)` calls the kernel at `entry` with
-/// the `KernelCtx` at L1 address `ctx_addr` (its mailbox). After the
-/// kernel's NOC writes have landed it sets `done`.
+/// alive record, then for each launch BRISC starts it on reads its kernel
+/// and args from the launch's group, has `run(p, entry, ctx)` call the
+/// kernel at `entry`, and once the kernel's NOC writes have landed clears
+/// its `sync` byte.
 pub fn subordinate<P: Platform>(
     p: &mut P,
     processor: Processor,
     build_id: u32,
-    mut run: impl FnMut(&mut P, u32, u32),
+    mut run: impl FnMut(&mut P, u32, &KernelCtx),
 ) -> ! {
     let i = processor.index();
-    let at = mailbox::subordinate(i);
     let cycle = p.cycle();
     let xy = p.core_xy();
     crate::boot::announce_subordinate(p, i, FirmwareId::worker(processor), xy, build_id, cycle);
     waypoint(p, RUN);
-    let mut last = 0u32;
+    let started = |p: &mut P| (p.read_u32(mailbox::SUBORDINATE_RUN) >> sync_shift(i)) as u8 == RUN_SYNC_GO;
     loop {
-        if p.read_u32(at + SUB_GO) == last {
-            wait_until(p, GOW, |p| p.read_u32(at + SUB_GO) != last);
+        if !started(p) {
+            wait_until(p, GOW, started);
         }
-        let n = p.read_u32(at + SUB_GO);
-        let kernel = p.read_u32(at + SUB_ENTRY);
-        run(p, kernel, at + SUB_CTX);
+        let run_at = mailbox::SUBORDINATE_RUN;
+        let at = p.read_u32(run_at + RUN_GROUP);
+        let base = KernelCtx {
+            seq: p.read_u32(run_at + RUN_SEQ),
+            index: p.read_u32(run_at + RUN_INDEX),
+            rect: p.read_u32(at),
+            kernel_id: p.read_u32(at + GROUP_KERNEL_ID),
+            ..KernelCtx::default()
+        };
+        let kernel = p.read_u32(at + group_kernel(i) + KERNEL_ENTRY);
+        run(p, kernel, &ctx_for(p, at, i, base));
         kernel_writes_landed(p);
-        p.write_u32(at + SUB_DONE, n);
-        last = n;
+        p.write_u8(run_sync_byte(i), RUN_SYNC_DONE);
     }
 }
 

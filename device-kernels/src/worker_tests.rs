@@ -1,6 +1,7 @@
 //! The worker firmware and the placement the firmware learns at run time,
 //! against the fake core: BRISC's boot of its subordinate cores, launches
-//! that hand kernels to them and gather their `done`, the subordinate loop,
+//! that start them with one word and wait for their `done`, the
+//! subordinate loop,
 //! the NOC map's checks, and the dispatcher's checks of destinations
 //! against the compute grid.
 
@@ -13,14 +14,14 @@ use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
 use cqlab_abi::firmware::FirmwareId;
 use cqlab_abi::mailbox::{
-    self, AliveRecord, CqConfig, DeviceError, ErrorRecord, SubordinateMailbox, ALIVE, ALIVE_MAGIC, ERROR, NOC_MAP,
-    WAYPOINT,
+    self, AliveRecord, CqConfig, DeviceError, ErrorRecord, SubordinateMailbox, SubordinateRun, ALIVE, ALIVE_MAGIC,
+    ERROR, NOC_MAP, RUN_SYNC_GO, WAYPOINT,
 };
 use cqlab_abi::memory_map::{CHUNK_AREA, DISPATCH_RING};
 use cqlab_abi::noc::NocAddr;
 use cqlab_abi::program::{
-    group_offset, kernel_slot, launch_done_sem, launch_entry, pack_rect, KernelCtx, KernelGroup, LaunchHeader,
-    ProcessorKernel, LAUNCH_ENTRY_SIZE, LAUNCH_TAG, NO_RECT,
+    config_addr, group_offset, kernel_slot, launch_done_sem, launch_entry, pack_rect, KernelCtx, KernelGroup,
+    LaunchHeader, ProcessorKernel, LAUNCH_ENTRY_SIZE, LAUNCH_TAG, NO_RECT,
 };
 use cqlab_abi::semaphore as sem;
 use cqlab_abi::waypoint::{self, Waypoint};
@@ -39,15 +40,19 @@ fn sub(core: &FakeCore, p: Processor) -> SubordinateMailbox {
     SubordinateMailbox::read_from_bytes(core.l1_bytes(mailbox::subordinate(p.index()), 128)).unwrap()
 }
 
-const SUBS: [Processor; 4] = [Processor::Ncrisc, Processor::Trisc0, Processor::Trisc1, Processor::Trisc2];
+fn sub_run(core: &FakeCore) -> SubordinateRun {
+    SubordinateRun::read_from_bytes(core.l1_bytes(mailbox::SUBORDINATE_RUN, 16)).unwrap()
+}
 
 #[test]
 fn brisc_boots_its_subordinates_before_it_says_it_is_alive() {
     let chip = FakeChip::new(1);
     let me = chip.worker(2, 1);
-    // Stale words in the subordinate mailboxes: BRISC clears them first.
+    // Stale words in the subordinate mailboxes and their run word: BRISC
+    // clears them first.
     let mut core = FakeCore::on(me, chip);
-    core.set_l1(mailbox::subordinate(1) + mailbox::SUB_GO, &7u32.to_le_bytes());
+    core.set_l1(mailbox::subordinate(1), &ALIVE_MAGIC.to_le_bytes());
+    core.set_l1(mailbox::SUBORDINATE_RUN, &0x8080u32.to_le_bytes());
     let mut released = false;
     let end = run_until_stopped(|| {
         worker::boot_brisc(&mut core, 0x1234, |p| {
@@ -63,7 +68,7 @@ fn brisc_boots_its_subordinates_before_it_says_it_is_alive() {
     assert!(released);
     assert_eq!(waypoint_of(&core), waypoint::SUBA, "waiting for the other two");
     assert_eq!(word(&core, ALIVE), 0, "BRISC is not alive before its subordinates");
-    assert_eq!(sub(&core, Processor::Ncrisc).go, 0, "stale go cleared before release");
+    assert_eq!(sub_run(&core).sync, 0, "stale go cleared before release");
 
     // All four: BRISC's alive record follows.
     let mut core = FakeCore::new(me);
@@ -118,22 +123,21 @@ fn launch_message(n: u32, rect: u32, kernels: [u32; 5]) -> Vec<u8> {
 }
 
 /// Runs BRISC's launch loop on worker `(col, row)` with launch
-/// 1 in its ring; `done` lists the subordinates that already report it
-/// done. Returns the core, how it ended and the kernels BRISC ran itself.
+/// 1 in its ring; `done` lists the subordinates that finish as soon as
+/// they are started. Returns the core, how it ended and the kernels BRISC
+/// ran itself.
 fn serve_one(col: u8, row: u8, rect: u32, kernels: [u32; 5], done: &[usize]) -> (FakeCore, End, Vec<(u32, KernelCtx)>) {
     let chip = FakeChip::new(1);
     let mut core = FakeCore::on(chip.worker(col, row), chip);
     core.set_l1(launch_entry(0, 1), &launch_message(1, rect, kernels));
-    for &i in done {
-        core.set_l1(mailbox::subordinate(i) + mailbox::SUB_DONE, &1u32.to_le_bytes());
-    }
+    core.subordinates_finish = done.iter().map(|&i| 0xff << (8 * (i - 1))).sum();
     let mut ran = Vec::new();
     let end = run_until_stopped(|| worker::serve(&mut core, |_, entry, ctx| ran.push((entry, *ctx))));
     (core, end, ran)
 }
 
 #[test]
-fn a_launch_hands_each_subordinate_its_kernel_and_reports_done_once() {
+fn a_launch_starts_its_subordinates_with_one_word_and_reports_done_once() {
     let kernels = [kernel_slot(0), kernel_slot(3), 0, kernel_slot(5), 0];
     // Tile (2, 1) is index 4 of the rectangle (1,0)..(3,1).
     let (core, end, ran) = serve_one(2, 1, pack_rect(1, 0, 3, 1), kernels, &[1, 3]);
@@ -145,18 +149,12 @@ fn a_launch_hands_each_subordinate_its_kernel_and_reports_done_once() {
     assert_eq!((entry, ctx.processor, ctx.index, ctx.seq, ctx.kernel_id), (kernel_slot(0), 0, 4, 41, 9));
     assert_eq!(ctx.unique_addr, cqlab_abi::program::config_addr(0) + 4 * 2 * 4);
     assert_eq!((ctx.common_addr, ctx.common_count), (cqlab_abi::program::config_addr(100), 1));
-    // NCRISC and TRISC1 were started with theirs; the others were not.
-    for p in SUBS {
-        let m = sub(&core, p);
-        match p {
-            Processor::Ncrisc | Processor::Trisc1 => {
-                assert_eq!((m.go, m.entry, m.ctx.processor), (1, kernels[p.index()], p.index() as u32), "{p}");
-                assert_eq!(m.ctx.common_addr, cqlab_abi::program::config_addr(100 + p.index() as u16), "{p}");
-                assert_eq!(m.ctx.unique_addr, cqlab_abi::program::config_addr(10 * p.index() as u16) + 8 * 4);
-            }
-            _ => assert_eq!(m.go, 0, "{p} has no kernel in the group"),
-        }
-    }
+    // NCRISC and TRISC1 were started, with one word, on the launch's group;
+    // the others were not.
+    let run = sub_run(&core);
+    let go = RUN_SYNC_GO as u32;
+    assert_eq!(run.sync, go | go << 16, "NCRISC's and TRISC1's bytes");
+    assert_eq!((run.group, run.index, run.seq), (launch_entry(0, 1) + group_offset(0), 4, 41));
     // One done per tile: the dispatcher's per-entry and total counts.
     let d = FakeChip::new(1).dispatcher(0);
     assert_eq!(core.remote_sems[&(d, launch_done_sem(1))], 1);
@@ -169,35 +167,48 @@ fn brisc_reports_done_only_once_its_subordinates_have() {
     let (core, end, ran) = serve_one(0, 0, pack_rect(0, 0, 7, 7), kernels, &[1]);
     assert_eq!((end, ran.len()), (End::Stuck, 0));
     assert_eq!(waypoint_of(&core), waypoint::SUBW, "TRISC0 has not finished launch 1");
+    let go = RUN_SYNC_GO as u32;
+    assert_eq!(sub_run(&core).sync, go | go << 8, "NCRISC and TRISC0 started");
     assert!(core.remote_sems.is_empty(), "no done before the subordinates'");
 
     // A tile outside every group still reports done, without running anything.
     let (core, end, ran) = serve_one(7, 7, pack_rect(0, 0, 1, 1), kernels, &[]);
     assert_eq!((end, ran.len()), (End::Stuck, 0));
-    assert_eq!(sub(&core, Processor::Ncrisc).go, 0);
+    assert_eq!(sub_run(&core), SubordinateRun::default(), "no subordinate started");
     assert_eq!(core.remote_sems[&(FakeChip::new(1).dispatcher(0), sem::WORKERS_DONE)], 1);
 }
 
 #[test]
-fn a_subordinate_runs_what_brisc_hands_it_and_says_done() {
+fn a_subordinate_runs_its_kernel_of_the_launch_brisc_starts_and_says_done() {
     let chip = FakeChip::new(1);
     let me = chip.worker(1, 1);
     let mut core = FakeCore::on(me, chip);
-    let at = mailbox::subordinate(Processor::Trisc2.index());
-    let ctx = KernelCtx { seq: 5, processor: 4, kernel_id: 2, ..Default::default() };
-    core.set_l1(at + mailbox::SUB_ENTRY, &kernel_slot(7).to_le_bytes());
-    core.set_l1(at + mailbox::SUB_CTX, ctx.as_bytes());
-    core.set_l1(at + mailbox::SUB_GO, &1u32.to_le_bytes());
+    let kernels = [kernel_slot(0), kernel_slot(3), 0, 0, kernel_slot(7)];
+    core.set_l1(launch_entry(0, 1), &launch_message(1, pack_rect(1, 0, 3, 1), kernels));
+    // BRISC started NCRISC and TRISC2 on the first group; this core is TRISC2.
+    let go = RUN_SYNC_GO as u32;
+    let run = SubordinateRun { sync: go | go << 24, group: launch_entry(0, 1) + group_offset(0), index: 4, seq: 41 };
+    core.set_l1(mailbox::SUBORDINATE_RUN, run.as_bytes());
     let mut ran = Vec::new();
     let end = run_until_stopped(|| {
-        worker::subordinate(&mut core, Processor::Trisc2, 0xbeef, |p, entry, ctx_at| {
-            ran.push((entry, p.read_struct::<KernelCtx>(ctx_at)))
-        })
+        worker::subordinate(&mut core, Processor::Trisc2, 0xbeef, |_, entry, ctx| ran.push((entry, *ctx)))
     });
     assert_eq!(end, End::Stuck, "waiting for the next go");
-    assert_eq!(ran, [(kernel_slot(7), ctx)]);
+    let expected = KernelCtx {
+        seq: 41,
+        index: 4,
+        unique_addr: config_addr(40) + 4 * 2 * 4,
+        unique_count: 2,
+        common_addr: config_addr(104),
+        common_count: 1,
+        rect: pack_rect(1, 0, 3, 1),
+        kernel_id: 9,
+        processor: 4,
+        ..Default::default()
+    };
+    assert_eq!(ran, [(kernel_slot(7), expected)], "its own kernel and args, read from the group");
+    assert_eq!(sub_run(&core).sync, go, "its byte cleared, NCRISC's untouched");
     let m = sub(&core, Processor::Trisc2);
-    assert_eq!(m.done, 1);
     assert_eq!(
         (m.alive.magic, m.alive.firmware_id, m.alive.core_xy),
         (ALIVE_MAGIC, FirmwareId::WorkerTrisc2 as u32, me.packed())

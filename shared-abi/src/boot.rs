@@ -11,7 +11,8 @@
 //!    it will poll (`ALIVE`, the semaphores, a worker's launch-ring tags).
 //! 2. The host writes `SOFT_RESET_0` = `SOFT_RESET_BRISC_ONLY_RUN`: BRISC
 //!    runs, the other four stay held.
-//! 3. A worker's BRISC firmware zeroes the subordinate mailboxes, points
+//! 3. A worker's BRISC firmware zeroes the subordinate mailboxes and
+//!    `mailbox::SubordinateRun`, points
 //!    each subordinate's reset PC at its image's entry (the override
 //!    registers of `arch::tensix::ResetPcRegs`: on Wormhole Tensix
 //!    configuration words only BRISC and the TRISCs can write, on Blackhole

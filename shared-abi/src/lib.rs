@@ -46,8 +46,10 @@ pub mod waypoint;
 /// Version of this ABI. Firmware reports it in its alive record; the host
 /// refuses to drive firmware built against another version. 3: the real
 /// chips' contract (issue 25: translated coordinates, `NocMap`, L1
-/// semaphores, per-core images and kernels).
-pub const ABI_VERSION: u32 = 3;
+/// semaphores, per-core images and kernels). 4: a worker's BRISC starts
+/// its subordinate cores with one word (`mailbox::SubordinateRun`, as
+/// tt-metal's `subordinate_sync`), and they read their launch themselves.
+pub const ABI_VERSION: u32 = 4;
 
 /// Command headers, dispatch payloads and dispatcher-ring writes are aligned
 /// to this many bytes (the L1 / NOC alignment).

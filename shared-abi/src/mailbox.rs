@@ -3,7 +3,7 @@
 //! configuration and status.
 
 use crate::memory_map::MAILBOXES;
-use crate::program::KernelCtx;
+use core::mem::size_of;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// Semaphores (`semaphore`): `semaphore::COUNT` words.
@@ -50,37 +50,65 @@ pub const fn subordinate(processor: usize) -> u32 {
     SUBORDINATES + (processor as u32 - 1) * core::mem::size_of::<SubordinateMailbox>() as u32
 }
 
-/// What a worker tile's BRISC and one of its subordinate cores (NCRISC or
-/// a TRISC) exchange. The subordinate writes `alive` when its firmware
-/// runs and `done` when it finished a launch; BRISC writes `entry` and
-/// `ctx`, then `go` (the launch count) to have it run a kernel. BRISC
-/// zeroes `go` and `done` before it releases the subordinate.
+/// A subordinate core's own words: its alive record and waypoint, which
+/// the host reads. BRISC zeroes the mailbox before it releases the core.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct SubordinateMailbox {
     pub alive: AliveRecord,
     /// The subordinate's current `waypoint::Waypoint`.
     pub waypoint: u32,
-    /// The launch count of the last launch it finished (its kernel returned
-    /// and its NOC writes landed).
-    pub done: u32,
-    /// The launch count of the launch BRISC asks it to run, written last.
-    pub go: u32,
-    /// The kernel's entry (a `program::kernel_slot` address).
-    pub entry: u32,
-    /// What the kernel is handed (a pointer to it, in L1).
-    pub ctx: KernelCtx,
-    pub _reserved: [u32; 8],
+    pub _reserved: [u32; 23],
 }
-assert_layout!(SubordinateMailbox, 128, alive => 0, waypoint => 32, done => 36, go => 40, entry => 44, ctx => 48);
+assert_layout!(SubordinateMailbox, 128, alive => 0, waypoint => 32);
 
-/// Offsets in a `SubordinateMailbox`.
+/// Offset of a `SubordinateMailbox`'s waypoint.
 pub const SUB_WAYPOINT: u32 = core::mem::offset_of!(SubordinateMailbox, waypoint) as u32;
-pub const SUB_DONE: u32 = core::mem::offset_of!(SubordinateMailbox, done) as u32;
-pub const SUB_GO: u32 = core::mem::offset_of!(SubordinateMailbox, go) as u32;
-pub const SUB_ENTRY: u32 = core::mem::offset_of!(SubordinateMailbox, entry) as u32;
-pub const SUB_CTX: u32 = core::mem::offset_of!(SubordinateMailbox, ctx) as u32;
 
+/// `SubordinateRun` of a worker tile.
+pub const SUBORDINATE_RUN: u32 = SUBORDINATES + SUBORDINATE_COUNT * size_of::<SubordinateMailbox>() as u32;
+
+/// How a worker tile's BRISC starts its subordinate cores on a launch and
+/// learns they finished, in the shape of tt-metal's `subordinate_sync`
+/// (tt-metal `tt_metal/hw/inc/dev_msgs.h`, `RUN_SYNC_MSG_GO` / `_DONE`):
+/// BRISC writes the launch (`group`, `index`, `seq`), then the one word
+/// `sync` whose byte `k` is [`RUN_SYNC_GO`] for each subordinate (processor
+/// index `k + 1`) with a kernel in the group. Each such subordinate reads
+/// its kernel and args from the group itself, runs it, and once its NOC
+/// writes have landed stores [`RUN_SYNC_DONE`] to its own byte. BRISC waits
+/// for the word to read 0 and writes nothing here until then.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct SubordinateRun {
+    /// One byte per subordinate: `RUN_SYNC_GO` or `RUN_SYNC_DONE`.
+    pub sync: u32,
+    /// L1 address of the launch's `program::KernelGroup` holding this tile.
+    pub group: u32,
+    /// This tile's index in the group's rectangle (`KernelCtx::index`).
+    pub index: u32,
+    /// The launch's `LaunchHeader::seq`.
+    pub seq: u32,
+}
+assert_layout!(SubordinateRun, 16, sync => 0, group => 4, index => 8, seq => 12);
+
+/// A subordinate's `SubordinateRun::sync` byte: run the launch (tt-metal
+/// `RUN_SYNC_MSG_GO`).
+pub const RUN_SYNC_GO: u8 = 0x80;
+/// ... and finished it (tt-metal `RUN_SYNC_MSG_DONE`).
+pub const RUN_SYNC_DONE: u8 = 0;
+
+/// Address of the `SubordinateRun::sync` byte of the subordinate core with
+/// processor index `processor` (1..=4).
+pub const fn run_sync_byte(processor: usize) -> u32 {
+    SUBORDINATE_RUN + processor as u32 - 1
+}
+
+/// Offsets in the `SubordinateRun`.
+pub const RUN_GROUP: u32 = core::mem::offset_of!(SubordinateRun, group) as u32;
+pub const RUN_INDEX: u32 = core::mem::offset_of!(SubordinateRun, index) as u32;
+pub const RUN_SEQ: u32 = core::mem::offset_of!(SubordinateRun, seq) as u32;
+
+const _: () = assert!(SUBORDINATE_RUN + size_of::<SubordinateRun>() as u32 <= MAILBOXES.end());
 const _: () = assert!(last_event(crate::noc::MAX_CQS) <= SCRATCH);
 
 /// `AliveRecord::magic`.

@@ -9,9 +9,10 @@
 //! entry's last word (`LAUNCH_TAG`): that one multicast is the GO, and it
 //! carries the launch-ring index. A worker starts entry `started + 1` once
 //! its tag reads `started + 1`, finds the group containing its tile (if
-//! any), hands each subordinate core that has a kernel in it its kernel
-//! (`mailbox::SubordinateMailbox`), runs its own, gathers the subordinates'
-//! `done` flags and increments the dispatcher's done semaphores once, so
+//! any), starts each subordinate core that has a kernel in it with one
+//! store (`mailbox::SubordinateRun`: each reads its own kernel and args
+//! from the group), runs its own, waits for the subordinates' `done` bytes
+//! and increments the dispatcher's done semaphores once, so
 //! every launch adds one completion per worker tile of the grid (as
 //! tt-metal counts every worker of a sub-device), whichever of its cores
 //! ran kernels. The message's last word lands last (one write,
@@ -219,9 +220,8 @@ pub const fn rect_index(rect: u32, c: u8, r: u8) -> Option<u32> {
     Some((r - r0) as u32 * (c1 - c0 + 1) as u32 + (c - c0) as u32)
 }
 
-/// What the worker firmware hands a kernel (a pointer in `a0`: on BRISC's
-/// stack in local memory; for a subordinate core, in its
-/// `mailbox::SubordinateMailbox` in L1).
+/// What the worker firmware hands a kernel (a pointer in `a0`, to the
+/// calling core's stack in its local memory).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct KernelCtx {

