@@ -273,6 +273,51 @@ mod tests {
         assert_eq!(program_writes(&chip, &p, &plan).count(), 3, "text, common args, unique args");
     }
 
+    /// The args of five kernels on one rectangle (one kernel without unique
+    /// args, one without common args) go inline as one write, whose bytes
+    /// put every block where the separate writes of a staged stream put it;
+    /// the rest of it is alignment padding, zero.
+    #[test]
+    fn a_rectangles_args_for_five_kernels_are_one_inline_write() {
+        use crate::queue::stream::{inline_writes, Blob};
+        let chip = Topology::for_board(cqlab_abi::soc::Board::BlackholeP150a, None, 1).unwrap();
+        let r = CoreRange::new((0, 0), (1, 1));
+        let mut p = Program::new();
+        for (i, &processor) in Processor::ALL.iter().enumerate() {
+            let k = p.add_kernel_on(Arc::new(KernelImage::test_image(&format!("k{i}"))), &[r], processor).unwrap();
+            if i != 2 {
+                p.set_common_args(k, &vec![100 + i as u32; i + 1]).unwrap();
+            }
+            if i != 3 {
+                for (c, row) in r.cores() {
+                    p.set_unique_args(k, (c, row), &[i as u32, c as u32, row as u32]).unwrap();
+                }
+            }
+        }
+        let plan = ProgramState::new(8, 8, 0, 1).plan(&p).unwrap();
+        let args = |writes: Vec<(NocAddr, Blob<'_>)>| -> Vec<(NocAddr, Vec<u8>)> {
+            let args = writes.into_iter().filter(|(_, b)| !matches!(b, Blob::Image { .. }));
+            args.map(|(dst, b)| {
+                let mut out = vec![0; b.len(&p) as usize];
+                b.write(&p, &mut out);
+                (dst, out)
+            })
+            .collect()
+        };
+        let merged = args(inline_writes(&chip, &p, &plan).collect());
+        let apart = args(program_writes(&chip, &p, &plan).collect());
+        assert_eq!((merged.len(), apart.len()), (1, 8), "one write for eight blocks");
+        let (dst, bytes) = &merged[0];
+        let mut covered = vec![false; bytes.len()];
+        for (d, b) in &apart {
+            assert_eq!(d.with_local(0), dst.with_local(0), "one rectangle");
+            let at = (d.local() - dst.local()) as usize;
+            assert_eq!(&bytes[at..at + b.len()], &b[..], "the block for {:#x}", d.local());
+            covered[at..at + b.len()].iter_mut().for_each(|c| *c = true);
+        }
+        assert!(bytes.iter().zip(&covered).all(|(&v, &c)| c || v == 0), "padding is zero");
+    }
+
     /// Kernels on BRISC and NCRISC of one rectangle go in one kernel group,
     /// each core's entry and args in its own slot of the group.
     #[test]

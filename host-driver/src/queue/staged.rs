@@ -2,8 +2,9 @@
 //! blocks of at least `DeviceConfig::stage_min_bytes`) staged in sysmem
 //! (`super::staging`): each is written there once, and this and later
 //! enqueues name it with `STAGED` fetch entries instead of copying it. The
-//! dispatch stream is the one `stream::write_program` makes, in chunks of at
-//! most one staged piece each: the prefetcher gathers a chunk from its head
+//! dispatch stream has the writes of `stream::program_writes` (each group's
+//! args apart, where `stream::write_program` sends a range's together), in
+//! chunks of at most one staged piece each: the prefetcher gathers a chunk from its head
 //! in the issue queue, the staged piece and its tail in the issue queue
 //! again.
 

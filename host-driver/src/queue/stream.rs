@@ -1,7 +1,7 @@
 //! A program's dispatch stream: the writes that put its kernel text and
 //! runtime args on the workers, the launch message, and their sizes.
 
-use super::program_state::{slot_addr, Plan};
+use super::program_state::{slot_addr, GroupPlan, Plan};
 use super::staging::BlobKey;
 use crate::geometry::Topology;
 use crate::program::Program;
@@ -11,6 +11,7 @@ use cqlab_abi::program::{
     config_word, pack_rect, KernelGroup, LaunchHeader, ProcessorKernel, LAUNCH_ENTRY_SIZE, MAX_KERNEL_GROUPS, NO_RECT,
 };
 use cqlab_abi::size::DispatchSize;
+use cqlab_abi::L1_ALIGNMENT;
 use std::mem::size_of;
 use zerocopy::IntoBytes;
 
@@ -68,6 +69,60 @@ pub(super) fn launch_message(seq: u32, program: &Program, plan: &Plan) -> [u8; L
     msg
 }
 
+/// The writes of a program's stream sent inline (`write_program`): those of
+/// `program_writes`, with the args of the kernel groups that follow one
+/// another on one range in one write. The plan lays out a range's groups
+/// back to back in the kernel-config ring (each group's unique block, then
+/// its common args, each 16-byte aligned), so five kernels' args on one
+/// rectangle are one multicast instead of ten, as tt-metal sends a kernel
+/// group's common args in one (tt-metal `tt_metal/impl/program/dispatch.cpp`,
+/// kernel-group CRTA multicast). The gaps are alignment padding of this
+/// program's own allocation, written as zeros. A staged stream
+/// (`super::staged`) keeps `program_writes`' writes: its large blocks are
+/// gathered from their staged copies one by one.
+pub(super) fn inline_writes<'a>(
+    chip: &'a Topology,
+    program: &'a Program,
+    plan: &'a Plan,
+) -> impl Iterator<Item = (NocAddr, Blob<'a>)> + 'a {
+    let text = program_writes(chip, program, plan).take_while(|(_, blob)| matches!(blob, Blob::Image { .. }));
+    let groups = &plan.groups[..];
+    let mut i = 0;
+    let args = std::iter::from_fn(move || {
+        while i < groups.len() && args_extent(program, &groups[i]).is_none() {
+            i += 1;
+        }
+        let first = i;
+        let (start, mut end) = args_extent(program, groups.get(first)?)?;
+        let rect = |g: &GroupPlan| chip.range_noc(&program.kernels[g.kernel].ranges[g.range], 0);
+        i += 1;
+        while let Some((s, e)) =
+            groups.get(i).and_then(|g| (rect(g) == rect(&groups[first])).then(|| args_extent(program, g))?)
+        {
+            if s != end.next_multiple_of(L1_ALIGNMENT as u32) {
+                break;
+            }
+            end = e;
+            i += 1;
+        }
+        let len = end - start;
+        Some((rect(&groups[first]).with_local(start as u64), Blob::Args { groups: &groups[first..i], start, len }))
+    });
+    text.chain(args)
+}
+
+/// Where group `g`'s args lie in the kernel-config ring (first byte, end of
+/// its last part), if it has any.
+fn args_extent(program: &Program, g: &GroupPlan) -> Option<(u32, u32)> {
+    let spec = &program.kernels[g.kernel];
+    let unique = (g.unique_count > 0).then(|| (g.unique_addr, g.unique_addr + spec.unique_block(g.range).len() as u32));
+    let common = (g.common_count > 0).then(|| (g.common_addr, g.common_addr + spec.common_bytes().len() as u32));
+    match (unique, common) {
+        (Some((s, _)), Some((_, e))) => Some((s, e)),
+        (one, other) => one.or(other),
+    }
+}
+
 /// Kernel text, common args and unique args: one multicast each per range.
 pub(super) fn write_program(
     w: &mut DispatchWriter<'_>,
@@ -75,7 +130,7 @@ pub(super) fn write_program(
     program: &Program,
     plan: &Plan,
 ) -> Result<(), EncodeError> {
-    for (dst, blob) in program_writes(chip, program, plan) {
+    for (dst, blob) in inline_writes(chip, program, plan) {
         // Written into the stream in place (a binary relocated as it is):
         // one copy.
         w.write_linear_with(dst, blob.len(program), |out| blob.write(program, out))?;
@@ -124,6 +179,13 @@ pub(super) enum Blob<'a> {
         range: usize,
     },
     Bytes(&'a [u8]),
+    /// The args of consecutive kernel groups on one range, `len` bytes of
+    /// the kernel-config ring from `start` (`inline_writes`).
+    Args {
+        groups: &'a [GroupPlan],
+        start: u32,
+        len: u32,
+    },
 }
 
 impl Blob<'_> {
@@ -135,7 +197,7 @@ impl Blob<'_> {
                 Some(BlobKey::Image { build_id: image.build_id, slot, len: image.len() })
             }
             Blob::Unique { k, range } => Some(BlobKey::UniqueArgs { stamp: program.kernels[k].unique_stamp(), range }),
-            Blob::Bytes(_) => None,
+            Blob::Bytes(_) | Blob::Args { .. } => None,
         }
     }
 
@@ -144,6 +206,7 @@ impl Blob<'_> {
             Blob::Image { k, .. } => program.kernels[k].image.len(),
             Blob::Unique { k, range } => program.kernels[k].unique_block(range).len() as u32,
             Blob::Bytes(b) => b.len() as u32,
+            Blob::Args { len, .. } => len,
         }
     }
 
@@ -153,6 +216,21 @@ impl Blob<'_> {
             Blob::Image { k, slot } => program.kernels[k].image.write_for_slot(slot, out),
             Blob::Unique { k, range } => out.copy_from_slice(program.kernels[k].unique_block(range)),
             Blob::Bytes(b) => out.copy_from_slice(b),
+            Blob::Args { groups, start, .. } => {
+                out.fill(0);
+                for g in groups {
+                    let spec = &program.kernels[g.kernel];
+                    // A kernel without unique args has no block to borrow.
+                    if g.unique_count > 0 {
+                        let (at, bytes) = ((g.unique_addr - start) as usize, spec.unique_block(g.range));
+                        out[at..at + bytes.len()].copy_from_slice(bytes);
+                    }
+                    if g.common_count > 0 {
+                        let (at, bytes) = ((g.common_addr - start) as usize, spec.common_bytes());
+                        out[at..at + bytes.len()].copy_from_slice(bytes);
+                    }
+                }
+            }
         }
     }
 }
@@ -161,7 +239,7 @@ impl Blob<'_> {
 /// any), its writes, its LAUNCH of a `msg`-byte message.
 pub(super) fn stream_size(chip: &Topology, program: &Program, plan: &Plan, wait: bool, msg: usize) -> DispatchSize {
     let start = if wait { DispatchSize::new().wait() } else { DispatchSize::new() };
-    program_writes(chip, program, plan)
+    inline_writes(chip, program, plan)
         .fold(start, |s, (_, blob)| s.write_linear(blob.len(program) as usize))
         .launch(msg)
 }
