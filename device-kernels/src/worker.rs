@@ -19,7 +19,9 @@ use crate::trace::core_kind;
 use core::mem::size_of;
 use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::firmware::FirmwareId;
-use cqlab_abi::mailbox::{self, run_sync_byte, ALIVE_MAGIC, RUN_GROUP, RUN_INDEX, RUN_SEQ, RUN_SYNC_DONE, RUN_SYNC_GO};
+use cqlab_abi::mailbox::{
+    self, run_sync_byte, run_sync_shift, ALIVE_MAGIC, RUN_GROUP, RUN_INDEX, RUN_SEQ, RUN_SYNC_DONE, RUN_SYNC_GO,
+};
 use cqlab_abi::noc::{Coord, NocAddr, MAX_CQS};
 use cqlab_abi::program::{
     config_addr, group_kernel, group_offset, launch_done_sem, launch_entry, rect_index, KernelCtx, KernelGroup,
@@ -205,7 +207,7 @@ impl Worker {
         let mut go = 0u32;
         for i in SUBORDINATES {
             if p.read_u32(at + group_kernel(i) + KERNEL_ENTRY) != NO_KERNEL {
-                go |= (RUN_SYNC_GO as u32) << sync_shift(i);
+                go |= (RUN_SYNC_GO as u32) << run_sync_shift(i);
             }
         }
         if go != 0 {
@@ -282,12 +284,6 @@ fn ctx_for(p: &impl Platform, at: u32, i: usize, base: KernelCtx) -> KernelCtx {
     }
 }
 
-/// Where subordinate core `i`'s byte sits in `SubordinateRun::sync`.
-#[inline(always)]
-const fn sync_shift(i: usize) -> u32 {
-    8 * (i as u32 - 1)
-}
-
 /// Starts the subordinates whose byte of `go` is `RUN_SYNC_GO` on the group
 /// at `at`: the launch first, the one `sync` word last.
 #[inline(always)]
@@ -322,16 +318,15 @@ pub fn subordinate<P: Platform>(
     let xy = p.core_xy();
     crate::boot::announce_subordinate(p, i, FirmwareId::worker(processor), xy, build_id, cycle);
     waypoint(p, RUN);
-    let started = |p: &mut P| (p.read_u32(mailbox::SUBORDINATE_RUN) >> sync_shift(i)) as u8 == RUN_SYNC_GO;
+    let started = |p: &mut P| (p.read_u32(mailbox::SUBORDINATE_RUN) >> run_sync_shift(i)) as u8 == RUN_SYNC_GO;
     loop {
         if !started(p) {
             wait_until(p, GOW, started);
         }
-        let run_at = mailbox::SUBORDINATE_RUN;
-        let at = p.read_u32(run_at + RUN_GROUP);
+        let at = p.read_u32(mailbox::SUBORDINATE_RUN + RUN_GROUP);
         let base = KernelCtx {
-            seq: p.read_u32(run_at + RUN_SEQ),
-            index: p.read_u32(run_at + RUN_INDEX),
+            seq: p.read_u32(mailbox::SUBORDINATE_RUN + RUN_SEQ),
+            index: p.read_u32(mailbox::SUBORDINATE_RUN + RUN_INDEX),
             rect: p.read_u32(at),
             kernel_id: p.read_u32(at + GROUP_KERNEL_ID),
             ..KernelCtx::default()

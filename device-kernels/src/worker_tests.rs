@@ -130,7 +130,7 @@ fn serve_one(col: u8, row: u8, rect: u32, kernels: [u32; 5], done: &[usize]) -> 
     let chip = FakeChip::new(1);
     let mut core = FakeCore::on(chip.worker(col, row), chip);
     core.set_l1(launch_entry(0, 1), &launch_message(1, rect, kernels));
-    core.subordinates_finish = done.iter().map(|&i| 0xff << (8 * (i - 1))).sum();
+    core.subordinates_finish = done.iter().map(|&i| 0xff << mailbox::run_sync_shift(i)).sum();
     let mut ran = Vec::new();
     let end = run_until_stopped(|| worker::serve(&mut core, |_, entry, ctx| ran.push((entry, *ctx))));
     (core, end, ran)

@@ -97,10 +97,16 @@ pub const RUN_SYNC_GO: u8 = 0x80;
 /// ... and finished it (tt-metal `RUN_SYNC_MSG_DONE`).
 pub const RUN_SYNC_DONE: u8 = 0;
 
-/// Address of the `SubordinateRun::sync` byte of the subordinate core with
-/// processor index `processor` (1..=4).
+/// Where the `SubordinateRun::sync` byte of the subordinate core with
+/// processor index `processor` (1..=4) sits in the word (a shift: the
+/// cores are little-endian).
+pub const fn run_sync_shift(processor: usize) -> u32 {
+    8 * (processor as u32 - 1)
+}
+
+/// The address of that byte.
 pub const fn run_sync_byte(processor: usize) -> u32 {
-    SUBORDINATE_RUN + processor as u32 - 1
+    SUBORDINATE_RUN + run_sync_shift(processor) / 8
 }
 
 /// Offsets in the `SubordinateRun`.

@@ -87,26 +87,22 @@ pub(super) fn inline_writes<'a>(
 ) -> impl Iterator<Item = (NocAddr, Blob<'a>)> + 'a {
     let text = program_writes(chip, program, plan).take_while(|(_, blob)| matches!(blob, Blob::Image { .. }));
     let groups = &plan.groups[..];
+    let rect = |g: &GroupPlan| chip.range_noc(&program.kernels[g.kernel].ranges[g.range], 0);
     let mut i = 0;
     let args = std::iter::from_fn(move || {
-        while i < groups.len() && args_extent(program, &groups[i]).is_none() {
-            i += 1;
-        }
-        let first = i;
-        let (start, mut end) = args_extent(program, groups.get(first)?)?;
-        let rect = |g: &GroupPlan| chip.range_noc(&program.kernels[g.kernel].ranges[g.range], 0);
-        i += 1;
-        while let Some((s, e)) =
-            groups.get(i).and_then(|g| (rect(g) == rect(&groups[first])).then(|| args_extent(program, g))?)
-        {
-            if s != end.next_multiple_of(L1_ALIGNMENT as u32) {
-                break;
+        // The next group with args starts a write; each group after it on
+        // the same rectangle whose args begin where the write ends joins it.
+        let (first, (start, mut end)) = (i..groups.len()).find_map(|j| Some((j, args_extent(program, &groups[j])?)))?;
+        let dst = rect(&groups[first]);
+        i = first + 1;
+        while let Some(g) = groups.get(i) {
+            match args_extent(program, g) {
+                Some((s, e)) if rect(g) == dst && s == end.next_multiple_of(L1_ALIGNMENT as u32) => end = e,
+                _ => break,
             }
-            end = e;
             i += 1;
         }
-        let len = end - start;
-        Some((rect(&groups[first]).with_local(start as u64), Blob::Args { groups: &groups[first..i], start, len }))
+        Some((dst.with_local(start as u64), Blob::Args { groups: &groups[first..i], start, len: end - start }))
     });
     text.chain(args)
 }
