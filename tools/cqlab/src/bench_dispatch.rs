@@ -72,11 +72,15 @@ pub struct Args {
     /// queue for each link of their path.
     #[arg(long)]
     pub link_contention: bool,
-    /// Place each program's kernel on all five processors of every core
-    /// (BRISC, NCRISC, TRISC0-2; RISC-V code on the TRISCs), as tt-metal's
-    /// pgm_dispatch cases do; by default on BRISC alone.
-    #[arg(long)]
+    /// Each program's kernel on all five processors of every core (BRISC,
+    /// NCRISC, TRISC0-2; RISC-V code on the TRISCs), as tt-metal's
+    /// pgm_dispatch cases run: the default (kept so older command lines
+    /// run).
+    #[arg(long, conflicts_with = "brisc_only")]
     pub all_processors: bool,
+    /// Each program's kernel on BRISC alone (the default before 2026-11-29).
+    #[arg(long)]
+    pub brisc_only: bool,
     /// The simulated chip (the embedded simulator runs every point).
     #[command(flatten)]
     pub chip: crate::chip::ChipOpt,
@@ -115,8 +119,8 @@ struct Row {
     clock_hz: u64,
     /// `--stage-min-bytes` the point ran with.
     stage_min_bytes: u32,
-    /// Processors of each core the kernel runs on: 1 (BRISC) or 5
-    /// (`--all-processors`).
+    /// Processors of each core the kernel runs on: 5, or 1 (BRISC) with
+    /// `--brisc-only` and on the slow-kernel axis.
     processors: u32,
     /// `--exact-time`: exact time between tiles.
     exact_time: bool,
@@ -215,7 +219,20 @@ fn set_args(prog: &mut Program, k: KernelHandle, p: &Point, range: CoreRange) ->
     Ok(())
 }
 
-fn programs_for(dev: &Device, p: &Point, all_processors: bool) -> Result<Vec<Program>> {
+/// How many processors of each core run point `p`'s kernel: all five, as
+/// tt-metal's cases do, but BRISC alone with `--brisc-only` and on the
+/// slow-kernel axis, whose tt-metal cases run the slow kernel on BRISC with
+/// the other processors idle (`BM_pgm_dispatch_vary_slow_cycles`,
+/// `brisc_only`).
+fn processors(args: &Args, p: &Point) -> usize {
+    if args.brisc_only || p.kernel_cycles > 0 {
+        1
+    } else {
+        Processor::ALL.len()
+    }
+}
+
+fn programs_for(dev: &Device, p: &Point, processors: usize) -> Result<Vec<Program>> {
     let image = Arc::new(dev.load_kernel(p.kernel)?);
     let images: Vec<Arc<KernelImage>> = if p.cached {
         vec![image]
@@ -228,12 +245,10 @@ fn programs_for(dev: &Device, p: &Point, all_processors: bool) -> Result<Vec<Pro
         .map(|img| {
             let mut prog = Program::new();
             let k = prog.add_kernel(img.clone(), &[range])?;
-            if all_processors {
-                // The same args for each: tt-metal sets them per kernel too.
-                for other in &Processor::ALL[1..] {
-                    let o = prog.add_kernel_on(img.clone(), &[range], *other)?;
-                    set_args(&mut prog, o, p, range)?;
-                }
+            // The same args for each: tt-metal sets them per kernel too.
+            for other in &Processor::ALL[1..processors] {
+                let o = prog.add_kernel_on(img.clone(), &[range], *other)?;
+                set_args(&mut prog, o, p, range)?;
             }
             set_args(&mut prog, k, p, range)?;
             Ok(prog)
@@ -281,7 +296,7 @@ fn measure(
     let icache = if args.icache { ",icache" } else { "" };
     let mut dev = Device::open(&format!("embedded:seed={seed}{exact}{pipelined}{contention}{icache}"), cfg)?;
     dev.boot()?;
-    let programs = programs_for(&dev, p, args.all_processors)?;
+    let programs = programs_for(&dev, p, processors(args, p))?;
     let bytes = dev.load_kernel(p.kernel)?.len();
     // The profiled cores this point's device has.
     let profile: Vec<_> = profile.iter().filter_map(|name| name.on(dev.chip())).collect();
@@ -358,7 +373,7 @@ fn measure(
         chip: format!("{} ({})", dev.chip().board(), dev.chip().harvesting()),
         clock_hz: dev.chip().layout().clock_hz(),
         stage_min_bytes,
-        processors: if args.all_processors { Processor::ALL.len() as u32 } else { 1 },
+        processors: processors(args, p) as u32,
         exact_time: args.exact_time,
         pipelined_loads: args.pipelined_loads,
         icache: args.icache,
@@ -585,7 +600,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     let mut skipped = Vec::new();
     for p in &points {
         let row = match measure(p, &args, &goldens, &mut copy, &mut symbols) {
-            Err(e) if args.all_processors && args_do_not_fit(&e) => {
+            Err(e) if processors(&args, p) > 1 && args_do_not_fit(&e) => {
                 skipped.push(serde_json::json!({ "point": p, "reason": format!("{e:#}") }));
                 continue;
             }
@@ -766,10 +781,10 @@ fn table(rows: &[Row]) -> String {
 
 /// What the golden columns compare, and what they do not.
 fn golden_legend(rows: &[Row], goldens: &Goldens) -> String {
-    let processors = if rows.iter().all(|r| r.processors > 1) {
-        "both run a kernel on all five processors of each core"
+    let processors = if rows.iter().any(|r| r.processors == 1 && r.point.kernel_cycles == 0) {
+        "tt-metal runs a kernel on all five processors of each core, cqlab one (BRISC; `--brisc-only`)"
     } else {
-        "tt-metal runs a kernel on all five processors of each core, cqlab one (BRISC; `--all-processors` for five)"
+        "both run a kernel on all five processors of each core (the slow kernels on BRISC alone, as tt-metal's)"
     };
     let mut s = format!(
         "\ngolden us: tt-metal's pgm_dispatch time for a program of the same shape on this arch ({}); ratio = us/prog \
