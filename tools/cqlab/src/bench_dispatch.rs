@@ -144,9 +144,8 @@ struct Row {
     golden_us: Option<f64>,
     ratio: Option<f64>,
     golden_case: Option<String>,
-    /// What the golden's case does that this point does not, besides
-    /// running five kernels a core where cqlab runs one (unless
-    /// `--all-processors`).
+    /// What the golden's case does that this point does not (besides
+    /// running five kernels a core where `--brisc-only` runs one).
     #[serde(skip_serializing_if = "Option::is_none")]
     golden_note: Option<String>,
     /// Wall-clock seconds this point took on this machine, booting and
