@@ -726,7 +726,11 @@ fn table(rows: &[Row]) -> String {
         if rows.first().is_some_and(|r| r.pipelined_loads) { ", pipelined loads" } else { "" },
         if rows.first().is_some_and(|r| r.icache) { ", instruction caches" } else { "" },
         if rows.first().is_some_and(|r| r.link_contention) { ", link contention" } else { "" },
-        if rows.first().is_some_and(|r| r.processors > 1) { ", kernels on all five processors" } else { "" },
+        match (rows.iter().any(|r| r.processors > 1), rows.iter().any(|r| r.point.kernel_cycles > 0)) {
+            (true, true) => ", kernels on all five processors (slow kernels on BRISC alone)",
+            (true, false) => ", kernels on all five processors",
+            (false, _) => ", kernels on BRISC alone",
+        },
         match rows.first().map_or(0, |r| r.stage_min_bytes) {
             0 => "nothing staged".to_string(),
             n => format!("blobs of {n} B and more staged"),
