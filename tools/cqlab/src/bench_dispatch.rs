@@ -73,9 +73,9 @@ pub struct Args {
     #[arg(long)]
     pub link_contention: bool,
     /// Each program's kernel on all five processors of every core (BRISC,
-    /// NCRISC, TRISC0-2; RISC-V code on the TRISCs), as tt-metal's
-    /// pgm_dispatch cases run: the default (kept so older command lines
-    /// run).
+    /// NCRISC, TRISC0-2; RISC-V code on the TRISCs), the slow-kernel axis
+    /// on BRISC alone, as tt-metal's pgm_dispatch cases run: the default
+    /// (the flag is kept so older command lines run).
     #[arg(long, conflicts_with = "brisc_only")]
     pub all_processors: bool,
     /// Each program's kernel on BRISC alone (the default before 2026-11-29).
