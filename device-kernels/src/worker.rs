@@ -36,7 +36,7 @@ use cqlab_abi::waypoint::{BOOT, GOW, RUN, SUBA, SUBW};
 const SUBORDINATES: core::ops::RangeInclusive<usize> = 1..=4;
 
 /// BRISC of a worker tile boots: checks the `NocMap`, clears the
-/// subordinate mailboxes and their `SubordinateRun`, has `release` start
+/// subordinates' alive magic and their `SubordinateRun` word, has `release` start
 /// the four subordinate cores (`hal::release_subordinates` on the device),
 /// waits until each has published its alive record, then publishes
 /// BRISC's: a host that sees it knows the whole tile runs.

@@ -51,7 +51,8 @@ pub const fn subordinate(processor: usize) -> u32 {
 }
 
 /// A subordinate core's own words: its alive record and waypoint, which
-/// the host reads. BRISC zeroes the mailbox before it releases the core.
+/// the host reads. BRISC zeroes the record's magic before it releases the
+/// core (the host zeroed the whole mailbox before BRISC ran).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct SubordinateMailbox {
