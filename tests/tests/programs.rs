@@ -668,28 +668,41 @@ on_both_chips! {
         assert_eq!(read_word(&mut dev, core, USER.base), 7, "{} seed {seed}", chip.name());
     }
 
-    /// A program whose commands exceed one chunk: unique args on every core
-    /// of the full board's grid (64 KiB of them, more than a chunk) go out
-    /// in several chunks, enqueued and inside a trace; every core finds its
-    /// own args (`spin` stores its third, XOR a digest of the rest, at its
-    /// second), and the last of them is intact too. The full board, not
-    /// the harvested test chip: no smaller grid holds such a program.
+    /// A program whose commands exceed one chunk: a kernel on each of the
+    /// five processors of every core of the full board's grid, each with its
+    /// own unique args (64 KiB of them, more than a chunk, which the stream
+    /// sends as one write cut into pieces), goes out in several chunks,
+    /// enqueued and inside a trace; every kernel finds its own args (`spin`
+    /// stores its third, XOR a digest of the rest, at its second), and the
+    /// last core's blocks are intact too. The full board, not the harvested
+    /// test chip: no smaller grid holds such a program.
     fn a_program_larger_than_a_chunk_goes_out_in_several_and_runs(chip) {
         let seed = 61;
         let full = TestChip::full(chip.board);
         let mut dev = booted(&full, seed, |c| c.num_cqs = 1);
         let spin = kernel(&dev, "spin");
         let grid = dev.chip().grid();
-        let words = words_for_block(64 << 10, grid.count(), 64);
-        let block_bytes = grid.count() * words * 4;
-        assert!(block_bytes > MAX_CHUNK, "{} cores x {words} words: {block_bytes} bytes fit one chunk", grid.count());
-        let args = move |j: u32, (c, r): (u8, u8)| -> Vec<u32> {
-            let id = (c as u32) << 8 | r as u32;
-            let mut a = vec![0, USER.base + 4 * j, j << 16 | id];
-            a.extend((3..words).map(|i| i ^ j << 20 ^ id << 8));
+        let kernels = Processor::ALL.len() as u32;
+        let words = words_for_block((64 << 10) / kernels, grid.count(), 16);
+        let program_bytes = kernels * grid.count() * words * 4;
+        assert!(program_bytes > MAX_CHUNK, "{kernels} x {} cores x {words} words fit one chunk", grid.count());
+        let slot = |j: u32, i: u32| USER.base + 4 * (kernels * j + i);
+        let args = move |j: u32, i: u32, (c, r): (u8, u8)| -> Vec<u32> {
+            let id = i << 16 | (c as u32) << 8 | r as u32;
+            let mut a = vec![0, slot(j, i), j << 24 | id];
+            a.extend((3..words).map(|w| w ^ j << 20 ^ id << 4));
             a
         };
-        let program = |j: u32| every_core_program(&spin, grid, |core| args(j, core));
+        let program = |j: u32| {
+            let mut p = Program::new();
+            for (i, &processor) in Processor::ALL.iter().enumerate() {
+                let k = p.add_kernel_on(spin.clone(), &[grid], processor).unwrap();
+                for core in grid.cores() {
+                    p.set_unique_args(k, core, &args(j, i as u32, core)).unwrap();
+                }
+            }
+            p
+        };
         let mut cq = dev.cq(0).unwrap();
         cq.enqueue_program(&program(0)).unwrap();
         cq.begin_trace().unwrap();
@@ -699,18 +712,22 @@ on_both_chips! {
         cq.finish().unwrap();
         for core in spread_cores(&dev) {
             for j in 0..2 {
-                let want = spin_stored_value(&args(j, core)).unwrap();
-                let got = read_word(&mut dev, core, USER.base + 4 * j);
-                assert_eq!(got, want, "{} seed {seed}: program {j} on {core:?}", full.name());
+                for (i, processor) in Processor::ALL.iter().enumerate() {
+                    let want = spin_stored_value(&args(j, i as u32, core)).unwrap();
+                    let got = read_word(&mut dev, core, slot(j, i as u32));
+                    assert_eq!(got, want, "{} seed {seed}: program {j}, {processor} on {core:?}", full.name());
+                }
             }
         }
-        // The last program's block ends with the last core's words.
+        // The last program's blocks end with the last core's words.
         let last = last_core(&dev);
-        let block: Vec<u8> = args(1, last).into_iter().flat_map(u32::to_le_bytes).collect();
         let buf = l1(&dev, last, CONFIG_RING, CONFIG_RING_SIZE);
         let ring = dev.cq(0).unwrap().read_buffer(&buf, 0, CONFIG_RING_SIZE).unwrap();
-        let intact = ring.windows(block.len()).step_by(16).any(|w| w == block);
-        assert!(intact, "{} seed {seed}: the block's tail is not intact", full.name());
+        for i in 0..kernels {
+            let block: Vec<u8> = args(1, i, last).into_iter().flat_map(u32::to_le_bytes).collect();
+            let intact = ring.windows(block.len()).step_by(16).any(|w| w == block);
+            assert!(intact, "{} seed {seed}: kernel {i}'s block's tail is not intact", full.name());
+        }
     }
 
     /// Kernel binaries and arg blocks of 4 KiB and more are staged in sysmem and

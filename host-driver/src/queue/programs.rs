@@ -11,7 +11,7 @@
 use super::mutant::mutant;
 use super::ops::CommandQueue;
 use super::program_state::{slot_addr, SlotChoice};
-use super::stream::{launch_message, stream_size, write_program, Stream};
+use super::stream::{inline_writes, launch_message, stream_size, write_program, Blob, Stream};
 use super::trace::Resident;
 use crate::error::Result;
 use crate::program::Program;
@@ -19,6 +19,7 @@ use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::noc::NocAddr;
 use cqlab_abi::program::LAUNCH_RING_ENTRIES;
 use cqlab_abi::size::{self, ChunkSize, DispatchSize};
+use std::borrow::Cow;
 
 /// How far back a program's WAIT reaches when it needs one at all: the
 /// launch three back has finished by the time the dispatcher writes a
@@ -113,7 +114,8 @@ impl CommandQueue<'_> {
     /// unique args of a large range, say 256 cores x 54 words): its dispatch
     /// stream goes out in several chunks of one RELAY_INLINE each, the WAIT
     /// first, every write cut into writes of at most a chunk's payload at
-    /// successive offsets, the LAUNCH last. The dispatcher reads one
+    /// successive offsets, the LAUNCH last (the writes of the one-chunk
+    /// stream: a range's args in one). The dispatcher reads one
     /// stream: where chunks end means nothing to it, and nothing else
     /// enters this queue's stream in between.
     fn submit_program_in_chunks(&mut self, stream: Stream<'_>, limit: usize) -> Result<()> {
@@ -131,31 +133,26 @@ impl CommandQueue<'_> {
                 first.write_linear(16).bytes().max(launch)
             )));
         }
-        // Each uploaded image relocated once, for its slot.
-        let images: Vec<Option<Vec<u8>>> = plan
-            .slots
+        // The writes of the one-chunk stream (a range's args in one), each
+        // image relocated for its slot once however many ranges it goes to.
+        let blobs: Vec<(NocAddr, Blob<'_>)> = inline_writes(chip, program, plan).collect();
+        let mut images: Vec<Option<Vec<u8>>> = vec![None; program.kernels.len()];
+        for (_, blob) in &blobs {
+            if let Blob::Image { k, slot } = *blob {
+                images[k].get_or_insert_with(|| program.kernels[k].image.for_slot(slot));
+            }
+        }
+        let writes: Vec<(NocAddr, Cow<'_, [u8]>)> = blobs
             .iter()
-            .enumerate()
-            .map(|(k, choice)| choice.upload.then(|| program.kernels[k].image.for_slot(choice.slot)))
-            .collect();
-        let mut writes: Vec<(NocAddr, &[u8])> = Vec::new();
-        for (k, image) in images.iter().enumerate() {
-            if let Some(image) = image {
-                for range in &program.kernels[k].ranges {
-                    writes.push((chip.range_noc(range, slot_addr(plan.slots[k])), image));
+            .map(|&(dst, blob)| match blob {
+                Blob::Image { k, .. } => (dst, Cow::Borrowed(images[k].as_deref().expect("relocated above"))),
+                _ => {
+                    let mut bytes = vec![0u8; blob.len(program) as usize];
+                    blob.write(program, &mut bytes);
+                    (dst, Cow::Owned(bytes))
                 }
-            }
-        }
-        for g in &plan.groups {
-            let spec = &program.kernels[g.kernel];
-            let range = spec.ranges[g.range];
-            if g.common_count > 0 {
-                writes.push((chip.range_noc(&range, g.common_addr), spec.common_bytes()));
-            }
-            if g.unique_count > 0 {
-                writes.push((chip.range_noc(&range, g.unique_addr), spec.unique_block(g.range)));
-            }
-        }
+            })
+            .collect();
         let pieces: Vec<(NocAddr, &[u8])> = writes
             .iter()
             .flat_map(|(dst, bytes)| {

@@ -77,7 +77,8 @@ pub(super) fn launch_message(seq: u32, program: &Program, plan: &Plan) -> [u8; L
 /// rectangle are one multicast instead of ten, as tt-metal sends a kernel
 /// group's common args in one (tt-metal `tt_metal/impl/program/dispatch.cpp`,
 /// kernel-group CRTA multicast). The gaps are alignment padding of this
-/// program's own allocation, written as zeros. A staged stream
+/// program's own allocation, written as zeros. A stream too large for one
+/// chunk sends the same writes, cut into pieces. A staged stream
 /// (`super::staged`) keeps `program_writes`' writes: its large blocks are
 /// gathered from their staged copies one by one.
 pub(super) fn inline_writes<'a>(
