@@ -64,6 +64,10 @@ pub struct Dispatcher<'p, P: Platform> {
     core: u16,
     /// `RING_UNITS_FILLED` as last read (it only grows).
     filled_seen: u32,
+    /// A `WRITE_PACKED`'s destinations, checked, while its blocks are
+    /// written (kept here: an array on the stack was zeroed at every
+    /// command, 512 bytes, the larger part of a small packed write's cost).
+    packed_dests: [Coord; MAX_PACKED_DESTS as usize],
 }
 
 /// What was written towards workers since the last barrier.
@@ -128,6 +132,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             records,
             core,
             filled_seen: 0,
+            packed_dests: [Coord::new(0, 0); MAX_PACKED_DESTS as usize],
         }
     }
 
@@ -474,11 +479,11 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             fail(self.p, DeviceError::TooLarge, addr, cmd.size, self.read as u32, self.ring.size());
         }
         self.wait_readable(table);
-        let mut dests = [Coord::new(0, 0); MAX_PACKED_DESTS as usize];
-        for (i, d) in dests.iter_mut().take(count as usize).enumerate() {
+        for i in 0..count as usize {
             let raw = self.p.read_u32(self.ring.local(self.read + 4 * i as u64));
-            *d = Coord::unpack(raw);
-            if raw >> 16 != 0 || !self.grid.contains(*d) {
+            let d = Coord::unpack(raw);
+            self.packed_dests[i] = d;
+            if raw >> 16 != 0 || !self.grid.contains(d) {
                 let at = self.ring.local(self.read + 4 * i as u64);
                 fail(self.p, DeviceError::BadDestination, at, raw, self.read as u32, i as u32);
             }
@@ -497,8 +502,8 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             // worked out once for all destinations.
             let (local, base) = (self.ring.local(self.read), self.ring.base);
             let (first, second) = split_at_wrap(local - base, cmd.size, self.ring.size());
-            for d in &dests[..count as usize] {
-                let dst = NocAddr::unicast(*d, cmd.addr as u64);
+            for &d in &self.packed_dests[..count as usize] {
+                let dst = NocAddr::unicast(d, cmd.addr as u64);
                 self.p.noc_write(local, dst, first);
                 if second > 0 {
                     self.p.noc_write(base, dst.offset(first as u64), second);
@@ -507,8 +512,8 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             self.consume(block);
             self.release_pages();
         } else {
-            for d in &dests[..count as usize] {
-                let dst = NocAddr::unicast(*d, cmd.addr as u64);
+            for i in 0..count as usize {
+                let dst = NocAddr::unicast(self.packed_dests[i], cmd.addr as u64);
                 self.stream(cmd.size, |p, local, off, n| p.noc_write(local, dst.offset(off as u64), n));
             }
         }

@@ -24,9 +24,9 @@ use cqlab_abi::mailbox::{
 };
 use cqlab_abi::noc::{Coord, NocAddr, MAX_CQS};
 use cqlab_abi::program::{
-    config_addr, group_kernel, group_offset, launch_done_sem, launch_entry, rect_index, KernelCtx, KernelGroup,
-    LaunchHeader, GROUP_KERNEL_ID, KERNEL_ARGS, KERNEL_COUNTS, KERNEL_ENTRY, LAUNCH_TAG, MAX_KERNEL_GROUPS, NO_KERNEL,
-    NO_RECT,
+    config_addr, group_kernel, group_offset, launch_done_sem, launch_entry, rect_index, unique_args, KernelCtx,
+    KernelGroup, LaunchHeader, GROUP_KERNEL_ID, KERNEL_ARGS, KERNEL_COUNTS, KERNEL_ENTRY, LAUNCH_TAG,
+    MAX_KERNEL_GROUPS, NO_KERNEL, NO_RECT,
 };
 use cqlab_abi::semaphore;
 use cqlab_abi::trace::TraceKind;
@@ -273,9 +273,9 @@ impl Worker {
 fn ctx_for(p: &impl Platform, at: u32, i: usize, base: KernelCtx) -> KernelCtx {
     let counts = p.read_u32(at + group_kernel(i) + KERNEL_COUNTS);
     let args = p.read_u32(at + group_kernel(i) + KERNEL_ARGS);
-    let unique_count = counts & 0xffff;
+    let (unique_addr, unique_count) = unique_args(counts, args, base.index);
     KernelCtx {
-        unique_addr: config_addr(args as u16) + 4 * unique_count * base.index,
+        unique_addr,
         unique_count,
         common_addr: config_addr((args >> 16) as u16),
         common_count: counts >> 16,

@@ -102,6 +102,12 @@ impl KernelSpec {
         &self.unique[r]
     }
 
+    /// Core `i`'s (row-major) part of range `r`'s unique-arg block.
+    pub(crate) fn unique_of(&self, r: usize, i: usize) -> &[u8] {
+        let n = 4 * self.unique_count as usize;
+        &self.unique[r][n * i..n * (i + 1)]
+    }
+
     /// The common args as the workers read them.
     pub(crate) fn common_bytes(&self) -> &[u8] {
         &self.common

@@ -49,7 +49,8 @@ pub mod waypoint;
 /// semaphores, per-core images and kernels). 4: a worker's BRISC starts
 /// its subordinate cores with one word (`mailbox::SubordinateRun`, as
 /// tt-metal's `subordinate_sync`), and they read their launch themselves.
-pub const ABI_VERSION: u32 = 4;
+/// 5: unique args may be sent to each tile alone (`program::UNIQUE_OWN`).
+pub const ABI_VERSION: u32 = 5;
 
 /// Command headers, dispatch payloads and dispatcher-ring writes are aligned
 /// to this many bytes (the L1 / NOC alignment).

@@ -131,19 +131,38 @@ pub struct ProcessorKernel {
     /// Kernel entry (a `kernel_slot` address), or [`NO_KERNEL`].
     pub entry: u32,
     /// Unique args per core and common args, in words (one u32 load: the
-    /// low half is `unique_count`).
+    /// low half is `unique_count`), `unique_count` with [`UNIQUE_OWN`] set
+    /// when each tile was sent only its own.
     pub unique_count: u16,
     pub common_count: u16,
     /// Where the args are, in words from `CONFIG_RING` (one u32 load: the
     /// low half is `unique_word`). This kernel's unique args are multicast
-    /// to the whole rectangle: tile `i` of it (row-major) finds its
-    /// `unique_count` words at `config_addr(unique_word) + 4 * unique_count * i`;
-    /// the common args are the same on every tile of the group.
+    /// to the whole rectangle, where tile `i` of it (row-major) finds its
+    /// words at `config_addr(unique_word) + 4 * unique_count * i`, or, with
+    /// [`UNIQUE_OWN`], written to each tile alone at `config_addr(unique_word)`
+    /// ([`unique_args`]); the common args are the same on every tile of the
+    /// group.
     pub unique_word: u16,
     pub common_word: u16,
 }
 assert_layout!(ProcessorKernel, 12, entry => 0, unique_count => 4, common_count => 6, unique_word => 8,
     common_word => 10);
+
+/// Set in `ProcessorKernel::unique_count` when each tile of the group was
+/// sent its own unique args alone (one `WRITE_PACKED` with a block a tile,
+/// as tt-metal sends unique runtime args: `tt_metal/impl/program/dispatch.cpp`,
+/// packed unicast of RTAs), so they take one tile's room in the config ring
+/// instead of the whole rectangle's.
+pub const UNIQUE_OWN: u16 = 1 << 15;
+
+/// Where tile `index` of a group (row-major) finds a kernel's unique args
+/// and how many words they are, from its `ProcessorKernel`'s words at
+/// `KERNEL_COUNTS` and `KERNEL_ARGS` (loaded as u32s).
+pub const fn unique_args(counts: u32, args: u32, index: u32) -> (u32, u32) {
+    let count = counts & (UNIQUE_OWN as u32 - 1);
+    let stride = if counts & UNIQUE_OWN as u32 != 0 { 0 } else { 4 * count };
+    (config_addr(args as u16) + stride * index, count)
+}
 
 /// `ProcessorKernel::entry` of a core that runs no kernel in a group.
 pub const NO_KERNEL: u32 = 0;
@@ -191,7 +210,7 @@ pub const fn config_word(addr: u32) -> u16 {
 
 const _: () =
     assert!(group_offset(MAX_KERNEL_GROUPS as u32) <= LAUNCH_TAG && CONFIG_RING_SIZE / 4 <= u16::MAX as u32 + 1);
-const _: () = assert!(MAX_UNIQUE_ARGS <= u16::MAX as u32 && MAX_COMMON_ARGS <= u16::MAX as u32);
+const _: () = assert!(MAX_UNIQUE_ARGS < UNIQUE_OWN as u32 && MAX_COMMON_ARGS <= u16::MAX as u32);
 const _: () = assert!(
     launch_entry(crate::noc::MAX_CQS as u32 - 1, LAUNCH_RING_ENTRIES - 1) + LAUNCH_ENTRY_SIZE <= WORKER_LAUNCH.end()
 );
@@ -286,6 +305,16 @@ mod tests {
         assert_eq!(launch_entry(0, 1) - launch_entry(0, 0), LAUNCH_ENTRY_SIZE);
         assert_eq!(launch_entry(1, 0), launch_entry(0, LAUNCH_RING_ENTRIES - 1) + LAUNCH_ENTRY_SIZE);
         assert_eq!(kernel_slot(1) - kernel_slot(0), KERNEL_SLOT_SIZE);
+    }
+
+    #[test]
+    fn unique_args_are_at_the_tiles_place_in_the_block_or_its_own() {
+        let counts = |n: u16| (100u32 << 16) | n as u32;
+        let args = (9u32 << 16) | 40;
+        assert_eq!(unique_args(counts(3), args, 0), (config_addr(40), 3));
+        assert_eq!(unique_args(counts(3), args, 5), (config_addr(40) + 4 * 3 * 5, 3));
+        assert_eq!(unique_args(counts(3 | UNIQUE_OWN), args, 5), (config_addr(40), 3));
+        assert_eq!(unique_args(counts(MAX_UNIQUE_ARGS as u16 | UNIQUE_OWN), args, 7).1, MAX_UNIQUE_ARGS);
     }
 
     #[test]

@@ -122,6 +122,9 @@ pub(crate) struct GroupPlan {
     pub range: usize,
     pub unique_addr: u32,
     pub unique_count: u32,
+    /// Each core is sent its own unique args alone, at `unique_addr`
+    /// (`cqlab_abi::program::UNIQUE_OWN`), not the range's whole block.
+    pub unique_own: bool,
     pub common_addr: u32,
     pub common_count: u32,
 }
@@ -221,26 +224,12 @@ impl ProgramState {
             slots.push(choice);
         }
         // One arg plan per kernel and range (a launch group holds the plans
-        // of every core's kernel on one rectangle).
-        let mut groups = Vec::with_capacity(MAX_KERNEL_GROUPS);
-        let mut need = 0u32;
-        for (k, spec) in program.kernels.iter().enumerate() {
-            let unique = spec.unique_count();
-            let common = spec.common_count();
-            for (r, range) in spec.ranges.iter().enumerate() {
-                // Every core's block, row-major: one multicast per range.
-                let ub = (range.count() * unique * 4).next_multiple_of(16);
-                let cb = (common * 4).next_multiple_of(16);
-                groups.push(GroupPlan {
-                    kernel: k,
-                    range: r,
-                    unique_addr: need,
-                    unique_count: unique,
-                    common_addr: need + ub,
-                    common_count: common,
-                });
-                need += ub + cb;
-            }
+        // of every core's kernel on one rectangle). Each range's unique args
+        // are one block of every core's, multicast, unless the program's
+        // args do not fit the ring so: then each core is sent its own.
+        let (mut groups, mut need) = Self::lay_out_args(program, false);
+        if need > self.config_size {
+            (groups, need) = Self::lay_out_args(program, true);
         }
         if need > self.config_size {
             return Err(DriverError::OutOfRange {
@@ -285,6 +274,35 @@ impl ProgramState {
             }
         }
         Ok(Plan { wait_for, slots, groups, config, cores: kernel_cores })
+    }
+
+    /// Each kernel group's args at offsets from the start of the program's
+    /// allocation, and the bytes it needs: per group its unique args (the
+    /// range's block of every core's, or with `own` one core's), then its
+    /// common args, each 16-byte aligned.
+    fn lay_out_args(program: &Program, own: bool) -> (Vec<GroupPlan>, u32) {
+        let mut groups = Vec::with_capacity(MAX_KERNEL_GROUPS);
+        let mut need = 0u32;
+        for (k, spec) in program.kernels.iter().enumerate() {
+            let unique = spec.unique_count();
+            let common = spec.common_count();
+            for (r, range) in spec.ranges.iter().enumerate() {
+                let cores = if own { 1 } else { range.count() };
+                let ub = (cores * unique * 4).next_multiple_of(16);
+                let cb = (common * 4).next_multiple_of(16);
+                groups.push(GroupPlan {
+                    kernel: k,
+                    range: r,
+                    unique_addr: need,
+                    unique_count: unique,
+                    unique_own: own && unique > 0,
+                    common_addr: need + ub,
+                    common_count: common,
+                });
+                need += ub + cb;
+            }
+        }
+        (groups, need)
     }
 
     /// Records a submitted program, launch number `mark`.
@@ -359,6 +377,7 @@ mod tests {
     use super::*;
     use crate::geometry::CoreRange;
     use crate::kernel::KernelImage;
+    use cqlab_abi::arch::tensix::Processor;
     use std::sync::Arc;
 
     fn program(name: &str, range: CoreRange, common: usize) -> Program {
@@ -449,6 +468,40 @@ mod tests {
         // Args wait for it too.
         let c = program("a", CoreRange::new((0, 0), (3, 3)), 4);
         assert_eq!(cap.plan(&c).unwrap().wait_for, 5);
+    }
+
+    /// Unique args go as each range's block of every core's while the
+    /// program's args fit the ring so, else each core gets its own: one
+    /// core's room a group, common args still once a group.
+    #[test]
+    fn unique_args_take_one_cores_room_only_when_every_cores_would_not_fit() {
+        let st = ProgramState::new(8, 8, 0, 1);
+        let range = CoreRange::new((0, 0), (7, 7));
+        let with_unique = |words: usize| {
+            let mut p = program("a", range, 3);
+            let k = p.add_kernel_on(Arc::new(KernelImage::test_image("b")), &[range], Processor::Ncrisc).unwrap();
+            p.set_common_args(k, &[5]).unwrap();
+            for core in range.cores() {
+                p.set_unique_args(k, core, &vec![7; words]).unwrap();
+            }
+            p
+        };
+        // 64 cores x 256 words: 64 KiB, within the 128 KiB ring.
+        let plan = st.plan(&with_unique(256)).unwrap();
+        assert!(plan.groups.iter().all(|g| !g.unique_own));
+        assert_eq!(plan.groups[1].common_addr - plan.groups[1].unique_addr, 64 * 256 * 4);
+        // Two such kernels: 128 KiB of blocks and their common args do not fit.
+        let mut p = with_unique(256);
+        let k = p.add_kernel_on(Arc::new(KernelImage::test_image("c")), &[range], Processor::Trisc0).unwrap();
+        for core in range.cores() {
+            p.set_unique_args(k, core, &[1; 256]).unwrap();
+        }
+        let plan = st.plan(&p).unwrap();
+        let own: Vec<bool> = plan.groups.iter().map(|g| g.unique_own).collect();
+        assert_eq!(own, [false, true, true], "a group without unique args sends none");
+        let (b, c) = (plan.groups[1], plan.groups[2]);
+        assert_eq!((b.common_addr - b.unique_addr, c.unique_addr - b.unique_addr), (256 * 4, 256 * 4 + 16));
+        assert_eq!(plan.groups[0].common_addr, CONFIG_RING);
     }
 
     #[test]

@@ -16,7 +16,8 @@ use super::trace::Resident;
 use crate::error::Result;
 use crate::program::Program;
 use cqlab_abi::dispatch::WaitFlags;
-use cqlab_abi::noc::NocAddr;
+use cqlab_abi::encode::PackedData;
+use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::program::LAUNCH_RING_ENTRIES;
 use cqlab_abi::size::{self, ChunkSize, DispatchSize};
 use std::borrow::Cow;
@@ -142,31 +143,49 @@ impl CommandQueue<'_> {
                 images[k].get_or_insert_with(|| program.kernels[k].image.for_slot(slot));
             }
         }
-        let writes: Vec<(NocAddr, Cow<'_, [u8]>)> = blobs
+        let writes: Vec<(NocAddr, Cow<'_, [u8]>, Vec<Coord>)> = blobs
             .iter()
             .map(|&(dst, blob)| match blob {
-                Blob::Image { k, .. } => (dst, Cow::Borrowed(images[k].as_deref().expect("relocated above"))),
+                Blob::Image { k, .. } => {
+                    (dst, Cow::Borrowed(images[k].as_deref().expect("relocated above")), Vec::new())
+                }
                 _ => {
                     let mut bytes = vec![0u8; blob.len(program) as usize];
                     blob.write(program, &mut bytes);
-                    (dst, Cow::Owned(bytes))
+                    (dst, Cow::Owned(bytes), blob.dests(chip, program))
                 }
             })
             .collect();
-        let pieces: Vec<(NocAddr, &[u8])> = writes
-            .iter()
-            .flat_map(|(dst, bytes)| {
-                bytes.chunks(piece).enumerate().map(move |(i, part)| (dst.offset((i * piece) as u64), part))
-            })
-            .collect();
+        // A write of every core's own bytes is cut between cores, the others
+        // at successive offsets.
+        let mut pieces: Vec<Piece<'_>> = Vec::new();
+        for (dst, bytes, dests) in &writes {
+            if dests.is_empty() {
+                let parts = bytes.chunks(piece).enumerate();
+                pieces.extend(parts.map(|(i, part)| Piece::Linear(dst.offset((i * piece) as u64), part)));
+                continue;
+            }
+            let each = bytes.len() / dests.len();
+            let fits = |n: usize| first.write_packed(n, each, false).bytes() <= max;
+            let per = (1..=dests.len()).take_while(|&n| fits(n)).last().ok_or_else(|| {
+                crate::error::DriverError::Invalid(format!(
+                    "a core's {each} bytes of runtime args do not fit this queue's {max}-byte chunks"
+                ))
+            })?;
+            pieces.extend(dests.chunks(per).zip(bytes.chunks(per * each)).map(|(dests, data)| Piece::Packed {
+                addr: dst.local() as u32,
+                dests,
+                data,
+            }));
+        }
         let (mut next, mut first_chunk) = (0, true);
         loop {
             // As many writes as fit after the WAIT (first chunk only), then
             // the LAUNCH if it fits too.
             let mut payload = if first_chunk { first } else { DispatchSize::new() };
             let start = next;
-            while next < pieces.len() && payload.write_linear(pieces[next].1.len()).bytes() <= max {
-                payload = payload.write_linear(pieces[next].1.len());
+            while next < pieces.len() && pieces[next].after(payload).bytes() <= max {
+                payload = pieces[next].after(payload);
                 next += 1;
             }
             let last = next == pieces.len() && payload.launch(msg.len()).bytes() <= max;
@@ -180,8 +199,13 @@ impl CommandQueue<'_> {
                     if let Some(back) = first_wait {
                         w.wait(WaitFlags::WAIT_LAUNCH, 0, back)?;
                     }
-                    for &(dst, bytes) in batch {
-                        w.write_linear(dst, bytes)?;
+                    for p in batch {
+                        match *p {
+                            Piece::Linear(dst, bytes) => w.write_linear(dst, bytes)?,
+                            Piece::Packed { addr, dests, data } => {
+                                w.write_packed(addr, dests, PackedData::PerCore(data))?
+                            }
+                        }
                     }
                     if last {
                         w.launch(all, msg)?;
@@ -229,6 +253,27 @@ impl CommandQueue<'_> {
         host.waited_launch = host.waited_launch.max(wait_for);
         host.programs.commit_upload(r.slot, &r.kernel, 0);
         Ok(())
+    }
+}
+
+/// One dispatch command of a program sent in chunks: a piece of a write.
+enum Piece<'b> {
+    Linear(NocAddr, &'b [u8]),
+    /// Each of `dests` its block of `data` (equal blocks, in order) at L1 `addr`.
+    Packed {
+        addr: u32,
+        dests: &'b [Coord],
+        data: &'b [u8],
+    },
+}
+
+impl Piece<'_> {
+    /// `payload` followed by this command.
+    fn after(&self, payload: DispatchSize) -> DispatchSize {
+        match *self {
+            Piece::Linear(_, bytes) => payload.write_linear(bytes.len()),
+            Piece::Packed { dests, data, .. } => payload.write_packed(dests.len(), data.len() / dests.len(), false),
+        }
     }
 }
 

@@ -77,7 +77,7 @@ impl CommandQueue<'_> {
             let spec = &program.kernels[k];
             let image = choice.upload.then(|| spec.image.for_slot(choice.slot));
             for g in plan.groups.iter().filter(|g| g.kernel == k) {
-                for (col, row) in ProgramState::range_cores(program, k, g.range) {
+                for (i, (col, row)) in ProgramState::range_cores(program, k, g.range).into_iter().enumerate() {
                     let tile = self.chip.worker(col, row).expect("a program checked against the grid");
                     let at = |a: u32| NocAddr::unicast(tile, a as u64);
                     if let Some(img) = &image {
@@ -86,7 +86,9 @@ impl CommandQueue<'_> {
                     if g.common_count > 0 {
                         self.backend.write(at(g.common_addr), spec.common_bytes())?;
                     }
-                    if g.unique_count > 0 {
+                    if g.unique_own {
+                        self.backend.write(at(g.unique_addr), spec.unique_of(g.range, i))?;
+                    } else if g.unique_count > 0 {
                         self.backend.write(at(g.unique_addr), spec.unique_block(g.range))?;
                     }
                 }

@@ -46,7 +46,10 @@ impl CommandQueue<'_> {
         let Stream { chip, program, plan, wait, msg, .. } = stream;
         let min = self.cfg.stage_min_bytes as usize;
         let host = self.host();
-        if min == 0 || host.staging.is_none() || host.capture.is_some() {
+        // A program that sends each core its own unique args sends them
+        // inline: what a core gets is gathered from several blocks.
+        let own = plan.groups.iter().any(|g| g.unique_own);
+        if min == 0 || host.staging.is_none() || host.capture.is_some() || own {
             return Ok(false);
         }
         let stageable = |blob: &Blob| blob.len(program) as usize >= min && blob.key(program).is_some();

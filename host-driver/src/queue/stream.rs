@@ -5,10 +5,11 @@ use super::program_state::{slot_addr, GroupPlan, Plan};
 use super::staging::BlobKey;
 use crate::geometry::Topology;
 use crate::program::Program;
-use cqlab_abi::encode::{DispatchWriter, EncodeError};
-use cqlab_abi::noc::NocAddr;
+use cqlab_abi::encode::{DispatchWriter, EncodeError, PackedData};
+use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::program::{
     config_word, pack_rect, KernelGroup, LaunchHeader, ProcessorKernel, LAUNCH_ENTRY_SIZE, MAX_KERNEL_GROUPS, NO_RECT,
+    UNIQUE_OWN,
 };
 use cqlab_abi::size::DispatchSize;
 use cqlab_abi::L1_ALIGNMENT;
@@ -52,7 +53,7 @@ pub(super) fn launch_message(seq: u32, program: &Program, plan: &Plan) -> [u8; L
         };
         groups[i].kernels[spec.processor.index()] = ProcessorKernel {
             entry: slot_addr(plan.slots[g.kernel]),
-            unique_count: g.unique_count as u16,
+            unique_count: g.unique_count as u16 | if g.unique_own { UNIQUE_OWN } else { 0 },
             common_count: g.common_count as u16,
             unique_word: word(g.unique_addr, g.unique_count),
             common_word: word(g.common_addr, g.common_count),
@@ -71,7 +72,8 @@ pub(super) fn launch_message(seq: u32, program: &Program, plan: &Plan) -> [u8; L
 
 /// The writes of a program's stream sent inline (`write_program`): those of
 /// `program_writes`, with the args of the kernel groups that follow one
-/// another on one range in one write. The plan lays out a range's groups
+/// another on one range in one write (a `WRITE_PACKED` of each core's own
+/// where the plan sends unique args so). The plan lays out a range's groups
 /// back to back in the kernel-config ring (each group's unique block, then
 /// its common args, each 16-byte aligned), so five kernels' args on one
 /// rectangle are one multicast instead of ten, as tt-metal sends a kernel
@@ -103,7 +105,14 @@ pub(super) fn inline_writes<'a>(
             }
             i += 1;
         }
-        Some((dst.with_local(start as u64), Blob::Args { groups: &groups[first..i], start, len: end - start }))
+        let run = &groups[first..i];
+        let blob = if run.iter().any(|g| g.unique_own) {
+            let cores = program.kernels[run[0].kernel].ranges[run[0].range].count();
+            Blob::OwnArgs { groups: run, start, len: (end - start).next_multiple_of(L1_ALIGNMENT as u32), cores }
+        } else {
+            Blob::Args { groups: run, start, len: end - start }
+        };
+        Some((dst.with_local(start as u64), blob))
     });
     text.chain(args)
 }
@@ -112,7 +121,9 @@ pub(super) fn inline_writes<'a>(
 /// its last part), if it has any.
 fn args_extent(program: &Program, g: &GroupPlan) -> Option<(u32, u32)> {
     let spec = &program.kernels[g.kernel];
-    let unique = (g.unique_count > 0).then(|| (g.unique_addr, g.unique_addr + spec.unique_block(g.range).len() as u32));
+    // A kernel without unique args has no block to measure.
+    let unique_len = || if g.unique_own { 4 * g.unique_count } else { spec.unique_block(g.range).len() as u32 };
+    let unique = (g.unique_count > 0).then(|| (g.unique_addr, g.unique_addr + unique_len()));
     let common = (g.common_count > 0).then(|| (g.common_addr, g.common_addr + spec.common_bytes().len() as u32));
     match (unique, common) {
         (Some((s, _)), Some((_, e))) => Some((s, e)),
@@ -128,9 +139,15 @@ pub(super) fn write_program(
     plan: &Plan,
 ) -> Result<(), EncodeError> {
     for (dst, blob) in inline_writes(chip, program, plan) {
-        // Written into the stream in place (a binary relocated as it is):
-        // one copy.
-        w.write_linear_with(dst, blob.len(program), |out| blob.write(program, out))?;
+        if blob.own_block().is_some() {
+            let mut bytes = vec![0u8; blob.len(program) as usize];
+            blob.write(program, &mut bytes);
+            w.write_packed(dst.local() as u32, &blob.dests(chip, program), PackedData::PerCore(&bytes))?;
+        } else {
+            // Written into the stream in place (a binary relocated as it
+            // is): one copy.
+            w.write_linear_with(dst, blob.len(program), |out| blob.write(program, out))?;
+        }
     }
     Ok(())
 }
@@ -138,7 +155,8 @@ pub(super) fn write_program(
 /// The writes of a program's dispatch stream, in order: each uploaded
 /// kernel's text to each of its ranges, then per kernel group its common
 /// args and its unique-arg block (laid out as the workers read them when
-/// they were set), each one multicast.
+/// they were set), each one multicast, or, where each core is sent its own
+/// unique args, one write of each core's args.
 pub(super) fn program_writes<'a>(
     chip: &'a Topology,
     program: &'a Program,
@@ -150,14 +168,20 @@ pub(super) fn program_writes<'a>(
             .iter()
             .map(move |r| (chip.range_noc(r, slot_addr(*choice)), Blob::Image { k, slot: choice.slot }))
     });
-    let args = plan.groups.iter().flat_map(move |g| {
+    let args = plan.groups.iter().enumerate().flat_map(move |(i, g)| {
         let spec = &program.kernels[g.kernel];
         let range = spec.ranges[g.range];
+        if g.unique_own {
+            let (start, end) = args_extent(program, g).expect("a group with unique args");
+            let len = (end - start).next_multiple_of(L1_ALIGNMENT as u32);
+            let own = Blob::OwnArgs { groups: &plan.groups[i..=i], start, len, cores: range.count() };
+            return vec![(chip.range_noc(&range, start), own)];
+        }
         let common =
             (g.common_count > 0).then(|| (chip.range_noc(&range, g.common_addr), Blob::Bytes(spec.common_bytes())));
         let unique = (g.unique_count > 0)
             .then(|| (chip.range_noc(&range, g.unique_addr), Blob::Unique { k: g.kernel, range: g.range }));
-        common.into_iter().chain(unique)
+        common.into_iter().chain(unique).collect()
     });
     text.chain(args)
 }
@@ -183,6 +207,16 @@ pub(super) enum Blob<'a> {
         start: u32,
         len: u32,
     },
+    /// The same for groups one of which at least sends each core its own
+    /// unique args: each of the range's `cores` (row-major) its own `len`
+    /// bytes (a multiple of 16), one block after another, as a
+    /// `WRITE_PACKED` carries them.
+    OwnArgs {
+        groups: &'a [GroupPlan],
+        start: u32,
+        len: u32,
+        cores: u32,
+    },
 }
 
 impl Blob<'_> {
@@ -194,8 +228,24 @@ impl Blob<'_> {
                 Some(BlobKey::Image { build_id: image.build_id, slot, len: image.len() })
             }
             Blob::Unique { k, range } => Some(BlobKey::UniqueArgs { stamp: program.kernels[k].unique_stamp(), range }),
-            Blob::Bytes(_) | Blob::Args { .. } => None,
+            Blob::Bytes(_) | Blob::Args { .. } | Blob::OwnArgs { .. } => None,
         }
+    }
+
+    /// The bytes each core gets, if each gets its own (`OwnArgs`).
+    pub(super) fn own_block(&self) -> Option<u32> {
+        match *self {
+            Blob::OwnArgs { len, .. } => Some(len),
+            _ => None,
+        }
+    }
+
+    /// The cores an `OwnArgs` goes to, in the order of its blocks (none for
+    /// any other blob).
+    pub(super) fn dests(&self, chip: &Topology, program: &Program) -> Vec<Coord> {
+        let Blob::OwnArgs { groups, .. } = *self else { return Vec::new() };
+        let range = program.kernels[groups[0].kernel].ranges[groups[0].range];
+        range.cores().map(|(c, r)| chip.worker(c, r).expect("a range checked against the grid")).collect()
     }
 
     pub(super) fn len(&self, program: &Program) -> u32 {
@@ -204,6 +254,7 @@ impl Blob<'_> {
             Blob::Unique { k, range } => program.kernels[k].unique_block(range).len() as u32,
             Blob::Bytes(b) => b.len() as u32,
             Blob::Args { len, .. } => len,
+            Blob::OwnArgs { len, cores, .. } => len * cores,
         }
     }
 
@@ -228,6 +279,22 @@ impl Blob<'_> {
                     }
                 }
             }
+            Blob::OwnArgs { groups, start, len, .. } => {
+                out.fill(0);
+                for (i, block) in out.chunks_exact_mut(len as usize).enumerate() {
+                    for g in groups {
+                        let spec = &program.kernels[g.kernel];
+                        if g.unique_count > 0 {
+                            let (at, bytes) = ((g.unique_addr - start) as usize, spec.unique_of(g.range, i));
+                            block[at..at + bytes.len()].copy_from_slice(bytes);
+                        }
+                        if g.common_count > 0 {
+                            let (at, bytes) = ((g.common_addr - start) as usize, spec.common_bytes());
+                            block[at..at + bytes.len()].copy_from_slice(bytes);
+                        }
+                    }
+                }
+            }
         }
     }
 }
@@ -237,6 +304,9 @@ impl Blob<'_> {
 pub(super) fn stream_size(chip: &Topology, program: &Program, plan: &Plan, wait: bool, msg: usize) -> DispatchSize {
     let start = if wait { DispatchSize::new().wait() } else { DispatchSize::new() };
     inline_writes(chip, program, plan)
-        .fold(start, |s, (_, blob)| s.write_linear(blob.len(program) as usize))
+        .fold(start, |s, (_, blob)| match blob {
+            Blob::OwnArgs { len, cores, .. } => s.write_packed(cores as usize, len as usize, false),
+            _ => s.write_linear(blob.len(program) as usize),
+        })
         .launch(msg)
 }

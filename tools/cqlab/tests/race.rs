@@ -246,17 +246,17 @@ fn each_known_bug_is_found_with_the_readme_options_and_replays() {
 
 /// A corrupted launch can leave a kernel spinning on garbage args: a race
 /// seed must fail within its timeout then, not wait out the driver's
-/// default kernel limit (10^11 cycles: minutes of host time). Seed 3 of
+/// default kernel limit (10^11 cycles: minutes of host time). Seed 11 of
 /// `release-before-ack` on the programs workload (Wormhole n150) ends so
-/// today (since a range's args go in one write; seed 9 did before that, 3
-/// before a DRAM tile's two GDDR6 channels streamed apart, 6 before the
-/// host's accesses became scheduling points); if the
+/// today (since ABI 5's dispatcher and worker; 3 since a range's args went
+/// in one write, 9 before that, 3 before a DRAM tile's two GDDR6 channels
+/// streamed apart, 6 before the host's accesses became scheduling points); if the
 /// streams or the firmware's timing change, pick another seed whose
 /// signature is a kernel timeout (`--jsonl` shows each seed's).
 #[test]
 fn a_kernel_spinning_on_corrupted_args_fails_its_seed_within_the_timeout() {
     let (code, v) =
-        race(&["--workload", "programs", "--firmware", "release-before-ack", "--seed-base", "3", "--seeds", "1"]);
+        race(&["--workload", "programs", "--firmware", "release-before-ack", "--seed-base", "11", "--seeds", "1"]);
     assert_eq!(code, EXIT_HANG, "a kernel timeout is a hang: {v}");
     let error = v["signatures"][0]["error"].as_str().unwrap_or_default();
     assert!(error.contains("(kernel timeout 5000000 cycles)"), "{v}");
