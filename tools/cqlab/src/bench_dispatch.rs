@@ -595,23 +595,16 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     let mut copy = CopyBound::new();
     let mut symbols = crate::profile::Symbols::default();
     let goldens = Goldens::builtin();
-    // Points whose args do not fit the kernel-config ring five times over.
-    let mut skipped = Vec::new();
     for p in &points {
-        let row = match measure(p, &args, &goldens, &mut copy, &mut symbols) {
-            Err(e) if processors(&args, p) > 1 && args_do_not_fit(&e) => {
-                skipped.push(serde_json::json!({ "point": p, "reason": format!("{e:#}") }));
-                continue;
-            }
-            row => row.with_context(|| format!("measuring {} {:?} trace={}", p.axis, p.kernel, p.trace))?,
-        };
+        let row = measure(p, &args, &goldens, &mut copy, &mut symbols)
+            .with_context(|| format!("measuring {} {:?} trace={}", p.axis, p.kernel, p.trace))?;
         if !args.json && !args.csv {
             crate::out::diag(format_args!("."));
         }
         rows.push(row);
     }
     if args.json {
-        outln!("{}", serde_json::json!({ "rows": rows, "skipped": skipped }));
+        outln!("{}", serde_json::json!({ "rows": rows }));
     } else if args.csv {
         out!("{}", csv(&rows)?);
     } else {
@@ -619,20 +612,11 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
         out!("{}", table(&rows));
         let seconds: f64 = rows.iter().map(|r| r.host_seconds).sum();
         outln!("host time: {seconds:.1} s for {} points on this machine (`--json`: each point's)", rows.len());
-        for s in &skipped {
-            outln!("skipped {}: {}", s["point"], s["reason"].as_str().unwrap_or_default());
-        }
         out!("{}", golden_legend(&rows, &goldens));
         out!("{}", targets(&rows));
         out!("{}", profiles(&rows));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A program's runtime args overflow its queue's part of the kernel-config
-/// ring (five kernels' worth of 128 unique args on a full grid do).
-fn args_do_not_fit(e: &anyhow::Error) -> bool {
-    matches!(e.downcast_ref::<DriverError>(), Some(DriverError::OutOfRange { what: "runtime args", .. }))
 }
 
 /// `--profile`: each point's top functions per profiled core.
@@ -841,13 +825,16 @@ fn targets(rows: &[Row]) -> String {
             find(&|p| p.kernel == "noop-12k" && !p.cached && p.trace == trace).zip(resident).map(|(u, r)| u - r),
             bytes.map(|b| 1.2 * b / 32.0),
         );
+        // Each core's args of each kernel cross the NOC once.
+        let unique = rows.iter().find(|r| r.point.unique_args == 128 && r.point.trace == trace);
+        let kernels = unique.map_or(1, |r| r.processors);
         check(
             &format!(
-                "128 unique args x {full} cores (<= 1.25 x NOC bytes / 32){}",
+                "128 unique args x {full} cores x {kernels} kernels (<= 1.25 x NOC bytes / 32){}",
                 if trace { ", traced" } else { "" }
             ),
-            find(&|p| p.unique_args == 128 && p.trace == trace),
-            Some(1.25 * (128.0 * 4.0 * full as f64) / 32.0),
+            unique.map(|r| r.device_cycles_per_program),
+            unique.map(|r| 1.25 * (128.0 * 4.0 * (full * r.processors) as f64) / 32.0),
         );
     }
     // Traced minus untraced cycles over the run, per point.
