@@ -512,9 +512,25 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             self.consume(block);
             self.release_pages();
         } else {
-            for i in 0..count as usize {
-                let dst = NocAddr::unicast(self.packed_dests[i], cmd.addr as u64);
-                self.stream(cmd.size, |p, local, off, n| p.noc_write(local, dst.offset(off as u64), n));
+            let total = count * block;
+            // The dispatcher is what holds a large packed write up, so its
+            // blocks are mostly in the ring already, in one piece: one
+            // write a core straight from the ring, the pages returned once
+            // after (streamed core by core, a release check and a ring
+            // step each cost more than the write).
+            if total > 0 && self.readable_now(total) >= total && self.ring.contiguous(self.read, total) == total {
+                let local = self.ring.local(self.read);
+                for i in 0..count {
+                    let dst = NocAddr::unicast(self.packed_dests[i as usize], cmd.addr as u64);
+                    self.p.noc_write(local + i * block, dst, cmd.size);
+                }
+                self.consume(total);
+                self.release_pages();
+            } else {
+                for i in 0..count as usize {
+                    let dst = NocAddr::unicast(self.packed_dests[i], cmd.addr as u64);
+                    self.stream(cmd.size, |p, local, off, n| p.noc_write(local, dst.offset(off as u64), n));
+                }
             }
         }
     }

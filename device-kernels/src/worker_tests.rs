@@ -229,6 +229,15 @@ fn cfg() -> CqConfig {
 
 /// Runs a dispatcher over `build`'s dispatch commands.
 fn dispatch(build: impl FnOnce(&mut DispatchWriter<'_>) -> Result<(), EncodeError>) -> (FakeCore, End) {
+    dispatch_filled(build, usize::MAX)
+}
+
+/// [`dispatch`] with only the first `filled` bytes of the stream in the
+/// ring (the prefetcher's count says so).
+fn dispatch_filled(
+    build: impl FnOnce(&mut DispatchWriter<'_>) -> Result<(), EncodeError>,
+    filled: usize,
+) -> (FakeCore, End) {
     let chip = FakeChip::new(1);
     let (me, peer) = (chip.dispatcher(0), chip.prefetcher(0));
     let mut core = FakeCore::on(me, chip);
@@ -238,7 +247,7 @@ fn dispatch(build: impl FnOnce(&mut DispatchWriter<'_>) -> Result<(), EncodeErro
     let len = u32::from_le_bytes(buf[4..8].try_into().unwrap()) as usize;
     let stream = buf[16..16 + len].to_vec();
     core.set_l1(DISPATCH_RING.base, &stream);
-    core.set_semaphore(sem::RING_UNITS_FILLED, stream.len() as u32 / 16);
+    core.set_semaphore(sem::RING_UNITS_FILLED, stream.len().min(filled) as u32 / 16);
     let c = CqConfig { peer_xy: peer.packed(), ..cfg() };
     let end = run_until_stopped(|| Dispatcher::new(&mut core, c).run());
     (core, end)
@@ -277,6 +286,28 @@ fn the_dispatcher_refuses_packed_writes_to_cores_outside_the_compute_grid() {
     let bad = [chip.worker(0, 0), chip.prefetcher(0)];
     let (core, end) = dispatch(|w| w.write_packed(0xA1000, &bad, PackedData::Shared(&[7; 16])));
     assert_eq!((end, error_code(&core)), (End::Halted, DeviceError::BadDestination as u32));
+}
+
+/// A packed write with a block a core: each core gets its own, whether
+/// every block is in the ring when the command starts (one write a core
+/// from the ring) or they arrive later (streamed core by core: the cores
+/// whose blocks have arrived get them, the next waits).
+#[test]
+fn a_packed_write_gives_each_core_its_own_block_whether_or_not_all_have_arrived() {
+    let chip = FakeChip::new(1);
+    let cores = [chip.worker(0, 0), chip.worker(5, 2), chip.worker(7, 7)];
+    let blocks: Vec<u8> = (0..3u8).flat_map(|i| [i + 1; 48]).collect();
+    let write = |w: &mut DispatchWriter<'_>| w.write_packed(0xA1000, &cores, PackedData::PerCore(&blocks));
+    let (core, end) = dispatch(write);
+    assert_eq!(end, End::Stuck);
+    for (i, &c) in cores.iter().enumerate() {
+        assert_eq!(core.read_remote(NocAddr::unicast(c, 0xA1000), 48), [i as u8 + 1; 48], "core {i}");
+    }
+    // Header, the table (three words padded to 16) and two blocks in the ring.
+    let (core, end) = dispatch_filled(write, 16 + 16 + 2 * 48);
+    assert_eq!(end, End::Stuck);
+    assert_eq!(core.read_remote(NocAddr::unicast(cores[1], 0xA1000), 48), [2; 48]);
+    assert_eq!(core.read_remote(NocAddr::unicast(cores[2], 0xA1000), 48), [0; 48], "its block has not arrived");
 }
 
 #[test]

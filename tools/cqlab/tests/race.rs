@@ -248,7 +248,7 @@ fn each_known_bug_is_found_with_the_readme_options_and_replays() {
 /// seed must fail within its timeout then, not wait out the driver's
 /// default kernel limit (10^11 cycles: minutes of host time). Seed 11 of
 /// `release-before-ack` on the programs workload (Wormhole n150) ends so
-/// today (since ABI 5's dispatcher and worker; 3 since a range's args went
+/// today (since ABI 5's dispatcher and worker, and its packed-write fast path; 3 since a range's args went
 /// in one write, 9 before that, 3 before a DRAM tile's two GDDR6 channels
 /// streamed apart, 6 before the host's accesses became scheduling points); if the
 /// streams or the firmware's timing change, pick another seed whose
