@@ -65,8 +65,9 @@ pub struct Dispatcher<'p, P: Platform> {
     /// `RING_UNITS_FILLED` as last read (it only grows).
     filled_seen: u32,
     /// A `WRITE_PACKED`'s destinations, checked, while its blocks are
-    /// written (kept here: an array on the stack was zeroed at every
-    /// command, 512 bytes, the larger part of a small packed write's cost).
+    /// written (kept here: an array on the stack was zeroed, 512 bytes, at
+    /// every command: 15 % of the dispatcher's time with 128 unique args a
+    /// core sent to each core alone).
     packed_dests: [Coord; MAX_PACKED_DESTS as usize],
 }
 
@@ -516,8 +517,8 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             // The dispatcher is what holds a large packed write up, so its
             // blocks are mostly in the ring already, in one piece: one
             // write a core straight from the ring, the pages returned once
-            // after (streamed core by core, a release check and a ring
-            // step each cost more than the write).
+            // after (streamed core by core, each core's ring step and page
+            // release cost about twice its write).
             if total > 0 && self.readable_now(total) >= total && self.ring.contiguous(self.read, total) == total {
                 let local = self.ring.local(self.read);
                 for i in 0..count {

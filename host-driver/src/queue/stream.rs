@@ -171,17 +171,20 @@ pub(super) fn program_writes<'a>(
     let args = plan.groups.iter().enumerate().flat_map(move |(i, g)| {
         let spec = &program.kernels[g.kernel];
         let range = spec.ranges[g.range];
-        if g.unique_own {
+        // Each core's own args: one write of its unique and common args.
+        let own = g.unique_own.then(|| {
             let (start, end) = args_extent(program, g).expect("a group with unique args");
             let len = (end - start).next_multiple_of(L1_ALIGNMENT as u32);
-            let own = Blob::OwnArgs { groups: &plan.groups[i..=i], start, len, cores: range.count() };
-            return vec![(chip.range_noc(&range, start), own)];
-        }
-        let common =
-            (g.common_count > 0).then(|| (chip.range_noc(&range, g.common_addr), Blob::Bytes(spec.common_bytes())));
-        let unique = (g.unique_count > 0)
+            (
+                chip.range_noc(&range, start),
+                Blob::OwnArgs { groups: &plan.groups[i..=i], start, len, cores: range.count() },
+            )
+        });
+        let common = (!g.unique_own && g.common_count > 0)
+            .then(|| (chip.range_noc(&range, g.common_addr), Blob::Bytes(spec.common_bytes())));
+        let unique = (!g.unique_own && g.unique_count > 0)
             .then(|| (chip.range_noc(&range, g.unique_addr), Blob::Unique { k: g.kernel, range: g.range }));
-        common.into_iter().chain(unique).collect()
+        own.into_iter().chain(common).chain(unique)
     });
     text.chain(args)
 }
