@@ -817,11 +817,16 @@ fn targets(rows: &[Row]) -> String {
             small.map(|v| v * 1.05),
         );
         // The upload's cost: what it adds to the resident case, against one
-        // multicast of the image at 32 B/cycle.
-        let bytes = rows.iter().find(|r| r.point.kernel == "noop-12k").map(|r| r.point.kernel_bytes as f64);
+        // multicast of each kernel's image at 32 B/cycle.
+        let upload = rows.iter().find(|r| r.point.kernel == "noop-12k");
+        let bytes = upload.map(|r| (r.point.kernel_bytes * r.processors) as f64);
         let resident = find(&|p| p.kernel == "noop-12k" && p.cached && p.trace == trace);
         check(
-            &format!("12 KiB first upload, added cycles (<= 1.2 x bytes / 32){}", if trace { ", traced" } else { "" }),
+            &format!(
+                "12 KiB first upload x {} kernels, added cycles (<= 1.2 x bytes / 32){}",
+                upload.map_or(1, |r| r.processors),
+                if trace { ", traced" } else { "" }
+            ),
             find(&|p| p.kernel == "noop-12k" && !p.cached && p.trace == trace).zip(resident).map(|(u, r)| u - r),
             bytes.map(|b| 1.2 * b / 32.0),
         );
