@@ -735,60 +735,72 @@ on_both_chips! {
     /// shape): every core's block for every kernel, multicast, would need
     /// more than the kernel-config ring, so each core is sent its own (one
     /// `WRITE_PACKED` a rectangle, cut between cores where a chunk ends).
-    /// Enqueued and inside a trace, every kernel finds its own args (`spin`
-    /// stores its third, XOR a digest of the rest, at its second), and the
-    /// last core's ring holds its own args, not another core's.
+    /// Enqueued and inside a trace, and through slow dispatch (the host
+    /// writes each core's args through the BAR), every kernel finds its own
+    /// args (`spin` stores its third, XOR a digest of the rest, at its
+    /// second), and the last core's ring holds its own args, not another
+    /// core's.
     fn each_core_is_sent_its_own_args_when_every_cores_would_not_fit_the_ring(chip) {
-        let seed = 62;
         let full = TestChip::full(chip.board);
-        let mut dev = booted(&full, seed, |c| c.num_cqs = 1);
-        let spin = kernel(&dev, "spin");
-        let grid = dev.chip().grid();
-        let kernels = Processor::ALL.len() as u32;
-        let words = MAX_UNIQUE_ARGS / 2;
-        assert!(kernels * grid.count() * words * 4 > CONFIG_RING_SIZE, "every core's args fit the ring");
-        let slot = |j: u32, i: u32| USER.base + 4 * (kernels * j + i);
-        let args = move |j: u32, i: u32, (c, r): (u8, u8)| -> Vec<u32> {
-            let id = i << 16 | (c as u32) << 8 | r as u32;
-            let mut a = vec![0, slot(j, i), j << 24 | id];
-            a.extend((3..words).map(|w| w.wrapping_mul(0x9e37_79b9) ^ j << 20 ^ id));
-            a
-        };
-        let program = |j: u32| {
-            let mut p = Program::new();
-            for (i, &processor) in Processor::ALL.iter().enumerate() {
-                let k = p.add_kernel_on(spin.clone(), &[grid], processor).unwrap();
-                for core in grid.cores() {
-                    p.set_unique_args(k, core, &args(j, i as u32, core)).unwrap();
+        for (seed, slow) in [(62, false), (63, true)] {
+            let mut dev = booted(&full, seed, |c| {
+                c.num_cqs = 1;
+                c.slow_dispatch = slow;
+            });
+            let spin = kernel(&dev, "spin");
+            let grid = dev.chip().grid();
+            let kernels = Processor::ALL.len() as u32;
+            let words = MAX_UNIQUE_ARGS / 2;
+            assert!(kernels * grid.count() * words * 4 > CONFIG_RING_SIZE, "every core's args fit the ring");
+            let slot = |j: u32, i: u32| USER.base + 4 * (kernels * j + i);
+            let args = move |j: u32, i: u32, (c, r): (u8, u8)| -> Vec<u32> {
+                let id = i << 16 | (c as u32) << 8 | r as u32;
+                let mut a = vec![0, slot(j, i), j << 24 | id];
+                a.extend((3..words).map(|w| w.wrapping_mul(0x9e37_79b9) ^ j << 20 ^ id));
+                a
+            };
+            let program = |j: u32| {
+                let mut p = Program::new();
+                for (i, &processor) in Processor::ALL.iter().enumerate() {
+                    let k = p.add_kernel_on(spin.clone(), &[grid], processor).unwrap();
+                    for core in grid.cores() {
+                        p.set_unique_args(k, core, &args(j, i as u32, core)).unwrap();
+                    }
+                }
+                p
+            };
+            let mut cq = dev.cq(0).unwrap();
+            cq.enqueue_program(&program(0)).unwrap();
+            if slow {
+                // Slow dispatch has no traces.
+                cq.enqueue_program(&program(1)).unwrap();
+            } else {
+                cq.begin_trace().unwrap();
+                cq.enqueue_program(&program(1)).unwrap();
+                let trace = cq.end_trace().unwrap();
+                cq.execute_trace(&trace).unwrap();
+            }
+            cq.finish().unwrap();
+            let how = if slow { "slow dispatch" } else { "fast dispatch" };
+            for core in spread_cores(&dev) {
+                for j in 0..2 {
+                    for (i, processor) in Processor::ALL.iter().enumerate() {
+                        let want = spin_stored_value(&args(j, i as u32, core)).unwrap();
+                        let got = read_word(&mut dev, core, slot(j, i as u32));
+                        assert_eq!(got, want, "{} seed {seed}, {how}: program {j}, {processor} on {core:?}", full.name());
+                    }
                 }
             }
-            p
-        };
-        let mut cq = dev.cq(0).unwrap();
-        cq.enqueue_program(&program(0)).unwrap();
-        cq.begin_trace().unwrap();
-        cq.enqueue_program(&program(1)).unwrap();
-        let trace = cq.end_trace().unwrap();
-        cq.execute_trace(&trace).unwrap();
-        cq.finish().unwrap();
-        for core in spread_cores(&dev) {
-            for j in 0..2 {
-                for (i, processor) in Processor::ALL.iter().enumerate() {
-                    let want = spin_stored_value(&args(j, i as u32, core)).unwrap();
-                    let got = read_word(&mut dev, core, slot(j, i as u32));
-                    assert_eq!(got, want, "{} seed {seed}: program {j}, {processor} on {core:?}", full.name());
-                }
-            }
+            let (first, last) = ((0, 0), last_core(&dev));
+            let buf = l1(&dev, last, CONFIG_RING, CONFIG_RING_SIZE);
+            let ring = dev.cq(0).unwrap().read_buffer(&buf, 0, CONFIG_RING_SIZE).unwrap();
+            let holds = |core| {
+                let block: Vec<u8> = args(1, 4, core).into_iter().flat_map(u32::to_le_bytes).collect();
+                ring.windows(block.len()).step_by(16).any(|w| w == block)
+            };
+            assert!(holds(last), "{} seed {seed}, {how}: the last core's ring lacks its own args", full.name());
+            assert!(!holds(first), "{} seed {seed}, {how}: the last core's ring holds another's args", full.name());
         }
-        let (first, last) = ((0, 0), last_core(&dev));
-        let buf = l1(&dev, last, CONFIG_RING, CONFIG_RING_SIZE);
-        let ring = dev.cq(0).unwrap().read_buffer(&buf, 0, CONFIG_RING_SIZE).unwrap();
-        let holds = |core| {
-            let block: Vec<u8> = args(1, 4, core).into_iter().flat_map(u32::to_le_bytes).collect();
-            ring.windows(block.len()).step_by(16).any(|w| w == block)
-        };
-        assert!(holds(last), "{} seed {seed}: the last core's ring lacks its own args", full.name());
-        assert!(!holds(first), "{} seed {seed}: the last core's ring holds the first core's args", full.name());
     }
 
     /// Kernel binaries and arg blocks of 4 KiB and more are staged in sysmem and
