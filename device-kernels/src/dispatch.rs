@@ -480,12 +480,15 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             fail(self.p, DeviceError::TooLarge, addr, cmd.size, self.read as u32, self.ring.size());
         }
         self.wait_readable(table);
+        // The table's words, where it does not wrap (mostly), from one
+        // address on.
+        let (start, whole) = (self.ring.local(self.read), self.ring.contiguous(self.read, table) == table);
         for i in 0..count as usize {
-            let raw = self.p.read_u32(self.ring.local(self.read + 4 * i as u64));
+            let at = if whole { start + 4 * i as u32 } else { self.ring.local(self.read + 4 * i as u64) };
+            let raw = self.p.read_u32(at);
             let d = Coord::unpack(raw);
             self.packed_dests[i] = d;
             if raw >> 16 != 0 || !self.grid.contains(d) {
-                let at = self.ring.local(self.read + 4 * i as u64);
                 fail(self.p, DeviceError::BadDestination, at, raw, self.read as u32, i as u32);
             }
         }
@@ -521,10 +524,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             // release cost about twice its write).
             if total > 0 && self.readable_now(total) >= total && self.ring.contiguous(self.read, total) == total {
                 let local = self.ring.local(self.read);
-                for i in 0..count {
-                    let dst = NocAddr::unicast(self.packed_dests[i as usize], cmd.addr as u64);
-                    self.p.noc_write(local + i * block, dst, cmd.size);
-                }
+                self.p.noc_write_each(local, block, &self.packed_dests[..count as usize], cmd.addr, cmd.size);
                 self.consume(total);
                 self.release_pages();
             } else {

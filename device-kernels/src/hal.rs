@@ -385,6 +385,38 @@ impl<const P: usize> Platform for Device<P> {
     fn noc_write(&mut self, local: u32, dst: NocAddr, len: u32) {
         self.write(local, dst, len, 1)
     }
+    fn noc_write_each(&mut self, local: u32, stride: u32, dests: &[Coord], addr: u32, len: u32) {
+        if len == 0 || len > CHIP.noc.max_packet {
+            for (i, &d) in dests.iter().enumerate() {
+                self.write(local + i as u32 * stride, NocAddr::unicast(d, addr as u64), len, 1);
+            }
+            return;
+        }
+        if Self::NOC_OF.is_none() {
+            self.no_noc();
+        }
+        // The command buffer keeps its registers between requests: the
+        // request kind, the length and the address's low word are the same
+        // for every destination; only the source and the coordinates change.
+        let reg = |r: u32| Self::cmd(cmd_buf::WRITE, r);
+        for (i, &d) in dests.iter().enumerate() {
+            let w = Self::words(NocAddr::unicast(d, addr as u64));
+            self.wait_ready(cmd_buf::WRITE);
+            if i == 0 {
+                write_reg(reg(CHIP.niu.regs.ctrl), ctrl::write(false));
+                write_reg(reg(Self::RET.0), w.lo);
+                write_reg(reg(CHIP.niu.regs.at_len_be), len);
+            }
+            write_reg(reg(CHIP.niu.regs.targ_addr_lo), local + i as u32 * stride);
+            write_reg(reg(Self::RET.1), w.mid);
+            if CHIP.noc.split.uses_hi() {
+                write_reg(reg(Self::RET.2), w.hi);
+            }
+            write_reg(reg(CHIP.niu.regs.cmd_ctrl), cmd_ctrl::SEND_REQ);
+        }
+        Self::bump(WRITES_ISSUED, dests.len() as u32);
+        Self::bump(WRITES_ACKED, dests.len() as u32);
+    }
     fn noc_multicast(&mut self, local: u32, dst: NocAddr, len: u32, receivers: u32) {
         self.write(local, dst, len, receivers)
     }

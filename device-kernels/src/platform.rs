@@ -11,7 +11,7 @@
 //! requests (`NIU_MST_REQS_OUTSTANDING_ID`) are down to zero.
 
 use crate::memory::Memory;
-use cqlab_abi::noc::NocAddr;
+use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::semaphore;
 
 pub trait Platform: Memory {
@@ -50,6 +50,16 @@ pub trait Platform: Memory {
     fn reads_landed_id(&self, id: u32) -> bool;
     /// Starts writing `len` bytes of local L1 `local` to the unicast `dst`.
     fn noc_write(&mut self, local: u32, dst: NocAddr, len: u32);
+    /// Starts writing `len` bytes to L1 `addr` of each of `dests` (unicast),
+    /// the bytes for `dests[i]` from local L1 `local + i * stride`. The HAL
+    /// writes the command buffer's registers that stay the same once, as
+    /// tt-metal's dispatcher does for packed writes
+    /// (`cq_noc_async_write_with_state`).
+    fn noc_write_each(&mut self, local: u32, stride: u32, dests: &[Coord], addr: u32, len: u32) {
+        for (i, &d) in dests.iter().enumerate() {
+            self.noc_write(local + i as u32 * stride, NocAddr::unicast(d, addr as u64), len);
+        }
+    }
     /// Starts writing `len` bytes of local L1 `local` to every receiver of
     /// the multicast `dst`, of which there are `receivers` (each acks).
     fn noc_multicast(&mut self, local: u32, dst: NocAddr, len: u32, receivers: u32);

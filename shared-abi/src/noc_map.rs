@@ -200,7 +200,15 @@ const fn mask_of(list: &[u8], n: usize) -> u64 {
 
 /// Whether bit `v` of `mask` is set (none is at 64 and above).
 const fn has(mask: u64, v: u8) -> bool {
-    v < 64 && (mask >> v) & 1 != 0
+    // One 32-bit half and a 32-bit shift: RV32 shifts a u64 by a variable
+    // amount in several instructions and branches (the dispatcher checks
+    // every destination of a packed write so).
+    let half = match v {
+        0..32 => mask as u32,
+        32..64 => (mask >> 32) as u32,
+        _ => return false,
+    };
+    (half >> (v & 31)) & 1 != 0
 }
 
 /// Bits `lo..=hi` (within 0..64; none when `lo > hi`).
