@@ -94,6 +94,34 @@ fn words_for_block(bytes: u32, cores: u32, min: u32) -> u32 {
     (bytes / 4).div_ceil(cores).next_multiple_of(4).clamp(min, MAX_UNIQUE_ARGS)
 }
 
+/// `spin` on each of the five processors of every core of `grid`, kernel
+/// `i` (`Processor::ALL` order) with the unique args `args(i, core)`.
+fn five_kernel_program(spin: &Arc<KernelImage>, grid: CoreRange, args: impl Fn(u32, (u8, u8)) -> Vec<u32>) -> Program {
+    let mut p = Program::new();
+    for (i, &processor) in Processor::ALL.iter().enumerate() {
+        let k = p.add_kernel_on(spin.clone(), &[grid], processor).unwrap();
+        for core in grid.cores() {
+            p.set_unique_args(k, core, &args(i as u32, core)).unwrap();
+        }
+    }
+    p
+}
+
+/// Every kernel of programs 0 and 1 of `five_kernel_program` ran with its
+/// own args on the spread cores: `spin` stored the value `args(j, i, core)`
+/// names at the word they name.
+fn assert_five_kernels_ran(dev: &mut Device, args: impl Fn(u32, u32, (u8, u8)) -> Vec<u32>, what: &str) {
+    for core in spread_cores(dev) {
+        for j in 0..2 {
+            for (i, processor) in Processor::ALL.iter().enumerate() {
+                let a = args(j, i as u32, core);
+                let got = read_word(dev, core, a[1]);
+                assert_eq!(Some(got), spin_stored_value(&a), "{what}: program {j}, {processor} on {core:?}");
+            }
+        }
+    }
+}
+
 on_both_chips! {
     /// `copy` on a rectangle of up to 4x4 cores and `spin` on one that
     /// overlaps it, alternating for a thousand programs.
@@ -693,16 +721,7 @@ on_both_chips! {
             a.extend((3..words).map(|w| w ^ j << 20 ^ id << 4));
             a
         };
-        let program = |j: u32| {
-            let mut p = Program::new();
-            for (i, &processor) in Processor::ALL.iter().enumerate() {
-                let k = p.add_kernel_on(spin.clone(), &[grid], processor).unwrap();
-                for core in grid.cores() {
-                    p.set_unique_args(k, core, &args(j, i as u32, core)).unwrap();
-                }
-            }
-            p
-        };
+        let program = |j: u32| five_kernel_program(&spin, grid, |i, core| args(j, i, core));
         let mut cq = dev.cq(0).unwrap();
         cq.enqueue_program(&program(0)).unwrap();
         cq.begin_trace().unwrap();
@@ -710,15 +729,7 @@ on_both_chips! {
         let trace = cq.end_trace().unwrap();
         cq.execute_trace(&trace).unwrap();
         cq.finish().unwrap();
-        for core in spread_cores(&dev) {
-            for j in 0..2 {
-                for (i, processor) in Processor::ALL.iter().enumerate() {
-                    let want = spin_stored_value(&args(j, i as u32, core)).unwrap();
-                    let got = read_word(&mut dev, core, slot(j, i as u32));
-                    assert_eq!(got, want, "{} seed {seed}: program {j}, {processor} on {core:?}", full.name());
-                }
-            }
-        }
+        assert_five_kernels_ran(&mut dev, args, &format!("{} seed {seed}", full.name()));
         // The last program's blocks end with the last core's words.
         let last = last_core(&dev);
         let buf = l1(&dev, last, CONFIG_RING, CONFIG_RING_SIZE);
@@ -759,16 +770,7 @@ on_both_chips! {
                 a.extend((3..words).map(|w| w.wrapping_mul(0x9e37_79b9) ^ j << 20 ^ id));
                 a
             };
-            let program = |j: u32| {
-                let mut p = Program::new();
-                for (i, &processor) in Processor::ALL.iter().enumerate() {
-                    let k = p.add_kernel_on(spin.clone(), &[grid], processor).unwrap();
-                    for core in grid.cores() {
-                        p.set_unique_args(k, core, &args(j, i as u32, core)).unwrap();
-                    }
-                }
-                p
-            };
+            let program = |j: u32| five_kernel_program(&spin, grid, |i, core| args(j, i, core));
             let mut cq = dev.cq(0).unwrap();
             cq.enqueue_program(&program(0)).unwrap();
             if slow {
@@ -782,15 +784,7 @@ on_both_chips! {
             }
             cq.finish().unwrap();
             let how = if slow { "slow dispatch" } else { "fast dispatch" };
-            for core in spread_cores(&dev) {
-                for j in 0..2 {
-                    for (i, processor) in Processor::ALL.iter().enumerate() {
-                        let want = spin_stored_value(&args(j, i as u32, core)).unwrap();
-                        let got = read_word(&mut dev, core, slot(j, i as u32));
-                        assert_eq!(got, want, "{} seed {seed}, {how}: program {j}, {processor} on {core:?}", full.name());
-                    }
-                }
-            }
+            assert_five_kernels_ran(&mut dev, args, &format!("{} seed {seed}, {how}", full.name()));
             let (first, last) = ((0, 0), last_core(&dev));
             let buf = l1(&dev, last, CONFIG_RING, CONFIG_RING_SIZE);
             let ring = dev.cq(0).unwrap().read_buffer(&buf, 0, CONFIG_RING_SIZE).unwrap();
