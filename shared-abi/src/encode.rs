@@ -323,9 +323,10 @@ impl DispatchWriter<'_> {
 
     /// `WRITE_PACKED` to L1 address `addr` on each core of `dests`.
     pub fn write_packed(&mut self, addr: u32, dests: &[Coord], data: PackedData<'_>) -> Result {
-        let count = u16::try_from(dests.len()).map_err(|_| EncodeError::Invalid(bad_size()))?;
-        let (flags, bytes, size) = match data {
-            PackedData::Shared(d) => (PackedFlags::SHARED_DATA, d, d.len()),
+        match data {
+            PackedData::Shared(d) => self.packed(addr, dests, PackedFlags::SHARED_DATA, d.len(), |_, out| {
+                out.copy_from_slice(d);
+            }),
             PackedData::PerCore(d) => {
                 let each = if dests.is_empty() { 0 } else { d.len() / dests.len() };
                 if each * dests.len() != d.len() {
@@ -334,9 +335,35 @@ impl DispatchWriter<'_> {
                         found: d.len() as u64,
                     });
                 }
-                (PackedFlags::empty(), d, each)
+                self.write_packed_with(addr, dests, each, |i, out| out.copy_from_slice(&d[i * each..(i + 1) * each]))
             }
-        };
+        }
+    }
+
+    /// `WRITE_PACKED` of a block of `each` bytes a core of `dests`, written
+    /// in place by `fill(i, block)` for core `i` (the block zeroed first):
+    /// no copy of the blocks beside the stream.
+    pub fn write_packed_with(
+        &mut self,
+        addr: u32,
+        dests: &[Coord],
+        each: usize,
+        fill: impl FnMut(usize, &mut [u8]),
+    ) -> Result {
+        self.packed(addr, dests, PackedFlags::empty(), each, fill)
+    }
+
+    /// A `WRITE_PACKED` of `flags` whose blocks (one, or one a core) of
+    /// `size` bytes `fill` writes.
+    fn packed(
+        &mut self,
+        addr: u32,
+        dests: &[Coord],
+        flags: PackedFlags,
+        size: usize,
+        mut fill: impl FnMut(usize, &mut [u8]),
+    ) -> Result {
+        let count = u16::try_from(dests.len()).map_err(|_| EncodeError::Invalid(bad_size()))?;
         let size = u32::try_from(size).map_err(|_| EncodeError::Invalid(bad_size()))?;
         let cmd = WritePackedCmd {
             id: DispatchCmdId::WritePacked as u8,
@@ -351,7 +378,8 @@ impl DispatchWriter<'_> {
         let parsed = self.emit(&cmd, &[])?;
         let subs = align(dests.len() * core::mem::size_of::<PackedSubCmd>(), L1_ALIGNMENT);
         let blocks = if flags.is_empty() { dests.len() } else { 1 };
-        let need = subs + blocks * align(size as usize, L1_ALIGNMENT);
+        let padded = align(size as usize, L1_ALIGNMENT);
+        let need = subs + blocks * padded;
         let available = self.buf.len() - self.len;
         if need > available {
             self.len = start;
@@ -359,14 +387,15 @@ impl DispatchWriter<'_> {
         }
         debug_assert_eq!(need as u64, parsed.payload_len());
         let out = &mut self.buf[self.len..self.len + need];
-        out.fill(0);
+        out[..subs].fill(0);
         for (i, d) in dests.iter().enumerate() {
             out[4 * i..4 * i + 4].copy_from_slice(&d.packed().to_le_bytes());
         }
-        let padded = align(size as usize, L1_ALIGNMENT);
-        for b in 0..blocks {
-            let src = &bytes[b * size as usize..(b + 1) * size as usize];
-            out[subs + b * padded..subs + b * padded + src.len()].copy_from_slice(src);
+        if padded > 0 {
+            for (b, block) in out[subs..].chunks_exact_mut(padded).enumerate() {
+                block.fill(0);
+                fill(b, &mut block[..size as usize]);
+            }
         }
         self.len += need;
         Ok(())

@@ -16,7 +16,6 @@ use super::trace::Resident;
 use crate::error::Result;
 use crate::program::Program;
 use cqlab_abi::dispatch::WaitFlags;
-use cqlab_abi::encode::PackedData;
 use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::program::LAUNCH_RING_ENTRIES;
 use cqlab_abi::size::{self, ChunkSize, DispatchSize};
@@ -143,39 +142,46 @@ impl CommandQueue<'_> {
                 images[k].get_or_insert_with(|| program.kernels[k].image.for_slot(slot));
             }
         }
-        let writes: Vec<(NocAddr, Cow<'_, [u8]>, Vec<Coord>)> = blobs
+        // Bytes made once for the writes cut at offsets: an image relocated
+        // for its slot once however many ranges it goes to, a range's args
+        // gathered. A write of each core's own args is written in place,
+        // core by core, when its chunk is encoded.
+        let bytes: Vec<Option<Cow<'_, [u8]>>> = blobs
             .iter()
-            .map(|&(dst, blob)| match blob {
-                Blob::Image { k, .. } => {
-                    (dst, Cow::Borrowed(images[k].as_deref().expect("relocated above")), Vec::new())
-                }
+            .map(|&(_, blob)| match blob {
+                Blob::Image { k, .. } => Some(Cow::Borrowed(images[k].as_deref().expect("relocated above"))),
+                Blob::OwnArgs { .. } => None,
                 _ => {
                     let mut bytes = vec![0u8; blob.len(program) as usize];
                     blob.write(program, &mut bytes);
-                    (dst, Cow::Owned(bytes), blob.dests(chip, program))
+                    Some(Cow::Owned(bytes))
                 }
             })
             .collect();
+        let dests: Vec<Vec<Coord>> = blobs.iter().map(|(_, blob)| blob.dests(chip, program)).collect();
         // A write of every core's own bytes is cut between cores, the others
         // at successive offsets.
-        let mut pieces: Vec<Piece<'_>> = Vec::new();
-        for (dst, bytes, dests) in &writes {
-            if dests.is_empty() {
-                let parts = bytes.chunks(piece).enumerate();
+        let mut pieces: Vec<Piece<'_, '_>> = Vec::new();
+        for (k, &(dst, blob)) in blobs.iter().enumerate() {
+            let Some(each) = blob.own_block() else {
+                let whole = bytes[k].as_deref().expect("made above");
+                let parts = whole.chunks(piece).enumerate();
                 pieces.extend(parts.map(|(i, part)| Piece::Linear(dst.offset((i * piece) as u64), part)));
                 continue;
-            }
-            let each = bytes.len() / dests.len();
+            };
+            let each = each as usize;
             let fits = |n: usize| first.write_packed(n, each, false).bytes() <= max;
-            let per = (1..=dests.len()).take_while(|&n| fits(n)).last().ok_or_else(|| {
+            let per = (1..=dests[k].len()).take_while(|&n| fits(n)).last().ok_or_else(|| {
                 crate::error::DriverError::Invalid(format!(
                     "a core's {each} bytes of runtime args do not fit this queue's {max}-byte chunks"
                 ))
             })?;
-            pieces.extend(dests.chunks(per).zip(bytes.chunks(per * each)).map(|(dests, data)| Piece::Packed {
+            pieces.extend(dests[k].chunks(per).enumerate().map(|(c, dests)| Piece::Packed {
                 addr: dst.local() as u32,
                 dests,
-                data,
+                from: c * per,
+                each,
+                blob,
             }));
         }
         let (mut next, mut first_chunk) = (0, true);
@@ -202,8 +208,10 @@ impl CommandQueue<'_> {
                     for p in batch {
                         match *p {
                             Piece::Linear(dst, bytes) => w.write_linear(dst, bytes)?,
-                            Piece::Packed { addr, dests, data } => {
-                                w.write_packed(addr, dests, PackedData::PerCore(data))?
+                            Piece::Packed { addr, dests, from, each, blob } => {
+                                w.write_packed_with(addr, dests, each, |i, out| {
+                                    blob.write_core(program, from + i, out)
+                                })?
                             }
                         }
                     }
@@ -257,22 +265,25 @@ impl CommandQueue<'_> {
 }
 
 /// One dispatch command of a program sent in chunks: a piece of a write.
-enum Piece<'b> {
+enum Piece<'b, 'p> {
     Linear(NocAddr, &'b [u8]),
-    /// Each of `dests` its block of `data` (equal blocks, in order) at L1 `addr`.
+    /// Each of `dests`, cores `from..` of `blob` (an `OwnArgs`), its own
+    /// `each` bytes at L1 `addr`.
     Packed {
         addr: u32,
         dests: &'b [Coord],
-        data: &'b [u8],
+        from: usize,
+        each: usize,
+        blob: Blob<'p>,
     },
 }
 
-impl Piece<'_> {
+impl Piece<'_, '_> {
     /// `payload` followed by this command.
     fn after(&self, payload: DispatchSize) -> DispatchSize {
         match *self {
             Piece::Linear(_, bytes) => payload.write_linear(bytes.len()),
-            Piece::Packed { dests, data, .. } => payload.write_packed(dests.len(), data.len() / dests.len(), false),
+            Piece::Packed { dests, each, .. } => payload.write_packed(dests.len(), each, false),
         }
     }
 }

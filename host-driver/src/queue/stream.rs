@@ -5,7 +5,7 @@ use super::program_state::{slot_addr, GroupPlan, Plan};
 use super::staging::BlobKey;
 use crate::geometry::Topology;
 use crate::program::Program;
-use cqlab_abi::encode::{DispatchWriter, EncodeError, PackedData};
+use cqlab_abi::encode::{DispatchWriter, EncodeError};
 use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::program::{
     config_word, pack_rect, KernelGroup, LaunchHeader, ProcessorKernel, LAUNCH_ENTRY_SIZE, MAX_KERNEL_GROUPS, NO_RECT,
@@ -139,10 +139,10 @@ pub(super) fn write_program(
     plan: &Plan,
 ) -> Result<(), EncodeError> {
     for (dst, blob) in inline_writes(chip, program, plan) {
-        if blob.own_block().is_some() {
-            let mut bytes = vec![0u8; blob.len(program) as usize];
-            blob.write(program, &mut bytes);
-            w.write_packed(dst.local() as u32, &blob.dests(chip, program), PackedData::PerCore(&bytes))?;
+        if let Some(each) = blob.own_block() {
+            // Each core's block written in place (no copy beside the stream).
+            let dests = blob.dests(chip, program);
+            w.write_packed_with(dst.local() as u32, &dests, each as usize, |i, out| blob.write_core(program, i, out))?;
         } else {
             // Written into the stream in place (a binary relocated as it
             // is): one copy.
@@ -282,21 +282,28 @@ impl Blob<'_> {
                     }
                 }
             }
-            Blob::OwnArgs { groups, start, len, .. } => {
-                out.fill(0);
+            Blob::OwnArgs { len, .. } => {
                 for (i, block) in out.chunks_exact_mut(len as usize).enumerate() {
-                    for g in groups {
-                        let spec = &program.kernels[g.kernel];
-                        if g.unique_count > 0 {
-                            let (at, bytes) = ((g.unique_addr - start) as usize, spec.unique_of(g.range, i));
-                            block[at..at + bytes.len()].copy_from_slice(bytes);
-                        }
-                        if g.common_count > 0 {
-                            let (at, bytes) = ((g.common_addr - start) as usize, spec.common_bytes());
-                            block[at..at + bytes.len()].copy_from_slice(bytes);
-                        }
-                    }
+                    block.fill(0);
+                    self.write_core(program, i, block);
                 }
+            }
+        }
+    }
+
+    /// Core `i`'s block of an `OwnArgs` into `block` (zeroed, `len` bytes);
+    /// nothing for any other blob.
+    pub(super) fn write_core(&self, program: &Program, i: usize, block: &mut [u8]) {
+        let Blob::OwnArgs { groups, start, .. } = *self else { return };
+        for g in groups {
+            let spec = &program.kernels[g.kernel];
+            if g.unique_count > 0 {
+                let (at, bytes) = ((g.unique_addr - start) as usize, spec.unique_of(g.range, i));
+                block[at..at + bytes.len()].copy_from_slice(bytes);
+            }
+            if g.common_count > 0 {
+                let (at, bytes) = ((g.common_addr - start) as usize, spec.common_bytes());
+                block[at..at + bytes.len()].copy_from_slice(bytes);
             }
         }
     }
