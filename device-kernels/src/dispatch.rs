@@ -14,7 +14,7 @@ use cqlab_abi::dispatch::{PackedFlags, WaitFlags, WriteHostFlags, MAX_PACKED_DES
 use cqlab_abi::mailbox::{CqConfig, DeviceError, COMPLETION_RD_PTR, SCRATCH};
 use cqlab_abi::memory_map::interleaved_page;
 use cqlab_abi::noc::{Coord, NocAddr};
-use cqlab_abi::noc_map::GridMasks;
+use cqlab_abi::noc_map::{GridBytes, GridMasks};
 use cqlab_abi::program::{launch_done_sem, launch_entry, LAUNCH_RING_ENTRIES};
 use cqlab_abi::ring::{wrap_ge, RingPtr};
 use cqlab_abi::semaphore::{self as sem};
@@ -34,6 +34,9 @@ pub struct Dispatcher<'p, P: Platform> {
     host: NocAddr,
     dram: Dram,
     grid: GridMasks,
+    /// The same grid a byte a coordinate: a packed write's destinations are
+    /// checked against it.
+    grid_bytes: GridBytes,
     /// The last multicast rectangle [`Self::receivers`] accepted (`NocAddr`
     /// with local 0) and its receivers: a program's multicast writes and
     /// its launch mostly go to one rectangle (the whole grid), so most
@@ -119,6 +122,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             host,
             dram,
             grid,
+            grid_bytes: GridBytes::of(&grid),
             last_rect: (u64::MAX, 0),
             read: 0,
             released: 0,
@@ -486,9 +490,8 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         for i in 0..count as usize {
             let at = if whole { start + 4 * i as u32 } else { self.ring.local(self.read + 4 * i as u64) };
             let raw = self.p.read_u32(at);
-            let d = Coord::unpack(raw);
-            self.packed_dests[i] = d;
-            if raw >> 16 != 0 || !self.grid.contains(d) {
+            self.packed_dests[i] = Coord::unpack(raw);
+            if !self.grid_bytes.contains_packed(raw) {
                 fail(self.p, DeviceError::BadDestination, at, raw, self.read as u32, i as u32);
             }
         }

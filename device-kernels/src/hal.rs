@@ -399,6 +399,7 @@ impl<const P: usize> Platform for Device<P> {
         // request kind, the length and the address's low word are the same
         // for every destination; only the source and the coordinates change.
         let reg = |r: u32| Self::cmd(cmd_buf::WRITE, r);
+        let mut src = local;
         for (i, &d) in dests.iter().enumerate() {
             let w = Self::words(NocAddr::unicast(d, addr as u64));
             self.wait_ready(cmd_buf::WRITE);
@@ -407,7 +408,8 @@ impl<const P: usize> Platform for Device<P> {
                 write_reg(reg(Self::RET.0), w.lo);
                 write_reg(reg(CHIP.niu.regs.at_len_be), len);
             }
-            write_reg(reg(CHIP.niu.regs.targ_addr_lo), local + i as u32 * stride);
+            write_reg(reg(CHIP.niu.regs.targ_addr_lo), src);
+            src += stride;
             write_reg(reg(Self::RET.1), w.mid);
             if CHIP.noc.split.uses_hi() {
                 write_reg(reg(Self::RET.2), w.hi);

@@ -120,6 +120,37 @@ impl GridMasks {
     }
 }
 
+/// [`GridMasks`] as one byte per coordinate value (bit 0: a compute
+/// column, bit 1: a compute row), so that a packed coordinate word is
+/// checked with two byte loads and no shift of a `u64` (several RV32
+/// instructions and branches): the dispatcher checks every destination of
+/// a packed write so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GridBytes([u8; 64]);
+
+impl GridBytes {
+    pub const fn of(m: &GridMasks) -> Self {
+        let mut b = [0u8; 64];
+        let mut v = 0;
+        while v < 64 {
+            b[v] = has(m.cols, v as u8) as u8 | (has(m.rows, v as u8) as u8) << 1;
+            v += 1;
+        }
+        Self(b)
+    }
+
+    /// Whether `raw` is the packed coordinate word (`Coord::packed`: x |
+    /// y << 8, nothing above) of a compute core.
+    #[inline(always)]
+    pub const fn contains_packed(&self, raw: u32) -> bool {
+        if raw & !0x3F3F != 0 {
+            return false;
+        }
+        let (x, y) = ((raw & 63) as usize, (raw >> 8 & 63) as usize);
+        self.0[x] & (self.0[y] >> 1) & 1 != 0
+    }
+}
+
 /// The map (module docs). Coordinates are translated ones, as requests
 /// name them (`noc` module docs); NOC addresses are `NocAddr` words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
@@ -271,10 +302,13 @@ mod tests {
     fn assert_masks_agree(g: &Grid) {
         assert!(g.is_valid(), "{g:?}");
         let m = GridMasks::of(g);
+        let bytes = GridBytes::of(&m);
         for x in 0..=u8::MAX {
             for y in 0..=u8::MAX {
                 let c = Coord::new(x, y);
                 assert_eq!(m.contains(c), g.logical(c).is_some(), "{c} in {g:?}");
+                assert_eq!(bytes.contains_packed(c.packed()), m.contains(c), "{c} packed, in {g:?}");
+                assert!(!bytes.contains_packed(c.packed() | 1 << 16), "{c} with a bit above the coordinates");
             }
         }
         let all = (Coord::new(0, 0), Coord::new(u8::MAX, u8::MAX));
