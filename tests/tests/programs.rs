@@ -797,6 +797,33 @@ on_both_chips! {
         }
     }
 
+    /// A program whose every core gets its own args, with more bytes a core
+    /// than the queue's chunks carry (an 8 KiB issue queue against five
+    /// kernels of 256 unique args: 5 KiB a core), is refused with an error
+    /// that says so, having sent nothing: a small program still runs after.
+    fn a_cores_own_args_larger_than_a_chunk_are_refused_and_the_queue_goes_on(chip) {
+        let seed = 64;
+        let full = TestChip::full(chip.board);
+        let mut dev = booted(&full, seed, |c| {
+            c.num_cqs = 1;
+            c.issue_size = 8 << 10;
+        });
+        let spin = kernel(&dev, "spin");
+        let grid = dev.chip().grid();
+        let big = five_kernel_program(&spin, grid, |i, core| {
+            let mut a = vec![0, USER.base, i];
+            a.resize(MAX_UNIQUE_ARGS as usize, core.0 as u32);
+            a
+        });
+        let mut cq = dev.cq(0).unwrap();
+        let err = cq.enqueue_program(&big).expect_err("5 KiB of args a core in 8 KiB chunks").to_string();
+        assert!(err.contains("bytes of runtime args do not fit"), "{} seed {seed}: {err}", full.name());
+        let one = (1, 1);
+        cq.enqueue_program(&spin_program(&spin, CoreRange::single(one.0, one.1), 10, USER.base + 64, |_| 77)).unwrap();
+        cq.finish().unwrap();
+        assert_eq!(read_word(&mut dev, one, USER.base + 64), 77, "{} seed {seed}", full.name());
+    }
+
     /// Kernel binaries and arg blocks of 4 KiB and more are staged in sysmem and
     /// sent by reference (gathered fetch entries). A changed arg block is sent
     /// anew, a staged blob is reused only while it holds the same bytes, and an
