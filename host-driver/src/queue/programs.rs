@@ -133,8 +133,7 @@ impl CommandQueue<'_> {
                 first.write_linear(16).bytes().max(launch)
             )));
         }
-        // The writes of the one-chunk stream (a range's args in one), each
-        // image relocated for its slot once however many ranges it goes to.
+        // The writes of the one-chunk stream (a range's args in one).
         let blobs: Vec<(NocAddr, Blob<'_>)> = inline_writes(chip, program, plan).collect();
         let mut images: Vec<Option<Vec<u8>>> = vec![None; program.kernels.len()];
         for (_, blob) in &blobs {

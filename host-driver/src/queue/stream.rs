@@ -107,14 +107,18 @@ pub(super) fn inline_writes<'a>(
         }
         let run = &groups[first..i];
         let blob = if run.iter().any(|g| g.unique_own) {
-            let cores = program.kernels[run[0].kernel].ranges[run[0].range].count();
-            Blob::OwnArgs { groups: run, start, len: (end - start).next_multiple_of(L1_ALIGNMENT as u32), cores }
+            Blob::OwnArgs { groups: run, start, len: (end - start).next_multiple_of(L1_ALIGNMENT as u32) }
         } else {
             Blob::Args { groups: run, start, len: end - start }
         };
         Some((dst.with_local(start as u64), blob))
     });
     text.chain(args)
+}
+
+/// The range an `OwnArgs`' groups share.
+fn own_range(program: &Program, groups: &[GroupPlan]) -> crate::geometry::CoreRange {
+    program.kernels[groups[0].kernel].ranges[groups[0].range]
 }
 
 /// Where group `g`'s args lie in the kernel-config ring (first byte, end of
@@ -175,10 +179,7 @@ pub(super) fn program_writes<'a>(
         let own = g.unique_own.then(|| {
             let (start, end) = args_extent(program, g).expect("a group with unique args");
             let len = (end - start).next_multiple_of(L1_ALIGNMENT as u32);
-            (
-                chip.range_noc(&range, start),
-                Blob::OwnArgs { groups: &plan.groups[i..=i], start, len, cores: range.count() },
-            )
+            (chip.range_noc(&range, start), Blob::OwnArgs { groups: &plan.groups[i..=i], start, len })
         });
         let common = (!g.unique_own && g.common_count > 0)
             .then(|| (chip.range_noc(&range, g.common_addr), Blob::Bytes(spec.common_bytes())));
@@ -211,14 +212,13 @@ pub(super) enum Blob<'a> {
         len: u32,
     },
     /// The same for groups one of which at least sends each core its own
-    /// unique args: each of the range's `cores` (row-major) its own `len`
+    /// unique args: each core of their range (row-major) its own `len`
     /// bytes (a multiple of 16), one block after another, as a
     /// `WRITE_PACKED` carries them.
     OwnArgs {
         groups: &'a [GroupPlan],
         start: u32,
         len: u32,
-        cores: u32,
     },
 }
 
@@ -247,8 +247,10 @@ impl Blob<'_> {
     /// any other blob).
     pub(super) fn dests(&self, chip: &Topology, program: &Program) -> Vec<Coord> {
         let Blob::OwnArgs { groups, .. } = *self else { return Vec::new() };
-        let range = program.kernels[groups[0].kernel].ranges[groups[0].range];
-        range.cores().map(|(c, r)| chip.worker(c, r).expect("a range checked against the grid")).collect()
+        own_range(program, groups)
+            .cores()
+            .map(|(c, r)| chip.worker(c, r).expect("a range checked against the grid"))
+            .collect()
     }
 
     pub(super) fn len(&self, program: &Program) -> u32 {
@@ -257,7 +259,7 @@ impl Blob<'_> {
             Blob::Unique { k, range } => program.kernels[k].unique_block(range).len() as u32,
             Blob::Bytes(b) => b.len() as u32,
             Blob::Args { len, .. } => len,
-            Blob::OwnArgs { len, cores, .. } => len * cores,
+            Blob::OwnArgs { groups, len, .. } => len * own_range(program, groups).count(),
         }
     }
 
@@ -315,7 +317,9 @@ pub(super) fn stream_size(chip: &Topology, program: &Program, plan: &Plan, wait:
     let start = if wait { DispatchSize::new().wait() } else { DispatchSize::new() };
     inline_writes(chip, program, plan)
         .fold(start, |s, (_, blob)| match blob {
-            Blob::OwnArgs { len, cores, .. } => s.write_packed(cores as usize, len as usize, false),
+            Blob::OwnArgs { groups, len, .. } => {
+                s.write_packed(own_range(program, groups).count() as usize, len as usize, false)
+            }
             _ => s.write_linear(blob.len(program) as usize),
         })
         .launch(msg)
