@@ -417,7 +417,7 @@ impl Sysmem {
             _ => {}
         }
         for page in self.bytes_mut().expect("not shared").chunks_mut(4096) {
-            if page.iter().any(|&b| b != 0) {
+            if !crate::storage::all_zero(page) {
                 page.fill(0);
             }
         }
