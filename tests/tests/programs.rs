@@ -8,7 +8,8 @@ use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::memory_map::{MAX_CHUNK, USER};
 use cqlab_abi::noc::Coord;
 use cqlab_abi::program::{
-    spin_stored_value, CONFIG_RING, CONFIG_RING_SIZE, KERNEL_SLOTS, LAUNCH_RING_ENTRIES, MAX_UNIQUE_ARGS,
+    spin_stored_value, CONFIG_RING, CONFIG_RING_SIZE, KERNEL_SLOTS, LAUNCH_RING_ENTRIES, MAX_COMMON_ARGS,
+    MAX_UNIQUE_ARGS,
 };
 use cqlab_abi::trace::TraceKind;
 use cqlab_driver::geometry::TopologyError;
@@ -97,11 +98,26 @@ fn words_for_block(bytes: u32, cores: u32, min: u32) -> u32 {
 /// `spin` on each of the five processors of every core of `grid`, kernel
 /// `i` (`Processor::ALL` order) with the unique args `args(i, core)`.
 fn five_kernel_program(spin: &Arc<KernelImage>, grid: CoreRange, args: impl Fn(u32, (u8, u8)) -> Vec<u32>) -> Program {
+    five_kernel_program_with_common(spin, grid, args, |_| Vec::new())
+}
+
+/// `five_kernel_program` with kernel `i`'s common args `common(i)` (none
+/// set where empty).
+fn five_kernel_program_with_common(
+    spin: &Arc<KernelImage>,
+    grid: CoreRange,
+    args: impl Fn(u32, (u8, u8)) -> Vec<u32>,
+    common: impl Fn(u32) -> Vec<u32>,
+) -> Program {
     let mut p = Program::new();
     for (i, &processor) in Processor::ALL.iter().enumerate() {
         let k = p.add_kernel_on(spin.clone(), &[grid], processor).unwrap();
         for core in grid.cores() {
             p.set_unique_args(k, core, &args(i as u32, core)).unwrap();
+        }
+        let common = common(i as u32);
+        if !common.is_empty() {
+            p.set_common_args(k, &common).unwrap();
         }
     }
     p
@@ -822,6 +838,47 @@ on_both_chips! {
         cq.enqueue_program(&spin_program(&spin, CoreRange::single(one.0, one.1), 10, USER.base + 64, |_| 77)).unwrap();
         cq.finish().unwrap();
         assert_eq!(read_word(&mut dev, one, USER.base + 64), 77, "{} seed {seed}", full.name());
+    }
+
+    /// A core's own args larger than a NOC packet (five kernels of 256
+    /// unique and 256 common args: 10 KiB a core, over Wormhole's 8 KiB
+    /// packets; Blackhole's 16 KiB packets carry it whole) go out in several
+    /// packets a core. `spin` takes its args from the common ones, which
+    /// end each core's block: every kernel stores what they name on the
+    /// spread cores, and each spread core's ring holds its own unique args
+    /// for every kernel, not another core's.
+    fn a_cores_own_args_larger_than_a_packet_arrive_whole(chip) {
+        let seed = 65;
+        let full = TestChip::full(chip.board);
+        let mut dev = booted(&full, seed, |c| c.num_cqs = 1);
+        let spin = kernel(&dev, "spin");
+        let grid = dev.chip().grid();
+        let kernels = Processor::ALL.len() as u32;
+        let unique = |j: u32, i: u32, (c, r): (u8, u8)| -> Vec<u32> {
+            let id = j << 24 | i << 16 | (c as u32) << 8 | r as u32;
+            (0..MAX_UNIQUE_ARGS).map(|w| w.wrapping_mul(0x9e37_79b9) ^ id).collect()
+        };
+        let common = move |j: u32, i: u32| -> Vec<u32> {
+            let mut a = vec![0, USER.base + 4 * (kernels * j + i), j << 24 | i << 16 | 0x5a];
+            a.extend((3..MAX_COMMON_ARGS).map(|w| w.wrapping_mul(0x85eb_ca6b) ^ j << 20 ^ i));
+            a
+        };
+        let program = |j: u32| five_kernel_program_with_common(&spin, grid, |i, core| unique(j, i, core), |i| common(j, i));
+        let mut cq = dev.cq(0).unwrap();
+        cq.enqueue_program(&program(0)).unwrap();
+        cq.enqueue_program(&program(1)).unwrap();
+        cq.finish().unwrap();
+        assert_five_kernels_ran(&mut dev, |j, i, _| common(j, i), &format!("{} seed {seed}", full.name()));
+        let bytes = |words: Vec<u32>| -> Vec<u8> { words.into_iter().flat_map(u32::to_le_bytes).collect() };
+        for core in spread_cores(&dev) {
+            let ring = read_l1(&mut dev, core, CONFIG_RING, CONFIG_RING_SIZE);
+            let holds = |block: Vec<u8>| ring.windows(block.len()).step_by(16).any(|w| w == block);
+            for i in 0..kernels {
+                assert!(holds(bytes(unique(1, i, core))), "{} seed {seed}: kernel {i}'s args on {core:?}", full.name());
+            }
+            let other = if core == (0, 0) { last_core(&dev) } else { (0, 0) };
+            assert!(!holds(bytes(unique(1, 0, other))), "{} seed {seed}: {core:?} holds {other:?}'s", full.name());
+        }
     }
 
     /// Kernel binaries and arg blocks of 4 KiB and more are staged in sysmem and
