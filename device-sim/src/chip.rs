@@ -899,7 +899,7 @@ impl Chip {
                     self.refresh_active(i);
                     // Siblings it woke that come after it run in this slice,
                     // at their place in the rotation.
-                    for j in std::mem::take(&mut self.late) {
+                    while let Some(j) = self.late.pop() {
                         let rest = &order[k + 1..];
                         if !rest.contains(&j) {
                             let rot = |x: usize| (x + n - first) % n;
