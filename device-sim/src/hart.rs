@@ -762,9 +762,8 @@ impl Hart {
                 break Stop::CycleLimit;
             }
             let mut d = self.mem.fetch(pc);
-            // Observed, the observer sees the decoded op; unobserved, the
-            // match below decodes and starts over (one test fewer a step).
-            if O::ON && d.op == Op::NotDecoded {
+            if d.op == Op::NotDecoded {
+                // First execution of this word, or code outside L1.
                 match self.mem.fetch_slow(pc) {
                     Some(nd) => d = nd,
                     None => halt!(HaltReason::FetchFault),
@@ -785,13 +784,7 @@ impl Hart {
                 back = false;
             }
             match d.op {
-                // First execution of this word, or code outside L1. The
-                // load-queue check above saw no registers: it only forgot
-                // loads already back, as the decoded instruction's will.
-                Op::NotDecoded => match self.mem.fetch_slow(pc) {
-                    Some(_) => continue,
-                    None => halt!(HaltReason::FetchFault),
-                },
+                Op::NotDecoded => unreachable!("decode never yields NotDecoded"),
                 Op::Illegal => halt!(HaltReason::IllegalInstruction { word: d.imm }),
                 Op::Lui => alu!(d, |_a, _b, i| i),
                 Op::Auipc => alu!(d, |_a, _b, i| pc.wrapping_add(i)),
