@@ -7,7 +7,7 @@ use crate::platform::Platform;
 use crate::prefetch::Prefetcher;
 use cqlab_abi::completion::{CompletionHeader, CompletionKind};
 use cqlab_abi::dispatch::WaitFlags;
-use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder};
+use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
 use cqlab_abi::fetch_queue::{slot_addr, source_addr, split_addr, FetchEntry, Split, STALL_FLAG};
 use cqlab_abi::mailbox::{CqConfig, DeviceError, ErrorRecord, ERROR, ERROR_MAGIC, WAYPOINT};
 use cqlab_abi::memory_map::{
@@ -581,4 +581,17 @@ fn dispatcher_reports_bad_commands_and_halts() {
     let (mut core, c) = dispatcher_with(&stream[..64], COMPLETION);
     assert_eq!(run_dispatcher(&mut core, c), End::Halted, "record larger than the completion queue");
     assert_eq!(error_of(&core).code, DeviceError::TooLarge as u32);
+
+    // A packed write whose block size, times its three blocks, would wrap
+    // 32 bits (to 32 bytes): refused, nothing written.
+    let dests = [worker(0, 0), worker(1, 0), worker(2, 0)];
+    let per_core = PackedData::PerCore(&[5; 48]);
+    let mut stream = dispatch_stream(|w| w.write_packed(0xA1000, &dests, per_core));
+    stream[4..8].copy_from_slice(&0x5555_5560u32.to_le_bytes());
+    let (mut core, c) = dispatcher_with(&stream, COMPLETION);
+    assert_eq!(run_dispatcher(&mut core, c), End::Halted, "a packed size that wraps");
+    let rec = error_of(&core);
+    let id = cqlab_abi::dispatch::DispatchCmdId::WritePacked as u32;
+    assert_eq!((rec.code, rec.value, rec.addr), (DeviceError::BadSize as u32, id, DISPATCH_RING.base));
+    assert!(core.remote.is_empty(), "nothing is written");
 }

@@ -304,8 +304,8 @@ impl DispatchHeader {
                 if cmd.count == 0 || cmd.count > crate::dispatch::MAX_PACKED_DESTS {
                     return Err(bad("WRITE_PACKED count", cmd.count as u64));
                 }
-                if cmd.size == 0 {
-                    return Err(bad("WRITE_PACKED size", 0));
+                if cmd.size == 0 || cmd.size > crate::dispatch::MAX_PACKED_SIZE {
+                    return Err(bad("WRITE_PACKED size", cmd.size as u64));
                 }
                 if cmd.addr % L1_ALIGNMENT as u32 != 0 {
                     return Err(bad("WRITE_PACKED addr", cmd.addr as u64));

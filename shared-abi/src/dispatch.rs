@@ -81,6 +81,13 @@ assert_layout!(WritePackedCmd, 16, id => 0, flags => 1, count => 2, size => 4, a
 /// Most destinations one packed write may name (a full 16x16 worker grid).
 pub const MAX_PACKED_DESTS: u16 = 256;
 
+/// Largest block a packed write may carry: more than any chip's L1
+/// (Blackhole's 1.5 MiB), and small enough that `MAX_PACKED_DESTS` blocks
+/// of it, padded, add up without overflowing 32 bits, as the firmware adds
+/// them.
+pub const MAX_PACKED_SIZE: u32 = 2 << 20;
+const _: () = assert!((MAX_PACKED_DESTS as u64) * (MAX_PACKED_SIZE as u64 + 16) < 1 << 32);
+
 /// One destination of a packed write.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]

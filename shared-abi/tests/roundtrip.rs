@@ -3,7 +3,7 @@
 
 use cqlab_abi::completion::EventRecord;
 use cqlab_abi::decode::{decode_dispatch_partial, DispatchHeader, DispatchStream, PrefetchHeader, PrefetchStream};
-use cqlab_abi::dispatch::{PackedFlags, WaitFlags};
+use cqlab_abi::dispatch::{PackedFlags, WaitFlags, MAX_PACKED_DESTS, MAX_PACKED_SIZE};
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
 use cqlab_abi::noc::{Coord, NocAddr};
 
@@ -389,6 +389,13 @@ fn encoder_rejects_invalid_commands() {
     assert!(matches!(enc.exec_buf_with_head(0, 64, 1, &too_long), Err(EncodeError::Invalid(_))));
     let far_too_long = vec![0u8; 1 << 17];
     assert!(matches!(enc.exec_buf_with_head(0, 64, 1, &far_too_long), Err(EncodeError::DataLength { .. })));
+    // A packed write to more cores than one may name, or of a block larger
+    // than any L1 (the firmware adds the blocks up in 32 bits).
+    let too_many: Vec<Coord> = (0..=MAX_PACKED_DESTS).map(|i| worker(i as u8 % 16, (i / 16) as u8)).collect();
+    let mut packed =
+        |dests: &[Coord], each: usize| enc.relay_inline(true, |w| w.write_packed_with(0, dests, each, |_, _| {}));
+    assert!(matches!(packed(&too_many, 16), Err(EncodeError::Invalid(_))));
+    assert!(matches!(packed(&too_many[..2], MAX_PACKED_SIZE as usize + 1), Err(EncodeError::Invalid(_))));
     assert!(enc.is_empty());
 }
 
