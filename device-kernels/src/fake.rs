@@ -90,6 +90,9 @@ pub struct FakeCore {
     /// Reads left before a spinning wait is declared stuck.
     pub spin_budget: Cell<u64>,
     pub writes: u32,
+    /// Calls of `noc_write_each` (a packed write issued straight from the
+    /// ring, not streamed).
+    pub write_each_calls: u32,
     /// Reads from DRAM banks.
     pub dram_reads: u32,
     /// Model a dispatcher that at once consumes all flushed ring data and
@@ -121,6 +124,7 @@ impl FakeCore {
             cycle: Cell::new(0),
             spin_budget: Cell::new(200_000),
             writes: 0,
+            write_each_calls: 0,
             dram_reads: 0,
             peer_frees_pages: None,
             host_drains: false,
@@ -246,6 +250,12 @@ impl Platform for FakeCore {
         let data = self.l1_bytes(local, len as usize).to_vec();
         self.write_remote(dst, &data);
         self.writes += 1;
+    }
+    fn noc_write_each(&mut self, local: u32, stride: u32, dests: &[Coord], addr: u32, len: u32) {
+        self.write_each_calls += 1;
+        for (i, &d) in dests.iter().enumerate() {
+            self.noc_write(local + i as u32 * stride, NocAddr::unicast(d, addr as u64), len);
+        }
     }
     fn noc_multicast(&mut self, local: u32, dst: NocAddr, len: u32, receivers: u32) {
         assert!(dst.is_multicast());

@@ -290,24 +290,29 @@ fn the_dispatcher_refuses_packed_writes_to_cores_outside_the_compute_grid() {
 
 /// A packed write with a block a core: each core gets its own, whether
 /// every block is in the ring when the command starts (one write a core
-/// from the ring) or they arrive later (streamed core by core: the cores
-/// whose blocks have arrived get them, the next waits).
+/// from the ring, `noc_write_each`) or they arrive later (streamed core by
+/// core: the cores whose blocks have arrived get them, the next waits).
+/// Blocks of 40 bytes, padded to 48 in the ring: a write that stepped
+/// through the ring by the length rather than the padded stride would give
+/// a core bytes of another's.
 #[test]
 fn a_packed_write_gives_each_core_its_own_block_whether_or_not_all_have_arrived() {
     let chip = FakeChip::new(1);
     let cores = [chip.worker(0, 0), chip.worker(5, 2), chip.worker(7, 7)];
-    let blocks: Vec<u8> = (0..3u8).flat_map(|i| [i + 1; 48]).collect();
+    let blocks: Vec<u8> = (0..3u8).flat_map(|i| [i + 1; 40]).collect();
     let write = |w: &mut DispatchWriter<'_>| w.write_packed(0xA1000, &cores, PackedData::PerCore(&blocks));
+    let got = |core: &FakeCore, i: usize| core.read_remote(NocAddr::unicast(cores[i], 0xA1000), 48);
+    let block = |i: u8| -> Vec<u8> { [i + 1; 40].into_iter().chain([0; 8]).collect() };
     let (core, end) = dispatch(write);
-    assert_eq!(end, End::Stuck);
-    for (i, &c) in cores.iter().enumerate() {
-        assert_eq!(core.read_remote(NocAddr::unicast(c, 0xA1000), 48), [i as u8 + 1; 48], "core {i}");
+    assert_eq!((end, core.write_each_calls), (End::Stuck, 1), "one write a core from the ring");
+    for i in 0..3 {
+        assert_eq!(got(&core, i), block(i as u8), "core {i}");
     }
     // Header, the table (three words padded to 16) and two blocks in the ring.
     let (core, end) = dispatch_filled(write, 16 + 16 + 2 * 48);
-    assert_eq!(end, End::Stuck);
-    assert_eq!(core.read_remote(NocAddr::unicast(cores[1], 0xA1000), 48), [2; 48]);
-    assert_eq!(core.read_remote(NocAddr::unicast(cores[2], 0xA1000), 48), [0; 48], "its block has not arrived");
+    assert_eq!((end, core.write_each_calls), (End::Stuck, 0), "streamed core by core");
+    assert_eq!((got(&core, 0), got(&core, 1)), (block(0), block(1)));
+    assert_eq!(got(&core, 2), [0; 48], "its block has not arrived");
 }
 
 #[test]
