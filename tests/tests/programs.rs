@@ -813,6 +813,45 @@ on_both_chips! {
         }
     }
 
+    /// With eight queues each queue's part of the kernel-config ring (16
+    /// KiB) is smaller than a chunk (36 KiB), so a program whose every
+    /// core's args just overflow it multicast (five kernels on every core)
+    /// sends each core its own in a one-chunk stream: every kernel finds its
+    /// own args, on the first queue and the last, enqueued and inside a
+    /// trace.
+    fn each_core_is_sent_its_own_args_in_one_chunk_on_eight_queues(chip) {
+        let seed = 66;
+        let full = TestChip::full(chip.board);
+        let queues = 8;
+        let mut dev = booted(&full, seed, |c| c.num_cqs = queues);
+        let spin = kernel(&dev, "spin");
+        let grid = dev.chip().grid();
+        let kernels = Processor::ALL.len() as u32;
+        let ring = CONFIG_RING_SIZE / queues as u32;
+        let words = ring / (kernels * grid.count() * 4) + 1;
+        // Each kernel's args in a core's block padded to 16 bytes.
+        let own = kernels * grid.count() * (4 * words).next_multiple_of(16);
+        assert!(own + 4 * grid.count() < MAX_CHUNK - 1024, "{own} bytes of own args in one chunk");
+        for cq in [0, queues as u32 - 1] {
+            let slot = move |j: u32, i: u32| USER.base + 4 * (kernels * (2 * cq + j) + i);
+            let args = move |j: u32, i: u32, (c, r): (u8, u8)| -> Vec<u32> {
+                let id = cq << 28 | i << 16 | (c as u32) << 8 | r as u32;
+                let mut a = vec![0, slot(j, i), j << 24 | id];
+                a.extend((3..words).map(|w| w.wrapping_mul(0x9e37_79b9) ^ j << 20 ^ id));
+                a
+            };
+            let program = |j: u32| five_kernel_program(&spin, grid, |i, core| args(j, i, core));
+            let mut q = dev.cq(cq as u8).unwrap();
+            q.enqueue_program(&program(0)).unwrap();
+            q.begin_trace().unwrap();
+            q.enqueue_program(&program(1)).unwrap();
+            let trace = q.end_trace().unwrap();
+            q.execute_trace(&trace).unwrap();
+            q.finish().unwrap();
+            assert_five_kernels_ran(&mut dev, args, &format!("{} seed {seed}, CQ{cq}", full.name()));
+        }
+    }
+
     /// A program whose every core gets its own args, with more bytes a core
     /// than the queue's chunks carry (an 8 KiB issue queue against five
     /// kernels of 256 unique args: 5 KiB a core), is refused with an error
