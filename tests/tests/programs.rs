@@ -13,7 +13,7 @@ use cqlab_abi::program::{
 };
 use cqlab_abi::trace::TraceKind;
 use cqlab_driver::geometry::TopologyError;
-use cqlab_driver::{Buffer, CoreRange, Device, DriverError, KernelImage, Placement, Program};
+use cqlab_driver::{Buffer, CommandQueue, CoreRange, Device, DriverError, KernelImage, Placement, Program};
 use cqlab_tests::{booted, booted_with_faults, on_both_chips, TestChip};
 use std::sync::Arc;
 
@@ -136,6 +136,17 @@ fn assert_five_kernels_ran(dev: &mut Device, args: impl Fn(u32, u32, (u8, u8)) -
             }
         }
     }
+}
+
+/// Enqueues `first`, then `second` captured in a trace and replayed, and
+/// waits for both.
+fn enqueue_then_replay(cq: &mut CommandQueue<'_>, first: &Program, second: &Program) {
+    cq.enqueue_program(first).unwrap();
+    cq.begin_trace().unwrap();
+    cq.enqueue_program(second).unwrap();
+    let trace = cq.end_trace().unwrap();
+    cq.execute_trace(&trace).unwrap();
+    cq.finish().unwrap();
 }
 
 on_both_chips! {
@@ -738,13 +749,7 @@ on_both_chips! {
             a
         };
         let program = |j: u32| five_kernel_program(&spin, grid, |i, core| args(j, i, core));
-        let mut cq = dev.cq(0).unwrap();
-        cq.enqueue_program(&program(0)).unwrap();
-        cq.begin_trace().unwrap();
-        cq.enqueue_program(&program(1)).unwrap();
-        let trace = cq.end_trace().unwrap();
-        cq.execute_trace(&trace).unwrap();
-        cq.finish().unwrap();
+        enqueue_then_replay(&mut dev.cq(0).unwrap(), &program(0), &program(1));
         assert_five_kernels_ran(&mut dev, args, &format!("{} seed {seed}", full.name()));
         // The last program's blocks end with the last core's words.
         let last = last_core(&dev);
@@ -841,13 +846,7 @@ on_both_chips! {
                 a
             };
             let program = |j: u32| five_kernel_program(&spin, grid, |i, core| args(j, i, core));
-            let mut q = dev.cq(cq as u8).unwrap();
-            q.enqueue_program(&program(0)).unwrap();
-            q.begin_trace().unwrap();
-            q.enqueue_program(&program(1)).unwrap();
-            let trace = q.end_trace().unwrap();
-            q.execute_trace(&trace).unwrap();
-            q.finish().unwrap();
+            enqueue_then_replay(&mut dev.cq(cq as u8).unwrap(), &program(0), &program(1));
             assert_five_kernels_ran(&mut dev, args, &format!("{} seed {seed}, CQ{cq}", full.name()));
         }
     }
