@@ -214,6 +214,10 @@ pub struct BenchArgs {
     /// Device cycles of the chip ping-pong (1..=100000000000).
     #[arg(long, default_value_t = 50_000_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000_000))]
     chip_cycles: u64,
+    /// Print one JSON object (the loops, the chip's scenarios, its memory)
+    /// instead of the tables, for comparing builds by script.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Checks before any work: paths and what clap cannot see.
@@ -307,6 +311,28 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if cfg!(debug_assertions) {
         diagln!("note: debug build; run `cargo run --release -p cqlab -- sim bench` for real figures");
     }
+    let mut loops = Vec::new();
+    for w in &WORKLOADS {
+        let spin = crate::cli::spinner(&format!("measuring {}", w.name));
+        let m = w.measure(args.iters);
+        spin.finish_and_clear();
+        let m = m?;
+        loops.push(serde_json::json!({
+            "name": w.name,
+            "description": w.description,
+            "guest_instrs": m.instret,
+            "device_cycles": m.cycles,
+            "sim_seconds": m.sim_time.as_secs_f64(),
+            "sim_mips": m.sim_mips(),
+            "device_mcycles_per_s": m.sim_mcycles_per_s(),
+            "native_mips": m.native_mips(w),
+        }));
+    }
+    let chip = chip_bench(args.chip_cycles)?;
+    if args.json {
+        outln!("{}", serde_json::json!({ "iters": args.iters, "loops": loops, "chip": chip }));
+        return Ok(ExitCode::SUCCESS);
+    }
     outln!("cqlab sim bench: one hart, interpreter throughput, {} iterations per workload", args.iters);
     outln!(
         "{:<6} {:>14} {:>10} {:>10} {:>14} {:>14} {:>12}",
@@ -318,21 +344,18 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         "native MIPS*",
         "native/sim"
     );
-    for w in &WORKLOADS {
-        let spin = crate::cli::spinner(&format!("measuring {}", w.name));
-        let m = w.measure(args.iters);
-        spin.finish_and_clear();
-        let m = m?;
-        let (sim, native) = (m.sim_mips(), m.native_mips(w));
+    let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or_default();
+    let n = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap_or_default();
+    for l in &loops {
         outln!(
             "{:<6} {:>14} {:>9.3}s {:>10.1} {:>14.1} {:>14.1} {:>11.1}x",
-            w.name,
-            m.instret,
-            m.sim_time.as_secs_f64(),
-            sim,
-            m.sim_mcycles_per_s(),
-            native,
-            native / sim
+            l["name"].as_str().unwrap_or_default(),
+            n(l, "guest_instrs"),
+            f(l, "sim_seconds"),
+            f(l, "sim_mips"),
+            f(l, "device_mcycles_per_s"),
+            f(l, "native_mips"),
+            f(l, "native_mips") / f(l, "sim_mips")
         );
     }
     outln!("");
@@ -341,28 +364,14 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     outln!("* native MIPS: the same loop in Rust on the host, counted in guest-instruction equivalents.");
     outln!("");
-    chip_bench(args.chip_cycles)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Whole-chip figures: a polling ping-pong and the memory footprint of the
-/// default chip (a Wormhole n150).
-fn chip_bench(cycles: u64) -> anyhow::Result<()> {
-    use cqlab_abi::noc::NocAddr;
-    use cqlab_sim::bench::{chip_pingpong, rss_bytes};
-    use cqlab_sim::chip::Chip;
-    use cqlab_sim::config::SimConfig;
-
-    let cfg = SimConfig::default();
-    let layout = cfg.layout()?;
-    let tiles = layout.workers().len();
     outln!(
-        "chip: {} ({}), {tiles} Tensix tiles of 5 cores, L1 {} KiB, quantum {} cycles; ping-pong = 2 BRISCs \
+        "chip: {} ({}), {} Tensix tiles of 5 cores, L1 {} KiB, quantum {} cycles; ping-pong = 2 BRISCs \
          alternately NOC-incrementing each other's L1 semaphore and polling their own",
-        cfg.board,
-        cfg.harvesting,
-        layout.l1_size() / 1024,
-        cfg.quantum_cycles
+        chip["board"].as_str().unwrap_or_default(),
+        chip["harvesting"].as_str().unwrap_or_default(),
+        n(&chip, "tiles"),
+        n(&chip, "l1_kib"),
+        n(&chip, "quantum_cycles")
     );
     outln!(
         "{:<68} {:>14} {:>10} {:>16} {:>12}",
@@ -372,6 +381,40 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
         "dev Mcycles/s",
         "round trips"
     );
+    for row in chip["scenarios"].as_array().into_iter().flatten() {
+        outln!(
+            "{:<68} {:>14} {:>9.3}s {:>16.1} {:>12}",
+            row["scenario"].as_str().unwrap_or_default(),
+            n(row, "device_cycles"),
+            f(row, "host_seconds"),
+            f(row, "device_mcycles_per_s"),
+            n(row, "round_trips")
+        );
+    }
+    let mem = &chip["memory"];
+    let mib = |k: &str| mem[k].as_u64().map_or("?".to_string(), |b| format!("{:.1} MiB", b as f64 / (1 << 20) as f64));
+    outln!(
+        "memory: process RSS {} before the chip, {} with the chip powered on, {} after writing all {} tiles' L1",
+        mib("rss_before"),
+        mib("rss_booted"),
+        mib("rss_filled"),
+        n(&chip, "tiles")
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Whole-chip figures: a polling ping-pong in each scenario and the memory
+/// footprint of the default chip (a Wormhole n150), as JSON.
+fn chip_bench(cycles: u64) -> anyhow::Result<serde_json::Value> {
+    use cqlab_abi::noc::NocAddr;
+    use cqlab_sim::bench::{chip_pingpong, rss_bytes};
+    use cqlab_sim::chip::Chip;
+    use cqlab_sim::config::SimConfig;
+
+    let cfg = SimConfig::default();
+    let layout = cfg.layout()?;
+    let tiles = layout.workers().len();
+    let mut scenarios = Vec::new();
     for exact_time in [false, true] {
         for (spinners, ff) in [(false, false), (false, true), (true, false), (true, true)] {
             let name = format!(
@@ -384,14 +427,16 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
             let p = chip_pingpong(cycles, SimConfig { fast_forward: ff, exact_time, ..cfg.clone() }, spinners);
             spin.finish_and_clear();
             let p = p?;
-            outln!(
-                "{:<68} {:>14} {:>9.3}s {:>16.1} {:>12}",
-                name,
-                p.device_cycles,
-                p.host_time.as_secs_f64(),
-                p.cycles_per_second() / 1e6,
-                p.round_trips
-            );
+            scenarios.push(serde_json::json!({
+                "scenario": name,
+                "polling_brisc": if spinners { tiles - 2 } else { 0 },
+                "fast_forward": ff,
+                "exact_time": exact_time,
+                "device_cycles": p.device_cycles,
+                "host_seconds": p.host_time.as_secs_f64(),
+                "device_mcycles_per_s": p.cycles_per_second() / 1e6,
+                "round_trips": p.round_trips,
+            }));
         }
     }
     let before = rss_bytes();
@@ -403,15 +448,15 @@ fn chip_bench(cycles: u64) -> anyhow::Result<()> {
         chip.write(NocAddr::unicast(c, 0), &fill)?;
     }
     let filled = rss_bytes();
-    let mib = |b: Option<u64>| b.map_or("?".to_string(), |b| format!("{:.1} MiB", b as f64 / (1 << 20) as f64));
-    outln!(
-        "memory: process RSS {} before the chip, {} with the chip powered on, {} after writing all {} tiles' L1",
-        mib(before),
-        mib(booted),
-        mib(filled),
-        cores.len()
-    );
-    Ok(())
+    Ok(serde_json::json!({
+        "board": cfg.board.to_string(),
+        "harvesting": cfg.harvesting.to_string(),
+        "tiles": tiles,
+        "l1_kib": layout.l1_size() / 1024,
+        "quantum_cycles": cfg.quantum_cycles,
+        "scenarios": scenarios,
+        "memory": { "rss_before": before, "rss_booted": booted, "rss_filled": filled },
+    }))
 }
 
 /// Attaches to `sim:DEV?wait=30`, boots, and runs `rounds` of: write a

@@ -187,6 +187,34 @@ fn bench_dispatch_json_rows_carry_the_documented_keys() {
     assert!(cycles(true) < cycles(false), "traced {} untraced {}", cycles(true), cycles(false));
 }
 
+/// `sim bench --json` gives every loop and every chip scenario with the
+/// figures the tables print, so builds can be compared by script: the
+/// guest loops ran their instructions, and every scenario ran its device
+/// cycles and made round trips.
+#[test]
+fn sim_bench_json_gives_every_loop_and_scenario() {
+    let (code, v) = cqlab_json(&["sim", "bench", "--iters", "1000", "--chip-cycles", "20000"]);
+    assert_eq!(code, 0, "{v}");
+    let loops = v["loops"].as_array().expect("loops");
+    assert_eq!(loops.iter().map(|l| l["name"].as_str().unwrap()).collect::<Vec<_>>(), ["alu", "mem"], "{v}");
+    for l in loops {
+        assert!(l["guest_instrs"].as_u64().unwrap() >= 7000, "{l}");
+        assert!(l["sim_mips"].as_f64().unwrap() > 0.0 && l["native_mips"].as_f64().unwrap() > 0.0, "{l}");
+    }
+    let chip = &v["chip"];
+    assert_eq!(chip["board"], "wormhole-n150", "{v}");
+    let scenarios = chip["scenarios"].as_array().expect("scenarios");
+    assert_eq!(scenarios.len(), 8, "{v}");
+    for s in scenarios {
+        assert_eq!(s["device_cycles"].as_u64(), Some(20_000), "{s}");
+        assert!(s["round_trips"].as_u64().unwrap() > 10, "{s}");
+        assert!(s["device_mcycles_per_s"].as_f64().unwrap() > 0.0, "{s}");
+        let pollers = s["polling_brisc"].as_u64().unwrap();
+        assert!(pollers == 0 || pollers == chip["tiles"].as_u64().unwrap() - 2, "{s}");
+    }
+    assert!(chip["memory"]["rss_filled"].as_u64().unwrap() > chip["memory"]["rss_booted"].as_u64().unwrap(), "{v}");
+}
+
 /// `bench dispatch --axis base --programs 8 EXTRA --json`'s rows (untraced
 /// and traced), the command having succeeded.
 fn base_point_rows(extra: &[&str]) -> Vec<serde_json::Value> {

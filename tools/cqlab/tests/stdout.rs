@@ -108,6 +108,7 @@ fn report_commands_end_quietly_on_a_closed_pipe_and_fail_on_a_full_disk() {
     both_ways(&["sweep", "copy_stress", "--param", "depth=1,2"], 0, true);
     both_ways(&["schedule", "--m", "256", "--n", "256", "--k", "256"], 0, true);
     both_ways(&["sim", "bench", "--iters", "1000", "--chip-cycles", "1000"], 0, true);
+    both_ways(&["sim", "bench", "--iters", "1000", "--chip-cycles", "1000", "--json"], 0, true);
     let elf = firmware_dir().join("isa-ecall-exit");
     both_ways(&["sim", "exec", "--trace", s(&elf)], 42, true);
 
