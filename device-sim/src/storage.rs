@@ -218,11 +218,11 @@ impl SharedRegion {
     }
 }
 
-/// True if every byte of `bytes` is zero. Bytes are OR-ed 64 at a time, a
-/// loop without an early exit that the compiler vectorizes: a byte-wise
-/// `any` is not, and scanning a chip's 64 MiB of sysmem that way at every
-/// chip built over an existing mapping was a sixth of `bench dispatch`'s host
-/// instructions (callgrind).
+/// True if every byte of `bytes` is zero. Bytes are OR-ed 64 at a time,
+/// with no early exit within a block, which the compiler vectorizes: a
+/// byte-wise `any` is not, and scanning a chip's 64 MiB of sysmem that way
+/// at every chip built over an existing mapping was a sixth of `bench
+/// dispatch`'s host instructions (callgrind).
 pub(crate) fn all_zero(bytes: &[u8]) -> bool {
     let blocks = bytes.chunks_exact(64);
     let tail = blocks.remainder();

@@ -363,13 +363,8 @@ impl DispatchWriter<'_> {
         size: usize,
         mut fill: impl FnMut(usize, &mut [u8]),
     ) -> Result {
-        let count = u16::try_from(dests.len()).ok().filter(|&n| n <= crate::dispatch::MAX_PACKED_DESTS).ok_or(
-            EncodeError::Invalid(DecodeErrorKind::BadSize { field: "WRITE_PACKED count", value: dests.len() as u64 }),
-        )?;
-        let size = u32::try_from(size)
-            .ok()
-            .filter(|&n| n <= crate::dispatch::MAX_PACKED_SIZE)
-            .ok_or(EncodeError::Invalid(DecodeErrorKind::BadSize { field: "WRITE_PACKED size", value: size as u64 }))?;
+        let count = u16::try_from(dests.len()).map_err(|_| EncodeError::Invalid(bad_size()))?;
+        let size = u32::try_from(size).map_err(|_| EncodeError::Invalid(bad_size()))?;
         let cmd = WritePackedCmd {
             id: DispatchCmdId::WritePacked as u8,
             flags: flags.bits(),
