@@ -106,6 +106,19 @@ pub struct FakeCore {
     pub subordinates_finish: u32,
     /// The other core of this CQ (`Coord::packed`), for the models above.
     pub peer: u32,
+    /// Model a prefetcher that feeds a dispatch stream into this
+    /// dispatcher's ring as its pages are returned ([`FakeCore::feed`]).
+    pub feed: Option<Feed>,
+}
+
+/// A dispatch stream going into a ring a returned page at a time.
+pub struct Feed {
+    stream: Vec<u8>,
+    /// Bytes of it in the ring so far.
+    sent: usize,
+    base: u32,
+    page_size: u32,
+    pages: u32,
 }
 
 impl FakeCore {
@@ -128,6 +141,7 @@ impl FakeCore {
             dram_reads: 0,
             peer_frees_pages: None,
             host_drains: false,
+            feed: None,
             subordinates_finish: 0,
             peer: 0,
             chip,
@@ -174,6 +188,29 @@ impl FakeCore {
     pub fn l1_bytes(&self, addr: u32, len: usize) -> &[u8] {
         &self.l1[addr as usize..addr as usize + len]
     }
+    /// Feeds `stream` (whole 16-byte units) into the ring of `pages` pages
+    /// of `page_size` bytes at `base`: as much as fits now, then a page more
+    /// for each page returned (to `RING_PAGES_FREED` of any core), wrapping
+    /// at the ring's end, each time adding to `RING_UNITS_FILLED`.
+    pub fn feed(&mut self, stream: Vec<u8>, base: u32, page_size: u32, pages: u32) {
+        assert!(stream.len() % 16 == 0, "a dispatch stream is whole 16-byte units");
+        self.feed = Some(Feed { stream, sent: 0, base, page_size, pages });
+        self.feed_pages(pages);
+    }
+
+    fn feed_pages(&mut self, pages: u32) {
+        let Some(f) = self.feed.as_mut() else { return };
+        let ring = (f.page_size * f.pages) as usize;
+        let n = (pages as usize * f.page_size as usize).min(f.stream.len() - f.sent);
+        let (bytes, at, base) = (f.stream[f.sent..f.sent + n].to_vec(), f.sent % ring, f.base);
+        f.sent += n;
+        let first = n.min(ring - at);
+        self.set_l1(base + at as u32, &bytes[..first]);
+        self.set_l1(base, &bytes[first..]);
+        let filled = self.semaphore(semaphore::RING_UNITS_FILLED) + (n / 16) as u32;
+        self.set_semaphore(semaphore::RING_UNITS_FILLED, filled);
+    }
+
     pub fn set_l1(&mut self, addr: u32, bytes: &[u8]) {
         self.l1[addr as usize..addr as usize + bytes.len()].copy_from_slice(bytes);
     }
@@ -277,6 +314,9 @@ impl Platform for FakeCore {
         let index = semaphore::index_of(dst.local() as u32).expect("atomics increment semaphores");
         let v = self.remote_sems.entry((dst.coord(), index)).or_default();
         *v = v.wrapping_add(value);
+        if index == semaphore::RING_PAGES_FREED {
+            self.feed_pages(value);
+        }
     }
     fn reads_done(&self) -> bool {
         true

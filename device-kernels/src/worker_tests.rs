@@ -18,7 +18,7 @@ use cqlab_abi::mailbox::{
     ERROR, NOC_MAP, RUN_SYNC_GO, WAYPOINT,
 };
 use cqlab_abi::memory_map::{CHUNK_AREA, DISPATCH_RING};
-use cqlab_abi::noc::NocAddr;
+use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::program::{
     config_addr, group_offset, kernel_slot, launch_done_sem, launch_entry, pack_rect, KernelCtx, KernelGroup,
     LaunchHeader, ProcessorKernel, LAUNCH_ENTRY_SIZE, LAUNCH_TAG, NO_RECT,
@@ -313,6 +313,42 @@ fn a_packed_write_gives_each_core_its_own_block_whether_or_not_all_have_arrived(
     assert_eq!((end, core.write_each_calls), (End::Stuck, 0), "streamed core by core");
     assert_eq!((got(&core, 0), got(&core, 1)), (block(0), block(1)));
     assert_eq!(got(&core, 2), [0; 48], "its block has not arrived");
+}
+
+/// A packed write whose destination table wraps the ring's end: a linear
+/// write of a ring less two units first, so the packed write's header is the
+/// ring's last unit but one and its table (eight cores) runs from the last
+/// unit into the first, fed in as the linear write's pages are returned.
+/// Every core gets its own block.
+#[test]
+fn a_packed_write_whose_table_wraps_the_ring_gives_each_core_its_own_block() {
+    let chip = FakeChip::new(1);
+    let (me, peer) = (chip.dispatcher(0), chip.prefetcher(0));
+    let cores: Vec<Coord> = (0..8).map(|c| chip.worker(c, 0)).collect();
+    let c = CqConfig { peer_xy: peer.packed(), ..cfg() };
+    let ring = c.ring_page_size * c.ring_pages;
+    let linear: Vec<u8> = (0..ring - 48).map(|i| i as u8).collect();
+    let blocks: Vec<u8> = (0..8u8).flat_map(|i| [i + 1; 48]).collect();
+    let mut buf = std::vec![0u8; 1 << 16];
+    let mut e = Encoder::new(&mut buf);
+    e.relay_inline(true, |w| {
+        w.write_linear(NocAddr::unicast(cores[0], 0xB0000), &linear)?;
+        w.write_packed(0xA1000, &cores, PackedData::PerCore(&blocks))
+    })
+    .unwrap();
+    let len = u32::from_le_bytes(buf[4..8].try_into().unwrap()) as usize;
+    let stream = buf[16..16 + len].to_vec();
+    // The linear write's header and data, then the packed write's header:
+    // its table starts 16 bytes before the ring's end.
+    assert_eq!(16 + linear.len() + 16, ring as usize - 16);
+    let mut core = FakeCore::on(me, chip);
+    core.feed(stream, DISPATCH_RING.base, c.ring_page_size, c.ring_pages);
+    let end = run_until_stopped(|| Dispatcher::new(&mut core, c).run());
+    assert_eq!(end, End::Stuck);
+    assert_eq!(core.read_remote(NocAddr::unicast(cores[0], 0xB0000), linear.len()), linear);
+    for (i, &d) in cores.iter().enumerate() {
+        assert_eq!(core.read_remote(NocAddr::unicast(d, 0xA1000), 48), [i as u8 + 1; 48], "core {i}");
+    }
 }
 
 #[test]
