@@ -2,7 +2,7 @@
 //! stalls, completion records, and every bad-input path.
 
 use crate::dispatch::Dispatcher;
-use crate::fake::{run_until_stopped, End, FakeChip, FakeCore};
+use crate::fake::{dispatch_stream, run_until_stopped, End, FakeChip, FakeCore};
 use crate::platform::Platform;
 use crate::prefetch::Prefetcher;
 use cqlab_abi::completion::{CompletionHeader, CompletionKind};
@@ -496,12 +496,6 @@ fn dispatcher_with(stream: &[u8], completion_size: u32) -> (FakeCore, CqConfig) 
     core.set_l1(DISPATCH_RING.base, stream);
     core.set_semaphore(sem::RING_UNITS_FILLED, stream.len() as u32 / 16);
     (core, c)
-}
-
-fn dispatch_stream(build: impl FnOnce(&mut DispatchWriter<'_>) -> Result<(), EncodeError>) -> Vec<u8> {
-    let chunk = inline(build);
-    let len = u32::from_le_bytes(chunk[4..8].try_into().unwrap()) as usize;
-    chunk[16..16 + len].to_vec()
 }
 
 fn run_dispatcher(core: &mut FakeCore, c: CqConfig) -> End {

@@ -338,6 +338,18 @@ impl Platform for FakeCore {
     }
 }
 
+/// The dispatch commands `build` writes, as the dispatcher's ring holds
+/// them (a relay's payload).
+pub fn dispatch_stream(
+    build: impl FnOnce(&mut cqlab_abi::encode::DispatchWriter<'_>) -> Result<(), cqlab_abi::encode::EncodeError>,
+) -> Vec<u8> {
+    let mut buf = std::vec![0u8; 1 << 16];
+    let mut e = cqlab_abi::encode::Encoder::new(&mut buf);
+    e.relay_inline(true, build).unwrap();
+    let len = u32::from_le_bytes(buf[4..8].try_into().unwrap()) as usize;
+    buf[16..16 + len].to_vec()
+}
+
 /// How a run on the fake ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum End {

@@ -6,12 +6,12 @@
 //! against the compute grid.
 
 use crate::dispatch::Dispatcher;
-use crate::fake::{run_until_stopped, End, FakeChip, FakeCore};
+use crate::fake::{dispatch_stream, run_until_stopped, End, FakeChip, FakeCore};
 use crate::memory::Memory;
 use crate::platform::Platform;
 use crate::worker;
 use cqlab_abi::arch::tensix::Processor;
-use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
+use cqlab_abi::encode::{DispatchWriter, EncodeError, PackedData};
 use cqlab_abi::firmware::FirmwareId;
 use cqlab_abi::mailbox::{
     self, AliveRecord, CqConfig, DeviceError, ErrorRecord, SubordinateMailbox, SubordinateRun, ALIVE, ALIVE_MAGIC,
@@ -241,11 +241,7 @@ fn dispatch_filled(
     let chip = FakeChip::new(1);
     let (me, peer) = (chip.dispatcher(0), chip.prefetcher(0));
     let mut core = FakeCore::on(me, chip);
-    let mut buf = std::vec![0u8; 1 << 14];
-    let mut e = Encoder::new(&mut buf);
-    e.relay_inline(true, build).unwrap();
-    let len = u32::from_le_bytes(buf[4..8].try_into().unwrap()) as usize;
-    let stream = buf[16..16 + len].to_vec();
+    let stream = dispatch_stream(build);
     core.set_l1(DISPATCH_RING.base, &stream);
     core.set_semaphore(sem::RING_UNITS_FILLED, stream.len().min(filled) as u32 / 16);
     let c = CqConfig { peer_xy: peer.packed(), ..cfg() };
@@ -329,15 +325,10 @@ fn a_packed_write_whose_table_wraps_the_ring_gives_each_core_its_own_block() {
     let ring = c.ring_page_size * c.ring_pages;
     let linear: Vec<u8> = (0..ring - 48).map(|i| i as u8).collect();
     let blocks: Vec<u8> = (0..8u8).flat_map(|i| [i + 1; 48]).collect();
-    let mut buf = std::vec![0u8; 1 << 16];
-    let mut e = Encoder::new(&mut buf);
-    e.relay_inline(true, |w| {
+    let stream = dispatch_stream(|w| {
         w.write_linear(NocAddr::unicast(cores[0], 0xB0000), &linear)?;
         w.write_packed(0xA1000, &cores, PackedData::PerCore(&blocks))
-    })
-    .unwrap();
-    let len = u32::from_le_bytes(buf[4..8].try_into().unwrap()) as usize;
-    let stream = buf[16..16 + len].to_vec();
+    });
     // The linear write's header and data, then the packed write's header:
     // its table starts 16 bytes before the ring's end.
     assert_eq!(16 + linear.len() + 16, ring as usize - 16);
