@@ -390,7 +390,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         let small = self.ring.page_size < 4096;
         let ready = match self.unreleased {
             Some((_, mark)) => small || wrap_ge(self.p.writes_sent_count(), mark),
-            None => self.ring.releasable(self.read, self.released) > 0,
+            None => self.ring.releasable(self.read, self.released) >= self.release_group(),
         };
         if ready {
             self.release(small);
@@ -432,7 +432,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                 self.return_pages((upto - self.released) as u32);
             }
             let pages = self.ring.releasable(self.read, self.released);
-            if pages == 0 {
+            if pages == 0 || (!wait && pages < self.release_group()) {
                 return;
             }
             // Every write issued so far is all that can still read them.
@@ -446,6 +446,16 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                 self.unreleased = Some((self.released + pages as u64, mark));
             }
         }
+    }
+
+    /// Pages returned together unless the dispatcher is about to wait:
+    /// a quarter of the ring. Each return costs an atomic and a trace
+    /// record (~40 cycles), which page by page held up large packed writes
+    /// (a quarter of a 128-unique-args program), and the prefetcher still
+    /// has three quarters of the ring to fill meanwhile.
+    #[inline(always)]
+    fn release_group(&self) -> u32 {
+        (self.ring.pages / 4).max(1)
     }
 
     fn return_pages(&mut self, pages: u32) {
@@ -475,6 +485,63 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         }
     }
 
+    /// Reads a packed write's `count` destinations (its `table` bytes at
+    /// the read position, readable) into `packed_dests`. Returns the first
+    /// that is no compute core, if any: its address, word and index. Out of
+    /// line, with the failure left to the caller, so each loop's branches
+    /// stay short: the dispatcher runs it once for every core a packed
+    /// write reaches.
+    #[inline(never)]
+    fn read_dests(&mut self, count: u32, table: u32) -> Option<(u32, u32, u32)> {
+        let (grid, dests) = (&self.grid_bytes, &mut self.packed_dests[..count as usize]);
+        if self.ring.contiguous(self.read, table) == table {
+            // Mostly: the table does not wrap, its words are at one address
+            // on. Four at a time, with one branch for the four (a taken
+            // branch costs what three instructions do); the first bad one
+            // is looked for only once there is one.
+            let start = self.ring.local(self.read);
+            let mut quads = dests.chunks_exact_mut(4);
+            let mut at = start;
+            let mut all_good = true;
+            for quad in &mut quads {
+                // Written out: the firmware is built for size, which keeps
+                // an inner loop.
+                let (r0, r1) = (self.p.read_u32(at), self.p.read_u32(at + 4));
+                let (r2, r3) = (self.p.read_u32(at + 8), self.p.read_u32(at + 12));
+                quad[0] = Coord::unpack(r0);
+                quad[1] = Coord::unpack(r1);
+                quad[2] = Coord::unpack(r2);
+                quad[3] = Coord::unpack(r3);
+                all_good &= grid.contains_packed(r0)
+                    & grid.contains_packed(r1)
+                    & grid.contains_packed(r2)
+                    & grid.contains_packed(r3);
+                at += 16;
+            }
+            for d in quads.into_remainder() {
+                let r = self.p.read_u32(at);
+                *d = Coord::unpack(r);
+                all_good &= grid.contains_packed(r);
+                at += 4;
+            }
+            if !all_good {
+                return (0..count)
+                    .map(|i| (start + 4 * i, self.p.read_u32(start + 4 * i), i))
+                    .find(|&(_, r, _)| !grid.contains_packed(r));
+            }
+        } else {
+            for (i, d) in dests.iter_mut().enumerate() {
+                let at = self.ring.local(self.read + 4 * i as u64);
+                let raw = self.p.read_u32(at);
+                *d = Coord::unpack(raw);
+                if !grid.contains_packed(raw) {
+                    return Some((at, raw, i as u32));
+                }
+            }
+        }
+        None
+    }
+
     fn write_packed(&mut self, cmd: cqlab_abi::dispatch::WritePackedCmd, addr: u32) {
         let count = cmd.count.min(MAX_PACKED_DESTS) as u32;
         let table = (4 * count).next_multiple_of(16);
@@ -484,16 +551,8 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             fail(self.p, DeviceError::TooLarge, addr, cmd.size, self.read as u32, self.ring.size());
         }
         self.wait_readable(table);
-        // The table's words, where it does not wrap (mostly), from one
-        // address on.
-        let (start, whole) = (self.ring.local(self.read), self.ring.contiguous(self.read, table) == table);
-        for i in 0..count as usize {
-            let at = if whole { start + 4 * i as u32 } else { self.ring.local(self.read + 4 * i as u64) };
-            let raw = self.p.read_u32(at);
-            self.packed_dests[i] = Coord::unpack(raw);
-            if !self.grid_bytes.contains_packed(raw) {
-                fail(self.p, DeviceError::BadDestination, at, raw, self.read as u32, i as u32);
-            }
+        if let Some((at, raw, i)) = self.read_dests(count, table) {
+            fail(self.p, DeviceError::BadDestination, at, raw, self.read as u32, i);
         }
         self.consume(table);
         if shared {
@@ -519,21 +578,29 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             self.consume(block);
             self.release_pages();
         } else {
-            let total = count * block;
-            // The dispatcher is what holds a large packed write up, so its
-            // blocks are mostly in the ring already, in one piece: one
-            // write a core straight from the ring, the pages returned once
-            // after (streamed core by core, each core's ring step and page
-            // release cost about twice its write).
-            if total > 0 && self.readable_now(total) >= total && self.ring.contiguous(self.read, total) == total {
-                let local = self.ring.local(self.read);
-                self.p.noc_write_each(local, block, &self.packed_dests[..count as usize], cmd.addr, cmd.size);
-                self.consume(total);
-                self.release_pages();
-            } else {
-                for i in 0..count as usize {
-                    let dst = NocAddr::unicast(self.packed_dests[i], cmd.addr as u64);
+            // The dispatcher is what holds a large packed write up, so most
+            // of its blocks are in the ring already, in one piece: the
+            // blocks readable now go as one write a core straight from the
+            // ring, their pages returned once after (streamed core by core,
+            // each core's ring step and page release cost about twice its
+            // write). A block that wraps, or has not arrived whole, streams.
+            let mut i = 0;
+            while i < count {
+                let left = (count - i) * block;
+                let readable = self.readable_now(left);
+                // (`block` >= 16: the header's parse refuses size 0.)
+                let whole = self.ring.contiguous(self.read, readable).checked_div(block).unwrap_or(0);
+                if whole > 0 {
+                    let n = whole.min(count - i);
+                    let dests = &self.packed_dests[i as usize..(i + n) as usize];
+                    self.p.noc_write_each(self.ring.local(self.read), block, dests, cmd.addr, cmd.size);
+                    self.consume(n * block);
+                    self.release_pages();
+                    i += n;
+                } else {
+                    let dst = NocAddr::unicast(self.packed_dests[i as usize], cmd.addr as u64);
                     self.stream(cmd.size, |p, local, off, n| p.noc_write(local, dst.offset(off as u64), n));
+                    i += 1;
                 }
             }
         }

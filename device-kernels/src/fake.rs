@@ -93,6 +93,9 @@ pub struct FakeCore {
     /// Calls of `noc_write_each` (a packed write issued straight from the
     /// ring, not streamed).
     pub write_each_calls: u32,
+    /// Each return of ring pages (to `RING_PAGES_FREED` of any core): how
+    /// many.
+    pub pages_returned: Vec<u32>,
     /// Reads from DRAM banks.
     pub dram_reads: u32,
     /// Model a dispatcher that at once consumes all flushed ring data and
@@ -138,6 +141,7 @@ impl FakeCore {
             spin_budget: Cell::new(200_000),
             writes: 0,
             write_each_calls: 0,
+            pages_returned: Vec::new(),
             dram_reads: 0,
             peer_frees_pages: None,
             host_drains: false,
@@ -315,6 +319,7 @@ impl Platform for FakeCore {
         let v = self.remote_sems.entry((dst.coord(), index)).or_default();
         *v = v.wrapping_add(value);
         if index == semaphore::RING_PAGES_FREED {
+            self.pages_returned.push(value);
             self.feed_pages(value);
         }
     }

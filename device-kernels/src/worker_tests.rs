@@ -284,13 +284,43 @@ fn the_dispatcher_refuses_packed_writes_to_cores_outside_the_compute_grid() {
     assert_eq!((end, error_code(&core)), (End::Halted, DeviceError::BadDestination as u32));
 }
 
+/// The dispatcher checks a packed write's destinations four at a time:
+/// whichever of nine is bad (in the first or second four, or the one left
+/// over), alone or before another, the first bad one is the one reported
+/// (its word, its index), and no core is written. A word with bits set beyond the two coordinates
+/// (x 64 + a compute column) is no compute core either.
+#[test]
+fn a_packed_write_reports_its_first_bad_destination_wherever_it_is() {
+    let chip = FakeChip::new(1);
+    let good: Vec<Coord> = (0..9).map(|c| chip.worker(c % 8, c / 8)).collect();
+    let col0 = chip.worker(0, 0);
+    let cases: Vec<(usize, Option<usize>)> =
+        (0..9).flat_map(|k| [(k, None), (k, Some(8))]).filter(|&(k, also)| also != Some(k)).collect();
+    for bad in [chip.prefetcher(0), Coord::new(col0.x | 0x40, col0.y)] {
+        for &(k, also) in &cases {
+            let mut dests = good.clone();
+            dests[k] = bad;
+            if let Some(j) = also {
+                dests[j] = chip.prefetcher(0);
+            }
+            let (core, end) = dispatch(|w| w.write_packed(0xA1000, &dests, PackedData::Shared(&[7; 16])));
+            let rec = ErrorRecord::read_from_bytes(core.l1_bytes(ERROR, 64)).unwrap();
+            assert_eq!((end, rec.code), (End::Halted, DeviceError::BadDestination as u32), "{bad:?} at {k}");
+            assert_eq!((rec.value, rec.wr_ptr), (bad.packed(), k as u32), "{bad:?} at {k}");
+            for &d in good.iter() {
+                assert_eq!(core.read_remote(NocAddr::unicast(d, 0xA1000), 16), [0; 16], "{bad:?} at {k}: {d:?}");
+            }
+        }
+    }
+}
+
 /// A packed write with a block a core: each core gets its own, whether
 /// every block is in the ring when the command starts (one write a core
-/// from the ring, `noc_write_each`) or they arrive later (streamed core by
-/// core: the cores whose blocks have arrived get them, the next waits).
-/// Blocks of 40 bytes, padded to 48 in the ring: a write that stepped
-/// through the ring by the length rather than the padded stride would give
-/// a core bytes of another's.
+/// from the ring, `noc_write_each`) or they arrive later (the blocks in the
+/// ring whole go so, a block partly there is streamed as it arrives, the
+/// next waits). Blocks of 40 bytes, padded to 48 in the ring: a write that
+/// stepped through the ring by the length rather than the padded stride
+/// would give a core bytes of another's.
 #[test]
 fn a_packed_write_gives_each_core_its_own_block_whether_or_not_all_have_arrived() {
     let chip = FakeChip::new(1);
@@ -306,8 +336,15 @@ fn a_packed_write_gives_each_core_its_own_block_whether_or_not_all_have_arrived(
     }
     // Header, the table (three words padded to 16) and two blocks in the ring.
     let (core, end) = dispatch_filled(write, 16 + 16 + 2 * 48);
-    assert_eq!((end, core.write_each_calls), (End::Stuck, 0), "streamed core by core");
+    assert_eq!((end, core.write_each_calls), (End::Stuck, 1), "the two blocks there in one go");
     assert_eq!((got(&core, 0), got(&core, 1)), (block(0), block(1)));
+    assert_eq!(got(&core, 2), [0; 48], "its block has not arrived");
+    // One block and the first 32 bytes of the next.
+    let (core, end) = dispatch_filled(write, 16 + 16 + 48 + 32);
+    assert_eq!((end, core.write_each_calls), (End::Stuck, 1), "the whole block in one go");
+    assert_eq!(got(&core, 0), block(0));
+    let first_32: Vec<u8> = block(1)[..32].iter().copied().chain([0; 16]).collect();
+    assert_eq!(got(&core, 1), first_32, "what has arrived of its block, streamed");
     assert_eq!(got(&core, 2), [0; 48], "its block has not arrived");
 }
 
@@ -340,6 +377,30 @@ fn a_packed_write_whose_table_wraps_the_ring_gives_each_core_its_own_block() {
     for (i, &d) in cores.iter().enumerate() {
         assert_eq!(core.read_remote(NocAddr::unicast(d, 0xA1000), 48), [i as u8 + 1; 48], "core {i}");
     }
+}
+
+/// On a ring of eight 4 KiB pages the dispatcher returns finished pages two
+/// at a time (a quarter of the ring: each return costs an atomic and a
+/// trace record) while it goes on, and the rest, one, before it waits for
+/// more: 46 linear writes of 1 KiB with their headers, eleven and a half
+/// pages, fed in as pages come back.
+#[test]
+fn the_dispatcher_returns_ring_pages_a_quarter_of_the_ring_at_a_time() {
+    let chip = FakeChip::new(1);
+    let (me, peer, dst) = (chip.dispatcher(0), chip.prefetcher(0), chip.worker(3, 1));
+    let c = CqConfig { peer_xy: peer.packed(), ring_pages: 8, ..cfg() };
+    let data = |i: usize| [i as u8; 1024 - 16];
+    let at = |i: usize| NocAddr::unicast(dst, 0xB0000 + 1024 * i as u64);
+    let stream = dispatch_stream(|w| (0..46).try_for_each(|i| w.write_linear(at(i), &data(i))));
+    assert_eq!(stream.len(), 46 * 1024);
+    let mut core = FakeCore::on(me, chip);
+    core.feed(stream, DISPATCH_RING.base, c.ring_page_size, c.ring_pages);
+    let end = run_until_stopped(|| Dispatcher::new(&mut core, c).run());
+    assert_eq!(end, End::Stuck);
+    for i in 0..46 {
+        assert_eq!(core.read_remote(at(i), 1024 - 16), data(i), "write {i}");
+    }
+    assert_eq!(core.pages_returned, [2, 2, 2, 2, 2, 1]);
 }
 
 #[test]

@@ -141,13 +141,13 @@ impl GridBytes {
 
     /// Whether `raw` is the packed coordinate word (`Coord::packed`: x |
     /// y << 8, nothing above) of a compute core.
+    /// Without a branch, so that the dispatcher can check several words
+    /// and branch once.
     #[inline(always)]
     pub const fn contains_packed(&self, raw: u32) -> bool {
-        if raw & !0x3F3F != 0 {
-            return false;
-        }
         let (x, y) = ((raw & 63) as usize, (raw >> 8 & 63) as usize);
-        self.0[x] & (self.0[y] >> 1) & 1 != 0
+        let unused_clear = (raw & !0x3F3F == 0) as u8;
+        self.0[x] & (self.0[y] >> 1) & unused_clear != 0
     }
 }
 
