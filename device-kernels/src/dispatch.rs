@@ -381,8 +381,9 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     /// comparison or one counter load here, without a call.
     #[inline(always)]
     fn release_pages(&mut self) {
-        // Page by page, as soon as their writes have left. Rings of small
-        // pages (under 4 KiB) wait for that instead: there the prefetcher
+        // A group of pages at a time (`release_group`), as soon as their
+        // writes have left. Rings of small pages (under 4 KiB) return each
+        // page and wait for its writes instead: there the prefetcher
         // runs short of room within a few pages, and returning them late
         // made it drain its writes at every page (it flushes before it
         // waits for room), which also hid known bug 6 from the random race
@@ -451,11 +452,17 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     /// Pages returned together unless the dispatcher is about to wait:
     /// a quarter of the ring. Each return costs an atomic and a trace
     /// record (~40 cycles), which page by page held up large packed writes
-    /// (a quarter of a 128-unique-args program), and the prefetcher still
-    /// has three quarters of the ring to fill meanwhile.
+    /// (a quarter of a 128-unique-args program); the prefetcher keeps at
+    /// least half the ring to fill meanwhile (a group whose writes are
+    /// still leaving, most of a group more, the page being read). Rings of
+    /// small pages return each page (`release_pages` says why).
     #[inline(always)]
     fn release_group(&self) -> u32 {
-        (self.ring.pages / 4).max(1)
+        if self.ring.page_size < 4096 {
+            1
+        } else {
+            (self.ring.pages / 4).max(1)
+        }
     }
 
     fn return_pages(&mut self, pages: u32) {
@@ -489,8 +496,8 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     /// the read position, readable) into `packed_dests`. Returns the first
     /// that is no compute core, if any: its address, word and index. Out of
     /// line, with the failure left to the caller, so each loop's branches
-    /// stay short: the dispatcher runs it once for every core a packed
-    /// write reaches.
+    /// stay short: its loop runs once for every core a packed write
+    /// reaches.
     #[inline(never)]
     fn read_dests(&mut self, count: u32, table: u32) -> Option<(u32, u32, u32)> {
         let (grid, dests) = (&self.grid_bytes, &mut self.packed_dests[..count as usize]);

@@ -287,15 +287,19 @@ fn the_dispatcher_refuses_packed_writes_to_cores_outside_the_compute_grid() {
 /// The dispatcher checks a packed write's destinations four at a time:
 /// whichever of nine is bad (in the first or second four, or the one left
 /// over), alone or before another, the first bad one is the one reported
-/// (its word, its index), and no core is written. A word with bits set beyond the two coordinates
+/// (its address, word and index), and no core is written. A word with bits set beyond the two coordinates
 /// (x 64 + a compute column) is no compute core either.
 #[test]
 fn a_packed_write_reports_its_first_bad_destination_wherever_it_is() {
     let chip = FakeChip::new(1);
     let good: Vec<Coord> = (0..9).map(|c| chip.worker(c % 8, c / 8)).collect();
     let col0 = chip.worker(0, 0);
-    let cases: Vec<(usize, Option<usize>)> =
-        (0..9).flat_map(|k| [(k, None), (k, Some(8))]).filter(|&(k, also)| also != Some(k)).collect();
+    // Alone, before another in its own four (or the one left over), before
+    // the one left over.
+    let cases: Vec<(usize, Option<usize>)> = (0..9)
+        .flat_map(|k| [(k, None), (k, Some(k | 3)), (k, Some(8))])
+        .filter(|&(k, also)| also.is_none_or(|j| j > k && j < 9))
+        .collect();
     for bad in [chip.prefetcher(0), Coord::new(col0.x | 0x40, col0.y)] {
         for &(k, also) in &cases {
             let mut dests = good.clone();
@@ -306,7 +310,8 @@ fn a_packed_write_reports_its_first_bad_destination_wherever_it_is() {
             let (core, end) = dispatch(|w| w.write_packed(0xA1000, &dests, PackedData::Shared(&[7; 16])));
             let rec = ErrorRecord::read_from_bytes(core.l1_bytes(ERROR, 64)).unwrap();
             assert_eq!((end, rec.code), (End::Halted, DeviceError::BadDestination as u32), "{bad:?} at {k}");
-            assert_eq!((rec.value, rec.wr_ptr), (bad.packed(), k as u32), "{bad:?} at {k}");
+            let word = DISPATCH_RING.base + 16 + 4 * k as u32;
+            assert_eq!((rec.addr, rec.value, rec.wr_ptr), (word, bad.packed(), k as u32), "{bad:?} at {k}");
             for &d in good.iter() {
                 assert_eq!(core.read_remote(NocAddr::unicast(d, 0xA1000), 16), [0; 16], "{bad:?} at {k}: {d:?}");
             }
@@ -379,6 +384,34 @@ fn a_packed_write_whose_table_wraps_the_ring_gives_each_core_its_own_block() {
     }
 }
 
+/// A packed write whose second block wraps the ring's end: the first block
+/// goes straight from the ring, the second is streamed in its two pieces,
+/// the third goes from the ring's start. Each core gets its own block.
+#[test]
+fn a_packed_write_whose_block_wraps_the_ring_gives_each_core_its_own_block() {
+    let chip = FakeChip::new(1);
+    let (me, peer) = (chip.dispatcher(0), chip.prefetcher(0));
+    let cores: Vec<Coord> = (0..3).map(|c| chip.worker(c, 1)).collect();
+    let c = CqConfig { peer_xy: peer.packed(), ..cfg() };
+    let ring = (c.ring_page_size * c.ring_pages) as usize;
+    // The linear write's header and data, the packed write's header and
+    // table, its first block: the second starts 16 bytes before the end.
+    let linear: Vec<u8> = (0..ring - 112).map(|i| i as u8).collect();
+    let blocks: Vec<u8> = (0..3u8).flat_map(|i| [i + 1; 48]).collect();
+    let stream = dispatch_stream(|w| {
+        w.write_linear(NocAddr::unicast(cores[0], 0xB0000), &linear)?;
+        w.write_packed(0xA1000, &cores, PackedData::PerCore(&blocks))
+    });
+    assert_eq!(16 + linear.len() + 16 + 16 + 48, ring - 16);
+    let mut core = FakeCore::on(me, chip);
+    core.feed(stream, DISPATCH_RING.base, c.ring_page_size, c.ring_pages);
+    let end = run_until_stopped(|| Dispatcher::new(&mut core, c).run());
+    assert_eq!(end, End::Stuck);
+    for (i, &d) in cores.iter().enumerate() {
+        assert_eq!(core.read_remote(NocAddr::unicast(d, 0xA1000), 48), [i as u8 + 1; 48], "core {i}");
+    }
+}
+
 /// On a ring of eight 4 KiB pages the dispatcher returns finished pages two
 /// at a time (a quarter of the ring: each return costs an atomic and a
 /// trace record) while it goes on, and the rest, one, before it waits for
@@ -401,6 +434,17 @@ fn the_dispatcher_returns_ring_pages_a_quarter_of_the_ring_at_a_time() {
         assert_eq!(core.read_remote(at(i), 1024 - 16), data(i), "write {i}");
     }
     assert_eq!(core.pages_returned, [2, 2, 2, 2, 2, 1]);
+
+    // Through a ring of 64 pages of 256 bytes, each 1 KiB write's pages go
+    // back as soon as its writes have left, never a quarter of the ring.
+    let c = CqConfig { ring_page_size: 256, ring_pages: 64, ..c };
+    let stream = dispatch_stream(|w| (0..46).try_for_each(|i| w.write_linear(at(i), &data(i))));
+    let mut core = FakeCore::on(me, FakeChip::new(1));
+    core.feed(stream, DISPATCH_RING.base, c.ring_page_size, c.ring_pages);
+    let end = run_until_stopped(|| Dispatcher::new(&mut core, c).run());
+    assert_eq!(end, End::Stuck);
+    assert_eq!(core.pages_returned.iter().sum::<u32>(), 46 * 4);
+    assert!(core.pages_returned.iter().all(|&n| n <= 4), "{:?}", core.pages_returned);
 }
 
 #[test]
