@@ -227,6 +227,16 @@ fn cfg() -> CqConfig {
     }
 }
 
+/// Runs dispatcher `me` of `chip` with config `c` over `stream`, fed into
+/// its ring as pages come back (`FakeCore::feed`), until it waits for more.
+fn dispatch_fed(chip: FakeChip, me: Coord, c: CqConfig, stream: Vec<u8>) -> FakeCore {
+    let mut core = FakeCore::on(me, chip);
+    core.feed(stream, DISPATCH_RING.base, c.ring_page_size, c.ring_pages);
+    let end = run_until_stopped(|| Dispatcher::new(&mut core, c).run());
+    assert_eq!(end, End::Stuck);
+    core
+}
+
 /// Runs a dispatcher over `build`'s dispatch commands.
 fn dispatch(build: impl FnOnce(&mut DispatchWriter<'_>) -> Result<(), EncodeError>) -> (FakeCore, End) {
     dispatch_filled(build, usize::MAX)
@@ -353,63 +363,57 @@ fn a_packed_write_gives_each_core_its_own_block_whether_or_not_all_have_arrived(
     assert_eq!(got(&core, 2), [0; 48], "its block has not arrived");
 }
 
-/// A packed write whose destination table wraps the ring's end: a linear
-/// write of a ring less two units first, so the packed write's header is the
-/// ring's last unit but one and its table (eight cores) runs from the last
-/// unit into the first, fed in as the linear write's pages are returned.
-/// Every core gets its own block.
-#[test]
-fn a_packed_write_whose_table_wraps_the_ring_gives_each_core_its_own_block() {
+/// A linear write of `linear_len` bytes, then a packed write of a 48-byte
+/// block to each of `n` cores, fed through a ring of `cfg()` as its pages
+/// are returned: the linear write lands whole and every core gets its own
+/// block.
+fn linear_then_packed_land_whole(n: u8, linear_len: usize) {
     let chip = FakeChip::new(1);
     let (me, peer) = (chip.dispatcher(0), chip.prefetcher(0));
-    let cores: Vec<Coord> = (0..8).map(|c| chip.worker(c, 0)).collect();
+    let cores: Vec<Coord> = (0..n).map(|c| chip.worker(c, 0)).collect();
     let c = CqConfig { peer_xy: peer.packed(), ..cfg() };
-    let ring = c.ring_page_size * c.ring_pages;
-    let linear: Vec<u8> = (0..ring - 48).map(|i| i as u8).collect();
-    let blocks: Vec<u8> = (0..8u8).flat_map(|i| [i + 1; 48]).collect();
+    let linear: Vec<u8> = (0..linear_len).map(|i| i as u8).collect();
+    let blocks: Vec<u8> = (0..n).flat_map(|i| [i + 1; 48]).collect();
     let stream = dispatch_stream(|w| {
         w.write_linear(NocAddr::unicast(cores[0], 0xB0000), &linear)?;
         w.write_packed(0xA1000, &cores, PackedData::PerCore(&blocks))
     });
-    // The linear write's header and data, then the packed write's header:
-    // its table starts 16 bytes before the ring's end.
-    assert_eq!(16 + linear.len() + 16, ring as usize - 16);
-    let mut core = FakeCore::on(me, chip);
-    core.feed(stream, DISPATCH_RING.base, c.ring_page_size, c.ring_pages);
-    let end = run_until_stopped(|| Dispatcher::new(&mut core, c).run());
-    assert_eq!(end, End::Stuck);
+    let core = dispatch_fed(chip, me, c, stream);
     assert_eq!(core.read_remote(NocAddr::unicast(cores[0], 0xB0000), linear.len()), linear);
     for (i, &d) in cores.iter().enumerate() {
         assert_eq!(core.read_remote(NocAddr::unicast(d, 0xA1000), 48), [i as u8 + 1; 48], "core {i}");
     }
 }
 
+/// The ring of `cfg()`, in bytes.
+fn ring_bytes() -> usize {
+    (cfg().ring_page_size * cfg().ring_pages) as usize
+}
+
+/// A packed write whose destination table wraps the ring's end: a linear
+/// write of a ring less two units first, so the packed write's header is the
+/// ring's last unit but one and its table (eight cores) runs from the last
+/// unit into the first.
+#[test]
+fn a_packed_write_whose_table_wraps_the_ring_gives_each_core_its_own_block() {
+    let linear = ring_bytes() - 48;
+    // The linear write's header and data, then the packed write's header:
+    // its table starts 16 bytes before the ring's end.
+    assert_eq!(16 + linear + 16, ring_bytes() - 16);
+    linear_then_packed_land_whole(8, linear);
+}
+
 /// A packed write whose second block wraps the ring's end: the first block
 /// goes straight from the ring, the second is streamed in its two pieces,
-/// the third goes from the ring's start. Each core gets its own block.
+/// the third goes from the ring's start.
 #[test]
 fn a_packed_write_whose_block_wraps_the_ring_gives_each_core_its_own_block() {
-    let chip = FakeChip::new(1);
-    let (me, peer) = (chip.dispatcher(0), chip.prefetcher(0));
-    let cores: Vec<Coord> = (0..3).map(|c| chip.worker(c, 1)).collect();
-    let c = CqConfig { peer_xy: peer.packed(), ..cfg() };
-    let ring = (c.ring_page_size * c.ring_pages) as usize;
+    let linear = ring_bytes() - 112;
     // The linear write's header and data, the packed write's header and
-    // table, its first block: the second starts 16 bytes before the end.
-    let linear: Vec<u8> = (0..ring - 112).map(|i| i as u8).collect();
-    let blocks: Vec<u8> = (0..3u8).flat_map(|i| [i + 1; 48]).collect();
-    let stream = dispatch_stream(|w| {
-        w.write_linear(NocAddr::unicast(cores[0], 0xB0000), &linear)?;
-        w.write_packed(0xA1000, &cores, PackedData::PerCore(&blocks))
-    });
-    assert_eq!(16 + linear.len() + 16 + 16 + 48, ring - 16);
-    let mut core = FakeCore::on(me, chip);
-    core.feed(stream, DISPATCH_RING.base, c.ring_page_size, c.ring_pages);
-    let end = run_until_stopped(|| Dispatcher::new(&mut core, c).run());
-    assert_eq!(end, End::Stuck);
-    for (i, &d) in cores.iter().enumerate() {
-        assert_eq!(core.read_remote(NocAddr::unicast(d, 0xA1000), 48), [i as u8 + 1; 48], "core {i}");
-    }
+    // table (three words), its first block: the second starts 16 bytes
+    // before the end.
+    assert_eq!(16 + linear + 16 + 16 + 48, ring_bytes() - 16);
+    linear_then_packed_land_whole(3, linear);
 }
 
 /// On a ring of eight 4 KiB pages the dispatcher returns finished pages two
@@ -426,10 +430,7 @@ fn the_dispatcher_returns_ring_pages_a_quarter_of_the_ring_at_a_time() {
     let at = |i: usize| NocAddr::unicast(dst, 0xB0000 + 1024 * i as u64);
     let stream = dispatch_stream(|w| (0..46).try_for_each(|i| w.write_linear(at(i), &data(i))));
     assert_eq!(stream.len(), 46 * 1024);
-    let mut core = FakeCore::on(me, chip);
-    core.feed(stream, DISPATCH_RING.base, c.ring_page_size, c.ring_pages);
-    let end = run_until_stopped(|| Dispatcher::new(&mut core, c).run());
-    assert_eq!(end, End::Stuck);
+    let core = dispatch_fed(chip, me, c, stream);
     for i in 0..46 {
         assert_eq!(core.read_remote(at(i), 1024 - 16), data(i), "write {i}");
     }
@@ -439,10 +440,7 @@ fn the_dispatcher_returns_ring_pages_a_quarter_of_the_ring_at_a_time() {
     // back as soon as its writes have left, never a quarter of the ring.
     let c = CqConfig { ring_page_size: 256, ring_pages: 64, ..c };
     let stream = dispatch_stream(|w| (0..46).try_for_each(|i| w.write_linear(at(i), &data(i))));
-    let mut core = FakeCore::on(me, FakeChip::new(1));
-    core.feed(stream, DISPATCH_RING.base, c.ring_page_size, c.ring_pages);
-    let end = run_until_stopped(|| Dispatcher::new(&mut core, c).run());
-    assert_eq!(end, End::Stuck);
+    let core = dispatch_fed(FakeChip::new(1), me, c, stream);
     assert_eq!(core.pages_returned.iter().sum::<u32>(), 46 * 4);
     assert!(core.pages_returned.iter().all(|&n| n <= 4), "{:?}", core.pages_returned);
 }
