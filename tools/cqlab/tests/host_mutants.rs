@@ -87,5 +87,5 @@ caught! {
     // The device alone runs a launch ahead of a one-short WAIT while the
     // host waits: host jitter is not what exposes it.
     config_wait_one_short_lets_a_program_overwrite_running_config:
-        "host-config-wait-one-short", "programs", 2, "program store differs", false;
+        "host-config-wait-one-short", "programs", 3, "program store differs", false;
 }
