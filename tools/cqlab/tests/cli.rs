@@ -308,12 +308,19 @@ fn instruction_caches_make_dispatch_cost_more() {
 }
 
 /// `bench dispatch --link-contention`: packets queue for the links between
-/// routers, so no point gets cheaper, and rows say so.
+/// routers, so the base point costs more, and rows say so. Not by a cycle
+/// a program on every row: a packet held at a link shifts when a polling
+/// core next sees the packets after it, by a cycle either way (on ef8441b's
+/// firmware the untraced row of 8 programs read 1,573.1 cycles a program
+/// with contention, 1,574.1 without; at 9 and 16 programs the traced row
+/// did the same by less).
 #[test]
-fn link_contention_never_makes_dispatch_cheaper() {
-    for (f, s) in base_point_cycles_with("--link-contention", "link_contention") {
-        assert!(s >= f, "with contention {s} cycles a program, without {f}");
+fn link_contention_costs_cycles_and_saves_none_beyond_a_cycle() {
+    let rows = base_point_cycles_with("--link-contention", "link_contention");
+    for &(f, s) in &rows {
+        assert!(s >= f - 1.0, "with contention {s} cycles a program, without {f}");
     }
+    assert!(rows.iter().any(|&(f, s)| s > f), "contention changed nothing: {rows:?}");
 }
 
 /// `calibrate` on each chip's default model: every built-in figure within
