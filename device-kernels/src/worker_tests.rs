@@ -297,8 +297,9 @@ fn the_dispatcher_refuses_packed_writes_to_cores_outside_the_compute_grid() {
 /// The dispatcher checks a packed write's destinations four at a time:
 /// whichever of nine is bad (in the first or second four, or the one left
 /// over), alone or before another, the first bad one is the one reported
-/// (its address, word and index), and no core is written. A word with bits set beyond the two coordinates
-/// (x 64 + a compute column) is no compute core either.
+/// (its address, word and index), and no core is written. A word with bits
+/// set beyond the two coordinates (x 64 + a compute column) is no compute
+/// core either.
 #[test]
 fn a_packed_write_reports_its_first_bad_destination_wherever_it_is() {
     let chip = FakeChip::new(1);
@@ -420,7 +421,9 @@ fn a_packed_write_whose_block_wraps_the_ring_gives_each_core_its_own_block() {
 /// at a time (a quarter of the ring: each return costs an atomic and a
 /// trace record) while it goes on, and the rest, one, before it waits for
 /// more: 46 linear writes of 1 KiB with their headers, eleven and a half
-/// pages, fed in as pages come back.
+/// pages, fed in as pages come back. A ring of small pages (256 bytes)
+/// gets each write's pages back as soon as they are finished, never a
+/// quarter of the ring.
 #[test]
 fn the_dispatcher_returns_ring_pages_a_quarter_of_the_ring_at_a_time() {
     let chip = FakeChip::new(1);
