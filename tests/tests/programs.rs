@@ -21,6 +21,15 @@ fn kernel(dev: &Device, name: &str) -> Arc<KernelImage> {
     Arc::new(dev.load_kernel(name).unwrap_or_else(|e| panic!("kernel {name}: {e}")))
 }
 
+/// `chip`'s board unharvested, a device of it booted with one queue at
+/// `seed`, and its `spin` kernel.
+fn full_board_with_spin(chip: &TestChip, seed: u64) -> (TestChip, Device, Arc<KernelImage>) {
+    let full = TestChip::full(chip.board);
+    let dev = booted(&full, seed, |c| c.num_cqs = 1);
+    let spin = kernel(&dev, "spin");
+    (full, dev, spin)
+}
+
 fn dram_base(b: &Buffer) -> u32 {
     match b.placement {
         Placement::Dram { base, .. } => base,
@@ -733,9 +742,7 @@ on_both_chips! {
     /// test chip: no smaller grid holds such a program.
     fn a_program_larger_than_a_chunk_goes_out_in_several_and_runs(chip) {
         let seed = 61;
-        let full = TestChip::full(chip.board);
-        let mut dev = booted(&full, seed, |c| c.num_cqs = 1);
-        let spin = kernel(&dev, "spin");
+        let (full, mut dev, spin) = full_board_with_spin(chip, seed);
         let grid = dev.chip().grid();
         let kernels = Processor::ALL.len() as u32;
         let words = words_for_block((64 << 10) / kernels, grid.count(), 16);
@@ -887,9 +894,7 @@ on_both_chips! {
     /// for every kernel, not another core's.
     fn a_cores_own_args_larger_than_a_packet_arrive_whole(chip) {
         let seed = 65;
-        let full = TestChip::full(chip.board);
-        let mut dev = booted(&full, seed, |c| c.num_cqs = 1);
-        let spin = kernel(&dev, "spin");
+        let (full, mut dev, spin) = full_board_with_spin(chip, seed);
         let grid = dev.chip().grid();
         let kernels = Processor::ALL.len() as u32;
         let unique = |j: u32, i: u32, (c, r): (u8, u8)| -> Vec<u32> {
