@@ -8,12 +8,16 @@
 //! program.set_common_args(k, &[1000])?;
 //! program.set_unique_args(k, (2, 1), &[7, 8])?;
 //! // The same rectangle's NCRISC runs another kernel at the same time.
-//! program.add_kernel_on(spin, &[CoreRange::new((0, 0), (3, 3))], Processor::Ncrisc)?;
+//! program.add_kernel_on(spin.clone(), &[CoreRange::new((0, 0), (3, 3))], Processor::Ncrisc)?;
+//! // And its three TRISCs one compute kernel, whose args they share.
+//! program.add_compute_kernel(spin, &[CoreRange::new((0, 0), (3, 3))])?;
 //! cq.enqueue_program(&program)?;
 //! ```
 //!
 //! A kernel names the core of each tile it runs on ([`Processor`]; BRISC
-//! unless told): BRISC and NCRISC kernels may use the NOC (NOC0 and NOC1),
+//! unless told), or the three TRISCs at once: a compute kernel, as
+//! tt-metal's `ComputeConfig` kernel, one image and one set of runtime
+//! args that all three read. BRISC and NCRISC kernels may use the NOC (NOC0 and NOC1),
 //! TRISC kernels run plain RISC-V code (a NOC access halts the core with
 //! `DeviceError::NoNoc`) on a smaller stack: a Wormhole TRISC has 2 KiB of
 //! local memory, so a kernel whose largest stack frame does not fit is
@@ -37,8 +41,9 @@ use std::sync::Arc;
 #[derive(Clone, Debug)]
 pub struct KernelSpec {
     pub image: Arc<KernelImage>,
-    /// The core of each tile it runs on.
-    pub processor: Processor,
+    /// The cores of each tile it runs on: one, or the three TRISCs of a
+    /// compute kernel.
+    processors: Vec<Processor>,
     /// Rectangles it runs on (each becomes one kernel group).
     pub ranges: Vec<CoreRange>,
     /// Per range: the unique args of its cores, row-major, each core's
@@ -58,10 +63,10 @@ pub struct KernelSpec {
 }
 
 impl KernelSpec {
-    fn new(image: Arc<KernelImage>, ranges: &[CoreRange], processor: Processor) -> Self {
+    fn new(image: Arc<KernelImage>, ranges: &[CoreRange], processors: &[Processor]) -> Self {
         Self {
             image,
-            processor,
+            processors: processors.to_vec(),
             ranges: ranges.to_vec(),
             // Laid out by the first `set_unique` (most programs have none).
             unique: Vec::new(),
@@ -70,6 +75,11 @@ impl KernelSpec {
             unique_stamp: 0,
             common: Vec::new(),
         }
+    }
+
+    /// The cores of each tile it runs on, all reading the same args.
+    pub fn processors(&self) -> &[Processor] {
+        &self.processors
     }
 
     /// Unique words per core: the longest any core of the kernel has.
@@ -200,6 +210,23 @@ impl Program {
         ranges: &[CoreRange],
         processor: Processor,
     ) -> Result<KernelHandle> {
+        self.place(image, ranges, &[processor])
+    }
+
+    /// Places `image` on the three TRISCs of every tile of `ranges` as one
+    /// kernel: one set of runtime args, which all three read, as tt-metal's
+    /// compute kernel (`Processor::COMPUTE`). The rules of
+    /// [`add_kernel_on`](Self::add_kernel_on) hold for each TRISC.
+    pub fn add_compute_kernel(&mut self, image: Arc<KernelImage>, ranges: &[CoreRange]) -> Result<KernelHandle> {
+        self.place(image, ranges, &Processor::COMPUTE)
+    }
+
+    fn place(
+        &mut self,
+        image: Arc<KernelImage>,
+        ranges: &[CoreRange],
+        processors: &[Processor],
+    ) -> Result<KernelHandle> {
         if ranges.is_empty() {
             return Err(DriverError::Invalid(format!("kernel {} placed on no core range", image.name)));
         }
@@ -207,11 +234,15 @@ impl Program {
             if r.start.0 > r.end.0 || r.start.1 > r.end.1 {
                 return Err(DriverError::OutOfRange { what: "core range", detail: format!("{r:?} is empty") });
             }
-            let earlier = self.kernels.iter().flat_map(|k| k.ranges.iter().map(move |o| (k.processor, o)));
-            let mine = ranges[..i].iter().map(|o| (processor, o));
-            if let Some((p, o)) = earlier.chain(mine).find(|(p, o)| o.overlaps(r) && (*p == processor || *o != r)) {
-                let why = if p == processor {
-                    format!("a {} runs one kernel per program", processor.name())
+            let earlier = self
+                .kernels
+                .iter()
+                .flat_map(|k| k.processors.iter().flat_map(move |&p| k.ranges.iter().map(move |o| (p, o))));
+            let mine = ranges[..i].iter().flat_map(|o| processors.iter().map(move |&p| (p, o)));
+            let clash = |(p, o): &(Processor, &CoreRange)| o.overlaps(r) && (processors.contains(p) || *o != r);
+            if let Some((p, o)) = earlier.chain(mine).find(clash) {
+                let why = if processors.contains(&p) {
+                    format!("a {} runs one kernel per program", p.name())
                 } else {
                     "kernels on different cores of a tile share a rectangle exactly or not at all".into()
                 };
@@ -228,7 +259,7 @@ impl Program {
                 rects.len()
             )));
         }
-        self.kernels.push(KernelSpec::new(image, ranges, processor));
+        self.kernels.push(KernelSpec::new(image, ranges, processors));
         Ok(KernelHandle(self.kernels.len() - 1))
     }
 
@@ -279,10 +310,10 @@ impl Program {
             for r in &k.ranges {
                 chip.check_range("kernel range", r)?;
             }
-            let p = k.processor;
-            let room = firmware_stack_top(chip.params(), p) - local_mem(chip.params(), p).base;
-            if k.image.max_frame > room {
-                return Err(DriverError::Invalid(format!(
+            for &p in &k.processors {
+                let room = firmware_stack_top(chip.params(), p) - local_mem(chip.params(), p).base;
+                if k.image.max_frame > room {
+                    return Err(DriverError::Invalid(format!(
                     "kernel {} allocates a {}-byte stack frame; a {} {} has {room} bytes of stack ({} bytes of local \
                      memory less the NOC state): run it on a core with more",
                     k.image.name,
@@ -291,6 +322,7 @@ impl Program {
                     p.name(),
                     local_mem(chip.params(), p).size
                 )));
+                }
             }
         }
         Ok(())
@@ -349,8 +381,21 @@ mod tests {
         assert!(e.contains("2032") && e.contains("2016") && e.contains("trisc1"), "{e}");
         p.check(&Topology::for_board(cqlab_abi::soc::Board::BlackholeP150a, None, 1).unwrap()).unwrap();
         let mut p = Program::new();
-        p.add_kernel(big, &[r]).unwrap();
+        p.add_kernel(big.clone(), &[r]).unwrap();
         p.check(&wh).unwrap();
+        // A compute kernel holds all three TRISCs, and each has its stack checked.
+        let mut p = Program::new();
+        p.add_compute_kernel(image(), &[r]).unwrap();
+        p.add_kernel_on(image(), &[r], Processor::Ncrisc).unwrap();
+        let e = p.add_kernel_on(image(), &[r], Processor::Trisc2).unwrap_err().to_string();
+        assert!(e.contains("trisc2 runs one kernel per program"), "{e}");
+        let e = p.add_compute_kernel(image(), &[CoreRange::single(1, 1)]).unwrap_err().to_string();
+        assert!(e.contains("trisc0 runs one kernel per program"), "{e}");
+        assert_eq!(p.kernels()[0].processors(), Processor::COMPUTE);
+        let mut p = Program::new();
+        p.add_compute_kernel(big, &[r]).unwrap();
+        let e = p.check(&wh).unwrap_err().to_string();
+        assert!(e.contains("2032") && e.contains("trisc0"), "{e}");
     }
 
     #[test]

@@ -281,6 +281,48 @@ on_both_chips! {
         assert_eq!(read_word(&mut dev, (1, 1), USER.base + 64), 0xabc, "{} seed {seed}", chip.name());
     }
 
+    /// A compute kernel (one `spin` on the three TRISCs of each core, as
+    /// tt-metal's) beside a BRISC kernel, for two launches: the three
+    /// TRISCs read one set of args, the compute kernel's own (unique args
+    /// at launch 0, common args at launch 1), and each kernel stores what
+    /// its args name.
+    fn a_compute_kernel_runs_on_the_three_triscs_with_one_set_of_args(chip) {
+        let seed = 45;
+        let mut dev = booted(chip, seed, |_| {});
+        let spin = kernel(&dev, "spin");
+        let range = CoreRange::new((0, 0), (1, 1));
+        let slot = |launch: u32, k: u32| USER.base + 4 * (2 * launch + k);
+        let value = |launch: u32, k: u32, (c, r): (u8, u8)| launch << 16 | k << 8 | (c as u32) << 4 | r as u32;
+        let mut cq = dev.cq(0).unwrap();
+        for launch in 0..2u32 {
+            let mut p = Program::new();
+            let dm = p.add_kernel(spin.clone(), &[range]).unwrap();
+            let compute = p.add_compute_kernel(spin.clone(), &[range]).unwrap();
+            for (k, handle) in [dm, compute].into_iter().enumerate() {
+                let k = k as u32;
+                if launch == 1 && k == 1 {
+                    p.set_common_args(handle, &[40, slot(launch, k), value(launch, k, (0, 0))]).unwrap();
+                } else {
+                    for core in range.cores() {
+                        p.set_unique_args(handle, core, &[40, slot(launch, k), value(launch, k, core)]).unwrap();
+                    }
+                }
+            }
+            assert_eq!(p.kernels().len(), 2);
+            cq.enqueue_program(&p).unwrap();
+        }
+        cq.finish().unwrap();
+        for launch in 0..2u32 {
+            for k in 0..2u32 {
+                for core in range.cores() {
+                    let want = value(launch, k, if launch == 1 && k == 1 { (0, 0) } else { core });
+                    let got = read_word(&mut dev, core, slot(launch, k));
+                    assert_eq!(got, want, "{} seed {seed}: launch {launch}, kernel {k} on {core:?}", chip.name());
+                }
+            }
+        }
+    }
+
     /// A kernel on each of the five processors of every core of a range, for
     /// two launches: BRISC, TRISC0 and TRISC2 with their own unique args,
     /// NCRISC and TRISC1 with their own common args. Every kernel runs and

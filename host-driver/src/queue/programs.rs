@@ -400,4 +400,35 @@ mod tests {
         assert!(g.kernels[..4].iter().all(|k| k.entry == NO_KERNEL));
         assert_eq!(group(2).rect, NO_RECT);
     }
+
+    /// A compute kernel's three TRISCs run its image from one slot and read
+    /// one set of args: its args take the ring's room once, and each
+    /// TRISC's entry in the launch group names the same words.
+    #[test]
+    fn a_compute_kernels_triscs_share_its_text_and_args() {
+        let r = CoreRange::new((0, 0), (1, 1));
+        let mut p = Program::new();
+        let dm = p.add_kernel(Arc::new(KernelImage::test_image("dm")), &[r]).unwrap();
+        let compute = p.add_compute_kernel(Arc::new(KernelImage::test_image("compute")), &[r]).unwrap();
+        for k in [dm, compute] {
+            p.set_common_args(k, &[1, 2]).unwrap();
+            for core in r.cores() {
+                p.set_unique_args(k, core, &[3, 4, 5]).unwrap();
+            }
+        }
+        let plan = ProgramState::new(8, 8, 0, 1).plan(&p).unwrap();
+        assert_eq!((plan.slots.len(), plan.groups.len()), (2, 2), "one text slot and one arg plan a kernel");
+        let msg = launch_message(1, &p, &plan);
+        let at = cqlab_abi::program::group_offset(0) as usize;
+        let g = KernelGroup::read_from_bytes(&msg[at..at + std::mem::size_of::<KernelGroup>()]).unwrap();
+        assert_eq!(g.kernels[Processor::Ncrisc.index()].entry, NO_KERNEL);
+        let brisc = g.kernels[Processor::Brisc.index()];
+        let [t0, t1, t2] = Processor::COMPUTE.map(|t| g.kernels[t.index()]);
+        assert_eq!((t0, t1), (t2, t2), "the three TRISCs' entries are one");
+        assert_eq!(t0.entry, slot_addr(plan.slots[1]));
+        assert_eq!((t0.unique_count, t0.common_count), (3, 2));
+        assert_ne!((t0.unique_word, t0.common_word), (brisc.unique_word, brisc.common_word), "its own args");
+        let chip = Topology::for_board(cqlab_abi::soc::Board::BlackholeP150a, None, 1).unwrap();
+        assert_eq!(program_writes(&chip, &p, &plan).count(), 6, "two kernels' text, common args and unique args");
+    }
 }

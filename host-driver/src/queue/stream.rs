@@ -51,13 +51,16 @@ pub(super) fn launch_message(seq: u32, program: &Program, plan: &Plan) -> [u8; L
                 groups.len() - 1
             }
         };
-        groups[i].kernels[spec.processor.index()] = ProcessorKernel {
-            entry: slot_addr(plan.slots[g.kernel]),
-            unique_count: g.unique_count as u16 | if g.unique_own { UNIQUE_OWN } else { 0 },
-            common_count: g.common_count as u16,
-            unique_word: word(g.unique_addr, g.unique_count),
-            common_word: word(g.common_addr, g.common_count),
-        };
+        // A compute kernel's three TRISCs run one image and read one set of args.
+        for p in spec.processors() {
+            groups[i].kernels[p.index()] = ProcessorKernel {
+                entry: slot_addr(plan.slots[g.kernel]),
+                unique_count: g.unique_count as u16 | if g.unique_own { UNIQUE_OWN } else { 0 },
+                common_count: g.common_count as u16,
+                unique_word: word(g.unique_addr, g.unique_count),
+                common_word: word(g.common_addr, g.common_count),
+            };
+        }
     }
     for group in &groups {
         msg[at..at + size_of::<KernelGroup>()].copy_from_slice(group.as_bytes());

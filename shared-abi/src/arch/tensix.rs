@@ -31,6 +31,11 @@ impl Processor {
     /// DM0 = 0, DM1 = 1, MATH0..2 = 2..4).
     pub const ALL: [Processor; 5] =
         [Processor::Brisc, Processor::Ncrisc, Processor::Trisc0, Processor::Trisc1, Processor::Trisc2];
+    /// The three TRISCs, which one compute kernel runs on with one set of
+    /// runtime args (tt-metal `tt_metal/hw/inc/dev_msgs.h`: runtime-arg
+    /// offsets are kept per processor class, `DISPATCH_CLASS_TENSIX_DM0`,
+    /// `DM1` and `COMPUTE`).
+    pub const COMPUTE: [Processor; 3] = [Processor::Trisc0, Processor::Trisc1, Processor::Trisc2];
 
     /// Index in [`ALL`](Self::ALL).
     pub const fn index(self) -> usize {
