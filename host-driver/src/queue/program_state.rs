@@ -17,11 +17,29 @@
 
 use crate::error::DriverError;
 use crate::program::Program;
+use cqlab_abi::arch::Arch;
 use cqlab_abi::noc_map::{MAX_GRID_COLS, MAX_GRID_ROWS};
 use cqlab_abi::program::{kernel_slot, CONFIG_RING, CONFIG_RING_SIZE, KERNEL_SLOTS, MAX_KERNEL_GROUPS};
 use std::collections::VecDeque;
 
 const SLOTS: usize = KERNEL_SLOTS as usize;
+
+/// The most unique args, in words, a core of a kernel may have for every
+/// core of a range to be sent the range's whole block in one multicast;
+/// past it each core is sent its own (a `WRITE_PACKED`, as tt-metal sends
+/// every program's unique args). A multicast's bytes grow with the range
+/// and a packed write's per core do not, so the block costs more past a
+/// size that does not depend on the range. Measured on the calibrated
+/// model (`bench dispatch --axis unique_args`, three kernels on the full
+/// grid, docs/performance.md 2026-11-29): on a Wormhole n150 the multicast
+/// is cheaper at 80 words a core and dearer at 96; on a Blackhole p150a
+/// cheaper at 96, and at 112 the blocks no longer fit the ring.
+const fn multicast_unique_max(arch: Arch) -> u32 {
+    match arch {
+        Arch::Wormhole => 80,
+        Arch::Blackhole => 96,
+    }
+}
 
 /// A set of workers, one bit each (row-major on the grid), for the largest grid.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -106,6 +124,8 @@ pub(crate) struct ProgramState {
     /// `(start, end, launch)` in absolute bytes.
     config_wr: u64,
     config_allocs: VecDeque<(u64, u64, u64)>,
+    /// `multicast_unique_max` of the chip.
+    multicast_unique_max: u32,
 }
 
 /// Where one kernel goes and whether its image must be sent.
@@ -142,9 +162,9 @@ pub(crate) struct Plan {
 }
 
 impl ProgramState {
-    /// Queue `cq` of `cqs`, nothing known: every slot may hold anything,
-    /// nothing is in use.
-    pub fn new(cols: u8, rows: u8, cq: u8, cqs: u8) -> Self {
+    /// Queue `cq` of `cqs` on a chip of `arch`, nothing known: every slot
+    /// may hold anything, nothing is in use.
+    pub fn new(arch: Arch, cols: u8, rows: u8, cq: u8, cqs: u8) -> Self {
         let mut grid = CoreSet::default();
         (0..rows as usize).for_each(|r| grid.add_run(r * cols as usize, cols as usize));
         let slot_n = SLOTS / cqs.max(1) as usize;
@@ -159,6 +179,7 @@ impl ProgramState {
             slots: vec![Vec::new(); SLOTS],
             config_wr: 0,
             config_allocs: VecDeque::new(),
+            multicast_unique_max: multicast_unique_max(arch),
         }
     }
 
@@ -202,7 +223,9 @@ impl ProgramState {
 
     /// Plans `program` (already checked against the grid) without changing
     /// anything; `commit` records it once its commands are submitted.
-    pub fn plan(&self, program: &Program) -> Result<Plan, DriverError> {
+    /// `stage_min`: the smallest unique-arg block the enqueue would stage
+    /// (0: none staged, as in a trace capture).
+    pub fn plan(&self, program: &Program, stage_min: u32) -> Result<Plan, DriverError> {
         let mut wait_for = 0;
         let mut slots = Vec::with_capacity(program.kernels.len());
         let mut kernel_cores = vec![CoreSet::default(); program.kernels.len()];
@@ -225,10 +248,17 @@ impl ProgramState {
         }
         // One arg plan per kernel and range (a launch group holds the plans
         // of every core's kernel on one rectangle). Each range's unique args
-        // are one block of every core's, multicast, unless the program's
-        // args do not fit the ring so: then each core is sent its own.
-        let (mut groups, mut need) = Self::lay_out_args(program, false);
-        if need > self.config_size {
+        // are one block of every core's, multicast, unless a kernel's are
+        // too many a core to be worth it and not staged (a staged block is
+        // written once and named after; each core's own would be written
+        // into the issue queue at every enqueue), or the program's do not
+        // fit the ring so: then each core is sent its own.
+        let staged = |k: &crate::program::KernelSpec| {
+            stage_min > 0 && (0..k.ranges.len()).all(|r| k.unique_block(r).len() >= stage_min as usize)
+        };
+        let multicast = program.kernels.iter().all(|k| k.unique_count() <= self.multicast_unique_max || staged(k));
+        let (mut groups, mut need) = Self::lay_out_args(program, !multicast);
+        if need > self.config_size && multicast {
             (groups, need) = Self::lay_out_args(program, true);
         }
         if need > self.config_size {
@@ -389,13 +419,13 @@ mod tests {
 
     #[test]
     fn resident_kernels_are_not_resent_and_slots_are_reused_only_after_their_programs() {
-        let mut st = ProgramState::new(8, 8, 0, 4);
+        let mut st = ProgramState::new(Arch::Wormhole, 8, 8, 0, 4);
         let a = program("a", CoreRange::new((0, 0), (3, 3)), 0);
-        let plan = st.plan(&a).unwrap();
+        let plan = st.plan(&a, 0).unwrap();
         assert_eq!(plan.slots, vec![SlotChoice { slot: 0, upload: true }]);
         assert_eq!(plan.wait_for, 0);
         st.commit(&a, &plan, 1);
-        let again = st.plan(&a).unwrap();
+        let again = st.plan(&a, 0).unwrap();
         assert_eq!(again.slots, vec![SlotChoice { slot: 0, upload: false }]);
         // Queue 0 of 4 has four slots. Three other kernels on overlapping
         // cores take slots 1..3; a fourth must wait for the program that
@@ -403,79 +433,80 @@ mod tests {
         let mut mark = 1;
         for (i, name) in ["b", "c", "d"].iter().enumerate() {
             let p = program(name, CoreRange::new((2, 2), (5, 5)), 0);
-            let plan = st.plan(&p).unwrap();
+            let plan = st.plan(&p, 0).unwrap();
             assert_eq!(plan.slots[0], SlotChoice { slot: i as u32 + 1, upload: true });
             assert_eq!(plan.wait_for, 0);
             mark += 1;
             st.commit(&p, &plan, mark);
         }
         let e = program("e", CoreRange::new((3, 3), (3, 3)), 0);
-        let plan = st.plan(&e).unwrap();
+        let plan = st.plan(&e, 0).unwrap();
         assert_eq!(plan.slots[0], SlotChoice { slot: 0, upload: true });
         assert_eq!(plan.wait_for, 1);
     }
 
     #[test]
     fn a_slot_is_resident_only_where_every_core_holds_it_and_busy_only_where_used() {
-        let mut st = ProgramState::new(8, 8, 0, 8);
+        let mut st = ProgramState::new(Arch::Wormhole, 8, 8, 0, 8);
         // Queue 0 of 8 has slots 0 and 1.
         let a = program("a", CoreRange::new((0, 0), (7, 7)), 0);
-        let plan = st.plan(&a).unwrap();
+        let plan = st.plan(&a, 0).unwrap();
         st.commit(&a, &plan, 1);
         let b = program("b", CoreRange::new((6, 6), (7, 7)), 0);
-        let plan = st.plan(&b).unwrap();
+        let plan = st.plan(&b, 0).unwrap();
         assert_eq!(plan.slots[0], SlotChoice { slot: 1, upload: true });
         st.commit(&b, &plan, 2);
         // c on b's cores: slot 0 last ran a there (1), slot 1 ran b (2).
         let c = program("c", CoreRange::new((6, 6), (7, 7)), 0);
-        let plan = st.plan(&c).unwrap();
+        let plan = st.plan(&c, 0).unwrap();
         assert_eq!((plan.slots[0], plan.wait_for), (SlotChoice { slot: 0, upload: true }, 1));
         st.commit(&c, &plan, 3);
-        assert!(st.plan(&a).unwrap().slots[0].upload, "a lost cores (6,6)..(7,7) of slot 0");
+        assert!(st.plan(&a, 0).unwrap().slots[0].upload, "a lost cores (6,6)..(7,7) of slot 0");
         // a on the cores c did not take is still resident in slot 0.
         let mut a_rest = Program::new();
         a_rest.add_kernel(a.kernels[0].image.clone(), &[CoreRange::new((0, 0), (5, 7))]).unwrap();
-        assert_eq!(st.plan(&a_rest).unwrap().slots[0], SlotChoice { slot: 0, upload: false });
+        assert_eq!(st.plan(&a_rest, 0).unwrap().slots[0], SlotChoice { slot: 0, upload: false });
         // d on rows 2..3: slot 0 last ran a there (1), slot 1 never ran there.
         let d = program("d", CoreRange::new((0, 2), (7, 3)), 0);
-        let plan = st.plan(&d).unwrap();
+        let plan = st.plan(&d, 0).unwrap();
         assert_eq!((plan.slots[0], plan.wait_for), (SlotChoice { slot: 1, upload: true }, 0));
         // e on (7,7): slot 0 last ran c there (3), slot 1 ran b (2).
         let e = program("e", CoreRange::single(7, 7), 0);
-        let plan = st.plan(&e).unwrap();
+        let plan = st.plan(&e, 0).unwrap();
         assert_eq!((plan.slots[0], plan.wait_for), (SlotChoice { slot: 1, upload: true }, 2));
     }
 
     #[test]
     fn a_capture_keeps_what_is_resident_and_waits_for_the_launch_before_it_to_reuse_anything() {
-        let mut st = ProgramState::new(8, 8, 0, 8);
+        let mut st = ProgramState::new(Arch::Wormhole, 8, 8, 0, 8);
         let a = program("a", CoreRange::new((0, 0), (3, 3)), 0);
-        let plan = st.plan(&a).unwrap();
+        let plan = st.plan(&a, 0).unwrap();
         st.commit(&a, &plan, 1);
         let cap = st.all_in_use(5);
         // Resident where it was: not sent, nothing to wait for.
-        let plan = cap.plan(&a).unwrap();
+        let plan = cap.plan(&a, 0).unwrap();
         assert_eq!((plan.slots[0], plan.wait_for), (SlotChoice { slot: 0, upload: false }, 0));
         assert!(cap.holds_kernel(0, &a, 0));
         // Anything sent waits for the launch before the trace.
         let b = program("b", CoreRange::new((2, 2), (5, 5)), 0);
-        let plan = cap.plan(&b).unwrap();
+        let plan = cap.plan(&b, 0).unwrap();
         assert!(plan.slots[0].upload);
         assert_eq!(plan.wait_for, 5);
         let wider = program("a", CoreRange::new((0, 0), (4, 4)), 0);
         assert!(!cap.holds_kernel(0, &wider, 0), "a is not resident on (4, 4)");
-        assert_eq!(cap.plan(&wider).unwrap().wait_for, 5);
+        assert_eq!(cap.plan(&wider, 0).unwrap().wait_for, 5);
         // Args wait for it too.
         let c = program("a", CoreRange::new((0, 0), (3, 3)), 4);
-        assert_eq!(cap.plan(&c).unwrap().wait_for, 5);
+        assert_eq!(cap.plan(&c, 0).unwrap().wait_for, 5);
     }
 
-    /// Unique args go as each range's block of every core's while the
-    /// program's args fit the ring so, else each core gets its own: one
-    /// core's room a group, common args still once a group.
+    /// Unique args go as each range's block of every core's while no
+    /// kernel has more than `multicast_unique_max` words a core (or its
+    /// blocks are staged) and the program's args fit the ring so, else
+    /// each core gets its own: one core's room a group, common args still
+    /// once a group.
     #[test]
-    fn unique_args_take_one_cores_room_only_when_every_cores_would_not_fit() {
-        let st = ProgramState::new(8, 8, 0, 1);
+    fn unique_args_take_one_cores_room_when_many_a_core_or_every_cores_would_not_fit() {
         let range = CoreRange::new((0, 0), (7, 7));
         let with_unique = |words: usize| {
             let mut p = program("a", range, 3);
@@ -486,32 +517,52 @@ mod tests {
             }
             p
         };
-        // 64 cores x 256 words: 64 KiB, within the 128 KiB ring.
-        let plan = st.plan(&with_unique(256)).unwrap();
+        let max = multicast_unique_max(Arch::Wormhole) as usize;
+        let st = ProgramState::new(Arch::Wormhole, 8, 8, 0, 1);
+        // 64 cores x the most words: one block a range.
+        let plan = st.plan(&with_unique(max), 0).unwrap();
         assert!(plan.groups.iter().all(|g| !g.unique_own));
-        assert_eq!(plan.groups[1].common_addr - plan.groups[1].unique_addr, 64 * 256 * 4);
-        // Two such kernels: 128 KiB of blocks and their common args do not fit.
-        let mut p = with_unique(256);
+        assert_eq!(plan.groups[1].common_addr - plan.groups[1].unique_addr, 64 * max as u32 * 4);
+        // A word more: each core its own, though every core's would fit.
+        let plan = st.plan(&with_unique(max + 1), 0).unwrap();
+        let own: Vec<bool> = plan.groups.iter().map(|g| g.unique_own).collect();
+        assert_eq!(own, [false, true], "a group without unique args sends none");
+        assert_eq!(
+            plan.groups[1].common_addr - plan.groups[1].unique_addr,
+            (4 * (max as u32 + 1)).next_multiple_of(16)
+        );
+        // Unless the blocks are staged (64 cores x 81 words are over 4 KiB).
+        let staged = st.plan(&with_unique(max + 1), 4096).unwrap();
+        assert!(staged.groups.iter().all(|g| !g.unique_own));
+        assert!(st.plan(&with_unique(max + 1), 64 * 4 * (max as u32 + 1) + 1).unwrap().groups[1].unique_own);
+        // A Blackhole multicasts that many.
+        let bh = ProgramState::new(Arch::Blackhole, 8, 8, 0, 1);
+        assert!(bh.plan(&with_unique(max + 1), 0).unwrap().groups.iter().all(|g| !g.unique_own));
+        // Two kernels of the most words on a queue of four's 32 KiB of the
+        // ring: 40 KiB of blocks do not fit.
+        let st = ProgramState::new(Arch::Wormhole, 8, 8, 0, 4);
+        let mut p = with_unique(max);
         let k = p.add_kernel_on(Arc::new(KernelImage::test_image("c")), &[range], Processor::Trisc0).unwrap();
         for core in range.cores() {
-            p.set_unique_args(k, core, &[1; 256]).unwrap();
+            p.set_unique_args(k, core, &vec![1; max]).unwrap();
         }
-        let plan = st.plan(&p).unwrap();
+        let plan = st.plan(&p, 0).unwrap();
         let own: Vec<bool> = plan.groups.iter().map(|g| g.unique_own).collect();
-        assert_eq!(own, [false, true, true], "a group without unique args sends none");
+        assert_eq!(own, [false, true, true]);
         let (b, c) = (plan.groups[1], plan.groups[2]);
-        assert_eq!((b.common_addr - b.unique_addr, c.unique_addr - b.unique_addr), (256 * 4, 256 * 4 + 16));
+        let block = 4 * max as u32;
+        assert_eq!((b.common_addr - b.unique_addr, c.unique_addr - b.unique_addr), (block, block + 16));
         assert_eq!(plan.groups[0].common_addr, CONFIG_RING);
     }
 
     #[test]
     fn the_config_ring_waits_for_what_it_overwrites() {
-        let mut st = ProgramState::new(8, 8, 0, 4);
+        let mut st = ProgramState::new(Arch::Wormhole, 8, 8, 0, 4);
         let p = program("a", CoreRange::new((0, 0), (7, 7)), 256);
         let per = 1024u64;
         let fit = (CONFIG_RING_SIZE / 4) as u64 / per;
         for i in 0..fit + 2 {
-            let plan = st.plan(&p).unwrap();
+            let plan = st.plan(&p, 0).unwrap();
             // Launch numbers count from 1: program i is launch i + 1.
             let config_wait = if i >= fit { i + 1 - fit } else { 0 };
             assert_eq!(plan.wait_for, config_wait, "program {i}");

@@ -35,7 +35,10 @@ impl CommandQueue<'_> {
     pub fn enqueue_program(&mut self, program: &Program) -> Result<()> {
         let chip = self.chip;
         program.check(chip)?;
-        let plan = self.host().programs.plan(program)?;
+        // What one chunk can carry at most (the driver refuses larger).
+        let limit = self.host().layout.issue_size.min(cqlab_abi::memory_map::MAX_CHUNK) as usize;
+        let stage_min = if self.cfg.slow_dispatch { 0 } else { self.stage_min(limit) };
+        let plan = self.host().programs.plan(program, stage_min)?;
         let grid = chip.worker_count();
         if self.cfg.slow_dispatch {
             return self.slow_program(program, &plan, grid);
@@ -63,8 +66,6 @@ impl CommandQueue<'_> {
         let seq = self.queues.next_launch_seq;
         let msg = launch_message(seq, program, &plan);
         let all = chip.range_noc(&chip.grid(), 0);
-        // What one chunk can carry at most (the driver refuses larger).
-        let limit = self.host().layout.issue_size.min(cqlab_abi::memory_map::MAX_CHUNK) as usize;
         let size = ChunkSize::new().relay_inline(stream_size(chip, program, &plan, wait.is_some(), msg.len())).bytes();
         let stream = Stream { chip, program, plan: &plan, wait, all, msg: &msg };
         if self.submit_program_staged(stream, limit)? {
@@ -306,7 +307,7 @@ mod tests {
         let k = p.add_kernel(Arc::new(KernelImage::test_image("k")), &[CoreRange::new((0, 0), (1, 1))]).unwrap();
         p.set_common_args(k, &[1, 2, 3]).unwrap();
         p.set_unique_args(k, (1, 1), &[7]).unwrap();
-        let plan = ProgramState::new(8, 8, 0, 1).plan(&p).unwrap();
+        let plan = ProgramState::new(cqlab_abi::arch::Arch::Wormhole, 8, 8, 0, 1).plan(&p, 0).unwrap();
         let msg = launch_message(0, &p, &plan);
         for wait in [false, true] {
             let size = ChunkSize::new().relay_inline(stream_size(&chip, &p, &plan, wait, msg.len())).bytes();
@@ -346,7 +347,7 @@ mod tests {
                 }
             }
         }
-        let plan = ProgramState::new(8, 8, 0, 1).plan(&p).unwrap();
+        let plan = ProgramState::new(cqlab_abi::arch::Arch::Wormhole, 8, 8, 0, 1).plan(&p, 0).unwrap();
         let args = |writes: Vec<(NocAddr, Blob<'_>)>| -> Vec<(NocAddr, Vec<u8>)> {
             let args = writes.into_iter().filter(|(_, b)| !matches!(b, Blob::Image { .. }));
             args.map(|(dst, b)| {
@@ -381,7 +382,7 @@ mod tests {
         p.add_kernel_on(Arc::new(KernelImage::test_image("c")), &[CoreRange::single(3, 3)], Processor::Trisc2).unwrap();
         p.set_common_args(a, &[1]).unwrap();
         p.set_common_args(b, &[2, 3]).unwrap();
-        let plan = ProgramState::new(8, 8, 0, 1).plan(&p).unwrap();
+        let plan = ProgramState::new(cqlab_abi::arch::Arch::Wormhole, 8, 8, 0, 1).plan(&p, 0).unwrap();
         let msg = launch_message(7, &p, &plan);
         let group = |i: u32| {
             let at = cqlab_abi::program::group_offset(i) as usize;
@@ -416,7 +417,7 @@ mod tests {
                 p.set_unique_args(k, core, &[3, 4, 5]).unwrap();
             }
         }
-        let plan = ProgramState::new(8, 8, 0, 1).plan(&p).unwrap();
+        let plan = ProgramState::new(cqlab_abi::arch::Arch::Wormhole, 8, 8, 0, 1).plan(&p, 0).unwrap();
         assert_eq!((plan.slots.len(), plan.groups.len()), (2, 2), "one text slot and one arg plan a kernel");
         let msg = launch_message(1, &p, &plan);
         let at = cqlab_abi::program::group_offset(0) as usize;

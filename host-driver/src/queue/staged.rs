@@ -38,22 +38,33 @@ enum Op {
 }
 
 impl CommandQueue<'_> {
+    /// The smallest blob an enqueue in chunks of at most `limit` bytes
+    /// stages now; 0 when it stages none (staging off, no arena, a trace
+    /// being captured: a trace holds its bytes, or chunks too small).
+    pub(super) fn stage_min(&mut self, limit: usize) -> u32 {
+        let min = self.cfg.stage_min_bytes;
+        let host = self.host();
+        if host.staging.is_none() || host.capture.is_some() || limit < MIN_GATHER_CHUNK {
+            return 0;
+        }
+        min
+    }
+
     /// Sends `program` with its large blobs staged, in chunks of at most
     /// `limit` bytes. Returns false, having sent nothing, when there is
-    /// nothing to stage (or no arena, or a trace is being captured: a trace
-    /// holds its bytes), so the caller sends the program inline.
+    /// nothing to stage (see `stage_min`), so the caller sends the program
+    /// inline.
     pub(super) fn submit_program_staged(&mut self, stream: Stream<'_>, limit: usize) -> Result<bool> {
         let Stream { chip, program, plan, wait, msg, .. } = stream;
-        let min = self.cfg.stage_min_bytes as usize;
-        let host = self.host();
+        let min = self.stage_min(limit) as usize;
         // A program that sends each core its own unique args sends them
         // inline: what a core gets is gathered from several blocks.
         let own = plan.groups.iter().any(|g| g.unique_own);
-        if min == 0 || host.staging.is_none() || host.capture.is_some() || own {
+        if min == 0 || own {
             return Ok(false);
         }
         let stageable = |blob: &Blob| blob.len(program) as usize >= min && blob.key(program).is_some();
-        if limit < MIN_GATHER_CHUNK || !program_writes(chip, program, plan).any(|(_, blob)| stageable(&blob)) {
+        if !program_writes(chip, program, plan).any(|(_, blob)| stageable(&blob)) {
             return Ok(false);
         }
         let items: Vec<(NocAddr, Blob)> = program_writes(chip, program, plan).collect();

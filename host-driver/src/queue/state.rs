@@ -96,7 +96,7 @@ impl Queue {
             completions: 0,
             program_launches: 0,
             waited_launch: 0,
-            programs: ProgramState::new(chip.cols(), chip.rows(), q, cfg.num_cqs),
+            programs: ProgramState::new(chip.arch(), chip.cols(), chip.rows(), q, cfg.num_cqs),
             staging: None,
             scratch: Vec::new(),
         }
