@@ -16,6 +16,7 @@
 //! dispatcher's to track.
 
 use crate::error::DriverError;
+use crate::geometry::CoreRange;
 use crate::program::Program;
 use cqlab_abi::arch::Arch;
 use cqlab_abi::noc_map::{MAX_GRID_COLS, MAX_GRID_ROWS};
@@ -24,20 +25,23 @@ use std::collections::VecDeque;
 
 const SLOTS: usize = KERNEL_SLOTS as usize;
 
-/// The most unique args, in words, a core of a kernel may have for every
-/// core of a range to be sent the range's whole block in one multicast;
-/// past it each core is sent its own (a `WRITE_PACKED`, as tt-metal sends
-/// every program's unique args). A multicast's bytes grow with the range
-/// and a packed write's per core do not, so the block costs more past a
-/// size that does not depend on the range. Measured on the calibrated
-/// model (`bench dispatch --axis unique_args`, three kernels on the full
-/// grid, docs/performance.md 2026-11-29): on a Wormhole n150 the multicast
-/// is cheaper at 80 words a core and dearer at 96; on a Blackhole p150a
-/// cheaper at 96, and at 112 the blocks no longer fit the ring.
+/// The most unique args, in words, a core of a range may have over the
+/// program's kernels there for every core of the range to be sent each
+/// kernel's whole block in one multicast; past it each core is sent its
+/// own (a `WRITE_PACKED` with one block a core holding all its kernels'
+/// args, as tt-metal sends every program's unique args). A multicast's
+/// bytes grow with the range and a packed write's per core do not, so the
+/// blocks cost more past a size a core that does not depend on the range.
+/// Measured on the calibrated model (`bench dispatch --axis unique_args`,
+/// the full grid, docs/performance.md 2026-11-29): on a Wormhole n150 the
+/// multicast is cheaper at three kernels of 80 words (240 a core) and at
+/// one of 128, dearer at three of 96 (288); on a Blackhole p150a cheaper
+/// at three of 96 (288), and at three of 112 the blocks no longer fit the
+/// ring.
 const fn multicast_unique_max(arch: Arch) -> u32 {
     match arch {
-        Arch::Wormhole => 80,
-        Arch::Blackhole => 96,
+        Arch::Wormhole => 256,
+        Arch::Blackhole => 288,
     }
 }
 
@@ -253,10 +257,20 @@ impl ProgramState {
         // written once and named after; each core's own would be written
         // into the issue queue at every enqueue), or the program's do not
         // fit the ring so: then each core is sent its own.
-        let staged = |k: &crate::program::KernelSpec| {
-            stage_min > 0 && (0..k.ranges.len()).all(|r| k.unique_block(r).len() >= stage_min as usize)
-        };
-        let multicast = program.kernels.iter().all(|k| k.unique_count() <= self.multicast_unique_max || staged(k));
+        // Per rectangle: its cores' words over the kernels on it, and
+        // whether every block of them is staged.
+        let mut ranges: Vec<(CoreRange, u32, bool)> = Vec::new();
+        for k in &program.kernels {
+            for (r, &range) in k.ranges.iter().enumerate() {
+                let words = k.unique_count();
+                let staged = words == 0 || (stage_min > 0 && k.unique_block(r).len() >= stage_min as usize);
+                match ranges.iter_mut().find(|(o, _, _)| *o == range) {
+                    Some((_, w, s)) => (*w, *s) = (*w + words, *s && staged),
+                    None => ranges.push((range, words, staged)),
+                }
+            }
+        }
+        let multicast = ranges.iter().all(|&(_, words, staged)| words <= self.multicast_unique_max || staged);
         let (mut groups, mut need) = Self::lay_out_args(program, !multicast);
         if need > self.config_size && multicast {
             (groups, need) = Self::lay_out_args(program, true);
@@ -500,58 +514,60 @@ mod tests {
         assert_eq!(cap.plan(&c, 0).unwrap().wait_for, 5);
     }
 
-    /// Unique args go as each range's block of every core's while no
-    /// kernel has more than `multicast_unique_max` words a core (or its
-    /// blocks are staged) and the program's args fit the ring so, else
-    /// each core gets its own: one core's room a group, common args still
-    /// once a group.
+    /// Unique args go as each range's block of every core's while no range
+    /// has more than `multicast_unique_max` words a core over its kernels
+    /// (or their blocks are staged) and the program's args fit the ring so,
+    /// else each core gets its own: one core's room a group, common args
+    /// still once a group.
     #[test]
     fn unique_args_take_one_cores_room_when_many_a_core_or_every_cores_would_not_fit() {
         let range = CoreRange::new((0, 0), (7, 7));
-        let with_unique = |words: usize| {
+        // Kernel a with common args only; b and c with `words[i]` unique
+        // args a core (b with common args too).
+        let with_unique = |words: [usize; 2]| {
             let mut p = program("a", range, 3);
-            let k = p.add_kernel_on(Arc::new(KernelImage::test_image("b")), &[range], Processor::Ncrisc).unwrap();
-            p.set_common_args(k, &[5]).unwrap();
-            for core in range.cores() {
-                p.set_unique_args(k, core, &vec![7; words]).unwrap();
+            for (i, (name, processor)) in [("b", Processor::Ncrisc), ("c", Processor::Trisc0)].into_iter().enumerate() {
+                let k = p.add_kernel_on(Arc::new(KernelImage::test_image(name)), &[range], processor).unwrap();
+                if i == 0 {
+                    p.set_common_args(k, &[5]).unwrap();
+                }
+                for core in range.cores() {
+                    p.set_unique_args(k, core, &vec![7; words[i]]).unwrap();
+                }
             }
             p
         };
-        let max = multicast_unique_max(Arch::Wormhole) as usize;
+        let own = |plan: &Plan| -> Vec<bool> { plan.groups.iter().map(|g| g.unique_own).collect() };
+        assert_eq!(multicast_unique_max(Arch::Wormhole), 256);
         let st = ProgramState::new(Arch::Wormhole, 8, 8, 0, 1);
-        // 64 cores x the most words: one block a range.
-        let plan = st.plan(&with_unique(max), 0).unwrap();
-        assert!(plan.groups.iter().all(|g| !g.unique_own));
-        assert_eq!(plan.groups[1].common_addr - plan.groups[1].unique_addr, 64 * max as u32 * 4);
-        // A word more: each core its own, though every core's would fit.
-        let plan = st.plan(&with_unique(max + 1), 0).unwrap();
-        let own: Vec<bool> = plan.groups.iter().map(|g| g.unique_own).collect();
-        assert_eq!(own, [false, true], "a group without unique args sends none");
-        assert_eq!(
-            plan.groups[1].common_addr - plan.groups[1].unique_addr,
-            (4 * (max as u32 + 1)).next_multiple_of(16)
-        );
-        // Unless the blocks are staged (64 cores x 81 words are over 4 KiB).
-        let staged = st.plan(&with_unique(max + 1), 4096).unwrap();
-        assert!(staged.groups.iter().all(|g| !g.unique_own));
-        assert!(st.plan(&with_unique(max + 1), 64 * 4 * (max as u32 + 1) + 1).unwrap().groups[1].unique_own);
+        // 64 cores x 256 words over two kernels: one block a kernel.
+        let plan = st.plan(&with_unique([128, 128]), 0).unwrap();
+        assert_eq!(own(&plan), [false; 3]);
+        assert_eq!(plan.groups[1].common_addr - plan.groups[1].unique_addr, 64 * 128 * 4);
+        // Four words more: each core its own, though every core's would fit.
+        let plan = st.plan(&with_unique([128, 132]), 0).unwrap();
+        assert_eq!(own(&plan), [false, true, true], "a group without unique args sends none");
+        assert_eq!(plan.groups[1].common_addr - plan.groups[1].unique_addr, 128 * 4);
+        // Unless every block is staged.
+        assert_eq!(own(&st.plan(&with_unique([128, 132]), 4096).unwrap()), [false; 3]);
+        assert_eq!(own(&st.plan(&with_unique([128, 132]), 64 * 130 * 4).unwrap()), [false, true, true]);
         // A Blackhole multicasts that many.
         let bh = ProgramState::new(Arch::Blackhole, 8, 8, 0, 1);
-        assert!(bh.plan(&with_unique(max + 1), 0).unwrap().groups.iter().all(|g| !g.unique_own));
-        // Two kernels of the most words on a queue of four's 32 KiB of the
-        // ring: 40 KiB of blocks do not fit.
-        let st = ProgramState::new(Arch::Wormhole, 8, 8, 0, 4);
-        let mut p = with_unique(max);
-        let k = p.add_kernel_on(Arc::new(KernelImage::test_image("c")), &[range], Processor::Trisc0).unwrap();
-        for core in range.cores() {
-            p.set_unique_args(k, core, &vec![1; max]).unwrap();
+        assert_eq!(own(&bh.plan(&with_unique([128, 132]), 0).unwrap()), [false; 3]);
+        // Kernels on other rectangles do not add up.
+        let mut p = Program::new();
+        for (name, r) in [("d", CoreRange::new((0, 0), (7, 3))), ("e", CoreRange::new((0, 4), (7, 7)))] {
+            let k = p.add_kernel(Arc::new(KernelImage::test_image(name)), &[r]).unwrap();
+            r.cores().for_each(|core| p.set_unique_args(k, core, &[9; 200]).unwrap());
         }
-        let plan = st.plan(&p, 0).unwrap();
-        let own: Vec<bool> = plan.groups.iter().map(|g| g.unique_own).collect();
-        assert_eq!(own, [false, true, true]);
+        assert_eq!(own(&st.plan(&p, 0).unwrap()), [false; 2]);
+        // Two kernels of 64 words on a queue of four's 32 KiB of the ring:
+        // 32 KiB of blocks and the common args do not fit.
+        let st = ProgramState::new(Arch::Wormhole, 8, 8, 0, 4);
+        let plan = st.plan(&with_unique([64, 64]), 0).unwrap();
+        assert_eq!(own(&plan), [false, true, true]);
         let (b, c) = (plan.groups[1], plan.groups[2]);
-        let block = 4 * max as u32;
-        assert_eq!((b.common_addr - b.unique_addr, c.unique_addr - b.unique_addr), (block, block + 16));
+        assert_eq!((b.common_addr - b.unique_addr, c.unique_addr - b.unique_addr), (256, 256 + 16));
         assert_eq!(plan.groups[0].common_addr, CONFIG_RING);
     }
 

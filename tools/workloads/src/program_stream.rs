@@ -16,7 +16,6 @@
 //! thought of. Run by the tests, `cqlab race --workload programs` and
 //! `cqlab stress restart --workload programs`.
 
-use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::memory_map::{KERNEL_SCRATCH_MIN, MAX_CHUNK, USER};
 use cqlab_abi::program::spin_stored_value;
 use cqlab_driver::{
@@ -28,8 +27,6 @@ use std::sync::Arc;
 
 /// Result words each queue's programs store into, per core.
 const WORDS: u32 = 48;
-/// Unique args a core of a wide program's kernel has at most.
-const WIDE_WORDS: usize = 64;
 
 /// Where queue `q`'s result word `w` lies in a worker's L1.
 fn result_addr(q: u8, w: u32) -> u32 {
@@ -108,34 +105,19 @@ impl Stream {
         CoreRange::new((c, r), ((c + w).min(cols - 1), (r + h).min(rows - 1)))
     }
 
-    /// A program of `spin` on the whole grid whose unique args take about
-    /// `bytes` (the relay of a long trace made of these crosses its replay
-    /// windows in a few large pieces), in up to three kernels (BRISC,
-    /// NCRISC, a compute kernel on the TRISCs) of at most `WIDE_WORDS` a
-    /// core: few enough for the driver to multicast every core each
-    /// kernel's whole block, so that a few of these lap the kernel-config
-    /// ring.
+    /// A program of one `spin` on the whole grid whose unique args take
+    /// `bytes` (the relay of a long trace made of these crosses its
+    /// replay windows in a few large pieces).
     fn wide_program(&mut self, q: u8, grid: (u8, u8), bytes: usize) -> Result<(Program, Vec<Store>), DriverError> {
         let range = CoreRange::new((0, 0), (grid.0 - 1, grid.1 - 1));
         let cores: Vec<(u8, u8)> = range.cores().collect();
         let which = self.pick(self.spins.len());
-        let words = (bytes / 4 / cores.len()).max(3);
-        let kernels = words.div_ceil(WIDE_WORDS).min(3);
-        let each = (words / kernels).clamp(3, WIDE_WORDS);
-        let (cycles, first) = (self.pick(300) as u32, self.pick(WORDS as usize) as u32);
         let mut program = Program::new();
+        let k = program.add_kernel(self.spins[which].clone(), &[range])?;
+        let (cycles, addr) = (self.pick(300) as u32, result_addr(q, self.pick(WORDS as usize) as u32));
+        let words = (bytes / 4 / cores.len()).clamp(3, cqlab_abi::program::MAX_UNIQUE_ARGS as usize);
         let mut stores = Vec::new();
-        for i in 0..kernels {
-            let spin = self.spins[which].clone();
-            let k = match i {
-                0 => program.add_kernel(spin, &[range])?,
-                1 => program.add_kernel_on(spin, &[range], Processor::Ncrisc)?,
-                _ => program.add_compute_kernel(spin, &[range])?,
-            };
-            // Each kernel its own word: they run side by side.
-            let addr = result_addr(q, (first + i as u32) % WORDS);
-            self.spin_unique_args(&mut program, k, &cores, [cycles, addr], each - 3, &mut stores)?;
-        }
+        self.spin_unique_args(&mut program, k, &cores, [cycles, addr], words - 3, &mut stores)?;
         Ok((program, stores))
     }
 
