@@ -30,6 +30,14 @@ fn full_board_with_spin(chip: &TestChip, seed: u64) -> (TestChip, Device, Arc<Ke
     (full, dev, spin)
 }
 
+/// A device of `chip` booted at `seed`, its `spin` kernel and the 2x2
+/// range at the grid's corner.
+fn corner_with_spin(chip: &TestChip, seed: u64) -> (Device, Arc<KernelImage>, CoreRange) {
+    let dev = booted(chip, seed, |_| {});
+    let spin = kernel(&dev, "spin");
+    (dev, spin, CoreRange::new((0, 0), (1, 1)))
+}
+
 fn dram_base(b: &Buffer) -> u32 {
     match b.placement {
         Placement::Dram { base, .. } => base,
@@ -288,9 +296,7 @@ on_both_chips! {
     /// its args name.
     fn a_compute_kernel_runs_on_the_three_triscs_with_one_set_of_args(chip) {
         let seed = 45;
-        let mut dev = booted(chip, seed, |_| {});
-        let spin = kernel(&dev, "spin");
-        let range = CoreRange::new((0, 0), (1, 1));
+        let (mut dev, spin, range) = corner_with_spin(chip, seed);
         let slot = |launch: u32, k: u32| USER.base + 4 * (2 * launch + k);
         let value = |launch: u32, k: u32, (c, r): (u8, u8)| launch << 16 | k << 8 | (c as u32) << 4 | r as u32;
         let mut cq = dev.cq(0).unwrap();
@@ -330,9 +336,7 @@ on_both_chips! {
     /// next launch starts all five again.
     fn the_five_processors_of_a_core_each_run_their_kernel_with_their_own_args(chip) {
         let seed = 44;
-        let mut dev = booted(chip, seed, |_| {});
-        let spin = kernel(&dev, "spin");
-        let range = CoreRange::new((0, 0), (1, 1));
+        let (mut dev, spin, range) = corner_with_spin(chip, seed);
         let slot = |launch: u32, i: u32| USER.base + 4 * (5 * launch + i);
         let unique = |launch: u32, i: u32, (c, r): (u8, u8)| launch << 16 | i << 8 | (c as u32) << 4 | r as u32;
         let common = |launch: u32, i: u32| 0xc000_0000 | launch << 16 | i << 8;
