@@ -314,14 +314,14 @@ impl Program {
                 let room = firmware_stack_top(chip.params(), p) - local_mem(chip.params(), p).base;
                 if k.image.max_frame > room {
                     return Err(DriverError::Invalid(format!(
-                    "kernel {} allocates a {}-byte stack frame; a {} {} has {room} bytes of stack ({} bytes of local \
-                     memory less the NOC state): run it on a core with more",
-                    k.image.name,
-                    k.image.max_frame,
-                    chip.arch(),
-                    p.name(),
-                    local_mem(chip.params(), p).size
-                )));
+                        "kernel {} allocates a {}-byte stack frame; a {} {} has {room} bytes of stack ({} bytes of \
+                         local memory less the NOC state): run it on a core with more",
+                        k.image.name,
+                        k.image.max_frame,
+                        chip.arch(),
+                        p.name(),
+                        local_mem(chip.params(), p).size
+                    )));
                 }
             }
         }

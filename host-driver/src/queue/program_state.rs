@@ -30,8 +30,9 @@ const SLOTS: usize = KERNEL_SLOTS as usize;
 /// kernel's whole block in one multicast; past it each core is sent its
 /// own (a `WRITE_PACKED` with one block a core holding all its kernels'
 /// args, as tt-metal sends every program's unique args). A multicast's
-/// bytes grow with the range and a packed write's per core do not, so the
-/// blocks cost more past a size a core that does not depend on the range.
+/// bytes grow with the range and a packed write's per core do not, so past
+/// some number of words a core, the same whatever the range, the blocks
+/// cost more.
 /// Measured on the calibrated model (`bench dispatch --axis unique_args`,
 /// the full grid, docs/performance.md 2026-11-29): on a Wormhole n150 the
 /// multicast is cheaper at three kernels of 80 words (240 a core) and at
@@ -252,13 +253,13 @@ impl ProgramState {
         }
         // One arg plan per kernel and range (a launch group holds the plans
         // of every core's kernel on one rectangle). Each range's unique args
-        // are one block of every core's, multicast, unless a kernel's are
-        // too many a core to be worth it and not staged (a staged block is
-        // written once and named after; each core's own would be written
-        // into the issue queue at every enqueue), or the program's do not
-        // fit the ring so: then each core is sent its own.
-        // Per rectangle: its cores' words over the kernels on it, and
-        // whether every block of them is staged.
+        // are one block of every core's, multicast, unless a rectangle's
+        // cores have more words over its kernels than that is worth and
+        // they are not staged (a staged block is written once and named
+        // after; each core's own would be written into the issue queue at
+        // every enqueue), or the program's do not fit the ring so: then
+        // each core is sent its own. Per rectangle: its cores' words over
+        // the kernels on it, and whether every block of them is staged.
         let mut ranges: Vec<(CoreRange, u32, bool)> = Vec::new();
         for k in &program.kernels {
             for (r, &range) in k.ranges.iter().enumerate() {

@@ -72,11 +72,11 @@ pub struct Args {
     /// queue for each link of their path.
     #[arg(long)]
     pub link_contention: bool,
-    /// Each program's kernel on all five processors of every core (BRISC,
+    /// Each program's kernels on all five processors of every core (BRISC,
     /// NCRISC, and one compute kernel on TRISC0-2; RISC-V code on the
-    /// TRISCs), the slow-kernel axis
-    /// on BRISC alone, as tt-metal's pgm_dispatch cases run: the default
-    /// (the flag is kept so older command lines run).
+    /// TRISCs), the slow-kernel axis on BRISC alone, as tt-metal's
+    /// pgm_dispatch cases run: the default (the flag is kept so older
+    /// command lines run).
     #[arg(long, conflicts_with = "brisc_only")]
     pub all_processors: bool,
     /// Each program's kernel on BRISC alone (the default before 2026-11-29).

@@ -156,6 +156,7 @@ fn bench_dispatch_json_rows_carry_the_documented_keys() {
         "host_enqueue_us_per_program",
         "host_seconds",
         "processors",
+        "kernels",
         "exact_time",
         "pipelined_loads",
         "link_contention",
@@ -262,18 +263,21 @@ fn base_point_cycles_with(flag: &str, field: &str) -> Vec<(f64, f64)> {
     off.iter().zip(&on).map(pair).collect()
 }
 
-/// `bench dispatch` runs each program's kernel on all five processors of
-/// every core, as tt-metal's cases do, and every row says so (that all five
-/// run with their own args: `tests/tests/programs.rs`); `--brisc-only` on
-/// BRISC alone, and so does the slow-kernel axis, as tt-metal's slow-kernel
-/// cases do. `--all-processors` (the default) is still taken.
+/// `bench dispatch` runs each program's kernels on all five processors of
+/// every core as tt-metal's cases create them, three kernels (BRISC,
+/// NCRISC, a compute kernel on the TRISCs), and every row says so (that
+/// they run with their own args: `tests/tests/programs.rs`); `--brisc-only`
+/// on BRISC alone, and so does the slow-kernel axis, as tt-metal's
+/// slow-kernel cases do. `--all-processors` (the default) is still taken.
 #[test]
-fn bench_dispatch_runs_five_kernels_a_core_unless_told_and_says_so_in_every_row() {
-    for (extra, processors) in [(&[][..], 5), (&["--all-processors"][..], 5), (&["--brisc-only"][..], 1)] {
+fn bench_dispatch_runs_three_kernels_on_five_processors_unless_told_and_says_so_in_every_row() {
+    for (extra, processors, kernels) in
+        [(&[][..], 5, 3), (&["--all-processors"][..], 5, 3), (&["--brisc-only"][..], 1, 1)]
+    {
         let rows = base_point_rows(extra);
         assert_eq!(rows.len(), 2, "traced and untraced");
         for r in rows {
-            assert_eq!(r["processors"], processors, "{extra:?}: {r}");
+            assert_eq!((&r["processors"], &r["kernels"]), (&processors.into(), &kernels.into()), "{extra:?}: {r}");
         }
     }
     let (code, v) = cqlab_json(&["bench", "dispatch", "--axis", "kernel_cycles", "--programs", "2"]);
@@ -281,7 +285,7 @@ fn bench_dispatch_runs_five_kernels_a_core_unless_told_and_says_so_in_every_row(
     let slow: Vec<_> = v["rows"].as_array().expect("rows").iter().filter(|r| r["kernel_cycles"] != 0).collect();
     assert!(!slow.is_empty(), "{v}");
     for r in slow {
-        assert_eq!(r["processors"], 1, "the slow kernel on BRISC alone: {r}");
+        assert_eq!((&r["processors"], &r["kernels"]), (&1.into(), &1.into()), "the slow kernel on BRISC alone: {r}");
     }
     let out = cqlab(&["bench", "dispatch", "--all-processors", "--brisc-only"]);
     assert_eq!(out.status.code(), Some(2), "the two conflict");
