@@ -15,6 +15,7 @@
 //! anything further back has). Launch-ring entries themselves are the
 //! dispatcher's to track.
 
+use super::staged::stages;
 use crate::error::DriverError;
 use crate::geometry::CoreRange;
 use crate::program::Program;
@@ -264,7 +265,7 @@ impl ProgramState {
         for k in &program.kernels {
             for (r, &range) in k.ranges.iter().enumerate() {
                 let words = k.unique_count();
-                let staged = words == 0 || (stage_min > 0 && k.unique_block(r).len() >= stage_min as usize);
+                let staged = words == 0 || stages(k.unique_block(r).len() as u32, stage_min);
                 match ranges.iter_mut().find(|(o, _, _)| *o == range) {
                     Some((_, w, s)) => (*w, *s) = (*w + words, *s && staged),
                     None => ranges.push((range, words, staged)),

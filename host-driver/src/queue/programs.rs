@@ -68,7 +68,7 @@ impl CommandQueue<'_> {
         let all = chip.range_noc(&chip.grid(), 0);
         let size = ChunkSize::new().relay_inline(stream_size(chip, program, &plan, wait.is_some(), msg.len())).bytes();
         let stream = Stream { chip, program, plan: &plan, wait, all, msg: &msg };
-        if self.submit_program_staged(stream, limit)? {
+        if self.submit_program_staged(stream, limit, stage_min)? {
             // Sent, its large blobs by reference.
         } else if size <= limit {
             self.submit_with(size, |e| {

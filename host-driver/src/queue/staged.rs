@@ -37,6 +37,12 @@ enum Op {
     Launch,
 }
 
+/// Whether a blob of `len` bytes is staged by an enqueue whose smallest
+/// staged blob is `min` (0: none).
+pub(super) fn stages(len: u32, min: u32) -> bool {
+    min > 0 && len >= min
+}
+
 impl CommandQueue<'_> {
     /// The smallest blob an enqueue in chunks of at most `limit` bytes
     /// stages now; 0 when it stages none (staging off, no arena, a trace
@@ -51,19 +57,18 @@ impl CommandQueue<'_> {
     }
 
     /// Sends `program` with its large blobs staged, in chunks of at most
-    /// `limit` bytes. Returns false, having sent nothing, when there is
-    /// nothing to stage (see `stage_min`), so the caller sends the program
-    /// inline.
-    pub(super) fn submit_program_staged(&mut self, stream: Stream<'_>, limit: usize) -> Result<bool> {
+    /// `limit` bytes; `min` is `stage_min(limit)`, as the program was
+    /// planned with. Returns false, having sent nothing, when there is
+    /// nothing to stage, so the caller sends the program inline.
+    pub(super) fn submit_program_staged(&mut self, stream: Stream<'_>, limit: usize, min: u32) -> Result<bool> {
         let Stream { chip, program, plan, wait, msg, .. } = stream;
-        let min = self.stage_min(limit) as usize;
         // A program that sends each core its own unique args sends them
         // inline: what a core gets is gathered from several blocks.
         let own = plan.groups.iter().any(|g| g.unique_own);
         if min == 0 || own {
             return Ok(false);
         }
-        let stageable = |blob: &Blob| blob.len(program) as usize >= min && blob.key(program).is_some();
+        let stageable = |blob: &Blob| stages(blob.len(program), min) && blob.key(program).is_some();
         if !program_writes(chip, program, plan).any(|(_, blob)| stageable(&blob)) {
             return Ok(false);
         }
