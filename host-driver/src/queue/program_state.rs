@@ -15,7 +15,6 @@
 //! anything further back has). Launch-ring entries themselves are the
 //! dispatcher's to track.
 
-use super::staged::stages;
 use crate::error::DriverError;
 use crate::geometry::CoreRange;
 use crate::program::Program;
@@ -45,6 +44,12 @@ const fn multicast_unique_max(arch: Arch) -> u32 {
         Arch::Wormhole => 256,
         Arch::Blackhole => 288,
     }
+}
+
+/// Whether a blob of `len` bytes is staged by an enqueue whose smallest
+/// staged blob is `min` (0: none staged).
+pub(super) fn stages(len: u32, min: u32) -> bool {
+    min > 0 && len >= min
 }
 
 /// A set of workers, one bit each (row-major on the grid), for the largest grid.

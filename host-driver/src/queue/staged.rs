@@ -10,6 +10,7 @@
 
 use super::mutant::mutant;
 use super::ops::CommandQueue;
+use super::program_state::stages;
 use super::staging::Placed;
 use super::stream::{program_writes, Blob, Stream};
 use crate::config::HostBug;
@@ -35,12 +36,6 @@ enum Op {
         staged: bool,
     },
     Launch,
-}
-
-/// Whether a blob of `len` bytes is staged by an enqueue whose smallest
-/// staged blob is `min` (0: none).
-pub(super) fn stages(len: u32, min: u32) -> bool {
-    min > 0 && len >= min
 }
 
 impl CommandQueue<'_> {
