@@ -14,7 +14,7 @@ use cqlab_abi::dispatch::{PackedFlags, WaitFlags, WriteHostFlags, MAX_PACKED_DES
 use cqlab_abi::mailbox::{CqConfig, DeviceError, COMPLETION_RD_PTR, SCRATCH};
 use cqlab_abi::memory_map::interleaved_page;
 use cqlab_abi::noc::{Coord, NocAddr};
-use cqlab_abi::noc_map::{GridBytes, GridMasks};
+use cqlab_abi::noc_map::{GridMasks, GridWords};
 use cqlab_abi::program::{launch_done_sem, launch_entry, LAUNCH_RING_ENTRIES};
 use cqlab_abi::ring::{wrap_ge, RingPtr};
 use cqlab_abi::semaphore::{self as sem};
@@ -34,9 +34,9 @@ pub struct Dispatcher<'p, P: Platform> {
     host: NocAddr,
     dram: Dram,
     grid: GridMasks,
-    /// The same grid a byte a coordinate: a packed write's destinations are
-    /// checked against it.
-    grid_bytes: GridBytes,
+    /// The same grid in two words, where it fits them (both chips' grids
+    /// do): a packed write's destinations are checked against it.
+    grid_words: Option<GridWords>,
     /// The last multicast rectangle [`Self::receivers`] accepted (`NocAddr`
     /// with local 0) and its receivers: a program's multicast writes and
     /// its launch mostly go to one rectangle (the whole grid), so most
@@ -68,10 +68,12 @@ pub struct Dispatcher<'p, P: Platform> {
     /// `RING_UNITS_FILLED` as last read (it only grows).
     filled_seen: u32,
     /// A `WRITE_PACKED`'s destinations, checked, while its blocks are
-    /// written (kept here: an array on the stack was zeroed, 512 bytes, at
-    /// every command: 15 % of the dispatcher's time with 128 unique args a
-    /// core sent to each core alone).
-    packed_dests: [Coord; MAX_PACKED_DESTS as usize],
+    /// written: packed coordinate words as the command carries them (one
+    /// load a destination where the issue loop takes them; kept here: an
+    /// array on the stack was zeroed at every command, 15 % of the
+    /// dispatcher's time with 128 unique args a core sent to each core
+    /// alone).
+    packed_dests: [u32; MAX_PACKED_DESTS as usize],
 }
 
 /// What was written towards workers since the last barrier.
@@ -122,7 +124,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             host,
             dram,
             grid,
-            grid_bytes: GridBytes::of(&grid),
+            grid_words: GridWords::of(&grid),
             last_rect: (u64::MAX, 0),
             read: 0,
             released: 0,
@@ -137,7 +139,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             records,
             core,
             filled_seen: 0,
-            packed_dests: [Coord::new(0, 0); MAX_PACKED_DESTS as usize],
+            packed_dests: [0; MAX_PACKED_DESTS as usize],
         }
     }
 
@@ -500,53 +502,54 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     /// reaches.
     #[inline(never)]
     fn read_dests(&mut self, count: u32, table: u32) -> Option<(u32, u32, u32)> {
-        let (grid, dests) = (&self.grid_bytes, &mut self.packed_dests[..count as usize]);
-        if self.ring.contiguous(self.read, table) == table {
+        let dests = &mut self.packed_dests[..count as usize];
+        let start = self.ring.local(self.read);
+        match self.grid_words {
             // Mostly: the table does not wrap, its words are at one address
-            // on. Four at a time, with one branch for the four (a taken
-            // branch costs what three instructions do); the first bad one
-            // is looked for only once there is one.
-            let start = self.ring.local(self.read);
-            let mut quads = dests.chunks_exact_mut(4);
-            let mut at = start;
-            let mut all_good = true;
-            for quad in &mut quads {
-                // Written out: the firmware is built for size, which keeps
-                // an inner loop.
-                let (r0, r1) = (self.p.read_u32(at), self.p.read_u32(at + 4));
-                let (r2, r3) = (self.p.read_u32(at + 8), self.p.read_u32(at + 12));
-                quad[0] = Coord::unpack(r0);
-                quad[1] = Coord::unpack(r1);
-                quad[2] = Coord::unpack(r2);
-                quad[3] = Coord::unpack(r3);
-                all_good &= grid.contains_packed(r0)
-                    & grid.contains_packed(r1)
-                    & grid.contains_packed(r2)
-                    & grid.contains_packed(r3);
-                at += 16;
-            }
-            for d in quads.into_remainder() {
-                let r = self.p.read_u32(at);
-                *d = Coord::unpack(r);
-                all_good &= grid.contains_packed(r);
-                at += 4;
-            }
-            if !all_good {
-                return (0..count)
-                    .map(|i| (start + 4 * i, self.p.read_u32(start + 4 * i), i))
-                    .find(|&(_, r, _)| !grid.contains_packed(r));
-            }
-        } else {
-            for (i, d) in dests.iter_mut().enumerate() {
-                let at = self.ring.local(self.read + 4 * i as u64);
-                let raw = self.p.read_u32(at);
-                *d = Coord::unpack(raw);
-                if !grid.contains_packed(raw) {
-                    return Some((at, raw, i as u32));
+            // on, and the grid fits two words. Four at a time, with one
+            // branch for the four (a taken branch costs what three
+            // instructions do); the first bad one is looked for only once
+            // there is one.
+            Some(grid) if self.ring.contiguous(self.read, table) == table => {
+                let mut quads = dests.chunks_exact_mut(4);
+                let mut at = start;
+                let mut all_good = true;
+                for quad in &mut quads {
+                    // Written out: the firmware is built for size, which keeps
+                    // an inner loop.
+                    let (r0, r1) = (self.p.read_u32(at), self.p.read_u32(at + 4));
+                    let (r2, r3) = (self.p.read_u32(at + 8), self.p.read_u32(at + 12));
+                    quad.copy_from_slice(&[r0, r1, r2, r3]);
+                    all_good &= grid.contains_packed(r0)
+                        & grid.contains_packed(r1)
+                        & grid.contains_packed(r2)
+                        & grid.contains_packed(r3);
+                    at += 16;
                 }
+                for d in quads.into_remainder() {
+                    let r = self.p.read_u32(at);
+                    *d = r;
+                    all_good &= grid.contains_packed(r);
+                    at += 4;
+                }
+                if all_good {
+                    return None;
+                }
+                (0..count)
+                    .map(|i| (start + 4 * i, self.p.read_u32(start + 4 * i), i))
+                    .find(|&(_, r, _)| !grid.contains_packed(r))
+            }
+            _ => {
+                for (i, d) in dests.iter_mut().enumerate() {
+                    let at = self.ring.local(self.read + 4 * i as u64);
+                    *d = self.p.read_u32(at);
+                    if !self.grid.contains_packed(*d) {
+                        return Some((at, *d, i as u32));
+                    }
+                }
+                None
             }
         }
-        None
     }
 
     fn write_packed(&mut self, cmd: cqlab_abi::dispatch::WritePackedCmd, addr: u32) {
@@ -576,7 +579,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             let (local, base) = (self.ring.local(self.read), self.ring.base);
             let (first, second) = split_at_wrap(local - base, cmd.size, self.ring.size());
             for &d in &self.packed_dests[..count as usize] {
-                let dst = NocAddr::unicast(d, cmd.addr as u64);
+                let dst = NocAddr::unicast(Coord::unpack(d), cmd.addr as u64);
                 self.p.noc_write(local, dst, first);
                 if second > 0 {
                     self.p.noc_write(base, dst.offset(first as u64), second);
@@ -605,7 +608,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                     self.release_pages();
                     i += n;
                 } else {
-                    let dst = NocAddr::unicast(self.packed_dests[i as usize], cmd.addr as u64);
+                    let dst = NocAddr::unicast(Coord::unpack(self.packed_dests[i as usize]), cmd.addr as u64);
                     self.stream(cmd.size, |p, local, off, n| p.noc_write(local, dst.offset(off as u64), n));
                     i += 1;
                 }

@@ -292,10 +292,10 @@ impl Platform for FakeCore {
         self.write_remote(dst, &data);
         self.writes += 1;
     }
-    fn noc_write_each(&mut self, local: u32, stride: u32, dests: &[Coord], addr: u32, len: u32) {
+    fn noc_write_each(&mut self, local: u32, stride: u32, dests: &[u32], addr: u32, len: u32) {
         self.write_each_calls += 1;
         for (i, &d) in dests.iter().enumerate() {
-            self.noc_write(local + i as u32 * stride, NocAddr::unicast(d, addr as u64), len);
+            self.noc_write(local + i as u32 * stride, NocAddr::unicast(Coord::unpack(d), addr as u64), len);
         }
     }
     fn noc_multicast(&mut self, local: u32, dst: NocAddr, len: u32, receivers: u32) {

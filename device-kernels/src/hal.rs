@@ -404,10 +404,10 @@ impl<const P: usize> Platform for Device<P> {
     fn noc_write(&mut self, local: u32, dst: NocAddr, len: u32) {
         self.write(local, dst, len, 1)
     }
-    fn noc_write_each(&mut self, local: u32, stride: u32, dests: &[Coord], addr: u32, len: u32) {
+    fn noc_write_each(&mut self, local: u32, stride: u32, dests: &[u32], addr: u32, len: u32) {
         if len == 0 || len > CHIP.noc.max_packet {
             for (i, &d) in dests.iter().enumerate() {
-                self.write(local + i as u32 * stride, NocAddr::unicast(d, addr as u64), len, 1);
+                self.write(local + i as u32 * stride, NocAddr::unicast(Coord::unpack(d), addr as u64), len, 1);
             }
             return;
         }
@@ -429,7 +429,7 @@ impl<const P: usize> Platform for Device<P> {
         let Some((&first, rest)) = dests.split_first() else {
             return;
         };
-        let w = Self::words(NocAddr::unicast(first, addr as u64));
+        let w = Self::words(NocAddr::unicast(Coord::unpack(first), addr as u64));
         self.wait_ready(cmd_buf::WRITE);
         write_reg(reg(CHIP.niu.regs.ctrl), ctrl::write(false));
         write_reg(reg(Self::RET.0), w.lo);
@@ -439,7 +439,7 @@ impl<const P: usize> Platform for Device<P> {
         for &d in rest {
             src += stride;
             self.wait_ready_in_loop(cmd_buf::WRITE);
-            send(src, Self::words(NocAddr::unicast(d, addr as u64)));
+            send(src, Self::words(NocAddr::unicast(Coord::unpack(d), addr as u64)));
         }
         Self::bump(WRITES_ISSUED, dests.len() as u32);
         Self::bump(WRITES_ACKED, dests.len() as u32);

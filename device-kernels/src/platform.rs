@@ -50,14 +50,16 @@ pub trait Platform: Memory {
     fn reads_landed_id(&self, id: u32) -> bool;
     /// Starts writing `len` bytes of local L1 `local` to the unicast `dst`.
     fn noc_write(&mut self, local: u32, dst: NocAddr, len: u32);
-    /// Starts writing `len` bytes to L1 `addr` of each of `dests` (unicast),
-    /// the bytes for `dests[i]` from local L1 `local + i * stride`. The HAL
+    /// Starts writing `len` bytes to L1 `addr` of each of `dests` (unicast;
+    /// packed coordinate words, `Coord::packed`, as a packed write's
+    /// sub-commands carry them), the bytes for `dests[i]` from local L1
+    /// `local + i * stride`. The HAL
     /// writes the command buffer's registers that stay the same once, as
     /// tt-metal's dispatcher does for packed writes
     /// (`cq_noc_async_write_with_state`).
-    fn noc_write_each(&mut self, local: u32, stride: u32, dests: &[Coord], addr: u32, len: u32) {
+    fn noc_write_each(&mut self, local: u32, stride: u32, dests: &[u32], addr: u32, len: u32) {
         for (i, &d) in dests.iter().enumerate() {
-            self.noc_write(local + i as u32 * stride, NocAddr::unicast(d, addr as u64), len);
+            self.noc_write(local + i as u32 * stride, NocAddr::unicast(Coord::unpack(d), addr as u64), len);
         }
     }
     /// Starts writing `len` bytes of local L1 `local` to every receiver of
