@@ -131,10 +131,11 @@ impl GridMasks {
 /// and rows all lie below 32 (both chips' do: translated Wormhole Tensix
 /// x 18-25 and y 18-27, Blackhole x 1-16 and y 2-11; `soc` module). The
 /// dispatcher checks every destination of a packed write against it with
-/// three shifts in registers and no load: the one-byte-a-coordinate table
-/// it replaced took two more L1 loads a destination (the dispatcher's
-/// check of a program with 128 unique args a core on a p150a's 110 cores:
-/// ~28 cycles a core with the table, ~21 with the words).
+/// three shifts in registers: the one-byte-a-coordinate table it replaced
+/// took two byte loads and the address arithmetic around them a
+/// destination (the dispatcher's copy and check of a program with 128
+/// unique args a core on a p150a's 110 cores: ~28 cycles a core with the
+/// table, ~21 with the words).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GridWords {
     cols: u32,
