@@ -68,11 +68,10 @@ pub struct Dispatcher<'p, P: Platform> {
     /// `RING_UNITS_FILLED` as last read (it only grows).
     filled_seen: u32,
     /// A `WRITE_PACKED`'s destinations, checked, while its blocks are
-    /// written: packed coordinate words as the command carries them (one
-    /// load a destination where the issue loop takes them; kept here: an
-    /// array on the stack was zeroed at every command, 15 % of the
-    /// dispatcher's time with 128 unique args a core sent to each core
-    /// alone).
+    /// written: the command's packed coordinate words as they are (the
+    /// issue loop loads one word a destination). Kept here: an array on
+    /// the stack was zeroed at every command, 15 % of the dispatcher's
+    /// time with 128 unique args a core sent to each core alone.
     packed_dests: [u32; MAX_PACKED_DESTS as usize],
 }
 

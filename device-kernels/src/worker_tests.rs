@@ -248,7 +248,15 @@ fn dispatch_filled(
     build: impl FnOnce(&mut DispatchWriter<'_>) -> Result<(), EncodeError>,
     filled: usize,
 ) -> (FakeCore, End) {
-    let chip = FakeChip::new(1);
+    dispatch_on(FakeChip::new(1), build, filled)
+}
+
+/// [`dispatch_filled`] on `chip` (its `NocMap` as the host wrote it).
+fn dispatch_on(
+    chip: FakeChip,
+    build: impl FnOnce(&mut DispatchWriter<'_>) -> Result<(), EncodeError>,
+    filled: usize,
+) -> (FakeCore, End) {
     let (me, peer) = (chip.dispatcher(0), chip.prefetcher(0));
     let mut core = FakeCore::on(me, chip);
     let stream = dispatch_stream(build);
@@ -292,6 +300,36 @@ fn the_dispatcher_refuses_packed_writes_to_cores_outside_the_compute_grid() {
     let bad = [chip.worker(0, 0), chip.prefetcher(0)];
     let (core, end) = dispatch(|w| w.write_packed(0xA1000, &bad, PackedData::Shared(&[7; 16])));
     assert_eq!((end, error_code(&core)), (End::Halted, DeviceError::BadDestination as u32));
+}
+
+/// A grid whose columns reach 32 does not fit the dispatcher's two grid
+/// words (no board's does): a packed write's destinations are then
+/// checked one by one on the masks, to the same outcomes. Here the
+/// first compute column is renamed 40.
+#[test]
+fn a_grid_past_coordinate_31_still_has_its_packed_destinations_checked() {
+    let moved = |chip: &mut FakeChip| chip.map.grid.x[0] = 40;
+    let mut chip = FakeChip::new(1);
+    moved(&mut chip);
+    let dests: Vec<Coord> = (0..6).map(|c| chip.worker(c, 1)).collect();
+    assert_eq!(dests[0].x, 40);
+    let (core, end) = dispatch_on(chip, |w| w.write_packed(0xA1000, &dests, PackedData::Shared(&[7; 16])), usize::MAX);
+    assert_eq!(end, End::Stuck);
+    for &d in &dests {
+        assert_eq!(core.read_remote(NocAddr::unicast(d, 0xA1000), 16), [7; 16], "{d:?}");
+    }
+    // The column's old coordinate is no compute core now.
+    let mut chip = FakeChip::new(1);
+    let old = chip.worker(0, 1);
+    moved(&mut chip);
+    let bad = [chip.worker(1, 1), old];
+    let (core, end) = dispatch_on(chip, |w| w.write_packed(0xA1000, &bad, PackedData::Shared(&[7; 16])), usize::MAX);
+    let rec = ErrorRecord::read_from_bytes(core.l1_bytes(ERROR, 64)).unwrap();
+    assert_eq!(
+        (end, rec.code, rec.value, rec.wr_ptr),
+        (End::Halted, DeviceError::BadDestination as u32, old.packed(), 1)
+    );
+    assert_eq!(core.read_remote(NocAddr::unicast(bad[0], 0xA1000), 16), [0; 16], "no core is written");
 }
 
 /// The dispatcher checks a packed write's destinations four at a time:
