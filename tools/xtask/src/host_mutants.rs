@@ -80,8 +80,11 @@ fn build_mutant(root: &Path, m: &Mutant) -> Result<PathBuf> {
 /// Runs every test with the driver built as mutant `m` (a test build of
 /// its own); the names of those that failed.
 fn failing_tests(root: &Path, m: &Mutant, firmware_dir: &Path) -> Result<Vec<String>> {
+    // The libttsim tests load the libraries from their target directory.
+    let target = mutant_target(root).join("tests");
+    crate::libttsim::build_in(root, &target)?;
     let out = cargo()
-        .env("CARGO_TARGET_DIR", mutant_target(root).join("tests"))
+        .env("CARGO_TARGET_DIR", &target)
         .env("CQLAB_HOST_MUTANT", m.name)
         .env("CQLAB_FIRMWARE_DIR", firmware_dir)
         .args(["nextest", "run", "--workspace", "--no-fail-fast", "--color", "never"])

@@ -41,12 +41,18 @@ pub fn output_dir(root: &Path) -> PathBuf {
 
 /// Builds both libraries and lays out their directories; returns them.
 pub fn build(root: &Path) -> Result<Vec<PathBuf>> {
-    run(cargo().args(["build", "-p", "libttsim-wh", "-p", "libttsim-bh"]))
+    build_in(root, &firmware::target_dir(root))
+}
+
+/// [`build`] in target directory `target` (into its `libttsim/`), where a
+/// test run with that `CARGO_TARGET_DIR` looks for the libraries.
+pub fn build_in(root: &Path, target: &Path) -> Result<Vec<PathBuf>> {
+    run(cargo().env("CARGO_TARGET_DIR", target).args(["build", "-p", "libttsim-wh", "-p", "libttsim-bh"]))
         .context("building the libttsim libraries")?;
-    let built = firmware::target_dir(root).join("debug");
+    let built = target.join("debug");
     let mut dirs = Vec::new();
     for arch in Arch::ALL {
-        let dir = output_dir(root).join(arch.short_name());
+        let dir = target.join("libttsim").join(arch.short_name());
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let name = cqlab_ttsim::library_file(arch);
         // Through a new file and a rename: a process running the old

@@ -48,6 +48,10 @@ pub fn command(root: &Path, args: &[String]) -> Result<()> {
     let cqlab = target.join("release").join("cqlab");
 
     let firmware_dir = firmware::output_dir(root);
+    if o.tests {
+        // The libttsim tests load the libraries (built on the normal firmware).
+        crate::libttsim::build(root)?;
+    }
     let mut outcomes = Vec::new();
     for arch in Arch::ALL {
         for (i, m) in selected.iter().enumerate() {
@@ -76,8 +80,11 @@ fn target_dir(root: &Path) -> PathBuf {
 
 /// Builds the CQ and worker firmware of mutant `m` for chip `arch` (a
 /// target dir of its own per chip, shared by the mutants: only
-/// cqlab-kernels rebuilds between them) into `firmware/mutants/<name>/<chip>/`;
-/// returns `firmware/mutants/<name>/`, a firmware root like `firmware/`.
+/// cqlab-kernels rebuilds between them) and returns
+/// `firmware/mutants/<name>/<chip>/`: a whole firmware root like
+/// `firmware/` (every chip's normal images, the known-bug variants and the
+/// ISA tests), with the mutant's three images in place of chip `arch`'s,
+/// so that `--tests` fails only where the mutant does.
 fn build_mutant(root: &Path, m: &Mutant, arch: Arch) -> Result<PathBuf> {
     if !matches!(toolchain::ensure()?, toolchain::Toolchain::Rustup) {
         bail!("mutants need the rustup riscv32im target (the Debian fallback builds the normal firmware only)");
@@ -100,31 +107,28 @@ fn build_mutant(root: &Path, m: &Mutant, arch: Arch) -> Result<PathBuf> {
     ]);
     run(&mut cmd).with_context(|| format!("building {arch} mutant {}", m.name))?;
     let built = mutant_target.join(TARGET).join("firmware");
-    // A whole firmware directory (the normal kernels and known-bug variants
-    // beside the mutant's three images), so the tests can boot from it too.
-    let normal = firmware::arch_dir(root, arch);
-    let mutant_root = firmware::output_dir(root).join("mutants").join(m.name);
+    let normal = firmware::output_dir(root);
+    let mutant_root = normal.join("mutants").join(m.name).join(arch.short_name());
+    copy_dir(&normal, &mutant_root, "mutants")?;
     let dir = mutant_root.join(arch.short_name());
-    copy_dir(&normal.join("variants"), &dir.join("variants"))?;
-    for entry in std::fs::read_dir(&normal)? {
-        let path = entry?.path();
-        if path.is_file() {
-            std::fs::copy(&path, dir.join(path.file_name().expect("a file")))?;
-        }
-    }
     for name in ["prefetch", "dispatch", "worker"] {
         std::fs::copy(built.join(name), dir.join(name)).with_context(|| format!("copying {}/{name}", m.name))?;
     }
     Ok(mutant_root)
 }
 
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+/// Copies directory `from` into `to`, but its entries named `skip`.
+fn copy_dir(from: &Path, to: &Path, skip: &str) -> Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
         let path = entry?.path();
-        let dest = to.join(path.file_name().expect("an entry"));
+        let name = path.file_name().expect("an entry");
+        if name == skip {
+            continue;
+        }
+        let dest = to.join(name);
         if path.is_dir() {
-            copy_dir(&path, &dest)?;
+            copy_dir(&path, &dest, skip)?;
         } else {
             std::fs::copy(&path, &dest)?;
         }
