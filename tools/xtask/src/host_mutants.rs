@@ -77,8 +77,15 @@ fn build_mutant(root: &Path, m: &Mutant) -> Result<PathBuf> {
     Ok(copy)
 }
 
-/// Runs every test with the driver built as mutant `m` (a test build of
-/// its own); the names of those that failed.
+/// The tests that fail on any build that is one mutant, by design: the
+/// host-mutant symptom tests choose a mutant per device, which the build's
+/// overrides, and one test asserts that tests build the correct driver.
+/// Counted, they made every host mutant "caught by the tests".
+const NOT_ON_A_MUTANT_BUILD: &str =
+    "not (binary_id(cqlab::host_mutants) | test(=queue::mutant::tests::every_mutant_is_named_once_and_changes_one_place))";
+
+/// Runs every test but [`NOT_ON_A_MUTANT_BUILD`] with the driver built as
+/// mutant `m` (a test build of its own); the names of those that failed.
 fn failing_tests(root: &Path, m: &Mutant, firmware_dir: &Path) -> Result<Vec<String>> {
     // The libttsim tests load the libraries from their target directory.
     let target = mutant_target(root).join("tests");
@@ -87,7 +94,7 @@ fn failing_tests(root: &Path, m: &Mutant, firmware_dir: &Path) -> Result<Vec<Str
         .env("CARGO_TARGET_DIR", &target)
         .env("CQLAB_HOST_MUTANT", m.name)
         .env("CQLAB_FIRMWARE_DIR", firmware_dir)
-        .args(["nextest", "run", "--workspace", "--no-fail-fast", "--color", "never"])
+        .args(["nextest", "run", "--workspace", "--no-fail-fast", "--color", "never", "-E", NOT_ON_A_MUTANT_BUILD])
         .output()
         .context("running cargo nextest (is cargo-nextest installed?)")?;
     failed_tests(&out, &format!("host mutant {}", m.name))
