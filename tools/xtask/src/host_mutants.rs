@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const USAGE: &str = "usage: cargo xtask mutants --host [--seeds N] [--jobs J] [--only NAME,...] [--workloads W,...] \
-                     [--tests] [--json FILE] [--list]";
+                     [--tests] [--jitter CYCLES] [--json FILE] [--list]";
 
 /// What racing one host mutant found.
 struct Outcome {
@@ -126,9 +126,10 @@ fn table(outcomes: &[Outcome], o: &Options) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "host mutants: {} built, each raced with {} at default options ({} seeds each, until the first failure)",
+        "host mutants: {} built, each raced with {} {} ({} seeds each, until the first failure)",
         outcomes.len(),
         o.workloads.join(", then "),
+        o.race_options(),
         o.seeds
     );
     let _ = writeln!(t, "{:40} {:10} {:>6} {:>6} {:>6}  signature", "mutant", "caught by", "seeds", "seed", "tests");
@@ -168,6 +169,7 @@ fn to_json(outcomes: &[Outcome], o: &Options) -> serde_json::Value {
     serde_json::json!({
         "seeds_per_workload": o.seeds,
         "workloads": o.workloads,
+        "jitter": o.jitter,
         "host_mutants": rows,
     })
 }

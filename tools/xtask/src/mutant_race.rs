@@ -7,6 +7,9 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+/// `cqlab race --jitter`'s bound.
+const MAX_JITTER: u64 = 10_000_000;
+
 /// Workloads tried in turn, cheapest first.
 pub const WORKLOADS: &[&str] = &["two-queue", "random", "programs"];
 
@@ -18,6 +21,9 @@ pub struct Options {
     /// Also run the whole test suite on each mutant.
     pub tests: bool,
     pub json: Option<PathBuf>,
+    /// `cqlab race --jitter` for every race: seeded extra latency on every
+    /// NOC and PCIe transaction, the amplifier that widens ordering windows.
+    pub jitter: Option<u64>,
 }
 
 impl Options {
@@ -37,6 +43,7 @@ impl Options {
             workloads: WORKLOADS.iter().map(|w| w.to_string()).collect(),
             tests: false,
             json: None,
+            jitter: None,
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -56,6 +63,10 @@ impl Options {
                 "--workloads" => o.workloads = value()?.split(',').map(str::to_owned).collect(),
                 "--json" => o.json = Some(PathBuf::from(value()?)),
                 "--tests" => o.tests = true,
+                "--jitter" => {
+                    let cycles = value()?.parse().ok().filter(|&n| n <= MAX_JITTER);
+                    o.jitter = Some(cycles.with_context(|| format!("--jitter: cycles, 0..={MAX_JITTER}"))?)
+                }
                 other => bail!("unknown argument {other:?} ({usage})"),
             }
         }
@@ -70,6 +81,15 @@ impl Options {
             }
         }
         Ok(Some(o))
+    }
+
+    /// The race options every race takes besides its workload's
+    /// defaults, as the table's heading says them.
+    pub fn race_options(&self) -> String {
+        match self.jitter {
+            Some(j) => format!("with --jitter {j}"),
+            None => "at default options".into(),
+        }
     }
 
     /// Whether `--only` keeps mutant `name`.
@@ -95,10 +115,12 @@ pub struct Caught {
 pub fn race_until_caught(name: &str, o: &Options, race: impl Fn(&str) -> Command) -> Result<(Option<Caught>, u64)> {
     let mut seeds_run = 0;
     for w in &o.workloads {
-        let out = race(w)
-            .args(["--seeds", &o.seeds.to_string(), "--jobs", &o.jobs.to_string(), "--until-first", "--json"])
-            .output()
-            .context("running cqlab race")?;
+        let mut cmd = race(w);
+        cmd.args(["--seeds", &o.seeds.to_string(), "--jobs", &o.jobs.to_string(), "--until-first", "--json"]);
+        if let Some(j) = o.jitter {
+            cmd.args(["--jitter", &j.to_string()]);
+        }
+        let out = cmd.output().context("running cqlab race")?;
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).with_context(|| {
             format!("cqlab race --workload {w} with {name}: {}", String::from_utf8_lossy(&out.stderr).trim())
         })?;
@@ -168,4 +190,25 @@ pub fn write_json(o: &Options, report: &serde_json::Value) -> Result<()> {
 /// Writes to stdout; a reader that went away (`| head -1`) is not an error.
 pub fn print_out(text: &str) {
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Option<Options>> {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        Options::parse(&args, 30, &["m"], String::new, "usage")
+    }
+
+    #[test]
+    fn jitter_is_a_bounded_cycle_count_and_the_heading_says_it() {
+        let o = parse(&["--jitter", "2000"]).unwrap().unwrap();
+        assert_eq!((o.jitter, o.race_options().as_str()), (Some(2000), "with --jitter 2000"));
+        assert_eq!(parse(&[]).unwrap().unwrap().race_options(), "at default options");
+        for bad in [&["--jitter"][..], &["--jitter", "x"], &["--jitter", "-1"], &["--jitter", "10000001"]] {
+            let e = parse(bad).err().unwrap_or_else(|| panic!("{bad:?} accepted"));
+            assert!(e.to_string().contains("--jitter"), "{bad:?}: {e}");
+        }
+    }
 }

@@ -18,7 +18,7 @@ use std::process::Command;
 
 const USAGE: &str =
     "usage: cargo xtask mutants [--host] [--seeds N] [--jobs J] [--only NAME,...] [--workloads W,...] [--tests] \
-                     [--json FILE] [--list]";
+                     [--jitter CYCLES] [--json FILE] [--list]";
 
 /// What racing one mutant found.
 struct Outcome {
@@ -168,9 +168,10 @@ fn table(outcomes: &[Outcome], o: &Options) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "mutants: {} built, each raced with {} ({} seeds each, until the first failure)",
+        "mutants: {} built, each raced with {} {} ({} seeds each, until the first failure)",
         outcomes.len(),
         o.workloads.join(", then "),
+        o.race_options(),
         o.seeds
     );
     let _ = writeln!(t, "{:44} {:10} {:10} {:>6} {:>6}  signature", "mutant", "chip", "caught by", "seeds", "tests");
@@ -221,5 +222,5 @@ fn to_json(outcomes: &[Outcome], o: &Options) -> serde_json::Value {
             row_json(fields, x.caught.as_ref())
         })
         .collect();
-    serde_json::json!({ "seeds_per_workload": o.seeds, "workloads": o.workloads, "mutants": rows })
+    serde_json::json!({ "seeds_per_workload": o.seeds, "workloads": o.workloads, "jitter": o.jitter, "mutants": rows })
 }
