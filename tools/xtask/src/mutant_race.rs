@@ -7,7 +7,9 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-/// `cqlab race --jitter`'s bound.
+/// `cqlab race --jitter`'s bound (`MAX_LATENCY` in
+/// `tools/cqlab/src/race/args.rs`; xtask does not link cqlab), checked here
+/// so that a bad value is refused before any mutant is built.
 const MAX_JITTER: u64 = 10_000_000;
 
 /// Workloads tried in turn, cheapest first.
