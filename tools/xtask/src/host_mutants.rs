@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const USAGE: &str = "usage: cargo xtask mutants --host [--seeds N] [--jobs J] [--only NAME,...] [--workloads W,...] \
-                     [--tests] [--jitter CYCLES] [--json FILE] [--list]";
+                     [--tests] [--jitter CYCLES] [--backpressure CYCLES] [--json FILE] [--list]";
 
 /// What racing one host mutant found.
 struct Outcome {
@@ -170,6 +170,7 @@ fn to_json(outcomes: &[Outcome], o: &Options) -> serde_json::Value {
         "seeds_per_workload": o.seeds,
         "workloads": o.workloads,
         "jitter": o.jitter,
+        "backpressure": o.backpressure,
         "host_mutants": rows,
     })
 }

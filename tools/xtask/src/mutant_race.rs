@@ -11,6 +11,9 @@ use std::process::{Command, Output};
 /// `tools/cqlab/src/race/args.rs`; xtask does not link cqlab), checked here
 /// so that a bad value is refused before any mutant is built.
 const MAX_JITTER: u64 = 10_000_000;
+/// `cqlab race --faults backpressure=N`'s bound (`MAX_CYCLES` in
+/// `tools/cqlab/src/race/faults.rs`), checked here for the same reason.
+const MAX_BACKPRESSURE: u64 = 10_000_000;
 
 /// Workloads tried in turn, cheapest first.
 pub const WORKLOADS: &[&str] = &["two-queue", "random", "programs"];
@@ -26,6 +29,10 @@ pub struct Options {
     /// `cqlab race --jitter` for every race: seeded extra latency on every
     /// NOC and PCIe transaction, the amplifier that widens ordering windows.
     pub jitter: Option<u64>,
+    /// `cqlab race --faults backpressure=N` for every race: each NOC write
+    /// waits up to N cycles before it leaves its core, the amplifier for
+    /// waits on a write having landed (`worker-done-before-writes-landed`).
+    pub backpressure: Option<u64>,
 }
 
 impl Options {
@@ -46,6 +53,7 @@ impl Options {
             tests: false,
             json: None,
             jitter: None,
+            backpressure: None,
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -69,6 +77,11 @@ impl Options {
                     let cycles = value()?.parse().ok().filter(|&n| n <= MAX_JITTER);
                     o.jitter = Some(cycles.with_context(|| format!("--jitter: cycles, 0..={MAX_JITTER}"))?)
                 }
+                "--backpressure" => {
+                    let cycles = value()?.parse().ok().filter(|&n| n <= MAX_BACKPRESSURE);
+                    o.backpressure =
+                        Some(cycles.with_context(|| format!("--backpressure: cycles, 0..={MAX_BACKPRESSURE}"))?)
+                }
                 other => bail!("unknown argument {other:?} ({usage})"),
             }
         }
@@ -88,10 +101,23 @@ impl Options {
     /// The race options every race takes besides its workload's
     /// defaults, as the table's heading says them.
     pub fn race_options(&self) -> String {
-        match self.jitter {
-            Some(j) => format!("with --jitter {j}"),
-            None => "at default options".into(),
+        let options: Vec<String> = self.race_args().chunks(2).map(|pair| pair.join(" ")).collect();
+        if options.is_empty() {
+            return "at default options".into();
         }
+        format!("with {}", options.join(" and "))
+    }
+
+    /// The `cqlab race` arguments of the campaign's amplifiers.
+    fn race_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(j) = self.jitter {
+            args.extend(["--jitter".to_owned(), j.to_string()]);
+        }
+        if let Some(b) = self.backpressure {
+            args.extend(["--faults".to_owned(), format!("backpressure={b}")]);
+        }
+        args
     }
 
     /// Whether `--only` keeps mutant `name`.
@@ -119,9 +145,7 @@ pub fn race_until_caught(name: &str, o: &Options, race: impl Fn(&str) -> Command
     for w in &o.workloads {
         let mut cmd = race(w);
         cmd.args(["--seeds", &o.seeds.to_string(), "--jobs", &o.jobs.to_string(), "--until-first", "--json"]);
-        if let Some(j) = o.jitter {
-            cmd.args(["--jitter", &j.to_string()]);
-        }
+        cmd.args(o.race_args());
         let out = cmd.output().context("running cqlab race")?;
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).with_context(|| {
             format!("cqlab race --workload {w} with {name}: {}", String::from_utf8_lossy(&out.stderr).trim())
@@ -211,6 +235,17 @@ mod tests {
         for bad in [&["--jitter"][..], &["--jitter", "x"], &["--jitter", "-1"], &["--jitter", "10000001"]] {
             let e = parse(bad).err().unwrap_or_else(|| panic!("{bad:?} accepted"));
             assert!(e.to_string().contains("--jitter"), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn backpressure_becomes_races_fault_and_the_heading_says_it() {
+        let o = parse(&["--backpressure", "3000", "--jitter", "5"]).unwrap().unwrap();
+        assert_eq!(o.race_args(), ["--jitter", "5", "--faults", "backpressure=3000"]);
+        assert_eq!(o.race_options(), "with --jitter 5 and --faults backpressure=3000");
+        for bad in [&["--backpressure"][..], &["--backpressure", "1e3"], &["--backpressure", "10000001"]] {
+            let e = parse(bad).err().unwrap_or_else(|| panic!("{bad:?} accepted"));
+            assert!(e.to_string().contains("--backpressure"), "{bad:?}: {e}");
         }
     }
 }
