@@ -541,6 +541,7 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         v["workload"] = a.workload.name().into();
         v["firmware"] = plan.cq_firmware.clone().into();
         v["shard"] = plan.shard.to_string().into();
+        v["faults"] = a.faults.join(",").into();
         outln!("{v}");
         return Ok(());
     }
@@ -548,8 +549,10 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         Some(j) => j.to_string(),
         None => format!("{} on half the seeds", crate::cli::RACE_HOST_JITTER),
     };
+    // The faults as given: a rate read without them would mislead.
+    let faults = if a.faults.is_empty() { String::new() } else { format!(", faults {}", a.faults.join(",")) };
     let header = format!(
-        "race {} (firmware {}, shard {}, {} iterations, jitter {}, delay {}, pct depth {}, host jitter {}, host pct {})",
+        "race {} (firmware {}, shard {}, {} iterations, jitter {}, delay {}, pct depth {}, host jitter {}, host pct {}{})",
         a.workload.name(),
         plan.cq_firmware.as_deref().unwrap_or("normal"),
         plan.shard,
@@ -558,7 +561,8 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         a.delay,
         a.pct_depth,
         host,
-        a.host.host_pct
+        a.host.host_pct,
+        faults
     );
     report.print(&header);
     Ok(())

@@ -27,6 +27,7 @@ fn the_normal_firmware_survives_every_amplifier() {
     ]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["failure_rate"], 0.0);
+    assert_eq!(v["faults"], "strong", "the report says which faults it ran under: {v}");
 }
 
 #[test]

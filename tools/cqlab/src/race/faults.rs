@@ -22,9 +22,11 @@ pub struct Faults {
 }
 
 /// What `strong` means: every amplifier at once, each at a level the
-/// normal firmware must survive.
+/// normal firmware must survive. Back-pressure outlasts the calibrated
+/// chips' path from a worker's "done" to a read of what it wrote
+/// (~1,000-1,500 cycles; at 1,000 it rarely widened that window).
 pub const STRONG: &str =
-    "stall=0.01:2000,jitter=800,late-doorbell=400,backpressure=1000,quantum-jitter=64,slow=dispatcher0@2,slow=prefetcher1@2";
+    "stall=0.01:2000,jitter=800,late-doorbell=400,backpressure=3000,quantum-jitter=64,slow=dispatcher0@2,slow=prefetcher1@2";
 
 const MAX_CYCLES: u64 = 10_000_000;
 
