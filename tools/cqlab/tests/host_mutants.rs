@@ -73,7 +73,7 @@ caught! {
     doorbell_before_staged_blob_gathers_unwritten_bytes:
         "host-doorbell-before-staged-blob", "programs", 2, "prefetch queue slot", true;
     staged_reuse_while_fetching_runs_a_kernel_from_overwritten_bytes:
-        "host-staged-reuse-while-fetching", "programs", 169, "worker RUN HALTED", true;
+        "host-staged-reuse-while-fetching", "programs", 226, "worker RUN HALTED", true;
     completion_rd_before_consume_lets_the_dispatcher_overwrite_unread_records:
         "host-completion-rd-before-consume", "random", 2, "corrupt-completion", true;
     completion_read_before_pointer_reads_a_record_not_yet_written:
