@@ -67,10 +67,11 @@ pub fn ring_and_timing(rng: &mut Rng, sim: &mut SimConfig, cfg: &mut DeviceConfi
     sim.quantum_jitter = sim.quantum_jitter.max(pick(rng, &[0, 64]));
     // Back-pressure holds a write's source longer: a buffer reused before
     // its writes have left shows (drawn last, so the draws above replay).
-    // Its top level outlasts the calibrated chips' ~1,000-1,500 cycles from
-    // a worker's "done" to a read of what it wrote, so a "done" sent before
-    // the writes landed shows too (it rarely did at 300 and 1,000).
-    sim.faults.write_backpressure_cycles = sim.faults.write_backpressure_cycles.max(pick(rng, &[0, 1000, 3000]));
+    // Its upper levels outlast the calibrated chips' ~1,000-1,500 cycles
+    // from a worker's "done" to a read of what it wrote, so a "done" sent
+    // before the writes landed shows too (it rarely did at 300 and 1,000);
+    // 10,000 reaches windows 3,000 does not (docs/race-finder.md).
+    sim.faults.write_backpressure_cycles = sim.faults.write_backpressure_cycles.max(pick(rng, &[0, 1000, 3000, 10000]));
 }
 
 /// One region of device memory the model follows.
