@@ -922,15 +922,11 @@ impl Chip {
                 }
             }
         }
-        // Idle cores' counters to device time. Parked cores stay parked
-        // (waking ~70 polling workers at every host access would cost more
-        // than the host's work): whatever changes what they read wakes
-        // them, and every reader of a core's state settles it first.
-        for core in &mut self.cores {
-            if core.in_reset || core.hart.halted().is_some() {
-                core.hart.skip_cycles(self.now.saturating_sub(core.hart.cycle()));
-            }
-        }
+        // Idle cores (in reset, halted) and parked ones are left where they
+        // are: every reader of a core's state wakes it first ([`Chip::wake`]
+        // brings an idle core's counters to device time), and whatever
+        // changes what a parked core reads wakes it. Touching all ~360
+        // cores at every host step cost more than the host's work.
         self.now
     }
 
@@ -1022,10 +1018,16 @@ impl Chip {
         }
     }
 
-    /// Unparks core `i` (if idle-parked) to the current device time, exactly
-    /// where normal execution would be. Must precede any change to the core.
+    /// Brings core `i` to the current device time: unparks it (if
+    /// idle-parked) exactly where normal execution would be, or moves an
+    /// idle core's counters (in reset, halted) to device time. Must precede
+    /// any read of or change to the core.
     fn wake(&mut self, i: usize) {
         self.wake_to(i, self.now);
+        let core = &mut self.cores[i];
+        if core.in_reset || core.hart.halted().is_some() {
+            core.hart.skip_cycles(self.now.saturating_sub(core.hart.cycle()));
+        }
     }
 
     /// [`Chip::wake`] to cycle `t` (at or after its parked state).

@@ -45,18 +45,29 @@ pub enum StoreEffect {
     Yield,
 }
 
+/// A value loaded from the bus.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loaded {
+    pub value: u32,
+    /// The register may read another value without anything being stored
+    /// (a busy flag that clears with time, a clock): such a load counts as
+    /// a side effect, so idle fast-forward never parks a loop polling it.
+    pub volatile: bool,
+}
+
+impl Loaded {
+    /// A value that changes only when something stores to it.
+    pub fn stable(value: u32) -> Self {
+        Loaded { value, volatile: false }
+    }
+}
+
 /// Where accesses outside RAM go (core MMIO, in the chip). Generic, so the
 /// interpreter is monomorphised per bus and never dispatches dynamically.
 pub trait Bus {
     /// Load `size` (1, 2 or 4) bytes at `addr`; `now` is the hart's cycle.
-    fn load(&mut self, mem: &mut Memory, addr: u32, size: u32, now: u64) -> Result<u32, AccessFault>;
-    /// Whether a load of `addr` may return another value without anything
-    /// being stored (a busy flag that clears with time, a clock): such a
-    /// load counts as a side effect, so idle fast-forward never parks a loop
-    /// polling it.
-    fn volatile(&self, _addr: u32) -> bool {
-        false
-    }
+    /// One call decodes the address once: the value and its volatility.
+    fn load(&mut self, mem: &mut Memory, addr: u32, size: u32, now: u64) -> Result<Loaded, AccessFault>;
     /// Store the low `size` bytes of `value` at `addr`.
     fn store(
         &mut self,
@@ -72,7 +83,7 @@ pub trait Bus {
 pub struct NoBus;
 
 impl Bus for NoBus {
-    fn load(&mut self, _: &mut Memory, _: u32, _: u32, _: u64) -> Result<u32, AccessFault> {
+    fn load(&mut self, _: &mut Memory, _: u32, _: u32, _: u64) -> Result<Loaded, AccessFault> {
         Err(AccessFault::Unmapped)
     }
     fn store(&mut self, _: &mut Memory, _: u32, _: u32, _: u32, _: u64) -> Result<StoreEffect, AccessFault> {
@@ -538,10 +549,11 @@ impl Hart {
                 return Ok(u32::from_le_bytes(b));
             }
         }
-        if bus.volatile(addr) {
+        let loaded = bus.load(&mut self.mem, addr, size, now)?;
+        if loaded.volatile {
             self.effects += 1;
         }
-        bus.load(&mut self.mem, addr, size, now)
+        Ok(loaded.value)
     }
 
     /// Stores outside L1. `Ok(Some(stop))` ends the slice after the store.

@@ -25,9 +25,19 @@ use cqlab_abi::soc::ChipLayout;
 /// Registers of one command buffer, by `CmdBufReg::ALL` index.
 const REGS: usize = CmdBufReg::ALL.len();
 
-fn reg_index(r: CmdBufReg) -> usize {
-    CmdBufReg::ALL.iter().position(|&x| x == r).expect("a command-buffer register")
+/// `CmdBufReg::ALL` lists the registers in declaration order, so a
+/// register's index is its discriminant (checked at compile time below).
+const fn reg_index(r: CmdBufReg) -> usize {
+    r as usize
 }
+
+const _: () = {
+    let mut i = 0;
+    while i < REGS {
+        assert!(reg_index(CmdBufReg::ALL[i]) == i, "CmdBufReg::ALL is in declaration order");
+        i += 1;
+    }
+};
 
 /// One command buffer.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -324,11 +334,5 @@ impl Niu {
                 Ok(None)
             }
         }
-    }
-
-    /// Whether command buffer `buf` reads busy at `now` (a time-dependent
-    /// register for fast-forward).
-    pub fn is_cmd_ctrl(chip: &ArchParams, addr: u32) -> bool {
-        matches!(chip.niu.decode(addr), Some((_, NiuReg::CmdBuf { reg: CmdBufReg::CmdCtrl, .. })))
     }
 }

@@ -9,13 +9,13 @@
 //! Tensix coprocessor above all, but also the NOC overlay, TDMA-RISC, the
 //! PIC, NCRISC's IRAM and Blackhole's shared path to local memory.
 
-use crate::hart::{AccessFault, Bus, StoreEffect};
+use crate::hart::{AccessFault, Bus, Loaded, StoreEffect};
 use crate::memory::Memory;
 use crate::niu::{Kind, Niu};
 use crate::noc::Target;
 use crate::request::{Issued, Resolver};
 use cqlab_abi::arch::address_map::{region_of, Region};
-use cqlab_abi::arch::niu::NiuReg;
+use cqlab_abi::arch::niu::{CmdBufReg, NiuReg};
 use cqlab_abi::arch::tensix::{self, Processor, ResetPcWriters};
 use cqlab_abi::arch::{ArchParams, Noc};
 use cqlab_abi::noc::Coord;
@@ -232,18 +232,13 @@ impl TileBus<'_> {
 }
 
 impl Bus for TileBus<'_> {
-    fn volatile(&self, addr: u32) -> bool {
-        Niu::is_cmd_ctrl(self.chip, addr)
-            || matches!(
-                TensixRegs::decode(self.chip, addr),
-                Some(RegAccess::WallClockLow | RegAccess::WallClockHighLive | RegAccess::WallClockHigh)
-            )
-    }
-
-    fn load(&mut self, _mem: &mut Memory, addr: u32, size: u32, now: u64) -> Result<u32, AccessFault> {
+    fn load(&mut self, _mem: &mut Memory, addr: u32, size: u32, now: u64) -> Result<Loaded, AccessFault> {
         if let Some((noc, reg)) = self.chip.niu.decode(addr) {
             Self::word(size)?;
-            return self.regs.niu[noc.index() as usize].read(self.chip, reg, now);
+            let value = self.regs.niu[noc.index() as usize].read(self.chip, reg, now)?;
+            // Busy until accepted: it clears with time alone.
+            let volatile = matches!(reg, NiuReg::CmdBuf { reg: CmdBufReg::CmdCtrl, .. });
+            return Ok(Loaded { value, volatile });
         }
         match TensixRegs::decode(self.chip, addr) {
             Some(r) => {
@@ -251,7 +246,9 @@ impl Bus for TileBus<'_> {
                 if let RegAccess::ResetPc(_) = r {
                     may_write_reset_pc(self.chip, Some(self.processor)).map_err(AccessFault::Rejected)?;
                 }
-                Ok(self.regs.read(r, now))
+                let volatile =
+                    matches!(r, RegAccess::WallClockLow | RegAccess::WallClockHighLive | RegAccess::WallClockHigh);
+                Ok(Loaded { value: self.regs.read(r, now), volatile })
             }
             None => Err(self.other(addr)),
         }
