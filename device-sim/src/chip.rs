@@ -133,8 +133,13 @@ struct Tensix {
     /// bounding range (`(0, 0)` for none): a running core's stores there
     /// must end its run so they are woken.
     parked_l1: (u32, u32),
-    /// Writes of this tile in [`Chip::departing`].
-    departing: usize,
+    /// Its writes still leaving its L1, in issue order.
+    departing: Vec<Departing>,
+    /// No write of `departing` reads more of its source before this cycle
+    /// (most runs of a core find nothing to read: packets queued behind
+    /// others or held back), and the earliest cycle one finishes leaving.
+    departing_quiet_until: u64,
+    departing_next_left: Option<u64>,
 }
 
 /// A statistical profile (`Chip::set_pc_sampling`): the PC of each sampled
@@ -169,8 +174,10 @@ pub struct Chip {
     issued: Vec<Issued>,
     /// Ordering rules as arrival clamps (off with `faults.reorder`).
     routes: Routes,
-    /// Writes still reading their source, in issue order.
-    departing: Vec<Departing>,
+    /// Writes still reading their source (each tile holds its own).
+    departing_writes: usize,
+    /// Tiles that may hold leaving writes (every tile that does).
+    departing_tiles: Vec<usize>,
     /// Reads whose data is landing.
     landing: Vec<Landing>,
     /// Write payloads by id, filled as their flits leave, taken on arrival.
@@ -315,7 +322,9 @@ impl Chip {
                 cores: ids,
                 parked_reads: (0, 0),
                 parked_l1: (0, 0),
-                departing: 0,
+                departing: Vec::new(),
+                departing_quiet_until: u64::MAX,
+                departing_next_left: None,
             });
         }
         for s in &cfg.faults.slow_cores {
@@ -337,7 +346,8 @@ impl Chip {
             sysmem,
             rng,
             routes: Routes::default(),
-            departing: Vec::new(),
+            departing_writes: 0,
+            departing_tiles: Vec::new(),
             landing: Vec::new(),
             payloads: BTreeMap::new(),
             atomic_old: Vec::new(),
@@ -941,7 +951,8 @@ impl Chip {
     /// happen before the next event: the slice runs to it.
     fn slice_end_from(&self, now: u64, end: u64) -> u64 {
         let due = self.events.peek().map_or(u64::MAX, |e| e.time).max(now + 1);
-        let idle = self.active.is_empty() && self.pct.is_none() && self.landing.is_empty() && self.departing.is_empty();
+        let idle =
+            self.active.is_empty() && self.pct.is_none() && self.landing.is_empty() && self.departing_writes == 0;
         if idle {
             return due.min(end);
         }
@@ -1266,7 +1277,7 @@ impl Chip {
     #[inline(always)]
     fn read_sources(&mut self, t: u64, only: Option<usize>) -> Option<u64> {
         // Checked here, inline: most runs have nothing leaving.
-        if only.map_or(self.departing.is_empty(), |t| self.tensix(t).departing == 0) {
+        if only.map_or(self.departing_writes == 0, |t| self.tensix(t).departing.is_empty()) {
             return None;
         }
         self.read_leaving(t, only)
@@ -1274,31 +1285,59 @@ impl Chip {
 
     #[inline(never)]
     fn read_leaving(&mut self, t: u64, only: Option<usize>) -> Option<u64> {
+        if let Some(tile) = only {
+            return self.read_leaving_of(tile, t);
+        }
+        // Each tile's writes on their own: what one sends moves only its
+        // NIU's counters. Tiles listed since (none: a woken core only
+        // catches up on a pure loop) are kept.
+        let mut tiles = std::mem::take(&mut self.departing_tiles);
+        for &tile in &tiles {
+            self.read_leaving_of(tile, t);
+        }
+        tiles.retain(|&tile| !self.tensix(tile).departing.is_empty());
+        for tile in std::mem::replace(&mut self.departing_tiles, tiles) {
+            if !self.departing_tiles.contains(&tile) {
+                self.departing_tiles.push(tile);
+            }
+        }
+        None
+    }
+
+    /// [`Chip::read_leaving`] for tile `tile`'s writes.
+    fn read_leaving_of(&mut self, tile: usize, t: u64) -> Option<u64> {
+        let quiet = self.tensix(tile);
+        if t < quiet.departing_quiet_until {
+            return quiet.departing_next_left;
+        }
         let bpc = self.cfg.noc.bytes_per_cycle;
-        let Chip { departing, payloads, tiles, cores, .. } = self;
+        let mut departing = std::mem::take(&mut self.tensix_mut(tile).departing);
+        let Chip { payloads, tiles, cores, .. } = self;
+        let l1 = tile_l1(tiles, cores, tile);
         let mut next: Option<u64> = None;
+        let mut quiet_until = u64::MAX;
         let mut sent = Vec::new();
         departing.retain_mut(|d| {
-            if only.is_some_and(|c| c != d.src.tile) {
-                return true;
-            }
             let by = flits_by(d.start, d.len, d.rate, t);
             if by > d.read {
                 let buf = payloads.get_mut(&d.id).expect("a leaving write has a payload");
-                tile_l1(tiles, cores, d.src.tile)
-                    .read(d.local + d.read, &mut buf[d.read as usize..by as usize])
-                    .expect("validated at issue");
+                l1.read(d.local + d.read, &mut buf[d.read as usize..by as usize]).expect("validated at issue");
                 d.read = by;
             }
             if d.read == d.len {
                 sent.push((d.src, d.tid, d.posted, (d.len as u64).div_ceil(bpc) as i32));
-                tiles[d.src.tile].as_mut().expect("a Tensix tile").departing -= 1;
                 return false;
             }
             let left = last_flit(d.start, d.len, d.rate);
             next = Some(next.map_or(left, |n| n.min(left)));
+            // `flits_by` passes `read` from this cycle on.
+            quiet_until = quiet_until.min(d.start + (d.read as u64 / d.rate));
             true
         });
+        self.departing_writes -= sent.len();
+        let me = self.tensix_mut(tile);
+        me.departing = departing;
+        (me.departing_quiet_until, me.departing_next_left) = (quiet_until, next);
         for (src, tid, posted, flits) in sent {
             let (req, words) = if posted {
                 (counter::NIU_MST_POSTED_WR_REQ_SENT, counter::NIU_MST_POSTED_WR_DATA_WORD_SENT)
@@ -1471,8 +1510,15 @@ impl Chip {
                 }
                 self.payloads.insert(id, vec![0; issue.len as usize]);
                 let (local, len) = (issue.local, issue.len);
-                self.departing.push(Departing { id, src, tid, posted, local, len, start, rate, read: 0 });
-                self.tensix_mut(src.tile).departing += 1;
+                if self.tensix(src.tile).departing.is_empty() && !self.departing_tiles.contains(&src.tile) {
+                    self.departing_tiles.push(src.tile);
+                }
+                self.departing_writes += 1;
+                let leaving = Departing { id, src, tid, posted, local, len, start, rate, read: 0 };
+                let me = self.tensix_mut(src.tile);
+                me.departing.push(leaving);
+                me.departing_quiet_until = me.departing_quiet_until.min(start);
+                me.departing_next_left = Some(me.departing_next_left.map_or(left, |n| n.min(left)));
                 self.push(arrive, EventKind::WriteArrive { src: Some(src), target: issue.target, id, len, posted });
                 if !posted {
                     let mut ack = arrive + trip(&self.cfg, hops, 0);
@@ -1587,7 +1633,10 @@ impl Chip {
                 self.apply_write(&target, &data, at);
             }
             EventKind::WriteArrive { src, target, id, len, posted } => {
-                debug_assert!(self.departing.iter().all(|d| d.id != id), "a write lands only after it has left");
+                debug_assert!(
+                    src.is_none_or(|s| self.tensix(s.tile).departing.iter().all(|d| d.id != id)),
+                    "a write lands only after it has left"
+                );
                 let data = self.payloads.remove(&id).expect("a write in flight has a payload");
                 if matches!(target, Target::Dram { .. }) {
                     self.dram_traffic.write_bytes += len as u64;
@@ -1867,7 +1916,10 @@ impl Chip {
         for e in pending {
             h.event(e);
         }
-        for d in &self.departing {
+        // In issue order (ids grow with it), whichever tile they leave.
+        let mut departing: Vec<&Departing> = self.tiles.iter().flatten().flat_map(|tile| &tile.departing).collect();
+        departing.sort_by_key(|d| d.id);
+        for d in departing {
             h.departing(d);
         }
         for l in &self.landing {
