@@ -140,6 +140,9 @@ struct Tensix {
     /// others or held back), and the earliest cycle one finishes leaving.
     departing_quiet_until: u64,
     departing_next_left: Option<u64>,
+    /// None of the reads it issued lands more flits before this cycle
+    /// (`u64::MAX` when none is landing): most runs of a core find none.
+    landing_quiet_until: u64,
 }
 
 /// A statistical profile (`Chip::set_pc_sampling`): the PC of each sampled
@@ -325,6 +328,7 @@ impl Chip {
                 departing: Vec::new(),
                 departing_quiet_until: u64::MAX,
                 departing_next_left: None,
+                landing_quiet_until: u64::MAX,
             });
         }
         for s in &cfg.faults.slow_cores {
@@ -1056,10 +1060,16 @@ impl Chip {
     /// Recomputes tile `t`'s [`Tensix::parked_reads`] and
     /// [`Tensix::parked_l1`] after one of its cores parked or woke.
     fn refresh_parked_reads(&mut self, t: usize) {
-        let loops = || self.tensix(t).cores.into_iter().filter_map(|j| self.cores[j].ff.idle.as_ref());
-        let (lo, hi) = loops().map(|l| l.bounds()).fold((u64::MAX, 0), |(lo, hi), (a, b)| (lo.min(a), hi.max(b)));
-        let l1 =
-            loops().filter_map(|l| l.bounds_below(self.chip.l1_size)).reduce(|(a, b), (lo, hi)| (a.min(lo), b.max(hi)));
+        let (mut lo, mut hi) = (u64::MAX, 0);
+        let mut l1: Option<(u32, u32)> = None;
+        for j in self.tensix(t).cores {
+            if let Some(((a, b), below)) = self.cores[j].ff.parked_spans() {
+                (lo, hi) = (lo.min(a), hi.max(b));
+                if let Some((x, y)) = below {
+                    l1 = Some(l1.map_or((x, y), |(p, q)| (p.min(x), q.max(y))));
+                }
+            }
+        }
         let tile = self.tensix_mut(t);
         tile.parked_reads = if lo < hi { (lo, hi) } else { (0, 0) };
         tile.parked_l1 = l1.map_or((0, 0), |(lo, hi)| (lo, hi - lo));
@@ -1158,7 +1168,7 @@ impl Chip {
             // Its tile's reads land, then its leaving packets read their
             // source, as of where the core is now.
             let now_i = self.cores[i].hart.cycle();
-            if !self.landing.is_empty() {
+            if now_i >= self.tensix(t).landing_quiet_until {
                 self.land_reads(now_i, Some(t));
             }
             let leaving = self.read_sources(now_i, Some(t));
@@ -1204,7 +1214,7 @@ impl Chip {
                 if try_probe && leaving.is_none() {
                     match probe_with(&mut core.hart, &mut bus, seg, probe_scratch) {
                         Probe::Idle(l) => {
-                            core.ff.parked(l);
+                            core.ff.parked(l, chip.l1_size);
                             parked = true;
                             done = true;
                             break 'step;
@@ -1375,6 +1385,18 @@ impl Chip {
             self.noc_read(&target.offset(from as u64), &mut buf);
             self.l1_mut(src).write(local + from, &buf).expect("validated at issue");
         }
+        // Elsewhere each tile's cycle stays a lower bound: flits only land.
+        if let Some(tile) = only {
+            let quiet = self
+                .landing
+                .iter()
+                .filter(|l| l.src.tile == tile && l.done < l.len)
+                // `flits_by` passes `done` from this cycle on.
+                .map(|l| l.start + l.done as u64 / bpc)
+                .min()
+                .unwrap_or(u64::MAX);
+            self.tensix_mut(tile).landing_quiet_until = quiet;
+        }
     }
 
     /// Moves landing reads and leaving writes on to cycle `t` (landing
@@ -1464,6 +1486,8 @@ impl Chip {
                     let start = done + 1 - (issue.len as u64).div_ceil(bpc).max(1);
                     let (local, len, target) = (issue.local, issue.len, issue.target.clone());
                     self.landing.push(Landing { id, src, target, local, len, start, done: 0 });
+                    let me = self.tensix_mut(src.tile);
+                    me.landing_quiet_until = me.landing_quiet_until.min(start);
                 }
                 let (local, len, target) = (issue.local, issue.len, issue.target);
                 self.push(done, EventKind::ReadComplete { src, id, target, local, len, tid });

@@ -160,6 +160,10 @@ pub struct FfState {
     pub skipped_cycles: u64,
     /// The period of the loop it last parked in (0: none yet).
     last_period: u64,
+    /// The parked loop's [`IdleLoop::bounds`] and its bounds in L1, kept
+    /// from when it parked: a tile's parked ranges are refreshed at every
+    /// park and wake of its cores.
+    spans: ((u64, u64), Option<(u32, u32)>),
 }
 
 impl FfState {
@@ -199,13 +203,22 @@ impl FfState {
         end.saturating_sub(now) >= self.last_period && self.probe_due()
     }
 
-    pub fn parked(&mut self, l: IdleLoop) {
+    /// Parks the core in loop `l`; `l1_end`: the end of its L1 (for the
+    /// loop's bounds in L1, [`FfState::parked_spans`]).
+    pub fn parked(&mut self, l: IdleLoop, l1_end: u32) {
+        self.spans = (l.bounds(), l.bounds_below(l1_end));
         self.last_period = l.period_cycles;
         self.idle = Some(l);
         self.failures = 0;
         self.backoff = 0;
         self.wait = 0;
         self.changed = false;
+    }
+
+    /// The parked loop's bounds and its bounds in L1 (`None` if it reads
+    /// nothing there); `None` when not parked.
+    pub fn parked_spans(&self) -> Option<((u64, u64), Option<(u32, u32)>)> {
+        self.idle.as_ref().map(|_| self.spans)
     }
 
     /// Unparks: adds the whole periods that fit before `t` to `hart`. The
@@ -526,7 +539,7 @@ mod tests {
     /// Parks `h` in `l`, wakes it at `t` and runs it to `t`: the cycles skipped.
     fn park_and_wake(h: &mut Hart, l: IdleLoop, t: u64) -> u64 {
         let mut ff = FfState::default();
-        ff.parked(l);
+        ff.parked(l, u32::MAX);
         ff.unpark(h, t);
         h.run(&mut NoBus, t);
         ff.skipped_cycles
@@ -617,7 +630,7 @@ mod tests {
         let l = probe(&mut a, &mut NoBus, 1000).idle().expect("the lw/bltu loop");
         assert_eq!((a.pc(), l.period_instrs), (0x1004, 2));
         let mut ff = FfState::default();
-        ff.parked(l);
+        ff.parked(l, u32::MAX);
         ff.unpark(&mut a, 5000);
         a.run(&mut NoBus, 5000);
         let mut b = hart(&prog);
@@ -655,7 +668,7 @@ mod tests {
 
     fn same_as_a_plain_run(mut parked: Hart, l: IdleLoop, until: u64) {
         let mut ff = FfState::default();
-        ff.parked(l);
+        ff.parked(l, u32::MAX);
         ff.unpark(&mut parked, until);
         parked.run(&mut NoBus, until);
         let mut plain = hart(&POLL_THREE_QUEUES);
@@ -743,7 +756,7 @@ mod tests {
             waits.push(wait_after(&mut ff));
         }
         assert_eq!(waits, [8, 8, 8, 8, 8, 8, 8, 16, 32, 64, 64]);
-        ff.parked(probe(&mut hart(&[jal(0, 0)]), &mut NoBus, 100).idle().expect("a pure loop"));
+        ff.parked(probe(&mut hart(&[jal(0, 0)]), &mut NoBus, 100).idle().expect("a pure loop"), u32::MAX);
         ff.probe_failed();
         assert_eq!(wait_after(&mut ff), 1, "a park starts over");
     }
@@ -759,7 +772,7 @@ mod tests {
         a.set_reg(8, 1);
         let l = probe(&mut a, &mut NoBus, 1000).idle().expect("the lw/bltu loop");
         assert!(l.period_cycles > 2, "{l:?}");
-        ff.parked(l);
+        ff.parked(l, u32::MAX);
         assert!(!ff.mid_run_probe_due(101, 100 + l.period_cycles));
         assert!(ff.mid_run_probe_due(100, 100 + l.period_cycles));
     }
