@@ -1063,9 +1063,10 @@ impl Chip {
         let (mut lo, mut hi) = (u64::MAX, 0);
         let mut l1: Option<(u32, u32)> = None;
         for j in self.tensix(t).cores {
-            if let Some(((a, b), below)) = self.cores[j].ff.parked_spans() {
+            if let Some(spans) = self.cores[j].ff.parked_spans() {
+                let (a, b) = spans.all;
                 (lo, hi) = (lo.min(a), hi.max(b));
-                if let Some((x, y)) = below {
+                if let Some((x, y)) = spans.l1 {
                     l1 = Some(l1.map_or((x, y), |(p, q)| (p.min(x), q.max(y))));
                 }
             }

@@ -160,10 +160,19 @@ pub struct FfState {
     pub skipped_cycles: u64,
     /// The period of the loop it last parked in (0: none yet).
     last_period: u64,
-    /// The parked loop's [`IdleLoop::bounds`] and its bounds in L1, kept
-    /// from when it parked: a tile's parked ranges are refreshed at every
-    /// park and wake of its cores.
-    spans: ((u64, u64), Option<(u32, u32)>),
+    /// The parked loop's spans, kept from when it parked: a tile's parked
+    /// ranges are refreshed at every park and wake of its cores.
+    spans: ParkedSpans,
+}
+
+/// What a parked loop reads, as bounding ranges.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ParkedSpans {
+    /// [`IdleLoop::bounds`].
+    pub all: (u64, u64),
+    /// [`IdleLoop::bounds_below`] the core's L1 end: `(start, end)`, `None`
+    /// if it reads nothing in L1.
+    pub l1: Option<(u32, u32)>,
 }
 
 impl FfState {
@@ -206,7 +215,7 @@ impl FfState {
     /// Parks the core in loop `l`; `l1_end`: the end of its L1 (for the
     /// loop's bounds in L1, [`FfState::parked_spans`]).
     pub fn parked(&mut self, l: IdleLoop, l1_end: u32) {
-        self.spans = (l.bounds(), l.bounds_below(l1_end));
+        self.spans = ParkedSpans { all: l.bounds(), l1: l.bounds_below(l1_end) };
         self.last_period = l.period_cycles;
         self.idle = Some(l);
         self.failures = 0;
@@ -215,9 +224,8 @@ impl FfState {
         self.changed = false;
     }
 
-    /// The parked loop's bounds and its bounds in L1 (`None` if it reads
-    /// nothing there); `None` when not parked.
-    pub fn parked_spans(&self) -> Option<((u64, u64), Option<(u32, u32)>)> {
+    /// The parked loop's spans; `None` when not parked.
+    pub fn parked_spans(&self) -> Option<ParkedSpans> {
         self.idle.as_ref().map(|_| self.spans)
     }
 
