@@ -1169,10 +1169,10 @@ impl Chip {
             // Its tile's reads land, then its leaving packets read their
             // source, as of where the core is now.
             let now_i = self.cores[i].hart.cycle();
-            if now_i >= self.tensix(t).landing_quiet_until {
+            if !self.landing.is_empty() && now_i >= self.tensix(t).landing_quiet_until {
                 self.land_reads(now_i, Some(t));
             }
-            let leaving = self.read_sources(now_i, Some(t));
+            let leaving = if self.departing_writes == 0 { None } else { self.read_sources(now_i, Some(t)) };
             let seg = leaving.map_or(limit, |left| left.min(limit));
             // It runs, so the tile's parked cores are its siblings.
             debug_assert!(self.cores[i].ff.idle.is_none(), "a parked core does not run");
