@@ -1300,8 +1300,9 @@ impl Chip {
             return self.read_leaving_of(tile, t);
         }
         // Each tile's writes on their own: what one sends moves only its
-        // NIU's counters. Tiles listed since (none: a woken core only
-        // catches up on a pure loop) are kept.
+        // NIU's counters. A tile listed while this runs is kept (none is
+        // today: the counters wake cores only to catch up on a pure loop,
+        // which issues nothing).
         let mut tiles = std::mem::take(&mut self.departing_tiles);
         for &tile in &tiles {
             self.read_leaving_of(tile, t);

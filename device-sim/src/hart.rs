@@ -55,13 +55,6 @@ pub struct Loaded {
     pub volatile: bool,
 }
 
-impl Loaded {
-    /// A value that changes only when something stores to it.
-    pub fn stable(value: u32) -> Self {
-        Loaded { value, volatile: false }
-    }
-}
-
 /// Where accesses outside RAM go (core MMIO, in the chip). Generic, so the
 /// interpreter is monomorphised per bus and never dispatches dynamically.
 pub trait Bus {

@@ -283,7 +283,7 @@ impl NiuLayout {
         };
         // The config and status windows hold 64 registers each, between
         // command buffer 0's registers and buffer 1 (checked below the
-        // layouts), so no command-buffer register is tested for first.
+        // layouts): testing them first hides no command-buffer register.
         if off.wrapping_sub(self.status_base) < 0x100 && off % 4 == 0 {
             return Some((noc, NiuReg::Status((off - self.status_base) / 4)));
         }
@@ -370,7 +370,8 @@ pub const BLACKHOLE: NiuLayout = NiuLayout {
 
 // `NiuLayout::decode` splits a command-buffer offset with a shift and a mask,
 // and tests the config and status windows before the command buffers: they
-// lie past buffer 0's registers and before buffer 1, and below NOC1's block.
+// lie past buffer 0's registers and before buffer 1; NOC1's block starts
+// past NOC0's.
 const _: () = {
     let mut k = 0;
     let layouts = [WORMHOLE, BLACKHOLE];
