@@ -1172,7 +1172,7 @@ impl Chip {
             if !self.landing.is_empty() && now_i >= self.tensix(t).landing_quiet_until {
                 self.land_reads(now_i, Some(t));
             }
-            let leaving = if self.departing_writes == 0 { None } else { self.read_sources(now_i, Some(t)) };
+            let leaving = self.read_sources(now_i, Some(t));
             let seg = leaving.map_or(limit, |left| left.min(limit));
             // It runs, so the tile's parked cores are its siblings.
             debug_assert!(self.cores[i].ff.idle.is_none(), "a parked core does not run");
@@ -1287,8 +1287,9 @@ impl Chip {
     /// which a packet of `only` finishes leaving, if one is still leaving.
     #[inline(always)]
     fn read_sources(&mut self, t: u64, only: Option<usize>) -> Option<u64> {
-        // Checked here, inline: most runs have nothing leaving.
-        if only.map_or(self.departing_writes == 0, |t| self.tensix(t).departing.is_empty()) {
+        // Checked here, inline: most runs have nothing leaving. The
+        // chip-wide count first spares a run the look at its tile.
+        if self.departing_writes == 0 || only.is_some_and(|t| self.tensix(t).departing.is_empty()) {
             return None;
         }
         self.read_leaving(t, only)
