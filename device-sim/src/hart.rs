@@ -611,6 +611,28 @@ impl Hart {
         if let Some(h) = self.halt {
             return Stop::Halted(h);
         }
+        // Most runs have no load queue: their loop leaves out its test at
+        // every instruction, and decodes a new word in its `match`.
+        if self.loads.on || self.loads.until > self.cycle {
+            self.run_loop::<B, O, true>(bus, cycle_limit, obs)
+        } else {
+            self.run_loop::<B, O, false>(bus, cycle_limit, obs)
+        }
+    }
+
+    /// [`Hart::run_loop`] with every test (out of line: a plain run's way
+    /// on where its loop cannot go, into code outside L1).
+    #[inline(never)]
+    fn run_full<B: Bus, O: Observer>(&mut self, bus: &mut B, cycle_limit: u64, obs: &mut O) -> Stop {
+        self.run_loop::<B, O, true>(bus, cycle_limit, obs)
+    }
+
+    /// [`Hart::run_observed`]'s loop. `FULL`: loads may be waiting
+    /// ([`LoadQueue`]), and every word is decoded before it dispatches;
+    /// without it the loop assumes none waits and decodes an L1 word the
+    /// first time it meets it, in its `match`.
+    #[inline(always)]
+    fn run_loop<B: Bus, O: Observer, const FULL: bool>(&mut self, bus: &mut B, cycle_limit: u64, obs: &mut O) -> Stop {
         let mut pc = self.pc;
         let mut cycle = self.cycle;
         let mut instret = self.instret;
@@ -677,7 +699,7 @@ impl Hart {
                     Some(b) => {
                         let mut w = [0u8; 4];
                         w[..$n].copy_from_slice(&b);
-                        if self.loads.on {
+                        if FULL && self.loads.on {
                             self.loads.push(cycle, cycle + LOAD_CYCLES, $d.rd);
                         } else {
                             cycle += LOAD_CYCLES - 1;
@@ -767,14 +789,15 @@ impl Hart {
                 break Stop::CycleLimit;
             }
             let mut d = self.mem.fetch(pc);
-            if d.op == Op::NotDecoded {
-                // First execution of this word, or code outside L1.
+            if (O::ON || FULL) && d.op == Op::NotDecoded {
+                // First execution of this word, or code outside L1; the
+                // observer and the load queue see the decoded instruction.
                 match self.mem.fetch_slow(pc) {
                     Some(nd) => d = nd,
                     None => halt!(HaltReason::FetchFault),
                 }
             }
-            if cycle < self.loads.until {
+            if FULL && cycle < self.loads.until {
                 // Waits for a load's data; an instruction never starts at
                 // or past the limit.
                 cycle = self.loads.issue_at(&d, cycle);
@@ -789,7 +812,18 @@ impl Hart {
                 back = false;
             }
             match d.op {
-                Op::NotDecoded => unreachable!("decode never yields NotDecoded"),
+                // A plain run meets a word of L1 for the first time: decoded
+                // into L1's cache, it runs at the next turn of the loop. Code
+                // outside L1 (a window) never hits that cache: the rest of
+                // the run decodes each word before it dispatches.
+                Op::NotDecoded if self.mem.l1.contains(pc, 4) => match self.mem.fetch_slow(pc) {
+                    Some(_) => continue,
+                    None => halt!(HaltReason::FetchFault),
+                },
+                Op::NotDecoded => {
+                    (self.pc, self.cycle, self.instret) = (pc, cycle, instret);
+                    return self.run_full(bus, cycle_limit, obs);
+                }
                 Op::Illegal => halt!(HaltReason::IllegalInstruction { word: d.imm }),
                 Op::Lui => alu!(d, |_a, _b, i| i),
                 Op::Auipc => alu!(d, |_a, _b, i| pc.wrapping_add(i)),

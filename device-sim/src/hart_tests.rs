@@ -308,6 +308,37 @@ fn run_stops_at_the_cycle_limit_and_resumes() {
     assert_eq!(h.step(&mut NoBus), Stop::CycleLimit);
 }
 
+/// The same loop from L1 and from a second window (code the L1 decode
+/// cache never holds), and from L1 jumping into the window: same results,
+/// same cycles, whichever way the interpreter's loop decodes.
+#[test]
+fn code_in_a_window_runs_as_code_in_l1_does() {
+    const WINDOW: u32 = 0x8000_0000;
+    // x1 counts 10 turns of a loop that sums them into x3.
+    let mut body = li(1, 10).to_vec();
+    body.extend([add(3, 3, 1), addi(1, 1, -1), bne(1, 0, -8), ECALL]);
+    let run_from = |entry: u32, l1: &[u32], window: &[u32]| {
+        let mut mem = Memory::new(Ram::new(0, 0x1_0000), Some(Ram::new(WINDOW, 0x1000)));
+        mem.write(BASE, &to_bytes(l1)).unwrap();
+        mem.write(WINDOW, &to_bytes(window)).unwrap();
+        let mut h = Hart::new(mem, 0, entry);
+        let stop = h.run(&mut NoBus, 1_000_000);
+        assert!(matches!(stop, Stop::Halted(Halt { reason: HaltReason::Ecall, .. })), "{stop:?}");
+        (h.reg(3), h.cycle(), h.instret())
+    };
+    let in_l1 = run_from(BASE, &body, &[]);
+    assert_eq!(in_l1.0, 55);
+    assert_eq!(run_from(WINDOW, &[], &body), in_l1, "from the window");
+    // L1 jumps to the window (lui + jalr: two more instructions).
+    let mut jump = li(5, WINDOW).to_vec();
+    jump.push(jalr(0, 5, 0));
+    let (sum, cycles, instret) = run_from(BASE, &jump, &body);
+    let extra = jump.len() as u64;
+    assert_eq!(sum, 55);
+    assert_eq!(instret, in_l1.2 + extra, "from L1 into the window");
+    assert!(cycles > in_l1.1 + extra, "the jump is taken: {cycles} against {}", in_l1.1);
+}
+
 #[test]
 fn stores_into_decoded_code_take_effect() {
     // Runs a loop body once, then overwrites its first instruction with
