@@ -15,12 +15,17 @@
 //! programmed; `NOC_CFG` is read-only to cores here.
 
 use crate::hart::AccessFault;
-use cqlab_abi::arch::niu::{counter, niu_cfg_0, node_id, CmdBufReg, NiuReg};
+use cqlab_abi::arch::niu::{counter, niu_cfg_0, node_id, CmdBufReg, NiuReg, WINDOW_REGS};
 use cqlab_abi::arch::noc_addr::{AddrWords, CoordField};
 use cqlab_abi::arch::noc_cmd::{atomic, cmd_ctrl, ctrl, packet_tag};
 use cqlab_abi::arch::{Arch, ArchParams, Noc};
 use cqlab_abi::noc::Coord;
 use cqlab_abi::soc::ChipLayout;
+
+/// Registers in the `NOC_CFG` and in the `NOC_STATUS` window.
+const WINDOW: usize = WINDOW_REGS as usize;
+// `Niu::cfg_known` holds a bit a `NOC_CFG` register.
+const _: () = assert!(WINDOW <= u64::BITS as usize);
 
 /// Registers of one command buffer, by `CmdBufReg::ALL` index.
 const REGS: usize = CmdBufReg::ALL.len();
@@ -156,11 +161,11 @@ impl Request {
 pub struct Niu {
     pub noc: Noc,
     cmd: [CmdBuf; 4],
-    cfg: [u32; 64],
+    cfg: [u32; WINDOW],
     /// Which `NOC_CFG` registers hold a value cqlab models (the others
     /// refuse reads).
     cfg_known: u64,
-    status: [u32; 64],
+    status: [u32; WINDOW],
     node_id: u32,
 }
 
@@ -180,7 +185,7 @@ impl Niu {
             Noc::Noc1 => tile.noc1,
         };
         let g = chip.grid;
-        let mut cfg = [0u32; 64];
+        let mut cfg = [0u32; WINDOW];
         let mut known = 0u64;
         let mut set = |i: u32, v: u32| {
             cfg[i as usize] = v;
@@ -221,7 +226,7 @@ impl Niu {
             cmd: std::array::from_fn(|_| CmdBuf { regs: [0; REGS], busy_until: 0 }),
             cfg,
             cfg_known: known,
-            status: [0; 64],
+            status: [0; WINDOW],
             node_id: node_id::encode(own.x, own.y, g.x, g.y, noc),
         }
     }
@@ -255,11 +260,11 @@ impl Niu {
                     _ => b.regs[reg_index(reg)],
                 })
             }
-            NiuReg::Cfg(i) if i < 64 && self.cfg_known & 1 << i != 0 => Ok(self.cfg[i as usize]),
+            NiuReg::Cfg(i) if i < WINDOW_REGS && self.cfg_known & 1 << i != 0 => Ok(self.cfg[i as usize]),
             NiuReg::Cfg(_) => Err(AccessFault::NotModelled(
                 "NOC_CFG register (cqlab models NIU_CFG_0, the Wormhole translation tables and NOC_ID_LOGICAL)",
             )),
-            NiuReg::Status(i) if i < 64 => Ok(self.status[i as usize]),
+            NiuReg::Status(i) if i < WINDOW_REGS => Ok(self.status[i as usize]),
             NiuReg::Status(_) | NiuReg::Other(_) => {
                 let _ = chip;
                 Err(AccessFault::NotModelled("NIU register (cqlab models the command buffers, NOC_CFG and NOC_STATUS)"))

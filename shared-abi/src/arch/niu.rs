@@ -243,6 +243,12 @@ pub enum NiuReg {
 /// `BlackholeA0/TensixTile/BabyRISCV/README.md`: 0xFFB2_0000–0xFFB2_FFFF).
 pub const NIU_BLOCK_SIZE: u32 = 0x1_0000;
 
+/// Registers in each of the `NOC_CFG` and `NOC_STATUS` windows: the windows
+/// abut (`NOC_CFG(cnt)` at +0x100, `NOC_STATUS(cnt)` at +0x200, tt-metal
+/// `noc_parameters.h`), so each spans 0x100 bytes.
+pub const WINDOW_REGS: u32 = 64;
+const WINDOW_BYTES: u32 = WINDOW_REGS * 4;
+
 impl NiuLayout {
     /// Base of `noc`'s register block.
     pub const fn base(&self, noc: Noc) -> u32 {
@@ -281,13 +287,13 @@ impl NiuLayout {
         } else {
             return None;
         };
-        // The config and status windows hold 64 registers each, between
+        // The config and status windows hold `WINDOW_REGS` each, between
         // command buffer 0's registers and buffer 1 (checked below the
         // layouts): testing them first hides no command-buffer register.
-        if off.wrapping_sub(self.status_base) < 0x100 && off % 4 == 0 {
+        if off.wrapping_sub(self.status_base) < WINDOW_BYTES && off % 4 == 0 {
             return Some((noc, NiuReg::Status((off - self.status_base) / 4)));
         }
-        if off.wrapping_sub(self.cfg_base) < 0x100 && off % 4 == 0 {
+        if off.wrapping_sub(self.cfg_base) < WINDOW_BYTES && off % 4 == 0 {
             return Some((noc, NiuReg::Cfg((off - self.cfg_base) / 4)));
         }
         if off < self.cmd_bufs * self.cmd_buf_stride {
@@ -378,8 +384,8 @@ const _: () = {
     while k < layouts.len() {
         let l = &layouts[k];
         assert!(l.cmd_buf_stride.is_power_of_two());
-        assert!(l.cfg_base >= CMD_BUF_INDEX_WORDS as u32 * 4 && l.cfg_base + 0x100 <= l.cmd_buf_stride);
-        assert!(l.status_base >= CMD_BUF_INDEX_WORDS as u32 * 4 && l.status_base + 0x100 <= l.cmd_buf_stride);
+        assert!(l.cfg_base >= CMD_BUF_INDEX_WORDS as u32 * 4 && l.cfg_base + WINDOW_BYTES <= l.cmd_buf_stride);
+        assert!(l.status_base >= CMD_BUF_INDEX_WORDS as u32 * 4 && l.status_base + WINDOW_BYTES <= l.cmd_buf_stride);
         assert!(l.noc_stride >= NIU_BLOCK_SIZE);
         k += 1;
     }
@@ -579,7 +585,7 @@ mod tests {
                         }
                     }
                 }
-                for i in 0..64 {
+                for i in 0..WINDOW_REGS {
                     named.insert(layout.cfg_reg(noc, i), (noc, NiuReg::Cfg(i)));
                     named.insert(layout.status_reg(noc, i), (noc, NiuReg::Status(i)));
                 }
