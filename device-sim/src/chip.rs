@@ -894,36 +894,15 @@ impl Chip {
                 ((self.now + q).min(end), self.rng.scheduler.upto(n as u64 - 1) as usize)
             };
             (self.slice_first, self.slice_end) = (first, slice_end);
+            if exact && self.pct.is_none() {
+                self.deliver_within(first, slice_end);
+            }
             if self.pct.is_some() {
                 // PCT visits every core in rotation order anyway.
                 self.pct_slice(first, slice_end);
                 self.late.clear();
             } else {
-                // Rotation order from `first`, visiting only the cores that
-                // can do anything (the others would only count cycles).
-                let mut order = std::mem::take(&mut self.order);
-                order.clear();
-                let p = self.active.partition_point(|&i| i < first);
-                order.extend_from_slice(&self.active[p..]);
-                order.extend_from_slice(&self.active[..p]);
-                let mut k = 0;
-                while k < order.len() {
-                    let i = order[k];
-                    self.run_core(i, slice_end);
-                    self.refresh_active(i);
-                    // Siblings it woke that come after it run in this slice,
-                    // at their place in the rotation.
-                    while let Some(j) = self.late.pop() {
-                        let rest = &order[k + 1..];
-                        if !rest.contains(&j) {
-                            let rot = |x: usize| (x + n - first) % n;
-                            let at = k + 1 + rest.partition_point(|&x| rot(x) < rot(j));
-                            order.insert(at, j);
-                        }
-                    }
-                    k += 1;
-                }
-                self.order = order;
+                self.run_rotation(first, slice_end, None);
             }
             let slice = slice_end - self.now;
             self.now = slice_end;
@@ -944,13 +923,152 @@ impl Chip {
         self.now
     }
 
+    /// Runs the cores that can do anything (the others would only count
+    /// cycles) to `limit`, in rotation order from `first`: all of them, or
+    /// only those of `tiles` (ascending).
+    fn run_rotation(&mut self, first: usize, limit: u64, tiles: Option<&[usize]>) {
+        let n = self.cores.len();
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        let p = self.active.partition_point(|&i| i < first);
+        let cores = &self.cores;
+        let wanted = |i: &&usize| tiles.is_none_or(|t| t.binary_search(&cores[**i].tile).is_ok());
+        order.extend(self.active[p..].iter().filter(wanted));
+        order.extend(self.active[..p].iter().filter(wanted));
+        let mut k = 0;
+        while k < order.len() {
+            let i = order[k];
+            self.run_core(i, limit);
+            self.refresh_active(i);
+            // Siblings it woke that come after it run in this slice,
+            // at their place in the rotation.
+            while let Some(j) = self.late.pop() {
+                let rest = &order[k + 1..];
+                if !rest.contains(&j) {
+                    let rot = |x: usize| (x + n - first) % n;
+                    let at = k + 1 + rest.partition_point(|&x| rot(x) < rot(j));
+                    order.insert(at, j);
+                }
+            }
+            k += 1;
+        }
+        self.order = order;
+    }
+
+    /// With `exact_time`, outside PCT: delivers each event due inside the
+    /// slice `[now, slice_end)` at its cycle, once the cores of the tiles
+    /// it touches ([`Chip::touched_tiles`]) have run to it; the other cores
+    /// run the slice in one go afterwards. Nothing issued in the slice
+    /// lands before its end (the slice is at most the lookahead), and a
+    /// core sees only its own tile and what deliveries bring it, so each
+    /// core meets every delivery to its tile at the cycle it is due, as if
+    /// the slice had ended there, without the whole chip stopping for it.
+    fn deliver_within(&mut self, first: usize, slice_end: u64) {
+        let start = self.now;
+        loop {
+            let e = match self.delivering.take() {
+                Some(e) => e,
+                None if self.events.peek().is_some_and(|e| e.time < slice_end) => self.events.pop().expect("peeked"),
+                None => break,
+            };
+            let at = e.time.max(start);
+            let tiles = self.touched_tiles(&e.kind);
+            // Not lost if running the cores or moving the transfers
+            // unwinds out of host memory (`HostMemory`).
+            self.delivering = Some(e);
+            self.slice_end = at;
+            self.run_rotation(first, at, Some(&tiles));
+            self.now = at;
+            for &t in &tiles {
+                if !self.landing.is_empty() {
+                    self.land_reads(at, Some(t));
+                }
+                self.read_sources(at, Some(t));
+            }
+            let e = self.delivering.take().expect("the event being delivered");
+            self.deliver(e);
+            self.now = start;
+        }
+        self.slice_end = slice_end;
+    }
+
+    /// The Tensix tiles whose cores must stand at an event's cycle when it
+    /// is delivered, ascending: those it changes (its targets; its source,
+    /// whose counters, leaving writes or L1 it moves); and, where it writes
+    /// memory a read in flight reads from, that read's tiles (the reader's
+    /// landed flits read the memory as it was before, and the reads of a
+    /// tile's L1 see what its cores stored by then).
+    fn touched_tiles(&self, kind: &EventKind) -> Vec<usize> {
+        let tiles_of = |t: &Target, tiles: &mut Vec<usize>| match t {
+            Target::L1 { tile, .. } | Target::Reg { tile, .. } => tiles.push(*tile),
+            Target::Multicast { tiles: m, .. } => tiles.extend_from_slice(m),
+            Target::Dram { .. } | Target::Host { .. } | Target::Arc { .. } => {}
+        };
+        let mut tiles = Vec::new();
+        // What it writes: a target, or the source's own L1.
+        let (written, src_l1) = match kind {
+            EventKind::WriteArrive { src, target, .. } => {
+                tiles.extend(src.map(|s| s.tile));
+                (Some(target), None)
+            }
+            EventKind::WriteAck { src, .. } => {
+                tiles.push(src.tile);
+                (None, None)
+            }
+            EventKind::AtomicResp { src, .. } => {
+                tiles.push(src.tile);
+                (None, Some(src.tile))
+            }
+            EventKind::AtomicArrive { src, target, .. } => {
+                tiles.push(src.tile);
+                (Some(target), None)
+            }
+            EventKind::ReadComplete { src, target, .. } => {
+                tiles.push(src.tile);
+                tiles_of(target, &mut tiles);
+                (None, Some(src.tile))
+            }
+            EventKind::HostWrite { target, .. } => (Some(target), None),
+        };
+        if let Some(t) = written {
+            tiles_of(t, &mut tiles);
+        }
+        let writes_l1 = |tile: usize| {
+            src_l1 == Some(tile)
+                || match written {
+                    Some(Target::L1 { tile: t, .. }) => *t == tile,
+                    Some(Target::Multicast { tiles, .. }) => tiles.contains(&tile),
+                    _ => false,
+                }
+        };
+        for l in &self.landing {
+            let reads_written = match &l.target {
+                Target::L1 { tile, .. } => writes_l1(*tile),
+                Target::Dram { channel, .. } => {
+                    matches!(written, Some(Target::Dram { channel: c, .. }) if c == channel)
+                }
+                Target::Host { .. } => matches!(written, Some(Target::Host { .. })),
+                Target::Reg { .. } | Target::Arc { .. } | Target::Multicast { .. } => false,
+            };
+            if reads_written {
+                tiles.push(l.src.tile);
+                tiles_of(&l.target, &mut tiles);
+            }
+        }
+        tiles.sort_unstable();
+        tiles.dedup();
+        tiles
+    }
+
     /// With `exact_time`: where the slice starting at `now` ends (at most
-    /// `end`). Slices end on a grid of [`Chip::slice_cap`] cycles and at
-    /// the next due delivery, whichever comes first. The cap is at most the NOC's lookahead, the
-    /// least time from a core's request to its effect anywhere, so whatever
-    /// a core issues in a slice lands at or after its end: every effect
-    /// between cores of different tiles is delivered at the cycle it is due,
-    /// before any core runs that cycle. When no core can run (all parked,
+    /// `end`). Slices end on a grid of [`Chip::slice_cap`] cycles; under
+    /// PCT, which runs every core a slice, also at the next due delivery
+    /// (otherwise [`Chip::deliver_within`] delivers inside the slice). The
+    /// cap is at most the NOC's lookahead, the least time from a core's
+    /// request to its effect anywhere, so whatever a core issues in a
+    /// slice lands at or after its end: every effect between cores of
+    /// different tiles is delivered at the cycle it is due, before any core
+    /// of the tiles it touches runs that cycle. When no core can run (all parked,
     /// halted or in reset) and nothing is in flight but events, nothing can
     /// happen before the next event: the slice runs to it.
     fn slice_end_from(&self, now: u64, end: u64) -> u64 {
@@ -962,6 +1080,10 @@ impl Chip {
         }
         let cap = self.slice_cap();
         let grid = (now / cap + 1) * cap;
+        if self.pct.is_none() {
+            // Deliveries inside the slice: `Chip::deliver_within`.
+            return grid.min(end);
+        }
         grid.min(due).min(end)
     }
 
@@ -1634,7 +1756,13 @@ impl Chip {
             // An event whose delivery a host-memory access unwound out of
             // (`HostMemory`) is first in line.
             let e = match self.delivering.take() {
-                Some(e) => e,
+                Some(e) if e.time <= t => e,
+                // Due later (`Chip::deliver_within` was bringing cores to
+                // it): back in line.
+                Some(e) => {
+                    self.events.push(e);
+                    continue;
+                }
                 None if self.events.peek().is_some_and(|e| e.time <= t) => self.events.pop().expect("peeked"),
                 None => break,
             };

@@ -185,15 +185,16 @@ pub struct SimConfig {
     /// Not with `exact_time`.
     pub quantum_jitter: u64,
     /// Exact time between tiles: a slice never outlasts the NOC's lookahead
-    /// (`noc::lookahead`, 11 cycles on both chips) and ends at every due
-    /// NOC delivery, so an effect between tiles lands at the cycle it is
-    /// due whatever `quantum_cycles` is; where no core can run and nothing
-    /// is in flight, time jumps to the next delivery. Each slice's rotation
-    /// is keyed by its start cycle, so idle fast-forward still changes
+    /// (`noc::lookahead`, 11 cycles on both chips), and a NOC delivery due
+    /// inside it lands at its cycle once the cores of the tiles it touches
+    /// have run to it (the other cores run the slice through), so an
+    /// effect between tiles lands at the cycle it is due whatever
+    /// `quantum_cycles` is; where no core can run and nothing is in
+    /// flight, time jumps to the next delivery. Each slice's rotation is
+    /// keyed by its start cycle, so idle fast-forward still changes
     /// nothing. The five cores of one tile still see each other's L1
-    /// stores at slice granularity. Off by default: with the firmware's
-    /// traffic slices then average ~5 cycles over ~40 running cores, and a
-    /// dispatch run takes about 3x the host time (docs/performance.md).
+    /// stores at slice granularity. Off by default: a dispatch run takes
+    /// about 1.8x the host time (docs/performance.md).
     pub exact_time: bool,
     /// Pipelined L1 loads: a load costs one cycle and the core goes on
     /// until an instruction reads or writes its register (tt-isa
