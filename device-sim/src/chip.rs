@@ -143,6 +143,9 @@ struct Tensix {
     /// None of the reads it issued lands more flits before this cycle
     /// (`u64::MAX` when none is landing): most runs of a core find none.
     landing_quiet_until: u64,
+    /// The earliest of its requests to itself due inside the slice being
+    /// run (`u64::MAX` when none; [`Chip::settle_own`]).
+    own_due: u64,
 }
 
 /// A statistical profile (`Chip::set_pc_sampling`): the PC of each sampled
@@ -230,6 +233,12 @@ pub struct Chip {
     /// The event being delivered, while the transfers before it move on
     /// (kept here so a host-memory access that unwinds does not lose it).
     delivering: Option<Event>,
+    /// With exact time outside PCT, the end of the slice being run (0
+    /// otherwise): an event due before it is a tile's request to itself,
+    /// kept in `own` and delivered inside the slice ([`Chip::settle_own`]).
+    own_until: u64,
+    /// Those events (a few at most; none between slices).
+    own: Vec<Event>,
     /// Working memory of the idle-loop probe (scheduling state).
     probe_scratch: Box<ProbeScratch>,
 }
@@ -329,6 +338,7 @@ impl Chip {
                 departing_quiet_until: u64::MAX,
                 departing_next_left: None,
                 landing_quiet_until: u64::MAX,
+                own_due: u64::MAX,
             });
         }
         for s in &cfg.faults.slow_cores {
@@ -373,6 +383,8 @@ impl Chip {
             late: Vec::new(),
             probe_scratch: Box::default(),
             delivering: None,
+            own_until: 0,
+            own: Vec::new(),
             sampling: None,
             arc: Arc::new(&layout),
             tlbs: Tlbs::new(&chip.bar),
@@ -894,7 +906,9 @@ impl Chip {
                 ((self.now + q).min(end), self.rng.scheduler.upto(n as u64 - 1) as usize)
             };
             (self.slice_first, self.slice_end) = (first, slice_end);
-            if exact && self.pct.is_none() {
+            let own = exact && self.pct.is_none();
+            if own {
+                self.own_until = slice_end;
                 self.deliver_within(first, slice_end);
             }
             if self.pct.is_some() {
@@ -903,6 +917,10 @@ impl Chip {
                 self.late.clear();
             } else {
                 self.run_rotation(first, slice_end, None);
+            }
+            if own {
+                self.finish_own(slice_end);
+                self.own_until = 0;
             }
             let slice = slice_end - self.now;
             self.now = slice_end;
@@ -959,8 +977,10 @@ impl Chip {
     /// slice `[now, slice_end)` at its cycle, once the cores of the tiles
     /// it touches ([`Chip::touched_tiles`]) have run to it; the other cores
     /// run the slice in one go afterwards. Nothing issued in the slice
-    /// lands before its end (the slice is at most the lookahead), and a
-    /// core sees only its own tile and what deliveries bring it, so each
+    /// lands on another tile before its end (the slice is at most the
+    /// lookahead between tiles; a tile's requests to itself:
+    /// [`Chip::settle_own`]), and a core sees only its own tile and what
+    /// deliveries bring it, so each
     /// core meets every delivery to its tile at the cycle it is due, as if
     /// the slice had ended there, without the whole chip stopping for it.
     fn deliver_within(&mut self, first: usize, slice_end: u64) {
@@ -978,6 +998,11 @@ impl Chip {
             self.delivering = Some(e);
             self.slice_end = at;
             self.run_rotation(first, at, Some(&tiles));
+            // Their own requests due by then land first, in order.
+            for &t in &tiles {
+                self.settle_own(t, at);
+            }
+            self.drain_late(at);
             self.now = at;
             for &t in &tiles {
                 if !self.landing.is_empty() {
@@ -1064,13 +1089,14 @@ impl Chip {
     /// `end`). Slices end on a grid of [`Chip::slice_cap`] cycles; under
     /// PCT, which runs every core a slice, also at the next due delivery
     /// (otherwise [`Chip::deliver_within`] delivers inside the slice). The
-    /// cap is at most the NOC's lookahead, the least time from a core's
-    /// request to its effect anywhere, so whatever a core issues in a
-    /// slice lands at or after its end: every effect between cores of
-    /// different tiles is delivered at the cycle it is due, before any core
-    /// of the tiles it touches runs that cycle. When no core can run (all parked,
-    /// halted or in reset) and nothing is in flight but events, nothing can
-    /// happen before the next event: the slice runs to it.
+    /// cap is at most the least time from a core's request to its effect
+    /// on another tile, so whatever a core issues in a slice lands on
+    /// another tile at or after its end (a tile's requests to itself:
+    /// [`Chip::settle_own`]): every effect between cores of different
+    /// tiles is delivered at the cycle it is due, before any core of the
+    /// tiles it touches runs that cycle. When no core can run (all parked,
+    /// halted or in reset) and nothing is in flight but events, nothing
+    /// can happen before the next event: the slice runs to it.
     fn slice_end_from(&self, now: u64, end: u64) -> u64 {
         let due = self.events.peek().map_or(u64::MAX, |e| e.time).max(now + 1);
         let idle =
@@ -1090,7 +1116,64 @@ impl Chip {
     /// The longest exact-time slice: `quantum_cycles`, capped at the NOC's
     /// lookahead.
     fn slice_cap(&self) -> u64 {
-        self.cfg.quantum_cycles.min(noc::lookahead(&self.cfg)).max(1)
+        // Outside PCT a tile's requests to itself, the only ones a slice
+        // longer than the lookahead may see land inside it, land there at
+        // their cycle (`Chip::settle_own`): the bound is the least trip
+        // between two tiles.
+        let lookahead =
+            if self.pct.is_none() { noc::lookahead_between_tiles(&self.cfg) } else { noc::lookahead(&self.cfg) };
+        self.cfg.quantum_cycles.min(lookahead).max(1)
+    }
+
+    /// Delivers tile `t`'s requests to itself due by `upto` ([`Chip::own`]),
+    /// each at its cycle with the tile's transfers moved on to it; the
+    /// cores a delivery wakes or releases go on `late`, to run on in this
+    /// slice.
+    fn settle_own(&mut self, t: usize, upto: u64) {
+        while self.tensix(t).own_due <= upto {
+            let k = (0..self.own.len())
+                .filter(|&k| own_tile(&self.own[k].kind) == t)
+                .min_by_key(|&k| (self.own[k].time, self.own[k].seq))
+                .expect("`own_due` stands for an event of `own`");
+            let e = self.own.swap_remove(k);
+            let next = self.own.iter().filter(|e| own_tile(&e.kind) == t).map(|e| e.time).min();
+            self.tensix_mut(t).own_due = next.unwrap_or(u64::MAX);
+            let cores = self.tensix(t).cores;
+            let idle = cores.map(|j| self.cores[j].ff.idle.is_some() || self.cores[j].in_reset);
+            let (start, at) = (self.now, e.time);
+            self.now = at.max(start);
+            if !self.landing.is_empty() {
+                self.land_reads(at, Some(t));
+            }
+            self.read_sources(at, Some(t));
+            self.deliver(e);
+            self.now = start;
+            for (k, &j) in cores.iter().enumerate() {
+                let c = &self.cores[j];
+                let runs = !c.in_reset && c.hart.halted().is_none() && c.ff.idle.is_none();
+                if idle[k] && runs {
+                    self.late.push(j);
+                }
+            }
+        }
+    }
+
+    /// Runs the cores on `late` to `limit` (outside the rotation).
+    fn drain_late(&mut self, limit: u64) {
+        while let Some(j) = self.late.pop() {
+            self.run_core(j, limit);
+            self.refresh_active(j);
+        }
+    }
+
+    /// At a slice's end: delivers the requests to themselves of tiles
+    /// whose cores all stopped before them (parked, halted), waking them
+    /// there and running them on to the slice's end.
+    fn finish_own(&mut self, slice_end: u64) {
+        while let Some(t) = self.own.first().map(|e| own_tile(&e.kind)) {
+            self.settle_own(t, slice_end);
+            self.drain_late(slice_end);
+        }
     }
 
     /// Brings every parked core to device time, exactly where running it
@@ -1291,11 +1374,14 @@ impl Chip {
             // Its tile's reads land, then its leaving packets read their
             // source, as of where the core is now.
             let now_i = self.cores[i].hart.cycle();
+            if now_i >= self.tensix(t).own_due {
+                self.settle_own(t, now_i);
+            }
             if !self.landing.is_empty() && now_i >= self.tensix(t).landing_quiet_until {
                 self.land_reads(now_i, Some(t));
             }
             let leaving = self.read_sources(now_i, Some(t));
-            let seg = leaving.map_or(limit, |left| left.min(limit));
+            let seg = leaving.map_or(limit, |left| left.min(limit)).min(self.tensix(t).own_due);
             // It runs, so the tile's parked cores are its siblings.
             debug_assert!(self.cores[i].ff.idle.is_none(), "a parked core does not run");
             let watch = self.tensix(t).parked_l1;
@@ -1398,6 +1484,11 @@ impl Chip {
                 self.sibling_stored(i, t, addr, old);
             }
             if done || self.cores[i].in_reset {
+                // Stopped before its tile's own requests (parked, halted):
+                // they land at their cycle, waking it there.
+                if self.tensix(t).own_due < limit {
+                    self.settle_own(t, limit);
+                }
                 return;
             }
         }
@@ -1534,8 +1625,16 @@ impl Chip {
     }
 
     fn push(&mut self, time: u64, kind: EventKind) {
-        // With exact time the slice cap is the lookahead: nothing lands
-        // inside a slice being run.
+        if time < self.own_until {
+            let t = own_tile(&kind);
+            self.seq += 1;
+            self.own.push(Event { time, seq: self.seq, kind });
+            let me = self.tensix_mut(t);
+            me.own_due = me.own_due.min(time);
+            return;
+        }
+        // With exact time nothing else lands inside a slice being run:
+        // its cap is the lookahead between tiles (under PCT, the lookahead).
         debug_assert!(
             !self.cfg.exact_time || time >= self.slice_end,
             "an event due at {time} inside the slice ending at {}",
@@ -2107,6 +2206,21 @@ impl Chip {
 
 /// Fills `buf` (whole words) with `v`'s bytes; one register is 4 bytes.
 /// Tile `t`'s L1: at home, or in the hart of the core holding it.
+/// The tile an event due inside a slice belongs to: a tile's request to
+/// itself (zero hops: its own L1, registers or counters).
+fn own_tile(kind: &EventKind) -> usize {
+    match kind {
+        EventKind::WriteArrive { src: Some(src), .. }
+        | EventKind::WriteAck { src, .. }
+        | EventKind::AtomicArrive { src, .. }
+        | EventKind::AtomicResp { src, .. }
+        | EventKind::ReadComplete { src, .. } => src.tile,
+        EventKind::WriteArrive { src: None, .. } | EventKind::HostWrite { .. } => {
+            unreachable!("the host writes between slices")
+        }
+    }
+}
+
 fn tile_l1<'a>(tiles: &'a [Option<Tensix>], cores: &'a [Core], t: usize) -> &'a Ram {
     let tile = tiles[t].as_ref().expect("a Tensix tile");
     match tile.l1_holder {

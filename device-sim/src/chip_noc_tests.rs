@@ -450,6 +450,55 @@ fn a_hand_off_costs_the_same_cycles_whatever_the_slice_or_rotation() {
     }
 }
 
+/// Cycles from the cycle after a core's NOC atomic to its own L1 leaves
+/// it to the cycle it sees the increment, polling; it first spins `delay`
+/// iterations.
+fn own_hand_off(cfg: SimConfig, delay: u32) -> u32 {
+    let mut chip = Chip::new(cfg).unwrap();
+    let a = tiles(&chip)[0];
+    let sem = cqlab_abi::semaphore::addr(0);
+    let niu = niu(&chip, Noc::Noc0);
+    let mut p = li(8, delay).to_vec();
+    p.extend([addi(8, 8, -1), bne(8, 0, -4)]);
+    p.extend(niu.atomic_inc(a, NocAddr::unicast(a, sem as u64), 1, cqlab_abi::memory_map::NOC_ATOMIC_RET));
+    p.push(csrrs(13, csr::MCYCLE as u32, 0));
+    p.extend(li(6, sem));
+    p.extend([lw(7, 6, 0), beq(7, 0, -4), csrrs(14, csr::MCYCLE as u32, 0), sub(13, 14, 13)]);
+    p.extend(li(6, OUT));
+    p.extend([sw(13, 6, 0), ECALL]);
+    boot(&mut chip, a, &p);
+    chip.run_until(|c| halted(c, a), 100_000).unwrap();
+    word(&chip, NocAddr::unicast(a, OUT as u64))
+}
+
+/// With `exact_time` a tile's request to itself, which lands sooner than
+/// any between tiles (so inside a slice as long as that lookahead), lands
+/// at the cycle it is due: the same cycles whatever the slice, the
+/// rotation and idle fast-forward, and no less than the model's trip.
+#[test]
+fn a_request_to_its_own_tile_lands_at_its_cycle_inside_a_slice() {
+    for board in super::tests::BOARDS {
+        let base = SimConfig { sysmem_size: 1 << 20, exact_time: true, ..SimConfig::for_board(board) };
+        let least = noc::trip(&base, 0, 4) as u32;
+        assert!(noc::lookahead_between_tiles(&base) > noc::lookahead(&base), "{board}: slices may outlast it");
+        for delay in [1, 5, 12, 20] {
+            let mut seen = std::collections::BTreeSet::new();
+            for quantum_cycles in [1, 11, 200] {
+                for seed in 1..3 {
+                    for fast_forward in [false, true] {
+                        let cfg = SimConfig { seed, quantum_cycles, fast_forward, ..base.clone() };
+                        seen.insert(own_hand_off(cfg, delay));
+                    }
+                }
+            }
+            assert_eq!(seen.len(), 1, "{board}, delay {delay}: the hand-off took {seen:?} cycles");
+            let took = *seen.first().unwrap();
+            let lap = (2 * crate::timing::LOAD_CYCLES + crate::timing::TAKEN_PENALTY + 4) as u32;
+            assert!((least..least + lap).contains(&took), "{board}: {took} cycles, the trip is {least}");
+        }
+    }
+}
+
 /// 8 KiB reads issued back to back from the tiles `(dx, dy)` from the
 /// issuing one, with and without link contention (`noc.link_contention`):
 /// the cycles each way, from the first issue to the last completion.

@@ -184,17 +184,20 @@ pub struct SimConfig {
     /// Each slice lasts `quantum_cycles` plus a seeded `0..=quantum_jitter`.
     /// Not with `exact_time`.
     pub quantum_jitter: u64,
-    /// Exact time between tiles: a slice never outlasts the NOC's lookahead
-    /// (`noc::lookahead`, 11 cycles on both chips), and a NOC delivery due
-    /// inside it lands at its cycle once the cores of the tiles it touches
-    /// have run to it (the other cores run the slice through), so an
-    /// effect between tiles lands at the cycle it is due whatever
-    /// `quantum_cycles` is; where no core can run and nothing is in
-    /// flight, time jumps to the next delivery. Each slice's rotation is
-    /// keyed by its start cycle, so idle fast-forward still changes
-    /// nothing. The five cores of one tile still see each other's L1
-    /// stores at slice granularity. Off by default: a dispatch run takes
-    /// about 1.8x the host time (docs/performance.md).
+    /// Exact time between tiles: a slice never outlasts the least trip
+    /// between two tiles (`noc::lookahead_between_tiles`, 20 cycles on both
+    /// chips; under PCT the zero-hop `noc::lookahead`, 11), and a NOC
+    /// delivery due inside it lands at its cycle once the cores of the
+    /// tiles it touches have run to it (the other cores run the slice
+    /// through; a tile's request to itself, which may land inside the
+    /// slice it was issued in, stops that tile's cores at its cycle), so an
+    /// effect lands at the cycle it is due whatever `quantum_cycles` is;
+    /// where no core can run and nothing is in flight, time jumps to the
+    /// next delivery. Each slice's rotation is keyed by its start cycle, so
+    /// idle fast-forward still changes nothing. The five cores of one tile
+    /// still see each other's L1 stores at slice granularity. Off by
+    /// default: a dispatch run takes about 1.5x the host time
+    /// (docs/performance.md), and it moves every named seed.
     pub exact_time: bool,
     /// Pipelined L1 loads: a load costs one cycle and the core goes on
     /// until an instruction reads or writes its register (tt-isa

@@ -462,6 +462,13 @@ pub fn lookahead(cfg: &SimConfig) -> u64 {
     trip(cfg, 0, 0)
 }
 
+/// The least time from a core's request to its first effect on another
+/// tile: a one-hop trip of a header alone (a request to its own tile may
+/// land sooner, at [`lookahead`]).
+pub fn lookahead_between_tiles(cfg: &SimConfig) -> u64 {
+    trip(cfg, 1, 0)
+}
+
 /// Cycles the endpoint itself adds to a transfer of `bytes` when nothing
 /// else is using it: its latency plus its data time (PCIe's link, a DRAM
 /// channel).

@@ -54,7 +54,7 @@ pub struct Args {
           value_parser = clap::value_parser!(u32).range(0..=MAX_STAGE_MIN_BYTES as i64))]
     pub stage_min_bytes: u32,
     /// Run every point with exact time between tiles (`embedded:exact`,
-    /// `SimConfig::exact_time`): about 3x the host time.
+    /// `SimConfig::exact_time`): about 1.5x the host time.
     #[arg(long)]
     pub exact_time: bool,
     /// Run every point with pipelined L1 loads (`embedded:pipelined`,
