@@ -944,15 +944,24 @@ impl Chip {
     /// Runs the cores that can do anything (the others would only count
     /// cycles) to `limit`, in rotation order from `first`: all of them, or
     /// only those of `tiles` (ascending).
+    #[inline(always)]
     fn run_rotation(&mut self, first: usize, limit: u64, tiles: Option<&[usize]>) {
         let n = self.cores.len();
         let mut order = std::mem::take(&mut self.order);
         order.clear();
         let p = self.active.partition_point(|&i| i < first);
-        let cores = &self.cores;
-        let wanted = |i: &&usize| tiles.is_none_or(|t| t.binary_search(&cores[**i].tile).is_ok());
-        order.extend(self.active[p..].iter().filter(wanted));
-        order.extend(self.active[..p].iter().filter(wanted));
+        match tiles {
+            None => {
+                order.extend_from_slice(&self.active[p..]);
+                order.extend_from_slice(&self.active[..p]);
+            }
+            Some(tiles) => {
+                let cores = &self.cores;
+                let wanted = |i: &&usize| tiles.binary_search(&cores[**i].tile).is_ok();
+                order.extend(self.active[p..].iter().filter(wanted));
+                order.extend(self.active[..p].iter().filter(wanted));
+            }
+        }
         let mut k = 0;
         while k < order.len() {
             let i = order[k];
@@ -1374,14 +1383,20 @@ impl Chip {
             // Its tile's reads land, then its leaving packets read their
             // source, as of where the core is now.
             let now_i = self.cores[i].hart.cycle();
-            if now_i >= self.tensix(t).own_due {
+            // Only exact time has requests due inside a slice (the tile is
+            // not looked at otherwise: most runs never need it).
+            let own_due = if self.own_until == 0 { u64::MAX } else { self.tensix(t).own_due };
+            if now_i >= own_due {
                 self.settle_own(t, now_i);
             }
             if !self.landing.is_empty() && now_i >= self.tensix(t).landing_quiet_until {
                 self.land_reads(now_i, Some(t));
             }
             let leaving = self.read_sources(now_i, Some(t));
-            let seg = leaving.map_or(limit, |left| left.min(limit)).min(self.tensix(t).own_due);
+            let mut seg = leaving.map_or(limit, |left| left.min(limit));
+            if own_due != u64::MAX {
+                seg = seg.min(self.tensix(t).own_due);
+            }
             // It runs, so the tile's parked cores are its siblings.
             debug_assert!(self.cores[i].ff.idle.is_none(), "a parked core does not run");
             let watch = self.tensix(t).parked_l1;
@@ -1486,7 +1501,7 @@ impl Chip {
             if done || self.cores[i].in_reset {
                 // Stopped before its tile's own requests (parked, halted):
                 // they land at their cycle, waking it there.
-                if self.tensix(t).own_due < limit {
+                if self.own_until != 0 && self.tensix(t).own_due < limit {
                     self.settle_own(t, limit);
                 }
                 return;
