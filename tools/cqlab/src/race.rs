@@ -67,6 +67,9 @@ impl Plan {
         // behind forever: the device could never boot (`--faults stall` is
         // checked where it is parsed).
         faults::check_stall("--core-stall", a.core_stall, faults::CORE_STALL_CYCLES)?;
+        if a.exact_time {
+            faults::check_exact_time(a.core_stall, &faults)?;
+        }
         let cq_firmware = match (&a.variant, &a.firmware) {
             (Some(v), _) if v == "none" => None,
             (Some(v), _) => Some(v.clone()),
@@ -176,6 +179,12 @@ impl Plan {
             self.faults.apply(&mut sim, &chip);
         }
         self.faults.apply_device(&mut cfg);
+        if a.exact_time {
+            // Slices are the lookahead with exact time: the workloads'
+            // drawn slice jitter has nothing to vary (the user's is refused).
+            sim.exact_time = true;
+            sim.quantum_jitter = 0;
+        }
         (sim, cfg)
     }
 
@@ -210,6 +219,7 @@ impl Plan {
         opt("jitter", a.jitter.to_string());
         opt("core-stall", a.core_stall.to_string());
         opt("reorder", a.reorder.to_string());
+        opt("exact-time", a.exact_time.to_string());
         if a.workload == WorkloadKind::TwoQueue {
             // The random workload draws these per seed.
             opt("copies", a.copies.to_string());
@@ -542,6 +552,7 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         v["firmware"] = plan.cq_firmware.clone().into();
         v["shard"] = plan.shard.to_string().into();
         v["faults"] = a.faults.join(",").into();
+        v["exact_time"] = a.exact_time.into();
         outln!("{v}");
         return Ok(());
     }
@@ -551,8 +562,9 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
     };
     // The faults as given: a rate read without them would mislead.
     let faults = if a.faults.is_empty() { String::new() } else { format!(", faults {}", a.faults.join(",")) };
+    let exact = if a.exact_time { ", exact time" } else { "" };
     let header = format!(
-        "race {} (firmware {}, shard {}, {} iterations, jitter {}, delay {}, pct depth {}, host jitter {}, host pct {}{})",
+        "race {} (firmware {}, shard {}, {} iterations, jitter {}, delay {}, pct depth {}, host jitter {}, host pct {}{}{})",
         a.workload.name(),
         plan.cq_firmware.as_deref().unwrap_or("normal"),
         plan.shard,
@@ -562,7 +574,8 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         a.pct_depth,
         host,
         a.host.host_pct,
-        faults
+        faults,
+        exact
     );
     report.print(&header);
     Ok(())

@@ -145,6 +145,57 @@ fn the_programs_workload_passes_the_normal_firmware_and_finds_a_planted_bug() {
     assert_eq!(again["signatures"][0]["signature"], sig["signature"], "the replay fails the same way");
 }
 
+/// `--exact-time` races the exact-time model: the same seeds run other
+/// schedules (hand-offs no longer wait for a slice's end), a known bug is
+/// found there too and its replay line carries the setting and reproduces
+/// it; what acts per slice is refused with it.
+#[test]
+fn exact_time_races_other_schedules_finds_a_known_bug_and_replays_it() {
+    let cycles = |exact: &str| {
+        let jsonl = std::env::temp_dir().join(format!("cqlab-race-exact-{exact}-{}.jsonl", std::process::id()));
+        let path = jsonl.to_str().unwrap();
+        let args =
+            ["--workload", "programs", "--seeds", "2", "--iterations", "2", "--exact-time", exact, "--jsonl", path];
+        let (code, v) = race(&args);
+        assert_eq!(code, 0, "{v}");
+        assert_eq!(v["exact_time"], exact == "true", "the report says which model it raced: {v}");
+        let records = std::fs::read_to_string(&jsonl).unwrap();
+        std::fs::remove_file(&jsonl).unwrap();
+        let cycles: Vec<u64> = records
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["device_cycles"].as_u64().unwrap())
+            .collect();
+        assert_eq!(cycles.len(), 2, "{records}");
+        cycles
+    };
+    let (sliced, exact) = (cycles("false"), cycles("true"));
+    assert!(sliced.iter().zip(&exact).all(|(s, e)| s != e), "each seed runs another schedule: {sliced:?} {exact:?}");
+    let (code, v) = race(&[
+        "--workload",
+        "random",
+        "--firmware",
+        "relay-reuse-before-sent",
+        "--seeds",
+        "16",
+        "--until-first",
+        "--exact-time",
+    ]);
+    assert_eq!(code, EXIT_MISMATCH, "{v}");
+    let sig = &v["signatures"][0];
+    let replay = sig["replay"].as_str().unwrap();
+    assert!(replay.contains("--exact-time true"), "{replay}");
+    let words: Vec<&str> = replay.split_whitespace().skip(2).collect();
+    let (code, again) = race(&words);
+    assert_eq!(code, EXIT_MISMATCH, "{again}");
+    assert_eq!(again["signatures"][0]["signature"], sig["signature"], "the replay fails the same way");
+    for per_slice in [&["--faults", "strong"][..], &["--core-stall", "0.001"], &["--faults", "quantum-jitter=8"]] {
+        let out = cqlab(&[&["race", "--seeds", "1", "--exact-time"][..], per_slice].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{per_slice:?}: {stderr}");
+        assert!(stderr.contains("--exact-time with"), "{per_slice:?}: {stderr}");
+    }
+}
+
 #[test]
 fn parallel_jobs_give_the_report_of_one_process_and_records_replay() {
     let dir = std::env::temp_dir().join(format!("cqlab-race-jobs-{}", std::process::id()));

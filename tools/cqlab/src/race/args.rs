@@ -88,6 +88,16 @@ pub struct Args {
     /// jitter may reorder same-route transactions (see README).
     #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = false)]
     pub reorder: bool,
+    /// Exact time between tiles (`SimConfig::exact_time`): an effect lands
+    /// at the cycle it is due rather than at the end of a 50-cycle slice;
+    /// about 1.5x the host time. A window shorter than a slice then shows
+    /// as it would on the chip, and seeds replay only with the same
+    /// setting. Not with core stalls or slice jitter (`--core-stall`,
+    /// `--faults stall=`, `quantum-jitter=`, `strong`), which act per
+    /// slice; the slice jitter the random and programs workloads draw is
+    /// left out.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = false)]
+    pub exact_time: bool,
     /// Probability per scheduling slice that a core stalls 2000 cycles
     /// (0..=1; refused where the stalls would outrun the clock and nothing
     /// could ever boot: below 0.025 at the default 50-cycle slice).

@@ -52,6 +52,30 @@ pub fn check_stall(option: &str, p: f64, cycles: u64) -> Result<(), UsageError> 
     })
 }
 
+/// Refuses what acts per scheduling slice with `--exact-time`: exact time
+/// fixes the slices (and cuts a core's run at each delivery to its tile),
+/// so a stall drawn per slice or a jittered slice length means nothing
+/// there.
+pub fn check_exact_time(core_stall: f64, faults: &Faults) -> Result<(), UsageError> {
+    let per_slice = [
+        (core_stall > 0.0, "--core-stall"),
+        (faults.stall.is_some(), "--faults stall= (also in `strong`)"),
+        (faults.quantum_jitter.is_some(), "--faults quantum-jitter= (also in `strong`)"),
+    ];
+    match per_slice.iter().find(|(given, _)| *given) {
+        Some((_, option)) => Err(UsageError(format!(
+            "--exact-time with {option}: stalls and slice jitter act per scheduling slice, which exact time fixes \
+             (and cuts at each delivery to a tile); leave them out (`strong` without them: {})",
+            STRONG
+                .split(',')
+                .filter(|f| !f.starts_with("stall=") && !f.starts_with("quantum-jitter="))
+                .collect::<Vec<_>>()
+                .join(",")
+        ))),
+        None => Ok(()),
+    }
+}
+
 impl Faults {
     pub fn parse(specs: &[String]) -> Result<Self, UsageError> {
         let mut f = Faults::default();
