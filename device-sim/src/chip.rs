@@ -2136,7 +2136,7 @@ impl Chip {
 
     /// NOC transactions issued but not yet delivered or acknowledged.
     pub fn in_flight(&self) -> usize {
-        self.events.len() + self.delivering.is_some() as usize
+        self.events.len() + self.delivering.is_some() as usize + self.own.len()
     }
 
     /// A 64-bit digest of the whole device state (memories, registers,
@@ -2180,7 +2180,7 @@ impl Chip {
         for w in self.tlbs.words() {
             h.u64(w as u64);
         }
-        let mut pending: Vec<&Event> = self.events.iter().chain(&self.delivering).collect();
+        let mut pending: Vec<&Event> = self.events.iter().chain(&self.delivering).chain(&self.own).collect();
         pending.sort_by_key(|e| (e.time, e.seq));
         for e in pending {
             h.event(e);

@@ -33,6 +33,9 @@ pub struct Options {
     /// waits up to N cycles before it leaves its core, the amplifier for
     /// waits on a write having landed (`worker-done-before-writes-landed`).
     pub backpressure: Option<u64>,
+    /// `cqlab race --exact-time` for every race: the exact-time model,
+    /// effects between tiles at the cycle they are due.
+    pub exact_time: bool,
 }
 
 impl Options {
@@ -54,6 +57,7 @@ impl Options {
             json: None,
             jitter: None,
             backpressure: None,
+            exact_time: false,
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -73,6 +77,7 @@ impl Options {
                 "--workloads" => o.workloads = value()?.split(',').map(str::to_owned).collect(),
                 "--json" => o.json = Some(PathBuf::from(value()?)),
                 "--tests" => o.tests = true,
+                "--exact-time" => o.exact_time = true,
                 "--jitter" => {
                     let cycles = value()?.parse().ok().filter(|&n| n <= MAX_JITTER);
                     o.jitter = Some(cycles.with_context(|| format!("--jitter: cycles, 0..={MAX_JITTER}"))?)
@@ -116,6 +121,9 @@ impl Options {
         }
         if let Some(b) = self.backpressure {
             args.extend(["--faults".to_owned(), format!("backpressure={b}")]);
+        }
+        if self.exact_time {
+            args.extend(["--exact-time".to_owned(), "true".to_owned()]);
         }
         args
     }
@@ -243,6 +251,8 @@ mod tests {
         let o = parse(&["--backpressure", "3000", "--jitter", "5"]).unwrap().unwrap();
         assert_eq!(o.race_args(), ["--jitter", "5", "--faults", "backpressure=3000"]);
         assert_eq!(o.race_options(), "with --jitter 5 and --faults backpressure=3000");
+        let o = parse(&["--exact-time"]).unwrap().unwrap();
+        assert_eq!(o.race_options(), "with --exact-time true");
         for bad in [&["--backpressure"][..], &["--backpressure", "1e3"], &["--backpressure", "10000001"]] {
             let e = parse(bad).err().unwrap_or_else(|| panic!("{bad:?} accepted"));
             assert!(e.to_string().contains("--backpressure"), "{bad:?}: {e}");
