@@ -1642,6 +1642,19 @@ impl Chip {
     fn push(&mut self, time: u64, kind: EventKind) {
         if time < self.own_until {
             let t = own_tile(&kind);
+            debug_assert!(
+                match &kind {
+                    EventKind::WriteArrive { target, .. }
+                    | EventKind::AtomicArrive { target, .. }
+                    | EventKind::ReadComplete { target, .. } => match target {
+                        Target::L1 { tile, .. } | Target::Reg { tile, .. } => *tile == t,
+                        Target::Multicast { tiles, .. } => tiles[..] == [t],
+                        _ => false,
+                    },
+                    _ => true,
+                },
+                "only a tile's request to itself lands inside a slice: {kind:?}"
+            );
             self.seq += 1;
             self.own.push(Event { time, seq: self.seq, kind });
             let me = self.tensix_mut(t);
