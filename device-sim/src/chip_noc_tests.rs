@@ -393,11 +393,7 @@ fn hand_off(cfg: SimConfig, delay: u32) -> u32 {
     let t = tiles(&chip);
     let (a, b) = (t[0], t[t.len() - 1]);
     let sem = cqlab_abi::semaphore::addr(0);
-    let niu = niu(&chip, Noc::Noc0);
-    let mut pa = li(8, delay).to_vec();
-    pa.extend([addi(8, 8, -1), bne(8, 0, -4)]);
-    pa.extend(niu.atomic_inc(a, NocAddr::unicast(b, sem as u64), 1, cqlab_abi::memory_map::NOC_ATOMIC_RET));
-    pa.push(csrrs(13, csr::MCYCLE as u32, 0));
+    let mut pa = spin_then_increment(&chip, a, b, delay);
     pa.extend(li(6, OUT));
     pa.extend([sw(13, 6, 0), ECALL]);
     let mut pb = li(6, sem).to_vec();
@@ -424,23 +420,7 @@ fn a_hand_off_costs_the_same_cycles_whatever_the_slice_or_rotation() {
         let (a, b) = (super::tests::noc0(&chip, t[0]), super::tests::noc0(&chip, t[t.len() - 1]));
         let hops = chip.layout.hop_count(Noc::Noc0, a, b);
         let least = noc::trip(&base, hops, 4) as u32;
-        for delay in [1, 7, 20, 33] {
-            let mut seen = std::collections::BTreeSet::new();
-            for quantum_cycles in [1, 11, 200] {
-                for seed in 1..3 {
-                    for fast_forward in [false, true] {
-                        let cfg = SimConfig { seed, quantum_cycles, fast_forward, ..base.clone() };
-                        seen.insert(hand_off(cfg, delay));
-                    }
-                }
-            }
-            assert_eq!(seen.len(), 1, "{board}, delay {delay}: the hand-off took {seen:?} cycles");
-            let took = *seen.first().unwrap();
-            // Plus at most a lap of B's poll (a load, a taken branch), the
-            // load that sees it and the counter read.
-            let lap = (2 * crate::timing::LOAD_CYCLES + crate::timing::TAKEN_PENALTY + 4) as u32;
-            assert!((least..least + lap).contains(&took), "{board}: {took} cycles, the trip is {least}");
-        }
+        same_whatever_the_slice(&base, &[1, 7, 20, 33], least, hand_off);
         // Slices round the hand-off up to their end without it.
         let rounded: std::collections::BTreeSet<u32> = [1, 50, 200]
             .into_iter()
@@ -450,6 +430,19 @@ fn a_hand_off_costs_the_same_cycles_whatever_the_slice_or_rotation() {
     }
 }
 
+/// Code that spins `delay` iterations, increments semaphore 0 of tile `to`
+/// with a NOC atomic from tile `from`, and reads `mcycle` into x13 as the
+/// atomic has left.
+fn spin_then_increment(chip: &Chip, from: Coord, to: Coord, delay: u32) -> Vec<u32> {
+    let sem = cqlab_abi::semaphore::addr(0);
+    let mut p = li(8, delay).to_vec();
+    p.extend([addi(8, 8, -1), bne(8, 0, -4)]);
+    let niu = niu(chip, Noc::Noc0);
+    p.extend(niu.atomic_inc(from, NocAddr::unicast(to, sem as u64), 1, cqlab_abi::memory_map::NOC_ATOMIC_RET));
+    p.push(csrrs(13, csr::MCYCLE as u32, 0));
+    p
+}
+
 /// Cycles from the cycle after a core's NOC atomic to its own L1 leaves
 /// it to the cycle it sees the increment, polling; it first spins `delay`
 /// iterations.
@@ -457,11 +450,7 @@ fn own_hand_off(cfg: SimConfig, delay: u32) -> u32 {
     let mut chip = Chip::new(cfg).unwrap();
     let a = tiles(&chip)[0];
     let sem = cqlab_abi::semaphore::addr(0);
-    let niu = niu(&chip, Noc::Noc0);
-    let mut p = li(8, delay).to_vec();
-    p.extend([addi(8, 8, -1), bne(8, 0, -4)]);
-    p.extend(niu.atomic_inc(a, NocAddr::unicast(a, sem as u64), 1, cqlab_abi::memory_map::NOC_ATOMIC_RET));
-    p.push(csrrs(13, csr::MCYCLE as u32, 0));
+    let mut p = spin_then_increment(&chip, a, a, delay);
     p.extend(li(6, sem));
     p.extend([lw(7, 6, 0), beq(7, 0, -4), csrrs(14, csr::MCYCLE as u32, 0), sub(13, 14, 13)]);
     p.extend(li(6, OUT));
@@ -481,21 +470,31 @@ fn a_request_to_its_own_tile_lands_at_its_cycle_inside_a_slice() {
         let base = SimConfig { sysmem_size: 1 << 20, exact_time: true, ..SimConfig::for_board(board) };
         let least = noc::trip(&base, 0, 4) as u32;
         assert!(noc::lookahead_between_tiles(&base) > noc::lookahead(&base), "{board}: slices may outlast it");
-        for delay in [1, 5, 12, 20] {
-            let mut seen = std::collections::BTreeSet::new();
-            for quantum_cycles in [1, 11, 200] {
-                for seed in 1..3 {
-                    for fast_forward in [false, true] {
-                        let cfg = SimConfig { seed, quantum_cycles, fast_forward, ..base.clone() };
-                        seen.insert(own_hand_off(cfg, delay));
-                    }
+        same_whatever_the_slice(&base, &[1, 5, 12, 20], least, own_hand_off);
+    }
+}
+
+/// Runs `hand_off` at each delay at slices of 1, 11 and 200 cycles, two
+/// rotations (seeds), with and without idle fast-forward: it takes the
+/// same cycles every way, no fewer than `least` (the model's trip).
+fn same_whatever_the_slice(base: &SimConfig, delays: &[u32], least: u32, hand_off: fn(SimConfig, u32) -> u32) {
+    let board = base.board;
+    for &delay in delays {
+        let mut seen = std::collections::BTreeSet::new();
+        for quantum_cycles in [1, 11, 200] {
+            for seed in 1..3 {
+                for fast_forward in [false, true] {
+                    let cfg = SimConfig { seed, quantum_cycles, fast_forward, ..base.clone() };
+                    seen.insert(hand_off(cfg, delay));
                 }
             }
-            assert_eq!(seen.len(), 1, "{board}, delay {delay}: the hand-off took {seen:?} cycles");
-            let took = *seen.first().unwrap();
-            let lap = (2 * crate::timing::LOAD_CYCLES + crate::timing::TAKEN_PENALTY + 4) as u32;
-            assert!((least..least + lap).contains(&took), "{board}: {took} cycles, the trip is {least}");
         }
+        assert_eq!(seen.len(), 1, "{board}, delay {delay}: the hand-off took {seen:?} cycles");
+        let took = *seen.first().unwrap();
+        // Plus at most a lap of the poll (a load, a taken branch), the
+        // load that sees it and the counter read.
+        let lap = (2 * crate::timing::LOAD_CYCLES + crate::timing::TAKEN_PENALTY + 4) as u32;
+        assert!((least..least + lap).contains(&took), "{board}: {took} cycles, the trip is {least}");
     }
 }
 
