@@ -180,8 +180,9 @@ impl Plan {
         }
         self.faults.apply_device(&mut cfg);
         if a.exact_time {
-            // Slices are the lookahead with exact time: the workloads'
-            // drawn slice jitter has nothing to vary (the user's is refused).
+            // Exact time fixes the slices (to the lookahead between
+            // tiles): the workloads' drawn slice jitter has nothing to vary
+            // (the user's is refused).
             sim.exact_time = true;
             sim.quantum_jitter = 0;
         }
