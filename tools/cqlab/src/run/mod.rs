@@ -26,7 +26,10 @@ use std::process::ExitCode;
 pub struct Args {
     /// copy_stress, dispatch_latency, tiny_kernels, matmul_peak, large_gemm or hetero.
     pub workload: String,
-    /// Device: embedded[:seed=N] (the run's --seed applies when it names none) or sim:PATH.
+    /// Device: embedded[:seed=N][,exact][,pipelined][,contention][,icache]
+    /// (the run's --seed applies when it names none; `exact`: effects
+    /// between tiles at their cycle, docs/cli.md has the others) or
+    /// sim:PATH.
     #[arg(long, default_value = "embedded")]
     pub device: String,
     #[command(flatten)]
