@@ -1014,10 +1014,7 @@ impl Chip {
             self.drain_late(at);
             self.now = at;
             for &t in &tiles {
-                if !self.landing.is_empty() {
-                    self.land_reads(at, Some(t));
-                }
-                self.read_sources(at, Some(t));
+                self.transfers_of_to(t, at);
             }
             let e = self.delivering.take().expect("the event being delivered");
             self.deliver(e);
@@ -1140,22 +1137,25 @@ impl Chip {
     /// slice.
     fn settle_own(&mut self, t: usize, upto: u64) {
         while self.tensix(t).own_due <= upto {
-            let k = (0..self.own.len())
-                .filter(|&k| own_tile(&self.own[k].kind) == t)
-                .min_by_key(|&k| (self.own[k].time, self.own[k].seq))
-                .expect("`own_due` stands for an event of `own`");
-            let e = self.own.swap_remove(k);
-            let next = self.own.iter().filter(|e| own_tile(&e.kind) == t).map(|e| e.time).min();
-            self.tensix_mut(t).own_due = next.unwrap_or(u64::MAX);
+            let at = self.tensix(t).own_due;
             let cores = self.tensix(t).cores;
             let idle = cores.map(|j| self.cores[j].ff.idle.is_some() || self.cores[j].in_reset);
-            let (start, at) = (self.now, e.time);
+            let start = self.now;
             self.now = at.max(start);
-            if !self.landing.is_empty() {
-                self.land_reads(at, Some(t));
+            // The transfers first, the event still listed: a host-memory
+            // access that unwinds does not lose it, and a core they wake
+            // meets it in order (delivering it itself, hence the check).
+            self.transfers_of_to(t, at);
+            if self.tensix(t).own_due == at {
+                let k = (0..self.own.len())
+                    .filter(|&k| own_tile(&self.own[k].kind) == t)
+                    .min_by_key(|&k| (self.own[k].time, self.own[k].seq))
+                    .expect("`own_due` stands for an event of `own`");
+                let e = self.own.swap_remove(k);
+                let next = self.own.iter().filter(|e| own_tile(&e.kind) == t).map(|e| e.time).min();
+                self.tensix_mut(t).own_due = next.unwrap_or(u64::MAX);
+                self.deliver(e);
             }
-            self.read_sources(at, Some(t));
-            self.deliver(e);
             self.now = start;
             for (k, &j) in cores.iter().enumerate() {
                 let c = &self.cores[j];
@@ -1165,6 +1165,15 @@ impl Chip {
                 }
             }
         }
+    }
+
+    /// Moves tile `t`'s landing reads and leaving writes on to cycle `at`
+    /// (as [`Chip::advance_transfers`] does every tile's).
+    fn transfers_of_to(&mut self, t: usize, at: u64) {
+        if !self.landing.is_empty() {
+            self.land_reads(at, Some(t));
+        }
+        self.read_sources(at, Some(t));
     }
 
     /// Runs the cores on `late` to `limit` (outside the rotation).
@@ -2232,8 +2241,6 @@ impl Chip {
     }
 }
 
-/// Fills `buf` (whole words) with `v`'s bytes; one register is 4 bytes.
-/// Tile `t`'s L1: at home, or in the hart of the core holding it.
 /// The tile an event due inside a slice belongs to: a tile's request to
 /// itself (zero hops: its own L1, registers or counters).
 fn own_tile(kind: &EventKind) -> usize {
@@ -2249,6 +2256,7 @@ fn own_tile(kind: &EventKind) -> usize {
     }
 }
 
+/// Tile `t`'s L1: at home, or in the hart of the core holding it.
 fn tile_l1<'a>(tiles: &'a [Option<Tensix>], cores: &'a [Core], t: usize) -> &'a Ram {
     let tile = tiles[t].as_ref().expect("a Tensix tile");
     match tile.l1_holder {
@@ -2257,6 +2265,7 @@ fn tile_l1<'a>(tiles: &'a [Option<Tensix>], cores: &'a [Core], t: usize) -> &'a 
     }
 }
 
+/// Fills `buf` (whole words) with `v`'s bytes; one register is 4 bytes.
 fn fill_words(buf: &mut [u8], v: u32) -> Result<(), SimError> {
     if buf.len() != 4 {
         return Err(SimError::Bar("registers are read 4 bytes at a time".into()));
