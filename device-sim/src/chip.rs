@@ -218,6 +218,9 @@ pub struct Chip {
     active: Vec<usize>,
     /// Scratch copy of `active` for one slice.
     order: Vec<usize>,
+    /// Scratch: the tiles an exact-time delivery touches
+    /// ([`Chip::touched_tiles`]).
+    touched: Vec<usize>,
     /// Host time spent on BAR writes not yet handed to the device (see
     /// [`crate::bar`]): charged at the host's next BAR read or poll.
     host_busy: u64,
@@ -376,6 +379,7 @@ impl Chip {
             dram_traffic: DramTraffic::default(),
             active: Vec::new(),
             order: Vec::new(),
+            touched: Vec::new(),
             host_busy: 0,
             slice_end: 0,
             slice_first: 0,
@@ -1001,7 +1005,8 @@ impl Chip {
                 None => break,
             };
             let at = e.time.max(start);
-            let tiles = self.touched_tiles(&e.kind);
+            let mut tiles = std::mem::take(&mut self.touched);
+            self.touched_tiles(&e.kind, &mut tiles);
             // Not lost if running the cores or moving the transfers
             // unwinds out of host memory (`HostMemory`).
             self.delivering = Some(e);
@@ -1016,6 +1021,7 @@ impl Chip {
             for &t in &tiles {
                 self.transfers_of_to(t, at);
             }
+            self.touched = tiles;
             let e = self.delivering.take().expect("the event being delivered");
             self.deliver(e);
             self.now = start;
@@ -1029,13 +1035,14 @@ impl Chip {
     /// memory a read in flight reads from, that read's tiles (the reader's
     /// landed flits read the memory as it was before, and the reads of a
     /// tile's L1 see what its cores stored by then).
-    fn touched_tiles(&self, kind: &EventKind) -> Vec<usize> {
+    /// Into `tiles` (cleared first: a buffer kept between deliveries).
+    fn touched_tiles(&self, kind: &EventKind, tiles: &mut Vec<usize>) {
         let tiles_of = |t: &Target, tiles: &mut Vec<usize>| match t {
             Target::L1 { tile, .. } | Target::Reg { tile, .. } => tiles.push(*tile),
             Target::Multicast { tiles: m, .. } => tiles.extend_from_slice(m),
             Target::Dram { .. } | Target::Host { .. } | Target::Arc { .. } => {}
         };
-        let mut tiles = Vec::new();
+        tiles.clear();
         // What it writes: a target, or the source's own L1.
         let (written, src_l1) = match kind {
             EventKind::WriteArrive { src, target, .. } => {
@@ -1056,13 +1063,13 @@ impl Chip {
             }
             EventKind::ReadComplete { src, target, .. } => {
                 tiles.push(src.tile);
-                tiles_of(target, &mut tiles);
+                tiles_of(target, tiles);
                 (None, Some(src.tile))
             }
             EventKind::HostWrite { target, .. } => (Some(target), None),
         };
         if let Some(t) = written {
-            tiles_of(t, &mut tiles);
+            tiles_of(t, tiles);
         }
         let writes_l1 = |tile: usize| {
             src_l1 == Some(tile)
@@ -1083,12 +1090,11 @@ impl Chip {
             };
             if reads_written {
                 tiles.push(l.src.tile);
-                tiles_of(&l.target, &mut tiles);
+                tiles_of(&l.target, tiles);
             }
         }
         tiles.sort_unstable();
         tiles.dedup();
-        tiles
     }
 
     /// With `exact_time`: where the slice starting at `now` ends (at most
