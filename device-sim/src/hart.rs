@@ -259,9 +259,26 @@ impl LoadQueue {
     /// The cycle instruction `d` may issue at, no earlier than `cycle`;
     /// forgets the loads whose data is back by then. (Unused register
     /// fields of a decoded instruction are 0, never a load's register.)
+    #[inline(always)]
+    fn issue_at(&mut self, d: &Decoded, cycle: u64) -> u64 {
+        // Mostly one load waits (a polling loop's, or a load and its use):
+        // the general case's two passes, for it alone.
+        if self.n == 1 {
+            let (rd, ready) = (self.rd[0], self.ready[0]);
+            let needs = rd != X0_SINK && (d.rs1 == rd || d.rs2 == rd || d.rd == rd);
+            let at = if needs { ready.max(cycle) } else { cycle };
+            if ready <= at {
+                (self.n, self.until) = (0, 0);
+            }
+            return at;
+        }
+        self.issue_at_many(d, cycle)
+    }
+
+    /// [`LoadQueue::issue_at`] with any number of loads waiting.
     #[cold]
     #[inline(never)]
-    fn issue_at(&mut self, d: &Decoded, cycle: u64) -> u64 {
+    fn issue_at_many(&mut self, d: &Decoded, cycle: u64) -> u64 {
         let mut at = cycle;
         for k in 0..self.n {
             let rd = self.rd[k];
