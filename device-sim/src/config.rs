@@ -201,8 +201,10 @@ pub struct SimConfig {
     pub exact_time: bool,
     /// Pipelined L1 loads: a load costs one cycle and the core goes on
     /// until an instruction reads or writes its register (tt-isa
-    /// `BabyRISCV/MemoryOrdering.md`; `hart::LoadQueue`). Off by default:
-    /// every L1 load stalls its core for `timing::LOAD_CYCLES`.
+    /// `BabyRISCV/MemoryOrdering.md`; `hart::LoadQueue`). On by default
+    /// (issue 27's "loads in flight"); off (`embedded:blocking`), every L1
+    /// load stalls its core for `timing::LOAD_CYCLES`, the model before
+    /// 2026-11-30, whose named seeds replay only off.
     pub pipelined_loads: bool,
     /// Instruction caches, one per core (`icache`): direct-mapped 16-byte
     /// lines, 2 KiB on BRISC, TRISC0 and TRISC2, 512 B on TRISC1 and
@@ -247,7 +249,7 @@ impl SimConfig {
             quantum_cycles: 50,
             quantum_jitter: 0,
             exact_time: false,
-            pipelined_loads: false,
+            pipelined_loads: true,
             icache: false,
             icache_miss_cycles: crate::timing::LOAD_CYCLES,
             noc: NocTiming {

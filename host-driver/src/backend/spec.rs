@@ -2,7 +2,7 @@
 //!
 //! | spec | backend | cargo feature |
 //! |---|---|---|
-//! | `embedded`, `embedded:seed=N[,slow][,exact][,pipelined][,contention][,icache]` | in-process simulator (`exact`: exact time between tiles, `SimConfig::exact_time`; `pipelined`: pipelined L1 loads, `SimConfig::pipelined_loads`; `contention`: link contention between NOC routers, `NocTiming::link_contention`; `icache`: instruction caches, `SimConfig::icache`) | `sim` |
+//! | `embedded`, `embedded:seed=N[,slow][,exact][,blocking][,contention][,icache]` | in-process simulator (`exact`: exact time between tiles, `SimConfig::exact_time`; `blocking`: every L1 load stalls its core, the model before pipelined L1 loads became the default, `SimConfig::pipelined_loads` off (`pipelined`, the default, is accepted); `contention`: link contention between NOC routers, `NocTiming::link_contention`; `icache`: instruction caches, `SimConfig::icache`) | `sim` |
 //! | `sim:PATH[?wait[=SECS]]` | simulator daemon client | `daemon` |
 //! | `/dev/tenstorrent/N` | tt-kmd on a card | `ttkmd` |
 //! | `ttkmd-sim:PATH` | the tt-kmd backend against the simulator | `ttkmd` + `sim` |
@@ -25,7 +25,7 @@ pub enum Spec {
 impl Spec {
     pub fn parse(spec: &str) -> Result<Self> {
         if spec == "embedded" || spec.starts_with("embedded:") {
-            let (mut seed, mut slow, mut exact, mut pipelined) = (0, false, false, false);
+            let (mut seed, mut slow, mut exact, mut pipelined) = (0, false, false, true);
             let (mut contention, mut icache) = (false, false);
             for opt in spec.strip_prefix("embedded:").unwrap_or("").split(',').filter(|o| !o.is_empty()) {
                 match opt.split_once('=') {
@@ -35,11 +35,12 @@ impl Spec {
                     None if opt == "slow" => slow = true,
                     None if opt == "exact" => exact = true,
                     None if opt == "pipelined" => pipelined = true,
+                    None if opt == "blocking" => pipelined = false,
                     None if opt == "contention" => contention = true,
                     None if opt == "icache" => icache = true,
                     _ => {
                         return Err(DriverError::Invalid(format!(
-                        "unknown embedded option {opt:?} (known: seed=N, slow, exact, pipelined, contention, icache)"
+                        "unknown embedded option {opt:?} (known: seed=N, slow, exact, blocking, pipelined, contention, icache)"
                     )))
                     }
                 }
@@ -190,30 +191,34 @@ mod tests {
     fn specs_parse() {
         assert_eq!(
             Spec::parse("embedded").unwrap(),
-            Spec::Embedded { seed: 0, slow: false, exact: false, pipelined: false, contention: false, icache: false }
+            Spec::Embedded { seed: 0, slow: false, exact: false, pipelined: true, contention: false, icache: false }
         );
         assert_eq!(
             Spec::parse("embedded:seed=7,slow").unwrap(),
-            Spec::Embedded { seed: 7, slow: true, exact: false, pipelined: false, contention: false, icache: false }
+            Spec::Embedded { seed: 7, slow: true, exact: false, pipelined: true, contention: false, icache: false }
         );
         assert_eq!(
             Spec::parse("embedded:exact,seed=2").unwrap(),
-            Spec::Embedded { seed: 2, slow: false, exact: true, pipelined: false, contention: false, icache: false }
+            Spec::Embedded { seed: 2, slow: false, exact: true, pipelined: true, contention: false, icache: false }
         );
         assert_eq!(
             Spec::parse("embedded:seed=3,pipelined").unwrap(),
             Spec::Embedded { seed: 3, slow: false, exact: false, pipelined: true, contention: false, icache: false }
         );
         assert_eq!(
+            Spec::parse("embedded:blocking,seed=3").unwrap(),
+            Spec::Embedded { seed: 3, slow: false, exact: false, pipelined: false, contention: false, icache: false }
+        );
+        assert_eq!(
             Spec::parse("embedded:contention").unwrap(),
-            Spec::Embedded { seed: 0, slow: false, exact: false, pipelined: false, contention: true, icache: false }
+            Spec::Embedded { seed: 0, slow: false, exact: false, pipelined: true, contention: true, icache: false }
         );
         assert_eq!(
             Spec::parse("embedded:icache,seed=4").unwrap(),
-            Spec::Embedded { seed: 4, slow: false, exact: false, pipelined: false, contention: false, icache: true }
+            Spec::Embedded { seed: 4, slow: false, exact: false, pipelined: true, contention: false, icache: true }
         );
         let unknown = Spec::parse("embedded:links").unwrap_err().to_string();
-        assert!(unknown.contains("known: seed=N, slow, exact, pipelined, contention, icache"), "{unknown}");
+        assert!(unknown.contains("known: seed=N, slow, exact, blocking, pipelined, contention, icache"), "{unknown}");
         assert_eq!(Spec::parse("sim:/tmp/d?wait").unwrap(), Spec::Daemon { rest: "/tmp/d?wait".into() });
         assert_eq!(Spec::parse("/dev/tenstorrent/0").unwrap(), Spec::TtKmd { path: "/dev/tenstorrent/0".into() });
         assert_eq!(Spec::parse("ttkmd-sim:/tmp/t").unwrap(), Spec::TtKmdSim { path: "/tmp/t".into() });

@@ -57,11 +57,16 @@ pub struct Args {
     /// `SimConfig::exact_time`): about 1.5x the host time.
     #[arg(long)]
     pub exact_time: bool,
-    /// Run every point with pipelined L1 loads (`embedded:pipelined`,
-    /// `SimConfig::pipelined_loads`): a load costs a cycle until its
-    /// register is needed.
-    #[arg(long)]
+    /// Pipelined L1 loads (`SimConfig::pipelined_loads`: a load costs a
+    /// cycle until its register is needed): the default since 2026-11-30
+    /// (the flag is kept so older command lines run).
+    #[arg(long, conflicts_with = "blocking_loads")]
     pub pipelined_loads: bool,
+    /// Run every point with blocking L1 loads (`embedded:blocking`): every
+    /// load stalls its core for its whole latency, the model before
+    /// 2026-11-30.
+    #[arg(long)]
+    pub blocking_loads: bool,
     /// Run every point with instruction caches (`embedded:icache`,
     /// `SimConfig::icache`): a taken branch or jump to code a core's cache
     /// does not hold costs `SimConfig::icache_miss_cycles`.
@@ -129,7 +134,7 @@ struct Row {
     kernels: u32,
     /// `--exact-time`: exact time between tiles.
     exact_time: bool,
-    /// `--pipelined-loads`: pipelined L1 loads.
+    /// Pipelined L1 loads (the default; off with `--blocking-loads`).
     pipelined_loads: bool,
     /// `--icache`: instruction caches.
     icache: bool,
@@ -309,7 +314,7 @@ fn measure(
     let mut cfg = DeviceConfig { num_cqs: p.cqs, stage_min_bytes, ..Default::default() };
     args.chip.apply(&mut cfg)?;
     let exact = if args.exact_time { ",exact" } else { "" };
-    let pipelined = if args.pipelined_loads { ",pipelined" } else { "" };
+    let pipelined = if args.blocking_loads { ",blocking" } else { "" };
     let contention = if args.link_contention { ",contention" } else { "" };
     let icache = if args.icache { ",icache" } else { "" };
     let mut dev = Device::open(&format!("embedded:seed={seed}{exact}{pipelined}{contention}{icache}"), cfg)?;
@@ -394,7 +399,7 @@ fn measure(
         processors: processors(args, p) as u32,
         kernels: kernels(processors(args, p)),
         exact_time: args.exact_time,
-        pipelined_loads: args.pipelined_loads,
+        pipelined_loads: !args.blocking_loads,
         icache: args.icache,
         link_contention: args.link_contention,
         device_cycles_per_program: cycles,
@@ -727,7 +732,7 @@ fn table(rows: &[Row]) -> String {
         rows.first().map_or("?", |r| &r.chip),
         rows.first().map_or(0.0, |r| r.clock_hz as f64 / 1e9),
         if rows.first().is_some_and(|r| r.exact_time) { ", exact time" } else { "" },
-        if rows.first().is_some_and(|r| r.pipelined_loads) { ", pipelined loads" } else { "" },
+        if rows.first().is_some_and(|r| !r.pipelined_loads) { ", blocking L1 loads" } else { "" },
         if rows.first().is_some_and(|r| r.icache) { ", instruction caches" } else { "" },
         if rows.first().is_some_and(|r| r.link_contention) { ", link contention" } else { "" },
         match (rows.iter().any(|r| r.processors > 1), rows.iter().any(|r| r.point.kernel_cycles > 0)) {
