@@ -179,6 +179,7 @@ impl Plan {
             self.faults.apply(&mut sim, &chip);
         }
         self.faults.apply_device(&mut cfg);
+        sim.pipelined_loads = !a.blocking_loads;
         if a.exact_time {
             // Exact time fixes the slices (to the lookahead between
             // tiles): the workloads' drawn slice jitter has nothing to vary
@@ -221,6 +222,7 @@ impl Plan {
         opt("core-stall", a.core_stall.to_string());
         opt("reorder", a.reorder.to_string());
         opt("exact-time", a.exact_time.to_string());
+        opt("blocking-loads", a.blocking_loads.to_string());
         if a.workload == WorkloadKind::TwoQueue {
             // The random workload draws these per seed.
             opt("copies", a.copies.to_string());
@@ -554,6 +556,7 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         v["shard"] = plan.shard.to_string().into();
         v["faults"] = a.faults.join(",").into();
         v["exact_time"] = a.exact_time.into();
+        v["blocking_loads"] = a.blocking_loads.into();
         outln!("{v}");
         return Ok(());
     }
@@ -563,7 +566,12 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
     };
     // The faults as given: a rate read without them would mislead.
     let faults = if a.faults.is_empty() { String::new() } else { format!(", faults {}", a.faults.join(",")) };
-    let exact = if a.exact_time { ", exact time" } else { "" };
+    let exact = match (a.exact_time, a.blocking_loads) {
+        (false, false) => "",
+        (true, false) => ", exact time",
+        (false, true) => ", blocking L1 loads",
+        (true, true) => ", exact time, blocking L1 loads",
+    };
     let header = format!(
         "race {} (firmware {}, shard {}, {} iterations, jitter {}, delay {}, pct depth {}, host jitter {}, host pct {}{}{})",
         a.workload.name(),

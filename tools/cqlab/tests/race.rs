@@ -145,6 +145,64 @@ fn the_programs_workload_passes_the_normal_firmware_and_finds_a_planted_bug() {
     assert_eq!(again["signatures"][0]["signature"], sig["signature"], "the replay fails the same way");
 }
 
+/// `--blocking-loads`: the model before loads in flight became the default
+/// (2026-11-30). The same seeds take other device cycles on it, the report
+/// says which model ran, and a failure's replay line names it, so the line
+/// replays the failure whatever the default is.
+#[test]
+fn blocking_loads_race_the_model_before_and_replay_with_it() {
+    let cycles = |blocking: &str| {
+        let jsonl = std::env::temp_dir().join(format!("cqlab-race-loads-{blocking}-{}.jsonl", std::process::id()));
+        let path = jsonl.to_str().unwrap();
+        let args = [
+            "--workload",
+            "programs",
+            "--seeds",
+            "2",
+            "--iterations",
+            "2",
+            "--blocking-loads",
+            blocking,
+            "--jsonl",
+            path,
+        ];
+        let (code, v) = race(&args);
+        assert_eq!(code, 0, "{v}");
+        assert_eq!(v["blocking_loads"], blocking == "true", "the report says which model it raced: {v}");
+        let records = std::fs::read_to_string(&jsonl).unwrap();
+        std::fs::remove_file(&jsonl).unwrap();
+        let cycles: Vec<u64> = records
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["device_cycles"].as_u64().unwrap())
+            .collect();
+        assert_eq!(cycles.len(), 2, "{records}");
+        cycles
+    };
+    let (pipelined, blocking) = (cycles("false"), cycles("true"));
+    assert!(
+        pipelined.iter().zip(&blocking).all(|(p, b)| p != b),
+        "each seed runs another timing: {pipelined:?} {blocking:?}"
+    );
+    let (code, v) = race(&[
+        "--workload",
+        "random",
+        "--firmware",
+        "relay-reuse-before-sent",
+        "--seeds",
+        "16",
+        "--until-first",
+        "--blocking-loads",
+    ]);
+    assert_eq!(code, EXIT_MISMATCH, "{v}");
+    let sig = &v["signatures"][0];
+    let replay = sig["replay"].as_str().unwrap();
+    assert!(replay.contains("--blocking-loads true"), "{replay}");
+    let words: Vec<&str> = replay.split_whitespace().skip(2).collect();
+    let (code, again) = race(&words);
+    assert_eq!(code, EXIT_MISMATCH, "{again}");
+    assert_eq!(again["signatures"][0]["signature"], sig["signature"], "the replay fails the same way");
+}
+
 /// `--exact-time` races the exact-time model: the same seeds run other
 /// schedules (hand-offs no longer wait for a slice's end), a known bug is
 /// found there too and its replay line carries the setting and reproduces

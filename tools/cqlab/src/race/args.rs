@@ -98,6 +98,13 @@ pub struct Args {
     /// left out.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = false)]
     pub exact_time: bool,
+    /// Every L1 load stalls its core for its whole latency
+    /// (`SimConfig::pipelined_loads` off): the model before 2026-11-30,
+    /// whose replay lines (they have no `--blocking-loads`) replay only
+    /// with it. By default loads are in flight until their register is
+    /// needed.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = false)]
+    pub blocking_loads: bool,
     /// Probability per scheduling slice that a core stalls 2000 cycles
     /// (0..=1; refused where the stalls would outrun the clock and nothing
     /// could ever boot: below 0.025 at the default 50-cycle slice).
