@@ -145,62 +145,56 @@ fn the_programs_workload_passes_the_normal_firmware_and_finds_a_planted_bug() {
     assert_eq!(again["signatures"][0]["signature"], sig["signature"], "the replay fails the same way");
 }
 
+/// `race --workload programs` over seeds 1 and 2 with `--OPTION VALUE`:
+/// each seed's device cycles, after checking the report says VALUE.
+fn model_cycles(option: &str, value: &str) -> Vec<u64> {
+    let jsonl = std::env::temp_dir().join(format!("cqlab-race-{option}-{value}-{}.jsonl", std::process::id()));
+    let path = jsonl.to_str().unwrap();
+    let flag = format!("--{option}");
+    let args = ["--workload", "programs", "--seeds", "2", "--iterations", "2", &flag, value, "--jsonl", path];
+    let (code, v) = race(&args);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v[option.replace('-', "_")], value == "true", "the report says which model it raced: {v}");
+    let records = std::fs::read_to_string(&jsonl).unwrap();
+    std::fs::remove_file(&jsonl).unwrap();
+    let cycles: Vec<u64> = records
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["device_cycles"].as_u64().unwrap())
+        .collect();
+    assert_eq!(cycles.len(), 2, "{records}");
+    cycles
+}
+
+/// A known bug (`relay-reuse-before-sent` on `random`) is found with
+/// `--OPTION`, its replay line says `--OPTION true`, and the line fails the
+/// same way.
+fn known_bug_replays_with(option: &str) {
+    let flag = format!("--{option}");
+    let args =
+        ["--workload", "random", "--firmware", "relay-reuse-before-sent", "--seeds", "16", "--until-first", &flag];
+    let (code, v) = race(&args);
+    assert_eq!(code, EXIT_MISMATCH, "{v}");
+    let sig = &v["signatures"][0];
+    let replay = sig["replay"].as_str().unwrap();
+    assert!(replay.contains(&format!("{flag} true")), "{replay}");
+    let words: Vec<&str> = replay.split_whitespace().skip(2).collect();
+    let (code, again) = race(&words);
+    assert_eq!(code, EXIT_MISMATCH, "{again}");
+    assert_eq!(again["signatures"][0]["signature"], sig["signature"], "the replay fails the same way");
+}
+
 /// `--blocking-loads`: the model before loads in flight became the default
 /// (2026-11-30). The same seeds take other device cycles on it, the report
 /// says which model ran, and a failure's replay line names it, so the line
 /// replays the failure whatever the default is.
 #[test]
 fn blocking_loads_race_the_model_before_and_replay_with_it() {
-    let cycles = |blocking: &str| {
-        let jsonl = std::env::temp_dir().join(format!("cqlab-race-loads-{blocking}-{}.jsonl", std::process::id()));
-        let path = jsonl.to_str().unwrap();
-        let args = [
-            "--workload",
-            "programs",
-            "--seeds",
-            "2",
-            "--iterations",
-            "2",
-            "--blocking-loads",
-            blocking,
-            "--jsonl",
-            path,
-        ];
-        let (code, v) = race(&args);
-        assert_eq!(code, 0, "{v}");
-        assert_eq!(v["blocking_loads"], blocking == "true", "the report says which model it raced: {v}");
-        let records = std::fs::read_to_string(&jsonl).unwrap();
-        std::fs::remove_file(&jsonl).unwrap();
-        let cycles: Vec<u64> = records
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["device_cycles"].as_u64().unwrap())
-            .collect();
-        assert_eq!(cycles.len(), 2, "{records}");
-        cycles
-    };
-    let (pipelined, blocking) = (cycles("false"), cycles("true"));
+    let (pipelined, blocking) = (model_cycles("blocking-loads", "false"), model_cycles("blocking-loads", "true"));
     assert!(
         pipelined.iter().zip(&blocking).all(|(p, b)| p != b),
         "each seed runs another timing: {pipelined:?} {blocking:?}"
     );
-    let (code, v) = race(&[
-        "--workload",
-        "random",
-        "--firmware",
-        "relay-reuse-before-sent",
-        "--seeds",
-        "16",
-        "--until-first",
-        "--blocking-loads",
-    ]);
-    assert_eq!(code, EXIT_MISMATCH, "{v}");
-    let sig = &v["signatures"][0];
-    let replay = sig["replay"].as_str().unwrap();
-    assert!(replay.contains("--blocking-loads true"), "{replay}");
-    let words: Vec<&str> = replay.split_whitespace().skip(2).collect();
-    let (code, again) = race(&words);
-    assert_eq!(code, EXIT_MISMATCH, "{again}");
-    assert_eq!(again["signatures"][0]["signature"], sig["signature"], "the replay fails the same way");
+    known_bug_replays_with("blocking-loads");
 }
 
 /// `--exact-time` races the exact-time model: the same seeds run other
@@ -209,43 +203,9 @@ fn blocking_loads_race_the_model_before_and_replay_with_it() {
 /// it; what acts per slice is refused with it.
 #[test]
 fn exact_time_races_other_schedules_finds_a_known_bug_and_replays_it() {
-    let cycles = |exact: &str| {
-        let jsonl = std::env::temp_dir().join(format!("cqlab-race-exact-{exact}-{}.jsonl", std::process::id()));
-        let path = jsonl.to_str().unwrap();
-        let args =
-            ["--workload", "programs", "--seeds", "2", "--iterations", "2", "--exact-time", exact, "--jsonl", path];
-        let (code, v) = race(&args);
-        assert_eq!(code, 0, "{v}");
-        assert_eq!(v["exact_time"], exact == "true", "the report says which model it raced: {v}");
-        let records = std::fs::read_to_string(&jsonl).unwrap();
-        std::fs::remove_file(&jsonl).unwrap();
-        let cycles: Vec<u64> = records
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["device_cycles"].as_u64().unwrap())
-            .collect();
-        assert_eq!(cycles.len(), 2, "{records}");
-        cycles
-    };
-    let (sliced, exact) = (cycles("false"), cycles("true"));
+    let (sliced, exact) = (model_cycles("exact-time", "false"), model_cycles("exact-time", "true"));
     assert!(sliced.iter().zip(&exact).all(|(s, e)| s != e), "each seed runs another schedule: {sliced:?} {exact:?}");
-    let (code, v) = race(&[
-        "--workload",
-        "random",
-        "--firmware",
-        "relay-reuse-before-sent",
-        "--seeds",
-        "16",
-        "--until-first",
-        "--exact-time",
-    ]);
-    assert_eq!(code, EXIT_MISMATCH, "{v}");
-    let sig = &v["signatures"][0];
-    let replay = sig["replay"].as_str().unwrap();
-    assert!(replay.contains("--exact-time true"), "{replay}");
-    let words: Vec<&str> = replay.split_whitespace().skip(2).collect();
-    let (code, again) = race(&words);
-    assert_eq!(code, EXIT_MISMATCH, "{again}");
-    assert_eq!(again["signatures"][0]["signature"], sig["signature"], "the replay fails the same way");
+    known_bug_replays_with("exact-time");
     for per_slice in [&["--faults", "strong"][..], &["--core-stall", "0.001"], &["--faults", "quantum-jitter=8"]] {
         let out = cqlab(&[&["race", "--seeds", "1", "--exact-time"][..], per_slice].concat());
         let stderr = String::from_utf8_lossy(&out.stderr);
