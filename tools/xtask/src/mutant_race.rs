@@ -36,6 +36,9 @@ pub struct Options {
     /// `cqlab race --exact-time` for every race: the exact-time model,
     /// effects between tiles at the cycle they are due.
     pub exact_time: bool,
+    /// `cqlab race --blocking-loads` for every race: the model before L1
+    /// loads in flight became the default (2026-11-30).
+    pub blocking_loads: bool,
 }
 
 impl Options {
@@ -58,6 +61,7 @@ impl Options {
             jitter: None,
             backpressure: None,
             exact_time: false,
+            blocking_loads: false,
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -78,6 +82,7 @@ impl Options {
                 "--json" => o.json = Some(PathBuf::from(value()?)),
                 "--tests" => o.tests = true,
                 "--exact-time" => o.exact_time = true,
+                "--blocking-loads" => o.blocking_loads = true,
                 "--jitter" => {
                     let cycles = value()?.parse().ok().filter(|&n| n <= MAX_JITTER);
                     o.jitter = Some(cycles.with_context(|| format!("--jitter: cycles, 0..={MAX_JITTER}"))?)
@@ -124,6 +129,9 @@ impl Options {
         }
         if self.exact_time {
             args.extend(["--exact-time".to_owned(), "true".to_owned()]);
+        }
+        if self.blocking_loads {
+            args.extend(["--blocking-loads".to_owned(), "true".to_owned()]);
         }
         args
     }
@@ -253,6 +261,8 @@ mod tests {
         assert_eq!(o.race_options(), "with --jitter 5 and --faults backpressure=3000");
         let o = parse(&["--exact-time"]).unwrap().unwrap();
         assert_eq!(o.race_options(), "with --exact-time true");
+        let o = parse(&["--blocking-loads", "--exact-time"]).unwrap().unwrap();
+        assert_eq!(o.race_options(), "with --exact-time true and --blocking-loads true");
         for bad in [&["--backpressure"][..], &["--backpressure", "1e3"], &["--backpressure", "10000001"]] {
             let e = parse(bad).err().unwrap_or_else(|| panic!("{bad:?} accepted"));
             assert!(e.to_string().contains("--backpressure"), "{bad:?}: {e}");
