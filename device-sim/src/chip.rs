@@ -1862,12 +1862,12 @@ impl Chip {
             return 0;
         }
         let (me, there) = (self.noc0(src.tile), Coord::unpack(dst_key as u32));
-        let (path, class) = if outward {
-            (self.layout.route(src.noc, me, there), Class::Request)
+        let mesh = self.mesh.as_mut().expect("checked");
+        if outward {
+            mesh.pass(src.noc, Class::Request, me, there, p, self.now)
         } else {
-            (self.layout.route(src.noc, there, me), Class::Response)
-        };
-        self.mesh.as_mut().expect("checked").pass(&path, class, p, self.now)
+            mesh.pass(src.noc, Class::Response, there, me, p, self.now)
+        }
     }
 
     /// [`Chip::link_wait`] of a write packet, unicast or multicast (its
@@ -1887,9 +1887,7 @@ impl Chip {
                 let receivers = tiles.iter().map(|&t| tiles_noc0[t].noc0);
                 mesh.multicast(noc, me, first.x, receivers, p, self.now)
             }
-            _ => {
-                mesh.pass(&self.layout.route(noc, me, Coord::unpack(issue.dst_key as u32)), Class::Request, p, self.now)
-            }
+            _ => mesh.pass(noc, Class::Request, me, Coord::unpack(issue.dst_key as u32), p, self.now),
         }
     }
 

@@ -54,8 +54,7 @@
 use crate::noc::Link;
 use cqlab_abi::arch::{GridSize, Noc};
 use cqlab_abi::noc::Coord;
-use cqlab_abi::soc::{route, ChipLayout, Route};
-use std::collections::BTreeMap;
+use cqlab_abi::soc::{path_links, ChipLayout};
 
 /// Which virtual channels a packet travels on (module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,13 +84,24 @@ pub struct Mesh {
     hop: u64,
     /// By [`Mesh::index`].
     links: Vec<Link>,
+    /// [`Mesh::multicast`]'s scratch, by link index: where the link booked
+    /// for the tree put the head at its far end (`u64::MAX`: not booked),
+    /// and the indices it set, to clear. Always cleared between calls.
+    reached: Vec<u64>,
+    touched: Vec<usize>,
 }
 
 impl Mesh {
     pub fn new(layout: &ChipLayout, hop_cycles: u64) -> Self {
         let g = layout.grid();
-        let routers = g.x as usize * g.y as usize;
-        Mesh { grid: g, hop: hop_cycles, links: vec![Link::default(); routers * 8] }
+        let n = g.x as usize * g.y as usize * 8;
+        Mesh {
+            grid: g,
+            hop: hop_cycles,
+            links: vec![Link::default(); n],
+            reached: vec![u64::MAX; n],
+            touched: Vec::new(),
+        }
     }
 
     /// The link from router `from` to its neighbour `to` (NOC0
@@ -103,18 +113,20 @@ impl Mesh {
         ((router * 2 + axis) * 2 + noc.index() as usize) * 2 + usize::from(class == Class::Response)
     }
 
-    /// Books `p` on each link of `path` for `class` in turn; returns the cycles its
-    /// head reaches the end later than on free links. `now`: device time
+    /// Books `p` on each link of the path from `from` to `to` on `noc`
+    /// (`soc::route`'s) for `class` in turn; returns the cycles its head
+    /// reaches the end later than on free links. `now`: device time
     /// (bookings that ended by then are dropped).
-    pub fn pass(&mut self, path: &Route, class: Class, p: Packet, now: u64) -> u64 {
-        let mut at = p.head;
-        for (from, to) in path.links() {
-            let k = self.index(path.noc, class, from, to);
+    pub fn pass(&mut self, noc: Noc, class: Class, from: Coord, to: Coord, p: Packet, now: u64) -> u64 {
+        let (mut at, mut hops) = (p.head, 0);
+        for (a, b) in path_links(self.grid, noc, from, to) {
+            let k = self.index(noc, class, a, b);
             let link = &mut self.links[k];
             link.forget_before(now);
             at = link.book(at, p.hold) + self.hop;
+            hops += 1;
         }
-        at - (p.head + path.hops() as u64 * self.hop)
+        at - (p.head + hops * self.hop)
     }
 
     /// Books a multicast from `from` on `noc` to `receivers`, whose
@@ -129,33 +141,35 @@ impl Mesh {
         p: Packet,
         now: u64,
     ) -> u64 {
-        // Where each link booked so far put the head at its far end: the
-        // receivers' paths share their prefixes.
-        let mut booked: BTreeMap<usize, u64> = BTreeMap::new();
+        // The receivers' paths share their prefixes: each link is booked
+        // for the tree once, the first time a path meets it.
         let corner = Coord::new(first_x, from.y);
-        let leg = |a, b| route(self.grid, noc, a, b);
-        let to_corner = leg(from, corner);
+        let grid = self.grid;
         let mut late = 0;
         for r in receivers {
             let turn = Coord::new(first_x, r.y);
-            let legs = [to_corner.clone(), leg(corner, turn), leg(turn, r)];
+            let legs = path_links(grid, noc, from, corner)
+                .chain(path_links(grid, noc, corner, turn))
+                .chain(path_links(grid, noc, turn, r));
             let (mut at, mut hops) = (p.head, 0);
-            for leg in &legs {
-                for (a, b) in leg.links() {
-                    let k = self.index(noc, Class::Request, a, b);
-                    let reached = *booked.entry(k).or_insert_with(|| {
-                        let link = &mut self.links[k];
-                        link.forget_before(now);
-                        link.book(at, p.hold) + self.hop
-                    });
-                    // Met again on this path: the head is not back in time.
-                    at = at.max(reached);
-                    hops += 1;
+            for (a, b) in legs {
+                let k = self.index(noc, Class::Request, a, b);
+                if self.reached[k] == u64::MAX {
+                    let link = &mut self.links[k];
+                    link.forget_before(now);
+                    self.reached[k] = link.book(at, p.hold) + self.hop;
+                    self.touched.push(k);
                 }
+                // Met again on this path: the head is not back in time.
+                at = at.max(self.reached[k]);
+                hops += 1;
             }
             // A link met twice on one path (the first leg wraps past a
             // column the last leg uses) is booked once: never early.
             late = late.max(at.saturating_sub(p.head + hops * self.hop));
+        }
+        for k in self.touched.drain(..) {
+            self.reached[k] = u64::MAX;
         }
         late
     }
@@ -172,6 +186,12 @@ mod tests {
     use crate::noc::packet_flits;
     use cqlab_abi::soc::Board;
 
+    /// Books `p` on the path `r`, as the chip books a packet on its route.
+    fn pass(m: &mut Mesh, r: &cqlab_abi::soc::Route, class: Class, p: Packet, now: u64) -> u64 {
+        let (from, to) = (r.tiles[0], *r.tiles.last().expect("a path has its source"));
+        m.pass(r.noc, class, from, to, p, now)
+    }
+
     fn mesh(board: Board) -> (ChipLayout, Mesh) {
         let layout = ChipLayout::new(board, board.default_harvesting()).unwrap();
         let m = Mesh::new(&layout, 9);
@@ -180,29 +200,25 @@ mod tests {
 
     #[test]
     fn packets_sharing_a_link_queue_and_disjoint_ones_do_not() {
-        let (layout, mut m) = mesh(Board::WormholeN150);
+        let (_, mut m) = mesh(Board::WormholeN150);
         let flits = packet_flits(8192, 32);
         let p = Packet { head: 100, hold: flits };
         // Two senders in one row write east (NOC0, +x) to the same far
         // core: the links from (2,2) on are shared.
         let (a, b, dst) = (Coord::new(1, 2), Coord::new(2, 2), Coord::new(6, 2));
-        assert_eq!(
-            m.pass(&layout.route(Noc::Noc0, a, dst), Class::Request, p, 0),
-            0,
-            "the first finds every link free"
-        );
+        assert_eq!(m.pass(Noc::Noc0, Class::Request, a, dst, p, 0), 0, "the first finds every link free");
         // The first holds (2,2)->(3,2) over [109, 109 + flits); the
         // second's head is there at 100, too short a gap before it, so it
         // follows the first's tail.
-        let late = m.pass(&layout.route(Noc::Noc0, b, dst), Class::Request, p, 0);
+        let late = m.pass(Noc::Noc0, Class::Request, b, dst, p, 0);
         assert_eq!(late, 9 + flits);
         // A packet one row down shares no link with them.
-        assert_eq!(m.pass(&layout.route(Noc::Noc0, Coord::new(1, 3), Coord::new(6, 3)), Class::Request, p, 0), 0);
+        assert_eq!(m.pass(Noc::Noc0, Class::Request, Coord::new(1, 3), Coord::new(6, 3), p, 0), 0);
         // Nor a response on the first packets' links: its own virtual channels.
-        let late = m.pass(&layout.route(Noc::Noc0, b, dst), Class::Response, p, 0);
+        let late = m.pass(Noc::Noc0, Class::Response, b, dst, p, 0);
         assert_eq!(late, 0, "a response interleaves with the requests");
         // Nor does the way back on NOC1 (-x): its own links.
-        assert_eq!(m.pass(&layout.route(Noc::Noc1, dst, a), Class::Request, p, 0), 0);
+        assert_eq!(m.pass(Noc::Noc1, Class::Request, dst, a, p, 0), 0);
     }
 
     #[test]
@@ -212,10 +228,10 @@ mod tests {
             let bpc = board.arch().params().noc.flit_bytes as u64;
             let p = Packet { head: 1000, hold: packet_flits(4096, bpc) };
             let path = layout.route(Noc::Noc0, Coord::new(1, 1), Coord::new(4, 5));
-            assert_eq!(m.pass(&path, Class::Request, p, 0), 0);
-            assert_eq!(m.pass(&path, Class::Request, p, 0), p.hold, "{board}");
+            assert_eq!(pass(&mut m, &path, Class::Request, p, 0), 0);
+            assert_eq!(pass(&mut m, &path, Class::Request, p, 0), p.hold, "{board}");
             // Earlier in time but booked after: goes first where it fits.
-            assert_eq!(m.pass(&path, Class::Request, Packet { head: 0, ..p }, 0), 0, "{board}");
+            assert_eq!(pass(&mut m, &path, Class::Request, Packet { head: 0, ..p }, 0), 0, "{board}");
         }
     }
 
@@ -227,31 +243,31 @@ mod tests {
         // NOC0 runs +x: a -> b takes the three links between them.
         let east = layout.route(Noc::Noc0, a, b);
         assert_eq!(east.hops(), 3);
-        assert_eq!(m.pass(&east, Class::Request, p, 0), 0);
+        assert_eq!(pass(&mut m, &east, Class::Request, p, 0), 0);
         // NOC1 runs -x: b -> a takes three links of its own.
         let west = layout.route(Noc::Noc1, b, a);
         assert_eq!(west.hops(), 3);
-        assert_eq!(m.pass(&west, Class::Request, p, 0), 0);
+        assert_eq!(pass(&mut m, &west, Class::Request, p, 0), 0);
         // NOC0 from b to a laps the row the other way round: other links.
         let lap = layout.route(Noc::Noc0, b, a);
         assert_eq!(lap.hops() as u8, layout.grid().x - 3);
-        assert_eq!(m.pass(&lap, Class::Request, p, 0), 0);
+        assert_eq!(pass(&mut m, &lap, Class::Request, p, 0), 0);
         // Through (3,3)->(4,3) on NOC0, held over [9, 19): too short a gap
         // before, so it waits until 19.
         let through = layout.route(Noc::Noc0, Coord::new(3, 3), Coord::new(4, 3));
-        assert_eq!(m.pass(&through, Class::Request, p, 0), 19);
+        assert_eq!(pass(&mut m, &through, Class::Request, p, 0), 19);
         // NOC1 routes y first (-y): from (5,3) up column 5, clear of row 3.
         let up = layout.route(Noc::Noc1, b, Coord::new(2, 1));
         assert_eq!(up.tiles[1], Coord::new(5, 2));
-        assert_eq!(m.pass(&up, Class::Request, p, 0), 0);
+        assert_eq!(pass(&mut m, &up, Class::Request, p, 0), 0);
     }
 
     #[test]
     fn old_bookings_are_forgotten_and_never_delay() {
         let (layout, mut m) = mesh(Board::BlackholeP150a);
         let path = layout.route(Noc::Noc1, Coord::new(7, 9), Coord::new(1, 2));
-        m.pass(&path, Class::Request, Packet { head: 0, hold: 100 }, 0);
-        assert_eq!(m.pass(&path, Class::Request, Packet { head: 1000, hold: 100 }, 1000), 0);
+        pass(&mut m, &path, Class::Request, Packet { head: 0, hold: 100 }, 0);
+        assert_eq!(pass(&mut m, &path, Class::Request, Packet { head: 1000, hold: 100 }, 1000), 0);
         assert!(m.links().all(|l| l.busy().iter().all(|&(_, e)| e > 1000)), "only live bookings kept");
     }
 
@@ -265,13 +281,13 @@ mod tests {
         assert_eq!(m.multicast(Noc::Noc0, from, 3, receivers.into_iter(), p, 0), 0);
         // A unicast through the tree's first leg (row 1, held [9, 29)) waits.
         let cross = layout.route(Noc::Noc0, Coord::new(2, 1), Coord::new(3, 1));
-        assert_eq!(m.pass(&cross, Class::Request, Packet { head: 9, hold: 5 }, 0), 20);
+        assert_eq!(pass(&mut m, &cross, Class::Request, Packet { head: 9, hold: 5 }, 0), 20);
         // A packet booked first on column 3's (3,2)->(3,3) over [18, 48):
         // the tree's head is due there at 27, waits until 48, and the
         // receivers below are 21 cycles late.
         let (_, mut m) = mesh(Board::WormholeN150);
         let down = layout.route(Noc::Noc0, Coord::new(3, 2), Coord::new(3, 3));
-        m.pass(&down, Class::Request, Packet { head: 18, hold: 30 }, 0);
+        pass(&mut m, &down, Class::Request, Packet { head: 18, hold: 30 }, 0);
         assert_eq!(m.multicast(Noc::Noc0, from, 3, receivers.into_iter(), p, 0), 21);
     }
 }

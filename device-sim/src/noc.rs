@@ -523,6 +523,14 @@ impl Link {
         if cycles == 0 {
             return ready;
         }
+        // Mostly the link is free from `ready` on: no gap to look for.
+        if self.busy.last().is_none_or(|&(_, e)| e <= ready) {
+            match self.busy.last_mut() {
+                Some(last) if last.1 == ready => last.1 = ready + cycles,
+                _ => self.busy.push((ready, ready + cycles)),
+            }
+            return ready;
+        }
         let mut start = ready;
         let mut at = self.busy.len();
         for (k, &(s, e)) in self.busy.iter().enumerate() {
@@ -554,6 +562,9 @@ impl Link {
     /// Drops the bookings that ended by cycle `t` (no transfer is ready
     /// before `t` any more).
     pub fn forget_before(&mut self, t: u64) {
+        if self.busy.first().is_none_or(|&(_, e)| e > t) {
+            return;
+        }
         let gone = self.busy.partition_point(|&(_, e)| e <= t);
         self.busy.drain(..gone);
     }

@@ -42,10 +42,12 @@ fn steps(a: u8, b: u8, n: u8, forward: bool) -> u8 {
 }
 
 fn step(v: u8, n: u8, forward: bool) -> u8 {
-    if forward {
-        (v + 1) % n
-    } else {
-        (v + n - 1) % n
+    // Compares, not `%`: the simulator walks a path per packet.
+    match (forward, v) {
+        (true, _) if v + 1 >= n => 0,
+        (true, _) => v + 1,
+        (false, 0) => n - 1,
+        (false, _) => v - 1,
     }
 }
 
@@ -57,33 +59,30 @@ pub fn hop_count(grid: GridSize, noc: Noc, from: Coord, to: Coord) -> u32 {
 
 /// The path from `from` to `to` on `noc` (NOC0 coordinates).
 pub fn route(grid: GridSize, noc: Noc, from: Coord, to: Coord) -> Route {
-    let forward = noc == Noc::Noc0;
     let mut tiles = Vec::with_capacity(hop_count(grid, noc, from, to) as usize + 1);
-    let mut c = from;
-    tiles.push(c);
-    let walk_x = |c: &mut Coord, tiles: &mut Vec<Coord>| {
-        while c.x != to.x {
-            c.x = step(c.x, grid.x, forward);
-            tiles.push(*c);
-        }
-    };
-    let walk_y = |c: &mut Coord, tiles: &mut Vec<Coord>| {
-        while c.y != to.y {
-            c.y = step(c.y, grid.y, forward);
-            tiles.push(*c);
-        }
-    };
-    match noc {
-        Noc::Noc0 => {
-            walk_x(&mut c, &mut tiles);
-            walk_y(&mut c, &mut tiles);
-        }
-        Noc::Noc1 => {
-            walk_y(&mut c, &mut tiles);
-            walk_x(&mut c, &mut tiles);
-        }
-    }
+    tiles.push(from);
+    tiles.extend(path_links(grid, noc, from, to).map(|(_, next)| next));
     Route { noc, tiles }
+}
+
+/// The links of [`route`]'s path in order, each `(from, to)`, without
+/// building it (the simulator books links per packet).
+pub fn path_links(grid: GridSize, noc: Noc, from: Coord, to: Coord) -> impl Iterator<Item = (Coord, Coord)> {
+    let forward = noc == Noc::Noc0;
+    let mut c = from;
+    core::iter::from_fn(move || {
+        let here = c;
+        let (x_left, y_left) = (c.x != to.x, c.y != to.y);
+        // NOC0 walks x then y; NOC1 y then x.
+        if x_left && (forward || !y_left) {
+            c.x = step(c.x, grid.x, forward);
+        } else if y_left {
+            c.y = step(c.y, grid.y, forward);
+        } else {
+            return None;
+        }
+        Some((here, c))
+    })
 }
 
 /// Whether `c` lies in the multicast rectangle from `start` to `end`,
