@@ -49,10 +49,12 @@ pub struct NocTiming {
     pub read_response_bytes_per_kcycle: u64,
     /// Contention on the links between routers: each link carries one
     /// packet at a time and packets queue for it (`links`; tt-isa
-    /// `NoC/RoutingPaths.md`, "Congestion"). Off by default: only a NIU's
-    /// injection, a responder, DRAM and PCIe carry one packet at a time
-    /// (`noc` module doc), and the race finder's named seeds and the
-    /// published figures' fit rest on that timing.
+    /// `NoC/RoutingPaths.md`, "Congestion"). On by default since
+    /// 2026-11-30 (issue 27's calibrated model; the published figures'
+    /// fit is the same with it). Off (`embedded:no-contention`), only a
+    /// NIU's injection, a responder, DRAM and PCIe carry one packet at a
+    /// time (`noc` module doc): the model before, whose named seeds
+    /// replay only off.
     pub link_contention: bool,
 }
 
@@ -263,7 +265,7 @@ impl SimConfig {
                 } else {
                     arch.params().noc.flit_bytes as u64 * 1000
                 },
-                link_contention: false,
+                link_contention: true,
             },
             pcie: PcieTiming {
                 read_latency_cycles: cycles(PCIE_READ_LATENCY_NS),

@@ -1,5 +1,5 @@
 //! The links between NOC routers, when `NocTiming::link_contention` is on
-//! (off by default).
+//! (the default since 2026-11-30).
 //!
 //! Each NOC is a one-way torus (`soc::route`): every router has one
 //! outgoing link along x and one along y per NOC, so a link is named by

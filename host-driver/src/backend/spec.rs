@@ -2,7 +2,7 @@
 //!
 //! | spec | backend | cargo feature |
 //! |---|---|---|
-//! | `embedded`, `embedded:seed=N[,slow][,exact][,blocking][,contention][,icache]` | in-process simulator (`exact`: exact time between tiles, `SimConfig::exact_time`; `blocking`: every L1 load stalls its core, the model before pipelined L1 loads became the default, `SimConfig::pipelined_loads` off (`pipelined`, the default, is accepted); `contention`: link contention between NOC routers, `NocTiming::link_contention`; `icache`: instruction caches, `SimConfig::icache`) | `sim` |
+//! | `embedded`, `embedded:seed=N[,slow][,exact][,blocking][,no-contention][,icache]` | in-process simulator (`exact`: exact time between tiles, `SimConfig::exact_time`; `blocking`: every L1 load stalls its core, the model before pipelined L1 loads became the default, `SimConfig::pipelined_loads` off (`pipelined`, the default, is accepted); `no-contention`: packets never queue for the links between NOC routers, `NocTiming::link_contention` off, the model before link contention became the default (`contention`, the default, is accepted); `icache`: instruction caches, `SimConfig::icache`) | `sim` |
 //! | `sim:PATH[?wait[=SECS]]` | simulator daemon client | `daemon` |
 //! | `/dev/tenstorrent/N` | tt-kmd on a card | `ttkmd` |
 //! | `ttkmd-sim:PATH` | the tt-kmd backend against the simulator | `ttkmd` + `sim` |
@@ -26,7 +26,7 @@ impl Spec {
     pub fn parse(spec: &str) -> Result<Self> {
         if spec == "embedded" || spec.starts_with("embedded:") {
             let (mut seed, mut slow, mut exact, mut pipelined) = (0, false, false, true);
-            let (mut contention, mut icache) = (false, false);
+            let (mut contention, mut icache) = (true, false);
             for opt in spec.strip_prefix("embedded:").unwrap_or("").split(',').filter(|o| !o.is_empty()) {
                 match opt.split_once('=') {
                     Some(("seed", v)) => {
@@ -37,10 +37,11 @@ impl Spec {
                     None if opt == "pipelined" => pipelined = true,
                     None if opt == "blocking" => pipelined = false,
                     None if opt == "contention" => contention = true,
+                    None if opt == "no-contention" => contention = false,
                     None if opt == "icache" => icache = true,
                     _ => {
                         return Err(DriverError::Invalid(format!(
-                        "unknown embedded option {opt:?} (known: seed=N, slow, exact, blocking, pipelined, contention, icache)"
+                        "unknown embedded option {opt:?} (known: seed=N, slow, exact, blocking, pipelined, no-contention, contention, icache)"
                     )))
                     }
                 }
@@ -191,34 +192,41 @@ mod tests {
     fn specs_parse() {
         assert_eq!(
             Spec::parse("embedded").unwrap(),
-            Spec::Embedded { seed: 0, slow: false, exact: false, pipelined: true, contention: false, icache: false }
+            Spec::Embedded { seed: 0, slow: false, exact: false, pipelined: true, contention: true, icache: false }
         );
         assert_eq!(
             Spec::parse("embedded:seed=7,slow").unwrap(),
-            Spec::Embedded { seed: 7, slow: true, exact: false, pipelined: true, contention: false, icache: false }
+            Spec::Embedded { seed: 7, slow: true, exact: false, pipelined: true, contention: true, icache: false }
         );
         assert_eq!(
             Spec::parse("embedded:exact,seed=2").unwrap(),
-            Spec::Embedded { seed: 2, slow: false, exact: true, pipelined: true, contention: false, icache: false }
+            Spec::Embedded { seed: 2, slow: false, exact: true, pipelined: true, contention: true, icache: false }
         );
         assert_eq!(
             Spec::parse("embedded:seed=3,pipelined").unwrap(),
-            Spec::Embedded { seed: 3, slow: false, exact: false, pipelined: true, contention: false, icache: false }
+            Spec::Embedded { seed: 3, slow: false, exact: false, pipelined: true, contention: true, icache: false }
         );
         assert_eq!(
             Spec::parse("embedded:blocking,seed=3").unwrap(),
-            Spec::Embedded { seed: 3, slow: false, exact: false, pipelined: false, contention: false, icache: false }
+            Spec::Embedded { seed: 3, slow: false, exact: false, pipelined: false, contention: true, icache: false }
         );
         assert_eq!(
             Spec::parse("embedded:contention").unwrap(),
             Spec::Embedded { seed: 0, slow: false, exact: false, pipelined: true, contention: true, icache: false }
         );
         assert_eq!(
+            Spec::parse("embedded:no-contention,seed=5").unwrap(),
+            Spec::Embedded { seed: 5, slow: false, exact: false, pipelined: true, contention: false, icache: false }
+        );
+        assert_eq!(
             Spec::parse("embedded:icache,seed=4").unwrap(),
-            Spec::Embedded { seed: 4, slow: false, exact: false, pipelined: true, contention: false, icache: true }
+            Spec::Embedded { seed: 4, slow: false, exact: false, pipelined: true, contention: true, icache: true }
         );
         let unknown = Spec::parse("embedded:links").unwrap_err().to_string();
-        assert!(unknown.contains("known: seed=N, slow, exact, blocking, pipelined, contention, icache"), "{unknown}");
+        assert!(
+            unknown.contains("known: seed=N, slow, exact, blocking, pipelined, no-contention, contention, icache"),
+            "{unknown}"
+        );
         assert_eq!(Spec::parse("sim:/tmp/d?wait").unwrap(), Spec::Daemon { rest: "/tmp/d?wait".into() });
         assert_eq!(Spec::parse("/dev/tenstorrent/0").unwrap(), Spec::TtKmd { path: "/dev/tenstorrent/0".into() });
         assert_eq!(Spec::parse("ttkmd-sim:/tmp/t").unwrap(), Spec::TtKmdSim { path: "/tmp/t".into() });

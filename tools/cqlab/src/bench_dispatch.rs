@@ -72,11 +72,15 @@ pub struct Args {
     /// does not hold costs `SimConfig::icache_miss_cycles`.
     #[arg(long)]
     pub icache: bool,
-    /// Run every point with link contention between NOC routers
-    /// (`embedded:contention`, `NocTiming::link_contention`): packets
-    /// queue for each link of their path.
-    #[arg(long)]
+    /// Link contention between NOC routers (`NocTiming::link_contention`:
+    /// packets queue for each link of their path): the default since
+    /// 2026-11-30 (the flag is kept so older command lines run).
+    #[arg(long, conflicts_with = "no_link_contention")]
     pub link_contention: bool,
+    /// Run every point without link contention (`embedded:no-contention`):
+    /// packets never queue between routers, the model before 2026-11-30.
+    #[arg(long)]
+    pub no_link_contention: bool,
     /// Each program's kernels on all five processors of every core (BRISC,
     /// NCRISC, and one compute kernel on TRISC0-2; RISC-V code on the
     /// TRISCs), the slow-kernel axis on BRISC alone, as tt-metal's
@@ -138,7 +142,8 @@ struct Row {
     pipelined_loads: bool,
     /// `--icache`: instruction caches.
     icache: bool,
-    /// `--link-contention`: link contention between NOC routers.
+    /// Link contention between NOC routers (the default; off with
+    /// `--no-link-contention`).
     link_contention: bool,
     device_cycles_per_program: f64,
     us_per_program: f64,
@@ -315,7 +320,7 @@ fn measure(
     args.chip.apply(&mut cfg)?;
     let exact = if args.exact_time { ",exact" } else { "" };
     let pipelined = if args.blocking_loads { ",blocking" } else { "" };
-    let contention = if args.link_contention { ",contention" } else { "" };
+    let contention = if args.no_link_contention { ",no-contention" } else { "" };
     let icache = if args.icache { ",icache" } else { "" };
     let mut dev = Device::open(&format!("embedded:seed={seed}{exact}{pipelined}{contention}{icache}"), cfg)?;
     dev.boot()?;
@@ -401,7 +406,7 @@ fn measure(
         exact_time: args.exact_time,
         pipelined_loads: !args.blocking_loads,
         icache: args.icache,
-        link_contention: args.link_contention,
+        link_contention: !args.no_link_contention,
         device_cycles_per_program: cycles,
         us_per_program,
         golden_us: golden.map(|g| g.golden_us),
@@ -734,7 +739,7 @@ fn table(rows: &[Row]) -> String {
         if rows.first().is_some_and(|r| r.exact_time) { ", exact time" } else { "" },
         if rows.first().is_some_and(|r| !r.pipelined_loads) { ", blocking L1 loads" } else { "" },
         if rows.first().is_some_and(|r| r.icache) { ", instruction caches" } else { "" },
-        if rows.first().is_some_and(|r| r.link_contention) { ", link contention" } else { "" },
+        if rows.first().is_some_and(|r| !r.link_contention) { ", no link contention" } else { "" },
         match (rows.iter().any(|r| r.processors > 1), rows.iter().any(|r| r.point.kernel_cycles > 0)) {
             (true, true) =>
                 ", kernels on all five processors, the TRISCs' one compute kernel (slow kernels on BRISC alone)",

@@ -180,6 +180,7 @@ impl Plan {
         }
         self.faults.apply_device(&mut cfg);
         sim.pipelined_loads = !a.blocking_loads;
+        sim.noc.link_contention = a.link_contention;
         if a.exact_time {
             // Exact time fixes the slices (to the lookahead between
             // tiles): the workloads' drawn slice jitter has nothing to vary
@@ -223,6 +224,7 @@ impl Plan {
         opt("reorder", a.reorder.to_string());
         opt("exact-time", a.exact_time.to_string());
         opt("blocking-loads", a.blocking_loads.to_string());
+        opt("link-contention", a.link_contention.to_string());
         if a.workload == WorkloadKind::TwoQueue {
             // The random workload draws these per seed.
             opt("copies", a.copies.to_string());
@@ -557,6 +559,7 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         v["faults"] = a.faults.join(",").into();
         v["exact_time"] = a.exact_time.into();
         v["blocking_loads"] = a.blocking_loads.into();
+        v["link_contention"] = a.link_contention.into();
         outln!("{v}");
         return Ok(());
     }
@@ -566,12 +569,16 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
     };
     // The faults as given: a rate read without them would mislead.
     let faults = if a.faults.is_empty() { String::new() } else { format!(", faults {}", a.faults.join(",")) };
-    let exact = match (a.exact_time, a.blocking_loads) {
-        (false, false) => "",
-        (true, false) => ", exact time",
-        (false, true) => ", blocking L1 loads",
-        (true, true) => ", exact time, blocking L1 loads",
-    };
+    // The model, where it is not the default.
+    let model: String = [
+        (a.exact_time, ", exact time"),
+        (a.blocking_loads, ", blocking L1 loads"),
+        (!a.link_contention, ", no link contention"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, what)| *what)
+    .collect();
     let header = format!(
         "race {} (firmware {}, shard {}, {} iterations, jitter {}, delay {}, pct depth {}, host jitter {}, host pct {}{}{})",
         a.workload.name(),
@@ -584,7 +591,7 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         host,
         a.host.host_pct,
         faults,
-        exact
+        model
     );
     report.print(&header);
     Ok(())

@@ -365,14 +365,15 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     outln!("* native MIPS: the same loop in Rust on the host, counted in guest-instruction equivalents.");
     outln!("");
     outln!(
-        "chip: {} ({}), {} Tensix tiles of 5 cores, L1 {} KiB, quantum {} cycles, {} L1 loads; ping-pong = 2 \
+        "chip: {} ({}), {} Tensix tiles of 5 cores, L1 {} KiB, quantum {} cycles, {} L1 loads, {}; ping-pong = 2 \
          BRISCs alternately NOC-incrementing each other's L1 semaphore and polling their own",
         chip["board"].as_str().unwrap_or_default(),
         chip["harvesting"].as_str().unwrap_or_default(),
         n(&chip, "tiles"),
         n(&chip, "l1_kib"),
         n(&chip, "quantum_cycles"),
-        if chip["pipelined_loads"].as_bool().unwrap_or(false) { "pipelined" } else { "blocking" }
+        if chip["pipelined_loads"].as_bool().unwrap_or(false) { "pipelined" } else { "blocking" },
+        if chip["link_contention"].as_bool().unwrap_or(false) { "link contention" } else { "no link contention" }
     );
     outln!(
         "{:<68} {:>14} {:>10} {:>16} {:>12}",
@@ -456,6 +457,7 @@ fn chip_bench(cycles: u64) -> anyhow::Result<serde_json::Value> {
         "l1_kib": layout.l1_size() / 1024,
         "quantum_cycles": cfg.quantum_cycles,
         "pipelined_loads": cfg.pipelined_loads,
+        "link_contention": cfg.noc.link_contention,
         "scenarios": scenarios,
         "memory": { "rss_before": before, "rss_booted": booted, "rss_filled": filled },
     }))

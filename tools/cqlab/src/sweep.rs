@@ -51,7 +51,7 @@ pub struct Args {
     /// issue pointers loaded once per wait for space).
     #[arg(long)]
     pub host_bug: Option<String>,
-    /// Device: embedded[:seed=N][,exact][,blocking][,contention][,icache]
+    /// Device: embedded[:seed=N][,exact][,blocking][,no-contention][,icache]
     /// (docs/cli.md) or sim:PATH[?wait[=SECS]].
     #[arg(long, default_value = "embedded:seed=1")]
     pub device: String,

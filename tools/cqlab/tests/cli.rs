@@ -251,15 +251,18 @@ fn runs_with_stderr_closed_or_full_still_report() {
     }
 }
 
-/// The base point's rows without and with model option `flag`, each row's
-/// `field` saying which: cycles a program, (off, on), row by row. BRISC
+/// The base point's rows with model option `field` off (flags `off`) and
+/// on (flags `on`), each row's `field` saying which: cycles a program,
+/// (off, on), row by row. BRISC
 /// alone: with five kernels a core an option's delays can reorder the
 /// cores' arrivals so that a point comes out a cycle cheaper (link
 /// contention over 8 programs: 1,286.6 -> 1,286.0), which says nothing
 /// about the option.
-fn base_point_cycles_with(programs: u32, flag: &str, field: &str) -> Vec<(f64, f64)> {
-    let (off, on) =
-        (base_point_rows_of(programs, &["--brisc-only"]), base_point_rows_of(programs, &["--brisc-only", flag]));
+fn base_point_cycles_between(programs: u32, off: &[&str], on: &[&str], field: &str) -> Vec<(f64, f64)> {
+    let (off, on) = (
+        base_point_rows_of(programs, &[&["--brisc-only"][..], off].concat()),
+        base_point_rows_of(programs, &[&["--brisc-only"][..], on].concat()),
+    );
     assert_eq!(off.len(), on.len());
     let cycles = |r: &serde_json::Value| r["device_cycles_per_program"].as_f64().unwrap();
     let pair = |(a, b): (&serde_json::Value, &serde_json::Value)| {
@@ -322,12 +325,13 @@ fn pipelined_loads_make_dispatch_cheaper() {
 /// time to waits, docs/performance.md.)
 #[test]
 fn instruction_caches_make_dispatch_cost_more() {
-    for (u, c) in base_point_cycles_with(8, "--icache", "icache") {
+    for (u, c) in base_point_cycles_between(8, &[], &["--icache"], "icache") {
         assert!(c > u, "with caches {c} cycles a program, without {u}");
     }
 }
 
-/// `bench dispatch --link-contention`: packets queue for the links between
+/// Link contention (the default since 2026-11-30; `bench dispatch
+/// --no-link-contention` runs without): packets queue for the links between
 /// routers, so the base point costs more, and rows say so. Not by a cycle
 /// a program on every row of a short run: a packet held at a link shifts
 /// when a polling core next sees the packets after it, either way. Over 8
@@ -337,7 +341,7 @@ fn instruction_caches_make_dispatch_cost_more() {
 /// test takes.
 #[test]
 fn link_contention_costs_cycles_and_saves_none_beyond_a_cycle() {
-    let rows = base_point_cycles_with(32, "--link-contention", "link_contention");
+    let rows = base_point_cycles_between(32, &["--no-link-contention"], &[], "link_contention");
     for &(f, s) in &rows {
         assert!(s >= f - 1.0, "with contention {s} cycles a program, without {f}");
     }
@@ -396,14 +400,20 @@ fn calibrate_takes_a_users_figures_through_a_pipe() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("figure 1 (my card): 3 bytes"), "{}", text(&o));
 }
 
-/// `calibrate --link-contention`: every built-in figure stays within
-/// tolerance, and the header says the option was on.
+/// `calibrate --no-link-contention` (the model before link contention
+/// became the default): every built-in figure stays within tolerance, and
+/// the header says the option was given. `--link-contention`, the
+/// default, is still taken, not with it.
 #[test]
-fn calibrate_with_link_contention_stays_calibrated() {
-    let o = cqlab(&["calibrate", "--link-contention"]);
+fn calibrate_without_link_contention_stays_calibrated() {
+    let o = cqlab(&["calibrate", "--no-link-contention"]);
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("link contention") && out.contains("25 of 25 within"), "{out}");
+    assert!(out.contains("no link contention") && out.contains("25 of 25 within"), "{out}");
+    let o = cqlab(&["calibrate", "--link-contention"]);
+    assert!(o.status.success() && !String::from_utf8_lossy(&o.stdout).contains("no link contention"), "{}", text(&o));
+    let o = cqlab(&["calibrate", "--link-contention", "--no-link-contention"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
 /// `bench dispatch --profile`: per point, each profiled core's device time

@@ -166,17 +166,26 @@ fn model_cycles(option: &str, value: &str) -> Vec<u64> {
 }
 
 /// A known bug (`relay-reuse-before-sent` on `random`) is found with
-/// `--OPTION`, its replay line says `--OPTION true`, and the line fails the
-/// same way.
-fn known_bug_replays_with(option: &str) {
+/// `--OPTION VALUE`, its replay line says `--OPTION VALUE`, and the line
+/// fails the same way.
+fn known_bug_replays_with(option: &str, value: &str) {
     let flag = format!("--{option}");
-    let args =
-        ["--workload", "random", "--firmware", "relay-reuse-before-sent", "--seeds", "16", "--until-first", &flag];
+    let args = [
+        "--workload",
+        "random",
+        "--firmware",
+        "relay-reuse-before-sent",
+        "--seeds",
+        "16",
+        "--until-first",
+        &flag,
+        value,
+    ];
     let (code, v) = race(&args);
     assert_eq!(code, EXIT_MISMATCH, "{v}");
     let sig = &v["signatures"][0];
     let replay = sig["replay"].as_str().unwrap();
-    assert!(replay.contains(&format!("{flag} true")), "{replay}");
+    assert!(replay.contains(&format!("{flag} {value}")), "{replay}");
     let words: Vec<&str> = replay.split_whitespace().skip(2).collect();
     let (code, again) = race(&words);
     assert_eq!(code, EXIT_MISMATCH, "{again}");
@@ -194,7 +203,21 @@ fn blocking_loads_race_the_model_before_and_replay_with_it() {
         pipelined.iter().zip(&blocking).all(|(p, b)| p != b),
         "each seed runs another timing: {pipelined:?} {blocking:?}"
     );
-    known_bug_replays_with("blocking-loads");
+    known_bug_replays_with("blocking-loads", "true");
+}
+
+/// `--link-contention false`: the model before link contention between
+/// routers became the default (2026-11-30). Seeds take other device cycles
+/// on it, the report says which model ran, and a failure's replay line
+/// names it.
+#[test]
+fn no_link_contention_races_the_model_before_and_replays_with_it() {
+    let (contended, free) = (model_cycles("link-contention", "true"), model_cycles("link-contention", "false"));
+    assert!(
+        contended.iter().zip(&free).any(|(c, f)| c != f),
+        "the links' queues move the timing: {contended:?} {free:?}"
+    );
+    known_bug_replays_with("link-contention", "false");
 }
 
 /// `--exact-time` races the exact-time model: the same seeds run other
@@ -205,7 +228,7 @@ fn blocking_loads_race_the_model_before_and_replay_with_it() {
 fn exact_time_races_other_schedules_finds_a_known_bug_and_replays_it() {
     let (sliced, exact) = (model_cycles("exact-time", "false"), model_cycles("exact-time", "true"));
     assert!(sliced.iter().zip(&exact).all(|(s, e)| s != e), "each seed runs another schedule: {sliced:?} {exact:?}");
-    known_bug_replays_with("exact-time");
+    known_bug_replays_with("exact-time", "true");
     for per_slice in [&["--faults", "strong"][..], &["--core-stall", "0.001"], &["--faults", "quantum-jitter=8"]] {
         let out = cqlab(&[&["race", "--seeds", "1", "--exact-time"][..], per_slice].concat());
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -316,10 +339,10 @@ fn each_known_bug_is_found_with_the_readme_options_and_replays() {
 
 /// A corrupted launch can leave a kernel spinning on garbage args: a race
 /// seed must fail within its timeout then, not wait out the driver's
-/// default kernel limit (10^11 cycles: minutes of host time). Seed 9 of
+/// default kernel limit (10^11 cycles: minutes of host time). Seed 43 of
 /// `release-before-ack` on the programs workload (Wormhole n150) ends so
-/// today (since the workload draws write back-pressure of up to 10,000
-/// cycles; 17 since the dispatcher's packed writes keep the command buffer's
+/// today (43 since link contention became the default; 9 since the
+/// workload draws write back-pressure of up to 10,000 cycles; 17 since the dispatcher's packed writes keep the command buffer's
 /// registers, 11 on ABI 5 before that, 3 since a range's args went
 /// in one write, 9 before that, 3 before a DRAM tile's two GDDR6 channels
 /// streamed apart, 6 before the host's accesses became scheduling points); if the
@@ -328,7 +351,7 @@ fn each_known_bug_is_found_with_the_readme_options_and_replays() {
 #[test]
 fn a_kernel_spinning_on_corrupted_args_fails_its_seed_within_the_timeout() {
     let (code, v) =
-        race(&["--workload", "programs", "--firmware", "release-before-ack", "--seed-base", "9", "--seeds", "1"]);
+        race(&["--workload", "programs", "--firmware", "release-before-ack", "--seed-base", "43", "--seeds", "1"]);
     assert_eq!(code, EXIT_HANG, "a kernel timeout is a hang: {v}");
     let error = v["signatures"][0]["error"].as_str().unwrap_or_default();
     assert!(error.contains("(kernel timeout 5000000 cycles)"), "{v}");

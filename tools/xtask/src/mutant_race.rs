@@ -39,6 +39,10 @@ pub struct Options {
     /// `cqlab race --blocking-loads` for every race: the model before L1
     /// loads in flight became the default (2026-11-30).
     pub blocking_loads: bool,
+    /// `cqlab race --link-contention false` for every race: the model
+    /// before link contention between routers became the default
+    /// (2026-11-30).
+    pub no_link_contention: bool,
 }
 
 impl Options {
@@ -62,6 +66,7 @@ impl Options {
             backpressure: None,
             exact_time: false,
             blocking_loads: false,
+            no_link_contention: false,
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -83,6 +88,7 @@ impl Options {
                 "--tests" => o.tests = true,
                 "--exact-time" => o.exact_time = true,
                 "--blocking-loads" => o.blocking_loads = true,
+                "--no-link-contention" => o.no_link_contention = true,
                 "--jitter" => {
                     let cycles = value()?.parse().ok().filter(|&n| n <= MAX_JITTER);
                     o.jitter = Some(cycles.with_context(|| format!("--jitter: cycles, 0..={MAX_JITTER}"))?)
@@ -132,6 +138,9 @@ impl Options {
         }
         if self.blocking_loads {
             args.extend(["--blocking-loads".to_owned(), "true".to_owned()]);
+        }
+        if self.no_link_contention {
+            args.extend(["--link-contention".to_owned(), "false".to_owned()]);
         }
         args
     }
@@ -263,6 +272,8 @@ mod tests {
         assert_eq!(o.race_options(), "with --exact-time true");
         let o = parse(&["--blocking-loads", "--exact-time"]).unwrap().unwrap();
         assert_eq!(o.race_options(), "with --exact-time true and --blocking-loads true");
+        let o = parse(&["--no-link-contention"]).unwrap().unwrap();
+        assert_eq!(o.race_options(), "with --link-contention false");
         for bad in [&["--backpressure"][..], &["--backpressure", "1e3"], &["--backpressure", "10000001"]] {
             let e = parse(bad).err().unwrap_or_else(|| panic!("{bad:?} accepted"));
             assert!(e.to_string().contains("--backpressure"), "{bad:?}: {e}");

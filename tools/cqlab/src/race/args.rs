@@ -105,6 +105,12 @@ pub struct Args {
     /// needed.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = false)]
     pub blocking_loads: bool,
+    /// Link contention between NOC routers (`NocTiming::link_contention`:
+    /// packets queue for each link of their path), the default since
+    /// 2026-11-30. `--link-contention false` races the model before, on
+    /// which replay lines without `--link-contention` were found.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = true)]
+    pub link_contention: bool,
     /// Probability per scheduling slice that a core stalls 2000 cycles
     /// (0..=1; refused where the stalls would outrun the clock and nothing
     /// could ever boot: below 0.025 at the default 50-cycle slice).
