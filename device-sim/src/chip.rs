@@ -1363,7 +1363,7 @@ impl Chip {
             // core is first brought to the slice start (its parked state may
             // lie whole periods behind).
             self.wake(i);
-            self.cores[i].hart.skip_cycles(self.cfg.faults.core_stall_cycles);
+            self.cores[i].hart.stall(self.cfg.faults.core_stall_cycles);
         }
         let core = &mut self.cores[i];
         if core.ff.idle.is_some() {

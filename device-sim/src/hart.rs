@@ -481,6 +481,21 @@ impl Hart {
         self.cycle += n;
     }
 
+    /// The core stalls `n` cycles from where it can go on: if the next
+    /// instruction waits for a load, from when its data is back. A run that
+    /// stopped at that instruction leaves the hart either before the wait
+    /// or after it, depending on where the run's limit fell (a parked core
+    /// brought to a slice start stops before it; a core run to a delivery
+    /// inside the slice may stop after it): both stall to the same cycle.
+    pub fn stall(&mut self, n: u64) {
+        if self.loads.on && self.cycle < self.loads.until {
+            if let Some(d) = self.mem.fetch_slow(self.pc) {
+                self.cycle = self.loads.issue_at(&d, self.cycle);
+            }
+        }
+        self.cycle += n;
+    }
+
     /// Count of stores and counter-CSR reads so far (see `fastforward`).
     pub fn effects(&self) -> u64 {
         self.effects
