@@ -145,23 +145,18 @@ impl Mesh {
         // for the tree once, the first time a path meets it.
         let corner = Coord::new(first_x, from.y);
         let grid = self.grid;
+        // The first leg is every receiver's: walked once.
+        let (mut at_corner, mut hops_corner) = (p.head, 0);
+        for (a, b) in path_links(grid, noc, from, corner) {
+            at_corner = self.tree_link(noc, a, b, at_corner, p.hold, now);
+            hops_corner += 1;
+        }
         let mut late = 0;
         for r in receivers {
             let turn = Coord::new(first_x, r.y);
-            let legs = path_links(grid, noc, from, corner)
-                .chain(path_links(grid, noc, corner, turn))
-                .chain(path_links(grid, noc, turn, r));
-            let (mut at, mut hops) = (p.head, 0);
-            for (a, b) in legs {
-                let k = self.index(noc, Class::Request, a, b);
-                if self.reached[k] == u64::MAX {
-                    let link = &mut self.links[k];
-                    link.forget_before(now);
-                    self.reached[k] = link.book(at, p.hold) + self.hop;
-                    self.touched.push(k);
-                }
-                // Met again on this path: the head is not back in time.
-                at = at.max(self.reached[k]);
+            let (mut at, mut hops) = (at_corner, hops_corner);
+            for (a, b) in path_links(grid, noc, corner, turn).chain(path_links(grid, noc, turn, r)) {
+                at = self.tree_link(noc, a, b, at, p.hold, now);
                 hops += 1;
             }
             // A link met twice on one path (the first leg wraps past a
@@ -172,6 +167,20 @@ impl Mesh {
             self.reached[k] = u64::MAX;
         }
         late
+    }
+
+    /// The multicast tree's link `a` -> `b`, its head there at `at`: booked
+    /// the first time the tree meets it; where the head is at its far end.
+    fn tree_link(&mut self, noc: Noc, a: Coord, b: Coord, at: u64, hold: u64, now: u64) -> u64 {
+        let k = self.index(noc, Class::Request, a, b);
+        if self.reached[k] == u64::MAX {
+            let link = &mut self.links[k];
+            link.forget_before(now);
+            self.reached[k] = link.book(at, hold) + self.hop;
+            self.touched.push(k);
+        }
+        // Met again on this path: the head is not back in time.
+        at.max(self.reached[k])
     }
 
     /// Every link, for the chip's digest.

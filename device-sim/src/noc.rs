@@ -533,10 +533,9 @@ impl Link {
         }
         let mut start = ready;
         let mut at = self.busy.len();
-        for (k, &(s, e)) in self.busy.iter().enumerate() {
-            if e <= start {
-                continue;
-            }
+        // Bookings are sorted and apart: skip those over by `ready` at once.
+        let first = self.busy.partition_point(|&(_, e)| e <= ready);
+        for (k, &(s, e)) in self.busy.iter().enumerate().skip(first) {
             if s >= start + cycles {
                 at = k;
                 break;
