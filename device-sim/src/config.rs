@@ -47,6 +47,17 @@ pub struct NocTiming {
     /// Blackhole's reads reach its writes' rate (61.1 against 61.8 B/cycle
     /// at 8 KiB): the link's.
     pub read_response_bytes_per_kcycle: u64,
+    /// The fewest cycles between the starts of two read responses leaving
+    /// one responding NIU, whatever their size (a read's own latency does
+    /// not grow: only the next response waits). Fitted to tt-metal's
+    /// Blackhole one-from-one (`perf_plots/blackhole/One from One Packet
+    /// Sizes.md` at 14dd89ae): 64 B to 2 KiB at 256 transactions take
+    /// 9,279-9,311 cycles, a read every ~36 cycles whatever its size,
+    /// where its writes take one every ~25 (`One to One Packet Sizes.md`)
+    /// and the model issued a read every ~22; the sources do not say what
+    /// limits it, nor whether the requester or the responder. Blackhole
+    /// 35, Wormhole 0 (its small reads keep pace with its writes).
+    pub read_response_min_cycles: u64,
     /// Contention on the links between routers: each link carries one
     /// packet at a time and packets queue for it (`links`; tt-isa
     /// `NoC/RoutingPaths.md`, "Congestion"). On by default since
@@ -265,6 +276,7 @@ impl SimConfig {
                 } else {
                     arch.params().noc.flit_bytes as u64 * 1000
                 },
+                read_response_min_cycles: if wormhole { 0 } else { 35 },
                 link_contention: true,
             },
             pcie: PcieTiming {
@@ -339,6 +351,7 @@ impl SimConfig {
             1,
             self.noc.bytes_per_cycle * 1000,
         )?;
+        check("noc.read_response_min_cycles", self.noc.read_response_min_cycles, 0, 100_000)?;
         check("dram_bytes_per_kcycle", self.dram_bytes_per_kcycle, 1, 1 << 40)?;
         check("pcie.read_bytes_per_kcycle", self.pcie.read_bytes_per_kcycle, 1, 1 << 40)?;
         check("pcie.write_bytes_per_kcycle", self.pcie.write_bytes_per_kcycle, 1, 1 << 40)?;

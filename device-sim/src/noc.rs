@@ -42,7 +42,10 @@
 //!   `noc.read_response_bytes_per_kcycle` (Wormhole 28.7 B/cycle on its 32
 //!   B link, Blackhole the link's; `response_cycles`), so reads from one
 //!   source overlap only their latency (tt-metal's one-from-one: 28.7
-//!   B/cycle on Wormhole at 8 KiB x 256).
+//!   B/cycle on Wormhole at 8 KiB x 256). On Blackhole it starts one no
+//!   sooner than `noc.read_response_min_cycles` (35) after the last,
+//!   whatever its size (one-from-one: a read every ~36 cycles from 64 B to
+//!   2 KiB at 256 transactions).
 //! - **A packet's header.** Each packet is one header flit plus its data
 //!   flits (`packet_flits`); a multicast's data leaves its NIU at
 //!   `noc.multicast_bytes_per_cycle`, or at
@@ -645,9 +648,11 @@ impl Endpoints {
         now: u64,
     ) -> u64 {
         let hold = response_cycles(cfg, bytes);
+        // The NIU starts no other response for `read_response_min_cycles`.
+        let busy = hold.max(cfg.noc.read_response_min_cycles);
         let link = self.responses.entry(responder).or_default();
         link.forget_before(now);
-        link.book(from.max((ready + 1).saturating_sub(hold)), hold)
+        link.book(from.max((ready + 1).saturating_sub(hold)), busy)
     }
 
     /// Every link, for the chip's digest.
@@ -763,6 +768,15 @@ mod tests {
         // Blackhole's responses leave at the link's rate: their flits.
         let bh = SimConfig::for_board(cqlab_abi::soc::Board::BlackholeP150a);
         assert_eq!(response_cycles(&bh, 16384), packet_flits(16384, bh.noc.bytes_per_cycle));
+        // ... but a small one holds the NIU for `read_response_min_cycles`
+        // (35), where its two flits would hold it 2: the next waits, and
+        // the first's own time is still its flits.
+        assert_eq!(response_cycles(&bh, 64), 2);
+        assert_eq!(e.respond(&bh, (11, 0), 100, 100, 64, 0), 100);
+        assert_eq!(e.respond(&bh, (11, 0), 100, 100, 64, 0), 135);
+        // Wormhole has no such floor: back to back.
+        assert_eq!(e.respond(&cfg, (13, 0), 100, 100, 32, 0), 100);
+        assert_eq!(e.respond(&cfg, (13, 0), 100, 100, 32, 0), 100 + response_cycles(&cfg, 32));
     }
 
     #[test]
