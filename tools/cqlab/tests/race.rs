@@ -192,32 +192,31 @@ fn known_bug_replays_with(option: &str, value: &str) {
     assert_eq!(again["signatures"][0]["signature"], sig["signature"], "the replay fails the same way");
 }
 
+/// `--OPTION BEFORE` races the model before `--OPTION`'s default changed:
+/// seeds take other device cycles on it (`every` seed, or at least one),
+/// the report says which model ran, and a failure's replay line names it,
+/// so the line replays the failure whatever the default is.
+fn races_the_model_before(option: &str, default: &str, before: &str, every: bool) {
+    let (now, then) = (model_cycles(option, default), model_cycles(option, before));
+    let differ: Vec<bool> = now.iter().zip(&then).map(|(a, b)| a != b).collect();
+    let moved = if every { differ.iter().all(|&d| d) } else { differ.iter().any(|&d| d) };
+    assert!(moved, "--{option} {before} runs another timing: {now:?} {then:?}");
+    known_bug_replays_with(option, before);
+}
+
 /// `--blocking-loads`: the model before loads in flight became the default
-/// (2026-11-30). The same seeds take other device cycles on it, the report
-/// says which model ran, and a failure's replay line names it, so the line
-/// replays the failure whatever the default is.
+/// (2026-11-30); every seed's timing moves.
 #[test]
 fn blocking_loads_race_the_model_before_and_replay_with_it() {
-    let (pipelined, blocking) = (model_cycles("blocking-loads", "false"), model_cycles("blocking-loads", "true"));
-    assert!(
-        pipelined.iter().zip(&blocking).all(|(p, b)| p != b),
-        "each seed runs another timing: {pipelined:?} {blocking:?}"
-    );
-    known_bug_replays_with("blocking-loads", "true");
+    races_the_model_before("blocking-loads", "false", "true", true);
 }
 
 /// `--link-contention false`: the model before link contention between
-/// routers became the default (2026-11-30). Seeds take other device cycles
-/// on it, the report says which model ran, and a failure's replay line
-/// names it.
+/// routers became the default (2026-11-30); the links' queues move at
+/// least one seed's timing.
 #[test]
 fn no_link_contention_races_the_model_before_and_replays_with_it() {
-    let (contended, free) = (model_cycles("link-contention", "true"), model_cycles("link-contention", "false"));
-    assert!(
-        contended.iter().zip(&free).any(|(c, f)| c != f),
-        "the links' queues move the timing: {contended:?} {free:?}"
-    );
-    known_bug_replays_with("link-contention", "false");
+    races_the_model_before("link-contention", "true", "false", false);
 }
 
 /// `--exact-time` races the exact-time model: the same seeds run other
