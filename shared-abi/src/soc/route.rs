@@ -43,11 +43,16 @@ fn steps(a: u8, b: u8, n: u8, forward: bool) -> u8 {
 
 fn step(v: u8, n: u8, forward: bool) -> u8 {
     // Compares, not `%`: the simulator walks a path per packet.
-    match (forward, v) {
-        (true, _) if v + 1 >= n => 0,
-        (true, _) => v + 1,
-        (false, 0) => n - 1,
-        (false, _) => v - 1,
+    if forward {
+        if v + 1 == n {
+            0
+        } else {
+            v + 1
+        }
+    } else if v == 0 {
+        n - 1
+    } else {
+        v - 1
     }
 }
 
