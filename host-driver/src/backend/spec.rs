@@ -12,10 +12,88 @@ use super::Backend;
 use crate::config::DeviceConfig;
 use crate::error::{DriverError, Result};
 
+/// The embedded simulator's timing-model options, each named by the word
+/// an `embedded:` spec takes for it; the default is the calibrated model.
+/// Every tool that offers them (`bench dispatch`, `calibrate`, `race`)
+/// turns them into a simulator configuration here, so a word, a flag and
+/// a configuration field cannot drift apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Model {
+    /// `exact`: exact time between tiles (`SimConfig::exact_time`).
+    pub exact_time: bool,
+    /// `blocking` turns it off: every L1 load stalls its core, the model
+    /// before pipelined loads became the default (`SimConfig::pipelined_loads`).
+    pub pipelined_loads: bool,
+    /// `icache`: instruction caches (`SimConfig::icache`).
+    pub icache: bool,
+    /// `no-contention` turns it off: packets never queue for the links
+    /// between routers, the model before contention became the default
+    /// (`NocTiming::link_contention`).
+    pub link_contention: bool,
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Model { exact_time: false, pipelined_loads: true, icache: false, link_contention: true }
+    }
+}
+
+impl Model {
+    /// Every word [`Model::take`] knows.
+    pub const WORDS: &'static str = "exact, blocking, pipelined, no-contention, contention, icache";
+
+    /// Applies spec word `word`; false if it is not a model word.
+    pub fn take(&mut self, word: &str) -> bool {
+        match word {
+            "exact" => self.exact_time = true,
+            "pipelined" => self.pipelined_loads = true,
+            "blocking" => self.pipelined_loads = false,
+            "contention" => self.link_contention = true,
+            "no-contention" => self.link_contention = false,
+            "icache" => self.icache = true,
+            _ => return false,
+        }
+        true
+    }
+
+    /// The spec words that differ from the default, each after a comma
+    /// (`",exact,icache"`): appended to `embedded:seed=N`, they name this model.
+    pub fn spec_words(&self) -> String {
+        let words = [
+            (self.exact_time, ",exact"),
+            (!self.pipelined_loads, ",blocking"),
+            (!self.link_contention, ",no-contention"),
+            (self.icache, ",icache"),
+        ];
+        words.iter().filter(|(on, _)| *on).map(|(_, w)| *w).collect()
+    }
+
+    /// How this model differs from the default, for a report's header
+    /// (`", exact time, instruction caches"`; empty for the default).
+    pub fn describe(&self) -> String {
+        let parts = [
+            (self.exact_time, ", exact time"),
+            (!self.pipelined_loads, ", blocking L1 loads"),
+            (!self.link_contention, ", no link contention"),
+            (self.icache, ", instruction caches"),
+        ];
+        parts.iter().filter(|(on, _)| *on).map(|(_, w)| *w).collect()
+    }
+
+    /// Sets `sim`'s timing model to this one.
+    #[cfg(feature = "sim")]
+    pub fn apply(&self, sim: &mut cqlab_sim::config::SimConfig) {
+        sim.exact_time = self.exact_time;
+        sim.pipelined_loads = self.pipelined_loads;
+        sim.noc.link_contention = self.link_contention;
+        sim.icache = self.icache;
+    }
+}
+
 /// What a spec names, parsed but not opened.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Spec {
-    Embedded { seed: u64, slow: bool, exact: bool, pipelined: bool, contention: bool, icache: bool },
+    Embedded { seed: u64, slow: bool, model: Model },
     Daemon { rest: String },
     TtKmd { path: String },
     TtKmdSim { path: String },
@@ -25,28 +103,23 @@ pub enum Spec {
 impl Spec {
     pub fn parse(spec: &str) -> Result<Self> {
         if spec == "embedded" || spec.starts_with("embedded:") {
-            let (mut seed, mut slow, mut exact, mut pipelined) = (0, false, false, true);
-            let (mut contention, mut icache) = (true, false);
+            let (mut seed, mut slow, mut model) = (0, false, Model::default());
             for opt in spec.strip_prefix("embedded:").unwrap_or("").split(',').filter(|o| !o.is_empty()) {
                 match opt.split_once('=') {
                     Some(("seed", v)) => {
                         seed = v.parse().map_err(|_| DriverError::Invalid(format!("seed {v:?} is not a number")))?
                     }
                     None if opt == "slow" => slow = true,
-                    None if opt == "exact" => exact = true,
-                    None if opt == "pipelined" => pipelined = true,
-                    None if opt == "blocking" => pipelined = false,
-                    None if opt == "contention" => contention = true,
-                    None if opt == "no-contention" => contention = false,
-                    None if opt == "icache" => icache = true,
+                    None if model.take(opt) => {}
                     _ => {
                         return Err(DriverError::Invalid(format!(
-                        "unknown embedded option {opt:?} (known: seed=N, slow, exact, blocking, pipelined, no-contention, contention, icache)"
-                    )))
+                            "unknown embedded option {opt:?} (known: seed=N, slow, {})",
+                            Model::WORDS
+                        )))
                     }
                 }
             }
-            return Ok(Spec::Embedded { seed, slow, exact, pipelined, contention, icache });
+            return Ok(Spec::Embedded { seed, slow, model });
         }
         if let Some(rest) = spec.strip_prefix("sim:") {
             return Ok(Spec::Daemon { rest: rest.to_owned() });
@@ -84,9 +157,9 @@ pub fn open(spec: &str, cfg: &mut DeviceConfig) -> Result<Box<dyn Backend>> {
         )));
     }
     match parsed {
-        Spec::Embedded { seed, slow, exact, pipelined, contention, icache } => {
+        Spec::Embedded { seed, slow, model } => {
             cfg.slow_dispatch |= slow;
-            embedded(seed, exact, pipelined, contention, icache, cfg)
+            embedded(seed, model, cfg)
         }
         Spec::Daemon { rest } => daemon(&rest, cfg),
         Spec::TtKmd { path } => ttkmd(&path, cfg),
@@ -106,16 +179,9 @@ fn ttsim(_: &str, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
 }
 
 #[cfg(feature = "sim")]
-fn embedded(
-    seed: u64,
-    exact_time: bool,
-    pipelined_loads: bool,
-    link_contention: bool,
-    icache: bool,
-    cfg: &DeviceConfig,
-) -> Result<Box<dyn Backend>> {
-    let mut sim = cqlab_sim::config::SimConfig { exact_time, pipelined_loads, icache, ..sim_config(cfg, seed) };
-    sim.noc.link_contention = link_contention;
+fn embedded(seed: u64, model: Model, cfg: &DeviceConfig) -> Result<Box<dyn Backend>> {
+    let mut sim = sim_config(cfg, seed);
+    model.apply(&mut sim);
     Ok(Box::new(embedded_with(sim, cfg)?))
 }
 
@@ -133,7 +199,7 @@ pub fn sim_config(cfg: &DeviceConfig, seed: u64) -> cqlab_sim::config::SimConfig
 }
 
 #[cfg(not(feature = "sim"))]
-fn embedded(_: u64, _: bool, _: bool, _: bool, _: bool, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
+fn embedded(_: u64, _: Model, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
     Err(DriverError::NotBuilt("the embedded simulator (cargo feature `sim` of cqlab-driver)"))
 }
 
@@ -190,37 +256,34 @@ mod tests {
 
     #[test]
     fn specs_parse() {
-        assert_eq!(
-            Spec::parse("embedded").unwrap(),
-            Spec::Embedded { seed: 0, slow: false, exact: false, pipelined: true, contention: true, icache: false }
-        );
+        assert_eq!(Spec::parse("embedded").unwrap(), Spec::Embedded { seed: 0, slow: false, model: Model::default() });
         assert_eq!(
             Spec::parse("embedded:seed=7,slow").unwrap(),
-            Spec::Embedded { seed: 7, slow: true, exact: false, pipelined: true, contention: true, icache: false }
+            Spec::Embedded { seed: 7, slow: true, model: Model::default() }
         );
         assert_eq!(
             Spec::parse("embedded:exact,seed=2").unwrap(),
-            Spec::Embedded { seed: 2, slow: false, exact: true, pipelined: true, contention: true, icache: false }
+            Spec::Embedded { seed: 2, slow: false, model: Model { exact_time: true, ..Model::default() } }
         );
         assert_eq!(
             Spec::parse("embedded:seed=3,pipelined").unwrap(),
-            Spec::Embedded { seed: 3, slow: false, exact: false, pipelined: true, contention: true, icache: false }
+            Spec::Embedded { seed: 3, slow: false, model: Model::default() }
         );
         assert_eq!(
             Spec::parse("embedded:blocking,seed=3").unwrap(),
-            Spec::Embedded { seed: 3, slow: false, exact: false, pipelined: false, contention: true, icache: false }
+            Spec::Embedded { seed: 3, slow: false, model: Model { pipelined_loads: false, ..Model::default() } }
         );
         assert_eq!(
             Spec::parse("embedded:contention").unwrap(),
-            Spec::Embedded { seed: 0, slow: false, exact: false, pipelined: true, contention: true, icache: false }
+            Spec::Embedded { seed: 0, slow: false, model: Model::default() }
         );
         assert_eq!(
             Spec::parse("embedded:no-contention,seed=5").unwrap(),
-            Spec::Embedded { seed: 5, slow: false, exact: false, pipelined: true, contention: false, icache: false }
+            Spec::Embedded { seed: 5, slow: false, model: Model { link_contention: false, ..Model::default() } }
         );
         assert_eq!(
             Spec::parse("embedded:icache,seed=4").unwrap(),
-            Spec::Embedded { seed: 4, slow: false, exact: false, pipelined: true, contention: true, icache: true }
+            Spec::Embedded { seed: 4, slow: false, model: Model { icache: true, ..Model::default() } }
         );
         let unknown = Spec::parse("embedded:links").unwrap_err().to_string();
         assert!(
@@ -235,5 +298,18 @@ mod tests {
         assert!(Spec::parse("ttsim:").unwrap_err().to_string().contains("ttsim:PATH"));
         assert!(Spec::parse("embedded:seed=x").unwrap_err().to_string().contains("not a number"));
         assert!(Spec::parse("gpu0").unwrap_err().to_string().contains("unknown device"));
+    }
+
+    /// A tool names a model by its spec words (`bench dispatch` opens
+    /// `embedded:seed=N` with them): every model reads back as itself.
+    #[test]
+    fn every_model_reads_back_from_its_spec_words() {
+        for bits in 0..16u8 {
+            let on = |k: u8| bits & (1 << k) != 0;
+            let model = Model { exact_time: on(0), pipelined_loads: !on(1), icache: on(2), link_contention: !on(3) };
+            let spec = format!("embedded:seed=9{}", model.spec_words());
+            assert_eq!(Spec::parse(&spec).unwrap(), Spec::Embedded { seed: 9, slow: false, model }, "{spec}");
+            assert_eq!(model.describe().is_empty(), model == Model::default(), "{model:?}");
+        }
     }
 }

@@ -11,6 +11,7 @@ use crate::out::{out, outln};
 use anyhow::{Context, Result};
 use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::ring::RingPtr;
+use cqlab_driver::backend::spec::Model;
 use cqlab_driver::{
     CommandQueue, CoreRange, Device, DeviceConfig, DriverError, KernelHandle, KernelImage, Program, Trace,
 };
@@ -53,34 +54,9 @@ pub struct Args {
     #[arg(long, default_value_t = DeviceConfig::default().stage_min_bytes,
           value_parser = clap::value_parser!(u32).range(0..=MAX_STAGE_MIN_BYTES as i64))]
     pub stage_min_bytes: u32,
-    /// Run every point with exact time between tiles (`embedded:exact`,
-    /// `SimConfig::exact_time`): about 1.5x the host time.
-    #[arg(long)]
-    pub exact_time: bool,
-    /// Pipelined L1 loads (`SimConfig::pipelined_loads`: a load costs a
-    /// cycle until its register is needed): the default since 2026-11-30
-    /// (the flag is kept so older command lines run).
-    #[arg(long, conflicts_with = "blocking_loads")]
-    pub pipelined_loads: bool,
-    /// Run every point with blocking L1 loads (`embedded:blocking`): every
-    /// load stalls its core for its whole latency, the model before
-    /// 2026-11-30.
-    #[arg(long)]
-    pub blocking_loads: bool,
-    /// Run every point with instruction caches (`embedded:icache`,
-    /// `SimConfig::icache`): a taken branch or jump to code a core's cache
-    /// does not hold costs `SimConfig::icache_miss_cycles`.
-    #[arg(long)]
-    pub icache: bool,
-    /// Link contention between NOC routers (`NocTiming::link_contention`:
-    /// packets queue for each link of their path): the default since
-    /// 2026-11-30 (the flag is kept so older command lines run).
-    #[arg(long, conflicts_with = "no_link_contention")]
-    pub link_contention: bool,
-    /// Run every point without link contention (`embedded:no-contention`):
-    /// packets never queue between routers, the model before 2026-11-30.
-    #[arg(long)]
-    pub no_link_contention: bool,
+    /// The timing model every point runs on (the calibrated one unless told).
+    #[command(flatten)]
+    pub model: crate::model::ModelOpt,
     /// Each program's kernels on all five processors of every core (BRISC,
     /// NCRISC, and one compute kernel on TRISC0-2; RISC-V code on the
     /// TRISCs), the slow-kernel axis on BRISC alone, as tt-metal's
@@ -136,15 +112,10 @@ struct Row {
     /// processors (BRISC, NCRISC, one compute kernel on the three TRISCs,
     /// as tt-metal's pgm_dispatch creates them), 1 on BRISC alone.
     kernels: u32,
-    /// `--exact-time`: exact time between tiles.
-    exact_time: bool,
-    /// Pipelined L1 loads (the default; off with `--blocking-loads`).
-    pipelined_loads: bool,
-    /// `--icache`: instruction caches.
-    icache: bool,
-    /// Link contention between NOC routers (the default; off with
-    /// `--no-link-contention`).
-    link_contention: bool,
+    /// The timing model (`exact_time`, `pipelined_loads`, `icache`,
+    /// `link_contention`).
+    #[serde(flatten)]
+    model: Model,
     device_cycles_per_program: f64,
     us_per_program: f64,
     host_enqueue_us_per_program: f64,
@@ -318,11 +289,8 @@ fn measure(
     let profile = args.profile.as_ref().map_or(&[][..], |c| &c.0[..]);
     let mut cfg = DeviceConfig { num_cqs: p.cqs, stage_min_bytes, ..Default::default() };
     args.chip.apply(&mut cfg)?;
-    let exact = if args.exact_time { ",exact" } else { "" };
-    let pipelined = if args.blocking_loads { ",blocking" } else { "" };
-    let contention = if args.no_link_contention { ",no-contention" } else { "" };
-    let icache = if args.icache { ",icache" } else { "" };
-    let mut dev = Device::open(&format!("embedded:seed={seed}{exact}{pipelined}{contention}{icache}"), cfg)?;
+    let model = args.model.model();
+    let mut dev = Device::open(&format!("embedded:seed={seed}{}", model.spec_words()), cfg)?;
     dev.boot()?;
     let programs = programs_for(&dev, p, processors(args, p))?;
     let bytes = dev.load_kernel(p.kernel)?.len();
@@ -403,10 +371,7 @@ fn measure(
         stage_min_bytes,
         processors: processors(args, p) as u32,
         kernels: kernels(processors(args, p)),
-        exact_time: args.exact_time,
-        pipelined_loads: !args.blocking_loads,
-        icache: args.icache,
-        link_contention: !args.no_link_contention,
+        model,
         device_cycles_per_program: cycles,
         us_per_program,
         golden_us: golden.map(|g| g.golden_us),
@@ -732,14 +697,11 @@ fn csv(rows: &[Row]) -> Result<String> {
 
 fn table(rows: &[Row]) -> String {
     let mut s = format!(
-        "program dispatch, {} programs per point, embedded simulator of a {} at {:.2} GHz{}{}{}{}{}, {}\n",
+        "program dispatch, {} programs per point, embedded simulator of a {} at {:.2} GHz{}{}, {}\n",
         rows.first().map_or(0, |r| r.programs),
         rows.first().map_or("?", |r| &r.chip),
         rows.first().map_or(0.0, |r| r.clock_hz as f64 / 1e9),
-        if rows.first().is_some_and(|r| r.exact_time) { ", exact time" } else { "" },
-        if rows.first().is_some_and(|r| !r.pipelined_loads) { ", blocking L1 loads" } else { "" },
-        if rows.first().is_some_and(|r| r.icache) { ", instruction caches" } else { "" },
-        if rows.first().is_some_and(|r| !r.link_contention) { ", no link contention" } else { "" },
+        rows.first().map_or(String::new(), |r| r.model.describe()),
         match (rows.iter().any(|r| r.processors > 1), rows.iter().any(|r| r.point.kernel_cycles > 0)) {
             (true, true) =>
                 ", kernels on all five processors, the TRISCs' one compute kernel (slow kernels on BRISC alone)",

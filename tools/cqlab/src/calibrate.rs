@@ -12,6 +12,7 @@ use crate::usage::UsageError;
 use anyhow::Context as _;
 use cqlab_abi::arch::{Arch, Noc};
 use cqlab_abi::soc::Board;
+use cqlab_driver::backend::spec::Model;
 use cqlab_sim::calibrate::{Bench, Unit};
 use cqlab_sim::config::SimConfig;
 use serde::{Deserialize, Serialize};
@@ -34,25 +35,16 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Run each benchmark with exact time between tiles (`SimConfig::exact_time`).
-    #[arg(long)]
-    pub exact_time: bool,
-    /// Link contention between NOC routers (`NocTiming::link_contention`):
-    /// the default since 2026-11-30 (the flag is kept so older command
-    /// lines run).
-    #[arg(long, conflicts_with = "no_link_contention")]
-    pub link_contention: bool,
-    /// Run each benchmark without link contention: packets never queue
-    /// between routers, the model before 2026-11-30.
-    #[arg(long)]
-    pub no_link_contention: bool,
+    /// The timing model each benchmark runs on (the calibrated one unless told).
+    #[command(flatten)]
+    pub timing: crate::model::ModelOpt,
 }
 
 impl Args {
     /// `board`'s timing with the options given.
     fn sim(&self, board: Board) -> SimConfig {
-        let mut cfg = SimConfig { exact_time: self.exact_time, ..SimConfig::for_board(board) };
-        cfg.noc.link_contention = !self.no_link_contention;
+        let mut cfg = SimConfig::for_board(board);
+        self.timing.model().apply(&mut cfg);
         cfg
     }
 }
@@ -107,11 +99,10 @@ struct Row {
     ratio: f64,
     calibrated: bool,
     source: String,
-    /// `--exact-time`: measured with exact time between tiles.
-    exact_time: bool,
-    /// Measured with link contention between routers (the default; off
-    /// with `--no-link-contention`).
-    link_contention: bool,
+    /// The timing model measured (`exact_time`, `pipelined_loads`,
+    /// `icache`, `link_contention`).
+    #[serde(flatten)]
+    timing: Model,
 }
 
 impl Figure {
@@ -235,19 +226,15 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             ratio,
             calibrated: (TOLERANCE.0..=TOLERANCE.1).contains(&ratio),
             source: f.source.clone(),
-            exact_time: a.exact_time,
-            link_contention: !a.no_link_contention,
+            timing: a.timing.model(),
         });
     }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&rows).context("serialising the rows")?);
         return Ok(ExitCode::SUCCESS);
     }
-    let exact = if a.exact_time { ", exact time" } else { "" };
-    let contention = if a.no_link_contention { ", no link contention" } else { "" };
-    outln!(
-        "cqlab calibrate: {board}, the timing model beside published figures (seed 1, one run each{exact}{contention})"
-    );
+    let timing = a.timing.model().describe();
+    outln!("cqlab calibrate: {board}, the timing model beside published figures (seed 1, one run each{timing})");
     outln!("{:<62} {:>10} {:>12} {:>8} {:>6}  source", "figure", "model", "published", "unit", "ratio");
     for r in &rows {
         let published = match r.published_max {

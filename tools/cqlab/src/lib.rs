@@ -25,6 +25,7 @@ pub mod exit;
 mod goldens;
 mod input;
 mod matmul;
+mod model;
 mod out;
 mod output;
 mod perf;

@@ -179,13 +179,11 @@ impl Plan {
             self.faults.apply(&mut sim, &chip);
         }
         self.faults.apply_device(&mut cfg);
-        sim.pipelined_loads = !a.blocking_loads;
-        sim.noc.link_contention = a.link_contention;
+        a.model().apply(&mut sim);
         if a.exact_time {
             // Exact time fixes the slices (to the lookahead between
             // tiles): the workloads' drawn slice jitter has nothing to vary
             // (the user's is refused).
-            sim.exact_time = true;
             sim.quantum_jitter = 0;
         }
         (sim, cfg)
@@ -570,15 +568,7 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
     // The faults as given: a rate read without them would mislead.
     let faults = if a.faults.is_empty() { String::new() } else { format!(", faults {}", a.faults.join(",")) };
     // The model, where it is not the default.
-    let model: String = [
-        (a.exact_time, ", exact time"),
-        (a.blocking_loads, ", blocking L1 loads"),
-        (!a.link_contention, ", no link contention"),
-    ]
-    .iter()
-    .filter(|(on, _)| *on)
-    .map(|(_, what)| *what)
-    .collect();
+    let model = a.model().describe();
     let header = format!(
         "race {} (firmware {}, shard {}, {} iterations, jitter {}, delay {}, pct depth {}, host jitter {}, host pct {}{}{})",
         a.workload.name(),

@@ -416,6 +416,26 @@ fn calibrate_without_link_contention_stays_calibrated() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
+/// `calibrate` takes the timing-model options `bench dispatch` takes, and
+/// runs them: with `--icache` every JSON row says so and the figures move
+/// (the read round trip pays its cold misses), while `--blocking-loads`
+/// and `--pipelined-loads` (the default, still taken) exclude each other.
+#[test]
+fn calibrate_runs_the_timing_model_options_of_bench_dispatch() {
+    let (code, default) = cqlab_json(&["calibrate"]);
+    assert_eq!(code, 0, "{default}");
+    let (code, cached) = cqlab_json(&["calibrate", "--icache"]);
+    assert_eq!(code, 0, "{cached}");
+    let (default, cached) = (default.as_array().expect("rows"), cached.as_array().expect("rows"));
+    assert_eq!(default.len(), cached.len());
+    assert!(default.iter().all(|r| r["icache"] == false && r["pipelined_loads"] == true), "{default:?}");
+    assert!(cached.iter().all(|r| r["icache"] == true), "{cached:?}");
+    let moved = default.iter().zip(cached).filter(|(d, c)| d["model"] != c["model"]).count();
+    assert!(moved > 0, "--icache changed no figure");
+    let o = cqlab(&["calibrate", "--blocking-loads", "--pipelined-loads"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
 /// `bench dispatch --profile`: per point, each profiled core's device time
 /// by firmware function, named from the core's ELF symbols; every profiled
 /// core's cycles add up to the same sampled time, which covers the point's

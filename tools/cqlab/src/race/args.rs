@@ -1,6 +1,7 @@
 //! `cqlab race`'s arguments: which workload, how many seeds, which faults,
 //! each number with its range declared at the option.
 
+use cqlab_driver::backend::spec::Model;
 use std::path::PathBuf;
 
 /// Largest `--bytes` per copy (the buffer and its reference live in host memory).
@@ -182,6 +183,18 @@ pub struct Args {
     /// Internal (`--jobs`): print records on stdout, nothing else.
     #[arg(long, hide = true, conflicts_with = "jobs")]
     pub child: bool,
+}
+
+impl Args {
+    /// The timing model raced (instruction caches are not offered here).
+    pub(super) fn model(&self) -> Model {
+        Model {
+            exact_time: self.exact_time,
+            pipelined_loads: !self.blocking_loads,
+            icache: false,
+            link_contention: self.link_contention,
+        }
+    }
 }
 
 /// `--variant NAME`: a known-bug variant, or `none` for the normal firmware.

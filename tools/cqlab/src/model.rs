@@ -1,0 +1,53 @@
+//! `--exact-time`, `--blocking-loads`, `--no-link-contention`, `--icache`:
+//! the timing-model options of the commands that measure the embedded
+//! simulator's timing (`bench dispatch`, `calibrate`). Each departs from
+//! the calibrated default in one way; the driver's
+//! [`Model`](cqlab_driver::backend::spec::Model) turns them into spec words
+//! and a simulator configuration. (`race` takes the same options with
+//! explicit values, written into its replay lines.)
+
+use cqlab_driver::backend::spec::Model;
+
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ModelOpt {
+    /// Exact time between tiles (`embedded:exact`, `SimConfig::exact_time`):
+    /// an effect lands at the cycle it is due rather than at the end of a
+    /// 50-cycle slice; about 1.5x the host time.
+    #[arg(long)]
+    pub exact_time: bool,
+    /// Pipelined L1 loads (`SimConfig::pipelined_loads`: a load costs a
+    /// cycle until its register is needed): the default since 2026-11-30
+    /// (the flag is kept so older command lines run).
+    #[arg(long, conflicts_with = "blocking_loads")]
+    pub pipelined_loads: bool,
+    /// Blocking L1 loads (`embedded:blocking`): every load stalls its core
+    /// for its whole latency, the model before 2026-11-30.
+    #[arg(long)]
+    pub blocking_loads: bool,
+    /// Instruction caches (`embedded:icache`, `SimConfig::icache`): a taken
+    /// branch or jump to code a core's cache does not hold costs
+    /// `SimConfig::icache_miss_cycles`, an unpublished figure.
+    #[arg(long)]
+    pub icache: bool,
+    /// Link contention between NOC routers (`NocTiming::link_contention`:
+    /// packets queue for each link of their path): the default since
+    /// 2026-11-30 (the flag is kept so older command lines run).
+    #[arg(long, conflicts_with = "no_link_contention")]
+    pub link_contention: bool,
+    /// No link contention (`embedded:no-contention`): packets never queue
+    /// between routers, the model before 2026-11-30.
+    #[arg(long)]
+    pub no_link_contention: bool,
+}
+
+impl ModelOpt {
+    /// The model these options name.
+    pub fn model(&self) -> Model {
+        Model {
+            exact_time: self.exact_time,
+            pipelined_loads: !self.blocking_loads,
+            link_contention: !self.no_link_contention,
+            icache: self.icache,
+        }
+    }
+}
