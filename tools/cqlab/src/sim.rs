@@ -214,6 +214,13 @@ pub struct BenchArgs {
     /// Device cycles of the chip ping-pong (1..=100000000000).
     #[arg(long, default_value_t = 50_000_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000_000))]
     chip_cycles: u64,
+    /// The chip's scheduling slice in cycles (`SimConfig::quantum_cycles`;
+    /// default: the calibrated model's 50; 1..=100000): how much of the
+    /// polling rows' cost is the slice. Under exact time a slice is also
+    /// capped at the NOC's lookahead. Another slice is another model: the
+    /// ping-pong's round trips round to it.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    quantum: Option<u64>,
     /// Print one JSON object (the loops, the chip's scenarios, its memory)
     /// instead of the tables, for comparing builds by script.
     #[arg(long)]
@@ -328,7 +335,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             "native_mips": m.native_mips(w),
         }));
     }
-    let chip = chip_bench(args.chip_cycles)?;
+    let chip = chip_bench(args.chip_cycles, args.quantum)?;
     if args.json {
         outln!("{}", serde_json::json!({ "iters": args.iters, "loops": loops, "chip": chip }));
         return Ok(ExitCode::SUCCESS);
@@ -376,21 +383,23 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         if chip["link_contention"].as_bool().unwrap_or(false) { "link contention" } else { "no link contention" }
     );
     outln!(
-        "{:<68} {:>14} {:>10} {:>16} {:>12}",
+        "{:<68} {:>14} {:>10} {:>16} {:>12} {:>14}",
         "scenario",
         "device cycles",
         "host time",
         "dev Mcycles/s",
-        "round trips"
+        "round trips",
+        "ns/round trip"
     );
     for row in chip["scenarios"].as_array().into_iter().flatten() {
         outln!(
-            "{:<68} {:>14} {:>9.3}s {:>16.1} {:>12}",
+            "{:<68} {:>14} {:>9.3}s {:>16.1} {:>12} {:>14.0}",
             row["scenario"].as_str().unwrap_or_default(),
             n(row, "device_cycles"),
             f(row, "host_seconds"),
             f(row, "device_mcycles_per_s"),
-            n(row, "round_trips")
+            n(row, "round_trips"),
+            f(row, "host_ns_per_round_trip")
         );
     }
     let mem = &chip["memory"];
@@ -407,13 +416,16 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
 
 /// Whole-chip figures: a polling ping-pong in each scenario and the memory
 /// footprint of the default chip (a Wormhole n150), as JSON.
-fn chip_bench(cycles: u64) -> anyhow::Result<serde_json::Value> {
+fn chip_bench(cycles: u64, quantum: Option<u64>) -> anyhow::Result<serde_json::Value> {
     use cqlab_abi::noc::NocAddr;
     use cqlab_sim::bench::{chip_pingpong, rss_bytes};
     use cqlab_sim::chip::Chip;
     use cqlab_sim::config::SimConfig;
 
-    let cfg = SimConfig::default();
+    let mut cfg = SimConfig::default();
+    if let Some(q) = quantum {
+        cfg.quantum_cycles = q;
+    }
     let layout = cfg.layout()?;
     let tiles = layout.workers().len();
     let mut scenarios = Vec::new();
@@ -438,6 +450,8 @@ fn chip_bench(cycles: u64) -> anyhow::Result<serde_json::Value> {
                 "host_seconds": p.host_time.as_secs_f64(),
                 "device_mcycles_per_s": p.cycles_per_second() / 1e6,
                 "round_trips": p.round_trips,
+                // Equal work across models whose round trips differ in cycles.
+                "host_ns_per_round_trip": p.host_time.as_secs_f64() * 1e9 / p.round_trips.max(1) as f64,
             }));
         }
     }

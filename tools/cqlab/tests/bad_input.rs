@@ -357,6 +357,7 @@ fn sim_reset_status_dump() {
         (&["sim", "exec", "{garbage}", "--max-cycles", "0"], 2, "not in 1..=10000000000000"),
         (&["sim", "bench", "--iters", "0"], 2, "not in 1..=1000000000"),
         (&["sim", "bench", "--chip-cycles", "18446744073709551615"], 2, "not in 1..=100000000000"),
+        (&["sim", "bench", "--quantum", "0"], 2, "not in 1..=100000"),
         (&["sim", "serve", "--dev", "{dir}/d", "--sysmem-mib", "0"], 2, "not in 1..=4096"),
         (&["sim", "serve", "--dev", "{dir}/d", "--harvest", "rows=6"], 2, "has no Tensix row 6"),
         (&["sim", "serve", "--dev", "{dir}/d", "--chip", "grayskull-e150"], 2, "unknown chip"),

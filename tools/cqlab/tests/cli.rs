@@ -216,6 +216,33 @@ fn sim_bench_json_gives_every_loop_and_scenario() {
     assert!(chip["memory"]["rss_filled"].as_u64().unwrap() > chip["memory"]["rss_booted"].as_u64().unwrap(), "{v}");
 }
 
+/// `sim bench --quantum Q` runs the chip at another slice and says so: the
+/// sliced ping-pong's hand-offs round to the longer slice (fewer round
+/// trips), the exact-time rows do not move (their slices end at the
+/// lookahead either way), and each row gives the host time per round trip.
+#[test]
+fn sim_bench_runs_the_chip_at_the_slice_asked_for() {
+    let scenarios = |extra: &[&str]| {
+        let mut argv = vec!["sim", "bench", "--iters", "1000", "--chip-cycles", "20000"];
+        argv.extend(extra);
+        let (code, v) = cqlab_json(&argv);
+        assert_eq!(code, 0, "{v}");
+        (v["chip"]["quantum_cycles"].as_u64(), v["chip"]["scenarios"].as_array().expect("scenarios").clone())
+    };
+    let (q50, default) = scenarios(&[]);
+    let (q200, long) = scenarios(&["--quantum", "200"]);
+    assert_eq!((q50, q200), (Some(50), Some(200)));
+    for (d, l) in default.iter().zip(&long) {
+        let trips = |s: &serde_json::Value| s["round_trips"].as_u64().unwrap();
+        if d["exact_time"] == true {
+            assert_eq!(trips(d), trips(l), "{d} against {l}");
+        } else {
+            assert!(trips(l) < trips(d), "{d} against {l}");
+        }
+        assert!(l["host_ns_per_round_trip"].as_f64().unwrap() > 0.0, "{l}");
+    }
+}
+
 /// `bench dispatch --axis base --programs 8 EXTRA --json`'s rows (untraced
 /// and traced), the command having succeeded.
 fn base_point_rows(extra: &[&str]) -> Vec<serde_json::Value> {
