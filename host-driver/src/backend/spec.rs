@@ -56,28 +56,30 @@ impl Model {
         true
     }
 
+    /// How this model departs from the default: each departure's spec word
+    /// and what it is, in the order the spec table lists them.
+    fn departures(&self) -> impl Iterator<Item = (&'static str, &'static str)> {
+        [
+            (self.exact_time, "exact", "exact time"),
+            (!self.pipelined_loads, "blocking", "blocking L1 loads"),
+            (!self.link_contention, "no-contention", "no link contention"),
+            (self.icache, "icache", "instruction caches"),
+        ]
+        .into_iter()
+        .filter(|&(departs, ..)| departs)
+        .map(|(_, word, what)| (word, what))
+    }
+
     /// The spec words that differ from the default, each after a comma
     /// (`",exact,icache"`): appended to `embedded:seed=N`, they name this model.
     pub fn spec_words(&self) -> String {
-        let words = [
-            (self.exact_time, ",exact"),
-            (!self.pipelined_loads, ",blocking"),
-            (!self.link_contention, ",no-contention"),
-            (self.icache, ",icache"),
-        ];
-        words.iter().filter(|(on, _)| *on).map(|(_, w)| *w).collect()
+        self.departures().map(|(word, _)| format!(",{word}")).collect()
     }
 
     /// How this model differs from the default, for a report's header
     /// (`", exact time, instruction caches"`; empty for the default).
     pub fn describe(&self) -> String {
-        let parts = [
-            (self.exact_time, ", exact time"),
-            (!self.pipelined_loads, ", blocking L1 loads"),
-            (!self.link_contention, ", no link contention"),
-            (self.icache, ", instruction caches"),
-        ];
-        parts.iter().filter(|(on, _)| *on).map(|(_, w)| *w).collect()
+        self.departures().map(|(_, what)| format!(", {what}")).collect()
     }
 
     /// Sets `sim`'s timing model to this one.

@@ -37,14 +37,14 @@ pub struct Args {
     pub json: bool,
     /// The timing model each benchmark runs on (the calibrated one unless told).
     #[command(flatten)]
-    pub timing: crate::model::ModelOpt,
+    pub model: crate::model::ModelOpt,
 }
 
 impl Args {
     /// `board`'s timing with the options given.
     fn sim(&self, board: Board) -> SimConfig {
         let mut cfg = SimConfig::for_board(board);
-        self.timing.model().apply(&mut cfg);
+        self.model.model().apply(&mut cfg);
         cfg
     }
 }
@@ -226,14 +226,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             ratio,
             calibrated: (TOLERANCE.0..=TOLERANCE.1).contains(&ratio),
             source: f.source.clone(),
-            timing: a.timing.model(),
+            timing: a.model.model(),
         });
     }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&rows).context("serialising the rows")?);
         return Ok(ExitCode::SUCCESS);
     }
-    let timing = a.timing.model().describe();
+    let timing = a.model.model().describe();
     outln!("cqlab calibrate: {board}, the timing model beside published figures (seed 1, one run each{timing})");
     outln!("{:<62} {:>10} {:>12} {:>8} {:>6}  source", "figure", "model", "published", "unit", "ratio");
     for r in &rows {

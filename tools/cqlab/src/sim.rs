@@ -393,13 +393,13 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     );
     for row in chip["scenarios"].as_array().into_iter().flatten() {
         outln!(
-            "{:<68} {:>14} {:>9.3}s {:>16.1} {:>12} {:>14.0}",
+            "{:<68} {:>14} {:>9.3}s {:>16.1} {:>12} {:>14}",
             row["scenario"].as_str().unwrap_or_default(),
             n(row, "device_cycles"),
             f(row, "host_seconds"),
             f(row, "device_mcycles_per_s"),
             n(row, "round_trips"),
-            f(row, "host_ns_per_round_trip")
+            row["host_ns_per_round_trip"].as_f64().map_or("-".to_string(), |ns| format!("{ns:.0}"))
         );
     }
     let mem = &chip["memory"];
@@ -450,8 +450,10 @@ fn chip_bench(cycles: u64, quantum: Option<u64>) -> anyhow::Result<serde_json::V
                 "host_seconds": p.host_time.as_secs_f64(),
                 "device_mcycles_per_s": p.cycles_per_second() / 1e6,
                 "round_trips": p.round_trips,
-                // Equal work across models whose round trips differ in cycles.
-                "host_ns_per_round_trip": p.host_time.as_secs_f64() * 1e9 / p.round_trips.max(1) as f64,
+                // Equal work across models whose round trips differ in
+                // cycles (null when none was made).
+                "host_ns_per_round_trip":
+                    (p.round_trips > 0).then(|| p.host_time.as_secs_f64() * 1e9 / p.round_trips as f64),
             }));
         }
     }
