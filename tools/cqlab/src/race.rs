@@ -223,6 +223,7 @@ impl Plan {
         opt("exact-time", a.exact_time.to_string());
         opt("blocking-loads", a.blocking_loads.to_string());
         opt("link-contention", a.link_contention.to_string());
+        opt("icache", a.icache.to_string());
         if a.workload == WorkloadKind::TwoQueue {
             // The random workload draws these per seed.
             opt("copies", a.copies.to_string());
@@ -558,6 +559,7 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         v["exact_time"] = a.exact_time.into();
         v["blocking_loads"] = a.blocking_loads.into();
         v["link_contention"] = a.link_contention.into();
+        v["icache"] = a.icache.into();
         outln!("{v}");
         return Ok(());
     }

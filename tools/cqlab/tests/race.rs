@@ -219,6 +219,16 @@ fn no_link_contention_races_the_model_before_and_replays_with_it() {
     races_the_model_before("link-contention", "true", "false", false);
 }
 
+/// `--icache`: instruction caches, an option (their miss cost is
+/// unpublished). Every seed's timing moves, the report says so, and a
+/// known bug found with them replays with them.
+#[test]
+fn icache_races_another_timing_and_replays_with_it() {
+    let (without, with) = (model_cycles("icache", "false"), model_cycles("icache", "true"));
+    assert!(without.iter().zip(&with).all(|(a, b)| a != b), "{without:?} {with:?}");
+    known_bug_replays_with("icache", "true");
+}
+
 /// `--exact-time` races the exact-time model: the same seeds run other
 /// schedules (hand-offs no longer wait for a slice's end), a known bug is
 /// found there too and its replay line carries the setting and reproduces

@@ -112,6 +112,12 @@ pub struct Args {
     /// which replay lines without `--link-contention` were found.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = true)]
     pub link_contention: bool,
+    /// Instruction caches (`SimConfig::icache`): a taken branch or jump to
+    /// code a core's cache does not hold costs the miss cost, an unpublished
+    /// figure. An option, not the default; seeds replay only with the same
+    /// setting.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = false)]
+    pub icache: bool,
     /// Probability per scheduling slice that a core stalls 2000 cycles
     /// (0..=1; refused where the stalls would outrun the clock and nothing
     /// could ever boot: below 0.025 at the default 50-cycle slice).
@@ -186,12 +192,12 @@ pub struct Args {
 }
 
 impl Args {
-    /// The timing model raced (instruction caches are not offered here).
+    /// The timing model raced.
     pub(super) fn model(&self) -> Model {
         Model {
             exact_time: self.exact_time,
             pipelined_loads: !self.blocking_loads,
-            icache: false,
+            icache: self.icache,
             link_contention: self.link_contention,
         }
     }
