@@ -43,6 +43,9 @@ pub struct Options {
     /// before link contention between routers became the default
     /// (2026-11-30).
     pub no_link_contention: bool,
+    /// `cqlab race --icache` for every race: instruction caches, an option
+    /// (their miss cost is unpublished).
+    pub icache: bool,
 }
 
 impl Options {
@@ -67,6 +70,7 @@ impl Options {
             exact_time: false,
             blocking_loads: false,
             no_link_contention: false,
+            icache: false,
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -89,6 +93,7 @@ impl Options {
                 "--exact-time" => o.exact_time = true,
                 "--blocking-loads" => o.blocking_loads = true,
                 "--no-link-contention" => o.no_link_contention = true,
+                "--icache" => o.icache = true,
                 "--jitter" => {
                     let cycles = value()?.parse().ok().filter(|&n| n <= MAX_JITTER);
                     o.jitter = Some(cycles.with_context(|| format!("--jitter: cycles, 0..={MAX_JITTER}"))?)
@@ -141,6 +146,9 @@ impl Options {
         }
         if self.no_link_contention {
             args.extend(["--link-contention".to_owned(), "false".to_owned()]);
+        }
+        if self.icache {
+            args.extend(["--icache".to_owned(), "true".to_owned()]);
         }
         args
     }
@@ -274,6 +282,8 @@ mod tests {
         assert_eq!(o.race_options(), "with --exact-time true and --blocking-loads true");
         let o = parse(&["--no-link-contention"]).unwrap().unwrap();
         assert_eq!(o.race_options(), "with --link-contention false");
+        let o = parse(&["--icache", "--no-link-contention"]).unwrap().unwrap();
+        assert_eq!(o.race_options(), "with --link-contention false and --icache true");
         for bad in [&["--backpressure"][..], &["--backpressure", "1e3"], &["--backpressure", "10000001"]] {
             let e = parse(bad).err().unwrap_or_else(|| panic!("{bad:?} accepted"));
             assert!(e.to_string().contains("--backpressure"), "{bad:?}: {e}");
