@@ -313,5 +313,9 @@ mod tests {
             assert_eq!(Spec::parse(&spec).unwrap(), Spec::Embedded { seed: 9, slow: false, model }, "{spec}");
             assert_eq!(model.describe().is_empty(), model == Model::default(), "{model:?}");
         }
+        // The words the error message lists are the words taken.
+        for word in Model::WORDS.split(", ") {
+            assert!(Model::default().take(word), "{word}");
+        }
     }
 }
