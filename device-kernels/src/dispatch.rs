@@ -512,26 +512,26 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             Some(grid) if self.ring.contiguous(self.read, table) == table => {
                 let mut quads = dests.chunks_exact_mut(4);
                 let mut at = start;
-                let mut all_good = true;
+                let mut check = grid.check();
                 for quad in &mut quads {
                     // Written out: the firmware is built for size, which keeps
                     // an inner loop.
                     let (r0, r1) = (self.p.read_u32(at), self.p.read_u32(at + 4));
                     let (r2, r3) = (self.p.read_u32(at + 8), self.p.read_u32(at + 12));
                     quad.copy_from_slice(&[r0, r1, r2, r3]);
-                    all_good &= grid.contains_packed(r0)
-                        & grid.contains_packed(r1)
-                        & grid.contains_packed(r2)
-                        & grid.contains_packed(r3);
+                    check.add(r0);
+                    check.add(r1);
+                    check.add(r2);
+                    check.add(r3);
                     at += 16;
                 }
                 for d in quads.into_remainder() {
                     let r = self.p.read_u32(at);
                     *d = r;
-                    all_good &= grid.contains_packed(r);
+                    check.add(r);
                     at += 4;
                 }
-                if all_good {
+                if check.passed() {
                     return None;
                 }
                 (0..count)

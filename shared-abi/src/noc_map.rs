@@ -161,6 +161,44 @@ impl GridWords {
         let unused_clear = (raw & !0x1F1F == 0) as u32;
         (self.cols >> (raw & 31)) & (self.rows >> (raw >> 8 & 31)) & unused_clear != 0
     }
+
+    /// A check of many words at once: [`PackedCheck::passed`] after
+    /// [`PackedCheck::add`] of each is whether `contains_packed` holds for
+    /// all of them.
+    #[inline(always)]
+    pub const fn check(self) -> PackedCheck {
+        PackedCheck { grid: self, cols: !0, rows: !0, bits: 0 }
+    }
+}
+
+/// [`GridWords::contains_packed`] of a batch, with a third fewer
+/// instructions a word: the column and row bits are AND-ed across the
+/// words and the bits that must be clear OR-ed, then tested once (the
+/// dispatcher's check of a packed write's destinations, ~8 instructions a
+/// word one by one, 6 so).
+#[derive(Clone, Copy, Debug)]
+pub struct PackedCheck {
+    grid: GridWords,
+    cols: u32,
+    rows: u32,
+    bits: u32,
+}
+
+impl PackedCheck {
+    #[inline(always)]
+    pub fn add(&mut self, raw: u32) {
+        // The shifts take the amount's low five bits (RV32, and `& 31`
+        // here); the bits they drop are tested through `bits`.
+        self.cols &= self.grid.cols >> (raw & 31);
+        self.rows &= self.grid.rows >> (raw >> 8 & 31);
+        self.bits |= raw;
+    }
+
+    /// Whether every word added is the packed coordinate word of a compute core.
+    #[inline(always)]
+    pub const fn passed(&self) -> bool {
+        self.cols & self.rows & 1 != 0 && self.bits & !0x1F1F == 0
+    }
 }
 
 /// The map (module docs). Coordinates are translated ones, as requests
@@ -393,6 +431,39 @@ mod tests {
             y in proptest::sample::subsequence((0u8..64).collect::<std::vec::Vec<_>>(), 1..=MAX_GRID_ROWS).prop_shuffle(),
         ) {
             assert_masks_agree(&grid(&x, &y));
+        }
+
+        /// A batch passes exactly when every word of it is a compute core's,
+        /// whichever word is bad and however (a column or row outside the
+        /// grid, a bit above or between the coordinates).
+        #[test]
+        fn a_batch_check_is_every_word_checked_alone(
+            x in proptest::sample::subsequence((0u8..32).collect::<std::vec::Vec<_>>(), 1..=MAX_GRID_COLS),
+            y in proptest::sample::subsequence((0u8..32).collect::<std::vec::Vec<_>>(), 1..=MAX_GRID_ROWS),
+            words in proptest::collection::vec((0usize..16, 0usize..16, 0u32..8), 1..12),
+        ) {
+            let words_of = GridWords::of(&GridMasks::of(&grid(&x, &y))).expect("coordinates below 32");
+            let raws: std::vec::Vec<u32> = words
+                .iter()
+                .map(|&(i, j, spoil)| {
+                    let good = Coord::new(x[i % x.len()], y[j % y.len()]).packed();
+                    // Mostly good words; otherwise a coordinate moved off
+                    // the grid or a bit set where none may be.
+                    match spoil {
+                        0 => good ^ 1,
+                        1 => good ^ 1 << 8,
+                        2 => good | 1 << (13 + i % 3),
+                        3 => good | 1 << (16 + j),
+                        _ => good,
+                    }
+                })
+                .collect();
+            let mut check = words_of.check();
+            for &r in &raws {
+                check.add(r);
+            }
+            let each = raws.iter().all(|&r| words_of.contains_packed(r));
+            prop_assert_eq!(check.passed(), each, "{:x?}", raws);
         }
     }
 }
