@@ -113,11 +113,14 @@ pub struct RestartArgs {
 }
 
 fn timeout_seconds(s: &str) -> Result<f64, String> {
-    let v = crate::args::real(s, 0.0..=86_400.0)?;
-    if v == 0.0 {
-        return Err("0 is not a timeout: above 0, at most 86400 seconds".into());
+    let range = || format!("{s} is not a timeout: above 0, at most 86400 seconds");
+    match crate::args::real(s, 0.0..=86_400.0) {
+        Ok(v) if v > 0.0 => Ok(v),
+        Ok(_) => Err(range()),
+        // Out of range: the real range (above 0), not `real`'s 0..=86400.
+        Err(_) if s.trim().parse::<f64>().is_ok_and(f64::is_finite) => Err(range()),
+        Err(e) => Err(e),
     }
-    Ok(v)
 }
 
 #[derive(clap::Args, Clone, Debug)]

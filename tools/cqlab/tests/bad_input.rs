@@ -23,7 +23,11 @@ struct Fixtures {
 
 impl Fixtures {
     fn new() -> Self {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("bad-input-{}", std::process::id()));
+        // One directory a test: the tests of this file run in parallel in
+        // one process, and each starts by clearing its own.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("bad-input-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("empty-dir")).unwrap();
         let write = |name: &str, bytes: &[u8]| std::fs::write(dir.join(name), bytes).unwrap();
@@ -210,6 +214,14 @@ fn run_compare_sweep() {
         (&["run", "copy_stress", "--cqs", "9"], 2, "9 is outside 1..=8"),
         (&["run", "copy_stress", "--cqs", "1,1"], 2, "appears twice"),
         (&["run", "copy_stress", "--cqs", "x"], 2, "is not a number"),
+        // Each queue needs a worker row: refused before the sweep's first
+        // point runs (nothing on stdout), on the chip named.
+        (
+            &["run", "tiny_kernels", "--cqs", "1,8", "--trace", "{dir}/t.jsonl"],
+            2,
+            "--cqs 8: each queue needs a worker row of its own, and this wormhole-n150 (rows=8) has 7",
+        ),
+        (&["run", "dispatch_latency", "--chip", "wormhole-n300", "--cqs", "7"], 2, "(rows=1,8) has 6 with 7 queues"),
         (&["run", "copy_stress", "--bytes", "1"], 2, "multiple of 1024"),
         (&["run", "copy_stress", "--copies", "4294967295"], 2, "not in 1..=10000"),
         (&["run", "tiny_kernels", "--programs", "4294967295"], 2, "not in 1..=10000"),
@@ -312,6 +324,9 @@ fn stress_replay_campaign() {
         (&["stress", "restart", "--runs", "1", "--kill-rate", "1"], 2, "1 excluded"),
         (&["stress", "run-one", "--seed", "1", "--device", "sim:{dir}/sock", "--host-pct", "2"], 2, "need the embedded simulator"),
         (&["stress", "restart", "--runs", "1", "--timeout", "0"], 2, "0 is not a timeout"),
+        (&["stress", "restart", "--runs", "1", "--timeout", "86401"], 2, "86401 is not a timeout: above 0, at most 86400"),
+        (&["stress", "restart", "--runs", "1", "--timeout=-1"], 2, "-1 is not a timeout: above 0"),
+        (&["stress", "restart", "--runs", "1", "--timeout", "soon"], 2, "expected a number, found \"soon\""),
         (&["stress", "restart", "--runs", "1", "--timeout", "inf"], 2, "--timeout"),
         (&["stress", "restart", "--runs", "1", "--device", "bogus"], 2, "unknown device"),
         (&["stress", "restart", "--runs", "1", "--device", "ttkmd-sim:/x"], 2, "stress runs on embedded or sim:PATH"),

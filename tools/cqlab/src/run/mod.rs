@@ -11,6 +11,7 @@ use crate::trace_file::TraceWriter;
 use anyhow::{Context, Result};
 use cqlab_abi::noc::Coord;
 use cqlab_abi::trace::TraceRecord;
+use cqlab_driver::backend::spec::Spec;
 use cqlab_driver::{DeviceConfig, Topology};
 use cqlab_workloads::collect::RecordSink;
 use cqlab_workloads::kinds::{Kind, Knobs};
@@ -173,6 +174,16 @@ pub fn validate(a: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
     let unused: Vec<&str> = ALL_KNOBS.iter().copied().filter(|k| !knobs_of(kind).contains(k)).collect();
     given.refuse(&unused, || format!("not read by {} (its knobs: {})", kind.name(), knob_list(kind)))?;
     let sweep = parse_cqs(&a.cqs)?;
+    if matches!(cqlab_driver::backend::spec::Spec::parse(&a.device), Ok(Spec::Embedded { .. })) {
+        // A simulator made here is the chip `--chip`/`--harvest` name, so
+        // every queue count is checked against it before any point runs
+        // (a device that exists: `run`, once it has opened it).
+        for &n in &sweep {
+            let chip = Topology::for_board(a.chip.sim_board(), a.chip.harvesting()?, n)
+                .map_err(|e| crate::cli::Usage(format!("--cqs {n}: {e}")))?;
+            check_rows(n, &chip)?;
+        }
+    }
     let knobs = knobs(a, kind);
     match cqlab_workloads::kinds::build(kind, &knobs, a.seed) {
         Err(cqlab_driver::DriverError::Invalid(why)) => return Err(crate::cli::Usage(why).into()),
@@ -199,6 +210,19 @@ fn knob_list(kind: Kind) -> String {
         [] => "none".into(),
         k => k.iter().map(|k| format!("--{}", k.replace('_', "-"))).collect::<Vec<_>>().join(", "),
     }
+}
+
+/// Each queue takes a worker row of its own: `n` queues on `chip` (placed
+/// for `n`, whose queue cores may take compute lines) need `n` rows.
+fn check_rows(n: u8, chip: &Topology) -> Result<()> {
+    crate::cli::check(n <= chip.rows(), || {
+        format!(
+            "--cqs {n}: each queue needs a worker row of its own, and this {} ({}) has {} with {n} queues placed",
+            chip.board(),
+            chip.harvesting(),
+            chip.rows()
+        )
+    })
 }
 
 /// Largest queue count `cqlab run` accepts (the chip model allows more; see README).
@@ -322,6 +346,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let sweep = parse_cqs(&a.cqs)?;
     let knobs = knobs(&a, kind);
     let json_stdout = a.json.as_deref() == Some(Path::new("-"));
+    if !matches!(cqlab_driver::backend::spec::Spec::parse(&a.device), Ok(Spec::Embedded { .. })) {
+        // A device that exists is known once opened: looked at before the
+        // first point, so a sweep's last count is not refused after the
+        // others have run.
+        for &n in &sweep {
+            let mut cfg = DeviceConfig { num_cqs: n, ..DeviceConfig::default() };
+            a.chip.apply(&mut cfg)?;
+            let dev = cqlab_driver::Device::open(&a.device, cfg).with_context(|| format!("--device {}", a.device))?;
+            check_rows(n, dev.chip())?;
+        }
+    }
     let mut points = Vec::new();
     for &cqs in &sweep {
         let spec = RunSpec {
