@@ -378,14 +378,10 @@ fn a_million_record_export_stays_under_200_mib() {
     }
     drop(f);
     let out = tmp("million.perfetto.json");
-    let status = Command::new(env!("CARGO_BIN_EXE_cqlab"))
-        .args(["trace", "export", path.to_str().unwrap(), "--perfetto", out.to_str().unwrap()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    // Peak RSS of the export (the only child that has exited so far), in KiB.
-    let rss_kib =
-        nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap().max_rss() as u64;
+    let mut export = Command::new(env!("CARGO_BIN_EXE_cqlab"));
+    export.args(["trace", "export", path.to_str().unwrap(), "--perfetto", out.to_str().unwrap()]);
+    let (o, rss_kib) = support::peak_rss_kib(export);
+    assert!(o.status.success(), "{}", support::text(&o));
     assert!(rss_kib < 200 * 1024, "export of {n} records peaked at {rss_kib} KiB");
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_file(&out);
@@ -483,13 +479,10 @@ fn sync_end_summary_of_a_million_records_stays_small() {
     }
     writeln!(f, r#"{{"end":{{"timed_cycles":{cycle},"lost":0}}}}"#).unwrap();
     drop(f);
-    let out = Command::new(env!("CARGO_BIN_EXE_cqlab"))
-        .args(["trace", "summary", path.to_str().unwrap(), "--json"])
-        .output()
-        .unwrap();
+    let mut summary = Command::new(env!("CARGO_BIN_EXE_cqlab"));
+    summary.args(["trace", "summary", path.to_str().unwrap(), "--json"]);
+    let (out, rss_kib) = support::peak_rss_kib(summary);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let rss_kib =
-        nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap().max_rss() as u64;
     let _ = std::fs::remove_file(&path);
     let s: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(s["iterations"].as_array().unwrap().len(), 32);

@@ -246,3 +246,38 @@ pub fn wait_for_exit(child: &mut std::process::Child, limit: Duration, what: &st
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Runs `c` to its end and returns its output with its own peak resident
+/// set in KiB: the kernel's high-water mark (`VmHWM` in /proc/PID/status),
+/// read until the process exits. `getrusage(RUSAGE_CHILDREN)` would do only
+/// where the test is its process's sole parent of children (nextest);
+/// `cargo test` runs a binary's tests as threads of one process, and their
+/// children's peaks mix.
+pub fn peak_rss_kib(mut c: Command) -> (Output, u64) {
+    let mut child = c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawning the measured command");
+    let status_file = format!("/proc/{}/status", child.id());
+    let hwm = || -> Option<u64> {
+        let s = std::fs::read_to_string(&status_file).ok()?;
+        s.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.split_whitespace().next()?.parse().ok()
+    };
+    // Drained on threads, so a child that writes much never blocks on a pipe.
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            r.read_to_end(&mut v).map(|_| v).unwrap_or_default()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let mut peak = 0;
+    let status = loop {
+        // Read before looking for the exit: a zombie has no VmHWM line, so
+        // the last read is of the running process.
+        peak = hwm().unwrap_or(0).max(peak);
+        if let Some(s) = child.try_wait().expect("waiting for the measured command") {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    (Output { status, stdout: out.join().unwrap(), stderr: err.join().unwrap() }, peak)
+}
