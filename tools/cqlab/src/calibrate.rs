@@ -172,10 +172,12 @@ impl Figure {
 
 /// The figures of `path` (or the built-in ones), each checked: input the
 /// command cannot take is a usage error.
-fn load(path: Option<&PathBuf>) -> Result<Vec<Figure>, UsageError> {
-    let what = path.map_or("the built-in figures".to_string(), |p| p.display().to_string());
+fn load(path: Option<&PathBuf>) -> anyhow::Result<Vec<Figure>> {
+    let what = path.map_or("the built-in figures".to_string(), |p| format!("--figures {}", p.display()));
     let text = match path {
-        Some(p) => std::fs::read_to_string(p).map_err(|e| UsageError(format!("--figures {what}: {e}")))?,
+        // A figures file is a few KiB; a report's limit bounds what a
+        // wrong path (`/dev/zero`) can make it read.
+        Some(p) => crate::input::read_text("--figures", p, crate::input::MAX_REPORT_BYTES)?,
         None => FIGURES.to_string(),
     };
     let file: FigureFile = serde_json::from_str(&text).map_err(|e| UsageError(format!("{what}: {e}")))?;
