@@ -138,6 +138,11 @@ mod tests {
     #[test]
     fn rejects_what_is_not_an_rv32_executable() {
         assert!(matches!(ElfImage::parse(b"hello"), Err(ElfError::Invalid(Invalid::NotElf { .. }))));
+        // What the file starts with, as much as it has: not zeros it lacks.
+        let start = |b: &[u8]| ElfImage::parse(b).unwrap_err().to_string();
+        assert!(start(b"").ends_with("found an empty file"), "{}", start(b""));
+        assert!(start(b"\x7fE").ends_with("found [7f, 45]"), "{}", start(b"\x7fE"));
+        assert!(start(b"hello").ends_with("found [68, 65, 6c, 6c]"), "{}", start(b"hello"));
         let mut e = good();
         e[4] = 2;
         let err = ElfImage::parse(&e).unwrap_err();

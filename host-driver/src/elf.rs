@@ -63,13 +63,25 @@ impl FirmwareImage {
     }
 }
 
+/// Most bytes an image file may hold: several times the largest L1 (a
+/// Blackhole's 1.5 MiB), so a path to something else (`/dev/zero`, a
+/// disk image) is refused rather than read whole.
+pub const MAX_IMAGE_FILE_BYTES: u64 = 16 << 20;
+
 /// Reads `path` and parses it with `parse`; every failure names the file.
 pub(crate) fn load_with<T>(
     path: &Path,
     parse: impl FnOnce(&str, &[u8]) -> std::result::Result<T, ImageError>,
 ) -> Result<T> {
+    use std::io::Read;
     let bad = |reason| DriverError::BadElf { path: path.display().to_string(), reason };
-    let bytes = std::fs::read(path).map_err(|e| bad(ImageError::Read(e)))?;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_IMAGE_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| bad(ImageError::Read(e)))?;
+    if bytes.len() as u64 > MAX_IMAGE_FILE_BYTES {
+        return Err(bad(ImageError::TooLarge { limit: MAX_IMAGE_FILE_BYTES }));
+    }
     let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
     parse(&name, &bytes).map_err(bad)
 }
@@ -87,6 +99,15 @@ mod tests {
         elf.resize(20, 0);
         let err = FirmwareImage::parse("x", &elf, Processor::Brisc).unwrap_err();
         assert!(matches!(err, ImageError::Elf(ElfError::Truncated { .. })), "{err}");
+    }
+
+    /// A path to something that is no image file is refused at the limit,
+    /// not read whole.
+    #[test]
+    fn an_endless_file_is_refused_at_the_limit() {
+        let err = FirmwareImage::load(Path::new("/dev/zero"), Processor::Brisc).unwrap_err();
+        assert!(matches!(err, DriverError::BadElf { reason: ImageError::TooLarge { .. }, .. }), "{err}");
+        assert!(err.to_string().contains("/dev/zero: holds more than 16777216 bytes"), "{err}");
     }
 
     #[test]

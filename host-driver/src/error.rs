@@ -170,6 +170,8 @@ pub enum BootProblem {
 pub enum ImageError {
     #[error("cannot read: {0}")]
     Read(#[source] std::io::Error),
+    #[error("holds more than {limit} bytes; no image for one core is that large")]
+    TooLarge { limit: u64 },
     #[error(transparent)]
     Elf(#[from] cqlab_abi::elf::ElfError),
     #[error("entry point {found:#x}, {rule} says {expected:#x}")]

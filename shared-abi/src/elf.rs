@@ -92,8 +92,12 @@ impl core::fmt::Display for ElfPart {
 /// Why bytes are not an RV32 executable: what was expected, what was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ElfError {
-    #[error("not an ELF file: expected magic 7f 45 4c 46, found {found:02x?}")]
-    NotElf { found: [u8; 4] },
+    #[error("not an ELF file: expected magic 7f 45 4c 46, found {}", FileStart(&found[..*len as usize]))]
+    NotElf {
+        found: [u8; 4],
+        /// Bytes of `found` the file has (fewer than four when it is shorter).
+        len: u8,
+    },
     #[error("not a 32-bit ELF: expected class 1 (ELFCLASS32), found {found}{}", if *found == 2 { " (64-bit)" } else { "" })]
     WrongClass { found: u8 },
     #[error("not a little-endian ELF: expected data encoding 1 (LSB), found {found}")]
@@ -114,6 +118,19 @@ pub enum ElfError {
     NoSegments,
     #[error("entry point {entry:#010x} is not inside an executable segment")]
     BadEntry { entry: u32 },
+}
+
+/// The first bytes of a file, for a message: "an empty file" when there
+/// are none (not four zeros it does not have).
+struct FileStart<'a>(&'a [u8]);
+
+impl core::fmt::Display for FileStart<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            [] => f.write_str("an empty file"),
+            b => write!(f, "{b:02x?}"),
+        }
+    }
 }
 
 /// One `PT_LOAD` segment, placed at its physical address (`p_paddr`, equal
@@ -151,7 +168,7 @@ impl<'a> Rv32Executable<'a> {
             let mut found = [0; 4];
             let n = len.min(4);
             found[..n].copy_from_slice(&bytes[..n]);
-            return Err(ElfError::NotElf { found });
+            return Err(ElfError::NotElf { found, len: n as u8 });
         }
         let truncated = |what, start: u64, size: u64| ElfError::Truncated { what, start, end: start + size, len };
         if len < 16 {

@@ -21,6 +21,7 @@ use crate::usage::{ensure, UsageError};
 use anyhow::{Context, Result};
 use args::{variant, TWO_QUEUE_ONLY};
 pub use args::{Args, WorkloadKind};
+use cqlab_abi::arch::tensix::Processor;
 use cqlab_driver::{Device, DeviceConfig, DriverError};
 use cqlab_sim::config::{Schedule, SimConfig};
 use failure::Failure;
@@ -76,7 +77,12 @@ impl Plan {
             (None, Some(f)) if Path::new(f).is_dir() => {
                 for elf in ["prefetch", "dispatch"] {
                     let p = Path::new(f).join(elf);
-                    ensure(p.is_file(), || format!("--firmware {f}: no {elf} ELF in it ({} is missing)", p.display()))?;
+                    ensure(p.exists(), || format!("--firmware {f}: no {elf} ELF in it ({} is missing)", p.display()))?;
+                    // Loaded as a run would (an RV32 image for the
+                    // queue cores), so a bad one is refused before any
+                    // seed rather than failing every seed.
+                    cqlab_driver::elf::FirmwareImage::load(&p, Processor::Brisc)
+                        .map_err(|e| UsageError(format!("--firmware {f}: {e}")))?;
                 }
                 let abs = std::fs::canonicalize(f).map_err(|e| UsageError(format!("--firmware {f}: {e}")))?;
                 Some(abs.to_string_lossy().into_owned())

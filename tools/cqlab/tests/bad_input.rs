@@ -34,6 +34,14 @@ impl Fixtures {
         write("garbage", b"this is not what any command reads\n");
         write("binary", &[0xff, 0xfe, 0x00, 0x80, 0x81, 0xc3, 0x28, 0x0a]);
         write("empty", b"");
+        // Firmware directories whose queue ELFs are no images: text, and
+        // an endless device.
+        std::fs::create_dir_all(dir.join("bad-fw")).unwrap();
+        write("bad-fw/prefetch", b"this is not what any command reads\n");
+        write("bad-fw/dispatch", b"");
+        std::fs::create_dir_all(dir.join("zero-fw")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.join("zero-fw/prefetch")).unwrap();
+        write("zero-fw/dispatch", b"");
         let record = |tool: &str, index: u64| {
             format!(
                 r#"{{"tool":"{tool}","seed":{index},"index":{index},"ok":true,"device_cycles":1,"seconds":0.1,"argv":["{tool}"]}}"#
@@ -66,6 +74,8 @@ impl Fixtures {
             "binary",
             "empty",
             "empty-dir",
+            "bad-fw",
+            "zero-fw",
             "mixed.jsonl",
             "report1.json",
             "report2.json",
@@ -196,6 +206,13 @@ fn race_and_its_campaign_options() {
         (&["race", "--variant", "bogus"], 2, "not a known-bug variant"),
         (&["race", "--firmware", "{missing}"], 2, "not a directory, and"),
         (&["race", "--firmware", "{empty-dir}"], 2, "no prefetch ELF in it"),
+        // Refused before any seed runs, not counted as failed seeds.
+        (
+            &["race", "--firmware", "{bad-fw}"],
+            2,
+            "bad-fw/prefetch: not an ELF file: expected magic 7f 45 4c 46, found [74",
+        ),
+        (&["race", "--firmware", "{zero-fw}"], 2, "zero-fw/prefetch: holds more than 16777216 bytes"),
         (&["race", "--variant", "none", "--firmware", "x"], 2, "cannot be used with"),
         (&["race", "--workload", "random", "--copies", "3"], 2, "--copies only shape the two-queue workload"),
         (&["race", "--workload", "programs", "--issue-size", "4096"], 2, "--issue-size only shape"),
