@@ -3,7 +3,7 @@
 //! writes its hang dump and trace, and checks the outcome matches.
 
 use crate::campaign::SeedRecord;
-use crate::out::{out, outln};
+use crate::out::outln;
 use crate::race::{self, failure::Failure};
 use crate::usage::UsageError;
 use anyhow::{Context, Result};
@@ -90,7 +90,8 @@ fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
     let got: crate::stress::RunResult = serde_json::from_str(last).with_context(|| {
         format!("the run printed no result ({}): {}", out.status, String::from_utf8_lossy(&out.stderr))
     })?;
-    out!("{}", String::from_utf8_lossy(&out.stderr));
+    // The run's notes and progress stay diagnostics; stdout is the verdict.
+    crate::out::diag(format_args!("{}", String::from_utf8_lossy(&out.stderr)));
     let want_sig = record.failure.as_ref().map(|f| f.signature.as_str());
     let got_sig = got.failure.as_ref().map(|f| f.signature.as_str());
     // Only the embedded simulator is cycle-deterministic across processes;
@@ -119,6 +120,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             ))
             .into());
         }
+        crate::usage::ensure(args.out.is_none(), || {
+            "--out: a stress run writes no dump or trace to put there (only a race record's replay does)".into()
+        })?;
         return replay_stress(&record);
     }
     crate::usage::ensure(record.tool == "race", || format!("a record of tool {:?}: race or stress", record.tool))?;

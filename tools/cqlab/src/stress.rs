@@ -138,7 +138,15 @@ pub struct OneArgs {
 fn validate_workload(w: &WorkloadArgs, given: &crate::cli::Given<'_>) -> Result<(), UsageError> {
     w.chip.validate()?;
     match w.workload {
-        Workload::CopyStress => given.refuse(&["iterations"], || "applies to --workload random or programs".into())?,
+        Workload::CopyStress => {
+            given.refuse(&["iterations"], || "applies to --workload random or programs".into())?;
+            // Each read lands in one L1 buffer of a worker: its user region
+            // (the same on every chip) bounds it.
+            let user = cqlab_abi::memory_map::USER.size as u64;
+            ensure(w.bytes <= user, || {
+                format!("--bytes {}: a read lands in one worker's L1 user region, {user} bytes", w.bytes)
+            })?
+        }
         Workload::Random | Workload::Programs => {
             given.refuse(&["depth", "bytes"], || "apply to --workload copy_stress only".into())?
         }

@@ -345,6 +345,7 @@ fn stress_replay_campaign() {
         (&["stress", "restart", "--runs", "1", "--kill-rate", "1"], 2, "1 excluded"),
         (&["stress", "run-one", "--seed", "1", "--device", "sim:{dir}/sock", "--host-pct", "2"], 2, "need the embedded simulator"),
         (&["stress", "restart", "--runs", "1", "--timeout", "0"], 2, "0 is not a timeout"),
+        (&["stress", "restart", "--runs", "1", "--bytes", "589825"], 2, "L1 user region, 589824 bytes"),
         (&["stress", "restart", "--runs", "1", "--timeout", "86401"], 2, "86401 is not a timeout: above 0, at most 86400"),
         (&["stress", "restart", "--runs", "1", "--timeout=-1"], 2, "-1 is not a timeout: above 0"),
         (&["stress", "restart", "--runs", "1", "--timeout", "soon"], 2, "expected a number, found \"soon\""),

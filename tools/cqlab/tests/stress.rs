@@ -46,6 +46,12 @@ fn restarts_with_kills_report_drift_and_no_failures() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("identical"), "{text}");
+    // Stdout is the verdict alone: the run's notes go to stderr.
+    assert_eq!(text.lines().count(), 1, "{text}");
+    // A stress run writes no dump: --out has nothing to hold.
+    let out = Command::new(CQLAB).args(["replay", done, "--out", "/tmp"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", support::text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a stress run writes no dump"), "{}", support::text(&out));
     let out = Command::new(CQLAB).args(["campaign", "merge", jsonl.to_str().unwrap(), "--json"]).output().unwrap();
     let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(merged["runs"], v["report"]["runs"]);
