@@ -124,6 +124,9 @@ impl Plan {
         if let Some(j) = &a.records.jsonl {
             crate::output::check("--jsonl", j, crate::output::Kind::File, &[])?;
         }
+        if let (Some(d), Some(j)) = (&a.dump_dir, &a.records.jsonl) {
+            crate::output::distinct(&[("--jsonl", j.as_path()), ("--dump-dir", d.as_path())])?;
+        }
         Ok(plan)
     }
 

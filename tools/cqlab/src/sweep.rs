@@ -14,6 +14,7 @@ use crate::out::{diagln, outln};
 use crate::race::failure::{first_difference, Failure};
 use crate::usage::{ensure, UsageError};
 use anyhow::Result;
+use cqlab_driver::backend::spec::{Model, Spec};
 use cqlab_driver::{Device, DeviceConfig, HostBug};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -225,9 +226,12 @@ impl Sweeper {
         self.args.chip.apply(&mut cfg)?;
         cfg.host_schedule = self.args.host.schedule(0);
         let spec = &self.args.device;
-        let seed = device_seed(spec)?;
-        let sim = cqlab_driver::backend::spec::sim_config(&cfg, seed.unwrap_or(0));
-        let spec = if seed.is_some() { "embedded" } else { spec.as_str() };
+        let embedded = embedded_device(spec)?;
+        let mut sim = cqlab_driver::backend::spec::sim_config(&cfg, embedded.map_or(0, |(seed, _)| seed));
+        if let Some((_, model)) = embedded {
+            model.apply(&mut sim);
+        }
+        let spec = if embedded.is_some() { "embedded" } else { spec.as_str() };
         let mut dev = crate::device::open_for_campaign(spec, sim, cfg, self.args.reset_each).map_err(|e| match e {
             crate::device::Opened::Refused(u) => anyhow::Error::from(u),
             crate::device::Opened::Unavailable(why) => anyhow::anyhow!(why),
@@ -329,7 +333,7 @@ fn shape(args: &Args) -> Result<Shape, UsageError> {
         None => None,
     };
     crate::device::validate(&args.device, 0)?;
-    device_seed(&args.device)?;
+    embedded_device(&args.device)?;
     if let Some(dir) = &args.out {
         crate::output::check("--out", dir, crate::output::Kind::Dir, &[])?;
     }
@@ -344,13 +348,17 @@ pub fn validate(args: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
 }
 
 /// `Some(seed)` for `embedded[:seed=N]`, `None` for a daemon.
-fn device_seed(spec: &str) -> Result<Option<u64>, UsageError> {
-    let bad = || UsageError(format!("--device {spec}: use embedded[:seed=N] or sim:PATH[?wait[=SECS]]"));
-    match spec.strip_prefix("embedded") {
-        Some("") => Ok(Some(0)),
-        Some(rest) => rest.strip_prefix(":seed=").and_then(|s| s.parse::<u64>().ok()).map(Some).ok_or_else(bad),
-        None if spec.starts_with("sim:") => Ok(None),
-        None => Err(bad()),
+/// The seed and timing model of an embedded `spec`; `None` for a daemon.
+fn embedded_device(spec: &str) -> Result<Option<(u64, Model)>, UsageError> {
+    let bad = |why: String| UsageError(format!("--device {spec}: {why}"));
+    match Spec::parse(spec).map_err(|e| bad(e.to_string()))? {
+        // The sweep's points are the queues' own: slow dispatch has none.
+        Spec::Embedded { slow: true, .. } => Err(bad("a sweep runs the command queues; `slow` has none".into())),
+        Spec::Embedded { seed, model, .. } => Ok(Some((seed, model))),
+        Spec::Daemon { .. } => Ok(None),
+        _ => Err(bad(
+            "use embedded[:seed=N][,exact][,blocking][,no-contention][,icache] or sim:PATH[?wait[=SECS]]".into()
+        )),
     }
 }
 

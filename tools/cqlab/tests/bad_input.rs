@@ -224,6 +224,7 @@ fn race_and_its_campaign_options() {
         (&["race", "--jsonl", "{empty-dir}"], 2, "is a directory, expected a file"),
         (&["race", "--jsonl", "{missing}/r.jsonl"], 2, "its directory"),
         (&["race", "--jobs", "2", "--child"], 2, "cannot be used with"),
+        (&["race", "--jsonl", "{dir}/y.jsonl", "--dump-dir", "{dir}/y.jsonl"], 2, "two outputs of one run"),
     ]);
 }
 
@@ -281,6 +282,8 @@ fn run_compare_sweep() {
         (&["compare", "{report1.json}", "{report1.json}", "--threshold", "5000%"], 2, "not in 0..=1000"),
         (&["sweep", "copy_stress", "--param", "cqs=1,17"], 2, "cqs 17 (1..=16)"),
         (&["sweep", "copy_stress", "--param", "bogus=1"], 2, "unknown knob"),
+        (&["sweep", "copy_stress", "--param", "depth=1", "--device", "embedded:slow"], 2, "`slow` has none"),
+        (&["sweep", "copy_stress", "--param", "depth=1", "--device", "embedded:warp"], 2, "unknown embedded option"),
         (&["sweep", "copy_stress", "--param", "depth=5..1"], 2, "need A <= B"),
         (&["sweep", "copy_stress", "--param", "depth=0..18446744073709551615"], 2, "more than a million values"),
         (&["sweep", "copy_stress", "--param", "issue_size=1,4096"], 2, "at issue_size=1 the device refuses"),
@@ -288,7 +291,6 @@ fn run_compare_sweep() {
         (&["sweep", "copy_stress", "--param", "depth=1,2", "--set", "depth=3"], 2, "is the swept knob"),
         (&["sweep", "copy_stress", "--param", "depth=1", "--set", "bytes=9", "--set", "bytes=10"], 2, "set twice"),
         (&["sweep", "copy_stress", "--param", "depth=1", "--device", "bogus"], 2, "unknown device"),
-        (&["sweep", "copy_stress", "--param", "depth=1", "--device", "embedded:slow"], 2, "use embedded[:seed=N]"),
         (&["sweep", "copy_stress", "--param", "depth=1", "--host-bug", "bogus"], 2, "--host-bug"),
         (&["sweep", "copy_stress", "--param", "depth=1", "--host-bug", "staged-reuse-early"], 2, "sends no programs"),
         (&["sweep", "copy_stress", "--param", "depth=1", "--host-pct", "65"], 2, "65 is not in 0..=64"),

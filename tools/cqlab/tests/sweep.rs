@@ -66,3 +66,17 @@ fn a_plain_sweep_tabulates_every_value() {
     let values: Vec<u64> = v["points"].as_array().unwrap().iter().map(|p| p["value"].as_u64().unwrap()).collect();
     assert_eq!(values, [1, 5, 9]);
 }
+
+/// `--device embedded:...` takes the timing model's words, as its help says:
+/// exact time moves a point's cycles; the same spec gives the same cycles.
+#[test]
+fn a_sweep_runs_the_timing_model_its_device_names() {
+    let cycles = |device: &str| {
+        let (code, v) = sweep(&["--param", "depth=2", "--device", device]);
+        assert_eq!(code, 0, "{device}: {v}");
+        v["points"][0]["device_cycles"].as_u64().unwrap()
+    };
+    let sliced = cycles("embedded:seed=2");
+    assert_eq!(cycles("embedded:seed=2"), sliced);
+    assert_ne!(cycles("embedded:seed=2,exact"), sliced, "exact time moves a hand-off");
+}
