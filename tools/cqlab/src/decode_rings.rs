@@ -46,6 +46,11 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
     let mut d = Decoded { text: String::new(), records: Vec::new(), error: None };
     let mut at = 0usize;
     let hs = size_of::<CompletionHeader>();
+    if bytes.is_empty() {
+        // As an issue-queue dump: nothing to decode is not a dump.
+        d.error = Some(format!("empty: a completion-ring dump holds at least one {hs}-byte record header"));
+        return d;
+    }
     while at + hs <= bytes.len() {
         let h = CompletionHeader::read_from_bytes(&bytes[at..at + hs]).expect("sized");
         if bytes[at..at + hs].iter().all(|&b| b == 0) {
@@ -302,7 +307,9 @@ pub fn run(
         if let Some(n) = &live.note {
             outln!("{n}");
         }
-        outln!("{}", d.text.trim_end_matches('\n'));
+        if !d.text.is_empty() {
+            outln!("{}", d.text.trim_end_matches('\n'));
+        }
     }
     match d.error {
         None => Ok(std::process::ExitCode::SUCCESS),

@@ -302,6 +302,7 @@ fn run_compare_sweep() {
 #[test]
 fn decode_and_the_trace_readers() {
     check(&[
+        (&["decode", "--kind", "completion", "{empty}"], 2, "empty: a completion-ring dump holds at least one 16-byte"),
         (&["decode", "--kind", "bogus", "{garbage}"], 2, "invalid value 'bogus'"),
         (&["decode", "{missing}"], 2, "dump /nonexistent/cqlab: No such file"),
         (&["decode", "{empty-dir}"], 2, "is a directory, expected a file"),
