@@ -44,7 +44,8 @@ const METRICS: [(&str, &[&str], Better); 5] = [
 
 /// `5%` or `5`: a percentage in 0..=1000.
 pub fn parse_threshold(s: &str) -> Result<f64, String> {
-    crate::args::real(s.trim().trim_end_matches('%'), 0.0..=1000.0)
+    let s = s.trim();
+    crate::args::real(s.strip_suffix('%').unwrap_or(s), 0.0..=1000.0)
         .map_err(|e| format!("expected a percentage like 5%: {e}"))
 }
 
@@ -63,7 +64,40 @@ fn load(what: &str, path: &Path) -> Result<Value> {
             Usage(format!("{what} {} is not a `cqlab run --json` report (no \"points\")", path.display())).into()
         );
     }
+    check_points(&v).map_err(|why| Usage(format!("{what} {}: {why}", path.display())))?;
     Ok(v)
+}
+
+/// What a comparison reads of each point is what `cqlab run` writes: every
+/// metric absent, null (no samples) or a finite number at least 0, and no
+/// two points at the same parameters (which one would pair is a guess).
+fn check_points(v: &Value) -> Result<(), String> {
+    let points = v["points"].as_array().into_iter().flatten();
+    let mut seen = Vec::new();
+    for (i, p) in points.enumerate() {
+        let at = || format!("point {} ({})", i + 1, params(p).as_ref().map_or("no params".into(), label));
+        for (name, path, _) in METRICS {
+            let value = path.iter().try_fold(p, |v, k| v.get(k));
+            match value {
+                None | Some(Value::Null) => {}
+                Some(x) if x.as_f64().is_some_and(|f| f.is_finite() && f >= 0.0) => {}
+                Some(x) => return Err(format!("{}: {name} is {x}, not a number of at least 0", at())),
+            }
+        }
+        if let Some(k) = params(p).map(|k| k.to_string()) {
+            if seen.contains(&k) {
+                return Err(format!("{}: a second point at the same parameters", at()));
+            }
+            seen.push(k);
+        }
+    }
+    Ok(())
+}
+
+/// The throughput unit of a report's points (`programs/s`, `GB/s`, ...),
+/// if they name one.
+fn throughput_unit(v: &Value) -> Option<&str> {
+    v["points"].as_array()?.iter().find_map(|p| p["throughput"]["unit"].as_str())
 }
 
 fn get(v: &Value, path: &[&str]) -> Option<f64> {
@@ -148,6 +182,18 @@ fn fmt(v: &Value) -> String {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let (threshold, base, test) = (a.threshold, load("BASE", &a.base)?, load("TEST", &a.test)?);
+    for (what, path, v) in [("BASE", &a.base, &base), ("TEST", &a.test, &test)] {
+        // `cqlab run` writes schema 1; a later one may mean other things
+        // by the same keys.
+        let schema = &v["schema"];
+        crate::cli::check(schema.is_null() || *schema == 1, || {
+            format!("{what} {}: schema {schema}; this cqlab reads schema 1", path.display())
+        })?;
+    }
+    if let (Some(b), Some(t)) = (throughput_unit(&base), throughput_unit(&test)) {
+        // A rate in one unit against another is no comparison.
+        crate::cli::check(b == t, || format!("throughput in {b} (BASE) against {t} (TEST): nothing to compare"))?;
+    }
     if base["workload"] != test["workload"] {
         diagln!("note: comparing different workloads ({} vs {})", base["workload"], test["workload"]);
     }

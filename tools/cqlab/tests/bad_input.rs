@@ -54,6 +54,25 @@ impl Fixtures {
             )
         };
         write("report1.json", report(1).as_bytes());
+        // Reports no `cqlab run` writes: a metric of the wrong type or sign,
+        // two points at one parameter value, a schema or unit of another kind.
+        let point = |cqs: u32, throughput: &str, p99: &str| {
+            format!(
+                r#"{{"cqs":{cqs},"params":{{"cqs":{cqs}}},"throughput":{{"unit":"programs/s","value":{throughput}}},"latency_cycles":{{"mean":10.0,"p50":10.0,"p95":10.0,"p99":{p99}}}}}"#
+            )
+        };
+        let run = |schema: u32, points: &[String]| {
+            format!(
+                r#"{{"tool":"cqlab run","schema":{schema},"workload":"dispatch_latency","points":[{}]}}"#,
+                points.join(",")
+            )
+        };
+        write("report-text.json", run(1, &[point(1, "\"abc\"", "10.0")]).as_bytes());
+        write("report-negative.json", run(1, &[point(1, "100.0", "-1")]).as_bytes());
+        write("report-twice.json", run(1, &[point(1, "100.0", "10.0"), point(1, "90.0", "10.0")]).as_bytes());
+        write("report-schema9.json", run(9, &[point(1, "100.0", "10.0")]).as_bytes());
+        write("report-gbs.json", run(1, &[point(1, "100.0", "10.0").replace("programs/s", "GB/s")]).as_bytes());
+        write("report-programs.json", run(1, &[point(1, "100.0", "10.0")]).as_bytes());
         write("report2.json", report(2).as_bytes());
         write(
             "trace.jsonl",
@@ -79,6 +98,12 @@ impl Fixtures {
             "mixed.jsonl",
             "report1.json",
             "report2.json",
+            "report-text.json",
+            "report-negative.json",
+            "report-twice.json",
+            "report-schema9.json",
+            "report-gbs.json",
+            "report-programs.json",
             "trace-v1.jsonl",
             "trace.jsonl",
         ] {
@@ -278,6 +303,20 @@ fn run_compare_sweep() {
         (&["compare", "{empty}", "{report1.json}"], 2, "is not JSON"),
         (&["compare", "{trace.jsonl}", "{report1.json}"], 2, "is not a `cqlab run --json` report"),
         (&["compare", "{report1.json}", "{report2.json}"], 2, "nothing compared"),
+        (
+            &["compare", "{report-text.json}", "{report1.json}"],
+            2,
+            "point 1 (cqs=1): throughput is \"abc\", not a number",
+        ),
+        (&["compare", "{report1.json}", "{report-negative.json}"], 2, "latency p99 is -1, not a number of at least 0"),
+        (&["compare", "{report-twice.json}", "{report1.json}"], 2, "point 2 (cqs=1): a second point at the same"),
+        (&["compare", "{report-schema9.json}", "{report1.json}"], 2, "schema 9; this cqlab reads schema 1"),
+        (
+            &["compare", "{report-gbs.json}", "{report-programs.json}"],
+            2,
+            "throughput in GB/s (BASE) against programs/s",
+        ),
+        (&["compare", "{report1.json}", "{report1.json}", "--threshold", "5%%"], 2, "expected a percentage"),
         (&["compare", "{report1.json}", "{report1.json}", "--threshold=-1"], 2, "expected a percentage"),
         (&["compare", "{report1.json}", "{report1.json}", "--threshold", "5000%"], 2, "not in 0..=1000"),
         (&["sweep", "copy_stress", "--param", "cqs=1,17"], 2, "cqs 17 (1..=16)"),
