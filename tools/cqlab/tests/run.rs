@@ -212,8 +212,8 @@ fn compare_pairs_any_swept_parameter_by_value() {
     assert_eq!(row["params"]["depth"], 4, "{row}");
     // No point in common: nothing compared is exit 2.
     let mut other = swept.clone();
-    for p in other["points"].as_array_mut().unwrap() {
-        p["params"]["depth"] = 16.into();
+    for (p, depth) in other["points"].as_array_mut().unwrap().iter_mut().zip([16, 17]) {
+        p["params"]["depth"] = depth.into();
     }
     write(&tp, &other);
     let out = cqlab(&["compare", bp.to_str().unwrap(), tp.to_str().unwrap()]);
