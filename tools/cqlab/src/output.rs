@@ -49,6 +49,11 @@ pub fn check(what: &str, path: &Path, kind: Kind, inputs: &[&Path]) -> Result<()
     if path.as_os_str().is_empty() {
         return refuse("an empty path".into());
     }
+    if path == Path::new("-") {
+        // Only `run --json -` means stdout (it never gets here): a file
+        // named `-` is a surprise, not what was meant.
+        return refuse("stdout is not taken here; name a file (./- if that is the name)".into());
+    }
     let dir = parent(path);
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => {}

@@ -281,6 +281,8 @@ fn run_compare_sweep() {
         (&["run", "copy_stress", "--device", "bogus"], 2, "unknown device"),
         (&["run", "copy_stress", "--json", "{missing}/r.json"], 2, "--json /nonexistent/cqlab/r.json: its directory"),
         (&["run", "copy_stress", "--trace", "{empty-dir}"], 2, "is a directory, expected a file"),
+        (&["run", "copy_stress", "--trace", "-"], 2, "--trace -: stdout is not taken here"),
+        (&["race", "--jsonl", "-"], 2, "--jsonl -: stdout is not taken here"),
         (
             &["run", "copy_stress", "--json", "{dir}/same.json", "--trace", "{dir}/same.json"],
             2,
