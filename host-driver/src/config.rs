@@ -270,7 +270,13 @@ impl DeviceConfig {
             || self.ring_page_size < 16
             || ring > cqlab_abi::memory_map::DISPATCH_RING.size as u64
         {
-            return bad(format!("dispatcher ring {}x{} bytes", self.ring_pages, self.ring_page_size));
+            return bad(format!(
+                "dispatcher ring of {} pages of {} bytes (each a power of two, pages of at least 16 bytes, at most {} \
+                 bytes in all)",
+                self.ring_pages,
+                self.ring_page_size,
+                cqlab_abi::memory_map::DISPATCH_RING.size
+            ));
         }
         if let (Some(board), Some(h)) = (self.board, &self.harvesting) {
             cqlab_abi::soc::ChipLayout::new(board, h.clone()).map_err(|e| DriverError::Invalid(e.to_string()))?;

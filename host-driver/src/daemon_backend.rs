@@ -244,10 +244,18 @@ fn live_daemon_pid(paths: &DevicePaths) -> Option<i32> {
     }
 }
 
+/// Why `dir` is no device directory: missing, or something else there.
+fn missing_dir(dir: &Path) -> String {
+    match std::fs::metadata(dir) {
+        Ok(_) => "it is not a directory (a daemon's device is the directory `cqlab sim serve --dev` made)".into(),
+        Err(_) => "the directory does not exist".into(),
+    }
+}
+
 /// Connects to the daemon's socket with a clear error when none runs.
 fn connect(paths: &DevicePaths) -> Result<UnixStream> {
     if !paths.dir.is_dir() {
-        return Err(no_daemon(paths, "the directory does not exist".into()));
+        return Err(no_daemon(paths, missing_dir(&paths.dir)));
     }
     let sock = paths.socket();
     // The daemon publishes `sock` only once it listens, so a refusal means
@@ -407,7 +415,7 @@ impl DaemonBackend {
     pub fn attach_with(path: impl AsRef<Path>, wait: LockWait) -> Result<Self> {
         let paths = DevicePaths::new(path.as_ref());
         if !paths.dir.is_dir() {
-            return Err(no_daemon(&paths, "the directory does not exist".into()));
+            return Err(no_daemon(&paths, missing_dir(&paths.dir)));
         }
         let lock = lock_device(&paths, wait)?;
         let stream = connect(&paths)?;

@@ -19,13 +19,21 @@ pub struct Limits {
     /// wait-for chain (at least 1000000: progress is checked every 1000000
     /// cycles).
     #[arg(long, value_name = "CYCLES", default_value_t = DeviceConfig::default().stall_timeout_cycles,
-          value_parser = clap::value_parser!(u64).range(PROGRESS_CHECK_CYCLES..))]
+          value_parser = stall_timeout)]
     pub stall_timeout: u64,
     /// Device cycles a kernel may run while the host waits behind it before
     /// "kernel on (x,y) still running after N cycles"; 0: no limit.
     #[arg(long, value_name = "CYCLES", default_value_t = DEFAULT_KERNEL_TIMEOUT_CYCLES,
           value_parser = kernel_timeout)]
     pub kernel_timeout: u64,
+}
+
+fn stall_timeout(s: &str) -> Result<u64, String> {
+    let v: u64 = s.parse().map_err(|_| format!("expected a number of cycles, found {s:?}"))?;
+    if v < PROGRESS_CHECK_CYCLES {
+        return Err(format!("{v} is below {PROGRESS_CHECK_CYCLES} (the progress-check interval): at least that"));
+    }
+    Ok(v)
 }
 
 fn kernel_timeout(s: &str) -> Result<u64, String> {

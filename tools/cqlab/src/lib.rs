@@ -203,7 +203,7 @@ fn parse(argv: impl IntoIterator<Item = OsString>) -> Result<Parsed, clap::Error
     let given = Given::new(&matches);
     cli.command.validate(&given).map_err(|e| {
         // Carried as a clap error so both kinds of refusal leave one way.
-        clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{e:#}\n"))
+        clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{}\n", out::chain(&e)))
     })?;
     Ok(Parsed { command: cli.command })
 }
@@ -236,7 +236,7 @@ pub fn main_with(argv: impl IntoIterator<Item = OsString>) -> ExitCode {
     let status = match parsed.command.run() {
         Ok(code) => code,
         Err(e) => {
-            cli::report(&format!("{e:#}"));
+            cli::report(&out::chain(&e));
             exit::of_error(&e).into()
         }
     };

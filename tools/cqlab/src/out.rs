@@ -99,6 +99,26 @@ pub fn diag(args: std::fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_fmt(args);
 }
 
+/// An error and its causes as one line, `outer: cause: ...` (anyhow's
+/// `{:#}`), each cause once: many errors show their source in their own
+/// message and also hand it on as the source, which would print it twice
+/// (`creating device directory /proc/x: No such file or directory: No such
+/// file or directory`).
+pub fn chain(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if text.contains(&c) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&c);
+    }
+    text
+}
+
 /// Prints `error: MESSAGE` on stderr (never panics, even on a closed stderr).
 pub fn report(message: &str) {
     diag(format_args!("error: {message}\n"));
@@ -119,3 +139,25 @@ macro_rules! out {
     ($($t:tt)*) => { $crate::out::write(format_args!($($t)*)) };
 }
 pub(crate) use {out, outln};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("creating device directory /x: {source}")]
+    struct Shown {
+        source: std::io::Error,
+    }
+
+    /// A cause an error already shows is not printed again; one it does
+    /// not show is.
+    #[test]
+    fn a_chain_names_each_cause_once() {
+        let io = || std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let e = anyhow::Error::new(Shown { source: io() }).context("starting the daemon");
+        assert_eq!(chain(&e), "starting the daemon: creating device directory /x: no such file");
+        let e = anyhow::Error::new(io()).context("reading /y");
+        assert_eq!(chain(&e), "reading /y: no such file");
+    }
+}

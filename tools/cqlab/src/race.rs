@@ -338,7 +338,7 @@ pub fn record_seed(plan: &Plan, index: u64, seed: u64) -> Result<SeedRecord> {
     if let (Err(f), Some(dir)) = (&outcome, &plan.args.dump_dir) {
         // The record is written whatever becomes of the dump.
         if let Err(e) = write_dump(dir, seed, f, dev.as_mut()) {
-            diagln!("warning: seed {seed}: its dump was not written: {e:#}");
+            diagln!("warning: seed {seed}: its dump was not written: {}", crate::out::chain(&e));
             dump_error = Some(format!("{e:#}"));
         }
     }

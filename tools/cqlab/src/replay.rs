@@ -126,6 +126,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         return replay_stress(&record);
     }
     crate::usage::ensure(record.tool == "race", || format!("a record of tool {:?}: race or stress", record.tool))?;
+    crate::usage::ensure(record.argv.first().is_some_and(|a| a == "race"), || {
+        format!("a race record runs `race ...`, this one `{}`", record.argv.join(" "))
+    })?;
     let line = Line::try_parse_from(std::iter::once("cqlab".to_owned()).chain(record.argv.iter().cloned()))
         .map_err(|e| UsageError(format!("the record's arguments do not parse: {}", e.render().to_string().trim())))?;
     let Tool::Race(race_args) = line.tool;

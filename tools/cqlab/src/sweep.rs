@@ -16,6 +16,7 @@ use crate::usage::{ensure, UsageError};
 use anyhow::Result;
 use cqlab_driver::backend::spec::{Model, Spec};
 use cqlab_driver::{Device, DeviceConfig, HostBug};
+use cqlab_sim::config::SimConfig;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -316,9 +317,17 @@ fn shape(args: &Args) -> Result<Shape, UsageError> {
         // Every value is checked now, not when the sweep reaches it.
         let mut k = base.clone();
         k.set(&name, v).map_err(|e| UsageError(format!("--param {}: {}", args.param, e.0)))?;
-        k.device_config(args.timeout_cycles, None)
-            .validate()
-            .map_err(|e| UsageError(format!("--param {}: at {name}={v} the device refuses: {e}", args.param)))?;
+        let cfg = k.device_config(args.timeout_cycles, None);
+        let refused =
+            |why: String| UsageError(format!("--param {}: at {name}={v} the device refuses: {why}", args.param));
+        cfg.validate().map_err(|e| refused(e.to_string()))?;
+        if args.device.starts_with("embedded") {
+            // The embedded simulator's host memory holds every queue.
+            let (need, has) = (cfg.queue_layout(cfg.num_cqs).base, SimConfig::default().sysmem_size as u64);
+            ensure(need <= has, || {
+                refused(format!("the queues need {need} bytes of sysmem, the simulator has {has}")).0
+            })?;
+        }
     }
     base.set(&name, values[0])?;
     let host_bug = match &args.host_bug {

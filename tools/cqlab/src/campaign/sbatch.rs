@@ -106,8 +106,9 @@ pub fn script(args: &Args, exe: &str, firmware_dir: Option<&str>) -> String {
 /// arguments as one of its array tasks will see them, and the directory.
 pub fn validate(args: &Args) -> Result<()> {
     let tool = args.campaign.first().map(String::as_str);
-    ensure(matches!(tool, Some("race" | "stress")), || {
-        format!("the campaign after `--` is `race ...` or `stress ...`, not {:?}", args.campaign.first())
+    ensure(matches!(tool, Some("race" | "stress")), || match tool {
+        Some(t) => format!("the campaign after `--` is `race ...` or `stress ...`, not `{t} ...`"),
+        None => "the campaign after `--` is `race ...` or `stress ...`, and there is none".into(),
     })?;
     ensure(!args.campaign.iter().any(|a| a == "--shard" || a == "--jsonl" || a == "--jobs"), || {
         "the campaign must not set --shard, --jsonl or --jobs: each array task is one shard".into()

@@ -53,7 +53,11 @@ impl Shard {
                 (Some(_), None) => {
                     Err(UsageError(format!("{id} is set but {count} is not: cannot tell the shard count")))
                 }
-                (Some(i), Some(n)) => Self::parse(&format!("{i}/{n}")).map(Some),
+                // No --shard was given: the message names where the pair came from.
+                (Some(i), Some(n)) => Self::parse(&format!("{i}/{n}")).map(Some).map_err(|e| {
+                    let why = e.0.split_once(": ").map_or(e.0.as_str(), |(_, why)| why);
+                    UsageError(format!("{id}={i:?} with {count}={n:?} (the shard, from the environment): {why}"))
+                }),
             }
         };
         // Slurm array indices start where --array starts; cqlab's sbatch
@@ -100,6 +104,11 @@ mod tests {
             _ => None,
         };
         assert_eq!(Shard::resolve_from(None, slurm).unwrap(), Shard { index: 3, count: 5 });
+        // A bad pair names the variables it came from, not a --shard never given.
+        let garbage = |k: &str| slurm(k).map(|v| if k == "SLURM_ARRAY_TASK_ID" { "abc".into() } else { v });
+        let e = Shard::resolve_from(None, garbage).unwrap_err().0;
+        assert!(e.starts_with("SLURM_ARRAY_TASK_ID=\"abc\" with SLURM_ARRAY_TASK_COUNT=\"5\""), "{e}");
+        assert!(!e.contains("--shard"), "{e}");
         let k8s = |k: &str| (k == "JOB_COMPLETION_INDEX").then(|| "1".to_owned());
         assert!(Shard::resolve_from(None, k8s).is_err(), "an index without a count is refused");
     }

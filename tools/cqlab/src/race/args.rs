@@ -17,6 +17,17 @@ const MAX_QUEUE_BYTES: u32 = 64 << 20;
 /// Largest DRAM page of the copied buffer.
 const MAX_PAGE: u32 = 1 << 20;
 
+/// A DRAM page: a whole number of PCIe-aligned blocks (the driver's DRAM
+/// buffers are paged so), at most [`MAX_PAGE`].
+fn page_size(s: &str) -> Result<u32, String> {
+    let align = cqlab_abi::PCIE_ALIGNMENT as u32;
+    let v: u32 = s.trim().parse().map_err(|_| format!("expected a number of bytes, found {s:?}"))?;
+    if v == 0 || v % align != 0 || v > MAX_PAGE {
+        return Err(format!("{v}: a multiple of {align} from {align} to {MAX_PAGE}"));
+    }
+    Ok(v)
+}
+
 /// The known-bug variants of the CQ firmware.
 pub use cqlab_abi::firmware::KNOWN_BUG_VARIANTS as VARIANTS;
 
@@ -79,8 +90,9 @@ pub struct Args {
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=MAX_BYTES as i64))]
     pub bytes: u32,
     /// Two-queue: DRAM page size of the copied buffer (a read relays it page
-    /// by page through the prefetcher's relay scratch; 1..=1048576).
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=MAX_PAGE as i64))]
+    /// by page through the prefetcher's relay scratch; a multiple of 64 up
+    /// to 1048576).
+    #[arg(long, default_value_t = 1024, value_parser = page_size)]
     pub page_size: u32,
     /// Seeded extra latency, up to this many cycles, on every NOC/PCIe transaction (0..=10000000).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=MAX_LATENCY))]
