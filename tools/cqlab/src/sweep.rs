@@ -162,6 +162,9 @@ pub fn parse_param(spec: &str) -> Result<(String, Vec<u64>), UsageError> {
         values.split(',').map(num).collect::<Result<Vec<_>, _>>()?
     };
     ensure(!list.is_empty(), || format!("--param {spec:?}: no values"))?;
+    if let Some(v) = list.iter().enumerate().find_map(|(i, v)| list[..i].contains(v).then_some(v)) {
+        return Err(bad(&format!("{v} appears twice (a point would run twice)")));
+    }
     Ok((name.trim().to_owned(), list))
 }
 

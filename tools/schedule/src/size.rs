@@ -29,9 +29,15 @@ pub fn parse_size(input: &str) -> Result<u64> {
     value.checked_mul(scale).ok_or_else(|| bad("size overflows 64 bits"))
 }
 
-/// Parse a comma-separated list of sizes (`1MiB,16MiB`). Empty items are errors.
+/// Parse a comma-separated list of sizes (`1MiB,16MiB`). Empty items are
+/// errors, and so is a size given twice (`1MiB,1024KiB`): it would be
+/// modelled twice.
 pub fn parse_size_list(input: &str) -> Result<Vec<u64>> {
-    input.split(',').map(parse_size).collect()
+    let sizes: Vec<u64> = input.split(',').map(parse_size).collect::<Result<_>>()?;
+    if sizes.iter().enumerate().any(|(i, s)| sizes[..i].contains(s)) {
+        return Err(ScheduleError::BadSize { input: input.to_string(), reason: "a size appears twice" });
+    }
+    Ok(sizes)
 }
 
 /// Format a capacity in the largest binary unit that divides it exactly (`16MiB`, `1536KiB`, `100B`).
@@ -72,6 +78,7 @@ mod tests {
             assert!(matches!(parse_size(bad), Err(ScheduleError::BadSize { .. })), "{bad:?}");
         }
         assert!(parse_size_list("1MiB,,2MiB").is_err());
+        assert!(parse_size_list("1MiB,1024KiB").is_err(), "one size twice");
     }
 
     #[test]

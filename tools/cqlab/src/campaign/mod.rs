@@ -160,8 +160,10 @@ impl Report {
             signatures,
             runs_to_first_failure: first.map(|i| i as u64 + 1),
             first_failing_seed: first.map(|i| sorted[i].seed),
-            seconds_to_first_failure: first.map(|i| sorted[..=i].iter().map(|r| r.seconds).sum()),
-            seconds: sorted.iter().map(|r| r.seconds).sum(),
+            // Folded from +0.0: an empty `sum` of floats is -0.0 (a shard
+            // with no seeds printed "-0.0 s").
+            seconds_to_first_failure: first.map(|i| sorted[..=i].iter().fold(0.0, |s, r| s + r.seconds)),
+            seconds: sorted.iter().fold(0.0, |s, r| s + r.seconds),
         }
     }
 

@@ -79,8 +79,20 @@ pub fn check_exact_time(core_stall: f64, faults: &Faults) -> Result<(), UsageErr
 impl Faults {
     pub fn parse(specs: &[String]) -> Result<Self, UsageError> {
         let mut f = Faults::default();
+        // Each fault once (a second value would silently win), each slowed core once.
+        let mut given: Vec<String> = Vec::new();
         for spec in specs {
+            ensure(spec.split(',').any(|s| !s.trim().is_empty()), || {
+                format!("--faults {spec:?}: names no fault (KEY=VALUE,... or `strong`)")
+            })?;
             for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                let key = match item.split_once('=') {
+                    Some(("slow", v)) => format!("slow={}", v.split_once('@').map_or(v, |(core, _)| core)),
+                    Some((k, _)) => k.to_owned(),
+                    None => item.to_owned(),
+                };
+                ensure(!given.contains(&key), || format!("--faults {item:?}: {key} is given twice"))?;
+                given.push(key);
                 if item == "strong" {
                     let strong = Faults::parse(&[STRONG.to_owned()])?;
                     f.merge(strong);
