@@ -526,13 +526,14 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let total = v["timed_cycles"].as_u64().unwrap_or(0).max(1);
+    let timed = v["timed_cycles"].as_u64().unwrap_or(0);
+    // Shares divide by it; the header says what the trace holds.
+    let total = timed.max(1);
     outln!(
-        "{} on {} CQs, sync {}: {} device cycles over the timed iterations (window: {})",
+        "{} on {} CQs, sync {}: {timed} device cycles over the timed iterations (window: {})",
         v["workload"].as_str().unwrap_or(""),
         v["cqs"],
         v["sync"].as_str().unwrap_or(""),
-        total,
         v["window"].as_str().unwrap_or("")
     );
     outln!("busy time: the best-ranked thing any core was doing at each cycle (see `cqlab trace summary --help`)");
