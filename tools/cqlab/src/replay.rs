@@ -112,6 +112,18 @@ fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let record = load(&args)?;
+    // What the tools write agrees with itself; a record that does not was
+    // edited, and its verdict would compare against the wrong thing.
+    crate::usage::ensure(record.ok == record.failure.is_none(), || {
+        let names = if record.failure.is_some() { "names a failure" } else { "names no failure" };
+        format!("seed {}: the record says ok {}, yet {names}: not a record cqlab wrote", record.seed, record.ok)
+    })?;
+    // Stress records run `--seed N`, race records `--seed-base N --seeds 1`.
+    let argv_seed = record.argv.windows(2).find(|w| w[0] == "--seed" || w[0] == "--seed-base");
+    crate::usage::ensure(argv_seed.is_none_or(|w| w[1] == record.seed.to_string()), || {
+        let w = argv_seed.expect("found");
+        format!("seed {}: its arguments run {} {}: not a record cqlab wrote", record.seed, w[0], w[1])
+    })?;
     if record.tool == "stress" {
         if record.metrics.contains_key(crate::stress::KILLED) {
             return Err(UsageError(format!(

@@ -418,6 +418,8 @@ fn stress_replay_campaign() {
         (&["replay", "{mixed.jsonl}", "--out", "{mixed.jsonl}"], 2, "exists and is not a directory"),
         (&["replay", "{\"tool\":\"stress\",\"seed\":1,\"index\":0,\"ok\":true,\"device_cycles\":1,\"seconds\":0.1,\"argv\":[\"sim\",\"bench\"]}"], 2, "a stress record runs `stress run-one"),
         (&["replay", "{\"tool\":\"race\",\"seed\":1,\"index\":0,\"ok\":true,\"device_cycles\":1,\"seconds\":0.1,\"argv\":[]}"], 2, "a race record runs `race ...`, this one ``"),
+        (&["replay", "{\"tool\":\"race\",\"seed\":1,\"index\":0,\"ok\":false,\"device_cycles\":1,\"seconds\":0.1,\"argv\":[\"race\"]}"], 2, "the record says ok false, yet names no failure"),
+        (&["replay", "{\"tool\":\"race\",\"seed\":1,\"index\":0,\"ok\":true,\"device_cycles\":1,\"seconds\":0.1,\"argv\":[\"race\",\"--seed-base\",\"2\"]}"], 2, "its arguments run --seed-base 2"),
         (&["campaign", "merge", "{missing}"], 2, "/nonexistent/cqlab: No such file"),
         (&["campaign", "merge", "{garbage}"], 2, "not a campaign record"),
         (&["campaign", "merge", "{binary}"], 2, "is not UTF-8"),
