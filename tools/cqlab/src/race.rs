@@ -339,7 +339,7 @@ pub fn record_seed(plan: &Plan, index: u64, seed: u64) -> Result<SeedRecord> {
         // The record is written whatever becomes of the dump.
         if let Err(e) = write_dump(dir, seed, f, dev.as_mut()) {
             diagln!("warning: seed {seed}: its dump was not written: {}", crate::out::chain(&e));
-            dump_error = Some(format!("{e:#}"));
+            dump_error = Some(crate::out::chain(&e));
         }
     }
     Ok(SeedRecord {

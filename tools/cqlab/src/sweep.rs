@@ -16,7 +16,6 @@ use crate::usage::{ensure, UsageError};
 use anyhow::Result;
 use cqlab_driver::backend::spec::{Model, Spec};
 use cqlab_driver::{Device, DeviceConfig, HostBug};
-use cqlab_sim::config::SimConfig;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -326,7 +325,8 @@ fn shape(args: &Args) -> Result<Shape, UsageError> {
         cfg.validate().map_err(|e| refused(e.to_string()))?;
         if args.device.starts_with("embedded") {
             // The embedded simulator's host memory holds every queue.
-            let (need, has) = (cfg.queue_layout(cfg.num_cqs).base, SimConfig::default().sysmem_size as u64);
+            let has = cqlab_driver::backend::spec::sim_config(&cfg, 0).sysmem_size as u64;
+            let need = cfg.queue_layout(cfg.num_cqs).base;
             ensure(need <= has, || {
                 refused(format!("the queues need {need} bytes of sysmem, the simulator has {has}")).0
             })?;
