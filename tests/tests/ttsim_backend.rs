@@ -94,6 +94,22 @@ fn a_file_that_is_not_a_shared_object_fails_at_open() {
     assert!(e.to_string().contains("cannot be loaded"), "a missing file: {e}");
 }
 
+/// A library cut short is refused before the loader maps it: mapped, its
+/// missing pages fault (SIGBUS) and the process dies without a word.
+#[test]
+fn a_truncated_library_fails_at_open_naming_what_is_missing() {
+    let whole = std::fs::read(libttsim_library(cqlab_abi::arch::Arch::Wormhole)).unwrap();
+    let lib = scratch("truncated").join("libttsim_wh.so");
+    // Cut inside its first loadable segment (the file's tail past its
+    // segments, debug sections, the loader never maps: cut there, it loads).
+    std::fs::write(&lib, &whole[..100_000]).unwrap();
+    let e = open_err(&lib);
+    let msg = e.to_string();
+    assert!(matches!(&e, DriverError::Library { problem: LibraryProblem::Load(_), .. }), "{msg}");
+    assert!(msg.contains("cannot be loaded: truncated: a loadable segment needs file bytes"), "{msg}");
+    let _ = std::fs::remove_dir_all(lib.parent().unwrap());
+}
+
 #[test]
 fn a_library_of_the_other_architecture_refuses_the_board() {
     // The Blackhole library asked for the Wormhole test chip: cqlab's library refuses the board.

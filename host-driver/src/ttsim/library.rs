@@ -95,9 +95,42 @@ unsafe fn symbol<T: Copy>(lib: &libloading::Library, name: &str) -> Option<T> {
     unsafe { lib.get::<T>(name.as_bytes()).ok().map(|s| *s) }
 }
 
+/// Refuses an ELF file whose loadable segments reach past its end: the
+/// loader maps them and faults (SIGBUS) on the missing pages instead of
+/// failing, so a truncated library would kill the process with no message.
+/// What is not an ELF file is left to the loader, which refuses it cleanly.
+fn check_segments_in_file(path: &Path) -> Result<()> {
+    use object::read::elf::{FileHeader, ProgramHeader};
+    let Ok(bytes) = std::fs::read(path) else { return Ok(()) };
+    if !bytes.starts_with(b"\x7fELF") {
+        return Ok(());
+    }
+    let bad = |why: String| problem(path, LibraryProblem::Load(why));
+    let malformed = |e: object::read::Error| bad(format!("malformed ELF: {e}"));
+    // The program headers only: what the loader maps (a 64-bit host's
+    // library; another class the loader refuses itself).
+    let Ok(header) = object::elf::FileHeader64::<object::Endianness>::parse(&*bytes) else { return Ok(()) };
+    let endian = header.endian().map_err(malformed)?;
+    let len = bytes.len() as u64;
+    for ph in header.program_headers(endian, &*bytes).map_err(malformed)? {
+        if ph.p_type(endian) != object::elf::PT_LOAD {
+            continue;
+        }
+        let (offset, size) = (ph.p_offset(endian), ph.p_filesz(endian));
+        if offset.checked_add(size).is_none_or(|end| end > len) {
+            return Err(bad(format!(
+                "truncated: a loadable segment needs file bytes {offset:#x}..{:#x}, the file has {len:#x}",
+                offset.saturating_add(size)
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Loaded {
     /// Loads the library at `path` and resolves its symbols.
     pub fn load(path: &Path) -> Result<Loaded> {
+        check_segments_in_file(path)?;
         // SAFETY: loading runs the library's initialisers: the user names
         // the library to run, as with tt-umd's TT_METAL_SIMULATOR.
         let lib = unsafe { libloading::Library::new(path) }
