@@ -162,7 +162,16 @@ impl Lib {
         };
         let mut next = self.overrides.clone();
         next.push((var.to_string(), value.to_string()));
-        Settings::with_overrides(arch, &next)?;
+        Settings::with_overrides(arch, &next).map_err(|e| match e {
+            // Every setting is checked, the environment's too: a bad one
+            // there is named as such, not blamed on this call's.
+            ApiError::Setting { var: bad, value, reason } if bad != var => ApiError::Setting {
+                var: bad,
+                value,
+                reason: format!("{reason} (in the environment; this call set {var})"),
+            },
+            e => e,
+        })?;
         self.overrides = next;
         Ok(())
     }

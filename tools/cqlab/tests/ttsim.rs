@@ -36,3 +36,22 @@ fn a_file_that_is_not_a_library_is_refused_naming_it() {
     let o = support::cqlab(&["demo", "--device", "ttsim:"]);
     assert_eq!(o.status.code(), Some(2), "an empty path is a usage error: {}", text(&o));
 }
+
+/// A bad `CQLAB_TTSIM_*` value in the environment is named as the
+/// environment's, not blamed on the setting the driver was making.
+#[test]
+fn a_bad_setting_in_the_environment_is_named_as_such() {
+    let lib = cqlab_tests::libttsim_library(cqlab_abi::arch::Arch::Wormhole);
+    let mut c = std::process::Command::new(CQLAB);
+    c.args(["demo", "--rounds", "1", "--device"]).arg(format!("ttsim:{}", lib.display()));
+    c.env("CQLAB_TTSIM_SEED", "abc").env_remove("CQLAB_TTSIM_LOG");
+    let o = run_within(c, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("CQLAB_TTSIM_SEED=\"abc\": expected a number")
+            && err.contains("(in the environment; this call set"),
+        "{}",
+        text(&o)
+    );
+}
