@@ -75,8 +75,9 @@ pub enum SimError {
     Config(#[from] ConfigError),
     #[error("{noc:?} request to {coord} (tile address {addr:#x}): {reason}{}", tile.map_or(String::new(), |t| format!(" (NOC0 tile {t})")))]
     Refused { noc: Noc, coord: Coord, tile: Option<Coord>, addr: u64, reason: &'static str },
-    #[error("tile {tile}: register {addr:#010x}: {reason}")]
-    Register { tile: Coord, addr: u32, reason: &'static str },
+    /// `tile` translated (as requests name it), `noc0` its NOC0 coordinates.
+    #[error("tile {tile} (NOC0 tile {noc0}): register {addr:#010x}: {reason}")]
+    Register { tile: Coord, noc0: Coord, addr: u32, reason: &'static str },
     #[error("ARC: {0}")]
     Arc(String),
     #[error("loading an ELF onto {coord}: {source}")]
@@ -535,9 +536,14 @@ impl Chip {
 
     /// Translated coordinates of tile index `t`.
     fn tile_coord(&self, t: usize) -> Coord {
+        let noc0 = self.noc0_coord(t);
+        self.layout.tile(noc0).map_or(noc0, |tile| tile.translated)
+    }
+
+    /// Tile index `t`'s NOC0 coordinates.
+    fn noc0_coord(&self, t: usize) -> Coord {
         let g = self.layout.grid();
-        let c = Coord::new((t % g.x as usize) as u8, (t / g.x as usize) as u8);
-        self.layout.tile(c).map_or(c, |tile| tile.translated)
+        Coord::new((t % g.x as usize) as u8, (t / g.x as usize) as u8)
     }
 
     /// Host write by NOC address (NOC0, translated coordinates, as a TLB
@@ -579,6 +585,7 @@ impl Chip {
     fn check_reg_write(&self, tile: usize, addr: u32) -> Result<(), SimError> {
         remote_reg(self.chip, addr, true).map_err(|reason| SimError::Register {
             tile: self.tile_coord(tile),
+            noc0: self.noc0_coord(tile),
             addr,
             reason,
         })
@@ -797,7 +804,8 @@ impl Chip {
     }
 
     fn peek_reg(&self, tile: usize, addr: u32) -> Result<u32, SimError> {
-        let err = |reason| SimError::Register { tile: self.tile_coord(tile), addr, reason };
+        let err =
+            |reason| SimError::Register { tile: self.tile_coord(tile), noc0: self.noc0_coord(tile), addr, reason };
         remote_reg(self.chip, addr, false).map_err(err)?;
         let regs = &self.tensix(tile).regs;
         if let Some((noc, reg)) = self.chip.niu.decode(addr) {

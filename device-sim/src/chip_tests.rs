@@ -277,8 +277,14 @@ fn host_access_reaches_l1_registers_dram_and_host_memory() {
         assert!(matches!(err, SimError::Refused { reason: "no tile answers to these coordinates", .. }), "{err}");
         let past_l1 = chip.write(at(p.l1_size - 4), &[0; 8]).unwrap_err();
         assert!(past_l1.to_string().contains(&format!("{:#x}", p.l1_size - 4)), "{past_l1}");
+        // Above 4 GiB a Tensix tile has nothing, whatever the access's size.
+        let high = chip.read_u32(NocAddr::unicast(t[0], 1 << 32)).unwrap_err();
+        assert!(matches!(high, SimError::Refused { reason, .. } if reason.contains("nothing above 4 GiB")), "{high}");
         let cmd = chip.write_u32(at(p.niu.cmd_buf_base(Noc::Noc0, 0)), 1).unwrap_err();
         assert!(matches!(cmd, SimError::Register { reason, .. } if reason.contains("command buffers")), "{cmd}");
+        // Named as requests name the tile, and as the layout places it.
+        let noc0 = chip.layout().tiles().iter().find(|l| l.translated == t[0]).unwrap().noc0;
+        assert!(cmd.to_string().starts_with(&format!("tile {} (NOC0 tile {noc0}): register", t[0])), "{cmd}");
         let channel = chip.layout().descriptor().dram_bank_size;
         let beyond = chip.read_u32(NocAddr::unicast(dram, channel)).unwrap_err();
         assert!(matches!(beyond, SimError::Refused { .. }), "{beyond}");

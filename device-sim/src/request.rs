@@ -109,6 +109,12 @@ impl Resolver<'_> {
                     Target::L1 { tile: t, addr: tile_addr as u32 }
                 } else if len == self.chip.noc.mmio_access_bytes as u64 && tile_addr <= u32::MAX as u64 {
                     Target::Reg { tile: t, addr: tile_addr as u32 }
+                } else if tile_addr > u32::MAX as u64 {
+                    // The registers sit in the cores' 32-bit address space.
+                    return Err(refuse(
+                        "a Tensix tile has nothing above 4 GiB (its L1 and registers lie below)",
+                        Some(noc0),
+                    ));
                 } else {
                     return Err(refuse(
                         "beyond L1 a Tensix tile has registers only, reached 4 bytes at a time",
