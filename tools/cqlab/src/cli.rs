@@ -117,11 +117,14 @@ impl HostArgs {
 
     /// The options, written out so a replay line runs the same schedule
     /// whatever the defaults become (none for a command whose default is
-    /// off and that runs it off: it may run on a device without a seed).
+    /// off and that runs it off: it may run on a device without a seed). A
+    /// jitter given, 0 too, is written: where none is given a command may
+    /// draw one per seed (`race`), so leaving out `--host-jitter 0` would
+    /// run its replay, or a `--jobs` child, on another schedule.
     pub fn argv(&self, default_jitter: u64) -> Vec<String> {
         let s = self.schedule(default_jitter);
         let mut v = Vec::new();
-        if s.jitter_cycles > 0 || default_jitter > 0 {
+        if s.jitter_cycles > 0 || default_jitter > 0 || self.host_jitter.is_some() {
             v.extend(["--host-jitter".to_owned(), s.jitter_cycles.to_string()]);
         }
         if let Some(p) = s.pct {

@@ -280,6 +280,20 @@ fn parallel_jobs_give_the_report_of_one_process_and_records_replay() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// An explicit `--host-jitter 0` reaches `--jobs` children and replay
+/// lines: without it each seed would draw its own jitter there (0 or 2000),
+/// and seeds that fail at 0 would pass in a child or a replay.
+#[test]
+fn an_explicit_host_jitter_of_0_holds_in_jobs_and_replay_lines() {
+    let common = ["--variant", "event-zero-signalled", "--seeds", "6", "--iterations", "2", "--host-jitter", "0"];
+    let (c1, one) = race(&common);
+    let (c2, two) = race(&[&common[..], &["--jobs", "2"]].concat());
+    assert_eq!((c1, one["failures"].as_u64()), (c2, two["failures"].as_u64()), "{one}\n{two}");
+    assert_eq!(one["signatures"], two["signatures"]);
+    let replay = one["signatures"][0]["replay"].as_str().expect("the variant fails at host jitter 0");
+    assert!(replay.contains("--host-jitter 0"), "{replay}");
+}
+
 /// `--until-first` with jobs stops where one process stops: at the lowest
 /// failing seed, with every seed before it run. Here the first seed passes
 /// slower than the second fails, so a report of the first failure to
