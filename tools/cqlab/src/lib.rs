@@ -78,7 +78,7 @@ enum Command {
     DriverBench(driver_bench::Args),
     /// Matmul on the simulated chip in a tile order: measured vs predicted DRAM bytes.
     Matmul(matmul::Args),
-    /// A race workload (two-queue or random) over many seeds: failure rate, signatures, replay commands.
+    /// A race workload (two-queue, random or programs) over many seeds: failure rate, signatures, replay commands.
     Race(race::Args),
     /// Run a named workload over 1..=8 queues: latency percentiles, throughput, switch overhead, scaling.
     Run(run::Args),
