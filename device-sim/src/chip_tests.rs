@@ -283,8 +283,8 @@ fn host_access_reaches_l1_registers_dram_and_host_memory() {
         let cmd = chip.write_u32(at(p.niu.cmd_buf_base(Noc::Noc0, 0)), 1).unwrap_err();
         assert!(matches!(cmd, SimError::Register { reason, .. } if reason.contains("command buffers")), "{cmd}");
         // Named as requests name the tile, and as the layout places it.
-        let noc0 = chip.layout().tiles().iter().find(|l| l.translated == t[0]).unwrap().noc0;
-        assert!(cmd.to_string().starts_with(&format!("tile {} (NOC0 tile {noc0}): register", t[0])), "{cmd}");
+        let noc0 = chip.layout().tiles().iter().find(|l| l.translated == w).unwrap().noc0;
+        assert!(cmd.to_string().starts_with(&format!("tile {w} (NOC0 tile {noc0}): register")), "{cmd}");
         let channel = chip.layout().descriptor().dram_bank_size;
         let beyond = chip.read_u32(NocAddr::unicast(dram, channel)).unwrap_err();
         assert!(matches!(beyond, SimError::Refused { .. }), "{beyond}");
