@@ -98,6 +98,22 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// Forgets what the records so far measured (command, wait and kernel
+    /// tallies, gaps between kernels, start delays, occupancy points), and
+    /// keeps what pairs later records with earlier ones (each core's open
+    /// command and wait, the launches, the events): called where the timed
+    /// iterations start, so a run's totals cover what its timed cycles do,
+    /// not its warmup too (a wait open at that point counts whole).
+    pub fn begin_timed(&mut self) {
+        self.start_delays.clear();
+        self.commands.clear();
+        self.waits.clear();
+        self.kernels.clear();
+        self.same_cq_gaps.clear();
+        self.cross_cq_gaps.clear();
+        self.occupancy.forget_points();
+    }
+
     /// Nothing seen yet, of records from `chip`.
     pub fn new(chip: std::sync::Arc<Topology>) -> Self {
         Self {

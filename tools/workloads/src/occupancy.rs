@@ -73,6 +73,12 @@ impl Occupancy {
         }
     }
 
+    /// Forgets the points so far (the queues' counters stay: later records
+    /// go on from them).
+    pub fn forget_points(&mut self) {
+        self.series.iter_mut().for_each(Vec::clear);
+    }
+
     /// A host sample of queue `cq`'s pointers at `cycle`; returns its point.
     /// The first sample also sets the device-side counters (taken when
     /// the device is idle, before any record is read).

@@ -186,7 +186,7 @@ pub struct MatmulFigures {
     pub utilization: f64,
     pub cycles_per_mac: f64,
     pub workers: u32,
-    pub peak_basis: &'static str,
+    pub peak_basis: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -365,6 +365,9 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
         if i == spec.warmup {
             // The timed region starts drained.
             sync_in_order(&mut dev, &mut outstanding, &mut collector, &mut analysis, observer)?;
+            drain(&mut dev, &mut collector, &mut analysis, observer)?;
+            // Totals cover the timed iterations, as the timed cycles do.
+            analysis.begin_timed();
             timed_start = dev.now();
         }
         let start = dev.now();
@@ -426,7 +429,11 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
     let clock_hz = chip.layout().clock_hz();
     let throughput = Throughput::of(&work, spec.iters, timed_cycles, clock_hz);
     let matmul = calibration.map(|cycles_per_mac| {
-        let workers = chip.cols() as u32 * (chip.rows() / cqs).max(1) as u32 * cqs as u32;
+        // The queues' workers share the output tiles, one each in turn
+        // (`Matmul::args`): a worker past the last tile computes nothing.
+        let launched = chip.cols() as u32 * (chip.rows() / cqs).max(1) as u32 * cqs as u32;
+        let tiles = (spec.knobs.m / spec.knobs.tile) * (spec.knobs.n / spec.knobs.tile);
+        let workers = launched.min(tiles).max(1);
         let achieved = work.per_iteration * spec.iters as f64 * clock_hz as f64 / timed_cycles.max(1) as f64;
         let peak = workers as f64 * clock_hz as f64 * 2.0 / cycles_per_mac;
         MatmulFigures {
@@ -436,9 +443,13 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
             utilization: achieved / peak,
             cycles_per_mac,
             workers,
-            peak_basis: "every used worker running the matmul kernel's k-step (two tile reads from DRAM, tile loads, \
-                         t^3 soft-float multiply-adds) back to back at the rate measured on one core of this chip \
-                         (kernel cycles of a 2-step minus a 1-step tile, over t^3), at the modelled 1 GHz clock",
+            peak_basis: format!(
+                "every worker with an output tile ({workers} of the {launched} launched) running the matmul kernel's \
+                 k-step (two tile reads from DRAM, tile loads, t^3 soft-float multiply-adds) back to back at the rate \
+                 measured on one core of this chip (kernel cycles of a 2-step minus a 1-step tile, over t^3), at the \
+                 chip's {:.2} GHz clock",
+                clock_hz as f64 / 1e9
+            ),
         }
     });
     let commands = analysis
