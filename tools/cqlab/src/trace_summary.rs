@@ -139,6 +139,9 @@ pub struct Summarizer {
     total_cycles: u64,
     /// A timed iteration has been closed (--sync end windows).
     seen_timed: bool,
+    /// Start of the first timed iteration: the waits counted end after it,
+    /// as the timed cycles do (warmup and boot waits are not theirs).
+    timed_from: Option<u64>,
     /// Most segments and spans held at once (memory stays per window).
     pub max_held: usize,
 }
@@ -177,6 +180,7 @@ impl Summarizer {
             path_totals: BTreeMap::new(),
             total_cycles: 0,
             seen_timed: false,
+            timed_from: None,
             max_held: 0,
         }
     }
@@ -293,7 +297,7 @@ impl Summarizer {
         }
         let st = self.cores.get(&core).expect("inserted above");
         self.timeline.set_open(core, r.cycle, seg_of(st, ep));
-        if let Some((label, d)) = wait_done {
+        if let Some((label, d)) = wait_done.filter(|_| self.timed_from.is_some_and(|t| r.cycle >= t)) {
             self.waits.entry(label).or_default().add(d);
         }
         for (s, e, rank, label) in spans {
@@ -446,6 +450,9 @@ pub fn summarize(run: &std::path::Path) -> Result<Value> {
                     // The previous iteration was synchronised and drained before
                     // this one began: close it even if an event record was lost.
                     s.close_ready(&mut pending, &mut prev_done, true);
+                }
+                if !i.warmup && s.timed_from.is_none() {
+                    s.timed_from = Some(i.start);
                 }
                 pending.push_back(Pending {
                     index: i.index,

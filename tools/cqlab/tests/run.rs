@@ -314,10 +314,12 @@ fn trace_export_is_strict_perfetto_and_summary_attributes_95_percent() {
     assert_eq!(tracks, 2 + 2 + 64 + 1);
     assert!(flows >= 64, "GO -> kernel flows: {flows}");
     for (w, extra) in [("hetero", vec![]), ("copy_stress", vec!["--bytes", "4096"]), ("dispatch_latency", vec![])] {
-        let trace = tmp(&format!("{w}.jsonl"));
+        let (trace, report) = (tmp(&format!("{w}.jsonl")), tmp(&format!("{w}.json")));
         let mut args = vec!["run", w, "--cqs", "2", "--iters", "3", "--trace", trace.to_str().unwrap()];
+        args.extend(["--json", report.to_str().unwrap()]);
         args.extend(extra);
         assert!(cqlab(&args).status.success());
+        let point = serde_json::from_slice::<Value>(&std::fs::read(&report).unwrap()).unwrap()["points"][0].clone();
         let out = cqlab(&["trace", "summary", trace.to_str().unwrap(), "--json"]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let s: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -329,6 +331,16 @@ fn trace_export_is_strict_perfetto_and_summary_attributes_95_percent() {
             assert!(!i["critical_path"].as_array().unwrap().is_empty());
         }
         assert!(!s["top_waits"].as_array().unwrap().is_empty(), "{w}");
+        // The summary's waits and the run's totals both cover the timed
+        // iterations (warmup and boot left out of both): equal.
+        let waits = s["top_waits"].as_array().unwrap();
+        let total = |psw: bool| -> u64 {
+            let named =
+                |x: &&Value| x["waypoint"].as_str().is_some_and(|k| k.starts_with("wait ") && (k == "wait PSW") == psw);
+            waits.iter().filter(named).map(|x| x["total_cycles"].as_u64().unwrap()).sum()
+        };
+        assert_eq!(total(true), point["stall_total_cycles"].as_u64().unwrap(), "{w}: PSW");
+        assert_eq!(total(false), point["wait_total_cycles"].as_u64().unwrap(), "{w}: other waits");
     }
 }
 
