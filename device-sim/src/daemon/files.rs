@@ -85,10 +85,12 @@ pub fn prepare_dir(dir: &Path) -> Result<bool, FileError> {
             if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
                 std::fs::create_dir_all(parent).map_err(FileError::io("creating the parent of", dir))?;
             }
-            std::fs::DirBuilder::new()
-                .mode(DIR_MODE)
-                .create(dir)
-                .map_err(FileError::io("creating device directory", dir))?;
+            match std::fs::DirBuilder::new().mode(DIR_MODE).create(dir) {
+                // Another start made it between the look and the make: it is
+                // present now, and checked as such.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return prepare_dir(dir).map(|_| false),
+                r => r.map_err(FileError::io("creating device directory", dir))?,
+            }
             // The umask may have removed bits from DIR_MODE; never added any.
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(DIR_MODE))
                 .map_err(FileError::io("setting the mode of", dir))?;
@@ -118,6 +120,22 @@ pub fn prepare_dir(dir: &Path) -> Result<bool, FileError> {
             Ok(false)
         }
     }
+}
+
+/// An exclusive lock on the device directory itself, held by its daemon
+/// from before it touches a file there until it exits: a second `sim
+/// serve` on the directory is refused before it changes anything (a failed
+/// start removes what it made, which would otherwise be the first daemon's
+/// files). Clients lock `lock`, not the directory.
+pub fn lock_dir(dir: &Path) -> Result<nix::fcntl::Flock<File>, FileError> {
+    use nix::fcntl::{Flock, FlockArg};
+    let f = File::open(dir).map_err(FileError::io("opening", dir))?;
+    Flock::lock(f, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| match errno {
+        nix::errno::Errno::EWOULDBLOCK => {
+            FileError::refused(dir, "another `cqlab sim serve` is starting or serving this directory".into())
+        }
+        e => FileError::Io { what: "locking", path: dir.display().to_string(), source: io::Error::from(e) },
+    })
 }
 
 /// What sits at `path` before we create a file there.

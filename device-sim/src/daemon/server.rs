@@ -113,6 +113,8 @@ impl Cleanup {
 
 /// A running daemon. [`Server::wait`] returns when it is told to stop.
 pub struct Server {
+    /// The directory's lock ([`files::lock_dir`]), held while it serves.
+    _serving: nix::fcntl::Flock<std::fs::File>,
     paths: DevicePaths,
     stop_tx: Sender<String>,
     stop_rx: Receiver<String>,
@@ -153,6 +155,9 @@ impl Server {
         if files::prepare_dir(dev)? {
             cleanup.dir = Some(dev.clone());
         }
+        // Refused: the directory is another start's now (even if this one
+        // made it), so nothing of it is removed.
+        let serving = files::lock_dir(dev).inspect_err(|_| cleanup.dir = None)?;
         let sock = paths.socket();
         if std::fs::symlink_metadata(&sock).is_ok() {
             if UnixStream::connect(&sock).is_ok() {
@@ -241,7 +246,7 @@ impl Server {
             .map_err(spawn_err)?;
         cleanup.files.clear();
         cleanup.dir = None;
-        Ok(Server { paths: paths.clone(), stop_tx, stop_rx })
+        Ok(Server { _serving: serving, paths: paths.clone(), stop_tx, stop_rx })
     }
 
     /// A handle that stops the daemon (for a signal thread).

@@ -241,6 +241,69 @@ fn ctrl_c_stops_the_daemon_and_removes_its_socket() {
     assert!(d.log().contains("stopped by SIGINT"), "{}", d.log());
 }
 
+/// Two `sim serve` started at once on one new directory: one serves, the
+/// other is refused having changed nothing (its cleanup removed the first's
+/// sysmem, pid and lock files, 12 times in 15, before the directory lock).
+#[test]
+fn two_daemons_started_at_once_leave_one_serving_untouched() {
+    for round in 0..5 {
+        let dir = scratch_dir(&format!("race-{round}"));
+        let serve = || {
+            Command::new(CQLAB)
+                .args(["sim", "serve", "--quiet", "--sysmem-mib", "4"])
+                .args(SMALL_WORMHOLE)
+                .arg("--dev")
+                .arg(&dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawning cqlab sim serve")
+        };
+        // Both killed however the round ends.
+        struct Both(Child, Child);
+        impl Drop for Both {
+            fn drop(&mut self) {
+                for c in [&mut self.0, &mut self.1] {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+            }
+        }
+        let mut both = Both(serve(), serve());
+        let Both(a, b) = &mut both;
+        // The loser exits at once; the winner serves until stopped.
+        let start = Instant::now();
+        let loser = loop {
+            match (a.try_wait().unwrap(), b.try_wait().unwrap()) {
+                (Some(s), None) => break (s, &mut *a, &mut *b),
+                (None, Some(s)) => break (s, &mut *b, &mut *a),
+                (None, None) => {}
+                both => panic!("round {round}: both daemons exited: {both:?}"),
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "round {round}: neither start was refused");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let (status, refused, winner) = loser;
+        let mut err = String::new();
+        refused.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        assert!(!status.success() && err.contains("another `cqlab sim serve` is starting or serving"), "{err}");
+        while !dir.join("sock").exists() {
+            assert!(start.elapsed() < Duration::from_secs(10), "round {round}: the winner never published its socket");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for f in ["sysmem", "pid", "lock", "sock"] {
+            assert!(dir.join(f).exists(), "round {round}: {f} removed by the refused start");
+        }
+        let mut demo = Command::new(CQLAB);
+        demo.args(["demo", "--rounds", "1", "--device"]).arg(format!("sim:{}", dir.display()));
+        let o = run(demo);
+        let _ = winner.kill();
+        drop(both);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(o.status.success(), "round {round}: {}", text(&o));
+    }
+}
+
 /// The same host program on a small one-CQ device; returns the device-state
 /// digest and the device time at the end.
 fn digest_after_program(dev: &mut cqlab_driver::Device) -> (u64, u64) {
