@@ -170,7 +170,10 @@ fn chain(
             w if w == waypoint::UAPW => Some(chip.prefetcher(cq_of)),
             w if w == waypoint::HQW || w == waypoint::QRBW => {
                 chain.push(Link::HostLoop(host_side(cq_of, is_prefetcher)));
-                return (chain, true);
+                // Back at the host: a cycle when the host waits on the
+                // device, not in a live dump (the host waits on nothing;
+                // an idle queue's prefetcher always waits for the host).
+                return (chain, !matches!(waited_for, Wait::Live { .. }));
             }
             w if w == waypoint::PWW && !is_prefetcher => match s.wait_target {
                 Some((_, addr)) if (LAST_EVENT..LAST_EVENT + 4 * chip.num_cqs() as u32).contains(&addr) => {

@@ -619,6 +619,18 @@ fn status_and_dump_work_mid_run_without_disturbing_it() {
     assert!(job.wait().unwrap().success(), "{rest}");
     assert!(observed > 0, "the job ended before it could be observed");
     let watched = cycle(&rest);
+    // Idle now: its prefetchers wait for the host, which waits on nothing,
+    // so a live dump names no deadlock (it said DEADLOCK on every queue).
+    let idle = run({
+        let mut c = Command::new(CQLAB);
+        c.args(["dump", "--json", "--device", &spec]);
+        c
+    });
+    let v: serde_json::Value = serde_json::from_slice(&idle.stdout).expect("dump --json is JSON");
+    for c in v["chains"].as_array().unwrap() {
+        assert_eq!(c["deadlock"], false, "{c}");
+        assert!(c["chain"][1].as_str().is_some_and(|l| l.contains("HQW")), "{c}");
+    }
     // The same job after a reset, unobserved: the same device time, so the
     // observers changed nothing the owner saw.
     assert!(d.cqlab(&["reset"]).status.success());
