@@ -600,6 +600,8 @@ fn occupancy_is_a_device_timed_series() {
     let text = std::fs::read_to_string(&trace).unwrap();
     let (mut fetches, mut writes) = (std::collections::HashMap::new(), std::collections::HashMap::new());
     let mut device_occ = std::collections::HashSet::new();
+    // The report's series covers the timed iterations, from the first one's start.
+    let mut timed_from = None;
     // Whose queue each CQ core is, from the header's cores ("CQ1 dispatcher").
     let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     let queue_of: std::collections::HashMap<(u64, u64), u64> = header["cores"]
@@ -613,6 +615,9 @@ fn occupancy_is_a_device_timed_series() {
         .collect();
     for line in text.lines().skip(1) {
         let v: Value = serde_json::from_str(line).unwrap();
+        if v["iter"]["warmup"] == false && timed_from.is_none() {
+            timed_from = v["iter"]["start"].as_u64();
+        }
         if let Some(rec) = v["rec"].as_array() {
             let (x, y, cycle, kind) = (
                 rec[0].as_u64().unwrap(),
@@ -635,9 +640,11 @@ fn occupancy_is_a_device_timed_series() {
             assert!(device_occ.contains(&(*cq, *c)), "CQ{cq}: no occupancy point at the device record at {c}");
         }
     }
+    let timed_from = timed_from.expect("a timed iteration");
+    let timed = |c: Option<&Vec<u64>>| c.map_or(0, |c| c.iter().filter(|&&c| c >= timed_from).count());
     for o in r["points"][0]["occupancy"].as_array().unwrap() {
         let cq = o["cq"].as_u64().unwrap();
-        let n = fetches.get(&cq).map_or(0, Vec::len) + writes.get(&cq).map_or(0, Vec::len);
+        let n = timed(fetches.get(&cq)) + timed(writes.get(&cq));
         assert!(n > 4, "CQ{cq}: {n} device records");
         assert_eq!(o["device_points"].as_u64().unwrap() as usize, n, "{o}");
         let series = o["series"].as_array().unwrap();
