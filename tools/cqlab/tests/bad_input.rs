@@ -248,6 +248,7 @@ fn race_and_its_campaign_options() {
         (&["race", "--issue-size", "100"], 2, "the device refuses this configuration"),
         (&["race", "--page-size", "3"], 2, "3: a multiple of 64 from 64 to 1048576"),
         (&["race", "--page-size", "2097152"], 2, "a multiple of 64 from 64 to 1048576"),
+        (&["race", "--page-size", "99999999999"], 2, "99999999999: a multiple of 64"),
         (&["race", "--shard", "4/4"], 2, "expected I/N"),
         (&["race", "--shard", "0/18446744073709551615"], 2, "expected I/N"),
         (&["race", "--dump-dir", "{missing}/dumps"], 2, "--dump-dir /nonexistent/cqlab/dumps: its directory"),

@@ -21,11 +21,11 @@ const MAX_PAGE: u32 = 1 << 20;
 /// buffers are paged so), at most [`MAX_PAGE`].
 fn page_size(s: &str) -> Result<u32, String> {
     let align = cqlab_abi::PCIE_ALIGNMENT as u32;
-    let v: u32 = s.trim().parse().map_err(|_| format!("expected a number of bytes, found {s:?}"))?;
-    if v == 0 || v % align != 0 || v > MAX_PAGE {
+    let v: u64 = s.trim().parse().map_err(|_| format!("expected a number of bytes, found {s:?}"))?;
+    if v == 0 || v % align as u64 != 0 || v > MAX_PAGE as u64 {
         return Err(format!("{v}: a multiple of {align} from {align} to {MAX_PAGE}"));
     }
-    Ok(v)
+    Ok(v as u32)
 }
 
 /// The known-bug variants of the CQ firmware.
