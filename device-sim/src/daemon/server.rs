@@ -15,7 +15,11 @@
 //!   change nothing, so `cqlab status` can look at a device in the middle of
 //!   another client's run without disturbing it;
 //! - frames are capped at [`proto::MAX_FRAME`] bytes and open connections at
-//!   [`MAX_CONNECTIONS`].
+//!   [`MAX_CONNECTIONS`]; a frame must arrive whole within the idle timeout
+//!   of its first byte, and a connection that does not own the device is
+//!   closed after that long without a request, so silent connections cannot
+//!   fill the cap and lock everyone out (`sim stop --force` included). The
+//!   owner may stay silent: a client between runs is legitimate.
 //!
 //! The device advances only when the owner polls; with no owner it idles,
 //! keeping its memory. Every accepted HELLO starts from a quiet device: the
@@ -41,6 +45,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// A line on the daemon's stderr. A daemon outlives the terminal it was
 /// started from: a closed stderr drops the line, never the daemon.
@@ -57,6 +62,25 @@ pub const MAX_POLL_CYCLES: u64 = 100_000_000;
 const QUIESCE_BUDGET_CYCLES: u64 = 10_000_000;
 /// Most connections open at once; more are told so and closed.
 pub const MAX_CONNECTIONS: usize = 16;
+/// The default of [`ServeOptions::idle_timeout`].
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How a daemon serves, besides its chip.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// Do not log attaches, resets, recoveries and closed connections.
+    pub quiet: bool,
+    /// How long a connection that does not own the device may stay silent
+    /// before it is closed, and how long a frame may take to arrive once its
+    /// first byte has.
+    pub idle_timeout: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions { quiet: false, idle_timeout: DEFAULT_IDLE_TIMEOUT }
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -123,7 +147,7 @@ pub struct Server {
 impl Server {
     /// Prepares the device directory (see [`files`]), powers on the chip and
     /// starts serving. On failure everything this call created is removed.
-    pub fn start(dev: &Path, cfg: SimConfig, quiet: bool) -> Result<Server, ServeError> {
+    pub fn start(dev: &Path, cfg: SimConfig, opts: ServeOptions) -> Result<Server, ServeError> {
         let paths = DevicePaths::new(dev);
         // The socket is bound under its staging name, the longer one.
         let sock = paths.staging_socket();
@@ -136,7 +160,7 @@ impl Server {
             )));
         }
         let mut cleanup = Cleanup { files: Vec::new(), dir: None };
-        match Self::start_inner(&paths, cfg, quiet, &mut cleanup) {
+        match Self::start_inner(&paths, cfg, opts, &mut cleanup) {
             Ok(s) => Ok(s),
             Err(e) => {
                 cleanup.undo();
@@ -148,7 +172,7 @@ impl Server {
     fn start_inner(
         paths: &DevicePaths,
         cfg: SimConfig,
-        quiet: bool,
+        opts: ServeOptions,
         cleanup: &mut Cleanup,
     ) -> Result<Self, ServeError> {
         let dev = &paths.dir;
@@ -238,11 +262,14 @@ impl Server {
         let spawn_err = |source| ServeError::Io { what: "starting a daemon thread".into(), source };
         std::thread::Builder::new()
             .name("device".into())
-            .spawn(move || device_loop(chip, info, job_rx, device_stop, device_open, quiet))
+            .spawn({
+                let quiet = opts.quiet;
+                move || device_loop(chip, info, job_rx, device_stop, device_open, quiet)
+            })
             .map_err(spawn_err)?;
         std::thread::Builder::new()
             .name("accept".into())
-            .spawn(move || accept_loop(listener, job_tx, open))
+            .spawn(move || accept_loop(listener, job_tx, open, opts))
             .map_err(spawn_err)?;
         cleanup.files.clear();
         cleanup.dir = None;
@@ -269,7 +296,7 @@ impl Server {
     }
 }
 
-fn accept_loop(listener: UnixListener, jobs: Sender<Job>, open: Arc<AtomicUsize>) {
+fn accept_loop(listener: UnixListener, jobs: Sender<Job>, open: Arc<AtomicUsize>, opts: ServeOptions) {
     let me = nix::unistd::Uid::effective().as_raw();
     for (conn, stream) in (1u64..).zip(listener.incoming()) {
         let Ok(stream) = stream else { continue };
@@ -292,7 +319,14 @@ fn accept_loop(listener: UnixListener, jobs: Sender<Job>, open: Arc<AtomicUsize>
             continue;
         }
         if open.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
-            refuse(&stream, format!("connection refused: {MAX_CONNECTIONS} connections already open"));
+            refuse(
+                &stream,
+                format!(
+                    "connection refused: {MAX_CONNECTIONS} connections already open (one that does not hold \
+                     the device is closed after {} s without a request: retry)",
+                    opts.idle_timeout.as_secs_f64()
+                ),
+            );
             continue;
         }
         open.fetch_add(1, Ordering::SeqCst);
@@ -300,8 +334,9 @@ fn accept_loop(listener: UnixListener, jobs: Sender<Job>, open: Arc<AtomicUsize>
         let pid = u32::try_from(cred.pid()).unwrap_or(0);
         let spawned = std::thread::Builder::new().name(format!("conn-{conn}")).spawn({
             let open = open.clone();
+            let opts = opts.clone();
             move || {
-                serve_connection(conn, pid, stream, &jobs);
+                serve_connection(conn, pid, stream, &jobs, &opts);
                 let _ = jobs.send(Job::Closed { conn });
                 open.fetch_sub(1, Ordering::SeqCst);
             }
@@ -313,9 +348,35 @@ fn accept_loop(listener: UnixListener, jobs: Sender<Job>, open: Arc<AtomicUsize>
 }
 
 /// Decodes one connection's frames and forwards them to the device thread.
-fn serve_connection(conn: u64, pid: u32, stream: UnixStream, jobs: &Sender<Job>) {
-    let mut r = &stream;
+fn serve_connection(conn: u64, pid: u32, stream: UnixStream, jobs: &Sender<Job>, opts: &ServeOptions) {
+    // Whether this connection owns the device, as its replies said: HELLO
+    // accepted until DETACH accepted. Only a non-owner's silence is bounded.
+    let mut owner = false;
     loop {
+        match wait_readable(&stream, (!owner).then_some(opts.idle_timeout)) {
+            Readable::Yes => {}
+            Readable::Failed => return,
+            Readable::TimedOut => {
+                // Said as a reply: a client that sends a request later reads
+                // why its connection is gone.
+                let why = format!(
+                    "connection closed by the daemon: no request for {} s from a connection that does not hold \
+                     the device",
+                    opts.idle_timeout.as_secs_f64()
+                );
+                let mut w = &stream;
+                let _ = proto::write_frame(&mut w, &Reply { now: 0, result: Err(why) }.encode());
+                if !opts.quiet {
+                    log!(
+                        "cqlab sim serve: closed connection {conn} (pid {pid}): silent for {} s without holding \
+                         the device",
+                        opts.idle_timeout.as_secs_f64()
+                    );
+                }
+                return;
+            }
+        }
+        let mut r = Deadline { stream: &stream, until: Instant::now() + opts.idle_timeout };
         let reply = match proto::read_frame(&mut r) {
             Ok(None) => return,
             Ok(Some(frame)) => match Request::decode(&frame) {
@@ -328,28 +389,95 @@ fn serve_connection(conn: u64, pid: u32, stream: UnixStream, jobs: &Sender<Job>)
                         },
                         _ => None,
                     };
+                    let (hello, detach) = (matches!(req, Request::Hello { .. }), matches!(req, Request::Detach));
                     if jobs.send(Job::Request { conn, pid, req, reply: reply_tx, stream: handle }).is_err() {
                         return;
                     }
                     match reply_rx.recv() {
-                        Ok(r) => r,
+                        Ok(r) => {
+                            if r.result.is_ok() && (hello || detach) {
+                                owner = hello;
+                            }
+                            r
+                        }
                         Err(_) => return,
                     }
                 }
                 Err(e) => Reply { now: 0, result: Err(format!("bad request: {e}")) },
             },
             Err(e) => {
-                // Oversized or cut frame: say why, then drop the connection
-                // (the stream is no longer at a frame boundary).
+                // Oversized, cut or too slow a frame: say why, then drop the
+                // connection (the stream is no longer at a frame boundary).
+                let why = match e.kind() {
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                        format!("bad frame: not complete {} s after its first byte", opts.idle_timeout.as_secs_f64())
+                    }
+                    _ => format!("bad frame: {e}"),
+                };
                 let mut w = &stream;
-                let _ = proto::write_frame(&mut w, &Reply { now: 0, result: Err(format!("bad frame: {e}")) }.encode());
+                let _ = proto::write_frame(&mut w, &Reply { now: 0, result: Err(why) }.encode());
                 return;
             }
         };
+        // A non-owner that stops reading its reply must not hold a
+        // connection either; the owner's client may sit in a debugger.
+        let write_limit = (!owner).then_some(opts.idle_timeout);
+        if stream.set_write_timeout(write_limit).is_err() {
+            return;
+        }
         let mut w = &stream;
         if proto::write_frame(&mut w, &reply.encode()).is_err() {
             return;
         }
+    }
+}
+
+enum Readable {
+    Yes,
+    TimedOut,
+    Failed,
+}
+
+/// Waits until `stream` has a byte (or its end) to read, at most `limit`
+/// (forever with `None`).
+fn wait_readable(stream: &UnixStream, limit: Option<Duration>) -> Readable {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let deadline = limit.map(|l| Instant::now() + l);
+    loop {
+        let timeout = match deadline {
+            None => PollTimeout::NONE,
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now()).as_millis();
+                PollTimeout::try_from(left.min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX)
+            }
+        };
+        let mut fds = [PollFd::new(stream.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, timeout) {
+            Ok(0) => return Readable::TimedOut,
+            Ok(_) => return Readable::Yes,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return Readable::Failed,
+        }
+    }
+}
+
+/// A stream read against one deadline for a whole frame: each read may
+/// wait only for what is left of it (a per-read timeout alone would let a
+/// byte every few seconds hold a connection forever).
+struct Deadline<'a> {
+    stream: &'a UnixStream,
+    until: Instant,
+}
+
+impl std::io::Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        let mut s = self.stream;
+        s.read(buf)
     }
 }
 
@@ -537,7 +665,6 @@ fn quiesce(chip: &mut Chip) -> (usize, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
 
     /// A client that connects the moment `sock` appears is accepted: the
     /// socket is published only once it listens. (Binding `sock` directly,
@@ -565,7 +692,8 @@ mod tests {
                     std::hint::spin_loop();
                 }
             });
-            let server = Server::start(&dir, cfg.clone(), true).expect("starting the daemon");
+            let opts = ServeOptions { quiet: true, ..ServeOptions::default() };
+            let server = Server::start(&dir, cfg.clone(), opts).expect("starting the daemon");
             let seen = watcher.join().expect("watcher thread");
             server.stopper().send("the test".into()).unwrap();
             server.wait();

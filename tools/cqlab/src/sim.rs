@@ -103,9 +103,23 @@ pub struct ServeArgs {
     dev: PathBuf,
     #[command(flatten)]
     chip: ChipArgs,
-    /// Do not log attaches, resets and recoveries.
+    /// Do not log attaches, resets, recoveries and closed connections.
     #[arg(long)]
     quiet: bool,
+    /// Close a connection that does not hold the device after this many
+    /// seconds without a request, and one whose request has not arrived
+    /// whole this long after its first byte (silent connections would
+    /// otherwise fill the 16-connection cap and lock everyone out).
+    #[arg(long, default_value_t = cqlab_sim::daemon::server::DEFAULT_IDLE_TIMEOUT.as_secs_f64(), value_parser = parse_idle_timeout)]
+    idle_timeout: f64,
+}
+
+fn parse_idle_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.1..=86_400.0).contains(&v) => Ok(v),
+        Ok(v) => Err(format!("{v} seconds is outside 0.1..=86400")),
+        Err(_) => Err(format!("expected a number of seconds, got {s:?}")),
+    }
 }
 
 #[derive(clap::Args)]
@@ -255,7 +269,11 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
         Command::Exec(args) => exec(args),
         Command::Bench(args) => bench(args),
         Command::Serve(a) => {
-            daemon::serve(&a.dev, a.chip.config()?, a.quiet)?;
+            let opts = cqlab_sim::daemon::server::ServeOptions {
+                quiet: a.quiet,
+                idle_timeout: std::time::Duration::from_secs_f64(a.idle_timeout),
+            };
+            daemon::serve(&a.dev, a.chip.config()?, opts)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Stop(a) => {

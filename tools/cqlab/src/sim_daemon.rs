@@ -8,12 +8,12 @@
 use crate::out::diagln;
 use anyhow::Context;
 use cqlab_sim::config::SimConfig;
-use cqlab_sim::daemon::server::Server;
+use cqlab_sim::daemon::server::{ServeOptions, Server};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::SignalFd;
 
 /// Runs the daemon until a signal or `cqlab sim stop`.
-pub fn serve(dev: &std::path::Path, cfg: SimConfig, quiet: bool) -> anyhow::Result<()> {
+pub fn serve(dev: &std::path::Path, cfg: SimConfig, opts: ServeOptions) -> anyhow::Result<()> {
     // Block the stop signals before any thread starts, so every thread
     // inherits the mask and only the signalfd sees them.
     let mut signals = SigSet::empty();
@@ -21,7 +21,7 @@ pub fn serve(dev: &std::path::Path, cfg: SimConfig, quiet: bool) -> anyhow::Resu
     signals.add(Signal::SIGTERM);
     signals.thread_block().context("blocking SIGINT/SIGTERM")?;
     let sfd = SignalFd::new(&signals).context("creating a signalfd")?;
-    let server = Server::start(dev, cfg.clone(), quiet)
+    let server = Server::start(dev, cfg.clone(), opts)
         .with_context(|| format!("starting the simulator daemon at {}", dev.display()))?;
     let signal_stop = server.stopper();
     std::thread::Builder::new().name("signals".into()).spawn(move || match sfd.read_signal() {

@@ -31,12 +31,12 @@ impl Daemon {
     fn start(name: &str, seed: u64) -> Daemon {
         let dir = scratch_dir(name);
         std::fs::create_dir_all(&dir).unwrap();
-        Self::start_in(dir, seed, "")
+        Self::start_in(dir, seed, "", &[])
     }
 
-    /// Starts `cqlab sim serve --dev dir` under `sh -c "PREFIX exec ..."`
-    /// (e.g. "umask 000;").
-    fn start_in(dir: PathBuf, seed: u64, prefix: &str) -> Daemon {
+    /// Starts `cqlab sim serve --dev dir EXTRA...` under `sh -c "PREFIX
+    /// exec ..."` (e.g. "umask 000;").
+    fn start_in(dir: PathBuf, seed: u64, prefix: &str, extra: &[&str]) -> Daemon {
         let log = dir.with_extension("log");
         let child = Command::new("sh")
             .arg("-c")
@@ -47,6 +47,7 @@ impl Daemon {
             .args(SMALL_WORMHOLE)
             .arg("--dev")
             .arg(&dir)
+            .args(extra)
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("spawning cqlab sim serve");
@@ -365,7 +366,7 @@ fn raw_call(s: &UnixStream, req: &Request) -> Result<Vec<u8>, String> {
 #[test]
 fn device_files_are_private_whatever_the_umask() {
     let dir = scratch_dir("umask");
-    let d = Daemon::start_in(dir, 3, "umask 000;");
+    let d = Daemon::start_in(dir, 3, "umask 000;", &[]);
     assert_eq!(mode(&d.dir), 0o700, "device directory");
     for f in ["sock", "sysmem", "lock", "pid"] {
         assert_eq!(mode(&d.dir.join(f)), 0o600, "{f}");
@@ -375,7 +376,7 @@ fn device_files_are_private_whatever_the_umask() {
     let dir = scratch_dir("umask-existing");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let d = Daemon::start_in(dir, 3, "umask 000;");
+    let d = Daemon::start_in(dir, 3, "umask 000;", &[]);
     assert_eq!(mode(&d.dir), 0o700);
 }
 
@@ -550,6 +551,53 @@ fn frames_and_connections_are_capped() {
     let f = proto::read_frame(&mut r).unwrap().expect("a reply");
     let e = Reply::decode(&f).unwrap().result.unwrap_err();
     assert!(e.contains("bad frame") && e.contains(&format!("> {}", proto::MAX_FRAME)), "{e}");
+}
+
+/// Silent connections (nothing sent, or half a frame) fill the cap only
+/// for the idle timeout: each is then told why and closed, and `sim stop`
+/// gets through. The owner may stay silent longer and keeps the device.
+#[test]
+fn silent_connections_are_closed_after_the_idle_timeout() {
+    use std::io::Write;
+    let dir = scratch_dir("idle");
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = Daemon::start_in(dir, 7, "", &["--idle-timeout", "1"]);
+    let mut holder = support::hold_device(&d.dir, 30);
+    let cap = cqlab_sim::daemon::server::MAX_CONNECTIONS;
+    let silent: Vec<UnixStream> = (0..cap - 1)
+        .map(|i| {
+            let mut s = raw(&d);
+            if i % 2 == 1 {
+                s.write_all(&64u32.to_le_bytes()).unwrap();
+                s.write_all(&[1; 8]).unwrap();
+            }
+            s
+        })
+        .collect();
+    let extra = raw(&d);
+    let mut r = &extra;
+    let refused = proto::read_frame(&mut r).unwrap().map(|f| Reply::decode(&f).unwrap().result);
+    assert!(
+        matches!(&refused, Some(Err(m)) if m.contains("connections already open") && m.contains("after 1 s")),
+        "connection past the cap: {refused:?}"
+    );
+    for (i, s) in silent.iter().enumerate() {
+        let mut r = s;
+        let why = proto::read_frame(&mut r)
+            .unwrap_or_else(|e| panic!("silent connection {i} was not closed with a reason: {e}"))
+            .map(|f| Reply::decode(&f).unwrap().result);
+        let expected = if i % 2 == 1 { "not complete 1 s after its first byte" } else { "no request for 1 s" };
+        assert!(matches!(&why, Some(Err(m)) if m.contains(expected)), "silent connection {i}: {why:?}");
+        assert!(matches!(proto::read_frame(&mut r), Ok(None)), "silent connection {i} left open");
+    }
+    // The owner was silent as long and still holds the device.
+    let stop = d.cqlab(&["sim", "stop"]);
+    assert!(!stop.status.success() && text(&stop).contains("device held by pid"), "{}", text(&stop));
+    let stop = d.cqlab(&["sim", "stop", "--force"]);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(stop.status.success(), "{}", text(&stop));
+    assert!(d.log().contains("silent for 1 s without holding the device"), "{}", d.log());
 }
 
 #[test]
