@@ -145,12 +145,14 @@ impl Tlbs {
 pub struct BarTiming {
     /// What any host write through a window costs before its data: tt-umd
     /// measures 39-128 ns for a 4 B write on an n150
-    /// (`tests/microbenchmark/benchmarks/tlb/README.md`); 40 ns.
+    /// (`tests/microbenchmark/benchmarks/tlb/README.md` at 36118ca, IoWindow
+    /// Relaxed: 9.78 ns/byte to a Tensix tile, 32.05 to DRAM); 40 ns.
     pub write_overhead_cycles: u64,
     /// Host write bandwidth through a WC window: 22 GB/s.
     pub write_bytes_per_cycle: u64,
-    /// A host read's PCIe round trip: tt-umd measures 671-960 ns for a
-    /// 4 B read (same README); 680 ns.
+    /// A host read's PCIe round trip: at least 671 ns (tt-isa
+    /// `WormholeB0/PCIExpressTile/README.md`); tt-umd's README measures 960
+    /// ns for a 4 B read from DRAM (239.99 ns/byte); 680 ns.
     pub read_latency_cycles: u64,
     /// Per byte read on top (0.1 GB/s): 10 ns.
     pub read_cycles_per_byte: u64,

@@ -15,10 +15,10 @@
 //! stores at a limited rate ([`L1Stores`]): a run of stores to L1 stalls
 //! the hart once its store queue is full.
 //!
-//! Local data memory (`memory_map::LOCAL_MEM`, 8 KiB at `0xFFA0_0000`) is
-//! the model of the per-core local memory of Wormhole/Blackhole baby cores
-//! (tt-metal's `MEM_LOCAL_BASE`: 4 KiB for BRISC on Wormhole, 8 KiB on
-//! Blackhole): private to its hart, one cycle per load or store, not
+//! Local data memory (`tensix::LOCAL_MEM_BASE`, `0xFFB0_0000`; tt-metal's
+//! `MEM_LOCAL_BASE`, per core `TensixParams::local_mem_size`: 4/4/2 KiB for
+//! BRISC/NCRISC/TRISCs on Wormhole, 8/8/4 KiB on Blackhole, from
+//! `dev_mem_map.h`) is private to its hart, one cycle per load or store, not
 //! reachable over the NOC or the BAR. Firmware keeps its stack there, so
 //! spills, locals and the dispatcher's and prefetcher's state cost 1 cycle
 //! instead of `LOAD_CYCLES`; everything shared (mailboxes, rings, buffers)

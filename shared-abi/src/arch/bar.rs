@@ -5,8 +5,8 @@
 use super::noc_id::Noc;
 use super::tlb::{self, TlbWindowKind};
 
-/// Tenstorrent's PCI vendor id (tt-umd `tt-kmd-lib/api/tt-kmd-lib/pci_ids.h`;
-/// tt-kmd `enumerate.h` PCI_VENDOR_ID_TENSTORRENT).
+/// Tenstorrent's PCI vendor id (tt-umd `device/cpuset_lib.hpp`
+/// TENSTORRENT_VENDOR_ID; tt-kmd `enumerate.h` PCI_VENDOR_ID_TENSTORRENT).
 pub const PCI_VENDOR_ID: u16 = 0x1E52;
 
 /// What a fixed BAR0 region holds.
@@ -193,7 +193,7 @@ const MIB: u64 = 1 << 20;
 
 /// Wormhole B0.
 pub const WORMHOLE: BarLayout = BarLayout {
-    // tt-umd `tt-kmd-lib/api/tt-kmd-lib/pci_ids.h`; tt-umd `device/cpuset_lib.hpp`.
+    // tt-umd `tt-kmd-lib/api/tt-kmd-lib/pci_ids.h`; tt-kmd `enumerate.h`.
     pci_device_id: 0x401E,
     // tt-isa `WormholeB0/PCIExpressTile/README.md` (bar 0 512 MiB, bar 2
     // 1 MiB, bar 4 32 MiB aliasing the top of bar 0).

@@ -208,6 +208,7 @@ pub const BLACKHOLE: ArchParams = ArchParams {
     arc: arc::BLACKHOLE,
     // One GDDR6 channel a DRAM tile: 8 tiles, 8 GDDR6 channels (Blackhole
     // product overview, "8 GDDR6 channels", 32 GB), so a tile's whole
-    // `dram_bank_size` (tt-umd `soc_descriptors/blackhole_140_arch.yaml`, 4 GiB).
+    // `dram_bank_size` (tt-umd `tests/soc_descs/blackhole_140_arch.yaml`, 4 GiB;
+    // `soc_descriptors/` before tt-umd b91d5b7).
     gddr_channel_bytes: 4 << 30,
 };

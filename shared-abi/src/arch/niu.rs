@@ -429,7 +429,8 @@ pub mod niu_cfg_0 {
 /// The read-only `NOC_NODE_ID` word (tt-isa `WormholeB0/NoC/MemoryMap.md` and
 /// `BlackholeA0/NoC/MemoryMap.md`, NOC_NODE_ID): x `[5:0]`, y `[11:6]`, grid width
 /// `[18:12]`, height `[25:19]`, X dateline `[26]`, Y dateline `[27]`, X-first routing
-/// `[28]` (1 on NOC0, 0 on NOC1). tt-metal's `noc_init` reads x and y from it.
+/// `[28]` (1 on NOC0, 0 on NOC1). tt-metal's Wormhole `noc_init` reads x and y from it; its
+/// Blackhole one reads `NOC_CFG(NOC_ID_LOGICAL)` instead (`noc_nonblocking_api.h`).
 pub mod node_id {
     pub const X_SHIFT: u32 = 0;
     pub const Y_SHIFT: u32 = 6;

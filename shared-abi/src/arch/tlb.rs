@@ -14,7 +14,7 @@ use super::noc_id::Noc;
 /// Ordering mode of the requests a window produces (tt-umd
 /// `device/api/umd/device/types/tlb.hpp` Relaxed 0, Strict 1, Posted 2; tt-isa
 /// `BlackholeA0/PCIExpressTile/HostToDeviceTLBs.md` adds 3, counted writes;
-/// blackhole-py `hw.py` NocOrdering).
+/// blackhole-py `hw.py` NocOrdering has 0-2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum TlbOrdering {
     /// Default: no read-after-write protection.
