@@ -372,6 +372,18 @@ pub fn release_subordinates() {
     write_reg(tensix::SOFT_RESET_0, now & !held);
 }
 
+/// Drops this core's L0 data cache on Blackhole (`Platform::invalidate_l1`):
+/// a `fence` flushes it whole. Wormhole has no such cache.
+#[inline(always)]
+pub fn invalidate_l1_cache() {
+    #[cfg(all(target_arch = "riscv32", feature = "arch-blackhole"))]
+    // SAFETY: `fence` orders memory accesses and flushes the L0 data cache;
+    // it touches no register or memory of its own.
+    unsafe {
+        core::arch::asm!("fence", options(nostack, preserves_flags))
+    };
+}
+
 impl<const P: usize> Platform for Device<P> {
     const NOC: usize = match Self::NOC_OF {
         Some(n) => n.index() as usize,
@@ -499,5 +511,16 @@ impl<const P: usize> Platform for Device<P> {
     }
     fn halt(&mut self) -> ! {
         halt()
+    }
+    #[inline(always)]
+    fn invalidate_l1(&mut self) {
+        invalidate_l1_cache()
+    }
+    /// Semaphores are counted up by other agents' NOC atomics: each read
+    /// is of L1, not an L0 copy.
+    #[inline(always)]
+    fn semaphore(&self, index: u32) -> u32 {
+        invalidate_l1_cache();
+        self.read_u32(cqlab_abi::semaphore::addr(index))
     }
 }

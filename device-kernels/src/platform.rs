@@ -90,4 +90,12 @@ pub trait Platform: Memory {
     fn writes_sent_count(&self) -> u32;
     /// Stops the core for good.
     fn halt(&mut self) -> !;
+    /// Makes the loads after it read L1 itself: Blackhole's L0 data cache
+    /// keeps copies a NOC, host or other core's write to L1 does not
+    /// update (tt-isa `BlackholeA0/TensixTile/BabyRISCV/README.md`, "L0
+    /// Data Cache"). Called before each read of a word another agent
+    /// writes, as tt-metal's `invalidate_l1_cache` is (`risc_common.h`: a
+    /// `fence` on Blackhole, nothing on Wormhole).
+    #[inline(always)]
+    fn invalidate_l1(&mut self) {}
 }

@@ -57,12 +57,20 @@ pub fn exit(p: &mut impl Platform, commands: u32) -> ! {
 /// waypoint shown before is restored afterwards. Free when already ready.
 #[inline(always)]
 pub fn wait_until<P: Platform>(p: &mut P, w: Waypoint, mut ready: impl FnMut(&mut P) -> bool) {
+    // Each look reads L1, not a copy an earlier one left in the L0 data
+    // cache; so do the reads of what the wait guards, after it.
+    p.invalidate_l1();
     if ready(p) {
         return;
     }
     let before = p.read_u32(P::WAYPOINT);
     waypoint(p, w);
-    while !ready(p) {}
+    loop {
+        p.invalidate_l1();
+        if ready(p) {
+            break;
+        }
+    }
     p.write_u32(P::WAYPOINT, before);
 }
 

@@ -254,6 +254,15 @@ pub struct Memories {
     pub dram: Dram,
 }
 
+/// What the cores' L0 data caches did ([`Chip::l0_cache`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct L0Summary {
+    pub hits: u64,
+    pub stale_hits: u64,
+    /// The first core with a stale hit, the PC and address of its first.
+    pub first_stale: Option<(CoreId, u32, u32)>,
+}
+
 /// DRAM bytes moved by NOC transactions since power-on or the last reset of
 /// the counters: what a workload costs in memory traffic.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -321,6 +330,11 @@ impl Chip {
                         if cfg.icache {
                             let bytes = crate::icache::capacity(cfg.board.arch(), p);
                             h.set_icache(crate::icache::ICache::new(bytes, cfg.icache_miss_cycles));
+                        }
+                        if cfg.l0_data_cache {
+                            let seed = crate::rng::Rng::fork(cfg.seed, crate::rng::Stream::L0Flush).next_u64()
+                                ^ crate::rng::at(cores.len() as u64, 0);
+                            h.set_l0_cache(crate::l0cache::L0Cache::new(seed));
                         }
                         h
                     },
@@ -433,6 +447,25 @@ impl Chip {
     /// DRAM bytes read and written by NOC transactions so far.
     pub fn dram_traffic(&self) -> DramTraffic {
         self.dram_traffic
+    }
+
+    /// The cores' L0 data caches (`SimConfig::l0_data_cache`), summed:
+    /// loads that hit, hits that returned bytes L1 no longer held, and the
+    /// first core (in core order) with a stale hit, with that hit's PC and
+    /// address. `None` when the model has none.
+    pub fn l0_cache(&self) -> Option<L0Summary> {
+        self.cfg.l0_data_cache.then(|| {
+            let mut s = L0Summary::default();
+            for c in &self.cores {
+                let l0 = c.hart.l0_cache();
+                s.hits += l0.hits();
+                s.stale_hits += l0.stale_hits();
+                if s.first_stale.is_none() {
+                    s.first_stale = l0.first_stale().map(|(pc, addr)| (c.id, pc, addr));
+                }
+            }
+            s
+        })
     }
 
     /// Zeroes the DRAM traffic counters (e.g. after loading inputs).

@@ -397,7 +397,8 @@ fn hand_off(cfg: SimConfig, delay: u32) -> u32 {
     pa.extend(li(6, OUT));
     pa.extend([sw(13, 6, 0), ECALL]);
     let mut pb = li(6, sem).to_vec();
-    pb.extend([lw(7, 6, 0), beq(7, 0, -4), csrrs(13, csr::MCYCLE as u32, 0)]);
+    // `fence` each turn: Blackhole's L0 data cache would keep the old word.
+    pb.extend([FENCE, lw(7, 6, 0), beq(7, 0, -8), csrrs(13, csr::MCYCLE as u32, 0)]);
     pb.extend(li(6, OUT));
     pb.extend([sw(13, 6, 0), ECALL]);
     boot(&mut chip, b, &pb);
@@ -452,7 +453,7 @@ fn own_hand_off(cfg: SimConfig, delay: u32) -> u32 {
     let sem = cqlab_abi::semaphore::addr(0);
     let mut p = spin_then_increment(&chip, a, a, delay);
     p.extend(li(6, sem));
-    p.extend([lw(7, 6, 0), beq(7, 0, -4), csrrs(14, csr::MCYCLE as u32, 0), sub(13, 14, 13)]);
+    p.extend([FENCE, lw(7, 6, 0), beq(7, 0, -8), csrrs(14, csr::MCYCLE as u32, 0), sub(13, 14, 13)]);
     p.extend(li(6, OUT));
     p.extend([sw(13, 6, 0), ECALL]);
     boot(&mut chip, a, &p);

@@ -962,3 +962,53 @@ fn a_host_write_over_a_cores_code_drops_its_cached_lines() {
         assert_eq!(parked, run(false), "{board}: fast-forward changed the run");
     }
 }
+
+/// Blackhole's L0 data cache is not coherent: a core polling an L1 word
+/// without `fence` keeps reading its copy after a host write (until a
+/// periodic flush), and counts those reads stale; with `fence` in the loop
+/// it sees the write at once and reads nothing stale. Either way the run
+/// is the same with idle fast-forward as without, and refused on Wormhole.
+#[test]
+fn a_poll_without_fence_reads_its_l0_copy_until_a_flush() {
+    let cfg = |fast_forward| SimConfig { l0_data_cache: true, fast_forward, ..small(Board::BlackholeP150a) };
+    let run = |fence: bool, fast_forward: bool| {
+        let flag = USER.base;
+        // x5 = flag; spin until it is non-zero ([fence;] lw; beq); store
+        // what was seen one word on; halt.
+        let mut image = li(5, flag).to_vec();
+        let top = image.len();
+        if fence {
+            image.push(FENCE);
+        }
+        image.push(lw(6, 5, 0));
+        let back = -4 * (image.len() - top) as i32;
+        image.extend([beq(6, 0, back), sw(6, 5, 4), ECALL]);
+        let mut chip = Chip::new(cfg(fast_forward)).unwrap();
+        let t = tiles(&chip)[0];
+        chip.write(NocAddr::unicast(t, flag as u64), &[0; 8]).unwrap();
+        boot(&mut chip, t, &image);
+        chip.advance(2000);
+        assert!(!halted(&chip, t), "the flag is still 0");
+        chip.write_u32(NocAddr::unicast(t, flag as u64), 7).unwrap();
+        let written = chip.now();
+        let mut waited = 0;
+        while !halted(&chip, t) {
+            assert!(waited < 200_000, "fence {fence}: the write was never seen");
+            chip.advance(10);
+            waited += 10;
+        }
+        let h = &chip.cores[chip.core_index(brisc(t)).unwrap()].hart;
+        let l0 = *h.l0_cache();
+        (h.cycle() - written, word(&chip, t, flag + 4), l0.stale_hits(), l0.hits())
+    };
+    let fenced = run(true, true);
+    assert_eq!((fenced.1, fenced.2), (7, 0), "with fence: the write seen, nothing stale: {fenced:?}");
+    assert!(fenced.0 < 100, "with fence the write is seen within a turn or two: {fenced:?}");
+    let stale = run(false, true);
+    assert_eq!(stale.1, 7, "a periodic flush ends the wait: {stale:?}");
+    assert!(stale.2 > 0 && stale.0 > 4 * fenced.0, "without fence the copy is read for a while: {stale:?}");
+    assert_eq!(fenced, run(true, false), "fast-forward changed the fenced run");
+    assert_eq!(stale, run(false, false), "fast-forward changed the stale run");
+    let err = Chip::new(SimConfig { l0_data_cache: true, ..small(Board::WormholeN150) }).err().expect("refused");
+    assert!(err.to_string().contains("no L0 data cache"), "{err}");
+}

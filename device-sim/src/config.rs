@@ -230,6 +230,13 @@ pub struct SimConfig {
     /// a miss is one 128-bit L1 read through the same ports
     /// (tt-isa `TensixTile/L1.md`). Default 8; 0..=1000.
     pub icache_miss_cycles: u64,
+    /// Blackhole's L0 data caches, one per core (`l0cache`): 4 lines of
+    /// 16 B in front of L1, not coherent, flushed by `fence`; a hit costs 2
+    /// cycles and returns the cached copy (tt-isa
+    /// `BlackholeA0/TensixTile/BabyRISCV/README.md`). On by default on
+    /// Blackhole since 2026-11-30 (off, `embedded:no-l0`: every load reads
+    /// L1, the model before). Wormhole has none: refused there.
+    pub l0_data_cache: bool,
     pub noc: NocTiming,
     pub pcie: PcieTiming,
     pub faults: Faults,
@@ -265,6 +272,7 @@ impl SimConfig {
             pipelined_loads: true,
             icache: false,
             icache_miss_cycles: crate::timing::LOAD_CYCLES,
+            l0_data_cache: board.arch() == cqlab_abi::arch::Arch::Blackhole,
             noc: NocTiming {
                 interface_cycles: 5,
                 hop_cycles: 9,
@@ -321,6 +329,11 @@ pub enum ConfigError {
     JitterWithExactTime(u64),
     #[error("schedule Pct: depth must be >= 1 and steps >= 1, found depth {depth}, steps {steps}")]
     BadPct { depth: u32, steps: u64 },
+    #[error(
+        "l0_data_cache: the {0}'s cores have no L0 data cache (tt-isa WormholeB0/TensixTile/BabyRISCV/README.md); \
+         it is Blackhole's"
+    )]
+    NoL0Cache(Board),
 }
 
 fn check(what: &'static str, found: u64, min: u64, max: u64) -> Result<(), ConfigError> {
@@ -338,6 +351,9 @@ impl SimConfig {
         check("sysmem_size", self.sysmem_size as u64, 4096, host)?;
         check("quantum_cycles", self.quantum_cycles, 1, 1 << 32)?;
         check("icache_miss_cycles", self.icache_miss_cycles, 0, 1000)?;
+        if self.l0_data_cache && self.board.arch() != cqlab_abi::arch::Arch::Blackhole {
+            return Err(ConfigError::NoL0Cache(self.board));
+        }
         if self.exact_time && self.quantum_jitter > 0 {
             return Err(ConfigError::JitterWithExactTime(self.quantum_jitter));
         }

@@ -16,6 +16,7 @@ use crate::csr;
 use crate::decode::{Decoded, Op, X0_SINK};
 use crate::history::BranchHistory;
 use crate::icache::ICache;
+use crate::l0cache::L0Cache;
 use crate::memory::Memory;
 use crate::timing::{self, L1Stores, LOAD_CYCLES, MUL_CYCLES, TAKEN_PENALTY};
 use std::fmt;
@@ -310,6 +311,7 @@ pub(crate) struct Checkpoint {
     store_queue: StoreQueue,
     loads: LoadQueue,
     icache: ICache,
+    l0: L0Cache,
 }
 
 /// The hart's L1 store queue (see [`L1Stores`]).
@@ -357,6 +359,8 @@ pub struct Hart {
     loads: LoadQueue,
     /// Its instruction cache's tags ([`Hart::set_icache`]; off unless set).
     icache: ICache,
+    /// Its L0 data cache ([`Hart::set_l0_cache`]; off unless set).
+    l0: L0Cache,
 }
 
 impl Hart {
@@ -375,6 +379,7 @@ impl Hart {
             store_queue: StoreQueue { timing: L1Stores::WORMHOLE, drained: 0, block: u32::MAX },
             loads: LoadQueue::default(),
             icache: ICache::OFF,
+            l0: L0Cache::OFF,
         };
         h.reset(entry);
         h
@@ -392,6 +397,42 @@ impl Hart {
         self.history = BranchHistory::default();
         self.history.record(u32::MAX, entry);
         self.cycle += self.icache.reset(entry);
+        self.l0.flush();
+    }
+
+    /// Gives the hart L0 data cache `c` ([`L0Cache::OFF`] for none).
+    pub fn set_l0_cache(&mut self, c: L0Cache) {
+        self.l0 = c;
+    }
+
+    /// Its L0 data cache (hits, stale hits).
+    pub fn l0_cache(&self) -> &L0Cache {
+        &self.l0
+    }
+
+    /// An L1 load through the L0 data cache (out of line: the interpreter's
+    /// loads without one stay small): the bytes and the latency.
+    #[inline(never)]
+    fn l0_load<const N: usize>(&mut self, pc: u32, addr: u32, fresh: [u8; N]) -> ([u8; N], u64) {
+        let l1 = &self.mem.l1;
+        let got = self.l0.load::<N>(addr, fresh, LOAD_CYCLES, |at| {
+            l1.load::<{ crate::l0cache::LINE_BYTES as usize }>(at).expect("a line of L1")
+        });
+        if got.1 != LOAD_CYCLES {
+            // A hit may differ from L1 and may flush: the loop it is in is
+            // not a pure repeat (idle fast-forward must not skip it).
+            self.effects += 1;
+            if got.0 != fresh {
+                self.l0.saw_stale(pc, addr);
+            }
+        }
+        got
+    }
+
+    /// A store to L1 drops its line from the L0 data cache.
+    #[inline(never)]
+    fn l0_drop_line(&mut self, addr: u32) {
+        self.l0.drop_line(addr);
     }
 
     /// Gives the hart instruction cache `c` (empty; [`ICache::OFF`] for
@@ -522,6 +563,7 @@ impl Hart {
             store_queue: self.store_queue,
             loads: self.loads,
             icache: self.icache,
+            l0: self.l0,
         }
     }
 
@@ -536,6 +578,7 @@ impl Hart {
         self.store_queue = c.store_queue;
         self.loads = c.loads;
         self.icache = c.icache;
+        self.l0 = c.l0;
     }
 
     /// Sets the counters back to where they stood when the hart was last
@@ -729,12 +772,13 @@ impl Hart {
                 }
                 let raw: u32 = match self.mem.l1.load::<$n>(addr) {
                     Some(b) => {
+                        let (b, latency) = if self.l0.on { self.l0_load::<$n>(pc, addr, b) } else { (b, LOAD_CYCLES) };
                         let mut w = [0u8; 4];
                         w[..$n].copy_from_slice(&b);
                         if FULL && self.loads.on {
-                            self.loads.push(cycle, cycle + LOAD_CYCLES, $d.rd);
+                            self.loads.push(cycle, cycle + latency, $d.rd);
                         } else {
-                            cycle += LOAD_CYCLES - 1;
+                            cycle += latency - 1;
                         }
                         u32::from_le_bytes(w)
                     }
@@ -777,6 +821,9 @@ impl Hart {
                 self.effects += 1;
                 let old = self.watched_old(addr);
                 let stop = if self.mem.l1.store::<$n>(addr, b) {
+                    if self.l0.on {
+                        self.l0_drop_line(addr);
+                    }
                     cycle = self.store_queue.push(cycle, addr);
                     self.watch_hit(addr, old)
                 } else if self.mem.local.store::<$n>(addr, b) {
@@ -935,7 +982,12 @@ impl Hart {
                     cycle += timing::div_cycles(x!(d.rs1), x!(d.rs2)) - 1;
                     alu!(d, |a, b, _i| a.checked_rem(b).unwrap_or(a))
                 }
-                Op::Fence => pc = pc.wrapping_add(4),
+                Op::Fence => {
+                    if self.l0.on {
+                        self.l0.flush();
+                    }
+                    pc = pc.wrapping_add(4)
+                }
                 Op::Ecall => halt!(HaltReason::Ecall),
                 Op::Ebreak => halt!(HaltReason::Ebreak),
                 Op::Csrrw | Op::Csrrwi => csr!(d, true),

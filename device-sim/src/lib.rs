@@ -37,6 +37,7 @@ pub mod fastforward;
 pub mod hart;
 mod history;
 pub mod icache;
+pub mod l0cache;
 pub mod links;
 pub mod memory;
 pub mod niu;

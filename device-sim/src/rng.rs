@@ -79,6 +79,8 @@ pub enum Stream {
     HostJitter = 6,
     /// The host's PCT points (the driver's host schedule).
     HostPct = 7,
+    /// Blackhole's L0 data caches' periodic flushes (`l0cache`).
+    L0Flush = 8,
 }
 
 impl Rng {

@@ -151,6 +151,15 @@ impl Introspect for EmbeddedSim {
     fn host_clock(&self) -> Option<crate::host_clock::HostClockStats> {
         Some(self.clock.stats())
     }
+    fn l0_cache(&self) -> Option<crate::backend::L0CacheStats> {
+        self.chip.chip.l0_cache().map(|s| crate::backend::L0CacheStats {
+            hits: s.hits,
+            stale_hits: s.stale_hits,
+            first_stale: s
+                .first_stale
+                .map(|(core, pc, addr)| format!("core {} {:?} pc {pc:#x} addr {addr:#x}", core.tile, core.processor)),
+        })
+    }
     fn core_debug(&mut self, core: CoreId) -> Result<Option<CoreDebug>> {
         let id = cqlab_sim::chip::CoreId { tile: core.tile, processor: core.processor };
         Ok(self.chip_mut().core_debug(id).map(|d| CoreDebug {

@@ -1078,7 +1078,10 @@ on_both_chips! {
             let grid = dev.chip().grid();
             let words = words_for_block(16 << 10, grid.count(), 64);
             let core = spread_cores(&dev)[2];
-            let n = 60u32;
+            // Enough programs that the host laps the staging space while the
+            // prefetcher still reads it (60 did on Blackhole before its L0
+            // data caches sped the dispatcher up).
+            let n = 120u32;
             let mut cq = dev.cq(0).unwrap();
             let args = move |j: u32, (c, r): (u8, u8)| -> Vec<u32> {
                 let id = (c as u32) << 8 | r as u32;

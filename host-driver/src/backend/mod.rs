@@ -44,6 +44,19 @@ pub struct DramTraffic {
     pub write_bytes: u64,
 }
 
+/// Blackhole's L0 data caches, over every core (the simulator's `l0`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct L0CacheStats {
+    /// Loads from L1 that hit a core's L0 data cache.
+    pub hits: u64,
+    /// Hits that returned bytes L1 no longer held: reads a firmware takes
+    /// stale on silicon (a wait without `fence`).
+    pub stale_hits: u64,
+    /// The first stale read, "core (x,y) PROCESSOR pc 0x.. addr 0x..": where
+    /// a `fence` is missing.
+    pub first_stale: Option<String>,
+}
+
 /// Device access: what every backend offers.
 pub trait Backend {
     /// Human-readable name ("embedded simulator", "/dev/tenstorrent/0").
@@ -156,6 +169,11 @@ pub trait Introspect {
     /// simulator).
     #[cfg(any(feature = "sim", feature = "daemon", feature = "ttsim"))]
     fn host_clock(&self) -> Option<crate::host_clock::HostClockStats> {
+        None
+    }
+    /// What the cores' L0 data caches did, where the model has them (the
+    /// embedded simulator with `l0`).
+    fn l0_cache(&self) -> Option<L0CacheStats> {
         None
     }
     /// Samples the PC of each of `cores` at every scheduling slice from now

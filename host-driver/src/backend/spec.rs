@@ -26,6 +26,10 @@ pub struct Model {
     pub pipelined_loads: bool,
     /// `icache`: instruction caches (`SimConfig::icache`).
     pub icache: bool,
+    /// `no-l0` turns it off: Blackhole's L0 data caches
+    /// (`SimConfig::l0_data_cache`), the default there since 2026-11-30
+    /// (Wormhole has none: nothing to turn off).
+    pub l0_cache: bool,
     /// `no-contention` turns it off: packets never queue for the links
     /// between routers, the model before contention became the default
     /// (`NocTiming::link_contention`).
@@ -34,13 +38,13 @@ pub struct Model {
 
 impl Default for Model {
     fn default() -> Self {
-        Model { exact_time: false, pipelined_loads: true, icache: false, link_contention: true }
+        Model { exact_time: false, pipelined_loads: true, icache: false, l0_cache: true, link_contention: true }
     }
 }
 
 impl Model {
     /// Every word [`Model::take`] knows.
-    pub const WORDS: &'static str = "exact, blocking, pipelined, no-contention, contention, icache";
+    pub const WORDS: &'static str = "exact, blocking, pipelined, no-contention, contention, icache, no-l0, l0";
 
     /// Applies spec word `word`; false if it is not a model word.
     pub fn take(&mut self, word: &str) -> bool {
@@ -51,6 +55,8 @@ impl Model {
             "contention" => self.link_contention = true,
             "no-contention" => self.link_contention = false,
             "icache" => self.icache = true,
+            "l0" => self.l0_cache = true,
+            "no-l0" => self.l0_cache = false,
             _ => return false,
         }
         true
@@ -64,6 +70,7 @@ impl Model {
             (!self.pipelined_loads, "blocking", "blocking L1 loads"),
             (!self.link_contention, "no-contention", "no link contention"),
             (self.icache, "icache", "instruction caches"),
+            (!self.l0_cache, "no-l0", "no L0 data caches"),
         ]
         .into_iter()
         .filter(|&(departs, ..)| departs)
@@ -89,6 +96,8 @@ impl Model {
         sim.pipelined_loads = self.pipelined_loads;
         sim.noc.link_contention = self.link_contention;
         sim.icache = self.icache;
+        // Where the chip has them: Wormhole's cores have none.
+        sim.l0_data_cache = self.l0_cache && sim.board.arch() == cqlab_abi::arch::Arch::Blackhole;
     }
 }
 
@@ -289,7 +298,9 @@ mod tests {
         );
         let unknown = Spec::parse("embedded:links").unwrap_err().to_string();
         assert!(
-            unknown.contains("known: seed=N, slow, exact, blocking, pipelined, no-contention, contention, icache"),
+            unknown.contains(
+                "known: seed=N, slow, exact, blocking, pipelined, no-contention, contention, icache, no-l0, l0"
+            ),
             "{unknown}"
         );
         assert_eq!(Spec::parse("sim:/tmp/d?wait").unwrap(), Spec::Daemon { rest: "/tmp/d?wait".into() });
@@ -306,9 +317,15 @@ mod tests {
     /// `embedded:seed=N` with them): every model reads back as itself.
     #[test]
     fn every_model_reads_back_from_its_spec_words() {
-        for bits in 0..16u8 {
+        for bits in 0..32u8 {
             let on = |k: u8| bits & (1 << k) != 0;
-            let model = Model { exact_time: on(0), pipelined_loads: !on(1), icache: on(2), link_contention: !on(3) };
+            let model = Model {
+                exact_time: on(0),
+                pipelined_loads: !on(1),
+                icache: on(2),
+                link_contention: !on(3),
+                l0_cache: !on(4),
+            };
             let spec = format!("embedded:seed=9{}", model.spec_words());
             assert_eq!(Spec::parse(&spec).unwrap(), Spec::Embedded { seed: 9, slow: false, model }, "{spec}");
             assert_eq!(model.describe().is_empty(), model == Model::default(), "{model:?}");

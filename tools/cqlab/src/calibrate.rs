@@ -200,6 +200,7 @@ pub fn validate(a: &Args) -> anyhow::Result<()> {
             UsageError("calibrate runs each chip with its usual harvesting; --harvest is not taken".into()).into()
         );
     }
+
     // The figures file is read once, by `run` (a pipe reads only once);
     // what it cannot take is a usage error there too.
     Ok(())

@@ -197,7 +197,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if base["workload"] != test["workload"] {
         diagln!("note: comparing different workloads ({} vs {})", base["workload"], test["workload"]);
     }
-    for k in ["sync", "knobs", "iters", "warmup", "device"] {
+    for k in ["sync", "knobs", "iters", "warmup", "device", "host"] {
         if base[k] != test[k] {
             diagln!("note: {k} differs ({} vs {})", base[k], test[k]);
         }

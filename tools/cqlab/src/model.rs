@@ -1,4 +1,4 @@
-//! `--exact-time`, `--blocking-loads`, `--no-link-contention`, `--icache`:
+//! `--exact-time`, `--blocking-loads`, `--no-link-contention`, `--icache`, `--no-l0-cache`:
 //! the timing-model options of the commands that measure the embedded
 //! simulator's timing (`bench dispatch`, `calibrate`). Each departs from
 //! the calibrated default in one way; the driver's
@@ -29,6 +29,12 @@ pub struct ModelOpt {
     /// `SimConfig::icache_miss_cycles`, an unpublished figure.
     #[arg(long)]
     pub icache: bool,
+    /// No L0 data caches on Blackhole (`embedded:no-l0`): every load reads
+    /// L1, the model before 2026-11-30. On, each core has four 16-byte lines
+    /// in front of L1, not coherent, flushed by `fence`; a hit costs 2
+    /// cycles (`SimConfig::l0_data_cache`). Wormhole has none.
+    #[arg(long)]
+    pub no_l0_cache: bool,
     /// Link contention between NOC routers (`NocTiming::link_contention`:
     /// packets queue for each link of their path): the default since
     /// 2026-11-30 (the flag is kept so older command lines run).
@@ -48,6 +54,7 @@ impl ModelOpt {
             pipelined_loads: !self.blocking_loads,
             link_contention: !self.no_link_contention,
             icache: self.icache,
+            l0_cache: !self.no_l0_cache,
         }
     }
 }

@@ -233,6 +233,7 @@ impl Plan {
         opt("blocking-loads", a.blocking_loads.to_string());
         opt("link-contention", a.link_contention.to_string());
         opt("icache", a.icache.to_string());
+        opt("l0-cache", a.l0_cache.to_string());
         if a.workload == WorkloadKind::TwoQueue {
             // The random workload draws these per seed.
             opt("copies", a.copies.to_string());
@@ -319,6 +320,20 @@ pub fn run_seed_with(
         WorkloadKind::TwoQueue => two_queue::run(&plan.args, &mut dev),
         WorkloadKind::Random => random::run(plan.args.iterations, seed, &mut dev),
         WorkloadKind::Programs => programs::run(plan.args.iterations, seed, &mut dev),
+    });
+    // With L0 data caches, a run that passed may still have read a copy L1
+    // no longer held: a missing `fence` on silicon, found even when the
+    // stale value did no harm this time.
+    let outcome = outcome.and_then(|()| match dev.backend().introspect().and_then(|i| i.l0_cache()) {
+        Some(l0) if l0.stale_hits > 0 => Err(Failure::Check {
+            check: "stale L0 read",
+            detail: format!(
+                "{} loads returned a copy in a core's L0 data cache that L1 no longer held; the first: {}",
+                l0.stale_hits,
+                l0.first_stale.unwrap_or_default()
+            ),
+        }),
+        _ => Ok(()),
     });
     (outcome, Some(dev))
 }
@@ -569,6 +584,7 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         v["blocking_loads"] = a.blocking_loads.into();
         v["link_contention"] = a.link_contention.into();
         v["icache"] = a.icache.into();
+        v["l0_cache"] = a.l0_cache.into();
         outln!("{v}");
         return Ok(());
     }

@@ -51,11 +51,20 @@ impl<W: Write> TraceWriter<W> {
         Self { out, records: 0 }
     }
 
-    pub fn header(&mut self, chip: &Topology, cores: &[Coord], workload: &str, seed: u64, sync: &str) -> Result<()> {
+    pub fn header(
+        &mut self,
+        chip: &Topology,
+        cores: &[Coord],
+        workload: &str,
+        spec: &RunSpec,
+        sync: &str,
+    ) -> Result<()> {
         let cores: Vec<_> =
             cores.iter().map(|c| json!({"x": c.x, "y": c.y, "role": Analysis::role(chip, *c)})).collect();
         let h = json!({"format": FORMAT, "version": VERSION, "workload": workload, "cqs": chip.num_cqs(),
-                       "chip": chip.board().name(), "harvesting": chip.harvesting().to_string(), "seed": seed,
+                       "chip": chip.board().name(), "harvesting": chip.harvesting().to_string(), "seed": spec.seed,
+                       "device": cqlab_workloads::runner::device_spec(&spec.device, spec.seed),
+                       "host_jitter_cycles": spec.base_config.host_schedule.jitter_cycles,
                        "sync": sync, "clock_hz": chip.layout().clock_hz(), "cores": cores});
         writeln!(self.out, "{h}")?;
         Ok(())
@@ -102,7 +111,7 @@ impl<W: Write> Observer for TraceWriter<W> {
             cqlab_workloads::runner::SyncMode::PerIter => "per-iter",
             cqlab_workloads::runner::SyncMode::End => "end",
         };
-        self.header(chip, cores, spec.kind.name(), spec.seed, sync).map_err(io)
+        self.header(chip, cores, spec.kind.name(), spec, sync).map_err(io)
     }
     fn launch(&mut self, l: &LaunchInfo) -> cqlab_driver::Result<()> {
         self.line("launch", l).map_err(io)

@@ -343,6 +343,38 @@ fn the_daemon_and_the_embedded_simulator_reach_the_same_state_for_the_same_seed(
     assert!(local.1 > 0);
 }
 
+/// `run` over a fresh daemon measures what the embedded simulator of the
+/// daemon's seed does: its check of the chip's rows reads the chip without
+/// attaching (an attach boots the device, and the measured run was the
+/// daemon's second client, every cycle 10,080 later).
+#[test]
+fn run_over_a_fresh_daemon_matches_the_embedded_run_of_its_seed() {
+    let d = Daemon::start("run", 7);
+    let common = ["run", "hetero", "--programs", "4", "--iters", "1", "--warmup", "0", "--cqs", "1", "--json", "-"];
+    let run = |device: &str, extra: &[&str]| {
+        let trace = d.dir.with_extension(format!("{}.jsonl", device.len()));
+        let mut c = Command::new(CQLAB);
+        c.args(common).args(["--device", device, "--trace"]).arg(&trace).args(extra);
+        let o = run(c);
+        assert!(o.status.success(), "{device}: {}", text(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("run --json is JSON");
+        let p = &v["points"][0];
+        // The device's own records, at their absolute cycles.
+        let records: Vec<String> = std::fs::read_to_string(&trace)
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("{\"rec\""))
+            .map(str::to_owned)
+            .collect();
+        let _ = std::fs::remove_file(&trace);
+        (p["timed_cycles"].clone(), p["latency_cycles"].clone(), p["commands"].clone(), records)
+    };
+    let daemon = run(&format!("sim:{}", d.dir.display()), &[]);
+    let embedded = run("embedded:seed=7", &SMALL_WORMHOLE);
+    assert!(!daemon.3.is_empty(), "no trace records");
+    assert_eq!(daemon, embedded, "the same seed over the daemon and embedded");
+}
+
 // ---- Security and ownership (issue 14) ----------------------------------
 
 use cqlab_sim::daemon::proto::{self, Reply, Request};

@@ -668,3 +668,42 @@ fn host_jitter_and_pct_replay_and_cost_device_time() {
     let cycles = |v: &Value| v["points"][0]["timed_cycles"].as_u64().expect("timed_cycles");
     assert!(cycles(&a) > cycles(&plain), "host stalls cost device time: {} vs {}", cycles(&a), cycles(&plain));
 }
+
+/// A report and its trace name what they ran on: the device with its own
+/// seed and the host schedule, so a rerun from either is the same run, and
+/// `compare` notes reports measured under another host schedule.
+#[test]
+fn the_report_and_trace_name_the_device_seed_and_host_schedule() {
+    let trace = tmp("named.jsonl");
+    let args = ["run", "hetero", "--iters", "1", "--programs", "4", "--large-cycles", "3000", "--host-jitter", "500"];
+    let mut c = Command::new(support::CQLAB);
+    c.env("CQLAB_FIRMWARE_DIR", support::firmware_dir()).args(args).args([
+        "--device",
+        "embedded:seed=5",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    let out = c.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("device embedded:seed=5") && text.contains("host jitter 500"), "{text}");
+    let header: Value = serde_json::from_str(std::fs::read_to_string(&trace).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (header["device"].as_str(), header["host_jitter_cycles"].as_u64()),
+        (Some("embedded:seed=5"), Some(500))
+    );
+    // Jitter alone moves throughput: compare says the schedules differ.
+    let jittered =
+        run("hetero", &["--iters", "1", "--programs", "4", "--large-cycles", "3000", "--host-jitter", "500"]);
+    let plain = run("hetero", &["--iters", "1", "--programs", "4", "--large-cycles", "3000"]);
+    assert_eq!(jittered["host"]["jitter_cycles"], 500);
+    let (a, b) = (tmp("jittered.json"), tmp("plain.json"));
+    write(&a, &jittered);
+    write(&b, &plain);
+    let out = cqlab(&["compare", a.to_str().unwrap(), b.to_str().unwrap(), "--threshold", "50%"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("note: host differs"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -223,6 +223,9 @@ pub struct PointReport {
     pub validation: Option<Validation>,
     pub matmul: Option<MatmulFigures>,
     pub trace: TraceStats,
+    /// The cores' L0 data caches over the whole run (boot and warmup
+    /// included), where the model has them (`embedded:l0`).
+    pub l0_cache: Option<cqlab_driver::backend::L0CacheStats>,
 }
 
 struct Tee<'a> {
@@ -463,6 +466,7 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
         .iter()
         .map(|((cq, wp), t)| WaitTotal { cq: *cq, waypoint: wp.clone(), meaning: waypoint_meaning(wp), tally: *t })
         .collect();
+    let l0_cache = dev.backend().introspect().and_then(|i| i.l0_cache());
     let stall_total_cycles = waits.iter().filter(|w| w.waypoint == "PSW").map(|w| w.tally.total_cycles).sum();
     let wait_total_cycles = waits.iter().filter(|w| w.waypoint != "PSW").map(|w| w.tally.total_cycles).sum();
     Ok(PointReport {
@@ -505,6 +509,7 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
             lost: collector.total_lost(),
             through_bar: collector.through_bar,
         },
+        l0_cache,
     })
 }
 

@@ -130,6 +130,14 @@ pub struct Args {
     /// setting.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = false)]
     pub icache: bool,
+    /// Blackhole's L0 data caches (`SimConfig::l0_data_cache`): four 16-byte
+    /// lines a core, not coherent, flushed by `fence`, so a firmware that
+    /// polls without one reads stale copies (a seed that read one fails,
+    /// "stale L0 read"). The default since 2026-11-30; `--l0-cache false`
+    /// races the model before, on which replay lines without `--l0-cache`
+    /// were found. Wormhole has none.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = true)]
+    pub l0_cache: bool,
     /// Probability per scheduling slice that a core stalls 2000 cycles
     /// (0..=1; refused where the stalls would outrun the clock and nothing
     /// could ever boot: below 0.025 at the default 50-cycle slice).
@@ -210,6 +218,7 @@ impl Args {
             exact_time: self.exact_time,
             pipelined_loads: !self.blocking_loads,
             icache: self.icache,
+            l0_cache: self.l0_cache,
             link_contention: self.link_contention,
         }
     }

@@ -346,7 +346,20 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let sweep = parse_cqs(&a.cqs)?;
     let knobs = knobs(&a, kind);
     let json_stdout = a.json.as_deref() == Some(Path::new("-"));
-    if !matches!(cqlab_driver::backend::spec::Spec::parse(&a.device), Ok(Spec::Embedded { .. })) {
+    if let Some(rest) = a.device.strip_prefix("sim:") {
+        // A daemon's chip is read without attaching: an attach boots the
+        // device, and the run would then be its second client, every cycle
+        // later than the same seed's embedded run.
+        use cqlab_driver::backend::Backend;
+        let (path, _) = cqlab_driver::daemon_backend::DaemonBackend::parse_spec(rest)?;
+        let (board, harvesting) = cqlab_driver::daemon_backend::DaemonObserver::connect(path)
+            .and_then(|mut o| o.identify())
+            .with_context(|| format!("--device {}", a.device))?;
+        for &n in &sweep {
+            let layout = cqlab_abi::soc::ChipLayout::new(board, harvesting.clone())?;
+            check_rows(n, &cqlab_driver::Topology::new(layout, n)?)?;
+        }
+    } else if !matches!(cqlab_driver::backend::spec::Spec::parse(&a.device), Ok(Spec::Embedded { .. })) {
         // A device that exists is known once opened: looked at before the
         // first point, so a sweep's last count is not refused after the
         // others have run.
@@ -399,7 +412,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     let report = json!({
         "tool": "cqlab run", "schema": 1, "workload": kind.name(), "description": kind.describe(),
-        "device": runner::device_spec(&a.device, a.seed), "seed": a.seed, "sync": a.sync, "iters": a.iters,
+        "device": runner::device_spec(&a.device, a.seed), "seed": a.seed, "host": host_schedule(&a.host),
+        "sync": a.sync, "iters": a.iters,
         "warmup": a.warmup, "clock_hz": points.first().map(|p| p.clock_hz),
         "chip": points.first().map(|p| &p.chip), "harvesting": points.first().map(|p| &p.harvesting), "knobs": knobs,
         "worker_kernel": kind.worker_kernel(), "validated": !a.skip_validation,
@@ -420,6 +434,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The host schedule a report was measured under (`compare` notes a
+/// difference: jitter alone moves throughput).
+fn host_schedule(h: &crate::cli::HostArgs) -> Value {
+    let s = h.schedule(0);
+    json!({"jitter_cycles": s.jitter_cycles, "pct_points": s.pct.map_or(0, |p| p.points),
+           "pct_steps": s.pct.map(|p| p.steps)})
+}
+
 fn num(v: &Value) -> String {
     match v.as_f64() {
         Some(x) if x.abs() >= 100.0 || x == x.trunc() => format!("{x:.0}"),
@@ -430,8 +452,19 @@ fn num(v: &Value) -> String {
 }
 
 fn print_text(r: &Value) {
+    // The device when it is not simply the embedded one at the run's seed
+    // (a spec's own seed or model words, a daemon, hardware).
+    let device = r["device"].as_str().unwrap_or("");
+    let plain = format!("embedded:seed={}", r["seed"]);
+    let on = if device == plain { String::new() } else { format!(", device {device}") };
+    let h = &r["host"];
+    let host = match (h["jitter_cycles"].as_u64().unwrap_or(0), h["pct_points"].as_u64().unwrap_or(0)) {
+        (0, 0) => String::new(),
+        (j, 0) => format!(", host jitter {j}"),
+        (j, p) => format!(", host jitter {j}, host PCT {p} of {}", h["pct_steps"]),
+    };
     outln!(
-        "{}: {} ({} timed + {} warmup iterations, sync {}, seed {}, worker kernel {})",
+        "{}: {} ({} timed + {} warmup iterations, sync {}, seed {}{on}{host}, worker kernel {})",
         r["workload"].as_str().unwrap_or(""),
         r["description"].as_str().unwrap_or(""),
         r["iters"],
@@ -493,6 +526,17 @@ fn print_text(r: &Value) {
                     m["cycles_per_mac"].as_f64().unwrap_or(0.0)
                 );
             }
+        }
+    }
+    for p in r["points"].as_array().into_iter().flatten() {
+        let l0 = &p["l0_cache"];
+        if let (Some(hits), Some(stale)) = (l0["hits"].as_u64(), l0["stale_hits"].as_u64()) {
+            let first = l0["first_stale"].as_str().map_or(String::new(), |f| format!("; the first: {f}"));
+            outln!(
+                "cqs {}: L0 data caches {hits} hits, {stale} stale (a copy L1 no longer held: a read no fence \
+                 preceded){first}",
+                p["cqs"]
+            );
         }
     }
     for p in r["points"].as_array().into_iter().flatten() {
