@@ -85,6 +85,15 @@ pub const RACE_HOST_JITTER: u64 = 2000;
 pub const DEFAULT_HOST_PCT_STEPS: u64 = 20_000;
 
 impl HostArgs {
+    /// The schedule a report was measured under, `--host-jitter`
+    /// defaulting to `default_jitter` (`compare` notes a difference:
+    /// jitter alone moves throughput).
+    pub fn report(&self, default_jitter: u64) -> serde_json::Value {
+        let s = self.schedule(default_jitter);
+        serde_json::json!({"jitter_cycles": s.jitter_cycles, "pct_points": s.pct.map_or(0, |p| p.points),
+                           "pct_steps": s.pct.map(|p| p.steps)})
+    }
+
     /// The schedule these options ask for, `--host-jitter` defaulting to
     /// `default_jitter`.
     pub fn schedule(&self, default_jitter: u64) -> HostSchedule {

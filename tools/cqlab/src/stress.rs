@@ -441,7 +441,13 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
                     kind: "hard-timeout".into(),
                     root: "host (the process did not end)".into(),
                     signature: format!("hard-timeout: still running after {} s", a.timeout),
-                    error: format!("killed after the {} s per-run timeout", a.timeout),
+                    // Wall-clock time: the device's cycles do not say where
+                    // it stopped, so its replay runs the seed whole.
+                    error: format!(
+                        "killed after the {} s per-run timeout (host time: a replay runs the seed to its end, \
+                         which may pass)",
+                        a.timeout
+                    ),
                 });
                 if after_kill {
                     failures_after_kill += 1;
@@ -485,8 +491,11 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
                                "failures_after_kill": failures_after_kill, "hard_timeouts": hard_timeouts, "drift": drift})
         );
     } else {
+        // Every run not killed on purpose is measured, those the hard
+        // timeout killed too (as failures).
         let header = format!(
-            "stress restart ({} runs, {kills} killed, {} completed, reset {:?}, device {})",
+            "stress restart ({} runs, {kills} killed on purpose, {} measured of which {hard_timeouts} past the \
+             hard timeout, reset {:?}, device {})",
             records.len(),
             completed.len(),
             a.reset,

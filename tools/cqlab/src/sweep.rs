@@ -428,10 +428,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
             points.push(p);
         }
     }
+    let run_order: Vec<u64> = points.iter().map(|p| p.value).collect();
     points.sort_by_key(|p| p.value);
     let boundary = first_failing.and_then(|v| points.iter().find(|p| p.value == v)).cloned();
     let report = serde_json::json!({
         "workload": "copy_stress", "param": name, "fixed": base, "host_bug": args.host_bug,
+        // What a rerun needs: the device, its chip, the host's schedule, and
+        // whether points shared one device (then the order they ran in
+        // matters; the points below are sorted by value).
+        "device": args.device, "chip": args.chip.chip.map(|b| b.name()), "harvest": args.chip.harvest,
+        "host": args.host.report(0), "timeout_cycles": args.timeout_cycles, "reset_each": args.reset_each,
+        "run_order": run_order,
         "bisect": args.bisect, "first_failing": first_failing,
         "boundary_signature": boundary.as_ref().and_then(|b| b.signature.clone()),
         "boundary_error": boundary.as_ref().and_then(|b| b.error.clone()),

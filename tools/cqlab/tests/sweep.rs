@@ -61,10 +61,15 @@ fn the_correct_driver_has_no_failing_depth() {
 
 #[test]
 fn a_plain_sweep_tabulates_every_value() {
-    let (code, v) = sweep(&["--param", "depth=1,5,9", "--set", "bytes=256"]);
+    let (code, v) = sweep(&["--param", "depth=9,1,5", "--set", "bytes=256"]);
     assert_eq!(code, 0, "{v}");
     let values: Vec<u64> = v["points"].as_array().unwrap().iter().map(|p| p["value"].as_u64().unwrap()).collect();
     assert_eq!(values, [1, 5, 9]);
+    // Points shared one device: the report keeps the order they ran in, and
+    // names the device and schedule a rerun needs.
+    assert_eq!(v["run_order"], serde_json::json!([9, 1, 5]), "{v}");
+    assert_eq!((v["device"].as_str(), v["reset_each"].as_bool()), (Some("embedded:seed=1"), Some(false)), "{v}");
+    assert_eq!(v["host"]["jitter_cycles"], 0, "{v}");
 }
 
 /// `--device embedded:...` takes the timing model's words, as its help says:

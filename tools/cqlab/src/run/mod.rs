@@ -412,7 +412,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     let report = json!({
         "tool": "cqlab run", "schema": 1, "workload": kind.name(), "description": kind.describe(),
-        "device": runner::device_spec(&a.device, a.seed), "seed": a.seed, "host": host_schedule(&a.host),
+        "device": runner::device_spec(&a.device, a.seed), "seed": a.seed, "host": a.host.report(0),
         "sync": a.sync, "iters": a.iters,
         "warmup": a.warmup, "clock_hz": points.first().map(|p| p.clock_hz),
         "chip": points.first().map(|p| &p.chip), "harvesting": points.first().map(|p| &p.harvesting), "knobs": knobs,
@@ -432,14 +432,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
         None => print_text(&report),
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The host schedule a report was measured under (`compare` notes a
-/// difference: jitter alone moves throughput).
-fn host_schedule(h: &crate::cli::HostArgs) -> Value {
-    let s = h.schedule(0);
-    json!({"jitter_cycles": s.jitter_cycles, "pct_points": s.pct.map_or(0, |p| p.points),
-           "pct_steps": s.pct.map(|p| p.steps)})
 }
 
 fn num(v: &Value) -> String {
