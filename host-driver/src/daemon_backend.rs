@@ -235,13 +235,37 @@ pub fn lock_device(paths: &DevicePaths, wait: LockWait) -> Result<Flock<File>> {
     }
 }
 
-/// The pid in the device's pid file, if that process is alive.
+/// The pid in the device's pid file, if that process is alive and, where
+/// `/proc` says, a `sim serve` (a pid reused by another process is not).
 fn live_daemon_pid(paths: &DevicePaths) -> Option<i32> {
     let pid: i32 = std::fs::read_to_string(paths.pid()).ok()?.trim().parse().ok().filter(|&p: &i32| p > 0)?;
     match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
-        Ok(()) | Err(nix::errno::Errno::EPERM) => Some(pid),
-        Err(_) => None,
+        Ok(()) | Err(nix::errno::Errno::EPERM) => {}
+        Err(_) => return None,
     }
+    match std::fs::read(format!("/proc/{pid}/cmdline")) {
+        Ok(cmdline) => {
+            let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+            args.windows(2).any(|w| w == [&b"sim"[..], &b"serve"[..]]).then_some(pid)
+        }
+        // No /proc to ask: alive is all that is known.
+        Err(_) => Some(pid),
+    }
+}
+
+/// The pid holding the device's ownership lock (`flock` on PATH/lock),
+/// read from `/proc/locks` without touching the lock; `None` when nobody
+/// holds it or it cannot be told.
+pub fn lock_holder(dir: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let lock = DevicePaths::new(dir).lock();
+    let inode = std::fs::metadata(&lock).ok()?.ino();
+    // "1: FLOCK  ADVISORY  WRITE 9532 fe:00:10010815 0 EOF"
+    std::fs::read_to_string("/proc/locks").ok()?.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let ino = f.get(5)?.rsplit(':').next()?.parse::<u64>().ok()?;
+        (f.get(1) == Some(&"FLOCK") && ino == inode).then(|| f.get(4)?.parse().ok()).flatten()
+    })
 }
 
 /// Why `dir` is no device directory: missing, or something else there.

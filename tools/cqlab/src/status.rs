@@ -64,9 +64,19 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
     for &c in &cores {
         fw.push(firmware(&mut dev, c)?);
     }
-    let holder = match st.owner_pid {
-        0 => "nobody".to_owned(),
-        pid => format!("pid {pid}"),
+    // Nobody attached, yet a client may hold the lock: one of a daemon
+    // before this one (its connection died with it), or one between its
+    // lock and its attach.
+    let locked = match (st.owner_pid, args.device.strip_prefix("sim:")) {
+        (0, Some(rest)) => cqlab_driver::daemon_backend::DaemonBackend::parse_spec(rest)
+            .ok()
+            .and_then(|(path, _)| cqlab_driver::daemon_backend::lock_holder(&path)),
+        _ => None,
+    };
+    let holder = match (st.owner_pid, locked) {
+        (0, None) => "nobody".to_owned(),
+        (0, Some(pid)) => format!("nobody attached (pid {pid} holds the lock file: a client not attached yet, or of a daemon before this one)"),
+        (pid, _) => format!("pid {pid}"),
     };
     if args.json {
         let cores_json: Vec<_> = dump
@@ -84,7 +94,8 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
             "{}",
             serde_json::json!({"device": args.device, "daemon_pid": st.chip.daemon_pid, "seed": st.chip.seed,
                 "chip": st.chip.board, "harvesting": st.chip.harvesting, "cqs": dev.num_cqs(),
-                "held_by": (st.owner_pid != 0).then_some(st.owner_pid), "connections": st.connections,
+                "held_by": (st.owner_pid != 0).then_some(st.owner_pid), "lock_held_by": locked,
+                "connections": st.connections,
                 "device_cycle": dump.device_cycle, "queues": dump.queues, "cores": cores_json})
         );
         return Ok(ExitCode::SUCCESS);

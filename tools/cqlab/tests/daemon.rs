@@ -375,6 +375,41 @@ fn run_over_a_fresh_daemon_matches_the_embedded_run_of_its_seed() {
     assert_eq!(daemon, embedded, "the same seed over the daemon and embedded");
 }
 
+/// After a daemon restart a client of the one before may still hold the
+/// lock file: `status` says so instead of "held by nobody". A pid file
+/// naming a live process that is no daemon (a reused pid) is no daemon:
+/// the client says so at once instead of retrying.
+#[test]
+fn status_names_a_lock_holder_and_a_reused_pid_is_no_daemon() {
+    let mut d = Daemon::start("relock", 3);
+    let mut holder = support::hold_device(&d.dir, 30);
+    let _ = d.child.kill();
+    let _ = d.child.wait();
+    // The killed daemon's socket would read as the new one's.
+    std::fs::remove_file(d.dir.join("sock")).unwrap();
+    let restarted = Daemon::start_in(d.dir.clone(), 3, "", &[]);
+    let device = format!("sim:{}", restarted.dir.display());
+    let o = support::cqlab(&["status", "--device", &device]);
+    let said = text(&o);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(
+        o.status.success() && said.contains(&format!("nobody attached (pid {} holds the lock file", holder.id())),
+        "{said}"
+    );
+    drop(restarted);
+    // A socket that refuses and a pid file naming this test (alive, no daemon).
+    let dir = scratch_dir("reused-pid");
+    std::fs::create_dir_all(&dir).unwrap();
+    drop(std::os::unix::net::UnixListener::bind(dir.join("sock")).unwrap());
+    std::fs::write(dir.join("pid"), std::process::id().to_string()).unwrap();
+    let start = Instant::now();
+    let o = support::cqlab(&["status", "--device", &format!("sim:{}", dir.display())]);
+    assert!(!o.status.success() && text(&o).contains("no live daemon pid"), "{}", text(&o));
+    assert!(start.elapsed() < Duration::from_secs(2), "retried as if a daemon were restarting");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 // ---- Security and ownership (issue 14) ----------------------------------
 
 use cqlab_sim::daemon::proto::{self, Reply, Request};
