@@ -326,6 +326,7 @@ impl Chip {
                     hart: {
                         let mut h = Hart::new(mem, p.index() as u32, chip.tensix.default_reset_pc(p));
                         h.set_l1_stores(l1_stores);
+                        h.set_taken_penalty(crate::timing::taken_penalty(cfg.board.arch()));
                         h.set_pipelined_loads(cfg.pipelined_loads);
                         if cfg.icache {
                             let bytes = crate::icache::capacity(cfg.board.arch(), p);

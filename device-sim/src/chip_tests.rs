@@ -1012,3 +1012,22 @@ fn a_poll_without_fence_reads_its_l0_copy_until_a_flush() {
     let err = Chip::new(SimConfig { l0_data_cache: true, ..small(Board::WormholeN150) }).err().expect("refused");
     assert!(err.to_string().contains("no L0 data cache"), "{err}");
 }
+
+/// A taken branch costs its cycle plus the chip's mispredict bubble: 2 on
+/// Wormhole, 4 on Blackhole (tt-isa `BabyRISCV/README.md` of each).
+#[test]
+fn a_taken_branch_costs_each_chips_bubble() {
+    for (board, bubble) in [(Board::WormholeN150, 2), (Board::BlackholeP150a, 4)] {
+        let cycles = |turns: u32| {
+            let mut chip = Chip::new(small(board)).unwrap();
+            let t = tiles(&chip)[0];
+            let mut p = li(8, turns).to_vec();
+            p.extend([addi(8, 8, -1), bne(8, 0, -4), ECALL]);
+            boot(&mut chip, t, &p);
+            chip.run_until(|c| halted(c, t), 100_000).unwrap();
+            chip.cores[chip.core_index(brisc(t)).unwrap()].hart.cycle()
+        };
+        // A turn: the addi, the bne and its bubble (the last bne falls through).
+        assert_eq!(cycles(200) - cycles(100), 100 * (2 + bubble), "{board}");
+    }
+}

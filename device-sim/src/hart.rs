@@ -361,6 +361,8 @@ pub struct Hart {
     icache: ICache,
     /// Its L0 data cache ([`Hart::set_l0_cache`]; off unless set).
     l0: L0Cache,
+    /// Cycles a taken branch or jump adds (`timing::taken_penalty`).
+    taken_penalty: u64,
 }
 
 impl Hart {
@@ -380,6 +382,7 @@ impl Hart {
             loads: LoadQueue::default(),
             icache: ICache::OFF,
             l0: L0Cache::OFF,
+            taken_penalty: TAKEN_PENALTY,
         };
         h.reset(entry);
         h
@@ -482,6 +485,12 @@ impl Hart {
     /// Sets how fast L1 takes this hart's stores (Wormhole's unless told).
     pub fn set_l1_stores(&mut self, timing: L1Stores) {
         self.store_queue.timing = timing;
+    }
+
+    /// Sets what a taken branch or jump costs on top of its cycle
+    /// (`timing::taken_penalty`).
+    pub fn set_taken_penalty(&mut self, cycles: u64) {
+        self.taken_penalty = cycles;
     }
 
     pub fn pc(&self) -> u32 {
@@ -749,7 +758,7 @@ impl Hart {
                     cycle += self.icache.jump(pc, t);
                 }
                 pc = t;
-                cycle += TAKEN_PENALTY;
+                cycle += self.taken_penalty;
             }};
         }
         macro_rules! branch {

@@ -69,8 +69,23 @@ impl L1Stores {
     }
 }
 
-/// Extra cycles for a taken branch or a jump (pipeline refill).
+/// Extra cycles for a taken branch or a jump (pipeline refill) on
+/// Wormhole: a mispredicted branch's two-cycle bubble (tt-isa
+/// `WormholeB0/TensixTile/BabyRISCV/README.md`, "Integer Unit"). The
+/// predictor is not published; the model charges every taken transfer.
 pub const TAKEN_PENALTY: u64 = 2;
+
+/// Blackhole's: its mispredicted branch's four-cycle bubble (tt-isa
+/// `BlackholeA0/TensixTile/BabyRISCV/README.md`, "EX1").
+pub const BLACKHOLE_TAKEN_PENALTY: u64 = 4;
+
+/// The taken-branch penalty of `arch`'s cores.
+pub const fn taken_penalty(arch: cqlab_abi::arch::Arch) -> u64 {
+    match arch {
+        cqlab_abi::arch::Arch::Wormhole => TAKEN_PENALTY,
+        cqlab_abi::arch::Arch::Blackhole => BLACKHOLE_TAKEN_PENALTY,
+    }
+}
 /// Total cycles of a load from L1 (the hart stalls until data returns).
 pub const LOAD_CYCLES: u64 = 8;
 /// Total cycles of a multiply.
