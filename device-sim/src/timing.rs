@@ -1,12 +1,13 @@
-//! Cycle costs of instructions, modelled on Wormhole "baby" RISC-V cores
-//! (docs/design.md, "Timing"): an in-order hart that blocks on loads.
+//! Cycle costs of instructions, modelled on the Wormhole and Blackhole
+//! "baby" RISC-V cores (docs/design.md, "Timing"): in-order harts.
 //!
 //! | class | cycles |
 //! |---|---|
 //! | any instruction | 1 |
-//! | taken branch, `jal`, `jalr` | 1 + [`TAKEN_PENALTY`] |
+//! | taken branch, `jal`, `jalr` | 1 + [`taken_penalty`]: 2 on Wormhole, 4 on Blackhole |
 //! | ... to code the core's instruction cache does not hold (`SimConfig::icache`, off by default) | + `SimConfig::icache_miss_cycles` ([`crate::icache`]) |
 //! | load (L1, MMIO, DRAM window) | [`LOAD_CYCLES`] |
+//! | load of L1 that hits Blackhole's L0 data cache (`SimConfig::l0_data_cache`) | [`crate::l0cache::HIT_CYCLES`] |
 //! | load or store (local data memory) | 1 |
 //! | `mul*` | [`MUL_CYCLES`] |
 //! | `div*`/`rem*` | [`div_cycles`]: 6..=33, data dependent |
