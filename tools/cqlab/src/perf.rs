@@ -214,7 +214,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         outln!("(no slow-dispatch row: it runs on a second embedded chip, so only with --device embedded)");
     }
     for (title, m) in [("CQ0 prefetcher", &pre), ("CQ0 dispatcher", &dis)] {
-        outln!("\n{title}: device cycles per command (from its trace ring)");
+        let held: u64 = m.values().map(|(n, ..)| n).sum();
+        outln!(
+            "\n{title}: device cycles per command, over the {held} its trace ring still held at the end (the ring \
+             keeps the newest: the run's last commands)"
+        );
         outln!("{:<22} {:>7} {:>10} {:>8} {:>8}", "command", "count", "mean", "min", "max");
         for (k, (n, sum, min, max)) in m {
             outln!("{:<22} {:>7} {:>10.0} {:>8} {:>8}", k, n, *sum as f64 / *n as f64, min, max);
