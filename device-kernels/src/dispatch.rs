@@ -624,7 +624,11 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             fail(self.p, DeviceError::TooLarge, addr, len, self.read as u32, self.completion_wr.0);
         }
         let wr = self.completion_wr;
-        let free = |p: &mut P| size - RingPtr::used(wr, RingPtr(p.read_u32(COMPLETION_RD_PTR)), size);
+        // The host writes the read pointer: read L1, not an L0 copy.
+        let free = |p: &mut P| {
+            p.invalidate_l1();
+            size - RingPtr::used(wr, RingPtr(p.read_u32(COMPLETION_RD_PTR)), size)
+        };
         if !const { crate::mutant::dropped("dispatch-completion-overwrite") } && free(self.p) < record {
             self.release_pages_now();
             wait_until(self.p, QRBW, |p| free(p) >= record);
@@ -694,7 +698,16 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         }
         let counter = flags.contains(WaitFlags::WAIT_COUNTER);
         if counter || flags.contains(WaitFlags::WAIT_MEMORY) {
-            let value = |p: &mut P| if counter { p.semaphore(addr) } else { p.read_u32(addr) };
+            // Another agent writes the word: read L1, not an L0 copy (a
+            // semaphore read always does).
+            let value = |p: &mut P| {
+                if counter {
+                    p.semaphore(addr)
+                } else {
+                    p.invalidate_l1();
+                    p.read_u32(addr)
+                }
+            };
             let observed = value(self.p);
             self.trace(TraceKind::WaitTarget, flags.bits() as u32, addr);
             self.trace(TraceKind::WaitBegin, count, observed);

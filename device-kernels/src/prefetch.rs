@@ -179,6 +179,9 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             let (raw, len) = self.chunks[(j % CHUNK_BUFFERS) as usize];
             let entry = FetchEntry::from_raw(raw).unwrap_or_else(|_| unreachable!("checked before its read"));
             self.taken = j.wrapping_add(1);
+            // The chunk came by the NOC into a buffer read before: its
+            // commands are read from L1, not from L0 copies of the last one.
+            self.p.invalidate_l1();
             self.trace(TraceKind::FetchConsumed, raw, j % self.cfg.fetch_entries);
             self.run_commands(chunk_buffer(j % CHUNK_BUFFERS), len, entry.stall());
             self.buffer_sent[(j % CHUNK_BUFFERS) as usize] = self.p.writes_issued();
@@ -191,6 +194,8 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// it held the next chunk back for a whole relay), and at most one
     /// fetch queue's worth of entries ahead of the slots freed.
     fn read_ahead(&mut self) {
+        // The host writes the slots: read L1, not L0 copies.
+        self.p.invalidate_l1();
         while self.requested.wrapping_sub(self.taken) < CHUNK_BUFFERS - 1
             && self.requested.wrapping_sub(self.fetched) < self.cfg.fetch_entries
         {

@@ -92,6 +92,10 @@ pub fn serve<P: Platform>(p: &mut P, mut run: impl FnMut(&mut P, u32, &KernelCtx
         loop {
             n = n.wrapping_add(1);
             let entry = launch_entry(0, n);
+            // The dispatcher wrote the entry: it and the tag are read from
+            // L1, not L0 copies of the launch eight before (wait_tag looks
+            // again the same way).
+            p.invalidate_l1();
             if p.read_u32(entry + LAUNCH_TAG) != n {
                 wait_tag(p, entry, n);
             }
@@ -320,6 +324,8 @@ pub fn subordinate<P: Platform>(
     waypoint(p, RUN);
     let started = |p: &mut P| (p.read_u32(mailbox::SUBORDINATE_RUN) >> run_sync_shift(i)) as u8 == RUN_SYNC_GO;
     loop {
+        // BRISC wrote the run word and the group: read L1, not L0 copies.
+        p.invalidate_l1();
         if !started(p) {
             wait_until(p, GOW, started);
         }

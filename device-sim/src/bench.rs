@@ -272,7 +272,13 @@ pub fn chip_pingpong(
     boot(&mut chip, b, &program(b, a, false))?;
     if spinners {
         let mut spin = li(6, USER.base + 0x80).to_vec();
-        spin.extend([lw(7, 6, 0), beq(7, 0, -4), ECALL]);
+        // Fenced on Blackhole as the ping-pong's poll: a turn that hits its
+        // L0 copy is no idle repeat, and would never park.
+        if blackhole {
+            spin.extend([FENCE, lw(7, 6, 0), beq(7, 0, -8), ECALL]);
+        } else {
+            spin.extend([lw(7, 6, 0), beq(7, 0, -4), ECALL]);
+        }
         for &c in &tiles[2..] {
             boot(&mut chip, c, &spin)?;
         }

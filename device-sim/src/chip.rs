@@ -452,17 +452,21 @@ impl Chip {
 
     /// The cores' L0 data caches (`SimConfig::l0_data_cache`), summed:
     /// loads that hit, hits that returned bytes L1 no longer held, and the
-    /// first core (in core order) with a stale hit, with that hit's PC and
-    /// address. `None` when the model has none.
+    /// first stale hit in device time (the lowest core on a tie), its core,
+    /// PC and address. `None` when the model has none.
     pub fn l0_cache(&self) -> Option<L0Summary> {
         self.cfg.l0_data_cache.then(|| {
             let mut s = L0Summary::default();
+            let mut first: Option<u64> = None;
             for c in &self.cores {
                 let l0 = c.hart.l0_cache();
                 s.hits += l0.hits();
                 s.stale_hits += l0.stale_hits();
-                if s.first_stale.is_none() {
-                    s.first_stale = l0.first_stale().map(|(pc, addr)| (c.id, pc, addr));
+                if let Some((cycle, pc, addr)) = l0.first_stale() {
+                    if first.is_none_or(|f| cycle < f) {
+                        first = Some(cycle);
+                        s.first_stale = Some((c.id, pc, addr));
+                    }
                 }
             }
             s

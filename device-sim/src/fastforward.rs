@@ -41,6 +41,7 @@
 
 use crate::decode::Op;
 use crate::hart::{Bus, Hart, Observer, Stop};
+use crate::l0cache::L0State;
 
 /// Longest loop (in instructions) detection looks for.
 pub const PROBE_STEPS: u32 = 64;
@@ -290,12 +291,24 @@ struct Head {
     /// hit and the cache is as it was, so the loop's next turn costs the
     /// same (a loop that misses every turn is never parked).
     icache: u64,
+    /// The L0 data cache's lines and copies then: a turn that filled a
+    /// line it did not hold is no repeat (its next turn would hit).
+    l0: L0State,
 }
 
 impl Head {
     fn of(hart: &Hart, step: usize) -> Head {
         let (pc, regs, cycle, instret) = (hart.pc(), hart.regs(), hart.cycle(), hart.instret());
-        Head { pc, regs, cycle, instret, step, settled: hart.loads_settled(), icache: hart.icache().changes() }
+        Head {
+            pc,
+            regs,
+            cycle,
+            instret,
+            step,
+            settled: hart.loads_settled(),
+            icache: hart.icache().changes(),
+            l0: hart.l0_cache().state(),
+        }
     }
 }
 
@@ -339,7 +352,16 @@ pub struct ProbeScratch {
 
 impl Default for ProbeScratch {
     fn default() -> Self {
-        let head = Head { pc: 0, regs: [0; 32], cycle: 0, instret: 0, step: 0, settled: false, icache: 0 };
+        let head = Head {
+            pc: 0,
+            regs: [0; 32],
+            cycle: 0,
+            instret: 0,
+            step: 0,
+            settled: false,
+            icache: 0,
+            l0: L0State::default(),
+        };
         ProbeScratch { heads: [head; HEADS + 1], steps: [Step::default(); PROBE_STEPS as usize] }
     }
 }
@@ -394,14 +416,20 @@ pub fn probe_with<B: Bus>(hart: &mut Hart, bus: &mut B, limit: u64, scratch: &mu
             return Probe::Cut;
         }
         if hart.effects() != effects0 {
+            // Past the limit only pure instructions run, but an L0 hit is
+            // an effect too: the hart goes back to the run's end.
+            if let Some(c) = &at_limit {
+                hart.restore(c);
+            }
             return Probe::NotIdle;
         }
         let pc = hart.pc();
         let same_pc = |h: &Head| h.pc == pc;
         if heads[..n_heads].iter().any(same_pc) {
             let regs = hart.regs();
-            let (settled, icache) = (hart.loads_settled(), hart.icache().changes());
-            let same = |h: &&Head| h.pc == pc && h.regs == regs && h.settled && settled && h.icache == icache;
+            let (settled, icache, l0) = (hart.loads_settled(), hart.icache().changes(), hart.l0_cache().state());
+            let same =
+                |h: &&Head| h.pc == pc && h.regs == regs && h.settled && settled && h.icache == icache && h.l0 == l0;
             if let Some(h) = heads[..n_heads].iter().find(same) {
                 if h.cycle >= limit {
                     // A loop, but its head lies past the run's end: the

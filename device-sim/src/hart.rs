@@ -416,7 +416,7 @@ impl Hart {
     /// An L1 load through the L0 data cache (out of line: the interpreter's
     /// loads without one stay small): the bytes and the latency.
     #[inline(never)]
-    fn l0_load<const N: usize>(&mut self, pc: u32, addr: u32, fresh: [u8; N]) -> ([u8; N], u64) {
+    fn l0_load<const N: usize>(&mut self, pc: u32, addr: u32, fresh: [u8; N], cycle: u64) -> ([u8; N], u64) {
         let l1 = &self.mem.l1;
         let got = self.l0.load::<N>(addr, fresh, LOAD_CYCLES, |at| {
             l1.load::<{ crate::l0cache::LINE_BYTES as usize }>(at).expect("a line of L1")
@@ -426,7 +426,7 @@ impl Hart {
             // not a pure repeat (idle fast-forward must not skip it).
             self.effects += 1;
             if got.0 != fresh {
-                self.l0.saw_stale(pc, addr);
+                self.l0.saw_stale(cycle, pc, addr);
             }
         }
         got
@@ -781,7 +781,8 @@ impl Hart {
                 }
                 let raw: u32 = match self.mem.l1.load::<$n>(addr) {
                     Some(b) => {
-                        let (b, latency) = if self.l0.on { self.l0_load::<$n>(pc, addr, b) } else { (b, LOAD_CYCLES) };
+                        let (b, latency) =
+                            if self.l0.on { self.l0_load::<$n>(pc, addr, b, cycle) } else { (b, LOAD_CYCLES) };
                         let mut w = [0u8; 4];
                         w[..$n].copy_from_slice(&b);
                         if FULL && self.loads.on {

@@ -1,5 +1,5 @@
-//! Blackhole's per-core L0 data caches, an option (`SimConfig::l0_data_cache`,
-//! off by default): what each hart's tiny cache in front of L1 holds, so a
+//! Blackhole's per-core L0 data caches (`SimConfig::l0_data_cache`, on by
+//! default on Blackhole; Wormhole has none): what each hart's tiny cache in front of L1 holds, so a
 //! load it hits costs [`HIT_CYCLES`] and, above all, returns what the cache
 //! holds, which need not be what L1 holds now.
 //!
@@ -21,9 +21,9 @@
 //! the loads that returned bytes L1 no longer holds.
 //!
 //! Model choices where the page is silent: fully associative, lines
-//! replaced first in first out, empty after reset; the periodic flush drawn
-//! per hit from the chip's seed and the core (so a run replays bit for bit),
-//! 8 hits in 1,000.
+//! replaced first in first out (from the first slot again after a flush),
+//! empty after reset; the periodic flush drawn per hit from the chip's seed
+//! and the core (so a run replays bit for bit), 8 hits in 1,000.
 
 /// Lines a cache holds.
 pub const LINES: usize = 4;
@@ -51,8 +51,19 @@ pub struct L0Cache {
     seed: u64,
     hits: u64,
     stale_hits: u64,
-    /// The PC and address of the first stale hit, for finding the read.
-    first_stale: Option<(u32, u32)>,
+    /// The cycle, PC and address of the first stale hit, for finding the
+    /// read.
+    first_stale: Option<(u64, u32, u32)>,
+}
+
+/// What of a cache decides its future: its lines, their copies and the
+/// next slot a miss fills (idle fast-forward compares it: a turn that
+/// changed it is no repeat).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct L0State {
+    tags: [u32; LINES],
+    data: [[u8; LINE_BYTES as usize]; LINES],
+    next: u8,
 }
 
 impl L0Cache {
@@ -84,22 +95,40 @@ impl L0Cache {
         self.stale_hits
     }
 
-    /// The PC and address of the first stale hit: the read that needed a
-    /// `fence` before it.
-    pub fn first_stale(&self) -> Option<(u32, u32)> {
+    /// The cycle, PC and address of the first stale hit: the read that
+    /// needed a `fence` before it.
+    pub fn first_stale(&self) -> Option<(u64, u32, u32)> {
         self.first_stale
     }
 
-    /// Notes that the load at `pc` of `addr` returned a stale copy (the
-    /// hart knows the PC; [`L0Cache::load`] counted it).
-    pub(crate) fn saw_stale(&mut self, pc: u32, addr: u32) {
-        self.first_stale.get_or_insert((pc, addr));
+    /// Notes that the load at `pc` of `addr`, at `cycle`, returned a stale
+    /// copy (the hart knows those; [`L0Cache::load`] counted it).
+    pub(crate) fn saw_stale(&mut self, cycle: u64, pc: u32, addr: u32) {
+        self.first_stale.get_or_insert((cycle, pc, addr));
     }
 
-    /// Drops every line (`fence`, reset, the periodic flush).
+    /// The lines, copies and next slot (see [`L0State`]); all empty when
+    /// the cache is off.
+    pub fn state(&self) -> L0State {
+        if !self.on {
+            return L0State::default();
+        }
+        let mut data = [[0; LINE_BYTES as usize]; LINES];
+        for (slot, d) in data.iter_mut().enumerate() {
+            if self.tags[slot] != NONE {
+                *d = self.data[slot];
+            }
+        }
+        L0State { tags: self.tags, data, next: self.next }
+    }
+
+    /// Drops every line (`fence`, reset, the periodic flush); the next miss
+    /// fills the first slot, so a loop that fences each turn leaves the
+    /// cache the same at each turn's start.
     #[inline]
     pub fn flush(&mut self) {
         self.tags = [NONE; LINES];
+        self.next = 0;
     }
 
     /// Drops the line of a store to `addr` (a hart's own store to L1).

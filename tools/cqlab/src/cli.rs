@@ -76,6 +76,12 @@ pub struct HostArgs {
     pub host_pct_steps: u64,
 }
 
+/// A host schedule as reports and trace headers name it (`host`).
+pub fn schedule_json(s: &HostSchedule) -> serde_json::Value {
+    serde_json::json!({"jitter_cycles": s.jitter_cycles, "pct_points": s.pct.map_or(0, |p| p.points),
+                       "pct_steps": s.pct.map(|p| p.steps)})
+}
+
 /// `--host-jitter` of `race` on the seeds that draw host jitter (about
 /// half, when the option is not given): its workloads hunt bugs on both
 /// sides of the protocol.
@@ -89,9 +95,7 @@ impl HostArgs {
     /// defaulting to `default_jitter` (`compare` notes a difference:
     /// jitter alone moves throughput).
     pub fn report(&self, default_jitter: u64) -> serde_json::Value {
-        let s = self.schedule(default_jitter);
-        serde_json::json!({"jitter_cycles": s.jitter_cycles, "pct_points": s.pct.map_or(0, |p| p.points),
-                           "pct_steps": s.pct.map(|p| p.steps)})
+        schedule_json(&self.schedule(default_jitter))
     }
 
     /// The schedule these options ask for, `--host-jitter` defaulting to

@@ -64,7 +64,7 @@ impl<W: Write> TraceWriter<W> {
         let h = json!({"format": FORMAT, "version": VERSION, "workload": workload, "cqs": chip.num_cqs(),
                        "chip": chip.board().name(), "harvesting": chip.harvesting().to_string(), "seed": spec.seed,
                        "device": cqlab_workloads::runner::device_spec(&spec.device, spec.seed),
-                       "host_jitter_cycles": spec.base_config.host_schedule.jitter_cycles,
+                       "host": crate::cli::schedule_json(&spec.base_config.host_schedule),
                        "sync": sync, "clock_hz": chip.layout().clock_hz(), "cores": cores});
         writeln!(self.out, "{h}")?;
         Ok(())

@@ -689,7 +689,7 @@ fn the_report_and_trace_name_the_device_seed_and_host_schedule() {
     assert!(text.contains("device embedded:seed=5") && text.contains("host jitter 500"), "{text}");
     let header: Value = serde_json::from_str(std::fs::read_to_string(&trace).unwrap().lines().next().unwrap()).unwrap();
     assert_eq!(
-        (header["device"].as_str(), header["host_jitter_cycles"].as_u64()),
+        (header["device"].as_str(), header["host"]["jitter_cycles"].as_u64()),
         (Some("embedded:seed=5"), Some(500))
     );
     // Jitter alone moves throughput: compare says the schedules differ.
