@@ -2233,6 +2233,11 @@ impl Chip {
             }
             h.halt(c.hart.halted());
             h.bytes(&c.hart.mem.local.bytes());
+            // The L0 data cache decides what later loads return and when
+            // it flushes (its draws count hits).
+            let l0 = c.hart.l0_cache();
+            h.u64(l0.hits());
+            h.bytes(&l0.state().to_bytes());
         }
         for (t, tile) in self.tiles.iter().enumerate() {
             let Some(tile) = tile else { continue };

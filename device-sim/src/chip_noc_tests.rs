@@ -492,9 +492,9 @@ fn same_whatever_the_slice(base: &SimConfig, delays: &[u32], least: u32, hand_of
         }
         assert_eq!(seen.len(), 1, "{board}, delay {delay}: the hand-off took {seen:?} cycles");
         let took = *seen.first().unwrap();
-        // Plus at most a lap of the poll (a load, a taken branch), the
-        // load that sees it and the counter read.
-        let lap = (2 * crate::timing::LOAD_CYCLES + crate::timing::TAKEN_PENALTY + 4) as u32;
+        // Plus at most a lap of the poll (a fence, a load, a taken
+        // branch), the load that sees it and the counter read.
+        let lap = (2 * crate::timing::LOAD_CYCLES + crate::timing::taken_penalty(board.arch()) + 5) as u32;
         assert!((least..least + lap).contains(&took), "{board}: {took} cycles, the trip is {least}");
     }
 }

@@ -66,6 +66,16 @@ pub struct L0State {
     next: u8,
 }
 
+impl L0State {
+    /// The state as bytes (for the chip's digest).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut b: Vec<u8> = self.tags.iter().flat_map(|t| t.to_le_bytes()).collect();
+        b.extend(self.data.iter().flatten());
+        b.push(self.next);
+        b
+    }
+}
+
 impl L0Cache {
     /// No cache: every load goes to L1.
     pub const OFF: L0Cache = L0Cache {

@@ -244,6 +244,8 @@ fn live_daemon_pid(paths: &DevicePaths) -> Option<i32> {
         Err(_) => return None,
     }
     match std::fs::read(format!("/proc/{pid}/cmdline")) {
+        // An exiting daemon (a zombie) has none: still taken for one.
+        Ok(cmdline) if cmdline.is_empty() => Some(pid),
         Ok(cmdline) => {
             let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
             args.windows(2).any(|w| w == [&b"sim"[..], &b"serve"[..]]).then_some(pid)
@@ -259,12 +261,14 @@ fn live_daemon_pid(paths: &DevicePaths) -> Option<i32> {
 pub fn lock_holder(dir: &Path) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
     let lock = DevicePaths::new(dir).lock();
-    let inode = std::fs::metadata(&lock).ok()?.ino();
-    // "1: FLOCK  ADVISORY  WRITE 9532 fe:00:10010815 0 EOF"
+    let meta = std::fs::metadata(&lock).ok()?;
+    // "1: FLOCK  ADVISORY  WRITE 9532 fe:00:10010815 0 EOF": the lock's
+    // device (major:minor in hex) and inode.
+    let id =
+        format!("{:02x}:{:02x}:{}", nix::sys::stat::major(meta.dev()), nix::sys::stat::minor(meta.dev()), meta.ino());
     std::fs::read_to_string("/proc/locks").ok()?.lines().find_map(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
-        let ino = f.get(5)?.rsplit(':').next()?.parse::<u64>().ok()?;
-        (f.get(1) == Some(&"FLOCK") && ino == inode).then(|| f.get(4)?.parse().ok()).flatten()
+        (f.get(1) == Some(&"FLOCK") && f.get(5) == Some(&id.as_str())).then(|| f.get(4)?.parse().ok()).flatten()
     })
 }
 

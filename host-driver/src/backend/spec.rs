@@ -89,6 +89,12 @@ impl Model {
         self.departures().map(|(_, what)| format!(", {what}")).collect()
     }
 
+    /// This model as it runs on `arch`: Wormhole's cores have no L0 data
+    /// caches, whatever `l0_cache` says (what a report of a run says).
+    pub fn on(self, arch: cqlab_abi::arch::Arch) -> Model {
+        Model { l0_cache: self.l0_cache && arch == cqlab_abi::arch::Arch::Blackhole, ..self }
+    }
+
     /// Sets `sim`'s timing model to this one.
     #[cfg(feature = "sim")]
     pub fn apply(&self, sim: &mut cqlab_sim::config::SimConfig) {
@@ -96,8 +102,7 @@ impl Model {
         sim.pipelined_loads = self.pipelined_loads;
         sim.noc.link_contention = self.link_contention;
         sim.icache = self.icache;
-        // Where the chip has them: Wormhole's cores have none.
-        sim.l0_data_cache = self.l0_cache && sim.board.arch() == cqlab_abi::arch::Arch::Blackhole;
+        sim.l0_data_cache = self.on(sim.board.arch()).l0_cache;
     }
 }
 

@@ -371,7 +371,7 @@ fn measure(
         stage_min_bytes,
         processors: processors(args, p) as u32,
         kernels: kernels(processors(args, p)),
-        model,
+        model: model.on(dev.chip().board().arch()),
         device_cycles_per_program: cycles,
         us_per_program,
         golden_us: golden.map(|g| g.golden_us),

@@ -229,7 +229,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             ratio,
             calibrated: (TOLERANCE.0..=TOLERANCE.1).contains(&ratio),
             source: f.source.clone(),
-            timing: a.model.model(),
+            timing: a.model.model().on(board.arch()),
         });
     }
     if a.json {

@@ -198,7 +198,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         diagln!("note: comparing different workloads ({} vs {})", base["workload"], test["workload"]);
     }
     for k in ["sync", "knobs", "iters", "warmup", "device", "host"] {
-        if base[k] != test[k] {
+        // A report from before a key existed says nothing of it.
+        if base[k] != test[k] && !base[k].is_null() && !test[k].is_null() {
             diagln!("note: {k} differs ({} vs {})", base[k], test[k]);
         }
     }

@@ -584,7 +584,8 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         v["blocking_loads"] = a.blocking_loads.into();
         v["link_contention"] = a.link_contention.into();
         v["icache"] = a.icache.into();
-        v["l0_cache"] = a.l0_cache.into();
+        // What ran: Wormhole's cores have none.
+        v["l0_cache"] = a.model().on(a.chip.sim_board().arch()).l0_cache.into();
         outln!("{v}");
         return Ok(());
     }

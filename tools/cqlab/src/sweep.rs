@@ -52,7 +52,7 @@ pub struct Args {
     /// issue pointers loaded once per wait for space).
     #[arg(long)]
     pub host_bug: Option<String>,
-    /// Device: embedded[:seed=N][,exact][,blocking][,no-contention][,icache]
+    /// Device: embedded[:seed=N][,exact][,blocking][,no-contention][,icache][,no-l0]
     /// (docs/cli.md) or sim:PATH[?wait[=SECS]].
     #[arg(long, default_value = "embedded:seed=1")]
     pub device: String,
@@ -369,7 +369,8 @@ fn embedded_device(spec: &str) -> Result<Option<(u64, Model)>, UsageError> {
         Spec::Embedded { seed, model, .. } => Ok(Some((seed, model))),
         Spec::Daemon { .. } => Ok(None),
         _ => Err(bad(
-            "use embedded[:seed=N][,exact][,blocking][,no-contention][,icache] or sim:PATH[?wait[=SECS]]".into()
+            "use embedded[:seed=N][,exact][,blocking][,no-contention][,icache][,no-l0] or sim:PATH[?wait[=SECS]]"
+                .into(),
         )),
     }
 }
