@@ -259,7 +259,7 @@ pub struct Memories {
 pub struct L0Summary {
     pub hits: u64,
     pub stale_hits: u64,
-    /// The first core with a stale hit, the PC and address of its first.
+    /// The first stale hit in device time: its core, PC and address.
     pub first_stale: Option<(CoreId, u32, u32)>,
 }
 

@@ -418,18 +418,16 @@ impl Hart {
     #[inline(never)]
     fn l0_load<const N: usize>(&mut self, pc: u32, addr: u32, fresh: [u8; N], cycle: u64) -> ([u8; N], u64) {
         let l1 = &self.mem.l1;
-        let got = self.l0.load::<N>(addr, fresh, LOAD_CYCLES, |at| {
+        let (got, hit) = self.l0.load::<N>(addr, fresh, (cycle, pc), |at| {
             l1.load::<{ crate::l0cache::LINE_BYTES as usize }>(at).expect("a line of L1")
         });
-        if got.1 != LOAD_CYCLES {
-            // A hit may differ from L1 and may flush: the loop it is in is
-            // not a pure repeat (idle fast-forward must not skip it).
-            self.effects += 1;
-            if got.0 != fresh {
-                self.l0.saw_stale(cycle, pc, addr);
-            }
+        if !hit {
+            return (got, LOAD_CYCLES);
         }
-        got
+        // A hit may differ from L1 and may flush: the loop it is in is not
+        // a pure repeat (idle fast-forward must not skip it).
+        self.effects += 1;
+        (got, crate::l0cache::HIT_CYCLES)
     }
 
     /// A store to L1 drops its line from the L0 data cache.

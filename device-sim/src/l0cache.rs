@@ -111,12 +111,6 @@ impl L0Cache {
         self.first_stale
     }
 
-    /// Notes that the load at `pc` of `addr`, at `cycle`, returned a stale
-    /// copy (the hart knows those; [`L0Cache::load`] counted it).
-    pub(crate) fn saw_stale(&mut self, cycle: u64, pc: u32, addr: u32) {
-        self.first_stale.get_or_insert((cycle, pc, addr));
-    }
-
     /// The lines, copies and next slot (see [`L0State`]); all empty when
     /// the cache is off.
     pub fn state(&self) -> L0State {
@@ -152,17 +146,18 @@ impl L0Cache {
         }
     }
 
-    /// A load of `N` bytes at `addr`, which L1 holds as `fresh` now, from
-    /// `line`, the 16 bytes of L1 around it (read only on a miss): the
-    /// bytes the core gets and its latency (a hit's, or `miss_cycles`).
+    /// A load of `N` bytes at `addr` by the instruction at `pc`, at `cycle`
+    /// (kept for the first stale hit), which L1 holds as `fresh` now, with
+    /// `line` giving the 16 bytes of L1 around it (read only on a miss):
+    /// the bytes the core gets, and whether they came from the cache.
     #[inline]
     pub fn load<const N: usize>(
         &mut self,
         addr: u32,
         fresh: [u8; N],
-        miss_cycles: u64,
+        (cycle, pc): (u64, u32),
         line: impl FnOnce(u32) -> [u8; LINE_BYTES as usize],
-    ) -> ([u8; N], u64) {
+    ) -> ([u8; N], bool) {
         let tag = addr / LINE_BYTES;
         let at = (addr % LINE_BYTES) as usize;
         if let Some(slot) = self.tags.iter().position(|&t| t == tag) {
@@ -171,17 +166,18 @@ impl L0Cache {
             self.hits += 1;
             if got != fresh {
                 self.stale_hits += 1;
+                self.first_stale.get_or_insert((cycle, pc, addr));
             }
             if crate::rng::at(self.seed, self.hits) % 1000 < FLUSH_PER_MILLE {
                 self.flush();
             }
-            return (got, HIT_CYCLES);
+            return (got, true);
         }
         let slot = self.next as usize;
         self.tags[slot] = tag;
         self.data[slot] = line(tag * LINE_BYTES);
         self.next = ((slot + 1) % LINES) as u8;
-        (fresh, miss_cycles)
+        (fresh, false)
     }
 }
 
@@ -196,28 +192,28 @@ mod tests {
     #[test]
     fn a_hit_returns_the_cached_copy_until_a_flush_or_own_store() {
         let mut c = L0Cache::new(1);
-        let (v, cycles) = c.load::<4>(0x100, [1, 2, 3, 4], 8, l1);
-        assert_eq!((v, cycles), ([1, 2, 3, 4], 8), "a miss returns L1's bytes at L1's latency");
+        let (v, hit) = c.load::<4>(0x100, [1, 2, 3, 4], (0, 0), l1);
+        assert_eq!((v, hit), ([1, 2, 3, 4], false), "a miss returns L1's bytes");
         // L1 changed behind the cache (a NOC write): the copy is returned.
-        let (v, cycles) = c.load::<4>(0x104, [9, 9, 9, 9], 8, l1);
-        assert_eq!((v, cycles), ([4, 5, 6, 7], HIT_CYCLES));
-        assert_eq!((c.hits(), c.stale_hits()), (1, 1));
+        let (v, hit) = c.load::<4>(0x104, [9, 9, 9, 9], (5, 0x40), l1);
+        assert_eq!((v, hit), ([4, 5, 6, 7], true));
+        assert_eq!((c.hits(), c.stale_hits(), c.first_stale()), (1, 1, Some((5, 0x40, 0x104))));
         c.drop_line(0x10C);
-        assert_eq!(c.load::<4>(0x104, [9, 9, 9, 9], 8, l1).1, 8, "own store dropped the line");
+        assert!(!c.load::<4>(0x104, [9, 9, 9, 9], (0, 0), l1).1, "own store dropped the line");
         c.flush();
-        assert_eq!(c.load::<2>(0x104, [7, 7], 8, l1), ([7, 7], 8), "fence flushed it");
+        assert_eq!(c.load::<2>(0x104, [7, 7], (0, 0), l1), ([7, 7], false), "fence flushed it");
     }
 
     #[test]
     fn four_lines_first_in_first_out() {
         let mut c = L0Cache::new(2);
         for line in 0..5u32 {
-            c.load::<4>(line * 16, [0; 4], 8, l1);
+            c.load::<4>(line * 16, [0; 4], (0, 0), l1);
         }
         // Line 0 went for line 4; 1..=4 hit (no periodic flush among these
         // four draws of seed 2).
         for line in 1..5u32 {
-            assert_eq!(c.load::<4>(line * 16, [0; 4], 8, l1).1, HIT_CYCLES, "line {line}");
+            assert!(c.load::<4>(line * 16, [0; 4], (0, 0), l1).1, "line {line}");
         }
     }
 
@@ -226,7 +222,7 @@ mod tests {
         let mut c = L0Cache::new(3);
         let mut flushes = 0;
         for _ in 0..100_000 {
-            if c.load::<4>(0, [0; 4], 8, l1).1 != HIT_CYCLES {
+            if !c.load::<4>(0, [0; 4], (0, 0), l1).1 {
                 flushes += 1;
             }
         }
