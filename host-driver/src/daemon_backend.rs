@@ -35,17 +35,20 @@
 //! request, and the one attached client waits for the reply before it looks
 //! at sysmem again (the socket round trip orders the accesses).
 
+use crate::backend::spec::Model;
 use crate::backend::{
-    check_sysmem, claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES,
+    check_sysmem, claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, L0CacheStats,
+    DEFAULT_POLL_CYCLES,
 };
 use crate::config::{DeviceConfig, HostSchedule};
 use crate::error::{DriverError, Result};
 use crate::geometry::CoreId;
 use crate::host_clock::{Access, HostClock};
 use crate::tlb::{RegisterWindows, TlbBar, Windows};
+use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::arch::tlb::TlbConfig;
 use cqlab_abi::arch::ArchParams;
-use cqlab_abi::noc::NocAddr;
+use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::soc::{Board, Harvesting};
 use cqlab_abi::sysmem::CqSysmemLayout;
 use memmap2::MmapMut;
@@ -71,7 +74,7 @@ pub const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 use cqlab_sim::daemon::files;
 pub use cqlab_sim::daemon::files::DevicePaths;
 pub use cqlab_sim::daemon::proto;
-use proto::{ChipInfo, CoreView, Reply, Request};
+use proto::{ChipInfo, CoreView, L0View, Reply, Request};
 
 /// How `sim:PATH` waits for a device another process holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -589,10 +592,11 @@ fn check_len(paths: &DevicePaths, op: &str, at: NocAddr, asked: usize, got: usiz
 impl Backend for DaemonBackend {
     fn name(&self) -> String {
         format!(
-            "simulator daemon at {} (pid {}, seed {})",
+            "simulator daemon at {} (pid {}, seed {}{})",
             self.link.paths.dir.display(),
             self.info.daemon_pid,
-            self.info.seed
+            self.info.seed,
+            Model::from(self.info.model).describe()
         )
     }
     fn params(&self) -> &'static ArchParams {
@@ -651,6 +655,20 @@ impl DaemonBackend {
     }
 }
 
+/// L0_CACHE's answer as a report gives it.
+fn l0_stats_of(view: L0View) -> Result<L0CacheStats> {
+    let first_stale = match view.first_stale {
+        None => None,
+        Some((tile, processor, pc, addr)) => {
+            let processor = *Processor::ALL.get(processor as usize).ok_or_else(|| {
+                DriverError::Backend(format!("simulator daemon: L0_CACHE reply names core {processor}"))
+            })?;
+            Some(L0CacheStats::describe_stale(CoreId { tile: Coord::unpack(tile), processor }, pc, addr))
+        }
+    };
+    Ok(L0CacheStats { hits: view.hits, stale_hits: view.stale_hits, first_stale })
+}
+
 /// A core's view as the daemon sends it.
 fn core_debug_of(view: CoreView) -> CoreDebug {
     CoreDebug { pc: view.pc, halt: view.halt, last_pcs: view.last_pcs }
@@ -683,6 +701,10 @@ impl Introspect for DaemonBackend {
         let link = &mut self.link;
         peek(&link.stream, &link.paths, &mut link.now, addr, buf)?;
         Ok(true)
+    }
+    fn l0_cache(&mut self) -> Result<Option<L0CacheStats>> {
+        let body = self.request(&Request::L0Cache)?;
+        L0View::decode(&body).map_err(|e| self.bad_body("L0_CACHE", e))?.map(l0_stats_of).transpose()
     }
     fn run_cycles(&mut self, cycles: u64) -> Result<u64> {
         let owed = self.clock.take_owed();
@@ -767,10 +789,11 @@ impl DaemonObserver {
 impl Backend for DaemonObserver {
     fn name(&self) -> String {
         format!(
-            "simulator daemon at {} (pid {}, seed {}), observed read-only",
+            "simulator daemon at {} (pid {}, seed {}{}), observed read-only",
             self.paths.dir.display(),
             self.status.chip.daemon_pid,
-            self.status.chip.seed
+            self.status.chip.seed,
+            Model::from(self.status.chip.model).describe()
         )
     }
     fn params(&self) -> &'static ArchParams {
@@ -836,6 +859,13 @@ impl Introspect for DaemonObserver {
     fn peek(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<bool> {
         peek(&self.stream, &self.paths, &mut self.now, addr, buf)?;
         Ok(true)
+    }
+    fn l0_cache(&mut self) -> Result<Option<L0CacheStats>> {
+        let (_, body) = call(&self.stream, &self.paths, &Request::L0Cache)?;
+        let view = L0View::decode(&body).map_err(|e| {
+            DriverError::Backend(format!("simulator daemon at {}: bad L0_CACHE reply: {e}", self.paths.dir.display()))
+        })?;
+        view.map(l0_stats_of).transpose()
     }
     fn run_cycles(&mut self, _cycles: u64) -> Result<u64> {
         Err(self.read_only("running the device"))

@@ -10,7 +10,8 @@
 //! adds.
 
 use crate::backend::{
-    check_sysmem, claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES,
+    check_sysmem, claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, L0CacheStats,
+    DEFAULT_POLL_CYCLES,
 };
 use crate::config::HostSchedule;
 use crate::error::{DriverError, Result};
@@ -151,14 +152,14 @@ impl Introspect for EmbeddedSim {
     fn host_clock(&self) -> Option<crate::host_clock::HostClockStats> {
         Some(self.clock.stats())
     }
-    fn l0_cache(&self) -> Option<crate::backend::L0CacheStats> {
-        self.chip.chip.l0_cache().map(|s| crate::backend::L0CacheStats {
+    fn l0_cache(&mut self) -> Result<Option<L0CacheStats>> {
+        Ok(self.chip.chip.l0_cache().map(|s| L0CacheStats {
             hits: s.hits,
             stale_hits: s.stale_hits,
-            first_stale: s
-                .first_stale
-                .map(|(core, pc, addr)| format!("core {} {:?} pc {pc:#x} addr {addr:#x}", core.tile, core.processor)),
-        })
+            first_stale: s.first_stale.map(|(c, pc, addr)| {
+                L0CacheStats::describe_stale(CoreId { tile: c.tile, processor: c.processor }, pc, addr)
+            }),
+        }))
     }
     fn core_debug(&mut self, core: CoreId) -> Result<Option<CoreDebug>> {
         let id = cqlab_sim::chip::CoreId { tile: core.tile, processor: core.processor };

@@ -22,16 +22,17 @@
 //! | 12 PEEK | NOC address u64, length u32 (at most [`MAX_DATA`]) | data, read without advancing or changing the device | anyone (read-only) |
 //! | 13 BAR_WRITE | BAR u8, offset u64, data (rest, at most [`MAX_DATA`]) | — (`Chip::bar_write`: TLB windows and registers as the chip lays BAR0/BAR4 out) | the owner |
 //! | 14 BAR_READ | BAR u8, offset u64, length u32 (at most [`MAX_DATA`]) | data (`Chip::bar_read`) | the owner |
+//! | 15 L0_CACHE | — | [`L0View`] (since the last power-on reset) | anyone (read-only) |
 //!
 //! "Anyone" means any connection of the daemon's own uid: the daemon
 //! refuses every other peer (`SO_PEERCRED`) before it reads a frame.
 
 use std::io::{self, Read, Write};
 
-/// Version 3: the real chips (board and harvesting in [`ChipInfo`], cores
+/// Version 4: [`ChipInfo`] names the timing model, L0_CACHE. Version 3: the real chips (board and harvesting in [`ChipInfo`], cores
 /// named by tile and processor, BAR_WRITE and BAR_READ). Version 2 added
 /// server-enforced ownership, STOP's force flag, STATUS, PEEK.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// Largest data part of a WRITE, or length of a READ or PEEK: bigger
 /// transfers are split by the client.
 pub const MAX_DATA: usize = 1 << 20;
@@ -86,6 +87,7 @@ pub enum Request {
         offset: u64,
         len: u32,
     },
+    L0Cache,
 }
 
 impl Request {
@@ -106,13 +108,17 @@ impl Request {
             Request::Peek { .. } => "PEEK",
             Request::BarWrite { .. } => "BAR_WRITE",
             Request::BarRead { .. } => "BAR_READ",
+            Request::L0Cache => "L0_CACHE",
         }
     }
 
     /// Requests that only read, which any same-uid connection may send
     /// without owning the device.
     pub fn is_read_only(&self) -> bool {
-        matches!(self, Request::CoreDebug { .. } | Request::Digest | Request::Status | Request::Peek { .. })
+        matches!(
+            self,
+            Request::CoreDebug { .. } | Request::Digest | Request::Status | Request::Peek { .. } | Request::L0Cache
+        )
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -173,6 +179,7 @@ impl Request {
                 b.extend(offset.to_le_bytes());
                 b.extend(len.to_le_bytes());
             }
+            Request::L0Cache => b.push(15),
         }
         b
     }
@@ -228,6 +235,7 @@ impl Request {
                 offset: r.u64("offset")?,
                 len: data_len(r.u32("length")?, "BAR_READ")?,
             },
+            15 => Request::L0Cache,
             _ => return Err(ProtoError::UnknownOpcode(op)),
         };
         r.end()?;
@@ -249,6 +257,52 @@ pub struct ChipInfo {
     /// Pid of the previous client if it ended without DETACH (killed),
     /// else 0.
     pub recovered_from: u32,
+    /// The timing model it runs.
+    pub model: TimingModel,
+}
+
+/// The timing-model switches of a daemon's `SimConfig`, one bit each on the
+/// wire, so a client reports the model it ran on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimingModel {
+    pub exact_time: bool,
+    pub pipelined_loads: bool,
+    pub link_contention: bool,
+    pub icache: bool,
+    pub l0_data_cache: bool,
+}
+
+impl TimingModel {
+    pub fn of(cfg: &crate::config::SimConfig) -> TimingModel {
+        TimingModel {
+            exact_time: cfg.exact_time,
+            pipelined_loads: cfg.pipelined_loads,
+            link_contention: cfg.noc.link_contention,
+            icache: cfg.icache,
+            l0_data_cache: cfg.l0_data_cache,
+        }
+    }
+
+    fn bits(self) -> u8 {
+        [self.exact_time, self.pipelined_loads, self.link_contention, self.icache, self.l0_data_cache]
+            .iter()
+            .enumerate()
+            .fold(0, |b, (i, &on)| b | (on as u8) << i)
+    }
+
+    fn from_bits(b: u8) -> Result<TimingModel, ProtoError> {
+        if b >> 5 != 0 {
+            return Err(ProtoError::BadFlag { what: "timing model bits", value: b });
+        }
+        let on = |i: u8| b & (1 << i) != 0;
+        Ok(TimingModel {
+            exact_time: on(0),
+            pipelined_loads: on(1),
+            link_contention: on(2),
+            icache: on(3),
+            l0_data_cache: on(4),
+        })
+    }
 }
 
 fn put_str(b: &mut Vec<u8>, s: &str) {
@@ -266,19 +320,27 @@ impl ChipInfo {
         put_str(&mut b, &self.harvesting);
         b.extend(self.sysmem_size.to_le_bytes());
         b.extend(self.recovered_from.to_le_bytes());
+        b.push(self.model.bits());
         b
     }
 
     pub fn decode(p: &[u8]) -> Result<Self, ProtoError> {
         let mut r = Reader::new(p);
+        let version = r.u32("version")?;
         let info = ChipInfo {
-            version: r.u32("version")?,
+            version,
             daemon_pid: r.u32("daemon pid")?,
             seed: r.u64("seed")?,
             board: r.string("board")?,
             harvesting: r.string("harvesting")?,
             sysmem_size: r.u64("sysmem size")?,
             recovered_from: r.u32("recovered pid")?,
+            // Read to its end so that a client tells an older daemon by its
+            // version, not by a short reply (version 3 had no model byte).
+            model: match version {
+                ..=3 => TimingModel::default(),
+                _ => TimingModel::from_bits(r.u8("timing model")?)?,
+            },
         };
         r.end()?;
         Ok(info)
@@ -335,6 +397,53 @@ impl CoreView {
         let last_pcs = (0..n).map(|_| r.u32("pc")).collect::<Result<_, _>>()?;
         r.end()?;
         Ok(Some(CoreView { pc, halt, last_pcs }))
+    }
+}
+
+/// L0_CACHE's answer: what the cores' L0 data caches did (`Chip::l0_cache`).
+/// On the wire: present u8 (0: the model has no L0 caches), hits u64, stale
+/// hits u64, first stale present u8, then its tile u32 (packed translated
+/// coordinates), core u8 (`Processor::index`), pc u32, address u32.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct L0View {
+    pub hits: u64,
+    pub stale_hits: u64,
+    /// The first stale hit in device time: tile, core, PC, address.
+    pub first_stale: Option<(u32, u8, u32, u32)>,
+}
+
+impl L0View {
+    pub fn encode(view: Option<&L0View>) -> Vec<u8> {
+        let Some(v) = view else { return vec![0] };
+        let mut b = vec![1];
+        b.extend(v.hits.to_le_bytes());
+        b.extend(v.stale_hits.to_le_bytes());
+        match v.first_stale {
+            Some((tile, processor, pc, addr)) => {
+                b.push(1);
+                b.extend(tile.to_le_bytes());
+                b.push(processor);
+                b.extend(pc.to_le_bytes());
+                b.extend(addr.to_le_bytes());
+            }
+            None => b.push(0),
+        }
+        b
+    }
+
+    pub fn decode(p: &[u8]) -> Result<Option<L0View>, ProtoError> {
+        let mut r = Reader::new(p);
+        if r.u8("present")? == 0 {
+            r.end()?;
+            return Ok(None);
+        }
+        let (hits, stale_hits) = (r.u64("hits")?, r.u64("stale hits")?);
+        let first_stale = match r.u8("first stale present")? {
+            0 => None,
+            _ => Some((r.u32("tile")?, r.u8("core")?, r.u32("pc")?, r.u32("address")?)),
+        };
+        r.end()?;
+        Ok(Some(L0View { hits, stale_hits, first_stale }))
     }
 }
 
@@ -525,11 +634,12 @@ mod tests {
             Request::Peek { addr: 9, len: 4 },
             Request::BarWrite { bar: 0, offset: 0x1FC0_0000, data: vec![1, 0, 0, 0] },
             Request::BarRead { bar: 4, offset: 1 << 32, len: 64 },
+            Request::L0Cache,
         ];
         for r in reqs {
             assert_eq!(Request::decode(&r.encode()), Ok(r));
         }
-        assert_eq!(Request::decode(&[15]), Err(ProtoError::UnknownOpcode(15)));
+        assert_eq!(Request::decode(&[16]), Err(ProtoError::UnknownOpcode(16)));
         assert!(matches!(Request::decode(&[3, 1, 2]), Err(ProtoError::Truncated { what: "address", .. })));
         assert_eq!(Request::decode(&[6, 0]), Err(ProtoError::Trailing { bytes: 1, at: 1 }));
         assert_eq!(Request::decode(&[8, 2]), Err(ProtoError::BadFlag { what: "STOP force flag", value: 2 }));
@@ -543,14 +653,34 @@ mod tests {
             harvesting: "cols=7,10,dram=3,eth=all".into(),
             sysmem_size: 1 << 20,
             recovered_from: 0,
+            model: TimingModel { exact_time: true, l0_data_cache: true, ..TimingModel::default() },
         };
         assert_eq!(ChipInfo::decode(&info.encode()), Ok(info.clone()));
+        let mut bad_model = info.encode();
+        *bad_model.last_mut().unwrap() = 0x20;
+        assert_eq!(ChipInfo::decode(&bad_model), Err(ProtoError::BadFlag { what: "timing model bits", value: 0x20 }));
+        let mut older = info.encode();
+        older[..4].copy_from_slice(&3u32.to_le_bytes());
+        older.pop();
+        assert_eq!(
+            ChipInfo::decode(&older).map(|i| i.version),
+            Ok(3),
+            "a version-3 HELLO reply decodes to its version"
+        );
         let status = Status { chip: info, owner_pid: 77, connections: 3 };
         assert_eq!(Status::decode(&status.encode()), Ok(status));
         assert!(Status::decode(&[1, 2]).is_err());
         let view = CoreView { pc: 0x100, halt: Some("ecall".into()), last_pcs: vec![1, 2] };
         assert_eq!(CoreView::decode(&CoreView::encode(Some(&view))), Ok(Some(view)));
         assert_eq!(CoreView::decode(&CoreView::encode(None)), Ok(None));
+        for l0 in [
+            L0View { hits: 5, stale_hits: 1, first_stale: Some((0x1312, 2, 0x40, 0x9000)) },
+            L0View { hits: 7, stale_hits: 0, first_stale: None },
+        ] {
+            assert_eq!(L0View::decode(&L0View::encode(Some(&l0))), Ok(Some(l0)));
+        }
+        assert_eq!(L0View::decode(&L0View::encode(None)), Ok(None));
+        assert!(L0View::decode(&[1, 2]).is_err());
         for rep in [Reply { now: 5, result: Ok(vec![1]) }, Reply { now: 6, result: Err("no".into()) }] {
             assert_eq!(Reply::decode(&rep.encode()), Ok(rep));
         }

@@ -30,7 +30,7 @@
 //! reported in HELLO's `recovered_from`.
 
 use super::files::{self, DevicePaths, FileError};
-use super::proto::{self, ChipInfo, CoreView, Reply, Request, Status};
+use super::proto::{self, ChipInfo, CoreView, L0View, Reply, Request, Status};
 use crate::chip::CoreId;
 use crate::chip::{Chip, SimError};
 use crate::config::SimConfig;
@@ -253,6 +253,7 @@ impl Server {
             harvesting: cfg.harvesting.to_string(),
             sysmem_size: cfg.sysmem_size as u64,
             recovered_from: 0,
+            model: proto::TimingModel::of(&cfg),
         };
         let (stop_tx, stop_rx) = channel::<String>();
         let (job_tx, job_rx) = channel::<Job>();
@@ -585,6 +586,16 @@ fn device_loop(
                 chip.read(NocAddr(addr), &mut buf).map(|()| buf).map_err(|e| e.to_string())
             }
             Request::Digest => Ok(chip.digest().to_le_bytes().to_vec()),
+            Request::L0Cache => {
+                let view = chip.l0_cache().map(|s| L0View {
+                    hits: s.hits,
+                    stale_hits: s.stale_hits,
+                    first_stale: s
+                        .first_stale
+                        .map(|(core, pc, addr)| (core.tile.packed(), core.processor.index() as u8, pc, addr)),
+                });
+                Ok(L0View::encode(view.as_ref()))
+            }
             Request::CoreDebug { tile, processor } => {
                 let id = Processor::ALL
                     .get(processor as usize)

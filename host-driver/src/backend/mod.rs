@@ -57,6 +57,13 @@ pub struct L0CacheStats {
     pub first_stale: Option<String>,
 }
 
+impl L0CacheStats {
+    /// How a stale read is named: "core (x,y) PROCESSOR pc 0x.. addr 0x..".
+    pub fn describe_stale(core: CoreId, pc: u32, addr: u32) -> String {
+        format!("core {} {:?} pc {pc:#x} addr {addr:#x}", core.tile, core.processor)
+    }
+}
+
 /// Device access: what every backend offers.
 pub trait Backend {
     /// Human-readable name ("embedded simulator", "/dev/tenstorrent/0").
@@ -171,10 +178,10 @@ pub trait Introspect {
     fn host_clock(&self) -> Option<crate::host_clock::HostClockStats> {
         None
     }
-    /// What the cores' L0 data caches did, where the model has them (the
-    /// embedded simulator with `l0`).
-    fn l0_cache(&self) -> Option<L0CacheStats> {
-        None
+    /// What the cores' L0 data caches did since power-on, where the model
+    /// has them (a Blackhole simulator with `l0`, embedded or a daemon).
+    fn l0_cache(&mut self) -> Result<Option<L0CacheStats>> {
+        Ok(None)
     }
     /// Samples the PC of each of `cores` at every scheduling slice from now
     /// on, dropping earlier samples (an empty list stops): a statistical

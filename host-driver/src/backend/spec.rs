@@ -106,6 +106,20 @@ impl Model {
     }
 }
 
+/// The model a simulator daemon says it runs.
+#[cfg(feature = "daemon")]
+impl From<cqlab_sim::daemon::proto::TimingModel> for Model {
+    fn from(m: cqlab_sim::daemon::proto::TimingModel) -> Model {
+        Model {
+            exact_time: m.exact_time,
+            pipelined_loads: m.pipelined_loads,
+            icache: m.icache,
+            l0_cache: m.l0_data_cache,
+            link_contention: m.link_contention,
+        }
+    }
+}
+
 /// What a spec names, parsed but not opened.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Spec {

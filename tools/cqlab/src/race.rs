@@ -324,7 +324,7 @@ pub fn run_seed_with(
     // With L0 data caches, a run that passed may still have read a copy L1
     // no longer held: a missing `fence` on silicon, found even when the
     // stale value did no harm this time.
-    let outcome = outcome.and_then(|()| match dev.backend().introspect().and_then(|i| i.l0_cache()) {
+    let outcome = outcome.and_then(|()| match dev.backend().introspect().map_or(Ok(None), |i| i.l0_cache())? {
         Some(l0) if l0.stale_hits > 0 => Err(Failure::Check {
             check: "stale L0 read",
             detail: format!(

@@ -83,13 +83,16 @@ pub struct ChipArgs {
     /// Host sysmem size in MiB (a sparse file; 1..=4096).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
     sysmem_mib: u32,
+    #[command(flatten)]
+    model: crate::model::ModelOpt,
 }
 
 impl ChipArgs {
     /// The chip configuration, checked before any file is created.
     fn config(&self) -> anyhow::Result<cqlab_sim::config::SimConfig> {
-        let cfg =
+        let mut cfg =
             cqlab_sim::config::SimConfig { sysmem_size: (self.sysmem_mib as usize) << 20, ..self.chip.sim(self.seed)? };
+        self.model.model().apply(&mut cfg);
         cfg.validate().map_err(|e| crate::cli::Usage(format!("the device's chip configuration: {e}")))?;
         Ok(cfg)
     }

@@ -34,7 +34,7 @@ pub fn serve(dev: &std::path::Path, cfg: SimConfig, opts: ServeOptions) -> anyho
         }
     })?;
     diagln!(
-        "cqlab sim serve: device at {} (pid {}, seed {}, {} harvested {}, sysmem {} MiB); attach with \
+        "cqlab sim serve: device at {} (pid {}, seed {}, {} harvested {}, sysmem {} MiB{}); attach with \
          sim:{}; stop with Ctrl-C or `cqlab sim stop --dev {}`",
         dev.display(),
         std::process::id(),
@@ -42,6 +42,7 @@ pub fn serve(dev: &std::path::Path, cfg: SimConfig, opts: ServeOptions) -> anyho
         cfg.board,
         cfg.harvesting,
         cfg.sysmem_size >> 20,
+        cqlab_driver::backend::spec::Model::from(cqlab_sim::daemon::proto::TimingModel::of(&cfg)).describe(),
         dev.display(),
         dev.display()
     );

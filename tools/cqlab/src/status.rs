@@ -78,6 +78,7 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
         (0, Some(pid)) => format!("nobody attached (pid {pid} holds the lock file: a client not attached yet, or of a daemon before this one)"),
         (pid, _) => format!("pid {pid}"),
     };
+    let model = cqlab_driver::backend::spec::Model::from(st.chip.model);
     if args.json {
         let cores_json: Vec<_> = dump
             .cores
@@ -93,7 +94,7 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
         outln!(
             "{}",
             serde_json::json!({"device": args.device, "daemon_pid": st.chip.daemon_pid, "seed": st.chip.seed,
-                "chip": st.chip.board, "harvesting": st.chip.harvesting, "cqs": dev.num_cqs(),
+                "chip": st.chip.board, "harvesting": st.chip.harvesting, "model": model, "cqs": dev.num_cqs(),
                 "held_by": (st.owner_pid != 0).then_some(st.owner_pid), "lock_held_by": locked,
                 "connections": st.connections,
                 "device_cycle": dump.device_cycle, "queues": dump.queues, "cores": cores_json})
@@ -101,13 +102,17 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     outln!(
-        "{}: simulator daemon pid {}, seed {}, {} harvested {}, {} CQs",
+        "{}: simulator daemon pid {}, seed {}, {} harvested {}, {} CQs; timing model: {}",
         args.device,
         st.chip.daemon_pid,
         st.chip.seed,
         st.chip.board,
         st.chip.harvesting,
-        dev.num_cqs()
+        dev.num_cqs(),
+        match model.describe() {
+            d if d.is_empty() => "the calibrated default".to_string(),
+            d => format!("the calibrated default but{}", d.trim_start_matches(',')),
+        }
     );
     outln!("held by {holder}; {} connections open (this one included)", st.connections);
     outln!("device cycle {}", dump.device_cycle);

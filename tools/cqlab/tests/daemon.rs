@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use support::{firmware_dir, kill_after_boot, mode, root_or_skip, text, CQLAB, SMALL_WORMHOLE};
+use support::{firmware_dir, kill_after_boot, mode, root_or_skip, text, CQLAB, SMALL_BLACKHOLE, SMALL_WORMHOLE};
 
 /// A whole client job (attach, boot, a few rounds) takes well under this.
 const PROCESS_TIMEOUT: Duration = Duration::from_secs(30);
@@ -37,6 +37,11 @@ impl Daemon {
     /// Starts `cqlab sim serve --dev dir EXTRA...` under `sh -c "PREFIX
     /// exec ..."` (e.g. "umask 000;").
     fn start_in(dir: PathBuf, seed: u64, prefix: &str, extra: &[&str]) -> Daemon {
+        Self::start_on(dir, seed, prefix, &SMALL_WORMHOLE, extra)
+    }
+
+    /// [`Daemon::start_in`] on the chip `chip` names.
+    fn start_on(dir: PathBuf, seed: u64, prefix: &str, chip: &[&str], extra: &[&str]) -> Daemon {
         let log = dir.with_extension("log");
         let child = Command::new("sh")
             .arg("-c")
@@ -44,7 +49,7 @@ impl Daemon {
             .arg(CQLAB)
             .args(["sim", "serve", "--sysmem-mib", "4", "--seed"])
             .arg(seed.to_string())
-            .args(SMALL_WORMHOLE)
+            .args(chip)
             .arg("--dev")
             .arg(&dir)
             .args(extra)
@@ -373,6 +378,45 @@ fn run_over_a_fresh_daemon_matches_the_embedded_run_of_its_seed() {
     let embedded = run("embedded:seed=7", &SMALL_WORMHOLE);
     assert!(!daemon.3.is_empty(), "no trace records");
     assert_eq!(daemon, embedded, "the same seed over the daemon and embedded");
+}
+
+/// A daemon runs the timing model its options name and says which, and a
+/// run over it reports Blackhole's L0 data caches as the embedded run of
+/// the same seed and model does (both were missing: a daemon always ran
+/// the default model and reported no L0 figures).
+#[test]
+fn a_daemon_names_its_timing_model_and_reports_its_l0_caches() {
+    for (name, options, words) in
+        [("l0", &[][..], ""), ("no-l0", &["--no-l0-cache", "--exact-time"][..], ",exact,no-l0")]
+    {
+        let dir = scratch_dir(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let d = Daemon::start_on(dir, 3, "", &SMALL_BLACKHOLE, options);
+        let spec = format!("sim:{}", d.dir.display());
+        let mut c = Command::new(CQLAB);
+        c.args(["status", "--json", "--device", &spec]);
+        let o = run(c);
+        assert!(o.status.success(), "{}", text(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("status --json is JSON");
+        assert_eq!(v["model"]["l0_cache"], words.is_empty(), "{name}: {v}");
+        assert_eq!(v["model"]["exact_time"], !words.is_empty(), "{name}: {v}");
+        let l0_of = |device: &str, chip: &[&str]| {
+            let mut c = Command::new(CQLAB);
+            c.args(["run", "hetero", "--programs", "4", "--iters", "1", "--warmup", "0", "--cqs", "1", "--json", "-"])
+                .args(["--device", device])
+                .args(chip);
+            let o = run(c);
+            assert!(o.status.success(), "{device}: {}", text(&o));
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("run --json is JSON");
+            v["points"][0]["l0_cache"].clone()
+        };
+        let daemon = l0_of(&spec, &[]);
+        assert_eq!(daemon, l0_of(&format!("embedded:seed=3{words}"), &SMALL_BLACKHOLE), "{name}");
+        match words {
+            "" => assert!(daemon["hits"].as_u64().is_some_and(|h| h > 0) && daemon["stale_hits"] == 0, "{daemon}"),
+            _ => assert!(daemon.is_null(), "{name}: {daemon}"),
+        }
+    }
 }
 
 /// After a daemon restart a client of the one before may still hold the

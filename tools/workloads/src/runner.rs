@@ -466,7 +466,7 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
         .iter()
         .map(|((cq, wp), t)| WaitTotal { cq: *cq, waypoint: wp.clone(), meaning: waypoint_meaning(wp), tally: *t })
         .collect();
-    let l0_cache = dev.backend().introspect().and_then(|i| i.l0_cache());
+    let l0_cache = dev.backend().introspect().map_or(Ok(None), |i| i.l0_cache())?;
     let stall_total_cycles = waits.iter().filter(|w| w.waypoint == "PSW").map(|w| w.tally.total_cycles).sum();
     let wait_total_cycles = waits.iter().filter(|w| w.waypoint != "PSW").map(|w| w.tally.total_cycles).sum();
     Ok(PointReport {
