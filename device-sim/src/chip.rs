@@ -1277,11 +1277,15 @@ impl Chip {
                         hart.skip_cycles(slice_end.saturating_sub(hart.cycle()));
                         continue;
                     }
-                    let before = self.cores[i].hart.effects();
+                    // An L0 hit counts as an effect (for fast-forward: it may
+                    // differ from L1 and may flush), but a loop of hits is a
+                    // poll still: it waits.
+                    let progress = |h: &Hart| h.effects() - h.l0_cache().hits();
+                    let before = progress(&self.cores[i].hart);
                     self.run_core(i, slice_end);
                     let c = &self.cores[i];
                     let runs = !c.in_reset && c.hart.halted().is_none();
-                    let waiting = runs && c.hart.effects() == before;
+                    let waiting = runs && progress(&c.hart) == before;
                     self.pct.as_mut().expect("PCT").set_waiting(i, waiting);
                 }
                 _ => self.run_core(i, slice_end),

@@ -1050,6 +1050,39 @@ fn l0_poll(
     (h.cycle() - written, word(&chip, t, flag + 4), l0.stale_hits(), l0.hits(), h.instret())
 }
 
+/// Under PCT a core that only polls counts as waiting, so it never holds
+/// back a core of lower priority: on Blackhole too, where its poll hits its
+/// L0 copy (a hit counts as an effect for fast-forward, and PCT took the
+/// hits for progress: the worker behind the poller stood still).
+#[test]
+fn a_poll_of_l0_copies_waits_under_pct() {
+    let mut polled = 0;
+    for seed in 0..8 {
+        let cfg = SimConfig {
+            l0_data_cache: true,
+            seed,
+            schedule: Schedule::Pct { depth: 1, steps: 1_000_000 },
+            ..small(Board::BlackholeP150a)
+        };
+        let mut chip = Chip::new(cfg).unwrap();
+        let (poller, worker) = (tiles(&chip)[0], tiles(&chip)[1]);
+        let word_at = USER.base;
+        let mut poll = li(5, word_at).to_vec();
+        poll.extend([lw(6, 5, 0), beq(6, 0, -4), ECALL]);
+        let mut count = li(5, word_at).to_vec();
+        count.extend([addi(6, 6, 1), sw(6, 5, 0), jal(0, -8)]);
+        boot(&mut chip, poller, &poll);
+        boot(&mut chip, worker, &count);
+        chip.advance(20_000);
+        let hits = chip.cores[chip.core_index(brisc(poller)).unwrap()].hart.l0_cache().hits();
+        polled += (hits > 1000) as u32;
+        let counted = word(&chip, worker, word_at);
+        assert!(counted > 1000, "seed {seed}: the worker was held behind the poller: counted {counted}");
+    }
+    // Seeds that rank the worker first hold the poller instead.
+    assert!(polled > 0, "no seed let the poller read its L0 copy");
+}
+
 /// A taken branch costs its cycle plus the chip's mispredict bubble: 2 on
 /// Wormhole, 4 on Blackhole (tt-isa `BabyRISCV/README.md` of each).
 #[test]
