@@ -905,6 +905,13 @@ fn exact_time_replays_and_fast_forward_changes_nothing() {
             assert_eq!((a.digest(), ta), (b.digest(), tb), "{what}: fast-forward changed the run");
             assert_eq!((a.digest(), ta), (c.digest(), tc), "{what}: the same seed replays");
             let (workers, d) = gather_cast(&a);
+            // Fast-forward took part: the gatherer was parked while it waited
+            // (not on Blackhole, whose poll without `fence` reads its L0 copy:
+            // a hit may flush, so such a loop is never parked).
+            let parked = |chip: &mut Chip| chip.core(brisc(d)).unwrap().fast_forwarded_cycles();
+            let (on, off) = (parked(&mut a), parked(&mut b));
+            let parks = !a.config().l0_data_cache;
+            assert!((on > 0) == parks && off == 0, "{what}: parked {on} / {off} cycles");
             let expected: u32 = workers.iter().map(|c| c.packed()).sum();
             assert_eq!(word(&a, d, USER.base + 0x400), expected, "{board}");
         }

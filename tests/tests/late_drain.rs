@@ -10,6 +10,7 @@ on_both_chips! {
     /// intact and in order. A dispatcher that wrote over records not yet read
     /// fails here with a corrupt completion record.
     fn a_host_that_drains_late_loses_no_completion(chip) {
+        let mut took = Vec::new();
         for every in [1u32, 50] {
             let mut dev = booted(chip, 71, |c| {
                 c.completion_size = 1024;
@@ -29,6 +30,10 @@ on_both_chips! {
                     dev.complete_read(p).unwrap_or_else(|e| panic!("{name}: drain every {every} polls, read {i}: {e}"));
                 assert_eq!(got, &data[at..at + page as usize], "{name}: drain every {every} polls, read {i}");
             }
+            took.push(dev.now());
         }
+        // The late host made the dispatcher wait for room: the same reads
+        // took longer (a setting that did nothing would take as long).
+        assert!(took[1] > took[0] + took[0] / 4, "{}: device cycles draining every poll and every 50: {took:?}", chip.name());
     }
 }

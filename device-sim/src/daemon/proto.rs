@@ -542,8 +542,7 @@ pub fn read_frame(r: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
     if len > MAX_FRAME {
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("frame of {len} bytes > {MAX_FRAME}")));
     }
-    let mut payload = Vec::with_capacity(len.min(64 * 1024));
-    r.take(len as u64).read_to_end(&mut payload)?;
+    let payload = read_payload(r, len)?;
     if payload.len() != len {
         return Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,
@@ -551,6 +550,14 @@ pub fn read_frame(r: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
         ));
     }
     Ok(Some(payload))
+}
+
+/// Up to `len` bytes, the buffer growing only as they arrive: a peer that
+/// announces a large frame and sends little costs little.
+fn read_payload(r: &mut impl Read, len: usize) -> io::Result<Vec<u8>> {
+    let mut payload = Vec::with_capacity(len.min(64 * 1024));
+    r.take(len as u64).read_to_end(&mut payload)?;
+    Ok(payload)
 }
 
 /// Why a message cannot be decoded.
@@ -564,7 +571,7 @@ pub enum ProtoError {
     TooLarge { what: &'static str, len: u32 },
     #[error("{what} {value} (expected 0 or 1)")]
     BadFlag { what: &'static str, value: u8 },
-    #[error("unknown opcode {0} (expected 1..=14)")]
+    #[error("unknown opcode {0} (expected 1..=15)")]
     UnknownOpcode(u8),
     #[error("{what} is not UTF-8")]
     NotUtf8 { what: &'static str },
@@ -701,6 +708,8 @@ mod tests {
         wire.extend([1, 2, 3]);
         let err = read_frame(&mut &wire[..]).unwrap_err();
         assert!(err.to_string().contains("ended after 3"), "{err}");
+        let got = read_payload(&mut &wire[4..], MAX_FRAME).unwrap();
+        assert!(got.len() == 3 && got.capacity() <= 64 * 1024, "reserved {} bytes for 3", got.capacity());
         let over = (MAX_FRAME as u32 + 1).to_le_bytes();
         let err = read_frame(&mut &over[..]).unwrap_err();
         assert!(err.to_string().contains(&format!("> {MAX_FRAME}")), "{err}");

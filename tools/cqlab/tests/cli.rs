@@ -472,7 +472,9 @@ fn bench_dispatch_profiles_name_firmware_functions() {
     let (code, v) =
         cqlab_json(&["bench", "dispatch", "--axis", "base", "--programs", "40", "--profile", "prefetcher0,worker0.0"]);
     assert_eq!(code, 0, "{v}");
-    for row in v["rows"].as_array().expect("rows") {
+    let rows = v["rows"].as_array().expect("rows");
+    assert!(!rows.is_empty(), "no rows: {v}");
+    for row in rows {
         let profile = row["profile"].as_array().unwrap_or_else(|| panic!("no profile: {row}"));
         let cycles = |core: &str| -> u64 {
             profile.iter().filter(|f| f["core"] == core).map(|f| f["cycles"].as_u64().unwrap()).sum()

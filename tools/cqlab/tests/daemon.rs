@@ -786,7 +786,9 @@ fn status_and_dump_work_mid_run_without_disturbing_it() {
         c
     });
     let v: serde_json::Value = serde_json::from_slice(&idle.stdout).expect("dump --json is JSON");
-    for c in v["chains"].as_array().unwrap() {
+    let chains = v["chains"].as_array().unwrap();
+    assert!(!chains.is_empty(), "an idle dump names each queue's chain: {v}");
+    for c in chains {
         assert_eq!(c["deadlock"], false, "{c}");
         assert!(c["chain"][1].as_str().is_some_and(|l| l.contains("HQW")), "{c}");
     }

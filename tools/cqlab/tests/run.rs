@@ -419,7 +419,9 @@ fn trace_summary_critical_path_walks_back_through_the_cores() {
         let out = cqlab(&["trace", "summary", trace.to_str().unwrap(), "--json"]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let s: Value = serde_json::from_slice(&out.stdout).unwrap();
-        for i in s["iterations"].as_array().unwrap().iter().filter(|i| i["timed"] == true) {
+        let timed: Vec<&Value> = s["iterations"].as_array().unwrap().iter().filter(|i| i["timed"] == true).collect();
+        assert_eq!(timed.len(), 2, "{w}: --iters 2 times two iterations: {s}");
+        for i in timed {
             let path = i["critical_path"].as_array().unwrap();
             let (start, end) = (i["start"].as_u64().unwrap(), i["end"].as_u64().unwrap());
             assert_eq!(path.first().unwrap()["from"], start, "{w}: {i}");

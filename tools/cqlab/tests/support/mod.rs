@@ -279,5 +279,7 @@ pub fn peak_rss_kib(mut c: Command) -> (Output, u64) {
         }
         std::thread::sleep(Duration::from_millis(2));
     };
+    // A peak never read would pass every "below N" check.
+    assert!(peak > 0, "no VmHWM read from {status_file}");
     (Output { status, stdout: out.join().unwrap(), stderr: err.join().unwrap() }, peak)
 }
