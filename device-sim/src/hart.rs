@@ -320,8 +320,8 @@ struct StoreQueue {
     timing: L1Stores,
     /// The cycle the queue has written every store it holds.
     drained: u64,
-    /// The aligned 16-byte block of the last store queued.
-    block: u32,
+    /// The address of the last store queued.
+    last: u32,
 }
 
 impl StoreQueue {
@@ -330,13 +330,16 @@ impl StoreQueue {
     #[inline(always)]
     fn push(&mut self, cycle: u64, addr: u32) -> u64 {
         let t = self.timing;
-        let block = addr & !15;
-        if t.coalesce && block == self.block && self.drained > cycle {
+        // Coalesced: the same aligned 16-byte block, starting within 4 bytes
+        // of the store before (tt-isa `BlackholeA0/TensixTile/BabyRISCV/README.md`,
+        // "Load/Store Unit").
+        let joins = addr & !15 == self.last & !15 && addr.abs_diff(self.last) <= 4;
+        self.last = addr;
+        if t.coalesce && joins && self.drained > cycle {
             return cycle;
         }
         let at = cycle.max(self.drained.saturating_sub(t.interval * (t.queue - 1)));
         self.drained = self.drained.max(at) + t.interval;
-        self.block = block;
         at
     }
 }
@@ -378,7 +381,7 @@ impl Hart {
             mem,
             history: Default::default(),
             effects: 0,
-            store_queue: StoreQueue { timing: L1Stores::WORMHOLE, drained: 0, block: u32::MAX },
+            store_queue: StoreQueue { timing: L1Stores::WORMHOLE, drained: 0, last: u32::MAX },
             loads: LoadQueue::default(),
             icache: ICache::OFF,
             l0: L0Cache::OFF,

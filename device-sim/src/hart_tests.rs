@@ -442,6 +442,9 @@ fn blackhole_coalesces_stores_to_one_16_byte_block() {
     assert_eq!(store_run_cycles(bh, 48, 4), 48, "no store waits");
     // A block per store: as Wormhole.
     assert_eq!(store_run_cycles(bh, 24, 16), store_run_cycles(L1Stores::WORMHOLE, 24, 4));
+    // Every other word: the same block, but 8 bytes apart, so no store
+    // joins the one before (tt-isa: starts within ±4 bytes): as Wormhole.
+    assert_eq!(store_run_cycles(bh, 24, 8), store_run_cycles(L1Stores::WORMHOLE, 24, 4));
 }
 
 /// Cycles `body` takes after its setup, with pipelined loads on or off,

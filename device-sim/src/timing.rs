@@ -46,7 +46,8 @@ pub struct L1Stores {
     /// Stores the hart may have queued.
     pub queue: u64,
     /// A store to the same aligned 16-byte block as the store before it,
-    /// still queued, joins it instead of taking a slot of its own.
+    /// still queued, starting within 4 bytes of it, joins it instead of
+    /// taking a slot of its own.
     pub coalesce: bool,
 }
 
@@ -56,8 +57,9 @@ impl L1Stores {
     /// `WormholeB0/TensixTile/BabyRISCV/README.md`); the Load/Store Unit's
     /// four-entry store queue (same folder, `MemoryOrdering.md`).
     pub const WORMHOLE: L1Stores = L1Stores { interval: 5, queue: 4, coalesce: false };
-    /// Blackhole: stores coalesce into aligned 128-bit blocks, one coalesced
-    /// store every five cycles (tt-isa-documentation
+    /// Blackhole: stores coalesce into aligned 128-bit blocks when each
+    /// starts within ±4 bytes of the one before, one coalesced store every
+    /// five cycles (tt-isa-documentation
     /// `BlackholeA0/TensixTile/BabyRISCV/README.md`); the queue as Wormhole's.
     pub const BLACKHOLE: L1Stores = L1Stores { interval: 5, queue: 4, coalesce: true };
 
