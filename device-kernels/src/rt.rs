@@ -5,7 +5,7 @@
 /// `cqlab_kernels::entry!(main, Brisc);` with `fn main() -> !` and a
 /// `hal` device type. Emits the start-up code at the first byte of the
 /// core's code region (`memory_map::firmware_entry`, see linker/cqlab.x):
-/// set the stack (in local memory, below the NOC state), zero .bss (the
+/// jump over the image's id (`cqlab_abi::boot::IMAGE_ID_OFFSET`), set the stack (in local memory, below the NOC state), zero .bss (the
 /// host loads .text/.data; .bss is NOLOAD), run `main`; and the panic
 /// handler, which shows `PANC` in the core's waypoint and halts.
 #[macro_export]
@@ -16,6 +16,9 @@ macro_rules! entry {
     .section .text.start, "ax"
     .globl _start
 _start:
+    j 0f
+    .word {magic}, {abi}, {arch}
+0:
     la sp, __stack_top
     la t0, __bss_start
     la t1, __bss_end
@@ -29,7 +32,10 @@ _start:
 3:
     ecall
     j 3b
-"#
+"#,
+            magic = const cqlab_abi::boot::IMAGE_MAGIC,
+            abi = const cqlab_abi::ABI_VERSION,
+            arch = const cqlab_abi::boot::image_arch_code($crate::CHIP.arch),
         );
 
         // SAFETY: the one symbol the start-up code calls; defined once per image.

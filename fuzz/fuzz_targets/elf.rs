@@ -3,6 +3,7 @@
 #![no_main]
 
 use cqlab_abi::arch::tensix::Processor;
+use cqlab_abi::arch::Arch;
 use cqlab_driver::elf::FirmwareImage;
 use cqlab_sim::elf::ElfImage;
 use libfuzzer_sys::fuzz_target;
@@ -13,6 +14,8 @@ fuzz_target!(|data: &[u8]| {
     }
     // Each core's image is checked against its own code and data regions.
     for p in Processor::ALL {
-        let _ = FirmwareImage::parse("fuzz", data, p);
+        for arch in Arch::ALL {
+            let _ = FirmwareImage::parse("fuzz", data, p, arch);
+        }
     }
 });

@@ -1,8 +1,11 @@
 //! Device configuration: the chip, queue sizes and the firmware, all
 //! overridable.
 
+use crate::elf::{BootImages, FirmwareImage};
 use crate::error::{DriverError, Result};
+use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::arch::Arch;
+use cqlab_abi::firmware::FirmwareId;
 use cqlab_abi::memory_map::{DEFAULT_RING_PAGES, DEFAULT_RING_PAGE_SIZE};
 use cqlab_abi::noc::{self, DEFAULT_CQS};
 use cqlab_abi::soc::{Board, Harvesting};
@@ -234,6 +237,44 @@ impl DeviceConfig {
     /// Chip `arch`'s firmware: `<firmware_dir>/<arch short name>`.
     pub fn chip_firmware_dir(&self, arch: Arch) -> PathBuf {
         chip_dir(&self.firmware_dir, arch)
+    }
+
+    /// Where chip `arch`'s CQ firmware (`prefetch`, `dispatch`) comes from:
+    /// the chip's firmware directory or its known-bug variant.
+    pub fn cq_firmware_dir(&self, arch: Arch) -> PathBuf {
+        match &self.firmware_variant {
+            Some(v) => self.chip_firmware_dir(arch).join("variants").join(v),
+            None => self.chip_firmware_dir(arch),
+        }
+    }
+
+    /// The resident worker firmware of core `p` of an `arch` chip: the
+    /// variant's own when its directory holds one (a mutant of `cargo xtask
+    /// mutants` may change it), else the chip's.
+    pub fn worker_elf(&self, arch: Arch, p: Processor) -> PathBuf {
+        let name = FirmwareId::worker(p).name();
+        let own = self.cq_firmware_dir(arch).join(name);
+        if self.firmware_variant.is_some() && own.is_file() {
+            own
+        } else {
+            self.chip_firmware_dir(arch).join(name)
+        }
+    }
+
+    /// Every firmware image a boot of an `arch` chip loads, read and
+    /// checked (`FirmwareImage::parse`): what a command checks before any
+    /// work, and what a boot writes.
+    pub fn boot_images(&self, arch: Arch) -> Result<BootImages> {
+        let brisc = Processor::Brisc;
+        let cq_dir = self.cq_firmware_dir(arch);
+        Ok(BootImages {
+            prefetch: FirmwareImage::load(&cq_dir.join(FirmwareId::Prefetch.name()), brisc, arch)?,
+            dispatch: FirmwareImage::load(&cq_dir.join(FirmwareId::Dispatch.name()), brisc, arch)?,
+            workers: Processor::ALL
+                .iter()
+                .map(|&p| FirmwareImage::load(&self.worker_elf(arch, p), p, arch))
+                .collect::<Result<Vec<_>>>()?,
+        })
     }
 
     /// Queue `q`'s sysmem regions.

@@ -7,7 +7,7 @@ use crate::backend::{read_struct, Backend};
 use crate::buffer::{Allocator, Buffer};
 use crate::config::DeviceConfig;
 use crate::dump::{QueuePointers, Wait};
-use crate::elf::FirmwareImage;
+use crate::elf::{BootImages, FirmwareImage};
 use crate::error::{BootProblem, DriverError, Result, StateError};
 use crate::events::Event;
 use crate::geometry::{CoreId, Topology};
@@ -178,26 +178,12 @@ impl Device {
         self.cfg.chip_firmware_dir(self.chip.arch())
     }
 
-    /// Where the CQ firmware (`prefetch`, `dispatch`) comes from: the
-    /// chip's firmware directory or its known-bug variant.
     fn cq_firmware_dir(&self) -> PathBuf {
-        match &self.cfg.firmware_variant {
-            Some(v) => self.chip_firmware_dir().join("variants").join(v),
-            None => self.chip_firmware_dir(),
-        }
+        self.cfg.cq_firmware_dir(self.chip.arch())
     }
 
-    /// The resident worker firmware of core `p`: the variant's own when its
-    /// directory holds one (a mutant of `cargo xtask mutants` may change
-    /// it), else the chip's.
     fn worker_elf(&self, p: Processor) -> PathBuf {
-        let name = FirmwareId::worker(p).name();
-        let own = self.cq_firmware_dir().join(name);
-        if self.cfg.firmware_variant.is_some() && own.is_file() {
-            own
-        } else {
-            self.chip_firmware_dir().join(name)
-        }
+        self.cfg.worker_elf(self.chip.arch(), p)
     }
 
     /// The ELF of the firmware `core` boots (its symbols name the PCs a
@@ -216,14 +202,7 @@ impl Device {
     /// BRISC of each tile through `SOFT_RESET_0`, and waits for every
     /// tile's alive record (`cqlab_abi::boot` describes the sequence).
     pub fn boot(&mut self) -> Result<()> {
-        let cq_dir = self.cq_firmware_dir();
-        let brisc = Processor::Brisc;
-        let (prefetch, dispatch) = (
-            FirmwareImage::load(&cq_dir.join(FirmwareId::Prefetch.name()), brisc)?,
-            FirmwareImage::load(&cq_dir.join(FirmwareId::Dispatch.name()), brisc)?,
-        );
-        let worker =
-            Processor::ALL.iter().map(|&p| FirmwareImage::load(&self.worker_elf(p), p)).collect::<Result<Vec<_>>>()?;
+        let BootImages { prefetch, dispatch, workers: worker } = self.cfg.boot_images(self.chip.arch())?;
         self.default_kernel = Some(Arc::new(self.load_kernel(&self.cfg.worker_kernel.clone())?));
         // Nothing is resident or in flight on freshly booted workers, and
         // the firmware starts its queues from zero: so does the host.

@@ -5,8 +5,11 @@
 use crate::error::{DriverError, Result};
 pub use crate::error::{ImageError, RelocationProblem};
 use cqlab_abi::arch::tensix::Processor;
+use cqlab_abi::arch::Arch;
+use cqlab_abi::boot;
 use cqlab_abi::elf::Rv32Executable;
 use cqlab_abi::memory_map::{code, data, firmware_entry};
+use cqlab_abi::ABI_VERSION;
 use std::path::Path;
 
 /// One loadable piece of an image.
@@ -29,16 +32,17 @@ pub struct FirmwareImage {
 }
 
 impl FirmwareImage {
-    /// Loads the image of core `p` at `path`.
-    pub fn load(path: &Path, p: Processor) -> Result<Self> {
-        load_with(path, |name, bytes| Self::parse(name, bytes, p))
+    /// Loads the image of core `p` of an `arch` chip at `path`.
+    pub fn load(path: &Path, p: Processor, arch: Arch) -> Result<Self> {
+        load_with(path, |name, bytes| Self::parse(name, bytes, p, arch))
     }
 
-    /// Parses and checks an image of core `p`: an RV32 executable whose
-    /// entry is that core's `memory_map::firmware_entry` and whose segments
-    /// lie in its own code and data regions (so images of a tile's five
-    /// cores never overlap).
-    pub fn parse(name: &str, bytes: &[u8], p: Processor) -> std::result::Result<Self, ImageError> {
+    /// Parses and checks an image of core `p` of an `arch` chip: an RV32
+    /// executable whose entry is that core's `memory_map::firmware_entry`,
+    /// whose segments lie in its own code and data regions (so images of a
+    /// tile's five cores never overlap), and whose id
+    /// (`cqlab_abi::boot::IMAGE_ID_OFFSET`) names this ABI and `arch`.
+    pub fn parse(name: &str, bytes: &[u8], p: Processor, arch: Arch) -> std::result::Result<Self, ImageError> {
         let elf = Rv32Executable::parse(bytes)?;
         if elf.entry() != firmware_entry(p) {
             return Err(ImageError::Entry {
@@ -59,8 +63,51 @@ impl FirmwareImage {
                 zeroes: seg.mem_size - seg.data.len() as u32,
             });
         }
-        Ok(Self { name: name.to_owned(), processor: p, entry: elf.entry(), segments })
+        let image = Self { name: name.to_owned(), processor: p, entry: elf.entry(), segments };
+        image.check_id(arch)?;
+        Ok(image)
     }
+
+    /// The id words after the entry's jump: this ABI and `arch`.
+    fn check_id(&self, arch: Arch) -> std::result::Result<(), ImageError> {
+        let at = self.entry + boot::IMAGE_ID_OFFSET;
+        let len = 4 * boot::IMAGE_ID_WORDS as u32;
+        let words: Vec<u32> = self
+            .segments
+            .iter()
+            .find(|s| at >= s.addr && (at - s.addr + len) as usize <= s.data.len())
+            .map(|s| {
+                let off = (at - s.addr) as usize;
+                s.data[off..off + len as usize]
+                    .chunks(4)
+                    .map(|w| u32::from_le_bytes(w.try_into().expect("4")))
+                    .collect()
+            })
+            .ok_or(ImageError::NoImageId)?;
+        if words[0] != boot::IMAGE_MAGIC {
+            return Err(ImageError::NoImageId);
+        }
+        if words[1] != ABI_VERSION {
+            return Err(ImageError::ImageAbi { found: words[1], expected: ABI_VERSION });
+        }
+        match boot::image_arch(words[2]) {
+            Some(a) if a == arch => Ok(()),
+            found => Err(ImageError::ImageArch {
+                found: found
+                    .map_or_else(|| format!("an unknown chip (code {})", words[2]), |a| a.short_name().to_owned()),
+                expected: arch.short_name(),
+            }),
+        }
+    }
+}
+
+/// The firmware images a boot loads (`DeviceConfig::boot_images`).
+#[derive(Clone, Debug)]
+pub struct BootImages {
+    pub prefetch: FirmwareImage,
+    pub dispatch: FirmwareImage,
+    /// One per core of a worker tile, in `Processor::ALL` order.
+    pub workers: Vec<FirmwareImage>,
 }
 
 /// Most bytes an image file may hold: several times the largest L1 (a
@@ -93,11 +140,11 @@ mod tests {
 
     #[test]
     fn garbage_and_truncated_elfs_are_rejected_with_a_reason() {
-        let err = FirmwareImage::parse("x", b"not an elf", Processor::Brisc).unwrap_err();
+        let err = FirmwareImage::parse("x", b"not an elf", Processor::Brisc, Arch::Wormhole).unwrap_err();
         assert!(matches!(err, ImageError::Elf(ElfError::NotElf { .. })), "{err}");
         let mut elf = vec![0x7f, b'E', b'L', b'F', 1, 1, 1, 0];
         elf.resize(20, 0);
-        let err = FirmwareImage::parse("x", &elf, Processor::Brisc).unwrap_err();
+        let err = FirmwareImage::parse("x", &elf, Processor::Brisc, Arch::Wormhole).unwrap_err();
         assert!(matches!(err, ImageError::Elf(ElfError::Truncated { .. })), "{err}");
     }
 
@@ -105,15 +152,43 @@ mod tests {
     /// not read whole.
     #[test]
     fn an_endless_file_is_refused_at_the_limit() {
-        let err = FirmwareImage::load(Path::new("/dev/zero"), Processor::Brisc).unwrap_err();
+        let err = FirmwareImage::load(Path::new("/dev/zero"), Processor::Brisc, Arch::Wormhole).unwrap_err();
         assert!(matches!(err, DriverError::BadElf { reason: ImageError::TooLarge { .. }, .. }), "{err}");
         assert!(err.to_string().contains("/dev/zero: holds more than 16777216 bytes"), "{err}");
+    }
+
+    /// The words after an image's first instruction name its ABI and chip:
+    /// an image of another chip (it would fault on that chip's registers at
+    /// boot) or ABI, or with no id, is refused before anything is loaded.
+    #[test]
+    fn an_image_of_another_abi_or_chip_is_refused_by_its_id() {
+        let entry = cqlab_abi::memory_map::firmware_entry(Processor::Brisc);
+        let image = |words: &[u32]| {
+            let mut data = 0x0100_006Fu32.to_le_bytes().to_vec();
+            data.extend(words.iter().flat_map(|w| w.to_le_bytes()));
+            FirmwareImage {
+                name: "x".into(),
+                processor: Processor::Brisc,
+                entry,
+                segments: vec![Segment { addr: entry, data, zeroes: 0 }],
+            }
+        };
+        let (magic, wh) = (boot::IMAGE_MAGIC, boot::image_arch_code(Arch::Wormhole));
+        assert!(image(&[magic, ABI_VERSION, wh]).check_id(Arch::Wormhole).is_ok());
+        let err = image(&[magic, ABI_VERSION, wh]).check_id(Arch::Blackhole).unwrap_err();
+        assert!(err.to_string().contains("built for wormhole, the device is a blackhole"), "{err}");
+        let err = image(&[magic, ABI_VERSION - 1, wh]).check_id(Arch::Wormhole).unwrap_err();
+        assert!(matches!(err, ImageError::ImageAbi { found, .. } if found == ABI_VERSION - 1), "{err}");
+        let err = image(&[magic, ABI_VERSION, 9]).check_id(Arch::Wormhole).unwrap_err();
+        assert!(err.to_string().contains("unknown chip (code 9)"), "{err}");
+        assert!(matches!(image(&[0, ABI_VERSION, wh]).check_id(Arch::Wormhole), Err(ImageError::NoImageId)));
+        assert!(matches!(image(&[magic, ABI_VERSION]).check_id(Arch::Wormhole), Err(ImageError::NoImageId)));
     }
 
     #[test]
     fn host_executables_are_rejected() {
         let me = std::fs::read(std::env::current_exe().unwrap()).unwrap();
-        let err = FirmwareImage::parse("self", &me, Processor::Brisc).unwrap_err();
+        let err = FirmwareImage::parse("self", &me, Processor::Brisc, Arch::Wormhole).unwrap_err();
         assert!(matches!(err, ImageError::Elf(ElfError::WrongClass { found: 2 })), "{err}");
     }
 }

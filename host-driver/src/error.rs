@@ -148,6 +148,10 @@ pub enum DeviceFault {
     /// A CQ core halted (a panic, or no error record) while the host waited.
     #[error("halted with waypoint {waypoint} while the host waited for {wait}")]
     Halted { waypoint: Waypoint, wait: Wait },
+    /// A core of a booting tile halted before its tile was alive (a crash:
+    /// seen through the simulator's core view).
+    #[error("{processor:?} halted while its tile booted: {reason}")]
+    BootHalted { processor: cqlab_abi::arch::tensix::Processor, reason: String },
     /// The completion queue held a record that is not the next one.
     #[error(
         "corrupt completion record at offset {offset} of CQ{cq}: kind {kind} cq {record_cq} length {length} seq {seq} \
@@ -184,6 +188,12 @@ pub enum ImageError {
     Relocation { offset: u64, problem: RelocationProblem },
     #[error("no relocations kept: kernels must be linked with --emit-relocs (linker/kernel.x)")]
     NoRelocations,
+    #[error("no cqlab firmware id after its first instruction (not cqlab firmware, or built before ids)")]
+    NoImageId,
+    #[error("built against ABI version {found}, this driver speaks {expected} (rebuild the firmware)")]
+    ImageAbi { found: u32, expected: u32 },
+    #[error("built for {found}, the device is a {expected} (use the {expected} firmware directory)")]
+    ImageArch { found: String, expected: &'static str },
 }
 
 /// What is wrong with one relocation of a kernel.

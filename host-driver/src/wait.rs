@@ -78,6 +78,7 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
             next_check = now + PROGRESS_CHECK_CYCLES;
             queues.checked();
             check_halted_cq_cores(backend, cfg, chip, queues, &what)?;
+            check_boot_halt(backend, cfg, chip, queues, &what)?;
             let progress = Some(progress(backend, chip)?);
             if progress != last_progress {
                 (last_progress, last_change) = (progress, now);
@@ -129,6 +130,27 @@ fn check_halted_cq_cores<Q: Waiting + ?Sized>(
                 None => DeviceFault::Halted { waypoint: wp, wait: what() },
             };
             return Err(DriverError::Device { core, fault, dump });
+        }
+    }
+    Ok(())
+}
+
+/// Fails at once when a core of a tile whose alive record is awaited has
+/// halted (where the backend can tell: a simulator), rather than waiting
+/// out the stall timeout for a record that cannot come.
+fn check_boot_halt<Q: Waiting + ?Sized>(
+    backend: &mut dyn Backend,
+    cfg: &DeviceConfig,
+    chip: &Topology,
+    queues: &mut Q,
+    what: &impl Fn() -> Wait,
+) -> Result<()> {
+    let Wait::Alive { core: tile, .. } = what() else { return Ok(()) };
+    let Some(i) = backend.introspect() else { return Ok(()) };
+    for processor in Processor::ALL {
+        if let Some(reason) = i.core_debug(CoreId { tile, processor })?.and_then(|d| d.halt) {
+            let dump = dump(backend, cfg, chip, queues, what())?;
+            return Err(DriverError::Device { core: tile, fault: DeviceFault::BootHalted { processor, reason }, dump });
         }
     }
     Ok(())

@@ -52,6 +52,29 @@ pub const fn jal_target(at: u32, word: u32) -> Option<u32> {
     Some(at.wrapping_add(off))
 }
 
+/// Every firmware image names what it was built for in [`IMAGE_ID_WORDS`]
+/// words right after its first instruction (a `j` over them): the host
+/// refuses an image of another ABI or chip before it loads anything,
+/// instead of booting code that faults on another chip's registers.
+/// The words: [`IMAGE_MAGIC`], `ABI_VERSION`, [`image_arch_code`].
+pub const IMAGE_ID_OFFSET: u32 = 4;
+pub const IMAGE_ID_WORDS: usize = 3;
+/// "CQFW", little-endian.
+pub const IMAGE_MAGIC: u32 = u32::from_le_bytes(*b"CQFW");
+
+/// The image-id word naming `arch` (0 names none).
+pub const fn image_arch_code(arch: crate::arch::Arch) -> u32 {
+    match arch {
+        crate::arch::Arch::Wormhole => 1,
+        crate::arch::Arch::Blackhole => 2,
+    }
+}
+
+/// The architecture an image-id word names.
+pub fn image_arch(code: u32) -> Option<crate::arch::Arch> {
+    crate::arch::Arch::ALL.into_iter().find(|&a| image_arch_code(a) == code)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

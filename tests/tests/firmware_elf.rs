@@ -19,6 +19,12 @@ on_both_chips! {
             let name = &format!("{}/{name}", chip.name());
             let (code, data) = (code(p), data(p));
             let path = firmware_elf(chip, id.name());
+            // Its id names this ABI and chip, and no other chip.
+            let arch = chip.board.arch();
+            assert!(cqlab_driver::elf::FirmwareImage::load(&path, p, arch).is_ok(), "{name}");
+            for other in cqlab_abi::arch::Arch::ALL.into_iter().filter(|&a| a != arch) {
+                assert!(cqlab_driver::elf::FirmwareImage::load(&path, p, other).is_err(), "{name} on {other:?}");
+            }
             let bytes = std::fs::read(&path).unwrap();
             let elf = object::File::parse(&*bytes).unwrap_or_else(|e| panic!("{name}: not an object file: {e}"));
             assert_eq!(elf.format(), BinaryFormat::Elf, "{name}");

@@ -143,3 +143,48 @@ fn opening_missing_hardware_or_unknown_devices_is_a_clear_error() {
     let err = Device::open("embedded:seed=x", DeviceConfig::default()).err().unwrap().to_string();
     assert!(err.contains("seed \"x\" is not a number"), "{err}");
 }
+
+on_both_chips! {
+    /// A core that halts while its tile boots (here NCRISC's image with an
+    /// illegal instruction after its id: it passes the image checks) ends
+    /// the boot at once with the core and its halt named, not after the
+    /// stall timeout waiting for an alive record that cannot come.
+    fn a_core_that_crashes_while_booting_is_named_at_once(chip) {
+        use cqlab_abi::arch::tensix::Processor;
+        use cqlab_abi::boot::{IMAGE_ID_OFFSET, IMAGE_ID_WORDS};
+        use cqlab_abi::firmware::FirmwareId;
+        let arch = chip.board.arch();
+        let root = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("crash-fw-{}", chip.name()));
+        let dir = cqlab_driver::config::chip_dir(&root, arch);
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&dir).unwrap();
+        let from = cqlab_driver::config::chip_dir(&cqlab_tests::firmware_dir(), arch);
+        for entry in std::fs::read_dir(&from).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_file() {
+                std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+            }
+        }
+        let name = FirmwareId::worker(Processor::Ncrisc).name();
+        let mut bytes = std::fs::read(dir.join(name)).unwrap();
+        let at = {
+            let elf = cqlab_abi::elf::Rv32Executable::parse(&bytes).unwrap();
+            let first = IMAGE_ID_OFFSET + 4 * IMAGE_ID_WORDS as u32;
+            let seg = elf.segments().find(|s| s.addr == elf.entry()).expect("the entry's segment");
+            seg.data.as_ptr() as usize - bytes.as_ptr() as usize + first as usize
+        };
+        bytes[at..at + 4].copy_from_slice(&0u32.to_le_bytes());
+        std::fs::write(dir.join(name), &bytes).unwrap();
+        let mut cfg = cqlab_tests::config(chip);
+        cfg.firmware_dir = root.clone();
+        let mut dev = cqlab_driver::Device::embedded(chip.sim(3), cfg.clone()).unwrap();
+        let err = dev.boot().unwrap_err();
+        let DriverError::Device { fault: DeviceFault::BootHalted { processor, reason }, .. } = &err else {
+            panic!("{}: expected a halt at boot, got {err}", chip.name())
+        };
+        assert_eq!(*processor, Processor::Ncrisc, "{err}");
+        assert!(reason.contains("illegal instruction"), "{err}");
+        assert!(dev.now() < cfg.stall_timeout_cycles / 10, "{}: named after {} cycles", chip.name(), dev.now());
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}

@@ -115,7 +115,12 @@ pub fn of_failures(classes: impl IntoIterator<Item = FailureClass>) -> Exit {
 /// The exit of a command that ended in `e`: 2 for a usage error anywhere in
 /// its chain, else the class of the driver error in its chain, else 1.
 pub fn of_error(e: &anyhow::Error) -> Exit {
-    if e.chain().any(|c| c.downcast_ref::<UsageError>().is_some()) {
+    // A firmware file that is no image for this chip and ABI is malformed
+    // input, refused before the device is touched.
+    let bad_input = |c: &(dyn std::error::Error + 'static)| {
+        c.downcast_ref::<UsageError>().is_some() || matches!(c.downcast_ref(), Some(DriverError::BadElf { .. }))
+    };
+    if e.chain().any(bad_input) {
         return Exit::Usage;
     }
     e.chain().find_map(|c| c.downcast_ref::<DriverError>()).map_or(FailureClass::Other, FailureClass::of).exit()

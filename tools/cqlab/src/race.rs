@@ -21,7 +21,6 @@ use crate::usage::{ensure, UsageError};
 use anyhow::{Context, Result};
 use args::{variant, TWO_QUEUE_ONLY};
 pub use args::{Args, WorkloadKind};
-use cqlab_abi::arch::tensix::Processor;
 use cqlab_driver::{Device, DeviceConfig, DriverError};
 use cqlab_sim::config::{Schedule, SimConfig};
 use failure::Failure;
@@ -78,11 +77,6 @@ impl Plan {
                 for elf in ["prefetch", "dispatch"] {
                     let p = Path::new(f).join(elf);
                     ensure(p.exists(), || format!("--firmware {f}: no {elf} ELF in it ({} is missing)", p.display()))?;
-                    // Loaded as a run would (an RV32 image for the
-                    // queue cores), so a bad one is refused before any
-                    // seed rather than failing every seed.
-                    cqlab_driver::elf::FirmwareImage::load(&p, Processor::Brisc)
-                        .map_err(|e| UsageError(format!("--firmware {f}: {e}")))?;
                 }
                 let abs = std::fs::canonicalize(f).map_err(|e| UsageError(format!("--firmware {f}: {e}")))?;
                 Some(abs.to_string_lossy().into_owned())
@@ -111,6 +105,13 @@ impl Plan {
                     chip.num_cqs()
                 )));
             }
+        }
+        {
+            // Every image loaded as a boot would load it (its ABI and chip
+            // checked), so a bad one is refused before any seed rather than
+            // failing every seed.
+            let (sim, cfg) = plan.configs(plan.args.seed_base);
+            cfg.boot_images(sim.board.arch()).map_err(|e| UsageError(format!("the firmware: {e}")))?;
         }
         if plan.args.workload == WorkloadKind::TwoQueue {
             // The queue layout is the user's: the device's own limits, now.

@@ -39,6 +39,11 @@ impl Fixtures {
         std::fs::create_dir_all(dir.join("bad-fw")).unwrap();
         write("bad-fw/prefetch", b"this is not what any command reads\n");
         write("bad-fw/dispatch", b"");
+        // Blackhole's queue firmware, for a Wormhole run.
+        std::fs::create_dir_all(dir.join("bh-fw")).unwrap();
+        for elf in ["prefetch", "dispatch"] {
+            std::fs::copy(firmware_dir().join("blackhole").join(elf), dir.join("bh-fw").join(elf)).unwrap();
+        }
         std::fs::create_dir_all(dir.join("zero-fw")).unwrap();
         std::os::unix::fs::symlink("/dev/zero", dir.join("zero-fw/prefetch")).unwrap();
         write("zero-fw/dispatch", b"");
@@ -95,6 +100,7 @@ impl Fixtures {
             "empty-dir",
             "bad-fw",
             "zero-fw",
+            "bh-fw",
             "mixed.jsonl",
             "report1.json",
             "report2.json",
@@ -242,6 +248,8 @@ fn race_and_its_campaign_options() {
             "bad-fw/prefetch: not an ELF file: expected magic 7f 45 4c 46, found [74",
         ),
         (&["race", "--firmware", "{zero-fw}"], 2, "zero-fw/prefetch: holds more than 16777216 bytes"),
+        // Another chip's firmware would fault on this chip's registers at boot.
+        (&["race", "--firmware", "{bh-fw}"], 2, "bh-fw/prefetch: built for blackhole, the device is a wormhole"),
         (&["race", "--variant", "none", "--firmware", "x"], 2, "cannot be used with"),
         (&["race", "--workload", "random", "--copies", "3"], 2, "--copies only shape the two-queue workload"),
         (&["race", "--workload", "programs", "--issue-size", "4096"], 2, "--issue-size only shape"),
