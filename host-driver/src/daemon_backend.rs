@@ -500,8 +500,12 @@ impl DaemonBackend {
             let want_h = cfg.harvesting.clone().unwrap_or_else(|| want_board.default_harvesting());
             return Err(DriverError::Invalid(format!(
                 "the daemon at {} simulates a {} harvested {}; the device configuration asks for a {want_board} \
-                 harvested {want_h} (restart the daemon with --chip {want_board} --harvest {want_h})",
+                 harvested {want_h} (a --harvest value replaces the whole harvesting, Ethernet channels \
+                 included: ask for --chip {} --harvest {}, or restart the daemon with --chip {want_board} --harvest \
+                 {want_h})",
                 self.link.paths.dir.display(),
+                self.board,
+                self.harvesting,
                 self.board,
                 self.harvesting,
             )));

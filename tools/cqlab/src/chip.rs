@@ -20,9 +20,10 @@ pub struct ChipOpt {
     #[arg(long, value_name = "BOARD", value_parser = board)]
     pub chip: Option<Board>,
     /// Harvested Tensix lines in NOC0 coordinates, replacing the board's
-    /// usual ones: `rows=Y,..` (Wormhole), `cols=X,..[,dram=BANK,..]`
-    /// (Blackhole), or `none`. Usual: n150 rows=8, n300 rows=1,8, p100a
-    /// cols=7,10,dram=3, p150a cols=7,10.
+    /// usual harvesting as a whole: `rows=Y,..` (Wormhole),
+    /// `cols=X,..[,dram=BANK,..][,eth=CH,..|all]` (Blackhole), or `none`.
+    /// Usual: n150 rows=8, n300 rows=1,8, p100a cols=7,10,dram=3,eth=all,
+    /// p150a cols=7,10,eth=5,8.
     #[arg(long, value_name = "LINES")]
     pub harvest: Option<String>,
 }
@@ -40,23 +41,44 @@ impl ChipOpt {
     /// The harvesting `--harvest` names (against the board a simulator
     /// would be), checked against the chip; `None` when not given.
     pub fn harvesting(&self) -> Result<Option<Harvesting>, UsageError> {
+        self.harvesting_for(true)
+    }
+
+    /// [`ChipOpt::harvesting`] for a device made here (`made_here`) or one
+    /// that exists: without `--chip`, the latter's board is whatever the
+    /// device reports, so the value is checked against it when it opens,
+    /// not against the board a simulator would be.
+    pub fn harvesting_for(&self, made_here: bool) -> Result<Option<Harvesting>, UsageError> {
         let Some(text) = &self.harvest else { return Ok(None) };
-        let board = self.sim_board();
         let h = Harvesting::parse(text).map_err(|e| UsageError(format!("--harvest {text}: {e}")))?;
-        ChipLayout::new(board, h.clone()).map_err(|e| UsageError(format!("--harvest {text} on a {board}: {e}")))?;
+        if made_here || self.chip.is_some() {
+            let board = self.sim_board();
+            ChipLayout::new(board, h.clone()).map_err(|e| UsageError(format!("--harvest {text} on a {board}: {e}")))?;
+        }
         Ok(Some(h))
     }
 
-    /// Checks the options before any work.
+    /// Checks the options before any work (a device made here).
     pub fn validate(&self) -> Result<(), UsageError> {
-        self.harvesting().map(drop)
+        self.validate_for(true)
     }
 
-    /// Sets `cfg`'s board and harvesting: what to simulate, or what to
-    /// expect of a device that exists.
+    /// Checks the options before any work, for a device made here or one
+    /// that exists ([`ChipOpt::harvesting_for`]).
+    pub fn validate_for(&self, made_here: bool) -> Result<(), UsageError> {
+        self.harvesting_for(made_here).map(drop)
+    }
+
+    /// Sets `cfg`'s board and harvesting: what to simulate.
     pub fn apply(&self, cfg: &mut DeviceConfig) -> Result<(), UsageError> {
-        cfg.harvesting = self.harvesting()?;
-        cfg.board = self.chip.or(cfg.harvesting.as_ref().map(|_| self.sim_board()));
+        self.apply_for(cfg, true)
+    }
+
+    /// Sets `cfg`'s board and harvesting: what to simulate (`made_here`),
+    /// or what to expect of a device that exists.
+    pub fn apply_for(&self, cfg: &mut DeviceConfig, made_here: bool) -> Result<(), UsageError> {
+        cfg.harvesting = self.harvesting_for(made_here)?;
+        cfg.board = self.chip.or(cfg.harvesting.as_ref().filter(|_| made_here).map(|_| self.sim_board()));
         Ok(())
     }
 

@@ -40,7 +40,7 @@ pub struct Args {
 }
 
 pub fn validate(a: &Args) -> anyhow::Result<()> {
-    a.chip.validate()?;
+    a.chip.validate_for(crate::device::made_here(&a.device))?;
     Ok(crate::device::validate(&a.device, a.noc_jitter)?)
 }
 
@@ -68,7 +68,7 @@ fn timed<T>(
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let mut cfg = DeviceConfig::default();
-    args.chip.apply(&mut cfg)?;
+    args.chip.apply_for(&mut cfg, crate::device::made_here(&args.device))?;
     args.limits.apply(&mut cfg);
     let mut dev = crate::device::open(&args.device, args.seed, args.noc_jitter, cfg)?;
     let progress = crate::cli::progress(args.rounds as u64, "demo rounds");
@@ -105,7 +105,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         d.cq(0)?.finish()?;
         Ok(d.cq(1)?.finish()?)
     })?;
-    let seed_note = if args.device != "embedded" {
+    let seed_note = if args.device != "embedded" && args.noc_jitter != 0 {
+        format!("device {}: its own seed, with NOC/PCIe jitter 0..={} cycles", args.device, args.noc_jitter)
+    } else if args.device != "embedded" {
         format!("device {}: its seed was fixed when it started", args.device)
     } else if args.noc_jitter == 0 {
         format!(

@@ -22,12 +22,20 @@ pub fn validate(spec: &str, noc_jitter: u64) -> Result<(), Usage> {
             })?;
         }
     }
-    if noc_jitter != 0 && spec != "embedded" {
+    if noc_jitter != 0 && !matches!(parsed, Spec::Embedded { .. }) {
         return Err(Usage(format!(
-            "--noc-jitter applies to the embedded simulator (--device embedded), not to {spec:?}"
+            "--noc-jitter applies to the embedded simulator (--device embedded[:WORDS]), not to {spec:?}"
         )));
     }
     Ok(())
+}
+
+/// Whether `spec` makes its simulator here (`embedded[:WORDS]`), so that
+/// `--chip` and `--harvest` say what to simulate rather than what to
+/// expect of a device that exists. A spec that does not parse counts as
+/// made here (it is refused anyway).
+pub fn made_here(spec: &str) -> bool {
+    Spec::parse(spec).map_or(true, |s| matches!(s, Spec::Embedded { .. }))
 }
 
 /// Checks that `spec` names a simulator daemon (`sim:PATH`): the commands
@@ -40,17 +48,25 @@ pub fn validate_daemon(option: &str, spec: &str) -> Result<(), Usage> {
 }
 
 /// Opens `spec` for a command. `embedded` is the in-process simulator of
-/// `cfg`'s chip with the command's `--seed` and `--noc-jitter`; any other spec
-/// (`embedded:seed=N`, `sim:PATH[?wait]`, `/dev/tenstorrent/N`) goes to
+/// `cfg`'s chip with the command's `--seed` and `--noc-jitter`;
+/// `embedded:WORDS` its own seed and model, with `--noc-jitter` too; any
+/// other spec (`sim:PATH[?wait]`, `/dev/tenstorrent/N`) goes to
 /// [`Device::open`] as written, and then the seed is the device's own.
-pub fn open(spec: &str, seed: u64, noc_jitter: u64, cfg: DeviceConfig) -> anyhow::Result<Device> {
+pub fn open(spec: &str, seed: u64, noc_jitter: u64, mut cfg: DeviceConfig) -> anyhow::Result<Device> {
     validate(spec, noc_jitter)?;
-    if spec == "embedded" {
-        let mut sim = cqlab_driver::backend::spec::sim_config(&cfg, seed);
-        sim.faults.noc_jitter_cycles = noc_jitter;
-        return Device::embedded(sim, cfg).map_err(refused(spec));
-    }
-    Device::open(spec, cfg).map_err(refused(spec))
+    let (seed, model) = match Spec::parse(spec)? {
+        Spec::Embedded { .. } if spec == "embedded" => (seed, Default::default()),
+        // Its own seed and model words; made here only to add the jitter.
+        Spec::Embedded { seed, slow, model } if noc_jitter != 0 => {
+            cfg.slow_dispatch |= slow;
+            (seed, model)
+        }
+        _ => return Device::open(spec, cfg).map_err(refused(spec)),
+    };
+    let mut sim = cqlab_driver::backend::spec::sim_config(&cfg, seed);
+    cqlab_driver::backend::spec::Model::apply(&model, &mut sim);
+    sim.faults.noc_jitter_cycles = noc_jitter;
+    Device::embedded(sim, cfg).map_err(refused(spec))
 }
 
 /// A device that refuses the command's configuration (its sizes, or a

@@ -27,7 +27,7 @@ pub struct Args {
 }
 
 pub fn validate(a: &Args) -> Result<()> {
-    a.chip.validate()?;
+    a.chip.validate_for(crate::device::made_here(&a.device))?;
     Ok(crate::device::validate(&a.device, 0)?)
 }
 
@@ -38,7 +38,7 @@ const READ_BACK_PAGES: [u32; 3] = [1024, 4096, 32 * 1024];
 pub fn run(args: Args) -> Result<ExitCode> {
     let mut cfg = DeviceConfig::default();
     args.limits.apply(&mut cfg);
-    args.chip.apply(&mut cfg)?;
+    args.chip.apply_for(&mut cfg, crate::device::made_here(&args.device))?;
     let mut dev = crate::device::open(&args.device, 1, 0, cfg)?;
     dev.boot()?;
 

@@ -46,7 +46,7 @@ pub struct Args {
 }
 
 pub fn validate(args: &Args) -> Result<()> {
-    args.chip.validate()?;
+    args.chip.validate_for(crate::device::made_here(&args.device))?;
     // A tile of t x t f32 is t*t*4 bytes: whole 64-byte DRAM pages when 4 divides t.
     crate::cli::check(args.tile % 4 == 0, || {
         format!("--tile {}: 4, 8, 12 or 16 (a tile must fill whole 64-byte DRAM pages)", args.tile)
@@ -76,7 +76,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         };
         let mut cfg = DeviceConfig { worker_kernel: "matmul".into(), ..Default::default() };
         args.limits.apply(&mut cfg);
-        args.chip.apply(&mut cfg)?;
+        args.chip.apply_for(&mut cfg, crate::device::made_here(&args.device))?;
         let mut dev = crate::device::open(&args.device, args.seed, 0, cfg)?;
         dev.boot()?;
         let spin = crate::cli::spinner(&format!("matmul {m}x{n}x{k}, {}", s.short()));

@@ -40,7 +40,7 @@ pub struct Args {
 }
 
 pub fn validate(a: &Args) -> Result<()> {
-    a.chip.validate()?;
+    a.chip.validate_for(crate::device::made_here(&a.device))?;
     Ok(crate::device::validate(&a.device, 0)?)
 }
 
@@ -135,7 +135,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let embedded = args.device == "embedded";
     let mut cfg = DeviceConfig::default();
     args.limits.apply(&mut cfg);
-    args.chip.apply(&mut cfg)?;
+    args.chip.apply_for(&mut cfg, crate::device::made_here(&args.device))?;
     let mut dev = crate::device::open(&args.device, args.seed, 0, cfg.clone())?;
     dev.boot()?;
     let rt: Vec<u32> = (0..args.args as u32).collect();

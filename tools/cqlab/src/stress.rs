@@ -136,7 +136,7 @@ pub struct OneArgs {
 
 /// Checks a run's shape before any process starts.
 fn validate_workload(w: &WorkloadArgs, given: &crate::cli::Given<'_>) -> Result<(), UsageError> {
-    w.chip.validate()?;
+    w.chip.validate_for(crate::device::made_here(&w.device))?;
     match w.workload {
         Workload::CopyStress => {
             given.refuse(&["iterations"], || "applies to --workload random or programs".into())?;
@@ -203,7 +203,7 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
         // The race workloads' kernels store their results (as `race` boots them).
         cfg.worker_kernel = "spin".into();
     }
-    w.chip.apply(&mut cfg)?;
+    w.chip.apply_for(&mut cfg, crate::device::made_here(&w.device))?;
     cfg.host_schedule = w.host.schedule(0);
     let sim = cqlab_driver::backend::spec::sim_config(&cfg, a.seed);
     let mut dev = match open_for_campaign(&w.device, sim, cfg, a.reset_first) {

@@ -226,7 +226,7 @@ struct Sweeper {
 impl Sweeper {
     fn open(&self, k: &Knobs) -> Result<Device> {
         let mut cfg = k.device_config(self.args.timeout_cycles, self.host_bug);
-        self.args.chip.apply(&mut cfg)?;
+        self.args.chip.apply_for(&mut cfg, crate::device::made_here(&self.args.device))?;
         cfg.host_schedule = self.args.host.schedule(0);
         let spec = &self.args.device;
         let embedded = embedded_device(spec)?;
@@ -353,7 +353,7 @@ fn shape(args: &Args) -> Result<Shape, UsageError> {
 }
 
 pub fn validate(args: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
-    args.chip.validate()?;
+    args.chip.validate_for(crate::device::made_here(&args.device))?;
     shape(args)?;
     args.host.validate(given, Some(&args.device))?;
     Ok(())

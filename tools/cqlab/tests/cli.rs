@@ -115,6 +115,12 @@ fn demo_says_whether_its_seed_matters() {
     let runs: Vec<_> = ["1", "2", "3"].iter().map(|s| demo_cycles(&["--seed", s, "--noc-jitter", "500"])).collect();
     assert!(runs.iter().any(|r| r.0 != runs[0].0), "with jitter, seeds 1..=3 all gave {:?}", runs[0].0);
     assert!(runs[0].1.contains("seed 1 with NOC/PCIe jitter 0..=500"), "{}", runs[0].1);
+    // A spec's own seed and model take the jitter too (it was refused,
+    // "applies to the embedded simulator", of an embedded spec).
+    let spec = |jitter: &str| demo_cycles(&["--device", "embedded:seed=7,exact", "--noc-jitter", jitter]);
+    let (still, jittered) = (spec("0"), spec("500"));
+    assert_ne!(still.0, jittered.0, "jitter changed nothing on embedded:seed=7,exact");
+    assert!(jittered.1.contains("its own seed, with NOC/PCIe jitter 0..=500"), "{}", jittered.1);
 }
 
 #[test]

@@ -416,6 +416,18 @@ fn a_daemon_names_its_timing_model_and_reports_its_l0_caches() {
             "" => assert!(daemon["hits"].as_u64().is_some_and(|h| h > 0) && daemon["stale_hits"] == 0, "{daemon}"),
             _ => assert!(daemon.is_null(), "{name}: {daemon}"),
         }
+        // A second run reports its own part of the caches' work, not the
+        // daemon's since power-on.
+        if let Some(first) = daemon["hits"].as_u64() {
+            let second = l0_of(&spec, &[])["hits"].as_u64().expect("hits");
+            assert!(second < first * 3 / 2, "{name}: the second run counted {second} hits, the first {first}");
+        }
+        // Its harvesting without --chip is checked against the chip it
+        // reports (it was read as a wormhole-n150's and refused).
+        let mut c = Command::new(CQLAB);
+        c.args(["demo", "--rounds", "1", "--device", &spec, "--harvest", SMALL_BLACKHOLE[3]]);
+        let o = run(c);
+        assert!(o.status.success(), "{name}: {}", text(&o));
     }
 }
 

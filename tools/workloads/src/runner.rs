@@ -325,6 +325,9 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
     let cfg =
         DeviceConfig { num_cqs: spec.cqs, worker_kernel: spec.kind.worker_kernel().into(), ..spec.base_config.clone() };
     let mut dev = Device::open(&device_spec(&spec.device, spec.seed), cfg)?;
+    // A daemon's caches have served its earlier clients: this point reports
+    // its own part.
+    let l0_before = dev.backend().introspect().map_or(Ok(None), |i| i.l0_cache())?;
     if spec.cqs > dev.chip().rows() {
         return Err(DriverError::Invalid(format!(
             "{} queues on {} worker rows: each queue needs a row of its own",
@@ -466,7 +469,15 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
         .iter()
         .map(|((cq, wp), t)| WaitTotal { cq: *cq, waypoint: wp.clone(), meaning: waypoint_meaning(wp), tally: *t })
         .collect();
-    let l0_cache = dev.backend().introspect().map_or(Ok(None), |i| i.l0_cache())?;
+    let l0_cache = dev.backend().introspect().map_or(Ok(None), |i| i.l0_cache())?.map(|after| match &l0_before {
+        None => after,
+        Some(before) => cqlab_driver::backend::L0CacheStats {
+            hits: after.hits - before.hits,
+            stale_hits: after.stale_hits - before.stale_hits,
+            // The first stale read so far is this point's only if none came before.
+            first_stale: after.first_stale.filter(|_| before.stale_hits == 0),
+        },
+    });
     let stall_total_cycles = waits.iter().filter(|w| w.waypoint == "PSW").map(|w| w.tally.total_cycles).sum();
     let wait_total_cycles = waits.iter().filter(|w| w.waypoint != "PSW").map(|w| w.tally.total_cycles).sum();
     Ok(PointReport {

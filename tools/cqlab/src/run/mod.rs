@@ -170,7 +170,7 @@ fn outputs(a: &Args, sweep: &[u8]) -> Vec<(String, PathBuf)> {
 
 pub fn validate(a: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
     let kind = kind_of(&a.workload)?;
-    a.chip.validate()?;
+    a.chip.validate_for(crate::device::made_here(&a.device))?;
     let unused: Vec<&str> = ALL_KNOBS.iter().copied().filter(|k| !knobs_of(kind).contains(k)).collect();
     given.refuse(&unused, || format!("not read by {} (its knobs: {})", kind.name(), knob_list(kind)))?;
     let sweep = parse_cqs(&a.cqs)?;
@@ -365,7 +365,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         // others have run.
         for &n in &sweep {
             let mut cfg = DeviceConfig { num_cqs: n, ..DeviceConfig::default() };
-            a.chip.apply(&mut cfg)?;
+            a.chip.apply_for(&mut cfg, false)?;
             let dev = cqlab_driver::Device::open(&a.device, cfg).with_context(|| format!("--device {}", a.device))?;
             check_rows(n, dev.chip())?;
         }
@@ -385,7 +385,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             base_config: {
                 let mut cfg = DeviceConfig::default();
                 a.limits.apply(&mut cfg);
-                a.chip.apply(&mut cfg)?;
+                a.chip.apply_for(&mut cfg, crate::device::made_here(&a.device))?;
                 cfg.host_schedule = a.host.schedule(0);
                 cfg
             },
