@@ -203,6 +203,18 @@ pub fn run(a: Args) -> Result<ExitCode> {
             diagln!("note: {k} differs ({} vs {})", base[k], test[k]);
         }
     }
+    // Latency is in each chip's own device cycles: across chips (or
+    // clocks) a cycle is not the same time.
+    let chip = |v: &Value| {
+        let p = &v["points"][0];
+        (!p["chip"].is_null())
+            .then(|| format!("{} at {:.2} GHz", p["chip"], p["clock_hz"].as_f64().unwrap_or(0.0) / 1e9))
+    };
+    if let (Some(b), Some(t)) = (chip(&base), chip(&test)) {
+        if b != t {
+            diagln!("note: chip differs ({b} vs {t}): latency is in each chip's own device cycles");
+        }
+    }
     let c = compare(&base, &test, threshold);
     if c["paired_points"] == 0 {
         return Err(Usage(format!(

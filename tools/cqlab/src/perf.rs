@@ -41,7 +41,18 @@ pub struct Args {
 
 pub fn validate(a: &Args) -> Result<()> {
     a.chip.validate_for(crate::device::made_here(&a.device))?;
-    Ok(crate::device::validate(&a.device, 0)?)
+    crate::device::validate(&a.device, 0)?;
+    // Its programs replay from a captured trace, which slow dispatch has not.
+    if let Ok(cqlab_driver::backend::spec::Spec::Embedded { slow: true, .. }) =
+        cqlab_driver::backend::spec::Spec::parse(&a.device)
+    {
+        return Err(crate::cli::Usage(format!(
+            "--device {}: perf replays traces, which need fast dispatch (leave out `slow`)",
+            a.device
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// Programs enqueued for the host-time figure (fits the default fetch queue).

@@ -148,6 +148,7 @@ fn check(rows: &[Row]) {
 #[test]
 fn demo_bench_perf_driver_bench_matmul_schedule() {
     check(&[
+        (&["perf", "--device", "embedded:slow"], 2, "perf replays traces, which need fast dispatch"),
         (&["demo", "--rounds", "0"], 2, "not in 1..=10000"),
         (&["demo", "--rounds", "99999999999"], 2, "--rounds"),
         (&["demo", "--rounds", "many"], 2, "--rounds"),

@@ -68,6 +68,18 @@ fn shards_run_by_hand_merge_into_the_unsharded_report() {
         assert_eq!(code, support::exit_of_report(&report), "{out}{err}");
     }
     assert_eq!(deterministic(&merged(&dir)), deterministic(&unsharded()));
+    // A shard lost is named, not silently merged away.
+    let (_, _, err) = cqlab(&["campaign", "merge", dir.join("shard-1.jsonl").to_str().unwrap()]);
+    assert!(err.contains("warning: 4 of runs 0..=5 have no record (the first: run 0)"), "{err}");
+    // A record cut short by a killed task is left out; the others stand.
+    let whole = std::fs::read_to_string(dir.join("shard-2.jsonl")).unwrap();
+    let cut = dir.join("cut.jsonl");
+    std::fs::write(&cut, &whole[..whole.len() - 20]).unwrap();
+    let (_, out, err) = cqlab(&["campaign", "merge", cut.to_str().unwrap(), "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert_eq!(report["runs"], 1, "{out}");
+    assert!(err.contains("cut short") && err.contains("left out"), "{err}");
+    std::fs::remove_file(&cut).unwrap();
     // Records of two campaigns mixed are refused, not double-counted.
     std::fs::copy(dir.join("shard-0.jsonl"), dir.join("shard-0-again.jsonl")).unwrap();
     let (code, _, err) = cqlab(&["campaign", "merge", dir.to_str().unwrap()]);
@@ -142,5 +154,17 @@ fn a_four_shard_slurm_array_job_merges_into_the_unsharded_report() {
         assert!(dir.join(format!("shard-{i}.jsonl")).exists(), "shard {i} wrote no records: {text}");
     }
     assert_eq!(deterministic(&merged(&dir)), deterministic(&unsharded()));
+    // A shard lost is named, not silently merged away.
+    let (_, _, err) = cqlab(&["campaign", "merge", dir.join("shard-1.jsonl").to_str().unwrap()]);
+    assert!(err.contains("warning: 4 of runs 0..=5 have no record (the first: run 0)"), "{err}");
+    // A record cut short by a killed task is left out; the others stand.
+    let whole = std::fs::read_to_string(dir.join("shard-2.jsonl")).unwrap();
+    let cut = dir.join("cut.jsonl");
+    std::fs::write(&cut, &whole[..whole.len() - 20]).unwrap();
+    let (_, out, err) = cqlab(&["campaign", "merge", cut.to_str().unwrap(), "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert_eq!(report["runs"], 1, "{out}");
+    assert!(err.contains("cut short") && err.contains("left out"), "{err}");
+    std::fs::remove_file(&cut).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -708,4 +708,15 @@ fn the_report_and_trace_name_the_device_seed_and_host_schedule() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Another chip: its cycles are another clock's, and compare says so.
+    let blackhole =
+        run("hetero", &["--iters", "1", "--programs", "4", "--large-cycles", "3000", "--chip", "blackhole-p150a"]);
+    let c = tmp("blackhole.json");
+    write(&c, &blackhole);
+    let out = cqlab(&["compare", b.to_str().unwrap(), c.to_str().unwrap(), "--threshold", "1000%"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("note: chip differs (\"wormhole-n150\" at 1.00 GHz vs \"blackhole-p150a\" at 1.35 GHz)"),
+        "{err}"
+    );
 }

@@ -39,6 +39,7 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
         Command::Merge { dir, json } => {
             let all = read_records(&dir)?;
             ensure(!all.is_empty(), || format!("{}: no campaign records (*.jsonl)", dir.display()))?;
+            warn_of_missing_runs(&all);
             // Stress runs killed on purpose are not results (as in `stress restart`).
             let (killed, records): (Vec<_>, Vec<_>) =
                 all.into_iter().partition(|r| r.metrics.contains_key(crate::stress::KILLED));
@@ -53,5 +54,22 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             }
             Ok(report.exit_code())
         }
+    }
+}
+
+/// Says which runs of `0..=` the highest index have no record: a shard or
+/// array task lost would otherwise shrink the campaign without a word.
+fn warn_of_missing_runs(records: &[super::SeedRecord]) {
+    let mut present: Vec<u64> = records.iter().map(|r| r.index).collect();
+    present.sort_unstable();
+    let Some(&last) = present.last() else { return };
+    let missing = last + 1 - present.len() as u64;
+    if missing > 0 {
+        let first = (0..).zip(&present).find(|&(i, &at)| i != at).map_or(last, |(i, _)| i);
+        crate::out::diagln!(
+            "warning: {missing} of runs 0..={last} have no record (the first: run {first}): a shard or task lost, \
+             or a campaign stopped early (--until-first); the report covers the {} runs present",
+            present.len()
+        );
     }
 }

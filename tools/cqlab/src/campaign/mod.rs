@@ -223,8 +223,20 @@ pub fn read_records(path: &Path) -> Result<Vec<SeedRecord>> {
             if line.trim().is_empty() {
                 continue;
             }
-            let r: SeedRecord = serde_json::from_str(&line)
-                .map_err(|e| UsageError(format!("{}: not a campaign record ({e})", lines.at())))?;
+            let r: SeedRecord = match serde_json::from_str(&line) {
+                Ok(r) => r,
+                // A task killed mid-write leaves its last record cut short:
+                // the records before it stand (as trace readers keep a cut
+                // trace up to its last whole line).
+                Err(e) if lines.cut => {
+                    crate::out::diagln!(
+                        "warning: {}: cut short ({e}), left out: the file ends inside a record (an interrupted run?)",
+                        lines.at()
+                    );
+                    continue;
+                }
+                Err(e) => return Err(UsageError(format!("{}: not a campaign record ({e})", lines.at())).into()),
+            };
             if let Some(first) = records.first().filter(|f| f.tool != r.tool) {
                 return Err(UsageError(format!(
                     "{}: a {} record among {} records: one merge is one campaign",
