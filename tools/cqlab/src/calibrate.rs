@@ -211,7 +211,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let figures = load(a.figures.as_ref())?;
     let mine: Vec<&Figure> = figures.iter().filter(|f| f.arch() == Ok(board.arch())).collect();
     if mine.is_empty() {
-        anyhow::bail!("no published figure for a {board} ({:?}) in the figures given", board.arch());
+        return Err(UsageError(format!(
+            "no published figure for a {board} ({:?}) in the figures given: nothing to calibrate against",
+            board.arch()
+        ))
+        .into());
     }
     let mut rows = Vec::new();
     for f in mine {

@@ -141,6 +141,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         outln!(
             "{}",
             serde_json::json!({
+                "device": args.device,
+                "chip": dev.chip().board().name(), "harvesting": dev.chip().harvesting().to_string(),
                 "encode_inline_writes_per_s": encode_rate,
                 "write_buffer_small_per_s": submit_rate,
                 "bulk_write_buffer_gbs": write_gbs, "memcpy_gbs": memcpy_gbs, "bulk_ratio": write_gbs / memcpy_gbs,

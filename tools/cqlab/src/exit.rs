@@ -115,10 +115,20 @@ pub fn of_failures(classes: impl IntoIterator<Item = FailureClass>) -> Exit {
 /// The exit of a command that ended in `e`: 2 for a usage error anywhere in
 /// its chain, else the class of the driver error in its chain, else 1.
 pub fn of_error(e: &anyhow::Error) -> Exit {
-    // A firmware file that is no image for this chip and ABI is malformed
-    // input, refused before the device is touched.
+    // A firmware file that is no image for this chip and ABI, or a path to
+    // something that is no libttsim library (missing, not a shared object,
+    // another API, another chip), is malformed input, refused before any
+    // work.
     let bad_input = |c: &(dyn std::error::Error + 'static)| {
-        c.downcast_ref::<UsageError>().is_some() || matches!(c.downcast_ref(), Some(DriverError::BadElf { .. }))
+        use cqlab_driver::error::LibraryProblem::{Load, MissingSymbol, UnknownDevice};
+        c.downcast_ref::<UsageError>().is_some()
+            || matches!(
+                c.downcast_ref(),
+                Some(
+                    DriverError::BadElf { .. }
+                        | DriverError::Library { problem: Load(_) | MissingSymbol { .. } | UnknownDevice { .. }, .. }
+                )
+            )
     };
     if e.chain().any(bad_input) {
         return Exit::Usage;

@@ -68,6 +68,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let tiling = Tiling::square(t as u64)?;
     let gemm = Gemm::new(m as u64, n as u64, k as u64, 4)?;
     let mut rows = Vec::new();
+    let mut chip = None;
     for s in strategies {
         let order = match s {
             Strategy::OutputStationary => Order::OutputStationary,
@@ -79,6 +80,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         args.chip.apply_for(&mut cfg, crate::device::made_here(&args.device))?;
         let mut dev = crate::device::open(&args.device, args.seed, 0, cfg)?;
         dev.boot()?;
+        chip = Some((dev.chip().board().name(), dev.chip().harvesting().to_string()));
         let spin = crate::cli::spinner(&format!("matmul {m}x{n}x{k}, {}", s.short()));
         let r = run_matmul(&mut dev, &a, &b, (m, n, k), t, order);
         spin.finish_and_clear();
@@ -97,7 +99,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
                                    "dram_written": w, "predicted_written": pw})
             })
             .collect();
-        outln!("{}", serde_json::json!({"m": args.m, "n": args.n, "k": args.k, "tile": args.tile, "runs": v}));
+        let (chip, harvesting) = chip.unzip();
+        outln!(
+            "{}",
+            serde_json::json!({"device": args.device, "chip": chip, "harvesting": harvesting,
+                               "m": args.m, "n": args.n, "k": args.k, "tile": args.tile, "runs": v})
+        );
         return Ok(ExitCode::SUCCESS);
     }
     outln!("matmul {}x{}x{} f32, tile {}, one core, result verified bit for bit", args.m, args.n, args.k, args.tile);

@@ -173,7 +173,8 @@ impl Write for Atomic {
 /// Writes `bytes` as output `what` at `path` (temporary file and rename).
 pub fn write(what: &str, path: &Path, bytes: &[u8]) -> Result<()> {
     let mut f = Atomic::create(what, path)?;
-    f.write_all(bytes).with_context(|| format!("writing {what} {}", path.display()))?;
+    // Its errors name the output already (`Atomic::named`).
+    f.write_all(bytes)?;
     f.commit()
 }
 

@@ -34,6 +34,7 @@ impl Fixtures {
         write("garbage", b"this is not what any command reads\n");
         write("binary", &[0xff, 0xfe, 0x00, 0x80, 0x81, 0xc3, 0x28, 0x0a]);
         write("empty", b"");
+        write("no-figures.json", br#"{"figures":[]}"#);
         // Firmware directories whose queue ELFs are no images: text, and
         // an endless device.
         std::fs::create_dir_all(dir.join("bad-fw")).unwrap();
@@ -101,6 +102,7 @@ impl Fixtures {
             "bad-fw",
             "zero-fw",
             "bh-fw",
+            "no-figures.json",
             "mixed.jsonl",
             "report1.json",
             "report2.json",
@@ -149,6 +151,9 @@ fn check(rows: &[Row]) {
 fn demo_bench_perf_driver_bench_matmul_schedule() {
     check(&[
         (&["perf", "--device", "embedded:slow"], 2, "perf replays traces, which need fast dispatch"),
+        (&["demo", "--device", "ttsim:{missing}/libttsim.so"], 2, "cannot be loaded"),
+        (&["calibrate", "--figures", "{no-figures.json}"], 2, "no published figure for a wormhole-n150"),
+        (&["run", "dispatch_latency", "--device", "ttsim:{garbage}"], 2, "cannot be loaded"),
         (&["demo", "--rounds", "0"], 2, "not in 1..=10000"),
         (&["demo", "--rounds", "99999999999"], 2, "--rounds"),
         (&["demo", "--rounds", "many"], 2, "--rounds"),

@@ -629,3 +629,30 @@ fn a_campaign_whose_runs_were_all_killed_says_so() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("no run completed: all 2 were killed on purpose") && !out.contains("0 of 0"), "{out}");
 }
+
+/// `matmul --json` and `driver-bench --json` name the device and chip
+/// their figures are of (they named neither, unlike `run`).
+#[test]
+fn matmul_and_driver_bench_json_name_their_chip() {
+    let (code, v) = cqlab_json(&[
+        "matmul",
+        "--m",
+        "16",
+        "--n",
+        "16",
+        "--k",
+        "16",
+        "--tile",
+        "8",
+        "--strategy",
+        "os",
+        "--chip",
+        "blackhole-p150a",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!((v["device"].as_str(), v["chip"].as_str()), (Some("embedded"), Some("blackhole-p150a")), "{v}");
+    assert_eq!(v["harvesting"], "cols=7,10,eth=5,8", "{v}");
+    let (code, v) = cqlab_json(&["driver-bench", "--chip", "blackhole-p150a"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!((v["device"].as_str(), v["chip"].as_str()), (Some("embedded"), Some("blackhole-p150a")), "{v}");
+}
