@@ -28,7 +28,7 @@ pub enum Command {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Programs per measured point.
+    /// Programs per measured point (1..=100000).
     #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u32).range(1..=MAX_PROGRAMS as i64))]
     pub programs: u32,
     /// Simulator seed.

@@ -14,6 +14,8 @@ use std::time::Instant;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Print one JSON object (device, chip and each figure) instead of a
+    /// table.
     #[arg(long)]
     pub json: bool,
     /// Device for the driver-path figures: embedded (seed 1, the default)

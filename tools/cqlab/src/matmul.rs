@@ -41,6 +41,8 @@ pub struct Args {
     pub limits: crate::cli::Limits,
     #[command(flatten)]
     pub chip: crate::chip::ChipOpt,
+    /// Print one JSON object (device, chip, and each strategy's cycles and
+    /// DRAM traffic beside the model's prediction) instead of a table.
     #[arg(long)]
     pub json: bool,
 }
