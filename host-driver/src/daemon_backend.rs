@@ -35,7 +35,7 @@
 //! request, and the one attached client waits for the reply before it looks
 //! at sysmem again (the socket round trip orders the accesses).
 
-use crate::backend::spec::Model;
+use crate::backend::model::Model;
 use crate::backend::{
     check_sysmem, claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, L0CacheStats,
     DEFAULT_POLL_CYCLES,

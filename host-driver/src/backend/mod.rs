@@ -14,6 +14,7 @@
 //! [`spec`] turns a device spec (`embedded:seed=N`, `sim:PATH`,
 //! `/dev/tenstorrent/N`, `ttkmd-sim:PATH`, `ttsim:PATH`) into a backend.
 
+pub mod model;
 pub mod spec;
 
 use crate::error::Result;
