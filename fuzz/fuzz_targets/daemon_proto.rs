@@ -3,7 +3,7 @@
 //! encode back to the same value.
 #![no_main]
 
-use cqlab_sim::daemon::proto::{read_frame, ChipInfo, CoreView, Reply, Request, Status};
+use cqlab_sim::daemon::proto::{read_frame, ChipInfo, CoreView, L0View, Reply, Request, Status};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -22,6 +22,9 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(view) = CoreView::decode(data) {
         assert_eq!(CoreView::decode(&CoreView::encode(view.as_ref())), Ok(view));
+    }
+    if let Ok(view) = L0View::decode(data) {
+        assert_eq!(L0View::decode(&L0View::encode(view.as_ref())), Ok(view));
     }
     if let Ok(status) = Status::decode(data) {
         assert_eq!(Status::decode(&status.encode()), Ok(status));

@@ -320,7 +320,10 @@ impl ChipInfo {
         put_str(&mut b, &self.harvesting);
         b.extend(self.sysmem_size.to_le_bytes());
         b.extend(self.recovered_from.to_le_bytes());
-        b.push(self.model.bits());
+        // Version 3 had no model byte (`decode` reads it from version 4 on).
+        if self.version > 3 {
+            b.push(self.model.bits());
+        }
         b
     }
 
@@ -674,6 +677,7 @@ mod tests {
             Ok(3),
             "a version-3 HELLO reply decodes to its version"
         );
+        assert_eq!(ChipInfo::decode(&older).unwrap().encode(), older, "and encodes back as version 3 did");
         let status = Status { chip: info, owner_pid: 77, connections: 3 };
         assert_eq!(Status::decode(&status.encode()), Ok(status));
         assert!(Status::decode(&[1, 2]).is_err());
