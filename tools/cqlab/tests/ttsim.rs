@@ -30,7 +30,8 @@ fn a_file_that_is_not_a_library_is_refused_naming_it() {
     let spec = format!("ttsim:{}", lib.display());
     let o = support::cqlab(&["demo", "--device", &spec]);
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    // Malformed input, refused before any work: exit 2 (it was 1).
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains(&format!("libttsim library {}: cannot be loaded", lib.display())), "{}", text(&o));
     let o = support::cqlab(&["demo", "--device", "ttsim:"]);
