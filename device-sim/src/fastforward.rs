@@ -750,6 +750,38 @@ mod tests {
         assert_eq!(a.mem.read_u32(0x200).unwrap(), 0, "nothing stored");
     }
 
+    /// A probe that meets an L0 hit past its limit goes back to the limit
+    /// with the hart as a run to the limit leaves it, its count of effects
+    /// included: PCT tells a poll from progress by that count less the hits,
+    /// and the hit's effect stayed behind after the hit itself was undone.
+    #[test]
+    fn a_probe_back_from_an_l0_hit_past_the_limit_leaves_no_effect_behind() {
+        let prog = [lui(5, 0x2), lw(6, 5, 0), beq(6, 0, -4), ECALL];
+        let polling = |start| {
+            let mut h = hart(&prog);
+            h.set_l0_cache(crate::l0cache::L0Cache::new(1));
+            h.run(&mut NoBus, start);
+            h
+        };
+        let mut back = 0;
+        for start in 20..60 {
+            for ahead in 1..12 {
+                let (mut a, mut b) = (polling(start), polling(start));
+                let limit = a.cycle() + ahead;
+                // Only a probe sent back to the limit (one that stops before
+                // it leaves the hart where the next run goes on).
+                if probe(&mut a, &mut NoBus, limit) != Probe::NotIdle || a.cycle() < limit {
+                    continue;
+                }
+                back += 1;
+                b.run(&mut NoBus, limit);
+                let seen = |h: &Hart| (state(h), h.effects(), h.l0_cache().hits());
+                assert_eq!(seen(&a), seen(&b), "start {start} limit {limit}");
+            }
+        }
+        assert!(back > 0, "no probe met a hit past its limit");
+    }
+
     /// Past the run's end the probe reads nothing outside the core's own
     /// memories: a poll of a device register is left to the next run.
     #[test]

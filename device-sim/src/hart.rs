@@ -312,6 +312,7 @@ pub(crate) struct Checkpoint {
     loads: LoadQueue,
     icache: ICache,
     l0: L0Cache,
+    effects: u64,
 }
 
 /// The hart's L1 store queue (see [`L1Stores`]).
@@ -560,8 +561,8 @@ impl Hart {
     }
 
     /// The architectural state a probe may return the hart to: PC,
-    /// registers, counters, halt, branch history and instruction cache
-    /// (memory is the caller's to keep unchanged).
+    /// registers, counters (its count of effects too), halt, branch
+    /// history, caches (memory is the caller's to keep unchanged).
     pub(crate) fn checkpoint(&self) -> Checkpoint {
         Checkpoint {
             pc: self.pc,
@@ -574,6 +575,7 @@ impl Hart {
             loads: self.loads,
             icache: self.icache,
             l0: self.l0,
+            effects: self.effects,
         }
     }
 
@@ -589,6 +591,7 @@ impl Hart {
         self.loads = c.loads;
         self.icache = c.icache;
         self.l0 = c.l0;
+        self.effects = c.effects;
     }
 
     /// Sets the counters back to where they stood when the hart was last

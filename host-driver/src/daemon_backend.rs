@@ -600,7 +600,7 @@ impl Backend for DaemonBackend {
             self.link.paths.dir.display(),
             self.info.daemon_pid,
             self.info.seed,
-            Model::from(self.info.model).describe()
+            Model::of_daemon(self.info.model, self.board.arch()).describe()
         )
     }
     fn params(&self) -> &'static ArchParams {
@@ -675,7 +675,7 @@ fn l0_stats_of(view: L0View) -> Result<L0CacheStats> {
 
 /// A core's view as the daemon sends it.
 fn core_debug_of(view: CoreView) -> CoreDebug {
-    CoreDebug { pc: view.pc, halt: view.halt, last_pcs: view.last_pcs }
+    CoreDebug { pc: view.pc, halt: view.halt, last_pcs: view.last_pcs, in_reset: view.in_reset }
 }
 
 fn core_request(core: CoreId) -> Request {
@@ -797,7 +797,7 @@ impl Backend for DaemonObserver {
             self.paths.dir.display(),
             self.status.chip.daemon_pid,
             self.status.chip.seed,
-            Model::from(self.status.chip.model).describe()
+            Model::of_daemon(self.status.chip.model, self.board.arch()).describe()
         )
     }
     fn params(&self) -> &'static ArchParams {

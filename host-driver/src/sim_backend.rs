@@ -167,6 +167,7 @@ impl Introspect for EmbeddedSim {
             pc: d.pc,
             halt: d.halt.map(|h| h.to_string()),
             last_pcs: d.last_pcs,
+            in_reset: d.in_reset,
         }))
     }
     fn digest(&mut self) -> Result<u64> {

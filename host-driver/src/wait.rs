@@ -148,7 +148,8 @@ fn check_boot_halt<Q: Waiting + ?Sized>(
     let Wait::Alive { core: tile, .. } = what() else { return Ok(()) };
     let Some(i) = backend.introspect() else { return Ok(()) };
     for processor in Processor::ALL {
-        if let Some(reason) = i.core_debug(CoreId { tile, processor })?.and_then(|d| d.halt) {
+        // A core still held shows the halt of a run before it was held.
+        if let Some(reason) = i.core_debug(CoreId { tile, processor })?.filter(|d| !d.in_reset).and_then(|d| d.halt) {
             let dump = dump(backend, cfg, chip, queues, what())?;
             return Err(DriverError::Device { core: tile, fault: DeviceFault::BootHalted { processor, reason }, dump });
         }

@@ -12,7 +12,7 @@
 //! | 2 WRITE | NOC address u64 (NOC0, translated coordinates), data (rest, at most [`MAX_DATA`]) | — (charged as a host write through a TLB window) | the owner |
 //! | 3 READ | NOC address u64, length u32 (at most [`MAX_DATA`]) | data (charged as a host read) | the owner |
 //! | 4 POLL | cycles u64 | — (the time is in every reply) | the owner |
-//! | 5 CORE_DEBUG | tile (packed translated coordinates) u32, core u8 (`Processor::index`) | present u8, pc u32, halt (present u8, len u32, UTF-8), n u32, n x pc u32 | anyone (read-only) |
+//! | 5 CORE_DEBUG | tile (packed translated coordinates) u32, core u8 (`Processor::index`) | present u8, pc u32, halt (present u8, len u32, UTF-8), n u32, n x pc u32, in reset u8 (since version 4) | anyone (read-only) |
 //! | 6 DETACH | — | — | the owner (ends its ownership) |
 //! | 7 RESET | — | — (power-on state) | the owner |
 //! | 8 STOP | force u8 | — (the daemon exits after replying) | the owner, anyone while none owns the device, anyone with force = 1 |
@@ -29,7 +29,8 @@
 
 use std::io::{self, Read, Write};
 
-/// Version 4: [`ChipInfo`] names the timing model, L0_CACHE. Version 3: the real chips (board and harvesting in [`ChipInfo`], cores
+/// Version 4: [`ChipInfo`] names the timing model, CORE_DEBUG says whether
+/// the core is held in reset, L0_CACHE. Version 3: the real chips (board and harvesting in [`ChipInfo`], cores
 /// named by tile and processor, BAR_WRITE and BAR_READ). Version 2 added
 /// server-enforced ownership, STOP's force flag, STATUS, PEEK.
 pub const VERSION: u32 = 4;
@@ -356,6 +357,8 @@ pub struct CoreView {
     pub pc: u32,
     pub halt: Option<String>,
     pub last_pcs: Vec<u32>,
+    /// Held in soft reset (a halt it shows is from before it was held).
+    pub in_reset: bool,
 }
 
 impl CoreView {
@@ -379,6 +382,7 @@ impl CoreView {
         for pc in &v.last_pcs {
             b.extend(pc.to_le_bytes());
         }
+        b.push(v.in_reset as u8);
         b
     }
 
@@ -398,8 +402,13 @@ impl CoreView {
         };
         let n = r.u32("pc count")? as usize;
         let last_pcs = (0..n).map(|_| r.u32("pc")).collect::<Result<_, _>>()?;
+        let in_reset = match r.u8("in reset")? {
+            0 => false,
+            1 => true,
+            f => return Err(ProtoError::BadFlag { what: "CORE_DEBUG in-reset flag", value: f }),
+        };
         r.end()?;
-        Ok(Some(CoreView { pc, halt, last_pcs }))
+        Ok(Some(CoreView { pc, halt, last_pcs, in_reset }))
     }
 }
 
@@ -681,7 +690,7 @@ mod tests {
         let status = Status { chip: info, owner_pid: 77, connections: 3 };
         assert_eq!(Status::decode(&status.encode()), Ok(status));
         assert!(Status::decode(&[1, 2]).is_err());
-        let view = CoreView { pc: 0x100, halt: Some("ecall".into()), last_pcs: vec![1, 2] };
+        let view = CoreView { pc: 0x100, halt: Some("ecall".into()), last_pcs: vec![1, 2], in_reset: true };
         assert_eq!(CoreView::decode(&CoreView::encode(Some(&view))), Ok(Some(view)));
         assert_eq!(CoreView::decode(&CoreView::encode(None)), Ok(None));
         for l0 in [

@@ -604,6 +604,7 @@ fn device_loop(
                     pc: d.pc,
                     halt: d.halt.map(|h| h.to_string()),
                     last_pcs: d.last_pcs,
+                    in_reset: d.in_reset,
                 });
                 Ok(CoreView::encode(view.as_ref()))
             }

@@ -36,6 +36,8 @@ pub struct CoreDebug {
     pub halt: Option<String>,
     /// Most recently retired PCs, oldest first.
     pub last_pcs: Vec<u32>,
+    /// Held in soft reset: a halt it shows is from before it was held.
+    pub in_reset: bool,
 }
 
 /// DRAM bytes moved by NOC transactions (host BAR access excluded).

@@ -95,15 +95,17 @@ impl Model {
     }
 }
 
-/// The model a simulator daemon says it runs.
 #[cfg(feature = "daemon")]
-impl From<cqlab_sim::daemon::proto::TimingModel> for Model {
-    fn from(m: cqlab_sim::daemon::proto::TimingModel) -> Model {
+impl Model {
+    /// The model a simulator daemon of an `arch` chip says it runs: a chip
+    /// without L0 data caches (Wormhole) runs the default, not a departure
+    /// from it ([`Model::on`] gives the caches as they run).
+    pub fn of_daemon(m: cqlab_sim::daemon::proto::TimingModel, arch: cqlab_abi::arch::Arch) -> Model {
         Model {
             exact_time: m.exact_time,
             pipelined_loads: m.pipelined_loads,
             icache: m.icache,
-            l0_cache: m.l0_data_cache,
+            l0_cache: m.l0_data_cache || arch != cqlab_abi::arch::Arch::Blackhole,
             link_contention: m.link_contention,
         }
     }

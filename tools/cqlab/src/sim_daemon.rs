@@ -42,7 +42,11 @@ pub fn serve(dev: &std::path::Path, cfg: SimConfig, opts: ServeOptions) -> anyho
         cfg.board,
         cfg.harvesting,
         cfg.sysmem_size >> 20,
-        cqlab_driver::backend::spec::Model::from(cqlab_sim::daemon::proto::TimingModel::of(&cfg)).describe(),
+        cqlab_driver::backend::spec::Model::of_daemon(
+            cqlab_sim::daemon::proto::TimingModel::of(&cfg),
+            cfg.board.arch()
+        )
+        .describe(),
         dev.display(),
         dev.display()
     );

@@ -78,7 +78,8 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
         (0, Some(pid)) => format!("nobody attached (pid {pid} holds the lock file: a client not attached yet, or of a daemon before this one)"),
         (pid, _) => format!("pid {pid}"),
     };
-    let model = cqlab_driver::backend::spec::Model::from(st.chip.model);
+    let arch = dev.chip().board().arch();
+    let model = cqlab_driver::backend::spec::Model::of_daemon(st.chip.model, arch);
     if args.json {
         let cores_json: Vec<_> = dump
             .cores
@@ -94,7 +95,7 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
         outln!(
             "{}",
             serde_json::json!({"device": args.device, "daemon_pid": st.chip.daemon_pid, "seed": st.chip.seed,
-                "chip": st.chip.board, "harvesting": st.chip.harvesting, "model": model, "cqs": dev.num_cqs(),
+                "chip": st.chip.board, "harvesting": st.chip.harvesting, "model": model.on(arch), "cqs": dev.num_cqs(),
                 "held_by": (st.owner_pid != 0).then_some(st.owner_pid), "lock_held_by": locked,
                 "connections": st.connections,
                 "device_cycle": dump.device_cycle, "queues": dump.queues, "cores": cores_json})

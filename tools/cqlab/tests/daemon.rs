@@ -780,6 +780,8 @@ fn status_and_dump_work_mid_run_without_disturbing_it() {
             assert!(s.contains(&format!("held by pid {}", job.id())) || s.contains("held by nobody"), "{s}");
         }
         assert!(s.contains("CQ0 dispatcher") && s.contains("dispatch") && s.contains("device cycle"), "{s}");
+        // A Wormhole has no L0 caches: its default model is the default.
+        assert!(s.contains("timing model: the calibrated default\n"), "{s}");
         let v: serde_json::Value = serde_json::from_slice(&dump.stdout).expect("dump --json is JSON");
         // One queue's two cores and the small Wormhole's 8x1 compute grid.
         assert!(v["dump"]["cores"].as_array().is_some_and(|c| c.len() == 10), "{v}");
