@@ -472,8 +472,10 @@ pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
     let l0_cache = dev.backend().introspect().map_or(Ok(None), |i| i.l0_cache())?.map(|after| match &l0_before {
         None => after,
         Some(before) => cqlab_driver::backend::L0CacheStats {
-            hits: after.hits - before.hits,
-            stale_hits: after.stale_hits - before.stale_hits,
+            // (Saturating: only a power-on reset, which a run does not send,
+            // could take the counters back.)
+            hits: after.hits.saturating_sub(before.hits),
+            stale_hits: after.stale_hits.saturating_sub(before.stale_hits),
             // The first stale read so far is this point's only if none came before.
             first_stale: after.first_stale.filter(|_| before.stale_hits == 0),
         },
