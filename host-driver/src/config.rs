@@ -277,6 +277,16 @@ impl DeviceConfig {
         })
     }
 
+    /// Every image a boot of an `arch` chip loads ([`DeviceConfig::boot_images`])
+    /// and its default worker kernel, read and checked: what a campaign
+    /// checks before its first run, so a bad file is refused once rather
+    /// than failing every run.
+    pub fn check_firmware(&self, arch: Arch) -> Result<()> {
+        self.boot_images(arch)?;
+        crate::KernelImage::load(&self.chip_firmware_dir(arch).join(&self.worker_kernel))?;
+        Ok(())
+    }
+
     /// Queue `q`'s sysmem regions.
     pub fn queue_layout(&self, q: u8) -> CqSysmemLayout {
         CqSysmemLayout::for_cq(q, self.issue_size, self.completion_size)

@@ -111,7 +111,7 @@ impl Plan {
             // checked), so a bad one is refused before any seed rather than
             // failing every seed.
             let (sim, cfg) = plan.configs(plan.args.seed_base);
-            cfg.boot_images(sim.board.arch()).map_err(|e| UsageError(format!("the firmware: {e}")))?;
+            cfg.check_firmware(sim.board.arch()).map_err(|e| UsageError(format!("the firmware: {e}")))?;
         }
         if plan.args.workload == WorkloadKind::TwoQueue {
             // The queue layout is the user's: the device's own limits, now.

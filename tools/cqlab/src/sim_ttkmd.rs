@@ -88,6 +88,11 @@ pub fn serve(dev: &Path, cfg: SimConfig) -> anyhow::Result<()> {
     signals.thread_block().context("blocking SIGINT/SIGTERM")?;
     // Every error of `prepare` names its file.
     let _lock = prepare(dev)?;
+    let model = cqlab_driver::backend::spec::Model::of_daemon(
+        cqlab_sim::daemon::proto::TimingModel::of(&cfg),
+        cfg.board.arch(),
+    )
+    .describe();
     let mut runner = Runner::create(dev, cfg.clone()).map_err(anyhow::Error::msg).context("creating the device")?;
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
@@ -96,13 +101,14 @@ pub fn serve(dev: &Path, cfg: SimConfig) -> anyhow::Result<()> {
         flag.store(true, Ordering::Relaxed);
     })?;
     diagln!(
-        "cqlab sim ttkmd: device at {} (pid {}, seed {}, {} harvested {}); open it with ttkmd-sim:{}; stop \
+        "cqlab sim ttkmd: device at {} (pid {}, seed {}, {} harvested {}{}); open it with ttkmd-sim:{}; stop \
          with Ctrl-C",
         dev.display(),
         std::process::id(),
         cfg.seed,
         cfg.board,
         cfg.harvesting,
+        model,
         dev.display()
     );
     let now = runner.run(&stop);

@@ -155,7 +155,16 @@ fn validate_workload(w: &WorkloadArgs, given: &crate::cli::Given<'_>) -> Result<
     w.host.validate(given, Some(&w.device))?;
     ensure(w.device == "embedded" || w.device.starts_with("sim:"), || {
         format!("--device {}: stress runs on embedded or sim:PATH[?wait[=SECS]]", w.device)
-    })
+    })?;
+    // Every image a run boots, checked once (a daemon's chip is known here
+    // only when --chip names it), so a bad file is refused rather than
+    // failing every run.
+    if w.device == "embedded" || w.chip.chip.is_some() {
+        run_config(w)?
+            .check_firmware(w.chip.sim_board().arch())
+            .map_err(|e| UsageError(format!("the firmware: {e}")))?;
+    }
+    Ok(())
 }
 
 pub fn validate(cmd: &Command, given: &crate::cli::Given<'_>) -> Result<()> {
@@ -195,9 +204,14 @@ pub const KILLED: &str = "killed_after_s";
 const ENQUEUING: &str = "enqueuing";
 const ENQUEUED: &str = "enqueued ";
 
-fn run_one(a: OneArgs) -> Result<ExitCode> {
-    let w = &a.workload;
-    let k = Knobs { depth: w.depth, bytes: w.bytes, ..Default::default() };
+/// The knobs of a run of `w`.
+fn knobs(w: &WorkloadArgs) -> Knobs {
+    Knobs { depth: w.depth, bytes: w.bytes, ..Default::default() }
+}
+
+/// The device configuration of a run of `w`.
+fn run_config(w: &WorkloadArgs) -> Result<cqlab_driver::DeviceConfig, UsageError> {
+    let k = knobs(w);
     let mut cfg = k.device_config(w.timeout_cycles, None);
     if w.workload != Workload::CopyStress {
         // The race workloads' kernels store their results (as `race` boots them).
@@ -205,6 +219,13 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
     }
     w.chip.apply_for(&mut cfg, crate::device::made_here(&w.device))?;
     cfg.host_schedule = w.host.schedule(0);
+    Ok(cfg)
+}
+
+fn run_one(a: OneArgs) -> Result<ExitCode> {
+    let w = &a.workload;
+    let k = knobs(w);
+    let cfg = run_config(w)?;
     let sim = cqlab_driver::backend::spec::sim_config(&cfg, a.seed);
     let mut dev = match open_for_campaign(&w.device, sim, cfg, a.reset_first) {
         Ok(d) => d,

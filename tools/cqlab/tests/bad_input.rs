@@ -40,6 +40,17 @@ impl Fixtures {
         std::fs::create_dir_all(dir.join("bad-fw")).unwrap();
         write("bad-fw/prefetch", b"this is not what any command reads\n");
         write("bad-fw/dispatch", b"");
+        // A firmware root whose Wormhole worker kernel `spin` is cut short.
+        let root = dir.join("cut-spin-root");
+        std::fs::create_dir_all(root.join("wormhole")).unwrap();
+        for e in std::fs::read_dir(firmware_dir().join("wormhole")).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_file() {
+                std::fs::copy(e.path(), root.join("wormhole").join(e.file_name())).unwrap();
+            }
+        }
+        let spin = std::fs::read(root.join("wormhole/spin")).unwrap();
+        std::fs::write(root.join("wormhole/spin"), &spin[..200]).unwrap();
         // Blackhole's queue firmware, for a Wormhole run.
         std::fs::create_dir_all(dir.join("bh-fw")).unwrap();
         for elf in ["prefetch", "dispatch"] {
@@ -495,4 +506,23 @@ fn sim_reset_status_dump() {
         (&["dump", "--device", "/dev/tenstorrent/0"], 2, "reads a live simulator daemon"),
         (&["dump", "--device", "sim:{missing}"], 1, "observing sim:/nonexistent/cqlab"),
     ]);
+}
+
+/// A campaign checks every image its runs would load before its first run
+/// (a worker kernel cut short made every seed of `race` and every run of
+/// `stress restart` a failure, exit 1).
+#[test]
+fn campaigns_refuse_a_bad_kernel_before_their_first_run() {
+    let f = Fixtures::new();
+    let root = f.dir.join("cut-spin-root");
+    for args in [
+        &["race", "--workload", "programs", "--seeds", "3", "--iterations", "1"][..],
+        &["stress", "restart", "--runs", "2", "--workload", "random"][..],
+    ] {
+        let o = Command::new(CQLAB).args(args).env("CQLAB_FIRMWARE_DIR", &root).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(err.contains("wormhole/spin"), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?} ran something: {}", text(&o));
+    }
 }

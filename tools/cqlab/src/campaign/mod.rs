@@ -201,6 +201,19 @@ impl Report {
     }
 }
 
+/// The options that say which campaign a record's run belongs to (what it
+/// runs, on which chip, with which firmware), whatever its seed drew.
+const CAMPAIGN_OPTIONS: [&str; 6] = ["--workload", "--firmware", "--variant", "--chip", "--harvest", "--device"];
+
+/// The first of [`CAMPAIGN_OPTIONS`] whose value differs between two
+/// records' command lines: (option, `a`'s value, `b`'s value).
+fn campaign_difference(a: &SeedRecord, b: &SeedRecord) -> Option<(&'static str, String, String)> {
+    let value = |r: &SeedRecord, key: &str| {
+        r.argv.iter().position(|x| x == key).and_then(|i| r.argv.get(i + 1)).cloned().unwrap_or_else(|| "(none)".into())
+    };
+    CAMPAIGN_OPTIONS.iter().map(|&k| (k, value(a, k), value(b, k))).find(|(_, x, y)| x != y)
+}
+
 /// Every record of the JSONL files in `dir` (or of one file): all of one
 /// tool. Anything else is a usage error naming the file and line.
 pub fn read_records(path: &Path) -> Result<Vec<SeedRecord>> {
@@ -245,6 +258,17 @@ pub fn read_records(path: &Path) -> Result<Vec<SeedRecord>> {
                     first.tool
                 ))
                 .into());
+            }
+            if let Some(first) = records.first() {
+                if let Some((key, a, b)) = campaign_difference(first, &r) {
+                    return Err(UsageError(format!(
+                        "{}: run {} has {key} {b}, run {} had {a}: records of two campaigns mixed?",
+                        lines.at(),
+                        r.index,
+                        first.index
+                    ))
+                    .into());
+                }
             }
             if let Some(prev) = records.iter().find(|p| p.index == r.index) {
                 return Err(UsageError(format!(
