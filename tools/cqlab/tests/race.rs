@@ -267,6 +267,15 @@ fn parallel_jobs_give_the_report_of_one_process_and_records_replay() {
         let f = dir.join(format!("seed-{seed}.{ext}"));
         assert!(f.metadata().is_ok_and(|m| m.len() > 0), "{} missing", f.display());
     }
+    // Every failing seed's text holds its hang dump, a device error's too
+    // (it held the error's one line).
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "txt") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(text.contains("hang dump at device cycle") && text.contains("wait-for chain"), "{text}");
+        }
+    }
     // The failing record replays to the same signature and device cycle, twice;
     // so does a passing one.
     let failing = lines.lines().find(|l| l.contains(&format!("\"seed\":{seed},"))).unwrap();

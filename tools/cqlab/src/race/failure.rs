@@ -61,6 +61,9 @@ impl Failure {
     /// The whole text (with the hang dump, if any).
     pub fn full_text(&self) -> String {
         match self {
+            // A device error's message is one line; its dump is the rest (as
+            // a timeout's message carries it).
+            Failure::Driver(e @ DriverError::Device { dump, .. }) => format!("{e}\n{dump}"),
             Failure::Driver(e) => e.to_string(),
             Failure::Check { check, detail } => format!("{check}: {detail}"),
         }
