@@ -221,10 +221,13 @@ struct Sweeper {
     base: Knobs,
     host_bug: Option<HostBug>,
     shared: Option<Device>,
+    /// The chip the points ran on, as the first device opened said (board,
+    /// harvesting): a daemon's is its own, whatever `--chip` left out.
+    chip: Option<(&'static str, String)>,
 }
 
 impl Sweeper {
-    fn open(&self, k: &Knobs) -> Result<Device> {
+    fn open(&mut self, k: &Knobs) -> Result<Device> {
         let mut cfg = k.device_config(self.args.timeout_cycles, self.host_bug);
         self.args.chip.apply_for(&mut cfg, crate::device::made_here(&self.args.device))?;
         cfg.host_schedule = self.args.host.schedule(0);
@@ -240,6 +243,7 @@ impl Sweeper {
             crate::device::Opened::Unavailable(why) => anyhow::anyhow!(why),
         })?;
         dev.boot().map_err(|e| UsageError(format!("boot: {e}")))?;
+        self.chip.get_or_insert_with(|| (dev.chip().board().name(), dev.chip().harvesting().to_string()));
         Ok(dev)
     }
 
@@ -377,7 +381,8 @@ fn embedded_device(spec: &str) -> Result<Option<(u64, Model)>, UsageError> {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let Shape { name, values, base, host_bug } = shape(&args)?;
-    let mut s = Sweeper { args: args.clone(), name: name.clone(), base: base.clone(), host_bug, shared: None };
+    let mut s =
+        Sweeper { args: args.clone(), name: name.clone(), base: base.clone(), host_bug, shared: None, chip: None };
     let mut points = Vec::new();
     let mut first_failing = None;
     if args.bisect {
@@ -437,7 +442,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         // What a rerun needs: the device, its chip, the host's schedule, and
         // whether points shared one device (then the order they ran in
         // matters; the points below are sorted by value).
-        "device": args.device, "chip": args.chip.chip.map(|b| b.name()), "harvest": args.chip.harvest,
+        "device": args.device, "chip": s.chip.as_ref().map(|c| c.0), "harvest": s.chip.as_ref().map(|c| &c.1),
         "host": args.host.report(0), "timeout_cycles": args.timeout_cycles, "reset_each": args.reset_each,
         "run_order": run_order,
         "bisect": args.bisect, "first_failing": first_failing,
