@@ -437,8 +437,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let run_order: Vec<u64> = points.iter().map(|p| p.value).collect();
     points.sort_by_key(|p| p.value);
     let boundary = first_failing.and_then(|v| points.iter().find(|p| p.value == v)).cloned();
+    // The knobs held fixed: the swept one is each point's own.
+    let mut fixed = serde_json::to_value(&base)?;
+    if let Some(knobs) = fixed.as_object_mut() {
+        knobs.remove(&name);
+    }
     let report = serde_json::json!({
-        "workload": "copy_stress", "param": name, "fixed": base, "host_bug": args.host_bug,
+        "workload": "copy_stress", "param": name, "fixed": fixed, "host_bug": args.host_bug,
         // What a rerun needs: the device, its chip, the host's schedule, and
         // whether points shared one device (then the order they ran in
         // matters; the points below are sorted by value).

@@ -70,6 +70,8 @@ fn a_plain_sweep_tabulates_every_value() {
     assert_eq!(v["run_order"], serde_json::json!([9, 1, 5]), "{v}");
     assert_eq!((v["device"].as_str(), v["reset_each"].as_bool()), (Some("embedded:seed=1"), Some(false)), "{v}");
     assert_eq!(v["host"]["jitter_cycles"], 0, "{v}");
+    // The knobs held fixed, not the swept one.
+    assert!(v["fixed"]["depth"].is_null() && v["fixed"]["bytes"] == 256, "{v}");
     // The chip the points ran on, though no --chip named it.
     assert_eq!((v["chip"].as_str(), v["harvest"].as_str()), (Some("wormhole-n150"), Some("rows=8")), "{v}");
 }
