@@ -77,8 +77,7 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
         if now >= next_check {
             next_check = now + PROGRESS_CHECK_CYCLES;
             queues.checked();
-            check_halted_cq_cores(backend, cfg, chip, queues, &what)?;
-            check_boot_halt(backend, cfg, chip, queues, &what)?;
+            check_halted(backend, cfg, chip, queues, &what)?;
             let progress = Some(progress(backend, chip)?);
             if progress != last_progress {
                 (last_progress, last_change) = (progress, now);
@@ -113,48 +112,54 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
     }
 }
 
-/// Fails at once when a CQ core has halted on a bad command (`!CMD`) or panicked.
-fn check_halted_cq_cores<Q: Waiting + ?Sized>(
-    backend: &mut dyn Backend,
-    cfg: &DeviceConfig,
-    chip: &Topology,
-    queues: &mut Q,
-    what: &impl Fn() -> Wait,
-) -> Result<()> {
+/// A core the wait depends on that has stopped for good.
+enum HaltedCore {
+    /// A CQ core on a bad command (`!CMD`) or a panic, by its waypoint.
+    Queue(Coord, Waypoint),
+    /// A core of a tile whose alive record is awaited (where the backend
+    /// can tell: a simulator).
+    Booting(Coord, Processor, String),
+}
+
+/// The first core the wait `what` depends on that has halted, if any.
+fn halted_core(backend: &mut dyn Backend, chip: &Topology, what: &Wait) -> Result<Option<HaltedCore>> {
     for core in chip.cq_cores() {
         let wp = Waypoint(backend.read_u32(NocAddr::unicast(core, WAYPOINT as u64))?);
         if wp == waypoint::BAD_CMD || wp == waypoint::PANIC {
-            let dump = dump(backend, cfg, chip, queues, what())?;
-            let fault = match dump.core(core).and_then(|c| c.error.clone()) {
-                Some(report) => DeviceFault::BadCommand(report),
-                None => DeviceFault::Halted { waypoint: wp, wait: what() },
-            };
-            return Err(DriverError::Device { core, fault, dump });
+            return Ok(Some(HaltedCore::Queue(core, wp)));
         }
     }
-    Ok(())
+    let (Wait::Alive { core: tile, .. }, Some(i)) = (what, backend.introspect()) else { return Ok(None) };
+    for processor in Processor::ALL {
+        // A core still held shows the halt of a run before it was held.
+        let debug = i.core_debug(CoreId { tile: *tile, processor })?;
+        if let Some(reason) = debug.filter(|d| !d.in_reset).and_then(|d| d.halt) {
+            return Ok(Some(HaltedCore::Booting(*tile, processor, reason)));
+        }
+    }
+    Ok(None)
 }
 
-/// Fails at once when a core of a tile whose alive record is awaited has
-/// halted (where the backend can tell: a simulator), rather than waiting
-/// out the stall timeout for a record that cannot come.
-fn check_boot_halt<Q: Waiting + ?Sized>(
+/// Fails at once, with a hang dump, when a core the wait depends on has
+/// halted ([`halted_core`]), rather than waiting out the stall timeout for
+/// what cannot come.
+fn check_halted<Q: Waiting + ?Sized>(
     backend: &mut dyn Backend,
     cfg: &DeviceConfig,
     chip: &Topology,
     queues: &mut Q,
     what: &impl Fn() -> Wait,
 ) -> Result<()> {
-    let Wait::Alive { core: tile, .. } = what() else { return Ok(()) };
-    let Some(i) = backend.introspect() else { return Ok(()) };
-    for processor in Processor::ALL {
-        // A core still held shows the halt of a run before it was held.
-        if let Some(reason) = i.core_debug(CoreId { tile, processor })?.filter(|d| !d.in_reset).and_then(|d| d.halt) {
-            let dump = dump(backend, cfg, chip, queues, what())?;
-            return Err(DriverError::Device { core: tile, fault: DeviceFault::BootHalted { processor, reason }, dump });
-        }
-    }
-    Ok(())
+    let Some(halted) = halted_core(backend, chip, &what())? else { return Ok(()) };
+    let dump = dump(backend, cfg, chip, queues, what())?;
+    let (core, fault) = match halted {
+        HaltedCore::Queue(core, wp) => match dump.core(core).and_then(|c| c.error.clone()) {
+            Some(report) => (core, DeviceFault::BadCommand(report)),
+            None => (core, DeviceFault::Halted { waypoint: wp, wait: what() }),
+        },
+        HaltedCore::Booting(tile, processor, reason) => (tile, DeviceFault::BootHalted { processor, reason }),
+    };
+    Err(DriverError::Device { core, fault, dump })
 }
 
 /// Whether a core of worker tile `w` runs a kernel: BRISC at RUN, or
