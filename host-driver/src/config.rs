@@ -292,6 +292,22 @@ impl DeviceConfig {
         CqSysmemLayout::for_cq(q, self.issue_size, self.completion_size)
     }
 
+    /// The sysmem bytes the queues take: every queue's regions, from 0.
+    pub fn sysmem_needed(&self) -> u64 {
+        self.queue_layout(self.num_cqs).base
+    }
+
+    /// Fails unless `have` bytes of `device`'s sysmem hold the queues.
+    pub fn check_sysmem(&self, have: u64, device: &str) -> Result<()> {
+        let need = self.sysmem_needed();
+        if need > have {
+            return Err(DriverError::Invalid(format!(
+                "the command queues need {need} bytes of sysmem, {device} has {have}"
+            )));
+        }
+        Ok(())
+    }
+
     /// Checks every size and count against what the ABI allows.
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(DriverError::Invalid(m));

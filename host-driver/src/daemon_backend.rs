@@ -50,7 +50,6 @@ use cqlab_abi::arch::tlb::TlbConfig;
 use cqlab_abi::arch::ArchParams;
 use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::soc::{Board, Harvesting};
-use cqlab_abi::sysmem::CqSysmemLayout;
 use memmap2::MmapMut;
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::File;
@@ -510,15 +509,7 @@ impl DaemonBackend {
                 self.harvesting,
             )));
         }
-        let need = CqSysmemLayout::for_cq(cfg.num_cqs - 1, cfg.issue_size, cfg.completion_size).end();
-        if need > i.sysmem_size {
-            return Err(DriverError::Invalid(format!(
-                "the command queues need {need} bytes of sysmem, the daemon at {} has {}",
-                self.link.paths.dir.display(),
-                i.sysmem_size
-            )));
-        }
-        Ok(())
+        cfg.check_sysmem(i.sysmem_size, &format!("the daemon at {}", self.link.paths.dir.display()))
     }
 
     /// Restores the device's power-on state (`cqlab reset`). The TLB

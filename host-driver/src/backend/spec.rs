@@ -131,13 +131,7 @@ fn embedded(_: u64, _: Model, _: &DeviceConfig) -> Result<Box<dyn Backend>> {
 /// timing), with room in sysmem for `cfg`'s queues.
 #[cfg(feature = "sim")]
 pub fn embedded_with(sim: cqlab_sim::config::SimConfig, cfg: &DeviceConfig) -> Result<crate::sim_backend::EmbeddedSim> {
-    let need = cfg.queue_layout(cfg.num_cqs).base;
-    if need > sim.sysmem_size as u64 {
-        return Err(DriverError::Invalid(format!(
-            "the command queues need {need} bytes of sysmem, the simulator has {}",
-            sim.sysmem_size
-        )));
-    }
+    cfg.check_sysmem(sim.sysmem_size as u64, "the simulator")?;
     crate::sim_backend::EmbeddedSim::new(sim, cfg.host_schedule)
 }
 

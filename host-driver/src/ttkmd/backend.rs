@@ -22,7 +22,6 @@ use cqlab_abi::arch::tlb::TlbConfig;
 use cqlab_abi::arch::{Arch, ArchParams};
 use cqlab_abi::noc::NocAddr;
 use cqlab_abi::soc::{Board, Harvesting};
-use cqlab_abi::sysmem::CqSysmemLayout;
 
 use super::device::{PinFlags, PinnedMemory, ResetKind, TlbWindow, TtKmdDevice};
 use super::ioctl::{Feature, NocTlbConfig};
@@ -189,8 +188,7 @@ impl TtKmdBackend {
         if dev.version().has(Feature::ResetSequence) {
             dev.reset_sequence(ResetKind::UserReset).map_err(be)?;
         }
-        let need = CqSysmemLayout::for_cq(cfg.num_cqs - 1, cfg.issue_size, cfg.completion_size).end();
-        let len = (need as usize).next_multiple_of(WINDOW_SIZE as usize);
+        let len = (cfg.sysmem_needed() as usize).next_multiple_of(WINDOW_SIZE as usize);
         let sysmem = dev.alloc_pinned(len, PinFlags::NOC_DMA).map_err(be)?;
         if sysmem.noc_address().is_none() {
             return Err(DriverError::Backend(format!("{}: PIN_PAGES returned no NOC address", dev.path().display())));

@@ -153,12 +153,7 @@ impl TtSim {
     /// [`TtSim::open`] with more settings for cqlab's library (`(name,
     /// value)`, e.g. `("CQLAB_TTSIM_SEED", "7")`); another library refuses them.
     pub fn open_with(path: &Path, cfg: &DeviceConfig, settings: &[(&str, &str)]) -> Result<TtSim> {
-        let need = cfg.queue_layout(cfg.num_cqs).base;
-        if need > SYSMEM_BYTES as u64 {
-            return Err(DriverError::Invalid(format!(
-                "the command queues need {need} bytes of sysmem, the libttsim backend has {SYSMEM_BYTES}"
-            )));
-        }
+        cfg.check_sysmem(SYSMEM_BYTES as u64, "the libttsim backend")?;
         let library = |problem| DriverError::Library { library: path.display().to_string(), problem };
         let canonical = path.canonicalize().map_err(|e| library(LibraryProblem::Load(e.to_string())))?;
         let slot = Slot::claim(&canonical)?;

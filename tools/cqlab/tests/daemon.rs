@@ -37,17 +37,17 @@ impl Daemon {
     /// Starts `cqlab sim serve --dev dir EXTRA...` under `sh -c "PREFIX
     /// exec ..."` (e.g. "umask 000;").
     fn start_in(dir: PathBuf, seed: u64, prefix: &str, extra: &[&str]) -> Daemon {
-        Self::start_on(dir, seed, prefix, &SMALL_WORMHOLE, extra)
+        Self::start_on(dir, seed, prefix, &SMALL_WORMHOLE, 4, extra)
     }
 
-    /// [`Daemon::start_in`] on the chip `chip` names.
-    fn start_on(dir: PathBuf, seed: u64, prefix: &str, chip: &[&str], extra: &[&str]) -> Daemon {
+    /// [`Daemon::start_in`] on the chip `chip` names, with `sysmem_mib` MiB of host memory.
+    fn start_on(dir: PathBuf, seed: u64, prefix: &str, chip: &[&str], sysmem_mib: u32, extra: &[&str]) -> Daemon {
         let log = dir.with_extension("log");
         let child = Command::new("sh")
             .arg("-c")
             .arg(format!("{prefix} exec \"$0\" \"$@\""))
             .arg(CQLAB)
-            .args(["sim", "serve", "--sysmem-mib", "4", "--seed"])
+            .args(["sim", "serve", "--sysmem-mib", &sysmem_mib.to_string(), "--seed"])
             .arg(seed.to_string())
             .args(chip)
             .arg("--dev")
@@ -380,6 +380,29 @@ fn run_over_a_fresh_daemon_matches_the_embedded_run_of_its_seed() {
     assert_eq!(daemon, embedded, "the same seed over the daemon and embedded");
 }
 
+/// A daemon too small for the queues refuses `run` and `demo` as a usage
+/// error before anything attaches (`run` exited 1, `demo` 2).
+#[test]
+fn a_daemon_without_sysmem_for_the_queues_is_a_usage_error() {
+    let dir = scratch_dir("small-sysmem");
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = Daemon::start_on(dir, 1, "", &SMALL_WORMHOLE, 1, &[]);
+    let device = format!("sim:{}", d.dir.display());
+    for args in [&["run", "copy_stress", "--iters", "1", "--cqs", "1"][..], &["demo"][..]] {
+        let mut c = Command::new(CQLAB);
+        c.args(args).args(["--device", &device]);
+        let o = run(c);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("need") && err.contains("bytes of sysmem") && err.contains("has 1048576"),
+            "{args:?}: {err}"
+        );
+    }
+    let mut d = d;
+    assert!(d.child.try_wait().unwrap().is_none(), "the daemon stopped: {}", d.log());
+}
+
 /// A daemon runs the timing model its options name and says which, and a
 /// run over it reports Blackhole's L0 data caches as the embedded run of
 /// the same seed and model does (both were missing: a daemon always ran
@@ -391,7 +414,7 @@ fn a_daemon_names_its_timing_model_and_reports_its_l0_caches() {
     {
         let dir = scratch_dir(name);
         std::fs::create_dir_all(&dir).unwrap();
-        let d = Daemon::start_on(dir, 3, "", &SMALL_BLACKHOLE, options);
+        let d = Daemon::start_on(dir, 3, "", &SMALL_BLACKHOLE, 4, options);
         let spec = format!("sim:{}", d.dir.display());
         let mut c = Command::new(CQLAB);
         c.args(["status", "--json", "--device", &spec]);

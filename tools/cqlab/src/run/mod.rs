@@ -352,12 +352,18 @@ pub fn run(a: Args) -> Result<ExitCode> {
         // later than the same seed's embedded run.
         use cqlab_driver::backend::Backend;
         let (path, _) = cqlab_driver::daemon_backend::DaemonBackend::parse_spec(rest)?;
-        let (board, harvesting) = cqlab_driver::daemon_backend::DaemonObserver::connect(path)
-            .and_then(|mut o| o.identify())
+        let (board, harvesting, sysmem) = cqlab_driver::daemon_backend::DaemonObserver::connect(path.clone())
+            .and_then(|mut o| o.identify().map(|(b, h)| (b, h, o.sysmem_len())))
             .with_context(|| format!("--device {}", a.device))?;
         for &n in &sweep {
             let layout = cqlab_abi::soc::ChipLayout::new(board, harvesting.clone())?;
             check_rows(n, &cqlab_driver::Topology::new(layout, n)?)?;
+            let mut cfg = DeviceConfig { num_cqs: n, ..DeviceConfig::default() };
+            a.limits.apply(&mut cfg);
+            cfg.check_sysmem(sysmem as u64, &format!("the daemon at {}", path.display())).map_err(|e| match e {
+                cqlab_driver::DriverError::Invalid(m) => crate::cli::Usage(format!("--device {}: {m}", a.device)),
+                e => crate::cli::Usage(format!("--device {}: {e}", a.device)),
+            })?;
         }
     } else if !matches!(cqlab_driver::backend::spec::Spec::parse(&a.device), Ok(Spec::Embedded { .. })) {
         // A device that exists is known once opened: looked at before the
@@ -365,8 +371,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         // others have run.
         for &n in &sweep {
             let mut cfg = DeviceConfig { num_cqs: n, ..DeviceConfig::default() };
+            a.limits.apply(&mut cfg);
             a.chip.apply_for(&mut cfg, false)?;
-            let dev = cqlab_driver::Device::open(&a.device, cfg).with_context(|| format!("--device {}", a.device))?;
+            let dev = crate::device::open(&a.device, a.seed, 0, cfg)?;
             check_rows(n, dev.chip())?;
         }
     }
