@@ -271,7 +271,36 @@ fn bad_input_is_refused_and_changes_nothing() {
     });
     assert_eq!(outside[..4], [0xFF; 4]);
     expect("has no Ethernet", &mut |_| lib::libttsim_switch_drain());
+    // SAFETY: as above.
+    let peeked = expect("off the NOC grid", &mut |b| unsafe {
+        assert_eq!(lib::cqlab_ttsim_peek(64, 0, 0, b.as_mut_ptr().cast(), 4), -1, "{ARCH:?}: a refused peek");
+    });
+    assert_eq!(peeked[..4], [0xFF; 4], "a failed peek reads all ones");
     assert_eq!(lib::cqlab_ttsim_digest(), digest, "{ARCH:?}: nothing changed");
+    lib::libttsim_exit();
+}
+
+/// `cqlab_ttsim_peek` reads what is there and changes nothing: not the
+/// state, not the time (the driver's trace reader relies on it).
+#[test]
+fn a_peek_reads_l1_and_changes_nothing() {
+    let _turn = serial();
+    std::env::set_var("CQLAB_TTSIM_LOG", "off");
+    lib::libttsim_init();
+    lib::cqlab_ttsim_clear_error();
+    let layout = ChipLayout::new(Settings::from_env(ARCH).unwrap().board, Default::default()).unwrap();
+    let t = layout.tile(layout.workers()[0]).unwrap().translated;
+    let (x, y) = (t.x as u32, t.y as u32);
+    let word = 0x1234_5678u32.to_le_bytes();
+    // SAFETY: `word` holds 4 readable bytes.
+    unsafe { lib::libttsim_tile_wr_bytes(x, y, 0x100, word.as_ptr().cast(), 4) };
+    let (time, digest) = (lib::cqlab_ttsim_device_time(), lib::cqlab_ttsim_digest());
+    let mut got = [0u8; 4];
+    // SAFETY: `got` holds 4 writable bytes.
+    let r = unsafe { lib::cqlab_ttsim_peek(x, y, 0x100, got.as_mut_ptr().cast(), 4) };
+    assert_eq!((r, got), (0, word), "{ARCH:?}: {}", last_error());
+    assert_eq!((lib::cqlab_ttsim_device_time(), lib::cqlab_ttsim_digest()), (time, digest), "{ARCH:?}");
+    assert_eq!(lib::cqlab_ttsim_error_count(), 0, "{}", last_error());
     lib::libttsim_exit();
 }
 

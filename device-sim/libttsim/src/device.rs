@@ -160,6 +160,14 @@ impl Device {
         Ok(self.chip.host_read(a, buf)?)
     }
 
+    /// `tile_read` that leaves the chip as it was: no posted host write
+    /// lands, no time passes (an observer's read, as the embedded
+    /// simulator's `peek`).
+    pub fn tile_peek(&self, x: u32, y: u32, addr: u64, buf: &mut [u8]) -> Result<(), ApiError> {
+        let a = self.tile_addr(x, y, addr)?;
+        Ok(self.chip.read(a, buf)?)
+    }
+
     pub fn tile_write(&mut self, x: u32, y: u32, addr: u64, data: &[u8]) -> Result<(), ApiError> {
         Stats::add(&self.stats.tile_writes, 1);
         let a = self.tile_addr(x, y, addr)?;

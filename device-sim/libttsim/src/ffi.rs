@@ -144,6 +144,21 @@ pub unsafe fn tile_rd_bytes(x: u32, y: u32, addr: u64, p: *mut c_void, size: u32
 }
 
 /// # Safety
+/// `p` is null or valid for writes of `size` bytes.
+pub unsafe fn tile_peek_bytes(x: u32, y: u32, addr: u64, p: *mut c_void, size: u32) -> i32 {
+    let d = || format!("cqlab_ttsim_peek(x={x}, y={y}, addr={addr:#x}, size={size})");
+    // SAFETY: forwarded from the caller.
+    let Some(buf) = (unsafe { out_buf(&d, p, size) }) else { return -1 };
+    match call(&d, Broken::Refuse, |lib| lib.selected()?.tile_peek(x, y, addr, buf)) {
+        Some(()) => 0,
+        None => {
+            buf.fill(0xFF);
+            -1
+        }
+    }
+}
+
+/// # Safety
 /// `p` is null or valid for reads of `size` bytes.
 pub unsafe fn tile_wr_bytes(x: u32, y: u32, addr: u64, p: *const c_void, size: u32) {
     let d = || format!("libttsim_tile_wr_bytes(x={x}, y={y}, addr={addr:#x}, size={size})");

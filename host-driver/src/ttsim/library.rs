@@ -31,6 +31,7 @@ type SelectDevice = unsafe extern "C-unwind" fn(u32);
 type LastError = unsafe extern "C-unwind" fn(*mut c_char, u32) -> u32;
 type Count = unsafe extern "C-unwind" fn() -> u64;
 type Set = unsafe extern "C-unwind" fn(*const c_char, *const c_char) -> i32;
+type Peek = unsafe extern "C-unwind" fn(u32, u32, u64, *mut c_void, u32) -> i32;
 
 /// The symbols the driver needs: the nine tt-umd requires of every
 /// libttsim library (its "legacy" single-chip set).
@@ -70,6 +71,8 @@ struct Cqlab {
     digest: Count,
     device_time: Count,
     set: Set,
+    /// An observer's read (none in libraries built before it).
+    peek: Option<Peek>,
 }
 
 /// A loaded library. The function pointers stay valid while `_lib` is
@@ -168,6 +171,7 @@ impl Loaded {
                     digest: optional!("cqlab_ttsim_digest")?,
                     device_time: optional!("cqlab_ttsim_device_time")?,
                     set: optional!("cqlab_ttsim_set")?,
+                    peek: optional!("cqlab_ttsim_peek"),
                 })
             })(),
         };
@@ -271,6 +275,24 @@ impl Loaded {
     pub fn device_time(&self) -> Option<u64> {
         // SAFETY: a call without arguments.
         self.api.cqlab.map(|c| unsafe { (c.device_time)() })
+    }
+
+    /// cqlab's library: reads `buf.len()` bytes at `addr` of tile (`x`,
+    /// `y`) without changing the chip (no posted write lands, no time
+    /// passes). `None`: the library has no such call.
+    pub fn peek(&self, x: u8, y: u8, addr: u64, buf: &mut [u8]) -> Option<Result<()>> {
+        let peek = self.api.cqlab?.peek?;
+        let size = u32::try_from(buf.len()).ok()?;
+        // SAFETY: `buf` is valid for writes of `size` bytes.
+        let r = unsafe { peek(x as u32, y as u32, addr, buf.as_mut_ptr().cast(), size) };
+        Some(if r == 0 {
+            Ok(())
+        } else {
+            Err(self.failed(
+                format!("cqlab_ttsim_peek(x={x}, y={y}, addr={addr:#x}, size={size})"),
+                self.last_error().unwrap_or_default(),
+            ))
+        })
     }
 
     /// cqlab's library: sets `name` (a `CQLAB_TTSIM_*` setting) for the

@@ -350,9 +350,14 @@ impl Introspect for TtSim {
     fn reset_dram_traffic(&mut self) -> Result<()> {
         Err(DriverError::Backend(format!("{}: no DRAM traffic counters through libttsim", self.name())))
     }
-    fn peek(&mut self, _addr: NocAddr, _buf: &mut [u8]) -> Result<bool> {
-        // tile_rd_bytes lands posted host writes first: not side-effect free.
-        Ok(false)
+    fn peek(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<bool> {
+        // Only cqlab's library reads as an observer: tile_rd_bytes lands
+        // posted host writes first, so it is no peek.
+        let c = addr.coord();
+        match self.bar.lib.peek(c.x, c.y, addr.local(), buf) {
+            Some(r) => r.map(|()| true),
+            None => Ok(false),
+        }
     }
     fn run_cycles(&mut self, cycles: u64) -> Result<u64> {
         let owed = self.host.take_owed();

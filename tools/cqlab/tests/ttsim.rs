@@ -56,3 +56,43 @@ fn a_bad_setting_in_the_environment_is_named_as_such() {
         text(&o)
     );
 }
+
+/// `run` reads the trace rings as an observer through cqlab's library, as
+/// it does on the embedded simulator: the same seed gives the same timed
+/// cycles and records. (Through the BAR each drain cost device time inside
+/// the timed window: `tiny_kernels` read 56x the embedded run's cycles.)
+#[test]
+fn a_run_through_ttsim_times_what_the_embedded_run_times() {
+    for chip in SMALL_CHIPS {
+        let board: cqlab_abi::soc::Board = chip[1].parse().unwrap();
+        let lib = cqlab_tests::libttsim_library(board.arch());
+        let run = |device: String| {
+            let mut c = std::process::Command::new(CQLAB);
+            c.args([
+                "run",
+                "tiny_kernels",
+                "--iters",
+                "4",
+                "--cqs",
+                "1",
+                "--seed",
+                "3",
+                "--json",
+                "-",
+                "--device",
+                &device,
+            ]);
+            c.args(chip);
+            let o = run_within(c, Duration::from_secs(120));
+            assert!(o.status.success(), "{device}: {}", text(&o));
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("run --json is JSON");
+            let p = &v["points"][0];
+            assert_eq!(p["trace"]["through_bar"], false, "{device}: the rings are read as an observer");
+            assert!(p["trace"]["records"].as_u64().unwrap() > 0, "{device}: no records");
+            (p["timed_cycles"].clone(), p["latency_cycles"].clone(), p["trace"]["records"].clone())
+        };
+        let ttsim = run(format!("ttsim:{}", lib.display()));
+        let embedded = run("embedded:seed=3".into());
+        assert_eq!(ttsim, embedded, "{}: the same seed through the library and embedded", chip[1]);
+    }
+}

@@ -1,10 +1,11 @@
 //! Drains every core's trace ring while a workload runs, so runs longer
 //! than a ring (`trace::CAPACITY` records per core) keep their records.
 //!
-//! On the embedded simulator the rings are read through the simulator's
-//! untimed view, so observing a run does not change it (same seed, same
-//! cycles, with or without `--trace`). Other backends read through the BAR,
-//! which costs device time there; the report says which was used.
+//! Where the backend can read as an observer (the embedded simulator, a
+//! daemon, cqlab's libttsim library) the rings are read so, and observing a
+//! run does not change it (same seed, same cycles, with or without
+//! `--trace`). Other backends read through the BAR, which costs device time
+//! there; the report says which was used.
 
 use cqlab_abi::memory_map::TRACE_RING;
 use cqlab_abi::noc::{Coord, NocAddr};
