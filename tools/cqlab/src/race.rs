@@ -181,7 +181,11 @@ impl Plan {
         match a.workload {
             WorkloadKind::Random => random::configure(seed, &mut sim, &mut cfg),
             WorkloadKind::Programs => programs::configure(seed, a.chip.harvest.is_none(), &mut sim, &mut cfg),
-            WorkloadKind::TwoQueue => {}
+            WorkloadKind::TwoQueue => match self.seed_variation(seed) {
+                Some(SeedVariation::SliceJitter(q)) => sim.quantum_jitter = q,
+                Some(SeedVariation::NocJitter(j)) => sim.faults.noc_jitter_cycles = j,
+                None => {}
+            },
         }
         // A drawn harvesting: an invalid one is a bug of the draw, found by
         // the device at boot, so the default stands in here.
@@ -197,6 +201,30 @@ impl Plan {
             sim.quantum_jitter = 0;
         }
         (sim, cfg)
+    }
+
+    /// What `two-queue` varies on `seed` when nothing the user gave does:
+    /// its shape is fixed, so a seed with no host jitter and no amplifier
+    /// ran the same schedule as every other such seed (helper-23: 10 of 20
+    /// "failed" seeds were one run). Such a seed draws slice jitter (as
+    /// `random` does), or under exact time, which fixes the slices, NOC
+    /// jitter. Its replay line names it (`replay_argv`).
+    pub fn seed_variation(&self, seed: u64) -> Option<SeedVariation> {
+        let a = &self.args;
+        let varied = a.jitter > 0
+            || a.core_stall > 0.0
+            || a.pct_depth > 0
+            || !a.faults.is_empty()
+            || a.host.host_pct > 0
+            || self.host_schedule(seed).jitter_cycles > 0;
+        if a.workload != WorkloadKind::TwoQueue || varied {
+            return None;
+        }
+        Some(if a.exact_time {
+            SeedVariation::NocJitter(TWO_QUEUE_NOC_JITTER)
+        } else {
+            SeedVariation::SliceJitter(TWO_QUEUE_SLICE_JITTER)
+        })
     }
 
     /// The host's schedule for `seed`: `--host-jitter` as given, or by
@@ -266,6 +294,15 @@ impl Plan {
         if self.args.host.host_jitter.is_none() {
             v.extend(["--host-jitter".into(), self.host_schedule(seed).jitter_cycles.to_string()]);
         }
+        // Given, it is what the line runs whatever the default becomes.
+        match self.seed_variation(seed) {
+            Some(SeedVariation::SliceJitter(q)) => v.extend(["--faults".into(), format!("quantum-jitter={q}")]),
+            Some(SeedVariation::NocJitter(j)) => {
+                let at = v.iter().position(|o| o == "--jitter").expect("shape_argv names --jitter") + 1;
+                v[at] = j.to_string();
+            }
+            None => {}
+        }
         v.extend(["--seed-base".into(), seed.to_string(), "--seeds".into(), "1".into()]);
         v
     }
@@ -281,6 +318,20 @@ impl Plan {
         self.shard.count_in(self.args.seeds)
     }
 }
+
+/// What a `two-queue` seed with nothing else to vary draws ([`Plan::seed_variation`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeedVariation {
+    /// `SimConfig::quantum_jitter`, cycles.
+    SliceJitter(u64),
+    /// NOC jitter, cycles (under exact time).
+    NocJitter(u64),
+}
+
+/// The slice jitter `random` and `programs` draw on half their seeds.
+const TWO_QUEUE_SLICE_JITTER: u64 = 64;
+/// The least NOC jitter `random` and `programs` draw.
+const TWO_QUEUE_NOC_JITTER: u64 = 200;
 
 /// Whether `seed` runs with host jitter when `--host-jitter` is not given:
 /// a bit of the seed's SplitMix64 hash, independent of every stream the
@@ -598,8 +649,14 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
     let faults = if a.faults.is_empty() { String::new() } else { format!(", faults {}", a.faults.join(",")) };
     // The model, where it is not the default.
     let model = a.model().describe();
+    // What varies a two-queue seed that nothing else varies.
+    let variation = match (0..a.seeds.min(64)).find_map(|i| plan.seed_variation(a.seed_base + i)) {
+        Some(SeedVariation::SliceJitter(q)) => format!(", slice jitter {q} on seeds with nothing else to vary"),
+        Some(SeedVariation::NocJitter(j)) => format!(", NOC jitter {j} on seeds with nothing else to vary"),
+        None => String::new(),
+    };
     let header = format!(
-        "race {} (firmware {}, shard {}, {} iterations, jitter {}, delay {}, pct depth {}, host jitter {}, host pct {}{}{})",
+        "race {} (firmware {}, shard {}, {} iterations, jitter {}, delay {}, pct depth {}, host jitter {}, host pct {}{}{}{})",
         a.workload.name(),
         plan.cq_firmware.as_deref().unwrap_or("normal"),
         plan.shard,
@@ -609,6 +666,7 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         a.pct_depth,
         host,
         a.host.host_pct,
+        variation,
         faults,
         model
     );

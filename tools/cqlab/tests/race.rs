@@ -303,6 +303,41 @@ fn an_explicit_host_jitter_of_0_holds_in_jobs_and_replay_lines() {
     assert!(replay.contains("--host-jitter 0"), "{replay}");
 }
 
+/// Two-queue seeds that nothing varies (no host jitter, no amplifier)
+/// draw slice jitter, or NOC jitter under exact time, so they are not one
+/// run counted many times (every such seed ran the same schedule), and each
+/// record's line replays it.
+#[test]
+fn two_queue_seeds_with_nothing_to_vary_are_not_one_schedule() {
+    let dir = std::env::temp_dir().join(format!("cqlab-race-vary-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (model, drawn) in [(&[][..], "quantum-jitter=64"), (&["--exact-time"][..], "--jitter 200")] {
+        let jsonl = dir.join(format!("{}.jsonl", model.len()));
+        let common = ["--seeds", "6", "--iterations", "3", "--host-jitter", "0", "--jsonl", jsonl.to_str().unwrap()];
+        let (code, v) = race(&[&common[..], model].concat());
+        assert_eq!(code, 0, "{v}");
+        let records: Vec<serde_json::Value> =
+            std::fs::read_to_string(&jsonl).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let cycles: std::collections::BTreeSet<u64> =
+            records.iter().map(|r| r["device_cycles"].as_u64().unwrap()).collect();
+        // (Before, one: every such seed ran the same schedule.)
+        assert!(cycles.len() >= 3, "{model:?}: 6 seeds, {} schedules: {cycles:?}", cycles.len());
+        let argv: Vec<String> =
+            records[2]["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_owned()).collect();
+        assert!(argv.join(" ").contains(drawn), "{model:?}: {argv:?}");
+        let replayed = dir.join(format!("{}-replay.jsonl", model.len()));
+        let o = support::cqlab(
+            &[&argv.iter().map(String::as_str).collect::<Vec<_>>()[..], &["--jsonl", replayed.to_str().unwrap()]]
+                .concat(),
+        );
+        assert!(o.status.success(), "{}", support::text(&o));
+        let r: serde_json::Value = serde_json::from_str(std::fs::read_to_string(&replayed).unwrap().trim()).unwrap();
+        assert_eq!(r["device_cycles"], records[2]["device_cycles"], "{model:?}: the line replays its seed");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `--until-first` with jobs stops where one process stops: at the lowest
 /// failing seed, with every seed before it run. Here the first seed passes
 /// slower than the second fails, so a report of the first failure to
