@@ -51,9 +51,9 @@
 //!   `noc.multicast_bytes_per_cycle`, or at
 //!   `noc.linked_multicast_bytes_per_cycle` when the NIU's previous write
 //!   was a linked multicast (`NOC_CMD_VC_LINKED`) whose path it keeps.
-//! - **The links between routers**, only with `noc.link_contention` (off
-//!   by default): each link of a packet's path carries one packet at a
-//!   time (`links`). By default they never contend.
+//! - **The links between routers**, with `noc.link_contention` (on by
+//!   default since 2026-11-30): each link of a packet's path carries one
+//!   packet at a time (`links`). Without it they never contend.
 //! - **Not modelled:** a core's ejection port: read replies arriving
 //!   together at one core each land at the full `noc.bytes_per_cycle`
 //!   (serializing them hides known bug 6's symptom, which relies on three

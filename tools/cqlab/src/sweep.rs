@@ -37,12 +37,16 @@ pub struct Args {
     /// Other knobs held fixed, NAME=V (repeatable).
     #[arg(long = "set")]
     pub set: Vec<String>,
-    /// Find the first failing value instead of running every value.
+    /// Find the first failing value instead of running every value. Each
+    /// point runs on a fresh device (`--reset-each`): a value found on a
+    /// device the points before it had used might not fail on its own.
     #[arg(long)]
     pub bisect: bool,
     /// A fresh device (embedded) or a daemon reset (sim:PATH) before every
     /// point; without it, points share one booted device (its allocations,
-    /// ring positions and event ids carry over) until a point fails.
+    /// ring positions and event ids carry over, so a point's outcome can
+    /// depend on the points before it) until a point fails. Always on with
+    /// `--bisect`.
     #[arg(long)]
     pub reset_each: bool,
     /// Re-create a known host-side bug: `no-drain` (the host does not drain
@@ -379,7 +383,11 @@ fn embedded_device(spec: &str) -> Result<Option<(u64, Model)>, UsageError> {
     }
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+pub fn run(mut args: Args) -> Result<ExitCode> {
+    // Bisection takes each point for itself: what it reports must fail
+    // when run alone (helper-23: depth 30 found after other depths passed
+    // on one device; alone it passed).
+    args.reset_each |= args.bisect;
     let Shape { name, values, base, host_bug } = shape(&args)?;
     let mut s =
         Sweeper { args: args.clone(), name: name.clone(), base: base.clone(), host_bug, shared: None, chip: None };

@@ -36,6 +36,22 @@ fn bisect_finds_the_formula_depth_of_the_no_drain_host_bug() {
     }
 }
 
+/// A bisection's answer fails on its own and the value before it passes:
+/// each point runs on a fresh device without `--reset-each` (on one shared
+/// device `completion-rd-no-toggle` read 30, which alone passes).
+#[test]
+fn a_bisected_depth_fails_alone_and_the_one_before_passes() {
+    let (code, v) = sweep(&["--param", "depth=1..100", "--bisect", "--host-bug", "completion-rd-no-toggle"]);
+    assert_eq!(code, EXIT_HANG, "{v}");
+    assert_eq!(v["reset_each"], true, "{v}");
+    let first = v["first_failing"].as_u64().expect("a failing depth");
+    let list = format!("depth={},{first}", first - 1);
+    let (code, alone) = sweep(&["--param", &list, "--reset-each", "--host-bug", "completion-rd-no-toggle"]);
+    assert_eq!(code, EXIT_HANG, "{alone}");
+    let ok: Vec<bool> = alone["points"].as_array().unwrap().iter().map(|p| p["ok"].as_bool().unwrap()).collect();
+    assert_eq!(ok, [true, false], "{first}: {alone}");
+}
+
 #[test]
 fn the_correct_driver_has_no_failing_depth() {
     let dir = std::env::temp_dir().join(format!("cqlab-sweep-{}", std::process::id()));
