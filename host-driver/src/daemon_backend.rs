@@ -491,25 +491,9 @@ impl DaemonBackend {
     /// Fails unless the daemon's chip is the one `cfg` names (if it names
     /// one) and has room in sysmem for its queues.
     pub fn check_config(&self, cfg: &DeviceConfig) -> Result<()> {
-        let i = &self.info;
-        let board_differs = cfg.board.is_some_and(|b| b != self.board);
-        let harvest_differs = cfg.harvesting.as_ref().is_some_and(|h| *h != self.harvesting);
-        if board_differs || harvest_differs {
-            let want_board = cfg.board.unwrap_or(self.board);
-            let want_h = cfg.harvesting.clone().unwrap_or_else(|| want_board.default_harvesting());
-            return Err(DriverError::Invalid(format!(
-                "the daemon at {} simulates a {} harvested {}; the device configuration asks for a {want_board} \
-                 harvested {want_h} (a --harvest value replaces the whole harvesting, Ethernet channels \
-                 included: ask for --chip {} --harvest {}, or restart the daemon with --chip {want_board} --harvest \
-                 {want_h})",
-                self.link.paths.dir.display(),
-                self.board,
-                self.harvesting,
-                self.board,
-                self.harvesting,
-            )));
-        }
-        cfg.check_sysmem(i.sysmem_size, &format!("the daemon at {}", self.link.paths.dir.display()))
+        let dir = &self.link.paths.dir;
+        check_chip(dir, self.board, &self.harvesting, cfg)?;
+        cfg.check_sysmem(self.info.sysmem_size, &format!("the daemon at {}", dir.display()))
     }
 
     /// Restores the device's power-on state (`cqlab reset`). The TLB
@@ -648,6 +632,25 @@ impl DaemonBackend {
         }
         Ok(std::array::from_fn(|i| u64::from_le_bytes(body[8 * i..8 * i + 8].try_into().expect("8 bytes"))))
     }
+}
+
+/// Fails unless the daemon at `dir`, simulating `board` harvested
+/// `harvesting`, is the chip `cfg` names (if it names one).
+pub fn check_chip(dir: &Path, board: Board, harvesting: &Harvesting, cfg: &DeviceConfig) -> Result<()> {
+    let board_differs = cfg.board.is_some_and(|b| b != board);
+    let harvest_differs = cfg.harvesting.as_ref().is_some_and(|h| h != harvesting);
+    if !(board_differs || harvest_differs) {
+        return Ok(());
+    }
+    let want_board = cfg.board.unwrap_or(board);
+    let want_h = cfg.harvesting.clone().unwrap_or_else(|| want_board.default_harvesting());
+    Err(DriverError::Invalid(format!(
+        "the daemon at {} simulates a {board} harvested {harvesting}; the device configuration asks for a \
+         {want_board} harvested {want_h} (a --harvest value replaces the whole harvesting, Ethernet channels \
+         included: ask for --chip {board} --harvest {harvesting}, or restart the daemon with --chip {want_board} \
+         --harvest {want_h})",
+        dir.display(),
+    )))
 }
 
 /// L0_CACHE's answer as a report gives it.

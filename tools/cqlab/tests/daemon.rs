@@ -403,6 +403,22 @@ fn a_daemon_without_sysmem_for_the_queues_is_a_usage_error() {
     assert!(d.child.try_wait().unwrap().is_none(), "the daemon stopped: {}", d.log());
 }
 
+/// `run` on a daemon of another chip than `--chip` names is a usage error,
+/// as in every other command (it exited 1, with no `usage:`).
+#[test]
+fn run_on_a_daemon_of_another_chip_is_a_usage_error() {
+    let d = Daemon::start("other-chip", 1);
+    let device = format!("sim:{}", d.dir.display());
+    for args in [&["run", "hetero", "--iters", "1", "--cqs", "1"][..], &["demo"][..]] {
+        let mut c = Command::new(CQLAB);
+        c.args(args).args(["--device", &device, "--chip", "blackhole-p150a"]);
+        let o = run(c);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("usage:") && err.contains("simulates a wormhole-n150"), "{args:?}: {err}");
+    }
+}
+
 /// A daemon runs the timing model its options name and says which, and a
 /// run over it reports Blackhole's L0 data caches as the embedded run of
 /// the same seed and model does (both were missing: a daemon always ran

@@ -355,15 +355,18 @@ pub fn run(a: Args) -> Result<ExitCode> {
         let (board, harvesting, sysmem) = cqlab_driver::daemon_backend::DaemonObserver::connect(path.clone())
             .and_then(|mut o| o.identify().map(|(b, h)| (b, h, o.sysmem_len())))
             .with_context(|| format!("--device {}", a.device))?;
+        let refused = |e| match e {
+            cqlab_driver::DriverError::Invalid(m) => crate::cli::Usage(format!("--device {}: {m}", a.device)),
+            e => crate::cli::Usage(format!("--device {}: {e}", a.device)),
+        };
         for &n in &sweep {
-            let layout = cqlab_abi::soc::ChipLayout::new(board, harvesting.clone())?;
-            check_rows(n, &cqlab_driver::Topology::new(layout, n)?)?;
             let mut cfg = DeviceConfig { num_cqs: n, ..DeviceConfig::default() };
             a.limits.apply(&mut cfg);
-            cfg.check_sysmem(sysmem as u64, &format!("the daemon at {}", path.display())).map_err(|e| match e {
-                cqlab_driver::DriverError::Invalid(m) => crate::cli::Usage(format!("--device {}: {m}", a.device)),
-                e => crate::cli::Usage(format!("--device {}: {e}", a.device)),
-            })?;
+            a.chip.apply_for(&mut cfg, false)?;
+            cqlab_driver::daemon_backend::check_chip(&path, board, &harvesting, &cfg).map_err(refused)?;
+            let layout = cqlab_abi::soc::ChipLayout::new(board, harvesting.clone())?;
+            check_rows(n, &cqlab_driver::Topology::new(layout, n)?)?;
+            cfg.check_sysmem(sysmem as u64, &format!("the daemon at {}", path.display())).map_err(refused)?;
         }
     } else if !matches!(cqlab_driver::backend::spec::Spec::parse(&a.device), Ok(Spec::Embedded { .. })) {
         // A device that exists is known once opened: looked at before the
