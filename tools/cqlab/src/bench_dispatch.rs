@@ -404,8 +404,8 @@ const HOST_ROUNDS: usize = 5;
 const HOST_BATCH: u32 = 64;
 
 /// Host enqueue cost of one point.
-struct HostTime {
-    us_per_program: f64,
+pub(crate) struct HostTime {
+    pub us_per_program: f64,
     /// Issue-queue bytes the host writes per program.
     bytes_per_program: f64,
     /// What copying those bytes costs on this host with the caches as a
@@ -429,7 +429,7 @@ fn host_points(dev: &mut Device) -> cqlab_driver::host_clock::HostClockStats {
 /// points took simulating is left out, and a round whose device clock moved
 /// further (the host waited) is refused: no device time is counted as host
 /// time.
-fn host_time(
+pub(crate) fn host_time(
     dev: &mut Device,
     copy: &mut CopyBound,
     programs: u32,
@@ -486,12 +486,12 @@ fn host_time(
 /// stays warmer). So each round first evicts the caches (touching twice the
 /// last-level cache), then copies a batch round robin through a ring of the
 /// issue queue's size; the median round, per copy.
-struct CopyBound {
+pub(crate) struct CopyBound {
     evict: Vec<u8>,
 }
 
 impl CopyBound {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self { evict: vec![0; 2 * last_level_cache().unwrap_or(32 << 20)] }
     }
 

@@ -519,6 +519,30 @@ fn perf_on_a_daemon_says_which_device_and_why_a_row_is_missing() {
     assert!(out.contains(&format!("device {}", d.spec())) && !out.contains("embedded simulator"), "{out}");
     assert!(out.contains("no slow-dispatch row"), "{out}");
     assert!(!out.lines().any(|l| l.starts_with("slow ")), "{out}");
+    // A daemon's device time cannot be told from the host's.
+    assert!(out.contains("host enqueue n/a: this device cannot tell"), "{out}");
+}
+
+/// `perf`'s host enqueue time is `bench dispatch`'s: batches that fit the
+/// queues, a batch in which the host waited refused, so no simulated device
+/// time counts as host time (a fixed batch of 100 did once the queues
+/// filled: 6.6 us a program at 10 programs, 356 at 16). Slow dispatch has
+/// none: its host waits for the device by design.
+#[test]
+fn perf_host_time_leaves_the_device_out() {
+    for programs in ["16"] {
+        let o = cqlab(&["perf", "--programs", programs, "--json"]);
+        assert!(o.status.success(), "{programs}: {}", text(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        for row in v["dispatch"].as_array().unwrap() {
+            let host = &row["host_enqueue_us_per_program"];
+            if row["dispatch"] == "slow" {
+                assert!(host.is_null(), "{row}");
+            } else {
+                assert!(host.as_f64().is_some_and(|us| us > 0.0), "{row}");
+            }
+        }
+    }
 }
 
 /// A device another process holds stops a stress campaign with the holder
