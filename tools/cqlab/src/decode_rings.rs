@@ -39,11 +39,13 @@ pub struct Decoded {
     pub text: String,
     pub records: Vec<Value>,
     pub error: Option<String>,
+    /// Where a completion dump's sequence of records ended before its end.
+    pub end: Option<Value>,
 }
 
 /// Completion records from the start of a completion-ring dump.
 pub fn decode_completion(bytes: &[u8]) -> Decoded {
-    let mut d = Decoded { text: String::new(), records: Vec::new(), error: None };
+    let mut d = Decoded { text: String::new(), records: Vec::new(), error: None, end: None };
     let mut at = 0usize;
     let hs = size_of::<CompletionHeader>();
     if bytes.is_empty() {
@@ -51,16 +53,41 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
         d.error = Some(format!("empty: a completion-ring dump holds at least one {hs}-byte record header"));
         return d;
     }
+    // The last record's (queue, seq): the next one follows it.
+    let mut last: Option<(u16, u32)> = None;
     while at + hs <= bytes.len() {
         let h = CompletionHeader::read_from_bytes(&bytes[at..at + hs]).expect("sized");
         if bytes[at..at + hs].iter().all(|&b| b == 0) {
             d.text.push_str(&format!("{at:#07x}  ({} bytes from here: unused)\n", bytes.len() - at));
             break;
         }
-        let Some(kind) = CompletionKind::from_u8(h.kind) else {
+        let kind = CompletionKind::from_u8(h.kind);
+        // A raw dump (a file) runs past the write pointer into what an
+        // earlier lap or client left: after a whole sequence, what does not
+        // follow it ends the records rather than making the dump malformed.
+        if let Some((cq, seq)) = last {
+            let broken = match kind {
+                None => Some(format!("completion kind {}", h.kind)),
+                Some(_) if h.cq != cq => Some(format!("a record of CQ{}", h.cq)),
+                Some(_) if h.seq != seq.wrapping_add(1) => Some(format!("seq {}", h.seq)),
+                Some(_) => None,
+            };
+            if let Some(found) = broken {
+                let end = format!(
+                    "the sequence ends after seq {seq}: {found} here, where seq {} would follow (past the write \
+                     pointer: older bytes, or corrupt; `decode --device sim:PATH --cq N` stops at the pointer)",
+                    seq.wrapping_add(1)
+                );
+                d.text.push_str(&format!("{at:#07x}  ({end})\n"));
+                d.end = Some(json!({"offset": at, "after_seq": seq, "found": found}));
+                break;
+            }
+        }
+        let Some(kind) = kind else {
             d.error = Some(format!("offset {at:#x}: completion kind {} is neither data (1) nor event (2)", h.kind));
             break;
         };
+        last = Some((h.cq, h.seq));
         // Checked arithmetic: a garbage length is a finding, not an overflow.
         let size = (hs + h.length as usize).next_multiple_of(cqlab_abi::PCIE_ALIGNMENT);
         let end = at + hs + h.length as usize;
@@ -132,7 +159,7 @@ fn describe(chip: &Topology, r: &TraceRecord) -> (String, String) {
 /// A core's trace ring from a dump of its `TRACE_RING` region, oldest
 /// first; `chip` says whose each recorded core is.
 pub fn decode_trace_ring(chip: &Topology, bytes: &[u8]) -> Decoded {
-    let mut d = Decoded { text: String::new(), records: Vec::new(), error: None };
+    let mut d = Decoded { text: String::new(), records: Vec::new(), error: None, end: None };
     let Ok((h, _)) = TraceRingHeader::read_from_prefix(bytes) else {
         d.error = Some(format!("{} bytes: too short for a trace-ring header", bytes.len()));
         return d;
@@ -301,7 +328,7 @@ pub fn run(
         decode_trace_ring(&live.chip, &live.bytes)
     };
     if json {
-        let v = json!({"kind": name, "records": d.records, "error": d.error, "note": live.note});
+        let v = json!({"kind": name, "records": d.records, "error": d.error, "end": d.end, "note": live.note});
         outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         if let Some(n) = &live.note {
@@ -358,6 +385,30 @@ mod tests {
         assert_eq!(seqs, [40, 41, 42]);
         // Another queue's records are not this queue's boundary.
         assert_eq!(oldest_boundary(&r, 0, wr), None);
+    }
+
+    /// A raw dump of a used ring runs past the write pointer: the records
+    /// end where the sequence breaks, not as a malformed dump (helper-23:
+    /// the documented `dd` recipe on a used daemon exited 2 at "completion
+    /// kind 10").
+    #[test]
+    fn a_raw_dump_ends_where_its_sequence_breaks() {
+        let (mut r, wr) = ring(1024, 0, &[48, 16, 16]);
+        r[wr..].fill(0x0a); // what an earlier client left
+        let d = decode_completion(&r);
+        assert_eq!(d.error, None, "{}", d.text);
+        assert_eq!(d.records.len(), 3, "{}", d.text);
+        assert_eq!(d.end.as_ref().unwrap()["offset"], wr, "{}", d.text);
+        assert!(d.text.contains("the sequence ends after seq 42: completion kind 10"), "{}", d.text);
+        // An older lap's whole record (seq 7) past the pointer ends it too.
+        let (old, _) = ring(64, 0, &[16]);
+        let mut r2 = ring(1024, 0, &[16, 16]).0;
+        let at = 2 * cqlab_abi::PCIE_ALIGNMENT.max(32);
+        r2[at..at + 32].copy_from_slice(&old[..32]);
+        r2[at + 12..at + 16].copy_from_slice(&7u32.to_le_bytes());
+        let d = decode_completion(&r2);
+        assert_eq!((d.error, d.records.len()), (None, 2), "{}", d.text);
+        assert!(d.text.contains("seq 7 here, where seq 42 would follow"), "{}", d.text);
     }
 
     #[test]
