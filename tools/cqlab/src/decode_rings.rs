@@ -72,7 +72,14 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
                 Some(_) if h.seq != seq.wrapping_add(1) => Some(format!("seq {}", h.seq)),
                 Some(_) => None,
             };
-            if let Some(found) = broken {
+            // The record after this one, if its length is right, still
+            // in the sequence: this one is corrupt, not past the pointer.
+            let next_at = at + (hs + h.length as usize).next_multiple_of(cqlab_abi::PCIE_ALIGNMENT);
+            let resumes = next_at.checked_add(hs).is_some_and(|e| e <= bytes.len()) && {
+                let n = CompletionHeader::read_from_bytes(&bytes[next_at..next_at + hs]).expect("sized");
+                n.cq == cq && n.seq == seq.wrapping_add(2) && CompletionKind::from_u8(n.kind).is_some()
+            };
+            if let Some(found) = broken.filter(|_| !resumes) {
                 let end = format!(
                     "the sequence ends after seq {seq}: {found} here, where seq {} would follow (past the write \
                      pointer: older bytes, or corrupt; `decode --device sim:PATH --cq N` stops at the pointer)",
@@ -87,6 +94,15 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
             d.error = Some(format!("offset {at:#x}: completion kind {} is neither data (1) nor event (2)", h.kind));
             break;
         };
+        if let Some((_, seq)) = last.filter(|&(cq, seq)| h.cq != cq || h.seq != seq.wrapping_add(1)) {
+            d.error = Some(format!(
+                "offset {at:#x}: CQ{} seq {} inside the sequence, where seq {} would follow",
+                h.cq,
+                h.seq,
+                seq.wrapping_add(1)
+            ));
+            break;
+        }
         last = Some((h.cq, h.seq));
         // Checked arithmetic: a garbage length is a finding, not an overflow.
         let size = (hs + h.length as usize).next_multiple_of(cqlab_abi::PCIE_ALIGNMENT);
@@ -409,6 +425,11 @@ mod tests {
         let d = decode_completion(&r2);
         assert_eq!((d.error, d.records.len()), (None, 2), "{}", d.text);
         assert!(d.text.contains("seq 7 here, where seq 42 would follow"), "{}", d.text);
+        // A record the sequence resumes after is corrupt, not stale.
+        let (mut r3, _) = ring(1024, 0, &[16, 16, 16]);
+        r3[64] = 9;
+        let d = decode_completion(&r3);
+        assert!(d.error.as_ref().is_some_and(|e| e.contains("offset 0x40: completion kind 9")), "{:?}", d.error);
     }
 
     #[test]
