@@ -383,6 +383,15 @@ fn spawn_run(argv: &[String], timeout: Duration, kill_at: Option<KillAt>) -> Res
 }
 
 fn restart(a: RestartArgs) -> Result<ExitCode> {
+    if a.workload.device == "embedded" && (a.kill_rate > 0.0 || a.reset != Reset::Never) {
+        // Said, not refused: the kill and reset machinery is what such a
+        // campaign exercises cheaply, but not the device (helper-23).
+        diagln!(
+            "note: --device embedded starts a fresh simulator for every run, so a kill or a reset leaves nothing \
+             for the next run to meet; a device that outlives its runs is a daemon (`cqlab sim serve --dev PATH`, \
+             then --device sim:PATH)"
+        );
+    }
     let shard = Shard::resolve(a.records.shard.as_deref())?;
     let mut jsonl = a.records.open_jsonl()?;
     let timeout = Duration::from_secs_f64(a.timeout);

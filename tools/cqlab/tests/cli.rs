@@ -652,6 +652,8 @@ fn a_campaign_whose_runs_were_all_killed_says_so() {
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("no run completed: all 2 were killed on purpose") && !out.contains("0 of 0"), "{out}");
+    // Kills on fresh embedded simulators test no device: said.
+    assert!(String::from_utf8_lossy(&o.stderr).contains("a fresh simulator for every run"), "{}", text(&o));
 }
 
 /// `matmul --json` and `driver-bench --json` name the device and chip
