@@ -15,7 +15,10 @@ use crate::race::failure::Failure;
 use crate::sweep::Knobs;
 use crate::usage::{ensure, UsageError};
 use anyhow::{Context, Result};
+use cqlab_driver::backend::spec::{Model, Spec};
 use cqlab_sim::rng::Rng;
+use cqlab_workloads::kinds::Kind;
+use cqlab_workloads::runner::{RunSpec, SyncMode};
 use cqlab_workloads::stats;
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -50,6 +53,10 @@ pub enum Workload {
     Random,
     /// The race tool's random program streams (--iterations x 25 programs).
     Programs,
+    /// `run matmul_peak`: --iterations timed iterations, no warmup, the
+    /// matrices drawn from the run's seed, the product checked; TFLOPS per run.
+    #[value(name = "matmul_peak")]
+    MatmulPeak,
 }
 
 /// Most runs of one campaign.
@@ -60,9 +67,10 @@ pub const MAX_RUNS: u64 = 100_000;
 pub struct WorkloadArgs {
     #[arg(long, value_enum, default_value = "copy_stress")]
     pub workload: Workload,
-    /// Device: embedded (a fresh simulator per run, seeded by the run's
-    /// seed) or sim:PATH[?wait[=SECS]] (a `cqlab sim serve` daemon; runs
-    /// take its lock, ?wait queues behind another holder).
+    /// Device: embedded[:slow][,exact][,blocking][,no-contention][,icache][,no-l0]
+    /// (a fresh simulator per run, seeded by the run's seed; `slow` with
+    /// matmul_peak only) or sim:PATH[?wait[=SECS]] (a `cqlab sim serve`
+    /// daemon; runs take its lock, ?wait queues behind another holder).
     #[arg(long, default_value = "embedded")]
     pub device: String,
     /// copy_stress: reads enqueued before collecting any (1..=1000000).
@@ -72,7 +80,8 @@ pub struct WorkloadArgs {
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub bytes: u64,
     /// random: iterations (12 commands each); programs: iterations (25
-    /// programs each). Both on the device's default queue layout (1..=1000000).
+    /// programs each), both on the device's default queue layout;
+    /// matmul_peak: timed iterations (1..=1000000).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub iterations: u32,
     /// Device cycles without progress before a wait gives up (1000000..=1000000000000).
@@ -147,14 +156,23 @@ fn validate_workload(w: &WorkloadArgs, given: &crate::cli::Given<'_>) -> Result<
                 format!("--bytes {}: a read lands in one worker's L1 user region, {user} bytes", w.bytes)
             })?
         }
-        Workload::Random | Workload::Programs => {
+        Workload::Random | Workload::Programs | Workload::MatmulPeak => {
             given.refuse(&["depth", "bytes"], || "apply to --workload copy_stress only".into())?
         }
     }
     crate::device::validate(&w.device, 0)?;
     w.host.validate(given, Some(&w.device))?;
-    ensure(w.device == "embedded" || w.device.starts_with("sim:"), || {
-        format!("--device {}: stress runs on embedded or sim:PATH[?wait[=SECS]]", w.device)
+    let embedded = embedded_spec(&w.device)?;
+    ensure(embedded.is_some() || w.device.starts_with("sim:"), || {
+        format!("--device {}: stress runs on embedded[:WORDS] or sim:PATH[?wait[=SECS]]", w.device)
+    })?;
+    ensure(!embedded.is_some_and(|(slow, _)| slow) || w.workload == Workload::MatmulPeak, || {
+        format!(
+            "--device {}: slow dispatch launches kernels through the BAR, with no command queues for --workload {} \
+             (matmul_peak only)",
+            w.device,
+            workload_name(w.workload)
+        )
     })?;
     // Every image a run boots, checked once (a daemon's chip is known here
     // only when --chip names it), so a bad file is refused rather than
@@ -205,17 +223,71 @@ const ENQUEUING: &str = "enqueuing";
 const ENQUEUED: &str = "enqueued ";
 
 /// The knobs of a run of `w`.
+/// An embedded spec's slow dispatch and timing model (`None`: not
+/// embedded). A run's seed is its own: a spec's `seed=` is refused.
+fn embedded_spec(spec: &str) -> Result<Option<(bool, Model)>, UsageError> {
+    let words = match spec.strip_prefix("embedded") {
+        Some("") => return Ok(Some((false, Model::default()))),
+        Some(rest) => rest.strip_prefix(':'),
+        None => None,
+    };
+    let Some(words) = words else { return Ok(None) };
+    ensure(!words.split(',').any(|w| w.starts_with("seed=")), || {
+        format!("--device {spec}: each run draws its seed from --seed (recorded): no seed= here")
+    })?;
+    match Spec::parse(spec).map_err(|e| UsageError(format!("--device {spec}: {e}")))? {
+        Spec::Embedded { slow, model, .. } => Ok(Some((slow, model))),
+        _ => Ok(None),
+    }
+}
+
+fn workload_name(w: Workload) -> &'static str {
+    match w {
+        Workload::CopyStress => "copy_stress",
+        Workload::Random => "random",
+        Workload::Programs => "programs",
+        Workload::MatmulPeak => "matmul_peak",
+    }
+}
+
 fn knobs(w: &WorkloadArgs) -> Knobs {
     Knobs { depth: w.depth, bytes: w.bytes, ..Default::default() }
+}
+
+/// A matmul_peak run of `w` as `cqlab run` runs it: `--iterations` timed
+/// iterations, no warmup, the matrices drawn from `seed`, the product
+/// checked (`None` for the other workloads).
+fn matmul_spec(w: &WorkloadArgs, seed: u64) -> Result<Option<RunSpec>, UsageError> {
+    if w.workload != Workload::MatmulPeak {
+        return Ok(None);
+    }
+    let base_config = run_config(w)?;
+    Ok(Some(RunSpec {
+        kind: Kind::MatmulPeak,
+        knobs: cqlab_workloads::kinds::Knobs::defaults(Kind::MatmulPeak),
+        device: w.device.clone(),
+        cqs: base_config.num_cqs,
+        iters: w.iterations,
+        warmup: 0,
+        seed,
+        sync: SyncMode::End,
+        skip_validation: false,
+        base_config,
+    }))
 }
 
 /// The device configuration of a run of `w`.
 fn run_config(w: &WorkloadArgs) -> Result<cqlab_driver::DeviceConfig, UsageError> {
     let k = knobs(w);
     let mut cfg = k.device_config(w.timeout_cycles, None);
-    if w.workload != Workload::CopyStress {
+    match w.workload {
+        Workload::CopyStress => {}
         // The race workloads' kernels store their results (as `race` boots them).
-        cfg.worker_kernel = "spin".into();
+        Workload::Random | Workload::Programs => cfg.worker_kernel = "spin".into(),
+        Workload::MatmulPeak => cfg.worker_kernel = Kind::MatmulPeak.worker_kernel().into(),
+    }
+    if let Some((slow, _)) = embedded_spec(&w.device)? {
+        cfg.slow_dispatch = slow;
     }
     w.chip.apply_for(&mut cfg, crate::device::made_here(&w.device))?;
     cfg.host_schedule = w.host.schedule(0);
@@ -225,9 +297,18 @@ fn run_config(w: &WorkloadArgs) -> Result<cqlab_driver::DeviceConfig, UsageError
 fn run_one(a: OneArgs) -> Result<ExitCode> {
     let w = &a.workload;
     let k = knobs(w);
-    let cfg = run_config(w)?;
-    let sim = cqlab_driver::backend::spec::sim_config(&cfg, a.seed);
-    let mut dev = match open_for_campaign(&w.device, sim, cfg, a.reset_first) {
+    let matmul = matmul_spec(w, a.seed)?;
+    let cfg = match &matmul {
+        Some(spec) => cqlab_workloads::runner::device_config(spec),
+        None => run_config(w)?,
+    };
+    let mut sim = cqlab_driver::backend::spec::sim_config(&cfg, a.seed);
+    let mut device = w.device.as_str();
+    if let Some((_, model)) = embedded_spec(device)? {
+        model.apply(&mut sim);
+        device = "embedded";
+    }
+    let mut dev = match open_for_campaign(device, sim, cfg, a.reset_first) {
         Ok(d) => d,
         Err(Opened::Refused(e)) => return Err(e.into()),
         Err(Opened::Unavailable(why)) => {
@@ -236,7 +317,10 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
         }
     };
     let start = Instant::now();
-    let outcome = dev.boot().map_err(Failure::from).and_then(|()| {
+    let mut tflops = None;
+    // The runner boots the device itself.
+    let booted = if matmul.is_some() { Ok(()) } else { dev.boot().map_err(Failure::from) };
+    let outcome = booted.and_then(|()| {
         outln!("{ENQUEUING}");
         let t0 = dev.now();
         let out = match w.workload {
@@ -245,6 +329,15 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
             }),
             Workload::Random => crate::race::random::run(w.iterations, a.seed, &mut dev),
             Workload::Programs => crate::race::programs::run(w.iterations, a.seed, &mut dev),
+            Workload::MatmulPeak => {
+                let spec = matmul.as_ref().expect("built for matmul_peak");
+                let point = cqlab_workloads::runner::run_on(&mut dev, spec, &mut cqlab_workloads::runner::NoObserver)
+                    .map_err(Failure::from)?;
+                if let Some(m) = &point.matmul {
+                    tflops = Some(m.tflops);
+                }
+                return Ok(point.timed_cycles);
+            }
         };
         out.map(|()| dev.now() - t0)
     });
@@ -252,6 +345,9 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
     metrics.insert("host_seconds".to_owned(), start.elapsed().as_secs_f64());
     if let Ok(cycles) = &outcome {
         metrics.insert("workload_cycles".to_owned(), *cycles as f64);
+        if let Some(t) = tflops {
+            metrics.insert("gflops".to_owned(), t * 1e3);
+        }
         if w.workload == Workload::CopyStress {
             metrics.insert("cycles_per_read".to_owned(), *cycles as f64 / w.depth as f64);
             let secs = metrics["host_seconds"].max(1e-9);
@@ -276,19 +372,16 @@ fn one_argv(w: &WorkloadArgs, seed: u64, reset_first: bool) -> Vec<String> {
     if reset_first {
         v.push("--reset-first".into());
     }
-    let workload = match w.workload {
-        Workload::CopyStress => "copy_stress",
-        Workload::Random => "random",
-        Workload::Programs => "programs",
-    };
-    v.extend(["--workload".into(), workload.into(), "--device".into(), w.device.clone()]);
+    v.extend(["--workload".into(), workload_name(w.workload).into(), "--device".into(), w.device.clone()]);
     v.extend(w.chip.argv());
     // Only the options the workload reads (the others are refused).
     match w.workload {
         Workload::CopyStress => {
             v.extend(["--depth".into(), w.depth.to_string(), "--bytes".into(), w.bytes.to_string()]);
         }
-        Workload::Random | Workload::Programs => v.extend(["--iterations".into(), w.iterations.to_string()]),
+        Workload::Random | Workload::Programs | Workload::MatmulPeak => {
+            v.extend(["--iterations".into(), w.iterations.to_string()])
+        }
     }
     v.extend(["--timeout-cycles".into(), w.timeout_cycles.to_string()]);
     v.extend(w.host.argv(0));
@@ -404,7 +497,9 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             let (seed, kill, point) = (rng.next_u64(), rng.chance(a.kill_rate), rng.next_u64());
             let at = match a.workload.workload {
                 Workload::CopyStress => KillAt::Enqueued(1 + point % depth),
-                Workload::Random | Workload::Programs => KillAt::After(Duration::from_millis(point % 20)),
+                Workload::Random | Workload::Programs | Workload::MatmulPeak => {
+                    KillAt::After(Duration::from_millis(point % 20))
+                }
             };
             (seed, kill.then_some(at))
         })

@@ -13,6 +13,27 @@ fn stress(args: &[&str]) -> (i32, serde_json::Value) {
     support::cqlab_json(&[&["stress", "restart"], args].concat())
 }
 
+/// Reference 001's matmul_peak restart loops (B, C, D): fresh processes,
+/// a seed a run for the matrices, its figure per run, with fast and slow
+/// dispatch; each run's product is checked.
+#[test]
+fn matmul_peak_restarts_report_gflops_drift_with_fast_and_slow_dispatch() {
+    for device in ["embedded", "embedded:slow"] {
+        let (code, v) = stress(&["--runs", "3", "--workload", "matmul_peak", "--iterations", "1", "--device", device]);
+        assert_eq!(code, 0, "{device}: {v}");
+        assert_eq!(v["report"]["runs"], 3, "{device}: {v}");
+        let g = &v["drift"]["gflops"];
+        assert!(g["mean"].as_f64().is_some_and(|m| m > 0.0), "{device}: {v}");
+        assert!(v["drift"]["workload_cycles"]["mean"].as_f64().is_some_and(|c| c > 0.0), "{device}: {v}");
+    }
+    // Slow dispatch has no command queues for the others; a run's seed is its own.
+    for (device, why) in [("embedded:slow", "matmul_peak only"), ("embedded:seed=4", "no seed= here")] {
+        let o = support::cqlab(&["stress", "restart", "--runs", "1", "--device", device]);
+        assert_eq!(o.status.code(), Some(2), "{}", support::text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(why), "{}", support::text(&o));
+    }
+}
+
 #[test]
 fn restarts_with_kills_report_drift_and_no_failures() {
     let jsonl = std::env::temp_dir().join(format!("cqlab-stress-{}.jsonl", std::process::id()));

@@ -317,14 +317,27 @@ pub fn device_spec(spec: &str, seed: u64) -> String {
     }
 }
 
-/// Runs `spec` and reports one point.
+/// The device configuration `spec` runs on.
+pub fn device_config(spec: &RunSpec) -> DeviceConfig {
+    DeviceConfig { num_cqs: spec.cqs, worker_kernel: spec.kind.worker_kernel().into(), ..spec.base_config.clone() }
+}
+
+/// Runs `spec` on the device its spec names and reports one point.
 pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
     if spec.iters == 0 {
         return Err(DriverError::Invalid("--iters must be at least 1".into()));
     }
-    let cfg =
-        DeviceConfig { num_cqs: spec.cqs, worker_kernel: spec.kind.worker_kernel().into(), ..spec.base_config.clone() };
-    let mut dev = Device::open(&device_spec(&spec.device, spec.seed), cfg)?;
+    let mut dev = Device::open(&device_spec(&spec.device, spec.seed), device_config(spec))?;
+    run_on(&mut dev, spec, observer)
+}
+
+/// Runs `spec` on `dev` (opened with [`device_config`], not yet booted) and
+/// reports one point.
+pub fn run_on(dev: &mut Device, spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
+    if spec.iters == 0 {
+        return Err(DriverError::Invalid("--iters must be at least 1".into()));
+    }
+    let mut dev = dev;
     // A daemon's caches have served its earlier clients: this point reports
     // its own part.
     let l0_before = dev.backend().introspect().map_or(Ok(None), |i| i.l0_cache())?;
