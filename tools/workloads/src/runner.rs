@@ -337,7 +337,6 @@ pub fn run_on(dev: &mut Device, spec: &RunSpec, observer: &mut dyn Observer) -> 
     if spec.iters == 0 {
         return Err(DriverError::Invalid("--iters must be at least 1".into()));
     }
-    let mut dev = dev;
     // A daemon's caches have served its earlier clients: this point reports
     // its own part.
     let l0_before = dev.backend().introspect().map_or(Ok(None), |i| i.l0_cache())?;
@@ -351,30 +350,30 @@ pub fn run_on(dev: &mut Device, spec: &RunSpec, observer: &mut dyn Observer) -> 
     dev.boot()?;
     let mut workload = kinds::build(spec.kind, &spec.knobs, spec.seed)?;
     let calibration = match spec.kind {
-        Kind::MatmulPeak | Kind::LargeGemm => Some(calibrate_mac(&mut dev, spec.knobs.tile)?),
+        Kind::MatmulPeak | Kind::LargeGemm => Some(calibrate_mac(dev, spec.knobs.tile)?),
         _ => None,
     };
-    let mut collector = TraceCollector::start(&mut dev)?;
+    let mut collector = TraceCollector::start(dev)?;
     let chip = std::sync::Arc::new(dev.chip().clone());
     observer.started(&chip, collector.cores(), spec)?;
     let cqs = spec.cqs;
     let mut analysis = Analysis::new(chip.clone());
     analysis.occupancy = crate::occupancy::Occupancy::new(cqs, dev.config().completion_size);
     // The device is idle: this sample sets the device-side counters.
-    sample_occupancy(&mut dev, cqs, &mut analysis, observer)?;
+    sample_occupancy(dev, cqs, &mut analysis, observer)?;
     let total = spec.warmup.checked_add(spec.iters).ok_or_else(|| {
         DriverError::Invalid(format!("--warmup {} + --iters {} exceeds {}", spec.warmup, spec.iters, u32::MAX))
     })?;
     let mut samples: Vec<IterationSample> = Vec::new();
     {
-        let mut ctx = Ctx { dev: &mut dev, cqs, new_launches: Vec::new(), capturing: false };
+        let mut ctx = Ctx { dev, cqs, new_launches: Vec::new(), capturing: false };
         workload.setup(&mut ctx)?;
         forward_launches(&mut ctx, &mut analysis, observer)?;
     }
     for q in 0..cqs {
         dev.cq(q)?.finish()?;
     }
-    drain(&mut dev, &mut collector, &mut analysis, observer)?;
+    drain(dev, &mut collector, &mut analysis, observer)?;
     let mut timed_start = 0;
     // Iterations enqueued and not yet synchronised, oldest first (`--sync
     // end` runs ahead of the device by up to the queues' depth).
@@ -383,7 +382,7 @@ pub fn run_on(dev: &mut Device, spec: &RunSpec, observer: &mut dyn Observer) -> 
         let warmup = i < spec.warmup;
         if i == spec.warmup {
             // The timed region starts drained.
-            sync_in_order(&mut dev, &mut outstanding, &mut collector, &mut analysis, observer)?;
+            sync_in_order(dev, &mut outstanding, &mut collector, &mut analysis, observer)?;
             // Totals cover the timed iterations, as the timed cycles do (what
             // came before is drained: at boot, after each synchronised
             // iteration, and by `sync_in_order`).
@@ -391,9 +390,9 @@ pub fn run_on(dev: &mut Device, spec: &RunSpec, observer: &mut dyn Observer) -> 
             timed_start = dev.now();
         }
         let start = dev.now();
-        sample_occupancy(&mut dev, cqs, &mut analysis, observer)?;
+        sample_occupancy(dev, cqs, &mut analysis, observer)?;
         {
-            let mut ctx = Ctx { dev: &mut dev, cqs, new_launches: Vec::new(), capturing: false };
+            let mut ctx = Ctx { dev, cqs, new_launches: Vec::new(), capturing: false };
             workload.iteration(&mut ctx, i)?;
             forward_launches(&mut ctx, &mut analysis, observer)?;
         }
@@ -402,12 +401,12 @@ pub fn run_on(dev: &mut Device, spec: &RunSpec, observer: &mut dyn Observer) -> 
             events.push(dev.cq(q)?.record_event()?);
         }
         let enqueued = dev.now();
-        sample_occupancy(&mut dev, cqs, &mut analysis, observer)?;
+        sample_occupancy(dev, cqs, &mut analysis, observer)?;
         let end = if spec.sync == SyncMode::PerIter {
             for &ev in &events {
                 dev.event_synchronize(ev)?;
             }
-            sample_occupancy(&mut dev, cqs, &mut analysis, observer)?;
+            sample_occupancy(dev, cqs, &mut analysis, observer)?;
             Some(dev.now())
         } else {
             None
@@ -419,17 +418,17 @@ pub fn run_on(dev: &mut Device, spec: &RunSpec, observer: &mut dyn Observer) -> 
         if spec.sync == SyncMode::End {
             outstanding.push_back(events);
         }
-        drain(&mut dev, &mut collector, &mut analysis, observer)?;
+        drain(dev, &mut collector, &mut analysis, observer)?;
         observer.progress(i + 1, total);
     }
-    sync_in_order(&mut dev, &mut outstanding, &mut collector, &mut analysis, observer)?;
+    sync_in_order(dev, &mut outstanding, &mut collector, &mut analysis, observer)?;
     let timed_cycles = dev.now() - timed_start;
-    sample_occupancy(&mut dev, cqs, &mut analysis, observer)?;
-    drain(&mut dev, &mut collector, &mut analysis, observer)?;
+    sample_occupancy(dev, cqs, &mut analysis, observer)?;
+    drain(dev, &mut collector, &mut analysis, observer)?;
     let validation = if spec.skip_validation {
         None
     } else {
-        let mut ctx = Ctx { dev: &mut dev, cqs, new_launches: Vec::new(), capturing: false };
+        let mut ctx = Ctx { dev, cqs, new_launches: Vec::new(), capturing: false };
         workload.validate(&mut ctx)?
     };
     if let Some(v) = validation.as_ref().filter(|v| v.mismatches > 0) {
