@@ -266,6 +266,9 @@ impl Plan {
         if a.workload == WorkloadKind::TwoQueue {
             // The random workload draws these per seed.
             opt("copies", a.copies.to_string());
+            opt("buffers", a.buffers.to_string());
+            opt("depth", a.depth.to_string());
+            opt("trace-kernels", a.trace_kernels.to_string());
             opt("bytes", a.bytes.to_string());
             opt("page-size", a.page_size.to_string());
             opt("delay", a.delay.to_string());

@@ -338,6 +338,27 @@ fn two_queue_seeds_with_nothing_to_vary_are_not_one_schedule() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Reference 000's amplifiers on the two-queue workload: copies over
+/// several buffers, enqueued several deep before their read-backs are
+/// awaited, and a larger CQ0 trace. The normal firmware passes every
+/// check; a known bug is still found and its line replays with them.
+#[test]
+fn two_queue_buffers_depth_and_trace_kernels_shape_the_race() {
+    let knobs = ["--copies", "6", "--depth", "3", "--buffers", "2", "--trace-kernels", "4"];
+    let (code, v) = race(&[&["--seeds", "3", "--iterations", "3"][..], &knobs].concat());
+    assert_eq!((code, v["failures"].as_u64()), (0, Some(0)), "{v}");
+    let bug = ["--variant", "release-before-ack", "--ring-pages", "4", "--bytes", "32768", "--seeds", "1"];
+    let (code, v) = race(&[&bug[..], &knobs].concat());
+    assert_ne!(code, 0, "{v}");
+    let replay = v["signatures"][0]["replay"].as_str().unwrap();
+    for k in ["--depth 3", "--buffers 2", "--trace-kernels 4"] {
+        assert!(replay.contains(k), "{k}: {replay}");
+    }
+    // Only two-queue reads them.
+    let o = support::cqlab(&["race", "--workload", "random", "--depth", "3"]);
+    assert_eq!(o.status.code(), Some(2), "{}", support::text(&o));
+}
+
 /// `--until-first` with jobs stops where one process stops: at the lowest
 /// failing seed, with every seed before it run. Here the first seed passes
 /// slower than the second fails, so a report of the first failure to

@@ -55,8 +55,19 @@ impl WorkloadKind {
 
 /// Options only the two-queue workload reads (the others draw their
 /// layout per seed): giving one with another workload is refused.
-pub(super) const TWO_QUEUE_ONLY: [&str; 8] =
-    ["copies", "bytes", "page_size", "delay", "ring_pages", "pcie_read_latency", "issue_size", "completion_size"];
+pub(super) const TWO_QUEUE_ONLY: [&str; 11] = [
+    "copies",
+    "buffers",
+    "depth",
+    "trace_kernels",
+    "bytes",
+    "page_size",
+    "delay",
+    "ring_pages",
+    "pcie_read_latency",
+    "issue_size",
+    "completion_size",
+];
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct Args {
@@ -86,6 +97,19 @@ pub struct Args {
     /// Two-queue: write/read-back pairs (stall points) per iteration on CQ1 (0..=10000).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=10_000))]
     pub copies: u32,
+    /// Two-queue: DRAM buffers the copies rotate over, copy c to buffer c
+    /// mod N: more CQ1 traffic in flight (1..=64).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub buffers: u32,
+    /// Two-queue: copies enqueued (each write and its read) before the
+    /// first of their read-backs is awaited: more prefetcher pressure
+    /// (1..=64).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub depth: u32,
+    /// Two-queue: launches on every worker in CQ0's trace (1 is a trivial
+    /// trace: fast iterations, more overlap with CQ1's copies; 1..=1000).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub trace_kernels: u32,
     /// Two-queue: bytes per copy (1..=16777216).
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=MAX_BYTES as i64))]
     pub bytes: u32,

@@ -4,7 +4,8 @@
 //! that event, checks the marker and the kernel's result, launches a kernel
 //! of its own and reads its result at once, then does `copies`
 //! write/read-back pairs, each read a dispatcher WAIT plus prefetcher STALL
-//! (the stall point).
+//! (the stall point): over `buffers` buffers, `depth` enqueued before their
+//! read-backs are awaited; CQ0's trace holds `trace_kernels` launches.
 
 use super::args::Args;
 use super::failure::{first_difference, Failure};
@@ -22,15 +23,25 @@ pub fn preflight(args: &Args, dev: &mut Device) -> DriverResult<()> {
             "--completion-size {completion} cannot hold one {page}-byte page of read-back"
         )));
     }
-    dev.alloc_dram(args.bytes.next_multiple_of(page), page)?;
+    for _ in 0..args.buffers {
+        dev.alloc_dram(args.bytes.next_multiple_of(page), page)?;
+    }
     Ok(())
+}
+
+/// What copy `c` of iteration `it` writes: not periodic in the page size,
+/// so a page landing in another's place shows.
+fn copy_data(len: u32, it: u32, c: u32) -> Vec<u8> {
+    (0..len).map(|i| (i ^ i >> 8 ^ i >> 16) as u8 ^ (it as u8).wrapping_mul(31) ^ (c as u8)).collect()
 }
 
 pub fn run(args: &Args, dev: &mut Device) -> Result<(), Failure> {
     let (cols, rows) = (dev.chip().cols(), dev.chip().rows());
     let all = CoreRange::new((0, 0), (cols - 1, rows - 1));
     let page = args.page_size;
-    let buf = dev.alloc_dram(args.bytes.next_multiple_of(page), page)?;
+    let bufs = (0..args.buffers)
+        .map(|_| dev.alloc_dram(args.bytes.next_multiple_of(page), page))
+        .collect::<DriverResult<Vec<_>>>()?;
     // CQ0 stamps the iteration here before its event; CQ1 checks it after waiting.
     let marker = dev.alloc_l1(0, 0, 16)?;
     let (kc, kr) = (cols - 1, rows - 1);
@@ -43,7 +54,9 @@ pub fn run(args: &Args, dev: &mut Device) -> Result<(), Failure> {
     let trace = {
         let mut cq0 = dev.cq(0)?;
         cq0.begin_trace()?;
-        cq0.launch(all, &[])?;
+        for _ in 0..args.trace_kernels {
+            cq0.launch(all, &[])?;
+        }
         // No finish here: CQ0 must not have completed an event before the
         // first iteration (an unwritten event word is part of the race).
         cq0.end_trace()?
@@ -89,19 +102,43 @@ pub fn run(args: &Args, dev: &mut Device) -> Result<(), Failure> {
                 detail: format!("iteration {it}: {d}"),
             });
         }
-        for c in 0..args.copies {
-            // Not periodic in the page size: a page landing in another's place shows.
-            let data: Vec<u8> =
-                (0..buf.size).map(|i| (i ^ i >> 8 ^ i >> 16) as u8 ^ (it as u8).wrapping_mul(31) ^ (c as u8)).collect();
-            cq1.write_buffer(&buf, 0, &data)?;
-            let back = cq1.read_buffer(&buf, 0, buf.size)?;
-            if let Some(d) = first_difference(&data, &back, |at| {
+        drop(cq1);
+        let check = |c: u32, back: &[u8]| {
+            let data = copy_data(bufs[0].size, it, c);
+            match first_difference(&data, back, |at| {
                 format!("CQ1 write_buffer of iteration {it} copy {c} (page {})", at as u32 / page)
             }) {
-                return Err(Failure::Check {
-                    check: "read-back differs",
-                    detail: format!("iteration {it} copy {c}: {d}"),
-                });
+                Some(d) => {
+                    Err(Failure::Check { check: "read-back differs", detail: format!("iteration {it} copy {c}: {d}") })
+                }
+                None => Ok(()),
+            }
+        };
+        if args.depth == 1 {
+            for c in 0..args.copies {
+                let buf = &bufs[(c % args.buffers) as usize];
+                let mut cq1 = dev.cq(1)?;
+                cq1.write_buffer(buf, 0, &copy_data(buf.size, it, c))?;
+                check(c, &cq1.read_buffer(buf, 0, buf.size)?)?;
+            }
+        } else {
+            // Rounds of `depth` copies: every write and read enqueued, then
+            // the read-backs collected (the queue keeps each read after its
+            // write, and before the next write to its buffer).
+            let mut c = 0;
+            while c < args.copies {
+                let round: Vec<u32> = (c..args.copies.min(c + args.depth)).collect();
+                let mut pending = Vec::with_capacity(round.len());
+                for &c in &round {
+                    let buf = &bufs[(c % args.buffers) as usize];
+                    let mut cq1 = dev.cq(1)?;
+                    cq1.write_buffer(buf, 0, &copy_data(buf.size, it, c))?;
+                    pending.push((c, cq1.enqueue_read(buf, 0, buf.size)?));
+                }
+                for (c, p) in pending {
+                    check(c, &dev.complete_read(&p)?)?;
+                }
+                c += round.len() as u32;
             }
         }
     }
