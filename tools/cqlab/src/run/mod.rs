@@ -552,11 +552,19 @@ fn print_text(r: &Value) {
                 let wait = k["launch_to_start_cycles"]["mean"]
                     .as_f64()
                     .map_or("replayed from a trace".into(), |w| format!("{w:.0} enqueue->start"));
-                format!("{} {run:.0} run, {wait}", k["label"].as_str().unwrap_or(""))
+                // The spread beside the mean: a launch's cores need not all
+                // have work (a matmul's past the last output tile end at once).
+                format!(
+                    "{} {run:.0} run ({}..{} over {}), {wait}",
+                    k["label"].as_str().unwrap_or(""),
+                    d["min_cycles"],
+                    d["max_cycles"],
+                    d["count"]
+                )
             })
             .collect();
         if !ks.is_empty() {
-            outln!("cqs {} kernels (mean cycles per core): {}", p["cqs"], ks.join("; "));
+            outln!("cqs {} kernels (mean cycles a core, min..max over the kernels): {}", p["cqs"], ks.join("; "));
         }
     }
     let s = &r["scaling"];
