@@ -227,6 +227,18 @@ impl Plan {
         })
     }
 
+    /// The board every seed runs on, and its harvesting (`None`: the
+    /// `programs` workload draws one per seed).
+    pub fn chip_names(&self) -> (&'static str, Option<String>) {
+        let board = self.args.chip.sim_board();
+        let harvest = match self.args.chip.harvesting() {
+            Ok(Some(h)) => Some(h.to_string()),
+            _ if self.args.workload == WorkloadKind::Programs => None,
+            _ => Some(board.default_harvesting().to_string()),
+        };
+        (board.name(), harvest)
+    }
+
     /// The host's schedule for `seed`: `--host-jitter` as given, or by
     /// default [`RACE_HOST_JITTER`] on about half the seeds (drawn from the
     /// seed) and none on the others. A stalling host is what exposes
@@ -641,6 +653,9 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         v["icache"] = a.icache.into();
         // What ran: Wormhole's cores have none.
         v["l0_cache"] = a.model().on(a.chip.sim_board().arch()).l0_cache.into();
+        let (chip, harvest) = plan.chip_names();
+        v["chip"] = chip.into();
+        v["harvest"] = harvest.into();
         outln!("{v}");
         return Ok(());
     }
@@ -658,9 +673,12 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         Some(SeedVariation::NocJitter(j)) => format!(", NOC jitter {j} on seeds with nothing else to vary"),
         None => String::new(),
     };
+    let (chip, harvest) = plan.chip_names();
     let header = format!(
-        "race {} (firmware {}, shard {}, {} iterations, jitter {}, delay {}, pct depth {}, host jitter {}, host pct {}{}{}{})",
+        "race {} on {chip} ({}) (firmware {}, shard {}, {} iterations, jitter {}, delay {}, pct depth {}, host jitter \
+         {}, host pct {}{}{}{})",
         a.workload.name(),
+        harvest.as_deref().unwrap_or("harvesting drawn per seed"),
         plan.cq_firmware.as_deref().unwrap_or("normal"),
         plan.shard,
         a.iterations,

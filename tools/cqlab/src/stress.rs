@@ -241,6 +241,17 @@ fn embedded_spec(spec: &str) -> Result<Option<(bool, Model)>, UsageError> {
     }
 }
 
+/// The chip a campaign's runs boot, as `--chip` and `--harvest` name it
+/// (a simulator made here: its default); `None` for a daemon's own.
+fn chip_of(w: &WorkloadArgs) -> Option<String> {
+    if w.chip.chip.is_none() && !crate::device::made_here(&w.device) {
+        return None;
+    }
+    let board = w.chip.sim_board();
+    let harvest = w.chip.harvesting().ok().flatten().unwrap_or_else(|| board.default_harvesting());
+    Some(format!("{board} harvested {harvest}"))
+}
+
 fn workload_name(w: Workload) -> &'static str {
     match w {
         Workload::CopyStress => "copy_stress",
@@ -613,18 +624,22 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
         outln!(
             "{}",
             serde_json::json!({"report": report, "runs": records.len(), "completed": completed.len(), "killed": kills,
-                               "failures_after_kill": failures_after_kill, "hard_timeouts": hard_timeouts, "drift": drift})
+                               "failures_after_kill": failures_after_kill, "hard_timeouts": hard_timeouts, "drift": drift,
+                               "workload": workload_name(a.workload.workload), "device": a.workload.device,
+                               "chip": chip_of(&a.workload)})
         );
     } else {
         // Every run not killed on purpose is measured, those the hard
         // timeout killed too (as failures).
         let header = format!(
-            "stress restart ({} runs, {kills} killed on purpose, {} measured of which {hard_timeouts} past the \
-             hard timeout, reset {:?}, device {})",
+            "stress restart {} ({} runs, {kills} killed on purpose, {} measured of which {hard_timeouts} past the \
+             hard timeout, reset {:?}, device {}, chip {})",
+            workload_name(a.workload.workload),
             records.len(),
             completed.len(),
             a.reset,
-            a.workload.device
+            a.workload.device,
+            chip_of(&a.workload).unwrap_or_else(|| "the daemon's".into())
         );
         if completed.is_empty() {
             outln!(

@@ -354,6 +354,8 @@ fn two_queue_buffers_depth_and_trace_kernels_shape_the_race() {
     for k in ["--depth 3", "--buffers 2", "--trace-kernels 4"] {
         assert!(replay.contains(k), "{k}: {replay}");
     }
+    // The report names the chip the seeds ran on (it did not).
+    assert_eq!((v["chip"].as_str(), v["harvest"].as_str()), (Some("wormhole-n150"), Some("rows=8")), "{v}");
     // Only two-queue reads them.
     let o = support::cqlab(&["race", "--workload", "random", "--depth", "3"]);
     assert_eq!(o.status.code(), Some(2), "{}", support::text(&o));
