@@ -180,7 +180,12 @@ fn load(path: Option<&PathBuf>) -> anyhow::Result<Vec<Figure>> {
         Some(p) => crate::input::read_text("--figures", p, crate::input::MAX_REPORT_BYTES)?,
         None => FIGURES.to_string(),
     };
-    let file: FigureFile = serde_json::from_str(&text).map_err(|e| UsageError(format!("{what}: {e}")))?;
+    let shape = "an object {\"figures\": [...]}, the shape of tools/cqlab/data/published-figures.json";
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| UsageError(format!("{what}: {e}")))?;
+    if !value.is_object() {
+        return Err(UsageError(format!("{what}: expected {shape}")).into());
+    }
+    let file: FigureFile = serde_json::from_value(value).map_err(|e| UsageError(format!("{what}: {e} ({shape})")))?;
     for (i, f) in file.figures.iter().enumerate() {
         let checked = f.arch().and_then(|arch| {
             // Packet limits are the architecture's, the same on each board.

@@ -35,6 +35,7 @@ impl Fixtures {
         write("binary", &[0xff, 0xfe, 0x00, 0x80, 0x81, 0xc3, 0x28, 0x0a]);
         write("empty", b"");
         write("no-figures.json", br#"{"figures":[]}"#);
+        write("figures-array.json", b"[]");
         // Firmware directories whose queue ELFs are no images: text, and
         // an endless device.
         std::fs::create_dir_all(dir.join("bad-fw")).unwrap();
@@ -114,6 +115,7 @@ impl Fixtures {
             "zero-fw",
             "bh-fw",
             "no-figures.json",
+            "figures-array.json",
             "mixed.jsonl",
             "report1.json",
             "report2.json",
@@ -164,6 +166,7 @@ fn demo_bench_perf_driver_bench_matmul_schedule() {
         (&["perf", "--device", "embedded:slow"], 2, "perf replays traces, which need fast dispatch"),
         (&["demo", "--device", "ttsim:{missing}/libttsim.so"], 2, "cannot be loaded"),
         (&["calibrate", "--figures", "{no-figures.json}"], 2, "no published figure for a wormhole-n150"),
+        (&["calibrate", "--figures", "{figures-array.json}"], 2, "expected an object {\"figures\": [...]}"),
         (&["run", "dispatch_latency", "--device", "ttsim:{garbage}"], 2, "cannot be loaded"),
         (&["demo", "--rounds", "0"], 2, "not in 1..=10000"),
         (&["demo", "--rounds", "99999999999"], 2, "--rounds"),
@@ -428,7 +431,7 @@ fn stress_replay_campaign() {
         (&["stress", "restart", "--runs", "1", "--timeout", "soon"], 2, "expected a number, found \"soon\""),
         (&["stress", "restart", "--runs", "1", "--timeout", "inf"], 2, "--timeout"),
         (&["stress", "restart", "--runs", "1", "--device", "bogus"], 2, "unknown device"),
-        (&["stress", "restart", "--runs", "1", "--device", "ttkmd-sim:/x"], 2, "stress runs on embedded or sim:PATH"),
+        (&["stress", "restart", "--runs", "1", "--device", "ttkmd-sim:/x"], 2, "stress runs on embedded[:WORDS] or sim:PATH"),
         (&["stress", "restart", "--runs", "1", "--workload", "random", "--depth", "3"], 2, "apply to --workload copy_stress only"),
         (&["stress", "restart", "--runs", "1", "--iterations", "3"], 2, "applies to --workload random or programs"),
         (&["stress", "restart", "--runs", "1", "--phase-runs", "3"], 2, "applies to --reset phase only"),
