@@ -234,15 +234,22 @@ fn same_seed_same_time_and_digest_through_the_library_as_embedded() {
     assert_eq!(c, embedded(8), "{ARCH:?}");
 }
 
-#[test]
-fn bad_input_is_refused_and_changes_nothing() {
-    let _turn = serial();
+/// Initialises the library with its log off and no error pending; the
+/// first worker's translated coordinates.
+fn init_quiet() -> (u32, u32) {
     std::env::set_var("CQLAB_TTSIM_LOG", "off");
     lib::libttsim_init();
     lib::cqlab_ttsim_clear_error();
     let layout = ChipLayout::new(Settings::from_env(ARCH).unwrap().board, Default::default()).unwrap();
     let t = layout.tile(layout.workers()[0]).unwrap().translated;
     let (x, y) = (t.x as u32, t.y as u32);
+    (x, y)
+}
+
+#[test]
+fn bad_input_is_refused_and_changes_nothing() {
+    let _turn = serial();
+    let (x, y) = init_quiet();
     let digest = lib::cqlab_ttsim_digest();
     let mut buf = [0u8; 8];
     let mut expect = |what: &str, f: &mut dyn FnMut(&mut [u8; 8])| {
@@ -285,12 +292,7 @@ fn bad_input_is_refused_and_changes_nothing() {
 #[test]
 fn a_peek_reads_l1_and_changes_nothing() {
     let _turn = serial();
-    std::env::set_var("CQLAB_TTSIM_LOG", "off");
-    lib::libttsim_init();
-    lib::cqlab_ttsim_clear_error();
-    let layout = ChipLayout::new(Settings::from_env(ARCH).unwrap().board, Default::default()).unwrap();
-    let t = layout.tile(layout.workers()[0]).unwrap().translated;
-    let (x, y) = (t.x as u32, t.y as u32);
+    let (x, y) = init_quiet();
     let word = 0x1234_5678u32.to_le_bytes();
     // SAFETY: `word` holds 4 readable bytes.
     unsafe { lib::libttsim_tile_wr_bytes(x, y, 0x100, word.as_ptr().cast(), 4) };
