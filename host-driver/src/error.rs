@@ -152,6 +152,10 @@ pub enum DeviceFault {
     /// seen through the simulator's core view).
     #[error("{processor:?} halted while its tile booted: {reason}")]
     BootHalted { processor: cqlab_abi::arch::tensix::Processor, reason: String },
+    /// A core halted while the queues ran (a crash: seen through the
+    /// simulator's core view).
+    #[error("{processor:?} halted: {reason}")]
+    Crashed { processor: cqlab_abi::arch::tensix::Processor, reason: String },
     /// The completion queue held a record that is not the next one.
     #[error(
         "corrupt completion record at offset {offset} of CQ{cq}: kind {kind} cq {record_cq} length {length} seq {seq} \

@@ -119,6 +119,9 @@ enum HaltedCore {
     /// A core of a tile whose alive record is awaited (where the backend
     /// can tell: a simulator).
     Booting(Coord, Processor, String),
+    /// Any other core of the chip (a worker's kernel that crashed, a CQ
+    /// core on an access the chip refused), where the backend can tell.
+    Crashed(Coord, Processor, String),
 }
 
 /// The first core the wait `what` depends on that has halted, if any.
@@ -129,12 +132,26 @@ fn halted_core(backend: &mut dyn Backend, chip: &Topology, what: &Wait) -> Resul
             return Ok(Some(HaltedCore::Queue(core, wp)));
         }
     }
-    let (Wait::Alive { core: tile, .. }, Some(i)) = (what, backend.introspect()) else { return Ok(None) };
-    for processor in Processor::ALL {
-        // A core still held shows the halt of a run before it was held.
-        let debug = i.core_debug(CoreId { tile: *tile, processor })?;
-        if let Some(reason) = debug.filter(|d| !d.in_reset).and_then(|d| d.halt) {
-            return Ok(Some(HaltedCore::Booting(*tile, processor, reason)));
+    let Some(i) = backend.introspect() else { return Ok(None) };
+    // A core still held shows the halt of a run before it was held.
+    let mut halt = |tile: Coord, processor| -> Result<Option<String>> {
+        Ok(i.core_debug(CoreId { tile, processor })?.filter(|d| !d.in_reset).and_then(|d| d.halt))
+    };
+    if let Wait::Alive { core: tile, .. } = what {
+        for processor in Processor::ALL {
+            if let Some(reason) = halt(*tile, processor)? {
+                return Ok(Some(HaltedCore::Booting(*tile, processor, reason)));
+            }
+        }
+    }
+    // No core halts while the queues run: one that did crashed, and what
+    // waits on it would wait out the stall timeout (helper-25: a kernel's
+    // illegal instruction read as a hang after 200 M cycles).
+    for tile in chip.all_cores() {
+        for processor in Processor::ALL {
+            if let Some(reason) = halt(tile, processor)? {
+                return Ok(Some(HaltedCore::Crashed(tile, processor, reason)));
+            }
         }
     }
     Ok(None)
@@ -158,6 +175,7 @@ fn check_halted<Q: Waiting + ?Sized>(
             None => (core, DeviceFault::Halted { waypoint: wp, wait: what() }),
         },
         HaltedCore::Booting(tile, processor, reason) => (tile, DeviceFault::BootHalted { processor, reason }),
+        HaltedCore::Crashed(tile, processor, reason) => (tile, DeviceFault::Crashed { processor, reason }),
     };
     Err(DriverError::Device { core, fault, dump })
 }

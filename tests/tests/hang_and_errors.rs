@@ -153,28 +153,8 @@ on_both_chips! {
         use cqlab_abi::arch::tensix::Processor;
         use cqlab_abi::boot::{IMAGE_ID_OFFSET, IMAGE_ID_WORDS};
         use cqlab_abi::firmware::FirmwareId;
-        let arch = chip.board.arch();
-        let root = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("crash-fw-{}", chip.name()));
-        let dir = cqlab_driver::config::chip_dir(&root, arch);
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&dir).unwrap();
-        let from = cqlab_driver::config::chip_dir(&cqlab_tests::firmware_dir(), arch);
-        for entry in std::fs::read_dir(&from).unwrap() {
-            let entry = entry.unwrap();
-            if entry.file_type().unwrap().is_file() {
-                std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
-            }
-        }
         let name = FirmwareId::worker(Processor::Ncrisc).name();
-        let mut bytes = std::fs::read(dir.join(name)).unwrap();
-        let at = {
-            let elf = cqlab_abi::elf::Rv32Executable::parse(&bytes).unwrap();
-            let first = IMAGE_ID_OFFSET + 4 * IMAGE_ID_WORDS as u32;
-            let seg = elf.segments().find(|s| s.addr == elf.entry()).expect("the entry's segment");
-            seg.data.as_ptr() as usize - bytes.as_ptr() as usize + first as usize
-        };
-        bytes[at..at + 4].copy_from_slice(&0u32.to_le_bytes());
-        std::fs::write(dir.join(name), &bytes).unwrap();
+        let root = firmware_with_illegal_instruction(chip, "boot", name, IMAGE_ID_OFFSET + 4 * IMAGE_ID_WORDS as u32);
         let mut cfg = cqlab_tests::config(chip);
         cfg.firmware_dir = root.clone();
         let mut dev = cqlab_driver::Device::embedded(chip.sim(3), cfg.clone()).unwrap();
@@ -187,4 +167,63 @@ on_both_chips! {
         assert!(dev.now() < cfg.stall_timeout_cycles / 10, "{}: named after {} cycles", chip.name(), dev.now());
         let _ = std::fs::remove_dir_all(&root);
     }
+
+    /// A kernel that crashes (an illegal instruction at its entry) is a
+    /// device error naming the core at the next progress check, not a hang
+    /// after the stall timeout (helper-25: exit 3 after 200 M cycles).
+    fn a_kernel_that_crashes_is_a_device_error_at_once(chip) {
+        use cqlab_abi::arch::tensix::Processor;
+        let root = firmware_with_illegal_instruction(chip, "kernel", "noop", 0);
+        let mut cfg = cqlab_tests::config(chip);
+        cfg.firmware_dir = root.clone();
+        cfg.worker_kernel = "noop".into();
+        let mut dev = cqlab_driver::Device::embedded(chip.sim(3), cfg.clone()).unwrap();
+        dev.boot().unwrap();
+        let err = dev
+            .cq(0)
+            .and_then(|mut cq| {
+                cq.launch(cqlab_driver::CoreRange::single(0, 0), &[])?;
+                cq.finish()
+            })
+            .unwrap_err();
+        let DriverError::Device { fault: DeviceFault::Crashed { processor, reason }, core, .. } = &err else {
+            panic!("{}: expected a crashed core, got {err}", chip.name())
+        };
+        assert_eq!((*processor, Some(*core)), (Processor::Brisc, dev.chip().worker(0, 0)), "{err}");
+        assert!(reason.contains("illegal instruction"), "{err}");
+        assert!(dev.now() < cfg.stall_timeout_cycles / 10, "{}: named after {} cycles", chip.name(), dev.now());
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
+
+/// A copy of the firmware root of `chip` (under a directory named after
+/// `why`) whose image `name` holds an illegal instruction `offset` bytes
+/// after its entry.
+fn firmware_with_illegal_instruction(
+    chip: &cqlab_tests::TestChip,
+    why: &str,
+    name: &str,
+    offset: u32,
+) -> std::path::PathBuf {
+    let arch = chip.board.arch();
+    let root = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("crash-fw-{why}-{}", chip.name()));
+    let dir = cqlab_driver::config::chip_dir(&root, arch);
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&dir).unwrap();
+    let from = cqlab_driver::config::chip_dir(&cqlab_tests::firmware_dir(), arch);
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+        }
+    }
+    let mut bytes = std::fs::read(dir.join(name)).unwrap();
+    let at = {
+        let elf = cqlab_abi::elf::Rv32Executable::parse(&bytes).unwrap();
+        let seg = elf.segments().find(|s| s.addr == elf.entry()).expect("the entry's segment");
+        seg.data.as_ptr() as usize - bytes.as_ptr() as usize + offset as usize
+    };
+    bytes[at..at + 4].copy_from_slice(&0u32.to_le_bytes());
+    std::fs::write(dir.join(name), &bytes).unwrap();
+    root
 }

@@ -83,6 +83,15 @@ fn shards_run_by_hand_merge_into_the_unsharded_report() {
     let (code, _, err) = cqlab(&["campaign", "merge", mixed.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("has --workload two-queue") && err.contains("records of two campaigns mixed?"), "{err}");
+    // So are records whose knobs differ (any option but what a seed draws).
+    let other = std::fs::read_to_string(dir.join("shard-1.jsonl"))
+        .unwrap()
+        .replace(r#""--iterations","2""#, r#""--iterations","3""#);
+    assert!(other.contains(r#""--iterations","3""#), "the campaign's records name --iterations 2");
+    std::fs::write(mixed.join("b.jsonl"), other).unwrap();
+    let (code, _, err) = cqlab(&["campaign", "merge", mixed.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("has --iterations 3") && err.contains("had 2"), "{err}");
     let _ = std::fs::remove_dir_all(&mixed);
     // A record cut short by a killed task is left out; the others stand.
     let whole = std::fs::read_to_string(dir.join("shard-2.jsonl")).unwrap();

@@ -201,17 +201,33 @@ impl Report {
     }
 }
 
-/// The options that say which campaign a record's run belongs to (what it
-/// runs, on which chip, with which firmware), whatever its seed drew.
-const CAMPAIGN_OPTIONS: [&str; 6] = ["--workload", "--firmware", "--variant", "--chip", "--harvest", "--device"];
+/// The options of a record's command line a seed (or a run) draws for
+/// itself: they differ between the records of one campaign. `race` writes
+/// a seed's host jitter, and the slice or NOC jitter of a two-queue seed
+/// nothing else varies, into `--host-jitter`, `--faults` and `--jitter`.
+const PER_RUN_OPTIONS: [&str; 7] =
+    ["--seed-base", "--seeds", "--seed", "--host-jitter", "--faults", "--jitter", "--reset-first"];
 
-/// The first of [`CAMPAIGN_OPTIONS`] whose value differs between two
-/// records' command lines: (option, `a`'s value, `b`'s value).
-fn campaign_difference(a: &SeedRecord, b: &SeedRecord) -> Option<(&'static str, String, String)> {
-    let value = |r: &SeedRecord, key: &str| {
-        r.argv.iter().position(|x| x == key).and_then(|i| r.argv.get(i + 1)).cloned().unwrap_or_else(|| "(none)".into())
-    };
-    CAMPAIGN_OPTIONS.iter().map(|&k| (k, value(a, k), value(b, k))).find(|(_, x, y)| x != y)
+/// A command line's options and their values (a flag has none), in order.
+fn options(argv: &[String]) -> std::collections::BTreeMap<&str, Vec<&str>> {
+    let mut map: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for (i, a) in argv.iter().enumerate() {
+        if a.starts_with("--") && !PER_RUN_OPTIONS.contains(&a.as_str()) {
+            let value = argv.get(i + 1).filter(|v| !v.starts_with("--")).map_or("", String::as_str);
+            map.entry(a.as_str()).or_default().push(value);
+        }
+    }
+    map
+}
+
+/// The first option that shapes a campaign's runs (every option but
+/// [`PER_RUN_OPTIONS`]: what runs, on which chip, with which firmware and
+/// knobs) whose value differs between two records' command lines:
+/// (option, `a`'s value, `b`'s value).
+fn campaign_difference(a: &SeedRecord, b: &SeedRecord) -> Option<(String, String, String)> {
+    let (x, y) = (options(&a.argv), options(&b.argv));
+    let shown = |v: Option<&Vec<&str>>| v.map_or("(none)".to_owned(), |v| v.join(" "));
+    x.keys().chain(y.keys()).find(|k| x.get(*k) != y.get(*k)).map(|k| (k.to_string(), shown(x.get(k)), shown(y.get(k))))
 }
 
 /// Every record of the JSONL files in `dir` (or of one file): all of one

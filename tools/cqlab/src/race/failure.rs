@@ -107,6 +107,9 @@ impl Failure {
             DriverError::Device { fault: DeviceFault::Halted { waypoint, .. }, .. } => {
                 ("device-error", format!("halted with waypoint {waypoint}"))
             }
+            DriverError::Device { fault: DeviceFault::Crashed { processor, .. }, .. } => {
+                ("device-error", format!("{processor:?} halted"))
+            }
             other => ("driver", other.kind().to_owned()),
         };
         let dump = e.dump();
