@@ -267,12 +267,14 @@ macro_rules! export_libttsim {
 
         /// `libttsim_tile_rd_bytes` as an observer: no posted host write
         /// lands and no time passes; 0, or -1 when refused (the last error
-        /// says why; the buffer then holds 0xFF bytes).
+        /// says why; the buffer then holds 0xFF bytes). `C-unwind` as
+        /// `tile_rd_bytes`: a read of host memory reaches the DMA callbacks,
+        /// whose exceptions unwind through the library.
         ///
         /// # Safety
         /// `p` is null or valid for writes of `size` bytes.
         #[no_mangle]
-        pub unsafe extern "C" fn cqlab_ttsim_peek(x: u32, y: u32, addr: u64, p: *mut c_void, size: u32) -> i32 {
+        pub unsafe extern "C-unwind" fn cqlab_ttsim_peek(x: u32, y: u32, addr: u64, p: *mut c_void, size: u32) -> i32 {
             // SAFETY: the caller's guarantee, forwarded.
             unsafe { ffi::tile_peek_bytes(x, y, addr, p, size) }
         }

@@ -230,13 +230,9 @@ impl Plan {
     /// The board every seed runs on, and its harvesting (`None`: the
     /// `programs` workload draws one per seed).
     pub fn chip_names(&self) -> (&'static str, Option<String>) {
-        let board = self.args.chip.sim_board();
-        let harvest = match self.args.chip.harvesting() {
-            Ok(Some(h)) => Some(h.to_string()),
-            _ if self.args.workload == WorkloadKind::Programs => None,
-            _ => Some(board.default_harvesting().to_string()),
-        };
-        (board.name(), harvest)
+        let (_, cfg) = self.configs(self.args.seed_base);
+        let drawn = self.args.workload == WorkloadKind::Programs && self.args.chip.harvest.is_none();
+        (cfg.sim_board().name(), (!drawn).then(|| cfg.sim_harvesting().to_string()))
     }
 
     /// The host's schedule for `seed`: `--host-jitter` as given, or by

@@ -148,7 +148,7 @@ fn validate_workload(w: &WorkloadArgs, given: &crate::cli::Given<'_>) -> Result<
     w.chip.validate_for(crate::device::made_here(&w.device))?;
     match w.workload {
         Workload::CopyStress => {
-            given.refuse(&["iterations"], || "applies to --workload random or programs".into())?;
+            given.refuse(&["iterations"], || "applies to --workload random, programs or matmul_peak".into())?;
             // Each read lands in one L1 buffer of a worker: its user region
             // (the same on every chip) bounds it.
             let user = cqlab_abi::memory_map::USER.size as u64;
@@ -177,7 +177,7 @@ fn validate_workload(w: &WorkloadArgs, given: &crate::cli::Given<'_>) -> Result<
     // Every image a run boots, checked once (a daemon's chip is known here
     // only when --chip names it), so a bad file is refused rather than
     // failing every run.
-    if w.device == "embedded" || w.chip.chip.is_some() {
+    if embedded.is_some() || w.chip.chip.is_some() {
         run_config(w)?
             .check_firmware(w.chip.sim_board().arch())
             .map_err(|e| UsageError(format!("the firmware: {e}")))?;
@@ -242,14 +242,19 @@ fn embedded_spec(spec: &str) -> Result<Option<(bool, Model)>, UsageError> {
 }
 
 /// The chip a campaign's runs boot, as `--chip` and `--harvest` name it
-/// (a simulator made here: its default); `None` for a daemon's own.
+/// (a simulator made here: its default; a daemon: its own, where the
+/// options leave it open).
 fn chip_of(w: &WorkloadArgs) -> Option<String> {
-    if w.chip.chip.is_none() && !crate::device::made_here(&w.device) {
-        return None;
+    let here = crate::device::made_here(&w.device);
+    let harvest = w.chip.harvesting().ok().flatten();
+    match (w.chip.chip, harvest) {
+        (None, _) if !here => None,
+        (Some(board), None) if !here => Some(format!("{board} with the daemon's harvesting")),
+        _ => {
+            let cfg = run_config(w).ok()?;
+            Some(format!("{} harvested {}", cfg.sim_board(), cfg.sim_harvesting()))
+        }
     }
-    let board = w.chip.sim_board();
-    let harvest = w.chip.harvesting().ok().flatten().unwrap_or_else(|| board.default_harvesting());
-    Some(format!("{board} harvested {harvest}"))
 }
 
 fn workload_name(w: Workload) -> &'static str {
@@ -487,7 +492,7 @@ fn spawn_run(argv: &[String], timeout: Duration, kill_at: Option<KillAt>) -> Res
 }
 
 fn restart(a: RestartArgs) -> Result<ExitCode> {
-    if a.workload.device == "embedded" && (a.kill_rate > 0.0 || a.reset != Reset::Never) {
+    if embedded_spec(&a.workload.device)?.is_some() && (a.kill_rate > 0.0 || a.reset != Reset::Never) {
         // Said, not refused: the kill and reset machinery is what such a
         // campaign exercises cheaply, but not the device (helper-23).
         diagln!(

@@ -433,7 +433,7 @@ fn stress_replay_campaign() {
         (&["stress", "restart", "--runs", "1", "--device", "bogus"], 2, "unknown device"),
         (&["stress", "restart", "--runs", "1", "--device", "ttkmd-sim:/x"], 2, "stress runs on embedded[:WORDS] or sim:PATH"),
         (&["stress", "restart", "--runs", "1", "--workload", "random", "--depth", "3"], 2, "apply to --workload copy_stress only"),
-        (&["stress", "restart", "--runs", "1", "--iterations", "3"], 2, "applies to --workload random or programs"),
+        (&["stress", "restart", "--runs", "1", "--iterations", "3"], 2, "applies to --workload random, programs or matmul_peak"),
         (&["stress", "restart", "--runs", "1", "--phase-runs", "3"], 2, "applies to --reset phase only"),
         (&["stress", "restart", "--runs", "1", "--jsonl", "{missing}/s.jsonl"], 2, "its directory"),
         (&["stress", "restart", "--runs", "1", "--timeout-cycles", "5"], 2, "not in 1000000.."),

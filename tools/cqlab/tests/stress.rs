@@ -27,6 +27,13 @@ fn matmul_peak_restarts_report_gflops_drift_with_fast_and_slow_dispatch() {
         assert!(g["mean"].as_f64().is_some_and(|m| m > 0.0), "{device}: {v}");
         assert!(v["drift"]["workload_cycles"]["mean"].as_f64().is_some_and(|c| c > 0.0), "{device}: {v}");
     }
+    // Firmware that cannot boot is refused before the first run on any
+    // embedded spec (it was checked for `embedded` alone).
+    let mut c = std::process::Command::new(CQLAB);
+    c.args(["stress", "restart", "--runs", "2", "--workload", "matmul_peak", "--device", "embedded:slow"]);
+    let o = c.env("CQLAB_FIRMWARE_DIR", std::env::temp_dir().join("cqlab-no-firmware-here")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", support::text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the firmware:"), "{}", support::text(&o));
     // Slow dispatch has no command queues for the others; a run's seed is its own.
     for (device, why) in [("embedded:slow", "matmul_peak only"), ("embedded:seed=4", "no seed= here")] {
         let o = support::cqlab(&["stress", "restart", "--runs", "1", "--device", device]);
