@@ -24,6 +24,10 @@ pub enum DriverError {
     OutOfRange { what: &'static str, detail: String },
     #[error("invalid argument: {0}")]
     Invalid(String),
+    /// A run ended but a result read back differs from the host's
+    /// reference (a workload's validation).
+    #[error("{0}")]
+    Mismatch(String),
     /// The chip cannot be set up as asked, or a core named is not a compute core.
     #[error(transparent)]
     Chip(#[from] TopologyError),
@@ -98,6 +102,7 @@ impl DriverError {
             DriverError::AbiMismatch { .. } => "abi-mismatch",
             DriverError::OutOfRange { .. } => "out-of-range",
             DriverError::Invalid(_) => "invalid",
+            DriverError::Mismatch(_) => "mismatch",
             DriverError::Chip(_) => "chip",
             DriverError::State(_) => "state",
             DriverError::Encode(_) => "encode",

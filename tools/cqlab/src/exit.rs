@@ -85,6 +85,7 @@ impl FailureClass {
         match e {
             DriverError::Timeout { .. } | DriverError::KernelTimeout { .. } => FailureClass::Hang,
             DriverError::Device { .. } => FailureClass::DeviceError,
+            DriverError::Mismatch(_) => FailureClass::Mismatch,
             _ => FailureClass::Other,
         }
     }
@@ -168,6 +169,9 @@ mod tests {
         assert_eq!(of_error(&anyhow::Error::from(hang).context("running")), Exit::Hang);
         let e = anyhow::Error::from(DriverError::Invalid("x".into())).context("running");
         assert_eq!(of_error(&e), Exit::Failed);
+        // A workload's validation that found a difference is a mismatch (it exited 1).
+        let e = anyhow::Error::from(DriverError::Mismatch("matmul_peak failed validation".into())).context("running");
+        assert_eq!(of_error(&e), Exit::Mismatch);
         assert_eq!(of_error(&anyhow::anyhow!("no driver error")), Exit::Failed);
     }
 

@@ -432,7 +432,7 @@ pub fn run_on(dev: &mut Device, spec: &RunSpec, observer: &mut dyn Observer) -> 
         workload.validate(&mut ctx)?
     };
     if let Some(v) = validation.as_ref().filter(|v| v.mismatches > 0) {
-        return Err(DriverError::Invalid(format!(
+        return Err(DriverError::Mismatch(format!(
             "{} failed validation: {} of {} {} differ (seed {}; replay with the same command)",
             spec.kind.name(),
             v.mismatches,

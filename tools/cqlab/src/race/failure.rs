@@ -89,6 +89,16 @@ impl Failure {
                     error,
                 }
             }
+            // A workload's validation: the host reference model's finding.
+            Failure::Driver(DriverError::Mismatch(_)) => {
+                return Classified {
+                    class,
+                    kind: "mismatch".into(),
+                    root: "host reference model".into(),
+                    signature: "mismatch: workload validation".into(),
+                    error,
+                }
+            }
             Failure::Driver(e) => e,
         };
         let (kind, what) = match e {
