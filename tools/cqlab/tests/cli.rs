@@ -523,13 +523,15 @@ fn perf_on_a_daemon_says_which_device_and_why_a_row_is_missing() {
     assert!(out.contains("host enqueue n/a: this device cannot tell"), "{out}");
 }
 
-/// `perf`'s host enqueue time is `bench dispatch`'s: batches that fit the
-/// queues, a batch in which the host waited refused, so no simulated device
-/// time counts as host time (a fixed batch of 100 did once the queues
-/// filled: 6.6 us a program at 10 programs, 356 at 16). Slow dispatch has
-/// none: its host waits for the device by design.
+/// `perf`'s host enqueue time is `bench dispatch`'s (`host_time`: batches
+/// that fit the queues, a batch in which the host waited refused, so no
+/// simulated device time counts as host time; a fixed batch of 100 did once
+/// the queues filled: 6.6 us a program at 10 programs, 356 at 16). Here:
+/// 16 programs, where the old batch waited, report a host time for fast
+/// dispatch (a waiting batch would fail the command), none for slow, whose
+/// host waits for the device by design.
 #[test]
-fn perf_host_time_leaves_the_device_out() {
+fn perf_reports_host_time_for_fast_dispatch_and_none_for_slow() {
     for programs in ["16"] {
         let o = cqlab(&["perf", "--programs", programs, "--json"]);
         assert!(o.status.success(), "{programs}: {}", text(&o));
