@@ -235,6 +235,12 @@ impl Plan {
         (cfg.sim_board().name(), (!drawn).then(|| cfg.sim_harvesting().to_string()))
     }
 
+    /// What the campaign's seeds that nothing else varies draw, if any
+    /// does (looked for among its first 64 seeds).
+    pub fn drawn_variation(&self) -> Option<SeedVariation> {
+        (0..self.args.seeds.min(64)).find_map(|i| self.seed_variation(self.args.seed_base + i))
+    }
+
     /// The host's schedule for `seed`: `--host-jitter` as given, or by
     /// default [`RACE_HOST_JITTER`] on about half the seeds (drawn from the
     /// seed) and none on the others. A stalling host is what exposes
@@ -652,6 +658,17 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         let (chip, harvest) = plan.chip_names();
         v["chip"] = chip.into();
         v["harvest"] = harvest.into();
+        v["iterations"] = a.iterations.into();
+        if a.workload == WorkloadKind::TwoQueue {
+            v["two_queue"] = serde_json::json!({"copies": a.copies, "buffers": a.buffers, "depth": a.depth,
+                "trace_kernels": a.trace_kernels, "bytes": a.bytes, "page_size": a.page_size, "delay": a.delay});
+            // What a seed nothing else varies draws (`Plan::seed_variation`).
+            v["drawn_for_unvaried_seeds"] = match plan.drawn_variation() {
+                Some(SeedVariation::SliceJitter(q)) => serde_json::json!({"slice_jitter": q}),
+                Some(SeedVariation::NocJitter(j)) => serde_json::json!({"noc_jitter": j}),
+                None => serde_json::Value::Null,
+            };
+        }
         outln!("{v}");
         return Ok(());
     }
@@ -664,7 +681,7 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
     // The model, where it is not the default.
     let model = a.model().describe();
     // What varies a two-queue seed that nothing else varies.
-    let variation = match (0..a.seeds.min(64)).find_map(|i| plan.seed_variation(a.seed_base + i)) {
+    let variation = match plan.drawn_variation() {
         Some(SeedVariation::SliceJitter(q)) => format!(", slice jitter {q} on seeds with nothing else to vary"),
         Some(SeedVariation::NocJitter(j)) => format!(", NOC jitter {j} on seeds with nothing else to vary"),
         None => String::new(),

@@ -354,8 +354,9 @@ fn two_queue_buffers_depth_and_trace_kernels_shape_the_race() {
     for k in ["--depth 3", "--buffers 2", "--trace-kernels 4"] {
         assert!(replay.contains(k), "{k}: {replay}");
     }
-    // The report names the chip the seeds ran on (it did not).
+    // The report names the chip the seeds ran on (it did not) and the knobs.
     assert_eq!((v["chip"].as_str(), v["harvest"].as_str()), (Some("wormhole-n150"), Some("rows=8")), "{v}");
+    assert_eq!((v["two_queue"]["depth"].as_u64(), v["two_queue"]["buffers"].as_u64()), (Some(3), Some(2)), "{v}");
     // Only two-queue reads them.
     let o = support::cqlab(&["race", "--workload", "random", "--depth", "3"]);
     assert_eq!(o.status.code(), Some(2), "{}", support::text(&o));
