@@ -324,9 +324,6 @@ pub fn device_config(spec: &RunSpec) -> DeviceConfig {
 
 /// Runs `spec` on the device its spec names and reports one point.
 pub fn run(spec: &RunSpec, observer: &mut dyn Observer) -> Result<PointReport> {
-    if spec.iters == 0 {
-        return Err(DriverError::Invalid("--iters must be at least 1".into()));
-    }
     let mut dev = Device::open(&device_spec(&spec.device, spec.seed), device_config(spec))?;
     run_on(&mut dev, spec, observer)
 }
