@@ -283,7 +283,16 @@ impl DeviceConfig {
     /// than failing every run.
     pub fn check_firmware(&self, arch: Arch) -> Result<()> {
         self.boot_images(arch)?;
-        crate::KernelImage::load(&self.chip_firmware_dir(arch).join(&self.worker_kernel))?;
+        self.check_kernels(arch, [self.worker_kernel.as_str()])
+    }
+
+    /// The kernels `names` of an `arch` chip's firmware directory, read and
+    /// checked: what a command checks before its first run for the kernels
+    /// its runs load (a cut one failed every run, or a late point).
+    pub fn check_kernels<'a>(&self, arch: Arch, names: impl IntoIterator<Item = &'a str>) -> Result<()> {
+        for name in names {
+            crate::KernelImage::load(&self.chip_firmware_dir(arch).join(name))?;
+        }
         Ok(())
     }
 

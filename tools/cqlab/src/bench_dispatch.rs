@@ -586,6 +586,17 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     validate(&cmd)?;
     let Command::Dispatch(args) = cmd;
     let points = selected(&args)?;
+    {
+        // Every image a point loads, checked before the first point (a cut
+        // kernel failed its point after the others had run).
+        let mut cfg = DeviceConfig::default();
+        args.chip.apply(&mut cfg)?;
+        let arch = cfg.sim_board().arch();
+        let kernels: std::collections::BTreeSet<&str> = points.iter().map(|p| p.kernel).collect();
+        cfg.check_firmware(arch)
+            .and_then(|()| cfg.check_kernels(arch, kernels))
+            .map_err(|e| crate::usage::UsageError(format!("the firmware: {e}")))?;
+    }
     let mut rows = Vec::new();
     let mut copy = CopyBound::new();
     let mut symbols = crate::profile::Symbols::default();

@@ -111,7 +111,15 @@ impl Plan {
             // checked), so a bad one is refused before any seed rather than
             // failing every seed.
             let (sim, cfg) = plan.configs(plan.args.seed_base);
-            cfg.check_firmware(sim.board.arch()).map_err(|e| UsageError(format!("the firmware: {e}")))?;
+            let arch = sim.board.arch();
+            let kernels: &[&str] = if plan.args.workload == WorkloadKind::Programs {
+                &cqlab_workloads::program_stream::KERNELS
+            } else {
+                &[]
+            };
+            cfg.check_firmware(arch)
+                .and_then(|()| cfg.check_kernels(arch, kernels.iter().copied()))
+                .map_err(|e| UsageError(format!("the firmware: {e}")))?;
         }
         if plan.args.workload == WorkloadKind::TwoQueue {
             // The queue layout is the user's: the device's own limits, now.

@@ -178,8 +178,11 @@ fn validate_workload(w: &WorkloadArgs, given: &crate::cli::Given<'_>) -> Result<
     // only when --chip names it), so a bad file is refused rather than
     // failing every run.
     if embedded.is_some() || w.chip.chip.is_some() {
-        run_config(w)?
-            .check_firmware(w.chip.sim_board().arch())
+        let (cfg, arch) = (run_config(w)?, w.chip.sim_board().arch());
+        let kernels: &[&str] =
+            if w.workload == Workload::Programs { &cqlab_workloads::program_stream::KERNELS } else { &[] };
+        cfg.check_firmware(arch)
+            .and_then(|()| cfg.check_kernels(arch, kernels.iter().copied()))
             .map_err(|e| UsageError(format!("the firmware: {e}")))?;
     }
     Ok(())

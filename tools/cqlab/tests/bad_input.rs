@@ -52,6 +52,18 @@ impl Fixtures {
         }
         let spin = std::fs::read(root.join("wormhole/spin")).unwrap();
         std::fs::write(root.join("wormhole/spin"), &spin[..200]).unwrap();
+        // And one whose `copy` and `noop-1k` are (kernels only some runs load).
+        let other = dir.join("cut-kernels-root");
+        std::fs::create_dir_all(other.join("wormhole")).unwrap();
+        for e in std::fs::read_dir(root.join("wormhole")).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), other.join("wormhole").join(e.file_name())).unwrap();
+        }
+        std::fs::write(other.join("wormhole/spin"), &spin).unwrap();
+        for cut in ["copy", "noop-1k"] {
+            let bytes = std::fs::read(other.join("wormhole").join(cut)).unwrap();
+            std::fs::write(other.join("wormhole").join(cut), &bytes[..200]).unwrap();
+        }
         // Blackhole's queue firmware, for a Wormhole run.
         std::fs::create_dir_all(dir.join("bh-fw")).unwrap();
         for elf in ["prefetch", "dispatch"] {
@@ -526,6 +538,20 @@ fn campaigns_refuse_a_bad_kernel_before_their_first_run() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
         assert!(err.contains("wormhole/spin"), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?} ran something: {}", text(&o));
+    }
+    // The kernels a workload or point loads beyond the worker kernel too
+    // (a cut `copy` failed every `programs` seed; a cut `noop-1k` the
+    // sizes point after eight others had run).
+    let root = f.dir.join("cut-kernels-root");
+    for (args, cut) in [
+        (&["race", "--workload", "programs", "--seeds", "3", "--iterations", "1"][..], "wormhole/copy"),
+        (&["stress", "restart", "--runs", "2", "--workload", "programs"][..], "wormhole/copy"),
+        (&["bench", "dispatch", "--programs", "2"][..], "wormhole/noop-1k"),
+    ] {
+        let o = Command::new(CQLAB).args(args).env("CQLAB_FIRMWARE_DIR", &root).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(cut), "{args:?}: {}", text(&o));
         assert!(o.stdout.is_empty(), "{args:?} ran something: {}", text(&o));
     }
 }

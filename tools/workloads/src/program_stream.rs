@@ -380,12 +380,16 @@ impl Side {
     }
 }
 
+/// The kernels a stream loads (what a campaign checks before its first run).
+pub const KERNELS: [&str; 3] = ["spin", "noop", "copy"];
+
 /// Runs `programs` random programs of stream `seed` over every queue of
 /// `dev` (booted), with traces, and checks the stores at random
 /// checkpoints and at the end.
 pub fn run(dev: &mut Device, seed: u64, programs: u32) -> Result<(), StreamFailure> {
-    let (spin, noop) = (dev.load_kernel("spin")?, dev.load_kernel("noop")?);
-    let copy = Arc::new(dev.load_kernel("copy")?);
+    let [spin, noop, copy] = KERNELS;
+    let (spin, noop) = (dev.load_kernel(spin)?, dev.load_kernel(noop)?);
+    let copy = Arc::new(dev.load_kernel(copy)?);
     let (cqs, grid) = (dev.num_cqs(), (dev.chip().cols(), dev.chip().rows()));
     // More builds than text slots: uploads evict kernels that ran recently.
     let variants = cqlab_abi::program::KERNEL_SLOTS as usize / 2 + 3;
