@@ -147,7 +147,8 @@ pub enum StateError {
 /// What the device did wrong.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DeviceFault {
-    /// A CQ core halted on a bad command and wrote an error record (`!CMD`).
+    /// A core halted after writing an error record: a CQ core on a bad
+    /// command (`!CMD`), a worker on bad kernel arguments.
     #[error("{0}")]
     BadCommand(ErrorReport),
     /// A CQ core halted (a panic, or no error record) while the host waited.

@@ -175,7 +175,11 @@ fn check_halted<Q: Waiting + ?Sized>(
             None => (core, DeviceFault::Halted { waypoint: wp, wait: what() }),
         },
         HaltedCore::Booting(tile, processor, reason) => (tile, DeviceFault::BootHalted { processor, reason }),
-        HaltedCore::Crashed(tile, processor, reason) => (tile, DeviceFault::Crashed { processor, reason }),
+        // A worker that wrote an error record before it halted says why.
+        HaltedCore::Crashed(tile, processor, reason) => match dump.core(tile).and_then(|c| c.error.clone()) {
+            Some(report) => (tile, DeviceFault::BadCommand(report)),
+            None => (tile, DeviceFault::Crashed { processor, reason }),
+        },
     };
     Err(DriverError::Device { core, fault, dump })
 }

@@ -62,8 +62,9 @@ on_both_chips! {
 
     fn a_halted_worker_ends_the_chain_with_its_error_record(chip) {
         // A copy kernel launched without its arguments halts with an error
-        // record. The queue then waits on it forever: a hang whose root is that
-        // worker's error, not "no worker running".
+        // record. The queue would wait on it forever: a device error naming
+        // that worker's record at the next progress check (it was a hang
+        // after the stall timeout), whose chain ends at the worker.
         let mut dev = booted(chip, 15, |c| {
             c.worker_kernel = "copy".into();
             c.stall_timeout_cycles = 2_000_000;
@@ -71,9 +72,11 @@ on_both_chips! {
         let mut cq = dev.cq(0).unwrap();
         cq.launch(CoreRange::single(1, 0), &[]).unwrap();
         let err = cq.finish().unwrap_err();
-        let DriverError::Timeout { dump, .. } = &err else {
-            panic!("{} seed 15: expected a timeout, got {err}", chip.name())
+        let DriverError::Device { fault: DeviceFault::BadCommand(report), core, dump } = &err else {
+            panic!("{} seed 15: expected a device error, got {err}", chip.name())
         };
+        assert_eq!((Some(*core), report.error()), (dev.chip().worker(1, 0), Some(DeviceError::BadKernelArgs)), "{err}");
+        assert!(dev.now() < 2_000_000, "seed 15: named after {} cycles", dev.now());
         let chain = dump.chain_text().join(" -> ");
         let root = dump.root().unwrap_or_else(|| panic!("seed 15: the chain ends at a core: {chain}"));
         assert_eq!(Some(root.core), dev.chip().worker(1, 0), "seed 15: {chain}");

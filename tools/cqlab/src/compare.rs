@@ -160,6 +160,13 @@ pub fn compare(base: &Value, test: &Value, threshold_pct: f64) -> Value {
                     }
                 }
                 (Some(bv), Some(tv)) if bv == tv => (Some(0.0), "ok"),
+                // A figure the base had and the test lost is what a gate
+                // must catch (a report stripped of its metrics passed).
+                (Some(_), None) => {
+                    regressions += 1;
+                    (None, "REGRESSION (no samples)")
+                }
+                (None, Some(_)) => (None, "new"),
                 _ => (None, "no samples"),
             };
             rows.push(json!({"params": pv, "cqs": b["cqs"], "metric": name, "base": bv, "test": tv,

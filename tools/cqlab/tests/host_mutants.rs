@@ -71,7 +71,7 @@ caught! {
     doorbell_before_gather_words_sends_the_prefetcher_stale_words:
         "host-doorbell-before-gather-words", "programs", 2, "unknown command id", true;
     doorbell_before_staged_blob_gathers_unwritten_bytes:
-        "host-doorbell-before-staged-blob", "programs", 2, "prefetch queue slot", true;
+        "host-doorbell-before-staged-blob", "programs", 2, "Brisc halted <- worker RUN HALTED", true;
     staged_reuse_while_fetching_runs_a_kernel_from_overwritten_bytes:
         "host-staged-reuse-while-fetching", "programs", 226, "worker RUN HALTED", true;
     completion_rd_before_consume_lets_the_dispatcher_overwrite_unread_records:

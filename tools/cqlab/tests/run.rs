@@ -168,6 +168,16 @@ fn compare_flags_a_planted_regression_and_pairs_by_value() {
     laggy["points"][0]["latency_cycles"]["p99"] = (p99 * 1.2).into();
     write(&tp, &laggy);
     assert_eq!(compare(&bp, &tp).0, 1);
+    // A test report without the figures the base has is no pass (it was:
+    // every row "no samples", exit 0).
+    let mut stripped = base.clone();
+    for key in ["throughput", "latency_cycles", "latency_us"] {
+        stripped["points"][0].as_object_mut().unwrap().remove(key);
+    }
+    write(&tp, &stripped);
+    let (code, c) = compare(&bp, &tp);
+    assert_eq!(code, 1, "{c}");
+    assert!(c["rows"].as_array().unwrap().iter().any(|r| r["verdict"] == "REGRESSION (no samples)"), "{c}");
     // Reordered sweep points pair by queue count, not position.
     let mut reordered = base.clone();
     reordered["points"].as_array_mut().unwrap().reverse();
