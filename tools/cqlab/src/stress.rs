@@ -54,7 +54,7 @@ pub enum Workload {
     /// The race tool's random program streams (--iterations x 25 programs).
     Programs,
     /// `run matmul_peak`: --iterations timed iterations, no warmup, the
-    /// matrices drawn from the run's seed, the product checked; TFLOPS per run.
+    /// matrices drawn from the run's seed, the product checked; GFLOPS per run.
     #[value(name = "matmul_peak")]
     MatmulPeak,
 }
@@ -225,7 +225,6 @@ pub const KILLED: &str = "killed_after_s";
 const ENQUEUING: &str = "enqueuing";
 const ENQUEUED: &str = "enqueued ";
 
-/// The knobs of a run of `w`.
 /// An embedded spec's slow dispatch and timing model (`None`: not
 /// embedded). A run's seed is its own: a spec's `seed=` is refused.
 fn embedded_spec(spec: &str) -> Result<Option<(bool, Model)>, UsageError> {
@@ -269,6 +268,7 @@ fn workload_name(w: Workload) -> &'static str {
     }
 }
 
+/// The knobs of a run of `w`.
 fn knobs(w: &WorkloadArgs) -> Knobs {
     Knobs { depth: w.depth, bytes: w.bytes, ..Default::default() }
 }
