@@ -217,6 +217,8 @@ pub struct TraceReader {
     ended: bool,
     /// The file ends inside this line (no newline, not a whole record).
     cut_at: Option<usize>,
+    /// Each core's last record's sequence number: a trace holds them in order.
+    last_seq: std::collections::HashMap<Coord, u32>,
 }
 
 impl TraceReader {
@@ -248,7 +250,14 @@ impl TraceReader {
             .into());
         }
         header.topology().map_err(|e| UsageError(format!("{}: {}", path.display(), e.0)))?;
-        Ok(Self { lines, header, path: path.display().to_string(), ended: false, cut_at: None })
+        Ok(Self {
+            lines,
+            header,
+            path: path.display().to_string(),
+            ended: false,
+            cut_at: None,
+            last_seq: Default::default(),
+        })
     }
 
     /// After the last item: `Some(why)` when the trace has no `end` line
@@ -270,7 +279,7 @@ impl TraceReader {
         })
     }
 
-    fn item(&self, l: Line) -> Result<Item> {
+    fn item(&mut self, l: Line) -> Result<Item> {
         Ok(match l {
             Line::Launch(l) => Item::Launch(l),
             Line::Iter(i) => Item::Iter(i),
@@ -281,9 +290,20 @@ impl TraceReader {
                     return Err(UsageError(format!("{}: core ({x},{y}) is off the grid", self.lines.at())).into());
                 };
                 let core = Coord::new(x, y);
+                // A core's records are written oldest first (records lost
+                // to a lapped ring only skip ahead): one that goes back is
+                // a file shuffled or spliced, whose analysis would be wrong.
+                let seq = seq as u32;
+                if let Some(last) = self.last_seq.insert(core, seq).filter(|&l| (seq.wrapping_sub(l) as i32) <= 0) {
+                    return Err(UsageError(format!(
+                        "{}: core ({x},{y}) record seq {seq} after seq {last}: the records are out of order",
+                        self.lines.at()
+                    ))
+                    .into());
+                }
                 let r = TraceRecord {
                     cycle,
-                    seq: seq as u32,
+                    seq,
                     core: core.packed() as u16,
                     kind: kind as u16,
                     arg0: arg0 as u32,
@@ -309,6 +329,24 @@ impl Iterator for TraceReader {
         match serde_json::from_str::<Line>(&line) {
             Ok(l) => {
                 self.ended = matches!(l, Line::End(_));
+                if self.ended {
+                    // Nothing follows `end` (two traces concatenated read
+                    // as one, the second ignored).
+                    loop {
+                        match self.lines.next_line() {
+                            Ok(Some(rest)) if rest.trim().is_empty() => continue,
+                            Ok(Some(_)) => {
+                                return Some(Err(UsageError(format!(
+                                    "{}: a line after the `end` line (two traces in one file?)",
+                                    self.lines.at()
+                                ))
+                                .into()))
+                            }
+                            Ok(None) => break,
+                            Err(e) => return Some(Err(e)),
+                        }
+                    }
+                }
                 Some(self.item(l))
             }
             // The last line, without its newline: where the writer stopped.

@@ -645,6 +645,25 @@ fn a_cut_trace_is_summarised_as_incomplete() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["complete"], true, "{v}");
     assert!(!String::from_utf8_lossy(&o.stderr).contains("missing"), "{}", text(&o));
+    // Two traces in one file, and one whose records are out of order, are
+    // malformed (they read as the first trace alone, and as 65% of its
+    // events: helper-25).
+    let twice = dir.join("twice.jsonl");
+    std::fs::write(&twice, format!("{text_of}{text_of}")).unwrap();
+    let lines: Vec<&str> = text_of.lines().collect();
+    let (first, last) = (lines.iter().position(|l| l.starts_with("{\"rec\"")).unwrap(), lines.len() - 1);
+    let mut swapped = lines.clone();
+    // The first core's first two records, the other way round.
+    let core = |l: &str| l.split(',').take(2).collect::<Vec<_>>().join(",");
+    let second = (first + 1..last).find(|&i| core(lines[i]) == core(lines[first])).unwrap();
+    swapped.swap(first, second);
+    let shuffled = dir.join("shuffled.jsonl");
+    std::fs::write(&shuffled, swapped.join("\n") + "\n").unwrap();
+    for (file, why) in [(&twice, "a line after the `end` line"), (&shuffled, "the records are out of order")] {
+        let o = cqlab(&["trace", "summary", file.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(why), "{}", text(&o));
+    }
 }
 
 /// A kill rate that happens to kill every run says so, never "0 of 0 runs".

@@ -388,17 +388,21 @@ fn a_million_record_export_stays_under_200_mib() {
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
     writeln!(f, r#"{{"format":"cqlab-trace","version":2,"workload":"synthetic","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","seed":0,"sync":"end","clock_hz":1000000000,"cores":[{{"x":19,"y":26,"role":"CQ0 dispatcher"}}]}}"#).unwrap();
     let (mut n, mut cycle, mut seq) = (0u64, 0u64, 0u32);
+    // Each core's records numbered in order, as a ring numbers them.
+    let (mut dispatcher, mut worker) = (0u32, 0u32);
     while n < 1_000_000 {
         writeln!(f, r#"{{"launch":{{"seq":{seq},"cq":0,"cores":[0,0,7,7],"label":"k"}}}}"#).unwrap();
-        writeln!(f, r#"{{"rec":[19,26,{cycle},0,2,39,16]}}"#).unwrap();
-        writeln!(f, r#"{{"rec":[19,26,{},0,3,39,16]}}"#, cycle + 10).unwrap();
+        writeln!(f, r#"{{"rec":[19,26,{cycle},{dispatcher},2,39,16]}}"#).unwrap();
+        writeln!(f, r#"{{"rec":[19,26,{},{},3,39,16]}}"#, cycle + 10, dispatcher + 1).unwrap();
+        dispatcher += 2;
         n += 2;
         for w in 0..64u64 {
             let (x, y) = (18 + w % 8, 18 + w / 8);
-            writeln!(f, r#"{{"rec":[{x},{y},{},0,11,{seq},3]}}"#, cycle + 40).unwrap();
-            writeln!(f, r#"{{"rec":[{x},{y},{},0,12,{seq},3]}}"#, cycle + 90).unwrap();
+            writeln!(f, r#"{{"rec":[{x},{y},{},{worker},11,{seq},3]}}"#, cycle + 40).unwrap();
+            writeln!(f, r#"{{"rec":[{x},{y},{},{},12,{seq},3]}}"#, cycle + 90, worker + 1).unwrap();
             n += 2;
         }
+        worker += 2;
         cycle += 100;
         seq += 1;
     }
@@ -481,6 +485,8 @@ fn sync_end_summary_of_a_million_records_stays_small() {
     writeln!(f, r#"{{"format":"cqlab-trace","version":2,"workload":"synthetic","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","seed":0,"sync":"end","clock_hz":1000000000,"cores":[{{"x":19,"y":26,"role":"CQ0 dispatcher"}}]}}"#).unwrap();
     let (mut n, mut cycle, mut seq) = (0u64, 0u64, 0u32);
     const LAUNCHES: u32 = 250;
+    // Each core's records numbered in order, as a ring numbers them.
+    let mut dispatcher = 0u64;
     for it in 0..32u32 {
         let ev = it + 1;
         writeln!(f, r#"{{"iter":{{"index":{it},"warmup":false,"start":{cycle},"enqueued":{cycle},"end":null,"events":[{ev}]}}}}"#).unwrap();
@@ -489,19 +495,22 @@ fn sync_end_summary_of_a_million_records_stays_small() {
         }
         // The dispatcher's GOs, then each worker's kernels (drain order), then the event.
         for k in 0..LAUNCHES as u64 {
-            writeln!(f, r#"{{"rec":[19,26,{},0,2,39,16]}}"#, cycle + 100 * k + 1).unwrap();
-            writeln!(f, r#"{{"rec":[19,26,{},0,3,39,16]}}"#, cycle + 100 * k + 10).unwrap();
+            writeln!(f, r#"{{"rec":[19,26,{},{dispatcher},2,39,16]}}"#, cycle + 100 * k + 1).unwrap();
+            writeln!(f, r#"{{"rec":[19,26,{},{},3,39,16]}}"#, cycle + 100 * k + 10, dispatcher + 1).unwrap();
+            dispatcher += 2;
         }
         for w in 0..64u64 {
             let (x, y) = (18 + w % 8, 18 + w / 8);
             for k in 0..LAUNCHES as u64 {
                 let s = seq as u64 + k;
-                writeln!(f, r#"{{"rec":[{x},{y},{},0,11,{s},3]}}"#, cycle + 100 * k + 40).unwrap();
-                writeln!(f, r#"{{"rec":[{x},{y},{},0,12,{s},3]}}"#, cycle + 100 * k + 90).unwrap();
+                let r = 2 * s;
+                writeln!(f, r#"{{"rec":[{x},{y},{},{r},11,{s},3]}}"#, cycle + 100 * k + 40).unwrap();
+                writeln!(f, r#"{{"rec":[{x},{y},{},{},12,{s},3]}}"#, cycle + 100 * k + 90, r + 1).unwrap();
             }
         }
         cycle += 100 * LAUNCHES as u64;
-        writeln!(f, r#"{{"rec":[19,26,{},0,13,{ev},0]}}"#, cycle - 5).unwrap();
+        writeln!(f, r#"{{"rec":[19,26,{},{dispatcher},13,{ev},0]}}"#, cycle - 5).unwrap();
+        dispatcher += 1;
         n += (2 + 128) * LAUNCHES as u64 + 1;
         seq += LAUNCHES;
     }
@@ -563,9 +572,10 @@ fn report_output_into_a_closed_pipe_ends_quietly() {
             it + 1
         )
         .unwrap();
-        writeln!(f, r#"{{"rec":[19,26,{},0,2,39,16]}}"#, c + 1).unwrap();
-        writeln!(f, r#"{{"rec":[19,26,{},0,3,39,16]}}"#, c + 10).unwrap();
-        writeln!(f, r#"{{"rec":[19,26,{},0,13,{},0]}}"#, c + 95, it + 1).unwrap();
+        // The dispatcher's records numbered in order, as its ring numbers them.
+        writeln!(f, r#"{{"rec":[19,26,{},{},2,39,16]}}"#, c + 1, 3 * it).unwrap();
+        writeln!(f, r#"{{"rec":[19,26,{},{},3,39,16]}}"#, c + 10, 3 * it + 1).unwrap();
+        writeln!(f, r#"{{"rec":[19,26,{},{},13,{},0]}}"#, c + 95, 3 * it + 2, it + 1).unwrap();
     }
     drop(f);
     let mut child = Command::new(env!("CARGO_BIN_EXE_cqlab"))
