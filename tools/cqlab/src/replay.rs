@@ -97,7 +97,8 @@ fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
     // Only the embedded simulator is cycle-deterministic across processes;
     // a daemon's device carries time over from earlier clients.
     let embedded = record.argv.windows(2).any(|w| w[0] == "--device" && w[1].starts_with("embedded"));
-    let same = want_sig == got_sig && (!embedded || got.device_cycles == record.device_cycles);
+    let same = verdict(record.failure.as_ref()) == verdict(got.failure.as_ref())
+        && (!embedded || got.device_cycles == record.device_cycles);
     outln!(
         "replay of stress seed {}: {} at device cycle {} (recorded: {} at {}): {}",
         record.seed,
@@ -158,7 +159,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let want_sig = record.failure.as_ref().map(|f| f.signature.as_str());
     let got_sig = got.as_ref().map(|f| f.signature.as_str());
-    let same = want_sig == got_sig && record.device_cycles == cycles;
+    let same = verdict(record.failure.as_ref()) == verdict(got.as_ref()) && record.device_cycles == cycles;
     outln!(
         "replay of seed {seed}: {} at device cycle {cycles} (recorded: {} at {}): {}",
         got_sig.unwrap_or("pass"),
@@ -167,4 +168,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         if same { "identical" } else { "DIFFERS" }
     );
     Ok(if same { ExitCode::SUCCESS } else { crate::exit::Exit::Failed.into() })
+}
+
+/// What a replay must reproduce of a failure: its class (the exit code),
+/// kind and signature (an edited class replayed as "identical").
+fn verdict(f: Option<&crate::race::failure::Classified>) -> Option<(crate::exit::FailureClass, &str, &str)> {
+    f.map(|f| (f.class, f.kind.as_str(), f.signature.as_str()))
 }

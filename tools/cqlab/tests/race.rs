@@ -286,6 +286,14 @@ fn parallel_jobs_give_the_report_of_one_process_and_records_replay() {
         assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
         assert!(text.contains("identical"), "{text}");
     }
+    // A record whose class was edited does not replay as identical (the
+    // class is the exit code a gate reads).
+    let class = |r: &str| serde_json::from_str::<serde_json::Value>(r).unwrap()["failure"]["class"].clone();
+    let (was, now) = (class(failing), if class(failing) == "hang" { "mismatch" } else { "hang" });
+    let edited = failing.replace(&format!("\"class\":{was}"), &format!("\"class\":\"{now}\""));
+    assert_ne!(edited, failing, "the record names its class");
+    let out = cqlab(&["replay", &edited, "--out", dir.join("replay").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
