@@ -72,7 +72,8 @@ fn measure(
     programs: u32,
     args: &[u32],
     trace: bool,
-    copy: &mut crate::bench_dispatch::CopyBound,
+    // Made at its first use: it holds twice the last-level cache.
+    copy: &mut Option<crate::bench_dispatch::CopyBound>,
     progress: &indicatif::ProgressBar,
 ) -> Result<Figure> {
     let all = dev.chip().grid();
@@ -101,6 +102,7 @@ fn measure(
     // programs, 356 at 16). Only where the backend tells the host's time
     // from the device's (the embedded simulator's fast dispatch).
     let host = if dev.backend().introspect().and_then(|i| i.host_clock()).is_some() && !dev.config().slow_dispatch {
+        let copy = copy.get_or_insert_with(crate::bench_dispatch::CopyBound::new);
         let t = crate::bench_dispatch::host_time(dev, copy, per, 1, |cq, _| enqueue(cq))?;
         Some(t.us_per_program)
     } else {
@@ -154,7 +156,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let rt: Vec<u32> = (0..args.args as u32).collect();
     let measurements = if embedded { 3 } else { 2 };
     let progress = crate::cli::progress(measurements * args.programs as u64, "perf programs");
-    let mut copy = crate::bench_dispatch::CopyBound::new();
+    let mut copy = None;
     let mut figures = vec![
         measure(&mut dev, args.programs, &rt, false, &mut copy, &progress)?,
         measure(&mut dev, args.programs, &rt, true, &mut copy, &progress)?,
