@@ -147,10 +147,16 @@ fn halted_core(backend: &mut dyn Backend, chip: &Topology, what: &Wait) -> Resul
     // No core halts while the queues run: one that did crashed, and what
     // waits on it would wait out the stall timeout (helper-25: a kernel's
     // illegal instruction read as a hang after 200 M cycles).
+    let booting = matches!(what, Wait::Alive { .. });
     for tile in chip.all_cores() {
         for processor in Processor::ALL {
             if let Some(reason) = halt(tile, processor)? {
-                return Ok(Some(HaltedCore::Crashed(tile, processor, reason)));
+                // While the chip boots, another tile's halt is a boot's too.
+                return Ok(Some(if booting {
+                    HaltedCore::Booting(tile, processor, reason)
+                } else {
+                    HaltedCore::Crashed(tile, processor, reason)
+                }));
             }
         }
     }

@@ -669,7 +669,9 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         v["iterations"] = a.iterations.into();
         if a.workload == WorkloadKind::TwoQueue {
             v["two_queue"] = serde_json::json!({"copies": a.copies, "buffers": a.buffers, "depth": a.depth,
-                "trace_kernels": a.trace_kernels, "bytes": a.bytes, "page_size": a.page_size, "delay": a.delay});
+                "trace_kernels": a.trace_kernels, "bytes": a.bytes, "page_size": a.page_size, "delay": a.delay,
+                "ring_pages": a.ring_pages, "pcie_read_latency": a.pcie_read_latency, "issue_size": a.issue_size,
+                "completion_size": a.completion_size});
             // What a seed nothing else varies draws (`Plan::seed_variation`).
             v["drawn_for_unvaried_seeds"] = match plan.drawn_variation() {
                 Some(SeedVariation::SliceJitter(q)) => serde_json::json!({"slice_jitter": q}),

@@ -3,7 +3,9 @@
 //! writes its hang dump and trace, and checks the outcome matches.
 
 use crate::campaign::SeedRecord;
+use crate::exit::FailureClass;
 use crate::out::outln;
+use crate::race::failure::Classified;
 use crate::race::{self, failure::Failure};
 use crate::usage::UsageError;
 use anyhow::{Context, Result};
@@ -97,16 +99,17 @@ fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
     // Only the embedded simulator is cycle-deterministic across processes;
     // a daemon's device carries time over from earlier clients.
     let embedded = record.argv.windows(2).any(|w| w[0] == "--device" && w[1].starts_with("embedded"));
-    let same = verdict(record.failure.as_ref()) == verdict(got.failure.as_ref())
+    let same = same_failure(record.failure.as_ref(), got.failure.as_ref())
         && (!embedded || got.device_cycles == record.device_cycles);
     outln!(
-        "replay of stress seed {}: {} at device cycle {} (recorded: {} at {}): {}",
+        "replay of stress seed {}: {} at device cycle {} (recorded: {} at {}): {}{}",
         record.seed,
         got_sig.unwrap_or("pass"),
         got.device_cycles,
         want_sig.unwrap_or("pass"),
         record.device_cycles,
-        if same { "identical" } else { "DIFFERS" }
+        if same { "identical" } else { "DIFFERS" },
+        class_note(record.failure.as_ref(), got.failure.as_ref())
     );
     Ok(if same { ExitCode::SUCCESS } else { crate::exit::Exit::Failed.into() })
 }
@@ -159,19 +162,39 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let want_sig = record.failure.as_ref().map(|f| f.signature.as_str());
     let got_sig = got.as_ref().map(|f| f.signature.as_str());
-    let same = verdict(record.failure.as_ref()) == verdict(got.as_ref()) && record.device_cycles == cycles;
+    let same = same_failure(record.failure.as_ref(), got.as_ref()) && record.device_cycles == cycles;
     outln!(
-        "replay of seed {seed}: {} at device cycle {cycles} (recorded: {} at {}): {}",
+        "replay of seed {seed}: {} at device cycle {cycles} (recorded: {} at {}): {}{}",
         got_sig.unwrap_or("pass"),
         want_sig.unwrap_or("pass"),
         record.device_cycles,
-        if same { "identical" } else { "DIFFERS" }
+        if same { "identical" } else { "DIFFERS" },
+        class_note(record.failure.as_ref(), got.as_ref())
     );
     Ok(if same { ExitCode::SUCCESS } else { crate::exit::Exit::Failed.into() })
 }
 
-/// What a replay must reproduce of a failure: its class (the exit code),
-/// kind and signature (an edited class replayed as "identical").
-fn verdict(f: Option<&crate::race::failure::Classified>) -> Option<(crate::exit::FailureClass, &str, &str)> {
-    f.map(|f| (f.class, f.kind.as_str(), f.signature.as_str()))
+/// Whether a replay's failure (`got`) is the recorded one (`want`): the
+/// same kind and signature, and the same class (the exit code: an edited
+/// class replayed as "identical"), unless the record names none (records
+/// from before classes read as `other`).
+fn same_failure(want: Option<&Classified>, got: Option<&Classified>) -> bool {
+    match (want, got) {
+        (None, None) => true,
+        (Some(w), Some(g)) => {
+            w.kind == g.kind && w.signature == g.signature && (w.class == FailureClass::Other || w.class == g.class)
+        }
+        _ => false,
+    }
+}
+
+/// The classes beside the verdict when they are what differs (the
+/// signatures and cycles printed agree).
+fn class_note(want: Option<&Classified>, got: Option<&Classified>) -> String {
+    match (want, got) {
+        (Some(w), Some(g)) if (w.class, &w.kind) != (g.class, &g.kind) => {
+            format!(" (class {:?}, kind {}; recorded: class {:?}, kind {})", g.class, g.kind, w.class, w.kind)
+        }
+        _ => String::new(),
+    }
 }

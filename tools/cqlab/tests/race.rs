@@ -294,6 +294,13 @@ fn parallel_jobs_give_the_report_of_one_process_and_records_replay() {
     assert_ne!(edited, failing, "the record names its class");
     let out = cqlab(&["replay", &edited, "--out", dir.join("replay").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("recorded: class"), "the verdict says why");
+    // A record from before classes (none named) still replays by its kind
+    // and signature.
+    let old = failing.replace(&format!("\"class\":{was},"), "");
+    assert_ne!(old, failing);
+    let out = cqlab(&["replay", &old, "--out", dir.join("replay").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
