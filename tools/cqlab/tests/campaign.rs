@@ -92,6 +92,16 @@ fn shards_run_by_hand_merge_into_the_unsharded_report() {
     let (code, _, err) = cqlab(&["campaign", "merge", mixed.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("has --iterations 3") && err.contains("had 2"), "{err}");
+    // And records with faults the others lack (only the slice jitter race
+    // draws for a seed is a seed's own).
+    let other = std::fs::read_to_string(dir.join("shard-1.jsonl"))
+        .unwrap()
+        .replace(r#""--pct-depth""#, r#""--faults","jitter=5","--pct-depth""#);
+    assert!(other.contains("jitter=5"), "the records name --pct-depth");
+    std::fs::write(mixed.join("b.jsonl"), other).unwrap();
+    let (code, _, err) = cqlab(&["campaign", "merge", mixed.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("has --faults jitter=5"), "{err}");
     let _ = std::fs::remove_dir_all(&mixed);
     // A record cut short by a killed task is left out; the others stand.
     let whole = std::fs::read_to_string(dir.join("shard-2.jsonl")).unwrap();

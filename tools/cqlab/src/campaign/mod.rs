@@ -203,17 +203,21 @@ impl Report {
 
 /// The options of a record's command line a seed (or a run) draws for
 /// itself: they differ between the records of one campaign. `race` writes
-/// a seed's host jitter, and the slice or NOC jitter of a two-queue seed
-/// nothing else varies, into `--host-jitter`, `--faults` and `--jitter`.
-const PER_RUN_OPTIONS: [&str; 7] =
-    ["--seed-base", "--seeds", "--seed", "--host-jitter", "--faults", "--jitter", "--reset-first"];
+/// a seed's host jitter, and the NOC jitter of a two-queue seed nothing
+/// else varies under exact time, into `--host-jitter` and `--jitter`
+/// (its slice jitter, a `--faults` value, is left out of `--faults` alone).
+const PER_RUN_OPTIONS: [&str; 6] = ["--seed-base", "--seeds", "--seed", "--host-jitter", "--jitter", "--reset-first"];
 
 /// A command line's options and their values (a flag has none), in order.
 fn options(argv: &[String]) -> std::collections::BTreeMap<&str, Vec<&str>> {
+    let drawn = crate::race::drawn_faults();
     let mut map: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
     for (i, a) in argv.iter().enumerate() {
         if a.starts_with("--") && !PER_RUN_OPTIONS.contains(&a.as_str()) {
             let value = argv.get(i + 1).filter(|v| !v.starts_with("--")).map_or("", String::as_str);
+            if a == "--faults" && value == drawn {
+                continue;
+            }
             map.entry(a.as_str()).or_default().push(value);
         }
     }
