@@ -321,7 +321,7 @@ impl Plan {
         }
         // Given, it is what the line runs whatever the default becomes.
         match self.seed_variation(seed) {
-            Some(SeedVariation::SliceJitter(_)) => v.extend(["--faults".into(), drawn_faults()]),
+            Some(SeedVariation::SliceJitter(_)) => v.extend(["--faults".into(), crate::campaign::drawn_faults()]),
             Some(SeedVariation::NocJitter(j)) => {
                 let at = v.iter().position(|o| o == "--jitter").expect("shape_argv names --jitter") + 1;
                 v[at] = j.to_string();
@@ -354,14 +354,7 @@ pub enum SeedVariation {
 }
 
 /// The slice jitter `random` and `programs` draw on half their seeds.
-const TWO_QUEUE_SLICE_JITTER: u64 = 64;
-
-/// The `--faults` value a drawn seed's replay line carries
-/// ([`SeedVariation::SliceJitter`]): what `campaign merge` leaves out when
-/// it compares two records' faults.
-pub fn drawn_faults() -> String {
-    format!("quantum-jitter={TWO_QUEUE_SLICE_JITTER}")
-}
+const TWO_QUEUE_SLICE_JITTER: u64 = crate::campaign::DRAWN_SLICE_JITTER;
 /// The least NOC jitter `random` and `programs` draw.
 const TWO_QUEUE_NOC_JITTER: u64 = 200;
 

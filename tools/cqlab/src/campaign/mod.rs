@@ -201,6 +201,16 @@ impl Report {
     }
 }
 
+/// The slice jitter `race` draws for a two-queue seed nothing else varies
+/// (`race::Plan::seed_variation`; here, where `campaign merge` reads it).
+pub const DRAWN_SLICE_JITTER: u64 = 64;
+
+/// The `--faults` value such a seed's replay line carries: what `campaign
+/// merge` leaves out when it compares two records' faults.
+pub fn drawn_faults() -> String {
+    format!("quantum-jitter={DRAWN_SLICE_JITTER}")
+}
+
 /// The options of a record's command line a seed (or a run) draws for
 /// itself: they differ between the records of one campaign. `race` writes
 /// a seed's host jitter, and the NOC jitter of a two-queue seed nothing
@@ -210,7 +220,7 @@ const PER_RUN_OPTIONS: [&str; 6] = ["--seed-base", "--seeds", "--seed", "--host-
 
 /// A command line's options and their values (a flag has none), in order.
 fn options(argv: &[String]) -> std::collections::BTreeMap<&str, Vec<&str>> {
-    let drawn = crate::race::drawn_faults();
+    let drawn = drawn_faults();
     let mut map: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
     for (i, a) in argv.iter().enumerate() {
         if a.starts_with("--") && !PER_RUN_OPTIONS.contains(&a.as_str()) {
