@@ -71,36 +71,29 @@ fn shards_run_by_hand_merge_into_the_unsharded_report() {
     // A shard lost is named, not silently merged away.
     let (_, _, err) = cqlab(&["campaign", "merge", dir.join("shard-1.jsonl").to_str().unwrap()]);
     assert!(err.contains("warning: 4 of runs 0..=5 have no record (the first: run 0)"), "{err}");
-    // Records of another campaign (another workload here) are refused, not
-    // merged into one report.
-    let other = std::fs::read_to_string(dir.join("shard-1.jsonl"))
-        .unwrap()
-        .replace(r#""--workload","random""#, r#""--workload","two-queue""#);
+    // Records of another campaign are refused, not merged into one report:
+    // shard 1's records with `from` made `to`, beside shard 0's.
     let mixed = temp("mixed");
     std::fs::create_dir_all(&mixed).unwrap();
     std::fs::copy(dir.join("shard-0.jsonl"), mixed.join("a.jsonl")).unwrap();
-    std::fs::write(mixed.join("b.jsonl"), other).unwrap();
-    let (code, _, err) = cqlab(&["campaign", "merge", mixed.to_str().unwrap()]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("has --workload two-queue") && err.contains("records of two campaigns mixed?"), "{err}");
-    // So are records whose knobs differ (any option but what a seed draws).
-    let other = std::fs::read_to_string(dir.join("shard-1.jsonl"))
-        .unwrap()
-        .replace(r#""--iterations","2""#, r#""--iterations","3""#);
-    assert!(other.contains(r#""--iterations","3""#), "the campaign's records name --iterations 2");
-    std::fs::write(mixed.join("b.jsonl"), other).unwrap();
-    let (code, _, err) = cqlab(&["campaign", "merge", mixed.to_str().unwrap()]);
-    assert_eq!(code, 2, "{err}");
+    let refused = |from: &str, to: &str| {
+        let other = std::fs::read_to_string(dir.join("shard-1.jsonl")).unwrap();
+        assert!(other.contains(from), "the campaign's records hold {from}");
+        std::fs::write(mixed.join("b.jsonl"), other.replace(from, to)).unwrap();
+        let (code, _, err) = cqlab(&["campaign", "merge", mixed.to_str().unwrap()]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("records of two campaigns mixed?"), "{err}");
+        err
+    };
+    // Another workload.
+    let err = refused(r#""--workload","random""#, r#""--workload","two-queue""#);
+    assert!(err.contains("has --workload two-queue"), "{err}");
+    // Other knobs (any option but what a seed draws).
+    let err = refused(r#""--iterations","2""#, r#""--iterations","3""#);
     assert!(err.contains("has --iterations 3") && err.contains("had 2"), "{err}");
-    // And records with faults the others lack (only the slice jitter race
-    // draws for a seed is a seed's own).
-    let other = std::fs::read_to_string(dir.join("shard-1.jsonl"))
-        .unwrap()
-        .replace(r#""--pct-depth""#, r#""--faults","jitter=5","--pct-depth""#);
-    assert!(other.contains("jitter=5"), "the records name --pct-depth");
-    std::fs::write(mixed.join("b.jsonl"), other).unwrap();
-    let (code, _, err) = cqlab(&["campaign", "merge", mixed.to_str().unwrap()]);
-    assert_eq!(code, 2, "{err}");
+    // Faults the others lack (only the slice jitter race draws for a seed
+    // is a seed's own).
+    let err = refused(r#""--pct-depth""#, r#""--faults","jitter=5","--pct-depth""#);
     assert!(err.contains("has --faults jitter=5"), "{err}");
     let _ = std::fs::remove_dir_all(&mixed);
     // A record cut short by a killed task is left out; the others stand.
