@@ -103,43 +103,33 @@ pub fn run(args: &Args, dev: &mut Device) -> Result<(), Failure> {
             });
         }
         drop(cq1);
-        let check = |c: u32, back: &[u8]| {
-            let data = copy_data(bufs[0].size, it, c);
-            match first_difference(&data, back, |at| {
-                format!("CQ1 write_buffer of iteration {it} copy {c} (page {})", at as u32 / page)
-            }) {
-                Some(d) => {
-                    Err(Failure::Check { check: "read-back differs", detail: format!("iteration {it} copy {c}: {d}") })
-                }
-                None => Ok(()),
-            }
-        };
-        if args.depth == 1 {
-            for c in 0..args.copies {
+        // Rounds of `depth` copies: every write and its read enqueued, then
+        // the read-backs collected (the queue keeps each read after its
+        // write, and before the next write to its buffer). At depth 1 this
+        // is `read_buffer` after each write.
+        let size = bufs[0].size;
+        let mut c = 0;
+        while c < args.copies {
+            let round = c..args.copies.min(c + args.depth);
+            let mut pending = Vec::with_capacity(round.len());
+            for c in round.clone() {
                 let buf = &bufs[(c % args.buffers) as usize];
                 let mut cq1 = dev.cq(1)?;
-                cq1.write_buffer(buf, 0, &copy_data(buf.size, it, c))?;
-                check(c, &cq1.read_buffer(buf, 0, buf.size)?)?;
+                cq1.write_buffer(buf, 0, &copy_data(size, it, c))?;
+                pending.push((c, cq1.enqueue_read(buf, 0, size)?));
             }
-        } else {
-            // Rounds of `depth` copies: every write and read enqueued, then
-            // the read-backs collected (the queue keeps each read after its
-            // write, and before the next write to its buffer).
-            let mut c = 0;
-            while c < args.copies {
-                let round: Vec<u32> = (c..args.copies.min(c + args.depth)).collect();
-                let mut pending = Vec::with_capacity(round.len());
-                for &c in &round {
-                    let buf = &bufs[(c % args.buffers) as usize];
-                    let mut cq1 = dev.cq(1)?;
-                    cq1.write_buffer(buf, 0, &copy_data(buf.size, it, c))?;
-                    pending.push((c, cq1.enqueue_read(buf, 0, buf.size)?));
+            for (c, p) in pending {
+                let back = dev.complete_read(&p)?;
+                if let Some(d) = first_difference(&copy_data(size, it, c), &back, |at| {
+                    format!("CQ1 write_buffer of iteration {it} copy {c} (page {})", at as u32 / page)
+                }) {
+                    return Err(Failure::Check {
+                        check: "read-back differs",
+                        detail: format!("iteration {it} copy {c}: {d}"),
+                    });
                 }
-                for (c, p) in pending {
-                    check(c, &dev.complete_read(&p)?)?;
-                }
-                c += round.len() as u32;
             }
+            c = round.end;
         }
     }
     dev.cq(0)?.finish()?;
