@@ -137,13 +137,6 @@ fn halted_core(backend: &mut dyn Backend, chip: &Topology, what: &Wait) -> Resul
     let mut halt = |tile: Coord, processor| -> Result<Option<String>> {
         Ok(i.core_debug(CoreId { tile, processor })?.filter(|d| !d.in_reset).and_then(|d| d.halt))
     };
-    if let Wait::Alive { core: tile, .. } = what {
-        for processor in Processor::ALL {
-            if let Some(reason) = halt(*tile, processor)? {
-                return Ok(Some(HaltedCore::Booting(*tile, processor, reason)));
-            }
-        }
-    }
     // No core halts while the queues run: one that did crashed, and what
     // waits on it would wait out the stall timeout (helper-25: a kernel's
     // illegal instruction read as a hang after 200 M cycles).

@@ -336,7 +336,7 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
         }
     };
     let start = Instant::now();
-    let mut tflops = None;
+    let mut gflops = None;
     // The runner boots the device itself.
     let booted = if matmul.is_some() { Ok(()) } else { dev.boot().map_err(Failure::from) };
     let outcome = booted.and_then(|()| {
@@ -352,9 +352,7 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
                 let spec = matmul.as_ref().expect("built for matmul_peak");
                 let point = cqlab_workloads::runner::run_on(&mut dev, spec, &mut cqlab_workloads::runner::NoObserver)
                     .map_err(Failure::from)?;
-                if let Some(m) = &point.matmul {
-                    tflops = Some(m.tflops);
-                }
+                gflops = point.matmul.as_ref().map(|m| m.gflops);
                 return Ok(point.timed_cycles);
             }
         };
@@ -364,8 +362,8 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
     metrics.insert("host_seconds".to_owned(), start.elapsed().as_secs_f64());
     if let Ok(cycles) = &outcome {
         metrics.insert("workload_cycles".to_owned(), *cycles as f64);
-        if let Some(t) = tflops {
-            metrics.insert("gflops".to_owned(), t * 1e3);
+        if let Some(g) = gflops {
+            metrics.insert("gflops".to_owned(), g);
         }
         if w.workload == Workload::CopyStress {
             metrics.insert("cycles_per_read".to_owned(), *cycles as f64 / w.depth as f64);
