@@ -37,7 +37,7 @@
 
 use crate::backend::model::Model;
 use crate::backend::{
-    check_sysmem, claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, L0CacheStats,
+    check_sysmem, claim_slice, snapshot_read, snapshot_u32, Backend, CoreDebug, DramTraffic, Introspect, L0CacheStats,
     DEFAULT_POLL_CYCLES,
 };
 use crate::config::{DeviceConfig, HostSchedule};
@@ -603,6 +603,9 @@ impl Backend for DaemonBackend {
         self.host_access(Access::SysmemRead(buf.len()))?;
         // The daemon touches sysmem only while serving our request (module docs).
         snapshot_read(&self.sysmem, offset, buf)
+    }
+    fn sysmem_peek_u32(&mut self, offset: usize) -> Result<u32> {
+        snapshot_u32(&self.sysmem, offset)
     }
     fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]> {
         check_sysmem(offset, len, self.sysmem.len())?;

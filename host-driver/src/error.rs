@@ -47,6 +47,14 @@ pub enum DriverError {
          for {wait}\n{dump}"
     )]
     KernelTimeout { core: Coord, cycles: u64, limit: u64, wait: Wait, dump: Box<HangDump> },
+    /// The CQ cores went on recording while no queue advanced
+    /// (`wait::LIVELOCK_STALLS` stall timeouts): a loop that records as it
+    /// goes and gets nowhere.
+    #[error(
+        "livelock while waiting for {wait}: the CQ cores recorded {records} trace records in {cycles} device cycles, \
+         but no queue pointer moved, no worker recorded and no kernel ran\n{dump}"
+    )]
+    Livelock { wait: Wait, cycles: u64, records: u64, dump: Box<HangDump> },
     #[error("device {path} is held by {holder}")]
     Busy { path: String, holder: String },
     #[error("backend: {0}")]
@@ -89,7 +97,8 @@ impl DriverError {
         match self {
             DriverError::Device { dump, .. }
             | DriverError::Timeout { dump, .. }
-            | DriverError::KernelTimeout { dump, .. } => Some(dump),
+            | DriverError::KernelTimeout { dump, .. }
+            | DriverError::Livelock { dump, .. } => Some(dump),
             _ => None,
         }
     }
@@ -109,6 +118,7 @@ impl DriverError {
             DriverError::Device { .. } => "device-error",
             DriverError::Timeout { .. } => "timeout",
             DriverError::KernelTimeout { .. } => "kernel-timeout",
+            DriverError::Livelock { .. } => "livelock",
             DriverError::Busy { .. } => "busy",
             DriverError::Backend(_) => "backend",
             DriverError::Library { .. } => "library",

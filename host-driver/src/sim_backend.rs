@@ -10,7 +10,7 @@
 //! adds.
 
 use crate::backend::{
-    check_sysmem, claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, L0CacheStats,
+    check_sysmem, claim_slice, snapshot_read, snapshot_u32, Backend, CoreDebug, DramTraffic, Introspect, L0CacheStats,
     DEFAULT_POLL_CYCLES,
 };
 use crate::config::HostSchedule;
@@ -128,6 +128,9 @@ impl Backend for EmbeddedSim {
         // copy is a snapshot.
         self.host_access(Access::SysmemRead(buf.len()));
         snapshot_read(&self.chip().sysmem(), offset, buf)
+    }
+    fn sysmem_peek_u32(&mut self, offset: usize) -> Result<u32> {
+        snapshot_u32(&self.chip().sysmem(), offset)
     }
     fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]> {
         check_sysmem(offset, len, self.sysmem_len())?;

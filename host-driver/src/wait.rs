@@ -19,6 +19,14 @@ use cqlab_abi::waypoint::{self, Waypoint};
 /// the stall and kernel timeouts.
 pub const PROGRESS_CHECK_CYCLES: u64 = 1_000_000;
 
+/// Stall timeouts the CQ cores may go on recording while no queue advances
+/// before a wait gives up on them as a livelock: a loop that records as it
+/// goes, which the stall timeout alone counts as progress for ever
+/// (helper-25: one flipped bit made a dispatcher run the same WAIT again and
+/// again). Long: a chain of DELAYs or a replay with no kernel in it is
+/// legal, and advances no pointer the host sees either.
+pub const LIVELOCK_STALLS: u64 = 10;
+
 /// What a wait needs of the queues besides its condition.
 pub(crate) trait Waiting {
     /// One host poll went by (the queues count them to drain lazily).
@@ -31,6 +39,10 @@ pub(crate) trait Waiting {
     /// What the host had last published on each queue (none where the host
     /// is another process).
     fn host(&self) -> Vec<HostPublished>;
+    /// The pointers the device writes to sysmem for each queue (issue and
+    /// fetch read, completion write): what moves when a queue advances.
+    /// Host memory only: no BAR read, so no device time on a simulator.
+    fn advanced_to(&mut self, backend: &mut dyn Backend) -> Result<Vec<u32>>;
 }
 
 /// A dump of the device now, with the queues' pointers.
@@ -49,7 +61,9 @@ pub(crate) fn dump<Q: Waiting + ?Sized>(
 /// device cycles in which no core recorded any trace event and no kernel
 /// ran, with an error naming `what` and carrying a hang dump. While a
 /// worker runs its kernel the wait goes on until that kernel has run
-/// `kernel_timeout_cycles` (if not 0).
+/// `kernel_timeout_cycles` (if not 0). Gives up too after
+/// [`LIVELOCK_STALLS`] stall timeouts in which only the CQ cores recorded:
+/// no queue pointer in sysmem moved, no worker recorded, no kernel ran.
 pub(crate) fn until<Q: Waiting + ?Sized>(
     backend: &mut dyn Backend,
     cfg: &DeviceConfig,
@@ -64,8 +78,12 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
         return Ok(());
     }
     // Progress is read through the BAR (slow on hardware): only at checks.
-    let mut last_progress = None;
+    let mut last_progress: Option<Activity> = None;
     let mut last_change = backend.now();
+    let livelock_limit = cfg.stall_timeout_cycles.saturating_mul(LIVELOCK_STALLS);
+    // The last check at which a queue advanced, and the queues' pointers and
+    // the CQ cores' records then.
+    let mut last_advance = (last_change, Vec::new(), None::<u64>);
     let mut next_check = last_change + PROGRESS_CHECK_CYCLES;
     let mut first_running: Vec<(Coord, u64)> = Vec::new();
     loop {
@@ -78,9 +96,21 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
             next_check = now + PROGRESS_CHECK_CYCLES;
             queues.checked();
             check_halted(backend, cfg, chip, queues, &what)?;
-            let progress = Some(progress(backend, chip)?);
-            if progress != last_progress {
-                (last_progress, last_change) = (progress, now);
+            let activity = progress(backend, chip)?;
+            let position = queues.advanced_to(backend)?;
+            let workers_recorded = last_progress.is_none_or(|p| p.workers != activity.workers);
+            if workers_recorded || position != last_advance.1 || last_advance.2.is_none() {
+                last_advance = (now, position, Some(activity.queue_cores));
+            }
+            if Some(activity) != last_progress {
+                last_progress = Some(activity);
+                last_change = now;
+                let (since, _, cq_records_then) = last_advance;
+                if now - since >= livelock_limit && running_kernel(backend, chip)?.is_none() {
+                    let records = activity.queue_cores.wrapping_sub(cq_records_then.unwrap_or(0));
+                    let dump = dump(backend, cfg, chip, queues, what())?;
+                    return Err(DriverError::Livelock { wait: what(), cycles: now - since, records, dump });
+                }
                 continue;
             }
             // No core recorded anything since `last_change`. A kernel
@@ -104,6 +134,7 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
                     return Err(DriverError::KernelTimeout { core, cycles: ran, limit, wait: what(), dump });
                 }
                 last_change = now;
+                last_advance = (now, queues.advanced_to(backend)?, Some(activity.queue_cores));
             } else if now - last_change >= cfg.stall_timeout_cycles {
                 let dump = dump(backend, cfg, chip, queues, what())?;
                 return Err(DriverError::Timeout { wait: what(), cycles: now - last_change, dump });
@@ -239,13 +270,25 @@ fn running_kernel(backend: &mut dyn Backend, chip: &Topology) -> Result<Option<(
     Ok(found)
 }
 
-/// Sum of every core's trace sequence number: moves whenever any core
-/// does something worth recording.
-fn progress(backend: &mut dyn Backend, chip: &Topology) -> Result<u64> {
+/// Sums of trace sequence numbers: they move whenever a core does something
+/// worth recording.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Activity {
+    /// Of the prefetchers and dispatchers.
+    queue_cores: u64,
+    /// Of the workers: a kernel launched or ran, the queues' purpose.
+    workers: u64,
+}
+
+fn progress(backend: &mut dyn Backend, chip: &Topology) -> Result<Activity> {
     let next_seq = TRACE_RING.base as u64 + std::mem::offset_of!(TraceRingHeader, next_seq) as u64;
-    let mut total = 0u64;
-    for core in chip.all_cores() {
-        total += backend.read_u32(NocAddr::unicast(core, next_seq))? as u64;
+    let mut seq = |core| -> Result<u64> { Ok(backend.read_u32(NocAddr::unicast(core, next_seq))? as u64) };
+    let mut activity = Activity { queue_cores: 0, workers: 0 };
+    for core in chip.cq_cores() {
+        activity.queue_cores += seq(core)?;
     }
-    Ok(total)
+    for core in chip.workers() {
+        activity.workers += seq(core)?;
+    }
+    Ok(activity)
 }

@@ -2,6 +2,7 @@
 //! on a Wormhole and a Blackhole: cores are named by their translated
 //! coordinates and their role on the chip.
 
+use cqlab_abi::encode::Encoder;
 use cqlab_abi::fetch_queue::{slot_addr, STALL_FLAG};
 use cqlab_abi::mailbox::DeviceError;
 use cqlab_abi::noc::NocAddr;
@@ -103,6 +104,41 @@ on_both_chips! {
         assert!(chain.contains("CQ1 dispatcher") && chain.contains("on an event of CQ0"), "seed 16: {chain}");
         // CQ0 was never given work: its prefetcher waits on the host.
         assert!(chain.contains(&format!("CQ0 prefetcher {prefetcher} HQW")), "seed 16: {chain}");
+    }
+
+    fn cq_cores_that_record_while_no_queue_advances_are_a_livelock(chip) {
+        // A loop that records as it goes (helper-25: one flipped bit made a
+        // dispatcher run the same WAIT for ever) counted as progress, and
+        // the host waited for ever. Here 50 DELAYs of 500 k cycles, one
+        // chunk: the dispatcher records every 500 k cycles (no stall), and
+        // no pointer the host sees moves for 25 M cycles.
+        let mut chunk = vec![0u8; 1024];
+        let mut enc = Encoder::new(&mut chunk);
+        enc.relay_inline(true, |w| (0..50).try_for_each(|_| w.delay(500_000))).unwrap();
+        let len = enc.len();
+        chunk.truncate(len);
+        let run = |stall: u64| {
+            let mut dev = booted(chip, 17, |c| c.stall_timeout_cycles = stall);
+            let mut cq = dev.cq(0).unwrap();
+            cq.enqueue_raw(&chunk, false).unwrap();
+            let done = cq.finish();
+            (done, dev.now())
+        };
+        // Ten stall timeouts are 20 M cycles: a livelock, with its dump.
+        let (err, now) = run(2_000_000);
+        let err = err.unwrap_err();
+        let DriverError::Livelock { cycles, records, dump, .. } = &err else {
+            panic!("{} seed 17: expected a livelock, got {err}", chip.name())
+        };
+        assert!((20_000_000..25_000_000).contains(cycles) && now < 25_000_000, "seed 17: {cycles} at {now}");
+        assert!(*records >= 2 * 35, "seed 17: a DELAY's start and end each: {records}");
+        let chain = dump.chain_text().join(" -> ");
+        assert!(chain.contains("CQ0 dispatcher"), "seed 17: {chain}");
+        assert!(err.to_string().contains("no queue pointer moved"), "{err}");
+        // Ten of 3 M are 30 M: the same chain is legal work and finishes.
+        let (done, now) = run(3_000_000);
+        done.unwrap_or_else(|e| panic!("{} seed 17: 25 M cycles of DELAYs under a 30 M limit: {e}", chip.name()));
+        assert!(now >= 25_000_000, "seed 17: {now}");
     }
 
     fn an_unknown_command_is_reported_with_its_bytes(chip) {

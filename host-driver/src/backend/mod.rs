@@ -139,6 +139,21 @@ pub trait Backend {
         self.sysmem_read(offset, &mut b)?;
         Ok(u32::from_le_bytes(b))
     }
+    /// A sysmem word read as an observer: no device time passes and the
+    /// host clock counts no access, so a simulated run's schedule (its
+    /// jitter draws, its PCT points) is the same whether or not the host
+    /// looked. A backend whose sysmem reads cost the run nothing reads it.
+    fn sysmem_peek_u32(&mut self, offset: usize) -> Result<u32> {
+        self.sysmem_read_u32(offset)
+    }
+}
+
+/// A sysmem word of a simulator's snapshot (`sysmem_peek_u32`).
+#[cfg_attr(not(any(feature = "sim", feature = "daemon")), allow(dead_code))]
+pub(crate) fn snapshot_u32(mem: &[u8], offset: usize) -> Result<u32> {
+    let mut b = [0u8; 4];
+    snapshot_read(mem, offset, &mut b)?;
+    Ok(u32::from_le_bytes(b))
 }
 
 /// ARC is read through any backend's BAR ([`crate::arc`]).

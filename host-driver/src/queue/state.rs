@@ -13,6 +13,7 @@ use crate::geometry::Topology;
 use crate::wait::Waiting;
 use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::CqSysmemLayout;
+use cqlab_abi::sysmem::{COMPLETION_WR_PTR, FETCH_RD_COUNT, ISSUE_RD_PTR};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -221,5 +222,15 @@ impl Waiting for Queues {
             return Vec::new();
         }
         self.list.iter().enumerate().map(|(q, cq)| cq.published(q as u8)).collect()
+    }
+
+    fn advanced_to(&mut self, backend: &mut dyn Backend) -> Result<Vec<u32>> {
+        let mut words = Vec::with_capacity(3 * self.list.len());
+        for cq in &self.list {
+            for offset in [ISSUE_RD_PTR, FETCH_RD_COUNT, COMPLETION_WR_PTR] {
+                words.push(backend.sysmem_peek_u32((cq.layout.header() + offset as u64) as usize)?);
+            }
+        }
+        Ok(words)
     }
 }

@@ -32,7 +32,8 @@ pub mod host_memory;
 pub mod library;
 
 use crate::backend::{
-    check_sysmem, claim_slice, snapshot_read, Backend, CoreDebug, DramTraffic, Introspect, DEFAULT_POLL_CYCLES,
+    check_sysmem, claim_slice, snapshot_read, snapshot_u32, Backend, CoreDebug, DramTraffic, Introspect,
+    DEFAULT_POLL_CYCLES,
 };
 use crate::config::{DeviceConfig, HostSchedule};
 use crate::error::{DriverError, LibraryProblem, Result};
@@ -313,6 +314,9 @@ impl Backend for TtSim {
         self.host_access(Access::SysmemRead(buf.len()))?;
         // The device writes sysmem only inside our library calls.
         snapshot_read(&self.sysmem, offset, buf)
+    }
+    fn sysmem_peek_u32(&mut self, offset: usize) -> Result<u32> {
+        snapshot_u32(&self.sysmem, offset)
     }
     fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]> {
         check_sysmem(offset, len, self.sysmem.len())?;

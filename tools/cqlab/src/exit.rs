@@ -83,7 +83,9 @@ impl FailureClass {
     /// The class of a driver error.
     pub fn of(e: &DriverError) -> Self {
         match e {
-            DriverError::Timeout { .. } | DriverError::KernelTimeout { .. } => FailureClass::Hang,
+            DriverError::Timeout { .. } | DriverError::KernelTimeout { .. } | DriverError::Livelock { .. } => {
+                FailureClass::Hang
+            }
             DriverError::Device { .. } => FailureClass::DeviceError,
             DriverError::Mismatch(_) => FailureClass::Mismatch,
             _ => FailureClass::Other,

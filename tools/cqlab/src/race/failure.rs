@@ -38,7 +38,7 @@ pub struct Classified {
     /// existed read as `other`).
     #[serde(default)]
     pub class: FailureClass,
-    /// `timeout`, `kernel-timeout`, `device-error`, `corrupt-completion`,
+    /// `timeout`, `kernel-timeout`, `livelock`, `device-error`, `corrupt-completion`,
     /// `mismatch`, `driver` (or, from `stress`, `hard-timeout`, `crash`).
     pub kind: String,
     /// The core everything waited on, with its state (from the hang dump),
@@ -104,6 +104,7 @@ impl Failure {
         let (kind, what) = match e {
             DriverError::Timeout { wait, .. } => ("timeout", wait.class()),
             DriverError::KernelTimeout { wait, .. } => ("kernel-timeout", wait.class()),
+            DriverError::Livelock { wait, .. } => ("livelock", wait.class()),
             DriverError::Device { fault: DeviceFault::CorruptCompletion { cq, .. }, .. } => {
                 // The queue whose records are corrupt is the finding; where
                 // its cores happened to be is not.
