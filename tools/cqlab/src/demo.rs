@@ -121,16 +121,34 @@ pub fn run(args: Args) -> Result<ExitCode> {
     } else {
         format!("seed {} with NOC/PCIe jitter 0..={} cycles", args.seed, args.noc_jitter)
     };
-    let chip = format!(
-        "{} ({}), {}x{} compute cores",
-        dev.chip().board(),
-        dev.chip().harvesting(),
-        all.end.0 + 1,
-        all.end.1 + 1
-    );
-    let clock_hz = dev.chip().layout().clock_hz();
-    print_table(&rows, args.json, verified, dev.now() - started, clock_hz, &chip, &seed_note)?;
+    let chip = DemoChip {
+        board: dev.chip().board().to_string(),
+        harvesting: dev.chip().harvesting().to_string(),
+        grid: (all.end.0 + 1, all.end.1 + 1),
+        clock_hz: dev.chip().layout().clock_hz(),
+    };
+    // A device spec's simulator has its own seed, which the client cannot see.
+    let seed = (args.device == "embedded").then_some(args.seed);
+    let seed = DemoSeed { seed, noc_jitter: args.noc_jitter, note: seed_note };
+    print_table(&rows, args.json, verified, dev.now() - started, &chip, &seed)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The chip a demo ran on, as its report names it.
+struct DemoChip {
+    board: String,
+    harvesting: String,
+    /// Compute cores: columns, rows.
+    grid: (u8, u8),
+    clock_hz: u64,
+}
+
+/// The demo's seed (none where a device spec's simulator has its own) and
+/// what it means for the figures.
+struct DemoSeed {
+    seed: Option<u64>,
+    noc_jitter: u64,
+    note: String,
 }
 
 fn print_table(
@@ -138,10 +156,10 @@ fn print_table(
     json: bool,
     verified: u64,
     total_cycles: u64,
-    clock_hz: u64,
-    chip: &str,
-    seed_note: &str,
+    chip: &DemoChip,
+    seed: &DemoSeed,
 ) -> Result<()> {
+    let clock_hz = chip.clock_hz;
     // Merge rows of the same operation.
     let mut merged: Vec<Row> = Vec::new();
     for r in rows {
@@ -165,8 +183,10 @@ fn print_table(
             .collect();
         outln!(
             "{}",
-            serde_json::json!({"chip": chip, "clock_hz": clock_hz, "rows": v, "verified_bytes": verified,
-                               "device_cycles": total_cycles, "seed": seed_note})
+            serde_json::json!({"chip": chip.board, "harvesting": chip.harvesting, "grid": [chip.grid.0, chip.grid.1],
+                               "clock_hz": clock_hz, "rows": v, "verified_bytes": verified,
+                               "device_cycles": total_cycles, "seed": seed.seed, "noc_jitter": seed.noc_jitter,
+                               "seed_note": seed.note})
         );
         return Ok(());
     }
@@ -179,7 +199,7 @@ fn print_table(
         total_cycles as f64 * 1e3 / clock_hz as f64,
         clock_hz as f64 / 1e9
     );
-    outln!("chip: {chip}");
-    outln!("{seed_note}");
+    outln!("chip: {} ({}), {}x{} compute cores", chip.board, chip.harvesting, chip.grid.0, chip.grid.1);
+    outln!("{}", seed.note);
     Ok(())
 }

@@ -95,7 +95,8 @@ fn decode_into_a_closed_pipe_exits_quietly() {
     assert!(o.status.success() && !err.contains("panicked") && err.is_empty(), "{}", text(&o));
 }
 
-/// Device cycles of every row of a one-round demo, and its seed note.
+/// Device cycles of every row of a one-round demo, and its seed note (the
+/// JSON's seed and chip are values, its note prose).
 fn demo_cycles(args: &[&str]) -> (Vec<u64>, String) {
     let mut all = vec!["demo", "--rounds", "1", "--json"];
     all.extend_from_slice(args);
@@ -103,7 +104,11 @@ fn demo_cycles(args: &[&str]) -> (Vec<u64>, String) {
     assert!(o.status.success(), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("demo --json is JSON");
     let rows = v["rows"].as_array().expect("rows").iter().map(|r| r["device_cycles"].as_u64().unwrap()).collect();
-    (rows, v["seed"].as_str().expect("a seed note").to_owned())
+    let embedded = !args.contains(&"--device");
+    let seed = args.iter().position(|a| *a == "--seed").map_or(1, |i| args[i + 1].parse().unwrap());
+    assert_eq!(v["seed"].as_u64(), embedded.then_some(seed), "{v}");
+    assert_eq!((v["chip"].as_str(), v["grid"][0].as_u64()), (Some("wormhole-n150"), Some(8)), "{v}");
+    (rows, v["seed_note"].as_str().expect("a seed note").to_owned())
 }
 
 #[test]
