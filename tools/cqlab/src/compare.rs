@@ -164,13 +164,16 @@ pub fn compare(base: &Value, test: &Value, threshold_pct: f64) -> Value {
                 // must catch (a report stripped of its metrics passed).
                 (Some(_), None) => {
                     regressions += 1;
-                    (None, "REGRESSION (no samples)")
+                    (None, "REGRESSION")
                 }
                 (None, Some(_)) => (None, "new"),
                 _ => (None, "no samples"),
             };
+            // The verdicts are a closed set (docs/cli.md lists it); a regression
+            // by a lost figure says so in its note, not in its verdict.
+            let note = (verdict == "REGRESSION" && tv.is_none()).then_some("no samples in the test");
             rows.push(json!({"params": pv, "cqs": b["cqs"], "metric": name, "base": bv, "test": tv,
-                             "delta_pct": delta_pct, "verdict": verdict}));
+                             "delta_pct": delta_pct, "verdict": verdict, "note": note}));
         }
     }
     json!({"threshold_pct": threshold_pct, "rows": rows, "unpaired": unpaired, "paired_points": paired,
@@ -249,7 +252,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 fmt(&r["base"]),
                 fmt(&r["test"]),
                 d,
-                r["verdict"].as_str().unwrap_or("")
+                match r["note"].as_str() {
+                    Some(note) => format!("{} ({note})", r["verdict"].as_str().unwrap_or("")),
+                    None => r["verdict"].as_str().unwrap_or("").to_owned(),
+                }
             );
         }
         for u in c["unpaired"].as_array().into_iter().flatten() {

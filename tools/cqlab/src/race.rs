@@ -439,6 +439,7 @@ pub fn record_seed(plan: &Plan, index: u64, seed: u64) -> Result<SeedRecord> {
         seed,
         index,
         ok: outcome.is_ok(),
+        killed: false,
         failure,
         device_cycles,
         seconds,

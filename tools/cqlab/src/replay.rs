@@ -129,7 +129,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         format!("seed {}: its arguments run {} {}: not a record cqlab wrote", record.seed, w[0], w[1])
     })?;
     if record.tool == "stress" {
-        if record.metrics.contains_key(crate::stress::KILLED) {
+        if record.killed_on_purpose() {
             return Err(UsageError(format!(
                 "seed {}: that run was killed on purpose; there is nothing to replay",
                 record.seed

@@ -139,6 +139,12 @@ pub struct OneArgs {
     /// Reset the device before booting.
     #[arg(long)]
     pub reset_first: bool,
+    /// Stop after the n-th read is enqueued and wait for the SIGKILL the
+    /// campaign planned there (copy_stress): the kill lands at that point
+    /// whatever the machine's load, where a run that went on could finish
+    /// before it (helper-31's test run lost every kill so).
+    #[arg(long, value_name = "N")]
+    pub hold_after_enqueued: Option<u64>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
 }
@@ -345,6 +351,12 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
         let out = match w.workload {
             Workload::CopyStress => crate::sweep::copy_stress_with(&mut dev, &k, &mut |n| {
                 outln!("{ENQUEUED}{n}");
+                if a.hold_after_enqueued.is_some_and(|hold| n >= hold) {
+                    // Only the campaign's SIGKILL ends this process now.
+                    loop {
+                        std::thread::park();
+                    }
+                }
             }),
             Workload::Random => crate::race::random::run(w.iterations, a.seed, &mut dev),
             Workload::Programs => crate::race::programs::run(w.iterations, a.seed, &mut dev),
@@ -535,14 +547,19 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             Reset::Never => false,
         };
         let argv = one_argv(&a.workload, seed, reset_first);
+        let mut run_argv = argv.clone();
+        if let Some(KillAt::Enqueued(n)) = kill_at {
+            run_argv.extend(["--hold-after-enqueued".into(), n.to_string()]);
+        }
         let start = Instant::now();
-        let ended = spawn_run(&argv, timeout, kill_at)?;
+        let ended = spawn_run(&run_argv, timeout, kill_at)?;
         let seconds = start.elapsed().as_secs_f64();
         let mut record = SeedRecord {
             tool: "stress".into(),
             seed,
             index,
             ok: true,
+            killed: false,
             failure: None,
             device_cycles: 0,
             seconds,
@@ -554,6 +571,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             Ended::Killed { after } => {
                 kills += 1;
                 after_kill = true;
+                (record.ok, record.killed) = (false, true);
                 record.metrics.insert(KILLED.into(), after.as_secs_f64());
                 format!("SIGKILLed {:.0} ms into the run", after.as_secs_f64() * 1e3)
             }
@@ -622,8 +640,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
         }
         records.push(record);
     }
-    let killed = |r: &SeedRecord| r.metrics.contains_key(KILLED);
-    let completed: Vec<SeedRecord> = records.iter().filter(|r| !killed(r)).cloned().collect();
+    let completed: Vec<SeedRecord> = records.iter().filter(|r| !r.killed_on_purpose()).cloned().collect();
     let report = Report::from_records(&completed);
     let drift = drift_of(&completed);
     if a.records.json {

@@ -501,8 +501,11 @@ pub fn summarize(run: &std::path::Path) -> Result<Value> {
         "min_attributed_fraction": min_of("attributed_fraction"),
         "critical_path_phases": s.path_totals,
         "min_critical_path_attributed_fraction": min_of("critical_path_attributed_fraction"),
-        "top_waits": waits.iter().map(|(k, t)| json!({"waypoint": k, "count": t.count, "total_cycles": t.total_cycles,
-            "mean_cycles": t.mean(), "max_cycles": t.max_cycles})).collect::<Vec<_>>(),
+        "top_waits": waits.iter().map(|(k, t)| {
+            let (kind, waypoint) = wait_parts(k);
+            json!({"waypoint": waypoint, "kind": kind, "label": k, "count": t.count,
+                   "total_cycles": t.total_cycles, "mean_cycles": t.mean(), "max_cycles": t.max_cycles})
+        }).collect::<Vec<_>>(),
         "max_segments_held": s.max_held,
         "iterations": s.windows,
     }))
@@ -513,10 +516,18 @@ fn phase_kind(label: &str) -> &'static str {
     if PHASES.contains(&label) {
         "work"
     } else if label.starts_with("wait ") || label.starts_with("idle ") {
-        "wait (idle on a named waypoint)"
+        "wait"
     } else {
         "unattributed"
     }
+}
+
+/// A wait's label split into its kind (`wait` on a condition, `idle`
+/// between kernels) and its waypoint's code (`wait PSW` is `("wait",
+/// "PSW")`), so a script joins the code to the waypoint glossary.
+fn wait_parts(label: &str) -> (&str, &str) {
+    let mut words = label.split_whitespace();
+    (words.next().unwrap_or(""), words.next().unwrap_or(""))
 }
 
 pub fn validate(a: &SummaryArgs) -> Result<()> {
@@ -550,7 +561,11 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
             v[key].as_object().into_iter().flatten().map(|(k, x)| (k, x.as_u64().unwrap_or(0))).collect();
         phases.sort_by_key(|p| std::cmp::Reverse(p.1));
         for (k, c) in phases {
-            outln!("{:<36} {:>14} {:>7.1}%  {}", k, c, c as f64 * 100.0 / total as f64, phase_kind(k));
+            let kind = match phase_kind(k) {
+                "wait" => "wait (idle on a named waypoint)",
+                other => other,
+            };
+            outln!("{:<36} {:>14} {:>7.1}%  {}", k, c, c as f64 * 100.0 / total as f64, kind);
         }
     };
     print_phases("phases");
@@ -601,7 +616,7 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
     for w in v["top_waits"].as_array().into_iter().flatten().take(8) {
         outln!(
             "{:<36} {:>8} {:>14} {:>10.0} {:>10}",
-            w["waypoint"].as_str().unwrap_or(""),
+            w["label"].as_str().unwrap_or(""),
             w["count"].as_u64().unwrap_or(0),
             w["total_cycles"].as_u64().unwrap_or(0),
             w["mean_cycles"].as_f64().unwrap_or(0.0),

@@ -70,6 +70,11 @@ fn restarts_with_kills_report_drift_and_no_failures() {
     // the merged report leaves the killed runs out, as restart does.
     let lines = std::fs::read_to_string(&jsonl).unwrap();
     assert_eq!(lines.lines().count(), 10);
+    // A killed run is no pass: `ok` false, `killed` true (it read ok).
+    let records: Vec<serde_json::Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let killed: Vec<_> = records.iter().filter(|r| r["metrics"]["killed_after_s"].is_number()).collect();
+    assert_eq!(killed.len() as u64, v["killed"].as_u64().unwrap());
+    assert!(killed.iter().all(|r| r["ok"] == false && r["killed"] == true), "{killed:?}");
     let done = lines.lines().find(|l| !l.contains("killed_after_s")).unwrap();
     let out = Command::new(CQLAB).env("CQLAB_FIRMWARE_DIR", firmware_dir()).args(["replay", done]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -83,7 +88,7 @@ fn restarts_with_kills_report_drift_and_no_failures() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("a stress run writes no dump"), "{}", support::text(&out));
     let out = Command::new(CQLAB).args(["campaign", "merge", jsonl.to_str().unwrap(), "--json"]).output().unwrap();
     let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(merged["runs"], v["report"]["runs"]);
+    assert_eq!((&merged["runs"], &merged["killed"]), (&v["report"]["runs"], &v["killed"]));
     let _ = std::fs::remove_file(&jsonl);
 }
 

@@ -317,6 +317,15 @@ pub fn device_spec(spec: &str, seed: u64) -> String {
     }
 }
 
+/// The seed of the simulator `device_spec(spec, seed)` opens, where the
+/// client knows it: an embedded one's. A daemon's or a library's simulator
+/// has the seed it was started with; hardware has none.
+pub fn device_seed(spec: &str, seed: u64) -> Option<u64> {
+    let resolved = device_spec(spec, seed);
+    let words = resolved.strip_prefix("embedded:")?;
+    words.split(',').find_map(|w| w.strip_prefix("seed=")?.parse().ok())
+}
+
 /// The device configuration `spec` runs on.
 pub fn device_config(spec: &RunSpec) -> DeviceConfig {
     DeviceConfig { num_cqs: spec.cqs, worker_kernel: spec.kind.worker_kernel().into(), ..spec.base_config.clone() }
@@ -632,4 +641,18 @@ fn calibrate_mac(dev: &mut Device, t: u32) -> Result<f64> {
         return Err(DriverError::Invalid(format!("matmul calibration: 2 k-steps took {two} cycles, 1 took {one}")));
     }
     Ok((two - one) as f64 / (t as f64).powi(3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_device_seed_is_the_embedded_simulators_only() {
+        assert_eq!(device_seed("embedded", 3), Some(3));
+        assert_eq!(device_seed("embedded:exact", 3), Some(3));
+        assert_eq!(device_seed("embedded:seed=7,exact", 3), Some(7));
+        assert_eq!(device_seed("sim:/tmp/cqlab-sim", 3), None);
+        assert_eq!(device_seed("/dev/tenstorrent/0", 3), None);
+    }
 }

@@ -85,7 +85,11 @@ pub fn wilson(k: u64, n: u64) -> (f64, f64) {
     let denom = 1.0 + z * z / n;
     let centre = (p + z * z / (2.0 * n)) / denom;
     let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
-    ((centre - half).max(0.0), (centre + half).min(1.0))
+    // At k = 0 (or n) the bound is 0 (or 1) exactly; rounding left 5.6e-17
+    // in a script's `lo == 0` (helper-31).
+    let lo = if k == 0 { 0.0 } else { (centre - half).max(0.0) };
+    let hi = if k as f64 == n { 1.0 } else { (centre + half).min(1.0) };
+    (lo, hi)
 }
 
 /// Drift of one metric over run index.
@@ -146,6 +150,10 @@ mod tests {
         assert!((hi - 0.2775).abs() < 1e-3, "{hi}");
         let (lo, hi) = wilson(5, 10);
         assert!((lo - 0.2366).abs() < 1e-3 && (hi - 0.7634).abs() < 1e-3, "{lo} {hi}");
+        // Exact at the ends for every n (3 of 3 left 5.6e-17 at 0 of 3).
+        for n in 1..=100 {
+            assert_eq!((wilson(0, n).0, wilson(n, n).1), (0.0, 1.0), "n = {n}");
+        }
     }
 
     #[test]

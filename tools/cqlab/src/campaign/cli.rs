@@ -41,11 +41,12 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             ensure(!all.is_empty(), || format!("{}: no campaign records (*.jsonl)", dir.display()))?;
             warn_of_missing_runs(&all);
             // Stress runs killed on purpose are not results (as in `stress restart`).
-            let (killed, records): (Vec<_>, Vec<_>) =
-                all.into_iter().partition(|r| r.metrics.contains_key(crate::stress::KILLED));
+            let (killed, records): (Vec<_>, Vec<_>) = all.into_iter().partition(|r| r.killed_on_purpose());
             let report = Report::from_records(&records);
             if json {
-                outln!("{}", serde_json::to_string(&report)?);
+                let mut v = serde_json::to_value(&report)?;
+                v["killed"] = killed.len().into();
+                outln!("{v}");
             } else {
                 if !killed.is_empty() {
                     outln!("{} runs killed on purpose (--kill-rate) are left out", killed.len());

@@ -69,7 +69,13 @@ pub struct SeedRecord {
     pub seed: u64,
     /// Position in the campaign (0-based), the order reports use.
     pub index: u64,
+    /// Whether the run passed; false for a run killed on purpose too, which
+    /// is no result either way (`killed`).
     pub ok: bool,
+    /// `stress restart --kill-rate` killed the run on purpose: reports
+    /// leave it out (helper-31: killed runs read `"ok": true`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub killed: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<crate::race::failure::Classified>,
     /// Device cycles when the run ended (bit-for-bit replay checks this).
@@ -89,6 +95,12 @@ pub struct SeedRecord {
 impl SeedRecord {
     pub fn replay_command(&self) -> String {
         format!("cqlab {}", self.argv.join(" "))
+    }
+
+    /// A run killed on purpose (records from before `killed` say so by
+    /// their metric alone).
+    pub fn killed_on_purpose(&self) -> bool {
+        self.killed || self.metrics.contains_key(crate::stress::KILLED)
     }
 }
 

@@ -422,11 +422,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     let report = json!({
         "tool": "cqlab run", "schema": 1, "workload": kind.name(), "description": kind.describe(),
-        "device": runner::device_spec(&a.device, a.seed), "seed": a.seed, "host": a.host.report(0),
+        "device": runner::device_spec(&a.device, a.seed), "seed": a.seed,
+        "device_seed": runner::device_seed(&a.device, a.seed), "host": a.host.report(0),
         "sync": a.sync, "iters": a.iters,
         "warmup": a.warmup, "clock_hz": points.first().map(|p| p.clock_hz),
         "chip": points.first().map(|p| &p.chip), "harvesting": points.first().map(|p| &p.harvesting), "knobs": knobs,
-        "worker_kernel": kind.worker_kernel(), "validated": !a.skip_validation,
+        "worker_kernel": kind.worker_kernel(), "validated": points.iter().any(|p| p.validation.is_some()),
         "latency_definition": match sync {
             SyncMode::PerIter => "device cycles from the host starting to enqueue an iteration to the host seeing its end events complete",
             SyncMode::End => "device cycles between consecutive iterations' completions (dispatcher event records)",
@@ -458,7 +459,13 @@ fn print_text(r: &Value) {
     // (a spec's own seed or model words, a daemon, hardware).
     let device = r["device"].as_str().unwrap_or("");
     let plain = format!("embedded:seed={}", r["seed"]);
-    let on = if device == plain { String::new() } else { format!(", device {device}") };
+    let on = match r["device_seed"].as_u64() {
+        _ if device == plain => String::new(),
+        Some(_) => format!(", device {device}"),
+        // The seed drew the workload's data only (helper-31: a daemon's run
+        // read as run at the seed its simulator was not started with).
+        None => format!(", device {device} with its own seed"),
+    };
     let h = &r["host"];
     let host = match (h["jitter_cycles"].as_u64().unwrap_or(0), h["pct_points"].as_u64().unwrap_or(0)) {
         (0, 0) => String::new(),
