@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u32).range(1..=MAX_PROGRAMS as i64))]
     pub programs: u32,
     /// Simulator seed.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::cli::seed)]
     pub seed: u64,
     /// Print `{"rows": [...]}`.
     #[arg(long, conflicts_with = "csv")]

@@ -36,6 +36,21 @@ fn stall_timeout(s: &str) -> Result<u64, String> {
     Ok(v)
 }
 
+/// The largest seed a command takes: 2^53 - 1, the largest integer a JSON
+/// reader's double holds exactly (jq, JavaScript), so a seed in a record or
+/// report replays as written (helper-31: stress drew seeds from all of u64,
+/// and `jq .seed` gave another).
+pub const MAX_SEED: u64 = (1 << 53) - 1;
+
+/// A `--seed` (or `--seed-base`) value: at most [`MAX_SEED`].
+pub fn seed(s: &str) -> Result<u64, String> {
+    let v: u64 = s.parse().map_err(|_| format!("expected a seed (0..={MAX_SEED}), found {s:?}"))?;
+    if v > MAX_SEED {
+        return Err(format!("{v} is above {MAX_SEED} (2^53 - 1), the largest seed JSON readers keep exactly"));
+    }
+    Ok(v)
+}
+
 fn kernel_timeout(s: &str) -> Result<u64, String> {
     let v: u64 = s.parse().map_err(|_| format!("expected a number of cycles, found {s:?}"))?;
     if v != 0 && v < PROGRESS_CHECK_CYCLES {

@@ -17,7 +17,7 @@ pub struct Args {
     /// --noc-jitter the jitter of every NOC and PCIe transaction. Without
     /// jitter the demo's queues are timing-independent, so every seed gives
     /// the same figures (the demo says so).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::cli::seed)]
     pub seed: u64,
     /// Extra latency, uniform in 0..=CYCLES and drawn from the seed, on
     /// every NOC and PCIe transaction: makes the seed matter.

@@ -31,7 +31,7 @@ pub struct Args {
     /// ws, is, os or all.
     #[arg(long, default_value = "all", value_parser = ["ws", "is", "os", "all"])]
     pub strategy: String,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::cli::seed)]
     pub seed: u64,
     /// Device: embedded (the default; DRAM bytes are measured there) or
     /// sim:PATH (DRAM bytes not available).

@@ -24,7 +24,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=256))]
     pub args: u16,
     /// Simulator seed.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::cli::seed)]
     pub seed: u64,
     /// Device to measure: embedded (the default; the slow-dispatch row runs
     /// on a second embedded chip of the same seed) or sim:PATH.

@@ -59,8 +59,9 @@ impl Plan {
     pub fn new(args: Args) -> Result<Self, UsageError> {
         let a = &args;
         a.chip.validate()?;
-        ensure(a.seed_base.checked_add(a.seeds - 1).is_some(), || {
-            format!("--seed-base {} + --seeds {} runs past the largest seed {}", a.seed_base, a.seeds, u64::MAX)
+        let max = crate::cli::MAX_SEED;
+        ensure(a.seed_base.checked_add(a.seeds - 1).is_some_and(|last| last <= max), || {
+            format!("--seed-base {} + --seeds {} runs past the largest seed {max} (2^53 - 1)", a.seed_base, a.seeds)
         })?;
         let faults = faults::Faults::parse(&a.faults)?;
         // A stall probability whose stalls outrun the clock leaves every core

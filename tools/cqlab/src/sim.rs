@@ -76,7 +76,7 @@ pub struct StopArgs {
 #[derive(clap::Args)]
 pub struct ChipArgs {
     /// Seed of the scheduler, jitter and faults.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::cli::seed)]
     seed: u64,
     #[command(flatten)]
     chip: crate::chip::ChipOpt,
@@ -179,7 +179,7 @@ pub struct ClientJobArgs {
     #[arg(long)]
     dev: PathBuf,
     /// Seed of the data written.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::cli::seed)]
     seed: u64,
     /// Rounds of write, launch, read back, verify (1..=100000).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=100_000))]

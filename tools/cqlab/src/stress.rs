@@ -113,7 +113,7 @@ pub struct RestartArgs {
     #[arg(long, default_value_t = 0.0, value_parser = |s: &str| crate::args::real_below(s, 0.0, 1.0))]
     pub kill_rate: f64,
     /// Seed of the campaign: run i uses a seed drawn from it (recorded).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::cli::seed)]
     pub seed: u64,
     #[command(flatten)]
     pub workload: WorkloadArgs,
@@ -523,7 +523,9 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
     let depth = a.workload.depth;
     let plan: Vec<(u64, Option<KillAt>)> = (0..a.runs)
         .map(|_| {
-            let (seed, kill, point) = (rng.next_u64(), rng.chance(a.kill_rate), rng.next_u64());
+            // Seeds below 2^53: JSON readers keep them exactly (`cli::MAX_SEED`).
+            let seed = rng.next_u64() & crate::cli::MAX_SEED;
+            let (kill, point) = (rng.chance(a.kill_rate), rng.next_u64());
             let at = match a.workload.workload {
                 Workload::CopyStress => KillAt::Enqueued(1 + point % depth),
                 Workload::Random | Workload::Programs | Workload::MatmulPeak => {

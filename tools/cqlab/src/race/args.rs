@@ -88,7 +88,7 @@ pub struct Args {
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=MAX_SEEDS))]
     pub seeds: u64,
     /// First seed.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::cli::seed)]
     pub seed_base: u64,
     /// Two-queue: iterations of the pattern. Random: batches of 12 commands
     /// per seed. Programs: batches of 25 programs per seed (1..=1000000).

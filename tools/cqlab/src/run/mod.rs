@@ -48,7 +48,7 @@ pub struct Args {
     pub warmup: u32,
     #[command(flatten)]
     pub limits: crate::cli::Limits,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::cli::seed)]
     pub seed: u64,
     /// per-iter: wait for every iteration; end: only after the last.
     #[arg(long, default_value = "per-iter", value_parser = ["per-iter", "end"])]
