@@ -63,9 +63,26 @@ _start:
 /// `KernelCtx::processor` picks the core's device (BRISC NOC0, NCRISC
 /// NOC1, a TRISC none). A kernel that panics halts its core; the waypoint
 /// of its core shows what the firmware showed when it called it.
+///
+/// The image's id (the firmware's three words, see [`entry!`]) is in a
+/// section the image does not load, `cqlab_abi::boot::KERNEL_ID_SECTION`
+/// (flags `""`: not allocated; kept by linker/kernel.x): no loaded byte
+/// moves for it, and the host refuses a kernel of another ABI or chip by it.
 #[macro_export]
 macro_rules! kernel {
     ($kernel:path) => {
+        core::arch::global_asm!(
+            r#"
+    .pushsection .cqlab.image_id, "", @progbits
+    .p2align 2
+    .word {magic}, {abi}, {arch}
+    .popsection
+"#,
+            magic = const cqlab_abi::boot::IMAGE_MAGIC,
+            abi = const cqlab_abi::ABI_VERSION,
+            arch = const cqlab_abi::boot::image_arch_code($crate::CHIP.arch),
+        );
+
         // SAFETY: the image's entry symbol, defined once per image, and the
         // only code in its entry section (so it is the image's first byte).
         #[unsafe(export_name = "_kstart")]

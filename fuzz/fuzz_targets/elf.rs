@@ -1,10 +1,12 @@
-//! Feeds arbitrary bytes to both ELF loaders (the simulator's `ElfImage`
-//! and the driver's `FirmwareImage`): each accepts or refuses, never panics.
+//! Feeds arbitrary bytes to the ELF loaders (the simulator's `ElfImage`,
+//! the driver's `FirmwareImage` and `KernelImage`): each accepts or
+//! refuses, never panics.
 #![no_main]
 
 use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::arch::Arch;
 use cqlab_driver::elf::FirmwareImage;
+use cqlab_driver::KernelImage;
 use cqlab_sim::elf::ElfImage;
 use libfuzzer_sys::fuzz_target;
 
@@ -17,5 +19,9 @@ fuzz_target!(|data: &[u8]| {
         for arch in Arch::ALL {
             let _ = FirmwareImage::parse("fuzz", data, p, arch);
         }
+    }
+    // A kernel: its id section, segments and relocations.
+    for arch in Arch::ALL {
+        let _ = KernelImage::parse("fuzz", data, arch);
     }
 });

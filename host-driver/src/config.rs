@@ -287,11 +287,12 @@ impl DeviceConfig {
     }
 
     /// The kernels `names` of an `arch` chip's firmware directory, read and
-    /// checked: what a command checks before its first run for the kernels
+    /// checked (`KernelImage::parse`: another ABI's or chip's is refused by
+    /// its id): what a command checks before its first run for the kernels
     /// its runs load (a cut one failed every run, or a late point).
     pub fn check_kernels<'a>(&self, arch: Arch, names: impl IntoIterator<Item = &'a str>) -> Result<()> {
         for name in names {
-            crate::KernelImage::load(&self.chip_firmware_dir(arch).join(name))?;
+            crate::KernelImage::load(&self.chip_firmware_dir(arch).join(name), arch)?;
         }
         Ok(())
     }

@@ -278,7 +278,7 @@ impl Device {
 
     /// Loads kernel image `name` from the chip's firmware directory.
     pub fn load_kernel(&self, name: &str) -> Result<KernelImage> {
-        KernelImage::load(&self.chip_firmware_dir().join(name))
+        KernelImage::load(&self.chip_firmware_dir().join(name), self.chip.arch())
     }
 
     fn cq_config(&self, q: u8, layout: CqSysmemLayout) -> CqConfig {

@@ -71,33 +71,46 @@ impl FirmwareImage {
     /// The id words after the entry's jump: this ABI and `arch`.
     fn check_id(&self, arch: Arch) -> std::result::Result<(), ImageError> {
         let at = self.entry + boot::IMAGE_ID_OFFSET;
-        let len = 4 * boot::IMAGE_ID_WORDS as u32;
-        let words: Vec<u32> = self
+        let len = id_bytes() as u32;
+        let words = self
             .segments
             .iter()
             .find(|s| at >= s.addr && (at - s.addr + len) as usize <= s.data.len())
             .map(|s| {
                 let off = (at - s.addr) as usize;
-                s.data[off..off + len as usize]
-                    .chunks(4)
-                    .map(|w| u32::from_le_bytes(w.try_into().expect("4")))
-                    .collect()
+                &s.data[off..off + len as usize]
             })
             .ok_or(ImageError::NoImageId)?;
-        if words[0] != boot::IMAGE_MAGIC {
-            return Err(ImageError::NoImageId);
-        }
-        if words[1] != ABI_VERSION {
-            return Err(ImageError::ImageAbi { found: words[1], expected: ABI_VERSION });
-        }
-        match boot::image_arch(words[2]) {
-            Some(a) if a == arch => Ok(()),
-            found => Err(ImageError::ImageArch {
-                found: found
-                    .map_or_else(|| format!("an unknown chip (code {})", words[2]), |a| a.short_name().to_owned()),
-                expected: arch.short_name(),
-            }),
-        }
+        check_id_words(words, arch, ImageError::NoImageId)
+    }
+}
+
+/// Bytes of an image id: `cqlab_abi::boot::IMAGE_ID_WORDS` words.
+pub(crate) const fn id_bytes() -> usize {
+    4 * boot::IMAGE_ID_WORDS
+}
+
+/// Checks an image id (`cqlab_abi::boot::IMAGE_ID_WORDS` little-endian
+/// words: `IMAGE_MAGIC`, ABI version, chip code), firmware's or a
+/// kernel's, against this ABI and `arch`. Bytes of another length, or
+/// without the magic, are no id: `missing`.
+pub(crate) fn check_id_words(bytes: &[u8], arch: Arch, missing: ImageError) -> std::result::Result<(), ImageError> {
+    if bytes.len() != id_bytes() {
+        return Err(missing);
+    }
+    let word = |i: usize| u32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+    if word(0) != boot::IMAGE_MAGIC {
+        return Err(missing);
+    }
+    if word(1) != ABI_VERSION {
+        return Err(ImageError::ImageAbi { found: word(1), expected: ABI_VERSION });
+    }
+    match boot::image_arch(word(2)) {
+        Some(a) if a == arch => Ok(()),
+        found => Err(ImageError::ImageArch {
+            found: found.map_or_else(|| format!("an unknown chip (code {})", word(2)), |a| a.short_name().to_owned()),
+            expected: arch.short_name(),
+        }),
     }
 }
 

@@ -210,6 +210,11 @@ pub enum ImageError {
     NoRelocations,
     #[error("no cqlab firmware id after its first instruction (not cqlab firmware, or built before ids)")]
     NoImageId,
+    #[error(
+        "no cqlab kernel id (ELF section {section}): not a cqlab kernel, or one built before kernels named \
+         their ABI and chip (rebuild the firmware: cargo xtask firmware)"
+    )]
+    NoKernelId { section: &'static str },
     #[error("built against ABI version {found}, this driver speaks {expected} (rebuild the firmware)")]
     ImageAbi { found: u32, expected: u32 },
     #[error("built for {found}, the device is a {expected} (use the {expected} firmware directory)")]

@@ -8,9 +8,16 @@
 //! absolute `lui`s (`R_RISCV_HI20`) that point into the image; their low
 //! twelve bits and every PC-relative reference stay as they are. Any other
 //! relocation into the image is refused: such a kernel cannot move.
+//!
+//! A kernel names the ABI and chip it was built for in a section it does
+//! not load (`cqlab_abi::boot::KERNEL_ID_SECTION`, emitted by `kernel!`):
+//! one of another ABI or chip, or with no id, is refused before anything
+//! is uploaded, as a firmware image is by the words after its entry.
 
-use crate::elf::{load_with, ImageError, RelocationProblem};
+use crate::elf::{check_id_words, load_with, ImageError, RelocationProblem};
 use crate::error::Result;
+use cqlab_abi::arch::Arch;
+use cqlab_abi::boot::KERNEL_ID_SECTION;
 use cqlab_abi::elf::Rv32Executable;
 use cqlab_abi::program::{kernel_slot, KERNEL_SLOTS, KERNEL_SLOT_SIZE, KERNEL_TEXT_ADDR};
 use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
@@ -65,14 +72,20 @@ fn max_frame(text: &[u8]) -> u32 {
 }
 
 impl KernelImage {
-    pub fn load(path: &Path) -> Result<Self> {
-        load_with(path, Self::parse)
+    /// Loads the kernel of an `arch` chip at `path`.
+    pub fn load(path: &Path, arch: Arch) -> Result<Self> {
+        load_with(path, |name, bytes| Self::parse(name, bytes, arch))
     }
 
-    /// Parses and checks a kernel: a 32-bit little-endian RISC-V executable
-    /// entered at `KERNEL_TEXT_ADDR`, every segment inside one slot.
-    pub fn parse(name: &str, bytes: &[u8]) -> std::result::Result<Self, ImageError> {
+    /// Parses and checks a kernel of an `arch` chip: a 32-bit
+    /// little-endian RISC-V executable whose id names this ABI and `arch`
+    /// (checked first: another chip's or ABI's kernel is refused for that,
+    /// whatever else differs), entered at `KERNEL_TEXT_ADDR`, every
+    /// segment inside one slot.
+    pub fn parse(name: &str, bytes: &[u8], arch: Arch) -> std::result::Result<Self, ImageError> {
         let checked = Rv32Executable::parse(bytes)?;
+        let elf = object::File::parse(bytes)?;
+        check_id(&elf, arch)?;
         if checked.entry() != KERNEL_TEXT_ADDR {
             return Err(ImageError::Entry {
                 found: checked.entry(),
@@ -80,7 +93,6 @@ impl KernelImage {
                 rule: "the kernel text address (linker/kernel.x)",
             });
         }
-        let elf = object::File::parse(bytes)?;
         let (base, limit) = (KERNEL_TEXT_ADDR as u64, KERNEL_TEXT_ADDR as u64 + KERNEL_SLOT_SIZE as u64);
         let mut image = Vec::new();
         let mut frame = 0;
@@ -204,6 +216,13 @@ impl KernelImage {
     }
 }
 
+/// The kernel's id section (`KERNEL_ID_SECTION`): this ABI and `arch`.
+fn check_id(elf: &object::File, arch: Arch) -> std::result::Result<(), ImageError> {
+    let missing = || ImageError::NoKernelId { section: KERNEL_ID_SECTION };
+    let section = elf.section_by_name(KERNEL_ID_SECTION).ok_or_else(missing)?;
+    check_id_words(section.data()?, arch, missing())
+}
+
 /// FNV-1a, 64-bit.
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
@@ -246,9 +265,123 @@ mod tests {
         assert_eq!(max_frame(&[]), 0);
     }
 
+    /// A kernel ELF with one executable segment (a `ret` at
+    /// `KERNEL_TEXT_ADDR`) and, if given, an id section (not allocated)
+    /// holding `id`, built field by field (System V ABI, "ELF Header",
+    /// "Program Header", "Section Header").
+    fn kernel_elf(id: Option<&[u8]>) -> Vec<u8> {
+        use cqlab_abi::elf::{
+            Elf32Header, Elf32ProgramHeader, CLASS_32, DATA_LSB, MACHINE_RISCV, MAGIC, PF_X, PT_LOAD,
+        };
+        use zerocopy::IntoBytes;
+        const SHT_PROGBITS: u32 = 1;
+        const SHT_STRTAB: u32 = 3;
+        // ELF32 section headers are ten words; the ABI has no struct for them.
+        let (header, ph, sh) = (size_of::<Elf32Header>() as u32, size_of::<Elf32ProgramHeader>() as u32, 40u32);
+        let text = 0x0000_8067u32.to_le_bytes(); // ret
+        let names = format!("\0.shstrtab\0{KERNEL_ID_SECTION}\0");
+        // Header, program header, text, names, id, then the section headers.
+        let text_at = header + ph;
+        let names_at = text_at + text.len() as u32;
+        let id_at = names_at + names.len() as u32;
+        let id_len = id.map_or(0, |b| b.len() as u32);
+        let shoff = (id_at + id_len).next_multiple_of(4);
+        let section = |name: u32, kind: u32, flags: u32, offset: u32, size: u32| {
+            [name, kind, flags, 0, offset, size, 0, 0, 1, 0].iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>()
+        };
+        let mut sections = vec![section(0, 0, 0, 0, 0), section(1, SHT_STRTAB, 0, names_at, names.len() as u32)];
+        if id.is_some() {
+            sections.push(section(11, SHT_PROGBITS, 0, id_at, id_len));
+        }
+        let mut ident = [0u8; 16];
+        ident[..4].copy_from_slice(&MAGIC);
+        (ident[4], ident[5], ident[6]) = (CLASS_32, DATA_LSB, 1);
+        let file = Elf32Header {
+            e_ident: ident,
+            e_type: cqlab_abi::elf::TYPE_EXEC,
+            e_machine: MACHINE_RISCV,
+            e_version: 1,
+            e_entry: KERNEL_TEXT_ADDR,
+            e_phoff: header,
+            e_shoff: shoff,
+            e_ehsize: header as u16,
+            e_phentsize: ph as u16,
+            e_phnum: 1,
+            e_shentsize: sh as u16,
+            e_shnum: sections.len() as u16,
+            e_shstrndx: 1,
+            ..Default::default()
+        };
+        let load = Elf32ProgramHeader {
+            p_type: PT_LOAD,
+            p_offset: text_at,
+            p_vaddr: KERNEL_TEXT_ADDR,
+            p_paddr: KERNEL_TEXT_ADDR,
+            p_filesz: text.len() as u32,
+            p_memsz: text.len() as u32,
+            p_flags: PF_X,
+            p_align: 4,
+        };
+        let mut bytes = [file.as_bytes(), load.as_bytes(), &text, names.as_bytes()].concat();
+        bytes.extend_from_slice(id.unwrap_or_default());
+        bytes.resize(shoff as usize, 0);
+        bytes.extend(sections.concat());
+        bytes
+    }
+
+    /// Id words as they lie in the section.
+    fn id(words: &[u32]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    /// A kernel names its ABI and chip in its id section: one of another
+    /// chip or ABI, or with no id, is refused before the rest of it is
+    /// looked at; a good id lets the checks go on (this test image then
+    /// stops at its missing relocations).
+    #[test]
+    fn a_kernel_is_refused_by_its_id_section() {
+        use cqlab_abi::boot::{image_arch_code, IMAGE_MAGIC};
+        use cqlab_abi::ABI_VERSION;
+        let (wh, bh) = (image_arch_code(Arch::Wormhole), image_arch_code(Arch::Blackhole));
+        let parse = |elf: &[u8], arch| KernelImage::parse("k", elf, arch).unwrap_err();
+
+        let good = kernel_elf(Some(&id(&[IMAGE_MAGIC, ABI_VERSION, wh])));
+        assert!(check_id(&object::File::parse(&*good).unwrap(), Arch::Wormhole).is_ok());
+        assert!(matches!(parse(&good, Arch::Wormhole), ImageError::NoRelocations));
+
+        let err = parse(&good, Arch::Blackhole);
+        assert!(matches!(&err, ImageError::ImageArch { found, expected: "blackhole" } if found == "wormhole"), "{err}");
+        assert!(err.to_string().contains("built for wormhole, the device is a blackhole"), "{err}");
+        let blackhole = kernel_elf(Some(&id(&[IMAGE_MAGIC, ABI_VERSION, bh])));
+        let err = parse(&blackhole, Arch::Wormhole);
+        assert!(err.to_string().contains("built for blackhole, the device is a wormhole"), "{err}");
+        let err = parse(&kernel_elf(Some(&id(&[IMAGE_MAGIC, ABI_VERSION, 9]))), Arch::Wormhole);
+        assert!(err.to_string().contains("unknown chip (code 9)"), "{err}");
+
+        let newer = ABI_VERSION + 1;
+        let err = parse(&kernel_elf(Some(&id(&[IMAGE_MAGIC, newer, wh]))), Arch::Wormhole);
+        let abi = matches!(err, ImageError::ImageAbi { found, expected } if found == newer && expected == ABI_VERSION);
+        assert!(abi, "{err}");
+
+        let no_id = |err: &ImageError| matches!(err, ImageError::NoKernelId { section: KERNEL_ID_SECTION });
+        let err = parse(&kernel_elf(None), Arch::Wormhole);
+        assert!(no_id(&err), "{err}");
+        assert!(err.to_string().contains("no cqlab kernel id (ELF section .cqlab.image_id)"), "{err}");
+        // Another magic, a word short, a word long: no id either.
+        for bytes in [
+            id(&[0, ABI_VERSION, wh]),
+            id(&[IMAGE_MAGIC, ABI_VERSION]),
+            id(&[IMAGE_MAGIC, ABI_VERSION, wh, 0]),
+            Vec::new(),
+        ] {
+            let err = parse(&kernel_elf(Some(&bytes)), Arch::Wormhole);
+            assert!(no_id(&err), "{} id bytes: {err}", bytes.len());
+        }
+    }
+
     #[test]
     fn a_firmware_image_is_not_a_kernel() {
-        let err = KernelImage::parse("x", b"not an elf").unwrap_err();
+        let err = KernelImage::parse("x", b"not an elf", Arch::Wormhole).unwrap_err();
         assert!(matches!(err, ImageError::Elf(cqlab_abi::elf::ElfError::NotElf { .. })), "{err}");
     }
 }

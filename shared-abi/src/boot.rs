@@ -62,6 +62,16 @@ pub const IMAGE_ID_WORDS: usize = 3;
 /// "CQFW", little-endian.
 pub const IMAGE_MAGIC: u32 = u32::from_le_bytes(*b"CQFW");
 
+/// Every kernel image carries the same [`IMAGE_ID_WORDS`] words
+/// ([`IMAGE_MAGIC`], `ABI_VERSION`, [`image_arch_code`]) in an ELF
+/// section of this name that is not allocated: no loaded byte of a kernel
+/// moves for it (its first byte is its entry, `linker/kernel.x`), and the
+/// host reads it from the file and refuses a kernel of another ABI or chip
+/// before anything is uploaded. The name is written out in `kernel!`
+/// (device-kernels/src/rt.rs) and linker/kernel.x, which cannot import
+/// it; the driver's tests load every built kernel by this name.
+pub const KERNEL_ID_SECTION: &str = ".cqlab.image_id";
+
 /// The image-id word naming `arch` (0 names none).
 pub const fn image_arch_code(arch: crate::arch::Arch) -> u32 {
     match arch {

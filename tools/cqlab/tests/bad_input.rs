@@ -64,6 +64,18 @@ impl Fixtures {
             let bytes = std::fs::read(other.join("wormhole").join(cut)).unwrap();
             std::fs::write(other.join("wormhole").join(cut), &bytes[..200]).unwrap();
         }
+        // A Wormhole root holding Blackhole's kernels `spin`, `copy`,
+        // `noop-1k` and `matmul` (each has the same entry and slot; their
+        // ids name Blackhole).
+        let bh = dir.join("bh-kernels-root");
+        std::fs::create_dir_all(bh.join("wormhole")).unwrap();
+        for e in std::fs::read_dir(other.join("wormhole")).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), bh.join("wormhole").join(e.file_name())).unwrap();
+        }
+        for kernel in ["spin", "copy", "noop-1k", "matmul"] {
+            std::fs::copy(firmware_dir().join("blackhole").join(kernel), bh.join("wormhole").join(kernel)).unwrap();
+        }
         // Blackhole's queue firmware, for a Wormhole run.
         std::fs::create_dir_all(dir.join("bh-fw")).unwrap();
         for elf in ["prefetch", "dispatch"] {
@@ -554,6 +566,30 @@ fn campaigns_refuse_a_bad_kernel_before_their_first_run() {
         let o = Command::new(CQLAB).args(args).env("CQLAB_FIRMWARE_DIR", &root).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
         assert!(String::from_utf8_lossy(&o.stderr).contains(cut), "{args:?}: {}", text(&o));
+        assert!(o.stdout.is_empty(), "{args:?} ran something: {}", text(&o));
+    }
+}
+
+/// A kernel built for another chip (Blackhole's, copied into the Wormhole
+/// directory) is refused by its id before any run, naming the file, as
+/// another chip's firmware is: every command that loads it exits 2.
+#[test]
+fn another_chips_kernel_is_refused_before_any_run() {
+    let f = Fixtures::new();
+    let root = f.dir.join("bh-kernels-root");
+    for args in [
+        &["race", "--workload", "programs", "--seeds", "3", "--iterations", "1"][..],
+        &["stress", "restart", "--runs", "2", "--workload", "random"][..],
+        &["bench", "dispatch", "--programs", "2"][..],
+        &["matmul", "--m", "16", "--n", "16", "--k", "16", "--strategy", "os"][..],
+    ] {
+        let o = Command::new(CQLAB).args(args).env("CQLAB_FIRMWARE_DIR", &root).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let named = ["spin", "copy", "noop-1k", "matmul"]
+            .iter()
+            .any(|k| err.contains(&format!("wormhole/{k}: built for blackhole, the device is a wormhole")));
+        assert!(named, "{args:?}: {err}");
         assert!(o.stdout.is_empty(), "{args:?} ran something: {}", text(&o));
     }
 }
