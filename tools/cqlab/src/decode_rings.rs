@@ -34,11 +34,38 @@ pub enum Kind {
     Trace,
 }
 
+/// The first problem a dump has: where, if at a byte, and what. In JSON
+/// `{"offset", "message"}`, as an issue dump's error (helper-31: these were
+/// one string).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DumpError {
+    pub offset: Option<usize>,
+    pub message: String,
+}
+
+impl DumpError {
+    fn at(offset: usize, message: String) -> Self {
+        Self { offset: Some(offset), message }
+    }
+    fn whole(message: String) -> Self {
+        Self { offset: None, message }
+    }
+}
+
+impl std::fmt::Display for DumpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.offset {
+            Some(at) => write!(f, "offset {at:#x}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
 /// A decoded dump: text, JSON records, and the first problem found.
 pub struct Decoded {
     pub text: String,
     pub records: Vec<Value>,
-    pub error: Option<String>,
+    pub error: Option<DumpError>,
     /// Where a completion dump's sequence of records ended before its end.
     pub end: Option<Value>,
 }
@@ -50,7 +77,8 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
     let hs = size_of::<CompletionHeader>();
     if bytes.is_empty() {
         // As an issue-queue dump: nothing to decode is not a dump.
-        d.error = Some(format!("empty: a completion-ring dump holds at least one {hs}-byte record header"));
+        d.error =
+            Some(DumpError::whole(format!("empty: a completion-ring dump holds at least one {hs}-byte record header")));
         return d;
     }
     // The last record's (queue, seq): the next one follows it.
@@ -91,15 +119,14 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
             }
         }
         let Some(kind) = kind else {
-            d.error = Some(format!("offset {at:#x}: completion kind {} is neither data (1) nor event (2)", h.kind));
+            let message = format!("completion kind {} is neither data (1) nor event (2)", h.kind);
+            d.error = Some(DumpError::at(at, message));
             break;
         };
         if let Some((_, seq)) = last.filter(|&(cq, seq)| h.cq != cq || h.seq != seq.wrapping_add(1)) {
-            d.error = Some(format!(
-                "offset {at:#x}: CQ{} seq {} inside the sequence, where seq {} would follow",
-                h.cq,
-                h.seq,
-                seq.wrapping_add(1)
+            d.error = Some(DumpError::at(
+                at,
+                format!("CQ{} seq {} inside the sequence, where seq {} would follow", h.cq, h.seq, seq.wrapping_add(1)),
             ));
             break;
         }
@@ -117,7 +144,7 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
                     format!("event {} of CQ{} at device cycle {}", ev.event_id, ev.cq, ev.cycle)
                 }
                 Err(_) => {
-                    d.error = Some(format!("offset {at:#x}: event record with {} payload bytes", payload.len()));
+                    d.error = Some(DumpError::at(at, format!("event record with {} payload bytes", payload.len())));
                     break;
                 }
             },
@@ -145,9 +172,9 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
     }
     // Bytes left that cannot hold a header: a truncated dump, unless unused.
     if d.error.is_none() && at < bytes.len() && at + hs > bytes.len() && bytes[at..].iter().any(|&b| b != 0) {
-        d.error = Some(format!(
-            "offset {at:#x}: {} bytes left, too short for a {hs}-byte completion header (truncated dump?)",
-            bytes.len() - at
+        d.error = Some(DumpError::at(
+            at,
+            format!("{} bytes left, too short for a {hs}-byte completion header (truncated dump?)", bytes.len() - at),
         ));
     }
     d
@@ -177,15 +204,15 @@ fn describe(chip: &Topology, r: &TraceRecord) -> (String, String) {
 pub fn decode_trace_ring(chip: &Topology, bytes: &[u8]) -> Decoded {
     let mut d = Decoded { text: String::new(), records: Vec::new(), error: None, end: None };
     let Ok((h, _)) = TraceRingHeader::read_from_prefix(bytes) else {
-        d.error = Some(format!("{} bytes: too short for a trace-ring header", bytes.len()));
+        d.error = Some(DumpError::whole(format!("{} bytes: too short for a trace-ring header", bytes.len())));
         return d;
     };
     let rs = size_of::<TraceRecord>() as u32;
     if h.capacity != CAPACITY || h.record_size != rs {
-        d.error = Some(format!(
+        d.error = Some(DumpError::whole(format!(
             "trace-ring header says capacity {} and record size {}, this ABI has {CAPACITY} and {rs}",
             h.capacity, h.record_size
-        ));
+        )));
         return d;
     }
     let first = h.next_seq.saturating_sub(CAPACITY);
@@ -196,7 +223,7 @@ pub fn decode_trace_ring(chip: &Topology, bytes: &[u8]) -> Decoded {
     for seq in first..h.next_seq {
         let at = (RECORDS_BASE - TRACE_RING.base + (seq % CAPACITY) * rs) as usize;
         let Some(slot) = bytes.get(at..at + rs as usize) else {
-            d.error = Some(format!("dump ends at {} bytes, record {seq} is at {at:#x}", bytes.len()));
+            d.error = Some(DumpError::at(at, format!("dump ends at {} bytes before record {seq}", bytes.len())));
             break;
         };
         let r = TraceRecord::read_from_bytes(slot).expect("sized");
@@ -429,7 +456,11 @@ mod tests {
         let (mut r3, _) = ring(1024, 0, &[16, 16, 16]);
         r3[64] = 9;
         let d = decode_completion(&r3);
-        assert!(d.error.as_ref().is_some_and(|e| e.contains("offset 0x40: completion kind 9")), "{:?}", d.error);
+        assert!(
+            d.error.as_ref().is_some_and(|e| e.to_string().contains("offset 0x40: completion kind 9")),
+            "{:?}",
+            d.error
+        );
     }
 
     #[test]

@@ -172,13 +172,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     progress.finish_and_clear();
     let cores = dev.chip().worker_count();
-    let clock_hz = dev.chip().layout().clock_hz() as f64;
+    let clock_hz = dev.chip().layout().clock_hz();
     if args.json {
         let figs: Vec<_> = figures
             .iter()
             .map(|f| {
                 serde_json::json!({"dispatch": f.mode, "trace": f.trace, "device_cycles_per_program": f.cycles_per_program,
-                "us_per_program": f.cycles_per_program * 1e6 / clock_hz,
+                "us_per_program": f.cycles_per_program * 1e6 / clock_hz as f64,
                 "host_enqueue_us_per_program": f.host_enqueue_us_per_program})
             })
             .collect();
@@ -206,7 +206,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         args.args,
         dev.chip().board(),
         dev.chip().harvesting(),
-        clock_hz / 1e9
+        clock_hz as f64 / 1e9
     );
     outln!(
         "{:<9} {:<6} {:>16} {:>14} {:>20}",
@@ -223,7 +223,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             f.mode,
             if f.trace { "yes" } else { "no" },
             f.cycles_per_program,
-            f.cycles_per_program * 1e6 / clock_hz,
+            f.cycles_per_program * 1e6 / clock_hz as f64,
             host
         );
     }

@@ -655,19 +655,33 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
     let a = &plan.args;
     if a.records.json {
         let mut v = serde_json::to_value(report)?;
+        // Everything the text header says, as values (helper-31).
         v["workload"] = a.workload.name().into();
-        v["firmware"] = plan.cq_firmware.clone().into();
+        v["firmware"] = plan.cq_firmware.as_deref().unwrap_or("normal").into();
         v["shard"] = plan.shard.to_string().into();
-        v["faults"] = a.faults.join(",").into();
+        v["seed_base"] = a.seed_base.into();
+        v["seeds"] = a.seeds.into();
+        v["until_first"] = a.until_first.into();
+        v["timeout_cycles"] = a.timeout_cycles.into();
+        v["jitter"] = a.jitter.into();
+        v["delay"] = a.delay.into();
+        v["core_stall"] = a.core_stall.into();
+        v["reorder"] = a.reorder.into();
+        v["pct_depth"] = a.pct_depth.into();
+        // Host jitter on every seed, or the default on half of them.
+        v["host_jitter"] = a.host.host_jitter.unwrap_or(crate::cli::RACE_HOST_JITTER).into();
+        v["host_jitter_seeds"] = if a.host.host_jitter.is_some() { "all" } else { "half" }.into();
+        v["host_pct"] = a.host.host_pct.into();
+        v["faults"] = a.faults.clone().into();
         v["exact_time"] = a.exact_time.into();
         v["blocking_loads"] = a.blocking_loads.into();
         v["link_contention"] = a.link_contention.into();
         v["icache"] = a.icache.into();
         // What ran: Wormhole's cores have none.
         v["l0_cache"] = a.model().on(a.chip.sim_board().arch()).l0_cache.into();
-        let (chip, harvest) = plan.chip_names();
+        let (chip, harvesting) = plan.chip_names();
         v["chip"] = chip.into();
-        v["harvest"] = harvest.into();
+        v["harvesting"] = harvesting.into();
         v["iterations"] = a.iterations.into();
         if a.workload == WorkloadKind::TwoQueue {
             v["two_queue"] = serde_json::json!({"copies": a.copies, "buffers": a.buffers, "depth": a.depth,

@@ -134,7 +134,7 @@ fn timeout_seconds(s: &str) -> Result<f64, String> {
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct OneArgs {
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::seed)]
     pub seed: u64,
     /// Reset the device before booting.
     #[arg(long)]
@@ -143,7 +143,7 @@ pub struct OneArgs {
     /// campaign planned there (copy_stress): the kill lands at that point
     /// whatever the machine's load, where a run that went on could finish
     /// before it (helper-31's test run lost every kill so).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub hold_after_enqueued: Option<u64>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
@@ -223,9 +223,6 @@ pub struct RunResult {
     pub unavailable: Option<String>,
 }
 
-/// Marks a record of a run that was SIGKILLed on purpose (not a result).
-pub const KILLED: &str = "killed_after_s";
-
 /// Printed on stdout when the run starts enqueuing, and (copy_stress)
 /// `enqueued N` after each read: where a kill lands.
 const ENQUEUING: &str = "enqueuing";
@@ -249,19 +246,28 @@ fn embedded_spec(spec: &str) -> Result<Option<(bool, Model)>, UsageError> {
     }
 }
 
-/// The chip a campaign's runs boot, as `--chip` and `--harvest` name it
-/// (a simulator made here: its default; a daemon: its own, where the
-/// options leave it open).
-fn chip_of(w: &WorkloadArgs) -> Option<String> {
+/// The board and harvesting a campaign's runs boot, as `--chip` and
+/// `--harvest` name them (a simulator made here: its default; a daemon:
+/// its own, none here, where the options leave it open).
+fn chip_of(w: &WorkloadArgs) -> (Option<String>, Option<String>) {
     let here = crate::device::made_here(&w.device);
     let harvest = w.chip.harvesting().ok().flatten();
     match (w.chip.chip, harvest) {
-        (None, _) if !here => None,
-        (Some(board), None) if !here => Some(format!("{board} with the daemon's harvesting")),
-        _ => {
-            let cfg = run_config(w).ok()?;
-            Some(format!("{} harvested {}", cfg.sim_board(), cfg.sim_harvesting()))
-        }
+        (None, _) if !here => (None, None),
+        (Some(board), None) if !here => (Some(board.to_string()), None),
+        _ => match run_config(w) {
+            Ok(cfg) => (Some(cfg.sim_board().to_string()), Some(cfg.sim_harvesting().to_string())),
+            Err(_) => (None, None),
+        },
+    }
+}
+
+/// [`chip_of`] as the text header says it.
+fn chip_text(w: &WorkloadArgs) -> String {
+    match chip_of(w) {
+        (None, _) => "the daemon's".into(),
+        (Some(board), None) => format!("{board} with the daemon's harvesting"),
+        (Some(board), Some(harvesting)) => format!("{board} harvested {harvesting}"),
     }
 }
 
@@ -574,7 +580,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
                 kills += 1;
                 after_kill = true;
                 (record.ok, record.killed) = (false, true);
-                record.metrics.insert(KILLED.into(), after.as_secs_f64());
+                record.metrics.insert(crate::campaign::KILLED.into(), after.as_secs_f64());
                 format!("SIGKILLed {:.0} ms into the run", after.as_secs_f64() * 1e3)
             }
             Ended::Refused(why) => return Err(UsageError(format!("run {index} (seed {seed}) refused: {why}")).into()),
@@ -651,7 +657,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             serde_json::json!({"report": report, "runs": records.len(), "completed": completed.len(), "killed": kills,
                                "failures_after_kill": failures_after_kill, "hard_timeouts": hard_timeouts, "drift": drift,
                                "workload": workload_name(a.workload.workload), "device": a.workload.device,
-                               "chip": chip_of(&a.workload)})
+                               "chip": chip_of(&a.workload).0, "harvesting": chip_of(&a.workload).1})
         );
     } else {
         // Every run not killed on purpose is measured, those the hard
@@ -664,7 +670,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             completed.len(),
             a.reset,
             a.workload.device,
-            chip_of(&a.workload).unwrap_or_else(|| "the daemon's".into())
+            chip_text(&a.workload)
         );
         if completed.is_empty() {
             outln!(

@@ -177,13 +177,14 @@ pub struct Point {
     pub ok: bool,
     pub signature: Option<String>,
     pub error: Option<String>,
-    /// Its failure's class, if it failed.
-    #[serde(skip)]
+    /// Its failure's class, if it failed (`hang`, `device-error`, ...).
     pub class: Option<FailureClass>,
-    /// Device cycles the workload took.
+    /// Device cycles the workload took (a failed point's include the wait
+    /// that gave up).
     pub device_cycles: u64,
-    /// Device cycles per read (the metric charted).
-    pub cycles_per_read: f64,
+    /// Device cycles per read (the metric charted); none for a failed
+    /// point, whose cycles measure its timeout (helper-31).
+    pub cycles_per_read: Option<f64>,
     pub seconds: f64,
 }
 
@@ -284,7 +285,7 @@ impl Sweeper {
             class: c.as_ref().map(|c| c.class),
             error: c.map(|c| c.error),
             device_cycles: cycles,
-            cycles_per_read: cycles as f64 / reads,
+            cycles_per_read: outcome.is_ok().then_some(cycles as f64 / reads),
             seconds: start.elapsed().as_secs_f64(),
         })
     }
@@ -455,7 +456,7 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         // What a rerun needs: the device, its chip, the host's schedule, and
         // whether points shared one device (then the order they ran in
         // matters; the points below are sorted by value).
-        "device": args.device, "chip": s.chip.as_ref().map(|c| c.0), "harvest": s.chip.as_ref().map(|c| &c.1),
+        "device": args.device, "chip": s.chip.as_ref().map(|c| c.0), "harvesting": s.chip.as_ref().map(|c| &c.1),
         "host": args.host.report(0), "timeout_cycles": args.timeout_cycles, "reset_each": args.reset_each,
         "run_order": run_order,
         "bisect": args.bisect, "first_failing": first_failing,
@@ -478,11 +479,11 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         outln!("{:>12}  {:<6} {:>14} {:>12}  signature", name, "result", "device cycles", "cycles/read");
         for p in &points {
             outln!(
-                "{:>12}  {:<6} {:>14} {:>12.1}  {}",
+                "{:>12}  {:<6} {:>14} {:>12}  {}",
                 p.value,
                 if p.ok { "pass" } else { "FAIL" },
                 p.device_cycles,
-                p.cycles_per_read,
+                p.cycles_per_read.map_or("-".into(), |c| format!("{c:.1}")),
                 p.signature.as_deref().unwrap_or("")
             );
         }
@@ -500,13 +501,15 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
     Ok(crate::exit::of_failures(boundary.and_then(|b| b.class)).into())
 }
 
-/// Cycles per read against the knob; failing points in red.
+/// Cycles per read against the knob; failing points in red, at the top of
+/// the passing ones (they have no figure).
 fn svg(name: &str, points: &[Point]) -> String {
+    let top = points.iter().filter_map(|p| p.cycles_per_read).fold(0.0, f64::max);
     let points = points
         .iter()
         .map(|p| crate::chart::Point {
             x: p.value as f64,
-            y: p.cycles_per_read,
+            y: p.cycles_per_read.unwrap_or(top),
             ok: p.ok,
             label: format!("{name}={}: {}", p.value, if p.ok { "pass" } else { "FAIL" }),
         })

@@ -27,7 +27,7 @@ fn the_normal_firmware_survives_every_amplifier() {
     ]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["failure_rate"], 0.0);
-    assert_eq!(v["faults"], "strong", "the report says which faults it ran under: {v}");
+    assert_eq!(v["faults"], serde_json::json!(["strong"]), "the report says which faults it ran under: {v}");
 }
 
 #[test]
@@ -372,7 +372,7 @@ fn two_queue_buffers_depth_and_trace_kernels_shape_the_race() {
         assert!(replay.contains(k), "{k}: {replay}");
     }
     // The report names the chip the seeds ran on (it did not) and the knobs.
-    assert_eq!((v["chip"].as_str(), v["harvest"].as_str()), (Some("wormhole-n150"), Some("rows=8")), "{v}");
+    assert_eq!((v["chip"].as_str(), v["harvesting"].as_str()), (Some("wormhole-n150"), Some("rows=8")), "{v}");
     assert_eq!((v["two_queue"]["depth"].as_u64(), v["two_queue"]["buffers"].as_u64()), (Some(3), Some(2)), "{v}");
     // Only two-queue reads them.
     let o = support::cqlab(&["race", "--workload", "random", "--depth", "3"]);

@@ -89,7 +89,7 @@ fn a_plain_sweep_tabulates_every_value() {
     // The knobs held fixed, not the swept one.
     assert!(v["fixed"]["depth"].is_null() && v["fixed"]["bytes"] == 256, "{v}");
     // The chip the points ran on, though no --chip named it.
-    assert_eq!((v["chip"].as_str(), v["harvest"].as_str()), (Some("wormhole-n150"), Some("rows=8")), "{v}");
+    assert_eq!((v["chip"].as_str(), v["harvesting"].as_str()), (Some("wormhole-n150"), Some("rows=8")), "{v}");
 }
 
 /// `--device embedded:...` takes the timing model's words, as its help says:

@@ -61,6 +61,10 @@ impl Jsonl {
     }
 }
 
+/// The metric that marks a record of a run `stress restart` SIGKILLed on
+/// purpose (not a result).
+pub const KILLED: &str = "killed_after_s";
+
 /// One run (one seed) of a campaign.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SeedRecord {
@@ -100,7 +104,7 @@ impl SeedRecord {
     /// A run killed on purpose (records from before `killed` say so by
     /// their metric alone).
     pub fn killed_on_purpose(&self) -> bool {
-        self.killed || self.metrics.contains_key(crate::stress::KILLED)
+        self.killed || self.metrics.contains_key(KILLED)
     }
 }
 

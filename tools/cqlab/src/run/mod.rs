@@ -316,8 +316,10 @@ fn trace_path(base: &Path, cqs: u8, sweep: bool) -> PathBuf {
 pub fn scaling(points: &[PointReport]) -> Value {
     let mut pts: Vec<&PointReport> = points.iter().filter(|p| p.throughput.is_some()).collect();
     pts.sort_by_key(|p| p.cqs);
+    // Null, not a note in the figure's place: it needs a sweep of queue
+    // counts (--cqs 1,2,4).
     if pts.len() < 2 {
-        return json!({"note": "needs a sweep of queue counts (--cqs 1,2,4)"});
+        return Value::Null;
     }
     let base = pts[0];
     let tb = base.throughput.as_ref().map_or(0.0, |t| t.value);
