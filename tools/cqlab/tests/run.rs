@@ -741,3 +741,20 @@ fn the_report_and_trace_name_the_device_seed_and_host_schedule() {
         "{err}"
     );
 }
+
+/// A failing run still writes its `--json` report: the points that ran and
+/// the one that failed, with its exit code and error (it wrote nothing).
+#[test]
+fn a_failing_run_reports_the_point_that_failed() {
+    let json = tmp("failed.json");
+    let path = json.to_str().unwrap();
+    let args =
+        ["run", "hetero", "--cqs", "2", "--large-cycles", "3000000", "--kernel-timeout", "1000000", "--iters", "1"];
+    let out = cqlab(&[&args[..], &["--warmup", "0", "--json", path]].concat());
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let failed = &v["failed_point"];
+    assert_eq!((failed["cqs"].as_u64(), failed["exit"].as_u64()), (Some(2), Some(3)), "{v}");
+    assert!(failed["error"].as_str().is_some_and(|e| e.contains("still running") && !e.contains('\n')), "{v}");
+    assert_eq!(v["points"], serde_json::json!([]), "{v}");
+}

@@ -408,21 +408,64 @@ pub fn run(a: Args) -> Result<ExitCode> {
         };
         let label = format!("{} --cqs {cqs}", kind.name());
         let mut obs = CliObserver { trace, progress: progress::Progress::new(label, json_stdout) };
-        let point = runner::run(&spec, &mut obs).with_context(|| format!("{} with {cqs} queues", kind.name()))?;
+        let point = match runner::run(&spec, &mut obs) {
+            Ok(point) => point,
+            Err(e) => {
+                let e = anyhow::Error::from(e).context(format!("{} with {cqs} queues", kind.name()));
+                // A `--json` report still holds the points that ran and
+                // says which failed and how (helper-31: a failing sweep
+                // wrote nothing, and lost the points before it).
+                if let Some(path) = &a.json {
+                    // The error's first line (a hang's dump follows it on stderr).
+                    let error = format!("{e:#}").lines().next().unwrap_or_default().to_owned();
+                    let failed = json!({"cqs": cqs, "exit": crate::exit::of_error(&e).code(), "error": error});
+                    let mut r = report(&a, kind, &knobs, sync, &points)?;
+                    r["failed_point"] = failed;
+                    write_json(path, &r)?;
+                }
+                return Err(e);
+            }
+        };
         if let Some(t) = obs.trace.take() {
             t.finish(point.timed_cycles, point.trace.lost)?;
         }
         points.push(point);
     }
+    let report = report(&a, kind, &knobs, sync, &points)?;
+    match &a.json {
+        Some(p) => {
+            write_json(p, &report)?;
+            if p != Path::new("-") {
+                print_text(&report);
+            }
+        }
+        None => print_text(&report),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--json`'s destination: stdout for `-`.
+fn write_json(path: &Path, report: &Value) -> Result<()> {
+    let text = serde_json::to_string_pretty(report)?;
+    if path == Path::new("-") {
+        outln!("{text}");
+    } else {
+        crate::output::write("--json", path, text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The report of `points`, measured as `a` asks.
+fn report(a: &Args, kind: Kind, knobs: &Knobs, sync: SyncMode, points: &[PointReport]) -> Result<Value> {
     // Each point names the parameter values it was measured at, so
     // `cqlab compare` pairs points by value.
     let mut point_values: Vec<Value> = Vec::new();
-    for p in &points {
+    for p in points {
         let mut v = serde_json::to_value(p)?;
         v["params"] = json!({ "cqs": p.cqs });
         point_values.push(v);
     }
-    let report = json!({
+    Ok(json!({
         "tool": "cqlab run", "schema": 1, "workload": kind.name(), "description": kind.describe(),
         "device": runner::device_spec(&a.device, a.seed), "seed": a.seed,
         "device_seed": runner::device_seed(&a.device, a.seed), "host": a.host.report(0),
@@ -434,17 +477,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
             SyncMode::PerIter => "device cycles from the host starting to enqueue an iteration to the host seeing its end events complete",
             SyncMode::End => "device cycles between consecutive iterations' completions (dispatcher event records)",
         },
-        "points": point_values, "scaling": scaling(&points),
-    });
-    match &a.json {
-        Some(p) if p == Path::new("-") => outln!("{}", serde_json::to_string_pretty(&report)?),
-        Some(p) => {
-            crate::output::write("--json", p, serde_json::to_string_pretty(&report)?.as_bytes())?;
-            print_text(&report);
-        }
-        None => print_text(&report),
-    }
-    Ok(ExitCode::SUCCESS)
+        "points": point_values, "scaling": scaling(points), "failed_point": null,
+    }))
 }
 
 fn num(v: &Value) -> String {
