@@ -11,7 +11,8 @@ pub type Result<T, E = DriverError> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DriverError {
-    #[error("firmware ELF {path}: {reason}")]
+    /// A firmware or kernel image that cannot be loaded.
+    #[error("ELF image {path}: {reason}")]
     BadElf { path: String, reason: ImageError },
     #[error("firmware on core {core}: {reason}")]
     BootFailed { core: Coord, reason: BootProblem },
@@ -51,10 +52,10 @@ pub enum DriverError {
     /// (`wait::LIVELOCK_STALLS` stall timeouts): a loop that records as it
     /// goes and gets nowhere.
     #[error(
-        "livelock while waiting for {wait}: the CQ cores recorded {records} trace records in {cycles} device cycles, \
-         but no queue pointer moved, no worker recorded and no kernel ran\n{dump}"
+        "livelock while waiting for {wait}: the CQ cores recorded {records} trace records in {cycles} device cycles \
+         ({core} the most), but no queue pointer moved, no worker recorded and no kernel ran\n{dump}"
     )]
-    Livelock { wait: Wait, cycles: u64, records: u64, dump: Box<HangDump> },
+    Livelock { wait: Wait, core: Coord, cycles: u64, records: u64, dump: Box<HangDump> },
     #[error("device {path} is held by {holder}")]
     Busy { path: String, holder: String },
     #[error("backend: {0}")]

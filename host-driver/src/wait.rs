@@ -81,11 +81,24 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
     let mut last_progress: Option<Activity> = None;
     let mut last_change = backend.now();
     let livelock_limit = cfg.stall_timeout_cycles.saturating_mul(LIVELOCK_STALLS);
-    // The last check at which a queue advanced, and the queues' pointers and
-    // the CQ cores' records then.
-    let mut last_advance = (last_change, Vec::new(), None::<u64>);
+    let mut advance = Advance { at: last_change, position: Vec::new(), queue_cores: Vec::new() };
     let mut next_check = last_change + PROGRESS_CHECK_CYCLES;
     let mut first_running: Vec<(Coord, u64)> = Vec::new();
+    // How long the kernel on `core` started at `started` (as its record
+    // says) has run: one without its KernelStart record (still booting, or
+    // the record overwritten) counts from when this wait first saw it, so
+    // the kernel limit bounds it.
+    let mut ran = |(core, started): (Coord, u64), now: u64| {
+        let first = match first_running.iter().find(|(c, _)| *c == core) {
+            Some(&(_, at)) => at,
+            None => {
+                first_running.push((core, now));
+                now
+            }
+        };
+        now.saturating_sub(if started >= now { first } else { started })
+    };
+    let kernel_limit = cfg.kernel_timeout_cycles;
     loop {
         if ready(backend, queues)? {
             return Ok(());
@@ -98,43 +111,53 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
             check_halted(backend, cfg, chip, queues, &what)?;
             let activity = progress(backend, chip)?;
             let position = queues.advanced_to(backend)?;
-            let workers_recorded = last_progress.is_none_or(|p| p.workers != activity.workers);
-            if workers_recorded || position != last_advance.1 || last_advance.2.is_none() {
-                last_advance = (now, position, Some(activity.queue_cores));
+            let workers_recorded = last_progress.as_ref().is_none_or(|p| p.workers != activity.workers);
+            if workers_recorded || position != advance.position {
+                advance = Advance { at: now, position, queue_cores: activity.queue_cores.clone() };
             }
-            if Some(activity) != last_progress {
-                last_progress = Some(activity);
+            if last_progress.as_ref() != Some(&activity) {
                 last_change = now;
-                let (since, _, cq_records_then) = last_advance;
-                if now - since >= livelock_limit && running_kernel(backend, chip)?.is_none() {
-                    let records = activity.queue_cores.wrapping_sub(cq_records_then.unwrap_or(0));
-                    let dump = dump(backend, cfg, chip, queues, what())?;
-                    return Err(DriverError::Livelock { wait: what(), cycles: now - since, records, dump });
+                // Only the CQ cores recorded since `advance.at`. A kernel
+                // behind them still meets its own limit (helper-32: one
+                // stuck while a CQ core looped waited for ever); with none
+                // running, ten stall timeouts of this are a livelock. The
+                // kernel is looked for only then: no BAR reads, so no
+                // device time, while the queues advance.
+                let stalled = now - advance.at;
+                if stalled >= livelock_limit || (kernel_limit != 0 && stalled >= kernel_limit) {
+                    match running_kernel(backend, chip)? {
+                        Some(running) => {
+                            let cycles = ran(running, now);
+                            if kernel_limit != 0 && cycles >= kernel_limit {
+                                let (core, limit) = (running.0, kernel_limit);
+                                let dump = dump(backend, cfg, chip, queues, what())?;
+                                return Err(DriverError::KernelTimeout { core, cycles, limit, wait: what(), dump });
+                            }
+                        }
+                        None if stalled >= livelock_limit => {
+                            let (core, records) = advance.recorded_since(chip, &activity);
+                            let dump = dump(backend, cfg, chip, queues, what())?;
+                            let wait = what();
+                            return Err(DriverError::Livelock { wait, core, cycles: stalled, records, dump });
+                        }
+                        None => {}
+                    }
                 }
+                last_progress = Some(activity);
                 continue;
             }
             // No core recorded anything since `last_change`. A kernel
             // still running is not a hang: it has its own limit.
-            if let Some((core, started)) = running_kernel(backend, chip)? {
-                // A worker at RUN without its KernelStart record (still
-                // booting, or its record overwritten) counts from when
-                // this wait first saw it, so the kernel limit bounds it.
-                let first = match first_running.iter().find(|(c, _)| *c == core) {
-                    Some(&(_, at)) => at,
-                    None => {
-                        first_running.push((core, now));
-                        now
-                    }
-                };
-                let started = if started >= now { first } else { started };
-                let ran = now.saturating_sub(started);
-                let limit = cfg.kernel_timeout_cycles;
-                if limit != 0 && ran >= limit {
+            if let Some(running) = running_kernel(backend, chip)? {
+                let cycles = ran(running, now);
+                if kernel_limit != 0 && cycles >= kernel_limit {
+                    let (core, limit) = (running.0, kernel_limit);
                     let dump = dump(backend, cfg, chip, queues, what())?;
-                    return Err(DriverError::KernelTimeout { core, cycles: ran, limit, wait: what(), dump });
+                    return Err(DriverError::KernelTimeout { core, cycles, limit, wait: what(), dump });
                 }
                 last_change = now;
-                last_advance = (now, queues.advanced_to(backend)?, Some(activity.queue_cores));
+                advance =
+                    Advance { at: now, position: queues.advanced_to(backend)?, queue_cores: activity.queue_cores };
             } else if now - last_change >= cfg.stall_timeout_cycles {
                 let dump = dump(backend, cfg, chip, queues, what())?;
                 return Err(DriverError::Timeout { wait: what(), cycles: now - last_change, dump });
@@ -270,25 +293,43 @@ fn running_kernel(backend: &mut dyn Backend, chip: &Topology) -> Result<Option<(
     Ok(found)
 }
 
-/// Sums of trace sequence numbers: they move whenever a core does something
-/// worth recording.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Trace sequence numbers: they move whenever a core does something worth
+/// recording.
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Activity {
-    /// Of the prefetchers and dispatchers.
-    queue_cores: u64,
-    /// Of the workers: a kernel launched or ran, the queues' purpose.
+    /// Of each prefetcher and dispatcher, in `Topology::cq_cores` order.
+    queue_cores: Vec<u32>,
+    /// Summed over the workers: a kernel launched or ran, the queues' purpose.
     workers: u64,
 }
 
 fn progress(backend: &mut dyn Backend, chip: &Topology) -> Result<Activity> {
     let next_seq = TRACE_RING.base as u64 + std::mem::offset_of!(TraceRingHeader, next_seq) as u64;
-    let mut seq = |core| -> Result<u64> { Ok(backend.read_u32(NocAddr::unicast(core, next_seq))? as u64) };
-    let mut activity = Activity { queue_cores: 0, workers: 0 };
-    for core in chip.cq_cores() {
-        activity.queue_cores += seq(core)?;
-    }
+    let mut seq = |core| backend.read_u32(NocAddr::unicast(core, next_seq));
+    let queue_cores = chip.cq_cores().map(&mut seq).collect::<Result<Vec<u32>>>()?;
+    let mut workers = 0;
     for core in chip.workers() {
-        activity.workers += seq(core)?;
+        workers += seq(core)? as u64;
     }
-    Ok(activity)
+    Ok(Activity { queue_cores, workers })
+}
+
+/// The last progress check at which a queue advanced: a sysmem pointer
+/// moved, a worker recorded or a kernel ran.
+struct Advance {
+    at: u64,
+    /// The queues' pointers then (`Waiting::advanced_to`).
+    position: Vec<u32>,
+    /// The CQ cores' sequence numbers then.
+    queue_cores: Vec<u32>,
+}
+
+impl Advance {
+    /// The CQ core that recorded most since, and the records they all made.
+    fn recorded_since(&self, chip: &Topology, now: &Activity) -> (Coord, u64) {
+        let moved = |i: usize| now.queue_cores[i].wrapping_sub(self.queue_cores.get(i).copied().unwrap_or(0)) as u64;
+        let busiest = (0..now.queue_cores.len()).max_by_key(|&i| moved(i)).unwrap_or(0);
+        let core = chip.cq_cores().nth(busiest).expect("a CQ core per sequence number");
+        (core, (0..now.queue_cores.len()).map(moved).sum())
+    }
 }

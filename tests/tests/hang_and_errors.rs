@@ -112,33 +112,50 @@ on_both_chips! {
         // the host waited for ever. Here 50 DELAYs of 500 k cycles, one
         // chunk: the dispatcher records every 500 k cycles (no stall), and
         // no pointer the host sees moves for 25 M cycles.
-        let mut chunk = vec![0u8; 1024];
-        let mut enc = Encoder::new(&mut chunk);
-        enc.relay_inline(true, |w| (0..50).try_for_each(|_| w.delay(500_000))).unwrap();
-        let len = enc.len();
-        chunk.truncate(len);
+        let chunk = delays(50, 500_000);
         let run = |stall: u64| {
             let mut dev = booted(chip, 17, |c| c.stall_timeout_cycles = stall);
             let mut cq = dev.cq(0).unwrap();
             cq.enqueue_raw(&chunk, false).unwrap();
             let done = cq.finish();
-            (done, dev.now())
+            (done, dev.now(), dev.chip().dispatcher(0))
         };
         // Ten stall timeouts are 20 M cycles: a livelock, with its dump.
-        let (err, now) = run(2_000_000);
+        let (err, now, dispatcher) = run(2_000_000);
         let err = err.unwrap_err();
-        let DriverError::Livelock { cycles, records, dump, .. } = &err else {
+        let DriverError::Livelock { core, cycles, records, dump, .. } = &err else {
             panic!("{} seed 17: expected a livelock, got {err}", chip.name())
         };
+        assert_eq!(*core, dispatcher, "seed 17: the dispatcher recorded most");
         assert!((20_000_000..25_000_000).contains(cycles) && now < 25_000_000, "seed 17: {cycles} at {now}");
         assert!(*records >= 2 * 35, "seed 17: a DELAY's start and end each: {records}");
         let chain = dump.chain_text().join(" -> ");
         assert!(chain.contains("CQ0 dispatcher"), "seed 17: {chain}");
         assert!(err.to_string().contains("no queue pointer moved"), "{err}");
         // Ten of 3 M are 30 M: the same chain is legal work and finishes.
-        let (done, now) = run(3_000_000);
+        let (done, now, _) = run(3_000_000);
         done.unwrap_or_else(|e| panic!("{} seed 17: 25 M cycles of DELAYs under a 30 M limit: {e}", chip.name()));
         assert!(now >= 25_000_000, "seed 17: {now}");
+    }
+
+    fn a_stuck_kernel_meets_its_limit_while_a_cq_core_records(chip) {
+        // helper-32: while a CQ core recorded, the kernel limit was never
+        // looked at. A spin kernel on CQ0 past its 6 M limit, CQ1's
+        // dispatcher recording a DELAY every 500 k cycles for 25 M: the
+        // kernel timeout, at the first check past the limit.
+        let mut dev = booted(chip, 18, |c| {
+            c.worker_kernel = "spin".into();
+            c.stall_timeout_cycles = 2_000_000;
+            c.kernel_timeout_cycles = 6_000_000;
+        });
+        dev.cq(0).unwrap().launch(CoreRange::single(1, 1), &[u32::MAX]).unwrap();
+        dev.cq(1).unwrap().enqueue_raw(&delays(50, 500_000), false).unwrap();
+        let err = dev.cq(0).unwrap().finish().unwrap_err();
+        let DriverError::KernelTimeout { core, cycles, .. } = &err else {
+            panic!("{} seed 18: expected a kernel timeout, got {err}", chip.name())
+        };
+        assert_eq!(Some(*core), dev.chip().worker(1, 1));
+        assert!(*cycles >= 6_000_000 && dev.now() < 10_000_000, "seed 18: {cycles} at {}", dev.now());
     }
 
     fn an_unknown_command_is_reported_with_its_bytes(chip) {
@@ -265,4 +282,14 @@ fn firmware_with_illegal_instruction(
     bytes[at..at + 4].copy_from_slice(&0u32.to_le_bytes());
     std::fs::write(dir.join(name), &bytes).unwrap();
     root
+}
+
+/// A chunk of `n` DELAYs of `cycles` each, relayed to the dispatcher at once.
+fn delays(n: usize, cycles: u32) -> Vec<u8> {
+    let mut chunk = vec![0u8; 16 * (n + 2)];
+    let mut enc = Encoder::new(&mut chunk);
+    enc.relay_inline(true, |w| (0..n).try_for_each(|_| w.delay(cycles))).unwrap();
+    let len = enc.len();
+    chunk.truncate(len);
+    chunk
 }

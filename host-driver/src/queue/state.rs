@@ -200,7 +200,16 @@ impl Queues {
 
     /// A word of queue `q`'s sysmem header (a device-written pointer).
     pub(super) fn header_word(&self, backend: &mut dyn Backend, q: u8, offset: u32) -> Result<u32> {
-        backend.sysmem_read_u32((self.list[q as usize].layout.header() + offset as u64) as usize)
+        backend.sysmem_read_u32(self.header_offset(q, offset))
+    }
+
+    /// The same word read as an observer (`Backend::sysmem_peek_u32`).
+    fn header_peek(&self, backend: &mut dyn Backend, q: u8, offset: u32) -> Result<u32> {
+        backend.sysmem_peek_u32(self.header_offset(q, offset))
+    }
+
+    fn header_offset(&self, q: u8, offset: u32) -> usize {
+        (self.list[q as usize].layout.header() + offset as u64) as usize
     }
 }
 
@@ -226,9 +235,9 @@ impl Waiting for Queues {
 
     fn advanced_to(&mut self, backend: &mut dyn Backend) -> Result<Vec<u32>> {
         let mut words = Vec::with_capacity(3 * self.list.len());
-        for cq in &self.list {
+        for q in 0..self.list.len() as u8 {
             for offset in [ISSUE_RD_PTR, FETCH_RD_COUNT, COMPLETION_WR_PTR] {
-                words.push(backend.sysmem_peek_u32((cq.layout.header() + offset as u64) as usize)?);
+                words.push(self.header_peek(backend, q, offset)?);
             }
         }
         Ok(words)

@@ -613,7 +613,8 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
         rows.push(row);
     }
     if args.json {
-        outln!("{}", serde_json::json!({ "rows": rows }));
+        // Every point runs on an embedded simulator of this seed.
+        outln!("{}", serde_json::json!({ "seed": args.seed, "rows": rows }));
     } else if args.csv {
         out!("{}", csv(&rows)?);
     } else {

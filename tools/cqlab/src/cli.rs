@@ -17,7 +17,9 @@ pub struct Limits {
     /// Device cycles a wait may go without progress of the queue machinery,
     /// while no kernel runs, before it is reported as a hang with its
     /// wait-for chain (at least 1000000: progress is checked every 1000000
-    /// cycles).
+    /// cycles). Ten of them in which only the CQ cores record while no
+    /// queue advances are a livelock, also a hang: a longer chain of DELAYs
+    /// or kernel-free replay needs a longer timeout.
     #[arg(long, value_name = "CYCLES", default_value_t = DeviceConfig::default().stall_timeout_cycles,
           value_parser = stall_timeout)]
     pub stall_timeout: u64,

@@ -160,6 +160,13 @@ pub fn compare(base: &Value, test: &Value, threshold_pct: f64) -> Value {
                     }
                 }
                 (Some(bv), Some(tv)) if bv == tv => (Some(0.0), "ok"),
+                // From 0 (figures are at least 0): no percentage, but a
+                // direction (helper-32: it read "no samples").
+                (Some(_), Some(_)) if better == Better::Higher => (None, "improved"),
+                (Some(_), Some(_)) => {
+                    regressions += 1;
+                    (None, "REGRESSION")
+                }
                 // A figure the base had and the test lost is what a gate
                 // must catch (a report stripped of its metrics passed).
                 (Some(_), None) => {

@@ -127,8 +127,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         grid: (all.end.0 + 1, all.end.1 + 1),
         clock_hz: dev.chip().layout().clock_hz(),
     };
-    // A device spec's simulator has its own seed, which the client cannot see.
-    let seed = (args.device == "embedded").then_some(args.seed);
+    // The simulator's seed, where the client knows it (as `run`'s
+    // `device_seed`): a daemon's or a library's is its own.
+    let seed = cqlab_workloads::runner::device_seed(&args.device, args.seed);
     let seed = DemoSeed { seed, noc_jitter: args.noc_jitter, note: seed_note };
     print_table(&rows, args.json, verified, dev.now() - started, &chip, &seed)?;
     Ok(ExitCode::SUCCESS)

@@ -22,6 +22,10 @@ pub fn validate(spec: &str, noc_jitter: u64) -> Result<(), Usage> {
             })?;
         }
     }
+    // A spec's seed goes into reports as the `--seed`s do: bounded as they are.
+    if let Spec::Embedded { seed, .. } = parsed {
+        crate::cli::seed(&seed.to_string()).map_err(|m| invalid(format!("seed={seed}: {m}")))?;
+    }
     if noc_jitter != 0 && !matches!(parsed, Spec::Embedded { .. }) {
         return Err(Usage(format!(
             "--noc-jitter applies to the embedded simulator (--device embedded[:WORDS]), not to {spec:?}"

@@ -143,7 +143,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         outln!(
             "{}",
             serde_json::json!({
-                "device": args.device,
+                "device": args.device, "seed": cqlab_workloads::runner::device_seed(&args.device, 1),
                 "chip": dev.chip().board().name(), "harvesting": dev.chip().harvesting().to_string(),
                 "encode_inline_writes_per_s": encode_rate,
                 "write_buffer_small_per_s": submit_rate,

@@ -105,6 +105,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         outln!(
             "{}",
             serde_json::json!({"device": args.device, "chip": chip, "harvesting": harvesting,
+                               "seed": cqlab_workloads::runner::device_seed(&args.device, args.seed),
                                "m": args.m, "n": args.n, "k": args.k, "tile": args.tile, "runs": v})
         );
         return Ok(ExitCode::SUCCESS);

@@ -195,6 +195,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             serde_json::json!({"programs": args.programs, "cores": cores, "kernel": "noop", "runtime_args": args.args,
                 "chip": dev.chip().board().name(), "harvesting": dev.chip().harvesting().to_string(), "clock_hz": clock_hz,
                 "device": args.device, "slow_dispatch_row": embedded,
+                "seed": cqlab_workloads::runner::device_seed(&args.device, args.seed),
                 "dispatch": figs, "prefetch_commands": costs(&pre), "dispatch_commands": costs(&dis)})
         );
         return Ok(ExitCode::SUCCESS);

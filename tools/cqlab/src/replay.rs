@@ -66,7 +66,12 @@ fn load(args: &Args) -> Result<SeedRecord> {
     let records = crate::campaign::read_records(Path::new(&args.record))?;
     let pick = match args.seed {
         Some(s) => records.iter().find(|r| r.seed == s),
-        None => records.iter().find(|r| !r.ok).or(records.first()),
+        // A killed run is no failure (and nothing to replay).
+        None => records
+            .iter()
+            .find(|r| !r.ok && !r.killed_on_purpose())
+            .or(records.iter().find(|r| !r.killed_on_purpose()))
+            .or(records.first()),
     };
     pick.cloned().ok_or_else(|| {
         let which = args.seed.map(|s| format!(" of seed {s}")).unwrap_or_default();
@@ -116,8 +121,16 @@ fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let record = load(&args)?;
-    // What the tools write agrees with itself; a record that does not was
-    // edited, and its verdict would compare against the wrong thing.
+    if record.tool == "stress" && record.killed_on_purpose() {
+        return Err(UsageError(format!(
+            "seed {}: that run was killed on purpose; there is nothing to replay",
+            record.seed
+        ))
+        .into());
+    }
+    // What the tools write agrees with itself (a killed run, which is not
+    // ok and names no failure, is handled above); a record that does not
+    // was edited, and its verdict would compare against the wrong thing.
     crate::usage::ensure(record.ok == record.failure.is_none(), || {
         let names = if record.failure.is_some() { "names a failure" } else { "names no failure" };
         format!("seed {}: the record says ok {}, yet {names}: not a record cqlab wrote", record.seed, record.ok)
@@ -129,13 +142,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
         format!("seed {}: its arguments run {} {}: not a record cqlab wrote", record.seed, w[0], w[1])
     })?;
     if record.tool == "stress" {
-        if record.killed_on_purpose() {
-            return Err(UsageError(format!(
-                "seed {}: that run was killed on purpose; there is nothing to replay",
-                record.seed
-            ))
-            .into());
-        }
         crate::usage::ensure(args.out.is_none(), || {
             "--out: a stress run writes no dump or trace to put there (only a race record's replay does)".into()
         })?;

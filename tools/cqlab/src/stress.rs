@@ -74,7 +74,7 @@ pub struct WorkloadArgs {
     #[arg(long, default_value = "embedded")]
     pub device: String,
     /// copy_stress: reads enqueued before collecting any (1..=1000000).
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=MAX_DEPTH))]
     pub depth: u64,
     /// copy_stress: bytes per read (1..=1048576).
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
@@ -143,7 +143,7 @@ pub struct OneArgs {
     /// campaign planned there (copy_stress): the kill lands at that point
     /// whatever the machine's load, where a run that went on could finish
     /// before it (helper-31's test run lost every kill so).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_DEPTH))]
     pub hold_after_enqueued: Option<u64>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
@@ -227,6 +227,9 @@ pub struct RunResult {
 /// `enqueued N` after each read: where a kill lands.
 const ENQUEUING: &str = "enqueuing";
 const ENQUEUED: &str = "enqueued ";
+/// The most reads a copy_stress run enqueues (`--depth`), and so the
+/// latest read a kill is planned after.
+const MAX_DEPTH: u64 = 1_000_000;
 
 /// An embedded spec's slow dispatch and timing model (`None`: not
 /// embedded). A run's seed is its own: a spec's `seed=` is refused.
@@ -494,7 +497,9 @@ fn spawn_run(argv: &[String], timeout: Duration, kill_at: Option<KillAt>) -> Res
                 }
             }
             let stderr = err_reader.join().unwrap_or_default();
-            let why = stderr.lines().last().unwrap_or("no output").trim_start_matches("error: ").to_owned();
+            // The error line (clap ends its own with a hint to try --help).
+            let why = stderr.lines().rev().find(|l| l.starts_with("error: ")).or(stderr.lines().last());
+            let why = why.unwrap_or("no output").trim_start_matches("error: ").to_owned();
             break match last.as_deref().map(serde_json::from_str::<RunResult>) {
                 Some(Ok(r)) if crate::exit::ran(status.code()) => Ended::Done(r),
                 _ if status.code() == Some(i32::from(Exit::Usage.code())) => Ended::Refused(why),
@@ -581,6 +586,10 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
                 after_kill = true;
                 (record.ok, record.killed) = (false, true);
                 record.metrics.insert(crate::campaign::KILLED.into(), after.as_secs_f64());
+                // Where a held run was killed: the same for the same seed.
+                if let Some(KillAt::Enqueued(n)) = kill_at {
+                    record.metrics.insert("killed_at_read".into(), n as f64);
+                }
                 format!("SIGKILLed {:.0} ms into the run", after.as_secs_f64() * 1e3)
             }
             Ended::Refused(why) => return Err(UsageError(format!("run {index} (seed {seed}) refused: {why}")).into()),
@@ -652,12 +661,13 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
     let report = Report::from_records(&completed);
     let drift = drift_of(&completed);
     if a.records.json {
+        let (chip, harvesting) = chip_of(&a.workload);
         outln!(
             "{}",
             serde_json::json!({"report": report, "runs": records.len(), "completed": completed.len(), "killed": kills,
                                "failures_after_kill": failures_after_kill, "hard_timeouts": hard_timeouts, "drift": drift,
                                "workload": workload_name(a.workload.workload), "device": a.workload.device,
-                               "chip": chip_of(&a.workload).0, "harvesting": chip_of(&a.workload).1})
+                               "chip": chip, "harvesting": harvesting})
         );
     } else {
         // Every run not killed on purpose is measured, those the hard

@@ -502,7 +502,7 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
 }
 
 /// Cycles per read against the knob; failing points in red, at the top of
-/// the passing ones (they have no figure).
+/// the passing ones (they have no figure; at 0 when none passed).
 fn svg(name: &str, points: &[Point]) -> String {
     let top = points.iter().filter_map(|p| p.cycles_per_read).fold(0.0, f64::max);
     let points = points

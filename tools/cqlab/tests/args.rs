@@ -84,7 +84,6 @@ fn valued_options(path: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Options whose every u64 is a valid value: seeds.
 /// Options that take any u64 (none since seeds stop at 2^53 - 1).
 const ANY_U64: [&str; 0] = [];
 

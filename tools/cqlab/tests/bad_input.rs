@@ -264,6 +264,11 @@ fn race_and_its_campaign_options() {
         (&["race", "--seed-base", "9007199254740991", "--seeds", "2"], 2, "runs past the largest seed"),
         (&["race", "--seed-base", "9007199254740992"], 2, "the largest seed JSON readers keep exactly"),
         (&["run", "copy_stress", "--seed", "18446744073709551615"], 2, "above 9007199254740991 (2^53 - 1)"),
+        (
+            &["run", "copy_stress", "--device", "embedded:seed=9007199254740992"],
+            2,
+            "seed=9007199254740992: 9007199254740992 is above",
+        ),
         (&["race", "--bytes", "0"], 2, "0 is not in 1..=16777216"),
         (&["race", "--iterations", "0"], 2, "not in 1..=1000000"),
         (&["race", "--delay", "4294967295"], 2, "not in 0..=10000000"),

@@ -104,9 +104,11 @@ fn demo_cycles(args: &[&str]) -> (Vec<u64>, String) {
     assert!(o.status.success(), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("demo --json is JSON");
     let rows = v["rows"].as_array().expect("rows").iter().map(|r| r["device_cycles"].as_u64().unwrap()).collect();
-    let embedded = !args.contains(&"--device");
     let seed = args.iter().position(|a| *a == "--seed").map_or(1, |i| args[i + 1].parse().unwrap());
-    assert_eq!(v["seed"].as_u64(), embedded.then_some(seed), "{v}");
+    let device = args.iter().position(|a| *a == "--device").map(|i| args[i + 1]);
+    // A spec's own seed=, else the --seed (all these specs are embedded).
+    let spec_seed = device.and_then(|d| d.split(['=', ',']).nth(1)).map(|s| s.parse().unwrap());
+    assert_eq!(v["seed"].as_u64(), Some(spec_seed.unwrap_or(seed)), "{v}");
     assert_eq!((v["chip"].as_str(), v["grid"][0].as_u64()), (Some("wormhole-n150"), Some(8)), "{v}");
     (rows, v["seed_note"].as_str().expect("a seed note").to_owned())
 }

@@ -81,6 +81,11 @@ fn completion_and_trace_ring_dumps_decode() {
     let out = cqlab(&["decode", "--kind", "completion", &dump("bad.bin", &bad)]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("offset 0x40"), "{}", String::from_utf8_lossy(&out.stderr));
+    // In JSON the error is `{offset, message}`, as an issue dump's.
+    let out = cqlab(&["decode", "--kind", "completion", &dump("bad.bin", &bad), "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["error"]["offset"], 64, "{v}");
+    assert!(v["error"]["message"].as_str().is_some_and(|m| m.starts_with("completion kind 9")), "{v}");
     // A dump too short for a header (garbage, a truncated file) is exit 2, not an empty success.
     let out = cqlab(&["decode", "--kind", "completion", &dump("short.bin", b"garbage\n")]);
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));

@@ -364,6 +364,13 @@ fn two_queue_buffers_depth_and_trace_kernels_shape_the_race() {
     let knobs = ["--copies", "6", "--depth", "3", "--buffers", "2", "--trace-kernels", "4"];
     let (code, v) = race(&[&["--seeds", "3", "--iterations", "3"][..], &knobs].concat());
     assert_eq!((code, v["failures"].as_u64()), (0, Some(0)), "{v}");
+    // The JSON has the text header's values (helper-31: half were text only).
+    let header = serde_json::json!({"firmware": "normal", "seed_base": 1, "seeds": 3, "until_first": false,
+        "jitter": 0, "delay": 0, "pct_depth": 0, "host_jitter": 2000, "host_jitter_seeds": "half", "host_pct": 0,
+        "faults": []});
+    for (key, want) in header.as_object().unwrap() {
+        assert_eq!(&v[key], want, "{key}: {v}");
+    }
     let bug = ["--variant", "release-before-ack", "--ring-pages", "4", "--bytes", "32768", "--seeds", "1"];
     let (code, v) = race(&[&bug[..], &knobs].concat());
     assert_ne!(code, 0, "{v}");

@@ -80,6 +80,11 @@ fn every_workload_runs_on_1_2_and_4_queues() {
         }
         assert_eq!(r["scaling"]["points"].as_array().unwrap().len(), 3, "{w}");
         assert!(r["scaling"].get("stops_scaling_at").is_some(), "{w}");
+        // `validated` only where a point checked something; the embedded
+        // simulator's seed is the run's.
+        let checked = points.iter().any(|p| !p["validation"].is_null());
+        assert_eq!((r["validated"].as_bool(), r["device_seed"].as_u64()), (Some(checked), Some(5)), "{w}");
+        assert_eq!(checked, !["dispatch_latency", "tiny_kernels", "hetero"].contains(&w), "{w}");
         if w.contains("matmul") || w.contains("gemm") {
             for p in points {
                 assert_eq!(p["validation"]["mismatches"], 0, "{w}: bit-for-bit");
@@ -132,6 +137,8 @@ fn same_seed_same_report_with_or_without_a_trace() {
     let b = run("hetero", &traced);
     // Draining the rings (untimed on the embedded simulator) changes nothing.
     assert_eq!(a["points"], b["points"]);
+    // One queue count: no scaling figure (null, not a note in its place).
+    assert!(a["scaling"].is_null(), "{}", a["scaling"]);
     assert!(std::fs::metadata(&trace).unwrap().len() > 0);
 }
 
@@ -179,6 +186,27 @@ fn compare_flags_a_planted_regression_and_pairs_by_value() {
     assert_eq!(code, 1, "{c}");
     let lost = |r: &&Value| r["verdict"] == "REGRESSION" && r["note"] == "no samples in the test";
     assert!(c["rows"].as_array().unwrap().iter().any(|r| lost(&r)), "{c}");
+    // From a base of 0 a figure has a direction, not "no samples": latency
+    // rising from 0 regresses, throughput rising from 0 improves.
+    let (mut zero, mut risen) = (base.clone(), base.clone());
+    zero["points"][0]["latency_cycles"]["p99"] = 0.0.into();
+    zero["points"][0]["throughput"]["value"] = 0.0.into();
+    risen["points"][0]["latency_cycles"]["p99"] = 10.0.into();
+    risen["points"][0]["throughput"]["value"] = 10.0.into();
+    write(&bp, &zero);
+    write(&tp, &risen);
+    let (code, c) = compare(&bp, &tp);
+    let verdict = |metric: &str| {
+        let rows = c["rows"].as_array().unwrap();
+        let row = rows.iter().find(|r| r["cqs"] == base["points"][0]["cqs"] && r["metric"] == metric).unwrap();
+        (row["verdict"].as_str().unwrap().to_owned(), row["delta_pct"].is_null())
+    };
+    assert_eq!(
+        (code, verdict("throughput"), verdict("latency p99")),
+        (1, ("improved".into(), true), ("REGRESSION".into(), true)),
+        "{c}"
+    );
+    write(&bp, &base);
     // Reordered sweep points pair by queue count, not position.
     let mut reordered = base.clone();
     reordered["points"].as_array_mut().unwrap().reverse();

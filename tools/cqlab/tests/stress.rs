@@ -93,6 +93,41 @@ fn restarts_with_kills_report_drift_and_no_failures() {
     let out = Command::new(CQLAB).args(["campaign", "merge", jsonl.to_str().unwrap(), "--json"]).output().unwrap();
     let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((&merged["runs"], &merged["killed"]), (&v["report"]["runs"], &v["killed"]));
+    // The whole file replays its first run that was not killed; a killed
+    // one is nothing to replay (helper-32: the file's default was a killed
+    // run, refused as an edited record).
+    let mut replay = Command::new(CQLAB);
+    let out =
+        replay.env("CQLAB_FIRMWARE_DIR", firmware_dir()).args(["replay", jsonl.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", support::text(&out));
+    let killed_line = lines.lines().find(|l| l.contains("killed_after_s")).unwrap();
+    let out = Command::new(CQLAB).args(["replay", killed_line]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", support::text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("killed on purpose"), "{}", support::text(&out));
+    // The same campaign seed kills the same runs at the same read.
+    let kills = |records: &[serde_json::Value]| -> Vec<(u64, f64)> {
+        records
+            .iter()
+            .filter(|r| r["killed"] == true)
+            .map(|r| (r["seed"].as_u64().unwrap(), r["metrics"]["killed_at_read"].as_f64().unwrap()))
+            .collect()
+    };
+    let (_, again) = stress(&[
+        "--runs",
+        "10",
+        "--kill-rate",
+        "0.4",
+        "--seed",
+        "3",
+        "--depth",
+        "16",
+        "--jsonl",
+        jsonl.to_str().unwrap(),
+    ]);
+    let all: Vec<serde_json::Value> =
+        std::fs::read_to_string(&jsonl).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(again["killed"], v["killed"]);
+    assert_eq!(kills(&all[10..]), kills(&records), "{all:?}");
     let _ = std::fs::remove_file(&jsonl);
 }
 

@@ -50,6 +50,11 @@ fn a_bisected_depth_fails_alone_and_the_one_before_passes() {
     assert_eq!(code, EXIT_HANG, "{alone}");
     let ok: Vec<bool> = alone["points"].as_array().unwrap().iter().map(|p| p["ok"].as_bool().unwrap()).collect();
     assert_eq!(ok, [true, false], "{first}: {alone}");
+    // The failed point has its class and no figure (its cycles are the
+    // wait that gave up); the passing one has its figure and no class.
+    let (pass, fail) = (&alone["points"][0], &alone["points"][1]);
+    assert!(pass["cycles_per_read"].as_f64().is_some() && pass["class"].is_null(), "{alone}");
+    assert_eq!((&fail["class"], &fail["cycles_per_read"]), (&serde_json::json!("hang"), &serde_json::Value::Null));
 }
 
 #[test]
