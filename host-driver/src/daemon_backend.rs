@@ -108,13 +108,28 @@ struct Link {
     paths: DevicePaths,
     stream: UnixStream,
     now: u64,
+    /// Why the connection is no longer usable: a request whose reply did
+    /// not come (a late reply would answer the next request) or a stream
+    /// that broke. Later requests fail with it at once.
+    broken: Option<String>,
 }
 
 impl Link {
     fn request(&mut self, req: &Request) -> Result<Vec<u8>> {
-        let (now, body) = call(&self.stream, &self.paths, req)?;
-        self.now = now;
-        Ok(body)
+        if let Some(why) = &self.broken {
+            return Err(DriverError::Backend(format!("{why} (the connection is not used again)")));
+        }
+        match exchange(&self.stream, &self.paths, req) {
+            Ok((now, body)) => {
+                self.now = now;
+                Ok(body)
+            }
+            Err(Failed::Lost(e)) => {
+                self.broken = Some(e.to_string());
+                Err(e)
+            }
+            Err(Failed::Refused(e)) => Err(e),
+        }
     }
 
     /// BAR_WRITE, in requests of at most [`proto::MAX_DATA`] bytes.
@@ -327,17 +342,46 @@ fn connect(paths: &DevicePaths) -> Result<UnixStream> {
     Ok(stream)
 }
 
+/// How a request failed: the daemon answered with a refusal (the
+/// connection goes on), or the exchange itself was lost.
+enum Failed {
+    Refused(DriverError),
+    Lost(DriverError),
+}
+
 /// One request, one reply, over `stream`.
 fn call(stream: &UnixStream, paths: &DevicePaths, req: &Request) -> Result<(u64, Vec<u8>)> {
+    exchange(stream, paths, req).map_err(|(Failed::Refused(e) | Failed::Lost(e))| e)
+}
+
+/// What a stopped daemon's process says of itself, for a timeout's message
+/// (helper-33: a SIGSTOPped daemon read as a plain timeout).
+fn daemon_state(paths: &DevicePaths) -> String {
+    let pid = std::fs::read_to_string(paths.pid()).ok().and_then(|p| p.trim().parse::<u32>().ok());
+    let Some(pid) = pid else { return String::new() };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the command name's closing parenthesis.
+    match stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next()) {
+        Some('T' | 't') => format!(" (the daemon, pid {pid}, is stopped: SIGSTOP or a debugger?)"),
+        Some(_) => format!(" (the daemon, pid {pid}, is running but did not answer)"),
+        None => format!(" (no process {pid}: the daemon is gone)"),
+    }
+}
+
+fn exchange(stream: &UnixStream, paths: &DevicePaths, req: &Request) -> std::result::Result<(u64, Vec<u8>), Failed> {
     let lost = |e: std::io::Error| {
         let what = match e.kind() {
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                format!("timeout after {} s waiting for the reply to {}", REPLY_TIMEOUT.as_secs(), req.name())
-            }
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => format!(
+                "timeout after {} s waiting for the reply to {}{}",
+                REPLY_TIMEOUT.as_secs(),
+                req.name(),
+                daemon_state(paths)
+            ),
             _ => format!("{} failed: {e}", req.name()),
         };
-        DriverError::Backend(format!("simulator daemon at {}: {what}", paths.dir.display()))
+        Failed::Lost(DriverError::Backend(format!("simulator daemon at {}: {what}", paths.dir.display())))
     };
+    let refused = |e: DriverError| Failed::Refused(e);
     let mut s = stream;
     if let Err(e) = proto::write_frame(&mut s, &req.encode()) {
         // A daemon that refuses a connection (another uid, too many open)
@@ -345,11 +389,11 @@ fn call(stream: &UnixStream, paths: &DevicePaths, req: &Request) -> Result<(u64,
         if let Ok(Some(Ok(Reply { result: Err(m), .. }))) =
             proto::read_frame(&mut s).map(|f| f.map(|f| Reply::decode(&f)))
         {
-            return Err(DriverError::Backend(format!(
+            return Err(Failed::Lost(DriverError::Backend(format!(
                 "simulator daemon at {}: {}: {m}",
                 paths.dir.display(),
                 req.name()
-            )));
+            ))));
         }
         return Err(lost(e));
     }
@@ -357,13 +401,19 @@ fn call(stream: &UnixStream, paths: &DevicePaths, req: &Request) -> Result<(u64,
         .map_err(lost)?
         .ok_or_else(|| lost(std::io::Error::other("the daemon closed the connection (stopped?)")))?;
     let reply = Reply::decode(&frame).map_err(|e| {
-        DriverError::Backend(format!("simulator daemon at {}: bad reply to {}: {e}", paths.dir.display(), req.name()))
+        Failed::Lost(DriverError::Backend(format!(
+            "simulator daemon at {}: bad reply to {}: {e}",
+            paths.dir.display(),
+            req.name()
+        )))
     })?;
     match reply.result {
         Ok(body) => Ok((reply.now, body)),
-        Err(m) => {
-            Err(DriverError::Backend(format!("simulator daemon at {}: {}: {m}", paths.dir.display(), req.name())))
-        }
+        Err(m) => Err(refused(DriverError::Backend(format!(
+            "simulator daemon at {}: {}: {m}",
+            paths.dir.display(),
+            req.name()
+        )))),
     }
 }
 
@@ -470,7 +520,7 @@ impl DaemonBackend {
         let regs = RegisterWindows::new(board.arch().params());
         let windows = Windows::new(regs.count());
         Ok(DaemonBackend {
-            link: Link { paths, stream, now: 0 },
+            link: Link { paths, stream, now: 0, broken: None },
             sysmem,
             _lock: lock,
             info,
@@ -525,8 +575,11 @@ impl DaemonBackend {
 impl Drop for DaemonBackend {
     fn drop(&mut self) {
         // A clean detach; if it fails the daemon sees a vanished client and
-        // quiesces, which is also fine.
-        let _ = call(&self.link.stream, &self.link.paths, &Request::Detach);
+        // quiesces, which is also fine. Not on a connection whose last
+        // request went unanswered: that would wait out a second timeout.
+        if self.link.broken.is_none() {
+            let _ = call(&self.link.stream, &self.link.paths, &Request::Detach);
+        }
     }
 }
 
@@ -699,8 +752,15 @@ impl Introspect for DaemonBackend {
         Ok(())
     }
     fn peek(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<bool> {
-        let link = &mut self.link;
-        peek(&link.stream, &link.paths, &mut link.now, addr, buf)?;
+        // Through the link, as every request of a session: an unanswered
+        // PEEK marks the connection broken (helper-33: the DETACH after it
+        // waited out a second timeout).
+        for (i, part) in buf.chunks_mut(proto::MAX_DATA).enumerate() {
+            let at = addr.offset((i * proto::MAX_DATA) as u64);
+            let body = self.request(&Request::Peek { addr: at.0, len: part.len() as u32 })?;
+            check_len(&self.link.paths, "PEEK", at, part.len(), body.len())?;
+            part.copy_from_slice(&body);
+        }
         Ok(true)
     }
     fn l0_cache(&mut self) -> Result<Option<L0CacheStats>> {

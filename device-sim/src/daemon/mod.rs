@@ -6,8 +6,10 @@
 //!   client (`cqlab_driver::daemon_backend`);
 //! - [`files`]: the device directory, its files and their permissions, and
 //!   the shared sysmem mapping;
-//! - [`server`]: the server, which enforces who may do what.
+//! - [`server`]: the server, which enforces who may do what;
+//! - [`log`]: its stderr lines, which never wait for a reader.
 
 pub mod files;
+pub mod log;
 pub mod proto;
 pub mod server;

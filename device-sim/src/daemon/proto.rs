@@ -544,10 +544,15 @@ pub fn read_frame(r: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
     let mut len = [0u8; 4];
     let mut got = 0;
     while got < 4 {
-        match r.read(&mut len[got..])? {
-            0 if got == 0 => return Ok(None),
-            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-            n => got += n,
+        // A socket with a receive timeout returns EINTR when its process is
+        // stopped and continued (Ctrl-Z, `scontrol suspend`): read again
+        // (helper-33: the run failed "Interrupted system call").
+        match r.read(&mut len[got..]) {
+            Ok(0) if got == 0 => return Ok(None),
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
     let len = u32::from_le_bytes(len) as usize;
@@ -711,6 +716,35 @@ mod tests {
         assert_eq!(read_frame(&mut r).unwrap(), None);
         let mut cut = &wire[..5];
         assert!(read_frame(&mut cut).is_err());
+    }
+
+    /// Reads one byte a call, with an EINTR before every byte: a stopped
+    /// and continued process's socket with a receive timeout.
+    struct Interrupting<'a> {
+        bytes: &'a [u8],
+        interrupt: bool,
+    }
+
+    impl Read for Interrupting<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.interrupt = !self.interrupt;
+            if self.interrupt {
+                return Err(io::ErrorKind::Interrupted.into());
+            }
+            let n = self.bytes.len().min(buf.len()).min(1);
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn an_interrupted_read_is_read_again() {
+        let mut wire = Vec::new();
+        write_frame(&mut wire, b"abc").unwrap();
+        let mut r = Interrupting { bytes: &wire, interrupt: false };
+        assert_eq!(read_frame(&mut r).unwrap(), Some(b"abc".to_vec()));
+        assert_eq!(read_frame(&mut r).unwrap(), None);
     }
 
     #[test]

@@ -47,13 +47,12 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A line on the daemon's stderr. A daemon outlives the terminal it was
-/// started from: a closed stderr drops the line, never the daemon.
+/// A line on the daemon's stderr ([`super::log`]): a closed or full
+/// stderr drops the line, never stops the daemon.
 macro_rules! log {
-    ($($t:tt)*) => {{
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr().lock(), $($t)*);
-    }};
+    ($($t:tt)*) => {
+        super::log::line(format!($($t)*))
+    };
 }
 
 /// Most cycles one POLL may ask for (a client cannot stall the daemon).

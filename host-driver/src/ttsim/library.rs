@@ -98,6 +98,35 @@ unsafe fn symbol<T: Copy>(lib: &libloading::Library, name: &str) -> Option<T> {
     unsafe { lib.get::<T>(name.as_bytes()).ok().map(|s| *s) }
 }
 
+/// Most bytes a library file may have: several times libttsim's size, so
+/// that a path to something else is refused rather than read whole.
+const MAX_LIBRARY_BYTES: u64 = 1 << 30;
+
+/// Refuses what is no regular file of a library's size before anything
+/// reads it (helper-33: a FIFO blocked for ever, `/dev/zero` was read
+/// until memory ran out).
+fn check_regular_file(path: &Path) -> Result<()> {
+    let meta = std::fs::metadata(path).map_err(|e| problem(path, LibraryProblem::Load(e.to_string())))?;
+    if !meta.is_file() {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        let kind = match () {
+            _ if t.is_dir() => "a directory",
+            _ if t.is_fifo() => "a FIFO",
+            _ if t.is_char_device() || t.is_block_device() => "a device",
+            _ if t.is_socket() => "a socket",
+            _ => "not a regular file",
+        };
+        let what = format!("{kind}, not a shared object file");
+        return Err(problem(path, LibraryProblem::Load(what)));
+    }
+    if meta.len() > MAX_LIBRARY_BYTES {
+        let what = format!("{} bytes, more than any library ({MAX_LIBRARY_BYTES})", meta.len());
+        return Err(problem(path, LibraryProblem::Load(what)));
+    }
+    Ok(())
+}
+
 /// Refuses an ELF file whose loadable segments reach past its end: the
 /// loader maps them and faults (SIGBUS) on the missing pages instead of
 /// failing, so a truncated library would kill the process with no message.
@@ -133,6 +162,7 @@ fn check_segments_in_file(path: &Path) -> Result<()> {
 impl Loaded {
     /// Loads the library at `path` and resolves its symbols.
     pub fn load(path: &Path) -> Result<Loaded> {
+        check_regular_file(path)?;
         check_segments_in_file(path)?;
         // SAFETY: loading runs the library's initialisers: the user names
         // the library to run, as with tt-umd's TT_METAL_SIMULATOR.

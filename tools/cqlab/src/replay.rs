@@ -90,6 +90,11 @@ fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
     if let crate::Verdict::Refused { message, .. } = crate::check(argv) {
         return Err(UsageError(format!("the record's arguments are refused: {}", message.trim())).into());
     }
+    // A run that holds for its planned kill would wait for ever: the
+    // campaign passes that option to the killed runs only, never records it.
+    crate::usage::ensure(!record.argv.iter().any(|a| a == "--hold-after-enqueued"), || {
+        "the record's arguments hold the run for a kill (--hold-after-enqueued): not a record cqlab wrote".into()
+    })?;
     let exe = std::env::current_exe().context("locating the cqlab binary")?;
     let out = std::process::Command::new(exe).args(&record.argv).output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -1,9 +1,11 @@
 //! `cqlab sim serve`: the simulated device as a long-lived process.
 //!
 //! The protocol, the device directory and the server are the simulator
-//! crate's (`cqlab_sim::daemon`); this front adds the stop signals: SIGINT
-//! and SIGTERM are blocked in every thread and read from a signalfd, so a
-//! Ctrl-C removes the socket and pid file like `cqlab sim stop` does.
+//! crate's (`cqlab_sim::daemon`); this front adds the stop signals: SIGINT,
+//! SIGTERM and SIGHUP are blocked in every thread and read from a signalfd,
+//! so a Ctrl-C or a closed terminal removes the socket and pid file like
+//! `cqlab sim stop` does (under `nohup` SIGHUP is ignored, and the daemon
+//! outlives the terminal).
 
 use crate::out::diagln;
 use anyhow::Context;
@@ -19,7 +21,9 @@ pub fn serve(dev: &std::path::Path, cfg: SimConfig, opts: ServeOptions) -> anyho
     let mut signals = SigSet::empty();
     signals.add(Signal::SIGINT);
     signals.add(Signal::SIGTERM);
-    signals.thread_block().context("blocking SIGINT/SIGTERM")?;
+    // A SIGHUP killed the daemon and left its socket and pid file (helper-33).
+    signals.add(Signal::SIGHUP);
+    signals.thread_block().context("blocking SIGINT/SIGTERM/SIGHUP")?;
     let sfd = SignalFd::new(&signals).context("creating a signalfd")?;
     let server = Server::start(dev, cfg.clone(), opts)
         .with_context(|| format!("starting the simulator daemon at {}", dev.display()))?;
@@ -52,6 +56,8 @@ pub fn serve(dev: &std::path::Path, cfg: SimConfig, opts: ServeOptions) -> anyho
     );
     let sock = server.paths().socket();
     let why = server.wait();
-    diagln!("cqlab sim serve: stopped by {why}; removed {}", sock.display());
+    // Through the daemon's log, not waited for: a stderr nobody reads must
+    // not keep a stopped daemon from exiting (helper-33).
+    cqlab_sim::daemon::log::last_line(format!("cqlab sim serve: stopped by {why}; removed {}", sock.display()));
     Ok(())
 }

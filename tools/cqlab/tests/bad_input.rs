@@ -192,6 +192,8 @@ fn demo_bench_perf_driver_bench_matmul_schedule() {
         (&["calibrate", "--figures", "{no-figures.json}"], 2, "no published figure for a wormhole-n150"),
         (&["calibrate", "--figures", "{figures-array.json}"], 2, "expected an object {\"figures\": [...]}"),
         (&["run", "dispatch_latency", "--device", "ttsim:{garbage}"], 2, "cannot be loaded"),
+        // Not read at all: a device would be read until memory ran out.
+        (&["run", "dispatch_latency", "--device", "ttsim:/dev/zero"], 2, "a device, not a shared object file"),
         (&["demo", "--rounds", "0"], 2, "not in 1..=10000"),
         (&["demo", "--rounds", "99999999999"], 2, "--rounds"),
         (&["demo", "--rounds", "many"], 2, "--rounds"),

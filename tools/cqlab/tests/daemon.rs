@@ -229,22 +229,26 @@ fn a_run_after_reset_replays_the_same_device_time() {
     assert_eq!(first, second, "seed 4, same client program after a reset: same device time");
 }
 
+/// Ctrl-C, and a closed terminal (SIGHUP: it killed the daemon and left
+/// its socket, helper-33), stop the daemon as `sim stop` does.
 #[test]
 fn ctrl_c_stops_the_daemon_and_removes_its_socket() {
-    let mut d = Daemon::start("sigint", 5);
-    let kill = Command::new("kill").args(["-INT", &d.child.id().to_string()]).status().unwrap();
-    assert!(kill.success());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = d.child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(start.elapsed() < Duration::from_secs(10), "timeout waiting for the daemon to exit on SIGINT");
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    assert!(status.success(), "daemon exit status {status}\n{}", d.log());
-    assert!(!d.dir.join("sock").exists(), "socket left behind");
-    assert!(d.log().contains("stopped by SIGINT"), "{}", d.log());
+    for signal in ["INT", "HUP"] {
+        let mut d = Daemon::start(&format!("sig{signal}"), 5);
+        let kill = Command::new("kill").args([&format!("-{signal}"), &d.child.id().to_string()]).status().unwrap();
+        assert!(kill.success());
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = d.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "timeout waiting for the daemon to exit on SIG{signal}");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(status.success(), "SIG{signal}: daemon exit status {status}\n{}", d.log());
+        assert!(!d.dir.join("sock").exists(), "SIG{signal}: socket left behind");
+        assert!(d.log().contains(&format!("stopped by SIG{signal}")), "{}", d.log());
+    }
 }
 
 /// Two `sim serve` started at once on one new directory: one serves, the

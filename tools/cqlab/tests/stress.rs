@@ -90,6 +90,12 @@ fn restarts_with_kills_report_drift_and_no_failures() {
     let out = Command::new(CQLAB).args(["replay", done, "--out", "/tmp"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", support::text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("a stress run writes no dump"), "{}", support::text(&out));
+    // A record holding its run for a kill would replay for ever (helper-33).
+    let mut held: serde_json::Value = serde_json::from_str(done).unwrap();
+    held["argv"].as_array_mut().unwrap().extend(["--hold-after-enqueued".into(), "1".into()]);
+    let out = Command::new(CQLAB).args(["replay", &held.to_string()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", support::text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hold the run for a kill"), "{}", support::text(&out));
     let out = Command::new(CQLAB).args(["campaign", "merge", jsonl.to_str().unwrap(), "--json"]).output().unwrap();
     let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((&merged["runs"], &merged["killed"]), (&v["report"]["runs"], &v["killed"]));

@@ -1,0 +1,157 @@
+//! The daemon's stderr lines, written by a thread of their own: a daemon
+//! outlives the terminal it was started from, and a stderr nobody drains
+//! (`sim serve 2>&1 | less` left paused, a harness reading its pipe only
+//! at the end) must not stop it. Lines queue up to [`QUEUED_LINES`];
+//! beyond that they are dropped and counted, never waited for (helper-33:
+//! a full pipe wedged the device thread, every client timed out, and
+//! SIGTERM left a process that could not exit).
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Lines a stalled stderr may have waiting before new ones are dropped.
+pub const QUEUED_LINES: usize = 1024;
+
+/// A queue of lines and the thread that writes them.
+pub struct LineLog {
+    queue: SyncSender<String>,
+    dropped: Arc<AtomicU64>,
+    /// Lines queued, and lines the thread has written (or failed to).
+    queued: AtomicU64,
+    written: Arc<AtomicU64>,
+}
+
+impl LineLog {
+    /// A log writing to `out` from a thread of its own; a failed write
+    /// (a closed stderr) drops the line.
+    pub fn new(mut out: impl Write + Send + 'static, capacity: usize) -> Self {
+        let (queue, lines) = sync_channel::<String>(capacity);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let seen = Arc::clone(&dropped);
+        let written = Arc::new(AtomicU64::new(0));
+        let done = Arc::clone(&written);
+        std::thread::Builder::new()
+            .name("log".into())
+            .spawn(move || {
+                let mut told = 0;
+                for line in lines {
+                    let now = seen.load(Ordering::Relaxed);
+                    if now > told {
+                        let _ = writeln!(out, "({} lines dropped: stderr was not read)", now - told);
+                        told = now;
+                    }
+                    let _ = writeln!(out, "{line}");
+                    done.fetch_add(1, Ordering::Release);
+                }
+            })
+            .expect("spawning the log thread");
+        Self { queue, dropped, queued: AtomicU64::new(0), written }
+    }
+
+    /// Queues `line`, or drops it when the queue is full. Never blocks.
+    pub fn line(&self, line: String) {
+        match self.queue.try_send(line) {
+            Ok(()) => {
+                self.queued.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(TrySendError::Full(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+
+    /// Waits up to `limit` for the queued lines to be written: before the
+    /// process exits, which would lose them, but never for ever.
+    pub fn settle(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while self.written.load(Ordering::Acquire) < self.queued.load(Ordering::Relaxed) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Lines dropped so far.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+fn stderr() -> &'static LineLog {
+    static STDERR: OnceLock<LineLog> = OnceLock::new();
+    STDERR.get_or_init(|| LineLog::new(std::io::stderr(), QUEUED_LINES))
+}
+
+/// A line on the daemon's stderr ([`LineLog`] of the process).
+pub fn line(text: String) {
+    stderr().line(text);
+}
+
+/// The last line of a daemon that stops: written, or given up on after a
+/// second.
+pub fn last_line(text: String) {
+    let log = stderr();
+    log.line(text);
+    log.settle(Duration::from_secs(1));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::{channel, Receiver};
+
+    /// A writer that stands still until told to go on: a pipe nobody reads.
+    struct Stalled(Receiver<()>);
+
+    impl Write for Stalled {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let _ = self.0.recv();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_stalled_writer_drops_lines_and_never_blocks_the_caller() {
+        let (_go, stalled) = channel();
+        let log = LineLog::new(Stalled(stalled), 4);
+        let start = Instant::now();
+        for i in 0..100 {
+            log.line(format!("line {i}"));
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "a line waited for the writer");
+        // The thread holds one line, the queue four: the rest are dropped.
+        assert!((95..=96).contains(&log.dropped()), "{}", log.dropped());
+        // Settling gives up on a writer that stands still.
+        let start = Instant::now();
+        log.settle(Duration::from_millis(50));
+        assert!(start.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn settling_waits_for_the_lines_to_be_written() {
+        let (tx, rx) = channel::<String>();
+        struct Lines(std::sync::mpsc::Sender<String>);
+        impl Write for Lines {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                std::thread::sleep(Duration::from_millis(2));
+                let _ = self.0.send(String::from_utf8_lossy(buf).into_owned());
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let log = LineLog::new(Lines(tx), 16);
+        for i in 0..10 {
+            log.line(format!("line {i}"));
+        }
+        log.settle(Duration::from_secs(10));
+        let got: String = rx.try_iter().collect();
+        assert_eq!(got.lines().count(), 10, "{got}");
+    }
+}
