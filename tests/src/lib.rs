@@ -140,6 +140,22 @@ pub fn firmware_dir() -> PathBuf {
     target.join(FIRMWARE_TARGET).join("firmware")
 }
 
+/// A fresh firmware root at `root` holding a copy of `chip`'s images (to
+/// change one of them); returns `chip`'s directory in it.
+pub fn copy_firmware(chip: &TestChip, root: &std::path::Path) -> PathBuf {
+    let arch = chip.board.arch();
+    let dir = cqlab_driver::config::chip_dir(root, arch);
+    let _ = std::fs::remove_dir_all(root);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(cqlab_driver::config::chip_dir(&firmware_dir(), arch)).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+        }
+    }
+    dir
+}
+
 /// Path of chip `chip`'s firmware ELF `name`, or a panic telling how to build it.
 pub fn firmware_elf(chip: &TestChip, name: &str) -> PathBuf {
     let path = cqlab_driver::config::chip_dir(&firmware_dir(), chip.board.arch()).join(name);

@@ -119,16 +119,7 @@ fn root_with_the_other_chips(chip: &cqlab_tests::TestChip, name: &str) -> std::p
     let arch = chip.board.arch();
     let other = Arch::ALL.into_iter().find(|&a| a != arch).unwrap();
     let root = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("kernel-id-{}", chip.name()));
-    let dir = cqlab_driver::config::chip_dir(&root, arch);
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&dir).unwrap();
-    let from = cqlab_driver::config::chip_dir(&cqlab_tests::firmware_dir(), arch);
-    for entry in std::fs::read_dir(&from).unwrap() {
-        let entry = entry.unwrap();
-        if entry.file_type().unwrap().is_file() {
-            std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
-        }
-    }
+    let dir = cqlab_tests::copy_firmware(chip, &root);
     let theirs = cqlab_driver::config::chip_dir(&cqlab_tests::firmware_dir(), other).join(name);
     std::fs::copy(theirs, dir.join(name)).unwrap();
     root

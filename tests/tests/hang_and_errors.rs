@@ -261,18 +261,8 @@ fn firmware_with_illegal_instruction(
     name: &str,
     offset: u32,
 ) -> std::path::PathBuf {
-    let arch = chip.board.arch();
     let root = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("crash-fw-{why}-{}", chip.name()));
-    let dir = cqlab_driver::config::chip_dir(&root, arch);
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&dir).unwrap();
-    let from = cqlab_driver::config::chip_dir(&cqlab_tests::firmware_dir(), arch);
-    for entry in std::fs::read_dir(&from).unwrap() {
-        let entry = entry.unwrap();
-        if entry.file_type().unwrap().is_file() {
-            std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
-        }
-    }
+    let dir = cqlab_tests::copy_firmware(chip, &root);
     let mut bytes = std::fs::read(dir.join(name)).unwrap();
     let at = {
         let elf = cqlab_abi::elf::Rv32Executable::parse(&bytes).unwrap();

@@ -46,22 +46,18 @@ fn matmul_peak_restarts_report_gflops_drift_with_fast_and_slow_dispatch() {
     }
 }
 
+/// Ten copy_stress runs, seed 3, 40 % killed, records appended to `jsonl`.
+fn kill_campaign(jsonl: &std::path::Path) -> Vec<&str> {
+    let mut args = vec!["--runs", "10", "--kill-rate", "0.4", "--seed", "3", "--depth", "16", "--jsonl"];
+    args.push(jsonl.to_str().unwrap());
+    args
+}
+
 #[test]
 fn restarts_with_kills_report_drift_and_no_failures() {
     let jsonl = std::env::temp_dir().join(format!("cqlab-stress-{}.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&jsonl);
-    let (code, v) = stress(&[
-        "--runs",
-        "10",
-        "--kill-rate",
-        "0.4",
-        "--seed",
-        "3",
-        "--depth",
-        "16",
-        "--jsonl",
-        jsonl.to_str().unwrap(),
-    ]);
+    let (code, v) = stress(&kill_campaign(&jsonl));
     assert_eq!(code, 0, "{v}");
     assert!(v["killed"].as_u64().unwrap() > 0, "seed 3 kills some runs: {v}");
     assert_eq!(v["failures_after_kill"], 0);
@@ -118,18 +114,7 @@ fn restarts_with_kills_report_drift_and_no_failures() {
             .map(|r| (r["seed"].as_u64().unwrap(), r["metrics"]["killed_at_read"].as_f64().unwrap()))
             .collect()
     };
-    let (_, again) = stress(&[
-        "--runs",
-        "10",
-        "--kill-rate",
-        "0.4",
-        "--seed",
-        "3",
-        "--depth",
-        "16",
-        "--jsonl",
-        jsonl.to_str().unwrap(),
-    ]);
+    let (_, again) = stress(&kill_campaign(&jsonl));
     let all: Vec<serde_json::Value> =
         std::fs::read_to_string(&jsonl).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(again["killed"], v["killed"]);
