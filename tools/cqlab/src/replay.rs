@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -95,15 +96,26 @@ fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
     crate::usage::ensure(!record.argv.iter().any(|a| a == "--hold-after-enqueued"), || {
         "the record's arguments hold the run for a kill (--hold-after-enqueued): not a record cqlab wrote".into()
     })?;
-    let exe = std::env::current_exe().context("locating the cqlab binary")?;
-    let out = std::process::Command::new(exe).args(&record.argv).output()?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Bounded: a run that never ends would make a replay that never ends
+    // (helper-33). Ten times the recorded run's host time and a minute:
+    // a hard-timeout record's run gets ten of its timeouts to pass.
+    let limit = Duration::from_secs_f64((record.seconds * 10.0 + 60.0).min(86_400.0));
+    let Some((status, stdout, stderr)) = run_bounded(&record.argv, limit)? else {
+        let reproduced = record.failure.as_ref().is_some_and(|f| f.kind == "hard-timeout");
+        outln!(
+            "replay of stress seed {}: still running after {:.0} s (the recorded run took {:.1} s), killed: {}",
+            record.seed,
+            limit.as_secs_f64(),
+            record.seconds,
+            if reproduced { "identical (a hard timeout again)" } else { "DIFFERS" }
+        );
+        return Ok(if reproduced { ExitCode::SUCCESS } else { crate::exit::Exit::Failed.into() });
+    };
     let last = stdout.lines().rfind(|l| l.starts_with('{')).unwrap_or_default();
-    let got: crate::stress::RunResult = serde_json::from_str(last).with_context(|| {
-        format!("the run printed no result ({}): {}", out.status, String::from_utf8_lossy(&out.stderr))
-    })?;
+    let got: crate::stress::RunResult =
+        serde_json::from_str(last).with_context(|| format!("the run printed no result ({status}): {stderr}"))?;
     // The run's notes and progress stay diagnostics; stdout is the verdict.
-    crate::out::diag(format_args!("{}", String::from_utf8_lossy(&out.stderr)));
+    crate::out::diag(format_args!("{stderr}"));
     let want_sig = record.failure.as_ref().map(|f| f.signature.as_str());
     let got_sig = got.failure.as_ref().map(|f| f.signature.as_str());
     // Only the embedded simulator is cycle-deterministic across processes;
@@ -122,6 +134,39 @@ fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
         class_note(record.failure.as_ref(), got.failure.as_ref())
     );
     Ok(if same { ExitCode::SUCCESS } else { crate::exit::Exit::Failed.into() })
+}
+
+/// Runs `cqlab ARGV` with its output collected, killed after `limit`:
+/// its status, stdout and stderr, or `None` when it was killed.
+fn run_bounded(argv: &[String], limit: Duration) -> Result<Option<(std::process::ExitStatus, String, String)>> {
+    use std::io::Read;
+    use std::process::Stdio;
+    let exe = std::env::current_exe().context("locating the cqlab binary")?;
+    let mut child = std::process::Command::new(exe).args(argv).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    // Both pipes drained as the run goes, so neither fills and stops it.
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped")));
+    let err = drain(Box::new(child.stderr.take().expect("piped")));
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if std::time::Instant::now() >= deadline {
+            child.kill()?;
+            child.wait()?;
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let text = |t: std::thread::JoinHandle<String>| t.join().unwrap_or_default();
+    Ok(Some((status, text(out), text(err))))
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
