@@ -354,6 +354,13 @@ fn call(stream: &UnixStream, paths: &DevicePaths, req: &Request) -> Result<(u64,
     exchange(stream, paths, req).map_err(|(Failed::Refused(e) | Failed::Lost(e))| e)
 }
 
+/// Whether the daemon at `dir` is stopped (SIGSTOP, a debugger): the note
+/// for a run that timed out on it, or `None` while it runs or is gone.
+pub fn stopped_daemon(dir: &Path) -> Option<String> {
+    let state = daemon_state(&DevicePaths::new(dir));
+    state.contains("is stopped").then(|| state.trim().trim_matches(['(', ')']).to_owned())
+}
+
 /// What a stopped daemon's process says of itself, for a timeout's message
 /// (helper-33: a SIGSTOPped daemon read as a plain timeout).
 fn daemon_state(paths: &DevicePaths) -> String {

@@ -414,6 +414,11 @@ fn serve_connection(conn: u64, pid: u32, stream: UnixStream, jobs: &Sender<Job>,
                     }
                     _ => format!("bad frame: {e}"),
                 };
+                // Said here too: an owner's end then reads "without
+                // detaching", and this is why (helper-33).
+                if !opts.quiet {
+                    log!("cqlab sim serve: dropped connection {conn} (pid {pid}): {why}");
+                }
                 let mut w = &stream;
                 let _ = proto::write_frame(&mut w, &Reply { now: 0, result: Err(why) }.encode());
                 return;

@@ -11,6 +11,11 @@ pub enum TtKmdError {
     #[error("no Tenstorrent device/driver present: {path} does not exist ({detail})")]
     NotPresent { path: PathBuf, detail: String },
 
+    /// A simulated device whose simulator does not run (stopped, or gone):
+    /// its files are there (helper-33: it read "does not exist").
+    #[error("the simulated device at {path} does not answer: {detail}")]
+    NotRunning { path: PathBuf, detail: String },
+
     /// `open(2)` of the device node failed for another reason (permissions, ...).
     #[error("cannot open {path} read-write: {source}")]
     Open {

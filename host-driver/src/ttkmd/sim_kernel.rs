@@ -171,11 +171,22 @@ impl SimKernel {
         })?;
         let shape = ctl.shape().ok_or_else(|| absent("the device files are not initialised yet".into()))?;
         if ctl.load(ctl::STOPPED) != 0 || !alive(&ctl) {
-            return Err(absent(format!(
-                "the simulator (pid {}) is not running; start it with `cqlab sim ttkmd --dev {}`",
-                ctl.load(ctl::PID),
-                dir.display()
-            )));
+            let pid = ctl.load(ctl::PID);
+            // A process stopped (SIGSTOP, a debugger) is there but still.
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
+            let detail = match state {
+                Some('T' | 't') if ctl.load(ctl::STOPPED) == 0 => {
+                    format!(
+                        "the simulator (pid {pid}) is stopped (SIGSTOP or a debugger?); `kill -CONT {pid}` resumes it"
+                    )
+                }
+                _ => format!(
+                    "the simulator (pid {pid}) is not running; start it with `cqlab sim ttkmd --dev {}`",
+                    dir.display()
+                ),
+            };
+            return Err(TtKmdError::NotRunning { path: dir.to_owned(), detail });
         }
         let file = |p: PathBuf| open_rw(&p).map_err(|source| TtKmdError::Open { path: p, source });
         let lock_path = paths.lock();

@@ -612,11 +612,21 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             Ended::HardTimeout => {
                 hard_timeouts += 1;
                 record.ok = false;
+                // A daemon that stands still stops every run on it: say so
+                // rather than blame the host (helper-33).
+                let daemon = a.workload.device.strip_prefix("sim:").and_then(|rest| {
+                    let (dir, _) = cqlab_driver::daemon_backend::DaemonBackend::parse_spec(rest).ok()?;
+                    cqlab_driver::daemon_backend::stopped_daemon(&dir)
+                });
+                let root = match &daemon {
+                    Some(state) => format!("host (the process did not end: {state})"),
+                    None => "host (the process did not end)".into(),
+                };
                 record.failure = Some(crate::race::failure::Classified {
                     // The process never ended: liveness, like a wait that timed out.
                     class: FailureClass::Hang,
                     kind: "hard-timeout".into(),
-                    root: "host (the process did not end)".into(),
+                    root,
                     signature: format!("hard-timeout: still running after {} s", a.timeout),
                     // Wall-clock time: the device's cycles do not say where
                     // it stopped, so its replay runs the seed whole.

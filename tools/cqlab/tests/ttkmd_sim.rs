@@ -142,6 +142,20 @@ fn a_second_opener_is_told_who_holds_the_device() {
     assert!(err.contains(&format!("held by pid {}", holder.id())), "{}", text(&o));
 }
 
+/// A simulator stopped with SIGSTOP is named as stopped, with how to resume
+/// it (helper-33: it read "does not exist").
+#[test]
+fn a_stopped_simulator_is_named_as_stopped() {
+    let s = Sim::start("stopped");
+    let pid = s.child.id().to_string();
+    assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+    let o = run(client_job(&s.dir, 1, 1));
+    let _ = Command::new("kill").args(["-CONT", &pid]).status();
+    assert!(!o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("does not answer") && err.contains(&format!("`kill -CONT {pid}` resumes it")), "{}", text(&o));
+}
+
 // ---- Security and ownership (issue 24): the daemon's protections ---------
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
