@@ -85,6 +85,16 @@ fn every_workload_runs_on_1_2_and_4_queues() {
         let checked = points.iter().any(|p| !p["validation"].is_null());
         assert_eq!((r["validated"].as_bool(), r["device_seed"].as_u64()), (Some(checked), Some(5)), "{w}");
         assert_eq!(checked, !["dispatch_latency", "tiny_kernels", "hetero"].contains(&w), "{w}");
+        // The knobs it reads, and no other.
+        let knobs: Vec<&str> = r["knobs"].as_object().unwrap().keys().map(String::as_str).collect();
+        let reads: &[&str] = match w {
+            "dispatch_latency" => &[],
+            "tiny_kernels" => &["programs", "tiny_cycles"],
+            "copy_stress" => &["buffers", "bytes", "copies", "depth", "tiny_cycles", "trace_kernels"],
+            "hetero" => &["burst", "large_cycles", "programs", "tiny_cycles"],
+            _ => &["k", "m", "n", "tile"],
+        };
+        assert_eq!(knobs, reads, "{w}");
         if w.contains("matmul") || w.contains("gemm") {
             for p in points {
                 assert_eq!(p["validation"]["mismatches"], 0, "{w}: bit-for-bit");

@@ -465,6 +465,12 @@ fn report(a: &Args, kind: Kind, knobs: &Knobs, sync: SyncMode, points: &[PointRe
         v["params"] = json!({ "cqs": p.cqs });
         point_values.push(v);
     }
+    // The knobs the workload reads (helper-31: every knob was listed, those
+    // the workload refuses too).
+    let mut knobs = serde_json::to_value(knobs)?;
+    if let Some(all) = knobs.as_object_mut() {
+        all.retain(|name, _| knobs_of(kind).contains(&name.as_str()));
+    }
     Ok(json!({
         "tool": "cqlab run", "schema": 1, "workload": kind.name(), "description": kind.describe(),
         "device": runner::device_spec(&a.device, a.seed), "seed": a.seed,
