@@ -44,6 +44,7 @@ use crate::config::{DeviceConfig, HostSchedule};
 use crate::error::{DriverError, Result};
 use crate::geometry::CoreId;
 use crate::host_clock::{Access, HostClock};
+use crate::process_state::{self, ProcessState};
 use crate::tlb::{RegisterWindows, TlbBar, Windows};
 use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::arch::tlb::TlbConfig;
@@ -357,21 +358,23 @@ fn call(stream: &UnixStream, paths: &DevicePaths, req: &Request) -> Result<(u64,
 /// Whether the daemon at `dir` is stopped (SIGSTOP, a debugger): the note
 /// for a run that timed out on it, or `None` while it runs or is gone.
 pub fn stopped_daemon(dir: &Path) -> Option<String> {
-    let state = daemon_state(&DevicePaths::new(dir));
-    state.contains("is stopped").then(|| state.trim().trim_matches(['(', ')']).to_owned())
+    let pid = daemon_pid(&DevicePaths::new(dir))?;
+    (process_state::of(pid) == ProcessState::Stopped)
+        .then(|| format!("the daemon, pid {pid}, is stopped: SIGSTOP or a debugger?"))
 }
 
-/// What a stopped daemon's process says of itself, for a timeout's message
-/// (helper-33: a SIGSTOPped daemon read as a plain timeout).
+fn daemon_pid(paths: &DevicePaths) -> Option<u32> {
+    std::fs::read_to_string(paths.pid()).ok().and_then(|p| p.trim().parse::<u32>().ok())
+}
+
+/// What the daemon's process is doing, for a timeout's message (helper-33:
+/// a SIGSTOPped daemon read as a plain timeout).
 fn daemon_state(paths: &DevicePaths) -> String {
-    let pid = std::fs::read_to_string(paths.pid()).ok().and_then(|p| p.trim().parse::<u32>().ok());
-    let Some(pid) = pid else { return String::new() };
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The state follows the command name's closing parenthesis.
-    match stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next()) {
-        Some('T' | 't') => format!(" (the daemon, pid {pid}, is stopped: SIGSTOP or a debugger?)"),
-        Some(_) => format!(" (the daemon, pid {pid}, is running but did not answer)"),
-        None => format!(" (no process {pid}: the daemon is gone)"),
+    let Some(pid) = daemon_pid(paths) else { return String::new() };
+    match process_state::of(pid) {
+        ProcessState::Stopped => format!(" (the daemon, pid {pid}, is stopped: SIGSTOP or a debugger?)"),
+        ProcessState::Running => format!(" (the daemon, pid {pid}, is running but did not answer)"),
+        ProcessState::Gone => format!(" (no process {pid}: the daemon is gone)"),
     }
 }
 

@@ -26,6 +26,7 @@ pub mod hang_dump;
 #[cfg(any(feature = "sim", feature = "daemon", feature = "ttsim"))]
 pub mod host_clock;
 pub mod kernel;
+pub mod process_state;
 pub mod program;
 pub mod queue;
 #[cfg(feature = "sim")]

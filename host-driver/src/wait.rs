@@ -129,9 +129,7 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
                         Some(running) => {
                             let cycles = ran(running, now);
                             if kernel_limit != 0 && cycles >= kernel_limit {
-                                let (core, limit) = (running.0, kernel_limit);
-                                let dump = dump(backend, cfg, chip, queues, what())?;
-                                return Err(DriverError::KernelTimeout { core, cycles, limit, wait: what(), dump });
+                                return Err(kernel_timeout(backend, cfg, chip, queues, &what, running.0, cycles)?);
                             }
                         }
                         None if stalled >= livelock_limit => {
@@ -151,9 +149,7 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
             if let Some(running) = running_kernel(backend, chip)? {
                 let cycles = ran(running, now);
                 if kernel_limit != 0 && cycles >= kernel_limit {
-                    let (core, limit) = (running.0, kernel_limit);
-                    let dump = dump(backend, cfg, chip, queues, what())?;
-                    return Err(DriverError::KernelTimeout { core, cycles, limit, wait: what(), dump });
+                    return Err(kernel_timeout(backend, cfg, chip, queues, &what, running.0, cycles)?);
                 }
                 last_change = now;
                 advance =
@@ -164,6 +160,21 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
             }
         }
     }
+}
+
+/// The kernel on `core` has run `cycles`, past its limit: the error, with
+/// a hang dump.
+fn kernel_timeout<Q: Waiting + ?Sized>(
+    backend: &mut dyn Backend,
+    cfg: &DeviceConfig,
+    chip: &Topology,
+    queues: &mut Q,
+    what: &impl Fn() -> Wait,
+    core: Coord,
+    cycles: u64,
+) -> Result<DriverError> {
+    let dump = dump(backend, cfg, chip, queues, what())?;
+    Ok(DriverError::KernelTimeout { core, cycles, limit: cfg.kernel_timeout_cycles, wait: what(), dump })
 }
 
 /// A core the wait depends on that has stopped for good.

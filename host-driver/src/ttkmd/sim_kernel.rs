@@ -172,19 +172,17 @@ impl SimKernel {
         let shape = ctl.shape().ok_or_else(|| absent("the device files are not initialised yet".into()))?;
         if ctl.load(ctl::STOPPED) != 0 || !alive(&ctl) {
             let pid = ctl.load(ctl::PID);
-            // A process stopped (SIGSTOP, a debugger) is there but still.
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
-            let detail = match state {
-                Some('T' | 't') if ctl.load(ctl::STOPPED) == 0 => {
-                    format!(
-                        "the simulator (pid {pid}) is stopped (SIGSTOP or a debugger?); `kill -CONT {pid}` resumes it"
-                    )
-                }
-                _ => format!(
+            // A process stopped (SIGSTOP, a debugger) is there but still;
+            // one that stopped serving (`STOPPED`) is not coming back.
+            use crate::process_state::{self, ProcessState};
+            let paused = ctl.load(ctl::STOPPED) == 0 && process_state::of(pid as u32) == ProcessState::Stopped;
+            let detail = if paused {
+                format!("the simulator (pid {pid}) is stopped (SIGSTOP or a debugger?); `kill -CONT {pid}` resumes it")
+            } else {
+                format!(
                     "the simulator (pid {pid}) is not running; start it with `cqlab sim ttkmd --dev {}`",
                     dir.display()
-                ),
+                )
             };
             return Err(TtKmdError::NotRunning { path: dir.to_owned(), detail });
         }
