@@ -139,11 +139,12 @@ pub struct OneArgs {
     /// Reset the device before booting.
     #[arg(long)]
     pub reset_first: bool,
-    /// Stop after the n-th read is enqueued and wait for the SIGKILL the
-    /// campaign planned there (copy_stress): the kill lands at that point
-    /// whatever the machine's load, where a run that went on could finish
-    /// before it (helper-31's test run lost every kill so).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_DEPTH))]
+    /// Stop once the workload has enqueued its n-th step ([`kill_steps`])
+    /// and wait for the SIGKILL the campaign planned there: the kill lands
+    /// at that point whatever the machine's load, where a run that went on
+    /// could finish before it (helper-31's test run lost every kill so),
+    /// and the same seed kills at the same point.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=u32::MAX as u64))]
     pub hold_after_enqueued: Option<u64>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
@@ -223,9 +224,8 @@ pub struct RunResult {
     pub unavailable: Option<String>,
 }
 
-/// Printed on stdout when the run starts enqueuing, and (copy_stress)
-/// `enqueued N` after each read: where a kill lands.
-const ENQUEUING: &str = "enqueuing";
+/// Printed on stdout by a run held for a kill, `enqueued N` after each
+/// step ([`kill_steps`]): where the kill lands.
 const ENQUEUED: &str = "enqueued ";
 /// The most reads a copy_stress run enqueues (`--depth`), and so the
 /// latest read a kill is planned after.
@@ -354,24 +354,31 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
     let mut gflops = None;
     // The runner boots the device itself.
     let booted = if matmul.is_some() { Ok(()) } else { dev.boot().map_err(Failure::from) };
+    let mut enqueued = |n: u64| {
+        // Only a run held for a kill says where it is (the campaign counts
+        // nothing else), and only the campaign's SIGKILL ends it there.
+        if let Some(hold) = a.hold_after_enqueued {
+            outln!("{ENQUEUED}{n}");
+            if n >= hold {
+                loop {
+                    std::thread::park();
+                }
+            }
+        }
+    };
     let outcome = booted.and_then(|()| {
-        outln!("{ENQUEUING}");
         let t0 = dev.now();
         let out = match w.workload {
-            Workload::CopyStress => crate::sweep::copy_stress_with(&mut dev, &k, &mut |n| {
-                outln!("{ENQUEUED}{n}");
-                if a.hold_after_enqueued.is_some_and(|hold| n >= hold) {
-                    // Only the campaign's SIGKILL ends this process now.
-                    loop {
-                        std::thread::park();
-                    }
-                }
-            }),
-            Workload::Random => crate::race::random::run(w.iterations, a.seed, &mut dev),
-            Workload::Programs => crate::race::programs::run(w.iterations, a.seed, &mut dev),
+            Workload::CopyStress => crate::sweep::copy_stress_with(&mut dev, &k, &mut enqueued),
+            Workload::Random => {
+                crate::race::random::run_with(w.iterations, a.seed, &mut dev, &mut |n| enqueued(u64::from(n)))
+            }
+            Workload::Programs => {
+                crate::race::programs::run_with(w.iterations, a.seed, &mut dev, &mut |n| enqueued(u64::from(n)))
+            }
             Workload::MatmulPeak => {
                 let spec = matmul.as_ref().expect("built for matmul_peak");
-                let point = cqlab_workloads::runner::run_on(&mut dev, spec, &mut cqlab_workloads::runner::NoObserver)
+                let point = cqlab_workloads::runner::run_on(&mut dev, spec, &mut IterationsEnqueued(&mut enqueued))
                     .map_err(Failure::from)?;
                 gflops = point.matmul.as_ref().map(|m| m.gflops);
                 return Ok(point.timed_cycles);
@@ -405,6 +412,36 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
     Ok(crate::exit::of_failures(outcome.as_ref().err().map(Failure::class)).into())
 }
 
+/// A matmul_peak run's observer: each iteration enqueued is a step.
+struct IterationsEnqueued<'a>(&'a mut dyn FnMut(u64));
+
+impl cqlab_workloads::collect::RecordSink for IterationsEnqueued<'_> {
+    fn records(&mut self, _: cqlab_abi::noc::Coord, _: &[cqlab_abi::trace::TraceRecord]) -> cqlab_driver::Result<()> {
+        Ok(())
+    }
+}
+
+impl cqlab_workloads::runner::Observer for IterationsEnqueued<'_> {
+    fn iteration(&mut self, it: &cqlab_workloads::runner::IterationSample) -> cqlab_driver::Result<()> {
+        (self.0)(u64::from(it.index) + 1);
+        Ok(())
+    }
+}
+
+/// The steps of a run of `w` a kill may be planned after, in the
+/// workload's own unit: copy_stress's reads, random's operations,
+/// programs' programs, matmul_peak's iterations (each counted once
+/// enqueued).
+fn kill_steps(w: &WorkloadArgs) -> u64 {
+    let iterations = u64::from(w.iterations);
+    match w.workload {
+        Workload::CopyStress => w.depth,
+        Workload::Random => iterations * u64::from(crate::race::random::OPS_PER_ITERATION),
+        Workload::Programs => iterations * u64::from(crate::race::programs::PROGRAMS_PER_ITERATION),
+        Workload::MatmulPeak => iterations,
+    }
+}
+
 fn one_argv(w: &WorkloadArgs, seed: u64, reset_first: bool) -> Vec<String> {
     let mut v: Vec<String> = vec!["stress".into(), "run-one".into(), "--seed".into(), seed.to_string()];
     if reset_first {
@@ -431,6 +468,9 @@ enum Ended {
     Done(RunResult),
     Killed {
         after: Duration,
+        /// The steps the run had enqueued (programs may pass the planned
+        /// one by a trace or a burst).
+        at_step: u64,
     },
     HardTimeout,
     Crashed(String),
@@ -439,16 +479,7 @@ enum Ended {
     Refused(String),
 }
 
-/// Where to SIGKILL a run.
-#[derive(Clone, Copy)]
-enum KillAt {
-    /// After the n-th read is enqueued (copy_stress).
-    Enqueued(u64),
-    /// This long after the run starts enqueuing (random).
-    After(Duration),
-}
-
-fn spawn_run(argv: &[String], timeout: Duration, kill_at: Option<KillAt>) -> Result<Ended> {
+fn spawn_run(argv: &[String], timeout: Duration, kill_after: Option<u64>) -> Result<Ended> {
     let exe = std::env::current_exe().context("locating the cqlab binary")?;
     let mut child = std::process::Command::new(exe).args(argv).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
     let stdout = child.stdout.take().expect("piped");
@@ -467,32 +498,27 @@ fn spawn_run(argv: &[String], timeout: Duration, kill_at: Option<KillAt>) -> Res
         s
     });
     let start = Instant::now();
-    let mut enqueuing_at = None;
     let mut enqueued = 0u64;
     let mut last = None;
     let ended = loop {
         // Lines are handled as they come (a kill lands within microseconds
         // of the progress line it waits for).
         match rx.recv_timeout(Duration::from_millis(5)) {
-            Ok(line) if line == ENQUEUING => enqueuing_at = Some(Instant::now()),
-            Ok(line) if line.starts_with(ENQUEUED) => enqueued += 1,
+            Ok(line) if line.starts_with(ENQUEUED) => {
+                enqueued = line[ENQUEUED.len()..].parse().context("a held run's progress line")?
+            }
             Ok(line) => last = Some(line),
             Err(_) => {}
         }
-        let due = match (kill_at, enqueuing_at) {
-            (Some(KillAt::Enqueued(n)), _) => enqueued >= n,
-            (Some(KillAt::After(d)), Some(at)) => at.elapsed() >= d,
-            _ => false,
-        };
-        if due {
+        if kill_after.is_some_and(|n| enqueued >= n) {
             child.kill()?; // SIGKILL
             child.wait()?;
-            break Ended::Killed { after: start.elapsed() };
+            break Ended::Killed { after: start.elapsed(), at_step: enqueued };
         }
         if let Some(status) = child.try_wait()? {
             let _ = reader.join();
             while let Ok(line) = rx.try_recv() {
-                if line != ENQUEUING && !line.starts_with(ENQUEUED) {
+                if !line.starts_with(ENQUEUED) {
                     last = Some(line);
                 }
             }
@@ -531,25 +557,19 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
     // Per-run seed, kill decision and kill time: one stream forked from the
     // campaign seed, drawn for every run index so shards agree.
     let mut rng = Rng::new(a.seed);
-    let depth = a.workload.depth;
-    let plan: Vec<(u64, Option<KillAt>)> = (0..a.runs)
+    let steps = kill_steps(&a.workload);
+    let plan: Vec<(u64, Option<u64>)> = (0..a.runs)
         .map(|_| {
             // Seeds below 2^53: JSON readers keep them exactly (`cli::MAX_SEED`).
             let seed = rng.next_u64() & crate::cli::MAX_SEED;
             let (kill, point) = (rng.chance(a.kill_rate), rng.next_u64());
-            let at = match a.workload.workload {
-                Workload::CopyStress => KillAt::Enqueued(1 + point % depth),
-                Workload::Random | Workload::Programs | Workload::MatmulPeak => {
-                    KillAt::After(Duration::from_millis(point % 20))
-                }
-            };
-            (seed, kill.then_some(at))
+            (seed, kill.then_some(1 + point % steps))
         })
         .collect();
     let mut records = Vec::new();
     let (mut kills, mut failures_after_kill, mut hard_timeouts) = (0u64, 0u64, 0u64);
     let mut after_kill = false;
-    for (index, &(seed, kill_at)) in plan.iter().enumerate() {
+    for (index, &(seed, kill_after)) in plan.iter().enumerate() {
         let index = index as u64;
         if !shard.owns(index) {
             continue;
@@ -561,11 +581,11 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
         };
         let argv = one_argv(&a.workload, seed, reset_first);
         let mut run_argv = argv.clone();
-        if let Some(KillAt::Enqueued(n)) = kill_at {
+        if let Some(n) = kill_after {
             run_argv.extend(["--hold-after-enqueued".into(), n.to_string()]);
         }
         let start = Instant::now();
-        let ended = spawn_run(&run_argv, timeout, kill_at)?;
+        let ended = spawn_run(&run_argv, timeout, kill_after)?;
         let seconds = start.elapsed().as_secs_f64();
         let mut record = SeedRecord {
             tool: "stress".into(),
@@ -581,16 +601,14 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             dump_error: None,
         };
         let verdict = match ended {
-            Ended::Killed { after } => {
+            Ended::Killed { after, at_step } => {
                 kills += 1;
                 after_kill = true;
                 (record.ok, record.killed) = (false, true);
                 record.metrics.insert(crate::campaign::KILLED.into(), after.as_secs_f64());
-                // Where a held run was killed: the same for the same seed.
-                if let Some(KillAt::Enqueued(n)) = kill_at {
-                    record.metrics.insert("killed_at_read".into(), n as f64);
-                }
-                format!("SIGKILLed {:.0} ms into the run", after.as_secs_f64() * 1e3)
+                // Where the held run was killed: the same for the same seed.
+                record.metrics.insert("killed_after_step".into(), at_step as f64);
+                format!("SIGKILLed after step {at_step}, {:.0} ms into the run", after.as_secs_f64() * 1e3)
             }
             Ended::Refused(why) => return Err(UsageError(format!("run {index} (seed {seed}) refused: {why}")).into()),
             Ended::Done(RunResult { unavailable: Some(why), .. }) => anyhow::bail!(

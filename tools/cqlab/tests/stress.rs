@@ -111,7 +111,7 @@ fn restarts_with_kills_report_drift_and_no_failures() {
         records
             .iter()
             .filter(|r| r["killed"] == true)
-            .map(|r| (r["seed"].as_u64().unwrap(), r["metrics"]["killed_at_read"].as_f64().unwrap()))
+            .map(|r| (r["seed"].as_u64().unwrap(), r["metrics"]["killed_after_step"].as_f64().unwrap()))
             .collect()
     };
     let (_, again) = stress(&kill_campaign(&jsonl));
@@ -198,5 +198,47 @@ fn the_race_workloads_pass_under_stress_on_the_normal_firmware() {
         assert_eq!(code, 0, "{workload}: {v}");
         assert_eq!(v["report"]["failures"], 0, "{workload}: {v}");
         assert_eq!(v["completed"], 2, "{workload}: {v}");
+    }
+}
+
+/// A kill of a random or programs run lands after a seeded step, the run
+/// held there for it, so the same campaign seed kills the same runs at the
+/// same step (they were killed a wall-clock 0-19 ms in).
+#[test]
+fn race_workload_kills_land_at_the_same_step_for_the_same_seed() {
+    for (workload, steps) in [("random", 24), ("programs", 50)] {
+        let jsonl = std::env::temp_dir().join(format!("cqlab-stress-{workload}-{}.jsonl", std::process::id()));
+        let kills = || {
+            let _ = std::fs::remove_file(&jsonl);
+            let (code, v) = stress(&[
+                "--runs",
+                "6",
+                "--workload",
+                workload,
+                "--iterations",
+                "2",
+                "--kill-rate",
+                "0.5",
+                "--seed",
+                "11",
+                "--jsonl",
+                jsonl.to_str().unwrap(),
+            ]);
+            assert_eq!(code, 0, "{workload}: {v}");
+            let killed: Vec<(u64, u64)> = std::fs::read_to_string(&jsonl)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                .filter(|r| r["killed"] == true)
+                .map(|r| (r["seed"].as_u64().unwrap(), r["metrics"]["killed_after_step"].as_f64().unwrap() as u64))
+                .collect();
+            assert_eq!(killed.len() as u64, v["killed"].as_u64().unwrap(), "{workload}: {v}");
+            killed
+        };
+        let first = kills();
+        assert!(!first.is_empty(), "{workload}: seed 11 kills some runs");
+        assert!(first.iter().all(|&(_, step)| (1..=steps).contains(&step)), "{workload}: {first:?}");
+        assert_eq!(kills(), first, "{workload}");
+        let _ = std::fs::remove_file(&jsonl);
     }
 }

@@ -387,6 +387,18 @@ pub const KERNELS: [&str; 3] = ["spin", "noop", "copy"];
 /// `dev` (booted), with traces, and checks the stores at random
 /// checkpoints and at the end.
 pub fn run(dev: &mut Device, seed: u64, programs: u32) -> Result<(), StreamFailure> {
+    run_with(dev, seed, programs, &mut |_| {})
+}
+
+/// [`run`], calling `enqueued(n)` each time the stream has enqueued its
+/// first `n` programs (n grows by one, or by a trace's or burst's size):
+/// where a restart campaign holds a run for its planned kill.
+pub fn run_with(
+    dev: &mut Device,
+    seed: u64,
+    programs: u32,
+    enqueued: &mut dyn FnMut(u32),
+) -> Result<(), StreamFailure> {
     let [spin, noop, copy] = KERNELS;
     let (spin, noop) = (dev.load_kernel(spin)?, dev.load_kernel(noop)?);
     let copy = Arc::new(dev.load_kernel(copy)?);
@@ -405,75 +417,78 @@ pub fn run(dev: &mut Device, seed: u64, programs: u32) -> Result<(), StreamFailu
     let traces = !dev.config().slow_dispatch;
     let mut i = 0;
     while i < programs {
-        let q = s.pick(cqs as usize) as u8;
-        if s.rng.chance(0.04) {
-            side.write_and_read(dev, &mut s.rng, q)?;
-        }
-        if s.rng.chance(0.06) {
-            let corner = (1 + s.pick(grid.0.min(4) as usize) as u8, 1 + s.pick(grid.1.min(4) as usize) as u8);
-            side.copy(dev, &mut s.rng, &copy, q, corner)?;
-        }
-        if s.rng.chance(0.1) {
-            side.collect(dev, false, &format!("after program {i}"))?;
-        }
-        if cqs > 1 && s.rng.chance(0.04) {
-            // The other queue's next work waits for this one's so far.
-            let event = dev.cq(q)?.record_event()?;
-            dev.cq((q + 1) % cqs)?.wait_for_event(event)?;
-        }
-        if s.rng.chance(0.1) && traces {
-            // A trace of a few programs, replayed one to three times; a
-            // capture runs nothing by itself.
-            // A third of them are long and wide: programs of 32 KiB of
-            // args (two CQs) over more replay windows than the trace area
-            // holds, so windows are refilled while few, large relay pieces
-            // from them are still leaving (the window-reuse wait). Half of
-            // those start with a small program, so a replay reads its
-            // first window right after the head's first relay, while the
-            // replay before may still be relaying from that window's slot.
-            let wide = s.rng.chance(0.3);
-            let n = if wide { 10 + s.pick(8) } else { 1 + s.pick(6) };
-            let small_first = wide && s.rng.chance(0.5);
-            let wide_bytes = 2 * s.unique_budget;
-            let mut cq = dev.cq(q)?;
-            cq.begin_trace()?;
-            let mut stores = Vec::new();
-            for j in 0..n {
-                let (p, st) = if small_first && j == 0 {
-                    s.small_program(q, grid)?
-                } else if wide {
-                    s.wide_program(q, grid, wide_bytes)?
-                } else {
-                    s.program(q, grid)?
-                };
-                cq.enqueue_program(&p)?;
-                stores.push(st);
+        'turn: {
+            let q = s.pick(cqs as usize) as u8;
+            if s.rng.chance(0.04) {
+                side.write_and_read(dev, &mut s.rng, q)?;
             }
-            let trace = cq.end_trace()?;
-            for _ in 0..1 + s.pick(3) {
-                dev.cq(q)?.execute_trace(&trace)?;
-                stores.iter().for_each(|st| apply(&mut expected, st));
+            if s.rng.chance(0.06) {
+                let corner = (1 + s.pick(grid.0.min(4) as usize) as u8, 1 + s.pick(grid.1.min(4) as usize) as u8);
+                side.copy(dev, &mut s.rng, &copy, q, corner)?;
             }
-            i += n as u32;
-            continue;
-        }
-        if s.rng.chance(0.02) {
-            let burst = s.burst(q, grid)?;
-            i += burst.len() as u32;
-            for (p, stores) in burst {
-                dev.cq(q)?.enqueue_program(&p)?;
-                apply(&mut expected, &stores);
+            if s.rng.chance(0.1) {
+                side.collect(dev, false, &format!("after program {i}"))?;
             }
-            continue;
+            if cqs > 1 && s.rng.chance(0.04) {
+                // The other queue's next work waits for this one's so far.
+                let event = dev.cq(q)?.record_event()?;
+                dev.cq((q + 1) % cqs)?.wait_for_event(event)?;
+            }
+            if s.rng.chance(0.1) && traces {
+                // A trace of a few programs, replayed one to three times; a
+                // capture runs nothing by itself.
+                // A third of them are long and wide: programs of 32 KiB of
+                // args (two CQs) over more replay windows than the trace area
+                // holds, so windows are refilled while few, large relay pieces
+                // from them are still leaving (the window-reuse wait). Half of
+                // those start with a small program, so a replay reads its
+                // first window right after the head's first relay, while the
+                // replay before may still be relaying from that window's slot.
+                let wide = s.rng.chance(0.3);
+                let n = if wide { 10 + s.pick(8) } else { 1 + s.pick(6) };
+                let small_first = wide && s.rng.chance(0.5);
+                let wide_bytes = 2 * s.unique_budget;
+                let mut cq = dev.cq(q)?;
+                cq.begin_trace()?;
+                let mut stores = Vec::new();
+                for j in 0..n {
+                    let (p, st) = if small_first && j == 0 {
+                        s.small_program(q, grid)?
+                    } else if wide {
+                        s.wide_program(q, grid, wide_bytes)?
+                    } else {
+                        s.program(q, grid)?
+                    };
+                    cq.enqueue_program(&p)?;
+                    stores.push(st);
+                }
+                let trace = cq.end_trace()?;
+                for _ in 0..1 + s.pick(3) {
+                    dev.cq(q)?.execute_trace(&trace)?;
+                    stores.iter().for_each(|st| apply(&mut expected, st));
+                }
+                i += n as u32;
+                break 'turn;
+            }
+            if s.rng.chance(0.02) {
+                let burst = s.burst(q, grid)?;
+                i += burst.len() as u32;
+                for (p, stores) in burst {
+                    dev.cq(q)?.enqueue_program(&p)?;
+                    apply(&mut expected, &stores);
+                }
+                break 'turn;
+            }
+            let (p, stores) = s.program(q, grid)?;
+            dev.cq(q)?.enqueue_program(&p)?;
+            apply(&mut expected, &stores);
+            i += 1;
+            if s.rng.chance(0.02) {
+                finish_all(dev)?;
+                check(dev, &expected, &format!("after program {i}"))?;
+            }
         }
-        let (p, stores) = s.program(q, grid)?;
-        dev.cq(q)?.enqueue_program(&p)?;
-        apply(&mut expected, &stores);
-        i += 1;
-        if s.rng.chance(0.02) {
-            finish_all(dev)?;
-            check(dev, &expected, &format!("after program {i}"))?;
-        }
+        enqueued(i);
     }
     finish_all(dev)?;
     side.collect(dev, true, "at the end")?;

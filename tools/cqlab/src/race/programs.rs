@@ -69,8 +69,14 @@ pub fn configure(seed: u64, draw_harvesting: bool, sim: &mut SimConfig, cfg: &mu
 
 /// Runs `iterations` x `PROGRAMS_PER_ITERATION` programs of stream `seed`.
 pub fn run(iterations: u32, seed: u64, dev: &mut Device) -> Result<(), Failure> {
+    run_with(iterations, seed, dev, &mut |_| {})
+}
+
+/// [`run`], calling `enqueued(n)` once its first n programs are enqueued
+/// ([`program_stream::run_with`]).
+pub fn run_with(iterations: u32, seed: u64, dev: &mut Device, enqueued: &mut dyn FnMut(u32)) -> Result<(), Failure> {
     let programs = iterations.saturating_mul(PROGRAMS_PER_ITERATION);
-    program_stream::run(dev, seed, programs).map_err(|e| match e {
+    program_stream::run_with(dev, seed, programs, enqueued).map_err(|e| match e {
         StreamFailure::Driver(e) => Failure::Driver(e),
         mismatch @ StreamFailure::Mismatch { .. } => {
             Failure::Check { check: "program store differs", detail: mismatch.to_string() }

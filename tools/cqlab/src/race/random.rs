@@ -139,6 +139,13 @@ enum TraceEffect {
 }
 
 pub fn run(iterations: u32, seed: u64, dev: &mut Device) -> Result<(), Failure> {
+    run_with(iterations, seed, dev, &mut |_| {})
+}
+
+/// [`run`], calling `enqueued(n)` after its n-th operation (of
+/// `iterations` x [`OPS_PER_ITERATION`]): where a restart campaign holds a
+/// run for its planned kill.
+pub fn run_with(iterations: u32, seed: u64, dev: &mut Device, enqueued: &mut dyn FnMut(u32)) -> Result<(), Failure> {
     let mut rng = Rng::new(seed ^ STREAM);
     let m = layout(dev, &mut rng)?;
     let mut r = Run { dev, rng, m, pending: Vec::new(), traces: Vec::new() };
@@ -148,8 +155,9 @@ pub fn run(iterations: u32, seed: u64, dev: &mut Device) -> Result<(), Failure> 
         r.launch()?;
     }
     let ops = iterations.saturating_mul(OPS_PER_ITERATION);
-    for _ in 0..ops {
+    for op in 1..=ops {
         r.step()?;
+        enqueued(op);
     }
     while !r.pending.is_empty() {
         r.complete_one()?;
