@@ -70,6 +70,10 @@ const CONNECT_RETRY: Duration = Duration::from_secs(2);
 const CONNECT_RETRY_INTERVAL: Duration = Duration::from_millis(10);
 /// How long a client waits for the daemon to answer one request.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a connect waits for room in the socket's backlog (a daemon
+/// that stopped accepting, e.g. under SIGSTOP, with thousands of clients
+/// queued).
+const BACKLOG_WAIT: Duration = Duration::from_secs(10);
 
 use cqlab_sim::daemon::files;
 pub use cqlab_sim::daemon::files::DevicePaths;
@@ -300,6 +304,25 @@ fn missing_dir(dir: &Path) -> String {
 
 /// Connects to the daemon's socket with a clear error when none runs.
 fn connect(paths: &DevicePaths) -> Result<UnixStream> {
+    connect_within(paths, BACKLOG_WAIT)
+}
+
+/// One connect that never blocks: a blocking connect to a socket whose
+/// backlog is full waits until the daemon accepts, for ever if it is
+/// stopped (helper-33); this one fails with `WouldBlock` instead.
+fn connect_now(sock: &Path) -> std::io::Result<UnixStream> {
+    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType, UnixAddr};
+    use std::os::fd::AsRawFd;
+    let flags = SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC;
+    let fd = socket(AddressFamily::Unix, SockType::Stream, flags, None)?;
+    nix::sys::socket::connect(fd.as_raw_fd(), &UnixAddr::new(sock)?)?;
+    let stream = UnixStream::from(fd);
+    stream.set_nonblocking(false)?;
+    Ok(stream)
+}
+
+/// [`connect`], waiting at most `backlog_wait` for room in a full backlog.
+fn connect_within(paths: &DevicePaths, backlog_wait: Duration) -> Result<UnixStream> {
     if !paths.dir.is_dir() {
         return Err(no_daemon(paths, missing_dir(&paths.dir)));
     }
@@ -309,8 +332,20 @@ fn connect(paths: &DevicePaths) -> Result<UnixStream> {
     // (e.g. one restarting on this directory): then retry for a bounded time.
     let start = Instant::now();
     let stream = loop {
-        match UnixStream::connect(&sock) {
+        match connect_now(&sock) {
             Ok(s) => break s,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if start.elapsed() >= backlog_wait {
+                    return Err(DriverError::Backend(format!(
+                        "simulator daemon at {}: {} kept its backlog of connections full for {:.1} s{}",
+                        paths.dir.display(),
+                        sock.display(),
+                        backlog_wait.as_secs_f64(),
+                        daemon_state(paths)
+                    )));
+                }
+                std::thread::sleep(CONNECT_RETRY_INTERVAL);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                 let Some(pid) = live_daemon_pid(paths) else {
                     return Err(no_daemon(
@@ -967,6 +1002,39 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let err = DaemonBackend::attach(&dir).err().unwrap().to_string();
         assert!(err.contains("no simulator daemon") && err.contains("no lock file"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A socket whose backlog stays full (a stopped daemon with many
+    /// clients queued) fails the connect at its deadline, naming the
+    /// daemon's state, where a blocking connect waited for ever.
+    #[test]
+    fn a_full_backlog_fails_the_connect_at_its_deadline() {
+        use nix::sys::socket::{bind, listen, socket, AddressFamily, Backlog, SockFlag, SockType, UnixAddr};
+        use std::os::fd::AsRawFd;
+        let dir = std::env::temp_dir().join(format!("cqlab-backlog-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let paths = DevicePaths::new(&dir);
+        // A listener that never accepts, with room for one pending client.
+        let listener = socket(AddressFamily::Unix, SockType::Stream, SockFlag::SOCK_CLOEXEC, None).unwrap();
+        bind(listener.as_raw_fd(), &UnixAddr::new(&paths.socket()).unwrap()).unwrap();
+        listen(&listener, Backlog::new(0).unwrap()).unwrap();
+        std::fs::write(paths.pid(), std::process::id().to_string()).unwrap();
+        let mut queued = Vec::new();
+        let start = Instant::now();
+        let err = loop {
+            match connect_within(&paths, Duration::from_millis(200)) {
+                Ok(s) => queued.push(s),
+                Err(e) => break e.to_string(),
+            }
+            assert!(queued.len() < 64, "the backlog never filled");
+        };
+        assert!(!queued.is_empty(), "the first client queues: {err}");
+        assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+        assert!(err.contains("kept its backlog of connections full for 0.2 s"), "{err}");
+        assert!(err.contains("is running but did not answer"), "{err}");
+        drop(listener);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
