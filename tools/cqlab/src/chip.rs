@@ -28,7 +28,7 @@ pub struct ChipOpt {
     pub harvest: Option<String>,
 }
 
-fn board(s: &str) -> Result<Board, String> {
+pub fn board(s: &str) -> Result<Board, String> {
     s.parse().map_err(|e: cqlab_abi::soc::UnknownBoard| e.to_string())
 }
 

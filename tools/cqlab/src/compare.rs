@@ -17,7 +17,9 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// The baseline: a `cqlab run --json` report.
     pub base: PathBuf,
+    /// The report compared with it (points paired by their sweep values).
     pub test: PathBuf,
     /// Largest tolerated worsening, in percent (`5%` or `5`; 0..=1000).
     #[arg(long, default_value = "5%", value_parser = parse_threshold)]

@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1, value_parser = crate::cli::seed)]
     pub seed: u64,
     /// Extra latency, uniform in 0..=CYCLES and drawn from the seed, on
-    /// every NOC and PCIe transaction: makes the seed matter.
+    /// every NOC and PCIe transaction: makes the seed matter (0..=100000).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=100_000))]
     pub noc_jitter: u64,
     /// Copy/launch rounds (1..=10000).

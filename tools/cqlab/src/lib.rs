@@ -119,7 +119,13 @@ enum Command {
 enum TraceCommand {
     /// Chrome trace-event JSON for ui.perfetto.dev (streamed, bounded memory).
     Export(trace_export::ExportArgs),
-    /// Time by phase per iteration, critical path and top waits: read this before any fix.
+    /// Time by phase per iteration, critical path and top waits: read this
+    /// before any fix.
+    ///
+    /// Busy time goes to the first of kernel > dispatch >
+    /// relay > fetch > completion > host enqueue > waits that some core was
+    /// doing; the critical path walks back from each iteration's completion
+    /// through what each step waited on.
     Summary(trace_summary::SummaryArgs),
 }
 

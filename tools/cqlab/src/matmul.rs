@@ -31,6 +31,8 @@ pub struct Args {
     /// ws, is, os or all.
     #[arg(long, default_value = "all", value_parser = ["ws", "is", "os", "all"])]
     pub strategy: String,
+    /// Simulator seed of the embedded device (its scheduler's rotation
+    /// order; a daemon has its own).
     #[arg(long, default_value_t = 1, value_parser = crate::cli::seed)]
     pub seed: u64,
     /// Device: embedded (the default; DRAM bytes are measured there) or

@@ -34,6 +34,7 @@ pub struct Args {
     pub limits: crate::cli::Limits,
     #[command(flatten)]
     pub chip: crate::chip::ChipOpt,
+    /// Print one JSON object (every row, the chip, the seed) instead of the table.
     #[arg(long)]
     pub json: bool,
 }

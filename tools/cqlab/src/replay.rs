@@ -18,7 +18,7 @@ use std::time::Duration;
 pub struct Args {
     /// A JSONL record (the line itself, starting with `{`), or a file of records.
     pub record: String,
-    /// With a file: the record of this seed (default: the first failing one, else the first).
+    /// With a file: the record of this seed (default: the first failing one, else the first not killed on purpose).
     #[arg(long, value_parser = crate::cli::seed)]
     pub seed: Option<u64>,
     /// Directory for the dump and trace (default: replay-seed-N; created

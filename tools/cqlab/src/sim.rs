@@ -136,6 +136,7 @@ pub struct TtkmdArgs {
 
 #[derive(clap::Args)]
 pub struct BarArgs {
+    /// The daemon's device directory.
     #[arg(long)]
     dev: PathBuf,
     /// Compute core, logical COL,ROW on the daemon's chip (with the

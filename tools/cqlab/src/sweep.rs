@@ -70,6 +70,8 @@ pub struct Args {
     /// missing; its parent must exist).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Print the sweep (every point, the failing ones with their class) as
+    /// JSON instead of the table.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]

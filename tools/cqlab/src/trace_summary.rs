@@ -58,6 +58,8 @@ pub struct SummaryArgs {
     /// Critical paths to print (the JSON always has all; 0..=10000).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(0..=10_000))]
     pub paths: u16,
+    /// Print the summary as JSON (every iteration's busy time, critical
+    /// paths and waits) instead of the tables.
     #[arg(long)]
     pub json: bool,
 }

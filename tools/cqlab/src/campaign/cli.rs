@@ -16,7 +16,9 @@ pub enum Command {
     /// the report a single-machine run of the whole campaign gives. The
     /// records must be of one campaign (one tool, each run once).
     Merge {
+        /// A directory of JSONL record files (every shard's), or one file.
         dir: PathBuf,
+        /// Print the merged report as JSON.
         #[arg(long)]
         json: bool,
     },

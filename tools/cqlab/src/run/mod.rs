@@ -27,10 +27,11 @@ use std::process::ExitCode;
 pub struct Args {
     /// copy_stress, dispatch_latency, tiny_kernels, matmul_peak, large_gemm or hetero.
     pub workload: String,
-    /// Device: embedded[:seed=N][,exact][,blocking][,no-contention][,icache][,no-l0]
-    /// (the run's --seed applies when it names none; `exact`: effects
-    /// between tiles at their cycle, docs/cli.md has the others) or
-    /// sim:PATH.
+    /// Device: embedded[:seed=N][,slow][,exact][,blocking][,no-contention][,icache][,no-l0]
+    /// (the run's --seed applies when it names none; `slow`: slow dispatch
+    /// through the BAR; `exact`: effects between tiles at their cycle;
+    /// docs/cli.md has the others), sim:PATH[?wait[=SECS]], ttkmd-sim:PATH,
+    /// ttsim:LIBRARY or /dev/tenstorrent/N.
     #[arg(long, default_value = "embedded")]
     pub device: String,
     #[command(flatten)]
