@@ -5,9 +5,14 @@ use cqlab_abi::decode::{decode_dispatch_partial, DispatchStream, PrefetchHeader,
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
+    // Each decoded header also prints: its fields and text form (what
+    // `cqlab decode` lists) may not panic either.
     for cmd in PrefetchStream::new(data).flatten() {
+        std::hint::black_box(cmd.1.header.to_string());
         if let PrefetchHeader::RelayInline { .. } = cmd.1.header {
-            DispatchStream::new(cmd.1.payload).for_each(drop);
+            for (_, d) in DispatchStream::new(cmd.1.payload).flatten() {
+                std::hint::black_box(d.header.to_string());
+            }
         }
     }
     DispatchStream::new(data).for_each(drop);

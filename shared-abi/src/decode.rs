@@ -2,7 +2,8 @@
 //!
 //! Header parsing validates every field a core would act on, so the firmware,
 //! the simulator's checks and `cqlab decode` reject the same inputs with the
-//! same reasons.
+//! same reasons. A header's named fields and its text form are in
+//! `fields`.
 
 use crate::dispatch::{
     DispatchCmdId, GoCmd, LaunchCmd, PackedFlags, PackedSubCmd, ValueCmd, WaitCmd, WaitFlags, WriteHostCmd,
@@ -582,86 +583,6 @@ impl<'a> Iterator for PrefetchStream<'a> {
                 Some(Err(e))
             }
         }
-    }
-}
-
-impl fmt::Display for PrefetchHeader {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.id().name())?;
-        match self {
-            Self::RelayInline { cmd, .. } => write!(f, " length={} stride={}", cmd.length, cmd.stride),
-            Self::RelayLinear(c) => write!(f, " length={} src={}", c.length, NocFmt(c.src)),
-            Self::RelayPaged(c) => write!(
-                f,
-                " {} base=0x{:x} page_size={} start_page={} pages={}",
-                paged_kind(c.flags),
-                c.base_addr,
-                c.page_size,
-                c.start_page,
-                c.pages
-            ),
-            Self::ExecBuf(c) => {
-                write!(f, " base=0x{:x} page_size={} pages={} head={}", c.base_addr, c.page_size, c.pages, c.head)?;
-                if ExecBufFlags::from_bits_retain(c.flags).contains(ExecBufFlags::WHOLE) {
-                    write!(f, " whole")?;
-                }
-                Ok(())
-            }
-            Self::Debug(c) => write!(f, " length={} checksum=0x{:08x}", c.length, c.checksum),
-            Self::Stall | Self::ExecBufEnd | Self::Terminate => Ok(()),
-        }
-    }
-}
-
-impl fmt::Display for DispatchHeader {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.id().name())?;
-        match self {
-            Self::WriteLinear(c) => write!(f, " length={} dst={}", c.length, NocFmt(c.dst)),
-            Self::WritePaged(c) => write!(
-                f,
-                " {} base=0x{:x} page_size={} start_page={} pages={}",
-                paged_kind(c.flags),
-                c.base_addr,
-                c.page_size,
-                c.start_page,
-                c.pages
-            ),
-            Self::WritePacked(c) => {
-                let shared = PackedFlags::from_bits_retain(c.flags).contains(PackedFlags::SHARED_DATA);
-                write!(
-                    f,
-                    " count={} size={} addr=0x{:x}{}",
-                    c.count,
-                    c.size,
-                    c.addr,
-                    if shared { " shared" } else { "" }
-                )
-            }
-            Self::WriteHost(c) => {
-                let event = WriteHostFlags::from_bits_retain(c.flags).contains(WriteHostFlags::EVENT);
-                write!(f, " {} length={} tag={}", if event { "event" } else { "data" }, c.length, c.tag)
-            }
-            Self::Wait(c) => {
-                write!(f, " flags=")?;
-                bitflags::parser::to_writer(&WaitFlags::from_bits_retain(c.flags), &mut *f)?;
-                write!(f, " addr=0x{:x} count={}", c.addr, c.count)
-            }
-            Self::Go(c) => write!(f, " signal=0x{:08x} dst={}", c.signal, NocFmt(c.dst)),
-            Self::Launch(c) => write!(f, " length={} dst={}", c.length, NocFmt(c.dst)),
-            Self::SetWriteOffset(v) => write!(f, " offset=0x{v:x}"),
-            Self::Delay(v) => write!(f, " cycles={v}"),
-            Self::Debug(c) => write!(f, " length={} checksum=0x{:08x}", c.length, c.checksum),
-            Self::Terminate => Ok(()),
-        }
-    }
-}
-
-fn paged_kind(flags: u8) -> &'static str {
-    if PagedFlags::from_bits_retain(flags).contains(PagedFlags::DRAM) {
-        "dram"
-    } else {
-        "l1"
     }
 }
 

@@ -27,6 +27,7 @@ pub mod dispatch;
 pub mod elf;
 pub mod encode;
 pub mod fetch_queue;
+pub mod fields;
 pub mod firmware;
 pub mod mailbox;
 pub mod memory_map;

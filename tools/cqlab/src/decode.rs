@@ -9,6 +9,8 @@ use crate::decode_rings::Kind;
 use crate::out::outln;
 use anyhow::{Context, Result};
 use cqlab_abi::decode::{decode_dispatch_partial, decode_prefetch, DecodeError, PrefetchHeader};
+use cqlab_abi::fields::{FieldValue, Fields};
+use cqlab_abi::noc::NocAddr;
 use serde_json::{json, Value};
 use std::process::ExitCode;
 
@@ -101,6 +103,9 @@ pub struct Listing {
     pub commands: Vec<Value>,
     pub error: Option<DecodeError>,
     pub trailing_zero_bytes: usize,
+    /// The dispatch command still owed payload bytes where the listing
+    /// stops (the dump's end, or its first bad byte).
+    pub owed_at_end: Option<Owed>,
 }
 
 impl Listing {
@@ -108,18 +113,95 @@ impl Listing {
         json!({
             "commands": self.commands,
             "trailing_zero_bytes": self.trailing_zero_bytes,
+            "owed_at_end": self.owed_at_end.map(|o| json!({
+                "owner": o.command, "owner_offset": o.offset, "bytes_owed": o.bytes, "text": o.end_note(),
+            })),
             "error": self.error.map(|e| json!({ "offset": e.offset, "message": e.kind.to_string() })),
         })
     }
 }
 
+/// A dispatch command whose payload the stream still owes: later relays
+/// carry it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Owed {
+    pub command: &'static str,
+    /// The command's byte offset in the dump.
+    pub offset: usize,
+    /// Payload bytes still to come.
+    pub bytes: u64,
+}
+
+impl Owed {
+    /// How the text names the command: `WRITE_HOST at 0x60`.
+    fn owner(&self) -> String {
+        format!("{} at {:#x}", self.command, self.offset)
+    }
+
+    fn end_note(&self) -> String {
+        format!("dump ends while {} still expects {} payload bytes", self.owner(), self.bytes)
+    }
+
+    /// `relayed` bytes of the stream arrive: those it takes, and what it
+    /// still owes after them (`None`: nothing).
+    fn take(self, relayed: u64) -> (u64, Option<Owed>) {
+        let used = self.bytes.min(relayed);
+        let rest = Some(Owed { bytes: self.bytes - used, ..self }).filter(|o| o.bytes > 0);
+        (used, rest)
+    }
+
+    /// A relay's bytes that went to this command, in JSON.
+    fn payload_json(&self, used: u64, text: &str) -> Value {
+        json!({ "kind": "payload", "owner": self.command, "owner_offset": self.offset, "bytes_used": used,
+                "bytes_owed": self.bytes - used, "text": text })
+    }
+}
+
+/// A header's fields as one JSON object of typed values (docs/cli.md).
+fn fields_json(fields: Fields) -> Value {
+    Value::Object(fields.map(|f| (f.name.to_owned(), field_json(f.value))).collect())
+}
+
+fn field_json(value: FieldValue) -> Value {
+    match value {
+        FieldValue::Dec(n) | FieldValue::Hex(n) => json!(n),
+        FieldValue::Word(w) => json!(w),
+        // A decoded header has no bits that no flag names: `parse` refuses them.
+        FieldValue::Flags(set) => json!(set.names().collect::<Vec<_>>()),
+        FieldValue::Noc(a) => noc_json(a),
+        FieldValue::Choice(c) => json!(c),
+        FieldValue::Switch(on) => json!(on),
+    }
+}
+
+/// `{x, y, addr}` of a unicast; a multicast rectangle's first corner, with
+/// `end: {x, y}`; `flags` when bits above the coordinates are set.
+fn noc_json(a: NocAddr) -> Value {
+    let (start, end) = a.rect();
+    let mut v = json!({ "x": start.x, "y": start.y, "addr": a.local() });
+    if a.is_multicast() {
+        v["end"] = json!({ "x": end.x, "y": end.y });
+    }
+    if a.flags() != 0 {
+        v["flags"] = json!(a.flags());
+    }
+    v
+}
+
+/// A command's record: where it is, what it is, its typed fields and its
+/// text form.
+fn command_json(offset: usize, id: u8, name: &str, fields: Fields, text: String) -> Value {
+    json!({ "offset": offset, "id": id, "command": name, "fields": fields_json(fields), "text": text })
+}
+
 /// Decodes prefetch commands back to back until the end, an all-zero tail
 /// (unused ring space) or the first malformed byte.
 pub fn decode_dump(bytes: &[u8]) -> Listing {
-    let mut out = Listing { text: String::new(), commands: Vec::new(), error: None, trailing_zero_bytes: 0 };
+    let mut out =
+        Listing { text: String::new(), commands: Vec::new(), error: None, trailing_zero_bytes: 0, owed_at_end: None };
     let mut offset = 0;
     // Payload bytes the dispatch stream still owes to the last dispatch command.
-    let mut pending: Option<(String, u64)> = None;
+    let mut pending: Option<Owed> = None;
     while offset < bytes.len() {
         if bytes[offset..].iter().all(|&b| b == 0) {
             out.trailing_zero_bytes = bytes.len() - offset;
@@ -135,76 +217,97 @@ pub fn decode_dump(bytes: &[u8]) -> Listing {
         };
         let header = cmd.header;
         out.text.push_str(&format!("{offset:#07x}  [{:#04x}] {header}\n", header.id() as u8));
-        let mut record = json!({ "offset": offset, "id": header.id() as u8, "command": header.id().name(),
-                                 "fields": header.to_string() });
+        let mut record =
+            command_json(offset, header.id() as u8, header.id().name(), header.fields(), header.to_string());
         match header {
             PrefetchHeader::RelayInline { .. } => {
                 let base = offset + cqlab_abi::CMD_HEADER_SIZE;
-                match decode_inline(cmd.payload, base, &mut pending, &mut out.text) {
-                    Ok(nested) => record["dispatch"] = Value::Array(nested),
-                    Err(e) => {
-                        out.commands.push(record);
-                        out.error = Some(e);
-                        break;
-                    }
+                let inline = decode_inline(cmd.payload, base, &mut pending, &mut out.text);
+                if let Some(continues) = inline.continues {
+                    record["continues"] = continues;
+                }
+                record["dispatch"] = Value::Array(inline.nested);
+                if let Some(e) = inline.error {
+                    out.commands.push(record);
+                    out.error = Some(e);
+                    break;
                 }
             }
             PrefetchHeader::RelayLinear(_) | PrefetchHeader::RelayPaged(_) => {
                 let relayed = header.relay_len().next_multiple_of(16);
-                let note = match pending.take() {
-                    Some((owner, missing)) => {
-                        let used = missing.min(relayed);
-                        let owed = missing - used;
-                        let note = format!("{used} payload bytes of {owner}, {owed} still owed");
-                        if owed > 0 {
-                            pending = Some((owner, owed));
-                        }
-                        note
+                let relays = match pending.take() {
+                    Some(owed) => {
+                        let (used, rest) = owed.take(relayed);
+                        pending = rest;
+                        let note =
+                            format!("{used} payload bytes of {}, {} still owed", owed.owner(), owed.bytes - used);
+                        out.text.push_str(&format!("           -> {note}\n"));
+                        owed.payload_json(used, &note)
                     }
-                    None => "dispatch commands from device memory (not in this dump)".to_owned(),
+                    None => {
+                        let note = "dispatch commands from device memory (not in this dump)";
+                        out.text.push_str(&format!("           -> {note}\n"));
+                        json!({ "kind": "dispatch_commands", "source": "device memory", "text": note })
+                    }
                 };
-                out.text.push_str(&format!("           -> {note}\n"));
-                record["relays"] = Value::String(note);
+                record["relays"] = relays;
             }
             _ => {}
         }
         out.commands.push(record);
         offset = next;
     }
-    if let Some((owner, missing)) = pending {
-        out.text.push_str(&format!("note: dump ends while {owner} still expects {missing} payload bytes\n"));
+    if let Some(owed) = pending {
+        out.text.push_str(&format!("note: {}\n", owed.end_note()));
+        out.owed_at_end = Some(owed);
     }
     out
 }
 
-/// Decodes the dispatch commands in one inline payload at file offset `base`.
-fn decode_inline(
-    payload: &[u8],
-    base: usize,
-    pending: &mut Option<(String, u64)>,
-    text: &mut String,
-) -> Result<Vec<Value>, DecodeError> {
-    let mut nested = Vec::new();
+/// One inline payload's dispatch stream: the payload bytes it owed an
+/// earlier command (JSON), its commands (JSON), and the first error.
+struct Inline {
+    continues: Option<Value>,
+    nested: Vec<Value>,
+    error: Option<DecodeError>,
+}
+
+/// Decodes the dispatch commands in one inline payload at file offset
+/// `base`. The text counts their offsets from `base` (`+0x0040`); their
+/// JSON has that as `payload_offset` and the file offset as `offset`.
+fn decode_inline(payload: &[u8], base: usize, pending: &mut Option<Owed>, text: &mut String) -> Inline {
+    let mut inline = Inline { continues: None, nested: Vec::new(), error: None };
     let mut at = 0usize;
-    if let Some((owner, missing)) = pending.take() {
-        let used = missing.min(payload.len() as u64) as usize;
-        text.push_str(&format!("           +{:#06x}  {used} payload bytes of {owner}\n", 0));
-        at = used;
-        if (used as u64) < missing {
-            *pending = Some((owner, missing - used as u64));
-        }
+    if let Some(owed) = pending.take() {
+        let (used, rest) = owed.take(payload.len() as u64);
+        let note = format!("{used} payload bytes of {}", owed.owner());
+        text.push_str(&format!("           +{:#06x}  {note}\n", 0));
+        let mut continues = owed.payload_json(used, &note);
+        continues["offset"] = json!(base);
+        continues["payload_offset"] = json!(0);
+        inline.continues = Some(continues);
+        at = used as usize;
+        *pending = rest;
     }
     while at < payload.len() {
-        let (cmd, next) =
-            decode_dispatch_partial(payload, at).map_err(|e| DecodeError { offset: base + e.offset, kind: e.kind })?;
+        let (cmd, next) = match decode_dispatch_partial(payload, at) {
+            Ok(v) => v,
+            Err(e) => {
+                inline.error = Some(DecodeError { offset: base + e.offset, kind: e.kind });
+                break;
+            }
+        };
         let h = cmd.header;
         text.push_str(&format!("           +{at:#06x}  [{:#04x}] {h}\n", h.id() as u8));
-        nested.push(json!({ "offset": base + at, "id": h.id() as u8, "command": h.id().name(),
-                            "fields": h.to_string(), "payload_bytes": h.payload_len(), "missing": cmd.missing }));
+        let mut record = command_json(base + at, h.id() as u8, h.id().name(), h.fields(), h.to_string());
+        record["payload_offset"] = json!(at);
+        record["payload_bytes"] = json!(h.payload_len());
+        record["missing"] = json!(cmd.missing);
+        inline.nested.push(record);
         if cmd.missing > 0 {
-            *pending = Some((format!("{} at {:#x}", h.id().name(), base + at), cmd.missing));
+            *pending = Some(Owed { command: h.id().name(), offset: base + at, bytes: cmd.missing });
         }
         at = next;
     }
-    Ok(nested)
+    inline
 }

@@ -94,10 +94,11 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
         // earlier lap or client left: after a whole sequence, what does not
         // follow it ends the records rather than making the dump malformed.
         if let Some((cq, seq)) = last {
+            // Which header field does not follow, and how the text says so.
             let broken = match kind {
-                None => Some(format!("completion kind {}", h.kind)),
-                Some(_) if h.cq != cq => Some(format!("a record of CQ{}", h.cq)),
-                Some(_) if h.seq != seq.wrapping_add(1) => Some(format!("seq {}", h.seq)),
+                None => Some(("kind", format!("completion kind {}", h.kind))),
+                Some(_) if h.cq != cq => Some(("cq", format!("a record of CQ{}", h.cq))),
+                Some(_) if h.seq != seq.wrapping_add(1) => Some(("seq", format!("seq {}", h.seq))),
                 Some(_) => None,
             };
             // The record after this one, if its length is right, still
@@ -107,14 +108,19 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
                 let n = CompletionHeader::read_from_bytes(&bytes[next_at..next_at + hs]).expect("sized");
                 n.cq == cq && n.seq == seq.wrapping_add(2) && CompletionKind::from_u8(n.kind).is_some()
             };
-            if let Some(found) = broken.filter(|_| !resumes) {
+            if let Some((mismatch, found)) = broken.filter(|_| !resumes) {
                 let end = format!(
                     "the sequence ends after seq {seq}: {found} here, where seq {} would follow (past the write \
                      pointer: older bytes, or corrupt; `decode --device sim:PATH --cq N` stops at the pointer)",
                     seq.wrapping_add(1)
                 );
                 d.text.push_str(&format!("{at:#07x}  ({end})\n"));
-                d.end = Some(json!({"offset": at, "after_seq": seq, "found": found}));
+                d.end = Some(json!({
+                    "offset": at, "after_seq": seq, "mismatch": mismatch,
+                    "expected": {"cq": cq, "seq": seq.wrapping_add(1)},
+                    "found": {"kind": h.kind, "cq": h.cq, "seq": h.seq},
+                    "text": end,
+                }));
                 break;
             }
         }
@@ -285,8 +291,29 @@ pub fn oldest_boundary(ring: &[u8], cq: u8, wr: usize) -> Option<usize> {
 /// device's chip.
 pub struct Live {
     pub bytes: Vec<u8>,
-    pub note: Option<String>,
+    pub window: Option<RingWindow>,
     pub chip: Topology,
+}
+
+/// The part of a live completion ring decoded: from its oldest whole
+/// record at ring offset `start` to the write pointer; record offsets
+/// count from `start`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct RingWindow {
+    pub cq: u8,
+    pub ring_bytes: usize,
+    pub start: usize,
+    pub write_pointer: usize,
+}
+
+impl RingWindow {
+    fn note(&self) -> String {
+        format!(
+            "CQ{} completion ring of {} bytes, from its oldest whole record at ring offset {:#x} to the write \
+             pointer {:#x}; offsets below count from there",
+            self.cq, self.ring_bytes, self.start, self.write_pointer
+        )
+    }
 }
 
 /// Reads the dump bytes from a live simulator daemon: CQ `cq`'s completion
@@ -307,18 +334,14 @@ pub fn read_live(device: &str, kind: Kind, cq: u8, core: Option<Coord>) -> Resul
             dev.backend().sysmem_read((l.header() + COMPLETION_WR_PTR as u64) as usize, &mut wr)?;
             let wr = RingPtr(u32::from_le_bytes(wr)).offset_bytes() as usize;
             let Some(start) = oldest_boundary(&ring, cq, wr) else {
-                return Ok(Live { bytes: ring, note: None, chip });
+                return Ok(Live { bytes: ring, window: None, chip });
             };
             let used = (wr + ring.len() - start) % ring.len();
             let used = if used == 0 { ring.len() } else { used };
             let mut rotated: Vec<u8> = ring[start..].iter().chain(&ring[..start]).copied().collect();
             rotated.truncate(used);
-            let note = format!(
-                "CQ{cq} completion ring of {} bytes, from its oldest whole record at ring offset {start:#x} to the \
-                 write pointer {wr:#x}; offsets below count from there",
-                ring.len()
-            );
-            Ok(Live { bytes: rotated, note: Some(note), chip })
+            let window = RingWindow { cq, ring_bytes: ring.len(), start, write_pointer: wr };
+            Ok(Live { bytes: rotated, window: Some(window), chip })
         }
         _ => {
             let core = core.context("--core X,Y names the core whose trace ring to read")?;
@@ -337,7 +360,7 @@ pub fn read_live(device: &str, kind: Kind, cq: u8, core: Option<Coord>) -> Resul
             dev.backend()
                 .read(cqlab_abi::noc::NocAddr::unicast(core, TRACE_RING.base as u64), &mut buf)
                 .with_context(|| format!("reading the trace ring of core {core}"))?;
-            Ok(Live { bytes: buf, note: None, chip })
+            Ok(Live { bytes: buf, window: None, chip })
         }
     }
 }
@@ -361,7 +384,7 @@ pub fn run(
         (None, Some(f)) => {
             let bytes = crate::input::read_bytes("dump", f, crate::input::MAX_DUMP_BYTES)?;
             let chip = Topology::for_board(file_chip.sim_board(), file_chip.harvesting()?, DEFAULT_CQS)?;
-            (Live { bytes, note: None, chip }, f.display().to_string())
+            (Live { bytes, window: None, chip }, f.display().to_string())
         }
         (None, None) => return Err(crate::cli::Usage("a dump FILE or --device sim:PATH".into()).into()),
     };
@@ -371,11 +394,12 @@ pub fn run(
         decode_trace_ring(&live.chip, &live.bytes)
     };
     if json {
-        let v = json!({"kind": name, "records": d.records, "error": d.error, "end": d.end, "note": live.note});
+        let v = json!({"kind": name, "records": d.records, "error": d.error, "end": d.end,
+                       "window": live.window, "note": live.window.map(|w| w.note())});
         outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        if let Some(n) = &live.note {
-            outln!("{n}");
+        if let Some(w) = &live.window {
+            outln!("{}", w.note());
         }
         if !d.text.is_empty() {
             outln!("{}", d.text.trim_end_matches('\n'));
@@ -441,8 +465,14 @@ mod tests {
         let d = decode_completion(&r);
         assert_eq!(d.error, None, "{}", d.text);
         assert_eq!(d.records.len(), 3, "{}", d.text);
-        assert_eq!(d.end.as_ref().unwrap()["offset"], wr, "{}", d.text);
+        let end = d.end.as_ref().unwrap();
+        assert_eq!(end["offset"], wr, "{}", d.text);
         assert!(d.text.contains("the sequence ends after seq 42: completion kind 10"), "{}", d.text);
+        // In JSON the end is fields, not the sentence (which is `text`).
+        assert_eq!((end["after_seq"].as_u64(), end["mismatch"].as_str()), (Some(42), Some("kind")), "{end}");
+        assert_eq!(end["expected"], json!({"cq": 1, "seq": 43}), "{end}");
+        assert_eq!(end["found"]["kind"], 10, "{end}");
+        assert!(end["text"].as_str().is_some_and(|t| t.contains("completion kind 10 here")), "{end}");
         // An older lap's whole record (seq 7) past the pointer ends it too.
         let (old, _) = ring(64, 0, &[16]);
         let mut r2 = ring(1024, 0, &[16, 16]).0;
@@ -452,6 +482,19 @@ mod tests {
         let d = decode_completion(&r2);
         assert_eq!((d.error, d.records.len()), (None, 2), "{}", d.text);
         assert!(d.text.contains("seq 7 here, where seq 42 would follow"), "{}", d.text);
+        let end = d.end.as_ref().unwrap();
+        assert_eq!((end["mismatch"].as_str(), end["found"]["seq"].as_u64()), (Some("seq"), Some(7)), "{end}");
+        assert_eq!(end["expected"], json!({"cq": 1, "seq": 42}), "{end}");
+        // So does another queue's record with the next seq.
+        let (mut r4, wr) = ring(1024, 0, &[16, 16]);
+        r4[wr + 2..wr + 4].copy_from_slice(&0u16.to_le_bytes()); // its header's cq: 0, not 1
+        r4[wr + 12..wr + 16].copy_from_slice(&42u32.to_le_bytes());
+        r4[wr] = 1;
+        let d = decode_completion(&r4);
+        assert_eq!((d.error, d.records.len()), (None, 2), "{}", d.text);
+        let end = d.end.as_ref().unwrap();
+        assert_eq!((end["mismatch"].as_str(), end["found"]["cq"].as_u64()), (Some("cq"), Some(0)), "{end}");
+        assert!(d.text.contains("a record of CQ0 here"), "{}", d.text);
         // A record the sequence resumes after is corrupt, not stale.
         let (mut r3, _) = ring(1024, 0, &[16, 16, 16]);
         r3[64] = 9;

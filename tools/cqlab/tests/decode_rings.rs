@@ -61,6 +61,7 @@ fn completion_and_trace_ring_dumps_decode() {
     let out = cqlab(&["decode", "--kind", "completion", &dump("cq.bin", &completion), "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["window"], Value::Null, "a file is decoded from its offset 0");
     let recs = v["records"].as_array().unwrap();
     let kinds: Vec<&str> = recs.iter().map(|r| r["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["event", "data", "event"], "{v}");
@@ -155,4 +156,12 @@ fn a_wrapped_live_completion_ring_decodes() {
     // (the finish's event after the loop's records).
     assert!(*seqs.last().unwrap() >= records - 1, "{v}");
     assert!(v["note"].as_str().is_some_and(|n| n.contains("oldest whole record")), "{v}");
+    // The window the note describes, in fields: record offsets count from its start.
+    let w = &v["window"];
+    assert_eq!((w["cq"].as_u64(), w["ring_bytes"].as_u64()), (Some(0), Some(1024)), "{v}");
+    let (start, wr) = (w["start"].as_u64().unwrap(), w["write_pointer"].as_u64().unwrap());
+    assert!(
+        v["note"].as_str().unwrap().contains(&format!("ring offset {start:#x} to the write pointer {wr:#x}")),
+        "{v}"
+    );
 }
