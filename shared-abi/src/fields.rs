@@ -240,11 +240,21 @@ impl DispatchHeader {
                     dec("tag", c.tag as u64),
                 ])
             }
-            Self::Wait(c) => Fields::new([
-                Field { name: "flags", value: FieldValue::Flags(FlagSet::of(WaitFlags::from_bits_retain(c.flags))) },
-                hex("addr", c.addr as u64),
-                dec("count", c.count as u64),
-            ]),
+            Self::Wait(c) => {
+                let flags = WaitFlags::from_bits_retain(c.flags);
+                // The word is a semaphore's index under WAIT_COUNTER, an L1
+                // address otherwise.
+                let waited = if flags.contains(WaitFlags::WAIT_COUNTER) {
+                    dec("semaphore", c.addr as u64)
+                } else {
+                    hex("addr", c.addr as u64)
+                };
+                Fields::new([
+                    Field { name: "flags", value: FieldValue::Flags(FlagSet::of(flags)) },
+                    waited,
+                    dec("count", c.count as u64),
+                ])
+            }
             Self::Go(c) => Fields::new([word("signal", c.signal), noc("dst", c.dst)]),
             Self::Launch(c) => Fields::new([dec("length", c.length as u64), noc("dst", c.dst)]),
             Self::SetWriteOffset(v) => Fields::new([hex("offset", *v as u64)]),

@@ -107,7 +107,7 @@ fn dispatch_examples() -> Vec<(DispatchHeader, &'static str)> {
         (DispatchHeader::WriteHost(host(WriteHostFlags::empty(), 256)), "WRITE_HOST data length=256 tag=5"),
         (DispatchHeader::WriteHost(host(WriteHostFlags::EVENT, 16)), "WRITE_HOST event length=16 tag=5"),
         (DispatchHeader::Wait(wait(barrier, 0, 0)), "WAIT flags=BARRIER | NOTIFY_PREFETCH addr=0x0 count=0"),
-        (DispatchHeader::Wait(wait(counter, 3, 2)), "WAIT flags=WAIT_COUNTER | CLEAR addr=0x3 count=2"),
+        (DispatchHeader::Wait(wait(counter, 3, 2)), "WAIT flags=WAIT_COUNTER | CLEAR semaphore=3 count=2"),
         (DispatchHeader::Wait(wait(0, 0x40, 1)), "WAIT flags= addr=0x40 count=1"),
         // Bits no flag names (a header built by hand: `parse` refuses them)
         // print as bitflags prints them.
