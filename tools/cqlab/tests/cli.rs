@@ -495,15 +495,25 @@ fn bench_dispatch_profiles_name_firmware_functions() {
     for row in rows {
         let profile = row["profile"].as_array().unwrap_or_else(|| panic!("no profile: {row}"));
         let cycles = |core: &str| -> u64 {
-            profile.iter().filter(|f| f["core"] == core).map(|f| f["cycles"].as_u64().unwrap()).sum()
+            profile.iter().filter(|f| f["name"] == core).map(|f| f["cycles"].as_u64().unwrap()).sum()
         };
         let (pf, w) = (cycles("prefetcher0"), cycles("worker0.0"));
         assert_eq!(pf, w, "both cores were sampled over the same time: {row}");
         let timed = row["device_cycles_per_program"].as_f64().unwrap() * row["programs"].as_f64().unwrap();
         assert!(pf as f64 >= timed && (pf as f64) < timed + 20_000.0, "sampled {pf} cycles, timed {timed}: {row}");
         assert!(profile.iter().all(|f| f["cycles"].as_u64().unwrap() > 0), "{row}");
+        // Each names its core `{"x", "y"}` beside the name `--profile` gave,
+        // one core a name.
+        let at = |name: &str| -> Vec<&serde_json::Value> {
+            profile.iter().filter(|f| f["name"] == name).map(|f| &f["core"]).collect()
+        };
+        for name in ["prefetcher0", "worker0.0"] {
+            let cores = at(name);
+            assert!(cores.iter().all(|c| c["x"].is_u64() && c["y"].is_u64() && *c == cores[0]), "{name}: {row}");
+        }
+        assert_ne!(at("prefetcher0")[0], at("worker0.0")[0], "{row}");
         let named = |core: &str, part: &str| {
-            profile.iter().any(|f| f["core"] == core && f["function"].as_str().unwrap().contains(part))
+            profile.iter().any(|f| f["name"] == core && f["function"].as_str().unwrap().contains(part))
         };
         assert!(named("prefetcher0", "Prefetcher"), "the prefetcher's own functions: {row}");
         assert!(named("worker0.0", "worker::"), "the worker firmware's functions: {row}");
