@@ -154,8 +154,8 @@ impl Bench {
         Ok(())
     }
 
-    /// Runs the benchmark on a fresh `board` chip (seed 1, no jitter):
-    /// its figure in [`Bench::unit`].
+    /// Runs the benchmark on a fresh `board` chip (`SimConfig::for_board`:
+    /// seed 0, no jitter): its figure in [`Bench::unit`].
     pub fn run(self, board: Board) -> Result<f64, SimError> {
         self.run_on(SimConfig::for_board(board))
     }

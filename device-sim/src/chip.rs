@@ -259,8 +259,18 @@ pub struct Memories {
 pub struct L0Summary {
     pub hits: u64,
     pub stale_hits: u64,
-    /// The first stale hit in device time: its core, PC and address.
-    pub first_stale: Option<(CoreId, u32, u32)>,
+    /// The first stale hit in device time.
+    pub first_stale: Option<StaleHit>,
+}
+
+/// A load that hit a copy in a core's L0 data cache that L1 no longer held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StaleHit {
+    pub core: CoreId,
+    /// The device cycle of the load.
+    pub cycle: u64,
+    pub pc: u32,
+    pub addr: u32,
 }
 
 /// DRAM bytes moved by NOC transactions since power-on or the last reset of
@@ -452,8 +462,8 @@ impl Chip {
 
     /// The cores' L0 data caches (`SimConfig::l0_data_cache`), summed:
     /// loads that hit, hits that returned bytes L1 no longer held, and the
-    /// first stale hit in device time (the lowest core on a tie), its core,
-    /// PC and address. `None` when the model has none.
+    /// first stale hit in device time (the lowest core on a tie): its core,
+    /// cycle, PC and address. `None` when the model has none.
     pub fn l0_cache(&self) -> Option<L0Summary> {
         self.cfg.l0_data_cache.then(|| {
             let mut s = L0Summary::default();
@@ -465,7 +475,7 @@ impl Chip {
                 if let Some((cycle, pc, addr)) = l0.first_stale() {
                     if first.is_none_or(|f| cycle < f) {
                         first = Some(cycle);
-                        s.first_stale = Some((c.id, pc, addr));
+                        s.first_stale = Some(StaleHit { core: c.id, cycle, pc, addr });
                     }
                 }
             }

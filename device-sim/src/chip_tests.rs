@@ -1054,6 +1054,16 @@ fn l0_poll(
     }
     let h = &chip.cores[chip.core_index(brisc(t)).unwrap()].hart;
     let l0 = *h.l0_cache();
+    // The chip's summary names the first stale read: this core, the flag,
+    // after the write and before the halt.
+    let first = chip.l0_cache().expect("the model has L0 caches").first_stale;
+    match first {
+        None => assert_eq!(l0.stale_hits(), 0, "stale hits without a first one"),
+        Some(hit) => {
+            assert_eq!((hit.core, hit.addr), (brisc(t), flag), "{hit:?}");
+            assert!(hit.cycle >= written && hit.cycle <= h.cycle(), "{hit:?}: written at {written}");
+        }
+    }
     (h.cycle() - written, word(&chip, t, flag + 4), l0.stale_hits(), l0.hits(), h.instret())
 }
 

@@ -38,7 +38,7 @@
 use crate::backend::model::Model;
 use crate::backend::{
     check_sysmem, claim_slice, snapshot_read, snapshot_u32, Backend, CoreDebug, DramTraffic, Introspect, L0CacheStats,
-    DEFAULT_POLL_CYCLES,
+    StaleRead, DEFAULT_POLL_CYCLES,
 };
 use crate::config::{DeviceConfig, HostSchedule};
 use crate::error::{DriverError, Result};
@@ -758,11 +758,11 @@ pub fn check_chip(dir: &Path, board: Board, harvesting: &Harvesting, cfg: &Devic
 fn l0_stats_of(view: L0View) -> Result<L0CacheStats> {
     let first_stale = match view.first_stale {
         None => None,
-        Some((tile, processor, pc, addr)) => {
+        Some((tile, processor, pc, addr, cycle)) => {
             let processor = *Processor::ALL.get(processor as usize).ok_or_else(|| {
                 DriverError::Backend(format!("simulator daemon: L0_CACHE reply names core {processor}"))
             })?;
-            Some(L0CacheStats::describe_stale(CoreId { tile: Coord::unpack(tile), processor }, pc, addr))
+            Some(StaleRead { core: Coord::unpack(tile), processor, pc, addr, cycle })
         }
     };
     Ok(L0CacheStats { hits: view.hits, stale_hits: view.stale_hits, first_stale })

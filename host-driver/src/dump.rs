@@ -349,7 +349,8 @@ impl CoreState {
 impl Serialize for CoreState {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut st = s.serialize_struct("CoreState", 10)?;
-        st.serialize_field("core", &self.core.to_string())?;
+        // `{"x": .., "y": ..}`, as every JSON output names a core.
+        st.serialize_field("core", &self.core)?;
         st.serialize_field("role", &self.role.to_string())?;
         st.serialize_field("waypoint", &self.waypoint.to_string())?;
         st.serialize_field("meaning", self.meaning())?;
@@ -513,5 +514,47 @@ impl fmt::Display for HangDump {
         }
         let idle = self.cores.iter().filter(|c| c.idle()).count();
         writeln!(f, "({idle} workers idle in GOW not shown)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::Topology;
+    use cqlab_abi::soc::Board;
+
+    /// A dump's JSON names each core as every cqlab JSON output does:
+    /// `{"x": .., "y": ..}` (it was the string "(18,26)"), beside its role.
+    #[test]
+    fn a_dumps_json_names_each_core_by_x_and_y() {
+        let chip = Topology::for_board(Board::WormholeN150, None, 2).unwrap();
+        let core = chip.worker(1, 0).unwrap();
+        let state = CoreState {
+            core,
+            role: chip.role(core).unwrap(),
+            waypoint: waypoint::GOW,
+            pc: Some(0x13dc),
+            halt: None,
+            subordinates: vec![],
+            semaphores: [0; 4],
+            error: None,
+            last_trace: vec![],
+            wait_target: None,
+            kernel_start: None,
+        };
+        let dump = HangDump {
+            waited_for: Wait::Live { cq: 0 },
+            device_cycle: 5,
+            queues: vec![],
+            host: vec![],
+            cores: vec![state],
+            chain: vec![],
+            deadlock: false,
+        };
+        let v = serde_json::to_value(&dump).unwrap();
+        let c = &v["cores"][0];
+        assert_eq!(c["core"], serde_json::json!({"x": core.x, "y": core.y}), "{c}");
+        assert_eq!(c["role"], "worker (1,0)", "{c}");
+        assert_eq!(serde_json::from_value::<Coord>(c["core"].clone()).unwrap(), core);
     }
 }

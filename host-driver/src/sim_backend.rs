@@ -11,7 +11,7 @@
 
 use crate::backend::{
     check_sysmem, claim_slice, snapshot_read, snapshot_u32, Backend, CoreDebug, DramTraffic, Introspect, L0CacheStats,
-    DEFAULT_POLL_CYCLES,
+    StaleRead, DEFAULT_POLL_CYCLES,
 };
 use crate::config::HostSchedule;
 use crate::error::{DriverError, Result};
@@ -159,8 +159,12 @@ impl Introspect for EmbeddedSim {
         Ok(self.chip.chip.l0_cache().map(|s| L0CacheStats {
             hits: s.hits,
             stale_hits: s.stale_hits,
-            first_stale: s.first_stale.map(|(c, pc, addr)| {
-                L0CacheStats::describe_stale(CoreId { tile: c.tile, processor: c.processor }, pc, addr)
+            first_stale: s.first_stale.map(|h| StaleRead {
+                core: h.core.tile,
+                processor: h.core.processor,
+                pc: h.pc,
+                addr: h.addr,
+                cycle: h.cycle,
             }),
         }))
     }

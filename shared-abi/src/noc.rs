@@ -34,8 +34,12 @@ pub const MAX_CQS: u8 = 16;
 /// Command queues a device runs unless told otherwise.
 pub const DEFAULT_CQS: u8 = 2;
 
-/// Coordinates of a tile on the NOC.
+/// Coordinates of a tile on the NOC. In JSON (with `std`) the object
+/// `{"x": X, "y": Y}`: every JSON output of cqlab names a core this way
+/// (beside whatever else it says of it: a role, a processor), except the
+/// positional records of a run's trace file (docs/cli.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
 pub struct Coord {
     pub x: u8,
     pub y: u8,

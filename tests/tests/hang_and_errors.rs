@@ -42,8 +42,16 @@ on_both_chips! {
         let text = err.to_string();
         eprintln!("{text}");
         assert!(text.contains(&format!("kernel on {worker} still running after")), "{text}");
-        let json = serde_json::to_string(dump.as_ref()).unwrap();
-        assert!(json.contains("\"chain\""));
+        let json = serde_json::to_value(dump.as_ref()).unwrap();
+        assert!(json["chain"].is_array(), "{json}");
+        // The dump's JSON names each core `{"x": .., "y": ..}`, as every JSON
+        // output does (it was the string "(18,18)"): the root worker's too.
+        let at = |c: &serde_json::Value| serde_json::from_value::<cqlab_abi::noc::Coord>(c["core"].clone());
+        let cores = json["cores"].as_array().unwrap();
+        assert!(cores.iter().all(|c| at(c).is_ok()), "seed 11: {json}");
+        let root = cores.iter().find(|c| at(c).ok() == Some(worker)).unwrap_or_else(|| panic!("seed 11: {json}"));
+        assert_eq!(root["core"], serde_json::json!({"x": worker.x, "y": worker.y}), "seed 11");
+        assert_eq!((root["role"].as_str(), root["waypoint"].as_str()), (Some("worker (1,1)"), Some("RUN")), "seed 11");
     }
 
     fn a_kernel_longer_than_the_stall_timeout_is_not_a_hang(chip) {

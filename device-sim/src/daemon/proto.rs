@@ -29,11 +29,12 @@
 
 use std::io::{self, Read, Write};
 
-/// Version 4: [`ChipInfo`] names the timing model, CORE_DEBUG says whether
+/// Version 5: L0_CACHE's first stale hit carries its cycle. Version 4:
+/// [`ChipInfo`] names the timing model, CORE_DEBUG says whether
 /// the core is held in reset, L0_CACHE. Version 3: the real chips (board and harvesting in [`ChipInfo`], cores
 /// named by tile and processor, BAR_WRITE and BAR_READ). Version 2 added
 /// server-enforced ownership, STOP's force flag, STATUS, PEEK.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 /// Largest data part of a WRITE, or length of a READ or PEEK: bigger
 /// transfers are split by the client.
 pub const MAX_DATA: usize = 1 << 20;
@@ -415,13 +416,14 @@ impl CoreView {
 /// L0_CACHE's answer: what the cores' L0 data caches did (`Chip::l0_cache`).
 /// On the wire: present u8 (0: the model has no L0 caches), hits u64, stale
 /// hits u64, first stale present u8, then its tile u32 (packed translated
-/// coordinates), core u8 (`Processor::index`), pc u32, address u32.
+/// coordinates), core u8 (`Processor::index`), pc u32, address u32, device
+/// cycle u64 (since version 5).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct L0View {
     pub hits: u64,
     pub stale_hits: u64,
-    /// The first stale hit in device time: tile, core, PC, address.
-    pub first_stale: Option<(u32, u8, u32, u32)>,
+    /// The first stale hit in device time: tile, core, PC, address, cycle.
+    pub first_stale: Option<(u32, u8, u32, u32, u64)>,
 }
 
 impl L0View {
@@ -431,12 +433,13 @@ impl L0View {
         b.extend(v.hits.to_le_bytes());
         b.extend(v.stale_hits.to_le_bytes());
         match v.first_stale {
-            Some((tile, processor, pc, addr)) => {
+            Some((tile, processor, pc, addr, cycle)) => {
                 b.push(1);
                 b.extend(tile.to_le_bytes());
                 b.push(processor);
                 b.extend(pc.to_le_bytes());
                 b.extend(addr.to_le_bytes());
+                b.extend(cycle.to_le_bytes());
             }
             None => b.push(0),
         }
@@ -452,7 +455,7 @@ impl L0View {
         let (hits, stale_hits) = (r.u64("hits")?, r.u64("stale hits")?);
         let first_stale = match r.u8("first stale present")? {
             0 => None,
-            _ => Some((r.u32("tile")?, r.u8("core")?, r.u32("pc")?, r.u32("address")?)),
+            _ => Some((r.u32("tile")?, r.u8("core")?, r.u32("pc")?, r.u32("address")?, r.u64("cycle")?)),
         };
         r.end()?;
         Ok(Some(L0View { hits, stale_hits, first_stale }))
@@ -699,7 +702,7 @@ mod tests {
         assert_eq!(CoreView::decode(&CoreView::encode(Some(&view))), Ok(Some(view)));
         assert_eq!(CoreView::decode(&CoreView::encode(None)), Ok(None));
         for l0 in [
-            L0View { hits: 5, stale_hits: 1, first_stale: Some((0x1312, 2, 0x40, 0x9000)) },
+            L0View { hits: 5, stale_hits: 1, first_stale: Some((0x1312, 2, 0x40, 0x9000, 123_456)) },
             L0View { hits: 7, stale_hits: 0, first_stale: None },
         ] {
             assert_eq!(L0View::decode(&L0View::encode(Some(&l0))), Ok(Some(l0)));

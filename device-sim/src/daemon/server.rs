@@ -596,7 +596,7 @@ fn device_loop(
                     stale_hits: s.stale_hits,
                     first_stale: s
                         .first_stale
-                        .map(|(core, pc, addr)| (core.tile.packed(), core.processor.index() as u8, pc, addr)),
+                        .map(|h| (h.core.tile.packed(), h.core.processor.index() as u8, h.pc, h.addr, h.cycle)),
                 });
                 Ok(L0View::encode(view.as_ref()))
             }

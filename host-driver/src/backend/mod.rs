@@ -19,8 +19,9 @@ pub mod spec;
 
 use crate::error::Result;
 use crate::geometry::CoreId;
+use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::arch::ArchParams;
-use cqlab_abi::noc::NocAddr;
+use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::soc::{Board, Harvesting};
 use zerocopy::{FromBytes, IntoBytes};
 
@@ -55,15 +56,58 @@ pub struct L0CacheStats {
     /// Hits that returned bytes L1 no longer held: reads a firmware takes
     /// stale on silicon (a wait without `fence`).
     pub stale_hits: u64,
-    /// The first stale read, "core (x,y) PROCESSOR pc 0x.. addr 0x..": where
-    /// a `fence` is missing.
-    pub first_stale: Option<String>,
+    /// The first stale read in device time: where a `fence` is missing.
+    pub first_stale: Option<StaleRead>,
 }
 
-impl L0CacheStats {
-    /// How a stale read is named: "core (x,y) PROCESSOR pc 0x.. addr 0x..".
-    pub fn describe_stale(core: CoreId, pc: u32, addr: u32) -> String {
-        format!("core {} {:?} pc {pc:#x} addr {addr:#x}", core.tile, core.processor)
+/// A load that returned a copy in a core's L0 data cache that L1 no longer
+/// held. In JSON `{"core": {"x": .., "y": ..}, "processor": "brisc", "pc":
+/// .., "addr": .., "cycle": ..}`; as text "core (x,y) brisc pc 0x.. addr
+/// 0x.. at cycle N".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StaleRead {
+    /// The tile (translated coordinates).
+    pub core: Coord,
+    /// Which of its cores loaded (`Processor::name`: `brisc`, `ncrisc`,
+    /// `trisc0`..`trisc2`).
+    #[serde(with = "processor_name")]
+    pub processor: Processor,
+    /// The load's PC and the L1 address it read.
+    pub pc: u32,
+    pub addr: u32,
+    /// The device cycle of the load.
+    pub cycle: u64,
+}
+
+impl std::fmt::Display for StaleRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "core {} {} pc {:#x} addr {:#x} at cycle {}",
+            self.core,
+            self.processor.name(),
+            self.pc,
+            self.addr,
+            self.cycle
+        )
+    }
+}
+
+/// A [`Processor`] in JSON: its name.
+mod processor_name {
+    use cqlab_abi::arch::tensix::Processor;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(p: &Processor, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(p.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Processor, D::Error> {
+        let name = String::deserialize(d)?;
+        Processor::ALL.into_iter().find(|p| p.name() == name).ok_or_else(|| {
+            let names: Vec<&str> = Processor::ALL.iter().map(|p| p.name()).collect();
+            serde::de::Error::custom(format!("processor {name:?}: one of {}", names.join(", ")))
+        })
     }
 }
 
@@ -246,5 +290,28 @@ pub(crate) fn check_sysmem(offset: usize, len: usize, size: usize) -> Result<std
             what: "sysmem access",
             detail: format!("{len} bytes at offset {offset:#x} of a {size:#x}-byte sysmem"),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stale read in JSON names its core `{"x", "y"}` and its processor
+    /// by name, and reads back; a processor no core has is refused, named.
+    #[test]
+    fn a_stale_read_is_structured_json_and_reads_back() {
+        let read = StaleRead { core: Coord::new(3, 4), processor: Processor::Trisc1, pc: 0x40, addr: 0x104, cycle: 9 };
+        let v = serde_json::to_value(read).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"core": {"x": 3, "y": 4}, "processor": "trisc1", "pc": 0x40, "addr": 0x104, "cycle": 9})
+        );
+        assert_eq!(serde_json::from_value::<StaleRead>(v.clone()).unwrap(), read);
+        assert_eq!(read.to_string(), "core (3,4) trisc1 pc 0x40 addr 0x104 at cycle 9");
+        let mut bad = v;
+        bad["processor"] = "erisc".into();
+        let e = serde_json::from_value::<StaleRead>(bad).unwrap_err().to_string();
+        assert!(e.contains("processor \"erisc\": one of brisc, ncrisc, trisc0, trisc1, trisc2"), "{e}");
     }
 }

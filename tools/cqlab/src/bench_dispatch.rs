@@ -644,10 +644,10 @@ fn profiles(rows: &[Row]) -> String {
         );
         let mut shown: std::collections::BTreeMap<&str, usize> = Default::default();
         for f in &r.profile {
-            let n = shown.entry(&f.core).or_default();
+            let n = shown.entry(&f.name).or_default();
             *n += 1;
             if *n <= PROFILE_TOP {
-                s += &format!("  {:<13} {:>5.1}%  {:>9}  {}\n", f.core, 100.0 * f.share, f.cycles, f.function);
+                s += &format!("  {:<13} {:>5.1}%  {:>9}  {}\n", f.name, 100.0 * f.share, f.cycles, f.function);
             }
         }
     }

@@ -228,6 +228,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
+    // Every benchmark runs on a fresh chip of this configuration, so of
+    // this seed (`SimConfig::for_board`'s).
+    let seed = a.sim(board).seed;
     let mut rows = Vec::new();
     for f in mine {
         let bench = f.bench().map_err(anyhow::Error::msg)?;
@@ -248,11 +251,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         });
     }
     if a.json {
-        outln!("{}", serde_json::to_string_pretty(&rows).context("serialising the rows")?);
+        let report = serde_json::json!({"chip": board.to_string(), "seed": seed, "rows": rows});
+        outln!("{}", serde_json::to_string_pretty(&report).context("serialising the report")?);
         return Ok(ExitCode::SUCCESS);
     }
     let timing = a.model.model().describe();
-    outln!("cqlab calibrate: {board}, the timing model beside published figures (seed 1, one run each{timing})");
+    outln!("cqlab calibrate: {board}, the timing model beside published figures (seed {seed}, one run each{timing})");
     outln!("{:<62} {:>10} {:>12} {:>8} {:>6}  source", "figure", "model", "published", "unit", "ratio");
     for r in &rows {
         let published = match r.published_max {

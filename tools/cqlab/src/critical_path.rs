@@ -364,7 +364,9 @@ impl Timeline {
     }
 }
 
-/// Consecutive steps with the same phase and core (of `chip`) merged, as JSON.
+/// Consecutive steps with the same phase and core (of `chip`) merged, as
+/// JSON: each step's `core` as `{"x", "y"}` (null for the host) beside its
+/// `role` on the chip (`"host"` for the host).
 pub fn to_json(chip: &Topology, steps: &[Step]) -> Value {
     let role = |c: Coord| cqlab_workloads::analysis::Analysis::role(chip, c);
     let mut out: Vec<(String, String, Option<Coord>, u64, u64)> = Vec::new();
@@ -382,7 +384,7 @@ pub fn to_json(chip: &Topology, steps: &[Step]) -> Value {
     Value::Array(
         out.into_iter()
             .map(|(phase, detail, core, from, to)| {
-                json!({"phase": phase, "detail": detail, "core": core.map_or("host".into(), role),
+                json!({"phase": phase, "detail": detail, "core": core, "role": core.map_or("host".into(), role),
                        "from": from, "to": to, "cycles": to - from})
             })
             .collect(),

@@ -19,7 +19,11 @@ use std::path::{Path, PathBuf};
 /// One function's share of a core's device time.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FunctionShare {
-    pub core: String,
+    /// The tile (translated coordinates; its BRISC is sampled): `{"x", "y"}`
+    /// in JSON, as every JSON output names a core.
+    pub core: Coord,
+    /// The core as `--profile` names it (`prefetcher0`, `worker1.2`).
+    pub name: String,
     pub function: String,
     /// Device cycles of the samples that found the core in this function.
     pub cycles: u64,
@@ -84,13 +88,14 @@ pub fn take(dev: &mut Device, symbols: &mut Symbols) -> Result<Vec<FunctionShare
     let mut out: Vec<FunctionShare> = by_function
         .into_iter()
         .map(|((core, function), cycles)| FunctionShare {
-            core: CoreName::of(dev.chip(), core.tile).map_or_else(|| core.to_string(), |n| n.to_string()),
+            core: core.tile,
+            name: CoreName::of(dev.chip(), core.tile).map_or_else(|| core.to_string(), |n| n.to_string()),
             function,
             cycles,
             share: cycles as f64 / per_core[&core] as f64,
         })
         .collect();
-    out.sort_by(|a, b| a.core.cmp(&b.core).then(b.cycles.cmp(&a.cycles)).then(a.function.cmp(&b.function)));
+    out.sort_by(|a, b| a.name.cmp(&b.name).then(b.cycles.cmp(&a.cycles)).then(a.function.cmp(&b.function)));
     Ok(out)
 }
 

@@ -406,9 +406,9 @@ pub fn run_seed_with(
         Some(l0) if l0.stale_hits > 0 => Err(Failure::Check {
             check: "stale L0 read",
             detail: format!(
-                "{} loads returned a copy in a core's L0 data cache that L1 no longer held; the first: {}",
+                "{} loads returned a copy in a core's L0 data cache that L1 no longer held{}",
                 l0.stale_hits,
-                l0.first_stale.unwrap_or_default()
+                l0.first_stale.map_or(String::new(), |f| format!("; the first: {f}"))
             ),
         }),
         _ => Ok(()),

@@ -11,7 +11,10 @@
 //! {"end":{"timed_cycles":..,"lost":0}}
 //! ```
 //! Records of one core appear in its ring order; cores interleave in
-//! drain-sized blocks. Cores are named by translated NOC coordinates; the
+//! drain-sized blocks. A `rec` line is positional on purpose, unlike every
+//! other core in cqlab's JSON (`{"x", "y"}`, as the header's `cores`): the
+//! records are the bulk of the file and keys would more than double each
+//! line. Cores are named by translated NOC coordinates; the
 //! header's chip, harvesting and queue count say whose they are (version 1
 //! files came from cqlab's earlier invented chip and are refused).
 

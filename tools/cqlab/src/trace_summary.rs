@@ -604,7 +604,7 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
             steps.push(format!(
                 "{} {d} ({}: {})",
                 s["phase"].as_str().unwrap_or(""),
-                s["core"].as_str().unwrap_or(""),
+                s["role"].as_str().unwrap_or(""),
                 s["detail"].as_str().unwrap_or("")
             ));
         }

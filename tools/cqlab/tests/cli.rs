@@ -390,13 +390,16 @@ fn link_contention_costs_cycles_and_saves_none_beyond_a_cycle() {
 
 /// `calibrate` on each chip's default model: every built-in figure within
 /// 0.85-1.15 of its published value (issue 27's bar), packet sizes from
-/// 32 B to 16 KiB and DRAM from every bank at once included.
+/// 32 B to 16 KiB and DRAM from every bank at once included. The JSON is
+/// one object naming the chip and the seed every benchmark ran on (it was
+/// a bare array of rows, without the seed), the text header the same seed.
 #[test]
 fn calibrate_holds_every_listed_figure_on_both_chips() {
     for chip in ["wormhole-n150", "blackhole-p150a"] {
         let (code, v) = cqlab_json(&["calibrate", "--chip", chip]);
         assert_eq!(code, 0, "{v}");
-        let rows = v.as_array().expect("rows");
+        assert_eq!((v["chip"].as_str(), v["seed"].as_u64()), (Some(chip), Some(0)), "{v}");
+        let rows = v["rows"].as_array().expect("rows");
         assert!(rows.len() >= 12, "{chip}: {} figures", rows.len());
         for row in rows {
             assert_eq!(row["calibrated"], true, "{chip}: {row}");
@@ -432,8 +435,9 @@ fn calibrate_takes_a_users_figures_through_a_pipe() {
     };
     let o = run(&figure(8192));
     assert!(o.status.success(), "{}", text(&o));
-    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows}");
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = &report["rows"];
+    assert_eq!(rows.as_array().map(Vec::len), Some(1), "{report}");
     assert_eq!((rows[0]["name"].as_str(), rows[0]["unit"].as_str()), (Some("my card"), Some("GB/s")));
     let o = run(&figure(3));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
@@ -450,6 +454,7 @@ fn calibrate_without_link_contention_stays_calibrated() {
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("no link contention") && out.contains("25 of 25 within"), "{out}");
+    assert!(out.contains("(seed 0, one run each"), "the header names the seed --json gives: {out}");
     let o = cqlab(&["calibrate", "--link-contention"]);
     assert!(o.status.success() && !String::from_utf8_lossy(&o.stdout).contains("no link contention"), "{}", text(&o));
     let o = cqlab(&["calibrate", "--link-contention", "--no-link-contention"]);
@@ -466,7 +471,7 @@ fn calibrate_runs_the_timing_model_options_of_bench_dispatch() {
     assert_eq!(code, 0, "{default}");
     let (code, cached) = cqlab_json(&["calibrate", "--icache"]);
     assert_eq!(code, 0, "{cached}");
-    let (default, cached) = (default.as_array().expect("rows"), cached.as_array().expect("rows"));
+    let (default, cached) = (default["rows"].as_array().expect("rows"), cached["rows"].as_array().expect("rows"));
     assert_eq!(default.len(), cached.len());
     assert!(default.iter().all(|r| r["icache"] == false && r["pipelined_loads"] == true), "{default:?}");
     assert!(cached.iter().all(|r| r["icache"] == true), "{cached:?}");
@@ -490,15 +495,25 @@ fn bench_dispatch_profiles_name_firmware_functions() {
     for row in rows {
         let profile = row["profile"].as_array().unwrap_or_else(|| panic!("no profile: {row}"));
         let cycles = |core: &str| -> u64 {
-            profile.iter().filter(|f| f["core"] == core).map(|f| f["cycles"].as_u64().unwrap()).sum()
+            profile.iter().filter(|f| f["name"] == core).map(|f| f["cycles"].as_u64().unwrap()).sum()
         };
         let (pf, w) = (cycles("prefetcher0"), cycles("worker0.0"));
         assert_eq!(pf, w, "both cores were sampled over the same time: {row}");
         let timed = row["device_cycles_per_program"].as_f64().unwrap() * row["programs"].as_f64().unwrap();
         assert!(pf as f64 >= timed && (pf as f64) < timed + 20_000.0, "sampled {pf} cycles, timed {timed}: {row}");
         assert!(profile.iter().all(|f| f["cycles"].as_u64().unwrap() > 0), "{row}");
+        // Each names its core `{"x", "y"}` beside the name `--profile` gave,
+        // one core a name.
+        let at = |name: &str| -> Vec<&serde_json::Value> {
+            profile.iter().filter(|f| f["name"] == name).map(|f| &f["core"]).collect()
+        };
+        for name in ["prefetcher0", "worker0.0"] {
+            let cores = at(name);
+            assert!(cores.iter().all(|c| c["x"].is_u64() && c["y"].is_u64() && *c == cores[0]), "{name}: {row}");
+        }
+        assert_ne!(at("prefetcher0")[0], at("worker0.0")[0], "{row}");
         let named = |core: &str, part: &str| {
-            profile.iter().any(|f| f["core"] == core && f["function"].as_str().unwrap().contains(part))
+            profile.iter().any(|f| f["name"] == core && f["function"].as_str().unwrap().contains(part))
         };
         assert!(named("prefetcher0", "Prefetcher"), "the prefetcher's own functions: {row}");
         assert!(named("worker0.0", "worker::"), "the worker firmware's functions: {row}");

@@ -442,6 +442,7 @@ fn a_daemon_names_its_timing_model_and_reports_its_l0_caches() {
         assert!(o.status.success(), "{}", text(&o));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("status --json is JSON");
         assert_eq!(v["model"]["l0_cache"], words.is_empty(), "{name}: {v}");
+        assert_cores_by_x_and_y(&v["cores"]);
         assert_eq!(v["model"]["exact_time"], !words.is_empty(), "{name}: {v}");
         let l0_of = |device: &str, chip: &[&str]| {
             let mut c = Command::new(CQLAB);
@@ -799,6 +800,20 @@ fn a_failed_start_leaves_nothing_behind() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Each core state of `status --json` or `dump --json` names its core as
+/// every JSON output does, `{"x": .., "y": ..}` (it was the string
+/// "(18,18)"), beside its role; no two the same.
+fn assert_cores_by_x_and_y(cores: &serde_json::Value) {
+    let cores = cores.as_array().unwrap_or_else(|| panic!("cores: {cores}"));
+    let mut seen = std::collections::BTreeSet::new();
+    for c in cores {
+        let xy = c["core"].as_object().filter(|o| o.len() == 2);
+        let at = xy.and_then(|o| Some((o.get("x")?.as_u64()?, o.get("y")?.as_u64()?)));
+        let at = at.unwrap_or_else(|| panic!("core is not {{\"x\", \"y\"}}: {c}"));
+        assert!(c["role"].is_string() && seen.insert(at), "{c}");
+    }
+}
+
 #[test]
 fn status_and_dump_work_mid_run_without_disturbing_it() {
     let d = Daemon::start("observe", 8);
@@ -836,6 +851,7 @@ fn status_and_dump_work_mid_run_without_disturbing_it() {
         let v: serde_json::Value = serde_json::from_slice(&dump.stdout).expect("dump --json is JSON");
         // One queue's two cores and the small Wormhole's 8x1 compute grid.
         assert!(v["dump"]["cores"].as_array().is_some_and(|c| c.len() == 10), "{v}");
+        assert_cores_by_x_and_y(&v["dump"]["cores"]);
         assert!(v["chains"][0]["chain"][0].as_str().is_some_and(|l| l.contains("CQ0")), "{v}");
     }
     let mut rest = String::new();

@@ -269,6 +269,16 @@ fn parallel_jobs_give_the_report_of_one_process_and_records_replay() {
         let f = dir.join(format!("seed-{seed}.{ext}"));
         assert!(f.metadata().is_ok_and(|m| m.len() > 0), "{} missing", f.display());
     }
+    // The dump's JSON names each core `{"x": .., "y": ..}` (it was the
+    // string "(18,18)").
+    let dump: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(format!("seed-{seed}.json"))).unwrap())
+            .expect("seed-N.json is JSON");
+    let cores = dump["dump"]["cores"].as_array().unwrap_or_else(|| panic!("seed {seed}: {dump}"));
+    for c in cores {
+        let xy = c["core"].as_object().is_some_and(|o| o.len() == 2 && o["x"].is_u64() && o["y"].is_u64());
+        assert!(xy, "seed {seed}: {c}");
+    }
     // Every failing seed's text holds its hang dump, a device error's too
     // (it held the error's one line).
     for entry in std::fs::read_dir(&dir).unwrap() {

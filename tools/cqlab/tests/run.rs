@@ -483,11 +483,18 @@ fn trace_summary_critical_path_walks_back_through_the_cores() {
                 assert_eq!(pair[0]["to"], pair[1]["from"], "{w}: steps are contiguous: {pair:?}");
             }
             assert!(i["critical_path_attributed_fraction"].as_f64().unwrap() >= 0.95, "{w}: {i}");
-            let on = |core: &str, phase: &str| {
-                path.iter().any(|s| s["core"].as_str().unwrap().starts_with(core) && s["phase"] == phase)
+            let on = |role: &str, phase: &str| {
+                path.iter().any(|s| s["role"].as_str().unwrap().starts_with(role) && s["phase"] == phase)
             };
+            // Each step names its core as {"x", "y"} beside its role, the
+            // host none.
+            for s in path {
+                let core = &s["core"];
+                let named = core.as_object().is_some_and(|c| c.len() == 2 && c["x"].is_u64() && c["y"].is_u64());
+                assert!(named || (core.is_null() && s["role"] == "host"), "{w}: {s}");
+            }
             // Ends with the host seeing the event the dispatcher wrote.
-            assert_eq!(path.last().unwrap()["core"], "host");
+            assert_eq!(path.last().unwrap()["role"], "host");
             if w == "hetero" {
                 assert!(on("worker", "kernel"), "{w}: {i}");
                 assert!(

@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use cqlab_abi::noc::Coord;
 use cqlab_abi::trace::TraceRecord;
 use cqlab_driver::backend::spec::Spec;
+use cqlab_driver::backend::StaleRead;
 use cqlab_driver::{DeviceConfig, Topology};
 use cqlab_workloads::collect::RecordSink;
 use cqlab_workloads::kinds::{Kind, Knobs};
@@ -497,6 +498,19 @@ fn num(v: &Value) -> String {
     }
 }
 
+/// A point's L0 data-cache line, where the model has the caches: its
+/// counts and the first stale read (`L0CacheStats` as JSON).
+fn l0_line(p: &Value) -> Option<String> {
+    let l0 = &p["l0_cache"];
+    let (hits, stale) = (l0["hits"].as_u64()?, l0["stale_hits"].as_u64()?);
+    let first = serde_json::from_value::<StaleRead>(l0["first_stale"].clone())
+        .map_or(String::new(), |f| format!("; the first: {f}"));
+    Some(format!(
+        "cqs {}: L0 data caches {hits} hits, {stale} stale (a copy L1 no longer held: a read no fence preceded){first}",
+        p["cqs"]
+    ))
+}
+
 fn print_text(r: &Value) {
     // The device when it is not simply the embedded one at the run's seed
     // (a spec's own seed or model words, a daemon, hardware).
@@ -580,16 +594,8 @@ fn print_text(r: &Value) {
             }
         }
     }
-    for p in r["points"].as_array().into_iter().flatten() {
-        let l0 = &p["l0_cache"];
-        if let (Some(hits), Some(stale)) = (l0["hits"].as_u64(), l0["stale_hits"].as_u64()) {
-            let first = l0["first_stale"].as_str().map_or(String::new(), |f| format!("; the first: {f}"));
-            outln!(
-                "cqs {}: L0 data caches {hits} hits, {stale} stale (a copy L1 no longer held: a read no fence \
-                 preceded){first}",
-                p["cqs"]
-            );
-        }
+    for line in r["points"].as_array().into_iter().flatten().filter_map(l0_line) {
+        outln!("{line}");
     }
     for p in r["points"].as_array().into_iter().flatten() {
         let ks: Vec<String> = p["kernels"]
@@ -631,5 +637,32 @@ fn print_text(r: &Value) {
                 s["stops_scaling_at"].to_string()
             }
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cqlab_abi::arch::tensix::Processor;
+    use cqlab_driver::backend::L0CacheStats;
+
+    /// `l0_cache.first_stale` is structured (it was a prose string): the
+    /// core as `{"x", "y"}`, its processor, PC, address and cycle; the text
+    /// line is made from it.
+    #[test]
+    fn the_first_stale_read_is_an_object_and_reads_back_as_text() {
+        let first =
+            StaleRead { core: Coord::new(1, 2), processor: Processor::Ncrisc, pc: 0x1f0, addr: 0x9000, cycle: 77 };
+        let stats = L0CacheStats { hits: 10, stale_hits: 3, first_stale: Some(first) };
+        let point = json!({"cqs": 1, "l0_cache": stats});
+        assert_eq!(
+            point["l0_cache"]["first_stale"],
+            json!({"core": {"x": 1, "y": 2}, "processor": "ncrisc", "pc": 0x1f0, "addr": 0x9000, "cycle": 77})
+        );
+        let line = l0_line(&point).unwrap();
+        assert!(line.ends_with("; the first: core (1,2) ncrisc pc 0x1f0 addr 0x9000 at cycle 77"), "{line}");
+        let none = json!({"cqs": 1, "l0_cache": L0CacheStats { hits: 10, ..L0CacheStats::default() }});
+        assert!(l0_line(&none).is_some_and(|l| !l.contains("the first")), "{none}");
+        assert_eq!(l0_line(&json!({"cqs": 1, "l0_cache": null})), None, "a model without the caches");
     }
 }
