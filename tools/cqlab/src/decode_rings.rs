@@ -239,7 +239,7 @@ pub fn decode_trace_ring(chip: &Topology, bytes: &[u8]) -> Decoded {
         }
         let (role, what) = describe(chip, &r);
         d.text.push_str(&format!("#{seq:<7} @{:<12} {role:<18} {what}\n", r.cycle));
-        d.records.push(json!({"seq": r.seq, "cycle": r.cycle, "core": Coord::unpack(r.core as u32).to_string(),
+        d.records.push(json!({"seq": r.seq, "cycle": r.cycle, "core": Coord::unpack(r.core as u32),
                               "role": role, "kind": TraceKind::from_u16(r.kind).map(|k| k.label()),
                               "arg0": r.arg0, "arg1": r.arg1}));
     }

@@ -52,6 +52,11 @@ fn trace_ring_dumps_decode_on_each_chip() {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("CQ0 dispatcher") && text.contains("LAUNCH"), "{board}: {text}");
+        // In JSON each record's core is `{x, y}`, as every JSON output's.
+        let out = cqlab(&["decode", "--kind", "trace", &file, "--chip", board.name(), "--json"]);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let core = &v["records"][0]["core"];
+        assert!(core["x"].is_u64() && core["y"].is_u64(), "{board}: {v}");
     }
 }
 
