@@ -91,7 +91,7 @@ enum Command {
     Stress(stress::Command),
     /// Run a workload at each value of one knob, or bisect to the first failing value.
     Sweep(sweep::Args),
-    /// Re-run one campaign run from its JSONL record, bit for bit, with its dump and trace.
+    /// Re-run one campaign run from its JSONL record, bit for bit (a race record with its dump and trace).
     Replay(replay::Args),
     /// Campaigns spread over a batch system: Slurm array jobs, merging shard records.
     #[command(subcommand)]

@@ -21,8 +21,9 @@ pub struct Args {
     /// With a file: the record of this seed (default: the first failing one, else the first not killed on purpose).
     #[arg(long, value_parser = crate::cli::seed)]
     pub seed: Option<u64>,
-    /// Directory for the dump and trace (default: replay-seed-N; created
-    /// if missing, its parent must exist).
+    /// Directory for the dump and trace of a race record (a stress run
+    /// writes neither; default: replay-seed-N; created if missing, its
+    /// parent must exist).
     #[arg(long)]
     pub out: Option<PathBuf>,
 }

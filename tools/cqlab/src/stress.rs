@@ -139,8 +139,10 @@ pub struct OneArgs {
     /// Reset the device before booting.
     #[arg(long)]
     pub reset_first: bool,
-    /// Stop once the workload has enqueued its n-th step ([`kill_steps`])
-    /// and wait for the SIGKILL the campaign planned there: the kill lands
+    /// Stop once the workload has enqueued its n-th step (copy_stress's
+    /// reads, random's operations, programs' programs, matmul_peak's
+    /// iterations) and wait for the SIGKILL the campaign planned there,
+    /// saying so on stdout (`enqueued N`): the kill lands
     /// at that point whatever the machine's load, where a run that went on
     /// could finish before it (helper-31's test run lost every kill so),
     /// and the same seed kills at the same point.
@@ -224,8 +226,8 @@ pub struct RunResult {
     pub unavailable: Option<String>,
 }
 
-/// Printed on stdout by a run held for a kill, `enqueued N` after each
-/// step ([`kill_steps`]): where the kill lands.
+/// Printed on stdout by a run held for a kill, `enqueued N` once it holds
+/// after step N ([`kill_steps`]): where the kill lands.
 const ENQUEUED: &str = "enqueued ";
 /// The most reads a copy_stress run enqueues (`--depth`), and so the
 /// latest read a kill is planned after.
@@ -355,14 +357,12 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
     // The runner boots the device itself.
     let booted = if matmul.is_some() { Ok(()) } else { dev.boot().map_err(Failure::from) };
     let mut enqueued = |n: u64| {
-        // Only a run held for a kill says where it is (the campaign counts
-        // nothing else), and only the campaign's SIGKILL ends it there.
-        if let Some(hold) = a.hold_after_enqueued {
+        // A run held for a kill says where it holds, and only the
+        // campaign's SIGKILL ends it there.
+        if a.hold_after_enqueued.is_some_and(|hold| n >= hold) {
             outln!("{ENQUEUED}{n}");
-            if n >= hold {
-                loop {
-                    std::thread::park();
-                }
+            loop {
+                std::thread::park();
             }
         }
     };
@@ -498,47 +498,56 @@ fn spawn_run(argv: &[String], timeout: Duration, kill_after: Option<u64>) -> Res
         s
     });
     let start = Instant::now();
-    let mut enqueued = 0u64;
-    let mut last = None;
-    let ended = loop {
-        // Lines are handled as they come (a kill lands within microseconds
-        // of the progress line it waits for).
-        match rx.recv_timeout(Duration::from_millis(5)) {
-            Ok(line) if line.starts_with(ENQUEUED) => {
-                enqueued = line[ENQUEUED.len()..].parse().context("a held run's progress line")?
-            }
-            Ok(line) => last = Some(line),
-            Err(_) => {}
-        }
-        if kill_after.is_some_and(|n| enqueued >= n) {
-            child.kill()?; // SIGKILL
-            child.wait()?;
-            break Ended::Killed { after: start.elapsed(), at_step: enqueued };
-        }
-        if let Some(status) = child.try_wait()? {
-            let _ = reader.join();
-            while let Ok(line) = rx.try_recv() {
-                if !line.starts_with(ENQUEUED) {
-                    last = Some(line);
+    let watch = || -> Result<Ended> {
+        let mut enqueued = 0u64;
+        let mut last = None;
+        let ended = loop {
+            // Lines are handled as they come (a kill lands within microseconds
+            // of the progress line it waits for).
+            match rx.recv_timeout(Duration::from_millis(5)) {
+                Ok(line) if line.starts_with(ENQUEUED) => {
+                    enqueued = line[ENQUEUED.len()..].parse().context("a held run's progress line")?
                 }
+                Ok(line) => last = Some(line),
+                Err(_) => {}
             }
-            let stderr = err_reader.join().unwrap_or_default();
-            // The error line (clap ends its own with a hint to try --help).
-            let why = stderr.lines().rev().find(|l| l.starts_with("error: ")).or(stderr.lines().last());
-            let why = why.unwrap_or("no output").trim_start_matches("error: ").to_owned();
-            break match last.as_deref().map(serde_json::from_str::<RunResult>) {
-                Some(Ok(r)) if crate::exit::ran(status.code()) => Ended::Done(r),
-                _ if status.code() == Some(i32::from(Exit::Usage.code())) => Ended::Refused(why),
-                _ => Ended::Crashed(format!("{status}: {why}")),
-            };
-        }
-        if start.elapsed() >= timeout {
-            child.kill()?;
-            child.wait()?;
-            break Ended::HardTimeout;
-        }
+            if kill_after.is_some_and(|n| enqueued >= n) {
+                child.kill()?; // SIGKILL
+                child.wait()?;
+                break Ended::Killed { after: start.elapsed(), at_step: enqueued };
+            }
+            if let Some(status) = child.try_wait()? {
+                let _ = reader.join();
+                while let Ok(line) = rx.try_recv() {
+                    if !line.starts_with(ENQUEUED) {
+                        last = Some(line);
+                    }
+                }
+                let stderr = err_reader.join().unwrap_or_default();
+                // The error line (clap ends its own with a hint to try --help).
+                let why = stderr.lines().rev().find(|l| l.starts_with("error: ")).or(stderr.lines().last());
+                let why = why.unwrap_or("no output").trim_start_matches("error: ").to_owned();
+                break match last.as_deref().map(serde_json::from_str::<RunResult>) {
+                    Some(Ok(r)) if crate::exit::ran(status.code()) => Ended::Done(r),
+                    _ if status.code() == Some(i32::from(Exit::Usage.code())) => Ended::Refused(why),
+                    _ => Ended::Crashed(format!("{status}: {why}")),
+                };
+            }
+            if start.elapsed() >= timeout {
+                child.kill()?;
+                child.wait()?;
+                break Ended::HardTimeout;
+            }
+        };
+        Ok(ended)
     };
-    Ok(ended)
+    let ended = watch();
+    if ended.is_err() {
+        // Never leave a run behind: a held one would keep the device.
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    ended
 }
 
 fn restart(a: RestartArgs) -> Result<ExitCode> {
@@ -554,7 +563,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
     let shard = Shard::resolve(a.records.shard.as_deref())?;
     let mut jsonl = a.records.open_jsonl()?;
     let timeout = Duration::from_secs_f64(a.timeout);
-    // Per-run seed, kill decision and kill time: one stream forked from the
+    // Per-run seed, kill decision and kill step: one stream forked from the
     // campaign seed, drawn for every run index so shards agree.
     let mut rng = Rng::new(a.seed);
     let steps = kill_steps(&a.workload);

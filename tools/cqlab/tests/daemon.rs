@@ -805,6 +805,7 @@ fn a_failed_start_leaves_nothing_behind() {
 /// "(18,18)"), beside its role; no two the same.
 fn assert_cores_by_x_and_y(cores: &serde_json::Value) {
     let cores = cores.as_array().unwrap_or_else(|| panic!("cores: {cores}"));
+    assert!(!cores.is_empty(), "no cores");
     let mut seen = std::collections::BTreeSet::new();
     for c in cores {
         let xy = c["core"].as_object().filter(|o| o.len() == 2);

@@ -275,6 +275,7 @@ fn parallel_jobs_give_the_report_of_one_process_and_records_replay() {
         serde_json::from_str(&std::fs::read_to_string(dir.join(format!("seed-{seed}.json"))).unwrap())
             .expect("seed-N.json is JSON");
     let cores = dump["dump"]["cores"].as_array().unwrap_or_else(|| panic!("seed {seed}: {dump}"));
+    assert!(!cores.is_empty(), "seed {seed}: {dump}");
     for c in cores {
         let xy = c["core"].as_object().is_some_and(|o| o.len() == 2 && o["x"].is_u64() && o["y"].is_u64());
         assert!(xy, "seed {seed}: {c}");
