@@ -1795,7 +1795,13 @@ impl Chip {
                 served += self.link_wait(src, issue.dst_key, true, request);
                 if ordered && endpoint == EndpointKind::Pcie {
                     // PCIe: a read does not pass this NIU's earlier posted writes.
-                    served = served.max(self.routes.posted_landed(Route::of(src, issue.dst_key, issue.vc)));
+                    let route = Route::of(src, issue.dst_key, issue.vc);
+                    let before = if self.cfg.faults.read_passes_unsent {
+                        self.routes.sent_landed(route, issue.time)
+                    } else {
+                        self.routes.posted_landed(route)
+                    };
+                    served = served.max(before);
                 }
                 let now = self.now;
                 let ready = self.endpoints.done(&self.cfg, &issue.target, served, issue.len, true, now);

@@ -137,6 +137,13 @@ pub struct Faults {
     /// chips keep those in order; use it to see what firmware would need if
     /// they did not. Draws no random numbers of its own.
     pub reorder: bool,
+    /// What-if on rule 4 (`noc` module doc): a read of host memory waits
+    /// only for the earlier writes to host memory that had *left* its NIU
+    /// when it issued (as an atomic, rule 2), not for those still queued
+    /// behind other packets. The NOC sources promise no more: a read
+    /// request is a packet of its own command buffer and does not queue
+    /// behind write data. Draws no random numbers of its own.
+    pub read_passes_unsent: bool,
 }
 
 /// The scheduler's policy.

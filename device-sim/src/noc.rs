@@ -149,7 +149,13 @@
 //! 4. **PCIe.** Writes to host memory from one core are one route (rule 1),
 //!    so a completion record lands before the write pointer that publishes
 //!    it; a core's read of host memory is not served before that core's
-//!    earlier writes to host memory have landed.
+//!    earlier writes to host memory have landed, also those still queued
+//!    in its NIU behind other packets. That is more than the sources
+//!    promise (a read request is its own command buffer's packet, and
+//!    PCIe orders only what reaches it): `faults.read_passes_unsent`
+//!    waits for the writes sent when the read issued, as rule 2 for an
+//!    atomic. The default hides `prefetch-chunk-refill-before-sent`
+//!    (`docs/race-finder.md`).
 //!
 //! Jitter only stretches a transaction's latency: it is then clamped so the
 //! rules still hold. The `faults.reorder` knob drops rules 1, 2 and 4 (not
@@ -377,6 +383,15 @@ impl Routes {
     /// every earlier posted write on the route has landed (PCIe, rule 4).
     pub fn posted_landed(&self, route: Route) -> u64 {
         self.map.get(&route).map_or(0, |r| r.all)
+    }
+
+    /// [`Self::posted_landed`] counting only the writes whose last flit had
+    /// left before cycle `t` (`faults.read_passes_unsent`).
+    pub fn sent_landed(&mut self, route: Route, t: u64) -> u64 {
+        self.map.get_mut(&route).map_or(0, |r| {
+            r.settle(t);
+            r.sent
+        })
     }
 }
 
@@ -810,6 +825,28 @@ mod tests {
         let mc = Route::of(src, 21, Vc::Static(4));
         assert_ne!(mc, to);
         assert_eq!(r.write(mc, 3, 300, 310), 310);
+    }
+
+    /// `faults.read_passes_unsent`: a host read waits for the writes of its
+    /// route that had left when it issued, not for those still queued
+    /// (`docs/race-finder.md`, why `prefetch-chunk-refill-before-sent`
+    /// survives the default model).
+    #[test]
+    fn a_read_passing_unsent_writes_waits_only_for_the_sent_ones() {
+        let mut r = Routes::default();
+        let to = Route::of(Source { tile: 3, noc: Noc::Noc0 }, 21, Vc::Static(1));
+        // One write has left by cycle 100 and lands at 400; the next, queued
+        // behind other packets, leaves at 900 and lands at 1,200.
+        r.write(to, 0, 99, 400);
+        r.write(to, 1, 900, 1_200);
+        // The default rule 4: a read issued at 100 is served after both.
+        assert_eq!(r.posted_landed(to), 1_200);
+        // Passing unsent writes: after the sent one only.
+        assert_eq!(r.sent_landed(to, 100), 400);
+        // Once the second has left, after it too.
+        assert_eq!(r.sent_landed(to, 901), 1_200);
+        let elsewhere = Route::of(Source { tile: 4, noc: Noc::Noc0 }, 21, Vc::Static(1));
+        assert_eq!(r.sent_landed(elsewhere, 901), 0);
     }
 
     #[test]

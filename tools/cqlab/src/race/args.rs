@@ -213,7 +213,9 @@ pub struct Args {
     /// slow=CORE@FACTOR (CORE: prefetcherQ, dispatcherQ, workerC.R),
     /// late-doorbell=N, backpressure=N, pcie-read=N, quantum-jitter=N,
     /// lazy-drain=N (the host reads completions every N polls of a wait),
-    /// or `strong` (every simulator amplifier at once).
+    /// read-passes-unsent (a read of host memory passes earlier writes to
+    /// host memory still queued in its NIU), or `strong` (every simulator
+    /// amplifier at once).
     #[arg(long)]
     pub faults: Vec<String>,
     /// Parallel processes (each runs a share of the seeds; 1..=256).

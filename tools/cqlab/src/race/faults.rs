@@ -19,6 +19,9 @@ pub struct Faults {
     pub quantum_jitter: Option<u64>,
     /// The host reads completions only every this many polls of a wait.
     pub lazy_drain: Option<u32>,
+    /// A read of host memory passes earlier writes to host memory still
+    /// queued in its NIU (`SimConfig::faults.read_passes_unsent`).
+    pub read_passes_unsent: bool,
 }
 
 /// What `strong` means: every amplifier at once, each at a level the
@@ -98,6 +101,10 @@ impl Faults {
                     f.merge(strong);
                     continue;
                 }
+                if item == "read-passes-unsent" {
+                    f.read_passes_unsent = true;
+                    continue;
+                }
                 let bad = |why: &str| UsageError(format!("--faults {item:?}: {why}"));
                 let (key, value) = item.split_once('=').ok_or_else(|| bad("expected KEY=VALUE or `strong`"))?;
                 let cycles = |v: &str| -> Result<u64, UsageError> {
@@ -142,7 +149,7 @@ impl Faults {
                     }
                     _ => {
                         return Err(bad(
-                            "unknown fault (stall, jitter, slow, late-doorbell, backpressure, pcie-read, quantum-jitter, lazy-drain, strong)",
+                            "unknown fault (stall, jitter, slow, late-doorbell, backpressure, pcie-read, quantum-jitter, lazy-drain, read-passes-unsent, strong)",
                         ))
                     }
                 }
@@ -159,6 +166,7 @@ impl Faults {
         self.pcie_read = other.pcie_read.or(self.pcie_read);
         self.quantum_jitter = other.quantum_jitter.or(self.quantum_jitter);
         self.lazy_drain = other.lazy_drain.or(self.lazy_drain);
+        self.read_passes_unsent |= other.read_passes_unsent;
         self.slow.extend(other.slow);
     }
 
@@ -179,6 +187,9 @@ impl Faults {
         }
         if let Some(l) = self.pcie_read {
             sim.pcie.read_latency_cycles = l;
+        }
+        if self.read_passes_unsent {
+            sim.faults.read_passes_unsent = true;
         }
         if let Some(q) = self.quantum_jitter {
             sim.quantum_jitter = q;
@@ -213,6 +224,8 @@ mod tests {
         assert!(Faults::parse(&["strong".into()]).unwrap().late_doorbell.is_some());
         assert_eq!(Faults::parse(&["backpressure=300".into()]).unwrap().backpressure, Some(300));
         assert_eq!(Faults::parse(&["lazy-drain=40".into()]).unwrap().lazy_drain, Some(40));
+        assert!(Faults::parse(&["read-passes-unsent,backpressure=10".into()]).unwrap().read_passes_unsent);
+        assert!(Faults::parse(&["read-passes-unsent=1".into()]).is_err(), "a flag takes no value");
         for bad in ["lazy-drain=0", "lazy-drain=100001", "lazy-drain=99999999999999", "lazy-drain=x"] {
             assert!(Faults::parse(&[bad.into()]).is_err(), "{bad}");
         }
