@@ -114,7 +114,7 @@ impl Listing {
             "commands": self.commands,
             "trailing_zero_bytes": self.trailing_zero_bytes,
             "owed_at_end": self.owed_at_end.map(|o| json!({
-                "owner": o.command, "owner_offset": o.offset, "bytes_owed": o.bytes, "text": o.end_note(),
+                "owner": o.command, "owner_offset": o.offset, "bytes_owed": o.bytes, "text": o.end_note(self.error.map(|e| e.offset)),
             })),
             "error": self.error.map(|e| json!({ "offset": e.offset, "message": e.kind.to_string() })),
         })
@@ -138,8 +138,14 @@ impl Owed {
         format!("{} at {:#x}", self.command, self.offset)
     }
 
-    fn end_note(&self) -> String {
-        format!("dump ends while {} still expects {} payload bytes", self.owner(), self.bytes)
+    /// Where the listing stops owing this: the dump's end, or the first
+    /// malformed byte (`stopped_at`), past which nothing is known.
+    fn end_note(&self, stopped_at: Option<usize>) -> String {
+        let owed = format!("{} still expects {} payload bytes", self.owner(), self.bytes);
+        match stopped_at {
+            Some(at) => format!("the listing stops at the malformed byte {at:#x} while {owed}"),
+            None => format!("dump ends while {owed}"),
+        }
     }
 
     /// `relayed` bytes of the stream arrive: those it takes, and what it
@@ -258,7 +264,7 @@ pub fn decode_dump(bytes: &[u8]) -> Listing {
         offset = next;
     }
     if let Some(owed) = pending {
-        out.text.push_str(&format!("note: {}\n", owed.end_note()));
+        out.text.push_str(&format!("note: {}\n", owed.end_note(out.error.map(|e| e.offset))));
         out.owed_at_end = Some(owed);
     }
     out

@@ -306,7 +306,16 @@ fn malformed_dump_json_keeps_what_decoded() {
     let v = json(&out);
     assert_eq!(v["error"]["offset"], 0x80);
     assert_eq!(v["commands"].as_array().unwrap().len(), 1, "{v}");
-    // The WRITE_HOST's payload never came: the dump ends owing it.
+    // The WRITE_HOST's payload never came: the listing stops owing it, at
+    // the bad byte (not at the dump's end, which it never reached).
     assert_eq!(v["owed_at_end"]["owner_offset"], 0x60, "{v}");
     assert_eq!(v["owed_at_end"]["bytes_owed"], 256, "{v}");
+    let stops = "the listing stops at the malformed byte 0x80 while WRITE_HOST at 0x60 still expects 256 payload bytes";
+    assert_eq!(v["owed_at_end"]["text"], stops, "{v}");
+    let out = decode(&[dump("bad_id.bin", &bytes).to_str().unwrap()]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!("note: {stops}\n")),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
