@@ -330,6 +330,18 @@ impl StoreQueue {
     /// goes on at (later than `cycle` when the queue was full).
     #[inline(always)]
     fn push(&mut self, cycle: u64, addr: u32) -> u64 {
+        // Drained: the store takes a slot at once and joins nothing (no
+        // store is queued to join). Most stores meet an empty queue; this
+        // spares them the full rule below (`sim bench`'s `mem` loop).
+        if cycle >= self.drained {
+            (self.drained, self.last) = (cycle + self.timing.interval, addr);
+            return cycle;
+        }
+        self.push_queued(cycle, addr)
+    }
+
+    /// [`StoreQueue::push`] while stores are still queued.
+    fn push_queued(&mut self, cycle: u64, addr: u32) -> u64 {
         let t = self.timing;
         // Coalesced: the same aligned 16-byte block, starting within 4 bytes
         // of the store before (tt-isa `BlackholeA0/TensixTile/BabyRISCV/README.md`,
