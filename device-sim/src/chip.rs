@@ -1796,7 +1796,7 @@ impl Chip {
                 if ordered && endpoint == EndpointKind::Pcie {
                     // PCIe: a read does not pass this NIU's earlier posted writes.
                     let route = Route::of(src, issue.dst_key, issue.vc);
-                    let before = if self.cfg.faults.read_passes_unsent {
+                    let before = if self.cfg.noc.reads_pass_unsent {
                         self.routes.sent_landed(route, issue.time)
                     } else {
                         self.routes.posted_landed(route)

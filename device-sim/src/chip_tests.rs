@@ -670,8 +670,8 @@ fn every_knob_at_once_replays_bit_identically_with_and_without_fast_forward() {
             host_write_delay_cycles: 300,
             write_backpressure_cycles: 100,
             reorder: seed % 2 == 1,
-            read_passes_unsent: seed % 2 == 0,
         };
+        c.noc.reads_pass_unsent = seed % 2 == 0;
         c
     };
     let (mut a, ta) = gather(cfg(5, true));

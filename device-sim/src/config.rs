@@ -67,6 +67,18 @@ pub struct NocTiming {
     /// time (`noc` module doc): the model before, whose named seeds
     /// replay only off.
     pub link_contention: bool,
+    /// Rule 4 (`noc` module doc): a read of host memory waits only for the
+    /// earlier writes to host memory that had *left* its NIU when it
+    /// issued (as an atomic, rule 2), not for those still queued behind
+    /// other packets. The NOC sources promise no more: a read request is a
+    /// packet of its own command buffer and does not queue behind write
+    /// data (tt-metal `tech_reports/data_movement` ordering: writes are
+    /// ordered per NOC and VC, reads are not). On by default since
+    /// 2026-12-01. Off (`embedded:reads-wait-unsent`), a read also waits
+    /// for the writes still queued in its NIU: the model before, which
+    /// hid `prefetch-chunk-refill-before-sent` and on which seeds named
+    /// before replay.
+    pub reads_pass_unsent: bool,
 }
 
 /// The host's share of a device read of host memory: the PCIe tile to host
@@ -137,13 +149,6 @@ pub struct Faults {
     /// chips keep those in order; use it to see what firmware would need if
     /// they did not. Draws no random numbers of its own.
     pub reorder: bool,
-    /// What-if on rule 4 (`noc` module doc): a read of host memory waits
-    /// only for the earlier writes to host memory that had *left* its NIU
-    /// when it issued (as an atomic, rule 2), not for those still queued
-    /// behind other packets. The NOC sources promise no more: a read
-    /// request is a packet of its own command buffer and does not queue
-    /// behind write data. Draws no random numbers of its own.
-    pub read_passes_unsent: bool,
 }
 
 /// The scheduler's policy.
@@ -293,6 +298,7 @@ impl SimConfig {
                 },
                 read_response_min_cycles: if wormhole { 0 } else { 35 },
                 link_contention: true,
+                reads_pass_unsent: true,
             },
             pcie: PcieTiming {
                 read_latency_cycles: cycles(PCIE_READ_LATENCY_NS),

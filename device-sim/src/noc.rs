@@ -148,14 +148,14 @@
 //!    increment (its writes go to DRAM, the increment to the dispatcher).
 //! 4. **PCIe.** Writes to host memory from one core are one route (rule 1),
 //!    so a completion record lands before the write pointer that publishes
-//!    it; a core's read of host memory is not served before that core's
-//!    earlier writes to host memory have landed, also those still queued
-//!    in its NIU behind other packets. That is more than the sources
-//!    promise (a read request is its own command buffer's packet, and
-//!    PCIe orders only what reaches it): `faults.read_passes_unsent`
-//!    waits for the writes sent when the read issued, as rule 2 for an
-//!    atomic. The default hides `prefetch-chunk-refill-before-sent`
-//!    (`docs/race-finder.md`).
+//!    it; a core's read of host memory is not served before the earlier
+//!    writes to host memory that had left that core's NIU when it issued
+//!    have landed (as an atomic, rule 2). Writes still queued in its NIU
+//!    behind other packets may be passed: the sources promise no more (a
+//!    read request is its own command buffer's packet, and PCIe orders
+//!    only what reaches it). With `noc.reads_pass_unsent` off, the model
+//!    before 2026-12-01, a read waits for those too, an ordering that hid
+//!    `prefetch-chunk-refill-before-sent` (`docs/race-finder.md`).
 //!
 //! Jitter only stretches a transaction's latency: it is then clamped so the
 //! rules still hold. The `faults.reorder` knob drops rules 1, 2 and 4 (not
@@ -386,7 +386,7 @@ impl Routes {
     }
 
     /// [`Self::posted_landed`] counting only the writes whose last flit had
-    /// left before cycle `t` (`faults.read_passes_unsent`).
+    /// left before cycle `t` (`noc.reads_pass_unsent`, the default).
     pub fn sent_landed(&mut self, route: Route, t: u64) -> u64 {
         self.map.get_mut(&route).map_or(0, |r| {
             r.settle(t);
@@ -827,10 +827,10 @@ mod tests {
         assert_eq!(r.write(mc, 3, 300, 310), 310);
     }
 
-    /// `faults.read_passes_unsent`: a host read waits for the writes of its
+    /// `noc.reads_pass_unsent`: a host read waits for the writes of its
     /// route that had left when it issued, not for those still queued
-    /// (`docs/race-finder.md`, why `prefetch-chunk-refill-before-sent`
-    /// survives the default model).
+    /// (`docs/race-finder.md`: the model before, which waited for those
+    /// too, hid `prefetch-chunk-refill-before-sent`).
     #[test]
     fn a_read_passing_unsent_writes_waits_only_for_the_sent_ones() {
         let mut r = Routes::default();
@@ -839,9 +839,9 @@ mod tests {
         // behind other packets, leaves at 900 and lands at 1,200.
         r.write(to, 0, 99, 400);
         r.write(to, 1, 900, 1_200);
-        // The default rule 4: a read issued at 100 is served after both.
+        // Rule 4 before 2026-12-01: a read issued at 100 is served after both.
         assert_eq!(r.posted_landed(to), 1_200);
-        // Passing unsent writes: after the sent one only.
+        // Passing unsent writes (the default): after the sent one only.
         assert_eq!(r.sent_landed(to, 100), 400);
         // Once the second has left, after it too.
         assert_eq!(r.sent_landed(to, 901), 1_200);

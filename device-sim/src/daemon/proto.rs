@@ -29,12 +29,13 @@
 
 use std::io::{self, Read, Write};
 
-/// Version 5: L0_CACHE's first stale hit carries its cycle. Version 4:
+/// Version 6: [`TimingModel`] says whether reads of host memory pass
+/// unsent writes. Version 5: L0_CACHE's first stale hit carries its cycle. Version 4:
 /// [`ChipInfo`] names the timing model, CORE_DEBUG says whether
 /// the core is held in reset, L0_CACHE. Version 3: the real chips (board and harvesting in [`ChipInfo`], cores
 /// named by tile and processor, BAR_WRITE and BAR_READ). Version 2 added
 /// server-enforced ownership, STOP's force flag, STATUS, PEEK.
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 /// Largest data part of a WRITE, or length of a READ or PEEK: bigger
 /// transfers are split by the client.
 pub const MAX_DATA: usize = 1 << 20;
@@ -272,6 +273,7 @@ pub struct TimingModel {
     pub link_contention: bool,
     pub icache: bool,
     pub l0_data_cache: bool,
+    pub reads_pass_unsent: bool,
 }
 
 impl TimingModel {
@@ -282,18 +284,26 @@ impl TimingModel {
             link_contention: cfg.noc.link_contention,
             icache: cfg.icache,
             l0_data_cache: cfg.l0_data_cache,
+            reads_pass_unsent: cfg.noc.reads_pass_unsent,
         }
     }
 
     fn bits(self) -> u8 {
-        [self.exact_time, self.pipelined_loads, self.link_contention, self.icache, self.l0_data_cache]
-            .iter()
-            .enumerate()
-            .fold(0, |b, (i, &on)| b | (on as u8) << i)
+        [
+            self.exact_time,
+            self.pipelined_loads,
+            self.link_contention,
+            self.icache,
+            self.l0_data_cache,
+            self.reads_pass_unsent,
+        ]
+        .iter()
+        .enumerate()
+        .fold(0, |b, (i, &on)| b | (on as u8) << i)
     }
 
     fn from_bits(b: u8) -> Result<TimingModel, ProtoError> {
-        if b >> 5 != 0 {
+        if b >> 6 != 0 {
             return Err(ProtoError::BadFlag { what: "timing model bits", value: b });
         }
         let on = |i: u8| b & (1 << i) != 0;
@@ -303,6 +313,7 @@ impl TimingModel {
             link_contention: on(2),
             icache: on(3),
             l0_data_cache: on(4),
+            reads_pass_unsent: on(5),
         })
     }
 }
@@ -680,12 +691,17 @@ mod tests {
             harvesting: "cols=7,10,dram=3,eth=all".into(),
             sysmem_size: 1 << 20,
             recovered_from: 0,
-            model: TimingModel { exact_time: true, l0_data_cache: true, ..TimingModel::default() },
+            model: TimingModel {
+                exact_time: true,
+                l0_data_cache: true,
+                reads_pass_unsent: true,
+                ..TimingModel::default()
+            },
         };
         assert_eq!(ChipInfo::decode(&info.encode()), Ok(info.clone()));
         let mut bad_model = info.encode();
-        *bad_model.last_mut().unwrap() = 0x20;
-        assert_eq!(ChipInfo::decode(&bad_model), Err(ProtoError::BadFlag { what: "timing model bits", value: 0x20 }));
+        *bad_model.last_mut().unwrap() = 0x40;
+        assert_eq!(ChipInfo::decode(&bad_model), Err(ProtoError::BadFlag { what: "timing model bits", value: 0x40 }));
         let mut older = info.encode();
         older[..4].copy_from_slice(&3u32.to_le_bytes());
         older.pop();

@@ -23,17 +23,29 @@ pub struct Model {
     /// between routers, the model before contention became the default
     /// (`NocTiming::link_contention`).
     pub link_contention: bool,
+    /// `reads-wait-unsent` turns it off: a device read of host memory waits
+    /// for the earlier host writes still queued in its core's NIU too, the
+    /// model before 2026-12-01 (`NocTiming::reads_pass_unsent`).
+    pub reads_pass_unsent: bool,
 }
 
 impl Default for Model {
     fn default() -> Self {
-        Model { exact_time: false, pipelined_loads: true, icache: false, l0_cache: true, link_contention: true }
+        Model {
+            exact_time: false,
+            pipelined_loads: true,
+            icache: false,
+            l0_cache: true,
+            link_contention: true,
+            reads_pass_unsent: true,
+        }
     }
 }
 
 impl Model {
     /// Every word [`Model::take`] knows.
-    pub const WORDS: &'static str = "exact, blocking, pipelined, no-contention, contention, icache, no-l0, l0";
+    pub const WORDS: &'static str =
+        "exact, blocking, pipelined, no-contention, contention, icache, no-l0, l0, reads-wait-unsent, reads-pass-unsent";
 
     /// Applies spec word `word`; false if it is not a model word.
     pub fn take(&mut self, word: &str) -> bool {
@@ -46,6 +58,8 @@ impl Model {
             "icache" => self.icache = true,
             "l0" => self.l0_cache = true,
             "no-l0" => self.l0_cache = false,
+            "reads-pass-unsent" => self.reads_pass_unsent = true,
+            "reads-wait-unsent" => self.reads_pass_unsent = false,
             _ => return false,
         }
         true
@@ -60,6 +74,7 @@ impl Model {
             (!self.link_contention, "no-contention", "no link contention"),
             (self.icache, "icache", "instruction caches"),
             (!self.l0_cache, "no-l0", "no L0 data caches"),
+            (!self.reads_pass_unsent, "reads-wait-unsent", "host reads wait for unsent writes"),
         ]
         .into_iter()
         .filter(|&(departs, ..)| departs)
@@ -92,6 +107,7 @@ impl Model {
         sim.noc.link_contention = self.link_contention;
         sim.icache = self.icache;
         sim.l0_data_cache = self.on(sim.board.arch()).l0_cache;
+        sim.noc.reads_pass_unsent = self.reads_pass_unsent;
     }
 }
 
@@ -107,6 +123,7 @@ impl Model {
             icache: m.icache,
             l0_cache: m.l0_data_cache || arch != cqlab_abi::arch::Arch::Blackhole,
             link_contention: m.link_contention,
+            reads_pass_unsent: m.reads_pass_unsent,
         }
     }
 }

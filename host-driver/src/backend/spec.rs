@@ -2,7 +2,7 @@
 //!
 //! | spec | backend | cargo feature |
 //! |---|---|---|
-//! | `embedded`, `embedded:seed=N[,slow][,exact][,blocking][,no-contention][,icache]` | in-process simulator (`exact`: exact time between tiles, `SimConfig::exact_time`; `blocking`: every L1 load stalls its core, the model before pipelined L1 loads became the default, `SimConfig::pipelined_loads` off (`pipelined`, the default, is accepted); `no-contention`: packets never queue for the links between NOC routers, `NocTiming::link_contention` off, the model before link contention became the default (`contention`, the default, is accepted); `icache`: instruction caches, `SimConfig::icache`) | `sim` |
+//! | `embedded`, `embedded:seed=N[,slow][,exact][,blocking][,no-contention][,icache][,no-l0][,reads-wait-unsent]` | in-process simulator (`exact`: exact time between tiles, `SimConfig::exact_time`; `blocking`: every L1 load stalls its core, the model before pipelined L1 loads became the default, `SimConfig::pipelined_loads` off (`pipelined`, the default, is accepted); `no-contention`: packets never queue for the links between NOC routers, `NocTiming::link_contention` off, the model before link contention became the default (`contention`, the default, is accepted); `icache`: instruction caches, `SimConfig::icache`; `no-l0`: no L0 data caches on Blackhole (`l0`, the default, is accepted); `reads-wait-unsent`: a device read of host memory waits for the host writes still queued in its NIU too, `NocTiming::reads_pass_unsent` off, the model before 2026-12-01 (`reads-pass-unsent`, the default, is accepted)) | `sim` |
 //! | `sim:PATH[?wait[=SECS]]` | simulator daemon client | `daemon` |
 //! | `/dev/tenstorrent/N` | tt-kmd on a card | `ttkmd` |
 //! | `ttkmd-sim:PATH` | the tt-kmd backend against the simulator | `ttkmd` + `sim` |
@@ -203,10 +203,19 @@ mod tests {
             Spec::parse("embedded:icache,seed=4").unwrap(),
             Spec::Embedded { seed: 4, slow: false, model: Model { icache: true, ..Model::default() } }
         );
+        assert_eq!(
+            Spec::parse("embedded:reads-wait-unsent,seed=6").unwrap(),
+            Spec::Embedded { seed: 6, slow: false, model: Model { reads_pass_unsent: false, ..Model::default() } }
+        );
+        assert_eq!(
+            Spec::parse("embedded:reads-pass-unsent").unwrap(),
+            Spec::Embedded { seed: 0, slow: false, model: Model::default() }
+        );
         let unknown = Spec::parse("embedded:links").unwrap_err().to_string();
         assert!(
             unknown.contains(
-                "known: seed=N, slow, exact, blocking, pipelined, no-contention, contention, icache, no-l0, l0"
+                "known: seed=N, slow, exact, blocking, pipelined, no-contention, contention, icache, no-l0, l0, \
+                 reads-wait-unsent, reads-pass-unsent"
             ),
             "{unknown}"
         );
@@ -224,7 +233,7 @@ mod tests {
     /// `embedded:seed=N` with them): every model reads back as itself.
     #[test]
     fn every_model_reads_back_from_its_spec_words() {
-        for bits in 0..32u8 {
+        for bits in 0..64u8 {
             let on = |k: u8| bits & (1 << k) != 0;
             let model = Model {
                 exact_time: on(0),
@@ -232,6 +241,7 @@ mod tests {
                 icache: on(2),
                 link_contention: !on(3),
                 l0_cache: !on(4),
+                reads_pass_unsent: !on(5),
             };
             let spec = format!("embedded:seed=9{}", model.spec_words());
             assert_eq!(Spec::parse(&spec).unwrap(), Spec::Embedded { seed: 9, slow: false, model }, "{spec}");

@@ -1,4 +1,5 @@
-//! `--exact-time`, `--blocking-loads`, `--no-link-contention`, `--icache`, `--no-l0-cache`:
+//! `--exact-time`, `--blocking-loads`, `--no-link-contention`, `--icache`, `--no-l0-cache`,
+//! `--reads-wait-unsent`:
 //! the timing-model options of the commands that measure the embedded
 //! simulator's timing (`bench dispatch`, `calibrate`). Each departs from
 //! the calibrated default in one way; the driver's
@@ -44,6 +45,12 @@ pub struct ModelOpt {
     /// between routers, the model before 2026-11-30.
     #[arg(long)]
     pub no_link_contention: bool,
+    /// A device read of host memory waits for the earlier host writes still
+    /// queued in its core's NIU too (`embedded:reads-wait-unsent`), the
+    /// model before 2026-12-01; by default it waits only for those that
+    /// had left (`NocTiming::reads_pass_unsent`).
+    #[arg(long)]
+    pub reads_wait_unsent: bool,
 }
 
 impl ModelOpt {
@@ -55,6 +62,7 @@ impl ModelOpt {
             link_contention: !self.no_link_contention,
             icache: self.icache,
             l0_cache: !self.no_l0_cache,
+            reads_pass_unsent: !self.reads_wait_unsent,
         }
     }
 }

@@ -71,6 +71,11 @@ impl Plan {
         if a.exact_time {
             faults::check_exact_time(a.core_stall, &faults)?;
         }
+        ensure(!faults.read_passes_unsent || a.reads_pass_unsent, || {
+            "--faults read-passes-unsent with --reads-pass-unsent false: the fault is the model's default since \
+             2026-12-01; give one of them"
+                .to_owned()
+        })?;
         let cq_firmware = match (&a.variant, &a.firmware) {
             (Some(v), _) if v == "none" => None,
             (Some(v), _) => Some(v.clone()),
@@ -286,6 +291,7 @@ impl Plan {
         opt("link-contention", a.link_contention.to_string());
         opt("icache", a.icache.to_string());
         opt("l0-cache", a.l0_cache.to_string());
+        opt("reads-pass-unsent", a.reads_pass_unsent.to_string());
         if a.workload == WorkloadKind::TwoQueue {
             // The random workload draws these per seed.
             opt("copies", a.copies.to_string());
@@ -677,6 +683,7 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         v["blocking_loads"] = a.blocking_loads.into();
         v["link_contention"] = a.link_contention.into();
         v["icache"] = a.icache.into();
+        v["reads_pass_unsent"] = a.reads_pass_unsent.into();
         // What ran: Wormhole's cores have none.
         v["l0_cache"] = a.model().on(a.chip.sim_board().arch()).l0_cache.into();
         let (chip, harvesting) = plan.chip_names();

@@ -465,9 +465,10 @@ fn each_known_bug_is_found_with_the_readme_options_and_replays() {
 
 /// A corrupted launch can leave a kernel spinning on garbage args: a race
 /// seed must fail within its timeout then, not wait out the driver's
-/// default kernel limit (10^11 cycles: minutes of host time). Seed 9 of
+/// default kernel limit (10^11 cycles: minutes of host time). Seed 52 of
 /// `release-before-ack` on the programs workload (Wormhole n150) ends so
-/// today (9 since the firmware images carry their id after a jump at their
+/// today (52 since a read of host memory passes the writes still queued in
+/// its NIU; 9 since the firmware images carry their id after a jump at their
 /// entry; 43 since link contention became the default; 9 since the
 /// workload draws write back-pressure of up to 10,000 cycles; 17 since the dispatcher's packed writes keep the command buffer's
 /// registers, 11 on ABI 5 before that, 3 since a range's args went
@@ -478,7 +479,7 @@ fn each_known_bug_is_found_with_the_readme_options_and_replays() {
 #[test]
 fn a_kernel_spinning_on_corrupted_args_fails_its_seed_within_the_timeout() {
     let (code, v) =
-        race(&["--workload", "programs", "--firmware", "release-before-ack", "--seed-base", "9", "--seeds", "1"]);
+        race(&["--workload", "programs", "--firmware", "release-before-ack", "--seed-base", "52", "--seeds", "1"]);
     assert_eq!(code, EXIT_HANG, "a kernel timeout is a hang: {v}");
     let error = v["signatures"][0]["error"].as_str().unwrap_or_default();
     assert!(error.contains("(kernel timeout 5000000 cycles)"), "{v}");
@@ -503,4 +504,20 @@ fn a_stall_probability_that_can_never_boot_is_refused_and_one_just_below_ends() 
     // error, 5 mismatch, 1 other; docs/cli.md), never a refusal (2).
     assert!(matches!(out.status.code(), Some(0 | 1 | 3 | 4 | 5)), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(start.elapsed() < std::time::Duration::from_secs(60), "took {:?}", start.elapsed());
+}
+
+/// A read of host memory passes the writes still queued in its NIU by
+/// default since 2026-12-01: the fault that asked for it still runs (older
+/// command lines), the model before is `--reads-pass-unsent false` and
+/// its replay line says so, and asking for both is refused with the reason.
+#[test]
+fn reads_passing_unsent_writes_are_the_default_and_the_model_before_still_runs() {
+    let (code, v) = race(&["--seeds", "1", "--iterations", "2", "--faults", "read-passes-unsent"]);
+    assert_eq!((code, &v["reads_pass_unsent"]), (0, &serde_json::json!(true)), "{v}");
+    let (code, v) = race(&["--seeds", "1", "--iterations", "2", "--reads-pass-unsent", "false"]);
+    assert_eq!((code, &v["reads_pass_unsent"]), (0, &serde_json::json!(false)), "{v}");
+    let out = cqlab(&["race", "--seeds", "1", "--reads-pass-unsent", "false", "--faults", "read-passes-unsent"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the fault is the model's default since 2026-12-01"), "{err}");
 }

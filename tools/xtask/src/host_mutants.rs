@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const USAGE: &str = "usage: cargo xtask mutants --host [--seeds N] [--jobs J] [--only NAME,...] [--workloads W,...] \
-                     [--tests] [--jitter CYCLES] [--backpressure CYCLES] [--read-passes-unsent] [--exact-time] [--blocking-loads] [--no-link-contention] [--icache] [--json FILE] [--list]";
+                     [--tests] [--jitter CYCLES] [--backpressure CYCLES] [--reads-wait-unsent] [--exact-time] [--blocking-loads] [--no-link-contention] [--icache] [--json FILE] [--list]";
 
 /// What racing one host mutant found.
 struct Outcome {
@@ -171,7 +171,7 @@ fn to_json(outcomes: &[Outcome], o: &Options) -> serde_json::Value {
         "workloads": o.workloads,
         "jitter": o.jitter,
         "backpressure": o.backpressure,
-        "read_passes_unsent": o.read_passes_unsent,
+        "reads_pass_unsent": !o.reads_wait_unsent,
         "exact_time": o.exact_time, "blocking_loads": o.blocking_loads, "link_contention": !o.no_link_contention, "icache": o.icache,
         "host_mutants": rows,
     })

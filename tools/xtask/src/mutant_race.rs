@@ -33,10 +33,11 @@ pub struct Options {
     /// waits up to N cycles before it leaves its core, the amplifier for
     /// waits on a write having landed (`worker-done-before-writes-landed`).
     pub backpressure: Option<u64>,
-    /// `cqlab race --faults read-passes-unsent` for every race: a host read
-    /// waits only for the host writes its NIU had sent, the amplifier for
-    /// `prefetch-chunk-refill-before-sent` (docs/race-finder.md).
-    pub read_passes_unsent: bool,
+    /// `cqlab race --reads-pass-unsent false` for every race: the model
+    /// before 2026-12-01, where a host read waited for the host writes
+    /// still queued in its NIU too (which hid
+    /// `prefetch-chunk-refill-before-sent`, docs/race-finder.md).
+    pub reads_wait_unsent: bool,
     /// `cqlab race --exact-time` for every race: the exact-time model,
     /// effects between tiles at the cycle they are due.
     pub exact_time: bool,
@@ -71,7 +72,7 @@ impl Options {
             json: None,
             jitter: None,
             backpressure: None,
-            read_passes_unsent: false,
+            reads_wait_unsent: false,
             exact_time: false,
             blocking_loads: false,
             no_link_contention: false,
@@ -99,7 +100,7 @@ impl Options {
                 "--blocking-loads" => o.blocking_loads = true,
                 "--no-link-contention" => o.no_link_contention = true,
                 "--icache" => o.icache = true,
-                "--read-passes-unsent" => o.read_passes_unsent = true,
+                "--reads-wait-unsent" => o.reads_wait_unsent = true,
                 "--jitter" => {
                     let cycles = value()?.parse().ok().filter(|&n| n <= MAX_JITTER);
                     o.jitter = Some(cycles.with_context(|| format!("--jitter: cycles, 0..={MAX_JITTER}"))?)
@@ -141,12 +142,8 @@ impl Options {
         if let Some(j) = self.jitter {
             args.extend(["--jitter".to_owned(), j.to_string()]);
         }
-        let mut faults: Vec<String> = self.backpressure.iter().map(|b| format!("backpressure={b}")).collect();
-        if self.read_passes_unsent {
-            faults.push("read-passes-unsent".into());
-        }
-        if !faults.is_empty() {
-            args.extend(["--faults".to_owned(), faults.join(",")]);
+        if let Some(b) = self.backpressure {
+            args.extend(["--faults".to_owned(), format!("backpressure={b}")]);
         }
         if self.exact_time {
             args.extend(["--exact-time".to_owned(), "true".to_owned()]);
@@ -159,6 +156,9 @@ impl Options {
         }
         if self.icache {
             args.extend(["--icache".to_owned(), "true".to_owned()]);
+        }
+        if self.reads_wait_unsent {
+            args.extend(["--reads-pass-unsent".to_owned(), "false".to_owned()]);
         }
         args
     }
@@ -286,10 +286,10 @@ mod tests {
         let o = parse(&["--backpressure", "3000", "--jitter", "5"]).unwrap().unwrap();
         assert_eq!(o.race_args(), ["--jitter", "5", "--faults", "backpressure=3000"]);
         assert_eq!(o.race_options(), "with --jitter 5 and --faults backpressure=3000");
-        let o = parse(&["--backpressure", "3000", "--read-passes-unsent"]).unwrap().unwrap();
-        assert_eq!(o.race_args(), ["--faults", "backpressure=3000,read-passes-unsent"]);
-        let o = parse(&["--read-passes-unsent"]).unwrap().unwrap();
-        assert_eq!(o.race_options(), "with --faults read-passes-unsent");
+        let o = parse(&["--backpressure", "3000", "--reads-wait-unsent"]).unwrap().unwrap();
+        assert_eq!(o.race_args(), ["--faults", "backpressure=3000", "--reads-pass-unsent", "false"]);
+        let o = parse(&["--reads-wait-unsent"]).unwrap().unwrap();
+        assert_eq!(o.race_options(), "with --reads-pass-unsent false");
         let o = parse(&["--exact-time"]).unwrap().unwrap();
         assert_eq!(o.race_options(), "with --exact-time true");
         let o = parse(&["--blocking-loads", "--exact-time"]).unwrap().unwrap();

@@ -18,7 +18,7 @@ use std::process::Command;
 
 const USAGE: &str =
     "usage: cargo xtask mutants [--host] [--seeds N] [--jobs J] [--only NAME,...] [--workloads W,...] [--tests] \
-                     [--jitter CYCLES] [--backpressure CYCLES] [--read-passes-unsent] [--exact-time] [--blocking-loads] [--no-link-contention] [--icache] [--json FILE] [--list]";
+                     [--jitter CYCLES] [--backpressure CYCLES] [--reads-wait-unsent] [--exact-time] [--blocking-loads] [--no-link-contention] [--icache] [--json FILE] [--list]";
 
 /// What racing one mutant found.
 struct Outcome {
@@ -222,5 +222,5 @@ fn to_json(outcomes: &[Outcome], o: &Options) -> serde_json::Value {
             row_json(fields, x.caught.as_ref())
         })
         .collect();
-    serde_json::json!({ "seeds_per_workload": o.seeds, "workloads": o.workloads, "jitter": o.jitter, "backpressure": o.backpressure, "read_passes_unsent": o.read_passes_unsent, "exact_time": o.exact_time, "blocking_loads": o.blocking_loads, "link_contention": !o.no_link_contention, "icache": o.icache, "mutants": rows })
+    serde_json::json!({ "seeds_per_workload": o.seeds, "workloads": o.workloads, "jitter": o.jitter, "backpressure": o.backpressure, "reads_pass_unsent": !o.reads_wait_unsent, "exact_time": o.exact_time, "blocking_loads": o.blocking_loads, "link_contention": !o.no_link_contention, "icache": o.icache, "mutants": rows })
 }

@@ -162,6 +162,14 @@ pub struct Args {
     /// were found. Wormhole has none.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = true)]
     pub l0_cache: bool,
+    /// A device read of host memory waits only for the earlier writes to
+    /// host memory that had left its core's NIU when it issued
+    /// (`NocTiming::reads_pass_unsent`), the default since 2026-12-01.
+    /// `--reads-pass-unsent false` races the model before, where it waited
+    /// for those still queued too (an ordering the NOC does not promise),
+    /// on which replay lines without `--reads-pass-unsent` were found.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = true)]
+    pub reads_pass_unsent: bool,
     /// Probability per scheduling slice that a core stalls 2000 cycles
     /// (0..=1; refused where the stalls would outrun the clock and nothing
     /// could ever boot: below 0.025 at the default 50-cycle slice).
@@ -213,9 +221,10 @@ pub struct Args {
     /// slow=CORE@FACTOR (CORE: prefetcherQ, dispatcherQ, workerC.R),
     /// late-doorbell=N, backpressure=N, pcie-read=N, quantum-jitter=N,
     /// lazy-drain=N (the host reads completions every N polls of a wait),
-    /// read-passes-unsent (a read of host memory passes earlier writes to
-    /// host memory still queued in its NIU), or `strong` (every simulator
-    /// amplifier at once).
+    /// or `strong` (every simulator amplifier at once). read-passes-unsent
+    /// (a read of host memory passes earlier writes to host memory still
+    /// queued in its NIU) is the model's default since 2026-12-01 and is
+    /// accepted as before.
     #[arg(long)]
     pub faults: Vec<String>,
     /// Parallel processes (each runs a share of the seeds; 1..=256).
@@ -246,6 +255,7 @@ impl Args {
             icache: self.icache,
             l0_cache: self.l0_cache,
             link_contention: self.link_contention,
+            reads_pass_unsent: self.reads_pass_unsent,
         }
     }
 }

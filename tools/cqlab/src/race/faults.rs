@@ -20,7 +20,9 @@ pub struct Faults {
     /// The host reads completions only every this many polls of a wait.
     pub lazy_drain: Option<u32>,
     /// A read of host memory passes earlier writes to host memory still
-    /// queued in its NIU (`SimConfig::faults.read_passes_unsent`).
+    /// queued in its NIU: the model's default since 2026-12-01
+    /// (`NocTiming::reads_pass_unsent`); the fault is kept so command lines
+    /// from before run, and refused with `--reads-pass-unsent false`.
     pub read_passes_unsent: bool,
 }
 
@@ -149,7 +151,7 @@ impl Faults {
                     }
                     _ => {
                         return Err(bad(
-                            "unknown fault (stall, jitter, slow, late-doorbell, backpressure, pcie-read, quantum-jitter, lazy-drain, read-passes-unsent, strong)",
+                            "unknown fault (stall, jitter, slow, late-doorbell, backpressure, pcie-read, quantum-jitter, lazy-drain, strong; read-passes-unsent is the model's default)",
                         ))
                     }
                 }
@@ -189,7 +191,7 @@ impl Faults {
             sim.pcie.read_latency_cycles = l;
         }
         if self.read_passes_unsent {
-            sim.faults.read_passes_unsent = true;
+            sim.noc.reads_pass_unsent = true;
         }
         if let Some(q) = self.quantum_jitter {
             sim.quantum_jitter = q;
