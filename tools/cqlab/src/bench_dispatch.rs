@@ -115,7 +115,7 @@ struct Row {
     /// as tt-metal's pgm_dispatch creates them), 1 on BRISC alone.
     kernels: u32,
     /// The timing model (`exact_time`, `pipelined_loads`, `icache`,
-    /// `link_contention`).
+    /// `l0_cache`, `link_contention`, `reads_pass_unsent`).
     #[serde(flatten)]
     model: Model,
     device_cycles_per_program: f64,

@@ -107,7 +107,7 @@ struct Row {
     calibrated: bool,
     source: String,
     /// The timing model measured (`exact_time`, `pipelined_loads`,
-    /// `icache`, `link_contention`).
+    /// `icache`, `l0_cache`, `link_contention`, `reads_pass_unsent`).
     #[serde(flatten)]
     timing: Model,
 }
