@@ -67,7 +67,7 @@ pub const MAX_RUNS: u64 = 100_000;
 pub struct WorkloadArgs {
     #[arg(long, value_enum, default_value = "copy_stress")]
     pub workload: Workload,
-    /// Device: embedded[:slow][,exact][,blocking][,no-contention][,icache][,no-l0]
+    /// Device: embedded[:slow][,exact][,blocking][,no-contention][,icache][,no-l0][,reads-wait-unsent]
     /// (a fresh simulator per run, seeded by the run's seed; `slow` with
     /// matmul_peak only) or sim:PATH[?wait[=SECS]] (a `cqlab sim serve`
     /// daemon; runs take its lock, ?wait queues behind another holder).

@@ -56,7 +56,7 @@ pub struct Args {
     /// issue pointers loaded once per wait for space).
     #[arg(long)]
     pub host_bug: Option<String>,
-    /// Device: embedded[:seed=N][,exact][,blocking][,no-contention][,icache][,no-l0]
+    /// Device: embedded[:seed=N][,exact][,blocking][,no-contention][,icache][,no-l0][,reads-wait-unsent]
     /// (docs/cli.md) or sim:PATH[?wait[=SECS]].
     #[arg(long, default_value = "embedded:seed=1")]
     pub device: String,
@@ -380,7 +380,7 @@ fn embedded_device(spec: &str) -> Result<Option<(u64, Model)>, UsageError> {
         Spec::Embedded { seed, model, .. } => Ok(Some((seed, model))),
         Spec::Daemon { .. } => Ok(None),
         _ => Err(bad(
-            "use embedded[:seed=N][,exact][,blocking][,no-contention][,icache][,no-l0] or sim:PATH[?wait[=SECS]]"
+            "use embedded[:seed=N][,exact][,blocking][,no-contention][,icache][,no-l0][,reads-wait-unsent] or sim:PATH[?wait[=SECS]]"
                 .into(),
         )),
     }

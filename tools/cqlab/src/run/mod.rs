@@ -28,7 +28,7 @@ use std::process::ExitCode;
 pub struct Args {
     /// copy_stress, dispatch_latency, tiny_kernels, matmul_peak, large_gemm or hetero.
     pub workload: String,
-    /// Device: embedded[:seed=N][,slow][,exact][,blocking][,no-contention][,icache][,no-l0]
+    /// Device: embedded[:seed=N][,slow][,exact][,blocking][,no-contention][,icache][,no-l0][,reads-wait-unsent]
     /// (the run's --seed applies when it names none; `slow`: slow dispatch
     /// through the BAR; `exact`: effects between tiles at their cycle;
     /// docs/cli.md has the others), sim:PATH[?wait[=SECS]], ttkmd-sim:PATH,
