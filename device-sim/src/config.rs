@@ -72,8 +72,10 @@ pub struct NocTiming {
     /// issued (as an atomic, rule 2), not for those still queued behind
     /// other packets. The NOC sources promise no more: a read request is a
     /// packet of its own command buffer and does not queue behind write
-    /// data (tt-metal `tech_reports/data_movement` ordering: writes are
-    /// ordered per NOC and VC, reads are not). On by default since
+    /// data (tt-metal `docs/source/tt-metalium/tt_metal/apis/kernel_apis/
+    /// data_movement/ordering.rst`: writes on one NOC and VC keep program
+    /// order; read responses take a dynamic VC, "no way to control
+    /// ordering for data reads"). On by default since
     /// 2026-12-01. Off (`embedded:reads-wait-unsent`), a read also waits
     /// for the writes still queued in its NIU: the model before, which
     /// hid `prefetch-chunk-refill-before-sent` and on which seeds named
