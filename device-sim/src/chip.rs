@@ -1794,7 +1794,9 @@ impl Chip {
                 let mut served = issue.time + trip(&self.cfg, hops, 0) + self.jitter();
                 served += self.link_wait(src, issue.dst_key, true, request);
                 if ordered && endpoint == EndpointKind::Pcie {
-                    // PCIe: a read does not pass this NIU's earlier posted writes.
+                    // PCIe: a read does not pass this NIU's earlier posted
+                    // writes that had left it (with `reads_pass_unsent` off,
+                    // the model before 2026-12-01: none of them).
                     let route = Route::of(src, issue.dst_key, issue.vc);
                     let before = if self.cfg.noc.reads_pass_unsent {
                         self.routes.sent_landed(route, issue.time)

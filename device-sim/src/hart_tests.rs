@@ -600,3 +600,26 @@ fn a_write_over_cached_code_drops_its_lines_and_the_next_jump_there_misses() {
     h.run(&mut NoBus, h.cycle() + 100);
     assert_eq!(h.icache().misses(), 2);
 }
+
+/// A store that meets a drained store queue takes the fast path, which
+/// must answer as the full rule does (it spares the rule, not its
+/// result), on both chips' timings and on a queue of one, every queue
+/// state and store address near each other.
+#[test]
+fn a_store_to_a_drained_queue_goes_on_as_the_full_rule_says() {
+    let timings = [L1Stores::WORMHOLE, L1Stores::BLACKHOLE, L1Stores { interval: 3, queue: 1, coalesce: true }];
+    for timing in timings {
+        for drained in 0..40 {
+            for last in [0, 4, 12, 16, 20, u32::MAX] {
+                for cycle in 0..45 {
+                    for addr in [0, 4, 8, 12, 16, 20, 36] {
+                        let q = StoreQueue { timing, drained, last };
+                        let (mut fast, mut full) = (q, q);
+                        let at = (fast.push(cycle, addr), full.push_queued(cycle, addr));
+                        assert_eq!((at.0, fast), (at.1, full), "{timing:?} drained {drained} last {last} at {cycle}");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -379,8 +379,10 @@ impl Routes {
         at
     }
 
-    /// Earliest time a read on `route`'s destination may be served: after
-    /// every earlier posted write on the route has landed (PCIe, rule 4).
+    /// Earliest time a read on `route`'s destination may be served under
+    /// rule 4 as it was before 2026-12-01 (`noc.reads_pass_unsent` off):
+    /// after every earlier posted write on the route has landed, also those
+    /// still queued in its NIU.
     pub fn posted_landed(&self, route: Route) -> u64 {
         self.map.get(&route).map_or(0, |r| r.all)
     }

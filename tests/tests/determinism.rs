@@ -85,6 +85,13 @@ on_both_chips! {
         assert_ne!(on.0, off.0, "{}: instruction caches changed nothing", chip.name());
     }
 
+    fn reads_waiting_for_unsent_writes_replay_bit_for_bit_with_and_without_fast_forward(chip) {
+        // The model before 2026-12-01 (`reads_pass_unsent` off) replays as
+        // the default does; whether this program's reads ever meet a queued
+        // write is not asserted (the race finder's test shows the rule matters).
+        replays_with_option(chip, 31, "reads waiting for unsent writes", |sim, on| sim.noc.reads_pass_unsent = !on);
+    }
+
     fn link_contention_replays_bit_for_bit_with_and_without_fast_forward(chip) {
         replays_with_option(chip, 29, "link contention", |sim, on| sim.noc.link_contention = on);
         // Not checked here that the option changes timing: this program's

@@ -716,7 +716,13 @@ fn table(rows: &[Row]) -> String {
         rows.first().map_or(0, |r| r.programs),
         rows.first().map_or("?".into(), |r| format!("{} ({})", r.chip, r.harvesting)),
         rows.first().map_or(0.0, |r| r.clock_hz as f64 / 1e9),
-        rows.first().map_or(String::new(), |r| r.model.describe()),
+        // How the model departs from the default: a chip without L0 data
+        // caches (Wormhole) has none to turn off, so the rows' `l0_cache`
+        // false is no departure there.
+        rows.first().map_or(String::new(), |r| {
+            let wormhole = r.chip.starts_with("wormhole");
+            Model { l0_cache: r.model.l0_cache || wormhole, ..r.model }.describe()
+        }),
         match (rows.iter().any(|r| r.processors > 1), rows.iter().any(|r| r.point.kernel_cycles > 0)) {
             (true, true) =>
                 ", kernels on all five processors, the TRISCs' one compute kernel (slow kernels on BRISC alone)",

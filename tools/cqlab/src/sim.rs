@@ -496,6 +496,7 @@ fn chip_bench(cycles: u64, quantum: Option<u64>) -> anyhow::Result<serde_json::V
         "quantum_cycles": cfg.quantum_cycles,
         "pipelined_loads": cfg.pipelined_loads,
         "link_contention": cfg.noc.link_contention,
+        "reads_pass_unsent": cfg.noc.reads_pass_unsent,
         "scenarios": scenarios,
         "memory": { "rss_before": before, "rss_booted": booted, "rss_filled": filled },
     }))

@@ -174,6 +174,8 @@ fn bench_dispatch_json_rows_carry_the_documented_keys() {
         "pipelined_loads",
         "link_contention",
         "icache",
+        "l0_cache",
+        "reads_pass_unsent",
     ];
     for row in rows {
         for key in keys {

@@ -429,9 +429,10 @@ fn run_on_a_daemon_of_another_chip_is_a_usage_error() {
 /// the default model and reported no L0 figures).
 #[test]
 fn a_daemon_names_its_timing_model_and_reports_its_l0_caches() {
-    for (name, options, words) in
-        [("l0", &[][..], ""), ("no-l0", &["--no-l0-cache", "--exact-time"][..], ",exact,no-l0")]
-    {
+    for (name, options, words) in [
+        ("l0", &[][..], ""),
+        ("no-l0", &["--no-l0-cache", "--exact-time", "--reads-wait-unsent"][..], ",exact,no-l0,reads-wait-unsent"),
+    ] {
         let dir = scratch_dir(name);
         std::fs::create_dir_all(&dir).unwrap();
         let d = Daemon::start_on(dir, 3, "", &SMALL_BLACKHOLE, 4, options);
@@ -444,6 +445,7 @@ fn a_daemon_names_its_timing_model_and_reports_its_l0_caches() {
         assert_eq!(v["model"]["l0_cache"], words.is_empty(), "{name}: {v}");
         assert_cores_by_x_and_y(&v["cores"]);
         assert_eq!(v["model"]["exact_time"], !words.is_empty(), "{name}: {v}");
+        assert_eq!(v["model"]["reads_pass_unsent"], words.is_empty(), "{name}: {v}");
         let l0_of = |device: &str, chip: &[&str]| {
             let mut c = Command::new(CQLAB);
             c.args(["run", "hetero", "--programs", "4", "--iters", "1", "--warmup", "0", "--cqs", "1", "--json", "-"])

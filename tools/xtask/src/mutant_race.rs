@@ -101,6 +101,11 @@ impl Options {
                 "--no-link-contention" => o.no_link_contention = true,
                 "--icache" => o.icache = true,
                 "--reads-wait-unsent" => o.reads_wait_unsent = true,
+                "--read-passes-unsent" => bail!(
+                    "--read-passes-unsent: cqlab race's default model since 2026-12-01 (a read of host memory \
+                     passes the writes still queued in its NIU); leave it out, or give --reads-wait-unsent for \
+                     the model before"
+                ),
                 "--jitter" => {
                     let cycles = value()?.parse().ok().filter(|&n| n <= MAX_JITTER);
                     o.jitter = Some(cycles.with_context(|| format!("--jitter: cycles, 0..={MAX_JITTER}"))?)
@@ -290,6 +295,8 @@ mod tests {
         assert_eq!(o.race_args(), ["--faults", "backpressure=3000", "--reads-pass-unsent", "false"]);
         let o = parse(&["--reads-wait-unsent"]).unwrap().unwrap();
         assert_eq!(o.race_options(), "with --reads-pass-unsent false");
+        let old = parse(&["--read-passes-unsent"]).err().expect("the old flag names the default");
+        assert!(old.to_string().contains("default model since 2026-12-01"), "{old}");
         let o = parse(&["--exact-time"]).unwrap().unwrap();
         assert_eq!(o.race_options(), "with --exact-time true");
         let o = parse(&["--blocking-loads", "--exact-time"]).unwrap().unwrap();

@@ -21,8 +21,11 @@ pub struct Faults {
     pub lazy_drain: Option<u32>,
     /// A read of host memory passes earlier writes to host memory still
     /// queued in its NIU: the model's default since 2026-12-01
-    /// (`NocTiming::reads_pass_unsent`); the fault is kept so command lines
-    /// from before run, and refused with `--reads-pass-unsent false`.
+    /// (`NocTiming::reads_pass_unsent`, set from `--reads-pass-unsent`), so
+    /// it sets nothing. Kept so command lines from before run as they did:
+    /// it is still a fault given, so a two-queue seed with it draws no slice
+    /// jitter (`Plan::seed_variation`); refused with `--reads-pass-unsent
+    /// false`.
     pub read_passes_unsent: bool,
 }
 
@@ -189,9 +192,6 @@ impl Faults {
         }
         if let Some(l) = self.pcie_read {
             sim.pcie.read_latency_cycles = l;
-        }
-        if self.read_passes_unsent {
-            sim.noc.reads_pass_unsent = true;
         }
         if let Some(q) = self.quantum_jitter {
             sim.quantum_jitter = q;
