@@ -127,11 +127,16 @@ struct Row {
     /// same run: the floor of `host_enqueue_us_per_program`.
     memcpy_us_per_program: f64,
     /// tt-metal's golden for a point of this shape on this chip's arch
-    /// (`goldens`), its case, and `us_per_program / golden_us`; null where
-    /// tt-metal publishes none (binaries uploaded every program, 2 CQs).
+    /// (`goldens`), `us_per_program / golden_us`, and where the golden comes
+    /// from: its case, its golden file and the CI environment that ran it,
+    /// each a field of its own so that scripts need not parse them apart;
+    /// all null where tt-metal publishes none (binaries uploaded every
+    /// program, 2 CQs).
     golden_us: Option<f64>,
     ratio: Option<f64>,
     golden_case: Option<String>,
+    golden_file: Option<String>,
+    golden_environment: Option<String>,
     /// What the golden's case does that this point does not (besides
     /// running five kernels a core where `--brisc-only` runs one).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -379,7 +384,9 @@ fn measure(
         us_per_program,
         golden_us: golden.map(|g| g.golden_us),
         ratio: golden.map(|g| us_per_program / g.golden_us),
-        golden_case: golden.map(|g| format!("{} ({}, {})", g.case, g.file, g.environment)),
+        golden_case: golden.map(|g| g.case.clone()),
+        golden_file: golden.map(|g| g.file.clone()),
+        golden_environment: golden.map(|g| g.environment.clone()),
         golden_note: golden.and_then(|g| g.note.clone()),
         host_seconds: started.elapsed().as_secs_f64(),
         host_enqueue_us_per_program: host.us_per_program,

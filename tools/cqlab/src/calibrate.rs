@@ -26,10 +26,10 @@ const TOLERANCE: (f64, f64) = (0.85, 1.15);
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The board: wormhole-n150, wormhole-n300 (its PCIe-attached chip),
-    /// blackhole-p100a or blackhole-p150a, each with its usual harvesting
-    /// (default: wormhole-n150).
-    #[arg(long, value_name = "BOARD", value_parser = crate::chip::board)]
+    /// The board to calibrate (default: wormhole-n150), at its usual
+    /// harvesting: the published figures were measured on it, so
+    /// `--harvest` is refused.
+    #[arg(long, value_name = "BOARD", value_parser = crate::chip::listed_board())]
     pub chip: Option<Board>,
     /// Refused: the published figures were measured on each board's usual
     /// harvesting (hidden; said when given).
@@ -274,6 +274,27 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `calibrate --help` gives its `--chip` the boards alone and why
+    /// harvesting is refused, not the prose of `ChipOpt`'s `--chip` (whose
+    /// board list and device rules calibrate does not need).
+    #[test]
+    fn chip_help_names_the_boards_and_the_refused_harvesting() {
+        use clap::{Args as _, CommandFactory as _};
+        let help = |cmd: &clap::Command| {
+            let arg = cmd.get_arguments().find(|a| a.get_id() == "chip").expect("--chip");
+            (arg.get_help().expect("help").to_string(), arg.get_possible_values())
+        };
+        let (chip_opt_help, _) = help(&crate::chip::ChipOpt::augment_args(clap::Command::new("chip-opt")));
+        let cli = crate::Cli::command();
+        let (calibrate_help, boards) = help(cli.find_subcommand("calibrate").expect("calibrate"));
+        let boards: Vec<&str> = boards.iter().map(|b| b.get_name()).collect();
+        assert_eq!(boards, Board::ALL.map(Board::name), "the boards, listed by clap");
+        assert!(calibrate_help.contains("`--harvest` is refused"), "{calibrate_help}");
+        assert!(calibrate_help.contains("usual harvesting"), "{calibrate_help}");
+        let chip_opt_first = chip_opt_help.split('.').next().unwrap();
+        assert!(!calibrate_help.contains(chip_opt_first), "repeats ChipOpt's {chip_opt_first:?}: {calibrate_help}");
+    }
 
     /// The model is calibrated: every built-in figure, on a board of its
     /// architecture, within `TOLERANCE` of what was published (issue 27).

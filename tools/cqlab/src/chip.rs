@@ -32,6 +32,15 @@ pub fn board(s: &str) -> Result<Board, String> {
     s.parse().map_err(|e: cqlab_abi::soc::UnknownBoard| e.to_string())
 }
 
+/// A `--chip` whose help lists the boards as clap's possible values (from
+/// `Board::ALL`), for a command that takes the board alone and so needs
+/// none of `ChipOpt`'s prose.
+pub fn listed_board() -> impl clap::builder::TypedValueParser<Value = Board> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(Board::ALL.map(Board::name))
+        .map(|name| name.parse::<Board>().expect("a board's own name"))
+}
+
 impl ChipOpt {
     /// The board a simulator made here simulates.
     pub fn sim_board(&self) -> Board {

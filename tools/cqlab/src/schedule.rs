@@ -267,7 +267,9 @@ fn table(out: &Output) -> String {
 struct CsvRow {
     l2_bytes: Option<u64>,
     l3_bytes: u64,
-    strategy: &'static str,
+    /// Spelled out as `--json` spells it (the same serde name), so a script
+    /// can read either.
+    strategy: Strategy,
     a_read_bytes: u64,
     a_write_bytes: u64,
     b_read_bytes: u64,
@@ -296,7 +298,7 @@ fn csv(out: &Output) -> anyhow::Result<String> {
             CsvRow {
                 l2_bytes: cfg.l2_bytes,
                 l3_bytes: cfg.l3_bytes,
-                strategy: r.strategy.short(),
+                strategy: r.strategy,
                 a_read_bytes: d.a.read_bytes,
                 a_write_bytes: d.a.write_bytes,
                 b_read_bytes: d.b.read_bytes,

@@ -6,7 +6,11 @@
 //! events; counters for fetch- and completion-queue occupancy; a host
 //! track with the iterations; and a flow arrow from the dispatcher's GO to
 //! each kernel it started. Written as the trace is read: memory holds the
-//! open slices per core and the launch table, never the records.
+//! open slices per core, the launch table and the occupancy samples (a few
+//! words each), never the records. The samples are written last, in time
+//! order: a run writes its host's sample before the device's earlier ones
+//! that the following drain brings, and a counter track read out of order
+//! draws its values at the wrong times.
 
 use crate::out::diagln;
 use crate::trace_file::{Item, TraceReader};
@@ -63,7 +67,18 @@ pub struct Exporter<W: Write> {
     /// at or before its start, not the latest one read.
     gos: HashMap<u8, VecDeque<f64>>,
     next_flow: u64,
+    /// Occupancy samples as read, written sorted by `finish`.
+    occupancy: Vec<OccupancySample>,
     pub events: u64,
+}
+
+/// One queue's occupancy at one cycle: a value on each of its two counter
+/// tracks.
+struct OccupancySample {
+    cycle: u64,
+    cq: u8,
+    fetch_entries: u32,
+    completion_bytes: u32,
 }
 
 /// Slice keys: commands by id (prefetch and dispatch ids can coincide, but a
@@ -90,6 +105,7 @@ impl<W: Write> Exporter<W> {
             launches: HashMap::new(),
             gos: HashMap::new(),
             next_flow: 1,
+            occupancy: Vec::new(),
             events: 0,
         };
         e.emit(json!({"ph": "M", "name": "process_name", "pid": PID, "tid": 0, "ts": 0, "args": {"name": title}}))?;
@@ -234,15 +250,29 @@ impl<W: Write> Exporter<W> {
         self.emit(json!({"ph": "X", "name": name, "cat": "host", "pid": PID, "tid": HOST_TID, "ts": ts, "dur": dur}))
     }
 
-    pub fn occupancy(&mut self, cq: u8, cycle: u64, fetch: u32, completion: u32) -> Result<()> {
-        let ts = self.ts(cycle);
-        self.emit(json!({"ph": "C", "name": format!("CQ{cq} fetch queue entries"), "pid": PID, "tid": HOST_TID,
-                         "ts": ts, "args": {"entries": fetch}}))?;
-        self.emit(json!({"ph": "C", "name": format!("CQ{cq} completion queue bytes"), "pid": PID, "tid": HOST_TID,
-                         "ts": ts, "args": {"bytes": completion}}))
+    /// Keeps a queue's occupancy sample for `finish` to write in time order.
+    pub fn occupancy(&mut self, cq: u8, cycle: u64, fetch_entries: u32, completion_bytes: u32) {
+        self.occupancy.push(OccupancySample { cycle, cq, fetch_entries, completion_bytes });
     }
 
-    /// Closes every slice still open at its track's last timestamp.
+    /// The occupancy counters by cycle, then queue; samples of one queue at
+    /// one cycle keep the run's order (a stable sort), so the output is the
+    /// same on every export.
+    fn write_occupancy(&mut self) -> Result<()> {
+        let mut samples = std::mem::take(&mut self.occupancy);
+        samples.sort_by_key(|s| (s.cycle, s.cq));
+        for s in samples {
+            let (ts, cq) = (self.ts(s.cycle), s.cq);
+            self.emit(json!({"ph": "C", "name": format!("CQ{cq} fetch queue entries"), "pid": PID, "tid": HOST_TID,
+                             "ts": ts, "args": {"entries": s.fetch_entries}}))?;
+            self.emit(json!({"ph": "C", "name": format!("CQ{cq} completion queue bytes"), "pid": PID,
+                             "tid": HOST_TID, "ts": ts, "args": {"bytes": s.completion_bytes}}))?;
+        }
+        Ok(())
+    }
+
+    /// Closes every slice still open at its track's last timestamp, then
+    /// writes the occupancy counters.
     pub fn finish(mut self) -> Result<(W, u64)> {
         let open: Vec<(u32, f64, Vec<String>)> = self
             .tracks
@@ -254,6 +284,7 @@ impl<W: Write> Exporter<W> {
                 self.emit(json!({"ph": "E", "name": name, "pid": PID, "tid": tid, "ts": ts}))?;
             }
         }
+        self.write_occupancy()?;
         self.out.write_all(b"\n]}\n")?;
         self.out.flush()?;
         Ok((self.out, self.events))
@@ -284,7 +315,7 @@ pub fn export(run: &Path, out: &Path) -> Result<Exported> {
             Item::Rec(core, r) => ex.record(core, &r)?,
             Item::Launch(l) => ex.launch(l.seq, l.cq, l.label),
             Item::Iter(i) => ex.iteration(i.index, i.warmup, i.start, i.end.unwrap_or(i.enqueued))?,
-            Item::Occ(o) => ex.occupancy(o.cq, o.cycle, o.fetch_entries, o.completion_bytes)?,
+            Item::Occ(o) => ex.occupancy(o.cq, o.cycle, o.fetch_entries, o.completion_bytes),
             Item::End(_) => {}
         }
     }
@@ -306,4 +337,33 @@ pub fn run_export(a: ExportArgs) -> Result<ExitCode> {
     }
     diagln!("wrote {} trace events to {} (open it at ui.perfetto.dev)", e.events, a.perfetto.display());
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cqlab_abi::soc::Board;
+
+    /// Occupancy read as a run writes it (a host sample, then the drain's
+    /// earlier device samples) on two queues: each of the four counter
+    /// tracks comes out in time order.
+    #[test]
+    fn every_counter_track_is_in_time_order() {
+        let chip = Topology::for_board(Board::WormholeN150, None, 2).unwrap();
+        let mut ex = Exporter::new(Vec::new(), chip, HashMap::new(), 1e9, "test").unwrap();
+        for (cq, cycle) in [(0, 1000), (1, 1000), (0, 400), (1, 700), (0, 900), (1, 300), (0, 2000), (1, 1500)] {
+            ex.occupancy(cq, cycle, cycle as u32 % 7, cycle as u32 % 64);
+        }
+        let (out, _) = ex.finish().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let mut tracks: HashMap<String, Vec<f64>> = HashMap::new();
+        for e in v["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "C") {
+            tracks.entry(e["name"].as_str().unwrap().to_owned()).or_default().push(e["ts"].as_f64().unwrap());
+        }
+        assert_eq!(tracks.len(), 4, "{tracks:?}");
+        for (name, ts) in &tracks {
+            assert_eq!(ts.len(), 4, "{name}: {ts:?}");
+            assert!(ts.is_sorted(), "{name} goes back in time: {ts:?}");
+        }
+    }
 }

@@ -191,9 +191,17 @@ fn bench_dispatch_json_rows_carry_the_documented_keys() {
             let (us, golden) = (row["us_per_program"].as_f64().unwrap(), row["golden_us"].as_f64().unwrap());
             let ratio = row["ratio"].as_f64().unwrap();
             assert!((ratio - us / golden).abs() < 1e-9, "{row}");
-            assert!(row["golden_case"].as_str().unwrap().contains("all_processors_all_cores"), "{row}");
+            // The case, its file and its CI environment, each a field alone.
+            let case = row["golden_case"].as_str().unwrap();
+            assert!(case.starts_with("BM_pgm_dispatch/all_processors_all_cores"), "{row}");
+            assert!(case.ends_with("/manual_time"), "the case name alone: {row}");
+            let file = if row["trace"] == true { "pgm_dispatch.json" } else { "pgm_dispatch_no_trace.json" };
+            assert_eq!(row["golden_file"], file, "{row}");
+            assert_eq!(row["golden_environment"], "wh_n300_perf", "{row}");
         } else {
-            assert!(row["ratio"].is_null() && row["golden_case"].is_null(), "{row}");
+            for key in ["ratio", "golden_case", "golden_file", "golden_environment"] {
+                assert!(row[key].is_null(), "{key}: {row}");
+            }
         }
     }
     let cycles = |trace: bool| {

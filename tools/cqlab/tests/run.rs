@@ -274,7 +274,6 @@ fn compare_pairs_any_swept_parameter_by_value() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("nothing compared"));
 }
 
-/// Every event has ph/ts/pid/tid; B/E nest per track; every flow end has a start.
 /// `cqlab trace export TRACE --perfetto` into a scratch file, parsed.
 fn export_perfetto(trace: &Path, name: &str) -> Value {
     let pf = tmp(&format!("{name}.perfetto.json"));
@@ -283,6 +282,8 @@ fn export_perfetto(trace: &Path, name: &str) -> Value {
     serde_json::from_slice(&std::fs::read(&pf).unwrap()).unwrap()
 }
 
+/// Every event has ph/ts/pid/tid; B/E nest per track; every flow end has a
+/// start; every counter track's values are in time order.
 fn check_perfetto(v: &Value) -> (usize, usize) {
     use std::collections::{HashMap, HashSet};
     let events = v["traceEvents"].as_array().expect("traceEvents");
@@ -292,6 +293,8 @@ fn check_perfetto(v: &Value) -> (usize, usize) {
     // Flow starts by id -> (track, ts); flow ends -> (id, ts); GO slice starts per track.
     let (mut starts, mut ends) = (HashMap::new(), Vec::new());
     let mut go_starts: HashSet<(u64, u64)> = HashSet::new();
+    // A counter track is its process and name: its latest ts.
+    let mut counters: HashMap<(u64, String), f64> = HashMap::new();
     for e in events {
         for k in ["ph", "ts", "pid", "tid"] {
             assert!(e.get(k).is_some(), "event without {k}: {e}");
@@ -326,6 +329,12 @@ fn check_perfetto(v: &Value) -> (usize, usize) {
                 assert_eq!(e["bp"], "e", "flow end without bp=e: {e}");
                 ends.push((e["id"].as_u64().unwrap(), ts));
             }
+            "C" => {
+                let name = e["name"].as_str().unwrap().to_owned();
+                if let Some(last) = counters.insert((pid, name.clone()), ts) {
+                    assert!(ts >= last, "counter {name} goes back in time: {last} us, then {ts} us");
+                }
+            }
             _ => {}
         }
     }
@@ -336,6 +345,7 @@ fn check_perfetto(v: &Value) -> (usize, usize) {
         assert!(go_starts.contains(&(*tid, start.to_bits())), "flow {id} does not start at a GO slice on track {tid}");
     }
     assert!(sliced.is_subset(&named), "a track with slices but no name");
+    assert!(!counters.is_empty(), "no counter tracks");
     (named.len(), ends.len())
 }
 

@@ -81,6 +81,31 @@ fn auto_csv_and_svg() {
     assert!(chart.starts_with("<svg") && chart.contains("L2 16KiB / L3 1MiB"), "{chart}");
 }
 
+/// `--csv` and `--json` name the strategies alike, spelled out, line for
+/// line in the same order.
+#[test]
+fn csv_and_json_name_the_strategies_alike() {
+    let problem = ["--m", "300", "--n", "200", "--k", "100", "--tile", "64", "--l3", "64KiB,1MiB"];
+    let run = |format: &str| {
+        let out = cqlab(&[&problem[..], &[format]].concat());
+        assert!(out.status.success(), "{format}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let json: Value = serde_json::from_str(&run("--json")).unwrap();
+    let from_json: Vec<String> = json["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["reports"].as_array().unwrap().iter().map(|r| r["strategy"].as_str().unwrap().to_owned()))
+        .collect();
+    let csv = run("--csv");
+    let mut lines = csv.lines();
+    let column = lines.next().unwrap().split(',').position(|h| h == "strategy").expect("a strategy column");
+    let from_csv: Vec<String> = lines.map(|l| l.split(',').nth(column).unwrap().to_owned()).collect();
+    assert_eq!(from_csv, from_json);
+    assert_eq!(from_csv[..3], ["weight-stationary", "input-stationary", "output-stationary"]);
+}
+
 #[test]
 fn bad_input_fails_with_a_message() {
     let cases: [(&[&str], &str); 6] = [
