@@ -2155,14 +2155,21 @@ impl Chip {
     }
 
     /// Wakes the cores of tile `t` whose parked loop reads `[addr, addr + len)`.
+    /// Inline up to the tile's span of parked reads: every landing write
+    /// and NIU counter bump asks, and mostly nothing there is parked.
+    #[inline]
     fn wake_tile_if_read(&mut self, t: usize, (addr, len): (u64, u64)) {
         let Some(tile) = self.tiles[t].as_ref() else { return };
         let (lo, hi) = tile.parked_reads;
         if addr >= hi || addr + len <= lo {
             return;
         }
-        let range = (addr, len);
-        for j in tile.cores {
+        self.wake_cores_reading(t, (addr, len));
+    }
+
+    #[inline(never)]
+    fn wake_cores_reading(&mut self, t: usize, range: (u64, u64)) {
+        for j in self.tensix(t).cores {
             self.wake_if_read(j, range);
         }
     }

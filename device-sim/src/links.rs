@@ -54,7 +54,7 @@
 use crate::noc::Link;
 use cqlab_abi::arch::{GridSize, Noc};
 use cqlab_abi::noc::Coord;
-use cqlab_abi::soc::{path_links, ChipLayout};
+use cqlab_abi::soc::{path_links, torus_step, ChipLayout};
 
 /// Which virtual channels a packet travels on (module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,13 +118,32 @@ impl Mesh {
     /// reaches the end later than on free links. `now`: device time
     /// (bookings that ended by then are dropped).
     pub fn pass(&mut self, noc: Noc, class: Class, from: Coord, to: Coord, p: Packet, now: u64) -> u64 {
+        // `path_links`' walk, leg by leg (NOC0 along x then y, NOC1 y then
+        // x), with the link index stepped along: every packet walks its
+        // path here, and the generic walk cost ~85 host instructions a hop.
+        let (gx, gy) = (self.grid.x, self.grid.y);
+        let forward = noc == Noc::Noc0;
+        let low = noc.index() as usize * 2 + usize::from(class == Class::Response);
         let (mut at, mut hops) = (p.head, 0);
-        for (a, b) in path_links(self.grid, noc, from, to) {
-            let k = self.index(noc, class, a, b);
-            let link = &mut self.links[k];
-            link.forget_before(now);
-            at = link.book(at, p.hold) + self.hop;
-            hops += 1;
+        let (mut x, mut y) = (from.x, from.y);
+        for along_x in if forward { [true, false] } else { [false, true] } {
+            loop {
+                let (v, end, n) = if along_x { (x, to.x, gx) } else { (y, to.y, gy) };
+                if v == end {
+                    break;
+                }
+                // Named by the router the link leaves, as `index` names it.
+                let router = y as usize * gx as usize + x as usize;
+                let k = ((router * 2 + usize::from(!along_x)) * 2) * 2 + low;
+                at = self.links[k].book_after(now, at, p.hold) + self.hop;
+                hops += 1;
+                let next = torus_step(v, n, forward);
+                if along_x {
+                    x = next;
+                } else {
+                    y = next;
+                }
+            }
         }
         at - (p.head + hops * self.hop)
     }

@@ -578,6 +578,26 @@ impl Link {
         start
     }
 
+    /// [`Link::forget_before`] `now`, then [`Link::book`]: inline where
+    /// nothing is booked past `now` (mostly so), as each hop of each packet
+    /// books its link.
+    #[inline]
+    pub fn book_after(&mut self, now: u64, ready: u64, cycles: u64) -> u64 {
+        match self.busy.last() {
+            None => {}
+            // Sorted: every booking ended by `now`.
+            Some(&(_, e)) if e <= now => self.busy.clear(),
+            Some(_) => {
+                self.forget_before(now);
+                return self.book(ready, cycles);
+            }
+        }
+        if cycles > 0 {
+            self.busy.push((ready, ready + cycles));
+        }
+        ready
+    }
+
     /// Drops the bookings that ended by cycle `t` (no transfer is ready
     /// before `t` any more).
     pub fn forget_before(&mut self, t: u64) {

@@ -35,5 +35,5 @@ pub use dram::DramBank;
 pub use error::{HarvestError, SocError};
 pub use harvest::{EthHarvest, Harvesting};
 pub use layout::{ChipLayout, LayoutError, Tile};
-pub use route::{hop_count, in_rect, path_links, route, Route};
+pub use route::{hop_count, in_rect, path_links, route, torus_step, Route};
 pub use tile::{HarvestedUnit, TileKind};

@@ -41,7 +41,10 @@ fn steps(a: u8, b: u8, n: u8, forward: bool) -> u8 {
     (if forward { (b + n - a) % n } else { (a + n - b) % n }) as u8
 }
 
-fn step(v: u8, n: u8, forward: bool) -> u8 {
+/// The next router coordinate after `v` on an axis of size `n`, moving +1
+/// (`forward`, NOC0) or -1 (NOC1), wrapping: one hop of [`path_links`].
+#[inline]
+pub fn torus_step(v: u8, n: u8, forward: bool) -> u8 {
     // Compares, not `%`: the simulator walks a path per packet.
     if forward {
         if v + 1 == n {
@@ -80,9 +83,9 @@ pub fn path_links(grid: GridSize, noc: Noc, from: Coord, to: Coord) -> impl Iter
         let (x_left, y_left) = (c.x != to.x, c.y != to.y);
         // NOC0 walks x then y; NOC1 y then x.
         if x_left && (forward || !y_left) {
-            c.x = step(c.x, grid.x, forward);
+            c.x = torus_step(c.x, grid.x, forward);
         } else if y_left {
-            c.y = step(c.y, grid.y, forward);
+            c.y = torus_step(c.y, grid.y, forward);
         } else {
             return None;
         }
