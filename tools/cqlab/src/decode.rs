@@ -116,9 +116,31 @@ impl Listing {
             "owed_at_end": self.owed_at_end.map(|o| json!({
                 "owner": o.command, "owner_offset": o.offset, "bytes_owed": o.bytes, "text": o.end_note(self.error.map(|e| e.offset)),
             })),
-            "error": self.error.map(|e| json!({ "offset": e.offset, "message": e.kind.to_string() })),
+            "error": self.error.map(error_json),
         })
     }
+}
+
+/// A decode error as JSON: its byte, its `kind` and that kind's fields
+/// typed (as the commands' `fields` are), and the `message` the text
+/// prints.
+fn error_json(e: DecodeError) -> Value {
+    use cqlab_abi::decode::{DecodeErrorKind as K, Space};
+    let mut v = match e.kind {
+        K::UnknownId { space, id } => json!({
+            "kind": "unknown_id",
+            "space": match space { Space::Prefetch => "prefetch", Space::Dispatch => "dispatch" },
+            "id": id,
+        }),
+        K::Truncated { needed, available } => json!({ "kind": "truncated", "needed": needed, "available": available }),
+        K::Misaligned { align } => json!({ "kind": "misaligned", "align": align }),
+        K::BadSize { field, value } => json!({ "kind": "bad_size", "field": field, "value": value }),
+        K::BadFlags { flags } => json!({ "kind": "bad_flags", "flags": flags }),
+        K::BadChecksum { expected, found } => json!({ "kind": "bad_checksum", "expected": expected, "found": found }),
+    };
+    v["offset"] = json!(e.offset);
+    v["message"] = json!(e.kind.to_string());
+    v
 }
 
 /// A dispatch command whose payload the stream still owes: later relays

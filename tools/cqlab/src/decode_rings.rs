@@ -35,8 +35,8 @@ pub enum Kind {
 }
 
 /// The first problem a dump has: where, if at a byte, and what. In JSON
-/// `{"offset", "message"}`, as an issue dump's error (helper-31: these were
-/// one string).
+/// `{"offset", "message"}`, as an issue dump's error (which adds a typed
+/// `kind`; helper-31: these were one string).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct DumpError {
     pub offset: Option<usize>,

@@ -291,7 +291,11 @@ fn malformed_dump_json_keeps_what_decoded() {
     let out = decode(&["--json", dump("bad_nested.json.bin", &bytes).to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let v = json(&out);
-    assert_eq!(v["error"], serde_json::json!({"offset": 0x50, "message": "unknown Dispatch command id 0x00"}));
+    assert_eq!(
+        v["error"],
+        serde_json::json!({"offset": 0x50, "kind": "unknown_id", "space": "dispatch", "id": 0,
+                           "message": "unknown Dispatch command id 0x00"})
+    );
     let cmds = v["commands"].as_array().unwrap();
     assert_eq!(cmds.len(), 1, "{v}");
     let nested = cmds[0]["dispatch"].as_array().unwrap();
@@ -318,4 +322,19 @@ fn malformed_dump_json_keeps_what_decoded() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+/// A dump cut inside a command says so in typed fields, for a script to
+/// tell a cut dump from a corrupt one without reading the message.
+#[test]
+fn a_cut_dump_error_is_typed() {
+    let bytes = sample_stream();
+    let out = decode(&["--json", dump("cut.json.bin", &bytes[..40]).to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = &json(&out)["error"];
+    assert_eq!(e["kind"], "truncated", "{e}");
+    assert_eq!(e["offset"], 0, "{e}");
+    assert_eq!(e["available"], 40, "{e}");
+    assert!(e["needed"].as_u64().is_some_and(|n| n > 40), "{e}");
+    assert!(e["message"].as_str().is_some_and(|m| m.starts_with("truncated")), "{e}");
 }
