@@ -787,10 +787,10 @@ impl Introspect for DaemonBackend {
         let body = self.request(&Request::Digest)?;
         Ok(self.u64s::<1>("DIGEST", &body)?[0])
     }
-    fn dram_traffic(&mut self) -> Result<DramTraffic> {
+    fn dram_traffic(&mut self) -> Result<Option<DramTraffic>> {
         let body = self.request(&Request::DramTraffic { reset: false })?;
         let [read_bytes, write_bytes] = self.u64s::<2>("DRAM_TRAFFIC", &body)?;
-        Ok(DramTraffic { read_bytes, write_bytes })
+        Ok(Some(DramTraffic { read_bytes, write_bytes }))
     }
     fn reset_dram_traffic(&mut self) -> Result<()> {
         self.request(&Request::DramTraffic { reset: true })?;
@@ -956,7 +956,7 @@ impl Introspect for DaemonObserver {
         })?;
         Ok(u64::from_le_bytes(b))
     }
-    fn dram_traffic(&mut self) -> Result<DramTraffic> {
+    fn dram_traffic(&mut self) -> Result<Option<DramTraffic>> {
         Err(self.read_only("DRAM traffic counters (owner only)"))
     }
     fn reset_dram_traffic(&mut self) -> Result<()> {

@@ -180,9 +180,9 @@ impl Introspect for EmbeddedSim {
     fn digest(&mut self) -> Result<u64> {
         Ok(self.chip_mut().digest())
     }
-    fn dram_traffic(&mut self) -> Result<DramTraffic> {
+    fn dram_traffic(&mut self) -> Result<Option<DramTraffic>> {
         let t = self.chip().dram_traffic();
-        Ok(DramTraffic { read_bytes: t.read_bytes, write_bytes: t.write_bytes })
+        Ok(Some(DramTraffic { read_bytes: t.read_bytes, write_bytes: t.write_bytes }))
     }
     fn reset_dram_traffic(&mut self) -> Result<()> {
         self.chip_mut().reset_dram_traffic();

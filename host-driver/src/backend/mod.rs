@@ -223,8 +223,10 @@ pub trait Introspect {
     /// Digest of the whole device state (equal digests: bit-identical runs).
     fn digest(&mut self) -> Result<u64>;
     /// DRAM bytes moved by NOC transactions since power-on or the last
-    /// [`Introspect::reset_dram_traffic`].
-    fn dram_traffic(&mut self) -> Result<DramTraffic>;
+    /// [`Introspect::reset_dram_traffic`]; `None` where the backend counts
+    /// none (a libttsim library).
+    fn dram_traffic(&mut self) -> Result<Option<DramTraffic>>;
+    /// Zeroes the DRAM traffic counters (nothing to do where there are none).
     fn reset_dram_traffic(&mut self) -> Result<()>;
     /// Reads device memory without costing device time (the simulator's side-effect-free
     /// view), where this backend has such a view: `Ok(false)` when it has none (read through

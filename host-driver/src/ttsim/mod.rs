@@ -348,11 +348,12 @@ impl Introspect for TtSim {
         self.bar.check(|| "cqlab_ttsim_digest()".into())?;
         Ok(d)
     }
-    fn dram_traffic(&mut self) -> Result<DramTraffic> {
-        Err(DriverError::Backend(format!("{}: no DRAM traffic counters through libttsim", self.name())))
+    // The C API has no DRAM traffic counters.
+    fn dram_traffic(&mut self) -> Result<Option<DramTraffic>> {
+        Ok(None)
     }
     fn reset_dram_traffic(&mut self) -> Result<()> {
-        Err(DriverError::Backend(format!("{}: no DRAM traffic counters through libttsim", self.name())))
+        Ok(())
     }
     fn peek(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<bool> {
         // Only cqlab's library reads as an observer: tile_rd_bytes lands

@@ -138,8 +138,8 @@ struct Row {
     golden_file: Option<String>,
     golden_environment: Option<String>,
     /// What the golden's case does that this point does not (besides
-    /// running five kernels a core where `--brisc-only` runs one).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// running five kernels a core where `--brisc-only` runs one); null
+    /// where nothing, as the other golden fields are.
     golden_note: Option<String>,
     /// Wall-clock seconds this point took on this machine, booting and
     /// simulating included: what a campaign of such runs pays.

@@ -18,8 +18,9 @@ pub struct Args {
     /// table.
     #[arg(long)]
     pub json: bool,
-    /// Device for the driver-path figures: embedded (seed 1, the default)
-    /// or sim:PATH.
+    /// Device for the driver-path figures: embedded (seed 1, the default),
+    /// or any other spec of docs/backends.md (sim:PATH, ttkmd-sim:PATH,
+    /// ttsim:LIBRARY, /dev/tenstorrent/N).
     #[arg(long, default_value = "embedded")]
     pub device: String,
     #[command(flatten)]

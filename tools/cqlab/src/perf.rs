@@ -27,7 +27,9 @@ pub struct Args {
     #[arg(long, default_value_t = 1, value_parser = crate::cli::seed)]
     pub seed: u64,
     /// Device to measure: embedded (the default; the slow-dispatch row runs
-    /// on a second embedded chip of the same seed) or sim:PATH.
+    /// on a second embedded chip of the same seed), or any other spec of
+    /// docs/backends.md (sim:PATH, ttkmd-sim:PATH, ttsim:LIBRARY,
+    /// /dev/tenstorrent/N).
     #[arg(long, default_value = "embedded")]
     pub device: String,
     #[command(flatten)]

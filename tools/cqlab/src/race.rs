@@ -447,6 +447,7 @@ pub fn record_seed(plan: &Plan, index: u64, seed: u64) -> Result<SeedRecord> {
         index,
         ok: outcome.is_ok(),
         killed: false,
+        after_kill: false,
         failure,
         device_cycles,
         seconds,

@@ -110,9 +110,9 @@ pub struct ServeArgs {
     #[arg(long)]
     quiet: bool,
     /// Close a connection that does not hold the device after this many
-    /// seconds without a request, and one whose request has not arrived
-    /// whole this long after its first byte (silent connections would
-    /// otherwise fill the 16-connection cap and lock everyone out).
+    /// seconds (0.1..=86400) without a request, and one whose request has
+    /// not arrived whole this long after its first byte (silent connections
+    /// would otherwise fill the 16-connection cap and lock everyone out).
     #[arg(long, default_value_t = cqlab_sim::daemon::server::DEFAULT_IDLE_TIMEOUT.as_secs_f64(), value_parser = parse_idle_timeout)]
     idle_timeout: f64,
 }

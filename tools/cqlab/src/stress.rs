@@ -576,7 +576,6 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
         })
         .collect();
     let mut records = Vec::new();
-    let (mut kills, mut failures_after_kill, mut hard_timeouts) = (0u64, 0u64, 0u64);
     let mut after_kill = false;
     for (index, &(seed, kill_after)) in plan.iter().enumerate() {
         let index = index as u64;
@@ -602,6 +601,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             index,
             ok: true,
             killed: false,
+            after_kill,
             failure: None,
             device_cycles: 0,
             seconds,
@@ -611,7 +611,6 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
         };
         let verdict = match ended {
             Ended::Killed { after, at_step } => {
-                kills += 1;
                 after_kill = true;
                 (record.ok, record.killed) = (false, true);
                 record.metrics.insert(crate::campaign::KILLED.into(), after.as_secs_f64());
@@ -630,14 +629,10 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
                 record.metrics = r.metrics;
                 record.ok = r.failure.is_none();
                 record.failure = r.failure;
-                if !record.ok && after_kill {
-                    failures_after_kill += 1;
-                }
                 after_kill = false;
                 record.failure.as_ref().map_or("pass".into(), |f| format!("FAIL {}", f.error))
             }
             Ended::HardTimeout => {
-                hard_timeouts += 1;
                 record.ok = false;
                 // A daemon that stands still stops every run on it: say so
                 // rather than blame the host (helper-33).
@@ -652,7 +647,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
                 record.failure = Some(crate::race::failure::Classified {
                     // The process never ended: liveness, like a wait that timed out.
                     class: FailureClass::Hang,
-                    kind: "hard-timeout".into(),
+                    kind: HARD_TIMEOUT.into(),
                     root,
                     signature: format!("hard-timeout: still running after {} s", a.timeout),
                     // Wall-clock time: the device's cycles do not say where
@@ -663,9 +658,6 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
                         a.timeout
                     ),
                 });
-                if after_kill {
-                    failures_after_kill += 1;
-                }
                 after_kill = false;
                 format!("HARD TIMEOUT after {} s: killed", a.timeout)
             }
@@ -679,9 +671,6 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
                     signature: "crash: the run exited without a result".into(),
                     error: why,
                 });
-                if after_kill {
-                    failures_after_kill += 1;
-                }
                 after_kill = false;
                 "CRASH".into()
             }
@@ -694,41 +683,88 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
         }
         records.push(record);
     }
-    let completed: Vec<SeedRecord> = records.iter().filter(|r| !r.killed_on_purpose()).cloned().collect();
-    let report = Report::from_records(&completed);
-    let drift = drift_of(&completed);
+    let summary = Summary::of(&records);
     if a.records.json {
         let (chip, harvesting) = chip_of(&a.workload);
-        outln!(
-            "{}",
-            serde_json::json!({"report": report, "runs": records.len(), "completed": completed.len(), "killed": kills,
-                               "failures_after_kill": failures_after_kill, "hard_timeouts": hard_timeouts, "drift": drift,
-                               "workload": workload_name(a.workload.workload), "device": a.workload.device,
-                               "chip": chip, "harvesting": harvesting})
-        );
+        let mut v = summary.to_json();
+        v["workload"] = workload_name(a.workload.workload).into();
+        v["device"] = a.workload.device.clone().into();
+        v["chip"] = chip.into();
+        v["harvesting"] = harvesting.into();
+        outln!("{v}");
     } else {
-        // Every run not killed on purpose is measured, those the hard
-        // timeout killed too (as failures).
         let header = format!(
-            "stress restart {} ({} runs, {kills} killed on purpose, {} measured of which {hard_timeouts} past the \
-             hard timeout, reset {:?}, device {}, chip {})",
+            "stress restart {} ({}, reset {}, device {}, chip {})",
             workload_name(a.workload.workload),
-            records.len(),
-            completed.len(),
-            a.reset,
+            summary.counts(),
+            clap::ValueEnum::to_possible_value(&a.reset).expect("no variant is skipped").get_name(),
             a.workload.device,
             chip_text(&a.workload)
         );
-        if completed.is_empty() {
-            outln!(
-                "{header}: no run completed: all {} were killed on purpose (--kill-rate {})",
-                records.len(),
-                a.kill_rate
-            );
-        } else {
-            report.print(&header);
+        summary.print(&header, &format!("--kill-rate {}", a.kill_rate));
+    }
+    Ok(summary.report.exit_code())
+}
+
+/// What a stress campaign's records say, the same whether one `stress
+/// restart` ran them all or `campaign merge` gathers its shards: the
+/// report of the runs not killed on purpose, the kills, the failures that
+/// followed a kill, the hard timeouts and the drift of every metric.
+pub struct Summary {
+    pub report: Report,
+    pub runs: usize,
+    pub completed: usize,
+    pub killed: usize,
+    pub failures_after_kill: usize,
+    pub hard_timeouts: usize,
+    pub drift: BTreeMap<String, stats::Drift>,
+}
+
+impl Summary {
+    pub fn of(records: &[SeedRecord]) -> Self {
+        let completed: Vec<SeedRecord> = records.iter().filter(|r| !r.killed_on_purpose()).cloned().collect();
+        let failed = |r: &&SeedRecord| !r.ok;
+        Summary {
+            report: Report::from_records(&completed),
+            runs: records.len(),
+            completed: completed.len(),
+            killed: records.len() - completed.len(),
+            failures_after_kill: completed.iter().filter(failed).filter(|r| r.after_kill).count(),
+            hard_timeouts: completed
+                .iter()
+                .filter(|r| r.failure.as_ref().is_some_and(|f| f.kind == HARD_TIMEOUT))
+                .count(),
+            drift: drift_of(&completed),
         }
-        outln!("failures after a kill: {failures_after_kill}; hard timeouts: {hard_timeouts}");
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({"report": self.report, "runs": self.runs, "completed": self.completed,
+                           "killed": self.killed, "failures_after_kill": self.failures_after_kill,
+                           "hard_timeouts": self.hard_timeouts, "drift": self.drift})
+    }
+
+    /// "N runs, K killed on purpose, M measured of which H past the hard
+    /// timeout", for a header.
+    pub fn counts(&self) -> String {
+        // Every run not killed on purpose is measured, those the hard
+        // timeout killed too (as failures).
+        format!(
+            "{} runs, {} killed on purpose, {} measured of which {} past the hard timeout",
+            self.runs, self.killed, self.completed, self.hard_timeouts
+        )
+    }
+
+    /// The report under `header`, the kill and timeout counts and the drift
+    /// table; `kills`: what killed the runs, for a campaign whose runs were
+    /// all killed.
+    pub fn print(&self, header: &str, kills: &str) {
+        if self.completed == 0 {
+            outln!("{header}: no run completed: all {} were killed on purpose ({kills})", self.runs);
+        } else {
+            self.report.print(header);
+        }
+        outln!("failures after a kill: {}; hard timeouts: {}", self.failures_after_kill, self.hard_timeouts);
         outln!(
             "{:<18} {:>12} {:>12} {:>12} {:>12} {:>12}",
             "metric",
@@ -738,7 +774,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             "last-10",
             "slope/run"
         );
-        for (name, d) in &drift {
+        for (name, d) in &self.drift {
             outln!(
                 "{name:<18} {:>12.4} {:>12.4} {:>12.4} {:>12.4} {:>12.6}",
                 d.mean,
@@ -749,8 +785,10 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             );
         }
     }
-    Ok(report.exit_code())
 }
+
+/// The failure kind of a run the hard timeout killed.
+const HARD_TIMEOUT: &str = "hard-timeout";
 
 /// Drift of every metric over the completed runs, in run order.
 pub fn drift_of(records: &[SeedRecord]) -> BTreeMap<String, stats::Drift> {
@@ -770,5 +808,64 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     match cmd {
         Command::Restart(a) => restart(a),
         Command::RunOne(a) => run_one(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::race::failure::Classified;
+
+    fn record(index: u64, ok: bool) -> SeedRecord {
+        SeedRecord {
+            tool: "stress".into(),
+            seed: index + 100,
+            index,
+            ok,
+            killed: false,
+            after_kill: false,
+            failure: None,
+            device_cycles: 0,
+            seconds: 1.0,
+            metrics: BTreeMap::from([("cycles".to_owned(), 10.0 + index as f64)]),
+            argv: Vec::new(),
+            dump_error: None,
+        }
+    }
+
+    fn failed(index: u64, kind: &str) -> SeedRecord {
+        let mut r = record(index, false);
+        r.failure = Some(Classified {
+            class: FailureClass::Hang,
+            kind: kind.into(),
+            root: "host".into(),
+            signature: kind.into(),
+            error: kind.into(),
+        });
+        r
+    }
+
+    /// The counts come from the records alone, so `campaign merge` of a
+    /// campaign's shards reads what its single run printed.
+    #[test]
+    fn a_summary_counts_kills_their_aftermath_and_hard_timeouts_from_records() {
+        let mut killed = record(1, false);
+        killed.killed = true;
+        let mut after = failed(2, "mismatch");
+        after.after_kill = true;
+        let mut passed_after = record(4, true);
+        passed_after.after_kill = true;
+        let records = [record(0, true), killed, after, failed(3, HARD_TIMEOUT), passed_after];
+        let s = Summary::of(&records);
+        assert_eq!((s.runs, s.completed, s.killed), (5, 4, 1));
+        assert_eq!(s.failures_after_kill, 1, "a pass after a kill is none");
+        assert_eq!(s.hard_timeouts, 1);
+        assert_eq!(s.report.failures, 2);
+        assert!(s.drift.contains_key("cycles"), "drift of the completed runs' metrics");
+        let v = s.to_json();
+        assert_eq!(
+            (v["runs"].as_u64(), v["killed"].as_u64(), v["hard_timeouts"].as_u64()),
+            (Some(5), Some(1), Some(1))
+        );
     }
 }

@@ -203,6 +203,9 @@ fn bench_dispatch_json_rows_carry_the_documented_keys() {
                 assert!(row[key].is_null(), "{key}: {row}");
             }
         }
+        // Present on every row, null where the golden notes nothing.
+        let note = row.as_object().unwrap().get("golden_note");
+        assert!(note.is_some_and(|n| n.is_null() || n.is_string()), "golden_note: {row}");
     }
     let cycles = |trace: bool| {
         let row = rows.iter().find(|r| r["trace"] == trace && r["cqs"] == 2).expect("both modes on 2 CQs");

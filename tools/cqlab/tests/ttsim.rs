@@ -96,3 +96,20 @@ fn a_run_through_ttsim_times_what_the_embedded_run_times() {
         assert_eq!(ttsim, embedded, "{}: the same seed through the library and embedded", chip[1]);
     }
 }
+
+/// `matmul` through a libttsim library (no DRAM traffic counters there)
+/// verifies its product and reports the bytes as not measured: null, not
+/// 0 and not an error after the work (it exited 1 once the run was done).
+#[test]
+fn matmul_through_ttsim_reports_dram_bytes_as_not_measured() {
+    let lib = cqlab_tests::libttsim_library(cqlab_abi::arch::Arch::Wormhole);
+    let mut c = std::process::Command::new(CQLAB);
+    c.args(["matmul", "--m", "16", "--n", "16", "--k", "16", "--strategy", "ws", "--json", "--device"]);
+    c.arg(format!("ttsim:{}", lib.display()));
+    let o = run_within(c, Duration::from_secs(60));
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let run = &v["runs"][0];
+    assert!(run["dram_read"].is_null() && run["dram_written"].is_null(), "{v}");
+    assert!(run["predicted_read"].as_u64().is_some_and(|b| b > 0), "{v}");
+}

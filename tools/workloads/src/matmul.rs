@@ -121,7 +121,7 @@ pub fn run(
     cq.finish()?;
     let device_cycles = dev.now() - c0;
     let traffic = match dev.backend().introspect() {
-        Some(s) => Some(s.dram_traffic()?),
+        Some(s) => s.dram_traffic()?,
         None => None,
     };
     let c = untiled(&dev.cq(0)?.read_buffer(&cb, 0, (m * n * 4) as u32)?, m, n, t);

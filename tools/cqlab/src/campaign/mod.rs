@@ -80,6 +80,12 @@ pub struct SeedRecord {
     /// leave it out (helper-31: killed runs read `"ok": true`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub killed: bool,
+    /// The run came right after one killed on purpose, in the same
+    /// sequence of runs (a shard's): it met what the kill left. Kept in the
+    /// record so that `campaign merge` counts failures after a kill as the
+    /// campaign did.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub after_kill: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<crate::race::failure::Classified>,
     /// Device cycles when the run ended (bit-for-bit replay checks this).

@@ -181,8 +181,8 @@ pub struct Args {
     /// delay is not a hang; 0..=10000000).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=MAX_LATENCY as i64))]
     pub delay: u32,
-    /// Two-queue: dispatcher ring pages per CQ (4 KiB each; fewer means more
-    /// credit pressure; the device says how many fit).
+    /// Two-queue: dispatcher ring pages per CQ (4 KiB each, 1..=64: fewer
+    /// means more credit pressure; the device says how many fit).
     #[arg(long, default_value_t = cqlab_abi::memory_map::DEFAULT_RING_PAGES,
           value_parser = clap::value_parser!(u32).range(1..=cqlab_abi::memory_map::DISPATCH_RING.size as i64 / 4096))]
     pub ring_pages: u32,
@@ -200,8 +200,8 @@ pub struct Args {
     #[arg(long, default_value_t = cqlab_abi::sysmem::DEFAULT_COMPLETION_QUEUE_SIZE,
           value_parser = clap::value_parser!(u32).range(1..=MAX_QUEUE_BYTES as i64))]
     pub completion_size: u32,
-    /// Device cycles without progress before a wait gives up (at least the
-    /// driver's progress-check interval, 1,000,000); also how long one
+    /// Device cycles without progress before a wait gives up (1000000, the
+    /// driver's progress-check interval, ..=1000000000000); also how long one
     /// kernel may run (the workloads' kernels take thousands of cycles, so
     /// one spinning on corrupted args is a failure, not a long wait).
     #[arg(long, default_value_t = 5_000_000,
