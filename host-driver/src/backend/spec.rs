@@ -28,7 +28,15 @@ impl Spec {
     pub fn parse(spec: &str) -> Result<Self> {
         if spec == "embedded" || spec.starts_with("embedded:") {
             let (mut seed, mut slow, mut model) = (0, false, Model::default());
+            let mut seen: Vec<&str> = Vec::new();
             for opt in spec.strip_prefix("embedded:").unwrap_or("").split(',').filter(|o| !o.is_empty()) {
+                // Twice is ambiguous: the simulator and the report would
+                // each take a different one (helper-44: seed=1,seed=2).
+                let name = opt.split_once('=').map_or(opt, |(k, _)| k);
+                if seen.contains(&name) {
+                    return Err(DriverError::Invalid(format!("embedded option {name:?} given twice in {spec:?}")));
+                }
+                seen.push(name);
                 match opt.split_once('=') {
                     Some(("seed", v)) => {
                         seed = v.parse().map_err(|_| DriverError::Invalid(format!("seed {v:?} is not a number")))?
@@ -226,6 +234,9 @@ mod tests {
         assert_eq!(Spec::parse("ttsim:/l/libttsim_wh.so").unwrap(), Spec::TtSim { path: "/l/libttsim_wh.so".into() });
         assert!(Spec::parse("ttsim:").unwrap_err().to_string().contains("ttsim:PATH"));
         assert!(Spec::parse("embedded:seed=x").unwrap_err().to_string().contains("not a number"));
+        for twice in ["embedded:seed=1,seed=2", "embedded:slow,exact,slow"] {
+            assert!(Spec::parse(twice).unwrap_err().to_string().contains("given twice"), "{twice}");
+        }
         assert!(Spec::parse("gpu0").unwrap_err().to_string().contains("unknown device"));
     }
 

@@ -185,8 +185,17 @@ pub fn compare(base: &Value, test: &Value, threshold_pct: f64) -> Value {
                              "delta_pct": delta_pct, "verdict": verdict, "note": note}));
         }
     }
+    // A point the test run failed on (a hang, a device error: `run --json`
+    // keeps the points before it and names it) is a regression whatever
+    // the others read (helper-44: it passed as a point "only in base").
+    // One the base failed on only says the baseline is short.
+    let failed = |v: &Value| (!v["failed_point"].is_null()).then(|| v["failed_point"].clone());
+    let test_failed = failed(test);
+    if test_failed.is_some() {
+        regressions += 1;
+    }
     json!({"threshold_pct": threshold_pct, "rows": rows, "unpaired": unpaired, "paired_points": paired,
-           "regressions": regressions,
+           "regressions": regressions, "test_failed_point": test_failed, "base_failed_point": failed(base),
            "base_workload": base["workload"], "test_workload": test["workload"]})
 }
 
@@ -235,7 +244,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
     }
     let c = compare(&base, &test, threshold);
-    if c["paired_points"] == 0 {
+    if c["paired_points"] == 0 && c["test_failed_point"].is_null() {
         return Err(Usage(format!(
             "no sweep point of {} has the same parameters as one of {}: nothing compared",
             a.base.display(),
@@ -269,6 +278,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         for u in c["unpaired"].as_array().into_iter().flatten() {
             outln!("{} only in {}: not compared", label(&u["params"]), u["only_in"].as_str().unwrap_or(""));
+        }
+        for (which, what) in [("test", "REGRESSION"), ("base", "note")] {
+            let f = &c[format!("{which}_failed_point")];
+            if !f.is_null() {
+                outln!(
+                    "cqs={} FAILED in {which} (exit {}): {} [{what}]",
+                    f["cqs"],
+                    f["exit"],
+                    f["error"].as_str().unwrap_or("")
+                );
+            }
         }
         outln!("{} regression(s) beyond {threshold}%", c["regressions"]);
     }

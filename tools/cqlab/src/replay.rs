@@ -117,6 +117,11 @@ fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
         serde_json::from_str(last).with_context(|| format!("the run printed no result ({status}): {stderr}"))?;
     // The run's notes and progress stay diagnostics; stdout is the verdict.
     crate::out::diag(format_args!("{stderr}"));
+    // No device, no replay: not a pass at cycle 0 (helper-44), but what
+    // the campaign does, which stops on it.
+    if let Some(why) = got.unavailable {
+        anyhow::bail!("replay of stress seed {}: the run could not have its device: {why}", record.seed);
+    }
     let want_sig = record.failure.as_ref().map(|f| f.signature.as_str());
     let got_sig = got.failure.as_ref().map(|f| f.signature.as_str());
     // Only the embedded simulator is cycle-deterministic across processes;

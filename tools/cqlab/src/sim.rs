@@ -322,7 +322,7 @@ fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
         Outcome::Exit { code } => {
             diagln!("{name}: exit {code} ({stats})");
-            ExitCode::from(code as u8)
+            ExitCode::from(exit_status(code))
         }
         Outcome::MaxCycles => {
             diagln!("{name}: stopped after --max-cycles {} at pc {:#010x} ({stats})", args.max_cycles, report.pc);
@@ -502,6 +502,17 @@ fn chip_bench(cycles: u64, quantum: Option<u64>) -> anyhow::Result<serde_json::V
     }))
 }
 
+/// A program's `ecall` exit code as this process's status: its low byte,
+/// as a shell takes it, except that a nonzero code never reads as success
+/// (256 would: helper-44).
+fn exit_status(code: u32) -> u8 {
+    match (code, code as u8) {
+        (0, _) => 0,
+        (_, 0) => Exit::Failed.code(),
+        (_, low) => low,
+    }
+}
+
 /// Attaches to `sim:DEV?wait=30`, boots, and runs `rounds` of: write a
 /// seeded pattern to a DRAM buffer, launch every worker, read it back,
 /// verify, finish. Prints one line and exits 0 when all of it checks out.
@@ -557,4 +568,16 @@ fn bar(a: BarArgs) -> anyhow::Result<ExitCode> {
     outln!("{v:#010x}");
     std::thread::sleep(std::time::Duration::from_secs_f64(a.hold));
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exit_status;
+
+    /// A program's exit code is its status, as a shell takes it, but no
+    /// nonzero code reads as a pass.
+    #[test]
+    fn a_nonzero_exit_code_is_never_success() {
+        assert_eq!([0, 42, 255, 256, 512, 257, u32::MAX].map(exit_status), [0, 42, 255, 1, 1, 1, 255]);
+    }
 }

@@ -226,6 +226,28 @@ fn compare_flags_a_planted_regression_and_pairs_by_value() {
     for r in c["rows"].as_array().unwrap() {
         assert_eq!(r["base"], r["test"], "{r}");
     }
+    // A test sweep that stopped at a failing point (a hang at 2 queues, as
+    // `run --json` writes it) is a regression, not a point "only in base"
+    // (helper-44: exit 0); when it failed at its first point, not exit 2.
+    let mut hung = base.clone();
+    hung["points"].as_array_mut().unwrap().truncate(1);
+    hung["failed_point"] = serde_json::json!({"cqs": 2, "exit": 3, "error": "timeout waiting for ..."});
+    write(&tp, &hung);
+    let (code, c) = compare(&bp, &tp);
+    assert_eq!((code, c["test_failed_point"]["cqs"].as_u64()), (1, Some(2)), "{c}");
+    hung["points"].as_array_mut().unwrap().clear();
+    hung["failed_point"]["cqs"] = 1.into();
+    write(&tp, &hung);
+    let (code, c) = compare(&bp, &tp);
+    assert_eq!((code, c["regressions"].as_u64()), (1, Some(1)), "{c}");
+    // A base that failed is a note, no regression of the test.
+    let mut short = base.clone();
+    short["failed_point"] = serde_json::json!({"cqs": 4, "exit": 4, "error": "device error"});
+    write(&bp, &short);
+    write(&tp, &base);
+    let (code, c) = compare(&bp, &tp);
+    assert_eq!((code, c["base_failed_point"]["cqs"].as_u64()), (0, Some(4)), "{c}");
+    write(&bp, &base);
     // Unusable input is exit 2.
     std::fs::write(&tp, "not json").unwrap();
     assert_eq!(cqlab(&["compare", bp.to_str().unwrap(), tp.to_str().unwrap()]).status.code(), Some(2));

@@ -247,3 +247,19 @@ fn race_workload_kills_land_at_the_same_step_for_the_same_seed() {
         let _ = std::fs::remove_file(&jsonl);
     }
 }
+
+/// A stress record whose replay cannot have its device (no daemon there)
+/// is no pass at device cycle 0: the replay fails naming why (helper-44).
+#[test]
+fn a_replay_without_its_device_fails_and_says_why() {
+    let record = serde_json::json!({
+        "tool": "stress", "seed": 5, "index": 0, "ok": true, "device_cycles": 437361, "seconds": 0.02,
+        "argv": ["stress", "run-one", "--seed", "5", "--workload", "copy_stress",
+                 "--device", "sim:/nonexistent/cqlab-dev", "--depth", "64", "--bytes", "4096"],
+    });
+    let out = Command::new(CQLAB).args(["replay", &record.to_string()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", support::text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("could not have its device") && err.contains("/nonexistent/cqlab-dev"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("identical"), "{}", support::text(&out));
+}
