@@ -62,8 +62,10 @@ enum Tool {
 
 fn load(args: &Args) -> Result<SeedRecord> {
     if inline(args) {
-        return serde_json::from_str(&args.record)
-            .map_err(|e| UsageError(format!("RECORD is not a campaign record: {e}")).into());
+        let r: SeedRecord = serde_json::from_str(&args.record)
+            .map_err(|e| UsageError(format!("RECORD is not a campaign record: {e}")))?;
+        r.check().map_err(|e| UsageError(format!("RECORD is not a record cqlab wrote: {e}")))?;
+        return Ok(r);
     }
     let records = crate::campaign::read_records(Path::new(&args.record))?;
     let pick = match args.seed {
@@ -184,13 +186,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         ))
         .into());
     }
-    // What the tools write agrees with itself (a killed run, which is not
-    // ok and names no failure, is handled above); a record that does not
-    // was edited, and its verdict would compare against the wrong thing.
-    crate::usage::ensure(record.ok == record.failure.is_none(), || {
-        let names = if record.failure.is_some() { "names a failure" } else { "names no failure" };
-        format!("seed {}: the record says ok {}, yet {names}: not a record cqlab wrote", record.seed, record.ok)
-    })?;
+    // A record that contradicts itself was refused when it was read
+    // (`SeedRecord::check`): its verdict would compare against the wrong
+    // thing.
     // Stress records run `--seed N`, race records `--seed-base N --seeds 1`.
     let argv_seed = record.argv.windows(2).find(|w| w[0] == "--seed" || w[0] == "--seed-base");
     crate::usage::ensure(argv_seed.is_none_or(|w| w[1] == record.seed.to_string()), || {

@@ -90,6 +90,13 @@ impl Fixtures {
             )
         };
         write("mixed.jsonl", format!("{}\n{}\n", record("race", 0), record("stress", 1)).as_bytes());
+        write("bogus-tool.jsonl", record("bogus", 0).as_bytes());
+        let failure = r#""failure":{"kind":"mismatch","root":"host","signature":"m","error":"m"},"ok":true"#;
+        write("ok-with-failure.jsonl", record("race", 0).replace(r#""ok":true"#, failure).as_bytes());
+        write("negative-seconds.jsonl", record("race", 0).replace("0.1", "-5").as_bytes());
+        // A pipe among a directory's records: opening it would wait for ever.
+        std::fs::create_dir_all(dir.join("fifo-dir")).unwrap();
+        nix::unistd::mkfifo(&dir.join("fifo-dir/shard-0.jsonl"), nix::sys::stat::Mode::S_IRWXU).unwrap();
         let report = |cqs: u32| {
             format!(
                 r#"{{"tool":"cqlab run","workload":"dispatch_latency","points":[{{"cqs":{cqs},"params":{{"cqs":{cqs}}},"throughput":{{"value":100.0}},"latency_cycles":{{"mean":10.0,"p50":10.0,"p95":10.0,"p99":10.0}}}}]}}"#
@@ -141,6 +148,10 @@ impl Fixtures {
             "no-figures.json",
             "figures-array.json",
             "mixed.jsonl",
+            "bogus-tool.jsonl",
+            "ok-with-failure.jsonl",
+            "negative-seconds.jsonl",
+            "fifo-dir",
             "report1.json",
             "report2.json",
             "report-text.json",
@@ -488,6 +499,12 @@ fn stress_replay_campaign() {
         (&["campaign", "merge", "/dev/zero"], 2, "line 1 is longer than"),
         (&["campaign", "merge", "{empty-dir}"], 2, "no campaign records"),
         (&["campaign", "merge", "{mixed.jsonl}"], 2, "a stress record among race records"),
+        // What no cqlab wrote is refused, not reported as if it said
+        // something (helper-44: it merged, and the report contradicted itself).
+        (&["campaign", "merge", "{bogus-tool.jsonl}"], 2, "line 1: not a record cqlab wrote: tool \"bogus\""),
+        (&["campaign", "merge", "{ok-with-failure.jsonl}"], 2, "the record says ok true, yet names a failure"),
+        (&["campaign", "merge", "{negative-seconds.jsonl}"], 2, "seconds -5: not a run's host time"),
+        (&["campaign", "merge", "{fifo-dir}"], 2, "not a regular file"),
         (&["campaign", "sbatch", "--shards", "0", "--dir", "{dir}/s", "--", "race"], 2, "not in 1..=10000"),
         (&["campaign", "sbatch", "--shards", "2", "--dir", "{dir}/s", "--", "demo"], 2, "`race ...` or `stress ...`, not `demo ...`"),
         (&["campaign", "sbatch", "--shards", "2", "--dir", "{dir}/s", "--", "race", "--jobs", "2"], 2, "must not set --shard, --jsonl or --jobs"),

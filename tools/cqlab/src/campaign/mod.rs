@@ -102,7 +102,32 @@ pub struct SeedRecord {
     pub dump_error: Option<String>,
 }
 
+/// The longest a run's `seconds` may say: a year (helper-44: 1e300 and
+/// -5 were reported as host time).
+const MAX_RUN_SECONDS: f64 = 366.0 * 86_400.0;
+
 impl SeedRecord {
+    /// What no record cqlab writes can say: another tool, a verdict its
+    /// failure contradicts, a host time that is no duration. A report of
+    /// such records would contradict itself ("4 of 4 failed" beside three
+    /// failures).
+    pub fn check(&self) -> Result<(), String> {
+        if self.tool != "race" && self.tool != "stress" {
+            return Err(format!("tool {:?}: records are written by race or stress", self.tool));
+        }
+        if self.killed && (self.ok || self.failure.is_some()) {
+            return Err("a run killed on purpose has ok false and no failure".into());
+        }
+        if !self.killed && self.ok != self.failure.is_none() {
+            let names = if self.failure.is_some() { "names a failure" } else { "names no failure" };
+            return Err(format!("seed {}: the record says ok {}, yet {names}", self.seed, self.ok));
+        }
+        if !(0.0..=MAX_RUN_SECONDS).contains(&self.seconds) {
+            return Err(format!("seconds {}: not a run's host time (0..={MAX_RUN_SECONDS})", self.seconds));
+        }
+        Ok(())
+    }
+
     pub fn replay_command(&self) -> String {
         format!("cqlab {}", self.argv.join(" "))
     }
@@ -277,6 +302,16 @@ pub fn read_records(path: &Path) -> Result<Vec<SeedRecord>> {
             .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
             .collect();
         f.sort();
+        // Opening a pipe waits for its writer, for ever if none comes
+        // (helper-44): a directory's records are files. One FILE argument
+        // may still be a pipe (`<(...)`).
+        if let Some(p) = f.iter().find(|p| !std::fs::metadata(p).is_ok_and(|m| m.is_file())) {
+            return Err(UsageError(format!(
+                "{}: not a regular file (a directory's records are files; a pipe is read only as the one FILE)",
+                p.display()
+            ))
+            .into());
+        }
         f
     } else {
         vec![path.to_owned()]
@@ -288,8 +323,11 @@ pub fn read_records(path: &Path) -> Result<Vec<SeedRecord>> {
             if line.trim().is_empty() {
                 continue;
             }
-            let r: SeedRecord = match serde_json::from_str(&line) {
-                Ok(r) => r,
+            let r: SeedRecord = match serde_json::from_str::<SeedRecord>(&line) {
+                Ok(r) => {
+                    r.check().map_err(|e| UsageError(format!("{}: not a record cqlab wrote: {e}", lines.at())))?;
+                    r
+                }
                 // A task killed mid-write leaves its last record cut short:
                 // the records before it stand (as trace readers keep a cut
                 // trace up to its last whole line).
