@@ -167,7 +167,14 @@ impl SimKernel {
             check_owner(dir).map_err(|source| TtKmdError::Open { path: dir.to_owned(), source })?;
         }
         let ctl = Ctl::open(&paths.ctl()).map_err(|e| {
-            absent(format!("no simulated device ({e}); start one with `cqlab sim ttkmd --dev {}`", dir.display()))
+            let detail = format!("no simulated device ({e}); start one with `cqlab sim ttkmd --dev {}`", dir.display());
+            // A directory that is there is no device yet, not missing
+            // (helper-44: it read "does not exist").
+            if dir.is_dir() {
+                TtKmdError::NotRunning { path: dir.to_owned(), detail }
+            } else {
+                absent(detail)
+            }
         })?;
         let shape = ctl.shape().ok_or_else(|| absent("the device files are not initialised yet".into()))?;
         if ctl.load(ctl::STOPPED) != 0 || !alive(&ctl) {

@@ -10,9 +10,19 @@ use std::ops::RangeInclusive;
 /// the device's grid is checked where the device is known
 /// ([`on_grid`]).
 pub fn worker(s: &str) -> Result<(u8, u8), String> {
-    let bad = || format!("expected COL,ROW such as 0,1 (logical compute-core coordinates), found {s:?}");
-    let (c, r) = s.split_once(',').ok_or_else(bad)?;
-    Ok((c.trim().parse().map_err(|_| bad())?, r.trim().parse().map_err(|_| bad())?))
+    pair(s, "COL,ROW such as 0,1 (logical compute-core coordinates)")
+}
+
+/// Two numbers `A,B` of 0..=255; `shape` says what they are. A number too
+/// large is named as such, not as a malformed pair (helper-44).
+fn pair(s: &str, shape: &str) -> Result<(u8, u8), String> {
+    let bad = || format!("expected {shape}, found {s:?}");
+    let (a, b) = s.split_once(',').ok_or_else(bad)?;
+    let one = |v: &str| -> Result<u8, String> {
+        let n: u64 = v.trim().parse().map_err(|_| bad())?;
+        u8::try_from(n).map_err(|_| format!("{s:?}: {n} is out of range 0..=255 (expected {shape})"))
+    };
+    Ok((one(a)?, one(b)?))
 }
 
 /// Whether logical core `(col, row)` lies on the device's compute grid;
@@ -24,9 +34,8 @@ pub fn on_grid(what: &'static str, (col, row): (u8, u8), chip: &cqlab_driver::To
 /// A tile by translated NOC coordinates `X,Y` (as traces and dumps name
 /// cores); whether it runs firmware is checked against the device.
 pub fn core(s: &str) -> Result<Coord, String> {
-    let bad = || format!("expected X,Y NOC coordinates (translated) such as 18,18, found {s:?}");
-    let (x, y) = s.split_once(',').ok_or_else(bad)?;
-    Ok(Coord::new(x.trim().parse().map_err(|_| bad())?, y.trim().parse().map_err(|_| bad())?))
+    let (x, y) = pair(s, "X,Y NOC coordinates (translated) such as 18,18")?;
+    Ok(Coord::new(x, y))
 }
 
 /// A u64 in decimal or `0x` hex.
@@ -70,6 +79,9 @@ mod tests {
         for bad in ["256,1", "1", "x,y"] {
             assert!(core(bad).is_err(), "{bad}");
         }
+        // Too large is said as such, not as a malformed pair.
+        assert!(core("999,999").unwrap_err().contains("999 is out of range 0..=255"));
+        assert!(worker("300,0").unwrap_err().contains("300 is out of range 0..=255"));
         let chip = cqlab_driver::Topology::for_board(cqlab_abi::soc::Board::WormholeN150, None, 2).unwrap();
         assert!(on_grid("--worker", (7, 7), &chip).is_ok());
         let e = on_grid("--worker", (8, 0), &chip).unwrap_err();

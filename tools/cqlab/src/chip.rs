@@ -62,7 +62,7 @@ impl ChipOpt {
         let h = Harvesting::parse(text).map_err(|e| UsageError(format!("--harvest {text}: {e}")))?;
         if made_here || self.chip.is_some() {
             let board = self.sim_board();
-            ChipLayout::new(board, h.clone()).map_err(|e| UsageError(format!("--harvest {text} on a {board}: {e}")))?;
+            ChipLayout::new(board, h.clone()).map_err(|e| UsageError(format!("--harvest {text}: {e}")))?;
         }
         Ok(Some(h))
     }

@@ -139,7 +139,9 @@ impl HostArgs {
         })?;
         if let Some(spec) = device.filter(|d| !(*d == "embedded" || d.starts_with("embedded:"))) {
             given.refuse(&["host_jitter", "host_pct", "host_pct_steps"], || {
-                format!("need the embedded simulator (--device {spec} runs the device on its own clock, not by a seed)")
+                format!(
+                    "needs the embedded simulator (--device {spec} runs the device on its own clock, not by a seed)"
+                )
             })?;
         }
         Ok(())
@@ -201,10 +203,15 @@ impl<'a> Given<'a> {
     }
 
     /// Refuses each of `ids` that was given, saying `why` they do not apply.
+    /// `why` is said of one option ("applies to ..."): with several set,
+    /// of each.
     pub fn refuse(&self, ids: &[&str], why: impl Fn() -> String) -> Result<(), Usage> {
         let set: Vec<String> =
             ids.iter().filter(|id| self.set(id)).map(|id| format!("--{}", id.replace('_', "-"))).collect();
-        crate::usage::ensure(set.is_empty(), || format!("{} {}", set.join(", "), why()))
+        crate::usage::ensure(set.is_empty(), || match set.len() {
+            1 => format!("{} {}", set[0], why()),
+            _ => format!("{}: each {}", set.join(", "), why()),
+        })
     }
 }
 

@@ -48,12 +48,12 @@ pub fn validate(a: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
     a.chip.validate()?;
     if let Some(f) = &a.file {
         crate::input::check_file("dump", f)?;
-        given.refuse(&["cq", "core"], || "read a live device (--device sim:PATH); a dump FILE is one ring".into())?;
+        given.refuse(&["cq", "core"], || "reads a live device (--device sim:PATH); a dump FILE is one ring".into())?;
         return Ok(());
     }
     let device = a.device.as_deref().unwrap_or_default();
     crate::device::validate_daemon("--device", device)?;
-    given.refuse(&["chip", "harvest"], || "name the chip of a dump FILE; a live device says which it is".into())?;
+    given.refuse(&["chip", "harvest"], || "names the chip of a dump FILE; a live device says which it is".into())?;
     match a.kind {
         Kind::Issue => Err(crate::cli::Usage(
             "--kind issue reads a dump FILE; a live device gives --kind completion or trace".into(),

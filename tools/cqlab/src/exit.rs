@@ -80,6 +80,16 @@ pub enum FailureClass {
 }
 
 impl FailureClass {
+    /// The class as records and reports spell it (`device-error`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FailureClass::Hang => "hang",
+            FailureClass::DeviceError => "device-error",
+            FailureClass::Mismatch => "mismatch",
+            FailureClass::Other => "other",
+        }
+    }
+
     /// The class of a driver error.
     pub fn of(e: &DriverError) -> Self {
         match e {
@@ -175,6 +185,14 @@ mod tests {
         let e = anyhow::Error::from(DriverError::Mismatch("matmul_peak failed validation".into())).context("running");
         assert_eq!(of_error(&e), Exit::Mismatch);
         assert_eq!(of_error(&anyhow::anyhow!("no driver error")), Exit::Failed);
+    }
+
+    /// A class reads in messages as in records (replay printed `Mismatch`).
+    #[test]
+    fn a_class_is_named_as_records_spell_it() {
+        for class in [FailureClass::Hang, FailureClass::DeviceError, FailureClass::Mismatch, FailureClass::Other] {
+            assert_eq!(serde_json::to_value(class).unwrap(), class.name());
+        }
     }
 
     #[test]

@@ -253,7 +253,7 @@ fn same_failure(want: Option<&Classified>, got: Option<&Classified>) -> bool {
 fn class_note(want: Option<&Classified>, got: Option<&Classified>) -> String {
     match (want, got) {
         (Some(w), Some(g)) if (w.class, &w.kind) != (g.class, &g.kind) => {
-            format!(" (class {:?}, kind {}; recorded: class {:?}, kind {})", g.class, g.kind, w.class, w.kind)
+            format!(" (class {}, kind {}; recorded: class {}, kind {})", g.class.name(), g.kind, w.class.name(), w.kind)
         }
         _ => String::new(),
     }

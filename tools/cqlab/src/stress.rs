@@ -166,7 +166,7 @@ fn validate_workload(w: &WorkloadArgs, given: &crate::cli::Given<'_>) -> Result<
             })?
         }
         Workload::Random | Workload::Programs | Workload::MatmulPeak => {
-            given.refuse(&["depth", "bytes"], || "apply to --workload copy_stress only".into())?
+            given.refuse(&["depth", "bytes"], || "applies to --workload copy_stress only".into())?
         }
     }
     crate::device::validate(&w.device, 0)?;

@@ -317,6 +317,7 @@ pub fn read_records(path: &Path) -> Result<Vec<SeedRecord>> {
         vec![path.to_owned()]
     };
     let mut records: Vec<SeedRecord> = Vec::new();
+    let mut first_at = String::new();
     for file in files {
         let mut lines = crate::input::Lines::open("campaign records", &file, crate::input::MAX_RECORDS_BYTES)?;
         while let Some(line) = lines.next_line()? {
@@ -352,13 +353,16 @@ pub fn read_records(path: &Path) -> Result<Vec<SeedRecord>> {
             if let Some(first) = records.first() {
                 if let Some((key, a, b)) = campaign_difference(first, &r) {
                     return Err(UsageError(format!(
-                        "{}: run {} has {key} {b}, run {} had {a}: records of two campaigns mixed?",
+                        "{}: run {} has {key} {b}, run {} ({first_at}) had {a}: records of two campaigns mixed?",
                         lines.at(),
                         r.index,
                         first.index
                     ))
                     .into());
                 }
+            } else {
+                // Where the record every other is compared with came from.
+                first_at = lines.at();
             }
             if let Some(prev) = records.iter().find(|p| p.index == r.index) {
                 return Err(UsageError(format!(
