@@ -84,7 +84,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let listing = decode_dump(&bytes);
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&listing.to_json())?);
-    } else {
+    } else if !listing.text.is_empty() {
+        // Nothing decoded (a bad first command): no blank line before the error.
         outln!("{}", listing.text.trim_end_matches('\n'));
     }
     match listing.error {

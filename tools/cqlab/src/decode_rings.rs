@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use cqlab_abi::completion::{CompletionHeader, CompletionKind, EventRecord};
 use cqlab_abi::decode::Space;
 use cqlab_abi::memory_map::TRACE_RING;
-use cqlab_abi::noc::{Coord, DEFAULT_CQS};
+use cqlab_abi::noc::{Coord, DEFAULT_CQS, MAX_CQS};
 use cqlab_abi::ring::RingPtr;
 use cqlab_abi::sysmem::COMPLETION_WR_PTR;
 use cqlab_abi::trace::{TraceKind, TraceRecord, TraceRingHeader, CAPACITY, RECORDS_BASE};
@@ -70,8 +70,9 @@ pub struct Decoded {
     pub end: Option<Value>,
 }
 
-/// Completion records from the start of a completion-ring dump.
-pub fn decode_completion(bytes: &[u8]) -> Decoded {
+/// Completion records from the start of a completion-ring dump, taken from
+/// a ring of `ring_bytes` (a file dump is the whole ring: its length).
+pub fn decode_completion(bytes: &[u8], ring_bytes: usize) -> Decoded {
     let mut d = Decoded { text: String::new(), records: Vec::new(), error: None, end: None };
     let mut at = 0usize;
     let hs = size_of::<CompletionHeader>();
@@ -137,8 +138,12 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
             break;
         }
         last = Some((h.cq, h.seq));
-        // Checked arithmetic: a garbage length is a finding, not an overflow.
+        // In usize: a garbage length is a finding, not an overflow.
         let size = (hs + h.length as usize).next_multiple_of(cqlab_abi::PCIE_ALIGNMENT);
+        if let Some(message) = bad_header(&h, kind, size, ring_bytes) {
+            d.error = Some(DumpError::at(at, message));
+            break;
+        }
         let end = at + hs + h.length as usize;
         let mut rec = json!({"offset": at, "kind": format!("{kind:?}").to_lowercase(), "cq": h.cq,
                              "seq": h.seq, "tag": h.tag, "length": h.length, "record_bytes": size});
@@ -146,6 +151,17 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
         let what = match kind {
             CompletionKind::Event => match EventRecord::read_from_prefix(payload) {
                 Ok((ev, _)) => {
+                    let bad = if ev.event_id == 0 {
+                        Some("event id 0 (event ids start at 1)".to_owned())
+                    } else if ev.cq >= MAX_CQS as u32 {
+                        Some(format!("event of CQ{}: the ABI has at most {MAX_CQS} queues", ev.cq))
+                    } else {
+                        None
+                    };
+                    if let Some(message) = bad {
+                        d.error = Some(DumpError::at(at, message));
+                        break;
+                    }
                     rec["event"] = json!({"id": ev.event_id, "cq": ev.cq, "cycle": ev.cycle});
                     format!("event {} of CQ{} at device cycle {}", ev.event_id, ev.cq, ev.cycle)
                 }
@@ -184,6 +200,29 @@ pub fn decode_completion(bytes: &[u8]) -> Decoded {
         ));
     }
     d
+}
+
+/// What makes a record's header one no dispatcher writes, if anything: a
+/// queue the ABI does not have, a record larger than its ring (the
+/// dispatcher refuses one), or a length its `WRITE_HOST` could not carry
+/// (`cqlab_abi::decode` refuses a zero length and an event's of another size).
+fn bad_header(h: &CompletionHeader, kind: CompletionKind, size: usize, ring_bytes: usize) -> Option<String> {
+    let event = size_of::<EventRecord>();
+    if h.cq >= MAX_CQS as u16 {
+        Some(format!("record of CQ{}: the ABI has at most {MAX_CQS} queues", h.cq))
+    } else if kind == CompletionKind::Event && h.length as usize != event {
+        Some(format!("event record of length {} (an event's payload is the {event}-byte EventRecord)", h.length))
+    } else if h.length == 0 {
+        Some("data record of length 0 (a WRITE_HOST carries at least 1 byte)".to_owned())
+    } else if size > ring_bytes {
+        Some(format!(
+            "record length {} ({size} bytes with its header and padding) is more than the {ring_bytes}-byte ring \
+             holds",
+            h.length
+        ))
+    } else {
+        None
+    }
 }
 
 fn describe(chip: &Topology, r: &TraceRecord) -> (String, String) {
@@ -234,7 +273,27 @@ pub fn decode_trace_ring(chip: &Topology, bytes: &[u8]) -> Decoded {
         };
         let r = TraceRecord::read_from_bytes(slot).expect("sized");
         if r.seq != seq {
+            // A core that records while its ring is read puts a later record
+            // (seq + k laps) in the slot. An older seq, or one of another
+            // slot, no writer leaves: the header does not describe the slots
+            // (zeroed slots under a made-up next_seq were a ring's worth of
+            // "overwritten" lines, and no record at all in JSON).
+            let later = r.seq > seq && (r.seq - seq) % CAPACITY == 0;
+            if !later {
+                d.error = Some(DumpError::at(
+                    at,
+                    format!(
+                        "the slot of seq {seq} holds seq {}, {}: the header's next_seq {} does not match the \
+                         records",
+                        r.seq,
+                        if r.seq < seq { "an older one" } else { "one that belongs in another slot" },
+                        h.next_seq
+                    ),
+                ));
+                break;
+            }
             d.text.push_str(&format!("#{seq:<7} (slot holds seq {}: overwritten while dumped)\n", r.seq));
+            d.records.push(json!({"seq": seq, "overwritten_by": r.seq}));
             continue;
         }
         let (role, what) = describe(chip, &r);
@@ -389,7 +448,8 @@ pub fn run(
         (None, None) => return Err(crate::cli::Usage("a dump FILE or --device sim:PATH".into()).into()),
     };
     let d = if kind == Kind::Completion {
-        decode_completion(&live.bytes)
+        // A live window is part of its ring; a file is the whole ring.
+        decode_completion(&live.bytes, live.window.map_or(live.bytes.len(), |w| w.ring_bytes))
     } else {
         decode_trace_ring(&live.chip, &live.bytes)
     };
@@ -441,12 +501,12 @@ mod tests {
         // Three records from near the end: the second wraps, so offset 0 holds
         // the tail of its payload (what made a healthy ring look malformed).
         let (r, wr) = ring(1024, 1024 - 128, &[48, 200, 16]);
-        assert!(decode_completion(&r).error.is_some(), "from offset 0 it is not a record");
+        assert!(decode_completion(&r, r.len()).error.is_some(), "from offset 0 it is not a record");
         let start = oldest_boundary(&r, 1, wr).expect("a boundary");
         assert_eq!(start, 1024 - 128);
         let mut rotated: Vec<u8> = r[start..].iter().chain(&r[..start]).copied().collect();
         rotated.truncate((wr + 1024 - start) % 1024);
-        let d = decode_completion(&rotated);
+        let d = decode_completion(&rotated, 1024);
         assert_eq!(d.error, None, "{}", d.text);
         let seqs: Vec<u64> = d.records.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
         assert_eq!(seqs, [40, 41, 42]);
@@ -462,7 +522,7 @@ mod tests {
     fn a_raw_dump_ends_where_its_sequence_breaks() {
         let (mut r, wr) = ring(1024, 0, &[48, 16, 16]);
         r[wr..].fill(0x0a); // what an earlier client left
-        let d = decode_completion(&r);
+        let d = decode_completion(&r, r.len());
         assert_eq!(d.error, None, "{}", d.text);
         assert_eq!(d.records.len(), 3, "{}", d.text);
         let end = d.end.as_ref().unwrap();
@@ -479,7 +539,7 @@ mod tests {
         let at = 2 * cqlab_abi::PCIE_ALIGNMENT.max(32);
         r2[at..at + 32].copy_from_slice(&old[..32]);
         r2[at + 12..at + 16].copy_from_slice(&7u32.to_le_bytes());
-        let d = decode_completion(&r2);
+        let d = decode_completion(&r2, r2.len());
         assert_eq!((d.error, d.records.len()), (None, 2), "{}", d.text);
         assert!(d.text.contains("seq 7 here, where seq 42 would follow"), "{}", d.text);
         let end = d.end.as_ref().unwrap();
@@ -490,7 +550,7 @@ mod tests {
         r4[wr + 2..wr + 4].copy_from_slice(&0u16.to_le_bytes()); // its header's cq: 0, not 1
         r4[wr + 12..wr + 16].copy_from_slice(&42u32.to_le_bytes());
         r4[wr] = 1;
-        let d = decode_completion(&r4);
+        let d = decode_completion(&r4, r4.len());
         assert_eq!((d.error, d.records.len()), (None, 2), "{}", d.text);
         let end = d.end.as_ref().unwrap();
         assert_eq!((end["mismatch"].as_str(), end["found"]["cq"].as_u64()), (Some("cq"), Some(0)), "{end}");
@@ -498,7 +558,7 @@ mod tests {
         // A record the sequence resumes after is corrupt, not stale.
         let (mut r3, _) = ring(1024, 0, &[16, 16, 16]);
         r3[64] = 9;
-        let d = decode_completion(&r3);
+        let d = decode_completion(&r3, r3.len());
         assert!(
             d.error.as_ref().is_some_and(|e| e.to_string().contains("offset 0x40: completion kind 9")),
             "{:?}",
@@ -506,10 +566,65 @@ mod tests {
         );
     }
 
+    /// Headers no dispatcher writes are malformed, not records: a length
+    /// larger than the ring (which printed "runs 4294705167 bytes past the
+    /// dump"), an event of another length (a data record relabelled read as
+    /// "event 1949726381 of CQ3939465708"), a queue or event the ABI does
+    /// not have. What decoded before them is kept.
     #[test]
-    fn a_garbage_length_is_a_finding_not_an_overflow() {
-        let h = CompletionHeader { kind: 1, _pad: 0, cq: 0, length: u32::MAX, tag: 0, seq: 0 };
-        let d = decode_completion(h.as_bytes());
-        assert!(d.text.contains("past the dump"), "{}", d.text);
+    fn impossible_records_are_malformed() {
+        let (good, _) = ring(1024, 0, &[16]);
+        let with = |edit: &dyn Fn(&mut Vec<u8>)| {
+            let mut r = good.clone();
+            edit(&mut r);
+            let d = decode_completion(&r, r.len());
+            (d.records.len(), d.error.map(|e| e.to_string()).unwrap_or_default())
+        };
+        let header =
+            |at: usize, h: CompletionHeader| move |r: &mut Vec<u8>| r[at..at + 16].copy_from_slice(h.as_bytes());
+        let next = CompletionHeader { kind: 1, _pad: 0, cq: 1, length: 16, tag: 7, seq: 41 };
+        let cases: [(CompletionHeader, &str); 5] = [
+            (CompletionHeader { length: u32::MAX, ..next }, "record length 4294967295 (4294967360 bytes with"),
+            (CompletionHeader { length: 1024 - 15, ..next }, "is more than the 1024-byte ring holds"),
+            (CompletionHeader { kind: 2, length: 16384, ..next }, "event record of length 16384 (an event's payload"),
+            (CompletionHeader { length: 0, ..next }, "data record of length 0"),
+            (CompletionHeader { cq: 99, seq: 0, ..next }, "record of CQ99: the ABI has at most 16 queues"),
+        ];
+        for (h, why) in cases {
+            // The first record: nothing decoded before it.
+            let (n, e) = with(&header(0, h));
+            assert!(e.starts_with("offset 0x0: ") && e.contains(why), "{h:?}: {e}");
+            assert_eq!(n, 0, "{h:?}");
+        }
+        // Inside the sequence, after a good record (CQ99 would end it instead).
+        for (h, why) in &cases[..4] {
+            let (n, e) = with(&header(64, *h));
+            assert!(e.starts_with("offset 0x40: ") && e.contains(why), "{h:?}: {e}");
+            assert_eq!(n, 1, "the record before is kept: {h:?}");
+        }
+        // An event's own fields, where the ABI bounds them.
+        let event = |id: u32, cq: u32| {
+            move |r: &mut Vec<u8>| {
+                r[64..80].copy_from_slice(CompletionHeader { kind: 2, ..next }.as_bytes());
+                r[80..96].copy_from_slice(EventRecord { event_id: id, cq, cycle: 5 }.as_bytes());
+            }
+        };
+        assert_eq!(with(&event(3, 1)), (2, String::new()));
+        assert_eq!(with(&event(3, 16)), (1, "offset 0x40: event of CQ16: the ABI has at most 16 queues".into()));
+        assert_eq!(with(&event(0, 1)), (1, "offset 0x40: event id 0 (event ids start at 1)".into()));
+    }
+
+    /// A record that continues at the ring's start (its payload runs past
+    /// the dump's end) decodes as before: noted, not malformed.
+    #[test]
+    fn a_record_that_wraps_still_decodes() {
+        let (mut r, _) = ring(256, 0, &[16, 16]);
+        r[128..144]
+            .copy_from_slice(CompletionHeader { kind: 1, _pad: 0, cq: 1, length: 176, tag: 7, seq: 42 }.as_bytes());
+        let d = decode_completion(&r, r.len());
+        assert_eq!(d.error, None, "{}", d.text);
+        assert_eq!(d.records.len(), 3, "{}", d.text);
+        assert!(d.text.contains("record runs 64 bytes past the dump (it wraps to the ring start)"), "{}", d.text);
+        assert_eq!(d.records[2]["wraps"], true);
     }
 }

@@ -253,6 +253,16 @@ impl TraceReader {
             .into());
         }
         header.topology().map_err(|e| UsageError(format!("{}: {}", path.display(), e.0)))?;
+        // Every timestamp divides by it: 0 made each `ts` null, a negative
+        // rate made them negative and Perfetto dropped the events.
+        if !(header.clock_hz.is_finite() && header.clock_hz > 0.0) {
+            return Err(UsageError(format!(
+                "{}: clock_hz {} is not a clock rate (a positive number of cycles a second)",
+                lines.at(),
+                header.clock_hz
+            ))
+            .into());
+        }
         Ok(Self {
             lines,
             header,
@@ -296,6 +306,9 @@ impl TraceReader {
                 // A core's records are written oldest first (records lost
                 // to a lapped ring only skip ahead): one that goes back is
                 // a file shuffled or spliced, whose analysis would be wrong.
+                // Cycles are not checked so: a drain that reads the oldest
+                // slot while the core rewrites it keeps the new record's
+                // cycle under the old seq, so real traces do go back.
                 let seq = seq as u32;
                 if let Some(last) = self.last_seq.insert(core, seq).filter(|&l| (seq.wrapping_sub(l) as i32) <= 0) {
                     return Err(UsageError(format!(

@@ -127,6 +127,13 @@ impl Fixtures {
             "trace.jsonl",
             br#"{"format":"cqlab-trace","version":2,"workload":"x","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","clock_hz":1e9,"cores":[]}"#,
         );
+        // Headers whose clock rate no timestamp can be computed from.
+        for (name, clock) in [("trace-clock0.jsonl", "0"), ("trace-clock-neg.jsonl", "-1")] {
+            let header = format!(
+                r#"{{"format":"cqlab-trace","version":2,"workload":"x","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","clock_hz":{clock},"cores":[]}}"#
+            );
+            write(name, format!("{header}\n{{\"end\":{{\"timed_cycles\":0,\"lost\":0}}}}\n").as_bytes());
+        }
         write(
             "trace-v1.jsonl",
             br#"{"format":"cqlab-trace","version":1,"workload":"x","cqs":1,"clock_hz":1e9,"cores":[]}"#,
@@ -161,6 +168,8 @@ impl Fixtures {
             "report-gbs.json",
             "report-programs.json",
             "trace-v1.jsonl",
+            "trace-clock0.jsonl",
+            "trace-clock-neg.jsonl",
             "trace.jsonl",
         ] {
             a = a.replace(&format!("{{{name}}}"), self.dir.join(name).to_str().unwrap());
@@ -452,6 +461,10 @@ fn decode_and_the_trace_readers() {
         (&["trace", "summary", "{empty}"], 2, "not a cqlab-trace header"),
         (&["trace", "summary", "{trace.jsonl}", "--paths", "99999"], 2, "not in 0..=10000"),
         (&["trace", "summary", "{trace-v1.jsonl}"], 2, "a version 1 trace, recorded on cqlab's invented chip"),
+        (&["trace", "summary", "{trace-clock0.jsonl}"], 2, "trace-clock0.jsonl line 1: clock_hz 0 is not a clock rate"),
+        (&["trace", "summary", "{trace-clock-neg.jsonl}"], 2, "line 1: clock_hz -1 is not a clock rate (a positive"),
+        (&["trace", "export", "{trace-clock0.jsonl}", "--perfetto", "{dir}/p.json"], 2, "line 1: clock_hz 0 is not"),
+        (&["trace", "export", "{trace-clock-neg.jsonl}", "--perfetto", "{dir}/p.json"], 2, "clock_hz -1 is not"),
         (&["trace", "export", "{missing}", "--perfetto", "{dir}/p.json"], 2, "RUN /nonexistent/cqlab"),
         (&["trace", "export", "/dev/zero", "--perfetto", "{dir}/p.json"], 2, "line 1 is longer than"),
         (&["trace", "export", "{trace.jsonl}", "--perfetto", "{trace.jsonl}"], 2, "refusing to overwrite an input"),

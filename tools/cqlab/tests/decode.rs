@@ -134,6 +134,19 @@ fn malformed_dump_exits_2_naming_the_byte_offset() {
     assert!(err.contains("at byte offset 0 (0x0): truncated: command needs 128 bytes, 100 available"), "{err}");
 }
 
+/// A dump bad from its first command decodes nothing: stdout stays empty
+/// (it printed a blank line before the error).
+#[test]
+fn a_dump_bad_from_its_first_command_prints_nothing() {
+    let mut bytes = sample_stream();
+    bytes[0] = 0x7f;
+    let out = decode(&[dump("bad_first.bin", &bytes).to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "{:?}", String::from_utf8_lossy(&out.stdout));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("at byte offset 0 (0x0): unknown Prefetch command id 0x7f"), "{err}");
+}
+
 #[test]
 fn missing_file_is_a_clear_error() {
     let out = decode(&["/nonexistent/dump.bin"]);

@@ -170,3 +170,116 @@ fn a_wrapped_live_completion_ring_decodes() {
         "{v}"
     );
 }
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Completion records no dispatcher writes are malformed (exit 2, the
+/// offset and the bad value), not decoded: a length larger than the ring
+/// ("record runs 4294705167 bytes past the dump"), a data record relabelled
+/// as an event ("event 1949726381 of CQ3939465708"). What decoded before
+/// stays listed, in text and JSON; a bad first record prints nothing.
+#[test]
+fn impossible_completion_records_are_malformed() {
+    let (completion, _) = real_dumps(Board::WormholeN150);
+    // The real ring: event at 0, 64-byte data record at 0x40, event at 0xc0.
+    let set = |at: usize, field: usize, value: u32| {
+        let mut b = completion.clone();
+        b[at + field..at + field + 4].copy_from_slice(&value.to_le_bytes());
+        b
+    };
+    let relabelled = {
+        let mut b = completion.clone();
+        b[0x40] = 2; // the data record's kind: event
+        b
+    };
+    let cases = [
+        ("huge.bin", set(0x40, 4, u32::MAX), 0x40, "record length 4294967295 (4294967360 bytes with its header"),
+        ("relabelled.bin", relabelled, 0x40, "event record of length 64 (an event's payload is the 16-byte"),
+        ("cq99.bin", set(0, 0, 0x0063_0002), 0, "record of CQ99: the ABI has at most 16 queues"),
+    ];
+    for (name, bytes, offset, why) in cases {
+        let file = dump(name, &bytes);
+        let out = cqlab(&["decode", "--kind", "completion", &file]);
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
+        let said = format!("malformed completion dump {file}: offset {offset:#x}: {why}");
+        assert!(stderr(&out).contains(&said), "{name}: {}", stderr(&out));
+        // The records before the bad one, and nothing (no blank line) when none.
+        let kept = if offset == 0 { 0 } else { 1 };
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(text.lines().count(), kept, "{name}: {text:?}");
+        let out = cqlab(&["decode", "--kind", "completion", &file, "--json"]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["records"].as_array().unwrap().len(), kept, "{name}: {v}");
+        assert_eq!(v["error"]["offset"], offset, "{name}: {v}");
+        assert!(v["error"]["message"].as_str().is_some_and(|m| m.starts_with(why)), "{name}: {v}");
+    }
+    // The well-formed ring still decodes, exit 0.
+    let out = cqlab(&["decode", "--kind", "completion", &dump("good.bin", &completion)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// A trace-ring header is checked against its slots: the slot of each seq
+/// it claims holds that record, or a later one of the same slot (a core
+/// that recorded while its ring was read). Anything else is a header that
+/// does not describe the ring: exit 2 naming the slot (`next_seq`
+/// 0xffffffff over zeroed slots was a ring's worth of "overwritten" lines,
+/// and `records: []`, `error: null` in JSON). Text and JSON say the same.
+#[test]
+fn a_trace_ring_header_is_checked_against_its_slots() {
+    let (_, ring) = real_dumps(Board::WormholeN150);
+    let next_seq = u32::from_le_bytes(ring[..4].try_into().unwrap());
+    assert!((6..682).contains(&next_seq), "the ring has not wrapped: {next_seq}");
+    let capacity = cqlab_abi::trace::CAPACITY;
+    let slot_seq = |seq: u32| 16 + seq as usize * 24 + 8;
+    let decode = |name: &str, bytes: &[u8]| {
+        let file = dump(name, bytes);
+        let text = cqlab(&["decode", "--kind", "trace", &file]);
+        let json = cqlab(&["decode", "--kind", "trace", &file, "--json"]);
+        let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+        assert_eq!(text.status.code(), json.status.code(), "{name}: {v}");
+        (text, v)
+    };
+
+    // A made-up next_seq over the real slots (older records, or zeros).
+    let mut bad = ring.clone();
+    bad[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+    let first = u32::MAX - capacity;
+    let at = 16 + (first % capacity) as usize * 24;
+    let (out, v) = decode("made-up.bin", &bad);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // That slot holds the real record of its index (the ring has not wrapped).
+    let why = format!(
+        "the slot of seq {first} holds seq {}, an older one: the header's next_seq 4294967295",
+        first % capacity
+    );
+    assert!(stderr(&out).contains(&format!("offset {at:#x}: {why}")), "{}", stderr(&out));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("while dumped"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!((v["error"]["offset"].as_u64(), v["records"].as_array().map(Vec::len)), (Some(at as u64), Some(0)));
+    assert!(v["error"]["message"].as_str().is_some_and(|m| m.starts_with(&why)), "{v}");
+
+    // A slot holding an older record than its seq, inside the window: the
+    // records before it are kept.
+    let mut bad = ring.clone();
+    bad[slot_seq(5)..slot_seq(5) + 4].copy_from_slice(&3u32.to_le_bytes());
+    let (out, v) = decode("older.bin", &bad);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("offset 0x88: the slot of seq 5 holds seq 3, an older one"), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with('#')).count(), 5);
+    assert_eq!(v["records"].as_array().map(Vec::len), Some(5), "{v}");
+
+    // A later record of the same slot is a ring read while its core
+    // recorded: listed in text and JSON alike, exit 0.
+    let mut lapped = ring.clone();
+    lapped[slot_seq(2)..slot_seq(2) + 4].copy_from_slice(&(2 + capacity).to_le_bytes());
+    let (out, v) = decode("lapped.bin", &lapped);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let line = format!("#2       (slot holds seq {}: overwritten while dumped)", 2 + capacity);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&line), "{}", String::from_utf8_lossy(&out.stdout));
+    let recs = v["records"].as_array().unwrap();
+    assert_eq!(recs.len(), next_seq as usize, "{v}");
+    assert_eq!(recs[2], serde_json::json!({"seq": 2, "overwritten_by": 2 + capacity}), "{v}");
+    assert_eq!(v["error"], Value::Null);
+}
