@@ -202,11 +202,29 @@ fn chip_of(paths: &DevicePaths, info: &ChipInfo) -> Result<(Board, Harvesting)> 
 }
 
 fn no_daemon(paths: &DevicePaths, why: String) -> DriverError {
+    // `sim serve` would be refused there: say who serves it instead.
+    if let Some(e) = held_by_ttkmd(paths) {
+        return e;
+    }
     DriverError::Backend(format!(
         "no simulator daemon at {}: {why}; start one with `cqlab sim serve --dev {}`",
         paths.dir.display(),
         paths.dir.display()
     ))
+}
+
+/// The refusal for a directory a `cqlab sim ttkmd` simulator holds (the
+/// device directory's lock, [`files::lock_dir`], which both simulators
+/// take): its `lock` and `sysmem` are that simulator's clients', so a
+/// daemon client (`sim:`, `reset`, `sim stop`, `sim bar`) touches nothing
+/// there.
+fn held_by_ttkmd(paths: &DevicePaths) -> Option<DriverError> {
+    let holder = files::dir_holder(&paths.dir).filter(|h| h.kind == Some(files::Simulator::Ttkmd))?;
+    Some(DriverError::Backend(format!(
+        "no simulator daemon at {dir}: the directory is held by {holder} (a device directory holds one simulator \
+         of either kind); open it with ttkmd-sim:{dir}, or stop that simulator first",
+        dir = paths.dir.display()
+    )))
 }
 
 /// Reads the pid a lock holder recorded, for the "held by" message.
@@ -541,6 +559,10 @@ impl DaemonBackend {
         let paths = DevicePaths::new(path.as_ref());
         if !paths.dir.is_dir() {
             return Err(no_daemon(&paths, missing_dir(&paths.dir)));
+        }
+        // Before the lock: `lock` is also the name of a `sim ttkmd` device's owner lock.
+        if let Some(e) = held_by_ttkmd(&paths) {
+            return Err(e);
         }
         let lock = lock_device(&paths, wait)?;
         let stream = connect(&paths)?;

@@ -122,20 +122,171 @@ pub fn prepare_dir(dir: &Path) -> Result<bool, FileError> {
     }
 }
 
-/// An exclusive lock on the device directory itself, held by its daemon
-/// from before it touches a file there until it exits: a second `sim
-/// serve` on the directory is refused before it changes anything (a failed
-/// start removes what it made, which would otherwise be the first daemon's
-/// files). Clients lock `lock`, not the directory.
-pub fn lock_dir(dir: &Path) -> Result<nix::fcntl::Flock<File>, FileError> {
+/// The two simulators that serve a device directory: `cqlab sim serve` (a
+/// daemon, clients `sim:PATH`) and `cqlab sim ttkmd` (shared files, clients
+/// `ttkmd-sim:PATH`). Both create `sysmem` (and `lock`) there, so a
+/// directory holds one of either kind: both take [`lock_dir`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Simulator {
+    Serve,
+    Ttkmd,
+}
+
+impl Simulator {
+    const ALL: [Simulator; 2] = [Simulator::Serve, Simulator::Ttkmd];
+
+    /// Its command, as people type it.
+    pub fn command(self) -> &'static str {
+        match self {
+            Simulator::Serve => "`cqlab sim serve`",
+            Simulator::Ttkmd => "`cqlab sim ttkmd`",
+        }
+    }
+
+    /// What it is, for messages: "a `cqlab sim serve` daemon".
+    pub fn describe(self) -> &'static str {
+        match self {
+            Simulator::Serve => "a `cqlab sim serve` daemon",
+            Simulator::Ttkmd => "a `cqlab sim ttkmd` simulator",
+        }
+    }
+
+    /// The subcommand words in its command line.
+    fn words(self) -> [&'static [u8]; 2] {
+        match self {
+            Simulator::Serve => [b"sim", b"serve"],
+            Simulator::Ttkmd => [b"sim", b"ttkmd"],
+        }
+    }
+}
+
+/// Who holds a device directory's lock, as far as this host can tell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holder {
+    /// From `/proc/locks`; `None` where it cannot be read.
+    pub pid: Option<u32>,
+    /// From the holder's command line (or, for one exiting, its records).
+    pub kind: Option<Simulator>,
+}
+
+impl std::fmt::Display for Holder {
+    /// "pid 42, a `cqlab sim serve` daemon".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.pid {
+            Some(pid) => write!(f, "pid {pid}")?,
+            None => f.write_str("a process that /proc/locks does not name")?,
+        }
+        match (self.kind, self.pid) {
+            (Some(k), _) => write!(f, ", {}", k.describe()),
+            (None, Some(_)) => f.write_str(" (by its command line neither `cqlab sim serve` nor `cqlab sim ttkmd`)"),
+            (None, None) => Ok(()),
+        }
+    }
+}
+
+/// An exclusive lock on the device directory itself, held by its simulator
+/// (`sim serve` or `sim ttkmd`, the same lock for both) from before it
+/// touches a file there until it exits: a second simulator of either kind
+/// is refused before it changes anything (it would replace `sysmem` under
+/// the first one's clients, and a failed start removes what it made, which
+/// would be the first one's files). The directory, not a file in it, so
+/// that a refused start creates nothing. Clients lock `lock`, not this.
+pub fn lock_dir(dir: &Path, me: Simulator) -> Result<nix::fcntl::Flock<File>, FileError> {
     use nix::fcntl::{Flock, FlockArg};
     let f = File::open(dir).map_err(FileError::io("opening", dir))?;
-    Flock::lock(f, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| match errno {
+    Flock::lock(f, FlockArg::LockExclusiveNonblock).map_err(|(f, errno)| match errno {
         nix::errno::Errno::EWOULDBLOCK => {
-            FileError::refused(dir, "another `cqlab sim serve` is starting or serving this directory".into())
+            let holder = f.metadata().ok().map_or(Holder { pid: None, kind: None }, |m| holder_of(dir, &m));
+            FileError::refused(dir, refusal(dir, me, &holder))
         }
         e => FileError::Io { what: "locking", path: dir.display().to_string(), source: io::Error::from(e) },
     })
+}
+
+/// Why `me` may not start on `dir`, which `holder` holds. The wording for a
+/// holder of the same kind is what each command said before they shared
+/// the lock.
+fn refusal(dir: &Path, me: Simulator, holder: &Holder) -> String {
+    let stop = match (holder.kind, holder.pid) {
+        (Some(Simulator::Serve), _) => format!("stop it with `cqlab sim stop --dev {}`", dir.display()),
+        (_, Some(pid)) => format!("stop it with Ctrl-C or `kill {pid}`"),
+        (_, None) => "stop it first".into(),
+    };
+    let pid = holder.pid.map_or_else(|| holder.to_string(), |p| format!("pid {p}"));
+    match (me, holder.kind) {
+        (Simulator::Serve, Some(Simulator::Serve)) => format!(
+            "held by {pid}: another `cqlab sim serve` is starting or serving this directory ({stop}, or use \
+             another --dev)"
+        ),
+        (Simulator::Ttkmd, Some(Simulator::Ttkmd)) => {
+            format!("held by {pid}: another `cqlab sim ttkmd` serves this device ({stop}, or use another --dev)")
+        }
+        _ => format!(
+            "held by {holder}: a device directory holds one simulator of either kind, so {} cannot serve it too \
+             ({stop}, or use another --dev)",
+            me.command()
+        ),
+    }
+}
+
+/// Who holds `dir`'s lock ([`lock_dir`]), read without touching the lock:
+/// `None` when nobody does, or when `/proc/locks` cannot tell.
+pub fn dir_holder(dir: &Path) -> Option<Holder> {
+    let meta = std::fs::metadata(dir).ok()?;
+    let holder = holder_of(dir, &meta);
+    holder.pid.is_some().then_some(holder)
+}
+
+/// The holder of the flock on the inode `meta` describes (`dir`'s).
+fn holder_of(dir: &Path, meta: &std::fs::Metadata) -> Holder {
+    let pid = std::fs::read_to_string("/proc/locks").ok().and_then(|locks| {
+        let (major, minor) = (nix::sys::stat::major(meta.dev()), nix::sys::stat::minor(meta.dev()));
+        flock_holder(&locks, major, minor, meta.ino())
+    });
+    Holder { pid, kind: pid.and_then(|p| kind_of(dir, p)) }
+}
+
+/// The pid of the granted FLOCK on (`major`, `minor`, `ino`) in `/proc/locks`
+/// text: `1: FLOCK  ADVISORY  WRITE 4242 fe:00:10010815 0 EOF` (device in hex,
+/// inode in decimal); waiters (`->`) are skipped.
+fn flock_holder(locks: &str, major: u64, minor: u64, ino: u64) -> Option<u32> {
+    locks.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.get(1) != Some(&"FLOCK") {
+            return None;
+        }
+        let mut id = f.get(5)?.split(':');
+        let maj = u64::from_str_radix(id.next()?, 16).ok()?;
+        let min = u64::from_str_radix(id.next()?, 16).ok()?;
+        let inode: u64 = id.next()?.parse().ok()?;
+        (maj == major && min == minor && inode == ino).then(|| f.get(4)?.parse().ok()).flatten()
+    })
+}
+
+/// Which simulator `pid` is: its command line names the subcommand. One
+/// whose command line is gone (exiting) is known by the pid it recorded in
+/// `dir` (the daemon's `pid` file, `sim ttkmd`'s `ctl` page).
+fn kind_of(dir: &Path, pid: u32) -> Option<Simulator> {
+    if let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) {
+        let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+        if let Some(k) = Simulator::ALL.into_iter().find(|k| args.windows(2).any(|w| w == k.words())) {
+            return Some(k);
+        }
+        if !cmdline.is_empty() {
+            return None;
+        }
+    }
+    let daemon = std::fs::read_to_string(dir.join("pid")).ok().and_then(|s| s.trim().parse::<u32>().ok());
+    let at = crate::shared::ctl::PID * 8;
+    let runner =
+        std::fs::read(dir.join("ctl")).ok().and_then(|b| Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?)));
+    if daemon == Some(pid) {
+        Some(Simulator::Serve)
+    } else if runner == Some(u64::from(pid)) {
+        Some(Simulator::Ttkmd)
+    } else {
+        None
+    }
 }
 
 /// What sits at `path` before we create a file there.
@@ -287,6 +438,53 @@ mod tests {
         assert!(!prepare_dir(&d).unwrap());
         assert_eq!(mode(&d), DIR_MODE);
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn the_directory_lock_refuses_a_second_simulator_of_either_kind_naming_its_holder() {
+        let d = scratch("lock");
+        prepare_dir(&d).unwrap();
+        assert_eq!(dir_holder(&d), None, "nobody holds it yet");
+        let held = lock_dir(&d, Simulator::Serve).unwrap();
+        // flock is per open file: a second open in this process conflicts.
+        let me = std::process::id();
+        for second in Simulator::ALL {
+            let err = lock_dir(&d, second).unwrap_err().to_string();
+            let expect = format!("{}: held by pid {me}", d.display());
+            assert!(err.starts_with(&expect), "{err}");
+            assert!(err.contains("one simulator of either kind"), "{err}");
+        }
+        // This test binary is neither kind by its command line; its record says.
+        assert_eq!(dir_holder(&d), Some(Holder { pid: Some(me), kind: None }));
+        // The wording each kind gave its own kind before they shared the lock.
+        let serve = Holder { pid: Some(7), kind: Some(Simulator::Serve) };
+        let r = refusal(&d, Simulator::Serve, &serve);
+        assert!(r.starts_with("held by pid 7: another `cqlab sim serve` is starting or serving"), "{r}");
+        let r = refusal(&d, Simulator::Ttkmd, &serve);
+        assert!(r.starts_with("held by pid 7, a `cqlab sim serve` daemon: a device directory holds one"), "{r}");
+        assert!(r.contains(&format!("`cqlab sim stop --dev {}`", d.display())), "{r}");
+        let ttkmd = Holder { pid: Some(7), kind: Some(Simulator::Ttkmd) };
+        let r = refusal(&d, Simulator::Ttkmd, &ttkmd);
+        assert!(r.starts_with("held by pid 7: another `cqlab sim ttkmd` serves this device"), "{r}");
+        let r = refusal(&d, Simulator::Serve, &ttkmd);
+        assert!(r.starts_with("held by pid 7, a `cqlab sim ttkmd` simulator: a device directory holds one"), "{r}");
+        assert!(r.contains("`kill 7`"), "{r}");
+        drop(held);
+        assert_eq!(dir_holder(&d), None, "released");
+        lock_dir(&d, Simulator::Ttkmd).unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn proc_locks_names_the_holder_of_the_inode_asked_for() {
+        let text = "1: FLOCK  ADVISORY  WRITE 4242 103:02:77 0 EOF\n\
+                    1: -> FLOCK  ADVISORY  WRITE 5151 103:02:77 0 EOF\n\
+                    2: POSIX  ADVISORY  WRITE 88 00:1a:78 0 EOF\n\
+                    3: FLOCK  ADVISORY  WRITE 99 00:1a:79 0 EOF\n";
+        assert_eq!(flock_holder(text, 0x103, 0x02, 77), Some(4242));
+        assert_eq!(flock_holder(text, 0, 0x1a, 78), None, "a POSIX lock is not ours");
+        assert_eq!(flock_holder(text, 0, 0x1a, 79), Some(99));
+        assert_eq!(flock_holder("garbage\n\n", 0, 0, 0), None);
     }
 
     #[test]

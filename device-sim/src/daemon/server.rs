@@ -178,9 +178,9 @@ impl Server {
         if files::prepare_dir(dev)? {
             cleanup.dir = Some(dev.clone());
         }
-        // Refused: the directory is another start's now (even if this one
-        // made it), so nothing of it is removed.
-        let serving = files::lock_dir(dev).inspect_err(|_| cleanup.dir = None)?;
+        // Refused: the directory is another simulator's now (even if this
+        // start made it), so nothing of it is removed.
+        let serving = files::lock_dir(dev, files::Simulator::Serve).inspect_err(|_| cleanup.dir = None)?;
         let sock = paths.socket();
         if std::fs::symlink_metadata(&sock).is_ok() {
             if UnixStream::connect(&sock).is_ok() {

@@ -7,22 +7,19 @@
 //! private to its user (0700, files 0600, whatever the umask), a directory another user owns
 //! is refused, every file is created afresh with `O_CREAT|O_EXCL|O_NOFOLLOW` (a planted
 //! symlink is an error, never a file written through), and one simulator serves a path: a
-//! second one is refused naming the first's pid instead of replacing its files.
+//! second one of either kind (`sim ttkmd` or `sim serve`, which take the same lock,
+//! [`files::lock_dir`]) is refused naming the first's pid instead of replacing its files.
 
 use crate::out::diagln;
 use anyhow::Context;
 use cqlab_sim::config::SimConfig;
 use cqlab_sim::daemon::files;
 use cqlab_sim::shared::{Paths, Runner};
-use nix::fcntl::{Flock, FlockArg};
+use nix::fcntl::Flock;
 use nix::sys::signal::{SigSet, Signal};
-use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-/// The file the serving simulator holds an exclusive flock on, with its pid.
-pub const RUNNER_LOCK: &str = "runner";
 
 /// The device files the simulator creates.
 fn device_files(dev: &Path) -> Vec<PathBuf> {
@@ -30,41 +27,19 @@ fn device_files(dev: &Path) -> Vec<PathBuf> {
     vec![p.ctl(), p.l1(), p.regs(), p.dram(), p.sysmem(), p.lock()]
 }
 
-/// Takes the one-simulator-per-path lock, or says who holds it.
-fn lock_path(dev: &Path) -> anyhow::Result<Flock<std::fs::File>> {
-    let path = dev.join(RUNNER_LOCK);
-    let file = files::open_or_create_private(&path)?;
-    let mut locked = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(l) => l,
-        Err((mut file, nix::errno::Errno::EWOULDBLOCK)) => {
-            let mut pid = String::new();
-            let _ = file.read_to_string(&mut pid);
-            anyhow::bail!(
-                "{}: held by pid {}: another `cqlab sim ttkmd` serves this device (stop it first, or use \
-                 another --dev)",
-                dev.display(),
-                pid.trim()
-            );
-        }
-        Err((_, e)) => return Err(anyhow::anyhow!("locking {}: {e}", path.display())),
-    };
-    locked.set_len(0)?;
-    locked.rewind()?;
-    write!(locked, "{}", std::process::id()).with_context(|| format!("writing {}", path.display()))?;
-    Ok(locked)
-}
-
 /// Makes `dev` a fresh device of this user: directory checked (or created), the path locked,
 /// every device file created afresh. On failure, removes what it created.
 fn prepare(dev: &Path) -> anyhow::Result<Flock<std::fs::File>> {
     let created = files::prepare_dir(dev)?;
+    // Refused: the directory is the holder's now (even if this start made it), so nothing of
+    // it is removed.
+    let lock = files::lock_dir(dev, files::Simulator::Ttkmd)?;
     let undo = |e: anyhow::Error| {
         if created {
             let _ = std::fs::remove_dir_all(dev);
         }
         e
     };
-    let lock = lock_path(dev).map_err(undo)?;
     let mut made = Vec::new();
     for path in device_files(dev) {
         match files::create_private(&path) {

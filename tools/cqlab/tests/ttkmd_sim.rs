@@ -168,7 +168,7 @@ fn as_nobody(program: &str, args: &[&str]) -> Output {
 }
 
 /// The files a running simulator has made, each checked as a regular file.
-const DEVICE_FILES: [&str; 7] = ["ctl", "l1", "regs", "dram", "sysmem", "lock", "runner"];
+const DEVICE_FILES: [&str; 6] = ["ctl", "l1", "regs", "dram", "sysmem", "lock"];
 
 #[test]
 fn device_files_are_private_whatever_the_umask() {
@@ -207,6 +207,65 @@ fn a_second_simulator_on_the_same_path_is_refused_and_the_first_keeps_its_device
     let o = run(client_job(&s.dir, 5, 2));
     assert!(o.status.success(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("2 rounds of 2048 bytes verified"), "{}", text(&o));
+}
+
+/// `sim serve` and `sim ttkmd` both create `sysmem` in their directory: a second simulator of
+/// the other kind used to start and replace it, cutting the first one's clients off (every
+/// `sim:` run failed with device errors, even after `reset`). Now both take one lock, and the
+/// second is refused naming the first before it touches a file; so are `reset` and `sim stop`
+/// on a `sim ttkmd` directory. The first keeps serving.
+#[test]
+fn a_directory_holds_one_simulator_of_either_kind() {
+    let demo = |spec: String| {
+        let mut c = Command::new(CQLAB);
+        c.args(["demo", "--rounds", "1"]).args(SMALL_WORMHOLE).arg("--device").arg(spec);
+        run(c)
+    };
+    let ino = |dir: &Path| std::fs::metadata(dir.join("sysmem")).unwrap().ino();
+
+    // A daemon first: `sim ttkmd` is refused.
+    let extra = [&["--quiet", "--sysmem-mib", "4"][..], &SMALL_WORMHOLE].concat();
+    let d = support::Daemon::start("either-kind", &extra, Stdio::null());
+    let sysmem = ino(&d.dir);
+    let mut c = Command::new(CQLAB);
+    c.args(["sim", "ttkmd", "--sysmem-mib", "16"]).args(SMALL_WORMHOLE).arg("--dev").arg(&d.dir);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let held = format!("{}: held by pid {}, a `cqlab sim serve` daemon: ", d.dir.display(), d.child.id());
+    assert!(String::from_utf8_lossy(&o.stderr).contains(&held), "{held}\n{}", text(&o));
+    assert_eq!(ino(&d.dir), sysmem, "sysmem replaced");
+    assert!(!d.dir.join("ctl").exists(), "the refused simulator made its files");
+    let o = demo(d.spec());
+    assert!(o.status.success(), "{}", text(&o));
+    drop(d);
+
+    // A `sim ttkmd` first: `sim serve`, and the daemon's `reset` and `sim stop`, are refused.
+    let s = Sim::start("either-kind");
+    let sysmem = ino(&s.dir);
+    let held = format!("held by pid {}, a `cqlab sim ttkmd` simulator", s.child.id());
+    let mut c = Command::new(CQLAB);
+    c.args(["sim", "serve", "--sysmem-mib", "4"]).args(SMALL_WORMHOLE).arg("--dev").arg(&s.dir);
+    for (what, c) in
+        [("sim serve", c), ("reset", cqlab_dev(&["reset"], &s.dir)), ("sim stop", cqlab_dev(&["sim", "stop"], &s.dir))]
+    {
+        let o = run(c);
+        assert_eq!(o.status.code(), Some(1), "{what}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(&s.dir.display().to_string()) && err.contains(&held), "{what}: {held}\n{}", text(&o));
+    }
+    assert_eq!(ino(&s.dir), sysmem, "sysmem replaced");
+    for f in ["sock", "pid"] {
+        assert!(!s.dir.join(f).exists(), "the refused daemon made {f}");
+    }
+    let o = demo(format!("ttkmd-sim:{}", s.dir.display()));
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+/// `cqlab ARGS --dev DIR`.
+fn cqlab_dev(args: &[&str], dir: &Path) -> Command {
+    let mut c = Command::new(CQLAB);
+    c.args(args).arg("--dev").arg(dir);
+    c
 }
 
 #[test]
