@@ -47,10 +47,10 @@ impl Queues {
                 Some(h) => header = h,
                 None => backend.sysmem_read(at, header.as_mut_bytes())?,
             }
-            let record = record_size(header.length);
+            let record = record_in_ring(header.length, size);
             let kind = CompletionKind::from_u8(header.kind);
             let expected_seq = self.list[q as usize].completions as u32;
-            if kind.is_none() || record > size || header.cq != q as u16 || header.seq != expected_seq {
+            if kind.is_none() || record.is_none() || header.cq != q as u16 || header.seq != expected_seq {
                 let fault = DeviceFault::CorruptCompletion {
                     cq: q,
                     offset: rd.offset_bytes(),
@@ -87,7 +87,7 @@ impl Queues {
                 }
             }
             cq.completions += 1;
-            rd = rd.advance(record, size);
+            rd = rd.advance(record.expect("checked above"), size);
         }
         self.list[q as usize].completion_rd = rd;
         if published_early {
@@ -189,5 +189,27 @@ impl Queues {
     pub(crate) fn event_query(&mut self, backend: &mut dyn Backend, cfg: &DeviceConfig, event: Event) -> Result<bool> {
         self.drain_all(backend, cfg)?;
         Ok(self.get(event.cq)?.last_event_done >= event.id)
+    }
+}
+
+/// The bytes a record of `length` payload bytes takes in a ring of `size`,
+/// `None` when it cannot fit: a corrupt length near `u32::MAX` wraps
+/// `record_size` to a small record (helper-47), which would then size the
+/// payload buffer by the corrupt length.
+fn record_in_ring(length: u32, size: u32) -> Option<u32> {
+    (length < size).then(|| record_size(length)).filter(|&r| r <= size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::record_in_ring;
+
+    #[test]
+    fn a_length_that_cannot_fit_is_no_record_even_where_its_size_wraps() {
+        assert_eq!(record_in_ring(16, 4096), Some(64));
+        assert_eq!(record_in_ring(4096 - 16, 4096), Some(4096));
+        assert_eq!(record_in_ring(4096 - 15, 4096), None);
+        assert_eq!(record_in_ring(u32::MAX, 4096), None, "16 + u32::MAX wraps to 15");
+        assert_eq!(record_in_ring(u32::MAX - 20, 4096), None);
     }
 }
