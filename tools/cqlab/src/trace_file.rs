@@ -306,9 +306,9 @@ impl TraceReader {
                 // A core's records are written oldest first (records lost
                 // to a lapped ring only skip ahead): one that goes back is
                 // a file shuffled or spliced, whose analysis would be wrong.
-                // Cycles are not checked so: a drain that reads the oldest
-                // slot while the core rewrites it keeps the new record's
-                // cycle under the old seq, so real traces do go back.
+                // Cycles are not checked so: traces of builds before
+                // 2026-12-01 can go back (their drain read a slot the core
+                // was rewriting: the new cycle under the old seq).
                 let seq = seq as u32;
                 if let Some(last) = self.last_seq.insert(core, seq).filter(|&l| (seq.wrapping_sub(l) as i32) <= 0) {
                     return Err(UsageError(format!(
