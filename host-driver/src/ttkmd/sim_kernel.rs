@@ -167,7 +167,15 @@ impl SimKernel {
             check_owner(dir).map_err(|source| TtKmdError::Open { path: dir.to_owned(), source })?;
         }
         let ctl = Ctl::open(&paths.ctl()).map_err(|e| {
-            let detail = format!("no simulated device ({e}); start one with `cqlab sim ttkmd --dev {}`", dir.display());
+            #[allow(unused_mut)]
+            let mut detail =
+                format!("no simulated device ({e}); start one with `cqlab sim ttkmd --dev {}`", dir.display());
+            // A daemon's directory holds no tt-kmd device, and starting one
+            // there would be refused: say what does hold it.
+            #[cfg(feature = "daemon")]
+            if let Some(h) = cqlab_sim::daemon::files::dir_holder(dir) {
+                detail = format!("{h} holds it (`--device sim:{}` reaches a daemon)", dir.display());
+            }
             // A directory that is there is no device yet, not missing
             // (helper-44: it read "does not exist").
             if dir.is_dir() {
