@@ -612,6 +612,7 @@ impl<I: Iterator<Item = u64>> InOrder<I> {
 pub fn run(args: Args) -> Result<ExitCode> {
     let plan = Plan::new(args)?;
     plan.preflight()?;
+    plan.shard.warn_if_empty(plan.args.seeds);
     if let Some(d) = &plan.args.dump_dir {
         // Before any seed: a dump directory that cannot be made stops nothing later.
         crate::output::create_dir("--dump-dir", d)?;

@@ -67,7 +67,10 @@ fn load(args: &Args) -> Result<SeedRecord> {
         r.check().map_err(|e| UsageError(format!("RECORD is not a record cqlab wrote: {e}")))?;
         return Ok(r);
     }
-    let records = crate::campaign::read_records(Path::new(&args.record))?;
+    let mut records = crate::campaign::read_any_records(Path::new(&args.record))?;
+    // In run order, as the report names its first failure: `--jobs` writes
+    // records as they finish (helper-49: the default was another seed).
+    records.sort_by_key(|r| r.index);
     let pick = match args.seed {
         Some(s) => records.iter().find(|r| r.seed == s),
         // A killed run is no failure (and nothing to replay).
@@ -205,7 +208,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     crate::usage::ensure(record.argv.first().is_some_and(|a| a == "race"), || {
         format!("a race record runs `race ...`, this one `{}`", record.argv.join(" "))
     })?;
-    let line = Line::try_parse_from(std::iter::once("cqlab".to_owned()).chain(record.argv.iter().cloned()))
+    let argv = with_model_of_its_day(&record.argv);
+    let line = Line::try_parse_from(std::iter::once("cqlab".to_owned()).chain(argv))
         .map_err(|e| UsageError(format!("the record's arguments do not parse: {}", e.render().to_string().trim())))?;
     let Tool::Race(race_args) = line.tool;
     let plan = race::Plan::new(race_args)?;
@@ -232,6 +236,38 @@ pub fn run(args: Args) -> Result<ExitCode> {
         class_note(record.failure.as_ref(), got.as_ref())
     );
     Ok(if same { ExitCode::SUCCESS } else { crate::exit::Exit::Failed.into() })
+}
+
+/// Model options race writes into every record since they exist, each with
+/// the model before it (what a record without it ran on) and the day it
+/// came: docs/cli.md, race's "Model" options.
+const MODEL_OPTIONS_SINCE: [(&str, &str, &str); 4] = [
+    ("--blocking-loads", "true", "2026-11-30"),
+    ("--link-contention", "false", "2026-11-30"),
+    ("--l0-cache", "false", "2026-11-30"),
+    ("--reads-pass-unsent", "false", "2026-12-01"),
+];
+
+/// A race record's arguments with the model it ran on made explicit: a
+/// record from before a model option existed names none, and ran on the
+/// model before it (helper-49: such a record replayed on today's model and
+/// read DIFFERS with no word why). Says what it added.
+fn with_model_of_its_day(argv: &[String]) -> Vec<String> {
+    let mut argv = argv.to_vec();
+    let mut added = Vec::new();
+    for (option, before, since) in MODEL_OPTIONS_SINCE {
+        if !argv.iter().any(|a| a == option) {
+            argv.extend([option.to_owned(), before.to_owned()]);
+            added.push(format!("{option} {before} (the model before {since})"));
+        }
+    }
+    if !added.is_empty() {
+        crate::out::diagln!(
+            "note: a record from before these options existed: it replays on the model it ran on, {}",
+            added.join(", ")
+        );
+    }
+    argv
 }
 
 /// Whether a replay's failure (`got`) is the recorded one (`want`): the

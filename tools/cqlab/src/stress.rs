@@ -561,6 +561,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
         );
     }
     let shard = Shard::resolve(a.records.shard.as_deref())?;
+    shard.warn_if_empty(a.runs);
     let mut jsonl = a.records.open_jsonl()?;
     let timeout = Duration::from_secs_f64(a.timeout);
     // Per-run seed, kill decision and kill step: one stream forked from the

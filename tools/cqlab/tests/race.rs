@@ -530,3 +530,91 @@ fn reads_passing_unsent_writes_are_the_default_and_the_model_before_still_runs()
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("the fault is the model's default since 2026-12-01"), "{err}");
 }
+
+/// What a user does with records and replay lines beyond one campaign run
+/// (helper-49): a file appended to twice replays a seed; a `--jobs` file
+/// replays the report's first failure by default; the printed line of a
+/// campaign whose firmware path has a space runs as printed; a record from
+/// before the model options existed replays on the model it ran on; and a
+/// merge of two campaigns with different seed bases is refused.
+#[test]
+fn records_and_replay_lines_replay_as_users_keep_them() {
+    let dir = support::scratch("race-records");
+    let fw = dir.join("my fw");
+    std::fs::create_dir_all(&fw).unwrap();
+    for elf in ["prefetch", "dispatch"] {
+        let variant = support::firmware_dir().join("wormhole/variants/release-before-ack").join(elf);
+        std::fs::copy(variant, fw.join(elf)).unwrap();
+    }
+    let (jsonl, jobs) = (dir.join("twice.jsonl"), dir.join("jobs.jsonl"));
+    let shape = ["--workload", "random", "--firmware", fw.to_str().unwrap(), "--iterations", "4"];
+    let common = [&shape[..], &["--seeds", "8"]].concat();
+    let (_, one) = race(&[&common[..], &["--jsonl", jsonl.to_str().unwrap()]].concat());
+    race(&[&common[..], &["--jsonl", jsonl.to_str().unwrap()]].concat());
+    let seed = one["first_failing_seed"].as_u64().expect("the variant fails within 8 seeds");
+    let out = cqlab(&["replay", jsonl.to_str().unwrap(), "--seed", &seed.to_string(), "--out", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", support::text(&out));
+    race(&[&common[..], &["--jsonl", jobs.to_str().unwrap(), "--jobs", "2"]].concat());
+    let out = cqlab(&["replay", jobs.to_str().unwrap(), "--out", dir.to_str().unwrap()]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!("replay of seed {seed}:")),
+        "{}",
+        support::text(&out)
+    );
+    // The printed line, through a shell.
+    let line = one["signatures"][0]["replay"].as_str().unwrap();
+    assert!(line.contains("'"), "the path with a space is quoted: {line}");
+    let exe = std::path::Path::new(support::CQLAB);
+    let shell_line = line.replacen("cqlab", &exe.display().to_string(), 1) + " --json";
+    let out = std::process::Command::new("sh")
+        .args(["-c", &shell_line])
+        .env("CQLAB_FIRMWARE_DIR", support::firmware_dir())
+        .output()
+        .unwrap();
+    let again: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", support::text(&out)));
+    assert_eq!(again["signatures"][0]["signature"], one["signatures"][0]["signature"]);
+    // Another seed base is another campaign.
+    let other = dir.join("merge");
+    std::fs::create_dir_all(&other).unwrap();
+    race(&[&shape[..], &["--jsonl", other.join("a.jsonl").to_str().unwrap(), "--seeds", "2"]].concat());
+    let b = other.join("b.jsonl");
+    race(&[&shape[..], &["--jsonl", b.to_str().unwrap(), "--seeds", "2", "--seed-base", "100"]].concat());
+    let out = cqlab(&["campaign", "merge", other.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", support::text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("seed base 100"), "{}", support::text(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A record written before the model options existed names none of them,
+/// and ran on the model before each: replay adds them and says so (it
+/// replayed on today's model and read DIFFERS).
+#[test]
+fn a_record_from_before_the_model_options_replays_on_its_model() {
+    let dir = support::scratch("race-old-record");
+    std::fs::create_dir_all(&dir).unwrap();
+    let jsonl = dir.join("old.jsonl");
+    let old_model = ["--reads-pass-unsent", "false", "--blocking-loads", "true", "--link-contention", "false"];
+    let args = ["--workload", "random", "--firmware", "early-fetch-release", "--seed-base", "8", "--seeds", "1"];
+    let (_, report) = race(&[&args[..], &old_model, &["--jsonl", jsonl.to_str().unwrap()]].concat());
+    assert_eq!(report["failures"], 1, "seed 8 fails on the model before: {report}");
+    let mut record: serde_json::Value = serde_json::from_str(std::fs::read_to_string(&jsonl).unwrap().trim()).unwrap();
+    let argv: Vec<String> = serde_json::from_value(record["argv"].clone()).unwrap();
+    let named = ["--reads-pass-unsent", "--blocking-loads", "--link-contention", "--l0-cache"];
+    let mut stripped = Vec::new();
+    let mut words = argv.iter();
+    while let Some(w) = words.next() {
+        if named.contains(&w.as_str()) {
+            words.next();
+        } else {
+            stripped.push(w.clone());
+        }
+    }
+    record["argv"] = stripped.into();
+    let out = cqlab(&["replay", &record.to_string(), "--out", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", support::text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("identical"), "{}", support::text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--reads-pass-unsent false (the model before 2026-12-01)"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

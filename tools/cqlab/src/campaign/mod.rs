@@ -102,6 +102,15 @@ pub struct SeedRecord {
     pub dump_error: Option<String>,
 }
 
+/// `s` as one shell word: bare where it is plain, else single-quoted.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+".contains(c)) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
 /// The longest a run's `seconds` may say: a year (helper-44: 1e300 and
 /// -5 were reported as host time).
 const MAX_RUN_SECONDS: f64 = 366.0 * 86_400.0;
@@ -128,8 +137,12 @@ impl SeedRecord {
         Ok(())
     }
 
+    /// The line that replays this run, as a shell takes it: each argument
+    /// quoted where it needs it (helper-49: a firmware path with a space
+    /// broke the printed line).
     pub fn replay_command(&self) -> String {
-        format!("cqlab {}", self.argv.join(" "))
+        let line: Vec<String> = self.argv.iter().map(|a| shell_quote(a)).collect();
+        format!("cqlab {}", line.join(" "))
     }
 
     /// A run killed on purpose (records from before `killed` say so by
@@ -291,9 +304,21 @@ fn campaign_difference(a: &SeedRecord, b: &SeedRecord) -> Option<(String, String
     x.keys().chain(y.keys()).find(|k| x.get(*k) != y.get(*k)).map(|k| (k.to_string(), shown(x.get(k)), shown(y.get(k))))
 }
 
-/// Every record of the JSONL files in `dir` (or of one file): all of one
-/// tool. Anything else is a usage error naming the file and line.
+/// Every record of the JSONL files in `dir` (or of one file), checked as
+/// one campaign's: one tool, one configuration, each run once. Anything
+/// else is a usage error naming the file and line.
 pub fn read_records(path: &Path) -> Result<Vec<SeedRecord>> {
+    read_records_checked(path, true)
+}
+
+/// The records of `path` each checked alone, for `replay`, which takes one
+/// of them: a file `race --jsonl` appended to twice holds each run twice
+/// (helper-49: replay refused it as two campaigns).
+pub fn read_any_records(path: &Path) -> Result<Vec<SeedRecord>> {
+    read_records_checked(path, false)
+}
+
+fn read_records_checked(path: &Path, one_campaign: bool) -> Result<Vec<SeedRecord>> {
     let meta = std::fs::metadata(path).map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
     let files: Vec<std::path::PathBuf> = if meta.is_dir() {
         let mut f: Vec<_> = std::fs::read_dir(path)
@@ -341,6 +366,10 @@ pub fn read_records(path: &Path) -> Result<Vec<SeedRecord>> {
                 }
                 Err(e) => return Err(UsageError(format!("{}: not a campaign record ({e})", lines.at())).into()),
             };
+            if !one_campaign {
+                records.push(r);
+                continue;
+            }
             if let Some(first) = records.first().filter(|f| f.tool != r.tool) {
                 return Err(UsageError(format!(
                     "{}: a {} record among {} records: one merge is one campaign",
@@ -351,6 +380,23 @@ pub fn read_records(path: &Path) -> Result<Vec<SeedRecord>> {
                 .into());
             }
             if let Some(first) = records.first() {
+                // A race campaign's run i is seed base + i: another base is
+                // another campaign (helper-49: two merged into one report).
+                let base = |r: &SeedRecord| r.seed.wrapping_sub(r.index);
+                if r.tool == "race" && base(&r) != base(first) {
+                    return Err(UsageError(format!(
+                        "{}: run {} is seed {} (seed base {}), run {} ({first_at}) seed {} (base {}): records of two \
+                         campaigns mixed?",
+                        lines.at(),
+                        r.index,
+                        r.seed,
+                        base(&r),
+                        first.index,
+                        first.seed,
+                        base(first)
+                    ))
+                    .into());
+                }
                 if let Some((key, a, b)) = campaign_difference(first, &r) {
                     return Err(UsageError(format!(
                         "{}: run {} has {key} {b}, run {} ({first_at}) had {a}: records of two campaigns mixed?",

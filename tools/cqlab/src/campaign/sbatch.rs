@@ -3,6 +3,7 @@
 //! --jsonl DIR/shard-$SLURM_ARRAY_TASK_ID.jsonl`; `cqlab campaign merge DIR`
 //! then gives the whole campaign's report. (sbatch options: Slurm's sbatch(1).)
 
+use super::shell_quote as quote;
 use crate::out::outln;
 use crate::usage::{ensure, UsageError};
 use anyhow::{Context, Result};
@@ -60,14 +61,6 @@ fn slurm_time(s: &str) -> Result<String, String> {
         None => (1..=3).contains(&parts.len()),
     };
     (fields_ok && numbers(&parts)).then(|| s.to_owned()).ok_or_else(bad)
-}
-
-fn quote(s: &str) -> String {
-    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+".contains(c)) {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
 }
 
 /// The script text.

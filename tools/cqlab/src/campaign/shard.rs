@@ -30,6 +30,22 @@ impl Shard {
     }
 
     /// How many of runs `0..runs` this shard owns.
+    /// Warns when this shard owns none of `runs` runs: a shard taken from
+    /// a Slurm array task's environment runs nothing of a one-seed replay
+    /// line there (helper-49: "0 of 0 runs failed", exit 0).
+    pub fn warn_if_empty(&self, runs: u64) {
+        if self.count_in(runs) == 0 {
+            crate::out::diagln!(
+                "warning: shard {}/{} owns none of the {runs} runs (run i belongs to shard i % {}): nothing runs \
+                 here; the shard comes from --shard, or else from SLURM_ARRAY_TASK_ID/COUNT or \
+                 JOB_COMPLETION_INDEX/CQLAB_SHARD_COUNT in the environment",
+                self.index,
+                self.count,
+                self.count
+            );
+        }
+    }
+
     pub fn count_in(&self, runs: u64) -> u64 {
         if self.index >= runs {
             0
