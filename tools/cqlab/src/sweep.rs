@@ -1,8 +1,9 @@
 //! `cqlab sweep WORKLOAD --param NAME=LIST|A..B[:STEP] [--bisect]`: runs a
 //! workload at each value of one knob and tabulates pass/fail and a metric
 //! (table on stdout, JSON and an SVG chart in --out). `--bisect` brackets
-//! the first failing value (doubling steps from the start of the range),
-//! then bisects to it, and reports the failure signature at the boundary:
+//! the first failing of the values given, ascending (doubling steps through
+//! them from the least), then bisects to it, and reports the failure
+//! signature at the boundary:
 //! reference 001's "301 passes, 302 fails" found without a hand-made loop.
 //!
 //! Workload `copy_stress`: writes a buffer once, enqueues `depth` reads of it
@@ -396,34 +397,38 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         Sweeper { args: args.clone(), name: name.clone(), base: base.clone(), host_bug, shared: None, chip: None };
     let mut points = Vec::new();
     let mut first_failing = None;
+    // Bisection runs over the values given, ascending: a list or a range's
+    // steps (helper-49: it stepped by 1 past a `:10` grid, and an unsorted
+    // list wrapped its arithmetic).
+    let mut sorted = values.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
     if args.bisect {
         // Bracket: the first value, then doubling steps, until one fails.
-        let (lo_v, hi_v) = (values[0], *values.last().expect("non-empty"));
-        let mut last_pass = None;
-        let mut step = 1;
-        let mut v = lo_v;
-        let mut fail = None;
+        let last = sorted.len() - 1;
+        let (mut last_pass, mut fail) = (None, None);
+        let (mut i, mut step) = (0, 1);
         loop {
-            let p = s.point(v)?;
+            let p = s.point(sorted[i])?;
             progress(args.json, &p, &name);
             let ok = p.ok;
             points.push(p);
             if !ok {
-                fail = Some(v);
+                fail = Some(i);
                 break;
             }
-            last_pass = Some(v);
-            if v == hi_v {
+            last_pass = Some(i);
+            if i == last {
                 break;
             }
-            v = (v + step).min(hi_v);
+            i = (i + step).min(last);
             step *= 2;
         }
         // Bisect between the last pass and the first failure.
         if let (Some(mut good), Some(mut bad)) = (last_pass, fail) {
             while bad - good > 1 {
                 let mid = good + (bad - good) / 2;
-                let p = s.point(mid)?;
+                let p = s.point(sorted[mid])?;
                 progress(args.json, &p, &name);
                 if p.ok {
                     good = mid;
@@ -434,12 +439,14 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
             }
             fail = Some(bad);
         }
-        first_failing = fail;
+        first_failing = fail.map(|i| sorted[i]);
     } else {
         for &v in &values {
             let p = s.point(v)?;
             progress(args.json, &p, &name);
-            if !p.ok && first_failing.is_none() {
+            // The least value that failed, whatever order they ran in
+            // (it was the first in run order, under a table by value).
+            if !p.ok && first_failing.is_none_or(|f| v < f) {
                 first_failing = Some(v);
             }
             points.push(p);
@@ -496,7 +503,7 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
                 b.signature.as_deref().unwrap_or(""),
                 b.error.as_deref().unwrap_or("")
             ),
-            (None, true) => outln!("no failing {name} in {}..={}", values[0], values.last().expect("non-empty")),
+            (None, true) => outln!("no failing {name} in {}..={}", sorted[0], sorted.last().expect("non-empty")),
             (None, false) => outln!("no failing {name} among the values swept"),
         }
     }

@@ -57,6 +57,26 @@ fn a_bisected_depth_fails_alone_and_the_one_before_passes() {
     assert_eq!((&fail["class"], &fail["cycles_per_read"]), (&serde_json::json!("hang"), &serde_json::Value::Null));
 }
 
+/// A bisection runs over the values given: a range's steps, or a list in
+/// any order (helper-49: it stepped by 1 past a `:10` grid and answered 71;
+/// a list given high to low wrapped its arithmetic).
+#[test]
+fn a_bisection_answers_one_of_the_values_given() {
+    let bug = ["--bisect", "--host-bug", "completion-rd-no-toggle"];
+    let (_, fine) = sweep(&[&["--param", "depth=1..100"][..], &bug].concat());
+    let first = fine["first_failing"].as_u64().expect("a failing depth");
+    let (_, grid) = sweep(&[&["--param", "depth=1..100:10"][..], &bug].concat());
+    let want = (1..=100).step_by(10).find(|&d| d >= first).expect("on the grid");
+    assert_eq!(grid["first_failing"].as_u64(), Some(want), "{grid}");
+    let list = format!("depth={},{},1", want + 10, first);
+    let (_, listed) = sweep(&[&["--param", &list][..], &bug].concat());
+    assert_eq!(listed["first_failing"].as_u64(), Some(first), "{listed}");
+    // Without --bisect, the least failing value, not the first run.
+    let list = format!("depth={},{first}", first + 1);
+    let (_, plain) = sweep(&["--param", &list, "--reset-each", "--host-bug", "completion-rd-no-toggle"]);
+    assert_eq!(plain["first_failing"].as_u64(), Some(first), "{plain}");
+}
+
 #[test]
 fn the_correct_driver_has_no_failing_depth() {
     let dir = std::env::temp_dir().join(format!("cqlab-sweep-{}", std::process::id()));
