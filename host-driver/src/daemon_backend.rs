@@ -339,11 +339,31 @@ fn connect_now(sock: &Path) -> std::io::Result<UnixStream> {
     Ok(stream)
 }
 
-/// [`connect`], waiting at most `backlog_wait` for room in a full backlog.
-fn connect_within(paths: &DevicePaths, backlog_wait: Duration) -> Result<UnixStream> {
+/// Fails unless `paths` has a daemon's socket: the socket itself, not a
+/// link to another directory's (helper-48: a `sock` symlink reached another
+/// daemon, which ran this directory's client on its own sysmem).
+fn check_socket(paths: &DevicePaths) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
     if !paths.dir.is_dir() {
         return Err(no_daemon(paths, missing_dir(&paths.dir)));
     }
+    let sock = paths.socket();
+    match std::fs::symlink_metadata(&sock) {
+        Ok(m) if m.file_type().is_socket() => Ok(()),
+        Ok(m) => {
+            let what = if m.file_type().is_symlink() { "a symbolic link" } else { "no socket" };
+            Err(no_daemon(paths, format!("{} is {what}, not a daemon's own socket", sock.display())))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(no_daemon(paths, format!("no socket {}", sock.display())))
+        }
+        Err(e) => Err(no_daemon(paths, format!("{}: {e}", sock.display()))),
+    }
+}
+
+/// [`connect`], waiting at most `backlog_wait` for room in a full backlog.
+fn connect_within(paths: &DevicePaths, backlog_wait: Duration) -> Result<UnixStream> {
+    check_socket(paths)?;
     let sock = paths.socket();
     // The daemon publishes `sock` only once it listens, so a refusal means
     // no daemon behind it, unless the daemon named in the pid file is alive
@@ -440,7 +460,9 @@ fn exchange(stream: &UnixStream, paths: &DevicePaths, req: &Request) -> std::res
                 req.name(),
                 daemon_state(paths)
             ),
-            _ => format!("{} failed: {e}", req.name()),
+            // A reset or broken pipe is mostly a daemon that died: say so
+            // (helper-48: only the timeout said whether it was gone).
+            _ => format!("{} failed: {e}{}", req.name(), daemon_state(paths)),
         };
         Failed::Lost(DriverError::Backend(format!("simulator daemon at {}: {what}", paths.dir.display())))
     };
@@ -564,6 +586,10 @@ impl DaemonBackend {
         if let Some(e) = held_by_ttkmd(&paths) {
             return Err(e);
         }
+        // Before the lock too, whose file gets our pid: a directory no
+        // daemon serves loses nothing (helper-48: a `lock` file of notes
+        // was overwritten).
+        check_socket(&paths)?;
         let lock = lock_device(&paths, wait)?;
         let stream = connect(&paths)?;
         // We hold the lock, so an owner the daemon still sees is a client
@@ -1023,7 +1049,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("cqlab-nodaemon-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let err = DaemonBackend::attach(&dir).err().unwrap().to_string();
-        assert!(err.contains("no simulator daemon") && err.contains("no lock file"), "{err}");
+        assert!(err.contains("no simulator daemon") && err.contains("no socket"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -1079,6 +1105,25 @@ mod tests {
         assert!(t.elapsed() >= Duration::from_millis(100) && err.contains("gave up waiting"), "{err}");
         drop(held);
         drop(lock_device(&paths, LockWait::No).unwrap());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A directory no daemon serves is refused before its `lock` file gets
+    /// a pid, and a `sock` that links elsewhere is no daemon's own
+    /// (helper-48: notes in `lock` were overwritten; a linked socket ran on
+    /// another daemon).
+    #[test]
+    fn a_directory_without_its_own_socket_is_refused_untouched() {
+        let dir = std::env::temp_dir().join(format!("cqlab-nosock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let paths = DevicePaths::new(&dir);
+        std::fs::write(paths.lock(), b"notes\n").unwrap();
+        let err = DaemonBackend::attach_with(&dir, LockWait::No).err().unwrap().to_string();
+        assert!(err.contains("no socket"), "{err}");
+        std::os::unix::fs::symlink("/tmp/elsewhere/sock", paths.socket()).unwrap();
+        let err = DaemonBackend::attach_with(&dir, LockWait::No).err().unwrap().to_string();
+        assert!(err.contains("is a symbolic link, not a daemon's own socket"), "{err}");
+        assert_eq!(std::fs::read(paths.lock()).unwrap(), b"notes\n");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
