@@ -83,6 +83,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let mut cfg = DeviceConfig { worker_kernel: "matmul".into(), ..Default::default() };
         args.limits.apply(&mut cfg);
         args.chip.apply_for(&mut cfg, crate::device::made_here(&args.device))?;
+        crate::device::note_unused_seed(&args.device, args.seed);
         let mut dev = crate::device::open(&args.device, args.seed, 0, cfg)?;
         dev.boot()?;
         chip = Some((dev.chip().board().name(), dev.chip().harvesting().to_string()));

@@ -154,6 +154,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut cfg = DeviceConfig::default();
     args.limits.apply(&mut cfg);
     args.chip.apply_for(&mut cfg, crate::device::made_here(&args.device))?;
+    crate::device::note_unused_seed(&args.device, args.seed);
     let mut dev = crate::device::open(&args.device, args.seed, 0, cfg.clone())?;
     dev.boot()?;
     let rt: Vec<u32> = (0..args.args as u32).collect();
