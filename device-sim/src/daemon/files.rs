@@ -55,6 +55,21 @@ impl DevicePaths {
     }
 }
 
+/// Fails if the daemon's socket under `paths.dir` would be longer than
+/// `bind` takes: checked before the directory is touched.
+pub fn check_socket_path(paths: &DevicePaths) -> Result<(), FileError> {
+    // The socket is bound under its staging name, the longer one.
+    let sock = paths.staging_socket();
+    let len = sock.as_os_str().len();
+    if len > MAX_SOCKET_PATH {
+        return Err(FileError::refused(
+            &sock,
+            format!("a socket path of {len} bytes; Unix sockets allow at most {MAX_SOCKET_PATH}: use a shorter --dev"),
+        ));
+    }
+    Ok(())
+}
+
 /// A refusal or failure with the path it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
@@ -76,48 +91,160 @@ impl FileError {
 /// Makes `dir` a private device directory of the calling user. Returns
 /// whether it was created (so a failed start can remove it).
 ///
-/// Missing: created 0700 (parents as by `mkdir -p`). Present: it must be a
-/// real directory (not a symlink) owned by the caller; a looser mode is
-/// tightened to 0700.
+/// Missing: created 0700 (parents as by `mkdir -p`). Present: it must pass
+/// [`check_dir`] first, and only then is a looser mode tightened to 0700,
+/// so a refused directory is left as it was.
 pub fn prepare_dir(dir: &Path) -> Result<bool, FileError> {
-    match std::fs::symlink_metadata(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent).map_err(FileError::io("creating the parent of", dir))?;
-            }
-            match std::fs::DirBuilder::new().mode(DIR_MODE).create(dir) {
-                // Another start made it between the look and the make: it is
-                // present now, and checked as such.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return prepare_dir(dir).map(|_| false),
-                r => r.map_err(FileError::io("creating device directory", dir))?,
-            }
-            // The umask may have removed bits from DIR_MODE; never added any.
+    if check_dir(dir)? {
+        let m = std::fs::metadata(dir).map_err(FileError::io("inspecting", dir))?;
+        if m.mode() & 0o777 != DIR_MODE {
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(DIR_MODE))
                 .map_err(FileError::io("setting the mode of", dir))?;
-            Ok(true)
         }
-        Err(e) => Err(FileError::Io { what: "inspecting", path: dir.display().to_string(), source: e }),
-        Ok(m) if m.file_type().is_symlink() => {
-            Err(FileError::refused(dir, "is a symbolic link; a device directory must be a real directory".into()))
+        return Ok(false);
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(FileError::io("creating the parent of", dir))?;
+    }
+    match std::fs::DirBuilder::new().mode(DIR_MODE).create(dir) {
+        // Another start made it between the look and the make: it is
+        // present now, and checked as such.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return prepare_dir(dir).map(|_| false),
+        r => r.map_err(FileError::io("creating device directory", dir))?,
+    }
+    // The umask may have removed bits from DIR_MODE; never added any.
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(DIR_MODE))
+        .map_err(FileError::io("setting the mode of", dir))?;
+    Ok(true)
+}
+
+/// Whether `dir` may become a device directory, changing nothing: `Ok(false)`
+/// when it is missing (a start creates it), `Ok(true)` when it is a real
+/// directory (not a symlink) of the calling user that holds nothing but what
+/// a stopped simulator of either kind leaves there ([`Leftover`]). A start
+/// deletes or replaces those files, so any other entry refuses the whole
+/// directory, naming the first by name (a `pid` or `sysmem` of the user's
+/// own was deleted without a word).
+pub fn check_dir(dir: &Path) -> Result<bool, FileError> {
+    let m = match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(FileError::Io { what: "inspecting", path: dir.display().to_string(), source: e }),
+        Ok(m) => m,
+    };
+    if m.file_type().is_symlink() {
+        return Err(FileError::refused(dir, "is a symbolic link; a device directory must be a real directory".into()));
+    }
+    if !m.is_dir() {
+        return Err(FileError::refused(dir, "exists and is not a directory".into()));
+    }
+    let me = Uid::effective().as_raw();
+    if m.uid() != me {
+        return Err(FileError::refused(
+            dir,
+            format!(
+                "is owned by uid {}, not by this user (uid {me}): refusing a device directory another user \
+                 controls (they could replace its files); use a directory of your own",
+                m.uid()
+            ),
+        ));
+    }
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(FileError::io("reading", dir))? {
+        names.push(e.map_err(FileError::io("reading", dir))?.file_name());
+    }
+    names.sort();
+    for name in names {
+        if let Err(what) = leftover(&dir.join(&name), &name.to_string_lossy(), me) {
+            return Err(FileError::refused(
+                dir,
+                format!(
+                    "holds {what}: a start reuses only a directory that a stopped `cqlab sim serve` or `cqlab sim \
+                     ttkmd` left (it deletes or replaces their files), so nothing here is touched; use a new or \
+                     empty directory"
+                ),
+            ));
         }
-        Ok(m) if !m.is_dir() => Err(FileError::refused(dir, "exists and is not a directory".into())),
-        Ok(m) => {
-            let me = Uid::effective().as_raw();
-            if m.uid() != me {
-                return Err(FileError::refused(
-                    dir,
-                    format!(
-                        "is owned by uid {}, not by this user (uid {me}): refusing a device directory another user \
-                         controls (they could replace its files); use a directory of your own",
-                        m.uid()
-                    ),
-                ));
+    }
+    Ok(true)
+}
+
+/// What a stopped simulator leaves in its directory, by name.
+#[derive(Clone, Copy)]
+enum Leftover {
+    /// `sock`, `sock.new`: the daemon's socket.
+    Socket,
+    /// `pid`, `lock`, `lock-ctl-N` (a tt-kmd client's LOCK_CTL): empty, or
+    /// the process id the daemon or a client recorded.
+    Pid,
+    /// `sysmem`, `ctl`, `l1`, `regs`, `dram`: mapped memory, whole pages
+    /// (empty when a start was killed before sizing it).
+    Mapped,
+}
+
+impl Leftover {
+    fn of(name: &str) -> Option<Leftover> {
+        match name {
+            "sock" | "sock.new" => Some(Leftover::Socket),
+            "pid" | "lock" => Some(Leftover::Pid),
+            "sysmem" | "ctl" | "l1" | "regs" | "dram" => Some(Leftover::Mapped),
+            // As `format!("lock-ctl-{index}")` spells a u8.
+            _ => name
+                .strip_prefix("lock-ctl-")
+                .filter(|i| i.parse::<u8>().is_ok_and(|v| v.to_string() == *i))
+                .map(|_| Leftover::Pid),
+        }
+    }
+}
+
+/// `Ok` if `path` (named `name`) is a file a simulator of uid `me` leaves, as
+/// it leaves it; else what it is instead ("\"notes.txt\", which no simulator
+/// makes"). A user's file of a simulator's name is told apart by its kind,
+/// owner, mode (the simulators make theirs 0600 whatever the umask) and
+/// contents, so that it is not deleted for a stale device file.
+fn leftover(path: &Path, name: &str, me: u32) -> Result<(), String> {
+    let Some(kind) = Leftover::of(name) else { return Err(format!("{name:?}, which no simulator makes")) };
+    let m = std::fs::symlink_metadata(path).map_err(|e| format!("{name:?}, which cannot be inspected ({e})"))?;
+    let t = m.file_type();
+    if t.is_symlink() {
+        return Err(format!("{name:?}, a symbolic link"));
+    }
+    match kind {
+        Leftover::Socket if !t.is_socket() => return Err(format!("{name:?}, which is not a socket")),
+        Leftover::Pid | Leftover::Mapped if !t.is_file() => {
+            return Err(format!("{name:?}, which is not a regular file"))
+        }
+        _ => {}
+    }
+    if m.uid() != me {
+        return Err(format!("{name:?}, owned by uid {}", m.uid()));
+    }
+    match kind {
+        // A socket holds no data; one a daemon died binding still has the umask's mode.
+        Leftover::Socket => Ok(()),
+        _ if m.mode() & 0o777 & !FILE_MODE != 0 => {
+            Err(format!("{name:?} of mode {:04o} (a simulator's files are {FILE_MODE:04o})", m.mode() & 0o777))
+        }
+        Leftover::Mapped if m.len() % 4096 == 0 => Ok(()),
+        Leftover::Mapped => Err(format!("{name:?} of {} bytes, not whole 4096-byte pages", m.len())),
+        Leftover::Pid => {
+            // A pid is at most 10 digits; anything longer is not one.
+            let text = (m.len() <= 20)
+                .then(|| {
+                    OpenOptions::new()
+                        .read(true)
+                        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+                        .open(path)
+                        .and_then(|mut f| {
+                            let mut s = String::new();
+                            io::Read::read_to_string(&mut f, &mut s).map(|_| s)
+                        })
+                        .ok()
+                })
+                .flatten();
+            match text {
+                Some(s) if s.trim().is_empty() || s.trim().parse::<u32>().is_ok() => Ok(()),
+                _ => Err(format!("{name:?}, which holds no process id")),
             }
-            if m.mode() & 0o777 != DIR_MODE {
-                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(DIR_MODE))
-                    .map_err(FileError::io("setting the mode of", dir))?;
-            }
-            Ok(false)
         }
     }
 }
@@ -427,16 +554,94 @@ mod tests {
         // restored before any assertion can fail.
         let old = nix::sys::stat::umask(nix::sys::stat::Mode::empty());
         let created = prepare_dir(&d);
-        let f = created.as_ref().ok().map(|_| create_private(&d.join("f")));
+        let f = created.as_ref().ok().map(|_| create_private(&d.join("sysmem")));
         nix::sys::stat::umask(old);
         assert!(created.unwrap());
         f.unwrap().unwrap();
         let mode = |p: &Path| std::fs::metadata(p).unwrap().mode() & 0o777;
-        assert_eq!((mode(&d), mode(&d.join("f"))), (DIR_MODE, FILE_MODE));
+        assert_eq!((mode(&d), mode(&d.join("sysmem"))), (DIR_MODE, FILE_MODE));
         // An existing directory of ours with a loose mode is tightened.
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert!(!prepare_dir(&d).unwrap());
         assert_eq!(mode(&d), DIR_MODE);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A directory of the user's own that held a `pid` or `sysmem` had them
+    /// deleted by a start, and its mode changed even when the start was then
+    /// refused. Now only what a stopped simulator leaves is reused.
+    #[test]
+    fn a_directory_is_reused_only_if_it_holds_what_a_stopped_simulator_leaves() {
+        let d = scratch("leftovers");
+        let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().mode() & 0o777;
+        let put = |name: &str, bytes: &[u8], m: u32| {
+            std::fs::write(d.join(name), bytes).unwrap();
+            std::fs::set_permissions(d.join(name), std::fs::Permissions::from_mode(m)).unwrap();
+        };
+        // What a killed `sim serve` and a stopped `sim ttkmd` leave, as they leave it.
+        let stopped = || {
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir(&d).unwrap();
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+            drop(std::os::unix::net::UnixListener::bind(d.join("sock")).unwrap());
+            std::fs::set_permissions(d.join("sock"), std::fs::Permissions::from_mode(FILE_MODE)).unwrap();
+            // Killed between its bind and its chmod.
+            drop(std::os::unix::net::UnixListener::bind(d.join("sock.new")).unwrap());
+            std::fs::set_permissions(d.join("sock.new"), std::fs::Permissions::from_mode(0o755)).unwrap();
+            put("pid", b"4242", FILE_MODE);
+            put("lock", b"", FILE_MODE);
+            put("lock-ctl-63", b"", 0o400);
+            put("sysmem", &[0; 8192], FILE_MODE);
+            put("ctl", &[0; 4096], FILE_MODE);
+            for f in ["l1", "regs", "dram"] {
+                put(f, b"", FILE_MODE);
+            }
+        };
+        type Tweak<'a> = &'a dyn Fn();
+        let cases: [(Tweak, &str); 9] = [
+            (&|| put("notes.txt", b"keep", FILE_MODE), "holds \"notes.txt\", which no simulator makes"),
+            (&|| put("pid", b"my notes\n", FILE_MODE), "holds \"pid\", which holds no process id"),
+            (&|| put("sysmem", b"data\n", FILE_MODE), "holds \"sysmem\" of 5 bytes, not whole 4096-byte pages"),
+            (&|| put("sysmem", &[0; 4096], 0o644), "holds \"sysmem\" of mode 0644 (a simulator's files are 0600)"),
+            (&|| put("lock-ctl-07", b"", FILE_MODE), "holds \"lock-ctl-07\", which no simulator makes"),
+            (
+                &|| {
+                    std::fs::remove_file(d.join("sock")).unwrap();
+                    put("sock", b"", FILE_MODE)
+                },
+                "holds \"sock\", which is not a socket",
+            ),
+            (
+                &|| {
+                    std::fs::remove_file(d.join("lock")).unwrap();
+                    std::fs::create_dir(d.join("lock")).unwrap()
+                },
+                "holds \"lock\", which is not a regular file",
+            ),
+            (
+                &|| {
+                    std::fs::remove_file(d.join("sysmem")).unwrap();
+                    symlink("/etc/passwd", d.join("sysmem")).unwrap()
+                },
+                "holds \"sysmem\", a symbolic link",
+            ),
+            // The first by name.
+            (&|| ["b", "a"].map(|n| put(n, b"", FILE_MODE)).into_iter().collect(), "holds \"a\", which no"),
+        ];
+        for (tweak, says) in cases {
+            stopped();
+            tweak();
+            let before: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
+            let err = prepare_dir(&d).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("{}: {says}", d.display())), "{says}: {err}");
+            assert!(err.contains("use a new or empty directory"), "{err}");
+            let after: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert_eq!((before, mode(&d)), (after, 0o755), "{says}: the refused directory changed");
+        }
+        stopped();
+        assert!(!prepare_dir(&d).unwrap(), "reused, not created");
+        assert_eq!(mode(&d), DIR_MODE);
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 10, "nothing removed before the start makes its files");
         std::fs::remove_dir_all(&d).unwrap();
     }
 

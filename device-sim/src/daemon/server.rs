@@ -148,16 +148,7 @@ impl Server {
     /// starts serving. On failure everything this call created is removed.
     pub fn start(dev: &Path, cfg: SimConfig, opts: ServeOptions) -> Result<Server, ServeError> {
         let paths = DevicePaths::new(dev);
-        // The socket is bound under its staging name, the longer one.
-        let sock = paths.staging_socket();
-        let sock_len = sock.as_os_str().len();
-        if sock_len > files::MAX_SOCKET_PATH {
-            return Err(ServeError::Refused(format!(
-                "socket path {} is {sock_len} bytes, Unix sockets allow at most {}: use a shorter --dev",
-                sock.display(),
-                files::MAX_SOCKET_PATH
-            )));
-        }
+        files::check_socket_path(&paths)?;
         let mut cleanup = Cleanup { files: Vec::new(), dir: None };
         match Self::start_inner(&paths, cfg, opts, &mut cleanup) {
             Ok(s) => Ok(s),

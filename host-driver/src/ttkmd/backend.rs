@@ -171,6 +171,12 @@ pub struct TtKmdBackend {
     clock: (u64, Instant),
 }
 
+/// The host memory the backend pins for `cfg`'s queues: what they need, in
+/// whole TLB windows (what `cqlab sim ttkmd --sysmem-mib` must hold).
+pub fn pinned_sysmem_len(cfg: &DeviceConfig) -> usize {
+    (cfg.sysmem_needed() as usize).next_multiple_of(WINDOW_SIZE as usize)
+}
+
 impl TtKmdBackend {
     /// Takes `dev` over for `cfg`'s command queues: reset sequence, sysmem pinned. The chip
     /// is the one its PCI device id names.
@@ -188,7 +194,7 @@ impl TtKmdBackend {
         if dev.version().has(Feature::ResetSequence) {
             dev.reset_sequence(ResetKind::UserReset).map_err(be)?;
         }
-        let len = (cfg.sysmem_needed() as usize).next_multiple_of(WINDOW_SIZE as usize);
+        let len = pinned_sysmem_len(cfg);
         let sysmem = dev.alloc_pinned(len, PinFlags::NOC_DMA).map_err(be)?;
         if sysmem.noc_address().is_none() {
             return Err(DriverError::Backend(format!("{}: PIN_PAGES returned no NOC address", dev.path().display())));

@@ -4,6 +4,7 @@ use crate::exit::Exit;
 use crate::out::{diagln, outln};
 use anyhow::Context;
 use cqlab_sim::bench::WORKLOADS;
+use cqlab_sim::daemon::files::{self, Simulator};
 use cqlab_sim::exec::{self, ExecOptions, Outcome};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -80,16 +81,54 @@ pub struct ChipArgs {
     seed: u64,
     #[command(flatten)]
     chip: crate::chip::ChipOpt,
-    /// Host sysmem size in MiB (a sparse file; 1..=4096).
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    /// Host sysmem size in MiB (a sparse file; at most 4096, at least what
+    /// the default command queues take: 3, 4 for `sim ttkmd`, whose clients
+    /// pin it in whole TLB windows).
+    #[arg(long, default_value_t = 64)]
     sysmem_mib: u32,
     #[command(flatten)]
     model: crate::model::ModelOpt,
 }
 
+/// Most `--sysmem-mib`.
+const MAX_SYSMEM_MIB: u32 = 4096;
+
+/// The least `--sysmem-mib` of `sim`'s device (a smaller one started, then
+/// failed every client, and `status` and `dump`), with why: the sysmem the
+/// driver's default configuration needs for its queues (cqlab-abi's layout;
+/// every client boots that many unless told fewer, and `status` and `dump`
+/// read them on a device not booted yet), as a tt-kmd client pins it.
+fn least_sysmem(sim: Simulator) -> (u32, String) {
+    let cfg = cqlab_driver::DeviceConfig::default();
+    let need = cfg.sysmem_needed();
+    let queues = format!(
+        "the sysmem holds the command queues, and the default {} (what a client boots unless told fewer{}) take \
+         {need} bytes",
+        cfg.num_cqs,
+        if sim == Simulator::Serve { ", and what `status` and `dump` read" } else { "" }
+    );
+    let (bytes, why) = match sim {
+        Simulator::Serve => (need, queues),
+        Simulator::Ttkmd => {
+            let pinned = cqlab_driver::ttkmd::backend::pinned_sysmem_len(&cfg) as u64;
+            (pinned, format!("{queues}, which a tt-kmd client pins in whole TLB windows, {pinned} bytes"))
+        }
+    };
+    let least = bytes.div_ceil(1 << 20) as u32;
+    (least, format!("{why}, so at least {least} MiB"))
+}
+
 impl ChipArgs {
-    /// The chip configuration, checked before any file is created.
-    fn config(&self) -> anyhow::Result<cqlab_sim::config::SimConfig> {
+    /// The chip configuration of `sim`'s device, checked before any file is created.
+    fn config(&self, sim: Simulator) -> anyhow::Result<cqlab_sim::config::SimConfig> {
+        let (least, why) = least_sysmem(sim);
+        let mib = self.sysmem_mib;
+        crate::usage::ensure(mib >= least, || {
+            format!("--sysmem-mib {mib} is not in {least}..={MAX_SYSMEM_MIB}: {why}")
+        })?;
+        crate::usage::ensure(mib <= MAX_SYSMEM_MIB, || {
+            format!("--sysmem-mib {mib} is not in {least}..={MAX_SYSMEM_MIB}")
+        })?;
         let mut cfg =
             cqlab_sim::config::SimConfig { sysmem_size: (self.sysmem_mib as usize) << 20, ..self.chip.sim(self.seed)? };
         self.model.model().apply(&mut cfg);
@@ -101,7 +140,8 @@ impl ChipArgs {
 #[derive(clap::Args)]
 pub struct ServeArgs {
     /// Device directory: socket, sysmem file, lock. Created 0700 if
-    /// missing; an existing one must belong to you (it is made 0700).
+    /// missing; an existing one must belong to you and hold nothing but a
+    /// stopped simulator's files (it is made 0700).
     #[arg(long)]
     dev: PathBuf,
     #[command(flatten)]
@@ -127,7 +167,8 @@ fn parse_idle_timeout(s: &str) -> Result<f64, String> {
 
 #[derive(clap::Args)]
 pub struct TtkmdArgs {
-    /// Device directory (created if missing; its files are recreated zeroed).
+    /// Device directory (created if missing; an existing one must belong to you and hold
+    /// nothing but a stopped simulator's files; they are recreated zeroed).
     #[arg(long)]
     dev: PathBuf,
     #[command(flatten)]
@@ -245,23 +286,32 @@ pub struct BenchArgs {
     json: bool,
 }
 
+/// A `--dev` refusal is a bad argument (exit 2). An I/O error looking at
+/// the path is left to the start, which names it (exit 1, as before).
+fn dev_refused(r: Result<(), files::FileError>) -> anyhow::Result<()> {
+    match r {
+        Err(e @ files::FileError::Refused { .. }) => Err(crate::cli::Usage(format!("--dev {e}")).into()),
+        _ => Ok(()),
+    }
+}
+
 /// Checks before any work: paths and what clap cannot see.
 pub fn validate(cmd: &Command) -> anyhow::Result<()> {
-    let dev_dir = |dev: &Path| {
-        // Created with its parents when missing; never a file.
-        crate::usage::ensure(std::fs::metadata(dev).map_or(true, |m| m.is_dir()), || {
-            format!("--dev {}: exists and is not a directory", dev.display())
-        })
-    };
+    // Created with its parents when missing; else a real directory of ours
+    // holding only a simulator's files: what the start checks again, here
+    // so that a refusal is a usage error (a symlink exited 1, a file 2).
+    let dev_dir = |dev: &Path| dev_refused(files::check_dir(dev).map(|_| ()));
     match cmd {
         Command::Exec(a) => crate::input::check_file("ELF", &a.file)?,
         Command::Serve(a) => {
+            let paths = files::DevicePaths::new(&a.dev);
+            dev_refused(files::check_socket_path(&paths))?;
             dev_dir(&a.dev)?;
-            a.chip.config()?;
+            a.chip.config(Simulator::Serve)?;
         }
         Command::Ttkmd(a) => {
             dev_dir(&a.dev)?;
-            a.chip.config()?;
+            a.chip.config(Simulator::Ttkmd)?;
         }
         _ => {}
     }
@@ -277,7 +327,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
                 quiet: a.quiet,
                 idle_timeout: std::time::Duration::from_secs_f64(a.idle_timeout),
             };
-            daemon::serve(&a.dev, a.chip.config()?, opts)?;
+            daemon::serve(&a.dev, a.chip.config(Simulator::Serve)?, opts)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Stop(a) => {
@@ -287,7 +337,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Ttkmd(a) => {
-            ttkmd::serve(&a.dev, a.chip.config()?)?;
+            ttkmd::serve(&a.dev, a.chip.config(Simulator::Ttkmd)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::ClientJob(a) => client_job(a),
@@ -572,7 +622,31 @@ fn bar(a: BarArgs) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::exit_status;
+    use super::{exit_status, least_sysmem, Simulator, MAX_SYSMEM_MIB};
+
+    /// The least `--sysmem-mib` holds what a client of the default
+    /// configuration maps (or pins), one MiB less does not, and docs/cli.md
+    /// gives it.
+    #[test]
+    fn the_least_sysmem_holds_the_default_queues() {
+        let cfg = cqlab_driver::DeviceConfig::default();
+        let pinned = cqlab_driver::ttkmd::backend::pinned_sysmem_len(&cfg) as u64;
+        for (sim, need) in [(Simulator::Serve, cfg.sysmem_needed()), (Simulator::Ttkmd, pinned)] {
+            let (least, why) = least_sysmem(sim);
+            assert!(u64::from(least) << 20 >= need && u64::from(least - 1) << 20 < need, "{sim:?}: {least}");
+            assert!(why.ends_with(&format!("{need} bytes, so at least {least} MiB")), "{why}");
+            let range = format!("`--sysmem-mib {least}..={MAX_SYSMEM_MIB}`");
+            assert!(include_str!("../../../docs/cli.md").contains(&range), "docs/cli.md does not say {range}");
+        }
+        // And `--help` says so.
+        let mut cli = <crate::Cli as clap::CommandFactory>::command();
+        let sim = cli.find_subcommand_mut("sim").unwrap().find_subcommand_mut("serve").unwrap();
+        let arg = sim.get_arguments().find(|a| a.get_id() == "sysmem_mib").unwrap();
+        let help = arg.get_help().unwrap().to_string();
+        let said =
+            format!("take: {}, {} for `sim ttkmd`", least_sysmem(Simulator::Serve).0, least_sysmem(Simulator::Ttkmd).0);
+        assert!(help.contains(&said), "{help}");
+    }
 
     /// A program's exit code is its status, as a shell takes it, but no
     /// nonzero code reads as a pass.

@@ -5,10 +5,12 @@
 //!
 //! The device directory gets the daemon's protections (`cqlab_sim::daemon::files`): it is
 //! private to its user (0700, files 0600, whatever the umask), a directory another user owns
-//! is refused, every file is created afresh with `O_CREAT|O_EXCL|O_NOFOLLOW` (a planted
-//! symlink is an error, never a file written through), and one simulator serves a path: a
-//! second one of either kind (`sim ttkmd` or `sim serve`, which take the same lock,
-//! [`files::lock_dir`]) is refused naming the first's pid instead of replacing its files.
+//! is refused, so is one holding anything but a stopped simulator's files (a start deletes
+//! those: [`files::check_dir`]), every file is created afresh with
+//! `O_CREAT|O_EXCL|O_NOFOLLOW` (a planted symlink is an error, never a file written
+//! through), and one simulator serves a path: a second one of either kind (`sim ttkmd` or
+//! `sim serve`, which take the same lock, [`files::lock_dir`]) is refused naming the
+//! first's pid instead of replacing its files.
 
 use crate::out::diagln;
 use anyhow::Context;

@@ -32,6 +32,9 @@ fn bases(f: &Fixtures) -> Vec<Vec<String>> {
     let out = f.dir.join("out.json");
     let out = out.to_str().unwrap();
     let sim = format!("sim:{dir}");
+    // A simulator refuses a directory holding anything but its own files.
+    let dev = f.dir.join("dev");
+    let dev = dev.to_str().unwrap();
     let lines: Vec<Vec<&str>> = vec![
         vec!["demo"],
         vec!["bench", "dispatch"],
@@ -54,9 +57,9 @@ fn bases(f: &Fixtures) -> Vec<Vec<String>> {
         vec!["campaign", "sbatch", "--shards", "2", "--dir", dir, "--", "race"],
         vec!["sim", "exec", file],
         vec!["sim", "bench"],
-        vec!["sim", "serve", "--dev", dir],
+        vec!["sim", "serve", "--dev", dev],
         vec!["sim", "stop", "--dev", dir],
-        vec!["sim", "ttkmd", "--dev", dir],
+        vec!["sim", "ttkmd", "--dev", dev],
         vec!["sim", "bar", "--dev", dir, "--worker", "0,0", "--addr", "0"],
         vec!["sim", "client-job", "--dev", dir],
         vec!["reset", "--dev", dir],

@@ -15,6 +15,13 @@ use std::time::{Duration, Instant};
 use support::{firmware_dir, text, CQLAB};
 
 const MISSING: &str = "/nonexistent/cqlab";
+/// A device directory whose socket path (`LONG_DEV/sock.new`, 142 bytes) is
+/// too long for `bind`.
+const LONG_DEV: &str = concat!(
+    "/nonexistent/",
+    "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd",
+    "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
+);
 
 /// Scratch inputs the table names as `{name}`.
 struct Fixtures {
@@ -30,6 +37,7 @@ impl Fixtures {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("bad-input-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("empty-dir")).unwrap();
+        std::os::unix::fs::symlink(dir.join("empty-dir"), dir.join("dir-link")).unwrap();
         let write = |name: &str, bytes: &[u8]| std::fs::write(dir.join(name), bytes).unwrap();
         write("garbage", b"this is not what any command reads\n");
         write("binary", &[0xff, 0xfe, 0x00, 0x80, 0x81, 0xc3, 0x28, 0x0a]);
@@ -149,6 +157,7 @@ impl Fixtures {
             "binary",
             "empty",
             "empty-dir",
+            "dir-link",
             "bad-fw",
             "zero-fw",
             "bh-fw",
@@ -545,7 +554,28 @@ fn sim_reset_status_dump() {
         (&["sim", "bench", "--iters", "0"], 2, "not in 1..=1000000000"),
         (&["sim", "bench", "--chip-cycles", "18446744073709551615"], 2, "not in 1..=100000000000"),
         (&["sim", "bench", "--quantum", "0"], 2, "not in 1..=100000"),
-        (&["sim", "serve", "--dev", "{dir}/d", "--sysmem-mib", "0"], 2, "not in 1..=4096"),
+        (&["sim", "serve", "--dev", "{dir}/d", "--sysmem-mib", "0"], 2, "not in 3..=4096"),
+        // A sysmem too small for the default queues started, and failed every
+        // client, `status` and `dump` (/proc: a start fails at once).
+        (
+            &["sim", "serve", "--dev", "/proc/cqlab/d", "--sysmem-mib", "2"],
+            2,
+            "--sysmem-mib 2 is not in 3..=4096: the sysmem holds the command queues, and the default 2",
+        ),
+        (
+            &["sim", "ttkmd", "--dev", "/proc/cqlab/d", "--sysmem-mib", "3"],
+            2,
+            "a tt-kmd client pins in whole TLB windows, 4194304 bytes, so at least 4 MiB",
+        ),
+        (&["sim", "ttkmd", "--dev", "{dir}/d", "--sysmem-mib", "4097"], 2, "--sysmem-mib 4097 is not in 4..=4096\n"),
+        // Bad --dev paths as much as a file is (they exited 1).
+        (&["sim", "serve", "--dev", "{dir-link}"], 2, "dir-link: is a symbolic link"),
+        (&["sim", "ttkmd", "--dev", "{dir-link}"], 2, "dir-link: is a symbolic link"),
+        (
+            &["sim", "serve", "--dev", LONG_DEV],
+            2,
+            "sock.new: a socket path of 142 bytes; Unix sockets allow at most 107",
+        ),
         (&["sim", "serve", "--dev", "{dir}/d", "--harvest", "rows=6"], 2, "has no Tensix row 6"),
         (&["sim", "serve", "--dev", "{dir}/d", "--chip", "grayskull-e150"], 2, "unknown chip"),
         (&["sim", "serve", "--dev", "{garbage}"], 2, "exists and is not a directory"),

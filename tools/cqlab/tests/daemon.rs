@@ -384,25 +384,30 @@ fn run_over_a_fresh_daemon_matches_the_embedded_run_of_its_seed() {
     assert_eq!(daemon, embedded, "the same seed over the daemon and embedded");
 }
 
-/// A daemon too small for the queues refuses `run` and `demo` as a usage
-/// error before anything attaches (`run` exited 1, `demo` 2).
+/// The least sysmem a daemon takes (`sim serve --sysmem-mib 3`; less is
+/// refused at start, `bad_input`) holds what `status`, `dump` and a default
+/// client read (on 1 MiB the daemon started, `status` and `dump` failed
+/// with "sysmem access out of range" and every client was refused). A `run`
+/// of more queues than it holds is refused as a usage error before anything
+/// attaches (`run` exited 1).
 #[test]
 fn a_daemon_without_sysmem_for_the_queues_is_a_usage_error() {
     let dir = scratch_dir("small-sysmem");
     std::fs::create_dir_all(&dir).unwrap();
-    let d = Daemon::start_on(dir, 1, "", &SMALL_WORMHOLE, 1, &[]);
+    let d = Daemon::start_on(dir, 1, "", &[], 3, &[]);
     let device = format!("sim:{}", d.dir.display());
-    for args in [&["run", "copy_stress", "--iters", "1", "--cqs", "1"][..], &["demo"][..]] {
+    for args in [&["status"][..], &["dump"][..], &["demo", "--rounds", "1"][..]] {
         let mut c = Command::new(CQLAB);
         c.args(args).args(["--device", &device]);
         let o = run(c);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(
-            err.contains("need") && err.contains("bytes of sysmem") && err.contains("has 1048576"),
-            "{args:?}: {err}"
-        );
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
     }
+    let mut c = Command::new(CQLAB);
+    c.args(["run", "copy_stress", "--iters", "1", "--cqs", "3", "--device", &device]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("need") && err.contains("bytes of sysmem") && err.contains("has 3145728"), "{err}");
     let mut d = d;
     assert!(d.child.try_wait().unwrap().is_none(), "the daemon stopped: {}", d.log());
 }
@@ -785,20 +790,57 @@ fn a_failed_start_leaves_nothing_behind() {
     let mut c = Command::new(CQLAB);
     c.args(["sim", "serve", "--sysmem-mib", "4", "--dev"]).arg(&dir);
     let out = run(c);
-    assert!(!out.status.success(), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Unix sockets allow at most"), "{}", text(&out));
     assert!(!dir.exists() && !base.exists(), "a failed start left {} behind", dir.display());
-    // A failure after sysmem was created (a directory where the lock file
-    // goes): every file the start created is removed again.
+    // A failure after sysmem was created (a file size limit it cannot be
+    // sized within): every file the start created is removed again. (A
+    // directory where the lock file goes did this; it is refused before
+    // the start now.)
     let dir = scratch_dir("failed");
-    std::fs::create_dir_all(dir.join("lock")).unwrap();
-    let mut c = Command::new(CQLAB);
-    c.args(["sim", "serve", "--sysmem-mib", "4"]).args(SMALL_WORMHOLE).arg("--dev").arg(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c = Command::new("sh");
+    c.args(["-c", "ulimit -f 1024; trap '' XFSZ; exec \"$0\" \"$@\""])
+        .arg(CQLAB)
+        .args(["sim", "serve", "--sysmem-mib", "4"])
+        .args(SMALL_WORMHOLE)
+        .arg("--dev")
+        .arg(&dir);
     let out = run(c);
-    assert!(!out.status.success(), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a regular file"), "{}", text(&out));
-    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(left, ["lock"], "a failed start left files behind");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sysmem to 4194304 bytes: File too large"), "{}", text(&out));
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "a failed start left files behind");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A directory of the user's own files is no device directory: `sim serve`
+/// and `sim ttkmd` deleted its `sysmem` (and `pid`, `ctl`, ...) without a
+/// word, and made it 0700 even when they then failed. Now either refuses
+/// it, exit 2, naming it and its first entry by name, and nothing in it
+/// changes. (The `lock` directory made the old start fail after it had
+/// deleted `sysmem`, instead of running on.)
+#[test]
+fn a_directory_of_the_users_files_is_refused_and_left_as_it_was() {
+    let dir = scratch_dir("users-files");
+    std::fs::create_dir_all(dir.join("lock")).unwrap();
+    for (name, text) in [("notes.txt", "keep"), ("pid", "my notes"), ("sysmem", "precious")] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for sim in ["serve", "ttkmd"] {
+        let mut c = Command::new(CQLAB);
+        c.args(["sim", sim]).args(SMALL_WORMHOLE).arg("--dev").arg(&dir);
+        let out = run(c);
+        assert_eq!(out.status.code(), Some(2), "{sim}: {}", text(&out));
+        let said = format!("{}: holds \"lock\", which is not a regular file", dir.display());
+        assert!(String::from_utf8_lossy(&out.stderr).contains(&said), "{sim}: {said}\n{}", text(&out));
+        assert_eq!(mode(&dir), 0o755, "{sim} changed the mode");
+        let mut left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        left.sort();
+        assert_eq!(left, ["lock", "notes.txt", "pid", "sysmem"], "{sim}");
+        assert_eq!(std::fs::read_to_string(dir.join("sysmem")).unwrap(), "precious", "{sim}");
+        assert_eq!(std::fs::read_to_string(dir.join("pid")).unwrap(), "my notes", "{sim}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -261,6 +261,60 @@ fn a_directory_holds_one_simulator_of_either_kind() {
     assert!(o.status.success(), "{}", text(&o));
 }
 
+/// A directory a stopped simulator of either kind left is reused by either kind, stale files
+/// of killed ones included (`sock`, `pid`, a client's `lock-ctl-N`): a start refuses any
+/// other directory that is not empty, and these must not count as foreign.
+#[test]
+fn a_directory_a_stopped_simulator_left_is_reused_by_either_kind() {
+    /// Kills its process on drop (the directory is the `Sim`'s to remove).
+    struct Killed(Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    // Each start waits for its own files: the ones before it are still there.
+    let ttkmd = |s: &Sim| {
+        let start = Instant::now();
+        let at = cqlab_sim::shared::ctl::PID * 8;
+        let pid = || std::fs::read(s.dir.join("ctl")).ok().and_then(|b| Some(b.get(at..at + 8)?.to_vec()));
+        while pid() != Some(u64::from(s.child.id()).to_le_bytes().to_vec()) {
+            assert!(start.elapsed() < Duration::from_secs(20), "timeout waiting for sim ttkmd's ctl page");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let o = run(client_job(&s.dir, 1, 1));
+        assert!(o.status.success(), "{}", text(&o));
+    };
+    let mut s = Sim::start("reuse");
+    ttkmd(&s);
+    let _ = s.child.kill();
+    let _ = s.child.wait();
+    let mut c = Command::new(CQLAB);
+    c.args(["sim", "serve", "--quiet", "--sysmem-mib", "4"]).args(SMALL_WORMHOLE).arg("--dev").arg(&s.dir);
+    let mut d = Killed(c.stderr(Stdio::null()).spawn().expect("spawning cqlab sim serve"));
+    let start = Instant::now();
+    while std::fs::read_to_string(s.dir.join("pid")).ok() != Some(d.0.id().to_string())
+        || std::os::unix::net::UnixStream::connect(s.dir.join("sock")).is_err()
+    {
+        assert!(d.0.try_wait().unwrap().is_none(), "sim serve refused the directory sim ttkmd left");
+        assert!(start.elapsed() < Duration::from_secs(10), "timeout waiting for the daemon");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut c = Command::new(CQLAB);
+    c.args(["demo", "--rounds", "1"]).args(SMALL_WORMHOLE).arg("--device").arg(format!("sim:{}", s.dir.display()));
+    let o = run(c);
+    assert!(o.status.success(), "{}", text(&o));
+    drop(d);
+    let left: Vec<String> =
+        std::fs::read_dir(&s.dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    for f in ["sock", "pid", "ctl", "lock-ctl-"] {
+        assert!(left.iter().any(|l| l.starts_with(f)), "no {f}: the simulators left less than this reuses: {left:?}");
+    }
+    let again = Sim::start_in(s.dir.clone(), "exec");
+    ttkmd(&again);
+}
+
 /// `cqlab ARGS --dev DIR`.
 fn cqlab_dev(args: &[&str], dir: &Path) -> Command {
     let mut c = Command::new(CQLAB);
