@@ -590,6 +590,8 @@ impl DaemonBackend {
         // daemon serves loses nothing (helper-48: a `lock` file of notes
         // was overwritten).
         check_socket(&paths)?;
+        // `?wait=SECS` bounds the whole attach, the lock's wait included.
+        let asked = Instant::now();
         let lock = lock_device(&paths, wait)?;
         // We hold the lock, so an owner the daemon still sees is a client
         // that is exiting (its socket closes just after its lock) or one
@@ -610,8 +612,8 @@ impl DaemonBackend {
                     // connections close within the daemon's idle timeout
                     // (helper-48: it gave up in 6 ms).
                     Err(DriverError::Backend(m))
-                        if m.contains("connections already open")
-                            && matches!(wait, LockWait::Upto(limit) if start.elapsed() < limit) =>
+                        if m.contains(proto::CONNECTION_CAP_REFUSAL)
+                            && matches!(wait, LockWait::Upto(limit) if asked.elapsed() < limit) =>
                     {
                         std::thread::sleep(Duration::from_millis(50));
                         continue 'attach;

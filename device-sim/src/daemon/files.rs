@@ -185,7 +185,9 @@ impl Leftover {
     fn of(name: &str) -> Option<Leftover> {
         match name {
             "sock" | "sock.new" => Some(Leftover::Socket),
-            "pid" | "lock" => Some(Leftover::Pid),
+            // `runner`: the lock file `sim ttkmd` held before 2026-12-01,
+            // left in the directories of the simulators it ran.
+            "pid" | "lock" | "runner" => Some(Leftover::Pid),
             "sysmem" | "ctl" | "l1" | "regs" | "dram" => Some(Leftover::Mapped),
             // As `format!("lock-ctl-{index}")` spells a u8.
             _ => name
@@ -590,6 +592,8 @@ mod tests {
             std::fs::set_permissions(d.join("sock.new"), std::fs::Permissions::from_mode(0o755)).unwrap();
             put("pid", b"4242", FILE_MODE);
             put("lock", b"", FILE_MODE);
+            // A `sim ttkmd` before 2026-12-01 kept its runner's pid here.
+            put("runner", b"12345", FILE_MODE);
             put("lock-ctl-63", b"", 0o400);
             put("sysmem", &[0; 8192], FILE_MODE);
             put("ctl", &[0; 4096], FILE_MODE);
@@ -641,7 +645,7 @@ mod tests {
         stopped();
         assert!(!prepare_dir(&d).unwrap(), "reused, not created");
         assert_eq!(mode(&d), DIR_MODE);
-        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 10, "nothing removed before the start makes its files");
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 11, "nothing removed before the start makes its files");
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -39,6 +39,11 @@ pub const VERSION: u32 = 6;
 /// Largest data part of a WRITE, or length of a READ or PEEK: bigger
 /// transfers are split by the client.
 pub const MAX_DATA: usize = 1 << 20;
+
+/// The words of the refusal a daemon at its connection cap sends, which a
+/// client waiting (`?wait`) takes as "retry" (the refusal is the reply's
+/// message: the protocol has no error codes).
+pub const CONNECTION_CAP_REFUSAL: &str = "connections already open";
 /// Largest payload either side accepts (a WRITE of [`MAX_DATA`] bytes plus
 /// its header, or a reply carrying that much).
 pub const MAX_FRAME: usize = MAX_DATA + 64;

@@ -313,8 +313,9 @@ fn accept_loop(listener: UnixListener, jobs: Sender<Job>, open: Arc<AtomicUsize>
             refuse(
                 &stream,
                 format!(
-                    "connection refused: {MAX_CONNECTIONS} connections already open (one that does not hold \
-                     the device is closed after {} s without a request: retry)",
+                    "connection refused: {MAX_CONNECTIONS} {} (one that does not hold the device is closed after \
+                     {} s without a request: retry)",
+                    proto::CONNECTION_CAP_REFUSAL,
                     opts.idle_timeout.as_secs_f64()
                 ),
             );

@@ -260,9 +260,12 @@ pub fn decode_trace_ring(chip: &Topology, bytes: &[u8]) -> Decoded {
         )));
         return d;
     }
-    let first = h.next_seq.saturating_sub(CAPACITY);
+    // Record next_seq goes into the oldest slot, cycle first: a core
+    // stopped between those stores leaves it half new, so a full ring
+    // shows one record less (helper-51; the collector does the same).
+    let first = h.next_seq.saturating_sub(CAPACITY - 1);
     d.text.push_str(&format!(
-        "trace ring: {} records written, {} overwritten, showing seq {first}..{}\n",
+        "trace ring: {} records written, {} overwritten or being overwritten, showing seq {first}..{}\n",
         h.next_seq, first, h.next_seq
     ));
     for seq in first..h.next_seq {

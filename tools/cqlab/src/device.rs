@@ -34,10 +34,6 @@ pub fn validate(spec: &str, noc_jitter: u64) -> Result<(), Usage> {
     Ok(())
 }
 
-/// Whether `spec` makes its simulator here (`embedded[:WORDS]`), so that
-/// `--chip` and `--harvest` say what to simulate rather than what to
-/// expect of a device that exists. A spec that does not parse counts as
-/// made here (it is refused anyway).
 /// Notes on stderr that `--seed` (given other than its default of 1) goes
 /// unused on a device with a seed of its own (helper-48: matmul and perf
 /// dropped it without a word; demo says so too).
@@ -47,6 +43,10 @@ pub fn note_unused_seed(spec: &str, seed: u64) {
     }
 }
 
+/// Whether `spec` makes its simulator here (`embedded[:WORDS]`), so that
+/// `--chip` and `--harvest` say what to simulate rather than what to
+/// expect of a device that exists. A spec that does not parse counts as
+/// made here (it is refused anyway).
 pub fn made_here(spec: &str) -> bool {
     Spec::parse(spec).map_or(true, |s| matches!(s, Spec::Embedded { .. }))
 }

@@ -74,6 +74,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let gemm = Gemm::new(m as u64, n as u64, k as u64, 4)?;
     let mut rows = Vec::new();
     let mut chip = None;
+    crate::device::note_unused_seed(&args.device, args.seed);
     for s in strategies {
         let order = match s {
             Strategy::OutputStationary => Order::OutputStationary,
@@ -83,7 +84,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let mut cfg = DeviceConfig { worker_kernel: "matmul".into(), ..Default::default() };
         args.limits.apply(&mut cfg);
         args.chip.apply_for(&mut cfg, crate::device::made_here(&args.device))?;
-        crate::device::note_unused_seed(&args.device, args.seed);
         let mut dev = crate::device::open(&args.device, args.seed, 0, cfg)?;
         dev.boot()?;
         chip = Some((dev.chip().board().name(), dev.chip().harvesting().to_string()));

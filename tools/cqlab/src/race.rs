@@ -447,7 +447,7 @@ pub fn record_seed(plan: &Plan, index: u64, seed: u64) -> Result<SeedRecord> {
         index,
         ok: outcome.is_ok(),
         killed: false,
-        after_kill: false,
+        after_kill: None,
         failure,
         device_cycles,
         seconds,
@@ -612,7 +612,10 @@ impl<I: Iterator<Item = u64>> InOrder<I> {
 pub fn run(args: Args) -> Result<ExitCode> {
     let plan = Plan::new(args)?;
     plan.preflight()?;
-    plan.shard.warn_if_empty(plan.args.seeds);
+    if plan.args.records.shard.is_none() {
+        // Not a `--jobs` child (each is given its shard, and may own none).
+        plan.shard.warn_if_empty(plan.args.seeds);
+    }
     if let Some(d) = &plan.args.dump_dir {
         // Before any seed: a dump directory that cannot be made stops nothing later.
         crate::output::create_dir("--dump-dir", d)?;

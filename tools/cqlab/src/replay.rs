@@ -255,7 +255,14 @@ const MODEL_OPTIONS_SINCE: [(&str, &str, &str); 4] = [
 fn with_model_of_its_day(argv: &[String]) -> Vec<String> {
     let mut argv = argv.to_vec();
     let mut added = Vec::new();
+    // A record of the day before that raced `--faults read-passes-unsent`
+    // ran today's rule 4 already (helper-51: adding the old model to it was
+    // refused beside that fault).
+    let passes = argv.windows(2).any(|w| w[0] == "--faults" && w[1].split(',').any(|f| f == "read-passes-unsent"));
     for (option, before, since) in MODEL_OPTIONS_SINCE {
+        if option == "--reads-pass-unsent" && passes {
+            continue;
+        }
         if !argv.iter().any(|a| a == option) {
             argv.extend([option.to_owned(), before.to_owned()]);
             added.push(format!("{option} {before} (the model before {since})"));

@@ -561,7 +561,9 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
         );
     }
     let shard = Shard::resolve(a.records.shard.as_deref())?;
-    shard.warn_if_empty(a.runs);
+    if a.records.shard.is_none() {
+        shard.warn_if_empty(a.runs);
+    }
     let mut jsonl = a.records.open_jsonl()?;
     let timeout = Duration::from_secs_f64(a.timeout);
     // Per-run seed, kill decision and kill step: one stream forked from the
@@ -602,7 +604,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             index,
             ok: true,
             killed: false,
-            after_kill,
+            after_kill: Some(after_kill),
             failure: None,
             device_cycles: 0,
             seconds,
@@ -716,7 +718,9 @@ pub struct Summary {
     pub runs: usize,
     pub completed: usize,
     pub killed: usize,
-    pub failures_after_kill: usize,
+    /// `None` where a record does not say whether it followed a kill
+    /// (written before 2026-12-01).
+    pub failures_after_kill: Option<usize>,
     pub hard_timeouts: usize,
     pub drift: BTreeMap<String, stats::Drift>,
 }
@@ -724,13 +728,15 @@ pub struct Summary {
 impl Summary {
     pub fn of(records: &[SeedRecord]) -> Self {
         let completed: Vec<SeedRecord> = records.iter().filter(|r| !r.killed_on_purpose()).cloned().collect();
-        let failed = |r: &&SeedRecord| !r.ok;
         Summary {
             report: Report::from_records(&completed),
             runs: records.len(),
             completed: completed.len(),
             killed: records.len() - completed.len(),
-            failures_after_kill: completed.iter().filter(failed).filter(|r| r.after_kill).count(),
+            failures_after_kill: completed
+                .iter()
+                .map(|r| r.after_kill.map(|after| usize::from(after && !r.ok)))
+                .sum::<Option<usize>>(),
             hard_timeouts: completed
                 .iter()
                 .filter(|r| r.failure.as_ref().is_some_and(|f| f.kind == HARD_TIMEOUT))
@@ -765,7 +771,11 @@ impl Summary {
         } else {
             self.report.print(header);
         }
-        outln!("failures after a kill: {}; hard timeouts: {}", self.failures_after_kill, self.hard_timeouts);
+        let after = self.failures_after_kill.map_or_else(
+            || "unknown (records from before 2026-12-01 do not say which runs followed a kill)".to_owned(),
+            |n| n.to_string(),
+        );
+        outln!("failures after a kill: {after}; hard timeouts: {}", self.hard_timeouts);
         outln!(
             "{:<18} {:>12} {:>12} {:>12} {:>12} {:>12}",
             "metric",
@@ -824,7 +834,7 @@ mod tests {
             index,
             ok,
             killed: false,
-            after_kill: false,
+            after_kill: Some(false),
             failure: None,
             device_cycles: 0,
             seconds: 1.0,
@@ -853,16 +863,20 @@ mod tests {
         let mut killed = record(1, false);
         killed.killed = true;
         let mut after = failed(2, "mismatch");
-        after.after_kill = true;
+        after.after_kill = Some(true);
         let mut passed_after = record(4, true);
-        passed_after.after_kill = true;
+        passed_after.after_kill = Some(true);
         let records = [record(0, true), killed, after, failed(3, HARD_TIMEOUT), passed_after];
         let s = Summary::of(&records);
         assert_eq!((s.runs, s.completed, s.killed), (5, 4, 1));
-        assert_eq!(s.failures_after_kill, 1, "a pass after a kill is none");
+        assert_eq!(s.failures_after_kill, Some(1), "a pass after a kill is none");
         assert_eq!(s.hard_timeouts, 1);
         assert_eq!(s.report.failures, 2);
         assert!(s.drift.contains_key("cycles"), "drift of the completed runs' metrics");
+        // Records that do not say (before after_kill) make the count unknown.
+        let mut old = records.clone();
+        old.iter_mut().for_each(|r| r.after_kill = None);
+        assert_eq!(Summary::of(&old).failures_after_kill, None);
         let v = s.to_json();
         assert_eq!(
             (v["runs"].as_u64(), v["killed"].as_u64(), v["hard_timeouts"].as_u64()),

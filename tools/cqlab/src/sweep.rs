@@ -400,9 +400,9 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
     // Bisection runs over the values given, ascending: a list or a range's
     // steps (helper-49: it stepped by 1 past a `:10` grid, and an unsorted
     // list wrapped its arithmetic).
+    // (Values are distinct: `--param` refuses one given twice.)
     let mut sorted = values.clone();
     sorted.sort_unstable();
-    sorted.dedup();
     if args.bisect {
         // Bracket: the first value, then doubling steps, until one fails.
         let last = sorted.len() - 1;

@@ -246,7 +246,8 @@ fn a_trace_ring_header_is_checked_against_its_slots() {
     // A made-up next_seq over the real slots (older records, or zeros).
     let mut bad = ring.clone();
     bad[..4].copy_from_slice(&u32::MAX.to_le_bytes());
-    let first = u32::MAX - capacity;
+    // The oldest slot, which record next_seq goes into, is left out.
+    let first = u32::MAX - (capacity - 1);
     let at = 16 + (first % capacity) as usize * 24;
     let (out, v) = decode("made-up.bin", &bad);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));

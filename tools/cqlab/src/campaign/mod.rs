@@ -80,12 +80,13 @@ pub struct SeedRecord {
     /// leave it out (helper-31: killed runs read `"ok": true`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub killed: bool,
-    /// The run came right after one killed on purpose, in the same
-    /// sequence of runs (a shard's): it met what the kill left. Kept in the
-    /// record so that `campaign merge` counts failures after a kill as the
-    /// campaign did.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub after_kill: bool,
+    /// Of a stress run: whether it came right after one killed on purpose,
+    /// in the same sequence of runs (a shard's), and so met what the kill
+    /// left. In the record so that `campaign merge` counts failures after a
+    /// kill as the campaign did; absent from race records and from stress
+    /// records before 2026-12-01, which do not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_kill: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<crate::race::failure::Classified>,
     /// Device cycles when the run ended (bit-for-bit replay checks this).

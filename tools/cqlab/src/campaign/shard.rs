@@ -29,16 +29,15 @@ impl Shard {
         (count > 0 && count <= MAX_SHARDS && index < count).then_some(Shard { index, count })
     }
 
-    /// How many of runs `0..runs` this shard owns.
-    /// Warns when this shard owns none of `runs` runs: a shard taken from
-    /// a Slurm array task's environment runs nothing of a one-seed replay
-    /// line there (helper-49: "0 of 0 runs failed", exit 0).
+    /// Warns when this shard, taken from the environment, owns none of
+    /// `runs` runs: a Slurm array task's variables leave a one-seed replay
+    /// line run there nothing to run (helper-49: "0 of 0 runs failed").
     pub fn warn_if_empty(&self, runs: u64) {
         if self.count_in(runs) == 0 {
             crate::out::diagln!(
                 "warning: shard {}/{} owns none of the {runs} runs (run i belongs to shard i % {}): nothing runs \
-                 here; the shard comes from --shard, or else from SLURM_ARRAY_TASK_ID/COUNT or \
-                 JOB_COMPLETION_INDEX/CQLAB_SHARD_COUNT in the environment",
+                 here; the shard comes from SLURM_ARRAY_TASK_ID/COUNT or JOB_COMPLETION_INDEX/CQLAB_SHARD_COUNT \
+                 in the environment (--shard 0/1 runs them all)",
                 self.index,
                 self.count,
                 self.count
@@ -46,6 +45,7 @@ impl Shard {
         }
     }
 
+    /// How many of runs `0..runs` this shard owns.
     pub fn count_in(&self, runs: u64) -> u64 {
         if self.index >= runs {
             0
