@@ -616,5 +616,19 @@ fn a_record_from_before_the_model_options_replays_on_its_model() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("identical"), "{}", support::text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--reads-pass-unsent false (the model before 2026-12-01)"), "{err}");
+    // One that raced `--faults read-passes-unsent` ran today's rule already:
+    // nothing is added that the fault would be refused beside (helper-51).
+    let faulted = dir.join("faulted.jsonl");
+    let (_, report) =
+        race(&[&args[..], &["--faults", "read-passes-unsent", "--jsonl", faulted.to_str().unwrap()]].concat());
+    assert!(report["runs"] == 1, "{report}");
+    let mut record: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&faulted).unwrap().trim()).unwrap();
+    let argv: Vec<String> = serde_json::from_value(record["argv"].clone()).unwrap();
+    let at = argv.iter().position(|w| w == "--reads-pass-unsent").unwrap();
+    record["argv"] = [&argv[..at], &argv[at + 2..]].concat().into();
+    let out = cqlab(&["replay", &record.to_string(), "--out", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", support::text(&out));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("--reads-pass-unsent false"), "{}", support::text(&out));
     let _ = std::fs::remove_dir_all(&dir);
 }
