@@ -304,16 +304,13 @@ fn sync_in_order(
 
 /// The device spec with the run's seed applied to an embedded device that names none.
 pub fn device_spec(spec: &str, seed: u64) -> String {
-    if spec == "embedded" {
-        format!("embedded:seed={seed}")
-    } else if let Some(rest) = spec.strip_prefix("embedded:") {
-        if rest.split(',').any(|o| o.starts_with("seed=")) {
-            spec.to_owned()
-        } else {
-            format!("embedded:seed={seed},{rest}")
+    match spec.strip_prefix("embedded:").or((spec == "embedded").then_some("")) {
+        Some(rest) if rest.split(',').any(|o| o.starts_with("seed=")) => spec.to_owned(),
+        // Written without empty words (`embedded:` read `embedded:seed=1,`).
+        Some(rest) => {
+            rest.split(',').filter(|w| !w.is_empty()).fold(format!("embedded:seed={seed}"), |s, w| s + "," + w)
         }
-    } else {
-        spec.to_owned()
+        None => spec.to_owned(),
     }
 }
 
@@ -646,6 +643,18 @@ fn calibrate_mac(dev: &mut Device, t: u32) -> Result<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The spec a run opens, and reports: the run's seed added where the
+    /// spec names none, with no empty words (`embedded:` read
+    /// `embedded:seed=1,`).
+    #[test]
+    fn a_device_spec_gets_the_seed_it_lacks() {
+        assert_eq!(device_spec("embedded", 3), "embedded:seed=3");
+        assert_eq!(device_spec("embedded:", 3), "embedded:seed=3");
+        assert_eq!(device_spec("embedded:exact,,slow", 3), "embedded:seed=3,exact,slow");
+        assert_eq!(device_spec("embedded:seed=7,exact", 3), "embedded:seed=7,exact");
+        assert_eq!(device_spec("sim:/tmp/x", 3), "sim:/tmp/x");
+    }
 
     #[test]
     fn the_device_seed_is_the_embedded_simulators_only() {
