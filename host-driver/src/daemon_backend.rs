@@ -299,17 +299,8 @@ fn live_daemon_pid(paths: &DevicePaths) -> Option<i32> {
 /// read from `/proc/locks` without touching the lock; `None` when nobody
 /// holds it or it cannot be told.
 pub fn lock_holder(dir: &Path) -> Option<u32> {
-    use std::os::unix::fs::MetadataExt;
-    let lock = DevicePaths::new(dir).lock();
-    let meta = std::fs::metadata(&lock).ok()?;
-    // "1: FLOCK  ADVISORY  WRITE 9532 fe:00:10010815 0 EOF": the lock's
-    // device (major:minor in hex) and inode.
-    let id =
-        format!("{:02x}:{:02x}:{}", nix::sys::stat::major(meta.dev()), nix::sys::stat::minor(meta.dev()), meta.ino());
-    std::fs::read_to_string("/proc/locks").ok()?.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.get(1) == Some(&"FLOCK") && f.get(5) == Some(&id.as_str())).then(|| f.get(4)?.parse().ok()).flatten()
-    })
+    let meta = std::fs::metadata(DevicePaths::new(dir).lock()).ok()?;
+    cqlab_sim::daemon::files::flock_holder_of(&meta)
 }
 
 /// Why `dir` is no device directory: missing, or something else there.

@@ -368,11 +368,17 @@ pub fn dir_holder(dir: &Path) -> Option<Holder> {
 
 /// The holder of the flock on the inode `meta` describes (`dir`'s).
 fn holder_of(dir: &Path, meta: &std::fs::Metadata) -> Holder {
-    let pid = std::fs::read_to_string("/proc/locks").ok().and_then(|locks| {
-        let (major, minor) = (nix::sys::stat::major(meta.dev()), nix::sys::stat::minor(meta.dev()));
-        flock_holder(&locks, major, minor, meta.ino())
-    });
+    let pid = flock_holder_of(meta);
     Holder { pid, kind: pid.and_then(|p| kind_of(dir, p)) }
+}
+
+/// The pid holding a flock on the file `meta` describes, from
+/// `/proc/locks`, without touching the lock: the daemon's directory lock
+/// here, a client's `lock` in the driver (`daemon_backend::lock_holder`).
+pub fn flock_holder_of(meta: &std::fs::Metadata) -> Option<u32> {
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let (major, minor) = (nix::sys::stat::major(meta.dev()), nix::sys::stat::minor(meta.dev()));
+    flock_holder(&locks, major, minor, meta.ino())
 }
 
 /// The pid of the granted FLOCK on (`major`, `minor`, `ino`) in `/proc/locks`
