@@ -100,8 +100,9 @@ enum Job {
         pid: u32,
         req: Request,
         reply: Sender<Reply>,
-        /// A handle on the connection, with HELLO only (the owner's, to
-        /// notice its death).
+        /// A handle on the connection, with HELLO (the owner's, to notice
+        /// its death), STOP and RESET (not carried out for a client that
+        /// gave up waiting while they queued).
         stream: Option<UnixStream>,
     },
     /// The connection closed (or failed); its ownership, if any, ends.
@@ -373,9 +374,23 @@ fn serve_connection(conn: u64, pid: u32, stream: UnixStream, jobs: &Sender<Job>,
             Ok(None) => return,
             Ok(Some(frame)) => match Request::decode(&frame) {
                 Ok(req) => {
+                    // A client that closed before its request was read (the
+                    // daemon was stopped, or busy past the client's timeout)
+                    // has reported failure: carrying the request out now
+                    // would act for nobody (a forced STOP 67 s late).
+                    if peer_gone(&stream) {
+                        if !opts.quiet {
+                            log!(
+                                "cqlab sim serve: dropped {} from connection {conn} (pid {pid}): its client closed \
+                                 before it was served",
+                                req.name()
+                            );
+                        }
+                        return;
+                    }
                     let (reply_tx, reply_rx) = channel();
                     let handle = match req {
-                        Request::Hello { .. } => match stream.try_clone() {
+                        Request::Hello { .. } | Request::Stop { .. } | Request::Reset => match stream.try_clone() {
                             Ok(h) => Some(h),
                             Err(_) => return,
                         },
@@ -517,6 +532,18 @@ fn device_loop(
             }
             Job::Request { conn, pid, req, reply, stream } => (conn, pid, req, reply, stream),
         };
+        // Checked again here: a STOP or RESET may have queued behind a long
+        // POLL past its client's timeout.
+        if matches!(req, Request::Stop { .. } | Request::Reset) && stream.as_ref().is_some_and(peer_gone) {
+            if !quiet {
+                log!(
+                    "cqlab sim serve: dropped {} from connection {conn} (pid {pid}): its client closed before it was \
+                     served",
+                    req.name()
+                );
+            }
+            continue;
+        }
         // An owner whose socket is closed no longer owns the device, even if
         // its Closed job is still queued behind this request.
         if owner.as_ref().is_some_and(|o| o.conn != conn && peer_gone(&o.stream)) {

@@ -617,6 +617,33 @@ fn a_peer_of_another_uid_is_refused() {
     assert_eq!(String::from_utf8_lossy(&back.stdout).trim(), "0x00001234", "{}", text(&back));
 }
 
+/// A request whose client gave up before the daemon read it is dropped,
+/// not carried out late: a forced stop sent to a SIGSTOPped daemon, whose
+/// client then timed out and left, stopped the daemon when it resumed (67 s
+/// later, helper-48), after the client had reported failure.
+#[test]
+fn a_request_whose_client_gave_up_is_not_carried_out() {
+    let mut d = Daemon::start("gave-up", 3);
+    let pid = d.child.id().to_string();
+    assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+    {
+        let s = raw(&d);
+        let mut w = &s;
+        proto::write_frame(&mut w, &Request::Stop { force: true }.encode()).unwrap();
+    }
+    assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+    let start = Instant::now();
+    while !d.log().contains("dropped STOP") {
+        assert!(start.elapsed() < Duration::from_secs(10), "the dropped STOP was not logged: {}", d.log());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(d.child.try_wait().unwrap().is_none(), "the daemon stopped: {}", d.log());
+    let mut c = Command::new(CQLAB);
+    c.args(["status", "--device", &format!("sim:{}", d.dir.display())]);
+    let o = run(c);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
 #[test]
 fn only_the_owner_may_attach_reset_or_stop() {
     let d = Daemon::start("owner", 5);
