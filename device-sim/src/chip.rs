@@ -677,8 +677,23 @@ impl Chip {
     /// of earlier posted writes and of this read's round trip, then the
     /// read lands posted writes and samples memory ([`Chip::host_read`]).
     pub fn timed_read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<(), SimError> {
+        // Resolved first: a refused read changes nothing, device time included.
+        let target = self.host_target(Noc::Noc0, addr, buf.len())?;
+        self.check_readable(&target, buf.len())?;
         self.charge_read(buf.len());
-        self.host_read(addr, buf)
+        self.land_posted_writes();
+        self.read_target(&target, buf)
+    }
+
+    /// Refuses a host read of `len` bytes at `target` that would fail, before
+    /// it costs any time: a multicast, a register or ARC word not modelled.
+    fn check_readable(&self, target: &Target, len: usize) -> Result<(), SimError> {
+        match target {
+            Target::Multicast { .. } => Err(SimError::Bar("reads cannot be multicast".into())),
+            Target::Reg { tile, addr } => self.peek_reg(*tile, *addr).map(drop),
+            Target::Arc { addr } => self.arc.read(*addr, &mut vec![0; len]).map_err(SimError::Arc),
+            Target::L1 { .. } | Target::Dram { .. } | Target::Host { .. } => Ok(()),
+        }
     }
 
     fn charge_read(&mut self, len: usize) {
@@ -728,21 +743,37 @@ impl Chip {
     /// charged as [`Chip::timed_read`].
     pub fn bar_read(&mut self, bar: u8, offset: u64, buf: &mut [u8]) -> Result<(), SimError> {
         let at = bar::decode(self.chip, self.arc_over_bar(), bar, offset, buf.len()).map_err(SimError::Bar)?;
-        self.charge_read(buf.len());
-        self.land_posted_writes();
-        match at {
+        // Resolved and checked before the read is charged: a refused read
+        // changes nothing, device time included (docs/libttsim.md).
+        let window = match at {
             BarTarget::Window { index, offset: at } => {
                 let target = self.window_target(index, at, buf.len())?;
-                self.read_target(&target, buf)
+                self.check_readable(&target, buf.len()).map_err(|e| match e {
+                    SimError::Bar(why) => SimError::Bar(format!("TLB window {index}: {why}")),
+                    other => other,
+                })?;
+                Some(target)
             }
             BarTarget::TlbConfig { index, byte } => {
-                self.tlbs.read(&self.chip.bar, index, byte, buf).map_err(SimError::Bar)
+                self.tlbs.read(&self.chip.bar, index, byte, buf).map_err(SimError::Bar)?;
+                None
             }
             BarTarget::PcieNiu { noc, offset } => {
-                let v = self.pcie_niu(noc, offset)?;
-                fill_words(buf, v)
+                fill_words(buf, self.pcie_niu(noc, offset)?)?;
+                None
             }
-            BarTarget::Arc { addr } => self.arc.read(addr, buf).map_err(SimError::Arc),
+            BarTarget::Arc { addr } => {
+                self.arc.read(addr, buf).map_err(SimError::Arc)?;
+                None
+            }
+        };
+        self.charge_read(buf.len());
+        self.land_posted_writes();
+        // TLB configuration, the PCIe NIU and ARC words do not move with
+        // device time: read above.
+        match window {
+            Some(target) => self.read_target(&target, buf),
+            None => Ok(()),
         }
     }
 

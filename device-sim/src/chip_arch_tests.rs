@@ -429,6 +429,12 @@ fn bar0_tlb_windows_of_each_kind_reach_the_configured_tile() {
             let v = chip.read_u32(NocAddr::unicast(*c, USER.base as u64 + 0x10)).unwrap();
             assert_eq!(v, if inside { 0x7777_0001 } else { 0 }, "{board}: {c}");
         }
+        // Reading through it is refused (it panicked, helper-52), and a
+        // refused read changes nothing, device time included.
+        let before = (chip.now(), chip.digest());
+        let err = chip.bar_read(0, off + 0x10, &mut [0; 4]).unwrap_err().to_string();
+        assert!(err.contains("TLB window 0") && err.contains("multicast"), "{board}: {err}");
+        assert_eq!((chip.now(), chip.digest()), before, "{board}: the refused read moved the device");
         // A window on a harvested or unmodelled tile names the window.
         let eth = chip
             .layout()
@@ -438,8 +444,10 @@ fn bar0_tlb_windows_of_each_kind_reach_the_configured_tile() {
         let eth = eth.unwrap().translated;
         configure(&mut chip, 2, &TlbConfig::unicast(eth.x, eth.y, 0, Noc::Noc0));
         let (_, at) = p.bar.window(2).unwrap();
+        let before = (chip.now(), chip.digest());
         let err = chip.bar_read(0, at, &mut [0; 4]).unwrap_err().to_string();
         assert!(err.contains("TLB window 2") && err.contains("Ethernet"), "{board}: {err}");
+        assert_eq!((chip.now(), chip.digest()), before, "{board}: the refused read moved the device");
         // Offsets in no window and no register region.
         let last = p.bar.windows.iter().filter(|k| k.bar == 0).map(|k| k.bar_offset + k.count as u64 * k.size()).max();
         let gap = last.unwrap();

@@ -351,6 +351,11 @@ pub enum ConfigError {
     NoL0Cache(Board),
 }
 
+/// Most cycles of any seeded delay: jitter, stalls, late doorbells,
+/// back-pressure. Far past any real effect (10 ms at 1 GHz), and small
+/// enough that no draw or sum of them overflows.
+pub const MAX_FAULT_CYCLES: u64 = 10_000_000;
+
 fn check(what: &'static str, found: u64, min: u64, max: u64) -> Result<(), ConfigError> {
     if (min..=max).contains(&found) {
         Ok(())
@@ -366,6 +371,12 @@ impl SimConfig {
         check("sysmem_size", self.sysmem_size as u64, 4096, host)?;
         check("quantum_cycles", self.quantum_cycles, 1, 1 << 32)?;
         check("icache_miss_cycles", self.icache_miss_cycles, 0, 1000)?;
+        check("quantum_jitter", self.quantum_jitter, 0, MAX_FAULT_CYCLES)?;
+        let f = &self.faults;
+        check("faults.core_stall_cycles", f.core_stall_cycles, 0, MAX_FAULT_CYCLES)?;
+        check("faults.noc_jitter_cycles", f.noc_jitter_cycles, 0, MAX_FAULT_CYCLES)?;
+        check("faults.host_write_delay_cycles", f.host_write_delay_cycles, 0, MAX_FAULT_CYCLES)?;
+        check("faults.write_backpressure_cycles", f.write_backpressure_cycles, 0, MAX_FAULT_CYCLES)?;
         if self.l0_data_cache && self.board.arch() != cqlab_abi::arch::Arch::Blackhole {
             return Err(ConfigError::NoL0Cache(self.board));
         }
@@ -420,6 +431,12 @@ mod tests {
         assert!(matches!(bad.validate(), Err(ConfigError::Layout(_))), "Wormhole harvests rows");
         let bad = SimConfig { sysmem_size: 16, ..Default::default() };
         assert!(matches!(bad.validate(), Err(ConfigError::OutOfRange { what: "sysmem_size", .. })));
+        // A jitter of u64::MAX overflowed its first draw (helper-52).
+        let bad = SimConfig { quantum_jitter: u64::MAX, ..Default::default() };
+        assert!(matches!(bad.validate(), Err(ConfigError::OutOfRange { what: "quantum_jitter", .. })));
+        let mut bad = SimConfig::default();
+        bad.faults.noc_jitter_cycles = MAX_FAULT_CYCLES + 1;
+        assert!(matches!(bad.validate(), Err(ConfigError::OutOfRange { what: "faults.noc_jitter_cycles", .. })));
         let mut bad = SimConfig::default();
         bad.faults.core_stall_prob = 2.0;
         assert!(matches!(bad.validate(), Err(ConfigError::BadProbability { .. })));

@@ -114,7 +114,9 @@ impl Iatu {
             let hit = self.regions.iter().find(|r| r.enabled() && (r.base()..=r.limit()).contains(&off));
             let piece = match hit {
                 Some(r) => {
-                    let n = rest.min(r.limit() - off + 1);
+                    // A limit of 2^64 - 1 holds 2^64 - off bytes: saturated,
+                    // not wrapped to an empty piece (a loop without end).
+                    let n = rest.min((r.limit() - off).saturating_add(1));
                     Piece { at, len: n, host: r.target().wrapping_add(off - r.base()) }
                 }
                 None => {
@@ -176,5 +178,18 @@ mod tests {
         assert_eq!(i.write(0x100, &[0; 4]), Err(NOT_A_REGISTER), "a DMA engine register");
         assert_eq!(i.write(0x1202, &[0; 4]), Err(NOT_A_REGISTER), "unaligned");
         assert_eq!(i.write(0x1200, &[0; 8]), Err(NOT_A_REGISTER), "two registers at once");
+    }
+
+    /// A region that ends at the last byte of the 64-bit space (its 64-bit
+    /// limit all ones) overflowed its length (helper-52).
+    #[test]
+    fn a_region_to_the_end_of_the_address_space_translates() {
+        let mut i = Iatu::new(WORMHOLE.iatu);
+        program(&mut i, 0, 0, 0xFFFF_FFFF, 1 << 32);
+        let at = |reg: u32| WORMHOLE.iatu.bar2_offset as u64 + reg as u64;
+        i.write(at(iatu::REGION_CTRL_1), &iatu::INCREASE_REGION_SIZE.to_le_bytes()).unwrap();
+        i.write(at(iatu::UPPER_LIMIT), &u32::MAX.to_le_bytes()).unwrap();
+        assert_eq!(i.translate(0, 8), vec![Piece { at: 0, len: 8, host: 1 << 32 }]);
+        assert_eq!(i.translate(0x40, 4), vec![Piece { at: 0, len: 4, host: (1 << 32) + 0x40 }]);
     }
 }

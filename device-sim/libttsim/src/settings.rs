@@ -17,7 +17,7 @@
 use crate::error::{ApiError, Log};
 use cqlab_abi::arch::Arch;
 use cqlab_abi::soc::{Board, Harvesting};
-use cqlab_sim::config::SimConfig;
+use cqlab_sim::config::{SimConfig, MAX_FAULT_CYCLES};
 
 /// Every variable a host may set (`cqlab_ttsim_set`).
 pub const NAMES: [&str; 6] = [
@@ -81,12 +81,21 @@ impl Settings {
             Some(v) => {
                 let h = Harvesting::parse(&v).map_err(|e| bad("CQLAB_TTSIM_HARVEST", &v, e.to_string()))?;
                 cqlab_abi::soc::ChipLayout::new(board, h.clone())
-                    .map_err(|e| bad("CQLAB_TTSIM_HARVEST", &v, format!("not a harvesting of {board}: {e}")))?;
+                    .map_err(|e| bad("CQLAB_TTSIM_HARVEST", &v, format!("not a harvesting of this board: {e}")))?;
                 h
             }
             None => Harvesting::none(),
         };
         let opt = |var: &'static str| get(var).map(|v| number(var, &v)).transpose();
+        // Bounded here, naming the variable: past the bound the first
+        // draw overflowed, inside a call that cannot report a panic.
+        let cycles = |var: &'static str| match get(var) {
+            None => Ok(0),
+            Some(v) => match number(var, &v)? {
+                n if n <= MAX_FAULT_CYCLES => Ok(n),
+                _ => Err(bad(var, &v, format!("expected at most {MAX_FAULT_CYCLES} cycles"))),
+            },
+        };
         let log = match get("CQLAB_TTSIM_LOG").as_deref() {
             None | Some("errors") => Log::Errors,
             Some("calls") => Log::Calls,
@@ -97,8 +106,8 @@ impl Settings {
             board,
             harvesting,
             seed: opt("CQLAB_TTSIM_SEED")?.unwrap_or(0),
-            quantum_jitter: opt("CQLAB_TTSIM_QUANTUM_JITTER")?.unwrap_or(0),
-            noc_jitter: opt("CQLAB_TTSIM_NOC_JITTER")?.unwrap_or(0),
+            quantum_jitter: cycles("CQLAB_TTSIM_QUANTUM_JITTER")?,
+            noc_jitter: cycles("CQLAB_TTSIM_NOC_JITTER")?,
             log,
         })
     }
@@ -163,9 +172,16 @@ mod tests {
             (Arch::Wormhole, "CQLAB_TTSIM_SEED", "twelve"),
             (Arch::Wormhole, "CQLAB_TTSIM_HARVEST", "cols=7"),
             (Arch::Blackhole, "CQLAB_TTSIM_LOG", "loud"),
+            // u64::MAX was accepted and overflowed the first draw (helper-52).
+            (Arch::Wormhole, "CQLAB_TTSIM_QUANTUM_JITTER", "18446744073709551615"),
+            (Arch::Blackhole, "CQLAB_TTSIM_NOC_JITTER", "10000001"),
         ] {
             let e = read(arch, &[(var, value)]).unwrap_err().to_string();
             assert!(e.starts_with(&format!("{var}=\"{value}\"")), "{e}");
         }
+        let e = read(Arch::Wormhole, &[("CQLAB_TTSIM_HARVEST", "rows=6")]).unwrap_err().to_string();
+        assert_eq!(e.matches("wormhole-n150").count(), 1, "the board is named once: {e}");
+        let s = read(Arch::Wormhole, &[("CQLAB_TTSIM_NOC_JITTER", "10000000")]).unwrap();
+        assert!(s.chip_config(0).validate().is_ok());
     }
 }

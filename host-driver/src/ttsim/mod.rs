@@ -166,6 +166,11 @@ impl TtSim {
         let (read, write) = slot.callbacks();
         lib.set_callbacks(read, write);
         lib.init();
+        // Checked at once: the calls after a failed init fail too, and the
+        // last error would be theirs ("not running"), not why init failed.
+        if lib.error_count().is_some_and(|n| n != errors_seen) {
+            return Err(lib.failed("libttsim_init()".into(), lib.last_error().unwrap_or_default()));
+        }
         // From here on, dropping `lib` calls `libttsim_exit` first.
         let lib = Started(lib);
         lib.select_chip0();
@@ -191,9 +196,14 @@ impl TtSim {
     /// cqlab's library: the configuration's chip and `extra` for the next init.
     fn configure(lib: &Loaded, cfg: &DeviceConfig, extra: &[(&str, &str)]) -> Result<()> {
         let mut settings: Vec<(String, String)> = Vec::new();
-        if let Some(board) = cfg.board {
-            settings.push(("CQLAB_TTSIM_BOARD".into(), board.name().into()));
-            settings.push(("CQLAB_TTSIM_HARVEST".into(), cfg.sim_harvesting().to_string()));
+        match (cfg.board, &cfg.harvesting) {
+            (Some(board), _) => {
+                settings.push(("CQLAB_TTSIM_BOARD".into(), board.name().into()));
+                settings.push(("CQLAB_TTSIM_HARVEST".into(), cfg.sim_harvesting().to_string()));
+            }
+            // `--harvest` alone harvests the library's own board.
+            (None, Some(harvesting)) => settings.push(("CQLAB_TTSIM_HARVEST".into(), harvesting.to_string())),
+            (None, None) => {}
         }
         // Its errors come back as errors of this backend, not also on stderr.
         if std::env::var_os("CQLAB_TTSIM_LOG").is_none() {

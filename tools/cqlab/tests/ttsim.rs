@@ -4,7 +4,7 @@
 mod support;
 
 use std::time::Duration;
-use support::{run_within, text, CQLAB, SMALL_CHIPS};
+use support::{run_within, text, CQLAB, SMALL_CHIPS, SMALL_WORMHOLE};
 
 #[test]
 fn the_demo_runs_through_ttsim_on_each_chip() {
@@ -19,6 +19,21 @@ fn the_demo_runs_through_ttsim_on_each_chip() {
         assert!(out.contains("verified 524288 bytes read back"), "{}", text(&o));
         assert!(out.contains(&format!("chip: {} ({})", chip[1], chip[3])), "{}", text(&o));
     }
+}
+
+/// `--harvest` without `--chip` harvests the library's own board, as
+/// docs/libttsim.md says (it was left out: "the configuration asks for
+/// rows=..."; helper-52).
+#[test]
+fn harvest_alone_harvests_the_librarys_board() {
+    let lib = cqlab_tests::libttsim_library(cqlab_abi::arch::Arch::Wormhole);
+    let mut c = std::process::Command::new(CQLAB);
+    c.args(["demo", "--rounds", "1", SMALL_WORMHOLE[2], SMALL_WORMHOLE[3], "--device"]);
+    c.arg(format!("ttsim:{}", lib.display()));
+    let o = run_within(c, Duration::from_secs(60));
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(&format!("chip: wormhole-n150 ({})", SMALL_WORMHOLE[3])), "{}", text(&o));
 }
 
 #[test]
@@ -55,6 +70,18 @@ fn a_bad_setting_in_the_environment_is_named_as_such() {
         "{}",
         text(&o)
     );
+    // With the library's log set by the user, the calls after the failed
+    // init were blamed instead: "not running: call libttsim_init first"
+    // (helper-52).
+    for (log, named) in [("off", "CQLAB_TTSIM_SEED=\"abc\": expected a number"), ("loud", "CQLAB_TTSIM_LOG=\"loud\"")] {
+        let mut c = std::process::Command::new(CQLAB);
+        c.args(["demo", "--rounds", "1", "--device"]).arg(format!("ttsim:{}", lib.display()));
+        c.env("CQLAB_TTSIM_SEED", "abc").env("CQLAB_TTSIM_LOG", log);
+        let o = run_within(c, Duration::from_secs(60));
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(named) && !err.contains("not running"), "CQLAB_TTSIM_LOG={log}: {}", text(&o));
+    }
 }
 
 /// `run` reads the trace rings as an observer through cqlab's library, as

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 /// Largest `--bytes` per copy (the buffer and its reference live in host memory).
 const MAX_BYTES: u32 = 16 << 20;
 /// Largest NOC/PCIe jitter and PCIe latency, and the largest `--delay`, in cycles.
-const MAX_LATENCY: u64 = 10_000_000;
+const MAX_LATENCY: u64 = cqlab_sim::config::MAX_FAULT_CYCLES;
 /// Largest `--timeout-cycles`.
 const MAX_TIMEOUT: u64 = 1_000_000_000_000;
 /// Most seeds one campaign runs (a million seeds already take days).
