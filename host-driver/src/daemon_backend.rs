@@ -636,6 +636,32 @@ impl DaemonBackend {
         &self.info
     }
 
+    /// Holds the device up to `limit` without a request, watching the
+    /// connection: true if the daemon closed it meanwhile (a forced stop, a
+    /// crash). The daemon sends nothing unasked, so any byte or end read is
+    /// the connection ending.
+    pub fn closed_within(&self, limit: Duration) -> bool {
+        use std::io::Read;
+        let deadline = Instant::now() + limit;
+        let mut s = &self.link.stream;
+        let closed = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break false;
+            }
+            if s.set_read_timeout(Some(left)).is_err() {
+                break true;
+            }
+            match s.read(&mut [0u8; 1]) {
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Ok(_) | Err(_) => break true,
+            }
+        };
+        let _ = s.set_read_timeout(Some(REPLY_TIMEOUT));
+        closed
+    }
+
     /// Fails unless the daemon's chip is the one `cfg` names (if it names
     /// one) and has room in sysmem for its queues.
     pub fn check_config(&self, cfg: &DeviceConfig) -> Result<()> {

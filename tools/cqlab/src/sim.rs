@@ -616,7 +616,13 @@ fn bar(a: BarArgs) -> anyhow::Result<ExitCode> {
     }
     let v = dev.read_u32(at)?;
     outln!("{v:#010x}");
-    std::thread::sleep(std::time::Duration::from_secs_f64(a.hold));
+    // Watched, not slept through: a forced stop ends the hold with an error.
+    if dev.closed_within(std::time::Duration::from_secs_f64(a.hold)) {
+        anyhow::bail!(
+            "simulator daemon at {}: the daemon closed the connection during --hold (`sim stop --force`, or it died)",
+            a.dev.display()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -683,9 +683,20 @@ fn only_the_owner_may_attach_reset_or_stop() {
     // `sim stop --force` stops a daemon that a client holds.
     let mut held = support::hold_device(&d.dir, 20);
     let stop = d.cqlab(&["sim", "stop", "--force"]);
-    let _ = held.kill();
-    let _ = held.wait();
     assert!(stop.status.success(), "{}", text(&stop));
+    // The holder notices and fails (it held its 20 s and exited 0).
+    let start = Instant::now();
+    let ended = loop {
+        if let Some(status) = held.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = held.kill();
+            panic!("the holder did not notice the forced stop in 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(ended.code(), Some(1), "the holder of a device stopped under it");
     let start = Instant::now();
     while d.dir.join("sock").exists() {
         assert!(start.elapsed() < Duration::from_secs(10), "timeout waiting for the forced stop");
