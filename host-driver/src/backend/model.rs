@@ -93,6 +93,12 @@ impl Model {
         self.departures().map(|(_, what)| format!(", {what}")).collect()
     }
 
+    /// [`Model::describe`] for a chip of `arch`: one without L0 data
+    /// caches (Wormhole) has none to turn off, so `no-l0` departs nothing.
+    pub fn describe_on(&self, arch: cqlab_abi::arch::Arch) -> String {
+        Model { l0_cache: self.l0_cache || arch != cqlab_abi::arch::Arch::Blackhole, ..*self }.describe()
+    }
+
     /// This model as it runs on `arch`: Wormhole's cores have no L0 data
     /// caches, whatever `l0_cache` says (what a report of a run says).
     pub fn on(self, arch: cqlab_abi::arch::Arch) -> Model {

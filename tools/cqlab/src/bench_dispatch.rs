@@ -46,7 +46,8 @@ pub struct Args {
     /// Also profile these cores over each point's timed run
     /// (`prefetcher0,dispatcher0,worker0.0`): device time per firmware
     /// function, from PC samples at every scheduling slice.
-    #[arg(long, value_parser = |s: &str| crate::profile::parse_cores(s))]
+    /// Not with `--csv`, whose lines have no room for the profiles.
+    #[arg(long, conflicts_with = "csv", value_parser = |s: &str| crate::profile::parse_cores(s))]
     pub profile: Option<crate::profile::Cores>,
     /// Kernel binaries and unique-arg blocks of at least this many bytes
     /// are staged in sysmem and sent by reference (0: all copied into the
@@ -105,6 +106,9 @@ struct Row {
     chip: String,
     harvesting: String,
     clock_hz: u64,
+    /// The chip's architecture (in `chip` already).
+    #[serde(skip)]
+    arch: cqlab_abi::arch::Arch,
     /// `--stage-min-bytes` the point ran with.
     stage_min_bytes: u32,
     /// Processors of each core the kernel runs on: 5, or 1 (BRISC) with
@@ -376,6 +380,7 @@ fn measure(
         chip: dev.chip().board().to_string(),
         harvesting: dev.chip().harvesting().to_string(),
         clock_hz: dev.chip().layout().clock_hz(),
+        arch: dev.chip().board().arch(),
         stage_min_bytes,
         processors: processors(args, p) as u32,
         kernels: kernels(processors(args, p)),
@@ -611,12 +616,10 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     let mut copy = CopyBound::new();
     let mut symbols = crate::profile::Symbols::default();
     let goldens = Goldens::builtin();
-    for p in &points {
+    for (i, p) in points.iter().enumerate() {
         let row = measure(p, &args, &goldens, &mut copy, &mut symbols)
             .with_context(|| format!("measuring {} {:?} trace={}", p.axis, p.kernel, p.trace))?;
-        if !args.json && !args.csv {
-            crate::out::diag(format_args!("."));
-        }
+        crate::out::diagln!("{}", progress(i, points.len(), &row));
         rows.push(row);
     }
     if args.json {
@@ -625,7 +628,6 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     } else if args.csv {
         out!("{}", csv(&rows)?);
     } else {
-        crate::out::diag(format_args!("\n"));
         out!("{}", table(&rows));
         let seconds: f64 = rows.iter().map(|r| r.host_seconds).sum();
         outln!("host time: {seconds:.1} s for {} points on this machine (`--json`: each point's)", rows.len());
@@ -634,6 +636,19 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
         out!("{}", profiles(&rows));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The progress line of the `i`th of `n` points, measured as `r`.
+fn progress(i: usize, n: usize, r: &Row) -> String {
+    format!(
+        "point {}/{n}: {}={}{}, {:.0} cycles/program ({:.1} s)",
+        i + 1,
+        r.point.axis,
+        x(r),
+        label(&r.point),
+        r.device_cycles_per_program,
+        r.host_seconds
+    )
 }
 
 /// `--profile`: each point's top functions per profiled core.
@@ -686,14 +701,24 @@ struct Plotted {
     series: String,
 }
 
-/// The measured columns of a `--csv` line.
+/// The measured columns of a `--csv` line, then what else identifies its
+/// row (after the figures, so that the columns of earlier builds keep
+/// their places).
 #[derive(serde::Serialize)]
-struct Figures {
+struct Figures<'a> {
     device_cycles_per_program: f64,
     us_per_program: f64,
     host_enqueue_us_per_program: f64,
     host_bytes_per_program: f64,
     memcpy_us_per_program: f64,
+    golden_us: Option<f64>,
+    ratio: Option<f64>,
+    chip: &'a str,
+    harvesting: &'a str,
+    clock_hz: u64,
+    programs: u32,
+    processors: u32,
+    kernels: u32,
 }
 
 /// One `--csv` line per row: its point, where it is plotted, its figures.
@@ -712,6 +737,14 @@ fn csv(rows: &[Row]) -> Result<String> {
             host_enqueue_us_per_program: r.host_enqueue_us_per_program,
             host_bytes_per_program: r.host_bytes_per_program,
             memcpy_us_per_program: r.memcpy_us_per_program,
+            golden_us: r.golden_us,
+            ratio: r.ratio,
+            chip: &r.chip,
+            harvesting: &r.harvesting,
+            clock_hz: r.clock_hz,
+            programs: r.programs,
+            processors: r.processors,
+            kernels: r.kernels,
         };
         (p, Plotted { x: x(r), series }, figures)
     }))
@@ -723,13 +756,8 @@ fn table(rows: &[Row]) -> String {
         rows.first().map_or(0, |r| r.programs),
         rows.first().map_or("?".into(), |r| format!("{} ({})", r.chip, r.harvesting)),
         rows.first().map_or(0.0, |r| r.clock_hz as f64 / 1e9),
-        // How the model departs from the default: a chip without L0 data
-        // caches (Wormhole) has none to turn off, so the rows' `l0_cache`
-        // false is no departure there.
-        rows.first().map_or(String::new(), |r| {
-            let wormhole = r.chip.starts_with("wormhole");
-            Model { l0_cache: r.model.l0_cache || wormhole, ..r.model }.describe()
-        }),
+        // How the model departs from the default on the rows' chip.
+        rows.first().map_or(String::new(), |r| r.model.describe_on(r.arch)),
         match (rows.iter().any(|r| r.processors > 1), rows.iter().any(|r| r.point.kernel_cycles > 0)) {
             (true, true) =>
                 ", kernels on all five processors, the TRISCs' one compute kernel (slow kernels on BRISC alone)",
@@ -743,7 +771,7 @@ fn table(rows: &[Row]) -> String {
     );
     let _ = writeln!(
         s,
-        "{:<14} {:>5} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>3} {:>12} {:>10} {:>10} {:>6} {:>12} {:>12} {:>10}",
+        "{:<14} {:>5} {:>7} {:>6} {:>6} {:>6} {:>6} {:>10} {:>3} {:>12} {:>10} {:>10} {:>6} {:>12} {:>12} {:>10}",
         "axis",
         "cores",
         "bytes",
@@ -751,7 +779,7 @@ fn table(rows: &[Row]) -> String {
         "unique",
         "common",
         "trace",
-        "kcycles",
+        "kernel cyc",
         "cqs",
         "cycles/prog",
         "us/prog",
@@ -765,7 +793,7 @@ fn table(rows: &[Row]) -> String {
         let p = &r.point;
         let _ = writeln!(
             s,
-            "{:<14} {:>5} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>3} {:>12.0} {:>10.3} {:>10} {:>6} {:>12.3} {:>12.0} {:>10.3}",
+            "{:<14} {:>5} {:>7} {:>6} {:>6} {:>6} {:>6} {:>10} {:>3} {:>12.0} {:>10.3} {:>10} {:>6} {:>12.3} {:>12.0} {:>10.3}",
             p.axis,
             p.cores,
             p.kernel_bytes,
@@ -874,8 +902,12 @@ fn targets(rows: &[Row]) -> String {
             Some(((t.device_cycles_per_program - untraced.device_cycles_per_program) * t.programs as f64, t))
         })
         .collect();
-    let slower: Vec<String> =
-        leads.iter().filter(|(d, _)| *d >= 0.0).map(|(_, t)| format!("{}={}", t.point.axis, x(t))).collect();
+    // `;` between points: a label has commas of its own.
+    let slower: Vec<String> = leads
+        .iter()
+        .filter(|(d, _)| *d >= 0.0)
+        .map(|(_, t)| format!("{}={}{}", t.point.axis, x(t), label(&t.point)))
+        .collect();
     // Where kernels bound both modes, they differ by where a scheduling
     // slice falls: say how narrow the lead is, not only its sign.
     let slice = cqlab_sim::config::SimConfig::default().quantum_cycles;
@@ -883,7 +915,14 @@ fn targets(rows: &[Row]) -> String {
         let tie =
             if -d < slice as f64 { format!(", less than one {slice}-cycle scheduling slice") } else { String::new() };
         let programs = if t.programs == 1 { "program" } else { "programs" };
-        format!(" (narrowest: {}={}, by {:.0} cycles over {} {programs}{tie})", t.point.axis, x(t), -d, t.programs)
+        format!(
+            " (narrowest: {}={}{}, by {:.0} cycles over {} {programs}{tie})",
+            t.point.axis,
+            x(t),
+            label(&t.point),
+            -d,
+            t.programs
+        )
     });
     let _ = writeln!(
         s,
@@ -891,7 +930,7 @@ fn targets(rows: &[Row]) -> String {
         if slower.is_empty() {
             format!("ok{}", narrowest.unwrap_or_default())
         } else {
-            format!("MISSED at {}", slower.join(", "))
+            format!("MISSED at {}", slower.join("; "))
         }
     );
     let worst = |key: &dyn Fn(&Row) -> f64| rows.iter().max_by(|a, b| key(a).total_cmp(&key(b)));
@@ -933,4 +972,108 @@ fn label(p: &Point) -> String {
 fn same_point(a: &Point, b: &Point) -> bool {
     (a.axis, a.cores, a.kernel, a.cached, a.unique_args, a.common_args, a.kernel_cycles, a.cqs)
         == (b.axis, b.cores, b.kernel, b.cached, b.unique_args, b.common_args, b.kernel_cycles, b.cqs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cqlab_abi::arch::Arch;
+
+    /// A row of point `p` on a Wormhole n150 at `cycles` per program.
+    fn row(p: &Point, cycles: f64) -> Row {
+        Row {
+            point: p.clone(),
+            programs: 50,
+            chip: "wormhole-n150".into(),
+            harvesting: "rows=8".into(),
+            clock_hz: 1_000_000_000,
+            arch: Arch::Wormhole,
+            stage_min_bytes: 4096,
+            processors: 5,
+            kernels: 3,
+            model: Model::default().on(Arch::Wormhole),
+            device_cycles_per_program: cycles,
+            us_per_program: cycles / 1e3,
+            host_enqueue_us_per_program: 0.2,
+            host_bytes_per_program: 22.0,
+            memcpy_us_per_program: 0.05,
+            golden_us: None,
+            ratio: None,
+            golden_case: None,
+            golden_file: None,
+            golden_environment: None,
+            golden_note: None,
+            host_seconds: 1.5,
+            profile: Vec::new(),
+        }
+    }
+
+    /// The 256 B kernel's point, uploaded every program, `trace`d or not.
+    fn upload_256(trace: bool) -> Point {
+        Point { axis: "kernel_bytes", kernel: "noop-256", kernel_bytes: 256, cached: false, trace, ..base(64) }
+    }
+
+    /// `--profile` with `--csv` is refused: the CSV has no room for the
+    /// profiles, which were measured and dropped.
+    #[test]
+    fn profile_is_refused_with_csv() {
+        use clap::Parser as _;
+        let argv = ["cqlab", "bench", "dispatch", "--csv", "--profile", "worker0.0"];
+        let e = crate::Cli::try_parse_from(argv).err().expect("refused");
+        assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict, "{e}");
+    }
+
+    /// Each CSV line says on what chip, at what clock, with how many
+    /// kernels it ran, and its golden and ratio (empty where none).
+    #[test]
+    fn csv_lines_say_chip_clock_kernels_and_golden() {
+        let b = row(&base(64), 1070.0);
+        let golden = Row { golden_us: Some(2.698), ratio: Some(1.07 / 2.698), ..b.clone() };
+        let text = csv(&[golden, row(&upload_256(false), 1801.0)]).unwrap();
+        let mut lines = text.lines().map(|l| l.split(',').collect::<Vec<_>>());
+        let header = lines.next().unwrap();
+        let column =
+            |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("{name}: {header:?}"));
+        let (first, second) = (lines.next().unwrap(), lines.next().unwrap());
+        let cell = |l: &[&str], name| l[column(name)].to_owned();
+        assert_eq!(cell(&first, "chip"), "wormhole-n150");
+        assert_eq!(cell(&first, "harvesting"), "rows=8");
+        assert_eq!(cell(&first, "clock_hz"), "1000000000");
+        assert_eq!((cell(&first, "processors"), cell(&first, "kernels")), ("5".into(), "3".into()));
+        assert_eq!(cell(&first, "golden_us"), "2.698");
+        assert!(cell(&first, "ratio").starts_with("0.39"), "{first:?}");
+        assert_eq!((cell(&second, "golden_us"), cell(&second, "ratio")), (String::new(), String::new()));
+        // The columns of earlier builds keep their places.
+        assert_eq!(header[..3], ["axis", "cores", "kernel"]);
+        assert_eq!(column("memcpy_us_per_program") + 1, column("golden_us"));
+    }
+
+    /// Progress names the point, of how many, as the targets name it.
+    #[test]
+    fn progress_names_the_point_of_how_many() {
+        let line = progress(6, 40, &row(&upload_256(true), 1834.0));
+        assert_eq!(line, "point 7/40: kernel_bytes=256, traced, upload, 1834 cycles/program (1.5 s)");
+    }
+
+    /// A traced point slower than its untraced one is named with its
+    /// label (`, upload`), as the host-enqueue targets name theirs; the
+    /// table's kernel-cycles column says what it holds.
+    #[test]
+    fn targets_and_table_name_points_fully() {
+        let cached = Point { cached: true, ..upload_256(false) };
+        let rows = [
+            row(&cached, 1069.0),
+            row(&Point { trace: true, ..cached.clone() }, 673.0),
+            row(&upload_256(false), 1801.0),
+            row(&upload_256(true), 1834.0),
+        ];
+        let t = targets(&rows);
+        assert!(
+            t.contains("traced faster than untraced on every point: MISSED at kernel_bytes=256, traced, upload\n"),
+            "{t}"
+        );
+        let table = table(&rows);
+        let header = table.lines().nth(1).unwrap();
+        assert!(header.contains(" kernel cyc ") && !header.contains("kcycles"), "{header}");
+    }
 }
