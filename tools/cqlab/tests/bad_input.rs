@@ -370,6 +370,9 @@ fn run_compare_sweep() {
         (&["run", "copy_stress", "--cqs", "9"], 2, "9 is outside 1..=8"),
         (&["run", "copy_stress", "--cqs", "1,1"], 2, "appears twice"),
         (&["run", "copy_stress", "--cqs", "x"], 2, "is not a number"),
+        // Its trace needs the CQ firmware: refused before a device boots
+        // (helper-53: exit 1 after booting).
+        (&["run", "copy_stress", "--device", "embedded:seed=3,slow"], 2, "copy_stress needs fast dispatch"),
         // Each queue needs a worker row: refused before the sweep's first
         // point runs (nothing on stdout), on the chip named.
         (
