@@ -582,6 +582,31 @@ fn perf_reports_host_time_for_fast_dispatch_and_none_for_slow() {
     }
 }
 
+/// A product that differs from the host reference is exit 5, as a `run`
+/// that fails validation (helper-53: `matmul` exited 1): a firmware root
+/// whose `matmul` kernel is the noop one leaves C unwritten.
+#[test]
+fn a_matmul_that_differs_from_the_host_exits_5() {
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("noop-matmul-root");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("wormhole")).unwrap();
+    for e in std::fs::read_dir(firmware_dir().join("wormhole")).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), root.join("wormhole").join(e.file_name())).unwrap();
+        }
+    }
+    std::fs::copy(root.join("wormhole/noop"), root.join("wormhole/matmul")).unwrap();
+    let o = Command::new(CQLAB)
+        .args(["matmul", "--m", "16", "--n", "16", "--k", "16", "--strategy", "os"])
+        .env("CQLAB_FIRMWARE_DIR", &root)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("os: 256 of 256 elements of C differ from the host reference"), "{}", text(&o));
+}
+
 /// A device another process holds stops a stress campaign with the holder
 /// named; it is not counted as a failed run.
 #[test]
