@@ -26,8 +26,9 @@ pub struct Args {
     /// Simulator seed.
     #[arg(long, default_value_t = 1, value_parser = crate::cli::seed)]
     pub seed: u64,
-    /// Device to measure: embedded (the default; the slow-dispatch row runs
-    /// on a second embedded chip of the same seed), or any other spec of
+    /// Device to measure: embedded[:WORDS] (the default embedded; the
+    /// slow-dispatch row runs on a second embedded chip of the same seed
+    /// and model), or any other spec of
     /// docs/backends.md (sim:PATH, ttkmd-sim:PATH, ttsim:LIBRARY,
     /// /dev/tenstorrent/N).
     #[arg(long, default_value = "embedded")]
@@ -64,6 +65,8 @@ const TRACE_PROGRAMS: u32 = 100;
 struct Figure {
     mode: &'static str,
     trace: bool,
+    /// Programs measured: the traced row rounds up to whole traces.
+    programs: u32,
     cycles_per_program: f64,
     /// `None`: the backend cannot tell the host's time from the device's,
     /// or the host dispatches (slow dispatch waits for the device).
@@ -80,7 +83,7 @@ fn measure(
     progress: &indicatif::ProgressBar,
 ) -> Result<Figure> {
     let all = dev.chip().grid();
-    let per = if trace { TRACE_PROGRAMS.min(programs) } else { 1 };
+    let per = programs_per_enqueue(programs, trace);
     let tr = if trace {
         let mut cq = dev.cq(0)?;
         cq.begin_trace()?;
@@ -97,7 +100,7 @@ fn measure(
         Some(t) => cq.execute_trace(t),
         None => cq.launch(all, args),
     };
-    let programs = programs.div_ceil(per) * per;
+    let programs = measured_programs(programs, trace);
     // Host enqueue cost as `bench dispatch` measures it: batches that fit
     // the queues, the time the simulator ran at the host's accesses left
     // out, a batch in which the host waited refused (a fixed batch of 100
@@ -116,15 +119,33 @@ fn measure(
     let mut cq = dev.cq(0)?;
     for _ in 0..programs / per {
         enqueue(&mut cq)?;
-        progress.inc(1);
+        progress.inc(per as u64);
     }
     cq.finish()?;
     Ok(Figure {
         mode: if dev.config().slow_dispatch { "slow" } else { "fast" },
         trace,
+        programs,
         cycles_per_program: (dev.now() - c0) as f64 / programs as f64,
         host_enqueue_us_per_program: host,
     })
+}
+
+/// Programs one enqueue runs: a whole trace, or one launch.
+fn programs_per_enqueue(programs: u32, trace: bool) -> u32 {
+    if trace {
+        TRACE_PROGRAMS.min(programs)
+    } else {
+        1
+    }
+}
+
+/// Programs a row measures for `--programs programs`: whole traces, so the
+/// traced row of 101 runs 200 (a second, shorter trace would time a
+/// different replay).
+fn measured_programs(programs: u32, trace: bool) -> u32 {
+    let per = programs_per_enqueue(programs, trace);
+    programs.div_ceil(per) * per
 }
 
 /// Mean/min/max cycles between each command's start and end records.
@@ -150,16 +171,19 @@ fn command_costs(dev: &mut Device, core: noc::Coord, space: Space) -> Result<BTr
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let embedded = args.device == "embedded";
+    // Any embedded spec (`embedded:seed=1`, `embedded:exact`), not only the
+    // bare word (helper-53: those lost the slow row).
+    let embedded = crate::device::made_here(&args.device);
     let mut cfg = DeviceConfig::default();
     args.limits.apply(&mut cfg);
-    args.chip.apply_for(&mut cfg, crate::device::made_here(&args.device))?;
+    args.chip.apply_for(&mut cfg, embedded)?;
     crate::device::note_unused_seed(&args.device, args.seed);
     let mut dev = crate::device::open(&args.device, args.seed, 0, cfg.clone())?;
     dev.boot()?;
     let rt: Vec<u32> = (0..args.args as u32).collect();
-    let measurements = if embedded { 3 } else { 2 };
-    let progress = crate::cli::progress(measurements * args.programs as u64, "perf programs");
+    let slow_row = if embedded { args.programs as u64 } else { 0 };
+    let total = args.programs as u64 + measured_programs(args.programs, true) as u64 + slow_row;
+    let progress = crate::cli::progress(total, "perf programs");
     let mut copy = None;
     let mut figures = vec![
         measure(&mut dev, args.programs, &rt, false, &mut copy, &progress)?,
@@ -169,8 +193,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let pre = command_costs(&mut dev, prefetcher, Space::Prefetch)?;
     let dis = command_costs(&mut dev, dispatcher, Space::Dispatch)?;
     if embedded {
-        // Slow dispatch on the same seed: the host writes launches through the BAR.
-        let mut slow = Device::open(&format!("embedded:seed={},slow", args.seed), cfg)?;
+        // Slow dispatch on the same seed and model: the host writes launches through the BAR.
+        let mut slow = crate::device::open(&args.device, args.seed, 0, DeviceConfig { slow_dispatch: true, ..cfg })?;
         slow.boot()?;
         figures.push(measure(&mut slow, args.programs, &rt, false, &mut copy, &progress)?);
     }
@@ -181,7 +205,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let figs: Vec<_> = figures
             .iter()
             .map(|f| {
-                serde_json::json!({"dispatch": f.mode, "trace": f.trace, "device_cycles_per_program": f.cycles_per_program,
+                serde_json::json!({"dispatch": f.mode, "trace": f.trace, "programs": f.programs,
+                "device_cycles_per_program": f.cycles_per_program,
                 "us_per_program": f.cycles_per_program * 1e6 / clock_hz as f64,
                 "host_enqueue_us_per_program": f.host_enqueue_us_per_program})
             })
@@ -204,7 +229,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let device = if embedded { "the embedded simulator".to_owned() } else { format!("device {}", args.device) };
+    let device = match args.device.as_str() {
+        "embedded" => "the embedded simulator".to_owned(),
+        spec if embedded => format!("the embedded simulator {spec}"),
+        spec => format!("device {spec}"),
+    };
     outln!(
         "dispatch: {} programs, noop kernel on {cores} cores, {} runtime args, {device}: {} ({}) at {:.2} GHz",
         args.programs,
@@ -214,9 +243,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         clock_hz as f64 / 1e9
     );
     outln!(
-        "{:<9} {:<6} {:>16} {:>14} {:>20}",
+        "{:<9} {:<6} {:>9} {:>16} {:>14} {:>20}",
         "dispatch",
         "trace",
+        "programs",
         "cycles/program",
         "us/program",
         "host enqueue us/prog"
@@ -224,16 +254,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
     for f in &figures {
         let host = f.host_enqueue_us_per_program.map_or("n/a".to_owned(), |us| format!("{us:.3}"));
         outln!(
-            "{:<9} {:<6} {:>16.0} {:>14.3} {:>20}",
+            "{:<9} {:<6} {:>9} {:>16.0} {:>14.3} {:>20}",
             f.mode,
             if f.trace { "yes" } else { "no" },
+            f.programs,
             f.cycles_per_program,
             f.cycles_per_program * 1e6 / clock_hz as f64,
             host
         );
     }
+    if let Some(f) = figures.iter().find(|f| f.programs != args.programs) {
+        outln!("(the traced row replays whole {TRACE_PROGRAMS}-program traces: {} programs)", f.programs);
+    }
     if !embedded {
-        outln!("(no slow-dispatch row: it runs on a second embedded chip, so only with --device embedded)");
+        outln!("(no slow-dispatch row: it runs on a second embedded chip, so only with --device embedded[:WORDS])");
         outln!("(host enqueue n/a: this device cannot tell the host's time from its own)");
     } else {
         outln!("(host enqueue n/a for slow dispatch: the host dispatches, waiting for the device)");

@@ -182,7 +182,10 @@ impl<W: Write> Exporter<W> {
     }
 
     pub fn record(&mut self, core: Coord, r: &TraceRecord) -> Result<()> {
-        let ts = self.ts(r.cycle);
+        // A core's cycles can step back in traces of older builds
+        // (`TraceReader`): drawn at its track's latest time, a slice never
+        // ends before it begins nor begins inside the one before it.
+        let ts = self.tracks.get(&core).map_or(self.ts(r.cycle), |t| self.ts(r.cycle).max(t.last_ts));
         let ep = self.chip.role(core);
         let space = match ep {
             Some(Role::Prefetcher { .. }) => Space::Prefetch,
@@ -364,6 +367,37 @@ mod tests {
         for (name, ts) in &tracks {
             assert_eq!(ts.len(), 4, "{name}: {ts:?}");
             assert!(ts.is_sorted(), "{name} goes back in time: {ts:?}");
+        }
+    }
+
+    /// A core's cycles that step back (traces of builds before 2026-12-01)
+    /// leave each track's slices in time order: a worker's next
+    /// kernel starts 10 cycles before its last one ended, a dispatcher's WAIT
+    /// ends before it began (helper-53: a slice ended before it began).
+    #[test]
+    fn slices_stay_in_time_order_when_cycles_step_back() {
+        let chip = Topology::for_board(Board::WormholeN150, None, 1).unwrap();
+        let (worker, dispatcher) = (chip.worker(0, 0).unwrap(), chip.dispatcher(0));
+        let mut ex = Exporter::new(Vec::new(), chip, HashMap::new(), 1e9, "test").unwrap();
+        let rec = |cycle, seq, kind: TraceKind| TraceRecord { cycle, seq, kind: kind as u16, ..Default::default() };
+        use TraceKind::*;
+        for (seq, (cycle, kind)) in
+            [(100, KernelStart), (200, KernelEnd), (190, KernelStart), (300, KernelEnd)].into_iter().enumerate()
+        {
+            ex.record(worker, &rec(cycle, seq as u32, kind)).unwrap();
+        }
+        for (seq, (cycle, kind)) in [(500, WaitBegin), (480, WaitEnd)].into_iter().enumerate() {
+            ex.record(dispatcher, &rec(cycle, seq as u32, kind)).unwrap();
+        }
+        let (out, _) = ex.finish().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let mut slices: HashMap<u64, Vec<f64>> = HashMap::new();
+        for e in v["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "B" || e["ph"] == "E") {
+            slices.entry(e["tid"].as_u64().unwrap()).or_default().push(e["ts"].as_f64().unwrap());
+        }
+        assert_eq!(slices.values().map(Vec::len).sum::<usize>(), 6, "{slices:?}");
+        for (tid, ts) in &slices {
+            assert!(ts.is_sorted(), "track {tid}: a slice begins or ends before the one before it: {ts:?}");
         }
     }
 }

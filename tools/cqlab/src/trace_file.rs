@@ -295,7 +295,26 @@ impl TraceReader {
     fn item(&mut self, l: Line) -> Result<Item> {
         Ok(match l {
             Line::Launch(l) => Item::Launch(l),
-            Line::Iter(i) => Item::Iter(i),
+            Line::Iter(i) => {
+                // The host reads its clock at start, enqueued and end, in that
+                // order: a line out of that order was edited or corrupted, and
+                // its window would have a negative length (a summary panicked).
+                let mut times = vec![("start", i.start), ("enqueued", i.enqueued)];
+                times.extend(i.end.map(|e| ("end", e)));
+                if let Some(w) = times.windows(2).find(|w| w[1].1 < w[0].1) {
+                    return Err(UsageError(format!(
+                        "{}: iteration {} {} {} is before its {} {}: the host's times are out of order",
+                        self.lines.at(),
+                        i.index,
+                        w[1].0,
+                        w[1].1,
+                        w[0].0,
+                        w[0].1
+                    ))
+                    .into());
+                }
+                Item::Iter(i)
+            }
             Line::Occ(o) => Item::Occ(o),
             Line::End(e) => Item::End(e),
             Line::Rec([x, y, cycle, seq, kind, arg0, arg1]) => {
@@ -371,6 +390,44 @@ impl Iterator for TraceReader {
                 None
             }
             Err(e) => Some(Err(UsageError(format!("{} is malformed: {e}", self.lines.at())).into())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The iteration lines of a trace, with a header before them.
+    fn read_iters(iters: &[&str]) -> Result<Vec<Item>> {
+        let header = r#"{"format":"cqlab-trace","version":2,"workload":"x","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","clock_hz":1e9,"cores":[]}"#;
+        let text: String = std::iter::once(header).chain(iters.iter().copied()).map(|l| format!("{l}\n")).collect();
+        let p = tempfile::Builder::new().prefix("cqlab-trace-iter-").tempfile().unwrap().into_temp_path();
+        std::fs::write(&p, text).unwrap();
+        TraceReader::open(&p)?.collect()
+    }
+
+    /// An iteration's host times come in the order the host read them:
+    /// start <= enqueued <= end (no end with `--sync end`). One out of that
+    /// order is refused, naming its line (helper-53: end before start made
+    /// the summary panic and the export write a negative duration).
+    #[test]
+    fn an_iteration_whose_times_go_back_is_refused() {
+        let iter = |start: u64, enqueued: u64, end: &str| {
+            format!(
+                r#"{{"iter":{{"index":0,"warmup":false,"start":{start},"enqueued":{enqueued},"end":{end},"events":[1]}}}}"#
+            )
+        };
+        for ok in [iter(10, 20, "30"), iter(10, 10, "10"), iter(10, 20, "null")] {
+            assert!(read_iters(&[&ok]).is_ok(), "{ok}");
+        }
+        for (bad, says) in [
+            (iter(10, 20, "5"), "line 2: iteration 0 end 5 is before its enqueued 20"),
+            (iter(10, 20, "15"), "line 2: iteration 0 end 15 is before its enqueued 20"),
+            (iter(10, 5, "null"), "line 2: iteration 0 enqueued 5 is before its start 10"),
+        ] {
+            let e = read_iters(&[&bad]).unwrap_err();
+            assert!(e.downcast_ref::<UsageError>().is_some() && e.to_string().contains(says), "{bad}: {e}");
         }
     }
 }

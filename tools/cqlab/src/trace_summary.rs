@@ -270,7 +270,10 @@ impl Summarizer {
             }
             Some(TraceKind::WaitEnd | TraceKind::StallEnd) => {
                 if let Some((label, s)) = st.wait_from.take() {
-                    wait_done = Some((label, r.cycle - s));
+                    // A core's cycles can step back in traces of older builds
+                    // (`TraceReader`): such a wait lasted 0 cycles, as its span
+                    // does, and still counts as one.
+                    wait_done = Some((label, r.cycle.saturating_sub(s)));
                 }
                 st.state = in_cmd_state(&st.open, ep);
             }
@@ -278,7 +281,7 @@ impl Summarizer {
                 st.kernel = Some(r.arg0);
                 st.state = State::Kernel;
                 if let Some(from) = st.kernel_gap_from.take() {
-                    wait_done = Some(("idle GOW (worker between kernels)".into(), r.cycle - from));
+                    wait_done = Some(("idle GOW (worker between kernels)".into(), r.cycle.saturating_sub(from)));
                 }
                 // The GO in flight from its dispatcher to this kernel: the
                 // latest GO at or before it (a drain block holds several).
@@ -626,4 +629,43 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cqlab_abi::soc::Board;
+
+    fn rec(cycle: u64, seq: u32, kind: TraceKind) -> TraceRecord {
+        TraceRecord { cycle, seq, kind: kind as u16, ..Default::default() }
+    }
+
+    /// A core's cycles that step back (traces of builds before 2026-12-01)
+    /// make a 0-cycle wait, not one of 2^64 - 10 cycles (helper-53: `idle
+    /// GOW` totalled 18446744073709551606): a worker's next kernel starts 10
+    /// cycles before its last one ended, a dispatcher's WAIT ends before it began.
+    #[test]
+    fn waits_whose_cycles_step_back_last_zero_cycles() {
+        let chip = Topology::for_board(Board::WormholeN150, None, 1).unwrap();
+        let (worker, dispatcher) = (chip.worker(0, 0).unwrap(), chip.dispatcher(0));
+        let mut s = Summarizer::new(chip);
+        s.timed_from = Some(0);
+        use TraceKind::*;
+        for (seq, (cycle, kind)) in
+            [(100, KernelStart), (200, KernelEnd), (190, KernelStart), (300, KernelEnd), (330, KernelStart)]
+                .into_iter()
+                .enumerate()
+        {
+            s.record(worker, &rec(cycle, seq as u32, kind));
+        }
+        for (seq, (cycle, kind)) in
+            [(500, WaitBegin), (480, WaitEnd), (600, WaitBegin), (640, WaitEnd)].into_iter().enumerate()
+        {
+            s.record(dispatcher, &rec(cycle, seq as u32, kind));
+        }
+        let tally = |label: &str| s.waits.get(label).map(|t| (t.count, t.total_cycles, t.max_cycles));
+        assert_eq!(tally("idle GOW (worker between kernels)"), Some((2, 30, 30)), "{:?}", s.waits.keys());
+        let wait = s.waits.keys().find(|k| k.starts_with("wait ")).expect("the dispatcher's WAIT").clone();
+        assert_eq!(tally(&wait), Some((2, 40, 40)));
+    }
 }

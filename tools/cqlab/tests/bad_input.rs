@@ -142,6 +142,17 @@ impl Fixtures {
             );
             write(name, format!("{header}\n{{\"end\":{{\"timed_cycles\":0,\"lost\":0}}}}\n").as_bytes());
         }
+        // An iteration that ends before it is enqueued, before it starts
+        // (helper-53: the summary panicked, the export wrote a negative duration).
+        write(
+            "trace-iter-back.jsonl",
+            format!(
+                "{}\n{}\n",
+                r#"{"format":"cqlab-trace","version":2,"workload":"x","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","sync":"per-iter","clock_hz":1e9,"cores":[]}"#,
+                r#"{"iter":{"index":2,"warmup":false,"start":182102,"enqueued":182697,"end":182002,"events":[4]}}"#
+            )
+            .as_bytes(),
+        );
         write(
             "trace-v1.jsonl",
             br#"{"format":"cqlab-trace","version":1,"workload":"x","cqs":1,"clock_hz":1e9,"cores":[]}"#,
@@ -179,6 +190,7 @@ impl Fixtures {
             "trace-v1.jsonl",
             "trace-clock0.jsonl",
             "trace-clock-neg.jsonl",
+            "trace-iter-back.jsonl",
             "trace.jsonl",
         ] {
             a = a.replace(&format!("{{{name}}}"), self.dir.join(name).to_str().unwrap());
@@ -358,6 +370,9 @@ fn run_compare_sweep() {
         (&["run", "copy_stress", "--cqs", "9"], 2, "9 is outside 1..=8"),
         (&["run", "copy_stress", "--cqs", "1,1"], 2, "appears twice"),
         (&["run", "copy_stress", "--cqs", "x"], 2, "is not a number"),
+        // Its trace needs the CQ firmware: refused before a device boots
+        // (helper-53: exit 1 after booting).
+        (&["run", "copy_stress", "--device", "embedded:seed=3,slow"], 2, "copy_stress needs fast dispatch"),
         // Each queue needs a worker row: refused before the sweep's first
         // point runs (nothing on stdout), on the chip named.
         (
@@ -472,6 +487,12 @@ fn decode_and_the_trace_readers() {
         (&["trace", "summary", "{trace-v1.jsonl}"], 2, "a version 1 trace, recorded on cqlab's invented chip"),
         (&["trace", "summary", "{trace-clock0.jsonl}"], 2, "trace-clock0.jsonl line 1: clock_hz 0 is not a clock rate"),
         (&["trace", "summary", "{trace-clock-neg.jsonl}"], 2, "line 1: clock_hz -1 is not a clock rate (a positive"),
+        (&["trace", "summary", "{trace-iter-back.jsonl}"], 2, "line 2: iteration 2 end 182002 is before its enqueued"),
+        (
+            &["trace", "export", "{trace-iter-back.jsonl}", "--perfetto", "{dir}/p.json"],
+            2,
+            "trace-iter-back.jsonl line 2: iteration 2 end 182002 is before its enqueued 182697",
+        ),
         (&["trace", "export", "{trace-clock0.jsonl}", "--perfetto", "{dir}/p.json"], 2, "line 1: clock_hz 0 is not"),
         (&["trace", "export", "{trace-clock-neg.jsonl}", "--perfetto", "{dir}/p.json"], 2, "clock_hz -1 is not"),
         (&["trace", "export", "{missing}", "--perfetto", "{dir}/p.json"], 2, "RUN /nonexistent/cqlab"),

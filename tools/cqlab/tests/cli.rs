@@ -582,6 +582,76 @@ fn perf_reports_host_time_for_fast_dispatch_and_none_for_slow() {
     }
 }
 
+/// Every embedded spec is the embedded simulator, not only the bare word
+/// (helper-53: `embedded:seed=1` lost its slow-dispatch row and said its
+/// host time could not be told): `embedded:seed=1` measures what `embedded`
+/// does at seed 1, its slow row too.
+#[test]
+fn perf_on_any_embedded_spec_has_its_slow_dispatch_row() {
+    let rows = |device: &str| {
+        let (code, v) =
+            cqlab_json(&[&["perf", "--programs", "4", "--device", device][..], &support::SMALL_WORMHOLE].concat());
+        assert_eq!((code, &v["slow_dispatch_row"]), (0, &serde_json::json!(true)), "{device}: {v}");
+        let rows = v["dispatch"].as_array().unwrap().iter();
+        rows.map(|r| (r["dispatch"].to_string(), r["trace"].to_string(), r["device_cycles_per_program"].to_string()))
+            .collect::<Vec<_>>()
+    };
+    let plain = rows("embedded");
+    assert_eq!(plain.len(), 3, "{plain:?}");
+    assert_eq!(rows("embedded:seed=1"), plain, "the same seed and model");
+    let o =
+        cqlab(&[&["perf", "--programs", "4", "--device", "embedded:seed=1"][..], &support::SMALL_WORMHOLE].concat());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.lines().any(|l| l.starts_with("slow ")), "{out}");
+    assert!(!out.contains("cannot tell") && !out.contains("no slow-dispatch row"), "{out}");
+}
+
+/// The traced row replays whole 100-program traces, so `--programs 101`
+/// measures 200 there: each row says how many it ran (helper-53: all said
+/// 101).
+#[test]
+fn perf_says_how_many_programs_each_row_ran() {
+    let args = [&["perf", "--programs", "101"][..], &support::SMALL_WORMHOLE].concat();
+    let (code, v) = cqlab_json(&args);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["programs"], 101, "the count asked for");
+    let ran: Vec<(bool, u64)> = v["dispatch"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["trace"].as_bool().unwrap(), r["programs"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(ran, [(false, 101), (true, 200), (false, 101)]);
+    let out = String::from_utf8_lossy(&cqlab(&args).stdout).into_owned();
+    assert!(out.contains("(the traced row replays whole 100-program traces: 200 programs)"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("fast ") && l.split_whitespace().nth(2) == Some("200")), "{out}");
+}
+
+/// A product that differs from the host reference is exit 5, as a `run`
+/// that fails validation (helper-53: `matmul` exited 1): a firmware root
+/// whose `matmul` kernel is the noop one leaves C unwritten.
+#[test]
+fn a_matmul_that_differs_from_the_host_exits_5() {
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("noop-matmul-root");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("wormhole")).unwrap();
+    for e in std::fs::read_dir(firmware_dir().join("wormhole")).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), root.join("wormhole").join(e.file_name())).unwrap();
+        }
+    }
+    std::fs::copy(root.join("wormhole/noop"), root.join("wormhole/matmul")).unwrap();
+    let o = Command::new(CQLAB)
+        .args(["matmul", "--m", "16", "--n", "16", "--k", "16", "--strategy", "os"])
+        .env("CQLAB_FIRMWARE_DIR", &root)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("os: 256 of 256 elements of C differ from the host reference"), "{}", text(&o));
+}
+
 /// A device another process holds stops a stress campaign with the holder
 /// named; it is not counted as a failed run.
 #[test]

@@ -552,6 +552,31 @@ fn sync_end_loses_no_records_and_samples_every_iteration() {
     assert_eq!(p["latency_cycles"]["samples"], 30);
 }
 
+/// Rings lapped before the drain read them (300 zero-cycle programs in one
+/// iteration on an 8x1 grid): the text report says records were lost and
+/// what that makes its trace figures, as `trace summary` does (helper-53:
+/// only the JSON's `trace.lost` said so); a run that lost none says nothing.
+#[test]
+fn the_text_report_notes_lost_trace_records() {
+    let json = tmp("lost.json");
+    let mut args = vec!["run", "tiny_kernels", "--cqs", "1", "--iters", "1", "--warmup", "0", "--tiny-cycles", "0"];
+    args.extend(support::SMALL_WORMHOLE);
+    args.extend(["--json", json.to_str().unwrap()]);
+    for (programs, lossy) in [("300", true), ("4", false)] {
+        let out = cqlab(&[&args[..], &["--programs", programs]].concat());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let lost = serde_json::from_slice::<Value>(&std::fs::read(&json).unwrap()).unwrap()["points"][0]["trace"]
+            ["lost"]
+            .as_u64()
+            .unwrap();
+        assert_eq!(lost > 0, lossy, "--programs {programs}: {lost} lost");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let note = format!("note: cqs 1: {lost} trace records were overwritten before they were read");
+        assert_eq!(text.contains(&note), lossy, "--programs {programs}:\n{text}");
+        assert_eq!(text.contains("are lower bounds"), lossy, "--programs {programs}:\n{text}");
+    }
+}
+
 /// `trace summary` of a `--sync end` trace holds one iteration's records
 /// at a time: 32 iterations of 32k records each summarise in far less than
 /// the whole trace would take (about 46 MiB when every record's span was kept).

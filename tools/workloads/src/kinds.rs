@@ -55,6 +55,15 @@ impl Kind {
         }
     }
 
+    /// Why the workload needs fast dispatch (the CQ firmware), if it does:
+    /// slow dispatch cannot capture or replay a trace.
+    pub fn needs_fast_dispatch(self) -> Option<&'static str> {
+        match self {
+            Self::CopyStress => Some("CQ0 replays a trace"),
+            Self::DispatchLatency | Self::TinyKernels | Self::MatmulPeak | Self::LargeGemm | Self::Hetero => None,
+        }
+    }
+
     /// Worker firmware the device boots for this workload.
     pub fn worker_kernel(self) -> &'static str {
         match self {

@@ -176,6 +176,15 @@ pub fn validate(a: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
     let unused: Vec<&str> = ALL_KNOBS.iter().copied().filter(|k| !knobs_of(kind).contains(k)).collect();
     given.refuse(&unused, || format!("not read by {} (its knobs: {})", kind.name(), knob_list(kind)))?;
     let sweep = parse_cqs(&a.cqs)?;
+    // Refused here, not after the device booted (helper-53: exit 1 then).
+    if let (Ok(Spec::Embedded { slow: true, .. }), Some(why)) = (Spec::parse(&a.device), kind.needs_fast_dispatch()) {
+        return Err(crate::cli::Usage(format!(
+            "--device {}: {} needs fast dispatch ({why}; leave out `slow`)",
+            a.device,
+            kind.name()
+        ))
+        .into());
+    }
     if matches!(cqlab_driver::backend::spec::Spec::parse(&a.device), Ok(Spec::Embedded { .. })) {
         // A simulator made here is the chip `--chip`/`--harvest` name, so
         // every queue count is checked against it before any point runs
@@ -511,6 +520,19 @@ fn l0_line(p: &Value) -> Option<String> {
     ))
 }
 
+/// A point's note when its trace rings lapped before the drain read them:
+/// what the report counts from the records misses the overwritten ones, as
+/// `trace summary` says of its trace (the JSON's `trace.lost`; helper-53:
+/// the table hid it).
+fn lost_line(p: &Value) -> Option<String> {
+    let lost = p["trace"]["lost"].as_u64().filter(|&n| n > 0)?;
+    Some(format!(
+        "note: cqs {}: {lost} trace records were overwritten before they were read: the counts and totals \
+         taken from the trace (kernels, switch samples, stall+wait cycles) are lower bounds",
+        p["cqs"]
+    ))
+}
+
 fn print_text(r: &Value) {
     // The device when it is not simply the embedded one at the run's seed
     // (a spec's own seed or model words, a daemon, hardware).
@@ -593,6 +615,9 @@ fn print_text(r: &Value) {
                 );
             }
         }
+    }
+    for line in r["points"].as_array().into_iter().flatten().filter_map(lost_line) {
+        outln!("{line}");
     }
     for line in r["points"].as_array().into_iter().flatten().filter_map(l0_line) {
         outln!("{line}");
