@@ -108,18 +108,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
         d.cq(0)?.finish()?;
         Ok(d.cq(1)?.finish()?)
     })?;
-    let seed_note = if args.device != "embedded" && args.noc_jitter != 0 {
-        format!("device {}: its own seed, with NOC/PCIe jitter 0..={} cycles", args.device, args.noc_jitter)
-    } else if args.device != "embedded" {
-        format!("device {}: its seed was fixed when it started", args.device)
-    } else if args.noc_jitter == 0 {
-        format!(
-            "seed {}: without --noc-jitter nothing in this run depends on timing, so every seed gives these \
-             figures; add --noc-jitter CYCLES to make the seed matter",
-            args.seed
-        )
-    } else {
-        format!("seed {} with NOC/PCIe jitter 0..={} cycles", args.seed, args.noc_jitter)
+    // The simulator's seed, where the client knows it (as `run`'s
+    // `device_seed`): an embedded spec's `seed=` or `--seed`; a daemon's or
+    // a library's is its own.
+    let seed = cqlab_workloads::runner::device_seed(&args.device, args.seed);
+    let seed_note = match seed {
+        None if args.noc_jitter != 0 => {
+            format!("device {}: its own seed, with NOC/PCIe jitter 0..={} cycles", args.device, args.noc_jitter)
+        }
+        None => format!("device {}: its seed was fixed when it started", args.device),
+        Some(seed) if args.noc_jitter == 0 => format!(
+            "seed {seed}: without --noc-jitter nothing in this run depends on timing, so every seed gives these \
+             figures; add --noc-jitter CYCLES to make the seed matter"
+        ),
+        Some(seed) => format!("seed {seed} with NOC/PCIe jitter 0..={} cycles", args.noc_jitter),
     };
     let chip = DemoChip {
         board: dev.chip().board().to_string(),
@@ -127,9 +129,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
         grid: (all.end.0 + 1, all.end.1 + 1),
         clock_hz: dev.chip().layout().clock_hz(),
     };
-    // The simulator's seed, where the client knows it (as `run`'s
-    // `device_seed`): a daemon's or a library's is its own.
-    let seed = cqlab_workloads::runner::device_seed(&args.device, args.seed);
     let seed = DemoSeed { seed, noc_jitter: args.noc_jitter, note: seed_note };
     print_table(&rows, args.json, verified, dev.now() - started, &chip, &seed)?;
     Ok(ExitCode::SUCCESS)

@@ -38,7 +38,7 @@ pub fn validate(spec: &str, noc_jitter: u64) -> Result<(), Usage> {
 /// unused on a device with a seed of its own (helper-48: matmul and perf
 /// dropped it without a word; demo says so too).
 pub fn note_unused_seed(spec: &str, seed: u64) {
-    if seed != 1 && spec != "embedded" {
+    if seed != 1 && cqlab_workloads::runner::device_seed(spec, seed) != Some(seed) {
         crate::out::diagln!("note: --seed {seed} is unused: device {spec} runs on its own seed");
     }
 }
@@ -60,17 +60,17 @@ pub fn validate_daemon(option: &str, spec: &str) -> Result<(), Usage> {
     })
 }
 
-/// Opens `spec` for a command. `embedded` is the in-process simulator of
-/// `cfg`'s chip with the command's `--seed` and `--noc-jitter`;
-/// `embedded:WORDS` its own seed and model, with `--noc-jitter` too; any
-/// other spec (`sim:PATH[?wait]`, `/dev/tenstorrent/N`) goes to
-/// [`Device::open`] as written, and then the seed is the device's own.
+/// Opens `spec` for a command. `embedded[:WORDS]` is the in-process
+/// simulator of `cfg`'s chip with the spec's model words, its `seed=` or
+/// else the command's `--seed` (as `run`'s
+/// [`cqlab_workloads::runner::device_spec`]: `embedded:exact` ran on seed 0
+/// while the report said `--seed`), and `--noc-jitter`; any other spec
+/// (`sim:PATH[?wait]`, `/dev/tenstorrent/N`) goes to [`Device::open`] as
+/// written, and then the seed is the device's own.
 pub fn open(spec: &str, seed: u64, noc_jitter: u64, mut cfg: DeviceConfig) -> anyhow::Result<Device> {
     validate(spec, noc_jitter)?;
-    let (seed, model) = match Spec::parse(spec)? {
-        Spec::Embedded { .. } if spec == "embedded" => (seed, Default::default()),
-        // Its own seed and model words; made here only to add the jitter.
-        Spec::Embedded { seed, slow, model } if noc_jitter != 0 => {
+    let (seed, model) = match Spec::parse(&cqlab_workloads::runner::device_spec(spec, seed))? {
+        Spec::Embedded { seed, slow, model } => {
             cfg.slow_dispatch |= slow;
             (seed, model)
         }

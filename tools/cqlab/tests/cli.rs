@@ -606,6 +606,24 @@ fn perf_on_any_embedded_spec_has_its_slow_dispatch_row() {
     assert!(!out.contains("cannot tell") && !out.contains("no slow-dispatch row"), "{out}");
 }
 
+/// An embedded spec that names no seed runs on `--seed`, as in `run`
+/// (helper-55: `embedded:exact` ran on seed 0 while the report said
+/// `--seed`'s): the same device time as `embedded:seed=N,exact`, and
+/// another than another seed's.
+#[test]
+fn an_embedded_spec_without_a_seed_runs_on_the_commands_seed() {
+    let demo = |device: &str, seed: &str| {
+        let (code, v) =
+            cqlab_json(&["demo", "--rounds", "2", "--noc-jitter", "500", "--device", device, "--seed", seed]);
+        assert_eq!(code, 0, "{device}: {v}");
+        (v["seed"].as_u64().unwrap(), v["device_cycles"].as_u64().unwrap())
+    };
+    let (seed, cycles) = demo("embedded:exact", "7");
+    assert_eq!(seed, 7);
+    assert_eq!(demo("embedded:seed=7,exact", "1"), (7, cycles), "the spec's seed=7 and --seed 7 alike");
+    assert_ne!(demo("embedded:exact", "8").1, cycles, "--seed makes the jitter's draws");
+}
+
 /// The traced row replays whole 100-program traces, so `--programs 101`
 /// measures 200 there: each row says how many it ran (helper-53: all said
 /// 101).
