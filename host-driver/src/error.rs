@@ -179,6 +179,11 @@ pub enum DeviceFault {
          (expected seq {expected_seq})"
     )]
     CorruptCompletion { cq: u8, offset: u32, kind: u8, record_cq: u16, length: u32, seq: u32, expected_seq: u32 },
+    /// A well-formed record that is not the one the queue owes next: a tag,
+    /// length or event nobody waits for (a corrupt tag was stored unseen,
+    /// and its read then waited out as a deadlock).
+    #[error("unexpected completion record at offset {offset} of CQ{cq}: {found}, where the host waits for {expected}")]
+    UnexpectedCompletion { cq: u8, offset: u32, found: String, expected: String },
 }
 
 /// Why a core's alive record is not the one expected.

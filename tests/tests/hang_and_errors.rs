@@ -195,6 +195,35 @@ on_both_chips! {
         let err = dev.cq(1).unwrap().finish().unwrap_err();
         assert!(err.to_string().contains("zero-size fetch-queue entry"), "seed 13: {err}");
     }
+
+    fn a_completion_record_nobody_waits_for_is_a_device_error(chip) {
+        // helper-57: a record with a tag no read had was stored unseen, and
+        // the read it displaced waited out as a "deadlock" (exit 3). Forged
+        // here: a read-back record of tag 999 and an event 77, ahead of a
+        // real event the host then waits for.
+        let forged: [&dyn Fn(&mut cqlab_abi::encode::DispatchWriter<'_>) -> Result<(), cqlab_abi::encode::EncodeError>; 2] = [
+            &|w| w.write_host(999, &[7; 32]),
+            &|w| w.write_event(&cqlab_abi::completion::EventRecord { event_id: 77, cq: 1, cycle: 0 }),
+        ];
+        for (k, forge) in forged.iter().enumerate() {
+            let mut dev = booted(chip, 14, |_| {});
+            let mut chunk = vec![0u8; 256];
+            let mut enc = Encoder::new(&mut chunk);
+            enc.relay_inline(true, |w| forge(w)).unwrap();
+            let len = enc.len();
+            let mut cq = dev.cq(1).unwrap();
+            cq.enqueue_raw(&chunk[..len], false).unwrap();
+            let event = cq.record_event().unwrap();
+            let err = dev.event_synchronize(event).unwrap_err();
+            let DriverError::Device { fault: DeviceFault::UnexpectedCompletion { cq: 1, found, expected, .. }, .. } =
+                &err
+            else {
+                panic!("{} forged record {k}: expected an unexpected completion, got {err}", chip.name())
+            };
+            let want = ["read-back tag 999 of 32 bytes", "event 77"][k];
+            assert_eq!((found.as_str(), expected.as_str()), (want, "event 1"), "{}: {err}", chip.name());
+        }
+    }
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use super::mutant::mutant;
 use super::ops::PendingRead;
-use super::state::{Queues, EVENT_CYCLES_KEPT};
+use super::state::{Awaited, Queues, EVENT_CYCLES_KEPT};
 use crate::backend::Backend;
 use crate::config::{DeviceConfig, HostBug};
 use crate::dump::Wait;
@@ -70,12 +70,43 @@ impl Queues {
             let first = (size as usize - start).min(payload.len());
             backend.sysmem_read(base + start, &mut payload[..first])?;
             backend.sysmem_read(base, &mut payload[first..])?;
+            let found = match kind {
+                Some(CompletionKind::Event) => match EventRecord::read_from_prefix(&payload) {
+                    Ok((ev, _)) if header.length as usize == size_of::<EventRecord>() && ev.cq == q as u32 => {
+                        Awaited::Event { id: ev.event_id }
+                    }
+                    _ => Awaited::Event { id: 0 },
+                },
+                _ => Awaited::Read { tag: header.tag, length: header.length },
+            };
+            let expected = self.list[q as usize].awaited.front().copied();
+            if expected != Some(found) {
+                let found = match (kind, found) {
+                    (Some(CompletionKind::Event), Awaited::Event { id: 0 }) => {
+                        match EventRecord::read_from_prefix(&payload) {
+                            Ok((ev, _)) => {
+                                format!("event {} of CQ{} in a record of {} bytes", ev.event_id, ev.cq, header.length)
+                            }
+                            Err(_) => format!("an event record of {} bytes", header.length),
+                        }
+                    }
+                    _ => found.to_string(),
+                };
+                let fault = DeviceFault::UnexpectedCompletion {
+                    cq: q,
+                    offset: rd.offset_bytes(),
+                    found,
+                    expected: expected.map_or("no record".into(), |e| e.to_string()),
+                };
+                let chip = self.chip.clone();
+                let dump = crate::wait::dump(backend, cfg, &chip, self, Wait::CompletionQueue { cq: q })?;
+                return Err(DriverError::Device { core: chip.dispatcher(q), fault, dump });
+            }
             let cq = &mut self.list[q as usize];
+            cq.awaited.pop_front();
             match kind {
                 Some(CompletionKind::Event) => {
-                    let Ok((ev, _)) = EventRecord::read_from_prefix(&payload) else {
-                        return Err(DriverError::Invalid(format!("event record of {} bytes on CQ{q}", payload.len())));
-                    };
+                    let (ev, _) = EventRecord::read_from_prefix(&payload).expect("checked above");
                     cq.last_event_done = cq.last_event_done.max(ev.event_id);
                     if cq.event_cycles.len() == EVENT_CYCLES_KEPT {
                         cq.event_cycles.pop_front();

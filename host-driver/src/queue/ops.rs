@@ -3,7 +3,7 @@
 //! `cqlab_abi::size` before it is written.
 
 use super::issue::chunk;
-use super::state::{Queue, Queues};
+use super::state::{Awaited, Queue, Queues};
 use crate::backend::Backend;
 use crate::buffer::{Allocator, Buffer, Placement};
 use crate::config::DeviceConfig;
@@ -292,6 +292,7 @@ impl CommandQueue<'_> {
                     }
                 }
             })?;
+            self.host().awaited.push_back(Awaited::Read { tag, length: relay_len });
             self.submit_clearing(&c, false)?;
             tags.push((tag, n));
             done += n;
@@ -345,6 +346,7 @@ impl CommandQueue<'_> {
                 w.write_event(&cqlab_abi::completion::EventRecord { event_id: id, cq: q as u32, cycle: 0 })
             })
         })?;
+        self.host().awaited.push_back(Awaited::Event { id });
         self.submit_clearing(&c, false)?;
         Ok(Event { cq: q, id })
     }

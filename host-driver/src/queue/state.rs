@@ -48,6 +48,10 @@ pub(crate) struct Queue {
     /// Read-back data by tag.
     pub(super) reads: HashMap<u32, Vec<u8>>,
     pub(super) next_tag: u32,
+    /// The records this queue's dispatcher owes, in stream order (a queue
+    /// completes its commands in order): a record that is not the next
+    /// one is refused, not stored under a tag nobody waits for.
+    pub(super) awaited: VecDeque<Awaited>,
     /// Slow dispatch: worker completions expected on the done counter.
     pub(super) slow_expected: u32,
     /// Slow dispatch: launches written into this queue's launch ring (the
@@ -91,6 +95,7 @@ impl Queue {
             event_cycles: VecDeque::new(),
             reads: HashMap::new(),
             next_tag: 1,
+            awaited: VecDeque::new(),
             slow_expected: 0,
             slow_launches: 0,
             capture: None,
@@ -132,6 +137,28 @@ impl Queue {
         let tag = self.next_tag;
         self.next_tag = tag.wrapping_add(1).max(1);
         tag
+    }
+}
+
+/// A completion record a queue's dispatcher owes the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Awaited {
+    /// Read-back data: its tag and the bytes relayed (whole pages).
+    Read {
+        tag: u32,
+        length: u32,
+    },
+    Event {
+        id: u32,
+    },
+}
+
+impl std::fmt::Display for Awaited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Awaited::Read { tag, length } => write!(f, "read-back tag {tag} of {length} bytes"),
+            Awaited::Event { id } => write!(f, "event {id}"),
+        }
     }
 }
 

@@ -127,7 +127,7 @@ fn demo_says_whether_its_seed_matters() {
     let spec = |jitter: &str| demo_cycles(&["--device", "embedded:seed=7,exact", "--noc-jitter", jitter]);
     let (still, jittered) = (spec("0"), spec("500"));
     assert_ne!(still.0, jittered.0, "jitter changed nothing on embedded:seed=7,exact");
-    assert!(jittered.1.contains("its own seed, with NOC/PCIe jitter 0..=500"), "{}", jittered.1);
+    assert!(jittered.1.contains("seed 7 with NOC/PCIe jitter 0..=500"), "{}", jittered.1);
 }
 
 #[test]

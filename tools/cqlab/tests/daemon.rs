@@ -498,6 +498,9 @@ fn a_daemon_names_its_timing_model_and_reports_its_l0_caches() {
 fn status_names_a_lock_holder_and_a_reused_pid_is_no_daemon() {
     let mut d = Daemon::start("relock", 3);
     let mut holder = support::hold_device(&d.dir, 30);
+    // Stopped, it keeps the lock file's lock past its daemon's death (a
+    // running holder notices the closed connection and exits).
+    assert!(Command::new("kill").args(["-STOP", &holder.id().to_string()]).status().unwrap().success());
     let _ = d.child.kill();
     let _ = d.child.wait();
     // The killed daemon's socket would read as the new one's.

@@ -105,7 +105,10 @@ impl Failure {
             DriverError::Timeout { wait, .. } => ("timeout", wait.class()),
             DriverError::KernelTimeout { wait, .. } => ("kernel-timeout", wait.class()),
             DriverError::Livelock { wait, .. } => ("livelock", wait.class()),
-            DriverError::Device { fault: DeviceFault::CorruptCompletion { cq, .. }, .. } => {
+            DriverError::Device {
+                fault: DeviceFault::CorruptCompletion { cq, .. } | DeviceFault::UnexpectedCompletion { cq, .. },
+                ..
+            } => {
                 // The queue whose records are corrupt is the finding; where
                 // its cores happened to be is not.
                 let root = Role::Dispatcher { cq: *cq }.to_string();
