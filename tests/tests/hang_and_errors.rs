@@ -201,15 +201,16 @@ on_both_chips! {
         // the read it displaced waited out as a "deadlock" (exit 3). Forged
         // here: a read-back record of tag 999 and an event 77, ahead of a
         // real event the host then waits for.
-        let forged: [&dyn Fn(&mut cqlab_abi::encode::DispatchWriter<'_>) -> Result<(), cqlab_abi::encode::EncodeError>; 2] = [
-            &|w| w.write_host(999, &[7; 32]),
-            &|w| w.write_event(&cqlab_abi::completion::EventRecord { event_id: 77, cq: 1, cycle: 0 }),
+        type Forge = fn(&mut cqlab_abi::encode::DispatchWriter<'_>) -> Result<(), cqlab_abi::encode::EncodeError>;
+        let forged: [Forge; 2] = [
+            |w| w.write_host(999, &[7; 32]),
+            |w| w.write_event(&cqlab_abi::completion::EventRecord { event_id: 77, cq: 1, cycle: 0 }),
         ];
         for (k, forge) in forged.iter().enumerate() {
             let mut dev = booted(chip, 14, |_| {});
             let mut chunk = vec![0u8; 256];
             let mut enc = Encoder::new(&mut chunk);
-            enc.relay_inline(true, |w| forge(w)).unwrap();
+            enc.relay_inline(true, forge).unwrap();
             let len = enc.len();
             let mut cq = dev.cq(1).unwrap();
             cq.enqueue_raw(&chunk[..len], false).unwrap();
