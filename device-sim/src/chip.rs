@@ -678,6 +678,15 @@ impl Chip {
     /// read lands posted writes and samples memory ([`Chip::host_read`]).
     pub fn timed_read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<(), SimError> {
         // Resolved first: a refused read changes nothing, device time included.
+        if addr.is_multicast() {
+            return Err(SimError::Refused {
+                noc: Noc::Noc0,
+                coord: addr.coord(),
+                tile: None,
+                addr: addr.local(),
+                reason: "reads cannot be multicast",
+            });
+        }
         let target = self.host_target(Noc::Noc0, addr, buf.len())?;
         self.check_readable(&target, buf.len())?;
         self.charge_read(buf.len());

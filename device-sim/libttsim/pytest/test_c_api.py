@@ -71,6 +71,16 @@ def test_a_tlb_window_configured_off_the_grid_is_refused(running):
     assert refused(lib, "TLB window 0", lambda: lib.pci_read(bar0, 4)) == b"\xff" * 4
 
 
+def test_exit_after_a_failed_init_cleans_up_without_an_error(chip, monkeypatch):
+    lib = chip.lib
+    monkeypatch.setenv("CQLAB_TTSIM_SEED", "abc")
+    refused(lib, "CQLAB_TTSIM_SEED", lambda: lib.libttsim_init())
+    n = lib.errors()
+    lib.libttsim_exit()
+    assert lib.errors() == n, lib.last_error()
+    refused(lib, "not running", lambda: lib.libttsim_exit())
+
+
 def test_calls_outside_init_and_exit_are_refused_and_init_starts_afresh(chip):
     lib = chip.lib
     x, y = chip.fixtures["boot"]["tile"]["noc0"]

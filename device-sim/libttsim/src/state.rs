@@ -42,9 +42,13 @@ pub struct Lib {
     pub broken: Option<String>,
     /// Settings the host set (`cqlab_ttsim_set`), over the environment's, until `exit`.
     pub overrides: Vec<(String, String)>,
+    /// An `init` was called (and maybe failed) since the last `exit`: the
+    /// host's `exit` after a failed `init` cleans up, and is no error.
+    pub init_called: bool,
 }
 
-static LIB: Mutex<Lib> = Mutex::new(Lib { callbacks: None, sim: None, broken: None, overrides: Vec::new() });
+static LIB: Mutex<Lib> =
+    Mutex::new(Lib { callbacks: None, sim: None, broken: None, overrides: Vec::new(), init_called: false });
 
 thread_local! {
     /// This thread is inside a call (a DMA callback calling back in).
@@ -144,6 +148,7 @@ impl Lib {
         if self.sim.is_some() {
             return Err(ApiError::AlreadyRunning);
         }
+        self.init_called = true;
         let settings = Settings::with_overrides(arch, &self.overrides)?;
         error::set_log(settings.log);
         let chip0 = Device::new(0, &settings, self.callbacks)?;
@@ -177,13 +182,18 @@ impl Lib {
     }
 
     /// Stops it: every chip gone, the callbacks and the host's settings
-    /// forgotten, a broken simulator mended.
+    /// forgotten, a broken simulator mended. Refused only where no `init`
+    /// came before it.
     pub fn exit(&mut self) -> Result<(), ApiError> {
         let was = self.sim.take();
+        let called = std::mem::take(&mut self.init_called);
         self.callbacks = None;
         self.broken = None;
         self.overrides.clear();
-        was.map(drop).ok_or(ApiError::NotRunning)
+        match (was, called) {
+            (None, false) => Err(ApiError::NotRunning),
+            _ => Ok(()),
+        }
     }
 }
 

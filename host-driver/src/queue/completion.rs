@@ -98,6 +98,8 @@ impl Queues {
                     found,
                     expected: expected.map_or("no record".into(), |e| e.to_string()),
                 };
+                // The records before it were consumed: a later drain starts here.
+                self.list[q as usize].completion_rd = rd;
                 let chip = self.chip.clone();
                 let dump = crate::wait::dump(backend, cfg, &chip, self, Wait::CompletionQueue { cq: q })?;
                 return Err(DriverError::Device { core: chip.dispatcher(q), fault, dump });

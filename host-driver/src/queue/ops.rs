@@ -292,8 +292,10 @@ impl CommandQueue<'_> {
                     }
                 }
             })?;
-            self.host().awaited.push_back(Awaited::Read { tag, length: relay_len });
             self.submit_clearing(&c, false)?;
+            // Once sent (a failed submit owes nothing): records are drained
+            // only while reserving room, before the doorbell.
+            self.host().awaited.push_back(Awaited::Read { tag, length: relay_len });
             tags.push((tag, n));
             done += n;
         }
@@ -346,8 +348,8 @@ impl CommandQueue<'_> {
                 w.write_event(&cqlab_abi::completion::EventRecord { event_id: id, cq: q as u32, cycle: 0 })
             })
         })?;
-        self.host().awaited.push_back(Awaited::Event { id });
         self.submit_clearing(&c, false)?;
+        self.host().awaited.push_back(Awaited::Event { id });
         Ok(Event { cq: q, id })
     }
 

@@ -166,13 +166,14 @@ impl TtSim {
         let (read, write) = slot.callbacks();
         lib.set_callbacks(read, write);
         lib.init();
+        // From here on, dropping `lib` calls `libttsim_exit` first (after a
+        // failed init too: exit mends a library an init left broken).
+        let lib = Started(lib);
         // Checked at once: the calls after a failed init fail too, and the
         // last error would be theirs ("not running"), not why init failed.
         if lib.error_count().is_some_and(|n| n != errors_seen) {
             return Err(lib.failed("libttsim_init()".into(), lib.last_error().unwrap_or_default()));
         }
-        // From here on, dropping `lib` calls `libttsim_exit` first.
-        let lib = Started(lib);
         lib.select_chip0();
         let ids = lib.config_read32(0);
         let (vendor, device) = (ids as u16, (ids >> 16) as u16);

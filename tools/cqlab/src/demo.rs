@@ -3,7 +3,7 @@
 //! verified, and a table of what ran.
 
 use crate::out::outln;
-use anyhow::{ensure, Context, Result};
+use anyhow::{Context, Result};
 use cqlab_driver::{Device, DeviceConfig};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -99,7 +99,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
             cq1.wait_for_event(ev0)?;
             Ok(cq1.read_buffer(&buf, 0, size)?)
         })?;
-        ensure!(back == data, "round {round}: read-back differs from what was written (seed {})", args.seed);
+        if back != data {
+            // Exit 5, naming the seed the simulator ran on (where known).
+            let seed = cqlab_workloads::runner::device_seed(&args.device, args.seed)
+                .map_or(format!("device {}", args.device), |s| format!("seed {s}"));
+            let why = format!("round {round}: read-back differs from what was written ({seed})");
+            return Err(cqlab_driver::DriverError::Mismatch(why).into());
+        }
         verified += size as u64;
         progress.inc(1);
     }

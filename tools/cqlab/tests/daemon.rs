@@ -497,10 +497,19 @@ fn a_daemon_names_its_timing_model_and_reports_its_l0_caches() {
 #[test]
 fn status_names_a_lock_holder_and_a_reused_pid_is_no_daemon() {
     let mut d = Daemon::start("relock", 3);
-    let mut holder = support::hold_device(&d.dir, 30);
+    let holder = support::hold_device(&d.dir, 30);
     // Stopped, it keeps the lock file's lock past its daemon's death (a
-    // running holder notices the closed connection and exits).
-    assert!(Command::new("kill").args(["-STOP", &holder.id().to_string()]).status().unwrap().success());
+    // running holder notices the closed connection and exits); killed on
+    // the way out, pass or fail.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let holder = Killed(holder);
+    assert!(Command::new("kill").args(["-STOP", &holder.0.id().to_string()]).status().unwrap().success());
     let _ = d.child.kill();
     let _ = d.child.wait();
     // The killed daemon's socket would read as the new one's.
@@ -509,12 +518,9 @@ fn status_names_a_lock_holder_and_a_reused_pid_is_no_daemon() {
     let device = format!("sim:{}", restarted.dir.display());
     let o = support::cqlab(&["status", "--device", &device]);
     let said = text(&o);
-    let _ = holder.kill();
-    let _ = holder.wait();
-    assert!(
-        o.status.success() && said.contains(&format!("nobody attached (pid {} holds the lock file", holder.id())),
-        "{said}"
-    );
+    let pid = holder.0.id();
+    drop(holder);
+    assert!(o.status.success() && said.contains(&format!("nobody attached (pid {pid} holds the lock file")), "{said}");
     drop(restarted);
     // A socket that refuses and a pid file naming this test (alive, no daemon).
     let dir = scratch_dir("reused-pid");
