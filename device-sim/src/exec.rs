@@ -108,7 +108,9 @@ pub fn load(image: &ElfImage, opts: &ExecOptions) -> Result<Hart, ElfError> {
 }
 
 /// Parses, loads and runs an ELF. `trace` receives one line per retired
-/// instruction (slow: single-steps).
+/// instruction (slow: single-steps); where it breaks (`BrokenPipe`: its
+/// reader left) the run goes on untraced, at full speed, to the outcome it
+/// would have had.
 pub fn run_elf(bytes: &[u8], opts: &ExecOptions, trace: Option<&mut dyn Write>) -> Result<ExecReport, ExecError> {
     let image = ElfImage::parse(bytes)?;
     let has_tohost = image.symbol("tohost").is_some();
@@ -160,22 +162,38 @@ fn run_traced(hart: &mut Hart, max_cycles: u64, has_tohost: bool, out: &mut dyn 
         let stop = hart.step(&mut NoBus);
         if let Some((word, d)) = peek {
             if hart.halted().is_none() {
-                write!(out, "{cycle:>10} {pc:08x}: {word:08x}  {:<28}", Disasm { pc, d }.to_string())?;
-                match d.arch_rd() {
-                    0 => writeln!(out)?,
-                    rd => writeln!(out, " x{rd}=0x{:08x}", hart.reg(rd as usize))?,
+                let text = Disasm { pc, d }.to_string();
+                let written = match d.arch_rd() {
+                    0 => writeln!(out, "{cycle:>10} {pc:08x}: {word:08x}  {text:<28}"),
+                    rd => writeln!(
+                        out,
+                        "{cycle:>10} {pc:08x}: {word:08x}  {text:<28} x{rd}=0x{:08x}",
+                        hart.reg(rd as usize)
+                    ),
+                };
+                if let Err(e) = written {
+                    if e.kind() != std::io::ErrorKind::BrokenPipe {
+                        return Err(e);
+                    }
+                    // Nobody reads on: the outcome without the trace's cost
+                    // (an hour of formatting at the default cycle limit).
+                    return Ok(step_outcome(hart, stop, max_cycles, has_tohost)
+                        .unwrap_or_else(|| run_fast(hart, max_cycles, has_tohost)));
                 }
             }
         }
-        match stop {
-            Stop::CycleLimit if hart.cycle() < max_cycles => {}
-            Stop::CycleLimit => return Ok(Outcome::MaxCycles),
-            s => {
-                if let Some(o) = judge(hart, s, has_tohost) {
-                    return Ok(o);
-                }
-            }
+        if let Some(o) = step_outcome(hart, stop, max_cycles, has_tohost) {
+            return Ok(o);
         }
+    }
+}
+
+/// The outcome after one traced step that stopped with `stop`, if the run ends there.
+fn step_outcome(hart: &Hart, stop: Stop, max_cycles: u64, has_tohost: bool) -> Option<Outcome> {
+    match stop {
+        Stop::CycleLimit if hart.cycle() < max_cycles => None,
+        Stop::CycleLimit => Some(Outcome::MaxCycles),
+        s => judge(hart, s, has_tohost),
     }
 }
 

@@ -42,9 +42,10 @@ pub fn write(args: std::fmt::Arguments<'_>) {
 }
 
 /// Stdout as a `Write` for output streamed by other code (`sim exec
-/// --trace`). A closed pipe swallows the rest, so the producer runs to
-/// the status it would have had; any other failure is returned (and
-/// reported by [`finish`]), so the producer stops.
+/// --trace`). A closed pipe is a `BrokenPipe` error from then on, so the
+/// producer stops writing (and runs on to the status it would have had);
+/// any other failure is returned (and reported by [`finish`]), so the
+/// producer stops.
 pub struct Stream;
 
 impl Write for Stream {
@@ -57,7 +58,8 @@ impl Write for Stream {
         }
         match &*st {
             State::Failed(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
-            State::Open | State::Closed => Ok(buf.len()),
+            State::Closed => Err(ErrorKind::BrokenPipe.into()),
+            State::Open => Ok(buf.len()),
         }
     }
     fn flush(&mut self) -> std::io::Result<()> {

@@ -111,6 +111,10 @@ fn report_commands_end_quietly_on_a_closed_pipe_and_fail_on_a_full_disk() {
     both_ways(&["sim", "bench", "--iters", "1000", "--chip-cycles", "1000", "--json"], 0, true);
     let elf = firmware_dir().join("isa-ecall-exit");
     both_ways(&["sim", "exec", "--trace", s(&elf)], 42, true);
+    // A runaway's trace, its reader gone: the run goes on untraced to its
+    // status, in a second (traced to the end it took ~7 minutes; helper-59).
+    let runaway = firmware_dir().join("isa-selftest-runaway");
+    both_ways(&["sim", "exec", "--trace", "--max-cycles", "1000000000", s(&runaway)], 3, true);
 
     // Inputs for the readers: a run report and its trace, campaign records.
     let (report, trace) = (d.join("run.json"), d.join("run.jsonl"));
