@@ -33,8 +33,14 @@ use crate::tlb::{TlbBar, Windows, WINDOW_CACHE, WINDOW_LOG2, WINDOW_SIZE};
 
 /// How long `poll` pauses (the device runs on its own).
 const POLL_PAUSE: Duration = Duration::from_micros(20);
-/// A simulated clock that stands still this long means the simulator died.
+/// A simulated clock that stands still this long, its simulator running,
+/// means the simulator hung.
 const CLOCK_STALL: Duration = Duration::from_secs(5);
+/// How long a stopped simulator (SIGSTOP, a debugger) is waited for, as a
+/// `sim:PATH` client waits for its daemon's reply.
+const PAUSED_LIMIT: Duration = Duration::from_secs(60);
+/// A clock still this long is looked into (a look reads `/proc`).
+const CLOCK_LOOK: Duration = Duration::from_millis(100);
 
 fn be(e: super::TtKmdError) -> DriverError {
     DriverError::Backend(e.to_string())
@@ -214,19 +220,33 @@ impl TtKmdBackend {
         &self.bar.dev
     }
 
+    /// Fails once the simulated clock has stood still too long: at once
+    /// for a simulator that ended, after [`PAUSED_LIMIT`] for a stopped one
+    /// (it may be resumed), after [`CLOCK_STALL`] for one that runs.
     fn check_clock(&mut self) -> Result<()> {
-        if let Some(now) = self.kernel_clock() {
-            if now != self.clock.0 {
-                self.clock = (now, Instant::now());
-            } else if self.clock.1.elapsed() > CLOCK_STALL {
-                return Err(DriverError::Backend(format!(
-                    "{}: the simulated clock stood still at cycle {now} for {} s (the simulator stopped?)",
-                    self.bar.dev.path().display(),
-                    CLOCK_STALL.as_secs()
-                )));
-            }
+        let Some(now) = self.kernel_clock() else { return Ok(()) };
+        if now != self.clock.0 {
+            self.clock = (now, Instant::now());
+            return Ok(());
         }
-        Ok(())
+        let still = self.clock.1.elapsed();
+        if still < CLOCK_LOOK {
+            return Ok(());
+        }
+        use super::kernel::ClockStop;
+        let (limit, why) = match self.bar.dev.kernel().clock_stop() {
+            Some(ClockStop::Ended(why)) => (Duration::ZERO, why),
+            Some(ClockStop::Paused(why)) => (PAUSED_LIMIT, why),
+            None => (CLOCK_STALL, "the simulator runs but its clock does not".into()),
+        };
+        if still <= limit {
+            return Ok(());
+        }
+        Err(DriverError::Backend(format!(
+            "{}: the simulated clock stood still at cycle {now} for {:.1} s: {why}",
+            self.bar.dev.path().display(),
+            still.as_secs_f64()
+        )))
     }
 
     fn kernel_clock(&self) -> Option<u64> {

@@ -41,6 +41,15 @@ impl Default for OpenFlags {
 }
 
 /// One open tt-kmd device as user space sees it.
+/// Why a device's clock stands still.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClockStop {
+    /// It may move again: its process is stopped (SIGSTOP, a debugger).
+    Paused(String),
+    /// It will not: its process ended or stopped serving.
+    Ended(String),
+}
+
 pub trait Kernel: Send + Sync + std::fmt::Debug {
     /// The device this was opened from (for messages).
     fn path(&self) -> &Path;
@@ -66,6 +75,11 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
         true
     }
     fn device_clock(&self) -> Option<u64> {
+        None
+    }
+    /// Why the device's clock stands still, where the kernel side can tell
+    /// (the simulator's process stopped or ended); `None` where it cannot.
+    fn clock_stop(&self) -> Option<ClockStop> {
         None
     }
     /// Returns once the device has acted on every store made so far to its registers. On a

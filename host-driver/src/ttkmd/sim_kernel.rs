@@ -618,6 +618,23 @@ impl Kernel for SimKernel {
         Some(self.device_cycles())
     }
 
+    fn clock_stop(&self) -> Option<super::kernel::ClockStop> {
+        use super::kernel::ClockStop;
+        use crate::process_state::{self, ProcessState};
+        let ctl = &self.ctl.0;
+        let pid = ctl.load(ctl::PID);
+        if ctl.load(ctl::STOPPED) != 0 {
+            return Some(ClockStop::Ended(format!("the simulator (pid {pid}) stopped serving (Ctrl-C or a signal)")));
+        }
+        match process_state::of(pid as u32) {
+            ProcessState::Stopped => Some(ClockStop::Paused(format!(
+                "the simulator (pid {pid}) is stopped (SIGSTOP or a debugger?); `kill -CONT {pid}` resumes it"
+            ))),
+            ProcessState::Gone => Some(ClockStop::Ended(format!("the simulator (pid {pid}) is gone"))),
+            ProcessState::Running => None,
+        }
+    }
+
     /// The device's `ctl` page names its board and harvesting (no ARC is mapped).
     fn board(&self) -> Option<(Board, Harvesting)> {
         Some((self.shape.board, self.shape.harvesting.clone()))

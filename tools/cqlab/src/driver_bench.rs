@@ -80,7 +80,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
     // 3. Bulk write_buffer (32 KiB pieces) against memcpy of the same bytes
     //    into the same sysmem, 768 KiB each (fits the 1 MiB issue queue).
-    let big = dev.alloc_l1(1, 1, 32 * 1024)?;
+    // Core (1,1), or the nearest on a grid one core high or wide (an 8x1
+    // grid refused it after the first figures; helper-59).
+    let end = dev.chip().grid().end;
+    let big = dev.alloc_l1(end.0.min(1), end.1.min(1), 32 * 1024)?;
     let data = vec![0xa5u8; 32 * 1024];
     let pieces = 24;
     let mut write_s = f64::MAX;

@@ -825,4 +825,7 @@ fn matmul_and_driver_bench_json_name_their_chip() {
     let (code, v) = cqlab_json(&["driver-bench", "--chip", "blackhole-p150a"]);
     assert_eq!(code, 0, "{v}");
     assert_eq!((v["device"].as_str(), v["chip"].as_str()), (Some("embedded"), Some("blackhole-p150a")), "{v}");
+    // A grid one core high runs every figure (core (1,1) failed it midway).
+    let (code, v) = cqlab_json(&[&["driver-bench"][..], &support::SMALL_WORMHOLE].concat());
+    assert_eq!((code, v["harvesting"].as_str()), (0, Some(support::SMALL_WORMHOLE[3])), "{v}");
 }

@@ -156,6 +156,38 @@ fn a_stopped_simulator_is_named_as_stopped() {
     assert!(err.contains("does not answer") && err.contains(&format!("`kill -CONT {pid}` resumes it")), "{}", text(&o));
 }
 
+/// A simulator stopped mid-run (Ctrl-C) fails its client at once, naming
+/// why, and one paused a moment (SIGSTOP, then SIGCONT) does not fail it
+/// (helper-59: both waited 5 s of a still clock, then failed guessing
+/// "the simulator stopped?").
+#[test]
+fn a_simulator_that_ends_mid_run_is_named_and_a_paused_one_waited_for() {
+    let s = Sim::start("ends");
+    let pid = s.child.id().to_string();
+    let mut job = client_job(&s.dir, 2, 100_000);
+    job.env("CQLAB_FIRMWARE_DIR", firmware_dir()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut job = job.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(job.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.contains("booted"), "{line:?}");
+    assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(job.try_wait().unwrap().is_none(), "the client gave up on a simulator paused 1.5 s");
+    let stopped = Instant::now();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    while job.try_wait().unwrap().is_none() {
+        assert!(stopped.elapsed() < PROCESS_TIMEOUT, "the client did not notice its simulator end");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let waited = stopped.elapsed();
+    let o = job.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && (err.contains("stopped serving") || err.contains("is gone")), "{}", text(&o));
+    assert!(waited < Duration::from_secs(4), "{waited:?} to notice: {}", text(&o));
+}
+
 // ---- Security and ownership (issue 24): the daemon's protections ---------
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
