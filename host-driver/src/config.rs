@@ -355,10 +355,22 @@ impl DeviceConfig {
                 cqlab_abi::memory_map::DISPATCH_RING.size
             ));
         }
-        if let (Some(board), Some(h)) = (self.board, &self.harvesting) {
-            cqlab_abi::soc::ChipLayout::new(board, h.clone()).map_err(|e| DriverError::Invalid(e.to_string()))?;
+        if let Some(board) = self.board {
+            self.check_harvesting_on(board)?;
         }
         self.host_schedule.validate()
+    }
+
+    /// Refuses a `harvesting` that `board` (the device's, where the
+    /// configuration names none) cannot have: a device compared with it
+    /// would be told to restart with it.
+    pub fn check_harvesting_on(&self, board: Board) -> Result<()> {
+        match &self.harvesting {
+            Some(h) => cqlab_abi::soc::ChipLayout::new(board, h.clone())
+                .map(drop)
+                .map_err(|e| DriverError::Invalid(format!("--harvest {h}: {e}"))),
+            None => Ok(()),
+        }
     }
 }
 

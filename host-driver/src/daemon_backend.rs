@@ -817,6 +817,7 @@ impl DaemonBackend {
 /// Fails unless the daemon at `dir`, simulating `board` harvested
 /// `harvesting`, is the chip `cfg` names (if it names one).
 pub fn check_chip(dir: &Path, board: Board, harvesting: &Harvesting, cfg: &DeviceConfig) -> Result<()> {
+    cfg.check_harvesting_on(cfg.board.unwrap_or(board))?;
     let board_differs = cfg.board.is_some_and(|b| b != board);
     let harvest_differs = cfg.harvesting.as_ref().is_some_and(|h| h != harvesting);
     if !(board_differs || harvest_differs) {

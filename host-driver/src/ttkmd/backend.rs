@@ -343,6 +343,7 @@ pub fn open_device(path: &str, cfg: &DeviceConfig) -> Result<Box<dyn Backend>> {
 pub fn open_simulated(path: &str, cfg: &DeviceConfig) -> Result<Box<dyn Backend>> {
     let kernel = super::sim_kernel::SimKernel::open(std::path::Path::new(path)).map_err(be)?;
     let s = kernel.shape();
+    cfg.check_harvesting_on(cfg.board.unwrap_or(s.board))?;
     let board_differs = cfg.board.is_some_and(|b| b != s.board);
     if board_differs || cfg.harvesting.as_ref().is_some_and(|h| *h != s.harvesting) {
         let want = cfg.board.unwrap_or(s.board);

@@ -426,6 +426,14 @@ fn run_on_a_daemon_of_another_chip_is_a_usage_error() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains("usage:") && err.contains("simulates a wormhole-n150"), "{args:?}: {err}");
     }
+    // A harvesting the daemon's chip cannot have is named as such (it was
+    // "restart the daemon with --harvest rows=6", which refuses it too).
+    let mut c = Command::new(CQLAB);
+    c.args(["demo", "--device", &device, "--harvest", "rows=6"]);
+    let o = run(c);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(err.contains("no Tensix row 6") && !err.contains("restart"), "{err}");
 }
 
 /// A daemon runs the timing model its options name and says which, and a
