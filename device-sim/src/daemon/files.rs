@@ -205,7 +205,13 @@ impl Leftover {
 /// contents, so that it is not deleted for a stale device file.
 fn leftover(path: &Path, name: &str, me: u32) -> Result<(), String> {
     let Some(kind) = Leftover::of(name) else { return Err(format!("{name:?}, which no simulator makes")) };
-    let m = std::fs::symlink_metadata(path).map_err(|e| format!("{name:?}, which cannot be inspected ({e})"))?;
+    let m = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        // Gone since the listing: a simulator starting here renamed or
+        // removed it (its lock refuses this start next), no user's file.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("{name:?}, which cannot be inspected ({e})")),
+    };
     let t = m.file_type();
     if t.is_symlink() {
         return Err(format!("{name:?}, a symbolic link"));
@@ -240,6 +246,8 @@ fn leftover(path: &Path, name: &str, me: u32) -> Result<(), String> {
                             let mut s = String::new();
                             io::Read::read_to_string(&mut f, &mut s).map(|_| s)
                         })
+                        // Removed since it was inspected: as above.
+                        .or_else(|e| if e.kind() == io::ErrorKind::NotFound { Ok(String::new()) } else { Err(e) })
                         .ok()
                 })
                 .flatten();
@@ -652,6 +660,21 @@ mod tests {
         assert!(!prepare_dir(&d).unwrap(), "reused, not created");
         assert_eq!(mode(&d), DIR_MODE);
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 11, "nothing removed before the start makes its files");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A file a starting simulator renames or removes between the listing
+    /// and its inspection is no user's file (a start racing another was
+    /// refused for "sock.new, which cannot be inspected").
+    #[test]
+    fn a_leftover_gone_since_the_listing_is_no_foreign_file() {
+        let d = scratch("vanished");
+        std::fs::create_dir_all(&d).unwrap();
+        let me = nix::unistd::getuid().as_raw();
+        for name in ["sock.new", "sock", "pid", "lock", "sysmem"] {
+            assert_eq!(leftover(&d.join(name), name, me), Ok(()), "{name}");
+        }
+        assert!(leftover(&d.join("notes.txt"), "notes.txt", me).is_err(), "a name no simulator makes");
         std::fs::remove_dir_all(&d).unwrap();
     }
 

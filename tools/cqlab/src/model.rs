@@ -13,7 +13,7 @@ use cqlab_driver::backend::spec::Model;
 pub struct ModelOpt {
     /// Exact time between tiles (`embedded:exact`, `SimConfig::exact_time`):
     /// an effect lands at the cycle it is due rather than at the end of a
-    /// 50-cycle slice; about 1.5x the host time.
+    /// 50-cycle slice; about 1.2x the host time (1.3-1.5x in `race`).
     #[arg(long)]
     pub exact_time: bool,
     /// Pipelined L1 loads (`SimConfig::pipelined_loads`: a load costs a

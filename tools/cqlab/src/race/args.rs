@@ -127,7 +127,7 @@ pub struct Args {
     pub reorder: bool,
     /// Exact time between tiles (`SimConfig::exact_time`): an effect lands
     /// at the cycle it is due rather than at the end of a 50-cycle slice;
-    /// about 1.5x the host time. A window shorter than a slice then shows
+    /// about 1.3-1.5x the host time. A window shorter than a slice then shows
     /// as it would on the chip, and seeds replay only with the same
     /// setting. Not with core stalls or slice jitter (`--core-stall`,
     /// `--faults stall=`, `quantum-jitter=`, `strong`), which act per
