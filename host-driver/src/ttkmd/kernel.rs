@@ -40,7 +40,6 @@ impl Default for OpenFlags {
     }
 }
 
-/// One open tt-kmd device as user space sees it.
 /// Why a device's clock stands still.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClockStop {
@@ -50,6 +49,7 @@ pub enum ClockStop {
     Ended(String),
 }
 
+/// One open tt-kmd device as user space sees it.
 pub trait Kernel: Send + Sync + std::fmt::Debug {
     /// The device this was opened from (for messages).
     fn path(&self) -> &Path;
@@ -63,8 +63,6 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     /// `len` bytes of host memory for the device to reach after PIN_PAGES (huge pages when the
     /// system has them; the simulator's sysmem file in simulation). Contents unspecified.
     fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw>;
-    /// The device's own clock in cycles, where the kernel side can know it (the simulator's);
-    /// `None` on hardware, where the backend estimates device time from wall time.
     /// The board and harvesting, where the kernel side knows them without ARC (the
     /// simulator's device names them); `None` on a card, where ARC's telemetry says.
     fn board(&self) -> Option<(cqlab_abi::soc::Board, cqlab_abi::soc::Harvesting)> {
@@ -74,6 +72,8 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     fn multicast_tlbs(&self) -> bool {
         true
     }
+    /// The device's own clock in cycles, where the kernel side can know it (the simulator's);
+    /// `None` on hardware, where the backend estimates device time from wall time.
     fn device_clock(&self) -> Option<u64> {
         None
     }
