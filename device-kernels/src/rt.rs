@@ -1,23 +1,23 @@
 //! Start-up code and panic handlers of every firmware image, and the entry
 //! of every kernel image.
 
-/// Declares the firmware's main function and the core it runs on:
-/// `cqlab_kernels::entry!(main, Brisc);` with `fn main() -> !` and a
-/// `hal` device type. Emits the start-up code at the first byte of the
+/// Declares the firmware's main function, the core it runs on and the
+/// image's role: `cqlab_kernels::entry!(main, Brisc, FirmwareId::Worker);`
+/// with `fn main() -> !` and a `hal` device type. Emits the start-up code at the first byte of the
 /// core's code region (`memory_map::firmware_entry`, see linker/cqlab.x):
 /// jump over the image's id (`cqlab_abi::boot::IMAGE_ID_OFFSET`), set the stack (in local memory, below the NOC state), zero .bss (the
 /// host loads .text/.data; .bss is NOLOAD), run `main`; and the panic
 /// handler, which shows `PANC` in the core's waypoint and halts.
 #[macro_export]
 macro_rules! entry {
-    ($main:path, $device:ident) => {
+    ($main:path, $device:ident, $id:expr) => {
         core::arch::global_asm!(
             r#"
     .section .text.start, "ax"
     .globl _start
 _start:
     j 0f
-    .word {magic}, {abi}, {arch}
+    .word {magic}, {abi}, {arch}, {id}
 0:
     la sp, __stack_top
     la t0, __bss_start
@@ -36,6 +36,7 @@ _start:
             magic = const cqlab_abi::boot::IMAGE_MAGIC,
             abi = const cqlab_abi::ABI_VERSION,
             arch = const cqlab_abi::boot::image_arch_code($crate::CHIP.arch),
+            id = const $id as u32,
         );
 
         // SAFETY: the one symbol the start-up code calls; defined once per image.
@@ -130,7 +131,7 @@ macro_rules! padded_kernel {
 #[macro_export]
 macro_rules! worker_firmware {
     () => {
-        $crate::entry!(main, Brisc);
+        $crate::entry!(main, Brisc, cqlab_abi::firmware::FirmwareId::Worker);
 
         fn main() -> ! {
             let mut dev = $crate::hal::Brisc::default();
@@ -146,7 +147,7 @@ macro_rules! worker_firmware {
 #[macro_export]
 macro_rules! subordinate_firmware {
     ($device:ident) => {
-        $crate::entry!(main, $device);
+        $crate::entry!(main, $device, cqlab_abi::firmware::FirmwareId::worker($crate::hal::$device::PROCESSOR));
 
         fn main() -> ! {
             let mut dev = $crate::hal::$device::default();
@@ -165,7 +166,7 @@ macro_rules! subordinate_firmware {
 #[macro_export]
 macro_rules! cq_firmware {
     ($id:ident, $core:ident) => {
-        $crate::entry!(main, Brisc);
+        $crate::entry!(main, Brisc, cqlab_abi::firmware::FirmwareId::$id);
 
         fn main() -> ! {
             use $crate::memory::Memory;

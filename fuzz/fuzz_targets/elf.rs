@@ -3,7 +3,7 @@
 //! refuses, never panics.
 #![no_main]
 
-use cqlab_abi::arch::tensix::Processor;
+use cqlab_abi::firmware::FirmwareId;
 use cqlab_abi::arch::Arch;
 use cqlab_driver::elf::FirmwareImage;
 use cqlab_driver::KernelImage;
@@ -14,10 +14,10 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(image) = ElfImage::parse(data) {
         let _ = image.symbol("tohost");
     }
-    // Each core's image is checked against its own code and data regions.
-    for p in Processor::ALL {
+    // Each image is checked against its core's code and data regions.
+    for id in FirmwareId::ALL {
         for arch in Arch::ALL {
-            let _ = FirmwareImage::parse("fuzz", data, p, arch);
+            let _ = FirmwareImage::parse("fuzz", data, id, arch);
         }
     }
     // A kernel: its id section, segments and relocations.

@@ -265,14 +265,13 @@ impl DeviceConfig {
     /// checked (`FirmwareImage::parse`): what a command checks before any
     /// work, and what a boot writes.
     pub fn boot_images(&self, arch: Arch) -> Result<BootImages> {
-        let brisc = Processor::Brisc;
         let cq_dir = self.cq_firmware_dir(arch);
         Ok(BootImages {
-            prefetch: FirmwareImage::load(&cq_dir.join(FirmwareId::Prefetch.name()), brisc, arch)?,
-            dispatch: FirmwareImage::load(&cq_dir.join(FirmwareId::Dispatch.name()), brisc, arch)?,
+            prefetch: FirmwareImage::load(&cq_dir.join(FirmwareId::Prefetch.name()), FirmwareId::Prefetch, arch)?,
+            dispatch: FirmwareImage::load(&cq_dir.join(FirmwareId::Dispatch.name()), FirmwareId::Dispatch, arch)?,
             workers: Processor::ALL
                 .iter()
-                .map(|&p| FirmwareImage::load(&self.worker_elf(arch, p), p, arch))
+                .map(|&p| FirmwareImage::load(&self.worker_elf(arch, p), FirmwareId::worker(p), arch))
                 .collect::<Result<Vec<_>>>()?,
         })
     }

@@ -8,6 +8,7 @@ use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::arch::Arch;
 use cqlab_abi::boot;
 use cqlab_abi::elf::Rv32Executable;
+use cqlab_abi::firmware::FirmwareId;
 use cqlab_abi::memory_map::{code, data, firmware_entry};
 use cqlab_abi::ABI_VERSION;
 use std::path::Path;
@@ -32,17 +33,19 @@ pub struct FirmwareImage {
 }
 
 impl FirmwareImage {
-    /// Loads the image of core `p` of an `arch` chip at `path`.
-    pub fn load(path: &Path, p: Processor, arch: Arch) -> Result<Self> {
-        load_with(path, |name, bytes| Self::parse(name, bytes, p, arch))
+    /// Loads image `id` (of its core, `FirmwareId::processor`) of an `arch`
+    /// chip at `path`.
+    pub fn load(path: &Path, id: FirmwareId, arch: Arch) -> Result<Self> {
+        load_with(path, |name, bytes| Self::parse(name, bytes, id, arch))
     }
 
-    /// Parses and checks an image of core `p` of an `arch` chip: an RV32
-    /// executable whose entry is that core's `memory_map::firmware_entry`,
-    /// whose segments lie in its own code and data regions (so images of a
+    /// Parses and checks image `id` of an `arch` chip: an RV32 executable
+    /// whose entry is its core's `memory_map::firmware_entry`, whose
+    /// segments lie in that core's code and data regions (so images of a
     /// tile's five cores never overlap), and whose id
-    /// (`cqlab_abi::boot::IMAGE_ID_OFFSET`) names this ABI and `arch`.
-    pub fn parse(name: &str, bytes: &[u8], p: Processor, arch: Arch) -> std::result::Result<Self, ImageError> {
+    /// (`cqlab_abi::boot::IMAGE_ID_OFFSET`) names this ABI, `arch` and `id`.
+    pub fn parse(name: &str, bytes: &[u8], id: FirmwareId, arch: Arch) -> std::result::Result<Self, ImageError> {
+        let p = id.processor();
         let elf = Rv32Executable::parse(bytes)?;
         if elf.entry() != firmware_entry(p) {
             return Err(ImageError::Entry {
@@ -64,14 +67,14 @@ impl FirmwareImage {
             });
         }
         let image = Self { name: name.to_owned(), processor: p, entry: elf.entry(), segments };
-        image.check_id(arch)?;
+        image.check_id(arch, id)?;
         Ok(image)
     }
 
-    /// The id words after the entry's jump: this ABI and `arch`.
-    fn check_id(&self, arch: Arch) -> std::result::Result<(), ImageError> {
+    /// The id words after the entry's jump: this ABI, `arch` and `id`.
+    fn check_id(&self, arch: Arch, id: FirmwareId) -> std::result::Result<(), ImageError> {
         let at = self.entry + boot::IMAGE_ID_OFFSET;
-        let len = id_bytes() as u32;
+        let len = 4 * boot::IMAGE_ID_WORDS as u32;
         let words = self
             .segments
             .iter()
@@ -81,21 +84,23 @@ impl FirmwareImage {
                 &s.data[off..off + len as usize]
             })
             .ok_or(ImageError::NoImageId)?;
-        check_id_words(words, arch, ImageError::NoImageId)
+        let (shared, role) = words.split_at(4 * boot::KERNEL_ID_WORDS);
+        check_id_words(shared, arch, ImageError::NoImageId)?;
+        let role = u32::from_le_bytes(role.try_into().expect("one word"));
+        if role != id as u32 {
+            let found = FirmwareId::from_u32(role).map_or_else(|| format!("unknown ({role})"), |f| f.name().to_owned());
+            return Err(ImageError::ImageRole { found, expected: id.name() });
+        }
+        Ok(())
     }
 }
 
-/// Bytes of an image id: `cqlab_abi::boot::IMAGE_ID_WORDS` words.
-pub(crate) const fn id_bytes() -> usize {
-    4 * boot::IMAGE_ID_WORDS
-}
-
-/// Checks an image id (`cqlab_abi::boot::IMAGE_ID_WORDS` little-endian
-/// words: `IMAGE_MAGIC`, ABI version, chip code), firmware's or a
-/// kernel's, against this ABI and `arch`. Bytes of another length, or
-/// without the magic, are no id: `missing`.
+/// Checks the words a firmware image's id and a kernel's share
+/// (`cqlab_abi::boot::KERNEL_ID_WORDS` little-endian words: `IMAGE_MAGIC`,
+/// ABI version, chip code) against this ABI and `arch`. Bytes of another
+/// length, or without the magic, are no id: `missing`.
 pub(crate) fn check_id_words(bytes: &[u8], arch: Arch, missing: ImageError) -> std::result::Result<(), ImageError> {
-    if bytes.len() != id_bytes() {
+    if bytes.len() != 4 * boot::KERNEL_ID_WORDS {
         return Err(missing);
     }
     let word = |i: usize| u32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().expect("4 bytes"));
@@ -153,11 +158,11 @@ mod tests {
 
     #[test]
     fn garbage_and_truncated_elfs_are_rejected_with_a_reason() {
-        let err = FirmwareImage::parse("x", b"not an elf", Processor::Brisc, Arch::Wormhole).unwrap_err();
+        let err = FirmwareImage::parse("x", b"not an elf", FirmwareId::Worker, Arch::Wormhole).unwrap_err();
         assert!(matches!(err, ImageError::Elf(ElfError::NotElf { .. })), "{err}");
         let mut elf = vec![0x7f, b'E', b'L', b'F', 1, 1, 1, 0];
         elf.resize(20, 0);
-        let err = FirmwareImage::parse("x", &elf, Processor::Brisc, Arch::Wormhole).unwrap_err();
+        let err = FirmwareImage::parse("x", &elf, FirmwareId::Worker, Arch::Wormhole).unwrap_err();
         assert!(matches!(err, ImageError::Elf(ElfError::Truncated { .. })), "{err}");
     }
 
@@ -165,16 +170,17 @@ mod tests {
     /// not read whole.
     #[test]
     fn an_endless_file_is_refused_at_the_limit() {
-        let err = FirmwareImage::load(Path::new("/dev/zero"), Processor::Brisc, Arch::Wormhole).unwrap_err();
+        let err = FirmwareImage::load(Path::new("/dev/zero"), FirmwareId::Worker, Arch::Wormhole).unwrap_err();
         assert!(matches!(err, DriverError::BadElf { reason: ImageError::TooLarge { .. }, .. }), "{err}");
         assert!(err.to_string().contains("/dev/zero: holds more than 16777216 bytes"), "{err}");
     }
 
-    /// The words after an image's first instruction name its ABI and chip:
-    /// an image of another chip (it would fault on that chip's registers at
-    /// boot) or ABI, or with no id, is refused before anything is loaded.
+    /// The words after an image's first instruction name its ABI, chip and
+    /// role: an image of another chip (it would fault on that chip's
+    /// registers at boot), ABI or role, or with no id, is refused before
+    /// anything is loaded.
     #[test]
-    fn an_image_of_another_abi_or_chip_is_refused_by_its_id() {
+    fn an_image_of_another_abi_chip_or_role_is_refused_by_its_id() {
         let entry = cqlab_abi::memory_map::firmware_entry(Processor::Brisc);
         let image = |words: &[u32]| {
             let mut data = 0x0100_006Fu32.to_le_bytes().to_vec();
@@ -187,21 +193,29 @@ mod tests {
             }
         };
         let (magic, wh) = (boot::IMAGE_MAGIC, boot::image_arch_code(Arch::Wormhole));
-        assert!(image(&[magic, ABI_VERSION, wh]).check_id(Arch::Wormhole).is_ok());
-        let err = image(&[magic, ABI_VERSION, wh]).check_id(Arch::Blackhole).unwrap_err();
+        let (w, pf) = (FirmwareId::Worker, FirmwareId::Prefetch);
+        assert!(image(&[magic, ABI_VERSION, wh, w as u32]).check_id(Arch::Wormhole, w).is_ok());
+        let err = image(&[magic, ABI_VERSION, wh, w as u32]).check_id(Arch::Blackhole, w).unwrap_err();
         assert!(err.to_string().contains("built for wormhole, the device is a blackhole"), "{err}");
-        let err = image(&[magic, ABI_VERSION - 1, wh]).check_id(Arch::Wormhole).unwrap_err();
+        let err = image(&[magic, ABI_VERSION - 1, wh, w as u32]).check_id(Arch::Wormhole, w).unwrap_err();
         assert!(matches!(err, ImageError::ImageAbi { found, .. } if found == ABI_VERSION - 1), "{err}");
-        let err = image(&[magic, ABI_VERSION, 9]).check_id(Arch::Wormhole).unwrap_err();
+        let err = image(&[magic, ABI_VERSION, 9, w as u32]).check_id(Arch::Wormhole, w).unwrap_err();
         assert!(err.to_string().contains("unknown chip (code 9)"), "{err}");
-        assert!(matches!(image(&[0, ABI_VERSION, wh]).check_id(Arch::Wormhole), Err(ImageError::NoImageId)));
-        assert!(matches!(image(&[magic, ABI_VERSION]).check_id(Arch::Wormhole), Err(ImageError::NoImageId)));
+        // The worker loop where the prefetcher belongs (helper-57: it booted
+        // and halted at its first command, exit 4, naming no file).
+        let err = image(&[magic, ABI_VERSION, wh, w as u32]).check_id(Arch::Wormhole, pf).unwrap_err();
+        assert!(err.to_string().contains("built as the worker firmware, loaded as the prefetch"), "{err}");
+        let err = image(&[magic, ABI_VERSION, wh, 99]).check_id(Arch::Wormhole, pf).unwrap_err();
+        assert!(err.to_string().contains("unknown (99)"), "{err}");
+        let no_id = |words: &[u32]| matches!(image(words).check_id(Arch::Wormhole, w), Err(ImageError::NoImageId));
+        assert!(no_id(&[0, ABI_VERSION, wh, w as u32]));
+        assert!(no_id(&[magic, ABI_VERSION]));
     }
 
     #[test]
     fn host_executables_are_rejected() {
         let me = std::fs::read(std::env::current_exe().unwrap()).unwrap();
-        let err = FirmwareImage::parse("self", &me, Processor::Brisc, Arch::Wormhole).unwrap_err();
+        let err = FirmwareImage::parse("self", &me, FirmwareId::Worker, Arch::Wormhole).unwrap_err();
         assert!(matches!(err, ImageError::Elf(ElfError::WrongClass { found: 2 })), "{err}");
     }
 }

@@ -225,6 +225,8 @@ pub enum ImageError {
     ImageAbi { found: u32, expected: u32 },
     #[error("built for {found}, the device is a {expected} (use the {expected} firmware directory)")]
     ImageArch { found: String, expected: &'static str },
+    #[error("built as the {found} firmware, loaded as the {expected} (a file of another role in its place?)")]
+    ImageRole { found: String, expected: &'static str },
 }
 
 /// What is wrong with one relocation of a kernel.

@@ -54,15 +54,21 @@ pub const fn jal_target(at: u32, word: u32) -> Option<u32> {
 
 /// Every firmware image names what it was built for in [`IMAGE_ID_WORDS`]
 /// words right after its first instruction (a `j` over them): the host
-/// refuses an image of another ABI or chip before it loads anything,
-/// instead of booting code that faults on another chip's registers.
-/// The words: [`IMAGE_MAGIC`], `ABI_VERSION`, [`image_arch_code`].
+/// refuses an image of another ABI, chip or role before it loads anything,
+/// instead of booting code that faults on another chip's registers (or a
+/// worker loop where the prefetcher belongs, which halted at its first
+/// command without naming the file).
+/// The words: [`IMAGE_MAGIC`], `ABI_VERSION`, [`image_arch_code`], the
+/// image's `FirmwareId`.
 pub const IMAGE_ID_OFFSET: u32 = 4;
-pub const IMAGE_ID_WORDS: usize = 3;
+pub const IMAGE_ID_WORDS: usize = 4;
+/// A kernel's id: the first [`KERNEL_ID_WORDS`] of a firmware image's (a
+/// kernel has no role of its own).
+pub const KERNEL_ID_WORDS: usize = 3;
 /// "CQFW", little-endian.
 pub const IMAGE_MAGIC: u32 = u32::from_le_bytes(*b"CQFW");
 
-/// Every kernel image carries the same [`IMAGE_ID_WORDS`] words
+/// Every kernel image carries [`KERNEL_ID_WORDS`] words
 /// ([`IMAGE_MAGIC`], `ABI_VERSION`, [`image_arch_code`]) in an ELF
 /// section of this name that is not allocated: no loaded byte of a kernel
 /// moves for it (its first byte is its entry, `linker/kernel.x`), and the

@@ -51,7 +51,8 @@ pub mod waypoint;
 /// its subordinate cores with one word (`mailbox::SubordinateRun`, as
 /// tt-metal's `subordinate_sync`), and they read their launch themselves.
 /// 5: unique args may be sent to each tile alone (`program::UNIQUE_OWN`).
-pub const ABI_VERSION: u32 = 5;
+/// 6: a firmware image's id names its role too (`boot::IMAGE_ID_WORDS`).
+pub const ABI_VERSION: u32 = 6;
 
 /// Command headers, dispatch payloads and dispatcher-ring writes are aligned
 /// to this many bytes (the L1 / NOC alignment).

@@ -5,7 +5,7 @@
 //! another chip.
 
 use cqlab_abi::arch::Arch;
-use cqlab_abi::boot::{IMAGE_ID_WORDS, KERNEL_ID_SECTION};
+use cqlab_abi::boot::{KERNEL_ID_SECTION, KERNEL_ID_WORDS};
 use cqlab_abi::firmware::FirmwareId;
 use cqlab_abi::memory_map::{code, data, firmware_entry, firmware_stack_top};
 use cqlab_abi::program::{KERNEL_SLOT_SIZE, KERNEL_TEXT_ADDR};
@@ -27,11 +27,15 @@ on_both_chips! {
             let name = &format!("{}/{name}", chip.name());
             let (code, data) = (code(p), data(p));
             let path = firmware_elf(chip, id.name());
-            // Its id names this ABI and chip, and no other chip.
+            // Its id names this ABI, chip and role, and no other chip or role.
             let arch = chip.board.arch();
-            assert!(cqlab_driver::elf::FirmwareImage::load(&path, p, arch).is_ok(), "{name}");
+            assert!(cqlab_driver::elf::FirmwareImage::load(&path, id, arch).is_ok(), "{name}");
             for other in cqlab_abi::arch::Arch::ALL.into_iter().filter(|&a| a != arch) {
-                assert!(cqlab_driver::elf::FirmwareImage::load(&path, p, other).is_err(), "{name} on {other:?}");
+                assert!(cqlab_driver::elf::FirmwareImage::load(&path, id, other).is_err(), "{name} on {other:?}");
+            }
+            for role in FirmwareId::ALL.into_iter().filter(|&r| r != id && r.processor() == p) {
+                let err = cqlab_driver::elf::FirmwareImage::load(&path, role, arch).unwrap_err().to_string();
+                assert!(err.contains(&format!("built as the {} firmware", id.name())), "{name} as {role:?}: {err}");
             }
             let bytes = std::fs::read(&path).unwrap();
             let elf = object::File::parse(&*bytes).unwrap_or_else(|e| panic!("{name}: not an object file: {e}"));
@@ -97,7 +101,7 @@ on_both_chips! {
             let id = elf.section_by_name(KERNEL_ID_SECTION).unwrap_or_else(|| panic!("{name}: no id section"));
             let SectionFlags::Elf { sh_flags, .. } = id.flags() else { unreachable!("an ELF section") };
             assert!(!sh_flags.contains(object::elf::SHF_ALLOC), "{name}: its id section is allocated");
-            assert_eq!((id.address(), id.size()), (0, 4 * IMAGE_ID_WORDS as u64), "{name}: id section");
+            assert_eq!((id.address(), id.size()), (0, 4 * KERNEL_ID_WORDS as u64), "{name}: id section");
             let (at, _) = id.file_range().unwrap();
             for seg in elf.segments() {
                 let (off, len) = seg.file_range();
