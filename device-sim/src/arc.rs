@@ -34,7 +34,7 @@ impl Arc {
     pub fn new(layout: &ChipLayout) -> Self {
         let p = layout.params().arc;
         let mut words = BTreeMap::new();
-        words.insert(p.ready.0, p.ready.1);
+        words.insert(p.ready.status, p.ready.up_value());
         let entries = cqlab_abi::soc::telemetry::entries(layout);
         let data_at = TELEMETRY_TABLE + 8 + 4 * entries.len() as u32;
         words.insert(p.telemetry_table_ptr, TELEMETRY_TABLE);
@@ -119,8 +119,8 @@ mod tests {
         assert_eq!(t[&tag::HARVESTING_STATE], 1 << 1 | 1 << 6);
         assert_eq!((t[&tag::AICLK], t[&tag::NOC_TRANSLATION]), (1000, 1));
         let mut ready = [0; 4];
-        arc.read(p.ready.0, &mut ready).unwrap();
-        assert_eq!(u32::from_le_bytes(ready), p.ready.1);
+        arc.read(p.ready.status, &mut ready).unwrap();
+        assert_eq!(u32::from_le_bytes(ready), p.ready.up_value());
         assert!(arc.read(0x8003_0100, &mut ready).unwrap_err().contains("0x80030100"));
 
         let l = ChipLayout::for_board(Board::BlackholeP100a).unwrap();

@@ -499,7 +499,7 @@ fn a_host_finds_arc_ready_and_reads_the_telemetry_through_bar0() {
             }
             u32::from_le_bytes(b)
         };
-        assert_eq!(read(&mut chip, arc.ready.0), arc.ready.1, "{board}: ARC is up");
+        assert_eq!(read(&mut chip, arc.ready.status), arc.ready.up_value(), "{board}: ARC is up");
         let (table, data) = (read(&mut chip, arc.telemetry_table_ptr), read(&mut chip, arc.telemetry_data_ptr));
         let entries = read(&mut chip, table + 4);
         let mut board_id = 0u64;

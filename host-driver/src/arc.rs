@@ -10,7 +10,7 @@
 //! untranslated row), where ARC addresses are NOC addresses.
 
 use crate::error::{DriverError, Result};
-use cqlab_abi::arch::arc::APB_BASE;
+use cqlab_abi::arch::arc::{ArcState, APB_BASE};
 use cqlab_abi::arch::{Arch, ArchParams};
 use cqlab_abi::noc::NocAddr;
 use cqlab_abi::soc::{telemetry, Board, Harvesting, SocDescriptor};
@@ -66,14 +66,16 @@ fn bar0_offset(chip: &ArchParams, addr: u32) -> Option<u32> {
 pub fn identify(backend: &mut (impl ArcBus + ?Sized)) -> Result<(Board, Harvesting)> {
     let chip = backend.params();
     let p = chip.arc;
-    let ready = read_word(backend, p.ready.0)?;
-    if ready != p.ready.1 {
-        return Err(DriverError::Backend(format!(
-            "{}: ARC is not up (word {:#010x} reads {ready:#x}, expected {:#x})",
-            backend.name(),
-            p.ready.0,
-            p.ready.1
-        )));
+    let status = read_word(backend, p.ready.status)?;
+    match p.ready.judge(status, p.post_code, |addr| read_word(backend, addr))? {
+        ArcState::Up => {}
+        ArcState::NotUp(why) | ArcState::Failed(why) => {
+            return Err(DriverError::Backend(format!(
+                "{}: ARC is not up (status word {:#010x} reads {status:#x}: {why})",
+                backend.name(),
+                p.ready.status,
+            )))
+        }
     }
     let table = read_word(backend, p.telemetry_table_ptr)?;
     let data = read_word(backend, p.telemetry_data_ptr)?;
@@ -105,12 +107,54 @@ mod tests {
     #[test]
     fn wormhole_arc_is_read_through_bar0_and_blackhole_arc_through_a_window() {
         // The ready word: reset unit + 0x74 = 0x8003_0074.
-        assert_eq!(bar0_offset(&WORMHOLE, WORMHOLE.arc.ready.0), Some(0x1FF3_0074));
+        assert_eq!(bar0_offset(&WORMHOLE, WORMHOLE.arc.ready.status), Some(0x1FF3_0074));
         // The telemetry pointers: reset unit + 0x1D0 / + 0x1D4.
         assert_eq!(bar0_offset(&WORMHOLE, 0x8003_01D0), Some(0x1FF3_01D0));
         assert_eq!(bar0_offset(&WORMHOLE, 0x1000_0100), Some(0x1FE8_0100));
         assert_eq!(bar0_offset(&WORMHOLE, 0x2000_0000), None, "outside CSM and APB");
-        assert_eq!(bar0_offset(&BLACKHOLE, BLACKHOLE.arc.ready.0), None);
+        assert_eq!(bar0_offset(&BLACKHOLE, BLACKHOLE.arc.ready.status), None);
         assert_eq!(SocDescriptor::builtin(Arch::Blackhole).arc[0], cqlab_abi::noc::Coord::new(8, 0));
+    }
+
+    /// A Wormhole BAR0 holding one ARC status word and post code.
+    struct Status {
+        status: u32,
+        post_code: u32,
+    }
+
+    impl ArcBus for Status {
+        fn name(&self) -> String {
+            "card".into()
+        }
+        fn params(&self) -> &'static ArchParams {
+            &WORMHOLE
+        }
+        fn read(&mut self, _: NocAddr, _: &mut [u8]) -> Result<()> {
+            unreachable!("Wormhole's ARC is read through BAR0")
+        }
+        fn bar0_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
+            let word = if Some(offset) == bar0_offset(&WORMHOLE, WORMHOLE.arc.ready.status) {
+                self.status
+            } else if Some(offset) == bar0_offset(&WORMHOLE, WORMHOLE.arc.post_code) {
+                self.post_code
+            } else {
+                return Err(DriverError::Backend(format!("BAR0 {offset:#x}: this card holds no telemetry")));
+            };
+            buf.copy_from_slice(&word.to_le_bytes());
+            Ok(())
+        }
+    }
+
+    /// A card whose ARC is not up is refused before its telemetry is read,
+    /// naming the status and what it means; one idle after a message (status
+    /// 0, an idle post code) goes on to the telemetry, as tt-umd does.
+    #[test]
+    fn a_card_whose_arc_is_not_up_is_refused_naming_its_status() {
+        let err = identify(&mut Status { status: 0x60, post_code: 0 }).unwrap_err().to_string();
+        assert!(err.contains("card: ARC is not up (status word 0x80030074 reads 0x60: boot incomplete)"), "{err}");
+        let err = identify(&mut Status { status: 0xDEAD_C0DE, post_code: 0 }).unwrap_err().to_string();
+        assert!(err.contains("watchdog"), "{err}");
+        let err = identify(&mut Status { status: 0, post_code: 0xC0DE_0040 }).unwrap_err().to_string();
+        assert!(err.contains("holds no telemetry"), "up, so the telemetry pointer is read next: {err}");
     }
 }

@@ -777,10 +777,11 @@ fn arc_facts() {
             ("BH SCRATCH_RAM_12", bh.telemetry_data_ptr as u64, 0x8003_0430),
             ("BH noc offset", bh.noc_offset, 0),
             ("BH post code", bh.post_code as u64, 0x8003_0060),
-            ("WH ready word (SCRATCH[5])", wh.ready.0 as u64, 0x8003_0074),
-            ("WH ready value", wh.ready.1 as u64, 1),
-            ("BH ready word (SCRATCH_RAM_2)", bh.ready.0 as u64, 0x8003_0408),
-            ("BH ready value", bh.ready.1 as u64, 5),
+            ("WH ready word (SCRATCH[5])", wh.ready.status as u64, 0x8003_0074),
+            ("WH ready value", wh.ready.up_value() as u64, 1),
+            ("BH ready word (SCRATCH_RAM_2)", bh.ready.status as u64, 0x8003_0408),
+            ("BH ready value", bh.ready.up_value() as u64, 5),
+            ("WH CSM ARC_PCIE_DMA_REQUEST", arc::wormhole_status::PCIE_DMA_REQUEST as u64, 0x1007_84D4),
             (
                 "WH NIU_CFG_0 of ARC's NOC0 NIU in BAR0",
                 (wh.bar0_apb.unwrap() + wh.niu_apb.unwrap()[0] + 0x100) as u64,
@@ -826,6 +827,66 @@ fn arc_facts() {
             ("blackhole_P150.yaml board_id", arc::upi::of_board_id(4_402_341_478_400), 0x40),
         ],
     );
+}
+
+/// ARC's status word read as tt-umd reads it: a card idle after a message
+/// or with higher boot-status bits set is up, not refused; a status that
+/// waiting does not end fails; the post code and the DMA word are read only
+/// where the status alone does not tell.
+#[test]
+fn arc_status_words_read_as_tt_umd_reads_them() {
+    use arc::{wormhole_status as s, ArcState};
+    let (wh, bh) = (WORMHOLE.arc.ready, BLACKHOLE.arc.ready);
+    let judge = |ready: arc::ArcReady, status, post, dma| {
+        let mut asked = Vec::new();
+        let state = ready
+            .judge::<()>(status, WORMHOLE.arc.post_code, |a| {
+                asked.push(a);
+                Ok(if a == s::PCIE_DMA_REQUEST { dma } else { post })
+            })
+            .unwrap();
+        (state, asked)
+    };
+    let post = WORMHOLE.arc.post_code;
+    assert_eq!(judge(wh, 1, 0, 0), (ArcState::Up, vec![]));
+    assert_eq!(judge(wh, 0xFFFF_DEAD, 0, 0), (ArcState::Up, vec![]));
+    assert_eq!(judge(wh, 0, 0xC0DE_0001, 0), (ArcState::Up, vec![post]));
+    assert_eq!(judge(wh, 0, 0xC0DE_0050, 0), (ArcState::Up, vec![post]));
+    assert!(matches!(judge(wh, 0, 0xC0DE_0080, 0).0, ArcState::NotUp(_)));
+    // A message complete (its code in the low half) with DMA idle: up.
+    assert_eq!(judge(wh, 0x0000_0002, 0, 0), (ArcState::Up, vec![s::PCIE_DMA_REQUEST]));
+    assert!(matches!(judge(wh, 0x0000_0002, 0, 1).0, ArcState::NotUp(_)));
+    assert!(matches!(judge(wh, 0x0000_AA05, 0, 0).0, ArcState::NotUp(_)));
+    assert!(matches!(judge(wh, 0xAA05_0000, 0, 0).0, ArcState::NotUp(_)));
+    for booting in [0x60, 0x1111_0000, 0x55, 0xAA00] {
+        assert!(matches!(judge(wh, booting, 0, 0), (ArcState::NotUp(_), ref a) if a.is_empty()), "{booting:#x}");
+    }
+    assert!(matches!(judge(wh, 0xFFFF_FFFF, 0, 0).0, ArcState::Failed(_)));
+    assert!(matches!(judge(wh, 0xDEAD_C0DE, 0, 0).0, ArcState::Failed(_)));
+    // Blackhole: the low three bits only.
+    assert_eq!(judge(bh, 5, 0, 0), (ArcState::Up, vec![]));
+    assert_eq!(judge(bh, 0x0100_0005, 0, 0), (ArcState::Up, vec![]));
+    assert!(matches!(judge(bh, 4, 0, 0).0, ArcState::NotUp(_)));
+}
+
+/// Every UPI tt-umd maps to a P100 or P150 names the board cqlab models
+/// for it (tt-umd `cluster_descriptor_types.hpp` board_upi_map).
+#[test]
+fn other_blackhole_upis_name_the_modelled_boards() {
+    use cqlab_abi::soc::Board;
+    let id = |upi: u64| upi << 36 | 1;
+    for (upi, board) in [
+        (0x36, Some(Board::BlackholeP100a)),
+        (0x43, Some(Board::BlackholeP100a)),
+        (0x40, Some(Board::BlackholeP150a)),
+        (0x41, Some(Board::BlackholeP150a)),
+        (0x42, Some(Board::BlackholeP150a)),
+        (0x18, Some(Board::WormholeN150)),
+        (0x14, Some(Board::WormholeN300)),
+        (0x44, None),
+    ] {
+        assert_eq!(Board::from_board_id(id(upi)), board, "UPI {upi:#x}");
+    }
 }
 
 #[test]

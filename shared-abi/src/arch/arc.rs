@@ -25,8 +25,8 @@ pub struct ArcParams {
     /// BAR0 offset of the ARC APB window (ARC address 0x8000_0000), where the
     /// host can use it.
     pub bar0_apb: Option<u32>,
-    /// The word a host polls until ARC is up, and the value that says so.
-    pub ready: (u32, u32),
+    /// How the host tells that ARC is up.
+    pub ready: ArcReady,
     /// APB offsets (from [`APB_BASE`]) of the ARC tile's NOC0 and NOC1 NIU
     /// register blocks, where a host reads them (Wormhole: its hang probe and
     /// the NOC translation flag).
@@ -57,10 +57,10 @@ pub const WORMHOLE: ArcParams = ArcParams {
     telemetry_data_ptr: 0x8003_01D4,
     // ARC_APB_BAR0_XBAR_OFFSET_START 0x1FF00000.
     bar0_apb: Some(0x1FF0_0000),
-    // Reset unit + 0x74, SCRATCH[5] (ARC_RESET_SCRATCH_STATUS_OFFSET): 1 once
-    // ARC is up (tt-umd `device/tt_device/wormhole_tt_device.cpp`
-    // wait_arc_core_start; tt-isa `WormholeB0/ARCTile/ResetUnit.md`).
-    ready: (0x8003_0074, 1),
+    // Reset unit + 0x74, SCRATCH[5] (ARC_RESET_SCRATCH_STATUS_OFFSET; tt-umd
+    // `device/tt_device/wormhole_tt_device.cpp` wait_arc_core_start; tt-isa
+    // `WormholeB0/ARCTile/ResetUnit.md`), read as tt-umd reads it.
+    ready: ArcReady { status: 0x8003_0074, rule: ReadyRule::WormholeStatus },
     // APB 0x50000 / 0x58000: ARC's NOC0 and NOC1 NIU registers (tt-isa
     // `WormholeB0/ARCTile/README.md`; tt-umd `wormhole_implementation.hpp`
     // NIU_CFG_NOC0_BAR_ARC_ADDR = BAR0 0x1FF50100 for NIU_CFG_0, read by
@@ -94,14 +94,136 @@ pub const BLACKHOLE: ArcParams = ArcParams {
     bar0_apb: Some(0x1FF0_0000),
     // SCRATCH_RAM_2 = reset unit + 0x408: the boot status, whose low three
     // bits read 5 once ARC is ready for messages (tt-umd
-    // `BlackholeTTDevice::wait_arc_core_start`; tt-kmd `blackhole.c`).
-    ready: (0x8003_0408, 5),
+    // `BlackholeTTDevice::wait_arc_core_start`: `(status & 0x7) == 0x5`;
+    // tt-kmd `blackhole.c`). The higher bits are not looked at.
+    ready: ArcReady { status: 0x8003_0408, rule: ReadyRule::LowBits { mask: 0x7, value: 5 } },
     // The host reads Blackhole's NOC translation flag from the PCIe tile's
     // NIU instead (tt-umd `blackhole_implementation.hpp`
     // NIU_CFG_NOC0_BAR_PCIE_ADDR).
     niu_apb: None,
     csm: None,
 };
+
+/// The word a host reads to tell whether ARC is up, and how it reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArcReady {
+    /// ARC address of the status word.
+    pub status: u32,
+    pub rule: ReadyRule,
+}
+
+/// How a chip's ARC status word says ARC is up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadyRule {
+    /// Up when `status & mask == value` (Blackhole).
+    LowBits { mask: u32, value: u32 },
+    /// Wormhole's status codes, as tt-umd `WormholeTTDevice::wait_arc_core_start`
+    /// reads them (its constants; see [`ArcReady::judge`]).
+    WormholeStatus,
+}
+
+/// What ARC's status word says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArcState {
+    Up,
+    /// Not up yet, or busy: what the word says.
+    NotUp(&'static str),
+    /// A state that waiting does not end (tt-umd throws on it).
+    Failed(&'static str),
+}
+
+/// Wormhole's status and post codes (tt-umd `wormhole_tt_device.cpp`
+/// wait_arc_core_start, `wormhole_implementation.hpp`
+/// ARC_CSM_ARC_PCIE_DMA_REQUEST).
+pub mod wormhole_status {
+    pub const NO_ACCESS: u32 = 0xFFFF_FFFF;
+    pub const WATCHDOG_TRIGGERED: u32 = 0xDEAD_C0DE;
+    pub const BOOT_INCOMPLETE_1: u32 = 0x0000_0060;
+    pub const BOOT_INCOMPLETE_2: u32 = 0x1111_0000;
+    pub const ASLEEP_2: u32 = 0x55;
+    pub const INIT_DONE_1: u32 = 0x0000_0001;
+    pub const INIT_DONE_2: u32 = 0xFFFF_DEAD;
+    /// Status 0: the post code tells.
+    pub const OLD_POST_CODE: u32 = 0;
+    pub const MESSAGE_QUEUED_MASK: u32 = 0xFFFF_FF00;
+    /// Also `STATUS_ASLEEP_1`.
+    pub const MESSAGE_QUEUED_VAL: u32 = 0x0000_AA00;
+    pub const HANDLING_MESSAGE_MASK: u32 = 0xFF00_FFFF;
+    pub const HANDLING_MESSAGE_VAL: u32 = 0xAA00_0000;
+    pub const MESSAGE_COMPLETE_MASK: u32 = 0x0000_FFFF;
+    pub const MESSAGE_COMPLETE_MIN: u32 = 0x0000_0001;
+    pub const POST_CODE_INIT_DONE: u32 = 0xC0DE_0001;
+    pub const POST_CODE_MSG_HANDLE_DONE: u32 = 0xC0DE_003F;
+    pub const POST_CODE_TIME_LAST: u32 = 0xC0DE_007F;
+    /// CSM offset 0x784D4 at CSM's ARC address 0x1000_0000: nonzero while ARC
+    /// has a PCIe DMA request pending.
+    pub const PCIE_DMA_REQUEST: u32 = 0x1000_0000 + 0x784D4;
+}
+
+impl ArcReady {
+    /// A status word that reads as up: what a simulator's ARC holds.
+    pub const fn up_value(&self) -> u32 {
+        match self.rule {
+            ReadyRule::LowBits { value, .. } => value,
+            ReadyRule::WormholeStatus => wormhole_status::INIT_DONE_1,
+        }
+    }
+
+    /// What `status` (the word at [`ArcReady::status`]) says, reading the
+    /// post code ([`ArcParams::post_code`]) or other words at ARC addresses
+    /// through `read` only where the status alone does not tell.
+    ///
+    /// Wormhole, as tt-umd: all ones or the watchdog code fail; init done
+    /// (1, 0xFFFFDEAD) is up; status 0 is up when the post code is idle
+    /// (init done, or a message handled); a message queued or being handled
+    /// is not up yet; a message complete is up once no PCIe DMA request is
+    /// pending. Unlike tt-umd, the two boot-incomplete codes and "asleep"
+    /// (0x55) read not up: tt-umd's last test counts 0x60 and 0x55 as a
+    /// message complete, and telemetry read from a booting ARC is not yet
+    /// there to trust.
+    pub fn judge<E>(
+        &self,
+        status: u32,
+        post_code: u32,
+        mut read: impl FnMut(u32) -> Result<u32, E>,
+    ) -> Result<ArcState, E> {
+        use wormhole_status as s;
+        let ReadyRule::LowBits { mask, value } = self.rule else {
+            return Ok(match status {
+                s::NO_ACCESS => ArcState::Failed("reads all ones: the card is not reachable"),
+                s::WATCHDOG_TRIGGERED => ArcState::Failed("ARC's watchdog fired"),
+                s::INIT_DONE_1 | s::INIT_DONE_2 => ArcState::Up,
+                s::OLD_POST_CODE => {
+                    let code = read(post_code)?;
+                    let idle = code == s::POST_CODE_INIT_DONE
+                        || (s::POST_CODE_MSG_HANDLE_DONE..=s::POST_CODE_TIME_LAST).contains(&code);
+                    if idle {
+                        ArcState::Up
+                    } else {
+                        ArcState::NotUp("status 0 and a post code that is not idle")
+                    }
+                }
+                s::BOOT_INCOMPLETE_1 | s::BOOT_INCOMPLETE_2 => ArcState::NotUp("boot incomplete"),
+                s::ASLEEP_2 => ArcState::NotUp("asleep"),
+                _ if status & s::MESSAGE_QUEUED_MASK == s::MESSAGE_QUEUED_VAL => {
+                    ArcState::NotUp("a message queued (or asleep)")
+                }
+                _ if status & s::HANDLING_MESSAGE_MASK == s::HANDLING_MESSAGE_VAL => {
+                    ArcState::NotUp("handling a message")
+                }
+                _ if status & s::MESSAGE_COMPLETE_MASK > s::MESSAGE_COMPLETE_MIN => {
+                    if read(s::PCIE_DMA_REQUEST)? == 0 {
+                        ArcState::Up
+                    } else {
+                        ArcState::NotUp("a message complete, with a PCIe DMA request pending")
+                    }
+                }
+                _ => ArcState::NotUp("an unknown status"),
+            });
+        };
+        Ok(if status & mask == value { ArcState::Up } else { ArcState::NotUp("boot status not ready") })
+    }
+}
 
 /// Telemetry tags (tt-umd `device/api/umd/device/types/telemetry.hpp`
 /// TelemetryTag; the same table on both chips).
@@ -133,6 +255,10 @@ pub mod upi {
     pub const N300: u32 = 0x14;
     pub const P100A: u32 = 0x43;
     pub const P150A: u32 = 0x40;
+    /// The other UPIs tt-umd maps to the same board types (P100: 0x36; P150:
+    /// 0x41, 0x42), which cqlab identifies as the boards it models.
+    pub const P100_OTHERS: [u32; 1] = [0x36];
+    pub const P150_OTHERS: [u32; 2] = [0x41, 0x42];
 
     /// The UPI of a 64-bit board id (`BOARD_ID_HIGH << 32 | BOARD_ID_LOW`).
     pub const fn of_board_id(board_id: u64) -> u32 {

@@ -58,10 +58,21 @@ impl Board {
         }
     }
 
-    /// The board a board id names, if cqlab models it.
+    /// The board a board id names, if cqlab models it: by its UPI, or one
+    /// tt-umd maps to the same board type (`arc::upi::P100_OTHERS`,
+    /// `P150_OTHERS`).
     pub fn from_board_id(board_id: u64) -> Option<Board> {
         let upi = arc::upi::of_board_id(board_id);
-        Board::ALL.into_iter().find(|b| b.upi() == upi)
+        if let Some(b) = Board::ALL.into_iter().find(|b| b.upi() == upi) {
+            return Some(b);
+        }
+        if arc::upi::P100_OTHERS.contains(&upi) {
+            Some(Board::BlackholeP100a)
+        } else if arc::upi::P150_OTHERS.contains(&upi) {
+            Some(Board::BlackholeP150a)
+        } else {
+            None
+        }
     }
 
     /// NOC0 coordinates of the PCIe tile the host is attached through.
