@@ -34,7 +34,16 @@ pub enum TelemetryError {
     UnknownBoard { board_id: u64, upi: u32 },
     #[error("ARC telemetry names a {board}, but the device is a {arch} chip")]
     WrongArch { board: Board, arch: Arch },
+    #[error(
+        "ARC telemetry PCIE_USAGE {usage:#x}: the card is not a PCIe endpoint through PCIe 0 (NOC0 2-0), the only \
+         PCIe tile cqlab models on Blackhole (PCIe 1, 11-0, is not built yet)"
+    )]
+    PcieTile { usage: u32 },
 }
+
+/// A `PCIE_USAGE` field (two bits a PCIe tile) of a tile the host is
+/// attached through (tt-umd `blackhole_tt_device.cpp` pcie_usage_endpoint).
+const PCIE_ENDPOINT: u32 = 1;
 
 /// The board and harvesting entries of a chip laid out as `layout`, as
 /// (tag, value), plus AICLK (MHz) and the NOC translation flag (1: on).
@@ -67,7 +76,7 @@ pub fn entries(layout: &ChipLayout) -> Vec<(u16, u32)> {
             let pcies = &layout.descriptor().pcie;
             let usage = pcies.iter().enumerate().fold(0, |m, (i, c)| {
                 let used = layout.tile(*c).is_some_and(|t| t.kind == TileKind::Pcie);
-                m | (used as u32) << (2 * i)
+                m | if used { PCIE_ENDPOINT } else { 0 } << (2 * i)
             });
             t.push((tag::PCIE_USAGE, usage));
         }
@@ -107,6 +116,14 @@ pub fn identify(arch: Arch, value: impl Fn(u16) -> Option<u32>) -> Result<(Board
             } else {
                 EthHarvest::Channels((0..desc.eth.len()).filter(|&c| !set(eth_on, c)).map(|c| c as u8).collect())
             };
+            // tt-umd `BlackholeTTDevice` (chip info): a field of 1 is an
+            // endpoint; a table without the tag names none (as tt-umd, which
+            // then harvests neither).
+            if let Some(usage) = value(tag::PCIE_USAGE) {
+                if usage & 0x3 != PCIE_ENDPOINT {
+                    return Err(TelemetryError::PcieTile { usage });
+                }
+            }
             Harvesting::cols(&cols).with_dram(&dram).with_eth(eth)
         }
     };
@@ -131,6 +148,21 @@ mod tests {
             let t: BTreeMap<u16, u32> = entries(&layout).into_iter().collect();
             assert_eq!(identify(board.arch(), |tag| t.get(&tag).copied()), Ok((board, h)), "{board}");
         }
+    }
+
+    /// A Blackhole card attached through PCIe 1 is refused naming why, not
+    /// driven with host memory addressed through the wrong tile.
+    #[test]
+    fn a_blackhole_on_pcie_1_is_refused() {
+        let layout = ChipLayout::for_board(Board::BlackholeP150a).unwrap();
+        let mut t: BTreeMap<u16, u32> = entries(&layout).into_iter().collect();
+        assert_eq!(t[&tag::PCIE_USAGE], 0b0001);
+        t.insert(tag::PCIE_USAGE, 0b0100);
+        let e = identify(Arch::Blackhole, |tag| t.get(&tag).copied()).unwrap_err();
+        assert_eq!(e, TelemetryError::PcieTile { usage: 0b0100 });
+        assert!(std::format!("{e}").contains("PCIe 1, 11-0, is not built yet"), "{e}");
+        t.remove(&tag::PCIE_USAGE);
+        assert!(identify(Arch::Blackhole, |tag| t.get(&tag).copied()).is_ok(), "no tag: as tt-umd, no harvesting");
     }
 
     #[test]
