@@ -7,7 +7,7 @@ use crate::places::Dram;
 use crate::platform::Platform;
 use crate::report::{fail, wait_until, waypoint};
 use crate::ring::{readable, split_at_wrap, RingGeometry};
-use crate::{device_error, read_header};
+use crate::{device_error, read_header, CHIP};
 use cqlab_abi::completion::{record_size, CompletionHeader, CompletionKind};
 use cqlab_abi::decode::DispatchHeader;
 use cqlab_abi::dispatch::{PackedFlags, WaitFlags, WriteHostFlags, MAX_PACKED_DESTS};
@@ -214,6 +214,13 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                 if cmd.count <= self.launches {
                     self.wait_launch_done(self.launches.wrapping_add(1).wrapping_sub(cmd.count));
                 }
+            }
+            DispatchHeader::Wait(cmd)
+                if WaitFlags::from_bits_retain(cmd.flags).contains(WaitFlags::WAIT_MEMORY)
+                    && cmd.addr >= CHIP.l1_size =>
+            {
+                // A word past L1 (the decoder knows no chip's size).
+                fail(self.p, DeviceError::BadSize, addr, cmd.addr, self.read as u32, self.filled())
             }
             DispatchHeader::Wait(cmd) => self.wait(cmd.flags, cmd.addr, cmd.count),
             DispatchHeader::Go(cmd) => {

@@ -34,8 +34,9 @@ fn l1_word(addr: u32) -> VolatilePtr<'static, u32, ReadWrite> {
     debug_assert!(addr % 4 == 0 && addr < CHIP.l1_size);
     // SAFETY: every 4-aligned address below the L1 size is mapped L1 on every
     // Tensix tile, for the firmware's whole life (hence 'static), and never
-    // null in use (callers address mailboxes and buffer regions, never
-    // address 0's reset jump).
+    // null in use: callers address mailboxes and buffer regions, never
+    // address 0's reset jump; the one address a host gives (a WAIT on
+    // memory) is refused at 0 by the decoder and past L1 by the dispatcher.
     unsafe { VolatilePtr::new(NonNull::new_unchecked(addr as usize as *mut u32)) }
 }
 
@@ -52,9 +53,10 @@ fn l1_byte(addr: u32) -> VolatilePtr<'static, u8, ReadWrite> {
 /// The register at `addr` (an `arch` constant), with access kind `A`.
 #[inline(always)]
 fn reg<A: Access>(access: A, addr: u32) -> VolatilePtr<'static, u32, A> {
-    // SAFETY: `addr` is a register of this tile's NIU or debug block
-    // (`arch::address_map`), mapped for the firmware's whole life; an access
-    // has no effect beyond those the chip documents for that register.
+    // SAFETY: `addr` is a register of this tile's NIU or debug block, or a
+    // Tensix configuration word (`arch::address_map`; `arch::tensix`),
+    // mapped for the firmware's whole life; an access has no effect beyond
+    // those the chip documents for that register.
     unsafe { VolatilePtr::new_restricted(access, NonNull::new_unchecked(addr as usize as *mut u32)) }
 }
 
@@ -338,6 +340,9 @@ pub fn call_kernel(entry: u32, ctx: &cqlab_abi::program::KernelCtx) {
     // SAFETY: `entry` comes from a launch message the host built: the first
     // byte of a kernel text slot holding an image it loaded and relocated
     // for that slot, whose entry (`kernel!`) has exactly this signature.
+    // The firmware cannot check more: the host loads the kernel's code
+    // itself, so a host that lies about the entry could as well load any
+    // code at a true one.
     let kernel: extern "C" fn(&cqlab_abi::program::KernelCtx) =
         unsafe { core::mem::transmute::<usize, _>(entry as usize) };
     kernel(ctx)

@@ -405,9 +405,19 @@ impl Runner {
             self.published[i][0] = tensix::SOFT_RESET_ALL;
         }
         self.chip.land_posted_writes();
-        let _ = self.chip.run_until(|c| c.in_flight() == 0, 10_000_000);
+        // Bounded: what is left is said (a reset that returns with traffic
+        // still landing would otherwise look clean).
+        if self.chip.run_until(|c| c.in_flight() == 0, QUIESCE_BUDGET_CYCLES).is_err() {
+            eprintln!(
+                "cqlab sim ttkmd: reset: {} NOC transactions still in flight after {QUIESCE_BUDGET_CYCLES} cycles",
+                self.chip.in_flight()
+            );
+        }
     }
 }
+
+/// Device cycles a reset waits for the NOC to drain.
+const QUIESCE_BUDGET_CYCLES: u64 = 10_000_000;
 
 #[cfg(test)]
 mod tests {

@@ -348,7 +348,9 @@ impl DispatchHeader {
                 if ctr && cmd.addr >= semaphore::COUNT {
                     return Err(bad("WAIT semaphore index", cmd.addr as u64));
                 }
-                if mem && cmd.addr % 4 != 0 {
+                // Address 0 (the reset jump) is no word to wait on; the
+                // dispatcher also refuses one past its chip's L1.
+                if mem && (cmd.addr % 4 != 0 || cmd.addr == 0) {
                     return Err(bad("WAIT address", cmd.addr as u64));
                 }
                 Self::Wait(cmd)

@@ -83,7 +83,8 @@ fn disp() -> impl Strategy<Value = Disp> {
         (1u32..1000, 0u32..16).prop_map(|(id, cq)| Disp::Event { id, cq }),
         (wait_flags(), 0u32..16, any::<u32>()).prop_map(|(flags, a, count)| Disp::Wait {
             flags,
-            addr: if flags & WaitFlags::WAIT_MEMORY.bits() != 0 { a * 4 } else { a },
+            // A word to wait on is never address 0 (the reset jump).
+            addr: if flags & WaitFlags::WAIT_MEMORY.bits() != 0 { (a + 1) * 4 } else { a },
             count
         }),
         (any::<u32>(), noc_addr()).prop_map(|(signal, dst)| Disp::Go { signal, dst }),
@@ -383,6 +384,8 @@ fn encoder_rejects_invalid_commands() {
     assert!(matches!(enc.relay_inline(true, |_| Ok(())), Err(EncodeError::Invalid(_))));
     let bad_wait = WaitFlags::WAIT_MEMORY | WaitFlags::WAIT_COUNTER;
     assert!(matches!(enc.relay_inline(true, |w| w.wait(bad_wait, 0, 1)), Err(EncodeError::Invalid(_))));
+    let at_zero = enc.relay_inline(true, |w| w.wait(WaitFlags::WAIT_MEMORY, 0, 1));
+    assert!(matches!(at_zero, Err(EncodeError::Invalid(_))), "a wait on address 0");
     // A trace head is whole PCIe lines, at most EXEC_BUF_HEAD_MAX bytes.
     assert!(matches!(enc.exec_buf_with_head(0, 64, 1, &[0; 48]), Err(EncodeError::Invalid(_))));
     let too_long = vec![0u8; EXEC_BUF_HEAD_MAX as usize + 64];

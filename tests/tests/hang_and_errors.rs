@@ -2,6 +2,7 @@
 //! on a Wormhole and a Blackhole: cores are named by their translated
 //! coordinates and their role on the chip.
 
+use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::Encoder;
 use cqlab_abi::fetch_queue::{slot_addr, STALL_FLAG};
 use cqlab_abi::mailbox::DeviceError;
@@ -181,6 +182,27 @@ on_both_chips! {
         assert_eq!(record.error(), Some(DeviceError::UnknownCommand), "{record}");
         assert_eq!(&record.bytes[..2], &[0x7f, 0xee], "{record}");
         assert!(dump.cores.iter().any(|c| c.waypoint == waypoint::BAD_CMD));
+    }
+
+    fn a_wait_on_a_word_past_l1_is_reported_not_read(chip) {
+        // helper-61: the dispatcher read any address a WAIT named (address 0
+        // made a null pointer of it). Past L1 it now reports the command.
+        let mut dev = booted(chip, 14, |_| {});
+        let past_l1 = chip.board.arch().params().l1_size;
+        let mut chunk = vec![0u8; 64];
+        let mut enc = Encoder::new(&mut chunk);
+        enc.relay_inline(true, |w| w.wait(WaitFlags::WAIT_MEMORY, past_l1, 1)).unwrap();
+        let len = enc.len();
+        chunk.truncate(len);
+        let mut cq = dev.cq(0).unwrap();
+        cq.enqueue_raw(&chunk, false).unwrap();
+        let err = cq.finish().unwrap_err();
+        let DriverError::Device { core, fault: DeviceFault::BadCommand(record), .. } = &err else {
+            panic!("seed 14: expected a device error record, got {err}")
+        };
+        assert_eq!(*core, dev.chip().dispatcher(0));
+        assert_eq!(record.error(), Some(DeviceError::BadSize), "{record}");
+        assert_eq!(record.value, past_l1, "{record}");
     }
 
     fn zero_size_fetch_entries_are_rejected_on_both_sides(chip) {

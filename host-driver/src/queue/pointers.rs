@@ -21,7 +21,7 @@ impl Queues {
         let fetched = self.header_word(backend, q, FETCH_RD_COUNT)?;
         let completion_wr = self.header_word(backend, q, COMPLETION_WR_PTR)?;
         if self.observer {
-            return Ok(self.observed(backend, cfg, q, issue_rd, fetched, completion_wr));
+            return self.observed(backend, cfg, q, issue_rd, fetched, completion_wr);
         }
         let cq = &self.list[q as usize];
         Ok(QueuePointers {
@@ -40,7 +40,8 @@ impl Queues {
     /// Queue pointers as an observer sees them: the host-side ones derived
     /// from the device (the owner's completion read pointer and last event
     /// from the dispatcher's mailboxes, pending fetch entries from the
-    /// prefetcher's fetch queue, running kernels from worker waypoints).
+    /// prefetcher's fetch queue, running kernels from worker waypoints). A
+    /// read that fails is the error, not a pointer of 0 (an empty queue).
     fn observed(
         &self,
         backend: &mut dyn Backend,
@@ -49,16 +50,16 @@ impl Queues {
         issue_rd: u32,
         fetched: u32,
         completion_wr: u32,
-    ) -> QueuePointers {
+    ) -> Result<QueuePointers> {
         let d = self.chip.dispatcher(q);
-        let mut word = |c: Coord, a: u32| backend.read_u32(NocAddr::unicast(c, a as u64)).unwrap_or(0);
-        let completion_rd = word(d, mailbox::COMPLETION_RD_PTR);
-        let last_event_done = word(d, mailbox::last_event(q));
+        let mut word = |c: Coord, a: u32| backend.read_u32(NocAddr::unicast(c, a as u64));
+        let completion_rd = word(d, mailbox::COMPLETION_RD_PTR)?;
+        let last_event_done = word(d, mailbox::last_event(q))?;
         // Each slot: entry, source and split words.
         let slot = fetch_queue::SLOT_SIZE as usize;
         let mut slots = vec![0u8; slot * cfg.fetch_entries as usize];
         let at = NocAddr::unicast(self.chip.prefetcher(q), fetch_queue::slot_addr(0) as u64);
-        let _ = backend.read(at, &mut slots);
+        backend.read(at, &mut slots)?;
         let word = |b: &[u8]| u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
         let split_at = fetch_queue::SPLIT_OFFSET as usize;
         let pending: Vec<(u32, u32)> =
@@ -66,12 +67,11 @@ impl Queues {
         let pending_bytes: u32 =
             pending.iter().filter_map(|&(raw, split)| Some(FetchEntry::from_raw(raw).ok()?.issue_bytes(split))).sum();
         let issue_size = self.list[q as usize].layout.issue_size;
-        let running = self
-            .chip
-            .workers()
-            .filter(|&w| backend.read_u32(NocAddr::unicast(w, mailbox::WAYPOINT as u64)).ok() == Some(waypoint::RUN.0))
-            .count() as u32;
-        QueuePointers {
+        let mut running = 0;
+        for w in self.chip.workers() {
+            running += (backend.read_u32(NocAddr::unicast(w, mailbox::WAYPOINT as u64))? == waypoint::RUN.0) as u32;
+        }
+        Ok(QueuePointers {
             cq: q,
             issue_wr: RingPtr(issue_rd).advance(pending_bytes, issue_size).0,
             issue_rd,
@@ -81,6 +81,6 @@ impl Queues {
             completion_wr,
             workers_outstanding: running,
             last_event_done,
-        }
+        })
     }
 }

@@ -277,10 +277,9 @@ fn capture(dev: &mut Device, programs: &[Program], n: u32) -> Result<(Trace, u32
         }
         match cq.end_trace() {
             Ok(t) => return Ok((t, k)),
-            Err(e) if k > 1 => {
-                let _ = e;
-                k /= 2;
-            }
+            // Only a trace DRAM cannot hold is retried smaller; any other
+            // failure is the run's.
+            Err(DriverError::OutOfRange { what: "DRAM", .. }) if k > 1 => k /= 2,
             Err(e) => return Err(e.into()),
         }
     }
