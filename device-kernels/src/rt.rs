@@ -119,6 +119,8 @@ macro_rules! padded_kernel {
     ($kernel:path, $bytes:expr) => {
         $crate::kernel!($kernel);
 
+        // SAFETY: read-only padding that `linker/kernel.x` keeps at the end
+        // of the image's read-only data; nothing refers to it by address.
         #[used]
         #[unsafe(link_section = ".kernel_pad")]
         static KERNEL_PAD: [u8; $bytes] = [0xA5; $bytes];
