@@ -7,8 +7,9 @@ use crate::places::Dram;
 use crate::platform::Platform;
 use crate::report::{fail, wait_until, waypoint};
 use crate::ring::{readable, split_at_wrap, RingGeometry};
-use crate::{device_error, read_header, CHIP};
-use cqlab_abi::completion::{record_size, CompletionHeader, CompletionKind};
+use crate::{device_error, read_header, CHIP, CMD_HEADER};
+use core::mem::{offset_of, size_of};
+use cqlab_abi::completion::{record_size, CompletionHeader, CompletionKind, EventRecord};
 use cqlab_abi::decode::DispatchHeader;
 use cqlab_abi::dispatch::{PackedFlags, WaitFlags, WriteHostFlags, MAX_PACKED_DESTS};
 use cqlab_abi::mailbox::{CqConfig, DeviceError, COMPLETION_RD_PTR, SCRATCH};
@@ -22,6 +23,11 @@ use cqlab_abi::sysmem::{CqSysmemLayout, COMPLETION_WR_PTR};
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{DLY, PWD, PWW, QRBW, UAPW, WCW};
 use zerocopy::IntoBytes;
+
+/// Bytes of a completion record's header, and of an event's payload (the
+/// command's and the record's).
+const HEADER: u32 = size_of::<CompletionHeader>() as u32;
+const EVENT: u32 = size_of::<EventRecord>() as u32;
 
 pub struct Dispatcher<'p, P: Platform> {
     p: &'p mut P,
@@ -145,7 +151,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     /// Runs dispatch commands until TERMINATE.
     pub fn run(mut self) -> ! {
         loop {
-            self.wait_readable(16);
+            self.wait_readable(CMD_HEADER);
             let addr = self.ring.local(self.read);
             let h = read_header(self.p, addr);
             let header = match DispatchHeader::parse(&h) {
@@ -153,15 +159,15 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                 Err(kind) => fail(self.p, device_error(kind), addr, h[0] as u32, self.read as u32, self.filled()),
             };
             let id = header.id() as u32;
-            let size = 16 + header.payload_len() as u32;
+            let size = CMD_HEADER + header.payload_len() as u32;
             self.trace(TraceKind::CmdStart, id, size);
             self.commands = self.commands.wrapping_add(1);
-            self.consume(16);
+            self.consume(CMD_HEADER);
             self.execute(header, addr);
             // Header-only commands (WAIT, GO, DELAY...) finish pages too: a
             // long run of them must not starve the prefetcher of credits.
             // A command with a payload released pages as it consumed it.
-            if size == 16 {
+            if size == CMD_HEADER {
                 self.release_pages();
             }
             self.trace(TraceKind::CmdEnd, id, size);
@@ -654,26 +660,32 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         self.p.write_words(SCRATCH, header.as_bytes());
         let base = self.sysmem.completion_base();
         let at = wr.offset_bytes();
-        self.p.noc_write(SCRATCH, self.host.offset(base + at as u64), 16);
-        // Payload offsets within the ring: record start + 16, wrapping.
-        let ring_addr = move |off: u32| base + ((at + 16 + off) % size) as u64;
+        self.p.noc_write(SCRATCH, self.host.offset(base + at as u64), HEADER);
+        // Payload offsets within the ring: record start + the header, wrapping.
+        let ring_addr = move |off: u32| base + ((at + HEADER + off) % size) as u64;
         if event {
-            // Stamp the event with the dispatcher's cycle count.
-            self.wait_readable(16);
+            // Stamp the event with the dispatcher's cycle count: the
+            // command's EventRecord, its cycle filled in, goes from SCRATCH
+            // after the header.
+            const ID: u32 = offset_of!(EventRecord, event_id) as u32;
+            const CQ: u32 = offset_of!(EventRecord, cq) as u32;
+            const CYCLE: u32 = offset_of!(EventRecord, cycle) as u32;
+            let ev = SCRATCH + HEADER;
+            self.wait_readable(EVENT);
             let local = self.ring.local(self.read);
             let cycle = self.p.cycle();
-            self.p.write_u32(SCRATCH + 16, self.p.read_u32(local));
-            self.p.write_u32(SCRATCH + 20, self.p.read_u32(local + 4));
-            self.p.write_u32(SCRATCH + 24, cycle as u32);
-            self.p.write_u32(SCRATCH + 28, (cycle >> 32) as u32);
-            self.p.noc_write(SCRATCH + 16, self.host.offset(ring_addr(0)), 16);
-            self.trace(TraceKind::Event, self.p.read_u32(local), self.cfg.cq_id);
-            self.consume(16);
+            self.p.write_u32(ev + ID, self.p.read_u32(local + ID));
+            self.p.write_u32(ev + CQ, self.p.read_u32(local + CQ));
+            self.p.write_u32(ev + CYCLE, cycle as u32);
+            self.p.write_u32(ev + CYCLE + 4, (cycle >> 32) as u32);
+            self.p.noc_write(ev, self.host.offset(ring_addr(0)), EVENT);
+            self.trace(TraceKind::Event, self.p.read_u32(local + ID), self.cfg.cq_id);
+            self.consume(EVENT);
             self.release_pages();
         } else {
             let host = self.host;
             self.stream(len, |p, local, off, n| {
-                let (first, second) = split_at_wrap((at + 16 + off) % size, n, size);
+                let (first, second) = split_at_wrap((at + HEADER + off) % size, n, size);
                 p.noc_write(local, host.offset(ring_addr(off)), first);
                 if second > 0 {
                     p.noc_write(local + first, host.offset(base), second);

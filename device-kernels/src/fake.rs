@@ -12,6 +12,7 @@ use cqlab_abi::arch::Arch;
 use cqlab_abi::mailbox::NOC_MAP;
 use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::noc_map::NocMap;
+use cqlab_abi::ring::PTR_UNIT;
 use cqlab_abi::semaphore;
 use cqlab_abi::soc::{Board, ChipLayout, Placement};
 use std::cell::Cell;
@@ -197,7 +198,7 @@ impl FakeCore {
     /// for each page returned (to `RING_PAGES_FREED` of any core), wrapping
     /// at the ring's end, each time adding to `RING_UNITS_FILLED`.
     pub fn feed(&mut self, stream: Vec<u8>, base: u32, page_size: u32, pages: u32) {
-        assert!(stream.len() % 16 == 0, "a dispatch stream is whole 16-byte units");
+        assert!(stream.len() % PTR_UNIT as usize == 0, "a dispatch stream is whole 16-byte units");
         self.feed = Some(Feed { stream, sent: 0, base, page_size, pages });
         self.feed_pages(pages);
     }
@@ -211,7 +212,7 @@ impl FakeCore {
         let first = n.min(ring - at);
         self.set_l1(base + at as u32, &bytes[..first]);
         self.set_l1(base, &bytes[first..]);
-        let filled = self.semaphore(semaphore::RING_UNITS_FILLED) + (n / 16) as u32;
+        let filled = self.semaphore(semaphore::RING_UNITS_FILLED) + (n / PTR_UNIT as usize) as u32;
         self.set_semaphore(semaphore::RING_UNITS_FILLED, filled);
     }
 
@@ -266,7 +267,7 @@ impl Platform for FakeCore {
         if let (Some(page), semaphore::RING_PAGES_FREED) = (self.peer_frees_pages, index) {
             let peer = Coord::unpack(self.peer);
             let units = self.remote_sems.get(&(peer, semaphore::RING_UNITS_FILLED)).copied().unwrap_or(0);
-            return (units as u64 * 16 / page as u64) as u32;
+            return (units as u64 * PTR_UNIT as u64 / page as u64) as u32;
         }
         self.read_u32(semaphore::addr(index))
     }

@@ -57,11 +57,14 @@ pub const CHIP: &ArchParams = &cqlab_abi::arch::BLACKHOLE;
 pub const CHIP: &ArchParams = &cqlab_abi::arch::WORMHOLE;
 use cqlab_abi::mailbox::DeviceError;
 
+/// [`cqlab_abi::CMD_HEADER_SIZE`] as an L1 offset.
+pub const CMD_HEADER: u32 = cqlab_abi::CMD_HEADER_SIZE as u32;
+
 /// Reads the 16-byte command header at 4-aligned L1 `addr`: four word
 /// loads and four word stores (unrolled: every command of the prefetcher
 /// and the dispatcher pays it).
 #[inline(always)]
-pub fn read_header(mem: &impl memory::Memory, addr: u32) -> [u8; 16] {
+pub fn read_header(mem: &impl memory::Memory, addr: u32) -> [u8; cqlab_abi::CMD_HEADER_SIZE] {
     let w = |i: u32| mem.read_u32(addr + 4 * i).to_le();
     // Little-endian words in memory order are the header's bytes; as a
     // value (not a byte array) the words stay whole, never split into bytes.

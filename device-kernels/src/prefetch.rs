@@ -11,7 +11,7 @@ use crate::platform::Platform;
 use crate::replay::Replay;
 use crate::report::{fail, wait_until, waypoint};
 use crate::ring::{split_at_wrap, RingGeometry};
-use crate::{device_error, read_header};
+use crate::{device_error, read_header, CMD_HEADER};
 use cqlab_abi::arch::noc_cmd::packet_tag::MAX_TRANSACTION_ID;
 use cqlab_abi::decode::PrefetchHeader;
 use cqlab_abi::fetch_queue::{self, FetchEntry};
@@ -22,7 +22,7 @@ use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::prefetch::checksum;
 use cqlab_abi::prefetch::ExecBufFlags;
 use cqlab_abi::prefetch::PagedFlags;
-use cqlab_abi::ring::{wrap_ge, RingPtr};
+use cqlab_abi::ring::{wrap_ge, RingPtr, PTR_UNIT};
 use cqlab_abi::semaphore::{self as sem};
 use cqlab_abi::sysmem::{CqSysmemLayout, FETCH_RD_COUNT, ISSUE_RD_PTR};
 use cqlab_abi::trace::TraceKind;
@@ -396,7 +396,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 Some(r) => {
                     // Commands are 64-byte aligned: a header never straddles
                     // windows (nor the end of the head, a multiple of 64).
-                    self.land(r, off + 16);
+                    self.land(r, off + CMD_HEADER);
                     r.local(off)
                 }
                 None => base + off,
@@ -422,7 +422,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 // its whole NOC time.
                 PrefetchHeader::RelayInline { cmd, .. } => match replay.as_mut() {
                     Some(r) => {
-                        let (mut at, end) = (off + 16, off + 16 + cmd.length);
+                        let (mut at, end) = (off + CMD_HEADER, off + CMD_HEADER + cmd.length);
                         while at < end {
                             let n = r.in_window(at, end - at);
                             self.land(r, at + n);
@@ -437,7 +437,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                         r.read_ahead(self.p, &self.dram);
                         self.signal_sent();
                     }
-                    None => self.relay_local(addr + 16, cmd.length),
+                    None => self.relay_local(addr + CMD_HEADER, cmd.length),
                 },
                 PrefetchHeader::RelayLinear(cmd) => {
                     let padded = cmd.length.next_multiple_of(16);
@@ -505,7 +505,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 PrefetchHeader::Debug(cmd) => {
                     let found = match replay.as_mut() {
                         Some(r) => {
-                            let (mut at, end, mut sum) = (off + 16, off + 16 + cmd.length, 0u32);
+                            let (mut at, end, mut sum) = (off + CMD_HEADER, off + CMD_HEADER + cmd.length, 0u32);
                             while at < end {
                                 // Pieces of whole words: a window holds a multiple of 16 bytes.
                                 let n = r.in_window(at, end - at);
@@ -515,7 +515,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                             }
                             sum
                         }
-                        None => l1_checksum(self.p, addr + 16, cmd.length),
+                        None => l1_checksum(self.p, addr + CMD_HEADER, cmd.length),
                     };
                     if found != cmd.checksum {
                         fail(self.p, DeviceError::BadChecksum, addr, found, off, len);
@@ -598,7 +598,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             self.written += n as u64;
             self.room -= n;
             done += n;
-            self.unflushed_units += n / 16;
+            self.unflushed_units += n / PTR_UNIT;
             if self.posted.len == POSTED {
                 // Rule 2 of `cqlab_sim::noc`: an atomic follows the writes
                 // of its route that had left when it issued.
@@ -606,7 +606,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                 crate::report::wait_sent_until(self.p, oldest);
             }
             self.signal_sent();
-            self.posted.push(n / 16, mark);
+            self.posted.push(n / PTR_UNIT, mark);
         }
     }
 

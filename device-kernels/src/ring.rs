@@ -3,6 +3,8 @@
 //! in practice); the semaphores that carry them across cores are wrapping u32
 //! counters: 16-byte units filled, pages freed.
 
+use cqlab_abi::ring::PTR_UNIT;
+
 /// Ring geometry: `pages` pages of `page_size` bytes at L1 `base`; both powers of two.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RingGeometry {
@@ -67,7 +69,7 @@ impl RingGeometry {
 /// Bytes the reader at `read` may consume, given `filled_units` (wrapping
 /// count of 16-byte units the writer has published).
 pub fn readable(read: u64, filled_units: u32) -> u32 {
-    filled_units.wrapping_sub((read / 16) as u32).wrapping_mul(16)
+    filled_units.wrapping_sub((read / PTR_UNIT as u64) as u32).wrapping_mul(PTR_UNIT)
 }
 
 #[cfg(test)]

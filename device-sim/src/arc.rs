@@ -10,14 +10,19 @@
 //! [`TELEMETRY_TABLE`] (inside Wormhole's CSM, at the same address on
 //! Blackhole), the data array right after.
 
-use cqlab_abi::arch::arc::ArcParams;
+use cqlab_abi::arch::arc::{telemetry_table as table, ArcParams};
 use cqlab_abi::arch::niu::node_id;
 use cqlab_abi::arch::Noc;
 use cqlab_abi::soc::ChipLayout;
 use std::collections::BTreeMap;
 
-/// ARC address of the telemetry table (the simulator's choice, module docs).
-pub const TELEMETRY_TABLE: u32 = 0x1000_0000;
+/// ARC address of the telemetry table (the simulator's choice, module docs):
+/// the start of Wormhole's CSM ([`ArcParams::csm`]), where a host reads it
+/// through BAR0. Blackhole models no CSM; the same address serves there.
+pub const TELEMETRY_TABLE: u32 = match cqlab_abi::arch::arc::WORMHOLE.csm {
+    Some((_, arc)) => arc,
+    None => panic!("Wormhole's ARC has a CSM"),
+};
 /// The table's version word.
 const TABLE_VERSION: u32 = 1;
 
@@ -36,13 +41,13 @@ impl Arc {
         let mut words = BTreeMap::new();
         words.insert(p.ready.status, p.ready.up_value());
         let entries = cqlab_abi::soc::telemetry::entries(layout);
-        let data_at = TELEMETRY_TABLE + 8 + 4 * entries.len() as u32;
+        let data_at = TELEMETRY_TABLE + table::entry_offset(entries.len() as u32);
         words.insert(p.telemetry_table_ptr, TELEMETRY_TABLE);
         words.insert(p.telemetry_data_ptr, data_at);
-        words.insert(TELEMETRY_TABLE, TABLE_VERSION);
-        words.insert(TELEMETRY_TABLE + 4, entries.len() as u32);
+        words.insert(TELEMETRY_TABLE + table::VERSION_OFFSET, TABLE_VERSION);
+        words.insert(TELEMETRY_TABLE + table::COUNT_OFFSET, entries.len() as u32);
         for (i, (t, v)) in entries.iter().enumerate() {
-            words.insert(TELEMETRY_TABLE + 8 + 4 * i as u32, *t as u32 | (i as u32) << 16);
+            words.insert(TELEMETRY_TABLE + table::entry_offset(i as u32), table::entry(*t, i as u16));
             words.insert(data_at + 4 * i as u32, *v);
         }
         // Wormhole: the ARC tile's NIUs, as a host reads them through BAR0.
@@ -102,8 +107,9 @@ mod tests {
             u32::from_le_bytes(b)
         };
         let (table, data) = (word(p.telemetry_table_ptr), word(p.telemetry_data_ptr));
-        let n = word(table + 4);
-        (0..n).map(|i| word(table + 8 + 4 * i)).map(|e| (e as u16, word(data + 4 * (e >> 16)))).collect()
+        let n = word(table + table::COUNT_OFFSET);
+        let entries = (0..n).map(|i| table::split(word(table + table::entry_offset(i))));
+        entries.map(|(t, index)| (t, word(data + 4 * index as u32))).collect()
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::*;
 use crate::asm::*;
 use crate::hart::HaltReason;
 use cqlab_abi::arch::address_map::Region;
-use cqlab_abi::arch::arc::tag;
+use cqlab_abi::arch::arc::{tag, telemetry_table};
 use cqlab_abi::arch::bar::BarRegionKind;
 use cqlab_abi::arch::niu::{node_id, CmdBufReg};
 use cqlab_abi::arch::tlb::{self, TlbConfig};
@@ -501,13 +501,13 @@ fn a_host_finds_arc_ready_and_reads_the_telemetry_through_bar0() {
         };
         assert_eq!(read(&mut chip, arc.ready.status), arc.ready.up_value(), "{board}: ARC is up");
         let (table, data) = (read(&mut chip, arc.telemetry_table_ptr), read(&mut chip, arc.telemetry_data_ptr));
-        let entries = read(&mut chip, table + 4);
+        let entries = read(&mut chip, table + telemetry_table::COUNT_OFFSET);
         let mut board_id = 0u64;
         let mut translation = None;
         for i in 0..entries {
-            let e = read(&mut chip, table + 8 + 4 * i);
-            let v = read(&mut chip, data + 4 * (e >> 16));
-            match e as u16 {
+            let (t, index) = telemetry_table::split(read(&mut chip, table + telemetry_table::entry_offset(i)));
+            let v = read(&mut chip, data + 4 * index as u32);
+            match t {
                 tag::BOARD_ID_HIGH => board_id |= (v as u64) << 32,
                 tag::BOARD_ID_LOW => board_id |= v as u64,
                 tag::NOC_TRANSLATION => translation = Some(v),

@@ -40,7 +40,7 @@ use crate::storage::SharedRegion;
 
 /// Per-tile stride of `l1`: a 2 MiB TLB window (both chips have them) holds
 /// either chip's L1.
-pub const WINDOW_SIZE: u64 = 2 << 20;
+pub const WINDOW_SIZE: u64 = 1 << cqlab_abi::arch::bar::WINDOW_2M_LOG2;
 /// Per-tile stride of `regs`: the debug-register page.
 pub const REGS_PAGE: u64 = 0x1000;
 /// Local address of a tile's debug-register page (what `regs` mirrors).

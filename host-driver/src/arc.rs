@@ -10,7 +10,7 @@
 //! untranslated row), where ARC addresses are NOC addresses.
 
 use crate::error::{DriverError, Result};
-use cqlab_abi::arch::arc::{ArcState, APB_BASE};
+use cqlab_abi::arch::arc::{telemetry_table, ArcState, APB_BASE};
 use cqlab_abi::arch::{Arch, ArchParams};
 use cqlab_abi::noc::NocAddr;
 use cqlab_abi::soc::{telemetry, Board, Harvesting, SocDescriptor};
@@ -79,7 +79,7 @@ pub fn identify(backend: &mut (impl ArcBus + ?Sized)) -> Result<(Board, Harvesti
     }
     let table = read_word(backend, p.telemetry_table_ptr)?;
     let data = read_word(backend, p.telemetry_data_ptr)?;
-    let count = read_word(backend, table.wrapping_add(4))?;
+    let count = read_word(backend, table.wrapping_add(telemetry_table::COUNT_OFFSET))?;
     if count > MAX_ENTRIES {
         return Err(DriverError::Backend(format!(
             "{}: ARC telemetry table at {table:#010x} announces {count} entries (at most {MAX_ENTRIES})",
@@ -88,9 +88,10 @@ pub fn identify(backend: &mut (impl ArcBus + ?Sized)) -> Result<(Board, Harvesti
     }
     let mut values = BTreeMap::new();
     for i in 0..count {
-        let entry = read_word(backend, table.wrapping_add(8 + 4 * i))?;
-        let value = read_word(backend, data.wrapping_add(4 * (entry >> 16)))?;
-        values.insert(entry as u16, value);
+        let entry = read_word(backend, table.wrapping_add(telemetry_table::entry_offset(i)))?;
+        let (tag, index) = telemetry_table::split(entry);
+        let value = read_word(backend, data.wrapping_add(4 * u32::from(index)))?;
+        values.insert(tag, value);
     }
     telemetry::identify(chip.arch, |tag| values.get(&tag).copied())
         .map_err(|e| DriverError::Backend(format!("{}: {e}", backend.name())))

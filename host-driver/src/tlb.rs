@@ -21,7 +21,7 @@ use zerocopy::IntoBytes;
 
 /// log2 of the window size the driver uses (2 MiB: one window covers a
 /// Tensix L1 of either chip).
-pub const WINDOW_LOG2: u32 = 21;
+pub const WINDOW_LOG2: u32 = cqlab_abi::arch::bar::WINDOW_2M_LOG2;
 /// Bytes of one window.
 pub const WINDOW_SIZE: u64 = 1 << WINDOW_LOG2;
 /// Windows the driver keeps configured at once (a CQ's prefetcher and

@@ -5,6 +5,7 @@
 //! device id) and the three 64-bit BARs at 0x10, 0x18, 0x20.
 
 use crate::error::ApiError;
+use cqlab_abi::arch::bar::config_space::{bar as bar_reg, IDS};
 use cqlab_abi::arch::bar::{BarLayout, PCI_VENDOR_ID};
 
 /// Where the BARs are in the simulated host's physical address space (the
@@ -27,6 +28,13 @@ pub const SIZE: u32 = 0x1000;
 
 /// The 32-bit register at `offset` of `bdf`'s configuration space.
 pub fn read(bar: &BarLayout, bdf: u32, offset: u32) -> Result<u32, ApiError> {
+    // The 64-bit BARs 0, 2 and 4: low half in register n, high in n + 1.
+    const BAR0_LO: u32 = bar_reg(0);
+    const BAR0_HI: u32 = bar_reg(1);
+    const BAR2_LO: u32 = bar_reg(2);
+    const BAR2_HI: u32 = bar_reg(3);
+    const BAR4_LO: u32 = bar_reg(4);
+    const BAR4_HI: u32 = bar_reg(5);
     if bdf != 0 {
         return Ok(u32::MAX);
     }
@@ -36,15 +44,15 @@ pub fn read(bar: &BarLayout, bdf: u32, offset: u32) -> Result<u32, ApiError> {
     let lo = |base: u64, attrs: u32| (base as u32) | attrs;
     let hi = |base: u64| (base >> 32) as u32;
     Ok(match offset {
-        0x00 => (bar.pci_device_id as u32) << 16 | PCI_VENDOR_ID as u32,
+        IDS => (bar.pci_device_id as u32) << 16 | PCI_VENDOR_ID as u32,
         0x04 => COMMAND,
         0x08 => CLASS,
-        0x10 => lo(BAR0_BASE, MEM64 | PREFETCHABLE),
-        0x14 => hi(BAR0_BASE),
-        0x18 => lo(BAR2_BASE, MEM64),
-        0x1C => hi(BAR2_BASE),
-        0x20 => lo(BAR4_BASE, MEM64 | PREFETCHABLE),
-        0x24 => hi(BAR4_BASE),
+        BAR0_LO => lo(BAR0_BASE, MEM64 | PREFETCHABLE),
+        BAR0_HI => hi(BAR0_BASE),
+        BAR2_LO => lo(BAR2_BASE, MEM64),
+        BAR2_HI => hi(BAR2_BASE),
+        BAR4_LO => lo(BAR4_BASE, MEM64 | PREFETCHABLE),
+        BAR4_HI => hi(BAR4_BASE),
         0x2C => PCI_VENDOR_ID as u32,
         // Registers cqlab does not model read as zero, as reserved ones do.
         _ => 0,
@@ -54,15 +62,18 @@ pub fn read(bar: &BarLayout, bdf: u32, offset: u32) -> Result<u32, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cqlab_abi::arch::bar::config_space::BAR_FLAGS;
     use cqlab_abi::arch::bar::{BLACKHOLE, WORMHOLE};
 
     #[test]
     fn ids_and_bars_as_tt_umd_reads_them() {
         assert_eq!(read(&WORMHOLE, 0, 0).unwrap(), 0x401E_1E52);
         assert_eq!(read(&BLACKHOLE, 0, 0).unwrap(), 0xB140_1E52);
-        let bar =
-            |lo, hi| (read(&WORMHOLE, 0, hi).unwrap() as u64) << 32 | (read(&WORMHOLE, 0, lo).unwrap() & !15) as u64;
-        assert_eq!((bar(0x10, 0x14), bar(0x18, 0x1C), bar(0x20, 0x24)), (BAR0_BASE, BAR2_BASE, BAR4_BASE));
+        let bar = |n| {
+            let (lo, hi) = (read(&WORMHOLE, 0, bar_reg(n)).unwrap(), read(&WORMHOLE, 0, bar_reg(n + 1)).unwrap());
+            (hi as u64) << 32 | (lo & !BAR_FLAGS) as u64
+        };
+        assert_eq!((bar(0), bar(2), bar(4)), (BAR0_BASE, BAR2_BASE, BAR4_BASE));
         assert_eq!(read(&WORMHOLE, 8, 0).unwrap(), u32::MAX, "an empty slot");
         assert!(read(&WORMHOLE, 0, 2).is_err());
         assert!(read(&WORMHOLE, 0, 0x1000).is_err());

@@ -19,6 +19,7 @@ use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::prefetch::PagedFlags;
 use cqlab_abi::semaphore;
 use cqlab_abi::size::{self, ChunkSize, DispatchSize};
+use cqlab_abi::PCIE_ALIGNMENT;
 use std::sync::Arc;
 
 /// Largest payload one write puts inline in one chunk.
@@ -242,7 +243,8 @@ impl CommandQueue<'_> {
             return Err(StateError::NotCapturable { what: "reads" }.into());
         }
         let completion = self.host().layout.completion_size;
-        let max_piece = (completion / 2).min(64 * 1024) & !63;
+        // Whole PCIe lines, as completion records are padded.
+        let max_piece = (completion / 2).min(64 * 1024) & !(PCIE_ALIGNMENT as u32 - 1);
         let mut tags = Vec::new();
         let mut done = 0;
         while done < len {

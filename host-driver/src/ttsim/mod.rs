@@ -40,7 +40,7 @@ use crate::error::{DriverError, LibraryProblem, Result};
 use crate::geometry::CoreId;
 use crate::host_clock::{Access, HostClock};
 use crate::tlb::{RegisterWindows, TlbBar, Windows};
-use cqlab_abi::arch::bar::{iatu, PCI_VENDOR_ID};
+use cqlab_abi::arch::bar::{config_space, iatu, PCI_VENDOR_ID};
 use cqlab_abi::arch::tlb::TlbConfig;
 use cqlab_abi::arch::{Arch, ArchParams};
 use cqlab_abi::noc::NocAddr;
@@ -175,11 +175,15 @@ impl TtSim {
             return Err(lib.failed("libttsim_init()".into(), lib.last_error().unwrap_or_default()));
         }
         lib.select_chip0();
-        let ids = lib.config_read32(0);
+        let ids = lib.config_read32(config_space::IDS);
         let (vendor, device) = (ids as u16, (ids >> 16) as u16);
         let arch = Arch::ALL.into_iter().find(|a| a.params().bar.pci_device_id == device);
-        let bar64 = |at: u32| (lib.config_read32(at + 4) as u64) << 32 | (lib.config_read32(at) & !0xF) as u64;
-        let bars = Bars { bar0: bar64(0x10), bar2: bar64(0x18), bar4: bar64(0x20) };
+        // A 64-bit BAR n: its low half in register n, its high half in n + 1.
+        let bar64 = |n: u32| {
+            let (lo, hi) = (config_space::bar(n), config_space::bar(n + 1));
+            (lib.config_read32(hi) as u64) << 32 | (lib.config_read32(lo) & !config_space::BAR_FLAGS) as u64
+        };
+        let bars = Bars { bar0: bar64(0), bar2: bar64(2), bar4: bar64(4) };
         let mut bar = LibBar { lib, regs: RegisterWindows::new(&cqlab_abi::arch::WORMHOLE), bars, slot, errors_seen };
         bar.check(|| "libttsim_init()".into())?;
         let params = match arch {

@@ -225,6 +225,33 @@ impl ArcReady {
     }
 }
 
+/// The telemetry table's layout (module docs): a version word at +0, the
+/// entry count at +4, then one word per entry at +8 + 4i, `tag | index << 16`
+/// (tt-umd `ArcTelemetryReader::initialize_telemetry`).
+pub mod telemetry_table {
+    /// Offset of the version word.
+    pub const VERSION_OFFSET: u32 = 0;
+    /// Offset of the entry count.
+    pub const COUNT_OFFSET: u32 = 4;
+    /// Offset of entry 0; entry i is at `ENTRIES_OFFSET + 4 * i`.
+    pub const ENTRIES_OFFSET: u32 = 8;
+
+    /// Offset of entry `i`.
+    pub const fn entry_offset(i: u32) -> u32 {
+        ENTRIES_OFFSET + 4 * i
+    }
+
+    /// The entry word for `tag` whose value is data word `index`.
+    pub const fn entry(tag: u16, index: u16) -> u32 {
+        tag as u32 | (index as u32) << 16
+    }
+
+    /// An entry word's tag and data index.
+    pub const fn split(entry: u32) -> (u16, u16) {
+        (entry as u16, (entry >> 16) as u16)
+    }
+}
+
 /// Telemetry tags (tt-umd `device/api/umd/device/types/telemetry.hpp`
 /// TelemetryTag; the same table on both chips).
 pub mod tag {

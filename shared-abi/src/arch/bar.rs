@@ -9,6 +9,28 @@ use super::tlb::{self, TlbWindowKind};
 /// TENSTORRENT_VENDOR_ID; tt-kmd `enumerate.h` PCI_VENDOR_ID_TENSTORRENT).
 pub const PCI_VENDOR_ID: u16 = 0x1E52;
 
+/// The PCI configuration-space registers a host reads to find a chip and
+/// its BARs (PCI Local Bus Specification 3.0, 6.1 and 6.2.5.1: the type 0
+/// header has the vendor id at 0x00 and the device id at 0x02, and Base
+/// Address Register n at 0x10 + 4n; a 64-bit BAR n takes the registers of
+/// n and n + 1, its high half in the second).
+pub mod config_space {
+    /// Vendor id (low half) and device id (high half).
+    pub const IDS: u32 = 0x00;
+    /// Base Address Register 0.
+    pub const BAR0: u32 = 0x10;
+    /// Bytes of one Base Address Register.
+    pub const BAR_BYTES: u32 = 4;
+    /// A memory BAR's low bits that are not address: space, type and
+    /// prefetchable (bits 3:0).
+    pub const BAR_FLAGS: u32 = 0xF;
+
+    /// Offset of Base Address Register `n`.
+    pub const fn bar(n: u32) -> u32 {
+        BAR0 + BAR_BYTES * n
+    }
+}
+
 /// What a fixed BAR0 region holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BarRegionKind {
@@ -191,6 +213,11 @@ impl BarLayout {
 
 const MIB: u64 = 1 << 20;
 
+/// log2 of the 2 MiB TLB window both chips have (tt-umd's TLB_COUNT_2M,
+/// below): one covers a Tensix L1 of either chip, so the driver maps tiles
+/// through it and the simulator's shared memory strides its L1s by it.
+pub const WINDOW_2M_LOG2: u32 = 21;
+
 /// Wormhole B0.
 pub const WORMHOLE: BarLayout = BarLayout {
     // tt-umd `tt-kmd-lib/api/tt-kmd-lib/pci_ids.h`; tt-kmd `enumerate.h`.
@@ -206,7 +233,7 @@ pub const WORMHOLE: BarLayout = BarLayout {
         TlbWindowKind { size_log2: 20, count: 156, bar: 0, bar_offset: 0, first_index: 0, fields: tlb::WH_1M_FIELDS },
         // TLB_COUNT_2M 10, TLB_BASE_2M = 156 MiB = 0x09C00000.
         TlbWindowKind {
-            size_log2: 21,
+            size_log2: WINDOW_2M_LOG2,
             count: 10,
             bar: 0,
             bar_offset: 0x09C0_0000,
@@ -271,7 +298,14 @@ pub const BLACKHOLE: BarLayout = BarLayout {
     windows: &[
         // tt-umd `blackhole_implementation.hpp` TLB_COUNT_2M 202, TLB_BASE_2M 0
         // (BAR0); tt-kmd `blackhole.c` TLB_2M_WINDOW_COUNT 202.
-        TlbWindowKind { size_log2: 21, count: 202, bar: 0, bar_offset: 0, first_index: 0, fields: tlb::BH_2M_FIELDS },
+        TlbWindowKind {
+            size_log2: WINDOW_2M_LOG2,
+            count: 202,
+            bar: 0,
+            bar_offset: 0,
+            first_index: 0,
+            fields: tlb::BH_2M_FIELDS,
+        },
         // TLB_COUNT_4G 8, TLB_BASE_4G 0 in BAR4, TLB_BASE_INDEX_4G 202;
         // tt-kmd `blackhole.c` TLB_4G_WINDOW_COUNT 8.
         TlbWindowKind { size_log2: 32, count: 8, bar: 4, bar_offset: 0, first_index: 202, fields: tlb::BH_4G_FIELDS },

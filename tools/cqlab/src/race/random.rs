@@ -17,7 +17,7 @@
 
 use super::failure::{first_difference, Failure};
 use cqlab_abi::memory_map::{DISPATCH_RING, MAX_CHUNK, TRACE_AREA};
-use cqlab_abi::PCIE_ALIGNMENT;
+use cqlab_abi::{L1_ALIGNMENT, PCIE_ALIGNMENT};
 use cqlab_driver::{Buffer, CoreRange, Device, DeviceConfig, PackedData, PendingRead, Placement, Trace};
 use cqlab_sim::config::SimConfig;
 use cqlab_sim::rng::Rng;
@@ -388,9 +388,14 @@ impl Run<'_> {
         let size = self.m.regions[self.m.packed[0].1].buf.size;
         let offset = 16 * self.rng.upto((size / 16 - 1) as u64) as u32;
         let shared = self.rng.upto(1) == 0;
-        // The whole command must fit one chunk: half the issue queue less headers.
-        let budget = (self.dev.config().issue_size / 2).saturating_sub(128 + 16 * cores.len() as u32);
-        let per_core_budget = if shared { budget } else { budget / cores.len() as u32 };
+        // The whole command must fit one chunk of half the issue queue: each
+        // block gets an equal share of what the headers and sub-commands
+        // leave, in whole L1-aligned units.
+        let chunk = self.dev.config().issue_size as usize / 2;
+        let headers = cqlab_abi::size::write_packed(cores.len(), 0, shared);
+        let room = cqlab_abi::size::relay_inline_room(chunk).saturating_sub(headers);
+        let blocks = if shared { 1 } else { cores.len() };
+        let per_core_budget = (room / blocks / L1_ALIGNMENT * L1_ALIGNMENT) as u32;
         let len = self.length((size - offset).min(per_core_budget), 4).min(size - offset).min(per_core_budget);
         if len == 0 {
             return Ok(());
