@@ -143,10 +143,14 @@ impl Slot {
         CALLBACKS[self.0]
     }
 
-    /// Lends `mem` to the callbacks until the slot is dropped: the caller
-    /// keeps `mem` alive and unmoved until then (the backend owns both and
-    /// drops the slot first).
-    pub fn lend(&self, mem: &mut [u8]) {
+    /// Lends `mem` to the callbacks until the slot is dropped.
+    ///
+    /// # Safety
+    /// The callbacks read and write `mem` through a raw pointer whenever the
+    /// library calls them: `mem` must stay alive and unmoved, and untouched
+    /// by the host while the library may call, until the slot is dropped or
+    /// the library has exited.
+    pub unsafe fn lend(&self, mem: &mut [u8]) {
         table()[self.0].region = Some(Region { base: mem.as_mut_ptr(), len: mem.len() });
     }
 

@@ -160,7 +160,13 @@ impl TtSim {
         let slot = Slot::claim(&canonical)?;
         let lib = Loaded::load(path)?;
         let (mut sysmem, _) = crate::sysmem::alloc(SYSMEM_BYTES)?;
-        slot.lend(&mut sysmem);
+        // SAFETY: `sysmem` is a mapping (its pages never move with the
+        // value), kept in the `TtSim` beside the slot, which drops first
+        // (field order); on an early return the library has exited, or was
+        // never given the callbacks, before `sysmem` is unmapped. The host
+        // touches it only between library calls, and the callbacks run only
+        // within them.
+        unsafe { slot.lend(&mut sysmem) };
         Self::configure(&lib, cfg, settings)?;
         let errors_seen = lib.error_count().unwrap_or(0);
         let (read, write) = slot.callbacks();
