@@ -39,6 +39,9 @@ pub struct ArcParams {
 /// ARC address of the APB peripherals, seen through [`ArcParams::bar0_apb`].
 pub const APB_BASE: u32 = 0x8000_0000;
 
+/// ARC address of Wormhole's CSM (tt-isa `WormholeB0/ARCTile/README.md`).
+const WORMHOLE_CSM: u32 = 0x1000_0000;
+
 /// Wormhole B0.
 pub const WORMHOLE: ArcParams = ArcParams {
     // tt-umd `wormhole_implementation.hpp` ARC_NOC_ADDRESS_START 0x800000000.
@@ -69,7 +72,7 @@ pub const WORMHOLE: ArcParams = ArcParams {
     niu_apb: Some([0x5_0000, 0x5_8000]),
     // ARC_CSM_BAR0_XBAR_OFFSET_START 0x1FE80000 = ARC address 0x1000_0000
     // (tt-isa `WormholeB0/ARCTile/README.md`: CSM RAM at 0x1000_0000).
-    csm: Some((0x1FE8_0000, 0x1000_0000)),
+    csm: Some((0x1FE8_0000, WORMHOLE_CSM)),
 };
 
 /// Blackhole.
@@ -155,9 +158,9 @@ pub mod wormhole_status {
     pub const POST_CODE_INIT_DONE: u32 = 0xC0DE_0001;
     pub const POST_CODE_MSG_HANDLE_DONE: u32 = 0xC0DE_003F;
     pub const POST_CODE_TIME_LAST: u32 = 0xC0DE_007F;
-    /// CSM offset 0x784D4 at CSM's ARC address 0x1000_0000: nonzero while ARC
+    /// CSM offset 0x784D4 at CSM's ARC address: nonzero while ARC
     /// has a PCIe DMA request pending.
-    pub const PCIE_DMA_REQUEST: u32 = 0x1000_0000 + 0x784D4;
+    pub const PCIE_DMA_REQUEST: u32 = super::WORMHOLE_CSM + 0x784D4;
 }
 
 impl ArcReady {
@@ -185,44 +188,47 @@ impl ArcReady {
         &self,
         status: u32,
         post_code: u32,
-        mut read: impl FnMut(u32) -> Result<u32, E>,
+        read: impl FnMut(u32) -> Result<u32, E>,
     ) -> Result<ArcState, E> {
-        use wormhole_status as s;
         let ReadyRule::LowBits { mask, value } = self.rule else {
-            return Ok(match status {
-                s::NO_ACCESS => ArcState::Failed("reads all ones: the card is not reachable"),
-                s::WATCHDOG_TRIGGERED => ArcState::Failed("ARC's watchdog fired"),
-                s::INIT_DONE_1 | s::INIT_DONE_2 => ArcState::Up,
-                s::OLD_POST_CODE => {
-                    let code = read(post_code)?;
-                    let idle = code == s::POST_CODE_INIT_DONE
-                        || (s::POST_CODE_MSG_HANDLE_DONE..=s::POST_CODE_TIME_LAST).contains(&code);
-                    if idle {
-                        ArcState::Up
-                    } else {
-                        ArcState::NotUp("status 0 and a post code that is not idle")
-                    }
-                }
-                s::BOOT_INCOMPLETE_1 | s::BOOT_INCOMPLETE_2 => ArcState::NotUp("boot incomplete"),
-                s::ASLEEP_2 => ArcState::NotUp("asleep"),
-                _ if status & s::MESSAGE_QUEUED_MASK == s::MESSAGE_QUEUED_VAL => {
-                    ArcState::NotUp("a message queued (or asleep)")
-                }
-                _ if status & s::HANDLING_MESSAGE_MASK == s::HANDLING_MESSAGE_VAL => {
-                    ArcState::NotUp("handling a message")
-                }
-                _ if status & s::MESSAGE_COMPLETE_MASK > s::MESSAGE_COMPLETE_MIN => {
-                    if read(s::PCIE_DMA_REQUEST)? == 0 {
-                        ArcState::Up
-                    } else {
-                        ArcState::NotUp("a message complete, with a PCIe DMA request pending")
-                    }
-                }
-                _ => ArcState::NotUp("an unknown status"),
-            });
+            return wormhole_state(status, post_code, read);
         };
         Ok(if status & mask == value { ArcState::Up } else { ArcState::NotUp("boot status not ready") })
     }
+}
+
+/// [`ArcReady::judge`] for Wormhole's status codes.
+fn wormhole_state<E>(status: u32, post_code: u32, mut read: impl FnMut(u32) -> Result<u32, E>) -> Result<ArcState, E> {
+    use wormhole_status as s;
+    Ok(match status {
+        s::NO_ACCESS => ArcState::Failed("reads all ones: the card is not reachable"),
+        s::WATCHDOG_TRIGGERED => ArcState::Failed("ARC's watchdog fired"),
+        s::INIT_DONE_1 | s::INIT_DONE_2 => ArcState::Up,
+        s::OLD_POST_CODE => {
+            let code = read(post_code)?;
+            let idle = code == s::POST_CODE_INIT_DONE
+                || (s::POST_CODE_MSG_HANDLE_DONE..=s::POST_CODE_TIME_LAST).contains(&code);
+            if idle {
+                ArcState::Up
+            } else {
+                ArcState::NotUp("status 0 and a post code that is not idle")
+            }
+        }
+        s::BOOT_INCOMPLETE_1 | s::BOOT_INCOMPLETE_2 => ArcState::NotUp("boot incomplete"),
+        s::ASLEEP_2 => ArcState::NotUp("asleep"),
+        _ if status & s::MESSAGE_QUEUED_MASK == s::MESSAGE_QUEUED_VAL => {
+            ArcState::NotUp("a message queued (or asleep)")
+        }
+        _ if status & s::HANDLING_MESSAGE_MASK == s::HANDLING_MESSAGE_VAL => ArcState::NotUp("handling a message"),
+        _ if status & s::MESSAGE_COMPLETE_MASK > s::MESSAGE_COMPLETE_MIN => {
+            if read(s::PCIE_DMA_REQUEST)? == 0 {
+                ArcState::Up
+            } else {
+                ArcState::NotUp("a message complete, with a PCIe DMA request pending")
+            }
+        }
+        _ => ArcState::NotUp("an unknown status"),
+    })
 }
 
 /// The telemetry table's layout (module docs): a version word at +0, the
