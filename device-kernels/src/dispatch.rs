@@ -7,7 +7,7 @@ use crate::places::Dram;
 use crate::platform::Platform;
 use crate::report::{fail, wait_until, waypoint};
 use crate::ring::{readable, split_at_wrap, RingGeometry};
-use crate::{device_error, read_header, CHIP, CMD_HEADER};
+use crate::{device_error, read_header, CHIP, CMD_HEADER, L1_ALIGN};
 use core::mem::{offset_of, size_of};
 use cqlab_abi::completion::{record_size, CompletionHeader, CompletionKind, EventRecord};
 use cqlab_abi::decode::DispatchHeader;
@@ -486,14 +486,14 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         self.trace(TraceKind::CreditsReleased, pages, self.released as u32);
     }
 
-    /// Streams a payload of `len` bytes (padded to 16 in the ring) through
+    /// Streams a payload of `len` bytes (padded to [`L1_ALIGN`] in the ring) through
     /// `sink(platform, l1_addr, payload_offset, n)` as it arrives, releasing
     /// pages as it goes, so payloads larger than the ring flow through it.
     fn stream(&mut self, len: u32, mut sink: impl FnMut(&mut P, u32, u32, u32)) {
-        let padded = len.next_multiple_of(16);
+        let padded = len.next_multiple_of(L1_ALIGN);
         let mut done = 0;
         while done < padded {
-            self.wait_readable(16);
+            self.wait_readable(L1_ALIGN);
             let avail = self.readable_now(padded - done);
             let n = self.ring.contiguous(self.read, avail.min(padded - done));
             let data = n.min(len.saturating_sub(done));
@@ -566,8 +566,8 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
 
     fn write_packed(&mut self, cmd: cqlab_abi::dispatch::WritePackedCmd, addr: u32) {
         let count = cmd.count.min(MAX_PACKED_DESTS) as u32;
-        let table = (4 * count).next_multiple_of(16);
-        let block = cmd.size.next_multiple_of(16);
+        let table = (4 * count).next_multiple_of(L1_ALIGN);
+        let block = cmd.size.next_multiple_of(L1_ALIGN);
         let shared = PackedFlags::from_bits_retain(cmd.flags).contains(PackedFlags::SHARED_DATA);
         if table > self.ring.size() || (shared && block > self.ring.size()) {
             fail(self.p, DeviceError::TooLarge, addr, cmd.size, self.read as u32, self.ring.size());

@@ -59,6 +59,8 @@ use cqlab_abi::mailbox::DeviceError;
 
 /// [`cqlab_abi::CMD_HEADER_SIZE`] as an L1 offset.
 pub const CMD_HEADER: u32 = cqlab_abi::CMD_HEADER_SIZE as u32;
+/// What payloads and tables are padded to in the rings ([`cqlab_abi::L1_ALIGNMENT`]).
+pub const L1_ALIGN: u32 = cqlab_abi::L1_ALIGNMENT as u32;
 
 /// Reads the 16-byte command header at 4-aligned L1 `addr`: four word
 /// loads and four word stores (unrolled: every command of the prefetcher

@@ -39,7 +39,7 @@ pub fn grid(p: &impl Platform) -> Grid {
 
 /// The dispatcher of command queue `cq`.
 pub fn dispatcher(p: &impl Platform, cq: u32) -> Coord {
-    Coord::unpack(p.read_u32(NOC_MAP + noc_map::DISPATCHER + 4 * cq))
+    Coord::unpack(p.read_u32(NOC_MAP + noc_map::dispatcher_entry(cq)))
 }
 
 /// The 64-bit word at `NOC_MAP + offset`.
@@ -49,17 +49,13 @@ fn word64(p: &impl Platform, offset: u32) -> u64 {
 
 /// Host-memory offset 0 on this core's NOC.
 pub fn host<P: Platform>(p: &P) -> NocAddr {
-    NocAddr(word64(p, noc_map::PCIE + 8 * P::NOC as u32))
+    NocAddr(word64(p, noc_map::pcie_entry(P::NOC as u32)))
 }
 
 /// Byte `offset` of DRAM bank `bank` on this core's NOC, straight from
 /// the map (two L1 loads: for kernels, which do not keep a [`Dram`]).
 pub fn dram<P: Platform>(p: &P, bank: u32, offset: u64) -> NocAddr {
-    NocAddr(word64(p, dram_entry(bank, P::NOC as u32))).offset(offset)
-}
-
-const fn dram_entry(bank: u32, noc: u32) -> u32 {
-    noc_map::DRAM + 16 * bank + 8 * noc
+    NocAddr(word64(p, noc_map::dram_entry(bank, P::NOC as u32))).offset(offset)
 }
 
 /// The DRAM bank table of this core's NOC, kept in the core's own state.
@@ -74,7 +70,7 @@ impl Dram {
         let banks = header(p).2.min(MAX_DRAM_BANKS);
         let mut base = [0; MAX_DRAM_BANKS as usize];
         for (b, v) in base.iter_mut().enumerate().take(banks as usize) {
-            *v = word64(p, dram_entry(b as u32, P::NOC as u32));
+            *v = word64(p, noc_map::dram_entry(b as u32, P::NOC as u32));
         }
         Self { banks, base }
     }

@@ -11,7 +11,7 @@ use crate::platform::Platform;
 use crate::replay::Replay;
 use crate::report::{fail, wait_until, waypoint};
 use crate::ring::{split_at_wrap, RingGeometry};
-use crate::{device_error, read_header, CMD_HEADER};
+use crate::{device_error, read_header, CMD_HEADER, L1_ALIGN};
 use cqlab_abi::arch::noc_cmd::packet_tag::MAX_TRANSACTION_ID;
 use cqlab_abi::decode::PrefetchHeader;
 use cqlab_abi::fetch_queue::{self, FetchEntry};
@@ -440,7 +440,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     None => self.relay_local(addr + CMD_HEADER, cmd.length),
                 },
                 PrefetchHeader::RelayLinear(cmd) => {
-                    let padded = cmd.length.next_multiple_of(16);
+                    let padded = cmd.length.next_multiple_of(L1_ALIGN);
                     self.relay_remote(Remote::Linear { src: NocAddr(cmd.src), padded });
                 }
                 PrefetchHeader::RelayPaged(cmd) => {
@@ -451,7 +451,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                         base: cmd.base_addr,
                         first: cmd.start_page as u32,
                         page_size: cmd.page_size,
-                        per_page: cmd.page_size.next_multiple_of(16).div_ceil(SCRATCH_PIECE).max(1),
+                        per_page: cmd.page_size.next_multiple_of(L1_ALIGN).div_ceil(SCRATCH_PIECE).max(1),
                         pages: cmd.pages,
                     };
                     if remote.pieces().is_none() {
@@ -752,7 +752,7 @@ impl Remote {
             Self::Linear { src, padded } => (src, padded, i * SCRATCH_PIECE),
             Self::Paged { base, first, page_size, per_page, .. } => {
                 let (bank, offset) = interleaved_page(base, first + i / per_page, page_size, dram.banks());
-                (dram.at(bank, offset), page_size.next_multiple_of(16), (i % per_page) * SCRATCH_PIECE)
+                (dram.at(bank, offset), page_size.next_multiple_of(L1_ALIGN), (i % per_page) * SCRATCH_PIECE)
             }
         };
         (src.offset(at as u64), (padded - at).min(SCRATCH_PIECE))
@@ -762,7 +762,7 @@ impl Remote {
 /// Relay-scratch slots: one piece each, read while earlier pieces relay.
 #[cfg(not(feature = "bug-relay-reuse-before-sent"))]
 const SCRATCH_SLOTS: u32 = 3;
-/// Bytes of a relay piece (a multiple of 16).
+/// Bytes of a relay piece (a multiple of [`L1_ALIGN`]).
 #[cfg(not(feature = "bug-relay-reuse-before-sent"))]
 const SCRATCH_PIECE: u32 = 8 * 1024;
 // Known bug 6 keeps the relay scratch the firmware had when it was planted:
@@ -775,7 +775,7 @@ const SCRATCH_PIECE: u32 = 8 * 1024;
 const SCRATCH_SLOTS: u32 = 1;
 #[cfg(feature = "bug-relay-reuse-before-sent")]
 const SCRATCH_PIECE: u32 = RELAY_SCRATCH.size;
-const _: () = assert!(SCRATCH_PIECE % 16 == 0);
+const _: () = assert!(SCRATCH_PIECE % L1_ALIGN == 0);
 const _: () = assert!(SCRATCH_SLOTS * SCRATCH_PIECE <= RELAY_SCRATCH.size);
 
 /// Where relay-scratch slot `slot` starts.

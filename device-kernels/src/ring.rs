@@ -20,9 +20,9 @@ pub struct RingGeometry {
 }
 
 impl RingGeometry {
-    /// `None` unless both counts are nonzero powers of two and the page is 16-aligned.
+    /// `None` unless both counts are nonzero powers of two and a page holds at least one pointer unit ([`PTR_UNIT`]).
     pub fn new(base: u32, page_size: u32, pages: u32) -> Option<Self> {
-        let ok = page_size.is_power_of_two() && pages.is_power_of_two() && page_size >= 16;
+        let ok = page_size.is_power_of_two() && pages.is_power_of_two() && page_size >= PTR_UNIT;
         let page_shift = page_size.checked_ilog2().unwrap_or(0);
         (ok && pages.checked_mul(page_size).is_some()).then(|| Self {
             base,

@@ -240,6 +240,21 @@ pub const PCIE: u32 = core::mem::offset_of!(NocMap, pcie) as u32;
 pub const DISPATCHER: u32 = core::mem::offset_of!(NocMap, dispatcher) as u32;
 pub const DRAM: u32 = core::mem::offset_of!(NocMap, dram) as u32;
 
+/// Byte offset of NOC `noc`'s host-memory base (`NocMap::pcie[noc]`).
+pub const fn pcie_entry(noc: u32) -> u32 {
+    PCIE + noc * core::mem::size_of::<u64>() as u32
+}
+
+/// Byte offset of DRAM bank `bank`'s base on NOC `noc` (`NocMap::dram[bank][noc]`).
+pub const fn dram_entry(bank: u32, noc: u32) -> u32 {
+    DRAM + (bank * 2 + noc) * core::mem::size_of::<u64>() as u32
+}
+
+/// Byte offset of command queue `cq`'s dispatcher (`NocMap::dispatcher[cq]`).
+pub const fn dispatcher_entry(cq: u32) -> u32 {
+    DISPATCHER + cq * core::mem::size_of::<u32>() as u32
+}
+
 impl NocMap {
     /// Whether the map is complete and within its capacities.
     pub const fn is_valid(&self) -> bool {
@@ -316,6 +331,20 @@ const fn count_in(list: &[u8], n: usize, lo: u8, hi: u8) -> u32 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn entry_offsets_read_the_fields_the_host_wrote() {
+        use zerocopy::IntoBytes;
+        let mut m = NocMap { pcie: [0x1111, 0x2222], ..Default::default() };
+        m.dispatcher[1] = 0x3333;
+        m.dram[5] = [0x4444, 0x5555];
+        let bytes = m.as_bytes();
+        let u64_at = |o: u32| u64::from_le_bytes(bytes[o as usize..o as usize + 8].try_into().unwrap());
+        let u32_at = |o: u32| u32::from_le_bytes(bytes[o as usize..o as usize + 4].try_into().unwrap());
+        assert_eq!((u64_at(pcie_entry(0)), u64_at(pcie_entry(1))), (0x1111, 0x2222));
+        assert_eq!(u32_at(dispatcher_entry(1)), 0x3333);
+        assert_eq!((u64_at(dram_entry(5, 0)), u64_at(dram_entry(5, 1))), (0x4444, 0x5555));
+    }
 
     #[test]
     fn a_blackhole_grid_skips_columns_8_and_9() {
