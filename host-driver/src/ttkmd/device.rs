@@ -839,7 +839,7 @@ mod tests {
         let path = temp_file("held");
         // Hold the flock through a separate open file description, as another process would.
         let holder = File::options().read(true).write(true).open(&path).unwrap();
-        owner::lock_exclusive(&holder, &path).unwrap();
+        let held = owner::lock_exclusive(&holder, &path).unwrap();
 
         let err = TtKmdDevice::open(&path).unwrap_err();
         let msg = err.to_string();
@@ -854,7 +854,7 @@ mod tests {
         }
 
         // Once released, the next opener gets past the lock (and fails on the ioctl instead).
-        drop(holder);
+        drop((held, holder));
         let err = TtKmdDevice::open(&path).unwrap_err();
         assert!(matches!(err, TtKmdError::NotTtKmd { .. }), "{err:?}");
         std::fs::remove_file(&path).unwrap();

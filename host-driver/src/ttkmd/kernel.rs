@@ -13,9 +13,11 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use memmap2::{MmapOptions, MmapRaw};
 use nix::errno::Errno;
+use nix::fcntl::Flock;
 use nix::sys::ioctl::ioctl_num_type;
 
 use super::error::{Result, TtKmdError};
@@ -58,7 +60,8 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     fn ioctl(&self, request: ioctl_num_type, arg: &mut [u8]) -> std::result::Result<(), Errno>;
     /// `mmap(len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset)`.
     fn mmap(&self, offset: u64, len: usize) -> std::io::Result<MmapRaw>;
-    /// `flock(fd, LOCK_EX | LOCK_NB)`: one owner per device; says who holds it otherwise.
+    /// `flock(fd, LOCK_EX | LOCK_NB)`: one owner per device, held until the device file is
+    /// dropped; says who holds it otherwise.
     fn lock_exclusive(&self) -> Result<()>;
     /// `len` bytes of host memory for the device to reach after PIN_PAGES (huge pages when the
     /// system has them; the simulator's sysmem file in simulation). Contents unspecified.
@@ -96,6 +99,8 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
 pub struct DeviceFile {
     path: PathBuf,
     file: File,
+    /// The owner's lock, once taken ([`Kernel::lock_exclusive`]).
+    lock: OnceLock<Flock<File>>,
 }
 
 impl DeviceFile {
@@ -111,7 +116,7 @@ impl DeviceFile {
         }
         let path = path.to_owned();
         match File::options().read(true).write(true).custom_flags(custom).open(&path) {
-            Ok(file) => Ok(Self { path, file }),
+            Ok(file) => Ok(Self { path, file, lock: OnceLock::new() }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let detail = absence_detail(&path);
                 Err(TtKmdError::NotPresent { path, detail })
@@ -147,7 +152,10 @@ impl Kernel for DeviceFile {
     }
 
     fn lock_exclusive(&self) -> Result<()> {
-        super::owner::lock_exclusive(&self.file, &self.path)
+        if self.lock.get().is_none() {
+            let _ = self.lock.set(super::owner::lock_exclusive(&self.file, &self.path)?);
+        }
+        Ok(())
     }
 
     fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw> {

@@ -2,29 +2,31 @@
 //! the current holder's pid in `/proc/locks` for the error message.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 
 use super::error::{Result, TtKmdError};
 
-/// Takes `flock(LOCK_EX | LOCK_NB)` on `file`. The lock lives as long as the open file
-/// description, so closing the fd releases it; nothing to undo by hand.
-pub(crate) fn lock_exclusive(file: &File, path: &Path) -> Result<()> {
-    // SAFETY: flock takes an fd by value and touches no memory of ours; `file` keeps the fd open.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(());
-    }
-    match Errno::last() {
-        Errno::EWOULDBLOCK => Err(match holder_pid(file) {
+/// Takes `flock(LOCK_EX | LOCK_NB)` on `file`'s open file description, through a duplicate of
+/// its fd held by the returned guard. The lock lasts until the guard drops (or every fd of the
+/// description closes): the caller keeps it as long as it owns the device.
+pub(crate) fn lock_exclusive(file: &File, path: &Path) -> Result<Flock<File>> {
+    let dup = file.try_clone().map_err(|e| TtKmdError::Flock { path: path.to_owned(), errno: io_errno(&e) })?;
+    match Flock::lock(dup, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(lock),
+        Err((_, Errno::EWOULDBLOCK)) => Err(match holder_pid(file) {
             Some(pid) => TtKmdError::HeldByPid { path: path.to_owned(), pid },
             None => TtKmdError::Held { path: path.to_owned(), how: "flock held" },
         }),
-        errno => Err(TtKmdError::Flock { path: path.to_owned(), errno }),
+        Err((_, errno)) => Err(TtKmdError::Flock { path: path.to_owned(), errno }),
     }
+}
+
+fn io_errno(e: &std::io::Error) -> Errno {
+    e.raw_os_error().map_or(Errno::EIO, Errno::from_raw)
 }
 
 /// The pid holding a FLOCK on the same inode as `file`, from `/proc/locks`, if visible and not us.

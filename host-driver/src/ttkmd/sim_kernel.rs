@@ -28,7 +28,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use cqlab_abi::arch::Noc;
@@ -37,6 +37,7 @@ use cqlab_abi::soc::{Board, ChipLayout, Harvesting, TileKind};
 use cqlab_sim::shared::{ctl, Ctl, Paths, Shape, REGS_PAGE, REGS_WINDOW_BASE, WINDOW_SIZE};
 use memmap2::{MmapOptions, MmapRaw};
 use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use nix::sys::ioctl::ioctl_num_type;
 use zerocopy::{FromBytes, IntoBytes};
 
@@ -83,7 +84,7 @@ struct State {
     /// Mappings handed out by `alloc_dma_memory` (address, length): what PIN_PAGES can pin.
     dma: Vec<(usize, usize)>,
     pinned: Vec<(u64, u64)>,
-    locks: HashMap<u8, File>,
+    locks: HashMap<u8, Flock<File>>,
     /// After USER/ASIC reset, until POST_RESET.
     needs_post_reset: bool,
     /// Resets seen when this fd opened or last reset (others' resets invalidate it).
@@ -106,6 +107,8 @@ pub struct SimKernel {
     dram: File,
     sysmem: File,
     lock: File,
+    /// The owner's lock on `lock`, once taken ([`Kernel::lock_exclusive`]).
+    owner: OnceLock<Flock<File>>,
     state: Mutex<State>,
 }
 
@@ -147,8 +150,7 @@ fn check_owner(dir: &Path) -> std::io::Result<()> {
     if !m.is_dir() {
         return Err(refuse("is not a directory".into()));
     }
-    // SAFETY: geteuid has no preconditions and touches no memory.
-    let me = unsafe { libc::geteuid() };
+    let me = nix::unistd::geteuid().as_raw();
     if m.uid() != me {
         return Err(refuse(format!(
             "is owned by uid {}, not by this user (uid {me}): refusing a device another user controls",
@@ -219,6 +221,7 @@ impl SimKernel {
             ctl: CtlHandle(ctl),
             shape,
             lock,
+            owner: OnceLock::new(),
             state: Mutex::new(State { reset_gen, ..Default::default() }),
         })
     }
@@ -496,25 +499,20 @@ impl SimKernel {
             let p = self.paths.dir.join(format!("lock-ctl-{index}"));
             open_lock(&p).map_err(|_| Errno::EIO)
         };
-        let flock = |f: &File, op| {
-            // SAFETY: flock takes an fd by value and touches no memory of ours; `f` is open.
-            let rc = unsafe { libc::flock(f.as_raw_fd(), op) };
-            if rc == 0 {
-                Ok(())
-            } else {
-                Err(Errno::last())
-            }
-        };
+        let lock = |f: File, arg| Flock::lock(f, arg).map_err(|(_, errno)| errno);
         match flags {
             sys::LOCK_CTL_ACQUIRE | sys::LOCK_CTL_ACQUIRE_BLOCKING => {
                 if st.locks.contains_key(&index) {
                     return Ok(1);
                 }
-                let f = open()?;
-                let op = if flags == sys::LOCK_CTL_ACQUIRE { libc::LOCK_EX | libc::LOCK_NB } else { libc::LOCK_EX };
-                match flock(&f, op) {
-                    Ok(()) => {
-                        st.locks.insert(index, f);
+                let arg = if flags == sys::LOCK_CTL_ACQUIRE {
+                    FlockArg::LockExclusiveNonblock
+                } else {
+                    FlockArg::LockExclusive
+                };
+                match lock(open()?, arg) {
+                    Ok(held) => {
+                        st.locks.insert(index, held);
                         Ok(1)
                     }
                     Err(Errno::EWOULDBLOCK) => Ok(0),
@@ -526,9 +524,9 @@ impl SimKernel {
                 if st.locks.contains_key(&index) {
                     return Ok(0b11);
                 }
-                let f = open()?;
-                match flock(&f, libc::LOCK_EX | libc::LOCK_NB) {
-                    Ok(()) => Ok(0),
+                // Taken and dropped at once: free if it could be taken.
+                match lock(open()?, FlockArg::LockExclusiveNonblock) {
+                    Ok(_) => Ok(0),
                     Err(Errno::EWOULDBLOCK) => Ok(0b10),
                     Err(e) => Err(e),
                 }
@@ -608,10 +606,14 @@ impl Kernel for SimKernel {
     }
 
     fn lock_exclusive(&self) -> Result<()> {
-        super::owner::lock_exclusive(&self.lock, &self.paths.lock()).map_err(|e| match e {
-            TtKmdError::HeldByPid { pid, .. } => TtKmdError::HeldByPid { path: self.path.clone(), pid },
-            other => other,
-        })
+        if self.owner.get().is_none() {
+            let held = super::owner::lock_exclusive(&self.lock, &self.paths.lock()).map_err(|e| match e {
+                TtKmdError::HeldByPid { pid, .. } => TtKmdError::HeldByPid { path: self.path.clone(), pid },
+                other => other,
+            })?;
+            let _ = self.owner.set(held);
+        }
+        Ok(())
     }
 
     fn device_clock(&self) -> Option<u64> {
