@@ -241,6 +241,21 @@ struct LoadQueue {
     /// Per waiting load: when its data is back and its register.
     ready: [u64; RETIRE_QUEUE],
     rd: [u8; RETIRE_QUEUE],
+    /// Summaries of the `n` waiting loads, kept so that an instruction
+    /// that needs none of their registers, issued before any is back, is
+    /// let through without a look at each (the firmware's loops keep
+    /// several loads waiting): their registers ([`reg_bit`]), and the
+    /// cycle the first is back (0 when none waits).
+    regs: u64,
+    soonest: u64,
+}
+
+/// A register's bit in a mask of registers: [`LoadQueue::regs`] never
+/// holds the sink of `x0`'s (no instruction reads it), so an instruction's
+/// mask may.
+#[inline(always)]
+fn reg_bit(r: u8) -> u64 {
+    1 << (r & 63)
 }
 
 impl LoadQueue {
@@ -249,10 +264,12 @@ impl LoadQueue {
     /// loads waiting resumes past them without looking at the queue.
     fn push(&mut self, cycle: u64, ready: u64, rd: u8) {
         if self.until <= cycle {
-            self.n = 0;
+            (self.n, self.regs) = (0, 0);
         }
         debug_assert!(self.n < RETIRE_QUEUE, "the retire-order queue overflows");
         (self.ready[self.n], self.rd[self.n]) = (ready, rd);
+        self.soonest = if self.n == 0 { ready } else { self.soonest.min(ready) };
+        self.regs |= reg_bit(rd) & !reg_bit(X0_SINK);
         self.n += 1;
         self.until = self.until.max(ready);
     }
@@ -269,7 +286,7 @@ impl LoadQueue {
             let needs = rd != X0_SINK && (d.rs1 == rd || d.rs2 == rd || d.rd == rd);
             let at = if needs { ready.max(cycle) } else { cycle };
             if ready <= at {
-                (self.n, self.until) = (0, 0);
+                (self.n, self.until, self.regs, self.soonest) = (0, 0, 0, 0);
             }
             return at;
         }
@@ -280,6 +297,11 @@ impl LoadQueue {
     #[cold]
     #[inline(never)]
     fn issue_at_many(&mut self, d: &Decoded, cycle: u64) -> u64 {
+        // Needs none of them, and none is back: it issues now and the queue
+        // stays as it is (what the passes below would find).
+        if self.regs & (reg_bit(d.rs1) | reg_bit(d.rs2) | reg_bit(d.rd)) == 0 && cycle < self.soonest {
+            return cycle;
+        }
         let mut at = cycle;
         for k in 0..self.n {
             let rd = self.rd[k];
@@ -296,6 +318,8 @@ impl LoadQueue {
         }
         self.n = kept;
         self.until = self.ready[..kept].iter().copied().max().unwrap_or(0);
+        self.soonest = self.ready[..kept].iter().copied().min().unwrap_or(0);
+        self.regs = self.rd[..kept].iter().fold(0, |m, &r| m | reg_bit(r)) & !reg_bit(X0_SINK);
         at
     }
 }
