@@ -493,16 +493,26 @@ fn exchange(stream: &UnixStream, paths: &DevicePaths, req: &Request) -> std::res
     }
 }
 
-/// Maps the daemon's sysmem file: shared for the owner, a private
-/// copy-on-write view for an observer.
-fn map_sysmem(paths: &DevicePaths, len: u64, observer: bool) -> Result<MmapMut> {
+/// Opens the daemon's sysmem file, checking the size it announced.
+fn open_sysmem(paths: &DevicePaths, len: u64) -> Result<(std::fs::File, usize)> {
     let path = paths.sysmem();
     let file = files::open_existing(&path)
         .map_err(|e| DriverError::Backend(format!("opening sysmem file {}: {e}", path.display())))?;
     let len = usize::try_from(len)
         .map_err(|_| DriverError::Backend(format!("the daemon announced a sysmem of {len} bytes")))?;
-    let map = if observer { files::map_observer(&file, &path, len) } else { files::map_shared(&file, &path, len) };
-    map.map_err(|e| DriverError::Backend(e.to_string()))
+    Ok((file, len))
+}
+
+/// Maps the daemon's sysmem file, shared: the owner's.
+fn map_sysmem(paths: &DevicePaths, len: u64) -> Result<MmapMut> {
+    let (file, len) = open_sysmem(paths, len)?;
+    files::map_shared(&file, &paths.sysmem(), len).map_err(|e| DriverError::Backend(e.to_string()))
+}
+
+/// A private view of the owner's sysmem, for an observer.
+fn observe_sysmem(paths: &DevicePaths, len: u64) -> Result<files::ObserverView> {
+    let (file, len) = open_sysmem(paths, len)?;
+    files::map_observer(&file, &paths.sysmem(), len).map_err(|e| DriverError::Backend(e.to_string()))
 }
 
 fn hello(stream: &UnixStream, paths: &DevicePaths) -> Result<ChipInfo> {
@@ -613,7 +623,7 @@ impl DaemonBackend {
                 }
             }
         };
-        let sysmem = map_sysmem(&paths, info.sysmem_size, false)?;
+        let sysmem = map_sysmem(&paths, info.sysmem_size)?;
         let (board, harvesting) = chip_of(&paths, &info)?;
         let regs = RegisterWindows::new(board.arch().params());
         let windows = Windows::new(regs.count());
@@ -921,7 +931,7 @@ fn peek(stream: &UnixStream, paths: &DevicePaths, now: &mut u64, addr: NocAddr, 
 pub struct DaemonObserver {
     paths: DevicePaths,
     stream: UnixStream,
-    sysmem: MmapMut,
+    sysmem: files::ObserverView,
     status: proto::Status,
     board: Board,
     harvesting: Harvesting,
@@ -944,7 +954,7 @@ impl DaemonObserver {
                 proto::VERSION
             )));
         }
-        let sysmem = map_sysmem(&paths, status.chip.sysmem_size, true)?;
+        let sysmem = observe_sysmem(&paths, status.chip.sysmem_size)?;
         let (board, harvesting) = chip_of(&paths, &status.chip)?;
         Ok(DaemonObserver { paths, stream, sysmem, status, board, harvesting, now })
     }
@@ -1000,7 +1010,8 @@ impl Backend for DaemonObserver {
         self.sysmem.len()
     }
     fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
-        snapshot_read(&self.sysmem, offset, buf)
+        check_sysmem(offset, buf.len(), self.sysmem.len())?;
+        self.sysmem.read(offset, buf).ok_or_else(|| DriverError::Backend("sysmem read past its end".into()))
     }
     fn sysmem_claim(&mut self, _offset: usize, _len: usize) -> Result<&mut [u8]> {
         Err(self.read_only("claiming sysmem"))

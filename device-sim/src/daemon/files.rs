@@ -7,7 +7,7 @@
 //! with `O_CREAT|O_EXCL|O_NOFOLLOW`, so a planted symlink (`sysmem ->
 //! victim.txt`) is an error instead of a file the daemon truncates.
 
-use memmap2::{MmapMut, MmapOptions};
+use memmap2::{MmapMut, MmapOptions, MmapRaw};
 use nix::unistd::Uid;
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -537,19 +537,54 @@ pub fn map_shared(file: &File, path: &Path, len: usize) -> Result<MmapMut, FileE
     unsafe { MmapOptions::new().len(len).map_mut(file) }.map_err(FileError::io("mapping", path))
 }
 
-/// A private copy-on-write view of `len` bytes of `file`: pages read show
-/// the file's current contents, writes stay in this process. For read-only
+/// A private copy-on-write view of `len` bytes of `file`, for read-only
 /// observers (`cqlab status`), which must not disturb the owner's sysmem.
-pub fn map_observer(file: &File, path: &Path, len: usize) -> Result<MmapMut, FileError> {
+/// Its pages show the file's current contents, which the owner may be
+/// writing while we read: so the view is never lent out as a slice, only
+/// copied from with volatile reads ([`ObserverView::read`]).
+pub fn map_observer(file: &File, path: &Path, len: usize) -> Result<ObserverView, FileError> {
     let found = file.metadata().map_err(FileError::io("inspecting", path))?.len();
     if found != len as u64 {
         return Err(FileError::refused(path, format!("holds {found} bytes, the daemon announced {len}")));
     }
     // SAFETY: a MAP_PRIVATE mapping of a regular file of `len` bytes; our
-    // writes never reach the file. Pages we have not written may change
-    // under us when the owner writes the file: readers in this process take
-    // a snapshot by copying what they need (hang dumps, status).
-    unsafe { MmapOptions::new().len(len).map_copy(file) }.map_err(FileError::io("mapping", path))
+    // writes would never reach the file, and `ObserverView` reads it only
+    // through volatile copies, making no reference to pages another
+    // process may write.
+    let map = unsafe { MmapOptions::new().len(len).map_copy(file) }.map_err(FileError::io("mapping", path))?;
+    Ok(ObserverView { map: MmapRaw::from(map) })
+}
+
+/// Another process's sysmem, seen by an observer ([`map_observer`]).
+#[derive(Debug)]
+pub struct ObserverView {
+    map: MmapRaw,
+}
+
+impl ObserverView {
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.len() == 0
+    }
+
+    /// Copies the `buf.len()` bytes at `offset` into `buf`, byte by byte;
+    /// `None` (and `buf` untouched) when they run past the end.
+    pub fn read(&self, offset: usize, buf: &mut [u8]) -> Option<()> {
+        if offset.checked_add(buf.len())? > self.map.len() {
+            return None;
+        }
+        let base = self.map.as_ptr();
+        for (i, b) in buf.iter_mut().enumerate() {
+            // SAFETY: `offset + i` < `len` (checked above), inside the live
+            // mapping; a volatile read of one byte makes no reference that
+            // another process's write to it could invalidate.
+            *b = unsafe { base.add(offset + i).read_volatile() };
+        }
+        Some(())
+    }
 }
 
 #[cfg(test)]
