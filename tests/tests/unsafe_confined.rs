@@ -10,6 +10,7 @@ const ALLOWED: &[(&str, &str)] = &[
     ("device-kernels/src/hal.rs", "firmware HAL: volatile MMIO and L1 access"),
     ("device-kernels/src/rt.rs", "firmware HAL: entry symbols and sections"),
     ("host-driver/src/ttkmd/device.rs", "BAR/mmap layer: pinned host memory"),
+    ("host-driver/src/ttkmd/backend.rs", "BAR/mmap layer: pinned host memory claimed by the queues"),
     ("host-driver/src/ttkmd/kernel.rs", "BAR/mmap layer: tt-kmd ioctls"),
     ("host-driver/src/ttkmd/window.rs", "BAR/mmap layer: TLB windows"),
     ("host-driver/src/ttkmd/sim_kernel.rs", "BAR/mmap layer: the simulated tt-kmd's mappings"),

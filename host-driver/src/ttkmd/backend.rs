@@ -309,7 +309,10 @@ impl Backend for TtKmdBackend {
     }
 
     fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]> {
-        self.sysmem.claim(offset, len).map_err(be)
+        // SAFETY: `Backend::sysmem_claim`'s callers claim only ranges the device keeps away
+        // from until they publish them (its docs: free issue-queue space before the doorbell,
+        // queue headers while the CQ cores are held in reset), which is `claim`'s contract.
+        unsafe { self.sysmem.claim(offset, len) }.map_err(be)
     }
 
     /// One whole-word load: the device may be writing this pointer right now.

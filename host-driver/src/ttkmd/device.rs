@@ -712,14 +712,19 @@ impl PinnedMemory {
         Ok(word.load(Ordering::Acquire))
     }
 
-    /// Bytes `[off, off + len)` for the host to fill. The caller's protocol keeps the device
-    /// away from them until the host publishes them (free issue-queue space before its
-    /// doorbell; queue headers while the CQ cores are held in reset).
-    pub fn claim(&mut self, off: usize, len: usize) -> Result<&mut [u8]> {
+    /// Bytes `[off, off + len)` for the host to fill in place.
+    ///
+    /// # Safety
+    ///
+    /// The device must not read or write the range while the returned slice lives: the
+    /// caller's protocol keeps it away until the host publishes the bytes (free issue-queue
+    /// space before its doorbell; queue headers while the CQ cores are held in reset). A
+    /// device access during the borrow is a data race on memory Rust takes as exclusive.
+    pub unsafe fn claim(&mut self, off: usize, len: usize) -> Result<&mut [u8]> {
         self.check(off, len)?;
         // SAFETY: in bounds of the live mapping (checked), borrowed mutably from `self` so no
-        // other host reference to it exists; the device does not access the range while it is
-        // claimed (the caller's protocol, see above), so the exclusive reference is truthful.
+        // other host reference to it exists; the device keeps away from the range while it is
+        // claimed (this function's contract), so the exclusive reference is truthful.
         Ok(unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(off), len) })
     }
 }
