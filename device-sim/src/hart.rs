@@ -241,11 +241,12 @@ struct LoadQueue {
     /// Per waiting load: when its data is back and its register.
     ready: [u64; RETIRE_QUEUE],
     rd: [u8; RETIRE_QUEUE],
-    /// Summaries of the `n` waiting loads, kept so that an instruction
-    /// that needs none of their registers, issued before any is back, is
-    /// let through without a look at each (the firmware's loops keep
-    /// several loads waiting): their registers ([`reg_bit`]), and the
-    /// cycle the first is back (0 when none waits).
+    /// With two loads or more waiting (only then: a lone load, a polling
+    /// loop's, pays nothing for them), summaries of the `n`, so that an
+    /// instruction that needs none of their registers, issued before any
+    /// is back, is let through without a look at each (the firmware's
+    /// loops keep several loads waiting): their registers ([`reg_bit`]),
+    /// and the cycle the first is back.
     regs: u64,
     soonest: u64,
 }
@@ -258,18 +259,27 @@ fn reg_bit(r: u8) -> u64 {
     1 << (r & 63)
 }
 
+/// The [`LoadQueue::regs`] of loads into `rds`.
+#[inline(always)]
+fn loads_regs(rds: &[u8]) -> u64 {
+    rds.iter().fold(0, |m, &r| m | reg_bit(r)) & !reg_bit(X0_SINK)
+}
+
 impl LoadQueue {
     /// A load issued at `cycle`. Loads whose data was back before it are
     /// forgotten first: a hart that stopped (a run's end, a stall) with
     /// loads waiting resumes past them without looking at the queue.
     fn push(&mut self, cycle: u64, ready: u64, rd: u8) {
         if self.until <= cycle {
-            (self.n, self.regs) = (0, 0);
+            self.n = 0;
         }
         debug_assert!(self.n < RETIRE_QUEUE, "the retire-order queue overflows");
         (self.ready[self.n], self.rd[self.n]) = (ready, rd);
-        self.soonest = if self.n == 0 { ready } else { self.soonest.min(ready) };
-        self.regs |= reg_bit(rd) & !reg_bit(X0_SINK);
+        match self.n {
+            0 => {}
+            1 => (self.regs, self.soonest) = (loads_regs(&self.rd[..2]), self.ready[0].min(ready)),
+            _ => (self.regs, self.soonest) = (self.regs | loads_regs(&[rd]), self.soonest.min(ready)),
+        }
         self.n += 1;
         self.until = self.until.max(ready);
     }
@@ -286,17 +296,18 @@ impl LoadQueue {
             let needs = rd != X0_SINK && (d.rs1 == rd || d.rs2 == rd || d.rd == rd);
             let at = if needs { ready.max(cycle) } else { cycle };
             if ready <= at {
-                (self.n, self.until, self.regs, self.soonest) = (0, 0, 0, 0);
+                (self.n, self.until) = (0, 0);
             }
             return at;
         }
         self.issue_at_many(d, cycle)
     }
 
-    /// [`LoadQueue::issue_at`] with any number of loads waiting.
+    /// [`LoadQueue::issue_at`] with two loads or more waiting.
     #[cold]
     #[inline(never)]
     fn issue_at_many(&mut self, d: &Decoded, cycle: u64) -> u64 {
+        debug_assert!(self.n >= 2, "one load waiting is issue_at's");
         // Needs none of them, and none is back: it issues now and the queue
         // stays as it is (what the passes below would find).
         if self.regs & (reg_bit(d.rs1) | reg_bit(d.rs2) | reg_bit(d.rd)) == 0 && cycle < self.soonest {
@@ -319,7 +330,7 @@ impl LoadQueue {
         self.n = kept;
         self.until = self.ready[..kept].iter().copied().max().unwrap_or(0);
         self.soonest = self.ready[..kept].iter().copied().min().unwrap_or(0);
-        self.regs = self.rd[..kept].iter().fold(0, |m, &r| m | reg_bit(r)) & !reg_bit(X0_SINK);
+        self.regs = loads_regs(&self.rd[..kept]);
         at
     }
 }
