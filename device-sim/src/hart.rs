@@ -232,7 +232,7 @@ const _: () = assert!(LOAD_CYCLES <= RETIRE_QUEUE as u64);
 /// once its register operands are available. So a load costs one cycle and
 /// the hart goes on until an instruction needs its register (or writes it:
 /// registers are written in order).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default)]
 struct LoadQueue {
     on: bool,
     n: usize,

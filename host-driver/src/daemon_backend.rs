@@ -1013,6 +1013,16 @@ impl Backend for DaemonObserver {
         check_sysmem(offset, buf.len(), self.sysmem.len())?;
         self.sysmem.read(offset, buf).ok_or_else(|| DriverError::Backend("sysmem read past its end".into()))
     }
+    /// One whole-word load: the owner's device may be writing this pointer right now.
+    fn sysmem_read_u32(&mut self, offset: usize) -> Result<u32> {
+        check_sysmem(offset, 4, self.sysmem.len())?;
+        self.sysmem
+            .read_u32(offset)
+            .ok_or_else(|| DriverError::Backend(format!("sysmem word at {offset:#x} misaligned")))
+    }
+    fn sysmem_peek_u32(&mut self, offset: usize) -> Result<u32> {
+        self.sysmem_read_u32(offset)
+    }
     fn sysmem_claim(&mut self, _offset: usize, _len: usize) -> Result<&mut [u8]> {
         Err(self.read_only("claiming sysmem"))
     }

@@ -585,6 +585,19 @@ impl ObserverView {
         }
         Some(())
     }
+
+    /// The aligned 32-bit word at `offset`, read with one load: the owner's device writes
+    /// its queue pointers whole, and a byte-wise copy could take a pointer it never wrote.
+    /// `None` when misaligned or past the end.
+    pub fn read_u32(&self, offset: usize) -> Option<u32> {
+        if offset % 4 != 0 || offset.checked_add(4)? > self.map.len() {
+            return None;
+        }
+        // SAFETY: `offset + 4` <= `len` (checked), inside the live mapping, which starts
+        // page-aligned, so the word at a 4-aligned offset is aligned; a volatile read makes no
+        // reference another process's write could invalidate.
+        Some(unsafe { self.map.as_ptr().add(offset).cast::<u32>().read_volatile() })
+    }
 }
 
 #[cfg(test)]

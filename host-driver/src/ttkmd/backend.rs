@@ -172,6 +172,12 @@ pub struct TtKmdBackend {
     windows: Windows,
     params: &'static ArchParams,
     sysmem: PinnedMemory,
+    /// The range the host last claimed to fill ([`Backend::sysmem_claim`]), held here and
+    /// copied to pinned memory before the backend does anything else: the host never holds a
+    /// slice of memory the device shares.
+    claimed: Option<usize>,
+    /// The claimed range's bytes (kept between claims, to reuse its allocation).
+    staging: Vec<u8>,
     opened: Instant,
     /// Last simulated clock seen and when it last moved.
     clock: (u64, Instant),
@@ -210,6 +216,8 @@ impl TtKmdBackend {
             windows: Windows::new(WINDOW_CACHE),
             params,
             sysmem,
+            claimed: None,
+            staging: Vec::new(),
             opened: Instant::now(),
             clock: (0, Instant::now()),
         })
@@ -252,6 +260,21 @@ impl TtKmdBackend {
     fn kernel_clock(&self) -> Option<u64> {
         self.bar.dev.kernel().device_clock()
     }
+
+    /// Copies the last claimed range to pinned memory: before any other access, so the
+    /// doorbell that publishes it, and any read of it, come after.
+    fn land_claim(&mut self) -> Result<()> {
+        match self.claimed.take() {
+            Some(offset) => self.sysmem.write(offset, &self.staging).map_err(be),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for TtKmdBackend {
+    fn drop(&mut self) {
+        let _ = self.land_claim();
+    }
 }
 
 impl Backend for TtKmdBackend {
@@ -264,10 +287,12 @@ impl Backend for TtKmdBackend {
     }
 
     fn write(&mut self, addr: NocAddr, data: &[u8]) -> Result<()> {
+        self.land_claim()?;
         self.windows.write(&mut self.bar, addr, data)
     }
 
     fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
+        self.land_claim()?;
         self.windows.read(&mut self.bar, addr, buf)
     }
 
@@ -277,6 +302,7 @@ impl Backend for TtKmdBackend {
 
     /// Through BAR0's uncached mapping (QUERY_MAPPINGS), where tt-kmd maps it.
     fn bar0_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
+        self.land_claim()?;
         let name = self.name();
         let bar = self.bar.dev.bar(0, Caching::Uc).ok_or_else(|| {
             DriverError::Backend(format!("{name}: BAR0 is not mapped (QUERY_MAPPINGS offered no BAR0 resource)"))
@@ -305,22 +331,28 @@ impl Backend for TtKmdBackend {
     }
 
     fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
+        self.land_claim()?;
         self.sysmem.read(offset, buf).map_err(be)
     }
 
+    /// A copy of the range, landed in pinned memory before the backend's next access (what
+    /// the caller leaves unwritten lands unchanged).
     fn sysmem_claim(&mut self, offset: usize, len: usize) -> Result<&mut [u8]> {
-        // SAFETY: `Backend::sysmem_claim`'s callers claim only ranges the device keeps away
-        // from until they publish them (its docs: free issue-queue space before the doorbell,
-        // queue headers while the CQ cores are held in reset), which is `claim`'s contract.
-        unsafe { self.sysmem.claim(offset, len) }.map_err(be)
+        self.land_claim()?;
+        self.staging.resize(len, 0);
+        self.sysmem.read(offset, &mut self.staging).map_err(be)?;
+        self.claimed = Some(offset);
+        Ok(&mut self.staging)
     }
 
     /// One whole-word load: the device may be writing this pointer right now.
     fn sysmem_read_u32(&mut self, offset: usize) -> Result<u32> {
+        self.land_claim()?;
         self.sysmem.read_u32(offset).map_err(be)
     }
 
     fn poll(&mut self) -> Result<u64> {
+        self.land_claim()?;
         self.bar.fence();
         std::thread::sleep(POLL_PAUSE);
         self.check_clock()?;

@@ -224,11 +224,13 @@ impl std::ops::BitOr for PinFlags {
 /// fd drops the flock (and any pinning or TLB the driver still tracks for it).
 #[derive(Debug)]
 pub struct TtKmdDevice {
+    /// Dropped first (fields drop in order): the BARs are unmapped while this process still
+    /// owns the device, before `inner` closes its fd and releases the owner's lock.
+    bars: Vec<(ResourceMapping, MmioWindow)>,
     inner: Arc<Inner>,
     version: DriverVersion,
     power: PowerMode,
     info: DeviceInfo,
-    bars: Vec<(ResourceMapping, MmioWindow)>,
 }
 
 /// How the device's power was set up at open.
@@ -637,8 +639,8 @@ impl TlbWindow {
 
 /// Host memory pinned for device DMA, owned: the device may write it at any time, so it is
 /// never reached through a reference the device could invalidate, only by volatile copies
-/// ([`Self::read`]) and by claims of ranges the protocol keeps the device away from
-/// ([`Self::claim`]). Unpinned on drop, then unmapped.
+/// ([`Self::read`]) and written by copies ([`Self::write`]), never lent out as a slice.
+/// Unpinned on drop, then unmapped.
 #[derive(Debug)]
 pub struct PinnedMemory {
     inner: Arc<Inner>,
@@ -712,20 +714,19 @@ impl PinnedMemory {
         Ok(word.load(Ordering::Acquire))
     }
 
-    /// Bytes `[off, off + len)` for the host to fill in place.
-    ///
-    /// # Safety
-    ///
-    /// The device must not read or write the range while the returned slice lives: the
-    /// caller's protocol keeps it away until the host publishes the bytes (free issue-queue
-    /// space before its doorbell; queue headers while the CQ cores are held in reset). A
-    /// device access during the borrow is a data race on memory Rust takes as exclusive.
-    pub unsafe fn claim(&mut self, off: usize, len: usize) -> Result<&mut [u8]> {
-        self.check(off, len)?;
-        // SAFETY: in bounds of the live mapping (checked), borrowed mutably from `self` so no
-        // other host reference to it exists; the device keeps away from the range while it is
-        // claimed (this function's contract), so the exclusive reference is truthful.
-        Ok(unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(off), len) })
+    /// Copies `data` to `off`, byte by byte: the device may read this memory behind the
+    /// compiler's back, so no reference to it is made (the device acts on the bytes only once
+    /// the host publishes them, with a doorbell the BAR layer orders after these stores).
+    pub fn write(&mut self, off: usize, data: &[u8]) -> Result<()> {
+        self.check(off, data.len())?;
+        let base = self.map.as_mut_ptr();
+        for (i, &b) in data.iter().enumerate() {
+            // SAFETY: in bounds of the live mapping (checked), which outlives this loop; written
+            // through a volatile pointer, making no reference to memory the device shares.
+            let p = unsafe { volatile::VolatilePtr::new(std::ptr::NonNull::new_unchecked(base.add(off + i))) };
+            p.write(b);
+        }
+        Ok(())
     }
 }
 

@@ -13,7 +13,7 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use memmap2::{MmapOptions, MmapRaw};
 use nix::errno::Errno;
@@ -100,7 +100,7 @@ pub struct DeviceFile {
     path: PathBuf,
     file: File,
     /// The owner's lock, once taken ([`Kernel::lock_exclusive`]).
-    lock: OnceLock<Flock<File>>,
+    lock: Mutex<Option<Flock<File>>>,
 }
 
 impl DeviceFile {
@@ -116,7 +116,7 @@ impl DeviceFile {
         }
         let path = path.to_owned();
         match File::options().read(true).write(true).custom_flags(custom).open(&path) {
-            Ok(file) => Ok(Self { path, file, lock: OnceLock::new() }),
+            Ok(file) => Ok(Self { path, file, lock: Mutex::new(None) }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let detail = absence_detail(&path);
                 Err(TtKmdError::NotPresent { path, detail })
@@ -152,8 +152,10 @@ impl Kernel for DeviceFile {
     }
 
     fn lock_exclusive(&self) -> Result<()> {
-        if self.lock.get().is_none() {
-            let _ = self.lock.set(super::owner::lock_exclusive(&self.file, &self.path)?);
+        // Checked and taken under one lock: a second guard dropped would unlock the description.
+        let mut held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        if held.is_none() {
+            *held = Some(super::owner::lock_exclusive(&self.file, &self.path)?);
         }
         Ok(())
     }

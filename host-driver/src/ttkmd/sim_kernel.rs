@@ -28,7 +28,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use cqlab_abi::arch::Noc;
@@ -108,7 +108,7 @@ pub struct SimKernel {
     sysmem: File,
     lock: File,
     /// The owner's lock on `lock`, once taken ([`Kernel::lock_exclusive`]).
-    owner: OnceLock<Flock<File>>,
+    owner: Mutex<Option<Flock<File>>>,
     state: Mutex<State>,
 }
 
@@ -221,7 +221,7 @@ impl SimKernel {
             ctl: CtlHandle(ctl),
             shape,
             lock,
-            owner: OnceLock::new(),
+            owner: Mutex::new(None),
             state: Mutex::new(State { reset_gen, ..Default::default() }),
         })
     }
@@ -606,12 +606,13 @@ impl Kernel for SimKernel {
     }
 
     fn lock_exclusive(&self) -> Result<()> {
-        if self.owner.get().is_none() {
-            let held = super::owner::lock_exclusive(&self.lock, &self.paths.lock()).map_err(|e| match e {
+        // Checked and taken under one lock: a second guard dropped would unlock the description.
+        let mut held = self.owner.lock().unwrap_or_else(|e| e.into_inner());
+        if held.is_none() {
+            *held = Some(super::owner::lock_exclusive(&self.lock, &self.paths.lock()).map_err(|e| match e {
                 TtKmdError::HeldByPid { pid, .. } => TtKmdError::HeldByPid { path: self.path.clone(), pid },
                 other => other,
-            })?;
-            let _ = self.owner.set(held);
+            })?);
         }
         Ok(())
     }
