@@ -12,6 +12,7 @@
 //! the chip splits them, `arch::noc_addr::AddrSplit`) and the length, then
 //! `NOC_CMD_CTRL` = 1; count the request in software ([`NocState`]), and
 //! compare the count with the NIU's `NIU_MST_*` counters for barriers.
+#![allow(unsafe_code)] // firmware HAL: docs/design.md, "Where `unsafe` lives"
 
 use crate::memory::Memory;
 use crate::platform::Platform;

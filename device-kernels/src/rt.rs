@@ -1,5 +1,6 @@
 //! Start-up code and panic handlers of every firmware image, and the entry
 //! of every kernel image.
+#![allow(unsafe_code)] // firmware HAL: docs/design.md, "Where `unsafe` lives"
 
 /// Declares the firmware's main function, the core it runs on and the
 /// image's role: `cqlab_kernels::entry!(main, Brisc, FirmwareId::Worker);`

@@ -20,6 +20,7 @@
 //! the tile's decoded code first, since the host wrote it behind the chip's back. Semaphores
 //! are L1 words and need no mirroring. Idle fast-forward is off (a parked core would not see
 //! host stores). Not deterministic.
+#![allow(unsafe_code)] // simulator memory: docs/design.md, "Where `unsafe` lives"
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};

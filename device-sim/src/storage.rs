@@ -26,6 +26,7 @@
 //! Accesses go through the `volatile` crate's [`VolatilePtr`] (read-only for loads, write-only
 //! for stores). With [`crate::zeroed`] (the simulator's own memories), this is the only
 //! `unsafe` of the simulator's memory layer.
+#![allow(unsafe_code)] // simulator memory: docs/design.md, "Where `unsafe` lives"
 
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, Ordering};

@@ -6,6 +6,7 @@
 //! which was a tenth of the host instructions of a one-seed `race --workload
 //! programs` run (callgrind, two chips of 72 tiles). With the storage layer
 //! (`crate::storage`), this is the simulator memory's `unsafe`.
+#![allow(unsafe_code)] // simulator memory: docs/design.md, "Where `unsafe` lives"
 
 use memmap2::MmapMut;
 use std::ops::{Deref, DerefMut};

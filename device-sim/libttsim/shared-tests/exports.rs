@@ -6,6 +6,7 @@
 //! survives init, exit, dlclose, reload, init.
 //!
 //! The library's state is process-wide, so the tests take turns (`serial`).
+#![allow(unsafe_code)] // the C ABI: docs/design.md, "Where `unsafe` lives"
 
 use crate::{lib, ARCH};
 use cqlab_abi::arch::niu::counter;

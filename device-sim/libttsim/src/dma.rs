@@ -10,6 +10,7 @@
 //! chip (`HostMemory` says how the chip stays consistent), and the
 //! library's call back to the host; that is why the callbacks are
 //! `extern "C-unwind"` and why no lock is held while one runs.
+#![allow(unsafe_code)] // the C ABI: docs/design.md, "Where `unsafe` lives"
 
 use crate::error::{note, report, ApiError, Log};
 use crate::iatu::Iatu;

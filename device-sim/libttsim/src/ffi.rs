@@ -7,6 +7,7 @@
 //! `pci_mem_*`, `tile_*`) may unwind a DMA callback's C++ exception: they
 //! are `C-unwind` and catch nothing. The others catch a panic (a bug),
 //! report it and return their failure value; a panic never crosses into C.
+#![allow(unsafe_code)] // the C ABI: docs/design.md, "Where `unsafe` lives"
 
 use crate::device::DramAt;
 use crate::dma::{Callbacks, DmaRead, DmaWrite};

@@ -39,6 +39,7 @@
 //! - cqlab's own: `cqlab_ttsim_last_error`, `cqlab_ttsim_error_count`,
 //!   `cqlab_ttsim_clear_error`, `cqlab_ttsim_digest`,
 //!   `cqlab_ttsim_device_time`, `cqlab_ttsim_stat`, `cqlab_ttsim_set`.
+#![allow(unsafe_code)] // the C ABI: docs/design.md, "Where `unsafe` lives"
 
 pub mod config_space;
 pub mod device;

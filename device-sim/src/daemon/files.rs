@@ -6,6 +6,7 @@
 //! user owns (they could swap its files under us), and creates each file
 //! with `O_CREAT|O_EXCL|O_NOFOLLOW`, so a planted symlink (`sysmem ->
 //! victim.txt`) is an error instead of a file the daemon truncates.
+#![allow(unsafe_code)] // simulator memory: docs/design.md, "Where `unsafe` lives"
 
 use memmap2::{MmapMut, MmapOptions, MmapRaw};
 use nix::unistd::Uid;

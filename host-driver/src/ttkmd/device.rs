@@ -1,5 +1,6 @@
 //! `TtKmdDevice`: one open tt-kmd device (through a [`Kernel`]), its BARs mapped, owned
 //! exclusively, its driver version known.
+#![allow(unsafe_code)] // BAR/mmap layer: docs/design.md, "Where `unsafe` lives"
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -21,6 +21,7 @@
 //! link (host stores are visible to the simulator in program order), timing (host time is
 //! whatever the host does), and ALLOCATE_DMA_BUF, MAP_PEER_BAR, SET_NOC_CLEANUP and
 //! EXPORT_TLB_DMABUF (EOPNOTSUPP).
+#![allow(unsafe_code)] // BAR/mmap layer: docs/design.md, "Where `unsafe` lives"
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};

@@ -2,6 +2,7 @@
 //! 32-bit accesses. This is the only place that dereferences pointers into device memory, and it
 //! does so through the `volatile` crate's [`VolatilePtr`], whose type carries the access kind:
 //! [`MmioWindow::word_ro`] can only be read, [`MmioWindow::word_wo`] (doorbells) only written.
+#![allow(unsafe_code)] // BAR/mmap layer: docs/design.md, "Where `unsafe` lives"
 
 use std::ptr::NonNull;
 

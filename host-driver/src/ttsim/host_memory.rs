@@ -13,6 +13,7 @@
 //! The libttsim contract: callbacks run synchronously on the thread inside
 //! a library call, and the backend makes every call with `&mut self`, so
 //! a callback's access never overlaps the driver's own use of sysmem.
+#![allow(unsafe_code)] // BAR/mmap layer: docs/design.md, "Where `unsafe` lives"
 
 use super::library::{DmaRead, DmaWrite};
 use crate::error::{DriverError, LibraryProblem, Result};

@@ -8,6 +8,7 @@
 //! Every function type is `C-unwind`: a call that makes the device run may
 //! call the DMA callbacks, and unwinding through it must not be undefined
 //! behaviour (the driver's own callbacks never unwind).
+#![allow(unsafe_code)] // the C ABI: docs/design.md, "Where `unsafe` lives"
 
 use crate::error::{DriverError, LibraryProblem, Result};
 use std::ffi::{c_char, c_void, CString};

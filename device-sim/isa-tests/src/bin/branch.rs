@@ -1,6 +1,7 @@
 //! ISA test `isa-branch`: every conditional branch, taken and not taken.
 #![no_std]
 #![no_main]
+#![allow(unsafe_code)] // firmware HAL: a guest program in assembly (docs/design.md, "Where `unsafe` lives")
 
 core::arch::global_asm!(include_str!("../../asm/common.S"), include_str!("../../asm/branch.S"));
 
