@@ -3,17 +3,10 @@
 //! or refuse with the usage status 2; they never panic. The input is the
 //! argument vector with arguments separated by NUL bytes (any other bytes,
 //! UTF-8 or not, are the arguments' own).
+//! (The check itself: `fuzz/checks.rs`, shared with the corpus replay.)
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
+#[path = "../checks.rs"]
+mod checks;
 
-fuzz_target!(|data: &[u8]| {
-    let args = data.split(|&b| b == 0).map(|a| std::ffi::OsStr::from_bytes(a).to_owned());
-    let argv: Vec<OsString> = std::iter::once(OsString::from("cqlab")).chain(args).collect();
-    if let cqlab::Verdict::Refused { status, message } = cqlab::check(argv.clone()) {
-        assert_eq!(status, 2, "{argv:?} refused with {status}: {message}");
-        assert!(!message.trim().is_empty(), "{argv:?} refused without a reason");
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::cli_args(data));

@@ -1,15 +1,9 @@
 //! Feeds arbitrary strings to the device-spec parser (`embedded:...`,
 //! `sim:PATH?wait=SECS`, `/dev/...`): it parses or refuses, never panics.
+//! (The check itself: `fuzz/checks.rs`, shared with the corpus replay.)
 #![no_main]
 
-use cqlab_driver::backend::spec::Spec;
-use cqlab_driver::daemon_backend::DaemonBackend;
-use libfuzzer_sys::fuzz_target;
+#[path = "../checks.rs"]
+mod checks;
 
-fuzz_target!(|data: &[u8]| {
-    if let Ok(s) = std::str::from_utf8(data) {
-        if let Ok(Spec::Daemon { rest }) = Spec::parse(s) {
-            let _ = DaemonBackend::parse_spec(&rest);
-        }
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::device_spec(data));

@@ -1,8 +1,8 @@
 //! `cargo xtask fuzz [--seconds N]`: runs every cargo-fuzz target (folder
 //! `fuzz/`) for N seconds each on the nightly toolchain, installing
-//! cargo-fuzz first if it is missing. `cargo xtask test` runs the same
-//! targets for a few seconds each as a smoke test, and prints a notice
-//! instead of failing when cargo-fuzz or nightly cannot be had.
+//! cargo-fuzz first if it is missing. `cargo xtask test` does not fuzz: it
+//! replays the checked-in corpus through the same checks on stable
+//! (`tools/cqlab/tests/fuzz_corpus.rs`), which costs no nightly build.
 //!
 //! Each target starts from its checked-in corpus (`fuzz/corpus/TARGET`, read
 //! only); inputs it discovers go to `target/fuzz-corpus/TARGET` and crashes
@@ -14,8 +14,6 @@ use std::process::Command;
 
 /// Every target in `fuzz/Cargo.toml`.
 pub const TARGETS: [&str; 6] = ["decode", "elf", "daemon_proto", "device_spec", "trace_ring", "cli_args"];
-/// Seconds per target in `cargo xtask test`.
-pub const SMOKE_SECONDS: u64 = 3;
 
 /// `cargo +nightly ...` through rustup (not `$CARGO`, which is this
 /// build's stable cargo).
@@ -57,26 +55,12 @@ const MINIMAL_RV32_ELF: &[u8] = &[
     0x05, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x13, 0x05, 0x00, 0x00, 0x73, 0x00, 0x00, 0x00,
 ];
 
-/// How the fuzz targets are built: optimized for campaigns; unoptimized
-/// for the smoke run, whose few seconds a target do not repay the
-/// optimizer (a clean build on a 2-core machine like CI's took 392 s
-/// optimized, 135 s not).
-#[derive(Clone, Copy, PartialEq)]
-pub enum Build {
-    Optimized,
-    Unoptimized,
-}
-
-/// Runs every target for `seconds`, built as `build` says; fails naming
-/// the target and the crash artifact when one crashes.
-pub fn run_all(root: &Path, seconds: u64, build: Build) -> Result<()> {
-    // `cargo fuzz run` builds too: each gets the same flag, or it rebuilds.
+/// Runs every target for `seconds`, built optimized; fails naming the
+/// target and the crash artifact when one crashes.
+pub fn run_all(root: &Path, seconds: u64) -> Result<()> {
     let fuzz = |sub: &str| {
         let mut cmd = nightly(root);
         cmd.args(["fuzz", sub]);
-        if build == Build::Unoptimized {
-            cmd.arg("--dev");
-        }
         cmd
     };
     crate::run(&mut fuzz("build")).context("building the fuzz targets")?;
@@ -130,17 +114,5 @@ pub fn command(root: &Path, args: &[String]) -> Result<()> {
         }
     }
     ready(root)?;
-    run_all(root, seconds, Build::Optimized)
-}
-
-/// The smoke run of `cargo xtask test`: a crash fails; a missing toolchain
-/// or cargo-fuzz is a notice.
-pub fn smoke(root: &Path) -> Result<()> {
-    match ready(root) {
-        Ok(()) => run_all(root, SMOKE_SECONDS, Build::Unoptimized),
-        Err(why) => {
-            eprintln!("xtask: NOTICE: fuzz smoke test skipped: {why:#}. The fuzz targets did not run.");
-            Ok(())
-        }
-    }
+    run_all(root, seconds)
 }

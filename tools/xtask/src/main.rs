@@ -1,9 +1,9 @@
 //! `cargo xtask`: builds the firmware and runs the project's checks.
 //!
 //! - `cargo xtask firmware` builds every firmware ELF for riscv32im and prints sizes.
-//! - `cargo xtask test` runs fmt, clippy, the firmware build, every test,
-//!   the libttsim libraries' pytest suite through tt-umd and a short smoke
-//!   run of every fuzz target.
+//! - `cargo xtask test` runs fmt, clippy, the firmware build, every test
+//!   (the fuzz targets' checks over their corpus among them) and the
+//!   libttsim libraries' pytest suite through tt-umd.
 //! - `cargo xtask fuzz [--seconds N]` runs every fuzz target N seconds.
 //! - `cargo xtask demo` runs the main job on the embedded simulator.
 //! - `cargo xtask cycles` fails on an import cycle between the modules of any crate.
@@ -80,9 +80,31 @@ fn cargo() -> Command {
     cmd
 }
 
+/// How long each stage of `cargo xtask test` took (its build included), so
+/// a slow run says where the time went.
+#[derive(Default)]
+struct Stages(Vec<(&'static str, std::time::Duration)>);
+
+impl Stages {
+    fn time(&mut self, name: &'static str, stage: impl FnOnce() -> Result<()>) -> Result<()> {
+        let start = std::time::Instant::now();
+        let result = stage();
+        self.0.push((name, start.elapsed()));
+        if result.is_err() {
+            eprintln!("xtask: stages: {}", self.summary());
+        }
+        result
+    }
+
+    fn summary(&self) -> String {
+        self.0.iter().map(|(name, took)| format!("{name} {:.0} s", took.as_secs_f64())).collect::<Vec<_>>().join(", ")
+    }
+}
+
 /// Free bytes a clean `cargo xtask test` needs in the target directory's
 /// file system, with room to spare (measured on a fresh clone with `CI` set:
-/// 992 MiB in `target/`, 511 MiB in `fuzz/target/`).
+/// 992 MiB in `target/`; before the fuzz smoke run left the suite, another
+/// 511 MiB in `fuzz/target/`).
 const TEST_DISK_BYTES: u64 = 3 << 30;
 
 /// Says so up front when the disk is nearly full: the linker otherwise dies
@@ -110,40 +132,47 @@ fn test(extra: &[String]) -> Result<()> {
     let start = std::time::Instant::now();
     let root = workspace_root();
     check_free_disk(&root)?;
-    cycles::check(&root)?;
-    links::check(&root)?;
-    run(cargo().args(["fmt", "--all", "--", "--check"])).context("formatting differs: run `cargo fmt --all`")?;
-    run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
-    // The hardware path alone, without the simulator (cqlab-driver's `ttkmd` feature).
-    run(cargo().args([
-        "clippy",
-        "-p",
-        "cqlab-driver",
-        "--no-default-features",
-        "--features",
-        "ttkmd",
-        "--",
-        "-D",
-        "warnings",
-    ]))
-    .context("cqlab-driver with only the ttkmd feature")?;
-    let elfs = firmware::build(&root)?;
-    firmware::print_sizes(&elfs);
-    firmware::clippy(&root)?;
+    let mut stages = Stages::default();
+    stages.time("checks", || {
+        cycles::check(&root)?;
+        links::check(&root)?;
+        run(cargo().args(["fmt", "--all", "--", "--check"])).context("formatting differs: run `cargo fmt --all`")
+    })?;
+    stages.time("clippy", || {
+        run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+        // The hardware path alone, without the simulator (cqlab-driver's `ttkmd` feature).
+        run(cargo().args([
+            "clippy",
+            "-p",
+            "cqlab-driver",
+            "--no-default-features",
+            "--features",
+            "ttkmd",
+            "--",
+            "-D",
+            "warnings",
+        ]))
+        .context("cqlab-driver with only the ttkmd feature")
+    })?;
+    stages.time("firmware", || {
+        let elfs = firmware::build(&root)?;
+        firmware::print_sizes(&elfs);
+        firmware::clippy(&root)
+    })?;
     // tt-umd from PyPI drives both libttsim libraries (needs the firmware).
-    libttsim::build(&root)?;
-    libttsim::pytest(&root, &[])?;
-    // Before the tests: nextest's summary should be the last word.
-    fuzz::smoke(&root)?;
+    stages.time("libttsim", || libttsim::build(&root).map(drop))?;
+    stages.time("pytest", || libttsim::pytest(&root, &[]))?;
     let nextest = cargo().args(["nextest", "--version"]).output().map(|o| o.status.success()).unwrap_or(false);
     if nextest {
         // Doc tests first: nextest's summary should be the last word.
-        run(cargo().args(["test", "--workspace", "--doc", "--quiet"]))?;
-        run(cargo().args(["nextest", "run", "--workspace", "--no-fail-fast"]).args(extra))?;
+        stages.time("doc tests", || run(cargo().args(["test", "--workspace", "--doc", "--quiet"])))?;
+        stages
+            .time("nextest", || run(cargo().args(["nextest", "run", "--workspace", "--no-fail-fast"]).args(extra)))?;
     } else {
         eprintln!("xtask: cargo-nextest not installed; using cargo test");
-        run(cargo().args(["test", "--workspace", "--no-fail-fast"]).args(extra))?;
+        stages.time("tests", || run(cargo().args(["test", "--workspace", "--no-fail-fast"]).args(extra)))?;
     }
+    eprintln!("xtask: stages: {}", stages.summary());
     eprintln!("xtask: all checks passed in {:.0?}", start.elapsed());
     Ok(())
 }
