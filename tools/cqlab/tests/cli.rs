@@ -269,8 +269,8 @@ fn sim_bench_runs_the_chip_at_the_slice_asked_for() {
     }
 }
 
-/// `bench dispatch --axis base --programs 8 EXTRA --json`'s rows (untraced
-/// and traced), the command having succeeded.
+/// `bench dispatch --axis base --programs PROGRAMS EXTRA --json`'s rows
+/// (untraced and traced), the command having succeeded.
 fn base_point_rows_of(programs: u32, extra: &[&str]) -> Vec<serde_json::Value> {
     let programs = programs.to_string();
     let mut argv = vec!["bench", "dispatch", "--axis", "base", "--programs", &programs];

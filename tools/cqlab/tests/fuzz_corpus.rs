@@ -8,6 +8,7 @@
 mod checks;
 mod support;
 
+use cqlab_sim::elf::ElfImage;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use std::path::{Path, PathBuf};
@@ -84,7 +85,11 @@ fn every_checked_in_input_passes_its_target() {
     }
 }
 
-/// A loader must refuse a truncated image with an error, wherever the cut.
+/// Bytes in an ELF32 file header.
+const ELF32_HEADER: usize = 52;
+
+/// A truncated image, wherever the cut, is accepted or refused by every
+/// loader, never panics one; cut inside its file header, it is refused.
 #[test]
 fn every_truncation_of_every_firmware_elf_passes_the_elf_target() {
     for (name, data) in firmware_elfs() {
@@ -94,6 +99,9 @@ fn every_truncation_of_every_firmware_elf_passes_the_elf_target() {
         for cut in cuts {
             eprintln!("elf: {name} cut at {cut}");
             checks::elf(&data[..cut]);
+            if cut < ELF32_HEADER {
+                assert!(ElfImage::parse(&data[..cut]).is_err(), "{name} cut at {cut} was accepted");
+            }
         }
     }
 }
@@ -132,17 +140,17 @@ fn apply(data: &mut Vec<u8>, edits: &[Edit]) {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
-    /// Each target's inputs with a few bytes changed: the checks hold.
+    /// An input of each target with a few bytes changed: the checks hold.
     #[test]
     fn edited_inputs_pass_their_target(
-        target in any::<Index>(),
         input in any::<Index>(),
         edits in prop::collection::vec(edit(), 1..8),
     ) {
-        let (name, check, from) = TARGETS[target.index(TARGETS.len())];
-        let all = inputs(name, from);
-        let mut data = all[input.index(all.len())].1.clone();
-        apply(&mut data, &edits);
-        check(&data);
+        for (name, check, from) in TARGETS {
+            let all = inputs(name, from);
+            let mut data = all[input.index(all.len())].1.clone();
+            apply(&mut data, &edits);
+            check(&data);
+        }
     }
 }
