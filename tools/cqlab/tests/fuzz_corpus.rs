@@ -12,6 +12,7 @@ use cqlab_sim::elf::ElfImage;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// Where a target's inputs come from.
 #[derive(Clone, Copy)]
@@ -25,6 +26,9 @@ enum Inputs {
 
 /// A target's check: arbitrary bytes in, a panic on a finding.
 type Check = fn(&[u8]);
+
+/// An input: where it came from, and its bytes.
+type Input = (String, Vec<u8>);
 
 /// Each fuzz target: its name, its check, its inputs.
 const TARGETS: [(&str, Check, Inputs); 6] = [
@@ -44,7 +48,7 @@ fn files_in(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The checked-in corpus of `target`, by file name.
-fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
+fn corpus(target: &str) -> Vec<Input> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target);
     let inputs: Vec<_> = files_in(&dir)
         .into_iter()
@@ -55,7 +59,7 @@ fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
 }
 
 /// Every firmware and kernel ELF the build made, for both chips.
-fn firmware_elfs() -> Vec<(String, Vec<u8>)> {
+fn firmware_elfs() -> Vec<Input> {
     let root = support::firmware_dir();
     let mut elfs = Vec::new();
     for dir in [root.clone(), root.join("wormhole"), root.join("blackhole")] {
@@ -68,11 +72,18 @@ fn firmware_elfs() -> Vec<(String, Vec<u8>)> {
 }
 
 /// The inputs of `target` the replay starts from.
-fn inputs(target: &str, from: Inputs) -> Vec<(String, Vec<u8>)> {
+fn inputs(target: &str, from: Inputs) -> Vec<Input> {
     match from {
         Inputs::Corpus => corpus(target),
         Inputs::FirmwareElfs => firmware_elfs(),
     }
+}
+
+/// Every target's inputs, in `TARGETS` order, read once for all the
+/// proptest's cases.
+fn all_inputs() -> &'static [Vec<Input>] {
+    static ALL: OnceLock<Vec<Vec<Input>>> = OnceLock::new();
+    ALL.get_or_init(|| TARGETS.iter().map(|&(name, _, from)| inputs(name, from)).collect())
 }
 
 #[test]
@@ -146,8 +157,7 @@ proptest! {
         input in any::<Index>(),
         edits in prop::collection::vec(edit(), 1..8),
     ) {
-        for (name, check, from) in TARGETS {
-            let all = inputs(name, from);
+        for ((_, check, _), all) in TARGETS.iter().zip(all_inputs()) {
             let mut data = all[input.index(all.len())].1.clone();
             apply(&mut data, &edits);
             check(&data);
