@@ -1,9 +1,5 @@
-//! Feeds arbitrary argument vectors to the CLI's parser and checks
-//! (`cqlab::check`: parse, validate, run nothing): they accept, print help,
-//! or refuse with the usage status 2; they never panic. The input is the
-//! argument vector with arguments separated by NUL bytes (any other bytes,
-//! UTF-8 or not, are the arguments' own).
-//! (The check itself: `fuzz/checks.rs`, shared with the corpus replay.)
+//! The `cli_args` fuzz target: what it checks is `checks::cli_args` (`fuzz/checks.rs`,
+//! which `cargo xtask test` also runs over the corpus on stable).
 #![no_main]
 
 #[path = "../checks.rs"]

@@ -1,7 +1,5 @@
-//! Feeds arbitrary bytes to the daemon's wire protocol: frames, requests,
-//! replies and reply bodies. Nothing may panic, and whatever decodes must
-//! encode back to the same value.
-//! (The check itself: `fuzz/checks.rs`, shared with the corpus replay.)
+//! The `daemon_proto` fuzz target: what it checks is `checks::daemon_proto` (`fuzz/checks.rs`,
+//! which `cargo xtask test` also runs over the corpus on stable).
 #![no_main]
 
 #[path = "../checks.rs"]

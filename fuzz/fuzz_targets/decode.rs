@@ -1,5 +1,5 @@
-//! Feeds arbitrary bytes to every decoder entry point: none may panic.
-//! (The check itself: `fuzz/checks.rs`, shared with the corpus replay.)
+//! The `decode` fuzz target: what it checks is `checks::decode` (`fuzz/checks.rs`,
+//! which `cargo xtask test` also runs over the corpus on stable).
 #![no_main]
 
 #[path = "../checks.rs"]

@@ -1,6 +1,5 @@
-//! Feeds arbitrary strings to the device-spec parser (`embedded:...`,
-//! `sim:PATH?wait=SECS`, `/dev/...`): it parses or refuses, never panics.
-//! (The check itself: `fuzz/checks.rs`, shared with the corpus replay.)
+//! The `device_spec` fuzz target: what it checks is `checks::device_spec` (`fuzz/checks.rs`,
+//! which `cargo xtask test` also runs over the corpus on stable).
 #![no_main]
 
 #[path = "../checks.rs"]

@@ -1,7 +1,5 @@
-//! Feeds arbitrary bytes to the ELF loaders (the simulator's `ElfImage`,
-//! the driver's `FirmwareImage` and `KernelImage`): each accepts or
-//! refuses, never panics.
-//! (The check itself: `fuzz/checks.rs`, shared with the corpus replay.)
+//! The `elf` fuzz target: what it checks is `checks::elf` (`fuzz/checks.rs`,
+//! which `cargo xtask test` also runs over the corpus on stable).
 #![no_main]
 
 #[path = "../checks.rs"]

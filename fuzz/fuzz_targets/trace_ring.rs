@@ -1,8 +1,5 @@
-//! Feeds arbitrary bytes to the trace-ring reader as the contents of a
-//! core's trace ring (header and records, as a corrupted or hostile device
-//! could leave them): it returns records or an error, never panics, and
-//! never returns more than the ring holds.
-//! (The check itself: `fuzz/checks.rs`, shared with the corpus replay.)
+//! The `trace_ring` fuzz target: what it checks is `checks::trace_ring` (`fuzz/checks.rs`,
+//! which `cargo xtask test` also runs over the corpus on stable).
 #![no_main]
 
 #[path = "../checks.rs"]

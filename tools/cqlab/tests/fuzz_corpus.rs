@@ -8,6 +8,7 @@
 mod checks;
 mod support;
 
+use cqlab_abi::elf::Elf32Header;
 use cqlab_sim::elf::ElfImage;
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -96,9 +97,6 @@ fn every_checked_in_input_passes_its_target() {
     }
 }
 
-/// Bytes in an ELF32 file header.
-const ELF32_HEADER: usize = 52;
-
 /// A truncated image, wherever the cut, is accepted or refused by every
 /// loader, never panics one; cut inside its file header, it is refused.
 #[test]
@@ -110,7 +108,7 @@ fn every_truncation_of_every_firmware_elf_passes_the_elf_target() {
         for cut in cuts {
             eprintln!("elf: {name} cut at {cut}");
             checks::elf(&data[..cut]);
-            if cut < ELF32_HEADER {
+            if cut < size_of::<Elf32Header>() {
                 assert!(ElfImage::parse(&data[..cut]).is_err(), "{name} cut at {cut} was accepted");
             }
         }
