@@ -265,7 +265,16 @@ impl DeviceConfig {
     /// checked (`FirmwareImage::parse`): what a command checks before any
     /// work, and what a boot writes.
     pub fn boot_images(&self, arch: Arch) -> Result<BootImages> {
+        // A missing root is named with where it came from, before the
+        // first image's "cannot read" (helper-65).
         let cq_dir = self.cq_firmware_dir(arch);
+        let chip_dir = self.chip_firmware_dir(arch);
+        if !chip_dir.is_dir() {
+            return Err(DriverError::BadElf {
+                path: cq_dir.join(FirmwareId::Prefetch.name()).display().to_string(),
+                reason: crate::error::ImageError::NoFirmwareDir { dir: chip_dir.display().to_string() },
+            });
+        }
         Ok(BootImages {
             prefetch: FirmwareImage::load(&cq_dir.join(FirmwareId::Prefetch.name()), FirmwareId::Prefetch, arch)?,
             dispatch: FirmwareImage::load(&cq_dir.join(FirmwareId::Dispatch.name()), FirmwareId::Dispatch, arch)?,
@@ -383,7 +392,9 @@ pub fn chip_dir(root: &Path, arch: Arch) -> PathBuf {
 /// directory per chip (`wormhole/`, `blackhole/`), each with the images
 /// and `variants/<bug>/`.
 pub fn default_firmware_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CQLAB_FIRMWARE_DIR") {
+    // Set but empty is unset: the empty path read images from the working
+    // directory (helper-65).
+    if let Some(dir) = std::env::var_os("CQLAB_FIRMWARE_DIR").filter(|d| !d.is_empty()) {
         return dir.into();
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")

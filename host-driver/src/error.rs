@@ -200,6 +200,13 @@ pub enum BootProblem {
 pub enum ImageError {
     #[error("cannot read: {0}")]
     Read(#[source] std::io::Error),
+    /// The chip's firmware directory is missing (not built, or a wrong
+    /// `$CQLAB_FIRMWARE_DIR`): said once, with where the root comes from.
+    #[error(
+        "no firmware directory {dir} (the firmware root is $CQLAB_FIRMWARE_DIR when set, else the workspace's \
+         target/riscv32im-unknown-none-elf/firmware; `cargo xtask firmware` builds it)"
+    )]
+    NoFirmwareDir { dir: String },
     #[error("holds more than {limit} bytes; no image for one core is that large")]
     TooLarge { limit: u64 },
     #[error(transparent)]

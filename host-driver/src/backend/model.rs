@@ -47,6 +47,22 @@ impl Model {
     pub const WORDS: &'static str =
         "exact, blocking, pipelined, no-contention, contention, icache, no-l0, l0, reads-wait-unsent, reads-pass-unsent";
 
+    /// The word that sets the same parameter the other way (`blocking` for
+    /// `pipelined`); `None` for a word without one or not a model word.
+    pub fn contrary(word: &str) -> Option<&'static str> {
+        const PAIRS: [(&str, &str); 4] = [
+            ("pipelined", "blocking"),
+            ("contention", "no-contention"),
+            ("l0", "no-l0"),
+            ("reads-pass-unsent", "reads-wait-unsent"),
+        ];
+        PAIRS.iter().find_map(|&(a, b)| match word {
+            _ if word == a => Some(b),
+            _ if word == b => Some(a),
+            _ => None,
+        })
+    }
+
     /// Applies spec word `word`; false if it is not a model word.
     pub fn take(&mut self, word: &str) -> bool {
         match word {

@@ -36,6 +36,13 @@ impl Spec {
                 if seen.contains(&name) {
                     return Err(DriverError::Invalid(format!("embedded option {name:?} given twice in {spec:?}")));
                 }
+                // So is a word and its contrary: the last one won, while the
+                // spec a report records named both (helper-65).
+                if let Some(other) = Model::contrary(name).filter(|o| seen.contains(o)) {
+                    return Err(DriverError::Invalid(format!(
+                        "embedded options {other:?} and {name:?} contradict each other in {spec:?}"
+                    )));
+                }
                 seen.push(name);
                 match opt.split_once('=') {
                     Some(("seed", v)) => {
@@ -236,6 +243,17 @@ mod tests {
         assert!(Spec::parse("embedded:seed=x").unwrap_err().to_string().contains("not a number"));
         for twice in ["embedded:seed=1,seed=2", "embedded:slow,exact,slow"] {
             assert!(Spec::parse(twice).unwrap_err().to_string().contains("given twice"), "{twice}");
+        }
+        for (a, b) in [
+            ("pipelined", "blocking"),
+            ("no-contention", "contention"),
+            ("l0", "no-l0"),
+            ("reads-wait-unsent", "reads-pass-unsent"),
+        ] {
+            for spec in [format!("embedded:{a},{b}"), format!("embedded:{b},exact,{a}")] {
+                let e = Spec::parse(&spec).unwrap_err().to_string();
+                assert!(e.contains("contradict each other"), "{spec}: {e}");
+            }
         }
         assert!(Spec::parse("gpu0").unwrap_err().to_string().contains("unknown device"));
     }

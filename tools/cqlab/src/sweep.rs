@@ -336,6 +336,12 @@ fn shape(args: &Args) -> Result<Shape, UsageError> {
             |why: String| UsageError(format!("--param {}: at {name}={v} the device refuses: {why}", args.param));
         cfg.validate().map_err(|e| refused(e.to_string()))?;
         if args.device.starts_with("embedded") {
+            // The chip `--chip`/`--harvest` name places every queue count
+            // (helper-65: 16 queues on a chip harvested to room for 4 were
+            // refused after the points before had run, their results lost).
+            let harvesting = args.chip.harvesting()?;
+            cqlab_driver::Topology::for_board(args.chip.sim_board(), harvesting, cfg.num_cqs)
+                .map_err(|e| refused(e.to_string()))?;
             // The embedded simulator's host memory holds every queue.
             let has = cqlab_driver::backend::spec::sim_config(&cfg, 0).sysmem_size as u64;
             let need = cfg.queue_layout(cfg.num_cqs).base;
@@ -362,6 +368,28 @@ fn shape(args: &Args) -> Result<Shape, UsageError> {
         crate::output::check("--out", dir, crate::output::Kind::Dir, &[])?;
     }
     Ok(Shape { name, values, base, host_bug })
+}
+
+/// On a daemon (`sim:PATH`), whose chip is its own, every point's queue
+/// count is placed on that chip before the first point runs; read without
+/// attaching (an attach boots the device).
+fn daemon_places_every_point(args: &Args, values: &[u64], name: &str, base: &Knobs) -> Result<()> {
+    use anyhow::Context;
+    use cqlab_driver::backend::Backend;
+    let Some(rest) = args.device.strip_prefix("sim:") else { return Ok(()) };
+    let (path, _) = cqlab_driver::daemon_backend::DaemonBackend::parse_spec(rest)?;
+    let (board, harvesting) = cqlab_driver::daemon_backend::DaemonObserver::connect(path)
+        .and_then(|mut o| o.identify())
+        .with_context(|| format!("--device {}", args.device))?;
+    for &v in values {
+        let mut k = base.clone();
+        k.set(name, v)?;
+        let cqs = k.device_config(args.timeout_cycles, None).num_cqs;
+        cqlab_driver::Topology::for_board(board, Some(harvesting.clone()), cqs).map_err(|e| {
+            UsageError(format!("--param {}: at {name}={v} the device {} refuses: {e}", args.param, args.device))
+        })?;
+    }
+    Ok(())
 }
 
 pub fn validate(args: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
@@ -393,6 +421,7 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
     // on one device; alone it passed).
     args.reset_each |= args.bisect;
     let Shape { name, values, base, host_bug } = shape(&args)?;
+    daemon_places_every_point(&args, &values, &name, &base)?;
     let mut s =
         Sweeper { args: args.clone(), name: name.clone(), base: base.clone(), host_bug, shared: None, chip: None };
     let mut points = Vec::new();

@@ -19,6 +19,7 @@
 //! files came from cqlab's earlier invented chip and are refused).
 
 use crate::input::Lines;
+use crate::run::MAX_RUN_CQS;
 use crate::usage::UsageError;
 use anyhow::{Context, Result};
 use cqlab_abi::noc::Coord;
@@ -35,6 +36,10 @@ use std::path::Path;
 
 pub const FORMAT: &str = "cqlab-trace";
 pub const VERSION: u64 = 2;
+
+/// Clock rates a header may give: 1 MHz to 100 GHz, around the chips'
+/// 1 and 1.35 GHz, so a cycle count converts to a finite time.
+const CLOCK_HZ_RANGE: std::ops::RangeInclusive<f64> = 1e6..=1e11;
 
 /// Streams a run into a trace file.
 pub struct TraceWriter<W: Write> {
@@ -134,7 +139,22 @@ impl Header {
         let bad = |e: String| UsageError(format!("the trace header's chip {} ({}): {e}", self.chip, self.harvesting));
         let board: Board = self.chip.parse().map_err(|e: cqlab_abi::soc::UnknownBoard| bad(e.to_string()))?;
         let harvesting = Harvesting::parse(&self.harvesting).map_err(|e| bad(e.to_string()))?;
-        Topology::for_board(board, Some(harvesting), self.cqs).map_err(|e| bad(e.to_string()))
+        // `Topology` clamps a queue count into range; a header's must be
+        // one `cqlab run` could have placed, or its queue numbers index
+        // nothing.
+        if !(1..=MAX_RUN_CQS).contains(&self.cqs) {
+            return Err(bad(format!("cqs {} is not a queue count `cqlab run` places (1 to {MAX_RUN_CQS})", self.cqs)));
+        }
+        let chip = Topology::for_board(board, Some(harvesting), self.cqs).map_err(|e| bad(e.to_string()))?;
+        if self.cqs > chip.rows() {
+            return Err(bad(format!(
+                "cqs {}: a run gives each queue a worker row, and this chip has {} with {} queues placed",
+                self.cqs,
+                chip.rows(),
+                self.cqs
+            )));
+        }
+        Ok(chip)
     }
 }
 
@@ -254,12 +274,15 @@ impl TraceReader {
         }
         header.topology().map_err(|e| UsageError(format!("{}: {}", path.display(), e.0)))?;
         // Every timestamp divides by it: 0 made each `ts` null, a negative
-        // rate made them negative and Perfetto dropped the events.
-        if !(header.clock_hz.is_finite() && header.clock_hz > 0.0) {
+        // rate made them negative and Perfetto dropped the events, 1e-300
+        // overflowed them to null.
+        if !(header.clock_hz.is_finite() && CLOCK_HZ_RANGE.contains(&header.clock_hz)) {
             return Err(UsageError(format!(
-                "{}: clock_hz {} is not a clock rate (a positive number of cycles a second)",
+                "{}: clock_hz {:?} is not a core clock rate (cycles a second, {:e} to {:e})",
                 lines.at(),
-                header.clock_hz
+                header.clock_hz,
+                CLOCK_HZ_RANGE.start(),
+                CLOCK_HZ_RANGE.end()
             ))
             .into());
         }
@@ -292,9 +315,26 @@ impl TraceReader {
         })
     }
 
+    /// A line's queue is one the header placed (an analysis indexes the
+    /// queue's cores by it).
+    fn check_cq(&self, what: &str, cq: u8) -> Result<()> {
+        if cq >= self.header.cqs {
+            return Err(UsageError(format!(
+                "{}: {what} on CQ{cq}, but the header places {} queue(s) (a spliced or edited trace?)",
+                self.lines.at(),
+                self.header.cqs
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
     fn item(&mut self, l: Line) -> Result<Item> {
         Ok(match l {
-            Line::Launch(l) => Item::Launch(l),
+            Line::Launch(l) => {
+                self.check_cq("launch", l.cq)?;
+                Item::Launch(l)
+            }
             Line::Iter(i) => {
                 // The host reads its clock at start, enqueued and end, in that
                 // order: a line out of that order was edited or corrupted, and
@@ -315,7 +355,10 @@ impl TraceReader {
                 }
                 Item::Iter(i)
             }
-            Line::Occ(o) => Item::Occ(o),
+            Line::Occ(o) => {
+                self.check_cq("occ", o.cq)?;
+                Item::Occ(o)
+            }
             Line::End(e) => Item::End(e),
             Line::Rec([x, y, cycle, seq, kind, arg0, arg1]) => {
                 let (Ok(x), Ok(y)) = (u8::try_from(x), u8::try_from(y)) else {
@@ -398,13 +441,56 @@ impl Iterator for TraceReader {
 mod tests {
     use super::*;
 
-    /// The iteration lines of a trace, with a header before them.
-    fn read_iters(iters: &[&str]) -> Result<Vec<Item>> {
-        let header = r#"{"format":"cqlab-trace","version":2,"workload":"x","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","clock_hz":1e9,"cores":[]}"#;
-        let text: String = std::iter::once(header).chain(iters.iter().copied()).map(|l| format!("{l}\n")).collect();
-        let p = tempfile::Builder::new().prefix("cqlab-trace-iter-").tempfile().unwrap().into_temp_path();
+    /// A one-queue n150 trace's header, with `cqs` and `clock_hz` as given.
+    fn header(cqs: &str, clock_hz: &str) -> String {
+        format!(
+            r#"{{"format":"cqlab-trace","version":2,"workload":"x","cqs":{cqs},"chip":"wormhole-n150","harvesting":"rows=8","clock_hz":{clock_hz},"cores":[]}}"#
+        )
+    }
+
+    /// Every item of a trace of `header` then `lines`.
+    fn read(header: &str, lines: &[&str]) -> Result<Vec<Item>> {
+        let text: String = std::iter::once(header).chain(lines.iter().copied()).map(|l| format!("{l}\n")).collect();
+        let p = tempfile::Builder::new().prefix("cqlab-trace-read-").tempfile().unwrap().into_temp_path();
         std::fs::write(&p, text).unwrap();
         TraceReader::open(&p)?.collect()
+    }
+
+    /// The iteration lines of a trace, with a one-queue header before them.
+    fn read_iters(iters: &[&str]) -> Result<Vec<Item>> {
+        read(&header("1", "1e9"), iters)
+    }
+
+    fn refused_saying(r: Result<Vec<Item>>, says: &str) {
+        let e = r.unwrap_err();
+        assert!(e.downcast_ref::<UsageError>().is_some() && e.to_string().contains(says), "{e}");
+    }
+
+    /// A header's queue count is one a run places, and every launch and
+    /// occupancy line names one of its queues (helper-65: a spliced trace,
+    /// the header of a one-queue run over a two-queue run's lines, made
+    /// `trace summary` panic indexing the queue's cores).
+    #[test]
+    fn queue_numbers_outside_the_header_are_refused() {
+        let launch = |cq: u8| format!(r#"{{"launch":{{"seq":0,"cq":{cq},"cores":[0,0,0,0],"label":"k"}}}}"#);
+        let occ = |cq: u8| format!(r#"{{"occ":{{"cycle":5,"cq":{cq},"fetch_entries":1,"completion_bytes":0}}}}"#);
+        assert!(read(&header("2", "1e9"), &[&launch(1), &occ(1)]).is_ok());
+        refused_saying(read(&header("1", "1e9"), &[&launch(1)]), "line 2: launch on CQ1, but the header places 1");
+        refused_saying(read(&header("2", "1e9"), &[&occ(7)]), "line 2: occ on CQ7, but the header places 2");
+        for cqs in ["0", "9", "255"] {
+            refused_saying(read(&header(cqs, "1e9"), &[]), &format!("cqs {cqs} is not a queue count"));
+        }
+        // Eight fit the placement, not the seven worker rows left beside them.
+        refused_saying(read(&header("8", "1e9"), &[]), "cqs 8: a run gives each queue a worker row");
+    }
+
+    /// A clock rate converts every cycle count to a finite time.
+    #[test]
+    fn a_clock_rate_off_any_core_clock_is_refused() {
+        assert!(read(&header("1", "1.35e9"), &[]).is_ok());
+        for clock in ["0", "-1e9", "1e-300", "1e300"] {
+            refused_saying(read(&header("1", clock), &[]), "is not a core clock rate");
+        }
     }
 
     /// An iteration's host times come in the order the host read them:

@@ -136,7 +136,9 @@ impl Fixtures {
             br#"{"format":"cqlab-trace","version":2,"workload":"x","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","clock_hz":1e9,"cores":[]}"#,
         );
         // Headers whose clock rate no timestamp can be computed from.
-        for (name, clock) in [("trace-clock0.jsonl", "0"), ("trace-clock-neg.jsonl", "-1")] {
+        for (name, clock) in
+            [("trace-clock0.jsonl", "0"), ("trace-clock-neg.jsonl", "-1"), ("trace-clock-tiny.jsonl", "1e-300")]
+        {
             let header = format!(
                 r#"{{"format":"cqlab-trace","version":2,"workload":"x","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","clock_hz":{clock},"cores":[]}}"#
             );
@@ -150,6 +152,17 @@ impl Fixtures {
                 "{}\n{}\n",
                 r#"{"format":"cqlab-trace","version":2,"workload":"x","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","sync":"per-iter","clock_hz":1e9,"cores":[]}"#,
                 r#"{"iter":{"index":2,"warmup":false,"start":182102,"enqueued":182697,"end":182002,"events":[4]}}"#
+            )
+            .as_bytes(),
+        );
+        // A one-queue header over a two-queue run's launch (helper-65: the
+        // summary panicked indexing the queue's cores).
+        write(
+            "trace-cq-spliced.jsonl",
+            format!(
+                "{}\n{}\n",
+                r#"{"format":"cqlab-trace","version":2,"workload":"x","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","clock_hz":1e9,"cores":[]}"#,
+                r#"{"launch":{"seq":0,"cq":1,"cores":[0,0,0,0],"label":"k"}}"#
             )
             .as_bytes(),
         );
@@ -190,6 +203,8 @@ impl Fixtures {
             "trace-v1.jsonl",
             "trace-clock0.jsonl",
             "trace-clock-neg.jsonl",
+            "trace-clock-tiny.jsonl",
+            "trace-cq-spliced.jsonl",
             "trace-iter-back.jsonl",
             "trace.jsonl",
         ] {
@@ -236,6 +251,8 @@ fn demo_bench_perf_driver_bench_matmul_schedule() {
         // Not read at all: a device would be read until memory ran out.
         (&["run", "dispatch_latency", "--device", "ttsim:/dev/zero"], 2, "a device, not a shared object file"),
         (&["demo", "--rounds", "0"], 2, "not in 1..=10000"),
+        // The last word won, while the report named both (helper-65).
+        (&["demo", "--device", "embedded:pipelined,blocking"], 2, "\"pipelined\" and \"blocking\" contradict"),
         (&["demo", "--rounds", "99999999999"], 2, "--rounds"),
         (&["demo", "--rounds", "many"], 2, "--rounds"),
         (&["demo", "--chip", "grayskull"], 2, "unknown chip `grayskull`; expected one of: wormhole-n150"),
@@ -438,6 +455,13 @@ fn run_compare_sweep() {
         (&["compare", "{report1.json}", "{report1.json}", "--threshold=-1"], 2, "expected a percentage"),
         (&["compare", "{report1.json}", "{report1.json}", "--threshold", "5000%"], 2, "not in 0..=1000"),
         (&["sweep", "copy_stress", "--param", "cqs=1,17"], 2, "cqs 17 (1..=16)"),
+        // The chip as harvested places 4 queues: refused before cqs=1 runs
+        // (helper-65: after it, its result lost).
+        (
+            &["sweep", "copy_stress", "--param", "cqs=1,16", "--harvest", "rows=1,2,3,4,5,7,8,9"],
+            2,
+            "at cqs=16 the device refuses: wormhole-n150 (rows=1,2,3,4,5,7,8,9): 16 command queues need",
+        ),
         (&["sweep", "copy_stress", "--param", "bogus=1"], 2, "unknown knob"),
         (&["sweep", "copy_stress", "--param", "depth=1,4,1"], 2, "1 appears twice"),
         (&["sweep", "copy_stress", "--param", "depth=1", "--device", "embedded:slow"], 2, "`slow` has none"),
@@ -485,16 +509,24 @@ fn decode_and_the_trace_readers() {
         (&["trace", "summary", "{empty}"], 2, "not a cqlab-trace header"),
         (&["trace", "summary", "{trace.jsonl}", "--paths", "99999"], 2, "not in 0..=10000"),
         (&["trace", "summary", "{trace-v1.jsonl}"], 2, "a version 1 trace, recorded on cqlab's invented chip"),
-        (&["trace", "summary", "{trace-clock0.jsonl}"], 2, "trace-clock0.jsonl line 1: clock_hz 0 is not a clock rate"),
-        (&["trace", "summary", "{trace-clock-neg.jsonl}"], 2, "line 1: clock_hz -1 is not a clock rate (a positive"),
+        (
+            &["trace", "summary", "{trace-clock0.jsonl}"],
+            2,
+            "trace-clock0.jsonl line 1: clock_hz 0.0 is not a core clock",
+        ),
+        (&["trace", "summary", "{trace-clock-neg.jsonl}"], 2, "line 1: clock_hz -1.0 is not a core clock rate (cycles"),
+        (&["trace", "summary", "{trace-clock-tiny.jsonl}"], 2, "line 1: clock_hz 1e-300 is not a core clock rate"),
+        (&["trace", "summary", "{trace-cq-spliced.jsonl}"], 2, "line 2: launch on CQ1, but the header places 1 queue"),
+        (&["trace", "export", "{trace-cq-spliced.jsonl}", "--perfetto", "{dir}/p.json"], 2, "launch on CQ1, but"),
         (&["trace", "summary", "{trace-iter-back.jsonl}"], 2, "line 2: iteration 2 end 182002 is before its enqueued"),
         (
             &["trace", "export", "{trace-iter-back.jsonl}", "--perfetto", "{dir}/p.json"],
             2,
             "trace-iter-back.jsonl line 2: iteration 2 end 182002 is before its enqueued 182697",
         ),
-        (&["trace", "export", "{trace-clock0.jsonl}", "--perfetto", "{dir}/p.json"], 2, "line 1: clock_hz 0 is not"),
-        (&["trace", "export", "{trace-clock-neg.jsonl}", "--perfetto", "{dir}/p.json"], 2, "clock_hz -1 is not"),
+        (&["trace", "export", "{trace-clock0.jsonl}", "--perfetto", "{dir}/p.json"], 2, "line 1: clock_hz 0.0 is not"),
+        (&["trace", "export", "{trace-clock-neg.jsonl}", "--perfetto", "{dir}/p.json"], 2, "clock_hz -1.0 is not"),
+        (&["trace", "export", "{trace-clock-tiny.jsonl}", "--perfetto", "{dir}/p.json"], 2, "clock_hz 1e-300 is not"),
         (&["trace", "export", "{missing}", "--perfetto", "{dir}/p.json"], 2, "RUN /nonexistent/cqlab"),
         (&["trace", "export", "/dev/zero", "--perfetto", "{dir}/p.json"], 2, "line 1 is longer than"),
         (&["trace", "export", "{trace.jsonl}", "--perfetto", "{trace.jsonl}"], 2, "refusing to overwrite an input"),
@@ -684,4 +716,33 @@ fn another_chips_kernel_is_refused_before_any_run() {
         assert!(named, "{args:?}: {err}");
         assert!(o.stdout.is_empty(), "{args:?} ran something: {}", text(&o));
     }
+}
+
+/// A firmware root that is not there is named, with where the root comes
+/// from, before any work (exit 2); an empty `CQLAB_FIRMWARE_DIR` is unset,
+/// not the working directory (helper-65: it read `wormhole/prefetch` from
+/// the directory the command ran in).
+#[test]
+fn a_missing_firmware_root_is_named_and_an_empty_one_is_unset() {
+    let f = Fixtures::new();
+    let missing = f.dir.join("no-firmware-root");
+    let o = Command::new(CQLAB).args(["demo", "--rounds", "1"]).env("CQLAB_FIRMWARE_DIR", &missing).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let named =
+        format!("no firmware directory {}/wormhole (the firmware root is $CQLAB_FIRMWARE_DIR", missing.display());
+    assert!(err.contains(&named), "{err}");
+    assert!(o.stdout.is_empty(), "ran something: {}", text(&o));
+    // Unset, the root is the workspace's build, which `cargo xtask test`
+    // has built (a run pointed elsewhere has no such build to find).
+    if std::env::var_os("CQLAB_FIRMWARE_DIR").is_some() {
+        return;
+    }
+    let o = Command::new(CQLAB)
+        .args(["demo", "--rounds", "1"])
+        .env("CQLAB_FIRMWARE_DIR", "")
+        .current_dir(f.dir.join("empty-dir"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
