@@ -100,7 +100,7 @@ pub struct RestartArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_RUNS))]
     pub runs: u64,
     /// Hard per-run timeout in seconds: a run still going is killed and
-    /// counted (above 0, at most 86400).
+    /// counted (0.001 to 86400).
     #[arg(long, default_value_t = 60.0, value_parser = timeout_seconds)]
     pub timeout: f64,
     #[arg(long, value_enum, default_value = "never")]
@@ -121,12 +121,13 @@ pub struct RestartArgs {
     pub records: crate::campaign::RecordArgs,
 }
 
+/// At least a millisecond: below it no run can start, and 1e-300 was
+/// printed as a 300-digit "still running after" (helper-65).
 fn timeout_seconds(s: &str) -> Result<f64, String> {
-    let range = || format!("{s} is not a timeout: above 0, at most 86400 seconds");
-    match crate::args::real(s, 0.0..=86_400.0) {
-        Ok(v) if v > 0.0 => Ok(v),
-        Ok(_) => Err(range()),
-        // Out of range: the real range (above 0), not `real`'s 0..=86400.
+    let range = || format!("{s} is not a timeout: at least 0.001, at most 86400 seconds");
+    match crate::args::real(s, 0.001..=86_400.0) {
+        Ok(v) => Ok(v),
+        // Out of range: this range's words, not `real`'s.
         Err(_) if s.trim().parse::<f64>().is_ok_and(f64::is_finite) => Err(range()),
         Err(e) => Err(e),
     }

@@ -102,6 +102,10 @@ impl Fixtures {
         let failure = r#""failure":{"kind":"mismatch","root":"host","signature":"m","error":"m"},"ok":true"#;
         write("ok-with-failure.jsonl", record("race", 0).replace(r#""ok":true"#, failure).as_bytes());
         write("negative-seconds.jsonl", record("race", 0).replace("0.1", "-5").as_bytes());
+        // A metric whose square overflows; a seed no seed base gives.
+        let metric = r#""seconds":0.1,"metrics":{"cycles_per_read":-1e308}"#;
+        write("negative-metric.jsonl", record("stress", 0).replace(r#""seconds":0.1"#, metric).as_bytes());
+        write("seed-under-index.jsonl", record("race", 7).replace(r#""seed":7"#, r#""seed":2"#).as_bytes());
         // A pipe among a directory's records: opening it would wait for ever.
         std::fs::create_dir_all(dir.join("fifo-dir")).unwrap();
         nix::unistd::mkfifo(&dir.join("fifo-dir/shard-0.jsonl"), nix::sys::stat::Mode::S_IRWXU).unwrap();
@@ -191,6 +195,8 @@ impl Fixtures {
             "bogus-tool.jsonl",
             "ok-with-failure.jsonl",
             "negative-seconds.jsonl",
+            "negative-metric.jsonl",
+            "seed-under-index.jsonl",
             "fifo-dir",
             "report1.json",
             "report2.json",
@@ -549,8 +555,9 @@ fn stress_replay_campaign() {
         (&["stress", "run-one", "--seed", "1", "--device", "sim:{dir}/sock", "--host-pct", "2"], 2, "--host-pct needs the embedded simulator"),
         (&["stress", "restart", "--runs", "1", "--timeout", "0"], 2, "0 is not a timeout"),
         (&["stress", "restart", "--runs", "1", "--bytes", "589825"], 2, "L1 user region, 589824 bytes"),
-        (&["stress", "restart", "--runs", "1", "--timeout", "86401"], 2, "86401 is not a timeout: above 0, at most 86400"),
-        (&["stress", "restart", "--runs", "1", "--timeout=-1"], 2, "-1 is not a timeout: above 0"),
+        (&["stress", "restart", "--runs", "1", "--timeout", "86401"], 2, "86401 is not a timeout: at least 0.001, at"),
+        (&["stress", "restart", "--runs", "1", "--timeout", "1e-300"], 2, "1e-300 is not a timeout: at least 0.001"),
+        (&["stress", "restart", "--runs", "1", "--timeout=-1"], 2, "-1 is not a timeout: at least 0.001"),
         (&["stress", "restart", "--runs", "1", "--timeout", "soon"], 2, "expected a number, found \"soon\""),
         (&["stress", "restart", "--runs", "1", "--timeout", "inf"], 2, "--timeout"),
         (&["stress", "restart", "--runs", "1", "--device", "bogus"], 2, "unknown device"),
@@ -582,7 +589,9 @@ fn stress_replay_campaign() {
         // something (helper-44: it merged, and the report contradicted itself).
         (&["campaign", "merge", "{bogus-tool.jsonl}"], 2, "line 1: not a record cqlab wrote: tool \"bogus\""),
         (&["campaign", "merge", "{ok-with-failure.jsonl}"], 2, "the record says ok true, yet names a failure"),
-        (&["campaign", "merge", "{negative-seconds.jsonl}"], 2, "seconds -5: not a run's host time"),
+        (&["campaign", "merge", "{negative-seconds.jsonl}"], 2, "seconds -5.0: not a run's host time"),
+        (&["campaign", "merge", "{negative-metric.jsonl}"], 2, "metric cycles_per_read -1e308: not a count, rate"),
+        (&["campaign", "merge", "{seed-under-index.jsonl}"], 2, "run 7 is seed 2: a race run i is seed base + i"),
         (&["campaign", "merge", "{fifo-dir}"], 2, "not a regular file"),
         (&["campaign", "sbatch", "--shards", "0", "--dir", "{dir}/s", "--", "race"], 2, "not in 1..=10000"),
         (&["campaign", "sbatch", "--shards", "2", "--dir", "{dir}/s", "--", "demo"], 2, "`race ...` or `stress ...`, not `demo ...`"),

@@ -116,6 +116,11 @@ pub fn shell_quote(s: &str) -> String {
 /// -5 were reported as host time).
 const MAX_RUN_SECONDS: f64 = 366.0 * 86_400.0;
 
+/// The largest a record's metric may say: far above any count, rate or
+/// time a run measures, far enough below f64's range that sums and
+/// squares over a campaign stay finite.
+const MAX_METRIC: f64 = 1e30;
+
 impl SeedRecord {
     /// What no record cqlab writes can say: another tool, a verdict its
     /// failure contradicts, a host time that is no duration. A report of
@@ -133,7 +138,18 @@ impl SeedRecord {
             return Err(format!("seed {}: the record says ok {}, yet {names}", self.seed, self.ok));
         }
         if !(0.0..=MAX_RUN_SECONDS).contains(&self.seconds) {
-            return Err(format!("seconds {}: not a run's host time (0..={MAX_RUN_SECONDS})", self.seconds));
+            return Err(format!("seconds {:?}: not a run's host time (0..={MAX_RUN_SECONDS})", self.seconds));
+        }
+        // A race run i is seed base + i (`race` keeps it below 2^53): a
+        // seed under its index has no base, which a merge printed wrapped
+        // around (helper-65).
+        if self.tool == "race" && self.seed < self.index {
+            return Err(format!("run {} is seed {}: a race run i is seed base + i", self.index, self.seed));
+        }
+        // Every metric is a count, a rate or a time: finite and not
+        // negative (helper-65: -1e308 made a merge's stddev inf).
+        if let Some((name, v)) = self.metrics.iter().find(|(_, v)| !(0.0..=MAX_METRIC).contains(*v)) {
+            return Err(format!("metric {name} {v:?}: not a count, rate or time (0..={MAX_METRIC:e})"));
         }
         Ok(())
     }
