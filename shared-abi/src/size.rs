@@ -60,6 +60,13 @@ pub const fn relay_inline_room(chunk: usize) -> usize {
     (chunk - chunk % PCIE_ALIGNMENT).saturating_sub(CMD_HEADER_SIZE)
 }
 
+/// Largest data one `WRITE_PAGED` inside one `RELAY_INLINE` of at most
+/// `chunk` bytes carries: a paged write sends whole pages, so no page of a
+/// buffer written through the queue is larger.
+pub const fn paged_write_room(chunk: usize) -> usize {
+    relay_inline_room(chunk).saturating_sub(CMD_HEADER_SIZE) & !(L1_ALIGNMENT - 1)
+}
+
 /// Bytes of the dispatch commands one `RELAY_INLINE` carries, added up
 /// command by command.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -168,6 +175,16 @@ impl ChunkSize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_paged_write_of_its_room_fills_at_most_the_chunk() {
+        for chunk in [128, 4096, 4100, crate::memory_map::MAX_CHUNK as usize] {
+            let room = paged_write_room(chunk);
+            let size = |len| ChunkSize::new().relay_inline(DispatchSize::new().write_paged(len)).bytes();
+            assert!(size(room) <= chunk, "{chunk}");
+            assert!(size(room + L1_ALIGNMENT) > chunk, "{chunk}");
+        }
+    }
 
     #[test]
     fn room_is_the_inverse_of_the_relay_size() {

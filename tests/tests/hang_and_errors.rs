@@ -218,6 +218,24 @@ on_both_chips! {
         assert!(err.to_string().contains("zero-size fetch-queue entry"), "seed 13: {err}");
     }
 
+    /// A paged write sends whole pages, one chunk at least: a page larger
+    /// than a chunk carries is refused naming the page (helper-66: "36928-byte
+    /// chunk exceeds the issue queue or chunk area"), the largest works.
+    fn a_page_larger_than_a_chunk_carries_is_refused_naming_the_page(chip) {
+        let mut dev = booted(chip, 15, |_| {});
+        let room = cqlab_abi::size::paged_write_room(cqlab_abi::memory_map::MAX_CHUNK as usize) as u32;
+        let largest = room & !(cqlab_abi::PCIE_ALIGNMENT as u32 - 1);
+        let too_large = largest + cqlab_abi::PCIE_ALIGNMENT as u32;
+        let buf = dev.alloc_dram(2 * too_large, too_large).unwrap();
+        let err = dev.cq(0).unwrap().write_buffer(&buf, 0, &vec![7; too_large as usize]).unwrap_err();
+        let says = format!("a {too_large}-byte page is larger than a paged write carries");
+        assert!(matches!(&err, DriverError::Invalid(m) if m.contains(&says)), "{err}");
+        let buf = dev.alloc_dram(2 * largest, largest).unwrap();
+        let data: Vec<u8> = (0..2 * largest).map(|i| (i % 251) as u8).collect();
+        dev.cq(0).unwrap().write_buffer(&buf, 0, &data).unwrap();
+        assert_eq!(dev.cq(0).unwrap().read_buffer(&buf, 0, 2 * largest).unwrap(), data);
+    }
+
     fn a_completion_record_nobody_waits_for_is_a_device_error(chip) {
         // helper-57: a record with a tag no read had was stored unseen, and
         // the read it displaced waited out as a "deadlock" (exit 3). Forged

@@ -15,6 +15,7 @@ use cqlab_abi::completion::record_size;
 use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::{DispatchWriter, EncodeError, Encoder, PackedData};
 use cqlab_abi::mailbox;
+use cqlab_abi::memory_map::MAX_CHUNK;
 use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::prefetch::PagedFlags;
 use cqlab_abi::semaphore;
@@ -168,6 +169,15 @@ impl CommandQueue<'_> {
                     return Err(DriverError::Invalid(format!(
                         "DRAM writes take whole {page_size}-byte pages (offset {offset}, {} bytes)",
                         data.len()
+                    )));
+                }
+                // One page a chunk at least: a page larger than a chunk
+                // carries is refused naming the page, not the chunk.
+                let room = size::paged_write_room(MAX_CHUNK as usize);
+                if page_size as usize > room {
+                    return Err(DriverError::Invalid(format!(
+                        "a {page_size}-byte page is larger than a paged write carries in one {MAX_CHUNK}-byte chunk \
+                         ({room} bytes)"
                     )));
                 }
                 let per_chunk = (self.max_inline() as u32 / page_size).max(1) as usize * page_size as usize;

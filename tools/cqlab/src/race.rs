@@ -63,6 +63,16 @@ impl Plan {
         ensure(a.seed_base.checked_add(a.seeds - 1).is_some_and(|last| last <= max), || {
             format!("--seed-base {} + --seeds {} runs past the largest seed {max} (2^53 - 1)", a.seed_base, a.seeds)
         })?;
+        // A queue command names a page of the copied buffer in 16 bits.
+        ensure(a.bytes.div_ceil(a.page_size) <= args::MAX_PAGES, || {
+            format!(
+                "--bytes {} in --page-size {} pages is {} pages; a copy holds at most {}",
+                a.bytes,
+                a.page_size,
+                a.bytes.div_ceil(a.page_size),
+                args::MAX_PAGES
+            )
+        })?;
         let faults = faults::Faults::parse(&a.faults)?;
         // A stall probability whose stalls outrun the clock leaves every core
         // behind forever: the device could never boot (`--faults stall` is

@@ -15,6 +15,7 @@ use crate::race::failure::Failure;
 use crate::sweep::Knobs;
 use crate::usage::{ensure, UsageError};
 use anyhow::{Context, Result};
+use cqlab_abi::soc::{Board, Harvesting};
 use cqlab_driver::backend::spec::{Model, Spec};
 use cqlab_sim::rng::Rng;
 use cqlab_workloads::kinds::Kind;
@@ -194,8 +195,27 @@ fn validate_workload(w: &WorkloadArgs, given: &crate::cli::Given<'_>) -> Result<
         cfg.check_firmware(arch)
             .and_then(|()| cfg.check_kernels(arch, kernels.iter().copied()))
             .map_err(|e| UsageError(format!("the firmware: {e}")))?;
+        if crate::device::made_here(&w.device) {
+            queues_fit(w, cfg.sim_board(), cfg.sim_harvesting())?;
+        }
     }
     Ok(())
+}
+
+/// A matmul_peak run gives each of its queues a worker row, as `run`
+/// does: a chip with fewer is refused before the first run (helper-66:
+/// every run of a campaign failed on one row).
+fn queues_fit(w: &WorkloadArgs, board: Board, harvesting: Harvesting) -> Result<(), UsageError> {
+    let Some(spec) = matmul_spec(w, 0)? else { return Ok(()) };
+    let chip = cqlab_driver::Topology::for_board(board, Some(harvesting.clone()), spec.cqs)
+        .map_err(|e| UsageError(format!("--workload matmul_peak: {e}")))?;
+    ensure(spec.cqs <= chip.rows(), || {
+        format!(
+            "--workload matmul_peak runs {} queues, each on a worker row of its own, and {board} ({harvesting}) has {}",
+            spec.cqs,
+            chip.rows()
+        )
+    })
 }
 
 pub fn validate(cmd: &Command, given: &crate::cli::Given<'_>) -> Result<()> {
@@ -560,6 +580,16 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
              for the next run to meet; a device that outlives its runs is a daemon (`cqlab sim serve --dev PATH`, \
              then --device sim:PATH)"
         );
+    }
+    if let Some(rest) = a.workload.device.strip_prefix("sim:") {
+        // A daemon's chip is its own: read without attaching (an attach
+        // boots the device), checked before the first run.
+        use cqlab_driver::backend::Backend;
+        let (path, _) = cqlab_driver::daemon_backend::DaemonBackend::parse_spec(rest)?;
+        let (board, harvesting) = cqlab_driver::daemon_backend::DaemonObserver::connect(path)
+            .and_then(|mut o| o.identify())
+            .with_context(|| format!("--device {}", a.workload.device))?;
+        queues_fit(&a.workload, board, harvesting)?;
     }
     let shard = Shard::resolve(a.records.shard.as_deref())?;
     if a.records.shard.is_none() {

@@ -14,8 +14,13 @@ const MAX_TIMEOUT: u64 = 1_000_000_000_000;
 pub const MAX_SEEDS: u64 = 10_000_000;
 /// Largest issue or completion queue, in bytes (sysmem holds both per CQ).
 const MAX_QUEUE_BYTES: u32 = 64 << 20;
-/// Largest DRAM page of the copied buffer.
-const MAX_PAGE: u32 = 1 << 20;
+/// Largest DRAM page of the copied buffer: what one chunk's paged write
+/// carries, in whole PCIe lines (helper-66: the 1 MiB allowed before was
+/// refused at the first seed from 36 KiB on).
+const MAX_PAGE: u32 = (cqlab_abi::size::paged_write_room(cqlab_abi::memory_map::MAX_CHUNK as usize) as u32)
+    & !(cqlab_abi::PCIE_ALIGNMENT as u32 - 1);
+/// Most pages of the copied buffer: a queue command names a page in 16 bits.
+pub const MAX_PAGES: u32 = 1 << 16;
 
 /// A DRAM page: a whole number of PCIe-aligned blocks (the driver's DRAM
 /// buffers are paged so), at most [`MAX_PAGE`].
@@ -115,7 +120,8 @@ pub struct Args {
     pub bytes: u32,
     /// Two-queue: DRAM page size of the copied buffer (a read relays it page
     /// by page through the prefetcher's relay scratch; a multiple of 64 up
-    /// to 1048576).
+    /// to 36800, the largest a chunk's paged write carries; at most 65536
+    /// pages of --bytes).
     #[arg(long, default_value_t = 1024, value_parser = page_size)]
     pub page_size: u32,
     /// Seeded extra latency, up to this many cycles, on every NOC/PCIe transaction (0..=10000000).
