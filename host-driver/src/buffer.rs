@@ -89,6 +89,35 @@ impl Allocator {
         *next = end as u32;
         Ok(Buffer { placement: Placement::L1 { core, addr }, size })
     }
+
+    /// Frees `buf`, which must be the latest buffer still allocated in its
+    /// memory (a core's L1, or DRAM): allocations are a stack, so a
+    /// long-lived device reused for many runs (a sweep's points) does not
+    /// run out (helper-66: a sweep's L1 filled point by point).
+    pub fn free(&mut self, buf: &Buffer, banks: u32) -> Result<()> {
+        let (next, start, end) = match buf.placement {
+            Placement::L1 { core, addr } => {
+                let next = self.l1_next.get_mut(&core).ok_or_else(|| not_latest(buf))?;
+                (next, addr, addr as u64 + buf.size.next_multiple_of(16) as u64)
+            }
+            Placement::Dram { base, page_size, .. } => {
+                let per_bank = buf.size.div_ceil(page_size).div_ceil(banks) * page_size;
+                (&mut self.dram_next, base, base as u64 + per_bank as u64)
+            }
+        };
+        if end != *next as u64 {
+            return Err(not_latest(buf));
+        }
+        *next = start;
+        Ok(())
+    }
+}
+
+fn not_latest(buf: &Buffer) -> DriverError {
+    DriverError::Invalid(format!(
+        "{:?} ({} bytes) is not the latest buffer of its memory: buffers are freed latest first",
+        buf.placement, buf.size
+    ))
 }
 
 #[cfg(test)]
@@ -110,5 +139,28 @@ mod tests {
         assert!(matches!(a.l1(core, 16), Err(DriverError::OutOfRange { .. })));
         assert!(b1.check_range(9_999, 1).is_ok());
         assert!(b1.check_range(9_999, 2).is_err());
+    }
+
+    #[test]
+    fn buffers_are_freed_latest_first_and_their_room_reused() {
+        let mut a = Allocator::default();
+        let core = Coord::new(18, 18);
+        let first = a.l1(core, 100).unwrap();
+        let second = a.l1(core, 40).unwrap();
+        assert!(a.free(&first, 8).is_err(), "not the latest");
+        a.free(&second, 8).unwrap();
+        assert!(a.free(&second, 8).is_err(), "freed twice");
+        a.free(&first, 8).unwrap();
+        // The whole region again, many times over.
+        for _ in 0..3 {
+            let all = a.l1(core, USER.size).unwrap();
+            a.free(&all, 8).unwrap();
+        }
+        let d1 = a.dram(10_000, 1024, 8).unwrap();
+        let d2 = a.dram(64, 64, 8).unwrap();
+        assert!(a.free(&d1, 8).is_err(), "not the latest");
+        a.free(&d2, 8).unwrap();
+        a.free(&d1, 8).unwrap();
+        assert_eq!(a.dram(10_000, 1024, 8).unwrap().placement, d1.placement);
     }
 }

@@ -398,6 +398,12 @@ impl Device {
         self.allocator.dram(size, page_size, self.chip.dram_banks())
     }
 
+    /// Frees `buf`, the latest buffer still allocated in its memory (a
+    /// core's L1, or DRAM), once no queued work uses it.
+    pub fn free(&mut self, buf: &Buffer) -> Result<()> {
+        self.allocator.free(buf, self.chip.dram_banks())
+    }
+
     /// `size` bytes of the L1 of logical worker `(col, row)`.
     pub fn alloc_l1(&mut self, col: u8, row: u8, size: u32) -> Result<Buffer> {
         self.chip.check_range("an L1 buffer's core", &crate::geometry::CoreRange::single(col, row))?;

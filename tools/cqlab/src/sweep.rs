@@ -220,6 +220,8 @@ pub fn copy_stress_with(dev: &mut Device, k: &Knobs, enqueued: &mut dyn FnMut(u6
     for q in 0..k.cqs as u8 {
         dev.cq(q)?.finish()?;
     }
+    // A device reused for the next point has its L1 back.
+    dev.free(&buf)?;
     Ok(())
 }
 
@@ -335,6 +337,9 @@ fn shape(args: &Args) -> Result<Shape, UsageError> {
         let refused =
             |why: String| UsageError(format!("--param {}: at {name}={v} the device refuses: {why}", args.param));
         cfg.validate().map_err(|e| refused(e.to_string()))?;
+        // The read lands in one worker's L1 user region (as `stress` checks).
+        let user = cqlab_abi::memory_map::USER.size as u64;
+        ensure(k.bytes <= user, || refused(format!("a read lands in one worker's L1 user region, {user} bytes")).0)?;
         if args.device.starts_with("embedded") {
             // The chip `--chip`/`--harvest` name places every queue count
             // (helper-65: 16 queues on a chip harvested to room for 4 were
@@ -378,16 +383,21 @@ fn daemon_places_every_point(args: &Args, values: &[u64], name: &str, base: &Kno
     use cqlab_driver::backend::Backend;
     let Some(rest) = args.device.strip_prefix("sim:") else { return Ok(()) };
     let (path, _) = cqlab_driver::daemon_backend::DaemonBackend::parse_spec(rest)?;
-    let (board, harvesting) = cqlab_driver::daemon_backend::DaemonObserver::connect(path)
-        .and_then(|mut o| o.identify())
+    let (board, harvesting, sysmem) = cqlab_driver::daemon_backend::DaemonObserver::connect(path.clone())
+        .and_then(|mut o| o.identify().map(|(b, h)| (b, h, o.sysmem_len())))
         .with_context(|| format!("--device {}", args.device))?;
     for &v in values {
         let mut k = base.clone();
         k.set(name, v)?;
-        let cqs = k.device_config(args.timeout_cycles, None).num_cqs;
-        cqlab_driver::Topology::for_board(board, Some(harvesting.clone()), cqs).map_err(|e| {
+        let cfg = k.device_config(args.timeout_cycles, None);
+        let refused = |e: String| {
             UsageError(format!("--param {}: at {name}={v} the device {} refuses: {e}", args.param, args.device))
-        })?;
+        };
+        cqlab_driver::Topology::for_board(board, Some(harvesting.clone()), cfg.num_cqs)
+            .map_err(|e| refused(e.to_string()))?;
+        // Its host memory holds every queue (helper-66: refused mid-sweep).
+        cfg.check_sysmem(sysmem as u64, &format!("the daemon at {}", path.display()))
+            .map_err(|e| refused(e.to_string()))?;
     }
     Ok(())
 }
@@ -426,6 +436,10 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         Sweeper { args: args.clone(), name: name.clone(), base: base.clone(), host_bug, shared: None, chip: None };
     let mut points = Vec::new();
     let mut first_failing = None;
+    // A point the device refuses (or that cannot open it) stops the sweep:
+    // the points before it are still reported, then the error is the
+    // command's (helper-66: they were lost).
+    let mut stopped: Option<(u64, anyhow::Error)> = None;
     // Bisection runs over the values given, ascending: a list or a range's
     // steps (helper-49: it stepped by 1 past a `:10` grid, and an unsorted
     // list wrapped its arithmetic).
@@ -438,7 +452,13 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         let (mut last_pass, mut fail) = (None, None);
         let (mut i, mut step) = (0, 1);
         loop {
-            let p = s.point(sorted[i])?;
+            let p = match s.point(sorted[i]) {
+                Ok(p) => p,
+                Err(e) => {
+                    stopped = Some((sorted[i], e));
+                    break;
+                }
+            };
             progress(args.json, &p, &name);
             let ok = p.ok;
             points.push(p);
@@ -457,7 +477,13 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         if let (Some(mut good), Some(mut bad)) = (last_pass, fail) {
             while bad - good > 1 {
                 let mid = good + (bad - good) / 2;
-                let p = s.point(sorted[mid])?;
+                let p = match s.point(sorted[mid]) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        stopped = Some((sorted[mid], e));
+                        break;
+                    }
+                };
                 progress(args.json, &p, &name);
                 if p.ok {
                     good = mid;
@@ -468,10 +494,17 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
             }
             fail = Some(bad);
         }
-        first_failing = fail.map(|i| sorted[i]);
+        // A bisection cut short found no boundary.
+        first_failing = fail.filter(|_| stopped.is_none()).map(|i| sorted[i]);
     } else {
         for &v in &values {
-            let p = s.point(v)?;
+            let p = match s.point(v) {
+                Ok(p) => p,
+                Err(e) => {
+                    stopped = Some((v, e));
+                    break;
+                }
+            };
             progress(args.json, &p, &name);
             // The least value that failed, whatever order they ran in
             // (it was the first in run order, under a table by value).
@@ -481,6 +514,10 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
             points.push(p);
         }
     }
+    let stopped = match stopped {
+        Some((_, e)) if points.is_empty() => return Err(e),
+        other => other,
+    };
     let run_order: Vec<u64> = points.iter().map(|p| p.value).collect();
     points.sort_by_key(|p| p.value);
     let boundary = first_failing.and_then(|v| points.iter().find(|p| p.value == v)).cloned();
@@ -500,6 +537,7 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         "bisect": args.bisect, "first_failing": first_failing,
         "boundary_signature": boundary.as_ref().and_then(|b| b.signature.clone()),
         "boundary_error": boundary.as_ref().and_then(|b| b.error.clone()),
+        "stopped": stopped.as_ref().map(|(v, e)| serde_json::json!({"value": v, "error": format!("{e:#}")})),
         "points": points,
     });
     if let Some(dir) = &args.out {
@@ -526,6 +564,10 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
             );
         }
         match (&boundary, args.bisect) {
+            _ if stopped.is_some() => {
+                let v = stopped.as_ref().map(|(v, _)| *v).unwrap_or_default();
+                outln!("stopped at {name}={v}, before the sweep ended (the error follows)")
+            }
             (Some(b), _) => outln!(
                 "first failing {name}: {} ({})\n  {}",
                 b.value,
@@ -535,6 +577,9 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
             (None, true) => outln!("no failing {name} in {}..={}", sorted[0], sorted.last().expect("non-empty")),
             (None, false) => outln!("no failing {name} among the values swept"),
         }
+    }
+    if let Some((_, e)) = stopped {
+        return Err(e);
     }
     Ok(crate::exit::of_failures(boundary.and_then(|b| b.class)).into())
 }

@@ -472,6 +472,11 @@ fn run_compare_sweep() {
             "at cqs=16 the device refuses: wormhole-n150 (rows=1,2,3,4,5,7,8,9): 16 command queues need",
         ),
         (&["sweep", "copy_stress", "--param", "bogus=1"], 2, "unknown knob"),
+        (
+            &["sweep", "copy_stress", "--param", "bytes=1,1048576"],
+            2,
+            "at bytes=1048576 the device refuses: a read lands",
+        ),
         (&["sweep", "copy_stress", "--param", "depth=1,4,1"], 2, "1 appears twice"),
         (&["sweep", "copy_stress", "--param", "depth=1", "--device", "embedded:slow"], 2, "`slow` has none"),
         (&["sweep", "copy_stress", "--param", "depth=1", "--device", "embedded:warp"], 2, "unknown embedded option"),

@@ -130,3 +130,28 @@ fn a_sweep_runs_the_timing_model_its_device_names() {
     assert_eq!(cycles("embedded:seed=2"), sliced);
     assert_ne!(cycles("embedded:seed=2,exact"), sliced, "exact time moves a hand-off");
 }
+
+/// Points on one device give its L1 back: two reads each larger than half
+/// the user region both pass (helper-66: the second was refused, its L1
+/// still held by the first point's buffer).
+#[test]
+fn points_on_one_device_reuse_its_l1() {
+    let (code, v) = sweep(&["--param", "bytes=300000,300032", "--set", "depth=2"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["reset_each"], false, "{v}");
+    assert!(v["points"].as_array().unwrap().iter().all(|p| p["ok"] == true), "{v}");
+}
+
+/// A point the device refuses mid-sweep (a chunk the small issue queue
+/// cannot hold at three queues) stops the sweep with exit 2, and the points
+/// before it are still reported (helper-66: they were lost).
+#[test]
+fn a_point_the_device_refuses_keeps_the_points_before_it() {
+    let (code, v) = sweep(&["--param", "cqs=2,3", "--set", "issue_size=256", "--set", "depth=2"]);
+    assert_eq!(code, 2, "{v}");
+    let points = v["points"].as_array().unwrap();
+    assert_eq!((points.len(), points[0]["value"].as_u64(), &points[0]["ok"]), (1, Some(2), &true.into()), "{v}");
+    assert_eq!(v["stopped"]["value"], 3, "{v}");
+    assert!(v["stopped"]["error"].as_str().unwrap().contains("chunk exceeds the issue queue"), "{v}");
+    assert!(v["first_failing"].is_null(), "{v}");
+}
