@@ -106,6 +106,9 @@ pub struct Core {
     /// In [`Chip::active`] (kept beside it so the slice loop's check after
     /// each run is one comparison, not a search).
     listed: bool,
+    /// The end of the last slice it drew a core stall in: one draw a
+    /// slice, also when a sibling's store runs it again in the slice.
+    stall_drawn_for: u64,
 }
 
 impl Core {
@@ -229,6 +232,12 @@ pub struct Chip {
     /// (transient scheduling state, not device state).
     slice_end: u64,
     slice_first: usize,
+    /// The slice's length over a whole slice's: a core stall is drawn with
+    /// `faults.core_stall_prob` times it, so a slice cut short where a host
+    /// step ends draws its share (helper-66: each cut slice drew the whole
+    /// probability, and `--core-stall` at 90 % of the cores' time wedged
+    /// the device for good).
+    slice_share: f64,
     /// Keys each slice's rotation by its start cycle (`rng::at`).
     rotation_key: u64,
     /// Cores woken during the slice by a sibling's store that come after
@@ -353,6 +362,7 @@ impl Chip {
                     ff: FfState::default(),
                     slowdown: 1.0,
                     listed: false,
+                    stall_drawn_for: 0,
                 });
             }
             let l1 = l1s[k].take().unwrap_or_else(|| Ram::new(0, chip.l1_size));
@@ -409,6 +419,7 @@ impl Chip {
             host_busy: 0,
             slice_end: 0,
             slice_first: 0,
+            slice_share: 1.0,
             rotation_key: rng::Rng::fork(cfg.seed, Stream::Scheduler).next_u64(),
             late: Vec::new(),
             probe_scratch: Box::default(),
@@ -1000,10 +1011,14 @@ impl Chip {
                 // that skips slices in which nothing runs (fast-forward)
                 // still orders every slice it runs as a run without skips.
                 let first = (rng::at(self.rotation_key, self.now) % n as u64) as usize;
-                (self.slice_end_from(self.now, end), first)
+                let slice_end = self.slice_end_from(self.now, end);
+                self.slice_share = (slice_end - self.now) as f64 / self.cfg.quantum_cycles as f64;
+                (slice_end, first)
             } else {
                 let q = self.cfg.quantum_cycles + self.rng.scheduler.upto(self.cfg.quantum_jitter);
-                ((self.now + q).min(end), self.rng.scheduler.upto(n as u64 - 1) as usize)
+                let slice_end = (self.now + q).min(end);
+                self.slice_share = (slice_end - self.now) as f64 / q as f64;
+                (slice_end, self.rng.scheduler.upto(n as u64 - 1) as usize)
             };
             (self.slice_first, self.slice_end) = (first, slice_end);
             let own = exact && self.pct.is_none();
@@ -1458,7 +1473,11 @@ impl Chip {
             return;
         }
         let p = self.cfg.faults.core_stall_prob;
-        if p > 0.0 && self.rng.stalls.chance(p) {
+        let draws = p > 0.0 && self.cores[i].stall_drawn_for != slice_end;
+        if draws {
+            self.cores[i].stall_drawn_for = slice_end;
+        }
+        if draws && self.rng.stalls.chance((p * self.slice_share).min(1.0)) {
             // The stall delays the core from where it really is: a parked
             // core is first brought to the slice start (its parked state may
             // lie whole periods behind).

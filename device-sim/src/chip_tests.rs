@@ -1119,3 +1119,29 @@ fn a_taken_branch_costs_each_chips_bubble() {
         assert_eq!(cycles(200) - cycles(100), 100 * (2 + bubble), "{board}");
     }
 }
+
+#[test]
+fn core_stalls_take_the_same_share_whatever_the_host_step() {
+    // A core counting in L1 under stalls, advanced in whole slices or one
+    // cycle at a time (a host polling): a slice cut short draws its share
+    // of the stall probability, so the core counts about as far either way
+    // (helper-66: each cut slice drew the whole probability, and the
+    // stalls outran the clock).
+    let count = |step: u64| {
+        let mut cfg = SimConfig { seed: 5, ..wh() };
+        (cfg.faults.core_stall_prob, cfg.faults.core_stall_cycles) = (0.2, 40);
+        let mut chip = Chip::new(cfg).unwrap();
+        let a = tiles(&chip)[0];
+        let at = USER.base + 0x40;
+        let mut p = li(6, at).to_vec();
+        p.extend([addi(7, 7, 1), sw(7, 6, 0), beq(0, 0, -8)]);
+        boot(&mut chip, a, &p);
+        for _ in 0..100_000 / step {
+            chip.advance(step);
+        }
+        word(&chip, a, at)
+    };
+    let (whole, polled) = (count(50), count(1));
+    let ratio = polled as f64 / whole as f64;
+    assert!((0.95..=1.05).contains(&ratio), "whole slices {whole}, one cycle at a time {polled}");
+}

@@ -74,6 +74,7 @@ impl Plan {
             )
         })?;
         let faults = faults::Faults::parse(&a.faults)?;
+        faults::check_latencies(a, &faults)?;
         // A stall probability whose stalls outrun the clock leaves every core
         // behind forever: the device could never boot (`--faults stall` is
         // checked where it is parsed).

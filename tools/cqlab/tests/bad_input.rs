@@ -343,6 +343,19 @@ fn race_and_its_campaign_options() {
         (&["race", "--pct-steps", "5"], 2, "--pct-steps needs --pct-depth above 0"),
         (&["race", "--jobs", "0"], 2, "not in 1..=256"),
         (&["race", "--core-stall", "0.1"], 2, "can never boot"),
+        (&["race", "--core-stall", "0.0249"], 2, "the cores run under a tenth of the time"),
+        // One transaction as long as a wait's no-progress limit: every seed
+        // of the normal firmware timed out (helper-66).
+        (
+            &["race", "--pcie-read-latency", "10000000"],
+            2,
+            "10000000 cycles (PCIe read latency 10000000) can pass in one transaction",
+        ),
+        (
+            &["race", "--faults", "late-doorbell=3000000,backpressure=3000000"],
+            2,
+            "(PCIe read latency 750 + late doorbell 3000000 + write back-pressure 3000000) can pass",
+        ),
         (&["race", "--core-stall", "nan"], 2, "--core-stall"),
         (&["race", "--core-stall", "2"], 2, "not in 0..=1"),
         (&["race", "--faults", "stall=0.1"], 2, "can never boot"),

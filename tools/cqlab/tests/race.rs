@@ -485,25 +485,21 @@ fn a_kernel_spinning_on_corrupted_args_fails_its_seed_within_the_timeout() {
     assert!(error.contains("(kernel timeout 5000000 cycles)"), "{v}");
 }
 
-/// Issue 24: a stall probability whose stalls outrun the clock is refused
-/// before the run, with the reason; just below it the run ends within its
-/// limits (a worker that never recorded its kernel's start counts from when
-/// the wait first saw it), never in an endless boot.
+/// Issue 24: a stall probability whose stalls outrun the clock, or take
+/// more than nine tenths of it, is refused before the run, with the
+/// reason; at the limit the normal firmware passes (helper-66: 0.0249 was
+/// taken and every seed timed out, and 0.0225 wedged the device for good:
+/// each slice cut short by a host step drew the whole probability).
 #[test]
-fn a_stall_probability_that_can_never_boot_is_refused_and_one_just_below_ends() {
-    let out = cqlab(&["race", "--seeds", "1", "--core-stall", "0.1"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("can never boot"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let start = std::time::Instant::now();
-    let out = cqlab(&["race", "--seeds", "1", "--iterations", "1", "--core-stall", "0.0249", "--json"]);
-    // It runs to a result: 0, or its seed's failure class (3 hang, 4 device
-    // error, 5 mismatch, 1 other; docs/cli.md), never a refusal (2).
-    assert!(matches!(out.status.code(), Some(0 | 1 | 3 | 4 | 5)), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(start.elapsed() < std::time::Duration::from_secs(60), "took {:?}", start.elapsed());
+fn a_stall_probability_past_the_limit_is_refused_and_one_at_it_passes() {
+    for (p, says) in [("0.1", "can never boot"), ("0.0249", "run under a tenth of the time")] {
+        let out = cqlab(&["race", "--seeds", "1", "--core-stall", p]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{p}: {err}");
+        assert!(err.contains(says) && err.contains("at most 0.0225"), "{p}: {err}");
+    }
+    let (code, v) = race(&["--seeds", "2", "--iterations", "2", "--core-stall", "0.0225"]);
+    assert_eq!(code, 0, "{v}");
 }
 
 /// A read of host memory passes the writes still queued in its NIU by

@@ -177,8 +177,8 @@ pub struct Args {
     #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = true)]
     pub reads_pass_unsent: bool,
     /// Probability per scheduling slice that a core stalls 2000 cycles
-    /// (0..=1; refused where the stalls would outrun the clock and nothing
-    /// could ever boot: below 0.025 at the default 50-cycle slice).
+    /// (0..=1; refused where the stalls would take over nine tenths of the
+    /// cores' time: at most 0.0225 at the default 50-cycle slice).
     #[arg(long, default_value_t = 0.0, value_parser = |s: &str| crate::args::real(s, 0.0..=1.0))]
     pub core_stall: f64,
     /// Two-queue: dispatcher DELAY (cycles) on CQ0 before it stamps the
