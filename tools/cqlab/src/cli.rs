@@ -44,6 +44,10 @@ fn stall_timeout(s: &str) -> Result<u64, String> {
 /// and `jq .seed` gave another).
 pub const MAX_SEED: u64 = (1 << 53) - 1;
 
+/// Largest queue count `cqlab run` accepts (the chip model allows more; see
+/// README): also what a trace file's header may say.
+pub const MAX_RUN_CQS: u8 = 8;
+
 /// A `--seed` (or `--seed-base`) value: at most [`MAX_SEED`].
 pub fn seed(s: &str) -> Result<u64, String> {
     let v: u64 = s.parse().map_err(|_| format!("expected a seed (0..={MAX_SEED}), found {s:?}"))?;

@@ -18,8 +18,8 @@
 //! header's chip, harvesting and queue count say whose they are (version 1
 //! files came from cqlab's earlier invented chip and are refused).
 
+use crate::cli::MAX_RUN_CQS;
 use crate::input::Lines;
-use crate::run::MAX_RUN_CQS;
 use crate::usage::UsageError;
 use anyhow::{Context, Result};
 use cqlab_abi::noc::Coord;

@@ -236,8 +236,7 @@ fn check_rows(n: u8, chip: &Topology) -> Result<()> {
     })
 }
 
-/// Largest queue count `cqlab run` accepts (the chip model allows more; see README).
-pub const MAX_RUN_CQS: u8 = 8;
+use crate::cli::MAX_RUN_CQS;
 
 fn parse_cqs(s: &str) -> Result<Vec<u8>, crate::cli::Usage> {
     let mut out = Vec::new();
