@@ -6,6 +6,7 @@
 
 mod progress;
 
+use crate::cli::MAX_RUN_CQS;
 use crate::out::outln;
 use crate::trace_file::TraceWriter;
 use anyhow::{Context, Result};
@@ -235,8 +236,6 @@ fn check_rows(n: u8, chip: &Topology) -> Result<()> {
         )
     })
 }
-
-use crate::cli::MAX_RUN_CQS;
 
 fn parse_cqs(s: &str) -> Result<Vec<u8>, crate::cli::Usage> {
     let mut out = Vec::new();
