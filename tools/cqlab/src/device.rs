@@ -51,6 +51,23 @@ pub fn made_here(spec: &str) -> bool {
     Spec::parse(spec).map_or(true, |s| matches!(s, Spec::Embedded { .. }))
 }
 
+/// A daemon's chip, its host memory's size and its directory, for a spec
+/// `sim:PATH[?wait]` (`None` for any other), read without attaching: an
+/// attach boots the device, and a run would then be its second client.
+/// What a command checks its every point against before the first runs.
+pub fn daemon_chip(
+    spec: &str,
+) -> anyhow::Result<Option<(cqlab_abi::soc::Board, cqlab_abi::soc::Harvesting, usize, std::path::PathBuf)>> {
+    use anyhow::Context;
+    use cqlab_driver::backend::Backend;
+    let Some(rest) = spec.strip_prefix("sim:") else { return Ok(None) };
+    let (path, _) = DaemonBackend::parse_spec(rest)?;
+    let (board, harvesting, sysmem) = cqlab_driver::daemon_backend::DaemonObserver::connect(path.clone())
+        .and_then(|mut o| o.identify().map(|(b, h)| (b, h, o.sysmem_len())))
+        .with_context(|| format!("--device {spec}"))?;
+    Ok(Some((board, harvesting, sysmem, path)))
+}
+
 /// Checks that `spec` names a simulator daemon (`sim:PATH`): the commands
 /// that observe a live device read it through the daemon.
 pub fn validate_daemon(option: &str, spec: &str) -> Result<(), Usage> {

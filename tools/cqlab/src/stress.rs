@@ -581,14 +581,8 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
              then --device sim:PATH)"
         );
     }
-    if let Some(rest) = a.workload.device.strip_prefix("sim:") {
-        // A daemon's chip is its own: read without attaching (an attach
-        // boots the device), checked before the first run.
-        use cqlab_driver::backend::Backend;
-        let (path, _) = cqlab_driver::daemon_backend::DaemonBackend::parse_spec(rest)?;
-        let (board, harvesting) = cqlab_driver::daemon_backend::DaemonObserver::connect(path)
-            .and_then(|mut o| o.identify())
-            .with_context(|| format!("--device {}", a.workload.device))?;
+    // A daemon's chip is its own: checked before the first run.
+    if let Some((board, harvesting, ..)) = crate::device::daemon_chip(&a.workload.device)? {
         queues_fit(&a.workload, board, harvesting)?;
     }
     let shard = Shard::resolve(a.records.shard.as_deref())?;

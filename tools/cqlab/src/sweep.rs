@@ -379,13 +379,7 @@ fn shape(args: &Args) -> Result<Shape, UsageError> {
 /// count is placed on that chip before the first point runs; read without
 /// attaching (an attach boots the device).
 fn daemon_places_every_point(args: &Args, values: &[u64], name: &str, base: &Knobs) -> Result<()> {
-    use anyhow::Context;
-    use cqlab_driver::backend::Backend;
-    let Some(rest) = args.device.strip_prefix("sim:") else { return Ok(()) };
-    let (path, _) = cqlab_driver::daemon_backend::DaemonBackend::parse_spec(rest)?;
-    let (board, harvesting, sysmem) = cqlab_driver::daemon_backend::DaemonObserver::connect(path.clone())
-        .and_then(|mut o| o.identify().map(|(b, h)| (b, h, o.sysmem_len())))
-        .with_context(|| format!("--device {}", args.device))?;
+    let Some((board, harvesting, sysmem, path)) = crate::device::daemon_chip(&args.device)? else { return Ok(()) };
     for &v in values {
         let mut k = base.clone();
         k.set(name, v)?;

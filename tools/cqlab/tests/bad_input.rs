@@ -783,3 +783,30 @@ fn a_missing_firmware_root_is_named_and_an_empty_one_is_unset() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+/// On a daemon whose chip has one worker row, every command checks its
+/// every point against the daemon's chip before the first runs (exit 2,
+/// nothing run): `run`'s queue counts (they were exit 1), `sweep`'s
+/// (refused after the points before had run) and `stress restart
+/// --workload matmul_peak` (a campaign of failed runs; helper-65, -66).
+#[test]
+fn a_daemons_chip_is_checked_before_the_first_point() {
+    let d = support::Daemon::start("one-row", &["--harvest", "rows=1,2,3,4,5,7,8,9"], std::process::Stdio::null());
+    let spec = d.spec();
+    for (args, says) in [
+        (&["run", "tiny_kernels", "--iters", "1", "--cqs", "1,8"][..], "--cqs 8: wormhole-n150 (rows=1,2,3,4,5,7,8,9)"),
+        (&["sweep", "copy_stress", "--param", "cqs=1,16"], "at cqs=16 the device sim:"),
+        (&["stress", "restart", "--runs", "1", "--workload", "matmul_peak"], "runs 2 queues, each on a worker row"),
+    ] {
+        let o = Command::new(CQLAB)
+            .args(args)
+            .args(["--device", &spec])
+            .env("CQLAB_FIRMWARE_DIR", firmware_dir())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(err.contains(says) && !err.contains(": pass"), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?} ran something: {}", text(&o));
+    }
+}

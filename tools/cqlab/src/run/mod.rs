@@ -9,7 +9,7 @@ mod progress;
 use crate::cli::MAX_RUN_CQS;
 use crate::out::outln;
 use crate::trace_file::TraceWriter;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use cqlab_abi::noc::Coord;
 use cqlab_abi::trace::TraceRecord;
 use cqlab_driver::backend::spec::Spec;
@@ -357,15 +357,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let sweep = parse_cqs(&a.cqs)?;
     let knobs = knobs(&a, kind);
     let json_stdout = a.json.as_deref() == Some(Path::new("-"));
-    if let Some(rest) = a.device.strip_prefix("sim:") {
-        // A daemon's chip is read without attaching: an attach boots the
-        // device, and the run would then be its second client, every cycle
+    if let Some((board, harvesting, sysmem, path)) = crate::device::daemon_chip(&a.device)? {
+        // Every cycle of a run as the daemon's second client would come
         // later than the same seed's embedded run.
-        use cqlab_driver::backend::Backend;
-        let (path, _) = cqlab_driver::daemon_backend::DaemonBackend::parse_spec(rest)?;
-        let (board, harvesting, sysmem) = cqlab_driver::daemon_backend::DaemonObserver::connect(path.clone())
-            .and_then(|mut o| o.identify().map(|(b, h)| (b, h, o.sysmem_len())))
-            .with_context(|| format!("--device {}", a.device))?;
         let refused = |e| match e {
             cqlab_driver::DriverError::Invalid(m) => crate::cli::Usage(format!("--device {}: {m}", a.device)),
             e => crate::cli::Usage(format!("--device {}: {e}", a.device)),
@@ -375,8 +369,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
             a.limits.apply(&mut cfg);
             a.chip.apply_for(&mut cfg, false)?;
             cqlab_driver::daemon_backend::check_chip(&path, board, &harvesting, &cfg).map_err(refused)?;
-            let layout = cqlab_abi::soc::ChipLayout::new(board, harvesting.clone())?;
-            check_rows(n, &cqlab_driver::Topology::new(layout, n)?)?;
+            // Refused before any point, as on the embedded simulator (exit 2).
+            let chip = Topology::for_board(board, Some(harvesting.clone()), n)
+                .map_err(|e| crate::cli::Usage(format!("--cqs {n}: {e}")))?;
+            check_rows(n, &chip)?;
             cfg.check_sysmem(sysmem as u64, &format!("the daemon at {}", path.display())).map_err(refused)?;
         }
     } else if !matches!(cqlab_driver::backend::spec::Spec::parse(&a.device), Ok(Spec::Embedded { .. })) {
