@@ -129,7 +129,7 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
                         Some(running) => {
                             let cycles = ran(running, now);
                             if kernel_limit != 0 && cycles >= kernel_limit {
-                                return Err(kernel_timeout(backend, cfg, chip, queues, &what, running.0, cycles)?);
+                                return Err(kernel_timeout(backend, cfg, chip, queues, &what, running.0, cycles, now)?);
                             }
                         }
                         None if stalled >= livelock_limit => {
@@ -149,7 +149,7 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
             if let Some(running) = running_kernel(backend, chip)? {
                 let cycles = ran(running, now);
                 if kernel_limit != 0 && cycles >= kernel_limit {
-                    return Err(kernel_timeout(backend, cfg, chip, queues, &what, running.0, cycles)?);
+                    return Err(kernel_timeout(backend, cfg, chip, queues, &what, running.0, cycles, now)?);
                 }
                 last_change = now;
                 advance =
@@ -162,8 +162,11 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
     }
 }
 
-/// The kernel on `core` has run `cycles`, past its limit: the error, with
-/// a hang dump.
+/// The kernel on `core` had run `cycles` at device cycle `now`, past its
+/// limit: the error, with a hang dump. The cycles are told as of the dump,
+/// which the BAR reads of finding the kernel left later (helper-67: the
+/// error said 2,998,727 where the dump beside it showed 3,320,159).
+#[allow(clippy::too_many_arguments)]
 fn kernel_timeout<Q: Waiting + ?Sized>(
     backend: &mut dyn Backend,
     cfg: &DeviceConfig,
@@ -172,8 +175,10 @@ fn kernel_timeout<Q: Waiting + ?Sized>(
     what: &impl Fn() -> Wait,
     core: Coord,
     cycles: u64,
+    now: u64,
 ) -> Result<DriverError> {
     let dump = dump(backend, cfg, chip, queues, what())?;
+    let cycles = cycles + dump.device_cycle.saturating_sub(now);
     Ok(DriverError::KernelTimeout { core, cycles, limit: cfg.kernel_timeout_cycles, wait: what(), dump })
 }
 

@@ -39,6 +39,9 @@ on_both_chips! {
             last.contains(&format!("worker (1,1) {worker}")) && last.contains("RUN (running its kernel for"),
             "seed 11: chain ends at the running kernel with its cycles: {chain}"
         );
+        // The error and its dump tell one time (helper-67: the error's was
+        // taken before the BAR reads that found the kernel).
+        assert!(last.contains(&format!("running its kernel for {cycles} cycles")), "seed 11: {cycles}: {chain}");
         assert!(!dump.deadlock);
         let text = err.to_string();
         eprintln!("{text}");
