@@ -207,6 +207,9 @@ pub struct Occ {
 #[derive(Clone, Debug, Deserialize)]
 pub struct End {
     pub lost: u64,
+    /// The run's own timed device cycles (to when the host saw the last
+    /// timed iteration complete).
+    pub timed_cycles: u64,
 }
 
 /// One line after the header.

@@ -422,7 +422,29 @@ fn trace_export_is_strict_perfetto_and_summary_attributes_95_percent() {
         };
         assert_eq!(total(true), point["stall_total_cycles"].as_u64().unwrap(), "{w}: PSW");
         assert_eq!(total(false), point["wait_total_cycles"].as_u64().unwrap(), "{w}: other waits");
+        // Per iteration the windows are the host's own: the run's figure.
+        assert_eq!((&s["timed_cycles"], &s["run_timed_cycles"]), (&point["timed_cycles"], &point["timed_cycles"]));
     }
+}
+
+/// With `--sync end` the summary's windows end at the last event's record,
+/// and it gives the run's own timed cycles beside them, which run on to
+/// when the host saw the event (helper-67: the two disagreed unlabelled).
+#[test]
+fn a_sync_end_summary_gives_the_runs_timed_cycles_beside_its_windows() {
+    let (trace, report) = (tmp("sync-end.jsonl"), tmp("sync-end.json"));
+    let args = ["run", "tiny_kernels", "--cqs", "1", "--iters", "4", "--programs", "6", "--sync", "end"];
+    let out = cqlab(&[&args[..], &["--trace", trace.to_str().unwrap(), "--json", report.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let point = serde_json::from_slice::<Value>(&std::fs::read(&report).unwrap()).unwrap()["points"][0].clone();
+    let out = cqlab(&["trace", "summary", trace.to_str().unwrap(), "--json"]);
+    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = point["timed_cycles"].as_u64().unwrap();
+    assert_eq!(s["run_timed_cycles"].as_u64(), Some(run), "{s}");
+    let windows = s["timed_cycles"].as_u64().unwrap();
+    assert!(windows < run && run - windows < 10_000, "windows {windows}, run {run}");
+    let text = String::from_utf8_lossy(&cqlab(&["trace", "summary", trace.to_str().unwrap()]).stdout).to_string();
+    assert!(text.contains(&format!("the run's timed_cycles, to the host seeing the last event: {run}")), "{text}");
 }
 
 /// Several GOs per drain block (tiny_kernels): each kernel's flow must come
