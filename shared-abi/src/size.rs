@@ -60,9 +60,10 @@ pub const fn relay_inline_room(chunk: usize) -> usize {
     (chunk - chunk % PCIE_ALIGNMENT).saturating_sub(CMD_HEADER_SIZE)
 }
 
-/// Largest data one `WRITE_PAGED` inside one `RELAY_INLINE` of at most
-/// `chunk` bytes carries: a paged write sends whole pages, so no page of a
-/// buffer written through the queue is larger.
+/// Largest data one `WRITE_PAGED` (or `WRITE_LINEAR`: both are a header
+/// and their data) inside one `RELAY_INLINE` of at most `chunk` bytes
+/// carries: a paged write sends whole pages, so no page of a buffer
+/// written through the queue is larger.
 pub const fn paged_write_room(chunk: usize) -> usize {
     relay_inline_room(chunk).saturating_sub(CMD_HEADER_SIZE) & !(L1_ALIGNMENT - 1)
 }

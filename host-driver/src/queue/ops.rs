@@ -101,8 +101,7 @@ impl CommandQueue<'_> {
     /// units, and at most `MAX_INLINE`.
     pub(crate) fn max_inline(&mut self) -> usize {
         let half = self.host().layout.issue_size as usize / 2;
-        let room = size::relay_inline_room(half).saturating_sub(DispatchSize::new().header().bytes());
-        MAX_INLINE.min(room.max(16) & !15)
+        MAX_INLINE.min(size::paged_write_room(half).max(16) & !15)
     }
 
     /// Dispatch-side wait for every worker launched on this queue, clearing
