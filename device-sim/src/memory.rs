@@ -318,7 +318,9 @@ impl<T: AsRef<[u8]> + AsMut<[u8]> + Send> ExternalBytes for T {
 /// of its callback). The chip therefore calls it only as the last step of
 /// the access it belongs to, with its own state already consistent: an
 /// unwind loses that one access (a write does not land, a read leaves its
-/// destination as it was) and nothing else.
+/// destination as it was) and nothing else, except where the
+/// implementation hands one access to the host in pieces: then the pieces
+/// before the unwind have landed.
 pub trait HostMemory: Send {
     /// Bytes the PCIe tile forwards.
     fn len(&self) -> usize;

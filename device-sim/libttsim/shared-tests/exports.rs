@@ -358,3 +358,88 @@ fn the_shared_object_survives_init_exit_dlclose_reload() {
         }
     }
 }
+
+/// Both callbacks null takes them back; one null is refused and keeps the
+/// pair registered (a host that meant to clear them learns it did not).
+#[test]
+fn null_callbacks_clear_both_or_are_refused_keeping_the_pair() {
+    let _turn = serial();
+    settings_env(3);
+    *HOST.lock().unwrap() = vec![0; HOST_SIZE];
+    lib::cqlab_ttsim_clear_error();
+    lib::libttsim_set_pci_dma_mem_callbacks(Some(host_rd), Some(host_wr));
+    lib::libttsim_set_pci_dma_mem_callbacks(Some(host_rd), None);
+    assert_eq!(lib::cqlab_ttsim_error_count(), 1, "{ARCH:?}: half a pair is refused");
+    assert!(last_error().contains("are kept"), "{ARCH:?}: {}", last_error());
+    let dropped = |run: &dyn Fn()| {
+        lib::libttsim_init();
+        run();
+        let n = lib::cqlab_ttsim_error_count();
+        let d = {
+            let name = c"dma_dropped";
+            // SAFETY: a NUL-terminated string.
+            unsafe { lib::cqlab_ttsim_stat(name.as_ptr()) }
+        };
+        lib::libttsim_exit();
+        (d, n)
+    };
+    let bar = |lo: u32| {
+        (lib::libttsim_pci_config_rd32(0, lo + 4) as u64) << 32 | (lib::libttsim_pci_config_rd32(0, lo) & !0xF) as u64
+    };
+    let layout = ChipLayout::new(Settings::from_env(ARCH).unwrap().board, Default::default()).unwrap();
+    let run = || script(&mut Library { bars: [bar(0x10), bar(0x18), bar(0x20)] }, &layout);
+    lib::cqlab_ttsim_clear_error();
+    assert_eq!(dropped(&run), (0, 0), "{ARCH:?}: the kept pair served the DMA: {}", last_error());
+    assert!(HOST.lock().unwrap()[0x1000..0x1040].iter().all(|&b| b == 1), "{ARCH:?}: through the callbacks");
+
+    lib::libttsim_set_pci_dma_mem_callbacks(Some(host_rd), Some(host_wr));
+    lib::libttsim_set_pci_dma_mem_callbacks(None, None);
+    assert_eq!(lib::cqlab_ttsim_error_count(), 0, "{ARCH:?}: {}", last_error());
+    let (d, errors) = dropped(&run);
+    assert!(d > 0 && errors >= d, "{ARCH:?}: with none, DMA is dropped and reported ({d} dropped, {errors} errors)");
+    lib::cqlab_ttsim_clear_error();
+}
+
+/// Set in the child process of the abort test below.
+const PANIC_CHILD: &str = "CQLAB_TTSIM_TEST_PANIC_CHILD";
+
+unsafe extern "C-unwind" fn panicking_host_wr(_: u64, _: *const c_void, _: u32) {
+    panic!("a host callback panicked on purpose");
+}
+
+/// Run by the test below in a child process: a Rust panic inside
+/// `libttsim_clock` (here from a Rust host's DMA callback, the one way a
+/// host can cause one) would unwind into a C++ host's frames.
+#[test]
+#[ignore = "run by a_panic_in_a_call_that_runs_the_device_aborts_the_process, in a child process"]
+fn panic_inside_clock() {
+    assert!(std::env::var_os(PANIC_CHILD).is_some(), "run only as the child of the abort test");
+    settings_env(1);
+    *HOST.lock().unwrap() = vec![0; HOST_SIZE];
+    lib::libttsim_set_pci_dma_mem_callbacks(Some(host_rd), Some(panicking_host_wr));
+    lib::libttsim_init();
+    let bar = |lo: u32| {
+        (lib::libttsim_pci_config_rd32(0, lo + 4) as u64) << 32 | (lib::libttsim_pci_config_rd32(0, lo) & !0xF) as u64
+    };
+    let layout = ChipLayout::new(Settings::from_env(ARCH).unwrap().board, Default::default()).unwrap();
+    script(&mut Library { bars: [bar(0x10), bar(0x18), bar(0x20)] }, &layout);
+    unreachable!("the callback was never called");
+}
+
+/// A panic in a `C-unwind` call aborts the process after its message; it
+/// never unwinds out to the caller (where the test harness would catch it
+/// as an ordinary failure, exit 101).
+#[test]
+fn a_panic_in_a_call_that_runs_the_device_aborts_the_process() {
+    use std::os::unix::process::ExitStatusExt;
+    let name = format!("{}::panic_inside_clock", module_path!().split_once("::").map_or(module_path!(), |(_, m)| m));
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name.as_str(), "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(PANIC_CHILD, "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{ARCH:?}: {:?}\n{stderr}", out.status);
+    assert!(stderr.contains("panicked on purpose"), "{ARCH:?}: the panic's message first\n{stderr}");
+    assert!(stderr.contains("aborting"), "{ARCH:?}: {stderr}");
+}

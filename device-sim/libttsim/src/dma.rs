@@ -9,7 +9,14 @@
 //! its host-memory channels). They unwind through here and through the
 //! chip (`HostMemory` says how the chip stays consistent), and the
 //! library's call back to the host; that is why the callbacks are
-//! `extern "C-unwind"` and why no lock is held while one runs.
+//! `extern "C-unwind"`. The iATU's lock is released before a callback
+//! runs; the library's own lock (`crate::state`) is held, so a callback
+//! that calls the library on its own thread is refused (`Reentrant`), and
+//! one that waits for another thread's libttsim call would wait forever:
+//! a callback only touches host memory, as tt-umd's do.
+//!
+//! An access the iATU splits over two regions is two callbacks; one that
+//! unwinds on the second has landed the first (a write in part).
 #![allow(unsafe_code)] // the C ABI: docs/design.md, "Where `unsafe` lives"
 
 use crate::error::{note, report, ApiError, Log};

@@ -30,6 +30,11 @@ pub enum ApiError {
     Setting { var: &'static str, value: String, reason: String },
     #[error("{what} is a null pointer, for {size} bytes")]
     NullPointer { what: &'static str, size: u32 },
+    #[error(
+        "one DMA callback is a null pointer and the other is not: pass both, or both null to take them back{}",
+        if *kept { " (the callbacks registered before are kept)" } else { "" }
+    )]
+    HalfCallbacks { kept: bool },
     #[error("no simulated chip {id}: create it with libttsim_create_device_by_id (chips: {existing:?})")]
     NoSuchChip { id: u32, existing: Vec<u32> },
     #[error("chip ids are PCI device numbers, 0..{max}; {id} is not one")]

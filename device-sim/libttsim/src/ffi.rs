@@ -5,8 +5,10 @@
 //!
 //! Calls that can make the device run or touch host memory (`clock*`,
 //! `pci_mem_*`, `tile_*`) may unwind a DMA callback's C++ exception: they
-//! are `C-unwind` and catch nothing. The others catch a panic (a bug),
-//! report it and return their failure value; a panic never crosses into C.
+//! are `C-unwind` and cannot catch a panic without aborting on every
+//! foreign exception, so a panic (a bug) in one aborts the process after
+//! its message ([`AbortOnPanic`]). The others catch a panic, report it and
+//! return their failure value. Either way a panic never crosses into C.
 #![allow(unsafe_code)] // the C ABI: docs/design.md, "Where `unsafe` lives"
 
 use crate::device::DramAt;
@@ -18,10 +20,27 @@ use cqlab_abi::arch::Arch;
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+/// Held through a `C-unwind` call: a Rust panic unwinding out of it would
+/// enter the host's C++ frames, which cannot handle it, so the process
+/// aborts instead (the panic's message and the call have been printed).
+/// A C++ exception from a DMA callback is no Rust panic and passes.
+struct AbortOnPanic;
+
+impl Drop for AbortOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("cqlab libttsim: a panic inside a call that runs the device; aborting (a bug in cqlab)");
+            std::process::abort();
+        }
+    }
+}
+
 /// The caller's buffer of `size` bytes to fill (`None`: refused, reported).
 ///
 /// # Safety
-/// `p` is null or valid for writes of `size` bytes for the whole call.
+/// `p` is null or valid for writes of `size` bytes for the whole call, and
+/// nothing else reads or writes them meanwhile (not even the host's DMA
+/// callbacks, which the call may run).
 unsafe fn out_buf<'a>(describe: &dyn Fn() -> String, p: *mut c_void, size: u32) -> Option<&'a mut [u8]> {
     if size == 0 {
         return Some(&mut []);
@@ -38,7 +57,8 @@ unsafe fn out_buf<'a>(describe: &dyn Fn() -> String, p: *mut c_void, size: u32) 
 /// The caller's `size` bytes to take.
 ///
 /// # Safety
-/// `p` is null or valid for reads of `size` bytes for the whole call.
+/// `p` is null or valid for reads of `size` bytes for the whole call, and
+/// nothing writes them meanwhile (not even the host's DMA callbacks).
 unsafe fn in_buf<'a>(describe: &dyn Fn() -> String, p: *const c_void, size: u32) -> Option<&'a [u8]> {
     if size == 0 {
         return Some(&[]);
@@ -47,7 +67,8 @@ unsafe fn in_buf<'a>(describe: &dyn Fn() -> String, p: *const c_void, size: u32)
         report(&describe(), &ApiError::NullPointer { what: "the source buffer", size });
         return None;
     }
-    // SAFETY: non-null, and the caller guarantees `size` readable bytes.
+    // SAFETY: non-null, and the caller guarantees `size` readable bytes
+    // that nothing writes during the call.
     Some(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), size as usize) })
 }
 
@@ -87,7 +108,9 @@ pub fn set_pci_dma_mem_callbacks(read: Option<DmaRead>, write: Option<DmaWrite>)
             }
             lib.callbacks = match (read, write) {
                 (Some(read), Some(write)) => Some(Callbacks { read, write }),
-                _ => return Err(ApiError::NullPointer { what: "a DMA callback", size: 0 }),
+                // Both null: the host takes its callbacks back.
+                (None, None) => None,
+                _ => return Err(ApiError::HalfCallbacks { kept: lib.callbacks.is_some() }),
             };
             Ok(())
         })
@@ -100,6 +123,7 @@ pub fn pci_config_rd32(bdf: u32, offset: u32) -> u32 {
 }
 
 pub fn clock(n: u32) {
+    let _abort = AbortOnPanic;
     let d = || format!("libttsim_clock({n})");
     call(&d, Broken::Refuse, |lib| {
         lib.selected()?.clock(n);
@@ -108,6 +132,7 @@ pub fn clock(n: u32) {
 }
 
 pub fn clock_all_devices(n: u32) {
+    let _abort = AbortOnPanic;
     let d = || format!("libttsim_clock_all_devices({n})");
     call(&d, Broken::Refuse, |lib| {
         for dev in lib.sim()?.devices.values_mut() {
@@ -118,8 +143,10 @@ pub fn clock_all_devices(n: u32) {
 }
 
 /// # Safety
-/// `p` is null or valid for writes of `size` bytes.
+/// `p` is null or valid for writes of `size` bytes, untouched by the DMA
+/// callbacks (`out_buf`).
 pub unsafe fn pci_mem_rd_bytes(paddr: u64, p: *mut c_void, size: u32) {
+    let _abort = AbortOnPanic;
     let d = || format!("libttsim_pci_mem_rd_bytes(paddr={paddr:#x}, size={size})");
     // SAFETY: forwarded from the caller.
     let Some(buf) = (unsafe { out_buf(&d, p, size) }) else { return };
@@ -127,8 +154,10 @@ pub unsafe fn pci_mem_rd_bytes(paddr: u64, p: *mut c_void, size: u32) {
 }
 
 /// # Safety
-/// `p` is null or valid for reads of `size` bytes.
+/// `p` is null or valid for reads of `size` bytes, unwritten by the DMA
+/// callbacks (`in_buf`).
 pub unsafe fn pci_mem_wr_bytes(paddr: u64, p: *const c_void, size: u32) {
+    let _abort = AbortOnPanic;
     let d = || format!("libttsim_pci_mem_wr_bytes(paddr={paddr:#x}, size={size})");
     // SAFETY: forwarded from the caller.
     let Some(data) = (unsafe { in_buf(&d, p, size) }) else { return };
@@ -136,8 +165,10 @@ pub unsafe fn pci_mem_wr_bytes(paddr: u64, p: *const c_void, size: u32) {
 }
 
 /// # Safety
-/// `p` is null or valid for writes of `size` bytes.
+/// `p` is null or valid for writes of `size` bytes, untouched by the DMA
+/// callbacks (`out_buf`).
 pub unsafe fn tile_rd_bytes(x: u32, y: u32, addr: u64, p: *mut c_void, size: u32) {
+    let _abort = AbortOnPanic;
     let d = || format!("libttsim_tile_rd_bytes(x={x}, y={y}, addr={addr:#x}, size={size})");
     // SAFETY: forwarded from the caller.
     let Some(buf) = (unsafe { out_buf(&d, p, size) }) else { return };
@@ -145,8 +176,10 @@ pub unsafe fn tile_rd_bytes(x: u32, y: u32, addr: u64, p: *mut c_void, size: u32
 }
 
 /// # Safety
-/// `p` is null or valid for writes of `size` bytes.
+/// `p` is null or valid for writes of `size` bytes, untouched by the DMA
+/// callbacks (`out_buf`).
 pub unsafe fn tile_peek_bytes(x: u32, y: u32, addr: u64, p: *mut c_void, size: u32) -> i32 {
+    let _abort = AbortOnPanic;
     let d = || format!("cqlab_ttsim_peek(x={x}, y={y}, addr={addr:#x}, size={size})");
     // SAFETY: forwarded from the caller.
     let Some(buf) = (unsafe { out_buf(&d, p, size) }) else { return -1 };
@@ -160,8 +193,10 @@ pub unsafe fn tile_peek_bytes(x: u32, y: u32, addr: u64, p: *mut c_void, size: u
 }
 
 /// # Safety
-/// `p` is null or valid for reads of `size` bytes.
+/// `p` is null or valid for reads of `size` bytes, unwritten by the DMA
+/// callbacks (`in_buf`).
 pub unsafe fn tile_wr_bytes(x: u32, y: u32, addr: u64, p: *const c_void, size: u32) {
+    let _abort = AbortOnPanic;
     let d = || format!("libttsim_tile_wr_bytes(x={x}, y={y}, addr={addr:#x}, size={size})");
     // SAFETY: forwarded from the caller.
     let Some(data) = (unsafe { in_buf(&d, p, size) }) else { return };
@@ -199,10 +234,13 @@ pub unsafe fn dram_rd_bytes(chip: u32, at: DramAt, addr: u64, p: *mut c_void, si
     let d = || format!("libttsim_dram_*rd_bytes_by_id(chip_id={chip}, {at:?}, addr={addr:#x}, size={size})");
     // SAFETY: forwarded from the caller.
     let Some(buf) = (unsafe { out_buf(&d, p, size) }) else { return };
-    guarded((), || {
+    // A panic skips `read_into`'s fill: the failed read still reads 0xFF.
+    if !guarded(false, || {
         read_into(&d, buf, |lib, buf| lib.sim()?.device(chip)?.dram_read(at, addr, buf));
-        Some(())
-    })
+        Some(true)
+    }) {
+        buf.fill(0xFF);
+    }
 }
 
 /// # Safety

@@ -93,7 +93,8 @@ macro_rules! export_libttsim {
         }
 
         /// # Safety
-        /// `p` is null or valid for writes of `size` bytes.
+        /// `p` is null or valid for writes of `size` bytes, which nothing
+        /// else (the DMA callbacks included) touches during the call.
         #[no_mangle]
         pub unsafe extern "C-unwind" fn libttsim_tile_rd_bytes(x: u32, y: u32, addr: u64, p: *mut c_void, size: u32) {
             // SAFETY: the caller's guarantee, forwarded.
@@ -101,7 +102,8 @@ macro_rules! export_libttsim {
         }
 
         /// # Safety
-        /// `p` is null or valid for reads of `size` bytes.
+        /// `p` is null or valid for reads of `size` bytes, which nothing
+        /// writes during the call (the DMA callbacks included).
         #[no_mangle]
         pub unsafe extern "C-unwind" fn libttsim_tile_wr_bytes(x: u32, y: u32, addr: u64, p: *const c_void, size: u32) {
             // SAFETY: the caller's guarantee, forwarded.
@@ -114,7 +116,8 @@ macro_rules! export_libttsim {
         }
 
         /// # Safety
-        /// `p` is null or valid for writes of `size` bytes.
+        /// `p` is null or valid for writes of `size` bytes, which nothing
+        /// else (the DMA callbacks included) touches during the call.
         #[no_mangle]
         pub unsafe extern "C-unwind" fn libttsim_pci_mem_rd_bytes(paddr: u64, p: *mut c_void, size: u32) {
             // SAFETY: the caller's guarantee, forwarded.
@@ -122,14 +125,17 @@ macro_rules! export_libttsim {
         }
 
         /// # Safety
-        /// `p` is null or valid for reads of `size` bytes.
+        /// `p` is null or valid for reads of `size` bytes, which nothing
+        /// writes during the call (the DMA callbacks included).
         #[no_mangle]
         pub unsafe extern "C-unwind" fn libttsim_pci_mem_wr_bytes(paddr: u64, p: *const c_void, size: u32) {
             // SAFETY: the caller's guarantee, forwarded.
             unsafe { ffi::pci_mem_wr_bytes(paddr, p, size) }
         }
 
-        /// Registers the host's DMA callbacks (before `init`).
+        /// Registers the host's DMA callbacks (before `init`); both null
+        /// takes them back (device accesses to host memory are then
+        /// dropped and reported).
         #[no_mangle]
         pub extern "C" fn libttsim_set_pci_dma_mem_callbacks(
             pci_dma_mem_rd_bytes: Option<DmaRead>,
@@ -273,7 +279,8 @@ macro_rules! export_libttsim {
         /// whose exceptions unwind through the library.
         ///
         /// # Safety
-        /// `p` is null or valid for writes of `size` bytes.
+        /// `p` is null or valid for writes of `size` bytes, which nothing
+        /// else (the DMA callbacks included) touches during the call.
         #[no_mangle]
         pub unsafe extern "C-unwind" fn cqlab_ttsim_peek(x: u32, y: u32, addr: u64, p: *mut c_void, size: u32) -> i32 {
             // SAFETY: the caller's guarantee, forwarded.

@@ -66,8 +66,9 @@ pub const WORMHOLE: ArcParams = ArcParams {
     ready: ArcReady { status: 0x8003_0074, rule: ReadyRule::WormholeStatus },
     // APB 0x50000 / 0x58000: ARC's NOC0 and NOC1 NIU registers (tt-isa
     // `WormholeB0/ARCTile/README.md`; tt-umd `wormhole_implementation.hpp`
-    // NIU_CFG_NOC0_BAR_ARC_ADDR = BAR0 0x1FF50100 for NIU_CFG_0, read by
-    // `get_noc_translation_enabled`; APB + 0x5002C is the hang probe of
+    // NIU_CFG_NOC0_BAR_ARC_ADDR = BAR0 0x1FF50000, the NOC0 NIU's base;
+    // `WormholeTTDevice::get_noc_translation_enabled` reads NIU_CFG_0 at
+    // APB 0x50000 + 0x100; APB + 0x5002C is the hang probe of
     // `get_read_checking_offset`).
     niu_apb: Some([0x5_0000, 0x5_8000]),
     // ARC_CSM_BAR0_XBAR_OFFSET_START 0x1FE80000 = ARC address 0x1000_0000
@@ -98,7 +99,8 @@ pub const BLACKHOLE: ArcParams = ArcParams {
     // SCRATCH_RAM_2 = reset unit + 0x408: the boot status, whose low three
     // bits read 5 once ARC is ready for messages (tt-umd
     // `BlackholeTTDevice::wait_arc_core_start`: `(status & 0x7) == 0x5`;
-    // tt-kmd `blackhole.c`). The higher bits are not looked at.
+    // tt-kmd `blackhole.c` tests bit 0 alone, ARC_BOOT_STATUS_READY_FOR_MSG,
+    // which 5 also sets). The higher bits are not looked at.
     ready: ArcReady { status: 0x8003_0408, rule: ReadyRule::LowBits { mask: 0x7, value: 5 } },
     // The host reads Blackhole's NOC translation flag from the PCIe tile's
     // NIU instead (tt-umd `blackhole_implementation.hpp`
@@ -259,7 +261,10 @@ pub mod telemetry_table {
 }
 
 /// Telemetry tags (tt-umd `device/api/umd/device/types/telemetry.hpp`
-/// TelemetryTag; the same table on both chips).
+/// TelemetryTag; the same table on both chips as the table reader sees it,
+/// which tt-umd uses on Wormhole firmware 18.4 and later: older firmware is
+/// read through `SmBusArcTelemetryReader`'s `LegacyTelemetryTag`, not
+/// modelled).
 pub mod tag {
     pub const BOARD_ID_HIGH: u16 = 1;
     pub const BOARD_ID_LOW: u16 = 2;

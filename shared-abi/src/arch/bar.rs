@@ -333,7 +333,7 @@ pub const BLACKHOLE: BarLayout = BarLayout {
     ],
     // tt-umd `Cluster::get_pcie_base_addr_from_device` 1ULL << 60; tt-metal bh
     // `noc_parameters.h` NOC_XY_PCIE_ENCODING; tt-kmd `memory.c` setup_noc_dma
-    // (noc_address = (4 << 58) + base).
+    // adds `noc_pcie_offset`, which `blackhole.c` sets to 4ULL << 58.
     host_mem_base: 1 << 60,
     // tt-metal reaches host offsets in bits 35:0 only (tt-metal bh
     // `noc_nonblocking_api.h` NOC_PCIE_MASK keeps bit 60 and bits 35:32).

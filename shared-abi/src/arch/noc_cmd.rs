@@ -120,7 +120,8 @@ pub mod packet_tag {
 /// `NOC_AT_LEN_BE` when the request is an atomic.
 pub mod atomic {
     /// NOC_AT_INS(ins) = ins << 12. The opcode field is `[14:12]` on Wormhole
-    /// (tt-isa `WormholeB0/NoC/Atomics.md`) and `[15:12]` on Blackhole.
+    /// (tt-isa `WormholeB0/NoC/Atomics.md`) and `[15:12]` on Blackhole (tt-isa
+    /// `BlackholeA0/NoC/Atomics.md`, its layout diagrams).
     pub const INS_SHIFT: u32 = 12;
     pub const INS_MASK: u32 = 0xF << INS_SHIFT;
     /// NOC_AT_INS_NOP.
