@@ -71,6 +71,15 @@ pub trait Bus {
         value: u32,
         now: u64,
     ) -> Result<StoreEffect, AccessFault>;
+    /// A word store of `value` at `addr` when `addr` is a register that
+    /// only holds what is stored (an NIU command buffer's address or length
+    /// register): stored, and true; false sends it to [`Bus::store`]. The
+    /// same state change as `store` there, without its fault and request
+    /// handling: a hand-off writes ten such registers a packet.
+    #[inline(always)]
+    fn store_plain_register(&mut self, _addr: u32, _value: u32) -> bool {
+        false
+    }
 }
 
 /// A bus with nothing on it: every non-RAM access faults.
@@ -892,6 +901,8 @@ impl Hart {
                     cycle = self.store_queue.push(cycle, addr);
                     self.watch_hit(addr, old)
                 } else if self.mem.local.store::<$n>(addr, b) {
+                    None
+                } else if $n == 4 && self.mem.window.is_none() && bus.store_plain_register(addr, v) {
                     None
                 } else {
                     match self.store_slow(bus, addr, $n, v, old, cycle) {

@@ -272,6 +272,21 @@ impl Niu {
         }
     }
 
+    /// A core writes `value` to command-buffer register `reg` of buffer
+    /// `buf` if the register only holds what is written (as [`Niu::write`]
+    /// does); false, with nothing written, for the registers whose writes
+    /// do more or are refused.
+    #[inline(always)]
+    pub fn store_plain(&mut self, buf: u32, reg: CmdBufReg, value: u32) -> bool {
+        match reg {
+            CmdBufReg::CmdCtrl | CmdBufReg::NodeId | CmdBufReg::EndpointId | CmdBufReg::ClearOutstandingReqCnt => false,
+            _ => {
+                self.cmd[buf as usize].regs[reg_index(reg)] = value;
+                true
+            }
+        }
+    }
+
     /// A core writes `value` to register `reg` at cycle `now`; a request when
     /// it wrote `NOC_CMD_CTRL`. The buffer is busy for `accept_cycles`.
     pub fn write(
@@ -290,6 +305,9 @@ impl Niu {
                 }
             });
         };
+        if self.store_plain(buf, reg, value) {
+            return Ok(None);
+        }
         let b = &mut self.cmd[buf as usize];
         match reg {
             CmdBufReg::CmdCtrl => {
@@ -334,10 +352,7 @@ impl Niu {
                 }
                 Ok(None)
             }
-            _ => {
-                b.regs[reg_index(reg)] = value;
-                Ok(None)
-            }
+            _ => unreachable!("store_plain took every other register"),
         }
     }
 }

@@ -232,6 +232,16 @@ impl TileBus<'_> {
 }
 
 impl Bus for TileBus<'_> {
+    #[inline(always)]
+    fn store_plain_register(&mut self, addr: u32, value: u32) -> bool {
+        match self.chip.niu.decode(addr) {
+            Some((noc, NiuReg::CmdBuf { buf, reg })) => {
+                self.regs.niu[noc.index() as usize].store_plain(buf, reg, value)
+            }
+            _ => false,
+        }
+    }
+
     fn load(&mut self, _mem: &mut Memory, addr: u32, size: u32, now: u64) -> Result<Loaded, AccessFault> {
         if let Some((noc, reg)) = self.chip.niu.decode(addr) {
             Self::word(size)?;

@@ -29,7 +29,7 @@ struct AbortOnPanic;
 impl Drop for AbortOnPanic {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            eprintln!("cqlab libttsim: a panic inside a call that runs the device; aborting (a bug in cqlab)");
+            eprintln!("cqlab libttsim: a Rust panic (above) inside a call that runs the device: aborting rather than unwinding into the host");
             std::process::abort();
         }
     }
