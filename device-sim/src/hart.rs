@@ -72,8 +72,10 @@ pub trait Bus {
         now: u64,
     ) -> Result<StoreEffect, AccessFault>;
     /// A word store of `value` at `addr` when `addr` is a register that
-    /// only holds what is stored (an NIU command buffer's address or length
-    /// register): stored, and true; false sends it to [`Bus::store`]. The
+    /// only holds what is stored (an NIU command-buffer register other than
+    /// `NOC_CMD_CTRL`, `NOC_NODE_ID`, `NOC_ENDPOINT_ID` and
+    /// `NOC_CLEAR_OUTSTANDING_REQ_CNT`): stored, and true; false sends it
+    /// to [`Bus::store`]. The
     /// same state change as `store` there, without its fault and request
     /// handling: a hand-off writes ten such registers a packet.
     #[inline(always)]

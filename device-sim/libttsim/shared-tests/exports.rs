@@ -366,6 +366,8 @@ fn null_callbacks_clear_both_or_are_refused_keeping_the_pair() {
     let _turn = serial();
     settings_env(3);
     *HOST.lock().unwrap() = vec![0; HOST_SIZE];
+    // A test that failed before (plain `cargo test`) may have left it running.
+    lib::libttsim_exit();
     lib::cqlab_ttsim_clear_error();
     lib::libttsim_set_pci_dma_mem_callbacks(Some(host_rd), Some(host_wr));
     lib::libttsim_set_pci_dma_mem_callbacks(Some(host_rd), None);
@@ -407,13 +409,10 @@ unsafe extern "C-unwind" fn panicking_host_wr(_: u64, _: *const c_void, _: u32) 
     panic!("a host callback panicked on purpose");
 }
 
-/// Run by the test below in a child process: a Rust panic inside
-/// `libttsim_clock` (here from a Rust host's DMA callback, the one way a
-/// host can cause one) would unwind into a C++ host's frames.
-#[test]
-#[ignore = "run by a_panic_in_a_call_that_runs_the_device_aborts_the_process, in a child process"]
+/// A Rust panic inside `libttsim_clock` (here from a Rust host's DMA
+/// callback linked with the library's own std, which a test can arrange)
+/// would unwind into a C++ host's frames.
 fn panic_inside_clock() {
-    assert!(std::env::var_os(PANIC_CHILD).is_some(), "run only as the child of the abort test");
     settings_env(1);
     *HOST.lock().unwrap() = vec![0; HOST_SIZE];
     lib::libttsim_set_pci_dma_mem_callbacks(Some(host_rd), Some(panicking_host_wr));
@@ -426,20 +425,34 @@ fn panic_inside_clock() {
     unreachable!("the callback was never called");
 }
 
-/// A panic in a `C-unwind` call aborts the process after its message; it
-/// never unwinds out to the caller (where the test harness would catch it
-/// as an ordinary failure, exit 101).
+/// A panic in a `C-unwind` call aborts the process, naming the call, after
+/// the panic's message; it never unwinds out to the caller (where the test
+/// harness would catch it as an ordinary failure, exit 101). This test runs
+/// itself again as the child that panics.
 #[test]
 fn a_panic_in_a_call_that_runs_the_device_aborts_the_process() {
-    use std::os::unix::process::ExitStatusExt;
-    let name = format!("{}::panic_inside_clock", module_path!().split_once("::").map_or(module_path!(), |(_, m)| m));
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([name.as_str(), "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-        .env(PANIC_CHILD, "1")
-        .output()
-        .unwrap();
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    if std::env::var_os(PANIC_CHILD).is_some() {
+        return panic_inside_clock();
+    }
+    let module = module_path!().split_once("::").map_or(module_path!(), |(_, m)| m);
+    let name = format!("{module}::a_panic_in_a_call_that_runs_the_device_aborts_the_process");
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child.args([name.as_str(), "--exact", "--nocapture", "--test-threads=1"]).env(PANIC_CHILD, "1");
+    // SAFETY: setrlimit is async-signal-safe; no core file for the abort.
+    unsafe {
+        child.pre_exec(|| {
+            let none = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            libc::setrlimit(libc::RLIMIT_CORE, &none);
+            Ok(())
+        })
+    };
+    let out = child.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{ARCH:?}: {:?}\n{stderr}", out.status);
     assert!(stderr.contains("panicked on purpose"), "{ARCH:?}: the panic's message first\n{stderr}");
-    assert!(stderr.contains("aborting"), "{ARCH:?}: {stderr}");
+    assert!(
+        stderr.contains("cqlab libttsim: libttsim_clock(") && stderr.contains("a Rust panic (above)"),
+        "{ARCH:?}: the library's own abort, naming the call\n{stderr}"
+    );
 }

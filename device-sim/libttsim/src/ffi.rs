@@ -22,14 +22,32 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Held through a `C-unwind` call: a Rust panic unwinding out of it would
 /// enter the host's C++ frames, which cannot handle it, so the process
-/// aborts instead (the panic's message and the call have been printed).
-/// A C++ exception from a DMA callback is no Rust panic and passes.
-struct AbortOnPanic;
+/// aborts instead, naming the call (the panic hook has printed where it
+/// panicked). A C++ exception from a DMA callback is no Rust panic and
+/// passes.
+struct AbortOnPanic<'a> {
+    call: &'a dyn Fn() -> String,
+    /// The thread was unwinding already when the call began (a call from a
+    /// destructor): only a panic inside the call aborts.
+    was_panicking: bool,
+}
 
-impl Drop for AbortOnPanic {
+impl<'a> AbortOnPanic<'a> {
+    fn new(call: &'a dyn Fn() -> String) -> Self {
+        AbortOnPanic { call, was_panicking: std::thread::panicking() }
+    }
+}
+
+impl Drop for AbortOnPanic<'_> {
     fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("cqlab libttsim: a Rust panic (above) inside a call that runs the device: aborting rather than unwinding into the host");
+        if std::thread::panicking() && !self.was_panicking {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "cqlab libttsim: {}: a Rust panic (above) inside a call that runs the device: aborting rather than \
+                 unwinding into the host",
+                (self.call)()
+            );
             std::process::abort();
         }
     }
@@ -123,8 +141,8 @@ pub fn pci_config_rd32(bdf: u32, offset: u32) -> u32 {
 }
 
 pub fn clock(n: u32) {
-    let _abort = AbortOnPanic;
     let d = || format!("libttsim_clock({n})");
+    let _abort = AbortOnPanic::new(&d);
     call(&d, Broken::Refuse, |lib| {
         lib.selected()?.clock(n);
         Ok(())
@@ -132,8 +150,8 @@ pub fn clock(n: u32) {
 }
 
 pub fn clock_all_devices(n: u32) {
-    let _abort = AbortOnPanic;
     let d = || format!("libttsim_clock_all_devices({n})");
+    let _abort = AbortOnPanic::new(&d);
     call(&d, Broken::Refuse, |lib| {
         for dev in lib.sim()?.devices.values_mut() {
             dev.clock(n);
@@ -146,8 +164,8 @@ pub fn clock_all_devices(n: u32) {
 /// `p` is null or valid for writes of `size` bytes, untouched by the DMA
 /// callbacks (`out_buf`).
 pub unsafe fn pci_mem_rd_bytes(paddr: u64, p: *mut c_void, size: u32) {
-    let _abort = AbortOnPanic;
     let d = || format!("libttsim_pci_mem_rd_bytes(paddr={paddr:#x}, size={size})");
+    let _abort = AbortOnPanic::new(&d);
     // SAFETY: forwarded from the caller.
     let Some(buf) = (unsafe { out_buf(&d, p, size) }) else { return };
     read_into(&d, buf, |lib, buf| lib.selected()?.bar_read(paddr, buf));
@@ -157,8 +175,8 @@ pub unsafe fn pci_mem_rd_bytes(paddr: u64, p: *mut c_void, size: u32) {
 /// `p` is null or valid for reads of `size` bytes, unwritten by the DMA
 /// callbacks (`in_buf`).
 pub unsafe fn pci_mem_wr_bytes(paddr: u64, p: *const c_void, size: u32) {
-    let _abort = AbortOnPanic;
     let d = || format!("libttsim_pci_mem_wr_bytes(paddr={paddr:#x}, size={size})");
+    let _abort = AbortOnPanic::new(&d);
     // SAFETY: forwarded from the caller.
     let Some(data) = (unsafe { in_buf(&d, p, size) }) else { return };
     call(&d, Broken::Refuse, |lib| lib.selected()?.bar_write(paddr, data));
@@ -168,8 +186,8 @@ pub unsafe fn pci_mem_wr_bytes(paddr: u64, p: *const c_void, size: u32) {
 /// `p` is null or valid for writes of `size` bytes, untouched by the DMA
 /// callbacks (`out_buf`).
 pub unsafe fn tile_rd_bytes(x: u32, y: u32, addr: u64, p: *mut c_void, size: u32) {
-    let _abort = AbortOnPanic;
     let d = || format!("libttsim_tile_rd_bytes(x={x}, y={y}, addr={addr:#x}, size={size})");
+    let _abort = AbortOnPanic::new(&d);
     // SAFETY: forwarded from the caller.
     let Some(buf) = (unsafe { out_buf(&d, p, size) }) else { return };
     read_into(&d, buf, |lib, buf| lib.selected()?.tile_read(x, y, addr, buf));
@@ -179,8 +197,8 @@ pub unsafe fn tile_rd_bytes(x: u32, y: u32, addr: u64, p: *mut c_void, size: u32
 /// `p` is null or valid for writes of `size` bytes, untouched by the DMA
 /// callbacks (`out_buf`).
 pub unsafe fn tile_peek_bytes(x: u32, y: u32, addr: u64, p: *mut c_void, size: u32) -> i32 {
-    let _abort = AbortOnPanic;
     let d = || format!("cqlab_ttsim_peek(x={x}, y={y}, addr={addr:#x}, size={size})");
+    let _abort = AbortOnPanic::new(&d);
     // SAFETY: forwarded from the caller.
     let Some(buf) = (unsafe { out_buf(&d, p, size) }) else { return -1 };
     match call(&d, Broken::Refuse, |lib| lib.selected()?.tile_peek(x, y, addr, buf)) {
@@ -196,8 +214,8 @@ pub unsafe fn tile_peek_bytes(x: u32, y: u32, addr: u64, p: *mut c_void, size: u
 /// `p` is null or valid for reads of `size` bytes, unwritten by the DMA
 /// callbacks (`in_buf`).
 pub unsafe fn tile_wr_bytes(x: u32, y: u32, addr: u64, p: *const c_void, size: u32) {
-    let _abort = AbortOnPanic;
     let d = || format!("libttsim_tile_wr_bytes(x={x}, y={y}, addr={addr:#x}, size={size})");
+    let _abort = AbortOnPanic::new(&d);
     // SAFETY: forwarded from the caller.
     let Some(data) = (unsafe { in_buf(&d, p, size) }) else { return };
     call(&d, Broken::Refuse, |lib| lib.selected()?.tile_write(x, y, addr, data));
