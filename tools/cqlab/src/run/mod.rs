@@ -477,7 +477,7 @@ fn report(a: &Args, kind: Kind, knobs: &Knobs, sync: SyncMode, points: &[PointRe
         all.retain(|name, _| knobs_of(kind).contains(&name.as_str()));
     }
     Ok(json!({
-        "tool": "cqlab run", "schema": 1, "workload": kind.name(), "description": kind.describe(),
+        "tool": "cqlab run", "schema": 1, "workload": kind.name(), "description": kind.describe(!a.skip_validation),
         "device": runner::device_spec(&a.device, a.seed), "seed": a.seed,
         "device_seed": runner::device_seed(&a.device, a.seed), "host": a.host.report(0),
         "sync": a.sync, "iters": a.iters,
