@@ -148,10 +148,9 @@ impl Header {
         let chip = Topology::for_board(board, Some(harvesting), self.cqs).map_err(|e| bad(e.to_string()))?;
         if self.cqs > chip.rows() {
             return Err(bad(format!(
-                "cqs {}: a run gives each queue a worker row, and this chip has {} with {} queues placed",
+                "cqs {}: this chip {} (a run gives each queue a worker row of its own)",
                 self.cqs,
-                chip.rows(),
-                self.cqs
+                crate::cli::run_queue_limit(&chip)
             )));
         }
         Ok(chip)

@@ -417,9 +417,18 @@ fn run_compare_sweep() {
         (
             &["run", "tiny_kernels", "--cqs", "1,8", "--trace", "{dir}/t.jsonl"],
             2,
-            "--cqs 8: each queue needs a worker row of its own, and this wormhole-n150 (rows=8) has 7",
+            "--cqs 8: this wormhole-n150 (rows=8) places at most 7 queues (each queue needs a worker row of its own)",
         ),
-        (&["run", "dispatch_latency", "--chip", "wormhole-n300", "--cqs", "7"], 2, "(rows=1,8) has 6 with 7 queues"),
+        (
+            &["run", "dispatch_latency", "--chip", "wormhole-n300", "--cqs", "7"],
+            2,
+            "(rows=1,8) places at most 6 queues",
+        ),
+        (
+            &["run", "dispatch_latency", "--harvest", "rows=1,2,3,4,5,7,8,9", "--cqs", "2"],
+            2,
+            "(rows=1,2,3,4,5,7,8,9) places at most 1 queue (each",
+        ),
         (&["run", "copy_stress", "--bytes", "1"], 2, "multiple of 1024"),
         (&["run", "copy_stress", "--copies", "4294967295"], 2, "not in 1..=10000"),
         (&["run", "tiny_kernels", "--programs", "4294967295"], 2, "not in 1..=10000"),

@@ -229,10 +229,10 @@ fn knob_list(kind: Kind) -> String {
 fn check_rows(n: u8, chip: &Topology) -> Result<()> {
     crate::cli::check(n <= chip.rows(), || {
         format!(
-            "--cqs {n}: each queue needs a worker row of its own, and this {} ({}) has {} with {n} queues placed",
+            "--cqs {n}: this {} ({}) {} (each queue needs a worker row of its own)",
             chip.board(),
             chip.harvesting(),
-            chip.rows()
+            crate::cli::run_queue_limit(chip)
         )
     })
 }
