@@ -135,6 +135,31 @@ fn a_run_past_its_hard_timeout_is_killed_and_counted() {
     assert_eq!(v["report"]["signatures"][0]["kind"], "hard-timeout");
 }
 
+/// A hard-timeout record whose run ends when replayed still DIFFERS (exit
+/// 1, as docs/cli.md says), and says why: the record's cut was host time,
+/// which a replay does not reproduce (helper-72: a bare DIFFERS read as a
+/// seed that no longer hangs).
+#[test]
+fn a_replayed_hard_timeout_that_ends_says_the_limit_was_host_time() {
+    let argv =
+        ["stress", "run-one", "--seed", "5", "--workload", "copy_stress", "--device", "embedded", "--depth", "8"];
+    let record = serde_json::json!({"tool": "stress", "seed": 5, "index": 0, "ok": false, "device_cycles": 0,
+        "seconds": 0.02, "argv": argv, "failure": {"class": "hang", "kind": "hard-timeout",
+        "root": "host (the process did not end)", "signature": "hard-timeout: still running after 0.02 s",
+        "error": "killed after the 0.02 s per-run timeout"}});
+    let out = Command::new(CQLAB)
+        .env("CQLAB_FIRMWARE_DIR", firmware_dir())
+        .args(["replay", &record.to_string()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", support::text(&out));
+    assert!(stdout.contains("(recorded: hard-timeout: still running after 0.02 s at 0): DIFFERS"), "{stdout}");
+    let note = "note: the recorded run was cut off by a host-time limit (stress restart --timeout, after 0.02 s), \
+                which a replay does not reproduce";
+    assert!(stdout.contains(note), "{stdout}");
+}
+
 struct Daemon {
     child: Child,
     dir: PathBuf,
