@@ -483,7 +483,7 @@ mod tests {
             refused_saying(read(&header(cqs, "1e9"), &[]), &format!("cqs {cqs} is not a queue count"));
         }
         // Eight fit the placement, not the seven worker rows left beside them.
-        refused_saying(read(&header("8", "1e9"), &[]), "cqs 8: a run gives each queue a worker row");
+        refused_saying(read(&header("8", "1e9"), &[]), "cqs 8: this chip places at most 7 queues (a run gives each");
     }
 
     /// A clock rate converts every cycle count to a finite time.
