@@ -48,6 +48,21 @@ pub const MAX_SEED: u64 = (1 << 53) - 1;
 /// README): also what a trace file's header may say.
 pub const MAX_RUN_CQS: u8 = 8;
 
+/// "places at most N queues": the most `cqlab run` places on `chip`'s
+/// board as harvested. Each queue needs a worker row of its own, and the
+/// queue cores of a larger count may take compute lines (an n150 has 8
+/// rows at 2 queues, 7 at 8), so the rows at one count do not say it.
+pub fn run_queue_limit(chip: &cqlab_driver::Topology) -> String {
+    let fits = |n: u8| {
+        cqlab_driver::Topology::for_board(chip.board(), Some(chip.harvesting().clone()), n).is_ok_and(|t| n <= t.rows())
+    };
+    match (1..=MAX_RUN_CQS).rev().find(|&n| fits(n)) {
+        Some(1) => "places at most 1 queue".into(),
+        Some(n) => format!("places at most {n} queues"),
+        None => "places no queue".into(),
+    }
+}
+
 /// A `--seed` (or `--seed-base`) value: at most [`MAX_SEED`].
 pub fn seed(s: &str) -> Result<u64, String> {
     let v: u64 = s.parse().map_err(|_| format!("expected a seed (0..={MAX_SEED}), found {s:?}"))?;

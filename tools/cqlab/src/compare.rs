@@ -59,8 +59,7 @@ pub fn validate(a: &Args) -> Result<()> {
 
 fn load(what: &str, path: &Path) -> Result<Value> {
     let text = crate::input::read_text(what, path, crate::input::MAX_REPORT_BYTES)?;
-    let v: Value =
-        serde_json::from_str(&text).map_err(|e| Usage(format!("{what} {} is not JSON: {e}", path.display())))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| not_json(what, path, &text, e))?;
     if v["tool"] != "cqlab run" || !v["points"].is_array() {
         return Err(
             Usage(format!("{what} {} is not a `cqlab run --json` report (no \"points\")", path.display())).into()
@@ -68,6 +67,23 @@ fn load(what: &str, path: &Path) -> Result<Value> {
     }
     check_points(&v).map_err(|why| Usage(format!("{what} {}: {why}", path.display())))?;
     Ok(v)
+}
+
+/// Why `text` is no report: of JSON Lines (a run trace, its first line a
+/// JSON value on its own) the parser said only "trailing characters at
+/// line 2", so that case is named with what compare takes instead.
+fn not_json(what: &str, path: &Path, text: &str, e: serde_json::Error) -> Usage {
+    let first = text.lines().next().and_then(|l| serde_json::from_str::<Value>(l).ok());
+    let is_trace = |v: &Value| v["format"] == crate::trace_file::FORMAT;
+    match first {
+        Some(v) if e.line() > 1 => Usage(format!(
+            "{what} {} is JSON Lines ({}), not one JSON report: compare takes the reports `cqlab run --json FILE` \
+             writes",
+            path.display(),
+            if is_trace(&v) { "a `cqlab run --trace` trace" } else { "one JSON value a line" }
+        )),
+        _ => Usage(format!("{what} {} is not JSON: {e}", path.display())),
+    }
 }
 
 /// What a comparison reads of each point is what `cqlab run` writes: every

@@ -492,13 +492,24 @@ pub fn write_dump(dir: &Path, seed: u64, f: &Failure, dev: Option<&mut Device>) 
     Ok(())
 }
 
+/// The stderr line of the `n`th of `total` seeds: its verdict, and the
+/// host jitter it drew when each seed draws its own (a bug only one draw
+/// shows fails exactly the seeds of that draw).
+fn progress_line(plan: &Plan, n: u64, total: u64, r: &SeedRecord) -> String {
+    let verdict = r.failure.as_ref().map_or_else(|| "pass".into(), |f| format!("FAIL {}", f.error));
+    let drawn = match plan.args.host.host_jitter {
+        Some(_) => String::new(),
+        None => format!(" (host jitter {})", plan.host_schedule(r.seed).jitter_cycles),
+    };
+    format!("[{n}/{total}] seed {}{drawn}: {verdict}", r.seed)
+}
+
 fn run_serial(plan: &Plan, sink: &mut dyn FnMut(&SeedRecord) -> Result<()>) -> Result<()> {
     let total = plan.owned_count();
     for (n, (index, seed)) in plan.owned().enumerate() {
         let r = record_seed(plan, index, seed)?;
         if !plan.args.child && !plan.args.records.json {
-            let verdict = r.failure.as_ref().map_or_else(|| "pass".into(), |f| format!("FAIL {}", f.error));
-            diagln!("[{}/{total}] seed {seed}: {verdict}", n + 1);
+            diagln!("{}", progress_line(plan, n as u64 + 1, total, &r));
         }
         sink(&r)?;
         if !r.ok && plan.args.until_first {
@@ -543,8 +554,7 @@ fn run_parallel(plan: &Plan, argv_tail: &[String], sink: &mut dyn FnMut(&SeedRec
     let mut emit = |r: &SeedRecord| -> Result<()> {
         n += 1;
         if !plan.args.records.json {
-            let verdict = r.failure.as_ref().map_or_else(|| "pass".into(), |f| format!("FAIL {}", f.error));
-            diagln!("[{n}/{total}] seed {}: {verdict}", r.seed);
+            diagln!("{}", progress_line(plan, n, total, r));
         }
         sink(r)
     };
@@ -735,10 +745,19 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         Some(SeedVariation::NocJitter(j)) => format!(", NOC jitter {j} on seeds with nothing else to vary"),
         None => String::new(),
     };
+    // The two-queue shape, as the JSON's `two_queue` and the replay lines
+    // give it (the other workloads draw theirs per seed).
+    let shape = match a.workload {
+        WorkloadKind::TwoQueue => format!(
+            ", copies {}, depth {}, buffers {}, issue size {}, trace kernels {}, bytes {}, page size {}, ring pages {}",
+            a.copies, a.depth, a.buffers, a.issue_size, a.trace_kernels, a.bytes, a.page_size, a.ring_pages
+        ),
+        WorkloadKind::Random | WorkloadKind::Programs => String::new(),
+    };
     let (chip, harvest) = plan.chip_names();
     let header = format!(
-        "race {} on {chip} ({}) (firmware {}, shard {}, {} iterations, jitter {}, delay {}, pct depth {}, host jitter \
-         {}, host pct {}{}{}{})",
+        "race {} on {chip} ({}) (firmware {}, shard {}, {} iterations{shape}, jitter {}, delay {}, pct depth {}, host \
+         jitter {}, host pct {}{}{}{})",
         a.workload.name(),
         harvest.as_deref().unwrap_or("harvesting drawn per seed"),
         plan.cq_firmware.as_deref().unwrap_or("normal"),

@@ -144,6 +144,17 @@ fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
         if same { "identical" } else { "DIFFERS" },
         class_note(record.failure.as_ref(), got.failure.as_ref())
     );
+    if record.failure.as_ref().is_some_and(|f| f.kind == "hard-timeout") {
+        // Still DIFFERS (docs/cli.md: only a hard timeout again is
+        // identical), but the difference is the limit, not the seed.
+        outln!(
+            "note: the recorded run was cut off by a host-time limit (stress restart --timeout, after {:.2} s), which \
+             a replay does not reproduce: it allows {:.0} s, and here the run ended (the record has no device cycle: \
+             0)",
+            record.seconds,
+            limit.as_secs_f64()
+        );
+    }
     Ok(if same { ExitCode::SUCCESS } else { crate::exit::Exit::Failed.into() })
 }
 

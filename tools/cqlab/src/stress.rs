@@ -297,6 +297,11 @@ fn chip_text(w: &WorkloadArgs) -> String {
     }
 }
 
+/// `--reset`'s value as the command line takes it.
+fn reset_name(r: Reset) -> String {
+    clap::ValueEnum::to_possible_value(&r).expect("no variant is skipped").get_name().to_owned()
+}
+
 fn workload_name(w: Workload) -> &'static str {
     match w {
         Workload::CopyStress => "copy_stress",
@@ -719,13 +724,33 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
         v["device"] = a.workload.device.clone().into();
         v["chip"] = chip.into();
         v["harvesting"] = harvesting.into();
+        // The campaign's own options, so the report says what ran
+        // (helper-72: only the workload and device were in it).
+        v["seed"] = a.seed.into();
+        v["campaign_runs"] = a.runs.into();
+        v["shard"] = shard.to_string().into();
+        v["timeout_seconds"] = a.timeout.into();
+        v["kill_rate"] = a.kill_rate.into();
+        v["reset"] = reset_name(a.reset).into();
+        v["phase_runs"] = (a.reset == Reset::Phase).then_some(a.phase_runs).into();
+        v["timeout_cycles"] = a.workload.timeout_cycles.into();
+        v["host"] = a.workload.host.report(0);
+        v["knobs"] = match a.workload.workload {
+            Workload::CopyStress => serde_json::json!({"depth": a.workload.depth, "bytes": a.workload.bytes}),
+            Workload::Random | Workload::Programs | Workload::MatmulPeak => {
+                serde_json::json!({"iterations": a.workload.iterations})
+            }
+        };
         outln!("{v}");
     } else {
         let header = format!(
-            "stress restart {} ({}, reset {}, device {}, chip {})",
+            "stress restart {} ({}, seed {}, timeout {} s, kill rate {}, reset {}, device {}, chip {})",
             workload_name(a.workload.workload),
             summary.counts(),
-            clap::ValueEnum::to_possible_value(&a.reset).expect("no variant is skipped").get_name(),
+            a.seed,
+            a.timeout,
+            a.kill_rate,
+            reset_name(a.reset),
             a.workload.device,
             chip_text(&a.workload)
         );

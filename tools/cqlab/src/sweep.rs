@@ -546,6 +546,7 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
     if args.json {
         outln!("{report}");
     } else {
+        outln!("{}", header(&report));
         outln!("{:>12}  {:<6} {:>14} {:>12}  signature", name, "result", "device cycles", "cycles/read");
         for p in &points {
             outln!(
@@ -576,6 +577,39 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         return Err(e);
     }
     Ok(crate::exit::of_failures(boundary.and_then(|b| b.class)).into())
+}
+
+/// The line above the table: what was swept, on what, with what held
+/// fixed, and a host bug injected on purpose (helper-72: without it a
+/// no-drain sweep's deadlock read as the driver's).
+fn header(report: &serde_json::Value) -> String {
+    let text = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+    let on = match (report["chip"].as_str(), report["harvesting"].as_str()) {
+        (Some(chip), Some(harvest)) => format!(" on {chip} ({harvest})"),
+        _ => String::new(),
+    };
+    let fixed: Vec<String> =
+        report["fixed"].as_object().into_iter().flatten().map(|(knob, value)| format!("{knob} {value}")).collect();
+    let host = &report["host"];
+    let mut line = format!(
+        "sweep copy_stress over {}{on}, device {}, fixed {}, timeout {} cycles",
+        text(&report["param"]),
+        text(&report["device"]),
+        fixed.join(", "),
+        report["timeout_cycles"]
+    );
+    if host["jitter_cycles"].as_u64().is_some_and(|j| j > 0) {
+        line += &format!(", host jitter {}", host["jitter_cycles"]);
+    }
+    if host["pct_points"].as_u64().is_some_and(|p| p > 0) {
+        line += &format!(", host PCT {} of {}", host["pct_points"], host["pct_steps"]);
+    }
+    if let Some(bug) = report["host_bug"].as_str() {
+        line += &format!(
+            "; host bug {bug} injected on purpose (--host-bug): its failures are the re-created bug's, not the driver's"
+        );
+    }
+    line
 }
 
 /// Cycles per read against the knob; failing points in red, at the top of

@@ -148,10 +148,9 @@ impl Header {
         let chip = Topology::for_board(board, Some(harvesting), self.cqs).map_err(|e| bad(e.to_string()))?;
         if self.cqs > chip.rows() {
             return Err(bad(format!(
-                "cqs {}: a run gives each queue a worker row, and this chip has {} with {} queues placed",
+                "cqs {}: this chip {} (a run gives each queue a worker row of its own)",
                 self.cqs,
-                chip.rows(),
-                self.cqs
+                crate::cli::run_queue_limit(&chip)
             )));
         }
         Ok(chip)
@@ -484,7 +483,7 @@ mod tests {
             refused_saying(read(&header(cqs, "1e9"), &[]), &format!("cqs {cqs} is not a queue count"));
         }
         // Eight fit the placement, not the seven worker rows left beside them.
-        refused_saying(read(&header("8", "1e9"), &[]), "cqs 8: a run gives each queue a worker row");
+        refused_saying(read(&header("8", "1e9"), &[]), "cqs 8: this chip places at most 7 queues (a run gives each");
     }
 
     /// A clock rate converts every cycle count to a finite time.

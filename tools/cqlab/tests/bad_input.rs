@@ -139,6 +139,15 @@ impl Fixtures {
             "trace.jsonl",
             br#"{"format":"cqlab-trace","version":2,"workload":"x","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","clock_hz":1e9,"cores":[]}"#,
         );
+        // A whole trace: its header and its end line.
+        write(
+            "trace-whole.jsonl",
+            concat!(
+                r#"{"format":"cqlab-trace","version":2,"workload":"x","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","clock_hz":1e9,"cores":[]}"#,
+                "\n{\"end\":{\"timed_cycles\":0,\"lost\":0}}\n"
+            )
+            .as_bytes(),
+        );
         // Headers whose clock rate no timestamp can be computed from.
         for (name, clock) in
             [("trace-clock0.jsonl", "0"), ("trace-clock-neg.jsonl", "-1"), ("trace-clock-tiny.jsonl", "1e-300")]
@@ -213,6 +222,7 @@ impl Fixtures {
             "trace-cq-spliced.jsonl",
             "trace-iter-back.jsonl",
             "trace.jsonl",
+            "trace-whole.jsonl",
         ] {
             a = a.replace(&format!("{{{name}}}"), self.dir.join(name).to_str().unwrap());
         }
@@ -417,9 +427,18 @@ fn run_compare_sweep() {
         (
             &["run", "tiny_kernels", "--cqs", "1,8", "--trace", "{dir}/t.jsonl"],
             2,
-            "--cqs 8: each queue needs a worker row of its own, and this wormhole-n150 (rows=8) has 7",
+            "--cqs 8: this wormhole-n150 (rows=8) places at most 7 queues (each queue needs a worker row of its own)",
         ),
-        (&["run", "dispatch_latency", "--chip", "wormhole-n300", "--cqs", "7"], 2, "(rows=1,8) has 6 with 7 queues"),
+        (
+            &["run", "dispatch_latency", "--chip", "wormhole-n300", "--cqs", "7"],
+            2,
+            "(rows=1,8) places at most 6 queues",
+        ),
+        (
+            &["run", "dispatch_latency", "--harvest", "rows=1,2,3,4,5,7,8,9", "--cqs", "2"],
+            2,
+            "(rows=1,2,3,4,5,7,8,9) places at most 1 queue (each",
+        ),
         (&["run", "copy_stress", "--bytes", "1"], 2, "multiple of 1024"),
         (&["run", "copy_stress", "--copies", "4294967295"], 2, "not in 1..=10000"),
         (&["run", "tiny_kernels", "--programs", "4294967295"], 2, "not in 1..=10000"),
@@ -459,6 +478,15 @@ fn run_compare_sweep() {
         (&["compare", "{binary}", "{report1.json}"], 2, "is not UTF-8 text"),
         (&["compare", "{empty}", "{report1.json}"], 2, "is not JSON"),
         (&["compare", "{trace.jsonl}", "{report1.json}"], 2, "is not a `cqlab run --json` report"),
+        // JSON Lines: named, with what compare takes (helper-72: "is not
+        // JSON: trailing characters at line 2 column 1").
+        (
+            &["compare", "{report1.json}", "{trace-whole.jsonl}"],
+            2,
+            "trace-whole.jsonl is JSON Lines (a `cqlab run --trace` trace), not one JSON report: compare takes the \
+             reports `cqlab run --json FILE` writes",
+        ),
+        (&["compare", "{mixed.jsonl}", "{report1.json}"], 2, "mixed.jsonl is JSON Lines (one JSON value a line)"),
         (&["compare", "{report1.json}", "{report2.json}"], 2, "nothing compared"),
         (
             &["compare", "{report-text.json}", "{report1.json}"],

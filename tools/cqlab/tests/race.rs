@@ -331,6 +331,43 @@ fn an_explicit_host_jitter_of_0_holds_in_jobs_and_replay_lines() {
     assert!(replay.contains("--host-jitter 0"), "{replay}");
 }
 
+/// A bug that only seeds without host jitter show (early-fetch-release
+/// here, shaped as the field walkthrough ran it) fails exactly those seeds
+/// under race's default draw: each seed's progress line names its host
+/// jitter, and the report, text and JSON, counts the failures per draw, as
+/// `campaign merge` does from the records (helper-72: "3 of 6 failed" hid
+/// that no seed with host jitter did). The text header names the
+/// two-queue knobs, as the replay line does.
+#[test]
+fn failures_are_counted_per_host_jitter_draw() {
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = dir.path().join("race.jsonl");
+    let shape = ["--copies", "10", "--depth", "8", "--issue-size", "8192"];
+    let common = [&["--firmware", "early-fetch-release", "--iterations", "30", "--seeds", "6"][..], &shape].concat();
+    let (code, v) = race(&[&common[..], &["--jsonl", jsonl.to_str().unwrap()]].concat());
+    assert_eq!(code, EXIT_DEVICE_ERROR, "{v}");
+    let split = serde_json::json!({"with": {"failures": 0, "runs": 3}, "without": {"failures": 3, "runs": 3}});
+    assert_eq!(v["failures_by_host_jitter"], split, "seeds 1-3 draw no host jitter, 4-6 draw 2000: {v}");
+    let (_, merged) = support::cqlab_json(&["campaign", "merge", jsonl.to_str().unwrap()]);
+    assert_eq!(merged["failures_by_host_jitter"], split, "{merged}");
+
+    let o = cqlab(&[&["race"][..], &common].concat());
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("\nby host jitter: 0 of 3 runs with host jitter failed, 3 of 3 without\n"), "{stdout}");
+    assert!(
+        stderr.contains("[1/6] seed 1 (host jitter 0): FAIL")
+            && stderr.contains("[4/6] seed 4 (host jitter 2000): pass")
+    );
+    let header = stdout.lines().next().unwrap();
+    let knobs =
+        "copies 10, depth 8, buffers 1, issue size 8192, trace kernels 1, bytes 4096, page size 1024, ring pages 64";
+    assert!(header.contains(knobs), "{header}");
+
+    // Given on the command line, one host jitter for every seed: no split.
+    let (_, one) = race(&[&common[..], &["--host-jitter", "2000"]].concat());
+    assert_eq!((one["failures"].as_u64(), one.get("failures_by_host_jitter")), (Some(0), None), "{one}");
+}
+
 /// Two-queue seeds that nothing varies (no host jitter, no amplifier)
 /// draw slice jitter, or NOC jitter under exact time, so they are not one
 /// run counted many times (every such seed ran the same schedule), and each

@@ -123,6 +123,32 @@ fn every_workload_runs_on_1_2_and_4_queues() {
     }
 }
 
+/// The header and the JSON `description` say whether the matmul was
+/// checked: under `--skip-validation` they claimed "validated bit for bit"
+/// beside `validated: false`.
+#[test]
+fn matmul_peak_says_it_was_not_validated_when_validation_is_skipped() {
+    for (skip, validated) in [(false, true), (true, false)] {
+        let json = tmp("matmul.json");
+        let mut args =
+            vec!["run", "matmul_peak", "--m", "16", "--n", "16", "--k", "16", "--tile", "16", "--iters", "1"];
+        args.extend(["--warmup", "0", "--json", json.to_str().unwrap()]);
+        if skip {
+            args.push("--skip-validation");
+        }
+        let out = cqlab(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let header = String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or_default().to_owned();
+        let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(r["validated"], validated, "{r}");
+        let description = r["description"].as_str().unwrap();
+        assert!(header.contains(description), "{header}");
+        let claims = ("validated bit for bit", "not validated (--skip-validation)");
+        let (says, not) = if validated { claims } else { (claims.1, claims.0) };
+        assert!(description.contains(says) && !description.contains(not), "--skip-validation {skip}: {description}");
+    }
+}
+
 #[test]
 fn eight_queues_and_end_sync() {
     // Eight queues need a compute row each: a Blackhole p150a has ten rows

@@ -4,6 +4,7 @@
 
 mod support;
 
+use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -133,6 +134,51 @@ fn a_run_past_its_hard_timeout_is_killed_and_counted() {
     assert_eq!(code, EXIT_HANG, "a run that never ends is a hang: {v}");
     assert_eq!(v["hard_timeouts"], 1);
     assert_eq!(v["report"]["signatures"][0]["kind"], "hard-timeout");
+}
+
+/// `--json` carries the campaign's own options beside its results, so a
+/// report says what ran (helper-72: only the workload and device did).
+#[test]
+fn the_json_report_names_the_campaigns_options() {
+    let options = "--runs 2 --seed 9 --timeout 30 --kill-rate 0.25 --reset phase --phase-runs 3 --workload random \
+                   --iterations 2 --timeout-cycles 6000000";
+    let (code, v) = stress(&options.split_whitespace().collect::<Vec<_>>());
+    assert_eq!(code, 0, "{v}");
+    let want = serde_json::json!({"seed": 9, "campaign_runs": 2, "shard": "0/1", "timeout_seconds": 30.0,
+        "kill_rate": 0.25, "reset": "phase", "phase_runs": 3, "timeout_cycles": 6000000,
+        "knobs": {"iterations": 2}, "workload": "random", "device": "embedded"});
+    for (key, value) in want.as_object().unwrap() {
+        assert_eq!(&v[key], value, "{key}: {v}");
+    }
+    assert_eq!(v["host"]["jitter_cycles"], 0, "{v}");
+    // A copy_stress campaign names its knobs; phase_runs only with --reset phase.
+    let (_, v) = stress(&["--runs", "1", "--depth", "8", "--bytes", "256"]);
+    assert_eq!((&v["knobs"], &v["phase_runs"]), (&serde_json::json!({"depth": 8, "bytes": 256}), &Value::Null));
+}
+
+/// A hard-timeout record whose run ends when replayed still DIFFERS (exit
+/// 1, as docs/cli.md says), and says why: the record's cut was host time,
+/// which a replay does not reproduce (helper-72: a bare DIFFERS read as a
+/// seed that no longer hangs).
+#[test]
+fn a_replayed_hard_timeout_that_ends_says_the_limit_was_host_time() {
+    let argv =
+        ["stress", "run-one", "--seed", "5", "--workload", "copy_stress", "--device", "embedded", "--depth", "8"];
+    let record = serde_json::json!({"tool": "stress", "seed": 5, "index": 0, "ok": false, "device_cycles": 0,
+        "seconds": 0.02, "argv": argv, "failure": {"class": "hang", "kind": "hard-timeout",
+        "root": "host (the process did not end)", "signature": "hard-timeout: still running after 0.02 s",
+        "error": "killed after the 0.02 s per-run timeout"}});
+    let out = Command::new(CQLAB)
+        .env("CQLAB_FIRMWARE_DIR", firmware_dir())
+        .args(["replay", &record.to_string()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", support::text(&out));
+    assert!(stdout.contains("(recorded: hard-timeout: still running after 0.02 s at 0): DIFFERS"), "{stdout}");
+    let note = "note: the recorded run was cut off by a host-time limit (stress restart --timeout, after 0.02 s), \
+                which a replay does not reproduce";
+    assert!(stdout.contains(note), "{stdout}");
 }
 
 struct Daemon {

@@ -36,6 +36,27 @@ fn bisect_finds_the_formula_depth_of_the_no_drain_host_bug() {
     }
 }
 
+/// The text names what the table is of before it: the device, the knobs
+/// held fixed and a host bug injected on purpose (helper-72: a no-drain
+/// sweep ended in a bare "deadlock", read as the driver's).
+#[test]
+fn the_text_header_names_the_fixed_knobs_and_an_injected_host_bug() {
+    for bug in [None, Some("no-drain")] {
+        let mut args = vec!["sweep", "copy_stress", "--param", "depth=193,194", "--set", "bytes=4096"];
+        args.extend(bug.map(|b| ["--host-bug", b]).into_iter().flatten());
+        let out = support::cqlab(&args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let header = stdout.lines().next().unwrap_or_default();
+        let fixed = "fixed bytes 4096, completion_size 262144, cqs 1, fetch_entries 128, issue_size 1048576, \
+                     ring_pages 64, timeout 2000000 cycles";
+        assert!(header.starts_with("sweep copy_stress over depth on wormhole-n150 (rows=8), device embedded:seed=1, "));
+        assert!(header.contains(fixed), "{header}");
+        let injected = "host bug no-drain injected on purpose (--host-bug)";
+        assert_eq!(header.contains(injected), bug.is_some(), "{bug:?}: {header}");
+        assert_eq!(out.status.code(), Some(if bug.is_some() { EXIT_HANG } else { 0 }), "{}", support::text(&out));
+    }
+}
+
 /// A bisection's answer fails on its own and the value before it passes:
 /// each point runs on a fresh device without `--reset-each` (on one shared
 /// device `completion-rd-no-toggle` read 30, which alone passes).

@@ -44,8 +44,12 @@ impl Kind {
         Self::ALL.into_iter().find(|k| k.name() == s)
     }
 
-    pub fn describe(self) -> &'static str {
+    /// What the workload does, as a run's report says it: `validating` is
+    /// false under `--skip-validation`, so the description never claims a
+    /// check the run skipped.
+    pub fn describe(self, validating: bool) -> &'static str {
         match self {
+            Self::MatmulPeak if !validating => "tiled f32 matmul on every worker, not validated (--skip-validation); TFLOPS and utilization against the modelled peak",
             Self::CopyStress => "CQ0 replays a trace of worker kernels while the other queues copy to the device and read back, with record/wait events every iteration",
             Self::DispatchLatency => "one empty program per queue per iteration, timed from enqueue to completion",
             Self::TinyKernels => "many short programs per queue per iteration",

@@ -167,6 +167,13 @@ impl SeedRecord {
     pub fn killed_on_purpose(&self) -> bool {
         self.killed || self.metrics.contains_key(KILLED)
     }
+
+    /// The host jitter the run had, as its command line names it (`race`
+    /// writes every seed's, drawn or given).
+    pub fn host_jitter(&self) -> Option<u64> {
+        let at = self.argv.iter().position(|a| a == "--host-jitter")?;
+        self.argv.get(at + 1)?.parse().ok()
+    }
 }
 
 /// Distinct failure: how often, and where first.
@@ -201,6 +208,42 @@ pub struct Report {
     /// sum of their times, so sharded and single-machine runs agree).
     pub seconds_to_first_failure: Option<f64>,
     pub seconds: f64,
+    /// Present when some runs had host jitter and others none (`race`'s
+    /// default draws it on about half the seeds): a failure only one draw
+    /// shows reads as a plain rate otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failures_by_host_jitter: Option<HostJitterSplit>,
+}
+
+/// Failures among the runs with host jitter and among those without.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostJitterSplit {
+    pub with: FailureCount,
+    pub without: FailureCount,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FailureCount {
+    pub failures: u64,
+    pub runs: u64,
+}
+
+impl HostJitterSplit {
+    /// The split of `records`, when they drew both (their command lines
+    /// name a host jitter above 0 and one of 0).
+    fn of(records: &[&SeedRecord]) -> Option<Self> {
+        let mut split = HostJitterSplit { with: FailureCount::default(), without: FailureCount::default() };
+        for r in records {
+            let count = match r.host_jitter() {
+                Some(0) => &mut split.without,
+                Some(_) => &mut split.with,
+                None => continue,
+            };
+            count.runs += 1;
+            count.failures += u64::from(!r.ok);
+        }
+        (split.with.runs > 0 && split.without.runs > 0).then_some(split)
+    }
 }
 
 impl Report {
@@ -241,6 +284,7 @@ impl Report {
             // with no seeds printed "-0.0 s").
             seconds_to_first_failure: first.map(|i| sorted[..=i].iter().fold(0.0, |s, r| s + r.seconds)),
             seconds: sorted.iter().fold(0.0, |s, r| s + r.seconds),
+            failures_by_host_jitter: HostJitterSplit::of(&sorted),
         }
     }
 
@@ -264,6 +308,15 @@ impl Report {
             hi * 100.0,
             self.seconds
         );
+        if let Some(HostJitterSplit { with, without }) = self.failures_by_host_jitter {
+            outln!(
+                "by host jitter: {} of {} runs with host jitter failed, {} of {} without",
+                with.failures,
+                with.runs,
+                without.failures,
+                without.runs
+            );
+        }
         if let (Some(n), Some(seed), Some(s)) =
             (self.runs_to_first_failure, self.first_failing_seed, self.seconds_to_first_failure)
         {

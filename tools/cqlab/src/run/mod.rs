@@ -229,10 +229,10 @@ fn knob_list(kind: Kind) -> String {
 fn check_rows(n: u8, chip: &Topology) -> Result<()> {
     crate::cli::check(n <= chip.rows(), || {
         format!(
-            "--cqs {n}: each queue needs a worker row of its own, and this {} ({}) has {} with {n} queues placed",
+            "--cqs {n}: this {} ({}) {} (each queue needs a worker row of its own)",
             chip.board(),
             chip.harvesting(),
-            chip.rows()
+            crate::cli::run_queue_limit(chip)
         )
     })
 }
@@ -477,7 +477,7 @@ fn report(a: &Args, kind: Kind, knobs: &Knobs, sync: SyncMode, points: &[PointRe
         all.retain(|name, _| knobs_of(kind).contains(&name.as_str()));
     }
     Ok(json!({
-        "tool": "cqlab run", "schema": 1, "workload": kind.name(), "description": kind.describe(),
+        "tool": "cqlab run", "schema": 1, "workload": kind.name(), "description": kind.describe(!a.skip_validation),
         "device": runner::device_spec(&a.device, a.seed), "seed": a.seed,
         "device_seed": runner::device_seed(&a.device, a.seed), "host": a.host.report(0),
         "sync": a.sync, "iters": a.iters,
