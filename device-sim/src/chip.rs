@@ -909,7 +909,7 @@ impl Chip {
         let regs = &self.tensix(tile).regs;
         if let Some((noc, reg)) = self.chip.niu.decode(addr) {
             let niu = &regs.niu[noc.index() as usize];
-            return niu.read(self.chip, reg, self.now).map_err(|_| err("this NIU register is not modelled"));
+            return niu.read(reg, self.now).map_err(|_| err("this NIU register is not modelled"));
         }
         let mut r = regs.clone();
         Ok(r.read(TensixRegs::decode(self.chip, addr).expect("checked"), self.now))

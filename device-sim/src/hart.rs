@@ -82,6 +82,15 @@ pub trait Bus {
     fn store_plain_register(&mut self, _addr: u32, _value: u32) -> bool {
         false
     }
+    /// A word load at `addr` when `addr` is a register whose read has no
+    /// effect and is never refused (an NIU counter, a command buffer's
+    /// registers and busy flag): what [`Bus::load`] gives; `None` sends it
+    /// there. The firmware's waits poll NIU counters and command buffers:
+    /// most device loads are these.
+    #[inline(always)]
+    fn load_plain_register(&mut self, _addr: u32, _now: u64) -> Option<Loaded> {
+        None
+    }
 }
 
 /// A bus with nothing on it: every non-RAM access faults.
@@ -866,18 +875,32 @@ impl Hart {
                             u32::from_le_bytes(w)
                         }
                         None if O::ON && !obs.may_load_device() => break Stop::CycleLimit,
-                        None => match self.load_slow(bus, addr, $n, cycle) {
-                            Ok(v) => {
-                                cycle += LOAD_CYCLES - 1;
-                                v
+                        None => {
+                            let plain = if $n == 4 && self.mem.window.is_none() {
+                                bus.load_plain_register(addr, cycle)
+                            } else {
+                                None
+                            };
+                            let loaded = match plain {
+                                Some(l) => {
+                                    self.effects += u64::from(l.volatile);
+                                    Ok(l.value)
+                                }
+                                None => self.load_slow(bus, addr, $n, cycle),
+                            };
+                            match loaded {
+                                Ok(v) => {
+                                    cycle += LOAD_CYCLES - 1;
+                                    v
+                                }
+                                Err(AccessFault::Unmapped) => halt!(HaltReason::LoadFault { addr }),
+                                Err(AccessFault::Rejected(reason)) => halt!(HaltReason::Rejected { addr, reason }),
+                                Err(AccessFault::NotModelled(what)) => halt!(HaltReason::NotModelled { addr, what }),
+                                Err(AccessFault::BadRequest(reason, coord)) => {
+                                    halt!(HaltReason::BadNocRequest { addr, reason, coord })
+                                }
                             }
-                            Err(AccessFault::Unmapped) => halt!(HaltReason::LoadFault { addr }),
-                            Err(AccessFault::Rejected(reason)) => halt!(HaltReason::Rejected { addr, reason }),
-                            Err(AccessFault::NotModelled(what)) => halt!(HaltReason::NotModelled { addr, what }),
-                            Err(AccessFault::BadRequest(reason, coord)) => {
-                                halt!(HaltReason::BadNocRequest { addr, reason, coord })
-                            }
-                        },
+                        }
                     },
                 };
                 x!($d.rd) = $conv(raw);

@@ -245,31 +245,38 @@ impl Niu {
         }
     }
 
-    /// A core reads register `reg` at cycle `now`.
-    pub fn read(&self, chip: &ArchParams, reg: NiuReg, now: u64) -> Result<u32, AccessFault> {
+    /// What [`Niu::read`] gives for `reg` at cycle `now` where the read is
+    /// not refused; `None` for the others.
+    #[inline(always)]
+    pub fn read_plain(&self, reg: NiuReg, now: u64) -> Option<u32> {
         match reg {
-            NiuReg::CmdBuf { buf, reg } => {
-                let b = &self.cmd[buf as usize];
-                Ok(match reg {
-                    CmdBufReg::CmdCtrl => (now < b.busy_until) as u32,
-                    CmdBufReg::NodeId => self.node_id,
-                    CmdBufReg::EndpointId => return Err(AccessFault::NotModelled("NOC_ENDPOINT_ID")),
-                    CmdBufReg::ClearOutstandingReqCnt => {
-                        return Err(AccessFault::Rejected("NOC_CLEAR_OUTSTANDING_REQ_CNT is write-only"))
-                    }
-                    _ => b.regs[reg_index(reg)],
-                })
-            }
-            NiuReg::Cfg(i) if i < WINDOW_REGS && self.cfg_known & 1 << i != 0 => Ok(self.cfg[i as usize]),
-            NiuReg::Cfg(_) => Err(AccessFault::NotModelled(
-                "NOC_CFG register (cqlab models NIU_CFG_0, the Wormhole translation tables and NOC_ID_LOGICAL)",
-            )),
-            NiuReg::Status(i) if i < WINDOW_REGS => Ok(self.status[i as usize]),
-            NiuReg::Status(_) | NiuReg::Other(_) => {
-                let _ = chip;
-                Err(AccessFault::NotModelled("NIU register (cqlab models the command buffers, NOC_CFG and NOC_STATUS)"))
-            }
+            NiuReg::Status(i) if i < WINDOW_REGS => Some(self.status[i as usize]),
+            NiuReg::CmdBuf { buf, reg } => match reg {
+                CmdBufReg::CmdCtrl => Some((now < self.cmd[buf as usize].busy_until) as u32),
+                CmdBufReg::EndpointId | CmdBufReg::ClearOutstandingReqCnt => None,
+                CmdBufReg::NodeId => Some(self.node_id),
+                _ => Some(self.cmd[buf as usize].regs[reg_index(reg)]),
+            },
+            NiuReg::Cfg(i) if i < WINDOW_REGS && self.cfg_known & 1 << i != 0 => Some(self.cfg[i as usize]),
+            NiuReg::Cfg(_) | NiuReg::Status(_) | NiuReg::Other(_) => None,
         }
+    }
+
+    /// A core reads register `reg` at cycle `now`.
+    pub fn read(&self, reg: NiuReg, now: u64) -> Result<u32, AccessFault> {
+        if let Some(v) = self.read_plain(reg, now) {
+            return Ok(v);
+        }
+        Err(match reg {
+            NiuReg::CmdBuf { reg: CmdBufReg::EndpointId, .. } => AccessFault::NotModelled("NOC_ENDPOINT_ID"),
+            NiuReg::CmdBuf { .. } => AccessFault::Rejected("NOC_CLEAR_OUTSTANDING_REQ_CNT is write-only"),
+            NiuReg::Cfg(_) => AccessFault::NotModelled(
+                "NOC_CFG register (cqlab models NIU_CFG_0, the Wormhole translation tables and NOC_ID_LOGICAL)",
+            ),
+            NiuReg::Status(_) | NiuReg::Other(_) => {
+                AccessFault::NotModelled("NIU register (cqlab models the command buffers, NOC_CFG and NOC_STATUS)")
+            }
+        })
     }
 
     /// A core writes `value` to command-buffer register `reg` of buffer

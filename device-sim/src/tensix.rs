@@ -231,7 +231,20 @@ impl TileBus<'_> {
     }
 }
 
+/// An NIU register that may read another value without a store: a command
+/// buffer's `NOC_CMD_CTRL`, busy until accepted, clears with time alone.
+fn is_volatile(reg: NiuReg) -> bool {
+    matches!(reg, NiuReg::CmdBuf { reg: CmdBufReg::CmdCtrl, .. })
+}
+
 impl Bus for TileBus<'_> {
+    #[inline(always)]
+    fn load_plain_register(&mut self, addr: u32, now: u64) -> Option<Loaded> {
+        let (noc, reg) = self.chip.niu.decode(addr)?;
+        let value = self.regs.niu[noc.index() as usize].read_plain(reg, now)?;
+        Some(Loaded { value, volatile: is_volatile(reg) })
+    }
+
     #[inline(always)]
     fn store_plain_register(&mut self, addr: u32, value: u32) -> bool {
         match self.chip.niu.decode(addr) {
@@ -245,10 +258,8 @@ impl Bus for TileBus<'_> {
     fn load(&mut self, _mem: &mut Memory, addr: u32, size: u32, now: u64) -> Result<Loaded, AccessFault> {
         if let Some((noc, reg)) = self.chip.niu.decode(addr) {
             Self::word(size)?;
-            let value = self.regs.niu[noc.index() as usize].read(self.chip, reg, now)?;
-            // Busy until accepted: it clears with time alone.
-            let volatile = matches!(reg, NiuReg::CmdBuf { reg: CmdBufReg::CmdCtrl, .. });
-            return Ok(Loaded { value, volatile });
+            let value = self.regs.niu[noc.index() as usize].read(reg, now)?;
+            return Ok(Loaded { value, volatile: is_volatile(reg) });
         }
         match TensixRegs::decode(self.chip, addr) {
             Some(r) => {
