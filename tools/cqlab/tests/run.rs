@@ -279,6 +279,43 @@ fn compare_flags_a_planted_regression_and_pairs_by_value() {
     assert_eq!(cqlab(&["compare", bp.to_str().unwrap(), tp.to_str().unwrap()]).status.code(), Some(2));
 }
 
+/// The queue-switch overhead (reference 004's headline figure) is compared
+/// as latency is: lower is better, the same threshold, in text and JSON. A
+/// negative one (switching quicker than staying) is a figure, not bad input.
+#[test]
+fn compare_checks_the_switch_overhead_lower_is_better() {
+    let base = run("hetero", &["--cqs", "2", "--iters", "2", "--programs", "4", "--large-cycles", "3000"]);
+    let overhead = base["points"][0]["switch_overhead"]["overhead_cycles"].as_f64().expect("hetero on 2 queues");
+    let (bp, tp) = (tmp("switch-base.json"), tmp("switch-test.json"));
+    write(&bp, &base);
+    let with_overhead = |v: f64| {
+        let mut r = base.clone();
+        r["points"][0]["switch_overhead"]["overhead_cycles"] = v.into();
+        write(&tp, &r);
+        let (code, c) = compare(&bp, &tp);
+        let row = c["rows"].as_array().unwrap().iter().find(|r| r["metric"] == "switch overhead").cloned();
+        (code, row.unwrap_or_else(|| panic!("no switch overhead row: {c}")))
+    };
+    let (code, row) = with_overhead(overhead * 1.2);
+    assert_eq!((code, row["verdict"].as_str()), (1, Some("REGRESSION")), "{row}");
+    assert!((row["delta_pct"].as_f64().unwrap() - 20.0).abs() < 1e-6, "{row}");
+    let (code, row) = with_overhead(overhead * 1.04);
+    assert_eq!((code, row["verdict"].as_str()), (0, Some("ok")), "within 5%: {row}");
+    let (code, row) = with_overhead(overhead * 0.8);
+    assert_eq!((code, row["verdict"].as_str()), (0, Some("improved")), "{row}");
+    let (code, row) = with_overhead(-overhead);
+    assert_eq!((code, row["verdict"].as_str()), (0, Some("improved")), "{row}");
+    // The text table names the row.
+    let out = cqlab(&["compare", bp.to_str().unwrap(), bp.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("cqs=2") && l.contains(" switch overhead "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.ends_with("+0.0%  ok"), "{line}");
+    assert!(text.contains("latency and switch overhead in device cycles lower is better"), "{text}");
+}
+
 /// Points pair by the value of every sweep parameter in `params`, not just
 /// the queue count; reports that share no point are unusable (exit 2), not
 /// a silent pass.
