@@ -178,6 +178,30 @@ fn same_seed_same_report_with_or_without_a_trace() {
     assert!(std::fs::metadata(&trace).unwrap().len() > 0);
 }
 
+/// A sweep of queue counts says each point as it ends, on stderr, in every
+/// output mode, and leaves stdout as it was (helper-74: nothing until the
+/// last point); a single point's result follows at once, with no line.
+#[test]
+fn a_sweep_prints_a_progress_line_per_point_on_stderr_only() {
+    let json_file = tmp("progress.json");
+    let base = ["run", "dispatch_latency", "--cqs", "1,2", "--iters", "2", "--warmup", "0"];
+    for mode in [vec![], vec!["--json", json_file.to_str().unwrap()], vec!["--json", "-"]] {
+        let out = cqlab(&[&base[..], &mode].concat());
+        assert!(out.status.success(), "{mode:?}: {}", support::text(&out));
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("point ")).collect();
+        assert_eq!(lines.len(), 2, "{mode:?}: {stderr}");
+        assert!(lines[0].starts_with("point 1/2: cqs=1, ") && lines[1].starts_with("point 2/2: cqs=2, "), "{lines:?}");
+        assert!(lines.iter().all(|l| l.contains(" programs/s, latency p50 ") && l.ends_with(" s)")), "{lines:?}");
+        assert!(!stdout.contains("point 1/2"), "{mode:?}: stdout unchanged: {stdout}");
+        if mode.last() == Some(&"-") {
+            serde_json::from_str::<Value>(&stdout).unwrap_or_else(|e| panic!("stdout is the report alone: {e}"));
+        }
+    }
+    let one = cqlab(&["run", "dispatch_latency", "--cqs", "2", "--iters", "2", "--warmup", "0"]);
+    assert!(!String::from_utf8_lossy(&one.stderr).contains("point 1/1"), "{}", support::text(&one));
+}
+
 fn write(path: &Path, v: &Value) {
     std::fs::write(path, serde_json::to_string(v).unwrap()).unwrap();
 }

@@ -7,7 +7,7 @@
 mod progress;
 
 use crate::cli::MAX_RUN_CQS;
-use crate::out::outln;
+use crate::out::{diagln, outln};
 use crate::trace_file::TraceWriter;
 use anyhow::Result;
 use cqlab_abi::noc::Coord;
@@ -388,7 +388,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
     }
     let mut points = Vec::new();
-    for &cqs in &sweep {
+    for (i, &cqs) in sweep.iter().enumerate() {
+        let started = std::time::Instant::now();
         let spec = RunSpec {
             kind,
             knobs: knobs.clone(),
@@ -434,6 +435,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
         if let Some(t) = obs.trace.take() {
             t.finish(point.timed_cycles, point.trace.lost)?;
         }
+        if sweep.len() > 1 {
+            // Each point as it ends (helper-74: a sweep said nothing until
+            // its last point); one point's result follows at once.
+            diagln!("{}", progress_line(i, sweep.len(), &point, started.elapsed().as_secs_f64()));
+        }
         points.push(point);
     }
     let report = report(&a, kind, &knobs, sync, &points)?;
@@ -447,6 +453,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
         None => print_text(&report),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The stderr line of the `i`th of `n` points, measured as `p` in `seconds`
+/// of host time: its throughput and median latency.
+fn progress_line(i: usize, n: usize, p: &PointReport, seconds: f64) -> String {
+    let throughput =
+        p.throughput.as_ref().map_or("no throughput".into(), |t| format!("{} {}", num(&t.value.into()), t.unit));
+    let p50 = p.latency_cycles.as_ref().map_or("no samples".into(), |l| num(&l.p50.into()));
+    format!("point {}/{n}: cqs={}, {throughput}, latency p50 {p50} cycles ({seconds:.1} s)", i + 1, p.cqs)
 }
 
 /// `--json`'s destination: stdout for `-`.
