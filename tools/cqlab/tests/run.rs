@@ -202,6 +202,27 @@ fn a_sweep_prints_a_progress_line_per_point_on_stderr_only() {
     assert!(!String::from_utf8_lossy(&one.stderr).contains("point 1/1"), "{}", support::text(&one));
 }
 
+/// Percentiles all equal are said to be the simulator's determinism, with
+/// the option that adds spread (helper-74: p50 = p95 = p99 = max read as a
+/// measured flat distribution); with host jitter they spread and no note.
+#[test]
+fn equal_percentiles_are_explained_in_the_text_with_the_option_that_spreads_them() {
+    let text = |extra: &[&str]| {
+        let out = cqlab(&[&["run", "dispatch_latency", "--cqs", "1,2", "--iters", "3"][..], extra].concat());
+        assert!(out.status.success(), "{}", support::text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let flat = text(&[]);
+    let note = "note: p50 = p95 = p99 = max at cqs 1, 2: the simulator is deterministic: without host jitter every \
+                iteration took the same cycles; --host-jitter CYCLES adds spread";
+    assert!(flat.contains(note), "{flat}");
+    let spread = text(&["--host-jitter", "2000"]);
+    assert!(!spread.contains("p50 = p95"), "{spread}");
+    // The option the note names is the run's own.
+    let help = String::from_utf8_lossy(&cqlab(&["run", "--help"]).stdout).into_owned();
+    assert!(help.contains("--host-jitter <CYCLES>"), "{help}");
+}
+
 fn write(path: &Path, v: &Value) {
     std::fs::write(path, serde_json::to_string(v).unwrap()).unwrap();
 }
