@@ -1,9 +1,9 @@
 //! `cqlab compare BASE.json TEST.json [--threshold 5%]`: compares two
 //! `cqlab run --json` reports. Points are paired by the values of their
 //! sweep parameters (a point's `params` object, every key of it; reports
-//! without one pair by `cqs`), never by position. Throughput must not drop
-//! and no latency statistic (mean, p50, p95, p99) may rise by more than the
-//! threshold. Exit 0: no regression; 1: a regression (also when stdout
+//! without one pair by `cqs`), never by position. Throughput must not drop,
+//! and neither a latency statistic (mean, p50, p95, p99) nor the
+//! queue-switch overhead may rise, by more than the threshold. Exit 0: no regression; 1: a regression (also when stdout
 //! closes early); 2: unusable input, including two reports that share no
 //! sweep point.
 
@@ -36,12 +36,30 @@ enum Better {
     Lower,
 }
 
-const METRICS: [(&str, &[&str], Better); 5] = [
-    ("throughput", &["throughput", "value"], Better::Higher),
-    ("latency mean", &["latency_cycles", "mean"], Better::Lower),
-    ("latency p50", &["latency_cycles", "p50"], Better::Lower),
-    ("latency p95", &["latency_cycles", "p95"], Better::Lower),
-    ("latency p99", &["latency_cycles", "p99"], Better::Lower),
+/// A figure compare reads of each point.
+struct Metric {
+    name: &'static str,
+    /// Where a point holds it.
+    path: &'static [&'static str],
+    better: Better,
+    /// Whether it may be below 0: a difference, not a count or a time.
+    signed: bool,
+}
+
+const METRICS: [Metric; 6] = [
+    Metric { name: "throughput", path: &["throughput", "value"], better: Better::Higher, signed: false },
+    Metric { name: "latency mean", path: &["latency_cycles", "mean"], better: Better::Lower, signed: false },
+    Metric { name: "latency p50", path: &["latency_cycles", "p50"], better: Better::Lower, signed: false },
+    Metric { name: "latency p95", path: &["latency_cycles", "p95"], better: Better::Lower, signed: false },
+    Metric { name: "latency p99", path: &["latency_cycles", "p99"], better: Better::Lower, signed: false },
+    // Reference 004's headline figure: the cross-queue kernel gap minus the
+    // same-queue one, below 0 when switching queues happens to be quicker.
+    Metric {
+        name: "switch overhead",
+        path: &["switch_overhead", "overhead_cycles"],
+        better: Better::Lower,
+        signed: true,
+    },
 ];
 
 /// `5%` or `5`: a percentage in 0..=1000.
@@ -87,19 +105,21 @@ fn not_json(what: &str, path: &Path, text: &str, e: serde_json::Error) -> Usage 
 }
 
 /// What a comparison reads of each point is what `cqlab run` writes: every
-/// metric absent, null (no samples) or a finite number at least 0, and no
-/// two points at the same parameters (which one would pair is a guess).
+/// metric absent, null (no samples) or a finite number, at least 0 unless
+/// it is a difference, and no two points at the same parameters (which one
+/// would pair is a guess).
 fn check_points(v: &Value) -> Result<(), String> {
     let points = v["points"].as_array().into_iter().flatten();
     let mut seen = Vec::new();
     for (i, p) in points.enumerate() {
         let at = || format!("point {} ({})", i + 1, params(p).as_ref().map_or("no params".into(), label));
-        for (name, path, _) in METRICS {
-            let value = path.iter().try_fold(p, |v, k| v.get(k));
+        for m in &METRICS {
+            let value = m.path.iter().try_fold(p, |v, k| v.get(k));
             match value {
                 None | Some(Value::Null) => {}
-                Some(x) if x.as_f64().is_some_and(|f| f.is_finite() && f >= 0.0) => {}
-                Some(x) => return Err(format!("{}: {name} is {x}, not a number of at least 0", at())),
+                Some(x) if x.as_f64().is_some_and(|f| f.is_finite() && (m.signed || f >= 0.0)) => {}
+                Some(x) if m.signed => return Err(format!("{}: {} is {x}, not a number", at(), m.name)),
+                Some(x) => return Err(format!("{}: {} is {x}, not a number of at least 0", at(), m.name)),
             }
         }
         if let Some(k) = params(p).map(|k| k.to_string()) {
@@ -162,7 +182,7 @@ pub fn compare(base: &Value, test: &Value, threshold_pct: f64) -> Value {
             continue;
         };
         paired += 1;
-        for (name, path, better) in METRICS {
+        for Metric { name, path, better, .. } in METRICS {
             let (bv, tv) = (get(b, path), get(t, path));
             let (delta_pct, verdict) = match (bv, tv) {
                 (Some(bv), Some(tv)) if bv != 0.0 => {
@@ -178,9 +198,9 @@ pub fn compare(base: &Value, test: &Value, threshold_pct: f64) -> Value {
                     }
                 }
                 (Some(bv), Some(tv)) if bv == tv => (Some(0.0), "ok"),
-                // From 0 (figures are at least 0): no percentage, but a
-                // direction (helper-32: it read "no samples").
-                (Some(_), Some(_)) if better == Better::Higher => (None, "improved"),
+                // From 0: no percentage, but a direction (helper-32: it
+                // read "no samples").
+                (Some(bv), Some(tv)) if (tv > bv) == (better == Better::Higher) => (None, "improved"),
                 (Some(_), Some(_)) => {
                     regressions += 1;
                     (None, "REGRESSION")
@@ -272,15 +292,16 @@ pub fn run(a: Args) -> Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&c)?);
     } else {
         outln!(
-            "{} vs {} (threshold {threshold}%; throughput higher is better, latency in device cycles lower is better)",
+            "{} vs {} (threshold {threshold}%; throughput higher is better, latency and switch overhead in device \
+             cycles lower is better)",
             a.base.display(),
             a.test.display()
         );
-        outln!("{:<16} {:<14} {:>14} {:>14} {:>9}  verdict", "point", "metric", "base", "test", "delta");
+        outln!("{:<16} {:<15} {:>14} {:>14} {:>9}  verdict", "point", "metric", "base", "test", "delta");
         for r in c["rows"].as_array().into_iter().flatten() {
             let d = r["delta_pct"].as_f64().map_or("-".into(), |d| format!("{d:+.1}%"));
             outln!(
-                "{:<16} {:<14} {:>14} {:>14} {:>9}  {}",
+                "{:<16} {:<15} {:>14} {:>14} {:>9}  {}",
                 label(&r["params"]),
                 r["metric"].as_str().unwrap_or(""),
                 fmt(&r["base"]),

@@ -472,24 +472,8 @@ pub fn record_seed(plan: &Plan, index: u64, seed: u64) -> Result<SeedRecord> {
 /// (the dump as JSON) and `seed-N.trace.json` (every core's trace ring,
 /// Chrome/Perfetto JSON).
 pub fn write_dump(dir: &Path, seed: u64, f: &Failure, dev: Option<&mut Device>) -> Result<()> {
-    crate::output::create_dir("--dump-dir", dir)?;
-    let base = dir.join(format!("seed-{seed}"));
-    crate::output::write("dump", &base.with_extension("txt"), (f.full_text() + "\n").as_bytes())?;
-    let json = serde_json::json!({"seed": seed, "failure": f.classify(), "detail": f.full_text(), "dump": f.dump()});
-    crate::output::write(
-        "dump",
-        &base.with_extension("json"),
-        (serde_json::to_string_pretty(&json)? + "\n").as_bytes(),
-    )?;
-    if let Some(dev) = dev {
-        let trace = trace_export::chrome_trace(dev)?;
-        crate::output::write(
-            "trace",
-            &base.with_extension("trace.json"),
-            (serde_json::to_string(&trace)? + "\n").as_bytes(),
-        )?;
-    }
-    Ok(())
+    let identity = serde_json::Map::from_iter([("seed".to_owned(), seed.into())]);
+    crate::dump_files::write(dir, &format!("seed-{seed}"), identity, f, dev).map(drop)
 }
 
 /// The stderr line of the `n`th of `total` seeds: its verdict, and the

@@ -5,6 +5,8 @@
 //! them from the least), then bisects to it, and reports the failure
 //! signature at the boundary:
 //! reference 001's "301 passes, 302 fails" found without a hand-made loop.
+//! Each failing point names the command that re-runs it, and with
+//! `--dump-dir` leaves its hang dump and trace, as a failing race seed does.
 //!
 //! Workload `copy_stress`: writes a buffer once, enqueues `depth` reads of it
 //! on each of `cqs` queues before collecting any (the batched depth of the
@@ -75,6 +77,12 @@ pub struct Args {
     /// JSON instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Write each failing point's hang dump in this directory (created if
+    /// missing; its parent must exist): NAME-VALUE.txt (the whole error
+    /// with its dump), NAME-VALUE.json and NAME-VALUE.trace.json (every
+    /// core's trace ring, for Perfetto).
+    #[arg(long)]
+    pub dump_dir: Option<PathBuf>,
     #[command(flatten)]
     pub chip: crate::chip::ChipOpt,
 }
@@ -189,6 +197,19 @@ pub struct Point {
     /// point, whose cycles measure its timeout (helper-31).
     pub cycles_per_read: Option<f64>,
     pub seconds: f64,
+    /// A failed point's command that runs it again: alone on a fresh
+    /// device, or, when it ran on a device points before it had used,
+    /// after those points (alone it might pass: helper-23).
+    pub replay: Option<String>,
+    /// Points that ran before it on its device (shared without
+    /// `--reset-each`), which its replay runs first.
+    pub earlier_on_device: usize,
+    /// The files `--dump-dir` got for a failed point.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dump_files: Vec<PathBuf>,
+    /// Why a failed point's `--dump-dir` files could not be written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dump_error: Option<String>,
 }
 
 /// Runs copy_stress on `dev`.
@@ -231,6 +252,9 @@ struct Sweeper {
     base: Knobs,
     host_bug: Option<HostBug>,
     shared: Option<Device>,
+    /// The values run on `shared` so far, in order: what a failing point's
+    /// replay runs before it.
+    on_shared: Vec<u64>,
     /// The chip the points ran on, as the first device opened said (board,
     /// harvesting): a daemon's is its own, whatever `--chip` left out.
     chip: Option<(&'static str, String)>,
@@ -265,7 +289,10 @@ impl Sweeper {
         let reuse = !self.args.reset_each && !shape_changes;
         if !reuse || self.shared.is_none() {
             self.shared = Some(self.open(&k)?);
+            self.on_shared.clear();
         }
+        self.on_shared.push(value);
+        let replay = crate::shell::cqlab_line(&self.replay_argv());
         let dev = self.shared.as_mut().expect("opened above");
         let start = Instant::now();
         let t0 = dev.now();
@@ -277,6 +304,22 @@ impl Sweeper {
             return Err(UsageError(format!("{}={value}: the device refuses it: {e}", self.name)).into());
         }
         let cycles = dev.now() - t0;
+        let (mut dump_files, mut dump_error) = (Vec::new(), None);
+        if let (Err(f), Some(dir)) = (&outcome, &self.args.dump_dir) {
+            let identity = serde_json::Map::from_iter([
+                ("param".to_owned(), self.name.clone().into()),
+                ("value".to_owned(), value.into()),
+                ("replay".to_owned(), replay.clone().into()),
+            ]);
+            // The point is reported whatever becomes of its dump.
+            match crate::dump_files::write(dir, &format!("{}-{value}", self.name), identity, f, Some(dev)) {
+                Ok(files) => dump_files = files,
+                Err(e) => {
+                    diagln!("warning: {}={value}: its dump was not written: {}", self.name, crate::out::chain(&e));
+                    dump_error = Some(crate::out::chain(&e));
+                }
+            }
+        }
         if outcome.is_err() || !reuse {
             // A failed point leaves the device wedged: the next one boots afresh.
             self.shared = None;
@@ -292,8 +335,50 @@ impl Sweeper {
             device_cycles: cycles,
             cycles_per_read: outcome.is_ok().then_some(cycles as f64 / reads),
             seconds: start.elapsed().as_secs_f64(),
+            replay: outcome.is_err().then_some(replay),
+            earlier_on_device: self.on_shared.len() - 1,
+            dump_files,
+            dump_error,
         })
     }
+
+    /// `cqlab` arguments that run the latest point again: the values run
+    /// on its device so far, each knob, the device, timeout, host bug,
+    /// chip and host schedule written out (so the line replays the point
+    /// whatever the defaults become). A point that opened its device runs
+    /// alone with `--reset-each` (on a daemon, a reset first).
+    fn replay_argv(&self) -> Vec<String> {
+        let values = param_values(&self.on_shared);
+        let mut v: Vec<String> =
+            vec!["sweep".into(), "copy_stress".into(), "--param".into(), format!("{}={values}", self.name)];
+        let knobs = serde_json::to_value(&self.base).expect("knobs are plain numbers");
+        for (knob, value) in knobs.as_object().into_iter().flatten().filter(|(knob, _)| **knob != self.name) {
+            v.extend(["--set".into(), format!("{knob}={value}")]);
+        }
+        v.extend(["--device".into(), self.args.device.clone()]);
+        v.extend(["--timeout-cycles".into(), self.args.timeout_cycles.to_string()]);
+        if let Some(bug) = &self.args.host_bug {
+            v.extend(["--host-bug".into(), bug.clone()]);
+        }
+        v.extend(self.args.chip.argv());
+        v.extend(self.args.host.argv(0));
+        if self.on_shared.len() == 1 {
+            v.push("--reset-each".into());
+        }
+        v
+    }
+}
+
+/// `values` as `--param` takes them: `A..B:STEP` for three or more in one
+/// ascending step (a range's run on one device), else a list.
+fn param_values(values: &[u64]) -> String {
+    if let [first, second, .., last] = *values {
+        let step = second.wrapping_sub(first);
+        if second > first && values.windows(2).all(|w| w[1].checked_sub(w[0]) == Some(step)) {
+            return format!("{first}..{last}:{step}");
+        }
+    }
+    values.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
 }
 
 fn progress(json: bool, p: &Point, name: &str) {
@@ -372,6 +457,9 @@ fn shape(args: &Args) -> Result<Shape, UsageError> {
     if let Some(dir) = &args.out {
         crate::output::check("--out", dir, crate::output::Kind::Dir, &[])?;
     }
+    if let Some(dir) = &args.dump_dir {
+        crate::output::check("--dump-dir", dir, crate::output::Kind::Dir, &[])?;
+    }
     Ok(Shape { name, values, base, host_bug })
 }
 
@@ -426,8 +514,19 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
     args.reset_each |= args.bisect;
     let Shape { name, values, base, host_bug } = shape(&args)?;
     daemon_places_every_point(&args, &values, &name, &base)?;
-    let mut s =
-        Sweeper { args: args.clone(), name: name.clone(), base: base.clone(), host_bug, shared: None, chip: None };
+    if let Some(dir) = &args.dump_dir {
+        // Before any point: a dump directory that cannot be made stops nothing later.
+        crate::output::create_dir("--dump-dir", dir)?;
+    }
+    let mut s = Sweeper {
+        args: args.clone(),
+        name: name.clone(),
+        base: base.clone(),
+        host_bug,
+        shared: None,
+        on_shared: Vec::new(),
+        chip: None,
+    };
     let mut points = Vec::new();
     let mut first_failing = None;
     // A point the device refuses (or that cannot open it) stops the sweep:
@@ -527,6 +626,7 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         // matters; the points below are sorted by value).
         "device": args.device, "chip": s.chip.as_ref().map(|c| c.0), "harvesting": s.chip.as_ref().map(|c| &c.1),
         "host": args.host.report(0), "timeout_cycles": args.timeout_cycles, "reset_each": args.reset_each,
+        "dump_dir": args.dump_dir,
         "run_order": run_order,
         "bisect": args.bisect, "first_failing": first_failing,
         "boundary_signature": boundary.as_ref().and_then(|b| b.signature.clone()),
@@ -563,12 +663,15 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
                 let v = stopped.as_ref().map(|(v, _)| *v).unwrap_or_default();
                 outln!("stopped at {name}={v}, before the sweep ended (the error follows)")
             }
-            (Some(b), _) => outln!(
-                "first failing {name}: {} ({})\n  {}",
-                b.value,
-                b.signature.as_deref().unwrap_or(""),
-                b.error.as_deref().unwrap_or("")
-            ),
+            (Some(b), _) => {
+                outln!(
+                    "first failing {name}: {} ({})\n  {}",
+                    b.value,
+                    b.signature.as_deref().unwrap_or(""),
+                    b.error.as_deref().unwrap_or("")
+                );
+                print_replay(b);
+            }
             (None, true) => outln!("no failing {name} in {}..={}", sorted[0], sorted.last().expect("non-empty")),
             (None, false) => outln!("no failing {name} among the values swept"),
         }
@@ -576,7 +679,27 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
     if let Some((_, e)) = stopped {
         return Err(e);
     }
+    let dumps_lost = points.iter().filter(|p| p.dump_error.is_some()).count();
+    if dumps_lost > 0 {
+        anyhow::bail!(
+            "{dumps_lost} failing point(s) have no dump in {} (the sweep is reported; see the warnings above)",
+            args.dump_dir.as_deref().unwrap_or(std::path::Path::new("?")).display()
+        );
+    }
     Ok(crate::exit::of_failures(boundary.and_then(|b| b.class)).into())
+}
+
+/// The failing point's replay line and dump files, under its error.
+fn print_replay(p: &Point) {
+    let Some(replay) = &p.replay else { return };
+    match p.earlier_on_device {
+        0 => outln!("  replay alone: {replay}"),
+        n => outln!("  replay after the {n} point(s) before it on its device (alone it may pass): {replay}"),
+    }
+    if let Some(first) = p.dump_files.first() {
+        let stem = first.with_extension("");
+        outln!("  dump and trace: {}.{{txt,json,trace.json}}", stem.display());
+    }
 }
 
 /// The line above the table: what was swept, on what, with what held
@@ -646,5 +769,14 @@ mod tests {
         for bad in ["depth", "depth=5..1", "depth=1..9:0", "depth=x", "depth=0..18446744073709551615"] {
             assert!(parse_param(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn replayed_values_read_back_as_the_same_list() {
+        for values in [vec![194], vec![1, 2, 3, 4], vec![1, 8, 15], vec![9, 1, 5], vec![3, 5], vec![2, 4, 7]] {
+            let text = param_values(&values);
+            assert_eq!(parse_param(&format!("depth={text}")).unwrap().1, values, "{text}");
+        }
+        assert_eq!(param_values(&[1, 8, 15, 22]), "1..22:7");
     }
 }

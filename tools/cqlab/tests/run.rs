@@ -178,6 +178,51 @@ fn same_seed_same_report_with_or_without_a_trace() {
     assert!(std::fs::metadata(&trace).unwrap().len() > 0);
 }
 
+/// A sweep of queue counts says each point as it ends, on stderr, in every
+/// output mode, and leaves stdout as it was (helper-74: nothing until the
+/// last point); a single point's result follows at once, with no line.
+#[test]
+fn a_sweep_prints_a_progress_line_per_point_on_stderr_only() {
+    let json_file = tmp("progress.json");
+    let base = ["run", "dispatch_latency", "--cqs", "1,2", "--iters", "2", "--warmup", "0"];
+    for mode in [vec![], vec!["--json", json_file.to_str().unwrap()], vec!["--json", "-"]] {
+        let out = cqlab(&[&base[..], &mode].concat());
+        assert!(out.status.success(), "{mode:?}: {}", support::text(&out));
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("point ")).collect();
+        assert_eq!(lines.len(), 2, "{mode:?}: {stderr}");
+        assert!(lines[0].starts_with("point 1/2: cqs=1, ") && lines[1].starts_with("point 2/2: cqs=2, "), "{lines:?}");
+        assert!(lines.iter().all(|l| l.contains(" programs/s, latency p50 ") && l.ends_with(" s)")), "{lines:?}");
+        assert!(!stdout.contains("point 1/2"), "{mode:?}: stdout unchanged: {stdout}");
+        if mode.last() == Some(&"-") {
+            serde_json::from_str::<Value>(&stdout).unwrap_or_else(|e| panic!("stdout is the report alone: {e}"));
+        }
+    }
+    let one = cqlab(&["run", "dispatch_latency", "--cqs", "2", "--iters", "2", "--warmup", "0"]);
+    assert!(!String::from_utf8_lossy(&one.stderr).contains("point 1/1"), "{}", support::text(&one));
+}
+
+/// Percentiles all equal are said to be the simulator's determinism, with
+/// the option that adds spread (helper-74: p50 = p95 = p99 = max read as a
+/// measured flat distribution); with host jitter they spread and no note.
+#[test]
+fn equal_percentiles_are_explained_in_the_text_with_the_option_that_spreads_them() {
+    let text = |extra: &[&str]| {
+        let out = cqlab(&[&["run", "dispatch_latency", "--cqs", "1,2", "--iters", "3"][..], extra].concat());
+        assert!(out.status.success(), "{}", support::text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let flat = text(&[]);
+    let note = "note: p50 = p95 = p99 = max at cqs 1, 2: the simulator is deterministic: without host jitter every \
+                iteration took the same cycles; --host-jitter CYCLES adds spread";
+    assert!(flat.contains(note), "{flat}");
+    let spread = text(&["--host-jitter", "2000"]);
+    assert!(!spread.contains("p50 = p95"), "{spread}");
+    // The option the note names is the run's own.
+    let help = String::from_utf8_lossy(&cqlab(&["run", "--help"]).stdout).into_owned();
+    assert!(help.contains("--host-jitter <CYCLES>"), "{help}");
+}
+
 fn write(path: &Path, v: &Value) {
     std::fs::write(path, serde_json::to_string(v).unwrap()).unwrap();
 }
@@ -277,6 +322,43 @@ fn compare_flags_a_planted_regression_and_pairs_by_value() {
     // Unusable input is exit 2.
     std::fs::write(&tp, "not json").unwrap();
     assert_eq!(cqlab(&["compare", bp.to_str().unwrap(), tp.to_str().unwrap()]).status.code(), Some(2));
+}
+
+/// The queue-switch overhead (reference 004's headline figure) is compared
+/// as latency is: lower is better, the same threshold, in text and JSON. A
+/// negative one (switching quicker than staying) is a figure, not bad input.
+#[test]
+fn compare_checks_the_switch_overhead_lower_is_better() {
+    let base = run("hetero", &["--cqs", "2", "--iters", "2", "--programs", "4", "--large-cycles", "3000"]);
+    let overhead = base["points"][0]["switch_overhead"]["overhead_cycles"].as_f64().expect("hetero on 2 queues");
+    let (bp, tp) = (tmp("switch-base.json"), tmp("switch-test.json"));
+    write(&bp, &base);
+    let with_overhead = |v: f64| {
+        let mut r = base.clone();
+        r["points"][0]["switch_overhead"]["overhead_cycles"] = v.into();
+        write(&tp, &r);
+        let (code, c) = compare(&bp, &tp);
+        let row = c["rows"].as_array().unwrap().iter().find(|r| r["metric"] == "switch overhead").cloned();
+        (code, row.unwrap_or_else(|| panic!("no switch overhead row: {c}")))
+    };
+    let (code, row) = with_overhead(overhead * 1.2);
+    assert_eq!((code, row["verdict"].as_str()), (1, Some("REGRESSION")), "{row}");
+    assert!((row["delta_pct"].as_f64().unwrap() - 20.0).abs() < 1e-6, "{row}");
+    let (code, row) = with_overhead(overhead * 1.04);
+    assert_eq!((code, row["verdict"].as_str()), (0, Some("ok")), "within 5%: {row}");
+    let (code, row) = with_overhead(overhead * 0.8);
+    assert_eq!((code, row["verdict"].as_str()), (0, Some("improved")), "{row}");
+    let (code, row) = with_overhead(-overhead);
+    assert_eq!((code, row["verdict"].as_str()), (0, Some("improved")), "{row}");
+    // The text table names the row.
+    let out = cqlab(&["compare", bp.to_str().unwrap(), bp.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("cqs=2") && l.contains(" switch overhead "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.ends_with("+0.0%  ok"), "{line}");
+    assert!(text.contains("latency and switch overhead in device cycles lower is better"), "{text}");
 }
 
 /// Points pair by the value of every sweep parameter in `params`, not just

@@ -176,3 +176,100 @@ fn a_point_the_device_refuses_keeps_the_points_before_it() {
     assert!(v["stopped"]["error"].as_str().unwrap().contains("chunk exceeds the issue queue"), "{v}");
     assert!(v["first_failing"].is_null(), "{v}");
 }
+
+/// A replay line's arguments (its words are plain: none needs quoting).
+fn replay_args(line: &str) -> Vec<&str> {
+    let args: Vec<&str> = line.strip_prefix("cqlab ").expect("a cqlab command").split(' ').collect();
+    assert!(args.iter().all(|a| !a.starts_with('\'')), "{line}");
+    args
+}
+
+/// A bisected failure names the command that re-runs that point alone,
+/// which fails the same way at the same cycle, and `--dump-dir` gets its
+/// hang dump and trace, named after the point (as a race seed's: the
+/// sweep printed a signature and one error line, nothing to debug with).
+#[test]
+fn a_failing_point_names_its_replay_and_leaves_its_hang_dump() {
+    let dir = support::scratch("sweep-dump");
+    let dump_dir = dir.to_str().unwrap();
+    let small = ["--set", "completion_size=8192", "--set", "fetch_entries=4", "--set", "bytes=64"];
+    let args = [&["--param", "depth=1..200", "--bisect", "--host-bug", "no-drain", "--dump-dir", dump_dir][..], &small]
+        .concat();
+    let (code, v) = sweep(&args);
+    assert_eq!(code, EXIT_HANG, "{v}");
+    let first = formula(8192, 64, 4);
+    assert_eq!(v["first_failing"], first, "{v}");
+    let points = v["points"].as_array().unwrap();
+    let boundary = points.iter().find(|p| p["value"] == first).unwrap();
+    let replay = boundary["replay"].as_str().unwrap_or_else(|| panic!("no replay: {boundary}"));
+    assert!(replay.contains(&format!("--param depth={first} ")) && replay.ends_with("--reset-each"), "{replay}");
+    assert!(replay.contains("--host-bug no-drain") && replay.contains("--set fetch_entries=4"), "{replay}");
+    assert!(points.iter().all(|p| p["replay"].is_null() == (p["ok"] == true)), "{v}");
+
+    let (code, again) = support::cqlab_json(&replay_args(replay));
+    assert_eq!(code, EXIT_HANG, "{replay}: {again}");
+    let alone = &again["points"][0];
+    assert_eq!((&alone["signature"], &alone["device_cycles"]), (&boundary["signature"], &boundary["device_cycles"]));
+
+    // The dump: the whole error with its wait-for chain, the same as
+    // JSON naming the point and its replay, and every core's trace.
+    let stem = dir.join(format!("depth-{first}"));
+    let text = std::fs::read_to_string(stem.with_extension("txt")).unwrap();
+    assert!(text.contains("hang dump at device cycle") && text.contains("wait-for chain (DEADLOCK"), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(stem.with_extension("json")).unwrap()).unwrap();
+    assert_eq!((&json["param"], &json["value"], &json["replay"]), (&"depth".into(), &first.into(), &replay.into()));
+    assert!(!json["dump"]["chain"].as_array().unwrap().is_empty(), "{json}");
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(stem.with_extension("trace.json")).unwrap()).unwrap();
+    assert!(!trace["traceEvents"].as_array().unwrap().is_empty());
+    let files = boundary["dump_files"].as_array().unwrap();
+    assert_eq!(files.len(), 3, "{boundary}");
+    assert!(points.iter().filter(|p| p["ok"] == true).all(|p| p["dump_files"].is_null()), "{v}");
+    // A passing point leaves nothing.
+    assert!(!dir.join(format!("depth-{}.txt", first - 1)).exists());
+
+    // The text names both under the boundary's error.
+    let out = support::cqlab(&[&["sweep", "copy_stress"][..], &args].concat());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(&format!("  replay alone: {replay}\n")), "{stdout}");
+    assert!(stdout.contains(&format!("  dump and trace: {}.{{txt,json,trace.json}}", stem.display())), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A point that failed on a device earlier points had used may pass alone
+/// (`completion-rd-no-toggle` fails depth 11 after 1..=10, alone not below
+/// 63): its replay runs those points first, and fails the same way.
+#[test]
+fn a_failing_point_on_a_shared_device_replays_after_the_points_before_it() {
+    let (code, v) = sweep(&["--param", "depth=1..20", "--host-bug", "completion-rd-no-toggle"]);
+    assert_eq!(code, EXIT_HANG, "{v}");
+    let first = v["first_failing"].as_u64().expect("a failing depth");
+    let point = v["points"].as_array().unwrap().iter().find(|p| p["value"] == first).unwrap().clone();
+    assert_eq!(point["earlier_on_device"], first - 1, "{point}");
+    let replay = point["replay"].as_str().unwrap();
+    assert!(replay.contains(&format!("--param depth=1..{first}:1 ")) && !replay.contains("--reset-each"), "{replay}");
+    let (code, again) = support::cqlab_json(&replay_args(replay));
+    assert_eq!(code, EXIT_HANG, "{replay}: {again}");
+    let last = again["points"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((&last["value"], &last["ok"]), (&first.into(), &false.into()), "{again}");
+    assert_eq!((&last["signature"], &last["device_cycles"]), (&point["signature"], &point["device_cycles"]));
+}
+
+/// A dump that cannot be written (a directory where its file goes) is a
+/// warning naming the point; the sweep is still reported, then exits 1.
+#[test]
+fn a_dump_that_cannot_be_written_keeps_the_sweep_and_exits_1() {
+    let dir = support::scratch("sweep-dump-blocked");
+    let first = formula(8192, 64, 4);
+    std::fs::create_dir_all(dir.join(format!("depth-{first}.txt"))).unwrap();
+    let list = format!("depth={},{first}", first - 1);
+    let small = ["--set", "completion_size=8192", "--set", "fetch_entries=4", "--set", "bytes=64"];
+    let args = [&["sweep", "copy_stress", "--param", &list, "--reset-each", "--host-bug", "no-drain"][..], &small];
+    let out = support::cqlab(&[&args.concat()[..], &["--dump-dir", dir.to_str().unwrap()]].concat());
+    let all = support::text(&out);
+    assert_eq!(out.status.code(), Some(support::EXIT_FAILED), "{all}");
+    assert!(all.contains(&format!("warning: depth={first}: its dump was not written")), "{all}");
+    assert!(all.contains(&format!("first failing depth: {first}")), "the sweep is reported: {all}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

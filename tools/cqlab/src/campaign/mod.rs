@@ -103,15 +103,6 @@ pub struct SeedRecord {
     pub dump_error: Option<String>,
 }
 
-/// `s` as one shell word: bare where it is plain, else single-quoted.
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+".contains(c)) {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
 /// The longest a run's `seconds` may say: a year (helper-44: 1e300 and
 /// -5 were reported as host time).
 const MAX_RUN_SECONDS: f64 = 366.0 * 86_400.0;
@@ -154,12 +145,9 @@ impl SeedRecord {
         Ok(())
     }
 
-    /// The line that replays this run, as a shell takes it: each argument
-    /// quoted where it needs it (helper-49: a firmware path with a space
-    /// broke the printed line).
+    /// The line that replays this run, as a shell takes it.
     pub fn replay_command(&self) -> String {
-        let line: Vec<String> = self.argv.iter().map(|a| shell_quote(a)).collect();
-        format!("cqlab {}", line.join(" "))
+        crate::shell::cqlab_line(&self.argv)
     }
 
     /// A run killed on purpose (records from before `killed` say so by

@@ -3,8 +3,8 @@
 //! --jsonl DIR/shard-$SLURM_ARRAY_TASK_ID.jsonl`; `cqlab campaign merge DIR`
 //! then gives the whole campaign's report. (sbatch options: Slurm's sbatch(1).)
 
-use super::shell_quote as quote;
 use crate::out::outln;
+use crate::shell::quote;
 use crate::usage::{ensure, UsageError};
 use anyhow::{Context, Result};
 use std::path::PathBuf;

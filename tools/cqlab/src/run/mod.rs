@@ -7,7 +7,7 @@
 mod progress;
 
 use crate::cli::MAX_RUN_CQS;
-use crate::out::outln;
+use crate::out::{diagln, outln};
 use crate::trace_file::TraceWriter;
 use anyhow::Result;
 use cqlab_abi::noc::Coord;
@@ -388,7 +388,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
     }
     let mut points = Vec::new();
-    for &cqs in &sweep {
+    for (i, &cqs) in sweep.iter().enumerate() {
+        let started = std::time::Instant::now();
         let spec = RunSpec {
             kind,
             knobs: knobs.clone(),
@@ -434,6 +435,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
         if let Some(t) = obs.trace.take() {
             t.finish(point.timed_cycles, point.trace.lost)?;
         }
+        if sweep.len() > 1 {
+            // Each point as it ends (helper-74: a sweep said nothing until
+            // its last point); one point's result follows at once.
+            diagln!("{}", progress_line(i, sweep.len(), &point, started.elapsed().as_secs_f64()));
+        }
         points.push(point);
     }
     let report = report(&a, kind, &knobs, sync, &points)?;
@@ -447,6 +453,49 @@ pub fn run(a: Args) -> Result<ExitCode> {
         None => print_text(&report),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The stderr line of the `i`th of `n` points, measured as `p` in `seconds`
+/// of host time: its throughput and median latency.
+fn progress_line(i: usize, n: usize, p: &PointReport, seconds: f64) -> String {
+    let throughput =
+        p.throughput.as_ref().map_or("no throughput".into(), |t| format!("{} {}", num(&t.value.into()), t.unit));
+    let p50 = p.latency_cycles.as_ref().map_or("no samples".into(), |l| num(&l.p50.into()));
+    format!("point {}/{n}: cqs={}, {throughput}, latency p50 {p50} cycles ({seconds:.1} s)", i + 1, p.cqs)
+}
+
+/// A note under the table when some point's iterations all took the same
+/// time (p50 = p95 = p99 = max over two or more): the simulator is
+/// deterministic, so without host jitter an iteration repeats the one
+/// before it, and equal percentiles are that, not a flat distribution
+/// measured (helper-74).
+fn equal_percentiles_line(r: &Value) -> Option<String> {
+    let flat: Vec<String> = r["points"]
+        .as_array()?
+        .iter()
+        .filter(|p| {
+            let l = &p["latency_cycles"];
+            let at = |k: &str| l[k].as_f64();
+            l["samples"].as_u64().is_some_and(|n| n >= 2)
+                && at("p50").is_some()
+                && at("p50") == at("p95")
+                && at("p95") == at("p99")
+                && at("p99") == at("max")
+        })
+        .map(|p| p["cqs"].to_string())
+        .collect();
+    if flat.is_empty() {
+        return None;
+    }
+    let h = &r["host"];
+    let unjittered = h["jitter_cycles"].as_u64().unwrap_or(0) == 0 && h["pct_points"].as_u64().unwrap_or(0) == 0;
+    let why = if unjittered {
+        "the simulator is deterministic: without host jitter every iteration took the same cycles; \
+         --host-jitter CYCLES adds spread"
+    } else {
+        "every iteration took the same cycles, host jitter notwithstanding"
+    };
+    Some(format!("note: p50 = p95 = p99 = max at cqs {}: {why}", flat.join(", ")))
 }
 
 /// `--json`'s destination: stdout for `-`.
@@ -586,6 +635,9 @@ fn print_text(r: &Value) {
             ovh,
             p["stall_total_cycles"].as_u64().unwrap_or(0) + p["wait_total_cycles"].as_u64().unwrap_or(0)
         );
+    }
+    if let Some(line) = equal_percentiles_line(r) {
+        outln!("{line}");
     }
     if let Some(p) = r["points"].as_array().and_then(|a| a.first()) {
         outln!(
