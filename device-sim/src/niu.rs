@@ -269,7 +269,10 @@ impl Niu {
         }
         Err(match reg {
             NiuReg::CmdBuf { reg: CmdBufReg::EndpointId, .. } => AccessFault::NotModelled("NOC_ENDPOINT_ID"),
-            NiuReg::CmdBuf { .. } => AccessFault::Rejected("NOC_CLEAR_OUTSTANDING_REQ_CNT is write-only"),
+            NiuReg::CmdBuf { reg: CmdBufReg::ClearOutstandingReqCnt, .. } => {
+                AccessFault::Rejected("NOC_CLEAR_OUTSTANDING_REQ_CNT is write-only")
+            }
+            NiuReg::CmdBuf { .. } => unreachable!("read_plain reads every other command-buffer register"),
             NiuReg::Cfg(_) => AccessFault::NotModelled(
                 "NOC_CFG register (cqlab models NIU_CFG_0, the Wormhole translation tables and NOC_ID_LOGICAL)",
             ),

@@ -39,3 +39,34 @@ pub fn write(
     }
     Ok(written)
 }
+
+/// [`write`] for a run that is reported whatever becomes of its dump: a
+/// dump that cannot be written is warned of on stderr, naming `run`, and
+/// its reason kept (`None`: written, or nothing to write).
+pub fn write_or_warn(
+    dir: &Path,
+    stem: &str,
+    run: &str,
+    identity: serde_json::Map<String, serde_json::Value>,
+    f: &Failure,
+    dev: Option<&mut Device>,
+) -> (Vec<PathBuf>, Option<String>) {
+    match write(dir, stem, identity, f, dev) {
+        Ok(files) => (files, None),
+        Err(e) => {
+            let why = crate::out::chain(&e);
+            crate::out::diagln!("warning: {run}: its dump was not written: {why}");
+            (Vec::new(), Some(why))
+        }
+    }
+}
+
+/// Fails the command, after its report, when `lost` failing runs (`runs`,
+/// e.g. "seed(s)") have no dump in `dir`: a campaign asked for dumps must
+/// not end as if it had them.
+pub fn fail_if_lost(lost: usize, runs: &str, dir: &Path, kept: &str) -> Result<()> {
+    if lost > 0 {
+        anyhow::bail!("{lost} failing {runs} have no dump in {} ({kept}; see the warnings above)", dir.display());
+    }
+    Ok(())
+}

@@ -447,10 +447,9 @@ pub fn record_seed(plan: &Plan, index: u64, seed: u64) -> Result<SeedRecord> {
     let mut dump_error = None;
     if let (Err(f), Some(dir)) = (&outcome, &plan.args.dump_dir) {
         // The record is written whatever becomes of the dump.
-        if let Err(e) = write_dump(dir, seed, f, dev.as_mut()) {
-            diagln!("warning: seed {seed}: its dump was not written: {}", crate::out::chain(&e));
-            dump_error = Some(crate::out::chain(&e));
-        }
+        let stem = format!("seed-{seed}");
+        (_, dump_error) =
+            crate::dump_files::write_or_warn(dir, &stem, &format!("seed {seed}"), seed_identity(seed), f, dev.as_mut());
     }
     Ok(SeedRecord {
         tool: "race".into(),
@@ -472,8 +471,12 @@ pub fn record_seed(plan: &Plan, index: u64, seed: u64) -> Result<SeedRecord> {
 /// (the dump as JSON) and `seed-N.trace.json` (every core's trace ring,
 /// Chrome/Perfetto JSON).
 pub fn write_dump(dir: &Path, seed: u64, f: &Failure, dev: Option<&mut Device>) -> Result<()> {
-    let identity = serde_json::Map::from_iter([("seed".to_owned(), seed.into())]);
-    crate::dump_files::write(dir, &format!("seed-{seed}"), identity, f, dev).map(drop)
+    crate::dump_files::write(dir, &format!("seed-{seed}"), seed_identity(seed), f, dev).map(drop)
+}
+
+/// What a seed's dump JSON names it by.
+fn seed_identity(seed: u64) -> serde_json::Map<String, serde_json::Value> {
+    serde_json::Map::from_iter([("seed".to_owned(), seed.into())])
 }
 
 /// The stderr line of the `n`th of `total` seeds: its verdict, and the
@@ -657,12 +660,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if !child {
         print_report(&plan, &report)?;
     }
-    let dumps_lost = records.iter().filter(|r| r.dump_error.is_some()).count();
-    if dumps_lost > 0 {
-        anyhow::bail!(
-            "{dumps_lost} failing seed(s) have no dump in {} (their records are kept; see the warnings above)",
-            plan.args.dump_dir.as_deref().unwrap_or(Path::new("?")).display()
-        );
+    if let Some(dir) = &plan.args.dump_dir {
+        let lost = records.iter().filter(|r| r.dump_error.is_some()).count();
+        crate::dump_files::fail_if_lost(lost, "seed(s)", dir, "their records are kept")?;
     }
     Ok(report.exit_code())
 }

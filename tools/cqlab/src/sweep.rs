@@ -312,13 +312,8 @@ impl Sweeper {
                 ("replay".to_owned(), replay.clone().into()),
             ]);
             // The point is reported whatever becomes of its dump.
-            match crate::dump_files::write(dir, &format!("{}-{value}", self.name), identity, f, Some(dev)) {
-                Ok(files) => dump_files = files,
-                Err(e) => {
-                    diagln!("warning: {}={value}: its dump was not written: {}", self.name, crate::out::chain(&e));
-                    dump_error = Some(crate::out::chain(&e));
-                }
-            }
+            let (stem, run) = (format!("{}-{value}", self.name), format!("{}={value}", self.name));
+            (dump_files, dump_error) = crate::dump_files::write_or_warn(dir, &stem, &run, identity, f, Some(dev));
         }
         if outcome.is_err() || !reuse {
             // A failed point leaves the device wedged: the next one boots afresh.
@@ -679,12 +674,9 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
     if let Some((_, e)) = stopped {
         return Err(e);
     }
-    let dumps_lost = points.iter().filter(|p| p.dump_error.is_some()).count();
-    if dumps_lost > 0 {
-        anyhow::bail!(
-            "{dumps_lost} failing point(s) have no dump in {} (the sweep is reported; see the warnings above)",
-            args.dump_dir.as_deref().unwrap_or(std::path::Path::new("?")).display()
-        );
+    if let Some(dir) = &args.dump_dir {
+        let lost = points.iter().filter(|p| p.dump_error.is_some()).count();
+        crate::dump_files::fail_if_lost(lost, "point(s)", dir, "the sweep is reported")?;
     }
     Ok(crate::exit::of_failures(boundary.and_then(|b| b.class)).into())
 }

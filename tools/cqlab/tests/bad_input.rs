@@ -98,6 +98,8 @@ impl Fixtures {
             )
         };
         write("mixed.jsonl", format!("{}\n{}\n", record("race", 0), record("stress", 1)).as_bytes());
+        // As an editor may leave it: blank lines first.
+        write("blank-first.jsonl", format!("\n\n{}\n{}\n", record("race", 0), record("race", 1)).as_bytes());
         write("bogus-tool.jsonl", record("bogus", 0).as_bytes());
         let failure = r#""failure":{"kind":"mismatch","root":"host","signature":"m","error":"m"},"ok":true"#;
         write("ok-with-failure.jsonl", record("race", 0).replace(r#""ok":true"#, failure).as_bytes());
@@ -201,6 +203,7 @@ impl Fixtures {
             "no-figures.json",
             "figures-array.json",
             "mixed.jsonl",
+            "blank-first.jsonl",
             "bogus-tool.jsonl",
             "ok-with-failure.jsonl",
             "negative-seconds.jsonl",
@@ -487,6 +490,7 @@ fn run_compare_sweep() {
              reports `cqlab run --json FILE` writes",
         ),
         (&["compare", "{mixed.jsonl}", "{report1.json}"], 2, "mixed.jsonl is JSON Lines (one JSON value a line)"),
+        (&["compare", "{blank-first.jsonl}", "{report1.json}"], 2, "blank-first.jsonl is JSON Lines"),
         (&["compare", "{report1.json}", "{report2.json}"], 2, "nothing compared"),
         (
             &["compare", "{report-text.json}", "{report1.json}"],

@@ -217,6 +217,10 @@ pub struct FailureCount {
 }
 
 impl HostJitterSplit {
+    fn failures(&self) -> u64 {
+        self.with.failures + self.without.failures
+    }
+
     /// The split of `records`, when they drew both (their command lines
     /// name a host jitter above 0 and one of 0).
     fn of(records: &[&SeedRecord]) -> Option<Self> {
@@ -296,11 +300,13 @@ impl Report {
             hi * 100.0,
             self.seconds
         );
-        if let Some(HostJitterSplit { with, without }) = self.failures_by_host_jitter {
+        // Only where something failed: a clean run's split says nothing.
+        if let Some(HostJitterSplit { with, without }) = self.failures_by_host_jitter.filter(|s| s.failures() > 0) {
             outln!(
-                "by host jitter: {} of {} runs with host jitter failed, {} of {} without",
+                "by host jitter: {} of {} {} with host jitter failed, {} of {} without",
                 with.failures,
                 with.runs,
+                if with.runs == 1 { "run" } else { "runs" },
                 without.failures,
                 without.runs
             );
