@@ -211,9 +211,11 @@ fn queues_fit(w: &WorkloadArgs, board: Board, harvesting: Harvesting) -> Result<
         .map_err(|e| UsageError(format!("--workload matmul_peak: {e}")))?;
     ensure(spec.cqs <= chip.rows(), || {
         format!(
-            "--workload matmul_peak runs {} queues, each on a worker row of its own, and {board} ({harvesting}) has {}",
+            "--workload matmul_peak runs {} queues, each on a worker row of its own, and {board} ({harvesting}) has {} \
+             worker row{}",
             spec.cqs,
-            chip.rows()
+            chip.rows(),
+            if chip.rows() == 1 { "" } else { "s" }
         )
     })
 }

@@ -615,7 +615,8 @@ fn stress_replay_campaign() {
         (
             &["stress", "restart", "--runs", "1", "--workload", "matmul_peak", "--harvest", "rows=1,2,3,4,5,7,8,9"],
             2,
-            "--workload matmul_peak runs 2 queues, each on a worker row of its own, and wormhole-n150",
+            "--workload matmul_peak runs 2 queues, each on a worker row of its own, and wormhole-n150 \
+             (rows=1,2,3,4,5,7,8,9) has 1 worker row",
         ),
         (&["stress", "restart", "--runs", "1", "--timeout=-1"], 2, "-1 is not a timeout: at least 0.001"),
         (&["stress", "restart", "--runs", "1", "--timeout", "soon"], 2, "expected a number, found \"soon\""),
