@@ -456,3 +456,65 @@ fn a_panic_in_a_call_that_runs_the_device_aborts_the_process() {
         "{ARCH:?}: the library's own abort, naming the call\n{stderr}"
     );
 }
+
+/// The last error and the count are the calling thread's, as `errno` is:
+/// two threads driving two chips (by id, no selection to race on) each
+/// read the error of their own call, whatever the other did in between,
+/// and one thread's `clear_error` leaves the other's.
+#[test]
+fn each_thread_reads_its_own_errors() {
+    use std::sync::Barrier;
+    let _turn = serial();
+    init_quiet();
+    assert!(!lib::libttsim_create_device_by_id(1, 1, 0).is_null(), "{ARCH:?}: {}", last_error());
+    let layout = ChipLayout::new(Settings::from_env(ARCH).unwrap().board, Default::default()).unwrap();
+    let worker = layout.tile(layout.workers()[0]).unwrap().translated;
+    let (a_fails, b_fails) = (Barrier::new(2), Barrier::new(2));
+    let (b_cleared, done) = (Barrier::new(2), Barrier::new(2));
+    std::thread::scope(|s| {
+        let a = s.spawn(|| {
+            let mut buf = [0u8; 4];
+            // SAFETY: `buf` holds 4 writable bytes.
+            unsafe {
+                lib::libttsim_dram_core_rd_bytes_by_id(
+                    0,
+                    worker.x as u32,
+                    worker.y as u32,
+                    0,
+                    buf.as_mut_ptr().cast(),
+                    4,
+                )
+            };
+            a_fails.wait();
+            b_fails.wait();
+            let mine = (lib::cqlab_ttsim_error_count(), last_error());
+            b_cleared.wait();
+            let still = (lib::cqlab_ttsim_error_count(), last_error());
+            done.wait();
+            (mine, still)
+        });
+        let b = s.spawn(|| {
+            a_fails.wait();
+            let mut buf = [0u8; 4];
+            // SAFETY: `buf` holds 4 writable bytes.
+            unsafe { lib::libttsim_dram_rd_bytes_by_id(1, 99, 0, buf.as_mut_ptr().cast(), 4) };
+            b_fails.wait();
+            let mine = (lib::cqlab_ttsim_error_count(), last_error());
+            lib::cqlab_ttsim_clear_error();
+            b_cleared.wait();
+            done.wait();
+            (mine, (lib::cqlab_ttsim_error_count(), last_error()))
+        });
+        let (a_saw, a_after) = a.join().unwrap();
+        let (b_saw, b_after) = b.join().unwrap();
+        assert_eq!(a_saw.0, 1, "{ARCH:?}: thread A made one failed call: {a_saw:?}");
+        assert!(a_saw.1.contains("chip_id=0") && a_saw.1.contains("not a DRAM tile"), "{ARCH:?}: {a_saw:?}");
+        assert_eq!(b_saw.0, 1, "{ARCH:?}: thread B made one failed call: {b_saw:?}");
+        assert!(b_saw.1.contains("chip_id=1") && b_saw.1.contains("DRAM channel 99"), "{ARCH:?}: {b_saw:?}");
+        assert_eq!(a_after, a_saw, "{ARCH:?}: B's clear_error left A's error");
+        assert_eq!(b_after, (0, String::new()), "{ARCH:?}: B's clear_error cleared its own");
+    });
+    // The test's own thread made no failed call.
+    assert_eq!((lib::cqlab_ttsim_error_count(), last_error()), (0, String::new()), "{ARCH:?}");
+    lib::libttsim_exit();
+}

@@ -10,13 +10,27 @@
 //!    read nobody answers returns), `pci_config_rd32` returns 0xFFFFFFFF,
 //!    `create_device_by_id` returns NULL; a write does nothing.
 //!
-//! The sink has its own lock, never held across a DMA callback, so the DMA
-//! port reports through it while a call holds the simulator's state.
+//! The last error and the count are the calling thread's, as `errno` and
+//! `dlerror` are: an error is the call's that failed, and the host reads it
+//! after that call, on that thread. The C API gives no other owner: most
+//! calls name no chip (they address the selected one, and the selection is
+//! the process's), some fail before any chip exists (`init`, settings, calls
+//! before `init`), and tt-umd makes each call on the thread that uses its
+//! device. So two threads driving two chips each read their own errors,
+//! and one thread's `cqlab_ttsim_clear_error` leaves the others'. A DMA
+//! callback runs on the thread of the call that made the device run, so
+//! what the DMA port reports (a dropped access) is that call's.
+//!
+//! A thread's record is made at its first error and lives until the thread
+//! exits. It has a destructor, so on glibc a `dlclose` of the library
+//! leaves it mapped while a thread that reported an error lives (a reload
+//! then finds it as it was, its threads' errors too; `init` starts the
+//! simulator afresh either way: `crate::state`).
 
 use cqlab_sim::chip::SimError;
+use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Mutex;
 use thiserror::Error;
 
 /// Why a call was refused.
@@ -131,39 +145,52 @@ pub fn note(level: Log, line: &str) {
     }
 }
 
-#[derive(Default)]
+/// One thread's errors.
 struct Sink {
     last: Option<String>,
     count: u64,
 }
 
-static SINK: Mutex<Sink> = Mutex::new(Sink { last: None, count: 0 });
-
-fn sink() -> std::sync::MutexGuard<'static, Sink> {
-    // Nothing panics while holding it; a poisoned sink is still a sink.
-    SINK.lock().unwrap_or_else(|p| p.into_inner())
+thread_local! {
+    static SINK: RefCell<Sink> = const { RefCell::new(Sink { last: None, count: 0 }) };
+    /// This thread has touched `SINK`, whose destructor is then registered:
+    /// reading or clearing no errors does not register it.
+    static USED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Reports that `call` (the call with its arguments) failed with `err`.
+/// `f` on this thread's errors, if it has any record (`report` makes one);
+/// `None` too while the thread is being torn down (a host's thread-local
+/// destructor calling the library): the error is then only on stderr.
+fn with_sink<R>(report: bool, f: impl FnOnce(&mut Sink) -> R) -> Option<R> {
+    if !report && !USED.get() {
+        return None;
+    }
+    USED.set(true);
+    SINK.try_with(|s| f(&mut s.borrow_mut())).ok()
+}
+
+/// Reports that `call` (the call with its arguments) failed with `err`:
+/// on stderr, and as this thread's last error.
 pub fn report(call: &str, err: &ApiError) {
     let line = format!("{call}: {err}");
     note(Log::Errors, &line);
-    let mut s = sink();
-    s.last = Some(line);
-    s.count += 1;
+    with_sink(true, |s| {
+        s.last = Some(line);
+        s.count += 1;
+    });
 }
 
-/// The last error's text, if any.
+/// This thread's last error's text, if any.
 pub fn last() -> Option<String> {
-    sink().last.clone()
+    with_sink(false, |s| s.last.clone()).flatten()
 }
 
-/// Errors reported since load (or the last [`clear`]).
+/// Errors reported on this thread since it began (or its last [`clear`]).
 pub fn count() -> u64 {
-    sink().count
+    with_sink(false, |s| s.count).unwrap_or(0)
 }
 
-/// Forgets the last error and zeroes the count.
+/// Forgets this thread's last error and zeroes its count.
 pub fn clear() {
-    *sink() = Sink::default();
+    with_sink(false, |s| *s = Sink { last: None, count: 0 });
 }

@@ -278,8 +278,8 @@ pub fn no_ethernet(call_name: &'static str, args: String) {
 
 // ---- cqlab's own calls ----
 
-/// Copies the last error (NUL-terminated, truncated to `cap`) into `buf`;
-/// returns its full length in bytes (0: none).
+/// Copies this thread's last error (NUL-terminated, truncated to `cap`)
+/// into `buf`; returns its full length in bytes (0: none).
 ///
 /// # Safety
 /// `buf` is null or valid for writes of `cap` bytes.

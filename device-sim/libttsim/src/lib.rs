@@ -261,8 +261,9 @@ macro_rules! export_libttsim {
             )
         }
 
-        /// The last error's text, NUL-terminated and truncated to `cap`
-        /// bytes, into `buf`; returns its full length (0: no error).
+        /// The calling thread's last error's text, NUL-terminated and
+        /// truncated to `cap` bytes, into `buf`; returns its full length
+        /// (0: no error).
         ///
         /// # Safety
         /// `buf` is null or valid for writes of `cap` bytes.
@@ -287,12 +288,14 @@ macro_rules! export_libttsim {
             unsafe { ffi::tile_peek_bytes(x, y, addr, p, size) }
         }
 
-        /// Errors reported since load or the last `cqlab_ttsim_clear_error`.
+        /// Errors the calling thread's calls reported since it began or
+        /// its last `cqlab_ttsim_clear_error`.
         #[no_mangle]
         pub extern "C" fn cqlab_ttsim_error_count() -> u64 {
             ffi::error_count()
         }
 
+        /// Forgets the calling thread's errors (not other threads').
         #[no_mangle]
         pub extern "C" fn cqlab_ttsim_clear_error() {
             ffi::clear_error()
