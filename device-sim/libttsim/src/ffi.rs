@@ -3,55 +3,23 @@
 //! (checked, then `// SAFETY:`), and nowhere else; the work is done on the
 //! state ([`crate::state`]) by the chip ([`crate::device`]).
 //!
-//! Calls that can make the device run or touch host memory (`clock*`,
-//! `pci_mem_*`, `tile_*`) may unwind a DMA callback's C++ exception: they
-//! are `C-unwind` and cannot catch a panic without aborting on every
-//! foreign exception, so a panic (a bug) in one aborts the process after
-//! its message ([`AbortOnPanic`]). The others catch a panic, report it and
-//! return their failure value. Either way a panic never crosses into C.
+//! Each function's body runs in [`Entry::c`] or [`Entry::c_unwind`], as its
+//! export's ABI: calls that can make the device run or touch host memory
+//! (`clock*`, `pci_mem_*`, `tile_*`, `cqlab_ttsim_peek`) may unwind a DMA
+//! callback's C++ exception, so a panic (a bug) in one aborts the process
+//! after its message; the others catch a panic, report it and return their
+//! failure value ([`crate::entry`] says why). Either way a panic never
+//! crosses into C.
 #![allow(unsafe_code)] // the C ABI: docs/design.md, "Where `unsafe` lives"
 
 use crate::device::DramAt;
 use crate::dma::{Callbacks, DmaRead, DmaWrite};
-use crate::error::{self, report, ApiError};
-use crate::state::{call, Broken, Lib};
+use crate::entry::{call, Entry};
+use crate::error::{self, ApiError};
+use crate::state::{Broken, Lib};
 use crate::stats::Stats;
 use cqlab_abi::arch::Arch;
 use std::ffi::{c_char, c_void, CStr};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-/// Held through a `C-unwind` call: a Rust panic unwinding out of it would
-/// enter the host's C++ frames, which cannot handle it, so the process
-/// aborts instead, naming the call (the panic hook has printed where it
-/// panicked). A C++ exception from a DMA callback is no Rust panic and
-/// passes.
-struct AbortOnPanic<'a> {
-    call: &'a dyn Fn() -> String,
-    /// The thread was unwinding already when the call began (a call from a
-    /// destructor): only a panic inside the call aborts.
-    was_panicking: bool,
-}
-
-impl<'a> AbortOnPanic<'a> {
-    fn new(call: &'a dyn Fn() -> String) -> Self {
-        AbortOnPanic { call, was_panicking: std::thread::panicking() }
-    }
-}
-
-impl Drop for AbortOnPanic<'_> {
-    fn drop(&mut self) {
-        if std::thread::panicking() && !self.was_panicking {
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr().lock(),
-                "cqlab libttsim: {}: a Rust panic (above) inside a call that runs the device: aborting rather than \
-                 unwinding into the host",
-                (self.call)()
-            );
-            std::process::abort();
-        }
-    }
-}
 
 /// The caller's buffer of `size` bytes to fill (`None`: refused, reported).
 ///
@@ -59,12 +27,12 @@ impl Drop for AbortOnPanic<'_> {
 /// `p` is null or valid for writes of `size` bytes for the whole call, and
 /// nothing else reads or writes them meanwhile (not even the host's DMA
 /// callbacks, which the call may run).
-unsafe fn out_buf<'a>(describe: &dyn Fn() -> String, p: *mut c_void, size: u32) -> Option<&'a mut [u8]> {
+unsafe fn out_buf<'a>(entry: &Entry, p: *mut c_void, size: u32) -> Option<&'a mut [u8]> {
     if size == 0 {
         return Some(&mut []);
     }
     if p.is_null() {
-        report(&describe(), &ApiError::NullPointer { what: "the destination buffer", size });
+        entry.report(&ApiError::NullPointer { what: "the destination buffer", size });
         return None;
     }
     // SAFETY: non-null, and the caller guarantees `size` writable bytes
@@ -77,12 +45,12 @@ unsafe fn out_buf<'a>(describe: &dyn Fn() -> String, p: *mut c_void, size: u32) 
 /// # Safety
 /// `p` is null or valid for reads of `size` bytes for the whole call, and
 /// nothing writes them meanwhile (not even the host's DMA callbacks).
-unsafe fn in_buf<'a>(describe: &dyn Fn() -> String, p: *const c_void, size: u32) -> Option<&'a [u8]> {
+unsafe fn in_buf<'a>(entry: &Entry, p: *const c_void, size: u32) -> Option<&'a [u8]> {
     if size == 0 {
         return Some(&[]);
     }
     if p.is_null() {
-        report(&describe(), &ApiError::NullPointer { what: "the source buffer", size });
+        entry.report(&ApiError::NullPointer { what: "the source buffer", size });
         return None;
     }
     // SAFETY: non-null, and the caller guarantees `size` readable bytes
@@ -91,36 +59,26 @@ unsafe fn in_buf<'a>(describe: &dyn Fn() -> String, p: *const c_void, size: u32)
 }
 
 /// A read: fills `buf` through `f`, or with 0xFF bytes when it fails.
-fn read_into(
-    describe: &dyn Fn() -> String,
-    buf: &mut [u8],
-    f: impl FnOnce(&mut Lib, &mut [u8]) -> Result<(), ApiError>,
-) {
-    if call(describe, Broken::Refuse, |lib| f(lib, buf)).is_none() {
+fn read_into(entry: &Entry, buf: &mut [u8], f: impl FnOnce(&mut Lib, &mut [u8]) -> Result<(), ApiError>) {
+    if call(entry, Broken::Refuse, |lib| f(lib, buf)).is_none() {
         buf.fill(0xFF);
     }
 }
 
-/// Runs a call that cannot reach a DMA callback, catching a panic.
-fn guarded<R>(failed: R, f: impl FnOnce() -> Option<R>) -> R {
-    // A panic has been reported (and the state marked broken) on its way out.
-    catch_unwind(AssertUnwindSafe(f)).ok().flatten().unwrap_or(failed)
-}
-
 pub fn init(arch: Arch) {
     let d = || "libttsim_init()".to_string();
-    guarded((), || call(&d, Broken::Refuse, |lib| lib.init(arch)))
+    Entry::c(&d, |e| call(e, Broken::Refuse, |lib| lib.init(arch)));
 }
 
 pub fn exit() {
     let d = || "libttsim_exit()".to_string();
-    guarded((), || call(&d, Broken::Allow, Lib::exit))
+    Entry::c(&d, |e| call(e, Broken::Allow, Lib::exit));
 }
 
 pub fn set_pci_dma_mem_callbacks(read: Option<DmaRead>, write: Option<DmaWrite>) {
     let d = || format!("libttsim_set_pci_dma_mem_callbacks(rd={read:?}, wr={write:?})");
-    guarded((), || {
-        call(&d, Broken::Allow, |lib| {
+    Entry::c(&d, |e| {
+        call(e, Broken::Allow, |lib| {
             if lib.sim.is_some() {
                 return Err(ApiError::CallbacksWhileRunning);
             }
@@ -132,31 +90,33 @@ pub fn set_pci_dma_mem_callbacks(read: Option<DmaRead>, write: Option<DmaWrite>)
             };
             Ok(())
         })
-    })
+    });
 }
 
 pub fn pci_config_rd32(bdf: u32, offset: u32) -> u32 {
     let d = || format!("libttsim_pci_config_rd32(bdf={bdf:#x}, offset={offset:#x})");
-    guarded(u32::MAX, || call(&d, Broken::Refuse, |lib| lib.selected()?.config_read(bdf, offset)))
+    Entry::c(&d, |e| call(e, Broken::Refuse, |lib| lib.selected()?.config_read(bdf, offset)).unwrap_or(u32::MAX))
 }
 
 pub fn clock(n: u32) {
     let d = || format!("libttsim_clock({n})");
-    let _abort = AbortOnPanic::new(&d);
-    call(&d, Broken::Refuse, |lib| {
-        lib.selected()?.clock(n);
-        Ok(())
+    Entry::c_unwind(&d, |e| {
+        call(e, Broken::Refuse, |lib| {
+            lib.selected()?.clock(n);
+            Ok(())
+        })
     });
 }
 
 pub fn clock_all_devices(n: u32) {
     let d = || format!("libttsim_clock_all_devices({n})");
-    let _abort = AbortOnPanic::new(&d);
-    call(&d, Broken::Refuse, |lib| {
-        for dev in lib.sim()?.devices.values_mut() {
-            dev.clock(n);
-        }
-        Ok(())
+    Entry::c_unwind(&d, |e| {
+        call(e, Broken::Refuse, |lib| {
+            for dev in lib.sim()?.devices.values_mut() {
+                dev.clock(n);
+            }
+            Ok(())
+        })
     });
 }
 
@@ -165,10 +125,11 @@ pub fn clock_all_devices(n: u32) {
 /// callbacks (`out_buf`).
 pub unsafe fn pci_mem_rd_bytes(paddr: u64, p: *mut c_void, size: u32) {
     let d = || format!("libttsim_pci_mem_rd_bytes(paddr={paddr:#x}, size={size})");
-    let _abort = AbortOnPanic::new(&d);
-    // SAFETY: forwarded from the caller.
-    let Some(buf) = (unsafe { out_buf(&d, p, size) }) else { return };
-    read_into(&d, buf, |lib, buf| lib.selected()?.bar_read(paddr, buf));
+    Entry::c_unwind(&d, |e| {
+        // SAFETY: forwarded from the caller.
+        let Some(buf) = (unsafe { out_buf(e, p, size) }) else { return };
+        read_into(e, buf, |lib, buf| lib.selected()?.bar_read(paddr, buf));
+    })
 }
 
 /// # Safety
@@ -176,10 +137,11 @@ pub unsafe fn pci_mem_rd_bytes(paddr: u64, p: *mut c_void, size: u32) {
 /// callbacks (`in_buf`).
 pub unsafe fn pci_mem_wr_bytes(paddr: u64, p: *const c_void, size: u32) {
     let d = || format!("libttsim_pci_mem_wr_bytes(paddr={paddr:#x}, size={size})");
-    let _abort = AbortOnPanic::new(&d);
-    // SAFETY: forwarded from the caller.
-    let Some(data) = (unsafe { in_buf(&d, p, size) }) else { return };
-    call(&d, Broken::Refuse, |lib| lib.selected()?.bar_write(paddr, data));
+    Entry::c_unwind(&d, |e| {
+        // SAFETY: forwarded from the caller.
+        let Some(data) = (unsafe { in_buf(e, p, size) }) else { return };
+        call(e, Broken::Refuse, |lib| lib.selected()?.bar_write(paddr, data));
+    })
 }
 
 /// # Safety
@@ -187,10 +149,11 @@ pub unsafe fn pci_mem_wr_bytes(paddr: u64, p: *const c_void, size: u32) {
 /// callbacks (`out_buf`).
 pub unsafe fn tile_rd_bytes(x: u32, y: u32, addr: u64, p: *mut c_void, size: u32) {
     let d = || format!("libttsim_tile_rd_bytes(x={x}, y={y}, addr={addr:#x}, size={size})");
-    let _abort = AbortOnPanic::new(&d);
-    // SAFETY: forwarded from the caller.
-    let Some(buf) = (unsafe { out_buf(&d, p, size) }) else { return };
-    read_into(&d, buf, |lib, buf| lib.selected()?.tile_read(x, y, addr, buf));
+    Entry::c_unwind(&d, |e| {
+        // SAFETY: forwarded from the caller.
+        let Some(buf) = (unsafe { out_buf(e, p, size) }) else { return };
+        read_into(e, buf, |lib, buf| lib.selected()?.tile_read(x, y, addr, buf));
+    })
 }
 
 /// # Safety
@@ -198,16 +161,17 @@ pub unsafe fn tile_rd_bytes(x: u32, y: u32, addr: u64, p: *mut c_void, size: u32
 /// callbacks (`out_buf`).
 pub unsafe fn tile_peek_bytes(x: u32, y: u32, addr: u64, p: *mut c_void, size: u32) -> i32 {
     let d = || format!("cqlab_ttsim_peek(x={x}, y={y}, addr={addr:#x}, size={size})");
-    let _abort = AbortOnPanic::new(&d);
-    // SAFETY: forwarded from the caller.
-    let Some(buf) = (unsafe { out_buf(&d, p, size) }) else { return -1 };
-    match call(&d, Broken::Refuse, |lib| lib.selected()?.tile_peek(x, y, addr, buf)) {
-        Some(()) => 0,
-        None => {
-            buf.fill(0xFF);
-            -1
+    Entry::c_unwind(&d, |e| {
+        // SAFETY: forwarded from the caller.
+        let Some(buf) = (unsafe { out_buf(e, p, size) }) else { return -1 };
+        match call(e, Broken::Refuse, |lib| lib.selected()?.tile_peek(x, y, addr, buf)) {
+            Some(()) => 0,
+            None => {
+                buf.fill(0xFF);
+                -1
+            }
         }
-    }
+    })
 }
 
 /// # Safety
@@ -215,65 +179,65 @@ pub unsafe fn tile_peek_bytes(x: u32, y: u32, addr: u64, p: *mut c_void, size: u
 /// callbacks (`in_buf`).
 pub unsafe fn tile_wr_bytes(x: u32, y: u32, addr: u64, p: *const c_void, size: u32) {
     let d = || format!("libttsim_tile_wr_bytes(x={x}, y={y}, addr={addr:#x}, size={size})");
-    let _abort = AbortOnPanic::new(&d);
-    // SAFETY: forwarded from the caller.
-    let Some(data) = (unsafe { in_buf(&d, p, size) }) else { return };
-    call(&d, Broken::Refuse, |lib| lib.selected()?.tile_write(x, y, addr, data));
+    Entry::c_unwind(&d, |e| {
+        // SAFETY: forwarded from the caller.
+        let Some(data) = (unsafe { in_buf(e, p, size) }) else { return };
+        call(e, Broken::Refuse, |lib| lib.selected()?.tile_write(x, y, addr, data));
+    })
 }
 
 /// Returns the chip's handle: an opaque token (`chip_id + 1`), never
 /// dereferenced; NULL if it cannot be created.
 pub fn create_device_by_id(chip_id: u32, chip_x: i32, chip_y: i32) -> *mut c_void {
     let d = || format!("libttsim_create_device_by_id(chip_id={chip_id}, chip_x={chip_x}, chip_y={chip_y})");
-    guarded(std::ptr::null_mut(), || {
-        call(&d, Broken::Refuse, |lib| {
+    Entry::c(&d, |e| {
+        call(e, Broken::Refuse, |lib| {
             let callbacks = lib.callbacks;
             lib.sim()?.create(chip_id, callbacks)?;
             Ok(std::ptr::without_provenance_mut(chip_id as usize + 1))
         })
+        .unwrap_or(std::ptr::null_mut())
     })
 }
 
 pub fn select_device_by_id(chip_id: u32) {
     let d = || format!("libttsim_select_device_by_id({chip_id})");
-    guarded((), || {
-        call(&d, Broken::Refuse, |lib| {
+    Entry::c(&d, |e| {
+        call(e, Broken::Refuse, |lib| {
             let sim = lib.sim()?;
             sim.device(chip_id)?;
             sim.selected = chip_id;
             Ok(())
         })
-    })
+    });
 }
 
 /// # Safety
 /// `p` is null or valid for writes of `size` bytes.
 pub unsafe fn dram_rd_bytes(chip: u32, at: DramAt, addr: u64, p: *mut c_void, size: u32) {
     let d = || format!("libttsim_dram_*rd_bytes_by_id(chip_id={chip}, {at:?}, addr={addr:#x}, size={size})");
-    // SAFETY: forwarded from the caller.
-    let Some(buf) = (unsafe { out_buf(&d, p, size) }) else { return };
-    // A panic skips `read_into`'s fill: the failed read still reads 0xFF.
-    if !guarded(false, || {
-        read_into(&d, buf, |lib, buf| lib.sim()?.device(chip)?.dram_read(at, addr, buf));
-        Some(true)
-    }) {
-        buf.fill(0xFF);
-    }
+    Entry::c(&d, |e| {
+        // SAFETY: forwarded from the caller.
+        let Some(buf) = (unsafe { out_buf(e, p, size) }) else { return };
+        read_into(e, buf, |lib, buf| lib.sim()?.device(chip)?.dram_read(at, addr, buf));
+    })
 }
 
 /// # Safety
 /// `p` is null or valid for reads of `size` bytes.
 pub unsafe fn dram_wr_bytes(chip: u32, at: DramAt, addr: u64, p: *const c_void, size: u32) {
     let d = || format!("libttsim_dram_*wr_bytes_by_id(chip_id={chip}, {at:?}, addr={addr:#x}, size={size})");
-    // SAFETY: forwarded from the caller.
-    let Some(data) = (unsafe { in_buf(&d, p, size) }) else { return };
-    guarded((), || call(&d, Broken::Refuse, |lib| lib.sim()?.device(chip)?.dram_write(at, addr, data)))
+    Entry::c(&d, |e| {
+        // SAFETY: forwarded from the caller.
+        let Some(data) = (unsafe { in_buf(e, p, size) }) else { return };
+        call(e, Broken::Refuse, |lib| lib.sim()?.device(chip)?.dram_write(at, addr, data));
+    })
 }
 
 /// An Ethernet or switch call: refused, reported.
 pub fn no_ethernet(call_name: &'static str, args: String) {
     let d = || format!("{call_name}({args})");
-    guarded((), || call(&d, Broken::Allow, |_| Err::<(), _>(ApiError::NoEthernet { call: call_name })))
+    Entry::c(&d, |e| call(e, Broken::Allow, |_| Err::<(), _>(ApiError::NoEthernet { call: call_name })));
 }
 
 // ---- cqlab's own calls ----
@@ -312,13 +276,13 @@ pub fn clear_error() {
 /// The selected chip's state digest (`Chip::digest`); 0 when it fails.
 pub fn digest() -> u64 {
     let d = || "cqlab_ttsim_digest()".to_string();
-    guarded(0, || call(&d, Broken::Refuse, |lib| Ok(lib.selected()?.chip.digest())))
+    Entry::c(&d, |e| call(e, Broken::Refuse, |lib| Ok(lib.selected()?.chip.digest())).unwrap_or(0))
 }
 
 /// The selected chip's device time in cycles; 0 when it fails.
 pub fn device_time() -> u64 {
     let d = || "cqlab_ttsim_device_time()".to_string();
-    guarded(0, || call(&d, Broken::Refuse, |lib| Ok(lib.selected()?.chip.now())))
+    Entry::c(&d, |e| call(e, Broken::Refuse, |lib| Ok(lib.selected()?.chip.now())).unwrap_or(0))
 }
 
 /// The selected chip's counter `name` (`stats::Stats::NAMES`); 0 when it fails.
@@ -326,21 +290,21 @@ pub fn device_time() -> u64 {
 /// # Safety
 /// `name` is null or a NUL-terminated string.
 pub unsafe fn stat(name: *const c_char) -> u64 {
-    let d = || "cqlab_ttsim_stat(name)".to_string();
-    if name.is_null() {
-        report(&d(), &ApiError::NullPointer { what: "the counter's name", size: 0 });
-        return 0;
-    }
-    // SAFETY: non-null and NUL-terminated, as the caller guarantees.
-    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
-    let d = || format!("cqlab_ttsim_stat({name:?})");
-    guarded(0, || {
-        call(&d, Broken::Refuse, |lib| {
+    // SAFETY: null, or NUL-terminated as the caller guarantees.
+    let name = unsafe { c_string(name) };
+    let d = || format!("cqlab_ttsim_stat({})", quoted(&name));
+    Entry::c(&d, |e| {
+        let Some(name) = &name else {
+            e.report(&ApiError::NullPointer { what: "the counter's name", size: 0 });
+            return 0;
+        };
+        call(e, Broken::Refuse, |lib| {
             lib.selected()?
                 .stats
-                .get(&name)
+                .get(name)
                 .ok_or_else(|| ApiError::NoSuchStat { name: name.clone(), names: Stats::NAMES })
         })
+        .unwrap_or(0)
     })
 }
 
@@ -351,14 +315,28 @@ pub unsafe fn stat(name: *const c_char) -> u64 {
 /// # Safety
 /// `name` and `value` are null or NUL-terminated strings.
 pub unsafe fn set(arch: Arch, name: *const c_char, value: *const c_char) -> i32 {
-    let d = || "cqlab_ttsim_set(name, value)".to_string();
-    if name.is_null() || value.is_null() {
-        report(&d(), &ApiError::NullPointer { what: "the setting's name or value", size: 0 });
-        return -1;
-    }
-    // SAFETY: non-null and NUL-terminated, as the caller guarantees.
-    let (name, value) = unsafe { (CStr::from_ptr(name), CStr::from_ptr(value)) };
-    let (name, value) = (name.to_string_lossy().into_owned(), value.to_string_lossy().into_owned());
-    let d = || format!("cqlab_ttsim_set({name:?}, {value:?})");
-    guarded(-1, || call(&d, Broken::Allow, |lib| lib.set(arch, &name, &value).map(|()| 0)))
+    // SAFETY: null, or NUL-terminated as the caller guarantees.
+    let (name, value) = unsafe { (c_string(name), c_string(value)) };
+    let d = || format!("cqlab_ttsim_set({}, {})", quoted(&name), quoted(&value));
+    Entry::c(&d, |e| {
+        let (Some(name), Some(value)) = (&name, &value) else {
+            e.report(&ApiError::NullPointer { what: "the setting's name or value", size: 0 });
+            return -1;
+        };
+        call(e, Broken::Allow, |lib| lib.set(arch, name, value).map(|()| 0)).unwrap_or(-1)
+    })
+}
+
+/// A C string argument as a call's description shows it.
+fn quoted(s: &Option<String>) -> String {
+    s.as_ref().map_or_else(|| "NULL".to_string(), |s| format!("{s:?}"))
+}
+
+/// The C string at `p` (lossily UTF-8), or `None` for a null pointer.
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string.
+unsafe fn c_string(p: *const c_char) -> Option<String> {
+    // SAFETY: non-null here, and NUL-terminated as the caller guarantees.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }

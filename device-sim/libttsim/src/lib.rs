@@ -7,7 +7,9 @@
 //! beside it (`soc_descriptor.yaml`). docs/libttsim.md says how to use it.
 //!
 //! Modules: [`ffi`] (the calls, raw pointers in, the unsafe boundary),
-//! [`state`] (the process-wide state, the lock, init/exit), [`device`]
+//! [`entry`] (how a call enters: its ABI, what a panic or a host's
+//! exception does), [`state`] (the process-wide state, the lock,
+//! init/exit), [`device`]
 //! (one chip: configuration space, BARs, tile and DRAM access, clock),
 //! [`dma`] (host memory through the DMA callbacks), [`iatu`] (BAR2's
 //! outbound address translation), [`config_space`], [`settings`] (the
@@ -44,6 +46,7 @@
 pub mod config_space;
 pub mod device;
 pub mod dma;
+pub mod entry;
 pub mod error;
 pub mod ffi;
 pub mod fixtures;

@@ -1,29 +1,26 @@
-//! The library's process-wide state and how every call enters it.
+//! The library's process-wide state.
 //!
 //! One lock holds it: the registered DMA callbacks and, between
 //! `libttsim_init` and `libttsim_exit`, the running simulator (its chips
-//! and which one is selected). A call takes the lock, does its work and
-//! reports its error (`crate::error`); nothing runs at load or unload, and
-//! `init` builds everything afresh, so the library survives init, exit,
+//! and which one is selected). Every call enters it through
+//! [`crate::entry::call`], which takes the lock, does its work and reports
+//! its error (`crate::error`); nothing runs at load or unload, and `init`
+//! builds everything afresh, so the library survives init, exit,
 //! `dlclose`, reload, init (tt-umd's discovery does exactly that), whether
 //! or not the loader really unloaded it.
 //!
-//! Unwinding: a DMA callback may throw a C++ exception, which unwinds
-//! through the call that made the device run (those calls are
-//! `extern "C-unwind"`) and back to the host. The lock is released on the
-//! way out (a foreign exception does not poison it), the chip is consistent
-//! (`cqlab_sim::memory::HostMemory`), and the call is reported as having
-//! lost that access. A Rust panic (a bug) poisons the lock: the simulator
-//! is then broken, every call says so, and `libttsim_exit` clears it.
+//! A Rust panic (a bug) in a call breaks the simulator: [`Lib::broken`]
+//! keeps which call panicked and why, every later call that needs the chip
+//! state is refused with that reason, and `libttsim_exit` clears it
+//! (`crate::entry` says how each kind of call gets there).
 
 use crate::device::Device;
 use crate::dma::Callbacks;
-use crate::error::{self, note, report, ApiError, Log};
+use crate::error::{self, note, ApiError, Log};
 use crate::settings::Settings;
 use cqlab_abi::arch::Arch;
-use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// The running simulator.
 pub struct Sim {
@@ -38,7 +35,9 @@ pub struct Sim {
 pub struct Lib {
     pub callbacks: Option<Callbacks>,
     pub sim: Option<Sim>,
-    /// Why the simulator is broken (a call panicked), until `exit`.
+    /// Why the simulator is broken (which call panicked, and its message),
+    /// until `exit`. Kept here, not read back from the last error: every
+    /// later call, on any thread, reports it, whatever was cleared.
     pub broken: Option<String>,
     /// Settings the host set (`cqlab_ttsim_set`), over the environment's, until `exit`.
     pub overrides: Vec<(String, String)>,
@@ -47,54 +46,15 @@ pub struct Lib {
     pub init_called: bool,
 }
 
-static LIB: Mutex<Lib> =
-    Mutex::new(Lib { callbacks: None, sim: None, broken: None, overrides: Vec::new(), init_called: false });
+static LIB: Mutex<Lib> = Mutex::new(Lib::new());
 
-thread_local! {
-    /// This thread is inside a call (a DMA callback calling back in).
-    static IN_CALL: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Marks the thread inside a call; tells on drop how the call ended.
-struct InCall<'a> {
-    describe: &'a dyn Fn() -> String,
-    finished: bool,
-}
-
-impl<'a> InCall<'a> {
-    fn enter(describe: &'a dyn Fn() -> String) -> Self {
-        IN_CALL.set(true);
-        InCall { describe, finished: false }
-    }
-}
-
-impl Drop for InCall<'_> {
-    fn drop(&mut self) {
-        IN_CALL.set(false);
-        if self.finished {
-            return;
-        }
-        let call = (self.describe)();
-        if std::thread::panicking() {
-            report(&call, &ApiError::Internal("it panicked (message above)".into()));
-        } else {
-            report(&call, &ApiError::DmaUnwound);
-        }
-    }
-}
-
-fn lock() -> MutexGuard<'static, Lib> {
-    match LIB.lock() {
-        Ok(g) => g,
-        Err(poisoned) => {
-            LIB.clear_poison();
-            let mut g = poisoned.into_inner();
-            if g.broken.is_none() {
-                g.broken = Some(error::last().unwrap_or_else(|| "a call panicked".into()));
-            }
-            g
-        }
-    }
+/// The library's state, locked.
+pub fn lock() -> MutexGuard<'static, Lib> {
+    // Never poisoned: `entry::call` catches a panic inside the lock (C
+    // calls) or aborts on one (C-unwind calls), and a host's exception
+    // unwinding through it does not poison it. Were it poisoned, the state
+    // is still the state.
+    LIB.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Which calls may run on a broken simulator.
@@ -104,34 +64,18 @@ pub enum Broken {
     Allow,
 }
 
-/// Runs `f` on the state as call `describe()` (the call with its
-/// arguments, formatted only when logged or failed). Its error is reported
-/// and gives `None`.
-pub fn call<R>(
-    describe: &dyn Fn() -> String,
-    broken: Broken,
-    f: impl FnOnce(&mut Lib) -> Result<R, ApiError>,
-) -> Option<R> {
-    if error::log_level() == Log::Calls {
-        note(Log::Calls, &describe());
+impl Default for Lib {
+    fn default() -> Lib {
+        Lib::new()
     }
-    if IN_CALL.get() {
-        report(&describe(), &ApiError::Reentrant);
-        return None;
-    }
-    let mut lib = lock();
-    let mut in_call = InCall::enter(describe);
-    let r = match (&lib.broken, broken) {
-        (Some(why), Broken::Refuse) => Err(ApiError::Broken(why.clone())),
-        _ => f(&mut lib),
-    };
-    in_call.finished = true;
-    drop(in_call);
-    drop(lib);
-    r.map_err(|e| report(&describe(), &e)).ok()
 }
 
 impl Lib {
+    /// Nothing registered, nothing running.
+    pub const fn new() -> Lib {
+        Lib { callbacks: None, sim: None, broken: None, overrides: Vec::new(), init_called: false }
+    }
+
     pub fn sim(&mut self) -> Result<&mut Sim, ApiError> {
         self.sim.as_mut().ok_or(ApiError::NotRunning)
     }
