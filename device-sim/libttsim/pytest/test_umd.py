@@ -275,3 +275,44 @@ def test_same_seed_same_run_through_tt_umd(chip, monkeypatch):
     c = probe_digest(chip, monkeypatch, 12)
     assert a == b, "the same seed and the same calls give the same device time and digest"
     assert c[2] != a[2], "the seed drives the jitter"
+
+
+def test_an_exception_in_one_chips_clock_leaves_the_later_chips_cycles_owed_not_lost(chip):
+    """tt-umd clocks every chip after each read (clock_all_devices(1)). When
+    chip 1's DMA callback throws, the call unwinds before chip 2's turn:
+    chip 2 is owed that cycle and gets it at the next clock_all_devices, so
+    over the run every chip is clocked as far as the others."""
+    d = chip.device(channels=0)  # tt-umd's callbacks throw for every address
+    lib = chip.lib
+    x, y = chip.tensix(d)[0]
+    for c in (1, 2):
+        assert lib.libttsim_create_device_by_id(c, c, 0) is not None
+    # Chip 1 (no one reads its BARs, so it runs only in clock_all_devices) runs the DMA probe.
+    p = chip.fixtures["dma_probe"]
+    px, py = p["tile"]["noc0"]
+    lib.libttsim_select_device_by_id(1)
+    lib.tile_write(px, py, p["program"]["addr"], bytes.fromhex(p["program"]["bytes"]))
+    lib.tile_write(px, py, p["reset_jal"]["addr"], struct.pack("<I", p["reset_jal"]["value"]))
+    lib.tile_write(px, py, p["soft_reset"]["addr"], struct.pack("<I", p["soft_reset"]["brisc_only_run"]))
+    start = {c: chip_stat(lib, c, "clocked_cycles") for c in (0, 1, 2)}
+    raised = []
+    for _ in range(5000):
+        try:
+            d.noc_read32(x, y, 0x100)  # chip 0, then clock_all_devices(1)
+        except tt_umd.error.UmdBaseException as e:
+            raised.append(str(e))
+        lib.libttsim_select_device_by_id(1)
+        if lib.tile_read(px, py, p["flag"], 4) == struct.pack("<I", p["done"]):
+            break
+    else:
+        pytest.fail("the probe on chip 1 never finished")
+    assert raised and all("Hugepages are not allocated" in r for r in raised), raised
+    clocked = {c: chip_stat(lib, c, "clocked_cycles") - start[c] for c in (0, 1, 2)}
+    assert clocked[2] == clocked[0] > 0, f"cycles clocked since the probe started: {clocked}; {len(raised)} exceptions"
+    lib.libttsim_select_device_by_id(2)
+    assert lib.device_time() == chip_stat(lib, 2, "clocked_cycles"), "chip 2 (idle) ran every cycle it was given"
+
+
+def chip_stat(lib, c, name):
+    lib.libttsim_select_device_by_id(c)
+    return lib.stat(name)

@@ -219,11 +219,12 @@ impl Device {
         }
     }
 
-    /// The host waits `n` cycles.
-    pub fn clock(&mut self, n: u32) {
+    /// The host waits `n` cycles. Counted before they run: a DMA
+    /// callback's exception may end the wait early.
+    pub fn clock(&mut self, n: u64) {
         Stats::add(&self.stats.clocks, 1);
-        Stats::add(&self.stats.clocked_cycles, n as u64);
-        self.chip.host_poll(n as u64);
+        Stats::add(&self.stats.clocked_cycles, n);
+        self.chip.host_poll(n);
     }
 }
 

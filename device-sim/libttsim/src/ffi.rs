@@ -102,19 +102,19 @@ pub fn clock(n: u32) {
     let d = || format!("libttsim_clock({n})");
     Entry::c_unwind(&d, |e| {
         call(e, Broken::Refuse, |lib| {
-            lib.selected()?.clock(n);
+            lib.selected()?.clock(n as u64);
             Ok(())
         })
     });
 }
 
+/// Not atomic across chips: `Sim::clock_all` says what a DMA callback's
+/// exception leaves, and how the next call makes it up.
 pub fn clock_all_devices(n: u32) {
     let d = || format!("libttsim_clock_all_devices({n})");
     Entry::c_unwind(&d, |e| {
         call(e, Broken::Refuse, |lib| {
-            for dev in lib.sim()?.devices.values_mut() {
-                dev.clock(n);
-            }
+            lib.sim()?.clock_all(n);
             Ok(())
         })
     });

@@ -7,7 +7,7 @@
 //!   section 5 says (the five images, the `NocMap`, BRISC's reset `jal` at
 //!   L1 0, `SOFT_RESET_0` releasing BRISC) and what each core's alive
 //!   record must then say.
-//! - `dma_probe`: a hand-assembled BRISC program (`cqlab_sim::niu_asm`, as
+//! - `dma_probe` ([`DmaProbe`]): a hand-assembled BRISC program (`cqlab_sim::niu_asm`, as
 //!   tt-metal's dataflow API drives the NIU) that writes `len` bytes of its
 //!   L1 to host memory through the PCIe tile, waits for the ack, reads them
 //!   back from host memory into another L1 buffer, then stores a flag and
@@ -16,6 +16,8 @@
 //! Both are for the board the library runs by default (no
 //! `CQLAB_TTSIM_BOARD`, no harvesting).
 
+use crate::device::Device;
+use crate::error::ApiError;
 use crate::settings::Settings;
 use cqlab_abi::arch::niu::counter;
 use cqlab_abi::arch::tensix::{self, Processor};
@@ -93,30 +95,70 @@ fn boot(layout: &ChipLayout, firmware_dir: &Path) -> Result<Value, LayoutError> 
     }))
 }
 
-/// The DMA probe on the last Tensix tile.
+/// The DMA probe on the last Tensix tile: its program and where it keeps
+/// what it moves (the pytest suite gets it as JSON; Rust tests load it
+/// with [`DmaProbe::load`]).
+pub struct DmaProbe {
+    /// NOC0 coordinates of its tile (tt-umd's).
+    pub noc0: Coord,
+    /// Translated coordinates of its tile (the NIU program's own).
+    pub translated: Coord,
+    /// BRISC's program, at `ENTRY_POINT`.
+    pub program: Vec<u8>,
+    /// L1 the payload is written to host memory from.
+    pub src: u32,
+    /// L1 it is read back into.
+    pub dst: u32,
+    /// L1 word that holds [`PROBE_DONE`] when the probe is done.
+    pub flag: u32,
+}
+
+impl DmaProbe {
+    pub fn new(layout: &ChipLayout) -> DmaProbe {
+        let chip = layout.params();
+        let tile = layout.tile(*layout.workers().last().expect("Tensix tiles")).expect("a tile");
+        let me = tile.translated;
+        let (src, dst, flag) = (USER.base, USER.base + 0x400, USER.base + 0x800);
+        let host = NocAddr(layout.host_mem_noc_base() | PROBE_HOST_OFFSET);
+        let niu = NiuAsm { chip, noc: Noc::Noc0, base: 28, tmp: 29 };
+        let mut p = niu.write(me, src, host, PROBE_LEN);
+        p.extend(niu.wait_counter(counter::NIU_MST_WR_ACK_RECEIVED, 1));
+        p.extend(niu.read(me, host, dst, PROBE_LEN, 0));
+        p.extend(niu.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, 1));
+        p.extend(li(5, flag));
+        p.extend(li(6, PROBE_DONE));
+        p.push(sw(6, 5, 0));
+        p.push(jal(0, 0));
+        DmaProbe { noc0: tile.noc0, translated: me, program: to_bytes(&p), src, dst, flag }
+    }
+
+    /// Loads it on `device`'s tile with tile access and releases BRISC.
+    pub fn load(&self, device: &mut Device) -> Result<(), ApiError> {
+        let (x, y) = (self.translated.x as u32, self.translated.y as u32);
+        device.tile_write(x, y, ENTRY_POINT as u64, &self.program)?;
+        device.tile_write(x, y, RESET_JAL as u64, &reset_jal(ENTRY_POINT).to_le_bytes())?;
+        device.tile_write(x, y, tensix::SOFT_RESET_0 as u64, &tensix::SOFT_RESET_BRISC_ONLY_RUN.to_le_bytes())
+    }
+
+    /// Whether it is done on `device`.
+    pub fn done(&self, device: &Device) -> Result<bool, ApiError> {
+        let mut word = [0u8; 4];
+        device.tile_peek(self.translated.x as u32, self.translated.y as u32, self.flag as u64, &mut word)?;
+        Ok(u32::from_le_bytes(word) == PROBE_DONE)
+    }
+}
+
 fn dma_probe(layout: &ChipLayout) -> Value {
-    let chip = layout.params();
-    let tile = *layout.workers().last().expect("Tensix tiles");
-    let me = layout.tile(tile).expect("a tile").translated;
-    let (src, dst, flag) = (USER.base, USER.base + 0x400, USER.base + 0x800);
-    let host = NocAddr(layout.host_mem_noc_base() | PROBE_HOST_OFFSET);
-    let niu = NiuAsm { chip, noc: Noc::Noc0, base: 28, tmp: 29 };
-    let mut p = niu.write(me, src, host, PROBE_LEN);
-    p.extend(niu.wait_counter(counter::NIU_MST_WR_ACK_RECEIVED, 1));
-    p.extend(niu.read(me, host, dst, PROBE_LEN, 0));
-    p.extend(niu.wait_counter(counter::NIU_MST_RD_RESP_RECEIVED, 1));
-    p.extend(li(5, flag));
-    p.extend(li(6, PROBE_DONE));
-    p.push(sw(6, 5, 0));
-    p.push(jal(0, 0));
+    let p = DmaProbe::new(layout);
+    let tile = p.noc0;
     json!({
         "tile": coords(layout, tile),
-        "program": { "addr": ENTRY_POINT, "bytes": hex(&to_bytes(&p)) },
+        "program": { "addr": ENTRY_POINT, "bytes": hex(&p.program) },
         "reset_jal": { "addr": RESET_JAL, "value": reset_jal(ENTRY_POINT) },
         "soft_reset": { "addr": tensix::SOFT_RESET_0, "brisc_only_run": tensix::SOFT_RESET_BRISC_ONLY_RUN },
-        "src": src,
-        "dst": dst,
-        "flag": flag,
+        "src": p.src,
+        "dst": p.dst,
+        "flag": p.flag,
         "done": PROBE_DONE,
         "len": PROBE_LEN,
         "host_offset": PROBE_HOST_OFFSET,

@@ -160,6 +160,10 @@ macro_rules! export_libttsim {
             ffi::select_device_by_id(chip_id)
         }
 
+        /// Every chip `n_cycles`, one after the other; not atomic across
+        /// chips: a chip whose DMA callback throws leaves the chips after
+        /// it owed their cycles, which the next call runs first
+        /// (`state::Sim::clock_all`).
         #[no_mangle]
         pub extern "C-unwind" fn libttsim_clock_all_devices(n_cycles: u32) {
             ffi::clock_all_devices(n_cycles)

@@ -19,7 +19,7 @@ use crate::dma::Callbacks;
 use crate::error::{self, note, ApiError, Log};
 use crate::settings::Settings;
 use cqlab_abi::arch::Arch;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// The running simulator.
@@ -29,6 +29,10 @@ pub struct Sim {
     pub devices: BTreeMap<u32, Device>,
     /// The chip the single-chip calls address (`select_device_by_id`).
     pub selected: u32,
+    /// Cycles `clock_all_devices` still owes chips, in the order it pays
+    /// them: those a DMA callback's exception kept from their turn
+    /// ([`Sim::clock_all`]).
+    pub owed: VecDeque<(u32, u64)>,
 }
 
 /// Everything the library holds.
@@ -97,7 +101,8 @@ impl Lib {
         error::set_log(settings.log);
         let chip0 = Device::new(0, &settings, self.callbacks)?;
         note(Log::Calls, &format!("{} ({:?}), seed {}", settings.board, settings.harvesting, settings.seed));
-        self.sim = Some(Sim { arch, settings, devices: BTreeMap::from([(0, chip0)]), selected: 0 });
+        self.sim =
+            Some(Sim { arch, settings, devices: BTreeMap::from([(0, chip0)]), selected: 0, owed: VecDeque::new() });
         Ok(())
     }
 
@@ -160,5 +165,35 @@ impl Sim {
             self.devices.insert(id, d);
         }
         self.device(id)
+    }
+
+    /// `clock_all_devices(n)`: every chip `n` cycles, one chip after the
+    /// other, in chip id order after those still owed.
+    ///
+    /// Not atomic across chips. A chip's DMA callback may throw (tt-umd's
+    /// do, for an address outside its channels): the exception unwinds out
+    /// of that chip's clock, which ends there as `libttsim_clock`'s would
+    /// (the access is lost, the rest of its cycles are not run, the chip is
+    /// consistent), and out of this call, before the later chips' turn.
+    /// Those chips keep their cycles here, owed, and the next `clock_all`
+    /// runs them first, each once with all it is owed. So a host that goes
+    /// on clocking (tt-umd clocks after every read) gives every chip the
+    /// cycles it gave the others, except the rest of a clock an exception
+    /// cut; and a chip whose callbacks throw at every turn does not starve
+    /// the chips after it.
+    pub fn clock_all(&mut self, n: u32) {
+        for &id in self.devices.keys() {
+            match self.owed.iter_mut().find(|(chip, _)| *chip == id) {
+                Some((_, cycles)) => *cycles += n as u64,
+                None => self.owed.push_back((id, n as u64)),
+            }
+        }
+        // Taken off before it runs: what is still here when a callback
+        // throws is exactly what the chips after it are owed.
+        while let Some((id, cycles)) = self.owed.pop_front() {
+            if let Some(device) = self.devices.get_mut(&id) {
+                device.clock(cycles);
+            }
+        }
     }
 }
