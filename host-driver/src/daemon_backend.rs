@@ -113,6 +113,10 @@ struct Link {
     paths: DevicePaths,
     stream: UnixStream,
     now: u64,
+    /// The pid of the daemon that accepted HELLO: the one a lost reply is
+    /// told of, whatever the pid file says by then (helper-78: after a
+    /// restart the error blamed the new daemon).
+    served_by: u32,
     /// Why the connection is no longer usable: a request whose reply did
     /// not come (a late reply would answer the next request) or a stream
     /// that broke. Later requests fail with it at once.
@@ -124,7 +128,7 @@ impl Link {
         if let Some(why) = &self.broken {
             return Err(DriverError::Backend(format!("{why} (the connection is not used again)")));
         }
-        match exchange(&self.stream, &self.paths, req) {
+        match exchange(&self.stream, &self.paths, Some(self.served_by), req) {
             Ok((now, body)) => {
                 self.now = now;
                 Ok(body)
@@ -370,7 +374,7 @@ fn connect_within(paths: &DevicePaths, backlog_wait: Duration) -> Result<UnixStr
                         paths.dir.display(),
                         sock.display(),
                         backlog_wait.as_secs_f64(),
-                        daemon_state(paths)
+                        daemon_state(paths, None)
                     )));
                 }
                 std::thread::sleep(CONNECT_RETRY_INTERVAL);
@@ -416,7 +420,7 @@ enum Failed {
 
 /// One request, one reply, over `stream`.
 fn call(stream: &UnixStream, paths: &DevicePaths, req: &Request) -> Result<(u64, Vec<u8>)> {
-    exchange(stream, paths, req).map_err(|(Failed::Refused(e) | Failed::Lost(e))| e)
+    exchange(stream, paths, None, req).map_err(|(Failed::Refused(e) | Failed::Lost(e))| e)
 }
 
 /// Whether the daemon at `dir` is stopped (SIGSTOP, a debugger): the note
@@ -432,9 +436,25 @@ fn daemon_pid(paths: &DevicePaths) -> Option<u32> {
 }
 
 /// What the daemon's process is doing, for a timeout's message (helper-33:
-/// a SIGSTOPped daemon read as a plain timeout).
-fn daemon_state(paths: &DevicePaths) -> String {
-    let Some(pid) = daemon_pid(paths) else { return String::new() };
+/// a SIGSTOPped daemon read as a plain timeout). `served_by`: the pid of
+/// the daemon this connection talks to, if known.
+fn daemon_state(paths: &DevicePaths, served_by: Option<u32>) -> String {
+    let now = daemon_pid(paths);
+    if let Some(ours) = served_by.filter(|&p| p != 0 && now != Some(p)) {
+        let gone = match process_state::of(ours) {
+            ProcessState::Gone => "is gone",
+            ProcessState::Stopped => "is stopped, its files taken over",
+            ProcessState::Running => "no longer serves the directory",
+        };
+        return match now {
+            Some(new) => format!(
+                " (the daemon this run attached to, pid {ours}, {gone}; pid {new} serves the directory now: a \
+                 restarted daemon starts from a fresh device)"
+            ),
+            None => format!(" (the daemon this run attached to, pid {ours}, {gone})"),
+        };
+    }
+    let Some(pid) = now else { return String::new() };
     match process_state::of(pid) {
         ProcessState::Stopped => format!(" (the daemon, pid {pid}, is stopped: SIGSTOP or a debugger?)"),
         ProcessState::Running => format!(" (the daemon, pid {pid}, is running but did not answer)"),
@@ -442,18 +462,23 @@ fn daemon_state(paths: &DevicePaths) -> String {
     }
 }
 
-fn exchange(stream: &UnixStream, paths: &DevicePaths, req: &Request) -> std::result::Result<(u64, Vec<u8>), Failed> {
+fn exchange(
+    stream: &UnixStream,
+    paths: &DevicePaths,
+    served_by: Option<u32>,
+    req: &Request,
+) -> std::result::Result<(u64, Vec<u8>), Failed> {
     let lost = |e: std::io::Error| {
         let what = match e.kind() {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => format!(
                 "timeout after {} s waiting for the reply to {}{}",
                 REPLY_TIMEOUT.as_secs(),
                 req.name(),
-                daemon_state(paths)
+                daemon_state(paths, served_by)
             ),
             // A reset or broken pipe is mostly a daemon that died: say so
             // (helper-48: only the timeout said whether it was gone).
-            _ => format!("{} failed: {e}{}", req.name(), daemon_state(paths)),
+            _ => format!("{} failed: {e}{}", req.name(), daemon_state(paths, served_by)),
         };
         Failed::Lost(DriverError::Backend(format!("simulator daemon at {}: {what}", paths.dir.display())))
     };
@@ -628,7 +653,7 @@ impl DaemonBackend {
         let regs = RegisterWindows::new(board.arch().params());
         let windows = Windows::new(regs.count());
         Ok(DaemonBackend {
-            link: Link { paths, stream, now: 0, broken: None },
+            link: Link { paths, stream, now: 0, served_by: info.daemon_pid, broken: None },
             sysmem,
             _lock: lock,
             info,

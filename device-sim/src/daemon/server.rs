@@ -15,11 +15,14 @@
 //!   change nothing, so `cqlab status` can look at a device in the middle of
 //!   another client's run without disturbing it;
 //! - frames are capped at [`proto::MAX_FRAME`] bytes and open connections at
-//!   [`MAX_CONNECTIONS`]; a frame must arrive whole within the idle timeout
-//!   of its first byte, and a connection that does not own the device is
-//!   closed after that long without a request, so silent connections cannot
-//!   fill the cap and lock everyone out (`sim stop --force` included). The
-//!   owner may stay silent: a client between runs is legitimate.
+//!   [`MAX_CONNECTIONS`]; on a connection that does not own the device a
+//!   frame must arrive whole within the idle timeout of its first byte, and
+//!   the connection is closed after that long without a request, so silent
+//!   connections cannot fill the cap and lock everyone out (`sim stop
+//!   --force` included). The owner may stay silent, between frames or in
+//!   the middle of one: a client between runs, or stopped in a debugger or
+//!   by SIGSTOP while it sends, is legitimate, and its death closes the
+//!   socket.
 //!
 //! The device advances only when the owner polls; with no owner it idles,
 //! keeping its memory. Every accepted HELLO starts from a quiet device: the
@@ -61,6 +64,8 @@ pub const MAX_POLL_CYCLES: u64 = 100_000_000;
 const QUIESCE_BUDGET_CYCLES: u64 = 10_000_000;
 /// Most connections open at once; more are told so and closed.
 pub const MAX_CONNECTIONS: usize = 16;
+/// How long the daemon waits before accepting again after accept failed.
+const ACCEPT_RETRY: Duration = Duration::from_millis(50);
 /// The default of [`ServeOptions::idle_timeout`].
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -290,8 +295,35 @@ impl Server {
 
 fn accept_loop(listener: UnixListener, jobs: Sender<Job>, open: Arc<AtomicUsize>, opts: ServeOptions) {
     let me = nix::unistd::Uid::effective().as_raw();
+    // The last accept error logged, so a persistent one (out of file
+    // descriptors) is said once, not at every retry.
+    let mut failing: Option<std::io::ErrorKind> = None;
     for (conn, stream) in (1u64..).zip(listener.incoming()) {
-        let Ok(stream) = stream else { continue };
+        let stream = match stream {
+            Ok(s) => {
+                failing = None;
+                s
+            }
+            Err(e) => {
+                // A pending connection stays queued while accept fails
+                // (EMFILE, ENFILE, ENOBUFS): retrying at once spun a core
+                // (helper-78). Back off, and say why once.
+                if failing != Some(e.kind()) {
+                    failing = Some(e.kind());
+                    let hint = if e.raw_os_error().is_some_and(|c| {
+                        [nix::errno::Errno::EMFILE, nix::errno::Errno::ENFILE].contains(&nix::errno::Errno::from_raw(c))
+                    }) {
+                        " (out of file descriptors: raise `ulimit -n`, or close clients); retrying every \
+                         50 ms"
+                    } else {
+                        "; retrying every 50 ms"
+                    };
+                    log!("cqlab sim serve: cannot accept a connection: {e}{hint}");
+                }
+                std::thread::sleep(ACCEPT_RETRY);
+                continue;
+            }
+        };
         let refuse = |stream: &UnixStream, why: String| {
             let mut w = stream;
             let _ = proto::write_frame(&mut w, &Reply { now: 0, result: Err(why) }.encode());
@@ -369,7 +401,10 @@ fn serve_connection(conn: u64, pid: u32, stream: UnixStream, jobs: &Sender<Job>,
                 return;
             }
         }
-        let mut r = Deadline { stream: &stream, until: Instant::now() + opts.idle_timeout };
+        // The owner's frames have no deadline (module doc): one cut off
+        // for a SIGSTOP in the middle of a large WRITE lost the device
+        // (helper-78).
+        let mut r = Deadline { stream: &stream, until: (!owner).then(|| Instant::now() + opts.idle_timeout) };
         let reply = match proto::read_frame(&mut r) {
             Ok(None) => return,
             Ok(Some(frame)) => match Request::decode(&frame) {
@@ -475,19 +510,25 @@ fn wait_readable(stream: &UnixStream, limit: Option<Duration>) -> Readable {
 
 /// A stream read against one deadline for a whole frame: each read may
 /// wait only for what is left of it (a per-read timeout alone would let a
-/// byte every few seconds hold a connection forever).
+/// byte every few seconds hold a connection forever). `None`: no deadline.
 struct Deadline<'a> {
     stream: &'a UnixStream,
-    until: Instant,
+    until: Option<Instant>,
 }
 
 impl std::io::Read for Deadline<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let left = self.until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(std::io::ErrorKind::TimedOut.into());
-        }
-        self.stream.set_read_timeout(Some(left))?;
+        let left = match self.until {
+            Some(until) => {
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(std::io::ErrorKind::TimedOut.into());
+                }
+                Some(left)
+            }
+            None => None,
+        };
+        self.stream.set_read_timeout(left)?;
         let mut s = self.stream;
         s.read(buf)
     }

@@ -6,6 +6,7 @@
 mod support;
 
 use cqlab_abi::memory_map::USER;
+use cqlab_abi::noc::{Coord, NocAddr};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -835,6 +836,125 @@ fn silent_connections_are_closed_after_the_idle_timeout() {
     let _ = holder.wait();
     assert!(stop.status.success(), "{}", text(&stop));
     assert!(d.log().contains("silent for 1 s without holding the device"), "{}", d.log());
+}
+
+/// A client whose daemon was killed and restarted under it names the
+/// daemon it talked to as gone and the new one as another (helper-78: it
+/// said the new daemon "is running but did not answer").
+#[test]
+fn a_client_of_a_restarted_daemon_is_told_its_daemon_is_gone() {
+    let dir = scratch_dir("restarted");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut first = Daemon::start_in(dir.clone(), 10, "", &[]);
+    let mut job = client_job(&dir, 7, 100_000)
+        .env("CQLAB_FIRMWARE_DIR", firmware_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(job.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.contains("booted"), "{line:?}");
+    let signal =
+        |sig: &str, pid: u32| assert!(Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());
+    signal("-STOP", job.id());
+    let old = first.child.id();
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    let second = Daemon::start_in(dir.clone(), 10, "", &[]);
+    let new = second.child.id();
+    let start = Instant::now();
+    while std::fs::read_to_string(dir.join("pid")).unwrap_or_default().trim() != new.to_string() {
+        assert!(start.elapsed() < Duration::from_secs(10), "the second daemon never wrote its pid");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    signal("-CONT", job.id());
+    let start = Instant::now();
+    while job.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < PROCESS_TIMEOUT, "the continued client did not end");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = job.wait_with_output().unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let expected = format!("the daemon this run attached to, pid {old}, is gone; pid {new} serves the directory now");
+    assert!(err.contains(&expected), "{err}");
+    drop(second);
+}
+
+/// The owner may stop in the middle of a request (SIGSTOP, a debugger)
+/// for longer than the idle timeout and go on: helper-78 found half a
+/// WRITE held 11 s cut off, and the device lost.
+#[test]
+fn the_owner_may_pause_in_the_middle_of_a_request() {
+    use std::io::Write;
+    let dir = scratch_dir("owner-pause");
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = Daemon::start_in(dir, 8, "", &["--idle-timeout", "0.3"]);
+    let s = raw(&d);
+    raw_call(&s, &Request::Hello { version: proto::VERSION, pid: std::process::id() }).unwrap();
+    let data = vec![0x5a; 4096];
+    // DRAM bank 0 (NOC0 (0,0)): every Wormhole harvesting keeps it.
+    let write = Request::Write { addr: NocAddr::unicast(Coord::new(0, 0), 0x10000).0, data: data.clone() };
+    let frame = write.encode();
+    let mut w = &s;
+    w.write_all(&(frame.len() as u32).to_le_bytes()).unwrap();
+    w.write_all(&frame[..frame.len() / 2]).unwrap();
+    // Three idle timeouts with half the frame sent.
+    std::thread::sleep(Duration::from_millis(900));
+    w.write_all(&frame[frame.len() / 2..]).unwrap();
+    let mut r = &s;
+    let reply = proto::read_frame(&mut r).unwrap().map(|f| Reply::decode(&f).unwrap().result);
+    assert!(matches!(reply, Some(Ok(_))), "the paused WRITE: {reply:?}; log: {}", d.log());
+    let read = Request::Read { addr: NocAddr::unicast(Coord::new(0, 0), 0x10000).0, len: 4096 };
+    assert_eq!(raw_call(&s, &read).unwrap(), data, "the paused WRITE landed whole");
+    assert!(!d.log().contains("dropped connection"), "{}", d.log());
+}
+
+/// A daemon out of file descriptors says so once and backs off, rather
+/// than spinning a core on the connection accept cannot take (helper-78:
+/// ~67 % of a core under `ulimit -n 12`), and serves again once clients
+/// close.
+#[test]
+fn a_daemon_out_of_file_descriptors_says_so_once_and_does_not_spin() {
+    let dir = scratch_dir("emfile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = Daemon::start_in(dir, 9, "ulimit -n 12;", &[]);
+    let conns: Vec<UnixStream> = (0..12).map(|_| raw(&d)).collect();
+    let start = Instant::now();
+    while !d.log().contains("cannot accept a connection") {
+        assert!(start.elapsed() < Duration::from_secs(10), "accept never failed; log: {}", d.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let cpu = || {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", d.child.id())).unwrap();
+        // utime and stime, fields 14 and 15, after the command name's ')'.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let f: Vec<u64> = rest.split(' ').skip(11).take(2).map(|x| x.parse().unwrap()).collect();
+        f[0] + f[1]
+    };
+    let (before, t) = (cpu(), Instant::now());
+    std::thread::sleep(Duration::from_secs(1));
+    let ticks = cpu() - before;
+    let hz = 100; // USER_HZ on Linux
+    assert!(
+        (ticks as f64) < 0.25 * hz as f64 * t.elapsed().as_secs_f64(),
+        "the daemon used {ticks} ticks of CPU in {:?} while accept failed",
+        t.elapsed()
+    );
+    let log = d.log();
+    assert_eq!(log.matches("cannot accept a connection").count(), 1, "{log}");
+    assert!(log.contains("out of file descriptors: raise `ulimit -n`"), "{log}");
+    drop(conns);
+    let start = Instant::now();
+    loop {
+        let o = bar(&d, &[]);
+        if o.status.success() {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "daemon unusable after the fd shortage: {}", text(&o));
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]
