@@ -76,12 +76,23 @@ fn boards_parse_and_print() {
     for b in Board::ALL {
         assert_eq!(b.name().parse::<Board>().unwrap(), b);
         assert_eq!(Board::from_board_id((b.upi() as u64) << 36), Some(b));
+        // The card's own name, as the docs write it, is the same board; it
+        // prints by its full name.
+        assert_eq!(b.short_name().parse::<Board>().unwrap(), b);
+        assert_eq!(b.short_name().parse::<Board>().unwrap().to_string(), b.name());
     }
+    assert_eq!("n300".parse::<Board>(), Ok(Board::WormholeN300));
+    assert_eq!("p100a".parse::<Board>(), Ok(Board::BlackholeP100a));
     let e = "wormhole-n200".parse::<Board>().unwrap_err();
     assert_eq!(
         e.to_string(),
-        "unknown chip `wormhole-n200`; expected one of: wormhole-n150, wormhole-n300, blackhole-p100a, blackhole-p150a"
+        "unknown chip `wormhole-n200`; expected one of: wormhole-n150 (n150), wormhole-n300 (n300), \
+         blackhole-p100a (p100a), blackhole-p150a (p150a)"
     );
+    // Only a whole name: no prefix, no other case, no arch alone.
+    for bad in ["n30", "N300", "wormhole", "p150", "blackhole-p150"] {
+        assert!(bad.parse::<Board>().is_err(), "{bad}");
+    }
 }
 
 #[test]

@@ -55,10 +55,8 @@ fn number(var: &'static str, value: &str) -> Result<u64, ApiError> {
 
 /// The board a `CQLAB_TTSIM_BOARD` value names, on `arch`.
 fn board(arch: Arch, value: &str) -> Result<Board, ApiError> {
-    let of_arch: Vec<Board> = Board::ALL.into_iter().filter(|b| b.arch() == arch).collect();
-    let short = |b: &Board| b.name().rsplit('-').next().unwrap_or_default().to_string();
-    of_arch.iter().copied().find(|b| b.name() == value || short(b) == value).ok_or_else(|| {
-        let names: Vec<String> = of_arch.iter().map(short).collect();
+    value.parse::<Board>().ok().filter(|b| b.arch() == arch).ok_or_else(|| {
+        let names: Vec<&str> = Board::ALL.into_iter().filter(|b| b.arch() == arch).map(Board::short_name).collect();
         bad(
             "CQLAB_TTSIM_BOARD",
             value,

@@ -21,7 +21,7 @@ pub enum Board {
 
 /// A `--chip` value that names no board.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown chip `{given}`; expected one of: {}", Board::ALL.map(Board::name).join(", "))]
+#[error("unknown chip `{given}`; expected one of: {}", Board::ALL.map(Board::both_names).join(", "))]
 pub struct UnknownBoard {
     pub given: String,
 }
@@ -30,7 +30,8 @@ impl Board {
     pub const ALL: [Board; 4] =
         [Board::WormholeN150, Board::WormholeN300, Board::BlackholeP100a, Board::BlackholeP150a];
 
-    /// The `--chip` spelling.
+    /// The `--chip` spelling, the one cqlab prints (reports, replay
+    /// lines, trace headers, the daemon's protocol).
     pub const fn name(self) -> &'static str {
         match self {
             Board::WormholeN150 => "wormhole-n150",
@@ -38,6 +39,22 @@ impl Board {
             Board::BlackholeP100a => "blackhole-p100a",
             Board::BlackholeP150a => "blackhole-p150a",
         }
+    }
+
+    /// The card's own name (`n300`), as the docs and Tenstorrent's tools
+    /// write it; parsing takes it as an alias of [`Board::name`].
+    pub const fn short_name(self) -> &'static str {
+        match self {
+            Board::WormholeN150 => "n150",
+            Board::WormholeN300 => "n300",
+            Board::BlackholeP100a => "p100a",
+            Board::BlackholeP150a => "p150a",
+        }
+    }
+
+    /// `wormhole-n300 (n300)`: both names, for a message listing the boards.
+    fn both_names(self) -> String {
+        std::format!("{} ({})", self.name(), self.short_name())
     }
 
     pub const fn arch(self) -> Arch {
@@ -100,7 +117,11 @@ impl core::fmt::Display for Board {
 impl core::str::FromStr for Board {
     type Err = UnknownBoard;
 
+    /// A board by its name or its short name (`wormhole-n300` or `n300`).
     fn from_str(s: &str) -> Result<Board, UnknownBoard> {
-        Board::ALL.into_iter().find(|b| b.name() == s).ok_or_else(|| UnknownBoard { given: s.to_string() })
+        Board::ALL
+            .into_iter()
+            .find(|b| b.name() == s || b.short_name() == s)
+            .ok_or_else(|| UnknownBoard { given: s.to_string() })
     }
 }

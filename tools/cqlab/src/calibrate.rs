@@ -30,9 +30,9 @@ const MIN_PUBLISHED: f64 = 1e-6;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The board to calibrate (default: wormhole-n150), at its usual
-    /// harvesting: the published figures were measured on it, so
-    /// `--harvest` is refused.
+    /// The board to calibrate (default: wormhole-n150; the card's name
+    /// alone, such as n300, is taken too), at its usual harvesting: the
+    /// published figures were measured on it, so `--harvest` is refused.
     #[arg(long, value_name = "BOARD", value_parser = crate::chip::listed_board())]
     pub chip: Option<Board>,
     /// Refused: the published figures were measured on each board's usual
@@ -263,8 +263,11 @@ fn parse(what: &str, text: &str) -> anyhow::Result<Vec<Figure>> {
             Some(name) => format!("figure {} ({name})", i + 1),
             None => format!("figure {}", i + 1),
         };
-        let f: Figure = serde_json::from_value(v).map_err(|e| UsageError(format!("{what}: {label}: {e}")))?;
+        let mut f: Figure = serde_json::from_value(v).map_err(|e| UsageError(format!("{what}: {label}: {e}")))?;
         let checked = f.check_text().and_then(|()| {
+            // A board by its short name (`n300`) is kept by its full one, as
+            // reports print it and duplicates are judged.
+            f.board = f.board()?.map(|b| b.name().to_string());
             f.bench()?.check(f.home()?)?;
             f.check_published()
         });
@@ -404,6 +407,18 @@ mod tests {
         let (calibrate_help, boards) = help(cli.find_subcommand("calibrate").expect("calibrate"));
         let boards: Vec<&str> = boards.iter().map(|b| b.get_name()).collect();
         assert_eq!(boards, Board::ALL.map(Board::name), "the boards, listed by clap");
+        // Each takes the card's name, as the README's tables write it.
+        for b in Board::ALL {
+            let parsed = <crate::Cli as clap::Parser>::try_parse_from(["cqlab", "calibrate", "--chip", b.short_name()]);
+            let Ok(crate::Cli { command: crate::Command::Calibrate(args), .. }) = parsed else {
+                panic!("calibrate --chip {}: {:?}", b.short_name(), parsed.err())
+            };
+            assert_eq!(args.chip, Some(b));
+        }
+        // ChipOpt's help names both spellings of every board.
+        for b in Board::ALL {
+            assert!(chip_opt_help.contains(b.name()) && chip_opt_help.contains(b.short_name()), "{chip_opt_help}");
+        }
         assert!(calibrate_help.contains("`--harvest` is refused"), "{calibrate_help}");
         assert!(calibrate_help.contains("usual harvesting"), "{calibrate_help}");
         let chip_opt_first = chip_opt_help.split('.').next().unwrap();
@@ -499,8 +514,14 @@ mod tests {
         assert!(!figures[1].applies_to(Board::BlackholeP150a));
         let e = parsed(&[&on("blackhole-p150a")]).unwrap_err();
         assert!(e.contains("figure 1 (stores): board blackhole-p150a: not a wormhole board"), "{e}");
-        let e = parsed(&[&on("n150")]).unwrap_err();
-        assert!(e.contains("figure 1 (stores): board: unknown chip `n150`"), "{e}");
+        let e = parsed(&[&on("n250")]).unwrap_err();
+        assert!(e.contains("figure 1 (stores): board: unknown chip `n250`"), "{e}");
+        // The card's name is the board's: kept by its full name, and a
+        // duplicate of the same measurement given by the full name.
+        let figures = parsed(&[&on("n300")]).unwrap();
+        assert_eq!(figures[0].board.as_deref(), Some("wormhole-n300"));
+        let e = parsed(&[&on("n300"), &on("wormhole-n300")]).unwrap_err();
+        assert!(e.contains("on wormhole-n300: a duplicate"), "{e}");
     }
 
     /// The built-in figures whose source names the board they were measured

@@ -15,8 +15,9 @@ use cqlab_driver::{DeviceConfig, Role, Topology};
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct ChipOpt {
     /// The board: wormhole-n150, wormhole-n300 (its PCIe-attached chip),
-    /// blackhole-p100a or blackhole-p150a. A simulator made here defaults
-    /// to wormhole-n150; a device that exists is what it reports.
+    /// blackhole-p100a or blackhole-p150a, or by the card's name alone
+    /// (n150, n300, p100a, p150a). A simulator made here defaults to
+    /// wormhole-n150; a device that exists is what it reports.
     #[arg(long, value_name = "BOARD", value_parser = board)]
     pub chip: Option<Board>,
     /// Harvested Tensix lines in NOC0 coordinates, replacing the board's
@@ -33,11 +34,11 @@ pub fn board(s: &str) -> Result<Board, String> {
 }
 
 /// A `--chip` whose help lists the boards as clap's possible values (from
-/// `Board::ALL`), for a command that takes the board alone and so needs
-/// none of `ChipOpt`'s prose.
+/// `Board::ALL`, each taking its short name as an alias), for a command
+/// that takes the board alone and so needs none of `ChipOpt`'s prose.
 pub fn listed_board() -> impl clap::builder::TypedValueParser<Value = Board> {
-    use clap::builder::TypedValueParser as _;
-    clap::builder::PossibleValuesParser::new(Board::ALL.map(Board::name))
+    use clap::builder::{PossibleValue, TypedValueParser as _};
+    clap::builder::PossibleValuesParser::new(Board::ALL.map(|b| PossibleValue::new(b.name()).alias(b.short_name())))
         .map(|name| name.parse::<Board>().expect("a board's own name"))
 }
 
@@ -181,6 +182,14 @@ mod tests {
         assert_eq!(board("blackhole-p100a"), Ok(Board::BlackholeP100a));
         let e = board("grayskull").unwrap_err();
         assert!(e.contains("wormhole-n150") && e.contains("blackhole-p150a"), "{e}");
+        // The README's tables name the cards (`n300`); `--chip` takes that
+        // name too, and replay lines print the full one.
+        for b in Board::ALL {
+            assert_eq!(board(b.short_name()), Ok(b));
+            assert!(e.contains(b.short_name()), "{e}");
+        }
+        let opt = ChipOpt { chip: Some(board("n300").unwrap()), harvest: None };
+        assert_eq!(opt.argv(), ["--chip", "wormhole-n300"]);
         let wh = ChipOpt::of(Board::WormholeN150, Some("rows=1,2"));
         assert_eq!(wh.harvesting().unwrap(), Some(Harvesting::rows(&[1, 2])));
         // Columns are a Blackhole's harvesting, not a Wormhole's.

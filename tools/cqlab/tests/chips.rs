@@ -69,3 +69,24 @@ fn a_harvested_or_missing_core_is_refused_naming_the_harvesting() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cols=5,6,7,10: a 9x10 compute grid"), "{}", text(&out));
 }
+
+/// The README's tables name the cards (`n300`, `p150a`): `--chip` takes
+/// those names too, and every report and replay line prints the full one
+/// (`n300` was refused, its error listing only `wormhole-n300`).
+#[test]
+fn a_board_by_its_card_name_is_the_same_board_printed_in_full() {
+    for (short, board) in [("n150", BOARDS[0]), ("n300", BOARDS[1]), ("p100a", BOARDS[2]), ("p150a", BOARDS[3])] {
+        let (code, race) = cqlab_json(&["race", "--chip", short, "--seeds", "1", "--iterations", "2"]);
+        assert_eq!(code, 0, "{short}: {race}");
+        assert_eq!(race["chip"], board, "{short}: {race}");
+    }
+    let args = ["race", "--chip", "n300", "--workload", "random", "--firmware", "relay-reuse-before-sent"];
+    let (code, race) = cqlab_json(&[&args[..], &["--seeds", "16", "--until-first"]].concat());
+    assert_ne!(code, 0, "a known bug is found: {race}");
+    let replay = race["signatures"][0]["replay"].as_str().unwrap();
+    assert!(replay.contains("--chip wormhole-n300 "), "{replay}");
+    // A name that is neither is refused, listing both spellings.
+    let out = cqlab(&["race", "--chip", "n250", "--seeds", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("wormhole-n300 (n300)"), "{}", text(&out));
+}
