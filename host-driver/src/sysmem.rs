@@ -1,10 +1,13 @@
 //! Host memory the device reaches over PCIe: huge pages when the system has
-//! them (1 GiB, then 2 MiB, `MAP_HUGETLB`), else normal pages. Which one was
-//! used is said once per process.
+//! them (1 GiB, then 2 MiB, `MAP_HUGETLB`), else normal pages.
+//!
+//! Which one was used is not printed here: on a simulator it changes
+//! nothing a command reports but host time, so the commands that measure
+//! host time say it ([`pages_used`]), and the tt-kmd path says it where a
+//! card is to pin the memory.
 
 use memmap2::{MmapMut, MmapOptions};
-use std::io::Write as _;
-use std::sync::Once;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Page size the allocation ended up with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,9 +25,37 @@ impl PageKind {
             Self::Normal => "normal pages (no huge pages available)",
         }
     }
+
+    /// The JSON spelling (`"sysmem_pages"` of the reports that carry it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Huge1G => "huge-1g",
+            Self::Huge2M => "huge-2m",
+            Self::Normal => "normal",
+        }
+    }
+
+    /// Larger is better for the host's TLB; [`USED`] keeps the least.
+    const fn rank(self) -> u8 {
+        match self {
+            Self::Normal => 1,
+            Self::Huge2M => 2,
+            Self::Huge1G => 3,
+        }
+    }
 }
 
-static SAID: Once = Once::new();
+/// The smallest pages any allocation of this process got (its
+/// [`PageKind::rank`]), 0 before the first.
+static USED: AtomicU8 = AtomicU8::new(0);
+
+/// The smallest pages any sysmem this process allocated got; `None` if it
+/// allocated none (its device's sysmem is another process's, a daemon's).
+pub fn pages_used() -> Option<PageKind> {
+    [PageKind::Normal, PageKind::Huge2M, PageKind::Huge1G]
+        .into_iter()
+        .find(|k| k.rank() == USED.load(Ordering::Relaxed))
+}
 
 /// Anonymous, zeroed host memory of `size` bytes.
 pub fn alloc(size: usize) -> std::io::Result<(MmapMut, PageKind)> {
@@ -34,9 +65,8 @@ pub fn alloc(size: usize) -> std::io::Result<(MmapMut, PageKind)> {
         .filter(|(_, bits)| size % (1usize << bits) == 0)
         .find_map(|&(kind, bits)| MmapOptions::new().len(size).huge(Some(bits)).map_anon().ok().map(|m| (m, kind)))
         .map_or_else(|| MmapOptions::new().len(size).map_anon().map(|m| (m, PageKind::Normal)), Ok)?;
-    // A note only: a closed stderr (`2>&1 | head -1`) must not end the run.
-    SAID.call_once(|| {
-        let _ = writeln!(std::io::stderr(), "cqlab: sysmem in {}", kind.describe());
+    let _ = USED.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+        Some(if u == 0 { kind.rank() } else { u.min(kind.rank()) })
     });
     Ok((map, kind))
 }
@@ -51,5 +81,10 @@ mod tests {
         m[12345] = 7;
         // 3 MiB is not a multiple of 1 GiB; 2 MiB pages or normal pages it is.
         assert_ne!(kind, super::PageKind::Huge1G);
+        // A 4 KiB one is in normal pages whatever the system has, and the
+        // process's record keeps the smallest.
+        let (_, small) = super::alloc(4 << 10).unwrap();
+        assert_eq!(small, super::PageKind::Normal);
+        assert_eq!(super::pages_used(), Some(super::PageKind::Normal));
     }
 }

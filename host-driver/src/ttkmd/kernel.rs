@@ -162,7 +162,22 @@ impl Kernel for DeviceFile {
     }
 
     fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw> {
-        let (map, _) = crate::sysmem::alloc(len)?;
+        let (map, kind) = crate::sysmem::alloc(len)?;
+        if kind == crate::sysmem::PageKind::Normal {
+            // A card pins these pages: said here, where it matters (a
+            // simulator's sysmem is silent, crate::sysmem). A note only: a
+            // closed stderr (`2>&1 | head -1`) must not end the run.
+            use std::io::Write as _;
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "cqlab: {}: sysmem in {}; without an IOMMU tt-kmd pins only physically contiguous memory",
+                    self.path.display(),
+                    kind.describe()
+                );
+            });
+        }
         Ok(MmapRaw::from(map))
     }
 }

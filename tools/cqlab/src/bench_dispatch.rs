@@ -623,13 +623,19 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     }
     if args.json {
         // Every point runs on an embedded simulator of this seed.
-        outln!("{}", serde_json::json!({ "seed": args.seed, "rows": rows }));
+        outln!(
+            "{}",
+            serde_json::json!({ "seed": args.seed, "sysmem_pages": crate::sysmem_pages::json(), "rows": rows })
+        );
     } else if args.csv {
         out!("{}", csv(&rows)?);
     } else {
         out!("{}", table(&rows));
         let seconds: f64 = rows.iter().map(|r| r.host_seconds).sum();
         outln!("host time: {seconds:.1} s for {} points on this machine (`--json`: each point's)", rows.len());
+        if let Some(line) = crate::sysmem_pages::line() {
+            outln!("{line}");
+        }
         out!("{}", golden_legend(&rows, &goldens));
         out!("{}", targets(&rows));
         out!("{}", profiles(&rows));

@@ -153,6 +153,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 "write_buffer_small_per_s": submit_rate,
                 "bulk_write_buffer_gbs": write_gbs, "memcpy_gbs": memcpy_gbs, "bulk_ratio": write_gbs / memcpy_gbs,
                 "event_round_trip_cycles": ev_cycles, "event_round_trip_host_us": ev_us,
+                "sysmem_pages": crate::sysmem_pages::json(),
                 "read_back_bytes_per_cycle": read_back.iter().map(|&(page, rate)| {
                     serde_json::json!({"page_bytes": page, "bytes_per_cycle": rate})
                 }).collect::<Vec<_>>(),
@@ -171,6 +172,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     for (page, rate) in read_back {
         let what = format!("read_buffer {} KiB in {page} B pages, device", READ_BACK_BYTES >> 10);
         outln!("{what:<52} {rate:>8.2} B/cycle");
+    }
+    if let Some(line) = crate::sysmem_pages::line() {
+        outln!("{line}");
     }
     Ok(ExitCode::SUCCESS)
 }

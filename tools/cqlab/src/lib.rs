@@ -42,6 +42,7 @@ mod sim;
 mod status;
 mod stress;
 mod sweep;
+mod sysmem_pages;
 mod trace_export;
 mod trace_file;
 mod trace_summary;

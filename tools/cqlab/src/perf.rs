@@ -225,6 +225,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 "chip": dev.chip().board().name(), "harvesting": dev.chip().harvesting().to_string(), "clock_hz": clock_hz,
                 "device": args.device, "slow_dispatch_row": embedded,
                 "seed": cqlab_workloads::runner::device_seed(&args.device, args.seed),
+                "sysmem_pages": crate::sysmem_pages::json(),
                 "dispatch": figs, "prefetch_commands": costs(&pre), "dispatch_commands": costs(&dis)})
         );
         return Ok(ExitCode::SUCCESS);
@@ -271,6 +272,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         outln!("(host enqueue n/a: this device cannot tell the host's time from its own)");
     } else {
         outln!("(host enqueue n/a for slow dispatch: the host dispatches, waiting for the device)");
+    }
+    if let Some(line) = crate::sysmem_pages::line() {
+        outln!("{line}");
     }
     for (title, m) in [("CQ0 prefetcher", &pre), ("CQ0 dispatcher", &dis)] {
         let held: u64 = m.values().map(|(n, ..)| n).sum();

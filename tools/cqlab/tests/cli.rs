@@ -553,6 +553,33 @@ fn perf_on_a_daemon_says_which_device_and_why_a_row_is_missing() {
     assert!(!out.lines().any(|l| l.starts_with("slow ")), "{out}");
     // A daemon's device time cannot be told from the host's.
     assert!(out.contains("host enqueue n/a: this device cannot tell"), "{out}");
+    // Its sysmem is the daemon's: this process has no pages to name.
+    assert!(!out.contains("host sysmem"), "{out}");
+}
+
+/// Which pages the sysmem got (huge or normal) matters to host time alone:
+/// a command on a simulator says nothing of it (every command printed
+/// "cqlab: sysmem in normal pages ..." on stderr), and `perf`, which
+/// measures host time, says it in its table and its JSON.
+#[test]
+fn only_reports_of_host_time_say_which_pages_the_sysmem_got() {
+    for args in [&["demo", "--rounds", "1"][..], &["race", "--seeds", "1", "--iterations", "2"]] {
+        let o = cqlab(&[args, &support::SMALL_WORMHOLE].concat());
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(!String::from_utf8_lossy(&o.stderr).contains("sysmem"), "{args:?}: {}", text(&o));
+    }
+    let perf = [&["perf", "--programs", "4"][..], &support::SMALL_WORMHOLE].concat();
+    let o = cqlab(&perf);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("sysmem"), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out.lines().find(|l| l.starts_with("host sysmem: ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.ends_with(" pages") || line.ends_with("(no huge pages available)"), "{line}");
+    let (code, v) = cqlab_json(&perf);
+    assert_eq!(code, 0, "{v}");
+    let pages = v["sysmem_pages"].as_str().unwrap_or_else(|| panic!("{v}"));
+    assert!(["huge-1g", "huge-2m", "normal"].contains(&pages), "{v}");
+    assert_eq!(pages == "normal", line.contains("normal pages"), "{line} {v}");
 }
 
 /// `perf`'s host enqueue time is `bench dispatch`'s (`host_time`: batches
