@@ -301,7 +301,9 @@ impl Plan {
         opt("blocking-loads", a.blocking_loads.to_string());
         opt("link-contention", a.link_contention.to_string());
         opt("icache", a.icache.to_string());
-        opt("l0-cache", a.l0_cache.to_string());
+        // What ran: on Wormhole, which has none, `false` whatever was asked
+        // (the report's `l0_cache`; both values run the same there).
+        opt("l0-cache", a.model().on(a.chip.sim_board().arch()).l0_cache.to_string());
         opt("reads-pass-unsent", a.reads_pass_unsent.to_string());
         if a.workload == WorkloadKind::TwoQueue {
             // The random workload draws these per seed.
@@ -694,8 +696,10 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
         v["link_contention"] = a.link_contention.into();
         v["icache"] = a.icache.into();
         v["reads_pass_unsent"] = a.reads_pass_unsent.into();
-        // What ran: Wormhole's cores have none.
+        // What ran (Wormhole's cores have none, so false there, as the
+        // replay lines say), and what was asked.
         v["l0_cache"] = a.model().on(a.chip.sim_board().arch()).l0_cache.into();
+        v["l0_cache_requested"] = a.l0_cache.into();
         let (chip, harvesting) = plan.chip_names();
         v["chip"] = chip.into();
         v["harvesting"] = harvesting.into();
@@ -721,8 +725,9 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
     };
     // The faults as given: a rate read without them would mislead.
     let faults = if a.faults.is_empty() { String::new() } else { format!(", faults {}", a.faults.join(",")) };
-    // The model, where it is not the default.
-    let model = a.model().describe();
+    // The model, where it is not the default (Wormhole's lack of L0 data
+    // caches is no departure: its replay lines say `--l0-cache false`).
+    let model = a.model().describe_on(a.chip.sim_board().arch());
     // What varies a two-queue seed that nothing else varies.
     let variation = match plan.drawn_variation() {
         Some(SeedVariation::SliceJitter(q)) => format!(", slice jitter {q} on seeds with nothing else to vary"),

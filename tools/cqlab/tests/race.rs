@@ -206,6 +206,37 @@ fn races_the_model_before(option: &str, default: &str, before: &str, every: bool
     known_bug_replays_with(option, before);
 }
 
+/// Wormhole has no L0 data caches, so `--l0-cache` changes nothing there:
+/// the report's `l0_cache` and the replay lines say what ran (`false`),
+/// `l0_cache_requested` what was asked, and either replays the same
+/// failure (the report said false while the replay lines said
+/// `--l0-cache true`). On Blackhole both say what was asked.
+#[test]
+fn l0_cache_is_reported_and_replayed_as_it_ran_on_each_chip() {
+    let bug = ["--workload", "random", "--firmware", "relay-reuse-before-sent", "--seeds", "16", "--until-first"];
+    let mut first = None;
+    for asked in ["true", "false"] {
+        let (code, v) = race(&[&bug[..], &support::SMALL_WORMHOLE, &["--l0-cache", asked]].concat());
+        assert_eq!(code, EXIT_MISMATCH, "{v}");
+        assert_eq!((v["l0_cache"].as_bool(), v["l0_cache_requested"].as_bool()), (Some(false), Some(asked == "true")));
+        let sig = &v["signatures"][0];
+        let replay = sig["replay"].as_str().unwrap();
+        assert!(replay.contains("--l0-cache false") && !replay.contains("--l0-cache true"), "{replay}");
+        // Both values run the same seeds the same way.
+        let found = (sig["first_seed"].clone(), sig["signature"].clone(), v["runs"].clone());
+        assert_eq!(first.get_or_insert_with(|| found.clone()), &found, "--l0-cache {asked}: {v}");
+        let words: Vec<&str> = replay.split_whitespace().skip(2).collect();
+        let (code, again) = race(&words);
+        assert_eq!(code, EXIT_MISMATCH, "{again}");
+        assert_eq!(again["signatures"][0]["signature"], sig["signature"], "the replay fails the same way");
+        assert_eq!(again["l0_cache"], false, "{again}");
+    }
+    let (code, v) = race(&[&bug[..], &support::SMALL_BLACKHOLE, &["--l0-cache", "true"]].concat());
+    assert_eq!(code, EXIT_MISMATCH, "{v}");
+    assert_eq!((v["l0_cache"].as_bool(), v["l0_cache_requested"].as_bool()), (Some(true), Some(true)));
+    assert!(v["signatures"][0]["replay"].as_str().unwrap().contains("--l0-cache true"), "{v}");
+}
+
 /// `--blocking-loads`: the model before loads in flight became the default
 /// (2026-11-30); every seed's timing moves.
 #[test]

@@ -165,7 +165,8 @@ pub struct Args {
     /// polls without one reads stale copies (a seed that read one fails,
     /// "stale L0 read"). The default since 2026-11-30; `--l0-cache false`
     /// races the model before, on which replay lines without `--l0-cache`
-    /// were found. Wormhole has none.
+    /// were found. Wormhole has none: either value runs the same there,
+    /// and the report (`l0_cache`) and replay lines say `false`.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = true)]
     pub l0_cache: bool,
     /// A device read of host memory waits only for the earlier writes to
