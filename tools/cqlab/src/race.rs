@@ -626,6 +626,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         // Not a `--jobs` child (each is given its shard, and may own none).
         plan.shard.warn_if_empty(plan.args.seeds);
     }
+    if !plan.args.child && !plan.args.records.json && faults::names_strong(&plan.args.faults) {
+        crate::out::diagln!("{}", faults::STRONG_COST_NOTE);
+    }
     if let Some(d) = &plan.args.dump_dir {
         // Before any seed: a dump directory that cannot be made stops nothing later.
         crate::output::create_dir("--dump-dir", d)?;

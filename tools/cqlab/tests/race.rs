@@ -237,6 +237,31 @@ fn l0_cache_is_reported_and_replayed_as_it_ran_on_each_chip() {
     assert!(v["signatures"][0]["replay"].as_str().unwrap().contains("--l0-cache true"), "{v}");
 }
 
+/// `--faults strong` costs many times the host time per seed: a user is
+/// told up front, once (not by each `--jobs` process), on stderr; `--json`
+/// output is the report alone, and a race without it says nothing.
+#[test]
+fn strong_faults_say_up_front_that_seeds_take_longer() {
+    let note = "note: --faults strong takes about";
+    let run = |extra: &[&str]| {
+        let args = [&["race", "--seeds", "2", "--iterations", "2"][..], &support::SMALL_WORMHOLE, extra].concat();
+        let out = cqlab(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", support::text(&out));
+        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (_, err) = run(&["--faults", "strong"]);
+    assert_eq!(err.matches(note).count(), 1, "{err}");
+    assert!(err.starts_with(note), "before the first seed: {err}");
+    let (_, err) = run(&["--faults", "lazy-drain=20,strong", "--jobs", "2"]);
+    assert_eq!(err.matches(note).count(), 1, "{err}");
+    let (out, err) = run(&["--faults", "strong", "--json"]);
+    assert!(!err.contains(note), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("stdout is the JSON report alone");
+    assert_eq!(v["faults"], serde_json::json!(["strong"]), "{v}");
+    let (_, err) = run(&["--faults", "stall=0.01:2000"]);
+    assert!(!err.contains(note), "{err}");
+}
+
 /// `--blocking-loads`: the model before loads in flight became the default
 /// (2026-11-30); every seed's timing moves.
 #[test]

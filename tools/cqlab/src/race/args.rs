@@ -228,11 +228,12 @@ pub struct Args {
     /// slow=CORE@FACTOR (CORE: prefetcherQ, dispatcherQ, workerC.R),
     /// late-doorbell=N, backpressure=N, pcie-read=N, quantum-jitter=N,
     /// lazy-drain=N (the host reads completions every N polls of a wait),
-    /// or `strong` (every simulator amplifier at once). read-passes-unsent
-    /// (a read of host memory passes earlier writes to host memory still
-    /// queued in its NIU) is the model's default since 2026-12-01; it is
-    /// accepted as before, and like any fault given it stops a two-queue
-    /// seed from drawing slice jitter, so older replay lines replay.
+    /// or `strong` (every simulator amplifier at once; 7-22x the host time
+    /// per seed). read-passes-unsent (a read of host memory passes earlier
+    /// writes to host memory still queued in its NIU) is the model's
+    /// default since 2026-12-01; it is accepted as before, and like any
+    /// fault given it stops a two-queue seed from drawing slice jitter, so
+    /// older replay lines replay.
     #[arg(long)]
     pub faults: Vec<String>,
     /// Parallel processes (each runs a share of the seeds; 1..=256).

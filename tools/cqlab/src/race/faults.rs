@@ -36,6 +36,22 @@ pub struct Faults {
 pub const STRONG: &str =
     "stall=0.01:2000,jitter=800,late-doorbell=400,backpressure=3000,quantum-jitter=64,slow=dispatcher0@2,slow=prefetcher1@2";
 
+/// Said up front (stderr, human output) when `strong` is given: its host
+/// time per seed is a surprise otherwise. Measured on 9c46989 with this
+/// note (2026-12-02, release build, `race --chip C --workload W --seeds 5 [--faults strong]`,
+/// race's "s of runs" without and with): two-queue n150 0.3 and 2.4 s,
+/// p150a 0.4 and 4.8; random 0.4 and 5.9, 0.7 and 15.3; programs 2.1 and
+/// 13.8, 3.6 and 23.9 (7-22x). `random --seeds 3` with each of its faults
+/// alone: the stalls 5.9 s (all of `strong` 6.6), every other fault
+/// 0.3-0.4 s, as without.
+pub const STRONG_COST_NOTE: &str = "note: --faults strong takes about 7-22x the host time per seed of a race \
+     without faults (most of it its core stalls, stall=0.01:2000)";
+
+/// Whether `specs` (`--faults`, as given) name `strong`.
+pub fn names_strong(specs: &[String]) -> bool {
+    specs.iter().flat_map(|s| s.split(',')).any(|item| item.trim() == "strong")
+}
+
 const MAX_CYCLES: u64 = 10_000_000;
 
 /// Cycles a core stalls for `--core-stall` (and `stall=P` without `:CYCLES`).
@@ -263,6 +279,7 @@ mod tests {
         assert_eq!(f.jitter, Some(40));
         assert_eq!(f.slow, vec![(CoreName::Dispatcher(1), 3.0)]);
         assert!(Faults::parse(&["strong".into()]).unwrap().late_doorbell.is_some());
+        assert!(names_strong(&["lazy-drain=20, strong".into()]) && !names_strong(&["stall=0.01:2000".into()]));
         assert_eq!(Faults::parse(&["backpressure=300".into()]).unwrap().backpressure, Some(300));
         assert_eq!(Faults::parse(&["lazy-drain=40".into()]).unwrap().lazy_drain, Some(40));
         assert!(Faults::parse(&["read-passes-unsent,backpressure=10".into()]).unwrap().read_passes_unsent);
