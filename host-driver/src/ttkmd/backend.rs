@@ -392,3 +392,26 @@ pub fn open_simulated(path: &str, cfg: &DeviceConfig) -> Result<Box<dyn Backend>
     let dev = TtKmdDevice::with_kernel(Box::new(kernel), super::kernel::OpenFlags::default()).map_err(be)?;
     Ok(Box::new(TtKmdBackend::new(dev, cfg)?))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::kernel::OpenFlags;
+    use super::super::scripted_kernel::{Script, Scripted};
+    use super::*;
+
+    fn open(script: Script) -> Result<TtKmdBackend> {
+        let dev = TtKmdDevice::with_kernel(Box::new(Scripted::new(script)), OpenFlags::default()).map_err(be)?;
+        TtKmdBackend::new(dev, &DeviceConfig::default())
+    }
+
+    /// A 1.x driver (API 1, no semantic version; ttkmd-1.34 is one) gets no command queues and
+    /// is told the release that has them, without contradicting itself.
+    #[test]
+    fn an_api_1_driver_is_told_command_queues_need_ttkmd_2_0() {
+        let err = open(Script { api: 1, semver: None, ..Default::default() }).err().expect("refused").to_string();
+        assert!(
+            err.contains("needs tt-kmd 2.0.0 (ioctl API 2) or later; the driver is tt-kmd 1.x (ioctl API 1"),
+            "{err}"
+        );
+    }
+}

@@ -152,13 +152,15 @@ pub enum ResetKind {
     ResetPcieLink,
     /// Legacy: the driver's config-write reset.
     ConfigWrite,
-    /// 2.3+: reset requested by user space (the firmware resets the chip); needs POST_RESET.
+    /// 2.4.0+: announces a reset that something else (a BMC) performs: the driver only marks
+    /// the device (`set_reset_marker`); POST_RESET fails until that reset clears the mark.
     UserReset,
-    /// 2.3+: ASIC reset; needs POST_RESET.
+    /// 2.4.0+: ASIC reset (the driver marks the device and asks ARC to reset the chip); needs
+    /// POST_RESET once the chip's reset cleared the mark.
     AsicReset,
-    /// 2.3+: ASIC and DMC reset; needs POST_RESET.
+    /// 2.4.0+: ASIC and DMC reset; as [`Self::AsicReset`].
     AsicDmcReset,
-    /// 2.3+: completes a reset sequence (re-initialises the hardware).
+    /// 2.4.0+: completes a reset sequence (re-initialises the hardware) when the mark is clear.
     PostReset,
 }
 
@@ -237,9 +239,10 @@ pub struct TtKmdDevice {
 /// How the device's power was set up at open.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PowerMode {
-    /// Power-aware open (tt-kmd 2.5+): this fd asked for full power with SET_POWER_STATE.
+    /// Power-aware open (tt-kmd 2.6.0+): this fd asked for full power with SET_POWER_STATE.
     Aware,
-    /// Legacy open (or a driver before 2.5): the driver gives every fd high power.
+    /// Legacy open (or a driver before 2.6.0): the driver powers the device for every fd
+    /// (`chardev.c` at ttkmd-2.10.0: everything but the maximum AI clock).
     Legacy,
 }
 
@@ -301,7 +304,7 @@ impl TtKmdDevice {
 
         let info = get_device_info(&inner)?;
 
-        // A power-aware fd starts with everything off: ask for full power. Drivers before 2.5
+        // A power-aware fd starts with everything off: ask for full power. Drivers before 2.6.0
         // ignore O_APPEND and power every fd (legacy).
         let power = if flags.power_aware && version.has(Feature::PowerAware) {
             let mut p = full_power();
@@ -381,7 +384,7 @@ impl TtKmdDevice {
             path: self.path().to_owned(),
             what,
             found: self.version.to_string(),
-            needs: format!("tt-kmd {a}.{b}.{c}"),
+            needs: format!("tt-kmd {a}.{b}.{c} (ioctl API {}) or later", f.api()),
         })
     }
 

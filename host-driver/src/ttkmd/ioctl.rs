@@ -8,16 +8,23 @@
 //! AArch64, RISC-V64; every `__u*` field is naturally aligned there), and the figures are listed
 //! once more in the `layouts_match_ttkmd_4af71921` test, which names the commit.
 //!
-//! Which drivers (GET_DRIVER_INFO tells them apart; see [`DriverVersion`]):
-//! - API version 2 (`driver_version` 2: tt-kmd 1.34 and later, every 2.x): fully supported.
-//!   Drivers 1.34+ also report a semantic version (`driver_version_major/minor/patch`, 12-byte
-//!   `out`); the ioctls added during 2.x are used only when the version has them
-//!   ([`DriverVersion::has`]): NOC cleanup (2.1), USER/ASIC reset + POST_RESET (2.3),
-//!   power-aware opens with SET_POWER_STATE (2.5), blocking LOCK_CTL (2.6), read-only pinning
-//!   (2.8), TLB dma-buf export and exclusive `O_EXCL` opens (2.9).
-//! - API version 1 (before 1.34): open, lock, device info, mappings, pinning and the legacy
-//!   resets work; tt-kmd 1.33's TLB-allocation ioctls had a bug that needed the API break to 2,
-//!   so TLB windows (and with them command queues) need 1.34+, and the backend says so.
+//! Which drivers (GET_DRIVER_INFO tells them apart; see [`DriverVersion`]). Each version below
+//! is the first release tag of tt-kmd whose `ioctl.h` (or `chardev.c`, for open flags) has the
+//! feature; tt-kmd bumps `module.h`'s version when it tags a release, so a feature merged after
+//! tag X.Y arrives in the next one:
+//! - API version 2 (`driver_version` 2: tt-kmd 2.0.0 and later): fully supported. The same
+//!   release added the semantic version (`driver_version_major/minor/patch`, 12-byte `out`;
+//!   `ioctl.h` and `module.h` at ttkmd-2.0.0); the ioctls added during 2.x are used only when
+//!   the version has them ([`DriverVersion::has`]): SET_NOC_CLEANUP (ttkmd-2.2.0), USER/ASIC
+//!   reset + POST_RESET (ttkmd-2.4.0), power-aware `O_APPEND` opens with SET_POWER_STATE
+//!   (ttkmd-2.6.0), blocking LOCK_CTL (ttkmd-2.7.0), read-only pinning (ttkmd-2.9.0), TLB
+//!   dma-buf export and exclusive `O_EXCL` opens (ttkmd-2.10.0; the ttkmd-2.9.99-testing tag,
+//!   which reports 2.9.99, has neither).
+//! - API version 1 (every 1.x, without a semantic version): open, lock, device info, mappings,
+//!   pinning and the legacy resets work. ttkmd-1.34 fixed the TLB ioctls' layout yet still
+//!   reports API 1 (`ioctl.h` at ttkmd-1.34), exactly as the broken ttkmd-1.33 does; the API
+//!   break to 2 that tells them apart shipped in ttkmd-2.0.0 (tt-kmd commit 24401a3). So TLB
+//!   windows (and with them command queues) need 2.0.0, and the backend says so.
 //!
 //! Every tt-kmd request number is `_IO(TENSTORRENT_IOCTL_MAGIC, n)`: direction NONE and size 0
 //! are encoded, yet the argument is a pointer to an in/out struct (`{ in; out; }`). nix's
@@ -101,7 +108,7 @@ pub const RESOURCE_LOCK_COUNT: u8 = 64;
 pub const RESET_DEVICE_RESTORE_STATE: u32 = 0;
 pub const RESET_DEVICE_RESET_PCIE_LINK: u32 = 1;
 pub const RESET_DEVICE_CONFIG_WRITE: u32 = 2;
-/// Since 2.3. After USER_RESET, ASIC_RESET or ASIC_DMC_RESET the kernel refuses every ioctl but
+/// Since 2.4.0 (`ioctl.h` at ttkmd-2.4.0). After USER_RESET, ASIC_RESET or ASIC_DMC_RESET the kernel refuses every ioctl but
 /// GET_DEVICE_INFO, GET_DRIVER_INFO and RESET_DEVICE (ENODEV) until POST_RESET; other fds and
 /// every mapping made before the reset are invalid for good (the resetting fd stays usable).
 pub const RESET_DEVICE_USER_RESET: u32 = 3;
@@ -118,7 +125,7 @@ pub const PIN_PAGES_NOC_DMA: u32 = 2;
 /// NOC DMA window allocated top-down instead of bottom-up; implies NOC DMA (the kernel returns
 /// `noc_address` for it too).
 pub const PIN_PAGES_NOC_TOP_DOWN: u32 = 4;
-/// Since 2.8: the device only reads the pages (needs IOMMU translation, else EOPNOTSUPP).
+/// Since 2.9.0 (`ioctl.h` at ttkmd-2.9.0): the device only reads the pages (needs IOMMU translation, else EOPNOTSUPP).
 pub const PIN_PAGES_READ_ONLY: u32 = 8;
 
 // `tenstorrent_allocate_dma_buf_in.flags` (bits).
@@ -129,10 +136,10 @@ pub const ALLOCATE_DMA_BUF_NOC_DMA: u8 = 2;
 pub const LOCK_CTL_ACQUIRE: u32 = 0;
 pub const LOCK_CTL_RELEASE: u32 = 1;
 pub const LOCK_CTL_TEST: u32 = 2;
-/// Since 2.6: blocks until acquired (out.value 1); ENODEV if the device is reset meanwhile.
+/// Since 2.7.0 (`ioctl.h` at ttkmd-2.7.0): blocks until acquired (out.value 1); ENODEV if the device is reset meanwhile.
 pub const LOCK_CTL_ACQUIRE_BLOCKING: u32 = 3;
 
-// `tenstorrent_power_state` (since 2.5).
+// `tenstorrent_power_state` (since 2.6.0: `ioctl.h` at ttkmd-2.6.0).
 /// `validity` = number of valid `power_flags` bits (0..=15) | number of valid settings (0..=14) << 4.
 pub const fn power_validity(flags: u8, settings: u8) -> u8 {
     (flags & 0xF) | ((settings & 0xF) << 4)
@@ -205,9 +212,9 @@ assert_layout!(GetDriverInfoIn, size = 4, output_size_bytes @ 0);
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct GetDriverInfoOut {
     pub output_size_bytes: u32,
-    /// The ioctl API version (1 before tt-kmd 1.34, 2 since).
+    /// The ioctl API version (1 before tt-kmd 2.0.0, 2 since: `ioctl.h` at ttkmd-1.34, ttkmd-2.0.0).
     pub driver_version: u32,
-    /// Semantic version, since 1.34 (older drivers report `output_size_bytes` 8).
+    /// Semantic version, since 2.0.0 (older drivers report `output_size_bytes` 8).
     pub driver_version_major: u8,
     pub driver_version_minor: u8,
     pub driver_version_patch: u8,
@@ -692,27 +699,32 @@ assert_layout!(ExportTlbDmabuf, size = 32, argsz @ 0, flags @ 4, tlb_id @ 8, fd 
 pub struct DriverVersion {
     /// The ioctl API version (`driver_version`).
     pub api: u32,
-    /// Semantic version (major, minor, patch), from drivers 1.34 and later.
+    /// Semantic version (major, minor, patch), from drivers 2.0.0 and later.
     pub semver: Option<(u8, u8, u8)>,
 }
 
-/// Driver features that arrived after API version 2 (tt-kmd 1.34), with the first semantic
-/// version that has them (tt-kmd's history of `ioctl.h` and `module.h`).
+/// Driver features, with the first release that has them: the first tag of tt-kmd whose
+/// `ioctl.h` defines the request or flag (`git show ttkmd-X.Y.Z:ioctl.h`), or whose `chardev.c`
+/// reads the open flag. Each tag's `module.h` reports that same version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Feature {
-    /// ALLOCATE_TLB / CONFIGURE_TLB / FREE_TLB as API 2 defines them (1.34).
+    /// ALLOCATE_TLB / CONFIGURE_TLB / FREE_TLB with the layout API 2 promises (2.0.0: ttkmd-1.34
+    /// has the layout but reports API 1, like the broken 1.33).
     TlbWindows,
-    /// SET_NOC_CLEANUP (2.1).
+    /// SET_NOC_CLEANUP (2.2.0: `ioctl.h` at ttkmd-2.2.0; not at ttkmd-2.1.0).
     NocCleanup,
-    /// USER_RESET / ASIC_RESET / ASIC_DMC_RESET and POST_RESET (2.3).
+    /// USER_RESET / ASIC_RESET / ASIC_DMC_RESET and POST_RESET (2.4.0: `ioctl.h` at ttkmd-2.4.0;
+    /// not at ttkmd-2.3.0).
     ResetSequence,
-    /// O_APPEND power-aware opens and SET_POWER_STATE (2.5).
+    /// O_APPEND power-aware opens and SET_POWER_STATE (2.6.0: `ioctl.h` and `chardev.c` at
+    /// ttkmd-2.6.0; not at ttkmd-2.5.0).
     PowerAware,
-    /// LOCK_CTL_ACQUIRE_BLOCKING (2.6).
+    /// LOCK_CTL_ACQUIRE_BLOCKING (2.7.0: `ioctl.h` at ttkmd-2.7.0).
     BlockingLock,
-    /// PIN_PAGES_READ_ONLY (2.8).
+    /// PIN_PAGES_READ_ONLY (2.9.0: `ioctl.h` at ttkmd-2.9.0; not at ttkmd-2.8.0).
     ReadOnlyPin,
-    /// EXPORT_TLB_DMABUF and exclusive O_EXCL opens (2.9).
+    /// EXPORT_TLB_DMABUF and exclusive O_EXCL opens (2.10.0: `ioctl.h` and `chardev.c`
+    /// `admit_chardev_open` at ttkmd-2.10.0-rc1; not at ttkmd-2.9.99-testing, which reports 2.9.99).
     DmabufAndExclusiveOpen,
 }
 
@@ -720,14 +732,19 @@ impl Feature {
     /// First semantic version with the feature.
     pub const fn since(self) -> (u8, u8, u8) {
         match self {
-            Feature::TlbWindows => (1, 34, 0),
-            Feature::NocCleanup => (2, 1, 0),
-            Feature::ResetSequence => (2, 3, 0),
-            Feature::PowerAware => (2, 5, 0),
-            Feature::BlockingLock => (2, 6, 0),
-            Feature::ReadOnlyPin => (2, 8, 0),
-            Feature::DmabufAndExclusiveOpen => (2, 9, 0),
+            Feature::TlbWindows => (2, 0, 0),
+            Feature::NocCleanup => (2, 2, 0),
+            Feature::ResetSequence => (2, 4, 0),
+            Feature::PowerAware => (2, 6, 0),
+            Feature::BlockingLock => (2, 7, 0),
+            Feature::ReadOnlyPin => (2, 9, 0),
+            Feature::DmabufAndExclusiveOpen => (2, 10, 0),
         }
+    }
+
+    /// The ioctl API version that has the feature (2 for all of them).
+    pub const fn api(self) -> u32 {
+        2
     }
 }
 
@@ -743,12 +760,12 @@ impl DriverVersion {
     }
 
     /// Whether this driver has `f`. API 1 drivers have none of them; API 2 drivers without a
-    /// semantic version cannot exist (both arrived in 1.34), so they are judged as 1.34.
+    /// semantic version cannot exist (both arrived in 2.0.0), so they are judged as 2.0.0.
     pub fn has(&self, f: Feature) -> bool {
-        if self.api < 2 {
+        if self.api < f.api() {
             return false;
         }
-        self.semver.unwrap_or((1, 34, 0)) >= f.since()
+        self.semver.unwrap_or((2, 0, 0)) >= f.since()
     }
 }
 
@@ -756,7 +773,8 @@ impl std::fmt::Display for DriverVersion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.semver {
             Some((a, b, c)) => write!(f, "tt-kmd {a}.{b}.{c} (ioctl API {})", self.api),
-            None => write!(f, "tt-kmd before 1.34 (ioctl API {})", self.api),
+            None if self.api < 2 => write!(f, "tt-kmd 1.x (ioctl API {}, no semantic version)", self.api),
+            None => write!(f, "tt-kmd (ioctl API {}, no semantic version)", self.api),
         }
     }
 }
@@ -897,7 +915,7 @@ mod tests {
             ("tenstorrent_set_noc_cleanup", size_of::<SetNocCleanup>(), 32),
             ("tenstorrent_power_state", size_of::<PowerState>(), 40),
             ("tenstorrent_export_tlb_dmabuf", size_of::<ExportTlbDmabuf>(), 32),
-            ("tenstorrent_get_driver_info_out (pre-1.34 prefix)", GET_DRIVER_INFO_OUT_V1_SIZE as usize, 8),
+            ("tenstorrent_get_driver_info_out (1.x prefix)", GET_DRIVER_INFO_OUT_V1_SIZE as usize, 8),
         ];
         for (name, ours, theirs) in figures {
             assert_eq!(ours, theirs, "struct {name}: tt-kmd 4af71921 says {theirs} bytes");
@@ -927,17 +945,31 @@ mod tests {
             driver_version_patch: v.2,
             reserved0: 0,
         };
+        // Every 1.x driver (ttkmd-1.34 included: `ioctl.h` there still says API 1) has none.
         let old = DriverVersion::from_out(&out(8, 1, (0, 0, 0)));
         assert_eq!(old.semver, None);
         assert!(!old.has(Feature::TlbWindows));
-        assert!(old.to_string().contains("before 1.34"));
-        let v134 = DriverVersion::from_out(&out(12, 2, (1, 34, 0)));
-        assert!(v134.has(Feature::TlbWindows) && !v134.has(Feature::ResetSequence));
+        assert_eq!(old.to_string(), "tt-kmd 1.x (ioctl API 1, no semantic version)");
+        // Each feature against the last release without it and the first with it, as the tags'
+        // `ioctl.h` / `chardev.c` have them.
+        let cases = [
+            (Feature::TlbWindows, None, (2, 0, 0)),
+            (Feature::NocCleanup, Some((2, 1, 0)), (2, 2, 0)),
+            (Feature::ResetSequence, Some((2, 3, 0)), (2, 4, 0)),
+            (Feature::PowerAware, Some((2, 5, 0)), (2, 6, 0)),
+            (Feature::BlockingLock, Some((2, 6, 0)), (2, 7, 0)),
+            (Feature::ReadOnlyPin, Some((2, 8, 0)), (2, 9, 0)),
+            (Feature::DmabufAndExclusiveOpen, Some((2, 9, 99)), (2, 10, 0)),
+        ];
+        for (f, without, with) in cases {
+            if let Some(v) = without {
+                assert!(!DriverVersion::from_out(&out(12, 2, v)).has(f), "{f:?} is not in {v:?}");
+            }
+            assert!(DriverVersion::from_out(&out(12, 2, with)).has(f), "{f:?} is in {with:?}");
+            assert_eq!(f.since(), with, "{f:?}");
+        }
         let v210 = DriverVersion::from_out(&out(12, 2, (2, 10, 1)));
-        assert!(v210.has(Feature::ResetSequence) && v210.has(Feature::DmabufAndExclusiveOpen));
         assert_eq!(v210.to_string(), "tt-kmd 2.10.1 (ioctl API 2)");
-        let v22 = DriverVersion::from_out(&out(12, 2, (2, 2, 0)));
-        assert!(v22.has(Feature::NocCleanup) && !v22.has(Feature::ResetSequence));
     }
 
     #[test]

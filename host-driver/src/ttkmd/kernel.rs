@@ -29,10 +29,10 @@ pub const DEVICE_DIR: &str = "/dev/tenstorrent";
 /// How to open the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OpenFlags {
-    /// Power-aware open (`O_APPEND`, tt-kmd 2.5+): the fd starts at power state 0 and asks for
+    /// Power-aware open (`O_APPEND`, tt-kmd 2.6.0+): the fd starts at power state 0 and asks for
     /// power with SET_POWER_STATE. Older drivers ignore the flag (a legacy open).
     pub power_aware: bool,
-    /// Exclusive open (`O_EXCL | O_NONBLOCK`, tt-kmd 2.9+): refused with EAGAIN while any other
+    /// Exclusive open (`O_EXCL`, tt-kmd 2.10.0+): refused with EAGAIN while any other
     /// fd is open. Older drivers ignore it (the flock still makes us the only owner).
     pub exclusive: bool,
 }

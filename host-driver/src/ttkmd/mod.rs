@@ -14,6 +14,8 @@ mod error;
 pub mod ioctl;
 pub mod kernel;
 mod owner;
+#[cfg(test)]
+mod scripted_kernel;
 #[cfg(feature = "sim")]
 pub mod sim_kernel;
 mod window;
