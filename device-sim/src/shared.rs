@@ -76,7 +76,16 @@ pub mod ctl {
     pub const SEED: usize = 12;
     /// The runner stopped (set on a clean exit).
     pub const STOPPED: usize = 13;
-    pub const WORDS: usize = 16;
+    /// tt-kmd's `reset_gen` (the host's simulated kernel bumps it on a reset; an fd opened
+    /// before the last bump is invalid for good).
+    pub const RESET_GEN: usize = 14;
+    /// tt-kmd's reset marker, PCI_COMMAND's parity bit in config space (`set_reset_marker`,
+    /// tt-kmd `pcie.c`): the host's simulated kernel sets it when a reset starts; a chip reset
+    /// (a served reset request) clears it, as a card's reset clears its config space.
+    pub const RESET_MARKER: usize = 15;
+    /// tt-kmd's `needs_hw_init`: set by the USER/ASIC resets, cleared by POST_RESET.
+    pub const NEEDS_HW_INIT: usize = 16;
+    pub const WORDS: usize = 32;
 }
 
 /// Size of the `ctl` file.
@@ -357,6 +366,8 @@ impl Runner {
         if asked != self.resets_done {
             self.quiesce();
             self.resets_done = asked;
+            // The chip's reset clears its PCI config space, the reset marker with it.
+            self.ctl.store(ctl::RESET_MARKER, 0);
             self.ctl.store(ctl::RESET_DONE, asked);
         }
         let now = self.chip.advance(SYNC_CYCLES);
@@ -457,9 +468,13 @@ mod tests {
         r.step();
         let soft_at = NocAddr::unicast(second, SOFT_RESET_0 as u64);
         assert_eq!(r.chip().read_u32(soft_at).unwrap(), tensix::SOFT_RESET_BRISC_ONLY_RUN);
+        // The reset marker a tt-kmd reset sets stays set until the chip's reset clears it.
+        ctl.store(ctl::RESET_MARKER, 1);
+        r.step();
+        assert_eq!(ctl.load(ctl::RESET_MARKER), 1);
         ctl.word(ctl::RESET_REQUESTED).fetch_add(1, Ordering::AcqRel);
         r.step();
-        assert_eq!(ctl.load(ctl::RESET_DONE), 1);
+        assert_eq!((ctl.load(ctl::RESET_DONE), ctl.load(ctl::RESET_MARKER)), (1, 0));
         assert_eq!(r.chip().read_u32(soft_at).unwrap(), tensix::SOFT_RESET_ALL);
         assert_eq!(hr.load::<4>(soft), Some(tensix::SOFT_RESET_ALL.to_le_bytes()));
         drop(r);

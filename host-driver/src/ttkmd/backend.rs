@@ -12,18 +12,24 @@
 //!   the uncached (UC) view; bulk data goes through the write-combining (WC) view, and a fence
 //!   orders pending WC stores before the next UC store or read (a doorbell must not overtake
 //!   the data it announces).
-//! - Open runs a reset sequence (USER_RESET, POST_RESET) where the driver has one (2.3+): the
-//!   device is quiet before `boot`, whatever the previous owner left running.
+//! - Open resets no chip: it holds every Tensix core in soft reset through the windows (as a
+//!   host does when it takes a chip over, and the simulator daemon does for a new client)
+//!   before any host memory is pinned, so nothing a previous owner left running reaches the
+//!   new sysmem, and `boot` starts from cores that are held. tt-kmd's RESET_DEVICE is no way
+//!   to do that: USER_RESET only marks the device for a reset a BMC performs, so POST_RESET
+//!   fails, and every reset invalidates every other process's fd and mappings
+//!   (`ioctl_reset_device`, `chardev.c` at ttkmd-2.10.0). A whole chip reset is
+//!   [`TtKmdDevice::reset_sequence`]'s job, asked for explicitly.
 
 use std::time::{Duration, Instant};
 
-use cqlab_abi::arch::tensix::SOFT_RESET_0;
+use cqlab_abi::arch::tensix::{SOFT_RESET_0, SOFT_RESET_ALL};
 use cqlab_abi::arch::tlb::TlbConfig;
 use cqlab_abi::arch::{Arch, ArchParams};
 use cqlab_abi::noc::NocAddr;
-use cqlab_abi::soc::{Board, Harvesting};
+use cqlab_abi::soc::{Board, ChipLayout, Harvesting, TileKind};
 
-use super::device::{PinFlags, PinnedMemory, ResetKind, TlbWindow, TtKmdDevice};
+use super::device::{PinFlags, PinnedMemory, TlbWindow, TtKmdDevice};
 use super::ioctl::{Feature, NocTlbConfig};
 use super::window::Caching;
 use crate::backend::Backend;
@@ -60,9 +66,17 @@ struct KmdWindows {
     bases: Vec<u64>,
     /// WC stores issued since the last fence.
     wc_pending: bool,
+    /// Whether a soft-reset write returns before the device has acted on it (the caller
+    /// settles once after many: [`Bar::hold_cores`]).
+    defer_settle: bool,
 }
 
 impl KmdWindows {
+    /// Returns once the device has acted on every register store so far ([`super::kernel::Kernel::settle`]).
+    fn settle(&self) -> Result<()> {
+        self.dev.kernel().settle().map_err(|e| DriverError::Backend(format!("{}: {e}", self.dev.path().display())))
+    }
+
     /// Orders every WC store before what follows (the fence write-combining needs).
     fn fence(&mut self) {
         if self.wc_pending {
@@ -124,10 +138,9 @@ impl TlbBar for KmdWindows {
                 // next may reach a core that is still running): the read-back lands it on
                 // a PCIe link; the simulator applies it at its next slice.
                 uc.read_u32(off).map_err(be)?;
-                self.dev
-                    .kernel()
-                    .settle()
-                    .map_err(|e| DriverError::Backend(format!("{}: {e}", self.dev.path().display())))?;
+                if !self.defer_settle {
+                    self.settle()?;
+                }
             }
             return Ok(());
         }
@@ -166,11 +179,85 @@ impl TlbBar for KmdWindows {
     }
 }
 
-/// Command queues over tt-kmd.
-pub struct TtKmdBackend {
-    bar: KmdWindows,
+/// The chip's NOC address space (through the windows) and BAR0: all that open needs before
+/// it pins host memory.
+struct Bar {
+    kmd: KmdWindows,
     windows: Windows,
     params: &'static ArchParams,
+}
+
+impl Bar {
+    fn name(&self) -> String {
+        format!("tt-kmd {} ({})", self.kmd.dev.path().display(), self.kmd.dev.version())
+    }
+
+    fn write(&mut self, addr: NocAddr, data: &[u8]) -> Result<()> {
+        self.windows.write(&mut self.kmd, addr, data)
+    }
+
+    fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
+        self.windows.read(&mut self.kmd, addr, buf)
+    }
+
+    /// Through BAR0's uncached mapping (QUERY_MAPPINGS), where tt-kmd maps it.
+    fn bar0_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
+        let bar = self.kmd.dev.bar(0, Caching::Uc).ok_or_else(|| {
+            DriverError::Backend(format!(
+                "{}: BAR0 is not mapped (QUERY_MAPPINGS offered no BAR0 resource)",
+                self.name()
+            ))
+        })?;
+        bar.read_block(offset as usize, buf).map_err(be)
+    }
+
+    /// The board the simulator announces (tt-kmd against the simulator maps no ARC), else
+    /// what ARC's telemetry says.
+    fn identify(&mut self) -> Result<(Board, Harvesting)> {
+        match self.kmd.dev.kernel().board() {
+            Some(known) => Ok(known),
+            None => crate::arc::identify(self),
+        }
+    }
+
+    /// Holds every Tensix core of `layout` in soft reset (`SOFT_RESET_0`, every RISC-V), each
+    /// store read back, then waits once for the device to have acted on all of them.
+    fn hold_cores(&mut self, layout: &ChipLayout) -> Result<()> {
+        let tiles: Vec<_> =
+            layout.tiles().iter().filter(|t| t.kind == TileKind::Tensix).map(|t| t.translated).collect();
+        self.kmd.defer_settle = true;
+        let held = tiles
+            .iter()
+            .try_for_each(|&t| self.write(NocAddr::unicast(t, SOFT_RESET_0 as u64), &SOFT_RESET_ALL.to_le_bytes()));
+        self.kmd.defer_settle = false;
+        held?;
+        self.kmd.settle()
+    }
+}
+
+impl crate::arc::ArcBus for Bar {
+    fn name(&self) -> String {
+        Bar::name(self)
+    }
+
+    fn params(&self) -> &'static ArchParams {
+        self.params
+    }
+
+    fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
+        Bar::read(self, addr, buf)
+    }
+
+    fn bar0_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
+        Bar::bar0_read(self, offset, buf)
+    }
+}
+
+/// Command queues over tt-kmd.
+pub struct TtKmdBackend {
+    bar: Bar,
+    /// The board and harvesting, found at open.
+    identity: (Board, Harvesting),
     sysmem: PinnedMemory,
     /// The range the host last claimed to fill ([`Backend::sysmem_claim`]), held here and
     /// copied to pinned memory before the backend does anything else: the host never holds a
@@ -190,9 +277,10 @@ pub fn pinned_sysmem_len(cfg: &DeviceConfig) -> usize {
 }
 
 impl TtKmdBackend {
-    /// Takes `dev` over for `cfg`'s command queues: reset sequence, sysmem pinned. The chip
-    /// is the one its PCI device id names.
-    pub fn new(mut dev: TtKmdDevice, cfg: &DeviceConfig) -> Result<Self> {
+    /// Takes `dev` over for `cfg`'s command queues: the chip identified, its Tensix cores held
+    /// in soft reset, then sysmem pinned. The chip is the one its PCI device id names. No
+    /// RESET_DEVICE: other processes' fds and mappings of the device stay valid.
+    pub fn new(dev: TtKmdDevice, cfg: &DeviceConfig) -> Result<Self> {
         let id = dev.info().device_id;
         let params = arch_of(id).map(Arch::params).ok_or_else(|| {
             DriverError::Backend(format!(
@@ -203,18 +291,21 @@ impl TtKmdBackend {
             ))
         })?;
         dev.require(Feature::TlbWindows, "command queues (TLB windows)").map_err(be)?;
-        if dev.version().has(Feature::ResetSequence) {
-            dev.reset_sequence(ResetKind::UserReset).map_err(be)?;
-        }
+        let kmd = KmdWindows { dev, tlbs: Vec::new(), bases: Vec::new(), wc_pending: false, defer_settle: false };
+        let mut bar = Bar { kmd, windows: Windows::new(WINDOW_CACHE), params };
+        let identity = bar.identify()?;
+        // Before any pinning: a core a previous owner left running may still write to host
+        // memory, at NOC addresses the pinning below may hand out again.
+        bar.hold_cores(&ChipLayout::new(identity.0, identity.1.clone())?)?;
+        let dev = &bar.kmd.dev;
         let len = pinned_sysmem_len(cfg);
         let sysmem = dev.alloc_pinned(len, PinFlags::NOC_DMA).map_err(be)?;
         if sysmem.noc_address().is_none() {
             return Err(DriverError::Backend(format!("{}: PIN_PAGES returned no NOC address", dev.path().display())));
         }
         Ok(Self {
-            bar: KmdWindows { dev, tlbs: Vec::new(), bases: Vec::new(), wc_pending: false },
-            windows: Windows::new(WINDOW_CACHE),
-            params,
+            bar,
+            identity,
             sysmem,
             claimed: None,
             staging: Vec::new(),
@@ -225,7 +316,7 @@ impl TtKmdBackend {
 
     /// The device underneath.
     pub fn device(&self) -> &TtKmdDevice {
-        &self.bar.dev
+        &self.bar.kmd.dev
     }
 
     /// Fails once the simulated clock has stood still too long: at once
@@ -242,7 +333,7 @@ impl TtKmdBackend {
             return Ok(());
         }
         use super::kernel::ClockStop;
-        let (limit, why) = match self.bar.dev.kernel().clock_stop() {
+        let (limit, why) = match self.bar.kmd.dev.kernel().clock_stop() {
             Some(ClockStop::Ended(why)) => (Duration::ZERO, why),
             Some(ClockStop::Paused(why)) => (PAUSED_LIMIT, why),
             None => (CLOCK_STALL, "the simulator runs but its clock does not".into()),
@@ -252,13 +343,13 @@ impl TtKmdBackend {
         }
         Err(DriverError::Backend(format!(
             "{}: the simulated clock stood still at cycle {now} for {:.1} s: {why}",
-            self.bar.dev.path().display(),
+            self.bar.kmd.dev.path().display(),
             still.as_secs_f64()
         )))
     }
 
     fn kernel_clock(&self) -> Option<u64> {
-        self.bar.dev.kernel().device_clock()
+        self.bar.kmd.dev.kernel().device_clock()
     }
 
     /// Copies the last claimed range to pinned memory: before any other access, so the
@@ -279,44 +370,35 @@ impl Drop for TtKmdBackend {
 
 impl Backend for TtKmdBackend {
     fn name(&self) -> String {
-        format!("tt-kmd {} ({})", self.bar.dev.path().display(), self.bar.dev.version())
+        self.bar.name()
     }
 
     fn params(&self) -> &'static ArchParams {
-        self.params
+        self.bar.params
     }
 
     fn write(&mut self, addr: NocAddr, data: &[u8]) -> Result<()> {
         self.land_claim()?;
-        self.windows.write(&mut self.bar, addr, data)
+        self.bar.write(addr, data)
     }
 
     fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()> {
         self.land_claim()?;
-        self.windows.read(&mut self.bar, addr, buf)
+        self.bar.read(addr, buf)
     }
 
     fn multicast_windows(&self) -> bool {
-        self.bar.multicast()
+        self.bar.kmd.multicast()
     }
 
-    /// Through BAR0's uncached mapping (QUERY_MAPPINGS), where tt-kmd maps it.
     fn bar0_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
         self.land_claim()?;
-        let name = self.name();
-        let bar = self.bar.dev.bar(0, Caching::Uc).ok_or_else(|| {
-            DriverError::Backend(format!("{name}: BAR0 is not mapped (QUERY_MAPPINGS offered no BAR0 resource)"))
-        })?;
-        bar.read_block(offset as usize, buf).map_err(be)
+        self.bar.bar0_read(offset, buf)
     }
 
-    /// The board the simulator announces (tt-kmd against the simulator
-    /// maps no ARC), else what ARC's telemetry says.
+    /// What open found (the simulator's announcement, or ARC's telemetry).
     fn identify(&mut self) -> Result<(Board, Harvesting)> {
-        match self.bar.dev.kernel().board() {
-            Some(known) => Ok(known),
-            None => crate::arc::identify(self),
-        }
+        Ok(self.identity.clone())
     }
 
     fn sysmem_len(&self) -> usize {
@@ -327,7 +409,7 @@ impl Backend for TtKmdBackend {
     /// range (the firmware adds the PCIe tile and the range's base, `NocMap::pcie`).
     fn sysmem_noc_base(&self) -> u64 {
         let noc = self.sysmem.noc_address().expect("checked at open");
-        noc.checked_sub(self.params.bar.host_mem_base).unwrap_or(noc)
+        noc.checked_sub(self.bar.params.bar.host_mem_base).unwrap_or(noc)
     }
 
     fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
@@ -353,7 +435,7 @@ impl Backend for TtKmdBackend {
 
     fn poll(&mut self) -> Result<u64> {
         self.land_claim()?;
-        self.bar.fence();
+        self.bar.kmd.fence();
         std::thread::sleep(POLL_PAUSE);
         self.check_clock()?;
         Ok(self.now())
@@ -361,8 +443,9 @@ impl Backend for TtKmdBackend {
 
     /// The simulator's clock, or on a card wall time since open converted to chip cycles.
     fn now(&self) -> u64 {
-        self.kernel_clock()
-            .unwrap_or_else(|| (self.opened.elapsed().as_nanos() * self.params.clock_hz as u128 / 1_000_000_000) as u64)
+        self.kernel_clock().unwrap_or_else(|| {
+            (self.opened.elapsed().as_nanos() * self.bar.params.clock_hz as u128 / 1_000_000_000) as u64
+        })
     }
 }
 

@@ -109,6 +109,15 @@ pub struct DeviceInfo {
     pub max_dma_buf_size_log2: u16,
 }
 
+impl DeviceInfo {
+    /// The PCI address as sysfs names it (`dddd:bb:dd.f`; domain 0 where the driver does
+    /// not report one).
+    pub fn pci_address(&self) -> String {
+        let domain = self.pci_domain.unwrap_or(0);
+        format!("{domain:04x}:{:02x}:{:02x}.{:x}", self.bus, self.device, self.function)
+    }
+}
+
 /// One mappable resource reported by QUERY_MAPPINGS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ResourceMapping {
@@ -494,8 +503,9 @@ impl TtKmdDevice {
     }
 
     /// One RESET_DEVICE operation. After USER_RESET, ASIC_RESET or ASIC_DMC_RESET the driver
-    /// refuses everything but info and reset ioctls until [`ResetKind::PostReset`]; prefer
-    /// [`Self::reset_sequence`], which does both.
+    /// refuses everything but info and reset ioctls, on every fd, until
+    /// [`ResetKind::PostReset`]; POST_RESET fails while the reset marker is set. Prefer
+    /// [`Self::reset_sequence`], which does the whole sequence.
     pub fn reset(&self, kind: ResetKind) -> Result<()> {
         if kind.needs_post_reset() || kind == ResetKind::PostReset {
             self.require(Feature::ResetSequence, "USER/ASIC resets and POST_RESET")?;
@@ -510,29 +520,95 @@ impl TtKmdDevice {
         self.inner.call(&mut arg).map_err(|e| self.inner.err("RESET_DEVICE", e, kind.name()))?;
         match arg.output.result {
             0 => Ok(()),
-            result => Err(TtKmdError::ResetFailed { path: self.path().to_owned(), kind: kind.name(), result }),
+            result => Err(TtKmdError::ResetFailed {
+                path: self.path().to_owned(),
+                kind: kind.name(),
+                result,
+                why: if kind == ResetKind::PostReset {
+                    " (tt-kmd's POST_RESET fails while the reset marker in PCI config space is set: a \
+                     USER_RESET leaves it set until something else resets the chip)"
+                } else {
+                    ""
+                },
+            }),
         }
     }
 
-    /// A whole reset: `kind` (USER_RESET, ASIC_RESET or ASIC_DMC_RESET), then POST_RESET, then
-    /// the BARs mapped again (the driver zapped every mapping and reclaimed every TLB window:
-    /// windows allocated before are gone). This fd stays valid; other fds of the device do not.
+    /// A whole reset of the chip, as tt-kmd's own `tools/reset.c` does it (ttkmd-2.10.0):
+    /// `kind` (ASIC_RESET, or ASIC_DMC_RESET to reset the board controller too), which marks
+    /// the device (PCI_COMMAND's parity bit: `set_reset_marker`, `pcie.c`) and asks ARC to
+    /// reset the chip (`wormhole_reset` / `blackhole_reset`); a wait until the chip's reset has
+    /// cleared the mark; then POST_RESET, which re-initialises the device and succeeds only
+    /// with the mark clear (`is_reset_marker_zero`, `ioctl_reset_device` in `chardev.c`); then
+    /// the BARs mapped again.
+    ///
+    /// Every other fd of the device, in any process, is invalid for good afterwards, and every
+    /// mapping of every fd was zapped: this fd stays valid, its TLB windows stay allocated but
+    /// show nothing until configured and mapped again (allocate new ones).
+    ///
+    /// USER_RESET is refused: tt-kmd only marks the device for a reset that something else
+    /// performs (a BMC), so POST_RESET fails until that has happened.
     pub fn reset_sequence(&mut self, kind: ResetKind) -> Result<()> {
-        if !kind.needs_post_reset() {
+        if !matches!(kind, ResetKind::AsicReset | ResetKind::AsicDmcReset) {
             return Err(TtKmdError::Unexpected {
                 path: self.path().to_owned(),
                 ioctl: "RESET_DEVICE",
-                expected: "USER_RESET, ASIC_RESET or ASIC_DMC_RESET to start a reset sequence".into(),
+                expected: "ASIC_RESET or ASIC_DMC_RESET to reset the chip (USER_RESET only marks the device for a \
+                           reset a BMC performs: POST_RESET fails until it has)"
+                    .into(),
                 found: kind.name().into(),
             });
         }
+        self.require(Feature::ResetSequence, "ASIC resets and POST_RESET")?;
         self.bars.clear();
         self.reset(kind)?;
+        self.wait_reset_done(kind)?;
         self.reset(ResetKind::PostReset)?;
         self.bars = map_bars(&self.inner)?;
         Ok(())
     }
+
+    /// Waits for the chip's reset to clear tt-kmd's reset marker, as `tools/reset.c` does
+    /// (ttkmd-2.10.0): half a second first on Wormhole (it reads the marker too early
+    /// otherwise), then polling, for at most 5 s (10 s with the DMC).
+    fn wait_reset_done(&self, kind: ResetKind) -> Result<()> {
+        let pci = self.info.pci_address();
+        if self.info.device_id == cqlab_abi::arch::Arch::Wormhole.params().bar.pci_device_id {
+            std::thread::sleep(RESET_WORMHOLE_SETTLE);
+        }
+        let limit = if kind == ResetKind::AsicDmcReset { RESET_DMC_LIMIT } else { RESET_LIMIT };
+        let start = std::time::Instant::now();
+        loop {
+            let marker = self.inner.kernel.reset_marker(&pci).map_err(|source| TtKmdError::ResetMarker {
+                path: self.path().to_owned(),
+                pci: pci.clone(),
+                source,
+            })?;
+            match marker {
+                Some(false) => return Ok(()),
+                Some(true) if start.elapsed() < limit => std::thread::sleep(RESET_POLL),
+                Some(true) => {
+                    return Err(TtKmdError::ResetTimeout {
+                        path: self.path().to_owned(),
+                        kind: kind.name(),
+                        pci,
+                        secs: limit.as_secs(),
+                    })
+                }
+                None => return Err(TtKmdError::ResetReenumerated { path: self.path().to_owned(), pci }),
+            }
+        }
+    }
 }
+
+/// How long a Wormhole is left alone after ASIC_RESET before its marker is read (`tools/reset.c`
+/// at ttkmd-2.10.0 waits 500 ms: "20ms isn't long enough but 40ms is").
+const RESET_WORMHOLE_SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
+/// How long the chip's reset may take to clear the marker (`tools/reset.c`: 5 s, 10 s with the DMC).
+const RESET_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+const RESET_DMC_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Between two reads of the marker.
+const RESET_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// QUERY_MAPPINGS, then every resource mapped. A device may offer none (the simulator's, whose
 /// device memory is reached through TLB windows only).

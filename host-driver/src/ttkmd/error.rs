@@ -70,8 +70,32 @@ pub enum TtKmdError {
     PinUnaligned { path: PathBuf, addr: usize, len: usize, page: usize },
 
     /// RESET_DEVICE ran and the driver reported failure.
-    #[error("reset of {path} ({kind}) failed: driver reported result {result}")]
-    ResetFailed { path: PathBuf, kind: &'static str, result: u32 },
+    #[error("reset of {path} ({kind}) failed: driver reported result {result}{why}")]
+    ResetFailed { path: PathBuf, kind: &'static str, result: u32, why: &'static str },
+
+    /// The chip's reset did not clear tt-kmd's reset marker in time.
+    #[error(
+        "reset of {path} ({kind}): the reset marker (PCI_COMMAND's parity bit of PCI device {pci}) is still \
+         set after {secs} s: the chip did not reset, and POST_RESET would fail"
+    )]
+    ResetTimeout { path: PathBuf, kind: &'static str, pci: String, secs: u64 },
+
+    /// The card left the bus during its reset: this fd can no longer finish the sequence.
+    #[error(
+        "reset of {path}: PCI device {pci} left the bus during the reset (it re-enumerates): open it again \
+         (tt-kmd may give it another /dev/tenstorrent number; its PCI address stays {pci}) and send POST_RESET \
+         from the new fd"
+    )]
+    ResetReenumerated { path: PathBuf, pci: String },
+
+    /// The reset marker could not be read.
+    #[error("reset of {path}: cannot read the reset marker of PCI device {pci}: {source}")]
+    ResetMarker {
+        path: PathBuf,
+        pci: String,
+        #[source]
+        source: std::io::Error,
+    },
 
     /// The driver is too old for something asked of it.
     #[error("{what} on {path} needs {needs}; the driver is {found}")]

@@ -64,6 +64,11 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     /// `flock(fd, LOCK_EX | LOCK_NB)`: one owner per device, held until the device file is
     /// dropped; says who holds it otherwise.
     fn lock_exclusive(&self) -> Result<()>;
+    /// Whether tt-kmd's reset marker is set on the device at PCI address `pci`
+    /// (`dddd:bb:dd.f`): PCI_COMMAND's parity bit, which tt-kmd sets when a reset starts
+    /// (`set_reset_marker`, `pcie.c` at ttkmd-2.10.0) and the chip's reset clears. `None` once
+    /// the device has left the bus (a reset that re-enumerates the card).
+    fn reset_marker(&self, pci: &str) -> std::io::Result<Option<bool>>;
     /// `len` bytes of host memory for the device to reach after PIN_PAGES (huge pages when the
     /// system has them; the simulator's sysmem file in simulation). Contents unspecified.
     fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw>;
@@ -161,6 +166,10 @@ impl Kernel for DeviceFile {
         Ok(())
     }
 
+    fn reset_marker(&self, pci: &str) -> std::io::Result<Option<bool>> {
+        sysfs_reset_marker(pci)
+    }
+
     fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw> {
         let (map, kind) = crate::sysmem::alloc(len)?;
         if kind == crate::sysmem::PageKind::Normal {
@@ -180,6 +189,28 @@ impl Kernel for DeviceFile {
         }
         Ok(MmapRaw::from(map))
     }
+}
+
+/// Byte offset of PCI_COMMAND in a device's config space.
+const PCI_COMMAND: u64 = 4;
+/// PCI_COMMAND_PARITY: the bit tt-kmd uses as its reset marker (`pcie.c` at ttkmd-2.10.0;
+/// its `tools/reset.c` polls bit 6 of config byte 4 the same way).
+const PCI_COMMAND_PARITY: u16 = 0x40;
+
+/// The reset marker of PCI device `pci`, read from its sysfs config space (whose first 64
+/// bytes any user may read). A device in the middle of its reset may answer all ones: the
+/// marker then reads set, and the caller waits on.
+fn sysfs_reset_marker(pci: &str) -> std::io::Result<Option<bool>> {
+    use std::os::unix::fs::FileExt;
+    let path = format!("/sys/bus/pci/devices/{pci}/config");
+    let file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(std::io::Error::new(e.kind(), format!("{path}: {e}"))),
+    };
+    let mut word = [0u8; 2];
+    file.read_exact_at(&mut word, PCI_COMMAND).map_err(|e| std::io::Error::new(e.kind(), format!("{path}: {e}")))?;
+    Ok(Some(u16::from_le_bytes(word) & PCI_COMMAND_PARITY != 0))
 }
 
 /// Why a device node is missing, for the NotPresent error.

@@ -193,6 +193,10 @@ impl Kernel for Scripted {
         Ok(())
     }
 
+    fn reset_marker(&self, _pci: &str) -> std::io::Result<Option<bool>> {
+        Ok(Some(false))
+    }
+
     fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw> {
         Ok(MmapRaw::from(MmapMut::map_anon(len)?))
     }

@@ -13,7 +13,7 @@
 //! | ALLOCATE_TLB / CONFIGURE_TLB / FREE_TLB | [`WINDOW_SIZE`] (2 MiB) unicast windows, on either NOC, onto a Tensix tile's L1 (local 0), the 2 MiB piece holding its debug-register page (local `DEBUG_REGS_BASE` rounded down: that page is mapped at its offset, the rest of the window is `PROT_NONE`, so a stray access faults instead of landing nowhere), or any 2 MiB of a DRAM channel (the tile's coordinates as the chip translates them); a reconfigured window is re-mmapped in place onto its new target |
 //! | PIN_PAGES / UNPIN_PAGES | memory from [`Kernel::alloc_dma_memory`] (the `sysmem` file): IOVA and NOC address = offset in sysmem, the local address at the PCIe endpoint |
 //! | LOCK_CTL | per-index flock on `lock-ctl-N` (ACQUIRE, RELEASE, TEST, ACQUIRE_BLOCKING) |
-//! | RESET_DEVICE | USER/ASIC/ASIC_DMC_RESET: the simulator quiesces (cores in reset, NOC drained, semaphores zeroed), TLB windows are reclaimed (their mappings point at nothing), and every ioctl but info and reset fails with ENODEV until POST_RESET; other open devices fail with ENODEV for good. RESTORE_STATE is a no-op |
+//! | RESET_DEVICE | as `ioctl_reset_device` in `chardev.c` at ttkmd-2.10.0: USER/ASIC/ASIC_DMC_RESET bump the reset generation (every other fd, in any process, answers ENODEV for good, mmap too), zap this fd's window mappings (they point at nothing; the windows stay allocated), set the reset marker (`ctl::RESET_MARKER`, PCI_COMMAND's parity bit on a card: `set_reset_marker`, `pcie.c`) and the device's `needs_hw_init` (every fd's ioctls but info and reset answer ENODEV). ASIC_RESET and ASIC_DMC_RESET also ask the simulator to reset the chip (cores held, NOC drained; L1 and DRAM kept), which clears the marker when done, as a card's reset clears its config space; USER_RESET does not (on a card a BMC resets the chip), so the marker stays set. POST_RESET clears `needs_hw_init` and succeeds only if the marker is clear (`is_reset_marker_zero`). RESTORE_STATE is a no-op |
 //! | SET_POWER_STATE | argument checked, state kept |
 //!
 //! What it cannot catch: multicast TLB windows (a store into one mapping cannot land in many
@@ -49,8 +49,8 @@ use super::kernel::Kernel;
 const TENSTORRENT_VENDOR_ID: u16 = cqlab_abi::arch::bar::PCI_VENDOR_ID;
 /// The tt-kmd version the simulator answers as.
 pub const SIM_DRIVER_VERSION: (u8, u8, u8) = (2, 10, 1);
-/// How long a reset waits for the simulator to quiesce.
-const RESET_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a register write waits for the simulator to take it.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One mmap of a TLB window: where it is, so CONFIGURE_TLB can re-mmap it in place.
 #[derive(Debug, Clone, Copy)]
@@ -86,9 +86,8 @@ struct State {
     dma: Vec<(usize, usize)>,
     pinned: Vec<(u64, u64)>,
     locks: HashMap<u8, Flock<File>>,
-    /// After USER/ASIC reset, until POST_RESET.
-    needs_post_reset: bool,
-    /// Resets seen when this fd opened or last reset (others' resets invalidate it).
+    /// The device's reset generation when this fd opened or last reset (`open_reset_gen` in
+    /// tt-kmd: others' resets invalidate it).
     reset_gen: u64,
     power: Option<sys::PowerState>,
 }
@@ -207,7 +206,7 @@ impl SimKernel {
         let file = |p: PathBuf| open_rw(&p).map_err(|source| TtKmdError::Open { path: p, source });
         let lock_path = paths.lock();
         let lock = open_lock(&lock_path).map_err(|source| TtKmdError::Open { path: lock_path, source })?;
-        let reset_gen = ctl.load(ctl::RESET_REQUESTED);
+        let reset_gen = ctl.load(ctl::RESET_GEN);
         let layout = shape.layout().map_err(|e| absent(format!("the device's chip: {e}")))?;
         let tiles = shape.tiles();
         Ok(SimKernel {
@@ -317,11 +316,13 @@ impl SimKernel {
 
     fn answer(&self, request: ioctl_num_type, arg: &mut [u8]) -> std::result::Result<(), Errno> {
         let mut st = self.state.lock().expect("not poisoned");
-        if self.ctl.0.load(ctl::RESET_REQUESTED) != st.reset_gen {
-            return Err(Errno::ENODEV); // another fd reset the device: this one is dead
+        // `tt_cdev_ioctl` (chardev.c at ttkmd-2.10.0): an fd opened before the last reset is
+        // invalid for good; while the device needs POST_RESET, only info and reset ioctls pass.
+        if self.ctl.0.load(ctl::RESET_GEN) != st.reset_gen {
+            return Err(Errno::ENODEV);
         }
         let info = request == sys::req::GET_DEVICE_INFO || request == sys::req::GET_DRIVER_INFO;
-        if st.needs_post_reset && !info && request != sys::req::RESET_DEVICE {
+        if self.ctl.0.load(ctl::NEEDS_HW_INIT) != 0 && !info && request != sys::req::RESET_DEVICE {
             return Err(Errno::ENODEV);
         }
         match request {
@@ -438,23 +439,28 @@ impl SimKernel {
                 Ok(())
             }),
             r if r == sys::req::RESET_DEVICE => with::<sys::ResetDevice>(arg, |a| {
+                let c = &self.ctl.0;
                 let ok = match a.input.flags {
                     sys::RESET_DEVICE_RESTORE_STATE => true,
-                    sys::RESET_DEVICE_USER_RESET | sys::RESET_DEVICE_ASIC_RESET | sys::RESET_DEVICE_ASIC_DMC_RESET => {
-                        // Mappings zapped, windows reclaimed, the device quiesced.
-                        for tlb in std::mem::take(&mut st.tlbs).into_values() {
-                            for v in [tlb.uc, tlb.wc].into_iter().flatten() {
-                                self.remap(v, None)?;
-                            }
-                        }
-                        st.needs_post_reset = true;
-                        let ok = self.quiesce_device();
-                        st.reset_gen = self.ctl.0.load(ctl::RESET_REQUESTED);
-                        ok
-                    }
-                    sys::RESET_DEVICE_POST_RESET => {
-                        st.needs_post_reset = false;
+                    // USER_RESET only announces a reset something else performs (a BMC):
+                    // the marker is set and stays set.
+                    sys::RESET_DEVICE_USER_RESET => {
+                        self.begin_reset(&mut st)?;
+                        c.store(ctl::NEEDS_HW_INIT, 1);
                         true
+                    }
+                    // `wormhole_reset` / `blackhole_reset`: the marker, then ARC's reset of the
+                    // chip; the ioctl returns without waiting for it.
+                    sys::RESET_DEVICE_ASIC_RESET | sys::RESET_DEVICE_ASIC_DMC_RESET => {
+                        self.begin_reset(&mut st)?;
+                        c.word(ctl::RESET_REQUESTED).fetch_add(1, Ordering::AcqRel);
+                        c.store(ctl::NEEDS_HW_INIT, 1);
+                        c.load(ctl::STOPPED) == 0
+                    }
+                    // Clears `needs_hw_init` whatever the marker says; succeeds only if it is clear.
+                    sys::RESET_DEVICE_POST_RESET => {
+                        c.store(ctl::NEEDS_HW_INIT, 0);
+                        c.load(ctl::RESET_MARKER) == 0
                     }
                     sys::RESET_DEVICE_RESET_PCIE_LINK | sys::RESET_DEVICE_CONFIG_WRITE => {
                         return Err(Errno::EOPNOTSUPP)
@@ -481,18 +487,21 @@ impl SimKernel {
         }
     }
 
-    /// Asks the simulator to quiesce and waits for it.
-    fn quiesce_device(&self) -> bool {
+    /// What every USER/ASIC reset does first (`ioctl_reset_device`, chardev.c at ttkmd-2.10.0):
+    /// a new reset generation that this fd keeps (`bump_reset_gen`: every other fd is invalid
+    /// from now on), this fd's mappings zapped (the windows stay allocated, showing nothing),
+    /// and the reset marker set (`set_reset_marker`, pcie.c).
+    fn begin_reset(&self, st: &mut State) -> std::result::Result<(), Errno> {
         let c = &self.ctl.0;
-        let want = c.word(ctl::RESET_REQUESTED).fetch_add(1, Ordering::AcqRel) + 1;
-        let start = Instant::now();
-        while c.load(ctl::RESET_DONE) < want {
-            if start.elapsed() > RESET_TIMEOUT || c.load(ctl::STOPPED) != 0 {
-                return false;
+        st.reset_gen = c.word(ctl::RESET_GEN).fetch_add(1, Ordering::AcqRel) + 1;
+        for tlb in st.tlbs.values_mut() {
+            tlb.target = None;
+            for v in [tlb.uc, tlb.wc].into_iter().flatten() {
+                self.remap(v, None)?;
             }
-            std::thread::sleep(Duration::from_micros(200));
         }
-        true
+        c.store(ctl::RESET_MARKER, 1);
+        Ok(())
     }
 
     fn lock_ctl(&self, st: &mut State, flags: u32, index: u8) -> std::result::Result<u8, Errno> {
@@ -588,7 +597,8 @@ impl Kernel for SimKernel {
         let id = (offset >> 33) as u32;
         let wc = (offset >> 32) & 1 == 1;
         let mut st = self.state.lock().expect("not poisoned");
-        if st.needs_post_reset {
+        // `tt_cdev_mmap` (chardev.c at ttkmd-2.10.0): an fd opened before the last reset maps nothing.
+        if self.ctl.0.load(ctl::RESET_GEN) != st.reset_gen {
             return Err(std::io::Error::from_raw_os_error(libc::ENODEV));
         }
         let tlb = st.tlbs.get_mut(&id).filter(|_| offset & 0xffff_ffff == 0 && len as u64 == WINDOW_SIZE);
@@ -620,6 +630,11 @@ impl Kernel for SimKernel {
 
     fn device_clock(&self) -> Option<u64> {
         Some(self.device_cycles())
+    }
+
+    /// The marker lives in the device's `ctl` page (the device never leaves the bus).
+    fn reset_marker(&self, _pci: &str) -> std::io::Result<Option<bool>> {
+        Ok(Some(self.ctl.0.load(ctl::RESET_MARKER) != 0))
     }
 
     fn clock_stop(&self) -> Option<super::kernel::ClockStop> {
@@ -656,11 +671,11 @@ impl Kernel for SimKernel {
         let target = c.load(ctl::HEARTBEAT) + 2;
         let start = Instant::now();
         while c.load(ctl::HEARTBEAT) < target {
-            if c.load(ctl::STOPPED) != 0 || start.elapsed() > RESET_TIMEOUT {
+            if c.load(ctl::STOPPED) != 0 || start.elapsed() > SETTLE_TIMEOUT {
                 return Err(std::io::Error::other(format!(
                     "the simulator at {} did not take a register write within {} s (stopped?)",
                     self.path.display(),
-                    RESET_TIMEOUT.as_secs()
+                    SETTLE_TIMEOUT.as_secs()
                 )));
             }
             std::thread::yield_now();
@@ -742,7 +757,7 @@ mod tests {
         let err = sim.open(OpenFlags::default()).unwrap_err();
         assert!(matches!(err, TtKmdError::HeldByPid { pid, .. } if pid == std::process::id()), "{err}");
         drop(legacy);
-        let mut dev = sim.open(OpenFlags::default()).unwrap();
+        let dev = sim.open(OpenFlags::default()).unwrap();
         assert_eq!(dev.power_mode(), PowerMode::Aware);
 
         // A window onto the first Tensix tile's L1 (translated (18, 18)): a store lands in the
@@ -797,15 +812,111 @@ mod tests {
         let err = dev.pin_pages(&mut other[at..at + 4096], PinFlags::NOC_DMA).unwrap_err();
         assert!(err.to_string().contains("EFAULT"), "{err}");
 
-        // A reset sequence: between USER_RESET and POST_RESET only info and reset ioctls work.
         drop(tlb);
+        drop(pinned);
+    }
+
+    /// Runs one ioctl on a bare kernel (another process's fd: no cqlab device around it).
+    fn call<T: IoctlArg>(k: &dyn Kernel, arg: &mut T) -> std::result::Result<(), Errno> {
+        let mut bytes = arg.as_bytes().to_vec();
+        k.ioctl(T::REQUEST, &mut bytes)?;
+        *arg = T::read_from_bytes(&bytes).unwrap();
+        Ok(())
+    }
+
+    /// Another process's fd on the device (tt-metal's, say: it takes no cqlab lock) with a
+    /// window onto `tile`'s L1, mapped uncached.
+    fn other_process_window(sim: &Sim, tile: Coord) -> (SimKernel, sys::ConfigureTlb, super::super::MmioWindow) {
+        let other = SimKernel::open(&sim.dir).unwrap();
+        let mut alloc = sys::AllocateTlb {
+            input: sys::AllocateTlbIn { size: WINDOW_SIZE, reserved: 0 },
+            output: Default::default(),
+        };
+        call(&other, &mut alloc).unwrap();
+        let config = sys::NocTlbConfig::unicast(tile.x as u16, tile.y as u16, 0, 0);
+        let configure = sys::ConfigureTlb {
+            input: sys::ConfigureTlbIn { id: alloc.output.id, reserved: 0, config },
+            output: Default::default(),
+        };
+        call(&other, &mut configure.clone()).unwrap();
+        let window = super::super::MmioWindow::map(
+            &other,
+            "the other process's window".into(),
+            alloc.output.mmap_offset_uc,
+            WINDOW_SIZE,
+        )
+        .unwrap();
+        (other, configure, window)
+    }
+
+    /// RESET_DEVICE as tt-kmd 2.10 answers it (`ioctl_reset_device`, chardev.c at
+    /// ttkmd-2.10.0): USER_RESET only sets the reset marker, so POST_RESET reports failure;
+    /// an ASIC reset resets the chip, which clears the marker, and the whole sequence
+    /// completes; every fd opened before a reset is invalid for good.
+    #[test]
+    fn user_reset_leaves_the_marker_set_and_an_asic_reset_sequence_completes() {
+        let sim = Sim::start("reset");
+        let mut dev = sim.open(OpenFlags::default()).unwrap();
+        let (other, mut configure, _window) = other_process_window(&sim, Coord::new(18, 18));
+
+        // Between USER_RESET and POST_RESET only info and reset ioctls pass, on every fd.
         dev.reset(ResetKind::UserReset).unwrap();
         let err = dev.allocate_tlb(WINDOW_SIZE).unwrap_err();
         assert!(err.to_string().contains("ENODEV"), "{err}");
-        dev.reset(ResetKind::PostReset).unwrap();
+        // Nothing reset the chip: the marker is still set, and POST_RESET says so.
+        let err = dev.reset(ResetKind::PostReset).unwrap_err();
+        assert!(matches!(err, TtKmdError::ResetFailed { result: 1, .. }), "{err:?}");
+        assert!(err.to_string().contains("reset marker"), "{err}");
+        // POST_RESET cleared needs_hw_init all the same: the resetting fd works again...
         drop(dev.allocate_tlb(WINDOW_SIZE).unwrap());
+        // ... the one opened before the reset does not, ever.
+        assert_eq!(call(&other, &mut configure), Err(Errno::ENODEV));
+
+        // A whole reset is an ASIC reset: USER_RESET is refused, saying why.
+        let err = dev.reset_sequence(ResetKind::UserReset).unwrap_err();
+        assert!(err.to_string().contains("USER_RESET only marks the device"), "{err}");
         dev.reset_sequence(ResetKind::AsicReset).unwrap();
-        drop(pinned);
+        let tlb = dev.allocate_tlb(WINDOW_SIZE).unwrap();
+        dev.configure_tlb(&tlb, &sys::NocTlbConfig::unicast(18, 18, 0, 0)).unwrap();
+        // The chip was reset: every core held.
+        use cqlab_abi::arch::tensix::{DEBUG_REGS_BASE, SOFT_RESET_0, SOFT_RESET_ALL};
+        let soft = (SOFT_RESET_0 - DEBUG_REGS_BASE) as usize;
+        let regs = std::fs::read(sim.dir.join("regs")).unwrap();
+        assert_eq!(&regs[soft..soft + 4], &SOFT_RESET_ALL.to_le_bytes());
+    }
+
+    /// Opening the backend resets nothing: another process's fd and mapping of the device
+    /// survive it (a USER_RESET would have invalidated both, and its POST_RESET failed), and
+    /// every Tensix core is held in soft reset before any host memory is pinned.
+    #[test]
+    fn the_backend_opens_without_a_reset_and_holds_every_core() {
+        use cqlab_abi::arch::tensix::{DEBUG_REGS_BASE, SOFT_RESET_0, SOFT_RESET_ALL, SOFT_RESET_BRISC_ONLY_RUN};
+        use std::os::unix::fs::FileExt;
+        let sim = Sim::start("no-reset");
+        let tiles = SimKernel::open(&sim.dir).unwrap().tiles;
+        let (other, mut configure, window) = other_process_window(&sim, tiles[0]);
+        window.write_u32(0x40, 0x600d_cafe).unwrap();
+        // A core the previous owner left running.
+        let soft = (SOFT_RESET_0 - DEBUG_REGS_BASE) as u64;
+        let regs = open_rw(&sim.dir.join("regs")).unwrap();
+        let last = (tiles.len() - 1) as u64 * REGS_PAGE + soft;
+        regs.write_all_at(&SOFT_RESET_BRISC_ONLY_RUN.to_le_bytes(), last).unwrap();
+        other.settle().unwrap();
+        let mut word = [0u8; 4];
+        regs.read_exact_at(&mut word, last).unwrap();
+        assert_eq!(u32::from_le_bytes(word), SOFT_RESET_BRISC_ONLY_RUN, "the chip took the release");
+
+        let cfg = crate::config::DeviceConfig { num_cqs: 1, ..Default::default() };
+        let backend = super::super::backend::TtKmdBackend::new(sim.open(OpenFlags::default()).unwrap(), &cfg)
+            .expect("the tt-kmd backend opens on a device another process holds open");
+
+        assert_eq!(call(&other, &mut configure), Ok(()), "the other process's fd survives the open");
+        assert_eq!(window.read_u32(0x40).unwrap(), 0x600d_cafe, "and so does its mapping");
+        for i in 0..tiles.len() as u64 {
+            regs.read_exact_at(&mut word, i * REGS_PAGE + soft).unwrap();
+            assert_eq!(u32::from_le_bytes(word), SOFT_RESET_ALL, "tile {} is held", tiles[i as usize]);
+        }
+        drop(backend);
     }
 
     /// The completion write pointer, as the dispatcher's NOC writes land it in the `sysmem`
