@@ -459,7 +459,8 @@ pub fn open_device(path: &str, cfg: &DeviceConfig) -> Result<Box<dyn Backend>> {
 /// same tt-kmd backend, its kernel calls answered by [`super::sim_kernel::SimKernel`].
 #[cfg(feature = "sim")]
 pub fn open_simulated(path: &str, cfg: &DeviceConfig) -> Result<Box<dyn Backend>> {
-    let kernel = super::sim_kernel::SimKernel::open(std::path::Path::new(path)).map_err(be)?;
+    let flags = super::kernel::OpenFlags::default();
+    let kernel = super::sim_kernel::SimKernel::open_with_flags(std::path::Path::new(path), flags).map_err(be)?;
     let s = kernel.shape();
     cfg.check_harvesting_on(cfg.board.unwrap_or(s.board))?;
     let board_differs = cfg.board.is_some_and(|b| b != s.board);
@@ -472,7 +473,7 @@ pub fn open_simulated(path: &str, cfg: &DeviceConfig) -> Result<Box<dyn Backend>
             s.board, s.harvesting
         )));
     }
-    let dev = TtKmdDevice::with_kernel(Box::new(kernel), super::kernel::OpenFlags::default()).map_err(be)?;
+    let dev = TtKmdDevice::with_kernel(Box::new(kernel), flags).map_err(be)?;
     Ok(Box::new(TtKmdBackend::new(dev, cfg)?))
 }
 

@@ -43,6 +43,17 @@ pub enum TtKmdError {
     #[error("device {path} held by another process ({how})")]
     Held { path: PathBuf, how: &'static str },
 
+    /// tt-kmd refused the open (EAGAIN): another fd holds the device with O_EXCL.
+    #[error(
+        "device {path} is held exclusively (O_EXCL) by {holders}: tt-kmd admits no other open until that \
+         process closes it"
+    )]
+    HeldExclusively { path: PathBuf, holders: String },
+
+    /// tt-kmd refused our exclusive open (EAGAIN): other fds of the device are open.
+    #[error("device {path} is open in {holders}: an exclusive (O_EXCL) open needs every other fd closed")]
+    OpenElsewhere { path: PathBuf, holders: String },
+
     /// `flock(2)` failed for a reason other than contention.
     #[error("cannot lock {path}: flock(LOCK_EX|LOCK_NB) failed with {errno}")]
     Flock { path: PathBuf, errno: Errno },

@@ -43,6 +43,74 @@ impl Default for OpenFlags {
     }
 }
 
+impl OpenFlags {
+    /// The `open(2)` flags these ask for (with `O_RDWR`). Always `O_NONBLOCK`: tt-kmd 2.10.0
+    /// admits an open like a reader/writer lock (`admit_chardev_open`, `chardev.c` at
+    /// ttkmd-2.10.0): a plain open waits while another fd holds the device with `O_EXCL`, an
+    /// `O_EXCL` open waits until no other fd is open, and `O_NONBLOCK` turns either wait into
+    /// EAGAIN, which [`DeviceFile::open`] reports with the holders' pids. tt-kmd reads no
+    /// other use of the flag (`f_flags` is read only at open), and older drivers ignore it.
+    pub fn open_flags(self) -> libc::c_int {
+        let mut f = libc::O_CLOEXEC | libc::O_NONBLOCK;
+        if self.power_aware {
+            f |= libc::O_APPEND;
+        }
+        if self.exclusive {
+            f |= libc::O_EXCL;
+        }
+        f
+    }
+
+    /// The error for an open tt-kmd refused with EAGAIN (see [`Self::open_flags`]), naming the
+    /// processes that hold the device: `holders` says who, and from where.
+    pub(crate) fn refused(self, path: PathBuf, holders: String) -> TtKmdError {
+        if self.exclusive {
+            TtKmdError::OpenElsewhere { path, holders }
+        } else {
+            TtKmdError::HeldExclusively { path, holders }
+        }
+    }
+}
+
+/// tt-kmd's list of the processes with the device open: `/proc/driver/tenstorrent/N/pids`, one
+/// pid per open fd (`pids_proc_show`, `enumerate.c`; created in `chardev.c` since
+/// ttkmd-2.5.0), N the number of the device node (`/dev/tenstorrent/N`).
+pub fn pids_file(node: &Path) -> Option<PathBuf> {
+    let node = std::fs::canonicalize(node).unwrap_or_else(|_| node.to_owned());
+    let n: u32 = node.file_name()?.to_str()?.parse().ok()?;
+    Some(Path::new("/proc/driver/tenstorrent").join(n.to_string()).join("pids"))
+}
+
+/// Who holds the device at `node`, for a refused open: its pids from tt-kmd's `pids` file, or
+/// why they are unknown.
+fn holders_of(node: &Path) -> String {
+    let Some(file) = pids_file(node) else {
+        return "another process (its pid is unknown: the node is not named /dev/tenstorrent/N)".into();
+    };
+    match std::fs::read_to_string(&file) {
+        Ok(text) => {
+            let mut pids: Vec<u32> = text.split_whitespace().filter_map(|p| p.parse().ok()).collect();
+            pids.sort_unstable();
+            pids.dedup();
+            describe_pids(&pids, &file.display().to_string())
+        }
+        Err(e) => format!(
+            "another process (its pid is unknown: {} cannot be read, {e}; tt-kmd 2.5.0 and later keep it)",
+            file.display()
+        ),
+    }
+}
+
+/// "pid 42 (from SOURCE)", "pids 42, 43 (from SOURCE)", or "another process" if none is listed.
+pub(crate) fn describe_pids(pids: &[u32], source: &str) -> String {
+    let list = pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    match pids.len() {
+        0 => format!("another process (none listed in {source})"),
+        1 => format!("pid {list} (from {source})"),
+        _ => format!("pids {list} (from {source})"),
+    }
+}
+
 /// Why a device's clock stands still.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClockStop {
@@ -110,25 +178,20 @@ pub struct DeviceFile {
 }
 
 impl DeviceFile {
-    /// Opens `path` read-write with `flags`. A missing node is [`TtKmdError::NotPresent`], a
-    /// refused exclusive open [`TtKmdError::Held`].
+    /// Opens `path` read-write with `flags`, never waiting. A missing node is
+    /// [`TtKmdError::NotPresent`]; an open tt-kmd refuses because of another process's fds
+    /// ([`OpenFlags::open_flags`]) says whose.
     pub fn open(path: &Path, flags: OpenFlags) -> Result<Self> {
-        let mut custom = libc::O_CLOEXEC;
-        if flags.power_aware {
-            custom |= libc::O_APPEND;
-        }
-        if flags.exclusive {
-            custom |= libc::O_EXCL | libc::O_NONBLOCK;
-        }
         let path = path.to_owned();
-        match File::options().read(true).write(true).custom_flags(custom).open(&path) {
+        match File::options().read(true).write(true).custom_flags(flags.open_flags()).open(&path) {
             Ok(file) => Ok(Self { path, file, lock: Mutex::new(None) }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let detail = absence_detail(&path);
                 Err(TtKmdError::NotPresent { path, detail })
             }
-            Err(e) if flags.exclusive && e.raw_os_error() == Some(libc::EAGAIN) => {
-                Err(TtKmdError::Held { path, how: "another fd is open and O_EXCL was asked" })
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                let holders = holders_of(&path);
+                Err(flags.refused(path, holders))
             }
             Err(source) => Err(TtKmdError::Open { path, source }),
         }
@@ -233,5 +296,26 @@ pub(crate) fn absence_detail(path: &Path) -> String {
                 format!("devices present in {DEVICE_DIR}: {}", present.join(", "))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_open_is_nonblocking_and_refusals_name_ttkmds_pids_file() {
+        for flags in [OpenFlags::default(), OpenFlags { power_aware: false, exclusive: true }] {
+            assert_ne!(flags.open_flags() & libc::O_NONBLOCK, 0, "{flags:?}");
+        }
+        assert_eq!(pids_file(Path::new("/dev/tenstorrent/3")), Some(PathBuf::from("/proc/driver/tenstorrent/3/pids")));
+        assert_eq!(describe_pids(&[42], "F"), "pid 42 (from F)");
+        assert_eq!(describe_pids(&[42, 43], "F"), "pids 42, 43 (from F)");
+        let err = OpenFlags::default().refused("/dev/tenstorrent/3".into(), "pid 42 (from F)".into());
+        assert_eq!(
+            err.to_string(),
+            "device /dev/tenstorrent/3 is held exclusively (O_EXCL) by pid 42 (from F): tt-kmd admits no other \
+             open until that process closes it"
+        );
     }
 }

@@ -37,27 +37,43 @@ fn holder_pid(file: &File) -> Option<u32> {
     find_flock_holder(&locks, major, minor, meta.ino())
 }
 
+/// Every pid holding a FLOCK (shared or exclusive) on the same inode as `file`, from
+/// `/proc/locks`, sorted, each once.
+pub(crate) fn flock_holders(file: &File) -> Vec<u32> {
+    let (Ok(meta), Ok(locks)) = (file.metadata(), std::fs::read_to_string("/proc/locks")) else {
+        return Vec::new();
+    };
+    let (major, minor) = (nix::sys::stat::major(meta.dev()), nix::sys::stat::minor(meta.dev()));
+    let mut pids: Vec<u32> = locks.lines().filter_map(|l| flock_line(l, major, minor, meta.ino())).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
 /// Parses `/proc/locks` lines such as
 /// `3: FLOCK  ADVISORY  WRITE 4242 00:1a:12345 0 EOF` (device major:minor in hex, inode in
 /// decimal) and returns the pid of the first granted FLOCK on (`major`, `minor`, `ino`).
 /// Waiters (lines with `->`) are skipped.
 pub(crate) fn find_flock_holder(locks: &str, major: u64, minor: u64, ino: u64) -> Option<u32> {
-    locks.lines().find_map(|line| {
-        let mut fields = line.split_whitespace();
-        fields.next()?; // "N:"
-        let kind = fields.next()?;
-        if kind != "FLOCK" {
-            return None; // "->" waiters, POSIX and OFD locks
-        }
-        let _mode = fields.next()?;
-        let _access = fields.next()?;
-        let pid: u32 = fields.next()?.parse().ok()?;
-        let mut id = fields.next()?.split(':');
-        let maj = u64::from_str_radix(id.next()?, 16).ok()?;
-        let min = u64::from_str_radix(id.next()?, 16).ok()?;
-        let inode: u64 = id.next()?.parse().ok()?;
-        (maj == major && min == minor && inode == ino).then_some(pid)
-    })
+    locks.lines().find_map(|line| flock_line(line, major, minor, ino))
+}
+
+/// The pid of one `/proc/locks` line if it is a granted FLOCK on (`major`, `minor`, `ino`).
+fn flock_line(line: &str, major: u64, minor: u64, ino: u64) -> Option<u32> {
+    let mut fields = line.split_whitespace();
+    fields.next()?; // "N:"
+    let kind = fields.next()?;
+    if kind != "FLOCK" {
+        return None; // "->" waiters, POSIX and OFD locks
+    }
+    let _mode = fields.next()?;
+    let _access = fields.next()?;
+    let pid: u32 = fields.next()?.parse().ok()?;
+    let mut id = fields.next()?.split(':');
+    let maj = u64::from_str_radix(id.next()?, 16).ok()?;
+    let min = u64::from_str_radix(id.next()?, 16).ok()?;
+    let inode: u64 = id.next()?.parse().ok()?;
+    (maj == major && min == minor && inode == ino).then_some(pid)
 }
 
 #[cfg(test)]

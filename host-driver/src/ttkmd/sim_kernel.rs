@@ -15,6 +15,7 @@
 //! | LOCK_CTL | per-index flock on `lock-ctl-N` (ACQUIRE, RELEASE, TEST, ACQUIRE_BLOCKING) |
 //! | RESET_DEVICE | as `ioctl_reset_device` in `chardev.c` at ttkmd-2.10.0: USER/ASIC/ASIC_DMC_RESET bump the reset generation (every other fd, in any process, answers ENODEV for good, mmap too), zap this fd's window mappings (they point at nothing; the windows stay allocated), set the reset marker (`ctl::RESET_MARKER`, PCI_COMMAND's parity bit on a card: `set_reset_marker`, `pcie.c`) and the device's `needs_hw_init` (every fd's ioctls but info and reset answer ENODEV). ASIC_RESET and ASIC_DMC_RESET also ask the simulator to reset the chip (cores held, NOC drained; L1 and DRAM kept), which clears the marker when done, as a card's reset clears its config space; USER_RESET does not (on a card a BMC resets the chip), so the marker stays set. POST_RESET clears `needs_hw_init` and succeeds only if the marker is clear (`is_reset_marker_zero`). RESTORE_STATE is a no-op |
 //! | SET_POWER_STATE | argument checked, state kept |
+//! | open(2) | admitted as `admit_chardev_open` (`chardev.c` at ttkmd-2.10.0) admits it: a plain open waits while an `O_EXCL` fd is open, an `O_EXCL` open until no other fd is; `O_NONBLOCK` makes either EAGAIN (a flock on the device's `fds` file, its holders from `/proc/locks`) |
 //!
 //! What it cannot catch: multicast TLB windows (a store into one mapping cannot land in many
 //! cores: CONFIGURE_TLB answers EOPNOTSUPP), ordering or write-combining effects of a real PCIe
@@ -44,7 +45,7 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use super::error::{Result, TtKmdError};
 use super::ioctl::{self as sys, IoctlArg};
-use super::kernel::Kernel;
+use super::kernel::{describe_pids, Kernel, OpenFlags};
 
 const TENSTORRENT_VENDOR_ID: u16 = cqlab_abi::arch::bar::PCI_VENDOR_ID;
 /// The tt-kmd version the simulator answers as.
@@ -109,6 +110,8 @@ pub struct SimKernel {
     lock: File,
     /// The owner's lock on `lock`, once taken ([`Kernel::lock_exclusive`]).
     owner: Mutex<Option<Flock<File>>>,
+    /// This fd's admission (`fds`, shared or exclusive): held as long as it is open.
+    _admitted: Flock<File>,
     state: Mutex<State>,
 }
 
@@ -161,8 +164,15 @@ fn check_owner(dir: &Path) -> std::io::Result<()> {
 }
 
 impl SimKernel {
-    /// Opens the simulated device at `dir` (a directory `cqlab sim ttkmd --dev DIR` serves).
+    /// Opens the simulated device at `dir` (a directory `cqlab sim ttkmd --dev DIR` serves)
+    /// with the default flags.
     pub fn open(dir: &Path) -> Result<Self> {
+        Self::open_with_flags(dir, OpenFlags::default())
+    }
+
+    /// Opens the simulated device at `dir` as `open(2)` with `flags.open_flags()` would open a
+    /// card: admitted as tt-kmd admits opens ([`admit`]).
+    pub fn open_with_flags(dir: &Path, flags: OpenFlags) -> Result<Self> {
         let paths = Paths::new(dir);
         let absent = |detail: String| TtKmdError::NotPresent { path: dir.to_owned(), detail };
         if dir.exists() {
@@ -207,6 +217,7 @@ impl SimKernel {
         let lock_path = paths.lock();
         let lock = open_lock(&lock_path).map_err(|source| TtKmdError::Open { path: lock_path, source })?;
         let reset_gen = ctl.load(ctl::RESET_GEN);
+        let admitted = admit(dir, flags)?;
         let layout = shape.layout().map_err(|e| absent(format!("the device's chip: {e}")))?;
         let tiles = shape.tiles();
         Ok(SimKernel {
@@ -222,6 +233,7 @@ impl SimKernel {
             shape,
             lock,
             owner: Mutex::new(None),
+            _admitted: admitted,
             state: Mutex::new(State { reset_gen, ..Default::default() }),
         })
     }
@@ -546,6 +558,32 @@ impl SimKernel {
     }
 }
 
+/// tt-kmd's admission of an open (`admit_chardev_open`, `chardev.c` at ttkmd-2.10.0), as a
+/// flock on the device's `fds` file: a plain open is a reader (shared), an `O_EXCL` open the
+/// writer (exclusive, so no other fd may be open). Without `O_NONBLOCK` in
+/// `flags.open_flags()` the open waits for the lock, as tt-kmd's waits; with it, a refusal
+/// names the holders from `/proc/locks` (the stand-in for tt-kmd's per-device `pids` file).
+fn admit(dir: &Path, flags: OpenFlags) -> Result<Flock<File>> {
+    let path = dir.join("fds");
+    let file = open_lock(&path).map_err(|source| TtKmdError::Open { path: path.clone(), source })?;
+    let bits = flags.open_flags();
+    let (excl, nonblock) = (bits & libc::O_EXCL != 0, bits & libc::O_NONBLOCK != 0);
+    let arg = match (excl, nonblock) {
+        (true, true) => FlockArg::LockExclusiveNonblock,
+        (true, false) => FlockArg::LockExclusive,
+        (false, true) => FlockArg::LockSharedNonblock,
+        (false, false) => FlockArg::LockShared,
+    };
+    match Flock::lock(file, arg) {
+        Ok(admitted) => Ok(admitted),
+        Err((file, Errno::EWOULDBLOCK)) => {
+            let source = format!("/proc/locks on {}", path.display());
+            Err(flags.refused(dir.to_owned(), describe_pids(&super::owner::flock_holders(&file), &source)))
+        }
+        Err((_, errno)) => Err(TtKmdError::Flock { path, errno }),
+    }
+}
+
 fn alive(ctl: &Ctl) -> bool {
     let before = ctl.load(ctl::HEARTBEAT);
     let start = Instant::now();
@@ -731,7 +769,7 @@ mod tests {
             Sim { stop, thread, dir }
         }
         fn open(&self, flags: OpenFlags) -> super::super::Result<TtKmdDevice> {
-            TtKmdDevice::with_kernel(Box::new(SimKernel::open(&self.dir)?), flags)
+            TtKmdDevice::with_kernel(Box::new(SimKernel::open_with_flags(&self.dir, flags)?), flags)
         }
     }
 
@@ -814,6 +852,37 @@ mod tests {
 
         drop(tlb);
         drop(pinned);
+    }
+
+    /// An open never waits for another process. While one holds the device with `O_EXCL`
+    /// (tt-kmd 2.10.0+), tt-kmd's open of a card sleeps until that process closes it
+    /// (`admit_chardev_open`, chardev.c at ttkmd-2.10.0); the backend's open asks `O_NONBLOCK`
+    /// and says who holds the device instead.
+    #[test]
+    fn an_open_while_another_process_holds_the_device_exclusively_names_it_at_once() {
+        let sim = Sim::start("excl");
+        let exclusive = OpenFlags { exclusive: true, ..OpenFlags::default() };
+        let holder = SimKernel::open_with_flags(&sim.dir, exclusive).unwrap();
+        let dir = sim.dir.to_str().unwrap().to_owned();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let opener = std::thread::spawn(move || {
+            let cfg = crate::config::DeviceConfig { num_cqs: 1, ..Default::default() };
+            let _ = tx.send(super::super::backend::open_simulated(&dir, &cfg).err().map(|e| e.to_string()));
+        });
+        let answer = rx.recv_timeout(Duration::from_secs(5));
+        drop(holder); // lets an open that waits through, so the thread ends
+        opener.join().unwrap();
+        let err = answer.expect("the open answered at once instead of waiting for the holder").expect("refused");
+        let me = std::process::id();
+        assert!(err.contains(&format!("is held exclusively (O_EXCL) by pid {me} (from /proc/locks")), "{err}");
+
+        // And an exclusive open of ours, while another fd is open, names that fd's process.
+        let plain = SimKernel::open(&sim.dir).unwrap();
+        let err = sim.open(exclusive).unwrap_err();
+        assert!(matches!(err, TtKmdError::OpenElsewhere { .. }), "{err:?}");
+        assert!(err.to_string().contains(&format!("is open in pid {me}")), "{err}");
+        drop(plain);
+        drop(sim.open(exclusive).expect("exclusive once no other fd is open"));
     }
 
     /// Runs one ioctl on a bare kernel (another process's fd: no cqlab device around it).
