@@ -4,7 +4,8 @@
 //! Which one was used is not printed here: on a simulator it changes
 //! nothing a command reports but host time, so the commands that measure
 //! host time say it ([`pages_used`]), and the tt-kmd path says it where a
-//! card is to pin the memory.
+//! card is to pin the memory. [`alloc_contiguous`] is the tt-kmd backend's:
+//! one 1 GiB page whenever the size fits in one.
 
 use memmap2::{MmapMut, MmapOptions};
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -57,6 +58,16 @@ pub fn pages_used() -> Option<PageKind> {
         .find(|k| k.rank() == USED.load(Ordering::Relaxed))
 }
 
+/// Bytes of a 1 GiB huge page.
+pub const GIB: usize = 1 << 30;
+
+/// Records that an allocation got `kind` ([`pages_used`]).
+fn record(kind: PageKind) {
+    let _ = USED.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+        Some(if u == 0 { kind.rank() } else { u.min(kind.rank()) })
+    });
+}
+
 /// Anonymous, zeroed host memory of `size` bytes.
 pub fn alloc(size: usize) -> std::io::Result<(MmapMut, PageKind)> {
     let tries = [(PageKind::Huge1G, 30u8), (PageKind::Huge2M, 21u8)];
@@ -65,10 +76,23 @@ pub fn alloc(size: usize) -> std::io::Result<(MmapMut, PageKind)> {
         .filter(|(_, bits)| size % (1usize << bits) == 0)
         .find_map(|&(kind, bits)| MmapOptions::new().len(size).huge(Some(bits)).map_anon().ok().map(|m| (m, kind)))
         .map_or_else(|| MmapOptions::new().len(size).map_anon().map(|m| (m, PageKind::Normal)), Ok)?;
-    let _ = USED.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
-        Some(if u == 0 { kind.rank() } else { u.min(kind.rank()) })
-    });
+    record(kind);
     Ok((map, kind))
+}
+
+/// Host memory of at least `size` bytes for tt-kmd to pin: one whole 1 GiB huge page when
+/// `size` fits in one and the system has one free, since that is physically contiguous, and
+/// without an IOMMU translating the card's DMA tt-kmd pins nothing else (`ioctl_pin_pages`,
+/// `memory.c` at ttkmd-2.10.0: "pages discontiguous", EINVAL); else as [`alloc`]. The mapping
+/// is then the whole page, longer than `size`: pin its first `size` bytes.
+pub fn alloc_contiguous(size: usize) -> std::io::Result<(MmapMut, PageKind)> {
+    if size <= GIB {
+        if let Ok(map) = MmapOptions::new().len(GIB).huge(Some(30)).map_anon() {
+            record(PageKind::Huge1G);
+            return Ok((map, PageKind::Huge1G));
+        }
+    }
+    alloc(size)
 }
 
 #[cfg(test)]
@@ -86,5 +110,23 @@ mod tests {
         let (_, small) = super::alloc(4 << 10).unwrap();
         assert_eq!(small, super::PageKind::Normal);
         assert_eq!(super::pages_used(), Some(super::PageKind::Normal));
+    }
+
+    /// A 4 MiB queue area for tt-kmd comes in one whole 1 GiB page where the system has one
+    /// free (as `alloc` never gives it: 4 MiB is no multiple of 1 GiB), else as `alloc` does.
+    #[test]
+    fn memory_to_pin_is_one_gibibyte_page_when_there_is_one() {
+        let free_1g = std::fs::read_to_string("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages")
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let (m, kind) = super::alloc_contiguous(4 << 20).unwrap();
+        if free_1g > 0 {
+            assert_eq!((kind, m.len()), (super::PageKind::Huge1G, super::GIB));
+        } else {
+            assert_ne!(kind, super::PageKind::Huge1G);
+            assert_eq!(m.len(), 4 << 20);
+        }
+        assert!(m[..4 << 20].iter().all(|&b| b == 0));
     }
 }

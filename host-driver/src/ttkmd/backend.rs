@@ -488,6 +488,31 @@ mod tests {
         TtKmdBackend::new(dev, &DeviceConfig::default())
     }
 
+    /// Without an IOMMU translating, tt-kmd pins only physically contiguous memory and says
+    /// EINVAL (`ioctl_pin_pages`, memory.c at ttkmd-2.10.0): the open says so and how to get
+    /// such memory, instead of a bare EINVAL.
+    #[test]
+    fn a_pin_refused_without_an_iommu_says_to_use_1_gib_huge_pages() {
+        use super::super::kernel::Iommu;
+        use nix::errno::Errno;
+        let script = |iommu| Script { pin_error: Some(Errno::EINVAL), iommu, ..Default::default() };
+        for (iommu, why) in [(Iommu::Absent, "no IOMMU"), (Iommu::Passthrough, "passthrough (identity)")] {
+            let err = open(script(iommu)).err().expect("refused").to_string();
+            for part in [
+                "normal pages",
+                "it pins only physically contiguous memory",
+                why,
+                "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages",
+                "hugepagesz=1G",
+            ] {
+                assert!(err.contains(part), "{part:?} in {err}");
+            }
+        }
+        // With translation, EINVAL means something else: said as it came.
+        let err = open(script(Iommu::Translated("DMA".into()))).err().expect("refused").to_string();
+        assert!(err.contains("PIN_PAGES") && err.contains("EINVAL") && !err.contains("contiguous"), "{err}");
+    }
+
     /// A 1.x driver (API 1, no semantic version; ttkmd-1.34 is one) gets no command queues and
     /// is told the release that has them, without contradicting itself.
     #[test]

@@ -12,6 +12,7 @@ use super::error::{Result, TtKmdError};
 use super::ioctl::{self as sys, DriverVersion, Feature, IoctlArg, NocTlbConfig};
 use super::kernel::{DeviceFile, Kernel, OpenFlags};
 use super::window::{Caching, MmioWindow};
+use crate::sysmem::PageKind;
 
 /// The LOCK_CTL resource lock cqlab takes to own a device. tt-kmd gives indices 0..=15 to
 /// ERISC cores by convention; cqlab uses the last one.
@@ -465,21 +466,23 @@ impl TtKmdDevice {
         Ok(PinnedPages { inner: self.inner.clone(), buf, iova: arg.output.physical_address, noc_address, pinned: true })
     }
 
-    /// `len` bytes of host memory the device can reach once pinned (huge pages when the system
-    /// has them; in simulation, the simulator's sysmem), pinned for NOC DMA: the device reaches
-    /// it at the returned NOC address.
+    /// `len` bytes of host memory the device can reach once pinned (one 1 GiB huge page when the
+    /// system has one free; in simulation, the simulator's sysmem), pinned for NOC DMA: the
+    /// device reaches it at the returned NOC address. Without IOMMU translation tt-kmd pins
+    /// only physically contiguous memory: the error then says how to get it.
     pub fn alloc_pinned(&self, len: usize, flags: PinFlags) -> Result<PinnedMemory> {
         let page = page_size();
         if len == 0 || len % page != 0 {
             return Err(TtKmdError::PinUnaligned { path: self.path().to_owned(), addr: 0, len, page });
         }
-        let map = self.inner.kernel.alloc_dma_memory(len).map_err(|source| TtKmdError::Map {
+        let memory = self.inner.kernel.alloc_dma_memory(len).map_err(|source| TtKmdError::Map {
             path: self.path().to_owned(),
             what: "host memory for DMA".into(),
             offset: 0,
             len: len as u64,
             source,
         })?;
+        let (map, pages) = (memory.map, memory.pages);
         let addr = map.as_ptr() as usize;
         let mut arg = sys::PinPagesExtended {
             input: sys::PinPagesIn {
@@ -491,12 +494,25 @@ impl TtKmdDevice {
             output: Default::default(),
         };
         self.inner.call(&mut arg).map_err(|e| {
+            // Without IOMMU translation tt-kmd pins only physically contiguous pages and
+            // answers EINVAL for any others (`ioctl_pin_pages`, memory.c at ttkmd-2.10.0).
+            let pci = self.info.pci_address();
+            let iommu = self.inner.kernel.iommu(&pci);
+            if e == Errno::EINVAL && pages != PageKind::Huge1G && iommu.needs_contiguous() != Some(false) {
+                return TtKmdError::PinNeedsContiguous {
+                    path: self.path().to_owned(),
+                    len,
+                    pages: pages.describe(),
+                    iommu: format!("PCI device {pci}: {iommu}"),
+                };
+            }
             self.inner.err("PIN_PAGES", e, format!("{len:#x} bytes at {addr:#x}, flags {:#x}", flags.0))
         })?;
         let noc_dma = flags.contains(PinFlags::NOC_DMA) || flags.contains(PinFlags::NOC_TOP_DOWN);
         Ok(PinnedMemory {
             inner: self.inner.clone(),
             map,
+            len,
             iova: arg.output.physical_address,
             noc_address: noc_dma.then_some(arg.output.noc_address),
         })
@@ -724,18 +740,20 @@ impl TlbWindow {
 #[derive(Debug)]
 pub struct PinnedMemory {
     inner: Arc<Inner>,
+    /// The mapping, of which the first `len` bytes are pinned (the rest of a huge page is not).
     map: memmap2::MmapRaw,
+    len: usize,
     iova: u64,
     noc_address: Option<u64>,
 }
 
 impl PinnedMemory {
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.len() == 0
+        self.len == 0
     }
 
     /// IOVA (or physical address without an IOMMU).
@@ -749,7 +767,7 @@ impl PinnedMemory {
     }
 
     fn check(&self, off: usize, len: usize) -> Result<()> {
-        if off.checked_add(len).is_none_or(|end| end > self.map.len()) {
+        if off.checked_add(len).is_none_or(|end| end > self.len) {
             return Err(TtKmdError::OutOfBounds {
                 window: "pinned host memory".into(),
                 offset: off,
@@ -812,7 +830,7 @@ impl PinnedMemory {
 
 impl Drop for PinnedMemory {
     fn drop(&mut self) {
-        let _ = self.inner.unpin(self.map.as_ptr() as u64, self.map.len() as u64);
+        let _ = self.inner.unpin(self.map.as_ptr() as u64, self.len as u64);
     }
 }
 

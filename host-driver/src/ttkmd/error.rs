@@ -80,6 +80,17 @@ pub enum TtKmdError {
     )]
     PinUnaligned { path: PathBuf, addr: usize, len: usize, page: usize },
 
+    /// PIN_PAGES refused memory that is not physically contiguous, with no IOMMU translating.
+    #[error(
+        "cannot pin {len:#x} bytes of {pages} for {path}: tt-kmd answered EINVAL, and without an IOMMU \
+         translating the card's DMA it pins only physically contiguous memory ({iommu}). Give cqlab 1 GiB huge \
+         pages, one per card open at once (one holds all of this): `echo 1 | sudo tee \
+         /sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages` (this can find no free gigabyte once memory \
+         is fragmented: then boot with `hugepagesz=1G hugepages=1`), or turn on IOMMU translation \
+         (`intel_iommu=on` or `amd_iommu=on`, without `iommu=pt`)"
+    )]
+    PinNeedsContiguous { path: PathBuf, len: usize, pages: &'static str, iommu: String },
+
     /// RESET_DEVICE ran and the driver reported failure.
     #[error("reset of {path} ({kind}) failed: driver reported result {result}{why}")]
     ResetFailed { path: PathBuf, kind: &'static str, result: u32, why: &'static str },

@@ -137,9 +137,13 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     /// (`set_reset_marker`, `pcie.c` at ttkmd-2.10.0) and the chip's reset clears. `None` once
     /// the device has left the bus (a reset that re-enumerates the card).
     fn reset_marker(&self, pci: &str) -> std::io::Result<Option<bool>>;
-    /// `len` bytes of host memory for the device to reach after PIN_PAGES (huge pages when the
-    /// system has them; the simulator's sysmem file in simulation). Contents unspecified.
-    fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw>;
+    /// At least `len` bytes of host memory for the device to reach after PIN_PAGES (one 1 GiB
+    /// huge page when the system has one, [`crate::sysmem::alloc_contiguous`]; the
+    /// simulator's sysmem file in simulation). Contents unspecified.
+    fn alloc_dma_memory(&self, len: usize) -> std::io::Result<DmaMemory>;
+    /// How the host's IOMMU treats the DMA of the device at PCI address `pci`, which decides
+    /// what PIN_PAGES can pin.
+    fn iommu(&self, pci: &str) -> Iommu;
     /// The board and harvesting, where the kernel side knows them without ARC (the
     /// simulator's device names them); `None` on a card, where ARC's telemetry says.
     fn board(&self) -> Option<(cqlab_abi::soc::Board, cqlab_abi::soc::Harvesting)> {
@@ -165,6 +169,67 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     /// only between slices, so this waits for the next one.
     fn settle(&self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// Host memory for DMA ([`Kernel::alloc_dma_memory`]): `map` may be longer than asked (a
+/// whole huge page).
+#[derive(Debug)]
+pub struct DmaMemory {
+    pub map: MmapRaw,
+    pub pages: crate::sysmem::PageKind,
+}
+
+/// Whether an IOMMU translates a device's DMA. tt-kmd pins any pages when one does, and only
+/// physically contiguous ones otherwise, passthrough (an identity domain) included
+/// (`is_iommu_translated` and `ioctl_pin_pages`, `memory.c` at ttkmd-2.10.0).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Iommu {
+    /// Translated: the sysfs group type (`DMA`, `DMA-FQ`, ...).
+    Translated(String),
+    /// An identity domain (`iommu=pt`): addresses pass untranslated.
+    Passthrough,
+    /// The device is in no IOMMU group: no IOMMU.
+    Absent,
+    /// Unknown (sysfs could not say; the simulator's device).
+    Unknown(String),
+}
+
+impl Iommu {
+    /// Whether tt-kmd needs physically contiguous memory to pin (`None`: unknown).
+    pub fn needs_contiguous(&self) -> Option<bool> {
+        match self {
+            Self::Translated(_) => Some(false),
+            Self::Passthrough | Self::Absent => Some(true),
+            Self::Unknown(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Iommu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Translated(t) => write!(f, "an IOMMU translates its DMA (group type {t})"),
+            Self::Passthrough => f.write_str("its IOMMU group is in passthrough (identity), which translates nothing"),
+            Self::Absent => f.write_str("it is in no IOMMU group: no IOMMU translates its DMA"),
+            Self::Unknown(why) => write!(f, "whether an IOMMU translates its DMA is unknown ({why})"),
+        }
+    }
+}
+
+/// The IOMMU state of PCI device `pci` from sysfs (`iommu_group/type`).
+fn sysfs_iommu(pci: &str) -> Iommu {
+    let group = Path::new("/sys/bus/pci/devices").join(pci).join("iommu_group");
+    if !Path::new("/sys/bus/pci/devices").join(pci).exists() {
+        return Iommu::Unknown(format!("/sys/bus/pci/devices/{pci} does not exist"));
+    }
+    if !group.exists() {
+        return Iommu::Absent;
+    }
+    match std::fs::read_to_string(group.join("type")) {
+        Ok(t) if t.trim() == "identity" => Iommu::Passthrough,
+        Ok(t) => Iommu::Translated(t.trim().to_owned()),
+        Err(e) => Iommu::Unknown(format!("{}: {e}", group.join("type").display())),
     }
 }
 
@@ -233,24 +298,13 @@ impl Kernel for DeviceFile {
         sysfs_reset_marker(pci)
     }
 
-    fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw> {
-        let (map, kind) = crate::sysmem::alloc(len)?;
-        if kind == crate::sysmem::PageKind::Normal {
-            // A card pins these pages: said here, where it matters (a
-            // simulator's sysmem is silent, crate::sysmem). A note only: a
-            // closed stderr (`2>&1 | head -1`) must not end the run.
-            use std::io::Write as _;
-            static SAID: std::sync::Once = std::sync::Once::new();
-            SAID.call_once(|| {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "cqlab: {}: sysmem in {}; without an IOMMU tt-kmd pins only physically contiguous memory",
-                    self.path.display(),
-                    kind.describe()
-                );
-            });
-        }
-        Ok(MmapRaw::from(map))
+    fn alloc_dma_memory(&self, len: usize) -> std::io::Result<DmaMemory> {
+        let (map, pages) = crate::sysmem::alloc_contiguous(len)?;
+        Ok(DmaMemory { map: MmapRaw::from(map), pages })
+    }
+
+    fn iommu(&self, pci: &str) -> Iommu {
+        sysfs_iommu(pci)
     }
 }
 

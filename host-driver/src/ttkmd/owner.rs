@@ -38,7 +38,8 @@ fn holder_pid(file: &File) -> Option<u32> {
 }
 
 /// Every pid holding a FLOCK (shared or exclusive) on the same inode as `file`, from
-/// `/proc/locks`, sorted, each once.
+/// `/proc/locks`, sorted, each once (the simulated kernel's stand-in for tt-kmd's `pids` file).
+#[cfg(feature = "sim")]
 pub(crate) fn flock_holders(file: &File) -> Vec<u32> {
     let (Ok(meta), Ok(locks)) = (file.metadata(), std::fs::read_to_string("/proc/locks")) else {
         return Vec::new();

@@ -15,7 +15,7 @@ use nix::sys::ioctl::ioctl_num_type;
 
 use super::error::Result;
 use super::ioctl::{self as sys, IoctlArg};
-use super::kernel::Kernel;
+use super::kernel::{DmaMemory, Iommu, Kernel};
 use cqlab_abi::soc::{Board, Harvesting};
 
 /// Largest anonymous mapping an mmap hands out.
@@ -33,6 +33,8 @@ pub struct Script {
     pub free_tlbs: usize,
     /// PIN_PAGES fails with this.
     pub pin_error: Option<Errno>,
+    /// What the host's IOMMU does for the card.
+    pub iommu: Iommu,
     /// QUERY_MAPPINGS' answer: (mapping id, size).
     pub mappings: Vec<(u32, u64)>,
 }
@@ -45,6 +47,7 @@ impl Default for Script {
             board: Board::WormholeN150,
             free_tlbs: 10,
             pin_error: None,
+            iommu: Iommu::Translated("DMA-FQ".into()),
             mappings: Vec::new(),
         }
     }
@@ -197,8 +200,12 @@ impl Kernel for Scripted {
         Ok(Some(false))
     }
 
-    fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw> {
-        Ok(MmapRaw::from(MmapMut::map_anon(len)?))
+    fn alloc_dma_memory(&self, len: usize) -> std::io::Result<DmaMemory> {
+        Ok(DmaMemory { map: MmapRaw::from(MmapMut::map_anon(len)?), pages: crate::sysmem::PageKind::Normal })
+    }
+
+    fn iommu(&self, _pci: &str) -> Iommu {
+        self.script.iommu.clone()
     }
 
     fn board(&self) -> Option<(Board, Harvesting)> {

@@ -721,7 +721,12 @@ impl Kernel for SimKernel {
         Ok(())
     }
 
-    fn alloc_dma_memory(&self, len: usize) -> std::io::Result<MmapRaw> {
+    /// The simulated device reaches its sysmem file, whatever pages back it.
+    fn iommu(&self, _pci: &str) -> super::kernel::Iommu {
+        super::kernel::Iommu::Unknown("a simulated device".into())
+    }
+
+    fn alloc_dma_memory(&self, len: usize) -> std::io::Result<super::kernel::DmaMemory> {
         if len as u64 > self.shape.sysmem_size {
             return Err(std::io::Error::other(format!(
                 "the simulated device reaches {} bytes of host memory (its sysmem), {len} asked",
@@ -730,7 +735,7 @@ impl Kernel for SimKernel {
         }
         let map = MmapOptions::new().len(len).map_raw(&self.sysmem)?;
         self.state.lock().expect("not poisoned").dma.push((map.as_ptr() as usize, len));
-        Ok(map)
+        Ok(super::kernel::DmaMemory { map, pages: crate::sysmem::PageKind::Normal })
     }
 }
 
