@@ -174,8 +174,9 @@ pub fn check_dir(dir: &Path) -> Result<bool, FileError> {
 enum Leftover {
     /// `sock`, `sock.new`: the daemon's socket.
     Socket,
-    /// `pid`, `lock`, `lock-ctl-N` (a tt-kmd client's LOCK_CTL): empty, or
-    /// the process id the daemon or a client recorded.
+    /// `pid`, `lock`, `lock-ctl-N` (a tt-kmd client's LOCK_CTL), `fds` (its
+    /// open's admission), `tlb-N` (its TLB windows): empty, or the process id
+    /// the daemon or a client recorded.
     Pid,
     /// `sysmem`, `ctl`, `l1`, `regs`, `dram`: mapped memory, whole pages
     /// (empty when a start was killed before sizing it).
@@ -188,12 +189,12 @@ impl Leftover {
             "sock" | "sock.new" => Some(Leftover::Socket),
             // `runner`: the lock file `sim ttkmd` held before 2026-12-01,
             // left in the directories of the simulators it ran.
-            "pid" | "lock" | "runner" => Some(Leftover::Pid),
+            "pid" | "lock" | "runner" | "fds" => Some(Leftover::Pid),
             "sysmem" | "ctl" | "l1" | "regs" | "dram" => Some(Leftover::Mapped),
-            // As `format!("lock-ctl-{index}")` spells a u8.
-            _ => name
-                .strip_prefix("lock-ctl-")
-                .filter(|i| i.parse::<u8>().is_ok_and(|v| v.to_string() == *i))
+            // As `format!("lock-ctl-{index}")` spells a u8, `format!("tlb-{id}")` a u32.
+            _ => None
+                .or(name.strip_prefix("lock-ctl-").filter(|i| i.parse::<u8>().is_ok_and(|v| v.to_string() == *i)))
+                .or(name.strip_prefix("tlb-").filter(|i| i.parse::<u32>().is_ok_and(|v| v.to_string() == *i)))
                 .map(|_| Leftover::Pid),
         }
     }
@@ -658,6 +659,8 @@ mod tests {
             // A `sim ttkmd` before 2026-12-01 kept its runner's pid here.
             put("runner", b"12345", FILE_MODE);
             put("lock-ctl-63", b"", 0o400);
+            put("fds", b"", FILE_MODE);
+            put("tlb-9", b"", FILE_MODE);
             put("sysmem", &[0; 8192], FILE_MODE);
             put("ctl", &[0; 4096], FILE_MODE);
             for f in ["l1", "regs", "dram"] {
@@ -665,12 +668,13 @@ mod tests {
             }
         };
         type Tweak<'a> = &'a dyn Fn();
-        let cases: [(Tweak, &str); 9] = [
+        let cases: [(Tweak, &str); 10] = [
             (&|| put("notes.txt", b"keep", FILE_MODE), "holds \"notes.txt\", which no simulator makes"),
             (&|| put("pid", b"my notes\n", FILE_MODE), "holds \"pid\", which holds no process id"),
             (&|| put("sysmem", b"data\n", FILE_MODE), "holds \"sysmem\" of 5 bytes, not whole 4096-byte pages"),
             (&|| put("sysmem", &[0; 4096], 0o644), "holds \"sysmem\" of mode 0644 (a simulator's files are 0600)"),
             (&|| put("lock-ctl-07", b"", FILE_MODE), "holds \"lock-ctl-07\", which no simulator makes"),
+            (&|| put("tlb-01", b"", FILE_MODE), "holds \"tlb-01\", which no simulator makes"),
             (
                 &|| {
                     std::fs::remove_file(d.join("sock")).unwrap();
@@ -708,7 +712,7 @@ mod tests {
         stopped();
         assert!(!prepare_dir(&d).unwrap(), "reused, not created");
         assert_eq!(mode(&d), DIR_MODE);
-        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 11, "nothing removed before the start makes its files");
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 13, "nothing removed before the start makes its files");
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -28,8 +28,10 @@ use cqlab_abi::arch::tlb::TlbConfig;
 use cqlab_abi::arch::{Arch, ArchParams};
 use cqlab_abi::noc::NocAddr;
 use cqlab_abi::soc::{Board, ChipLayout, Harvesting, TileKind};
+use nix::errno::Errno;
 
 use super::device::{PinFlags, PinnedMemory, TlbWindow, TtKmdDevice};
+use super::error::TtKmdError;
 use super::ioctl::{Feature, NocTlbConfig};
 use super::window::Caching;
 use crate::backend::Backend;
@@ -57,8 +59,8 @@ pub fn arch_of(device_id: u16) -> Option<Arch> {
     Arch::ALL.into_iter().find(|a| a.params().bar.pci_device_id == device_id)
 }
 
-/// The TLB windows tt-kmd hands out (ALLOCATE_TLB, CONFIGURE_TLB), 2 MiB
-/// each, allocated as the window manager first uses them.
+/// The TLB windows tt-kmd hands out (ALLOCATE_TLB, CONFIGURE_TLB), 2 MiB each, all allocated
+/// at open ([`KmdWindows::allocate`]).
 struct KmdWindows {
     dev: TtKmdDevice,
     tlbs: Vec<TlbWindow>,
@@ -72,6 +74,36 @@ struct KmdWindows {
 }
 
 impl KmdWindows {
+    /// `dev`'s windows: [`WINDOW_CACHE`] of them allocated now, or as many as are free if
+    /// fewer (the window manager reuses fewer as well, reconfiguring more often). tt-kmd's
+    /// 2 MiB windows are one pool per card shared by every process with it open, 10 on a
+    /// Wormhole (`tenstorrent_device_allocate_tlb`, `tlb.c`; `wormhole.c` at ttkmd-2.10.0), so
+    /// a run that allocated them as it went could fail mid-run with ENOMEM once other
+    /// processes held the rest; now a card with none free is refused here, saying who has it
+    /// open.
+    fn allocate(dev: TtKmdDevice, params: &ArchParams) -> Result<Self> {
+        let mut tlbs = Vec::with_capacity(WINDOW_CACHE);
+        while tlbs.len() < WINDOW_CACHE {
+            match dev.allocate_tlb(WINDOW_SIZE) {
+                Ok(tlb) => tlbs.push(tlb),
+                Err(TtKmdError::Ioctl { errno: Errno::ENOMEM, .. }) if !tlbs.is_empty() => break,
+                Err(TtKmdError::Ioctl { errno: Errno::ENOMEM, .. }) => return Err(DriverError::Backend(format!(
+                    "{}: no 2 MiB TLB window is free (ALLOCATE_TLB answered ENOMEM). tt-kmd hands out {} per {} card, \
+                         shared by every process with it open, and other processes hold them all: the card is open \
+                         in {}; this process is pid {}. A process's windows are freed when it closes the card.",
+                    dev.path().display(),
+                    params.bar.driver_windows(WINDOW_LOG2),
+                    params.arch.short_name(),
+                    dev.kernel().holders(),
+                    std::process::id()
+                ))),
+                Err(e) => return Err(be(e)),
+            }
+        }
+        let bases = vec![0; tlbs.len()];
+        Ok(Self { dev, tlbs, bases, wc_pending: false, defer_settle: false })
+    }
+
     /// Returns once the device has acted on every register store so far ([`super::kernel::Kernel::settle`]).
     fn settle(&self) -> Result<()> {
         self.dev.kernel().settle().map_err(|e| DriverError::Backend(format!("{}: {e}", self.dev.path().display())))
@@ -97,14 +129,10 @@ impl KmdWindows {
 
 impl TlbBar for KmdWindows {
     fn windows(&self) -> usize {
-        WINDOW_CACHE
+        self.tlbs.len()
     }
 
     fn configure(&mut self, w: usize, cfg: &TlbConfig) -> Result<()> {
-        while self.tlbs.len() <= w {
-            self.tlbs.push(self.dev.allocate_tlb(WINDOW_SIZE).map_err(be)?);
-            self.bases.push(0);
-        }
         // Stores still combining in the WC buffer belong to the old target.
         self.fence();
         let kmd = NocTlbConfig {
@@ -291,7 +319,7 @@ impl TtKmdBackend {
             ))
         })?;
         dev.require(Feature::TlbWindows, "command queues (TLB windows)").map_err(be)?;
-        let kmd = KmdWindows { dev, tlbs: Vec::new(), bases: Vec::new(), wc_pending: false, defer_settle: false };
+        let kmd = KmdWindows::allocate(dev, params)?;
         let mut bar = Bar { kmd, windows: Windows::new(WINDOW_CACHE), params };
         let identity = bar.identify()?;
         // Before any pinning: a core a previous owner left running may still write to host

@@ -132,6 +132,9 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     /// `flock(fd, LOCK_EX | LOCK_NB)`: one owner per device, held until the device file is
     /// dropped; says who holds it otherwise.
     fn lock_exclusive(&self) -> Result<()>;
+    /// Every process with the device open, for messages ("pids 4242, 4343 (from SOURCE)"):
+    /// tt-kmd's `pids` file on a card.
+    fn holders(&self) -> String;
     /// Whether tt-kmd's reset marker is set on the device at PCI address `pci`
     /// (`dddd:bb:dd.f`): PCI_COMMAND's parity bit, which tt-kmd sets when a reset starts
     /// (`set_reset_marker`, `pcie.c` at ttkmd-2.10.0) and the chip's reset clears. `None` once
@@ -292,6 +295,10 @@ impl Kernel for DeviceFile {
             *held = Some(super::owner::lock_exclusive(&self.file, &self.path)?);
         }
         Ok(())
+    }
+
+    fn holders(&self) -> String {
+        holders_of(&self.path)
     }
 
     fn reset_marker(&self, pci: &str) -> std::io::Result<Option<bool>> {

@@ -196,6 +196,10 @@ impl Kernel for Scripted {
         Ok(())
     }
 
+    fn holders(&self) -> String {
+        "pid 1 (scripted)".into()
+    }
+
     fn reset_marker(&self, _pci: &str) -> std::io::Result<Option<bool>> {
         Ok(Some(false))
     }

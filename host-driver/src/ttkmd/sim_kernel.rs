@@ -10,7 +10,7 @@
 //! | GET_DRIVER_INFO | API 2, tt-kmd 2.10.1 |
 //! | GET_DEVICE_INFO | vendor 0x1e52 (Tenstorrent), the simulated chip's PCI device id (Wormhole 0x401e, Blackhole 0xb140), bus 0 |
 //! | QUERY_MAPPINGS | no BAR resources (device memory is reached through TLB windows; ARC is not mapped, so the board and harvesting come from the device's `ctl` page: [`Kernel::board`]) |
-//! | ALLOCATE_TLB / CONFIGURE_TLB / FREE_TLB | [`WINDOW_SIZE`] (2 MiB) unicast windows, on either NOC, onto a Tensix tile's L1 (local 0), the 2 MiB piece holding its debug-register page (local `DEBUG_REGS_BASE` rounded down: that page is mapped at its offset, the rest of the window is `PROT_NONE`, so a stray access faults instead of landing nowhere), or any 2 MiB of a DRAM channel (the tile's coordinates as the chip translates them); a reconfigured window is re-mmapped in place onto its new target |
+//! | ALLOCATE_TLB / CONFIGURE_TLB / FREE_TLB | [`WINDOW_SIZE`] (2 MiB) unicast windows from the chip's pool, shared by every process (Wormhole 10, Blackhole 201; ENOMEM when none is free), on either NOC, onto a Tensix tile's L1 (local 0), the 2 MiB piece holding its debug-register page (local `DEBUG_REGS_BASE` rounded down: that page is mapped at its offset, the rest of the window is `PROT_NONE`, so a stray access faults instead of landing nowhere), or any 2 MiB of a DRAM channel (the tile's coordinates as the chip translates them); a reconfigured window is re-mmapped in place onto its new target |
 //! | PIN_PAGES / UNPIN_PAGES | memory from [`Kernel::alloc_dma_memory`] (the `sysmem` file): IOVA and NOC address = offset in sysmem, the local address at the PCIe endpoint |
 //! | LOCK_CTL | per-index flock on `lock-ctl-N` (ACQUIRE, RELEASE, TEST, ACQUIRE_BLOCKING) |
 //! | RESET_DEVICE | as `ioctl_reset_device` in `chardev.c` at ttkmd-2.10.0: USER/ASIC/ASIC_DMC_RESET bump the reset generation (every other fd, in any process, answers ENODEV for good, mmap too), zap this fd's window mappings (they point at nothing; the windows stay allocated), set the reset marker (`ctl::RESET_MARKER`, PCI_COMMAND's parity bit on a card: `set_reset_marker`, `pcie.c`) and the device's `needs_hw_init` (every fd's ioctls but info and reset answer ENODEV). ASIC_RESET and ASIC_DMC_RESET also ask the simulator to reset the chip (cores held, NOC drained; L1 and DRAM kept), which clears the marker when done, as a card's reset clears its config space; USER_RESET does not (on a card a BMC resets the chip), so the marker stays set. POST_RESET clears `needs_hw_init` and succeeds only if the marker is clear (`is_reset_marker_zero`). RESTORE_STATE is a no-op |
@@ -60,12 +60,14 @@ struct View {
     len: usize,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Tlb {
     /// What the window shows, once configured.
     target: Option<Target>,
     uc: Option<View>,
     wc: Option<View>,
+    /// This fd's claim on the window (`tlb-ID`), dropped when it is freed or the fd closes.
+    _claim: Flock<File>,
 }
 
 /// What a configured window shows.
@@ -82,7 +84,6 @@ enum Target {
 #[derive(Debug, Default)]
 struct State {
     tlbs: HashMap<u32, Tlb>,
-    next_tlb: u32,
     /// Mappings handed out by `alloc_dma_memory` (address, length): what PIN_PAGES can pin.
     dma: Vec<(usize, usize)>,
     pinned: Vec<(u64, u64)>,
@@ -391,12 +392,8 @@ impl SimKernel {
                 if a.input.size != WINDOW_SIZE {
                     return Err(Errno::EINVAL);
                 }
-                if st.tlbs.len() >= sys::MAX_INBOUND_TLBS as usize {
-                    return Err(Errno::ENOMEM);
-                }
-                let id = st.next_tlb;
-                st.next_tlb += 1;
-                st.tlbs.insert(id, Tlb::default());
+                let (id, claim) = self.claim_window(&st)?;
+                st.tlbs.insert(id, Tlb { target: None, uc: None, wc: None, _claim: claim });
                 a.output = sys::AllocateTlbOut {
                     id,
                     mmap_offset_uc: mmap_offset(id, false),
@@ -497,6 +494,24 @@ impl SimKernel {
             }
             _ => Err(Errno::ENOTTY),
         }
+    }
+
+    /// A free 2 MiB window of the device's pool, as `tenstorrent_device_allocate_tlb` finds one
+    /// (`tlb.c` at ttkmd-2.10.0): the chip's windows of that size but the driver's own
+    /// (Wormhole 10, Blackhole 201: `BarLayout::driver_windows`), shared by every process; the
+    /// first free one is claimed (an exclusive flock on `tlb-ID`, so a process that dies frees
+    /// its windows as closing the fd does), and none left is ENOMEM.
+    fn claim_window(&self, st: &State) -> std::result::Result<(u32, Flock<File>), Errno> {
+        let pool = self.shape.board.arch().params().bar.driver_windows(cqlab_abi::arch::bar::WINDOW_2M_LOG2);
+        for id in (0..pool).filter(|id| !st.tlbs.contains_key(id)) {
+            let file = open_lock(&self.paths.dir.join(format!("tlb-{id}"))).map_err(|_| Errno::EIO)?;
+            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(claim) => return Ok((id, claim)),
+                Err((_, Errno::EWOULDBLOCK)) => {}
+                Err((_, e)) => return Err(e),
+            }
+        }
+        Err(Errno::ENOMEM)
     }
 
     /// What every USER/ASIC reset does first (`ioctl_reset_device`, chardev.c at ttkmd-2.10.0):
@@ -668,6 +683,12 @@ impl Kernel for SimKernel {
 
     fn device_clock(&self) -> Option<u64> {
         Some(self.device_cycles())
+    }
+
+    /// Every process with the device open (the `fds` flock's holders).
+    fn holders(&self) -> String {
+        let source = format!("/proc/locks on {}", self.paths.dir.join("fds").display());
+        describe_pids(&super::owner::flock_holders(&self._admitted), &source)
     }
 
     /// The marker lives in the device's `ctl` page (the device never leaves the bus).
@@ -888,6 +909,59 @@ mod tests {
         assert!(err.to_string().contains(&format!("is open in pid {me}")), "{err}");
         drop(plain);
         drop(sim.open(exclusive).expect("exclusive once no other fd is open"));
+    }
+
+    /// tt-kmd's 2 MiB windows are one pool per card shared by every process (10 on a
+    /// Wormhole): the backend takes its windows at open, so a card whose windows others hold is
+    /// refused there, naming who has it open (not mid-run, with a bare ENOMEM), and with only a
+    /// few free it runs on those.
+    #[test]
+    fn the_backends_windows_come_from_the_cards_shared_pool_at_open() {
+        use crate::backend::Backend;
+        use cqlab_abi::noc::NocAddr;
+        let sim = Sim::start("windows");
+        let cfg = crate::config::DeviceConfig { num_cqs: 1, ..Default::default() };
+        let open = || super::super::backend::TtKmdBackend::new(sim.open(OpenFlags::default()).unwrap(), &cfg);
+        let other = SimKernel::open(&sim.dir).unwrap();
+        let take = || {
+            let mut a = sys::AllocateTlb {
+                input: sys::AllocateTlbIn { size: WINDOW_SIZE, reserved: 0 },
+                output: Default::default(),
+            };
+            call(&other, &mut a).map(|()| a.output.id)
+        };
+        let free = |id| call(&other, &mut sys::FreeTlb { input: sys::FreeTlbIn { id }, output: sys::FreeTlbOut {} });
+        let held: Vec<u32> = std::iter::from_fn(|| take().ok()).collect();
+        assert_eq!(held.len(), 10, "a Wormhole's pool");
+
+        let err = open().err().expect("refused with no window free").to_string();
+        let me = std::process::id();
+        for part in ["no 2 MiB TLB window is free", "tt-kmd hands out 10 per wormhole card", &format!("pid {me} (from")]
+        {
+            assert!(err.contains(part), "{part:?} in {err}");
+        }
+
+        // Three free: it takes all three at open and reaches more tiles than it has windows.
+        for &id in &held[..3] {
+            free(id).unwrap();
+        }
+        let mut backend = open().expect("opens on three windows");
+        assert_eq!(take(), Err(Errno::ENOMEM), "the three were taken at open");
+        let tiles = &other.tiles[..6];
+        for (i, &t) in tiles.iter().enumerate() {
+            backend.write_u32(NocAddr::unicast(t, 0x100), i as u32).unwrap();
+        }
+        for (i, &t) in tiles.iter().enumerate() {
+            assert_eq!(backend.read_u32(NocAddr::unicast(t, 0x100)).unwrap(), i as u32, "tile {t}");
+        }
+        drop(backend);
+        for &id in &held[3..] {
+            free(id).unwrap();
+        }
+        // Eight at open when all are free: two left for others.
+        let backend = open().unwrap();
+        assert_eq!((take().is_ok(), take().is_ok(), take()), (true, true, Err(Errno::ENOMEM)));
+        drop(backend);
     }
 
     /// Runs one ioctl on a bare kernel (another process's fd: no cqlab device around it).

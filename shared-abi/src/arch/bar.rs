@@ -176,6 +176,21 @@ impl BarLayout {
         None
     }
 
+    /// Windows of `2^size_log2` bytes the kernel driver hands out (ALLOCATE_TLB): every one of
+    /// that kind but the one it keeps for itself (`kernel_tlb_index`), shared by every process
+    /// with the card open.
+    pub const fn driver_windows(&self, size_log2: u32) -> u32 {
+        let mut i = 0;
+        while i < self.windows.len() {
+            let k = &self.windows[i];
+            if k.size_log2 == size_log2 {
+                return k.count - k.contains_index(self.kernel_tlb_index) as u32;
+            }
+            i += 1;
+        }
+        0
+    }
+
     /// BAR0 offset of TLB `index`'s configuration register.
     pub const fn tlb_config_addr(&self, index: u32) -> u32 {
         self.tlb_config_base + index * self.tlb_config_entry_bytes
@@ -346,6 +361,17 @@ pub const BLACKHOLE: BarLayout = BarLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// tt-kmd's pools of 2 MiB windows (ttkmd-2.10.0): Wormhole's 10 (`wormhole.c`
+    /// TLB_2M_WINDOW_COUNT; its own window is a 16 MiB one), Blackhole's 202 but the last,
+    /// which it keeps (`blackhole.h` TLB_2M_WINDOW_COUNT, `blackhole.c` KERNEL_TLB_INDEX).
+    #[test]
+    fn the_driver_hands_out_its_2_mib_windows_but_its_own() {
+        assert_eq!(WORMHOLE.driver_windows(WINDOW_2M_LOG2), 10);
+        assert_eq!(BLACKHOLE.driver_windows(WINDOW_2M_LOG2), 201);
+        assert_eq!(WORMHOLE.driver_windows(24), 19);
+        assert_eq!(WORMHOLE.driver_windows(12), 0);
+    }
 
     #[test]
     fn iatu_registers_decode_per_region() {

@@ -294,7 +294,7 @@ fn a_directory_holds_one_simulator_of_either_kind() {
 }
 
 /// A directory a stopped simulator of either kind left is reused by either kind, stale files
-/// of killed ones included (`sock`, `pid`, a client's `lock-ctl-N`): a start refuses any
+/// of killed ones included (`sock`, `pid`, a client's `lock-ctl-N`, `fds`, `tlb-N`): a start refuses any
 /// other directory that is not empty, and these must not count as foreign.
 #[test]
 fn a_directory_a_stopped_simulator_left_is_reused_by_either_kind() {
@@ -340,7 +340,7 @@ fn a_directory_a_stopped_simulator_left_is_reused_by_either_kind() {
     drop(d);
     let left: Vec<String> =
         std::fs::read_dir(&s.dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    for f in ["sock", "pid", "ctl", "lock-ctl-"] {
+    for f in ["sock", "pid", "ctl", "lock-ctl-", "fds", "tlb-"] {
         assert!(left.iter().any(|l| l.starts_with(f)), "no {f}: the simulators left less than this reuses: {left:?}");
     }
     let again = Sim::start_in(s.dir.clone(), "exec");
