@@ -87,7 +87,8 @@ impl KmdWindows {
             match dev.allocate_tlb(WINDOW_SIZE) {
                 Ok(tlb) => tlbs.push(tlb),
                 Err(TtKmdError::Ioctl { errno: Errno::ENOMEM, .. }) if !tlbs.is_empty() => break,
-                Err(TtKmdError::Ioctl { errno: Errno::ENOMEM, .. }) => return Err(DriverError::Backend(format!(
+                Err(TtKmdError::Ioctl { errno: Errno::ENOMEM, .. }) => {
+                    return Err(DriverError::Backend(format!(
                     "{}: no 2 MiB TLB window is free (ALLOCATE_TLB answered ENOMEM). tt-kmd hands out {} per {} card, \
                          shared by every process with it open, and other processes hold them all: the card is open \
                          in {}; this process is pid {}. A process's windows are freed when it closes the card.",
@@ -96,7 +97,8 @@ impl KmdWindows {
                     params.arch.short_name(),
                     dev.kernel().holders(),
                     std::process::id()
-                ))),
+                )))
+                }
                 Err(e) => return Err(be(e)),
             }
         }
@@ -228,13 +230,12 @@ impl Bar {
         self.windows.read(&mut self.kmd, addr, buf)
     }
 
-    /// Through BAR0's uncached mapping (QUERY_MAPPINGS), where tt-kmd maps it.
+    /// Through BAR0's uncached mapping (QUERY_MAPPINGS), where tt-kmd maps it, mapped at the
+    /// first read (ARC's registers on a Wormhole; no other BAR mapping is used).
     fn bar0_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
-        let bar = self.kmd.dev.bar(0, Caching::Uc).ok_or_else(|| {
-            DriverError::Backend(format!(
-                "{}: BAR0 is not mapped (QUERY_MAPPINGS offered no BAR0 resource)",
-                self.name()
-            ))
+        let name = self.name();
+        let bar = self.kmd.dev.map_bar(0, Caching::Uc).map_err(be)?.ok_or_else(|| {
+            DriverError::Backend(format!("{name}: BAR0 is not mapped (QUERY_MAPPINGS offered no BAR0 resource)"))
         })?;
         bar.read_block(offset as usize, buf).map_err(be)
     }
@@ -514,6 +515,35 @@ mod tests {
     fn open(script: Script) -> Result<TtKmdBackend> {
         let dev = TtKmdDevice::with_kernel(Box::new(Scripted::new(script)), OpenFlags::default()).map_err(be)?;
         TtKmdBackend::new(dev, &DeviceConfig::default())
+    }
+
+    /// Of the BARs tt-kmd offers (0, 2 and 4, each uncached and write-combining; a Blackhole's
+    /// BAR4 is 32 GiB) the backend maps only BAR0 uncached, and only when it first reads it
+    /// (ARC's registers on a Wormhole): open maps TLB windows alone.
+    #[test]
+    fn only_bar0_uncached_is_mapped_and_only_when_read() {
+        use super::super::ioctl as sys;
+        let gib = 1u64 << 30;
+        let mappings = vec![
+            (sys::MAPPING_RESOURCE0_UC, 512 << 20),
+            (sys::MAPPING_RESOURCE0_WC, 512 << 20),
+            (sys::MAPPING_RESOURCE1_UC, 1 << 20),
+            (sys::MAPPING_RESOURCE1_WC, 1 << 20),
+            (sys::MAPPING_RESOURCE2_UC, 32 * gib),
+            (sys::MAPPING_RESOURCE2_WC, 32 * gib),
+        ];
+        let kernel = Scripted::new(Script { mappings, ..Default::default() });
+        let log = kernel.log();
+        let dev = TtKmdDevice::with_kernel(Box::new(kernel), OpenFlags::default()).unwrap();
+        let mut backend = TtKmdBackend::new(dev, &DeviceConfig::default()).unwrap();
+        // The scripted kernel offers resource i at mmap offset (i + 1) << 40; TLB windows lie below.
+        let bar_maps =
+            || log.lock().unwrap().mmaps.iter().filter(|&&(off, _)| off >= 1 << 40).copied().collect::<Vec<_>>();
+        assert_eq!(bar_maps(), [], "open maps no BAR");
+        let mut word = [0u8; 4];
+        backend.bar0_read(0x100, &mut word).unwrap();
+        backend.bar0_read(0x200, &mut word).unwrap();
+        assert_eq!(bar_maps(), [(1 << 40, 512 << 20)], "BAR0 UC, once");
     }
 
     /// Without an IOMMU translating, tt-kmd pins only physically contiguous memory and says

@@ -1,4 +1,4 @@
-//! `TtKmdDevice`: one open tt-kmd device (through a [`Kernel`]), its BARs mapped, owned
+//! `TtKmdDevice`: one open tt-kmd device (through a [`Kernel`]), its BARs mapped as asked for, owned
 //! exclusively, its driver version known.
 #![allow(unsafe_code)] // BAR/mmap layer: docs/design.md, "Where `unsafe` lives"
 
@@ -230,16 +230,20 @@ impl std::ops::BitOr for PinFlags {
     }
 }
 
-/// An open tt-kmd device: driver and PCI info, every BAR resource mapped (UC and WC), and
-/// exclusive ownership (flock on the fd, plus LOCK_CTL where the driver has it).
+/// An open tt-kmd device: driver and PCI info, the BAR resources it offers (each mapped only
+/// when first asked for: [`Self::map_bar`]), and exclusive ownership (flock on the fd, plus
+/// LOCK_CTL where the driver has it).
 ///
 /// Everything is released on drop: mappings are unmapped, LOCK_CTL is released and closing the
 /// fd drops the flock (and any pinning or TLB the driver still tracks for it).
 #[derive(Debug)]
 pub struct TtKmdDevice {
-    /// Dropped first (fields drop in order): the BARs are unmapped while this process still
-    /// owns the device, before `inner` closes its fd and releases the owner's lock.
+    /// The resources mapped so far. Dropped first (fields drop in order): the BARs are
+    /// unmapped while this process still owns the device, before `inner` closes its fd and
+    /// releases the owner's lock.
     bars: Vec<(ResourceMapping, MmioWindow)>,
+    /// What QUERY_MAPPINGS offers.
+    resources: Vec<ResourceMapping>,
     inner: Arc<Inner>,
     version: DriverVersion,
     power: PowerMode,
@@ -285,7 +289,8 @@ impl TtKmdDevice {
     }
 
     /// Takes ownership of a device opened through `kernel` (a real device file, or the
-    /// simulator's): flock, driver and device info, power, LOCK_CTL, BAR mappings.
+    /// simulator's): flock, driver and device info, power, LOCK_CTL, the BAR resources offered
+    /// (none mapped yet).
     pub fn with_kernel(kernel: Box<dyn Kernel>, flags: OpenFlags) -> Result<Self> {
         kernel.lock_exclusive()?;
         let mut inner = Inner { kernel, lock_ctl_held: false };
@@ -334,9 +339,8 @@ impl TtKmdDevice {
             Err(Errno::EINVAL | Errno::ENOTTY) => {}
             Err(e) => return Err(inner.err("LOCK_CTL", e, format!("ACQUIRE index {CQLAB_LOCK_INDEX}"))),
         }
-        let inner = Arc::new(inner);
-        let bars = map_bars(&inner)?;
-        Ok(Self { inner, version, power, info, bars })
+        let resources = query_mappings(&inner)?;
+        Ok(Self { inner: Arc::new(inner), version, power, info, bars: Vec::new(), resources })
     }
 
     /// The device node this was opened from.
@@ -374,14 +378,28 @@ impl TtKmdDevice {
         self.inner.lock_ctl_held
     }
 
-    /// Every mapped resource.
+    /// Every resource the driver offers (mapped or not).
     pub fn mappings(&self) -> impl Iterator<Item = &ResourceMapping> {
-        self.bars.iter().map(|(m, _)| m)
+        self.resources.iter()
     }
 
-    /// The mapped window of tt-kmd resource `resource` (0, 1, 2 = PCI BAR 0, 2, 4).
+    /// The window of tt-kmd resource `resource` (0, 1, 2 = PCI BAR 0, 2, 4), if mapped.
     pub fn bar(&self, resource: u8, caching: Caching) -> Option<&MmioWindow> {
         self.bars.iter().find(|(m, _)| m.resource == resource && m.caching == caching).map(|(_, w)| w)
+    }
+
+    /// The window of tt-kmd resource `resource` with `caching`, mapped now if it was not yet;
+    /// `None` if the driver offers no such resource. Nothing is mapped that is not asked for:
+    /// a Blackhole's BAR4 alone is 32 GiB of address space.
+    pub fn map_bar(&mut self, resource: u8, caching: Caching) -> Result<Option<&MmioWindow>> {
+        let wanted = |m: &ResourceMapping| m.resource == resource && m.caching == caching;
+        if let Some(i) = self.bars.iter().position(|(m, _)| wanted(m)) {
+            return Ok(Some(&self.bars[i].1));
+        }
+        let Some(m) = self.resources.iter().copied().find(wanted) else { return Ok(None) };
+        let window = MmioWindow::map(&*self.inner.kernel, m.name(), m.mmap_offset, m.size)?;
+        self.bars.push((m, window));
+        Ok(self.bars.last().map(|(_, w)| w))
     }
 
     /// Fails unless the driver has `f`, naming the version that brought it.
@@ -556,7 +574,8 @@ impl TtKmdDevice {
     /// reset the chip (`wormhole_reset` / `blackhole_reset`); a wait until the chip's reset has
     /// cleared the mark; then POST_RESET, which re-initialises the device and succeeds only
     /// with the mark clear (`is_reset_marker_zero`, `ioctl_reset_device` in `chardev.c`); then
-    /// the BARs mapped again.
+    /// the resources queried again, none mapped (the reset zapped every mapping: [`Self::map_bar`]
+    /// maps again what is asked for).
     ///
     /// Every other fd of the device, in any process, is invalid for good afterwards, and every
     /// mapping of every fd was zapped: this fd stays valid, its TLB windows stay allocated but
@@ -580,7 +599,7 @@ impl TtKmdDevice {
         self.reset(kind)?;
         self.wait_reset_done(kind)?;
         self.reset(ResetKind::PostReset)?;
-        self.bars = map_bars(&self.inner)?;
+        self.resources = query_mappings(&self.inner)?;
         Ok(())
     }
 
@@ -626,19 +645,15 @@ const RESET_DMC_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// Between two reads of the marker.
 const RESET_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// QUERY_MAPPINGS, then every resource mapped. A device may offer none (the simulator's, whose
-/// device memory is reached through TLB windows only).
-fn map_bars(inner: &Arc<Inner>) -> Result<Vec<(ResourceMapping, MmioWindow)>> {
+/// QUERY_MAPPINGS: the resources the device offers. A device may offer none (the simulator's,
+/// whose device memory is reached through TLB windows only).
+fn query_mappings(inner: &Inner) -> Result<Vec<ResourceMapping>> {
     let mut q = sys::QueryMappingsBuf {
         input: sys::QueryMappingsIn { output_mapping_count: sys::QUERY_MAPPINGS_CAPACITY as u32, reserved: 0 },
         mappings: Default::default(),
     };
     inner.call(&mut q).map_err(|e| inner.err("QUERY_MAPPINGS", e, ""))?;
-    q.mappings
-        .iter()
-        .filter_map(ResourceMapping::from_raw)
-        .map(|m| Ok((m, MmioWindow::map(&*inner.kernel, m.name(), m.mmap_offset, m.size)?)))
-        .collect()
+    Ok(q.mappings.iter().filter_map(ResourceMapping::from_raw).collect())
 }
 
 fn get_device_info(inner: &Inner) -> Result<DeviceInfo> {

@@ -1,7 +1,7 @@
 //! tt-kmd backend: real Tenstorrent hardware through the `/dev/tenstorrent/N` character device.
 //!
 //! - [`ioctl`]: the mirrored ABI of tt-kmd's `ioctl.h` (layouts asserted, request numbers tested).
-//! - [`TtKmdDevice`]: open, own, map BARs, allocate/configure/free TLB windows, pin/unpin host
+//! - [`TtKmdDevice`]: open, own, map BARs on demand, allocate/configure/free TLB windows, pin/unpin host
 //!   memory, reset.
 //! - [`MmioWindow`]: bounds-checked volatile access to a mapped BAR or TLB window.
 //!

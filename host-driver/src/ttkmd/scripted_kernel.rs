@@ -78,7 +78,6 @@ impl Scripted {
     }
 
     /// What it is asked, readable after the kernel went into a device.
-    #[allow(dead_code)] // read by the tests of later checks
     pub fn log(&self) -> Arc<Mutex<State>> {
         self.state.clone()
     }
