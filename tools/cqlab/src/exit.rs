@@ -32,6 +32,10 @@ pub enum Exit {
     /// A mismatch: the run ended but a result differs from the host's
     /// reference (correctness).
     Mismatch = 5,
+    /// A campaign's records lack runs (`campaign merge`): a shard or array
+    /// task lost, stopped by its time limit, or cut short. The report
+    /// covers the runs present; rerun the shards it names.
+    Incomplete = 6,
 }
 
 impl Exit {
@@ -52,7 +56,7 @@ pub const EXIT_CODES_HELP: &str = "Exit codes: 0 success (also when stdout close
      another reason (I/O, driver error, failures of several classes, a compare regression); 2 usage error (a bad \
      argument or malformed input, refused before any work); 3 hang (a wait timed out); 4 device error (a firmware \
      error record, a corrupt completion record, a crashed core); 5 mismatch (a result differs from the host \
-     reference). See docs/cli.md.";
+     reference); 6 incomplete campaign (`campaign merge`: runs without a record). See docs/cli.md.";
 
 /// The statuses of a run that ran to its result, passed or failed: what a
 /// parent process (`race --jobs`, `stress`, a Slurm task) keeps as data
@@ -204,7 +208,8 @@ mod tests {
     #[test]
     fn the_codes_are_the_documented_ones() {
         let codes =
-            [Exit::Success, Exit::Failed, Exit::Usage, Exit::Hang, Exit::Device, Exit::Mismatch].map(Exit::code);
-        assert_eq!(codes, [0, 1, 2, 3, 4, 5]);
+            [Exit::Success, Exit::Failed, Exit::Usage, Exit::Hang, Exit::Device, Exit::Mismatch, Exit::Incomplete]
+                .map(Exit::code);
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 6]);
     }
 }

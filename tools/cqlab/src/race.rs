@@ -352,6 +352,11 @@ impl Plan {
         v
     }
 
+    /// Where this process's runs sit in their campaign (its records say so).
+    pub fn membership(&self) -> crate::campaign::Membership {
+        crate::campaign::Membership { runs: self.args.seeds, shard: self.shard, until_first: self.args.until_first }
+    }
+
     /// Campaign positions this process runs.
     fn owned(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         let step = usize::try_from(self.shard.count).unwrap_or(usize::MAX);
@@ -466,6 +471,7 @@ pub fn record_seed(plan: &Plan, index: u64, seed: u64) -> Result<SeedRecord> {
         metrics: Default::default(),
         argv: plan.replay_argv(seed),
         dump_error,
+        campaign: Some(plan.membership()),
     })
 }
 
@@ -636,7 +642,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut records = Vec::new();
     let mut jsonl = plan.args.records.open_jsonl()?;
     let child = plan.args.child;
+    let membership = plan.membership();
     let mut sink = |r: &SeedRecord| -> Result<()> {
+        // A `--jobs` child's record names its own share: the campaign's
+        // records name the shard the user (or the array task) ran.
+        let r = &SeedRecord { campaign: Some(membership.clone()), ..r.clone() };
         let line = serde_json::to_string(r)?;
         if let Some(f) = &mut jsonl {
             f.append(&line)?;

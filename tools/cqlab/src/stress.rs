@@ -643,6 +643,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             metrics: BTreeMap::new(),
             argv,
             dump_error: None,
+            campaign: Some(crate::campaign::Membership { runs: a.runs, shard, until_first: false }),
         };
         let verdict = match ended {
             Ended::Killed { after, at_step } => {
@@ -893,6 +894,7 @@ mod tests {
             metrics: BTreeMap::from([("cycles".to_owned(), 10.0 + index as f64)]),
             argv: Vec::new(),
             dump_error: None,
+            campaign: None,
         }
     }
 

@@ -68,9 +68,10 @@ fn shards_run_by_hand_merge_into_the_unsharded_report() {
         assert_eq!(code, support::exit_of_report(&report), "{out}{err}");
     }
     assert_eq!(deterministic(&merged(&dir)), deterministic(&unsharded()));
-    // A shard lost is named, not silently merged away.
-    let (_, _, err) = cqlab(&["campaign", "merge", dir.join("shard-1.jsonl").to_str().unwrap()]);
-    assert!(err.contains("warning: 4 of runs 0..=5 have no record (the first: run 0)"), "{err}");
+    // Shards lost are named, not silently merged away.
+    let (code, _, err) = cqlab(&["campaign", "merge", dir.join("shard-1.jsonl").to_str().unwrap()]);
+    assert!(err.contains("warning: 3 of 4 shards wrote no record: shards 0, 2, 3 (of 4; 6 runs of 8)"), "{err}");
+    assert_eq!(code, 6, "an incomplete campaign: {err}");
     // Records of another campaign are refused, not merged into one report:
     // shard 1's records with `from` made `to`, beside shard 0's.
     let mixed = temp("mixed");
@@ -105,11 +106,79 @@ fn shards_run_by_hand_merge_into_the_unsharded_report() {
     assert_eq!(report["runs"], 1, "{out}");
     assert!(err.contains("cut short") && err.contains("left out"), "{err}");
     std::fs::remove_file(&cut).unwrap();
-    // Records of two campaigns mixed are refused, not double-counted.
+    // A run recorded again (a task requeued or rerun: same seed, same
+    // command line) counts once, with a warning (helper-80: the merge
+    // refused it as two campaigns).
     std::fs::copy(dir.join("shard-0.jsonl"), dir.join("shard-0-again.jsonl")).unwrap();
-    let (code, _, err) = cqlab(&["campaign", "merge", dir.to_str().unwrap()]);
-    assert_eq!(code, 2, "mixed records are malformed input");
-    assert!(err.contains("appears twice"), "{err}");
+    let (code, out, err) = cqlab(&["campaign", "merge", dir.to_str().unwrap(), "--json"]);
+    let again: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert_eq!(code, support::exit_of_report(&again), "{err}");
+    assert_eq!(deterministic(&again), deterministic(&unsharded()));
+    assert!(err.contains("warning: 2 runs were recorded again with the same seed and command line"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs the campaign's shards `0..n` by hand into `dir`, as array tasks would.
+fn run_shards(dir: &Path, n: u32) {
+    std::fs::create_dir_all(dir).unwrap();
+    for i in 0..n {
+        let jsonl = dir.join(format!("shard-{i}.jsonl"));
+        let shard = format!("{i}/{n}");
+        let (code, out, err) =
+            cqlab(&[&CAMPAIGN[..], &["--shard", &shard, "--jsonl", jsonl.to_str().unwrap(), "--json"]].concat());
+        let report: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+        assert_eq!(code, support::exit_of_report(&report), "{out}{err}");
+    }
+}
+
+/// helper-80: a campaign whose tasks hit the time limit merged as missing
+/// only the runs below the highest index found, and exited as complete.
+#[test]
+fn a_merge_names_every_shard_and_run_without_a_record_and_exits_6() {
+    let dir = temp("incomplete");
+    run_shards(&dir, 4);
+    // Shard 3 (runs 3 and 7) lost; shard 1 stopped after run 1 (run 5 is
+    // its last, and the campaign's: no record above it tells of it).
+    std::fs::remove_file(dir.join("shard-3.jsonl")).unwrap();
+    let one = std::fs::read_to_string(dir.join("shard-1.jsonl")).unwrap();
+    std::fs::write(dir.join("shard-1.jsonl"), format!("{}\n", one.lines().next().unwrap())).unwrap();
+    let (code, out, err) = cqlab(&["campaign", "merge", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 6, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert_eq!(v["missing_runs"], 3, "{v}");
+    assert_eq!(v["campaign_runs"], 8, "{v}");
+    assert_eq!(v["missing_shards"], serde_json::json!([3]), "{v}");
+    let shards: Vec<(String, serde_json::Value)> = v["incomplete_shards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["shard"].as_str().unwrap().to_owned(), g["runs"].clone()))
+        .collect();
+    assert_eq!(shards, [("1/4".into(), serde_json::json!([[5, 5]])), ("3/4".into(), serde_json::json!([[3, 7]]))]);
+    assert!(
+        err.contains("shard 3 (of 4; 2 runs of 8)")
+            && err.contains("shard 1/4 has no record of 1 of its 2 runs: run 5"),
+        "{err}"
+    );
+    // The text report: its header first, then what is missing.
+    let (code, out, _) = cqlab(&["campaign", "merge", dir.to_str().unwrap()]);
+    assert_eq!(code, 6);
+    assert!(out.starts_with("campaign "), "{out}");
+    assert!(
+        out.trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("incomplete: 3 of the campaign's 8 runs have no record: the report covers the 5 runs present"),
+        "{out}"
+    );
+    // A shard judged alone (what an array task checks).
+    let shard1 = dir.join("shard-1.jsonl");
+    let (code, _, err) = cqlab(&["campaign", "merge", "--check", "--shard", "1/4", shard1.to_str().unwrap()]);
+    assert_eq!(code, 6, "{err}");
+    let shard0 = dir.join("shard-0.jsonl");
+    let (code, _, err) = cqlab(&["campaign", "merge", "--check", "--shard", "0/4", shard0.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -1,6 +1,8 @@
 //! `cqlab campaign sbatch|merge`.
 
-use super::{read_records, sbatch, Report};
+use super::complete::Coverage;
+use super::{read_records, sbatch, Report, Shard};
+use crate::exit::Exit;
 use crate::out::outln;
 use crate::usage::{ensure, UsageError};
 use anyhow::Result;
@@ -15,20 +17,33 @@ pub enum Command {
     /// Merge the shard JSONL of DIR (or one JSONL file) into one report:
     /// the report a single-machine run of the whole campaign gives (race's,
     /// or stress restart's with its drift table). The records must be of
-    /// one campaign (one tool, each run once).
+    /// one campaign (one tool, each run once; a run recorded again with
+    /// the same seed and command line, by a task rerun, counts once). Exits
+    /// 6 when runs of the campaign have no record, naming the shards and
+    /// runs.
     Merge {
         /// A directory of JSONL record files (every shard's), or one file.
         dir: PathBuf,
         /// Print the merged report as JSON.
         #[arg(long)]
         json: bool,
+        /// The records are shard I/N's alone: judge only its runs.
+        #[arg(long)]
+        shard: Option<String>,
+        /// Print no report: exit 0 when every run has its record, 6 when
+        /// some have none (what a Slurm task checks before it succeeds).
+        #[arg(long, conflicts_with = "json")]
+        check: bool,
     },
 }
 
 pub fn validate(cmd: &Command) -> Result<()> {
     match cmd {
         Command::Sbatch(a) => sbatch::validate(a),
-        Command::Merge { dir, .. } => {
+        Command::Merge { dir, shard, .. } => {
+            if let Some(s) = shard {
+                Shard::parse(s)?;
+            }
             std::fs::metadata(dir).map_err(|e| UsageError(format!("{}: {e}", dir.display())))?;
             Ok(())
         }
@@ -39,64 +54,50 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
     validate(&cmd)?;
     match cmd {
         Command::Sbatch(args) => sbatch::run(args),
-        Command::Merge { dir, json } => {
+        Command::Merge { dir, json, shard, check } => {
             let all = read_records(&dir)?;
+            let only = shard.as_deref().map(Shard::parse).transpose()?;
+            if all.is_empty() && check {
+                // A shard that wrote no record has all its runs missing.
+                crate::out::diagln!("{}: no campaign records (*.jsonl): the shard ran none of its runs", dir.display());
+                return Ok(Exit::Incomplete.into());
+            }
             ensure(!all.is_empty(), || format!("{}: no campaign records (*.jsonl)", dir.display()))?;
-            let missing = missing_runs(&all);
+            let coverage = Coverage::of(&all, only)?;
+            coverage.warn();
+            if check {
+                coverage.say(all.len());
+                return Ok(if coverage.incomplete() { Exit::Incomplete } else { Exit::Success }.into());
+            }
+            let incomplete = |code: ExitCode| if coverage.incomplete() { Exit::Incomplete.into() } else { code };
             if all[0].tool == "stress" {
                 // The report `stress restart` gives, drift table included.
                 let summary = crate::stress::Summary::of(&all);
                 if json {
                     let mut v = summary.to_json();
-                    v["missing_runs"] = missing.into();
+                    coverage.to_json(&mut v);
                     outln!("{v}");
                 } else {
-                    say_missing(missing, all.len());
                     let header = format!("campaign {} ({})", dir.display(), summary.counts());
                     summary.print(&header, "--kill-rate");
+                    coverage.say(all.len());
                 }
-                return Ok(summary.report.exit_code());
+                return Ok(incomplete(summary.report.exit_code()));
             }
             // Race records: race's report.
+            let present = all.len();
             let (killed, records): (Vec<_>, Vec<_>) = all.into_iter().partition(|r| r.killed_on_purpose());
             let report = Report::from_records(&records);
             if json {
                 let mut v = serde_json::to_value(&report)?;
                 v["killed"] = killed.len().into();
-                v["missing_runs"] = missing.into();
+                coverage.to_json(&mut v);
                 outln!("{v}");
             } else {
-                say_missing(missing, records.len() + killed.len());
                 report.print(&format!("campaign {}", dir.display()));
+                coverage.say(present);
             }
-            Ok(report.exit_code())
+            Ok(incomplete(report.exit_code()))
         }
-    }
-}
-
-/// How many runs of `0..=` the highest index have no record, warning on
-/// stderr which: a shard or array task lost would otherwise shrink the
-/// campaign without a word.
-fn missing_runs(records: &[super::SeedRecord]) -> u64 {
-    let mut present: Vec<u64> = records.iter().map(|r| r.index).collect();
-    present.sort_unstable();
-    let Some(&last) = present.last() else { return 0 };
-    let missing = last + 1 - present.len() as u64;
-    if missing > 0 {
-        let first = (0..).zip(&present).find(|&(i, &at)| i != at).map_or(last, |(i, _)| i);
-        crate::out::diagln!(
-            "warning: {missing} of runs 0..={last} have no record (the first: run {first}): a shard or task lost, \
-             or a campaign stopped early (--until-first); the report covers the {} runs present",
-            present.len()
-        );
-    }
-    missing
-}
-
-/// The report's own line on runs without a record (the warning names
-/// the first of them).
-fn say_missing(missing: u64, present: usize) {
-    if missing > 0 {
-        outln!("{missing} runs have no record: the report covers the {present} runs present");
     }
 }

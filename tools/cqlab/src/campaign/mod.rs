@@ -4,6 +4,7 @@
 //! the very report a single machine gives.
 
 pub mod cli;
+pub mod complete;
 pub mod sbatch;
 pub mod shard;
 
@@ -101,6 +102,27 @@ pub struct SeedRecord {
     /// Why this failing run's `--dump-dir` files could not be written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dump_error: Option<String>,
+    /// The campaign the run is of: how many runs it has and which shard
+    /// ran this one, so a merge knows the runs it has no record of (absent
+    /// from records before 2026-12-02, which do not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub campaign: Option<Membership>,
+}
+
+/// Where a run sits in its campaign: written into every record, so that
+/// `campaign merge` can name each run and shard without a record, runs
+/// after the highest index it finds included (helper-80: a campaign whose
+/// tasks hit the time limit merged as "6 runs have no record" of 1,250).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Membership {
+    /// Runs in the whole campaign (race's `--seeds`, stress's `--runs`).
+    pub runs: u64,
+    /// The shard that ran this run (`--jobs` children write their parent's).
+    pub shard: Shard,
+    /// `race --until-first`: each shard stops at its first failure, so the
+    /// runs after it have no record by design.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub until_first: bool,
 }
 
 /// The longest a run's `seconds` may say: a year (helper-44: 1e300 and
@@ -136,6 +158,17 @@ impl SeedRecord {
         // around (helper-65).
         if self.tool == "race" && self.seed < self.index {
             return Err(format!("run {} is seed {}: a race run i is seed base + i", self.index, self.seed));
+        }
+        if let Some(m) = &self.campaign {
+            if self.index >= m.runs {
+                return Err(format!("run {} of a campaign of {} runs", self.index, m.runs));
+            }
+            if !m.shard.owns(self.index) {
+                return Err(format!(
+                    "run {} written by shard {}, which owns runs i with i % {} == {}",
+                    self.index, m.shard, m.shard.count, m.shard.index
+                ));
+            }
         }
         // Every metric is a count, a rate or a time: finite and not
         // negative (helper-65: -1e308 made a merge's stddev inf).
@@ -363,9 +396,31 @@ fn options(argv: &[String]) -> std::collections::BTreeMap<&str, Vec<&str>> {
 /// knobs) whose value differs between two records' command lines:
 /// (option, `a`'s value, `b`'s value).
 fn campaign_difference(a: &SeedRecord, b: &SeedRecord) -> Option<(String, String, String)> {
+    if let Some(d) = membership_difference(a.campaign.as_ref(), b.campaign.as_ref()) {
+        return Some(d);
+    }
     let (x, y) = (options(&a.argv), options(&b.argv));
     let shown = |v: Option<&Vec<&str>>| v.map_or("(none)".to_owned(), |v| v.join(" "));
     x.keys().chain(y.keys()).find(|k| x.get(*k) != y.get(*k)).map(|k| (k.to_string(), shown(x.get(k)), shown(y.get(k))))
+}
+
+/// How two records' campaigns differ in what [`Membership`] says (the
+/// shard aside: a campaign's records come from all of them).
+fn membership_difference(a: Option<&Membership>, b: Option<&Membership>) -> Option<(String, String, String)> {
+    let (a, b) = match (a, b) {
+        (None, None) => return None,
+        (Some(a), Some(b)) => (a, b),
+        (a, b) => {
+            let said = |m: Option<&Membership>| {
+                m.map_or("no campaign size (a record before 2026-12-02)".to_owned(), |m| format!("{} runs", m.runs))
+            };
+            return Some(("a campaign of".into(), said(a), said(b)));
+        }
+    };
+    let differs = |key: &str, x: String, y: String| (x != y).then(|| (key.to_owned(), x, y));
+    differs("a campaign of", format!("{} runs", a.runs), format!("{} runs", b.runs))
+        .or_else(|| differs("shards", a.shard.count.to_string(), b.shard.count.to_string()))
+        .or_else(|| differs("--until-first", a.until_first.to_string(), b.until_first.to_string()))
 }
 
 /// Every record of the JSONL files in `dir` (or of one file), checked as
@@ -406,6 +461,10 @@ fn read_records_checked(path: &Path, one_campaign: bool) -> Result<Vec<SeedRecor
         vec![path.to_owned()]
     };
     let mut records: Vec<SeedRecord> = Vec::new();
+    // Where each run's record is in `records`.
+    let mut seen: std::collections::HashMap<u64, usize> = Default::default();
+    // Runs recorded again, and where the first such record is.
+    let (mut reruns, mut rerun) = (0u64, None::<String>);
     let mut first_at = String::new();
     for file in files {
         let mut lines = crate::input::Lines::open("campaign records", &file, crate::input::MAX_RECORDS_BYTES)?;
@@ -474,7 +533,16 @@ fn read_records_checked(path: &Path, one_campaign: bool) -> Result<Vec<SeedRecor
                 // Where the record every other is compared with came from.
                 first_at = lines.at();
             }
-            if let Some(prev) = records.iter().find(|p| p.index == r.index) {
+            if let Some(prev) = seen.get(&r.index).map(|&at| &records[at]) {
+                if prev.seed == r.seed && prev.argv == r.argv {
+                    // The same run again: a task requeued, preempted or
+                    // rerun recorded it twice (helper-80). One counts.
+                    if rerun.is_none() {
+                        rerun = Some(lines.at());
+                    }
+                    reruns += 1;
+                    continue;
+                }
                 return Err(UsageError(format!(
                     "{}: run {} (seed {}) appears twice (first as seed {}): records of two campaigns mixed?",
                     lines.at(),
@@ -484,8 +552,16 @@ fn read_records_checked(path: &Path, one_campaign: bool) -> Result<Vec<SeedRecor
                 ))
                 .into());
             }
+            seen.insert(r.index, records.len());
             records.push(r);
         }
+    }
+    if let Some(at) = rerun {
+        crate::out::diagln!(
+            "warning: {reruns} {} recorded again with the same seed and command line (the first at {at}): a task \
+             rerun or requeued; each run counts once",
+            if reruns == 1 { "run was" } else { "runs were" }
+        );
     }
     Ok(records)
 }

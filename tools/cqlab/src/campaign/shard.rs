@@ -103,6 +103,20 @@ impl std::fmt::Display for Shard {
     }
 }
 
+/// Records spell a shard as `--shard` does: `"I/N"`.
+impl serde::Serialize for Shard {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Shard {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Shard::parse(&text).map_err(|e| serde::de::Error::custom(e.0))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
