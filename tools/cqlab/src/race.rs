@@ -39,6 +39,8 @@ pub fn validate(a: &Args, given: &crate::cli::Given<'_>) -> Result<()> {
         given.refuse(&["pct_steps"], || "needs --pct-depth above 0 (PCT is off)".into())?;
     }
     a.host.validate(given, None)?;
+    // `--jobs` children append through their parent; a resumed shard is one process.
+    ensure(!(a.records.resume && a.jobs > 1), || "--resume runs a shard in one process: drop --jobs".into())?;
     Plan::new(a.clone())?;
     Ok(())
 }
@@ -499,9 +501,14 @@ fn progress_line(plan: &Plan, n: u64, total: u64, r: &SeedRecord) -> String {
     format!("[{n}/{total}] seed {}{drawn}: {verdict}", r.seed)
 }
 
-fn run_serial(plan: &Plan, sink: &mut dyn FnMut(&SeedRecord) -> Result<()>) -> Result<()> {
+/// Runs this shard's seeds but those in `done` (`--resume`), one by one.
+fn run_serial(
+    plan: &Plan,
+    done: &std::collections::HashSet<u64>,
+    sink: &mut dyn FnMut(&SeedRecord) -> Result<()>,
+) -> Result<()> {
     let total = plan.owned_count();
-    for (n, (index, seed)) in plan.owned().enumerate() {
+    for (n, (index, seed)) in plan.owned().enumerate().filter(|(_, (index, _))| !done.contains(index)) {
         let r = record_seed(plan, index, seed)?;
         if !plan.args.child && !plan.args.records.json {
             diagln!("{}", progress_line(plan, n as u64 + 1, total, &r));
@@ -639,7 +646,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
         // Before any seed: a dump directory that cannot be made stops nothing later.
         crate::output::create_dir("--dump-dir", d)?;
     }
-    let mut records = Vec::new();
+    // `--resume`: the runs the shard's file records already (the report
+    // covers them too).
+    let resumed = plan.args.records.resume("race", &plan.membership(), &plan.replay_argv(plan.args.seed_base))?;
+    let done: std::collections::HashSet<u64> = resumed.iter().map(|r| r.index).collect();
+    let stopped_before = plan.args.until_first && resumed.iter().any(|r| !r.ok);
+    let mut records = resumed;
     let mut jsonl = plan.args.records.open_jsonl()?;
     let child = plan.args.child;
     let membership = plan.membership();
@@ -668,8 +680,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             tail.extend(["--dump-dir".to_owned(), d.to_string_lossy().into_owned()]);
         }
         run_parallel(&plan, &tail, &mut sink)?;
-    } else {
-        run_serial(&plan, &mut sink)?;
+    } else if !stopped_before {
+        run_serial(&plan, &done, &mut sink)?;
     }
     let report = Report::from_records(&records);
     if !child {

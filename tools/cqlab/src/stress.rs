@@ -596,6 +596,14 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
     if a.records.shard.is_none() {
         shard.warn_if_empty(a.runs);
     }
+    let membership = crate::campaign::Membership { runs: a.runs, shard, until_first: false };
+    // `--resume`: the runs the shard's file records already, by index.
+    let mut done: BTreeMap<u64, SeedRecord> = a
+        .records
+        .resume("stress", &membership, &one_argv(&a.workload, 0, false))?
+        .into_iter()
+        .map(|r| (r.index, r))
+        .collect();
     let mut jsonl = a.records.open_jsonl()?;
     let timeout = Duration::from_secs_f64(a.timeout);
     // Per-run seed, kill decision and kill step: one stream forked from the
@@ -615,6 +623,12 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
     for (index, &(seed, kill_after)) in plan.iter().enumerate() {
         let index = index as u64;
         if !shard.owns(index) {
+            continue;
+        }
+        if let Some(r) = done.remove(&index) {
+            // Recorded before: the next run meets what this one left.
+            after_kill = r.killed_on_purpose();
+            records.push(r);
             continue;
         }
         let reset_first = match a.reset {
@@ -643,7 +657,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             metrics: BTreeMap::new(),
             argv,
             dump_error: None,
-            campaign: Some(crate::campaign::Membership { runs: a.runs, shard, until_first: false }),
+            campaign: Some(membership.clone()),
         };
         let verdict = match ended {
             Ended::Killed { after, at_step } => {

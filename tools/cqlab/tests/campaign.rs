@@ -182,6 +182,80 @@ fn a_merge_names_every_shard_and_run_without_a_record_and_exits_6() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// helper-80: a task requeued, preempted or rerun appended every run
+/// again (the merge refused the shard as two campaigns), and after a kill
+/// mid-record appended onto the cut line ("not a campaign record").
+/// `--resume` (what each array task passes) cuts the partial record off
+/// and runs only the runs the file lacks.
+#[test]
+fn a_rerun_shard_resumes_from_its_file_and_the_campaign_merges() {
+    let dir = temp("resume");
+    run_shards(&dir, 4);
+    let file = dir.join("shard-1.jsonl");
+    let whole = std::fs::read_to_string(&file).unwrap();
+    let first = whole.lines().next().unwrap().to_owned();
+    // Killed while writing its second record.
+    std::fs::write(&file, format!("{first}\n{}", &whole.lines().nth(1).unwrap()[..40])).unwrap();
+    let rerun = |shard: &str| {
+        cqlab(&[&CAMPAIGN[..], &["--shard", shard, "--jsonl", file.to_str().unwrap(), "--resume", "--json"]].concat())
+    };
+    let (code, out, err) = rerun("1/4");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert_eq!(code, support::exit_of_report(&report), "{out}{err}");
+    assert_eq!(report["runs"], 2, "the shard's report covers the run resumed too: {report}");
+    assert!(err.contains("ended inside a record") && err.contains("holds 1 of this shard's runs"), "{err}");
+    let lines: Vec<String> = std::fs::read_to_string(&file).unwrap().lines().map(String::from).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0], first, "the recorded run is not run again");
+    // Run again once complete: nothing runs, nothing is appended.
+    let (_, _, err) = rerun("1/4");
+    assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 2, "{err}");
+    let (code, out, err) = cqlab(&["campaign", "merge", dir.to_str().unwrap(), "--json"]);
+    let merged: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert_eq!(code, support::exit_of_report(&merged), "{out}{err}");
+    assert_eq!(deterministic(&merged), deterministic(&unsharded()));
+    // Another shard's file is another campaign's: refused, not resumed.
+    let (code, _, err) = rerun("2/4");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("a record of another campaign (shard 1/4 of 8 runs; this is shard 2/4 of 8 runs)"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The same for `stress restart`.
+#[test]
+fn a_rerun_stress_shard_resumes_from_its_file() {
+    let dir = temp("resume-stress");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("shard-0.jsonl");
+    let args = |resume: bool| {
+        let mut a = vec!["stress", "restart", "--runs", "4", "--seed", "3", "--timeout", "30", "--workload", "random"];
+        a.extend(["--iterations", "1", "--jsonl", file.to_str().unwrap(), "--json"]);
+        if resume {
+            a.push("--resume");
+        }
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let run = |resume: bool| {
+        let a = args(resume);
+        cqlab(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let (code, out, err) = run(false);
+    assert_eq!(code, 0, "{out}{err}");
+    let whole = std::fs::read_to_string(&file).unwrap();
+    let kept: Vec<&str> = whole.lines().take(2).collect();
+    std::fs::write(&file, format!("{}\n{}", kept.join("\n"), &whole.lines().nth(2).unwrap()[..30])).unwrap();
+    let (code, out, err) = run(true);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert_eq!(v["runs"], 4, "{v}");
+    let again = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(again.lines().count(), 4, "{again}");
+    assert_eq!(again.lines().take(2).collect::<Vec<_>>(), kept);
+    let (code, out, err) = cqlab(&["campaign", "merge", file.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn the_batch_system_index_selects_the_shard() {
     let out = Command::new(CQLAB)

@@ -30,6 +30,12 @@ pub struct RecordArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Resume this shard from its --jsonl file: a record cut short at its
+    /// end is dropped, and the runs it records are not run again (what an
+    /// array task requeued, preempted or rerun does). The file must hold
+    /// records of this campaign and shard only.
+    #[arg(long, requires = "jsonl")]
+    pub resume: bool,
 }
 
 impl RecordArgs {
@@ -42,6 +48,76 @@ impl RecordArgs {
             .open(p)
             .with_context(|| format!("opening --jsonl {}", p.display()))?;
         Ok(Some(Jsonl { out: std::io::BufWriter::new(f), path: p.clone() }))
+    }
+}
+
+impl RecordArgs {
+    /// With `--resume`: the records of this campaign's shard (`m`) the
+    /// `--jsonl` file already holds, each run once, after cutting off a
+    /// record its end holds only part of (helper-80: a rerun appended onto
+    /// the cut line, and every run again). `tool` and `argv` (any run's
+    /// command line) are what the records must say; anything else in the
+    /// file is refused (exit 2), as another campaign's.
+    pub fn resume(&self, tool: &str, m: &Membership, argv: &[String]) -> Result<Vec<SeedRecord>> {
+        let (true, Some(path)) = (self.resume, &self.jsonl) else { return Ok(Vec::new()) };
+        let mut text = match std::fs::read(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).with_context(|| format!("reading --jsonl {} to resume", path.display())),
+        };
+        if !text.is_empty() && !text.ends_with(b"\n") {
+            let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
+            let f = std::fs::OpenOptions::new().write(true).open(path);
+            f.and_then(|f| f.set_len(whole as u64))
+                .with_context(|| format!("cutting the partial record off the end of --jsonl {}", path.display()))?;
+            crate::out::diagln!(
+                "warning: --resume: {} ended inside a record ({} bytes after its last whole line): cut off, the run \
+                 runs again",
+                path.display(),
+                text.len() - whole
+            );
+            text.truncate(whole);
+        }
+        let text = String::from_utf8(text)
+            .map_err(|e| UsageError(format!("--resume: {}: not UTF-8 ({e})", path.display())))?;
+        let mut records: Vec<SeedRecord> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let at = format!("{} line {}", path.display(), n + 1);
+            let r: SeedRecord = serde_json::from_str(line)
+                .map_err(|e| UsageError(format!("--resume: {at}: not a campaign record ({e})")))?;
+            r.check().map_err(|e| UsageError(format!("--resume: {at}: not a record cqlab wrote: {e}")))?;
+            let other = |what: String| {
+                UsageError(format!(
+                    "--resume: {at}: a record of another campaign ({what}): resume a shard from its own file, or \
+                     write this campaign's records elsewhere"
+                ))
+            };
+            if r.tool != tool {
+                return Err(other(format!("a {} record, this is {tool}", r.tool)).into());
+            }
+            if r.campaign.as_ref() != Some(m) {
+                let theirs = r
+                    .campaign
+                    .as_ref()
+                    .map_or("no campaign size".into(), |c| format!("shard {} of {} runs", c.shard, c.runs));
+                return Err(other(format!("{theirs}; this is shard {} of {} runs", m.shard, m.runs)).into());
+            }
+            if let Some((key, theirs, ours)) = argv_difference(&r.argv, argv) {
+                return Err(other(format!("{key} {theirs}; this campaign has {ours}")).into());
+            }
+            if seen.insert(r.index) {
+                records.push(r);
+            }
+        }
+        if !records.is_empty() {
+            crate::out::diagln!(
+                "--resume: {} holds {} of this shard's runs: they are not run again",
+                path.display(),
+                records.len()
+            );
+        }
+        Ok(records)
     }
 }
 
@@ -399,7 +475,12 @@ fn campaign_difference(a: &SeedRecord, b: &SeedRecord) -> Option<(String, String
     if let Some(d) = membership_difference(a.campaign.as_ref(), b.campaign.as_ref()) {
         return Some(d);
     }
-    let (x, y) = (options(&a.argv), options(&b.argv));
+    argv_difference(&a.argv, &b.argv)
+}
+
+/// [`campaign_difference`] of two command lines.
+fn argv_difference(a: &[String], b: &[String]) -> Option<(String, String, String)> {
+    let (x, y) = (options(a), options(b));
     let shown = |v: Option<&Vec<&str>>| v.map_or("(none)".to_owned(), |v| v.join(" "));
     x.keys().chain(y.keys()).find(|k| x.get(*k) != y.get(*k)).map(|k| (k.to_string(), shown(x.get(k)), shown(y.get(k))))
 }

@@ -84,7 +84,7 @@ pub fn script(args: &Args, exe: &str, firmware_dir: Option<&str>) -> String {
     // for the merge, not a failed task (`crate::exit::RAN`). Usage errors
     // and crashes still fail the task.
     s += &format!(
-        "rc=0\n{} {} --shard \"$SLURM_ARRAY_TASK_ID/{}\" --jsonl {}/shard-\"$SLURM_ARRAY_TASK_ID\".jsonl || rc=$?\n",
+        "rc=0\n{} {} --shard \"$SLURM_ARRAY_TASK_ID/{}\" --jsonl {}/shard-\"$SLURM_ARRAY_TASK_ID\".jsonl --resume || rc=$?\n",
         quote(exe),
         campaign.join(" "),
         args.shards,
@@ -103,14 +103,17 @@ pub fn validate(args: &Args) -> Result<()> {
         Some(t) => format!("the campaign after `--` is `race ...` or `stress ...`, not `{t} ...`"),
         None => "the campaign after `--` is `race ...` or `stress ...`, and there is none".into(),
     })?;
-    ensure(!args.campaign.iter().any(|a| a == "--shard" || a == "--jsonl" || a == "--jobs"), || {
-        "the campaign must not set --shard, --jsonl or --jobs: each array task is one shard".into()
+    ensure(!args.campaign.iter().any(|a| ["--shard", "--jsonl", "--jobs", "--resume"].contains(&a.as_str())), || {
+        "the campaign must not set --shard, --jsonl, --jobs or --resume: each array task is one shard, resumed \
+         from its file when Slurm runs it again"
+            .into()
     })?;
     let task = ["cqlab"].into_iter().map(String::from).chain(args.campaign.iter().cloned()).chain([
         "--shard".into(),
         format!("0/{}", args.shards),
         "--jsonl".into(),
         "shard-0.jsonl".into(),
+        "--resume".into(),
     ]);
     if let crate::Verdict::Refused { message, .. } = crate::check(task.map(Into::into)) {
         return Err(UsageError(format!(
