@@ -59,8 +59,9 @@ pub const EXIT_CODES_HELP: &str = "Exit codes: 0 success (also when stdout close
      reference); 6 incomplete campaign (`campaign merge`: runs without a record). See docs/cli.md.";
 
 /// The statuses of a run that ran to its result, passed or failed: what a
-/// parent process (`race --jobs`, `stress`, a Slurm task) keeps as data
-/// rather than as a broken run (a usage error, a crash of the process).
+/// parent process (`race --jobs`, `stress`) keeps as data rather than as a
+/// broken run (a usage error, a crash of the process). A Slurm task goes by
+/// its records instead (`campaign merge --check`): 1 is also an I/O error.
 pub const RAN: [Exit; 5] = [Exit::Success, Exit::Failed, Exit::Hang, Exit::Device, Exit::Mismatch];
 
 /// Whether a child's exit `code` is one of [`RAN`].

@@ -227,6 +227,17 @@ pub fn check(argv: impl IntoIterator<Item = OsString>) -> Verdict {
     }
 }
 
+/// How many runs the campaign `argv` (program name first) has: `race`'s
+/// seeds, `stress restart`'s runs; `None` for any other command, or one
+/// that does not parse.
+pub fn campaign_runs(argv: impl IntoIterator<Item = OsString>) -> Option<u64> {
+    match Cli::try_parse_from(argv).ok()?.command {
+        Command::Race(a) => Some(a.seeds),
+        Command::Stress(stress::Command::Restart(a)) => Some(a.runs),
+        _ => None,
+    }
+}
+
 /// The whole program on `argv` (program name first): its exit status.
 pub fn main_with(argv: impl IntoIterator<Item = OsString>) -> ExitCode {
     let parsed = match parse(argv) {

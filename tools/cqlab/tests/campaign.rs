@@ -256,6 +256,59 @@ fn a_rerun_stress_shard_resumes_from_its_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Runs array task `task` of the script in `dir` as Slurm would start it.
+fn task(dir: &Path, task: u32, count: u32) -> (i32, String) {
+    let out = Command::new("bash")
+        .arg(dir.join("campaign.sbatch"))
+        .env("SLURM_ARRAY_TASK_ID", task.to_string())
+        .env("SLURM_ARRAY_TASK_COUNT", count.to_string())
+        .output()
+        .unwrap();
+    (out.status.code().unwrap_or(-1), support::text(&out))
+}
+
+/// helper-80: an array task took the campaign's exit 1 as a finished
+/// shard, though 1 is also an I/O error (`--jsonl` on a full disk) or a
+/// device it could not have. A task succeeds when its shard's file holds a
+/// record of every run of the shard, whatever the runs' failures.
+#[test]
+fn an_array_task_fails_unless_its_shard_has_every_record() {
+    let dir = temp("task");
+    let (code, out, err) = cqlab(
+        &[&["campaign", "sbatch", "--shards", "4", "--dir", dir.to_str().unwrap(), "--"][..], &CAMPAIGN].concat(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    // Task 1 owns seeds 2 and 6, which fail (exit 4): data, a finished task.
+    let (code, text) = task(&dir, 1, 4);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(std::fs::read_to_string(dir.join("shard-1.jsonl")).unwrap().lines().count(), 2);
+    // Task 2's records go to a full disk: the campaign exits 1, the task fails.
+    std::os::unix::fs::symlink("/dev/full", dir.join("shard-2.jsonl")).unwrap();
+    let (code, text) = task(&dir, 2, 4);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("No space left on device") && text.contains("its records are incomplete"), "{text}");
+    // Task 3's file lost a record (cut by hand): run again, it resumes.
+    let (code, text) = task(&dir, 3, 4);
+    assert_eq!(code, 0, "{text}");
+    let whole = std::fs::read_to_string(dir.join("shard-3.jsonl")).unwrap();
+    std::fs::write(dir.join("shard-3.jsonl"), format!("{}\n", whole.lines().next().unwrap())).unwrap();
+    let shard3 = dir.join("shard-3.jsonl");
+    let (code, _, _) = cqlab(&["campaign", "merge", "--check", "--shard", "3/4", shard3.to_str().unwrap()]);
+    assert_eq!(code, 6);
+    let (code, text) = task(&dir, 3, 4);
+    assert_eq!(code, 0, "{text}");
+    let again = std::fs::read_to_string(&shard3).unwrap();
+    assert_eq!((again.lines().count(), again.lines().next()), (2, whole.lines().next()), "{again}");
+    // More shards than runs: a task with no run would fail its check.
+    let (code, _, err) = cqlab(
+        &[&["campaign", "sbatch", "--shards", "9", "--dir", temp("task9").to_str().unwrap(), "--"][..], &CAMPAIGN]
+            .concat(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--shards 9 for a campaign of 8 runs"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn the_batch_system_index_selects_the_shard() {
     let out = Command::new(CQLAB)

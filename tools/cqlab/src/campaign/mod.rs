@@ -60,6 +60,11 @@ impl RecordArgs {
     /// file is refused (exit 2), as another campaign's.
     pub fn resume(&self, tool: &str, m: &Membership, argv: &[String]) -> Result<Vec<SeedRecord>> {
         let (true, Some(path)) = (self.resume, &self.jsonl) else { return Ok(Vec::new()) };
+        // A device or a pipe (`/dev/stdout`) holds nothing to resume, and
+        // reading one may not end (`/dev/full`).
+        if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+            return Ok(Vec::new());
+        }
         let mut text = match std::fs::read(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

@@ -1,7 +1,8 @@
 //! `cqlab campaign sbatch`: a Slurm array job, one array task per shard.
 //! Each task runs `cqlab <campaign args> --shard $SLURM_ARRAY_TASK_ID/N
-//! --jsonl DIR/shard-$SLURM_ARRAY_TASK_ID.jsonl`; `cqlab campaign merge DIR`
-//! then gives the whole campaign's report. (sbatch options: Slurm's sbatch(1).)
+//! --jsonl DIR/shard-$SLURM_ARRAY_TASK_ID.jsonl --resume`, then succeeds
+//! when `cqlab campaign merge --check` finds a record of every run of its
+//! shard; `cqlab campaign merge DIR` then gives the whole campaign's report. (sbatch options: Slurm's sbatch(1).)
 
 use crate::out::outln;
 use crate::shell::quote;
@@ -80,18 +81,19 @@ pub fn script(args: &Args, exe: &str, firmware_dir: Option<&str>) -> String {
         s += &format!("export CQLAB_FIRMWARE_DIR={}\n", quote(fw));
     }
     let campaign: Vec<String> = args.campaign.iter().map(|a| quote(a)).collect();
-    // A campaign that ran (passed, or failed with a failure class) is data
-    // for the merge, not a failed task (`crate::exit::RAN`). Usage errors
-    // and crashes still fail the task.
-    s += &format!(
-        "rc=0\n{} {} --shard \"$SLURM_ARRAY_TASK_ID/{}\" --jsonl {}/shard-\"$SLURM_ARRAY_TASK_ID\".jsonl --resume || rc=$?\n",
-        quote(exe),
-        campaign.join(" "),
-        args.shards,
-        quote(&dir)
-    );
-    let ran: Vec<String> = crate::exit::RAN.iter().map(|e| e.code().to_string()).collect();
-    s += &format!("case \"$rc\" in {}) exit 0 ;; esac\nexit \"$rc\"\n", ran.join("|"));
+    let (exe, n) = (quote(exe), args.shards);
+    s += &format!("shard=\"$SLURM_ARRAY_TASK_ID/{n}\"\nrecords={}/shard-\"$SLURM_ARRAY_TASK_ID\".jsonl\n", quote(&dir));
+    // The campaign's own status is its runs' failure class (data for the
+    // merge), but 1 is also an I/O error (a full disk) or a device it
+    // could not have (helper-80: such a task read as finished). The task
+    // succeeds when its shard's file holds a record of every run of the
+    // shard (`campaign merge --check`, exit 6 when not).
+    s += &format!("rc=0\n{exe} {} --shard \"$shard\" --jsonl \"$records\" --resume || rc=$?\n", campaign.join(" "));
+    s += &format!("check=0\n{exe} campaign merge --check --shard \"$shard\" \"$records\" || check=$?\n");
+    s += "if [ \"$check\" -eq 0 ]; then exit 0; fi\n";
+    s += "echo \"cqlab campaign: shard $shard: the campaign exited $rc and its records are incomplete (campaign merge \
+          --check exited $check); run the task again to resume it\" >&2\n";
+    s += "if [ \"$rc\" -ne 0 ]; then exit \"$rc\"; fi\nexit \"$check\"\n";
     s
 }
 
@@ -122,6 +124,14 @@ pub fn validate(args: &Args) -> Result<()> {
             message.trim().trim_start_matches("error: ")
         ))
         .into());
+    }
+    // Each task must own a run: a task with none would write no record
+    // and fail its check.
+    let argv = ["cqlab"].into_iter().map(String::from).chain(args.campaign.iter().cloned());
+    if let Some(runs) = crate::campaign_runs(argv.map(Into::into)) {
+        ensure(u64::from(args.shards) <= runs, || {
+            format!("--shards {} for a campaign of {runs} runs: shards {runs}.. would own no run", args.shards)
+        })?;
     }
     crate::output::check("--dir", &args.dir, crate::output::Kind::Dir, &[])?;
     if args.dir.is_dir() {
