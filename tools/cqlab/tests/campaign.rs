@@ -299,6 +299,17 @@ fn an_array_task_fails_unless_its_shard_has_every_record() {
     assert_eq!(code, 0, "{text}");
     let again = std::fs::read_to_string(&shard3).unwrap();
     assert_eq!((again.lines().count(), again.lines().next()), (2, whole.lines().next()), "{again}");
+    // A second campaign into the same directory, while the first's tasks
+    // may pend, is refused (helper-80: only *.jsonl was looked for).
+    let fresh = temp("task-again");
+    let sbatch = |dir: &Path| {
+        cqlab(&[&["campaign", "sbatch", "--shards", "2", "--dir", dir.to_str().unwrap(), "--"][..], &CAMPAIGN].concat())
+    };
+    assert_eq!(sbatch(&fresh).0, 0);
+    let (code, _, err) = sbatch(&fresh);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("already holds another campaign's script"), "{err}");
+    let _ = std::fs::remove_dir_all(&fresh);
     // More shards than runs: a task with no run would fail its check.
     let (code, _, err) = cqlab(
         &[&["campaign", "sbatch", "--shards", "9", "--dir", temp("task9").to_str().unwrap(), "--"][..], &CAMPAIGN]

@@ -11,13 +11,16 @@ use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// The script's name in `--dir`.
+const SCRIPT: &str = "campaign.sbatch";
+
 #[derive(clap::Args)]
 pub struct Args {
     /// Shards (array tasks; 1..=10000).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub shards: u32,
     /// Where the script, the shard JSONL and the Slurm logs go (created if
-    /// missing; it must hold no shard records yet).
+    /// missing; it must hold no campaign's script or shard records yet).
     #[arg(long)]
     pub dir: PathBuf,
     /// Slurm partition (default: the cluster's default).
@@ -135,11 +138,26 @@ pub fn validate(args: &Args) -> Result<()> {
     }
     crate::output::check("--dir", &args.dir, crate::output::Kind::Dir, &[])?;
     if args.dir.is_dir() {
+        // Another campaign's script (its tasks may still pend, helper-80)
+        // or records: this one's would mix with them.
         let stale = std::fs::read_dir(&args.dir)
             .with_context(|| format!("reading --dir {}", args.dir.display()))?
             .filter_map(|e| e.ok())
-            .any(|e| e.path().extension().is_some_and(|x| x == "jsonl"));
-        ensure(!stale, || format!("--dir {} already holds shard records: use an empty directory", args.dir.display()))?;
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "jsonl") || p.file_name().is_some_and(|n| n == SCRIPT));
+        if let Some(p) = stale {
+            let what = if p.file_name().is_some_and(|n| n == SCRIPT) {
+                "another campaign's script (its tasks may still be pending)"
+            } else {
+                "shard records"
+            };
+            return Err(UsageError(format!(
+                "--dir {} already holds {what} ({}): use an empty directory for each campaign",
+                args.dir.display(),
+                p.display()
+            ))
+            .into());
+        }
     }
     Ok(())
 }
@@ -152,7 +170,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let exe = std::env::current_exe().context("locating the cqlab binary")?;
     let fw = std::env::var("CQLAB_FIRMWARE_DIR").ok();
     let text = script(&args, &exe.to_string_lossy(), fw.as_deref());
-    let path = args.dir.join("campaign.sbatch");
+    let path = args.dir.join(SCRIPT);
     crate::output::write("the script", &path, text.as_bytes())?;
     outln!("wrote {}", path.display());
     if args.submit {
