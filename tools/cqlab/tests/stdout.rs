@@ -54,6 +54,12 @@ fn run(args: &[&str], out: Out) -> Output {
 /// `args` run both ways. `status` is what the command exits with when its
 /// output is read; `prints` whether it writes to stdout at all.
 fn both_ways(args: &[&str], status: i32, prints: bool) {
+    closed(args, status);
+    full(args, status, prints);
+}
+
+/// `args` with stdout closed: `status`, quietly.
+fn closed(args: &[&str], status: i32) {
     let o = run(args, Out::Closed);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(status), "{args:?}, closed stdout: {}", text(&o));
@@ -62,6 +68,10 @@ fn both_ways(args: &[&str], status: i32, prints: bool) {
         "{args:?}, closed stdout, not quiet: {}",
         text(&o)
     );
+}
+
+/// `args` with stdout on /dev/full: exit 1 saying so when it prints, else `status`.
+fn full(args: &[&str], status: i32, prints: bool) {
     let o = run(args, Out::Full);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("panicked"), "{args:?} on /dev/full: {}", text(&o));
@@ -150,11 +160,12 @@ fn report_commands_end_quietly_on_a_closed_pipe_and_fail_on_a_full_disk() {
     make(&["race", "--seeds", "2", "--iterations", "1", "--jsonl", s(&records)], 0);
     both_ways(&["campaign", "merge", s(&records)], 0, true);
     both_ways(&["replay", s(&records), "--out", s(&d.join("replay"))], 0, true);
-    both_ways(
-        &["campaign", "sbatch", "--shards", "2", "--dir", s(&d.join("sbatch")), "--", "race", "--seeds", "4"],
-        0,
-        true,
-    );
+    // One directory is one campaign's: each way writes its own.
+    let sbatch = |dir: &str| {
+        ["campaign", "sbatch", "--shards", "2", "--dir", dir, "--", "race", "--seeds", "4"].map(String::from)
+    };
+    closed(&sbatch(s(&d.join("sbatch-closed"))).each_ref().map(String::as_str), 0);
+    full(&sbatch(s(&d.join("sbatch-full"))).each_ref().map(String::as_str), 0, true);
     // An issue-queue dump of many commands.
     let mut buf = vec![0u8; 1 << 16];
     let mut enc = Encoder::new(&mut buf);
