@@ -223,8 +223,8 @@ fn check_id(elf: &object::File, arch: Arch) -> std::result::Result<(), ImageErro
     check_id_words(section.data()?, arch, missing())
 }
 
-/// FNV-1a, 64-bit.
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// FNV-1a, 64-bit (also what `cqlab` campaign records digest builds with).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 

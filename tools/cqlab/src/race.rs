@@ -356,7 +356,16 @@ impl Plan {
 
     /// Where this process's runs sit in their campaign (its records say so).
     pub fn membership(&self) -> crate::campaign::Membership {
-        crate::campaign::Membership { runs: self.args.seeds, shard: self.shard, until_first: self.args.until_first }
+        let (sim, cfg) = self.configs(self.args.seed_base);
+        let kernels: &[&str] = match self.args.workload {
+            WorkloadKind::Programs => &cqlab_workloads::program_stream::KERNELS,
+            _ => &[],
+        };
+        let firmware = crate::campaign::build::firmware_digest(&cfg, sim.board.arch(), kernels.iter().copied());
+        crate::campaign::Membership {
+            until_first: self.args.until_first,
+            ..crate::campaign::Membership::new(self.args.seeds, self.shard, firmware)
+        }
     }
 
     /// Campaign positions this process runs.
@@ -473,7 +482,8 @@ pub fn record_seed(plan: &Plan, index: u64, seed: u64) -> Result<SeedRecord> {
         metrics: Default::default(),
         argv: plan.replay_argv(seed),
         dump_error,
-        campaign: Some(plan.membership()),
+        // Filled in where records are written (`run`'s sink): the same for every run.
+        campaign: None,
     })
 }
 

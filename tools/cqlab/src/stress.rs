@@ -578,6 +578,27 @@ fn spawn_run(argv: &[String], timeout: Duration, kill_after: Option<u64>) -> Res
     ended
 }
 
+/// Where a run of `a`'s campaign sits in it, with what ran it and the
+/// options no run's command line holds.
+fn membership(a: &RestartArgs, shard: Shard) -> Result<crate::campaign::Membership, UsageError> {
+    let cfg = run_config(&a.workload)?;
+    let kernels: &[&str] = match a.workload.workload {
+        Workload::Programs => &cqlab_workloads::program_stream::KERNELS,
+        _ => &[],
+    };
+    let arch = a.workload.chip.sim_board().arch();
+    let firmware = crate::campaign::build::firmware_digest(&cfg, arch, kernels.iter().copied());
+    let mut m = crate::campaign::Membership::new(a.runs, shard, firmware);
+    m.options.insert("--seed".into(), a.seed.to_string());
+    m.options.insert("--timeout".into(), a.timeout.to_string());
+    m.options.insert("--kill-rate".into(), a.kill_rate.to_string());
+    m.options.insert("--reset".into(), reset_name(a.reset));
+    if a.reset == Reset::Phase {
+        m.options.insert("--phase-runs".into(), a.phase_runs.to_string());
+    }
+    Ok(m)
+}
+
 fn restart(a: RestartArgs) -> Result<ExitCode> {
     if embedded_spec(&a.workload.device)?.is_some() && (a.kill_rate > 0.0 || a.reset != Reset::Never) {
         // Said, not refused: the kill and reset machinery is what such a
@@ -596,7 +617,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
     if a.records.shard.is_none() {
         shard.warn_if_empty(a.runs);
     }
-    let membership = crate::campaign::Membership { runs: a.runs, shard, until_first: false };
+    let membership = membership(&a, shard)?;
     // `--resume`: the runs the shard's file records already, by index.
     let mut done: BTreeMap<u64, SeedRecord> = a
         .records

@@ -256,6 +256,80 @@ fn a_rerun_stress_shard_resumes_from_its_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// helper-80: records of another campaign merged silently when they
+/// differed outside the run's command line: other firmware ELFs (another
+/// CQLAB_FIRMWARE_DIR), another cqlab build, another `stress restart`
+/// --seed, --timeout, --kill-rate or --reset.
+#[test]
+fn records_of_other_firmware_builds_or_stress_options_are_refused() {
+    let dir = temp("other-build");
+    std::fs::create_dir_all(&dir).unwrap();
+    let shard = |i: u32, firmware: &Path| {
+        let jsonl = dir.join(format!("shard-{i}.jsonl"));
+        let out = Command::new(CQLAB)
+            .env("CQLAB_FIRMWARE_DIR", firmware)
+            .args(CAMPAIGN)
+            .args(["--shard", &format!("{i}/2"), "--jsonl", jsonl.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.code().is_some_and(|c| c != 2), "{}", support::text(&out));
+    };
+    shard(0, &firmware_dir());
+    // The same firmware but for one worker ELF, one byte longer.
+    let other = temp("other-firmware");
+    let copied = Command::new("cp").arg("-r").arg(firmware_dir()).arg(&other).status().unwrap();
+    assert!(copied.success());
+    let mut worker = std::fs::read(other.join("wormhole/worker")).unwrap();
+    worker.push(0);
+    std::fs::write(other.join("wormhole/worker"), worker).unwrap();
+    shard(1, &other);
+    let (code, _, err) = cqlab(&["campaign", "merge", dir.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("firmware (a digest of its ELFs)") && err.contains("records of two campaigns mixed?"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&other);
+    // Another cqlab build (its records as that build would write them).
+    std::fs::remove_file(dir.join("shard-1.jsonl")).unwrap();
+    shard(1, &firmware_dir());
+    let text = std::fs::read_to_string(dir.join("shard-1.jsonl")).unwrap();
+    std::fs::write(dir.join("shard-1.jsonl"), text.replace(r#""cqlab":""#, r#""cqlab":"0.0.0 "#)).unwrap();
+    let (code, _, err) = cqlab(&["campaign", "merge", dir.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("has cqlab build 0.0.0 "), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+    // stress restart's own options: another --seed is another campaign.
+    let dir = temp("other-stress");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (file, seed) in [("a.jsonl", "3"), ("b.jsonl", "4")] {
+        let jsonl = dir.join(file);
+        let (code, out, err) = cqlab(&[
+            "stress",
+            "restart",
+            "--runs",
+            "2",
+            "--seed",
+            seed,
+            "--timeout",
+            "30",
+            "--workload",
+            "random",
+            "--iterations",
+            "1",
+            "--shard",
+            &format!("{}/2", u32::from(file == "b.jsonl")),
+            "--jsonl",
+            jsonl.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let (code, _, err) = cqlab(&["campaign", "merge", dir.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("has --seed 4") && err.contains("had 3"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Runs array task `task` of the script in `dir` as Slurm would start it.
 fn task(dir: &Path, task: u32, count: u32) -> (i32, String) {
     let out = Command::new("bash")

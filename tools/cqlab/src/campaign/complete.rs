@@ -259,7 +259,7 @@ mod tests {
             metrics: Default::default(),
             argv: vec![],
             dump_error: None,
-            campaign: Some(Membership { runs, shard: Shard { index: index % count, count }, until_first: false }),
+            campaign: Some(Membership::new(runs, Shard { index: index % count, count }, String::new())),
         }
     }
 

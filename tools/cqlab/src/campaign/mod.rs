@@ -3,6 +3,7 @@
 //! shards (processes, Slurm array tasks, Kubernetes indexed jobs) merges into
 //! the very report a single machine gives.
 
+pub mod build;
 pub mod cli;
 pub mod complete;
 pub mod sbatch;
@@ -101,12 +102,16 @@ impl RecordArgs {
             if r.tool != tool {
                 return Err(other(format!("a {} record, this is {tool}", r.tool)).into());
             }
-            if r.campaign.as_ref() != Some(m) {
+            let (shard, runs) = (r.campaign.as_ref().map(|c| c.shard), r.campaign.as_ref().map(|c| c.runs));
+            if shard != Some(m.shard) || runs != Some(m.runs) {
                 let theirs = r
                     .campaign
                     .as_ref()
                     .map_or("no campaign size".into(), |c| format!("shard {} of {} runs", c.shard, c.runs));
                 return Err(other(format!("{theirs}; this is shard {} of {} runs", m.shard, m.runs)).into());
+            }
+            if let Some((key, theirs, ours)) = membership_difference(r.campaign.as_ref(), Some(m)) {
+                return Err(other(format!("{key} {theirs}; this campaign has {ours}")).into());
             }
             if let Some((key, theirs, ours)) = argv_difference(&r.argv, argv) {
                 return Err(other(format!("{key} {theirs}; this campaign has {ours}")).into());
@@ -204,6 +209,25 @@ pub struct Membership {
     /// runs after it have no record by design.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub until_first: bool,
+    /// The cqlab build that ran it ([`build::cqlab_build`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cqlab: String,
+    /// A digest of the firmware ELFs its boots load ([`build::firmware_digest`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub firmware: String,
+    /// The campaign's options no run's command line holds (`stress
+    /// restart`'s `--seed`, `--timeout`, `--kill-rate`, `--reset`,
+    /// `--phase-runs`), by option.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub options: BTreeMap<String, String>,
+}
+
+impl Membership {
+    /// Shard `shard` of a campaign of `runs` runs, run by this cqlab build
+    /// with firmware of digest `firmware`.
+    pub fn new(runs: u64, shard: Shard, firmware: String) -> Self {
+        Membership { runs, shard, until_first: false, cqlab: build::cqlab_build(), firmware, options: BTreeMap::new() }
+    }
 }
 
 /// The longest a run's `seconds` may say: a year (helper-44: 1e300 and
@@ -504,9 +528,18 @@ fn membership_difference(a: Option<&Membership>, b: Option<&Membership>) -> Opti
         }
     };
     let differs = |key: &str, x: String, y: String| (x != y).then(|| (key.to_owned(), x, y));
+    let shown = |v: Option<&String>| v.cloned().unwrap_or_else(|| "(none)".into());
     differs("a campaign of", format!("{} runs", a.runs), format!("{} runs", b.runs))
         .or_else(|| differs("shards", a.shard.count.to_string(), b.shard.count.to_string()))
         .or_else(|| differs("--until-first", a.until_first.to_string(), b.until_first.to_string()))
+        .or_else(|| differs("cqlab build", a.cqlab.clone(), b.cqlab.clone()))
+        .or_else(|| differs("firmware (a digest of its ELFs)", a.firmware.clone(), b.firmware.clone()))
+        .or_else(|| {
+            let keys = a.options.keys().chain(b.options.keys());
+            keys.map(|k| (k, a.options.get(k), b.options.get(k)))
+                .find(|(_, x, y)| x != y)
+                .map(|(k, x, y)| (k.clone(), shown(x), shown(y)))
+        })
 }
 
 /// Every record of the JSONL files in `dir` (or of one file), checked as
