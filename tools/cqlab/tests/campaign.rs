@@ -455,7 +455,12 @@ fn a_four_shard_slurm_array_job_merges_into_the_unsharded_report() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("submitted job"), "{text}");
+    // The job id and its logs at once, progress while it runs, and the
+    // merge line (helper-80: `--wait` was silent until the job ended).
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("submitted job") && text.contains(": 4 array tasks, logs "), "{text}");
+    assert!(text.contains("merge with: cqlab campaign merge"), "{text}");
+    assert!(err.contains("COMPLETED"), "{err}");
     for i in 0..4 {
         assert!(dir.join(format!("shard-{i}.jsonl")).exists(), "shard {i} wrote no records: {text}");
     }

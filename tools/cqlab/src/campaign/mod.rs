@@ -8,6 +8,7 @@ pub mod cli;
 pub mod complete;
 pub mod sbatch;
 pub mod shard;
+pub mod wait;
 
 use crate::out::outln;
 use crate::usage::UsageError;

@@ -33,7 +33,8 @@ pub struct Args {
     /// Submit with `sbatch --parsable` after writing the script.
     #[arg(long)]
     pub submit: bool,
-    /// With --submit: wait for every task to end (`sbatch --wait`).
+    /// With --submit: follow the job until every task has ended (progress
+    /// on stderr), then check the records: exit 6 when runs have none.
     #[arg(long, requires = "submit")]
     pub wait: bool,
     /// The campaign: `race ...` or `stress ...` arguments (after `--`).
@@ -173,22 +174,50 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let path = args.dir.join(SCRIPT);
     crate::output::write("the script", &path, text.as_bytes())?;
     outln!("wrote {}", path.display());
-    if args.submit {
-        let mut cmd = std::process::Command::new("sbatch");
-        cmd.arg("--parsable");
-        if args.wait {
-            cmd.arg("--wait");
-        }
-        let out = cmd.arg(&path).output().context("running sbatch (is Slurm installed and on PATH?)")?;
-        anyhow::ensure!(
-            out.status.success(),
-            "sbatch {} failed ({}): {}",
-            path.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-        outln!("submitted job {}", String::from_utf8_lossy(&out.stdout).trim());
-        outln!("merge with: cqlab campaign merge {}", args.dir.display());
+    if !args.submit {
+        return Ok(ExitCode::SUCCESS);
     }
-    Ok(ExitCode::SUCCESS)
+    // Submitted without `--wait`, so the job id is known at once; the wait
+    // follows it (`wait`).
+    let out = std::process::Command::new("sbatch")
+        .arg("--parsable")
+        .arg(&path)
+        .output()
+        .context("running sbatch (is Slurm installed and on PATH?)")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "sbatch {} failed ({}): {}",
+        path.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    // `--parsable` prints `ID` or `ID;CLUSTER`.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let id = stdout.trim().split(';').next().unwrap_or_default().to_owned();
+    outln!("submitted job {id}: {} array tasks, logs {}/slurm-{id}_*.out", args.shards, args.dir.display());
+    let merge = format!("merge with: cqlab campaign merge {}", crate::shell::quote(&args.dir.to_string_lossy()));
+    if !args.wait {
+        outln!("{merge}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let ended = super::wait::until_ended(&id);
+    let verdict = ended.and_then(|tasks| {
+        super::wait::say_failed(&id, &tasks);
+        // The records say whether the campaign is whole, whatever Slurm says.
+        let records = super::read_records(&args.dir)?;
+        if records.is_empty() {
+            crate::out::diagln!("job {id}: no shard wrote a record (see the logs)");
+            return Ok(crate::exit::Exit::Incomplete);
+        }
+        let coverage = super::complete::Coverage::of(&records, None)?;
+        coverage.warn();
+        Ok(if coverage.incomplete() { crate::exit::Exit::Incomplete } else { crate::exit::Exit::Success })
+    });
+    // Whatever became of the job, the records there merge.
+    outln!("{merge}");
+    let verdict = verdict?;
+    if verdict == crate::exit::Exit::Incomplete {
+        outln!("job {id} ended with runs of the campaign unrecorded: rerun the tasks named above (they resume)");
+    }
+    Ok(verdict.into())
 }
