@@ -67,11 +67,17 @@ pub fn parse(text: &str) -> Vec<Task> {
         .collect()
 }
 
-/// "2 RUNNING, 1 PENDING": how many tasks are in each state.
+/// "2 RUNNING, 1 PENDING (Resources)": how many tasks (or pending ranges)
+/// are in each state, and why they pend: a job that can never start says
+/// so while it waits.
 fn summary(tasks: &[Task]) -> String {
-    let mut by_state: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut by_state: BTreeMap<String, usize> = BTreeMap::new();
     for t in tasks {
-        *by_state.entry(t.state.as_str()).or_default() += 1;
+        let key = match t.state.as_str() {
+            "PENDING" if !t.reason.is_empty() && t.reason != "None" => format!("PENDING ({})", t.reason),
+            s => s.to_owned(),
+        };
+        *by_state.entry(key).or_default() += 1;
     }
     by_state.iter().map(|(s, n)| format!("{n} {s}")).collect::<Vec<_>>().join(", ")
 }
@@ -148,6 +154,6 @@ mod tests {
             Task { tasks: "1".into(), state: "TIMEOUT".into(), exit: "0:15".into(), reason: "TimeLimit".into() }
         );
         assert!(tasks[0].ended() && !tasks[1].ended() && tasks[2].ended());
-        assert_eq!(summary(&tasks), "1 COMPLETED, 1 PENDING, 1 TIMEOUT");
+        assert_eq!(summary(&tasks), "1 COMPLETED, 1 PENDING (Resources), 1 TIMEOUT");
     }
 }
