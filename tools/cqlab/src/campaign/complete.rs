@@ -194,10 +194,22 @@ fn spans(g: &ShardGap) -> String {
             0 => format!("run {a}"),
             1 => format!("runs {a} and {b}"),
             _ if step == 1 => format!("runs {a}..={b}"),
-            _ => format!("runs {a}..={b} (every {step}th)"),
+            _ => format!("runs {a}..={b} (every {})", ordinal(step)),
         })
         .collect();
     list(&names)
+}
+
+/// `2nd`, `3rd`, `4th`, `11th`, `21st`.
+fn ordinal(n: u64) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// Shard `s`'s runs without a record among `present` (its records), or
@@ -276,6 +288,7 @@ mod tests {
         assert_eq!(c.missing(), 8);
         assert!(c.incomplete());
         assert_eq!(spans(&gaps[1]), "runs 10..=18 (every 4th)");
+        assert_eq!([2, 3, 11, 21, 112].map(ordinal), ["2nd", "3rd", "11th", "21st", "112th"]);
         // One shard alone is judged on its own runs.
         let only = Coverage::of(&records[..0], Some(Shard { index: 3, count: 4 }));
         assert!(only.is_err(), "no records say nothing of their campaign");
