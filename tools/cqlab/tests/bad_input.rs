@@ -656,7 +656,7 @@ fn stress_replay_campaign() {
         (&["campaign", "merge", "{fifo-dir}"], 2, "not a regular file"),
         (&["campaign", "sbatch", "--shards", "0", "--dir", "{dir}/s", "--", "race"], 2, "not in 1..=10000"),
         (&["campaign", "sbatch", "--shards", "2", "--dir", "{dir}/s", "--", "demo"], 2, "`race ...` or `stress ...`, not `demo ...`"),
-        (&["campaign", "sbatch", "--shards", "2", "--dir", "{dir}/s", "--", "race", "--jobs", "2"], 2, "must not set --shard, --jsonl or --jobs"),
+        (&["campaign", "sbatch", "--shards", "2", "--dir", "{dir}/s", "--", "race", "--jobs", "2"], 2, "must not set --shard, --jsonl, --jobs or --resume"),
         (&["campaign", "sbatch", "--shards", "2", "--dir", "{dir}/s", "--", "race", "--seeds", "0"], 2, "would be refused by every array task"),
         (&["campaign", "sbatch", "--shards", "2", "--dir", "{dir}/s", "--", "stress", "restart", "--runs", "1", "--kill-rate", "1"], 2, "would be refused"),
         (&["campaign", "sbatch", "--shards", "2", "--dir", "{dir}/s", "--time", "soon", "--", "race"], 2, "expected MINUTES"),
