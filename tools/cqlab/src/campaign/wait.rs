@@ -119,6 +119,9 @@ pub fn until_ended(id: &str) -> Result<Vec<Task>> {
                 }
                 seen = tasks;
             }
+            // The first poll failing is no passing hiccup: no scontrol on
+            // PATH, or no cluster to ask.
+            Err(e) if last.is_empty() => return Err(e.context(format!("following job {id}"))),
             Err(e) => {
                 failed += 1;
                 if failed >= MAX_FAILED_POLLS {
