@@ -73,13 +73,28 @@ impl Windows {
     }
 
     /// The window configuration that shows the 2 MiB piece of `addr`'s
-    /// tile (or rectangle) holding its local address (NOC0, relaxed
-    /// ordering, as tt-umd's data windows).
+    /// tile (or rectangle) holding its local address, on NOC0, in strict
+    /// (AXI) ordering.
+    ///
+    /// Strict, not the chip's default: in default ordering "writes can
+    /// reorder or interleave with other writes as they travel on the NoC"
+    /// (tt-isa `WormholeB0/PCIExpressTile/TLBs.md`, "Ordering modes"), and
+    /// the driver publishes by write order: a fetch-queue entry after the
+    /// words it points at, a launch message after its kernel and args, the
+    /// completion read pointer over its last value (helper-82). `static_vc`
+    /// would order writes only along one path, not across a window's
+    /// reconfiguration to another tile. tt-metal configured its static
+    /// Tensix windows strict for the same reason ("the launch_msg 'kernel
+    /// config' needs to arrive prior to the 'go' message",
+    /// `tt_metal/llrt/tlb_config.cpp`, issue #10107). Strict limits how
+    /// many writes a card keeps in flight; the queues' bulk data goes
+    /// through host memory, not the BAR. The simulators deliver host writes
+    /// in order whatever the mode.
     pub fn config_for(addr: NocAddr) -> TlbConfig {
         let (s, e) = addr.rect();
         let base = (addr.local() | (addr.flags() & !cqlab_abi::noc::MCAST_FLAG)) >> WINDOW_LOG2;
         let mut c = TlbConfig::unicast(e.x, e.y, base, Noc::Noc0);
-        c.ordering = TlbOrdering::Relaxed;
+        c.ordering = TlbOrdering::Strict;
         if addr.is_multicast() {
             c.mcast = true;
             c.x_start = s.x;
@@ -242,29 +257,31 @@ mod tests {
     #[test]
     fn the_configuration_registers_get_the_cited_encoding() {
         // Wormhole 2 MiB: local_offset 0..15, x_end 15, y_end 21, x_start 27,
-        // y_start 33, noc_sel 39, mcast 40, ordering 41; 8-byte registers
-        // from 0x1FC00000, 2 MiB windows are TLB 156.. at BAR0 0x09C00000.
+        // y_start 33, noc_sel 39, mcast 40, ordering 41 (strict: 1, every
+        // window: `Windows::config_for`); 8-byte registers from 0x1FC00000,
+        // 2 MiB windows are TLB 156.. at BAR0 0x09C00000.
         let mut r = Recorder { regs: RegisterWindows::new(&WORMHOLE), issued: Vec::new(), data: Vec::new() };
         let mut w = Windows::new(WINDOW_CACHE);
         w.write(&mut r, NocAddr::unicast(Coord::new(18, 18), 0x20_0010), &[0; 8]).unwrap();
         let (at, words) = &r.issued[0];
         assert_eq!(*at, 0x1FC0_0000 + 156 * 8);
         let bits = word(words, 0) as u64 | (word(words, 1) as u64) << 32;
-        assert_eq!(bits, 1 | 18 << 15 | 18 << 21);
+        assert_eq!(bits, 1 | 18 << 15 | 18 << 21 | 1 << 41);
         assert_eq!(r.data[0], (0, 0x09C0_0000 + 0x10, 8));
         let mcast = NocAddr::multicast(Coord::new(18, 18), Coord::new(25, 25), 0x100);
         w.write(&mut r, mcast, &[0; 4]).unwrap();
         let (at, words) = &r.issued[1];
         assert_eq!(*at, 0x1FC0_0000 + 157 * 8);
         let bits = word(words, 0) as u64 | (word(words, 1) as u64) << 32;
-        assert_eq!(bits, 25 << 15 | 25 << 21 | 18 << 27 | 18 << 33 | 1 << 40);
+        assert_eq!(bits, 25 << 15 | 25 << 21 | 18 << 27 | 18 << 33 | 1 << 40 | 1 << 41);
         assert_eq!(r.data[1], (0, 0x09C0_0000 + 0x20_0000 + 0x100, 4));
         // The same tile again: the window is reused, nothing reconfigured.
         w.read(&mut r, NocAddr::unicast(Coord::new(18, 18), 0x20_0100), &mut [0; 4]).unwrap();
         assert_eq!((r.issued.len(), w.configured()), (2, 2));
 
         // Blackhole 2 MiB: local_offset 0..43, x_end 43, y_end 49, x_start 55,
-        // y_start 61, noc_sel 67, mcast 69; 12-byte registers; TLB 0 at BAR0 0.
+        // y_start 61, noc_sel 67, mcast 69, ordering 70; 12-byte registers;
+        // TLB 0 at BAR0 0.
         let mut r = Recorder { regs: RegisterWindows::new(&BLACKHOLE), issued: Vec::new(), data: Vec::new() };
         let mut w = Windows::new(WINDOW_CACHE);
         let mcast = NocAddr::multicast(Coord::new(1, 2), Coord::new(13, 11), 0x40_0000);
@@ -272,7 +289,7 @@ mod tests {
         let (at, words) = &r.issued[0];
         assert_eq!((*at, words.len()), (0x1FC0_0000, 12));
         let bits = word(words, 0) as u128 | (word(words, 1) as u128) << 32 | (word(words, 2) as u128) << 64;
-        assert_eq!(bits, 2 | 13 << 43 | 11 << 49 | 1 << 55 | 2 << 61 | 1 << 69);
+        assert_eq!(bits, 2 | 13 << 43 | 11 << 49 | 1 << 55 | 2 << 61 | 1 << 69 | 1 << 70);
     }
 
     #[test]
