@@ -115,6 +115,26 @@ fn shards_run_by_hand_merge_into_the_unsharded_report() {
     assert_eq!(code, support::exit_of_report(&again), "{err}");
     assert_eq!(deterministic(&again), deterministic(&unsharded()));
     assert!(err.contains("warning: 2 runs were recorded again with the same seed and command line"), "{err}");
+    // The same run recorded with another outcome is no rerun to count once
+    // (helper-83: the first was kept without a word): refused, naming both.
+    let failed = (0..4)
+        .flat_map(|i| {
+            std::fs::read_to_string(dir.join(format!("shard-{i}.jsonl")))
+                .unwrap()
+                .lines()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .map(|l| serde_json::from_str::<serde_json::Value>(&l).unwrap())
+        .find(|r| r["ok"] == false)
+        .expect("a failed run to record again as passed");
+    let mut passed = failed.clone();
+    passed["ok"] = true.into();
+    passed["failure"] = serde_json::Value::Null;
+    std::fs::write(dir.join("shard-0-again.jsonl"), format!("{passed}\n")).unwrap();
+    let (code, _, err) = cqlab(&["campaign", "merge", dir.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is recorded twice with different outcomes (") && err.contains("passed"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -214,10 +234,15 @@ fn a_rerun_shard_resumes_from_its_file_and_the_campaign_merges() {
     let merged: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
     assert_eq!(code, support::exit_of_report(&merged), "{out}{err}");
     assert_eq!(deterministic(&merged), deterministic(&unsharded()));
-    // Another shard's file is another campaign's: refused, not resumed.
+    // Another shard's file is another campaign's: refused, not resumed,
+    // and left as it was, a cut last record too (helper-83: it was cut
+    // before the refusal).
+    let cut = format!("{}{}", std::fs::read_to_string(&file).unwrap(), &first[..40]);
+    std::fs::write(&file, &cut).unwrap();
     let (code, _, err) = rerun("2/4");
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("a record of another campaign (shard 1/4 of 8 runs; this is shard 2/4 of 8 runs)"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), cut, "a refused file is left as it was");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

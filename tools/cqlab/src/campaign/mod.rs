@@ -72,19 +72,16 @@ impl RecordArgs {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e).with_context(|| format!("reading --jsonl {} to resume", path.display())),
         };
-        if !text.is_empty() && !text.ends_with(b"\n") {
-            let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
-            let f = std::fs::OpenOptions::new().write(true).open(path);
-            f.and_then(|f| f.set_len(whole as u64))
-                .with_context(|| format!("cutting the partial record off the end of --jsonl {}", path.display()))?;
-            crate::out::diagln!(
-                "warning: --resume: {} ended inside a record ({} bytes after its last whole line): cut off, the run \
-                 runs again",
-                path.display(),
-                text.len() - whole
-            );
-            text.truncate(whole);
-        }
+        // The partial record at its end, if any, is cut off only once every
+        // whole line has proved the file this shard's (helper-83: another
+        // campaign's file was cut before it was refused).
+        let whole = if text.ends_with(b"\n") {
+            text.len()
+        } else {
+            text.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1)
+        };
+        let partial = text.len() - whole;
+        text.truncate(whole);
         let text = String::from_utf8(text)
             .map_err(|e| UsageError(format!("--resume: {}: not UTF-8 ({e})", path.display())))?;
         let mut records: Vec<SeedRecord> = Vec::new();
@@ -120,6 +117,16 @@ impl RecordArgs {
             if seen.insert(r.index) {
                 records.push(r);
             }
+        }
+        if partial > 0 {
+            let f = std::fs::OpenOptions::new().write(true).open(path);
+            f.and_then(|f| f.set_len(whole as u64))
+                .with_context(|| format!("cutting the partial record off the end of --jsonl {}", path.display()))?;
+            crate::out::diagln!(
+                "warning: --resume: {} ended inside a record ({partial} bytes after its last whole line): cut off, \
+                 the run runs again",
+                path.display()
+            );
         }
         if !records.is_empty() {
             crate::out::diagln!(
@@ -654,6 +661,26 @@ fn read_records_checked(path: &Path, one_campaign: bool) -> Result<Vec<SeedRecor
                 first_at = lines.at();
             }
             if let Some(prev) = seen.get(&r.index).map(|&at| &records[at]) {
+                let verdict = |x: &SeedRecord| {
+                    let failed = x.failure.as_ref().map_or("passed", |f| f.signature.as_str());
+                    format!("{failed}{}", if x.killed { ", killed on purpose" } else { "" })
+                };
+                if prev.seed == r.seed && prev.argv == r.argv && verdict(prev) != verdict(&r) {
+                    // The same run with another outcome: no rerun of one
+                    // campaign's run, or a run whose outcome hangs on host
+                    // time (a stress hard timeout). Neither may count once
+                    // silently (helper-83: the first was kept without a word).
+                    return Err(UsageError(format!(
+                        "{}: run {} (seed {}) is recorded twice with different outcomes ({} here, {} before): \
+                         records of two campaigns mixed, or a rerun that ended otherwise; keep one of the two lines",
+                        lines.at(),
+                        r.index,
+                        r.seed,
+                        verdict(&r),
+                        verdict(prev)
+                    ))
+                    .into());
+                }
                 if prev.seed == r.seed && prev.argv == r.argv {
                     // The same run again: a task requeued, preempted or
                     // rerun recorded it twice (helper-80). One counts.

@@ -29,7 +29,11 @@ pub struct Task {
 }
 
 impl Task {
-    /// Whether the task has ended (Slurm's terminal job states).
+    /// Whether the task has ended (Slurm's terminal job states), or is
+    /// held where only a user can release it (`SPECIAL_EXIT`,
+    /// `REQUEUE_HOLD`, `RESV_DEL_HOLD`): waiting on would not end
+    /// (helper-83), and the wait names it among the tasks that did not
+    /// complete.
     pub fn ended(&self) -> bool {
         matches!(
             self.state.as_str(),
@@ -42,6 +46,10 @@ impl Task {
                 | "OUT_OF_MEMORY"
                 | "BOOT_FAIL"
                 | "DEADLINE"
+                | "REVOKED"
+                | "SPECIAL_EXIT"
+                | "REQUEUE_HOLD"
+                | "RESV_DEL_HOLD"
         )
     }
 }
@@ -158,5 +166,18 @@ mod tests {
         );
         assert!(tasks[0].ended() && !tasks[1].ended() && tasks[2].ended());
         assert_eq!(summary(&tasks), "1 COMPLETED, 1 PENDING (Resources), 1 TIMEOUT");
+    }
+
+    /// A task held until a user releases it ends the wait (helper-83: the
+    /// wait polled for ever), one still running or requeued does not.
+    #[test]
+    fn held_tasks_end_the_wait_and_running_ones_do_not() {
+        let task = |state: &str| Task { tasks: "0".into(), state: state.into(), exit: "0:0".into(), reason: "".into() };
+        for held in ["SPECIAL_EXIT", "REQUEUE_HOLD", "RESV_DEL_HOLD", "REVOKED"] {
+            assert!(task(held).ended(), "{held}");
+        }
+        for going in ["PENDING", "RUNNING", "REQUEUED", "CONFIGURING", "COMPLETING", "SUSPENDED", "RESIZING"] {
+            assert!(!task(going).ended(), "{going}");
+        }
     }
 }
