@@ -658,13 +658,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     // `--resume`: the runs the shard's file records already (the report
     // covers them too).
-    let resumed = plan.args.records.resume("race", &plan.membership(), &plan.replay_argv(plan.args.seed_base))?;
+    // Built once: it reads every firmware ELF.
+    let membership = plan.membership();
+    let resumed = plan.args.records.resume("race", &membership, &plan.replay_argv(plan.args.seed_base))?;
     let done: std::collections::HashSet<u64> = resumed.iter().map(|r| r.index).collect();
     let stopped_before = plan.args.until_first && resumed.iter().any(|r| !r.ok);
     let mut records = resumed;
     let mut jsonl = plan.args.records.open_jsonl()?;
     let child = plan.args.child;
-    let membership = plan.membership();
     let mut sink = |r: &SeedRecord| -> Result<()> {
         // A `--jobs` child's record names its own share: the campaign's
         // records name the shard the user (or the array task) ran.

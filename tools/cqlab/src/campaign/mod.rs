@@ -661,27 +661,28 @@ fn read_records_checked(path: &Path, one_campaign: bool) -> Result<Vec<SeedRecor
                 first_at = lines.at();
             }
             if let Some(prev) = seen.get(&r.index).map(|&at| &records[at]) {
-                let verdict = |x: &SeedRecord| {
-                    let failed = x.failure.as_ref().map_or("passed", |f| f.signature.as_str());
-                    format!("{failed}{}", if x.killed { ", killed on purpose" } else { "" })
-                };
-                if prev.seed == r.seed && prev.argv == r.argv && verdict(prev) != verdict(&r) {
-                    // The same run with another outcome: no rerun of one
-                    // campaign's run, or a run whose outcome hangs on host
-                    // time (a stress hard timeout). Neither may count once
-                    // silently (helper-83: the first was kept without a word).
-                    return Err(UsageError(format!(
-                        "{}: run {} (seed {}) is recorded twice with different outcomes ({} here, {} before): \
-                         records of two campaigns mixed, or a rerun that ended otherwise; keep one of the two lines",
-                        lines.at(),
-                        r.index,
-                        r.seed,
-                        verdict(&r),
-                        verdict(prev)
-                    ))
-                    .into());
-                }
                 if prev.seed == r.seed && prev.argv == r.argv {
+                    let verdict = |x: &SeedRecord| {
+                        let failed = x.failure.as_ref().map_or("passed", |f| f.signature.as_str());
+                        format!("{failed}{}", if x.killed { ", killed on purpose" } else { "" })
+                    };
+                    if verdict(prev) != verdict(&r) {
+                        // The same run with another outcome: no rerun of
+                        // one campaign's run, or a run whose outcome hangs
+                        // on host time (a stress hard timeout). Neither may
+                        // count once silently (helper-83).
+                        return Err(UsageError(format!(
+                            "{}: run {} (seed {}) is recorded twice with different outcomes ({} here, {} before): \
+                             records of two campaigns mixed, or a rerun that ended otherwise; keep one of the two \
+                             lines",
+                            lines.at(),
+                            r.index,
+                            r.seed,
+                            verdict(&r),
+                            verdict(prev)
+                        ))
+                        .into());
+                    }
                     // The same run again: a task requeued, preempted or
                     // rerun recorded it twice (helper-80). One counts.
                     if rerun.is_none() {
