@@ -187,7 +187,8 @@ impl ResetKind {
         }
     }
 
-    pub(crate) fn name(self) -> &'static str {
+    /// The operation as tt-kmd's `ioctl.h` names it (`ASIC_RESET`).
+    pub fn name(self) -> &'static str {
         match self {
             Self::RestoreState => "RESTORE_STATE",
             Self::ResetPcieLink => "RESET_PCIE_LINK",
@@ -583,7 +584,17 @@ impl TtKmdDevice {
     ///
     /// USER_RESET is refused: tt-kmd only marks the device for a reset that something else
     /// performs (a BMC), so POST_RESET fails until that has happened.
-    pub fn reset_sequence(&mut self, kind: ResetKind) -> Result<()> {
+    pub fn reset_sequence(&mut self, kind: ResetKind) -> Result<ResetDone> {
+        self.reset_sequence_with_progress(kind, &mut |_| {})
+    }
+
+    /// [`Self::reset_sequence`], telling `progress` each step as it starts and, while the
+    /// chip resets (seconds on a card), how long it has been waited for.
+    pub fn reset_sequence_with_progress(
+        &mut self,
+        kind: ResetKind,
+        progress: &mut dyn FnMut(ResetStep),
+    ) -> Result<ResetDone> {
         if !matches!(kind, ResetKind::AsicReset | ResetKind::AsicDmcReset) {
             return Err(TtKmdError::Unexpected {
                 path: self.path().to_owned(),
@@ -595,24 +606,29 @@ impl TtKmdDevice {
             });
         }
         self.require(Feature::ResetSequence, "ASIC resets and POST_RESET")?;
+        let start = std::time::Instant::now();
         self.bars.clear();
+        progress(ResetStep::Requested(kind));
         self.reset(kind)?;
-        self.wait_reset_done(kind)?;
+        let waited = self.wait_reset_done(kind, progress)?;
+        progress(ResetStep::PostReset);
         self.reset(ResetKind::PostReset)?;
         self.resources = query_mappings(&self.inner)?;
-        Ok(())
+        Ok(ResetDone { kind, waited_for_chip: waited, took: start.elapsed() })
     }
 
     /// Waits for the chip's reset to clear tt-kmd's reset marker, as `tools/reset.c` does
     /// (ttkmd-2.10.0): half a second first on Wormhole (it reads the marker too early
-    /// otherwise), then polling, for at most 5 s (10 s with the DMC).
-    fn wait_reset_done(&self, kind: ResetKind) -> Result<()> {
+    /// otherwise), then polling, for at most 5 s (10 s with the DMC). Returns how long it
+    /// waited, the half second included.
+    fn wait_reset_done(&self, kind: ResetKind, progress: &mut dyn FnMut(ResetStep)) -> Result<std::time::Duration> {
         let pci = self.info.pci_address();
-        if self.info.device_id == cqlab_abi::arch::Arch::Wormhole.params().bar.pci_device_id {
-            std::thread::sleep(RESET_WORMHOLE_SETTLE);
-        }
         let limit = if kind == ResetKind::AsicDmcReset { RESET_DMC_LIMIT } else { RESET_LIMIT };
         let start = std::time::Instant::now();
+        progress(ResetStep::WaitingForChip { pci: pci.clone(), waited: start.elapsed(), limit });
+        let wormhole = self.info.device_id == cqlab_abi::arch::Arch::Wormhole.params().bar.pci_device_id;
+        let settle = if wormhole { RESET_WORMHOLE_SETTLE } else { std::time::Duration::ZERO };
+        std::thread::sleep(settle);
         loop {
             let marker = self.inner.kernel.reset_marker(&pci).map_err(|source| TtKmdError::ResetMarker {
                 path: self.path().to_owned(),
@@ -620,8 +636,11 @@ impl TtKmdDevice {
                 source,
             })?;
             match marker {
-                Some(false) => return Ok(()),
-                Some(true) if start.elapsed() < limit => std::thread::sleep(RESET_POLL),
+                Some(false) => return Ok(start.elapsed()),
+                Some(true) if start.elapsed() < settle + limit => {
+                    std::thread::sleep(RESET_POLL);
+                    progress(ResetStep::WaitingForChip { pci: pci.clone(), waited: start.elapsed(), limit });
+                }
                 Some(true) => {
                     return Err(TtKmdError::ResetTimeout {
                         path: self.path().to_owned(),
@@ -634,6 +653,30 @@ impl TtKmdDevice {
             }
         }
     }
+}
+
+/// A step of [`TtKmdDevice::reset_sequence_with_progress`], said as it starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ResetStep {
+    /// The reset ioctl (ASIC_RESET or ASIC_DMC_RESET) is sent.
+    Requested(ResetKind),
+    /// Waiting for the chip's reset to clear tt-kmd's reset marker of PCI device `pci`:
+    /// `waited` so far, given up after `limit` of polling (which starts after half a second
+    /// on a Wormhole).
+    WaitingForChip { pci: String, waited: std::time::Duration, limit: std::time::Duration },
+    /// The marker is clear: POST_RESET re-initialises the device.
+    PostReset,
+}
+
+/// What a completed [`TtKmdDevice::reset_sequence`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResetDone {
+    /// The reset sent (ASIC_RESET or ASIC_DMC_RESET).
+    pub kind: ResetKind,
+    /// From the reset ioctl's return until the marker read clear.
+    pub waited_for_chip: std::time::Duration,
+    /// The whole sequence, POST_RESET and the new QUERY_MAPPINGS included.
+    pub took: std::time::Duration,
 }
 
 /// How long a Wormhole is left alone after ASIC_RESET before its marker is read (`tools/reset.c`

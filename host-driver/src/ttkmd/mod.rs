@@ -21,8 +21,8 @@ pub mod sim_kernel;
 mod window;
 
 pub use device::{
-    DeviceInfo, PinFlags, PinnedMemory, PinnedPages, PowerMode, ResetKind, ResourceMapping, TlbWindow, TtKmdDevice,
-    CQLAB_LOCK_INDEX,
+    DeviceInfo, PinFlags, PinnedMemory, PinnedPages, PowerMode, ResetDone, ResetKind, ResetStep, ResourceMapping,
+    TlbWindow, TtKmdDevice, CQLAB_LOCK_INDEX,
 };
 pub use error::{Result, TtKmdError};
 pub use ioctl::NocTlbConfig;

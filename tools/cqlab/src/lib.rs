@@ -35,6 +35,7 @@ mod profile;
 #[doc(hidden)]
 pub mod race;
 mod replay;
+mod reset;
 mod run;
 mod schedule;
 mod shell;
@@ -102,8 +103,9 @@ enum Command {
     /// Run firmware on the simulator.
     #[command(subcommand)]
     Sim(sim::Command),
-    /// Restore a simulator daemon's device (`cqlab sim serve --dev PATH`) to power-on state.
-    Reset(sim::DevArgs),
+    /// Reset a device: tt-kmd's whole-chip reset (/dev/tenstorrent/N,
+    /// ttkmd-sim:PATH), or a simulator daemon back to power-on state (sim:PATH).
+    Reset(reset::Args),
     /// Run traces (`cqlab run --trace RUN`): Perfetto export and the time breakdown.
     #[command(subcommand)]
     Trace(TraceCommand),
@@ -154,7 +156,7 @@ impl Command {
             Command::Replay(a) => replay::validate(a),
             Command::Campaign(c) => campaign::cli::validate(c),
             Command::Sim(c) => sim::validate(c),
-            Command::Reset(_) => Ok(()),
+            Command::Reset(a) => reset::validate(a),
             Command::Schedule(a) => schedule::validate(a),
             Command::Status(a) => status::validate_spec(&a.device),
             Command::Dump(a) => status::validate_spec(&a.device),
@@ -180,7 +182,7 @@ impl Command {
             Command::Replay(args) => replay::run(args),
             Command::Campaign(cmd) => campaign::cli::run(cmd),
             Command::Sim(cmd) => sim::run(cmd),
-            Command::Reset(args) => sim::reset(args),
+            Command::Reset(args) => reset::run(args),
             Command::Schedule(args) => schedule::run(args),
             Command::Status(args) => status::status(args),
             Command::Dump(args) => status::dump(args),

@@ -57,13 +57,6 @@ pub enum Command {
 }
 
 #[derive(clap::Args)]
-pub struct DevArgs {
-    /// The daemon's device directory.
-    #[arg(long)]
-    dev: PathBuf,
-}
-
-#[derive(clap::Args)]
 pub struct StopArgs {
     /// The daemon's device directory.
     #[arg(long)]
@@ -242,15 +235,6 @@ fn parse_bytes(s: &str) -> Result<u32, String> {
         Ok(v) if (16..=16 << 20).contains(&v) && v % 16 == 0 => Ok(v),
         _ => Err(format!("expected a multiple of 16 in 16..=16777216, found {s:?}")),
     }
-}
-
-/// `cqlab reset --dev PATH`: the daemon's device back to power-on state
-/// (fails if a client holds the device).
-pub fn reset(args: DevArgs) -> anyhow::Result<ExitCode> {
-    let mut dev = cqlab_driver::daemon_backend::DaemonBackend::attach(&args.dev)?;
-    dev.reset()?;
-    diagln!("{}: reset to power-on state", args.dev.display());
-    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(clap::Args)]

@@ -63,6 +63,8 @@ fn bases(f: &Fixtures) -> Vec<Vec<String>> {
         vec!["sim", "bar", "--dev", dir, "--worker", "0,0", "--addr", "0"],
         vec!["sim", "client-job", "--dev", dir],
         vec!["reset", "--dev", dir],
+        vec!["reset", "--device", &sim, "--json"],
+        vec!["reset", "--device", "/dev/tenstorrent/0"],
         vec!["trace", "export", file, "--perfetto", out],
         vec!["trace", "summary", file],
         vec!["schedule", "--m", "64", "--n", "64", "--k", "64"],

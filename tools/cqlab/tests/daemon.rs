@@ -163,6 +163,42 @@ fn a_concurrent_opener_is_told_who_holds_the_device() {
     assert!(third.status.success(), "{}", text(&third));
 }
 
+/// `cqlab reset --device sim:PATH` is the daemon's power-on reset, reported as such; while
+/// another client holds the device it is refused naming the holder, and resets nothing.
+#[test]
+fn reset_by_device_spec_restores_power_on_state_and_refuses_a_held_device() {
+    let d = Daemon::start("reset-spec", 3);
+    let reset = || {
+        let mut c = Command::new(CQLAB);
+        c.args(["reset", "--json", "--device"]).arg(format!("sim:{}", d.dir.display()));
+        run(c)
+    };
+    let written = bar(&d, &["--write", "0xc0ffee"]);
+    assert!(written.status.success(), "{}", text(&written));
+
+    let holder = support::hold_device(&d.dir, 20);
+    let refused = reset();
+    let holder = {
+        let mut h = holder;
+        let _ = h.kill();
+        let _ = h.wait();
+        h
+    };
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains(&format!("held by pid {}", holder.id())), "{}", text(&refused));
+    let kept = bar(&d, &[]);
+    assert_eq!(String::from_utf8_lossy(&kept.stdout).trim(), "0x00c0ffee", "a refused reset reset: {}", text(&kept));
+
+    let o = reset();
+    assert!(o.status.success(), "{}", text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--json is JSON");
+    assert_eq!((report["backend"].as_str(), report["reset"].as_str()), (Some("daemon"), Some("power-on")), "{report}");
+    assert!(report["seconds"].as_f64().is_some_and(|s| s >= 0.0), "{report}");
+    let after = bar(&d, &[]);
+    assert_eq!(String::from_utf8_lossy(&after.stdout).trim(), "0x00000000", "{}", text(&after));
+}
+
 /// splitmix64: the test's own seeded stream of kill delays.
 fn next(x: &mut u64) -> u64 {
     *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);

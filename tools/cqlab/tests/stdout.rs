@@ -190,7 +190,8 @@ fn device_commands_end_quietly_on_a_closed_pipe_and_fail_on_a_full_disk() {
     both_ways(&["decode", "--device", &spec, "--kind", "trace", "--core", "19,26"], 0, true);
     both_ways(&["sim", "bar", "--dev", s(&d.dir), "--worker", "1,1", "--addr", "0x40"], 0, true);
     both_ways(&["sim", "client-job", "--dev", s(&d.dir), "--rounds", "1", "--cqs", "2"], 0, true);
-    both_ways(&["reset", "--dev", s(&d.dir)], 0, false);
+    both_ways(&["reset", "--dev", s(&d.dir)], 0, true);
+    both_ways(&["reset", "--device", &spec, "--json"], 0, true);
 }
 
 #[test]

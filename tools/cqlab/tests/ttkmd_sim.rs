@@ -142,6 +142,98 @@ fn a_second_opener_is_told_who_holds_the_device() {
     assert!(err.contains(&format!("held by pid {}", holder.id())), "{}", text(&o));
 }
 
+/// `cqlab reset --device ttkmd-SPEC`, with `--json` if asked.
+fn reset(dir: &Path, json: bool) -> Output {
+    let mut c = Command::new(CQLAB);
+    c.args(["reset", "--device"]).arg(format!("ttkmd-sim:{}", dir.display()));
+    if json {
+        c.arg("--json");
+    }
+    run(c)
+}
+
+/// tt-kmd's reset generation, as the simulated kernel keeps it in the device's `ctl` page.
+fn reset_generation(dir: &Path) -> u64 {
+    let ctl = std::fs::read(dir.join("ctl")).unwrap();
+    let at = cqlab_sim::shared::ctl::RESET_GEN * 8;
+    u64::from_le_bytes(ctl[at..at + 8].try_into().unwrap())
+}
+
+/// GET_DRIVER_INFO on an fd of the device: what tt-kmd answers every fd that is still valid.
+fn driver_info(fd: &dyn cqlab_driver::ttkmd::kernel::Kernel) -> Result<(), nix::errno::Errno> {
+    use cqlab_driver::ttkmd::ioctl::{req, GET_DRIVER_INFO_OUT_V1_SIZE};
+    // The in/out struct, `output_size_bytes` first, and spare room for the answer.
+    let mut arg = [0u8; 64];
+    arg[..4].copy_from_slice(&GET_DRIVER_INFO_OUT_V1_SIZE.to_le_bytes());
+    fd.ioctl(req::GET_DRIVER_INFO, &mut arg)
+}
+
+/// `cqlab reset` on tt-kmd is the whole-chip reset (ASIC_RESET, the wait for the reset
+/// marker, POST_RESET): it reports what it did and how long it took, it moves the device's
+/// reset generation so that an fd opened before it answers ENODEV for good (as another
+/// process's fd does on tt-kmd), and the chip it leaves runs the next job.
+#[test]
+fn a_reset_through_ttkmd_invalidates_older_fds_and_leaves_the_chip_usable() {
+    let s = Sim::start("reset");
+    let before = cqlab_driver::ttkmd::sim_kernel::SimKernel::open(&s.dir).expect("opening an fd of the device");
+    assert_eq!(driver_info(&before), Ok(()), "a valid fd answers");
+    let generation = reset_generation(&s.dir);
+
+    let o = reset(&s.dir, false);
+    assert!(o.status.success(), "{}", text(&o));
+    let line = String::from_utf8_lossy(&o.stdout);
+    for part in ["reset ttkmd-sim:", "ASIC_RESET sent", "cleared its reset marker", "POST_RESET", "s in all"] {
+        assert!(line.contains(part), "{part:?} in {}", text(&o));
+    }
+    assert!(reset_generation(&s.dir) > generation, "the reset generation did not move: {}", text(&o));
+    assert_eq!(driver_info(&before), Err(nix::errno::Errno::ENODEV), "an fd from before the reset still answers");
+
+    let o = reset(&s.dir, true);
+    assert!(o.status.success(), "{}", text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--json is JSON");
+    assert_eq!(report["backend"], "tt-kmd", "{report}");
+    assert_eq!(report["reset"], "ASIC_RESET", "{report}");
+    assert_eq!(
+        report["steps"],
+        serde_json::json!(["ASIC_RESET", "wait for the chip to clear the reset marker", "POST_RESET"])
+    );
+    let (waited, took) = (report["waited_for_chip_seconds"].as_f64().unwrap(), report["seconds"].as_f64().unwrap());
+    // A Wormhole's marker is first read half a second after ASIC_RESET, as tt-kmd's tools/reset.c does.
+    assert!(waited >= 0.5 && took >= waited, "{report}");
+
+    let o = run(client_job(&s.dir, 3, 2));
+    assert!(o.status.success(), "the job after the reset failed: {}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2 rounds of 2048 bytes verified"), "{}", text(&o));
+}
+
+/// A reset of a device another process holds is refused before any ioctl, naming the
+/// holder: the holder's fd keeps working (no reset generation moved).
+#[test]
+fn a_reset_of_a_held_device_names_the_holder_and_resets_nothing() {
+    let s = Sim::start("reset-held");
+    let mut holder = client_job(&s.dir, 1, 100_000)
+        .env("CQLAB_FIRMWARE_DIR", firmware_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(holder.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.contains("booted"), "{line}");
+    let generation = reset_generation(&s.dir);
+    let o = reset(&s.dir, false);
+    let still_running = holder.try_wait().unwrap().is_none();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("resetting ttkmd-sim:{}", s.dir.display())), "{}", text(&o));
+    assert!(err.contains(&format!("held by pid {}", holder.id())), "{}", text(&o));
+    assert!(o.stdout.is_empty(), "{}", text(&o));
+    assert_eq!(reset_generation(&s.dir), generation, "a refused reset moved the reset generation");
+    assert!(still_running, "the holder did not survive the refused reset");
+}
+
 /// A simulator stopped with SIGSTOP is named as stopped, with how to resume
 /// it (helper-33: it read "does not exist").
 #[test]
