@@ -86,7 +86,19 @@ fn stderr() -> &'static LineLog {
 
 /// A line on the daemon's stderr ([`LineLog`] of the process).
 pub fn line(text: String) {
+    #[cfg(test)]
+    LOGGED.lock().expect("not poisoned").push(text.clone());
     stderr().line(text);
+}
+
+/// Every line this process logged, for the tests that check what the
+/// daemon said (its stderr is the test runner's).
+#[cfg(test)]
+static LOGGED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+#[cfg(test)]
+pub(crate) fn logged() -> Vec<String> {
+    LOGGED.lock().expect("not poisoned").clone()
 }
 
 /// The last line of a daemon that stops: written, or given up on after a

@@ -31,6 +31,16 @@
 //! from zero after boot), keeping L1, DRAM, sysmem and each core's last PC
 //! for post-mortems. A previous owner that ended without DETACH is logged and
 //! reported in HELLO's `recovered_from`.
+//!
+//! A panic of the device thread (a simulator bug) takes the device with it:
+//! its message and place are logged once, and from then on every request of
+//! every connection, those open at the time and any later one, is answered
+//! with that panic instead of a bare closed connection. The daemon keeps its
+//! socket to say so rather than exiting: a client that found no daemon would
+//! read "start one with `cqlab sim serve`" and never learn why it went (a
+//! campaign of a thousand runs would fail a thousand times without a cause).
+//! Any STOP then ends it, and [`Server::wait`] reports the panic, so `cqlab
+//! sim serve` exits 1 having removed its files as a normal stop does.
 
 use super::files::{self, DevicePaths, FileError};
 use super::proto::{self, ChipInfo, CoreView, L0View, Reply, Request, Status};
@@ -41,13 +51,14 @@ use crate::memory::Sysmem;
 use cqlab_abi::arch::tensix::{self, Processor};
 use cqlab_abi::noc::{Coord, NocAddr};
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+use std::cell::RefCell;
 use std::os::fd::AsFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// A line on the daemon's stderr ([`super::log`]): a closed or full
@@ -78,11 +89,114 @@ pub struct ServeOptions {
     /// before it is closed, and how long a frame may take to arrive once its
     /// first byte has.
     pub idle_timeout: Duration,
+    /// Tests only: the device thread panics while it serves a POLL of this
+    /// many cycles, so that a test can see what a panic does to clients and
+    /// to the daemon (nothing else makes the device thread panic on
+    /// purpose, and no build outside this crate's tests has the field).
+    #[cfg(test)]
+    pub panic_on_poll_cycles: Option<u64>,
 }
 
 impl Default for ServeOptions {
     fn default() -> Self {
-        ServeOptions { quiet: false, idle_timeout: DEFAULT_IDLE_TIMEOUT }
+        ServeOptions {
+            quiet: false,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            #[cfg(test)]
+            panic_on_poll_cycles: None,
+        }
+    }
+}
+
+/// A panic of the device thread: where, and what it said.
+#[derive(Clone, Debug)]
+pub struct DevicePanic {
+    /// `panicked at FILE:LINE:COL: MESSAGE`.
+    pub what: String,
+    /// The backtrace, when `RUST_BACKTRACE` asks for one (for the log only).
+    pub backtrace: Option<String>,
+}
+
+/// Set once, by the device thread's panic, and read by every connection.
+type DeviceFailure = Arc<OnceLock<DevicePanic>>;
+
+thread_local! {
+    /// The device thread's [`DeviceFailure`], where [`record_device_panics`]'
+    /// hook writes the panic as it happens: before unwinding drops the
+    /// reply channels, so a connection that sees its channel close can
+    /// already read why.
+    static DEVICE_PANIC: RefCell<Option<DeviceFailure>> = const { RefCell::new(None) };
+}
+
+/// Installs, once per process, a panic hook that records a device thread's
+/// panic in its [`DeviceFailure`] instead of printing it: the default hook
+/// writes to stderr and could block there (a stderr nobody reads, see
+/// [`super::log`]), and the device thread logs it itself once unwound.
+/// Panics of any other thread go to the hook that was there before.
+fn record_device_panics() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let sink = DEVICE_PANIC.try_with(|d| d.borrow().clone()).ok().flatten();
+            let Some(sink) = sink else { return previous(info) };
+            let place = info.location().map_or_else(|| "an unknown place".into(), |l| l.to_string());
+            let backtrace = std::backtrace::Backtrace::capture();
+            let _ = sink.set(DevicePanic {
+                what: format!("panicked at {place}: {}", panic_text(info.payload())),
+                backtrace: (backtrace.status() == std::backtrace::BacktraceStatus::Captured)
+                    .then(|| backtrace.to_string()),
+            });
+        }));
+    });
+}
+
+/// A panic's message (`panic!`'s text, or what its payload is).
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(s), _) => (*s).to_owned(),
+        (_, Some(s)) => s.clone(),
+        _ => "a panic payload that is not text".into(),
+    }
+}
+
+/// What every request gets once the device thread has panicked.
+fn device_gone(panic: &DevicePanic, dir: &Path) -> String {
+    format!(
+        "the daemon's device thread {}: the simulated device is gone (a simulator bug; the daemon's log has the \
+         details); stop this daemon with `cqlab sim stop --dev {}` and start a new one",
+        panic.what,
+        dir.display()
+    )
+}
+
+/// The device thread: [`device_loop`], and if it panics, the panic logged
+/// and left in `failure` for every connection to answer with.
+fn run_device(
+    chip: Chip,
+    info: ChipInfo,
+    jobs: Receiver<Job>,
+    open: Arc<AtomicUsize>,
+    opts: ServeOptions,
+    shared: Shared,
+) {
+    let Shared { stop, failure, dir } = shared;
+    DEVICE_PANIC.with(|d| *d.borrow_mut() = Some(failure.clone()));
+    // Nothing of the loop's state is used after a panic: the device is
+    // declared gone, and only `failure` is read.
+    let served =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device_loop(chip, info, jobs, stop, open, opts)));
+    if let Err(payload) = served {
+        // The hook recorded it, unless another hook replaced ours since.
+        let panic = failure
+            .get_or_init(|| DevicePanic { what: format!("panicked: {}", panic_text(&*payload)), backtrace: None });
+        log!(
+            "cqlab sim serve: the device thread {}; the simulated device is gone. Every client is answered with this \
+             panic until `cqlab sim stop --dev {}` (or Ctrl-C) ends the daemon, which then exits 1.{}",
+            panic.what,
+            dir.display(),
+            panic.backtrace.as_ref().map_or_else(String::new, |b| format!("\n{b}"))
+        );
     }
 }
 
@@ -147,6 +261,17 @@ pub struct Server {
     paths: DevicePaths,
     stop_tx: Sender<String>,
     stop_rx: Receiver<String>,
+    failure: DeviceFailure,
+}
+
+/// How a daemon ended ([`Server::wait`]).
+#[derive(Debug)]
+pub struct Stopped {
+    /// What stopped it: a signal's name, `` `cqlab sim stop` ``.
+    pub why: String,
+    /// The device thread's panic, if it had panicked: the daemon answered
+    /// every request with it since, and failed.
+    pub device_panic: Option<DevicePanic>,
 }
 
 impl Server {
@@ -254,23 +379,24 @@ impl Server {
         let (stop_tx, stop_rx) = channel::<String>();
         let (job_tx, job_rx) = channel::<Job>();
         let open = Arc::new(AtomicUsize::new(0));
-        let device_stop = stop_tx.clone();
-        let device_open = open.clone();
+        let failure = DeviceFailure::default();
+        record_device_panics();
         let spawn_err = |source| ServeError::Io { what: "starting a daemon thread".into(), source };
+        let shared = Shared { stop: stop_tx.clone(), failure: failure.clone(), dir: dev.clone() };
         std::thread::Builder::new()
             .name("device".into())
             .spawn({
-                let quiet = opts.quiet;
-                move || device_loop(chip, info, job_rx, device_stop, device_open, quiet)
+                let (open, opts, shared) = (open.clone(), opts.clone(), shared.clone());
+                move || run_device(chip, info, job_rx, open, opts, shared)
             })
             .map_err(spawn_err)?;
         std::thread::Builder::new()
             .name("accept".into())
-            .spawn(move || accept_loop(listener, job_tx, open, opts))
+            .spawn(move || accept_loop(listener, job_tx, shared, open, opts))
             .map_err(spawn_err)?;
         cleanup.files.clear();
         cleanup.dir = None;
-        Ok(Server { _serving: serving, paths: paths.clone(), stop_tx, stop_rx })
+        Ok(Server { _serving: serving, paths: paths.clone(), stop_tx, stop_rx, failure })
     }
 
     /// A handle that stops the daemon (for a signal thread).
@@ -284,16 +410,43 @@ impl Server {
     }
 
     /// Waits for a stop, removes the socket and pid file, and says why it
-    /// stopped.
-    pub fn wait(self) -> String {
+    /// stopped and whether its device thread had panicked.
+    pub fn wait(self) -> Stopped {
         let why = self.stop_rx.recv().unwrap_or_else(|_| "every sender gone".into());
         let _ = std::fs::remove_file(self.paths.socket());
         let _ = std::fs::remove_file(self.paths.pid());
-        why
+        Stopped { why, device_panic: self.failure.get().cloned() }
     }
 }
 
-fn accept_loop(listener: UnixListener, jobs: Sender<Job>, open: Arc<AtomicUsize>, opts: ServeOptions) {
+/// What the device thread and every connection share: a way to stop the
+/// daemon, and the device thread's panic once it has panicked.
+#[derive(Clone)]
+struct Shared {
+    stop: Sender<String>,
+    failure: DeviceFailure,
+    /// The device directory, for messages.
+    dir: PathBuf,
+}
+
+impl Shared {
+    /// The reply to `req` once the device thread has panicked (`None`
+    /// while it runs): the panic, or for STOP, the stop (the device has no
+    /// owner left to refuse it for).
+    fn answer_without_device(&self, req: &Request) -> Option<Reply> {
+        let panic = self.failure.get()?;
+        let result = match req {
+            Request::Stop { .. } => {
+                let _ = self.stop.send(format!("`cqlab sim stop` after the device thread {}", panic.what));
+                Ok(Vec::new())
+            }
+            _ => Err(device_gone(panic, &self.dir)),
+        };
+        Some(Reply { now: 0, result })
+    }
+}
+
+fn accept_loop(listener: UnixListener, jobs: Sender<Job>, shared: Shared, open: Arc<AtomicUsize>, opts: ServeOptions) {
     let me = nix::unistd::Uid::effective().as_raw();
     // The last accept error logged, so a persistent one (out of file
     // descriptors) is said once, not at every retry.
@@ -355,13 +508,13 @@ fn accept_loop(listener: UnixListener, jobs: Sender<Job>, open: Arc<AtomicUsize>
             continue;
         }
         open.fetch_add(1, Ordering::SeqCst);
-        let (jobs, open) = (jobs.clone(), open.clone());
+        let (jobs, shared, open) = (jobs.clone(), shared.clone(), open.clone());
         let pid = u32::try_from(cred.pid()).unwrap_or(0);
         let spawned = std::thread::Builder::new().name(format!("conn-{conn}")).spawn({
             let open = open.clone();
             let opts = opts.clone();
             move || {
-                serve_connection(conn, pid, stream, &jobs, &opts);
+                serve_connection(conn, pid, stream, &jobs, &shared, &opts);
                 let _ = jobs.send(Job::Closed { conn });
                 open.fetch_sub(1, Ordering::SeqCst);
             }
@@ -373,7 +526,7 @@ fn accept_loop(listener: UnixListener, jobs: Sender<Job>, open: Arc<AtomicUsize>
 }
 
 /// Decodes one connection's frames and forwards them to the device thread.
-fn serve_connection(conn: u64, pid: u32, stream: UnixStream, jobs: &Sender<Job>, opts: &ServeOptions) {
+fn serve_connection(conn: u64, pid: u32, stream: UnixStream, jobs: &Sender<Job>, shared: &Shared, opts: &ServeOptions) {
     // Whether this connection owns the device, as its replies said: HELLO
     // accepted until DETACH accepted. Only a non-owner's silence is bounded.
     let mut owner = false;
@@ -423,26 +576,42 @@ fn serve_connection(conn: u64, pid: u32, stream: UnixStream, jobs: &Sender<Job>,
                         }
                         return;
                     }
-                    let (reply_tx, reply_rx) = channel();
-                    let handle = match req {
-                        Request::Hello { .. } | Request::Stop { .. } | Request::Reset => match stream.try_clone() {
-                            Ok(h) => Some(h),
-                            Err(_) => return,
-                        },
-                        _ => None,
-                    };
-                    let (hello, detach) = (matches!(req, Request::Hello { .. }), matches!(req, Request::Detach));
-                    if jobs.send(Job::Request { conn, pid, req, reply: reply_tx, stream: handle }).is_err() {
-                        return;
-                    }
-                    match reply_rx.recv() {
-                        Ok(r) => {
-                            if r.result.is_ok() && (hello || detach) {
-                                owner = hello;
+                    if let Some(reply) = shared.answer_without_device(&req) {
+                        reply
+                    } else {
+                        let (reply_tx, reply_rx) = channel();
+                        let handle = match req {
+                            Request::Hello { .. } | Request::Stop { .. } | Request::Reset => match stream.try_clone() {
+                                Ok(h) => Some(h),
+                                Err(_) => return,
+                            },
+                            _ => None,
+                        };
+                        let (hello, detach) = (matches!(req, Request::Hello { .. }), matches!(req, Request::Detach));
+                        let name = req.name();
+                        let sent = jobs.send(Job::Request { conn, pid, req, reply: reply_tx, stream: handle });
+                        match sent.ok().and_then(|()| reply_rx.recv().ok()) {
+                            Some(r) => {
+                                if r.result.is_ok() && (hello || detach) {
+                                    owner = hello;
+                                }
+                                r
                             }
-                            r
+                            // The device thread is gone: it panicked (with this
+                            // request queued, or serving it), and its hook has
+                            // recorded why. A STOP that was on its way is not
+                            // carried out: its client reads the panic instead.
+                            None => match shared.failure.get() {
+                                Some(panic) => Reply { now: 0, result: Err(device_gone(panic, &shared.dir)) },
+                                None => {
+                                    log!(
+                                        "cqlab sim serve: dropped connection {conn} (pid {pid}): the device thread \
+                                         ended while serving its {name}"
+                                    );
+                                    return;
+                                }
+                            },
                         }
-                        Err(_) => return,
                     }
                 }
                 Err(e) => Reply { now: 0, result: Err(format!("bad request: {e}")) },
@@ -554,8 +723,9 @@ fn device_loop(
     jobs: Receiver<Job>,
     stop: Sender<String>,
     open: Arc<AtomicUsize>,
-    quiet: bool,
+    opts: ServeOptions,
 ) {
+    let quiet = opts.quiet;
     let mut owner: Option<Owner> = None;
     // Pid of an owner that closed without DETACH, for the next HELLO.
     let mut vanished = 0u32;
@@ -695,6 +865,10 @@ fn device_loop(
                 chip.bar_read(bar, offset, &mut buf).map(|()| buf).map_err(|e| e.to_string())
             }
             Request::Poll { cycles } => {
+                #[cfg(test)]
+                if opts.panic_on_poll_cycles == Some(cycles) {
+                    panic!("the test's panic, asked for with a POLL of {cycles} cycles");
+                }
                 chip.host_poll(cycles.min(MAX_POLL_CYCLES));
                 Ok(Vec::new())
             }
@@ -772,11 +946,72 @@ mod tests {
             let server = Server::start(&dir, cfg.clone(), opts).expect("starting the daemon");
             let seen = watcher.join().expect("watcher thread");
             server.stopper().send("the test".into()).unwrap();
-            server.wait();
+            let _ = server.wait();
             let _ = std::fs::remove_dir_all(&dir);
             if let Err(e) = seen {
                 panic!("round {round}: {e}");
             }
         }
+    }
+
+    /// One request on `stream` and its reply; `None` if the daemon closed the connection
+    /// instead of answering.
+    fn ask(stream: &UnixStream, req: &Request) -> Option<Result<Vec<u8>, String>> {
+        let mut s = stream;
+        proto::write_frame(&mut s, &req.encode()).ok()?;
+        let frame = proto::read_frame(&mut s).ok()??;
+        Some(Reply::decode(&frame).expect("a reply").result)
+    }
+
+    /// A panic of the device thread is logged with its message and place; the client whose
+    /// request it was serving, a client connected at the time and one that connects later
+    /// are each answered with it (they used to see a bare closed connection); a STOP ends the
+    /// daemon, which reports the panic (`cqlab sim serve` exits 1) and leaves the directory
+    /// as a normal stop does: no socket, no pid file, and a new daemon starts there.
+    #[test]
+    fn a_device_thread_panic_is_logged_told_to_every_client_and_fails_the_daemon() {
+        const PANIC_POLL: u64 = 4242;
+        let cfg = SimConfig { sysmem_size: 1 << 20, ..SimConfig::default() };
+        let dir = std::env::temp_dir().join(format!("cqlab-panic-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let opts = ServeOptions { panic_on_poll_cycles: Some(PANIC_POLL), ..ServeOptions::default() };
+        let server = Server::start(&dir, cfg.clone(), opts).expect("starting the daemon");
+        let paths = server.paths().clone();
+        let connect = || UnixStream::connect(paths.socket()).expect("connecting");
+        let hello = Request::Hello { version: proto::VERSION, pid: std::process::id() };
+
+        let owner = connect();
+        assert!(matches!(ask(&owner, &hello), Some(Ok(_))), "the first HELLO is accepted");
+        let watcher = connect();
+        assert!(matches!(ask(&watcher, &Request::Status), Some(Ok(_))), "STATUS before the panic");
+        let ours = "the test's panic, asked for with a POLL of 4242 cycles";
+        let says_the_panic = |who: &str, answer: Option<Result<Vec<u8>, String>>| match answer {
+            Some(Err(m)) => assert!(
+                m.contains("device thread panicked at") && m.contains("server.rs") && m.contains(ours),
+                "{who}: {m}"
+            ),
+            other => panic!("{who}: answered {other:?}, not the panic"),
+        };
+        says_the_panic("the request that panicked", ask(&owner, &Request::Poll { cycles: PANIC_POLL }));
+        says_the_panic("the owner's next request", ask(&owner, &Request::Poll { cycles: 1 }));
+        says_the_panic("a client connected before", ask(&watcher, &Request::Status));
+        says_the_panic("a client connecting after", ask(&connect(), &hello));
+        let logged = super::super::log::logged();
+        assert!(
+            logged.iter().any(|l| l.contains("the device thread panicked at") && l.contains(ours)),
+            "the panic is not in the log: {logged:?}"
+        );
+
+        assert_eq!(ask(&connect(), &Request::Stop { force: false }), Some(Ok(Vec::new())), "STOP after the panic");
+        let stopped = server.wait();
+        let panic = stopped.device_panic.expect("the daemon reports its device thread's panic");
+        assert!(panic.what.contains(ours), "{panic:?}");
+        for gone in [paths.socket(), paths.pid()] {
+            assert!(!gone.exists(), "{} left behind", gone.display());
+        }
+        let again = Server::start(&dir, cfg, ServeOptions::default()).expect("a new daemon in the same directory");
+        again.stopper().send("the test".into()).unwrap();
+        assert!(again.wait().device_panic.is_none());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

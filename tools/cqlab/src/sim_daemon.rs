@@ -14,7 +14,8 @@ use cqlab_sim::daemon::server::{ServeOptions, Server};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::SignalFd;
 
-/// Runs the daemon until a signal or `cqlab sim stop`.
+/// Runs the daemon until a signal or `cqlab sim stop`; fails (exit 1) if
+/// its device thread panicked meanwhile.
 pub fn serve(dev: &std::path::Path, cfg: SimConfig, opts: ServeOptions) -> anyhow::Result<()> {
     // Block the stop signals before any thread starts, so every thread
     // inherits the mask and only the signalfd sees them.
@@ -55,9 +56,18 @@ pub fn serve(dev: &std::path::Path, cfg: SimConfig, opts: ServeOptions) -> anyho
         dev.display()
     );
     let sock = server.paths().socket();
-    let why = server.wait();
+    let stopped = server.wait();
     // Through the daemon's log, not waited for: a stderr nobody reads must
     // not keep a stopped daemon from exiting (helper-33).
-    cqlab_sim::daemon::log::last_line(format!("cqlab sim serve: stopped by {why}; removed {}", sock.display()));
-    Ok(())
+    cqlab_sim::daemon::log::last_line(format!(
+        "cqlab sim serve: stopped by {}; removed {}",
+        stopped.why,
+        sock.display()
+    ));
+    // A daemon whose device thread panicked served nothing but that error
+    // since: it failed, and says so in its status too.
+    match stopped.device_panic {
+        Some(panic) => anyhow::bail!("the simulator daemon at {}: its device thread {}", dev.display(), panic.what),
+        None => Ok(()),
+    }
 }
