@@ -120,19 +120,42 @@ pub struct DevicePanic {
 /// Set once, by the device thread's panic, and read by every connection.
 type DeviceFailure = Arc<OnceLock<DevicePanic>>;
 
+/// Where the device thread's panic goes: the log (which names `dir`) and
+/// the [`DeviceFailure`] every connection reads.
+#[derive(Clone)]
+struct PanicSink {
+    failure: DeviceFailure,
+    dir: PathBuf,
+}
+
+impl PanicSink {
+    /// Logs `panic`, then makes it what every request is answered with: in
+    /// that order, so a client told of the panic can find it in the log.
+    fn record(&self, panic: DevicePanic) {
+        log!(
+            "cqlab sim serve: the device thread {}; the simulated device is gone. Every client is answered with this \
+             panic until `cqlab sim stop --dev {}` (or Ctrl-C) ends the daemon, which then exits 1.{}",
+            panic.what,
+            self.dir.display(),
+            panic.backtrace.as_ref().map_or_else(String::new, |b| format!("\n{b}"))
+        );
+        let _ = self.failure.set(panic);
+    }
+}
+
 thread_local! {
-    /// The device thread's [`DeviceFailure`], where [`record_device_panics`]'
-    /// hook writes the panic as it happens: before unwinding drops the
-    /// reply channels, so a connection that sees its channel close can
-    /// already read why.
-    static DEVICE_PANIC: RefCell<Option<DeviceFailure>> = const { RefCell::new(None) };
+    /// The device thread's [`PanicSink`], which [`record_device_panics`]'
+    /// hook fills as the panic happens: before unwinding drops the reply
+    /// channels, so a connection that sees its channel close can already
+    /// read why.
+    static DEVICE_PANIC: RefCell<Option<PanicSink>> = const { RefCell::new(None) };
 }
 
 /// Installs, once per process, a panic hook that records a device thread's
-/// panic in its [`DeviceFailure`] instead of printing it: the default hook
-/// writes to stderr and could block there (a stderr nobody reads, see
-/// [`super::log`]), and the device thread logs it itself once unwound.
-/// Panics of any other thread go to the hook that was there before.
+/// panic in its [`PanicSink`] instead of printing it: the default hook
+/// writes to stderr and could block there (a stderr nobody reads), where the
+/// daemon's log never waits ([`super::log`]). Panics of any other thread go
+/// to the hook that was there before.
 fn record_device_panics() {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
@@ -142,7 +165,7 @@ fn record_device_panics() {
             let Some(sink) = sink else { return previous(info) };
             let place = info.location().map_or_else(|| "an unknown place".into(), |l| l.to_string());
             let backtrace = std::backtrace::Backtrace::capture();
-            let _ = sink.set(DevicePanic {
+            sink.record(DevicePanic {
                 what: format!("panicked at {place}: {}", panic_text(info.payload())),
                 backtrace: (backtrace.status() == std::backtrace::BacktraceStatus::Captured)
                     .then(|| backtrace.to_string()),
@@ -171,7 +194,7 @@ fn device_gone(panic: &DevicePanic, dir: &Path) -> String {
 }
 
 /// The device thread: [`device_loop`], and if it panics, the panic logged
-/// and left in `failure` for every connection to answer with.
+/// and left in `shared.failure` for every connection to answer with.
 fn run_device(
     chip: Chip,
     info: ChipInfo,
@@ -181,22 +204,15 @@ fn run_device(
     shared: Shared,
 ) {
     let Shared { stop, failure, dir } = shared;
-    DEVICE_PANIC.with(|d| *d.borrow_mut() = Some(failure.clone()));
+    let sink = PanicSink { failure, dir };
+    DEVICE_PANIC.with(|d| *d.borrow_mut() = Some(sink.clone()));
     // Nothing of the loop's state is used after a panic: the device is
     // declared gone, and only `failure` is read.
     let served =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device_loop(chip, info, jobs, stop, open, opts)));
-    if let Err(payload) = served {
-        // The hook recorded it, unless another hook replaced ours since.
-        let panic = failure
-            .get_or_init(|| DevicePanic { what: format!("panicked: {}", panic_text(&*payload)), backtrace: None });
-        log!(
-            "cqlab sim serve: the device thread {}; the simulated device is gone. Every client is answered with this \
-             panic until `cqlab sim stop --dev {}` (or Ctrl-C) ends the daemon, which then exits 1.{}",
-            panic.what,
-            dir.display(),
-            panic.backtrace.as_ref().map_or_else(String::new, |b| format!("\n{b}"))
-        );
+    // The hook recorded the panic, unless another hook has replaced ours.
+    if let (Err(payload), None) = (served, sink.failure.get()) {
+        sink.record(DevicePanic { what: format!("panicked: {}", panic_text(&*payload)), backtrace: None });
     }
 }
 
