@@ -624,10 +624,11 @@ impl TtKmdDevice {
     fn wait_reset_done(&self, kind: ResetKind, progress: &mut dyn FnMut(ResetStep)) -> Result<std::time::Duration> {
         let pci = self.info.pci_address();
         let limit = if kind == ResetKind::AsicDmcReset { RESET_DMC_LIMIT } else { RESET_LIMIT };
-        let start = std::time::Instant::now();
-        progress(ResetStep::WaitingForChip { pci: pci.clone(), waited: start.elapsed(), limit });
         let wormhole = self.info.device_id == cqlab_abi::arch::Arch::Wormhole.params().bar.pci_device_id;
         let settle = if wormhole { RESET_WORMHOLE_SETTLE } else { std::time::Duration::ZERO };
+        let start = std::time::Instant::now();
+        let waiting = |waited| ResetStep::WaitingForChip { pci: pci.clone(), waited, limit: settle + limit };
+        progress(waiting(start.elapsed()));
         std::thread::sleep(settle);
         loop {
             let marker = self.inner.kernel.reset_marker(&pci).map_err(|source| TtKmdError::ResetMarker {
@@ -639,7 +640,7 @@ impl TtKmdDevice {
                 Some(false) => return Ok(start.elapsed()),
                 Some(true) if start.elapsed() < settle + limit => {
                     std::thread::sleep(RESET_POLL);
-                    progress(ResetStep::WaitingForChip { pci: pci.clone(), waited: start.elapsed(), limit });
+                    progress(waiting(start.elapsed()));
                 }
                 Some(true) => {
                     return Err(TtKmdError::ResetTimeout {
@@ -661,8 +662,8 @@ pub enum ResetStep {
     /// The reset ioctl (ASIC_RESET or ASIC_DMC_RESET) is sent.
     Requested(ResetKind),
     /// Waiting for the chip's reset to clear tt-kmd's reset marker of PCI device `pci`:
-    /// `waited` so far, given up after `limit` of polling (which starts after half a second
-    /// on a Wormhole).
+    /// `waited` so far, given up once it passes `limit` (5 s of polling, 10 s with the DMC,
+    /// after the half second a Wormhole is first left alone).
     WaitingForChip { pci: String, waited: std::time::Duration, limit: std::time::Duration },
     /// The marker is clear: POST_RESET re-initialises the device.
     PostReset,

@@ -21,7 +21,7 @@ use cqlab_driver::backend::spec::Spec;
 use cqlab_driver::ttkmd::{ResetKind, ResetStep, TtKmdDevice, TtKmdError};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["device", "dev"])))]
@@ -197,16 +197,16 @@ fn reset_ttkmd(spec: &str, open: impl FnOnce() -> Result<TtKmdDevice, TtKmdError
     let start = Instant::now();
     let mut dev = open().map_err(failed)?;
     let kind = ResetKind::AsicReset;
-    let spinner = crate::cli::spinner(&format!("{spec}: sending {}", kind.name()));
+    let spinner = crate::cli::spinner(&format!("sending {}", kind.name()));
     let mut on_step = |step: ResetStep| match step {
-        ResetStep::Requested(kind) => spinner.set_message(format!("{spec}: sending {}", kind.name())),
+        ResetStep::Requested(kind) => spinner.set_message(format!("sending {}", kind.name())),
+        // Short, the spec left out: a line wider than the terminal is redrawn as two.
         ResetStep::WaitingForChip { pci, waited, limit } => spinner.set_message(format!(
-            "{spec}: waiting for the chip's reset to clear the reset marker of PCI device {pci} ({}; gives up after \
-             {} s)",
-            seconds(waited),
-            limit.as_secs()
+            "waiting for PCI {pci} to reset ({:.1} s, at most {:.1} s)",
+            waited.as_secs_f64(),
+            limit.as_secs_f64()
         )),
-        ResetStep::PostReset => spinner.set_message(format!("{spec}: POST_RESET")),
+        ResetStep::PostReset => spinner.set_message("POST_RESET"),
     };
     let done = dev.reset_sequence_with_progress(kind, &mut on_step);
     spinner.finish_and_clear();
@@ -225,10 +225,6 @@ fn reset_ttkmd(spec: &str, open: impl FnOnce() -> Result<TtKmdDevice, TtKmdError
         waited_for_chip_seconds: Some(done.waited_for_chip.as_secs_f64()),
         seconds: start.elapsed().as_secs_f64(),
     })
-}
-
-fn seconds(d: Duration) -> String {
-    format!("{:.1} s", d.as_secs_f64())
 }
 
 #[cfg(test)]
