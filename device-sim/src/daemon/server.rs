@@ -988,7 +988,15 @@ mod tests {
     fn a_device_thread_panic_is_logged_told_to_every_client_and_fails_the_daemon() {
         const PANIC_POLL: u64 = 4242;
         let cfg = SimConfig { sysmem_size: 1 << 20, ..SimConfig::default() };
-        let dir = std::env::temp_dir().join(format!("cqlab-panic-{}", std::process::id()));
+        /// Removes the device directory however the test ends (a failed check included).
+        struct Scratch(PathBuf);
+        impl Drop for Scratch {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+        let scratch = Scratch(std::env::temp_dir().join(format!("cqlab-panic-{}", std::process::id())));
+        let dir = scratch.0.clone();
         let _ = std::fs::remove_dir_all(&dir);
         let opts = ServeOptions { panic_on_poll_cycles: Some(PANIC_POLL), ..ServeOptions::default() };
         let server = Server::start(&dir, cfg.clone(), opts).expect("starting the daemon");
@@ -1028,6 +1036,5 @@ mod tests {
         let again = Server::start(&dir, cfg, ServeOptions::default()).expect("a new daemon in the same directory");
         again.stopper().send("the test".into()).unwrap();
         assert!(again.wait().device_panic.is_none());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
