@@ -17,6 +17,7 @@ const ALLOWED: &[(&str, &str)] = &[
     ("host-driver/src/ttkmd/device.rs", "BAR/mmap layer: pinned host memory"),
     ("host-driver/src/ttkmd/kernel.rs", "BAR/mmap layer: tt-kmd ioctls"),
     ("host-driver/src/ttkmd/window.rs", "BAR/mmap layer: TLB windows"),
+    ("host-driver/src/ttkmd/io_barrier.rs", "BAR/mmap layer: the I/O write barrier, in assembly"),
     ("host-driver/src/ttkmd/sim_kernel.rs", "BAR/mmap layer: the simulated tt-kmd's mappings"),
     ("host-driver/src/ttsim/host_memory.rs", "BAR/mmap layer: host memory lent to libttsim"),
     ("host-driver/src/ttsim/mod.rs", "BAR/mmap layer: host memory lent to libttsim"),

@@ -119,6 +119,12 @@ pub trait Backend {
     fn params(&self) -> &'static ArchParams;
     /// Writes `data` at `addr` through a TLB window: a tile, or every tile
     /// of a multicast rectangle (NOC0, translated coordinates).
+    ///
+    /// Publishes by order: every sysmem byte claimed ([`Backend::sysmem_claim`])
+    /// and every byte written before this write reaches the device before
+    /// this write's last word does, and that word after the rest of `data`.
+    /// So a fetch-queue entry may announce the issue-ring bytes before it,
+    /// and a flag at the end of a message (the slow launch's tag) the message.
     fn write(&mut self, addr: NocAddr, data: &[u8]) -> Result<()>;
     /// Reads `buf.len()` bytes at `addr` through a TLB window (slow on hardware).
     fn read(&mut self, addr: NocAddr, buf: &mut [u8]) -> Result<()>;

@@ -217,8 +217,10 @@ impl Queues {
         let prefetcher = self.chip.prefetcher(q);
         let cq = &mut self.list[q as usize];
         let slot = cq.fetch_issued % cfg.fetch_entries;
-        // The chunk must be visible in sysmem before the doorbell.
-        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        // The chunk reaches the device before the entry: a backend stores what was claimed of
+        // sysmem before a later write, ordered before it (`Backend::write`). A fence here
+        // would order nothing: the tt-kmd backend lands the claimed bytes in pinned memory
+        // inside this `write_u32`, and runs its I/O barrier there, between them and the entry.
         let slot_addr = NocAddr::unicast(prefetcher, fetch_queue::slot_addr(slot) as u64);
         backend.write_u32(slot_addr, entry.raw())?;
         cq.rung(slot, entry.raw(), cq.issue_wr);

@@ -8,10 +8,13 @@
 //! - BAR access goes through 2 MiB TLB windows (ALLOCATE_TLB, CONFIGURE_TLB) managed by the
 //!   driver's window manager ([`crate::tlb::Windows`]: a few kept configured, the least
 //!   recently used reconfigured first), multicast ones where the kernel side offers them.
-//! - Words (fetch-queue doorbells, registers, mailbox words) are volatile 32-bit stores through
-//!   the uncached (UC) view; bulk data goes through the write-combining (WC) view, and a fence
-//!   orders pending WC stores before the next UC store or read (a doorbell must not overtake
-//!   the data it announces).
+//! - Every window is mapped uncached (UC) alone (`TtKmdDevice::allocate_tlb` says why not
+//!   also write-combining); words and bulk data are volatile 32-bit stores through it.
+//! - The I/O write barrier (`super::io_barrier`) runs before a word store, a read or a window's
+//!   reconfiguration whenever stores are pending: bytes landed in pinned sysmem, or a run of
+//!   words through a window. So a fetch-queue entry comes after the issue-ring bytes it names,
+//!   and a write's last word after the rest of it and everything before (a launch message's
+//!   tag after its kernel, args and message).
 //! - Open resets no chip: it holds every Tensix core in soft reset through the windows (as a
 //!   host does when it takes a chip over, and the simulator daemon does for a new client)
 //!   before any host memory is pinned, so nothing a previous owner left running reaches the
@@ -66,8 +69,10 @@ struct KmdWindows {
     tlbs: Vec<TlbWindow>,
     /// NOC address each window shows from (for the register read-back).
     bases: Vec<u64>,
-    /// WC stores issued since the last fence.
-    wc_pending: bool,
+    /// Stores issued since the last I/O write barrier that a later store may publish: bytes
+    /// landed in pinned sysmem, or runs of words through a window. (Word stores themselves
+    /// leave nothing pending: uncached stores to the card reach it in program order.)
+    unordered_stores: bool,
     /// Whether a soft-reset write returns before the device has acted on it (the caller
     /// settles once after many: [`Bar::hold_cores`]).
     defer_settle: bool,
@@ -103,7 +108,7 @@ impl KmdWindows {
             }
         }
         let bases = vec![0; tlbs.len()];
-        Ok(Self { dev, tlbs, bases, wc_pending: false, defer_settle: false })
+        Ok(Self { dev, tlbs, bases, unordered_stores: false, defer_settle: false })
     }
 
     /// Returns once the device has acted on every register store so far ([`super::kernel::Kernel::settle`]).
@@ -111,16 +116,37 @@ impl KmdWindows {
         self.dev.kernel().settle().map_err(|e| DriverError::Backend(format!("{}: {e}", self.dev.path().display())))
     }
 
-    /// Orders every WC store before what follows (the fence write-combining needs).
-    fn fence(&mut self) {
-        if self.wc_pending {
-            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-            self.wc_pending = false;
+    /// Orders every pending store before what follows ([`Self::unordered_stores`]).
+    fn order_stores(&mut self) {
+        if self.unordered_stores {
+            super::io_barrier::io_write_barrier();
+            self.unordered_stores = false;
         }
     }
 
-    /// Writes fewer than 4 bytes at `off` inside one word of window `w`, through UC.
+    /// Stores the word `bytes` at `off` (4-aligned) of window `w`, after every pending store: a
+    /// word may publish what came before it (a doorbell, a launch message's tag).
+    fn store_word(&mut self, w: usize, off: usize, bytes: &[u8]) -> Result<()> {
+        self.order_stores();
+        let v = u32::from_le_bytes(bytes.try_into().expect("4 bytes"));
+        let uc = self.tlbs[w].uc();
+        uc.write_u32(off, v).map_err(be)?;
+        if self.bases[w] + off as u64 == SOFT_RESET_0 as u64 {
+            // A soft-reset write takes effect before we go on (nothing the host writes
+            // next may reach a core that is still running): the read-back lands it on
+            // a PCIe link; the simulator applies it at its next slice.
+            uc.read_u32(off).map_err(be)?;
+            if !self.defer_settle {
+                self.settle()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes fewer than 4 bytes at `off` inside one word of window `w`: the word read (after
+    /// every pending store), patched and stored.
     fn patch(&mut self, w: usize, off: usize, bytes: &[u8]) -> Result<()> {
+        self.order_stores();
         let word = off & !3;
         let uc = self.tlbs[w].uc();
         let mut b = uc.read_u32(word).map_err(be)?.to_le_bytes();
@@ -135,8 +161,8 @@ impl TlbBar for KmdWindows {
     }
 
     fn configure(&mut self, w: usize, cfg: &TlbConfig) -> Result<()> {
-        // Stores still combining in the WC buffer belong to the old target.
-        self.fence();
+        // Stores still on their way belong to the old target.
+        self.order_stores();
         let kmd = NocTlbConfig {
             addr: cfg.local_offset << WINDOW_LOG2,
             x_end: cfg.x_end as u16,
@@ -155,46 +181,33 @@ impl TlbBar for KmdWindows {
         Ok(())
     }
 
+    /// Ragged edges read-modify-write; the aligned words between as a run, but for the last,
+    /// stored alone after the barrier: a write's last word lands after the rest of it (the slow
+    /// dispatcher's launch message is one write whose last word, its tag, is the GO).
     fn write(&mut self, w: usize, off: u64, piece: &[u8]) -> Result<()> {
         let off = off as usize;
-        if off % 4 == 0 && piece.len() == 4 {
-            // A word: doorbell, register, mailbox. Uncached, after any pending WC data.
-            self.fence();
-            let v = u32::from_le_bytes(piece.try_into().expect("4 bytes"));
-            let uc = self.tlbs[w].uc();
-            uc.word_wo(off).map_err(be)?.write(v);
-            if self.bases[w] + off as u64 == SOFT_RESET_0 as u64 {
-                // A soft-reset write takes effect before we go on (nothing the host writes
-                // next may reach a core that is still running): the read-back lands it on
-                // a PCIe link; the simulator applies it at its next slice.
-                uc.read_u32(off).map_err(be)?;
-                if !self.defer_settle {
-                    self.settle()?;
-                }
-            }
-            return Ok(());
-        }
-        // Bulk: aligned middle through WC; ragged edges read-modify-write through UC.
         let head = ((4 - off % 4) % 4).min(piece.len());
-        let body = (piece.len() - head) / 4 * 4;
+        let words_end = head + (piece.len() - head) / 4 * 4;
         if head > 0 {
-            self.fence();
             self.patch(w, off, &piece[..head])?;
         }
-        if body > 0 {
-            self.tlbs[w].wc().write_block(off + head, &piece[head..head + body]).map_err(be)?;
-            self.wc_pending = true;
+        if words_end - head > 4 {
+            let run = &piece[head..words_end - 4];
+            self.tlbs[w].uc().write_block(off + head, run).map_err(be)?;
+            self.unordered_stores = true;
         }
-        if head + body < piece.len() {
-            self.fence();
-            self.patch(w, off + head + body, &piece[head + body..])?;
+        if words_end > head {
+            self.store_word(w, off + words_end - 4, &piece[words_end - 4..words_end])?;
+        }
+        if words_end < piece.len() {
+            self.patch(w, off + words_end, &piece[words_end..])?;
         }
         Ok(())
     }
 
     fn read(&mut self, w: usize, off: u64, out: &mut [u8]) -> Result<()> {
         // A read must see what was written before it.
-        self.fence();
+        self.order_stores();
         let off = off as usize;
         let uc = self.tlbs[w].uc();
         let (first, last) = (off & !3, (off + out.len()).next_multiple_of(4));
@@ -384,10 +397,11 @@ impl TtKmdBackend {
     /// Copies the last claimed range to pinned memory: before any other access, so the
     /// doorbell that publishes it, and any read of it, come after.
     fn land_claim(&mut self) -> Result<()> {
-        match self.claimed.take() {
-            Some(offset) => self.sysmem.write(offset, &self.staging).map_err(be),
-            None => Ok(()),
-        }
+        let Some(offset) = self.claimed.take() else { return Ok(()) };
+        self.sysmem.write(offset, &self.staging).map_err(be)?;
+        // The next store to the card may publish these bytes (a fetch-queue entry naming them).
+        self.bar.kmd.unordered_stores = true;
+        Ok(())
     }
 }
 
@@ -464,7 +478,7 @@ impl Backend for TtKmdBackend {
 
     fn poll(&mut self) -> Result<u64> {
         self.land_claim()?;
-        self.bar.kmd.fence();
+        self.bar.kmd.order_stores();
         std::thread::sleep(POLL_PAUSE);
         self.check_clock()?;
         Ok(self.now())
@@ -569,6 +583,78 @@ mod tests {
         // With translation, EINVAL means something else: said as it came.
         let err = open(script(Iommu::Translated("DMA".into()))).err().expect("refused").to_string();
         assert!(err.contains("PIN_PAGES") && err.contains("EINVAL") && !err.contains("contiguous"), "{err}");
+    }
+
+    use super::super::io_barrier::order_log::{self, Access};
+    use cqlab_abi::noc::Coord;
+
+    /// A Tensix tile's L1 on the scripted Wormhole, through a window.
+    const L1: NocAddr = NocAddr::unicast(Coord::new(18, 18), 0x1000);
+
+    /// Publishing path 1, a fetch-queue entry after the issue-ring bytes it names: the bytes
+    /// claimed of sysmem land in pinned memory, then the I/O write barrier runs, then the entry
+    /// is stored; a word with nothing stored before it runs no barrier.
+    #[test]
+    fn a_doorbell_lands_the_claimed_sysmem_then_the_barrier_then_its_word() {
+        let mut backend = open(Script::default()).unwrap();
+        order_log::take();
+        backend.sysmem_claim(0x1000, 64).unwrap().fill(0xab);
+        backend.write_u32(L1, 0x1234).unwrap();
+        assert_eq!(order_log::take(), [Access::HostMemory, Access::Barrier, Access::DeviceWord]);
+        let mut landed = [0u8; 64];
+        backend.sysmem_read(0x1000, &mut landed).unwrap();
+        assert_eq!(landed, [0xab; 64]);
+        backend.write_u32(L1, 0x1235).unwrap();
+        assert_eq!(order_log::take(), [Access::DeviceWord], "uncached words reach the card in order");
+    }
+
+    /// Publishing path 2, a launch after its kernel and args: each write's last word is stored
+    /// alone, after the barrier, so the slow launch message's tag (its last word, the GO) lands
+    /// after the message, and the message after the kernel and args written before it.
+    #[test]
+    fn a_writes_last_word_is_stored_after_the_barrier_behind_the_rest() {
+        let mut backend = open(Script::default()).unwrap();
+        order_log::take();
+        let kernel: Vec<u8> = (0..256u32).map(|i| i as u8).collect();
+        backend.write(L1, &kernel).unwrap();
+        backend.write(L1.offset(0x400), &[7; 32]).unwrap();
+        use Access::{Barrier, DeviceBlock, DeviceWord};
+        let expected = [DeviceBlock(252), Barrier, DeviceWord, DeviceBlock(28), Barrier, DeviceWord];
+        assert_eq!(order_log::take(), expected);
+        let mut back = vec![0u8; 256];
+        backend.read(L1, &mut back).unwrap();
+        assert_eq!(back, kernel);
+        // Ragged ends are read, patched and stored after any pending store: nothing here
+        // leaves a block unordered before a word.
+        backend.write(L1.offset(0x802), &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]).unwrap();
+        let log = order_log::take();
+        assert!(!log.windows(2).any(|w| matches!(w, [DeviceBlock(_), DeviceWord])), "{log:?}");
+        let mut back = [0u8; 16];
+        backend.read(L1.offset(0x800), &mut back).unwrap();
+        assert_eq!(back, [0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 0, 0]);
+    }
+
+    /// An issue-ring chunk that wraps is two claims, the ring's end then its start (as
+    /// `Queue::copy_to_issue_at` makes them): each lands whole and nothing around it moves,
+    /// at odd offsets and lengths.
+    #[test]
+    fn claims_either_side_of_a_ring_wrap_land_whole() {
+        let mut backend = open(Script::default()).unwrap();
+        let (ring, size) = (0x2000usize, 0x100usize);
+        let chunk: Vec<u8> = (0..77u8).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
+        for start in [size - 1, size - 5, size - 8, size - 13, size - 76] {
+            backend.sysmem_claim(ring - 8, size + 16).unwrap().fill(0xee);
+            let first = size - start;
+            backend.sysmem_claim(ring + start, first).unwrap().copy_from_slice(&chunk[..first]);
+            backend.sysmem_claim(ring, chunk.len() - first).unwrap().copy_from_slice(&chunk[first..]);
+            let mut all = vec![0u8; size + 16];
+            backend.sysmem_read(ring - 8, &mut all).unwrap();
+            let ring_bytes = &all[8..8 + size];
+            assert_eq!(&ring_bytes[start..], &chunk[..first], "the end, from {start}");
+            assert_eq!(&ring_bytes[..chunk.len() - first], &chunk[first..], "the start, from {start}");
+            assert!(ring_bytes[chunk.len() - first..start].iter().all(|&b| b == 0xee), "between, from {start}");
+            assert!(all[..8].iter().chain(&all[8 + size..]).all(|&b| b == 0xee), "outside, from {start}");
+        }
     }
 
     /// A 1.x driver (API 1, no semantic version; ttkmd-1.34 is one) gets no command queues and

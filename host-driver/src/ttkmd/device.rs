@@ -418,7 +418,21 @@ impl TtKmdDevice {
     }
 
     /// Allocates a TLB window of `size` bytes (a size the chip supports, e.g. 1 MiB, 2 MiB,
-    /// 16 MiB on Wormhole) and maps it UC and WC. Point it somewhere with [`Self::configure_tlb`].
+    /// 16 MiB on Wormhole) and maps it uncached, once. Point it somewhere with
+    /// [`Self::configure_tlb`].
+    ///
+    /// Not also write-combining, though ALLOCATE_TLB offers both offsets: tt-kmd maps either
+    /// with `io_remap_pfn_range` over the same BAR pages, the UC offset with `pgprot_device`,
+    /// the WC one with `pgprot_writecombine` (`map_tlb_window` and `tenstorrent_mmap`,
+    /// `memory.c` at ttkmd-2.10.0), and nothing in tt-kmd keeps two views of one window apart.
+    /// On x86 the kernel's PAT tracking then gives the second mapping the first one's memory
+    /// type (`reserve_pfn_range`, arch/x86/mm/pat/memtype.c, "We allow returning different
+    /// type than the one requested in non strict case"): mapped UC first, as this did, the WC
+    /// view was uncached (UC-) all along; mapped WC first, the doorbells would be
+    /// write-combined. On arm64, two views of one page with different attributes lose the
+    /// architecture's ordering and coherence guarantees ("mismatched memory attributes").
+    /// tt-umd likewise maps each window it allocates in one mode (`TlbHandle`). A
+    /// write-combining path would need windows of its own.
     pub fn allocate_tlb(&self, size: u64) -> Result<TlbWindow> {
         let mut arg = sys::AllocateTlb {
             input: sys::AllocateTlbIn { size, reserved: 0 },
@@ -431,8 +445,7 @@ impl TtKmdDevice {
         let alloc = TlbAllocation { inner: self.inner.clone(), id, freed: false };
         let k = &*self.inner.kernel;
         let uc = MmioWindow::map(k, format!("TLB {id} (UC)"), arg.output.mmap_offset_uc, size)?;
-        let wc = MmioWindow::map(k, format!("TLB {id} (WC)"), arg.output.mmap_offset_wc, size)?;
-        Ok(TlbWindow { id, size, uc, wc, alloc })
+        Ok(TlbWindow { id, size, uc, alloc })
     }
 
     /// Points TLB window `tlb` at a NOC target.
@@ -751,13 +764,13 @@ impl Drop for TlbAllocation {
     }
 }
 
-/// A TLB window allocated from tt-kmd, mapped uncached and write-combining.
+/// A TLB window allocated from tt-kmd, mapped uncached ([`TtKmdDevice::allocate_tlb`] says
+/// why not also write-combining).
 #[derive(Debug)]
 pub struct TlbWindow {
     id: u32,
     size: u64,
     uc: MmioWindow,
-    wc: MmioWindow,
     // Must stay the last field: fields drop in order, and the TLB is freed after unmapping.
     alloc: TlbAllocation,
 }
@@ -773,21 +786,15 @@ impl TlbWindow {
         self.size
     }
 
-    /// Uncached mapping (register accesses, reads).
+    /// The uncached mapping: every access, words and bulk.
     pub fn uc(&self) -> &MmioWindow {
         &self.uc
     }
 
-    /// Write-combining mapping (bulk writes).
-    pub fn wc(&self) -> &MmioWindow {
-        &self.wc
-    }
-
     /// Unmaps the window, then frees the TLB, reporting the driver's answer.
     pub fn free(self) -> Result<()> {
-        let TlbWindow { uc, wc, alloc, .. } = self;
+        let TlbWindow { uc, alloc, .. } = self;
         drop(uc);
-        drop(wc);
         alloc.free()
     }
 }
@@ -837,26 +844,27 @@ impl PinnedMemory {
         Ok(())
     }
 
-    /// Copies `buf.len()` bytes at `off` out: a snapshot of memory the device may be writing.
+    /// Copies `buf.len()` bytes at `off` out: a snapshot of memory the device may be writing
+    /// (completion records, while the host reads those before them).
+    ///
+    /// Volatile loads, 8 aligned bytes at a time (single bytes at the ragged ends): the device
+    /// writes this memory behind the compiler's back, so each byte is loaded once, here, and
+    /// never through a reference, which would let the compiler take the memory as still. A
+    /// word the device writes meanwhile may come half old and half new, as with byte loads;
+    /// the queue pointers that say which bytes are whole are read with [`Self::read_u32`].
     pub fn read(&self, off: usize, buf: &mut [u8]) -> Result<()> {
         self.check(off, buf.len())?;
-        let base = self.map.as_mut_ptr();
-        for (i, b) in buf.iter_mut().enumerate() {
-            // SAFETY: in bounds of the live mapping (checked), which outlives this loop; read
-            // through a read-only volatile pointer because the device writes this memory behind
-            // the compiler's back (a byte access cannot tear).
-            let p =
-                unsafe { volatile::VolatilePtr::new_read_only(std::ptr::NonNull::new_unchecked(base.add(off + i))) };
-            *b = p.read();
-        }
+        // SAFETY: `check` proved `off..off + buf.len()` lies in the mapping, which is live
+        // while `self` is and does not overlap `buf` (host memory of this process's own).
+        unsafe { copy_out_volatile(self.map.as_ptr().add(off), buf) };
         Ok(())
     }
 
     /// The 32-bit word at `off` (4-aligned), read with one load. The device writes its queue
-    /// pointers whole (an aligned 4-byte PCIe write lands at once); [`Self::read`], byte by byte,
-    /// may take some bytes before such a write and the rest after it, a pointer the device
-    /// never wrote (a completion write pointer one ring ahead sent the host reading records not
-    /// yet written). Acquire, so what the device wrote before the pointer (the records it
+    /// pointers whole (an aligned 4-byte PCIe write lands at once); [`Self::read`], whose loads
+    /// are of no promised width (bytes at its ends), may take some bytes before such a write
+    /// and the rest after it, a pointer the device never wrote (a completion write pointer one
+    /// ring ahead sent the host reading records not yet written). Acquire, so what the device wrote before the pointer (the records it
     /// publishes) is read after it.
     pub fn read_u32(&self, off: usize) -> Result<u32> {
         self.check(off, 4)?;
@@ -871,19 +879,50 @@ impl PinnedMemory {
         Ok(word.load(Ordering::Acquire))
     }
 
-    /// Copies `data` to `off`, byte by byte: the device may read this memory behind the
-    /// compiler's back, so no reference to it is made (the device acts on the bytes only once
-    /// the host publishes them, with a doorbell the BAR layer orders after these stores).
+    /// Copies `data` to `off`, with one `memcpy`: the device reads this range only once the host
+    /// has published it (free issue-ring space before its fetch-queue entry, queue headers
+    /// while the queue cores are held), so plain stores of any width and order are right, and
+    /// the backend runs the I/O barrier between them and the store that publishes them
+    /// (`super::io_barrier`). No reference to the memory is made: the device shares it.
     pub fn write(&mut self, off: usize, data: &[u8]) -> Result<()> {
         self.check(off, data.len())?;
-        let base = self.map.as_mut_ptr();
-        for (i, &b) in data.iter().enumerate() {
-            // SAFETY: in bounds of the live mapping (checked), which outlives this loop; written
-            // through a volatile pointer, making no reference to memory the device shares.
-            let p = unsafe { volatile::VolatilePtr::new(std::ptr::NonNull::new_unchecked(base.add(off + i))) };
-            p.write(b);
-        }
+        // SAFETY: `check` proved `off..off + data.len()` lies in the mapping, which is live while
+        // `self` is; `data` is a slice of host memory of this process's own, so the two ranges
+        // do not overlap (and `&mut self` keeps any other copy of ours out of the range).
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.map.as_mut_ptr().add(off), data.len()) };
+        #[cfg(test)]
+        super::io_barrier::order_log::record(super::io_barrier::order_log::Access::HostMemory);
         Ok(())
+    }
+}
+
+/// Copies `out.len()` bytes from `src` into `out` with volatile loads: bytes up to the first
+/// 8-aligned address, aligned 8-byte words, then the bytes left ([`PinnedMemory::read`]).
+///
+/// # Safety
+/// `src..src + out.len()` lies in one live mapping, readable, and does not overlap `out`.
+unsafe fn copy_out_volatile(src: *const u8, out: &mut [u8]) {
+    const WORD: usize = size_of::<u64>();
+    let len = out.len();
+    let head = src.align_offset(WORD).min(len);
+    let words = (len - head) / WORD;
+    let tail_at = head + words * WORD;
+    let (head_out, rest) = out.split_at_mut(head);
+    let (words_out, tail_out) = rest.split_at_mut(words * WORD);
+    for (i, b) in head_out.iter_mut().enumerate() {
+        // SAFETY: `i < head <= len`: in the range the caller vouches for.
+        *b = unsafe { src.add(i).read_volatile() };
+    }
+    for (i, chunk) in words_out.chunks_exact_mut(WORD).enumerate() {
+        // SAFETY: `head + (i + 1) * WORD <= tail_at <= len`, and `src + head` is 8-aligned
+        // (`align_offset`), so each word is in range and aligned. Native byte order: the bytes
+        // land in `out` as they lie in memory.
+        let word = unsafe { src.add(head).cast::<u64>().add(i).read_volatile() };
+        chunk.copy_from_slice(&word.to_ne_bytes());
+    }
+    for (i, b) in tail_out.iter_mut().enumerate() {
+        // SAFETY: `tail_at + i < len`: in the range the caller vouches for.
+        *b = unsafe { src.add(tail_at + i).read_volatile() };
     }
 }
 
@@ -1033,6 +1072,62 @@ mod tests {
         assert!(ResourceMapping::from_raw(&raw(sys::MAPPING_UNUSED, 0x1000)).is_none());
         assert!(ResourceMapping::from_raw(&raw(sys::MAPPING_RESOURCE2_UC, 0)).is_none());
         assert!(ResourceMapping::from_raw(&raw(99, 0x1000)).is_none());
+    }
+
+    fn scripted() -> (TtKmdDevice, Arc<std::sync::Mutex<super::super::scripted_kernel::State>>) {
+        use super::super::scripted_kernel::{Script, Scripted};
+        let kernel = Scripted::new(Script::default());
+        let log = kernel.log();
+        (TtKmdDevice::with_kernel(Box::new(kernel), OpenFlags::default()).unwrap(), log)
+    }
+
+    /// A TLB window is mapped once, uncached: on x86 a second, write-combining mapping of the
+    /// same BAR pages would take the first one's memory type (`allocate_tlb`'s docs). The
+    /// scripted driver hands out UC offsets at even multiples of 2^32, WC at odd ones.
+    #[test]
+    fn a_tlb_window_is_mapped_once_uncached() {
+        let (dev, log) = scripted();
+        let tlb = dev.allocate_tlb(2 << 20).unwrap();
+        let uc = (tlb.id() as u64 * 2) << 32;
+        assert_eq!(log.lock().unwrap().mmaps, [(uc, 2 << 20)]);
+        tlb.uc().write_u32(0x10, 0x600d).unwrap();
+        assert_eq!(tlb.uc().read_u32(0x10).unwrap(), 0x600d);
+    }
+
+    /// Pinned-memory copies keep every byte, and only those, at every alignment and length
+    /// around the 8-byte words they copy in: a background pattern, then each range written
+    /// with a fresh pattern and read back, at the same offset and shifted.
+    #[test]
+    fn pinned_copies_keep_bytes_at_every_alignment_and_length() {
+        let (dev, _) = scripted();
+        let page = page_size();
+        let mut pinned = dev.alloc_pinned(2 * page, PinFlags::NOC_DMA).unwrap();
+        let background: Vec<u8> = (0..2 * page).map(|i| (i * 7 + 3) as u8).collect();
+        pinned.write(0, &background).unwrap();
+        let mut expected = background.clone();
+        let lengths = (0..=40).chain([63, 64, 65, 1000, page - 1, page + 9]);
+        for (round, len) in lengths.enumerate() {
+            for off in (0..17).chain([page - 3]).filter(|off| off + len <= 2 * page) {
+                let data: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(round as u8)).collect();
+                pinned.write(off, &data).unwrap();
+                expected[off..off + len].copy_from_slice(&data);
+                let mut back = vec![0u8; len];
+                pinned.read(off, &mut back).unwrap();
+                assert_eq!(back, data, "read back {len} bytes at {off}");
+                for shift in [1usize, 3, 8] {
+                    let at = off.saturating_sub(shift);
+                    let mut around = vec![0u8; len + 2 * shift];
+                    let end = (at + around.len()).min(2 * page);
+                    pinned.read(at, &mut around[..end - at]).unwrap();
+                    assert_eq!(&around[..end - at], &expected[at..end], "{len} bytes at {off}, read from {at}");
+                }
+            }
+        }
+        let mut all = vec![0u8; 2 * page];
+        pinned.read(0, &mut all).unwrap();
+        assert_eq!(all, expected);
+        assert!(matches!(pinned.read(2 * page - 3, &mut [0; 4]), Err(TtKmdError::OutOfBounds { .. })));
+        assert!(matches!(pinned.write(2 * page, &[1]), Err(TtKmdError::OutOfBounds { .. })));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! - [`TtKmdDevice`]: open, own, map BARs on demand, allocate/configure/free TLB windows, pin/unpin host
 //!   memory, reset.
 //! - [`MmioWindow`]: bounds-checked volatile access to a mapped BAR or TLB window.
+//! - `io_barrier`: the I/O write barrier between published bytes and the store that publishes them.
 //!
 //! Without a card and driver, [`TtKmdDevice::open`] fails at once with
 //! [`TtKmdError::NotPresent`]. Unsafe code in the driver lives here only.
@@ -11,6 +12,7 @@
 pub mod backend;
 mod device;
 mod error;
+mod io_barrier;
 pub mod ioctl;
 pub mod kernel;
 mod owner;

@@ -838,7 +838,7 @@ mod tests {
         // both NOCs): the same mapping now shows its L1.
         dev.configure_tlb(&tlb, &sys::NocTlbConfig::unicast(second.x as u16, second.y as u16, 0, 1)).unwrap();
         assert_eq!(tlb.uc().read_u32(0x100).unwrap(), 0);
-        tlb.wc().write_block(0x200, &[1, 2, 3, 4]).unwrap();
+        tlb.uc().write_block(0x200, &[1, 2, 3, 4]).unwrap();
         let l1 = std::fs::read(sim.dir.join("l1")).unwrap();
         assert_eq!(&l1[WINDOW_SIZE as usize + 0x200..WINDOW_SIZE as usize + 0x204], &[1, 2, 3, 4]);
         // The 2 MiB piece with the debug registers: SOFT_RESET_0 is the regs file's word.

@@ -102,6 +102,8 @@ impl MmioWindow {
     /// Writes the 32-bit word `value` at byte `offset`.
     pub fn write_u32(&self, offset: usize, value: u32) -> Result<()> {
         self.word_wo(offset)?.write(value);
+        #[cfg(test)]
+        super::io_barrier::order_log::record(super::io_barrier::order_log::Access::DeviceWord);
         Ok(())
     }
 
@@ -112,6 +114,8 @@ impl MmioWindow {
             let word = u32::from_le_bytes(chunk.try_into().expect("4 bytes"));
             self.word_wo(offset + 4 * i)?.write(word);
         }
+        #[cfg(test)]
+        super::io_barrier::order_log::record(super::io_barrier::order_log::Access::DeviceBlock(data.len()));
         Ok(())
     }
 
