@@ -634,6 +634,30 @@ mod tests {
         assert_eq!(back, [0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 0, 0]);
     }
 
+    /// The queues' own publishing path on this backend (no firmware needed: a fresh ring has
+    /// room): each write into L1 is a chunk in the issue ring and a fetch-queue entry, and
+    /// every store to the card that follows bytes landed in sysmem, or a run of words, follows
+    /// the barrier too.
+    #[test]
+    fn the_queues_doorbells_follow_the_barrier() {
+        let cfg = DeviceConfig { num_cqs: 1, ..DeviceConfig::default() };
+        let dev = TtKmdDevice::with_kernel(Box::new(Scripted::new(Script::default())), OpenFlags::default()).unwrap();
+        let backend = TtKmdBackend::new(dev, &cfg).unwrap();
+        let mut device = crate::device::Device::with_backend(Box::new(backend), cfg).unwrap();
+        let buf = device.alloc_l1(0, 0, 4096).unwrap();
+        order_log::take();
+        let mut cq = device.cq(0).unwrap();
+        cq.write_buffer(&buf, 0, &[0x5a; 64]).unwrap();
+        cq.write_buffer(&buf, 0, &[0xa5; 4096]).unwrap();
+        let log = order_log::take();
+        let published = log.windows(2).filter(|w| w == &[Access::Barrier, Access::DeviceWord]).count();
+        assert!(published >= 2 && log.contains(&Access::HostMemory), "{log:?}");
+        for (i, pair) in log.windows(2).enumerate() {
+            let unordered = matches!(pair, [Access::HostMemory | Access::DeviceBlock(_), Access::DeviceWord]);
+            assert!(!unordered, "a store to the card right after {:?} (access {i} of {log:?})", pair[0]);
+        }
+    }
+
     /// An issue-ring chunk that wraps is two claims, the ring's end then its start (as
     /// `Queue::copy_to_issue_at` makes them): each lands whole and nothing around it moves,
     /// at odd offsets and lengths.
