@@ -658,6 +658,16 @@ mod tests {
         }
     }
 
+    /// A queue pointer the device wrote is loaded whole and followed by the I/O read barrier,
+    /// before the records it publishes are read or the ring space it frees is written.
+    #[test]
+    fn a_device_written_pointer_is_followed_by_the_read_barrier() {
+        let mut backend = open(Script::default()).unwrap();
+        order_log::take();
+        backend.sysmem_read_u32(0x40).unwrap();
+        assert_eq!(order_log::take(), [Access::DeviceWrittenWord, Access::ReadBarrier]);
+    }
+
     /// An issue-ring chunk that wraps is two claims, the ring's end then its start (as
     /// `Queue::copy_to_issue_at` makes them): each lands whole and nothing around it moves,
     /// at odd offsets and lengths.

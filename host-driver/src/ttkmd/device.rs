@@ -864,8 +864,9 @@ impl PinnedMemory {
     /// pointers whole (an aligned 4-byte PCIe write lands at once); [`Self::read`], whose loads
     /// are of no promised width (bytes at its ends), may take some bytes before such a write
     /// and the rest after it, a pointer the device never wrote (a completion write pointer one
-    /// ring ahead sent the host reading records not yet written). Acquire, so what the device wrote before the pointer (the records it
-    /// publishes) is read after it.
+    /// ring ahead sent the host reading records not yet written). Then the I/O read barrier
+    /// (`super::io_barrier`), so what the device wrote before the pointer (the records it
+    /// publishes) is read after it, and the ring space it frees is written after it.
     pub fn read_u32(&self, off: usize) -> Result<u32> {
         self.check(off, 4)?;
         let at = self.map.as_ptr() as usize + off;
@@ -876,7 +877,11 @@ impl PinnedMemory {
         // only ever accessed whole here, and the device's writes to it are single aligned
         // 32-bit stores, so an atomic load observes exactly one of the values it held.
         let word = unsafe { AtomicU32::from_ptr(self.map.as_mut_ptr().add(off).cast::<u32>()) };
-        Ok(word.load(Ordering::Acquire))
+        let value = word.load(Ordering::Relaxed);
+        #[cfg(test)]
+        super::io_barrier::order_log::record(super::io_barrier::order_log::Access::DeviceWrittenWord);
+        super::io_barrier::io_read_barrier();
+        Ok(value)
     }
 
     /// Copies `data` to `off`, with one `memcpy`: the device reads this range only once the host

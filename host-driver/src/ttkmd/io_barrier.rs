@@ -1,9 +1,12 @@
-//! The one I/O write barrier of the hardware path: every store this thread issued before it, to
+//! The I/O barriers of the hardware path.
+//!
+//! The write barrier ([`io_write_barrier`]): every store this thread issued before it, to
 //! pinned host memory (cacheable, read by the card's DMA) or through a TLB window (device
 //! memory), reaches its observer before any access after it, to device memory or host memory.
 //! The tt-kmd backend runs it between the bytes it publishes and the word that publishes them
 //! (a fetch-queue entry after the issue-ring bytes it names; a write's last word after the rest:
-//! `super::backend`), as Linux's `writel` runs `__iowmb()` before its store.
+//! `super::backend`), as Linux's `writel` runs `__iowmb()` before its store. The read barrier
+//! ([`io_read_barrier`]) is its counterpart after a load of a word the device wrote.
 //!
 //! `std::sync::atomic::fence` is no such barrier: it orders memory among CPUs, which on aarch64
 //! is `dmb ish` (inner shareable: a PCIe device is outside that domain) and on riscv64 `fence
@@ -54,10 +57,43 @@ pub(crate) fn io_write_barrier() {
     order_log::record(order_log::Access::Barrier);
 }
 
+/// Orders a load of a word the device wrote (a queue pointer in pinned sysmem) before every
+/// access after it: the records that pointer publishes are read after it, and ring space it
+/// frees is written after it. `Ordering::Acquire` is no such barrier for a device either: it is
+/// `dmb ishld` (or `ldar`) on aarch64 and `fence r,rw` on riscv64, ordered for the inner
+/// shareable domain and for memory alone.
+#[inline]
+pub(crate) fn io_read_barrier() {
+    // x86 keeps loads in order with later loads and stores: Linux's `dma_rmb()` there is
+    // `barrier()`, the compiler's alone (arch/x86/include/asm/barrier.h).
+    #[cfg(target_arch = "x86_64")]
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: `dmb oshld` only orders earlier loads before later loads and stores; it touches
+    // no register or memory of ours, and without `nomem` is a compiler barrier too.
+    unsafe {
+        // Linux's `dma_rmb()`: `__dma_rmb()` is `dmb(oshld)` (arch/arm64/include/asm/barrier.h),
+        // outer shareable, the domain a PCIe device writes in.
+        core::arch::asm!("dmb oshld", options(nostack, preserves_flags));
+    }
+    #[cfg(target_arch = "riscv64")]
+    // SAFETY: `fence` only orders earlier accesses before later ones; it touches no register or
+    // memory of ours, and without `nomem` is a compiler barrier too.
+    unsafe {
+        // Predecessors `ir` as Linux's `rmb()`, `RISCV_FENCE(ir,ir)` (arch/riscv/include/asm/
+        // barrier.h; `dma_rmb()` falls back to it, include/asm-generic/barrier.h). Successors
+        // `iorw` rather than `ir`: after the issue ring's read pointer the host writes the
+        // space it frees, and RISC-V lets a later store pass an earlier load.
+        core::arch::asm!("fence ir, iorw", options(nostack, preserves_flags));
+    }
+    #[cfg(test)]
+    order_log::record(order_log::Access::ReadBarrier);
+}
+
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")))]
 compile_error!(
-    "the tt-kmd backend needs an I/O write barrier for this architecture (host-driver/src/ttkmd/io_barrier.rs): \
-     add the instruction Linux's wmb() uses, or build without the `ttkmd` feature"
+    "the tt-kmd backend needs its I/O barriers for this architecture (host-driver/src/ttkmd/io_barrier.rs): \
+     add the instructions Linux's wmb() and dma_rmb() use, or build without the `ttkmd` feature"
 );
 
 /// Tests only: the order in which this thread stored to host memory, stored to device memory
@@ -75,6 +111,10 @@ pub(crate) mod order_log {
         HostMemory,
         /// [`super::io_write_barrier`].
         Barrier,
+        /// A 32-bit word of pinned memory the device writes (a queue pointer), loaded whole.
+        DeviceWrittenWord,
+        /// [`super::io_read_barrier`].
+        ReadBarrier,
         /// A 32-bit store through a window.
         DeviceWord,
         /// A run of words through a window, of this many bytes.
