@@ -122,6 +122,15 @@ pub struct ErrorReport {
     pub addr: u32,
     /// The offending bytes, from `addr`.
     pub bytes: Vec<u8>,
+    /// The core's read and write pointers when it stopped (what they mean
+    /// depends on the core and the error: [`ErrorContext`] reads them).
+    pub rd_ptr: u32,
+    pub wr_ptr: u32,
+    /// Where the error is and which limit it broke, where the core's role
+    /// and configuration tell (a prefetcher's fetch slot, a dispatcher's
+    /// ring): a report without it left the reader to work out that L1
+    /// 0x15c0 is fetch slot 92 and which of two buffers was too small.
+    pub context: Option<ErrorContext>,
 }
 
 impl ErrorReport {
@@ -133,11 +142,101 @@ impl ErrorReport {
 impl fmt::Display for ErrorReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let what = self.error().map_or("unknown error", DeviceError::describe);
-        write!(f, "{what}: value {:#x} at L1 {:#x}; bytes", self.value, self.addr)?;
+        write!(f, "{what}")?;
+        if let Some(c) = &self.context {
+            write!(f, " ({c})")?;
+        }
+        write!(f, ": value {:#x} at L1 {:#x}; bytes", self.value, self.addr)?;
         for b in &self.bytes {
             write!(f, " {b:02x}")?;
         }
         Ok(())
+    }
+}
+
+/// Where a CQ core's error record points, read with the core's role and
+/// configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ErrorContext {
+    /// A prefetcher refused the entry in fetch slot `slot` of queue `cq`,
+    /// after fetching `fetched` entries since boot.
+    FetchSlot { cq: u8, slot: u32, fetched: u32, over: Option<Limit> },
+    /// A dispatcher refused command `command` (its name) of queue `cq`.
+    Command { cq: u8, command: &'static str, over: Option<Limit> },
+}
+
+impl ErrorContext {
+    /// The limit broken, if the error is one of size.
+    pub fn over(&self) -> Option<&Limit> {
+        match self {
+            ErrorContext::FetchSlot { over, .. } | ErrorContext::Command { over, .. } => over.as_ref(),
+        }
+    }
+}
+
+impl fmt::Display for ErrorContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ErrorContext::FetchSlot { cq, slot, fetched, .. } => {
+                write!(f, "CQ{cq} fetch slot {slot}, after {fetched} entries fetched")?
+            }
+            ErrorContext::Command { cq, command, .. } => write!(f, "CQ{cq} {command} command")?,
+        }
+        if let Some(l) = self.over() {
+            write!(f, "; {l}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A size asked for past the buffer that must hold it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Limit {
+    /// What was asked for ("chunk", "completion record").
+    pub asked_for: &'static str,
+    pub asked: u64,
+    /// The buffer it must pass through ("chunk buffer", "issue queue").
+    pub limit_of: &'static str,
+    pub limit: u64,
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a {}-byte {} exceeds the {}-byte {}", self.asked, self.asked_for, self.limit, self.limit_of)
+    }
+}
+
+impl Serialize for ErrorContext {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("ErrorContext", 5)?;
+        match self {
+            ErrorContext::FetchSlot { cq, slot, fetched, over } => {
+                st.serialize_field("cq", cq)?;
+                st.serialize_field("fetch_slot", slot)?;
+                st.serialize_field("fetched", fetched)?;
+                st.serialize_field("over", over)?;
+            }
+            ErrorContext::Command { cq, command, over } => {
+                st.serialize_field("cq", cq)?;
+                st.serialize_field("command", command)?;
+                st.serialize_field("over", over)?;
+            }
+        }
+        st.end()
+    }
+}
+
+impl Serialize for ErrorReport {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("ErrorReport", 8)?;
+        st.serialize_field("text", &self.to_string())?;
+        st.serialize_field("code", &self.error().map(DeviceError::name))?;
+        st.serialize_field("value", &self.value)?;
+        st.serialize_field("addr", &self.addr)?;
+        st.serialize_field("rd_ptr", &self.rd_ptr)?;
+        st.serialize_field("wr_ptr", &self.wr_ptr)?;
+        st.serialize_field("context", &self.context)?;
+        st.end()
     }
 }
 
@@ -359,7 +458,7 @@ impl Serialize for CoreState {
         st.serialize_field("semaphores", &self.semaphores)?;
         let subs: Vec<String> = self.subordinates.iter().filter(|s| !s.idle()).map(ToString::to_string).collect();
         st.serialize_field("subordinates", &subs)?;
-        st.serialize_field("error", &self.error.as_ref().map(ToString::to_string))?;
+        st.serialize_field("error", &self.error)?;
         st.serialize_field("last_trace", &self.last_trace)?;
         st.end()
     }
@@ -398,6 +497,16 @@ pub struct HangDump {
 impl HangDump {
     pub fn core(&self, core: Coord) -> Option<&CoreState> {
         self.cores.iter().find(|c| c.core == core)
+    }
+
+    /// A core as an error names it: its role and coordinates (`CQ0
+    /// prefetcher (18,26)`), or its coordinates alone when the dump does
+    /// not hold it.
+    pub fn who(&self, core: Coord) -> String {
+        match self.core(core) {
+            Some(c) => format!("{} {}", c.role, c.core),
+            None => format!("core {core}"),
+        }
     }
 
     /// The core everything waits on, if the chain ends at one.

@@ -38,8 +38,10 @@ pub enum DriverError {
     #[error("encoding a command: {0}")]
     Encode(#[from] cqlab_abi::encode::EncodeError),
     /// The device reported a failure of its own: a firmware error record, a
-    /// halted CQ core, a corrupt completion record.
-    #[error("device error on core {core}: {fault}")]
+    /// halted CQ core, a corrupt completion record. Shown with its core's
+    /// role and its hang dump, as a timeout is (it was one line, and the
+    /// dump taken for it was lost).
+    #[error("device error on {}: {fault}\n{dump}", dump.who(*core))]
     Device { core: Coord, fault: DeviceFault, dump: Box<HangDump> },
     #[error("timeout waiting for {wait} after {cycles} device cycles without progress\n{dump}")]
     Timeout { wait: Wait, cycles: u64, dump: Box<HangDump> },

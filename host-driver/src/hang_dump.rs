@@ -5,12 +5,19 @@
 
 use crate::backend::{read_struct, Backend};
 pub use crate::dump::{
-    CoreState, ErrorReport, HangDump, HostPublished, HostSide, Link, QueuePointers, Role, SubCore, TraceLine, Wait,
+    CoreState, ErrorContext, ErrorReport, HangDump, HostPublished, HostSide, Limit, Link, QueuePointers, Role, SubCore,
+    TraceLine, Wait,
 };
 use crate::error::Result;
 use crate::geometry::{CoreId, Topology};
 use cqlab_abi::arch::tensix::Processor;
-use cqlab_abi::mailbox::{self, ErrorRecord, ERROR, ERROR_MAGIC, LAST_EVENT, SUB_WAYPOINT, WAYPOINT};
+use cqlab_abi::completion;
+use cqlab_abi::dispatch::DispatchCmdId;
+use cqlab_abi::fetch_queue::{self, FetchEntry};
+use cqlab_abi::mailbox::{
+    self, CqConfig, DeviceError, ErrorRecord, CQ_CONFIG, ERROR, ERROR_MAGIC, LAST_EVENT, SUB_WAYPOINT, WAYPOINT,
+};
+use cqlab_abi::memory_map::MAX_CHUNK;
 use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::semaphore::{self, WORKERS_DONE};
 use cqlab_abi::trace::TraceKind;
@@ -79,12 +86,18 @@ fn core_state(backend: &mut dyn Backend, chip: &Topology, c: Coord) -> Result<Co
         *s = backend.read_u32(at(semaphore::addr(i as u32)))?;
     }
     let err: ErrorRecord = read_struct(backend, at(ERROR))?;
-    let error = (err.magic == ERROR_MAGIC).then(|| ErrorReport {
-        code: err.code,
-        value: err.value,
-        addr: err.addr,
-        bytes: err.bytes[..(err.nbytes as usize).min(err.bytes.len())].to_vec(),
-    });
+    let role = role(chip, c);
+    let error = if err.magic == ERROR_MAGIC {
+        // What the record's address and pointers mean depends on the
+        // core's role and queue configuration.
+        let config: Option<CqConfig> = match role {
+            Role::Prefetcher { .. } | Role::Dispatcher { .. } => Some(read_struct(backend, at(CQ_CONFIG))?),
+            Role::Worker { .. } => None,
+        };
+        Some(error_report(&err, role, config.as_ref()))
+    } else {
+        None
+    };
     let mut last_trace = Vec::new();
     let mut wait_target = None;
     let mut kernel_start = None;
@@ -101,7 +114,6 @@ fn core_state(backend: &mut dyn Backend, chip: &Topology, c: Coord) -> Result<Co
         Some(i) => i.core_debug(CoreId { tile: c, processor: p }),
         None => Ok(None),
     };
-    let role = role(chip, c);
     let mut subordinates = Vec::new();
     if matches!(role, Role::Worker { .. }) {
         for &p in &Processor::ALL[1..] {
@@ -129,6 +141,65 @@ fn core_state(backend: &mut dyn Backend, chip: &Topology, c: Coord) -> Result<Co
         wait_target,
         kernel_start,
     })
+}
+
+/// The error record `err` of a core of role `role` (with its queue
+/// configuration, on a CQ core), with what the host can tell of where it
+/// points and which limit it broke.
+fn error_report(err: &ErrorRecord, role: Role, config: Option<&CqConfig>) -> ErrorReport {
+    let bytes = err.bytes[..(err.nbytes as usize).min(err.bytes.len())].to_vec();
+    let code = DeviceError::from_u32(err.code);
+    let context = match role {
+        // The prefetcher's record of a bad fetch entry: the slot's address,
+        // the raw entry, its fetch count (`prefetch.rs` `checked_len`).
+        Role::Prefetcher { cq } => fetch_queue::slot_of(err.addr).map(|slot| {
+            let over = (code == Some(DeviceError::TooLarge)).then(|| {
+                let asked = FetchEntry::raw_bytes(err.value);
+                let issue = config.map_or(u64::MAX, |c| c.issue_size as u64);
+                // The firmware refuses a chunk past either buffer: the
+                // smaller one it exceeds is the one to name.
+                let (limit_of, limit) = if asked > MAX_CHUNK as u64 && MAX_CHUNK as u64 <= issue {
+                    ("chunk buffer", MAX_CHUNK as u64)
+                } else {
+                    ("issue queue", issue)
+                };
+                Limit { asked_for: "chunk", asked, limit_of, limit }
+            });
+            ErrorContext::FetchSlot { cq, slot, fetched: err.rd_ptr, over }
+        }),
+        // The dispatcher's record points at the command's header.
+        Role::Dispatcher { cq } => bytes.first().and_then(|&id| DispatchCmdId::from_u8(id)).map(|id| {
+            let over = match (code, id) {
+                // `dispatch.rs` `write_packed`: the ring's bytes (or its
+                // room past the page it is in) in the write pointer.
+                (Some(DeviceError::TooLarge), DispatchCmdId::WritePacked) => Some(Limit {
+                    asked_for: "packed block",
+                    asked: err.value as u64,
+                    limit_of: "dispatch ring room",
+                    limit: err.wr_ptr as u64,
+                }),
+                // `write_host`: a record past the whole completion queue.
+                (Some(DeviceError::TooLarge), DispatchCmdId::WriteHost) => config.map(|c| Limit {
+                    asked_for: "completion record",
+                    asked: completion::record_size(err.value) as u64,
+                    limit_of: "completion queue",
+                    limit: c.completion_size as u64,
+                }),
+                _ => None,
+            };
+            ErrorContext::Command { cq, command: id.name(), over }
+        }),
+        Role::Worker { .. } => None,
+    };
+    ErrorReport {
+        code: err.code,
+        value: err.value,
+        addr: err.addr,
+        bytes,
+        rd_ptr: err.rd_ptr,
+        wr_ptr: err.wr_ptr,
+        context,
+    }
 }
 
 /// Follows waypoints from the queue the host waited on, down to the root;

@@ -47,6 +47,16 @@ pub const fn slot_addr(index: u32) -> u32 {
     FETCH_QUEUE.base + SLOT_SIZE * index
 }
 
+/// The slot an L1 address `addr` lies in (its entry or a word after it), if
+/// any: where a prefetcher's error record points.
+pub const fn slot_of(addr: u32) -> Option<u32> {
+    if addr >= FETCH_QUEUE.base && addr < FETCH_QUEUE.base + FETCH_QUEUE.size {
+        Some((addr - FETCH_QUEUE.base) / SLOT_SIZE)
+    } else {
+        None
+    }
+}
+
 /// L1 address of slot `index`'s source word: where a gathered chunk's
 /// staged piece is in sysmem, in `SIZE_UNIT`s.
 pub const fn source_addr(index: u32) -> u32 {
@@ -139,6 +149,12 @@ impl FetchEntry {
     pub const fn bytes(self) -> u32 {
         (self.0 & SIZE_MASK) * SIZE_UNIT
     }
+    /// The chunk size a raw slot value names, in bytes, without wrapping:
+    /// what a report of a refused entry says it asked for (an entry can name
+    /// up to [`MAX_CHUNK_BYTES`], past a `u32`).
+    pub const fn raw_bytes(raw: u32) -> u64 {
+        (raw & SIZE_MASK) as u64 * SIZE_UNIT as u64
+    }
     pub const fn stall(self) -> bool {
         self.0 & STALL_FLAG != 0
     }
@@ -193,5 +209,14 @@ mod tests {
         // A slot's words follow its entry, inside the region.
         assert_eq!((source_addr(1), split_addr(1)), (slot_addr(1) + 4, slot_addr(1) + 8));
         assert!(split_addr(MAX_ENTRIES - 1) + 4 <= FETCH_QUEUE.base + FETCH_QUEUE.size);
+    }
+
+    #[test]
+    fn a_refused_entry_names_its_slot_and_its_size_unwrapped() {
+        assert_eq!(FetchEntry::raw_bytes(0x3fff_ffff), 0x3fff_ffff * SIZE_UNIT as u64);
+        assert_eq!(FetchEntry::raw_bytes(STALL_FLAG | 4), 64);
+        assert_eq!(slot_of(slot_addr(92)), Some(92));
+        assert_eq!(slot_of(split_addr(3)), Some(3));
+        assert_eq!(slot_of(FETCH_QUEUE.base + FETCH_QUEUE.size), None);
     }
 }

@@ -221,6 +221,45 @@ on_both_chips! {
         assert!(err.to_string().contains("zero-size fetch-queue entry"), "seed 13: {err}");
     }
 
+    /// A fetch entry larger than the buffers it must pass through is a
+    /// device error naming the prefetcher's role, its fetch slot and the
+    /// limit it exceeds, with the hang dump taken for it (helper-86's
+    /// audit: "device error on core (18,26): larger than the buffer it must
+    /// pass through: value 0x3fffffff at L1 0x15c0", and the dump lost).
+    fn an_oversize_fetch_entry_names_its_queue_slot_and_limit_with_its_dump(chip) {
+        use cqlab_abi::memory_map::MAX_CHUNK;
+        let mut dev = booted(chip, 13, |_| {});
+        let prefetcher = dev.chip().prefetcher(1);
+        dev.backend().write_u32(NocAddr::unicast(prefetcher, slot_addr(0) as u64), 0x3fff_ffff).unwrap();
+        let err = dev.cq(1).unwrap().finish().unwrap_err();
+        let DriverError::Device { core, fault: DeviceFault::BadCommand(report), dump } = &err else {
+            panic!("{} seed 13: expected a device error record, got {err}", chip.name())
+        };
+        assert_eq!((*core, report.error()), (prefetcher, Some(DeviceError::TooLarge)), "seed 13: {err}");
+        let text = err.to_string();
+        let asked = 0x3fff_ffffu64 * 16;
+        let head = format!(
+            "device error on CQ1 prefetcher {prefetcher}: larger than the buffer it must pass through (CQ1 fetch \
+             slot 0, after 0 entries fetched; a {asked}-byte chunk exceeds the {MAX_CHUNK}-byte chunk buffer): \
+             value 0x3fffffff at L1 {:#x}",
+            slot_addr(0)
+        );
+        assert!(text.starts_with(&head), "seed 13:\n{text}\nexpected it to start with\n{head}");
+        // The dump follows, as a timeout's does.
+        assert!(text.contains(&format!("\n{dump}")) && text.contains("hang dump at device cycle"), "seed 13: {text}");
+        let json = serde_json::to_value(dump.as_ref()).unwrap();
+        let record = json["cores"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["role"] == "CQ1 prefetcher"))
+            .map(|c| c["error"].clone())
+            .unwrap_or_else(|| panic!("seed 13: {json}"));
+        assert_eq!(record["code"], "too-large", "seed 13: {record}");
+        assert_eq!((record["context"]["cq"].as_u64(), record["context"]["fetch_slot"].as_u64()), (Some(1), Some(0)));
+        let over = &record["context"]["over"];
+        assert_eq!((over["asked"].as_u64(), over["limit"].as_u64()), (Some(asked), Some(MAX_CHUNK as u64)), "{over}");
+        assert_eq!(over["limit_of"], "chunk buffer", "seed 13: {over}");
+    }
+
     /// A paged write sends whole pages, one chunk at least: a page larger
     /// than a chunk carries is refused naming the page (helper-66: "36928-byte
     /// chunk exceeds the issue queue or chunk area"), the largest works.
@@ -328,6 +367,11 @@ on_both_chips! {
         };
         assert_eq!((*processor, Some(*core)), (Processor::Brisc, dev.chip().worker(0, 0)), "{err}");
         assert!(reason.contains("illegal instruction"), "{err}");
+        // The error names the core's role and carries its hang dump (it was
+        // one line, "device error on core (18,18): ...", the dump lost).
+        let text = err.to_string();
+        assert!(text.starts_with(&format!("device error on worker (0,0) {core}: Brisc halted: ")), "{text}");
+        assert!(text.contains("\nhang dump at device cycle") && text.contains("wait-for chain"), "{text}");
         assert!(dev.now() < cfg.stall_timeout_cycles / 10, "{}: named after {} cycles", chip.name(), dev.now());
         let _ = std::fs::remove_dir_all(&root);
     }

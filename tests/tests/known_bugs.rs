@@ -232,7 +232,7 @@ on_both_chips! {
     fn credits_released_before_acks_corrupt_the_ring(chip) {
         let f = shows_symptom(chip, "release-before-ack", 4, tiny_ring);
         // Overwritten ring bytes: the dispatcher decodes garbage, or data is corrupted.
-        let dispatcher = format!("device error on core {}", topology(chip).dispatcher(0));
+        let dispatcher = format!("device error on CQ0 dispatcher {}", topology(chip).dispatcher(0));
         let symptom = |e: &String| e.contains(&dispatcher) || e.contains("data corrupted");
         assert!(f.iter().all(|(_, e)| symptom(e)), "{}: {f:?}", chip.name());
     }
@@ -241,7 +241,7 @@ on_both_chips! {
         let f = shows_symptom(chip, "early-fetch-release", 4, tiny_issue_queue);
         // The chunk read back is not the one the entry named: bad commands on the
         // prefetcher, lost work, or the host starved of slots.
-        let prefetcher = format!("device error on core {}", topology(chip).prefetcher(0));
+        let prefetcher = format!("device error on CQ0 prefetcher {}", topology(chip).prefetcher(0));
         let symptom = |e: &String| {
             [prefetcher.as_str(), "wrong data", "last write lost", "timeout"].iter().any(|s| e.contains(s))
         };

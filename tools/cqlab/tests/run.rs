@@ -1007,5 +1007,10 @@ fn a_failing_run_reports_the_point_that_failed() {
     let failed = &v["failed_point"];
     assert_eq!((failed["cqs"].as_u64(), failed["exit"].as_u64()), (Some(2), Some(3)), "{v}");
     assert!(failed["error"].as_str().is_some_and(|e| e.contains("still running") && !e.contains('\n')), "{v}");
+    // What the text's dump says, in fields: the kind, the core with its
+    // role, and the dump (helper-86's audit: only the first line was kept).
+    assert_eq!(failed["kind"], "kernel-timeout", "{v}");
+    assert!(failed["core"]["role"].as_str().is_some_and(|r| r.starts_with("worker (")), "{v}");
+    assert!(failed["dump"]["chain"].as_array().is_some_and(|c| c.len() >= 2), "{v}");
     assert_eq!(v["points"], serde_json::json!([]), "{v}");
 }

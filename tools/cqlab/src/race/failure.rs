@@ -61,9 +61,6 @@ impl Failure {
     /// The whole text (with the hang dump, if any).
     pub fn full_text(&self) -> String {
         match self {
-            // A device error's message is one line; its dump is the rest (as
-            // a timeout's message carries it).
-            Failure::Driver(e @ DriverError::Device { dump, .. }) => format!("{e}\n{dump}"),
             Failure::Driver(e) => e.to_string(),
             Failure::Check { check, detail } => format!("{check}: {detail}"),
         }
@@ -277,8 +274,15 @@ mod tests {
     #[test]
     fn device_errors_classify_by_their_record_and_corrupt_records_by_their_queue() {
         let d = chip().dispatcher(1);
-        let report =
-            ErrorReport { code: DeviceError::UnknownCommand as u32, value: 0x7f, addr: 0x100, bytes: vec![0x7f] };
+        let report = ErrorReport {
+            code: DeviceError::UnknownCommand as u32,
+            value: 0x7f,
+            addr: 0x100,
+            bytes: vec![0x7f],
+            rd_ptr: 0,
+            wr_ptr: 0,
+            context: None,
+        };
         let mut halted = state(d, waypoint::BAD_CMD);
         halted.error = Some(report.clone());
         let wait = Wait::Event { cq: 1, id: 3 };

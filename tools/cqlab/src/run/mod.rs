@@ -422,9 +422,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 // says which failed and how (helper-31: a failing sweep
                 // wrote nothing, and lost the points before it).
                 if let Some(path) = &a.json {
-                    // The error's first line (a hang's dump follows it on stderr).
+                    // The error's first line (its dump follows it on
+                    // stderr), and the dump itself in fields: a device
+                    // error's as a hang's.
                     let error = format!("{e:#}").lines().next().unwrap_or_default().to_owned();
-                    let failed = json!({"cqs": cqs, "exit": crate::exit::of_error(&e).code(), "error": error});
+                    let driver = e.chain().find_map(|c| c.downcast_ref::<cqlab_driver::DriverError>());
+                    let failed = json!({"cqs": cqs, "exit": crate::exit::of_error(&e).code(), "error": error,
+                        "kind": driver.map(cqlab_driver::DriverError::kind),
+                        "core": driver.and_then(failing_core),
+                        "dump": driver.and_then(cqlab_driver::DriverError::dump)});
                     let mut r = report(&a, kind, &knobs, sync, &points)?;
                     r["failed_point"] = failed;
                     write_json(path, &r)?;
@@ -496,6 +502,15 @@ fn equal_percentiles_line(r: &Value) -> Option<String> {
         "every iteration took the same cycles, host jitter notwithstanding"
     };
     Some(format!("note: p50 = p95 = p99 = max at cqs {}: {why}", flat.join(", ")))
+}
+
+/// The core a failure names, with its role (`{"x", "y", "role"}`), where
+/// the error names one: a device error's core, a kernel timeout's worker.
+fn failing_core(e: &cqlab_driver::DriverError) -> Option<Value> {
+    use cqlab_driver::DriverError::{Device, KernelTimeout};
+    let (Device { core, dump, .. } | KernelTimeout { core, dump, .. }) = e else { return None };
+    let role = dump.core(*core).map(|c| c.role.to_string());
+    Some(json!({"x": core.x, "y": core.y, "role": role}))
 }
 
 /// `--json`'s destination: stdout for `-`.
