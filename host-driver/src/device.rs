@@ -395,7 +395,7 @@ impl Device {
     }
 
     pub fn alloc_dram(&mut self, size: u32, page_size: u32) -> Result<Buffer> {
-        self.allocator.dram(size, page_size, self.chip.dram_banks())
+        self.allocator.dram(size, page_size, self.chip.dram_banks(), self.chip.dram_bank_bytes())
     }
 
     /// Frees `buf`, the latest buffer still allocated in its memory (a

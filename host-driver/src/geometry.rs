@@ -360,6 +360,14 @@ impl Topology {
         self.banks.len() as u32
     }
 
+    /// Bytes each DRAM bank holds (the layout's banks, from the ABI's
+    /// descriptors: 1 GiB on a Wormhole, whose channels hold two banks each,
+    /// the second at 1 GiB; 4 GiB less 16 MiB on a Blackhole). Past it a
+    /// bank's offset reaches the next bank of its channel, or nothing.
+    pub fn dram_bank_bytes(&self) -> u64 {
+        self.layout.dram_banks().iter().map(|b| b.size).min().unwrap_or(0)
+    }
+
     /// NOC0 address of byte `offset` of DRAM bank `bank` (the bank's view
     /// offset in its channel included).
     pub fn dram_addr(&self, bank: u32, offset: u64) -> NocAddr {

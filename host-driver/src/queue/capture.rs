@@ -77,7 +77,8 @@ impl CommandQueue<'_> {
             page_size /= 2;
         }
         let size = bytes.len().next_multiple_of(page_size) as u32;
-        let buffer = self.allocator.dram(size, page_size as u32, self.chip.dram_banks())?;
+        let buffer =
+            self.allocator.dram(size, page_size as u32, self.chip.dram_banks(), self.chip.dram_bank_bytes())?;
         // The first bytes also travel inline with each replay's EXEC_BUF
         // (`ExecBufCmd::head`): the prefetcher starts on them while it reads
         // the rest from DRAM. Whole PCIe lines, as much as a chunk can carry.
