@@ -287,8 +287,12 @@ fn live_daemon_pid(paths: &DevicePaths) -> Option<i32> {
         Ok(()) | Err(nix::errno::Errno::EPERM) => {}
         Err(_) => return None,
     }
+    // A zombie answers `kill(pid, 0)` but serves nothing: it has exited.
+    if process_state::of(pid as u32) == ProcessState::Exited {
+        return None;
+    }
     match std::fs::read(format!("/proc/{pid}/cmdline")) {
-        // An exiting daemon (a zombie) has none: still taken for one.
+        // A daemon exiting right now has none: still taken for one.
         Ok(cmdline) if cmdline.is_empty() => Some(pid),
         Ok(cmdline) => {
             let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
@@ -381,10 +385,14 @@ fn connect_within(paths: &DevicePaths, backlog_wait: Duration) -> Result<UnixStr
             }
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                 let Some(pid) = live_daemon_pid(paths) else {
+                    // A pid file naming a zombie: say the daemon exited.
+                    let exited = daemon_pid(paths)
+                        .filter(|&p| process_state::of(p) == ProcessState::Exited)
+                        .map_or(String::new(), |p| format!(" (its daemon, pid {p}, has exited: {ZOMBIE})"));
                     return Err(no_daemon(
                         paths,
                         format!(
-                            "{} refuses connections and no live daemon pid is in {}",
+                            "{} refuses connections and no live daemon pid is in {}{exited}",
                             sock.display(),
                             paths.pid().display()
                         ),
@@ -392,7 +400,7 @@ fn connect_within(paths: &DevicePaths, backlog_wait: Duration) -> Result<UnixStr
                 };
                 if start.elapsed() >= CONNECT_RETRY {
                     return Err(DriverError::Backend(format!(
-                        "simulator daemon at {} (pid {pid}, alive): {} refused connections for {:.1} s",
+                        "simulator daemon at {} (pid {pid}, running): {} refused connections for {:.1} s",
                         paths.dir.display(),
                         sock.display(),
                         CONNECT_RETRY.as_secs_f64()
@@ -435,6 +443,9 @@ fn daemon_pid(paths: &DevicePaths) -> Option<u32> {
     std::fs::read_to_string(paths.pid()).ok().and_then(|p| p.trim().parse::<u32>().ok())
 }
 
+/// What an exited daemon whose pid still shows is.
+const ZOMBIE: &str = "a zombie its parent has not reaped, dead";
+
 /// What the daemon's process is doing, for a timeout's message (helper-33:
 /// a SIGSTOPped daemon read as a plain timeout). `served_by`: the pid of
 /// the daemon this connection talks to, if known.
@@ -444,6 +455,7 @@ fn daemon_state(paths: &DevicePaths, served_by: Option<u32>) -> String {
         let gone = match process_state::of(ours) {
             ProcessState::Gone => "is gone",
             ProcessState::Stopped => "is stopped, its files taken over",
+            ProcessState::Exited => "has exited",
             ProcessState::Running => "no longer serves the directory",
         };
         return match now {
@@ -458,6 +470,7 @@ fn daemon_state(paths: &DevicePaths, served_by: Option<u32>) -> String {
     match process_state::of(pid) {
         ProcessState::Stopped => format!(" (the daemon, pid {pid}, is stopped: SIGSTOP or a debugger?)"),
         ProcessState::Running => format!(" (the daemon, pid {pid}, is running but did not answer)"),
+        ProcessState::Exited => format!(" (the daemon, pid {pid}, has exited: {ZOMBIE})"),
         ProcessState::Gone => format!(" (no process {pid}: the daemon is gone)"),
     }
 }
@@ -1161,6 +1174,34 @@ mod tests {
         assert!(err.contains("kept its backlog of connections full for 0.2 s"), "{err}");
         assert!(err.contains("is running but did not answer"), "{err}");
         drop(listener);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A pid file naming a zombie (a daemon that exited, unreaped) is a
+    /// dead daemon, not a live one to retry for (helper-86's audit: it was
+    /// taken for alive and reported "running").
+    #[test]
+    fn a_zombie_daemon_is_reported_exited_not_alive() {
+        let dir = std::env::temp_dir().join(format!("cqlab-zombie-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let paths = DevicePaths::new(&dir);
+        // A socket nobody listens on any more: connections are refused.
+        drop(std::os::unix::net::UnixListener::bind(paths.socket()).unwrap());
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let start = Instant::now();
+        while process_state::of(pid) == ProcessState::Running && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(process_state::of(pid), ProcessState::Exited, "the child is a zombie");
+        std::fs::write(paths.pid(), pid.to_string()).unwrap();
+        assert_eq!(live_daemon_pid(&paths), None);
+        let err = connect_within(&paths, Duration::ZERO).err().unwrap().to_string();
+        assert!(err.contains(&format!("its daemon, pid {pid}, has exited: a zombie")), "{err}");
+        assert!(!err.contains("alive") && !err.contains("running"), "{err}");
+        assert!(daemon_state(&paths, None).contains("has exited"), "{}", daemon_state(&paths, None));
+        child.wait().unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

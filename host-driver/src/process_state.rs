@@ -8,6 +8,10 @@ pub enum ProcessState {
     Running,
     /// Stopped (SIGSTOP, job control) or traced (a debugger).
     Stopped,
+    /// It has exited, and its parent has not reaped it yet (a zombie): dead,
+    /// though its pid still answers `kill(pid, 0)` (helper-86's audit: a
+    /// zombie daemon was reported running and alive).
+    Exited,
     /// No such process.
     Gone,
 }
@@ -18,6 +22,9 @@ pub fn of(pid: u32) -> ProcessState {
     // The state follows the command name's closing parenthesis.
     match stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next()) {
         Some('T' | 't') => ProcessState::Stopped,
+        Some('Z') => ProcessState::Exited,
+        // Dead: being torn down.
+        Some('X' | 'x') => ProcessState::Gone,
         Some(_) => ProcessState::Running,
         None => ProcessState::Gone,
     }
@@ -41,6 +48,20 @@ mod tests {
         assert_eq!(of(pid), ProcessState::Stopped);
         let _ = child.kill();
         let _ = child.wait();
+        assert_eq!(of(pid), ProcessState::Gone);
+    }
+
+    #[test]
+    fn a_child_that_exited_unreaped_is_exited_not_running() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Its exit is asynchronous; unreaped, it stays a zombie.
+        let start = std::time::Instant::now();
+        while of(pid) == ProcessState::Running && start.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(of(pid), ProcessState::Exited);
+        child.wait().unwrap();
         assert_eq!(of(pid), ProcessState::Gone);
     }
 }

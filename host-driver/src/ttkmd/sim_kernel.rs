@@ -709,6 +709,9 @@ impl Kernel for SimKernel {
                 "the simulator (pid {pid}) is stopped (SIGSTOP or a debugger?); `kill -CONT {pid}` resumes it"
             ))),
             ProcessState::Gone => Some(ClockStop::Ended(format!("the simulator (pid {pid}) is gone"))),
+            ProcessState::Exited => {
+                Some(ClockStop::Ended(format!("the simulator (pid {pid}) has exited (a zombie, not yet reaped)")))
+            }
             ProcessState::Running => None,
         }
     }
