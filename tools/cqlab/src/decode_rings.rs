@@ -418,6 +418,18 @@ pub fn read_live(device: &str, kind: Kind, cq: u8, core: Option<Coord>) -> Resul
                     dev.num_cqs()
                 )
             })?;
+            // A core that never booted has no ring: its zeroed L1 is no
+            // malformed dump (helper-86's audit: "malformed trace dump ...
+            // capacity 0 and record size 0" on a daemon never booted).
+            let alive = cqlab_abi::noc::NocAddr::unicast(core, cqlab_abi::mailbox::ALIVE as u64);
+            let magic = dev.backend().read_u32(alive).with_context(|| format!("reading the alive record of {core}"))?;
+            if magic != cqlab_abi::mailbox::ALIVE_MAGIC {
+                anyhow::bail!(
+                    "core {core} ({}) has not booted on {device}: no alive record, so no trace ring to read (run \
+                     a workload on the device first, e.g. `cqlab run dispatch_latency --device {device}`)",
+                    cqlab_workloads::analysis::Analysis::role(&chip, core)
+                );
+            }
             let mut buf = vec![0u8; TRACE_RING.size as usize];
             dev.backend()
                 .read(cqlab_abi::noc::NocAddr::unicast(core, TRACE_RING.base as u64), &mut buf)

@@ -106,6 +106,17 @@ fn completion_and_trace_ring_dumps_decode() {
 fn live_daemon_dumps_decode() {
     let d = Daemon::start("decode-live", &[], Stdio::null());
     let spec = d.spec();
+    // Before any client booted it, a core's ring is no malformed dump: the
+    // core has not booted (helper-86's audit: "malformed trace dump ...
+    // capacity 0 and record size 0", exit 2).
+    let worker = cqlab_driver::Topology::for_board(Board::WormholeN150, None, 2).unwrap().worker(0, 0).unwrap();
+    let out = cqlab(&["decode", "--device", &spec, "--kind", "trace", "--core", &format!("{},{}", worker.x, worker.y)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("core {worker} (worker (0,0)) has not booted")) && !err.contains("malformed"),
+        "{err}"
+    );
     let out = cqlab(&["run", "dispatch_latency", "--device", &spec, "--cqs", "2", "--iters", "2", "--warmup", "0"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let out = cqlab(&["decode", "--device", &spec, "--kind", "completion", "--cq", "1", "--json"]);
