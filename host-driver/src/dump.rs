@@ -250,7 +250,15 @@ pub struct QueuePointers {
     pub fetch_consumed: u32,
     pub completion_rd: u32,
     pub completion_wr: u32,
-    pub workers_outstanding: u32,
+    /// Worker completions launched on this queue that no WAIT in its stream
+    /// covers yet: the host's count of what its next WAIT will wait for,
+    /// not of kernels running (helper-86's audit: "workers outstanding 0"
+    /// read as no worker busy while every worker ran). `None` for an
+    /// observer of another process's device, which cannot know it.
+    pub launches_unwaited: Option<u32>,
+    /// Workers at `RUN` on the whole chip, as an observer reads their
+    /// waypoints (`None` in the host's own dump, whose cores show them).
+    pub workers_running: Option<u32>,
     pub last_event_done: u32,
 }
 
@@ -517,6 +525,22 @@ impl HangDump {
         }
     }
 
+    /// Ends the chain at `core`, a worker running its kernel, where it ends
+    /// at another running worker: the kernel a kernel timeout names and the
+    /// chain's root are one (helper-86's audit: "kernel on (18,22) still
+    /// running" above a chain ending at (18,18)).
+    pub fn end_at_running(&mut self, core: Coord) {
+        let running = |c: Coord| self.core(c).is_some_and(CoreState::running);
+        let other = match self.chain.last() {
+            Some(&Link::Core { core: last, on_event_of: None }) => last != core && running(last) && running(core),
+            _ => false,
+        };
+        if other {
+            self.chain.pop();
+            self.chain.push(Link::Core { core, on_event_of: None });
+        }
+    }
+
     /// A link as a person reads it: a halted core shows its error record or
     /// halt reason, a running kernel its cycles, a waiting core its waypoint.
     pub fn link_text(&self, link: &Link) -> String {
@@ -591,12 +615,18 @@ impl fmt::Display for HangDump {
             writeln!(f, "  {}{link}", if i == 0 { "" } else { "-> " })?;
         }
         for q in &self.queues {
-            writeln!(
+            write!(
                 f,
-                "CQ{}: issue wr {:#x} rd {:#x}; fetch issued {} consumed {}; completion rd {:#x} wr {:#x}; workers outstanding {}; last event {}",
+                "CQ{}: issue wr {:#x} rd {:#x}; fetch issued {} consumed {}; completion rd {:#x} wr {:#x}",
                 q.cq, q.issue_wr, q.issue_rd, q.fetch_issued, q.fetch_consumed, q.completion_rd, q.completion_wr,
-                q.workers_outstanding, q.last_event_done
             )?;
+            if let Some(n) = q.launches_unwaited {
+                write!(f, "; worker completions not yet waited for {n}")?;
+            }
+            if let Some(n) = q.workers_running {
+                write!(f, "; workers running (chip) {n}")?;
+            }
+            writeln!(f, "; last event {}", q.last_event_done)?;
         }
         for h in &self.host {
             writeln!(f, "{h}")?;

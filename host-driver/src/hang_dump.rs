@@ -257,10 +257,12 @@ fn chain(
             },
             w if w == waypoint::WCW => {
                 let workers = || cores.iter().filter(|w| matches!(w.role, Role::Worker { .. }));
-                // The root among the workers: one that halted, else one
-                // still running its kernel.
+                // The root among the workers: one that halted, else the
+                // kernel running longest (the one a kernel timeout names:
+                // `wait::running_kernel` takes the earliest started; a
+                // kernel whose start record is gone counts as latest).
                 let halted = workers().find(|w| w.halted());
-                let running = workers().find(|w| w.running());
+                let running = workers().filter(|w| w.running()).min_by_key(|w| w.kernel_start.unwrap_or(u64::MAX));
                 match halted.or(running) {
                     Some(w) => chain.push(Link::Core { core: w.core, on_event_of: None }),
                     None => chain

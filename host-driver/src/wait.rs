@@ -177,7 +177,8 @@ fn kernel_timeout<Q: Waiting + ?Sized>(
     cycles: u64,
     now: u64,
 ) -> Result<DriverError> {
-    let dump = dump(backend, cfg, chip, queues, what())?;
+    let mut dump = dump(backend, cfg, chip, queues, what())?;
+    dump.end_at_running(core);
     let cycles = cycles + dump.device_cycle.saturating_sub(now);
     Ok(DriverError::KernelTimeout { core, cycles, limit: cfg.kernel_timeout_cycles, wait: what(), dump })
 }

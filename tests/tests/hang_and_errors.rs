@@ -45,7 +45,7 @@ on_both_chips! {
         assert!(!dump.deadlock);
         let text = err.to_string();
         eprintln!("{text}");
-        assert!(text.contains(&format!("kernel on {worker} still running after")), "{text}");
+        assert!(text.contains(&format!("kernel on worker (1,1) {worker} still running after")), "{text}");
         let json = serde_json::to_value(dump.as_ref()).unwrap();
         assert!(json["chain"].is_array(), "{json}");
         // The dump's JSON names each core `{"x": .., "y": ..}`, as every JSON
@@ -56,6 +56,36 @@ on_both_chips! {
         let root = cores.iter().find(|c| at(c).ok() == Some(worker)).unwrap_or_else(|| panic!("seed 11: {json}"));
         assert_eq!(root["core"], serde_json::json!({"x": worker.x, "y": worker.y}), "seed 11");
         assert_eq!((root["role"].as_str(), root["waypoint"].as_str()), (Some("worker (1,1)"), Some("RUN")), "seed 11");
+    }
+
+    /// With several kernels past their limit, the error's headline and the
+    /// chain's root name the same one, the earliest started (helper-86's
+    /// audit: "kernel on (18,22) still running" above a chain ending at
+    /// (18,18), the first running worker in the chip's order). And the
+    /// queue line says what its count is: launches a WAIT has yet to cover
+    /// (0 here, the finish's WAIT covers both), not kernels running.
+    fn a_kernel_timeout_and_its_chain_name_the_same_kernel(chip) {
+        let mut dev = booted(chip, 19, |c| {
+            c.worker_kernel = "spin".into();
+            c.stall_timeout_cycles = 3_000_000;
+            c.kernel_timeout_cycles = 6_000_000;
+        });
+        let (first, later) = (dev.chip().worker(1, 1).unwrap(), dev.chip().worker(0, 0).unwrap());
+        let mut cq = dev.cq(0).unwrap();
+        // (1,1) starts first; (0,0) comes first in the chip's order.
+        cq.launch(CoreRange::single(1, 1), &[u32::MAX]).unwrap();
+        cq.launch(CoreRange::single(0, 0), &[u32::MAX]).unwrap();
+        let err = cq.finish().unwrap_err();
+        let DriverError::KernelTimeout { core, dump, .. } = &err else {
+            panic!("{} seed 19: expected a kernel timeout, got {err}", chip.name())
+        };
+        let chain = dump.chain_text().join(" -> ");
+        assert!(dump.core(later).is_some_and(|c| c.running()), "seed 19: both kernels run: {chain}");
+        assert_eq!((*core, dump.root().map(|c| c.core)), (first, Some(first)), "seed 19: {chain}");
+        let text = err.to_string();
+        assert!(text.starts_with(&format!("kernel on worker (1,1) {first} still running after")), "seed 19: {text}");
+        assert!(!text.contains("workers outstanding"), "seed 19: {text}");
+        assert!(text.contains("; worker completions not yet waited for 0; last event"), "seed 19: {text}");
     }
 
     fn a_kernel_longer_than_the_stall_timeout_is_not_a_hang(chip) {

@@ -32,7 +32,8 @@ impl Queues {
             fetch_consumed: fetched,
             completion_rd: cq.completion_rd.0,
             completion_wr,
-            workers_outstanding: cq.workers_outstanding,
+            launches_unwaited: Some(cq.workers_outstanding),
+            workers_running: None,
             last_event_done: cq.last_event_done,
         })
     }
@@ -79,7 +80,8 @@ impl Queues {
             fetch_consumed: fetched,
             completion_rd,
             completion_wr,
-            workers_outstanding: running,
+            launches_unwaited: None,
+            workers_running: Some(running),
             last_event_done,
         })
     }

@@ -120,7 +120,7 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
     for q in &dump.queues {
         outln!(
             "CQ{}: issue rd {:#x}, {} fetch entries pending ({} consumed); completion wr {:#x} rd {:#x}; last event \
-             {}; {} kernels running",
+             {}; {} kernels running on the chip",
             q.cq,
             q.issue_rd,
             q.fetch_issued.wrapping_sub(q.fetch_consumed),
@@ -128,7 +128,7 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
             q.completion_wr,
             q.completion_rd,
             q.last_event_done,
-            q.workers_outstanding
+            q.workers_running.unwrap_or_default()
         );
     }
     outln!("{:<16} {:<8} {:<5} {:<10} {:<9} last trace record", "core", "at", "wp", "pc", "firmware");
