@@ -87,20 +87,28 @@ pub use crate::geometry::Role;
 pub struct SubCore {
     pub processor: Processor,
     pub waypoint: Waypoint,
+    /// Its alive record is in its mailbox: it booted.
+    pub alive: bool,
     pub pc: Option<u32>,
     pub halt: Option<String>,
 }
 
 impl SubCore {
-    /// Waiting for BRISC to start it (or never released): not shown.
+    /// Booted and waiting for BRISC to start it: not shown. One that never
+    /// announced itself is shown whatever its waypoint (boot zeroes the
+    /// mailboxes, so a core hung at its entry reads waypoint 0 too: it hid
+    /// behind a BRISC waiting at SUBA, helper-86's audit).
     fn idle(&self) -> bool {
-        self.halt.is_none() && (self.waypoint == waypoint::GOW || self.waypoint == Waypoint(0))
+        self.alive && self.halt.is_none() && (self.waypoint == waypoint::GOW || self.waypoint == Waypoint(0))
     }
 }
 
 impl fmt::Display for SubCore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.processor.name(), self.waypoint)?;
+        if !self.alive {
+            write!(f, " (not booted: no alive record)")?;
+        }
         if let Some(pc) = self.pc {
             write!(f, " pc={pc:#010x}")?;
         }
@@ -486,6 +494,8 @@ pub enum Link {
     HostLoop(Option<HostSide>),
     /// A dispatcher waits for worker completions while no worker runs.
     ShortCount { semaphore: u32, value: u32 },
+    /// A subordinate core of worker tile `core` (its BRISC waits for it).
+    Subordinate { core: Coord, processor: Processor },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -550,6 +560,13 @@ impl HangDump {
             Link::HostLoop(None) => "host (waits on the device while the device waits on the host)".into(),
             Link::ShortCount { semaphore, value } => {
                 format!("no worker running: completion count short (semaphore {semaphore} = {value})")
+            }
+            Link::Subordinate { core, processor } => {
+                let sub = self.core(*core).and_then(|c| c.subordinates.iter().find(|s| s.processor == *processor));
+                match sub {
+                    Some(s) => format!("{s} on {}", self.who(*core)),
+                    None => format!("{} on {}", processor.name(), self.who(*core)),
+                }
             }
             Link::Core { core, on_event_of } => {
                 let Some(s) = self.core(*core) else { return core.to_string() };

@@ -15,7 +15,8 @@ use cqlab_abi::completion;
 use cqlab_abi::dispatch::DispatchCmdId;
 use cqlab_abi::fetch_queue::{self, FetchEntry};
 use cqlab_abi::mailbox::{
-    self, CqConfig, DeviceError, ErrorRecord, CQ_CONFIG, ERROR, ERROR_MAGIC, LAST_EVENT, SUB_WAYPOINT, WAYPOINT,
+    self, CqConfig, DeviceError, ErrorRecord, ALIVE_MAGIC, CQ_CONFIG, ERROR, ERROR_MAGIC, LAST_EVENT, SUB_WAYPOINT,
+    WAYPOINT,
 };
 use cqlab_abi::memory_map::MAX_CHUNK;
 use cqlab_abi::noc::{Coord, NocAddr};
@@ -118,10 +119,12 @@ fn core_state(backend: &mut dyn Backend, chip: &Topology, c: Coord) -> Result<Co
     if matches!(role, Role::Worker { .. }) {
         for &p in &Processor::ALL[1..] {
             let waypoint = Waypoint(backend.read_u32(at(mailbox::subordinate(p.index()) + SUB_WAYPOINT))?);
+            let alive = backend.read_u32(at(mailbox::subordinate(p.index())))? == ALIVE_MAGIC;
             let d = debug(backend, p)?;
             subordinates.push(SubCore {
                 processor: p,
                 waypoint,
+                alive,
                 pc: d.as_ref().map(|d| d.pc),
                 halt: d.and_then(|d| d.halt),
             });
@@ -213,6 +216,20 @@ fn chain(
 ) -> (Vec<Link>, bool) {
     let find = |c: Coord| cores.iter().find(|s| s.core == c);
     let mut chain = vec![Link::Host(waited_for.clone())];
+    if let Wait::Alive { core, .. } = *waited_for {
+        // A boot: the core whose alive record is awaited, and on a worker
+        // tile whose BRISC waits for its subordinates (SUBA), the first
+        // that has not announced itself: the one everything waits on.
+        if let Some(s) = find(core) {
+            chain.push(Link::Core { core, on_event_of: None });
+            if s.waypoint == waypoint::SUBA && !s.halted() {
+                if let Some(sub) = s.subordinates.iter().find(|sub| !sub.alive) {
+                    chain.push(Link::Subordinate { core, processor: sub.processor });
+                }
+            }
+        }
+        return (chain, false);
+    }
     let Some(q) = waited_for.cq().filter(|&q| q < chip.num_cqs()) else { return (chain, false) };
     // A prefetcher waiting for the host has run all it was given: what the
     // host waits for is downstream of it, unless the dispatcher has run

@@ -374,6 +374,43 @@ on_both_chips! {
         let _ = std::fs::remove_dir_all(&root);
     }
 
+    /// A subordinate core that hangs at boot (TRISC1 spinning after its
+    /// image id, before it announces itself) ends the boot's chain, with its
+    /// PC, where the dump hid it: boot zeroes the mailboxes, and a
+    /// subordinate at waypoint 0 was taken for idle (helper-86's audit:
+    /// every worker at SUBA and no subordinate line).
+    fn a_subordinate_hung_at_boot_ends_the_chain(chip) {
+        use cqlab_abi::arch::tensix::Processor;
+        use cqlab_abi::boot::{IMAGE_ID_OFFSET, IMAGE_ID_WORDS};
+        use cqlab_abi::firmware::FirmwareId;
+        let name = FirmwareId::worker(Processor::Trisc1).name();
+        // `jal x0, 0`: a jump to itself.
+        let spin = 0x0000_006f;
+        let root = firmware_with_word(chip, "sub-hang", name, IMAGE_ID_OFFSET + 4 * IMAGE_ID_WORDS as u32, spin);
+        let mut cfg = cqlab_tests::config(chip);
+        cfg.firmware_dir = root.clone();
+        cfg.stall_timeout_cycles = 2_000_000;
+        let mut dev = cqlab_driver::Device::embedded(chip.sim(3), cfg).unwrap();
+        let err = dev.boot().unwrap_err();
+        let DriverError::Timeout { wait: Wait::Alive { core, .. }, dump, .. } = &err else {
+            panic!("{} seed 3: expected a boot timeout, got {err}", chip.name())
+        };
+        let chain = dump.chain_text().join(" -> ");
+        assert_eq!(
+            dump.chain.last(),
+            Some(&Link::Subordinate { core: *core, processor: Processor::Trisc1 }),
+            "{} seed 3: {chain}",
+            chip.name()
+        );
+        let last = dump.chain_text().pop().unwrap();
+        assert!(last.starts_with("trisc1 ") && last.contains("(not booted: no alive record) pc=0x"), "{last}");
+        assert!(chain.contains(&format!("{core} SUBA")), "{} seed 3: {chain}", chip.name());
+        // The text dump lists it under its tile.
+        let text = err.to_string();
+        assert!(text.contains("\n    trisc1 ") && text.contains("(not booted: no alive record)"), "{text}");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
     /// A kernel that crashes (an illegal instruction at its entry) is a
     /// device error naming the core at the next progress check, not a hang
     /// after the stall timeout (helper-25: exit 3 after 200 M cycles).
@@ -416,6 +453,17 @@ fn firmware_with_illegal_instruction(
     name: &str,
     offset: u32,
 ) -> std::path::PathBuf {
+    firmware_with_word(chip, why, name, offset, 0)
+}
+
+/// [`firmware_with_illegal_instruction`] with instruction `word` instead.
+fn firmware_with_word(
+    chip: &cqlab_tests::TestChip,
+    why: &str,
+    name: &str,
+    offset: u32,
+    word: u32,
+) -> std::path::PathBuf {
     let root = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("crash-fw-{why}-{}", chip.name()));
     let dir = cqlab_tests::copy_firmware(chip, &root);
     let mut bytes = std::fs::read(dir.join(name)).unwrap();
@@ -424,7 +472,7 @@ fn firmware_with_illegal_instruction(
         let seg = elf.segments().find(|s| s.addr == elf.entry()).expect("the entry's segment");
         seg.data.as_ptr() as usize - bytes.as_ptr() as usize + offset as usize
     };
-    bytes[at..at + 4].copy_from_slice(&0u32.to_le_bytes());
+    bytes[at..at + 4].copy_from_slice(&word.to_le_bytes());
     std::fs::write(dir.join(name), &bytes).unwrap();
     root
 }

@@ -159,6 +159,8 @@ fn link_key(dump: &HangDump, link: &Link) -> String {
         Link::ShortCount { semaphore, .. } => {
             format!("no worker running: completion count short (semaphore {semaphore})")
         }
+        // Which worker tile differs between seeds; which core of it does not.
+        Link::Subordinate { processor, .. } => format!("a worker's {} that has not booted", processor.name()),
         Link::Core { core, on_event_of } => match dump.core(*core) {
             Some(c) => core_key(c, *on_event_of),
             None => core.to_string(),
