@@ -12,9 +12,18 @@ use cqlab_abi::soc::{Board, Harvesting};
 use cqlab_abi::sysmem::{CqSysmemLayout, DEFAULT_COMPLETION_QUEUE_SIZE, DEFAULT_ISSUE_QUEUE_SIZE};
 use std::path::{Path, PathBuf};
 
-/// Default [`DeviceConfig::kernel_timeout_cycles`]: 100 s of device time at
-/// 1 GHz, generous for any kernel the simulator runs in a test or a demo.
+/// Default [`DeviceConfig::kernel_timeout_cycles`] on silicon (a card,
+/// `/dev/tenstorrent/N`): 100 s of device time at 1 GHz, and of host time.
 pub const DEFAULT_KERNEL_TIMEOUT_CYCLES: u64 = 100_000_000_000;
+
+/// Default [`DeviceConfig::kernel_timeout_cycles`] on a simulator (every
+/// other backend): 1 s of device time at 1 GHz. A simulator runs a chip of
+/// spinning kernels at about 2 M cycles a second of host time, so the
+/// silicon default made a hung kernel wait some 14 hours (helper-86's
+/// audit: `demo` on an `addi; j` kernel, about 8 hours); this one about 8
+/// minutes, still 50 times the longest kernel a test, demo or workload
+/// here runs by default (the tests' spins go to 20 M cycles).
+pub const DEFAULT_SIM_KERNEL_TIMEOUT_CYCLES: u64 = 1_000_000_000;
 
 /// Default [`DeviceConfig::stage_min_bytes`]: blobs smaller than this are
 /// copied inline. Gathering one costs the prefetcher more than copying saves
@@ -44,8 +53,14 @@ pub struct DeviceConfig {
     pub stall_timeout_cycles: u64,
     /// A wait behind a kernel that is still running is not a hang: it gives
     /// up only when that kernel has run this many device cycles ("kernel on
-    /// (x,y) still running after N cycles"); 0 waits for it forever.
-    pub kernel_timeout_cycles: u64,
+    /// (x,y) still running after N cycles"); 0 waits for it forever. `None`
+    /// takes the backend's default, set when the device opens:
+    /// [`DEFAULT_KERNEL_TIMEOUT_CYCLES`] on silicon,
+    /// [`DEFAULT_SIM_KERNEL_TIMEOUT_CYCLES`] on a simulator.
+    pub kernel_timeout_cycles: Option<u64>,
+    /// Where waits report how far they have got, at each progress check
+    /// (`None`: nowhere). The CLI prints a line on stderr now and then.
+    pub wait_progress: Option<crate::wait_progress::WaitProgressSink>,
     /// Where the firmware ELFs are: one directory per chip under it
     /// (`<firmware_dir>/<arch short name>/`, as `cargo xtask firmware`
     /// builds them: [`DeviceConfig::chip_firmware_dir`]).
@@ -208,7 +223,8 @@ impl Default for DeviceConfig {
             ring_page_size: DEFAULT_RING_PAGE_SIZE,
             ring_pages: DEFAULT_RING_PAGES,
             stall_timeout_cycles: 200_000_000,
-            kernel_timeout_cycles: DEFAULT_KERNEL_TIMEOUT_CYCLES,
+            kernel_timeout_cycles: None,
+            wait_progress: None,
             firmware_dir: default_firmware_dir(),
             worker_kernel: "noop".into(),
             firmware_variant: None,
@@ -224,6 +240,12 @@ impl Default for DeviceConfig {
 }
 
 impl DeviceConfig {
+    /// The kernel timeout in force: [`DeviceConfig::kernel_timeout_cycles`]
+    /// as the device set it when it opened (the silicon default before).
+    pub fn kernel_timeout(&self) -> u64 {
+        self.kernel_timeout_cycles.unwrap_or(DEFAULT_KERNEL_TIMEOUT_CYCLES)
+    }
+
     /// The board a simulator made for this configuration simulates.
     pub fn sim_board(&self) -> Board {
         self.board.unwrap_or(Board::WormholeN150)

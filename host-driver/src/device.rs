@@ -63,6 +63,13 @@ impl Device {
         }
         let chip = Arc::new(Topology::new(ChipLayout::new(board, harvesting.clone())?, cfg.num_cqs)?);
         (cfg.board, cfg.harvesting) = (Some(board), Some(harvesting));
+        // A kernel timeout of device time suited to what the device is: a
+        // simulator's cycles cost far more host time than a card's.
+        cfg.kernel_timeout_cycles.get_or_insert(if backend.silicon() {
+            crate::config::DEFAULT_KERNEL_TIMEOUT_CYCLES
+        } else {
+            crate::config::DEFAULT_SIM_KERNEL_TIMEOUT_CYCLES
+        });
         let queues = Queues::new(&cfg, chip.clone());
         Ok(Self { backend, cfg, chip, queues, allocator: Allocator::default(), default_kernel: None })
     }

@@ -39,6 +39,7 @@ pub mod ttkmd;
 #[cfg(feature = "ttsim")]
 pub mod ttsim;
 pub mod wait;
+pub mod wait_progress;
 
 pub use buffer::{Buffer, Placement};
 pub use config::{DeviceConfig, HostBug, HostPct, HostSchedule};

@@ -8,6 +8,7 @@ use crate::config::DeviceConfig;
 use crate::dump::{HangDump, HostPublished, QueuePointers, Wait};
 use crate::error::{DeviceFault, DriverError, Result};
 use crate::geometry::{CoreId, Topology};
+use crate::wait_progress::{WaitLimit, WaitProgress};
 use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::mailbox::{self, ErrorRecord, ERROR, ERROR_MAGIC, SUB_WAYPOINT, WAYPOINT};
 use cqlab_abi::memory_map::TRACE_RING;
@@ -98,7 +99,11 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
         };
         now.saturating_sub(if started >= now { first } else { started })
     };
-    let kernel_limit = cfg.kernel_timeout_cycles;
+    let kernel_limit = cfg.kernel_timeout();
+    let began = last_change;
+    // The kernel the last check found running, and how long it had run:
+    // what a progress report names.
+    let mut kernel_seen: Option<(Coord, u64)> = None;
     loop {
         if ready(backend, queues)? {
             return Ok(());
@@ -106,6 +111,15 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
         let now = backend.poll()?;
         queues.polled();
         if now >= next_check {
+            if let Some(sink) = &cfg.wait_progress {
+                // How far the wait got by the last check, before this one's
+                // reads (which take device time on a simulator).
+                let limit = match kernel_seen {
+                    Some((core, ran)) => WaitLimit::Kernel { core, ran, limit: kernel_limit },
+                    None => WaitLimit::Stall { stalled: now - last_change, limit: cfg.stall_timeout_cycles },
+                };
+                sink.report(&WaitProgress { wait: what(), device_cycle: now, waited_cycles: now - began, limit });
+            }
             next_check = now + PROGRESS_CHECK_CYCLES;
             queues.checked();
             check_halted(backend, cfg, chip, queues, &what)?;
@@ -116,6 +130,7 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
                 advance = Advance { at: now, position, queue_cores: activity.queue_cores.clone() };
             }
             if last_progress.as_ref() != Some(&activity) {
+                kernel_seen = None;
                 last_change = now;
                 // Only the CQ cores recorded since `advance.at`. A kernel
                 // behind them still meets its own limit (helper-32: one
@@ -146,11 +161,13 @@ pub(crate) fn until<Q: Waiting + ?Sized>(
             }
             // No core recorded anything since `last_change`. A kernel
             // still running is not a hang: it has its own limit.
+            kernel_seen = None;
             if let Some(running) = running_kernel(backend, chip)? {
                 let cycles = ran(running, now);
                 if kernel_limit != 0 && cycles >= kernel_limit {
                     return Err(kernel_timeout(backend, cfg, chip, queues, &what, running.0, cycles, now)?);
                 }
+                kernel_seen = Some((running.0, cycles));
                 last_change = now;
                 advance =
                     Advance { at: now, position: queues.advanced_to(backend)?, queue_cores: activity.queue_cores };
@@ -180,7 +197,7 @@ fn kernel_timeout<Q: Waiting + ?Sized>(
     let mut dump = dump(backend, cfg, chip, queues, what())?;
     dump.end_at_running(core);
     let cycles = cycles + dump.device_cycle.saturating_sub(now);
-    Ok(DriverError::KernelTimeout { core, cycles, limit: cfg.kernel_timeout_cycles, wait: what(), dump })
+    Ok(DriverError::KernelTimeout { core, cycles, limit: cfg.kernel_timeout(), wait: what(), dump })
 }
 
 /// A core the wait depends on that has stopped for good.

@@ -18,7 +18,7 @@ on_both_chips! {
         let mut dev = booted(chip, 11, |c| {
             c.worker_kernel = "spin".into();
             c.stall_timeout_cycles = 3_000_000;
-            c.kernel_timeout_cycles = 6_000_000;
+            c.kernel_timeout_cycles = Some(6_000_000);
         });
         let mut cq = dev.cq(0).unwrap();
         cq.launch(CoreRange::single(1, 1), &[u32::MAX]).unwrap();
@@ -68,7 +68,7 @@ on_both_chips! {
         let mut dev = booted(chip, 19, |c| {
             c.worker_kernel = "spin".into();
             c.stall_timeout_cycles = 3_000_000;
-            c.kernel_timeout_cycles = 6_000_000;
+            c.kernel_timeout_cycles = Some(6_000_000);
         });
         let (first, later) = (dev.chip().worker(1, 1).unwrap(), dev.chip().worker(0, 0).unwrap());
         let mut cq = dev.cq(0).unwrap();
@@ -86,6 +86,63 @@ on_both_chips! {
         assert!(text.starts_with(&format!("kernel on worker (1,1) {first} still running after")), "seed 19: {text}");
         assert!(!text.contains("workers outstanding"), "seed 19: {text}");
         assert!(text.contains("; worker completions not yet waited for 0; last event"), "seed 19: {text}");
+    }
+
+    /// A long wait reports how far it has got at each progress check (the
+    /// CLI prints some of them on stderr): what it waits for, the device
+    /// cycle reached and the timeout it runs towards, here the running
+    /// kernel's (helper-86's audit: a hung kernel on a simulator waited
+    /// hours in silence). Reports go by device time: no host timing here.
+    fn a_long_wait_reports_its_progress_towards_its_timeout(chip) {
+        use cqlab_driver::wait::PROGRESS_CHECK_CYCLES;
+        use cqlab_driver::wait_progress::{WaitLimit, WaitProgress, WaitProgressSink};
+        let reports = std::sync::Arc::new(std::sync::Mutex::new(Vec::<WaitProgress>::new()));
+        let sink = reports.clone();
+        let mut dev = booted(chip, 11, |c| {
+            c.worker_kernel = "spin".into();
+            c.stall_timeout_cycles = 3_000_000;
+            c.kernel_timeout_cycles = Some(6_000_000);
+            c.wait_progress = Some(WaitProgressSink::new(move |p| sink.lock().unwrap().push(p.clone())));
+        });
+        let worker = dev.chip().worker(1, 1).unwrap();
+        let mut cq = dev.cq(0).unwrap();
+        cq.launch(CoreRange::single(1, 1), &[u32::MAX]).unwrap();
+        let err = cq.finish().unwrap_err();
+        assert!(matches!(err, DriverError::KernelTimeout { .. }), "seed 11: {err}");
+        let reports = reports.lock().unwrap();
+        let waits: Vec<&WaitProgress> = reports.iter().filter(|r| matches!(r.wait, Wait::Event { cq: 0, .. })).collect();
+        assert!(waits.len() >= 4, "seed 11: a report a progress check: {reports:?}");
+        assert!(waits.windows(2).all(|w| w[1].device_cycle >= w[0].device_cycle + PROGRESS_CHECK_CYCLES));
+        let ran: Vec<u64> = waits
+            .iter()
+            .filter_map(|r| match r.limit {
+                WaitLimit::Kernel { core, ran, limit: 6_000_000 } if core == worker => Some(ran),
+                _ => None,
+            })
+            .collect();
+        assert!(ran.len() >= 3 && ran.windows(2).all(|w| w[1] > w[0]), "seed 11: {reports:?}");
+        let line = waits.last().unwrap().to_string();
+        assert!(
+            line.starts_with("still waiting for CQ host completion event")
+                && line.contains(&format!("kernel on {worker} running for"))
+                && line.contains("of the 6000000-cycle kernel timeout"),
+            "seed 11: {line}"
+        );
+    }
+
+    /// The kernel timeout left unset is the backend's: a simulator's is
+    /// 1 G cycles (minutes of host time), not silicon's 100 G (hours of it,
+    /// helper-86's audit); one set is kept.
+    fn a_simulators_default_kernel_timeout_is_simulator_sized(chip) {
+        use cqlab_driver::config::DEFAULT_SIM_KERNEL_TIMEOUT_CYCLES;
+        let cfg = cqlab_tests::config(chip);
+        assert_eq!(cfg.kernel_timeout_cycles, None);
+        let dev = cqlab_driver::Device::embedded(chip.sim(3), cfg.clone()).unwrap();
+        assert_eq!(dev.config().kernel_timeout_cycles, Some(DEFAULT_SIM_KERNEL_TIMEOUT_CYCLES));
+        assert_eq!(dev.config().kernel_timeout(), 1_000_000_000);
+        let set = cqlab_driver::DeviceConfig { kernel_timeout_cycles: Some(7_000_000), ..cfg };
+        let dev = cqlab_driver::Device::embedded(chip.sim(3), set).unwrap();
+        assert_eq!(dev.config().kernel_timeout(), 7_000_000);
     }
 
     fn a_kernel_longer_than_the_stall_timeout_is_not_a_hang(chip) {
@@ -188,7 +245,7 @@ on_both_chips! {
         let mut dev = booted(chip, 18, |c| {
             c.worker_kernel = "spin".into();
             c.stall_timeout_cycles = 2_000_000;
-            c.kernel_timeout_cycles = 6_000_000;
+            c.kernel_timeout_cycles = Some(6_000_000);
         });
         dev.cq(0).unwrap().launch(CoreRange::single(1, 1), &[u32::MAX]).unwrap();
         dev.cq(1).unwrap().enqueue_raw(&delays(50, 500_000), false).unwrap();

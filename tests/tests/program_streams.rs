@@ -106,7 +106,7 @@ on_both_chips! {
         for (seed, cqs, pages) in [(14, 1, 64), (15, 2, 8)] {
             let faults = cqlab_sim::config::Faults { write_backpressure_cycles: 1000, ..Default::default() };
             let dev = booted_with_faults(chip, seed, faults, |cfg| {
-                (cfg.num_cqs, cfg.ring_pages, cfg.kernel_timeout_cycles) = (cqs, pages, 20_000_000)
+                (cfg.num_cqs, cfg.ring_pages, cfg.kernel_timeout_cycles) = (cqs, pages, Some(20_000_000))
             });
             run_stream_on(chip, dev, seed, 250);
         }

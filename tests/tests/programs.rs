@@ -492,7 +492,7 @@ on_both_chips! {
         // spin 20 cycles, so one still running after 5M cycles is spinning
         // on corrupted args.
         let faults = cqlab_sim::config::Faults { write_backpressure_cycles: 10_000, ..Default::default() };
-        let mut dev = booted_with_faults(chip, seed, faults, |cfg| cfg.kernel_timeout_cycles = 5_000_000);
+        let mut dev = booted_with_faults(chip, seed, faults, |cfg| cfg.kernel_timeout_cycles = Some(5_000_000));
         let spin = kernel(&dev, "spin");
         let grid = dev.chip().grid();
         let words = words_for_block(32 << 10, grid.count(), MAX_UNIQUE_ARGS / 2);
@@ -1067,7 +1067,7 @@ on_both_chips! {
             let cfg = cqlab_driver::DeviceConfig {
                 host_bug: bug,
                 stall_timeout_cycles: 2_000_000,
-                kernel_timeout_cycles: 2_000_000,
+                kernel_timeout_cycles: Some(2_000_000),
                 ..cqlab_tests::config(chip)
             };
             let end = cqlab_abi::sysmem::CqSysmemLayout::for_cq(cfg.num_cqs, cfg.issue_size, cfg.completion_size).base;

@@ -167,6 +167,12 @@ pub trait Backend {
     fn poll(&mut self) -> Result<u64>;
     /// Device time in cycles, without letting it advance.
     fn now(&self) -> u64;
+    /// Whether this is silicon (a card), whose device time passes as fast as
+    /// host time; a simulator's cycles cost far more (the default kernel
+    /// timeout depends on it).
+    fn silicon(&self) -> bool {
+        false
+    }
     /// Simulator control, where the backend has it.
     fn introspect(&mut self) -> Option<&mut dyn Introspect> {
         None

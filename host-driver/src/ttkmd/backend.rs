@@ -416,6 +416,12 @@ impl Backend for TtKmdBackend {
         self.bar.name()
     }
 
+    /// A card: its kernel side has no clock of its own (a simulator behind
+    /// tt-kmd's interface, `ttkmd-sim:`, has one).
+    fn silicon(&self) -> bool {
+        self.bar.kmd.dev.kernel().device_clock().is_none()
+    }
+
     fn params(&self) -> &'static ArchParams {
         self.bar.params
     }

@@ -2,9 +2,7 @@
 //! which options the user set, CSV rows, and progress. Exit codes are in
 //! `crate::exit` (and `cqlab --help`).
 
-use cqlab_driver::config::{
-    DEFAULT_KERNEL_TIMEOUT_CYCLES, MAX_HOST_JITTER_CYCLES, MAX_HOST_PCT_POINTS, MAX_HOST_PCT_STEPS,
-};
+use cqlab_driver::config::{MAX_HOST_JITTER_CYCLES, MAX_HOST_PCT_POINTS, MAX_HOST_PCT_STEPS};
 use cqlab_driver::wait::PROGRESS_CHECK_CYCLES;
 use cqlab_driver::{DeviceConfig, HostPct, HostSchedule};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -25,9 +23,57 @@ pub struct Limits {
     pub stall_timeout: u64,
     /// Device cycles a kernel may run while the host waits behind it before
     /// "kernel on (x,y) still running after N cycles"; 0: no limit.
-    #[arg(long, value_name = "CYCLES", default_value_t = DEFAULT_KERNEL_TIMEOUT_CYCLES,
-          value_parser = kernel_timeout)]
-    pub kernel_timeout: u64,
+    /// Default: 100000000000 (100 s) on a card, 1000000000 (1 s of device
+    /// time, minutes of host time) on a simulator.
+    #[arg(long, value_name = "CYCLES", value_parser = kernel_timeout)]
+    pub kernel_timeout: Option<u64>,
+}
+
+/// Host time a wait runs before its first progress line, and between lines.
+pub const WAIT_LINE_EVERY: Duration = Duration::from_secs(10);
+
+/// Prints a line on stderr now and then while a wait goes on: what it
+/// waits for, the device cycle reached and the timeout it runs towards
+/// (helper-86's audit: a hung kernel on a simulator waited hours in
+/// silence). Lines are timed by host time; what they say, by device time.
+pub fn wait_lines() -> cqlab_driver::wait_progress::WaitProgressSink {
+    let pacer = std::sync::Mutex::new(WaitLinePacer::default());
+    cqlab_driver::wait_progress::WaitProgressSink::new(move |p| {
+        let mut pacer = pacer.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if pacer.due(p.device_cycle - p.waited_cycles, std::time::Instant::now()) {
+            crate::out::diagln!("note: {p}");
+        }
+    })
+}
+
+/// When a wait's next progress line is due.
+#[derive(Debug, Default)]
+pub struct WaitLinePacer {
+    /// The device cycle the wait being reported began at (each wait has
+    /// its own), when this first heard of it (host time), and its last line.
+    wait: Option<(u64, std::time::Instant)>,
+    last_line: Option<std::time::Instant>,
+}
+
+impl WaitLinePacer {
+    /// Whether a report of the wait that began at device cycle `began`,
+    /// made at host time `now`, prints a line: [`WAIT_LINE_EVERY`] after
+    /// that wait's first report, then every [`WAIT_LINE_EVERY`]. Short
+    /// waits one after another print nothing.
+    pub fn due(&mut self, began: u64, now: std::time::Instant) -> bool {
+        let first = match self.wait {
+            Some((b, first)) if b == began => first,
+            _ => {
+                (self.wait, self.last_line) = (Some((began, now)), None);
+                now
+            }
+        };
+        let due = now.duration_since(self.last_line.unwrap_or(first)) >= WAIT_LINE_EVERY;
+        if due {
+            self.last_line = Some(now);
+        }
+        due
+    }
 }
 
 fn stall_timeout(s: &str) -> Result<u64, String> {
@@ -83,7 +129,9 @@ fn kernel_timeout(s: &str) -> Result<u64, String> {
 impl Limits {
     pub fn apply(&self, cfg: &mut DeviceConfig) {
         cfg.stall_timeout_cycles = self.stall_timeout;
+        // Unset: the device's backend picks it (a card's or a simulator's).
         cfg.kernel_timeout_cycles = self.kernel_timeout;
+        cfg.wait_progress = Some(wait_lines());
     }
 }
 
@@ -285,5 +333,35 @@ fn target() -> ProgressDrawTarget {
         ProgressDrawTarget::stderr()
     } else {
         ProgressDrawTarget::hidden()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// A wait prints its first line `WAIT_LINE_EVERY` after its first
+    /// report, then one every `WAIT_LINE_EVERY`; another wait starts over,
+    /// and short waits print nothing. Host instants are made up, so the
+    /// test does not depend on how fast the host runs.
+    #[test]
+    fn a_long_wait_prints_a_line_now_and_then_and_short_ones_none() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut p = WaitLinePacer::default();
+        assert!(!p.due(100, at(0)));
+        assert!(!p.due(100, at(9)));
+        assert!(p.due(100, at(10)));
+        assert!(!p.due(100, at(15)));
+        assert!(p.due(100, at(20)));
+        // Another wait (another start cycle): from its own first report.
+        assert!(!p.due(5_000, at(21)));
+        assert!(!p.due(5_000, at(30)));
+        assert!(p.due(5_000, at(31)));
+        // Short waits back to back, each reported once: never a line.
+        for (i, s) in (40..100).step_by(5).enumerate() {
+            assert!(!p.due(10_000 + i as u64, at(s)), "wait {i}");
+        }
     }
 }

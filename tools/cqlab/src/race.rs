@@ -186,7 +186,7 @@ impl Plan {
         let mut cfg = DeviceConfig {
             firmware_variant: self.cq_firmware.clone(),
             stall_timeout_cycles: a.timeout_cycles + a.delay as u64,
-            kernel_timeout_cycles: a.timeout_cycles,
+            kernel_timeout_cycles: Some(a.timeout_cycles),
             issue_size: a.issue_size,
             completion_size: a.completion_size,
             ring_pages: a.ring_pages,
