@@ -138,7 +138,8 @@ pub struct ErrorReport {
     /// and configuration tell (a prefetcher's fetch slot, a dispatcher's
     /// ring): a report without it left the reader to work out that L1
     /// 0x15c0 is fetch slot 92 and which of two buffers was too small.
-    pub context: Option<ErrorContext>,
+    /// Boxed: every driver error carries an `ErrorReport`'s room.
+    pub context: Option<Box<ErrorContext>>,
 }
 
 impl ErrorReport {

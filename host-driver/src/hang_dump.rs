@@ -201,7 +201,7 @@ fn error_report(err: &ErrorRecord, role: Role, config: Option<&CqConfig>) -> Err
         bytes,
         rd_ptr: err.rd_ptr,
         wr_ptr: err.wr_ptr,
-        context,
+        context: context.map(Box::new),
     }
 }
 
