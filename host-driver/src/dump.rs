@@ -105,7 +105,11 @@ impl SubCore {
 
 impl fmt::Display for SubCore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.processor.name(), self.waypoint)?;
+        write!(f, "{}", self.processor.name())?;
+        // Waypoint 0: it never set one (boot zeroes the mailboxes).
+        if self.waypoint != Waypoint(0) {
+            write!(f, " {}", self.waypoint)?;
+        }
         if !self.alive {
             write!(f, " (not booted: no alive record)")?;
         }
