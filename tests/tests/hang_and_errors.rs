@@ -295,6 +295,34 @@ on_both_chips! {
         assert_eq!(record.value, past_l1, "{record}");
     }
 
+    /// A dispatcher's size error names its command and the buffer: a
+    /// WRITE_HOST record larger than the whole completion queue.
+    fn an_oversize_completion_record_names_its_command_and_the_queue(chip) {
+        use cqlab_abi::completion::record_size;
+        let mut dev = booted(chip, 14, |_| {});
+        let length = 1 << 20;
+        let mut chunk = vec![0u8; 64];
+        let mut enc = Encoder::new(&mut chunk);
+        enc.relay_inline(true, |w| w.write_host_header(5, length)).unwrap();
+        let len = enc.len();
+        chunk.truncate(len);
+        let mut cq = dev.cq(0).unwrap();
+        cq.enqueue_raw(&chunk, false).unwrap();
+        let err = cq.finish().unwrap_err();
+        let DriverError::Device { core, fault: DeviceFault::BadCommand(record), .. } = &err else {
+            panic!("{} seed 14: expected a device error record, got {err}", chip.name())
+        };
+        let dispatcher = dev.chip().dispatcher(0);
+        assert_eq!((*core, record.error()), (dispatcher, Some(DeviceError::TooLarge)), "seed 14: {err}");
+        let head = format!(
+            "device error on CQ0 dispatcher {dispatcher}: larger than the buffer it must pass through (CQ0 WRITE_HOST \
+             command; a {}-byte completion record exceeds the {}-byte completion queue)",
+            record_size(length),
+            dev.config().completion_size
+        );
+        assert!(err.to_string().starts_with(&head), "seed 14: {err}\nexpected it to start with\n{head}");
+    }
+
     fn zero_size_fetch_entries_are_rejected_on_both_sides(chip) {
         let mut dev = booted(chip, 13, |_| {});
         assert!(matches!(dev.cq(0).unwrap().enqueue_raw(&[], false), Err(DriverError::Invalid(_))));
