@@ -1,5 +1,6 @@
 //! The one place the host waits for the device: progress-aware, with a
-//! hang dump when it gives up. A wait takes the backend, the configuration,
+//! hang dump when it gives up, reporting how far it has got at each
+//! progress check (`DeviceConfig::wait_progress`). A wait takes the backend, the configuration,
 //! the chip and the queues (which it drains while it waits), never the
 //! whole device.
 
