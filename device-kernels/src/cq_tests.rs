@@ -37,9 +37,15 @@ fn cfg(issue_size: u32, completion_size: u32) -> CqConfig {
         ring_page_size: 256,
         ring_pages: 4,
         peer_xy: 0,
-        _reserved: [0; 5],
+        staged_from: STAGING / 16,
+        staged_units: STAGING_SIZE / 16,
+        _reserved: [0; 3],
     }
 }
+
+/// The queue's staging arena in sysmem, past its rings.
+const STAGING: u32 = 0x10000;
+const STAGING_SIZE: u32 = 0x10000;
 
 // The cores of a one-queue `FakeChip`, by their translated coordinates.
 fn prefetcher(cq: usize) -> Coord {
@@ -207,7 +213,7 @@ fn a_gathered_chunk_relays_as_the_whole_chunk_and_takes_only_its_ring_bytes() {
     // wraps the issue queue.
     let (head, staged) = (16 + 48 + 16, 608);
     let ring_len = chunk.len() as u32 - staged;
-    let (mut core, c) = gathered(1024, 960, &chunk, head, staged, 0x10000);
+    let (mut core, c) = gathered(1024, 960, &chunk, head, staged, STAGING);
     assert_eq!(run_prefetcher(&mut core, c, 960), End::Stuck);
     assert_eq!(waypoint_of(&core), waypoint::HQW);
     let relayed = chunk.len() - 16 - 48;
@@ -221,7 +227,7 @@ fn a_gathered_chunk_relays_as_the_whole_chunk_and_takes_only_its_ring_bytes() {
 #[test]
 fn a_gathered_chunk_whose_split_overruns_it_is_reported() {
     let chunk = inline(|w| w.write_linear(NocAddr::unicast(worker(0, 0), 0xA1000), &[5; 64]));
-    let (mut core, c) = gathered(ISSUE, 0, &chunk, 32, 32, 0x10000);
+    let (mut core, c) = gathered(ISSUE, 0, &chunk, 32, 32, STAGING);
     // A split of more bytes than the entry's chunk.
     let bad = Split { head: 64, staged: chunk.len() as u32 };
     core.set_l1(split_addr(0), &bad.raw().to_le_bytes());
@@ -229,6 +235,32 @@ fn a_gathered_chunk_whose_split_overruns_it_is_reported() {
     let e = error_of(&core);
     assert_eq!(e.code, DeviceError::BadSize as u32);
     assert_eq!((e.addr, e.value), (split_addr(0), bad.raw()), "the offending split word");
+}
+
+/// A gathered chunk's staged piece is read only from the queue's staging
+/// arena: a source word past it (the audit's 0xfffffff0 units, 64 GiB
+/// out), one before it, or a piece running one unit past its end halts the
+/// prefetcher before any read is issued, the record naming the source and
+/// split words. The arena's last bytes are read.
+#[test]
+fn a_gathered_chunk_staged_outside_the_arena_is_reported_with_its_source() {
+    let chunk = inline(|w| w.write_linear(NocAddr::unicast(worker(0, 0), 0xA1000), &[5; 64]));
+    let staged = 32;
+    let last = STAGING + STAGING_SIZE - staged;
+    let (mut core, c) = gathered(ISSUE, 0, &chunk, 32, staged, last);
+    assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck, "the arena's last bytes");
+    assert_eq!(ring_of(&core, chunk.len() - 64), &chunk[16..chunk.len() - 48]);
+    for (source, what) in [(0xffff_fff0, "64 GiB out"), (STAGING / 16 - 1, "before the arena"), (last / 16 + 1, "one unit over its end")] {
+        let (mut core, c) = gathered(ISSUE, 0, &chunk, 32, staged, STAGING);
+        core.set_l1(source_addr(0), &source.to_le_bytes());
+        assert_eq!(run_prefetcher(&mut core, c, 0), End::Halted, "{what}");
+        let e = error_of(&core);
+        assert_eq!((e.code, e.addr, e.value), (DeviceError::BadSource as u32, source_addr(0), source), "{what}");
+        let split = Split { head: 32, staged }.raw();
+        assert_eq!(&e.bytes[..8], [source.to_le_bytes(), split.to_le_bytes()].concat(), "{what}: the offending words");
+        assert_eq!((e.wr_ptr, waypoint_of(&core)), (split, waypoint::BAD_CMD), "{what}");
+        assert_eq!(ring_of(&core, 16), [0; 16], "{what}: nothing relayed");
+    }
 }
 
 /// Chunks the host announced together are all read ahead, each into its
@@ -304,6 +336,43 @@ fn prefetcher_reports_bad_commands_and_halts() {
     let mut exec = encode(|e| e.exec_buf(0, 1024, 1));
     exec[8..12].copy_from_slice(&192u32.to_le_bytes());
     assert_eq!(prefetch_error(exec, true).code, DeviceError::BadSize as u32);
+}
+
+/// `RELAY_LINEAR` reads only memory the NOC map names: a compute core's or
+/// a dispatcher's L1 (to its last byte) or a DRAM bank. A source anywhere
+/// else (coordinates no tile has, as the audit's (63,63); the prefetcher,
+/// which no map names; bytes past L1; bits beyond the coordinates; host
+/// memory; a multicast) halts the prefetcher before any read, the record
+/// holding the command (the source in its bytes 8..16).
+#[test]
+fn relay_linear_reads_only_memory_the_noc_map_names() {
+    let chip = FakeChip::new(1);
+    let l1 = crate::CHIP.l1_size as u64;
+    let data: Vec<u8> = (0..64u8).collect();
+    let good = [
+        NocAddr::unicast(worker(3, 2), l1 - 64),
+        NocAddr::unicast(dispatcher(0), 0xA1000),
+        chip.dram(1, 0x4000),
+    ];
+    for src in good {
+        let (mut core, c) = prefetcher_with(ISSUE, 0, &[(encode(|e| e.relay_linear(src, 64)), false)]);
+        core.write_remote(src, &data);
+        assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck, "{src:x?}");
+        assert_eq!(ring_of(&core, 64), data, "{src:x?} relayed");
+    }
+    let bad = [
+        (NocAddr::unicast(Coord::new(63, 63), 0x1000), 64, "no tile"),
+        (NocAddr::unicast(prefetcher(0), 0xA1000), 64, "a core the map does not name"),
+        (NocAddr::unicast(worker(3, 2), l1 - 48), 64, "past L1"),
+        (NocAddr::unicast(worker(3, 2), 0xA1000).with_flags(cqlab_abi::noc::BH_PCIE_FLAG), 64, "a flag set"),
+        (chip.host(0x10000), 64, "host memory"),
+        (NocAddr::multicast(worker(0, 0), worker(1, 1), 0xA1000), 64, "a multicast"),
+    ];
+    for (src, len, what) in bad {
+        let rec = prefetch_error(encode(|e| e.relay_linear(src, len)), false);
+        assert_eq!((rec.code, rec.addr), (DeviceError::BadSource as u32, chunk_buffer(0)), "{what}");
+        assert_eq!((rec.value, &rec.bytes[8..16]), ((src.0 >> 32) as u32, &src.0.to_le_bytes()[..]), "{what}");
+    }
 }
 
 /// A trace longer than the trace area streams through its windows: every

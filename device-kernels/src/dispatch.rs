@@ -3,7 +3,7 @@
 //! ring pages to the prefetcher once the writes sourced from them are acked.
 
 use crate::cq_config::{setup, CqSetup};
-use crate::places::Dram;
+use crate::places::{Dram, Unicasts};
 use crate::platform::Platform;
 use crate::report::{fail, wait_until, waypoint};
 use crate::ring::{readable, split_at_wrap, RingGeometry};
@@ -15,7 +15,7 @@ use cqlab_abi::dispatch::{PackedFlags, WaitFlags, WriteHostFlags, MAX_PACKED_DES
 use cqlab_abi::mailbox::{CqConfig, DeviceError, COMPLETION_RD_PTR, SCRATCH};
 use cqlab_abi::memory_map::interleaved_page;
 use cqlab_abi::noc::{Coord, NocAddr};
-use cqlab_abi::noc_map::{GridMasks, GridWords};
+use cqlab_abi::noc_map::GridWords;
 use cqlab_abi::program::{launch_done_sem, launch_entry, LAUNCH_RING_ENTRIES};
 use cqlab_abi::ring::{wrap_ge, RingPtr};
 use cqlab_abi::semaphore::{self as sem};
@@ -35,11 +35,12 @@ pub struct Dispatcher<'p, P: Platform> {
     sysmem: CqSysmemLayout,
     ring: RingGeometry,
     prefetcher: Coord,
-    /// Host-memory offset 0, the DRAM banks and the compute grid (`NocMap`;
-    /// the grid as masks, so that checking a destination costs two bit tests).
+    /// Host-memory offset 0, the DRAM banks, and the compute grid and the
+    /// other memories a unicast may write (`NocMap`; the grid as masks, so
+    /// that checking a destination costs two bit tests).
     host: NocAddr,
     dram: Dram,
-    grid: GridMasks,
+    unicasts: Unicasts,
     /// The same grid in two words, where it fits them (both chips' grids
     /// do): a packed write's destinations are checked against it.
     grid_words: Option<GridWords>,
@@ -119,7 +120,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     pub fn new(p: &'p mut P, cfg: CqConfig) -> Self {
         let CqSetup { ring, sysmem } = setup(p, &cfg);
         let (records, core) = (crate::trace::Cursor::take(p), p.core_xy() as u16);
-        let (host, dram, grid) = (crate::places::host(p), Dram::load(p), GridMasks::of(&crate::places::grid(p)));
+        let (host, dram, unicasts) = (crate::places::host(p), Dram::load(p), Unicasts::load(p));
         Self {
             p,
             cfg,
@@ -128,8 +129,8 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             prefetcher: Coord::unpack(cfg.peer_xy),
             host,
             dram,
-            grid,
-            grid_words: GridWords::of(&grid),
+            unicasts,
+            grid_words: GridWords::of(&unicasts.grid()),
             last_rect: (u64::MAX, 0),
             read: 0,
             released: 0,
@@ -192,6 +193,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                         p.noc_multicast(local, dst.offset(off as u64), n, receivers)
                     });
                 } else {
+                    self.check_unicast(dst, cmd.length, addr);
                     self.stream(cmd.length, |p, local, off, n| p.noc_write(local, dst.offset(off as u64), n));
                 }
             }
@@ -231,7 +233,12 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
             DispatchHeader::Wait(cmd) => self.wait(cmd.flags, cmd.addr, cmd.count),
             DispatchHeader::Go(cmd) => {
                 let dst = NocAddr(cmd.dst);
-                let receivers = if dst.is_multicast() { self.receivers(dst, addr) } else { 1 };
+                let receivers = if dst.is_multicast() {
+                    self.receivers(dst, addr)
+                } else {
+                    self.check_unicast(dst, 4, addr);
+                    1
+                };
                 self.barrier();
                 self.p.write_u32(SCRATCH, cmd.signal);
                 if dst.is_multicast() {
@@ -311,13 +318,25 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
         if rect == self.last_rect.0 {
             return self.last_rect.1;
         }
-        let (s, e) = dst.rect();
-        if !dst.is_multicast() || !self.grid.contains(s) || !self.grid.contains(e) {
+        let ((s, e), grid) = (dst.rect(), self.unicasts.grid());
+        if !dst.is_multicast() || !grid.contains(s) || !grid.contains(e) {
             fail(self.p, DeviceError::BadDestination, addr, e.packed(), self.read as u32, s.packed());
         }
-        let n = self.grid.cores_in(s, e);
+        let n = grid.cores_in(s, e);
         self.last_rect = (rect, n);
         n
+    }
+
+    /// Refuses the command at `addr` unless its unicast of `len` bytes to
+    /// `dst` reaches memory the NOC map names ([`Unicasts::reach`]): a
+    /// write to no such place would hang the NOC or be refused by it, with
+    /// nothing on the host's side but a stall. The record's value and
+    /// write pointer are `dst`'s high and low words (the offset applied).
+    #[inline(always)]
+    fn check_unicast(&mut self, dst: NocAddr, len: u32, addr: u32) {
+        if !self.unicasts.reach(&self.dram, dst, len) {
+            fail(self.p, DeviceError::BadDestination, addr, (dst.0 >> 32) as u32, self.read as u32, dst.0 as u32);
+        }
     }
 
     /// Waits until launch `n`'s ring entry is done with: its per-entry
@@ -555,7 +574,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
                 for (i, d) in dests.iter_mut().enumerate() {
                     let at = self.ring.local(self.read + 4 * i as u64);
                     *d = self.p.read_u32(at);
-                    if !self.grid.contains_packed(*d) {
+                    if !self.unicasts.grid().contains_packed(*d) {
                         return Some((at, *d, i as u32));
                     }
                 }

@@ -4,10 +4,11 @@
 
 use crate::platform::Platform;
 use crate::report::fail;
+use crate::CHIP;
 use cqlab_abi::mailbox::{DeviceError, NOC_MAP};
 use cqlab_abi::memory_map::MAX_DRAM_BANKS;
-use cqlab_abi::noc::{Coord, NocAddr};
-use cqlab_abi::noc_map::{self, Grid, MAGIC};
+use cqlab_abi::noc::{Coord, NocAddr, MAX_CQS};
+use cqlab_abi::noc_map::{self, Grid, GridMasks, MAGIC};
 
 /// The map's header: magic, queue count, DRAM bank count, and whether
 /// they are within the map's capacities (the grid is checked by [`grid`]).
@@ -84,5 +85,73 @@ impl Dram {
     #[inline(always)]
     pub fn at(&self, bank: u32, offset: u64) -> NocAddr {
         NocAddr(self.base[bank as usize]).offset(offset)
+    }
+
+    /// Whether unicast `addr` names the endpoint of a bank (its
+    /// coordinates and flags, whatever its local address: the firmware
+    /// does not know a channel's size).
+    fn names(&self, addr: NocAddr) -> bool {
+        let tile = addr.with_local(0);
+        self.base[..self.banks as usize].iter().any(|&b| NocAddr(b).with_local(0) == tile)
+    }
+}
+
+/// The memories of the `NocMap` a unicast NOC request may name: the L1 of
+/// a compute core or of a queue's dispatcher (the local range inside L1),
+/// or a DRAM bank's endpoint. Anything else (another tile, a harvested
+/// one, bits set beyond the coordinates, bytes past L1) is a request the
+/// NOC would refuse or never answer: the firmware reports the command
+/// instead of issuing it.
+#[derive(Clone, Copy)]
+pub struct Unicasts {
+    /// The compute grid, as two bit tests a coordinate.
+    grid: GridMasks,
+    /// Each queue's dispatcher (`Coord::packed`): the host writes their
+    /// `LAST_EVENT` words.
+    dispatchers: [u32; MAX_CQS as usize],
+    cqs: u32,
+}
+
+impl Unicasts {
+    pub fn load(p: &impl Platform) -> Self {
+        let cqs = num_cqs(p).min(MAX_CQS as u32);
+        let mut dispatchers = [0; MAX_CQS as usize];
+        for (cq, d) in dispatchers.iter_mut().enumerate().take(cqs as usize) {
+            *d = dispatcher(p, cq as u32).packed();
+        }
+        Self { grid: GridMasks::of(&grid(p)), dispatchers, cqs }
+    }
+
+    /// The compute grid's masks.
+    pub fn grid(&self) -> GridMasks {
+        self.grid
+    }
+
+    /// Whether a unicast of `len` bytes at `addr` reaches memory the map
+    /// names (a multicast address does not). A compute core costs a mask
+    /// and two bit tests, then the L1 bound; the dispatchers and banks
+    /// are looked through only for other tiles (an event's `LAST_EVENT`
+    /// writes, DRAM).
+    #[inline(always)]
+    pub fn reach(&self, dram: &Dram, addr: NocAddr, len: u32) -> bool {
+        let in_l1 = addr.local() + len as u64 <= CHIP.l1_size as u64;
+        if addr.is_multicast() || addr.flags() != 0 {
+            return false;
+        }
+        if self.grid.contains(addr.coord()) {
+            return in_l1;
+        }
+        self.reach_beyond_grid(dram, addr, in_l1)
+    }
+
+    /// [`Self::reach`] for a tile outside the compute grid (out of line:
+    /// the usual path stays short).
+    #[inline(never)]
+    fn reach_beyond_grid(&self, dram: &Dram, addr: NocAddr, in_l1: bool) -> bool {
+        let c = addr.coord().packed();
+        if self.dispatchers[..self.cqs as usize].contains(&c) {
+            return in_l1;
+        }
+        dram.names(addr)
     }
 }

@@ -6,7 +6,7 @@
 //! other.
 
 use crate::cq_config::{setup, CqSetup};
-use crate::places::Dram;
+use crate::places::{Dram, Unicasts};
 use crate::platform::Platform;
 use crate::replay::Replay;
 use crate::report::{fail, wait_until, waypoint};
@@ -34,9 +34,11 @@ pub struct Prefetcher<'p, P: Platform> {
     sysmem: CqSysmemLayout,
     ring: RingGeometry,
     dispatcher: Coord,
-    /// Host-memory offset 0 and the DRAM banks, on this core's NOC (`NocMap`).
+    /// Host-memory offset 0 and the DRAM banks, on this core's NOC
+    /// (`NocMap`), and the memories a `RELAY_LINEAR` may read.
     host: NocAddr,
     dram: Dram,
+    unicasts: Unicasts,
     /// Fetch-queue entries consumed (slots freed for the host).
     fetched: u32,
     /// Issue-queue read pointer published to the host: after the chunks freed.
@@ -93,7 +95,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         // Reads a previous run left in flight land first: their
         // transaction ids must have nothing outstanding.
         crate::report::wait_reads(p);
-        let (host, dram) = (crate::places::host(p), Dram::load(p));
+        let (host, dram, unicasts) = (crate::places::host(p), Dram::load(p), Unicasts::load(p));
         let issued = p.writes_issued();
         Self {
             p,
@@ -103,6 +105,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
             dispatcher: Coord::unpack(cfg.peer_xy),
             host,
             dram,
+            unicasts,
             fetched: 0,
             issue_rd: RingPtr::default(),
             requested: 0,
@@ -305,7 +308,8 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
     /// Reads gathered chunk `j` (`len` bytes, its entry at L1 address
     /// `slot`) into its buffer: its head from the issue queue, its staged
     /// piece from sysmem, then the rest from the issue queue; returns the
-    /// issue-queue bytes it takes. A split larger than the chunk halts the
+    /// issue-queue bytes it takes. A split larger than the chunk, or a
+    /// staged piece outside the queue's staging arena, halts the
     /// prefetcher.
     #[inline(always)]
     fn gather(&mut self, j: u32, len: u32, slot: u32) -> u32 {
@@ -315,6 +319,13 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
         // Each at most 0xffff units: no overflow.
         if split.head + split.staged > len {
             fail(self.p, DeviceError::BadSize, split_at, split.raw(), self.fetched, len);
+        }
+        // A read of host memory the host did not give the queue may reach
+        // no memory at all, and would then never land: the record starts
+        // at the source word, the split word after it.
+        let staged_units = split.staged / fetch_queue::SIZE_UNIT;
+        if staged_units > 0 && !self.cfg.stages(source, staged_units) {
+            fail(self.p, DeviceError::BadSource, source_at, source, self.fetched, split.raw());
         }
         let (buf, tail) = (j % CHUNK_BUFFERS, len - split.head - split.staged);
         // The head's reads, then the staged piece's, then the tail's, all
@@ -440,8 +451,14 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     None => self.relay_local(addr + CMD_HEADER, cmd.length),
                 },
                 PrefetchHeader::RelayLinear(cmd) => {
-                    let padded = cmd.length.next_multiple_of(L1_ALIGN);
-                    self.relay_remote(Remote::Linear { src: NocAddr(cmd.src), padded });
+                    let (src, padded) = (NocAddr(cmd.src), cmd.length.next_multiple_of(L1_ALIGN));
+                    // A read from no memory of the NOC map (a core's L1 or
+                    // a DRAM bank) would never land: the value is the
+                    // source's high word (its coordinates).
+                    if !self.unicasts.reach(&self.dram, src, padded) {
+                        fail(self.p, DeviceError::BadSource, addr, (cmd.src >> 32) as u32, off, len);
+                    }
+                    self.relay_remote(Remote::Linear { src, padded });
                 }
                 PrefetchHeader::RelayPaged(cmd) => {
                     if !PagedFlags::from_bits_retain(cmd.flags).contains(PagedFlags::DRAM) {

@@ -302,6 +302,67 @@ fn the_dispatcher_refuses_packed_writes_to_cores_outside_the_compute_grid() {
     assert_eq!((end, error_code(&core)), (End::Halted, DeviceError::BadDestination as u32));
 }
 
+/// A unicast `WRITE_LINEAR` or `GO` goes only to memory the NOC map
+/// names: a compute core's or a dispatcher's L1 (to its last byte) or a
+/// DRAM bank. Anywhere else (no tile at (63,63); the prefetcher, which no
+/// map names; bytes past L1, also where `SET_WRITE_OFFSET` moves them;
+/// bits beyond the coordinates; host memory) the dispatcher halts before
+/// writing anything, the record holding the command (the address in its
+/// bytes 8..16) and the address's high and low words.
+#[test]
+fn unicast_writes_and_gos_reach_only_memory_the_noc_map_names() {
+    let chip = FakeChip::new(1);
+    let l1 = crate::CHIP.l1_size as u64;
+    let signal = 0x1234_5678u32;
+    let mut landed = signal.to_le_bytes().to_vec();
+    landed.extend([9; 12]);
+    let good = [
+        NocAddr::unicast(chip.worker(7, 7), l1 - 16),
+        NocAddr::unicast(chip.dispatcher(0), mailbox::last_event(0) as u64),
+        chip.dram(2, 0x8000),
+    ];
+    for dst in good {
+        let (core, end) = dispatch(|w| {
+            w.write_linear(dst, &[9; 16])?;
+            w.go(signal, dst)
+        });
+        assert_eq!((end, core.read_remote(dst, 16)), (End::Stuck, landed.clone()), "{dst:x?}");
+    }
+
+    let worker = NocAddr::unicast(chip.worker(3, 2), 0xA1000);
+    let bad = [
+        (NocAddr::unicast(Coord::new(63, 63), 0x1000), "no tile"),
+        (NocAddr::unicast(chip.prefetcher(0), 0xA1000), "a core the map does not name"),
+        (worker.with_local(l1), "past L1"),
+        (worker.with_flags(cqlab_abi::noc::BH_PCIE_FLAG), "a flag set"),
+        (chip.host(0x10000), "host memory"),
+    ];
+    let refused = |core: &FakeCore, end: End, dst: NocAddr, at: u32, what: &str| {
+        let rec = ErrorRecord::read_from_bytes(core.l1_bytes(ERROR, 64)).unwrap();
+        assert_eq!((end, rec.code, rec.addr), (End::Halted, DeviceError::BadDestination as u32, at), "{what}");
+        assert_eq!((rec.value, rec.wr_ptr), ((dst.0 >> 32) as u32, dst.0 as u32), "{what}");
+        assert_eq!(core.writes, 0, "{what}: nothing written");
+    };
+    for (dst, what) in bad {
+        let (core, end) = dispatch(|w| w.write_linear(dst, &[9; 16]));
+        refused(&core, end, dst, DISPATCH_RING.base, what);
+        assert_eq!(&core.l1_bytes(DISPATCH_RING.base, 16)[8..], &dst.0.to_le_bytes(), "{what}");
+        let (core, end) = dispatch(|w| w.go(signal, dst));
+        refused(&core, end, dst, DISPATCH_RING.base, what);
+    }
+    // 16 bytes ending one past L1; a GO's 4 bytes there fit, one word on not.
+    let (core, end) = dispatch(|w| w.write_linear(worker.with_local(l1 - 8), &[9; 16]));
+    refused(&core, end, worker.with_local(l1 - 8), DISPATCH_RING.base, "8 bytes past L1");
+    let (core, end) = dispatch(|w| w.go(signal, worker.with_local(l1 - 4)));
+    assert_eq!((end, core.read_remote(worker.with_local(l1 - 4), 4)), (End::Stuck, signal.to_le_bytes().to_vec()));
+    // A write offset moving a good address past L1, as the command after it.
+    let (core, end) = dispatch(|w| {
+        w.set_write_offset((l1 - 0xA1000) as u32)?;
+        w.write_linear(worker, &[9; 16])
+    });
+    refused(&core, end, worker.with_local(l1), DISPATCH_RING.base + 16, "offset past L1");
+}
+
 /// A grid whose columns reach 32 does not fit the dispatcher's two grid
 /// words (no board's does): a packed write's destinations are then
 /// checked one by one on the masks, to the same outcomes. Here the

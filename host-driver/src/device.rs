@@ -219,6 +219,9 @@ impl Device {
         } else {
             Vec::new()
         };
+        // Each prefetcher reads staged pieces from its queue's arena only.
+        let arena_units = |q: u8| arenas.get(q as usize).and_then(Option::as_ref).map_or((0, 0), |a| a.config_units());
+        let staged: Vec<(u32, u32)> = (0..self.cfg.num_cqs).map(arena_units).collect();
         self.queues.reboot(&self.cfg, arenas);
         // Every tile that will run firmware is held first: nothing written
         // below may reach a core that still runs an earlier boot's code.
@@ -245,7 +248,7 @@ impl Device {
                 self.queues.set_slow_expected(q, count);
                 continue;
             }
-            let base = self.cq_config(q, layout);
+            let base = self.cq_config(q, layout, staged[q as usize]);
             let pcfg = CqConfig { peer_xy: dp.packed(), ..base };
             let dcfg = CqConfig { peer_xy: pf.packed(), ..base };
             self.load(NocAddr::unicast(pf, 0), std::slice::from_ref(&prefetch), Some(&pcfg))?;
@@ -288,7 +291,9 @@ impl Device {
         KernelImage::load(&self.chip_firmware_dir().join(name), self.chip.arch())
     }
 
-    fn cq_config(&self, q: u8, layout: CqSysmemLayout) -> CqConfig {
+    /// Queue `q`'s configuration: its sysmem `layout` and its staging
+    /// arena `(staged_from, staged_units)`.
+    fn cq_config(&self, q: u8, layout: CqSysmemLayout, (staged_from, staged_units): (u32, u32)) -> CqConfig {
         CqConfig {
             sysmem_base: layout.base + self.backend.sysmem_noc_base(),
             issue_size: layout.issue_size,
@@ -299,6 +304,8 @@ impl Device {
             ring_page_size: self.cfg.ring_page_size,
             ring_pages: self.cfg.ring_pages,
             peer_xy: 0,
+            staged_from,
+            staged_units,
             ..Default::default()
         }
     }

@@ -52,7 +52,9 @@ pub mod waypoint;
 /// tt-metal's `subordinate_sync`), and they read their launch themselves.
 /// 5: unique args may be sent to each tile alone (`program::UNIQUE_OWN`).
 /// 6: a firmware image's id names its role too (`boot::IMAGE_ID_WORDS`).
-pub const ABI_VERSION: u32 = 6;
+/// 7: each queue's staging arena is in its `mailbox::CqConfig`, and
+/// `DeviceError::BadSource` names a source the firmware will not read.
+pub const ABI_VERSION: u32 = 7;
 
 /// Command headers, dispatch payloads and dispatcher-ring writes are aligned
 /// to this many bytes (the L1 / NOC alignment).

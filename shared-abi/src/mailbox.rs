@@ -162,10 +162,30 @@ pub struct CqConfig {
     pub ring_pages: u32,
     /// The other core of this CQ (`noc::Coord::packed`, translated).
     pub peer_xy: u32,
-    pub _reserved: [u32; 5],
+    /// This queue's staging arena in sysmem (`fetch_queue` module docs):
+    /// `staged_units` units of `fetch_queue::SIZE_UNIT` bytes from unit
+    /// `staged_from`, in the terms of a fetch slot's source word. The
+    /// prefetcher reads a gathered chunk's staged piece only from there;
+    /// 0 units: the queue stages nothing.
+    pub staged_from: u32,
+    pub staged_units: u32,
+    pub _reserved: [u32; 3],
 }
 assert_layout!(CqConfig, 64, sysmem_base => 0, issue_size => 8, completion_size => 12, cq_id => 16,
-    fetch_entries => 24, cmd_buffer_size => 28, ring_page_size => 32, ring_pages => 36, peer_xy => 40);
+    fetch_entries => 24, cmd_buffer_size => 28, ring_page_size => 32, ring_pages => 36, peer_xy => 40,
+    staged_from => 44, staged_units => 48);
+
+impl CqConfig {
+    /// Whether `units` units from sysmem unit `source` (a fetch slot's
+    /// source word) lie inside the staging arena. Without overflow for
+    /// any words: the prefetcher checks a source the host may have
+    /// written wrong.
+    #[inline(always)]
+    pub const fn stages(&self, source: u32, units: u32) -> bool {
+        let into = source.wrapping_sub(self.staged_from);
+        into <= self.staged_units && units <= self.staged_units - into
+    }
+}
 
 id_table! {
     /// Why firmware stopped on a bad command: a short name (for signatures
@@ -182,11 +202,12 @@ id_table! {
         BadConfig = 9, "bad-config", "invalid CQ configuration";
         UnexpectedExecBufEnd = 10, "unexpected-exec-buf-end", "EXEC_BUF_END outside a replayed trace";
         BadFlags = 11, "bad-flags", "unsupported flags";
-        BadDestination = 12, "bad-destination", "destination is not a worker core";
+        BadDestination = 12, "bad-destination", "destination is not memory the command may write (a multicast's: not worker cores)";
         TooLarge = 13, "too-large", "larger than the buffer it must pass through";
         BadKernelArgs = 14, "bad-kernel-args", "invalid kernel runtime arguments";
         NoNoc = 15, "no-noc", "NOC access from a core that has none (TRISCs run plain RISC-V code)";
         BadNocMap = 16, "bad-noc-map", "the NOC map is missing or invalid";
+        BadSource = 17, "bad-source", "source is not memory the command may read";
     }
 }
 
@@ -242,3 +263,21 @@ const _: () = {
     assert!(subordinate(4) + 128 <= MAILBOXES.end());
     assert!(NOC_MAP % 16 == 0 && SUBORDINATES % 16 == 0);
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_staged_piece_must_lie_inside_the_staging_arena() {
+        let cfg = CqConfig { staged_from: 0x1000, staged_units: 0x100, ..Default::default() };
+        assert!(cfg.stages(0x1000, 0x100), "the whole arena");
+        assert!(cfg.stages(0x10ff, 1) && cfg.stages(0x1100, 0), "its last unit, and nothing at its end");
+        assert!(!cfg.stages(0x10ff, 2), "one unit past its end");
+        assert!(!cfg.stages(0xfff, 1), "one unit before it");
+        assert!(!cfg.stages(0xffff_fff0, 0x40000 >> 16), "the audit's source word");
+        assert!(!cfg.stages(0x1000 + 0x80, u32::MAX), "no overflow");
+        let none = CqConfig::default();
+        assert!(!none.stages(0, 1), "a queue without an arena stages nothing");
+    }
+}

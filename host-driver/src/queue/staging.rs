@@ -24,12 +24,21 @@ const ARENA_MAX: u64 = 8 << 20;
 const ARENA_MIN: u64 = 64 << 10;
 
 /// The queues' arenas: the sysmem from `end` (past the queues' regions) to
-/// `sysmem_len`, shared out evenly; none where a share is too small.
+/// `sysmem_len`, shared out evenly; none where a share is too small, or
+/// ends past what a fetch slot's source word (16-byte units in a `u32`)
+/// can name.
 pub(crate) fn arenas(end: u64, sysmem_len: u64, cqs: u8) -> Vec<Option<Staging>> {
     let start = end.next_multiple_of(ALIGN);
     let share = (sysmem_len.saturating_sub(start) / cqs.max(1) as u64).min(ARENA_MAX) & !(ALIGN - 1);
-    (0..cqs as u64).map(|q| (share >= ARENA_MIN).then(|| Staging::new(start + q * share, share))).collect()
+    let nameable = |base: u64| (base + share) / SIZE_UNIT <= u32::MAX as u64;
+    (0..cqs as u64)
+        .map(|q| start + q * share)
+        .map(|base| (share >= ARENA_MIN && nameable(base)).then(|| Staging::new(base, share)))
+        .collect()
 }
+
+/// Bytes of the unit a fetch slot's source word counts.
+const SIZE_UNIT: u64 = cqlab_abi::fetch_queue::SIZE_UNIT as u64;
 
 /// What a blob holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -88,6 +97,14 @@ impl Staging {
     pub(crate) fn new(base: u64, size: u64) -> Self {
         debug_assert!(base % ALIGN == 0);
         Self { base, size: size & !(ALIGN - 1), head: 0, blobs: BTreeMap::new(), index: HashMap::new() }
+    }
+
+    /// The arena as the queue's `CqConfig` gives it to the prefetcher,
+    /// which reads a staged piece from nowhere else: its first unit and
+    /// its units (`CqConfig::staged_from`, `staged_units`).
+    pub(crate) fn config_units(&self) -> (u32, u32) {
+        let unit = |bytes: u64| u32::try_from(bytes / SIZE_UNIT).expect("`arenas` keeps an arena nameable");
+        (unit(self.base), unit(self.size))
     }
 
     /// The blob for `key` (`len` bytes, padded to 16), placed now if it is
@@ -167,6 +184,10 @@ mod tests {
         assert!(q1.base + q1.size <= 1000 + (1 << 20));
         assert!(arenas(1000, 1000 + (64 << 10), 2).iter().all(Option::is_none));
         assert_eq!(arenas(0, 1 << 30, 1)[0].as_ref().unwrap().size, ARENA_MAX);
+        assert_eq!(q1.config_units(), ((q1.base / 16) as u32, (q1.size / 16) as u32));
+        // Past 64 GiB a source word cannot name the arena: none.
+        let far = arenas(64 << 30, (64 << 30) + (1 << 20), 1);
+        assert!(far[0].is_none());
     }
 
     #[test]
