@@ -330,13 +330,21 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     /// Refuses the command at `addr` unless its unicast of `len` bytes to
     /// `dst` reaches memory the NOC map names ([`Unicasts::reach`]): a
     /// write to no such place would hang the NOC or be refused by it, with
-    /// nothing on the host's side but a stall. The record's value and
-    /// write pointer are `dst`'s high and low words (the offset applied).
+    /// nothing on the host's side but a stall.
     #[inline(always)]
     fn check_unicast(&mut self, dst: NocAddr, len: u32, addr: u32) {
         if !self.unicasts.reach(&self.dram, dst, len) {
-            fail(self.p, DeviceError::BadDestination, addr, (dst.0 >> 32) as u32, self.read as u32, dst.0 as u32);
+            self.refuse_unicast(dst, addr);
         }
+    }
+
+    /// [`Self::check_unicast`]'s refusal, out of line (each command with a
+    /// unicast keeps only the test). The record's value and write pointer
+    /// are `dst`'s high and low words (the write offset applied).
+    #[cold]
+    #[inline(never)]
+    fn refuse_unicast(&mut self, dst: NocAddr, addr: u32) -> ! {
+        fail(self.p, DeviceError::BadDestination, addr, (dst.0 >> 32) as u32, self.read as u32, dst.0 as u32)
     }
 
     /// Waits until launch `n`'s ring entry is done with: its per-entry

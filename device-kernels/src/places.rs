@@ -92,7 +92,7 @@ impl Dram {
     /// does not know a channel's size).
     fn names(&self, addr: NocAddr) -> bool {
         let tile = addr.with_local(0);
-        self.base[..self.banks as usize].iter().any(|&b| NocAddr(b).with_local(0) == tile)
+        self.base.iter().take(self.banks as usize).any(|&b| NocAddr(b).with_local(0) == tile)
     }
 }
 
@@ -149,7 +149,7 @@ impl Unicasts {
     #[inline(never)]
     fn reach_beyond_grid(&self, dram: &Dram, addr: NocAddr, in_l1: bool) -> bool {
         let c = addr.coord().packed();
-        if self.dispatchers[..self.cqs as usize].contains(&c) {
+        if self.dispatchers.iter().take(self.cqs as usize).any(|&d| d == c) {
             return in_l1;
         }
         dram.names(addr)

@@ -4,9 +4,9 @@
 
 use cqlab_abi::dispatch::WaitFlags;
 use cqlab_abi::encode::Encoder;
-use cqlab_abi::fetch_queue::{slot_addr, STALL_FLAG};
+use cqlab_abi::fetch_queue::{slot_addr, source_addr, FetchEntry, Split, STALL_FLAG};
 use cqlab_abi::mailbox::DeviceError;
-use cqlab_abi::noc::NocAddr;
+use cqlab_abi::noc::{Coord, NocAddr};
 use cqlab_abi::waypoint;
 use cqlab_driver::dump::{Link, Wait};
 use cqlab_driver::error::DeviceFault;
@@ -321,6 +321,69 @@ on_both_chips! {
             dev.config().completion_size
         );
         assert!(err.to_string().starts_with(&head), "seed 14: {err}\nexpected it to start with\n{head}");
+    }
+
+    fn a_staged_piece_outside_the_staging_arena_is_reported_not_read(chip) {
+        // helper-86's audit: a gathered fetch entry whose source word is
+        // 0xfffffff0 units (64 GiB into host memory) and whose split stages
+        // 4 units, forged through the BAR, stalled the host until its
+        // timeout. The prefetcher now refuses the source before reading it.
+        let mut dev = booted(chip, 16, |_| {});
+        let prefetcher = dev.chip().prefetcher(0);
+        let (source, split) = (0xffff_fff0u32, Split::new(0, 64).unwrap().raw());
+        assert_eq!(split, 0x40000);
+        let words = [source.to_le_bytes(), split.to_le_bytes()].concat();
+        dev.backend().write(NocAddr::unicast(prefetcher, source_addr(0) as u64), &words).unwrap();
+        let entry = FetchEntry::staged(64).unwrap().raw();
+        assert_eq!(entry, 0x4000_0004);
+        dev.backend().write_u32(NocAddr::unicast(prefetcher, slot_addr(0) as u64), entry).unwrap();
+        for _ in 0..10 {
+            dev.backend().poll().unwrap(); // let the prefetcher see it before the host reuses slot 0
+        }
+        let err = dev.cq(0).unwrap().finish().unwrap_err();
+        let DriverError::Device { core, fault: DeviceFault::BadCommand(record), .. } = &err else {
+            panic!("{} seed 16: expected a device error record, got {err}", chip.name())
+        };
+        assert_eq!(*core, prefetcher, "seed 16: {err}");
+        assert_eq!((record.error(), record.addr, record.value), (Some(DeviceError::BadSource), source_addr(0), source));
+        assert_eq!(&record.bytes[..8], &words[..], "seed 16: the offending words: {record}");
+    }
+
+    fn commands_naming_no_memory_of_the_noc_map_are_reported_not_issued(chip) {
+        // helper-86's audit: a RELAY_LINEAR source, a unicast WRITE_LINEAR
+        // destination and a unicast GO destination were issued unchecked
+        // (a hang on a card). Each is now refused with the command's bytes.
+        let l1 = chip.board.arch().params().l1_size as u64;
+        let nowhere = NocAddr::unicast(Coord::new(63, 63), 0x1000);
+        type Forge = fn(&mut Encoder<'_>, NocAddr) -> Result<(), cqlab_abi::encode::EncodeError>;
+        let relay: Forge = |e, a| e.relay_linear(a, 64);
+        let write: Forge = |e, a| e.relay_inline(true, |w| w.write_linear(a, &[7; 32]));
+        let go: Forge = |e, a| e.relay_inline(true, |w| w.go(1, a));
+        for k in 0..4 {
+            let mut dev = booted(chip, 17, |_| {});
+            // 32 bytes from 16 before the end of a compute core's L1.
+            let past_l1 = NocAddr::unicast(dev.chip().worker(0, 0).unwrap(), l1 - 16);
+            let (forge, at, want, on_prefetcher) = [
+                (relay, nowhere, DeviceError::BadSource, true),
+                (write, nowhere, DeviceError::BadDestination, false),
+                (go, nowhere, DeviceError::BadDestination, false),
+                (write, past_l1, DeviceError::BadDestination, false),
+            ][k];
+            let mut chunk = vec![0u8; 256];
+            let mut enc = Encoder::new(&mut chunk);
+            forge(&mut enc, at).unwrap();
+            let len = enc.len();
+            let mut cq = dev.cq(0).unwrap();
+            cq.enqueue_raw(&chunk[..len], false).unwrap();
+            let err = cq.finish().unwrap_err();
+            let DriverError::Device { core, fault: DeviceFault::BadCommand(record), .. } = &err else {
+                panic!("{} seed 17 case {k}: expected a device error record, got {err}", chip.name())
+            };
+            let named = if on_prefetcher { dev.chip().prefetcher(0) } else { dev.chip().dispatcher(0) };
+            assert_eq!((*core, record.error()), (named, Some(want)), "seed 17 case {k}: {err}");
+            assert_eq!(record.value, (at.0 >> 32) as u32, "seed 17 case {k}: {record}");
+            assert_eq!(&record.bytes[8..16], &at.0.to_le_bytes(), "seed 17 case {k}: the address in the command's bytes");
+        }
     }
 
     fn zero_size_fetch_entries_are_rejected_on_both_sides(chip) {
