@@ -250,7 +250,9 @@ fn a_gathered_chunk_staged_outside_the_arena_is_reported_with_its_source() {
     let (mut core, c) = gathered(ISSUE, 0, &chunk, 32, staged, last);
     assert_eq!(run_prefetcher(&mut core, c, 0), End::Stuck, "the arena's last bytes");
     assert_eq!(ring_of(&core, chunk.len() - 64), &chunk[16..chunk.len() - 48]);
-    for (source, what) in [(0xffff_fff0, "64 GiB out"), (STAGING / 16 - 1, "before the arena"), (last / 16 + 1, "one unit over its end")] {
+    for (source, what) in
+        [(0xffff_fff0, "64 GiB out"), (STAGING / 16 - 1, "before the arena"), (last / 16 + 1, "one unit over its end")]
+    {
         let (mut core, c) = gathered(ISSUE, 0, &chunk, 32, staged, STAGING);
         core.set_l1(source_addr(0), &source.to_le_bytes());
         assert_eq!(run_prefetcher(&mut core, c, 0), End::Halted, "{what}");
@@ -349,11 +351,8 @@ fn relay_linear_reads_only_memory_the_noc_map_names() {
     let chip = FakeChip::new(1);
     let l1 = crate::CHIP.l1_size as u64;
     let data: Vec<u8> = (0..64u8).collect();
-    let good = [
-        NocAddr::unicast(worker(3, 2), l1 - 64),
-        NocAddr::unicast(dispatcher(0), 0xA1000),
-        chip.dram(1, 0x4000),
-    ];
+    let good =
+        [NocAddr::unicast(worker(3, 2), l1 - 64), NocAddr::unicast(dispatcher(0), 0xA1000), chip.dram(1, 0x4000)];
     for src in good {
         let (mut core, c) = prefetcher_with(ISSUE, 0, &[(encode(|e| e.relay_linear(src, 64)), false)]);
         core.write_remote(src, &data);

@@ -333,7 +333,7 @@ impl<'p, P: Platform> Dispatcher<'p, P> {
     /// nothing on the host's side but a stall.
     #[inline(always)]
     fn check_unicast(&mut self, dst: NocAddr, len: u32, addr: u32) {
-        if !self.unicasts.reach(&self.dram, dst, len) {
+        if !self.unicasts.reach(self.p, &self.dram, dst, len) {
             self.refuse_unicast(dst, addr);
         }
     }

@@ -101,25 +101,19 @@ impl Dram {
 /// or a DRAM bank's endpoint. Anything else (another tile, a harvested
 /// one, bits set beyond the coordinates, bytes past L1) is a request the
 /// NOC would refuse or never answer: the firmware reports the command
-/// instead of issuing it.
+/// instead of issuing it. Only the grid is kept in the core's state (16
+/// bytes: keeping the dispatchers too moved the CQ cores' other state
+/// enough to cost the p150a's 128-unique-args point 50 cycles a program);
+/// a tile beyond it is looked up in the map in L1.
 #[derive(Clone, Copy)]
 pub struct Unicasts {
     /// The compute grid, as two bit tests a coordinate.
     grid: GridMasks,
-    /// Each queue's dispatcher (`Coord::packed`): the host writes their
-    /// `LAST_EVENT` words.
-    dispatchers: [u32; MAX_CQS as usize],
-    cqs: u32,
 }
 
 impl Unicasts {
     pub fn load(p: &impl Platform) -> Self {
-        let cqs = num_cqs(p).min(MAX_CQS as u32);
-        let mut dispatchers = [0; MAX_CQS as usize];
-        for (cq, d) in dispatchers.iter_mut().enumerate().take(cqs as usize) {
-            *d = dispatcher(p, cq as u32).packed();
-        }
-        Self { grid: GridMasks::of(&grid(p)), dispatchers, cqs }
+        Self { grid: GridMasks::of(&grid(p)) }
     }
 
     /// The compute grid's masks.
@@ -133,7 +127,7 @@ impl Unicasts {
     /// are looked through only for other tiles (an event's `LAST_EVENT`
     /// writes, DRAM).
     #[inline(always)]
-    pub fn reach(&self, dram: &Dram, addr: NocAddr, len: u32) -> bool {
+    pub fn reach(&self, p: &impl Platform, dram: &Dram, addr: NocAddr, len: u32) -> bool {
         let in_l1 = addr.local() + len as u64 <= CHIP.l1_size as u64;
         if addr.is_multicast() || addr.flags() != 0 {
             return false;
@@ -141,17 +135,18 @@ impl Unicasts {
         if self.grid.contains(addr.coord()) {
             return in_l1;
         }
-        self.reach_beyond_grid(dram, addr, in_l1)
+        reach_beyond_grid(p, dram, addr, in_l1)
     }
+}
 
-    /// [`Self::reach`] for a tile outside the compute grid (out of line:
-    /// the usual path stays short).
-    #[inline(never)]
-    fn reach_beyond_grid(&self, dram: &Dram, addr: NocAddr, in_l1: bool) -> bool {
-        let c = addr.coord().packed();
-        if self.dispatchers.iter().take(self.cqs as usize).any(|&d| d == c) {
-            return in_l1;
-        }
-        dram.names(addr)
+/// [`Unicasts::reach`] for a tile outside the compute grid (out of line:
+/// the usual path stays short): each queue's dispatcher (the host writes
+/// their `LAST_EVENT` words), from the map in L1, or a DRAM bank.
+#[inline(never)]
+fn reach_beyond_grid(p: &impl Platform, dram: &Dram, addr: NocAddr, in_l1: bool) -> bool {
+    let c = addr.coord();
+    if (0..num_cqs(p).min(MAX_CQS as u32)).any(|cq| dispatcher(p, cq) == c) {
+        return in_l1;
     }
+    dram.names(addr)
 }

@@ -455,7 +455,7 @@ impl<'p, P: Platform> Prefetcher<'p, P> {
                     // A read from no memory of the NOC map (a core's L1 or
                     // a DRAM bank) would never land: the value is the
                     // source's high word (its coordinates).
-                    if !self.unicasts.reach(&self.dram, src, padded) {
+                    if !self.unicasts.reach(self.p, &self.dram, src, padded) {
                         fail(self.p, DeviceError::BadSource, addr, (cmd.src >> 32) as u32, off, len);
                     }
                     self.relay_remote(Remote::Linear { src, padded });
