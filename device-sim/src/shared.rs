@@ -85,6 +85,9 @@ pub mod ctl {
     pub const RESET_MARKER: usize = 15;
     /// tt-kmd's `needs_hw_init`: set by the USER/ASIC resets, cleared by POST_RESET.
     pub const NEEDS_HW_INIT: usize = 16;
+    /// The tt-kmd version the host's simulated kernel answers as and behaves like, packed
+    /// `major << 16 | minor << 8 | patch`; 0 (a new device) for its default.
+    pub const DRIVER_VERSION: usize = 17;
     pub const WORDS: usize = 32;
 }
 

@@ -10,7 +10,7 @@ use nix::errno::Errno;
 
 use super::error::{Result, TtKmdError};
 use super::ioctl::{self as sys, DriverVersion, Feature, IoctlArg, NocTlbConfig};
-use super::kernel::{DeviceFile, Kernel, OpenFlags};
+use super::kernel::{DeviceFile, Kernel, Locator, OpenFlags};
 use super::window::{Caching, MmioWindow};
 use crate::sysmem::PageKind;
 
@@ -552,59 +552,48 @@ impl TtKmdDevice {
 
     /// One RESET_DEVICE operation. After USER_RESET, ASIC_RESET or ASIC_DMC_RESET the driver
     /// refuses everything but info and reset ioctls, on every fd, until
-    /// [`ResetKind::PostReset`]; POST_RESET fails while the reset marker is set. Prefer
-    /// [`Self::reset_sequence`], which does the whole sequence.
+    /// [`ResetKind::PostReset`]; POST_RESET fails while the reset marker is set. tt-kmd 2.6.0
+    /// to 2.9.x also answer ENODEV, for good, to the fd that sent the reset (it moves the reset
+    /// generation without that fd: `ioctl_reset_device`, `chardev.c` at ttkmd-2.8.0; 2.10.0's
+    /// `bump_reset_gen` keeps it), so POST_RESET must come from a new open. Prefer
+    /// [`Self::reset_sequence`], which does the whole sequence that way.
     pub fn reset(&self, kind: ResetKind) -> Result<()> {
         if kind.needs_post_reset() || kind == ResetKind::PostReset {
             self.require(Feature::ResetSequence, "USER/ASIC resets and POST_RESET")?;
         }
-        let mut arg = sys::ResetDevice {
-            input: sys::ResetDeviceIn {
-                output_size_bytes: size_of::<sys::ResetDeviceOut>() as u32,
-                flags: kind.flags(),
-            },
-            output: Default::default(),
-        };
-        self.inner.call(&mut arg).map_err(|e| self.inner.err("RESET_DEVICE", e, kind.name()))?;
-        match arg.output.result {
-            0 => Ok(()),
-            result => Err(TtKmdError::ResetFailed {
-                path: self.path().to_owned(),
-                kind: kind.name(),
-                result,
-                why: if kind == ResetKind::PostReset {
-                    " (tt-kmd's POST_RESET fails while the reset marker in PCI config space is set: a \
-                     USER_RESET leaves it set until something else resets the chip)"
-                } else {
-                    ""
-                },
-            }),
-        }
+        send_reset(&self.inner, kind)
     }
 
-    /// A whole reset of the chip, as tt-kmd's own `tools/reset.c` does it (ttkmd-2.10.0):
-    /// `kind` (ASIC_RESET, or ASIC_DMC_RESET to reset the board controller too), which marks
-    /// the device (PCI_COMMAND's parity bit: `set_reset_marker`, `pcie.c`) and asks ARC to
-    /// reset the chip (`wormhole_reset` / `blackhole_reset`); a wait until the chip's reset has
-    /// cleared the mark; then POST_RESET, which re-initialises the device and succeeds only
-    /// with the mark clear (`is_reset_marker_zero`, `ioctl_reset_device` in `chardev.c`); then
-    /// the resources queried again, none mapped (the reset zapped every mapping: [`Self::map_bar`]
-    /// maps again what is asked for).
+    /// A whole reset of the chip, as tt-kmd's own `tools/reset.c` does it (the same at every
+    /// tag from ttkmd-2.4.0 to ttkmd-2.10.0): `kind` (ASIC_RESET, or ASIC_DMC_RESET to reset
+    /// the board controller too), which marks the device (PCI_COMMAND's parity bit:
+    /// `set_reset_marker`, `pcie.c`) and asks ARC to reset the chip (`wormhole_reset` /
+    /// `blackhole_reset`); then this device is closed, its mappings with it; a wait until the
+    /// chip's reset has cleared the mark (or the card, gone from the bus, is back); then a new
+    /// open of the node that shows the device's PCI address (a card that re-enumerated may be
+    /// another `/dev/tenstorrent/N`) and POST_RESET there, which re-initialises the device and
+    /// succeeds only with the mark clear (`is_reset_marker_zero`, `ioctl_reset_device` in
+    /// `chardev.c`).
     ///
-    /// Every other fd of the device, in any process, is invalid for good afterwards, and every
-    /// mapping of every fd was zapped: this fd stays valid, its TLB windows stay allocated but
-    /// show nothing until configured and mapped again (allocate new ones).
+    /// POST_RESET is never sent on this fd: tt-kmd 2.6.0 to 2.9.x answer ENODEV to it after the
+    /// reset (see [`Self::reset`]), which left the device waiting for POST_RESET, every later
+    /// open of it failing, until `tt-smi -r`. The new open is raw (no flock, LOCK_CTL or
+    /// SET_POWER_STATE, which tt-kmd refuses with ENODEV until POST_RESET).
+    ///
+    /// Every other fd of the device, in any process, is invalid for good afterwards (2.6.0 and
+    /// later), and every mapping was zapped. Open the device again ([`ResetDone::node`]) to
+    /// use it.
     ///
     /// USER_RESET is refused: tt-kmd only marks the device for a reset that something else
     /// performs (a BMC), so POST_RESET fails until that has happened.
-    pub fn reset_sequence(&mut self, kind: ResetKind) -> Result<ResetDone> {
+    pub fn reset_sequence(self, kind: ResetKind) -> Result<ResetDone> {
         self.reset_sequence_with_progress(kind, &mut |_| {})
     }
 
     /// [`Self::reset_sequence`], telling `progress` each step as it starts and, while the
     /// chip resets (seconds on a card), how long it has been waited for.
     pub fn reset_sequence_with_progress(
-        &mut self,
+        self,
         kind: ResetKind,
         progress: &mut dyn FnMut(ResetStep),
     ) -> Result<ResetDone> {
@@ -620,52 +609,136 @@ impl TtKmdDevice {
         }
         self.require(Feature::ResetSequence, "ASIC resets and POST_RESET")?;
         let start = std::time::Instant::now();
-        self.bars.clear();
+        let (path, pci) = (self.path().to_owned(), self.info.pci_address());
+        let wormhole = self.info.device_id == cqlab_abi::arch::Arch::Wormhole.params().bar.pci_device_id;
+        let locator = self.inner.kernel.locator();
         progress(ResetStep::Requested(kind));
         self.reset(kind)?;
-        let waited = self.wait_reset_done(kind, progress)?;
+        // As `tools/reset.c` closes its fd after the reset: on 2.6.0 to 2.9.x it answers
+        // nothing more, and its mappings show nothing since the reset zapped them.
+        drop(self);
+        let waited = wait_reset_done(&*locator, &path, &pci, kind, wormhole, progress)?;
         progress(ResetStep::PostReset);
-        self.reset(ResetKind::PostReset)?;
-        self.resources = query_mappings(&self.inner)?;
-        Ok(ResetDone { kind, waited_for_chip: waited, took: start.elapsed() })
+        let node = post_reset_by_pci(&*locator, &path, &pci)?;
+        Ok(ResetDone { kind, waited_for_chip: waited, took: start.elapsed(), node })
     }
 
-    /// Waits for the chip's reset to clear tt-kmd's reset marker, as `tools/reset.c` does
-    /// (ttkmd-2.10.0): half a second first on Wormhole (it reads the marker too early
-    /// otherwise), then polling, for at most 5 s (10 s with the DMC). Returns how long it
-    /// waited, the half second included.
-    fn wait_reset_done(&self, kind: ResetKind, progress: &mut dyn FnMut(ResetStep)) -> Result<std::time::Duration> {
-        let pci = self.info.pci_address();
-        let limit = if kind == ResetKind::AsicDmcReset { RESET_DMC_LIMIT } else { RESET_LIMIT };
-        let wormhole = self.info.device_id == cqlab_abi::arch::Arch::Wormhole.params().bar.pci_device_id;
-        let settle = if wormhole { RESET_WORMHOLE_SETTLE } else { std::time::Duration::ZERO };
-        let start = std::time::Instant::now();
-        let waiting = |waited| ResetStep::WaitingForChip { pci: pci.clone(), waited, limit: settle + limit };
+    /// Refuses, naming them, other processes with the device open: a reset would invalidate
+    /// their fds and zap their mappings. An exclusive open ([`OpenFlags::exclusive`]) on
+    /// tt-kmd 2.10.0 or later has already made sure (tt-kmd admitted no other fd); before
+    /// 2.10.0 tt-kmd ignores `O_EXCL`, and its `pids` file (2.5.0 and later) says who has the
+    /// device open. Where neither can tell (2.4.x keeps no `pids` file), nothing is refused and
+    /// `Ok(false)` says the check could not be made.
+    pub fn refuse_other_users(&self, opened_exclusive: bool) -> Result<bool> {
+        if opened_exclusive && self.version.has(Feature::DmabufAndExclusiveOpen) {
+            return Ok(true);
+        }
+        match self.inner.kernel.other_pids() {
+            Ok(pids) if pids.is_empty() => Ok(true),
+            Ok(_) => Err(TtKmdError::InUse { path: self.path().to_owned(), holders: self.inner.kernel.holders() }),
+            Err(_) => Ok(false),
+        }
+    }
+}
+
+/// Sends one RESET_DEVICE operation on `inner`'s fd.
+fn send_reset(inner: &Inner, kind: ResetKind) -> Result<()> {
+    let mut arg = sys::ResetDevice {
+        input: sys::ResetDeviceIn { output_size_bytes: size_of::<sys::ResetDeviceOut>() as u32, flags: kind.flags() },
+        output: Default::default(),
+    };
+    inner.call(&mut arg).map_err(|e| inner.err("RESET_DEVICE", e, kind.name()))?;
+    match arg.output.result {
+        0 => Ok(()),
+        result => Err(TtKmdError::ResetFailed {
+            path: inner.path(),
+            kind: kind.name(),
+            result,
+            why: if kind == ResetKind::PostReset {
+                " (tt-kmd's POST_RESET fails while the reset marker in PCI config space is set: a USER_RESET \
+                 leaves it set until something else resets the chip)"
+            } else {
+                ""
+            },
+        }),
+    }
+}
+
+/// Waits for the chip's reset to clear tt-kmd's reset marker, as `tools/reset.c` does
+/// (ttkmd-2.4.0 to ttkmd-2.10.0): half a second first on Wormhole (it reads the marker too
+/// early otherwise), then polling, for at most 5 s more (10 s with the DMC). A card that leaves
+/// the bus meanwhile (it re-enumerates) is done once it is back, whatever its marker (its
+/// config space is new). Returns how long it waited, the half second included.
+fn wait_reset_done(
+    locator: &dyn Locator,
+    path: &Path,
+    pci: &str,
+    kind: ResetKind,
+    wormhole: bool,
+    progress: &mut dyn FnMut(ResetStep),
+) -> Result<std::time::Duration> {
+    let limit = if kind == ResetKind::AsicDmcReset { RESET_DMC_LIMIT } else { RESET_LIMIT };
+    let settle = if wormhole { RESET_WORMHOLE_SETTLE } else { std::time::Duration::ZERO };
+    let start = std::time::Instant::now();
+    let waiting = |waited| ResetStep::WaitingForChip { pci: pci.to_owned(), waited, limit: settle + limit };
+    progress(waiting(start.elapsed()));
+    std::thread::sleep(settle);
+    let mut left_bus = false;
+    loop {
+        let marker = locator.reset_marker(pci).map_err(|source| TtKmdError::ResetMarker {
+            path: path.to_owned(),
+            pci: pci.to_owned(),
+            source,
+        })?;
+        match marker {
+            Some(false) => return Ok(start.elapsed()),
+            Some(true) if left_bus => return Ok(start.elapsed()),
+            Some(true) => {}
+            None => left_bus = true,
+        }
+        if start.elapsed() >= settle + limit {
+            let (path, pci, secs) = (path.to_owned(), pci.to_owned(), (settle + limit).as_secs_f64());
+            return Err(if left_bus {
+                TtKmdError::ResetReenumerated { path, pci, secs }
+            } else {
+                TtKmdError::ResetTimeout { path, kind: kind.name(), pci, secs }
+            });
+        }
+        std::thread::sleep(RESET_POLL);
         progress(waiting(start.elapsed()));
-        std::thread::sleep(settle);
-        loop {
-            let marker = self.inner.kernel.reset_marker(&pci).map_err(|source| TtKmdError::ResetMarker {
-                path: self.path().to_owned(),
-                pci: pci.clone(),
-                source,
-            })?;
-            match marker {
-                Some(false) => return Ok(start.elapsed()),
-                Some(true) if start.elapsed() < settle + limit => {
-                    std::thread::sleep(RESET_POLL);
-                    progress(waiting(start.elapsed()));
+    }
+}
+
+/// Finds the node that shows PCI device `pci` (the one it was opened from first), opens it
+/// raw and sends POST_RESET there, as `tools/reset.c` does (`find_dev_id_by_bdf`, for at most
+/// 10 s, ttkmd-2.4.0 to ttkmd-2.10.0). Returns the node.
+fn post_reset_by_pci(locator: &dyn Locator, path: &Path, pci: &str) -> Result<PathBuf> {
+    let start = std::time::Instant::now();
+    let mut last_refusal = None;
+    loop {
+        for node in locator.nodes() {
+            let kernel = match locator.open_raw(&node) {
+                Ok(k) => k,
+                Err(e) => {
+                    last_refusal = Some(e.to_string());
+                    continue;
                 }
-                Some(true) => {
-                    return Err(TtKmdError::ResetTimeout {
-                        path: self.path().to_owned(),
-                        kind: kind.name(),
-                        pci,
-                        secs: limit.as_secs(),
-                    })
-                }
-                None => return Err(TtKmdError::ResetReenumerated { path: self.path().to_owned(), pci }),
+            };
+            let inner = Inner { kernel, lock_ctl_held: false };
+            if get_device_info(&inner).is_ok_and(|info| info.pci_address() == pci) {
+                send_reset(&inner, ResetKind::PostReset)?;
+                return Ok(node);
             }
         }
+        if start.elapsed() >= REDISCOVER_LIMIT {
+            return Err(TtKmdError::ResetNodeNotFound {
+                path: path.to_owned(),
+                pci: pci.to_owned(),
+                secs: REDISCOVER_LIMIT.as_secs_f64(),
+                last: last_refusal.map_or_else(String::new, |e| format!(" (last refusal: {e})")),
+            });
+        }
+        std::thread::sleep(REDISCOVER_POLL);
     }
 }
 
@@ -678,19 +751,22 @@ pub enum ResetStep {
     /// `waited` so far, given up once it passes `limit` (5 s of polling, 10 s with the DMC,
     /// after the half second a Wormhole is first left alone).
     WaitingForChip { pci: String, waited: std::time::Duration, limit: std::time::Duration },
-    /// The marker is clear: POST_RESET re-initialises the device.
+    /// The marker is clear: the device's node is opened again and POST_RESET re-initialises it.
     PostReset,
 }
 
 /// What a completed [`TtKmdDevice::reset_sequence`] did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResetDone {
     /// The reset sent (ASIC_RESET or ASIC_DMC_RESET).
     pub kind: ResetKind,
     /// From the reset ioctl's return until the marker read clear.
     pub waited_for_chip: std::time::Duration,
-    /// The whole sequence, POST_RESET and the new QUERY_MAPPINGS included.
+    /// The whole sequence, POST_RESET included.
     pub took: std::time::Duration,
+    /// The node POST_RESET was sent on: the device's node now (another
+    /// `/dev/tenstorrent/N` than before if the card re-enumerated).
+    pub node: PathBuf,
 }
 
 /// How long a Wormhole is left alone after ASIC_RESET before its marker is read (`tools/reset.c`
@@ -701,6 +777,10 @@ const RESET_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
 const RESET_DMC_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// Between two reads of the marker.
 const RESET_POLL: std::time::Duration = std::time::Duration::from_millis(10);
+/// How long a node showing the device is looked for after its reset, and how often
+/// (`tools/reset.c`: 10 s, every 200 ms).
+const REDISCOVER_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+const REDISCOVER_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// QUERY_MAPPINGS: the resources the device offers. A device may offer none (the simulator's,
 /// whose device memory is reached through TLB windows only).
@@ -1133,6 +1213,84 @@ mod tests {
         assert_eq!(all, expected);
         assert!(matches!(pinned.read(2 * page - 3, &mut [0; 4]), Err(TtKmdError::OutOfBounds { .. })));
         assert!(matches!(pinned.write(2 * page, &[1]), Err(TtKmdError::OutOfBounds { .. })));
+    }
+
+    /// A card that leaves the bus during its reset and comes back as another node: its old
+    /// node now shows another card.
+    #[derive(Debug)]
+    struct Reenumerating {
+        /// What each read of the marker finds; the last one repeats.
+        markers: std::sync::Mutex<std::collections::VecDeque<Option<bool>>>,
+        /// Each node and the PCI bus of the card it shows now.
+        nodes: Vec<(PathBuf, u8)>,
+        /// Every raw open: the node and what its fd was asked.
+        opened: std::sync::Mutex<Vec<(PathBuf, Arc<std::sync::Mutex<super::super::scripted_kernel::State>>)>>,
+    }
+
+    impl Locator for Reenumerating {
+        fn reset_marker(&self, _pci: &str) -> std::io::Result<Option<bool>> {
+            let mut markers = self.markers.lock().unwrap();
+            Ok(if markers.len() > 1 { markers.pop_front().unwrap() } else { markers[0] })
+        }
+        fn nodes(&self) -> Vec<PathBuf> {
+            self.nodes.iter().map(|(p, _)| p.clone()).collect()
+        }
+        fn open_raw(&self, node: &Path) -> Result<Box<dyn Kernel>> {
+            use super::super::scripted_kernel::{Script, Scripted};
+            let bus = self.nodes.iter().find(|(p, _)| p == node).unwrap().1;
+            let kernel = Scripted::at(node.to_owned(), Script { bus, ..Script::default() });
+            self.opened.lock().unwrap().push((node.to_owned(), kernel.log()));
+            Ok(Box::new(kernel))
+        }
+    }
+
+    /// As tt-kmd's tools/reset.c (ttkmd-2.10.0): a card that leaves the bus during its reset
+    /// is waited for, found again by its PCI address (here under another node; its old node
+    /// shows another card now) and sent POST_RESET there, on a new fd; the fd that sent
+    /// ASIC_RESET is sent nothing more. (It ended with "left the bus" at the first missing
+    /// config-space read.)
+    #[test]
+    fn a_card_that_re_enumerates_is_found_by_its_pci_address_and_post_reset_there() {
+        use super::super::scripted_kernel::{Script, Scripted};
+        let (old, new) = (PathBuf::from("/dev/tenstorrent/0"), PathBuf::from("/dev/tenstorrent/1"));
+        let locator = Arc::new(Reenumerating {
+            markers: std::sync::Mutex::new([Some(true), None, None, Some(true)].into()),
+            nodes: vec![(old.clone(), 2), (new.clone(), 1)],
+            opened: Default::default(),
+        });
+        let kernel = Scripted::at(old.clone(), Script { bus: 1, ..Script::default() }).with_locator(locator.clone());
+        let resetter = kernel.log();
+        let dev = TtKmdDevice::with_kernel(Box::new(kernel), OpenFlags::default()).unwrap();
+        assert_eq!(dev.info().pci_address(), "0000:01:00.0");
+        let mut steps = Vec::new();
+        let done = dev.reset_sequence_with_progress(ResetKind::AsicReset, &mut |s| steps.push(s)).unwrap();
+        assert_eq!(done.node, new);
+        assert_eq!(resetter.lock().unwrap().resets, [sys::RESET_DEVICE_ASIC_RESET], "the resetting fd");
+        let opened = locator.opened.lock().unwrap();
+        let posted: Vec<(&PathBuf, Vec<u32>)> =
+            opened.iter().map(|(node, log)| (node, log.lock().unwrap().resets.clone())).collect();
+        assert_eq!(posted, [(&old, vec![]), (&new, vec![sys::RESET_DEVICE_POST_RESET])]);
+        assert_eq!(steps.last(), Some(&ResetStep::PostReset));
+    }
+
+    /// A device other processes have open is refused before a reset: by tt-kmd's `pids`
+    /// file where the open could not be exclusive (before tt-kmd 2.10.0, which ignores
+    /// `O_EXCL`); a driver whose `pids` file is missing (2.4.x) cannot be checked, and says so.
+    #[test]
+    fn other_users_of_the_device_refuse_a_reset() {
+        use super::super::scripted_kernel::{Script, Scripted};
+        let open = |semver, other_pids| {
+            let script = Script { semver: Some(semver), other_pids, ..Script::default() };
+            TtKmdDevice::with_kernel(Box::new(Scripted::new(script)), OpenFlags::default()).unwrap()
+        };
+        let err = open((2, 8, 0), Ok(vec![4242])).refuse_other_users(true).unwrap_err();
+        assert!(matches!(err, TtKmdError::InUse { .. }), "{err:?}");
+        assert!(err.to_string().contains("a reset would invalidate their fds"), "{err}");
+        assert!(open((2, 8, 0), Ok(vec![])).refuse_other_users(true).unwrap());
+        assert!(!open((2, 4, 0), Err("no pids file".into())).refuse_other_users(true).unwrap());
+        // tt-kmd 2.10.0 admitted the exclusive open: nobody else has it open.
+        assert!(open((2, 10, 0), Ok(vec![4242])).refuse_other_users(true).unwrap());
+        assert!(open((2, 10, 0), Ok(vec![4242])).refuse_other_users(false).is_err());
     }
 
     #[test]

@@ -98,17 +98,32 @@ pub enum TtKmdError {
     /// The chip's reset did not clear tt-kmd's reset marker in time.
     #[error(
         "reset of {path} ({kind}): the reset marker (PCI_COMMAND's parity bit of PCI device {pci}) is still \
-         set after {secs} s: the chip did not reset, and POST_RESET would fail"
+         set {secs} s after the reset: the chip did not reset, and POST_RESET would fail"
     )]
-    ResetTimeout { path: PathBuf, kind: &'static str, pci: String, secs: u64 },
+    ResetTimeout { path: PathBuf, kind: &'static str, pci: String, secs: f64 },
 
-    /// The card left the bus during its reset: this fd can no longer finish the sequence.
+    /// The card left the bus during its reset and did not come back in time.
     #[error(
-        "reset of {path}: PCI device {pci} left the bus during the reset (it re-enumerates): open it again \
-         (tt-kmd may give it another /dev/tenstorrent number; its PCI address stays {pci}) and send POST_RESET \
-         from the new fd"
+        "reset of {path}: PCI device {pci} left the bus during the reset (it re-enumerates) and was not back \
+         {secs} s after the reset: POST_RESET was not sent; once it is back, tt-kmd's tools/reset.c or \
+         `tt-smi -r` completes the reset"
     )]
-    ResetReenumerated { path: PathBuf, pci: String },
+    ResetReenumerated { path: PathBuf, pci: String, secs: f64 },
+
+    /// The chip reset, but no device node showed its PCI address to send POST_RESET on.
+    #[error(
+        "reset of {path}: the chip reset, but no node in /dev/tenstorrent showed PCI device {pci} within {secs} s \
+         after it{last}: POST_RESET was not sent, and tt-kmd refuses the device's use until it is (tt-kmd's \
+         tools/reset.c or `tt-smi -r` completes the reset)"
+    )]
+    ResetNodeNotFound { path: PathBuf, pci: String, secs: f64, last: String },
+
+    /// Other processes have the device open: a reset would invalidate their fds.
+    #[error(
+        "device {path} is open in {holders}: a reset would invalidate their fds and zap their mappings; close \
+         them first"
+    )]
+    InUse { path: PathBuf, holders: String },
 
     /// The reset marker could not be read.
     #[error("reset of {path}: cannot read the reset marker of PCI device {pci}: {source}")]

@@ -101,6 +101,15 @@ fn holders_of(node: &Path) -> String {
     }
 }
 
+/// The pids of a `pids` file's text but this process's, sorted, each once.
+pub(crate) fn other_pids_in(text: &str) -> Vec<u32> {
+    let me = std::process::id();
+    let mut pids: Vec<u32> = text.split_whitespace().filter_map(|p| p.parse().ok()).filter(|&p| p != me).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
 /// "pid 42 (from SOURCE)", "pids 42, 43 (from SOURCE)", or "another process" if none is listed.
 pub(crate) fn describe_pids(pids: &[u32], source: &str) -> String {
     let list = pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
@@ -135,11 +144,12 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     /// Every process with the device open, for messages ("pids 4242, 4343 (from SOURCE)"):
     /// tt-kmd's `pids` file on a card.
     fn holders(&self) -> String;
-    /// Whether tt-kmd's reset marker is set on the device at PCI address `pci`
-    /// (`dddd:bb:dd.f`): PCI_COMMAND's parity bit, which tt-kmd sets when a reset starts
-    /// (`set_reset_marker`, `pcie.c` at ttkmd-2.10.0) and the chip's reset clears. `None` once
-    /// the device has left the bus (a reset that re-enumerates the card).
-    fn reset_marker(&self, pci: &str) -> std::io::Result<Option<bool>>;
+    /// The pids other than this process's with the device open (tt-kmd's `pids` file on a
+    /// card), or why they cannot be known (the message says, for a refusal).
+    fn other_pids(&self) -> std::result::Result<Vec<u32>, String>;
+    /// How to find the device again once this fd is closed: its reset marker, and its node
+    /// ([`Locator`]). A reset sequence closes the fd that sent the reset first.
+    fn locator(&self) -> Box<dyn Locator>;
     /// At least `len` bytes of host memory for the device to reach after PIN_PAGES (one 1 GiB
     /// huge page when the system has one, [`crate::sysmem::alloc_contiguous`]; the
     /// simulator's sysmem file in simulation). Contents unspecified.
@@ -172,6 +182,52 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     /// only between slices, so this waits for the next one.
     fn settle(&self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// A device found again after a reset that closed it, as tt-kmd's `tools/reset.c` finds it
+/// (ttkmd-2.4.0 to ttkmd-2.10.0): by its PCI address, never by the fd that sent the reset.
+pub trait Locator: Send + std::fmt::Debug {
+    /// Whether tt-kmd's reset marker is set on the device at PCI address `pci`
+    /// (`dddd:bb:dd.f`): PCI_COMMAND's parity bit, which tt-kmd sets when a reset starts
+    /// (`set_reset_marker`, `pcie.c` at ttkmd-2.10.0) and the chip's reset clears. `None` while
+    /// the device is off the bus (a reset that re-enumerates the card).
+    fn reset_marker(&self, pci: &str) -> std::io::Result<Option<bool>>;
+    /// The nodes that may show the device now, the one it was opened from first (a card that
+    /// re-enumerated may come back as another `/dev/tenstorrent/N`).
+    fn nodes(&self) -> Vec<PathBuf>;
+    /// `node` opened as `tools/reset.c` opens it (`O_RDWR | O_APPEND`; here also
+    /// `O_NONBLOCK`), nothing else: no flock and no ioctl, so a device that waits for
+    /// POST_RESET (whose LOCK_CTL and SET_POWER_STATE answer ENODEV) can be opened.
+    fn open_raw(&self, node: &Path) -> Result<Box<dyn Kernel>>;
+}
+
+/// A card's [`Locator`]: sysfs for the marker, `/dev/tenstorrent` for the nodes.
+#[derive(Debug)]
+struct CardLocator {
+    node: PathBuf,
+}
+
+impl Locator for CardLocator {
+    fn reset_marker(&self, pci: &str) -> std::io::Result<Option<bool>> {
+        sysfs_reset_marker(pci)
+    }
+
+    fn nodes(&self) -> Vec<PathBuf> {
+        let mut nodes = vec![self.node.clone()];
+        let mut numbered: Vec<(u32, PathBuf)> = std::fs::read_dir(DEVICE_DIR)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path())))
+            .collect();
+        numbered.sort();
+        nodes.extend(numbered.into_iter().map(|(_, p)| p).filter(|p| *p != self.node));
+        nodes
+    }
+
+    fn open_raw(&self, node: &Path) -> Result<Box<dyn Kernel>> {
+        Ok(Box::new(DeviceFile::open(node, OpenFlags { power_aware: true, exclusive: false })?))
     }
 }
 
@@ -301,8 +357,20 @@ impl Kernel for DeviceFile {
         holders_of(&self.path)
     }
 
-    fn reset_marker(&self, pci: &str) -> std::io::Result<Option<bool>> {
-        sysfs_reset_marker(pci)
+    fn other_pids(&self) -> std::result::Result<Vec<u32>, String> {
+        let Some(file) = pids_file(&self.path) else {
+            return Err(format!(
+                "{} is not named /dev/tenstorrent/N, so its pids file is unknown",
+                self.path.display()
+            ));
+        };
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| format!("{} cannot be read ({e}; tt-kmd 2.5.0 and later keep it)", file.display()))?;
+        Ok(other_pids_in(&text))
+    }
+
+    fn locator(&self) -> Box<dyn Locator> {
+        Box::new(CardLocator { node: self.path.clone() })
     }
 
     fn alloc_dma_memory(&self, len: usize) -> std::io::Result<DmaMemory> {
@@ -322,8 +390,9 @@ const PCI_COMMAND: u64 = 4;
 const PCI_COMMAND_PARITY: u16 = 0x40;
 
 /// The reset marker of PCI device `pci`, read from its sysfs config space (whose first 64
-/// bytes any user may read). A device in the middle of its reset may answer all ones: the
-/// marker then reads set, and the caller waits on.
+/// bytes any user may read); `None` while `/sys/bus/pci/devices/BDF` is missing (off the bus,
+/// as `tools/reset.c` tells it at ttkmd-2.10.0). A device in the middle of its reset may
+/// answer all ones: the marker then reads set, and the caller waits on.
 fn sysfs_reset_marker(pci: &str) -> std::io::Result<Option<bool>> {
     use std::os::unix::fs::FileExt;
     let path = format!("/sys/bus/pci/devices/{pci}/config");

@@ -15,14 +15,14 @@ use nix::sys::ioctl::ioctl_num_type;
 
 use super::error::Result;
 use super::ioctl::{self as sys, IoctlArg};
-use super::kernel::{DmaMemory, Iommu, Kernel};
+use super::kernel::{DmaMemory, Iommu, Kernel, Locator};
 use cqlab_abi::soc::{Board, Harvesting};
 
 /// Largest anonymous mapping an mmap hands out.
 pub const MAP_CAP: usize = 4 << 20;
 
 /// What the scripted driver answers.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Script {
     /// `driver_version` (the ioctl API) and the semantic version, if the driver reports one.
     pub api: u32,
@@ -37,6 +37,10 @@ pub struct Script {
     pub iommu: Iommu,
     /// QUERY_MAPPINGS' answer: (mapping id, size).
     pub mappings: Vec<(u32, u64)>,
+    /// The PCI bus GET_DEVICE_INFO reports (device and function 0, domain 0).
+    pub bus: u8,
+    /// Other processes with the device open (its `pids` file), or why unknown.
+    pub other_pids: std::result::Result<Vec<u32>, String>,
 }
 
 impl Default for Script {
@@ -49,6 +53,8 @@ impl Default for Script {
             pin_error: None,
             iommu: Iommu::Translated("DMA-FQ".into()),
             mappings: Vec::new(),
+            bus: 1,
+            other_pids: Ok(Vec::new()),
         }
     }
 }
@@ -59,6 +65,8 @@ pub struct Scripted {
     path: PathBuf,
     script: Script,
     state: Arc<Mutex<State>>,
+    /// Where the device is found again after a reset (default: here, marker clear).
+    locator: Option<Arc<dyn Locator + Sync>>,
 }
 
 /// What was asked of it.
@@ -70,11 +78,24 @@ pub struct State {
     pub mmaps: Vec<(u64, usize)>,
     pub tlbs_taken: usize,
     next_tlb: u32,
+    /// RESET_DEVICE flags, in order.
+    pub resets: Vec<u32>,
 }
 
 impl Scripted {
     pub fn new(script: Script) -> Self {
-        Self { path: PathBuf::from("/dev/tenstorrent/scripted"), script, state: Default::default() }
+        Self::at(PathBuf::from("/dev/tenstorrent/scripted"), script)
+    }
+
+    /// A scripted device at `path`.
+    pub fn at(path: PathBuf, script: Script) -> Self {
+        Self { path, script, state: Default::default(), locator: None }
+    }
+
+    /// Found again after a reset through `locator`.
+    pub fn with_locator(mut self, locator: Arc<dyn Locator + Sync>) -> Self {
+        self.locator = Some(locator);
+        self
     }
 
     /// What it is asked, readable after the kernel went into a device.
@@ -135,6 +156,7 @@ impl Kernel for Scripted {
                     output_size_bytes: size_of::<sys::GetDeviceInfoOut>() as u32,
                     vendor_id: cqlab_abi::arch::bar::PCI_VENDOR_ID,
                     device_id: s.board.arch().params().bar.pci_device_id,
+                    bus_dev_fn: (s.bus as u16) << 8,
                     ..Default::default()
                 };
                 Ok(())
@@ -182,6 +204,12 @@ impl Kernel for Scripted {
                 a.output = sys::PinPagesOutExtended { physical_address: 0x1_0000_0000, noc_address: 0x8_0000_0000 };
                 Ok(())
             }),
+            r if r == sys::req::RESET_DEVICE => with::<sys::ResetDevice>(arg, |a| {
+                st.resets.push(a.input.flags);
+                a.output =
+                    sys::ResetDeviceOut { output_size_bytes: size_of::<sys::ResetDeviceOut>() as u32, result: 0 };
+                Ok(())
+            }),
             _ => Err(Errno::ENOTTY),
         }
     }
@@ -199,8 +227,15 @@ impl Kernel for Scripted {
         "pid 1 (scripted)".into()
     }
 
-    fn reset_marker(&self, _pci: &str) -> std::io::Result<Option<bool>> {
-        Ok(Some(false))
+    fn other_pids(&self) -> std::result::Result<Vec<u32>, String> {
+        self.script.other_pids.clone()
+    }
+
+    fn locator(&self) -> Box<dyn Locator> {
+        let locator = self.locator.clone().unwrap_or_else(|| {
+            Arc::new(Here { path: self.path.clone(), script: self.script.clone(), log: self.state.clone() })
+        });
+        Box::new(SharedLocator(locator))
     }
 
     fn alloc_dma_memory(&self, len: usize) -> std::io::Result<DmaMemory> {
@@ -213,5 +248,44 @@ impl Kernel for Scripted {
 
     fn board(&self) -> Option<(Board, Harvesting)> {
         Some((self.script.board, self.script.board.default_harvesting()))
+    }
+}
+
+/// A [`Locator`] shared with the test that scripted it.
+#[derive(Debug)]
+struct SharedLocator(Arc<dyn Locator + Sync>);
+
+impl Locator for SharedLocator {
+    fn reset_marker(&self, pci: &str) -> std::io::Result<Option<bool>> {
+        self.0.reset_marker(pci)
+    }
+    fn nodes(&self) -> Vec<PathBuf> {
+        self.0.nodes()
+    }
+    fn open_raw(&self, node: &Path) -> Result<Box<dyn Kernel>> {
+        self.0.open_raw(node)
+    }
+}
+
+/// The default [`Locator`]: the device at its node, its marker clear; a reopen shares the
+/// first open's log.
+#[derive(Debug)]
+struct Here {
+    path: PathBuf,
+    script: Script,
+    log: Arc<Mutex<State>>,
+}
+
+impl Locator for Here {
+    fn reset_marker(&self, _pci: &str) -> std::io::Result<Option<bool>> {
+        Ok(Some(false))
+    }
+    fn nodes(&self) -> Vec<PathBuf> {
+        vec![self.path.clone()]
+    }
+    fn open_raw(&self, node: &Path) -> Result<Box<dyn Kernel>> {
+        let mut k = Scripted::at(node.to_owned(), self.script.clone());
+        k.state = self.log.clone();
+        Ok(Box::new(k))
     }
 }

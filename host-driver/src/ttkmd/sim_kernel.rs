@@ -7,15 +7,15 @@
 //!
 //! | ioctl | answer |
 //! |---|---|
-//! | GET_DRIVER_INFO | API 2, tt-kmd 2.10.1 |
+//! | GET_DRIVER_INFO | API 2, tt-kmd 2.10.1, or the version the device's `ctl` page names ([`set_driver_version`]: the kernel then behaves as that version where the rows below say so) |
 //! | GET_DEVICE_INFO | vendor 0x1e52 (Tenstorrent), the simulated chip's PCI device id (Wormhole 0x401e, Blackhole 0xb140), bus 0 |
 //! | QUERY_MAPPINGS | no BAR resources (device memory is reached through TLB windows; ARC is not mapped, so the board and harvesting come from the device's `ctl` page: [`Kernel::board`]) |
 //! | ALLOCATE_TLB / CONFIGURE_TLB / FREE_TLB | [`WINDOW_SIZE`] (2 MiB) unicast windows from the chip's pool, shared by every process (Wormhole 10, Blackhole 201; ENOMEM when none is free), on either NOC, onto a Tensix tile's L1 (local 0), the 2 MiB piece holding its debug-register page (local `DEBUG_REGS_BASE` rounded down: that page is mapped at its offset, the rest of the window is `PROT_NONE`, so a stray access faults instead of landing nowhere), or any 2 MiB of a DRAM channel (the tile's coordinates as the chip translates them); a reconfigured window is re-mmapped in place onto its new target |
 //! | PIN_PAGES / UNPIN_PAGES | memory from [`Kernel::alloc_dma_memory`] (the `sysmem` file): IOVA and NOC address = offset in sysmem, the local address at the PCIe endpoint |
 //! | LOCK_CTL | per-index flock on `lock-ctl-N` (ACQUIRE, RELEASE, TEST, ACQUIRE_BLOCKING) |
-//! | RESET_DEVICE | as `ioctl_reset_device` in `chardev.c` at ttkmd-2.10.0: USER/ASIC/ASIC_DMC_RESET bump the reset generation (every other fd, in any process, answers ENODEV for good, mmap too), zap this fd's window mappings (they point at nothing; the windows stay allocated), set the reset marker (`ctl::RESET_MARKER`, PCI_COMMAND's parity bit on a card: `set_reset_marker`, `pcie.c`) and the device's `needs_hw_init` (every fd's ioctls but info and reset answer ENODEV). ASIC_RESET and ASIC_DMC_RESET also ask the simulator to reset the chip (cores held, NOC drained; L1 and DRAM kept), which clears the marker when done, as a card's reset clears its config space; USER_RESET does not (on a card a BMC resets the chip), so the marker stays set. POST_RESET clears `needs_hw_init` and succeeds only if the marker is clear (`is_reset_marker_zero`). RESTORE_STATE is a no-op |
+//! | RESET_DEVICE | as `ioctl_reset_device` in `chardev.c` at ttkmd-2.10.0: USER/ASIC/ASIC_DMC_RESET bump the reset generation (every other fd, in any process, answers ENODEV for good, mmap too; as 2.6.0 to 2.9.x, `chardev.c` at ttkmd-2.8.0, the fd that sent the reset too, since they move the generation without it; as 2.4.x and 2.5.x, which have no reset generation, no fd), zap this fd's window mappings (they point at nothing; the windows stay allocated), set the reset marker (`ctl::RESET_MARKER`, PCI_COMMAND's parity bit on a card: `set_reset_marker`, `pcie.c`) and the device's `needs_hw_init` (every fd's ioctls but info and reset answer ENODEV). ASIC_RESET and ASIC_DMC_RESET also ask the simulator to reset the chip (cores held, NOC drained; L1 and DRAM kept), which clears the marker when done, as a card's reset clears its config space; USER_RESET does not (on a card a BMC resets the chip), so the marker stays set. POST_RESET clears `needs_hw_init` (before 2.6.0 only with the marker clear) and succeeds only if the marker is clear (`is_reset_marker_zero`). RESTORE_STATE is a no-op |
 //! | SET_POWER_STATE | argument checked, state kept |
-//! | open(2) | admitted as `admit_chardev_open` (`chardev.c` at ttkmd-2.10.0) admits it: a plain open waits while an `O_EXCL` fd is open, an `O_EXCL` open until no other fd is; `O_NONBLOCK` makes either EAGAIN (a flock on the device's `fds` file, its holders from `/proc/locks`) |
+//! | open(2) | admitted as `admit_chardev_open` (`chardev.c` at ttkmd-2.10.0) admits it: a plain open waits while an `O_EXCL` fd is open, an `O_EXCL` open until no other fd is; `O_NONBLOCK` makes either EAGAIN (a flock on the device's `fds` file, its holders from `/proc/locks`, the stand-in for tt-kmd's `pids` file). As a driver before 2.10.0, `O_EXCL` is ignored |
 //!
 //! What it cannot catch: multicast TLB windows (a store into one mapping cannot land in many
 //! cores: CONFIGURE_TLB answers EOPNOTSUPP), ordering or write-combining effects of a real PCIe
@@ -48,8 +48,37 @@ use super::ioctl::{self as sys, IoctlArg};
 use super::kernel::{describe_pids, Kernel, OpenFlags};
 
 const TENSTORRENT_VENDOR_ID: u16 = cqlab_abi::arch::bar::PCI_VENDOR_ID;
-/// The tt-kmd version the simulator answers as.
+/// The tt-kmd version the simulator answers as, unless the device names another
+/// ([`set_driver_version`]).
 pub const SIM_DRIVER_VERSION: (u8, u8, u8) = (2, 10, 1);
+
+/// Makes the simulated device at `dir` answer and behave as tt-kmd `version` for every open
+/// from now on (its `ctl` page keeps it): how a reset treats the fd that sent it, and whether
+/// `O_EXCL` is honoured, differ between versions (module docs).
+pub fn set_driver_version(dir: &Path, version: (u8, u8, u8)) -> std::io::Result<()> {
+    let (a, b, c) = version;
+    Ctl::open(&Paths::new(dir).ctl())?.store(ctl::DRIVER_VERSION, (a as u64) << 16 | (b as u64) << 8 | c as u64);
+    Ok(())
+}
+
+/// The tt-kmd version the device's `ctl` page names ([`set_driver_version`]), or the default.
+fn driver_version(ctl: &Ctl) -> (u8, u8, u8) {
+    match ctl.load(ctl::DRIVER_VERSION) {
+        0 => SIM_DRIVER_VERSION,
+        v => ((v >> 16) as u8, (v >> 8) as u8, v as u8),
+    }
+}
+
+/// tt-kmd 2.6.0 brought the reset generation (`reset_gen`, `chardev.c` at ttkmd-2.6.0): fds
+/// opened before a reset answer ENODEV, and while the device waits for POST_RESET only info and
+/// reset ioctls pass.
+const RESET_GEN_SINCE: (u8, u8, u8) = (2, 6, 0);
+/// tt-kmd 2.7.0 checks the reset generation in mmap too (`tt_cdev_mmap`, `chardev.c` at
+/// ttkmd-2.7.0; not at ttkmd-2.6.0).
+const MMAP_RESET_GEN_SINCE: (u8, u8, u8) = (2, 7, 0);
+/// tt-kmd 2.10.0 keeps the fd that sent a reset valid (`bump_reset_gen`, `chardev.c` at
+/// ttkmd-2.10.0) and honours `O_EXCL` (`admit_chardev_open`).
+const RESETTER_KEEPS_FD_SINCE: (u8, u8, u8) = (2, 10, 0);
 /// How long a register write waits for the simulator to take it.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -113,6 +142,8 @@ pub struct SimKernel {
     owner: Mutex<Option<Flock<File>>>,
     /// This fd's admission (`fds`, shared or exclusive): held as long as it is open.
     _admitted: Flock<File>,
+    /// The tt-kmd version this fd's driver answers as and behaves like.
+    driver: (u8, u8, u8),
     state: Mutex<State>,
 }
 
@@ -218,7 +249,8 @@ impl SimKernel {
         let lock_path = paths.lock();
         let lock = open_lock(&lock_path).map_err(|source| TtKmdError::Open { path: lock_path, source })?;
         let reset_gen = ctl.load(ctl::RESET_GEN);
-        let admitted = admit(dir, flags)?;
+        let driver = driver_version(&ctl);
+        let admitted = admit(dir, flags, driver)?;
         let layout = shape.layout().map_err(|e| absent(format!("the device's chip: {e}")))?;
         let tiles = shape.tiles();
         Ok(SimKernel {
@@ -235,6 +267,7 @@ impl SimKernel {
             lock,
             owner: Mutex::new(None),
             _admitted: admitted,
+            driver,
             state: Mutex::new(State { reset_gen, ..Default::default() }),
         })
     }
@@ -329,18 +362,21 @@ impl SimKernel {
 
     fn answer(&self, request: ioctl_num_type, arg: &mut [u8]) -> std::result::Result<(), Errno> {
         let mut st = self.state.lock().expect("not poisoned");
-        // `tt_cdev_ioctl` (chardev.c at ttkmd-2.10.0): an fd opened before the last reset is
-        // invalid for good; while the device needs POST_RESET, only info and reset ioctls pass.
-        if self.ctl.0.load(ctl::RESET_GEN) != st.reset_gen {
-            return Err(Errno::ENODEV);
-        }
-        let info = request == sys::req::GET_DEVICE_INFO || request == sys::req::GET_DRIVER_INFO;
-        if self.ctl.0.load(ctl::NEEDS_HW_INIT) != 0 && !info && request != sys::req::RESET_DEVICE {
-            return Err(Errno::ENODEV);
+        // `tt_cdev_ioctl` (chardev.c at ttkmd-2.6.0 to 2.10.0): an fd opened before the last
+        // reset is invalid for good; while the device needs POST_RESET, only info and reset
+        // ioctls pass. 2.4.x and 2.5.x check neither (`chardev.c` at ttkmd-2.5.0).
+        if self.driver >= RESET_GEN_SINCE {
+            if self.ctl.0.load(ctl::RESET_GEN) != st.reset_gen {
+                return Err(Errno::ENODEV);
+            }
+            let info = request == sys::req::GET_DEVICE_INFO || request == sys::req::GET_DRIVER_INFO;
+            if self.ctl.0.load(ctl::NEEDS_HW_INIT) != 0 && !info && request != sys::req::RESET_DEVICE {
+                return Err(Errno::ENODEV);
+            }
         }
         match request {
             r if r == sys::req::GET_DRIVER_INFO => with::<sys::GetDriverInfo>(arg, |a| {
-                let (major, minor, patch) = SIM_DRIVER_VERSION;
+                let (major, minor, patch) = self.driver;
                 let out = sys::GetDriverInfoOut {
                     output_size_bytes: size_of::<sys::GetDriverInfoOut>() as u32,
                     driver_version: sys::TENSTORRENT_DRIVER_VERSION,
@@ -466,10 +502,14 @@ impl SimKernel {
                         c.store(ctl::NEEDS_HW_INIT, 1);
                         c.load(ctl::STOPPED) == 0
                     }
-                    // Clears `needs_hw_init` whatever the marker says; succeeds only if it is clear.
+                    // Clears `needs_hw_init` whatever the marker says (before 2.6.0 only with it
+                    // clear: `chardev.c` at ttkmd-2.5.0); succeeds only if it is clear.
                     sys::RESET_DEVICE_POST_RESET => {
-                        c.store(ctl::NEEDS_HW_INIT, 0);
-                        c.load(ctl::RESET_MARKER) == 0
+                        let clear = c.load(ctl::RESET_MARKER) == 0;
+                        if clear || self.driver >= RESET_GEN_SINCE {
+                            c.store(ctl::NEEDS_HW_INIT, 0);
+                        }
+                        clear
                     }
                     sys::RESET_DEVICE_RESET_PCIE_LINK | sys::RESET_DEVICE_CONFIG_WRITE => {
                         return Err(Errno::EOPNOTSUPP)
@@ -517,10 +557,20 @@ impl SimKernel {
     /// What every USER/ASIC reset does first (`ioctl_reset_device`, chardev.c at ttkmd-2.10.0):
     /// a new reset generation that this fd keeps (`bump_reset_gen`: every other fd is invalid
     /// from now on), this fd's mappings zapped (the windows stay allocated, showing nothing),
-    /// and the reset marker set (`set_reset_marker`, pcie.c).
+    /// and the reset marker set (`set_reset_marker`, pcie.c). As 2.6.0 to 2.9.x, the new
+    /// generation leaves this fd behind too (`atomic_long_inc(&reset_gen)`, chardev.c at
+    /// ttkmd-2.8.0): it answers ENODEV from now on, POST_RESET included. As 2.4.x and 2.5.x,
+    /// nothing moves and nothing is zapped (chardev.c at ttkmd-2.5.0).
     fn begin_reset(&self, st: &mut State) -> std::result::Result<(), Errno> {
         let c = &self.ctl.0;
-        st.reset_gen = c.word(ctl::RESET_GEN).fetch_add(1, Ordering::AcqRel) + 1;
+        if self.driver < RESET_GEN_SINCE {
+            c.store(ctl::RESET_MARKER, 1);
+            return Ok(());
+        }
+        let generation = c.word(ctl::RESET_GEN).fetch_add(1, Ordering::AcqRel) + 1;
+        if self.driver >= RESETTER_KEEPS_FD_SINCE {
+            st.reset_gen = generation;
+        }
         for tlb in st.tlbs.values_mut() {
             tlb.target = None;
             for v in [tlb.uc, tlb.wc].into_iter().flatten() {
@@ -573,16 +623,41 @@ impl SimKernel {
     }
 }
 
+/// The simulated device's [`super::kernel::Locator`]: the marker lives in its `ctl` page, and
+/// its one node is its directory (a simulated device never leaves the bus, so it cannot come
+/// back as another node).
+#[derive(Debug)]
+struct SimLocator {
+    dir: PathBuf,
+}
+
+impl super::kernel::Locator for SimLocator {
+    fn reset_marker(&self, _pci: &str) -> std::io::Result<Option<bool>> {
+        let ctl = Ctl::open(&Paths::new(&self.dir).ctl())?;
+        Ok(Some(ctl.load(ctl::RESET_MARKER) != 0))
+    }
+
+    fn nodes(&self) -> Vec<PathBuf> {
+        vec![self.dir.clone()]
+    }
+
+    fn open_raw(&self, node: &Path) -> Result<Box<dyn Kernel>> {
+        Ok(Box::new(SimKernel::open_with_flags(node, OpenFlags { power_aware: true, exclusive: false })?))
+    }
+}
+
 /// tt-kmd's admission of an open (`admit_chardev_open`, `chardev.c` at ttkmd-2.10.0), as a
 /// flock on the device's `fds` file: a plain open is a reader (shared), an `O_EXCL` open the
 /// writer (exclusive, so no other fd may be open). Without `O_NONBLOCK` in
 /// `flags.open_flags()` the open waits for the lock, as tt-kmd's waits; with it, a refusal
 /// names the holders from `/proc/locks` (the stand-in for tt-kmd's per-device `pids` file).
-fn admit(dir: &Path, flags: OpenFlags) -> Result<Flock<File>> {
+/// Drivers before 2.10.0 ignore `O_EXCL`: every open is then a reader.
+fn admit(dir: &Path, flags: OpenFlags, driver: (u8, u8, u8)) -> Result<Flock<File>> {
     let path = dir.join("fds");
     let file = open_lock(&path).map_err(|source| TtKmdError::Open { path: path.clone(), source })?;
     let bits = flags.open_flags();
-    let (excl, nonblock) = (bits & libc::O_EXCL != 0, bits & libc::O_NONBLOCK != 0);
+    let excl = bits & libc::O_EXCL != 0 && driver >= RESETTER_KEEPS_FD_SINCE;
+    let nonblock = bits & libc::O_NONBLOCK != 0;
     let arg = match (excl, nonblock) {
         (true, true) => FlockArg::LockExclusiveNonblock,
         (true, false) => FlockArg::LockExclusive,
@@ -650,8 +725,9 @@ impl Kernel for SimKernel {
         let id = (offset >> 33) as u32;
         let wc = (offset >> 32) & 1 == 1;
         let mut st = self.state.lock().expect("not poisoned");
-        // `tt_cdev_mmap` (chardev.c at ttkmd-2.10.0): an fd opened before the last reset maps nothing.
-        if self.ctl.0.load(ctl::RESET_GEN) != st.reset_gen {
+        // `tt_cdev_mmap` (chardev.c at ttkmd-2.7.0 to 2.10.0): an fd opened before the last
+        // reset maps nothing.
+        if self.driver >= MMAP_RESET_GEN_SINCE && self.ctl.0.load(ctl::RESET_GEN) != st.reset_gen {
             return Err(std::io::Error::from_raw_os_error(libc::ENODEV));
         }
         let tlb = st.tlbs.get_mut(&id).filter(|_| offset & 0xffff_ffff == 0 && len as u64 == WINDOW_SIZE);
@@ -691,9 +767,14 @@ impl Kernel for SimKernel {
         describe_pids(&super::owner::flock_holders(&self._admitted), &source)
     }
 
-    /// The marker lives in the device's `ctl` page (the device never leaves the bus).
-    fn reset_marker(&self, _pci: &str) -> std::io::Result<Option<bool>> {
-        Ok(Some(self.ctl.0.load(ctl::RESET_MARKER) != 0))
+    /// Every other process holding the `fds` flock (tt-kmd's `pids` file, simulated).
+    fn other_pids(&self) -> std::result::Result<Vec<u32>, String> {
+        let me = std::process::id();
+        Ok(super::owner::flock_holders(&self._admitted).into_iter().filter(|&p| p != me).collect())
+    }
+
+    fn locator(&self) -> Box<dyn super::kernel::Locator> {
+        Box::new(SimLocator { dir: self.path.clone() })
     }
 
     fn clock_stop(&self) -> Option<super::kernel::ClockStop> {
@@ -1007,7 +1088,7 @@ mod tests {
     #[test]
     fn user_reset_leaves_the_marker_set_and_an_asic_reset_sequence_completes() {
         let sim = Sim::start("reset");
-        let mut dev = sim.open(OpenFlags::default()).unwrap();
+        let dev = sim.open(OpenFlags::default()).unwrap();
         let (other, mut configure, _window) = other_process_window(&sim, Coord::new(18, 18));
 
         // Between USER_RESET and POST_RESET only info and reset ioctls pass, on every fd.
@@ -1026,7 +1107,9 @@ mod tests {
         // A whole reset is an ASIC reset: USER_RESET is refused, saying why.
         let err = dev.reset_sequence(ResetKind::UserReset).unwrap_err();
         assert!(err.to_string().contains("USER_RESET only marks the device"), "{err}");
-        dev.reset_sequence(ResetKind::AsicReset).unwrap();
+        let done = sim.open(OpenFlags::default()).unwrap().reset_sequence(ResetKind::AsicReset).unwrap();
+        assert_eq!(done.node, sim.dir, "POST_RESET on the device's one node");
+        let dev = sim.open(OpenFlags::default()).unwrap();
         let tlb = dev.allocate_tlb(WINDOW_SIZE).unwrap();
         dev.configure_tlb(&tlb, &sys::NocTlbConfig::unicast(18, 18, 0, 0)).unwrap();
         // The chip was reset: every core held.
@@ -1034,6 +1117,63 @@ mod tests {
         let soft = (SOFT_RESET_0 - DEBUG_REGS_BASE) as usize;
         let regs = std::fs::read(sim.dir.join("regs")).unwrap();
         assert_eq!(&regs[soft..soft + 4], &SOFT_RESET_ALL.to_le_bytes());
+    }
+
+    /// Waits, bounded, for the simulator to serve the chip reset an ASIC_RESET asked for.
+    fn wait_for_marker_clear(sim: &Sim) {
+        let ctl = Ctl::open(&Paths::new(&sim.dir).ctl()).unwrap();
+        let start = Instant::now();
+        while ctl.load(ctl::RESET_MARKER) != 0 {
+            assert!(start.elapsed() < Duration::from_secs(20), "the simulator did not reset the chip in 20 s");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// tt-kmd 2.6.0 to 2.9.x answer ENODEV to the fd that sent ASIC_RESET (they move the reset
+    /// generation without it: `chardev.c` at ttkmd-2.8.0), so POST_RESET on that fd fails and
+    /// leaves the device waiting for it: every later open fails (its SET_POWER_STATE answers
+    /// ENODEV) until a new fd sends POST_RESET. The reset sequence sends POST_RESET from a new
+    /// open, as tt-kmd's tools/reset.c does, so it completes on every version: 2.4.0 (no reset
+    /// generation), 2.8.0 and 2.10.1 (whose resetting fd survives).
+    #[test]
+    fn the_reset_sequence_posts_reset_from_a_new_open_on_every_driver_version() {
+        let sim = Sim::start("reset-versions");
+        let needs_hw_init = || Ctl::open(&Paths::new(&sim.dir).ctl()).unwrap().load(ctl::NEEDS_HW_INIT);
+
+        // The failure the sequence avoids, on a 2.8-like kernel: POST_RESET on the same fd.
+        set_driver_version(&sim.dir, (2, 8, 0)).unwrap();
+        let dev = sim.open(OpenFlags::default()).unwrap();
+        assert_eq!(dev.version().semver, Some((2, 8, 0)));
+        dev.reset(ResetKind::AsicReset).unwrap();
+        wait_for_marker_clear(&sim);
+        let err = dev.reset(ResetKind::PostReset).unwrap_err();
+        assert!(err.to_string().contains("ENODEV"), "{err}");
+        drop(dev);
+        let err = sim.open(OpenFlags::default()).unwrap_err();
+        assert!(err.to_string().contains("SET_POWER_STATE") && err.to_string().contains("ENODEV"), "{err}");
+        // What gets it out: POST_RESET from a new fd.
+        let raw = SimKernel::open(&sim.dir).unwrap();
+        let mut post = sys::ResetDevice {
+            input: sys::ResetDeviceIn {
+                output_size_bytes: size_of::<sys::ResetDeviceOut>() as u32,
+                flags: sys::RESET_DEVICE_POST_RESET,
+            },
+            output: Default::default(),
+        };
+        call(&raw, &mut post).unwrap();
+        assert_eq!((post.output.result, needs_hw_init()), (0, 0));
+        drop(raw);
+
+        for version in [(2, 4, 0), (2, 8, 0), (2, 10, 1)] {
+            set_driver_version(&sim.dir, version).unwrap();
+            let dev = sim.open(OpenFlags::default()).unwrap();
+            assert_eq!(dev.version().semver, Some(version));
+            let done = dev.reset_sequence(ResetKind::AsicReset).unwrap_or_else(|e| panic!("{version:?}: {e}"));
+            assert_eq!(done.node, sim.dir, "{version:?}");
+            assert_eq!(needs_hw_init(), 0, "{version:?}: POST_RESET was not taken");
+            let dev = sim.open(OpenFlags::default()).unwrap_or_else(|e| panic!("{version:?}: open after reset: {e}"));
+            drop(dev.allocate_tlb(WINDOW_SIZE).unwrap());
+        }
     }
 
     /// Opening the backend resets nothing: another process's fd and mapping of the device

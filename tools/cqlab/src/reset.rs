@@ -5,8 +5,13 @@
 //! - tt-kmd (`/dev/tenstorrent/N`, `ttkmd-sim:PATH`): the whole-chip reset
 //!   of tt-kmd's own `tools/reset.c` (`TtKmdDevice::reset_sequence`):
 //!   ASIC_RESET, the wait for the chip's reset to clear the reset marker,
-//!   POST_RESET. tt-kmd moves the device's reset generation, so every other
-//!   fd of the device, in any process, answers ENODEV from then on.
+//!   POST_RESET from a new open of the device. Refused while another
+//!   process has the device open (an `O_EXCL` open on tt-kmd 2.10.0 and
+//!   later, its `pids` file before). From tt-kmd 2.6.0 on, a reset moves the
+//!   device's reset generation, so every fd of the device opened before it,
+//!   in any process, answers ENODEV from then on. SIGINT, SIGTERM and
+//!   SIGHUP are held from ASIC_RESET until POST_RESET: a card left between
+//!   them refuses every open until `tt-smi -r`.
 //! - a simulator daemon (`sim:PATH`): its power-on reset (time 0, memories
 //!   and sysmem zeroed, every core held).
 //! - the embedded simulator and a libttsim library live inside each
@@ -18,7 +23,10 @@ use crate::exit::Exit;
 use crate::out::outln;
 use anyhow::Context;
 use cqlab_driver::backend::spec::Spec;
+use cqlab_driver::ttkmd::kernel::OpenFlags;
 use cqlab_driver::ttkmd::{ResetKind, ResetStep, TtKmdDevice, TtKmdError};
+use nix::sys::signal::{SigSet, SigmaskHow, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -74,6 +82,16 @@ struct Report {
     /// The card's PCI address and driver (tt-kmd only).
     pci: Option<String>,
     driver: Option<String>,
+    /// The node POST_RESET was sent on: the device's node now, another
+    /// `/dev/tenstorrent/N` if the card re-enumerated (tt-kmd only).
+    node: Option<String>,
+    /// Whether every fd of the device opened before the reset answers
+    /// ENODEV now (tt-kmd 2.6.0 and later move the reset generation; 2.4.x
+    /// and 2.5.x have none). Null on a daemon.
+    other_fds_invalidated: Option<bool>,
+    /// A stop signal that arrived between ASIC_RESET and POST_RESET, held
+    /// until the reset was complete (tt-kmd only; it then ends the command).
+    held_signal: Option<&'static str>,
     /// From the reset request until the chip had cleared tt-kmd's reset
     /// marker (tt-kmd only).
     waited_for_chip_seconds: Option<f64>,
@@ -96,14 +114,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let (dir, wait) = DaemonBackend::parse_spec(&rest).map_err(|e| Usage(format!("--device {spec}: {e}")))?;
             reset_daemon(&spec, &dir, wait)?
         }
-        Spec::TtKmd { path } => match reset_ttkmd(&spec, || TtKmdDevice::open(&path)) {
-            Ok(r) => r,
-            Err(failure) => return failure.exit(),
-        },
-        Spec::TtKmdSim { path } => match reset_ttkmd(&spec, || open_simulated(&path)) {
-            Ok(r) => r,
-            Err(failure) => return failure.exit(),
-        },
+        Spec::TtKmd { path } => {
+            return finish_ttkmd(
+                reset_ttkmd(&spec, || TtKmdDevice::open_with_flags(&path, RESET_OPEN), &mut |_| {}),
+                args.json,
+            )
+        }
+        Spec::TtKmdSim { path } => {
+            return finish_ttkmd(reset_ttkmd(&spec, || open_simulated(&path), &mut |_| {}), args.json)
+        }
         // Refused by `validate`; said again rather than assumed.
         Spec::Embedded { .. } | Spec::TtSim { .. } => {
             validate(&args)?;
@@ -111,6 +130,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     print(&report, args.json)
+}
+
+/// Prints a tt-kmd reset's report or failure; a stop signal held during
+/// the reset then ends the command, as it would have without the hold
+/// (the report written first).
+fn finish_ttkmd(done: Result<(Report, Option<Signal>), Failure>, json: bool) -> anyhow::Result<ExitCode> {
+    let (code, held) = match done {
+        Ok((report, held)) => (print(&report, json)?, held),
+        Err(failure) => {
+            let held = failure.held;
+            (failure.exit()?, held)
+        }
+    };
+    if let Some(signal) = held {
+        crate::out::finish(code);
+        let _ = nix::sys::signal::raise(signal);
+    }
+    Ok(code)
 }
 
 fn print(report: &Report, json: bool) -> anyhow::Result<ExitCode> {
@@ -125,12 +162,27 @@ fn print(report: &Report, json: bool) -> anyhow::Result<ExitCode> {
 /// The human line of a report.
 fn describe(r: &Report) -> String {
     match (&r.pci, &r.driver, r.waited_for_chip_seconds) {
-        (Some(pci), Some(driver), Some(waited)) => format!(
-            "reset {}, PCI {pci} on {driver}: {} sent, the chip cleared its reset marker {waited:.2} s later, \
-             POST_RESET; {:.2} s in all. Every other open fd of the device is invalid now (tt-kmd moved its reset \
-             generation): reopen it.",
-            r.device, r.reset, r.seconds
-        ),
+        (Some(pci), Some(driver), Some(waited)) => {
+            let node = match &r.node {
+                Some(node) if !r.device.ends_with(node.as_str()) => format!(" on {node}, as the card came back"),
+                _ => String::new(),
+            };
+            let others = if r.other_fds_invalidated == Some(true) {
+                "Every fd of the device opened before the reset is invalid now (tt-kmd moved its reset generation): \
+                 reopen it."
+            } else {
+                "This tt-kmd has no reset generation (2.6.0 brought it): fds opened before the reset stay open, on \
+                 a chip that was reset under them."
+            };
+            let held = r.held_signal.map_or_else(String::new, |s| {
+                format!(" {s} arrived during the reset and was held until POST_RESET had been sent; it ends cqlab now.")
+            });
+            format!(
+                "reset {}, PCI {pci} on {driver}: {} sent, the chip cleared its reset marker {waited:.2} s later, \
+                 POST_RESET{node}; {:.2} s in all. {others}{held}",
+                r.device, r.reset, r.seconds
+            )
+        }
         _ => format!(
             "reset {} to power-on state (time 0, memories and sysmem zeroed, every core held); {:.2} s",
             r.device, r.seconds
@@ -158,24 +210,33 @@ fn reset_daemon(
         ],
         pci: None,
         driver: None,
+        node: None,
+        other_fds_invalidated: None,
+        held_signal: None,
         waited_for_chip_seconds: None,
         seconds: start.elapsed().as_secs_f64(),
     })
 }
 
+/// How a reset opens the device: exclusive (`O_EXCL`), so that tt-kmd 2.10.0
+/// and later refuse it while any other fd of the device is open (older
+/// drivers ignore the flag: [`TtKmdDevice::refuse_other_users`] asks their
+/// `pids` file instead).
+const RESET_OPEN: OpenFlags = OpenFlags { power_aware: true, exclusive: true };
+
 /// Opens the simulated tt-kmd device at `path` (`cqlab sim ttkmd --dev PATH`)
-/// as a card's node is opened.
+/// as a card's node is opened for a reset.
 fn open_simulated(path: &str) -> Result<TtKmdDevice, TtKmdError> {
-    use cqlab_driver::ttkmd::kernel::OpenFlags;
-    let flags = OpenFlags::default();
-    let kernel = cqlab_driver::ttkmd::sim_kernel::SimKernel::open_with_flags(std::path::Path::new(path), flags)?;
-    TtKmdDevice::with_kernel(Box::new(kernel), flags)
+    let kernel = cqlab_driver::ttkmd::sim_kernel::SimKernel::open_with_flags(std::path::Path::new(path), RESET_OPEN)?;
+    TtKmdDevice::with_kernel(Box::new(kernel), RESET_OPEN)
 }
 
 /// A tt-kmd reset that failed, with the exit status its class takes.
 struct Failure {
     error: anyhow::Error,
     exit: Exit,
+    /// A stop signal held during the reset (see [`HeldStopSignals`]).
+    held: Option<Signal>,
 }
 
 impl Failure {
@@ -185,33 +246,92 @@ impl Failure {
     }
 }
 
+/// SIGINT, SIGTERM and SIGHUP held (blocked, and read from a signalfd)
+/// while a reset is between ASIC_RESET and POST_RESET: a Ctrl-C there
+/// would leave the card refusing every open until `tt-smi -r`. Blocked in
+/// this thread before the spinner's thread starts, which inherits the mask;
+/// the CLI has no other thread then.
+struct HeldStopSignals {
+    fd: SignalFd,
+    before: SigSet,
+}
+
+impl HeldStopSignals {
+    fn hold() -> nix::Result<Self> {
+        let mut signals = SigSet::empty();
+        for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+            signals.add(s);
+        }
+        let before = signals.thread_swap_mask(SigmaskHow::SIG_BLOCK)?;
+        let fd = SignalFd::with_flags(&signals, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).inspect_err(|_| {
+            let _ = before.thread_set_mask();
+        })?;
+        Ok(Self { fd, before })
+    }
+
+    /// Unblocks them again; returns the one that arrived meanwhile (taken:
+    /// the caller ends the command with it once its report is out).
+    fn release(self) -> Option<Signal> {
+        let arrived = match self.fd.read_signal() {
+            Ok(Some(info)) => Signal::try_from(info.ssi_signo as i32).ok(),
+            _ => None,
+        };
+        let _ = self.before.thread_set_mask();
+        arrived
+    }
+}
+
 /// tt-kmd's whole-chip reset of the device `open` opens, with a spinner
-/// (on a terminal) while the chip resets. A chip that does not clear the
-/// reset marker in time is a hang (exit 3); anything else (held by another
-/// process, a card that left the bus, a driver too old) exits 1.
-fn reset_ttkmd(spec: &str, open: impl FnOnce() -> Result<TtKmdDevice, TtKmdError>) -> Result<Report, Failure> {
+/// (on a terminal) while the chip resets; `observe` sees each step too. A
+/// chip that does not clear the reset marker in time is a hang (exit 3);
+/// anything else (held by another process, a card that left the bus, a
+/// driver too old) exits 1. Returns the report and the stop signal held
+/// during the reset, if one arrived.
+fn reset_ttkmd(
+    spec: &str,
+    open: impl FnOnce() -> Result<TtKmdDevice, TtKmdError>,
+    observe: &mut dyn FnMut(&ResetStep),
+) -> Result<(Report, Option<Signal>), Failure> {
     let failed = |e: TtKmdError| {
         let exit = if matches!(e, TtKmdError::ResetTimeout { .. }) { Exit::Hang } else { Exit::Failed };
-        Failure { error: anyhow::Error::from(e).context(format!("resetting {spec}")), exit }
+        Failure { error: anyhow::Error::from(e).context(format!("resetting {spec}")), exit, held: None }
     };
     let start = Instant::now();
-    let mut dev = open().map_err(failed)?;
+    let dev = open().map_err(failed)?;
+    if !dev.refuse_other_users(RESET_OPEN.exclusive).map_err(failed)? {
+        crate::out::diagln!(
+            "cqlab reset: {} keeps no list of the processes with {} open (tt-kmd 2.5.0 and later do): one that \
+             has it open would lose its fds",
+            dev.version(),
+            dev.path().display()
+        );
+    }
+    let (pci, version) = (dev.info().pci_address(), dev.version());
     let kind = ResetKind::AsicReset;
+    let held = HeldStopSignals::hold().map_err(|e| Failure {
+        error: anyhow::anyhow!("resetting {spec}: holding SIGINT/SIGTERM/SIGHUP for the reset: {e}"),
+        exit: Exit::Failed,
+        held: None,
+    })?;
     let spinner = crate::cli::spinner(&format!("sending {}", kind.name()));
-    let mut on_step = |step: ResetStep| match step {
-        ResetStep::Requested(kind) => spinner.set_message(format!("sending {}", kind.name())),
-        // Short, the spec left out: a line wider than the terminal is redrawn as two.
-        ResetStep::WaitingForChip { pci, waited, limit } => spinner.set_message(format!(
-            "waiting for PCI {pci} to reset ({:.1} s, at most {:.1} s)",
-            waited.as_secs_f64(),
-            limit.as_secs_f64()
-        )),
-        ResetStep::PostReset => spinner.set_message("POST_RESET"),
+    let mut on_step = |step: ResetStep| {
+        observe(&step);
+        match step {
+            ResetStep::Requested(kind) => spinner.set_message(format!("sending {}", kind.name())),
+            // Short, the spec left out: a line wider than the terminal is redrawn as two.
+            ResetStep::WaitingForChip { pci, waited, limit } => spinner.set_message(format!(
+                "waiting for PCI {pci} to reset ({:.1} s, at most {:.1} s)",
+                waited.as_secs_f64(),
+                limit.as_secs_f64()
+            )),
+            ResetStep::PostReset => spinner.set_message("POST_RESET"),
+        }
     };
     let done = dev.reset_sequence_with_progress(kind, &mut on_step);
     spinner.finish_and_clear();
-    let done = done.map_err(failed)?;
-    Ok(Report {
+    let arrived = held.release();
+    let done = done.map_err(|e| Failure { held: arrived, ..failed(e) })?;
+    let report = Report {
         device: spec.to_owned(),
         backend: "tt-kmd",
         reset: done.kind.name(),
@@ -220,12 +340,20 @@ fn reset_ttkmd(spec: &str, open: impl FnOnce() -> Result<TtKmdDevice, TtKmdError
             "wait for the chip to clear the reset marker".into(),
             ResetKind::PostReset.name().into(),
         ],
-        pci: Some(dev.info().pci_address()),
-        driver: Some(dev.version().to_string()),
+        pci: Some(pci),
+        driver: Some(version.to_string()),
+        node: Some(done.node.display().to_string()),
+        other_fds_invalidated: Some(version.semver.is_some_and(|v| v >= RESET_GENERATION_SINCE)),
+        held_signal: arrived.map(Signal::as_str),
         waited_for_chip_seconds: Some(done.waited_for_chip.as_secs_f64()),
         seconds: start.elapsed().as_secs_f64(),
-    })
+    };
+    Ok((report, arrived))
 }
+
+/// tt-kmd 2.6.0 brought the reset generation (`reset_gen`, `chardev.c` at
+/// ttkmd-2.6.0; not at ttkmd-2.5.0): fds opened before a reset answer ENODEV.
+const RESET_GENERATION_SINCE: (u8, u8, u8) = (2, 6, 0);
 
 #[cfg(test)]
 mod tests {
@@ -238,18 +366,87 @@ mod tests {
         let spec = "/dev/tenstorrent/0";
         let path = PathBuf::from(spec);
         let pci = "0000:01:00.0".to_owned();
-        let timeout = TtKmdError::ResetTimeout { path: path.clone(), kind: "ASIC_RESET", pci: pci.clone(), secs: 5 };
-        let gone = TtKmdError::ResetReenumerated { path: path.clone(), pci };
+        let timeout = TtKmdError::ResetTimeout { path: path.clone(), kind: "ASIC_RESET", pci: pci.clone(), secs: 5.5 };
+        let gone = TtKmdError::ResetReenumerated { path: path.clone(), pci, secs: 5.5 };
         let held = TtKmdError::HeldByPid { path, pid: 4242 };
         for (e, exit, says) in [
-            (timeout, Exit::Hang, "is still set after 5 s"),
-            (gone, Exit::Failed, "left the bus during the reset"),
+            (timeout, Exit::Hang, "is still set 5.5 s after the reset"),
+            (gone, Exit::Failed, "left the bus during the reset (it re-enumerates) and was not back 5.5 s"),
             (held, Exit::Failed, "held by pid 4242"),
         ] {
-            let Err(f) = reset_ttkmd(spec, || Err(e)) else { panic!("the open failed, the reset did not") };
+            let Err(f) = reset_ttkmd(spec, || Err(e), &mut |_| {}) else {
+                panic!("the open failed, the reset did not")
+            };
             assert_eq!(f.exit, exit);
             let text = crate::out::chain(&f.error);
             assert!(text.starts_with("resetting /dev/tenstorrent/0: ") && text.contains(says), "{text}");
         }
+    }
+
+    /// A simulated tt-kmd device (a small Wormhole) run on a thread over
+    /// fresh files; stopped and removed on drop.
+    struct Sim {
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        thread: Option<std::thread::JoinHandle<()>>,
+        dir: PathBuf,
+    }
+
+    impl Sim {
+        fn start(tag: &str) -> Sim {
+            let dir = std::env::temp_dir().join(format!("cqlab-reset-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            let cfg = cqlab_sim::config::SimConfig {
+                harvesting: "rows=1,2,3,4,5,7,8".parse().unwrap(),
+                sysmem_size: 4 << 20,
+                ..cqlab_sim::config::SimConfig::for_board(cqlab_abi::soc::Board::WormholeN150)
+            };
+            let mut runner = cqlab_sim::shared::Runner::create(&dir, cfg).unwrap();
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let flag = stop.clone();
+            let thread = Some(std::thread::spawn(move || {
+                runner.run(&flag);
+            }));
+            Sim { stop, thread, dir }
+        }
+    }
+
+    impl Drop for Sim {
+        fn drop(&mut self) {
+            self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    /// A SIGINT that arrives while the chip resets (after ASIC_RESET,
+    /// before POST_RESET) is held until POST_RESET has been sent, and the
+    /// report says so; the command then ends with it (`finish_ttkmd`).
+    /// Unheld, its default action ended the process there, leaving the card
+    /// refusing every open until `tt-smi -r`.
+    #[test]
+    fn a_sigint_during_the_reset_is_held_until_post_reset() {
+        let sim = Sim::start("sigint");
+        let dir = sim.dir.display().to_string();
+        let spec = format!("ttkmd-sim:{dir}");
+        let mut raised = false;
+        let (report, held) = reset_ttkmd(&spec, || open_simulated(&dir), &mut |step| {
+            if matches!(step, ResetStep::WaitingForChip { .. }) && !raised {
+                raised = true;
+                nix::sys::signal::raise(Signal::SIGINT).expect("raising SIGINT");
+            }
+        })
+        .unwrap_or_else(|f| panic!("{}", crate::out::chain(&f.error)));
+        assert!(raised, "no wait for the chip was seen");
+        assert_eq!(held, Some(Signal::SIGINT));
+        assert_eq!(report.held_signal, Some("SIGINT"));
+        let line = describe(&report);
+        assert!(line.contains("SIGINT arrived during the reset and was held until POST_RESET had been sent"), "{line}");
+        // POST_RESET was sent: the device opens again (SET_POWER_STATE answers ENODEV until then).
+        drop(open_simulated(&dir).expect("the device opens after the reset"));
+        // And the signal was taken, not left pending in this thread.
+        let again = HeldStopSignals::hold().unwrap();
+        assert_eq!(again.release(), None);
     }
 }
