@@ -26,29 +26,32 @@ pub struct LineLog {
 
 impl LineLog {
     /// A log writing to `out` from a thread of its own; a failed write
-    /// (a closed stderr) drops the line.
-    pub fn new(mut out: impl Write + Send + 'static, capacity: usize) -> Self {
+    /// (a closed stderr) drops the line. Panics if the thread cannot be
+    /// started ([`Self::try_new`] says so instead).
+    pub fn new(out: impl Write + Send + 'static, capacity: usize) -> Self {
+        Self::try_new(out, capacity).expect("spawning the log thread")
+    }
+
+    /// [`Self::new`], failing if the thread cannot be started.
+    pub fn try_new(mut out: impl Write + Send + 'static, capacity: usize) -> std::io::Result<Self> {
         let (queue, lines) = sync_channel::<String>(capacity);
         let dropped = Arc::new(AtomicU64::new(0));
         let seen = Arc::clone(&dropped);
         let written = Arc::new(AtomicU64::new(0));
         let done = Arc::clone(&written);
-        std::thread::Builder::new()
-            .name("log".into())
-            .spawn(move || {
-                let mut told = 0;
-                for line in lines {
-                    let now = seen.load(Ordering::Relaxed);
-                    if now > told {
-                        let _ = writeln!(out, "({} lines dropped: stderr was not read)", now - told);
-                        told = now;
-                    }
-                    let _ = writeln!(out, "{line}");
-                    done.fetch_add(1, Ordering::Release);
+        std::thread::Builder::new().name("log".into()).spawn(move || {
+            let mut told = 0;
+            for line in lines {
+                let now = seen.load(Ordering::Relaxed);
+                if now > told {
+                    let _ = writeln!(out, "({} lines dropped: stderr was not read)", now - told);
+                    told = now;
                 }
-            })
-            .expect("spawning the log thread");
-        Self { queue, dropped, queued: AtomicU64::new(0), written }
+                let _ = writeln!(out, "{line}");
+                done.fetch_add(1, Ordering::Release);
+            }
+        })?;
+        Ok(Self { queue, dropped, queued: AtomicU64::new(0), written })
     }
 
     /// Queues `line`, or drops it when the queue is full. Never blocks.
@@ -79,16 +82,43 @@ impl LineLog {
     }
 }
 
-fn stderr() -> &'static LineLog {
-    static STDERR: OnceLock<LineLog> = OnceLock::new();
-    STDERR.get_or_init(|| LineLog::new(std::io::stderr(), QUEUED_LINES))
+/// The process's [`LineLog`] on stderr, once [`start`]ed.
+static STDERR: OnceLock<LineLog> = OnceLock::new();
+
+/// Starts the process's log (its thread), if it has not started yet. The
+/// daemon starts it before any of its threads can log
+/// (`Server::start`), so no line ever starts it: the first line could be
+/// the device thread's panic hook's, and a start that panicked there (no
+/// thread to be had) would re-enter the hook, and the log's
+/// initialisation within itself, which deadlocks.
+pub fn start() -> std::io::Result<()> {
+    if STDERR.get().is_none() {
+        // Two starts at once: one log is kept; the other's thread ends as
+        // its queue is dropped.
+        let _ = STDERR.set(LineLog::try_new(std::io::stderr(), QUEUED_LINES)?);
+    }
+    Ok(())
+}
+
+/// Whether [`start`] has started the log.
+pub fn started() -> bool {
+    STDERR.get().is_some()
+}
+
+/// The process's log, started now if it was not (never panicking: a log
+/// that cannot start is `None`, and the line is dropped).
+fn stderr() -> Option<&'static LineLog> {
+    let _ = start();
+    STDERR.get()
 }
 
 /// A line on the daemon's stderr ([`LineLog`] of the process).
 pub fn line(text: String) {
     #[cfg(test)]
     LOGGED.lock().expect("not poisoned").push(text.clone());
-    stderr().line(text);
+    if let Some(log) = stderr() {
+        log.line(text);
+    }
 }
 
 /// Every line this process logged, for the tests that check what the
@@ -104,9 +134,10 @@ pub(crate) fn logged() -> Vec<String> {
 /// The last line of a daemon that stops: written, or given up on after a
 /// second.
 pub fn last_line(text: String) {
-    let log = stderr();
-    log.line(text);
-    log.settle(Duration::from_secs(1));
+    if let Some(log) = stderr() {
+        log.line(text);
+        log.settle(Duration::from_secs(1));
+    }
 }
 
 #[cfg(test)]

@@ -95,6 +95,10 @@ pub struct ServeOptions {
     /// purpose, and no build outside this crate's tests has the field).
     #[cfg(test)]
     pub panic_on_poll_cycles: Option<u64>,
+    /// Tests only: the device thread panics while it serves a STOP (a STOP
+    /// queued when the device thread panics).
+    #[cfg(test)]
+    pub panic_on_stop: bool,
 }
 
 impl Default for ServeOptions {
@@ -104,6 +108,8 @@ impl Default for ServeOptions {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             #[cfg(test)]
             panic_on_poll_cycles: None,
+            #[cfg(test)]
+            panic_on_stop: false,
         }
     }
 }
@@ -294,6 +300,8 @@ impl Server {
     /// Prepares the device directory (see [`files`]), powers on the chip and
     /// starts serving. On failure everything this call created is removed.
     pub fn start(dev: &Path, cfg: SimConfig, opts: ServeOptions) -> Result<Server, ServeError> {
+        // Before any thread of the daemon can log: see `log::start`.
+        super::log::start().map_err(|source| ServeError::Io { what: "starting the log thread".into(), source })?;
         let paths = DevicePaths::new(dev);
         files::check_socket_path(&paths)?;
         let mut cleanup = Cleanup { files: Vec::new(), dir: None };
@@ -451,14 +459,19 @@ impl Shared {
     /// owner left to refuse it for).
     fn answer_without_device(&self, req: &Request) -> Option<Reply> {
         let panic = self.failure.get()?;
-        let result = match req {
-            Request::Stop { .. } => {
-                let _ = self.stop.send(format!("`cqlab sim stop` after the device thread {}", panic.what));
-                Ok(Vec::new())
-            }
-            _ => Err(device_gone(panic, &self.dir)),
+        Some(self.reply_after_panic(panic, matches!(req, Request::Stop { .. })))
+    }
+
+    /// The reply once the device thread has `panic`ked: the panic, or for a
+    /// STOP (`stop`), the stop.
+    fn reply_after_panic(&self, panic: &DevicePanic, stop: bool) -> Reply {
+        let result = if stop {
+            let _ = self.stop.send(format!("`cqlab sim stop` after the device thread {}", panic.what));
+            Ok(Vec::new())
+        } else {
+            Err(device_gone(panic, &self.dir))
         };
-        Some(Reply { now: 0, result })
+        Reply { now: 0, result }
     }
 }
 
@@ -604,6 +617,7 @@ fn serve_connection(conn: u64, pid: u32, stream: UnixStream, jobs: &Sender<Job>,
                             _ => None,
                         };
                         let (hello, detach) = (matches!(req, Request::Hello { .. }), matches!(req, Request::Detach));
+                        let stop = matches!(req, Request::Stop { .. });
                         let name = req.name();
                         let sent = jobs.send(Job::Request { conn, pid, req, reply: reply_tx, stream: handle });
                         match sent.ok().and_then(|()| reply_rx.recv().ok()) {
@@ -615,10 +629,12 @@ fn serve_connection(conn: u64, pid: u32, stream: UnixStream, jobs: &Sender<Job>,
                             }
                             // The device thread is gone: it panicked (with this
                             // request queued, or serving it), and its hook has
-                            // recorded why. A STOP that was on its way is not
-                            // carried out: its client reads the panic instead.
+                            // recorded why. A STOP that was on its way stops
+                            // the daemon, as one sent after the panic does (it
+                            // was answered "stop this daemon with `cqlab sim
+                            // stop`", the command its client had just run).
                             None => match shared.failure.get() {
-                                Some(panic) => Reply { now: 0, result: Err(device_gone(panic, &shared.dir)) },
+                                Some(panic) => shared.reply_after_panic(panic, stop),
                                 None => {
                                     log!(
                                         "cqlab sim serve: dropped connection {conn} (pid {pid}): the device thread \
@@ -813,6 +829,8 @@ fn device_loop(
                 }
             },
             Request::Stop { force } => match held_by_other {
+                #[cfg(test)]
+                _ if opts.panic_on_stop => panic!("the test's panic, asked for on STOP"),
                 Some(holder) if !force => refuse(format!(
                     "device held by pid {holder}: only its owner may stop the daemon (`cqlab sim stop --force` stops \
                      it anyway)"
@@ -1036,5 +1054,52 @@ mod tests {
         let again = Server::start(&dir, cfg, ServeOptions::default()).expect("a new daemon in the same directory");
         again.stopper().send("the test".into()).unwrap();
         assert!(again.wait().device_panic.is_none());
+    }
+
+    /// A STOP the device thread panics on (queued or being served when it
+    /// panics) stops the daemon, as a STOP sent after the panic does: its
+    /// client is answered with the stop, not told to run `cqlab sim stop`,
+    /// the command it had just run, and the daemon reports the panic.
+    #[test]
+    fn a_stop_queued_when_the_device_thread_panics_stops_the_daemon() {
+        let cfg = SimConfig { sysmem_size: 1 << 20, ..SimConfig::default() };
+        let dir = std::env::temp_dir().join(format!("cqlab-panic-stop-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let opts = ServeOptions { panic_on_stop: true, quiet: true, ..ServeOptions::default() };
+        let server = Server::start(&dir, cfg, opts).expect("starting the daemon");
+        let client = UnixStream::connect(server.paths().socket()).expect("connecting");
+        let hello = Request::Hello { version: proto::VERSION, pid: std::process::id() };
+        assert!(matches!(ask(&client, &hello), Some(Ok(_))));
+        let answer = ask(&client, &Request::Stop { force: false });
+        if answer != Some(Ok(Vec::new())) {
+            // Not stopped by it: stopped here, so the test fails rather than waits for ever.
+            server.stopper().send("the test, as the STOP did not stop the daemon".into()).unwrap();
+        }
+        let stopped = server.wait();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(answer, Some(Ok(Vec::new())), "the STOP's answer");
+        assert!(stopped.why.contains("`cqlab sim stop` after the device thread panicked"), "{}", stopped.why);
+        let panic = stopped.device_panic.expect("the daemon reports its device thread's panic");
+        assert!(panic.what.contains("the test's panic, asked for on STOP"), "{panic:?}");
+    }
+
+    /// The daemon's log is started by `Server::start`, before any of its
+    /// threads can log: a first line from the device thread's panic hook
+    /// that had to start it could deadlock (`log::start`). (Each test runs
+    /// in a process of its own under nextest, where the log has not started
+    /// before; under `cargo test` another test may have started it.)
+    #[test]
+    fn starting_a_server_starts_its_log_first() {
+        let already = super::super::log::started();
+        let cfg = SimConfig { sysmem_size: 1 << 20, ..SimConfig::default() };
+        let dir = std::env::temp_dir().join(format!("cqlab-log-start-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let opts = ServeOptions { quiet: true, ..ServeOptions::default() };
+        let server = Server::start(&dir, cfg, opts).expect("starting the daemon");
+        let started = super::super::log::started();
+        server.stopper().send("the test".into()).unwrap();
+        let _ = server.wait();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(already || started, "Server::start left the log to its first line");
     }
 }

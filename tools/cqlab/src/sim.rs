@@ -311,8 +311,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
                 quiet: a.quiet,
                 idle_timeout: std::time::Duration::from_secs_f64(a.idle_timeout),
             };
-            daemon::serve(&a.dev, a.chip.config(Simulator::Serve)?, opts)?;
-            Ok(ExitCode::SUCCESS)
+            daemon::serve(&a.dev, a.chip.config(Simulator::Serve)?, opts)
         }
         Command::Stop(a) => {
             let pid = cqlab_driver::daemon_backend::stop_daemon(&a.dev, a.force)?;

@@ -7,16 +7,18 @@
 //! `cqlab sim stop` does (under `nohup` SIGHUP is ignored, and the daemon
 //! outlives the terminal).
 
+use crate::exit::Exit;
 use crate::out::diagln;
 use anyhow::Context;
 use cqlab_sim::config::SimConfig;
-use cqlab_sim::daemon::server::{ServeOptions, Server};
+use cqlab_sim::daemon::server::{ServeOptions, Server, Stopped};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::SignalFd;
+use std::process::ExitCode;
 
-/// Runs the daemon until a signal or `cqlab sim stop`; fails (exit 1) if
-/// its device thread panicked meanwhile.
-pub fn serve(dev: &std::path::Path, cfg: SimConfig, opts: ServeOptions) -> anyhow::Result<()> {
+/// Runs the daemon until a signal or `cqlab sim stop`; exits 1 if its
+/// device thread panicked meanwhile.
+pub fn serve(dev: &std::path::Path, cfg: SimConfig, opts: ServeOptions) -> anyhow::Result<ExitCode> {
     // Block the stop signals before any thread starts, so every thread
     // inherits the mask and only the signalfd sees them.
     let mut signals = SigSet::empty();
@@ -57,17 +59,57 @@ pub fn serve(dev: &std::path::Path, cfg: SimConfig, opts: ServeOptions) -> anyho
     );
     let sock = server.paths().socket();
     let stopped = server.wait();
+    let (lines, status) = last_words(&stopped, dev, &sock);
     // Through the daemon's log, not waited for: a stderr nobody reads must
-    // not keep a stopped daemon from exiting (helper-33).
-    cqlab_sim::daemon::log::last_line(format!(
-        "cqlab sim serve: stopped by {}; removed {}",
-        stopped.why,
-        sock.display()
-    ));
-    // A daemon whose device thread panicked served nothing but that error
-    // since: it failed, and says so in its status too.
-    match stopped.device_panic {
-        Some(panic) => anyhow::bail!("the simulator daemon at {}: its device thread {}", dev.display(), panic.what),
-        None => Ok(()),
+    // not keep a stopped daemon from exiting (helper-33). The failure too:
+    // returned as an error, it was written by a stderr write that waits,
+    // for ever behind a paused `sim serve 2>&1 | less`.
+    let (last, first) = lines.split_last().expect("at least the stop line");
+    for line in first {
+        cqlab_sim::daemon::log::line(line.clone());
+    }
+    cqlab_sim::daemon::log::last_line(last.clone());
+    Ok(status)
+}
+
+/// What a stopped daemon says last, and its exit status: 1 if its device
+/// thread panicked (it served nothing but that error since, and says so in
+/// its status too).
+fn last_words(stopped: &Stopped, dev: &std::path::Path, sock: &std::path::Path) -> (Vec<String>, ExitCode) {
+    let mut lines = vec![format!("cqlab sim serve: stopped by {}; removed {}", stopped.why, sock.display())];
+    match &stopped.device_panic {
+        Some(panic) => {
+            lines.push(format!("error: the simulator daemon at {}: its device thread {}", dev.display(), panic.what));
+            (lines, Exit::Failed.into())
+        }
+        None => (lines, Exit::Success.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cqlab_sim::daemon::server::DevicePanic;
+
+    /// A daemon whose device thread panicked exits 1 with the panic said as
+    /// its last line, for the daemon's log to write (a line it never waits
+    /// for); it used to return an error, which `main` writes to stderr with
+    /// a write that waits for a reader.
+    #[test]
+    fn a_device_thread_panic_is_a_last_line_and_exit_1_not_an_error() {
+        let (dev, sock) = (std::path::Path::new("/tmp/d"), std::path::Path::new("/tmp/d/sock"));
+        let what = "panicked at device-sim/src/chip.rs:1:2: oops".to_owned();
+        let panicked = Stopped { why: "SIGTERM".into(), device_panic: Some(DevicePanic { what, backtrace: None }) };
+        let (lines, status) = last_words(&panicked, dev, &sock);
+        assert_eq!(status, ExitCode::from(Exit::Failed.code()));
+        assert_eq!(
+            lines,
+            [
+                "cqlab sim serve: stopped by SIGTERM; removed /tmp/d/sock",
+                "error: the simulator daemon at /tmp/d: its device thread panicked at device-sim/src/chip.rs:1:2: oops",
+            ]
+        );
+        let clean = Stopped { why: "SIGINT".into(), device_panic: None };
+        assert_eq!(last_words(&clean, dev, &sock).1, ExitCode::SUCCESS);
     }
 }

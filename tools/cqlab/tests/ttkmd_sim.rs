@@ -159,24 +159,14 @@ fn reset_generation(dir: &Path) -> u64 {
     u64::from_le_bytes(ctl[at..at + 8].try_into().unwrap())
 }
 
-/// GET_DRIVER_INFO on an fd of the device: what tt-kmd answers every fd that is still valid.
-fn driver_info(fd: &dyn cqlab_driver::ttkmd::kernel::Kernel) -> Result<(), nix::errno::Errno> {
-    use cqlab_driver::ttkmd::ioctl::{req, GET_DRIVER_INFO_OUT_V1_SIZE};
-    // The in/out struct, `output_size_bytes` first, and spare room for the answer.
-    let mut arg = [0u8; 64];
-    arg[..4].copy_from_slice(&GET_DRIVER_INFO_OUT_V1_SIZE.to_le_bytes());
-    fd.ioctl(req::GET_DRIVER_INFO, &mut arg)
-}
-
 /// `cqlab reset` on tt-kmd is the whole-chip reset (ASIC_RESET, the wait for the reset
-/// marker, POST_RESET): it reports what it did and how long it took, it moves the device's
-/// reset generation so that an fd opened before it answers ENODEV for good (as another
-/// process's fd does on tt-kmd), and the chip it leaves runs the next job.
+/// marker, POST_RESET from a new open): it reports what it did and how long it took, it moves
+/// the device's reset generation (so that an fd opened before it would answer ENODEV for good:
+/// the simulated kernel's unit tests show it; here no other fd may be open, or the reset is
+/// refused), and the chip it leaves runs the next job.
 #[test]
-fn a_reset_through_ttkmd_invalidates_older_fds_and_leaves_the_chip_usable() {
+fn a_reset_through_ttkmd_moves_the_reset_generation_and_leaves_the_chip_usable() {
     let s = Sim::start("reset");
-    let before = cqlab_driver::ttkmd::sim_kernel::SimKernel::open(&s.dir).expect("opening an fd of the device");
-    assert_eq!(driver_info(&before), Ok(()), "a valid fd answers");
     let generation = reset_generation(&s.dir);
 
     let o = reset(&s.dir, false);
@@ -186,7 +176,6 @@ fn a_reset_through_ttkmd_invalidates_older_fds_and_leaves_the_chip_usable() {
         assert!(line.contains(part), "{part:?} in {}", text(&o));
     }
     assert!(reset_generation(&s.dir) > generation, "the reset generation did not move: {}", text(&o));
-    assert_eq!(driver_info(&before), Err(nix::errno::Errno::ENODEV), "an fd from before the reset still answers");
 
     let o = reset(&s.dir, true);
     assert!(o.status.success(), "{}", text(&o));
@@ -228,10 +217,56 @@ fn a_reset_of_a_held_device_names_the_holder_and_resets_nothing() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains(&format!("resetting ttkmd-sim:{}", s.dir.display())), "{}", text(&o));
-    assert!(err.contains(&format!("held by pid {}", holder.id())), "{}", text(&o));
+    // As tt-kmd 2.10 (the simulator's default) refuses the reset's O_EXCL open while the
+    // holder's fd is open.
+    assert!(err.contains(&format!("is open in pid {}", holder.id())), "{}", text(&o));
     assert!(o.stdout.is_empty(), "{}", text(&o));
     assert_eq!(reset_generation(&s.dir), generation, "a refused reset moved the reset generation");
     assert!(still_running, "the holder did not survive the refused reset");
+}
+
+/// A reset of a device another program has open (tt-metal, tt-umd: an fd of the device, no
+/// cqlab lock) is refused before any ioctl, naming it, and the other program's fd keeps
+/// working: on tt-kmd 2.10 (the simulator's default) by the reset's `O_EXCL` open, which
+/// tt-kmd refuses while another fd is open; on 2.8, which ignores `O_EXCL`, by the pids
+/// file (here the simulator's `fds` flock). The other program is `flock -s DIR/fds`, which
+/// holds the device's admission as an open fd would. (The reset used to proceed.)
+#[test]
+fn a_reset_of_a_device_another_program_has_open_is_refused_on_each_driver_version() {
+    let s = Sim::start("reset-other");
+    for version in [(2, 10, 1), (2, 8, 0)] {
+        cqlab_driver::ttkmd::sim_kernel::set_driver_version(&s.dir, version).unwrap();
+        // One process holds it: the shell opens the file, `flock` locks that open file
+        // description, and the shell becomes `sleep`, so killing it releases the lock.
+        let mut other = Command::new("sh")
+            .arg("-c")
+            .arg("exec 9<>\"$0\" && flock --shared 9 && echo holding && exec sleep 60")
+            .arg(s.dir.join("fds"))
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawning sh and flock");
+        let mut line = String::new();
+        BufReader::new(other.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "holding");
+        let generation = reset_generation(&s.dir);
+        let o = reset(&s.dir, false);
+        let _ = other.kill();
+        let _ = other.wait();
+        assert_eq!(o.status.code(), Some(1), "{version:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        let says = if version >= (2, 10, 0) { "is open in pid" } else { "a reset would invalidate their fds" };
+        assert!(err.contains(says), "{version:?}: {says:?} in {}", text(&o));
+        assert_eq!(reset_generation(&s.dir), generation, "{version:?}: a refused reset moved the reset generation");
+    }
+    // With the other program gone, the reset runs (on 2.8: POST_RESET from a new open).
+    let o = reset(&s.dir, true);
+    assert!(o.status.success(), "{}", text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--json is JSON");
+    assert_eq!(report["driver"], "tt-kmd 2.8.0 (ioctl API 2)", "{report}");
+    assert_eq!(report["other_fds_invalidated"], true, "{report}");
+    assert_eq!(report["node"], s.dir.display().to_string(), "{report}");
+    let o = run(client_job(&s.dir, 4, 2));
+    assert!(o.status.success(), "the job after the reset failed: {}", text(&o));
 }
 
 /// A simulator stopped with SIGSTOP is named as stopped, with how to resume
