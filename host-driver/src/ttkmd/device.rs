@@ -1273,6 +1273,24 @@ mod tests {
         assert_eq!(steps.last(), Some(&ResetStep::PostReset));
     }
 
+    /// A Wormhole whose marker stays set is given up on after the half second it is first
+    /// left alone and the 5 s of polling, and the error says 5.5 s (it said 5).
+    #[test]
+    fn a_wormholes_reset_timeout_names_the_whole_wait() {
+        use super::super::scripted_kernel::{Script, Scripted};
+        let locator = Arc::new(Reenumerating {
+            markers: std::sync::Mutex::new([Some(true)].into()),
+            nodes: vec![(PathBuf::from("/dev/tenstorrent/0"), 1)],
+            opened: Default::default(),
+        });
+        let kernel = Scripted::new(Script::default()).with_locator(locator.clone());
+        let dev = TtKmdDevice::with_kernel(Box::new(kernel), OpenFlags::default()).unwrap();
+        let err = dev.reset_sequence(ResetKind::AsicReset).unwrap_err();
+        assert!(matches!(err, TtKmdError::ResetTimeout { secs, .. } if secs == 5.5), "{err:?}");
+        assert!(err.to_string().contains("is still set 5.5 s after the reset"), "{err}");
+        assert!(locator.opened.lock().unwrap().is_empty(), "POST_RESET was looked for with the marker set");
+    }
+
     /// A device other processes have open is refused before a reset: by tt-kmd's `pids`
     /// file where the open could not be exclusive (before tt-kmd 2.10.0, which ignores
     /// `O_EXCL`); a driver whose `pids` file is missing (2.4.x) cannot be checked, and says so.

@@ -383,6 +383,33 @@ mod tests {
         }
     }
 
+    /// The line says what a reset did to other fds as the driver does it:
+    /// invalidated from tt-kmd 2.6.0 on (the reset generation), left open
+    /// on 2.4.x and 2.5.x (it said "tt-kmd moved its reset generation" on
+    /// every version); and where the card came back, if elsewhere.
+    #[test]
+    fn the_line_says_what_the_driver_did_to_other_fds() {
+        let report = |driver: &str, invalidated, node: &str| Report {
+            device: "/dev/tenstorrent/0".into(),
+            backend: "tt-kmd",
+            reset: "ASIC_RESET",
+            steps: Vec::new(),
+            pci: Some("0000:01:00.0".into()),
+            driver: Some(driver.into()),
+            node: Some(node.into()),
+            other_fds_invalidated: Some(invalidated),
+            held_signal: None,
+            waited_for_chip_seconds: Some(0.6),
+            seconds: 0.7,
+        };
+        let new = describe(&report("tt-kmd 2.8.0 (ioctl API 2)", true, "/dev/tenstorrent/0"));
+        assert!(new.contains("tt-kmd moved its reset generation") && !new.contains("came back"), "{new}");
+        let old = describe(&report("tt-kmd 2.4.0 (ioctl API 2)", false, "/dev/tenstorrent/0"));
+        assert!(!old.contains("moved its reset generation") && old.contains("has no reset generation"), "{old}");
+        let moved = describe(&report("tt-kmd 2.10.0 (ioctl API 2)", true, "/dev/tenstorrent/3"));
+        assert!(moved.contains("POST_RESET on /dev/tenstorrent/3, as the card came back"), "{moved}");
+    }
+
     /// A simulated tt-kmd device (a small Wormhole) run on a thread over
     /// fresh files; stopped and removed on drop.
     struct Sim {

@@ -100,7 +100,7 @@ mod tests {
         let (dev, sock) = (std::path::Path::new("/tmp/d"), std::path::Path::new("/tmp/d/sock"));
         let what = "panicked at device-sim/src/chip.rs:1:2: oops".to_owned();
         let panicked = Stopped { why: "SIGTERM".into(), device_panic: Some(DevicePanic { what, backtrace: None }) };
-        let (lines, status) = last_words(&panicked, dev, &sock);
+        let (lines, status) = last_words(&panicked, dev, sock);
         assert_eq!(status, ExitCode::from(Exit::Failed.code()));
         assert_eq!(
             lines,
@@ -110,6 +110,6 @@ mod tests {
             ]
         );
         let clean = Stopped { why: "SIGINT".into(), device_panic: None };
-        assert_eq!(last_words(&clean, dev, &sock).1, ExitCode::SUCCESS);
+        assert_eq!(last_words(&clean, dev, sock).1, ExitCode::SUCCESS);
     }
 }
