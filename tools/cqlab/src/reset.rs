@@ -254,6 +254,8 @@ impl Failure {
 struct HeldStopSignals {
     fd: SignalFd,
     before: SigSet,
+    /// The signal read from `fd`, once one has arrived.
+    arrived: Option<Signal>,
 }
 
 impl HeldStopSignals {
@@ -266,16 +268,24 @@ impl HeldStopSignals {
         let fd = SignalFd::with_flags(&signals, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).inspect_err(|_| {
             let _ = before.thread_set_mask();
         })?;
-        Ok(Self { fd, before })
+        Ok(Self { fd, before, arrived: None })
+    }
+
+    /// The signal that has arrived so far, if any (taken from the
+    /// signalfd, kept here).
+    fn arrived(&mut self) -> Option<Signal> {
+        if self.arrived.is_none() {
+            if let Ok(Some(info)) = self.fd.read_signal() {
+                self.arrived = Signal::try_from(info.ssi_signo as i32).ok();
+            }
+        }
+        self.arrived
     }
 
     /// Unblocks them again; returns the one that arrived meanwhile (taken:
     /// the caller ends the command with it once its report is out).
-    fn release(self) -> Option<Signal> {
-        let arrived = match self.fd.read_signal() {
-            Ok(Some(info)) => Signal::try_from(info.ssi_signo as i32).ok(),
-            _ => None,
-        };
+    fn release(mut self) -> Option<Signal> {
+        let arrived = self.arrived();
         let _ = self.before.thread_set_mask();
         arrived
     }
@@ -297,22 +307,43 @@ fn reset_ttkmd(
         Failure { error: anyhow::Error::from(e).context(format!("resetting {spec}")), exit, held: None }
     };
     let start = Instant::now();
-    let dev = open().map_err(failed)?;
-    if !dev.refuse_other_users(RESET_OPEN.exclusive).map_err(failed)? {
-        crate::out::diagln!(
-            "cqlab reset: {} keeps no list of the processes with {} open (tt-kmd 2.5.0 and later do): one that \
-             has it open would lose its fds",
-            dev.version(),
-            dev.path().display()
-        );
-    }
-    let (pci, version) = (dev.info().pci_address(), dev.version());
-    let kind = ResetKind::AsicReset;
-    let held = HeldStopSignals::hold().map_err(|e| Failure {
+    // Held from before the open: a signal that arrives before ASIC_RESET
+    // is sent ends the command with nothing reset.
+    let mut held = HeldStopSignals::hold().map_err(|e| Failure {
         error: anyhow::anyhow!("resetting {spec}: holding SIGINT/SIGTERM/SIGHUP for the reset: {e}"),
         exit: Exit::Failed,
         held: None,
     })?;
+    let dev = match open().and_then(|dev| dev.refuse_other_users(RESET_OPEN.exclusive).map(|checked| (dev, checked))) {
+        Ok((dev, checked)) => {
+            if let Some(signal) = held.arrived() {
+                let held = held.release();
+                return Err(Failure {
+                    error: anyhow::anyhow!(
+                        "resetting {spec}: {} arrived before the reset was sent: nothing was reset",
+                        signal.as_str()
+                    ),
+                    exit: Exit::Failed,
+                    held,
+                });
+            }
+            if !checked {
+                crate::out::diagln!(
+                    "cqlab reset: {} keeps no list of the processes with {} open (tt-kmd 2.5.0 and later do): one \
+                     that has it open would lose its fds",
+                    dev.version(),
+                    dev.path().display()
+                );
+            }
+            dev
+        }
+        Err(e) => {
+            let held = held.release();
+            return Err(Failure { held, ..failed(e) });
+        }
+    };
+    let (pci, version) = (dev.info().pci_address(), dev.version());
+    let kind = ResetKind::AsicReset;
     let spinner = crate::cli::spinner(&format!("sending {}", kind.name()));
     let mut on_step = |step: ResetStep| {
         observe(&step);
@@ -381,6 +412,34 @@ mod tests {
             let text = crate::out::chain(&f.error);
             assert!(text.starts_with("resetting /dev/tenstorrent/0: ") && text.contains(says), "{text}");
         }
+    }
+
+    /// A SIGTERM that arrives while the device is opened, before ASIC_RESET
+    /// is sent, ends the command with nothing reset, saying so (the signal
+    /// is then raised again by `finish_ttkmd`).
+    #[test]
+    fn a_signal_before_the_reset_is_sent_resets_nothing() {
+        let sim = Sim::start("sigterm-first");
+        let dir = sim.dir.display().to_string();
+        let generation = || {
+            let ctl = cqlab_sim::shared::Ctl::open(&cqlab_sim::shared::Paths::new(&sim.dir).ctl()).unwrap();
+            ctl.load(cqlab_sim::shared::ctl::RESET_GEN)
+        };
+        let before = generation();
+        let Err(f) = reset_ttkmd(
+            "ttkmd-sim:x",
+            || {
+                nix::sys::signal::raise(Signal::SIGTERM).expect("raising SIGTERM");
+                open_simulated(&dir)
+            },
+            &mut |_| {},
+        ) else {
+            panic!("a reset interrupted before it was sent went on")
+        };
+        assert_eq!(f.held, Some(Signal::SIGTERM));
+        let text = crate::out::chain(&f.error);
+        assert!(text.contains("SIGTERM arrived before the reset was sent: nothing was reset"), "{text}");
+        assert_eq!(generation(), before, "a reset was sent");
     }
 
     /// The line says what a reset did to other fds as the driver does it:
