@@ -35,9 +35,11 @@ use std::time::Instant;
 #[command(group(clap::ArgGroup::new("target").required(true).args(["device", "dev"])))]
 pub struct Args {
     /// The device: /dev/tenstorrent/N or ttkmd-sim:PATH (tt-kmd's whole-chip
-    /// reset: ASIC_RESET, the wait for the chip, POST_RESET; every other fd
-    /// of the device is invalid afterwards), or sim:PATH[?wait[=SECS]] (a
-    /// `cqlab sim serve` daemon, back to power-on state).
+    /// reset: ASIC_RESET, the wait for the chip, POST_RESET from a new open;
+    /// refused while another process has the device open; from tt-kmd 2.6.0
+    /// on, every fd opened before it is invalid afterwards), or
+    /// sim:PATH[?wait[=SECS]] (a `cqlab sim serve` daemon, back to power-on
+    /// state).
     #[arg(long)]
     device: Option<String>,
     /// A simulator daemon's directory: the same as --device sim:PATH.
