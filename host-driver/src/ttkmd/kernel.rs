@@ -440,6 +440,9 @@ mod tests {
         }
         assert_eq!(pids_file(Path::new("/dev/tenstorrent/3")), Some(PathBuf::from("/proc/driver/tenstorrent/3/pids")));
         assert_eq!(describe_pids(&[42], "F"), "pid 42 (from F)");
+        // tt-kmd writes one pid per open fd (`pids_proc_show`, enumerate.c at ttkmd-2.10.0).
+        let me = std::process::id();
+        assert_eq!(other_pids_in(&format!("{me}\n42\n{me}\n42\n7\n")), [7, 42]);
         assert_eq!(describe_pids(&[42, 43], "F"), "pids 42, 43 (from F)");
         let err = OpenFlags::default().refused("/dev/tenstorrent/3".into(), "pid 42 (from F)".into());
         assert_eq!(
