@@ -215,12 +215,19 @@ impl Device {
         // the firmware starts its queues from zero: so does the host.
         let arenas = if self.cfg.stage_min_bytes > 0 && !self.cfg.slow_dispatch {
             let end = self.cfg.queue_layout(self.cfg.num_cqs).base;
-            crate::queue::arenas(end, self.backend.sysmem_len() as u64, self.cfg.num_cqs)
+            crate::queue::arenas(
+                end,
+                self.backend.sysmem_len() as u64,
+                self.cfg.num_cqs,
+                self.backend.sysmem_noc_base(),
+            )
         } else {
             Vec::new()
         };
         // Each prefetcher reads staged pieces from its queue's arena only.
-        let arena_units = |q: u8| arenas.get(q as usize).and_then(Option::as_ref).map_or((0, 0), |a| a.config_units());
+        let noc_base = self.backend.sysmem_noc_base();
+        let arena_units =
+            |q: u8| arenas.get(q as usize).and_then(Option::as_ref).map_or((0, 0), |a| a.config_units(noc_base));
         let staged: Vec<(u32, u32)> = (0..self.cfg.num_cqs).map(arena_units).collect();
         self.queues.reboot(&self.cfg, arenas);
         // Every tile that will run firmware is held first: nothing written

@@ -7,8 +7,11 @@
 //!
 //! A chunk is read from the issue queue, next after the previous one. A
 //! `STAGED` entry's chunk is gathered: the first bytes from the issue queue,
-//! then a piece of sysmem elsewhere (its offset and size in the slot's
-//! `source_addr` and `split_addr` words, written before the entry), then
+//! then a piece of sysmem elsewhere (its place and size in the slot's
+//! `source_addr` and `split_addr` words, written before the entry; the
+//! place in `SIZE_UNIT`s from the start of the chip's host-memory range,
+//! as `CqConfig::sysmem_base` counts, not from the pinned buffer's start,
+//! which a card's driver puts anywhere in that range), then
 //! the rest from the issue queue, which holds only the first and last
 //! parts. The host keeps large, reused bytes (kernel binaries, runtime-arg
 //! blocks) staged in sysmem that way and an enqueue copies none of them;

@@ -147,7 +147,9 @@ assert_layout!(AliveRecord, 32, magic => 0, firmware_id => 4, abi_version => 8, 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct CqConfig {
-    /// Byte offset of this CQ's sysmem region (`sysmem::CqSysmemLayout`).
+    /// Byte offset of this CQ's sysmem region (`sysmem::CqSysmemLayout`)
+    /// in the chip's host-memory range: the region's offset in the pinned
+    /// buffer plus where the buffer sits in that range.
     pub sysmem_base: u64,
     pub issue_size: u32,
     pub completion_size: u32,

@@ -135,7 +135,11 @@ impl Queues {
         let unit = fetch_queue::SIZE_UNIT as u64;
         let (ring, total) = ((head.len() + tail.len()) as u32, (head.len() + tail.len()) as u64 + staged as u64);
         let split = u32::try_from(head.len()).ok().and_then(|h| Split::new(h, staged));
-        let fits = at % unit == 0 && at / unit <= u32::MAX as u64 && total <= MAX_CHUNK as u64;
+        // The source word counts from the start of the chip's host-memory
+        // range, where sysmem offset 0 is not (a card's pinned buffer is
+        // wherever PIN_PAGES put it), as `CqConfig::sysmem_base` does.
+        let source = backend.sysmem_noc_base() + at;
+        let fits = source % unit == 0 && source / unit <= u32::MAX as u64 && total <= MAX_CHUNK as u64;
         let (entry, split) = FetchEntry::staged(total).ok().filter(|_| fits).zip(split).ok_or_else(|| {
             DriverError::Invalid(format!(
                 "gathered chunk of {} + {staged} (at sysmem {at:#x}) + {} bytes",
@@ -153,7 +157,7 @@ impl Queues {
         // Source and split side by side (`SPLIT_OFFSET` follows
         // `SOURCE_OFFSET`), written before the entry: the prefetcher reads
         // them once it is nonzero.
-        let words = [(at / unit) as u32, split.raw()];
+        let words = [(source / unit) as u32, split.raw()];
         if mutant!(cfg, "host-doorbell-before-gather-words") {
             self.ring_doorbell(backend, cfg, q, entry, ring)?;
             backend.write(word(fetch_queue::source_addr(slot)), words.as_bytes())?;

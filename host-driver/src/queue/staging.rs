@@ -26,11 +26,13 @@ const ARENA_MIN: u64 = 64 << 10;
 /// The queues' arenas: the sysmem from `end` (past the queues' regions) to
 /// `sysmem_len`, shared out evenly; none where a share is too small, or
 /// ends past what a fetch slot's source word (16-byte units in a `u32`)
-/// can name.
-pub(crate) fn arenas(end: u64, sysmem_len: u64, cqs: u8) -> Vec<Option<Staging>> {
+/// can name. The device sees sysmem offset 0 at `noc_base` in the chip's
+/// host-memory range (`Backend::sysmem_noc_base`), and a source word
+/// counts from the range's start.
+pub(crate) fn arenas(end: u64, sysmem_len: u64, cqs: u8, noc_base: u64) -> Vec<Option<Staging>> {
     let start = end.next_multiple_of(ALIGN);
     let share = (sysmem_len.saturating_sub(start) / cqs.max(1) as u64).min(ARENA_MAX) & !(ALIGN - 1);
-    let nameable = |base: u64| (base + share) / SIZE_UNIT <= u32::MAX as u64;
+    let nameable = |base: u64| (noc_base + base + share) / SIZE_UNIT <= u32::MAX as u64;
     (0..cqs as u64)
         .map(|q| start + q * share)
         .map(|base| (share >= ARENA_MIN && nameable(base)).then(|| Staging::new(base, share)))
@@ -100,11 +102,13 @@ impl Staging {
     }
 
     /// The arena as the queue's `CqConfig` gives it to the prefetcher,
-    /// which reads a staged piece from nowhere else: its first unit and
-    /// its units (`CqConfig::staged_from`, `staged_units`).
-    pub(crate) fn config_units(&self) -> (u32, u32) {
+    /// which reads a staged piece from nowhere else: its first unit in the
+    /// chip's host-memory range, where sysmem starts at `noc_base` (the
+    /// `noc_base` given to [`arenas`]), and its units
+    /// (`CqConfig::staged_from`, `staged_units`).
+    pub(crate) fn config_units(&self, noc_base: u64) -> (u32, u32) {
         let unit = |bytes: u64| u32::try_from(bytes / SIZE_UNIT).expect("`arenas` keeps an arena nameable");
-        (unit(self.base), unit(self.size))
+        (unit(noc_base + self.base), unit(self.size))
     }
 
     /// The blob for `key` (`len` bytes, padded to 16), placed now if it is
@@ -177,17 +181,21 @@ mod tests {
 
     #[test]
     fn arenas_share_the_sysmem_past_the_queues() {
-        let a = arenas(1000, 1000 + (1 << 20), 2);
+        let a = arenas(1000, 1000 + (1 << 20), 2, 0);
         let (q0, q1) = (a[0].as_ref().unwrap(), a[1].as_ref().unwrap());
         assert_eq!(q0.base, 1024);
         assert_eq!(q1.base, q0.base + q0.size);
         assert!(q1.base + q1.size <= 1000 + (1 << 20));
-        assert!(arenas(1000, 1000 + (64 << 10), 2).iter().all(Option::is_none));
-        assert_eq!(arenas(0, 1 << 30, 1)[0].as_ref().unwrap().size, ARENA_MAX);
-        assert_eq!(q1.config_units(), ((q1.base / 16) as u32, (q1.size / 16) as u32));
-        // Past 64 GiB a source word cannot name the arena: none.
-        let far = arenas(64 << 30, (64 << 30) + (1 << 20), 1);
+        assert!(arenas(1000, 1000 + (64 << 10), 2, 0).iter().all(Option::is_none));
+        assert_eq!(arenas(0, 1 << 30, 1, 0)[0].as_ref().unwrap().size, ARENA_MAX);
+        assert_eq!(q1.config_units(0), ((q1.base / 16) as u32, (q1.size / 16) as u32));
+        // Where sysmem does not start at the host range's base, the units count from the range's.
+        assert_eq!(q1.config_units(3 << 20).0, ((q1.base + (3 << 20)) / 16) as u32);
+        // Past 64 GiB a source word cannot name the arena: none, whether the
+        // sysmem offset or the pinned buffer's place takes it there.
+        let far = arenas(64 << 30, (64 << 30) + (1 << 20), 1, 0);
         assert!(far[0].is_none());
+        assert!(arenas(1000, 1000 + (1 << 20), 1, (64 << 30) - (1 << 19))[0].is_none());
     }
 
     #[test]

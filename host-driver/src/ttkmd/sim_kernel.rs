@@ -11,7 +11,7 @@
 //! | GET_DEVICE_INFO | vendor 0x1e52 (Tenstorrent), the simulated chip's PCI device id (Wormhole 0x401e, Blackhole 0xb140), bus 0 |
 //! | QUERY_MAPPINGS | no BAR resources (device memory is reached through TLB windows; ARC is not mapped, so the board and harvesting come from the device's `ctl` page: [`Kernel::board`]) |
 //! | ALLOCATE_TLB / CONFIGURE_TLB / FREE_TLB | [`WINDOW_SIZE`] (2 MiB) unicast windows from the chip's pool, shared by every process (Wormhole 10, Blackhole 201; ENOMEM when none is free), on either NOC, onto a Tensix tile's L1 (local 0), the 2 MiB piece holding its debug-register page (local `DEBUG_REGS_BASE` rounded down: that page is mapped at its offset, the rest of the window is `PROT_NONE`, so a stray access faults instead of landing nowhere), or any 2 MiB of a DRAM channel (the tile's coordinates as the chip translates them); a reconfigured window is re-mmapped in place onto its new target |
-//! | PIN_PAGES / UNPIN_PAGES | memory from [`Kernel::alloc_dma_memory`] (the `sysmem` file): IOVA and NOC address = offset in sysmem, the local address at the PCIe endpoint |
+//! | PIN_PAGES / UNPIN_PAGES | memory from [`Kernel::alloc_dma_memory`] (the `sysmem` file), placed at its top: IOVA and NOC address = offset in sysmem, the local address at the PCIe endpoint, not 0 whenever sysmem has room (as on a card where others pinned first) |
 //! | LOCK_CTL | per-index flock on `lock-ctl-N` (ACQUIRE, RELEASE, TEST, ACQUIRE_BLOCKING) |
 //! | RESET_DEVICE | as `ioctl_reset_device` in `chardev.c` at ttkmd-2.10.0: USER/ASIC/ASIC_DMC_RESET bump the reset generation (every other fd, in any process, answers ENODEV for good, mmap too; as 2.6.0 to 2.9.x, `chardev.c` at ttkmd-2.8.0, the fd that sent the reset too, since they move the generation without it; as 2.4.x and 2.5.x, which have no reset generation, no fd), zap this fd's window mappings (they point at nothing; the windows stay allocated), set the reset marker (`ctl::RESET_MARKER`, PCI_COMMAND's parity bit on a card: `set_reset_marker`, `pcie.c`) and the device's `needs_hw_init` (every fd's ioctls but info and reset answer ENODEV). ASIC_RESET and ASIC_DMC_RESET also ask the simulator to reset the chip (cores held, NOC drained; L1 and DRAM kept), which clears the marker when done, as a card's reset clears its config space; USER_RESET does not (on a card a BMC resets the chip), so the marker stays set. POST_RESET clears `needs_hw_init` (before 2.6.0 only with the marker clear) and succeeds only if the marker is clear (`is_reset_marker_zero`). RESTORE_STATE is a no-op |
 //! | SET_POWER_STATE | argument checked, state kept |
@@ -113,8 +113,9 @@ enum Target {
 #[derive(Debug, Default)]
 struct State {
     tlbs: HashMap<u32, Tlb>,
-    /// Mappings handed out by `alloc_dma_memory` (address, length): what PIN_PAGES can pin.
-    dma: Vec<(usize, usize)>,
+    /// Mappings handed out by `alloc_dma_memory` (address, length, offset in sysmem): what
+    /// PIN_PAGES can pin.
+    dma: Vec<(usize, usize, u64)>,
     pinned: Vec<(u64, u64)>,
     locks: HashMap<u8, Flock<File>>,
     /// The device's reset generation when this fd opened or last reset (`open_reset_gen` in
@@ -468,8 +469,9 @@ impl SimKernel {
                 }
                 // Only the simulator's sysmem is reachable by the simulated device.
                 let (va, size) = (i.virtual_address as usize, i.size as usize);
-                let &(base, _) = st.dma.iter().find(|&&(b, l)| va >= b && va + size <= b + l).ok_or(Errno::EFAULT)?;
-                let offset = (va - base) as u64;
+                let &(base, _, at) =
+                    st.dma.iter().find(|&&(b, l, _)| va >= b && va + size <= b + l).ok_or(Errno::EFAULT)?;
+                let offset = at + (va - base) as u64;
                 let noc = i.flags & (sys::PIN_PAGES_NOC_DMA | sys::PIN_PAGES_NOC_TOP_DOWN) != 0;
                 let out =
                     sys::PinPagesOutExtended { physical_address: offset, noc_address: if noc { offset } else { 0 } };
@@ -838,8 +840,14 @@ impl Kernel for SimKernel {
                 self.shape.sysmem_size
             )));
         }
-        let map = MmapOptions::new().len(len).map_raw(&self.sysmem)?;
-        self.state.lock().expect("not poisoned").dma.push((map.as_ptr() as usize, len));
+        // At the top of sysmem, not at offset 0: the pinned buffer's NOC address is then not
+        // the host range's base whenever sysmem has room, as on a card where another process
+        // (tt-metal, a second cqlab) pinned first or the driver allocates its NOC window top
+        // down. Every address the host gives the device must add it (`sysmem_noc_base`).
+        let page = 4096;
+        let offset = (self.shape.sysmem_size - len as u64) / page * page;
+        let map = MmapOptions::new().offset(offset).len(len).map_raw(&self.sysmem)?;
+        self.state.lock().expect("not poisoned").dma.push((map.as_ptr() as usize, len, offset));
         Ok(super::kernel::DmaMemory { map, pages: crate::sysmem::PageKind::Normal })
     }
 }
@@ -953,8 +961,9 @@ mod tests {
         assert!(dev.configure_tlb(&tlb, &mc).unwrap_err().to_string().contains("EOPNOTSUPP"));
 
         // Pinning: the simulator's sysmem has a NOC address; other memory is out of its reach.
+        // At the top of the simulator's 4 MiB: a NOC address that is not the range's base.
         let pinned = dev.alloc_pinned(1 << 20, PinFlags::NOC_DMA).unwrap();
-        assert_eq!(pinned.noc_address(), Some(0));
+        assert_eq!(pinned.noc_address(), Some(3 << 20));
         let mut other = vec![0u8; 8192];
         let at = other.as_ptr().align_offset(4096);
         let err = dev.pin_pages(&mut other[at..at + 4096], PinFlags::NOC_DMA).unwrap_err();
@@ -1227,17 +1236,19 @@ mod tests {
             .expect("the tt-kmd backend on the simulator");
         let at = (CqSysmemLayout::for_cq(0, cfg.issue_size, cfg.completion_size).header() + COMPLETION_WR_PTR as u64)
             as usize;
+        // The device writes the pointer where the pinned buffer sits in the simulator's sysmem.
+        let in_file = backend.sysmem_noc_base() as usize + at;
         let file = open_rw(&sim.dir.join("sysmem")).unwrap();
-        let map = Arc::new(MmapOptions::new().len(at + 4).map_raw(&file).unwrap());
-        let mut device = SharedRegion::new(&map, 0, at + 4);
+        let map = Arc::new(MmapOptions::new().len(in_file + 4).map_raw(&file).unwrap());
+        let mut device = SharedRegion::new(&map, 0, in_file + 4);
         let (a, b) = (RingPtr::new(196_800, false).0, RingPtr::new(256, true).0);
-        assert!(device.write(at, &a.to_le_bytes()));
+        assert!(device.write(in_file, &a.to_le_bytes()));
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let writer = std::thread::spawn(move || {
             while !flag.load(Ordering::Relaxed) {
-                device.write(at, &b.to_le_bytes());
-                device.write(at, &a.to_le_bytes());
+                device.write(in_file, &b.to_le_bytes());
+                device.write(in_file, &a.to_le_bytes());
             }
         });
         let start = Instant::now();
