@@ -21,8 +21,10 @@ pub const DEFAULT_KERNEL_TIMEOUT_CYCLES: u64 = 100_000_000_000;
 /// spinning kernels at about 2 M cycles a second of host time, so the
 /// silicon default made a hung kernel wait some 14 hours (helper-86's
 /// audit: `demo` on an `addi; j` kernel, about 8 hours); this one about 8
-/// minutes, still 50 times the longest kernel a test, demo or workload
-/// here runs by default (the tests' spins go to 20 M cycles).
+/// minutes, 50 times the longest kernel a test or demo here runs (the
+/// tests' spins go to 20 M cycles). A workload sized past the defaults can
+/// need more (`large_gemm` at 1024 cubed is some 2.8 G cycles a core): the
+/// timeout's error says how to give it more, and long waits print progress.
 pub const DEFAULT_SIM_KERNEL_TIMEOUT_CYCLES: u64 = 1_000_000_000;
 
 /// Default [`DeviceConfig::stage_min_bytes`]: blobs smaller than this are

@@ -46,8 +46,8 @@ pub enum DriverError {
     #[error("timeout waiting for {wait} after {cycles} device cycles without progress\n{dump}")]
     Timeout { wait: Wait, cycles: u64, dump: Box<HangDump> },
     #[error(
-        "kernel on {} still running after {cycles} cycles (kernel timeout {limit} cycles) while the host waited \
-         for {wait}\n{dump}",
+        "kernel on {} still running after {cycles} cycles (kernel timeout {limit} cycles; a kernel that needs \
+         longer runs with a larger `--kernel-timeout CYCLES`, 0 for none) while the host waited for {wait}\n{dump}",
         dump.who(*core)
     )]
     KernelTimeout { core: Coord, cycles: u64, limit: u64, wait: Wait, dump: Box<HangDump> },

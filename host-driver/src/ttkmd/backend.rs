@@ -196,11 +196,14 @@ impl TlbBar for KmdWindows {
             self.tlbs[w].uc().write_block(off + head, run).map_err(be)?;
             self.unordered_stores = true;
         }
+        // A ragged tail goes before the last whole word: that word is the
+        // store that publishes the write (`Backend::write`).
+        let tail = &piece[words_end..];
+        if !tail.is_empty() {
+            self.patch(w, off + words_end, tail)?;
+        }
         if words_end > head {
             self.store_word(w, off + words_end - 4, &piece[words_end - 4..words_end])?;
-        }
-        if words_end < piece.len() {
-            self.patch(w, off + words_end, &piece[words_end..])?;
         }
         Ok(())
     }

@@ -626,7 +626,11 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         "bisect": args.bisect, "first_failing": first_failing,
         "boundary_signature": boundary.as_ref().and_then(|b| b.signature.clone()),
         "boundary_error": boundary.as_ref().and_then(|b| b.error.clone()),
-        "stopped": stopped.as_ref().map(|(v, e)| serde_json::json!({"value": v, "error": format!("{e:#}")})),
+        // The error's first line, as `run`'s `failed_point.error` and race
+        // signatures take it: a device error's text goes on with its hang dump.
+        "stopped": stopped.as_ref().map(|(v, e)| {
+            serde_json::json!({"value": v, "error": format!("{e:#}").lines().next().unwrap_or_default()})
+        }),
         "points": points,
     });
     if let Some(dir) = &args.out {

@@ -575,7 +575,7 @@ fn a_kernel_spinning_on_corrupted_args_fails_its_seed_within_the_timeout() {
         race(&["--workload", "programs", "--firmware", "release-before-ack", "--seed-base", "52", "--seeds", "1"]);
     assert_eq!(code, EXIT_HANG, "a kernel timeout is a hang: {v}");
     let error = v["signatures"][0]["error"].as_str().unwrap_or_default();
-    assert!(error.contains("(kernel timeout 5000000 cycles)"), "{v}");
+    assert!(error.contains("(kernel timeout 5000000 cycles;"), "{v}");
 }
 
 /// Issue 24: a stall probability whose stalls outrun the clock, or take

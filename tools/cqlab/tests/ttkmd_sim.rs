@@ -122,10 +122,9 @@ fn a_process_killed_mid_enqueue_leaves_a_device_the_next_one_boots_clean() {
     }
 }
 
-#[test]
-fn a_second_opener_is_told_who_holds_the_device() {
-    let s = Sim::start("held");
-    let mut holder = client_job(&s.dir, 1, 100_000)
+/// A client job that has booted the device and holds it for a long run.
+fn booted_holder(dir: &Path) -> Child {
+    let mut holder = client_job(dir, 1, 100_000)
         .env("CQLAB_FIRMWARE_DIR", firmware_dir())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -134,6 +133,13 @@ fn a_second_opener_is_told_who_holds_the_device() {
     let mut line = String::new();
     BufReader::new(holder.stdout.take().unwrap()).read_line(&mut line).unwrap();
     assert!(line.contains("booted"), "{line}");
+    holder
+}
+
+#[test]
+fn a_second_opener_is_told_who_holds_the_device() {
+    let s = Sim::start("held");
+    let mut holder = booted_holder(&s.dir);
     let o = run(client_job(&s.dir, 2, 1));
     let _ = holder.kill();
     let _ = holder.wait();
@@ -200,15 +206,7 @@ fn a_reset_through_ttkmd_moves_the_reset_generation_and_leaves_the_chip_usable()
 #[test]
 fn a_reset_of_a_held_device_names_the_holder_and_resets_nothing() {
     let s = Sim::start("reset-held");
-    let mut holder = client_job(&s.dir, 1, 100_000)
-        .env("CQLAB_FIRMWARE_DIR", firmware_dir())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(holder.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    assert!(line.contains("booted"), "{line}");
+    let mut holder = booted_holder(&s.dir);
     let generation = reset_generation(&s.dir);
     let o = reset(&s.dir, false);
     let still_running = holder.try_wait().unwrap().is_none();
