@@ -298,6 +298,13 @@ pub fn csv<R: serde::Serialize>(rows: impl IntoIterator<Item = R>) -> anyhow::Re
     Ok(String::from_utf8(w.into_inner().map_err(|e| e.into_error())?)?)
 }
 
+/// An error's first line, with its causes (`{:#}`): what a JSON report
+/// keeps of it, since a driver error's text goes on with its hang dump
+/// (kept in fields of its own where a report wants it).
+pub fn error_headline(e: &anyhow::Error) -> String {
+    format!("{e:#}").lines().next().unwrap_or_default().to_owned()
+}
+
 /// Fails with a [`Usage`] error unless `ok`.
 pub fn check(ok: bool, message: impl FnOnce() -> String) -> anyhow::Result<()> {
     if ok {

@@ -627,10 +627,10 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         "boundary_signature": boundary.as_ref().and_then(|b| b.signature.clone()),
         "boundary_error": boundary.as_ref().and_then(|b| b.error.clone()),
         // The error's first line, as `run`'s `failed_point.error` and race
-        // signatures take it: a device error's text goes on with its hang dump.
-        "stopped": stopped.as_ref().map(|(v, e)| {
-            serde_json::json!({"value": v, "error": format!("{e:#}").lines().next().unwrap_or_default()})
-        }),
+        // signatures take it.
+        "stopped": stopped
+            .as_ref()
+            .map(|(v, e)| serde_json::json!({"value": v, "error": crate::cli::error_headline(e)})),
         "points": points,
     });
     if let Some(dir) = &args.out {

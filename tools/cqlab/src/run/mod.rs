@@ -425,7 +425,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                     // The error's first line (its dump follows it on
                     // stderr), and the dump itself in fields: a device
                     // error's as a hang's.
-                    let error = format!("{e:#}").lines().next().unwrap_or_default().to_owned();
+                    let error = crate::cli::error_headline(&e);
                     let driver = e.chain().find_map(|c| c.downcast_ref::<cqlab_driver::DriverError>());
                     let failed = json!({"cqs": cqs, "exit": crate::exit::of_error(&e).code(), "error": error,
                         "kind": driver.map(cqlab_driver::DriverError::kind),
