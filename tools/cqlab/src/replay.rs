@@ -58,6 +58,8 @@ struct Line {
 #[derive(clap::Subcommand)]
 enum Tool {
     Race(race::Args),
+    #[command(subcommand)]
+    Stress(crate::stress::Command),
 }
 
 fn load(args: &Args) -> Result<SeedRecord> {
@@ -97,6 +99,12 @@ fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
     if let crate::Verdict::Refused { message, .. } = crate::check(argv) {
         return Err(UsageError(format!("the record's arguments are refused: {}", message.trim())).into());
     }
+    let line = Line::try_parse_from(std::iter::once("cqlab").chain(record.argv.iter().map(String::as_str)))
+        .map_err(|e| UsageError(format!("the record's arguments do not parse: {}", e.render().to_string().trim())))?;
+    let Tool::Stress(crate::stress::Command::RunOne(one)) = line.tool else {
+        unreachable!("checked above: the record runs `stress run-one`")
+    };
+    let provenance = Provenance::of(record, &crate::stress::firmware_digest(&one.workload)?);
     // A run that holds for its planned kill would wait for ever: the
     // campaign passes that option to the killed runs only, never records it.
     crate::usage::ensure(!record.argv.iter().any(|a| a == "--hold-after-enqueued"), || {
@@ -135,14 +143,15 @@ fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
     let same = same_failure(record.failure.as_ref(), got.failure.as_ref())
         && (!embedded || got.device_cycles == record.device_cycles);
     outln!(
-        "replay of stress seed {}: {} at device cycle {} (recorded: {} at {}): {}{}",
+        "replay of stress seed {}: {} at device cycle {} (recorded: {} at {}): {}{}{}",
         record.seed,
         got_sig.unwrap_or("pass"),
         got.device_cycles,
         want_sig.unwrap_or("pass"),
         record.device_cycles,
         if same { "identical" } else { "DIFFERS" },
-        class_note(record.failure.as_ref(), got.failure.as_ref())
+        class_note(record.failure.as_ref(), got.failure.as_ref()),
+        provenance.verdict_note(same)
     );
     if record.failure.as_ref().is_some_and(|f| f.kind == "hard-timeout") {
         // Still DIFFERS (docs/cli.md: only a hard timeout again is
@@ -222,9 +231,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let argv = with_model_of_its_day(&record.argv);
     let line = Line::try_parse_from(std::iter::once("cqlab".to_owned()).chain(argv))
         .map_err(|e| UsageError(format!("the record's arguments do not parse: {}", e.render().to_string().trim())))?;
-    let Tool::Race(race_args) = line.tool;
+    let Tool::Race(race_args) = line.tool else { unreachable!("checked above: the record runs `race`") };
     let plan = race::Plan::new(race_args)?;
     plan.preflight()?;
+    let provenance = Provenance::of(&record, &plan.membership().firmware);
     let seed = record.seed;
     let (outcome, mut dev) = race::run_seed(&plan, seed);
     let cycles = dev.as_ref().map_or(0, |d| d.now());
@@ -239,14 +249,59 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let got_sig = got.as_ref().map(|f| f.signature.as_str());
     let same = same_failure(record.failure.as_ref(), got.as_ref()) && record.device_cycles == cycles;
     outln!(
-        "replay of seed {seed}: {} at device cycle {cycles} (recorded: {} at {}): {}{}",
+        "replay of seed {seed}: {} at device cycle {cycles} (recorded: {} at {}): {}{}{}",
         got_sig.unwrap_or("pass"),
         want_sig.unwrap_or("pass"),
         record.device_cycles,
         if same { "identical" } else { "DIFFERS" },
-        class_note(record.failure.as_ref(), got.as_ref())
+        class_note(record.failure.as_ref(), got.as_ref()),
+        provenance.verdict_note(same)
     );
     Ok(if same { ExitCode::SUCCESS } else { crate::exit::Exit::Failed.into() })
+}
+
+/// What runs a replay against what ran its record (the record's campaign
+/// membership, absent before 2026-12-02): a replay on other firmware or
+/// another cqlab build may differ for that reason alone (helper-94: a
+/// replay on changed firmware read DIFFERS with no word why).
+struct Provenance {
+    /// What differs, as `what (now X, recorded Y)`.
+    differs: Vec<String>,
+}
+
+impl Provenance {
+    /// Compares `record`'s build and firmware with this cqlab's and
+    /// `firmware` (the digest of the ELFs the replay loads), and says on
+    /// stderr what differs, before the run.
+    fn of(record: &SeedRecord, firmware: &str) -> Self {
+        let mut differs = Vec::new();
+        if let Some(m) = &record.campaign {
+            if !m.firmware.is_empty() && m.firmware != firmware {
+                differs.push(format!("the firmware (its ELFs' digest now {firmware}, recorded {})", m.firmware));
+            }
+            let build = crate::campaign::build::cqlab_build();
+            if !m.cqlab.is_empty() && m.cqlab != build {
+                differs.push(format!("the cqlab build (now {build}, recorded {})", m.cqlab));
+            }
+        }
+        for d in &differs {
+            crate::out::diagln!("note: this replay runs other code than the record: {d}");
+        }
+        Provenance { differs }
+    }
+
+    /// What the verdict line adds: why a DIFFERS may be the code's, not the
+    /// seed's.
+    fn verdict_note(&self, same: bool) -> String {
+        match (same, self.differs.is_empty()) {
+            (false, false) => {
+                let what: Vec<&str> = self.differs.iter().map(|d| d.split(" (").next().unwrap_or(d)).collect();
+                let verb = if what.len() == 1 { "differs" } else { "differ" };
+                format!(" ({} {verb} from the record's, which may be why)", what.join(" and "))
+            }
+            _ => String::new(),
+        }
+    }
 }
 
 /// Model options race writes into every record since they exist, each with

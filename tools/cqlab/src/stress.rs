@@ -578,17 +578,22 @@ fn spawn_run(argv: &[String], timeout: Duration, kill_after: Option<u64>) -> Res
     ended
 }
 
-/// Where a run of `a`'s campaign sits in it, with what ran it and the
-/// options no run's command line holds.
-fn membership(a: &RestartArgs, shard: Shard) -> Result<crate::campaign::Membership, UsageError> {
-    let cfg = run_config(&a.workload)?;
-    let kernels: &[&str] = match a.workload.workload {
+/// A digest of the firmware ELFs a run of `w` loads
+/// ([`crate::campaign::build::firmware_digest`]).
+pub fn firmware_digest(w: &WorkloadArgs) -> Result<String, UsageError> {
+    let cfg = run_config(w)?;
+    let kernels: &[&str] = match w.workload {
         Workload::Programs => &cqlab_workloads::program_stream::KERNELS,
         _ => &[],
     };
-    let arch = a.workload.chip.sim_board().arch();
-    let firmware = crate::campaign::build::firmware_digest(&cfg, arch, kernels.iter().copied());
-    let mut m = crate::campaign::Membership::new(a.runs, shard, firmware);
+    let arch = w.chip.sim_board().arch();
+    Ok(crate::campaign::build::firmware_digest(&cfg, arch, kernels.iter().copied()))
+}
+
+/// Where a run of `a`'s campaign sits in it, with what ran it and the
+/// options no run's command line holds.
+fn membership(a: &RestartArgs, shard: Shard) -> Result<crate::campaign::Membership, UsageError> {
+    let mut m = crate::campaign::Membership::new(a.runs, shard, firmware_digest(&a.workload)?);
     m.options.insert("--seed".into(), a.seed.to_string());
     m.options.insert("--timeout".into(), a.timeout.to_string());
     m.options.insert("--kill-rate".into(), a.kill_rate.to_string());

@@ -682,7 +682,14 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
         let lost = points.iter().filter(|p| p.dump_error.is_some()).count();
         crate::dump_files::fail_if_lost(lost, "point(s)", dir, "the sweep is reported")?;
     }
-    Ok(crate::exit::of_failures(boundary.and_then(|b| b.class)).into())
+    Ok(exit_of(&points).into())
+}
+
+/// A sweep's exit: the class every failed point shares, or 1 when their
+/// classes differ (docs/cli.md), not the boundary's class alone
+/// (helper-94: a later point failing otherwise went unsaid).
+fn exit_of(points: &[Point]) -> crate::exit::Exit {
+    crate::exit::of_failures(points.iter().filter_map(|p| p.class))
 }
 
 /// The failing point's replay line and dump files, under its error.
@@ -765,6 +772,29 @@ mod tests {
         for bad in ["depth", "depth=5..1", "depth=1..9:0", "depth=x", "depth=0..18446744073709551615"] {
             assert!(parse_param(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_sweep_exits_with_the_class_its_failures_share_or_1() {
+        use crate::exit::Exit;
+        let point = |value, class: Option<FailureClass>| Point {
+            value,
+            ok: class.is_none(),
+            signature: None,
+            error: None,
+            class,
+            device_cycles: 0,
+            cycles_per_read: None,
+            seconds: 0.0,
+            replay: None,
+            earlier_on_device: 0,
+            dump_files: vec![],
+            dump_error: None,
+        };
+        let (hang, mismatch) = (Some(FailureClass::Hang), Some(FailureClass::Mismatch));
+        assert_eq!(exit_of(&[point(1, None), point(2, None)]), Exit::Success);
+        assert_eq!(exit_of(&[point(1, None), point(2, hang), point(3, hang)]), FailureClass::Hang.exit());
+        assert_eq!(exit_of(&[point(1, None), point(2, hang), point(3, mismatch)]), Exit::Failed);
     }
 
     #[test]

@@ -721,3 +721,54 @@ fn a_record_from_before_the_model_options_replays_on_its_model() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains("--reads-pass-unsent false"), "{}", support::text(&out));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A replay on other firmware than its record's says so: a DIFFERS there
+/// is the code's, not the seed's (helper-94: it read DIFFERS with no word
+/// why). A record naming other firmware than what replays it, identical
+/// all the same, gets the note but keeps its verdict.
+#[test]
+fn a_replay_on_other_firmware_than_its_record_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = dir.path().join("race.jsonl");
+    let args = ["--variant", "event-zero-signalled", "--seeds", "1", "--iterations", "2"];
+    let (code, v) = race(&[&args[..], &["--jsonl", jsonl.to_str().unwrap()]].concat());
+    assert_eq!(code, EXIT_MISMATCH, "{v}");
+    let record = std::fs::read_to_string(&jsonl).unwrap();
+    let record = record.trim();
+    let out_dir = dir.path().join("replay");
+    let replay = |firmware: &std::path::Path, record: &str| {
+        std::process::Command::new(support::CQLAB)
+            .env("CQLAB_FIRMWARE_DIR", firmware)
+            .args(["replay", record, "--out", out_dir.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let out = replay(&support::firmware_dir(), record);
+    assert_eq!(out.status.code(), Some(0), "{}", support::text(&out));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("other code"), "{}", support::text(&out));
+
+    // The record says it ran other firmware: noted, still identical.
+    let digest = serde_json::from_str::<serde_json::Value>(record).unwrap()["campaign"]["firmware"].clone();
+    let digest = digest.as_str().expect("a record names its firmware's digest").to_owned();
+    let edited = record.replace(&digest, "0123456789abcdef");
+    let out = replay(&support::firmware_dir(), &edited);
+    assert_eq!(out.status.code(), Some(0), "{}", support::text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("the firmware (its ELFs' digest now {digest}, recorded 0123456789abcdef)")), "{err}");
+
+    // The variant's ELFs replaced by the normal firmware's: it passes, and
+    // the verdict says the firmware differs.
+    let firmware = dir.path().join("firmware");
+    let copy = std::process::Command::new("cp").arg("-r").arg(support::firmware_dir()).arg(&firmware).status();
+    assert!(copy.unwrap().success());
+    for elf in ["prefetch", "dispatch"] {
+        let wormhole = firmware.join("wormhole");
+        std::fs::copy(wormhole.join(elf), wormhole.join("variants/event-zero-signalled").join(elf)).unwrap();
+    }
+    let out = replay(&firmware, record);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", support::text(&out));
+    assert!(stdout.contains("DIFFERS (the firmware differs from the record's, which may be why)"), "{stdout}");
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("note: this replay runs other code than the record: the firmware"));
+}
