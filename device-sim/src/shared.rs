@@ -301,7 +301,8 @@ impl Runner {
                 .map(|c| SharedRegion::new(&dram_map, c * channel as usize, channel as usize))
                 .collect(),
         );
-        let sysmem = Sysmem::Shared(SharedRegion::new(&sysmem_map, 0, shape.sysmem_size as usize));
+        // Just created: the chip's zeroing at power-on has nothing to do.
+        let sysmem = Sysmem::Shared(SharedRegion::fresh(&sysmem_map, 0, shape.sysmem_size as usize));
         let chip = Chip::with_memories(cfg.clone(), sysmem, Some(Memories { l1, dram })).map_err(|e| e.to_string())?;
         create(&paths.ctl(), CTL_SIZE as u64).map_err(|e| io("creating ctl", e))?;
         let ctl = Ctl::open(&paths.ctl()).map_err(|e| io("mapping ctl", e))?;
