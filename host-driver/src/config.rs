@@ -63,6 +63,9 @@ pub struct DeviceConfig {
     /// Where waits report how far they have got, at each progress check
     /// (`None`: nowhere). The CLI prints a line on stderr now and then.
     pub wait_progress: Option<crate::wait_progress::WaitProgressSink>,
+    /// Where the driver says what it chose that costs something, as it
+    /// chooses (`None`: nowhere). The CLI prints a `note:` line on stderr.
+    pub notes: Option<crate::notes::NoteSink>,
     /// Where the firmware ELFs are: one directory per chip under it
     /// (`<firmware_dir>/<arch short name>/`, as `cargo xtask firmware`
     /// builds them: [`DeviceConfig::chip_firmware_dir`]).
@@ -227,6 +230,7 @@ impl Default for DeviceConfig {
             stall_timeout_cycles: 200_000_000,
             kernel_timeout_cycles: None,
             wait_progress: None,
+            notes: None,
             firmware_dir: default_firmware_dir(),
             worker_kernel: "noop".into(),
             firmware_variant: None,

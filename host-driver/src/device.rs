@@ -12,7 +12,8 @@ use crate::error::{BootProblem, DriverError, Result, StateError};
 use crate::events::Event;
 use crate::geometry::{CoreId, Topology};
 use crate::kernel::KernelImage;
-use crate::queue::{CommandQueue, PendingRead, Queues};
+use crate::notes::Note;
+use crate::queue::{CommandQueue, NoArena, PendingRead, Queues, Staging};
 use crate::trace_reader::CoreTrace;
 use cqlab_abi::arch::tensix::{Processor, SOFT_RESET_0, SOFT_RESET_ALL, SOFT_RESET_BRISC_ONLY_RUN};
 use cqlab_abi::boot::reset_jal;
@@ -213,19 +214,18 @@ impl Device {
         self.default_kernel = Some(Arc::new(self.load_kernel(&self.cfg.worker_kernel.clone())?));
         // Nothing is resident or in flight on freshly booted workers, and
         // the firmware starts its queues from zero: so does the host.
+        let noc_base = self.backend.sysmem_noc_base();
         let arenas = if self.cfg.stage_min_bytes > 0 && !self.cfg.slow_dispatch {
             let end = self.cfg.queue_layout(self.cfg.num_cqs).base;
-            crate::queue::arenas(
-                end,
-                self.backend.sysmem_len() as u64,
-                self.cfg.num_cqs,
-                self.backend.sysmem_noc_base(),
-            )
+            let forwarded = self.chip.arch().params().bar.host_mem_size;
+            let limit = cqlab_abi::fetch_queue::staged_end_limit(forwarded);
+            let arenas = crate::queue::arenas(end, self.backend.sysmem_len() as u64, self.cfg.num_cqs, noc_base, limit);
+            self.note_unreachable_arenas(&arenas, noc_base, limit, limit == forwarded);
+            arenas.into_iter().map(Result::ok).collect()
         } else {
             Vec::new()
         };
         // Each prefetcher reads staged pieces from its queue's arena only.
-        let noc_base = self.backend.sysmem_noc_base();
         let arena_units =
             |q: u8| arenas.get(q as usize).and_then(Option::as_ref).map_or((0, 0), |a| a.config_units(noc_base));
         let staged: Vec<(u32, u32)> = (0..self.cfg.num_cqs).map(arena_units).collect();
@@ -291,6 +291,35 @@ impl Device {
             self.wait_alive(tile, fw)?;
         }
         Ok(())
+    }
+
+    /// Says so when queues stage nothing because their arenas lie past
+    /// `limit` in the chip's host-memory range (a card whose driver pinned
+    /// the buffer high): every enqueue then copies its kernel images and
+    /// args, where the queues' other choices are free.
+    fn note_unreachable_arenas(
+        &self,
+        arenas: &[std::result::Result<Staging, NoArena>],
+        pinned_at: u64,
+        limit: u64,
+        forwarded: bool,
+    ) {
+        let off: Vec<(u8, u64)> = (0u8..)
+            .zip(arenas)
+            .filter_map(|(q, a)| match a {
+                Err(NoArena::Unreachable { end }) => Some((q, *end)),
+                _ => None,
+            })
+            .collect();
+        let (Some(&(_, end)), Some(sink)) = (off.first(), &self.cfg.notes) else { return };
+        sink.report(&Note::StagingUnreachable {
+            device: self.backend.name(),
+            queues: off.iter().map(|&(q, _)| q).collect(),
+            end,
+            limit,
+            pinned_at,
+            forwarded,
+        });
     }
 
     /// Loads kernel image `name` from the chip's firmware directory.

@@ -4,8 +4,8 @@
 //! gives up.
 //!
 //! Lower modules never import higher ones: `dump` (a hang dump's data) and
-//! `geometry` (the chip: board, harvesting, placement) import nothing of
-//! the driver; `error` only those; `tlb` (the window manager), `arc`,
+//! `geometry` (the chip: board, harvesting, placement) and `notes` import
+//! nothing of the driver; `error` only those; `tlb` (the window manager), `arc`,
 //! `backend`, `config`, `trace_reader`, `hang_dump` and `wait` the modules
 //! below them; `queue` those; `device` everything. `cargo xtask cycles`
 //! keeps it so.
@@ -26,6 +26,7 @@ pub mod hang_dump;
 #[cfg(any(feature = "sim", feature = "daemon", feature = "ttsim"))]
 pub mod host_clock;
 pub mod kernel;
+pub mod notes;
 pub mod process_state;
 pub mod program;
 pub mod queue;

@@ -34,6 +34,23 @@ pub const SIZE_UNIT: u32 = 16;
 const SIZE_MASK: u32 = STAGED_FLAG - 1;
 /// Largest chunk size an entry can express, in bytes.
 pub const MAX_CHUNK_BYTES: u64 = SIZE_MASK as u64 * SIZE_UNIT as u64;
+/// Where a staged piece may end, counted from the start of the chip's
+/// host-memory range, on a chip whose PCIe tile forwards `host_mem_size`
+/// bytes of that range to host memory (`arch::bar::BarLayout`, each chip's
+/// figure cited there): the lesser of that and what a source word can name.
+/// A source word, and `CqConfig::staged_from + staged_units`, count
+/// `SIZE_UNIT`s in a `u32`, so a piece ends at `u32::MAX` units (64 GiB - 16)
+/// at most. Wormhole forwards 4 GiB - 128 KiB; Blackhole 64 GiB, of which
+/// the last 16 bytes cannot be named.
+pub const fn staged_end_limit(host_mem_size: u64) -> u64 {
+    let named = u32::MAX as u64 * SIZE_UNIT as u64;
+    if host_mem_size < named {
+        host_mem_size
+    } else {
+        named
+    }
+}
+
 /// Bytes of one slot: the entry, then (for a gathered chunk) its source and
 /// split words, side by side so the host writes both at once.
 pub const SLOT_SIZE: u32 = 16;
@@ -178,6 +195,19 @@ impl FetchEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each chip's limit: Wormhole's is its forwarded range (a source word
+    /// could name 16 times more), Blackhole's the source word's reach (its
+    /// range is 16 bytes longer).
+    #[test]
+    fn a_staged_piece_ends_where_the_chip_forwards_and_a_source_word_names() {
+        use crate::arch::bar::{BLACKHOLE, WORMHOLE};
+        assert_eq!(staged_end_limit(WORMHOLE.host_mem_size), 0xFFFE_0000);
+        assert_eq!(staged_end_limit(BLACKHOLE.host_mem_size), (1 << 36) - 16);
+        // The reach is a whole number of units: an arena may end exactly there.
+        assert_eq!(staged_end_limit(u64::MAX) % SIZE_UNIT as u64, 0);
+        assert_eq!(staged_end_limit(u64::MAX) / SIZE_UNIT as u64, u32::MAX as u64);
+    }
 
     #[test]
     fn zero_size_is_rejected_both_ways() {

@@ -263,11 +263,17 @@ pub struct SimThread {
 impl SimThread {
     /// Starts `chip` on fresh files under a temporary directory named after `tag`.
     pub fn start(tag: &str, seed: u64, chip: &TestChip) -> SimThread {
+        Self::start_with_sysmem(tag, seed, chip, 16 << 20)
+    }
+
+    /// [`Self::start`] with `sysmem_size` bytes of host memory (a sparse file: what is never
+    /// written takes no space), at whose top the simulated tt-kmd pins.
+    pub fn start_with_sysmem(tag: &str, seed: u64, chip: &TestChip, sysmem_size: usize) -> SimThread {
         use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("cqlab-ttkmd-{tag}-{}-{n}", std::process::id()));
-        let sim = cqlab_sim::config::SimConfig { sysmem_size: 16 << 20, ..chip.sim(seed) };
+        let sim = cqlab_sim::config::SimConfig { sysmem_size, ..chip.sim(seed) };
         let mut runner = cqlab_sim::shared::Runner::create(&dir, sim).expect("creating the shared device");
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let flag = stop.clone();

@@ -32,6 +32,6 @@ mod stream;
 mod trace;
 
 pub use ops::{CommandQueue, PendingRead};
-pub(crate) use staging::arenas;
+pub(crate) use staging::{arenas, NoArena, Staging};
 pub use state::{Queues, EVENT_CYCLES_KEPT};
 pub use trace::Trace;

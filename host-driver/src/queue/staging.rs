@@ -25,18 +25,32 @@ const ARENA_MIN: u64 = 64 << 10;
 
 /// The queues' arenas: the sysmem from `end` (past the queues' regions) to
 /// `sysmem_len`, shared out evenly; none where a share is too small, or
-/// ends past what a fetch slot's source word (16-byte units in a `u32`)
-/// can name. The device sees sysmem offset 0 at `noc_base` in the chip's
-/// host-memory range (`Backend::sysmem_noc_base`), and a source word
-/// counts from the range's start.
-pub(crate) fn arenas(end: u64, sysmem_len: u64, cqs: u8, noc_base: u64) -> Vec<Option<Staging>> {
+/// ends past `limit` (`cqlab_abi::fetch_queue::staged_end_limit` of the
+/// chip: what its PCIe tile forwards and a fetch slot's source word can
+/// name). The device sees sysmem offset 0 at `noc_base` in the chip's
+/// host-memory range (`Backend::sysmem_noc_base`), and the limit counts
+/// from the range's start.
+pub(crate) fn arenas(end: u64, sysmem_len: u64, cqs: u8, noc_base: u64, limit: u64) -> Vec<Result<Staging, NoArena>> {
     let start = end.next_multiple_of(ALIGN);
     let share = (sysmem_len.saturating_sub(start) / cqs.max(1) as u64).min(ARENA_MAX) & !(ALIGN - 1);
-    let nameable = |base: u64| (noc_base + base + share) / SIZE_UNIT <= u32::MAX as u64;
     (0..cqs as u64)
         .map(|q| start + q * share)
-        .map(|base| (share >= ARENA_MIN && nameable(base)).then(|| Staging::new(base, share)))
+        .map(|base| match noc_base + base + share {
+            _ if share < ARENA_MIN => Err(NoArena::TooSmall),
+            end if end > limit => Err(NoArena::Unreachable { end }),
+            _ => Ok(Staging::new(base, share)),
+        })
         .collect()
+}
+
+/// Why a queue has no staging arena.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NoArena {
+    /// Less sysmem is left past the queues than an arena is worth.
+    TooSmall,
+    /// It would end `end` bytes into the chip's host-memory range, past the
+    /// limit [`arenas`] was given.
+    Unreachable { end: u64 },
 }
 
 /// Bytes of the unit a fetch slot's source word counts.
@@ -107,7 +121,7 @@ impl Staging {
     /// `noc_base` given to [`arenas`]), and its units
     /// (`CqConfig::staged_from`, `staged_units`).
     pub(crate) fn config_units(&self, noc_base: u64) -> (u32, u32) {
-        let unit = |bytes: u64| u32::try_from(bytes / SIZE_UNIT).expect("`arenas` keeps an arena nameable");
+        let unit = |bytes: u64| u32::try_from(bytes / SIZE_UNIT).expect("`arenas` keeps an arena within the limit");
         (unit(noc_base + self.base), unit(self.size))
     }
 
@@ -179,23 +193,56 @@ mod tests {
         BlobKey::Image { build_id, slot: 0, len: 4096 }
     }
 
+    /// No limit but the source word's.
+    const NAMED: u64 = u32::MAX as u64 * SIZE_UNIT;
+
     #[test]
     fn arenas_share_the_sysmem_past_the_queues() {
-        let a = arenas(1000, 1000 + (1 << 20), 2, 0);
+        let a = arenas(1000, 1000 + (1 << 20), 2, 0, NAMED);
         let (q0, q1) = (a[0].as_ref().unwrap(), a[1].as_ref().unwrap());
         assert_eq!(q0.base, 1024);
         assert_eq!(q1.base, q0.base + q0.size);
         assert!(q1.base + q1.size <= 1000 + (1 << 20));
-        assert!(arenas(1000, 1000 + (64 << 10), 2, 0).iter().all(Option::is_none));
-        assert_eq!(arenas(0, 1 << 30, 1, 0)[0].as_ref().unwrap().size, ARENA_MAX);
+        assert!(arenas(1000, 1000 + (64 << 10), 2, 0, NAMED)
+            .iter()
+            .all(|a| a.as_ref().err() == Some(&NoArena::TooSmall)));
+        assert_eq!(arenas(0, 1 << 30, 1, 0, NAMED)[0].as_ref().unwrap().size, ARENA_MAX);
         assert_eq!(q1.config_units(0), ((q1.base / 16) as u32, (q1.size / 16) as u32));
         // Where sysmem does not start at the host range's base, the units count from the range's.
         assert_eq!(q1.config_units(3 << 20).0, ((q1.base + (3 << 20)) / 16) as u32);
         // Past 64 GiB a source word cannot name the arena: none, whether the
         // sysmem offset or the pinned buffer's place takes it there.
-        let far = arenas(64 << 30, (64 << 30) + (1 << 20), 1, 0);
-        assert!(far[0].is_none());
-        assert!(arenas(1000, 1000 + (1 << 20), 1, (64 << 30) - (1 << 19))[0].is_none());
+        let far = arenas(64 << 30, (64 << 30) + (1 << 20), 1, 0, NAMED);
+        assert!(matches!(far[0], Err(NoArena::Unreachable { .. })));
+        assert!(arenas(1000, 1000 + (1 << 20), 1, (64 << 30) - (1 << 19), NAMED)[0].is_err());
+    }
+
+    /// Each chip's limit (`staged_end_limit`), at the byte: an arena that
+    /// ends exactly there is kept, one that ends a unit past it is not,
+    /// whether the pinned buffer's place or the sysmem offset puts it there.
+    /// On Wormhole the range the PCIe tile forwards ends far below what a
+    /// source word names (4 GiB - 128 KiB against 64 GiB - 16): an arena
+    /// past it read the PCIe controller's registers or reserved space.
+    #[test]
+    fn an_arena_ends_within_its_chips_limit_at_the_byte() {
+        use cqlab_abi::arch::bar::{BLACKHOLE, WORMHOLE};
+        use cqlab_abi::fetch_queue::staged_end_limit;
+        let len = 1 << 20;
+        for (chip, limit) in [
+            ("wormhole", staged_end_limit(WORMHOLE.host_mem_size)),
+            ("blackhole", staged_end_limit(BLACKHOLE.host_mem_size)),
+        ] {
+            // One queue; its arena runs from 64 KiB to the buffer's end.
+            let at = |noc_base: u64| arenas(64 << 10, len, 1, noc_base, limit).remove(0);
+            let fits = at(limit - len).unwrap_or_else(|e| panic!("{chip}: ending at the limit: {e:?}"));
+            assert_eq!(fits.config_units(limit - len).0 as u64 + fits.config_units(limit - len).1 as u64, limit / 16);
+            assert_eq!(at(limit - len + 16).err(), Some(NoArena::Unreachable { end: limit + 16 }), "{chip}");
+            let by_offset = arenas(limit - (128 << 10), limit + (64 << 10), 1, 0, limit).remove(0);
+            assert!(matches!(by_offset, Err(NoArena::Unreachable { .. })), "{chip}");
+        }
+        // The 64 GiB the old check allowed on every chip is past Wormhole's range.
+        let wormhole = staged_end_limit(WORMHOLE.host_mem_size);
+        assert!(arenas(64 << 10, len, 1, (4 << 30) - len, wormhole)[0].is_err());
     }
 
     #[test]

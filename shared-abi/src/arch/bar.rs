@@ -292,8 +292,13 @@ pub const WORMHOLE: BarLayout = BarLayout {
     // `device/chip_helpers/sysmem_manager.cpp` get_pcie_base_for_arch
     // 0x800000000; tt-metal wh `noc_parameters.h` NOC_XY_PCIE_ENCODING.
     host_mem_base: 0x8_0000_0000,
-    // Same ISA page: up to 4 GiB - 128 KiB (the PCIe controller's config
-    // space sits at 0x8_FFFE_0000).
+    // Same ISA page ("NoC to Host (64 GiB)"): 3.999 GiB from 0x8_0000_0000
+    // go to the outbound iATU, then the PCIe controller's own configuration
+    // (128 KiB at 0x8_FFFE_0000), then reserved space (0x9_0000_0000 up).
+    // tt-kmd `wormhole.c` at ttkmd-2.10.0 places pinned buffers below the
+    // same bound (noc_dma_limit 0xFFFE0000 - 1). The tile's 36-bit local
+    // address would carry an offset of up to 32 GiB past the base before
+    // wrapping, but only this much is host memory.
     host_mem_size: 0x1_0000_0000 - 0x2_0000,
     // tt-isa `WormholeB0/PCIExpressTile/README.md` (BAR2: DMA engines
     // 0x0-0x11FF, iATU 0x1200-0x31FF: 16 regions x 0x200); tt-umd
@@ -351,7 +356,8 @@ pub const BLACKHOLE: BarLayout = BarLayout {
     // adds `noc_pcie_offset`, which `blackhole.c` sets to 4ULL << 58.
     host_mem_base: 1 << 60,
     // tt-metal reaches host offsets in bits 35:0 only (tt-metal bh
-    // `noc_nonblocking_api.h` NOC_PCIE_MASK keeps bit 60 and bits 35:32).
+    // `noc_nonblocking_api.h` NOC_PCIE_MASK 0x1000000F, applied to an
+    // address's upper word, keeps bit 60 and bits 35:32).
     host_mem_size: 1 << 36,
     // tt-kmd `blackhole.c` IATU_BASE 0x1000, IATU_OUTBOUND_REGIONS 16,
     // offset (2 x region + direction) x IATU_REGION_STRIDE 0x100.

@@ -46,6 +46,12 @@ pub fn wait_lines() -> cqlab_driver::wait_progress::WaitProgressSink {
     })
 }
 
+/// Prints each of the driver's notes (a choice that costs the run
+/// something, such as staging off on a card) as a `note:` line on stderr.
+pub fn note_lines() -> cqlab_driver::notes::NoteSink {
+    cqlab_driver::notes::NoteSink::new(|n| crate::out::diagln!("note: {n}"))
+}
+
 /// When a wait's next progress line is due.
 #[derive(Debug, Default)]
 pub struct WaitLinePacer {
@@ -132,6 +138,7 @@ impl Limits {
         // Unset: the device's backend picks it (a card's or a simulator's).
         cfg.kernel_timeout_cycles = self.kernel_timeout;
         cfg.wait_progress = Some(wait_lines());
+        cfg.notes = Some(note_lines());
     }
 }
 
