@@ -41,6 +41,13 @@
 //! campaign of a thousand runs would fail a thousand times without a cause).
 //! Any STOP then ends it, and [`Server::wait`] reports the panic, so `cqlab
 //! sim serve` exits 1 having removed its files as a normal stop does.
+//!
+//! The accept thread ending (a panic, or a listener that fails for good:
+//! EBADF, EINVAL, ENOTSOCK, EOPNOTSUPP, EFAULT; a full descriptor table and
+//! the like are retried) stops the daemon at once: logged, then
+//! [`Server::wait`] returns and reports it, and `cqlab sim serve` exits 1
+//! with its files removed. No client could connect to be told, and a daemon
+//! that kept its socket without accepting left every new client waiting.
 
 use super::files::{self, DevicePaths, FileError};
 use super::proto::{self, ChipInfo, CoreView, L0View, Reply, Request, Status};
@@ -56,6 +63,7 @@ use std::os::fd::AsFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, OnceLock};
@@ -99,6 +107,15 @@ pub struct ServeOptions {
     /// queued when the device thread panics).
     #[cfg(test)]
     pub panic_on_stop: bool,
+    /// Tests only: the accept thread panics once it has accepted this
+    /// many connections.
+    #[cfg(test)]
+    pub panic_on_accept: Option<u64>,
+    /// Tests only: the accept thread shuts its listener down (shutdown(2))
+    /// once it has accepted this many connections, so that its next accept
+    /// fails with EINVAL, as on a listener broken under it.
+    #[cfg(test)]
+    pub shut_listener_after: Option<u64>,
 }
 
 impl Default for ServeOptions {
@@ -110,13 +127,18 @@ impl Default for ServeOptions {
             panic_on_poll_cycles: None,
             #[cfg(test)]
             panic_on_stop: false,
+            #[cfg(test)]
+            panic_on_accept: None,
+            #[cfg(test)]
+            shut_listener_after: None,
         }
     }
 }
 
-/// A panic of the device thread: where, and what it said.
+/// A panic of one of the daemon's threads (the device thread, the accept
+/// thread): where, and what it said.
 #[derive(Clone, Debug)]
-pub struct DevicePanic {
+pub struct ThreadPanic {
     /// `panicked at FILE:LINE:COL: MESSAGE`.
     pub what: String,
     /// The backtrace, when `RUST_BACKTRACE` asks for one (for the log only).
@@ -124,7 +146,7 @@ pub struct DevicePanic {
 }
 
 /// Set once, by the device thread's panic, and read by every connection.
-type DeviceFailure = Arc<OnceLock<DevicePanic>>;
+type DeviceFailure = Arc<OnceLock<ThreadPanic>>;
 
 /// Where the device thread's panic goes: the log (which names `dir`) and
 /// the [`DeviceFailure`] every connection reads.
@@ -137,7 +159,7 @@ struct PanicSink {
 impl PanicSink {
     /// Logs `panic`, then makes it what every request is answered with: in
     /// that order, so a client told of the panic can find it in the log.
-    fn record(&self, panic: DevicePanic) {
+    fn record(&self, panic: ThreadPanic) {
         log!(
             "cqlab sim serve: the device thread {}; the simulated device is gone. Every client is answered with this \
              panic until `cqlab sim stop --dev {}` (or Ctrl-C) ends the daemon, which then exits 1.{}",
@@ -150,28 +172,32 @@ impl PanicSink {
 }
 
 thread_local! {
-    /// The device thread's [`PanicSink`], which [`record_device_panics`]'
-    /// hook fills as the panic happens: before unwinding drops the reply
-    /// channels, so a connection that sees its channel close can already
-    /// read why.
-    static DEVICE_PANIC: RefCell<Option<PanicSink>> = const { RefCell::new(None) };
+    /// Where a panic of this thread goes, for the daemon's threads that
+    /// record theirs (the device thread's [`PanicSink`], the accept
+    /// thread's): called by [`record_thread_panics`]' hook as the panic
+    /// happens, before unwinding drops the device thread's reply channels,
+    /// so a connection that sees its channel close can already read why.
+    static THREAD_PANIC: RefCell<Option<PanicTo>> = const { RefCell::new(None) };
 }
 
-/// Installs, once per process, a panic hook that records a device thread's
-/// panic in its [`PanicSink`] instead of printing it: the default hook
-/// writes to stderr and could block there (a stderr nobody reads), where the
-/// daemon's log never waits ([`super::log`]). Panics of any other thread go
-/// to the hook that was there before.
-fn record_device_panics() {
+/// What a thread's recorded panic is handed to ([`THREAD_PANIC`]).
+type PanicTo = Rc<dyn Fn(ThreadPanic)>;
+
+/// Installs, once per process, a panic hook that hands a daemon thread's
+/// panic to its sink ([`THREAD_PANIC`]) instead of printing it: the default
+/// hook writes to stderr and could block there (a stderr nobody reads),
+/// where the daemon's log never waits ([`super::log`]). Panics of any other
+/// thread go to the hook that was there before.
+fn record_thread_panics() {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let sink = DEVICE_PANIC.try_with(|d| d.borrow().clone()).ok().flatten();
+            let sink = THREAD_PANIC.try_with(|d| d.borrow().clone()).ok().flatten();
             let Some(sink) = sink else { return previous(info) };
             let place = info.location().map_or_else(|| "an unknown place".into(), |l| l.to_string());
             let backtrace = std::backtrace::Backtrace::capture();
-            sink.record(DevicePanic {
+            sink(ThreadPanic {
                 what: format!("panicked at {place}: {}", panic_text(info.payload())),
                 backtrace: (backtrace.status() == std::backtrace::BacktraceStatus::Captured)
                     .then(|| backtrace.to_string()),
@@ -190,7 +216,7 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// What every request gets once the device thread has panicked.
-fn device_gone(panic: &DevicePanic, dir: &Path) -> String {
+fn device_gone(panic: &ThreadPanic, dir: &Path) -> String {
     format!(
         "the daemon's device thread {}: the simulated device is gone (a simulator bug; the daemon's log has the \
          details); stop this daemon with `cqlab sim stop --dev {}` and start a new one",
@@ -211,14 +237,17 @@ fn run_device(
 ) {
     let Shared { stop, failure, dir } = shared;
     let sink = PanicSink { failure, dir };
-    DEVICE_PANIC.with(|d| *d.borrow_mut() = Some(sink.clone()));
+    THREAD_PANIC.with(|d| {
+        let sink = sink.clone();
+        *d.borrow_mut() = Some(Rc::new(move |panic| sink.record(panic)));
+    });
     // Nothing of the loop's state is used after a panic: the device is
     // declared gone, and only `failure` is read.
     let served =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device_loop(chip, info, jobs, stop, open, opts)));
     // The hook recorded the panic, unless another hook has replaced ours.
     if let (Err(payload), None) = (served, sink.failure.get()) {
-        sink.record(DevicePanic { what: format!("panicked: {}", panic_text(&*payload)), backtrace: None });
+        sink.record(ThreadPanic { what: format!("panicked: {}", panic_text(&*payload)), backtrace: None });
     }
 }
 
@@ -284,6 +313,8 @@ pub struct Server {
     stop_tx: Sender<String>,
     stop_rx: Receiver<String>,
     failure: DeviceFailure,
+    /// Why the accept thread ended, once it has ([`run_accept`]).
+    accept_ended: Arc<OnceLock<String>>,
 }
 
 /// How a daemon ended ([`Server::wait`]).
@@ -293,7 +324,10 @@ pub struct Stopped {
     pub why: String,
     /// The device thread's panic, if it had panicked: the daemon answered
     /// every request with it since, and failed.
-    pub device_panic: Option<DevicePanic>,
+    pub device_panic: Option<ThreadPanic>,
+    /// Why the accept thread ended (its panic, or its listener's error), if
+    /// that stopped the daemon: it failed.
+    pub accept_ended: Option<String>,
 }
 
 impl Server {
@@ -404,7 +438,8 @@ impl Server {
         let (job_tx, job_rx) = channel::<Job>();
         let open = Arc::new(AtomicUsize::new(0));
         let failure = DeviceFailure::default();
-        record_device_panics();
+        let accept_ended = Arc::new(OnceLock::new());
+        record_thread_panics();
         let spawn_err = |source| ServeError::Io { what: "starting a daemon thread".into(), source };
         let shared = Shared { stop: stop_tx.clone(), failure: failure.clone(), dir: dev.clone() };
         std::thread::Builder::new()
@@ -416,11 +451,14 @@ impl Server {
             .map_err(spawn_err)?;
         std::thread::Builder::new()
             .name("accept".into())
-            .spawn(move || accept_loop(listener, job_tx, shared, open, opts))
+            .spawn({
+                let ended = accept_ended.clone();
+                move || run_accept(listener, job_tx, shared, open, opts, &ended)
+            })
             .map_err(spawn_err)?;
         cleanup.files.clear();
         cleanup.dir = None;
-        Ok(Server { _serving: serving, paths: paths.clone(), stop_tx, stop_rx, failure })
+        Ok(Server { _serving: serving, paths: paths.clone(), stop_tx, stop_rx, failure, accept_ended })
     }
 
     /// A handle that stops the daemon (for a signal thread).
@@ -434,12 +472,13 @@ impl Server {
     }
 
     /// Waits for a stop, removes the socket and pid file, and says why it
-    /// stopped and whether its device thread had panicked.
+    /// stopped, whether its device thread had panicked and whether its
+    /// accept thread had ended.
     pub fn wait(self) -> Stopped {
         let why = self.stop_rx.recv().unwrap_or_else(|_| "every sender gone".into());
         let _ = std::fs::remove_file(self.paths.socket());
         let _ = std::fs::remove_file(self.paths.pid());
-        Stopped { why, device_panic: self.failure.get().cloned() }
+        Stopped { why, device_panic: self.failure.get().cloned(), accept_ended: self.accept_ended.get().cloned() }
     }
 }
 
@@ -464,7 +503,7 @@ impl Shared {
 
     /// The reply once the device thread has `panic`ked: the panic, or for a
     /// STOP (`stop`), the stop.
-    fn reply_after_panic(&self, panic: &DevicePanic, stop: bool) -> Reply {
+    fn reply_after_panic(&self, panic: &ThreadPanic, stop: bool) -> Reply {
         let result = if stop {
             let _ = self.stop.send(format!("`cqlab sim stop` after the device thread {}", panic.what));
             Ok(Vec::new())
@@ -475,17 +514,75 @@ impl Shared {
     }
 }
 
-fn accept_loop(listener: UnixListener, jobs: Sender<Job>, shared: Shared, open: Arc<AtomicUsize>, opts: ServeOptions) {
+/// The accept thread: [`accept_loop`], which ends only when its listener
+/// fails for good, or a panic. Either way no client can connect any more:
+/// logged, left in `ended` for [`Server::wait`], and the daemon stopped.
+fn run_accept(
+    listener: UnixListener,
+    jobs: Sender<Job>,
+    shared: Shared,
+    open: Arc<AtomicUsize>,
+    opts: ServeOptions,
+    ended: &OnceLock<String>,
+) {
+    let (stop, dir) = (shared.stop.clone(), shared.dir.clone());
+    let panicked = Rc::new(OnceLock::new());
+    THREAD_PANIC.with(|d| {
+        let panicked = panicked.clone();
+        *d.borrow_mut() = Some(Rc::new(move |panic: ThreadPanic| {
+            let _ = panicked.set(panic);
+        }));
+    });
+    let served =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| accept_loop(listener, jobs, shared, open, opts)));
+    let (what, backtrace) = match (served, panicked.get()) {
+        (Ok(e), _) => (format!("stopped: its listener failed ({e})"), None),
+        (Err(_), Some(p)) => (p.what.clone(), p.backtrace.clone()),
+        // The hook recorded nothing: another hook has replaced ours.
+        (Err(payload), None) => (format!("panicked: {}", panic_text(&*payload)), None),
+    };
+    log!(
+        "cqlab sim serve: the accept thread {what}; no client can connect any more, so the daemon at {} stops and \
+         exits 1.{}",
+        dir.display(),
+        backtrace.map_or_else(String::new, |b| format!("\n{b}"))
+    );
+    // Before the stop: `Server::wait` reads it once stopped.
+    let _ = ended.set(what.clone());
+    let _ = stop.send(format!("the accept thread's end (it {what})"));
+}
+
+/// Whether an accept error is the listener's own (it will fail every time
+/// from now on), rather than one of the moment (out of descriptors or
+/// memory, a connection aborted before it was taken) that a retry outlives.
+fn listener_broken(e: &std::io::Error) -> bool {
+    use nix::errno::Errno;
+    e.raw_os_error().is_some_and(|c| {
+        [Errno::EBADF, Errno::EINVAL, Errno::ENOTSOCK, Errno::EOPNOTSUPP, Errno::EFAULT].contains(&Errno::from_raw(c))
+    })
+}
+
+/// Accepts connections until the listener fails for good; returns that error.
+fn accept_loop(
+    listener: UnixListener,
+    jobs: Sender<Job>,
+    shared: Shared,
+    open: Arc<AtomicUsize>,
+    opts: ServeOptions,
+) -> std::io::Error {
     let me = nix::unistd::Uid::effective().as_raw();
     // The last accept error logged, so a persistent one (out of file
     // descriptors) is said once, not at every retry.
     let mut failing: Option<std::io::ErrorKind> = None;
-    for (conn, stream) in (1u64..).zip(listener.incoming()) {
-        let stream = match stream {
-            Ok(s) => {
+    let mut conn = 0u64;
+    loop {
+        conn += 1;
+        let stream = match listener.accept() {
+            Ok((s, _)) => {
                 failing = None;
                 s
             }
+            Err(e) if listener_broken(&e) => return e,
             Err(e) => {
                 // A pending connection stays queued while accept fails
                 // (EMFILE, ENFILE, ENOBUFS): retrying at once spun a core
@@ -506,6 +603,16 @@ fn accept_loop(listener: UnixListener, jobs: Sender<Job>, shared: Shared, open: 
                 continue;
             }
         };
+        #[cfg(test)]
+        {
+            if opts.panic_on_accept == Some(conn) {
+                panic!("the test's panic, asked for on accepting connection {conn}");
+            }
+            if opts.shut_listener_after == Some(conn) {
+                use std::os::fd::AsRawFd;
+                let _ = nix::sys::socket::shutdown(listener.as_raw_fd(), nix::sys::socket::Shutdown::Both);
+            }
+        }
         let refuse = |stream: &UnixStream, why: String| {
             let mut w = stream;
             let _ = proto::write_frame(&mut w, &Reply { now: 0, result: Err(why) }.encode());
@@ -1081,6 +1188,73 @@ mod tests {
         assert!(stopped.why.contains("`cqlab sim stop` after the device thread panicked"), "{}", stopped.why);
         let panic = stopped.device_panic.expect("the daemon reports its device thread's panic");
         assert!(panic.what.contains("the test's panic, asked for on STOP"), "{panic:?}");
+    }
+
+    /// A daemon whose accept thread has ended, started on `dir` with `opts`, after a client
+    /// connected (the connection that ends it): how it stopped, the log, and the files it
+    /// left. Stopped by the test after 20 s if it does not stop by itself, so a daemon that
+    /// goes on without accepting fails the test instead of hanging it.
+    fn accept_thread_end(dir: &Path, opts: ServeOptions) -> (Stopped, Vec<String>, Vec<PathBuf>) {
+        let cfg = SimConfig { sysmem_size: 1 << 20, ..SimConfig::default() };
+        let _ = std::fs::remove_dir_all(dir);
+        let server = Server::start(dir, cfg.clone(), opts).expect("starting the daemon");
+        let paths = server.paths().clone();
+        let client = UnixStream::connect(paths.socket()).expect("connecting");
+        let stopper = server.stopper();
+        let (done_tx, done_rx) = channel::<()>();
+        let watchdog = std::thread::spawn(move || {
+            if done_rx.recv_timeout(Duration::from_secs(20)).is_err() {
+                let _ = stopper.send("the test, 20 s on: the daemon had not stopped".into());
+            }
+        });
+        let stopped = server.wait();
+        let _ = done_tx.send(());
+        watchdog.join().unwrap();
+        drop(client);
+        let left = [paths.socket(), paths.pid()].into_iter().filter(|f| f.exists()).collect();
+        // The directory is free again: a new daemon starts there.
+        let again = Server::start(dir, cfg, ServeOptions { quiet: true, ..ServeOptions::default() })
+            .expect("a new daemon in the same directory");
+        again.stopper().send("the test".into()).unwrap();
+        let _ = again.wait();
+        let _ = std::fs::remove_dir_all(dir);
+        (stopped, super::super::log::logged(), left)
+    }
+
+    /// A panic of the accept thread stops the daemon: logged with its message and place,
+    /// reported by `Server::wait` (`cqlab sim serve` exits 1), socket and pid file removed.
+    /// It used to leave a daemon that kept its socket and accepted nobody, in silence.
+    #[test]
+    fn an_accept_thread_panic_is_logged_and_stops_the_daemon() {
+        let dir = std::env::temp_dir().join(format!("cqlab-accept-panic-{}", std::process::id()));
+        let opts = ServeOptions { panic_on_accept: Some(1), ..ServeOptions::default() };
+        let (stopped, logged, left) = accept_thread_end(&dir, opts);
+        let ours = "the test's panic, asked for on accepting connection 1";
+        let ended = stopped.accept_ended.expect("the daemon reports its accept thread's end");
+        assert!(ended.contains("panicked at") && ended.contains("server.rs") && ended.contains(ours), "{ended}");
+        assert!(stopped.why.contains("the accept thread's end"), "{}", stopped.why);
+        assert!(stopped.device_panic.is_none());
+        assert!(
+            logged.iter().any(|l| l.contains("the accept thread panicked at") && l.contains("exits 1")),
+            "the panic is not in the log: {logged:?}"
+        );
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+
+    /// A listener that fails for good (here shut down under the accept thread: EINVAL at
+    /// every accept) stops the daemon as a panic does; it was retried every 50 ms for ever.
+    #[test]
+    fn a_listener_that_fails_for_good_stops_the_daemon() {
+        let dir = std::env::temp_dir().join(format!("cqlab-accept-broken-{}", std::process::id()));
+        let opts = ServeOptions { shut_listener_after: Some(1), quiet: true, ..ServeOptions::default() };
+        let (stopped, logged, left) = accept_thread_end(&dir, opts);
+        let ended = stopped.accept_ended.expect("the daemon reports its accept thread's end");
+        assert!(ended.contains("its listener failed") && ended.contains("os error 22"), "{ended}");
+        assert!(
+            logged.iter().any(|l| l.contains("the accept thread stopped: its listener failed")),
+            "not in the log: {logged:?}"
+        );
+        assert!(left.is_empty(), "left behind: {left:?}");
     }
 
     /// The daemon's log is started by `Server::start`, before any of its

@@ -16,8 +16,9 @@ use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::SignalFd;
 use std::process::ExitCode;
 
-/// Runs the daemon until a signal or `cqlab sim stop`; exits 1 if its
-/// device thread panicked meanwhile.
+/// Runs the daemon until a signal, `cqlab sim stop` or the end of its
+/// accept thread; exits 1 if its device thread panicked meanwhile or its
+/// accept thread ended.
 pub fn serve(dev: &std::path::Path, cfg: SimConfig, opts: ServeOptions) -> anyhow::Result<ExitCode> {
     // Block the stop signals before any thread starts, so every thread
     // inherits the mask and only the signalfd sees them.
@@ -74,22 +75,25 @@ pub fn serve(dev: &std::path::Path, cfg: SimConfig, opts: ServeOptions) -> anyho
 
 /// What a stopped daemon says last, and its exit status: 1 if its device
 /// thread panicked (it served nothing but that error since, and says so in
-/// its status too).
+/// its status too) or its accept thread ended (it could take no client).
 fn last_words(stopped: &Stopped, dev: &std::path::Path, sock: &std::path::Path) -> (Vec<String>, ExitCode) {
     let mut lines = vec![format!("cqlab sim serve: stopped by {}; removed {}", stopped.why, sock.display())];
-    match &stopped.device_panic {
-        Some(panic) => {
-            lines.push(format!("error: the simulator daemon at {}: its device thread {}", dev.display(), panic.what));
-            (lines, Exit::Failed.into())
-        }
-        None => (lines, Exit::Success.into()),
+    let failed =
+        |thread: &str, what: &str| format!("error: the simulator daemon at {}: its {thread} {what}", dev.display());
+    if let Some(panic) = &stopped.device_panic {
+        lines.push(failed("device thread", &panic.what));
     }
+    if let Some(what) = &stopped.accept_ended {
+        lines.push(failed("accept thread", what));
+    }
+    let status = if lines.len() > 1 { Exit::Failed } else { Exit::Success };
+    (lines, status.into())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cqlab_sim::daemon::server::DevicePanic;
+    use cqlab_sim::daemon::server::ThreadPanic;
 
     /// A daemon whose device thread panicked exits 1 with the panic said as
     /// its last line, for the daemon's log to write (a line it never waits
@@ -99,7 +103,11 @@ mod tests {
     fn a_device_thread_panic_is_a_last_line_and_exit_1_not_an_error() {
         let (dev, sock) = (std::path::Path::new("/tmp/d"), std::path::Path::new("/tmp/d/sock"));
         let what = "panicked at device-sim/src/chip.rs:1:2: oops".to_owned();
-        let panicked = Stopped { why: "SIGTERM".into(), device_panic: Some(DevicePanic { what, backtrace: None }) };
+        let panicked = Stopped {
+            why: "SIGTERM".into(),
+            device_panic: Some(ThreadPanic { what, backtrace: None }),
+            accept_ended: None,
+        };
         let (lines, status) = last_words(&panicked, dev, sock);
         assert_eq!(status, ExitCode::from(Exit::Failed.code()));
         assert_eq!(
@@ -109,7 +117,26 @@ mod tests {
                 "error: the simulator daemon at /tmp/d: its device thread panicked at device-sim/src/chip.rs:1:2: oops",
             ]
         );
-        let clean = Stopped { why: "SIGINT".into(), device_panic: None };
+        let clean = Stopped { why: "SIGINT".into(), device_panic: None, accept_ended: None };
         assert_eq!(last_words(&clean, dev, sock).1, ExitCode::SUCCESS);
+    }
+
+    /// A daemon whose accept thread ended (it stopped itself: no client
+    /// could connect) exits 1 with why as its last line.
+    #[test]
+    fn an_accept_thread_end_is_a_last_line_and_exit_1() {
+        let (dev, sock) = (std::path::Path::new("/tmp/d"), std::path::Path::new("/tmp/d/sock"));
+        let what = "stopped: its listener failed (Invalid argument (os error 22))".to_owned();
+        let why = format!("the accept thread's end (it {what})");
+        let ended = Stopped { why, device_panic: None, accept_ended: Some(what) };
+        let (lines, status) = last_words(&ended, dev, sock);
+        assert_eq!(status, ExitCode::from(Exit::Failed.code()));
+        assert_eq!(
+            lines.last().map(String::as_str),
+            Some(
+                "error: the simulator daemon at /tmp/d: its accept thread stopped: its listener failed (Invalid \
+                 argument (os error 22))"
+            )
+        );
     }
 }
