@@ -607,7 +607,11 @@ impl TtKmdDevice {
                 found: kind.name().into(),
             });
         }
-        self.require(Feature::ResetSequence, "ASIC resets and POST_RESET")?;
+        let what = match kind {
+            ResetKind::AsicDmcReset => "ASIC_DMC_RESET (the chip and its board's management controller) and POST_RESET",
+            _ => "ASIC_RESET and POST_RESET",
+        };
+        self.require(Feature::ResetSequence, what)?;
         let start = std::time::Instant::now();
         let (path, pci) = (self.path().to_owned(), self.info.pci_address());
         let wormhole = self.info.device_id == cqlab_abi::arch::Arch::Wormhole.params().bar.pci_device_id;

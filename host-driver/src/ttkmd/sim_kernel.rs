@@ -13,7 +13,7 @@
 //! | ALLOCATE_TLB / CONFIGURE_TLB / FREE_TLB | [`WINDOW_SIZE`] (2 MiB) unicast windows from the chip's pool, shared by every process (Wormhole 10, Blackhole 201; ENOMEM when none is free), on either NOC, onto a Tensix tile's L1 (local 0), the 2 MiB piece holding its debug-register page (local `DEBUG_REGS_BASE` rounded down: that page is mapped at its offset, the rest of the window is `PROT_NONE`, so a stray access faults instead of landing nowhere), or any 2 MiB of a DRAM channel (the tile's coordinates as the chip translates them); a reconfigured window is re-mmapped in place onto its new target |
 //! | PIN_PAGES / UNPIN_PAGES | memory from [`Kernel::alloc_dma_memory`] (the `sysmem` file), placed at its top: IOVA and NOC address = offset in sysmem, the local address at the PCIe endpoint, not 0 whenever sysmem has room (as on a card where others pinned first) |
 //! | LOCK_CTL | per-index flock on `lock-ctl-N` (ACQUIRE, RELEASE, TEST, ACQUIRE_BLOCKING) |
-//! | RESET_DEVICE | as `ioctl_reset_device` in `chardev.c` at ttkmd-2.10.0: USER/ASIC/ASIC_DMC_RESET bump the reset generation (every other fd, in any process, answers ENODEV for good, mmap too; as 2.6.0 to 2.9.x, `chardev.c` at ttkmd-2.8.0, the fd that sent the reset too, since they move the generation without it; as 2.4.x and 2.5.x, which have no reset generation, no fd), zap this fd's window mappings (they point at nothing; the windows stay allocated), set the reset marker (`ctl::RESET_MARKER`, PCI_COMMAND's parity bit on a card: `set_reset_marker`, `pcie.c`) and the device's `needs_hw_init` (every fd's ioctls but info and reset answer ENODEV). ASIC_RESET and ASIC_DMC_RESET also ask the simulator to reset the chip (cores held, NOC drained; L1 and DRAM kept), which clears the marker when done, as a card's reset clears its config space; USER_RESET does not (on a card a BMC resets the chip), so the marker stays set. POST_RESET clears `needs_hw_init` (before 2.6.0 only with the marker clear) and succeeds only if the marker is clear (`is_reset_marker_zero`). RESTORE_STATE is a no-op |
+//! | RESET_DEVICE | as `ioctl_reset_device` in `chardev.c` at ttkmd-2.10.0: USER/ASIC/ASIC_DMC_RESET bump the reset generation (every other fd, in any process, answers ENODEV for good, mmap too; as 2.6.0 to 2.9.x, `chardev.c` at ttkmd-2.8.0, the fd that sent the reset too, since they move the generation without it; as 2.4.x and 2.5.x, which have no reset generation, no fd), zap this fd's window mappings (they point at nothing; the windows stay allocated), set the reset marker (`ctl::RESET_MARKER`, PCI_COMMAND's parity bit on a card: `set_reset_marker`, `pcie.c`) and the device's `needs_hw_init` (every fd's ioctls but info and reset answer ENODEV). ASIC_RESET and ASIC_DMC_RESET also ask the simulator to reset the chip (cores held, NOC drained; L1 and DRAM kept), which clears the marker when done, as a card's reset clears its config space; USER_RESET does not (on a card a BMC resets the chip), so the marker stays set. POST_RESET clears `needs_hw_init` (before 2.6.0 only with the marker clear) and succeeds only if the marker is clear (`is_reset_marker_zero`). RESTORE_STATE is a no-op. As 2.3.x and older (`chardev.c` at ttkmd-2.3.0), USER/ASIC/ASIC_DMC_RESET and POST_RESET answer EINVAL |
 //! | SET_POWER_STATE | argument checked, state kept |
 //! | open(2) | admitted as `admit_chardev_open` (`chardev.c` at ttkmd-2.10.0) admits it: a plain open waits while an `O_EXCL` fd is open, an `O_EXCL` open until no other fd is; `O_NONBLOCK` makes either EAGAIN (a flock on the device's `fds` file, its holders from `/proc/locks`, the stand-in for tt-kmd's `pids` file). As a driver before 2.10.0, `O_EXCL` is ignored |
 //!
@@ -69,6 +69,10 @@ fn driver_version(ctl: &Ctl) -> (u8, u8, u8) {
     }
 }
 
+/// tt-kmd 2.4.0 brought USER_RESET, ASIC_RESET, ASIC_DMC_RESET and POST_RESET (`ioctl.h` at
+/// ttkmd-2.4.0); before it `ioctl_reset_device` knows RESTORE_STATE, RESET_PCIE_LINK and
+/// CONFIG_WRITE only and answers EINVAL to any other flag (`chardev.c` at ttkmd-2.3.0).
+const RESET_SEQUENCE_SINCE: (u8, u8, u8) = (2, 4, 0);
 /// tt-kmd 2.6.0 brought the reset generation (`reset_gen`, `chardev.c` at ttkmd-2.6.0): fds
 /// opened before a reset answer ENODEV, and while the device waits for POST_RESET only info and
 /// reset ioctls pass.
@@ -487,6 +491,9 @@ impl SimKernel {
             }),
             r if r == sys::req::RESET_DEVICE => with::<sys::ResetDevice>(arg, |a| {
                 let c = &self.ctl.0;
+                if self.driver < RESET_SEQUENCE_SINCE && a.input.flags > sys::RESET_DEVICE_CONFIG_WRITE {
+                    return Err(Errno::EINVAL);
+                }
                 let ok = match a.input.flags {
                     sys::RESET_DEVICE_RESTORE_STATE => true,
                     // USER_RESET only announces a reset something else performs (a BMC):
@@ -1183,6 +1190,38 @@ mod tests {
             let dev = sim.open(OpenFlags::default()).unwrap_or_else(|e| panic!("{version:?}: open after reset: {e}"));
             drop(dev.allocate_tlb(WINDOW_SIZE).unwrap());
         }
+    }
+
+    /// ASIC_DMC_RESET, as tt-kmd 2.3.0 answers it: EINVAL, nothing reset (it knows only the
+    /// legacy flags); the driver refuses it before it is sent, naming the request and the
+    /// version that has it. From 2.4.0 on the whole sequence completes with it.
+    #[test]
+    fn asic_dmc_reset_is_einval_before_2_4_0_and_a_whole_reset_after() {
+        let sim = Sim::start("dmc-versions");
+        let generation = || Ctl::open(&Paths::new(&sim.dir).ctl()).unwrap().load(ctl::RESET_GEN);
+        set_driver_version(&sim.dir, (2, 3, 0)).unwrap();
+        let before = generation();
+        let raw = SimKernel::open(&sim.dir).unwrap();
+        let mut dmc = sys::ResetDevice {
+            input: sys::ResetDeviceIn {
+                output_size_bytes: size_of::<sys::ResetDeviceOut>() as u32,
+                flags: sys::RESET_DEVICE_ASIC_DMC_RESET,
+            },
+            output: Default::default(),
+        };
+        assert_eq!(call(&raw, &mut dmc), Err(Errno::EINVAL));
+        drop(raw);
+        assert_eq!(generation(), before, "2.3.0 reset the device");
+        let dev = sim.open(OpenFlags::default()).unwrap();
+        let err = dev.reset_sequence(ResetKind::AsicDmcReset).unwrap_err().to_string();
+        assert!(err.contains("ASIC_DMC_RESET") && err.contains("tt-kmd 2.4.0"), "{err}");
+        assert_eq!(generation(), before);
+
+        set_driver_version(&sim.dir, (2, 4, 0)).unwrap();
+        let dev = sim.open(OpenFlags::default()).unwrap();
+        let done = dev.reset_sequence(ResetKind::AsicDmcReset).unwrap_or_else(|e| panic!("2.4.0: {e}"));
+        assert_eq!(done.kind, ResetKind::AsicDmcReset);
+        drop(sim.open(OpenFlags::default()).expect("open after the reset"));
     }
 
     /// Opening the backend resets nothing: another process's fd and mapping of the device

@@ -11,7 +11,12 @@
 //!   device's reset generation, so every fd of the device opened before it,
 //!   in any process, answers ENODEV from then on. SIGINT, SIGTERM and
 //!   SIGHUP are held from ASIC_RESET until POST_RESET: a card left between
-//!   them refuses every open until `tt-smi -r`.
+//!   them refuses every open until `tt-smi -r`. `--dmc` sends ASIC_DMC_RESET
+//!   instead (`tools/reset.c --dmc`, tt-kmd 2.4.0 and later, as ASIC_RESET):
+//!   the board's management controller is reset with the chip, and the chip
+//!   is waited for 10 s instead of 5. The simulated tt-kmd answers it as
+//!   `chardev.c` does, the same sequence as ASIC_RESET; the simulator has no
+//!   management controller, so its chip resets as for ASIC_RESET.
 //! - a simulator daemon (`sim:PATH`): its power-on reset (time 0, memories
 //!   and sysmem zeroed, every core held).
 //! - the embedded simulator and a libttsim library live inside each
@@ -45,6 +50,12 @@ pub struct Args {
     /// A simulator daemon's directory: the same as --device sim:PATH.
     #[arg(long)]
     dev: Option<PathBuf>,
+    /// tt-kmd's ASIC_DMC_RESET instead of ASIC_RESET: the board's management
+    /// controller (DMC) is reset with the chip, as `tt-kmd/tools/reset.c
+    /// --dmc` does; the chip is then waited for up to 10 s instead of 5
+    /// (tt-kmd 2.4.0 and later; a tt-kmd device only).
+    #[arg(long)]
+    dmc: bool,
     /// Print JSON instead of the line.
     #[arg(long)]
     json: bool,
@@ -53,8 +64,16 @@ pub struct Args {
 /// Refuses, before anything is opened, a spec that does not parse and a
 /// backend that has nothing to reset.
 pub fn validate(args: &Args) -> anyhow::Result<()> {
+    let no_dmc = |what: &str| {
+        Usage(format!(
+            "--dmc: {what} has no board management controller; --dmc asks tt-kmd to reset a card's (ASIC_DMC_RESET): \
+             --device /dev/tenstorrent/N or ttkmd-sim:PATH"
+        ))
+    };
     // `--dev` names a directory as it is (a `?` in it is no `?wait`).
-    let Some(spec) = &args.device else { return Ok(()) };
+    let Some(spec) = &args.device else {
+        return if args.dmc { Err(no_dmc("a simulator daemon (--dev)").into()) } else { Ok(()) };
+    };
     crate::device::validate(spec, 0)?;
     let not_resettable = |what: &str| {
         Usage(format!(
@@ -66,6 +85,7 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
     match Spec::parse(spec)? {
         Spec::Embedded { .. } => Err(not_resettable("the embedded simulator").into()),
         Spec::TtSim { .. } => Err(not_resettable("a libttsim library").into()),
+        Spec::Daemon { .. } if args.dmc => Err(no_dmc(&format!("--device {spec}, a simulator daemon,")).into()),
         Spec::Daemon { .. } | Spec::TtKmd { .. } | Spec::TtKmdSim { .. } => Ok(()),
     }
 }
@@ -77,7 +97,8 @@ struct Report {
     device: String,
     /// `tt-kmd` or `daemon`.
     backend: &'static str,
-    /// The reset: tt-kmd's request (`ASIC_RESET`), or `power-on` for a daemon.
+    /// The reset: tt-kmd's request (`ASIC_RESET`, or `ASIC_DMC_RESET` with
+    /// `--dmc`), or `power-on` for a daemon.
     reset: &'static str,
     /// What was done, in order.
     steps: Vec<String>,
@@ -106,24 +127,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let spec = match (&args.device, &args.dev) {
         (Some(spec), _) => spec.clone(),
         (None, Some(dir)) => {
+            validate(&args)?;
             let report = reset_daemon(&format!("sim:{}", dir.display()), dir, LockWait::No)?;
             return print(&report, args.json);
         }
         (None, None) => return Err(Usage("reset needs --device SPEC (or --dev PATH)".into()).into()),
     };
+    let kind = if args.dmc { ResetKind::AsicDmcReset } else { ResetKind::AsicReset };
     let report = match Spec::parse(&spec)? {
+        Spec::Daemon { .. } if args.dmc => {
+            validate(&args)?;
+            return Err(Usage(format!("--device {spec}: --dmc is tt-kmd's")).into());
+        }
         Spec::Daemon { rest } => {
             let (dir, wait) = DaemonBackend::parse_spec(&rest).map_err(|e| Usage(format!("--device {spec}: {e}")))?;
             reset_daemon(&spec, &dir, wait)?
         }
         Spec::TtKmd { path } => {
             return finish_ttkmd(
-                reset_ttkmd(&spec, || TtKmdDevice::open_with_flags(&path, RESET_OPEN), &mut |_| {}),
+                reset_ttkmd(&spec, kind, || TtKmdDevice::open_with_flags(&path, RESET_OPEN), &mut |_| {}),
                 args.json,
             )
         }
         Spec::TtKmdSim { path } => {
-            return finish_ttkmd(reset_ttkmd(&spec, || open_simulated(&path), &mut |_| {}), args.json)
+            return finish_ttkmd(reset_ttkmd(&spec, kind, || open_simulated(&path), &mut |_| {}), args.json)
         }
         // Refused by `validate`; said again rather than assumed.
         Spec::Embedded { .. } | Spec::TtSim { .. } => {
@@ -293,7 +320,8 @@ impl HeldStopSignals {
     }
 }
 
-/// tt-kmd's whole-chip reset of the device `open` opens, with a spinner
+/// tt-kmd's whole-chip reset (`kind`: ASIC_RESET or ASIC_DMC_RESET) of the
+/// device `open` opens, with a spinner
 /// (on a terminal) while the chip resets; `observe` sees each step too. A
 /// chip that does not clear the reset marker in time is a hang (exit 3);
 /// anything else (held by another process, a card that left the bus, a
@@ -301,6 +329,7 @@ impl HeldStopSignals {
 /// during the reset, if one arrived.
 fn reset_ttkmd(
     spec: &str,
+    kind: ResetKind,
     open: impl FnOnce() -> Result<TtKmdDevice, TtKmdError>,
     observe: &mut dyn FnMut(&ResetStep),
 ) -> Result<(Report, Option<Signal>), Failure> {
@@ -345,7 +374,6 @@ fn reset_ttkmd(
         }
     };
     let (pci, version) = (dev.info().pci_address(), dev.version());
-    let kind = ResetKind::AsicReset;
     let spinner = crate::cli::spinner(&format!("sending {}", kind.name()));
     let mut on_step = |step: ResetStep| {
         observe(&step);
@@ -407,7 +435,7 @@ mod tests {
             (gone, Exit::Failed, "left the bus during the reset (it re-enumerates) and was not back 5.5 s"),
             (held, Exit::Failed, "held by pid 4242"),
         ] {
-            let Err(f) = reset_ttkmd(spec, || Err(e), &mut |_| {}) else {
+            let Err(f) = reset_ttkmd(spec, ResetKind::AsicReset, || Err(e), &mut |_| {}) else {
                 panic!("the open failed, the reset did not")
             };
             assert_eq!(f.exit, exit);
@@ -430,6 +458,7 @@ mod tests {
         let before = generation();
         let Err(f) = reset_ttkmd(
             "ttkmd-sim:x",
+            ResetKind::AsicReset,
             || {
                 nix::sys::signal::raise(Signal::SIGTERM).expect("raising SIGTERM");
                 open_simulated(&dir)
@@ -508,6 +537,65 @@ mod tests {
         }
     }
 
+    /// `--dmc` sends ASIC_DMC_RESET (tt-kmd's `tools/reset.c --dmc`) and waits for the chip
+    /// as that tool does with it, 10 s (after a Wormhole's half second) instead of 5; the
+    /// report names it, the device's reset generation moved, and it opens again afterwards.
+    /// Refused, sending nothing, by a tt-kmd older than 2.4.0, which has no ASIC_DMC_RESET.
+    #[test]
+    fn dmc_sends_asic_dmc_reset_and_waits_for_it_as_reset_c_does() {
+        let sim = Sim::start("dmc");
+        let dir = sim.dir.display().to_string();
+        let spec = format!("ttkmd-sim:{dir}");
+        let generation = || {
+            let ctl = cqlab_sim::shared::Ctl::open(&cqlab_sim::shared::Paths::new(&sim.dir).ctl()).unwrap();
+            ctl.load(cqlab_sim::shared::ctl::RESET_GEN)
+        };
+        let before = generation();
+        let mut steps = Vec::new();
+        let (report, _) =
+            reset_ttkmd(&spec, ResetKind::AsicDmcReset, || open_simulated(&dir), &mut |s| steps.push(s.clone()))
+                .unwrap_or_else(|f| panic!("{}", crate::out::chain(&f.error)));
+        assert_eq!(steps.first(), Some(&ResetStep::Requested(ResetKind::AsicDmcReset)));
+        let limit = steps.iter().find_map(|s| match s {
+            ResetStep::WaitingForChip { limit, .. } => Some(*limit),
+            _ => None,
+        });
+        assert_eq!(limit, Some(std::time::Duration::from_millis(10_500)), "{steps:?}");
+        assert_eq!((report.reset, report.steps[0].as_str()), ("ASIC_DMC_RESET", "ASIC_DMC_RESET"));
+        assert!(describe(&report).contains("ASIC_DMC_RESET sent"), "{}", describe(&report));
+        assert_ne!(generation(), before, "no reset reached the device");
+        drop(open_simulated(&dir).expect("the device opens after the reset"));
+
+        cqlab_driver::ttkmd::sim_kernel::set_driver_version(&sim.dir, (2, 3, 0)).unwrap();
+        let before = generation();
+        let Err(f) = reset_ttkmd(&spec, ResetKind::AsicDmcReset, || open_simulated(&dir), &mut |_| {}) else {
+            panic!("tt-kmd 2.3.0 has no ASIC_DMC_RESET, and the reset went on")
+        };
+        let text = crate::out::chain(&f.error);
+        assert!(text.contains("ASIC_DMC_RESET") && text.contains("tt-kmd 2.4.0 (ioctl API 2) or later"), "{text}");
+        assert_eq!((f.exit, generation()), (Exit::Failed, before));
+    }
+
+    /// `--dmc` is refused before anything is opened where there is no tt-kmd to send it: a
+    /// simulator daemon (by `--device sim:PATH` or `--dev`).
+    #[test]
+    fn dmc_is_refused_for_a_daemon() {
+        let args = |device: Option<&str>, dev: Option<&str>| Args {
+            device: device.map(str::to_owned),
+            dev: dev.map(PathBuf::from),
+            json: false,
+            dmc: true,
+        };
+        for (a, says) in
+            [(args(Some("sim:/tmp/d"), None), "--device sim:/tmp/d"), (args(None, Some("/tmp/d")), "--dev")]
+        {
+            let err = validate(&a).unwrap_err().to_string();
+            assert!(err.contains(says) && err.contains("--dmc asks tt-kmd"), "{err}");
+        }
+        let ttkmd = Args { dmc: true, ..args(Some("/dev/tenstorrent/0"), None) };
+        assert!(validate(&ttkmd).is_ok());
+    }
+
     /// A SIGINT that arrives while the chip resets (after ASIC_RESET,
     /// before POST_RESET) is held until POST_RESET has been sent, and the
     /// report says so; the command then ends with it (`finish_ttkmd`).
@@ -519,7 +607,7 @@ mod tests {
         let dir = sim.dir.display().to_string();
         let spec = format!("ttkmd-sim:{dir}");
         let mut raised = false;
-        let (report, held) = reset_ttkmd(&spec, || open_simulated(&dir), &mut |step| {
+        let (report, held) = reset_ttkmd(&spec, ResetKind::AsicReset, || open_simulated(&dir), &mut |step| {
             if matches!(step, ResetStep::WaitingForChip { .. }) && !raised {
                 raised = true;
                 nix::sys::signal::raise(Signal::SIGINT).expect("raising SIGINT");

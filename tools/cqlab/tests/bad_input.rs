@@ -723,6 +723,8 @@ fn sim_reset_status_dump() {
         (&["reset", "--device", "embedded:seed=3"], 2, "nothing of it outlives a command to be reset"),
         (&["reset", "--device", "ttsim:/x.so"], 2, "a libttsim library lives inside each command's own process"),
         (&["reset", "--device", "bogus"], 2, "unknown device"),
+        (&["reset", "--dmc", "--device", "sim:{missing}"], 2, "a simulator daemon, has no board management controller"),
+        (&["reset", "--dmc", "--dev", "{missing}"], 2, "--dmc asks tt-kmd to reset a card's (ASIC_DMC_RESET)"),
         (&["status", "--device", "embedded"], 2, "reads a live simulator daemon"),
         (&["status", "--device", "bogus"], 2, "unknown device"),
         (&["status", "--device", "sim:{missing}"], 1, "observing sim:/nonexistent/cqlab"),
