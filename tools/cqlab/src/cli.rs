@@ -312,6 +312,31 @@ pub fn error_headline(e: &anyhow::Error) -> String {
     format!("{e:#}").lines().next().unwrap_or_default().to_owned()
 }
 
+/// What a `--json` report says of the error a run ended in: its exit
+/// code, its first line, and a driver error's kind, failing core (with its
+/// role) and hang dump as values (`run`'s `failed_point`, `demo`'s
+/// `failed`).
+pub fn failure_fields(e: &anyhow::Error) -> serde_json::Map<String, serde_json::Value> {
+    let driver = e.chain().find_map(|c| c.downcast_ref::<cqlab_driver::DriverError>());
+    let v = serde_json::json!({"exit": crate::exit::of_error(e).code(), "error": error_headline(e),
+        "kind": driver.map(cqlab_driver::DriverError::kind),
+        "core": driver.and_then(failing_core),
+        "dump": driver.and_then(cqlab_driver::DriverError::dump)});
+    match v {
+        serde_json::Value::Object(m) => m,
+        _ => unreachable!("a JSON object literal"),
+    }
+}
+
+/// The core a failure names, with its role (`{"x", "y", "role"}`), where
+/// the error names one: a device error's core, a kernel timeout's worker.
+fn failing_core(e: &cqlab_driver::DriverError) -> Option<serde_json::Value> {
+    use cqlab_driver::DriverError::{Device, KernelTimeout};
+    let (Device { core, dump, .. } | KernelTimeout { core, dump, .. }) = e else { return None };
+    let role = dump.core(*core).map(|c| c.role.to_string());
+    Some(serde_json::json!({"x": core.x, "y": core.y, "role": role}))
+}
+
 /// Fails with a [`Usage`] error unless `ok`.
 pub fn check(ok: bool, message: impl FnOnce() -> String) -> anyhow::Result<()> {
     if ok {

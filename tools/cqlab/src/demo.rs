@@ -52,21 +52,59 @@ struct Row {
     host_us: f64,
 }
 
+/// What a demo has done so far: the report's rows and figures, and, when
+/// it fails, where (what a failure's `--json` record says).
+#[derive(Default)]
+struct Seen {
+    rows: Vec<Row>,
+    verified: u64,
+    /// The round under way; none before the first and after the last.
+    round: Option<u32>,
+    /// The operation under way (its row's name).
+    operation: Option<&'static str>,
+    chip: Option<DemoChip>,
+    /// Device cycles from the demo's start to the end of its last
+    /// operation that completed (a failure's dump names its own cycle).
+    device_cycles: u64,
+}
+
 fn timed<T>(
     dev: &mut Device,
-    rows: &mut Vec<Row>,
+    seen: &mut Seen,
+    started: u64,
     what: &'static str,
     count: u64,
     bytes: u64,
     f: impl FnOnce(&mut Device) -> Result<T>,
 ) -> Result<T> {
     let (c0, t0) = (dev.now(), Instant::now());
+    seen.operation = Some(what);
     let v = f(dev).with_context(|| what)?;
-    rows.push(Row { what, count, bytes, cycles: dev.now() - c0, host_us: t0.elapsed().as_secs_f64() * 1e6 });
+    (seen.operation, seen.device_cycles) = (None, dev.now() - started);
+    seen.rows.push(Row { what, count, bytes, cycles: dev.now() - c0, host_us: t0.elapsed().as_secs_f64() * 1e6 });
     Ok(v)
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    let mut seen = Seen::default();
+    match demo(&args, &mut seen) {
+        Ok(()) => {
+            print_table(&seen, args.json, &seed_of(&args), None)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            // `--json` still says what ran and how it failed, as `run`'s
+            // `failed_point` does; arguments refused before any work (exit
+            // 2) write nothing, as every command's.
+            if args.json && crate::exit::of_error(&e) != crate::exit::Exit::Usage {
+                print_table(&seen, true, &seed_of(&args), Some(&e))?;
+            }
+            Err(e)
+        }
+    }
+}
+
+fn demo(args: &Args, seen: &mut Seen) -> Result<()> {
     let mut cfg = DeviceConfig::default();
     args.chip.apply_for(&mut cfg, crate::device::made_here(&args.device))?;
     args.limits.apply(&mut cfg);
@@ -74,27 +112,32 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // A daemon's clock runs on from its earlier clients: this run's time is
     // from here.
     let started = dev.now();
-    let progress = crate::cli::progress(args.rounds as u64, "demo rounds");
-    let mut rows = Vec::new();
     let all = dev.chip().grid();
+    seen.chip = Some(DemoChip {
+        board: dev.chip().board().to_string(),
+        harvesting: dev.chip().harvesting().to_string(),
+        grid: (all.end.0 + 1, all.end.1 + 1),
+        clock_hz: dev.chip().layout().clock_hz(),
+    });
+    let progress = crate::cli::progress(args.rounds as u64, "demo rounds");
     let ncores = all.count() as u64;
-    timed(&mut dev, &mut rows, "boot (2 CQs + workers)", ncores + 4, 0, |d| Ok(d.boot()?))?;
+    timed(&mut dev, seen, started, "boot (2 CQs + workers)", ncores + 4, 0, |d| Ok(d.boot()?))?;
     let size = 256 * 1024u32;
     let buf = dev.alloc_dram(size, 4096)?;
-    let mut verified = 0u64;
     for round in 0..args.rounds {
+        seen.round = Some(round);
         let data: Vec<u8> = (0..size).map(|i| (i as u8) ^ (round as u8).wrapping_mul(77)).collect();
-        let ev0 = timed(&mut dev, &mut rows, "CQ0 enqueue: launch noop x4 + event", 4 * ncores, 0, |d| {
+        let ev0 = timed(&mut dev, seen, started, "CQ0 enqueue: launch noop x4 + event", 4 * ncores, 0, |d| {
             let mut cq0 = d.cq(0)?;
             for _ in 0..4 {
                 cq0.launch(all, &[round])?;
             }
             Ok(cq0.record_event()?)
         })?;
-        timed(&mut dev, &mut rows, "CQ1 enqueue: write 256 KiB (paged)", 1, size as u64, |d| {
+        timed(&mut dev, seen, started, "CQ1 enqueue: write 256 KiB (paged)", 1, size as u64, |d| {
             Ok(d.cq(1)?.write_buffer(&buf, 0, &data)?)
         })?;
-        let back = timed(&mut dev, &mut rows, "CQ1 wait CQ0 event, read back (all run)", 1, size as u64, |d| {
+        let back = timed(&mut dev, seen, started, "CQ1 wait CQ0 event, read back (all run)", 1, size as u64, |d| {
             let mut cq1 = d.cq(1)?;
             cq1.wait_for_event(ev0)?;
             Ok(cq1.read_buffer(&buf, 0, size)?)
@@ -104,21 +147,32 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let seed = cqlab_workloads::runner::device_seed(&args.device, args.seed)
                 .map_or(format!("device {}", args.device), |s| format!("seed {s}"));
             let why = format!("round {round}: read-back differs from what was written ({seed})");
+            seen.operation = Some(VERIFY);
             return Err(cqlab_driver::DriverError::Mismatch(why).into());
         }
-        verified += size as u64;
+        seen.verified += size as u64;
         progress.inc(1);
     }
+    seen.round = None;
     progress.finish_and_clear();
-    timed(&mut dev, &mut rows, "finish both CQs", 2, 0, |d| {
+    timed(&mut dev, seen, started, "finish both CQs", 2, 0, |d| {
         d.cq(0)?.finish()?;
         Ok(d.cq(1)?.finish()?)
     })?;
+    Ok(())
+}
+
+/// The operation a failed read-back comparison names (no row of its own:
+/// it takes no device time).
+const VERIFY: &str = "verify read-back";
+
+/// The demo's seed and what it means for the figures.
+fn seed_of(args: &Args) -> DemoSeed {
     // The simulator's seed, where the client knows it (as `run`'s
     // `device_seed`): an embedded spec's `seed=` or `--seed`; a daemon's or
     // a library's is its own.
     let seed = cqlab_workloads::runner::device_seed(&args.device, args.seed);
-    let seed_note = match seed {
+    let note = match seed {
         None if args.noc_jitter != 0 => {
             format!("device {}: its own seed, with NOC/PCIe jitter 0..={} cycles", args.device, args.noc_jitter)
         }
@@ -129,15 +183,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         ),
         Some(seed) => format!("seed {seed} with NOC/PCIe jitter 0..={} cycles", args.noc_jitter),
     };
-    let chip = DemoChip {
-        board: dev.chip().board().to_string(),
-        harvesting: dev.chip().harvesting().to_string(),
-        grid: (all.end.0 + 1, all.end.1 + 1),
-        clock_hz: dev.chip().layout().clock_hz(),
-    };
-    let seed = DemoSeed { seed, noc_jitter: args.noc_jitter, note: seed_note };
-    print_table(&rows, args.json, verified, dev.now() - started, &chip, &seed)?;
-    Ok(ExitCode::SUCCESS)
+    DemoSeed { seed, noc_jitter: args.noc_jitter, note }
 }
 
 /// The chip a demo ran on, as its report names it.
@@ -157,18 +203,15 @@ struct DemoSeed {
     note: String,
 }
 
-fn print_table(
-    rows: &[Row],
-    json: bool,
-    verified: u64,
-    total_cycles: u64,
-    chip: &DemoChip,
-    seed: &DemoSeed,
-) -> Result<()> {
-    let clock_hz = chip.clock_hz;
+/// The report: text, or one JSON object. `failed`: the error the demo
+/// ended in, for a `--json` record of a failed demo (rows and figures as
+/// far as it got, and where and how it failed under `failed`; null when
+/// it passed).
+fn print_table(seen: &Seen, json: bool, seed: &DemoSeed, failed: Option<&anyhow::Error>) -> Result<()> {
+    let (verified, total_cycles) = (seen.verified, seen.device_cycles);
     // Merge rows of the same operation.
     let mut merged: Vec<Row> = Vec::new();
-    for r in rows {
+    for r in &seen.rows {
         match merged.iter_mut().find(|m| m.what == r.what) {
             Some(m) => {
                 m.count += r.count;
@@ -187,15 +230,27 @@ fn print_table(
                                          "device_cycles": r.cycles, "host_us": r.host_us})
             })
             .collect();
+        let failed = failed.map(|e| {
+            let mut f = serde_json::Map::new();
+            f.insert("round".into(), seen.round.into());
+            f.insert("operation".into(), seen.operation.into());
+            f.extend(crate::cli::failure_fields(e));
+            f
+        });
+        // A device that did not open has no chip to name.
+        let chip = seen.chip.as_ref();
         outln!(
             "{}",
-            serde_json::json!({"chip": chip.board, "harvesting": chip.harvesting, "grid": [chip.grid.0, chip.grid.1],
-                               "clock_hz": clock_hz, "rows": v, "verified_bytes": verified,
+            serde_json::json!({"chip": chip.map(|c| &c.board), "harvesting": chip.map(|c| &c.harvesting),
+                               "grid": chip.map(|c| [c.grid.0, c.grid.1]), "clock_hz": chip.map(|c| c.clock_hz),
+                               "rows": v, "verified_bytes": verified,
                                "device_cycles": total_cycles, "seed": seed.seed, "noc_jitter": seed.noc_jitter,
-                               "seed_note": seed.note})
+                               "seed_note": seed.note, "failed": failed})
         );
         return Ok(());
     }
+    let chip = seen.chip.as_ref().context("a demo that ran names its chip")?;
+    let clock_hz = chip.clock_hz;
     outln!("{:<40} {:>8} {:>10} {:>14} {:>12}", "operation", "count", "bytes", "device cycles", "host ms");
     for r in &merged {
         outln!("{:<40} {:>8} {:>10} {:>14} {:>12.1}", r.what, r.count, r.bytes, r.cycles, r.host_us / 1e3);

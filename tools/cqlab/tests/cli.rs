@@ -130,6 +130,48 @@ fn demo_says_whether_its_seed_matters() {
     assert!(jittered.1.contains("seed 7 with NOC/PCIe jitter 0..=500"), "{}", jittered.1);
 }
 
+/// A demo that fails still writes its `--json` record: the rows that ran,
+/// and where and how it failed, in `run`'s `failed_point` fields (it wrote
+/// nothing). A known-bug dispatcher that never toggles its completion
+/// records fails the first read-back with a device error (exit 4).
+#[test]
+fn a_failing_demo_writes_a_json_failure_record() {
+    let root = support::scratch("demo-bad-dispatch");
+    std::fs::create_dir_all(root.join("wormhole")).unwrap();
+    for e in std::fs::read_dir(firmware_dir().join("wormhole")).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), root.join("wormhole").join(e.file_name())).unwrap();
+        }
+    }
+    let variant = firmware_dir().join("wormhole/variants/completion-no-toggle/dispatch");
+    std::fs::copy(variant, root.join("wormhole/dispatch")).unwrap();
+    let o = Command::new(CQLAB)
+        .args(["demo", "--rounds", "2", "--json"])
+        .env("CQLAB_FIRMWARE_DIR", &root)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(support::EXIT_DEVICE_ERROR), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("error: CQ1 wait CQ0 event") && err.contains("wait-for chain"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", text(&o)));
+    let failed = &v["failed"];
+    assert_eq!((failed["round"].as_u64(), failed["exit"].as_u64()), (Some(0), Some(4)), "{v}");
+    assert_eq!(failed["operation"], "CQ1 wait CQ0 event, read back (all run)", "{v}");
+    assert_eq!((&failed["kind"], &failed["core"]["role"]), (&"device-error".into(), &"CQ1 dispatcher".into()), "{v}");
+    assert!(failed["error"].as_str().is_some_and(|e| e.contains("corrupt completion record") && !e.contains('\n')));
+    assert!(failed["dump"]["chain"].as_array().is_some_and(|c| !c.is_empty()), "{v}");
+    // The rows before it, and the chip it ran on.
+    let ran: Vec<_> = v["rows"].as_array().unwrap().iter().map(|r| r["operation"].as_str().unwrap()).collect();
+    assert_eq!(ran[0], "boot (2 CQs + workers)", "{v}");
+    assert_eq!((v["chip"].as_str(), v["verified_bytes"].as_u64()), (Some("wormhole-n150"), Some(0)), "{v}");
+    // A demo that passes says so in the same field.
+    let o = cqlab(&["demo", "--rounds", "1", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", text(&o)));
+    assert_eq!((o.status.code(), &v["failed"]), (Some(0), &serde_json::Value::Null), "{v}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 #[test]
 fn a_kernel_longer_than_the_stall_timeout_is_not_a_hang() {
     // Issue 14: `matmul --m 128 --n 128 --k 128` failed with "timeout ...

@@ -425,14 +425,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
                     // The error's first line (its dump follows it on
                     // stderr), and the dump itself in fields: a device
                     // error's as a hang's.
-                    let error = crate::cli::error_headline(&e);
-                    let driver = e.chain().find_map(|c| c.downcast_ref::<cqlab_driver::DriverError>());
-                    let failed = json!({"cqs": cqs, "exit": crate::exit::of_error(&e).code(), "error": error,
-                        "kind": driver.map(cqlab_driver::DriverError::kind),
-                        "core": driver.and_then(failing_core),
-                        "dump": driver.and_then(cqlab_driver::DriverError::dump)});
+                    let mut failed = serde_json::Map::from_iter([("cqs".to_owned(), json!(cqs))]);
+                    failed.extend(crate::cli::failure_fields(&e));
                     let mut r = report(&a, kind, &knobs, sync, &points)?;
-                    r["failed_point"] = failed;
+                    r["failed_point"] = failed.into();
                     write_json(path, &r)?;
                 }
                 return Err(e);
@@ -502,15 +498,6 @@ fn equal_percentiles_line(r: &Value) -> Option<String> {
         "every iteration took the same cycles, host jitter notwithstanding"
     };
     Some(format!("note: p50 = p95 = p99 = max at cqs {}: {why}", flat.join(", ")))
-}
-
-/// The core a failure names, with its role (`{"x", "y", "role"}`), where
-/// the error names one: a device error's core, a kernel timeout's worker.
-fn failing_core(e: &cqlab_driver::DriverError) -> Option<Value> {
-    use cqlab_driver::DriverError::{Device, KernelTimeout};
-    let (Device { core, dump, .. } | KernelTimeout { core, dump, .. }) = e else { return None };
-    let role = dump.core(*core).map(|c| c.role.to_string());
-    Some(json!({"x": core.x, "y": core.y, "role": role}))
 }
 
 /// `--json`'s destination: stdout for `-`.
