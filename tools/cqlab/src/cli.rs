@@ -37,11 +37,18 @@ pub const WAIT_LINE_EVERY: Duration = Duration::from_secs(10);
 /// (helper-86's audit: a hung kernel on a simulator waited hours in
 /// silence). Lines are timed by host time; what they say, by device time.
 pub fn wait_lines() -> cqlab_driver::wait_progress::WaitProgressSink {
+    wait_lines_of(None)
+}
+
+/// [`wait_lines`] of one of several runs whose lines may interleave (a
+/// seed of a `race --jobs` campaign): `note: WHO: still waiting for ...`.
+pub fn wait_lines_of(who: Option<String>) -> cqlab_driver::wait_progress::WaitProgressSink {
     let pacer = std::sync::Mutex::new(WaitLinePacer::default());
+    let who = who.map_or(String::new(), |w| format!("{w}: "));
     cqlab_driver::wait_progress::WaitProgressSink::new(move |p| {
         let mut pacer = pacer.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if pacer.due(p.device_cycle - p.waited_cycles, std::time::Instant::now()) {
-            crate::out::diagln!("note: {p}");
+            above_bars(|| crate::out::diagln!("note: {who}{p}"));
         }
     })
 }
@@ -49,8 +56,12 @@ pub fn wait_lines() -> cqlab_driver::wait_progress::WaitProgressSink {
 /// Prints each of the driver's notes (a choice that costs the run
 /// something, such as staging off on a card) as a `note:` line on stderr.
 pub fn note_lines() -> cqlab_driver::notes::NoteSink {
-    cqlab_driver::notes::NoteSink::new(|n| crate::out::diagln!("note: {n}"))
+    cqlab_driver::notes::NoteSink::new(|n| above_bars(|| crate::out::diagln!("note: {n}")))
 }
+
+/// How an unnamed wait-progress line starts (`stress restart` picks its
+/// runs' out of their stderr and names the run).
+pub const WAIT_LINE_START: &str = "note: still waiting for ";
 
 /// When a wait's next progress line is due.
 #[derive(Debug, Default)]
@@ -355,7 +366,7 @@ pub fn progress(len: u64, what: &str) -> ProgressBar {
             .expect("valid template"),
     );
     bar.set_message(what.to_owned());
-    bar
+    drawn(bar)
 }
 
 /// A spinner for work of unknown length (same rules as [`progress`]).
@@ -364,7 +375,36 @@ pub fn spinner(what: &str) -> ProgressBar {
     bar.set_style(ProgressStyle::with_template("{spinner} {msg} [{elapsed_precise}]").expect("valid template"));
     bar.set_message(what.to_owned());
     bar.enable_steady_tick(Duration::from_millis(200));
+    drawn(bar)
+}
+
+/// The progress bars made so far (weak: a dropped bar is gone), so that
+/// lines printed while one is drawn go above it.
+static BARS: std::sync::Mutex<Vec<indicatif::WeakProgressBar>> = std::sync::Mutex::new(Vec::new());
+
+/// `bar`, known to [`above_bars`] until it is finished or dropped. Every
+/// bar the CLI draws is made through this.
+pub fn drawn(bar: ProgressBar) -> ProgressBar {
+    let mut bars = BARS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    bars.retain(|b| b.upgrade().is_some_and(|b| !b.is_finished()));
+    bars.push(bar.downgrade());
     bar
+}
+
+/// Runs `print`, which writes whole lines on stderr, with the progress bar
+/// being drawn (if any) cleared, and draws it again below them: a line
+/// written while a bar is drawn lands on the bar's line, and the bar's next
+/// redraw wipes it (helper-92: wait-progress lines under `demo`'s bar).
+pub fn above_bars<R>(print: impl FnOnce() -> R) -> R {
+    // The lock is let go before the bar is: its redraw may take a while.
+    let live = {
+        let bars = BARS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        bars.iter().rev().filter_map(indicatif::WeakProgressBar::upgrade).find(|b| !b.is_finished() && !b.is_hidden())
+    };
+    match live {
+        Some(bar) => bar.suspend(print),
+        None => print(),
+    }
 }
 
 fn target() -> ProgressDrawTarget {
@@ -378,7 +418,84 @@ fn target() -> ProgressDrawTarget {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Arc, Mutex};
     use std::time::Instant;
+
+    /// A terminal that keeps what is on its screen, line by line.
+    #[derive(Clone, Debug, Default)]
+    struct Screen(Arc<Mutex<(Vec<String>, usize)>>);
+
+    impl Screen {
+        fn shown(&self) -> String {
+            self.0.lock().unwrap().0.join("\n")
+        }
+        fn edit(&self, f: impl FnOnce(&mut Vec<String>, &mut usize)) -> std::io::Result<()> {
+            let mut s = self.0.lock().unwrap();
+            let (lines, row) = &mut *s;
+            if lines.len() <= *row {
+                lines.resize(*row + 1, String::new());
+            }
+            f(lines, row);
+            Ok(())
+        }
+    }
+
+    impl indicatif::TermLike for Screen {
+        fn width(&self) -> u16 {
+            120
+        }
+        fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+            self.edit(|_, row| *row = row.saturating_sub(n))
+        }
+        fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+            self.edit(|_, row| *row += n)
+        }
+        fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write_line(&self, s: &str) -> std::io::Result<()> {
+            self.edit(|lines, row| {
+                lines[*row].push_str(s);
+                *row += 1;
+            })
+        }
+        fn write_str(&self, s: &str) -> std::io::Result<()> {
+            // A carriage return starts the line over.
+            self.edit(|lines, row| match s.rsplit_once('\r') {
+                Some((_, rest)) => lines[*row] = rest.to_owned(),
+                None => lines[*row].push_str(s),
+            })
+        }
+        fn clear_line(&self) -> std::io::Result<()> {
+            self.edit(|lines, row| lines[*row].clear())
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// While a line is printed above a bar the bar is off the screen, and
+    /// it is drawn again after; a finished bar is left alone.
+    #[test]
+    fn lines_are_printed_with_the_bar_cleared_and_it_is_drawn_again() {
+        let screen = Screen::default();
+        let target = ProgressDrawTarget::term_like(Box::new(screen.clone()));
+        let bar = drawn(ProgressBar::with_draw_target(Some(10), target));
+        bar.set_style(ProgressStyle::with_template("{msg} {pos}/{len}").unwrap());
+        bar.set_message("rounds");
+        bar.set_position(3);
+        bar.tick();
+        assert!(screen.shown().contains("rounds 3/10"), "the bar is drawn: {:?}", screen.shown());
+        let during = above_bars(|| screen.shown());
+        assert!(!during.contains("rounds"), "the bar was on the screen while the line was printed: {during:?}");
+        assert!(screen.shown().contains("rounds 3/10"), "the bar is drawn again: {:?}", screen.shown());
+        bar.finish();
+        let during = above_bars(|| screen.shown());
+        assert!(during.contains("rounds 10/10"), "a finished bar stays: {during:?}");
+    }
 
     /// A wait prints its first line `WAIT_LINE_EVERY` after its first
     /// report, then one every `WAIT_LINE_EVERY`; another wait starts over,

@@ -32,7 +32,7 @@ impl Progress {
                 bar.set_style(style);
             }
             bar.set_message(self.label.clone());
-            self.bar = Some(bar);
+            self.bar = Some(crate::cli::drawn(bar));
         }
         if let Some(bar) = &self.bar {
             bar.set_position(done as u64);
