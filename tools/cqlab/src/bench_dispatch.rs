@@ -297,7 +297,13 @@ fn measure(
     let started = Instant::now();
     let (n, seed, stage_min_bytes) = (args.programs, args.seed, args.stage_min_bytes);
     let profile = args.profile.as_ref().map_or(&[][..], |c| &c.0[..]);
-    let mut cfg = DeviceConfig { num_cqs: p.cqs, stage_min_bytes, ..Default::default() };
+    let mut cfg = DeviceConfig {
+        num_cqs: p.cqs,
+        stage_min_bytes,
+        wait_progress: Some(crate::cli::wait_lines()),
+        notes: Some(crate::cli::note_lines()),
+        ..Default::default()
+    };
     args.chip.apply(&mut cfg)?;
     let model = args.model.model();
     let mut dev = Device::open(&format!("embedded:seed={seed}{}", model.spec_words()), cfg)?;

@@ -192,6 +192,8 @@ impl Plan {
             ring_pages: a.ring_pages,
             worker_kernel: "spin".into(),
             host_schedule: self.host_schedule(seed),
+            // Named by seed: `--jobs` children share the terminal.
+            wait_progress: Some(crate::cli::wait_lines_of(Some(format!("seed {seed}")))),
             ..Default::default()
         };
         a.chip.apply(&mut cfg).expect("--chip and --harvest checked by Plan::new");
@@ -799,4 +801,29 @@ fn print_report(plan: &Plan, report: &Report) -> Result<()> {
     );
     report.print(&header);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    #[derive(clap::Parser)]
+    struct RaceCli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    /// Every seed's device reports a wait that goes on (a seed hung under
+    /// a large `--timeout-cycles` waited in silence), in every workload.
+    #[test]
+    fn every_seeds_device_reports_its_long_waits() {
+        for workload in ["two-queue", "random", "programs"] {
+            let cli = RaceCli::try_parse_from(["race", "--workload", workload]).expect("race options");
+            let plan = Plan::new(cli.args).expect("a race plan");
+            for seed in [1, 2] {
+                assert!(plan.configs(seed).1.wait_progress.is_some(), "{workload} seed {seed}");
+            }
+        }
+    }
 }

@@ -551,7 +551,7 @@ fn exit_status(code: u32) -> u8 {
 /// verify, finish. Prints one line and exits 0 when all of it checks out.
 fn client_job(a: ClientJobArgs) -> anyhow::Result<ExitCode> {
     use cqlab_driver::{Device, DeviceConfig};
-    let cfg = DeviceConfig { num_cqs: a.cqs, ..Default::default() };
+    let cfg = DeviceConfig { num_cqs: a.cqs, wait_progress: Some(crate::cli::wait_lines()), ..Default::default() };
     let spec =
         if a.ttkmd { format!("ttkmd-sim:{}", a.dev.display()) } else { format!("sim:{}?wait=30", a.dev.display()) };
     let mut dev = Device::open(&spec, cfg).with_context(|| format!("opening {spec}"))?;

@@ -362,10 +362,12 @@ fn run_one(a: OneArgs) -> Result<ExitCode> {
     let w = &a.workload;
     let k = knobs(w);
     let matmul = matmul_spec(w, a.seed)?;
-    let cfg = match &matmul {
+    let mut cfg = match &matmul {
         Some(spec) => cqlab_workloads::runner::device_config(spec),
         None => run_config(w)?,
     };
+    // On stderr, which `restart` reads as the run goes and passes on.
+    cfg.wait_progress = Some(crate::cli::wait_lines());
     let mut sim = cqlab_driver::backend::spec::sim_config(&cfg, a.seed);
     let mut device = w.device.as_str();
     if let Some((_, model)) = embedded_spec(device)? {
@@ -507,7 +509,16 @@ enum Ended {
     Refused(String),
 }
 
-fn spawn_run(argv: &[String], timeout: Duration, kill_after: Option<u64>) -> Result<Ended> {
+/// A run's wait-progress line as the campaign prints it, naming the run
+/// (`who`); none for the run's other stderr.
+fn named_wait_line(line: &str, who: &str) -> Option<String> {
+    let rest = line.strip_prefix(crate::cli::WAIT_LINE_START)?;
+    Some(format!("note: {who}: still waiting for {rest}"))
+}
+
+/// Runs `cqlab ARGV`, one run of the campaign, named `who` in the lines of
+/// its waits passed on as they come.
+fn spawn_run(argv: &[String], who: String, timeout: Duration, kill_after: Option<u64>) -> Result<Ended> {
     let exe = std::env::current_exe().context("locating the cqlab binary")?;
     let mut child = std::process::Command::new(exe).args(argv).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
     let stdout = child.stdout.take().expect("piped");
@@ -521,8 +532,21 @@ fn spawn_run(argv: &[String], timeout: Duration, kill_after: Option<u64>) -> Res
         }
     });
     let err_reader = std::thread::spawn(move || {
+        // A wait that goes on is said now, not when the run ends, and is
+        // no error line of the run's.
         let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut std::io::BufReader::new(stderr), &mut s);
+        // Split on bytes: a line that is no UTF-8 must not stop the reading
+        // (a run blocks once its stderr pipe is full).
+        for line in std::io::BufReader::new(stderr).split(b'\n').map_while(Result::ok) {
+            let line = String::from_utf8_lossy(&line);
+            match named_wait_line(&line, &who) {
+                Some(named) => crate::cli::above_bars(|| diagln!("{named}")),
+                None => {
+                    s.push_str(&line);
+                    s.push('\n');
+                }
+            }
+        }
         s
     });
     let start = Instant::now();
@@ -668,7 +692,7 @@ fn restart(a: RestartArgs) -> Result<ExitCode> {
             run_argv.extend(["--hold-after-enqueued".into(), n.to_string()]);
         }
         let start = Instant::now();
-        let ended = spawn_run(&run_argv, timeout, kill_after)?;
+        let ended = spawn_run(&run_argv, format!("run {index} (seed {seed})"), timeout, kill_after)?;
         let seconds = start.elapsed().as_secs_f64();
         let mut record = SeedRecord {
             tool: "stress".into(),
@@ -919,6 +943,19 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
 mod tests {
     use super::*;
     use crate::race::failure::Classified;
+
+    /// A run's wait-progress line is passed on naming the run; its other
+    /// stderr (its error line) is kept for the record.
+    #[test]
+    fn a_runs_wait_lines_are_passed_on_naming_the_run() {
+        let line = "note: still waiting for completion queue of CQ0: device cycle 5, 4 cycles into the wait; ...";
+        assert_eq!(
+            named_wait_line(line, "run 3 (seed 7)").as_deref(),
+            Some("note: run 3 (seed 7): still waiting for completion queue of CQ0: device cycle 5, 4 cycles into the wait; ...")
+        );
+        assert_eq!(named_wait_line("error: timeout waiting for completion queue of CQ0", "run 3"), None);
+        assert_eq!(named_wait_line("note: the device was reset", "run 3"), None);
+    }
 
     fn record(index: u64, ok: bool) -> SeedRecord {
         SeedRecord {

@@ -265,6 +265,8 @@ impl Sweeper {
         let mut cfg = k.device_config(self.args.timeout_cycles, self.host_bug);
         self.args.chip.apply_for(&mut cfg, crate::device::made_here(&self.args.device))?;
         cfg.host_schedule = self.args.host.schedule(0);
+        cfg.wait_progress = Some(crate::cli::wait_lines());
+        cfg.notes = Some(crate::cli::note_lines());
         let spec = &self.args.device;
         let embedded = embedded_device(spec)?;
         let mut sim = cqlab_driver::backend::spec::sim_config(&cfg, embedded.map_or(0, |(seed, _)| seed));

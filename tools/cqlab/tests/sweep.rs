@@ -273,3 +273,46 @@ fn a_dump_that_cannot_be_written_keeps_the_sweep_and_exits_1() {
     assert!(all.contains(&format!("first failing depth: {first}")), "the sweep is reported: {all}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A point whose wait goes on says so on stderr every 10 s of host time, as
+/// `run`'s do (a sweep said nothing until its stall timeout): the no-drain
+/// host bug fills the completion queue, and with a stall timeout of 10^12
+/// cycles the wait runs for minutes. `--json` stdout holds no such line.
+#[test]
+fn a_long_wait_of_a_point_prints_progress_lines_on_stderr() {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = std::process::Command::new(support::CQLAB)
+        .env("CQLAB_FIRMWARE_DIR", support::firmware_dir())
+        .args(["sweep", "copy_stress", "--param", "depth=200", "--host-bug", "no-drain"])
+        .args(["--timeout-cycles", "1000000000000", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    // The first line is due 10 s after the wait began.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut seen = Vec::new();
+    let line = loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+            Ok(l) if l.starts_with("note: still waiting for") => break Some(l),
+            Ok(l) => seen.push(l),
+            Err(_) => break None,
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut stdout = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    let line = line.unwrap_or_else(|| panic!("no progress line in 120 s; stderr: {seen:?}"));
+    assert!(line.contains("issue queue on CQ0") && line.contains("of the 1000000000000-cycle stall timeout"), "{line}");
+    assert!(stdout.is_empty(), "stdout: {stdout}");
+}
