@@ -272,7 +272,14 @@ pub struct Runner {
 impl Runner {
     /// Creates (or recreates, zeroed) the device files under `dir` and powers on a chip on
     /// them: every core in reset, memories zero.
-    pub fn create(dir: &Path, mut cfg: SimConfig) -> Result<Self, String> {
+    pub fn create(dir: &Path, cfg: SimConfig) -> Result<Self, String> {
+        Self::create_with(dir, cfg, &[])
+    }
+
+    /// [`Self::create`], with `ctl_words` (`ctl` index, value) stored before the device is
+    /// published: no host sees the device without them (a host's simulated kernel reads
+    /// `ctl::DRIVER_VERSION` at each open).
+    pub fn create_with(dir: &Path, mut cfg: SimConfig, ctl_words: &[(usize, u64)]) -> Result<Self, String> {
         cfg.validate().map_err(|e| e.to_string())?;
         // A parked core would never see the host's stores into its L1.
         cfg.fast_forward = false;
@@ -308,7 +315,7 @@ impl Runner {
         let ctl = Ctl::open(&paths.ctl()).map_err(|e| io("mapping ctl", e))?;
         ctl.store(ctl::PID, std::process::id() as u64);
         ctl.store(ctl::SEED, cfg.seed);
-        for (i, v) in shape.words() {
+        for (i, v) in shape.words().into_iter().chain(ctl_words.iter().copied()) {
             ctl.store(i, v);
         }
         let mut mirrored = vec![SOFT_RESET_0];

@@ -56,10 +56,23 @@ pub const SIM_DRIVER_VERSION: (u8, u8, u8) = (2, 10, 1);
 /// from now on (its `ctl` page keeps it): how a reset treats the fd that sent it, and whether
 /// `O_EXCL` is honoured, differ between versions (module docs).
 pub fn set_driver_version(dir: &Path, version: (u8, u8, u8)) -> std::io::Result<()> {
-    let (a, b, c) = version;
-    Ctl::open(&Paths::new(dir).ctl())?.store(ctl::DRIVER_VERSION, (a as u64) << 16 | (b as u64) << 8 | c as u64);
+    let (word, v) = driver_version_word(version);
+    Ctl::open(&Paths::new(dir).ctl())?.store(word, v);
     Ok(())
 }
+
+/// The `ctl` word (index, value) that names `version` ([`set_driver_version`]), for a device
+/// being created (`cqlab_sim::shared::Runner::create_with`): set before any open can happen.
+pub fn driver_version_word(version: (u8, u8, u8)) -> (usize, u64) {
+    let (a, b, c) = version;
+    (ctl::DRIVER_VERSION, (a as u64) << 16 | (b as u64) << 8 | c as u64)
+}
+
+/// The tt-kmd versions the simulated kernel can answer as: from 2.0.0, the first release to
+/// report a semantic version beside ioctl API 2 (this kernel always answers API 2 with one, so
+/// it cannot pass for a 1.x driver), to [`SIM_DRIVER_VERSION`], whose `ioctl.h` is the one
+/// mirrored (`ioctl.rs`): what later releases change is not known here.
+pub const SIM_DRIVER_VERSIONS: std::ops::RangeInclusive<(u8, u8, u8)> = (2, 0, 0)..=SIM_DRIVER_VERSION;
 
 /// The tt-kmd version the device's `ctl` page names ([`set_driver_version`]), or the default.
 fn driver_version(ctl: &Ctl) -> (u8, u8, u8) {

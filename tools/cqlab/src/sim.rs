@@ -164,6 +164,10 @@ pub struct TtkmdArgs {
     /// nothing but a stopped simulator's files; they are recreated zeroed).
     #[arg(long)]
     dev: PathBuf,
+    /// The tt-kmd release the simulated kernel answers as and behaves like where releases
+    /// differ (resets, O_EXCL opens), for every client: 2.0.0 through 2.10.1 (default 2.10.1).
+    #[arg(long, value_name = "X.Y.Z", value_parser = ttkmd::driver_version)]
+    driver_version: Option<(u8, u8, u8)>,
     #[command(flatten)]
     chip: ChipArgs,
 }
@@ -320,7 +324,7 @@ pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Ttkmd(a) => {
-            ttkmd::serve(&a.dev, a.chip.config(Simulator::Ttkmd)?)?;
+            ttkmd::serve(&a.dev, a.chip.config(Simulator::Ttkmd)?, a.driver_version)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::ClientJob(a) => client_job(a),

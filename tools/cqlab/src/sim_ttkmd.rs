@@ -57,7 +57,32 @@ fn prepare(dev: &Path) -> anyhow::Result<Flock<std::fs::File>> {
     Ok(lock)
 }
 
-pub fn serve(dev: &Path, cfg: SimConfig) -> anyhow::Result<()> {
+/// A `--driver-version`: `X.Y.Z`, a tt-kmd release the simulated kernel can answer as
+/// (`sim_kernel::SIM_DRIVER_VERSIONS`).
+pub fn driver_version(s: &str) -> Result<(u8, u8, u8), String> {
+    use cqlab_driver::ttkmd::sim_kernel::SIM_DRIVER_VERSIONS;
+    let show = |(a, b, c): (u8, u8, u8)| format!("{a}.{b}.{c}");
+    let range = format!("{} through {}", show(*SIM_DRIVER_VERSIONS.start()), show(*SIM_DRIVER_VERSIONS.end()));
+    // Digits only: `u8::from_str` would take `+1`.
+    let part = |p: &str| p.bytes().all(|b| b.is_ascii_digit()).then(|| p.parse::<u8>().ok()).flatten();
+    let parts: Vec<Option<u8>> = s.split('.').map(part).collect();
+    let version = match parts[..] {
+        [Some(a), Some(b), Some(c)] => (a, b, c),
+        _ => return Err(format!("expected a tt-kmd version MAJOR.MINOR.PATCH (each 0..=255), found {s:?}")),
+    };
+    if !SIM_DRIVER_VERSIONS.contains(&version) {
+        return Err(format!(
+            "tt-kmd {} is not one the simulated kernel can answer as: {range} (it always reports ioctl API 2 \
+             with a semantic version, as 2.0.0 and later do, and knows no release past the ioctl.h it mirrors)",
+            show(version)
+        ));
+    }
+    Ok(version)
+}
+
+/// Runs the chip at `dev` until SIGINT or SIGTERM; its simulated kernel answers as tt-kmd
+/// `driver_version` (the default, `sim_kernel::SIM_DRIVER_VERSION`, if none).
+pub fn serve(dev: &Path, cfg: SimConfig, driver_version: Option<(u8, u8, u8)>) -> anyhow::Result<()> {
     // Block the stop signals before any thread starts; one thread waits for them.
     let mut signals = SigSet::empty();
     signals.add(Signal::SIGINT);
@@ -70,7 +95,11 @@ pub fn serve(dev: &Path, cfg: SimConfig) -> anyhow::Result<()> {
         cfg.board.arch(),
     )
     .describe();
-    let mut runner = Runner::create(dev, cfg.clone()).map_err(anyhow::Error::msg).context("creating the device")?;
+    // Set with the device, so no client opens it as another version.
+    let words: Vec<_> = driver_version.map(cqlab_driver::ttkmd::sim_kernel::driver_version_word).into_iter().collect();
+    let mut runner =
+        Runner::create_with(dev, cfg.clone(), &words).map_err(anyhow::Error::msg).context("creating the device")?;
+    let (a, b, c) = driver_version.unwrap_or(cqlab_driver::ttkmd::sim_kernel::SIM_DRIVER_VERSION);
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     std::thread::Builder::new().name("signals".into()).spawn(move || {
@@ -78,8 +107,8 @@ pub fn serve(dev: &Path, cfg: SimConfig) -> anyhow::Result<()> {
         flag.store(true, Ordering::Relaxed);
     })?;
     diagln!(
-        "cqlab sim ttkmd: device at {} (pid {}, seed {}, {} harvested {}{}); open it with ttkmd-sim:{}; stop \
-         with Ctrl-C",
+        "cqlab sim ttkmd: device at {} (pid {}, seed {}, {} harvested {}{}, as tt-kmd {a}.{b}.{c}); open it with \
+         ttkmd-sim:{}; stop with Ctrl-C",
         dev.display(),
         std::process::id(),
         cfg.seed,

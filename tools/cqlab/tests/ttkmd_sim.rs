@@ -267,6 +267,47 @@ fn a_reset_of_a_device_another_program_has_open_is_refused_on_each_driver_versio
     assert!(o.status.success(), "the job after the reset failed: {}", text(&o));
 }
 
+/// `sim ttkmd --driver-version` makes the simulated kernel answer and behave as that tt-kmd
+/// release from the first open (it was settable only from the library): a reset reports 2.8.0
+/// and, as 2.8.0 does, invalidates the resetting fd too; on 2.3.0, which has no reset
+/// sequence, the reset is refused naming 2.4.0. A malformed version, or one the simulated
+/// kernel cannot be, is refused naming the range before any file is made (exit 2).
+#[test]
+fn the_driver_version_the_simulator_answers_as_is_an_option() {
+    for (version, says) in [
+        ("2.8", "expected a tt-kmd version MAJOR.MINOR.PATCH"),
+        ("2.8.x", "expected a tt-kmd version MAJOR.MINOR.PATCH"),
+        ("1.34.0", "tt-kmd 1.34.0 is not one the simulated kernel can answer as: 2.0.0 through 2.10.1"),
+        ("2.11.0", "tt-kmd 2.11.0 is not one the simulated kernel can answer as: 2.0.0 through 2.10.1"),
+    ] {
+        let dir = sim_dir("bad-version");
+        let o = run({
+            let mut c = Command::new(CQLAB);
+            c.args(["sim", "ttkmd", "--driver-version", version, "--dev"]).arg(&dir);
+            c
+        });
+        assert_eq!(o.status.code(), Some(2), "{version}: {}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(says), "{version}: {}", text(&o));
+        assert!(!dir.exists(), "{version}: {} was made", dir.display());
+    }
+    let with = |version: &'static str| [&SMALL_WORMHOLE[..], &["--driver-version", version]].concat();
+    let s = Sim::start_with(sim_dir("version-2.8"), "exec", &with("2.8.0"));
+    let o = reset(&s.dir, true);
+    assert!(o.status.success(), "{}", text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--json is JSON");
+    assert_eq!(report["driver"], "tt-kmd 2.8.0 (ioctl API 2)", "{report}");
+    assert_eq!(report["other_fds_invalidated"], true, "{report}");
+    drop(s);
+    let s = Sim::start_with(sim_dir("version-2.3"), "exec", &with("2.3.0"));
+    let o = reset(&s.dir, false);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("needs tt-kmd 2.4.0 (ioctl API 2) or later; the driver is tt-kmd 2.3.0"), "{}", text(&o));
+    // Jobs run on it all the same.
+    let o = run(client_job(&s.dir, 2, 1));
+    assert!(o.status.success(), "{}", text(&o));
+}
+
 /// A simulator stopped with SIGSTOP is named as stopped, with how to resume
 /// it (helper-33: it read "does not exist").
 #[test]
