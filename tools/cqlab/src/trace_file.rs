@@ -367,13 +367,28 @@ impl TraceReader {
                     return Err(UsageError(format!("{}: core ({x},{y}) is off the grid", self.lines.at())).into());
                 };
                 let core = Coord::new(x, y);
+                // A field wider than the record's was truncated before
+                // (helper-94: seq 2^32 read as seq 0, kind 65547 as a kernel start).
+                let field = |name: &str, v: u64, max: u64| -> Result<u64> {
+                    if v > max {
+                        return Err(UsageError(format!(
+                            "{}: core ({x},{y}) record {name} {v} is out of range (at most {max})",
+                            self.lines.at()
+                        ))
+                        .into());
+                    }
+                    Ok(v)
+                };
                 // A core's records are written oldest first (records lost
                 // to a lapped ring only skip ahead): one that goes back is
                 // a file shuffled or spliced, whose analysis would be wrong.
                 // Cycles are not checked so: traces of builds before
                 // 2026-12-01 can go back (their drain read a slot the core
                 // was rewriting: the new cycle under the old seq).
-                let seq = seq as u32;
+                let seq = field("seq", seq, u32::MAX.into())? as u32;
+                let kind = field("kind", kind, u16::MAX.into())? as u16;
+                let arg0 = field("arg0", arg0, u32::MAX.into())? as u32;
+                let arg1 = field("arg1", arg1, u32::MAX.into())? as u32;
                 if let Some(last) = self.last_seq.insert(core, seq).filter(|&l| (seq.wrapping_sub(l) as i32) <= 0) {
                     return Err(UsageError(format!(
                         "{}: core ({x},{y}) record seq {seq} after seq {last}: the records are out of order",
@@ -381,14 +396,7 @@ impl TraceReader {
                     ))
                     .into());
                 }
-                let r = TraceRecord {
-                    cycle,
-                    seq,
-                    core: core.packed() as u16,
-                    kind: kind as u16,
-                    arg0: arg0 as u32,
-                    arg1: arg1 as u32,
-                };
+                let r = TraceRecord { cycle, seq, core: core.packed() as u16, kind, arg0, arg1 };
                 Item::Rec(core, r)
             }
         })
@@ -517,5 +525,30 @@ mod tests {
             let e = read_iters(&[&bad]).unwrap_err();
             assert!(e.downcast_ref::<UsageError>().is_some() && e.to_string().contains(says), "{bad}: {e}");
         }
+    }
+
+    /// A `rec` field wider than its record's is refused with its line, not
+    /// truncated (helper-94: seq 2^32 was refused as "seq 0 after seq 0",
+    /// kind 65547 read as a kernel start).
+    #[test]
+    fn record_fields_out_of_range_are_refused() {
+        let h = header("1", "1e9");
+        let rec =
+            |seq: u64, kind: u64, arg0: u64, arg1: u64| format!(r#"{{"rec":[18,18,100,{seq},{kind},{arg0},{arg1}]}}"#);
+        let max = u64::from(u32::MAX);
+        assert!(read(&h, &[&rec(max, 11, max, max), &rec(0, 65535, 0, 0)]).is_ok());
+        for (bad, says) in [
+            (rec(1 << 32, 11, 0, 0), "line 2: core (18,18) record seq 4294967296 is out of range (at most 4294967295)"),
+            (rec(7, 65547, 0, 0), "line 2: core (18,18) record kind 65547 is out of range (at most 65535)"),
+            (rec(7, 11, 1 << 32, 0), "line 2: core (18,18) record arg0 4294967296 is out of range"),
+            (rec(7, 11, 0, u64::MAX), "line 2: core (18,18) record arg1 18446744073709551615 is out of range"),
+        ] {
+            refused_saying(read(&h, &[&bad]), says);
+        }
+        // A seq of 2^32 after seq 0 on the same core was refused only as out of order.
+        refused_saying(
+            read(&h, &[&rec(0, 11, 0, 0), &rec(1 << 32, 11, 0, 0)]),
+            "line 3: core (18,18) record seq 4294967296",
+        );
     }
 }
