@@ -247,9 +247,14 @@ impl<W: Write> Exporter<W> {
         Ok(())
     }
 
-    pub fn iteration(&mut self, index: u32, warmup: bool, start: u64, end: u64) -> Result<()> {
-        let (ts, dur) = (self.ts(start), self.ts(end) - self.ts(start));
-        let name = format!("{} {index}", if warmup { "warmup" } else { "iteration" });
+    /// An iteration on the host track: `start` to `end` when the host saw
+    /// it complete (`--sync per-iter`); with `--sync end` (`end` None) the
+    /// host only enqueued it here, so the slice is `start` to `enqueued` and
+    /// says so (helper-94: it read as the iteration's latency).
+    pub fn iteration(&mut self, index: u32, warmup: bool, start: u64, enqueued: u64, end: Option<u64>) -> Result<()> {
+        let (ts, dur) = (self.ts(start), self.ts(end.unwrap_or(enqueued)) - self.ts(start));
+        let what = if warmup { "warmup" } else { "iteration" };
+        let name = if end.is_some() { format!("{what} {index}") } else { format!("enqueue {what} {index}") };
         self.emit(json!({"ph": "X", "name": name, "cat": "host", "pid": PID, "tid": HOST_TID, "ts": ts, "dur": dur}))
     }
 
@@ -317,7 +322,7 @@ pub fn export(run: &Path, out: &Path) -> Result<Exported> {
         match item? {
             Item::Rec(core, r) => ex.record(core, &r)?,
             Item::Launch(l) => ex.launch(l.seq, l.cq, l.label),
-            Item::Iter(i) => ex.iteration(i.index, i.warmup, i.start, i.end.unwrap_or(i.enqueued))?,
+            Item::Iter(i) => ex.iteration(i.index, i.warmup, i.start, i.enqueued, i.end)?,
             Item::Occ(o) => ex.occupancy(o.cq, o.cycle, o.fetch_entries, o.completion_bytes),
             Item::End(_) => {}
         }
@@ -399,5 +404,37 @@ mod tests {
         for (tid, ts) in &slices {
             assert!(ts.is_sorted(), "track {tid}: a slice begins or ends before the one before it: {ts:?}");
         }
+    }
+
+    /// A one-queue n150 trace of `lines` (after its header), exported: the
+    /// trace events, and what the export said.
+    fn export_lines(lines: &[String]) -> (Vec<serde_json::Value>, Exported) {
+        let header = r#"{"format":"cqlab-trace","version":2,"workload":"x","cqs":1,"chip":"wormhole-n150","harvesting":"rows=8","clock_hz":1e9,"cores":[]}"#;
+        let text: String = std::iter::once(header.to_owned()).chain(lines.iter().cloned()).map(|l| l + "\n").collect();
+        let dir = tempfile::tempdir().unwrap();
+        let (run, out) = (dir.path().join("run.jsonl"), dir.path().join("run.perfetto.json"));
+        std::fs::write(&run, text).unwrap();
+        let e = export(&run, &out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        (v["traceEvents"].as_array().unwrap().clone(), e)
+    }
+
+    /// With `--sync end` the host track's slice of an iteration is its
+    /// enqueue, and says so; with `--sync per-iter` it is the iteration
+    /// (helper-94: "iteration N" spanned the enqueue only).
+    #[test]
+    fn an_iteration_without_its_end_is_named_as_its_enqueue() {
+        let iter = |index: u32, end: &str| {
+            format!(
+                r#"{{"iter":{{"index":{index},"warmup":false,"start":1000,"enqueued":3000,"end":{end},"events":[1]}}}}"#
+            )
+        };
+        let (events, _) = export_lines(&[iter(0, "null"), iter(1, "9000")]);
+        let host: Vec<(&str, f64)> = events
+            .iter()
+            .filter(|v| v["ph"] == "X")
+            .map(|v| (v["name"].as_str().unwrap(), v["dur"].as_f64().unwrap()))
+            .collect();
+        assert_eq!(host, [("enqueue iteration 0", 2.0), ("iteration 1", 8.0)]);
     }
 }
