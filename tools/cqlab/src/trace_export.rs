@@ -22,7 +22,7 @@ use cqlab_abi::trace::{TraceKind, TraceRecord};
 use cqlab_driver::{Role, Topology};
 use cqlab_workloads::analysis::{command_name, wait_waypoint};
 use serde_json::json;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -61,11 +61,19 @@ pub struct Exporter<W: Write> {
     next_tid: u32,
     /// Launch seq -> (queue, label).
     launches: HashMap<u32, (u8, String)>,
-    /// Per queue: timestamps of the dispatcher's recent GOs, oldest first
-    /// (at most `GO_HISTORY`). A core's records arrive in drain-sized
-    /// blocks, CQ cores before workers, so a kernel's GO is the latest one
-    /// at or before its start, not the latest one read.
-    gos: HashMap<u8, VecDeque<f64>>,
+    /// Per queue: the n-th GO (or LAUNCH) the dispatcher ran starts the
+    /// n-th launch the host enqueued on the queue. A GO record does not
+    /// name its launch, and a worker can take its GO while it still runs
+    /// the previous kernel (the convoy), so the GO nearest before a kernel
+    /// can be another launch's (helper-94: 1600 of 2560 arrows of `hetero
+    /// --cqs 1`). Launches and GOs not yet paired, oldest first.
+    unpaired: HashMap<u8, (VecDeque<u32>, VecDeque<f64>)>,
+    /// Launch seq -> its GO's timestamp.
+    go_of: HashMap<u32, f64>,
+    /// Queues whose GOs no longer follow the launch lines: the queue
+    /// captured a trace (its replays run GOs with no launch line). Their
+    /// later kernels get no arrow rather than a wrong one.
+    unordered: HashSet<u8>,
     next_flow: u64,
     /// Occupancy samples as read, written sorted by `finish`.
     occupancy: Vec<OccupancySample>,
@@ -87,10 +95,6 @@ const KEY_WAIT: u32 = 0x1_0000;
 const KEY_STALL: u32 = 0x1_0001;
 const KEY_KERNEL: u32 = 0x1_0002;
 
-/// GOs remembered per queue for pairing kernels with their GO: far more than
-/// one drain block holds (one per launch of an iteration), and bounded.
-const GO_HISTORY: usize = 1 << 16;
-
 impl<W: Write> Exporter<W> {
     pub fn new(mut out: W, chip: Topology, roles: HashMap<Coord, String>, clock_hz: f64, title: &str) -> Result<Self> {
         writeln!(out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
@@ -103,7 +107,9 @@ impl<W: Write> Exporter<W> {
             tracks: HashMap::new(),
             next_tid: HOST_TID + 1,
             launches: HashMap::new(),
-            gos: HashMap::new(),
+            unpaired: HashMap::new(),
+            go_of: HashMap::new(),
+            unordered: HashSet::new(),
             next_flow: 1,
             occupancy: Vec::new(),
             events: 0,
@@ -177,8 +183,31 @@ impl<W: Write> Exporter<W> {
         self.emit(json!({"ph": "i", "s": "t", "name": name, "pid": PID, "tid": tid, "ts": ts, "args": args}))
     }
 
-    pub fn launch(&mut self, seq: u32, cq: u8, label: String) {
+    /// A launch line; `captured`: recorded into a trace, so it runs when
+    /// the trace is replayed, not here.
+    pub fn launch(&mut self, seq: u32, cq: u8, label: String, captured: bool) {
         self.launches.insert(seq, (cq, label));
+        if captured {
+            self.unorder(cq);
+        } else if !self.unordered.contains(&cq) {
+            self.unpaired.entry(cq).or_default().0.push_back(seq);
+            self.pair(cq);
+        }
+    }
+
+    /// Pairs the queue's oldest unpaired launch and GO while it has both.
+    fn pair(&mut self, cq: u8) {
+        let (seqs, gos) = self.unpaired.entry(cq).or_default();
+        while !seqs.is_empty() && !gos.is_empty() {
+            let (seq, go) = (seqs.pop_front().expect("non-empty"), gos.pop_front().expect("non-empty"));
+            self.go_of.insert(seq, go);
+        }
+    }
+
+    /// The queue's GOs can no longer be told apart: no more arrows on it.
+    fn unorder(&mut self, cq: u8) {
+        self.unordered.insert(cq);
+        self.unpaired.remove(&cq);
     }
 
     pub fn record(&mut self, core: Coord, r: &TraceRecord) -> Result<()> {
@@ -197,12 +226,10 @@ impl<W: Write> Exporter<W> {
                 self.begin(core, r.arg0, name, ts, json!({"bytes": r.arg1}))?;
                 if let Some(Role::Dispatcher { cq }) = ep {
                     // A LAUNCH's multicast is the GO of programs.
-                    if r.arg0 == DispatchCmdId::Go as u32 || r.arg0 == DispatchCmdId::Launch as u32 {
-                        let gos = self.gos.entry(cq).or_default();
-                        if gos.len() == GO_HISTORY {
-                            gos.pop_front();
-                        }
-                        gos.push_back(ts);
+                    let go = r.arg0 == DispatchCmdId::Go as u32 || r.arg0 == DispatchCmdId::Launch as u32;
+                    if go && !self.unordered.contains(&cq) {
+                        self.unpaired.entry(cq).or_default().1.push_back(ts);
+                        self.pair(cq);
                     }
                 }
             }
@@ -226,7 +253,9 @@ impl<W: Write> Exporter<W> {
                 let (cq, label) = self.launches.get(&r.arg0).cloned().unwrap_or((u8::MAX, "kernel".into()));
                 let name = format!("kernel {label}");
                 self.begin(core, KEY_KERNEL, name, ts, json!({"seq": r.arg0, "cq": cq}))?;
-                if let Some(go_ts) = self.gos.get(&cq).and_then(|g| latest_at_or_before(g, ts)) {
+                // (A kernel cannot start before its GO: one that seems to
+                // is a mispairing, drawn without an arrow.)
+                if let Some(go_ts) = self.go_of.get(&r.arg0).copied().filter(|&g| g <= ts) {
                     let id = self.next_flow;
                     self.next_flow += 1;
                     let dispatcher = self.chip.dispatcher(cq);
@@ -299,12 +328,6 @@ impl<W: Write> Exporter<W> {
     }
 }
 
-/// The latest of `sorted` (ascending) that is `<= t`.
-fn latest_at_or_before(sorted: &VecDeque<f64>, t: f64) -> Option<f64> {
-    let n = sorted.partition_point(|&x| x <= t);
-    n.checked_sub(1).map(|i| sorted[i])
-}
-
 /// What an export wrote: events, and why the trace is incomplete if it is.
 pub struct Exported {
     pub events: u64,
@@ -321,7 +344,7 @@ pub fn export(run: &Path, out: &Path) -> Result<Exported> {
     for item in reader.by_ref() {
         match item? {
             Item::Rec(core, r) => ex.record(core, &r)?,
-            Item::Launch(l) => ex.launch(l.seq, l.cq, l.label),
+            Item::Launch(l) => ex.launch(l.seq, l.cq, l.label, l.enqueued.is_none()),
             Item::Iter(i) => ex.iteration(i.index, i.warmup, i.start, i.enqueued, i.end)?,
             Item::Occ(o) => ex.occupancy(o.cq, o.cycle, o.fetch_entries, o.completion_bytes),
             Item::End(_) => {}

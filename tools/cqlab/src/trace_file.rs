@@ -190,6 +190,10 @@ pub struct Launch {
     pub seq: u32,
     pub cq: u8,
     pub label: String,
+    /// When the host enqueued it; null for a launch captured in a trace,
+    /// which runs where the trace is replayed, not where its line is.
+    #[serde(default)]
+    pub enqueued: Option<u64>,
 }
 
 /// An iteration line reads back into the type the runner wrote.

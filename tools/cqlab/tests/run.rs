@@ -1014,3 +1014,85 @@ fn a_failing_run_reports_the_point_that_failed() {
     assert!(failed["dump"]["chain"].as_array().is_some_and(|c| c.len() >= 2), "{v}");
     assert_eq!(v["points"], serde_json::json!([]), "{v}");
 }
+
+/// Every GO arrow of an exported trace starts at its own launch's GO: the
+/// n-th GO (or LAUNCH) command the queue's dispatcher recorded starts the
+/// n-th launch the host enqueued on that queue, and the kernel the arrow
+/// ends at names its launch (`args.seq`). Returns (arrows, mismatches).
+fn arrows_from_another_launch(trace: &Path, perfetto: &Value) -> (usize, Vec<String>) {
+    use cqlab_abi::dispatch::DispatchCmdId;
+    use cqlab_abi::trace::TraceKind;
+    use std::collections::HashMap;
+    let text = std::fs::read_to_string(trace).unwrap();
+    let mut lines = text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap());
+    let header = lines.next().unwrap();
+    let clock_hz = header["clock_hz"].as_f64().unwrap();
+    let dispatcher: HashMap<(u64, u64), u64> = header["cores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| {
+            let role = c["role"].as_str().unwrap();
+            let cq = role.strip_prefix("CQ")?.strip_suffix(" dispatcher")?.parse().ok()?;
+            Some(((c["x"].as_u64().unwrap(), c["y"].as_u64().unwrap()), cq))
+        })
+        .collect();
+    let (mut launches, mut gos): (HashMap<u64, Vec<u64>>, HashMap<u64, Vec<f64>>) = Default::default();
+    let go_ids = [DispatchCmdId::Go as u64, DispatchCmdId::Launch as u64];
+    for l in lines {
+        if let Some(l) = l.get("launch") {
+            assert!(!l["enqueued"].is_null(), "a captured launch: GO order does not apply");
+            launches.entry(l["cq"].as_u64().unwrap()).or_default().push(l["seq"].as_u64().unwrap());
+        } else if let Some(r) = l.get("rec") {
+            let r: Vec<u64> = r.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+            if let Some(&cq) = dispatcher.get(&(r[0], r[1])) {
+                if r[4] == TraceKind::CmdStart as u64 && go_ids.contains(&r[5]) {
+                    gos.entry(cq).or_default().push(r[2] as f64 * 1e6 / clock_hz);
+                }
+            }
+        }
+    }
+    let mut go_of: HashMap<u64, f64> = HashMap::new();
+    for (cq, seqs) in &launches {
+        assert_eq!(seqs.len(), gos.get(cq).map_or(0, Vec::len), "CQ{cq}: one GO per launch");
+        go_of.extend(seqs.iter().copied().zip(gos[cq].iter().copied()));
+    }
+    let events = perfetto["traceEvents"].as_array().unwrap();
+    let kernel_at: HashMap<(u64, u64), u64> = events
+        .iter()
+        .filter(|e| e["ph"] == "B" && e["name"].as_str().unwrap().starts_with("kernel"))
+        .map(|e| {
+            ((e["tid"].as_u64().unwrap(), e["ts"].as_f64().unwrap().to_bits()), e["args"]["seq"].as_u64().unwrap())
+        })
+        .collect();
+    let from: HashMap<u64, f64> = events
+        .iter()
+        .filter(|e| e["ph"] == "s")
+        .map(|e| (e["id"].as_u64().unwrap(), e["ts"].as_f64().unwrap()))
+        .collect();
+    let (mut arrows, mut wrong) = (0, Vec::new());
+    for f in events.iter().filter(|e| e["ph"] == "f") {
+        let seq = kernel_at[&(f["tid"].as_u64().unwrap(), f["ts"].as_f64().unwrap().to_bits())];
+        let start = from[&f["id"].as_u64().unwrap()];
+        arrows += 1;
+        if go_of.get(&seq) != Some(&start) {
+            wrong.push(format!("launch {seq}: arrow from {start} us, its GO at {:?} us", go_of.get(&seq)));
+        }
+    }
+    (arrows, wrong)
+}
+
+/// `hetero` convoys: a worker takes its next GO while its large kernel
+/// still runs, so the GO latest before a kernel's start is often another
+/// launch's. Each arrow starts at the kernel's own launch (helper-94: 1600
+/// of 2560 arrows of this run came from another launch's LAUNCH).
+#[test]
+fn every_go_arrow_starts_at_its_own_launch() {
+    let trace = tmp("hetero-go.jsonl");
+    let o = cqlab(&["run", "hetero", "--cqs", "1", "--iters", "3", "--trace", trace.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = export_perfetto(&trace, "hetero-go");
+    let (arrows, wrong) = arrows_from_another_launch(&trace, &v);
+    assert!(arrows >= 2000, "{arrows} arrows");
+    assert!(wrong.is_empty(), "{} of {arrows} arrows start at another launch's GO, e.g. {}", wrong.len(), wrong[0]);
+}
