@@ -5,7 +5,9 @@
 //! B/E slice per command, wait, stall and kernel; instants for fetches and
 //! events; counters for fetch- and completion-queue occupancy; a host
 //! track with the iterations; and a flow arrow from the dispatcher's GO to
-//! each kernel it started. Written as the trace is read: memory holds the
+//! each kernel it started. Records lost to a lapped ring are an instant "N
+//! records lost" on their core's track, where the slices open before the gap
+//! close. Written as the trace is read: memory holds the
 //! open slices per core, the launch table and the occupancy samples (a few
 //! words each), never the records. The samples are written last, in time
 //! order: a run writes its host's sample before the device's earlier ones
@@ -70,9 +72,10 @@ pub struct Exporter<W: Write> {
     unpaired: HashMap<u8, (VecDeque<u32>, VecDeque<f64>)>,
     /// Launch seq -> its GO's timestamp.
     go_of: HashMap<u32, f64>,
-    /// Queues whose GOs no longer follow the launch lines: the queue
-    /// captured a trace (its replays run GOs with no launch line). Their
-    /// later kernels get no arrow rather than a wrong one.
+    /// Queues whose GOs no longer follow the launch lines: their
+    /// dispatcher lost records (a gap hides how many GOs it ran), or the
+    /// queue captured a trace (its replays run GOs with no launch line).
+    /// Their later kernels get no arrow rather than a wrong one.
     unordered: HashSet<u8>,
     next_flow: u64,
     /// Occupancy samples as read, written sorted by `finish`.
@@ -210,6 +213,26 @@ impl<W: Write> Exporter<W> {
         self.unpaired.remove(&cq);
     }
 
+    /// `records` records of `core` after seq `after` were lost: whatever
+    /// it was doing across the gap is unknown, so the slices open before
+    /// it end at its last record before it (helper-94: a LAUNCH start
+    /// before a gap and another LAUNCH's end after it drew one slice of
+    /// 2.8 ms), and the gap is marked there.
+    pub fn lost(&mut self, core: Coord, after: u32, records: u32) -> Result<()> {
+        let tid = self.track(core)?;
+        let t = self.tracks.get_mut(&core).expect("track");
+        let ts = t.last_ts;
+        let closing: Vec<String> = t.open.drain(..).map(|(_, n)| n).rev().collect();
+        t.wait_target = (0, 0);
+        for name in closing {
+            self.emit(json!({"ph": "E", "name": name, "pid": PID, "tid": tid, "ts": ts}))?;
+        }
+        if let Some(Role::Dispatcher { cq }) = self.chip.role(core) {
+            self.unorder(cq);
+        }
+        self.instant(core, format!("{records} records lost"), ts, json!({"after_seq": after, "records": records}))
+    }
+
     pub fn record(&mut self, core: Coord, r: &TraceRecord) -> Result<()> {
         // A core's cycles can step back in traces of older builds
         // (`TraceReader`): drawn at its track's latest time, a slice never
@@ -332,6 +355,9 @@ impl<W: Write> Exporter<W> {
 pub struct Exported {
     pub events: u64,
     pub end_missing: Option<String>,
+    /// Records the run lost (its `end` line), and the gaps they left.
+    pub lost: u64,
+    pub gaps: u64,
 }
 
 pub fn export(run: &Path, out: &Path) -> Result<Exported> {
@@ -341,18 +367,23 @@ pub fn export(run: &Path, out: &Path) -> Result<Exported> {
     let file = crate::output::Atomic::create("--perfetto", out)?;
     let title = format!("cqlab {} ({}, {} CQs, seed {})", h.workload, h.chip, h.cqs, h.seed);
     let mut ex = Exporter::new(file, h.topology()?, roles, h.clock_hz, &title)?;
+    let (mut lost, mut gaps) = (0, 0);
     for item in reader.by_ref() {
         match item? {
             Item::Rec(core, r) => ex.record(core, &r)?,
+            Item::Lost { core, after, records } => {
+                gaps += 1;
+                ex.lost(core, after, records)?
+            }
             Item::Launch(l) => ex.launch(l.seq, l.cq, l.label, l.enqueued.is_none()),
             Item::Iter(i) => ex.iteration(i.index, i.warmup, i.start, i.enqueued, i.end)?,
             Item::Occ(o) => ex.occupancy(o.cq, o.cycle, o.fetch_entries, o.completion_bytes),
-            Item::End(_) => {}
+            Item::End(e) => lost = e.lost,
         }
     }
     let (file, events) = ex.finish().with_context(|| format!("writing --perfetto {}", out.display()))?;
     file.commit()?;
-    Ok(Exported { events, end_missing: reader.end_missing() })
+    Ok(Exported { events, end_missing: reader.end_missing(), lost, gaps })
 }
 
 pub fn validate(a: &ExportArgs) -> Result<()> {
@@ -365,6 +396,15 @@ pub fn run_export(a: ExportArgs) -> Result<ExitCode> {
     let e = export(&a.run, &a.perfetto)?;
     if let Some(why) = &e.end_missing {
         diagln!("warning: {why}; exported what is there (open slices are closed at their last record)");
+    }
+    if e.lost > 0 || e.gaps > 0 {
+        diagln!(
+            "warning: {} trace records were overwritten before the run read them ({} gaps in the cores' records): \
+             each gap is an instant \"N records lost\" on its core's track, the slices open across it end at its \
+             last record before it, and a queue's GO arrows stop at its dispatcher's first gap",
+            e.lost,
+            e.gaps
+        );
     }
     diagln!("wrote {} trace events to {} (open it at ui.perfetto.dev)", e.events, a.perfetto.display());
     Ok(ExitCode::SUCCESS)
@@ -440,6 +480,42 @@ mod tests {
         let e = export(&run, &out).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
         (v["traceEvents"].as_array().unwrap().clone(), e)
+    }
+
+    /// A `rec` line of `core`.
+    fn rec(core: Coord, cycle: u64, seq: u32, kind: TraceKind, arg0: u32) -> String {
+        format!(r#"{{"rec":[{},{},{cycle},{seq},{},{arg0},0]}}"#, core.x, core.y, kind as u16)
+    }
+
+    /// Records lost between a LAUNCH's start and another LAUNCH's end: the
+    /// slice ends at the last record before the gap, an instant marks the
+    /// gap, and the export counts the records the `end` line says were lost
+    /// (helper-94: one LAUNCH slice of 2.8 ms, and no warning).
+    #[test]
+    fn a_seq_gap_ends_open_slices_before_it_and_is_marked() {
+        let chip = Topology::for_board(Board::WormholeN150, None, 1).unwrap();
+        let d = chip.dispatcher(0);
+        let launch = DispatchCmdId::Launch as u32;
+        let (events, e) = export_lines(&[
+            rec(d, 100, 7, TraceKind::CmdStart, launch),
+            rec(d, 5000, 11, TraceKind::CmdEnd, launch),
+            rec(d, 5100, 12, TraceKind::CmdStart, launch),
+            rec(d, 5200, 13, TraceKind::CmdEnd, launch),
+            r#"{"end":{"timed_cycles":6000,"lost":3}}"#.to_owned(),
+        ]);
+        let slices: Vec<(&str, f64)> = events
+            .iter()
+            .filter(|v| v["ph"] == "B" || v["ph"] == "E")
+            .map(|v| (v["ph"].as_str().unwrap(), v["ts"].as_f64().unwrap()))
+            .collect();
+        assert_eq!(slices, [("B", 0.1), ("E", 0.1), ("B", 5.1), ("E", 5.2)], "{events:?}");
+        let lost: Vec<&serde_json::Value> = events.iter().filter(|v| v["ph"] == "i").collect();
+        assert_eq!(lost.len(), 1, "{lost:?}");
+        assert_eq!(
+            (&lost[0]["name"], &lost[0]["ts"], &lost[0]["args"]["after_seq"]),
+            (&json!("3 records lost"), &json!(0.1), &json!(7))
+        );
+        assert_eq!((e.lost, e.gaps), (3, 1));
     }
 
     /// With `--sync end` the host track's slice of an iteration is its

@@ -10,6 +10,8 @@
 //! {"rec":[x,y,cycle,seq,kind,arg0,arg1]}          one trace-ring record
 //! {"end":{"timed_cycles":..,"lost":0}}
 //! ```
+//! A core's records with a forward gap in their seqs (records overwritten
+//! before they were read) read as [`Item::Lost`] before the record after it.
 //! Records of one core appear in its ring order; cores interleave in
 //! drain-sized blocks. A `rec` line is positional on purpose, unlike every
 //! other core in cqlab's JSON (`{"x", "y"}`, as the header's `cores`): the
@@ -222,6 +224,13 @@ pub enum Item {
     Iter(Iter),
     Occ(Occ),
     Rec(Coord, TraceRecord),
+    /// Records of the core lost before the `Rec` that follows (the ring
+    /// lapped them): `records` is how many seqs were skipped after `after`.
+    Lost {
+        core: Coord,
+        after: u32,
+        records: u32,
+    },
     End(End),
 }
 
@@ -248,6 +257,8 @@ pub struct TraceReader {
     cut_at: Option<usize>,
     /// Each core's last record's sequence number: a trace holds them in order.
     last_seq: std::collections::HashMap<Coord, u32>,
+    /// A record read after its core's gap, returned after the gap's item.
+    after_gap: Option<Item>,
 }
 
 impl TraceReader {
@@ -299,6 +310,7 @@ impl TraceReader {
             ended: false,
             cut_at: None,
             last_seq: Default::default(),
+            after_gap: None,
         })
     }
 
@@ -393,7 +405,8 @@ impl TraceReader {
                 let kind = field("kind", kind, u16::MAX.into())? as u16;
                 let arg0 = field("arg0", arg0, u32::MAX.into())? as u32;
                 let arg1 = field("arg1", arg1, u32::MAX.into())? as u32;
-                if let Some(last) = self.last_seq.insert(core, seq).filter(|&l| (seq.wrapping_sub(l) as i32) <= 0) {
+                let last = self.last_seq.insert(core, seq);
+                if let Some(last) = last.filter(|&l| (seq.wrapping_sub(l) as i32) <= 0) {
                     return Err(UsageError(format!(
                         "{}: core ({x},{y}) record seq {seq} after seq {last}: the records are out of order",
                         self.lines.at()
@@ -401,6 +414,12 @@ impl TraceReader {
                     .into());
                 }
                 let r = TraceRecord { cycle, seq, core: core.packed() as u16, kind, arg0, arg1 };
+                // Seqs count every record a core wrote: one skipped is one
+                // lost, and what the core did across the gap is unknown.
+                if let Some(last) = last.filter(|&l| seq.wrapping_sub(l) > 1) {
+                    self.after_gap = Some(Item::Rec(core, r));
+                    return Ok(Item::Lost { core, after: last, records: seq.wrapping_sub(last) - 1 });
+                }
                 Item::Rec(core, r)
             }
         })
@@ -410,6 +429,9 @@ impl TraceReader {
 impl Iterator for TraceReader {
     type Item = Result<Item>;
     fn next(&mut self) -> Option<Result<Item>> {
+        if let Some(r) = self.after_gap.take() {
+            return Some(Ok(r));
+        }
         if self.ended || self.cut_at.is_some() {
             return None;
         }
@@ -553,6 +575,28 @@ mod tests {
         refused_saying(
             read(&h, &[&rec(0, 11, 0, 0), &rec(1 << 32, 11, 0, 0)]),
             "line 3: core (18,18) record seq 4294967296",
+        );
+    }
+
+    /// A forward gap in a core's seqs (records the ring lapped before the
+    /// run read them) reads as `Item::Lost` before the record after it;
+    /// another core's seqs are its own.
+    #[test]
+    fn a_forward_seq_gap_reads_as_lost_records() {
+        let rec = |x: u8, seq: u32| format!(r#"{{"rec":[{x},18,{},{seq},11,0,0]}}"#, 100 + seq);
+        let items =
+            read(&header("1", "1e9"), &[&rec(18, 5), &rec(18, 6), &rec(20, 40), &rec(18, 10), &rec(18, 11)]).unwrap();
+        let seen: Vec<String> = items
+            .iter()
+            .map(|i| match i {
+                Item::Rec(c, r) => format!("rec {},{} {}", c.x, c.y, r.seq),
+                Item::Lost { core, after, records } => format!("lost {},{} {records} after {after}", core.x, core.y),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            ["rec 18,18 5", "rec 18,18 6", "rec 20,18 40", "lost 18,18 3 after 6", "rec 18,18 10", "rec 18,18 11"]
         );
     }
 }
