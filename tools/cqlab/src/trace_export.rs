@@ -15,7 +15,7 @@
 //! draws its values at the wrong times.
 
 use crate::out::diagln;
-use crate::trace_file::{Item, TraceReader};
+use crate::trace_file::{Failed, Item, TraceReader};
 use anyhow::{Context, Result};
 use cqlab_abi::decode::Space;
 use cqlab_abi::dispatch::DispatchCmdId;
@@ -310,6 +310,14 @@ impl<W: Write> Exporter<W> {
         self.emit(json!({"ph": "X", "name": name, "cat": "host", "pid": PID, "tid": HOST_TID, "ts": ts, "dur": dur}))
     }
 
+    /// The run failed: an instant on the host track where it stopped.
+    pub fn failed(&mut self, f: &Failed) -> Result<()> {
+        let ts = f.cycle.map_or(0.0, |c| self.ts(c));
+        self.emit(json!({"ph": "i", "s": "g", "name": "run failed", "cat": "host", "pid": PID, "tid": HOST_TID,
+                         "ts": ts, "args": {"iteration": f.iteration, "exit": f.exit, "kind": f.kind,
+                                            "error": f.error}}))
+    }
+
     /// Keeps a queue's occupancy sample for `finish` to write in time order.
     pub fn occupancy(&mut self, cq: u8, cycle: u64, fetch_entries: u32, completion_bytes: u32) {
         self.occupancy.push(OccupancySample { cycle, cq, fetch_entries, completion_bytes });
@@ -359,6 +367,8 @@ impl<W: Write> Exporter<W> {
 pub struct Exported {
     pub events: u64,
     pub end_missing: Option<String>,
+    /// The run failed (the `end` line says where and why).
+    pub failure: Option<String>,
     /// Records the run lost (its `end` line), and the gaps they left.
     pub lost: u64,
     pub gaps: u64,
@@ -382,12 +392,17 @@ pub fn export(run: &Path, out: &Path) -> Result<Exported> {
             Item::Launch(l) => ex.launch(l.seq, l.cq, l.label, l.enqueued.is_none()),
             Item::Iter(i) => ex.iteration(i.index, i.warmup, i.start, i.enqueued, i.end)?,
             Item::Occ(o) => ex.occupancy(o.cq, o.cycle, o.fetch_entries, o.completion_bytes),
-            Item::End(e) => lost = e.lost,
+            Item::End(e) => {
+                lost = e.lost;
+                if let Some(f) = &e.failed {
+                    ex.failed(f)?;
+                }
+            }
         }
     }
     let (file, events) = ex.finish().with_context(|| format!("writing --perfetto {}", out.display()))?;
     file.commit()?;
-    Ok(Exported { events, end_missing: reader.end_missing(), lost, gaps })
+    Ok(Exported { events, end_missing: reader.end_missing(), failure: reader.failure(), lost, gaps })
 }
 
 pub fn validate(a: &ExportArgs) -> Result<()> {
@@ -400,6 +415,9 @@ pub fn run_export(a: ExportArgs) -> Result<ExitCode> {
     let e = export(&a.run, &a.perfetto)?;
     if let Some(why) = &e.end_missing {
         diagln!("warning: {why}; exported what is there (open slices are closed at their last record)");
+    }
+    if let Some(why) = &e.failure {
+        diagln!("warning: {why}; exported the records drained up to the failure (instant \"run failed\")");
     }
     if e.lost > 0 || e.gaps > 0 {
         diagln!(

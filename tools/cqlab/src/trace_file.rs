@@ -9,7 +9,13 @@
 //! {"occ":{"cycle":..,"cq":0,"fetch_entries":2,"completion_bytes":64}}
 //! {"rec":[x,y,cycle,seq,kind,arg0,arg1]}          one trace-ring record
 //! {"end":{"timed_cycles":..,"lost":0}}
+//! {"end":{"timed_cycles":..,"lost":0,"failed":{"iteration":1,"cycle":..,"exit":3,"kind":"timeout","error":".."}}}
 //! ```
+//! A run that fails writes the records drained up to the failure, the
+//! iteration it was on as far as it got (its `iter` line: `enqueued` is where
+//! enqueuing stopped, `end` where a `--sync per-iter` host gave up) and an
+//! `end` line with `failed` (absent when the run finished, and in files of
+//! builds before 2026-12-02, which wrote no `end` line for a failed run).
 //! A core's records with a forward gap in their seqs (records overwritten
 //! before they were read) read as [`Item::Lost`] before the record after it.
 //! Records of one core appear in its ring order; cores interleave in
@@ -30,8 +36,8 @@ use cqlab_abi::trace::TraceRecord;
 use cqlab_driver::Topology;
 use cqlab_workloads::analysis::Analysis;
 use cqlab_workloads::collect::RecordSink;
-use cqlab_workloads::runner::{IterationSample, LaunchInfo, Observer, OccupancySample, RunSpec};
-use serde::Deserialize;
+use cqlab_workloads::runner::{IterationSample, LaunchInfo, Observer, OccupancySample, RunSpec, Stopped};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -47,6 +53,8 @@ const CLOCK_HZ_RANGE: std::ops::RangeInclusive<f64> = 1e6..=1e11;
 pub struct TraceWriter<W: Write> {
     out: W,
     pub records: u64,
+    /// The header is written: a failure's `end` line has a trace to end.
+    started: bool,
 }
 
 impl TraceWriter<BufWriter<std::fs::File>> {
@@ -58,7 +66,7 @@ impl TraceWriter<BufWriter<std::fs::File>> {
 
 impl<W: Write> TraceWriter<W> {
     pub fn new(out: W) -> Self {
-        Self { out, records: 0 }
+        Self { out, records: 0, started: false }
     }
 
     pub fn header(
@@ -77,6 +85,7 @@ impl<W: Write> TraceWriter<W> {
                        "host": crate::cli::schedule_json(&spec.base_config.host_schedule),
                        "sync": sync, "clock_hz": chip.layout().clock_hz(), "cores": cores});
         writeln!(self.out, "{h}")?;
+        self.started = true;
         Ok(())
     }
 
@@ -97,6 +106,19 @@ impl<W: Write> TraceWriter<W> {
 
     pub fn finish(mut self, timed_cycles: u64, lost: u64) -> Result<W> {
         self.line("end", json!({"timed_cycles": timed_cycles, "lost": lost}))?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+
+    /// Ends the trace of a run that failed: where it stopped (`None` when
+    /// the runner never said, a failure outside the iterations' reach) and
+    /// the failure's exit code, kind and first line. A trace whose header
+    /// was never written is left empty.
+    pub fn fail(mut self, at: Option<&Stopped>, failure: &Failed) -> Result<W> {
+        if self.started {
+            let (timed_cycles, lost) = at.map_or((0, 0), |s| (s.timed_cycles, s.lost));
+            self.line("end", json!({"timed_cycles": timed_cycles, "lost": lost, "failed": failure}))?;
+        }
         self.out.flush()?;
         Ok(self.out)
     }
@@ -213,8 +235,36 @@ pub struct Occ {
 pub struct End {
     pub lost: u64,
     /// The run's own timed device cycles (to when the host saw the last
-    /// timed iteration complete).
+    /// timed iteration complete; to the failure in a failed run's trace).
     pub timed_cycles: u64,
+    /// The run failed: the trace ends where it stopped.
+    #[serde(default)]
+    pub failed: Option<Failed>,
+}
+
+/// How a run failed, on its trace's `end` line.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct Failed {
+    /// The iteration the host was enqueuing or synchronising; null when the
+    /// run failed outside the iterations (setup, validation).
+    pub iteration: Option<u32>,
+    /// Device cycle when the host gave up; null when the runner never said.
+    pub cycle: Option<u64>,
+    /// `cqlab run`'s exit code (3 a hang, 4 a device error, ...).
+    pub exit: u8,
+    /// The driver error's kind (`timeout`, `device-error`, ...), if one.
+    pub kind: Option<String>,
+    /// The error's first line (its dump follows it on `run`'s stderr).
+    pub error: String,
+}
+
+impl Failed {
+    /// "the run failed at iteration N (exit 3, timeout): ERROR".
+    pub fn describe(&self) -> String {
+        let at = self.iteration.map_or("outside its iterations".into(), |i| format!("at iteration {i}"));
+        let kind = self.kind.as_deref().map_or(String::new(), |k| format!(", {k}"));
+        format!("the run failed {at} (exit {}{kind}): {}", self.exit, self.error)
+    }
 }
 
 /// One line after the header.
@@ -259,6 +309,8 @@ pub struct TraceReader {
     last_seq: std::collections::HashMap<Coord, u32>,
     /// A record read after its core's gap, returned after the gap's item.
     after_gap: Option<Item>,
+    /// The `end` line said the run failed.
+    failed: Option<Failed>,
 }
 
 impl TraceReader {
@@ -311,7 +363,14 @@ impl TraceReader {
             cut_at: None,
             last_seq: Default::default(),
             after_gap: None,
+            failed: None,
         })
+    }
+
+    /// After the last item: `Some(why)` when the `end` line says the run
+    /// failed, naming the iteration and the error.
+    pub fn failure(&self) -> Option<String> {
+        self.failed.as_ref().map(|f| format!("{}: {}", self.path, f.describe()))
     }
 
     /// After the last item: `Some(why)` when the trace has no `end` line
@@ -377,7 +436,10 @@ impl TraceReader {
                 self.check_cq("occ", o.cq)?;
                 Item::Occ(o)
             }
-            Line::End(e) => Item::End(e),
+            Line::End(e) => {
+                self.failed = e.failed.clone();
+                Item::End(e)
+            }
             Line::Rec([x, y, cycle, seq, kind, arg0, arg1]) => {
                 let (Ok(x), Ok(y)) = (u8::try_from(x), u8::try_from(y)) else {
                     return Err(UsageError(format!("{}: core ({x},{y}) is off the grid", self.lines.at())).into());
@@ -395,16 +457,16 @@ impl TraceReader {
                     }
                     Ok(v)
                 };
+                let seq = field("seq", seq, u32::MAX.into())? as u32;
+                let kind = field("kind", kind, u16::MAX.into())? as u16;
+                let arg0 = field("arg0", arg0, u32::MAX.into())? as u32;
+                let arg1 = field("arg1", arg1, u32::MAX.into())? as u32;
                 // A core's records are written oldest first (records lost
                 // to a lapped ring only skip ahead): one that goes back is
                 // a file shuffled or spliced, whose analysis would be wrong.
                 // Cycles are not checked so: traces of builds before
                 // 2026-12-01 can go back (their drain read a slot the core
                 // was rewriting: the new cycle under the old seq).
-                let seq = field("seq", seq, u32::MAX.into())? as u32;
-                let kind = field("kind", kind, u16::MAX.into())? as u16;
-                let arg0 = field("arg0", arg0, u32::MAX.into())? as u32;
-                let arg1 = field("arg1", arg1, u32::MAX.into())? as u32;
                 let last = self.last_seq.insert(core, seq);
                 if let Some(last) = last.filter(|&l| (seq.wrapping_sub(l) as i32) <= 0) {
                     return Err(UsageError(format!(

@@ -172,6 +172,11 @@ pub struct Summarizer {
     pub max_held: usize,
     /// Gaps in the cores' records (records lost).
     gaps: u64,
+    /// Device cycle the failed run stopped at: the end of the windows whose
+    /// events have no records.
+    failed_at: Option<u64>,
+    /// The iteration the failed run was on.
+    failed_iteration: Option<u32>,
 }
 
 /// What `st` does until its next record, for the critical path.
@@ -210,6 +215,8 @@ impl Summarizer {
             timed_from: None,
             max_held: 0,
             gaps: 0,
+            failed_at: None,
+            failed_iteration: None,
         }
     }
 
@@ -390,8 +397,9 @@ impl Summarizer {
             }
             self.total_cycles += total;
         }
+        let failed = self.failed_iteration == Some(w.index);
         self.windows.push(json!({
-            "iteration": w.index, "timed": timed, "start": w.start, "end": w.end, "cycles": total,
+            "iteration": w.index, "timed": timed, "failed": failed, "start": w.start, "end": w.end, "cycles": total,
             "attributed_fraction": if total == 0 { 1.0 } else { 1.0 - unattributed as f64 / total as f64 },
             "phases": by_phase,
             "critical_path": critical_path::to_json(&self.chip, &path),
@@ -443,7 +451,9 @@ impl Summarizer {
                         Some(d) if !first_timed => d,
                         _ => p.start,
                     };
-                    let end = done.unwrap_or(start).max(start);
+                    // A failed run's iterations whose events never came
+                    // ran until the host gave up.
+                    let end = done.or(self.failed_at).unwrap_or(start).max(start);
                     Window { index: p.index, start, end, enqueued: p.enqueued.clamp(start, end), events: p.events }
                 }
             };
@@ -506,12 +516,21 @@ pub fn summarize(run: &std::path::Path) -> Result<Value> {
                 });
             }
             Item::Lost { core, .. } => s.lost(core),
-            Item::End(e) => (lost, run_timed) = (e.lost, Some(e.timed_cycles)),
+            Item::End(e) => {
+                (lost, run_timed) = (e.lost, Some(e.timed_cycles));
+                if let Some(f) = &e.failed {
+                    s.failed_at = f.cycle;
+                    s.failed_iteration = f.iteration;
+                    // Not a figure the run's throughput divided by.
+                    run_timed = None;
+                }
+            }
             Item::Occ(_) => {}
         }
     }
     s.close_ready(&mut pending, &mut prev_done, true);
     let end_missing = reader.end_missing();
+    let failed = reader.failure();
     let mut waits: Vec<(String, Tally)> = s.waits.iter().map(|(k, v)| (k.clone(), *v)).collect();
     waits.sort_by_key(|w| std::cmp::Reverse(w.1.total_cycles));
     let min_of = |key: &str| {
@@ -542,7 +561,7 @@ pub fn summarize(run: &std::path::Path) -> Result<Value> {
         // it runs on to the host seeing the last event, past the windows'
         // end at the event's record (helper-67: 228546 against 227269).
         "run_timed_cycles": run_timed, "records_lost": lost, "record_gaps": s.gaps,
-        "complete": end_missing.is_none(), "end_missing": end_missing,
+        "complete": end_missing.is_none(), "end_missing": end_missing, "failed": failed,
         "phases": s.totals,
         "phase_kinds": kinds,
         "min_attributed_fraction": min_of("attributed_fraction"),
@@ -587,6 +606,9 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
         // Summarised up to where it stops, and said so: not a whole run.
         diagln!("warning: {why}; the summary covers what is there (its last iteration may be partial)");
     }
+    if let Some(why) = v["failed"].as_str() {
+        diagln!("warning: {why}; the summary covers the records drained up to the failure");
+    }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
@@ -630,6 +652,9 @@ pub fn run_summary(a: SummaryArgs) -> Result<ExitCode> {
     }
     if let Some(why) = v["end_missing"].as_str() {
         outln!("note: INCOMPLETE TRACE: {why}");
+    }
+    if let Some(why) = v["failed"].as_str() {
+        outln!("note: FAILED RUN: {why}");
     }
     match v["min_attributed_fraction"].as_f64() {
         // With records lost the attribution covers what the rings kept:

@@ -1096,3 +1096,51 @@ fn every_go_arrow_starts_at_its_own_launch() {
     assert!(arrows >= 2000, "{arrows} arrows");
     assert!(wrong.is_empty(), "{} of {arrows} arrows start at another launch's GO, e.g. {}", wrong.len(), wrong[0]);
 }
+
+/// A run that fails mid-iteration (a kernel runs past `--kernel-timeout`:
+/// exit 3) ends its trace with what the device recorded up to the
+/// failure, the iteration as far as it got and an `end` line saying where
+/// and why; `trace summary` and `trace export` say the run failed there,
+/// not that the trace was interrupted (helper-94: the trace held the
+/// boot's records only, no `end` line, and the summary 0 device cycles).
+#[test]
+fn a_failed_runs_trace_ends_with_the_failing_iteration() {
+    let (trace, report) = (tmp("hang.jsonl"), tmp("hang.json"));
+    #[rustfmt::skip]
+    let o = cqlab(&["run", "hetero", "--cqs", "2", "--iters", "2", "--warmup", "0", "--large-cycles", "5000000",
+                    "--kernel-timeout", "1000000", "--trace", trace.to_str().unwrap(), "--json", report.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let kernel_starts = lines.iter().filter(|l| l["rec"][4] == cqlab_abi::trace::TraceKind::KernelStart as u64).count();
+    assert!(kernel_starts > 0, "no kernel records in the failed run's trace");
+    let iters: Vec<&Value> = lines.iter().filter_map(|l| l.get("iter")).collect();
+    assert_eq!(iters.len(), 1, "{iters:?}");
+    let failed = &lines.last().unwrap()["end"]["failed"];
+    let point = &serde_json::from_slice::<Value>(&std::fs::read(&report).unwrap()).unwrap()["failed_point"];
+    assert_eq!(
+        (&failed["iteration"], &failed["exit"], &failed["kind"]),
+        (&iters[0]["index"], &Value::from(3), &point["kind"])
+    );
+    assert_eq!(failed["error"], point["error"], "the same first line as the report's");
+    assert_eq!(iters[0]["end"], failed["cycle"], "a --sync per-iter host gave up at the failure");
+
+    let o = cqlab(&["trace", "summary", trace.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["complete"], true, "{s}");
+    assert!(s["failed"].as_str().unwrap().contains("the run failed at iteration 0 (exit 3, kernel-timeout): hetero"));
+    let w = &s["iterations"][0];
+    assert_eq!((&w["failed"], &w["end"]), (&Value::Bool(true), &failed["cycle"]), "{w}");
+    assert!(s["phases"]["kernel"].as_u64().unwrap() > 1_000_000, "the hung kernel's time: {}", s["phases"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("the run failed at iteration 0") && !stderr.contains("interrupted"), "{stderr}");
+
+    let pf = tmp("hang.perfetto.json");
+    let o = cqlab(&["trace", "export", trace.to_str().unwrap(), "--perfetto", pf.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && stderr.contains("the run failed at iteration 0"), "{stderr}");
+    assert!(!stderr.contains("the end is missing"), "{stderr}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&pf).unwrap()).unwrap();
+    check_perfetto(&v);
+}

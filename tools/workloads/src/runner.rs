@@ -83,6 +83,33 @@ pub trait Observer: RecordSink {
         Ok(())
     }
     fn progress(&mut self, _done: u32, _total: u32) {}
+    /// The run failed after [`Observer::started`]: what the device recorded
+    /// up to the failure has been drained and the iteration the host was on
+    /// reported as far as it got; the error itself returns next.
+    fn failed(&mut self, _at: &Stopped) {}
+}
+
+/// Where a failed run stopped, for its trace's last line.
+#[derive(Clone, Debug, Serialize)]
+pub struct Stopped {
+    /// The iteration the host was enqueuing or synchronising; `None` when the
+    /// run failed outside the iterations (setup, the final drain, validation).
+    pub iteration: Option<u32>,
+    /// Device cycle when the host gave up.
+    pub cycle: u64,
+    /// Trace records overwritten before they were read, up to the failure.
+    pub lost: u64,
+    /// Timed device cycles up to the failure (0 if it came before them).
+    pub timed_cycles: u64,
+}
+
+/// The iteration being enqueued, as far as it got.
+struct Current {
+    index: u32,
+    warmup: bool,
+    start: u64,
+    enqueued: Option<u64>,
+    events: Vec<u32>,
 }
 
 /// An observer that keeps nothing.
@@ -288,15 +315,17 @@ fn drain(
 /// are read.
 fn sync_in_order(
     dev: &mut Device,
-    outstanding: &mut std::collections::VecDeque<Vec<Event>>,
+    outstanding: &mut std::collections::VecDeque<(u32, Vec<Event>)>,
     collector: &mut TraceCollector,
     analysis: &mut Analysis,
     observer: &mut dyn Observer,
 ) -> Result<()> {
-    while let Some(events) = outstanding.pop_front() {
-        for ev in events {
+    // Popped once synchronised: on a failure the front is the iteration that failed.
+    while let Some((_, events)) = outstanding.front() {
+        for &ev in events {
             dev.event_synchronize(ev)?;
         }
+        outstanding.pop_front();
         drain(dev, collector, analysis, observer)?;
     }
     Ok(())
@@ -368,82 +397,127 @@ pub fn run_on(dev: &mut Device, spec: &RunSpec, observer: &mut dyn Observer) -> 
         DriverError::Invalid(format!("--warmup {} + --iters {} exceeds {}", spec.warmup, spec.iters, u32::MAX))
     })?;
     let mut samples: Vec<IterationSample> = Vec::new();
-    {
-        let mut ctx = Ctx { dev, cqs, new_launches: Vec::new(), capturing: false };
-        workload.setup(&mut ctx)?;
-        forward_launches(&mut ctx, &mut analysis, observer)?;
-    }
-    for q in 0..cqs {
-        dev.cq(q)?.finish()?;
-    }
-    drain(dev, &mut collector, &mut analysis, observer)?;
-    let mut timed_start = 0;
+    let mut timed_start = None;
     // Iterations enqueued and not yet synchronised, oldest first (`--sync
     // end` runs ahead of the device by up to the queues' depth).
-    let mut outstanding: std::collections::VecDeque<Vec<Event>> = Default::default();
-    for i in 0..total {
-        let warmup = i < spec.warmup;
-        if i == spec.warmup {
-            // The timed region starts drained.
-            sync_in_order(dev, &mut outstanding, &mut collector, &mut analysis, observer)?;
-            // Totals cover the timed iterations, as the timed cycles do (what
-            // came before is drained: at boot, after each synchronised
-            // iteration, and by `sync_in_order`).
-            analysis.begin_timed();
-            timed_start = dev.now();
-        }
-        let start = dev.now();
-        sample_occupancy(dev, cqs, &mut analysis, observer)?;
+    let mut outstanding: std::collections::VecDeque<(u32, Vec<Event>)> = Default::default();
+    let mut current: Option<Current> = None;
+    let ran = (|| -> Result<(u64, Option<Validation>)> {
         {
             let mut ctx = Ctx { dev, cqs, new_launches: Vec::new(), capturing: false };
-            workload.iteration(&mut ctx, i)?;
+            workload.setup(&mut ctx)?;
             forward_launches(&mut ctx, &mut analysis, observer)?;
         }
-        let mut events = Vec::new();
         for q in 0..cqs {
-            events.push(dev.cq(q)?.record_event()?);
-        }
-        let enqueued = dev.now();
-        sample_occupancy(dev, cqs, &mut analysis, observer)?;
-        let end = if spec.sync == SyncMode::PerIter {
-            for &ev in &events {
-                dev.event_synchronize(ev)?;
-            }
-            sample_occupancy(dev, cqs, &mut analysis, observer)?;
-            Some(dev.now())
-        } else {
-            None
-        };
-        let sample =
-            IterationSample { index: i, warmup, start, enqueued, end, events: events.iter().map(|e| e.id).collect() };
-        observer.iteration(&sample)?;
-        samples.push(sample);
-        if spec.sync == SyncMode::End {
-            outstanding.push_back(events);
+            dev.cq(q)?.finish()?;
         }
         drain(dev, &mut collector, &mut analysis, observer)?;
-        observer.progress(i + 1, total);
-    }
-    sync_in_order(dev, &mut outstanding, &mut collector, &mut analysis, observer)?;
-    let timed_cycles = dev.now() - timed_start;
-    sample_occupancy(dev, cqs, &mut analysis, observer)?;
-    drain(dev, &mut collector, &mut analysis, observer)?;
-    let validation = if spec.skip_validation {
-        None
-    } else {
-        let mut ctx = Ctx { dev, cqs, new_launches: Vec::new(), capturing: false };
-        workload.validate(&mut ctx)?
+        for i in 0..total {
+            let warmup = i < spec.warmup;
+            if i == spec.warmup {
+                // The timed region starts drained.
+                sync_in_order(dev, &mut outstanding, &mut collector, &mut analysis, observer)?;
+                // Totals cover the timed iterations, as the timed cycles do (what
+                // came before is drained: at boot, after each synchronised
+                // iteration, and by `sync_in_order`).
+                analysis.begin_timed();
+                timed_start = Some(dev.now());
+            }
+            let start = dev.now();
+            let cur = current.insert(Current { index: i, warmup, start, enqueued: None, events: Vec::new() });
+            sample_occupancy(dev, cqs, &mut analysis, observer)?;
+            {
+                let mut ctx = Ctx { dev, cqs, new_launches: Vec::new(), capturing: false };
+                workload.iteration(&mut ctx, i)?;
+                forward_launches(&mut ctx, &mut analysis, observer)?;
+            }
+            let mut events = Vec::new();
+            for q in 0..cqs {
+                events.push(dev.cq(q)?.record_event()?);
+                cur.events.push(events[events.len() - 1].id);
+            }
+            let enqueued = dev.now();
+            cur.enqueued = Some(enqueued);
+            sample_occupancy(dev, cqs, &mut analysis, observer)?;
+            let end = if spec.sync == SyncMode::PerIter {
+                for &ev in &events {
+                    dev.event_synchronize(ev)?;
+                }
+                sample_occupancy(dev, cqs, &mut analysis, observer)?;
+                Some(dev.now())
+            } else {
+                None
+            };
+            let sample = IterationSample {
+                index: i,
+                warmup,
+                start,
+                enqueued,
+                end,
+                events: events.iter().map(|e| e.id).collect(),
+            };
+            observer.iteration(&sample)?;
+            current = None;
+            samples.push(sample);
+            if spec.sync == SyncMode::End {
+                outstanding.push_back((i, events));
+            }
+            drain(dev, &mut collector, &mut analysis, observer)?;
+            observer.progress(i + 1, total);
+        }
+        sync_in_order(dev, &mut outstanding, &mut collector, &mut analysis, observer)?;
+        let timed_cycles = dev.now() - timed_start.unwrap_or(0);
+        sample_occupancy(dev, cqs, &mut analysis, observer)?;
+        drain(dev, &mut collector, &mut analysis, observer)?;
+        let validation = if spec.skip_validation {
+            None
+        } else {
+            let mut ctx = Ctx { dev, cqs, new_launches: Vec::new(), capturing: false };
+            workload.validate(&mut ctx)?
+        };
+        if let Some(v) = validation.as_ref().filter(|v| v.mismatches > 0) {
+            return Err(DriverError::Mismatch(format!(
+                "{} failed validation: {} of {} {} differ (seed {}; replay with the same command)",
+                spec.kind.name(),
+                v.mismatches,
+                v.checked,
+                v.what,
+                spec.seed
+            )));
+        }
+        Ok((timed_cycles, validation))
+    })();
+    let (timed_cycles, validation) = match ran {
+        Ok(r) => r,
+        Err(e) => {
+            // The records up to the failure explain it (helper-94: a hang's
+            // trace held only the boot's): drained as far as the rings can
+            // still be read, then the iteration the host was on. Errors
+            // here are secondary to `e`, which is what the run reports.
+            let _ = drain(dev, &mut collector, &mut analysis, observer);
+            let cycle = dev.now();
+            let iteration = match current {
+                Some(c) => {
+                    let enqueued = c.enqueued.unwrap_or(cycle);
+                    let end = (spec.sync == SyncMode::PerIter).then_some(cycle);
+                    let partial = IterationSample {
+                        index: c.index,
+                        warmup: c.warmup,
+                        start: c.start,
+                        enqueued,
+                        end,
+                        events: c.events,
+                    };
+                    let _ = observer.iteration(&partial);
+                    Some(c.index)
+                }
+                None => outstanding.front().map(|o| o.0),
+            };
+            let timed_cycles = timed_start.map_or(0, |t| cycle - t);
+            observer.failed(&Stopped { iteration, cycle, lost: collector.total_lost(), timed_cycles });
+            return Err(e);
+        }
     };
-    if let Some(v) = validation.as_ref().filter(|v| v.mismatches > 0) {
-        return Err(DriverError::Mismatch(format!(
-            "{} failed validation: {} of {} {} differ (seed {}; replay with the same command)",
-            spec.kind.name(),
-            v.mismatches,
-            v.checked,
-            v.what,
-            spec.seed
-        )));
-    }
 
     let latencies = latencies(spec, &samples, &analysis);
     let latency_cycles = Summary::of(&latencies);

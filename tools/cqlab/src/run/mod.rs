@@ -18,7 +18,7 @@ use cqlab_driver::{DeviceConfig, Topology};
 use cqlab_workloads::collect::RecordSink;
 use cqlab_workloads::kinds::{Kind, Knobs};
 use cqlab_workloads::runner::{
-    self, IterationSample, LaunchInfo, Observer, OccupancySample, PointReport, RunSpec, SyncMode,
+    self, IterationSample, LaunchInfo, Observer, OccupancySample, PointReport, RunSpec, Stopped, SyncMode,
 };
 use serde_json::{json, Value};
 use std::io::BufWriter;
@@ -280,6 +280,8 @@ fn knobs(a: &Args, kind: Kind) -> Knobs {
 struct CliObserver {
     trace: Option<TraceWriter<BufWriter<std::fs::File>>>,
     progress: progress::Progress,
+    /// Where the run stopped, if it failed (for the trace's `end` line).
+    stopped: Option<Stopped>,
 }
 
 impl RecordSink for CliObserver {
@@ -306,6 +308,9 @@ impl Observer for CliObserver {
     }
     fn progress(&mut self, done: u32, total: u32) {
         self.progress.update(done, total);
+    }
+    fn failed(&mut self, at: &Stopped) {
+        self.stopped = Some(at.clone());
     }
 }
 
@@ -413,11 +418,27 @@ pub fn run(a: Args) -> Result<ExitCode> {
             None => None,
         };
         let label = format!("{} --cqs {cqs}", kind.name());
-        let mut obs = CliObserver { trace, progress: progress::Progress::new(label, json_stdout) };
+        let mut obs = CliObserver { trace, progress: progress::Progress::new(label, json_stdout), stopped: None };
         let point = match runner::run(&spec, &mut obs) {
             Ok(point) => point,
             Err(e) => {
                 let e = anyhow::Error::from(e).context(format!("{} with {cqs} queues", kind.name()));
+                let driver = e.chain().find_map(|c| c.downcast_ref::<cqlab_driver::DriverError>());
+                let headline = crate::cli::error_headline(&e);
+                if let Some(t) = obs.trace.take() {
+                    // The trace says the run failed, where, and why, instead
+                    // of ending without an `end` line (read as interrupted).
+                    let failed = crate::trace_file::Failed {
+                        iteration: obs.stopped.as_ref().and_then(|s| s.iteration),
+                        cycle: obs.stopped.as_ref().map(|s| s.cycle),
+                        exit: crate::exit::of_error(&e).code(),
+                        kind: driver.map(|d| d.kind().to_owned()),
+                        error: headline.clone(),
+                    };
+                    if let Err(w) = t.fail(obs.stopped.as_ref(), &failed) {
+                        diagln!("warning: ending the trace of the failed run: {w:#}");
+                    }
+                }
                 // A `--json` report still holds the points that ran and
                 // says which failed and how (helper-31: a failing sweep
                 // wrote nothing, and lost the points before it).
