@@ -321,6 +321,29 @@ pub fn pinned_sysmem_len(cfg: &DeviceConfig) -> usize {
     (cfg.sysmem_needed() as usize).next_multiple_of(WINDOW_SIZE as usize)
 }
 
+/// A pinned buffer's NOC address from PIN_PAGES as an offset in the chip's host-memory range
+/// (an address below the range's base is taken as that offset already, as the simulated tt-kmd
+/// gives it).
+fn in_host_range(noc: u64, params: &ArchParams) -> u64 {
+    noc.checked_sub(params.bar.host_mem_base).unwrap_or(noc)
+}
+
+/// Whether the firmware can reach `len` bytes pinned at NOC address `noc`: through the chip's
+/// PCIe tile, which forwards only `host_mem_size` bytes of its host range (each chip's figure
+/// cited in `arch::bar`). A buffer past them would leave every queue out of reach, a hang at
+/// boot.
+fn reachable(noc: u64, len: usize, params: &ArchParams) -> std::result::Result<(), String> {
+    let (at, reach) = (in_host_range(noc, params), params.bar.host_mem_size);
+    if at.checked_add(len as u64).is_some_and(|end| end <= reach) {
+        return Ok(());
+    }
+    Err(format!(
+        "PIN_PAGES put the queues' {len} bytes at NOC address {noc:#x}, {at:#x} bytes into the chip's \
+         host-memory range, past the {reach:#x} bytes its PCIe tile forwards: the firmware could not \
+         reach them (free host memory other processes have pinned for the card, or reload tt-kmd)"
+    ))
+}
+
 impl TtKmdBackend {
     /// Takes `dev` over for `cfg`'s command queues: the chip identified, its Tensix cores held
     /// in soft reset, then sysmem pinned. The chip is the one its PCI device id names. No
@@ -345,9 +368,10 @@ impl TtKmdBackend {
         let dev = &bar.kmd.dev;
         let len = pinned_sysmem_len(cfg);
         let sysmem = dev.alloc_pinned(len, PinFlags::NOC_DMA).map_err(be)?;
-        if sysmem.noc_address().is_none() {
+        let Some(noc) = sysmem.noc_address() else {
             return Err(DriverError::Backend(format!("{}: PIN_PAGES returned no NOC address", dev.path().display())));
-        }
+        };
+        reachable(noc, len, params).map_err(|why| DriverError::Backend(format!("{}: {why}", dev.path().display())))?;
         Ok(Self {
             bar,
             identity,
@@ -460,8 +484,7 @@ impl Backend for TtKmdBackend {
     /// The pinned buffer's NOC address from PIN_PAGES, as an offset in the chip's host-memory
     /// range (the firmware adds the PCIe tile and the range's base, `NocMap::pcie`).
     fn sysmem_noc_base(&self) -> u64 {
-        let noc = self.sysmem.noc_address().expect("checked at open");
-        noc.checked_sub(self.bar.params.bar.host_mem_base).unwrap_or(noc)
+        in_host_range(self.sysmem.noc_address().expect("checked at open"), self.bar.params)
     }
 
     fn sysmem_read(&mut self, offset: usize, buf: &mut [u8]) -> Result<()> {
@@ -538,6 +561,24 @@ mod tests {
     fn open(script: Script) -> Result<TtKmdBackend> {
         let dev = TtKmdDevice::with_kernel(Box::new(Scripted::new(script)), OpenFlags::default()).map_err(be)?;
         TtKmdBackend::new(dev, &DeviceConfig::default())
+    }
+
+    /// The pinned buffer must end within what the chip's PCIe tile forwards, to the byte, on
+    /// each chip, whether PIN_PAGES gives the NOC address with the range's base or without.
+    #[test]
+    fn a_pinned_buffer_must_end_within_what_the_chip_forwards() {
+        for arch in [Arch::Wormhole, Arch::Blackhole] {
+            let params = arch.params();
+            let (base, reach) = (params.bar.host_mem_base, params.bar.host_mem_size);
+            let len = 4 << 20;
+            let last = reach - len as u64;
+            for noc in [last, base + last] {
+                assert_eq!(reachable(noc, len, params), Ok(()), "{arch:?} at {noc:#x}");
+                let err = reachable(noc + 4096, len, params).unwrap_err();
+                assert!(err.contains(&format!("past the {reach:#x} bytes its PCIe tile forwards")), "{err}");
+            }
+            assert!(reachable(base + u64::MAX / 2, len, params).is_err(), "{arch:?}: no overflow");
+        }
     }
 
     /// Of the BARs tt-kmd offers (0, 2 and 4, each uncached and write-combining; a Blackhole's
