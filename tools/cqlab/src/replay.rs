@@ -143,7 +143,7 @@ fn replay_stress(record: &SeedRecord) -> Result<ExitCode> {
     let same = same_failure(record.failure.as_ref(), got.failure.as_ref())
         && (!embedded || got.device_cycles == record.device_cycles);
     outln!(
-        "replay of stress seed {}: {} at device cycle {} (recorded: {} at {}): {}{}{}",
+        "replay of stress seed {}: {}, the run ending at device cycle {} (recorded: {}, ending at {}): {}{}{}",
         record.seed,
         got_sig.unwrap_or("pass"),
         got.device_cycles,
@@ -248,8 +248,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let want_sig = record.failure.as_ref().map(|f| f.signature.as_str());
     let got_sig = got.as_ref().map(|f| f.signature.as_str());
     let same = same_failure(record.failure.as_ref(), got.as_ref()) && record.device_cycles == cycles;
+    // The run's end, which a replay must match, is not the failure's cycle: a failure's hang
+    // dump reads every core's trace ring through the BAR, which takes device time (helper-94
+    // read "at device cycle 2527356" for a failure whose dump began at 1524606).
     outln!(
-        "replay of seed {seed}: {} at device cycle {cycles} (recorded: {} at {}): {}{}{}",
+        "replay of seed {seed}: {}, the run ending at device cycle {cycles} (recorded: {}, ending at {}): {}{}{}",
         got_sig.unwrap_or("pass"),
         want_sig.unwrap_or("pass"),
         record.device_cycles,

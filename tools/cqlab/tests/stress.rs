@@ -175,7 +175,7 @@ fn a_replayed_hard_timeout_that_ends_says_the_limit_was_host_time() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{}", support::text(&out));
-    assert!(stdout.contains("(recorded: hard-timeout: still running after 0.02 s at 0): DIFFERS"), "{stdout}");
+    assert!(stdout.contains("(recorded: hard-timeout: still running after 0.02 s, ending at 0): DIFFERS"), "{stdout}");
     let note = "note: the recorded run was cut off by a host-time limit (stress restart --timeout, after 0.02 s), \
                 which a replay does not reproduce";
     assert!(stdout.contains(note), "{stdout}");
