@@ -6,9 +6,11 @@
 use crate::out::outln;
 use anyhow::Result;
 use cqlab_abi::decode::Space;
-use cqlab_abi::noc;
-use cqlab_abi::trace::TraceKind;
+use cqlab_abi::prefetch::PrefetchCmdId;
+use cqlab_abi::trace::TraceRecord;
 use cqlab_driver::{Device, DeviceConfig};
+use cqlab_workloads::analysis::{command_name, Tally};
+use cqlab_workloads::command_spans::CommandSpans;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
@@ -148,26 +150,16 @@ fn measured_programs(programs: u32, trace: bool) -> u32 {
     programs.div_ceil(per) * per
 }
 
-/// Mean/min/max cycles between each command's start and end records.
-fn command_costs(dev: &mut Device, core: noc::Coord, space: Space) -> Result<BTreeMap<String, (u64, u64, u64, u64)>> {
-    let trace = dev.read_trace(core)?;
-    let mut open: Option<(u32, u64)> = None;
-    let mut costs: BTreeMap<String, (u64, u64, u64, u64)> = BTreeMap::new();
-    for r in &trace.records {
-        match TraceKind::from_u16(r.kind) {
-            Some(TraceKind::CmdStart) => open = Some((r.arg0, r.cycle)),
-            Some(TraceKind::CmdEnd) => {
-                if let Some((id, start)) = open.take().filter(|(id, _)| *id == r.arg0) {
-                    let name = space.command_name(id as u8).unwrap_or("?").to_owned();
-                    let d = r.cycle - start;
-                    let e = costs.entry(name).or_insert((0, 0, u64::MAX, 0));
-                    *e = (e.0 + 1, e.1 + d, e.2.min(d), e.3.max(d));
-                }
-            }
-            _ => {}
-        }
+/// Count and total/min/max cycles of each command, from its start record to
+/// its end record on one core's trace ring. Paired as `cqlab run` pairs them:
+/// a prefetcher's EXEC_BUF stays open around the commands it replays.
+fn command_costs(records: &[TraceRecord], space: Space) -> BTreeMap<&'static str, Tally> {
+    let mut spans = CommandSpans::default();
+    let mut costs: BTreeMap<&'static str, Tally> = BTreeMap::new();
+    for (id, cycles) in records.iter().filter_map(|r| spans.record(r)) {
+        costs.entry(command_name(space, id)).or_default().add(cycles);
     }
-    Ok(costs)
+    costs
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -190,8 +182,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         measure(&mut dev, args.programs, &rt, true, &mut copy, &progress)?,
     ];
     let (prefetcher, dispatcher) = (dev.chip().prefetcher(0), dev.chip().dispatcher(0));
-    let pre = command_costs(&mut dev, prefetcher, Space::Prefetch)?;
-    let dis = command_costs(&mut dev, dispatcher, Space::Dispatch)?;
+    let pre = command_costs(&dev.read_trace(prefetcher)?.records, Space::Prefetch);
+    let dis = command_costs(&dev.read_trace(dispatcher)?.records, Space::Dispatch);
     if embedded {
         // Slow dispatch on the same seed and model: the host writes launches through the BAR.
         let mut slow = crate::device::open(&args.device, args.seed, 0, DeviceConfig { slow_dispatch: true, ..cfg })?;
@@ -211,11 +203,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 "host_enqueue_us_per_program": f.host_enqueue_us_per_program})
             })
             .collect();
-        let costs = |m: &BTreeMap<String, (u64, u64, u64, u64)>| -> Vec<serde_json::Value> {
+        let costs = |m: &BTreeMap<&'static str, Tally>| -> Vec<serde_json::Value> {
             m.iter()
-                .map(|(k, (n, sum, min, max))| {
-                    serde_json::json!({"command": k, "count": n,
-                "mean_cycles": *sum as f64 / *n as f64, "min_cycles": min, "max_cycles": max})
+                .map(|(k, t)| {
+                    serde_json::json!({"command": k, "count": t.count,
+                "mean_cycles": t.mean(), "min_cycles": t.min_cycles, "max_cycles": t.max_cycles})
                 })
                 .collect()
         };
@@ -277,15 +269,49 @@ pub fn run(args: Args) -> Result<ExitCode> {
         outln!("{line}");
     }
     for (title, m) in [("CQ0 prefetcher", &pre), ("CQ0 dispatcher", &dis)] {
-        let held: u64 = m.values().map(|(n, ..)| n).sum();
+        let held: u64 = m.values().map(|t| t.count).sum();
         outln!(
             "\n{title}: device cycles per command, over the {held} its trace ring still held at the end (the ring \
              keeps the newest: the run's last commands)"
         );
         outln!("{:<22} {:>7} {:>10} {:>8} {:>8}", "command", "count", "mean", "min", "max");
-        for (k, (n, sum, min, max)) in m {
-            outln!("{:<22} {:>7} {:>10.0} {:>8} {:>8}", k, n, *sum as f64 / *n as f64, min, max);
+        for (k, t) in m {
+            let mean = t.mean().unwrap_or_default();
+            outln!("{:<22} {:>7} {:>10.0} {:>8} {:>8}", k, t.count, mean, t.min_cycles, t.max_cycles);
+        }
+        if m.contains_key(PrefetchCmdId::ExecBuf.name()) {
+            outln!("(EXEC_BUF's cycles run around the commands it replays, which also count in their own rows)");
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cqlab_abi::prefetch::PrefetchCmdId::{ExecBuf, ExecBufEnd, RelayInline};
+    use cqlab_abi::trace::TraceKind::{self, CmdEnd, CmdStart};
+
+    fn rec(kind: TraceKind, id: PrefetchCmdId, cycle: u64) -> TraceRecord {
+        TraceRecord { kind: kind as u16, arg0: id as u32, cycle, ..Default::default() }
+    }
+
+    /// A replay as the prefetcher traces it: EXEC_BUF's start, each
+    /// replayed command's start and end (EXEC_BUF_END last), EXEC_BUF's end.
+    /// The table has EXEC_BUF once, from its start to its end (helper-97:
+    /// it kept only the last start, so EXEC_BUF never closed).
+    #[test]
+    fn the_prefetcher_table_has_exec_buf_around_its_replayed_commands() {
+        let records = [
+            rec(CmdStart, ExecBuf, 1000),
+            rec(CmdStart, RelayInline, 1010),
+            rec(CmdEnd, RelayInline, 1300),
+            rec(CmdStart, ExecBufEnd, 1310),
+            rec(CmdEnd, ExecBufEnd, 1360),
+            rec(CmdEnd, ExecBuf, 1361),
+        ];
+        let costs = command_costs(&records, Space::Prefetch);
+        let table: Vec<_> = costs.iter().map(|(k, t)| (*k, t.count, t.total_cycles)).collect();
+        assert_eq!(table, [("EXEC_BUF", 1, 361), ("EXEC_BUF_END", 1, 50), ("RELAY_INLINE", 1, 290)]);
+    }
 }

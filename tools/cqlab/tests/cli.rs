@@ -714,6 +714,27 @@ fn perf_says_how_many_programs_each_row_ran() {
     assert!(out.lines().any(|l| l.starts_with("fast ") && l.split_whitespace().nth(2) == Some("200")), "{out}");
 }
 
+/// The prefetcher's table has EXEC_BUF (helper-97: `perf` paired each end
+/// with the last start only, so EXEC_BUF, which stays open around the
+/// commands it replays, never closed and was left out; `perf --programs 1`
+/// listed 94 EXEC_BUF_END and no EXEC_BUF). Each replay ends EXEC_BUF_END
+/// then EXEC_BUF, so they count alike, but for the oldest replay the ring
+/// still holds, whose EXEC_BUF start it may have lapped. EXEC_BUF's cycles
+/// run around its EXEC_BUF_END's.
+#[test]
+fn perf_counts_exec_buf_as_often_as_exec_buf_end() {
+    let (code, v) = cqlab_json(&["perf", "--programs", "1"]);
+    assert_eq!(code, 0, "{v}");
+    let row = |name: &str| {
+        let rows = v["prefetch_commands"].as_array().unwrap();
+        let r = rows.iter().find(|r| r["command"] == name).unwrap_or_else(|| panic!("no {name}: {v}"));
+        (r["count"].as_u64().unwrap(), r["min_cycles"].as_u64().unwrap(), r["max_cycles"].as_u64().unwrap())
+    };
+    let (exec_buf, end) = (row("EXEC_BUF"), row("EXEC_BUF_END"));
+    assert!(exec_buf.0 > 0 && (exec_buf.0 == end.0 || exec_buf.0 + 1 == end.0), "{exec_buf:?} {end:?}");
+    assert!(exec_buf.1 > end.2, "EXEC_BUF {exec_buf:?} holds EXEC_BUF_END {end:?}");
+}
+
 /// A product that differs from the host reference is exit 5, as a `run`
 /// that fails validation (helper-53: `matmul` exited 1): a firmware root
 /// whose `matmul` kernel is the noop one leaves C unwritten.

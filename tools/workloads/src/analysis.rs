@@ -6,6 +6,7 @@
 //! (not by records), so it runs beside a streaming trace writer.
 
 use crate::collect::RecordSink;
+use crate::command_spans::CommandSpans;
 use crate::occupancy::Occupancy;
 use crate::stats::Summary;
 use cqlab_abi::decode::Space;
@@ -58,7 +59,7 @@ pub fn wait_waypoint(flags: u32, addr: u32) -> Waypoint {
 #[derive(Default)]
 struct CoreState {
     /// Open commands (EXEC_BUF nests the trace's commands).
-    open: Vec<(u32, u64)>,
+    open: CommandSpans,
     wait: Option<(Waypoint, u64)>,
     wait_target: Option<(u32, u32)>,
     stall: Option<u64>,
@@ -152,15 +153,10 @@ impl Analysis {
         };
         let st = self.cores.entry(core).or_default();
         match TraceKind::from_u16(r.kind) {
-            Some(TraceKind::CmdStart) => st.open.push((r.arg0, r.cycle)),
-            Some(TraceKind::CmdEnd) => {
-                if let Some(pos) = st.open.iter().rposition(|&(id, _)| id == r.arg0) {
-                    let (id, start) = st.open[pos];
-                    st.open.truncate(pos);
-                    if let Some(space) = space {
-                        let key = (Self::role(&self.chip, core), command_name(space, id));
-                        self.commands.entry(key).or_default().add(r.cycle - start);
-                    }
+            Some(TraceKind::CmdStart | TraceKind::CmdEnd) => {
+                if let (Some((id, cycles)), Some(space)) = (st.open.record(r), space) {
+                    let key = (Self::role(&self.chip, core), command_name(space, id));
+                    self.commands.entry(key).or_default().add(cycles);
                 }
             }
             Some(TraceKind::WaitTarget) => st.wait_target = Some((r.arg0, r.arg1)),
