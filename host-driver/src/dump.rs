@@ -9,6 +9,7 @@ use cqlab_abi::arch::tensix::Processor;
 use cqlab_abi::firmware::FirmwareId;
 use cqlab_abi::mailbox::DeviceError;
 use cqlab_abi::noc::Coord;
+use cqlab_abi::ring::RingPtr;
 use cqlab_abi::trace::TraceKind;
 use cqlab_abi::waypoint::{self, Waypoint};
 use serde::ser::{SerializeStruct, Serializer};
@@ -253,16 +254,29 @@ impl Serialize for ErrorReport {
     }
 }
 
-/// Pointers of one queue at a moment (ring pointers raw, with toggles).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// Serializes ring pointer `$p` as three fields: `$name`, the raw word as
+/// the queues hold it (16-byte units, the wrap toggle in bit 31), kept for
+/// readers of earlier builds; `${name}_bytes`, its byte offset in the ring
+/// (what `decode` and the text print); `${name}_toggle`, 0 or 1.
+macro_rules! ring_ptr_fields {
+    ($st:expr, $name:literal, $p:expr) => {{
+        let p: RingPtr = $p;
+        $st.serialize_field($name, &p.0)?;
+        $st.serialize_field(concat!($name, "_bytes"), &p.offset_bytes())?;
+        $st.serialize_field(concat!($name, "_toggle"), &u8::from(p.toggle()))?;
+    }};
+}
+
+/// Pointers of one queue at a moment (ring pointers with their toggles).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueuePointers {
     pub cq: u8,
-    pub issue_wr: u32,
-    pub issue_rd: u32,
+    pub issue_wr: RingPtr,
+    pub issue_rd: RingPtr,
     pub fetch_issued: u32,
     pub fetch_consumed: u32,
-    pub completion_rd: u32,
-    pub completion_wr: u32,
+    pub completion_rd: RingPtr,
+    pub completion_wr: RingPtr,
     /// Worker completions launched on this queue that no WAIT in its stream
     /// covers yet: the host's count of what its next WAIT will wait for,
     /// not of kernels running (helper-86's audit: "workers outstanding 0"
@@ -275,8 +289,25 @@ pub struct QueuePointers {
     pub last_event_done: u32,
 }
 
+impl Serialize for QueuePointers {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("QueuePointers", 18)?;
+        st.serialize_field("cq", &self.cq)?;
+        ring_ptr_fields!(st, "issue_wr", self.issue_wr);
+        ring_ptr_fields!(st, "issue_rd", self.issue_rd);
+        st.serialize_field("fetch_issued", &self.fetch_issued)?;
+        st.serialize_field("fetch_consumed", &self.fetch_consumed)?;
+        ring_ptr_fields!(st, "completion_rd", self.completion_rd);
+        ring_ptr_fields!(st, "completion_wr", self.completion_wr);
+        st.serialize_field("launches_unwaited", &self.launches_unwaited)?;
+        st.serialize_field("workers_running", &self.workers_running)?;
+        st.serialize_field("last_event_done", &self.last_event_done)?;
+        st.end()
+    }
+}
+
 /// A fetch-queue entry the host rang.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RungEntry {
     /// Its number among the queue's entries since boot, and its slot.
     pub number: u32,
@@ -284,7 +315,18 @@ pub struct RungEntry {
     /// The entry as written (`cqlab_abi::fetch_queue::FetchEntry`).
     pub raw: u32,
     /// Issue-queue write pointer where its chunk's ring bytes start.
-    pub issue_at: u32,
+    pub issue_at: RingPtr,
+}
+
+impl Serialize for RungEntry {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("RungEntry", 6)?;
+        st.serialize_field("number", &self.number)?;
+        st.serialize_field("slot", &self.slot)?;
+        st.serialize_field("raw", &self.raw)?;
+        ring_ptr_fields!(st, "issue_at", self.issue_at);
+        st.end()
+    }
 }
 
 /// Fetch entries rung that a dump lists per queue, newest last.
@@ -292,44 +334,61 @@ pub const RUNG_KEPT: usize = 4;
 
 /// What the host had last published to one queue's device side: what a
 /// host-side root cause shows in.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostPublished {
     pub cq: u8,
-    /// Issue-queue write pointer after the last chunk rung (with toggle).
-    pub issue_wr: u32,
+    /// Issue-queue write pointer after the last chunk rung.
+    pub issue_wr: RingPtr,
     /// Fetch entries rung since boot, and the last few ([`RUNG_KEPT`]).
     pub fetch_rung: u32,
     pub last_rung: Vec<RungEntry>,
     /// The prefetcher's issue read pointer and fetch count as the host last
     /// read them (what it believes is free).
-    pub issue_rd_seen: u32,
+    pub issue_rd_seen: RingPtr,
     pub fetched_seen: u32,
     /// Completion read pointer the host last wrote to the dispatcher, and
     /// how far it has consumed records (equal, in a correct host, once a
     /// drain ends).
-    pub completion_rd_published: u32,
-    pub completion_rd_consumed: u32,
+    pub completion_rd_published: RingPtr,
+    pub completion_rd_consumed: RingPtr,
     /// Program launches sent on this queue (launch numbers count them from
     /// 1), and the latest launch a WAIT in its stream waits for.
     pub launches: u64,
     pub launch_waited: u64,
 }
 
+impl Serialize for HostPublished {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("HostPublished", 17)?;
+        st.serialize_field("cq", &self.cq)?;
+        ring_ptr_fields!(st, "issue_wr", self.issue_wr);
+        st.serialize_field("fetch_rung", &self.fetch_rung)?;
+        st.serialize_field("last_rung", &self.last_rung)?;
+        ring_ptr_fields!(st, "issue_rd_seen", self.issue_rd_seen);
+        st.serialize_field("fetched_seen", &self.fetched_seen)?;
+        ring_ptr_fields!(st, "completion_rd_published", self.completion_rd_published);
+        ring_ptr_fields!(st, "completion_rd_consumed", self.completion_rd_consumed);
+        st.serialize_field("launches", &self.launches)?;
+        st.serialize_field("launch_waited", &self.launch_waited)?;
+        st.end()
+    }
+}
+
 impl fmt::Display for HostPublished {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "host CQ{}: issue wr {:#x}; {} fetch entries rung", self.cq, self.issue_wr, self.fetch_rung)?;
+        write!(f, "host CQ{}: issue wr {}; {} fetch entries rung", self.cq, self.issue_wr, self.fetch_rung)?;
         if !self.last_rung.is_empty() {
             let last: Vec<String> = self
                 .last_rung
                 .iter()
-                .map(|e| format!("#{} slot {} = {:#x} at {:#x}", e.number, e.slot, e.raw, e.issue_at))
+                .map(|e| format!("#{} slot {} = {:#x} at {}", e.number, e.slot, e.raw, e.issue_at))
                 .collect();
             write!(f, " (last: {})", last.join(", "))?;
         }
-        write!(f, "; read issue rd {:#x}, fetched {}", self.issue_rd_seen, self.fetched_seen)?;
-        write!(f, "; completion rd published {:#x}", self.completion_rd_published)?;
+        write!(f, "; read issue rd {}, fetched {}", self.issue_rd_seen, self.fetched_seen)?;
+        write!(f, "; completion rd published {}", self.completion_rd_published)?;
         if self.completion_rd_consumed != self.completion_rd_published {
-            write!(f, " (consumed to {:#x})", self.completion_rd_consumed)?;
+            write!(f, " (consumed to {})", self.completion_rd_consumed)?;
         }
         write!(f, "; {} launches, WAITs up to launch {}", self.launches, self.launch_waited)
     }
@@ -344,7 +403,7 @@ pub enum HostSide {
     FetchEntry { cq: u8, consumed: u32, rung: Option<u32> },
     /// A dispatcher waits for completion-queue room: its write pointer,
     /// and the read pointer the host had published and consumed to.
-    CompletionRoom { cq: u8, wr: u32, published: u32, consumed: Option<u32> },
+    CompletionRoom { cq: u8, wr: RingPtr, published: RingPtr, consumed: Option<RingPtr> },
 }
 
 impl HostSide {
@@ -376,9 +435,12 @@ impl fmt::Display for HostSide {
                 write!(f, ": {})", self.verdict())
             }
             HostSide::CompletionRoom { cq, wr, published, consumed } => {
-                write!(f, "host (CQ{cq} dispatcher waits for completion room at wr {wr:#x}; the host published rd {published:#x}")?;
+                write!(
+                    f,
+                    "host (CQ{cq} dispatcher waits for completion room at wr {wr}; the host published rd {published}"
+                )?;
                 if let Some(c) = consumed.filter(|c| c != published) {
-                    write!(f, ", consumed to {c:#x}")?;
+                    write!(f, ", consumed to {c}")?;
                 }
                 write!(f, ": {})", self.verdict())
             }
@@ -639,7 +701,7 @@ impl fmt::Display for HangDump {
         for q in &self.queues {
             write!(
                 f,
-                "CQ{}: issue wr {:#x} rd {:#x}; fetch issued {} consumed {}; completion rd {:#x} wr {:#x}",
+                "CQ{}: issue wr {} rd {}; fetch issued {} consumed {}; completion rd {} wr {}",
                 q.cq, q.issue_wr, q.issue_rd, q.fetch_issued, q.fetch_consumed, q.completion_rd, q.completion_wr,
             )?;
             if let Some(n) = q.launches_unwaited {
@@ -717,5 +779,92 @@ mod tests {
         assert_eq!(c["core"], serde_json::json!({"x": core.x, "y": core.y}), "{c}");
         assert_eq!(c["role"], "worker (1,0)", "{c}");
         assert_eq!(serde_json::from_value::<Coord>(c["core"].clone()).unwrap(), core);
+    }
+
+    /// Ring pointers read as bytes into their ring, the toggle apart, in
+    /// every part of a dump: the queue line, the host's line and a chain's
+    /// host link (helper-97's audit: they printed the raw word, 16-byte
+    /// units with the toggle in bit 31, `completion wr 0x80000014` where
+    /// `decode` said 0x140). The JSON has bytes and toggle beside the raw word.
+    #[test]
+    fn a_dump_prints_ring_pointers_as_bytes_with_the_toggle_apart() {
+        let wrapped = RingPtr::new(0x140, true);
+        let queue = QueuePointers {
+            cq: 1,
+            issue_wr: RingPtr::new(0x40740, false),
+            issue_rd: RingPtr::new(0x40700, false),
+            fetch_issued: 14,
+            fetch_consumed: 14,
+            completion_rd: RingPtr::new(0x140, false),
+            completion_wr: wrapped,
+            launches_unwaited: Some(0),
+            workers_running: None,
+            last_event_done: 3,
+        };
+        let host = HostPublished {
+            cq: 1,
+            issue_wr: RingPtr::new(0x40740, false),
+            fetch_rung: 14,
+            last_rung: vec![RungEntry { number: 13, slot: 5, raw: 0x10, issue_at: RingPtr::new(0x40700, true) }],
+            issue_rd_seen: RingPtr::new(0x40700, false),
+            fetched_seen: 14,
+            completion_rd_published: RingPtr::new(0x140, false),
+            completion_rd_consumed: wrapped,
+            launches: 3,
+            launch_waited: 3,
+        };
+        let dump = HangDump {
+            waited_for: Wait::Live { cq: 1 },
+            device_cycle: 5,
+            queues: vec![queue],
+            host: vec![host],
+            cores: vec![],
+            chain: vec![],
+            deadlock: false,
+        };
+        let text = dump.to_string();
+        assert!(
+            text.contains("CQ1: issue wr 0x40740 rd 0x40700; fetch issued 14 consumed 14; completion rd 0x140 wr 0x140 (toggle 1);"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "host CQ1: issue wr 0x40740; 14 fetch entries rung (last: #13 slot 5 = 0x10 at 0x40700 (toggle 1)); \
+                 read issue rd 0x40700, fetched 14; completion rd published 0x140 (consumed to 0x140 (toggle 1));"
+            ),
+            "{text}"
+        );
+        let link = HostSide::CompletionRoom {
+            cq: 1,
+            wr: wrapped,
+            published: RingPtr::new(0x140, false),
+            consumed: Some(wrapped),
+        };
+        assert!(
+            link.to_string().starts_with(
+                "host (CQ1 dispatcher waits for completion room at wr 0x140 (toggle 1); the host published rd 0x140, \
+                 consumed to 0x140 (toggle 1):"
+            ),
+            "{link}"
+        );
+        let v = serde_json::to_value(&dump).unwrap();
+        let q = &v["queues"][0];
+        assert_eq!(
+            (&q["completion_wr"], &q["completion_wr_bytes"], &q["completion_wr_toggle"]),
+            (&(0x14 | 1u32 << 31).into(), &0x140.into(), &1.into()),
+            "{q}"
+        );
+        assert_eq!((&q["completion_rd_bytes"], &q["completion_rd_toggle"]), (&0x140.into(), &0.into()), "{q}");
+        let h = &v["host"][0];
+        assert_eq!(
+            (&h["completion_rd_consumed_bytes"], &h["completion_rd_consumed_toggle"]),
+            (&0x140.into(), &1.into()),
+            "{h}"
+        );
+        assert_eq!(
+            (&h["last_rung"][0]["issue_at_bytes"], &h["last_rung"][0]["issue_at_toggle"]),
+            (&0x40700.into(), &1.into()),
+            "{h}"
+        );
     }
 }

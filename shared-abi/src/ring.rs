@@ -44,6 +44,20 @@ impl RingPtr {
     }
 }
 
+/// The one form tools print a ring pointer in: its byte offset from the
+/// ring's start (what `decode` and a `dd` of the ring count in), then the
+/// toggle when set, `0x840` or `0x840 (toggle 1)`. The raw word would read
+/// as sixteen times too small and, on odd laps, as 0x800000xx.
+impl core::fmt::Display for RingPtr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{:#x}", self.offset_bytes())?;
+        if self.toggle() {
+            write!(f, " (toggle 1)")?;
+        }
+        Ok(())
+    }
+}
+
 /// `a >= b` for free-running u32 counters that may wrap: true when `a` is at
 /// most 2^31 - 1 steps ahead of `b`.
 pub const fn wrap_ge(a: u32, b: u32) -> bool {
@@ -72,6 +86,16 @@ mod tests {
         assert_eq!(RingPtr::used(RingPtr::new(16, true), r, 64), 48);
         assert_eq!(RingPtr::used(RingPtr::new(16, false), r, 64), 64, "reader ahead of writer: treated as full");
         assert_eq!(RingPtr::used(RingPtr::new(48, true), r, 64), 64, "writer lapped the reader: full");
+    }
+
+    /// Bytes, not 16-byte units, and the toggle apart from the offset.
+    #[test]
+    fn a_ring_pointer_prints_its_byte_offset_and_toggle() {
+        extern crate std;
+        use std::string::ToString;
+        assert_eq!(RingPtr(0x84).to_string(), "0x840");
+        assert_eq!(RingPtr(WRAP_TOGGLE | 0x84).to_string(), "0x840 (toggle 1)");
+        assert_eq!(RingPtr::new(0, true).to_string(), "0x0 (toggle 1)");
     }
 
     #[test]

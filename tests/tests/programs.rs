@@ -1020,9 +1020,9 @@ on_both_chips! {
             dev.cq(0).unwrap().enqueue_program(&changing).unwrap();
             // The second program's kernel is resident: what it puts in the
             // issue queue is its launch and its args block, staged or inline.
-            let before = cqlab_abi::ring::RingPtr(dev.queue_pointers(0).unwrap().issue_wr);
+            let before = dev.queue_pointers(0).unwrap().issue_wr;
             dev.cq(0).unwrap().enqueue_program(&unchanged).unwrap();
-            let after = cqlab_abi::ring::RingPtr(dev.queue_pointers(0).unwrap().issue_wr);
+            let after = dev.queue_pointers(0).unwrap().issue_wr;
             let issue_bytes = cqlab_abi::ring::RingPtr::used(after, before, dev.config().issue_size);
             if stage > 0 {
                 let what = format!("a staged {block_bytes}-byte arg block took {issue_bytes} issue-queue bytes");

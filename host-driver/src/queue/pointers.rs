@@ -17,20 +17,20 @@ use cqlab_abi::waypoint;
 impl Queues {
     /// Queue `q`'s pointers (reads sysmem only, no BAR, unless observing).
     pub(crate) fn pointers_of(&self, backend: &mut dyn Backend, cfg: &DeviceConfig, q: u8) -> Result<QueuePointers> {
-        let issue_rd = self.header_word(backend, q, ISSUE_RD_PTR)?;
+        let issue_rd = RingPtr(self.header_word(backend, q, ISSUE_RD_PTR)?);
         let fetched = self.header_word(backend, q, FETCH_RD_COUNT)?;
-        let completion_wr = self.header_word(backend, q, COMPLETION_WR_PTR)?;
+        let completion_wr = RingPtr(self.header_word(backend, q, COMPLETION_WR_PTR)?);
         if self.observer {
             return self.observed(backend, cfg, q, issue_rd, fetched, completion_wr);
         }
         let cq = &self.list[q as usize];
         Ok(QueuePointers {
             cq: q,
-            issue_wr: cq.issue_wr.0,
+            issue_wr: cq.issue_wr,
             issue_rd,
             fetch_issued: cq.fetch_issued,
             fetch_consumed: fetched,
-            completion_rd: cq.completion_rd.0,
+            completion_rd: cq.completion_rd,
             completion_wr,
             launches_unwaited: Some(cq.workers_outstanding),
             workers_running: None,
@@ -48,13 +48,13 @@ impl Queues {
         backend: &mut dyn Backend,
         cfg: &DeviceConfig,
         q: u8,
-        issue_rd: u32,
+        issue_rd: RingPtr,
         fetched: u32,
-        completion_wr: u32,
+        completion_wr: RingPtr,
     ) -> Result<QueuePointers> {
         let d = self.chip.dispatcher(q);
         let mut word = |c: Coord, a: u32| backend.read_u32(NocAddr::unicast(c, a as u64));
-        let completion_rd = word(d, mailbox::COMPLETION_RD_PTR)?;
+        let completion_rd = RingPtr(word(d, mailbox::COMPLETION_RD_PTR)?);
         let last_event_done = word(d, mailbox::last_event(q))?;
         // Each slot: entry, source and split words.
         let slot = fetch_queue::SLOT_SIZE as usize;
@@ -74,7 +74,7 @@ impl Queues {
         }
         Ok(QueuePointers {
             cq: q,
-            issue_wr: RingPtr(issue_rd).advance(pending_bytes, issue_size).0,
+            issue_wr: issue_rd.advance(pending_bytes, issue_size),
             issue_rd,
             fetch_issued: fetched.wrapping_add(pending.len() as u32),
             fetch_consumed: fetched,

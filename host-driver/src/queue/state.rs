@@ -112,13 +112,13 @@ impl Queue {
     pub(super) fn published(&self, q: u8) -> HostPublished {
         HostPublished {
             cq: q,
-            issue_wr: self.issue_wr.0,
+            issue_wr: self.issue_wr,
             fetch_rung: self.fetch_issued,
             last_rung: self.last_rung.iter().copied().collect(),
-            issue_rd_seen: self.issue_rd_seen.0,
+            issue_rd_seen: self.issue_rd_seen,
             fetched_seen: self.fetched_seen,
-            completion_rd_published: self.completion_rd_published.0,
-            completion_rd_consumed: self.completion_rd.0,
+            completion_rd_published: self.completion_rd_published,
+            completion_rd_consumed: self.completion_rd,
             launches: self.program_launches,
             launch_waited: self.waited_launch,
         }
@@ -129,7 +129,7 @@ impl Queue {
         if self.last_rung.len() == RUNG_KEPT {
             self.last_rung.pop_front();
         }
-        self.last_rung.push_back(RungEntry { number: self.fetch_issued, slot, raw, issue_at: issue_at.0 });
+        self.last_rung.push_back(RungEntry { number: self.fetch_issued, slot, raw, issue_at });
     }
 
     /// A fresh read-back tag (never 0).

@@ -464,7 +464,7 @@ pub(crate) fn host_time(
     call(&mut dev.cq(0)?, i)?;
     i += 1;
     let after = dev.queue_pointers(0)?;
-    let per_call = RingPtr::used(RingPtr(after.issue_wr), RingPtr(before.issue_wr), issue);
+    let per_call = RingPtr::used(after.issue_wr, before.issue_wr, issue);
     // Staged blobs take fetch entries but no issue-queue bytes.
     let entries = after.fetch_issued.wrapping_sub(before.fetch_issued).max(1);
     let batch = (HOST_BATCH / programs).min(issue / 2 / per_call.max(1)).min(fetch / 2 / entries).max(1);

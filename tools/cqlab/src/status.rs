@@ -119,7 +119,7 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
     outln!("device cycle {}", dump.device_cycle);
     for q in &dump.queues {
         outln!(
-            "CQ{}: issue rd {:#x}, {} fetch entries pending ({} consumed); completion wr {:#x} rd {:#x}; last event \
+            "CQ{}: issue rd {}, {} fetch entries pending ({} consumed); completion wr {} rd {}; last event \
              {}; {} kernels running on the chip",
             q.cq,
             q.issue_rd,

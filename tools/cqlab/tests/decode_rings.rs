@@ -182,6 +182,45 @@ fn a_wrapped_live_completion_ring_decodes() {
     );
 }
 
+/// `status` and `decode --device` give a queue's completion write pointer
+/// as the same number, bytes into the ring, and `status` shows its wrap
+/// toggle apart (helper-97's audit: `status` printed the raw word, 16-byte
+/// units with the toggle in bit 31, `completion wr 0x84` where `decode`
+/// said 0x840, and `0x800000xx` on odd laps). A 1 KiB ring lapped once.
+#[test]
+fn status_and_decode_agree_on_a_wrapped_write_pointer() {
+    let d = Daemon::start("status-wrap", &[], Stdio::null());
+    let spec = d.spec();
+    let cfg = DeviceConfig { firmware_dir: firmware_dir(), completion_size: 1024, ..Default::default() };
+    let mut dev = Device::open(&spec, cfg).unwrap();
+    dev.boot().unwrap();
+    let mut cq = dev.cq(0).unwrap();
+    // 64-byte event records: 16 a lap, so 20 end in the second.
+    for _ in 0..20 {
+        cq.record_event().unwrap();
+    }
+    cq.finish().unwrap();
+    let wr = dev.queue_pointers(0).unwrap().completion_wr;
+    assert!(wr.toggle() && wr.offset_bytes() > 0, "the ring did not lap once: {wr:?}");
+    drop(dev);
+    let out = cqlab(&["decode", "--device", &spec, "--kind", "completion", "--cq", "0", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["window"]["write_pointer"].as_u64(), Some(wr.offset_bytes() as u64), "{v}");
+    let out = cqlab(&["status", "--device", &spec]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.starts_with("CQ0: ")).unwrap_or_else(|| panic!("{text}"));
+    let shown = format!("completion wr {:#x} (toggle 1) rd ", wr.offset_bytes());
+    assert!(line.contains(&shown), "{line}\nwants {shown}");
+    let out = cqlab(&["status", "--device", &spec, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let q = &v["queues"][0];
+    assert_eq!(q["completion_wr_bytes"].as_u64(), Some(wr.offset_bytes() as u64), "{q}");
+    assert_eq!((q["completion_wr_toggle"].as_u64(), q["completion_wr"].as_u64()), (Some(1), Some(wr.0 as u64)), "{q}");
+}
+
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }

@@ -284,8 +284,8 @@ fn sample_occupancy(dev: &mut Device, cqs: u8, analysis: &mut Analysis, observer
             cycle,
             p.fetch_issued,
             p.fetch_consumed,
-            p.completion_wr,
-            p.completion_rd,
+            p.completion_wr.0,
+            p.completion_rd.0,
         );
         observer.occupancy(&s)?;
     }
