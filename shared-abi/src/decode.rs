@@ -412,6 +412,63 @@ impl DispatchHeader {
             _ => 0,
         }
     }
+
+    /// The start of the payload that the dispatcher checks before acting on
+    /// it (`check_payload` reads these bytes), and what they hold; `None`
+    /// for a command whose payload has no rule. A decoder can check a
+    /// payload that arrives in pieces once it holds this much.
+    pub fn payload_rule(&self) -> Option<PayloadRule> {
+        match self {
+            Self::WritePacked(c) => Some(PayloadRule {
+                len: c.count as u64 * core::mem::size_of::<PackedSubCmd>() as u64,
+                what: "destinations",
+            }),
+            Self::Debug(c) => Some(PayloadRule { len: c.length as u64, what: "checksum" }),
+            _ => None,
+        }
+    }
+
+    /// Checks the payload rule (`payload_rule`) on `payload`, the start of
+    /// this command's payload: a `WRITE_PACKED`'s destinations, a `DEBUG`'s
+    /// checksum. Bytes past the rule's are not read; fewer are `Truncated`.
+    pub fn check_payload(&self, payload: &[u8]) -> Result<(), DecodeErrorKind> {
+        let Some(rule) = self.payload_rule() else {
+            return Ok(());
+        };
+        let Some(checked) = payload.get(..rule.len as usize) else {
+            return Err(DecodeErrorKind::Truncated { needed: rule.len, available: payload.len() as u64 });
+        };
+        match self {
+            Self::Debug(cmd) => {
+                let found = checksum(checked);
+                if found != cmd.checksum {
+                    return Err(DecodeErrorKind::BadChecksum { expected: cmd.checksum, found });
+                }
+            }
+            Self::WritePacked(_) => {
+                for word in checked.chunks_exact(core::mem::size_of::<PackedSubCmd>()) {
+                    let sub = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+                    // Coordinates only: whether they name a compute core is the
+                    // chip's to say (the dispatcher checks its `NocMap`).
+                    let c = crate::noc::Coord::unpack(sub);
+                    if sub >> 16 != 0 || c.x > crate::noc::MAX_COORD || c.y > crate::noc::MAX_COORD {
+                        return Err(bad("WRITE_PACKED destination", sub as u64));
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// The payload bytes a command's rule reads (`DispatchHeader::payload_rule`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PayloadRule {
+    /// Bytes from the payload's start.
+    pub len: u64,
+    /// What the rule checks, for a message ("destinations", "checksum").
+    pub what: &'static str,
 }
 
 fn header_at(bytes: &[u8], offset: usize) -> Result<&[u8; 16], DecodeError> {
@@ -467,7 +524,10 @@ pub struct DispatchCmd<'a> {
 
 /// Decode the dispatch command at `offset` of a dispatch byte stream whose
 /// payloads may continue past the end of `bytes` (they arrive by later
-/// relays); `missing` says how much is still to come.
+/// relays); `missing` says how much is still to come. The payload rule
+/// (`DispatchHeader::payload_rule`) is checked when its bytes are in
+/// `bytes`; a caller that gets the rest elsewhere checks it there
+/// (`DispatchHeader::check_payload`).
 pub fn decode_dispatch_partial(bytes: &[u8], offset: usize) -> Result<(DispatchCmd<'_>, usize), DecodeError> {
     if offset % L1_ALIGNMENT != 0 {
         return Err(DecodeError { offset, kind: DecodeErrorKind::Misaligned { align: L1_ALIGNMENT } });
@@ -479,8 +539,11 @@ pub fn decode_dispatch_partial(bytes: &[u8], offset: usize) -> Result<(DispatchC
     let take = want.min(have) as usize;
     let payload = &bytes[start..start + take];
     let missing = want - take as u64;
-    if missing == 0 {
-        check_payload(&header, payload).map_err(|kind| DecodeError { offset, kind })?;
+    // The dispatcher checks these bytes before it acts on the rest (a
+    // packed write's destinations before its blocks), so they are checked
+    // here once present, whatever is still to come.
+    if header.payload_rule().is_some_and(|r| take as u64 >= r.len) {
+        header.check_payload(payload).map_err(|kind| DecodeError { offset, kind })?;
     }
     Ok((DispatchCmd { header, payload, missing }, start + take))
 }
@@ -494,31 +557,6 @@ pub fn decode_dispatch(bytes: &[u8], offset: usize) -> Result<(DispatchCmd<'_>, 
         return Err(DecodeError { offset, kind: DecodeErrorKind::Truncated { needed, available } });
     }
     Ok((cmd, next))
-}
-
-fn check_payload(header: &DispatchHeader, payload: &[u8]) -> Result<(), DecodeErrorKind> {
-    match header {
-        DispatchHeader::Debug(cmd) => {
-            let found = checksum(&payload[..cmd.length as usize]);
-            if found != cmd.checksum {
-                return Err(DecodeErrorKind::BadChecksum { expected: cmd.checksum, found });
-            }
-        }
-        DispatchHeader::WritePacked(cmd) => {
-            for i in 0..cmd.count as usize {
-                let sub =
-                    u32::from_le_bytes([payload[4 * i], payload[4 * i + 1], payload[4 * i + 2], payload[4 * i + 3]]);
-                // Coordinates only: whether they name a compute core is the
-                // chip's to say (the dispatcher checks its `NocMap`).
-                let c = crate::noc::Coord::unpack(sub);
-                if sub >> 16 != 0 || c.x > crate::noc::MAX_COORD || c.y > crate::noc::MAX_COORD {
-                    return Err(bad("WRITE_PACKED destination", sub as u64));
-                }
-            }
-        }
-        _ => {}
-    }
-    Ok(())
 }
 
 /// Iterator over the dispatch commands of a complete stream (e.g. one

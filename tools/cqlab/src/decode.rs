@@ -8,7 +8,9 @@
 use crate::decode_rings::Kind;
 use crate::out::outln;
 use anyhow::{Context, Result};
-use cqlab_abi::decode::{decode_dispatch_partial, decode_prefetch, DecodeError, PrefetchHeader};
+use cqlab_abi::decode::{
+    decode_dispatch_partial, decode_prefetch, DecodeError, DispatchHeader, PayloadRule, PrefetchHeader,
+};
 use cqlab_abi::fields::{FieldValue, Fields};
 use cqlab_abi::noc::NocAddr;
 use serde_json::{json, Value};
@@ -114,7 +116,7 @@ impl Listing {
         json!({
             "commands": self.commands,
             "trailing_zero_bytes": self.trailing_zero_bytes,
-            "owed_at_end": self.owed_at_end.map(|o| json!({
+            "owed_at_end": self.owed_at_end.as_ref().map(|o| json!({
                 "owner": o.command, "owner_offset": o.offset, "bytes_owed": o.bytes, "text": o.end_note(self.error.map(|e| e.offset)),
             })),
             "error": self.error.map(error_json),
@@ -146,16 +148,44 @@ fn error_json(e: DecodeError) -> Value {
 
 /// A dispatch command whose payload the stream still owes: later relays
 /// carry it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Owed {
     pub command: &'static str,
     /// The command's byte offset in the dump.
     pub offset: usize,
     /// Payload bytes still to come.
     pub bytes: u64,
+    header: DispatchHeader,
+    /// Its payload rule, while the bytes the rule reads are still arriving.
+    check: Option<PendingCheck>,
+}
+
+/// A payload rule (`DispatchHeader::payload_rule`) waiting for its bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct PendingCheck {
+    rule: PayloadRule,
+    /// The rule's bytes that arrived, in order; `None` once some came by
+    /// `RELAY_LINEAR`/`RELAY_PAGED`: they are in device memory, not in the
+    /// dump, so the rule cannot be checked.
+    seen: Option<Vec<u8>>,
+    /// The rule's bytes that arrived, in the dump or not.
+    arrived: u64,
 }
 
 impl Owed {
+    /// `header` at dump offset `offset`, whose first payload bytes
+    /// (`present`) are in its own inline payload and `missing` are not.
+    fn new(header: DispatchHeader, offset: usize, present: &[u8], missing: u64) -> Self {
+        // A rule whose bytes are all present was checked with the header
+        // (`decode_dispatch_partial`).
+        let check = header.payload_rule().filter(|r| (present.len() as u64) < r.len).map(|rule| PendingCheck {
+            rule,
+            seen: Some(present.to_vec()),
+            arrived: present.len() as u64,
+        });
+        Self { command: header.id().name(), offset, bytes: missing, header, check }
+    }
+
     /// How the text names the command: `WRITE_HOST at 0x60`.
     fn owner(&self) -> String {
         format!("{} at {:#x}", self.command, self.offset)
@@ -171,18 +201,66 @@ impl Owed {
         }
     }
 
-    /// `relayed` bytes of the stream arrive: those it takes, and what it
-    /// still owes after them (`None`: nothing).
-    fn take(self, relayed: u64) -> (u64, Option<Owed>) {
+    /// `relayed` bytes of the stream arrive: takes those it is owed.
+    /// Returns how many, and how many of them its rule reads.
+    fn take(&mut self, relayed: u64) -> (u64, u64) {
         let used = self.bytes.min(relayed);
-        let rest = Some(Owed { bytes: self.bytes - used, ..self }).filter(|o| o.bytes > 0);
-        (used, rest)
+        self.bytes -= used;
+        let for_rule = self.check.as_ref().map_or(0, |c| (c.rule.len - c.arrived).min(used));
+        (used, for_rule)
     }
 
-    /// A relay's bytes that went to this command, in JSON.
-    fn payload_json(&self, used: u64, text: &str) -> Value {
+    /// The next bytes of the stream are the inline `payload`: takes its
+    /// share (returned) and, once its rule's bytes are all in the dump,
+    /// checks them as the dispatcher would. A refusal is the command's, at
+    /// its offset, as when its whole payload is inline.
+    fn take_inline(&mut self, payload: &[u8]) -> (u64, Result<(), DecodeError>) {
+        let (used, for_rule) = self.take(payload.len() as u64);
+        let Some(check) = self.check.as_mut().filter(|_| for_rule > 0) else {
+            return (used, Ok(()));
+        };
+        if let Some(seen) = &mut check.seen {
+            seen.extend_from_slice(&payload[..for_rule as usize]);
+        }
+        check.arrived += for_rule;
+        if check.arrived < check.rule.len {
+            return (used, Ok(()));
+        }
+        let checked = match self.check.take().and_then(|c| c.seen) {
+            Some(seen) => self.header.check_payload(&seen).map_err(|kind| DecodeError { offset: self.offset, kind }),
+            // Reported not checked by the relay that brought its bytes.
+            None => Ok(()),
+        };
+        (used, checked)
+    }
+
+    /// `relayed` bytes arrive from device memory: takes its share. Returns
+    /// the bytes it took, and what of its payload cannot be checked if
+    /// any of them are ones its rule reads.
+    fn take_relayed(&mut self, relayed: u64) -> (u64, Option<&'static str>) {
+        let (used, for_rule) = self.take(relayed);
+        let Some(check) = self.check.as_mut().filter(|_| for_rule > 0) else {
+            return (used, None);
+        };
+        let what = check.rule.what;
+        check.seen = None;
+        check.arrived += for_rule;
+        if check.arrived == check.rule.len {
+            self.check = None;
+        }
+        (used, Some(what))
+    }
+
+    /// `Some(self)` while it is still owed bytes.
+    fn still_owed(self) -> Option<Owed> {
+        Some(self).filter(|o| o.bytes > 0)
+    }
+
+    /// A relay's `used` bytes that went to this command (after `take`), in
+    /// JSON; `not_checked` names what of its payload the dump cannot check.
+    fn payload_json(&self, used: u64, not_checked: Option<&str>, text: &str) -> Value {
         json!({ "kind": "payload", "owner": self.command, "owner_offset": self.offset, "bytes_used": used,
-                "bytes_owed": self.bytes - used, "text": text })
+                "bytes_owed": self.bytes, "not_checked": not_checked, "text": text })
     }
 }
 
@@ -265,13 +343,18 @@ pub fn decode_dump(bytes: &[u8]) -> Listing {
             PrefetchHeader::RelayLinear(_) | PrefetchHeader::RelayPaged(_) => {
                 let relayed = header.relay_len().next_multiple_of(16);
                 let relays = match pending.take() {
-                    Some(owed) => {
-                        let (used, rest) = owed.take(relayed);
-                        pending = rest;
-                        let note =
-                            format!("{used} payload bytes of {}, {} still owed", owed.owner(), owed.bytes - used);
+                    Some(mut owed) => {
+                        let (used, not_checked) = owed.take_relayed(relayed);
+                        let mut note = format!("{used} payload bytes of {}, {} still owed", owed.owner(), owed.bytes);
+                        if let Some(what) = not_checked {
+                            // Not a pass: the dispatcher checks bytes this
+                            // dump does not hold.
+                            note.push_str(&format!(" (not in this dump: its {what} are not checked)"));
+                        }
                         out.text.push_str(&format!("           -> {note}\n"));
-                        owed.payload_json(used, &note)
+                        let json = owed.payload_json(used, not_checked, &note);
+                        pending = owed.still_owed();
+                        json
                     }
                     None => {
                         let note = "dispatch commands from device memory (not in this dump)";
@@ -307,16 +390,22 @@ struct Inline {
 fn decode_inline(payload: &[u8], base: usize, pending: &mut Option<Owed>, text: &mut String) -> Inline {
     let mut inline = Inline { continues: None, nested: Vec::new(), error: None };
     let mut at = 0usize;
-    if let Some(owed) = pending.take() {
-        let (used, rest) = owed.take(payload.len() as u64);
+    if let Some(mut owed) = pending.take() {
+        let (used, checked) = owed.take_inline(payload);
         let note = format!("{used} payload bytes of {}", owed.owner());
         text.push_str(&format!("           +{:#06x}  {note}\n", 0));
-        let mut continues = owed.payload_json(used, &note);
+        let mut continues = owed.payload_json(used, None, &note);
         continues["offset"] = json!(base);
         continues["payload_offset"] = json!(0);
         inline.continues = Some(continues);
+        if let Err(e) = checked {
+            // The dispatcher refuses the command: nothing after it runs,
+            // and it is owed nothing more.
+            inline.error = Some(e);
+            return inline;
+        }
         at = used as usize;
-        *pending = rest;
+        *pending = owed.still_owed();
     }
     while at < payload.len() {
         let (cmd, next) = match decode_dispatch_partial(payload, at) {
@@ -334,7 +423,7 @@ fn decode_inline(payload: &[u8], base: usize, pending: &mut Option<Owed>, text: 
         record["missing"] = json!(cmd.missing);
         inline.nested.push(record);
         if cmd.missing > 0 {
-            *pending = Some(Owed { command: h.id().name(), offset: base + at, bytes: cmd.missing });
+            *pending = Some(Owed::new(h, base + at, cmd.payload, cmd.missing));
         }
         at = next;
     }
