@@ -351,3 +351,140 @@ fn a_cut_dump_error_is_typed() {
     assert!(e["needed"].as_u64().is_some_and(|n| n > 40), "{e}");
     assert!(e["message"].as_str().is_some_and(|m| m.starts_with("truncated")), "{e}");
 }
+
+/// One dispatch stream built by the encoder, with `edit` applied (a
+/// corruption the encoder would refuse to write).
+fn dispatch_stream(
+    build: impl FnOnce(&mut cqlab_abi::encode::DispatchWriter<'_>) -> Result<(), cqlab_abi::encode::EncodeError>,
+    edit: impl FnOnce(&mut [u8]),
+) -> Vec<u8> {
+    let mut buf = vec![0u8; 4096];
+    let mut enc = Encoder::new(&mut buf);
+    enc.relay_inline(true, build).unwrap();
+    let hdr = cqlab_abi::CMD_HEADER_SIZE;
+    let length = u32::from_le_bytes(buf[4..8].try_into().unwrap()) as usize;
+    let mut stream = buf[hdr..hdr + length].to_vec();
+    edit(&mut stream);
+    stream
+}
+
+/// `stream` cut at `cuts` into back-to-back `RELAY_INLINE`s: the
+/// dispatcher sees the same bytes.
+fn relays(stream: &[u8], cuts: &[usize]) -> Vec<u8> {
+    use cqlab_abi::prefetch::{PrefetchCmdId, RelayInlineCmd};
+    use zerocopy::IntoBytes;
+    let mut out = Vec::new();
+    let mut bounds = vec![0];
+    bounds.extend_from_slice(cuts);
+    bounds.push(stream.len());
+    for piece in bounds.windows(2).map(|w| &stream[w[0]..w[1]]) {
+        let stride = (16 + piece.len()).next_multiple_of(64);
+        let cmd = RelayInlineCmd {
+            id: PrefetchCmdId::RelayInline as u8,
+            length: piece.len() as u32,
+            stride: stride as u32,
+            ..Default::default()
+        };
+        let start = out.len();
+        out.extend_from_slice(cmd.as_bytes());
+        out.extend_from_slice(piece);
+        out.resize(start + stride, 0);
+    }
+    out
+}
+
+/// A packed write of 16 bytes to two cores, its second destination word
+/// 0xffffffff (no coordinates): header, table (16 bytes), two blocks.
+fn bad_packed() -> Vec<u8> {
+    let dests = [cqlab_abi::noc::Coord::new(1, 2), cqlab_abi::noc::Coord::new(2, 2)];
+    dispatch_stream(
+        |w| w.write_packed(0x1000, &dests, cqlab_abi::encode::PackedData::PerCore(&[5; 32])),
+        |s| s[20..24].copy_from_slice(&u32::MAX.to_le_bytes()),
+    )
+}
+
+/// A dispatch `DEBUG` of 12 bytes whose header's checksum is wrong.
+fn bad_debug() -> Vec<u8> {
+    dispatch_stream(|w| w.debug(&[9; 12]), |s| s[8..12].copy_from_slice(&0x3039u32.to_le_bytes()))
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The dispatcher sees one stream whatever relays carry it: a payload
+/// that fails its rule is refused at its command's offset (0x10), exit 2,
+/// with the same message whether it sits in its header's `RELAY_INLINE`,
+/// the next one, or is spread over three.
+#[test]
+fn a_split_payload_is_checked_as_an_unsplit_one() {
+    let cases = [
+        ("packed", bad_packed(), "invalid WRITE_PACKED destination 4294967295"),
+        ("debug", bad_debug(), "checksum mismatch: header says 0x00003039, payload sums to 0x0000006c"),
+    ];
+    for (name, stream, message) in cases {
+        let expected = format!("at byte offset 16 (0x10): {message}");
+        // Whole; header alone then payload; header, a part, the rest.
+        for (how, cuts) in [("whole", &[][..]), ("split", &[16][..]), ("three", &[16, 32][..])] {
+            if how == "three" && stream.len() <= 32 {
+                continue;
+            }
+            let file = dump(&format!("{name}_{how}.bin"), &relays(&stream, cuts));
+            let out = decode(&[file.to_str().unwrap()]);
+            assert_eq!(out.status.code(), Some(2), "{name} {how}: {}", stderr(&out));
+            assert!(stderr(&out).contains(&expected), "{name} {how}: {}", stderr(&out));
+            let out = decode(&["--json", file.to_str().unwrap()]);
+            assert_eq!(out.status.code(), Some(2), "{name} {how}");
+            let v = json(&out);
+            assert_eq!((&v["error"]["offset"], &v["error"]["message"]), (&16.into(), &message.into()), "{v}");
+            assert_eq!(v["owed_at_end"], serde_json::Value::Null, "refused, so owed nothing: {v}");
+        }
+    }
+}
+
+/// Split over three relays with only the last bytes of the packed write's
+/// table bad: all its table's pieces are put together, in order.
+#[test]
+fn a_payload_over_three_relays_is_checked_whole() {
+    let dests = [cqlab_abi::noc::Coord::new(1, 2); 5];
+    // Table of 20 bytes (32 padded): its last word is in the third relay.
+    let stream =
+        dispatch_stream(|w| w.write_packed(0x1000, &dests, cqlab_abi::encode::PackedData::Shared(&[5; 16])), |_| {});
+    let good = decode(&[dump("packed3_ok.bin", &relays(&stream, &[16, 32])).to_str().unwrap()]);
+    assert!(good.status.success(), "{}", stderr(&good));
+    let mut bad = stream.clone();
+    bad[16 + 16..16 + 20].copy_from_slice(&0x4000u32.to_le_bytes());
+    let out = decode(&[dump("packed3_bad.bin", &relays(&bad, &[16, 32])).to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("at byte offset 16 (0x10): invalid WRITE_PACKED destination 16384"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A payload the dispatcher checks that a `RELAY_LINEAR` brings from device
+/// memory is not in the dump: the listing says it was not checked, in
+/// text and JSON, rather than passing it.
+#[test]
+fn a_relayed_payload_is_reported_not_checked() {
+    let chip = chip();
+    // The packed write's header alone inline; its table and blocks relayed.
+    let header = &bad_packed()[..16];
+    let mut bytes = relays(header, &[]);
+    let mut tail = vec![0u8; 64];
+    let mut enc = Encoder::new(&mut tail);
+    enc.relay_linear(chip.dram_addr(0, 0x1000), 48).unwrap();
+    bytes.extend_from_slice(enc.bytes());
+    let file = dump("packed_linear.bin", &bytes);
+    let out = decode(&[file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let note = "-> 48 payload bytes of WRITE_PACKED at 0x10, 0 still owed (not in this dump: its destinations are not checked)";
+    assert!(text.contains(note), "{text}");
+    let v = json(&decode(&["--json", file.to_str().unwrap()]));
+    assert_eq!(v["commands"][1]["relays"]["not_checked"], "destinations", "{v}");
+    // A payload with no rule, relayed the same way, has nothing unchecked.
+    let v = json(&decode(&["--json", dump("ok.relay.bin", &sample_stream()).to_str().unwrap()]));
+    assert_eq!(v["commands"][1]["relays"]["not_checked"], serde_json::Value::Null, "{v}");
+}
