@@ -44,7 +44,7 @@ impl fmt::Display for Note {
                     "{device}: staging is off for {which}: the pinned buffer starts {pinned_at:#x} bytes into the \
                      chip's host-memory range, so {its} would end at {end:#x}, past {limit:#x} ({why}); kernel \
                      images and runtime args are copied into the issue queue at every enqueue instead (host time \
-                     bounded by memory bandwidth: about 3 us per 32 KiB of args)"
+                     that grows with their size)"
                 )
             }
         }

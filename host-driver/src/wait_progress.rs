@@ -10,6 +10,9 @@ use cqlab_abi::noc::Coord;
 use std::fmt;
 use std::sync::Arc;
 
+/// How a report's text starts (a campaign recognises its runs' lines by it).
+pub const STILL_WAITING: &str = "still waiting for ";
+
 /// One report of a wait still under way.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WaitProgress {
@@ -36,7 +39,7 @@ impl fmt::Display for WaitProgress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "still waiting for {}: device cycle {}, {} cycles into the wait; ",
+            "{STILL_WAITING}{}: device cycle {}, {} cycles into the wait; ",
             self.wait, self.device_cycle, self.waited_cycles
         )?;
         match self.limit {

@@ -48,7 +48,7 @@ pub fn wait_lines_of(who: Option<String>) -> cqlab_driver::wait_progress::WaitPr
     cqlab_driver::wait_progress::WaitProgressSink::new(move |p| {
         let mut pacer = pacer.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if pacer.due(p.device_cycle - p.waited_cycles, std::time::Instant::now()) {
-            above_bars(|| crate::out::diagln!("note: {who}{p}"));
+            above_bars(|| crate::out::diagln!("{NOTE}{who}{p}"));
         }
     })
 }
@@ -59,9 +59,8 @@ pub fn note_lines() -> cqlab_driver::notes::NoteSink {
     cqlab_driver::notes::NoteSink::new(|n| above_bars(|| crate::out::diagln!("note: {n}")))
 }
 
-/// How an unnamed wait-progress line starts (`stress restart` picks its
-/// runs' out of their stderr and names the run).
-pub const WAIT_LINE_START: &str = "note: still waiting for ";
+/// How a note line starts on stderr.
+pub const NOTE: &str = "note: ";
 
 /// When a wait's next progress line is due.
 #[derive(Debug, Default)]

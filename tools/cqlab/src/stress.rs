@@ -512,8 +512,9 @@ enum Ended {
 /// A run's wait-progress line as the campaign prints it, naming the run
 /// (`who`); none for the run's other stderr.
 fn named_wait_line(line: &str, who: &str) -> Option<String> {
-    let rest = line.strip_prefix(crate::cli::WAIT_LINE_START)?;
-    Some(format!("note: {who}: still waiting for {rest}"))
+    use cqlab_driver::wait_progress::STILL_WAITING;
+    let rest = line.strip_prefix(crate::cli::NOTE).filter(|r| r.starts_with(STILL_WAITING))?;
+    Some(format!("{}{who}: {rest}", crate::cli::NOTE))
 }
 
 /// Runs `cqlab ARGV`, one run of the campaign, named `who` in the lines of
@@ -955,6 +956,16 @@ mod tests {
         );
         assert_eq!(named_wait_line("error: timeout waiting for completion queue of CQ0", "run 3"), None);
         assert_eq!(named_wait_line("note: the device was reset", "run 3"), None);
+        // A line as a run prints it, from the driver's report.
+        use cqlab_driver::wait_progress::{WaitLimit, WaitProgress};
+        let p = WaitProgress {
+            wait: cqlab_driver::dump::Wait::Event { cq: 0, id: 2 },
+            device_cycle: 9,
+            waited_cycles: 4,
+            limit: WaitLimit::Stall { stalled: 4, limit: 100 },
+        };
+        let named = named_wait_line(&format!("{}{p}", crate::cli::NOTE), "run 3").expect("a wait line");
+        assert_eq!(named, format!("note: run 3: {p}"));
     }
 
     fn record(index: u64, ok: bool) -> SeedRecord {

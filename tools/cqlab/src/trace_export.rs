@@ -72,6 +72,9 @@ pub struct Exporter<W: Write> {
     unpaired: HashMap<u8, (VecDeque<u32>, VecDeque<f64>)>,
     /// Launch seq -> its GO's timestamp.
     go_of: HashMap<u32, f64>,
+    /// Where a failed run's host gave up: slices still open then (its hung
+    /// kernels) last until it, not until their own start.
+    failed_ts: Option<f64>,
     /// Queues whose GOs no longer follow the launch lines: their
     /// dispatcher lost records (a gap hides how many GOs it ran), or the
     /// queue captured a trace (its replays run GOs with no launch line).
@@ -112,6 +115,7 @@ impl<W: Write> Exporter<W> {
             launches: HashMap::new(),
             unpaired: HashMap::new(),
             go_of: HashMap::new(),
+            failed_ts: None,
             unordered: HashSet::new(),
             next_flow: 1,
             occupancy: Vec::new(),
@@ -313,6 +317,7 @@ impl<W: Write> Exporter<W> {
     /// The run failed: an instant on the host track where it stopped.
     pub fn failed(&mut self, f: &Failed) -> Result<()> {
         let ts = f.cycle.map_or(0.0, |c| self.ts(c));
+        self.failed_ts = f.cycle.map(|_| ts);
         self.emit(json!({"ph": "i", "s": "g", "name": "run failed", "cat": "host", "pid": PID, "tid": HOST_TID,
                          "ts": ts, "args": {"iteration": f.iteration, "exit": f.exit, "kind": f.kind,
                                             "error": f.error}}))
@@ -339,13 +344,16 @@ impl<W: Write> Exporter<W> {
         Ok(())
     }
 
-    /// Closes every slice still open at its track's last timestamp, then
-    /// writes the occupancy counters.
+    /// Closes every slice still open at its track's last timestamp (a failed
+    /// run's, where its host gave up if later: a hung kernel's track ends
+    /// at its start, and drew it zero wide), then writes the occupancy
+    /// counters.
     pub fn finish(mut self) -> Result<(W, u64)> {
+        let failed = self.failed_ts.unwrap_or(f64::MIN);
         let mut open: Vec<(u32, f64, Vec<String>)> = self
             .tracks
             .values_mut()
-            .map(|t| (t.tid, t.last_ts, t.open.drain(..).map(|(_, n)| n).rev().collect()))
+            .map(|t| (t.tid, t.last_ts.max(failed), t.open.drain(..).map(|(_, n)| n).rev().collect()))
             .collect();
         // In track order, not the map's (which differs run to run): a
         // failed run's trace ends with every worker's kernel open, and two

@@ -175,6 +175,9 @@ pub struct Summarizer {
     /// Device cycle the failed run stopped at: the end of the windows whose
     /// events have no records.
     failed_at: Option<u64>,
+    /// An iteration of a failed `--sync end` run has been given the time up
+    /// to the failure: the ones enqueued after it never ran apart from it.
+    failure_window_given: bool,
     /// The iteration the failed run was on.
     failed_iteration: Option<u32>,
 }
@@ -216,6 +219,7 @@ impl Summarizer {
             max_held: 0,
             gaps: 0,
             failed_at: None,
+            failure_window_given: false,
             failed_iteration: None,
         }
     }
@@ -440,6 +444,15 @@ impl Summarizer {
                 return;
             }
             let p = pending.pop_front().expect("front");
+            if done.is_none() && p.end.is_none() && self.failed_at.is_some() {
+                // Only the oldest iteration the device never finished ran
+                // until the host gave up; each later one would count that
+                // same time again (helper-99: three windows of 3.24 M
+                // kernel cycles each for a 3.25 M-cycle run).
+                if std::mem::replace(&mut self.failure_window_given, true) {
+                    continue;
+                }
+            }
             let w = match p.end {
                 // --sync per-iter: the host's own window.
                 Some(end) => Window { index: p.index, start: p.start, end, enqueued: p.enqueued, events: p.events },

@@ -1097,6 +1097,35 @@ fn every_go_arrow_starts_at_its_own_launch() {
     assert!(wrong.is_empty(), "{} of {arrows} arrows start at another launch's GO, e.g. {}", wrong.len(), wrong[0]);
 }
 
+/// A failed `--sync end` run: only the iteration the device never finished
+/// runs until the host gave up; the ones enqueued after it do not count that
+/// time again (helper-99: 9.7 M timed cycles for a 3.25 M-cycle run).
+#[test]
+fn a_failed_sync_end_runs_summary_counts_its_time_once() {
+    let trace = tmp("hang-sync-end.jsonl");
+    let o = cqlab(&[
+        "run",
+        "large_gemm",
+        "--iters",
+        "3",
+        "--warmup",
+        "0",
+        "--sync",
+        "end",
+        "--kernel-timeout",
+        "1000000",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", String::from_utf8_lossy(&o.stderr));
+    let last = std::fs::read_to_string(&trace).unwrap().lines().last().unwrap().to_owned();
+    let failed_at = serde_json::from_str::<Value>(&last).unwrap()["end"]["failed"]["cycle"].as_u64().unwrap();
+    let o = cqlab(&["trace", "summary", trace.to_str().unwrap(), "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let timed = v["timed_cycles"].as_u64().unwrap();
+    assert!(timed > 1_000_000 && timed <= failed_at, "timed {timed} of a run that failed at {failed_at}");
+}
+
 /// A run that fails mid-iteration (a kernel runs past `--kernel-timeout`:
 /// exit 3) ends its trace with what the device recorded up to the
 /// failure, the iteration as far as it got and an `end` line saying where
@@ -1143,4 +1172,8 @@ fn a_failed_runs_trace_ends_with_the_failing_iteration() {
     assert!(!stderr.contains("the end is missing"), "{stderr}");
     let v: Value = serde_json::from_slice(&std::fs::read(&pf).unwrap()).unwrap();
     check_perfetto(&v);
+    // The hung kernels last until the host gave up, not zero wide at their start.
+    let events = v["traceEvents"].as_array().unwrap();
+    let gave_up = events.iter().find(|e| e["name"] == "run failed").expect("the failure's instant")["ts"].clone();
+    assert!(events.iter().any(|e| e["ph"] == "E" && e["ts"] == gave_up), "no slice closes where the run failed");
 }

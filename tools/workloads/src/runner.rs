@@ -494,8 +494,11 @@ pub fn run_on(dev: &mut Device, spec: &RunSpec, observer: &mut dyn Observer) -> 
             // trace held only the boot's): drained as far as the rings can
             // still be read, then the iteration the host was on. Errors
             // here are secondary to `e`, which is what the run reports.
+            // Where the host gave up: the cycle its hang dump was taken at
+            // (reading the dump and draining take device time through the
+            // BAR, ~1 M cycles on a full chip), else before the drain.
+            let cycle = e.dump().map_or_else(|| dev.now(), |d| d.device_cycle);
             let _ = drain(dev, &mut collector, &mut analysis, observer);
-            let cycle = dev.now();
             let iteration = match current {
                 Some(c) => {
                     let enqueued = c.enqueued.unwrap_or(cycle);
